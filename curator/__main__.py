@@ -1,0 +1,7 @@
+"""``python -m curator`` is the ``curator`` command."""
+
+import sys
+
+from curator.cli import main
+
+sys.exit(main())

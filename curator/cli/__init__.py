@@ -1,0 +1,68 @@
+"""The ``curator`` command line.
+
+Every subcommand lives in a small module of this package that exposes
+``register(subparsers)``; each parser sets ``handler`` to a function
+``handler(ctx: CommandContext) -> int``. With no subcommand the desktop window opens.
+
+Conventions shared by all commands:
+- ``--json`` prints exactly one JSON document on stdout (for scripts and tests);
+- errors are one readable line on stderr, never a traceback (``CURATOR_DEBUG=1`` shows it);
+- exit codes: 0 success, 1 some input rejected or a conflict, 2 usage or unusable input.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Sequence
+
+from curator.cli.common import CommandContext, add_common_options
+from curator.errors import CuratorError
+
+
+def build_parser() -> argparse.ArgumentParser:
+    # Imported here so each module registers its own subcommands (one place per concern).
+    from curator.cli import data, pipeline, review
+
+    common = argparse.ArgumentParser(add_help=False)
+    add_common_options(common, suppress_defaults=True)
+    parser = argparse.ArgumentParser(
+        prog="curator",
+        description="Curate the long-term memory of an autonomous LLM agent. "
+        "Without a command, the desktop window opens.",
+    )
+    add_common_options(parser, suppress_defaults=False)
+    subparsers = parser.add_subparsers(dest="command", metavar="COMMAND")
+    for module in (data, pipeline, review):
+        module.register(subparsers, common)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    ctx = CommandContext(args)
+    try:
+        if args.command is None:
+            from curator.cli.data import open_window
+
+            return open_window(ctx)
+        code: int = args.handler(ctx)
+        return code
+    except CuratorError as exc:
+        ctx.fail(str(exc))
+        return exc.exit_code
+    except KeyboardInterrupt:
+        ctx.fail("interrupted")
+        return 130
+    except Exception as exc:  # last resort: one line, not a traceback
+        if ctx.debug:
+            raise
+        ctx.fail(f"unexpected {type(exc).__name__}: {exc} (set CURATOR_DEBUG=1 for details)")
+        return 3
+    finally:
+        ctx.close()
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

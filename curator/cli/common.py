@@ -1,0 +1,79 @@
+"""What every subcommand shares: global options, the lazily opened store, output."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from collections.abc import Callable
+from typing import Any
+
+from curator.store.db import Store, resolve_db_path
+
+Handler = Callable[["CommandContext"], int]
+
+
+def add_common_options(parser: argparse.ArgumentParser, *, suppress_defaults: bool) -> None:
+    """``--db`` and ``--json`` are accepted before and after the subcommand.
+
+    On subparsers the defaults are suppressed so a value given before the subcommand is
+    not overwritten by the subparser's default.
+    """
+    default: Any = argparse.SUPPRESS if suppress_defaults else None
+    parser.add_argument(
+        "--db",
+        metavar="PATH",
+        default=default,
+        help="database file (default: $CURATOR_DB, else the user data directory)",
+    )
+    parser.add_argument(
+        "--json",
+        action="store_true",
+        default=argparse.SUPPRESS if suppress_defaults else False,
+        help="print one JSON document on stdout",
+    )
+
+
+class CommandContext:
+    """The parsed arguments plus the resources a command may need, opened on first use."""
+
+    def __init__(self, args: argparse.Namespace) -> None:
+        self.args = args
+        self.json: bool = bool(getattr(args, "json", False))
+        self.debug = os.environ.get("CURATOR_DEBUG", "") not in ("", "0")
+        self._store: Store | None = None
+
+    @property
+    def db_path(self) -> Any:
+        return resolve_db_path(getattr(self.args, "db", None))
+
+    @property
+    def store(self) -> Store:
+        if self._store is None:
+            self._store = Store(self.db_path)
+        return self._store
+
+    def emit(self, document: Any, human: str | Callable[[], str] | None = None) -> None:
+        """Print the result: the JSON document with ``--json``, else the human text."""
+        if self.json:
+            json.dump(document, sys.stdout, ensure_ascii=False, indent=2, default=str)
+            sys.stdout.write("\n")
+        elif human is not None:
+            text = human() if callable(human) else human
+            if text:
+                print(text)
+        sys.stdout.flush()
+
+    def info(self, message: str) -> None:
+        """Progress and notes for a person: stderr, so ``--json`` output stays one document."""
+        print(message, file=sys.stderr, flush=True)
+
+    def fail(self, message: str) -> None:
+        first_line = " ".join(message.split("\n")).strip()
+        print(f"curator: error: {first_line}", file=sys.stderr, flush=True)
+
+    def close(self) -> None:
+        if self._store is not None:
+            self._store.close()
+            self._store = None

@@ -1,0 +1,166 @@
+"""Data subcommands: import, export, stats, demo; and opening the window."""
+
+from __future__ import annotations
+
+import argparse
+from collections import Counter
+from typing import Any
+
+from curator.cli.common import CommandContext
+from curator.errors import CuratorError
+from curator.store.demo import create_demo
+from curator.store.importer import import_files
+from curator.store.knowledge import export_json, export_markdown, top_k_patterns
+from curator.store.models import LABELS, Candidate, Episode, Pattern, Run
+
+
+def register(subparsers: Any, common: argparse.ArgumentParser) -> None:
+    p = subparsers.add_parser(
+        "import",
+        parents=[common],
+        help="import episodes from JSONL or JSON files",
+        description="Import episodes. Bad lines are reported as FILE:LINE: reason and skipped; "
+        "the good lines of each file are imported in one transaction. Exit code 0 when every "
+        "line was good, 1 when some were rejected.",
+    )
+    p.add_argument("files", nargs="+", metavar="FILE")
+    p.set_defaults(handler=cmd_import)
+
+    p = subparsers.add_parser(
+        "export", parents=[common], help="print the top-K patterns as the agent receives them"
+    )
+    p.add_argument("--top", type=int, default=None, metavar="K", help="default: setting top_k (50)")
+    p.add_argument("--format", choices=("json", "markdown"), default="markdown")
+    p.set_defaults(handler=cmd_export)
+
+    p = subparsers.add_parser("stats", parents=[common], help="count episodes, patterns, runs")
+    p.set_defaults(handler=cmd_stats)
+
+    p = subparsers.add_parser("demo", parents=[common], help="fill the database with demo data")
+    p.add_argument(
+        "--if-missing", action="store_true", help="do nothing when the database has data"
+    )
+    p.set_defaults(handler=cmd_demo)
+
+
+def cmd_import(ctx: CommandContext) -> int:
+    reports = import_files(ctx.store, ctx.args.files)
+    rejected = sum(len(r.errors) for r in reports)
+    for report in reports:
+        for error in report.errors:
+            ctx.info(str(error))
+
+    def human() -> str:
+        lines = [
+            f"{r.file}: {r.imported} imported, {r.duplicates} already present, "
+            f"{len(r.errors)} rejected"
+            for r in reports
+        ]
+        return "\n".join(lines)
+
+    ctx.emit(
+        {
+            "files": [r.as_dict() for r in reports],
+            "imported": sum(r.imported for r in reports),
+            "duplicates": sum(r.duplicates for r in reports),
+            "rejected": rejected,
+        },
+        human,
+    )
+    return 1 if rejected else 0
+
+
+def cmd_export(ctx: CommandContext) -> int:
+    if ctx.args.top is not None and ctx.args.top < 1:
+        raise CuratorError("--top must be at least 1")
+    rows = top_k_patterns(ctx.store, k=ctx.args.top)
+    if ctx.json or ctx.args.format == "json":
+        ctx.json = True
+        ctx.emit({"patterns": export_json(rows), "count": len(rows)})
+    else:
+        ctx.emit(None, export_markdown(rows).rstrip("\n"))
+    return 0
+
+
+def stats_document(ctx: CommandContext) -> dict[str, Any]:
+    store = ctx.store
+    labels: Counter[str] = Counter(
+        {
+            (label or "unlabelled"): int(n)
+            for label, n in store.execute("SELECT label, COUNT(*) FROM episode GROUP BY label")
+        }
+    )
+    runs: Counter[str] = Counter(
+        {
+            str(status): int(n)
+            for status, n in store.execute("SELECT status, COUNT(*) FROM run GROUP BY status")
+        }
+    )
+    return {
+        "database": str(ctx.db_path),
+        "episodes": {
+            "total": sum(labels.values()),
+            "by_label": {label: labels.get(label, 0) for label in (*LABELS, "unlabelled")},
+            "human_labelled": Episode.select().where(Episode.human_label.is_null(False)).count(),
+            "distilled": Episode.select().where(Episode.distilled_at.is_null(False)).count(),
+        },
+        "patterns": {
+            "active": Pattern.select().where(Pattern.status == "active").count(),
+            "retired": Pattern.select().where(Pattern.status != "active").count(),
+        },
+        "runs": {"total": sum(runs.values()), "by_status": dict(runs)},
+        "candidates_pending": Candidate.select()
+        .join(Run)
+        .where((Run.status == "staged") & Candidate.action.is_null())
+        .count(),
+    }
+
+
+def cmd_stats(ctx: CommandContext) -> int:
+    doc = stats_document(ctx)
+
+    def human() -> str:
+        e, p, r = doc["episodes"], doc["patterns"], doc["runs"]
+        by_label = ", ".join(f"{k} {v}" for k, v in e["by_label"].items())
+        by_status = ", ".join(f"{k} {v}" for k, v in sorted(r["by_status"].items())) or "none"
+        return "\n".join(
+            [
+                f"database:  {doc['database']}",
+                f"episodes:  {e['total']} ({by_label}); human-labelled {e['human_labelled']}, "
+                f"distilled {e['distilled']}",
+                f"patterns:  {p['active']} active, {p['retired']} retired",
+                f"runs:      {r['total']} ({by_status}); "
+                f"{doc['candidates_pending']} candidates awaiting review",
+            ]
+        )
+
+    ctx.emit(doc, human)
+    return 0
+
+
+def cmd_demo(ctx: CommandContext) -> int:
+    report = create_demo(ctx.store)
+    if not report.created and not ctx.args.if_missing:
+        raise CuratorError(f"{ctx.db_path} already has data; the demo needs an empty database")
+    message = (
+        f"demo database ready: {report.episodes} episodes, {report.patterns} patterns"
+        if report.created
+        else f"{ctx.db_path} already has data; left as it is"
+    )
+    ctx.emit(
+        {
+            "created": report.created,
+            "episodes": report.episodes,
+            "patterns": report.patterns,
+            "database": str(ctx.db_path),
+        },
+        message,
+    )
+    return 0
+
+
+def open_window(ctx: CommandContext) -> int:
+    """No subcommand: the desktop window on the resolved database."""
+    from curator.gui.app import main as gui_main
+
+    return gui_main(ctx.db_path)

@@ -1,0 +1,192 @@
+"""Filtering, sorting and paging episodes in SQL, for the Episodes table.
+
+The table shows up to hundreds of thousands of episodes. Sorting or filtering them in
+Python (a sort proxy over fully loaded rows) would load every row into memory before the
+first paint; instead the filtered, sorted list of ids comes from one indexed query and the
+visible rows are fetched a page at a time. This module is Qt-free so the CLI, tests and
+benchmarks can use the same queries.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from datetime import date, timedelta
+from typing import Any
+
+from curator.store.db import Store
+from curator.store.models import LABELS
+
+LABEL_FILTERS: tuple[str, ...] = ("all", *LABELS, "model", "human", "unlabelled")
+"""The label filter choices: everything, a label in force, who labelled, or no label."""
+
+SORT_KEYS: dict[str, str] = {
+    "time": "timestamp",
+    "source": "source",
+    "label": "label",
+    "model_label": "model_label",
+    "model_confidence": "model_confidence",
+    "human_label": "human_label",
+    "preview": "text",
+}
+"""Sortable columns by key; values are column names written by us, never user input."""
+
+
+@dataclass(frozen=True)
+class EpisodeFilter:
+    """What the Episodes table shows. ``None``/empty fields do not filter."""
+
+    label: str = "all"
+    source: str | None = None
+    date_from: date | None = None
+    date_to: date | None = None  # inclusive
+    text: str = ""
+
+
+@dataclass(frozen=True)
+class EpisodeSort:
+    key: str = "time"
+    descending: bool = True
+
+
+@dataclass(frozen=True)
+class EpisodeRow:
+    """What one table row needs; the full text is fetched only for the selected episode."""
+
+    id: int
+    timestamp: str  # stored ISO 8601 UTC text
+    source: str
+    label: str | None
+    label_by: str | None
+    model_label: str | None
+    model_confidence: float | None
+    human_label: str | None
+    preview: str  # first non-empty line of the text
+    distilled: bool
+
+
+@dataclass(frozen=True)
+class EpisodeDetail:
+    """The selected episode in full, for the side panel."""
+
+    row: EpisodeRow
+    text: str
+    messages: list[dict[str, Any]] | None
+    classify_truncated: bool
+
+
+def escape_like(text: str) -> str:
+    """Escape LIKE wildcards so a search for ``50%`` or ``snake_case`` matches literally."""
+    return text.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
+
+
+def _day_start(day: date) -> str:
+    """Stored-text form of midnight UTC of ``day`` (timestamps sort correctly as text)."""
+    return f"{day.isoformat()}T00:00:00.000000+00:00"
+
+
+def where_clause(flt: EpisodeFilter) -> tuple[str, list[Any]]:
+    """SQL ``WHERE`` text and parameters for ``flt`` (``"1"`` when nothing filters)."""
+    parts: list[str] = []
+    params: list[Any] = []
+    if flt.label in LABELS:
+        parts.append("label = ?")
+        params.append(flt.label)
+    elif flt.label == "model":
+        parts.append("label_by = 'model'")
+    elif flt.label == "human":
+        parts.append("human_label IS NOT NULL")
+    elif flt.label == "unlabelled":
+        parts.append("label IS NULL")
+    elif flt.label != "all":
+        raise ValueError(f"unknown label filter {flt.label!r}")
+    if flt.source is not None:
+        parts.append("source = ?")
+        params.append(flt.source)
+    if flt.date_from is not None:
+        parts.append("timestamp >= ?")
+        params.append(_day_start(flt.date_from))
+    if flt.date_to is not None:
+        parts.append("timestamp < ?")
+        params.append(_day_start(flt.date_to + timedelta(days=1)))
+    if flt.text.strip():
+        parts.append("text LIKE ? ESCAPE '\\'")
+        params.append(f"%{escape_like(flt.text.strip())}%")
+    return (" AND ".join(parts) if parts else "1"), params
+
+
+def query_ids(store: Store, flt: EpisodeFilter, sort: EpisodeSort) -> list[int]:
+    """The ids of the matching episodes in display order, in one query."""
+    column = SORT_KEYS.get(sort.key)
+    if column is None:
+        raise ValueError(f"unknown sort key {sort.key!r}")
+    direction = "DESC" if sort.descending else "ASC"
+    where, params = where_clause(flt)
+    sql = (
+        f"SELECT id FROM episode WHERE {where} "
+        f"ORDER BY {column} {direction}, id {direction}"
+    )
+    return [int(r[0]) for r in store.execute(sql, tuple(params))]
+
+
+def count_episodes(store: Store) -> int:
+    """All episodes, whatever the filter (for "N episodes (M shown)")."""
+    return int(store.execute("SELECT count(*) FROM episode")[0][0])
+
+
+def distinct_sources(store: Store) -> list[str]:
+    return [str(r[0]) for r in store.execute("SELECT DISTINCT source FROM episode ORDER BY 1")]
+
+
+_ROW_COLUMNS = (
+    "id, timestamp, source, label, label_by, model_label, model_confidence, human_label, "
+    "substr(text, 1, 400), distilled_at IS NOT NULL"
+)
+
+
+def _first_line(text: str) -> str:
+    for line in text.splitlines():
+        if line.strip():
+            return line.strip()
+    return ""
+
+
+def _row(values: tuple[Any, ...]) -> EpisodeRow:
+    return EpisodeRow(
+        id=int(values[0]),
+        timestamp=str(values[1]),
+        source=str(values[2] or ""),
+        label=values[3],
+        label_by=values[4],
+        model_label=values[5],
+        model_confidence=None if values[6] is None else float(values[6]),
+        human_label=values[7],
+        preview=_first_line(str(values[8] or "")),
+        distilled=bool(values[9]),
+    )
+
+
+def fetch_rows(store: Store, ids: list[int]) -> dict[int, EpisodeRow]:
+    """The rows of ``ids`` (one page), keyed by id; deleted episodes are simply absent."""
+    if not ids:
+        return {}
+    marks = ",".join("?" * len(ids))
+    rows = store.execute(f"SELECT {_ROW_COLUMNS} FROM episode WHERE id IN ({marks})", tuple(ids))
+    return {int(r[0]): _row(r) for r in rows}
+
+
+def fetch_detail(store: Store, episode_id: int) -> EpisodeDetail | None:
+    found = store.execute(
+        f"SELECT {_ROW_COLUMNS}, text, messages, classify_truncated FROM episode WHERE id = ?",
+        (episode_id,),
+    )
+    if not found:
+        return None
+    values = found[0]
+    messages = json.loads(values[11]) if values[11] else None
+    return EpisodeDetail(
+        row=_row(values[:10]),
+        text=str(values[10]),
+        messages=messages if isinstance(messages, list) else None,
+        classify_truncated=bool(values[12]),
+    )

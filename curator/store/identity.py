@@ -1,0 +1,50 @@
+"""The agent's identity text and constitutional axioms, saved as numbered versions."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from curator.store.db import Store
+from curator.store.models import IdentityVersion
+
+
+@dataclass(frozen=True)
+class Identity:
+    version: int
+    identity_text: str
+    axioms: tuple[str, ...]
+
+    @property
+    def system_prompt(self) -> str:
+        """Identity plus numbered axioms: the distillation system prompt's rules."""
+        axioms = "\n".join(f"{i}. {a}" for i, a in enumerate(self.axioms, 1))
+        return f"{self.identity_text.strip()}\n\nConstitutional axioms:\n{axioms}"
+
+
+EMPTY_IDENTITY = Identity(version=0, identity_text="", axioms=())
+
+
+def current_identity(store: Store) -> Identity:
+    """The newest version, or an empty identity (version 0) when none was saved yet."""
+    del store  # the models are bound to the open store
+    row = IdentityVersion.select().order_by(IdentityVersion.version.desc()).first()
+    if row is None:
+        return EMPTY_IDENTITY
+    return Identity(row.version, row.identity_text, tuple(row.axioms))
+
+
+def save_identity(store: Store, identity_text: str, axioms: list[str], note: str = "") -> Identity:
+    """Save a new version (versions are never edited in place)."""
+    cleaned = [a.strip() for a in axioms if a.strip()]
+    with store.write():
+        last = IdentityVersion.select().order_by(IdentityVersion.version.desc()).first()
+        version = 1 if last is None else last.version + 1
+        IdentityVersion.create(
+            version=version, identity_text=identity_text, axioms=cleaned, note=note
+        )
+    return Identity(version, identity_text, tuple(cleaned))
+
+
+def identity_versions(store: Store) -> list[IdentityVersion]:
+    del store
+    return list(IdentityVersion.select().order_by(IdentityVersion.version.desc()))

@@ -1,0 +1,195 @@
+"""Reading the Knowledge layer: active patterns, the top K, provenance, export.
+
+All patterns decay at the same rate, so their order by effective importance never changes
+with time alone; it is the order of the stored ``rank_key`` (see
+:func:`curator.core.scoring.rank_key`). The top K is therefore one query on the
+``pattern_rank`` index, whatever "now" is; effective importances are computed only for the
+rows returned.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+
+from peewee import JOIN, fn
+
+from curator.core.scoring import effective_importance
+from curator.store.db import Store
+from curator.store.models import Episode, Pattern, PatternEpisode, Run, utcnow
+from curator.store.settings import get_setting
+
+RANK_ORDER = (Pattern.rank_key.desc(), Pattern.distilled_at.desc(), Pattern.id.asc())
+
+
+@dataclass(frozen=True)
+class PatternRow:
+    id: int
+    text: str
+    importance: float
+    effective: float
+    distilled_at: datetime
+    category: str
+    status: str
+    revision: int
+    rank: int  # 1-based position among active patterns
+    in_top_k: bool
+    sources: int
+
+
+@dataclass(frozen=True)
+class SourceRow:
+    episode_id: int
+    run_id: int | None
+    run_kind: str | None
+    timestamp: datetime
+    source: str
+    preview: str
+
+
+def _settings(store: Store, k: int | None, rate: float | None) -> tuple[int, float]:
+    top_k = int(get_setting(store, "top_k") if k is None else k)
+    decay = float(get_setting(store, "decay_rate") if rate is None else rate)
+    return top_k, decay
+
+
+def active_patterns(
+    store: Store, now: datetime | None = None, k: int | None = None, rate: float | None = None
+) -> list[PatternRow]:
+    """Every active pattern in prompt order, with effective importance and top-K flag."""
+    return _rows(store, now, k, rate, limit=None)
+
+
+def top_k_patterns(
+    store: Store, k: int | None = None, now: datetime | None = None, rate: float | None = None
+) -> list[PatternRow]:
+    """The K patterns the agent receives in its prompt (one indexed query)."""
+    return _rows(store, now, k, rate, limit=k if k is not None else None, only_top=True)
+
+
+def _rows(
+    store: Store,
+    now: datetime | None,
+    k: int | None,
+    rate: float | None,
+    *,
+    limit: int | None,
+    only_top: bool = False,
+) -> list[PatternRow]:
+    top_k, decay = _settings(store, k, rate)
+    now = now or utcnow()
+    sources = (
+        PatternEpisode.select(PatternEpisode.pattern, fn.COUNT(PatternEpisode.episode).alias("n"))
+        .group_by(PatternEpisode.pattern)
+        .alias("src")
+    )
+    query = (
+        Pattern.select(Pattern, fn.COALESCE(sources.c.n, 0).alias("n_sources"))
+        .join(sources, JOIN.LEFT_OUTER, on=(sources.c.pattern_id == Pattern.id))
+        .where(Pattern.status == "active")
+        .order_by(*RANK_ORDER)
+    )
+    if only_top:
+        query = query.limit(top_k if limit is None else limit)
+    rows = []
+    for rank, p in enumerate(query, 1):
+        rows.append(
+            PatternRow(
+                id=p.id,
+                text=p.text,
+                importance=p.importance,
+                effective=effective_importance(p.importance, p.distilled_at, now=now, rate=decay),
+                distilled_at=p.distilled_at,
+                category=p.category,
+                status=p.status,
+                revision=p.revision,
+                rank=rank,
+                in_top_k=rank <= top_k,
+                sources=int(p.n_sources),  # type: ignore[attr-defined]
+            )
+        )
+    return rows
+
+
+def pattern_sources(store: Store, pattern_id: int) -> list[SourceRow]:
+    """The episodes a pattern came from (or was confirmed by), with the run that linked them."""
+    del store
+    query = (
+        PatternEpisode.select(PatternEpisode, Episode, Run)
+        .join(Episode)
+        .switch(PatternEpisode)
+        .join(Run, JOIN.LEFT_OUTER)
+        .where(PatternEpisode.pattern == pattern_id)
+        .order_by(Episode.timestamp)
+    )
+    result = []
+    for link in query:
+        episode = link.episode
+        run = link.run
+        result.append(
+            SourceRow(
+                episode_id=episode.id,
+                run_id=run.id if run is not None else None,
+                run_kind=run.kind if run is not None else None,
+                timestamp=episode.timestamp,
+                source=episode.source,
+                preview=episode.text.strip().split("\n", 1)[0][:200],
+            )
+        )
+    return result
+
+
+def leaving_top_k(
+    store: Store,
+    days_ahead: float,
+    k: int | None = None,
+    now: datetime | None = None,
+    rate: float | None = None,
+) -> list[PatternRow]:
+    """Prompt patterns that a new pattern at today's cut-off would push out in ``days_ahead``.
+
+    Without new patterns the order never changes (all decay alike), so nothing leaves by
+    rank alone. What does change is how weak the prompt's patterns become: a pattern is
+    listed when its effective importance in ``days_ahead`` days is below the cut-off today
+    (the K-th pattern's effective importance now), i.e. a newly distilled pattern scored at
+    today's cut-off would outrank it by then.
+    """
+    now = now or utcnow()
+    top = top_k_patterns(store, k=k, now=now, rate=rate)
+    if not top:
+        return []
+    _, decay = _settings(store, k, rate)
+    cutoff = top[-1].effective
+    later = now + timedelta(days=days_ahead)
+    return [
+        row
+        for row in top
+        if effective_importance(row.importance, row.distilled_at, now=later, rate=decay) < cutoff
+    ]
+
+
+def export_markdown(rows: list[PatternRow]) -> str:
+    """The knowledge block as the agent receives it, ready to paste into a system prompt."""
+    lines = [
+        "## Knowledge",
+        "",
+        "Patterns distilled from past episodes, most important first:",
+        "",
+    ]
+    lines += [f"- {' '.join(r.text.split())}" for r in rows]
+    return "\n".join(lines) + "\n"
+
+
+def export_json(rows: list[PatternRow]) -> list[dict[str, object]]:
+    return [
+        {
+            "id": r.id,
+            "text": r.text,
+            "importance": r.importance,
+            "effective_importance": round(r.effective, 6),
+            "distilled_at": r.distilled_at.isoformat(),
+            "category": r.category,
+            "rank": r.rank,
+        }
+        for r in rows
+    ]

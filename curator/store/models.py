@@ -1,0 +1,312 @@
+"""Peewee models of the curator database.
+
+The tables follow the three memory layers of the agent (episodes, knowledge patterns,
+identity) plus the bookkeeping the human review needs: runs with their traces, staged
+candidates, and changesets that make every commit undoable.
+
+Models are unbound: :class:`curator.store.db.Store` binds them to its database when it
+opens, so no module-level database object exists. The schema itself is created by the
+ordered migrations in :mod:`curator.store.migrations`, never by ``create_tables``; these
+classes must describe exactly what the latest migration builds.
+
+Times are stored as ISO 8601 text in UTC with microseconds (``UTCDateTimeField``), which
+sorts correctly as text and stays readable in any SQLite browser.
+"""
+
+from __future__ import annotations
+
+import json
+from datetime import UTC, datetime
+from typing import Any
+
+from peewee import (
+    AutoField,
+    BooleanField,
+    CompositeKey,
+    FloatField,
+    ForeignKeyField,
+    IntegerField,
+    Model,
+    TextField,
+)
+
+LABELS = ("constitutional", "noise", "uncategorized")
+"""The three episode labels of step 0, in the order the prompts list them."""
+
+DISTILLABLE_LABELS = ("constitutional", "uncategorized")
+"""Noise is never distilled."""
+
+ACTIONS = ("SKIP", "UPDATE", "ADD")
+
+
+def utcnow() -> datetime:
+    """The current time as an aware UTC datetime (the only clock the store uses)."""
+    return datetime.now(UTC)
+
+
+def to_utc(value: datetime) -> datetime:
+    """Aware UTC datetime; a naive one is taken to be UTC already."""
+    if value.tzinfo is None:
+        return value.replace(tzinfo=UTC)
+    return value.astimezone(UTC)
+
+
+def format_utc(value: datetime) -> str:
+    """The stored text form: fixed-width ISO 8601 in UTC, so text order is time order."""
+    return to_utc(value).strftime("%Y-%m-%dT%H:%M:%S.%f+00:00")
+
+
+class UTCDateTimeField(TextField):
+    """An aware datetime stored as fixed-width ISO 8601 UTC text."""
+
+    def db_value(self, value: Any) -> Any:
+        if value is None:
+            return None
+        if isinstance(value, datetime):
+            return format_utc(value)
+        return value  # already text (e.g. a value read back or built by a query)
+
+    def python_value(self, value: Any) -> Any:
+        if value is None:
+            return None
+        return to_utc(datetime.fromisoformat(value))
+
+
+class JSONField(TextField):
+    """A JSON document stored as text (``ensure_ascii=False`` keeps it readable)."""
+
+    def db_value(self, value: Any) -> Any:
+        if value is None:
+            return None
+        return json.dumps(value, ensure_ascii=False, sort_keys=True)
+
+    def python_value(self, value: Any) -> Any:
+        if value is None:
+            return None
+        return json.loads(value)
+
+
+class BaseModel(Model):
+    class Meta:
+        legacy_table_names = False
+
+
+class IdentityVersion(BaseModel):
+    """One saved version of the identity text and the constitutional axioms."""
+
+    id = AutoField()
+    version = IntegerField(unique=True)
+    identity_text = TextField()
+    axioms = JSONField()  # list[str]
+    created_at = UTCDateTimeField(default=utcnow)
+    note = TextField(default="")
+
+
+class Run(BaseModel):
+    """One classification or distillation run and its provenance."""
+
+    id = AutoField()
+    kind = TextField()  # "classify" | "distill"
+    status = TextField(default="running")  # running|staged|done|committed|cancelled|failed
+    status_reason = TextField(default="")
+    started_at = UTCDateTimeField(default=utcnow)
+    finished_at = UTCDateTimeField(null=True)
+    model_path = TextField(default="")
+    model_name = TextField(default="")
+    model_sha256 = TextField(default="")
+    model_metadata = JSONField(default=dict)
+    params = JSONField(default=dict)
+    prompts = JSONField(default=dict)  # prompt name -> {"version": .., "sha256": ..}
+    identity_version = ForeignKeyField(IdentityVersion, null=True, on_delete="SET NULL")
+    stats = JSONField(default=dict)
+
+
+class Episode(BaseModel):
+    """A raw conversation or activity log as imported."""
+
+    id = AutoField()
+    external_id = TextField(null=True, index=True)
+    content_hash = TextField(unique=True)
+    text = TextField()  # plain rendering; chat messages as "speaker: content" lines
+    messages = JSONField(null=True)  # list of {"role", "content", "name"?} for chat episodes
+    timestamp = UTCDateTimeField(index=True)
+    source = TextField(default="", index=True)
+    metadata = JSONField(default=dict)
+    imported_at = UTCDateTimeField(default=utcnow)
+    model_label = TextField(null=True)
+    model_confidence = FloatField(null=True)
+    model_run = ForeignKeyField(Run, null=True, on_delete="SET NULL", backref="labelled")
+    human_label = TextField(null=True)
+    label = TextField(null=True, index=True)  # the label in force: human over model
+    label_by = TextField(null=True)  # "model" | "human" | None
+    label_at = UTCDateTimeField(null=True)
+    classify_truncated = BooleanField(default=False)
+    distilled_at = UTCDateTimeField(null=True, index=True)
+    distilled_run = ForeignKeyField(Run, null=True, on_delete="SET NULL", backref="distilled")
+
+
+class Pattern(BaseModel):
+    """A distilled knowledge pattern.
+
+    ``importance`` is the LLM's score, in [0, 1], never rewritten by decay; the effective
+    importance is computed when read. ``rank_key`` is the time-independent ranking key of
+    :func:`curator.core.scoring.rank_key`, indexed so the top K is one indexed query.
+    ``revision`` increases on every change: commits check it to detect edits made elsewhere.
+    """
+
+    id = AutoField()
+    text = TextField()
+    importance = FloatField()
+    distilled_at = UTCDateTimeField()
+    rank_key = FloatField()
+    category = TextField(default="uncategorized")
+    status = TextField(default="active", index=True)  # active | retired
+    revision = IntegerField(default=1)
+    created_run = ForeignKeyField(Run, null=True, on_delete="SET NULL", backref="created")
+    updated_run = ForeignKeyField(Run, null=True, on_delete="SET NULL", backref="updated")
+    created_at = UTCDateTimeField(default=utcnow)
+    updated_at = UTCDateTimeField(default=utcnow)
+
+
+class PatternEpisode(BaseModel):
+    """Provenance: an episode a pattern was distilled from (or confirmed by), and by which run."""
+
+    pattern = ForeignKeyField(Pattern, on_delete="CASCADE", backref="sources")
+    episode = ForeignKeyField(Episode, on_delete="CASCADE", backref="patterns")
+    run = ForeignKeyField(Run, null=True, on_delete="SET NULL")
+
+    class Meta:
+        primary_key = CompositeKey("pattern", "episode")
+
+
+class TraceStep(BaseModel):
+    """One LLM call of a run: the prompt hash, raw output, parsed result and timings."""
+
+    id = AutoField()
+    run = ForeignKeyField(Run, on_delete="CASCADE", backref="trace")
+    step = TextField()  # classify | extract | refine | importance
+    batch = IntegerField(default=0)
+    category = TextField(default="")
+    episode = ForeignKeyField(Episode, null=True, on_delete="SET NULL")
+    prompt_name = TextField(default="")
+    prompt_sha256 = TextField(default="")
+    raw_output = TextField(default="")
+    parsed = JSONField(null=True)
+    tokens_in = IntegerField(default=0)
+    tokens_out = IntegerField(default=0)
+    cached_tokens = IntegerField(default=0)
+    seconds = FloatField(default=0.0)
+    attempt = IntegerField(default=1)
+    error = TextField(default="")
+    created_at = UTCDateTimeField(default=utcnow)
+
+
+class Candidate(BaseModel):
+    """A pattern proposed by a distillation run, waiting for (or carrying) a human decision.
+
+    ``proposed_*`` is the pipeline's proposal and never changes; ``action``/``target``/
+    ``final_text``/``final_importance`` are the decision in force (None while unreviewed).
+    ``target_revision`` is the matched pattern's revision when the run was staged.
+    """
+
+    id = AutoField()
+    run = ForeignKeyField(Run, on_delete="CASCADE", backref="candidates")
+    ordinal = IntegerField()
+    text = TextField()
+    importance = FloatField()
+    category = TextField(default="uncategorized")
+    proposed_action = TextField()
+    proposed_target = ForeignKeyField(Pattern, null=True, on_delete="SET NULL")
+    proposed_ratio = FloatField(default=0.0)
+    target_revision = IntegerField(null=True)
+    action = TextField(null=True)  # SKIP | UPDATE | ADD | REJECT, None while unreviewed
+    target = ForeignKeyField(Pattern, null=True, on_delete="SET NULL", backref="+")
+    target_ratio = FloatField(null=True)
+    final_text = TextField(null=True)
+    final_importance = FloatField(null=True)
+    decided_by = TextField(null=True)  # model | human | cli --accept-all
+    decided_at = UTCDateTimeField(null=True)
+    state = TextField(default="pending")  # pending | reviewed | applied
+    revision = IntegerField(default=1)
+
+
+class CandidateEpisode(BaseModel):
+    """The source episodes of a candidate."""
+
+    candidate = ForeignKeyField(Candidate, on_delete="CASCADE", backref="sources")
+    episode = ForeignKeyField(Episode, on_delete="CASCADE")
+
+    class Meta:
+        primary_key = CompositeKey("candidate", "episode")
+
+
+class DecisionEvent(BaseModel):
+    """Every review action on a candidate, with time and actor, so decisions can be undone."""
+
+    id = AutoField()
+    candidate = ForeignKeyField(Candidate, on_delete="CASCADE", backref="events")
+    actor = TextField()
+    at = UTCDateTimeField(default=utcnow)
+    before = JSONField()
+    after = JSONField()
+
+
+class LabelEvent(BaseModel):
+    """A relabel of one episode (old and new state), for undo of the last relabels."""
+
+    id = AutoField()
+    episode = ForeignKeyField(Episode, on_delete="CASCADE", backref="label_events")
+    batch = TextField()  # one id for the episodes relabelled together
+    actor = TextField()
+    at = UTCDateTimeField(default=utcnow)
+    before = JSONField()
+    after = JSONField()
+    undone = BooleanField(default=False)
+
+
+class Changeset(BaseModel):
+    """One commit (or undo of a commit), recording every row's before and after."""
+
+    id = AutoField()
+    run = ForeignKeyField(Run, null=True, on_delete="SET NULL", backref="changesets")
+    kind = TextField()  # commit | undo
+    actor = TextField(default="human")
+    created_at = UTCDateTimeField(default=utcnow)
+    summary = JSONField(default=dict)
+    undoes = ForeignKeyField("self", null=True, on_delete="SET NULL", backref="+")
+    undone_by = ForeignKeyField("self", null=True, on_delete="SET NULL", backref="+")
+
+
+class ChangeRow(BaseModel):
+    """One row touched by a changeset: table, key, and its full state before and after."""
+
+    id = AutoField()
+    changeset = ForeignKeyField(Changeset, on_delete="CASCADE", backref="rows")
+    table = TextField()
+    key = JSONField()
+    before = JSONField(null=True)  # None: the row did not exist
+    after = JSONField(null=True)  # None: the row was deleted
+
+
+class Setting(BaseModel):
+    """Saved settings (model path, thresholds, ...) as JSON values."""
+
+    key = TextField(primary_key=True)
+    value = JSONField()
+
+
+ALL_MODELS: tuple[type[BaseModel], ...] = (
+    IdentityVersion,
+    Run,
+    Episode,
+    Pattern,
+    PatternEpisode,
+    TraceStep,
+    Candidate,
+    CandidateEpisode,
+    DecisionEvent,
+    LabelEvent,
+    Changeset,
+    ChangeRow,
+    Setting,
+)

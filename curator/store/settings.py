@@ -1,0 +1,49 @@
+"""Saved settings: one JSON value per key in the ``setting`` table.
+
+The keys and defaults are listed in :data:`DEFAULTS`; the GUI's Settings pane and the CLI
+read the same values, so a model chosen in the window is what ``curator classify`` uses.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from curator.store.db import Store
+from curator.store.models import Setting
+
+DEFAULTS: dict[str, Any] = {
+    "model_path": None,  # None: the bundled demo model
+    "n_gpu_layers": -1,  # all layers; a CPU-only build ignores it
+    "n_ctx": 4096,
+    "n_threads": None,  # None: llama.cpp's choice
+    "flash_attn": False,
+    "seed": 42,
+    "temperature": 0.0,
+    "skip_threshold": 0.95,
+    "update_threshold": 0.70,
+    "decay_rate": 0.95,
+    "top_k": 50,
+    "min_chars": 30,
+    "min_words": 3,
+    "max_output_tokens": 4000,
+}
+
+
+def get_setting(store: Store, key: str) -> Any:
+    del store
+    row = Setting.get_or_none(Setting.key == key)
+    if row is None:
+        return DEFAULTS.get(key)
+    return row.value
+
+
+def all_settings(store: Store) -> dict[str, Any]:
+    del store
+    values = dict(DEFAULTS)
+    values.update({row.key: row.value for row in Setting.select()})
+    return values
+
+
+def set_setting(store: Store, key: str, value: Any) -> None:
+    with store.write():
+        Setting.insert(key=key, value=value).on_conflict_replace().execute()
