@@ -92,7 +92,9 @@ def test_a_file_that_is_not_a_database_is_a_clear_error(tmp_path: Path) -> None:
     assert path.read_text().startswith("these are my notes")
 
 
-def test_failed_migration_rolls_back_entirely(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_failed_migration_rolls_back_entirely(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """Fault injection: a migration whose second statement fails leaves version 1 intact."""
     path = tmp_path / "v1.sqlite"
     conn = sqlite3.connect(path)

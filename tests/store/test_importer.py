@@ -1,0 +1,166 @@
+"""Import: the chat-log shape, idempotent re-import, and every hostile case named by the spec."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from curator.store.db import Store
+from curator.store.importer import import_file
+from curator.store.models import Episode
+
+
+@pytest.fixture
+def store(tmp_path: Path) -> Store:
+    s = Store(tmp_path / "import.sqlite")
+    yield s
+    s.close()
+
+
+def chat_sessions(n: int) -> list[dict[str, object]]:
+    """Dated two-speaker sessions in the common chat-log shape."""
+    sessions = []
+    for i in range(n):
+        sessions.append(
+            {
+                "id": f"conv-{i // 27}-session-{i % 27}",
+                "timestamp": f"2023-{1 + i % 12:02d}-{1 + i % 28:02d}T13:{i % 60:02d}:00",
+                "source": "locomo-like",
+                "messages": [
+                    {"role": "user", "name": "Caroline", "content": f"Hey! Session {i} news?"},
+                    {"role": "assistant", "name": "Melanie", "content": f"Busy week {i}, kids!"},
+                    {"role": "user", "name": "Caroline", "content": "Let's meet soon 🌻"},
+                ],
+                "metadata": {"session": i},
+            }
+        )
+    return sessions
+
+
+def write_jsonl(path: Path, objects: list[dict[str, object]]) -> Path:
+    path.write_text("".join(json.dumps(o, ensure_ascii=False) + "\n" for o in objects), "utf-8")
+    return path
+
+
+def test_272_chat_sessions_import_once(store: Store, tmp_path: Path) -> None:
+    path = write_jsonl(tmp_path / "sessions.jsonl", chat_sessions(272))
+    first = import_file(store, path)
+    assert (first.imported, first.duplicates, first.errors) == (272, 0, [])
+    assert Episode.select().count() == 272
+    again = import_file(store, path)
+    assert (again.imported, again.duplicates, again.errors) == (0, 272, [])
+    assert Episode.select().count() == 272
+    ep = Episode.get(Episode.external_id == "conv-0-session-1")
+    assert ep.messages[0] == {"role": "user", "name": "Caroline", "content": "Hey! Session 1 news?"}
+    assert ep.text.startswith("Caroline: Hey! Session 1 news?\nMelanie: Busy week 1")
+    assert ep.timestamp.tzinfo is not None and ep.timestamp.hour == 13  # naive means UTC
+    assert store.integrity_check() == "ok"
+
+
+def test_json_array_file(store: Store, tmp_path: Path) -> None:
+    path = tmp_path / "array.json"
+    items = [*chat_sessions(3), {"content": 5}]
+    path.write_text(json.dumps(items, indent=2), "utf-8")
+    report = import_file(store, path)
+    assert report.imported == 3
+    assert len(report.errors) == 1
+    starts = [
+        i + 1 for i, text in enumerate(json.dumps(items, indent=2).split("\n")) if text == "  {"
+    ]
+    assert report.errors[0].line == starts[3]  # the line where the fourth element begins
+    assert "'content' must be a string" in report.errors[0].reason
+
+
+GOOD = {"content": "a perfectly ordinary episode about tomato blight", "source": "dm"}
+
+
+def hostile_lines() -> list[tuple[bytes, str | None]]:
+    """(raw line, expected reason fragment or None for a good line)."""
+
+    def line(obj: object) -> bytes:
+        return json.dumps(obj, ensure_ascii=False).encode("utf-8")
+
+    deep = b'{"content": "deep", "metadata": ' + b'{"a": ' * 10_000 + b"1" + b"}" * 10_001
+    return [
+        (b"\xef\xbb\xbf" + line({**GOOD, "content": "first line carries a BOM"}), None),
+        (line({**GOOD, "content": "invalid utf8 follows"})[:-2] + b'\xff"}', "invalid UTF-8"),
+        (b'{"content": "lone \\ud800 surrogate"}', "lone surrogate"),
+        (line({**GOOD, "content": "line\u2028separator inside a string"}), None),
+        (b'{"content": "nan", "metadata": {"x": NaN}}', "NaN is not valid JSON"),
+        (b'{"content": "big", "metadata": {"n": ' + b"9" * 5000 + b"}}", "5000 digits"),
+        (deep, "nested too deeply"),
+        (b'{"content": "dup", "content": "dup again"}', "duplicate key 'content'"),
+        (line({**GOOD, "content": "crlf line ending"}) + b"\r", None),
+        (line({"content": "x" * 50_000_000}), "over the 1,000,000 limit"),
+        (line({"content": ["not", "a", "string"]}), "'content' must be a string"),
+        (line({"text": 42}), "'text' must be a string"),
+        (line({"messages": "hello"}), "'messages' must be an array"),
+        (line({"messages": [{"role": "user", "content": 3}]}), "needs a 'content' string"),
+        (line({"messages": [{"role": 1, "content": "hi"}]}), "needs a 'role' string"),
+        (line({"messages": [{"role": "user", "content": "x", "name": 5}]}), "'name' must be"),
+        (line({"messages": []}), "'messages' is empty"),
+        (line({**GOOD, "content": "bad id", "id": [1]}), "'id' must be a string or an integer"),
+        (line({**GOOD, "content": "bad time", "timestamp": 1700000000}), "'timestamp' must be"),
+        (line({**GOOD, "content": "bad time", "timestamp": "yesterday"}), "not ISO 8601"),
+        (line({**GOOD, "content": "bad source", "source": 7}), "'source' must be a string"),
+        (line({**GOOD, "content": "bad meta", "metadata": [1]}), "'metadata' must be an object"),
+        (line(["an", "array"]), "expected a JSON object"),
+        (line({"source": "nothing else"}), "needs 'content', 'text' or 'messages'"),
+        (line({"content": "a", "messages": []}), "give exactly one"),
+        (line({"content": "   "}), "is empty"),
+        (line({**GOOD, "content": "with a Z", "timestamp": "2026-09-01T10:00:00Z"}), None),
+        (b"", None),  # blank line: skipped, not an error
+        (b'{"content": "cut off mid-obj', "invalid JSON"),  # final line, no newline
+    ]
+
+
+def test_hostile_lines_are_reported_and_good_lines_imported(store: Store, tmp_path: Path) -> None:
+    cases = hostile_lines()
+    path = tmp_path / "hostile.jsonl"
+    path.write_bytes(b"\n".join(raw for raw, _ in cases))
+    report = import_file(store, path)
+
+    expected_good = [i + 1 for i, (raw, why) in enumerate(cases) if why is None and raw]
+    expected_bad = {i + 1: why for i, (_, why) in enumerate(cases) if why is not None}
+    got_bad = {e.line: e.reason for e in report.errors}
+    assert sorted(got_bad) == sorted(expected_bad), got_bad
+    for number, fragment in expected_bad.items():
+        assert fragment in got_bad[number], (number, got_bad[number])
+    assert report.imported == len(expected_good)
+    texts = {e.text for e in Episode.select()}
+    assert "first line carries a BOM" in texts
+    assert "line\u2028separator inside a string" in texts
+    assert "crlf line ending" in texts
+    assert all(str(e).startswith(f"{path}:{e.line}: ") for e in report.errors)
+    assert store.integrity_check() == "ok"
+
+
+def test_empty_file_imports_nothing(store: Store, tmp_path: Path) -> None:
+    path = tmp_path / "empty.jsonl"
+    path.write_bytes(b"")
+    report = import_file(store, path)
+    assert (report.imported, report.errors) == (0, [])
+
+
+def test_same_text_at_two_times_is_two_episodes_and_missing_time_is_idempotent(
+    store: Store, tmp_path: Path
+) -> None:
+    path = write_jsonl(
+        tmp_path / "pings.jsonl",
+        [
+            {"content": "ping", "timestamp": "2026-09-01T10:00:00+02:00"},
+            {"content": "ping", "timestamp": "2026-09-02T10:00:00+02:00"},
+            {"content": "ping without a time"},
+        ],
+    )
+    assert import_file(store, path).imported == 3
+    assert import_file(store, path).imported == 0
+    first = Episode.get(Episode.text == "ping")
+    assert first.timestamp.hour == 8  # converted to UTC
+
+
+def test_a_missing_file_is_reported(store: Store, tmp_path: Path) -> None:
+    report = import_file(store, tmp_path / "nope.jsonl")
+    assert report.errors and "no such file" in report.errors[0].reason
