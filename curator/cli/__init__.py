@@ -15,24 +15,32 @@ from __future__ import annotations
 import argparse
 import sys
 from collections.abc import Sequence
+from typing import NoReturn
 
 from curator.cli.common import CommandContext, add_common_options
 from curator.errors import CuratorError
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse with usage errors as one line on stderr (exit code 2), no usage dump."""
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(2, f"{self.prog}: error: {message} (see --help)\n")
 
 
 def build_parser() -> argparse.ArgumentParser:
     # Imported here so each module registers its own subcommands (one place per concern).
     from curator.cli import data, pipeline, review
 
-    common = argparse.ArgumentParser(add_help=False)
+    common = _Parser(add_help=False)
     add_common_options(common, suppress_defaults=True)
-    parser = argparse.ArgumentParser(
+    parser = _Parser(
         prog="curator",
         description="Curate the long-term memory of an autonomous LLM agent. "
         "Without a command, the desktop window opens.",
     )
     add_common_options(parser, suppress_defaults=False)
-    subparsers = parser.add_subparsers(dest="command", metavar="COMMAND")
+    subparsers = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
     for module in (data, pipeline, review):
         module.register(subparsers, common)
     return parser
