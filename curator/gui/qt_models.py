@@ -1,0 +1,188 @@
+"""A small, generic, sortable table model over a list of Python row objects.
+
+The panes show plain dataclasses/peewee rows (candidates, patterns, runs, trace steps).
+Rather than one hand-written ``QAbstractTableModel`` per table, each table is a list of
+:class:`Column` descriptions over the same model class. Sorting happens in the model (a
+Python sort of a few thousand rows is instant), keeping persistent indexes — and so the
+view's selection — on the same rows. Every instance must pass ``qtmodeltester``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any, Generic, TypeVar
+
+from PySide6.QtCore import (
+    QAbstractTableModel,
+    QModelIndex,
+    QObject,
+    QPersistentModelIndex,
+    Qt,
+)
+from PySide6.QtGui import QBrush, QFont
+
+R = TypeVar("R")
+
+AnyIndex = QModelIndex | QPersistentModelIndex
+
+SORT_ROLE = Qt.ItemDataRole.UserRole + 1
+ROW_ROLE = Qt.ItemDataRole.UserRole + 2
+
+
+@dataclass(frozen=True)
+class Column(Generic[R]):
+    """One column: its header, how to get the sort value, and how to display it."""
+
+    title: str
+    value: Callable[[R], Any]
+    display: Callable[[R], str] | None = None
+    align_right: bool = False
+    tooltip: Callable[[R], str] | None = None
+
+    def text(self, row: R) -> str:
+        if self.display is not None:
+            return self.display(row)
+        value = self.value(row)
+        return "" if value is None else str(value)
+
+
+def _sort_key(value: Any) -> tuple[int, Any]:
+    """Sort None last and never compare values of different types."""
+    if value is None:
+        return (2, "")
+    if isinstance(value, bool | int | float):
+        return (0, float(value))
+    return (1, str(value).casefold())
+
+
+class RowTableModel(QAbstractTableModel, Generic[R]):
+    """A read-only table over ``rows``; optional per-row font/background/tooltip hooks."""
+
+    def __init__(
+        self,
+        columns: Sequence[Column[R]],
+        parent: QObject | None = None,
+        *,
+        row_font: Callable[[R], QFont | None] | None = None,
+        row_background: Callable[[R], QBrush | None] | None = None,
+        row_tooltip: Callable[[R], str | None] | None = None,
+    ) -> None:
+        super().__init__(parent)
+        self._columns = list(columns)
+        self._rows: list[R] = []
+        self._row_font = row_font
+        self._row_background = row_background
+        self._row_tooltip = row_tooltip
+        self._sort_column = -1
+        self._sort_order = Qt.SortOrder.AscendingOrder
+
+    # -- content ----------------------------------------------------------------------------
+
+    def set_rows(self, rows: Sequence[R]) -> None:
+        """Replace all rows (a model reset), keeping the current sort order."""
+        self.beginResetModel()
+        self._rows = list(rows)
+        if self._sort_column >= 0:
+            self._sort_rows()
+        self.endResetModel()
+
+    def rows(self) -> list[R]:
+        return list(self._rows)
+
+    def row_at(self, row: int) -> R | None:
+        return self._rows[row] if 0 <= row < len(self._rows) else None
+
+    def find_row(self, predicate: Callable[[R], bool]) -> int:
+        """The first row number matching ``predicate``, or -1."""
+        for i, item in enumerate(self._rows):
+            if predicate(item):
+                return i
+        return -1
+
+    def column_index(self, title: str) -> int:
+        for i, column in enumerate(self._columns):
+            if column.title == title:
+                return i
+        return -1
+
+    # -- Qt interface -----------------------------------------------------------------------
+
+    def rowCount(self, parent: AnyIndex = QModelIndex()) -> int:  # noqa: B008
+        return 0 if parent.isValid() else len(self._rows)
+
+    def columnCount(self, parent: AnyIndex = QModelIndex()) -> int:  # noqa: B008
+        return 0 if parent.isValid() else len(self._columns)
+
+    def data(self, index: AnyIndex, role: int = Qt.ItemDataRole.DisplayRole) -> Any:
+        if not index.isValid() or not (0 <= index.row() < len(self._rows)):
+            return None
+        if not (0 <= index.column() < len(self._columns)):
+            return None
+        row = self._rows[index.row()]
+        column = self._columns[index.column()]
+        if role == Qt.ItemDataRole.DisplayRole:
+            return column.text(row)
+        if role == Qt.ItemDataRole.ToolTipRole:
+            if column.tooltip is not None:
+                return column.tooltip(row)
+            return self._row_tooltip(row) if self._row_tooltip is not None else None
+        if role == Qt.ItemDataRole.TextAlignmentRole:
+            if column.align_right:
+                return int(Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter)
+            return int(Qt.AlignmentFlag.AlignLeft | Qt.AlignmentFlag.AlignVCenter)
+        if role == Qt.ItemDataRole.FontRole and self._row_font is not None:
+            return self._row_font(row)
+        if role == Qt.ItemDataRole.BackgroundRole and self._row_background is not None:
+            return self._row_background(row)
+        if role == SORT_ROLE:
+            return column.value(row)
+        if role == ROW_ROLE:
+            return row
+        return None
+
+    def headerData(
+        self,
+        section: int,
+        orientation: Qt.Orientation,
+        role: int = Qt.ItemDataRole.DisplayRole,
+    ) -> Any:
+        if role != Qt.ItemDataRole.DisplayRole:
+            return None
+        if orientation == Qt.Orientation.Horizontal:
+            return self._columns[section].title if 0 <= section < len(self._columns) else None
+        return str(section + 1) if 0 <= section < len(self._rows) else None
+
+    def flags(self, index: AnyIndex) -> Qt.ItemFlag:
+        if not index.isValid():
+            return Qt.ItemFlag.NoItemFlags
+        return Qt.ItemFlag.ItemIsEnabled | Qt.ItemFlag.ItemIsSelectable
+
+    def sort(self, column: int, order: Qt.SortOrder = Qt.SortOrder.AscendingOrder) -> None:
+        """Sort the rows in place; persistent indexes (selection) follow their rows."""
+        if not (0 <= column < len(self._columns)):
+            return
+        self._sort_column, self._sort_order = column, order
+        self.layoutAboutToBeChanged.emit()
+        old_rows = list(self._rows)
+        persistent = self.persistentIndexList()
+        positions = {id(item): i for i, item in enumerate(old_rows)}
+        self._sort_rows()
+        new_pos = {id(item): i for i, item in enumerate(self._rows)}
+        del positions
+        new_indexes = []
+        for idx in persistent:
+            item = old_rows[idx.row()] if 0 <= idx.row() < len(old_rows) else None
+            if item is None:
+                new_indexes.append(QModelIndex())
+            else:
+                new_indexes.append(self.index(new_pos[id(item)], idx.column()))
+        self.changePersistentIndexList(persistent, new_indexes)
+        self.layoutChanged.emit()
+
+    def _sort_rows(self) -> None:
+        column = self._columns[self._sort_column]
+        self._rows.sort(
+            key=lambda r: _sort_key(column.value(r)),
+            reverse=self._sort_order == Qt.SortOrder.DescendingOrder,
+        )
