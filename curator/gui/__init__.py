@@ -1,0 +1,1 @@
+"""The PySide6 desktop window (the only package that imports Qt)."""

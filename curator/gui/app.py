@@ -1,0 +1,96 @@
+"""Starting the desktop application: the composition root.
+
+``main`` builds everything once, in order: logging and error reporting, the
+``QApplication`` (Fusion style, which follows the system's light/dark color scheme in Qt 6
+without hard-coded colors), the store, the LLM worker and the window. Nothing else in the
+GUI creates long-lived services, so tests build the same window from their own
+``AppServices``.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import sys
+from pathlib import Path
+
+from PySide6.QtCore import Qt
+from PySide6.QtGui import QGuiApplication, QIcon
+from PySide6.QtWidgets import QApplication, QStyleFactory
+
+from curator.errors import CuratorError
+from curator.gui.errors import (
+    Dialogs,
+    install_excepthook,
+    install_qt_message_handler,
+    setup_logging,
+)
+from curator.resources_path import resource_path
+from curator.store.db import Store, resolve_db_path
+
+log = logging.getLogger("curator.gui")
+
+
+def app_icon() -> QIcon:
+    """The application icon: the SVG, with the PNG render as a fallback size."""
+    icon = QIcon()
+    for name in ("curator.svg", "curator-256.png"):
+        path = resource_path("icons", name)
+        if path.is_file():
+            icon.addFile(str(path))
+    return icon
+
+
+def create_application(argv: list[str]) -> QApplication:
+    existing = QApplication.instance()
+    if isinstance(existing, QApplication):
+        return existing
+    QGuiApplication.setHighDpiScaleFactorRoundingPolicy(
+        Qt.HighDpiScaleFactorRoundingPolicy.PassThrough
+    )
+    app = QApplication(argv)
+    app.setOrganizationName("MemoryCurator")
+    app.setApplicationName("curator")
+    app.setApplicationDisplayName("Memory Curator")
+    app.setDesktopFileName("io.github.memorycurator")
+    if "Fusion" in list(QStyleFactory.keys()):
+        app.setStyle("Fusion")  # palette follows styleHints().colorScheme() (light/dark)
+    app.setWindowIcon(app_icon())
+    return app
+
+
+def main(db_path: str | os.PathLike[str] | None = None) -> int:
+    """Open the window on ``db_path`` (default: ``--db``/``CURATOR_DB``/user data dir)."""
+    from curator.gui.main_window import MainWindow
+    from curator.gui.services import AppServices
+
+    setup_logging()
+    app = create_application(sys.argv[:1])
+    install_qt_message_handler()
+    dialogs = Dialogs()
+    path = resolve_db_path(db_path)
+    try:
+        store = Store(path)
+    except CuratorError as exc:
+        log.error("%s", exc)
+        dialogs.error(None, "Memory Curator", str(exc))
+        app.exec()
+        return exc.exit_code
+    services = AppServices(store=store, db_path=Path(path), worker=None, dialogs=dialogs)
+    try:
+        from curator.gui.worker import LlmWorker
+
+        services.worker = LlmWorker(services)
+    except ImportError as exc:  # the pipeline is not installed: curate without a model
+        log.warning("model runs unavailable: %s", exc)
+    window = MainWindow(services)
+    install_excepthook(dialogs, lambda: window)
+    window.show()
+    try:
+        return int(app.exec())
+    finally:
+        store.close()
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main(sys.argv[1] if len(sys.argv) > 1 else None))

@@ -1,0 +1,231 @@
+"""The Episodes table model: keeps only ids, fetches rows from SQLite a page at a time.
+
+Following the design of Anki's browser table, the model holds the filtered, sorted list
+of episode ids (one SQL query) and nothing else up front. Rows are read when the view
+asks for them, ``page_size`` at a time, and kept in a small LRU of pages, so opening a
+database of 100,000 episodes costs one id query and one page, and memory stays bounded
+however far the user scrolls. Sorting and filtering are done by SQL
+(:mod:`curator.store.episode_queries`), never by a proxy model over loaded rows.
+"""
+
+from __future__ import annotations
+
+from collections import OrderedDict
+from collections.abc import Iterable
+from datetime import datetime
+from typing import Any
+
+from PySide6.QtCore import QAbstractTableModel, QModelIndex, QPersistentModelIndex, Qt
+
+from curator.store.db import Store
+from curator.store.episode_queries import (
+    EpisodeFilter,
+    EpisodeRow,
+    EpisodeSort,
+    fetch_rows,
+    query_ids,
+)
+
+ModelIndex = QModelIndex | QPersistentModelIndex
+
+COLUMNS: tuple[tuple[str, str], ...] = (
+    ("time", "Time"),
+    ("source", "Source"),
+    ("label", "Label in force"),
+    ("model_label", "Model label"),
+    ("human_label", "Human label"),
+    ("preview", "Preview"),
+)
+"""(sort key, header) per column."""
+
+ID_ROLE = Qt.ItemDataRole.UserRole + 1
+"""The episode id of a row."""
+
+
+def format_time(stored: str) -> str:
+    """Stored UTC text shown in local time, minutes precision."""
+    try:
+        return datetime.fromisoformat(stored).astimezone().strftime("%Y-%m-%d %H:%M")
+    except ValueError:
+        return stored
+
+
+def label_in_force(row: EpisodeRow) -> str:
+    if row.label is None:
+        return "—"
+    return f"{row.label} ({row.label_by})" if row.label_by else row.label
+
+
+def model_label_text(row: EpisodeRow) -> str:
+    if row.model_label is None:
+        return "—"
+    if row.model_confidence is None:
+        return row.model_label
+    return f"{row.model_label} {row.model_confidence:.2f}"
+
+
+class EpisodeTableModel(QAbstractTableModel):
+    """Ids in display order plus an LRU of fetched pages."""
+
+    def __init__(
+        self,
+        store: Store,
+        *,
+        page_size: int = 200,
+        max_pages: int = 16,
+        parent: Any = None,
+    ) -> None:
+        super().__init__(parent)
+        self._store = store
+        self.page_size = page_size
+        self.max_pages = max_pages
+        self._ids: list[int] = []
+        self._row_of: dict[int, int] = {}
+        self._pages: OrderedDict[int, list[EpisodeRow | None]] = OrderedDict()
+        self.filter = EpisodeFilter()
+        self.sort_spec = EpisodeSort()
+        self.pages_fetched = 0  # for tests and the benchmark: how lazy the model is
+
+    # -- loading --------------------------------------------------------------------------
+
+    def set_query(self, flt: EpisodeFilter | None = None, sort: EpisodeSort | None = None) -> None:
+        """Run the id query for a new filter/sort and reset the view."""
+        if flt is not None:
+            self.filter = flt
+        if sort is not None:
+            self.sort_spec = sort
+        ids = query_ids(self._store, self.filter, self.sort_spec)
+        self.beginResetModel()
+        self._set_ids(ids)
+        self.endResetModel()
+
+    def reload(self) -> bool:
+        """Re-read after an outside change; keeps the view (selection, scroll) when the
+        id list did not change. Returns True when the model had to be reset."""
+        ids = query_ids(self._store, self.filter, self.sort_spec)
+        if ids == self._ids:
+            self._pages.clear()
+            if ids:
+                self.dataChanged.emit(
+                    self.index(0, 0), self.index(len(ids) - 1, len(COLUMNS) - 1)
+                )
+            return False
+        self.beginResetModel()
+        self._set_ids(ids)
+        self.endResetModel()
+        return True
+
+    def _set_ids(self, ids: list[int]) -> None:
+        self._ids = ids
+        self._row_of = {episode_id: row for row, episode_id in enumerate(ids)}
+        self._pages.clear()
+
+    def refresh_ids(self, episode_ids: Iterable[int]) -> None:
+        """Forget the cached rows of ``episode_ids`` and repaint just those rows."""
+        rows = sorted({self._row_of[i] for i in episode_ids if i in self._row_of})
+        for page in {row // self.page_size for row in rows}:
+            self._pages.pop(page, None)
+        last_column = len(COLUMNS) - 1
+        # one dataChanged per contiguous run of rows
+        start = prev = None
+        for row in [*rows, None]:
+            if row is not None and prev is not None and row == prev + 1:
+                prev = row
+                continue
+            if start is not None and prev is not None:
+                self.dataChanged.emit(self.index(start, 0), self.index(prev, last_column))
+            start = prev = row
+
+    def _page(self, page: int) -> list[EpisodeRow | None]:
+        cached = self._pages.get(page)
+        if cached is not None:
+            self._pages.move_to_end(page)
+            return cached
+        ids = self._ids[page * self.page_size : (page + 1) * self.page_size]
+        found = fetch_rows(self._store, ids)
+        rows = [found.get(i) for i in ids]
+        self.pages_fetched += 1
+        self._pages[page] = rows
+        while len(self._pages) > self.max_pages:
+            self._pages.popitem(last=False)
+        return rows
+
+    def row_data(self, row: int) -> EpisodeRow | None:
+        if not 0 <= row < len(self._ids):
+            return None
+        return self._page(row // self.page_size)[row % self.page_size]
+
+    def episode_id(self, row: int) -> int:
+        return self._ids[row]
+
+    def row_of(self, episode_id: int) -> int | None:
+        return self._row_of.get(episode_id)
+
+    @property
+    def ids(self) -> list[int]:
+        return list(self._ids)
+
+    # -- Qt model API ---------------------------------------------------------------------
+
+    def rowCount(self, parent: ModelIndex = QModelIndex()) -> int:  # noqa: B008
+        return 0 if parent.isValid() else len(self._ids)
+
+    def columnCount(self, parent: ModelIndex = QModelIndex()) -> int:  # noqa: B008
+        return 0 if parent.isValid() else len(COLUMNS)
+
+    def data(self, index: ModelIndex, role: int = Qt.ItemDataRole.DisplayRole) -> Any:
+        if not index.isValid() or index.row() >= len(self._ids):
+            return None
+        if role == ID_ROLE:
+            return self._ids[index.row()]
+        if role not in (Qt.ItemDataRole.DisplayRole, Qt.ItemDataRole.ToolTipRole):
+            return None
+        row = self.row_data(index.row())
+        if row is None:
+            return "(deleted)" if role == Qt.ItemDataRole.DisplayRole else None
+        key = COLUMNS[index.column()][0]
+        if role == Qt.ItemDataRole.ToolTipRole:
+            if key == "preview":
+                return row.preview
+            if key == "time":
+                return row.timestamp
+            return None
+        if key == "time":
+            return format_time(row.timestamp)
+        if key == "source":
+            return row.source
+        if key == "label":
+            return label_in_force(row)
+        if key == "model_label":
+            return model_label_text(row)
+        if key == "human_label":
+            return row.human_label or "—"
+        return row.preview
+
+    def headerData(
+        self,
+        section: int,
+        orientation: Qt.Orientation,
+        role: int = Qt.ItemDataRole.DisplayRole,
+    ) -> Any:
+        if (
+            orientation == Qt.Orientation.Horizontal
+            and role == Qt.ItemDataRole.DisplayRole
+            and 0 <= section < len(COLUMNS)
+        ):
+            return COLUMNS[section][1]
+        return None
+
+    def flags(self, index: ModelIndex) -> Qt.ItemFlag:
+        if not index.isValid():
+            return Qt.ItemFlag.NoItemFlags
+        return Qt.ItemFlag.ItemIsEnabled | Qt.ItemFlag.ItemIsSelectable
+
+    def sort(self, column: int, order: Qt.SortOrder = Qt.SortOrder.AscendingOrder) -> None:
+        """Sorting is a new SQL query, never an in-memory sort."""
+        if not 0 <= column < len(COLUMNS):
+            return
+        spec = EpisodeSort(COLUMNS[column][0], order == Qt.SortOrder.DescendingOrder)
+        if spec == self.sort_spec:
+            return
+        self.set_query(sort=spec)

@@ -1,0 +1,221 @@
+"""Error reporting for the window: dialogs, the exception hook, and Qt's own messages.
+
+An unexpected exception in a slot must not silently vanish (PySide prints it and carries
+on) nor kill the window: it is logged with its traceback and shown in a dialog whose
+"Copy details" button puts the traceback on the clipboard for a bug report. Qt's own
+warnings go to the same log so they are not lost on a console nobody watches.
+
+Every message box goes through :class:`Dialogs`, which the composition root puts into
+``AppServices``. Its dialogs are opened window-modal but non-blocking (``open()``, not
+``exec()``), so no nested event loop runs inside a slot and tests can find the dialog
+that was shown in ``Dialogs.shown`` and close it.
+"""
+
+from __future__ import annotations
+
+import logging
+import sys
+import traceback
+from collections.abc import Callable
+from logging.handlers import RotatingFileHandler
+from pathlib import Path
+from types import TracebackType
+
+import platformdirs
+from PySide6.QtCore import QMessageLogContext, Qt, QtMsgType, qInstallMessageHandler
+from PySide6.QtGui import QGuiApplication
+from PySide6.QtWidgets import (
+    QDialog,
+    QDialogButtonBox,
+    QFileDialog,
+    QLabel,
+    QMessageBox,
+    QPlainTextEdit,
+    QPushButton,
+    QVBoxLayout,
+    QWidget,
+)
+
+from curator.errors import CuratorError
+
+log = logging.getLogger("curator.gui")
+
+APP_LOG_NAME = "memory-curator"
+
+
+class ErrorDialog(QDialog):
+    """A one-line message, the technical details, and a button copying them."""
+
+    def __init__(
+        self, title: str, message: str, details: str = "", parent: QWidget | None = None
+    ) -> None:
+        super().__init__(parent)
+        self.setObjectName("errorDialog")
+        self.setWindowTitle(title)
+        self.message = message
+        self.details = details
+        layout = QVBoxLayout(self)
+        label = QLabel(message)
+        label.setObjectName("errorMessage")
+        label.setWordWrap(True)
+        label.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+        layout.addWidget(label)
+        if details:
+            text = QPlainTextEdit(details)
+            text.setReadOnly(True)
+            text.setObjectName("errorDetails")
+            text.setMinimumSize(520, 160)
+            layout.addWidget(text)
+        buttons = QDialogButtonBox(QDialogButtonBox.StandardButton.Close)
+        self.copy_button = QPushButton("Copy details")
+        self.copy_button.setObjectName("copyDetailsButton")
+        self.copy_button.clicked.connect(self.copy_details)
+        buttons.addButton(self.copy_button, QDialogButtonBox.ButtonRole.ActionRole)
+        buttons.rejected.connect(self.reject)
+        layout.addWidget(buttons)
+
+    def copy_details(self) -> None:
+        clipboard = QGuiApplication.clipboard()
+        clipboard.setText(f"{self.message}\n\n{self.details}".strip())
+
+
+class Dialogs:
+    """Shows message boxes without blocking the caller, and remembers the open ones.
+
+    Replaceable through ``AppServices.dialogs``; file choosers are methods here for the
+    same reason (a test supplies a path instead of driving a native dialog).
+    """
+
+    def __init__(self) -> None:
+        self.shown: list[QDialog] = []
+
+    def _open(self, dialog: QDialog) -> QDialog:
+        dialog.setAttribute(Qt.WidgetAttribute.WA_DeleteOnClose)
+        self.shown.append(dialog)
+        dialog.finished.connect(lambda _result, d=dialog: self._forget(d))
+        dialog.open()
+        return dialog
+
+    def _forget(self, dialog: QDialog) -> None:
+        if dialog in self.shown:
+            self.shown.remove(dialog)
+
+    def message(
+        self,
+        parent: QWidget | None,
+        title: str,
+        text: str,
+        *,
+        icon: QMessageBox.Icon = QMessageBox.Icon.Information,
+        details: str = "",
+    ) -> QDialog:
+        box = QMessageBox(icon, title, text, QMessageBox.StandardButton.Ok, parent)
+        box.setObjectName("messageBox")
+        if details:
+            box.setDetailedText(details)
+        return self._open(box)
+
+    def warning(self, parent: QWidget | None, title: str, text: str, details: str = "") -> QDialog:
+        return self.message(parent, title, text, icon=QMessageBox.Icon.Warning, details=details)
+
+    def error(
+        self, parent: QWidget | None, title: str, message: str, details: str = ""
+    ) -> QDialog:
+        return self._open(ErrorDialog(title, message, details, parent))
+
+    def exception(self, parent: QWidget | None, exc: BaseException) -> QDialog:
+        """A user-facing error (``CuratorError``: its sentence) or an unexpected one."""
+        details = "".join(traceback.format_exception(exc))
+        if isinstance(exc, CuratorError):
+            return self.error(parent, "Memory Curator", str(exc), details)
+        return self.error(
+            parent, "Unexpected error", f"{type(exc).__name__}: {exc}", details
+        )
+
+    def close_all(self) -> None:
+        for dialog in list(self.shown):
+            dialog.close()
+
+    def open_file_name(self, parent: QWidget | None, caption: str, filters: str) -> str:
+        path, _ = QFileDialog.getOpenFileName(parent, caption, "", filters)
+        return path
+
+    def save_file_name(
+        self, parent: QWidget | None, caption: str, suggested: str, filters: str
+    ) -> str:
+        path, _ = QFileDialog.getSaveFileName(parent, caption, suggested, filters)
+        return path
+
+
+ExceptHook = Callable[[type[BaseException], BaseException, TracebackType | None], None]
+
+
+def make_excepthook(dialogs: Dialogs, parent: Callable[[], QWidget | None]) -> ExceptHook:
+    """An exception hook that logs the traceback and shows it in a dialog.
+
+    PySide reports exceptions raised in slots through ``sys.excepthook`` as well, so this
+    one hook covers both the main code and every slot.
+    """
+
+    def hook(
+        exc_type: type[BaseException], exc: BaseException, tb: TracebackType | None
+    ) -> None:
+        if issubclass(exc_type, KeyboardInterrupt):
+            sys.__excepthook__(exc_type, exc, tb)
+            return
+        log.error("unhandled exception", exc_info=(exc_type, exc, tb))
+        try:
+            dialogs.exception(parent(), exc.with_traceback(tb))
+        except Exception:  # never raise from the hook itself
+            log.exception("could not show the error dialog")
+
+    return hook
+
+
+def install_excepthook(dialogs: Dialogs, parent: Callable[[], QWidget | None]) -> ExceptHook:
+    """Install the hook; returns the previous one so a caller can restore it."""
+    previous = sys.excepthook
+    sys.excepthook = make_excepthook(dialogs, parent)
+    return previous
+
+
+_QT_LEVELS = {
+    QtMsgType.QtDebugMsg: logging.DEBUG,
+    QtMsgType.QtInfoMsg: logging.INFO,
+    QtMsgType.QtWarningMsg: logging.WARNING,
+    QtMsgType.QtCriticalMsg: logging.ERROR,
+    QtMsgType.QtFatalMsg: logging.CRITICAL,
+}
+
+
+def _qt_message_handler(mode: QtMsgType, context: QMessageLogContext, message: str) -> None:
+    logging.getLogger("qt").log(_QT_LEVELS.get(mode, logging.WARNING), "%s", message)
+
+
+def install_qt_message_handler() -> None:
+    """Route Qt's qDebug/qWarning output into logging."""
+    qInstallMessageHandler(_qt_message_handler)
+
+
+def log_file_path() -> Path:
+    return Path(platformdirs.user_log_dir(APP_LOG_NAME, appauthor=False)) / "curator.log"
+
+
+def setup_logging(level: int = logging.INFO) -> Path | None:
+    """Log to stderr and to a rotating file in the user log directory (if writable)."""
+    root = logging.getLogger()
+    root.setLevel(level)
+    fmt = logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s")
+    stderr = logging.StreamHandler()
+    stderr.setFormatter(fmt)
+    root.addHandler(stderr)
+    path = log_file_path()
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        handler = RotatingFileHandler(path, maxBytes=1_000_000, backupCount=3, encoding="utf-8")
+    except OSError as exc:
+        log.warning("no log file (%s)", exc)
+        return None
+    handler.setFormatter(fmt)
+    root.addHandler(handler)
+    return path

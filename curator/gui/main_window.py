@@ -1,0 +1,470 @@
+"""The main window: six panes, menus, toolbar, status bar, and watching the database.
+
+The window owns no data logic; it wires panes to each other (a pane that wrote emits
+``data_changed`` and the others reload when next shown) and to the LLM worker. Another
+process (the CLI, a second window) may write the same database, so the window polls
+SQLite's ``data_version`` once a second and reloads the visible pane when it changed.
+"""
+
+from __future__ import annotations
+
+import importlib
+import json
+import logging
+from datetime import datetime
+from importlib import metadata
+from pathlib import Path
+from typing import Any, Protocol
+
+from PySide6.QtCore import QByteArray, QSettings, Qt, QTimer, Signal
+from PySide6.QtGui import QAction, QCloseEvent, QKeySequence
+from PySide6.QtWidgets import (
+    QLabel,
+    QMainWindow,
+    QSplitter,
+    QTabWidget,
+    QToolBar,
+    QWidget,
+)
+
+from curator.errors import CuratorError
+from curator.gui.episodes_pane import EpisodesPane
+from curator.gui.identity_pane import IdentityPane
+from curator.gui.services import AppServices
+from curator.gui.settings_pane import SettingsPane
+from curator.store.importer import import_file
+
+ORGANIZATION = "MemoryCurator"
+APPLICATION = "curator"
+POLL_MS = 1000
+
+
+def app_version() -> str:
+    try:
+        return metadata.version("memory-curator")
+    except metadata.PackageNotFoundError:
+        return "development version"
+
+
+
+class PlaceholderPane(QLabel):
+    """TEMPORARY: stands in for a pane whose module cannot be imported yet."""
+
+    status_message = Signal(str)
+    data_changed = Signal()
+
+    def __init__(self, services: AppServices, parent: QWidget | None = None) -> None:
+        super().__init__("This pane is not available in this build.", parent)
+        self.setAlignment(Qt.AlignmentFlag.AlignCenter)
+
+    def refresh(self) -> None:
+        pass
+
+
+def _pane_class(module: str, name: str) -> type[QWidget]:
+    try:
+        found: type[QWidget] = getattr(importlib.import_module(module), name)
+    except ImportError:
+        logging.getLogger(__name__).warning("%s unavailable", module)
+        return PlaceholderPane
+    return found
+
+
+PANES: tuple[tuple[str, str, type[QWidget]], ...] = (
+    ("episodesPane", "Episodes", EpisodesPane),
+    ("reviewPane", "Review", _pane_class("curator.gui.review_pane", "ReviewPane")),
+    ("knowledgePane", "Knowledge", _pane_class("curator.gui.knowledge_pane", "KnowledgePane")),
+    ("identityPane", "Identity", IdentityPane),
+    ("runsPane", "Runs", _pane_class("curator.gui.runs_pane", "RunsPane")),
+    ("settingsPane", "Settings", SettingsPane),
+)
+
+
+class Pane(Protocol):
+    def refresh(self) -> None: ...
+
+
+def app_settings() -> QSettings:
+    """The user's window state (geometry, splitters, current pane)."""
+    return QSettings(ORGANIZATION, APPLICATION)
+
+
+def model_display_name(settings: dict[str, Any]) -> str:
+    path = settings.get("model_path")
+    return Path(path).name if path else "demo model (SmolLM2-135M)"
+
+
+class MainWindow(QMainWindow):
+    def __init__(
+        self,
+        services: AppServices,
+        qsettings: QSettings | None = None,
+        parent: QWidget | None = None,
+    ) -> None:
+        super().__init__(parent)
+        self.setObjectName("mainWindow")
+        self.services = services
+        self.qsettings = qsettings if qsettings is not None else app_settings()
+        self.setWindowTitle(f"Memory Curator — {services.db_path.name}")
+        self._dirty: set[int] = set()
+        self._closed = False
+
+        self.tabs = QTabWidget()
+        self.tabs.setObjectName("paneTabs")
+        self.tabs.setDocumentMode(True)
+        self.panes: list[QWidget] = []
+        for name, title, cls in PANES:
+            pane = cls(services, self)  # type: ignore[arg-type]
+            pane.setObjectName(name)
+            self.tabs.addTab(pane, title)
+            self.panes.append(pane)
+            pane.status_message.connect(self.show_message)  # type: ignore[attr-defined]
+            pane.data_changed.connect(  # type: ignore[attr-defined]
+                lambda p=pane: self._pane_wrote(p)
+            )
+        self.tabs.currentChanged.connect(self._pane_shown)
+        self.setCentralWidget(self.tabs)
+
+        self._build_actions()
+        self._build_menus()
+        self._build_toolbar()
+        self._build_status_bar()
+        self._connect_worker()
+
+        self._data_version = services.store.data_version()
+        self.poll_timer = QTimer(self)
+        self.poll_timer.setInterval(POLL_MS)
+        self.poll_timer.timeout.connect(self.check_for_outside_changes)
+        self.poll_timer.start()
+
+        self.resize(1400, 900)
+        self.restore_state()
+
+    # -- panes ----------------------------------------------------------------------------
+
+    def pane(self, name: str) -> QWidget:
+        found = self.findChild(QWidget, name)
+        if found is None:
+            raise KeyError(name)
+        return found
+
+    @property
+    def episodes_pane(self) -> EpisodesPane:
+        pane = self.panes[0]
+        assert isinstance(pane, EpisodesPane)
+        return pane
+
+    def _pane_wrote(self, source: QWidget) -> None:
+        """A pane committed something: the others reload when next shown."""
+        self._dirty.update(i for i, p in enumerate(self.panes) if p is not source)
+        self._data_version = self.services.store.data_version()
+        self.update_status()
+
+    def _pane_shown(self, index: int) -> None:
+        if index in self._dirty:
+            self._dirty.discard(index)
+            self._refresh(index)
+
+    def _refresh(self, index: int) -> None:
+        pane: Any = self.panes[index]
+        pane.refresh()
+
+    def refresh_all(self) -> None:
+        """Reload the visible pane now and the others when they are shown."""
+        current = self.tabs.currentIndex()
+        self._dirty.update(i for i in range(len(self.panes)) if i != current)
+        self._refresh(current)
+        self.update_status()
+
+    def check_for_outside_changes(self) -> bool:
+        """True (and the visible pane reloaded) when another connection committed."""
+        try:
+            version = self.services.store.data_version()
+        except Exception:  # a locked/closed database: try again next tick
+            return False
+        if version == self._data_version:
+            return False
+        self._data_version = version
+        self.refresh_all()
+        return True
+
+    # -- actions --------------------------------------------------------------------------
+
+    def _action(
+        self,
+        text: str,
+        slot: Any,
+        shortcut: QKeySequence | QKeySequence.StandardKey | str | None = None,
+        name: str = "",
+    ) -> QAction:
+        action = QAction(text, self)
+        if shortcut is not None:
+            action.setShortcut(QKeySequence(shortcut))
+        if name:
+            action.setObjectName(name)
+        action.triggered.connect(slot)
+        return action
+
+    def _build_actions(self) -> None:
+        style = self.style()
+        sp = style.StandardPixmap
+        self.import_action = self._action(
+            "&Import episodes…", self.choose_import_file, QKeySequence.StandardKey.Open, "import"
+        )
+        self.import_action.setIcon(style.standardIcon(sp.SP_DialogOpenButton))
+        self.export_action = self._action(
+            "&Export knowledge…", self.export_knowledge, "Ctrl+E", "export"
+        )
+        self.backup_action = self._action("&Backup now…", self.backup_now, None, "backup")
+        self.quit_action = self._action("&Quit", self.close, QKeySequence.StandardKey.Quit, "quit")
+        self.undo_action = self._action(
+            "&Undo relabel", self.undo_relabel, QKeySequence.StandardKey.Undo, "undoRelabel"
+        )
+        self.classify_action = self._action("&Classify", self.start_classify, "Ctrl+K", "classify")
+        self.classify_action.setIcon(style.standardIcon(sp.SP_MediaPlay))
+        self.classify_action.setToolTip("Label the unlabelled episodes with the local model")
+        self.distill_action = self._action("&Distill", self.start_distill, "Ctrl+D", "distill")
+        self.distill_action.setIcon(style.standardIcon(sp.SP_MediaSeekForward))
+        self.distill_action.setToolTip("Distil patterns from labelled episodes for review")
+        self.cancel_action = self._action("Ca&ncel run", self.cancel_run, "Esc", "cancel")
+        self.cancel_action.setIcon(style.standardIcon(sp.SP_MediaStop))
+        self.cancel_action.setEnabled(False)
+        self.about_action = self._action("&About Memory Curator", self.show_about, None, "about")
+        self.pane_actions: list[QAction] = []
+        for index, (_name, title, _cls) in enumerate(PANES):
+            action = self._action(
+                f"&{title}",
+                lambda _=False, i=index: self.tabs.setCurrentIndex(i),
+                f"Ctrl+{index + 1}",
+            )
+            self.pane_actions.append(action)
+
+    def _build_menus(self) -> None:
+        bar = self.menuBar()
+        file_menu = bar.addMenu("&File")
+        file_menu.addAction(self.import_action)
+        file_menu.addAction(self.export_action)
+        file_menu.addAction(self.backup_action)
+        file_menu.addSeparator()
+        file_menu.addAction(self.quit_action)
+        edit_menu = bar.addMenu("&Edit")
+        edit_menu.addAction(self.undo_action)
+        run_menu = bar.addMenu("&Run")
+        run_menu.addActions([self.classify_action, self.distill_action, self.cancel_action])
+        view_menu = bar.addMenu("&View")
+        view_menu.addActions(self.pane_actions)
+        help_menu = bar.addMenu("&Help")
+        help_menu.addAction(self.about_action)
+
+    def _build_toolbar(self) -> None:
+        toolbar = QToolBar("Main")
+        toolbar.setObjectName("mainToolbar")
+        toolbar.setMovable(False)
+        toolbar.setToolButtonStyle(Qt.ToolButtonStyle.ToolButtonTextBesideIcon)
+        toolbar.addAction(self.import_action)
+        toolbar.addSeparator()
+        toolbar.addActions([self.classify_action, self.distill_action, self.cancel_action])
+        self.addToolBar(toolbar)
+
+    def _build_status_bar(self) -> None:
+        bar = self.statusBar()
+        self.db_label = QLabel(str(self.services.db_path))
+        self.db_label.setObjectName("dbLabel")
+        self.db_label.setToolTip("Database file")
+        self.model_label = QLabel()
+        self.model_label.setObjectName("modelLabel")
+        self.offload_label = QLabel("model not loaded")
+        self.offload_label.setObjectName("offloadLabel")
+        self.offload_label.setToolTip("Where the model runs (GPU layers / CPU)")
+        self.run_label = QLabel("idle")
+        self.run_label.setObjectName("runLabel")
+        for label in (self.db_label, self.model_label, self.offload_label, self.run_label):
+            label.setContentsMargins(8, 0, 8, 0)
+            bar.addPermanentWidget(label)
+        self.update_status()
+
+    def update_status(self) -> None:
+        self.model_label.setText(f"Model: {model_display_name(self.services.settings())}")
+
+    def show_message(self, text: str) -> None:
+        self.statusBar().showMessage(text, 8000)
+
+    # -- worker ---------------------------------------------------------------------------
+
+    def _connect_worker(self) -> None:
+        worker = self.services.worker
+        available = worker is not None
+        self.classify_action.setEnabled(available)
+        self.distill_action.setEnabled(available)
+        if worker is None:
+            self.run_label.setText("no model worker")
+            return
+        worker.progress.connect(self._run_progress)
+        worker.finished.connect(self._run_finished)
+        worker.failed.connect(self._run_failed)
+        worker.model_loaded.connect(self.offload_label.setText)
+        worker.busy_changed.connect(self._busy_changed)
+
+    def _busy_changed(self, busy: bool) -> None:
+        self.classify_action.setEnabled(not busy)
+        self.distill_action.setEnabled(not busy)
+        self.cancel_action.setEnabled(busy)
+        if not busy and self.run_label.text().startswith("running"):
+            self.run_label.setText("idle")
+
+    def start_classify(self) -> None:
+        if self.services.worker is not None and self.services.worker.start_classify(None):
+            self.run_label.setText("running classify…")
+
+    def start_distill(self) -> None:
+        if self.services.worker is not None and self.services.worker.start_distill(None):
+            self.run_label.setText("running distill…")
+
+    def cancel_run(self) -> None:
+        if self.services.worker is not None and self.services.worker.busy:
+            self.services.worker.cancel()
+            self.run_label.setText("cancelling…")
+
+    def _run_progress(self, progress: Any) -> None:
+        step = getattr(progress, "step", "")
+        done = getattr(progress, "done", 0)
+        total = getattr(progress, "total", 0)
+        self.run_label.setText(f"running {step} {done}/{total}")
+
+    def _run_finished(self, result: object) -> None:
+        self.run_label.setText("idle")
+        self.show_message(f"Run finished: {getattr(result, 'status', 'done')}")
+        self.refresh_all()
+
+    def _run_failed(self, message: str) -> None:
+        self.run_label.setText("idle (last run failed)")
+        self.services.dialogs.error(self, "Run failed", message)
+        self.refresh_all()
+
+    # -- file menu ------------------------------------------------------------------------
+
+    def choose_import_file(self) -> None:
+        path = self.services.dialogs.open_file_name(
+            self, "Import episodes", "Episodes (*.jsonl *.json);;All files (*)"
+        )
+        if path:
+            self.import_episodes(Path(path))
+
+    def import_episodes(self, path: Path) -> None:
+        """Import a file; bad lines are listed with their line numbers, good ones kept."""
+        report = import_file(self.services.store, path)
+        summary = (
+            f"{report.imported} imported, {report.duplicates} duplicates, "
+            f"{len(report.errors)} rejected from {path.name}."
+        )
+        self.show_message(summary)
+        if report.errors:
+            shown = report.errors[:15]
+            lines = "\n".join(f"line {e.line}: {e.reason}" for e in shown)
+            more = len(report.errors) - len(shown)
+            if more:
+                lines += f"\n… and {more} more"
+            self.services.dialogs.warning(
+                self,
+                "Import",
+                f"{summary}\n\n{lines}",
+                details="\n".join(str(e) for e in report.errors),
+            )
+        self._pane_wrote(self.episodes_pane)
+        self.episodes_pane.refresh()
+
+    def export_knowledge(self) -> None:
+        path = self.services.dialogs.save_file_name(
+            self, "Export knowledge", "knowledge.md", "Markdown (*.md);;JSON (*.json)"
+        )
+        if not path:
+            return
+        from curator.store.knowledge import export_json, export_markdown, top_k_patterns
+
+        rows = top_k_patterns(self.services.store)
+        target = Path(path)
+        if target.suffix.lower() == ".json":
+            text = json.dumps(export_json(rows), ensure_ascii=False, indent=2) + "\n"
+        else:
+            text = export_markdown(rows)
+        try:
+            target.write_text(text, encoding="utf-8")
+        except OSError as exc:
+            self.services.dialogs.exception(self, CuratorError(f"cannot write {target}: {exc}"))
+            return
+        self.show_message(f"Exported {len(rows)} patterns to {target}.")
+
+    def backup_now(self) -> None:
+        stamp = datetime.now().strftime("%Y%m%d-%H%M%S")
+        suggested = str(self.services.db_path.with_name(f"curator-backup-{stamp}.sqlite"))
+        path = self.services.dialogs.save_file_name(
+            self, "Back up the database", suggested, "SQLite database (*.sqlite)"
+        )
+        if not path:
+            return
+        try:
+            self.services.backup_to(Path(path))
+        except Exception as exc:  # shown to the user as one sentence
+            self.services.dialogs.exception(self, CuratorError(f"backup failed: {exc}"))
+            return
+        self.show_message(f"Backed up to {path}.")
+
+    def undo_relabel(self) -> None:
+        self.tabs.setCurrentIndex(0)
+        self.episodes_pane.undo_relabel()
+
+    def show_about(self) -> None:
+        self.services.dialogs.message(
+            self,
+            "About Memory Curator",
+            f"Memory Curator {app_version()}\n\nCurate the long-term memory of an autonomous "
+            "LLM agent: label episodes, review distilled knowledge, edit its identity.",
+        )
+
+    # -- state ----------------------------------------------------------------------------
+
+    def _splitters(self) -> list[QSplitter]:
+        return [s for s in self.findChildren(QSplitter) if s.objectName()]
+
+    def save_state(self) -> None:
+        s = self.qsettings
+        s.setValue("window/geometry", self.saveGeometry())
+        s.setValue("window/state", self.saveState())
+        s.setValue("window/pane", self.tabs.currentIndex())
+        for splitter in self._splitters():
+            s.setValue(f"splitters/{splitter.objectName()}", splitter.saveState())
+        s.sync()
+
+    def restore_state(self) -> None:
+        s = self.qsettings
+        geometry = s.value("window/geometry")
+        if isinstance(geometry, QByteArray):
+            self.restoreGeometry(geometry)
+        state = s.value("window/state")
+        if isinstance(state, QByteArray):
+            self.restoreState(state)
+        for splitter in self._splitters():
+            saved = s.value(f"splitters/{splitter.objectName()}")
+            if isinstance(saved, QByteArray):
+                splitter.restoreState(saved)
+        pane = s.value("window/pane")
+        try:
+            index = int(str(pane)) if pane is not None else 0
+        except (TypeError, ValueError):
+            index = 0
+        if 0 <= index < self.tabs.count():
+            self.tabs.setCurrentIndex(index)
+
+    def closeEvent(self, event: QCloseEvent) -> None:
+        if not self._closed:
+            self._closed = True
+            self.poll_timer.stop()
+            self.save_state()
+            for pane in self.panes:
+                shutdown = getattr(pane, "shutdown", None)
+                if callable(shutdown):
+                    shutdown()
+            if self.services.worker is not None:
+                self.services.worker.shutdown()
+            self.services.dialogs.close_all()
+        event.accept()

@@ -1,0 +1,43 @@
+"""The composition root's bundle: what every pane needs, built once in ``app.main``.
+
+Panes receive this object instead of reaching for globals, so a test builds the same
+window on a temporary database simply by building another ``AppServices``.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from curator.gui.errors import Dialogs
+from curator.store.db import Store
+from curator.store.settings import all_settings
+
+if TYPE_CHECKING:
+    from curator.gui.worker import LlmWorker
+
+
+@dataclass
+class AppServices:
+    store: Store
+    db_path: Path
+    worker: LlmWorker | None = None
+    dialogs: Dialogs = field(default_factory=Dialogs)
+
+    def settings(self) -> dict[str, Any]:
+        """All saved settings with defaults filled in (the same values the CLI uses)."""
+        return all_settings(self.store)
+
+    def backup_to(self, target: Path) -> None:
+        """A consistent copy of the database (SQLite's online backup, safe while in use)."""
+        source = sqlite3.connect(str(self.db_path))
+        try:
+            dest = sqlite3.connect(str(target))
+            try:
+                source.backup(dest)
+            finally:
+                dest.close()
+        finally:
+            source.close()

@@ -1,0 +1,327 @@
+"""The Settings pane: the model file, llama.cpp parameters, and the pipeline thresholds.
+
+A model file is checked before it is saved: its GGUF header is read at once (name, size,
+quantisation, context length), and on Apply the file is loaded for real in a subprocess by
+:func:`curator.llm.model_file.validate_model_file`. That takes seconds, so it runs on a
+thread pool and the pane shows a busy indicator; the GUI thread never waits for it. A
+file that fails keeps the previous setting and explains why in one sentence.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from PySide6.QtCore import QObject, QRunnable, QThreadPool, Signal
+from PySide6.QtWidgets import (
+    QDoubleSpinBox,
+    QFormLayout,
+    QGroupBox,
+    QHBoxLayout,
+    QLabel,
+    QLineEdit,
+    QProgressBar,
+    QPushButton,
+    QSpinBox,
+    QVBoxLayout,
+    QWidget,
+)
+
+from curator.errors import CuratorError
+from curator.gui.services import AppServices
+from curator.llm.model_file import ModelInfo, read_gguf_info, validate_model_file
+from curator.store.settings import set_settings
+
+INFO_FIELDS = (
+    ("name", "Name"),
+    ("architecture", "Architecture"),
+    ("size_bytes", "Size"),
+    ("quantization", "Quantisation"),
+    ("context_length", "Context length"),
+)
+
+
+def _human_size(value: Any) -> str:
+    size = float(value)
+    for unit in ("B", "KiB", "MiB", "GiB"):
+        if size < 1024 or unit == "GiB":
+            return f"{size:.0f} {unit}" if unit == "B" else f"{size:.1f} {unit}"
+        size /= 1024
+    return str(value)
+
+
+def describe_model_info(info: ModelInfo) -> str:
+    """One readable line per GGUF fact the user chooses a model by."""
+    lines: list[str] = []
+    for key, title in INFO_FIELDS:
+        value = getattr(info, key, None)
+        if value is None or value == "":
+            continue
+        text = _human_size(value) if title == "Size" else str(value)
+        lines.append(f"{title}: {text}")
+    return "\n".join(lines)
+
+
+class ValidationSignals(QObject):
+    """Lives on the GUI thread; the pool thread emits, the pane receives (queued)."""
+
+    succeeded = Signal(str, object)
+    failed = Signal(str, str)
+
+
+class ModelValidation(QRunnable):
+    """Loads the model file in a subprocess (via the pipeline's validator), off the GUI."""
+
+    def __init__(self, path: str, signals: ValidationSignals) -> None:
+        super().__init__()
+        self.path = path
+        self.signals = signals
+
+    def run(self) -> None:
+        try:
+            result = validate_model_file(Path(self.path))
+        except CuratorError as exc:
+            self.signals.failed.emit(self.path, str(exc))
+        except Exception as exc:  # reported to the user, never lost
+            self.signals.failed.emit(self.path, f"{type(exc).__name__}: {exc}")
+        else:
+            self.signals.succeeded.emit(self.path, result)
+
+
+def _spin(low: int, high: int, step: int = 1, special: str | None = None) -> QSpinBox:
+    box = QSpinBox()
+    box.setRange(low, high)
+    box.setSingleStep(step)
+    if special:
+        box.setSpecialValueText(special)
+    box.setMinimumWidth(140)
+    box.setMaximumWidth(200)
+    return box
+
+
+def _dspin(low: float, high: float, step: float, decimals: int) -> QDoubleSpinBox:
+    box = QDoubleSpinBox()
+    box.setRange(low, high)
+    box.setSingleStep(step)
+    box.setDecimals(decimals)
+    box.setMinimumWidth(140)
+    box.setMaximumWidth(200)
+    return box
+
+
+class SettingsPane(QWidget):
+    status_message = Signal(str)
+    data_changed = Signal()
+
+    def __init__(self, services: AppServices, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.setObjectName("settingsPane")
+        self.services = services
+        self._pool = QThreadPool(self)
+        self._pool.setMaxThreadCount(1)
+        self._signals = ValidationSignals(self)
+        self._signals.succeeded.connect(self._validation_succeeded)
+        self._signals.failed.connect(self._validation_failed)
+        self._pending: dict[str, Any] | None = None
+
+        # model
+        self.model_edit = QLineEdit()
+        self.model_edit.setObjectName("modelPathEdit")
+        self.model_edit.setPlaceholderText("Empty: the bundled demo model")
+        self.model_edit.editingFinished.connect(self.show_model_info)
+        browse = QPushButton("Browse…")
+        browse.setObjectName("browseModelButton")
+        browse.clicked.connect(self.browse_model)
+        demo = QPushButton("Use demo model")
+        demo.clicked.connect(self._use_demo_model)
+        path_row = QHBoxLayout()
+        path_row.addWidget(self.model_edit, 1)
+        path_row.addWidget(browse)
+        path_row.addWidget(demo)
+        self.model_info = QLabel()
+        self.model_info.setObjectName("modelInfo")
+        self.model_info.setWordWrap(True)
+        self.gpu_layers = _spin(-1, 999, special="all layers")
+        self.gpu_layers.setObjectName("gpuLayers")
+        self.n_ctx = _spin(512, 131072, 512)
+        self.n_ctx.setObjectName("contextSize")
+        self.n_threads = _spin(0, 256, special="automatic")
+        self.n_threads.setObjectName("threads")
+        model_box = QGroupBox("Model")
+        model_form = QFormLayout(model_box)
+        model_form.addRow("Model file", path_row)
+        model_form.addRow("", self.model_info)
+        model_form.addRow("GPU layers", self.gpu_layers)
+        model_form.addRow("Context size", self.n_ctx)
+        model_form.addRow("Threads", self.n_threads)
+
+        # pipeline
+        self.skip_threshold = _dspin(0.0, 1.0, 0.01, 2)
+        self.skip_threshold.setObjectName("skipThreshold")
+        self.update_threshold = _dspin(0.0, 1.0, 0.01, 2)
+        self.update_threshold.setObjectName("updateThreshold")
+        self.decay_rate = _dspin(0.5, 1.0, 0.005, 3)
+        self.decay_rate.setObjectName("decayRate")
+        self.top_k = _spin(1, 1000)
+        self.top_k.setObjectName("topK")
+        self.min_chars = _spin(0, 10000)
+        self.min_chars.setObjectName("minChars")
+        self.min_words = _spin(0, 1000)
+        self.min_words.setObjectName("minWords")
+        pipeline_box = QGroupBox("Distillation")
+        pipeline_form = QFormLayout(pipeline_box)
+        pipeline_form.addRow("Skip when similarity ≥", self.skip_threshold)
+        pipeline_form.addRow("Update when similarity ≥", self.update_threshold)
+        pipeline_form.addRow("Daily decay factor", self.decay_rate)
+        pipeline_form.addRow("Patterns in the prompt (top K)", self.top_k)
+        pipeline_form.addRow("Quality gate: minimum characters", self.min_chars)
+        pipeline_form.addRow("Quality gate: minimum words", self.min_words)
+
+        # buttons
+        self.busy = QProgressBar()
+        self.busy.setObjectName("validationBusy")
+        self.busy.setRange(0, 0)
+        self.busy.setMaximumWidth(160)
+        self.busy.setTextVisible(False)
+        self.busy.hide()
+        self.busy_label = QLabel("Checking the model file…")
+        self.busy_label.hide()
+        self.apply_button = QPushButton("Apply")
+        self.apply_button.setObjectName("applySettingsButton")
+        self.apply_button.clicked.connect(self.apply)
+        self.revert_button = QPushButton("Revert")
+        self.revert_button.setObjectName("revertSettingsButton")
+        self.revert_button.clicked.connect(self.refresh)
+        buttons = QHBoxLayout()
+        buttons.addWidget(self.busy)
+        buttons.addWidget(self.busy_label)
+        buttons.addStretch(1)
+        buttons.addWidget(self.revert_button)
+        buttons.addWidget(self.apply_button)
+
+        layout = QVBoxLayout(self)
+        layout.addWidget(model_box)
+        layout.addWidget(pipeline_box)
+        layout.addStretch(1)
+        layout.addLayout(buttons)
+        self.refresh()
+
+    # -- model file -----------------------------------------------------------------------
+
+    def browse_model(self) -> None:
+        path = self.services.dialogs.open_file_name(
+            self, "Choose a model file", "GGUF models (*.gguf);;All files (*)"
+        )
+        if path:
+            self.model_edit.setText(path)
+            self.show_model_info()
+
+    def _use_demo_model(self) -> None:
+        self.model_edit.clear()
+        self.show_model_info()
+
+    def show_model_info(self) -> None:
+        """Read the GGUF header at once (fast) so the user sees what they picked."""
+        path = self.model_edit.text().strip()
+        if not path:
+            self.model_info.setText("The bundled demo model (SmolLM2-135M-Instruct).")
+            return
+        try:
+            info = read_gguf_info(Path(path))
+        except CuratorError as exc:
+            self.model_info.setText(f"Not usable: {exc}")
+            return
+        self.model_info.setText(describe_model_info(info) or "GGUF file")
+
+    @property
+    def validating(self) -> bool:
+        return self._pending is not None
+
+    def _set_busy(self, busy: bool) -> None:
+        self.busy.setVisible(busy)
+        self.busy_label.setVisible(busy)
+        self.apply_button.setEnabled(not busy)
+        self.revert_button.setEnabled(not busy)
+
+    # -- apply ----------------------------------------------------------------------------
+
+    def collect(self) -> dict[str, Any]:
+        path = self.model_edit.text().strip()
+        return {
+            "model_path": path or None,
+            "n_gpu_layers": self.gpu_layers.value(),
+            "n_ctx": self.n_ctx.value(),
+            "n_threads": self.n_threads.value() or None,
+            "skip_threshold": round(self.skip_threshold.value(), 4),
+            "update_threshold": round(self.update_threshold.value(), 4),
+            "decay_rate": round(self.decay_rate.value(), 4),
+            "top_k": self.top_k.value(),
+            "min_chars": self.min_chars.value(),
+            "min_words": self.min_words.value(),
+        }
+
+    def apply(self) -> None:
+        values = self.collect()
+        if values["skip_threshold"] <= values["update_threshold"]:
+            self.services.dialogs.warning(
+                self,
+                "Settings",
+                "The skip threshold must be higher than the update threshold.",
+            )
+            return
+        if values["model_path"] and values["model_path"] != self.services.settings().get(
+            "model_path"
+        ):
+            self._pending = values
+            self._set_busy(True)
+            self.status_message.emit("Checking the model file…")
+            self._pool.start(ModelValidation(values["model_path"], self._signals))
+            return
+        self._save(values)
+
+    def _save(self, values: dict[str, Any]) -> None:
+        set_settings(self.services.store, values)
+        self.status_message.emit("Settings saved.")
+        self.data_changed.emit()
+
+    def _validation_succeeded(self, path: str, _result: object) -> None:
+        values, self._pending = self._pending, None
+        self._set_busy(False)
+        if values is None or values["model_path"] != path:
+            return
+        self._save(values)
+
+    def _validation_failed(self, path: str, reason: str) -> None:
+        self._pending = None
+        self._set_busy(False)
+        previous = self.services.settings().get("model_path")
+        self.model_edit.setText(previous or "")
+        self.show_model_info()
+        self.status_message.emit("Model file rejected; the previous model is kept.")
+        self.services.dialogs.warning(
+            self,
+            "Model file not usable",
+            f"{Path(path).name} cannot be used: {reason}\nThe previous model is kept.",
+        )
+
+    # -- pane API -------------------------------------------------------------------------
+
+    def refresh(self) -> None:
+        if self.validating:
+            return
+        values = self.services.settings()
+        self.model_edit.setText(values.get("model_path") or "")
+        self.gpu_layers.setValue(int(values["n_gpu_layers"]))
+        self.n_ctx.setValue(int(values["n_ctx"]))
+        self.n_threads.setValue(int(values["n_threads"] or 0))
+        self.skip_threshold.setValue(float(values["skip_threshold"]))
+        self.update_threshold.setValue(float(values["update_threshold"]))
+        self.decay_rate.setValue(float(values["decay_rate"]))
+        self.top_k.setValue(int(values["top_k"]))
+        self.min_chars.setValue(int(values["min_chars"]))
+        self.min_words.setValue(int(values["min_words"]))
+        self.show_model_info()
+
+    def shutdown(self) -> None:
+        """Wait for a running validation (called when the window closes)."""
+        self._pool.waitForDone()

@@ -1,0 +1,50 @@
+"""Fixtures for the GUI tests: the real window on a real SQLite file with the demo data.
+
+Window state goes to an ini file under ``tmp_path`` (and QSettings' default paths are
+pointed there too), so no test reads or writes the user's own settings.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from PySide6.QtCore import QSettings
+
+from curator.gui.errors import Dialogs
+from curator.gui.main_window import MainWindow
+from curator.gui.services import AppServices
+from curator.store.db import Store
+from curator.store.demo import create_demo
+
+
+@pytest.fixture
+def qsettings(tmp_path: Path) -> QSettings:
+    for fmt in (QSettings.Format.IniFormat, QSettings.Format.NativeFormat):
+        QSettings.setPath(fmt, QSettings.Scope.UserScope, str(tmp_path / "qsettings-user"))
+        QSettings.setPath(fmt, QSettings.Scope.SystemScope, str(tmp_path / "qsettings-system"))
+    return QSettings(str(tmp_path / "window.ini"), QSettings.Format.IniFormat)
+
+
+@pytest.fixture
+def store(tmp_path: Path) -> Iterator[Store]:
+    db = Store(tmp_path / "curator.sqlite")
+    create_demo(db)
+    yield db
+    db.close()
+
+
+@pytest.fixture
+def services(store: Store) -> AppServices:
+    return AppServices(store=store, db_path=store.path, worker=None, dialogs=Dialogs())
+
+
+@pytest.fixture
+def main_window(qtbot, services: AppServices, qsettings: QSettings) -> Iterator[MainWindow]:
+    window = MainWindow(services, qsettings)
+    qtbot.addWidget(window)
+    window.show()
+    qtbot.waitExposed(window)
+    yield window
+    window.close()
