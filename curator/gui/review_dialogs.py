@@ -1,0 +1,194 @@
+"""The Review pane's two dialogs: edit a candidate, and confirm a commit.
+
+Both are opened with ``open()`` (window-modal, no nested event loop); the pane acts on
+their ``accepted`` signal. The edit dialog re-runs the dedup gate on the edited text as
+the user types, so the reviewer sees whether the new wording is still a duplicate of an
+existing pattern before deciding.
+"""
+
+from __future__ import annotations
+
+import html
+from typing import Any
+
+from PySide6.QtCore import QTimer
+from PySide6.QtWidgets import (
+    QDialog,
+    QDialogButtonBox,
+    QDoubleSpinBox,
+    QFormLayout,
+    QLabel,
+    QPlainTextEdit,
+    QTextBrowser,
+    QVBoxLayout,
+    QWidget,
+)
+
+from curator.gui.diff_view import DiffView
+from curator.pipeline import review as review_api
+from curator.store.models import Pattern
+
+REMATCH_DELAY_MS = 250
+"""Re-run the gates this long after the last keystroke (not on every key)."""
+
+
+class EditDialog(QDialog):
+    """Edit a candidate's text and importance; shows the live re-match result."""
+
+    def __init__(self, services: Any, candidate: Any, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.setObjectName("editCandidateDialog")
+        self.setWindowTitle(f"Edit candidate #{candidate.ordinal}")
+        self.resize(640, 460)
+        self._store = services.store
+        self._original = candidate.text
+
+        self.text_edit = QPlainTextEdit(candidate.effective_text)
+        self.text_edit.setObjectName("editText")
+        self.importance = QDoubleSpinBox()
+        self.importance.setObjectName("editImportance")
+        self.importance.setRange(0.0, 1.0)
+        self.importance.setSingleStep(0.05)
+        self.importance.setDecimals(2)
+        self.importance.setValue(candidate.effective_importance)
+        self.match_label = QLabel()
+        self.match_label.setObjectName("rematchLabel")
+        self.match_label.setWordWrap(True)
+        self.diff = DiffView()
+        self.buttons = QDialogButtonBox(
+            QDialogButtonBox.StandardButton.Ok | QDialogButtonBox.StandardButton.Cancel
+        )
+        self.buttons.accepted.connect(self.accept)
+        self.buttons.rejected.connect(self.reject)
+
+        form = QFormLayout()
+        form.addRow("Text", self.text_edit)
+        form.addRow("Importance", self.importance)
+        layout = QVBoxLayout(self)
+        layout.addLayout(form)
+        layout.addWidget(self.match_label)
+        layout.addWidget(self.diff)
+        layout.addWidget(self.buttons)
+
+        self._timer = QTimer(self)
+        self._timer.setSingleShot(True)
+        self._timer.setInterval(REMATCH_DELAY_MS)
+        self._timer.timeout.connect(self.rematch)
+        self.text_edit.textChanged.connect(self._timer.start)
+        self.rematch()
+
+    def rematch(self) -> None:
+        """Show what the gates say about the current text (the same check ``decide`` runs)."""
+        text = self.text_edit.toPlainText().strip()
+        ok = self.buttons.button(QDialogButtonBox.StandardButton.Ok)
+        ok.setEnabled(bool(text))
+        if not text:
+            self.match_label.setText("The text is empty; reject the candidate instead.")
+            self.diff.clear_diff()
+            return
+        check = review_api.check_text(self._store, text)
+        reasons = html.escape("; ".join(check.reasons))
+        quality = (
+            ""
+            if check.ok
+            else f"<br><span style='color:#c0392b'>Quality gate: {reasons}"
+            " — it cannot be added or used to update.</span>"
+        )
+        target = Pattern.get_or_none(Pattern.id == check.target_id) if check.target_id else None
+        if check.action != "ADD" and target is not None:
+            self.match_label.setText(
+                f"Re-match: <b>{check.action}</b> of pattern #{target.id} "
+                f"(ratio {check.ratio:.3f}){quality}"
+            )
+            self.diff.set_texts(target.text, text)
+        else:
+            self.match_label.setText(
+                f"Re-match: <b>ADD</b>, no existing pattern is similar enough "
+                f"(best ratio {check.ratio:.3f}){quality}"
+            )
+            self.diff.clear_diff("A new pattern.")
+
+    def decision(self) -> tuple[str, float]:
+        """(text, importance) for ``review.decide(..., "ACCEPT", text=, importance=)``."""
+        return self.text_edit.toPlainText().strip(), round(self.importance.value(), 4)
+
+
+def preview_html(preview: Any, reviewed_only: bool) -> str:
+    """The commit preview as a readable list: adds, updates old → new, skips, rejects."""
+
+    def items(name: str) -> list[Any]:
+        value = getattr(preview, name, None)
+        return list(value) if value else []
+
+    def text_of(item: Any) -> str:
+        for attr in ("text", "new_text", "final_text"):
+            value = getattr(item, attr, None)
+            if isinstance(value, str):
+                return value
+        return str(item)
+
+    adds, updates = items("adds"), items("updates")
+    skips, rejects = items("skips"), items("rejects")
+    unreviewed = getattr(preview, "unreviewed", 0)
+    unreviewed_n = len(unreviewed) if isinstance(unreviewed, list | tuple) else int(unreviewed)
+    parts = [
+        f"<p><b>{len(adds)}</b> new pattern(s), <b>{len(updates)}</b> update(s), "
+        f"{len(skips)} skip(s), {len(rejects)} reject(s).</p>"
+    ]
+    if unreviewed_n:
+        if reviewed_only:
+            parts.append(f"<p>{unreviewed_n} undecided candidate(s) stay staged.</p>")
+        else:
+            parts.append(
+                f"<p style='color:#c0392b'><b>{unreviewed_n} candidate(s) are not reviewed.</b> "
+                "Decide them, or tick “commit reviewed only”.</p>"
+            )
+    if adds:
+        parts.append("<h4>Added</h4><ul>")
+        parts += [f"<li>{html.escape(text_of(a))}</li>" for a in adds]
+        parts.append("</ul>")
+    if updates:
+        parts.append("<h4>Updated (old → new)</h4><ul>")
+        for u in updates:
+            old = getattr(u, "old_text", "")
+            new = getattr(u, "new_text", text_of(u))
+            oi, ni = getattr(u, "old_importance", None), getattr(u, "new_importance", None)
+            imp = f" ({oi:.2f} → {ni:.2f})" if oi is not None and ni is not None else ""
+            parts.append(
+                f"<li>#{getattr(u, 'pattern_id', '?')}{imp}: <s>{html.escape(old)}</s><br>"
+                f"→ {html.escape(new)}</li>"
+            )
+        parts.append("</ul>")
+    return "".join(parts)
+
+
+def preview_blocked(preview: Any, reviewed_only: bool) -> bool:
+    unreviewed = getattr(preview, "unreviewed", 0)
+    n = len(unreviewed) if isinstance(unreviewed, list | tuple) else int(unreviewed)
+    return n > 0 and not reviewed_only
+
+
+class CommitDialog(QDialog):
+    """What a commit will change; OK (enabled unless unreviewed candidates block) applies."""
+
+    def __init__(self, preview: Any, reviewed_only: bool, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.setObjectName("commitDialog")
+        self.setWindowTitle("Commit the reviewed decisions")
+        self.resize(640, 480)
+        self.preview = preview
+        self.view = QTextBrowser()
+        self.view.setObjectName("commitPreview")
+        self.view.setHtml(preview_html(preview, reviewed_only))
+        self.buttons = QDialogButtonBox(
+            QDialogButtonBox.StandardButton.Ok | QDialogButtonBox.StandardButton.Cancel
+        )
+        ok = self.buttons.button(QDialogButtonBox.StandardButton.Ok)
+        ok.setText("Commit")
+        self.blocked = preview_blocked(preview, reviewed_only)
+        ok.setEnabled(not self.blocked)
+        self.buttons.accepted.connect(self.accept)
+        self.buttons.rejected.connect(self.reject)
+        layout = QVBoxLayout(self)
+        layout.addWidget(self.view)
+        layout.addWidget(self.buttons)
