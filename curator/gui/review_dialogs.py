@@ -26,6 +26,7 @@ from PySide6.QtWidgets import (
 
 from curator.gui.diff_view import DiffView
 from curator.pipeline import review as review_api
+from curator.pipeline.commit import CommitPreview
 from curator.store.models import Pattern
 
 REMATCH_DELAY_MS = 250
@@ -113,65 +114,61 @@ class EditDialog(QDialog):
         return self.text_edit.toPlainText().strip(), round(self.importance.value(), 4)
 
 
-def preview_html(preview: Any, reviewed_only: bool) -> str:
+def preview_html(preview: CommitPreview, reviewed_only: bool) -> str:
     """The commit preview as a readable list: adds, updates old → new, skips, rejects."""
-
-    def items(name: str) -> list[Any]:
-        value = getattr(preview, name, None)
-        return list(value) if value else []
-
-    def text_of(item: Any) -> str:
-        for attr in ("text", "new_text", "final_text"):
-            value = getattr(item, attr, None)
-            if isinstance(value, str):
-                return value
-        return str(item)
-
-    adds, updates = items("adds"), items("updates")
-    skips, rejects = items("skips"), items("rejects")
-    unreviewed = getattr(preview, "unreviewed", 0)
-    unreviewed_n = len(unreviewed) if isinstance(unreviewed, list | tuple) else int(unreviewed)
     parts = [
-        f"<p><b>{len(adds)}</b> new pattern(s), <b>{len(updates)}</b> update(s), "
-        f"{len(skips)} skip(s), {len(rejects)} reject(s).</p>"
+        f"<p>Run #{preview.run_id}: <b>{len(preview.adds)}</b> new pattern(s), "
+        f"<b>{len(preview.updates)}</b> update(s), {len(preview.skips)} skip(s), "
+        f"{len(preview.rejects)} reject(s).</p>"
     ]
-    if unreviewed_n:
+    if preview.unreviewed:
         if reviewed_only:
-            parts.append(f"<p>{unreviewed_n} undecided candidate(s) stay staged.</p>")
+            parts.append(f"<p>{preview.unreviewed} undecided candidate(s) stay staged.</p>")
         else:
             parts.append(
-                f"<p style='color:#c0392b'><b>{unreviewed_n} candidate(s) are not reviewed.</b> "
-                "Decide them, or tick “commit reviewed only”.</p>"
+                f"<p style='color:#c0392b'><b>{preview.unreviewed} candidate(s) are not "
+                "reviewed.</b> Decide them, or tick “commit reviewed only”.</p>"
             )
-    if adds:
+    if preview.conflicts:
+        parts.append(
+            "<p style='color:#c0392b'><b>Conflicts</b> (the target changed since the "
+            "decision; the commit will be refused):</p><ul>"
+        )
+        parts += [f"<li>{html.escape(c.describe())}</li>" for c in preview.conflicts]
+        parts.append("</ul>")
+    if preview.adds:
         parts.append("<h4>Added</h4><ul>")
-        parts += [f"<li>{html.escape(text_of(a))}</li>" for a in adds]
+        parts += [
+            f"<li>{html.escape(a.text)} <i>(importance {a.importance:.2f}, "
+            f"{html.escape(a.category)})</i></li>"
+            for a in preview.adds
+        ]
         parts.append("</ul>")
-    if updates:
-        parts.append("<h4>Updated (old → new)</h4><ul>")
-        for u in updates:
-            old = getattr(u, "old_text", "")
-            new = getattr(u, "new_text", text_of(u))
-            oi, ni = getattr(u, "old_importance", None), getattr(u, "new_importance", None)
-            imp = f" ({oi:.2f} → {ni:.2f})" if oi is not None and ni is not None else ""
-            parts.append(
-                f"<li>#{getattr(u, 'pattern_id', '?')}{imp}: <s>{html.escape(old)}</s><br>"
-                f"→ {html.escape(new)}</li>"
-            )
+    if preview.updates:
+        parts.append("<h4>Updated (importance old → new)</h4><ul>")
+        parts += [
+            f"<li>#{u.pattern_id}: {u.old_importance:.2f} → <b>{u.new_importance:.2f}</b>"
+            f" · {html.escape(u.pattern_text)}</li>"
+            for u in preview.updates
+        ]
         parts.append("</ul>")
+    if preview.skips:
+        targets = ", ".join(f"#{s.pattern_id}" for s in preview.skips if s.pattern_id)
+        parts.append(f"<p>Skipped as duplicates of {targets or 'existing patterns'}.</p>")
     return "".join(parts)
 
 
-def preview_blocked(preview: Any, reviewed_only: bool) -> bool:
-    unreviewed = getattr(preview, "unreviewed", 0)
-    n = len(unreviewed) if isinstance(unreviewed, list | tuple) else int(unreviewed)
-    return n > 0 and not reviewed_only
+def preview_blocked(preview: CommitPreview, reviewed_only: bool) -> bool:
+    """Unreviewed candidates block a full commit (the engine would refuse it too)."""
+    return preview.unreviewed > 0 and not reviewed_only
 
 
 class CommitDialog(QDialog):
     """What a commit will change; OK (enabled unless unreviewed candidates block) applies."""
 
-    def __init__(self, preview: Any, reviewed_only: bool, parent: QWidget | None = None) -> None:
+    def __init__(
+        self, preview: CommitPreview, reviewed_only: bool, parent: QWidget | None = None
+    ) -> None:
         super().__init__(parent)
         self.setObjectName("commitDialog")
         self.setWindowTitle("Commit the reviewed decisions")
