@@ -43,6 +43,7 @@ from curator.store.episode_queries import (
     EpisodeDetail,
     EpisodeFilter,
     count_episodes,
+    date_range,
     distinct_sources,
     fetch_detail,
 )
@@ -161,9 +162,6 @@ class EpisodesPane(QWidget):
             edit.setCalendarPopup(True)
             edit.setDisplayFormat("yyyy-MM-dd")
             edit.setEnabled(False)
-        today = QDate.currentDate()
-        self.date_from.setDate(today.addYears(-1))
-        self.date_to.setDate(today)
         self.search_edit = QLineEdit()
         self.search_edit.setObjectName("searchEdit")
         self.search_edit.setPlaceholderText("Search text…")
@@ -246,6 +244,7 @@ class EpisodesPane(QWidget):
         self.model.modelReset.connect(self._update_count)
 
         self._reload_sources()
+        self._preset_dates()
         self.model.set_query(self.current_filter())
 
     # -- filters --------------------------------------------------------------------------
@@ -254,6 +253,17 @@ class EpisodesPane(QWidget):
         self.date_from.setEnabled(enabled)
         self.date_to.setEnabled(enabled)
         self.apply_filter()
+
+    def _preset_dates(self) -> None:
+        """While the date filter is off, its range follows the data (first to last day)."""
+        if self.date_check.isChecked():
+            return
+        found = date_range(self.services.store)
+        first, last = found if found is not None else (date.today(), date.today())
+        for edit, day in ((self.date_from, first), (self.date_to, last)):
+            edit.blockSignals(True)
+            edit.setDate(QDate(day.year, day.month, day.day))
+            edit.blockSignals(False)
 
     def _reload_sources(self) -> None:
         current = self.source_combo.currentData()
@@ -365,6 +375,7 @@ class EpisodesPane(QWidget):
         selected = self.selected_ids()
         scroll = self.table.verticalScrollBar().value()
         self._reload_sources()
+        self._preset_dates()
         if self.model.reload():
             self.select_ids(selected)
             self.table.verticalScrollBar().setValue(scroll)

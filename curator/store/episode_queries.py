@@ -134,6 +134,14 @@ def count_episodes(store: Store) -> int:
     return int(store.execute("SELECT count(*) FROM episode")[0][0])
 
 
+def date_range(store: Store) -> tuple[date, date] | None:
+    """First and last episode day (UTC), to preset the date filter; None when empty."""
+    low, high = store.execute("SELECT min(timestamp), max(timestamp) FROM episode")[0]
+    if low is None or high is None:
+        return None
+    return date.fromisoformat(str(low)[:10]), date.fromisoformat(str(high)[:10])
+
+
 def distinct_sources(store: Store) -> list[str]:
     return [str(r[0]) for r in store.execute("SELECT DISTINCT source FROM episode ORDER BY 1")]
 

@@ -1,0 +1,112 @@
+"""The lazy episode model and its SQL: correctness against the database, laziness, Qt API."""
+
+from __future__ import annotations
+
+from datetime import date
+
+import pytest
+from PySide6.QtCore import Qt
+
+from curator.gui.episode_model import COLUMNS, ID_ROLE, EpisodeTableModel
+from curator.store.episode_queries import (
+    EpisodeFilter,
+    EpisodeSort,
+    escape_like,
+    fetch_rows,
+    query_ids,
+)
+
+
+def test_model_passes_qtmodeltester(qtmodeltester, store) -> None:
+    model = EpisodeTableModel(store, page_size=7, max_pages=3)
+    model.set_query()
+    assert model.rowCount() > 100
+    qtmodeltester.check(model)
+
+
+def test_model_passes_qtmodeltester_when_filtered_to_nothing(qtmodeltester, store) -> None:
+    model = EpisodeTableModel(store)
+    model.set_query(EpisodeFilter(text="no episode contains this sentence"))
+    assert model.rowCount() == 0
+    qtmodeltester.check(model)
+
+
+def test_rows_are_fetched_lazily_page_by_page(store) -> None:
+    model = EpisodeTableModel(store, page_size=50, max_pages=2)
+    model.set_query()
+    assert model.pages_fetched == 0  # the id query alone
+    model.data(model.index(0, 0))
+    model.data(model.index(49, 5))
+    assert model.pages_fetched == 1
+    model.data(model.index(120, 1))
+    model.data(model.index(160, 1))
+    assert model.pages_fetched == 3  # pages 0, 2, 3; the LRU keeps two of them
+    model.data(model.index(0, 0))
+    assert model.pages_fetched == 4  # page 0 was evicted and is read again
+
+
+def test_display_matches_the_database(store) -> None:
+    model = EpisodeTableModel(store)
+    model.set_query()
+    newest = store.execute("SELECT id, source FROM episode ORDER BY timestamp DESC, id DESC")
+    assert model.data(model.index(0, 0), ID_ROLE) == newest[0][0]
+    assert model.data(model.index(0, 1)) == newest[0][1]
+    assert model.headerData(0, Qt.Orientation.Horizontal) == COLUMNS[0][1]
+
+
+def test_sort_is_done_by_sql(store) -> None:
+    model = EpisodeTableModel(store)
+    model.set_query()
+    model.sort(1, Qt.SortOrder.AscendingOrder)  # source
+    sources = [model.data(model.index(r, 1)) for r in range(model.rowCount())]
+    assert sources == sorted(sources)
+    assert model.sort_spec == EpisodeSort("source", descending=False)
+
+
+def test_filters_match_python_filtering(store) -> None:
+    rows = store.execute("SELECT id, source, text, timestamp FROM episode")
+    source = rows[0][1]
+    ids = query_ids(store, EpisodeFilter(source=source), EpisodeSort())
+    assert sorted(ids) == sorted(r[0] for r in rows if r[1] == source)
+    word = "the"
+    ids = query_ids(store, EpisodeFilter(text=word), EpisodeSort())
+    assert sorted(ids) == sorted(r[0] for r in rows if word.lower() in r[2].lower())
+    first = min(r[3] for r in rows)[:10]
+    day = date.fromisoformat(first)
+    ids = query_ids(store, EpisodeFilter(date_from=day, date_to=day), EpisodeSort())
+    assert ids and sorted(ids) == sorted(r[0] for r in rows if r[3][:10] == first)
+    assert query_ids(store, EpisodeFilter(label="unlabelled"), EpisodeSort()) != []
+
+
+@pytest.mark.parametrize("needle", ["%", "_", "100%", "a_b", "\\"])
+def test_like_wildcards_match_literally(store, needle: str) -> None:
+    with store.write():
+        store.db.execute_sql(
+            "INSERT INTO episode (content_hash, text, timestamp, source, metadata, imported_at,"
+            " classify_truncated) VALUES (?, ?, ?, '', '{}', ?, 0)",
+            (
+                f"hash-{needle}",
+                f"literal {needle} here",
+                "2020-01-01T00:00:00.000000+00:00",
+                "2020-01-01T00:00:00.000000+00:00",
+            ),
+        )
+    texts = {r[0]: r[1] for r in store.execute("SELECT id, text FROM episode")}
+    ids = query_ids(store, EpisodeFilter(text=needle), EpisodeSort())
+    assert sorted(ids) == sorted(i for i, t in texts.items() if needle in t)
+    assert escape_like("50%_\\") == "50\\%\\_\\\\"
+
+
+def test_fetch_rows_skips_deleted(store) -> None:
+    (first,) = store.execute("SELECT min(id) FROM episode")[0]
+    assert set(fetch_rows(store, [first, 10**9])) == {first}
+
+
+def test_refresh_ids_repaints_only_those_rows(qtbot, store) -> None:
+    model = EpisodeTableModel(store, page_size=20)
+    model.set_query()
+    ids = model.ids
+    changed: list[tuple[int, int]] = []
+    model.dataChanged.connect(lambda a, b, _roles=None: changed.append((a.row(), b.row())))
+    model.refresh_ids([ids[3], ids[4], ids[10]])
+    assert changed == [(3, 4), (10, 10)]

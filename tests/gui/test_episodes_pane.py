@@ -1,0 +1,128 @@
+"""The Episodes pane in the real window: filters, detail panel, relabel keys and undo."""
+
+from __future__ import annotations
+
+from PySide6.QtCore import QItemSelectionModel, Qt
+
+from curator.gui.episode_model import ID_ROLE
+
+
+def _pane(main_window):
+    main_window.tabs.setCurrentIndex(0)
+    return main_window.episodes_pane
+
+
+def _db_labels(store, ids):
+    marks = ",".join("?" * len(ids))
+    rows = store.execute(
+        f"SELECT id, label, label_by, human_label FROM episode WHERE id IN ({marks})", tuple(ids)
+    )
+    return {r[0]: r[1:] for r in rows}
+
+
+def _select_rows(pane, rows):
+    selection = pane.table.selectionModel()
+    flags = QItemSelectionModel.SelectionFlag.Select | QItemSelectionModel.SelectionFlag.Rows
+    selection.setCurrentIndex(
+        pane.model.index(rows[0], 0), QItemSelectionModel.SelectionFlag.NoUpdate
+    )
+    selection.clearSelection()
+    for row in rows:
+        selection.select(pane.model.index(row, 0), flags)
+    assert len(pane.selected_ids()) == len(rows)
+
+
+def test_pane_shows_every_episode(main_window, store) -> None:
+    pane = _pane(main_window)
+    (total,) = store.execute("SELECT count(*) FROM episode")[0]
+    assert pane.model.rowCount() == total
+    assert pane.count_label.text() == f"{total} episodes ({total} shown)"
+
+
+def test_relabel_keys_and_backspace_undo(qtbot, main_window, store) -> None:
+    pane = _pane(main_window)
+    pane.table.setFocus()
+    pane.table.scrollTo(pane.model.index(40, 0))
+    _select_rows(pane, [40, 41, 42])
+    ids = pane.selected_ids()
+    before = _db_labels(store, ids)
+    scroll = pane.table.verticalScrollBar().value()
+
+    qtbot.keyClick(pane.table, Qt.Key.Key_N)
+    after = _db_labels(store, ids)
+    assert all(after[i] == ("noise", "human", "noise") for i in ids)
+    assert pane.selected_ids() == ids  # selection kept
+    assert pane.table.verticalScrollBar().value() == scroll  # scroll kept
+    assert "noise (human)" in pane.model.data(pane.model.index(40, 2))
+
+    qtbot.keyClick(pane.table, Qt.Key.Key_C)
+    assert all(v[0] == "constitutional" for v in _db_labels(store, ids).values())
+
+    qtbot.keyClick(pane.table, Qt.Key.Key_Backspace)
+    assert all(v[0] == "noise" for v in _db_labels(store, ids).values())
+    qtbot.keyClick(pane.table, Qt.Key.Key_Backspace)
+    assert _db_labels(store, ids) == before
+    assert pane.selected_ids() == ids
+
+
+def test_undo_relabel_menu_action(qtbot, main_window, store) -> None:
+    pane = _pane(main_window)
+    _select_rows(pane, [0])
+    (episode_id,) = pane.selected_ids()
+    qtbot.keyClick(pane.table, Qt.Key.Key_U)
+    assert _db_labels(store, [episode_id])[episode_id][0] == "uncategorized"
+    main_window.undo_action.trigger()
+    assert _db_labels(store, [episode_id])[episode_id][2] is None
+
+
+def test_label_filter_narrows_after_relabel(qtbot, main_window, store) -> None:
+    pane = _pane(main_window)
+    _select_rows(pane, [1, 2])
+    qtbot.keyClick(pane.table, Qt.Key.Key_C)
+    pane.label_combo.setCurrentIndex(pane.label_combo.findData("constitutional"))
+    (expected,) = store.execute("SELECT count(*) FROM episode WHERE label = 'constitutional'")[0]
+    assert pane.model.rowCount() == expected >= 2
+    pane.label_combo.setCurrentIndex(pane.label_combo.findData("human"))
+    assert pane.model.rowCount() == 2
+    pane.label_combo.setCurrentIndex(pane.label_combo.findData("all"))
+    (total,) = store.execute("SELECT count(*) FROM episode")[0]
+    assert pane.count_label.text() == f"{total} episodes ({total} shown)"
+
+
+def test_source_and_date_filters(qtbot, main_window, store) -> None:
+    pane = _pane(main_window)
+    source = pane.source_combo.itemData(1)
+    pane.source_combo.setCurrentIndex(1)
+    (expected,) = store.execute("SELECT count(*) FROM episode WHERE source = ?", (source,))[0]
+    assert pane.model.rowCount() == expected
+    shown = {pane.model.data(pane.model.index(r, 1)) for r in range(pane.model.rowCount())}
+    assert shown == {source}
+    pane.source_combo.setCurrentIndex(0)
+    pane.date_check.setChecked(True)
+    pane.date_to.setDate(pane.date_from.date())
+    day = pane.date_from.date().toString("yyyy-MM-dd")
+    (expected,) = store.execute(
+        "SELECT count(*) FROM episode WHERE substr(timestamp, 1, 10) = ?", (day,)
+    )[0]
+    assert pane.model.rowCount() == expected
+
+
+def test_search_is_debounced(qtbot, main_window, store) -> None:
+    pane = _pane(main_window)
+    total = pane.model.rowCount()
+    qtbot.keyClicks(pane.search_edit, "burnt out")
+    assert pane.model.rowCount() == total  # not yet: the timer runs
+    (expected,) = store.execute("SELECT count(*) FROM episode WHERE text LIKE '%burnt out%'")[0]
+    qtbot.waitUntil(lambda: pane.model.rowCount() == expected, timeout=3000)
+    assert expected < total
+
+
+def test_detail_shows_chat_messages_by_speaker(qtbot, main_window, store) -> None:
+    pane = _pane(main_window)
+    (chat_id,) = store.execute("SELECT id FROM episode WHERE messages IS NOT NULL LIMIT 1")[0]
+    row = pane.model.row_of(chat_id)
+    pane.table.selectRow(row)
+    assert pane.model.data(pane.model.index(row, 0), ID_ROLE) == chat_id
+    html = pane.detail.toHtml()
+    assert "Label in force" in html and "Distilled" in html
+    assert "font-weight" in html  # the speakers are bold

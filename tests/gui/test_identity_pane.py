@@ -1,0 +1,61 @@
+"""The Identity pane: saving creates a version, old versions are read-only and restorable."""
+
+from __future__ import annotations
+
+from PySide6.QtCore import Qt
+
+from curator.gui.identity_pane import axioms_from_text
+from curator.store.identity import current_identity, identity_versions
+
+
+def _pane(main_window):
+    main_window.tabs.setCurrentIndex(3)
+    return main_window.pane("identityPane")
+
+
+def test_save_creates_a_new_version(qtbot, main_window, store) -> None:
+    pane = _pane(main_window)
+    before = current_identity(store)
+    assert pane.identity_edit.toPlainText() == before.identity_text
+    pane.identity_edit.setPlainText("I am Wren, a careful assistant.")
+    pane.axioms_edit.setPlainText("1. Be kind.\n\n- Never invent facts.\n")
+    pane.note_edit.setText("shorter")
+    qtbot.mouseClick(pane.save_button, Qt.MouseButton.LeftButton)
+    saved = current_identity(store)
+    assert saved.version == before.version + 1
+    assert saved.identity_text == "I am Wren, a careful assistant."
+    assert saved.axioms == ("Be kind.", "Never invent facts.")
+    assert identity_versions(store)[0].note == "shorter"
+    assert pane.versions.topLevelItemCount() == saved.version
+
+
+def test_old_version_is_read_only_and_restorable(qtbot, main_window, store) -> None:
+    pane = _pane(main_window)
+    original = current_identity(store)
+    pane.identity_edit.setPlainText("A different identity.")
+    pane.save()
+    assert pane.preview.isReadOnly()
+    old_item = pane.versions.topLevelItem(pane.versions.topLevelItemCount() - 1)
+    pane.versions.setCurrentItem(old_item)
+    assert original.identity_text.strip()[:40] in pane.preview.toPlainText()
+    assert pane.restore_button.isEnabled()
+    qtbot.mouseClick(pane.restore_button, Qt.MouseButton.LeftButton)
+    restored = current_identity(store)
+    assert restored.version == original.version + 2
+    assert restored.identity_text == original.identity_text
+    assert restored.axioms == original.axioms
+    assert pane.identity_edit.toPlainText() == original.identity_text
+
+
+def test_empty_identity_is_refused(qtbot, main_window, services, store) -> None:
+    pane = _pane(main_window)
+    version = current_identity(store).version
+    pane.identity_edit.setPlainText("   ")
+    pane.save()
+    assert current_identity(store).version == version
+    assert services.dialogs.shown and "empty" in services.dialogs.shown[-1].text()
+
+
+def test_axioms_from_text() -> None:
+    text = "1. One\n2. Two\n* three\n\n4 five"
+    assert axioms_from_text(text) == ["One", "Two", "three", "4 five"]

@@ -1,0 +1,131 @@
+"""The main window: panes, state saved in QSettings, outside changes, import, errors, close."""
+
+from __future__ import annotations
+
+import sqlite3
+import sys
+from pathlib import Path
+
+import pytest
+from PySide6.QtCore import QTimer
+from PySide6.QtGui import QGuiApplication
+from PySide6.QtWidgets import QSplitter
+
+from curator.gui.errors import ErrorDialog, install_excepthook
+from curator.gui.main_window import MainWindow
+
+
+def test_panes_in_order(main_window) -> None:
+    names = [main_window.tabs.widget(i).objectName() for i in range(main_window.tabs.count())]
+    assert names == [
+        "episodesPane",
+        "reviewPane",
+        "knowledgePane",
+        "identityPane",
+        "runsPane",
+        "settingsPane",
+    ]
+    titles = [main_window.tabs.tabText(i) for i in range(main_window.tabs.count())]
+    assert titles == ["Episodes", "Review", "Knowledge", "Identity", "Runs", "Settings"]
+
+
+def test_status_bar_shows_database_and_model(main_window, services) -> None:
+    assert main_window.db_label.text() == str(services.db_path)
+    assert "demo model" in main_window.model_label.text()
+    assert main_window.run_label.text() == "no model worker"
+    assert not main_window.classify_action.isEnabled()
+
+
+def test_state_is_saved_and_restored(qtbot, services, qsettings) -> None:
+    window = MainWindow(services, qsettings)
+    qtbot.addWidget(window)
+    window.resize(780, 560)  # inside the offscreen screen, so geometry restores exactly
+    window.show()
+    qtbot.waitExposed(window)
+    splitter = window.findChild(QSplitter, "episodesSplitter")
+    splitter.setSizes([300, 400])
+    sizes = splitter.sizes()
+    window.tabs.setCurrentIndex(3)
+    window.close()
+    assert qsettings.value("window/pane") in (3, "3")
+
+    again = MainWindow(services, qsettings)
+    qtbot.addWidget(again)
+    again.show()
+    assert again.tabs.currentIndex() == 3
+    assert again.size() == window.size()
+    again.tabs.setCurrentIndex(0)
+    restored = again.findChild(QSplitter, "episodesSplitter")
+    qtbot.waitExposed(again)
+    qtbot.wait(50)
+    assert restored.sizes() == sizes
+    again.close()
+
+
+def test_outside_change_reloads_visible_pane(qtbot, main_window, services) -> None:
+    pane = main_window.episodes_pane
+    before = pane.model.rowCount()
+    assert not main_window.check_for_outside_changes()
+    other = sqlite3.connect(str(services.db_path))  # another process/connection writes
+    with other:
+        other.execute(
+            "INSERT INTO episode (content_hash, text, timestamp, source, metadata, imported_at,"
+            " classify_truncated) VALUES ('outside', 'written elsewhere', "
+            "'2030-01-01T00:00:00.000000+00:00', 'cli', '{}', "
+            "'2030-01-01T00:00:00.000000+00:00', 0)"
+        )
+    other.close()
+    qtbot.waitUntil(lambda: pane.model.rowCount() == before + 1, timeout=5000)
+    assert pane.model.data(pane.model.index(0, 5)) == "written elsewhere"
+
+
+def test_import_reports_bad_lines_with_numbers(qtbot, main_window, services, tmp_path: Path):
+    good = '{"text": "a fresh episode about gardening", "timestamp": "2031-05-01T10:00:00Z"}'
+    path = tmp_path / "new.jsonl"
+    path.write_text(f"{good}\nnot json at all\n", encoding="utf-8")
+    before = main_window.episodes_pane.model.rowCount()
+    main_window.import_episodes(path)
+    assert main_window.episodes_pane.model.rowCount() == before + 1
+    text = services.dialogs.shown[-1].text()
+    assert "1 imported" in text and "line 2:" in text
+
+
+def test_backup_writes_a_usable_copy(main_window, services, tmp_path: Path) -> None:
+    target = tmp_path / "copy.sqlite"
+    services.backup_to(target)
+    copy = sqlite3.connect(str(target))
+    try:
+        (count,) = copy.execute("SELECT count(*) FROM episode").fetchone()
+    finally:
+        copy.close()
+    assert count == main_window.episodes_pane.model.rowCount()
+
+
+def _fault_injecting_slot() -> None:
+    """Fault injection: a slot that raises, as a bug in any pane would."""
+    raise RuntimeError("injected fault in a slot")
+
+
+@pytest.mark.qt_no_exception_capture
+def test_exception_in_slot_shows_dialog_with_copyable_details(qtbot, main_window, services):
+    previous = install_excepthook(services.dialogs, lambda: main_window)
+    try:
+        QTimer.singleShot(0, _fault_injecting_slot)
+        qtbot.waitUntil(lambda: bool(services.dialogs.shown), timeout=3000)
+    finally:
+        sys.excepthook = previous
+    dialog = services.dialogs.shown[-1]
+    assert isinstance(dialog, ErrorDialog)
+    assert dialog.message == "RuntimeError: injected fault in a slot"
+    dialog.copy_button.click()
+    copied = QGuiApplication.clipboard().text()
+    assert "Traceback" in copied and "_fault_injecting_slot" in copied
+
+
+def test_close_is_clean(qtbot, services, qsettings) -> None:
+    window = MainWindow(services, qsettings)
+    qtbot.addWidget(window)
+    window.show()
+    assert window.close()
+    assert not window.poll_timer.isActive()
+    assert qsettings.contains("window/geometry")

@@ -1,0 +1,66 @@
+"""The Settings pane: saving, threshold validation, and refusing unusable model files."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+from PySide6.QtCore import Qt
+
+from curator.store.settings import get_setting, set_setting
+
+
+def _pane(main_window):
+    main_window.tabs.setCurrentIndex(5)
+    return main_window.pane("settingsPane")
+
+
+def test_apply_saves_all_values(qtbot, main_window, store) -> None:
+    pane = _pane(main_window)
+    pane.top_k.setValue(25)
+    pane.decay_rate.setValue(0.9)
+    pane.n_threads.setValue(2)
+    qtbot.mouseClick(pane.apply_button, Qt.MouseButton.LeftButton)
+    assert get_setting(store, "top_k") == 25
+    assert get_setting(store, "decay_rate") == pytest.approx(0.9)
+    assert get_setting(store, "n_threads") == 2
+    assert get_setting(store, "model_path") is None
+
+
+def test_skip_threshold_must_exceed_update_threshold(qtbot, main_window, services, store):
+    pane = _pane(main_window)
+    pane.skip_threshold.setValue(0.6)
+    pane.update_threshold.setValue(0.8)
+    pane.top_k.setValue(7)
+    pane.apply()
+    assert "skip threshold" in services.dialogs.shown[-1].text()
+    assert get_setting(store, "top_k") == 50  # nothing saved
+
+
+@pytest.mark.parametrize(
+    "content",
+    [os.urandom(4096), b"this is a text file, not a model\n"],
+    ids=["random-bytes", "text-file"],
+)
+def test_bad_model_file_is_refused_and_previous_kept(
+    qtbot, main_window, services, store, tmp_path: Path, content: bytes
+) -> None:
+    pane = _pane(main_window)
+    previous = str(tmp_path / "previous.gguf")
+    set_setting(store, "model_path", previous)
+    pane.refresh()
+    bad = tmp_path / "broken.gguf"
+    bad.write_bytes(content)
+    pane.model_edit.setText(str(bad))
+    pane.show_model_info()
+    assert pane.model_info.text().startswith("Not usable")
+    qtbot.mouseClick(pane.apply_button, Qt.MouseButton.LeftButton)
+    assert pane.busy.isVisible() or services.dialogs.shown
+    qtbot.waitUntil(lambda: not pane.validating, timeout=30_000)
+    dialog = services.dialogs.shown[-1]
+    assert "broken.gguf cannot be used" in dialog.text()
+    assert "previous model is kept" in dialog.text()
+    assert get_setting(store, "model_path") == previous
+    assert pane.model_edit.text() == previous
+    assert pane.apply_button.isEnabled()
