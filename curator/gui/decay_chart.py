@@ -19,6 +19,8 @@ from PySide6.QtCore import QPointF, Qt, Signal
 from PySide6.QtGui import QPalette
 from PySide6.QtWidgets import QWidget
 
+from curator.core.scoring import decay_series
+
 FloatArray = npt.NDArray[np.float64]
 
 #: How close (in pixels) the mouse must be to a curve to highlight it.
@@ -178,18 +180,19 @@ class DecayChart(pg.PlotWidget):
 def decay_curve(
     importance: float,
     distilled_at: datetime,
+    now: datetime,
     until: datetime,
     rate: float,
     points: int = 120,
 ) -> tuple[FloatArray, FloatArray]:
-    """Sampled ``importance * rate ** days`` from the distillation to ``until``.
+    """Sampled effective importance from the distillation to ``until``.
 
-    Same formula as :func:`curator.core.scoring.effective_importance` (days as a float),
-    vectorised because the chart needs hundreds of points per curve.
+    The values come from :func:`curator.core.scoring.decay_series`, so the chart shows
+    exactly what the prompt builder computes.
     """
     start = distilled_at.timestamp()
     end = max(until.timestamp(), start + 1.0)
     xs = np.linspace(start, end, points)
-    days = (xs - start) / 86400.0
-    ys = importance * np.power(rate, days)
-    return xs, ys
+    offsets = (xs - now.timestamp()) / 86400.0
+    ys = decay_series(importance, distilled_at, offsets, now=now, rate=rate)
+    return xs, np.asarray(ys, dtype=np.float64)

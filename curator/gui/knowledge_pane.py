@@ -332,7 +332,7 @@ class KnowledgePane(QWidget):
         until = now + timedelta(days=days)
         by_id = {r.id: r for r in self._rows}
         chosen = [by_id[i] for i in self.selected_ids() if i in by_id]
-        curves = [decay_curve(r.importance, r.distilled_at, until, self._rate) for r in chosen]
+        curves = [decay_curve(r.importance, r.distilled_at, now, until, self._rate) for r in chosen]
         self.chart.set_curves(
             [r.id for r in chosen], [c[0] for c in curves], [c[1] for c in curves]
         )
