@@ -130,6 +130,7 @@ class DecayChart(pg.PlotWidget):
             self._cutoff.hide()
         else:
             self._cutoff.setValue(value)
+            self._cutoff.label.setFormat(f"top-K cut-off {value:.3f}")
             self._cutoff.show()
 
     def set_today(self, moment: datetime) -> None:

@@ -148,7 +148,7 @@ class ReviewPane(QWidget):
         mv = QVBoxLayout(middle)
         mv.setContentsMargins(0, 0, 0, 0)
         mv.addWidget(QLabel("<b>Candidate</b>"))
-        mv.addWidget(self.detail, 2)
+        mv.addWidget(self.detail, 1)
         mv.addWidget(QLabel("<b>Matched existing pattern</b>"))
         mv.addWidget(self.match_label)
         mv.addWidget(self.diff, 2)

@@ -46,7 +46,7 @@ def _date(moment: datetime | None) -> str:
 def _duration(run: Run) -> float | None:
     if run.finished_at is None or run.started_at is None:
         return None
-    return float((run.finished_at - run.started_at).total_seconds())
+    return max(0.0, float((run.finished_at - run.started_at).total_seconds()))
 
 
 def _fmt_duration(seconds: float | None) -> str:
@@ -220,7 +220,7 @@ class RunsPane(QWidget):
         view.verticalHeader().setVisible(False)
         view.setWordWrap(False)
         view.horizontalHeader().setStretchLastSection(True)
-        view.horizontalHeader().setSectionResizeMode(QHeaderView.ResizeMode.Interactive)
+        view.horizontalHeader().setSectionResizeMode(QHeaderView.ResizeMode.ResizeToContents)
         return view
 
     def _default_show_message(self, title: str, text: str) -> None:
