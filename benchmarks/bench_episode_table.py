@@ -37,7 +37,10 @@ EPISODES = 100_000
 SCROLL_STEPS = 50
 SOURCES = ("dm", "replies", "timeline", "scheduler", "system")
 LABELS = (None, "constitutional", "noise", "uncategorized")
-WORDS = "memory agent reply thread kind tired build release weekend question note".split()
+WORDS = (
+    "memory", "agent", "reply", "thread", "kind", "tired",
+    "build", "release", "weekend", "question", "note",
+)  # fmt: skip
 
 
 def fill(store: Store, count: int) -> float:

@@ -60,6 +60,7 @@ class IdentityPane(QWidget):
         self.axioms_edit = QPlainTextEdit()
         self.axioms_edit.setObjectName("axiomsEdit")
         self.axioms_edit.setPlaceholderText("One constitutional axiom per line")
+        self.axioms_edit.setToolTip("One axiom per line; blank lines are ignored.")
         self.note_edit = QLineEdit()
         self.note_edit.setObjectName("noteEdit")
         self.note_edit.setPlaceholderText("What changed (optional)")
@@ -75,7 +76,7 @@ class IdentityPane(QWidget):
         form.addWidget(self.version_label)
         form.addWidget(QLabel("<b>Identity</b>"))
         form.addWidget(self.identity_edit, 3)
-        form.addWidget(QLabel("<b>Constitutional axioms</b> (one per line)"))
+        form.addWidget(QLabel("<b>Constitutional axioms</b> (one per line, blank lines ignored)"))
         form.addWidget(self.axioms_edit, 2)
         row = QHBoxLayout()
         row.addWidget(self.note_edit, 1)
@@ -184,7 +185,8 @@ class IdentityPane(QWidget):
         if current.version != self._loaded_version:
             self._loaded_version = current.version
             self.identity_edit.setPlainText(current.identity_text)
-            self.axioms_edit.setPlainText("\n".join(current.axioms))
+            # a blank line between axioms keeps wrapped long axioms readable
+            self.axioms_edit.setPlainText("\n\n".join(current.axioms))
         self.version_label.setText(
             f"Current version: {current.version}" if current.version else "No identity saved yet."
         )
@@ -198,7 +200,7 @@ class IdentityPane(QWidget):
             )
             item.setData(0, Qt.ItemDataRole.UserRole, row.version)
             self.versions.addTopLevelItem(item)
-            if row.version == keep:
+            if row.version == (keep if keep is not None else current.version):
                 self.versions.setCurrentItem(item)
         self.versions.blockSignals(False)
         self._show_version()

@@ -29,7 +29,12 @@ from PySide6.QtWidgets import (
 
 from curator.errors import CuratorError
 from curator.gui.services import AppServices
-from curator.llm.model_file import ModelInfo, read_gguf_info, validate_model_file
+from curator.llm.model_file import (
+    ModelInfo,
+    demo_model_path,
+    read_gguf_info,
+    validate_model_file,
+)
 from curator.store.settings import set_settings
 
 INFO_FIELDS = (
@@ -202,8 +207,8 @@ class SettingsPane(QWidget):
         layout = QVBoxLayout(self)
         layout.addWidget(model_box)
         layout.addWidget(pipeline_box)
-        layout.addStretch(1)
         layout.addLayout(buttons)
+        layout.addStretch(1)
         self.refresh()
 
     # -- model file -----------------------------------------------------------------------
@@ -224,7 +229,15 @@ class SettingsPane(QWidget):
         """Read the GGUF header at once (fast) so the user sees what they picked."""
         path = self.model_edit.text().strip()
         if not path:
-            self.model_info.setText("The bundled demo model (SmolLM2-135M-Instruct).")
+            demo = demo_model_path()
+            if demo is None:
+                self.model_info.setText("The demo model is not installed: choose a GGUF file.")
+                return
+            try:
+                details = describe_model_info(read_gguf_info(demo))
+            except CuratorError as exc:
+                details = f"Not usable: {exc}"
+            self.model_info.setText(f"The bundled demo model.\n{details}")
             return
         try:
             info = read_gguf_info(Path(path))

@@ -129,3 +129,16 @@ def test_close_is_clean(qtbot, services, qsettings) -> None:
     assert window.close()
     assert not window.poll_timer.isActive()
     assert qsettings.contains("window/geometry")
+
+
+def test_close_with_a_worker_joins_its_thread(qtbot, services, qsettings) -> None:
+    from curator.gui.worker import LlmWorker
+
+    services.worker = LlmWorker(services)
+    window = MainWindow(services, qsettings)
+    qtbot.addWidget(window)
+    window.show()
+    assert window.classify_action.isEnabled() and window.run_label.text() == "idle"
+    assert services.worker.running
+    window.close()
+    assert not services.worker.running

@@ -64,3 +64,19 @@ def test_bad_model_file_is_refused_and_previous_kept(
     assert get_setting(store, "model_path") == previous
     assert pane.model_edit.text() == previous
     assert pane.apply_button.isEnabled()
+
+
+@pytest.mark.llm
+def test_demo_model_file_validates_off_the_gui_thread(qtbot, main_window, store) -> None:
+    from curator.llm.model_file import demo_model_path
+
+    demo = demo_model_path()
+    assert demo is not None
+    pane = _pane(main_window)
+    pane.model_edit.setText(str(demo))
+    pane.show_model_info()
+    assert "Quantisation" in pane.model_info.text()
+    pane.apply()
+    assert pane.validating and pane.busy.isVisible()  # returned at once, still checking
+    qtbot.waitUntil(lambda: not pane.validating, timeout=120_000)
+    assert get_setting(store, "model_path") == str(demo)
