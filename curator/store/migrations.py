@@ -59,6 +59,17 @@ MIGRATIONS: tuple[tuple[str, ...], ...] = (
         'CREATE TABLE "setting" ("key" TEXT NOT NULL PRIMARY KEY, "value" TEXT NOT NULL)',
         'CREATE INDEX "pattern_rank" ON "pattern" ("status", "rank_key" DESC, "distilled_at" DESC, "id")',
     ),
+    # 3: review: the dedup re-match of an edited candidate text, the revision of a target the
+    # reviewer chose (checked at commit), and undo bookkeeping of review decisions
+    (
+        'ALTER TABLE "candidate" ADD COLUMN "rematch_action" TEXT',
+        'ALTER TABLE "candidate" ADD COLUMN "rematch_target_id" INTEGER REFERENCES "pattern" ("id") ON DELETE SET NULL',
+        'ALTER TABLE "candidate" ADD COLUMN "rematch_ratio" REAL',
+        'ALTER TABLE "candidate" ADD COLUMN "decision_target_revision" INTEGER',
+        'CREATE INDEX "candidate_rematch_target_id" ON "candidate" ("rematch_target_id")',
+        'ALTER TABLE "decision_event" ADD COLUMN "kind" TEXT NOT NULL DEFAULT \'decide\'',
+        'ALTER TABLE "decision_event" ADD COLUMN "undone" INTEGER NOT NULL DEFAULT 0',
+    ),
 )
 
 LATEST_VERSION = len(MIGRATIONS)

@@ -228,6 +228,13 @@ class Candidate(BaseModel):
     decided_at = UTCDateTimeField(null=True)
     state = TextField(default="pending")  # pending | reviewed | applied
     revision = IntegerField(default=1)
+    # The dedup gate's proposal for an edited ``final_text`` (None while the text is not edited).
+    rematch_action = TextField(null=True)
+    rematch_target = ForeignKeyField(Pattern, null=True, on_delete="SET NULL", backref="+")
+    rematch_ratio = FloatField(null=True)
+    # Revision of ``target`` when the reviewer chose it (a target other than the proposed one,
+    # or one picked explicitly); None: the proposal's ``target_revision`` applies.
+    decision_target_revision = IntegerField(null=True)
 
 
 class CandidateEpisode(BaseModel):
@@ -249,6 +256,8 @@ class DecisionEvent(BaseModel):
     at = UTCDateTimeField(default=utcnow)
     before = JSONField()
     after = JSONField()
+    kind = TextField(default="decide")  # propose (the pipeline's) | decide | undo
+    undone = BooleanField(default=False)  # a decide event reverted by undo_last_decision
 
 
 class LabelEvent(BaseModel):
