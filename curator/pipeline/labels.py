@@ -1,0 +1,160 @@
+"""Relabelling episodes: a person's label overrides the model's, and can be undone.
+
+Both labels are kept: ``model_label`` is what the classifier said, ``human_label`` what a
+person said; ``label`` is the one in force (human over model) and ``label_by`` says whose
+it is, so a later classification run never overwrites a person's judgement and clearing
+the override falls back to the model's label.
+
+Each relabel is one batch (one id for the episodes changed together) of LabelEvents with
+the label state before and after, so "undo the last relabel" restores a whole selection.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Sequence
+from datetime import datetime
+from typing import Any
+
+from curator.errors import CuratorError
+from curator.store.db import Store
+from curator.store.models import LABELS, Episode, LabelEvent, format_utc, utcnow
+from curator.store.snapshot import fk_id
+
+LABEL_FIELDS = ("human_label", "label", "label_by", "label_at")
+_CHUNK = 400
+
+
+def _state(episode: Episode) -> dict[str, Any]:
+    return {
+        "human_label": episode.human_label,
+        "label": episode.label,
+        "label_by": episode.label_by,
+        "label_at": format_utc(episode.label_at) if episode.label_at else None,
+        "model_label": episode.model_label,
+    }
+
+
+def _load(episode_ids: Sequence[int]) -> list[Episode]:
+    ids = list(dict.fromkeys(int(i) for i in episode_ids))
+    if not ids:
+        raise CuratorError("no episodes given")
+    found: dict[int, Episode] = {}
+    for start in range(0, len(ids), _CHUNK):
+        for episode in Episode.select(
+            Episode.id,
+            Episode.human_label,
+            Episode.label,
+            Episode.label_by,
+            Episode.label_at,
+            Episode.model_label,
+        ).where(Episode.id.in_(ids[start : start + _CHUNK])):
+            found[episode.id] = episode
+    missing = [i for i in ids if i not in found]
+    if missing:
+        shown = ", ".join(str(i) for i in missing[:10])
+        raise CuratorError(f"no such episode{'s' if len(missing) > 1 else ''}: {shown}")
+    return [found[i] for i in ids]
+
+
+def _relabel(
+    store: Store,
+    episode_ids: Sequence[int],
+    actor: str,
+    new_state: Any,
+) -> str:
+    """Apply ``new_state(episode, now) -> dict`` to each episode as one undoable batch."""
+    batch = uuid.uuid4().hex
+    with store.write():
+        now = utcnow()
+        events = []
+        for episode in _load(episode_ids):
+            before = _state(episode)
+            values = new_state(episode, now)
+            Episode.update(**values).where(Episode.id == episode.id).execute()
+            for name, value in values.items():
+                setattr(episode, name, value)
+            events.append(
+                {
+                    "episode": episode.id,
+                    "batch": batch,
+                    "actor": actor,
+                    "at": now,
+                    "before": before,
+                    "after": _state(episode),
+                }
+            )
+        for start in range(0, len(events), _CHUNK):
+            LabelEvent.insert_many(events[start : start + _CHUNK]).execute()
+    return batch
+
+
+def relabel(store: Store, episode_ids: Sequence[int], label: str, actor: str = "human") -> str:
+    """Give the episodes a human label (in force from now on); returns the batch id."""
+    if label not in LABELS:
+        raise CuratorError(f"unknown label {label!r}; use one of {', '.join(LABELS)}")
+
+    def human(episode: Episode, now: datetime) -> dict[str, Any]:
+        del episode
+        return {"human_label": label, "label": label, "label_by": "human", "label_at": now}
+
+    return _relabel(store, episode_ids, actor, human)
+
+
+def clear_human_label(store: Store, episode_ids: Sequence[int], actor: str = "human") -> str:
+    """Drop the human labels: the model's label (if any) is in force again."""
+
+    def model(episode: Episode, now: datetime) -> dict[str, Any]:
+        return {
+            "human_label": None,
+            "label": episode.model_label,
+            "label_by": "model" if episode.model_label is not None else None,
+            "label_at": now,
+        }
+
+    return _relabel(store, episode_ids, actor, model)
+
+
+def undo_last_relabel(store: Store) -> list[int]:
+    """Undo the newest relabel batch not yet undone; returns the episode ids ([] if none).
+
+    The human label is restored exactly. Where no human label was in force before, the
+    model's *current* label is put back in force: a classification run after the relabel
+    may have changed it, and undoing a person's action must not resurrect a stale one.
+    """
+    with store.write():
+        newest = (
+            LabelEvent.select(LabelEvent.batch)
+            .where(LabelEvent.undone == False)  # noqa: E712 - peewee expression
+            .order_by(LabelEvent.id.desc())
+            .first()
+        )
+        if newest is None:
+            return []
+        events = list(
+            LabelEvent.select().where(LabelEvent.batch == newest.batch).order_by(LabelEvent.id)
+        )
+        episodes = {e.id: e for e in _load([fk_id(ev, "episode") or 0 for ev in events])}
+        for event in events:
+            episode = episodes[fk_id(event, "episode") or 0]
+            before = event.before
+            label_at = datetime.fromisoformat(before["label_at"]) if before["label_at"] else None
+            if before["human_label"] is not None:
+                values: dict[str, Any] = {
+                    "human_label": before["human_label"],
+                    "label": before["label"],
+                    "label_by": before["label_by"],
+                    "label_at": label_at,
+                }
+            else:
+                model_label = episode.model_label
+                same = before["label"] == model_label
+                values = {
+                    "human_label": None,
+                    "label": model_label,
+                    "label_by": before["label_by"] if same else ("model" if model_label else None),
+                    "label_at": label_at if same else utcnow(),
+                }
+            Episode.update(**values).where(Episode.id == episode.id).execute()
+        LabelEvent.update(undone=True).where(LabelEvent.batch == newest.batch).execute()
+        return sorted(episodes)

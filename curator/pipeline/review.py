@@ -1,0 +1,598 @@
+"""Reviewing staged candidates: the human gate before anything reaches Knowledge.
+
+A distillation run stages candidates with the pipeline's proposal (SKIP / UPDATE / ADD
+against the active patterns). Here a reviewer accepts or overrides each proposal, may edit
+the text or importance, and can step back through the decisions. Nothing touches Knowledge
+until :func:`curator.pipeline.commit.commit_run`.
+
+Every change of a decision is a :class:`~curator.store.models.DecisionEvent` with the
+candidate's decision state before and after, the time and the actor, so the audit trail
+says who decided what, and :func:`undo_last_decision` can walk the decisions back.
+
+Stale-target detection. A proposal was computed against the target pattern as it was at
+staging (``Candidate.target_revision``). Accepting the proposal keeps that basis, so a
+commit refuses the candidate if the pattern changed since staging. When the reviewer picks
+a target explicitly (``target_id``) or the target comes from re-matching an edited text,
+the reviewer's basis is the pattern as it is *now*: its revision at decision time is kept
+in ``Candidate.decision_target_revision`` and checked instead. Deciding again with an
+explicit target is therefore how a reviewer resolves a conflict.
+
+Every write goes through ``store.write()`` (one ``BEGIN IMMEDIATE`` transaction) and
+reads the candidate inside it, so two reviewers (window and command line) never act on a
+state the other has just changed, and never fail on a lock upgrade.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable
+from dataclasses import asdict, dataclass, field
+from datetime import datetime
+from typing import Any
+
+from curator.core.dedup import gate
+from curator.core.quality import QualityGate
+from curator.errors import CuratorError
+from curator.store.db import Store
+from curator.store.models import (
+    Candidate,
+    CandidateEpisode,
+    DecisionEvent,
+    Pattern,
+    Run,
+    format_utc,
+    utcnow,
+)
+from curator.store.settings import all_settings
+from curator.store.snapshot import fk_id, tuples
+
+FINAL_ACTIONS = ("SKIP", "UPDATE", "ADD", "REJECT")
+DECIDE_ACTIONS = ("ACCEPT", *FINAL_ACTIONS)
+TARGETED = ("SKIP", "UPDATE")
+
+DECISION_FIELDS = (
+    "action",
+    "target_id",
+    "target_ratio",
+    "final_text",
+    "final_importance",
+    "decided_by",
+    "decided_at",
+    "state",
+    "rematch_action",
+    "rematch_target_id",
+    "rematch_ratio",
+    "decision_target_revision",
+)
+"""The candidate columns a decision sets; a DecisionEvent records them before and after."""
+
+
+@dataclass(frozen=True)
+class CandidateView:
+    """One candidate as the window and the command line show it.
+
+    ``target_text``/``target_importance`` describe the pattern shown side by side *now*:
+    the decided target for SKIP/UPDATE, else the re-match of an edited text, else the
+    proposed target. ``rematch_*`` is the dedup gate's proposal for the edited text and
+    ``quality_reasons`` what the quality gate says about it (empty: passes or not edited).
+    """
+
+    id: int
+    run_id: int
+    ordinal: int
+    text: str
+    importance: float
+    category: str
+    proposed_action: str
+    proposed_target_id: int | None
+    proposed_ratio: float
+    action: str | None
+    target_id: int | None
+    target_ratio: float | None
+    final_text: str | None
+    final_importance: float | None
+    decided_by: str | None
+    decided_at: datetime | None
+    state: str
+    source_episode_ids: tuple[int, ...]
+    target_text: str | None
+    target_importance: float | None
+    rematch_action: str | None = None
+    rematch_target_id: int | None = None
+    rematch_ratio: float | None = None
+    quality_reasons: tuple[str, ...] = ()
+    shown_target_id: int | None = None
+    target_status: str | None = None
+    revision: int = 1
+
+    @property
+    def reviewed(self) -> bool:
+        return self.action is not None
+
+    @property
+    def effective_text(self) -> str:
+        return self.final_text if self.final_text is not None else self.text
+
+    @property
+    def effective_importance(self) -> float:
+        return self.final_importance if self.final_importance is not None else self.importance
+
+    @property
+    def current_proposal(self) -> str:
+        """What ACCEPT would do now: the re-match for an edited text, else the proposal."""
+        if self.final_text is not None and self.rematch_action is not None:
+            return self.rematch_action
+        return self.proposed_action
+
+    def to_json(self) -> dict[str, Any]:
+        doc = asdict(self)
+        doc["decided_at"] = self.decided_at.isoformat() if self.decided_at else None
+        doc["source_episode_ids"] = list(self.source_episode_ids)
+        doc["quality_reasons"] = list(self.quality_reasons)
+        return doc
+
+
+@dataclass(frozen=True)
+class ReviewProgress:
+    total: int
+    reviewed: int
+    by_action: dict[str, int] = field(default_factory=dict)
+
+    @property
+    def unreviewed(self) -> int:
+        return self.total - self.reviewed
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "total": self.total,
+            "reviewed": self.reviewed,
+            "unreviewed": self.unreviewed,
+            "by_action": dict(self.by_action),
+        }
+
+
+@dataclass(frozen=True)
+class TextCheck:
+    """The quality verdict and dedup proposal for a text (what an edit would get)."""
+
+    ok: bool
+    reasons: tuple[str, ...]
+    action: str
+    target_id: int | None
+    ratio: float
+    target_revision: int | None
+
+
+# -- reading ----------------------------------------------------------------------------
+
+
+def _quality_gate(settings: dict[str, Any]) -> QualityGate:
+    return QualityGate(min_chars=int(settings["min_chars"]), min_words=int(settings["min_words"]))
+
+
+def _shown_target(c: Candidate) -> int | None:
+    target = fk_id(c, "target")
+    if c.action in TARGETED and target is not None:
+        return target
+    rematch = fk_id(c, "rematch_target")
+    if c.final_text is not None and rematch is not None:
+        return rematch
+    return fk_id(c, "proposed_target")
+
+
+def _views(store: Store, candidates: list[Candidate]) -> list[CandidateView]:
+    if not candidates:
+        return []
+    ids = [c.id for c in candidates]
+    sources: dict[int, list[int]] = {i: [] for i in ids}
+    for start in range(0, len(ids), 500):
+        chunk = ids[start : start + 500]
+        links = (
+            CandidateEpisode.select(CandidateEpisode.candidate, CandidateEpisode.episode)
+            .where(CandidateEpisode.candidate.in_(chunk))
+            .order_by(CandidateEpisode.episode)
+        )
+        for cid, eid in tuples(links):
+            sources[cid].append(eid)
+    shown = {c.id: _shown_target(c) for c in candidates}
+    wanted = sorted({t for t in shown.values() if t is not None})
+    patterns: dict[int, tuple[str, float, str]] = {}
+    for start in range(0, len(wanted), 500):
+        rows = Pattern.select(Pattern.id, Pattern.text, Pattern.importance, Pattern.status).where(
+            Pattern.id.in_(wanted[start : start + 500])
+        )
+        for pid, text, importance, status in tuples(rows):
+            patterns[pid] = (text, importance, status)
+    gate_ = _quality_gate(all_settings(store))
+    views = []
+    for c in candidates:
+        target = shown[c.id]
+        info = patterns.get(target) if target is not None else None
+        reasons: tuple[str, ...] = ()
+        if c.final_text is not None:
+            reasons = tuple(gate_.check(c.final_text).reasons)
+        views.append(
+            CandidateView(
+                id=c.id,
+                run_id=int(fk_id(c, "run") or 0),
+                ordinal=c.ordinal,
+                text=c.text,
+                importance=c.importance,
+                category=c.category,
+                proposed_action=c.proposed_action,
+                proposed_target_id=fk_id(c, "proposed_target"),
+                proposed_ratio=c.proposed_ratio,
+                action=c.action,
+                target_id=fk_id(c, "target"),
+                target_ratio=c.target_ratio,
+                final_text=c.final_text,
+                final_importance=c.final_importance,
+                decided_by=c.decided_by,
+                decided_at=c.decided_at,
+                state=c.state,
+                source_episode_ids=tuple(sources[c.id]),
+                target_text=info[0] if info else None,
+                target_importance=info[1] if info else None,
+                rematch_action=c.rematch_action,
+                rematch_target_id=fk_id(c, "rematch_target"),
+                rematch_ratio=c.rematch_ratio,
+                quality_reasons=reasons,
+                shown_target_id=target if info else None,
+                target_status=info[2] if info else None,
+                revision=c.revision,
+            )
+        )
+    return views
+
+
+def list_candidates(store: Store, run_id: int) -> list[CandidateView]:
+    """The run's candidates in the pipeline's order."""
+    _get_run(run_id)
+    candidates = list(Candidate.select().where(Candidate.run == run_id).order_by(Candidate.ordinal))
+    return _views(store, candidates)
+
+
+def get_candidate(store: Store, candidate_id: int) -> CandidateView:
+    candidate = Candidate.get_or_none(Candidate.id == candidate_id)
+    if candidate is None:
+        raise CuratorError(f"there is no candidate {candidate_id}")
+    return _views(store, [candidate])[0]
+
+
+def review_progress(store: Store, run_id: int) -> ReviewProgress:
+    """How far the review of a run is: total, reviewed, and the count of each action."""
+    del store
+    _get_run(run_id)
+    total = 0
+    reviewed = 0
+    by_action: dict[str, int] = {}
+    for (action,) in tuples(Candidate.select(Candidate.action).where(Candidate.run == run_id)):
+        total += 1
+        if action is not None:
+            reviewed += 1
+            by_action[action] = by_action.get(action, 0) + 1
+    return ReviewProgress(total=total, reviewed=reviewed, by_action=by_action)
+
+
+def check_text(store: Store, text: str, *, exclude_ids: Iterable[int] = ()) -> TextCheck:
+    """The quality verdict and the dedup proposal an edited text would get (no write).
+
+    The window calls this while the reviewer types; :func:`decide` stores the same result.
+    """
+    settings = all_settings(store)
+    verdict = _quality_gate(settings).check(text)
+    excluded = set(exclude_ids)
+    active = (
+        Pattern.select(Pattern.id, Pattern.text, Pattern.revision)
+        .where(Pattern.status == "active")
+        .order_by(Pattern.id)
+    )
+    rows = [row for row in tuples(active) if row[0] not in excluded]
+    decision = gate(
+        [text],
+        [r[1] for r in rows],
+        skip=float(settings["skip_threshold"]),
+        update=float(settings["update_threshold"]),
+    )[0]
+    target = rows[decision.target] if decision.target is not None else None
+    return TextCheck(
+        ok=bool(verdict.ok),
+        reasons=tuple(verdict.reasons),
+        action=decision.action,
+        target_id=target[0] if target else None,
+        ratio=decision.ratio,
+        target_revision=target[2] if target else None,
+    )
+
+
+# -- deciding ---------------------------------------------------------------------------
+
+
+def _get_run(run_id: int) -> Run:
+    run = Run.get_or_none(Run.id == run_id)
+    if run is None:
+        raise CuratorError(f"there is no run {run_id}")
+    return run
+
+
+def _open_candidate(candidate_id: int) -> Candidate:
+    """The candidate, if it can still be decided (its run is staged, it is not committed)."""
+    candidate = Candidate.get_or_none(Candidate.id == candidate_id)
+    if candidate is None:
+        raise CuratorError(f"there is no candidate {candidate_id}")
+    run = _get_run(int(fk_id(candidate, "run") or 0))
+    if candidate.state == "applied":
+        raise CuratorError(f"candidate {candidate_id} is already committed; undo the commit first")
+    if run.status != "staged":
+        raise CuratorError(
+            f"run {run.id} is {run.status}, not staged: its candidates cannot be decided"
+        )
+    return candidate
+
+
+_FOREIGN_KEYS = {"target_id": "target", "rematch_target_id": "rematch_target"}
+
+
+def decision_state(candidate: Candidate) -> dict[str, Any]:
+    """The decision columns as JSON (what DecisionEvent.before/after hold)."""
+    state: dict[str, Any] = {}
+    for name in DECISION_FIELDS:
+        if name in _FOREIGN_KEYS:
+            value: Any = fk_id(candidate, _FOREIGN_KEYS[name])
+        else:
+            value = getattr(candidate, name)
+        if isinstance(value, datetime):
+            value = format_utc(value)
+        state[name] = value
+    return state
+
+
+def _write_state(candidate: Candidate, state: dict[str, Any]) -> None:
+    """Store a decision state and bump the candidate's revision (inside store.write())."""
+    values: dict[Any, Any] = {
+        getattr(Candidate, _FOREIGN_KEYS.get(name, name)): state[name] for name in DECISION_FIELDS
+    }
+    values[Candidate.revision] = Candidate.revision + 1
+    Candidate.update(values).where(Candidate.id == candidate.id).execute()
+
+
+def _record(
+    candidate: Candidate, before: dict[str, Any], after: dict[str, Any], actor: str, kind: str
+) -> None:
+    _write_state(candidate, after)
+    DecisionEvent.create(
+        candidate=candidate.id, actor=actor, at=utcnow(), before=before, after=after, kind=kind
+    )
+
+
+def _active_pattern(pattern_id: int) -> Pattern:
+    pattern = Pattern.get_or_none(Pattern.id == pattern_id)
+    if pattern is None or pattern.status != "active":
+        state = "does not exist" if pattern is None else f"is {pattern.status}"
+        raise CuratorError(f"pattern {pattern_id} {state}; choose an active pattern")
+    return pattern
+
+
+def _ratio(text: str, pattern_text: str) -> float:
+    """The dedup gate's similarity of two texts (the same measure as the proposals)."""
+    return gate([text], [pattern_text], skip=2.0, update=2.0)[0].ratio
+
+
+def _resolve(
+    candidate: Candidate,
+    state: dict[str, Any],
+    verb: str,
+    target_id: int | None,
+    settings: dict[str, Any],
+) -> None:
+    """Set action, target, target_ratio and decision_target_revision in ``state``."""
+    final_text: str | None = state["final_text"]
+    if final_text is not None:
+        p_action = state["rematch_action"] or "ADD"
+        p_target = state["rematch_target_id"]
+        p_ratio = state["rematch_ratio"]
+    else:
+        p_action = candidate.proposed_action
+        p_target = fk_id(candidate, "proposed_target")
+        p_ratio = candidate.proposed_ratio
+    action = p_action if verb == "ACCEPT" else verb
+    if action not in FINAL_ACTIONS:
+        raise CuratorError(f"candidate {candidate.id} has an unknown proposal {action!r}")
+    if verb == "ACCEPT" and target_id is not None:
+        raise CuratorError("ACCEPT takes the proposal as is; give SKIP or UPDATE with a target")
+    state["action"] = action
+    if action not in TARGETED:
+        if target_id is not None:
+            raise CuratorError(f"{action} takes no target pattern")
+        state.update(target_id=None, target_ratio=None, decision_target_revision=None)
+    else:
+        # Where the target comes from decides which revision the commit checks: the
+        # staging-time one for the pipeline's proposal, the current one otherwise.
+        chosen: int | None
+        if target_id is not None:
+            chosen, basis = target_id, "reviewer"
+        elif p_target is not None:
+            chosen, basis = int(p_target), ("rematch" if final_text is not None else "proposal")
+        else:
+            chosen, basis = fk_id(candidate, "proposed_target"), "proposal"
+        if chosen is None:
+            raise CuratorError(
+                f"candidate {candidate.id}: {action} needs a target pattern "
+                "(the proposed one no longer exists); choose one"
+            )
+        pattern = _active_pattern(chosen)
+        if chosen == p_target and p_ratio is not None:
+            ratio = float(p_ratio)
+        else:
+            ratio = _ratio(final_text if final_text is not None else candidate.text, pattern.text)
+        state.update(
+            target_id=chosen,
+            target_ratio=ratio,
+            decision_target_revision=None if basis == "proposal" else pattern.revision,
+        )
+    if final_text is not None and action in ("ADD", "UPDATE"):
+        verdict = _quality_gate(settings).check(final_text)
+        if not verdict.ok:
+            raise CuratorError(
+                f"candidate {candidate.id}: the edited text fails the quality gate "
+                f"({'; '.join(verdict.reasons)}); it cannot be {action}ed"
+            )
+
+
+def decide(
+    store: Store,
+    candidate_id: int,
+    action: str,
+    *,
+    target_id: int | None = None,
+    text: str | None = None,
+    importance: float | None = None,
+    actor: str = "human",
+) -> CandidateView:
+    """Record a reviewer's decision on one candidate.
+
+    ``ACCEPT`` takes the current proposal (the re-match when the text was edited);
+    ``SKIP``/``UPDATE`` take ``target_id`` or the proposed target; ``ADD``/``REJECT``
+    take none. ``text`` edits the candidate's text (the original text clears the edit):
+    it is re-checked by the quality gate and re-matched against the active patterns, and
+    an edit failing the quality gate cannot be ADDed or UPDATEd. ``importance`` in [0, 1]
+    overrides the scored importance. Raises CuratorError and changes nothing on refusal.
+    """
+    verb = action.strip().upper()
+    if verb not in DECIDE_ACTIONS:
+        raise CuratorError(f"unknown action {action!r}; use one of {', '.join(DECIDE_ACTIONS)}")
+    if importance is not None and (math.isnan(importance) or not 0.0 <= importance <= 1.0):
+        raise CuratorError(f"importance must be between 0 and 1 (got {importance})")
+    with store.write():
+        candidate = _open_candidate(candidate_id)
+        before = decision_state(candidate)
+        state = dict(before)
+        settings = all_settings(store)
+        if text is not None:
+            cleaned = text.strip()
+            if not cleaned:
+                raise CuratorError("the edited text is empty; REJECT the candidate instead")
+            if cleaned == candidate.text:
+                state.update(
+                    final_text=None, rematch_action=None, rematch_target_id=None, rematch_ratio=None
+                )
+            else:
+                check = check_text(store, cleaned)
+                state.update(
+                    final_text=cleaned,
+                    rematch_action=check.action,
+                    rematch_target_id=check.target_id,
+                    rematch_ratio=check.ratio,
+                )
+        if importance is not None:
+            state["final_importance"] = None if importance == candidate.importance else importance
+        _resolve(candidate, state, verb, target_id, settings)
+        state.update(decided_by=actor, decided_at=format_utc(utcnow()), state="reviewed")
+        _record(candidate, before, state, actor, "decide")
+    return get_candidate(store, candidate_id)
+
+
+def accept_all(store: Store, run_id: int, actor: str = "cli --accept-all") -> int:
+    """Accept every unreviewed proposal of the run; returns how many were accepted.
+
+    A proposal that :func:`decide` would refuse (its target pattern was retired or
+    deleted) stays unreviewed for a person to decide.
+    """
+    accepted = 0
+    with store.write():
+        run = _get_run(run_id)
+        if run.status != "staged":
+            raise CuratorError(f"run {run_id} is {run.status}, not staged")
+        settings = all_settings(store)
+        pending = list(
+            Candidate.select()
+            .where((Candidate.run == run_id) & Candidate.action.is_null())
+            .order_by(Candidate.ordinal)
+        )
+        now = utcnow()
+        events = []
+        for candidate in pending:
+            before = decision_state(candidate)
+            state = dict(before)
+            try:
+                _resolve(candidate, state, "ACCEPT", None, settings)
+            except CuratorError:
+                continue
+            state.update(decided_by=actor, decided_at=format_utc(now), state="reviewed")
+            _write_state(candidate, state)
+            events.append(
+                {
+                    "candidate": candidate.id,
+                    "actor": actor,
+                    "at": now,
+                    "before": before,
+                    "after": state,
+                    "kind": "decide",
+                }
+            )
+            accepted += 1
+        for start in range(0, len(events), 200):
+            DecisionEvent.insert_many(events[start : start + 200]).execute()
+    return accepted
+
+
+def undo_last_decision(store: Store, run_id: int, actor: str = "human") -> CandidateView | None:
+    """Restore the decision state before the run's newest not-yet-undone decision.
+
+    Repeated calls walk further back. Decisions of committed candidates are skipped (undo
+    the commit for those). Returns the restored candidate, or None when nothing is left.
+    """
+    with store.write():
+        run = _get_run(run_id)
+        if run.status != "staged":
+            return None
+        event = (
+            DecisionEvent.select()
+            .join(Candidate, on=(DecisionEvent.candidate == Candidate.id))
+            .where(
+                (Candidate.run == run_id)
+                & (Candidate.state != "applied")
+                & (DecisionEvent.kind == "decide")
+                & (DecisionEvent.undone == False)  # noqa: E712 - peewee expression
+            )
+            .order_by(DecisionEvent.id.desc())
+            .first()
+        )
+        if event is None:
+            return None
+        candidate = Candidate.get_by_id(fk_id(event, "candidate"))
+        before = decision_state(candidate)
+        restored = {name: event.before.get(name) for name in DECISION_FIELDS}
+        _record(candidate, before, restored, actor, "undo")
+        DecisionEvent.update(undone=True).where(DecisionEvent.id == event.id).execute()
+        candidate_id = candidate.id
+    return get_candidate(store, candidate_id)
+
+
+def record_proposals(store: Store, run_id: int) -> int:
+    """Record the pipeline's proposals as ``model`` DecisionEvents (call when staging).
+
+    The audit trail then starts with what the model proposed; these events are not
+    decisions and :func:`undo_last_decision` never reverts them.
+    """
+    with store.write():
+        now = utcnow()
+        rows = [
+            {
+                "candidate": c.id,
+                "actor": "model",
+                "at": now,
+                "before": {},
+                "after": {
+                    "proposed_action": c.proposed_action,
+                    "proposed_target_id": fk_id(c, "proposed_target"),
+                    "proposed_ratio": c.proposed_ratio,
+                    "target_revision": c.target_revision,
+                },
+                "kind": "propose",
+            }
+            for c in Candidate.select().where(Candidate.run == run_id)
+        ]
+        for start in range(0, len(rows), 200):
+            DecisionEvent.insert_many(rows[start : start + 200]).execute()
+    return len(rows)
