@@ -1,0 +1,601 @@
+"""Committing a reviewed run to Knowledge, and undoing a commit.
+
+A commit applies every reviewed candidate of a run in ONE ``BEGIN IMMEDIATE`` transaction:
+either all of the run's decisions reach Knowledge or none do, whatever happens to the
+process (a kill, a full disk). Everything is read again under the write lock, so the
+optimistic check (has a target pattern changed since the reviewer's basis?) and the
+writes see the same state; a conflict stops the whole commit before anything is written.
+
+Each commit is a :class:`~curator.store.models.Changeset` whose ChangeRows hold every
+touched row before and after (see :mod:`curator.store.snapshot`). Undo writes the
+``before`` states back, after checking that every row is still in its ``after`` state:
+rows changed again later cannot be restored without losing that later change.
+
+Decisions made here (see the README of the review):
+- The episodes marked distilled (``distilled_at``/``distilled_run``) are the source
+  episodes of the candidates this commit applies, REJECTed ones included: a person has
+  reviewed what they yield. With ``reviewed_only`` the episodes of the candidates left
+  unreviewed stay undistilled until the rest is committed.
+- A run becomes ``committed`` when no unreviewed candidate is left; after a partial
+  (``reviewed_only``) commit it stays ``staged`` so the rest can be reviewed and committed.
+- UPDATE keeps the pattern's text and ``distilled_at`` and raises the importance to the
+  larger of the two (``merge_importance``); SKIP adds provenance only (no revision bump);
+  REJECT changes nothing but the candidate's state.
+"""
+
+from __future__ import annotations
+
+import math
+import sqlite3
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+import peewee
+
+from curator.core.dedup import merge_importance
+from curator.core.scoring import rank_key
+from curator.errors import ConflictError, CuratorError
+from curator.store.backup import backup_database
+from curator.store.db import Store
+from curator.store.models import (
+    Candidate,
+    CandidateEpisode,
+    ChangeRow,
+    Changeset,
+    Episode,
+    Pattern,
+    PatternEpisode,
+    Run,
+    utcnow,
+)
+from curator.store.settings import get_setting
+from curator.store.snapshot import (
+    PARENTS_FIRST,
+    Key,
+    Row,
+    fk_id,
+    key_dict,
+    key_from_dict,
+    read_rows,
+    tuples,
+    write_row,
+)
+
+_CHUNK = 400
+
+
+class UnreviewedError(CuratorError):
+    """The run still has unreviewed candidates (commit them with ``reviewed_only``)."""
+
+    exit_code = 1
+
+
+@contextmanager
+def explained_write(store: Store, what: str) -> Iterator[None]:
+    """``store.write()`` whose SQLite failures become one readable CuratorError.
+
+    SQLite may roll a transaction back by itself on a full disk, after which the
+    transaction manager's own ROLLBACK fails with "no transaction is active" and hides the
+    real cause; the whole exception chain is searched for it.
+    """
+    try:
+        with store.write():
+            yield
+    except (peewee.DatabaseError, sqlite3.DatabaseError) as exc:
+        chain: list[BaseException] = []
+        current: BaseException | None = exc
+        while current is not None and current not in chain:
+            chain.append(current)
+            current = current.__cause__ or current.__context__
+        texts = " | ".join(str(e) for e in chain)
+        if "full" in texts:
+            raise CuratorError(
+                f"database or disk is full: the {what} was not applied, nothing changed "
+                f"({store.path}); free some space and try again"
+            ) from exc
+        if "locked" in texts or "busy" in texts:
+            raise CuratorError(
+                f"the database stayed locked by another program for {store.busy_timeout_s:g} s; "
+                f"the {what} was not applied, try again"
+            ) from exc
+        raise CuratorError(f"the {what} failed and was rolled back: {chain[-1]}") from exc
+
+
+# -- summaries ----------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class ChangesetSummary:
+    id: int
+    run_id: int | None
+    kind: str
+    created_at: datetime
+    counts: dict[str, int]
+    actor: str = "human"
+    undoes_id: int | None = None
+    undone_by_id: int | None = None
+    backup: str | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "id": self.id,
+            "run_id": self.run_id,
+            "kind": self.kind,
+            "created_at": self.created_at.isoformat(),
+            "counts": dict(self.counts),
+            "actor": self.actor,
+            "undoes_id": self.undoes_id,
+            "undone_by_id": self.undone_by_id,
+            "backup": self.backup,
+        }
+
+
+def _summary(cs: Changeset) -> ChangesetSummary:
+    summary = cs.summary or {}
+    return ChangesetSummary(
+        id=cs.id,
+        run_id=fk_id(cs, "run"),
+        kind=cs.kind,
+        created_at=cs.created_at,
+        counts={k: int(v) for k, v in summary.get("counts", {}).items()},
+        actor=cs.actor,
+        undoes_id=fk_id(cs, "undoes"),
+        undone_by_id=fk_id(cs, "undone_by"),
+        backup=summary.get("backup"),
+    )
+
+
+def history(store: Store, limit: int = 100) -> list[ChangesetSummary]:
+    """The newest changesets first (commits and undos)."""
+    del store
+    query = Changeset.select().order_by(Changeset.id.desc()).limit(limit)
+    return [_summary(cs) for cs in query]
+
+
+# -- planning -----------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class PreviewAdd:
+    candidate_id: int
+    text: str
+    importance: float
+    category: str
+
+
+@dataclass(frozen=True)
+class PreviewUpdate:
+    candidate_id: int
+    pattern_id: int
+    pattern_text: str
+    old_importance: float
+    new_importance: float
+
+
+@dataclass(frozen=True)
+class PreviewSkip:
+    candidate_id: int
+    pattern_id: int | None
+
+
+@dataclass(frozen=True)
+class Conflict:
+    candidate_id: int
+    pattern_id: int | None
+    reason: str
+
+    def describe(self) -> str:
+        return f"candidate {self.candidate_id} ({self.reason})"
+
+
+@dataclass(frozen=True)
+class CommitPreview:
+    """What a commit of the run would change now."""
+
+    run_id: int
+    run_status: str
+    adds: list[PreviewAdd] = field(default_factory=list)
+    updates: list[PreviewUpdate] = field(default_factory=list)
+    skips: list[PreviewSkip] = field(default_factory=list)
+    rejects: list[int] = field(default_factory=list)
+    unreviewed: int = 0
+    conflicts: list[Conflict] = field(default_factory=list)
+
+    @property
+    def applied(self) -> int:
+        return len(self.adds) + len(self.updates) + len(self.skips) + len(self.rejects)
+
+    def counts(self) -> dict[str, int]:
+        return {
+            "ADD": len(self.adds),
+            "UPDATE": len(self.updates),
+            "SKIP": len(self.skips),
+            "REJECT": len(self.rejects),
+            "unreviewed": self.unreviewed,
+        }
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "run_id": self.run_id,
+            "run_status": self.run_status,
+            "counts": self.counts(),
+            "adds": [vars(a) for a in self.adds],
+            "updates": [vars(u) for u in self.updates],
+            "skips": [vars(s) for s in self.skips],
+            "rejects": list(self.rejects),
+            "conflicts": [vars(c) for c in self.conflicts],
+        }
+
+
+def _clamp(value: float) -> float:
+    if math.isnan(value):
+        return 0.0
+    return min(1.0, max(0.0, value))
+
+
+def _importance(c: Candidate) -> float:
+    return _clamp(c.final_importance if c.final_importance is not None else c.importance)
+
+
+def _expected_revision(c: Candidate) -> int | None:
+    """The revision the reviewer's decision was based on (see curator.pipeline.review)."""
+    if c.decision_target_revision is not None:
+        return int(c.decision_target_revision)
+    return c.target_revision
+
+
+@dataclass
+class _Plan:
+    run: Run
+    preview: CommitPreview
+    apply: list[Candidate]
+    patterns: dict[int, Pattern]
+
+
+def _plan(run_id: int, reviewed_only: bool) -> _Plan:
+    run = Run.get_or_none(Run.id == run_id)
+    if run is None:
+        raise CuratorError(f"there is no run {run_id}")
+    open_candidates = list(
+        Candidate.select()
+        .where((Candidate.run == run_id) & (Candidate.state != "applied"))
+        .order_by(Candidate.ordinal)
+    )
+    apply = [c for c in open_candidates if c.action is not None]
+    unreviewed = len(open_candidates) - len(apply)
+    target_ids = sorted({t for c in apply if (t := fk_id(c, "target")) is not None})
+    patterns: dict[int, Pattern] = {}
+    for start in range(0, len(target_ids), _CHUNK):
+        for p in Pattern.select().where(Pattern.id.in_(target_ids[start : start + _CHUNK])):
+            patterns[p.id] = p
+    preview = CommitPreview(run_id=run.id, run_status=run.status, unreviewed=unreviewed)
+    for c in apply:
+        if c.action == "ADD":
+            text = c.final_text if c.final_text is not None else c.text
+            preview.adds.append(PreviewAdd(c.id, text, _importance(c), c.category))
+        elif c.action == "REJECT":
+            preview.rejects.append(c.id)
+        elif c.action in ("UPDATE", "SKIP"):
+            conflict = _check_target(c, patterns)
+            if conflict is not None:
+                preview.conflicts.append(conflict)
+                continue
+            target = fk_id(c, "target")
+            if target is None:  # SKIP of a batch-internal duplicate: nothing to link
+                preview.skips.append(PreviewSkip(c.id, None))
+                continue
+            p = patterns[target]
+            if c.action == "SKIP":
+                preview.skips.append(PreviewSkip(c.id, p.id))
+            else:
+                new = merge_importance(p.importance, _importance(c))
+                preview.updates.append(PreviewUpdate(c.id, p.id, p.text, p.importance, new))
+        else:
+            preview.conflicts.append(Conflict(c.id, None, f"unknown action {c.action!r}"))
+    del reviewed_only
+    return _Plan(run=run, preview=preview, apply=apply, patterns=patterns)
+
+
+def _check_target(c: Candidate, patterns: dict[int, Pattern]) -> Conflict | None:
+    expected = _expected_revision(c)
+    target = fk_id(c, "target")
+    if target is None:
+        if expected is not None or c.action == "UPDATE":
+            return Conflict(c.id, None, "its target pattern was deleted")
+        return None
+    p = patterns.get(target)
+    if p is None:
+        return Conflict(c.id, target, f"pattern {target} was deleted")
+    if p.status != "active":
+        return Conflict(c.id, p.id, f"pattern {p.id} is {p.status}")
+    if expected is not None and p.revision != expected:
+        return Conflict(c.id, p.id, f"pattern {p.id} changed: revision {expected} -> {p.revision}")
+    return None
+
+
+def preview_commit(store: Store, run_id: int, *, reviewed_only: bool = False) -> CommitPreview:
+    """What :func:`commit_run` would change now, conflicts included (nothing is written)."""
+    del store
+    return _plan(run_id, reviewed_only).preview
+
+
+def _refuse(plan: _Plan, reviewed_only: bool) -> None:
+    """Raise the reason a commit of this plan cannot proceed, if there is one."""
+    preview = plan.preview
+    if plan.run.status != "staged":
+        raise CuratorError(f"run {plan.run.id} is {plan.run.status}, not staged: nothing to commit")
+    if preview.unreviewed and not reviewed_only:
+        raise UnreviewedError(
+            f"run {plan.run.id} has {preview.unreviewed} unreviewed candidate"
+            f"{'s' if preview.unreviewed != 1 else ''}; review them or commit with "
+            "--reviewed-only"
+        )
+    if reviewed_only and not plan.apply:
+        raise CuratorError(f"run {plan.run.id} has no reviewed candidates to commit")
+    if preview.conflicts:
+        shown = "; ".join(c.describe() for c in preview.conflicts[:10])
+        more = len(preview.conflicts) - 10
+        raise ConflictError(
+            f"conflict: {len(preview.conflicts)} candidate"
+            f"{'s' if len(preview.conflicts) != 1 else ''} of run {plan.run.id} target "
+            f"patterns changed since review: {shown}{f'; and {more} more' if more > 0 else ''}"
+            ". Nothing was applied; decide them again with an explicit target"
+        )
+
+
+# -- committing ---------------------------------------------------------------------------
+
+
+class _Recorder:
+    """Collects the keys a changeset touches and their states before the writes."""
+
+    def __init__(self, store: Store) -> None:
+        self.store = store
+        self.before: dict[str, dict[Key, Row | None]] = {t: {} for t in PARENTS_FIRST}
+
+    def existing(self, table: str, keys: list[Key]) -> None:
+        fresh = [k for k in keys if k not in self.before[table]]
+        self.before[table].update(read_rows(self.store, table, fresh))
+
+    def created(self, table: str, keys: list[Key]) -> None:
+        for key in keys:
+            self.before[table].setdefault(key, None)
+
+    def rows(self) -> list[dict[str, Any]]:
+        rows: list[dict[str, Any]] = []
+        for table in PARENTS_FIRST:
+            keys = list(self.before[table])
+            after = read_rows(self.store, table, keys)
+            for key in keys:
+                if self.before[table][key] != after[key]:
+                    rows.append(
+                        {
+                            "table": table,
+                            "key": key_dict(table, key),
+                            "before": self.before[table][key],
+                            "after": after[key],
+                        }
+                    )
+        return rows
+
+
+def _insert_change_rows(changeset_id: int, rows: list[dict[str, Any]]) -> None:
+    for start in range(0, len(rows), _CHUNK):
+        ChangeRow.insert_many(
+            [dict(row, changeset=changeset_id) for row in rows[start : start + _CHUNK]]
+        ).execute()
+
+
+def _sources(candidate_ids: list[int]) -> dict[int, list[int]]:
+    sources: dict[int, list[int]] = {cid: [] for cid in candidate_ids}
+    for start in range(0, len(candidate_ids), _CHUNK):
+        query = (
+            CandidateEpisode.select(CandidateEpisode.candidate, CandidateEpisode.episode)
+            .where(CandidateEpisode.candidate.in_(candidate_ids[start : start + _CHUNK]))
+            .order_by(CandidateEpisode.candidate, CandidateEpisode.episode)
+        )
+        for cid, eid in tuples(query):
+            sources[cid].append(eid)
+    return sources
+
+
+def _apply(store: Store, plan: _Plan, actor: str, backup: Path | None) -> ChangesetSummary:
+    run = plan.run
+    now = utcnow()
+    rate = float(get_setting(store, "decay_rate"))
+    recorder = _Recorder(store)
+    candidate_ids = [c.id for c in plan.apply]
+    sources = _sources(candidate_ids)
+    episode_ids = sorted({e for eids in sources.values() for e in eids})
+    recorder.existing("run", [(run.id,)])
+    recorder.existing("candidate", [(cid,) for cid in candidate_ids])
+    recorder.existing("episode", [(eid,) for eid in episode_ids])
+    updated = sorted({u.pattern_id for u in plan.preview.updates})
+    recorder.existing("pattern", [(pid,) for pid in updated])
+
+    linked: set[tuple[int, int]] = set()
+    targets = sorted({t for c in plan.apply if (t := fk_id(c, "target")) is not None})
+    for start in range(0, len(targets), _CHUNK):
+        query = PatternEpisode.select(PatternEpisode.pattern, PatternEpisode.episode).where(
+            PatternEpisode.pattern.in_(targets[start : start + _CHUNK])
+        )
+        linked.update((int(p), int(e)) for p, e in tuples(query))
+
+    new_links: list[tuple[int, int]] = []
+
+    def link(pattern_id: int, cid: int) -> None:
+        for eid in sources[cid]:
+            if (pattern_id, eid) not in linked:
+                linked.add((pattern_id, eid))
+                new_links.append((pattern_id, eid))
+
+    importance: dict[int, float] = {pid: plan.patterns[pid].importance for pid in updated}
+    by_id = {c.id: c for c in plan.apply}
+    for add in plan.preview.adds:
+        pid = Pattern.insert(
+            text=add.text,
+            importance=add.importance,
+            distilled_at=now,
+            rank_key=rank_key(add.importance, now, rate=rate),
+            category=add.category,
+            status="active",
+            revision=1,
+            created_run=run.id,
+            created_at=now,
+            updated_at=now,
+        ).execute()
+        recorder.created("pattern", [(int(pid),)])
+        link(int(pid), add.candidate_id)
+    for upd in plan.preview.updates:
+        importance[upd.pattern_id] = merge_importance(
+            importance[upd.pattern_id], _importance(by_id[upd.candidate_id])
+        )
+        link(upd.pattern_id, upd.candidate_id)
+    for skip in plan.preview.skips:
+        if skip.pattern_id is not None:
+            link(skip.pattern_id, skip.candidate_id)
+    for pid in updated:
+        p = plan.patterns[pid]
+        Pattern.update(
+            importance=importance[pid],
+            rank_key=rank_key(importance[pid], p.distilled_at, rate=rate),
+            revision=p.revision + 1,
+            updated_run=run.id,
+            updated_at=now,
+        ).where(Pattern.id == pid).execute()
+    for start in range(0, len(new_links), _CHUNK):
+        PatternEpisode.insert_many(
+            [
+                {"pattern": p, "episode": e, "run": run.id}
+                for p, e in new_links[start : start + _CHUNK]
+            ]
+        ).execute()
+    recorder.created("pattern_episode", new_links)
+    for start in range(0, len(episode_ids), _CHUNK):
+        Episode.update(distilled_at=now, distilled_run=run.id).where(
+            Episode.id.in_(episode_ids[start : start + _CHUNK])
+        ).execute()
+    for start in range(0, len(candidate_ids), _CHUNK):
+        Candidate.update(state="applied").where(
+            Candidate.id.in_(candidate_ids[start : start + _CHUNK])
+        ).execute()
+    unreviewed = plan.preview.unreviewed
+    if unreviewed:
+        Run.update(
+            status_reason=f"partly committed; {unreviewed} candidates still to review"
+        ).where(Run.id == run.id).execute()
+    else:
+        Run.update(status="committed", status_reason="").where(Run.id == run.id).execute()
+
+    rows = recorder.rows()
+    counts = plan.preview.counts()
+    counts["rows"] = len(rows)
+    summary: dict[str, Any] = {"counts": counts, "backup": str(backup) if backup else None}
+    changeset = Changeset.create(
+        run=run.id, kind="commit", actor=actor, created_at=now, summary=summary
+    )
+    _insert_change_rows(changeset.id, rows)
+    return _summary(changeset)
+
+
+def commit_run(
+    store: Store,
+    run_id: int,
+    *,
+    reviewed_only: bool = False,
+    actor: str = "human",
+    backup: bool = True,
+) -> ChangesetSummary:
+    """Apply the run's reviewed decisions to Knowledge, all at once, as one changeset.
+
+    Raises UnreviewedError if candidates are unreviewed (unless ``reviewed_only``),
+    ConflictError naming the candidates whose target changed since the review (nothing is
+    applied), CuratorError for anything else (also with nothing applied). A backup of the
+    database is taken first unless ``backup`` is False.
+    """
+    # A cheap check first, so a refused commit does not leave a backup behind.
+    _refuse(_plan(run_id, reviewed_only), reviewed_only)
+    backup_path = backup_database(store) if backup else None
+    with explained_write(store, "commit"):
+        # Read again under the write lock: this is the state the writes apply to.
+        plan = _plan(run_id, reviewed_only)
+        _refuse(plan, reviewed_only)
+        return _apply(store, plan, actor, backup_path)
+
+
+# -- undo ---------------------------------------------------------------------------------
+
+
+def undo_changeset(store: Store, changeset_id: int, actor: str = "human") -> ChangesetSummary:
+    """Restore every row a commit touched to its state before the commit, as a new changeset.
+
+    Refused (CuratorError, nothing changed) for an undo changeset, a changeset already
+    undone, and when any touched row was changed again after the commit.
+    """
+    with explained_write(store, "undo"):
+        original = Changeset.get_or_none(Changeset.id == changeset_id)
+        if original is None:
+            raise CuratorError(f"there is no changeset {changeset_id}")
+        if original.kind != "commit":
+            raise CuratorError(
+                f"changeset {changeset_id} is an {original.kind}; only commits can be undone "
+                "(commit the run again instead)"
+            )
+        if fk_id(original, "undone_by") is not None:
+            raise CuratorError(
+                f"changeset {changeset_id} was already undone by changeset "
+                f"{fk_id(original, 'undone_by')}"
+            )
+        change_rows = list(
+            ChangeRow.select().where(ChangeRow.changeset == original.id).order_by(ChangeRow.id)
+        )
+        keyed: dict[str, list[tuple[Key, ChangeRow]]] = {t: [] for t in PARENTS_FIRST}
+        for row in change_rows:
+            keyed.setdefault(row.table, []).append((key_from_dict(row.table, row.key), row))
+        changed: list[str] = []
+        for table, items in keyed.items():
+            current = read_rows(store, table, [k for k, _ in items])
+            for key, row in items:
+                if current[key] != row.after:
+                    changed.append(f"{table} {'/'.join(str(v) for v in key)}")
+        if changed:
+            shown = ", ".join(changed[:10])
+            more = f" and {len(changed) - 10} more" if len(changed) > 10 else ""
+            raise CuratorError(
+                f"cannot undo changeset {changeset_id}: {len(changed)} of its rows changed "
+                f"since ({shown}{more}); undo the later changes first"
+            )
+        # Children before parents when removing rows, parents first when restoring them.
+        for table in reversed(PARENTS_FIRST):
+            for key, row in keyed.get(table, []):
+                if row.before is None:
+                    write_row(store, table, key, None)
+        for table in PARENTS_FIRST:
+            for key, row in keyed.get(table, []):
+                if row.before is not None:
+                    write_row(store, table, key, row.before)
+        counts: dict[str, int] = {"rows": len(change_rows)}
+        for table, items in keyed.items():
+            if items:
+                counts[table] = len(items)
+        undo = Changeset.create(
+            run=fk_id(original, "run"),
+            kind="undo",
+            actor=actor,
+            created_at=utcnow(),
+            summary={"counts": counts},
+            undoes=original.id,
+        )
+        _insert_change_rows(
+            undo.id,
+            [
+                {"table": r.table, "key": r.key, "before": r.after, "after": r.before}
+                for r in change_rows
+            ],
+        )
+        Changeset.update(undone_by=undo.id).where(Changeset.id == original.id).execute()
+        return _summary(Changeset.get_by_id(undo.id))
