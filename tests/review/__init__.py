@@ -1,0 +1,1 @@
+"""Tests of the review engine (review, commit, undo, labels, backups)."""

@@ -1,0 +1,253 @@
+"""Commit, conflicts, undo, disk full: every outcome is all of the run's decisions or none."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from curator.core.scoring import rank_key
+from curator.errors import ConflictError, CuratorError
+from curator.pipeline import commit, labels, review
+from curator.store.db import Store
+from curator.store.models import (
+    Candidate,
+    Changeset,
+    ChangeRow,
+    Episode,
+    Pattern,
+    PatternEpisode,
+    Run,
+)
+from curator.store.snapshot import logical_dump
+
+from review.conftest import (
+    PATTERN_TEXTS,
+    candidate_ids,
+    make_episode,
+    make_patterns,
+    make_staged_run,
+)
+
+NEW_TEXTS = (
+    "Summaries for the design team should include one screenshot per change.",
+    "Database migrations are rehearsed on a copy of production before release.",
+)
+MORNING = "The operator likes short status updates each morning before standup."
+BACKOFF = "Retry network calls to the billing API with exponential backoff and a jitter."
+
+
+def _mixed_run(store: Store) -> tuple[list[int], Run, list[int]]:
+    """Four candidates: ADD, UPDATE (pattern 0), SKIP (pattern 1), REJECT; all decided."""
+    patterns = make_patterns(store)
+    shared = make_episode(store)
+    run = make_staged_run(
+        store,
+        [
+            {"text": NEW_TEXTS[0], "importance": 0.65, "category": "constitutional"},
+            {"text": MORNING, "importance": 0.9, "episodes": [shared, make_episode(store)]},
+            {"text": BACKOFF, "importance": 0.2, "episodes": [shared]},
+            {"text": NEW_TEXTS[1], "importance": 0.3},
+        ],
+    )
+    ids = candidate_ids(run)
+    review.decide(store, ids[0], "ACCEPT")
+    review.decide(store, ids[1], "UPDATE")
+    review.decide(store, ids[2], "SKIP")
+    review.decide(store, ids[3], "REJECT")
+    return patterns, run, ids
+
+
+def test_commit_applies_every_decision(store: Store) -> None:
+    patterns, run, ids = _mixed_run(store)
+    preview = commit.preview_commit(store, run.id)
+    assert preview.counts() == {"ADD": 1, "UPDATE": 1, "SKIP": 1, "REJECT": 1, "unreviewed": 0}
+    assert preview.updates[0].old_importance == pytest.approx(0.4)
+    assert preview.updates[0].new_importance == pytest.approx(0.9)
+    assert not preview.conflicts
+
+    summary = commit.commit_run(store, run.id, actor="bob", backup=False)
+    assert summary.kind == "commit" and summary.run_id == run.id and summary.actor == "bob"
+    assert summary.counts["ADD"] == 1 and summary.counts["REJECT"] == 1
+    assert Run.get_by_id(run.id).status == "committed"
+
+    added = Pattern.get(Pattern.text == NEW_TEXTS[0])
+    assert added.importance == pytest.approx(0.65) and added.revision == 1
+    assert added.category == "constitutional" and added.created_run_id == run.id
+    assert added.rank_key == pytest.approx(rank_key(0.65, added.distilled_at))
+    updated = Pattern.get_by_id(patterns[0])
+    assert updated.importance == pytest.approx(0.9)  # max(0.4, 0.9)
+    assert updated.revision == 2 and updated.updated_run_id == run.id
+    assert updated.rank_key == pytest.approx(rank_key(0.9, updated.distilled_at))
+    assert updated.text == PATTERN_TEXTS[0]  # UPDATE raises importance, keeps the text
+    skipped = Pattern.get_by_id(patterns[1])
+    assert skipped.revision == 1 and skipped.importance == pytest.approx(0.5)
+    assert not Pattern.select().where(Pattern.text == NEW_TEXTS[1]).exists()
+
+    links = {(pe.pattern_id, pe.episode_id, pe.run_id) for pe in PatternEpisode.select()}
+    sources = {
+        cid: set(review.get_candidate(store, cid).source_episode_ids) for cid in ids
+    }
+    expected = {(added.id, e, run.id) for e in sources[ids[0]]}
+    expected |= {(patterns[0], e, run.id) for e in sources[ids[1]]}
+    expected |= {(patterns[1], e, run.id) for e in sources[ids[2]]}
+    assert links == expected
+    every_source = set().union(*sources.values())
+    for episode in Episode.select():
+        if episode.id in every_source:
+            assert episode.distilled_run_id == run.id and episode.distilled_at is not None
+    assert {c.state for c in Candidate.select()} == {"applied"}
+    tables = {r.table for r in ChangeRow.select().where(ChangeRow.changeset == summary.id)}
+    assert tables == {"run", "pattern", "pattern_episode", "episode", "candidate"}
+    with pytest.raises(CuratorError, match="committed"):
+        review.decide(store, ids[3], "ADD")
+
+
+def test_unreviewed_candidates_block_unless_reviewed_only(store: Store) -> None:
+    make_patterns(store)
+    run = make_staged_run(store, [{"text": t} for t in NEW_TEXTS])
+    first, second = candidate_ids(run)
+    before = logical_dump(store)
+    with pytest.raises(commit.UnreviewedError, match="2 unreviewed") as info:
+        commit.commit_run(store, run.id, backup=False)
+    assert info.value.exit_code == 1
+    review.decide(store, first, "ACCEPT")
+    with pytest.raises(commit.UnreviewedError, match="1 unreviewed candidate;"):
+        commit.commit_run(store, run.id, backup=False)
+    assert logical_dump(store) == before | {"candidate": logical_dump(store)["candidate"]}
+
+    summary = commit.commit_run(store, run.id, reviewed_only=True, backup=False)
+    assert summary.counts["ADD"] == 1 and summary.counts["unreviewed"] == 1
+    assert Run.get_by_id(run.id).status == "staged"  # the rest can still be committed
+    second_episode = review.get_candidate(store, second).source_episode_ids[0]
+    assert Episode.get_by_id(second_episode).distilled_at is None
+    with pytest.raises(CuratorError, match="no reviewed candidates"):
+        commit.commit_run(store, run.id, reviewed_only=True, backup=False)
+
+    review.decide(store, second, "ACCEPT")
+    commit.commit_run(store, run.id, backup=False)
+    assert Run.get_by_id(run.id).status == "committed"
+    assert Pattern.select().where(Pattern.text.in_(NEW_TEXTS)).count() == 2
+
+
+def test_pattern_edited_after_staging_is_a_conflict_and_nothing_is_applied(store: Store) -> None:
+    patterns, run, ids = _mixed_run(store)
+    # Someone edits pattern 0 (the UPDATE's target) after the run was staged.
+    Pattern.update(text=PATTERN_TEXTS[0] + " Always.", revision=Pattern.revision + 1).where(
+        Pattern.id == patterns[0]
+    ).execute()
+    Pattern.update(status="retired").where(Pattern.id == patterns[1]).execute()
+    before = logical_dump(store)
+    with pytest.raises(ConflictError) as info:
+        commit.commit_run(store, run.id, backup=False)
+    message = str(info.value)
+    assert f"candidate {ids[1]}" in message and "revision 1 -> 2" in message
+    assert f"candidate {ids[2]}" in message and "retired" in message
+    assert "\n" not in message and info.value.exit_code == 1
+    assert logical_dump(store) == before
+    assert Changeset.select().count() == 0
+    assert len(commit.preview_commit(store, run.id).conflicts) == 2
+
+    # Deciding again with an explicit target acknowledges the pattern as it is now.
+    review.decide(store, ids[1], "UPDATE", target_id=patterns[0])
+    review.decide(store, ids[2], "REJECT")
+    commit.commit_run(store, run.id, backup=False)
+    assert Pattern.get_by_id(patterns[0]).revision == 3
+
+
+def test_commit_then_undo_restores_the_database_logically(store: Store) -> None:
+    patterns, run, ids = _mixed_run(store)
+    before = logical_dump(store)
+    summary = commit.commit_run(store, run.id, backup=False)
+    assert logical_dump(store) != before
+    undo = commit.undo_changeset(store, summary.id, actor="carol")
+    assert logical_dump(store) == before
+    assert undo.kind == "undo" and undo.undoes_id == summary.id and undo.actor == "carol"
+    assert Changeset.get_by_id(summary.id).undone_by_id == undo.id
+    assert [s.id for s in commit.history(store)] == [undo.id, summary.id]
+    assert commit.history(store)[1].undone_by_id == undo.id
+
+    with pytest.raises(CuratorError, match="already undone"):
+        commit.undo_changeset(store, summary.id)
+    with pytest.raises(CuratorError, match="only commits can be undone"):
+        commit.undo_changeset(store, undo.id)
+    with pytest.raises(CuratorError, match="no changeset 999"):
+        commit.undo_changeset(store, 999)
+
+    # The run is staged again with its decisions: it can be committed once more.
+    again = commit.commit_run(store, run.id, backup=False)
+    assert again.counts["ADD"] == 1
+    assert Pattern.get_by_id(patterns[0]).importance == pytest.approx(0.9)
+
+
+def test_undo_is_refused_when_rows_changed_later(store: Store) -> None:
+    patterns, run, _ = _mixed_run(store)
+    first = commit.commit_run(store, run.id, backup=False)
+    # A later run updates the same pattern again.
+    later = make_staged_run(store, [{"text": MORNING + " Keep it brief.", "importance": 0.95}])
+    (cid,) = candidate_ids(later)
+    review.decide(store, cid, "UPDATE", target_id=patterns[0])
+    second = commit.commit_run(store, later.id, backup=False)
+    before = logical_dump(store)
+    with pytest.raises(CuratorError, match=f"pattern {patterns[0]}") as info:
+        commit.undo_changeset(store, first.id)
+    assert "changed since" in str(info.value) and "undo the later changes first" in str(
+        info.value
+    )
+    assert logical_dump(store) == before
+    commit.undo_changeset(store, second.id)
+    commit.undo_changeset(store, first.id)
+    assert Pattern.get_by_id(patterns[0]).importance == pytest.approx(0.4)
+
+
+def test_relabelling_a_source_episode_does_not_block_undo(store: Store) -> None:
+    _, run, ids = _mixed_run(store)
+    summary = commit.commit_run(store, run.id, backup=False)
+    episode = review.get_candidate(store, ids[0]).source_episode_ids[0]
+    labels.relabel(store, [episode], "constitutional")
+    commit.undo_changeset(store, summary.id)
+    restored = Episode.get_by_id(episode)
+    assert restored.distilled_at is None and restored.label == "constitutional"
+
+
+def test_commit_takes_a_backup_first(store: Store) -> None:
+    _, run, _ = _mixed_run(store)
+    summary = commit.commit_run(store, run.id)
+    assert summary.backup is not None
+    backups = list((store.path.parent / "backups").glob("*.sqlite"))
+    assert [str(b) for b in backups] == [summary.backup]
+    assert Changeset.get_by_id(summary.id).summary["backup"] == summary.backup
+    assert commit.history(store)[0].backup == summary.backup
+
+
+def test_disk_full_during_commit_is_a_clear_error_and_applies_nothing(store: Store) -> None:
+    # Enough work that the commit needs new pages.
+    make_patterns(store)
+    run = make_staged_run(
+        store,
+        [{"text": f"{NEW_TEXTS[0]} Variant {i} " + "detail " * 30} for i in range(150)],
+    )
+    review.accept_all(store, run.id)
+    store.db.execute_sql("PRAGMA wal_checkpoint(TRUNCATE)")
+    before = logical_dump(store)
+    pages = store.execute("PRAGMA page_count")[0][0]
+    store.execute(f"PRAGMA max_page_count = {int(pages)}")
+    with pytest.raises(CuratorError) as info:
+        commit.commit_run(store, run.id, backup=False)
+    assert str(info.value).startswith("database or disk is full")
+    assert "nothing changed" in str(info.value) and "\n" not in str(info.value)
+    assert logical_dump(store) == before
+    assert store.integrity_check() == "ok"
+
+    store.execute("PRAGMA max_page_count = 1073741823")
+    summary = commit.commit_run(store, run.id, backup=False)
+    assert summary.counts["ADD"] == 150
+    assert store.integrity_check() == "ok"
+
+
+def test_importance_is_clamped(store: Store) -> None:
+    run = make_staged_run(store, [{"text": NEW_TEXTS[0], "importance": 1.7}])
+    review.accept_all(store, run.id)
+    commit.commit_run(store, run.id, backup=False)
+    added = Pattern.get(Pattern.text == NEW_TEXTS[0])
+    assert added.importance == 1.0 and math.isfinite(added.rank_key)

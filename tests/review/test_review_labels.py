@@ -1,0 +1,79 @@
+"""Relabelling: the human label overrides the model's, both are kept, batches undo."""
+
+from __future__ import annotations
+
+import pytest
+
+from curator.errors import CuratorError
+from curator.pipeline import labels
+from curator.store.db import Store
+from curator.store.models import Episode, LabelEvent
+
+from review.conftest import make_episode
+
+
+def _classified(store: Store, n: int) -> list[int]:
+    return [
+        make_episode(store, model_label="noise", label="noise", label_by="model") for _ in range(n)
+    ]
+
+
+def test_relabel_sets_the_human_label_and_keeps_the_model_one(store: Store) -> None:
+    ids = _classified(store, 3)
+    batch = labels.relabel(store, ids[:2], "constitutional", actor="dana")
+    for episode_id in ids[:2]:
+        e = Episode.get_by_id(episode_id)
+        assert (e.human_label, e.label, e.label_by) == ("constitutional", "constitutional", "human")
+        assert e.model_label == "noise" and e.label_at is not None
+    assert Episode.get_by_id(ids[2]).label == "noise"
+    events = list(LabelEvent.select().order_by(LabelEvent.id))
+    assert [e.episode_id for e in events] == ids[:2]
+    assert {e.batch for e in events} == {batch} and {e.actor for e in events} == {"dana"}
+    assert events[0].before["label"] == "noise" and events[0].after["label"] == "constitutional"
+
+
+def test_clear_falls_back_to_the_model_label(store: Store) -> None:
+    ids = _classified(store, 2)
+    unlabelled = make_episode(store)
+    labels.relabel(store, [*ids, unlabelled], "uncategorized")
+    labels.clear_human_label(store, [ids[0], unlabelled])
+    e = Episode.get_by_id(ids[0])
+    assert (e.human_label, e.label, e.label_by) == (None, "noise", "model")
+    u = Episode.get_by_id(unlabelled)
+    assert (u.human_label, u.label, u.label_by) == (None, None, None)
+    assert Episode.get_by_id(ids[1]).label == "uncategorized"
+
+
+def test_undo_last_relabel_undoes_whole_batches_newest_first(store: Store) -> None:
+    ids = _classified(store, 3)
+    labels.relabel(store, ids, "uncategorized")
+    labels.relabel(store, ids[:1], "constitutional")
+    assert labels.undo_last_relabel(store) == ids[:1]
+    assert Episode.get_by_id(ids[0]).label == "uncategorized"
+    assert labels.undo_last_relabel(store) == sorted(ids)
+    for episode_id in ids:
+        e = Episode.get_by_id(episode_id)
+        assert (e.human_label, e.label, e.label_by) == (None, "noise", "model")
+    assert labels.undo_last_relabel(store) == []
+
+
+def test_undo_puts_the_current_model_label_in_force(store: Store) -> None:
+    (episode_id,) = _classified(store, 1)
+    labels.relabel(store, [episode_id], "constitutional")
+    # A classification run after the relabel changes the model's label only.
+    Episode.update(model_label="uncategorized").where(Episode.id == episode_id).execute()
+    labels.undo_last_relabel(store)
+    e = Episode.get_by_id(episode_id)
+    assert (e.human_label, e.label, e.label_by) == (None, "uncategorized", "model")
+
+
+def test_bad_input_is_refused_without_changes(store: Store) -> None:
+    ids = _classified(store, 1)
+    with pytest.raises(CuratorError, match="unknown label"):
+        labels.relabel(store, ids, "important")
+    with pytest.raises(CuratorError, match="no such episode: 404"):
+        labels.relabel(store, [*ids, 404], "noise")
+    with pytest.raises(CuratorError, match="no episodes"):
+        labels.relabel(store, [], "noise")
+    assert LabelEvent.select().count() == 0
+    assert Episode.get_by_id(ids[0]).human_label is None
