@@ -13,6 +13,7 @@ Conventions shared by all commands:
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from collections.abc import Sequence
 from typing import NoReturn
@@ -60,6 +61,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     except CuratorError as exc:
         ctx.fail(str(exc))
         return exc.exit_code
+    except BrokenPipeError:
+        # The reader went away (e.g. `curator export | head`): not an error worth a message.
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        return 141
     except KeyboardInterrupt:
         ctx.fail("interrupted")
         return 130
