@@ -8,15 +8,13 @@ SQLite's ``data_version`` once a second and reloads the visible pane when it cha
 
 from __future__ import annotations
 
-import importlib
 import json
-import logging
 from datetime import datetime
 from importlib import metadata
 from pathlib import Path
 from typing import Any, Protocol
 
-from PySide6.QtCore import QByteArray, QSettings, Qt, QTimer, Signal
+from PySide6.QtCore import QByteArray, QSettings, Qt, QTimer
 from PySide6.QtGui import QAction, QCloseEvent, QKeySequence
 from PySide6.QtWidgets import (
     QLabel,
@@ -30,6 +28,9 @@ from PySide6.QtWidgets import (
 from curator.errors import CuratorError
 from curator.gui.episodes_pane import EpisodesPane
 from curator.gui.identity_pane import IdentityPane
+from curator.gui.knowledge_pane import KnowledgePane
+from curator.gui.review_pane import ReviewPane
+from curator.gui.runs_pane import RunsPane
 from curator.gui.services import AppServices
 from curator.gui.settings_pane import SettingsPane
 from curator.store.importer import import_file
@@ -47,35 +48,12 @@ def app_version() -> str:
 
 
 
-class PlaceholderPane(QLabel):
-    """TEMPORARY: stands in for a pane whose module cannot be imported yet."""
-
-    status_message = Signal(str)
-    data_changed = Signal()
-
-    def __init__(self, services: AppServices, parent: QWidget | None = None) -> None:
-        super().__init__("This pane is not available in this build.", parent)
-        self.setAlignment(Qt.AlignmentFlag.AlignCenter)
-
-    def refresh(self) -> None:
-        pass
-
-
-def _pane_class(module: str, name: str) -> type[QWidget]:
-    try:
-        found: type[QWidget] = getattr(importlib.import_module(module), name)
-    except ImportError:
-        logging.getLogger(__name__).warning("%s unavailable", module)
-        return PlaceholderPane
-    return found
-
-
 PANES: tuple[tuple[str, str, type[QWidget]], ...] = (
     ("episodesPane", "Episodes", EpisodesPane),
-    ("reviewPane", "Review", _pane_class("curator.gui.review_pane", "ReviewPane")),
-    ("knowledgePane", "Knowledge", _pane_class("curator.gui.knowledge_pane", "KnowledgePane")),
+    ("reviewPane", "Review", ReviewPane),
+    ("knowledgePane", "Knowledge", KnowledgePane),
     ("identityPane", "Identity", IdentityPane),
-    ("runsPane", "Runs", _pane_class("curator.gui.runs_pane", "RunsPane")),
+    ("runsPane", "Runs", RunsPane),
     ("settingsPane", "Settings", SettingsPane),
 )
 
