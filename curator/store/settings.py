@@ -45,5 +45,18 @@ def all_settings(store: Store) -> dict[str, Any]:
 
 
 def set_setting(store: Store, key: str, value: Any) -> None:
+    set_settings(store, {key: value})
+
+
+def set_settings(store: Store, values: dict[str, Any]) -> None:
+    """Save several settings in one transaction: all of them or none.
+
+    ``None`` (e.g. "the demo model", "automatic threads") removes the saved value, so the
+    default applies again (the column cannot hold NULL).
+    """
     with store.write():
-        Setting.insert(key=key, value=value).on_conflict_replace().execute()
+        for key, value in values.items():
+            if value is None:
+                Setting.delete().where(Setting.key == key).execute()
+            else:
+                Setting.insert(key=key, value=value).on_conflict_replace().execute()
