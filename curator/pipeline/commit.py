@@ -50,6 +50,7 @@ from curator.store.models import (
     Pattern,
     PatternEpisode,
     Run,
+    format_utc,
     utcnow,
 )
 from curator.store.settings import get_setting
@@ -383,11 +384,26 @@ class _Recorder:
         return rows
 
 
-def _insert_change_rows(changeset_id: int, rows: list[dict[str, Any]]) -> None:
-    for start in range(0, len(rows), _CHUNK):
-        ChangeRow.insert_many(
-            [dict(row, changeset=changeset_id) for row in rows[start : start + _CHUNK]]
-        ).execute()
+def _insert_change_rows(store: Store, changeset_id: int, rows: list[dict[str, Any]]) -> None:
+    """Bulk insert (thousands of rows per commit: plain executemany, not the query builder).
+
+    The JSON is written exactly as ``JSONField`` writes it, so the models read it back.
+    """
+    field = ChangeRow.key  # any JSONField: the same serialisation for key, before, after
+    store.db.cursor().executemany(
+        'INSERT INTO "change_row" ("changeset_id", "table", "key", "before", "after") '
+        "VALUES (?, ?, ?, ?, ?)",
+        [
+            (
+                changeset_id,
+                row["table"],
+                field.db_value(row["key"]),
+                field.db_value(row["before"]),
+                field.db_value(row["after"]),
+            )
+            for row in rows
+        ],
+    )
 
 
 def _sources(candidate_ids: list[int]) -> dict[int, list[int]]:
@@ -435,21 +451,30 @@ def _apply(store: Store, plan: _Plan, actor: str, backup: Path | None) -> Change
 
     importance: dict[int, float] = {pid: plan.patterns[pid].importance for pid in updated}
     by_id = {c.id: c for c in plan.apply}
+    cursor = store.db.cursor()
+    stamp = format_utc(now)
     for add in plan.preview.adds:
-        pid = Pattern.insert(
-            text=add.text,
-            importance=add.importance,
-            distilled_at=now,
-            rank_key=rank_key(add.importance, now, rate=rate),
-            category=add.category,
-            status="active",
-            revision=1,
-            created_run=run.id,
-            created_at=now,
-            updated_at=now,
-        ).execute()
-        recorder.created("pattern", [(int(pid),)])
-        link(int(pid), add.candidate_id)
+        cursor.execute(
+            'INSERT INTO "pattern" ("text", "importance", "distilled_at", "rank_key", '
+            '"category", "status", "revision", "created_run_id", "updated_run_id", '
+            '"created_at", "updated_at") VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)',
+            (
+                add.text,
+                add.importance,
+                stamp,
+                rank_key(add.importance, now, rate=rate),
+                add.category,
+                "active",
+                1,
+                run.id,
+                None,
+                stamp,
+                stamp,
+            ),
+        )
+        pid = int(cursor.lastrowid or 0)
+        recorder.created("pattern", [(pid,)])
+        link(pid, add.candidate_id)
     for upd in plan.preview.updates:
         importance[upd.pattern_id] = merge_importance(
             importance[upd.pattern_id], _importance(by_id[upd.candidate_id])
@@ -467,13 +492,10 @@ def _apply(store: Store, plan: _Plan, actor: str, backup: Path | None) -> Change
             updated_run=run.id,
             updated_at=now,
         ).where(Pattern.id == pid).execute()
-    for start in range(0, len(new_links), _CHUNK):
-        PatternEpisode.insert_many(
-            [
-                {"pattern": p, "episode": e, "run": run.id}
-                for p, e in new_links[start : start + _CHUNK]
-            ]
-        ).execute()
+    cursor.executemany(
+        'INSERT INTO "pattern_episode" ("pattern_id", "episode_id", "run_id") VALUES (?, ?, ?)',
+        [(p, e, run.id) for p, e in new_links],
+    )
     recorder.created("pattern_episode", new_links)
     for start in range(0, len(episode_ids), _CHUNK):
         Episode.update(distilled_at=now, distilled_run=run.id).where(
@@ -498,7 +520,7 @@ def _apply(store: Store, plan: _Plan, actor: str, backup: Path | None) -> Change
     changeset = Changeset.create(
         run=run.id, kind="commit", actor=actor, created_at=now, summary=summary
     )
-    _insert_change_rows(changeset.id, rows)
+    _insert_change_rows(store, changeset.id, rows)
     return _summary(changeset)
 
 
@@ -591,6 +613,7 @@ def undo_changeset(store: Store, changeset_id: int, actor: str = "human") -> Cha
             undoes=original.id,
         )
         _insert_change_rows(
+            store,
             undo.id,
             [
                 {"table": r.table, "key": r.key, "before": r.after, "after": r.before}

@@ -33,6 +33,7 @@ from typing import Any
 from curator.core.dedup import gate
 from curator.core.quality import QualityGate
 from curator.errors import CuratorError
+from curator.pipeline.commit import explained_write
 from curator.store.db import Store
 from curator.store.models import (
     Candidate,
@@ -463,7 +464,7 @@ def decide(
         raise CuratorError(f"unknown action {action!r}; use one of {', '.join(DECIDE_ACTIONS)}")
     if importance is not None and (math.isnan(importance) or not 0.0 <= importance <= 1.0):
         raise CuratorError(f"importance must be between 0 and 1 (got {importance})")
-    with store.write():
+    with explained_write(store, "decision"):
         candidate = _open_candidate(candidate_id)
         before = decision_state(candidate)
         state = dict(before)
@@ -499,7 +500,7 @@ def accept_all(store: Store, run_id: int, actor: str = "cli --accept-all") -> in
     deleted) stays unreviewed for a person to decide.
     """
     accepted = 0
-    with store.write():
+    with explained_write(store, "accept-all"):
         run = _get_run(run_id)
         if run.status != "staged":
             raise CuratorError(f"run {run_id} is {run.status}, not staged")
@@ -542,7 +543,7 @@ def undo_last_decision(store: Store, run_id: int, actor: str = "human") -> Candi
     Repeated calls walk further back. Decisions of committed candidates are skipped (undo
     the commit for those). Returns the restored candidate, or None when nothing is left.
     """
-    with store.write():
+    with explained_write(store, "undo of the decision"):
         run = _get_run(run_id)
         if run.status != "staged":
             return None
@@ -575,7 +576,7 @@ def record_proposals(store: Store, run_id: int) -> int:
     The audit trail then starts with what the model proposed; these events are not
     decisions and :func:`undo_last_decision` never reverts them.
     """
-    with store.write():
+    with explained_write(store, "proposal record"):
         now = utcnow()
         rows = [
             {
