@@ -1,10 +1,289 @@
-"""Subcommands of the review (registered by curator.cli.build_parser)."""
+"""Review subcommands: review, decide, commit, undo, label, history, backup.
+
+They call the same functions as the desktop window (:mod:`curator.pipeline.review`,
+:mod:`curator.pipeline.commit`, :mod:`curator.pipeline.labels`), so a run can be reviewed
+in the window and committed from a script, or the other way round, on the same database.
+"""
 
 from __future__ import annotations
 
 import argparse
+from pathlib import Path
 from typing import Any
+
+from curator.cli.common import CommandContext
+from curator.errors import CuratorError
+from curator.pipeline import commit as commit_api
+from curator.pipeline import labels as labels_api
+from curator.pipeline import review as review_api
+from curator.store.backup import DEFAULT_KEEP, backup_database
+from curator.store.models import LABELS, Candidate
+from curator.store.snapshot import fk_id
 
 
 def register(subparsers: Any, common: argparse.ArgumentParser) -> None:
-    """Add this module's subcommands (none yet)."""
+    """Add the review subcommands."""
+    p = subparsers.add_parser(
+        "review",
+        parents=[common],
+        help="list a staged run's candidates with their proposals",
+        description="List the candidates of RUN with the pipeline's proposals and the "
+        "decisions so far. --accept-all accepts every unreviewed proposal.",
+    )
+    p.add_argument("run", type=int, metavar="RUN")
+    p.add_argument("--accept-all", action="store_true", help="accept every unreviewed proposal")
+    p.set_defaults(handler=cmd_review)
+
+    p = subparsers.add_parser(
+        "decide",
+        parents=[common],
+        help="decide one candidate (ACCEPT, SKIP, UPDATE, ADD, REJECT)",
+        description="ACCEPT takes the proposal as is; SKIP and UPDATE take --target or the "
+        "proposed pattern; --text edits the text (re-checked and re-matched), --importance "
+        "sets the importance (0..1).",
+    )
+    p.add_argument("run", type=int, metavar="RUN")
+    p.add_argument("candidate", type=int, metavar="CANDIDATE")
+    p.add_argument("action", metavar="ACTION", help=", ".join(review_api.DECIDE_ACTIONS))
+    p.add_argument("--target", type=int, default=None, metavar="PATTERN_ID")
+    p.add_argument("--text", default=None)
+    p.add_argument("--importance", type=float, default=None)
+    p.set_defaults(handler=cmd_decide)
+
+    p = subparsers.add_parser(
+        "commit",
+        parents=[common],
+        help="apply a reviewed run to Knowledge (one transaction, undoable)",
+        description="Exit code 1 when candidates are unreviewed or conflict with changes "
+        "made since the review; nothing is applied then.",
+    )
+    p.add_argument("run", type=int, metavar="RUN")
+    p.add_argument(
+        "--reviewed-only", action="store_true", help="commit the reviewed candidates only"
+    )
+    p.add_argument("--no-backup", action="store_true", help="skip the backup before committing")
+    p.add_argument("--preview", action="store_true", help="show what would change; write nothing")
+    p.set_defaults(handler=cmd_commit)
+
+    p = subparsers.add_parser("undo", parents=[common], help="undo a commit (by changeset id)")
+    p.add_argument("changeset", type=int, metavar="CHANGESET")
+    p.set_defaults(handler=cmd_undo)
+
+    p = subparsers.add_parser(
+        "label",
+        parents=[common],
+        help="relabel episodes (a human label overrides the model's)",
+        description=f"curator label EPISODE... LABEL (LABEL: {', '.join(LABELS)}); "
+        "curator label --clear EPISODE... drops the human label; "
+        "curator label --undo undoes the last relabel.",
+    )
+    p.add_argument("items", nargs="*", metavar="EPISODE... LABEL")
+    p.add_argument("--clear", action="store_true", help="back to the model's label")
+    p.add_argument("--undo", action="store_true", help="undo the last relabel")
+    p.set_defaults(handler=cmd_label)
+
+    p = subparsers.add_parser("history", parents=[common], help="list commits and undos")
+    p.add_argument("--limit", type=int, default=100)
+    p.set_defaults(handler=cmd_history)
+
+    p = subparsers.add_parser("backup", parents=[common], help="back up the database now")
+    p.add_argument("--keep", type=int, default=DEFAULT_KEEP, metavar="N")
+    p.add_argument("--dir", default=None, metavar="DIR", help="default: <db dir>/backups")
+    p.set_defaults(handler=cmd_backup)
+
+
+def _candidate_line(v: review_api.CandidateView) -> str:
+    proposal = v.proposed_action
+    if v.proposed_target_id is not None:
+        proposal += f" #{v.proposed_target_id} ({v.proposed_ratio:.2f})"
+    decision = v.action or "-"
+    if v.action in review_api.TARGETED and v.target_id is not None:
+        decision += f" #{v.target_id}"
+    text = " ".join(v.effective_text.split())
+    if len(text) > 70:
+        text = text[:69] + "…"
+    return (
+        f"{v.id:>6}  {v.ordinal:>4}  {proposal:<22} {decision:<14} "
+        f"{v.effective_importance:.2f}  {text}"
+    )
+
+
+def cmd_review(ctx: CommandContext) -> int:
+    store = ctx.store
+    run_id = ctx.args.run
+    accepted = None
+    if ctx.args.accept_all:
+        accepted = review_api.accept_all(store, run_id)
+    views = review_api.list_candidates(store, run_id)
+    progress = review_api.review_progress(store, run_id)
+    doc: dict[str, Any] = {
+        "run_id": run_id,
+        "progress": progress.to_json(),
+        "candidates": [v.to_json() for v in views],
+    }
+    if accepted is not None:
+        doc["accepted"] = accepted
+
+    def human() -> str:
+        lines = []
+        if accepted is not None:
+            lines.append(f"accepted {accepted} proposal(s)")
+        lines.append(f"{'ID':>6}  {'#':>4}  {'PROPOSAL':<22} {'DECISION':<14} IMP   TEXT")
+        lines += [_candidate_line(v) for v in views]
+        lines.append(
+            f"{progress.reviewed}/{progress.total} reviewed"
+            + (f" ({progress.unreviewed} to go)" if progress.unreviewed else "")
+        )
+        return "\n".join(lines)
+
+    ctx.emit(doc, human)
+    return 0
+
+
+def cmd_decide(ctx: CommandContext) -> int:
+    store = ctx.store
+    row = Candidate.get_or_none(Candidate.id == ctx.args.candidate)
+    if row is None or fk_id(row, "run") != ctx.args.run:
+        raise CuratorError(f"run {ctx.args.run} has no candidate {ctx.args.candidate}")
+    view = review_api.decide(
+        store,
+        ctx.args.candidate,
+        ctx.args.action,
+        target_id=ctx.args.target,
+        text=ctx.args.text,
+        importance=ctx.args.importance,
+    )
+
+    def human() -> str:
+        line = f"candidate {view.id}: {view.action}"
+        if view.action in review_api.TARGETED and view.target_id is not None:
+            line += f" pattern {view.target_id}"
+        if view.final_text is not None and view.rematch_action is not None:
+            line += f" (edited text re-matches as {view.rematch_action})"
+        if view.quality_reasons:
+            line += f"; quality gate: {'; '.join(view.quality_reasons)}"
+        return line
+
+    ctx.emit(view.to_json(), human)
+    return 0
+
+
+def cmd_commit(ctx: CommandContext) -> int:
+    store = ctx.store
+    if ctx.args.preview:
+        preview = commit_api.preview_commit(
+            store, ctx.args.run, reviewed_only=ctx.args.reviewed_only
+        )
+        counts = preview.counts()
+        ctx.emit(
+            preview.to_json(),
+            ", ".join(f"{n} {name}" for name, n in counts.items())
+            + "".join(f"\nconflict: {c.describe()}" for c in preview.conflicts),
+        )
+        return 1 if preview.conflicts else 0
+    summary = commit_api.commit_run(
+        store,
+        ctx.args.run,
+        reviewed_only=ctx.args.reviewed_only,
+        backup=not ctx.args.no_backup,
+    )
+    counts = summary.counts
+
+    def human() -> str:
+        parts = ", ".join(f"{counts.get(a, 0)} {a}" for a in ("ADD", "UPDATE", "SKIP", "REJECT"))
+        text = f"committed run {summary.run_id} as changeset {summary.id}: {parts}"
+        if counts.get("unreviewed"):
+            text += f"; {counts['unreviewed']} left unreviewed"
+        if summary.backup:
+            text += f"\nbackup: {summary.backup}"
+        return text
+
+    ctx.emit(summary.to_json(), human)
+    return 0
+
+
+def cmd_undo(ctx: CommandContext) -> int:
+    summary = commit_api.undo_changeset(ctx.store, ctx.args.changeset)
+    ctx.emit(
+        summary.to_json(),
+        f"undid changeset {summary.undoes_id} (changeset {summary.id}, "
+        f"{summary.counts.get('rows', 0)} rows restored)",
+    )
+    return 0
+
+
+def cmd_label(ctx: CommandContext) -> int:
+    store = ctx.store
+    items: list[str] = list(ctx.args.items)
+    if ctx.args.undo:
+        if items or ctx.args.clear:
+            raise CuratorError("--undo takes no episodes")
+        ids = labels_api.undo_last_relabel(store)
+        ctx.emit(
+            {"undone": ids},
+            f"restored the labels of {len(ids)} episode(s)" if ids else "nothing to undo",
+        )
+        return 0
+    if ctx.args.clear:
+        episode_ids = _episode_ids(items)
+        batch = labels_api.clear_human_label(store, episode_ids)
+        ctx.emit(
+            {"batch": batch, "episodes": episode_ids, "label": None},
+            f"cleared the human label of {len(episode_ids)} episode(s)",
+        )
+        return 0
+    if len(items) < 2:
+        raise CuratorError("give one or more episode ids and then a label")
+    label = items[-1]
+    episode_ids = _episode_ids(items[:-1])
+    batch = labels_api.relabel(store, episode_ids, label)
+    ctx.emit(
+        {"batch": batch, "episodes": episode_ids, "label": label},
+        f"labelled {len(episode_ids)} episode(s) {label}",
+    )
+    return 0
+
+
+def _episode_ids(items: list[str]) -> list[int]:
+    if not items:
+        raise CuratorError("give one or more episode ids")
+    ids = []
+    for item in items:
+        try:
+            ids.append(int(item))
+        except ValueError:
+            raise CuratorError(f"not an episode id: {item!r}") from None
+    return ids
+
+
+def cmd_history(ctx: CommandContext) -> int:
+    if ctx.args.limit < 1:
+        raise CuratorError("--limit must be at least 1")
+    rows = commit_api.history(ctx.store, limit=ctx.args.limit)
+
+    def human() -> str:
+        if not rows:
+            return "no changesets yet"
+        lines = []
+        for s in rows:
+            state = ""
+            if s.undone_by_id is not None:
+                state = f" (undone by {s.undone_by_id})"
+            elif s.undoes_id is not None:
+                state = f" (undoes {s.undoes_id})"
+            counts = " ".join(f"{k}={v}" for k, v in s.counts.items() if v)
+            lines.append(
+                f"{s.id:>5}  {s.created_at:%Y-%m-%d %H:%M:%S}  {s.kind:<6} run {s.run_id}  "
+                f"{s.actor}  {counts}{state}"
+            )
+        return "\n".join(lines)
+
+    ctx.emit({"changesets": [s.to_json() for s in rows]}, human)
+    return 0
+
+
+def cmd_backup(ctx: CommandContext) -> int:
+    folder = Path(ctx.args.dir).expanduser() if ctx.args.dir else None
+    path = backup_database(ctx.store, folder, keep=ctx.args.keep)
+    ctx.emit({"backup": str(path)}, f"backup: {path}")
+    return 0
