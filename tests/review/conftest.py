@@ -89,13 +89,19 @@ def make_staged_run(store: Store, candidates: Sequence[dict[str, Any]]) -> Run:
     with store.write():
         run = Run.create(kind="distill", status="staged")
         active = list(Pattern.select().where(Pattern.status == "active").order_by(Pattern.id))
-        texts = [c["text"] for c in candidates]
-        decisions = gate(texts, [p.text for p in active])
-        for ordinal, (spec, decision) in enumerate(zip(candidates, decisions, strict=True)):
+        unforced = [c["text"] for c in candidates if "action" not in c]
+        gated = iter(gate(unforced, [p.text for p in active]) if unforced else [])
+        for ordinal, spec in enumerate(candidates):
             target: int | None
             if "action" in spec:
                 action, target, ratio = spec["action"], spec.get("target"), spec.get("ratio", 0.0)
-            elif decision.target is not None and decision.target < len(active):
+                revision = None
+                if target is not None:
+                    revision = Pattern.get_by_id(target).revision
+                _add_candidate(store, run, ordinal, spec, action, target, ratio, revision)
+                continue
+            decision = next(gated)
+            if decision.target is not None and decision.target < len(active):
                 action, target = decision.action, active[decision.target].id
                 ratio = decision.ratio
             else:
@@ -103,23 +109,36 @@ def make_staged_run(store: Store, candidates: Sequence[dict[str, Any]]) -> Run:
             revision = None
             if target is not None:
                 revision = Pattern.get_by_id(target).revision
-            candidate = Candidate.create(
-                run=run.id,
-                ordinal=ordinal,
-                text=spec["text"],
-                importance=spec.get("importance", 0.5),
-                category=spec.get("category", "uncategorized"),
-                proposed_action=action,
-                proposed_target=target,
-                proposed_ratio=ratio,
-                target_revision=revision,
-            )
-            episodes = spec.get("episodes")
-            if episodes is None:
-                episodes = [make_episode(store)]
-            for episode_id in episodes:
-                CandidateEpisode.create(candidate=candidate.id, episode=episode_id)
+            _add_candidate(store, run, ordinal, spec, action, target, ratio, revision)
     return run
+
+
+def _add_candidate(
+    store: Store,
+    run: Run,
+    ordinal: int,
+    spec: dict[str, Any],
+    action: str,
+    target: int | None,
+    ratio: float,
+    revision: int | None,
+) -> None:
+    candidate = Candidate.create(
+        run=run.id,
+        ordinal=ordinal,
+        text=spec["text"],
+        importance=spec.get("importance", 0.5),
+        category=spec.get("category", "uncategorized"),
+        proposed_action=action,
+        proposed_target=target,
+        proposed_ratio=ratio,
+        target_revision=revision,
+    )
+    episodes = spec.get("episodes")
+    if episodes is None:
+        episodes = [make_episode(store)]
+    for episode_id in episodes:
+        CandidateEpisode.create(candidate=candidate.id, episode=episode_id)
 
 
 def candidate_ids(run: Run) -> list[int]:

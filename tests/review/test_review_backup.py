@@ -16,7 +16,6 @@ from curator.store.backup import (
 )
 from curator.store.db import Store
 from curator.store.models import Pattern
-
 from review.conftest import make_patterns
 
 

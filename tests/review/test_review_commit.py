@@ -12,15 +12,14 @@ from curator.pipeline import commit, labels, review
 from curator.store.db import Store
 from curator.store.models import (
     Candidate,
-    Changeset,
     ChangeRow,
+    Changeset,
     Episode,
     Pattern,
     PatternEpisode,
     Run,
 )
 from curator.store.snapshot import logical_dump
-
 from review.conftest import (
     PATTERN_TEXTS,
     candidate_ids,
@@ -85,9 +84,7 @@ def test_commit_applies_every_decision(store: Store) -> None:
     assert not Pattern.select().where(Pattern.text == NEW_TEXTS[1]).exists()
 
     links = {(pe.pattern_id, pe.episode_id, pe.run_id) for pe in PatternEpisode.select()}
-    sources = {
-        cid: set(review.get_candidate(store, cid).source_episode_ids) for cid in ids
-    }
+    sources = {cid: set(review.get_candidate(store, cid).source_episode_ids) for cid in ids}
     expected = {(added.id, e, run.id) for e in sources[ids[0]]}
     expected |= {(patterns[0], e, run.id) for e in sources[ids[1]]}
     expected |= {(patterns[1], e, run.id) for e in sources[ids[2]]}
@@ -156,7 +153,7 @@ def test_pattern_edited_after_staging_is_a_conflict_and_nothing_is_applied(store
 
 
 def test_commit_then_undo_restores_the_database_logically(store: Store) -> None:
-    patterns, run, ids = _mixed_run(store)
+    patterns, run, _ = _mixed_run(store)
     before = logical_dump(store)
     summary = commit.commit_run(store, run.id, backup=False)
     assert logical_dump(store) != before
@@ -191,9 +188,7 @@ def test_undo_is_refused_when_rows_changed_later(store: Store) -> None:
     before = logical_dump(store)
     with pytest.raises(CuratorError, match=f"pattern {patterns[0]}") as info:
         commit.undo_changeset(store, first.id)
-    assert "changed since" in str(info.value) and "undo the later changes first" in str(
-        info.value
-    )
+    assert "changed since" in str(info.value) and "undo the later changes first" in str(info.value)
     assert logical_dump(store) == before
     commit.undo_changeset(store, second.id)
     commit.undo_changeset(store, first.id)

@@ -8,7 +8,6 @@ from curator.errors import CuratorError
 from curator.pipeline import review
 from curator.store.db import Store
 from curator.store.models import Candidate, DecisionEvent, Pattern
-
 from review.conftest import PATTERN_TEXTS, candidate_ids, make_patterns, make_staged_run
 
 NEW_TEXT = "Summaries for the design team should include one screenshot per change."

@@ -8,7 +8,6 @@ from curator.errors import CuratorError
 from curator.pipeline import labels
 from curator.store.db import Store
 from curator.store.models import Episode, LabelEvent
-
 from review.conftest import make_episode
 
 
