@@ -15,7 +15,9 @@ Decisions made here (see the README of the review):
 - The episodes marked distilled (``distilled_at``/``distilled_run``) are the source
   episodes of the candidates this commit applies, REJECTed ones included: a person has
   reviewed what they yield. With ``reviewed_only`` the episodes of the candidates left
-  unreviewed stay undistilled until the rest is committed.
+  unreviewed stay undistilled until the rest is committed. The commit that completes a
+  run also marks the episodes listed in ``Run.stats["episode_ids"]`` (batches that
+  yielded no candidate), so they are not distilled again and again.
 - A run becomes ``committed`` when no unreviewed candidate is left; after a partial
   (``reviewed_only``) commit it stays ``staged`` so the rest can be reviewed and committed.
 - UPDATE keeps the pattern's text and ``distilled_at`` and raises the importance to the
@@ -305,9 +307,9 @@ def _check_target(c: Candidate, patterns: dict[int, Pattern]) -> Conflict | None
     expected = _expected_revision(c)
     target = fk_id(c, "target")
     if target is None:
-        if expected is not None or c.action == "UPDATE":
+        if c.action == "UPDATE":
             return Conflict(c.id, None, "its target pattern was deleted")
-        return None
+        return None  # a SKIP with nothing to link (a duplicate within the run)
     p = patterns.get(target)
     if p is None:
         return Conflict(c.id, target, f"pattern {target} was deleted")
@@ -426,10 +428,15 @@ def _apply(store: Store, plan: _Plan, actor: str, backup: Path | None) -> Change
     recorder = _Recorder(store)
     candidate_ids = [c.id for c in plan.apply]
     sources = _sources(candidate_ids)
-    episode_ids = sorted({e for eids in sources.values() for e in eids})
+    episode_ids = {e for eids in sources.values() for e in eids}
+    if not plan.preview.unreviewed:
+        # The run is done: every episode it processed counts as distilled, including the
+        # batches that yielded no candidate (the pipeline lists them in its stats).
+        listed = (run.stats or {}).get("episode_ids") or []
+        episode_ids.update(int(e) for e in listed)
     recorder.existing("run", [(run.id,)])
     recorder.existing("candidate", [(cid,) for cid in candidate_ids])
-    recorder.existing("episode", [(eid,) for eid in episode_ids])
+    recorder.existing("episode", [(eid,) for eid in sorted(episode_ids)])
     updated = sorted({u.pattern_id for u in plan.preview.updates})
     recorder.existing("pattern", [(pid,) for pid in updated])
 
@@ -497,9 +504,10 @@ def _apply(store: Store, plan: _Plan, actor: str, backup: Path | None) -> Change
         [(p, e, run.id) for p, e in new_links],
     )
     recorder.created("pattern_episode", new_links)
-    for start in range(0, len(episode_ids), _CHUNK):
+    ordered = sorted(episode_ids)
+    for start in range(0, len(ordered), _CHUNK):
         Episode.update(distilled_at=now, distilled_run=run.id).where(
-            Episode.id.in_(episode_ids[start : start + _CHUNK])
+            Episode.id.in_(ordered[start : start + _CHUNK])
         ).execute()
     for start in range(0, len(candidate_ids), _CHUNK):
         Candidate.update(state="applied").where(

@@ -17,6 +17,10 @@ the reviewer's basis is the pattern as it is *now*: its revision at decision tim
 in ``Candidate.decision_target_revision`` and checked instead. Deciding again with an
 explicit target is therefore how a reviewer resolves a conflict.
 
+A proposal to SKIP or UPDATE an earlier candidate of the same run (the pipeline leaves
+its target empty: it is not a pattern yet) is accepted as a SKIP with nothing to link, so
+a text is never added twice; UPDATE needs a pattern and is refused without one.
+
 Every write goes through ``store.write()`` (one ``BEGIN IMMEDIATE`` transaction) and
 reads the candidate inside it, so two reviewers (window and command line) never act on a
 state the other has just changed, and never fail on a lock upgrade.
@@ -417,10 +421,18 @@ def _resolve(
         else:
             chosen, basis = fk_id(candidate, "proposed_target"), "proposal"
         if chosen is None:
-            raise CuratorError(
-                f"candidate {candidate.id}: {action} needs a target pattern "
-                "(the proposed one no longer exists); choose one"
+            within_run = final_text is None and candidate.target_revision is None
+            if action == "UPDATE" and not (verb == "ACCEPT" and within_run):
+                gone = "the proposed one no longer exists" if not within_run else "none proposed"
+                raise CuratorError(
+                    f"candidate {candidate.id}: UPDATE needs a target pattern ({gone}); choose one"
+                )
+            # A duplicate with nothing to link: of an earlier candidate of the same run
+            # (not a pattern yet), or of a pattern deleted since. Nothing is added twice.
+            state.update(
+                action="SKIP", target_id=None, target_ratio=None, decision_target_revision=None
             )
+            return
         pattern = _active_pattern(chosen)
         if chosen == p_target and p_ratio is not None:
             ratio = float(p_ratio)

@@ -246,3 +246,44 @@ def test_importance_is_clamped(store: Store) -> None:
     commit.commit_run(store, run.id, backup=False)
     added = Pattern.get(Pattern.text == NEW_TEXTS[0])
     assert added.importance == 1.0 and math.isfinite(added.rank_key)
+
+
+def test_completing_commit_marks_every_episode_the_run_processed(store: Store) -> None:
+    run = make_staged_run(store, [{"text": NEW_TEXTS[0]}, {"text": NEW_TEXTS[1]}])
+    idle = [make_episode(store) for _ in range(2)]  # batches that yielded no candidate
+    Run.update(stats={"episode_ids": idle}).where(Run.id == run.id).execute()
+    first, second = candidate_ids(run)
+    review.decide(store, first, "ACCEPT")
+    before = logical_dump(store)
+    partial = commit.commit_run(store, run.id, reviewed_only=True, backup=False)
+    assert all(Episode.get_by_id(e).distilled_at is None for e in idle)
+    review.decide(store, second, "REJECT")
+    final = commit.commit_run(store, run.id, backup=False)
+    assert {Episode.get_by_id(e).distilled_run_id for e in idle} == {run.id}
+    commit.undo_changeset(store, final.id)
+    assert all(Episode.get_by_id(e).distilled_at is None for e in idle)
+    commit.undo_changeset(store, partial.id)
+    assert logical_dump(store) | {"candidate": []} == before | {"candidate": []}
+
+
+def test_empty_staged_run_commits(store: Store) -> None:
+    idle = [make_episode(store)]
+    run = make_staged_run(store, [])
+    Run.update(stats={"episode_ids": idle}).where(Run.id == run.id).execute()
+    summary = commit.commit_run(store, run.id, backup=False)
+    assert summary.counts["ADD"] == 0 and Run.get_by_id(run.id).status == "committed"
+    assert Episode.get_by_id(idle[0]).distilled_run_id == run.id
+
+
+def test_undone_add_makes_a_later_proposal_on_it_a_conflict(store: Store) -> None:
+    run = make_staged_run(store, [{"text": NEW_TEXTS[0], "importance": 0.4}])
+    review.accept_all(store, run.id)
+    first = commit.commit_run(store, run.id, backup=False)
+    added = Pattern.get(Pattern.text == NEW_TEXTS[0]).id
+    later = make_staged_run(store, [{"text": NEW_TEXTS[0] + " Indeed.", "importance": 0.9}])
+    (cid,) = candidate_ids(later)
+    assert review.get_candidate(store, cid).proposed_target_id == added
+    review.accept_all(store, later.id)
+    commit.undo_changeset(store, first.id)  # deletes the pattern the later run targets
+    with pytest.raises(ConflictError, match=f"candidate {cid} .*deleted"):
+        commit.commit_run(store, later.id, backup=False)

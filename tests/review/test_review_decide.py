@@ -80,7 +80,7 @@ def test_overrides_with_targets(store: Store) -> None:
     assert view.action == "REJECT" and view.target_id is None
 
     with pytest.raises(CuratorError, match="needs a target"):
-        review.decide(store, ids[0], "SKIP")  # proposal ADD: there is no target to default to
+        review.decide(store, ids[0], "UPDATE")  # proposal ADD: there is no target to default to
     with pytest.raises(CuratorError, match="takes no target"):
         review.decide(store, ids[0], "ADD", target_id=patterns[0])
     with pytest.raises(CuratorError, match="unknown action"):
@@ -178,3 +178,30 @@ def test_unknown_ids_are_clear_errors(store: Store) -> None:
         review.decide(store, 99, "ACCEPT")
     with pytest.raises(CuratorError, match="no run 7"):
         review.list_candidates(store, 7)
+
+
+def test_duplicates_within_the_run_and_deleted_targets(store: Store) -> None:
+    patterns = make_patterns(store)
+    run = make_staged_run(
+        store,
+        [
+            {"text": NEW_TEXT, "action": "ADD"},
+            # The pipeline's match with an earlier candidate of the same run: no pattern yet.
+            {"text": NEW_TEXT + " Always.", "action": "UPDATE", "ratio": 0.9},
+            {"text": NEW_TEXT + " Twice.", "action": "SKIP", "ratio": 0.97},
+            {"text": PATTERN_TEXTS[2] + " Really.", "action": "UPDATE", "target": patterns[2]},
+        ],
+    )
+    ids = candidate_ids(run)
+    Pattern.delete().where(Pattern.id == patterns[2]).execute()  # its target is gone
+    view = review.decide(store, ids[1], "ACCEPT")
+    assert (view.action, view.target_id) == ("SKIP", None)  # nothing is added twice
+    with pytest.raises(CuratorError, match="needs a target pattern"):
+        review.decide(store, ids[1], "UPDATE")
+    with pytest.raises(CuratorError, match="no longer exists"):
+        review.decide(store, ids[3], "ACCEPT")
+    assert review.accept_all(store, run.id) == 2  # the ADD and the SKIP; not the stale one
+    assert review.get_candidate(store, ids[2]).action == "SKIP"
+    assert review.get_candidate(store, ids[3]).action is None
+    view = review.decide(store, ids[3], "UPDATE", target_id=patterns[1])
+    assert view.target_id == patterns[1]
