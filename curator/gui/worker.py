@@ -31,6 +31,7 @@ from typing import Any
 from PySide6.QtCore import QCoreApplication, QObject, QThread, Signal, Slot
 
 from curator.errors import CuratorError
+from curator.pipeline.progress import TaskState
 from curator.store.db import Store
 
 log = logging.getLogger(__name__)
@@ -102,7 +103,7 @@ class _Engine(QObject):
     # -- slots (queued from the GUI thread) -------------------------------------------------
 
     @Slot(str, object, object)
-    def run(self, kind: str, limit: object, state: object) -> None:
+    def run(self, kind: str, limit: int | None, state: TaskState) -> None:
         """Run ``kind`` ("classify" | "distill") with the shared ``TaskState``."""
         self._tokens.clear()
         self._last_progress = None
@@ -249,8 +250,6 @@ class LlmWorker(QObject):
         return self._start("distill", limit)
 
     def _start(self, kind: str, limit: int | None) -> bool:
-        from curator.pipeline.progress import TaskState
-
         if self._busy or not self.running:
             return False
         self._state = TaskState(on_progress=self._engine_progress, on_token=self._engine_token)
