@@ -1,0 +1,124 @@
+"""What the pipeline needs from a language model, independent of llama.cpp.
+
+Every prompt is split in two: a constant ``prefix`` (already rendered with the chat
+template: system turn plus the instructions that open the user turn) and a variable
+``item`` (the episode or the batch) that comes last. The backend appends the item, closes
+the user turn and opens the assistant turn itself. Keeping the prefix constant lets the
+backend reuse the KV cache of the prefix from one call to the next, which is most of the
+cost of classifying short episodes one at a time.
+
+An item too long for the context is truncated *by tokens* (its head and tail are kept)
+and the result says so, so the pipeline can record it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Protocol, runtime_checkable
+
+TokenCallback = Callable[[str], None]
+StopCheck = Callable[[], bool]
+
+
+@dataclass
+class BackendSettings:
+    """How to load the model (the saved settings of the same names, overridable per run)."""
+
+    model_path: Path
+    n_gpu_layers: int = -1  # all layers; a CPU-only build ignores it
+    n_ctx: int = 4096
+    n_threads: int | None = None  # None: llama.cpp's choice
+    flash_attn: bool = False
+    seed: int = 42
+    temperature: float = 0.0
+
+
+@dataclass(frozen=True)
+class Completion:
+    """The result of one generation call.
+
+    ``stop_reason`` is ``"stop"`` (end of turn, or the grammar completed), ``"length"``
+    (hit ``max_tokens``) or ``"cancelled"`` (``should_stop`` returned true).
+    ``cached_tokens`` is how many prompt tokens were served from the KV cache.
+    """
+
+    text: str
+    tokens_in: int
+    tokens_out: int
+    cached_tokens: int
+    seconds: float
+    stop_reason: str
+    truncated: bool = False
+    item_tokens: int = 0
+
+    @property
+    def tokens_per_s(self) -> float:
+        return self.tokens_out / self.seconds if self.seconds > 0 else 0.0
+
+
+@dataclass(frozen=True)
+class LabelScores:
+    """The scoring of a fixed set of labels after one prompt.
+
+    ``logprobs`` are the model's log-probabilities of each label's full token sequence
+    as the assistant's answer; ``probabilities`` is their softmax over the labels only
+    (they sum to 1), and ``confidence`` is the chosen label's share.
+    """
+
+    label: str
+    confidence: float
+    probabilities: dict[str, float]
+    tokens_in: int
+    cached_tokens: int
+    seconds: float
+    logprobs: dict[str, float] = field(default_factory=dict)
+    truncated: bool = False
+    item_tokens: int = 0
+
+
+@runtime_checkable
+class Backend(Protocol):
+    """A loaded model. Implementations are used from one thread at a time."""
+
+    @property
+    def n_ctx(self) -> int:
+        """The context size in tokens (prompt plus output must fit)."""
+        ...
+
+    def tokenize(self, text: str) -> list[int]:
+        """Tokens of plain text (no special tokens parsed, no BOS added)."""
+        ...
+
+    def chat_prefix(self, system: str, user_start: str) -> str:
+        """The constant prompt part rendered with the model's chat template."""
+        ...
+
+    def complete(
+        self,
+        prefix: str,
+        item: str = "",
+        *,
+        max_tokens: int,
+        grammar: str | None = None,
+        on_token: TokenCallback | None = None,
+        should_stop: StopCheck | None = None,
+        temperature: float | None = None,
+        seed: int | None = None,
+        repeat_penalty: float = 1.0,
+    ) -> Completion:
+        """Generate the assistant's answer to ``prefix + item``.
+
+        Streams each piece of text to ``on_token``; checks ``should_stop`` between tokens
+        (and between prompt chunks) and returns early with ``stop_reason="cancelled"``.
+        ``grammar`` is GBNF text: the output is then guaranteed to match it unless it was
+        cut by ``max_tokens`` or a cancel. ``repeat_penalty`` > 1 discourages the loops
+        small models fall into in free text (leave it at 1 with a grammar: it would
+        penalise the JSON punctuation).
+        """
+        ...
+
+    def classify(self, prefix: str, item: str, labels: Sequence[str]) -> LabelScores:
+        """Score each label as the complete answer and choose the most probable one."""
+        ...

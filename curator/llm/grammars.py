@@ -1,0 +1,73 @@
+"""GBNF grammars that make the structured steps parse every time.
+
+llama.cpp masks every token that would leave the grammar, so the output is a valid JSON
+array by construction. Two more guarantees are built in:
+
+* termination: every repetition is bounded, and the bounds are derived from the token
+  budget so that even at one character per token the whole array (closing bracket
+  included) fits in ``max_tokens``; a small model can therefore not ramble past the end
+  and leave an unclosed array;
+* exact length: the importance grammar is generated for the given N and accepts exactly
+  N numbers, so scores can never be misaligned with the patterns.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+MAX_ITEMS = 12
+MAX_ITEM_CHARS = 300
+MIN_ITEM_CHARS = 120
+_WS_MAX = 4  # whitespace characters allowed around one separator
+
+
+def literal(text: str) -> str:
+    """``text`` as a GBNF string literal."""
+    escaped = (
+        text.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n").replace("\t", "\\t")
+    )
+    return f'"{escaped}"'
+
+
+def label_grammar(labels: Sequence[str]) -> str:
+    """Exactly one of the labels (used only by the naive baseline of the benchmark)."""
+    return "root ::= " + " | ".join(literal(label) for label in labels) + "\n"
+
+
+def string_array_bounds(max_tokens: int) -> tuple[int, int]:
+    """(most items, most characters per item) whose worst case fits ``max_tokens``.
+
+    Worst case counts one token per character: brackets, and per item its characters,
+    two quotes, a comma and the allowed whitespace.
+    """
+    budget = max(16, max_tokens) - 2 - 2 * _WS_MAX
+    per_item_overhead = 3 + _WS_MAX
+    for items in range(MAX_ITEMS, 0, -1):
+        chars = min(MAX_ITEM_CHARS, budget // items - per_item_overhead)
+        if chars >= MIN_ITEM_CHARS:
+            return items, chars
+    return 1, max(1, min(MAX_ITEM_CHARS, budget - per_item_overhead))
+
+
+def string_array_grammar(max_tokens: int) -> str:
+    """A JSON array of 1..K non-empty strings that always closes within ``max_tokens``."""
+    items, chars = string_array_bounds(max_tokens)
+    more = f"(\",\" ws item){{0,{items - 1}}}" if items > 1 else ""
+    return (
+        f'root ::= "[" ws item {more} ws "]"\n'
+        f'item ::= "\\"" char{{1,{chars}}} "\\""\n'
+        'char ::= [^"\\\\\\x7F\\x00-\\x1F] | "\\\\" ["\\\\/nt]\n'
+        f"ws ::= [ \\n]{{0,{_WS_MAX}}}\n"
+    )
+
+
+def number_array_grammar(n: int) -> str:
+    """A JSON array of exactly ``n`` numbers in [0, 1] with at most three decimals."""
+    if n < 1:
+        raise ValueError("n must be at least 1")
+    more = f' ("," ws num){{{n - 1}}}' if n > 1 else ""
+    return (
+        f'root ::= "[" ws num{more} ws "]"\n'
+        'num ::= "0" ("." [0-9]{1,3})? | "1" ("." "0"{1,3})?\n'
+        f"ws ::= [ \\n]{{0,{_WS_MAX}}}\n"
+    )

@@ -1,0 +1,409 @@
+"""The :class:`~curator.llm.backend.Backend` over llama-cpp-python.
+
+One :class:`LlamaCppBackend` owns one ``llama_cpp.Llama`` (model weights plus one context
+with its KV cache). A llama.cpp context must never be used by two threads at once, so
+every call takes a non-blocking lock and fails loudly on concurrent use; create the
+backend on the thread that will use it (the GUI's worker thread, the CLI's main thread).
+With ``CURATOR_DEBUG=1`` calls from any other thread than the creating one are refused
+as well, to catch designs that hand the backend around.
+
+KV cache reuse: before each call the prompt's tokens are compared with the tokens already
+in the context; only the part after the longest common prefix is evaluated (the same
+rule as ``Llama.generate``, done here so the prompt can be evaluated in chunks that can
+be cancelled, and so the number of cached tokens can be reported). Prompts are built so
+the constant prefix comes first, hence consecutive calls with the same prefix evaluate
+only the episode.
+
+Classification does not sample. After one forward pass over the prompt the log-softmax
+of the next-token logits gives each label's first token; the remaining tokens of every
+multi-token label are scored by evaluating that label's continuation (a tiny batch, then
+removed from the cache again). The chosen label is the one with the highest log-probability
+of its *full* token sequence; greedy or grammar-constrained sampling could instead follow
+a likely short first token into a less probable label.
+"""
+
+from __future__ import annotations
+
+import codecs
+import ctypes
+import math
+import os
+import threading
+import time
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from curator.errors import CuratorError
+from curator.llm.backend import BackendSettings, Completion, LabelScores, StopCheck, TokenCallback
+from curator.llm.chat import ChatTemplate, template_from_metadata
+from curator.llm.model_file import ModelFileError, ModelInfo, read_gguf_info, validate_model_file
+
+PROMPT_CHUNK = 128
+"""Prompt tokens evaluated between two cancel checks (bounds cancel latency)."""
+
+MIN_ITEM_TOKENS = 16
+TRUNCATION_MARKER = "\n[...]\n"
+
+
+class _Stopped(Exception):
+    """should_stop() turned true while the prompt was being evaluated."""
+
+
+def _log_softmax(logits: npt.NDArray[np.float32]) -> npt.NDArray[np.float64]:
+    values = logits.astype(np.float64)
+    top = float(values.max())
+    return values - (top + math.log(float(np.exp(values - top).sum())))
+
+
+class LlamaCppBackend:
+    """A loaded GGUF model; see the module docstring for threading and caching rules."""
+
+    def __init__(
+        self, llm: Any, settings: BackendSettings, model_info: ModelInfo | None = None
+    ) -> None:
+        import llama_cpp
+
+        self._lib = llama_cpp
+        self.llm = llm
+        self.settings = settings
+        self.model_info = model_info
+        self._owner = threading.get_ident()
+        self._busy = threading.Lock()
+        self._debug = os.environ.get("CURATOR_DEBUG", "") not in ("", "0")
+        model = llm._model
+        self._vocab = model.vocab
+        self._n_vocab = int(llm.n_vocab())
+        bos = model.token_get_text(llm.token_bos()) if llm.token_bos() >= 0 else ""
+        eos = model.token_get_text(llm.token_eos()) if llm.token_eos() >= 0 else ""
+        self.template: ChatTemplate = template_from_metadata(dict(llm.metadata), bos, eos)
+        self._tail = self._special_tokens(self.template.tail)
+        self._marker = self.tokenize(TRUNCATION_MARKER)
+        self._prefix_cache: dict[str, list[int]] = {}
+        self._label_cache: dict[tuple[str, ...], list[list[int]]] = {}
+        n_layer = int(llama_cpp.llama_model_n_layer(llm.model))
+        if llama_cpp.llama_supports_gpu_offload():
+            wanted = settings.n_gpu_layers
+            on_gpu = n_layer if wanted < 0 else min(wanted, n_layer)
+            self.offload = f"GPU: {on_gpu}/{n_layer} layers"
+        else:
+            self.offload = "CPU"
+
+    # -- Backend protocol ------------------------------------------------------------------
+
+    @property
+    def n_ctx(self) -> int:
+        return int(self.llm.n_ctx())
+
+    def tokenize(self, text: str) -> list[int]:
+        if not text:
+            return []
+        return list(self.llm.tokenize(text.encode("utf-8"), add_bos=False, special=False))
+
+    def chat_prefix(self, system: str, user_start: str) -> str:
+        return self.template.prefix(system, user_start)
+
+    def complete(
+        self,
+        prefix: str,
+        item: str = "",
+        *,
+        max_tokens: int,
+        grammar: str | None = None,
+        on_token: TokenCallback | None = None,
+        should_stop: StopCheck | None = None,
+        temperature: float | None = None,
+        seed: int | None = None,
+        repeat_penalty: float = 1.0,
+    ) -> Completion:
+        with self._exclusive():
+            return self._complete(
+                prefix, item, max_tokens, grammar, on_token, should_stop, temperature, seed,
+                repeat_penalty,
+            )
+
+    def classify(self, prefix: str, item: str, labels: Sequence[str]) -> LabelScores:
+        with self._exclusive():
+            return self._classify(prefix, item, tuple(labels))
+
+    # -- extras ----------------------------------------------------------------------------
+
+    def count_prompt_tokens(self, prefix: str) -> int:
+        """Tokens of a rendered prefix plus the closing of the user turn."""
+        return len(self._prefix_tokens(prefix)) + len(self._tail)
+
+    def cached_tokens(self) -> list[int]:
+        """The tokens currently held in the KV cache (for tests and benchmarks)."""
+        return [int(t) for t in self.llm._input_ids]
+
+    def evaluate(self, tokens: Sequence[int]) -> tuple[int, float]:
+        """Evaluate ``tokens`` reusing the cached prefix: (cached tokens, seconds).
+
+        The benchmark's "floor": what evaluating only the new tokens costs.
+        """
+        with self._exclusive():
+            start = time.perf_counter()
+            cached = self._sync(list(tokens), None)
+            return cached, time.perf_counter() - start
+
+    def close(self) -> None:
+        self.llm.close()
+
+    # -- internals -------------------------------------------------------------------------
+
+    @contextmanager
+    def _exclusive(self) -> Iterator[None]:
+        if self._debug and threading.get_ident() != self._owner:
+            raise RuntimeError("LlamaCppBackend used from a thread other than its creator")
+        if not self._busy.acquire(blocking=False):
+            raise RuntimeError("LlamaCppBackend is already running a call on another thread")
+        try:
+            yield
+        finally:
+            self._busy.release()
+
+    def _special_tokens(self, text: str) -> list[int]:
+        """Tokens of template text, where special tokens such as <|im_start|> are parsed."""
+        if not text:
+            return []
+        return list(self.llm.tokenize(text.encode("utf-8"), add_bos=False, special=True))
+
+    def _prefix_tokens(self, prefix: str) -> list[int]:
+        tokens = self._prefix_cache.get(prefix)
+        if tokens is None:
+            if len(self._prefix_cache) > 16:
+                self._prefix_cache.clear()
+            tokens = self._special_tokens(prefix)
+            self._prefix_cache[prefix] = tokens
+        return tokens
+
+    def _build(self, prefix: str, item: str, reserve: int) -> tuple[list[int], bool, int]:
+        """prefix + item + end-of-turn tokens, the item cut to fit ``reserve`` more tokens.
+
+        The three parts are tokenized separately so the prefix's tokens never depend on
+        the item; the item is tokenized without special tokens (an episode containing
+        "<|im_end|>" cannot close the turn).
+        """
+        head = self._prefix_tokens(prefix)
+        body = self.tokenize(item)
+        budget = self.n_ctx - len(head) - len(self._tail) - reserve
+        if budget < MIN_ITEM_TOKENS:
+            raise CuratorError(
+                f"the prompt does not fit the context ({len(head)} prompt tokens, "
+                f"{reserve} reserved for the answer, n_ctx {self.n_ctx}); raise n_ctx"
+            )
+        n_item = len(body)
+        truncated = n_item > budget
+        if truncated:
+            keep = budget - len(self._marker)
+            n_head = (keep * 2) // 3
+            body = body[:n_head] + self._marker + body[n_item - (keep - n_head) :]
+        return head + body + self._tail, truncated, n_item
+
+    def _sync(self, tokens: list[int], should_stop: StopCheck | None) -> int:
+        """Make the context hold exactly ``tokens``; returns how many were reused.
+
+        At least the last token is always evaluated so its logits are current.
+        """
+        llm = self.llm
+        held = np.asarray(llm._input_ids, dtype=np.int64)
+        want = np.asarray(tokens, dtype=np.int64)
+        n = min(len(held), len(want))
+        diff = np.flatnonzero(held[:n] != want[:n])
+        common = int(diff[0]) if diff.size else n
+        reused = min(common, len(tokens) - 1)
+        llm.n_tokens = reused  # eval() drops everything after n_tokens from the KV cache
+        if should_stop is None:
+            llm.eval(tokens[reused:])
+            return reused
+        for start in range(reused, len(tokens), PROMPT_CHUNK):
+            if should_stop():
+                raise _Stopped
+            llm.eval(tokens[start : start + PROMPT_CHUNK])
+        return reused
+
+    def _piece(self, token: int) -> bytes:
+        """The bytes of one token (llama-cpp-python's helper pads to 32 bytes)."""
+        size = 64
+        while True:
+            buffer = ctypes.create_string_buffer(size)
+            n = self._lib.llama_token_to_piece(self._vocab, token, buffer, size, 0, False)
+            if n >= 0:
+                return buffer.raw[:n]
+            size = -n
+
+    def _logits(self, index: int) -> npt.NDArray[np.float32]:
+        pointer = self._lib.llama_get_logits_ith(self.llm.ctx, index)
+        return np.ctypeslib.as_array(pointer, shape=(self._n_vocab,))
+
+    def _label_tokens(self, labels: tuple[str, ...]) -> list[list[int]]:
+        """Each label's tokens as they follow the assistant-turn opening."""
+        found = self._label_cache.get(labels)
+        if found is None:
+            found = []
+            for label in labels:
+                alone = self.tokenize(label)
+                joined = self._special_tokens(self.template.tail + label)
+                if joined[: len(self._tail)] == self._tail and joined[len(self._tail) :]:
+                    alone = joined[len(self._tail) :]
+                if not alone:
+                    raise ValueError(f"label {label!r} has no tokens")
+                found.append(alone)
+            self._label_cache[labels] = found
+        return found
+
+    def _classify(self, prefix: str, item: str, labels: tuple[str, ...]) -> LabelScores:
+        if len(set(labels)) != len(labels) or not labels:
+            raise ValueError("labels must be distinct and non-empty")
+        start = time.perf_counter()
+        label_tokens = self._label_tokens(labels)
+        longest = max(len(t) for t in label_tokens)
+        tokens, truncated, n_item = self._build(prefix, item, longest)
+        cached = self._sync(tokens, None)
+        position = self.llm.n_tokens
+        first = _log_softmax(self._logits(-1))
+        logprobs: dict[str, float] = {}
+        for label, seq in zip(labels, label_tokens, strict=True):
+            total = float(first[seq[0]])
+            if len(seq) > 1:
+                total += self._continuation_logprob(position, seq)
+            logprobs[label] = total
+        top = max(logprobs.values())
+        weights = {k: math.exp(v - top) for k, v in logprobs.items()}
+        norm = sum(weights.values())
+        probabilities = {k: w / norm for k, w in weights.items()}
+        label = max(labels, key=lambda k: (logprobs[k], -labels.index(k)))
+        return LabelScores(
+            label=label,
+            confidence=probabilities[label],
+            probabilities=probabilities,
+            tokens_in=len(tokens),
+            cached_tokens=cached,
+            seconds=time.perf_counter() - start,
+            logprobs=logprobs,
+            truncated=truncated,
+            item_tokens=n_item,
+        )
+
+    def _continuation_logprob(self, position: int, seq: list[int]) -> float:
+        """log P(seq[1:] | context, seq[0]): one small batch, then removed from the cache."""
+        llm = self.llm
+        feed = seq[:-1]
+        llm._batch.set_batch(batch=feed, n_past=position, logits_all=True)
+        try:
+            llm._ctx.decode(llm._batch)
+            total = 0.0
+            for i, nxt in enumerate(seq[1:]):
+                total += float(_log_softmax(self._logits(i))[nxt])
+        finally:
+            llm._ctx.kv_cache_seq_rm(-1, position, -1)
+        # The logits buffer now belongs to the continuation: the next _sync always
+        # re-evaluates at least one token, so nobody samples from it.
+        return total
+
+    def _complete(
+        self,
+        prefix: str,
+        item: str,
+        max_tokens: int,
+        grammar: str | None,
+        on_token: TokenCallback | None,
+        should_stop: StopCheck | None,
+        temperature: float | None,
+        seed: int | None,
+        repeat_penalty: float,
+    ) -> Completion:
+        lib, llm = self._lib, self.llm
+        start = time.perf_counter()
+        reserve = max(1, min(max_tokens, self.n_ctx // 2))
+        tokens, truncated, n_item = self._build(prefix, item, reserve)
+        budget = max(1, min(max_tokens, self.n_ctx - len(tokens)))
+        try:
+            cached = self._sync(tokens, should_stop)
+        except _Stopped:
+            return Completion(
+                "", len(tokens), 0, 0, time.perf_counter() - start, "cancelled", truncated, n_item
+            )
+        temp = self.settings.temperature if temperature is None else temperature
+        llm.set_seed(self.settings.seed if seed is None else seed)
+        compiled = None
+        if grammar:
+            # llama.cpp returns NULL for a grammar it cannot parse, and a NULL sampler in
+            # the chain would crash the process: check first, fail as a Python error.
+            probe = lib.llama_sampler_init_grammar(self._vocab, grammar.encode("utf-8"), b"root")
+            if not probe:
+                raise ValueError("invalid GBNF grammar (llama.cpp could not parse it)")
+            lib.llama_sampler_free(probe)
+            compiled = lib.LlamaGrammar.from_string(grammar)
+        decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
+        pieces: list[str] = []
+        produced = 0
+        reason = "length"
+        generator = llm.generate(
+            tokens, temp=temp, top_k=40, top_p=0.95, min_p=0.05, repeat_penalty=repeat_penalty,
+            grammar=compiled,
+        )
+        try:
+            for token in generator:
+                if lib.llama_vocab_is_eog(self._vocab, token):
+                    reason = "stop"
+                    break
+                produced += 1
+                text = decoder.decode(self._piece(token))
+                if text:
+                    pieces.append(text)
+                    if on_token is not None:
+                        on_token(text)
+                if should_stop is not None and should_stop():
+                    reason = "cancelled"
+                    break
+                if produced >= budget:
+                    break
+        finally:
+            generator.close()
+        tail_text = decoder.decode(b"", final=True)
+        if tail_text:
+            pieces.append(tail_text)
+        return Completion(
+            text="".join(pieces),
+            tokens_in=len(tokens),
+            tokens_out=produced,
+            cached_tokens=cached,
+            seconds=time.perf_counter() - start,
+            stop_reason=reason,
+            truncated=truncated,
+            item_tokens=n_item,
+        )
+
+
+def load_backend(settings: BackendSettings, *, validate: bool = True) -> LlamaCppBackend:
+    """Validate the file (in a child process), then load it here.
+
+    ``n_ctx`` is capped at the model's training context when the header states it.
+    """
+    info = validate_model_file(settings.model_path) if validate else read_gguf_info(
+        settings.model_path
+    )
+    import llama_cpp
+
+    n_ctx = settings.n_ctx
+    if info.context_length and (n_ctx <= 0 or n_ctx > info.context_length):
+        n_ctx = info.context_length
+    try:
+        llm = llama_cpp.Llama(
+            model_path=str(info.path),
+            n_gpu_layers=settings.n_gpu_layers,
+            n_ctx=n_ctx,
+            n_batch=512,
+            n_threads=settings.n_threads,
+            n_threads_batch=settings.n_threads,
+            flash_attn=settings.flash_attn,
+            seed=settings.seed,
+            verbose=False,
+        )
+    except (ValueError, RuntimeError) as exc:
+        raise ModelFileError(f"{info.path}: llama.cpp cannot load it ({exc})") from exc
+    return LlamaCppBackend(llm, settings, info)

