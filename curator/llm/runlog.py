@@ -1,0 +1,152 @@
+"""Recording LLM runs: the Run row, its provenance, and one TraceStep per call.
+
+Locking rule: the SQLite write lock is never held while the model generates. The Run row
+is written first in its own short transaction (status ``running``), each trace step in
+its own short transaction right after its call, and results in one transaction per item
+or batch. A reader (the window, another command) therefore always sees a consistent
+state, and a run killed halfway leaves a ``running`` row with the trace so far.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from curator.llm.model_file import ModelInfo, model_sha256
+from curator.llm.prompts import PromptTemplate
+from curator.store.db import Store
+from curator.store.identity import Identity
+from curator.store.models import IdentityVersion, Run, TraceStep, utcnow
+
+
+@dataclass(frozen=True)
+class RunResult:
+    """What a pipeline function returns: the run, how it ended, and its counts."""
+
+    run_id: int
+    status: str
+    counts: dict[str, int]
+    message: str
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "run_id": self.run_id,
+            "status": self.status,
+            "counts": dict(self.counts),
+            "message": self.message,
+        }
+
+
+@dataclass
+class TraceRecord:
+    """The fields of one TraceStep (see :class:`curator.store.models.TraceStep`)."""
+
+    step: str
+    batch: int = 0
+    category: str = ""
+    episode_id: int | None = None
+    prompt: PromptTemplate | None = None
+    raw_output: str = ""
+    parsed: Any = None
+    tokens_in: int = 0
+    tokens_out: int = 0
+    cached_tokens: int = 0
+    seconds: float = 0.0
+    attempt: int = 1
+    error: str = ""
+
+
+def model_provenance(info: ModelInfo | None, backend: Any) -> dict[str, Any]:
+    """Run.model_* fields: path, name, file hash (cached) and metadata."""
+    if info is None:
+        info = getattr(backend, "model_info", None)
+    if info is None:
+        return {"model_path": "", "model_name": "", "model_sha256": "", "model_metadata": {}}
+    digest = info.sha256 or model_sha256(info.path)
+    metadata = {
+        "gguf": info.metadata,
+        "architecture": info.architecture,
+        "quantization": info.quantization,
+        "size_bytes": info.size_bytes,
+        "context_length": info.context_length,
+        "offload": str(getattr(backend, "offload", "")),
+        "n_ctx": int(getattr(backend, "n_ctx", 0) or 0),
+    }
+    return {
+        "model_path": str(info.path),
+        "model_name": info.name,
+        "model_sha256": digest,
+        "model_metadata": metadata,
+    }
+
+
+def start_run(
+    store: Store,
+    kind: str,
+    *,
+    backend: Any,
+    model_info: ModelInfo | None,
+    prompts: Mapping[str, PromptTemplate],
+    identity: Identity,
+    params: Mapping[str, Any],
+) -> int:
+    """Insert the Run row (status ``running``) in its own transaction; returns its id."""
+    provenance = model_provenance(model_info, backend)
+    identity_row = None
+    if identity.version > 0:
+        identity_row = IdentityVersion.get_or_none(IdentityVersion.version == identity.version)
+    with store.write():
+        run = Run.create(
+            kind=kind,
+            status="running",
+            params=dict(params),
+            prompts={name: p.provenance for name, p in prompts.items()},
+            identity_version=identity_row,
+            **provenance,
+        )
+    return int(run.id)
+
+
+def add_trace(store: Store, run_id: int, record: TraceRecord) -> None:
+    """One TraceStep in its own short transaction."""
+    with store.write():
+        TraceStep.create(**trace_fields(run_id, record))
+
+
+def trace_fields(run_id: int, record: TraceRecord) -> dict[str, Any]:
+    """The column values of a TraceStep row (for writing inside a larger transaction)."""
+    return {
+        "run": run_id,
+        "step": record.step,
+        "batch": record.batch,
+        "category": record.category,
+        "episode": record.episode_id,
+        "prompt_name": record.prompt.name if record.prompt else "",
+        "prompt_sha256": record.prompt.sha256 if record.prompt else "",
+        "raw_output": record.raw_output,
+        "parsed": record.parsed,
+        "tokens_in": record.tokens_in,
+        "tokens_out": record.tokens_out,
+        "cached_tokens": record.cached_tokens,
+        "seconds": round(record.seconds, 6),
+        "attempt": record.attempt,
+        "error": record.error,
+    }
+
+
+def finish_run(
+    store: Store, run_id: int, status: str, reason: str = "", stats: Mapping[str, Any] | None = None
+) -> None:
+    """Set the final status, reason, finish time and stats in one transaction."""
+    values: dict[str, Any] = {"status": status, "status_reason": reason, "finished_at": utcnow()}
+    if stats is not None:
+        values["stats"] = dict(stats)
+    with store.write():
+        Run.update(**values).where(Run.id == run_id).execute()
+
+
+def one_line(exc: BaseException) -> str:
+    """An exception as one short line for Run.status_reason / TraceStep.error."""
+    text = " ".join(str(exc).split()) or type(exc).__name__
+    return text if len(text) <= 300 else text[:297] + "..."

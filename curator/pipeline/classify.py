@@ -1,0 +1,171 @@
+"""Step 0: label each episode constitutional / noise / uncategorized.
+
+One episode per call, scored rather than sampled (see
+:meth:`curator.llm.llama_cpp_backend.LlamaCppBackend.classify`): the label is the most
+probable of the three under the model, so the answer can never be anything else and
+never needs parsing. The prompt's constant part (instructions, axioms, examples) comes
+first, the episode last, so the backend evaluates only the episode's tokens per call.
+
+What is written, per episode, in one short transaction after its call:
+``model_label``/``model_confidence``/``model_run``/``classify_truncated``; the label in
+force (``label``/``label_by="model"``/``label_at``) only while no human label exists,
+checked in the same UPDATE so a human relabel that lands meanwhile is never overwritten;
+and the trace step. Episodes with a human label are not classified at all.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from curator.llm.backend import Backend
+from curator.llm.model_file import ModelInfo
+from curator.llm.prompts import load_prompt, numbered
+from curator.llm.runlog import (
+    RunResult,
+    TraceRecord,
+    finish_run,
+    one_line,
+    start_run,
+    trace_fields,
+)
+from curator.pipeline.progress import Cancelled, Progress, TaskState
+from curator.store.db import Store
+from curator.store.identity import current_identity
+from curator.store.models import LABELS, Episode, TraceStep, utcnow
+
+__all__ = ["RunResult", "classify_episodes", "pending_episode_ids"]
+
+STEP = "classify"
+
+
+def pending_episode_ids(
+    store: Store, *, limit: int | None = None, episode_ids: Sequence[int] | None = None
+) -> list[int]:
+    """Episodes to classify, oldest first.
+
+    Without ``episode_ids``: those with neither a model nor a human label. With them:
+    exactly those (re-classification), except the ones a human has labelled.
+    """
+    del store
+    query = Episode.select(Episode.id).where(Episode.human_label.is_null())
+    if episode_ids is None:
+        query = query.where(Episode.model_label.is_null())
+    else:
+        query = query.where(Episode.id.in_(list(episode_ids)))
+    query = query.order_by(Episode.timestamp, Episode.id)
+    if limit is not None:
+        query = query.limit(max(0, int(limit)))
+    return [int(row.id) for row in query]
+
+
+def classify_episodes(
+    store: Store,
+    backend: Backend,
+    state: TaskState,
+    *,
+    limit: int | None = None,
+    episode_ids: Sequence[int] | None = None,
+    model_info: ModelInfo | None = None,
+) -> RunResult:
+    """Classify the pending episodes (or ``episode_ids``) and record a ``classify`` run.
+
+    Returns normally when cancelled (status ``cancelled``; the episodes done so far keep
+    their labels). Any other failure marks the run ``failed`` and is re-raised.
+    """
+    identity = current_identity(store)
+    prompt = load_prompt("classify")
+    system, user_start = prompt.render(
+        {"axioms": numbered(list(identity.axioms)), "identity": identity.identity_text}
+    )
+    prefix = backend.chat_prefix(system, user_start)
+    ids = pending_episode_ids(store, limit=limit, episode_ids=episode_ids)
+    params: dict[str, Any] = {
+        "limit": limit,
+        "episode_ids": list(episode_ids) if episode_ids is not None else None,
+        "labels": list(LABELS),
+        "n_ctx": backend.n_ctx,
+        "method": "label log-probabilities (full token sequences)",
+    }
+    run_id = start_run(
+        store, "classify", backend=backend, model_info=model_info,
+        prompts={"classify": prompt}, identity=identity, params=params,
+    )
+    counts: dict[str, int] = {label: 0 for label in LABELS}
+    counts.update(classified=0, truncated=0, skipped=0)
+    tokens_evaluated = 0
+    seconds = 0.0
+    total = len(ids)
+    state.report(Progress(STEP, 0, total, message=f"{total} episodes to classify"))
+    try:
+        for done, episode_id in enumerate(ids, 1):
+            state.check()
+            episode = Episode.get_or_none(Episode.id == episode_id)
+            if episode is None or episode.human_label is not None:
+                counts["skipped"] += 1  # deleted or labelled by a person meanwhile
+                continue
+            scores = backend.classify(prefix, episode.text, LABELS)
+            _store_label(store, run_id, episode_id, scores, prompt)
+            counts[scores.label] += 1
+            counts["classified"] += 1
+            counts["truncated"] += int(scores.truncated)
+            tokens_evaluated += scores.tokens_in - scores.cached_tokens
+            seconds += scores.seconds
+            state.report(
+                Progress(
+                    STEP, done, total,
+                    tokens_per_s=tokens_evaluated / seconds if seconds > 0 else 0.0,
+                    message=f"episode {episode_id}: {scores.label} ({scores.confidence:.0%})",
+                )
+            )
+    except Cancelled:
+        message = f"cancelled after {counts['classified']} of {total} episodes"
+        finish_run(store, run_id, "cancelled", message, stats=counts)
+        return RunResult(run_id, "cancelled", counts, message)
+    except BaseException as exc:
+        finish_run(store, run_id, "failed", one_line(exc), stats=counts)
+        raise
+    message = _summary(counts)
+    finish_run(store, run_id, "done", "", stats=counts)
+    return RunResult(run_id, "done", counts, message)
+
+
+def _store_label(store: Store, run_id: int, episode_id: int, scores: Any, prompt: Any) -> None:
+    now = utcnow()
+    record = TraceRecord(
+        step=STEP,
+        episode_id=episode_id,
+        prompt=prompt,
+        raw_output=scores.label,
+        parsed={
+            "label": scores.label,
+            "confidence": scores.confidence,
+            "probabilities": scores.probabilities,
+            "logprobs": scores.logprobs,
+            "truncated": scores.truncated,
+            "item_tokens": scores.item_tokens,
+        },
+        tokens_in=scores.tokens_in,
+        tokens_out=0,
+        cached_tokens=scores.cached_tokens,
+        seconds=scores.seconds,
+    )
+    with store.write():
+        Episode.update(
+            model_label=scores.label,
+            model_confidence=scores.confidence,
+            model_run=run_id,
+            classify_truncated=bool(scores.truncated),
+        ).where(Episode.id == episode_id).execute()
+        Episode.update(label=scores.label, label_by="model", label_at=now).where(
+            (Episode.id == episode_id) & Episode.human_label.is_null()
+        ).execute()
+        TraceStep.create(**trace_fields(run_id, record))
+
+
+def _summary(counts: dict[str, int]) -> str:
+    parts = ", ".join(f"{counts[label]} {label}" for label in LABELS)
+    text = f"classified {counts['classified']} episodes: {parts}"
+    if counts["truncated"]:
+        text += f" ({counts['truncated']} truncated to fit the context)"
+    return text

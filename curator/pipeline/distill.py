@@ -1,0 +1,578 @@
+"""Steps 1-3: distil labelled episodes into a *staged* run of candidate patterns.
+
+Per category (constitutional, uncategorized; noise never) the episodes not yet distilled
+are packed into batches that fit the context, and each batch goes through three
+single-task calls:
+
+1. extract  - free text: what keeps happening (system prompt: identity and axioms);
+2. refine   - a JSON array of strings, grammar-constrained, so it always parses;
+3. importance - a JSON array of exactly N numbers in [0, 1] (a grammar generated for N).
+
+Then the quality gate (settings ``min_chars``/``min_words``; every drop is traced with
+its reasons) and the dedup gate against the active patterns decide SKIP / UPDATE / ADD.
+The result is Candidate rows with their source episodes; nothing in Knowledge changes
+until a person reviews and commits the run.
+
+Decisions (documented here because the review and the window rely on them):
+
+* The quality gate runs before the importance call (not after): it only looks at the
+  text, so the surviving candidates are the same, and the model scores only those.
+* An episode is "already taken" when it has ``distilled_at``, or belongs to a distill run
+  that is ``staged`` or ``committed`` (through a candidate's sources or the run's
+  ``stats["episode_ids"]``, which lists every episode of every finished batch, including
+  batches that yielded no candidate). So two staged runs never propose from the same
+  episodes, and episodes that yielded nothing are not distilled again and again.
+  Episodes of ``cancelled`` or ``failed`` runs are free again.
+* Candidate sources: every episode of the candidate's batch (the model does not say
+  which episode a pattern came from).
+* The dedup pool grows over the run: a batch is gated against the active patterns plus
+  the candidates ADDed by earlier batches of the same run. A SKIP/UPDATE whose best match
+  is such an earlier candidate keeps its computed ``proposed_action`` but has
+  ``proposed_target`` NULL (it is not a Pattern yet); the matched candidate's ordinal is
+  in the ``dedup`` trace step.
+* A run that processed episodes ends ``staged`` even with zero candidates (reviewing it
+  marks those episodes distilled); a run with nothing to distill ends ``done``.
+* Staged candidates are written in one transaction at the end of each batch, so a
+  cancelled run keeps its finished batches (status ``cancelled``); a batch whose refine
+  or importance output could not be used even after one retry is skipped and counted in
+  ``failed_batches`` (its trace says why), never half-staged.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from curator.core.dedup import Decision, gate
+from curator.core.parsing import ParseError, parse_number_array, parse_string_array
+from curator.core.quality import QualityGate
+from curator.errors import CuratorError
+from curator.llm.backend import Backend, Completion
+from curator.llm.grammars import number_array_grammar, string_array_grammar
+from curator.llm.model_file import ModelInfo
+from curator.llm.prompts import PromptTemplate, load_prompt, numbered
+from curator.llm.runlog import (
+    RunResult,
+    TraceRecord,
+    add_trace,
+    finish_run,
+    one_line,
+    start_run,
+    trace_fields,
+)
+from curator.pipeline.progress import Cancelled, Progress, TaskState
+from curator.store.db import Store
+from curator.store.identity import Identity, current_identity
+from curator.store.models import (
+    DISTILLABLE_LABELS,
+    Candidate,
+    CandidateEpisode,
+    Episode,
+    Pattern,
+    Run,
+    TraceStep,
+)
+from curator.store.settings import all_settings
+from curator.store.snapshot import tuples
+
+__all__ = ["RunResult", "distill", "distillable_episode_ids"]
+
+MAX_BATCH_EPISODES = 12
+"""More episodes per extract call make the small model lose track; tokens bound it too."""
+
+TOKEN_MARGIN = 16
+"""Slack for the chat template's special tokens when estimating prompt lengths."""
+
+RETRY_TEMPERATURE = 0.7
+EXTRACT_REPEAT_PENALTY = 1.15
+"""Free text only: greedy decoding of a small model otherwise loops on one line."""
+PAD_IMPORTANCE = 0.5
+
+
+def claimed_episode_ids() -> set[int]:
+    """Episodes that belong to a staged or committed distill run (see the module doc)."""
+    runs = Run.select(Run.id, Run.stats).where(
+        (Run.kind == "distill") & Run.status.in_(("staged", "committed"))
+    )
+    claimed: set[int] = set()
+    run_ids: list[int] = []
+    for run in runs:
+        run_ids.append(run.id)
+        listed = (run.stats or {}).get("episode_ids") or []
+        claimed.update(int(e) for e in listed)
+    if run_ids:
+        linked = (
+            CandidateEpisode.select(CandidateEpisode.episode)
+            .join(Candidate)
+            .where(Candidate.run.in_(run_ids))
+        )
+        claimed.update(int(row[0]) for row in tuples(linked))
+    return claimed
+
+
+def distillable_episode_ids(store: Store, category: str, limit: int | None = None) -> list[int]:
+    """Episodes labelled ``category`` and not yet distilled or claimed, oldest first."""
+    del store
+    claimed = claimed_episode_ids()
+    query = (
+        Episode.select(Episode.id)
+        .where((Episode.label == category) & Episode.distilled_at.is_null())
+        .order_by(Episode.timestamp, Episode.id)
+    )
+    ids = [int(row.id) for row in query if int(row.id) not in claimed]
+    return ids if limit is None else ids[: max(0, limit)]
+
+
+@dataclass
+class _Batch:
+    index: int
+    category: str
+    episode_ids: list[int]
+    item: str
+
+
+@dataclass
+class _Pool:
+    """The dedup pool: active patterns, then this run's ADDed candidates."""
+
+    pattern_ids: list[int]
+    pattern_texts: list[str]
+    pattern_revisions: list[int]
+    added_texts: list[str] = field(default_factory=list)
+    added_ordinals: list[int] = field(default_factory=list)
+
+
+def _format_episode(number: int, episode: Episode) -> str:
+    when = episode.timestamp.strftime("%Y-%m-%d") if episode.timestamp else "?"
+    return f"Episode {number} ({when}, {episode.source or 'log'}):\n{episode.text.strip()}\n"
+
+
+def _plan_batches(
+    backend: Backend, category: str, ids: list[int], item_budget: int, first_index: int
+) -> list[_Batch]:
+    """Greedy packing, in time order, by token count (one oversized episode = one batch)."""
+    batches: list[_Batch] = []
+    current: list[int] = []
+    parts: list[str] = []
+    used = 0
+
+    def flush() -> None:
+        nonlocal current, parts, used
+        if current:
+            batches.append(_Batch(first_index + len(batches), category, current, "\n".join(parts)))
+        current, parts, used = [], [], 0
+
+    for episode in Episode.select().where(Episode.id.in_(ids)).order_by(
+        Episode.timestamp, Episode.id
+    ):
+        text = _format_episode(len(current) + 1, episode)
+        cost = len(backend.tokenize(text)) + 1
+        if current and (used + cost > item_budget or len(current) >= MAX_BATCH_EPISODES):
+            flush()
+            text = _format_episode(1, episode)
+        current.append(int(episode.id))
+        parts.append(text)
+        used += cost
+    flush()
+    return batches
+
+
+def render_prefix(
+    backend: Backend, prompt: PromptTemplate, identity: Identity, category: str
+) -> str:
+    """A distillation prompt's constant part; the system prompt is identity plus axioms."""
+    has_identity = bool(identity.identity_text.strip() or identity.axioms)
+    values = {
+        "system_prompt": identity.system_prompt
+        if has_identity
+        else "You are an autonomous AI agent reviewing your own memory.",
+        "identity": identity.identity_text,
+        "axioms": numbered(list(identity.axioms)),
+        "category": category,
+    }
+    system, user_start = prompt.render(values)
+    return backend.chat_prefix(system, user_start)
+
+
+class _Distiller:
+    """The state of one distillation run (one instance per call of :func:`distill`)."""
+
+    def __init__(
+        self,
+        store: Store,
+        backend: Backend,
+        state: TaskState,
+        run_id: int,
+        prompts: dict[str, PromptTemplate],
+        identity: Identity,
+        settings: dict[str, Any],
+        n_batches: int,
+    ) -> None:
+        self.store = store
+        self.backend = backend
+        self.state = state
+        self.run_id = run_id
+        self.prompts = prompts
+        self.identity = identity
+        self.settings = settings
+        self.n_batches = n_batches
+        self.batches_done = 0
+        self.max_out = int(settings["max_output_tokens"])
+        self.seed = int(settings["seed"])
+        self.quality = QualityGate(int(settings["min_chars"]), int(settings["min_words"]))
+        self.counts: dict[str, int] = {
+            "episodes": 0, "batches": 0, "candidates": 0, "dropped_quality": 0,
+            "ADD": 0, "UPDATE": 0, "SKIP": 0, "failed_batches": 0, "repaired": 0,
+            "retries": 0, "tokens_out": 0,
+        }
+        self.episode_ids: list[int] = []
+        self.next_ordinal = 1
+        active = Pattern.select(Pattern.id, Pattern.text, Pattern.revision).where(
+            Pattern.status == "active"
+        ).order_by(Pattern.id)
+        rows = tuples(active)
+        self.pool = _Pool([r[0] for r in rows], [r[1] for r in rows], [r[2] for r in rows])
+
+    # -- one LLM call ----------------------------------------------------------------------
+
+    def _prefix(self, name: str, category: str) -> str:
+        return render_prefix(self.backend, self.prompts[name], self.identity, category)
+
+    def _room(self, prefix: str, item: str) -> int:
+        """Output tokens left in the context after this prompt (an upper estimate)."""
+        used = len(self.backend.tokenize(prefix)) + len(self.backend.tokenize(item))
+        return self.backend.n_ctx - used - TOKEN_MARGIN
+
+    def _call(
+        self, step: str, batch: _Batch, prefix: str, item: str, max_tokens: int,
+        grammar: str | None, attempt: int, repeat_penalty: float = 1.0,
+    ) -> Completion:
+        state = self.state
+        started = time.perf_counter()
+        produced = 0
+        last_report = 0.0
+        label = f"batch {batch.index + 1}/{self.n_batches} ({batch.category}): {step}"
+        state.report(Progress(step, self.batches_done, self.n_batches, message=label))
+
+        def on_token(text: str) -> None:
+            nonlocal produced, last_report
+            produced += 1
+            state.token(text)
+            now = time.perf_counter()
+            if now - last_report >= 0.25:
+                last_report = now
+                rate = produced / (now - started) if now > started else 0.0
+                state.report(Progress(step, self.batches_done, self.n_batches, rate, label))
+
+        completion = self.backend.complete(
+            prefix, item, max_tokens=max(1, max_tokens), grammar=grammar, on_token=on_token,
+            should_stop=lambda: state.cancelled,
+            temperature=None if attempt == 1 else RETRY_TEMPERATURE,
+            seed=self.seed + attempt - 1,
+            repeat_penalty=repeat_penalty,
+        )
+        self.counts["tokens_out"] += completion.tokens_out
+        if completion.stop_reason == "cancelled":
+            self._trace(step, batch, completion, attempt, None, "cancelled")
+            raise Cancelled
+        return completion
+
+    def _trace(
+        self, step: str, batch: _Batch, c: Completion, attempt: int, parsed: Any, error: str
+    ) -> None:
+        details = {
+            "result": parsed,
+            "stop_reason": c.stop_reason,
+            "input_truncated": c.truncated,
+            "episode_ids": batch.episode_ids,
+        }
+        add_trace(
+            self.store,
+            self.run_id,
+            TraceRecord(
+                step=step, batch=batch.index, category=batch.category,
+                prompt=self.prompts[step], raw_output=c.text, parsed=details,
+                tokens_in=c.tokens_in, tokens_out=c.tokens_out, cached_tokens=c.cached_tokens,
+                seconds=c.seconds, attempt=attempt, error=error,
+            ),
+        )
+
+    # -- the three steps -------------------------------------------------------------------
+
+    def extract(self, batch: _Batch) -> str:
+        prefix = self._prefix("extract", batch.category)
+        budget = min(self.max_out, self.backend.n_ctx // 4, max(1, self._room(prefix, batch.item)))
+        c = self._call(
+            "extract", batch, prefix, batch.item, budget, None, 1, EXTRACT_REPEAT_PENALTY
+        )
+        notes = c.text.strip()
+        self._trace("extract", batch, c, 1, None, "" if notes else "empty output")
+        return notes
+
+    def refine(self, batch: _Batch, notes: str) -> list[str] | None:
+        prefix = self._prefix("refine", batch.category)
+        budget = min(self.max_out, max(1, self._room(prefix, notes)))
+        grammar = string_array_grammar(budget)
+        for attempt in (1, 2):
+            c = self._call("refine", batch, prefix, notes, budget, grammar, attempt)
+            try:
+                items = [text.strip() for text in parse_string_array(c.text)]
+            except ParseError as exc:
+                self._trace("refine", batch, c, attempt, None, one_line(exc))
+                self.counts["retries"] += attempt == 1
+                continue
+            items = [text for text in items if text]
+            self._trace("refine", batch, c, attempt, items, "")
+            return items
+        return None
+
+    def importance(self, batch: _Batch, texts: list[str]) -> list[float] | None:
+        prefix = self._prefix("importance", batch.category)
+        item = numbered(texts)
+        n = len(texts)
+        budget = min(self.max_out, n * 8 + 16, max(1, self._room(prefix, item)))
+        grammar = number_array_grammar(n)
+        for attempt in (1, 2):
+            c = self._call("importance", batch, prefix, item, budget, grammar, attempt)
+            try:
+                scores = parse_number_array(c.text, expected_len=n)
+            except ParseError as exc:
+                error = one_line(exc)
+                if attempt == 2:
+                    repaired = self._repair(c.text, n)
+                    if repaired is not None:
+                        scores, note = repaired
+                        self.counts["repaired"] += 1
+                        self._trace("importance", batch, c, attempt, scores, note)
+                        return scores
+                self._trace("importance", batch, c, attempt, None, error)
+                self.counts["retries"] += attempt == 1
+                continue
+            self._trace("importance", batch, c, attempt, scores, "")
+            return scores
+        return None
+
+    @staticmethod
+    def _repair(text: str, n: int) -> tuple[list[float], str] | None:
+        """Pad or cut a wrong-length score list, with a note for the trace (never silent)."""
+        try:
+            got = parse_number_array(text)
+        except ParseError:
+            return None
+        if len(got) < n:
+            note = f"repaired: {len(got)} scores for {n} patterns, padded with {PAD_IMPORTANCE}"
+            return got + [PAD_IMPORTANCE] * (n - len(got)), note
+        return got[:n], f"repaired: {len(got)} scores for {n} patterns, extra ones dropped"
+
+    # -- gates and staging -----------------------------------------------------------------
+
+    def run_batch(self, batch: _Batch) -> None:
+        self.state.check()
+        notes = self.extract(batch)
+        texts: list[str] = []
+        if notes:
+            refined = self.refine(batch, notes)
+            if refined is None:
+                self.counts["failed_batches"] += 1
+                self._finish_batch(batch, [], [], [])
+                return
+            texts = refined
+        kept, dropped = self.quality.filter(texts)
+        quality = TraceRecord(
+            step="quality", batch=batch.index, category=batch.category,
+            parsed={
+                "kept": kept,
+                "dropped": [{"text": r.text, "reasons": list(r.reasons)} for r in dropped],
+            },
+        )
+        self.counts["dropped_quality"] += len(dropped)
+        scores: list[float] = []
+        if kept:
+            found = self.importance(batch, kept)
+            if found is None:
+                self.counts["failed_batches"] += 1
+                self._finish_batch(batch, [], [], [quality])
+                return
+            scores = found
+        decisions = self._gate(kept)
+        self._finish_batch(batch, kept, list(zip(scores, decisions, strict=True)), [quality])
+
+    def _gate(self, texts: list[str]) -> list[Decision]:
+        if not texts:
+            return []
+        pool = self.pool.pattern_texts + self.pool.added_texts
+        return gate(
+            texts,
+            pool,
+            skip=float(self.settings["skip_threshold"]),
+            update=float(self.settings["update_threshold"]),
+        )
+
+    def _finish_batch(
+        self,
+        batch: _Batch,
+        texts: list[str],
+        scored: list[tuple[float, Decision]],
+        extra_trace: list[TraceRecord],
+    ) -> None:
+        """Stage the batch's candidates, links and gate traces in ONE transaction."""
+        pool = self.pool
+        n_patterns = len(pool.pattern_ids)
+        added_before = list(pool.added_ordinals)
+        batch_added: list[tuple[int, str]] = []
+        rows: list[dict[str, Any]] = []
+        dedup_trace: list[dict[str, Any]] = []
+        for text, (importance, decision) in zip(texts, scored, strict=True):
+            ordinal = self.next_ordinal + len(rows)
+            target_id = target_rev = matched = None
+            if decision.target is not None:
+                if decision.target < n_patterns:
+                    target_id = pool.pattern_ids[decision.target]
+                    target_rev = pool.pattern_revisions[decision.target]
+                else:
+                    earlier = added_before + [o for o, _ in batch_added]
+                    matched = earlier[decision.target - n_patterns]
+            if decision.action == "ADD":
+                batch_added.append((ordinal, text))
+            rows.append({
+                "run": self.run_id, "ordinal": ordinal, "text": text,
+                "importance": float(importance), "category": batch.category,
+                "proposed_action": decision.action, "proposed_target": target_id,
+                "proposed_ratio": float(decision.ratio), "target_revision": target_rev,
+            })
+            dedup_trace.append({
+                "ordinal": ordinal, "action": decision.action, "ratio": decision.ratio,
+                "target_pattern": target_id, "matched_candidate_ordinal": matched,
+            })
+        traces = list(extra_trace)
+        if rows:
+            traces.append(TraceRecord(
+                step="dedup", batch=batch.index, category=batch.category, parsed=dedup_trace
+            ))
+        self.episode_ids.extend(batch.episode_ids)
+        self.counts["episodes"] += len(batch.episode_ids)
+        self.counts["batches"] += 1
+        with self.store.write():
+            for row in rows:
+                candidate = Candidate.create(**row)
+                CandidateEpisode.insert_many(
+                    [{"candidate": candidate.id, "episode": e} for e in batch.episode_ids]
+                ).execute()
+            for record in traces:
+                TraceStep.create(**trace_fields(self.run_id, record))
+            Run.update(stats=self.stats()).where(Run.id == self.run_id).execute()
+        # Only now (the rows exist) do this batch's ADDs join the pool of later batches.
+        for ordinal, text in batch_added:
+            pool.added_ordinals.append(ordinal)
+            pool.added_texts.append(text)
+        self.next_ordinal += len(rows)
+        self.counts["candidates"] += len(rows)
+        for row in rows:
+            self.counts[row["proposed_action"]] += 1
+        self.batches_done += 1
+        self.state.report(Progress(
+            "stage", self.batches_done, self.n_batches,
+            message=f"batch {batch.index + 1}/{self.n_batches}: {len(rows)} candidates",
+        ))
+
+    def stats(self) -> dict[str, Any]:
+        return {**self.counts, "episode_ids": list(self.episode_ids)}
+
+
+def distill(
+    store: Store,
+    backend: Backend,
+    state: TaskState,
+    *,
+    categories: Sequence[str] = ("constitutional", "uncategorized"),
+    limit: int | None = None,
+    model_info: ModelInfo | None = None,
+) -> RunResult:
+    """Distil the pending episodes of ``categories`` into a staged run (see module doc).
+
+    Returns normally when cancelled (status ``cancelled``, finished batches kept); any
+    other failure marks the run ``failed`` and is re-raised.
+    """
+    for category in categories:
+        if category not in DISTILLABLE_LABELS:
+            raise CuratorError(
+                f"cannot distill {category!r}: choose from {', '.join(DISTILLABLE_LABELS)}"
+            )
+    settings = all_settings(store)
+    identity = current_identity(store)
+    prompts = {name: load_prompt(name) for name in ("extract", "refine", "importance")}
+    max_out = int(settings["max_output_tokens"])
+    out_reserve = min(max_out, backend.n_ctx // 4)
+    remaining = limit
+    batches: list[_Batch] = []
+    for category in categories:
+        ids = distillable_episode_ids(store, category, remaining)
+        if remaining is not None:
+            remaining -= len(ids)
+        if not ids:
+            continue
+        prefix = render_prefix(backend, prompts["extract"], identity, category)
+        item_budget = backend.n_ctx - len(backend.tokenize(prefix)) - out_reserve - TOKEN_MARGIN
+        if item_budget < 64:
+            raise CuratorError(
+                f"the context (n_ctx {backend.n_ctx}) is too small for the extract prompt; "
+                "raise n_ctx"
+            )
+        batches.extend(_plan_batches(backend, category, ids, item_budget, len(batches)))
+    params: dict[str, Any] = {
+        "categories": list(categories),
+        "limit": limit,
+        "batches": len(batches),
+        "n_ctx": backend.n_ctx,
+        "max_output_tokens": max_out,
+        "extract_max_tokens": out_reserve,
+        "max_batch_episodes": MAX_BATCH_EPISODES,
+        **{k: settings[k] for k in (
+            "min_chars", "min_words", "skip_threshold", "update_threshold", "seed",
+            "temperature",
+        )},
+    }
+    run_id = start_run(
+        store, "distill", backend=backend, model_info=model_info, prompts=prompts,
+        identity=identity, params=params,
+    )
+    worker = _Distiller(store, backend, state, run_id, prompts, identity, settings, len(batches))
+    state.report(Progress("extract", 0, len(batches), message=f"{len(batches)} batches"))
+    try:
+        for batch in batches:
+            worker.run_batch(batch)
+    except Cancelled:
+        message = (
+            f"cancelled after {worker.batches_done} of {len(batches)} batches "
+            f"({worker.counts['candidates']} candidates kept)"
+        )
+        finish_run(store, run_id, "cancelled", message, stats=worker.stats())
+        return RunResult(run_id, "cancelled", dict(worker.counts), message)
+    except BaseException as exc:
+        finish_run(store, run_id, "failed", one_line(exc), stats=worker.stats())
+        raise
+    counts = dict(worker.counts)
+    if not batches:
+        message = "nothing to distill: no labelled episode is waiting"
+        finish_run(store, run_id, "done", message, stats=worker.stats())
+        return RunResult(run_id, "done", counts, message)
+    from curator.pipeline.review import record_proposals
+
+    message = _summary(counts)
+    with store.write():  # the proposals' audit events and the status change together
+        record_proposals(store, run_id)
+        finish_run(store, run_id, "staged", "", stats=worker.stats())
+    return RunResult(run_id, "staged", counts, message)
+
+
+def _summary(counts: dict[str, int]) -> str:
+    text = (
+        f"staged {counts['candidates']} candidates from {counts['episodes']} episodes in "
+        f"{counts['batches']} batches (ADD {counts['ADD']}, UPDATE {counts['UPDATE']}, "
+        f"SKIP {counts['SKIP']}; {counts['dropped_quality']} dropped by the quality gate"
+    )
+    if counts["failed_batches"]:
+        text += f"; {counts['failed_batches']} batches failed, see the trace"
+    return text + ")"

@@ -1,0 +1,82 @@
+"""Progress reporting and cancellation shared by the CLI and the desktop worker.
+
+Modelled on Orange3's ``TaskState``: the work function receives one object through which
+it reports progress and streamed tokens and learns that it should stop. The object is
+pure Python (no Qt) so the same pipeline code runs under the CLI and on the GUI's worker
+thread; the GUI forwards the callbacks as signals, the CLI draws a text bar.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Progress:
+    """One progress report: ``done`` of ``total`` items of ``step``, and the current speed."""
+
+    step: str
+    done: int
+    total: int
+    tokens_per_s: float = 0.0
+    message: str = ""
+
+    @property
+    def fraction(self) -> float:
+        """Share done in [0, 1] (1.0 when there is nothing to do)."""
+        if self.total <= 0:
+            return 1.0
+        return min(1.0, max(0.0, self.done / self.total))
+
+
+class Cancelled(Exception):
+    """Raised inside a work function when it sees the cancel flag.
+
+    The pipeline catches it at the top, marks the run ``cancelled`` and returns normally,
+    so callers see a result, not an exception.
+    """
+
+
+class TaskState:
+    """The channel between a running pipeline step and whoever started it.
+
+    ``cancel()`` may be called from any thread (it only sets a ``threading.Event``); the
+    callbacks run on the thread doing the work, so a GUI must marshal them to its own
+    thread (queued signals) and a callback must never block for long: generation waits
+    for it between tokens.
+    """
+
+    def __init__(
+        self,
+        on_progress: Callable[[Progress], None] | None = None,
+        on_token: Callable[[str], None] | None = None,
+    ) -> None:
+        self._on_progress = on_progress
+        self._on_token = on_token
+        self._cancel = threading.Event()
+        self.last: Progress | None = None
+
+    def cancel(self) -> None:
+        """Ask the work to stop; it stops within one generated token."""
+        self._cancel.set()
+
+    @property
+    def cancelled(self) -> bool:
+        return self._cancel.is_set()
+
+    def check(self) -> None:
+        """Raise :class:`Cancelled` if cancellation was requested (between items)."""
+        if self._cancel.is_set():
+            raise Cancelled("cancelled")
+
+    def report(self, progress: Progress) -> None:
+        self.last = progress
+        if self._on_progress is not None:
+            self._on_progress(progress)
+
+    def token(self, text: str) -> None:
+        """Forward a piece of streamed output of the current step."""
+        if self._on_token is not None and text:
+            self._on_token(text)
