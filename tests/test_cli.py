@@ -137,3 +137,20 @@ def test_demo_command_fills_an_empty_database_once(
     assert code == 0 and not json.loads(out)["created"]
     code, _, err = run_cli(capsys, "--db", db, "demo")
     assert code == 2 and "already has data" in err
+
+
+def test_damaged_database_is_moved_aside_and_named(
+    tmp_path: Path, episodes_file: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    db = tmp_path / "c.sqlite"
+    assert run_cli(capsys, "--db", str(db), "import", str(episodes_file))[0] == 0
+    assert run_cli(capsys, "--db", str(db), "backup")[0] == 0
+    raw = bytearray(db.read_bytes())
+    page = int.from_bytes(raw[16:18], "big")
+    for start in range(page, len(raw), page):  # scribble over every b-tree page header
+        raw[start : start + 12] = b"\xde\xad\xbe\xef" * 3
+    db.write_bytes(bytes(raw))
+    code, _, err = run_cli(capsys, "--db", str(db), "stats")
+    assert "damaged" in err and "moved aside" in err and "backups" in err
+    assert code == 0  # a fresh database was created in its place
+    assert list(tmp_path.glob("c.sqlite.damaged-*"))

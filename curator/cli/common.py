@@ -9,6 +9,7 @@ import sys
 from collections.abc import Callable
 from typing import Any
 
+from curator.store.backup import check_or_quarantine
 from curator.store.db import Store, resolve_db_path
 
 Handler = Callable[["CommandContext"], int]
@@ -51,7 +52,11 @@ class CommandContext:
     @property
     def store(self) -> Store:
         if self._store is None:
-            self._store = Store(self.db_path)
+            path = self.db_path
+            quarantine = check_or_quarantine(path)
+            if quarantine is not None:
+                self.info(f"curator: warning: {quarantine.message}")
+            self._store = Store(path)
         return self._store
 
     def emit(self, document: Any, human: str | Callable[[], str] | None = None) -> None:

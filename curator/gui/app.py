@@ -26,6 +26,7 @@ from curator.gui.errors import (
     setup_logging,
 )
 from curator.resources_path import resource_path
+from curator.store.backup import check_or_quarantine
 from curator.store.db import Store, resolve_db_path
 
 log = logging.getLogger("curator.gui")
@@ -63,12 +64,16 @@ def main(db_path: str | os.PathLike[str] | None = None) -> int:
     """Open the window on ``db_path`` (default: ``--db``/``CURATOR_DB``/user data dir)."""
     from curator.gui.main_window import MainWindow
     from curator.gui.services import AppServices
+    from curator.gui.worker import LlmWorker
 
     setup_logging()
     app = create_application(sys.argv[:1])
     install_qt_message_handler()
     dialogs = Dialogs()
     path = resolve_db_path(db_path)
+    quarantine = check_or_quarantine(path)
+    if quarantine is not None:
+        log.error("%s", quarantine.message)
     try:
         store = Store(path)
     except CuratorError as exc:
@@ -77,15 +82,12 @@ def main(db_path: str | os.PathLike[str] | None = None) -> int:
         app.exec()
         return exc.exit_code
     services = AppServices(store=store, db_path=Path(path), worker=None, dialogs=dialogs)
-    try:
-        from curator.gui.worker import LlmWorker
-
-        services.worker = LlmWorker(services)
-    except ImportError as exc:  # the pipeline is not installed: curate without a model
-        log.warning("model runs unavailable: %s", exc)
+    services.worker = LlmWorker(services)
     window = MainWindow(services)
     install_excepthook(dialogs, lambda: window)
     window.show()
+    if quarantine is not None:
+        dialogs.warning(window, "Damaged database moved aside", quarantine.message)
     try:
         return int(app.exec())
     finally:
