@@ -1,0 +1,542 @@
+"""The dedup gate: decide SKIP / UPDATE / ADD for freshly distilled patterns.
+
+The contract is defined by :func:`reference_gate`, the plain all-pairs loop over
+:class:`difflib.SequenceMatcher` ratios.  :func:`gate` returns exactly the same
+decisions, targets and ratios (bit-for-bit equal floats) but skips almost every exact
+ratio computation by first bounding it from above.
+
+Why the bounds are sound
+------------------------
+``SequenceMatcher(None, a, b).ratio()`` is ``2.0 * M / (len(a) + len(b))`` where ``M``
+is the total size of the matching blocks.  The blocks are disjoint, increasing in
+both strings and made of equal characters, so they form a common subsequence:
+``M <= LCS(a, b)``.  rapidfuzz's ``Indel.similarity`` is exactly ``2 * LCS`` as an
+integer, so ``2.0 * LCS / T`` computed in float64 is ``>=`` difflib's float (float
+division is correctly rounded and therefore monotone in the numerator).  Empty
+against empty is 1.0 for both; one empty side is 0.0 for both.
+
+For ``len(b) >= 200`` difflib's *autojunk* heuristic makes characters that occur more
+than ``len(b) // 100 + 1`` times in ``b`` "popular": they never seed a match, they
+are only picked up while extending a block whose core is made of non-popular
+characters.  For natural text almost every letter and the space are popular, so
+difflib's ratio collapses far below the LCS bound and the LCS bound alone would leave
+nearly every long pool text to be checked exactly.  :func:`_autojunk_bound` adds a
+second, tighter bound for those pairs (see its docstring for the proof); it is only
+computed lazily, for candidates that the LCS bound could not discard.
+
+Search order
+------------
+For each new text the candidates are visited in descending bound order (ties by
+ascending pool index) and the exact ratio is computed only while the next bound
+could still beat, or tie at an earlier index, the best exact ratio found so far.
+That yields the exact maximum and the exact earliest argmax, which the contract
+needs even for ADD decisions (``.ratio`` is always the best ratio over the pool).
+"""
+
+from __future__ import annotations
+
+import difflib
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from typing import Final, Literal
+
+import numpy as np
+import numpy.typing as npt
+from rapidfuzz import process
+from rapidfuzz.distance import Indel
+
+__all__ = [
+    "DEFAULT_SKIP",
+    "DEFAULT_UPDATE",
+    "Action",
+    "Decision",
+    "gate",
+    "merge_importance",
+    "reference_gate",
+]
+
+Action = Literal["SKIP", "UPDATE", "ADD"]
+
+DEFAULT_SKIP: Final = 0.95
+DEFAULT_UPDATE: Final = 0.70
+
+#: difflib switches on its autojunk heuristic for second sequences this long.
+_AUTOJUNK_MIN_LEN: Final = 200
+#: Pool columns per rapidfuzz ``cdist`` call: bounds the bound matrix to
+#: ``len(new) * _CHUNK`` int32 cells however large the pool is.
+_CHUNK: Final = 4096
+#: Cached ``SequenceMatcher`` objects (one per pool text, holding difflib's index of
+#: the pool text).  Bounded so that a huge pool cannot grow memory without limit.
+_MATCHER_CACHE_SIZE: Final = 8192
+
+
+@dataclass(frozen=True, slots=True)
+class Decision:
+    """What the gate decided for one new pattern.
+
+    ``target`` is the pool index of the best match for SKIP and UPDATE (an index into
+    ``existing``, or ``len(existing) + k`` for the k-th pattern ADDed earlier in the
+    same call) and ``None`` for ADD.  ``ratio`` is the best ratio over the whole pool
+    for every action, so a reviewer can see how close an ADD came to a duplicate;
+    it is 0.0 when the pool was empty.
+    """
+
+    action: Action
+    target: int | None
+    ratio: float
+
+
+def merge_importance(old: float, new: float) -> float:
+    """Importance after an UPDATE: the larger of the two.
+
+    Taking the maximum is idempotent (re-running the same batch changes nothing) and
+    never additive, so repeated near-duplicates cannot inflate a pattern's importance.
+    """
+    return max(old, new)
+
+
+def _decide(best: float, best_index: int, skip: float, update: float) -> Decision:
+    """Map the best ratio over the pool to a decision (``best_index < 0``: empty pool)."""
+    if best_index < 0:
+        return Decision("ADD", None, 0.0)
+    if best >= skip:
+        return Decision("SKIP", best_index, best)
+    if best >= update:
+        return Decision("UPDATE", best_index, best)
+    return Decision("ADD", None, best)
+
+
+def reference_gate(
+    new: Sequence[str],
+    existing: Sequence[str],
+    *,
+    skip: float = DEFAULT_SKIP,
+    update: float = DEFAULT_UPDATE,
+) -> list[Decision]:
+    """The contract, as the plain all-pairs loop (slow; for tests and benchmarks).
+
+    The pool is ``existing`` followed by the new patterns ADDed earlier in this call.
+    Each new text is compared with every pool text using
+    ``SequenceMatcher(None, new_text, pool_text).ratio()``; the best ratio wins, ties
+    go to the earliest pool index.
+    """
+    pool = list(existing)
+    decisions: list[Decision] = []
+    for text in new:
+        best, best_index = -1.0, -1
+        for index, other in enumerate(pool):
+            ratio = difflib.SequenceMatcher(None, text, other).ratio()
+            if ratio > best:
+                best, best_index = ratio, index
+        decision = _decide(best, best_index, skip, update)
+        decisions.append(decision)
+        if decision.action == "ADD":
+            pool.append(text)
+    return decisions
+
+
+_U32: Final = np.dtype("<u4")
+#: Code values no character can have (characters stop at 0x10FFFF): the padding
+#: around ``a`` and the separators between concatenated pool texts match nothing.
+_PAD: Final = 0xFFFF_FFFE
+_SEPARATOR: Final = 0xFFFF_FFFF
+#: Cells per refinement batch (per pair: the new text's length + 1 + the pool text's
+#: length), to bound memory.
+_BATCH_CELLS: Final = 2_000_000
+#: Anchors (character pairs that can seed a block) per refinement batch.
+_MAX_ANCHORS: Final = 500_000
+#: Characters compared per step while growing anchored runs (and padding width).
+_GROW: Final = 16
+
+IntArray = npt.NDArray[np.int64]
+CodeArray = npt.NDArray[np.uint32]
+
+
+def _codes(text: str) -> CodeArray:
+    """Code points of ``text`` (lone surrogates included) as a read-only uint32 array."""
+    return np.frombuffer(text.encode("utf-32-le", "surrogatepass"), dtype=_U32)
+
+
+def _decode(codes: CodeArray) -> str:
+    return codes.astype(_U32, copy=False).tobytes().decode("utf-32-le", "surrogatepass")
+
+
+def _non_popular(text: str) -> tuple[IntArray, CodeArray]:
+    """Positions and codes of the characters difflib's autojunk keeps for ``text``.
+
+    Mirrors ``SequenceMatcher.__chain_b``: for ``len(text) >= 200`` a character is
+    popular when it occurs more than ``len(text) // 100 + 1`` times; shorter texts
+    have no popular characters (the bound below then degrades gracefully to the LCS).
+    """
+    codes = _codes(text)
+    if len(text) < _AUTOJUNK_MIN_LEN:  # no autojunk: every character is kept
+        return np.arange(len(text), dtype=np.int64), codes
+    _, inverse, counts = np.unique(codes, return_inverse=True, return_counts=True)
+    positions = np.flatnonzero(counts[inverse] <= len(text) // 100 + 1).astype(np.int64)
+    return positions, codes[positions]
+
+
+class _Pool:
+    """The growing pool, with lazily built per-text caches used by the search."""
+
+    def __init__(self, existing: Sequence[str]) -> None:
+        self.texts: list[str] = list(existing)
+        self._matchers: dict[int, difflib.SequenceMatcher[str]] = {}
+        self._keep: dict[int, tuple[IntArray, CodeArray]] = {}
+
+    def ratio(self, a: str, index: int) -> float:
+        """Exact ``SequenceMatcher(None, a, pool[index]).ratio()``.
+
+        difflib indexes its *second* sequence (``b2j``), which here is the pool text, so
+        one matcher per pool text is kept and only ``set_seq1`` changes; the result is
+        identical to a fresh matcher because ``b2j`` depends on ``b`` alone.
+        """
+        matcher = self._matchers.get(index)
+        if matcher is None:
+            if len(self._matchers) >= _MATCHER_CACHE_SIZE:
+                self._matchers.pop(next(iter(self._matchers)))
+            matcher = difflib.SequenceMatcher(None, a, self.texts[index])
+            self._matchers[index] = matcher
+        else:
+            matcher.set_seq1(a)
+        return matcher.ratio()
+
+    def keep(self, index: int) -> tuple[IntArray, CodeArray]:
+        """Non-popular positions and codes of a long pool text (cached)."""
+        kept = self._keep.get(index)
+        if kept is None:
+            if len(self._keep) >= _MATCHER_CACHE_SIZE:
+                self._keep.pop(next(iter(self._keep)))
+            kept = self._keep[index] = _non_popular(self.texts[index])
+        return kept
+
+
+class _Query:
+    """One new text and its running best (``best_index < 0`` while nothing was seen)."""
+
+    __slots__ = ("_lookup", "best", "best_index", "codes", "padded", "text")
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+        self.best = -1.0
+        self.best_index = -1
+        self.codes = _codes(text)
+        padded = np.full(len(text) + 2 * _GROW, _PAD, dtype=_U32)
+        padded[_GROW:-_GROW] = self.codes
+        self.padded = padded
+        self._lookup: tuple[CodeArray, IntArray] | None = None
+
+    def lookup(self) -> tuple[CodeArray, IntArray]:
+        """The text's codes sorted, and the positions they came from."""
+        if self._lookup is None:
+            order = np.argsort(self.codes, kind="stable").astype(np.int64)
+            self._lookup = (self.codes[order], order)
+        return self._lookup
+
+    def could_improve(self, bound: float, index: int) -> bool:
+        """Whether a candidate with this upper bound might replace the current best."""
+        return bound > self.best or (bound == self.best and index < self.best_index)
+
+    def offer(self, ratio: float, index: int) -> None:
+        if ratio > self.best or (ratio == self.best and index < self.best_index):
+            self.best, self.best_index = ratio, index
+
+
+def _autojunk_bounds(query: _Query, pool: _Pool, indices: Sequence[int], workers: int) -> IntArray:
+    """Upper bounds on difflib's matched-character count, ``query`` vs long pool texts.
+
+    For ``len(b) >= 200`` (autojunk on, no junk function), ``find_longest_match``
+    works like this on a region ``a[alo:ahi]`` x ``b[blo:bhi]``: the *core* of the
+    block is the longest run of consecutive equal pairs whose ``b`` characters are all
+    non-popular; the core is then extended over equal characters of any kind.  Hence
+    every matching block either
+
+    * (type C) contains a pair ``(i, j)`` with ``a[i] == b[j]`` non-popular, and lies
+      inside the maximal diagonal run of equal characters through that pair (an
+      "anchored run"); or
+    * (type E) has an empty core: the region has no non-popular pair at all, and the
+      block is the common prefix of ``a[alo:ahi]`` and ``b[blo:bhi]``.  A region that
+      does not start at ``(0, 0)`` starts right after an earlier block, where the
+      extension stopped on a mismatch, so only a region starting at ``(0, 0)`` can
+      produce a non-empty type E block: it lies inside the common prefix of a and b.
+
+    So every matched pair lies in an anchored run or in the common prefix, and the
+    matched pairs of all blocks form a common subsequence.  Blanking out (with
+    characters that match nothing) every position of ``a`` and of ``b`` covered by
+    neither keeps all matched pairs, so the LCS of the blanked strings bounds the
+    matched count.  Unlike the plain LCS it ignores the long stretches of popular
+    characters that difflib can never reach, which is where autojunk makes difflib's
+    ratio collapse.
+
+    Blanked characters match nothing, so deleting them leaves the LCS unchanged; the
+    strings handed to rapidfuzz are the covered characters only, which also makes
+    the LCS cheap.  All pairs are handled at once with numpy: the pool texts are
+    concatenated with separators, the anchored runs of all anchors are grown
+    together, ``_GROW`` characters per step, and rapidfuzz computes all the LCS in
+    one call.
+
+    Work is split into groups that bound memory (anchors and cells); a pair with more
+    anchors than one group may hold (only possible for very long texts made of few
+    distinct characters) keeps the trivial bound ``min(len(a), len(b))``.
+    """
+    texts = [pool.texts[index] for index in indices]
+    kept = [pool.keep(index) for index in indices]
+    len_a = len(query.text)
+    lengths = np.fromiter((len(t) for t in texts), dtype=np.int64, count=len(texts))
+    result = np.minimum(lengths, len_a)
+    sorted_codes, _ = query.lookup()
+    codes = np.concatenate([c for _, c in kept] + [np.empty(0, _U32)])
+    hits = np.searchsorted(sorted_codes, codes, side="right") - np.searchsorted(
+        sorted_codes, codes, side="left"
+    )
+    bounds = np.concatenate([[0], np.cumsum([len(p) for p, _ in kept], dtype=np.int64)])
+    running = np.concatenate([[0], np.cumsum(hits, dtype=np.int64)])
+    anchors = (running[bounds[1:]] - running[bounds[:-1]]).tolist()
+    group: list[int] = []
+    group_anchors = group_cells = 0
+
+    def flush() -> None:
+        if group:
+            result[group] = _autojunk_group(
+                query, [texts[k] for k in group], [kept[k] for k in group], workers
+            )
+            group.clear()
+
+    for k, (size, hit) in enumerate(zip(lengths.tolist(), anchors, strict=True)):
+        cells = len_a + 1 + size
+        if hit > _MAX_ANCHORS or cells > _BATCH_CELLS:
+            continue
+        if group_anchors + hit > _MAX_ANCHORS or group_cells + cells > _BATCH_CELLS:
+            flush()
+            group_anchors = group_cells = 0
+        group.append(k)
+        group_anchors += hit
+        group_cells += cells
+    flush()
+    return result
+
+
+def _autojunk_group(
+    query: _Query,
+    texts: list[str],
+    kept: list[tuple[IntArray, CodeArray]],
+    workers: int,
+) -> IntArray:
+    """:func:`_autojunk_bounds` for one memory-bounded group of pool texts."""
+    count = len(texts)
+    len_a = len(query.text)
+    lengths = np.fromiter((len(t) for t in texts), dtype=np.int64, count=count)
+    # Layout: _GROW separators, t0, SEP, t1, SEP, ..., t_last, then separators.
+    starts = np.empty(count, dtype=np.int64)
+    starts[0] = _GROW
+    np.cumsum(lengths[:-1] + 1, out=starts[1:])
+    starts[1:] += _GROW
+    joined = np.full(int(starts[-1] + lengths[-1]) + _GROW + 1, _SEPARATOR, dtype=_U32)
+    joined[_GROW : _GROW + int(starts[-1] + lengths[-1]) - _GROW] = _codes("\x00".join(texts))
+    joined[starts[1:] - 1] = _SEPARATOR
+
+    # Anchors: every (i, j) with a[i] == b[j] and b[j] non-popular in its own text.
+    per_text = np.fromiter((len(p) for p, _ in kept), dtype=np.int64, count=count)
+    anchor_text = np.repeat(np.arange(count, dtype=np.int64), per_text)
+    anchor_j = np.concatenate([p for p, _ in kept] + [np.empty(0, np.int64)])
+    anchor_j = anchor_j + np.repeat(starts, per_text)
+    anchor_codes = np.concatenate([c for _, c in kept] + [np.empty(0, _U32)])
+    sorted_codes, order = query.lookup()
+    low = np.searchsorted(sorted_codes, anchor_codes, side="left")
+    hits = np.searchsorted(sorted_codes, anchor_codes, side="right") - low
+    source = np.repeat(np.arange(len(hits), dtype=np.int64), hits)
+    within = np.arange(int(hits.sum()), dtype=np.int64) - np.repeat(np.cumsum(hits) - hits, hits)
+    pair_i = order[low[source] + within] + _GROW  # index into query.padded
+    pair_j = anchor_j[source]
+    pair_text = anchor_text[source]
+
+    # Grow every anchored run to its maximal extent; pads and separators stop it.
+    padded = query.padded
+    reach = []
+    for sign in (-1, 1):
+        steps = sign * np.arange(1, _GROW + 1, dtype=np.int64)
+        grown = np.zeros(len(pair_i), dtype=np.int64)
+        active = np.arange(len(pair_i), dtype=np.int64)
+        for _ in range(3):  # most runs are short: single steps first
+            if not active.size:
+                break
+            offset = sign * (grown[active] + 1)
+            same_one = padded[pair_i[active] + offset] == joined[pair_j[active] + offset]
+            active = active[same_one]
+            grown[active] += 1
+        while active.size:
+            offset = sign * grown[active]
+            same = (
+                padded[(pair_i[active] + offset)[:, None] + steps]
+                == joined[(pair_j[active] + offset)[:, None] + steps]
+            )
+            full = same.all(axis=1)
+            grown[active] += np.where(full, _GROW, np.argmin(same, axis=1))
+            active = active[full]
+        reach.append(grown)
+    left, right = reach
+
+    # Common prefixes (the only place a type E block can be).
+    prefix = np.zeros(count, dtype=np.int64)
+    if len_a:
+        maybe = np.flatnonzero(joined[starts] == query.codes[0])
+        if maybe.size:
+            width = len_a + 1
+            needed = int(starts[-1]) + width - len(joined)
+            if needed > 0:
+                joined = np.concatenate([joined, np.full(needed, _SEPARATOR, dtype=_U32)])
+            windows = joined[starts[maybe][:, None] + np.arange(width, dtype=np.int64)]
+            same = windows == padded[_GROW : _GROW + width][None, :]
+            prefix[maybe] = np.argmin(same, axis=1)
+
+    # Covered positions: of a (one row per pair) and of the concatenated pool texts.
+    width = len_a + 1
+    cells = count * width
+    rows = np.arange(count, dtype=np.int64) * width
+    first_a = pair_text * width + pair_i - _GROW
+    begin_a = np.concatenate([first_a - left, rows])
+    end_a = np.concatenate([first_a + right + 1, rows + prefix])
+    cover_a = (
+        np.cumsum(
+            np.bincount(begin_a, minlength=cells + 1)[:cells]
+            - np.bincount(end_a, minlength=cells + 1)[:cells]
+        ).reshape(count, width)[:, :len_a]
+        > 0
+    )
+    size = len(joined)
+    begin_b = np.concatenate([pair_j - left, starts])
+    end_b = np.concatenate([pair_j + right + 1, starts + prefix])
+    cover_b = (
+        np.cumsum(
+            np.bincount(begin_b, minlength=size + 1)[:size]
+            - np.bincount(end_b, minlength=size + 1)[:size]
+        )
+        > 0
+    )
+
+    # Only covered characters go to the LCS (blanked ones could not match anyway).
+    kept_a = _decode(np.broadcast_to(query.codes, (count, len_a))[cover_a])
+    ends_a = np.cumsum(cover_a.sum(axis=1)).tolist()
+    rows_a = [kept_a[s:e] for s, e in zip([0, *ends_a[:-1]], ends_a, strict=True)]
+    kept_b = _decode(joined[cover_b])
+    before = np.concatenate([[0], np.cumsum(cover_b)])
+    starts_b = before[starts].tolist()
+    ends_b = before[starts + lengths].tolist()
+    rows_b = [kept_b[s:e] for s, e in zip(starts_b, ends_b, strict=True)]
+    doubled = process.cpdist(
+        rows_a, rows_b, scorer=Indel.similarity, dtype=np.int64, workers=workers
+    )
+    return np.asarray(doubled, dtype=np.int64) // 2
+
+
+def _bounds(
+    queries: Sequence[str], targets: Sequence[str], workers: int
+) -> npt.NDArray[np.float64]:
+    """LCS upper bounds on the difflib ratio, ``queries`` x ``targets``, as float64."""
+    doubled_lcs = process.cdist(
+        queries, targets, scorer=Indel.similarity, dtype=np.int32, workers=workers
+    )
+    total = (
+        np.fromiter((len(q) for q in queries), dtype=np.int64, count=len(queries))[:, None]
+        + np.fromiter((len(t) for t in targets), dtype=np.int64, count=len(targets))[None, :]
+    )
+    with np.errstate(invalid="ignore", divide="ignore"):
+        bounds = doubled_lcs.astype(np.float64) / total
+    # Two empty strings: difflib says 1.0 (and so does the bound).
+    bounds[total == 0] = 1.0
+    return bounds
+
+
+def _search_row(
+    query: _Query,
+    pool: _Pool,
+    row: npt.NDArray[np.float64],
+    offset: int,
+    lengths: IntArray,
+    workers: int,
+) -> None:
+    """Fold the exact best over one chunk of pool columns into ``query``.
+
+    ``row[c]`` is the LCS bound for pool index ``offset + c`` and ``lengths[c]`` that
+    text's length.  The best is seeded with the top candidate's exact ratio; every
+    candidate that could still beat it and is long enough for autojunk gets the
+    tighter bound of :func:`_autojunk_bounds`.  Candidates are then visited by
+    descending bound, then ascending index, and the exact ratio is computed only while
+    the next bound can beat, or tie at an earlier index, the best ratio found so far.
+    """
+    if row.size == 0:
+        return
+    if query.best_index < 0:
+        first = int(np.argmax(row))
+        query.offer(pool.ratio(query.text, offset + first), offset + first)
+    candidates = np.flatnonzero(row >= query.best)
+    if candidates.size == 0:
+        return
+    values = row[candidates]
+    refine = np.flatnonzero(lengths[candidates] >= _AUTOJUNK_MIN_LEN)
+    if refine.size:
+        matched = _autojunk_bounds(query, pool, (offset + candidates[refine]).tolist(), workers)
+        total = len(query.text) + lengths[candidates[refine]]
+        values[refine] = np.minimum(values[refine], (2 * matched).astype(np.float64) / total)
+    for k in np.lexsort((candidates, -values)).tolist():
+        index = offset + int(candidates[k])
+        if not query.could_improve(float(values[k]), index):
+            break
+        if index != query.best_index:
+            query.offer(pool.ratio(query.text, index), index)
+
+
+def _chunks(size: int, step: int) -> Iterator[tuple[int, int]]:
+    for start in range(0, size, step):
+        yield start, min(size, start + step)
+
+
+def gate(
+    new: Sequence[str],
+    existing: Sequence[str],
+    *,
+    skip: float = DEFAULT_SKIP,
+    update: float = DEFAULT_UPDATE,
+    workers: int = -1,
+) -> list[Decision]:
+    """Decide SKIP / UPDATE / ADD for each new text; same result as :func:`reference_gate`.
+
+    ``best >= skip`` -> SKIP the new text (it is already known); ``best >= update`` ->
+    UPDATE the target (see :func:`merge_importance`); otherwise ADD, and the new text
+    joins the pool for the texts after it.  ``workers`` is passed to rapidfuzz
+    (``-1``: all cores) and affects speed only.
+
+    The pool's ``existing`` part is searched for all new texts at once in column
+    chunks (memory stays bounded for any pool size); the ADDed part depends on earlier
+    decisions, so it is searched afterwards, one new text at a time, in order.  Every
+    existing index is smaller than every ADDed index, so the two searches combine
+    with the same tie rule.
+    """
+    queries = [_Query(text) for text in new]
+    if not queries:
+        return []
+    texts = [q.text for q in queries]
+    pool = _Pool(existing)
+    n_existing = len(pool.texts)
+
+    for start, stop in _chunks(n_existing, _CHUNK):
+        columns = pool.texts[start:stop]
+        bounds = _bounds(texts, columns, workers)
+        lengths = np.fromiter((len(t) for t in columns), dtype=np.int64, count=len(columns))
+        for row_index, query in enumerate(queries):
+            _search_row(query, pool, bounds[row_index], start, lengths, workers)
+
+    decisions: list[Decision] = []
+    added: list[str] = []
+    for query in queries:
+        for start, stop in _chunks(len(added), _CHUNK):
+            columns = added[start:stop]
+            row = _bounds([query.text], columns, workers)[0]
+            lengths = np.fromiter((len(t) for t in columns), dtype=np.int64, count=len(columns))
+            _search_row(query, pool, row, n_existing + start, lengths, workers)
+        decision = _decide(query.best, query.best_index, skip, update)
+        decisions.append(decision)
+        if decision.action == "ADD":
+            added.append(query.text)
+            pool.texts.append(query.text)
+    return decisions

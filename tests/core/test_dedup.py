@@ -1,0 +1,291 @@
+"""The dedup gate: semantics of the contract, and ``gate`` == ``reference_gate`` exactly."""
+
+from __future__ import annotations
+
+import difflib
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from rapidfuzz.distance import Indel
+
+from curator.core import dedup
+from curator.core.dedup import Decision, gate, merge_importance, reference_gate
+
+# --- semantics (checked on both implementations) -------------------------------------
+
+IMPLEMENTATIONS = [reference_gate, gate]
+
+
+@pytest.fixture(params=IMPLEMENTATIONS, ids=["reference", "gate"])
+def impl(request: pytest.FixtureRequest) -> object:
+    return request.param
+
+
+def test_empty_pool_adds_with_ratio_zero(impl) -> None:
+    assert impl(["anything"], []) == [Decision("ADD", None, 0.0)]
+    assert impl([], ["x"]) == []
+
+
+def test_added_patterns_join_the_pool(impl) -> None:
+    existing = ["completely unrelated words here"]
+    decisions = impl(["alpha beta gamma", "alpha beta gamma", "zzz"], existing)
+    assert decisions[0].action == "ADD"
+    assert decisions[1] == Decision("SKIP", 1, 1.0)  # pool index len(existing) + 0
+    assert decisions[2].action == "ADD"
+
+
+def test_skipped_and_updated_patterns_do_not_join_the_pool(impl) -> None:
+    decisions = impl(["abcdefghij", "abcdefghiX", "abcdefghiX"], ["abcdefghij"])
+    assert decisions[0] == Decision("SKIP", 0, 1.0)
+    assert decisions[1] == Decision("UPDATE", 0, 0.9)
+    assert decisions[2] == Decision("UPDATE", 0, 0.9)  # not matched against new[1]
+
+
+def test_ties_go_to_the_earliest_pool_index(impl) -> None:
+    decisions = impl(["abcd"], ["abcx", "abcy", "abcd", "abcd"])
+    assert decisions == [Decision("SKIP", 2, 1.0)]
+    decisions = impl(["abcd"], ["abxx", "abcx", "abcy"])
+    assert decisions == [Decision("UPDATE", 1, 0.75)]
+
+
+def test_thresholds_are_inclusive(impl) -> None:
+    # 2 * 19 / 40 == 0.95 and 2 * 7 / 20 == 0.70 exactly in floating point.
+    assert impl(["a" * 19 + "b"], ["a" * 20]) == [Decision("SKIP", 0, 0.95)]
+    assert impl(["a" * 7 + "bbb"], ["a" * 7 + "ccc"]) == [Decision("UPDATE", 0, 0.7)]
+    below = impl(["a" * 6 + "bbbb"], ["a" * 6 + "cccc"])
+    assert below == [Decision("ADD", None, 0.6)]  # ADD still reports the best ratio
+
+
+def test_ratio_uses_new_text_as_first_sequence(impl) -> None:
+    # difflib is not symmetric (it indexes the second sequence); this pair shows it.
+    new, old = "tide", "diet"
+    forward = difflib.SequenceMatcher(None, new, old).ratio()
+    backward = difflib.SequenceMatcher(None, old, new).ratio()
+    assert forward != backward
+    assert impl([new], [old], skip=1.1, update=1.1) == [Decision("ADD", None, forward)]
+
+
+def test_empty_strings(impl) -> None:
+    assert impl([""], [""]) == [Decision("SKIP", 0, 1.0)]
+    assert impl([""], ["x"]) == [Decision("ADD", None, 0.0)]
+    assert impl(["x", ""], [])[1] == Decision("ADD", None, 0.0)
+
+
+def test_custom_thresholds(impl) -> None:
+    assert impl(["abcd"], ["abcx"], skip=0.75, update=0.5) == [Decision("SKIP", 0, 0.75)]
+    assert impl(["abcd"], ["abcx"], skip=1.0, update=0.8) == [Decision("ADD", None, 0.75)]
+
+
+def test_merge_importance_is_max_and_idempotent() -> None:
+    assert merge_importance(0.3, 0.8) == 0.8
+    assert merge_importance(0.8, 0.3) == 0.8
+    once = merge_importance(0.4, 0.6)
+    assert merge_importance(once, 0.6) == once
+
+
+# --- the bounds the fast gate relies on ----------------------------------------------
+
+_alphabets = st.sampled_from(["ab", "ab ", "abc ", "aab", "abcdefghij  ", "aA.b, c"])
+
+
+@st.composite
+def _text(draw: st.DrawFn, alphabet: str | None = None) -> str:
+    alphabet = alphabet or draw(_alphabets)
+    size = draw(st.one_of(st.integers(0, 30), st.integers(195, 400)))
+    return draw(st.text(alphabet=alphabet, min_size=size, max_size=size))
+
+
+@st.composite
+def _variant(draw: st.DrawFn, text: str) -> str:
+    """A near-duplicate: a few substitutions, insertions, deletions or a rotation."""
+    chars = list(text)
+    for _ in range(draw(st.integers(0, 6))):
+        op = draw(st.sampled_from(["sub", "ins", "del", "rot", "append"]))
+        position = draw(st.integers(0, max(0, len(chars) - 1)))
+        if op == "sub" and chars:
+            chars[position] = draw(st.sampled_from("abz "))
+        elif op == "ins":
+            chars.insert(position, draw(st.sampled_from("abz ")))
+        elif op == "del" and chars:
+            del chars[position]
+        elif op == "rot":
+            chars = chars[position:] + chars[:position]
+        elif op == "append":
+            chars.extend(draw(st.text(alphabet="ab .", max_size=30)))
+    return "".join(chars)
+
+
+def _matched(a: str, b: str) -> int:
+    return sum(block.size for block in difflib.SequenceMatcher(None, a, b).get_matching_blocks())
+
+
+@settings(max_examples=300, deadline=None)
+@given(data=st.data())
+def test_bounds_are_upper_bounds(data: st.DataObject) -> None:
+    b = data.draw(_text())
+    a = data.draw(st.one_of(_text(), _variant(b)))
+    matched = _matched(a, b)
+    ratio = difflib.SequenceMatcher(None, a, b).ratio()
+    assert matched <= Indel.similarity(a, b) // 2
+    bound = dedup._bounds([a], [b], workers=1)[0, 0]
+    assert bound >= ratio
+    if not a and not b:
+        assert bound == 1.0 == ratio
+    tight = dedup._autojunk_bounds(dedup._Query(a), dedup._Pool([b]), [0], workers=1)
+    assert tight.tolist()[0] >= matched
+
+
+@settings(max_examples=150, deadline=None)
+@given(data=st.data())
+def test_batched_autojunk_bounds_hold_for_every_pair(data: st.DataObject) -> None:
+    """One call bounds many pool texts at once (concatenated with separators)."""
+    a = data.draw(_text())
+    pool = data.draw(st.lists(st.one_of(_text(), _variant(a)), min_size=1, max_size=6))
+    indices = data.draw(st.permutations(range(len(pool))))
+    tight = dedup._autojunk_bounds(dedup._Query(a), dedup._Pool(pool), indices, workers=1)
+    for index, bound in zip(indices, tight.tolist(), strict=True):
+        assert bound >= _matched(a, pool[index])
+        assert bound <= Indel.similarity(a, pool[index]) // 2
+
+
+def test_autojunk_bounds_split_into_groups_and_skip_oversized_pairs(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    a = "Users who mention Rate Limits tend to retry within an hour, says QA. " * 4
+    pool = [
+        a[3:],
+        "Customers in the EU region ask about GDPR. " * 6,
+        "Agents handling Billing questions escalate to a Manager after 2 replies. " * 3,
+        a.upper(),
+    ]
+    indices = [3, 0, 2, 1]
+    whole = dedup._autojunk_bounds(dedup._Query(a), dedup._Pool(pool), indices, workers=1)
+    monkeypatch.setattr(dedup, "_BATCH_CELLS", 2 * (len(a) + 1 + max(map(len, pool))))
+    grouped = dedup._autojunk_bounds(dedup._Query(a), dedup._Pool(pool), indices, workers=1)
+    assert grouped.tolist() == whole.tolist()
+    monkeypatch.setattr(dedup, "_MAX_ANCHORS", 3)  # most pairs have more anchors than that
+    capped = dedup._autojunk_bounds(dedup._Query(a), dedup._Pool(pool), indices, workers=1)
+    trivial = [min(len(a), len(pool[k])) for k in indices]
+    for got, full, fallback in zip(capped.tolist(), whole.tolist(), trivial, strict=True):
+        assert got in (full, fallback)  # computed, or skipped with the trivial bound
+    assert capped.tolist()[2] == trivial[2] > whole.tolist()[2]  # skipped: many anchors
+    assert capped.tolist()[3] == whole.tolist()[3] == 0  # no anchor, no common prefix
+    for index, bound in zip(indices, whole.tolist(), strict=True):
+        assert _matched(a, pool[index]) <= bound
+    assert gate([a, a[::-1]], pool) == reference_gate([a, a[::-1]], pool)
+
+
+def test_autojunk_bound_is_far_below_lcs_for_unrelated_long_texts() -> None:
+    """The reason the second bound exists: autojunk makes difflib's ratio collapse."""
+    a = "The quick brown fox jumps over the lazy dog near the riverbank today. " * 4
+    b = "A lazy dog sleeps under the old oak tree while the fox runs far away. " * 4
+    tight = dedup._autojunk_bounds(dedup._Query(a), dedup._Pool([b]), [0], workers=1)[0]
+    assert _matched(a, b) <= tight < Indel.similarity(a, b) // 4
+
+
+def test_autojunk_bound_handles_surrogates_and_private_use_characters() -> None:
+    a = "\ud800 lone surrogate \U0010ffff " * 10
+    b = a[5:] + "\U0010fffe"
+    tight = dedup._autojunk_bounds(dedup._Query(a), dedup._Pool([b]), [0], workers=1)[0]
+    assert tight >= _matched(a, b)
+    assert gate([a], [b]) == reference_gate([a], [b])
+
+
+# --- gate == reference_gate ----------------------------------------------------------
+
+
+@st.composite
+def _batch(draw: st.DrawFn) -> tuple[list[str], list[str]]:
+    """Existing pool and new batch with exact copies, near-duplicates and fresh texts."""
+    alphabet = draw(st.one_of(st.none(), _alphabets))
+    existing = draw(st.lists(_text(alphabet), max_size=6))
+    new: list[str] = []
+    for _ in range(draw(st.integers(0, 6))):
+        sources = existing + new
+        kind = draw(st.sampled_from(["fresh", "copy", "variant", "variant", "empty"]))
+        if kind in ("copy", "variant") and sources:
+            source = draw(st.sampled_from(sources))
+            new.append(source if kind == "copy" else draw(_variant(source)))
+        elif kind == "empty":
+            new.append("")
+        else:
+            new.append(draw(_text(alphabet)))
+    return new, existing
+
+
+_thresholds = st.one_of(
+    st.just((0.95, 0.70)),
+    st.tuples(st.floats(0, 1), st.floats(0, 1)).map(lambda t: (max(t), min(t))),
+    st.tuples(st.floats(0, 1.01), st.floats(0, 1.01)),  # even skip < update
+)
+
+
+@settings(max_examples=250, deadline=None)
+@given(batch=_batch(), thresholds=_thresholds)
+def test_gate_equals_reference(
+    batch: tuple[list[str], list[str]], thresholds: tuple[float, float]
+) -> None:
+    new, existing = batch
+    skip, update = thresholds
+    expected = reference_gate(new, existing, skip=skip, update=update)
+    actual = gate(new, existing, skip=skip, update=update)
+    assert actual == expected  # action, target and the exact float ratio
+
+
+_SAMPLE = (
+    "Users who mention rate limits tend to retry within an hour. Customers on the "
+    "EU plan ask about GDPR, invoices and refunds; agents escalate after 2 replies."
+)
+_WORDS = _SAMPLE.split()
+
+
+@st.composite
+def _sentence(draw: st.DrawFn) -> str:
+    words = draw(st.lists(st.sampled_from(_WORDS), min_size=3, max_size=60))
+    return " ".join(words)
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    existing=st.lists(_sentence(), min_size=1, max_size=12),
+    picks=st.lists(st.tuples(st.integers(0, 11), st.booleans()), max_size=6),
+    fresh=st.lists(_sentence(), max_size=3),
+)
+def test_gate_equals_reference_on_sentences(
+    existing: list[str], picks: list[tuple[int, bool]], fresh: list[str]
+) -> None:
+    new = [
+        existing[index % len(existing)] + (" again" if tweak else "") for index, tweak in picks
+    ] + fresh
+    assert gate(new, existing) == reference_gate(new, existing)
+
+
+def test_gate_equals_reference_across_chunks_and_cache_evictions(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(dedup, "_CHUNK", 3)
+    monkeypatch.setattr(dedup, "_MATCHER_CACHE_SIZE", 2)
+    monkeypatch.setattr(dedup, "_MAX_ANCHORS", 40)
+    base = [
+        "users retry after a rate limit error",
+        "customers ask for refunds after an outage",
+        "agents escalate tickets that wait too long",
+        "admins export invoices at the end of the month",
+    ]
+    long_text = " ".join(base) * 3
+    existing = [*base, long_text, base[0] + " quickly", "zzz", ""]
+    new = [
+        "users retry after a rate-limit error",
+        "something entirely different happens here",
+        "something entirely different happens here!",
+        long_text.replace("refunds", "refunds quickly"),
+        "",
+        "admins export invoices at the end of each month",
+        "yet another new pattern about mobile users",
+        "yet another new pattern about mobile users.",
+    ]
+    for skip, update in [(0.95, 0.70), (0.99, 0.5), (1.0, 1.0)]:
+        expected = reference_gate(new, existing, skip=skip, update=update)
+        assert gate(new, existing, skip=skip, update=update) == expected
+        assert gate(new, existing, skip=skip, update=update, workers=1) == expected
