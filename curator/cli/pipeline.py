@@ -1,10 +1,337 @@
-"""Subcommands of the pipeline (registered by curator.cli.build_parser)."""
+"""Pipeline subcommands: classify, distill, runs, run.
+
+``classify`` and ``distill`` validate the model (header, then a trial load in a child
+process) *before* anything is written, so an unusable model file is a one-line error with
+exit code 2 and an unchanged database. Progress goes to stderr (a redrawn bar on a
+terminal, plain lines otherwise); stdout carries only the result, one JSON document with
+``--json``. The first Ctrl-C cancels the run cleanly (it is recorded as ``cancelled``,
+finished work is kept, exit code 130); a second one aborts at once.
+"""
 
 from __future__ import annotations
 
 import argparse
+import signal
+import sys
+from collections.abc import Callable
+from types import FrameType
 from typing import Any
+
+from curator.cli.common import CommandContext
+from curator.errors import CuratorError
+from curator.llm.backend import BackendSettings
+from curator.pipeline.progress import Progress, TaskState
+from curator.store.models import DISTILLABLE_LABELS, Candidate, Run, TraceStep
+from curator.store.settings import all_settings
+
+EXIT_CANCELLED = 130
 
 
 def register(subparsers: Any, common: argparse.ArgumentParser) -> None:
-    """Add this module's subcommands (none yet)."""
+    """Add the pipeline subcommands."""
+    model = argparse.ArgumentParser(add_help=False)
+    group = model.add_argument_group("model")
+    group.add_argument(
+        "--model", metavar="PATH",
+        help="GGUF model file (default: $CURATOR_MODEL, the saved setting, the demo model)",
+    )
+    group.add_argument("--n-gpu-layers", type=int, metavar="N", help="layers on the GPU (-1 all)")
+    group.add_argument("--n-ctx", type=int, metavar="N", help="context size in tokens")
+    group.add_argument("--threads", type=int, metavar="N", help="CPU threads")
+
+    p = subparsers.add_parser(
+        "classify", parents=[common, model],
+        help="label pending episodes constitutional / noise / uncategorized",
+        description="Classify the episodes that have neither a model nor a human label, "
+        "oldest first. Exit code 130 when cancelled with Ctrl-C (labels so far are kept).",
+    )
+    p.add_argument("--limit", type=int, metavar="N", help="classify at most N episodes")
+    p.set_defaults(handler=cmd_classify)
+
+    p = subparsers.add_parser(
+        "distill", parents=[common, model],
+        help="distil labelled episodes into a staged run of candidate patterns",
+        description="Extract, refine and score patterns from the episodes not yet distilled, "
+        "gate them, and stage them for review (curator review RUN). Nothing reaches "
+        "Knowledge before a commit.",
+    )
+    p.add_argument(
+        "--category", choices=DISTILLABLE_LABELS, action="append", metavar="C",
+        help="constitutional or uncategorized (repeatable; default both)",
+    )
+    p.add_argument("--limit", type=int, metavar="N", help="use at most N episodes")
+    p.set_defaults(handler=cmd_distill)
+
+    p = subparsers.add_parser("runs", parents=[common], help="list classification and "
+                              "distillation runs")
+    p.add_argument("--limit", type=int, default=30, metavar="N", help="newest N (default 30)")
+    p.set_defaults(handler=cmd_runs)
+
+    p = subparsers.add_parser("run", parents=[common], help="show one run and its trace")
+    p.add_argument("run_id", type=int, metavar="ID")
+    p.add_argument("--full", action="store_true", help="do not shorten the raw outputs")
+    p.set_defaults(handler=cmd_run)
+
+
+# -- progress on stderr ----------------------------------------------------------------------
+
+
+class ProgressPrinter:
+    """A ``\\r`` bar on a terminal; one line per finished item otherwise (e.g. in a log)."""
+
+    WIDTH = 24
+
+    def __init__(self, stream: Any = None) -> None:
+        self.stream = stream if stream is not None else sys.stderr
+        self.tty = bool(getattr(self.stream, "isatty", lambda: False)())
+        self._last_key: tuple[str, int] | None = None
+        self._drawn = False
+
+    def __call__(self, p: Progress) -> None:
+        if self.tty:
+            filled = round(p.fraction * self.WIDTH)
+            bar = "#" * filled + "-" * (self.WIDTH - filled)
+            speed = f" {p.tokens_per_s:6.1f} tok/s" if p.tokens_per_s else ""
+            line = f"{p.step:<10} [{bar}] {p.done}/{p.total}{speed}  {p.message}"
+            self.stream.write("\r" + line[:118].ljust(118))
+            self._drawn = True
+        else:
+            key = (p.step, p.done)
+            if key == self._last_key:
+                return  # token-rate updates of the same step: only on a terminal
+            self._last_key = key
+            speed = f" ({p.tokens_per_s:.1f} tok/s)" if p.tokens_per_s else ""
+            self.stream.write(f"{p.step} {p.done}/{p.total}{speed} {p.message}".rstrip() + "\n")
+        self.stream.flush()
+
+    def close(self) -> None:
+        if self.tty and self._drawn:
+            self.stream.write("\n")
+            self.stream.flush()
+            self._drawn = False
+
+
+# -- shared ----------------------------------------------------------------------------------
+
+
+def _load_backend(ctx: CommandContext) -> Any:
+    """Resolve, validate and load the model; nothing is written to the database."""
+    from curator.llm.llama_cpp_backend import load_backend
+    from curator.llm.model_file import resolve_model_path
+
+    args = ctx.args
+    saved = all_settings(ctx.store)
+    path = resolve_model_path(args.model, ctx.store)
+
+    def pick(cli: Any, key: str) -> Any:
+        return cli if cli is not None else saved[key]
+
+    settings = BackendSettings(
+        model_path=path,
+        n_gpu_layers=int(pick(args.n_gpu_layers, "n_gpu_layers")),
+        n_ctx=int(pick(args.n_ctx, "n_ctx")),
+        n_threads=pick(args.threads, "n_threads"),
+        flash_attn=bool(saved["flash_attn"]),
+        seed=int(saved["seed"]),
+        temperature=float(saved["temperature"]),
+    )
+    if settings.n_ctx < 256:
+        raise CuratorError("--n-ctx must be at least 256")
+    if settings.n_threads is not None and int(settings.n_threads) < 1:
+        raise CuratorError("--threads must be at least 1")
+    backend = load_backend(settings)
+    info = backend.model_info
+    ctx.info(
+        f"model: {info.name} ({info.quantization}, {info.architecture}), {backend.offload}, "
+        f"n_ctx {backend.n_ctx}"
+    )
+    return backend
+
+
+def _run_with_ctrl_c(ctx: CommandContext, work: Callable[[TaskState], Any]) -> Any:
+    """Run ``work`` with a TaskState whose cancel is bound to the first Ctrl-C."""
+    printer = ProgressPrinter()
+    state = TaskState(on_progress=printer)
+
+    def on_sigint(signum: int, frame: FrameType | None) -> None:
+        del signum, frame
+        if state.cancelled:
+            raise KeyboardInterrupt
+        state.cancel()
+        printer.close()
+        ctx.info("cancelling (press Ctrl-C again to abort at once) ...")
+
+    previous = signal.signal(signal.SIGINT, on_sigint)
+    try:
+        return work(state)
+    finally:
+        signal.signal(signal.SIGINT, previous)
+        printer.close()
+
+
+def _check_limit(limit: int | None) -> None:
+    if limit is not None and limit < 1:
+        raise CuratorError("--limit must be at least 1")
+
+
+def _finish(ctx: CommandContext, result: Any, human: str) -> int:
+    ctx.emit(result.as_dict(), human)
+    return EXIT_CANCELLED if result.status == "cancelled" else 0
+
+
+def cmd_classify(ctx: CommandContext) -> int:
+    from curator.pipeline.classify import classify_episodes
+
+    _check_limit(ctx.args.limit)
+    backend = _load_backend(ctx)
+    try:
+        result = _run_with_ctrl_c(
+            ctx, lambda state: classify_episodes(ctx.store, backend, state, limit=ctx.args.limit)
+        )
+    finally:
+        backend.close()
+    return _finish(ctx, result, f"run {result.run_id} {result.status}: {result.message}")
+
+
+def cmd_distill(ctx: CommandContext) -> int:
+    from curator.pipeline.distill import distill
+
+    _check_limit(ctx.args.limit)
+    categories = tuple(dict.fromkeys(ctx.args.category or DISTILLABLE_LABELS))
+    backend = _load_backend(ctx)
+    try:
+        result = _run_with_ctrl_c(
+            ctx,
+            lambda state: distill(
+                ctx.store, backend, state, categories=categories, limit=ctx.args.limit
+            ),
+        )
+    finally:
+        backend.close()
+    human = f"run {result.run_id} {result.status}: {result.message}"
+    if result.status == "staged":
+        human += f"\nreview it with: curator review {result.run_id}"
+    return _finish(ctx, result, human)
+
+
+# -- runs and traces -------------------------------------------------------------------------
+
+
+def _run_doc(run: Run) -> dict[str, Any]:
+    stats = dict(run.stats or {})
+    stats.pop("episode_ids", None)  # can be long; `curator run ID --json` has it in full
+    seconds = (
+        (run.finished_at - run.started_at).total_seconds() if run.finished_at else None
+    )
+    return {
+        "id": run.id,
+        "kind": run.kind,
+        "status": run.status,
+        "status_reason": run.status_reason,
+        "started_at": run.started_at.isoformat(),
+        "finished_at": run.finished_at.isoformat() if run.finished_at else None,
+        "seconds": round(seconds, 3) if seconds is not None else None,
+        "model_name": run.model_name,
+        "model_path": run.model_path,
+        "model_sha256": run.model_sha256,
+        "prompts": run.prompts,
+        "stats": stats,
+    }
+
+
+def cmd_runs(ctx: CommandContext) -> int:
+    if ctx.args.limit < 1:
+        raise CuratorError("--limit must be at least 1")
+    _ = ctx.store  # opens the database (binds the models)
+    runs = list(Run.select().order_by(Run.id.desc()).limit(ctx.args.limit))
+    docs = [_run_doc(r) for r in runs]
+
+    def human() -> str:
+        if not docs:
+            return "no runs yet"
+        lines = []
+        for d in docs:
+            took = f"{d['seconds']:.1f}s" if d["seconds"] is not None else "-"
+            counts = ", ".join(
+                f"{k} {v}" for k, v in d["stats"].items() if isinstance(v, int) and v
+            )
+            lines.append(
+                f"{d['id']:>4}  {d['kind']:<8} {d['status']:<9} {d['started_at'][:19]}  "
+                f"{took:>7}  {counts}"
+            )
+        return "\n".join(lines)
+
+    ctx.emit({"runs": docs}, human)
+    return 0
+
+
+def _shorten(text: str, full: bool, width: int = 160) -> str:
+    flat = " ".join(text.split())
+    return flat if full or len(flat) <= width else flat[: width - 3] + "..."
+
+
+def cmd_run(ctx: CommandContext) -> int:
+    _ = ctx.store  # opens the database (binds the models)
+    run = Run.get_or_none(Run.id == ctx.args.run_id)
+    if run is None:
+        raise CuratorError(f"no run {ctx.args.run_id}")
+    doc = _run_doc(run)
+    doc["stats"] = run.stats
+    doc["params"] = run.params
+    doc["model_metadata"] = run.model_metadata
+    steps = list(TraceStep.select().where(TraceStep.run == run.id).order_by(TraceStep.id))
+    doc["trace"] = [
+        {
+            "id": s.id, "step": s.step, "batch": s.batch, "category": s.category,
+            "episode_id": s.__data__.get("episode"), "prompt_name": s.prompt_name,
+            "prompt_sha256": s.prompt_sha256, "raw_output": s.raw_output, "parsed": s.parsed,
+            "tokens_in": s.tokens_in, "tokens_out": s.tokens_out,
+            "cached_tokens": s.cached_tokens, "seconds": s.seconds, "attempt": s.attempt,
+            "error": s.error,
+        }
+        for s in steps
+    ]
+    candidates = list(Candidate.select().where(Candidate.run == run.id).order_by(Candidate.ordinal))
+    doc["candidates"] = [
+        {
+            "id": c.id, "ordinal": c.ordinal, "text": c.text, "importance": c.importance,
+            "category": c.category, "proposed_action": c.proposed_action,
+            "proposed_target": c.__data__.get("proposed_target"),
+            "proposed_ratio": c.proposed_ratio, "action": c.action,
+        }
+        for c in candidates
+    ]
+    full = bool(ctx.args.full)
+
+    def human() -> str:
+        lines = [
+            f"run {run.id}: {run.kind}, {run.status}"
+            + (f" ({run.status_reason})" if run.status_reason else ""),
+            f"model: {run.model_name} sha256 {run.model_sha256[:16]}  {run.model_path}",
+            "prompts: " + ", ".join(
+                f"{name} v{p.get('version')} {str(p.get('sha256'))[:12]}"
+                for name, p in sorted((run.prompts or {}).items())
+            ),
+        ]
+        for t in doc["trace"]:
+            where = f"episode {t['episode_id']}" if t["episode_id"] else (
+                f"batch {t['batch']} {t['category']}"
+            )
+            lines.append(
+                f"  #{t['id']} {t['step']:<10} {where}  attempt {t['attempt']}  "
+                f"in {t['tokens_in']} (cached {t['cached_tokens']}) out {t['tokens_out']}  "
+                f"{t['seconds']:.2f}s" + (f"  ERROR {t['error']}" if t["error"] else "")
+            )
+            if t["raw_output"]:
+                lines.append("      " + _shorten(t["raw_output"], full))
+        for c in doc["candidates"]:
+            target = f" -> pattern {c['proposed_target']}" if c["proposed_target"] else ""
+            lines.append(
+                f"  candidate {c['ordinal']}: {c['proposed_action']}{target} "
+                f"(ratio {c['proposed_ratio']:.2f}, importance {c['importance']:.2f}) "
+                + _shorten(c["text"], full, 100)
+            )
+        return "\n".join(lines)
+
+    ctx.emit(doc, human)
+    return 0

@@ -19,6 +19,9 @@ MAX_ITEMS = 12
 MAX_ITEM_CHARS = 300
 MIN_ITEM_CHARS = 120
 _WS_MAX = 4  # whitespace characters allowed around one separator
+_ITEM_OVERHEAD = 3 + _WS_MAX  # two quotes, a comma, whitespace
+MIN_ARRAY_BUDGET = 2 + 2 * _WS_MAX + _ITEM_OVERHEAD + 1
+"""The smallest budget that still fits one one-character string (smaller ones are raised)."""
 
 
 def literal(text: str) -> str:
@@ -40,13 +43,12 @@ def string_array_bounds(max_tokens: int) -> tuple[int, int]:
     Worst case counts one token per character: brackets, and per item its characters,
     two quotes, a comma and the allowed whitespace.
     """
-    budget = max(16, max_tokens) - 2 - 2 * _WS_MAX
-    per_item_overhead = 3 + _WS_MAX
+    budget = max(MIN_ARRAY_BUDGET, max_tokens) - 2 - 2 * _WS_MAX
     for items in range(MAX_ITEMS, 0, -1):
-        chars = min(MAX_ITEM_CHARS, budget // items - per_item_overhead)
+        chars = min(MAX_ITEM_CHARS, budget // items - _ITEM_OVERHEAD)
         if chars >= MIN_ITEM_CHARS:
             return items, chars
-    return 1, max(1, min(MAX_ITEM_CHARS, budget - per_item_overhead))
+    return 1, min(MAX_ITEM_CHARS, budget - _ITEM_OVERHEAD)
 
 
 def string_array_grammar(max_tokens: int) -> str:

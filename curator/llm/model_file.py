@@ -285,7 +285,9 @@ def validate_model_file(path: str | os.PathLike[str], timeout_s: float = 120) ->
     if proc.returncode == 0 and result is not None and result.get("ok"):
         loaded = {k: v for k, v in result.items() if k != "ok"}
         return replace(info, metadata={**info.metadata, "llama.cpp": loaded})
-    reason = (result or {}).get("reason") or _reason_from_log(proc.stderr)
+    # llama.cpp's log names the cause ("unknown model architecture: 'x'"); the Python
+    # exception only says that loading failed, so the log line is preferred.
+    reason = _reason_from_log(proc.stderr) or (result or {}).get("reason") or ""
     if proc.returncode < 0:
         try:
             signame = signal.Signals(-proc.returncode).name
@@ -300,12 +302,13 @@ def validate_model_file(path: str | os.PathLike[str], timeout_s: float = 120) ->
 def _reason_from_log(log: str) -> str:
     """The most telling line of llama.cpp's log, shortened to one line."""
     lines = [ln.strip() for ln in log.splitlines() if ln.strip()]
-    for needle in ("error loading model:", "error:", "failed", "error"):
-        for line in reversed(lines):
-            if needle in line.lower():
-                text = line.split("error loading model:", 1)[-1].strip()
-                return text[:300]
-    return lines[-1][:300] if lines else ""
+    for line in lines:
+        if "error loading model:" in line:
+            return line.split("error loading model:", 1)[1].strip()[:300]
+    for line in lines:
+        if "error" in line.lower() or "failed" in line.lower():
+            return line[:300]
+    return ""
 
 
 def _child_check(path: str) -> int:

