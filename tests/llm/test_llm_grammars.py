@@ -79,7 +79,8 @@ def test_generated_scores_have_exactly_n_numbers(demo_backend, n: int) -> None:
 def test_string_array_closes_even_with_a_tiny_budget(demo_backend) -> None:
     prefix = demo_backend.chat_prefix("You answer with JSON.", "List facts about cats:\n")
     for budget in (24, 60):
-        c = demo_backend.complete(prefix, "", max_tokens=budget, grammar=string_array_grammar(budget))
+        grammar = string_array_grammar(budget)
+        c = demo_backend.complete(prefix, "", max_tokens=budget, grammar=grammar)
         assert c.tokens_out <= budget
         value = json.loads(c.text)
         assert isinstance(value, list) and value and all(isinstance(s, str) for s in value)
