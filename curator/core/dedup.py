@@ -20,9 +20,9 @@ than ``len(b) // 100 + 1`` times in ``b`` "popular": they never seed a match, th
 are only picked up while extending a block whose core is made of non-popular
 characters.  For natural text almost every letter and the space are popular, so
 difflib's ratio collapses far below the LCS bound and the LCS bound alone would leave
-nearly every long pool text to be checked exactly.  :func:`_autojunk_bound` adds a
+nearly every long pool text to be checked exactly.  :func:`_autojunk_bounds` adds a
 second, tighter bound for those pairs (see its docstring for the proof); it is only
-computed lazily, for candidates that the LCS bound could not discard.
+computed lazily, in batches, for candidates that the LCS bound could not discard.
 
 Search order
 ------------
@@ -31,11 +31,19 @@ ascending pool index) and the exact ratio is computed only while the next bound
 could still beat, or tie at an earlier index, the best exact ratio found so far.
 That yields the exact maximum and the exact earliest argmax, which the contract
 needs even for ADD decisions (``.ratio`` is always the best ratio over the pool).
+Exact ratios always come from difflib itself; the bounds only decide which pairs
+can be skipped.  They must never be below difflib's ratio (a loose bound merely
+costs time), which is what the proofs above and the tests establish.
+
+The property tests in ``tests/core/test_dedup.py`` check the bounds and compare
+``gate`` with ``reference_gate`` decision by decision on adversarial inputs;
+``benchmarks/bench_dedup.py`` measures the speed-up on realistic ones.
 """
 
 from __future__ import annotations
 
 import difflib
+import heapq
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import Final, Literal
@@ -145,6 +153,8 @@ _SEPARATOR: Final = 0xFFFF_FFFF
 _BATCH_CELLS: Final = 2_000_000
 #: Anchors (character pairs that can seed a block) per refinement batch.
 _MAX_ANCHORS: Final = 500_000
+#: Below this many pairs, rapidfuzz runs on one thread.
+_PARALLEL_CELLS: Final = 20_000
 #: Characters compared per step while growing anchored runs (and padding width).
 _GROW: Final = 16
 
@@ -242,7 +252,7 @@ class _Query:
             self.best, self.best_index = ratio, index
 
 
-def _autojunk_bounds(query: _Query, pool: _Pool, indices: Sequence[int], workers: int) -> IntArray:
+def _autojunk_bounds(query: _Query, pool: _Pool, indices: Sequence[int]) -> IntArray:
     """Upper bounds on difflib's matched-character count, ``query`` vs long pool texts.
 
     For ``len(b) >= 200`` (autojunk on, no junk function), ``find_longest_match``
@@ -298,7 +308,7 @@ def _autojunk_bounds(query: _Query, pool: _Pool, indices: Sequence[int], workers
     def flush() -> None:
         if group:
             result[group] = _autojunk_group(
-                query, [texts[k] for k in group], [kept[k] for k in group], workers
+                query, [texts[k] for k in group], [kept[k] for k in group]
             )
             group.clear()
 
@@ -317,10 +327,7 @@ def _autojunk_bounds(query: _Query, pool: _Pool, indices: Sequence[int], workers
 
 
 def _autojunk_group(
-    query: _Query,
-    texts: list[str],
-    kept: list[tuple[IntArray, CodeArray]],
-    workers: int,
+    query: _Query, texts: list[str], kept: list[tuple[IntArray, CodeArray]]
 ) -> IntArray:
     """:func:`_autojunk_bounds` for one memory-bounded group of pool texts."""
     count = len(texts)
@@ -423,9 +430,8 @@ def _autojunk_group(
     starts_b = before[starts].tolist()
     ends_b = before[starts + lengths].tolist()
     rows_b = [kept_b[s:e] for s, e in zip(starts_b, ends_b, strict=True)]
-    doubled = process.cpdist(
-        rows_a, rows_b, scorer=Indel.similarity, dtype=np.int64, workers=workers
-    )
+    # One thread: the blanked strings are short, and starting threads costs more.
+    doubled = process.cpdist(rows_a, rows_b, scorer=Indel.similarity, dtype=np.int64, workers=1)
     return np.asarray(doubled, dtype=np.int64) // 2
 
 
@@ -433,6 +439,8 @@ def _bounds(
     queries: Sequence[str], targets: Sequence[str], workers: int
 ) -> npt.NDArray[np.float64]:
     """LCS upper bounds on the difflib ratio, ``queries`` x ``targets``, as float64."""
+    if len(queries) * len(targets) < _PARALLEL_CELLS:
+        workers = 1  # starting threads costs more than a small matrix
     doubled_lcs = process.cdist(
         queries, targets, scorer=Indel.similarity, dtype=np.int32, workers=workers
     )
@@ -458,11 +466,13 @@ def _search_row(
     """Fold the exact best over one chunk of pool columns into ``query``.
 
     ``row[c]`` is the LCS bound for pool index ``offset + c`` and ``lengths[c]`` that
-    text's length.  The best is seeded with the top candidate's exact ratio; every
-    candidate that could still beat it and is long enough for autojunk gets the
-    tighter bound of :func:`_autojunk_bounds`.  Candidates are then visited by
-    descending bound, then ascending index, and the exact ratio is computed only while
-    the next bound can beat, or tie at an earlier index, the best ratio found so far.
+    text's length.  The best is seeded with the top candidate's exact ratio.  The
+    candidates that could still beat it are then visited by descending bound, then
+    ascending index, and the exact ratio is computed only while the next bound can
+    beat, or tie at an earlier index, the best ratio found so far.  A long pool text
+    (autojunk) reaching the front gets the tighter bound of :func:`_autojunk_bounds`
+    first and re-enters the queue; those are refined in growing batches, so that
+    numpy's per-call cost is shared while a rising best still spares most of them.
     """
     if row.size == 0:
         return
@@ -472,15 +482,45 @@ def _search_row(
     candidates = np.flatnonzero(row >= query.best)
     if candidates.size == 0:
         return
-    values = row[candidates]
-    refine = np.flatnonzero(lengths[candidates] >= _AUTOJUNK_MIN_LEN)
-    if refine.size:
-        matched = _autojunk_bounds(query, pool, (offset + candidates[refine]).tolist(), workers)
-        total = len(query.text) + lengths[candidates[refine]]
-        values[refine] = np.minimum(values[refine], (2 * matched).astype(np.float64) / total)
-    for k in np.lexsort((candidates, -values)).tolist():
-        index = offset + int(candidates[k])
-        if not query.could_improve(float(values[k]), index):
+    order = np.lexsort((candidates, -row[candidates]))
+    columns = candidates[order]
+    bounds = row[columns].tolist()
+    indices = (columns + offset).tolist()
+    is_long = (lengths[columns] >= _AUTOJUNK_MIN_LEN).tolist()
+    long_positions = [k for k, flag in enumerate(is_long) if flag]
+    refined_upto = 0  # long_positions[:refined_upto] have their tight bound queued
+    batch = 16
+    queue: list[tuple[float, int]] = []  # (-tight bound, pool index), a heap
+    position = 0
+    while True:
+        while (
+            position < len(bounds)
+            and is_long[position]
+            and (refined_upto > 0 and position <= long_positions[refined_upto - 1])
+        ):
+            position += 1  # already refined and queued
+        head = (-bounds[position], indices[position]) if position < len(bounds) else None
+        if queue and (head is None or queue[0] < head):
+            neg_bound, index = heapq.heappop(queue)
+            if not query.could_improve(-neg_bound, index):
+                break
+        elif head is not None:
+            if not query.could_improve(bounds[position], indices[position]):
+                break
+            if is_long[position]:
+                picked = long_positions[refined_upto : refined_upto + batch]
+                picked = [k for k in picked if query.could_improve(bounds[k], indices[k])]
+                matched = _autojunk_bounds(query, pool, [indices[k] for k in picked])
+                for k, count in zip(picked, matched.tolist(), strict=True):
+                    total = len(query.text) + int(lengths[columns[k]])
+                    tight = min(bounds[k], 2 * count / total)
+                    heapq.heappush(queue, (-tight, indices[k]))
+                refined_upto += len(long_positions[refined_upto : refined_upto + batch])
+                batch *= 2
+                continue
+            index = indices[position]
+            position += 1
+        else:
             break
         if index != query.best_index:
             query.offer(pool.ratio(query.text, index), index)

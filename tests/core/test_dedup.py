@@ -132,7 +132,7 @@ def test_bounds_are_upper_bounds(data: st.DataObject) -> None:
     assert bound >= ratio
     if not a and not b:
         assert bound == 1.0 == ratio
-    tight = dedup._autojunk_bounds(dedup._Query(a), dedup._Pool([b]), [0], workers=1)
+    tight = dedup._autojunk_bounds(dedup._Query(a), dedup._Pool([b]), [0])
     assert tight.tolist()[0] >= matched
 
 
@@ -143,7 +143,7 @@ def test_batched_autojunk_bounds_hold_for_every_pair(data: st.DataObject) -> Non
     a = data.draw(_text())
     pool = data.draw(st.lists(st.one_of(_text(), _variant(a)), min_size=1, max_size=6))
     indices = data.draw(st.permutations(range(len(pool))))
-    tight = dedup._autojunk_bounds(dedup._Query(a), dedup._Pool(pool), indices, workers=1)
+    tight = dedup._autojunk_bounds(dedup._Query(a), dedup._Pool(pool), indices)
     for index, bound in zip(indices, tight.tolist(), strict=True):
         assert bound >= _matched(a, pool[index])
         assert bound <= Indel.similarity(a, pool[index]) // 2
@@ -160,12 +160,12 @@ def test_autojunk_bounds_split_into_groups_and_skip_oversized_pairs(
         a.upper(),
     ]
     indices = [3, 0, 2, 1]
-    whole = dedup._autojunk_bounds(dedup._Query(a), dedup._Pool(pool), indices, workers=1)
+    whole = dedup._autojunk_bounds(dedup._Query(a), dedup._Pool(pool), indices)
     monkeypatch.setattr(dedup, "_BATCH_CELLS", 2 * (len(a) + 1 + max(map(len, pool))))
-    grouped = dedup._autojunk_bounds(dedup._Query(a), dedup._Pool(pool), indices, workers=1)
+    grouped = dedup._autojunk_bounds(dedup._Query(a), dedup._Pool(pool), indices)
     assert grouped.tolist() == whole.tolist()
     monkeypatch.setattr(dedup, "_MAX_ANCHORS", 3)  # most pairs have more anchors than that
-    capped = dedup._autojunk_bounds(dedup._Query(a), dedup._Pool(pool), indices, workers=1)
+    capped = dedup._autojunk_bounds(dedup._Query(a), dedup._Pool(pool), indices)
     trivial = [min(len(a), len(pool[k])) for k in indices]
     for got, full, fallback in zip(capped.tolist(), whole.tolist(), trivial, strict=True):
         assert got in (full, fallback)  # computed, or skipped with the trivial bound
@@ -180,14 +180,14 @@ def test_autojunk_bound_is_far_below_lcs_for_unrelated_long_texts() -> None:
     """The reason the second bound exists: autojunk makes difflib's ratio collapse."""
     a = "The quick brown fox jumps over the lazy dog near the riverbank today. " * 4
     b = "A lazy dog sleeps under the old oak tree while the fox runs far away. " * 4
-    tight = dedup._autojunk_bounds(dedup._Query(a), dedup._Pool([b]), [0], workers=1)[0]
+    tight = dedup._autojunk_bounds(dedup._Query(a), dedup._Pool([b]), [0])[0]
     assert _matched(a, b) <= tight < Indel.similarity(a, b) // 4
 
 
 def test_autojunk_bound_handles_surrogates_and_private_use_characters() -> None:
     a = "\ud800 lone surrogate \U0010ffff " * 10
     b = a[5:] + "\U0010fffe"
-    tight = dedup._autojunk_bounds(dedup._Query(a), dedup._Pool([b]), [0], workers=1)[0]
+    tight = dedup._autojunk_bounds(dedup._Query(a), dedup._Pool([b]), [0])[0]
     assert tight >= _matched(a, b)
     assert gate([a], [b]) == reference_gate([a], [b])
 
