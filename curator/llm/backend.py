@@ -119,6 +119,12 @@ class Backend(Protocol):
         """
         ...
 
-    def classify(self, prefix: str, item: str, labels: Sequence[str]) -> LabelScores:
-        """Score each label as the complete answer and choose the most probable one."""
+    def classify(
+        self, prefix: str, item: str, labels: Sequence[str], *, answer_prefix: str = ""
+    ) -> LabelScores:
+        """Score each label as the complete answer and choose the most probable one.
+
+        ``answer_prefix`` (e.g. ``"Label:"``) opens the assistant's answer; the labels are
+        then scored as its continuation, after a space.
+        """
         ...

@@ -16,10 +16,13 @@ only the episode.
 
 Classification does not sample. After one forward pass over the prompt the log-softmax
 of the next-token logits gives each label's first token; the remaining tokens of every
-multi-token label are scored by evaluating that label's continuation (a tiny batch, then
-removed from the cache again). The chosen label is the one with the highest log-probability
-of its *full* token sequence; greedy or grammar-constrained sampling could instead follow
-a likely short first token into a less probable label.
+multi-token label are scored too, so the chosen label is the one with the highest
+log-probability of its *full* token sequence (greedy or grammar-constrained sampling could
+instead follow a likely short first token into a less probable label, and labels whose
+first tokens collide are told apart). The longest label's continuation rides along in the
+prompt's last batch (its logits kept, its cache entries dropped afterwards), so it costs
+no extra ``llama_decode``; any other multi-token label costs one small batch. Labels are
+scored without an end-of-answer token, so no label may be a token prefix of another.
 """
 
 from __future__ import annotations
@@ -82,6 +85,7 @@ class LlamaCppBackend:
         self._marker = self.tokenize(TRUNCATION_MARKER)
         self._prefix_cache: dict[str, list[int]] = {}
         self._label_cache: dict[tuple[str, ...], list[list[int]]] = {}
+        self._last_batch_size = 0
         n_layer = int(llama_cpp.llama_model_n_layer(llm.model))
         if llama_cpp.llama_supports_gpu_offload():
             wanted = settings.n_gpu_layers
@@ -123,9 +127,11 @@ class LlamaCppBackend:
                 repeat_penalty,
             )
 
-    def classify(self, prefix: str, item: str, labels: Sequence[str]) -> LabelScores:
+    def classify(
+        self, prefix: str, item: str, labels: Sequence[str], *, answer_prefix: str = ""
+    ) -> LabelScores:
         with self._exclusive():
-            return self._classify(prefix, item, tuple(labels))
+            return self._classify(prefix, item, tuple(labels), answer_prefix)
 
     # -- extras ----------------------------------------------------------------------------
 
@@ -178,7 +184,9 @@ class LlamaCppBackend:
             self._prefix_cache[prefix] = tokens
         return tokens
 
-    def _build(self, prefix: str, item: str, reserve: int) -> tuple[list[int], bool, int]:
+    def _build(
+        self, prefix: str, item: str, reserve: int, tail: list[int] | None = None
+    ) -> tuple[list[int], bool, int]:
         """prefix + item + end-of-turn tokens, the item cut to fit ``reserve`` more tokens.
 
         The three parts are tokenized separately so the prefix's tokens never depend on
@@ -186,8 +194,9 @@ class LlamaCppBackend:
         "<|im_end|>" cannot close the turn).
         """
         head = self._prefix_tokens(prefix)
+        tail = self._tail if tail is None else tail
         body = self.tokenize(item)
-        budget = self.n_ctx - len(head) - len(self._tail) - reserve
+        budget = self.n_ctx - len(head) - len(tail) - reserve
         if budget < MIN_ITEM_TOKENS:
             raise CuratorError(
                 f"the prompt does not fit the context ({len(head)} prompt tokens, "
@@ -199,12 +208,17 @@ class LlamaCppBackend:
             keep = budget - len(self._marker)
             n_head = (keep * 2) // 3
             body = body[:n_head] + self._marker + body[n_item - (keep - n_head) :]
-        return head + body + self._tail, truncated, n_item
+        return head + body + tail, truncated, n_item
 
-    def _sync(self, tokens: list[int], should_stop: StopCheck | None) -> int:
+    def _sync(
+        self, tokens: list[int], should_stop: StopCheck | None, extra: Sequence[int] = ()
+    ) -> int:
         """Make the context hold exactly ``tokens``; returns how many were reused.
 
-        At least the last token is always evaluated so its logits are current.
+        At least the last token is always evaluated so its logits are current. ``extra``
+        tokens ride along in the last batch with their logits kept (batch indices after
+        the last token's; see :meth:`_logits`) and are then dropped from the cache again:
+        scoring a label's continuation this way costs no extra llama_decode call.
         """
         llm = self.llm
         held = np.asarray(llm._input_ids, dtype=np.int64)
@@ -214,14 +228,36 @@ class LlamaCppBackend:
         common = int(diff[0]) if diff.size else n
         reused = min(common, len(tokens) - 1)
         llm.n_tokens = reused  # eval() drops everything after n_tokens from the KV cache
-        if should_stop is None:
-            llm.eval(tokens[reused:])
-            return reused
-        for start in range(reused, len(tokens), PROMPT_CHUNK):
-            if should_stop():
+        step = PROMPT_CHUNK if should_stop is not None else llm.n_batch
+        last = max(reused, len(tokens) - (llm.n_batch - len(extra)))
+        for start in range(reused, last, step):
+            if should_stop is not None and should_stop():
                 raise _Stopped
-            llm.eval(tokens[start : start + PROMPT_CHUNK])
+            llm.eval(tokens[start : min(start + step, last)])
+        if should_stop is not None and should_stop():
+            raise _Stopped
+        self._decode_last(tokens[last:], list(extra))
         return reused
+
+    def _decode_last(self, final: list[int], extra: list[int]) -> None:
+        """One llama_decode of ``final + extra``; logits kept for the last of ``final``
+        and for every ``extra`` token; ``extra`` is removed from the cache afterwards."""
+        llm = self.llm
+        n_past = llm.n_tokens
+        batch = final + extra
+        llm._ctx.kv_cache_seq_rm(-1, n_past, -1)
+        llm._batch.set_batch(batch=batch, n_past=n_past, logits_all=False)
+        self._last_batch_size = len(batch)
+        for index in range(len(final) - 1, len(batch)):
+            llm._batch.batch.logits[index] = True
+        try:
+            llm._ctx.decode(llm._batch)
+        finally:
+            llm.input_ids[n_past : n_past + len(final)] = final
+            llm.n_tokens = n_past + len(final)
+            llm._requires_eval = False
+        if extra:
+            llm._ctx.kv_cache_seq_rm(-1, llm.n_tokens, -1)
 
     def _piece(self, token: int) -> bytes:
         """The bytes of one token (llama-cpp-python's helper pads to 32 bytes)."""
@@ -237,36 +273,71 @@ class LlamaCppBackend:
         pointer = self._lib.llama_get_logits_ith(self.llm.ctx, index)
         return np.ctypeslib.as_array(pointer, shape=(self._n_vocab,))
 
-    def _label_tokens(self, labels: tuple[str, ...]) -> list[list[int]]:
-        """Each label's tokens as they follow the assistant-turn opening."""
-        found = self._label_cache.get(labels)
+    def _answer_start(self, answer_prefix: str) -> tuple[list[int], str]:
+        """Tokens closing the user turn and opening the answer, and the label separator.
+
+        After an answer prefix such as ``"Label:"`` each label follows a space, which most
+        tokenizers fold into the label's first token (`` noise`` is one token in SmolLM2).
+        """
+        if not answer_prefix:
+            return self._tail, ""
+        sep = "" if answer_prefix[-1].isspace() else " "
+        return self._special_tokens(self.template.tail + answer_prefix), sep
+
+    def _label_tokens(self, labels: tuple[str, ...], answer_prefix: str) -> list[list[int]]:
+        """Each label's tokens exactly as they follow the opening of the answer."""
+        key = (*labels, "\x00" + answer_prefix)
+        found = self._label_cache.get(key)
         if found is None:
+            start, sep = self._answer_start(answer_prefix)
+            start_text = self.template.tail + answer_prefix
             found = []
             for label in labels:
-                alone = self.tokenize(label)
-                joined = self._special_tokens(self.template.tail + label)
-                if joined[: len(self._tail)] == self._tail and joined[len(self._tail) :]:
-                    alone = joined[len(self._tail) :]
-                if not alone:
+                joined = self._special_tokens(start_text + sep + label)
+                if joined[: len(start)] == start and joined[len(start) :]:
+                    seq = joined[len(start) :]
+                else:  # the label merged with the answer's start: tokenize it alone
+                    seq = self.tokenize(sep + label)
+                if not seq:
                     raise ValueError(f"label {label!r} has no tokens")
-                found.append(alone)
-            self._label_cache[labels] = found
+                found.append(seq)
+            for a, sa in zip(labels, found, strict=True):
+                for b, sb in zip(labels, found, strict=True):
+                    if a != b and sb[: len(sa)] == sa:
+                        # Scored without an end-of-answer token, the shorter one would
+                        # always win; such label sets are not supported.
+                        raise ValueError(f"label {a!r} is a token prefix of {b!r}")
+            self._label_cache[key] = found
         return found
 
-    def _classify(self, prefix: str, item: str, labels: tuple[str, ...]) -> LabelScores:
+    def _classify(
+        self, prefix: str, item: str, labels: tuple[str, ...], answer_prefix: str
+    ) -> LabelScores:
         if len(set(labels)) != len(labels) or not labels:
             raise ValueError("labels must be distinct and non-empty")
         start = time.perf_counter()
-        label_tokens = self._label_tokens(labels)
-        longest = max(len(t) for t in label_tokens)
-        tokens, truncated, n_item = self._build(prefix, item, longest)
-        cached = self._sync(tokens, None)
+        label_tokens = self._label_tokens(labels, answer_prefix)
+        answer_start, _ = self._answer_start(answer_prefix)
+        longest = max(label_tokens, key=len)
+        tokens, truncated, n_item = self._build(prefix, item, len(longest), answer_start)
+        # The longest label's continuation rides along in the prompt's last batch; any
+        # other multi-token label gets one small batch of its own.
+        folded = longest[:-1]
+        cached = self._sync(tokens, None, folded)
         position = self.llm.n_tokens
-        first = _log_softmax(self._logits(-1))
+        last = self._last_batch_size - len(folded) - 1  # batch index of the prompt's end
+        # Read every logit of this batch before any other decode overwrites them.
+        first = _log_softmax(self._logits(last))
+        folded_logprob = sum(
+            float(_log_softmax(self._logits(last + 1 + i))[nxt])
+            for i, nxt in enumerate(longest[1:])
+        )
         logprobs: dict[str, float] = {}
         for label, seq in zip(labels, label_tokens, strict=True):
             total = float(first[seq[0]])
-            if len(seq) > 1:
+            if seq is longest:
+                total += folded_logprob
+            elif len(seq) > 1:
                 total += self._continuation_logprob(position, seq)
             logprobs[label] = total
         top = max(logprobs.values())

@@ -1,10 +1,12 @@
 """Versioned prompt files and their rendering.
 
 Each prompt is a file ``resources/prompts/<name>.v<N>.txt`` with a ``[system]`` and a
-``[user]`` section. The newest version of a name is used; its SHA-256 (of the file's
-bytes) is recorded on every run and every trace step, so an output can always be traced
-to the exact wording that produced it. A changed wording gets a new version file rather
-than an edit, so old hashes keep meaning something.
+``[user]`` section, and optionally an ``[assistant]`` section: the start of the answer,
+written for the model (e.g. ``Label:``, matching the prompt's examples). The newest
+version of a name is used; its SHA-256 (of the file's bytes) is recorded on every run and
+every trace step, so an output can always be traced to the exact wording that produced it.
+A changed wording gets a new version file rather than an edit, so old hashes keep meaning
+something.
 
 Placeholders are ``{{name}}`` (double braces, so JSON examples in a prompt need no
 escaping). ``{{item}}`` marks the variable part (the episode, the batch) and must be the
@@ -42,6 +44,7 @@ class PromptTemplate:
     system: str
     user: str
     path: Path
+    assistant: str = ""
 
     def render(self, values: Mapping[str, str]) -> tuple[str, str]:
         """(system text, user text up to the item) with every placeholder filled."""
@@ -74,14 +77,20 @@ def parse_prompt(path: Path) -> PromptTemplate:
         raise PromptError(f"{path.name}: prompt files are named <name>.v<N>.txt")
     raw = path.read_bytes()
     text = raw.decode("utf-8").replace("\r\n", "\n")
-    sections = re.split(r"^\[(system|user)\]\s*$", text, flags=re.MULTILINE)
-    # ['', 'system', body, 'user', body]
-    parts = dict(zip(sections[1::2], sections[2::2], strict=True))
-    if set(parts) != {"system", "user"} or sections[0].strip():
-        raise PromptError(f"{path.name}: needs exactly a [system] and a [user] section")
+    sections = re.split(r"^\[(system|user|assistant)\]\s*$", text, flags=re.MULTILINE)
+    # ['', 'system', body, 'user', body(, 'assistant', body)]
+    names = sections[1::2]
+    parts = dict(zip(names, sections[2::2], strict=True))
+    if names[:2] != ["system", "user"] or names[2:] not in ([], ["assistant"]) or (
+        sections[0].strip()
+    ):
+        raise PromptError(
+            f"{path.name}: needs a [system] and a [user] section (then optionally [assistant])"
+        )
     system = parts["system"].strip()
     user = parts["user"].strip()
-    if not user.endswith(ITEM) or user.count(ITEM) != 1 or ITEM in system:
+    assistant = parts.get("assistant", "").strip()
+    if not user.endswith(ITEM) or user.count(ITEM) != 1 or ITEM in system + assistant:
         raise PromptError(f"{path.name}: {ITEM} must end the [user] section (and appear once)")
     return PromptTemplate(
         name=match["name"],
@@ -90,6 +99,7 @@ def parse_prompt(path: Path) -> PromptTemplate:
         system=system,
         user=user,
         path=path,
+        assistant=assistant,
     )
 
 

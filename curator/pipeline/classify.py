@@ -104,7 +104,9 @@ def classify_episodes(
             if episode is None or episode.human_label is not None:
                 counts["skipped"] += 1  # deleted or labelled by a person meanwhile
                 continue
-            scores = backend.classify(prefix, episode.text, LABELS)
+            scores = backend.classify(
+                prefix, episode.text, LABELS, answer_prefix=prompt.assistant
+            )
             _store_label(store, run_id, episode_id, scores, prompt)
             counts[scores.label] += 1
             counts["classified"] += 1

@@ -85,34 +85,55 @@ def sequence_logprobs(
     return result
 
 
+@pytest.mark.parametrize(
+    ("labels", "answer_prefix", "separator"),
+    [
+        (LABELS, "", ""),
+        (LABELS, "Label:", " "),
+        # "unc" starts both: the first token alone cannot tell them apart
+        (("uncategorized", "uncertain", "noise"), "", ""),
+    ],
+    ids=["bare", "answer-prefix", "first-token-collision"],
+)
 def test_chosen_label_is_the_most_probable_full_sequence(
-    demo_backend, classify_prefix: str, full_logits_model
+    demo_backend, classify_prefix: str, full_logits_model, labels, answer_prefix: str,
+    separator: str,
 ) -> None:
-    """Independent check: score each label's whole token sequence from scratch."""
+    """Independent check: score each label's whole token sequence on a second model."""
     llm = full_logits_model
-    template = demo_backend.template
+    opening = demo_backend.template.tail + answer_prefix
     prompt_head = llm.tokenize(classify_prefix.encode(), add_bos=False, special=True)
-    tail = llm.tokenize(template.tail.encode(), add_bos=False, special=True)
+    tail = llm.tokenize(opening.encode(), add_bos=False, special=True)
     label_tokens = {
-        label: llm.tokenize((template.tail + label).encode(), add_bos=False, special=True)[
+        label: llm.tokenize((opening + separator + label).encode(), add_bos=False, special=True)[
             len(tail) :
         ]
-        for label in LABELS
+        for label in labels
     }
     assert any(len(t) > 1 for t in label_tokens.values())  # multi-token labels are covered
     chosen = set()
-    for text in demo_texts(5):
-        scores = demo_backend.classify(classify_prefix, text, LABELS)
+    for text in demo_texts(4):
+        scores = demo_backend.classify(
+            classify_prefix, text, labels, answer_prefix=answer_prefix
+        )
         item = llm.tokenize(text.encode(), add_bos=False, special=False)
         independent = sequence_logprobs(llm, prompt_head, item + tail, label_tokens)
         best = max(independent.values())
         assert independent[scores.label] >= best - 1e-3, (text[:60], independent, scores)
-        for label in LABELS:
+        for label in labels:
             assert scores.logprobs[label] == pytest.approx(independent[label], abs=0.05)
         assert sum(scores.probabilities.values()) == pytest.approx(1.0)
         assert scores.confidence == max(scores.probabilities.values())
         chosen.add(scores.label)
-    assert chosen <= set(LABELS)
+    assert chosen <= set(labels)
+
+
+def test_a_label_that_is_a_token_prefix_of_another_is_refused(
+    demo_backend, classify_prefix: str
+) -> None:
+    """Without an end-of-answer token "const" would always outscore "constitutional"."""
+    with pytest.raises(ValueError, match="prefix"):
+        demo_backend.classify(classify_prefix, "ping", ("constitutional", "const", "noise"))
 
 
 def test_shared_prefix_is_served_from_the_kv_cache(demo_backend, classify_prefix: str) -> None:

@@ -46,6 +46,14 @@ def test_classify_prompt_carries_axioms_and_the_tie_rule() -> None:
         assert label in system + user_start
 
 
+def test_optional_assistant_section_opens_the_answer(tmp_path: Path) -> None:
+    path = tmp_path / "demo.v1.txt"
+    path.write_text("[system]\ns\n[user]\nu {{item}}\n\n[assistant]\nLabel:\n")
+    prompt = parse_prompt(path)
+    assert prompt.assistant == "Label:" and prompt.user == "u {{item}}"
+    assert load_prompt("extract").assistant == ""
+
+
 def test_newest_version_wins_and_old_ones_stay_loadable(tmp_path: Path) -> None:
     (tmp_path / "demo.v1.txt").write_text("[system]\nold\n[user]\nA {{item}}\n")
     (tmp_path / "demo.v2.txt").write_text("[system]\nnew\n[user]\nB {{item}}\n")
@@ -62,6 +70,8 @@ def test_newest_version_wins_and_old_ones_stay_loadable(tmp_path: Path) -> None:
         "[user]\n{{item}}\n",  # no system section
         "[system]\n{{item}}\n[user]\n{{item}}\n",  # item in the system section
         "[system]\nx\n[user]\nno item\n",
+        "[system]\nx\n[assistant]\ny\n[user]\n{{item}}\n",  # sections out of order
+        "[system]\nx\n[user]\n{{item}}\n[assistant]\n{{item}}\n",
     ],
 )
 def test_malformed_prompts_are_refused(tmp_path: Path, text: str) -> None:

@@ -49,11 +49,13 @@ class FaultInjectingBackend:
     def complete(self, *args, **kwargs):
         return self.real.complete(*args, **kwargs)
 
-    def classify(self, prefix: str, item: str, labels: Sequence[str]) -> LabelScores:
+    def classify(
+        self, prefix: str, item: str, labels: Sequence[str], *, answer_prefix: str = ""
+    ) -> LabelScores:
         self.calls += 1
         if self.calls == self.fail_on:
             raise RuntimeError("injected failure: llama_decode returned -3")
-        return self.real.classify(prefix, item, labels)
+        return self.real.classify(prefix, item, labels, answer_prefix=answer_prefix)
 
 
 def test_twenty_demo_episodes_get_one_of_three_labels(classified_demo, tmp_path: Path) -> None:

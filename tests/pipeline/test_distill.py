@@ -175,8 +175,8 @@ class FaultInjectingBackend:
     def tokenize(self, text: str) -> list[int]:
         return self.real.tokenize(text)
 
-    def classify(self, prefix: str, item: str, labels: Sequence[str]):
-        return self.real.classify(prefix, item, labels)
+    def classify(self, prefix: str, item: str, labels: Sequence[str], **kwargs: Any):
+        return self.real.classify(prefix, item, labels, **kwargs)
 
     def complete(self, prefix: str, item: str = "", **kwargs: Any) -> Completion:
         step = next((n for n, m in self.markers.items() if m in prefix), "extract")
