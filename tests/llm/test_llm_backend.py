@@ -205,6 +205,32 @@ def test_invalid_grammar_is_an_error_not_a_crash(demo_backend) -> None:
         demo_backend.complete(prefix, "", max_tokens=4, grammar="root ::= [")
 
 
+def test_debug_mode_refuses_other_threads(
+    demo_model: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from curator.llm.backend import BackendSettings
+    from curator.llm.llama_cpp_backend import load_backend
+
+    monkeypatch.setenv("CURATOR_DEBUG", "1")
+    backend = load_backend(BackendSettings(model_path=demo_model, n_ctx=256), validate=False)
+    errors: list[BaseException] = []
+
+    def use() -> None:
+        try:
+            backend.classify(backend.chat_prefix("x", "y"), "ping", LABELS)
+        except RuntimeError as exc:
+            errors.append(exc)
+
+    try:
+        thread = threading.Thread(target=use)
+        thread.start()
+        thread.join(30)
+        assert errors and "creator" in str(errors[0])
+        assert backend.classify(backend.chat_prefix("x", "y"), "ping", LABELS).label in LABELS
+    finally:
+        backend.close()
+
+
 def test_concurrent_calls_are_refused(demo_backend, classify_prefix: str) -> None:
     """One llama.cpp context must never run two calls at once."""
     inside = threading.Event()
