@@ -387,6 +387,15 @@ class LlamaCppBackend:
     ) -> Completion:
         lib, llm = self._lib, self.llm
         start = time.perf_counter()
+        compiled = None
+        if grammar:
+            # llama.cpp returns NULL for a grammar it cannot parse, and a NULL sampler in
+            # the chain would crash the process: check first, fail as a Python error.
+            probe = lib.llama_sampler_init_grammar(self._vocab, grammar.encode("utf-8"), b"root")
+            if not probe:
+                raise ValueError("invalid GBNF grammar (llama.cpp could not parse it)")
+            lib.llama_sampler_free(probe)
+            compiled = lib.LlamaGrammar.from_string(grammar)
         reserve = max(1, min(max_tokens, self.n_ctx // 2))
         tokens, truncated, n_item = self._build(prefix, item, reserve)
         budget = max(1, min(max_tokens, self.n_ctx - len(tokens)))
@@ -398,15 +407,6 @@ class LlamaCppBackend:
             )
         temp = self.settings.temperature if temperature is None else temperature
         llm.set_seed(self.settings.seed if seed is None else seed)
-        compiled = None
-        if grammar:
-            # llama.cpp returns NULL for a grammar it cannot parse, and a NULL sampler in
-            # the chain would crash the process: check first, fail as a Python error.
-            probe = lib.llama_sampler_init_grammar(self._vocab, grammar.encode("utf-8"), b"root")
-            if not probe:
-                raise ValueError("invalid GBNF grammar (llama.cpp could not parse it)")
-            lib.llama_sampler_free(probe)
-            compiled = lib.LlamaGrammar.from_string(grammar)
         decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
         pieces: list[str] = []
         produced = 0
