@@ -303,7 +303,9 @@ class _Distiller:
 
     def extract(self, batch: _Batch) -> str:
         prefix = self._prefix("extract", batch.category)
-        budget = min(self.max_out, self.backend.n_ctx // 4, max(1, self._room(prefix, batch.item)))
+        # The batches were planned to leave this much room; a single episode too long for
+        # it is truncated by the backend to leave it too.
+        budget = min(self.max_out, self.backend.n_ctx // 4)
         c = self._call(
             "extract", batch, prefix, batch.item, budget, None, 1, EXTRACT_REPEAT_PENALTY
         )

@@ -234,3 +234,34 @@ def test_wrong_number_of_scores_is_repaired_with_a_note(
     assert [s.attempt for s in steps] == [1, 2]
     assert "2 numbers" in steps[0].error or "13 numbers" in steps[0].error
     assert steps[1].error.startswith("repaired: 13 scores for 2 patterns")
+
+
+def test_an_episode_longer_than_the_context_is_truncated_not_starved(
+    tmp_path: Path, demo_model: Path
+) -> None:
+    import json as jsonlib
+
+    from curator.llm.backend import BackendSettings
+    from curator.llm.llama_cpp_backend import load_backend
+    from curator.store.importer import import_files
+    from curator.store.settings import set_setting
+
+    store = Store(tmp_path / "c.sqlite")
+    small = load_backend(BackendSettings(model_path=demo_model, n_ctx=1024), validate=False)
+    try:
+        source = tmp_path / "long.jsonl"
+        text = "Every Tuesday Ines restarts the server and pings the bot to test it. " * 120
+        source.write_text(jsonlib.dumps({"id": "long", "content": text}) + "\n", "utf-8")
+        import_files(store, [source])
+        with store.write():
+            Episode.update(label="uncategorized", label_by="human").execute()
+        set_setting(store, "max_output_tokens", 48)
+        result = distill(store, small, TaskState(), categories=("uncategorized",))
+        assert result.status == "staged" and result.counts["batches"] == 1
+        extract = TraceStep.get((TraceStep.run == result.run_id) & (TraceStep.step == "extract"))
+        assert extract.parsed["input_truncated"]
+        assert extract.tokens_in <= small.n_ctx
+        assert extract.tokens_out > 1  # the answer keeps its room
+    finally:
+        small.close()
+        store.close()
