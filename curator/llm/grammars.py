@@ -63,6 +63,11 @@ def string_array_grammar(max_tokens: int) -> str:
     )
 
 
+def number_array_max_tokens(n: int) -> int:
+    """Tokens that always suffice for :func:`number_array_grammar` (one per character)."""
+    return 2 + 2 * _WS_MAX + 5 * n + (n - 1) * (1 + _WS_MAX)
+
+
 def number_array_grammar(n: int) -> str:
     """A JSON array of exactly ``n`` numbers in [0, 1] with at most three decimals."""
     if n < 1:

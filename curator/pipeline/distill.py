@@ -50,7 +50,11 @@ from curator.core.parsing import ParseError, parse_number_array, parse_string_ar
 from curator.core.quality import QualityGate
 from curator.errors import CuratorError
 from curator.llm.backend import Backend, Completion
-from curator.llm.grammars import number_array_grammar, string_array_grammar
+from curator.llm.grammars import (
+    number_array_grammar,
+    number_array_max_tokens,
+    string_array_grammar,
+)
 from curator.llm.model_file import ModelInfo
 from curator.llm.prompts import PromptTemplate, load_prompt, numbered
 from curator.llm.runlog import (
@@ -334,7 +338,7 @@ class _Distiller:
         prefix = self._prefix("importance", batch.category)
         item = numbered(texts)
         n = len(texts)
-        budget = min(self.max_out, n * 8 + 16, max(1, self._room(prefix, item)))
+        budget = min(self.max_out, number_array_max_tokens(n), max(1, self._room(prefix, item)))
         grammar = number_array_grammar(n)
         for attempt in (1, 2):
             c = self._call("importance", batch, prefix, item, budget, grammar, attempt)

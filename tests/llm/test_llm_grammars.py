@@ -14,6 +14,7 @@ from curator.llm.grammars import (
     label_grammar,
     literal,
     number_array_grammar,
+    number_array_max_tokens,
     string_array_bounds,
     string_array_grammar,
 )
@@ -32,6 +33,12 @@ def test_bigger_budgets_allow_more_and_longer_items() -> None:
     assert string_array_bounds(4000) == (12, 300)
     small_items, small_chars = string_array_bounds(384)
     assert small_items >= 2 and small_chars >= 120
+
+
+@pytest.mark.parametrize("n", [1, 2, 12])
+def test_number_array_budget_covers_the_longest_match(n: int) -> None:
+    longest = "[" + " " * _WS_MAX + ("," + " " * _WS_MAX).join(["0.125"] * n) + " " * _WS_MAX + "]"
+    assert len(longest) == number_array_max_tokens(n)
 
 
 def test_literal_escapes() -> None:
