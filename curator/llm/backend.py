@@ -22,6 +22,10 @@ TokenCallback = Callable[[str], None]
 StopCheck = Callable[[], bool]
 
 
+class StopRequested(Exception):
+    """``should_stop`` turned true before an answer existed (nothing to return)."""
+
+
 @dataclass
 class BackendSettings:
     """How to load the model (the saved settings of the same names, overridable per run)."""
@@ -120,11 +124,19 @@ class Backend(Protocol):
         ...
 
     def classify(
-        self, prefix: str, item: str, labels: Sequence[str], *, answer_prefix: str = ""
+        self,
+        prefix: str,
+        item: str,
+        labels: Sequence[str],
+        *,
+        answer_prefix: str = "",
+        should_stop: StopCheck | None = None,
     ) -> LabelScores:
         """Score each label as the complete answer and choose the most probable one.
 
         ``answer_prefix`` (e.g. ``"Label:"``) opens the assistant's answer; the labels are
-        then scored as its continuation, after a space.
+        then scored as its continuation, after a space. ``should_stop`` is checked between
+        chunks of the prompt evaluation (a long episode takes seconds on a CPU);
+        :class:`StopRequested` is raised when it turned true.
         """
         ...

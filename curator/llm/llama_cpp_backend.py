@@ -41,7 +41,14 @@ import numpy as np
 import numpy.typing as npt
 
 from curator.errors import CuratorError
-from curator.llm.backend import BackendSettings, Completion, LabelScores, StopCheck, TokenCallback
+from curator.llm.backend import (
+    BackendSettings,
+    Completion,
+    LabelScores,
+    StopCheck,
+    StopRequested,
+    TokenCallback,
+)
 from curator.llm.chat import ChatTemplate, template_from_metadata
 from curator.llm.model_file import ModelFileError, ModelInfo, read_gguf_info, validate_model_file
 
@@ -128,10 +135,19 @@ class LlamaCppBackend:
             )
 
     def classify(
-        self, prefix: str, item: str, labels: Sequence[str], *, answer_prefix: str = ""
+        self,
+        prefix: str,
+        item: str,
+        labels: Sequence[str],
+        *,
+        answer_prefix: str = "",
+        should_stop: StopCheck | None = None,
     ) -> LabelScores:
         with self._exclusive():
-            return self._classify(prefix, item, tuple(labels), answer_prefix)
+            try:
+                return self._classify(prefix, item, tuple(labels), answer_prefix, should_stop)
+            except _Stopped:
+                raise StopRequested from None
 
     # -- extras ----------------------------------------------------------------------------
 
@@ -311,7 +327,12 @@ class LlamaCppBackend:
         return found
 
     def _classify(
-        self, prefix: str, item: str, labels: tuple[str, ...], answer_prefix: str
+        self,
+        prefix: str,
+        item: str,
+        labels: tuple[str, ...],
+        answer_prefix: str,
+        should_stop: StopCheck | None = None,
     ) -> LabelScores:
         if len(set(labels)) != len(labels) or not labels:
             raise ValueError("labels must be distinct and non-empty")
@@ -323,7 +344,7 @@ class LlamaCppBackend:
         # The longest label's continuation rides along in the prompt's last batch; any
         # other multi-token label gets one small batch of its own.
         folded = longest[:-1]
-        cached = self._sync(tokens, None, folded)
+        cached = self._sync(tokens, should_stop, folded)
         position = self.llm.n_tokens
         last = self._last_batch_size - len(folded) - 1  # batch index of the prompt's end
         # Read every logit of this batch before any other decode overwrites them.

@@ -18,7 +18,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from curator.llm.backend import Backend
+from curator.llm.backend import Backend, StopRequested
 from curator.llm.model_file import ModelInfo
 from curator.llm.prompts import load_prompt, numbered
 from curator.llm.runlog import (
@@ -104,9 +104,16 @@ def classify_episodes(
             if episode is None or episode.human_label is not None:
                 counts["skipped"] += 1  # deleted or labelled by a person meanwhile
                 continue
-            scores = backend.classify(
-                prefix, episode.text, LABELS, answer_prefix=prompt.assistant
-            )
+            try:
+                scores = backend.classify(
+                    prefix,
+                    episode.text,
+                    LABELS,
+                    answer_prefix=prompt.assistant,
+                    should_stop=lambda: state.cancelled,
+                )
+            except StopRequested:
+                raise Cancelled("cancelled during the prompt") from None
             _store_label(store, run_id, episode_id, scores, prompt)
             counts[scores.label] += 1
             counts["classified"] += 1

@@ -258,3 +258,25 @@ def test_concurrent_calls_are_refused(demo_backend, classify_prefix: str) -> Non
         release.set()
         worker.join(30)
     assert not errors
+
+
+def test_classify_stops_between_prompt_chunks(demo_backend, classify_prefix: str) -> None:
+    """A cancel during a long prompt is seen after one chunk, and the backend stays usable."""
+    from curator.llm.backend import StopRequested
+
+    long_text = "The tomato plants had brown patches on the lower leaves again. " * 60
+    checks = 0
+
+    def stop_after_first_chunk() -> bool:
+        nonlocal checks
+        checks += 1
+        return checks > 1
+
+    with pytest.raises(StopRequested):
+        demo_backend.classify(
+            classify_prefix, long_text, LABELS, should_stop=stop_after_first_chunk
+        )
+    assert checks == 2  # the check ran between chunks, not only at the end
+    after = demo_backend.classify(classify_prefix, long_text, LABELS)
+    fresh = demo_backend.classify(classify_prefix, long_text, LABELS)
+    assert after.label == fresh.label and after.probabilities == pytest.approx(fresh.probabilities)

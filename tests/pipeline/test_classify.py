@@ -6,6 +6,7 @@ import hashlib
 import json
 from collections.abc import Iterator, Sequence
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -50,12 +51,12 @@ class FaultInjectingBackend:
         return self.real.complete(*args, **kwargs)
 
     def classify(
-        self, prefix: str, item: str, labels: Sequence[str], *, answer_prefix: str = ""
+        self, prefix: str, item: str, labels: Sequence[str], **kwargs: Any
     ) -> LabelScores:
         self.calls += 1
         if self.calls == self.fail_on:
             raise RuntimeError("injected failure: llama_decode returned -3")
-        return self.real.classify(prefix, item, labels, answer_prefix=answer_prefix)
+        return self.real.classify(prefix, item, labels, **kwargs)
 
 
 def test_twenty_demo_episodes_get_one_of_three_labels(classified_demo, tmp_path: Path) -> None:
