@@ -3,8 +3,11 @@
 Usage: ``QT_QPA_PLATFORM=offscreen python packaging/screenshots.py docs/screenshots``
 
 A temporary database gets the demo data, a few episodes are relabelled the way a person
-would (keys C/N on the Episodes table), and the main window is grabbed at 1400×900 with
-each pane in front. Window state goes to a temporary ini file, never the user's settings.
+would (keys C/N on the Episodes table), the demo model classifies 40 episodes and distils
+12 of them through the window's own worker thread (what the Runs pane's buttons do; a few
+minutes on two CPU cores), two proposals are accepted with the `A` key, and the main
+window is grabbed at 1400×900 with each pane in front. Window state goes to a temporary
+ini file, never the user's settings.
 """
 
 from __future__ import annotations
@@ -17,17 +20,23 @@ from pathlib import Path
 os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from PySide6.QtCore import QItemSelectionModel, QSettings, Qt
+from PySide6.QtCore import QEventLoop, QItemSelectionModel, QSettings, Qt
 from PySide6.QtTest import QTest
 
 from curator.gui.app import create_application
 from curator.gui.errors import Dialogs
+from curator.gui.knowledge_pane import KnowledgePane
 from curator.gui.main_window import PANES, MainWindow
+from curator.gui.review_pane import ReviewPane
+from curator.gui.runs_pane import RunsPane
 from curator.gui.services import AppServices
+from curator.gui.worker import LlmWorker
 from curator.store.db import Store
 from curator.store.demo import create_demo
 
 SIZE = (1400, 900)
+CLASSIFY_LIMIT = 40
+DISTILL_LIMIT = 12
 
 
 def _label_some(window: MainWindow) -> None:
@@ -43,6 +52,48 @@ def _label_some(window: MainWindow) -> None:
         QTest.keyClick(pane.table, key)
 
 
+def _run(worker: LlmWorker, kind: str, limit: int) -> None:
+    """Start a run on the worker thread and wait for its end in a local event loop."""
+    loop = QEventLoop()
+    worker.finished.connect(loop.quit)
+
+    def failed(message: str) -> None:
+        print(f"{kind} failed: {message}", file=sys.stderr)
+        loop.quit()
+
+    worker.failed.connect(failed)
+    started = worker.start_classify(limit) if kind == "classify" else worker.start_distill(limit)
+    if not started:
+        raise RuntimeError(f"the worker refused to start {kind}")
+    loop.exec()
+    worker.finished.disconnect(loop.quit)
+
+
+def _show_runs_and_review(window: MainWindow) -> None:
+    runs = window.pane("runsPane")
+    assert isinstance(runs, RunsPane)
+    runs.refresh()
+    if runs.runs.rowCount() > 0:
+        runs.runs_view.selectRow(0)
+        if runs.trace.rowCount() > 2:
+            runs.trace_view.selectRow(2)
+    review = window.pane("reviewPane")
+    assert isinstance(review, ReviewPane)
+    review.refresh()
+    review.list_view.setFocus()
+    if review.model.rowCount() > 0:
+        review.list_view.selectRow(0)
+        for _ in range(2):
+            QTest.keyClick(review.list_view, Qt.Key.Key_A)
+    knowledge = window.pane("knowledgePane")
+    assert isinstance(knowledge, KnowledgePane)
+    knowledge.refresh()
+    selection = knowledge.table.selectionModel()
+    flags = QItemSelectionModel.SelectionFlag.Select | QItemSelectionModel.SelectionFlag.Rows
+    for row in range(min(6, knowledge.patterns.rowCount())):
+        selection.select(knowledge.patterns.index(row, 0), flags)
+
+
 def main(out_dir: str) -> int:
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
@@ -51,12 +102,16 @@ def main(out_dir: str) -> int:
         store = Store(Path(tmp) / "demo.sqlite")
         create_demo(store)
         services = AppServices(store=store, db_path=Path("curator.sqlite"), dialogs=Dialogs())
+        services.worker = LlmWorker(services)
         qsettings = QSettings(str(Path(tmp) / "window.ini"), QSettings.Format.IniFormat)
         window = MainWindow(services, qsettings)
         window.resize(*SIZE)
         window.show()
         QTest.qWait(100)
         _label_some(window)
+        _run(services.worker, "classify", CLASSIFY_LIMIT)
+        _run(services.worker, "distill", DISTILL_LIMIT)
+        _show_runs_and_review(window)
         (chat_id,) = store.execute(
             "SELECT id FROM episode WHERE messages IS NOT NULL ORDER BY timestamp DESC LIMIT 1"
         )[0]
@@ -69,7 +124,7 @@ def main(out_dir: str) -> int:
             path = out / f"{title.lower()}.png"
             window.grab().save(str(path))
             print(path)
-        window.close()
+        window.close()  # shuts the worker down
         store.close()
     del app
     return 0

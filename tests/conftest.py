@@ -10,6 +10,9 @@ from pathlib import Path
 
 import pytest
 
+# Qt widgets are real but never need a screen: without a display Qt would abort the run.
+os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
+
 # -- the LLM pipeline: one real demo model per session ------------------------------------
 
 LLM_TEST_SETTINGS = {"max_output_tokens": 384}

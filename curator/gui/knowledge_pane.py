@@ -357,7 +357,13 @@ class KnowledgePane(QWidget):
         leaving = leaving_top_k(self.services.store, days, k=self._top_k, now=now, rate=self._rate)
         self.leaving_list.clear()
         if not leaving:
-            self.leaving_list.addItem("No prompt pattern falls below today's cut-off by then.")
+            if len(self._rows) < self._top_k:
+                self.leaving_list.addItem(
+                    f"The prompt holds all {len(self._rows)} patterns and has room for "
+                    f"{self._top_k}: a new pattern pushes none out."
+                )
+            else:
+                self.leaving_list.addItem("No prompt pattern falls below today's cut-off by then.")
             return
         for row in leaving:
             self.leaving_list.addItem(

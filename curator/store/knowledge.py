@@ -152,13 +152,14 @@ def leaving_top_k(
     rank alone. What does change is how weak the prompt's patterns become: a pattern is
     listed when its effective importance in ``days_ahead`` days is below the cut-off today
     (the K-th pattern's effective importance now), i.e. a newly distilled pattern scored at
-    today's cut-off would outrank it by then.
+    today's cut-off would outrank it by then. While the prompt has room (fewer than K
+    active patterns), a new pattern pushes nothing out and the list is empty.
     """
     now = now or utcnow()
-    top = top_k_patterns(store, k=k, now=now, rate=rate)
-    if not top:
+    top_k, decay = _settings(store, k, rate)
+    top = top_k_patterns(store, k=top_k, now=now, rate=decay)
+    if len(top) < top_k:
         return []
-    _, decay = _settings(store, k, rate)
     cutoff = top[-1].effective
     later = now + timedelta(days=days_ahead)
     return [

@@ -1,0 +1,62 @@
+"""Knowledge queries: the indexed top K equals the decay order, and what leaves the prompt."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from datetime import timedelta
+from pathlib import Path
+
+import pytest
+
+from curator.core.scoring import effective_importance, rank_key, top_k
+from curator.store.db import Store
+from curator.store.knowledge import active_patterns, leaving_top_k, top_k_patterns
+from curator.store.models import Pattern, utcnow
+
+
+@pytest.fixture
+def store(tmp_path: Path) -> Iterator[Store]:
+    s = Store(tmp_path / "knowledge.sqlite")
+    now = utcnow()
+    with s.write():
+        for i in range(30):
+            distilled = now - timedelta(days=(i * 7) % 40, hours=i)
+            importance = ((i * 37) % 100) / 100
+            Pattern.create(
+                text=f"pattern {i} about what keeps happening",
+                importance=importance,
+                distilled_at=distilled,
+                rank_key=rank_key(importance, distilled),
+                status="retired" if i == 3 else "active",
+            )
+    yield s
+    s.close()
+
+
+@pytest.mark.parametrize("days_later", [0, 1.5, 30, 400])
+def test_indexed_top_k_equals_reference_order_at_any_time(store: Store, days_later: float) -> None:
+    now = utcnow() + timedelta(days=days_later)
+    active = list(Pattern.select().where(Pattern.status == "active"))
+    expected = [p.id for p in top_k(active, 10, now=now)]
+    assert [r.id for r in top_k_patterns(store, k=10, now=now)] == expected
+    rows = active_patterns(store, now=now, k=10)
+    assert len(rows) == 29 and sum(r.in_top_k for r in rows) == 10
+    assert [r.effective for r in rows] == sorted((r.effective for r in rows), reverse=True)
+
+
+def test_leaving_top_k(store: Store) -> None:
+    assert leaving_top_k(store, 0, k=10) == []
+    later = leaving_top_k(store, 60, k=10)
+    top = top_k_patterns(store, k=10)
+    cutoff = top[-1].effective
+    assert later and {r.id for r in later} <= {r.id for r in top}
+    in_60_days = utcnow() + timedelta(days=60)
+    assert all(
+        effective_importance(r.importance, r.distilled_at, in_60_days) < cutoff for r in later
+    )
+    staying = [r for r in top if r.id not in {x.id for x in later}]
+    assert all(
+        effective_importance(r.importance, r.distilled_at, in_60_days) >= cutoff for r in staying
+    )
+    # With room left in the prompt, a new pattern pushes nothing out.
+    assert leaving_top_k(store, 365, k=50) == []
