@@ -5,7 +5,7 @@ Usage: ``QT_QPA_PLATFORM=offscreen python packaging/screenshots.py docs/screensh
 A temporary database gets the demo data, a few episodes are relabelled the way a person
 would (keys C/N on the Episodes table), the demo model classifies 40 episodes and distils
 12 of them through the window's own worker thread (what the Runs pane's buttons do; a few
-minutes on two CPU cores), two proposals are accepted with the `A` key, and the main
+minutes on two CPU cores), the first proposal is accepted with the `A` key, and the main
 window is grabbed at 1400×900 with each pane in front. Window state goes to a temporary
 ini file, never the user's settings.
 """
@@ -79,12 +79,14 @@ def _show_runs_and_review(window: MainWindow) -> None:
             runs.trace_view.selectRow(2)
     review = window.pane("reviewPane")
     assert isinstance(review, ReviewPane)
+    window.tabs.setCurrentWidget(review)  # shortcuts act on the visible pane only
+    window.activateWindow()
     review.refresh()
     review.list_view.setFocus()
+    QTest.qWait(100)
     if review.model.rowCount() > 0:
         review.list_view.selectRow(0)
-        for _ in range(2):
-            QTest.keyClick(review.list_view, Qt.Key.Key_A)
+        QTest.keyClick(review.list_view, Qt.Key.Key_A)
     knowledge = window.pane("knowledgePane")
     assert isinstance(knowledge, KnowledgePane)
     knowledge.refresh()
