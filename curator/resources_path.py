@@ -1,25 +1,23 @@
 """Where the shipped resources (prompts, demo data, icons) live.
 
-The top-level ``resources/`` folder of the source tree is installed as the package
-``curator.resources`` (see ``pyproject.toml``), so the same code finds it in a wheel, an
-editable install and a plain checkout.
+The top-level ``resources/`` folder of the source tree is installed inside the package as
+``curator/resources`` (see ``pyproject.toml``). A wheel therefore has it next to this
+module; a source checkout or an editable install has it one level up, beside ``curator/``.
 """
 
 from __future__ import annotations
 
-from importlib import resources as importlib_resources
 from pathlib import Path
+
+_PACKAGE_DIR = Path(__file__).resolve().parent
 
 
 def resource_dir() -> Path:
     """The folder holding ``demo/``, ``prompts/`` and ``icons/``."""
-    try:
-        found = Path(str(importlib_resources.files("curator.resources")))
-        if found.is_dir():
-            return found
-    except ModuleNotFoundError:
-        pass
-    return Path(__file__).resolve().parent.parent / "resources"
+    installed = _PACKAGE_DIR / "resources"
+    if installed.is_dir():
+        return installed
+    return _PACKAGE_DIR.parent / "resources"
 
 
 def resource_path(*parts: str) -> Path:

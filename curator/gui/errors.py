@@ -188,8 +188,16 @@ _QT_LEVELS = {
 }
 
 
+PLATFORM_LIMITATIONS = ("This plugin does not support propagateSizeHints()",)
+"""Warnings the headless "offscreen" platform prints for every shown window: they say what
+that platform cannot do, nothing about this application, so they are logged at debug level."""
+
+
 def _qt_message_handler(mode: QtMsgType, context: QMessageLogContext, message: str) -> None:
-    logging.getLogger("qt").log(_QT_LEVELS.get(mode, logging.WARNING), "%s", message)
+    level = _QT_LEVELS.get(mode, logging.WARNING)
+    if message in PLATFORM_LIMITATIONS:
+        level = logging.DEBUG
+    logging.getLogger("qt").log(level, "%s", message)
 
 
 def install_qt_message_handler() -> None:
