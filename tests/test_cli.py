@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import sqlite3
 import subprocess
 import sys
@@ -154,3 +155,17 @@ def test_damaged_database_is_moved_aside_and_named(
     assert "damaged" in err and "moved aside" in err and "backups" in err
     assert code == 0  # a fresh database was created in its place
     assert list(tmp_path.glob("c.sqlite.damaged-*"))
+
+
+def test_window_without_display_is_a_one_line_error(tmp_path: Path) -> None:
+    env = {k: v for k, v in os.environ.items() if k not in ("DISPLAY", "WAYLAND_DISPLAY")}
+    env.pop("QT_QPA_PLATFORM", None)
+    proc = subprocess.run(
+        [sys.executable, "-m", "curator", "--db", str(tmp_path / "c.sqlite")],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=60,
+    )
+    assert proc.returncode == 2
+    assert proc.stderr.count("\n") == 1 and "QT_QPA_PLATFORM=offscreen" in proc.stderr

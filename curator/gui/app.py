@@ -12,6 +12,7 @@ from __future__ import annotations
 import logging
 import os
 import sys
+from collections.abc import Mapping
 from pathlib import Path
 
 from PySide6.QtCore import Qt
@@ -60,12 +61,25 @@ def create_application(argv: list[str]) -> QApplication:
     return app
 
 
+def check_display(environ: Mapping[str, str] = os.environ) -> None:
+    """Refuse clearly where Qt would abort: Linux without a display and no platform chosen."""
+    if not sys.platform.startswith("linux") or environ.get("QT_QPA_PLATFORM"):
+        return
+    if not (environ.get("DISPLAY") or environ.get("WAYLAND_DISPLAY")):
+        raise CuratorError(
+            "no display to open the window on: set DISPLAY (or WAYLAND_DISPLAY), or "
+            "QT_QPA_PLATFORM=offscreen to run without a screen; the commands "
+            "(curator --help) need no display"
+        )
+
+
 def main(db_path: str | os.PathLike[str] | None = None) -> int:
     """Open the window on ``db_path`` (default: ``--db``/``CURATOR_DB``/user data dir)."""
     from curator.gui.main_window import MainWindow
     from curator.gui.services import AppServices
     from curator.gui.worker import LlmWorker
 
+    check_display()
     setup_logging()
     app = create_application(sys.argv[:1])
     install_qt_message_handler()
