@@ -7,11 +7,12 @@ pointed there too), so no test reads or writes the user's own settings.
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
 from PySide6.QtCore import QSettings
+from PySide6.QtWidgets import QWidget
 
 from curator.gui.errors import Dialogs
 from curator.gui.main_window import MainWindow
@@ -63,3 +64,17 @@ def main_window(qtbot, services: AppServices, qsettings: QSettings) -> Iterator[
     qtbot.waitExposed(window)
     yield window
     window.close()
+
+
+@pytest.fixture
+def show_pane(qtbot) -> Callable[[QWidget], None]:
+    """Show a pane the way the window does (1400x900, exposed) and load its data."""
+
+    def show(widget: QWidget) -> None:
+        qtbot.addWidget(widget)
+        widget.resize(1400, 900)
+        widget.show()
+        qtbot.waitExposed(widget)
+        widget.refresh()  # type: ignore[attr-defined]
+
+    return show

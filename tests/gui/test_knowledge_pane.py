@@ -54,13 +54,9 @@ def services(tmp_path: Path) -> Iterator[AppServices]:
 
 
 @pytest.fixture
-def pane(qtbot, services: AppServices) -> KnowledgePane:
+def pane(qtbot, services: AppServices, show_pane) -> KnowledgePane:
     widget = KnowledgePane(services)
-    qtbot.addWidget(widget)
-    widget.resize(1400, 900)
-    widget.show()
-    qtbot.waitExposed(widget)
-    widget.refresh()
+    show_pane(widget)
     return widget
 
 

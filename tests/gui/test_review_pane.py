@@ -113,14 +113,10 @@ def staged(tmp_path: Path) -> Iterator[tuple[AppServices, dict[str, int]]]:
 
 
 @pytest.fixture
-def pane(qtbot, staged) -> ReviewPane:
+def pane(qtbot, staged, show_pane) -> ReviewPane:
     services, _ = staged
     widget = ReviewPane(services)
-    qtbot.addWidget(widget)
-    widget.resize(1400, 900)
-    widget.show()
-    qtbot.waitExposed(widget)
-    widget.refresh()
+    show_pane(widget)
     widget.activateWindow()
     qtbot.waitActive(widget)
     widget.list_view.setFocus()

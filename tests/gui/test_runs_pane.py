@@ -41,13 +41,9 @@ def services(tmp_path: Path) -> Iterator[AppServices]:
 
 
 @pytest.fixture
-def pane(qtbot, services: AppServices) -> RunsPane:
+def pane(qtbot, services: AppServices, show_pane) -> RunsPane:
     widget = RunsPane(services)
-    qtbot.addWidget(widget)
-    widget.resize(1400, 900)
-    widget.show()
-    qtbot.waitExposed(widget)
-    widget.refresh()
+    show_pane(widget)
     return widget
 
 
