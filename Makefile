@@ -13,7 +13,7 @@ DEMO_DB ?= .demo/curator.sqlite
 $(STAMP): pyproject.toml
 	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else "Python 3.11+ is required (found %s); set PYTHON=python3.11" % sys.version.split()[0])'
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
-	$(PY) -m pip install --quiet --upgrade pip
+	$(PY) -m pip install --quiet --upgrade pip "setuptools>=77" wheel
 	$(PY) -m pip install --quiet -e '.[demo,test,dev]'
 	@touch $(STAMP)
 
