@@ -1,6 +1,6 @@
 # Two commands for a fresh machine:
 #   make run   - set everything up, create the demo database on first run, start the application
-#   make test  - set everything up and run the whole suite (ruff, mypy, pytest)
+#   make test  - set everything up and run the whole suite (ruff check + format, mypy, pytest)
 
 PYTHON ?= python3
 VENV ?= .venv
@@ -23,6 +23,7 @@ run: $(STAMP)
 
 lint: $(STAMP)
 	$(VENV)/bin/ruff check .
+	$(VENV)/bin/ruff format --check .
 
 typecheck: $(STAMP)
 	$(VENV)/bin/mypy

@@ -96,7 +96,9 @@ def main(argv: list[str] | None = None) -> int:
                 {"role": "system", "content": system},
                 {"role": "user", "content": user_start + text},
             ],
-            grammar=compiled, temperature=0.0, max_tokens=8,
+            grammar=compiled,
+            temperature=0.0,
+            max_tokens=8,
         )
         return str(reply["choices"][0]["message"]["content"])
 
@@ -185,4 +187,3 @@ def main(argv: list[str] | None = None) -> int:
 
 if __name__ == "__main__":
     sys.exit(main())
-

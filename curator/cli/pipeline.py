@@ -32,7 +32,8 @@ def register(subparsers: Any, common: argparse.ArgumentParser) -> None:
     model = argparse.ArgumentParser(add_help=False)
     group = model.add_argument_group("model")
     group.add_argument(
-        "--model", metavar="PATH",
+        "--model",
+        metavar="PATH",
         help="GGUF model file (default: $CURATOR_MODEL, the saved setting, the demo model)",
     )
     group.add_argument("--n-gpu-layers", type=int, metavar="N", help="layers on the GPU (-1 all)")
@@ -40,7 +41,8 @@ def register(subparsers: Any, common: argparse.ArgumentParser) -> None:
     group.add_argument("--threads", type=int, metavar="N", help="CPU threads")
 
     p = subparsers.add_parser(
-        "classify", parents=[common, model],
+        "classify",
+        parents=[common, model],
         help="label pending episodes constitutional / noise / uncategorized",
         description="Classify the episodes that have neither a model nor a human label, "
         "oldest first. Exit code 130 when cancelled with Ctrl-C (labels so far are kept).",
@@ -49,21 +51,26 @@ def register(subparsers: Any, common: argparse.ArgumentParser) -> None:
     p.set_defaults(handler=cmd_classify)
 
     p = subparsers.add_parser(
-        "distill", parents=[common, model],
+        "distill",
+        parents=[common, model],
         help="distil labelled episodes into a staged run of candidate patterns",
         description="Extract, refine and score patterns from the episodes not yet distilled, "
         "gate them, and stage them for review (curator review RUN). Nothing reaches "
         "Knowledge before a commit.",
     )
     p.add_argument(
-        "--category", choices=DISTILLABLE_LABELS, action="append", metavar="C",
+        "--category",
+        choices=DISTILLABLE_LABELS,
+        action="append",
+        metavar="C",
         help="constitutional or uncategorized (repeatable; default both)",
     )
     p.add_argument("--limit", type=int, metavar="N", help="use at most N episodes")
     p.set_defaults(handler=cmd_distill)
 
-    p = subparsers.add_parser("runs", parents=[common], help="list classification and "
-                              "distillation runs")
+    p = subparsers.add_parser(
+        "runs", parents=[common], help="list classification and distillation runs"
+    )
     p.add_argument("--limit", type=int, default=30, metavar="N", help="newest N (default 30)")
     p.set_defaults(handler=cmd_runs)
 
@@ -220,9 +227,7 @@ def cmd_distill(ctx: CommandContext) -> int:
 def _run_doc(run: Run) -> dict[str, Any]:
     stats = dict(run.stats or {})
     stats.pop("episode_ids", None)  # can be long; `curator run ID --json` has it in full
-    seconds = (
-        (run.finished_at - run.started_at).total_seconds() if run.finished_at else None
-    )
+    seconds = (run.finished_at - run.started_at).total_seconds() if run.finished_at else None
     return {
         "id": run.id,
         "kind": run.kind,
@@ -282,11 +287,20 @@ def cmd_run(ctx: CommandContext) -> int:
     steps = list(TraceStep.select().where(TraceStep.run == run.id).order_by(TraceStep.id))
     doc["trace"] = [
         {
-            "id": s.id, "step": s.step, "batch": s.batch, "category": s.category,
-            "episode_id": s.__data__.get("episode"), "prompt_name": s.prompt_name,
-            "prompt_sha256": s.prompt_sha256, "raw_output": s.raw_output, "parsed": s.parsed,
-            "tokens_in": s.tokens_in, "tokens_out": s.tokens_out,
-            "cached_tokens": s.cached_tokens, "seconds": s.seconds, "attempt": s.attempt,
+            "id": s.id,
+            "step": s.step,
+            "batch": s.batch,
+            "category": s.category,
+            "episode_id": s.__data__.get("episode"),
+            "prompt_name": s.prompt_name,
+            "prompt_sha256": s.prompt_sha256,
+            "raw_output": s.raw_output,
+            "parsed": s.parsed,
+            "tokens_in": s.tokens_in,
+            "tokens_out": s.tokens_out,
+            "cached_tokens": s.cached_tokens,
+            "seconds": s.seconds,
+            "attempt": s.attempt,
             "error": s.error,
         }
         for s in steps
@@ -294,10 +308,15 @@ def cmd_run(ctx: CommandContext) -> int:
     candidates = list(Candidate.select().where(Candidate.run == run.id).order_by(Candidate.ordinal))
     doc["candidates"] = [
         {
-            "id": c.id, "ordinal": c.ordinal, "text": c.text, "importance": c.importance,
-            "category": c.category, "proposed_action": c.proposed_action,
+            "id": c.id,
+            "ordinal": c.ordinal,
+            "text": c.text,
+            "importance": c.importance,
+            "category": c.category,
+            "proposed_action": c.proposed_action,
             "proposed_target": c.__data__.get("proposed_target"),
-            "proposed_ratio": c.proposed_ratio, "action": c.action,
+            "proposed_ratio": c.proposed_ratio,
+            "action": c.action,
         }
         for c in candidates
     ]
@@ -308,14 +327,17 @@ def cmd_run(ctx: CommandContext) -> int:
             f"run {run.id}: {run.kind}, {run.status}"
             + (f" ({run.status_reason})" if run.status_reason else ""),
             f"model: {run.model_name} sha256 {run.model_sha256[:16]}  {run.model_path}",
-            "prompts: " + ", ".join(
+            "prompts: "
+            + ", ".join(
                 f"{name} v{p.get('version')} {str(p.get('sha256'))[:12]}"
                 for name, p in sorted((run.prompts or {}).items())
             ),
         ]
         for t in doc["trace"]:
-            where = f"episode {t['episode_id']}" if t["episode_id"] else (
-                f"batch {t['batch']} {t['category']}"
+            where = (
+                f"episode {t['episode_id']}"
+                if t["episode_id"]
+                else (f"batch {t['batch']} {t['category']}")
             )
             lines.append(
                 f"  #{t['id']} {t['step']:<10} {where}  attempt {t['attempt']}  "

@@ -106,9 +106,7 @@ class EpisodeTableModel(QAbstractTableModel):
         if ids == self._ids:
             self._pages.clear()
             if ids:
-                self.dataChanged.emit(
-                    self.index(0, 0), self.index(len(ids) - 1, len(COLUMNS) - 1)
-                )
+                self.dataChanged.emit(self.index(0, 0), self.index(len(ids) - 1, len(COLUMNS) - 1))
             return False
         self.beginResetModel()
         self._set_ids(ids)

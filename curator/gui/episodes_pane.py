@@ -128,9 +128,7 @@ def render_detail(detail: EpisodeDetail, palette: QPalette) -> str:
                 f"<p><b style='color:{color}'>{html.escape(speaker)}</b><br/>{content}</p>"
             )
     else:
-        parts.append(
-            "<p style='white-space:pre-wrap'>" + html.escape(detail.text) + "</p>"
-        )
+        parts.append("<p style='white-space:pre-wrap'>" + html.escape(detail.text) + "</p>")
     return "".join(parts)
 
 
@@ -195,9 +193,7 @@ class EpisodesPane(QWidget):
         self.table.verticalHeader().setVisible(False)
         # fixed row height: the view never measures rows (that would fetch every page)
         self.table.verticalHeader().setSectionResizeMode(QHeaderView.ResizeMode.Fixed)
-        self.table.verticalHeader().setDefaultSectionSize(
-            self.table.fontMetrics().height() + 8
-        )
+        self.table.verticalHeader().setDefaultSectionSize(self.table.fontMetrics().height() + 8)
         header = self.table.horizontalHeader()
         header.setSectionResizeMode(QHeaderView.ResizeMode.Interactive)
         header.setStretchLastSection(True)
@@ -308,9 +304,7 @@ class EpisodesPane(QWidget):
     def select_ids(self, ids: list[int]) -> None:
         selection = self.table.selectionModel()
         selection.clearSelection()
-        flags = (
-            QItemSelectionModel.SelectionFlag.Select | QItemSelectionModel.SelectionFlag.Rows
-        )
+        flags = QItemSelectionModel.SelectionFlag.Select | QItemSelectionModel.SelectionFlag.Rows
         for episode_id in ids:
             row = self.model.row_of(episode_id)
             if row is not None:
@@ -319,9 +313,7 @@ class EpisodesPane(QWidget):
     def _show_selected(self) -> None:
         ids = self.selected_ids()
         if len(ids) != 1:
-            self.detail.setHtml(
-                "" if not ids else f"<p><i>{len(ids)} episodes selected.</i></p>"
-            )
+            self.detail.setHtml("" if not ids else f"<p><i>{len(ids)} episodes selected.</i></p>")
             return
         detail = fetch_detail(self.services.store, ids[0])
         if detail is None:

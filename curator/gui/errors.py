@@ -118,9 +118,7 @@ class Dialogs:
     def warning(self, parent: QWidget | None, title: str, text: str, details: str = "") -> QDialog:
         return self.message(parent, title, text, icon=QMessageBox.Icon.Warning, details=details)
 
-    def error(
-        self, parent: QWidget | None, title: str, message: str, details: str = ""
-    ) -> QDialog:
+    def error(self, parent: QWidget | None, title: str, message: str, details: str = "") -> QDialog:
         return self._open(ErrorDialog(title, message, details, parent))
 
     def exception(self, parent: QWidget | None, exc: BaseException) -> QDialog:
@@ -128,9 +126,7 @@ class Dialogs:
         details = "".join(traceback.format_exception(exc))
         if isinstance(exc, CuratorError):
             return self.error(parent, "Memory Curator", str(exc), details)
-        return self.error(
-            parent, "Unexpected error", f"{type(exc).__name__}: {exc}", details
-        )
+        return self.error(parent, "Unexpected error", f"{type(exc).__name__}: {exc}", details)
 
     def close_all(self) -> None:
         for dialog in list(self.shown):
@@ -157,9 +153,7 @@ def make_excepthook(dialogs: Dialogs, parent: Callable[[], QWidget | None]) -> E
     one hook covers both the main code and every slot.
     """
 
-    def hook(
-        exc_type: type[BaseException], exc: BaseException, tb: TracebackType | None
-    ) -> None:
+    def hook(exc_type: type[BaseException], exc: BaseException, tb: TracebackType | None) -> None:
         if issubclass(exc_type, KeyboardInterrupt):
             sys.__excepthook__(exc_type, exc, tb)
             return

@@ -47,7 +47,6 @@ def app_version() -> str:
         return "development version"
 
 
-
 PANES: tuple[tuple[str, str, type[QWidget]], ...] = (
     ("episodesPane", "Episodes", EpisodesPane),
     ("reviewPane", "Review", ReviewPane),

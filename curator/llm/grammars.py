@@ -54,7 +54,7 @@ def string_array_bounds(max_tokens: int) -> tuple[int, int]:
 def string_array_grammar(max_tokens: int) -> str:
     """A JSON array of 1..K non-empty strings that always closes within ``max_tokens``."""
     items, chars = string_array_bounds(max_tokens)
-    more = f"(\",\" ws item){{0,{items - 1}}}" if items > 1 else ""
+    more = f'("," ws item){{0,{items - 1}}}' if items > 1 else ""
     return (
         f'root ::= "[" ws item {more} ws "]"\n'
         f'item ::= "\\"" char{{1,{chars}}} "\\""\n'

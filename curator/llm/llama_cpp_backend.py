@@ -130,7 +130,14 @@ class LlamaCppBackend:
     ) -> Completion:
         with self._exclusive():
             return self._complete(
-                prefix, item, max_tokens, grammar, on_token, should_stop, temperature, seed,
+                prefix,
+                item,
+                max_tokens,
+                grammar,
+                on_token,
+                should_stop,
+                temperature,
+                seed,
                 repeat_penalty,
             )
 
@@ -433,7 +440,12 @@ class LlamaCppBackend:
         produced = 0
         reason = "length"
         generator = llm.generate(
-            tokens, temp=temp, top_k=40, top_p=0.95, min_p=0.05, repeat_penalty=repeat_penalty,
+            tokens,
+            temp=temp,
+            top_k=40,
+            top_p=0.95,
+            min_p=0.05,
+            repeat_penalty=repeat_penalty,
             grammar=compiled,
         )
         try:
@@ -474,8 +486,10 @@ def load_backend(settings: BackendSettings, *, validate: bool = True) -> LlamaCp
 
     ``n_ctx`` is capped at the model's training context when the header states it.
     """
-    info = validate_model_file(settings.model_path) if validate else read_gguf_info(
-        settings.model_path
+    info = (
+        validate_model_file(settings.model_path)
+        if validate
+        else read_gguf_info(settings.model_path)
     )
     import llama_cpp
 

@@ -52,26 +52,72 @@ _KEEP_STRING = 4096  # longer strings are summarised in ModelInfo.metadata
 
 # GGUF value types -> struct format of a scalar.
 _SCALARS: dict[int, str] = {
-    0: "<B", 1: "<b", 2: "<H", 3: "<h", 4: "<I", 5: "<i", 6: "<f", 7: "<?",
-    10: "<Q", 11: "<q", 12: "<d",
+    0: "<B",
+    1: "<b",
+    2: "<H",
+    3: "<h",
+    4: "<I",
+    5: "<i",
+    6: "<f",
+    7: "<?",
+    10: "<Q",
+    11: "<q",
+    12: "<d",
 }
 _STRING, _ARRAY = 8, 9
 
 # llama_ftype -> the usual quantization name.
 _FILE_TYPES: dict[int, str] = {
-    0: "F32", 1: "F16", 2: "Q4_0", 3: "Q4_1", 7: "Q8_0", 8: "Q5_0", 9: "Q5_1", 10: "Q2_K",
-    11: "Q3_K_S", 12: "Q3_K_M", 13: "Q3_K_L", 14: "Q4_K_S", 15: "Q4_K_M", 16: "Q5_K_S",
-    17: "Q5_K_M", 18: "Q6_K", 19: "IQ2_XXS", 20: "IQ2_XS", 21: "Q2_K_S", 22: "IQ3_XS",
-    23: "IQ3_XXS", 24: "IQ1_S", 25: "IQ4_NL", 26: "IQ3_S", 27: "IQ3_M", 28: "IQ2_S",
-    29: "IQ2_M", 30: "IQ4_XS", 31: "IQ1_M", 32: "BF16", 36: "TQ1_0", 37: "TQ2_0",
+    0: "F32",
+    1: "F16",
+    2: "Q4_0",
+    3: "Q4_1",
+    7: "Q8_0",
+    8: "Q5_0",
+    9: "Q5_1",
+    10: "Q2_K",
+    11: "Q3_K_S",
+    12: "Q3_K_M",
+    13: "Q3_K_L",
+    14: "Q4_K_S",
+    15: "Q4_K_M",
+    16: "Q5_K_S",
+    17: "Q5_K_M",
+    18: "Q6_K",
+    19: "IQ2_XXS",
+    20: "IQ2_XS",
+    21: "Q2_K_S",
+    22: "IQ3_XS",
+    23: "IQ3_XXS",
+    24: "IQ1_S",
+    25: "IQ4_NL",
+    26: "IQ3_S",
+    27: "IQ3_M",
+    28: "IQ2_S",
+    29: "IQ2_M",
+    30: "IQ4_XS",
+    31: "IQ1_M",
+    32: "BF16",
+    36: "TQ1_0",
+    37: "TQ2_0",
     38: "MXFP4_MOE",
 }
 
 # ggml tensor type -> (elements per block, bytes per block), only the well-known ones:
 # used to tell "the last tensor ends past the end of the file" (a truncated download).
 _TENSOR_BLOCKS: dict[int, tuple[int, int]] = {
-    0: (1, 4), 1: (1, 2), 2: (32, 18), 3: (32, 20), 6: (32, 22), 7: (32, 24), 8: (32, 34),
-    10: (256, 84), 11: (256, 110), 12: (256, 144), 13: (256, 176), 14: (256, 210),
+    0: (1, 4),
+    1: (1, 2),
+    2: (32, 18),
+    3: (32, 20),
+    6: (32, 22),
+    7: (32, 24),
+    8: (32, 34),
+    10: (256, 84),
+    11: (256, 110),
+    12: (256, 144),
+    13: (256, 176),
+    14: (256, 210),
     30: (1, 2),
 }
 
@@ -227,9 +273,7 @@ def _check_tensor_table(
         )
 
 
-def _info_from_metadata(
-    path: Path, size: int, metadata: dict[str, Any], version: int
-) -> ModelInfo:
+def _info_from_metadata(path: Path, size: int, metadata: dict[str, Any], version: int) -> ModelInfo:
     arch = str(metadata.get("general.architecture", "") or "")
     ctx = metadata.get(f"{arch}.context_length") if arch else None
     file_type = metadata.get("general.file_type")
@@ -316,9 +360,7 @@ def _child_check(path: str) -> int:
     try:
         import llama_cpp
 
-        llm = llama_cpp.Llama(
-            model_path=path, n_ctx=64, n_batch=64, n_gpu_layers=0, verbose=True
-        )
+        llm = llama_cpp.Llama(model_path=path, n_ctx=64, n_batch=64, n_gpu_layers=0, verbose=True)
         tokens = llm.tokenize(b"Hello", add_bos=False) or [llm.token_bos()]
         llm.eval(tokens[:1])
         out: dict[str, Any] = {

@@ -81,8 +81,10 @@ def parse_prompt(path: Path) -> PromptTemplate:
     # ['', 'system', body, 'user', body(, 'assistant', body)]
     names = sections[1::2]
     parts = dict(zip(names, sections[2::2], strict=True))
-    if names[:2] != ["system", "user"] or names[2:] not in ([], ["assistant"]) or (
-        sections[0].strip()
+    if (
+        names[:2] != ["system", "user"]
+        or names[2:] not in ([], ["assistant"])
+        or (sections[0].strip())
     ):
         raise PromptError(
             f"{path.name}: needs a [system] and a [user] section (then optionally [assistant])"

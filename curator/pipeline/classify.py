@@ -88,8 +88,13 @@ def classify_episodes(
         "method": "label log-probabilities (full token sequences)",
     }
     run_id = start_run(
-        store, "classify", backend=backend, model_info=model_info,
-        prompts={"classify": prompt}, identity=identity, params=params,
+        store,
+        "classify",
+        backend=backend,
+        model_info=model_info,
+        prompts={"classify": prompt},
+        identity=identity,
+        params=params,
     )
     counts: dict[str, int] = {label: 0 for label in LABELS}
     counts.update(classified=0, truncated=0, skipped=0)
@@ -122,7 +127,9 @@ def classify_episodes(
             seconds += scores.seconds
             state.report(
                 Progress(
-                    STEP, done, total,
+                    STEP,
+                    done,
+                    total,
                     tokens_per_s=tokens_evaluated / seconds if seconds > 0 else 0.0,
                     message=f"episode {episode_id}: {scores.label} ({scores.confidence:.0%})",
                 )

@@ -168,8 +168,8 @@ def _plan_batches(
             batches.append(_Batch(first_index + len(batches), category, current, "\n".join(parts)))
         current, parts, used = [], [], 0
 
-    for episode in Episode.select().where(Episode.id.in_(ids)).order_by(
-        Episode.timestamp, Episode.id
+    for episode in (
+        Episode.select().where(Episode.id.in_(ids)).order_by(Episode.timestamp, Episode.id)
     ):
         text = _format_episode(len(current) + 1, episode)
         cost = len(backend.tokenize(text)) + 1
@@ -227,15 +227,25 @@ class _Distiller:
         self.seed = int(settings["seed"])
         self.quality = QualityGate(int(settings["min_chars"]), int(settings["min_words"]))
         self.counts: dict[str, int] = {
-            "episodes": 0, "batches": 0, "candidates": 0, "dropped_quality": 0,
-            "ADD": 0, "UPDATE": 0, "SKIP": 0, "failed_batches": 0, "repaired": 0,
-            "retries": 0, "tokens_out": 0,
+            "episodes": 0,
+            "batches": 0,
+            "candidates": 0,
+            "dropped_quality": 0,
+            "ADD": 0,
+            "UPDATE": 0,
+            "SKIP": 0,
+            "failed_batches": 0,
+            "repaired": 0,
+            "retries": 0,
+            "tokens_out": 0,
         }
         self.episode_ids: list[int] = []
         self.next_ordinal = 1
-        active = Pattern.select(Pattern.id, Pattern.text, Pattern.revision).where(
-            Pattern.status == "active"
-        ).order_by(Pattern.id)
+        active = (
+            Pattern.select(Pattern.id, Pattern.text, Pattern.revision)
+            .where(Pattern.status == "active")
+            .order_by(Pattern.id)
+        )
         rows = tuples(active)
         self.pool = _Pool([r[0] for r in rows], [r[1] for r in rows], [r[2] for r in rows])
 
@@ -250,8 +260,15 @@ class _Distiller:
         return self.backend.n_ctx - used - TOKEN_MARGIN
 
     def _call(
-        self, step: str, batch: _Batch, prefix: str, item: str, max_tokens: int,
-        grammar: str | None, attempt: int, repeat_penalty: float = 1.0,
+        self,
+        step: str,
+        batch: _Batch,
+        prefix: str,
+        item: str,
+        max_tokens: int,
+        grammar: str | None,
+        attempt: int,
+        repeat_penalty: float = 1.0,
     ) -> Completion:
         state = self.state
         started = time.perf_counter()
@@ -271,7 +288,11 @@ class _Distiller:
                 state.report(Progress(step, self.batches_done, self.n_batches, rate, label))
 
         completion = self.backend.complete(
-            prefix, item, max_tokens=max(1, max_tokens), grammar=grammar, on_token=on_token,
+            prefix,
+            item,
+            max_tokens=max(1, max_tokens),
+            grammar=grammar,
+            on_token=on_token,
             should_stop=lambda: state.cancelled,
             temperature=None if attempt == 1 else RETRY_TEMPERATURE,
             seed=self.seed + attempt - 1,
@@ -296,10 +317,18 @@ class _Distiller:
             self.store,
             self.run_id,
             TraceRecord(
-                step=step, batch=batch.index, category=batch.category,
-                prompt=self.prompts[step], raw_output=c.text, parsed=details,
-                tokens_in=c.tokens_in, tokens_out=c.tokens_out, cached_tokens=c.cached_tokens,
-                seconds=c.seconds, attempt=attempt, error=error,
+                step=step,
+                batch=batch.index,
+                category=batch.category,
+                prompt=self.prompts[step],
+                raw_output=c.text,
+                parsed=details,
+                tokens_in=c.tokens_in,
+                tokens_out=c.tokens_out,
+                cached_tokens=c.cached_tokens,
+                seconds=c.seconds,
+                attempt=attempt,
+                error=error,
             ),
         )
 
@@ -387,7 +416,9 @@ class _Distiller:
             texts = refined
         kept, dropped = self.quality.filter(texts)
         quality = TraceRecord(
-            step="quality", batch=batch.index, category=batch.category,
+            step="quality",
+            batch=batch.index,
+            category=batch.category,
             parsed={
                 "kept": kept,
                 "dropped": [{"text": r.text, "reasons": list(r.reasons)} for r in dropped],
@@ -442,21 +473,35 @@ class _Distiller:
                     matched = earlier[decision.target - n_patterns]
             if decision.action == "ADD":
                 batch_added.append((ordinal, text))
-            rows.append({
-                "run": self.run_id, "ordinal": ordinal, "text": text,
-                "importance": float(importance), "category": batch.category,
-                "proposed_action": decision.action, "proposed_target": target_id,
-                "proposed_ratio": float(decision.ratio), "target_revision": target_rev,
-            })
-            dedup_trace.append({
-                "ordinal": ordinal, "action": decision.action, "ratio": decision.ratio,
-                "target_pattern": target_id, "matched_candidate_ordinal": matched,
-            })
+            rows.append(
+                {
+                    "run": self.run_id,
+                    "ordinal": ordinal,
+                    "text": text,
+                    "importance": float(importance),
+                    "category": batch.category,
+                    "proposed_action": decision.action,
+                    "proposed_target": target_id,
+                    "proposed_ratio": float(decision.ratio),
+                    "target_revision": target_rev,
+                }
+            )
+            dedup_trace.append(
+                {
+                    "ordinal": ordinal,
+                    "action": decision.action,
+                    "ratio": decision.ratio,
+                    "target_pattern": target_id,
+                    "matched_candidate_ordinal": matched,
+                }
+            )
         traces = list(extra_trace)
         if rows:
-            traces.append(TraceRecord(
-                step="dedup", batch=batch.index, category=batch.category, parsed=dedup_trace
-            ))
+            traces.append(
+                TraceRecord(
+                    step="dedup", batch=batch.index, category=batch.category, parsed=dedup_trace
+                )
+            )
         self.episode_ids.extend(batch.episode_ids)
         self.counts["episodes"] += len(batch.episode_ids)
         self.counts["batches"] += 1
@@ -478,10 +523,14 @@ class _Distiller:
         for row in rows:
             self.counts[row["proposed_action"]] += 1
         self.batches_done += 1
-        self.state.report(Progress(
-            "stage", self.batches_done, self.n_batches,
-            message=f"batch {batch.index + 1}/{self.n_batches}: {len(rows)} candidates",
-        ))
+        self.state.report(
+            Progress(
+                "stage",
+                self.batches_done,
+                self.n_batches,
+                message=f"batch {batch.index + 1}/{self.n_batches}: {len(rows)} candidates",
+            )
+        )
 
     def stats(self) -> dict[str, Any]:
         return {**self.counts, "episode_ids": list(self.episode_ids)}
@@ -535,14 +584,26 @@ def distill(
         "max_output_tokens": max_out,
         "extract_max_tokens": out_reserve,
         "max_batch_episodes": MAX_BATCH_EPISODES,
-        **{k: settings[k] for k in (
-            "min_chars", "min_words", "skip_threshold", "update_threshold", "seed",
-            "temperature",
-        )},
+        **{
+            k: settings[k]
+            for k in (
+                "min_chars",
+                "min_words",
+                "skip_threshold",
+                "update_threshold",
+                "seed",
+                "temperature",
+            )
+        },
     }
     run_id = start_run(
-        store, "distill", backend=backend, model_info=model_info, prompts=prompts,
-        identity=identity, params=params,
+        store,
+        "distill",
+        backend=backend,
+        model_info=model_info,
+        prompts=prompts,
+        identity=identity,
+        params=params,
     )
     worker = _Distiller(store, backend, state, run_id, prompts, identity, settings, len(batches))
     state.report(Progress("extract", 0, len(batches), message=f"{len(batches)} batches"))

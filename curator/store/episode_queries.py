@@ -122,10 +122,7 @@ def query_ids(store: Store, flt: EpisodeFilter, sort: EpisodeSort) -> list[int]:
         raise ValueError(f"unknown sort key {sort.key!r}")
     direction = "DESC" if sort.descending else "ASC"
     where, params = where_clause(flt)
-    sql = (
-        f"SELECT id FROM episode WHERE {where} "
-        f"ORDER BY {column} {direction}, id {direction}"
-    )
+    sql = f"SELECT id FROM episode WHERE {where} ORDER BY {column} {direction}, id {direction}"
     return [int(r[0]) for r in store.execute(sql, tuple(params))]
 
 

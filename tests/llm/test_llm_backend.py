@@ -49,8 +49,12 @@ def full_logits_model(demo_model: Path):
 
     threads = max(1, (os.cpu_count() or 2) // 2)
     llm = llama_cpp.Llama(
-        model_path=str(demo_model), n_ctx=1024, logits_all=True, verbose=False,
-        n_threads=threads, n_threads_batch=threads,
+        model_path=str(demo_model),
+        n_ctx=1024,
+        logits_all=True,
+        verbose=False,
+        n_threads=threads,
+        n_threads_batch=threads,
     )
     yield llm
     llm.close()
@@ -96,7 +100,11 @@ def sequence_logprobs(
     ids=["bare", "answer-prefix", "first-token-collision"],
 )
 def test_chosen_label_is_the_most_probable_full_sequence(
-    demo_backend, classify_prefix: str, full_logits_model, labels, answer_prefix: str,
+    demo_backend,
+    classify_prefix: str,
+    full_logits_model,
+    labels,
+    answer_prefix: str,
     separator: str,
 ) -> None:
     """Independent check: score each label's whole token sequence on a second model."""
@@ -113,9 +121,7 @@ def test_chosen_label_is_the_most_probable_full_sequence(
     assert any(len(t) > 1 for t in label_tokens.values())  # multi-token labels are covered
     chosen = set()
     for text in demo_texts(4):
-        scores = demo_backend.classify(
-            classify_prefix, text, labels, answer_prefix=answer_prefix
-        )
+        scores = demo_backend.classify(classify_prefix, text, labels, answer_prefix=answer_prefix)
         item = llm.tokenize(text.encode(), add_bos=False, special=False)
         independent = sequence_logprobs(llm, prompt_head, item + tail, label_tokens)
         best = max(independent.values())
@@ -192,7 +198,10 @@ def test_should_stop_ends_generation_within_one_token(demo_backend) -> None:
     prefix = demo_backend.chat_prefix("You write long answers.", "Describe, at length, ")
     seen: list[str] = []
     c = demo_backend.complete(
-        prefix, "a garden in spring.", max_tokens=200, on_token=seen.append,
+        prefix,
+        "a garden in spring.",
+        max_tokens=200,
+        on_token=seen.append,
         should_stop=lambda: len(seen) >= 3,
     )
     assert c.stop_reason == "cancelled"

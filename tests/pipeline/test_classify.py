@@ -50,9 +50,7 @@ class FaultInjectingBackend:
     def complete(self, *args, **kwargs):
         return self.real.complete(*args, **kwargs)
 
-    def classify(
-        self, prefix: str, item: str, labels: Sequence[str], **kwargs: Any
-    ) -> LabelScores:
+    def classify(self, prefix: str, item: str, labels: Sequence[str], **kwargs: Any) -> LabelScores:
         self.calls += 1
         if self.calls == self.fail_on:
             raise RuntimeError("injected failure: llama_decode returned -3")
@@ -115,9 +113,7 @@ def test_human_labels_win_and_are_not_classified(demo_store: Store, demo_backend
         assert episode.label_by == "human"
     assert Episode.get_by_id(third).model_run.id == result.run_id
     # Explicit ids re-classify, but still never a human-labelled episode.
-    again = classify_episodes(
-        demo_store, demo_backend, TaskState(), episode_ids=[first, third]
-    )
+    again = classify_episodes(demo_store, demo_backend, TaskState(), episode_ids=[first, third])
     assert again.counts["classified"] == 1
     assert Episode.get_by_id(third).model_run.id == again.run_id
     assert Episode.get_by_id(first).model_label is None
@@ -153,8 +149,11 @@ def test_long_episodes_are_truncated_and_say_so(tmp_path: Path, demo_model: Path
         source = tmp_path / "long.jsonl"
         rows = [
             {"id": "short", "timestamp": "2026-01-01T00:00:00Z", "content": "ping"},
-            {"id": "long", "timestamp": "2026-01-02T00:00:00Z",
-             "content": "We talked about seedlings and frost again. " * 150},
+            {
+                "id": "long",
+                "timestamp": "2026-01-02T00:00:00Z",
+                "content": "We talked about seedlings and frost again. " * 150,
+            },
         ]
         source.write_text("\n".join(json.dumps(r) for r in rows) + "\n", encoding="utf-8")
         import_files(store, [source])

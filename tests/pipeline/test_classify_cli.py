@@ -43,7 +43,12 @@ def curator(*args: str, **kwargs) -> subprocess.CompletedProcess[str]:
     env.pop("CURATOR_MODEL", None)
     return subprocess.run(
         [sys.executable, "-m", "curator", *args],
-        capture_output=True, text=True, timeout=300, env=env, check=False, **kwargs,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env=env,
+        check=False,
+        **kwargs,
     )
 
 
@@ -85,9 +90,21 @@ def test_corrupt_model_is_a_one_line_error_and_changes_nothing(
 def test_ctrl_c_cancels_cleanly(demo_db: Path) -> None:
     env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2])}
     proc = subprocess.Popen(
-        [sys.executable, "-m", "curator", "--db", str(demo_db), "classify", "--limit", "60",
-         "--json"],
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env,
+        [
+            sys.executable,
+            "-m",
+            "curator",
+            "--db",
+            str(demo_db),
+            "classify",
+            "--limit",
+            "60",
+            "--json",
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=env,
     )
     try:
         assert proc.stderr is not None
@@ -120,9 +137,7 @@ def test_ctrl_c_cancels_cleanly(demo_db: Path) -> None:
 
 
 @pytest.mark.llm
-def test_runs_and_run_show_the_trace(
-    demo_db: Path, capsys: pytest.CaptureFixture[str]
-) -> None:
+def test_runs_and_run_show_the_trace(demo_db: Path, capsys: pytest.CaptureFixture[str]) -> None:
     code = main(["--db", str(demo_db), "classify", "--limit", "2", "--json"])
     out, err = capsys.readouterr()
     assert code == 0, err

@@ -71,8 +71,10 @@ def test_distill_stages_gated_candidates_with_sources(classified_store: Store, d
         if target is not None:
             assert c.proposed_action in ("SKIP", "UPDATE")
             assert c.target_revision == active[target].revision
-        sources = [ce.episode.id for ce in CandidateEpisode.select().where(
-            CandidateEpisode.candidate == c.id)]
+        sources = [
+            ce.episode.id
+            for ce in CandidateEpisode.select().where(CandidateEpisode.candidate == c.id)
+        ]
         assert sources and set(sources) <= eligible[c.category]
     assert result.counts["candidates"] == len(candidates)
     assert sum(result.counts[a] for a in ACTIONS) == len(candidates)
@@ -165,9 +167,7 @@ class FaultInjectingBackend:
         self.n_ctx = real.n_ctx
         self.model_info = real.model_info
         self.offload = real.offload
-        self.markers = {
-            name: load_prompt(name).system[:40] for name in ("refine", "importance")
-        }
+        self.markers = {name: load_prompt(name).system[:40] for name in ("refine", "importance")}
 
     def chat_prefix(self, system: str, user_start: str) -> str:
         return self.real.chat_prefix(system, user_start)
@@ -198,15 +198,17 @@ def test_unusable_refine_output_is_retried_then_reported(
     classified_store: Store, demo_backend
 ) -> None:
     backend = FaultInjectingBackend(
-        demo_backend, {"extract": [NOTES], "refine": ["not json at all", "{\"no\": 1}"]}
+        demo_backend, {"extract": [NOTES], "refine": ["not json at all", '{"no": 1}']}
     )
     result = distill(classified_store, backend, TaskState(), limit=2)  # type: ignore[arg-type]
     assert backend.calls == ["extract", "refine", "refine"]
     assert result.status == "staged" and result.counts["failed_batches"] == 1
     assert result.counts["candidates"] == 0 and "batches failed" in result.message
-    steps = list(TraceStep.select().where(
-        (TraceStep.run == result.run_id) & (TraceStep.step == "refine")
-    ).order_by(TraceStep.id))
+    steps = list(
+        TraceStep.select()
+        .where((TraceStep.run == result.run_id) & (TraceStep.step == "refine"))
+        .order_by(TraceStep.id)
+    )
     assert [s.attempt for s in steps] == [1, 2]
     assert all("expected" in s.error for s in steps)
 
@@ -219,8 +221,10 @@ def test_wrong_number_of_scores_is_repaired_with_a_note(
         demo_backend,
         {
             "extract": [NOTES],
-            "refine": ['["Ines pings the bot after every restart to test the replies.", '
-                       '"People keep asking Wren about brown patches on their tomatoes."]'],
+            "refine": [
+                '["Ines pings the bot after every restart to test the replies.", '
+                '"People keep asking Wren about brown patches on their tomatoes."]'
+            ],
             "importance": [too_many, too_many],
         },
     )
@@ -228,9 +232,11 @@ def test_wrong_number_of_scores_is_repaired_with_a_note(
     assert result.status == "staged" and result.counts["repaired"] == 1
     candidates = list(Candidate.select().where(Candidate.run == result.run_id))
     assert len(candidates) == 2 and all(c.importance == 0.9 for c in candidates)
-    steps = list(TraceStep.select().where(
-        (TraceStep.run == result.run_id) & (TraceStep.step == "importance")
-    ).order_by(TraceStep.id))
+    steps = list(
+        TraceStep.select()
+        .where((TraceStep.run == result.run_id) & (TraceStep.step == "importance"))
+        .order_by(TraceStep.id)
+    )
     assert [s.attempt for s in steps] == [1, 2]
     assert "2 numbers" in steps[0].error or "13 numbers" in steps[0].error
     assert steps[1].error.startswith("repaired: 13 scores for 2 patterns")
