@@ -21,7 +21,8 @@ from curator.cli.common import CommandContext
 from curator.errors import CuratorError
 from curator.llm.backend import BackendSettings
 from curator.pipeline.progress import Progress, TaskState
-from curator.store.models import DISTILLABLE_LABELS, Candidate, Run, TraceStep
+from curator.pipeline.review import list_candidates
+from curator.store.models import DISTILLABLE_LABELS, Run, TraceStep
 from curator.store.settings import all_settings
 
 EXIT_CANCELLED = 130
@@ -305,21 +306,8 @@ def cmd_run(ctx: CommandContext) -> int:
         }
         for s in steps
     ]
-    candidates = list(Candidate.select().where(Candidate.run == run.id).order_by(Candidate.ordinal))
-    doc["candidates"] = [
-        {
-            "id": c.id,
-            "ordinal": c.ordinal,
-            "text": c.text,
-            "importance": c.importance,
-            "category": c.category,
-            "proposed_action": c.proposed_action,
-            "proposed_target": c.__data__.get("proposed_target"),
-            "proposed_ratio": c.proposed_ratio,
-            "action": c.action,
-        }
-        for c in candidates
-    ]
+    # The review engine's view of each candidate: the same document `curator review` prints.
+    doc["candidates"] = [view.to_json() for view in list_candidates(ctx.store, run.id)]
     full = bool(ctx.args.full)
 
     def human() -> str:
@@ -347,7 +335,7 @@ def cmd_run(ctx: CommandContext) -> int:
             if t["raw_output"]:
                 lines.append("      " + _shorten(t["raw_output"], full))
         for c in doc["candidates"]:
-            target = f" -> pattern {c['proposed_target']}" if c["proposed_target"] else ""
+            target = f" -> pattern {c['proposed_target_id']}" if c["proposed_target_id"] else ""
             lines.append(
                 f"  candidate {c['ordinal']}: {c['proposed_action']}{target} "
                 f"(ratio {c['proposed_ratio']:.2f}, importance {c['importance']:.2f}) "
