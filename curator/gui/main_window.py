@@ -12,7 +12,7 @@ import json
 from datetime import datetime
 from importlib import metadata
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any
 
 from PySide6.QtCore import QByteArray, QSettings, Qt, QTimer
 from PySide6.QtGui import QAction, QCloseEvent, QKeySequence
@@ -55,10 +55,6 @@ PANES: tuple[tuple[str, str, type[QWidget]], ...] = (
     ("runsPane", "Runs", RunsPane),
     ("settingsPane", "Settings", SettingsPane),
 )
-
-
-class Pane(Protocol):
-    def refresh(self) -> None: ...
 
 
 def app_settings() -> QSettings:
@@ -116,6 +112,9 @@ class MainWindow(QMainWindow):
 
         self.resize(1400, 900)
         self.restore_state()
+        # Every pane loads when first shown (the restored tab now, the others later).
+        self._dirty = set(range(len(self.panes)))
+        self._pane_shown(self.tabs.currentIndex())
 
     # -- panes ----------------------------------------------------------------------------
 
@@ -162,6 +161,12 @@ class MainWindow(QMainWindow):
         if version == self._data_version:
             return False
         self._data_version = version
+        worker = self.services.worker
+        if worker is not None and worker.busy:
+            # Our own run commits once per episode: reloading a pane every tick would
+            # redo its queries all run long. The panes reload when the run ends.
+            self._dirty.update(range(len(self.panes)))
+            return False
         self.refresh_all()
         return True
 

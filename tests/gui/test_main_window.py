@@ -142,3 +142,13 @@ def test_close_with_a_worker_joins_its_thread(qtbot, services, qsettings) -> Non
     assert services.worker.running
     window.close()
     assert not services.worker.running
+
+
+def test_every_pane_has_its_data_when_first_shown(qtbot, main_window) -> None:
+    """No pane waits for a write elsewhere before loading (the demo has 20 patterns)."""
+    from curator.gui.knowledge_pane import KnowledgePane
+
+    knowledge = main_window.pane("knowledgePane")
+    assert isinstance(knowledge, KnowledgePane)
+    main_window.tabs.setCurrentWidget(knowledge)
+    assert knowledge.patterns.rowCount() == 20
