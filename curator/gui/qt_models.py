@@ -26,9 +26,6 @@ R = TypeVar("R")
 
 AnyIndex = QModelIndex | QPersistentModelIndex
 
-SORT_ROLE = Qt.ItemDataRole.UserRole + 1
-ROW_ROLE = Qt.ItemDataRole.UserRole + 2
-
 
 @dataclass(frozen=True)
 class Column(Generic[R]):
@@ -57,7 +54,7 @@ def _sort_key(value: Any) -> tuple[int, Any]:
 
 
 class RowTableModel(QAbstractTableModel, Generic[R]):
-    """A read-only table over ``rows``; optional per-row font/background/tooltip hooks."""
+    """A read-only table over ``rows``; optional per-row font and background hooks."""
 
     def __init__(
         self,
@@ -66,14 +63,12 @@ class RowTableModel(QAbstractTableModel, Generic[R]):
         *,
         row_font: Callable[[R], QFont | None] | None = None,
         row_background: Callable[[R], QBrush | None] | None = None,
-        row_tooltip: Callable[[R], str | None] | None = None,
     ) -> None:
         super().__init__(parent)
         self._columns = list(columns)
         self._rows: list[R] = []
         self._row_font = row_font
         self._row_background = row_background
-        self._row_tooltip = row_tooltip
         self._sort_column = -1
         self._sort_order = Qt.SortOrder.AscendingOrder
 
@@ -124,9 +119,7 @@ class RowTableModel(QAbstractTableModel, Generic[R]):
         if role == Qt.ItemDataRole.DisplayRole:
             return column.text(row)
         if role == Qt.ItemDataRole.ToolTipRole:
-            if column.tooltip is not None:
-                return column.tooltip(row)
-            return self._row_tooltip(row) if self._row_tooltip is not None else None
+            return column.tooltip(row) if column.tooltip is not None else None
         if role == Qt.ItemDataRole.TextAlignmentRole:
             if column.align_right:
                 return int(Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter)
@@ -135,10 +128,6 @@ class RowTableModel(QAbstractTableModel, Generic[R]):
             return self._row_font(row)
         if role == Qt.ItemDataRole.BackgroundRole and self._row_background is not None:
             return self._row_background(row)
-        if role == SORT_ROLE:
-            return column.value(row)
-        if role == ROW_ROLE:
-            return row
         return None
 
     def headerData(

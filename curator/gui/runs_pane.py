@@ -330,12 +330,13 @@ class RunsPane(QWidget):
         if row < 0:
             return
         index = self.runs.index(row, 0)
-        self.runs_view.selectionModel().setCurrentIndex(
-            index,
-            self.runs_view.selectionModel().SelectionFlag.ClearAndSelect
-            | self.runs_view.selectionModel().SelectionFlag.Rows,
-        )
-        self._load_trace(run_id)
+        selection = self.runs_view.selectionModel()
+        if selection.currentIndex() == index:
+            self._load_trace(run_id)  # same row (reloaded rows): currentChanged won't fire
+            return
+        selection.setCurrentIndex(
+            index, selection.SelectionFlag.ClearAndSelect | selection.SelectionFlag.Rows
+        )  # currentChanged loads the trace
 
     def _on_run_selected(self, current: QModelIndex, _previous: QModelIndex) -> None:
         run = self.runs.row_at(current.row())
