@@ -8,8 +8,9 @@ from __future__ import annotations
 
 from typing import Any
 
+from curator.core.scoring import rank_key
 from curator.store.db import Store
-from curator.store.models import Setting
+from curator.store.models import Pattern, Setting
 
 DEFAULTS: dict[str, Any] = {
     "model_path": None,  # None: the bundled demo model
@@ -55,8 +56,24 @@ def set_settings(store: Store, values: dict[str, Any]) -> None:
     default applies again (the column cannot hold NULL).
     """
     with store.write():
+        old_rate = float(get_setting(store, "decay_rate"))
         for key, value in values.items():
             if value is None:
                 Setting.delete().where(Setting.key == key).execute()
             else:
                 Setting.insert(key=key, value=value).on_conflict_replace().execute()
+        new_rate = float(get_setting(store, "decay_rate"))
+        if new_rate != old_rate:
+            _rerank(new_rate)
+
+
+def _rerank(rate: float) -> None:
+    """Recompute every pattern's stored ranking key for a new decay rate.
+
+    The key folds the rate in (``log(importance) + days * log(1/rate)``), so a key
+    written under the old rate would keep ordering the prompt by it.
+    """
+    rows = list(Pattern.select(Pattern.id, Pattern.importance, Pattern.distilled_at))
+    for row in rows:
+        row.rank_key = rank_key(row.importance, row.distilled_at, rate=rate)
+    Pattern.bulk_update(rows, fields=[Pattern.rank_key], batch_size=500)

@@ -60,3 +60,13 @@ def test_leaving_top_k(store: Store) -> None:
     )
     # With room left in the prompt, a new pattern pushes nothing out.
     assert leaving_top_k(store, 365, k=50) == []
+
+
+def test_changing_the_decay_rate_reranks_the_stored_keys(store: Store) -> None:
+    from curator.store.settings import set_setting
+
+    set_setting(store, "decay_rate", 0.5)
+    now = utcnow()
+    active = list(Pattern.select().where(Pattern.status == "active"))
+    expected = [p.id for p in top_k(active, 10, now=now, rate=0.5)]
+    assert [r.id for r in top_k_patterns(store, k=10, now=now)] == expected
