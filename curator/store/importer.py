@@ -308,32 +308,41 @@ def _iter_json_array(data: bytes) -> Iterator[tuple[int, Any | _BadLine]]:
             i += 1
         return i
 
+    # Line numbers are counted incrementally: recounting from the start for every element
+    # made large arrays quadratic.
+    counted_to, line = 0, 1
+
+    def line_at(i: int) -> int:
+        nonlocal counted_to, line
+        line += text.count("\n", counted_to, i)
+        counted_to = i
+        return line
+
     pos = skip_ws(pos)
     if pos < length and text[pos] == "]":
         return
     while pos < length:
-        line = text.count("\n", 0, pos) + 1
+        number = line_at(pos)
         try:
             _, end = spanner.raw_decode(text, pos)
         except RecursionError:
-            yield line, _BadLine("JSON nested too deeply; the rest of the file was not read")
+            yield number, _BadLine("JSON nested too deeply; the rest of the file was not read")
             return
         except json.JSONDecodeError as exc:
-            yield line, _BadLine(f"invalid JSON: {exc.msg}; the rest of the file was not read")
+            yield number, _BadLine(f"invalid JSON: {exc.msg}; the rest of the file was not read")
             return
         try:
             value: Any = _loads(text[pos:end])
         except _BadLine as exc:
             value = exc
-        yield line, value
+        yield number, value
         pos = skip_ws(end)
         if pos < length and text[pos] == ",":
             pos = skip_ws(pos + 1)
             continue
         if pos < length and text[pos] == "]":
             return
-        line = text.count("\n", 0, pos) + 1
-        yield line, _BadLine("expected ',' or ']' after an array element")
+        yield line_at(pos), _BadLine("expected ',' or ']' after an array element")
         return
     yield text.count("\n") + 1, _BadLine("the array is not closed (file cut off?)")
 
