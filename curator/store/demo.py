@@ -12,7 +12,7 @@ import json
 from dataclasses import dataclass
 from datetime import datetime
 
-from curator.core.scoring import rank_key
+from curator.core.scoring import clamp01, rank_key
 from curator.resources_path import resource_path
 from curator.store.db import Store
 from curator.store.identity import current_identity, save_identity
@@ -35,38 +35,45 @@ def is_empty(store: Store) -> bool:
 
 
 def create_demo(store: Store) -> DemoReport:
-    """Fill an empty database with the demo data (a no-op on a database that has data)."""
-    if not is_empty(store):
-        return DemoReport(False, Episode.select().count(), Pattern.select().count(), 0)
-    demo = resource_path("demo")
-    report: ImportReport = import_file(store, demo / "episodes.jsonl")
-    if report.errors:  # shipped data must be clean; fail loudly in tests
-        raise ValueError(f"demo episodes have errors: {report.errors[:3]}")
-    identity = current_identity(store)
-    if identity.version == 0:
-        axioms = json.loads((demo / "axioms.json").read_text(encoding="utf-8"))
-        identity = save_identity(
-            store,
-            (demo / "identity.md").read_text(encoding="utf-8").strip(),
-            list(axioms),
-            note="demo identity",
-        )
-    patterns = 0
-    patterns_file = demo / "patterns.json"
-    if patterns_file.is_file():
-        rate = float(get_setting(store, "decay_rate"))
-        with store.write():
+    """Fill an empty database with the demo data (a no-op on a database that has data).
+
+    One transaction: a failure part-way leaves the database empty, so a later call can
+    still build the demo (``is_empty`` would refuse a half-built one).
+    """
+    with store.write():
+        if not is_empty(store):
+            return DemoReport(False, Episode.select().count(), Pattern.select().count(), 0)
+        demo = resource_path("demo")
+        report: ImportReport = import_file(store, demo / "episodes.jsonl")
+        if report.errors:  # shipped data must be clean; fail loudly in tests
+            raise ValueError(f"demo episodes have errors: {report.errors[:3]}")
+        identity = current_identity(store)
+        if identity.version == 0:
+            axioms = json.loads((demo / "axioms.json").read_text(encoding="utf-8"))
+            identity = save_identity(
+                store,
+                (demo / "identity.md").read_text(encoding="utf-8").strip(),
+                list(axioms),
+                note="demo identity",
+            )
+        rows = []
+        patterns_file = demo / "patterns.json"
+        if patterns_file.is_file():
+            rate = float(get_setting(store, "decay_rate"))
             for item in json.loads(patterns_file.read_text(encoding="utf-8")):
                 distilled = to_utc(datetime.fromisoformat(item["distilled_at"]))
-                importance = min(1.0, max(0.0, float(item["importance"])))
-                Pattern.create(
-                    text=item["text"],
-                    importance=importance,
-                    distilled_at=distilled,
-                    rank_key=rank_key(importance, distilled, rate=rate),
-                    category=item.get("category", "uncategorized"),
-                    created_at=distilled,
-                    updated_at=distilled,
+                importance = clamp01(float(item["importance"]))
+                rows.append(
+                    {
+                        "text": item["text"],
+                        "importance": importance,
+                        "distilled_at": distilled,
+                        "rank_key": rank_key(importance, distilled, rate=rate),
+                        "category": item.get("category", "uncategorized"),
+                        "created_at": distilled,
+                        "updated_at": distilled,
+                    }
                 )
-                patterns += 1
-    return DemoReport(True, report.imported, patterns, identity.version)
+            if rows:
+                Pattern.insert_many(rows).execute()
+    return DemoReport(True, report.imported, len(rows), identity.version)
