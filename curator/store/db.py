@@ -141,10 +141,6 @@ class Store:
         rows = self.db.execute_sql("PRAGMA integrity_check").fetchall()
         return "\n".join(str(r[0]) for r in rows)
 
-    def quick_check(self) -> str:
-        rows = self.db.execute_sql("PRAGMA quick_check").fetchall()
-        return "\n".join(str(r[0]) for r in rows)
-
     def execute(self, sql: str, params: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
         """Raw read query (for diagnostics and tests)."""
         return list(self.db.execute_sql(sql, params).fetchall())
@@ -159,8 +155,3 @@ class Store:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
-
-
-def open_store(path: str | os.PathLike[str] | None = None) -> Store:
-    """Open (creating and migrating if needed) the database resolved from ``path``."""
-    return Store(resolve_db_path(path))

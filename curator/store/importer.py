@@ -267,7 +267,7 @@ def episode_from_object(obj: Any, line: int, now: datetime) -> ParsedEpisode:
 # -- reading files ----------------------------------------------------------------------------
 
 
-def _decode(raw: bytes, line: int, first: bool) -> str:
+def _decode(raw: bytes, first: bool) -> str:
     if first and raw.startswith(b"\xef\xbb\xbf"):
         raw = raw[3:]
     try:
@@ -280,7 +280,7 @@ def _iter_jsonl(lines: Iterable[bytes]) -> Iterator[tuple[int, Any | _BadLine]]:
     for number, raw in enumerate(lines, 1):
         raw = raw.rstrip(b"\n").rstrip(b"\r")
         try:
-            text = _decode(raw, number, number == 1)
+            text = _decode(raw, number == 1)
             if not text.strip():
                 continue
             yield number, _loads(text)
@@ -291,7 +291,7 @@ def _iter_jsonl(lines: Iterable[bytes]) -> Iterator[tuple[int, Any | _BadLine]]:
 def _iter_json_array(data: bytes) -> Iterator[tuple[int, Any | _BadLine]]:
     """The elements of a top-level JSON array, each with the line it starts on."""
     try:
-        text = _decode(data, 1, True)
+        text = _decode(data, True)
     except _BadLine as exc:
         yield 1, exc
         return

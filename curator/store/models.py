@@ -30,6 +30,8 @@ from peewee import (
     TextField,
 )
 
+from curator.core.scoring import as_utc
+
 LABELS = ("constitutional", "noise", "uncategorized")
 """The three episode labels of step 0, in the order the prompts list them."""
 
@@ -45,10 +47,8 @@ def utcnow() -> datetime:
 
 
 def to_utc(value: datetime) -> datetime:
-    """Aware UTC datetime; a naive one is taken to be UTC already."""
-    if value.tzinfo is None:
-        return value.replace(tzinfo=UTC)
-    return value.astimezone(UTC)
+    """Aware UTC datetime; a naive one is taken to be UTC already (the core's rule)."""
+    return as_utc(value)
 
 
 def format_utc(value: datetime) -> str:
