@@ -57,13 +57,19 @@ class TraceRecord:
     error: str = ""
 
 
-def model_provenance(info: ModelInfo | None, backend: Any) -> dict[str, Any]:
-    """Run.model_* fields: path, name, file hash (cached) and metadata."""
-    if info is None:
-        info = getattr(backend, "model_info", None)
+def model_provenance(backend: Any) -> dict[str, Any]:
+    """Run.model_* fields: path, name, file hash and metadata of the backend's model.
+
+    The hash is computed once per loaded model (``model_sha256`` also caches it on disk)
+    and kept on the backend's ``model_info`` for the runs that follow.
+    """
+    info: ModelInfo | None = getattr(backend, "model_info", None)
     if info is None:
         return {"model_path": "", "model_name": "", "model_sha256": "", "model_metadata": {}}
-    digest = info.sha256 or model_sha256(info.path)
+    digest = info.sha256
+    if digest is None:
+        digest = model_sha256(info.path)
+        backend.model_info = info.with_sha256(digest)
     metadata = {
         "gguf": info.metadata,
         "architecture": info.architecture,
@@ -86,13 +92,12 @@ def start_run(
     kind: str,
     *,
     backend: Any,
-    model_info: ModelInfo | None,
     prompts: Mapping[str, PromptTemplate],
     identity: Identity,
     params: Mapping[str, Any],
 ) -> int:
     """Insert the Run row (status ``running``) in its own transaction; returns its id."""
-    provenance = model_provenance(model_info, backend)
+    provenance = model_provenance(backend)
     identity_row = None
     if identity.version > 0:
         identity_row = IdentityVersion.get_or_none(IdentityVersion.version == identity.version)

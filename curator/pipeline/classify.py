@@ -19,7 +19,6 @@ from collections.abc import Sequence
 from typing import Any
 
 from curator.llm.backend import Backend, StopRequested
-from curator.llm.model_file import ModelInfo
 from curator.llm.prompts import load_prompt, numbered
 from curator.llm.runlog import (
     RunResult,
@@ -66,7 +65,6 @@ def classify_episodes(
     *,
     limit: int | None = None,
     episode_ids: Sequence[int] | None = None,
-    model_info: ModelInfo | None = None,
 ) -> RunResult:
     """Classify the pending episodes (or ``episode_ids``) and record a ``classify`` run.
 
@@ -91,7 +89,6 @@ def classify_episodes(
         store,
         "classify",
         backend=backend,
-        model_info=model_info,
         prompts={"classify": prompt},
         identity=identity,
         params=params,

@@ -55,7 +55,6 @@ from curator.llm.grammars import (
     number_array_max_tokens,
     string_array_grammar,
 )
-from curator.llm.model_file import ModelInfo
 from curator.llm.prompts import PromptTemplate, load_prompt, numbered
 from curator.llm.runlog import (
     RunResult,
@@ -541,9 +540,8 @@ def distill(
     backend: Backend,
     state: TaskState,
     *,
-    categories: Sequence[str] = ("constitutional", "uncategorized"),
+    categories: Sequence[str] = DISTILLABLE_LABELS,
     limit: int | None = None,
-    model_info: ModelInfo | None = None,
 ) -> RunResult:
     """Distil the pending episodes of ``categories`` into a staged run (see module doc).
 
@@ -600,7 +598,6 @@ def distill(
         store,
         "distill",
         backend=backend,
-        model_info=model_info,
         prompts=prompts,
         identity=identity,
         params=params,
