@@ -171,9 +171,7 @@ def cmd_decide(ctx: CommandContext) -> int:
 def cmd_commit(ctx: CommandContext) -> int:
     store = ctx.store
     if ctx.args.preview:
-        preview = commit_api.preview_commit(
-            store, ctx.args.run, reviewed_only=ctx.args.reviewed_only
-        )
+        preview = commit_api.preview_commit(store, ctx.args.run)
         counts = preview.counts()
         ctx.emit(
             preview.to_json(),

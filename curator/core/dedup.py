@@ -114,6 +114,11 @@ def _decide(best: float, best_index: int, skip: float, update: float) -> Decisio
     return Decision("ADD", None, best)
 
 
+def pair_ratio(new_text: str, pool_text: str) -> float:
+    """The gate's similarity of one pair: difflib's ratio, in the contract's argument order."""
+    return difflib.SequenceMatcher(None, new_text, pool_text).ratio()
+
+
 def reference_gate(
     new: Sequence[str],
     existing: Sequence[str],
@@ -133,7 +138,7 @@ def reference_gate(
     for text in new:
         best, best_index = -1.0, -1
         for index, other in enumerate(pool):
-            ratio = difflib.SequenceMatcher(None, text, other).ratio()
+            ratio = pair_ratio(text, other)
             if ratio > best:
                 best, best_index = ratio, index
         decision = _decide(best, best_index, skip, update)

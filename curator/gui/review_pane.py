@@ -480,9 +480,7 @@ class ReviewPane(QWidget):
         reviewed_only = self.reviewed_only.isChecked()
         preview = self._run_engine(
             "Commit",
-            lambda: commit_api.preview_commit(
-                self.services.store, run_id, reviewed_only=reviewed_only
-            ),
+            lambda: commit_api.preview_commit(self.services.store, run_id),
         )
         if preview is None:
             return None

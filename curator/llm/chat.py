@@ -28,22 +28,16 @@ class ChatTemplate:
     head: str
     between: str
     tail: str
-    name: str = "chatml"
 
     def prefix(self, system: str, user_start: str) -> str:
         """The constant part: system turn and the beginning of the user turn."""
         return f"{self.head}{system}{self.between}{user_start}"
-
-    def render(self, system: str, user: str) -> str:
-        """A whole prompt ending where the assistant's answer starts."""
-        return f"{self.head}{system}{self.between}{user}{self.tail}"
 
 
 CHATML = ChatTemplate(
     head="<|im_start|>system\n",
     between="<|im_end|>\n<|im_start|>user\n",
     tail="<|im_end|>\n<|im_start|>assistant\n",
-    name="chatml",
 )
 
 
@@ -85,5 +79,4 @@ def template_from_jinja(source: str, *, bos: str = "", eos: str = "") -> ChatTem
     between, tail = rest.split(_USER)
     if not tail:
         raise ValueError("the template adds no assistant turn")
-    name = "chatml" if "<|im_start|>" in head else "gguf"
-    return ChatTemplate(head=head, between=between, tail=tail, name=name)
+    return ChatTemplate(head=head, between=between, tail=tail)

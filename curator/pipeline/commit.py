@@ -27,7 +27,6 @@ Decisions made here (see the README of the review):
 
 from __future__ import annotations
 
-import math
 import sqlite3
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -39,7 +38,7 @@ from typing import Any
 import peewee
 
 from curator.core.dedup import merge_importance
-from curator.core.scoring import rank_key
+from curator.core.scoring import clamp01, rank_key
 from curator.errors import ConflictError, CuratorError
 from curator.store.backup import backup_database
 from curator.store.db import Store
@@ -208,10 +207,6 @@ class CommitPreview:
     unreviewed: int = 0
     conflicts: list[Conflict] = field(default_factory=list)
 
-    @property
-    def applied(self) -> int:
-        return len(self.adds) + len(self.updates) + len(self.skips) + len(self.rejects)
-
     def counts(self) -> dict[str, int]:
         return {
             "ADD": len(self.adds),
@@ -234,14 +229,8 @@ class CommitPreview:
         }
 
 
-def _clamp(value: float) -> float:
-    if math.isnan(value):
-        return 0.0
-    return min(1.0, max(0.0, value))
-
-
 def _importance(c: Candidate) -> float:
-    return _clamp(c.final_importance if c.final_importance is not None else c.importance)
+    return clamp01(c.final_importance if c.final_importance is not None else c.importance)
 
 
 def _expected_revision(c: Candidate) -> int | None:
@@ -259,7 +248,7 @@ class _Plan:
     patterns: dict[int, Pattern]
 
 
-def _plan(run_id: int, reviewed_only: bool) -> _Plan:
+def _plan(run_id: int) -> _Plan:
     run = Run.get_or_none(Run.id == run_id)
     if run is None:
         raise CuratorError(f"there is no run {run_id}")
@@ -299,7 +288,6 @@ def _plan(run_id: int, reviewed_only: bool) -> _Plan:
                 preview.updates.append(PreviewUpdate(c.id, p.id, p.text, p.importance, new))
         else:
             preview.conflicts.append(Conflict(c.id, None, f"unknown action {c.action!r}"))
-    del reviewed_only
     return _Plan(run=run, preview=preview, apply=apply, patterns=patterns)
 
 
@@ -320,10 +308,10 @@ def _check_target(c: Candidate, patterns: dict[int, Pattern]) -> Conflict | None
     return None
 
 
-def preview_commit(store: Store, run_id: int, *, reviewed_only: bool = False) -> CommitPreview:
+def preview_commit(store: Store, run_id: int) -> CommitPreview:
     """What :func:`commit_run` would change now, conflicts included (nothing is written)."""
     del store
-    return _plan(run_id, reviewed_only).preview
+    return _plan(run_id).preview
 
 
 def _refuse(plan: _Plan, reviewed_only: bool) -> None:
@@ -548,11 +536,11 @@ def commit_run(
     database is taken first unless ``backup`` is False.
     """
     # A cheap check first, so a refused commit does not leave a backup behind.
-    _refuse(_plan(run_id, reviewed_only), reviewed_only)
+    _refuse(_plan(run_id), reviewed_only)
     backup_path = backup_database(store) if backup else None
     with explained_write(store, "commit"):
         # Read again under the write lock: this is the state the writes apply to.
-        plan = _plan(run_id, reviewed_only)
+        plan = _plan(run_id)
         _refuse(plan, reviewed_only)
         return _apply(store, plan, actor, backup_path)
 

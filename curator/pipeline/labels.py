@@ -22,7 +22,6 @@ from curator.store.db import Store
 from curator.store.models import LABELS, Episode, LabelEvent, format_utc, utcnow
 from curator.store.snapshot import fk_id
 
-LABEL_FIELDS = ("human_label", "label", "label_by", "label_at")
 _CHUNK = 400
 
 

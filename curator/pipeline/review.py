@@ -29,12 +29,11 @@ state the other has just changed, and never fail on a lock upgrade.
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable
 from dataclasses import asdict, dataclass, field
 from datetime import datetime
 from typing import Any
 
-from curator.core.dedup import gate
+from curator.core.dedup import gate, pair_ratio
 from curator.core.quality import QualityGate
 from curator.errors import CuratorError
 from curator.pipeline.commit import explained_write
@@ -165,7 +164,6 @@ class TextCheck:
     action: str
     target_id: int | None
     ratio: float
-    target_revision: int | None
 
 
 # -- reading ----------------------------------------------------------------------------
@@ -279,20 +277,19 @@ def review_progress(store: Store, run_id: int) -> ReviewProgress:
     return ReviewProgress(total=total, reviewed=reviewed, by_action=by_action)
 
 
-def check_text(store: Store, text: str, *, exclude_ids: Iterable[int] = ()) -> TextCheck:
+def check_text(store: Store, text: str) -> TextCheck:
     """The quality verdict and the dedup proposal an edited text would get (no write).
 
     The window calls this while the reviewer types; :func:`decide` stores the same result.
     """
     settings = all_settings(store)
     verdict = _quality_gate(settings).check(text)
-    excluded = set(exclude_ids)
     active = (
-        Pattern.select(Pattern.id, Pattern.text, Pattern.revision)
+        Pattern.select(Pattern.id, Pattern.text)
         .where(Pattern.status == "active")
         .order_by(Pattern.id)
     )
-    rows = [row for row in tuples(active) if row[0] not in excluded]
+    rows = tuples(active)
     decision = gate(
         [text],
         [r[1] for r in rows],
@@ -306,7 +303,6 @@ def check_text(store: Store, text: str, *, exclude_ids: Iterable[int] = ()) -> T
         action=decision.action,
         target_id=target[0] if target else None,
         ratio=decision.ratio,
-        target_revision=target[2] if target else None,
     )
 
 
@@ -378,11 +374,6 @@ def _active_pattern(pattern_id: int) -> Pattern:
     return pattern
 
 
-def _ratio(text: str, pattern_text: str) -> float:
-    """The dedup gate's similarity of two texts (the same measure as the proposals)."""
-    return gate([text], [pattern_text], skip=2.0, update=2.0)[0].ratio
-
-
 def _resolve(
     candidate: Candidate,
     state: dict[str, Any],
@@ -437,7 +428,9 @@ def _resolve(
         if chosen == p_target and p_ratio is not None:
             ratio = float(p_ratio)
         else:
-            ratio = _ratio(final_text if final_text is not None else candidate.text, pattern.text)
+            ratio = pair_ratio(
+                final_text if final_text is not None else candidate.text, pattern.text
+            )
         state.update(
             target_id=chosen,
             target_ratio=ratio,
