@@ -258,11 +258,13 @@ class ReviewPane(QWidget):
             self._show_candidate(None)
             return
         index = self.model.index(row, 0)
-        selection.setCurrentIndex(
-            index, selection.SelectionFlag.ClearAndSelect | selection.SelectionFlag.Rows
-        )
+        if selection.currentIndex().row() == row:
+            self._show_candidate(self.model.row_at(row))  # currentRowChanged will not fire
+        else:  # currentRowChanged shows the candidate
+            selection.setCurrentIndex(
+                index, selection.SelectionFlag.ClearAndSelect | selection.SelectionFlag.Rows
+            )
         self.list_view.scrollTo(index)
-        self._show_candidate(self.model.row_at(row))
 
     def current_candidate(self) -> Any | None:
         return self.model.row_at(self.list_view.selectionModel().currentIndex().row())
