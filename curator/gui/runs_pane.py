@@ -331,12 +331,12 @@ class RunsPane(QWidget):
             return
         index = self.runs.index(row, 0)
         selection = self.runs_view.selectionModel()
-        if selection.currentIndex() == index:
-            self._load_trace(run_id)  # same row (reloaded rows): currentChanged won't fire
+        if selection.currentIndex().row() == row:
+            self._load_trace(run_id)  # same row (reloaded rows): currentRowChanged won't fire
             return
         selection.setCurrentIndex(
             index, selection.SelectionFlag.ClearAndSelect | selection.SelectionFlag.Rows
-        )  # currentChanged loads the trace
+        )  # currentRowChanged loads the trace
 
     def _on_run_selected(self, current: QModelIndex, _previous: QModelIndex) -> None:
         run = self.runs.row_at(current.row())
