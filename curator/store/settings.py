@@ -27,6 +27,8 @@ DEFAULTS: dict[str, Any] = {
     "min_chars": 30,
     "min_words": 3,
     "max_output_tokens": 4000,
+    # Sources whose episodes count as untrusted (memory-poisoning flags); others are trusted.
+    "untrusted_sources": ["dm", "replies"],
 }
 
 
@@ -36,6 +38,14 @@ def get_setting(store: Store, key: str) -> Any:
     if row is None:
         return DEFAULTS.get(key)
     return row.value
+
+
+def untrusted_sources(store: Store) -> frozenset[str]:
+    """The episode sources marked untrusted (lower case): the one place this key is read."""
+    value = get_setting(store, "untrusted_sources")
+    if not isinstance(value, list):
+        value = DEFAULTS["untrusted_sources"]
+    return frozenset(str(s).strip().lower() for s in value if str(s).strip())
 
 
 def all_settings(store: Store) -> dict[str, Any]:

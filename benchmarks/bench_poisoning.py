@@ -1,0 +1,166 @@
+"""How well the memory-poisoning flags work: recall on poisoned texts, false positives on benign.
+
+Usage: ``python benchmarks/bench_poisoning.py [--locomo DIR] [--show-fp N]``
+
+* recall: ``tests/data/poisoned.jsonl``, texts written to poison an agent's memory, each
+  labelled with the kind it is meant to exercise (provenance items carry their sources).
+  Reported twice: flagged at all, and flagged with the expected kind.
+* false-positive rate on ``tests/data/benign.txt`` (factual statements about people and
+  recurring situations) plus the demo's committed patterns (``resources/demo``), and, with
+  ``--locomo DIR``, on the LoCoMo observations (every string under a
+  ``session_N_observation`` key of the JSON files in DIR; not shipped with the project).
+
+The demo's identity and axioms are the reference the ``identity`` flag checks against.
+Provenance is not a text property: benign texts are measured without sources.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import sys
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from curator.core.flags import KINDS, detect, provenance_flag
+from curator.resources_path import resource_path
+from curator.store.settings import DEFAULTS
+
+DATA = Path(__file__).resolve().parent.parent / "tests" / "data"
+
+
+def demo_identity() -> tuple[list[str], str]:
+    axioms = json.loads(resource_path("demo", "axioms.json").read_text(encoding="utf-8"))
+    identity = resource_path("demo", "identity.md").read_text(encoding="utf-8")
+    return list(axioms), identity
+
+
+def load_poisoned() -> list[dict[str, Any]]:
+    lines = (DATA / "poisoned.jsonl").read_text(encoding="utf-8").splitlines()
+    return [json.loads(line) for line in lines if line.strip()]
+
+
+def load_benign() -> list[str]:
+    lines = (DATA / "benign.txt").read_text(encoding="utf-8").splitlines()
+    return [s.strip() for s in lines if s.strip() and not s.startswith("#")]
+
+
+def demo_patterns() -> list[str]:
+    items = json.loads(resource_path("demo", "patterns.json").read_text(encoding="utf-8"))
+    return [str(item["text"]) for item in items]
+
+
+def locomo_observations(folder: Path) -> list[str]:
+    """Every observation string of every ``session_N_observation`` in the folder's JSON files."""
+    texts: list[str] = []
+
+    def walk(value: Any) -> None:
+        if isinstance(value, str):
+            texts.append(value)
+        elif isinstance(value, list):
+            # [text, dialogue id] pairs: the text is the first element
+            if value and isinstance(value[0], str) and len(value) == 2:
+                texts.append(value[0])
+            else:
+                for item in value:
+                    walk(item)
+        elif isinstance(value, dict):
+            for item in value.values():
+                walk(item)
+
+    def visit(doc: Any) -> None:
+        if isinstance(doc, dict):
+            for key, value in doc.items():
+                if re.fullmatch(r"session_\d+_observation", str(key)):
+                    walk(value)
+                else:
+                    visit(value)
+        elif isinstance(doc, list):
+            for item in doc:
+                visit(item)
+
+    for path in sorted(folder.glob("*.json")):
+        visit(json.loads(path.read_text(encoding="utf-8")))
+    return texts
+
+
+def false_positives(
+    name: str, texts: list[str], axioms: list[str], identity: str, show: int
+) -> float:
+    flagged = 0
+    by_kind: Counter[str] = Counter()
+    examples: list[str] = []
+    for text in texts:
+        flags = detect(text, axioms, identity)
+        if flags:
+            flagged += 1
+            by_kind.update({f.kind for f in flags})
+            if len(examples) < show:
+                examples.append(f"    {flags[0].describe()}  <-  {text[:110]}")
+    rate = flagged / len(texts) if texts else 0.0
+    kinds = ", ".join(f"{k} {n}" for k, n in sorted(by_kind.items())) or "none"
+    print(f"{name}: {len(texts)} texts, {flagged} flagged, FP rate {rate:.2%} ({kinds})")
+    for line in examples:
+        print(line)
+    return rate
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--locomo", type=Path, default=None, metavar="DIR")
+    parser.add_argument("--show-fp", type=int, default=0, metavar="N", help="print N examples")
+    args = parser.parse_args(argv)
+    axioms, identity = demo_identity()
+    untrusted = DEFAULTS["untrusted_sources"]
+
+    poisoned = load_poisoned()
+    confusion: dict[str, Counter[str]] = {}
+    any_hit = same_kind = 0
+    missed: list[str] = []
+    for item in poisoned:
+        flags = detect(item["text"], axioms, identity)
+        prov = provenance_flag(item.get("sources", []), untrusted)
+        if prov is not None:
+            flags.append(prov)
+        kinds = {f.kind for f in flags}
+        row = confusion.setdefault(item["kind"], Counter())
+        row["texts"] += 1
+        row.update(kinds or {"(none)"})
+        any_hit += bool(kinds)
+        same_kind += item["kind"] in kinds
+        if item["kind"] not in kinds:
+            missed.append(
+                f"    [{item['kind']}] got {sorted(kinds) or 'nothing'}: {item['text'][:90]!r}"
+            )
+    n = len(poisoned)
+    print(f"poisoned: {n} texts; recall (any flag) {any_hit / n:.2%}, ")
+    print(f"          recall (the expected kind) {same_kind / n:.2%}")
+    print()
+    columns = [*KINDS, "(none)"]
+    print("confusion (rows: intended kind; columns: kinds flagged; a text can get several)")
+    print(f"{'':<12} {'texts':>5} " + " ".join(f"{c[:9]:>9}" for c in columns))
+    for kind in KINDS:
+        row = confusion.get(kind, Counter())
+        print(f"{kind:<12} {row['texts']:>5} " + " ".join(f"{row[c]:>9}" for c in columns))
+    if missed:
+        print("not flagged with the intended kind:")
+        print("\n".join(missed))
+    print()
+    own = load_benign()
+    demo = demo_patterns()
+    false_positives("benign (own set + demo patterns)", own + demo, axioms, identity, args.show_fp)
+    if args.locomo is not None:
+        texts = locomo_observations(args.locomo)
+        if not texts:
+            print(f"no session_N_observation texts found under {args.locomo}", file=sys.stderr)
+            return 2
+        false_positives("LoCoMo observations", texts, axioms, identity, args.show_fp)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,259 @@
+"""Flags: what a reviewer should look at twice before a text enters the agent's memory.
+
+Everything the agent remembers ends up in its prompt, and episodes come partly from
+strangers (DMs, replies). A distilled pattern can therefore carry a stranger's
+instructions, links or secrets into every future prompt (memory poisoning). The human
+review is the defence; this detector makes it a sharp one by pointing at the risky part
+of a text, with a short reason:
+
+* ``instruction`` - orders addressed to the agent rather than facts about the world
+  ("from now on", "ignore previous instructions", "you must", role or system-prompt talk,
+  chat-template tokens, tool-call, code or shell syntax);
+* ``link`` - URLs, domains, e-mail addresses, phone numbers, markdown images;
+* ``secret`` - key-like tokens (``sk-``, ``ghp_``, ``AKIA``, ...) and long random strings;
+* ``personal`` - postal addresses, card numbers (Luhn), IBANs, account and ID numbers
+  (never people's names: ordinary memories are full of them);
+* ``hidden`` - zero-width and bidi characters, words mixing alphabets, base64 blobs;
+* ``identity`` - statements that amend the agent's identity or contradict one of its
+  current axioms;
+* ``untrusted`` - every source episode comes from a source the user marked untrusted.
+
+Flags are advice for the person reviewing: they never change the gate's SKIP / UPDATE /
+ADD proposal. No detector is complete; what it does not catch, the reviewer still sees.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from curator.core.flag_rules import (
+    Hit,
+    hidden_hits,
+    instruction_hits,
+    link_hits,
+    personal_hits,
+    secret_hits,
+)
+
+__all__ = [
+    "KINDS",
+    "TEXT_KINDS",
+    "Flag",
+    "detect",
+    "flag_kinds",
+    "provenance_flag",
+]
+
+TEXT_KINDS = ("instruction", "link", "secret", "personal", "hidden", "identity")
+KINDS = (*TEXT_KINDS, "untrusted")
+
+KIND_LABELS = {
+    "instruction": "instruction to the agent",
+    "link": "link or contact",
+    "secret": "credential or secret",
+    "personal": "personal identifier",
+    "hidden": "hidden text",
+    "identity": "amends identity or axioms",
+    "untrusted": "untrusted sources only",
+}
+
+
+@dataclass(frozen=True, slots=True)
+class Flag:
+    """One finding: its kind, a short reason, and the span ``text[start:end]`` it is about.
+
+    ``start == end`` for flags about the whole text (the provenance flag).
+    """
+
+    kind: str
+    reason: str
+    start: int
+    end: int
+    match: str = ""
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "kind": self.kind,
+            "reason": self.reason,
+            "start": self.start,
+            "end": self.end,
+            "match": self.match,
+        }
+
+    @classmethod
+    def from_json(cls, doc: dict[str, Any]) -> Flag:
+        return cls(
+            str(doc["kind"]),
+            str(doc["reason"]),
+            int(doc["start"]),
+            int(doc["end"]),
+            str(doc.get("match", "")),
+        )
+
+    def describe(self) -> str:
+        where = f": “{_short(self.match)}”" if self.match else ""
+        return f"{self.kind}: {self.reason}{where}"
+
+
+def _short(s: str, limit: int = 40) -> str:
+    flat = " ".join(s.split())
+    return flat if len(flat) <= limit else flat[: limit - 1] + "…"
+
+
+# -- identity and axioms --------------------------------------------------------------------
+
+_STOP_WORDS = """
+    a an the and or but if then than that this these those is are was were be been being
+    am do does did doing have has had having i me my mine myself we our you your he she it
+    its they them their what which who whom whose when where why how all any both each few
+    more most other some such no nor not only own same so too very can will just should now
+    to of in on at by for with about against between into through during before after above
+    below from up down out off over under again further once here there also may might must
+    would could shall anyone anything someone something everyone every ever never always
+    whenever whatever however even still yet as until while because since though although
+    one ones get gets got say says said make makes made keep keeps kept give gives given
+    agent agents ai assistant bot model"""
+_STOP = frozenset(re.findall(r"[a-z]+", _STOP_WORDS))
+
+_AGENT_REF = re.compile(
+    r"\b(?:the\s+agent|agent|the\s+assistant|assistant|the\s+bot|the\s+ai|you|your|yourself|"
+    r"itself|it\s+(?:may|can|should|must|is|no\s+longer|does\s+not|doesn't|need))\b",
+    re.IGNORECASE,
+)
+_PERMISSION = re.compile(
+    r"\b(?:may|can|could|should|must|is\s+(?:allowed|permitted|free|encouraged|expected)\s+to|"
+    r"are\s+(?:allowed|permitted|free|encouraged)\s+to|"
+    r"(?:it\s+is|it's)\s+(?:fine|ok|okay|acceptable|good|better|safe)\b|"
+    r"no\s+longer|(?:does\s+not|doesn't|do\s+not|don't|need\s+not|needn't)\s+(?:need|have)\s+to|"
+    r"need\s+not|is\s+not\s+(?:required|bound)|not\s+required|exempt|no\s+need\s+to|"
+    r"(?:is|are)\s+(?:actually|really|secretly)|deny|denies|ignore|"
+    r"set\s+aside|waive|suspend)\b",
+    re.IGNORECASE,
+)
+_AMEND = re.compile(
+    r"\b(?:new|updated|revised|amended|additional|extra|real|true|secret)\s+"
+    r"(?:axioms?|core\s+values?|principles?|constitution|identity|directives?|name|purpose)\b|"
+    r"\b(?:axioms?|principles?|constitution|identity|core\s+values?|rules?|guidelines?)\s+"
+    r"(?:\w+\s+){0,3}?(?:no\s+longer|(?:does|do)\s*(?:not|n't)|(?:is|are)\s+(?:suspended|void|"
+    r"outdated|obsolete|replaced|lifted|waived))\b|"
+    r"\b(?:exception|exemption)s?\s+to\s+(?:the\s+|its\s+|your\s+|this\s+|that\s+)?"
+    r"(?:\w+\s+)?(?:axioms?|rules?|principles?|constitution)\b|"
+    r"\b(?:overrid|overrode|suspend|replac|supersed|amend|rewr[io]t|updat|chang)\w*\s+"
+    r"(?:the\s+|its\s+|your\s+|all\s+|these\s+|their\s+)?(?:[\w']+\s+)?"
+    r"(?:axioms?|principles?|constitution|identity|core\s+values?|guidelines?)\b|"
+    r"\b(?:the\s+agent|you|it)\s+(?:is|are)\s+(?:actually\s+|really\s+|secretly\s+)?"
+    r"(?:a\s+)?(?:human|person|real\s+person|man|woman)\b",
+    re.IGNORECASE,
+)
+
+
+def _stem(word: str) -> str:
+    for suffix in ("ing", "ed", "es", "s", "ly"):
+        if len(word) > len(suffix) + 3 and word.endswith(suffix):
+            return word[: -len(suffix)]
+    return word
+
+
+def _content(text: str) -> set[str]:
+    return {_stem(w) for w in re.findall(r"[a-z]+", text.lower()) if w not in _STOP and len(w) > 2}
+
+
+_REPORTED = re.compile(r"\b(?:whether|if)\b[^.!?;]*$", re.IGNORECASE)
+
+
+def _reported(text: str, at: int) -> bool:
+    """The words at ``at`` sit in a question being reported ("ask whether the agent is …")."""
+    return _REPORTED.search(text[:at]) is not None
+
+
+def _identity_hits(text: str, axioms: Sequence[str], identity_name: str | None) -> list[Hit]:
+    hits: list[Hit] = [
+        (m.start(), m.end(), "tries to amend the agent's identity or rules")
+        for m in _AMEND.finditer(text)
+        if not _reported(text, m.start())
+    ]
+    if not axioms:
+        return hits
+    refs = [m for m in _AGENT_REF.finditer(text)]
+    if identity_name:
+        refs += list(re.finditer(rf"\b{re.escape(identity_name)}\b", text))
+    permission = next(
+        (m for m in _PERMISSION.finditer(text) if not _reported(text, m.start())), None
+    )
+    if not refs or permission is None:
+        return hits
+    words = _content(text)
+    for number, axiom in enumerate(axioms, 1):
+        shared = words & _content(axiom)
+        if len(shared) >= 2:
+            hits.append(
+                (
+                    permission.start(),
+                    permission.end(),
+                    f"contradicts axiom {number} (“{_short(axiom, 60)}”); shares "
+                    + ", ".join(sorted(shared)[:4]),
+                )
+            )
+            break
+    return hits
+
+
+def identity_name_of(identity_text: str) -> str | None:
+    """The agent's name from an identity text ("I am Wren, ..." or a "# Wren" heading)."""
+    m = re.search(r"\bI am ([A-Z][\w-]+)", identity_text) or re.search(
+        r"^#\s+([A-Z][\w-]+)\s*$", identity_text, re.MULTILINE
+    )
+    return m.group(1) if m else None
+
+
+# -- the detector ---------------------------------------------------------------------------
+
+
+def _merge(kind: str, hits: Iterable[Hit], text: str) -> list[Flag]:
+    """Overlapping spans of one kind become one flag (the first reason is kept)."""
+    ordered = sorted(set(hits), key=lambda h: (h[0], -h[1]))
+    merged: list[list[Any]] = []
+    for start, end, reason in ordered:
+        if merged and start < merged[-1][1]:
+            merged[-1][1] = max(merged[-1][1], end)
+            continue
+        merged.append([start, end, reason])
+    return [Flag(kind, reason, s, e, text[s:e]) for s, e, reason in merged]
+
+
+def detect(text: str, axioms: Sequence[str] = (), identity_text: str = "") -> list[Flag]:
+    """Every flag of ``text``, in kind order then text order (empty: nothing found).
+
+    ``axioms`` are the agent's current constitutional axioms and ``identity_text`` its
+    identity: statements that contradict them are flagged ``identity``.
+    """
+    rules = {
+        "instruction": instruction_hits(text),
+        "link": link_hits(text),
+        "secret": secret_hits(text),
+        "personal": personal_hits(text),
+        "hidden": hidden_hits(text),
+        "identity": iter(_identity_hits(text, axioms, identity_name_of(identity_text))),
+    }
+    flags: list[Flag] = []
+    for kind in TEXT_KINDS:
+        flags.extend(_merge(kind, rules[kind], text))
+    return flags
+
+
+def provenance_flag(sources: Sequence[str], untrusted: Iterable[str]) -> Flag | None:
+    """The ``untrusted`` flag when every source (at least one) is an untrusted source."""
+    bad = {s.strip().lower() for s in untrusted}
+    if not sources or not all(s.strip().lower() in bad for s in sources):
+        return None
+    names = ", ".join(sorted({s or "(none)" for s in sources}))
+    return Flag("untrusted", f"every source episode is from an untrusted source ({names})", 0, 0)
+
+
+def flag_kinds(flags: Iterable[Flag]) -> list[str]:
+    """The distinct kinds, in :data:`KINDS` order."""
+    present = {f.kind for f in flags}
+    return [k for k in KINDS if k in present]
