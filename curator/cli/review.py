@@ -31,7 +31,16 @@ def register(subparsers: Any, common: argparse.ArgumentParser) -> None:
         "decisions so far. --accept-all accepts every unreviewed proposal.",
     )
     p.add_argument("run", type=int, metavar="RUN")
-    p.add_argument("--accept-all", action="store_true", help="accept every unreviewed proposal")
+    p.add_argument(
+        "--accept-all",
+        action="store_true",
+        help="accept every unreviewed proposal (flagged candidates stay undecided)",
+    )
+    p.add_argument(
+        "--include-flagged",
+        action="store_true",
+        help="with --accept-all: accept the flagged candidates too (their flags count as seen)",
+    )
     p.set_defaults(handler=cmd_review)
 
     p = subparsers.add_parser(
@@ -102,25 +111,32 @@ def _candidate_line(v: review_api.CandidateView) -> str:
     text = " ".join(v.effective_text.split())
     if len(text) > 70:
         text = text[:69] + "…"
-    return (
+    line = (
         f"{v.id:>6}  {v.ordinal:>4}  {proposal:<22} {decision:<14} "
-        f"{v.effective_importance:.2f}  {text}"
+        f"{v.effective_importance:.2f}  {'⚑' if v.flags else ' '} {text}"
     )
+    for flag in v.flags:
+        line += f"\n{'':>14}⚑ {flag.describe()}"
+    return line
 
 
 def cmd_review(ctx: CommandContext) -> int:
     store = ctx.store
     run_id = ctx.args.run
     accepted = None
+    if ctx.args.include_flagged and not ctx.args.accept_all:
+        raise CuratorError("--include-flagged goes with --accept-all")
     if ctx.args.accept_all:
-        accepted = review_api.accept_all(store, run_id)
+        accepted = review_api.accept_all(store, run_id, include_flagged=ctx.args.include_flagged)
     views = review_api.list_candidates(store, run_id)
+    flagged_open = [v.id for v in views if v.flags and not v.reviewed]
     progress = review_api.review_progress(store, run_id)
     doc: dict[str, Any] = {
         "run_id": run_id,
         "progress": progress.to_json(),
         "candidates": [v.to_json() for v in views],
     }
+    doc["flagged_undecided"] = flagged_open
     if accepted is not None:
         doc["accepted"] = accepted
 
@@ -128,7 +144,13 @@ def cmd_review(ctx: CommandContext) -> int:
         lines = []
         if accepted is not None:
             lines.append(f"accepted {accepted} proposal(s)")
-        lines.append(f"{'ID':>6}  {'#':>4}  {'PROPOSAL':<22} {'DECISION':<14} IMP   TEXT")
+            if flagged_open:
+                lines.append(
+                    f"left {len(flagged_open)} flagged candidate(s) undecided "
+                    f"({', '.join(str(i) for i in flagged_open)}): decide each with "
+                    "`curator decide`, or accept them too with --include-flagged"
+                )
+        lines.append(f"{'ID':>6}  {'#':>4}  {'PROPOSAL':<22} {'DECISION':<14} IMP     TEXT")
         lines += [_candidate_line(v) for v in views]
         lines.append(
             f"{progress.reviewed}/{progress.total} reviewed"
@@ -162,6 +184,10 @@ def cmd_decide(ctx: CommandContext) -> int:
             line += f" (edited text re-matches as {view.rematch_action})"
         if view.quality_reasons:
             line += f"; quality gate: {'; '.join(view.quality_reasons)}"
+        if view.flags_seen:
+            line += "\nflags seen: " + "; ".join(
+                f"{f.get('kind')}: {f.get('reason')}" for f in view.flags_seen
+            )
         return line
 
     ctx.emit(view.to_json(), human)
@@ -176,7 +202,8 @@ def cmd_commit(ctx: CommandContext) -> int:
         ctx.emit(
             preview.to_json(),
             ", ".join(f"{n} {name}" for name, n in counts.items())
-            + "".join(f"\nconflict: {c.describe()}" for c in preview.conflicts),
+            + "".join(f"\nconflict: {c.describe()}" for c in preview.conflicts)
+            + "".join(f"\nflagged: {f.describe()}" for f in preview.flagged),
         )
         return 1 if preview.conflicts else 0
     summary = commit_api.commit_run(
@@ -192,6 +219,11 @@ def cmd_commit(ctx: CommandContext) -> int:
         text = f"committed run {summary.run_id} as changeset {summary.id}: {parts}"
         if counts.get("unreviewed"):
             text += f"; {counts['unreviewed']} left unreviewed"
+        for flagged in summary.flagged:
+            text += (
+                f"\nflagged: candidate {flagged['candidate_id']} {flagged['action']} "
+                f"({', '.join(flagged['kinds'])}; seen by the reviewer)"
+            )
         if summary.backup:
             text += f"\nbackup: {summary.backup}"
         return text

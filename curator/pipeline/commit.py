@@ -111,6 +111,27 @@ def explained_write(store: Store, what: str) -> Iterator[None]:
 
 
 @dataclass(frozen=True)
+class FlaggedDecision:
+    """A decided candidate whose text carried memory-poisoning flags when it was decided."""
+
+    candidate_id: int
+    action: str
+    kinds: list[str]
+    reasons: list[str]
+
+    def describe(self) -> str:
+        return f"candidate {self.candidate_id} {self.action} ({', '.join(self.kinds)})"
+
+
+def _flagged_decision(c: Candidate) -> FlaggedDecision | None:
+    seen = c.flags_seen or []
+    if not seen:
+        return None
+    kinds = list(dict.fromkeys(str(f.get("kind", "")) for f in seen))
+    return FlaggedDecision(c.id, str(c.action), kinds, [str(f.get("reason", "")) for f in seen])
+
+
+@dataclass(frozen=True)
 class ChangesetSummary:
     id: int
     run_id: int | None
@@ -121,6 +142,8 @@ class ChangesetSummary:
     undoes_id: int | None = None
     undone_by_id: int | None = None
     backup: str | None = None
+    flagged: list[dict[str, Any]] = field(default_factory=list)
+    """Committed decisions on flagged candidates (:class:`FlaggedDecision` as JSON)."""
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -133,6 +156,7 @@ class ChangesetSummary:
             "undoes_id": self.undoes_id,
             "undone_by_id": self.undone_by_id,
             "backup": self.backup,
+            "flagged": list(self.flagged),
         }
 
 
@@ -148,6 +172,7 @@ def _summary(cs: Changeset) -> ChangesetSummary:
         undoes_id=fk_id(cs, "undoes"),
         undone_by_id=fk_id(cs, "undone_by"),
         backup=summary.get("backup"),
+        flagged=list(summary.get("flagged") or []),
     )
 
 
@@ -167,6 +192,7 @@ class PreviewAdd:
     text: str
     importance: float
     category: str
+    distilled_at: datetime | None = None  # imported knowledge keeps its date; None: now
 
 
 @dataclass(frozen=True)
@@ -206,6 +232,7 @@ class CommitPreview:
     rejects: list[int] = field(default_factory=list)
     unreviewed: int = 0
     conflicts: list[Conflict] = field(default_factory=list)
+    flagged: list[FlaggedDecision] = field(default_factory=list)
 
     def counts(self) -> dict[str, int]:
         return {
@@ -221,11 +248,15 @@ class CommitPreview:
             "run_id": self.run_id,
             "run_status": self.run_status,
             "counts": self.counts(),
-            "adds": [vars(a) for a in self.adds],
+            "adds": [
+                {**vars(a), "distilled_at": a.distilled_at.isoformat() if a.distilled_at else None}
+                for a in self.adds
+            ],
             "updates": [vars(u) for u in self.updates],
             "skips": [vars(s) for s in self.skips],
             "rejects": list(self.rejects),
             "conflicts": [vars(c) for c in self.conflicts],
+            "flagged": [vars(f) for f in self.flagged],
         }
 
 
@@ -266,9 +297,12 @@ def _plan(run_id: int) -> _Plan:
             patterns[p.id] = p
     preview = CommitPreview(run_id=run.id, run_status=run.status, unreviewed=unreviewed)
     for c in apply:
+        flagged = _flagged_decision(c)
+        if flagged is not None:
+            preview.flagged.append(flagged)
         if c.action == "ADD":
             text = c.final_text if c.final_text is not None else c.text
-            preview.adds.append(PreviewAdd(c.id, text, _importance(c), c.category))
+            preview.adds.append(PreviewAdd(c.id, text, _importance(c), c.category, c.distilled_at))
         elif c.action == "REJECT":
             preview.rejects.append(c.id)
         elif c.action in ("UPDATE", "SKIP"):
@@ -449,6 +483,7 @@ def _apply(store: Store, plan: _Plan, actor: str, backup: Path | None) -> Change
     cursor = store.db.cursor()
     stamp = format_utc(now)
     for add in plan.preview.adds:
+        distilled = add.distilled_at or now
         cursor.execute(
             'INSERT INTO "pattern" ("text", "importance", "distilled_at", "rank_key", '
             '"category", "status", "revision", "created_run_id", "updated_run_id", '
@@ -456,8 +491,8 @@ def _apply(store: Store, plan: _Plan, actor: str, backup: Path | None) -> Change
             (
                 add.text,
                 add.importance,
-                stamp,
-                rank_key(add.importance, now, rate=rate),
+                format_utc(distilled),
+                rank_key(add.importance, distilled, rate=rate),
                 add.category,
                 "active",
                 1,
@@ -512,7 +547,11 @@ def _apply(store: Store, plan: _Plan, actor: str, backup: Path | None) -> Change
     rows = recorder.rows()
     counts = plan.preview.counts()
     counts["rows"] = len(rows)
-    summary: dict[str, Any] = {"counts": counts, "backup": str(backup) if backup else None}
+    summary: dict[str, Any] = {
+        "counts": counts,
+        "backup": str(backup) if backup else None,
+        "flagged": [vars(f) for f in plan.preview.flagged],
+    }
     changeset = Changeset.create(
         run=run.id, kind="commit", actor=actor, created_at=now, summary=summary
     )

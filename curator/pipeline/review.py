@@ -34,9 +34,11 @@ from datetime import datetime
 from typing import Any
 
 from curator.core.dedup import gate, pair_ratio
+from curator.core.flags import Flag
 from curator.core.quality import QualityGate
 from curator.errors import CuratorError
 from curator.pipeline.commit import explained_write
+from curator.pipeline.flagging import FlagContext, candidate_sources, flag_context, seen_record
 from curator.store.db import Store
 from curator.store.models import (
     Candidate,
@@ -67,6 +69,7 @@ DECISION_FIELDS = (
     "rematch_target_id",
     "rematch_ratio",
     "decision_target_revision",
+    "flags_seen",
 )
 """The candidate columns a decision sets; a DecisionEvent records them before and after."""
 
@@ -79,6 +82,9 @@ class CandidateView:
     the decided target for SKIP/UPDATE, else the re-match of an edited text, else the
     proposed target. ``rematch_*`` is the dedup gate's proposal for the edited text and
     ``quality_reasons`` what the quality gate says about it (empty: passes or not edited).
+    ``flags`` are the memory-poisoning flags of the effective text, computed now (against
+    the current axioms and trust settings); ``flags_seen`` what the reviewer was shown when
+    deciding. ``distilled_at`` is the original date of imported knowledge (None otherwise).
     """
 
     id: int
@@ -108,6 +114,13 @@ class CandidateView:
     shown_target_id: int | None = None
     target_status: str | None = None
     revision: int = 1
+    flags: tuple[Flag, ...] = ()
+    flags_seen: list[dict[str, str]] | None = None
+    distilled_at: datetime | None = None
+
+    @property
+    def flagged(self) -> bool:
+        return bool(self.flags)
 
     @property
     def reviewed(self) -> bool:
@@ -133,6 +146,8 @@ class CandidateView:
         doc["decided_at"] = self.decided_at.isoformat() if self.decided_at else None
         doc["source_episode_ids"] = list(self.source_episode_ids)
         doc["quality_reasons"] = list(self.quality_reasons)
+        doc["flags"] = [f.to_json() for f in self.flags]
+        doc["distilled_at"] = self.distilled_at.isoformat() if self.distilled_at else None
         return doc
 
 
@@ -207,6 +222,8 @@ def _views(store: Store, candidates: list[Candidate]) -> list[CandidateView]:
         for pid, text, importance, status in tuples(rows):
             patterns[pid] = (text, importance, status)
     gate_ = _quality_gate(all_settings(store))
+    flagger = flag_context(store)
+    names = candidate_sources(ids)
     views = []
     for c in candidates:
         target = shown[c.id]
@@ -243,6 +260,9 @@ def _views(store: Store, candidates: list[Candidate]) -> list[CandidateView]:
                 shown_target_id=target if info else None,
                 target_status=info[2] if info else None,
                 revision=c.revision,
+                flags=tuple(flagger.flags(c.final_text or c.text, names[c.id])),
+                flags_seen=c.flags_seen,
+                distilled_at=c.distilled_at,
             )
         )
     return views
@@ -355,6 +375,12 @@ def _write_state(candidate: Candidate, state: dict[str, Any]) -> None:
     }
     values[Candidate.revision] = Candidate.revision + 1
     Candidate.update(values).where(Candidate.id == candidate.id).execute()
+
+
+def _flags_now(flagger: FlagContext, candidate: Candidate, state: dict[str, Any]) -> list[Flag]:
+    """The flags of the text a decision applies (the edit, else the proposed text)."""
+    text = state["final_text"] if state["final_text"] is not None else candidate.text
+    return flagger.flags(text, candidate_sources([candidate.id])[candidate.id])
 
 
 def _record(
@@ -493,16 +519,26 @@ def decide(
         if importance is not None:
             state["final_importance"] = None if importance == candidate.importance else importance
         _resolve(candidate, state, verb, target_id, settings)
+        # Deciding a flagged candidate is allowed; that the flags were seen is recorded.
+        state["flags_seen"] = seen_record(_flags_now(flag_context(store), candidate, state))
         state.update(decided_by=actor, decided_at=format_utc(utcnow()), state="reviewed")
         _record(candidate, before, state, actor, "decide")
     return get_candidate(store, candidate_id)
 
 
-def accept_all(store: Store, run_id: int, actor: str = "cli --accept-all") -> int:
+def accept_all(
+    store: Store,
+    run_id: int,
+    actor: str = "cli --accept-all",
+    *,
+    include_flagged: bool = False,
+) -> int:
     """Accept every unreviewed proposal of the run; returns how many were accepted.
 
     A proposal that :func:`decide` would refuse (its target pattern was retired or
-    deleted) stays unreviewed for a person to decide.
+    deleted) stays unreviewed for a person to decide. So does a flagged candidate (see
+    :mod:`curator.core.flags`) unless ``include_flagged``: then its flags are recorded as
+    seen, as for a single decision.
     """
     accepted = 0
     with explained_write(store, "accept-all"):
@@ -517,13 +553,19 @@ def accept_all(store: Store, run_id: int, actor: str = "cli --accept-all") -> in
         )
         now = utcnow()
         events = []
+        flagger = flag_context(store)
+        names = candidate_sources([c.id for c in pending])
         for candidate in pending:
+            flags = flagger.flags(candidate.final_text or candidate.text, names[candidate.id])
+            if flags and not include_flagged:
+                continue
             before = decision_state(candidate)
             state = dict(before)
             try:
                 _resolve(candidate, state, "ACCEPT", None, settings)
             except CuratorError:
                 continue
+            state["flags_seen"] = seen_record(flags)
             state.update(decided_by=actor, decided_at=format_utc(now), state="reviewed")
             _write_state(candidate, state)
             events.append(

@@ -70,6 +70,12 @@ MIGRATIONS: tuple[tuple[str, ...], ...] = (
         'ALTER TABLE "decision_event" ADD COLUMN "kind" TEXT NOT NULL DEFAULT \'decide\'',
         'ALTER TABLE "decision_event" ADD COLUMN "undone" INTEGER NOT NULL DEFAULT 0',
     ),
+    # memory-poisoning flags: the flags a reviewer saw when deciding a candidate; the
+    # original distillation date of a candidate imported from existing knowledge
+    (
+        'ALTER TABLE "candidate" ADD COLUMN "flags_seen" TEXT',
+        'ALTER TABLE "candidate" ADD COLUMN "distilled_at" TEXT',
+    ),
 )
 
 LATEST_VERSION = len(MIGRATIONS)

@@ -235,6 +235,10 @@ class Candidate(BaseModel):
     # Revision of ``target`` when the reviewer chose it (a target other than the proposed one,
     # or one picked explicitly); None: the proposal's ``target_revision`` applies.
     decision_target_revision = IntegerField(null=True)
+    # The flags (kind and reason) shown when the decision was made; None: none, or undecided.
+    flags_seen = JSONField(null=True)
+    # Imported knowledge keeps its original distillation date; None: the commit's time.
+    distilled_at = UTCDateTimeField(null=True)
 
 
 class CandidateEpisode(BaseModel):

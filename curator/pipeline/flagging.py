@@ -1,0 +1,81 @@
+"""Flags for staged candidates and stored patterns: the detector fed from the database.
+
+The detector (:mod:`curator.core.flags`) is pure; this module gives it what it checks
+against, read when the flags are computed: the *current* identity and axioms, the
+sources marked untrusted in Settings, and each text's source episodes. Flags are
+computed when shown, never stored, so a changed axiom or trust setting applies at once;
+what a reviewer saw when deciding is kept in ``Candidate.flags_seen``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+
+from curator.core.flags import Flag, detect, provenance_flag
+from curator.store.db import Store
+from curator.store.identity import current_identity
+from curator.store.models import CandidateEpisode, Episode, PatternEpisode
+from curator.store.settings import untrusted_sources
+from curator.store.snapshot import tuples
+
+_CHUNK = 500
+
+
+@dataclass(frozen=True)
+class FlagContext:
+    """What texts are checked against: the current axioms, identity and untrusted sources."""
+
+    axioms: tuple[str, ...]
+    identity_text: str
+    untrusted: frozenset[str]
+
+    def flags(self, text: str, sources: Sequence[str] = ()) -> list[Flag]:
+        """The text's flags, plus ``untrusted`` when every source is untrusted."""
+        found = detect(text, self.axioms, self.identity_text)
+        provenance = provenance_flag(list(sources), self.untrusted)
+        if provenance is not None:
+            found.append(provenance)
+        return found
+
+
+def flag_context(store: Store) -> FlagContext:
+    identity = current_identity(store)
+    return FlagContext(identity.axioms, identity.identity_text, untrusted_sources(store))
+
+
+def candidate_sources(candidate_ids: Iterable[int]) -> dict[int, list[str]]:
+    """Each candidate's source episodes' ``source`` names (one entry per episode)."""
+    ids = list(candidate_ids)
+    result: dict[int, list[str]] = {i: [] for i in ids}
+    for start in range(0, len(ids), _CHUNK):
+        query = (
+            CandidateEpisode.select(CandidateEpisode.candidate, Episode.source)
+            .join(Episode)
+            .where(CandidateEpisode.candidate.in_(ids[start : start + _CHUNK]))
+        )
+        for cid, source in tuples(query):
+            result[int(cid)].append(str(source or ""))
+    return result
+
+
+def pattern_sources(pattern_ids: Iterable[int]) -> dict[int, list[str]]:
+    """Each pattern's provenance episodes' ``source`` names (one entry per episode)."""
+    ids = list(pattern_ids)
+    result: dict[int, list[str]] = {i: [] for i in ids}
+    for start in range(0, len(ids), _CHUNK):
+        query = (
+            PatternEpisode.select(PatternEpisode.pattern, Episode.source)
+            .join(Episode)
+            .where(PatternEpisode.pattern.in_(ids[start : start + _CHUNK]))
+        )
+        for pid, source in tuples(query):
+            result[int(pid)].append(str(source or ""))
+    return result
+
+
+def seen_record(flags: Sequence[Flag]) -> list[dict[str, str]] | None:
+    """What ``Candidate.flags_seen`` keeps of the flags shown at a decision (None: none)."""
+    if not flags:
+        return None
+    return [{"kind": f.kind, "reason": f.reason, "match": f.match} for f in flags]
