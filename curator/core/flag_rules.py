@@ -36,6 +36,8 @@ _VERB = (
     r"describe|refuse|avoid|skip|stop|answer)"
 )
 
+_ROLE_REASON = "tries to give the agent a role"
+
 _INSTRUCTION_RULES: tuple[tuple[re.Pattern[str], str], ...] = (
     (
         re.compile(
@@ -110,7 +112,7 @@ _INSTRUCTION_RULES: tuple[tuple[re.Pattern[str], str], ...] = (
             r"you\s+are\s+no\s+longer|from\s+here\s+on\s+you\s+are|simulate\s+being)\b",
             _I,
         ),
-        "tries to give the agent a role",
+        _ROLE_REASON,
     ),
     (
         re.compile(
@@ -144,10 +146,15 @@ _INSTRUCTION_RULES: tuple[tuple[re.Pattern[str], str], ...] = (
 )
 
 
+_NEGATED = re.compile(r"\b(?:never|not|n't|no\s+longer|refuses?\s+to)\s*(?:\w+\s+)?$", _I)
+
+
 def instruction_hits(text: str) -> Iterator[Hit]:
     for pattern, reason in _INSTRUCTION_RULES:
         for m in pattern.finditer(text):
             start, end = m.span()
+            if reason == _ROLE_REASON and _NEGATED.search(text[max(0, start - 24) : start]):
+                continue  # "I never pretend to be one" declines the role
             # Trim leading punctuation/space the anchor consumed, so the span is the words.
             while start < end and not text[start].isalnum() and text[start] not in '<[`{|"$;#':
                 start += 1

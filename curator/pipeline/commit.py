@@ -69,6 +69,9 @@ from curator.store.snapshot import (
 
 _CHUNK = 400
 
+UNDOABLE_KINDS = ("commit", "retire")
+"""Changesets :func:`undo_changeset` restores: a run's commit, a retirement of patterns."""
+
 
 class UnreviewedError(CuratorError):
     """The run still has unreviewed candidates (commit them with ``reviewed_only``)."""
@@ -597,10 +600,10 @@ def undo_changeset(store: Store, changeset_id: int, actor: str = "human") -> Cha
         original = Changeset.get_or_none(Changeset.id == changeset_id)
         if original is None:
             raise CuratorError(f"there is no changeset {changeset_id}")
-        if original.kind != "commit":
+        if original.kind not in UNDOABLE_KINDS:
             raise CuratorError(
-                f"changeset {changeset_id} is an {original.kind}; only commits can be undone "
-                "(commit the run again instead)"
+                f"changeset {changeset_id} is an {original.kind}; only commits can be undone, and "
+                "retirements (commit the run again instead)"
             )
         if fk_id(original, "undone_by") is not None:
             raise CuratorError(

@@ -1,0 +1,109 @@
+"""Knowledge guard subcommands: import-knowledge, audit, retire.
+
+``import-knowledge`` stages existing memory as a run to review (like a distillation);
+``audit`` lists stored patterns, identity and axioms that carry memory-poisoning flags;
+``retire`` takes patterns out of the prompt as an undoable changeset (``curator undo``).
+"""
+
+from __future__ import annotations
+
+import argparse
+from typing import Any
+
+from curator.cli.common import CommandContext
+from curator.pipeline.audit import audit, retire_patterns
+from curator.pipeline.import_knowledge import import_knowledge
+
+
+def register(subparsers: Any, common: argparse.ArgumentParser) -> None:
+    p = subparsers.add_parser(
+        "import-knowledge",
+        parents=[common],
+        help="stage existing knowledge (JSON list, text lines, Markdown bullets) for review",
+        description="Read FILE: the seed's JSON list of {pattern, importance, distilled}, "
+        "plain text (one pattern per line) or a Markdown bullet list. The patterns go "
+        "through the quality and dedup gates and are staged as a run: review it "
+        "(`curator review RUN`) and commit it like a distillation. Bad lines are reported "
+        "as FILE:LINE: reason; exit code 1 when some were rejected.",
+    )
+    p.add_argument("file", metavar="FILE")
+    p.set_defaults(handler=cmd_import_knowledge)
+
+    p = subparsers.add_parser(
+        "audit",
+        parents=[common],
+        help="list stored patterns, identity and axioms with memory-poisoning flags",
+        description="Runs the flag detector over every active pattern (with its provenance) "
+        "and over the identity and axioms. Retire a flagged pattern with `curator retire`.",
+    )
+    p.set_defaults(handler=cmd_audit)
+
+    p = subparsers.add_parser(
+        "retire",
+        parents=[common],
+        help="retire patterns (out of the prompt; undo with `curator undo CHANGESET`)",
+    )
+    p.add_argument("patterns", nargs="+", type=int, metavar="PATTERN_ID")
+    p.set_defaults(handler=cmd_retire)
+
+
+def cmd_import_knowledge(ctx: CommandContext) -> int:
+    report = import_knowledge(ctx.store, ctx.args.file)
+    for error in report.errors:
+        ctx.info(str(error))
+    for dropped in report.dropped_quality:
+        ctx.info(
+            f"{report.file}:{dropped['line']}: dropped by the quality gate "
+            f"({'; '.join(dropped['reasons'])})"
+        )
+
+    def human() -> str:
+        text = report.describe()
+        if report.run_id is not None:
+            text += f"\nreview it with: curator review {report.run_id}"
+        return text
+
+    ctx.emit(report.to_json(), human)
+    return 1 if report.errors else 0
+
+
+def cmd_audit(ctx: CommandContext) -> int:
+    report = audit(ctx.store)
+
+    def human() -> str:
+        lines = [
+            f"{report.patterns_checked} active patterns and identity version "
+            f"{report.identity_version} checked; {len(report.entries)} flagged"
+        ]
+        for entry in report.entries:
+            head = f"pattern {entry.pattern_id}" if entry.pattern_id is not None else entry.where
+            text = " ".join(entry.text.split())
+            lines.append(f"{head}: {text[:100]}{'…' if len(text) > 100 else ''}")
+            for flag in entry.flags:
+                lines.append(f"    ⚑ {flag.describe()}")
+            if entry.pattern_id is not None:
+                run = (
+                    f"run {entry.created_run_id} ({entry.created_run_kind})"
+                    if entry.created_run_id is not None
+                    else "no run recorded"
+                )
+                sources = ", ".join(sorted(set(entry.sources))) or "none"
+                lines.append(
+                    f"    provenance: {run}; {len(entry.episode_ids)} episode(s) from {sources}"
+                )
+        if any(e.pattern_id is not None for e in report.entries):
+            lines.append("retire one with: curator retire PATTERN_ID (undo: curator undo)")
+        return "\n".join(lines)
+
+    ctx.emit(report.to_json(), human)
+    return 0
+
+
+def cmd_retire(ctx: CommandContext) -> int:
+    summary = retire_patterns(ctx.store, ctx.args.patterns)
+    ctx.emit(
+        summary.to_json(),
+        f"retired {len(ctx.args.patterns)} pattern(s) as changeset {summary.id}; "
+        f"undo with: curator undo {summary.id}",
+    )
+    return 0

@@ -1,0 +1,225 @@
+"""Reading existing knowledge files: the seed's JSON list, plain text, Markdown bullets.
+
+An agent that already has memory keeps it in one of three shapes:
+
+* JSON: an array of ``{"pattern": str, "importance": number, "distilled": ISO 8601}``
+  (the seed agent's format; ``importance`` and ``distilled`` may be missing);
+* plain text: one pattern per line;
+* Markdown: a bullet list (``-``, ``*``, ``+`` or ``1.``); indented lines continue the
+  bullet above; headings, blank lines and HTML comments are structure, not patterns.
+
+The rules are those of the episode importer (:mod:`curator.store.importer`): the file is
+read as bytes and decoded strictly, every bad line or element is reported as
+``FILE:LINE: reason`` and skipped, and nothing is dropped without a reason. Missing
+importances and dates are not errors (the seed guards a pattern without a date), but
+they are counted so the report says how many were filled in.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from dataclasses import dataclass, field
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+from curator.store.importer import (
+    LineError,
+    _BadLine,
+    _check_depth_and_text,
+    _decode,
+    _iter_json_array,
+    _looks_like_json_array,
+    _parse_timestamp,
+    _type_name,
+)
+
+MAX_PATTERN_CHARS = 4000
+"""A pattern is a short statement; anything longer is not knowledge but a pasted document."""
+
+MAX_ITEMS = 100_000
+DEFAULT_IMPORTANCE = 0.5
+"""For plain text and Markdown (no score) and JSON elements without one."""
+
+_BULLET = re.compile(r"^\s{0,3}(?:[-*+]|\d{1,9}[.)])\s+(.*)$")
+_CHECKBOX = re.compile(r"^\[[ xX]\]\s+")
+
+
+@dataclass(frozen=True)
+class KnowledgeItem:
+    line: int
+    text: str
+    importance: float
+    distilled_at: datetime | None  # None: no date in the file (the commit's time is used)
+    importance_given: bool = True
+
+
+@dataclass
+class KnowledgeFile:
+    path: str
+    shape: str  # json | markdown | text
+    items: list[KnowledgeItem] = field(default_factory=list)
+    errors: list[LineError] = field(default_factory=list)
+
+
+def _text(value: str, where: str) -> str:
+    text = " ".join(value.split())
+    if not text:
+        raise _BadLine(f"{where} is empty")
+    if len(text) > MAX_PATTERN_CHARS:
+        raise _BadLine(f"{where} is {len(text):,} characters, over the {MAX_PATTERN_CHARS:,} limit")
+    return text
+
+
+def _item_from_object(obj: Any, line: int) -> KnowledgeItem:
+    if not isinstance(obj, dict):
+        raise _BadLine(f"expected an object with a 'pattern', found {_type_name(obj)}")
+    _check_depth_and_text(obj, "the element")
+    if "pattern" not in obj:
+        raise _BadLine("needs a 'pattern' string")
+    pattern = obj["pattern"]
+    if not isinstance(pattern, str):
+        raise _BadLine(f"'pattern' must be a string, not {_type_name(pattern)}")
+    text = _text(pattern, "'pattern'")
+    importance = obj.get("importance")
+    given = importance is not None
+    if importance is None:
+        importance = DEFAULT_IMPORTANCE
+    elif isinstance(importance, bool) or not isinstance(importance, int | float):
+        raise _BadLine(f"'importance' must be a number, not {_type_name(importance)}")
+    elif not math.isfinite(importance) or not 0.0 <= importance <= 1.0:
+        raise _BadLine(f"'importance' {importance} is outside 0..1")
+    distilled = obj.get("distilled")
+    when = None if distilled is None else _parse_timestamp_field(distilled)
+    return KnowledgeItem(line, text, float(importance), when, given)
+
+
+def _parse_timestamp_field(value: Any) -> datetime:
+    try:
+        return _parse_timestamp(value)
+    except _BadLine as exc:
+        raise _BadLine(str(exc).replace("'timestamp'", "'distilled'")) from None
+
+
+def _read_json(path: Path, result: KnowledgeFile) -> None:
+    for number, value in _iter_json_array(path.read_bytes()):
+        if isinstance(value, _BadLine):
+            result.errors.append(LineError(result.path, number, str(value)))
+            continue
+        try:
+            result.items.append(_item_from_object(value, number))
+        except _BadLine as exc:
+            result.errors.append(LineError(result.path, number, str(exc)))
+
+
+def _lines(path: Path, result: KnowledgeFile) -> list[tuple[int, str]]:
+    lines: list[tuple[int, str]] = []
+    with path.open("rb") as handle:
+        for number, raw in enumerate(handle, 1):
+            try:
+                text = _decode(raw.rstrip(b"\n").rstrip(b"\r"), number == 1)
+                _check_depth_and_text(text, "the line")
+            except _BadLine as exc:
+                result.errors.append(LineError(result.path, number, str(exc)))
+                continue
+            lines.append((number, text))
+    return lines
+
+
+def _is_markdown(path: Path, lines: list[tuple[int, str]]) -> bool:
+    if path.suffix.lower() in (".md", ".markdown"):
+        return True
+    meaningful = [t for _, t in lines if t.strip()]
+    bullets = sum(bool(_BULLET.match(t)) for t in meaningful)
+    return bool(meaningful) and bullets * 2 >= len(meaningful)
+
+
+def _structure(stripped: str) -> bool:
+    """A blank line, a heading or a rule: ends a bullet, is not a pattern."""
+    return not stripped or stripped.startswith("#") or bool(re.fullmatch(r"[-=*_\s]{3,}", stripped))
+
+
+def _add(result: KnowledgeFile, number: int, text: str) -> None:
+    try:
+        result.items.append(
+            KnowledgeItem(number, _text(text, "the pattern"), DEFAULT_IMPORTANCE, None, False)
+        )
+    except _BadLine as exc:
+        result.errors.append(LineError(result.path, number, str(exc)))
+
+
+def _read_markdown(lines: list[tuple[int, str]], result: KnowledgeFile) -> None:
+    current: tuple[int, list[str]] | None = None
+    in_comment = False
+
+    def flush() -> None:
+        nonlocal current
+        if current is not None:
+            _add(result, current[0], " ".join(current[1]))
+        current = None
+
+    for number, text in lines:
+        stripped = text.strip()
+        if in_comment or stripped.startswith("<!--"):
+            in_comment = "-->" not in stripped
+            continue
+        bullet = _BULLET.match(text)
+        if bullet:
+            flush()
+            current = (number, [_CHECKBOX.sub("", bullet.group(1).strip())])
+        elif _structure(stripped):
+            flush()
+        elif current is not None and text[:1] in (" ", "\t"):
+            current[1].append(stripped)  # a continuation line of the bullet
+        else:
+            flush()
+            result.errors.append(
+                LineError(result.path, number, "not a list item (a Markdown file holds bullets)")
+            )
+    flush()
+
+
+def read_knowledge(path: str | Path) -> KnowledgeFile:
+    """Parse a knowledge file into items and line errors (see the module doc)."""
+    path = Path(path)
+    if not path.is_file():
+        result = KnowledgeFile(str(path), "none")
+        result.errors.append(LineError(str(path), 0, "no such file"))
+        return result
+    with path.open("rb") as handle:
+        head = handle.read(64).lstrip(b"\xef\xbb\xbf").lstrip()
+    if head.startswith(b"{"):
+        result = KnowledgeFile(str(path), "json")
+        result.errors.append(
+            LineError(
+                str(path), 1, "a JSON object; expected an array of {pattern, importance, distilled}"
+            )
+        )
+        return result
+    if _looks_like_json_array(path):
+        result = KnowledgeFile(str(path), "json")
+        _read_json(path, result)
+    else:
+        probe = KnowledgeFile(str(path), "text")
+        lines = _lines(path, probe)
+        result = probe
+        if _is_markdown(path, lines):
+            result.shape = "markdown"
+            _read_markdown(lines, result)
+        else:
+            for number, text in lines:
+                if text.strip():
+                    _add(result, number, text)
+    if len(result.items) > MAX_ITEMS:
+        extra = result.items[MAX_ITEMS:]
+        del result.items[MAX_ITEMS:]
+        result.errors.append(
+            LineError(
+                result.path,
+                extra[0].line,
+                f"more than {MAX_ITEMS:,} patterns; the {len(extra):,} from here on were not read",
+            )
+        )
+    result.errors.sort(key=lambda e: e.line)
+    return result
