@@ -178,9 +178,19 @@ _LINK_RULES: tuple[tuple[re.Pattern[str], str], ...] = (
     (re.compile(r"\bwww\s*(?:\.|\[\.\]|\(\.\))\s*[\w-]+\S*", _I), "a link"),
     (
         re.compile(
-            r"\b[\w.+-]+\s*(?:@|\[at\]|\(at\)|\s+at\s+)\s*[\w-]+(?:\s*(?:\.|\[\.\]|\(\.\)|"
-            r"\[dot\]|\(dot\)|\s+dot\s+)\s*[\w-]+)*\s*(?:\.|\[\.\]|\(\.\)|\[dot\]|\(dot\)|"
-            r"\s+dot\s+)\s*(?:" + _TLDS + r")\b",
+            r"\b[\w.+-]+@[\w-]+(?:(?:\.|\[\.\]|\(\.\))[\w-]+)*(?:\.|\[\.\]|\(\.\))"
+            r"(?:" + _TLDS + r")\b",
+            _I,
+        ),
+        "an e-mail address",
+    ),
+    (
+        # obfuscated: "name [at] host.com", "name (at) host (dot) com", "name at host dot com"
+        re.compile(
+            r"\b[\w.+-]+\s*(?:\[at\]|\(at\))\s*[\w-]+(?:\s*(?:\.|\[\.\]|\(\.\)|\[dot\]|"
+            r"\(dot\)|\s+dot\s+)\s*[\w-]+)+|"
+            r"\b[\w-]+(?:\s+dot\s+[\w-]+)*\s+at\s+[\w-]+(?:\s+dot\s+[\w-]+)*\s+dot\s+"
+            r"(?:" + _TLDS + r")\b",
             _I,
         ),
         "an e-mail address",
@@ -230,7 +240,15 @@ def link_hits(text: str) -> Iterator[Hit]:
                 continue
             if reason == "a phone number" and _looks_like_date(m.group(0)):
                 continue
-            yield m.start(), m.end(), reason
+            end = m.end()
+            while end > m.start() and text[end - 1] in ".,;:!?)]'\"":
+                span = text[m.start() : end]
+                if span[-1] in ")]" and span.count("(") + span.count("[") >= span.count(
+                    ")"
+                ) + span.count("]"):
+                    break  # a closing bracket that belongs to the link (a markdown image)
+                end -= 1  # sentence punctuation after a link is not part of it
+            yield m.start(), end, reason
 
 
 def _looks_like_date(s: str) -> bool:

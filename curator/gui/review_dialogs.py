@@ -136,6 +136,13 @@ def preview_html(preview: CommitPreview, reviewed_only: bool) -> str:
         )
         parts += [f"<li>{html.escape(c.describe())}</li>" for c in preview.conflicts]
         parts.append("</ul>")
+    if preview.flagged:
+        parts.append(
+            "<p style='color:#a04000'><b>⚑ Flagged</b> candidates decided (their flags were "
+            "shown to the reviewer):</p><ul>"
+        )
+        parts += [f"<li>{html.escape(f.describe())}</li>" for f in preview.flagged]
+        parts.append("</ul>")
     if preview.adds:
         parts.append("<h4>Added</h4><ul>")
         parts += [

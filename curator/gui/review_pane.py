@@ -36,6 +36,13 @@ from PySide6.QtWidgets import (
 
 from curator.errors import CuratorError
 from curator.gui.diff_view import DiffView
+from curator.gui.flag_view import (
+    FLAG_MARK,
+    FlaggedConfirmDialog,
+    flags_html,
+    flags_tooltip,
+    highlight_html,
+)
 from curator.gui.qt_models import Column, RowTableModel
 from curator.gui.review_dialogs import CommitDialog, EditDialog
 from curator.pipeline import commit as commit_api
@@ -65,6 +72,12 @@ CANDIDATE_COLUMNS: list[Column[Any]] = [
         "Imp.", lambda c: c.importance, display=lambda c: f"{c.importance:.2f}", align_right=True
     ),
     Column(
+        FLAG_MARK,
+        lambda c: len(c.flags),
+        display=lambda c: f"{FLAG_MARK} {len(c.flags)}" if c.flags else "",
+        tooltip=lambda c: flags_tooltip(c.flags) if c.flags else "",
+    ),
+    Column(
         "Candidate", lambda c: c.text, display=lambda c: _flat(c.text), tooltip=lambda c: c.text
     ),
 ]
@@ -84,6 +97,7 @@ class ReviewPane(QWidget):
         """(title, text) -> None: how refusals reach the user; tests replace it to capture."""
         self.commit_dialog: CommitDialog | None = None
         self.edit_dialog: EditDialog | None = None
+        self.flagged_dialog: FlaggedConfirmDialog | None = None
         self._candidates: list[Any] = []
 
         # -- top bar ------------------------------------------------------------------------
@@ -101,6 +115,19 @@ class ReviewPane(QWidget):
         self.commit_button = QPushButton("Commit…")
         self.commit_button.setObjectName("commitButton")
         self.commit_button.clicked.connect(self.open_commit_dialog)
+        self.flagged_only = QCheckBox(f"{FLAG_MARK} flagged only")
+        self.flagged_only.setObjectName("flaggedOnlyCheck")
+        self.flagged_only.setToolTip(
+            "Show only candidates with memory-poisoning flags (instructions, links, secrets, "
+            "personal data, hidden text, identity amendments, untrusted sources)"
+        )
+        self.flagged_only.toggled.connect(lambda _on: self._load_candidates())
+        self.accept_all_button = QPushButton("Accept all…")
+        self.accept_all_button.setObjectName("acceptAllButton")
+        self.accept_all_button.setToolTip(
+            "Accept every undecided proposal; flagged candidates are listed for confirmation"
+        )
+        self.accept_all_button.clicked.connect(self.accept_all)
         self.undo_commit_button = QPushButton("Undo last commit")
         self.undo_commit_button.setObjectName("undoCommitButton")
         self.undo_commit_button.clicked.connect(self.undo_last_commit)
@@ -140,6 +167,8 @@ class ReviewPane(QWidget):
         top.addWidget(QLabel("Staged run:"))
         top.addWidget(self.run_combo)
         top.addWidget(self.progress_label, 1)
+        top.addWidget(self.flagged_only)
+        top.addWidget(self.accept_all_button)
         top.addWidget(self.reviewed_only)
         top.addWidget(self.commit_button)
         top.addWidget(self.undo_commit_button)
@@ -239,7 +268,10 @@ class ReviewPane(QWidget):
         self._candidates = (
             review_api.list_candidates(self.services.store, run_id) if run_id is not None else []
         )
-        self.model.set_rows(self._candidates)
+        shown = self._candidates
+        if self.flagged_only.isChecked():
+            shown = [c for c in self._candidates if c.flags]
+        self.model.set_rows(shown)
         row = -1
         if current_id is not None:
             row = self.model.find_row(lambda c: c.id == current_id)
@@ -272,6 +304,10 @@ class ReviewPane(QWidget):
     def candidates(self) -> list[Any]:
         return list(self._candidates)
 
+    def shown_candidates(self) -> list[Any]:
+        """The rows in the list now (all candidates, or the flagged ones)."""
+        return self.model.rows()
+
     def _on_current_changed(self, current: QModelIndex, _previous: QModelIndex) -> None:
         self._show_candidate(self.model.row_at(current.row()))
 
@@ -290,6 +326,7 @@ class ReviewPane(QWidget):
     def _update_buttons(self) -> None:
         has_run = self.current_run_id() is not None
         self.commit_button.setEnabled(has_run)
+        self.accept_all_button.setEnabled(has_run)
         last = self.last_commit()
         self.undo_commit_button.setEnabled(last is not None)
         self.undo_commit_button.setToolTip(
@@ -325,8 +362,10 @@ class ReviewPane(QWidget):
             f"<p>#{c.ordinal} of {len(self._candidates)} · category "
             f"<b>{html.escape(c.category)}</b> · proposed <b>{c.proposed_action}</b> "
             f"(ratio {c.proposed_ratio:.3f}) · decision: {decided}</p>",
-            f"<p style='font-size:large'>{html.escape(c.effective_text)}</p>",
+            f"<p style='font-size:large'>{highlight_html(c.effective_text, c.flags)}</p>",
         ]
+        if c.flags:
+            lines.append(flags_html(c.flags))
         if edited:
             lines.append(
                 f"<p><i>Edited (re-match: {c.rematch_action}); the model proposed:</i> "
@@ -405,11 +444,59 @@ class ReviewPane(QWidget):
         self._after_decision(c.id, advance=True)
         return True
 
+    def accept_all(self) -> int:
+        """Accept every undecided proposal that is not flagged; list the flagged ones.
+
+        The flagged ones are accepted only through :class:`FlaggedConfirmDialog`'s OK,
+        which names each of them with its reasons (``accept_flagged``).
+        """
+        run_id = self.current_run_id()
+        if run_id is None:
+            return 0
+        store = self.services.store
+        accepted = self._run_engine(
+            "Accept all", lambda: review_api.accept_all(store, run_id, actor="window accept-all")
+        )
+        if accepted is None:
+            return 0
+        self._load_candidates()
+        self._refresh_combo_label()
+        self.data_changed.emit()
+        flagged = [c for c in self._candidates if c.flags and c.action is None]
+        self.status_message.emit(
+            f"Accepted {accepted} proposal(s)"
+            + (f"; {len(flagged)} flagged candidate(s) left undecided." if flagged else ".")
+        )
+        if flagged:
+            dialog = FlaggedConfirmDialog(flagged, self)
+            dialog.accepted.connect(lambda: self.accept_flagged(run_id))
+            dialog.finished.connect(lambda _r: setattr(self, "flagged_dialog", None))
+            self.flagged_dialog = dialog
+            dialog.open()
+        return int(accepted)
+
+    def accept_flagged(self, run_id: int) -> int:
+        """Accept the flagged proposals too (after the confirmation that listed them)."""
+        store = self.services.store
+        accepted = self._run_engine(
+            "Accept all",
+            lambda: review_api.accept_all(
+                store, run_id, actor="window accept-all", include_flagged=True
+            ),
+        )
+        if accepted is None:
+            return 0
+        self.status_message.emit(f"Accepted {accepted} flagged proposal(s) after confirmation.")
+        self._load_candidates()
+        self._refresh_combo_label()
+        self.data_changed.emit()
+        return int(accepted)
+
     def _after_decision(self, candidate_id: int, *, advance: bool) -> None:
         self._load_candidates()
         row = self.model.find_row(lambda x: x.id == candidate_id)
         if advance:
-            n = len(self._candidates)
+            n = self.model.rowCount()
             start = row if row >= 0 else 0
             for step in range(1, n + 1):
                 item = self.model.row_at((start + step) % n)
