@@ -16,10 +16,12 @@ from PySide6.QtCore import QItemSelection, QModelIndex, Qt, Signal
 from PySide6.QtGui import QBrush, QColor, QFont, QPalette
 from PySide6.QtWidgets import (
     QAbstractItemView,
+    QCheckBox,
     QHBoxLayout,
     QHeaderView,
     QLabel,
     QListWidget,
+    QPushButton,
     QSlider,
     QSpinBox,
     QSplitter,
@@ -28,8 +30,13 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from curator.core.flags import Flag
+from curator.errors import CuratorError
 from curator.gui.decay_chart import DecayChart, decay_curve
+from curator.gui.flag_view import FLAG_MARK
 from curator.gui.qt_models import Column, RowTableModel
+from curator.pipeline.audit import audit, retire_patterns
+from curator.pipeline.commit import undo_changeset
 from curator.store.knowledge import (
     PatternRow,
     SourceRow,
@@ -37,7 +44,7 @@ from curator.store.knowledge import (
     leaving_top_k,
     pattern_sources,
 )
-from curator.store.models import utcnow
+from curator.store.models import Changeset, utcnow
 
 
 def _short(text: str, limit: int = 160) -> str:
@@ -96,6 +103,7 @@ class KnowledgePane(QWidget):
         self.services = services
         self.now: Callable[[], datetime] = utcnow
         self._rows: list[PatternRow] = []
+        self._flags: dict[int, tuple[Flag, ...]] = {}
         self._top_k = 50
         self._rate = 0.95
 
@@ -162,12 +170,30 @@ class KnowledgePane(QWidget):
         self.hover_label = QLabel(" ")
         self.hover_label.setWordWrap(True)
         self.summary = QLabel()
+        self.flagged_only = QCheckBox(f"{FLAG_MARK} flagged")
+        self.flagged_only.setObjectName("knowledgeFlaggedCheck")
+        self.flagged_only.setToolTip(
+            "Audit: show only patterns with memory-poisoning flags (as `curator audit`)"
+        )
+        self.flagged_only.toggled.connect(lambda _on: self.refresh())
+        self.retire_button = QPushButton("Retire selected")
+        self.retire_button.setObjectName("retireButton")
+        self.retire_button.setToolTip("Take the selected patterns out of the prompt (undoable)")
+        self.retire_button.clicked.connect(self.retire_selected)
+        self.undo_retire_button = QPushButton("Undo retire")
+        self.undo_retire_button.setObjectName("undoRetireButton")
+        self.undo_retire_button.clicked.connect(self.undo_last_retire)
 
         # -- layout -------------------------------------------------------------------------
         left = QWidget()
         lv = QVBoxLayout(left)
         lv.setContentsMargins(0, 0, 0, 0)
-        lv.addWidget(self.summary)
+        bar = QHBoxLayout()
+        bar.addWidget(self.summary, 1)
+        bar.addWidget(self.flagged_only)
+        bar.addWidget(self.retire_button)
+        bar.addWidget(self.undo_retire_button)
+        lv.addLayout(bar)
         lv.addWidget(self.table)
         right = QWidget()
         rv = QVBoxLayout(right)
@@ -227,12 +253,22 @@ class KnowledgePane(QWidget):
         selected = set(self.selected_ids())
         current = self.current_id()
         self._rows = active_patterns(self.services.store, now=self.now())
-        self.patterns.set_rows(self._rows)
+        shown = self._rows
+        if self.flagged_only.isChecked():
+            self._flags = audit(self.services.store).pattern_flags()
+            shown = [r for r in self._rows if r.id in self._flags]
+        else:
+            self._flags = {}
+        self.patterns.set_rows(shown)
         in_top = sum(1 for r in self._rows if r.in_top_k)
-        self.summary.setText(
+        text = (
             f"{len(self._rows)} active patterns; the top {self._top_k} go into the prompt "
             f"({in_top} marked ★)."
         )
+        if self.flagged_only.isChecked():
+            text += f" {FLAG_MARK} {len(shown)} flagged."
+        self.summary.setText(text)
+        self.undo_retire_button.setEnabled(self.last_retire() is not None)
         self._restore_selection(selected, current)
         self._update_chart()
         self._update_horizon()
@@ -304,11 +340,59 @@ class KnowledgePane(QWidget):
         item = next((r for r in self._rows if r.id == pattern_id), None)
         runs = sorted({s.run_id for s in rows if s.run_id is not None})
         text = _short(item.text, 300) if item is not None else f"#{pattern_id}"
+        flags = "".join(f"\n{FLAG_MARK} {f.describe()}" for f in self._flags.get(pattern_id, ()))
         self.source_title.setText(
-            f"#{pattern_id}: {text}\n{len(rows)} source episode(s)"
+            f"#{pattern_id}: {text}{flags}\n{len(rows)} source episode(s)"
             + (f" from run(s) {', '.join(f'#{r}' for r in runs)}" if runs else "")
             + ". Double-click an episode to open it."
         )
+
+    def flags_of(self, pattern_id: int) -> tuple[Flag, ...]:
+        """The audit flags of a shown pattern (filled while "flagged" is ticked)."""
+        return self._flags.get(pattern_id, ())
+
+    # -- retiring ---------------------------------------------------------------------------
+
+    def retire_selected(self) -> int | None:
+        """Retire the selected patterns as one undoable changeset; returns its id."""
+        ids = self.selected_ids()
+        if not ids:
+            self.status_message.emit("Select the patterns to retire first.")
+            return None
+        try:
+            summary = retire_patterns(self.services.store, ids)
+        except CuratorError as exc:
+            self.services.dialogs.warning(self, "Retire", str(exc))
+            return None
+        self.status_message.emit(
+            f"Retired {len(ids)} pattern(s) (changeset #{summary.id}); Undo retire restores them."
+        )
+        self.refresh()
+        self.data_changed.emit()
+        return summary.id
+
+    def last_retire(self) -> Changeset | None:
+        found: Changeset | None = (
+            Changeset.select()
+            .where((Changeset.kind == "retire") & Changeset.undone_by.is_null())
+            .order_by(Changeset.id.desc())
+            .first()
+        )
+        return found
+
+    def undo_last_retire(self) -> bool:
+        last = self.last_retire()
+        if last is None:
+            return False
+        try:
+            undo_changeset(self.services.store, last.id)
+        except CuratorError as exc:
+            self.services.dialogs.warning(self, "Undo retire", str(exc))
+            return False
+        self.status_message.emit(f"Retirement #{last.id} undone.")
+        self.refresh()
+        self.data_changed.emit()
+        return True
 
     def _on_source_activated(self, index: QModelIndex) -> None:
         source = self.sources.row_at(index.row())

@@ -28,6 +28,7 @@ from PySide6.QtWidgets import (
 from curator.errors import CuratorError
 from curator.gui.episodes_pane import EpisodesPane
 from curator.gui.identity_pane import IdentityPane
+from curator.gui.knowledge_import import KnowledgeImporter
 from curator.gui.knowledge_pane import KnowledgePane
 from curator.gui.review_pane import ReviewPane
 from curator.gui.runs_pane import RunsPane
@@ -97,6 +98,10 @@ class MainWindow(QMainWindow):
             )
         self.tabs.currentChanged.connect(self._pane_shown)
         self.setCentralWidget(self.tabs)
+
+        self.knowledge_importer = KnowledgeImporter(services.store, self)
+        self.knowledge_importer.signals.finished.connect(self._knowledge_imported)
+        self.knowledge_importer.signals.failed.connect(self._knowledge_import_failed)
 
         self._build_actions()
         self._build_menus()
@@ -194,6 +199,12 @@ class MainWindow(QMainWindow):
             "&Import episodes…", self.choose_import_file, QKeySequence.StandardKey.Open, "import"
         )
         self.import_action.setIcon(style.standardIcon(sp.SP_DialogOpenButton))
+        self.import_knowledge_action = self._action(
+            "Import &knowledge…", self.choose_knowledge_file, None, "importKnowledge"
+        )
+        self.import_knowledge_action.setToolTip(
+            "Stage existing memory (JSON list, text lines, Markdown bullets) for review"
+        )
         self.export_action = self._action(
             "&Export knowledge…", self.export_knowledge, "Ctrl+E", "export"
         )
@@ -225,6 +236,7 @@ class MainWindow(QMainWindow):
         bar = self.menuBar()
         file_menu = bar.addMenu("&File")
         file_menu.addAction(self.import_action)
+        file_menu.addAction(self.import_knowledge_action)
         file_menu.addAction(self.export_action)
         file_menu.addAction(self.backup_action)
         file_menu.addSeparator()
@@ -355,6 +367,49 @@ class MainWindow(QMainWindow):
         self._pane_wrote(self.episodes_pane)
         self.episodes_pane.refresh()
 
+    def choose_knowledge_file(self) -> None:
+        path = self.services.dialogs.open_file_name(
+            self,
+            "Import knowledge",
+            "Knowledge (*.json *.md *.markdown *.txt);;All files (*)",
+        )
+        if path:
+            self.import_knowledge(Path(path))
+
+    def import_knowledge(self, path: Path) -> bool:
+        """Stage a knowledge file for review, off the GUI thread (see KnowledgeImporter)."""
+        if not self.knowledge_importer.start(path):
+            self.show_message("A knowledge import is already running.")
+            return False
+        self.import_knowledge_action.setEnabled(False)
+        self.show_message(f"Importing knowledge from {path.name}…")
+        return True
+
+    def _knowledge_imported(self, report: Any) -> None:
+        self.import_knowledge_action.setEnabled(True)
+        self.show_message(report.describe())
+        if report.errors:
+            shown = report.errors[:15]
+            lines = "\n".join(f"line {e.line}: {e.reason}" for e in shown)
+            if len(report.errors) > len(shown):
+                lines += f"\n… and {len(report.errors) - len(shown)} more"
+            self.services.dialogs.warning(
+                self,
+                "Import knowledge",
+                f"{report.describe()}\n\n{lines}",
+                details="\n".join(str(e) for e in report.errors),
+            )
+        if report.run_id is not None:
+            review = self.pane("reviewPane")
+            self._pane_wrote(review)
+            self.tabs.setCurrentWidget(review)
+            review.refresh()  # type: ignore[attr-defined]
+            review.select_run(report.run_id)  # type: ignore[attr-defined]
+
+    def _knowledge_import_failed(self, message: str) -> None:
+        self.import_knowledge_action.setEnabled(True)
+        self.services.dialogs.error(self, "Import knowledge", message)
+
     def export_knowledge(self) -> None:
         path = self.services.dialogs.save_file_name(
             self, "Export knowledge", "knowledge.md", "Markdown (*.md);;JSON (*.json)"
@@ -446,6 +501,7 @@ class MainWindow(QMainWindow):
                 shutdown = getattr(pane, "shutdown", None)
                 if callable(shutdown):
                     shutdown()
+            self.knowledge_importer.shutdown()
             if self.services.worker is not None:
                 self.services.worker.shutdown()
             self.services.dialogs.close_all()
