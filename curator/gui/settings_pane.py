@@ -35,7 +35,7 @@ from curator.llm.model_file import (
     read_gguf_info,
     validate_model_file,
 )
-from curator.store.settings import set_settings
+from curator.store.settings import set_settings, untrusted_sources
 
 INFO_FIELDS = (
     ("name", "Name"),
@@ -181,6 +181,14 @@ class SettingsPane(QWidget):
         pipeline_form.addRow("Patterns in the prompt (top K)", self.top_k)
         pipeline_form.addRow("Quality gate: minimum characters", self.min_chars)
         pipeline_form.addRow("Quality gate: minimum words", self.min_words)
+        self.untrusted_sources = QLineEdit()
+        self.untrusted_sources.setObjectName("untrustedSources")
+        self.untrusted_sources.setPlaceholderText("none: every source is trusted")
+        self.untrusted_sources.setToolTip(
+            "Episode sources written by strangers (comma-separated). A candidate whose every "
+            "source episode comes from one of them is flagged “untrusted sources only”."
+        )
+        pipeline_form.addRow("Untrusted sources", self.untrusted_sources)
 
         # buttons
         self.busy = QProgressBar()
@@ -271,6 +279,9 @@ class SettingsPane(QWidget):
             "top_k": self.top_k.value(),
             "min_chars": self.min_chars.value(),
             "min_words": self.min_words.value(),
+            "untrusted_sources": sorted(
+                {s.strip().lower() for s in self.untrusted_sources.text().split(",") if s.strip()}
+            ),
         }
 
     def apply(self) -> None:
@@ -333,6 +344,7 @@ class SettingsPane(QWidget):
         self.top_k.setValue(int(values["top_k"]))
         self.min_chars.setValue(int(values["min_chars"]))
         self.min_words.setValue(int(values["min_words"]))
+        self.untrusted_sources.setText(", ".join(sorted(untrusted_sources(self.services.store))))
         self.show_model_info()
 
     def shutdown(self) -> None:

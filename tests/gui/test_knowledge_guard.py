@@ -80,3 +80,21 @@ def test_knowledge_pane_flagged_filter_retire_and_undo(qtbot, main_window) -> No
     assert pane.undo_last_retire()
     assert Pattern.get_by_id(poisoned.id).status == "active"
     assert [r.id for r in pane.patterns.rows()] == [poisoned.id]
+
+
+def test_settings_pane_sets_the_untrusted_sources(qtbot, main_window) -> None:
+    from curator.gui.settings_pane import SettingsPane
+    from curator.store.settings import untrusted_sources
+
+    pane = main_window.pane("settingsPane")
+    assert isinstance(pane, SettingsPane)
+    pane.refresh()
+    assert pane.untrusted_sources.text() == "dm, replies"
+    pane.untrusted_sources.setText(" DM, timeline ,, ")
+    pane.apply()
+    assert untrusted_sources(main_window.services.store) == {"dm", "timeline"}
+    pane.untrusted_sources.setText("")
+    pane.apply()
+    assert untrusted_sources(main_window.services.store) == frozenset()
+    pane.refresh()
+    assert pane.untrusted_sources.text() == ""
