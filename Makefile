@@ -37,9 +37,11 @@ bench: $(STAMP)
 	$(PY) benchmarks/bench_dedup.py
 	$(PY) benchmarks/bench_classify.py
 	QT_QPA_PLATFORM=offscreen $(PY) benchmarks/bench_episode_table.py
+	$(PY) benchmarks/bench_poisoning.py
 
 screenshots: $(STAMP)
 	QT_QPA_PLATFORM=offscreen $(PY) packaging/screenshots.py docs/screenshots
+	QT_QPA_PLATFORM=offscreen $(PY) packaging/screenshot_flagged.py docs/screenshots
 
 clean:
 	rm -rf $(VENV) .demo build dist *.egg-info

@@ -75,7 +75,8 @@ _INSTRUCTION_RULES: tuple[tuple[re.Pattern[str], str], ...] = (
     (
         re.compile(
             r"\b(?:always|never)\s+(?:\w+\s+){0,2}?" + _VERB + r"\b[^.!?\n]{0,80}?"
-            r"\bwhen(?:ever)?\s+(?:asked|someone|anyone|a\s+user|users?|people|you)\b",
+            r"\bwhen(?:ever)?\s+(?:asked|someone|somebody|anyone|a\s+user|the\s+user|users?|"
+            r"people|you|they|he|she)\b",
             _I,
         ),
         "an “always/never … when asked” rule",
@@ -84,6 +85,14 @@ _INSTRUCTION_RULES: tuple[tuple[re.Pattern[str], str], ...] = (
         re.compile(
             r"(?:^|[.!?:;\n]\s*|\"\s*)(?:always|never|do\s+not|don't|please|make\s+sure\s+to|"
             r"be\s+sure\s+to|remember\s+to)\s+" + _VERB + r"\b",
+            _I,
+        ),
+        "an imperative sentence (an order, not an observation)",
+    ),
+    (
+        re.compile(
+            r"(?:^|[.!?:;\n]\s*)(?:reply|respond|answer|send|forward|recommend|share|tell|"
+            r"direct|refer|link|promote|ignore|report)\s+(?:to\s+)?(?:every|all|any|each)\b",
             _I,
         ),
         "an imperative sentence (an order, not an observation)",
@@ -370,7 +379,7 @@ _PERSONAL_RULES: tuple[tuple[re.Pattern[str], str], ...] = (
 def personal_hits(text: str) -> Iterator[Hit]:
     for m in _CARD.finditer(text):
         digits = re.sub(r"\D", "", m.group(0))
-        if 13 <= len(digits) <= 19 and luhn_ok(digits) and len(set(digits)) > 2:
+        if 13 <= len(digits) <= 19 and luhn_ok(digits) and len(set(digits)) > 1:
             yield m.start(), m.end(), "a payment card number (passes the Luhn check)"
     for m in _IBAN.finditer(text):
         if iban_ok(m.group(0)):

@@ -151,10 +151,12 @@ _AMEND = re.compile(
 
 
 def _stem(word: str) -> str:
-    for suffix in ("ing", "ed", "es", "s", "ly"):
-        if len(word) > len(suffix) + 3 and word.endswith(suffix):
-            return word[: -len(suffix)]
-    return word
+    """A crude stem, the same for "mistake", "mistakes" and "mistaken" ("mistak")."""
+    for suffix in ("ing", "ed", "en", "s", "ly"):
+        if len(word) > len(suffix) + 3 and word.endswith(suffix) and not word.endswith("ss"):
+            word = word[: -len(suffix)]
+            break
+    return word[:-1] if len(word) > 4 and word.endswith("e") else word
 
 
 def _content(text: str) -> set[str]:
