@@ -303,7 +303,8 @@ def cmd_history(ctx: CommandContext) -> int:
                 state = f" (undoes {s.undoes_id})"
             counts = " ".join(f"{k}={v}" for k, v in s.counts.items() if v)
             lines.append(
-                f"{s.id:>5}  {s.created_at:%Y-%m-%d %H:%M:%S}  {s.kind:<6} run {s.run_id}  "
+                f"{s.id:>5}  {s.created_at:%Y-%m-%d %H:%M:%S}  {s.kind:<6} "
+                f"{f'run {s.run_id}' if s.run_id is not None else 'no run'}  "
                 f"{s.actor}  {counts}{state}"
             )
         return "\n".join(lines)

@@ -366,6 +366,9 @@ class ReviewPane(QWidget):
         ]
         if c.flags:
             lines.append(flags_html(c.flags))
+        if c.distilled_at is not None:
+            when = c.distilled_at.astimezone().strftime("%Y-%m-%d")
+            lines.append(f"<p><i>Imported knowledge, first distilled {when}.</i></p>")
         if edited:
             lines.append(
                 f"<p><i>Edited (re-match: {c.rematch_action}); the model proposed:</i> "

@@ -148,3 +148,18 @@ def test_cli_review_accept_all_and_include_flagged(
     assert code == 0 and doc["accepted"] == 1 and doc["flagged_undecided"] == []
     code, text, _ = _cli(capsys, "--db", db, "commit", str(run.id), "--no-backup")
     assert code == 0 and f"flagged: candidate {flagged_id} ADD (link; seen by the reviewer)" in text
+
+
+def test_cli_decide_on_a_flagged_candidate_says_what_was_seen(
+    store: Store, capsys: pytest.CaptureFixture[str]
+) -> None:
+    run = make_staged_run(store, [{"text": ORDER}])
+    candidate = Candidate.get(Candidate.text == ORDER).id
+    store.close()
+    db = str(store.path)
+    code, text, _ = _cli(capsys, "--db", db, "decide", str(run.id), str(candidate), "REJECT")
+    assert code == 0 and f"candidate {candidate}: REJECT" in text
+    assert "flags seen: instruction:" in text
+    code, doc, _ = _cli(capsys, "--db", db, "review", str(run.id), "--json")
+    (listed,) = doc["candidates"]
+    assert {f["kind"] for f in listed["flags_seen"]} == {"instruction"}
