@@ -27,6 +27,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Any
 
 from curator.core.flag_rules import (
@@ -230,8 +231,14 @@ def detect(text: str, axioms: Sequence[str] = (), identity_text: str = "") -> li
     """Every flag of ``text``, in kind order then text order (empty: nothing found).
 
     ``axioms`` are the agent's current constitutional axioms and ``identity_text`` its
-    identity: statements that contradict them are flagged ``identity``.
+    identity: statements that contradict them are flagged ``identity``. Results are
+    memoised (the Review pane re-lists a run after every key press; flags are immutable).
     """
+    return list(_detect(text, tuple(axioms), identity_text))
+
+
+@lru_cache(maxsize=8192)
+def _detect(text: str, axioms: tuple[str, ...], identity_text: str) -> tuple[Flag, ...]:
     rules = {
         "instruction": instruction_hits(text),
         "link": link_hits(text),
@@ -243,7 +250,7 @@ def detect(text: str, axioms: Sequence[str] = (), identity_text: str = "") -> li
     flags: list[Flag] = []
     for kind in TEXT_KINDS:
         flags.extend(_merge(kind, rules[kind], text))
-    return flags
+    return tuple(flags)
 
 
 def provenance_flag(sources: Sequence[str], untrusted: Iterable[str]) -> Flag | None:
