@@ -20,6 +20,7 @@ from typing import NoReturn
 
 from curator.cli.common import CommandContext, add_common_options
 from curator.errors import CuratorError
+from curator.store.db import DATABASE_ERRORS, explain_database_error
 
 
 class _Parser(argparse.ArgumentParser):
@@ -61,6 +62,17 @@ def main(argv: Sequence[str] | None = None) -> int:
     except CuratorError as exc:
         ctx.fail(str(exc))
         return exc.exit_code
+    except DATABASE_ERRORS as exc:  # a SQLite failure outside an explained write
+        if ctx.debug:
+            raise
+        error = explain_database_error(
+            exc,
+            ctx.db_path,
+            args.command or "window",
+            outcome="stopped; its unfinished transaction was rolled back",
+        )
+        ctx.fail(str(error))
+        return error.exit_code
     except BrokenPipeError:
         # The reader went away (e.g. `curator export | head`): not an error worth a message.
         devnull = os.open(os.devnull, os.O_WRONLY)

@@ -27,15 +27,10 @@ Decisions made here (see the README of the review):
 
 from __future__ import annotations
 
-import sqlite3
-from collections.abc import Iterator
-from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
 from typing import Any
-
-import peewee
 
 from curator.core.dedup import merge_importance
 from curator.core.scoring import clamp01, rank_key
@@ -74,37 +69,6 @@ class UnreviewedError(CuratorError):
     """The run still has unreviewed candidates (commit them with ``reviewed_only``)."""
 
     exit_code = 1
-
-
-@contextmanager
-def explained_write(store: Store, what: str) -> Iterator[None]:
-    """``store.write()`` whose SQLite failures become one readable CuratorError.
-
-    SQLite may roll a transaction back by itself on a full disk, after which the
-    transaction manager's own ROLLBACK fails with "no transaction is active" and hides the
-    real cause; the whole exception chain is searched for it.
-    """
-    try:
-        with store.write():
-            yield
-    except (peewee.DatabaseError, sqlite3.DatabaseError) as exc:
-        chain: list[BaseException] = []
-        current: BaseException | None = exc
-        while current is not None and current not in chain:
-            chain.append(current)
-            current = current.__cause__ or current.__context__
-        texts = " | ".join(str(e) for e in chain)
-        if "full" in texts:
-            raise CuratorError(
-                f"database or disk is full: the {what} was not applied, nothing changed "
-                f"({store.path}); free some space and try again"
-            ) from exc
-        if "locked" in texts or "busy" in texts:
-            raise CuratorError(
-                f"the database stayed locked by another program for {store.busy_timeout_s:g} s; "
-                f"the {what} was not applied, try again"
-            ) from exc
-        raise CuratorError(f"the {what} failed and was rolled back: {chain[-1]}") from exc
 
 
 # -- summaries ----------------------------------------------------------------------------
@@ -538,7 +502,7 @@ def commit_run(
     # A cheap check first, so a refused commit does not leave a backup behind.
     _refuse(_plan(run_id), reviewed_only)
     backup_path = backup_database(store) if backup else None
-    with explained_write(store, "commit"):
+    with store.explained_write("commit"):
         # Read again under the write lock: this is the state the writes apply to.
         plan = _plan(run_id)
         _refuse(plan, reviewed_only)
@@ -554,7 +518,7 @@ def undo_changeset(store: Store, changeset_id: int, actor: str = "human") -> Cha
     Refused (CuratorError, nothing changed) for an undo changeset, a changeset already
     undone, and when any touched row was changed again after the commit.
     """
-    with explained_write(store, "undo"):
+    with store.explained_write("undo"):
         original = Changeset.get_or_none(Changeset.id == changeset_id)
         if original is None:
             raise CuratorError(f"there is no changeset {changeset_id}")

@@ -36,7 +36,6 @@ from typing import Any
 from curator.core.dedup import gate, pair_ratio
 from curator.core.quality import QualityGate
 from curator.errors import CuratorError
-from curator.pipeline.commit import explained_write
 from curator.store.db import Store
 from curator.store.models import (
     Candidate,
@@ -469,7 +468,7 @@ def decide(
         raise CuratorError(f"unknown action {action!r}; use one of {', '.join(DECIDE_ACTIONS)}")
     if importance is not None and (math.isnan(importance) or not 0.0 <= importance <= 1.0):
         raise CuratorError(f"importance must be between 0 and 1 (got {importance})")
-    with explained_write(store, "decision"):
+    with store.explained_write("decision"):
         candidate = _open_candidate(candidate_id)
         before = decision_state(candidate)
         state = dict(before)
@@ -505,7 +504,7 @@ def accept_all(store: Store, run_id: int, actor: str = "cli --accept-all") -> in
     deleted) stays unreviewed for a person to decide.
     """
     accepted = 0
-    with explained_write(store, "accept-all"):
+    with store.explained_write("accept-all"):
         run = _get_run(run_id)
         if run.status != "staged":
             raise CuratorError(f"run {run_id} is {run.status}, not staged")
@@ -548,7 +547,7 @@ def undo_last_decision(store: Store, run_id: int, actor: str = "human") -> Candi
     Repeated calls walk further back. Decisions of committed candidates are skipped (undo
     the commit for those). Returns the restored candidate, or None when nothing is left.
     """
-    with explained_write(store, "undo of the decision"):
+    with store.explained_write("undo of the decision"):
         run = _get_run(run_id)
         if run.status != "staged":
             return None
@@ -581,7 +580,7 @@ def record_proposals(store: Store, run_id: int) -> int:
     The audit trail then starts with what the model proposed; these events are not
     decisions and :func:`undo_last_decision` never reverts them.
     """
-    with explained_write(store, "proposal record"):
+    with store.explained_write("proposal record"):
         now = utcnow()
         rows = [
             {

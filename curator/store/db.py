@@ -51,7 +51,8 @@ APP_NAME = "memory-curator"
 DB_ENV = "CURATOR_DB"
 BUSY_ENV = "CURATOR_BUSY_TIMEOUT"
 BUSY_TIMEOUT_S = 30.0
-_SQLITE_ERRORS = (peewee.DatabaseError, sqlite3.DatabaseError)
+DATABASE_ERRORS = (peewee.DatabaseError, sqlite3.DatabaseError)
+_SQLITE_ERRORS = DATABASE_ERRORS
 
 
 def default_db_path() -> Path:
@@ -104,6 +105,49 @@ def _error_name(exc: BaseException) -> str:
             return str(name)
         current = current.__cause__ or current.__context__
     return ""
+
+
+def _lock_error(exc: BaseException, path: Path, busy_timeout_s: float) -> StoreError | None:
+    name = _error_name(exc)
+    text = str(exc).lower()
+    if name.startswith("SQLITE_BUSY") or "database is locked" in text:
+        return StoreBusyError(
+            f"busy: another curator process is writing to {path} (waited "
+            f"{busy_timeout_s:g} s for it); try again when it has finished"
+        )
+    if name.startswith("SQLITE_READONLY") or "readonly database" in text:
+        return ReadOnlyError(f"read-only: {path} cannot be written ({exc})")
+    return None
+
+
+def explain_database_error(
+    exc: BaseException,
+    path: Path,
+    what: str,
+    busy_timeout_s: float = BUSY_TIMEOUT_S,
+    outcome: str = "was not applied, nothing changed",
+) -> CuratorError:
+    """A SQLite failure of ``what`` as one readable sentence naming the real cause.
+
+    The real cause is searched in the whole exception chain: a busy database, a read-only
+    file, a full disk, damage; anything else is reported with SQLite's own words.
+    ``outcome`` says what became of the work ("was not applied, nothing changed" for one
+    transaction).
+    """
+    if isinstance(exc, CuratorError):
+        return exc
+    lock = _lock_error(exc, path, busy_timeout_s)
+    if lock is not None:
+        return lock
+    name = _error_name(exc)
+    if name.startswith("SQLITE_FULL") or "disk is full" in str(exc).lower():
+        return StoreError(
+            f"database or disk is full: the {what} {outcome} ({path}); "
+            "free some space and try again"
+        )
+    if name.startswith(("SQLITE_CORRUPT", "SQLITE_NOTADB")):
+        return StoreError(f"{path} is damaged ({exc}); the {what} {outcome}")
+    return StoreError(f"the {what} failed: {exc}; it {outcome}")
 
 
 class Store:
@@ -260,33 +304,11 @@ class Store:
             exc.add_note(f"and the rollback failed: {rollback_exc}")
 
     def _lock_error(self, exc: BaseException) -> StoreError | None:
-        name = _error_name(exc)
-        text = str(exc).lower()
-        if name.startswith("SQLITE_BUSY") or "locked" in text:
-            return StoreBusyError(
-                f"busy: another curator process is writing to {self.path} (waited "
-                f"{self.busy_timeout_s:g} s for it); try again when it has finished"
-            )
-        if name.startswith("SQLITE_READONLY") or "readonly" in text:
-            return ReadOnlyError(f"read-only: {self.path} cannot be written ({exc})")
-        return None
+        return _lock_error(exc, self.path, self.busy_timeout_s)
 
     def explain(self, exc: BaseException, what: str) -> CuratorError:
         """A SQLite failure of ``what`` as one readable sentence (the real cause)."""
-        if isinstance(exc, CuratorError):
-            return exc
-        lock = self._lock_error(exc)
-        if lock is not None:
-            return lock
-        name = _error_name(exc)
-        if name.startswith("SQLITE_FULL") or "full" in str(exc).lower():
-            return StoreError(
-                f"disk is full (database or disk is full): the {what} was not applied, "
-                f"nothing changed ({self.path}); free some space and try again"
-            )
-        if name.startswith(("SQLITE_CORRUPT", "SQLITE_NOTADB")):
-            return StoreError(f"{self.path} is damaged ({exc}); the {what} was not applied")
-        return StoreError(f"the {what} failed and was rolled back: {exc}")
+        return explain_database_error(exc, self.path, what, self.busy_timeout_s)
 
     @contextmanager
     def explained_write(self, what: str) -> Iterator[None]:
