@@ -54,7 +54,6 @@ from curator.store.snapshot import (
     PARENTS_FIRST,
     Key,
     Row,
-    fk_id,
     key_dict,
     key_from_dict,
     read_rows,
@@ -104,21 +103,20 @@ def _summary(cs: Changeset) -> ChangesetSummary:
     summary = cs.summary or {}
     return ChangesetSummary(
         id=cs.id,
-        run_id=fk_id(cs, "run"),
+        run_id=cs.run_id,
         kind=cs.kind,
         created_at=cs.created_at,
         counts={k: int(v) for k, v in summary.get("counts", {}).items()},
         actor=cs.actor,
-        undoes_id=fk_id(cs, "undoes"),
-        undone_by_id=fk_id(cs, "undone_by"),
+        undoes_id=cs.undoes_id,
+        undone_by_id=cs.undone_by_id,
         backup=summary.get("backup"),
     )
 
 
 def history(store: Store, limit: int = 100) -> list[ChangesetSummary]:
     """The newest changesets first (commits and undos)."""
-    del store
-    query = Changeset.select().order_by(Changeset.id.desc()).limit(limit)
+    query = Changeset.select().order_by(Changeset.id.desc()).limit(limit).bind(store.db)
     return [_summary(cs) for cs in query]
 
 
@@ -223,7 +221,7 @@ def _plan(run_id: int) -> _Plan:
     )
     apply = [c for c in open_candidates if c.action is not None]
     unreviewed = len(open_candidates) - len(apply)
-    target_ids = sorted({t for c in apply if (t := fk_id(c, "target")) is not None})
+    target_ids = sorted({t for c in apply if (t := c.target_id) is not None})
     patterns: dict[int, Pattern] = {}
     for start in range(0, len(target_ids), _CHUNK):
         for p in Pattern.select().where(Pattern.id.in_(target_ids[start : start + _CHUNK])):
@@ -240,7 +238,7 @@ def _plan(run_id: int) -> _Plan:
             if conflict is not None:
                 preview.conflicts.append(conflict)
                 continue
-            target = fk_id(c, "target")
+            target = c.target_id
             if target is None:  # SKIP of a batch-internal duplicate: nothing to link
                 preview.skips.append(PreviewSkip(c.id, None))
                 continue
@@ -257,7 +255,7 @@ def _plan(run_id: int) -> _Plan:
 
 def _check_target(c: Candidate, patterns: dict[int, Pattern]) -> Conflict | None:
     expected = _expected_revision(c)
-    target = fk_id(c, "target")
+    target = c.target_id
     if target is None:
         if c.action == "UPDATE":
             return Conflict(c.id, None, "its target pattern was deleted")
@@ -274,8 +272,8 @@ def _check_target(c: Candidate, patterns: dict[int, Pattern]) -> Conflict | None
 
 def preview_commit(store: Store, run_id: int) -> CommitPreview:
     """What :func:`commit_run` would change now, conflicts included (nothing is written)."""
-    del store
-    return _plan(run_id).preview
+    with store.read():  # the plan's queries see one committed state
+        return _plan(run_id).preview
 
 
 def _refuse(plan: _Plan, reviewed_only: bool) -> None:
@@ -393,7 +391,7 @@ def _apply(store: Store, plan: _Plan, actor: str, backup: Path | None) -> Change
     recorder.existing("pattern", [(pid,) for pid in updated])
 
     linked: set[tuple[int, int]] = set()
-    targets = sorted({t for c in plan.apply if (t := fk_id(c, "target")) is not None})
+    targets = sorted({t for c in plan.apply if (t := c.target_id) is not None})
     for start in range(0, len(targets), _CHUNK):
         query = PatternEpisode.select(PatternEpisode.pattern, PatternEpisode.episode).where(
             PatternEpisode.pattern.in_(targets[start : start + _CHUNK])
@@ -527,10 +525,9 @@ def undo_changeset(store: Store, changeset_id: int, actor: str = "human") -> Cha
                 f"changeset {changeset_id} is an {original.kind}; only commits can be undone "
                 "(commit the run again instead)"
             )
-        if fk_id(original, "undone_by") is not None:
+        if original.undone_by_id is not None:
             raise CuratorError(
-                f"changeset {changeset_id} was already undone by changeset "
-                f"{fk_id(original, 'undone_by')}"
+                f"changeset {changeset_id} was already undone by changeset {original.undone_by_id}"
             )
         change_rows = list(
             ChangeRow.select().where(ChangeRow.changeset == original.id).order_by(ChangeRow.id)
@@ -565,7 +562,7 @@ def undo_changeset(store: Store, changeset_id: int, actor: str = "human") -> Cha
             if items:
                 counts[table] = len(items)
         undo = Changeset.create(
-            run=fk_id(original, "run"),
+            run=original.run_id,
             kind="undo",
             actor=actor,
             created_at=utcnow(),

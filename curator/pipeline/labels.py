@@ -19,7 +19,6 @@ from typing import Any
 from curator.errors import CuratorError
 from curator.store.db import Store
 from curator.store.models import LABELS, Episode, LabelEvent, format_utc, utcnow
-from curator.store.snapshot import fk_id
 
 _CHUNK = 400
 
@@ -133,9 +132,9 @@ def undo_last_relabel(store: Store) -> list[int]:
         events = list(
             LabelEvent.select().where(LabelEvent.batch == newest.batch).order_by(LabelEvent.id)
         )
-        episodes = {e.id: e for e in _load([fk_id(ev, "episode") or 0 for ev in events])}
+        episodes = {e.id: e for e in _load([ev.episode_id or 0 for ev in events])}
         for event in events:
-            episode = episodes[fk_id(event, "episode") or 0]
+            episode = episodes[event.episode_id or 0]
             before = event.before
             label_at = datetime.fromisoformat(before["label_at"]) if before["label_at"] else None
             if before["human_label"] is not None:

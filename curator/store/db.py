@@ -311,6 +311,16 @@ class Store:
         return explain_database_error(exc, self.path, what, self.busy_timeout_s)
 
     @contextmanager
+    def read(self) -> Iterator[None]:
+        """One consistent snapshot for several queries, without the write lock.
+
+        A deferred transaction: under WAL it never waits for a writer, and every query
+        inside sees the same committed state. Inside a write it simply joins it.
+        """
+        with self.db.transaction("DEFERRED"):
+            yield
+
+    @contextmanager
     def explained_write(self, what: str) -> Iterator[None]:
         """``write()`` whose SQLite failures become one readable CuratorError.
 
