@@ -84,3 +84,34 @@ def test_a_restore_that_cannot_happen_says_why_and_changes_nothing(
     assert "cannot be restored" in blocker.args[0]
     assert _digest(refused.path) == before
     assert not list(refused.path.parent.glob("curator.sqlite.damaged-*"))
+
+
+def test_every_pane_reads_a_read_only_database(qtbot, tmp_path: Path, qsettings) -> None:
+    """The window on a database opened read-only: every pane loads, nothing is written."""
+    from curator.gui.errors import Dialogs
+    from curator.gui.main_window import MainWindow
+    from curator.gui.services import AppServices
+
+    path = tmp_path / "curator.sqlite"
+    with Store(path) as store:
+        create_demo(store)
+    before = _digest(path)
+    store = Store(path, read_only=True)
+    dialogs = Dialogs()
+    window = MainWindow(
+        AppServices(store=store, db_path=path, worker=None, dialogs=dialogs), qsettings
+    )
+    qtbot.addWidget(window)
+    window.show()
+    qtbot.waitExposed(window)
+    for index in range(window.tabs.count()):
+        window.tabs.setCurrentIndex(index)
+        window.tabs.widget(index).refresh()
+        qtbot.wait(20)
+    assert window.findChild(type(window.tabs.widget(0)), "episodesPane") is not None
+    assert not dialogs.shown, [d.windowTitle() for d in dialogs.shown]
+    window.close()
+    store.close()
+    assert _digest(path) == before
+    assert not path.with_name(path.name + "-wal").exists()
+    assert not path.with_name(path.name + "-shm").exists()
