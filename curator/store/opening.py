@@ -14,6 +14,11 @@ the committed pages in the WAL are read too). The verdict is one of:
   (``quick_check`` fails), a newer schema, or a database of another program (tables but
   not ours). A refused file is never opened for writing, so it stays byte-identical.
 
+A known limit, accepted: the ``immutable`` read assumes nobody changes the main file
+meanwhile. Under WAL a writer changes it only when it checkpoints, so a false "damaged"
+verdict needs a checkpoint to land during the check; it would refuse (exit 2) and change
+nothing, and the next try succeeds.
+
 Like Anki and Zotero, a damaged database is never repaired or replaced behind the
 user's back: the message names the newest backup that passes ``quick_check`` and the
 ``curator restore`` command that puts it back (see :mod:`curator.store.backup`).
