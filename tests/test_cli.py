@@ -140,7 +140,7 @@ def test_demo_command_fills_an_empty_database_once(
     assert code == 2 and "already has data" in err
 
 
-def test_damaged_database_is_moved_aside_and_named(
+def test_damaged_database_is_refused_and_restored_on_request(
     tmp_path: Path, episodes_file: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     db = tmp_path / "c.sqlite"
@@ -152,9 +152,15 @@ def test_damaged_database_is_moved_aside_and_named(
         raw[start : start + 12] = b"\xde\xad\xbe\xef" * 3
     db.write_bytes(bytes(raw))
     code, _, err = run_cli(capsys, "--db", str(db), "stats")
-    assert "damaged" in err and "moved aside" in err and "backups" in err
-    assert code == 0  # a fresh database was created in its place
-    assert list(tmp_path.glob("c.sqlite.damaged-*"))
+    assert code == 2 and "damaged" in err and "backups" in err and "curator restore" in err
+    assert db.read_bytes() == bytes(raw)  # refused, not replaced
+    assert not list(tmp_path.glob("c.sqlite.damaged-*"))
+
+    code, out, _ = run_cli(capsys, "--db", str(db), "restore")
+    assert code == 0 and "restored" in out
+    assert next(iter(tmp_path.glob("c.sqlite.damaged-*"))).read_bytes() == bytes(raw)
+    code, out, _ = run_cli(capsys, "--db", str(db), "--json", "stats")
+    assert code == 0 and json.loads(out)["episodes"]["total"] > 0
 
 
 def test_window_without_display_is_a_one_line_error(tmp_path: Path) -> None:

@@ -20,6 +20,7 @@ from typing import NoReturn
 
 from curator.cli.common import CommandContext, add_common_options
 from curator.errors import CuratorError
+from curator.store.db import DATABASE_ERRORS, explain_database_error
 
 
 class _Parser(argparse.ArgumentParser):
@@ -31,7 +32,7 @@ class _Parser(argparse.ArgumentParser):
 
 def build_parser() -> argparse.ArgumentParser:
     # Imported here so each module registers its own subcommands (one place per concern).
-    from curator.cli import data, knowledge, pipeline, review
+    from curator.cli import data, knowledge, pipeline, recovery, review
 
     common = _Parser(add_help=False)
     add_common_options(common, suppress_defaults=True)
@@ -42,7 +43,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     add_common_options(parser, suppress_defaults=False)
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
-    for module in (data, pipeline, review, knowledge):
+    for module in (data, pipeline, review, knowledge, recovery):
         module.register(subparsers, common)
     return parser
 
@@ -61,6 +62,17 @@ def main(argv: Sequence[str] | None = None) -> int:
     except CuratorError as exc:
         ctx.fail(str(exc))
         return exc.exit_code
+    except DATABASE_ERRORS as exc:  # a SQLite failure outside an explained write
+        if ctx.debug:
+            raise
+        error = explain_database_error(
+            exc,
+            ctx.db_path,
+            args.command or "window",
+            outcome="stopped; its unfinished transaction was rolled back",
+        )
+        ctx.fail(str(error))
+        return error.exit_code
     except BrokenPipeError:
         # The reader went away (e.g. `curator export | head`): not an error worth a message.
         devnull = os.open(os.devnull, os.O_WRONLY)

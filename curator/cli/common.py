@@ -9,8 +9,7 @@ import sys
 from collections.abc import Callable
 from typing import Any
 
-from curator.store.backup import check_or_quarantine
-from curator.store.db import Store, resolve_db_path
+from curator.store.db import Store, busy_timeout_from_env, resolve_db_path
 
 Handler = Callable[["CommandContext"], int]
 
@@ -52,11 +51,9 @@ class CommandContext:
     @property
     def store(self) -> Store:
         if self._store is None:
-            path = self.db_path
-            quarantine = check_or_quarantine(path)
-            if quarantine is not None:
-                self.info(f"curator: warning: {quarantine.message}")
-            self._store = Store(path)
+            # Refuses (exit 2, file untouched) a damaged, foreign or newer database, and
+            # opens a read-only one for reading; see curator.store.opening.
+            self._store = Store(self.db_path, busy_timeout_s=busy_timeout_from_env())
         return self._store
 
     def emit(self, document: Any, human: str | Callable[[], str] | None = None) -> None:

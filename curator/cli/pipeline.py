@@ -292,7 +292,7 @@ def cmd_run(ctx: CommandContext) -> int:
             "step": s.step,
             "batch": s.batch,
             "category": s.category,
-            "episode_id": s.__data__.get("episode"),
+            "episode_id": s.episode_id,
             "prompt_name": s.prompt_name,
             "prompt_sha256": s.prompt_sha256,
             "raw_output": s.raw_output,

@@ -18,7 +18,6 @@ from curator.pipeline import labels as labels_api
 from curator.pipeline import review as review_api
 from curator.store.backup import DEFAULT_KEEP, backup_database
 from curator.store.models import LABELS, Candidate
-from curator.store.snapshot import fk_id
 
 
 def register(subparsers: Any, common: argparse.ArgumentParser) -> None:
@@ -165,7 +164,7 @@ def cmd_review(ctx: CommandContext) -> int:
 def cmd_decide(ctx: CommandContext) -> int:
     store = ctx.store
     row = Candidate.get_or_none(Candidate.id == ctx.args.candidate)
-    if row is None or fk_id(row, "run") != ctx.args.run:
+    if row is None or row.run_id != ctx.args.run:
         raise CuratorError(f"run {ctx.args.run} has no candidate {ctx.args.candidate}")
     view = review_api.decide(
         store,

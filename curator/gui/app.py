@@ -27,8 +27,8 @@ from curator.gui.errors import (
     setup_logging,
 )
 from curator.resources_path import resource_path
-from curator.store.backup import check_or_quarantine
-from curator.store.db import Store, resolve_db_path
+from curator.store.db import Store, busy_timeout_from_env, resolve_db_path
+from curator.store.opening import DamagedDatabaseError
 
 log = logging.getLogger("curator.gui")
 
@@ -74,8 +74,14 @@ def check_display(environ: Mapping[str, str] = os.environ) -> None:
 
 
 def main(db_path: str | os.PathLike[str] | None = None) -> int:
-    """Open the window on ``db_path`` (default: ``--db``/``CURATOR_DB``/user data dir)."""
+    """Open the window on ``db_path`` (default: ``--db``/``CURATOR_DB``/user data dir).
+
+    A database that cannot be opened is never replaced on its own: a damaged one with a
+    good backup gets the Restore / Quit dialog (:class:`RestoreOffer`), anything else an
+    error dialog; a read-only one opens for reading, with a note saying so.
+    """
     from curator.gui.main_window import MainWindow
+    from curator.gui.recovery import RestoreOffer
     from curator.gui.services import AppServices
     from curator.gui.worker import LlmWorker
 
@@ -85,27 +91,53 @@ def main(db_path: str | os.PathLike[str] | None = None) -> int:
     install_qt_message_handler()
     dialogs = Dialogs()
     path = resolve_db_path(db_path)
-    quarantine = check_or_quarantine(path)
-    if quarantine is not None:
-        log.error("%s", quarantine.message)
+    opened: list[Store] = []
+    windows: list[MainWindow] = []
+    failure: list[int] = []
+
+    def show_window(store: Store) -> None:
+        opened.append(store)
+        services = AppServices(store=store, db_path=Path(path), worker=None, dialogs=dialogs)
+        services.worker = LlmWorker(services)
+        window = MainWindow(services)
+        windows.append(window)
+        install_excepthook(dialogs, lambda: window)
+        window.show()
+        if store.read_only:
+            dialogs.warning(
+                window,
+                "Opened read-only",
+                f"{path} cannot be written (the file or its folder is read-only). You can "
+                "browse it; changes will be refused.",
+            )
+
+    def refuse(message: str, exit_code: int) -> None:
+        log.error("%s", message)
+        failure.append(exit_code)
+        dialogs.error(None, "Memory Curator", message)
+
     try:
-        store = Store(path)
+        show_window(Store(path, busy_timeout_s=busy_timeout_from_env()))
+    except DamagedDatabaseError as exc:
+        if exc.backup is None:
+            refuse(str(exc), exc.exit_code)
+        else:
+            log.error("%s", exc)
+            offer = RestoreOffer(exc)
+            offer.restored.connect(show_window)
+            offer.failed.connect(lambda message: refuse(message, 2))
+            refused_code = exc.exit_code
+            offer.declined.connect(lambda: failure.append(refused_code))
+            offer.setAttribute(Qt.WidgetAttribute.WA_DeleteOnClose)
+            offer.open()
     except CuratorError as exc:
-        log.error("%s", exc)
-        dialogs.error(None, "Memory Curator", str(exc))
-        app.exec()
-        return exc.exit_code
-    services = AppServices(store=store, db_path=Path(path), worker=None, dialogs=dialogs)
-    services.worker = LlmWorker(services)
-    window = MainWindow(services)
-    install_excepthook(dialogs, lambda: window)
-    window.show()
-    if quarantine is not None:
-        dialogs.warning(window, "Damaged database moved aside", quarantine.message)
+        refuse(str(exc), exc.exit_code)
     try:
-        return int(app.exec())
+        code = int(app.exec())
     finally:
-        store.close()
+        for store in opened:
+            store.close()
+    return failure[0] if failure and not windows else code
 
 
 if __name__ == "__main__":  # pragma: no cover

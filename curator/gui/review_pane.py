@@ -330,7 +330,7 @@ class ReviewPane(QWidget):
         last = self.last_commit()
         self.undo_commit_button.setEnabled(last is not None)
         self.undo_commit_button.setToolTip(
-            f"Undo changeset #{last.id} (run #{last.__data__.get('run')})"
+            f"Undo changeset #{last.id} (run #{last.run_id})"
             if last is not None
             else "Nothing committed yet"
         )

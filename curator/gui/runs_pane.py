@@ -57,11 +57,6 @@ def _fmt_duration(seconds: float | None) -> str:
     return f"{int(seconds // 60)} min {int(seconds % 60)} s"
 
 
-def _fk(row: Any, field: str) -> Any:
-    """The raw foreign-key value of a peewee row (no query for the related row)."""
-    return row.__data__.get(field)
-
-
 def _counts(stats: Any) -> str:
     if not isinstance(stats, dict):
         return ""
@@ -86,7 +81,7 @@ TRACE_COLUMNS: list[Column[TraceStep]] = [
     Column("#", lambda t: t.id, align_right=True),
     Column("Step", lambda t: t.step),
     Column("Batch", lambda t: t.batch, align_right=True),
-    Column("Episode", lambda t: _fk(t, "episode"), align_right=True),
+    Column("Episode", lambda t: t.episode_id, align_right=True),
     Column("Tokens in", lambda t: t.tokens_in, align_right=True),
     Column("Tokens out", lambda t: t.tokens_out, align_right=True),
     Column("Seconds", lambda t: t.seconds, display=lambda t: f"{t.seconds:.2f}", align_right=True),
@@ -345,7 +340,7 @@ class RunsPane(QWidget):
     def _load_trace(self, run_id: int | None) -> None:
         step_id = None
         step = self.trace.row_at(self.trace_view.selectionModel().currentIndex().row())
-        if step is not None and _fk(step, "run") == run_id:
+        if step is not None and step.run_id == run_id:
             step_id = step.id
         if run_id is None:
             self.trace.set_rows([])

@@ -24,7 +24,6 @@ from curator.pipeline.commit import (
     _insert_change_rows,
     _Recorder,
     _summary,
-    explained_write,
 )
 from curator.pipeline.flagging import flag_context, pattern_sources
 from curator.store.db import Store
@@ -144,7 +143,7 @@ def retire_patterns(
     wanted = sorted(set(pattern_ids))
     if not wanted:
         raise CuratorError("give at least one pattern to retire")
-    with explained_write(store, "retirement"):
+    with store.explained_write("retirement"):
         found = {p.id: p for p in Pattern.select().where(Pattern.id.in_(wanted))}
         for pid in wanted:
             if pid not in found:

@@ -46,8 +46,7 @@ def pending_episode_ids(
     Without ``episode_ids``: those with neither a model nor a human label. With them:
     exactly those (re-classification), except the ones a human has labelled.
     """
-    del store
-    query = Episode.select(Episode.id).where(Episode.human_label.is_null())
+    query = Episode.select(Episode.id).where(Episode.human_label.is_null()).bind(store.db)
     if episode_ids is None:
         query = query.where(Episode.model_label.is_null())
     else:

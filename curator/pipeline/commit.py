@@ -27,15 +27,10 @@ Decisions made here (see the README of the review):
 
 from __future__ import annotations
 
-import sqlite3
-from collections.abc import Iterator
-from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
 from typing import Any
-
-import peewee
 
 from curator.core.dedup import merge_importance
 from curator.core.scoring import clamp01, rank_key
@@ -59,7 +54,6 @@ from curator.store.snapshot import (
     PARENTS_FIRST,
     Key,
     Row,
-    fk_id,
     key_dict,
     key_from_dict,
     read_rows,
@@ -77,37 +71,6 @@ class UnreviewedError(CuratorError):
     """The run still has unreviewed candidates (commit them with ``reviewed_only``)."""
 
     exit_code = 1
-
-
-@contextmanager
-def explained_write(store: Store, what: str) -> Iterator[None]:
-    """``store.write()`` whose SQLite failures become one readable CuratorError.
-
-    SQLite may roll a transaction back by itself on a full disk, after which the
-    transaction manager's own ROLLBACK fails with "no transaction is active" and hides the
-    real cause; the whole exception chain is searched for it.
-    """
-    try:
-        with store.write():
-            yield
-    except (peewee.DatabaseError, sqlite3.DatabaseError) as exc:
-        chain: list[BaseException] = []
-        current: BaseException | None = exc
-        while current is not None and current not in chain:
-            chain.append(current)
-            current = current.__cause__ or current.__context__
-        texts = " | ".join(str(e) for e in chain)
-        if "full" in texts:
-            raise CuratorError(
-                f"database or disk is full: the {what} was not applied, nothing changed "
-                f"({store.path}); free some space and try again"
-            ) from exc
-        if "locked" in texts or "busy" in texts:
-            raise CuratorError(
-                f"the database stayed locked by another program for {store.busy_timeout_s:g} s; "
-                f"the {what} was not applied, try again"
-            ) from exc
-        raise CuratorError(f"the {what} failed and was rolled back: {chain[-1]}") from exc
 
 
 # -- summaries ----------------------------------------------------------------------------
@@ -167,13 +130,13 @@ def _summary(cs: Changeset) -> ChangesetSummary:
     summary = cs.summary or {}
     return ChangesetSummary(
         id=cs.id,
-        run_id=fk_id(cs, "run"),
+        run_id=cs.run_id,
         kind=cs.kind,
         created_at=cs.created_at,
         counts={k: int(v) for k, v in summary.get("counts", {}).items()},
         actor=cs.actor,
-        undoes_id=fk_id(cs, "undoes"),
-        undone_by_id=fk_id(cs, "undone_by"),
+        undoes_id=cs.undoes_id,
+        undone_by_id=cs.undone_by_id,
         backup=summary.get("backup"),
         flagged=list(summary.get("flagged") or []),
     )
@@ -181,8 +144,7 @@ def _summary(cs: Changeset) -> ChangesetSummary:
 
 def history(store: Store, limit: int = 100) -> list[ChangesetSummary]:
     """The newest changesets first (commits and undos)."""
-    del store
-    query = Changeset.select().order_by(Changeset.id.desc()).limit(limit)
+    query = Changeset.select().order_by(Changeset.id.desc()).limit(limit).bind(store.db)
     return [_summary(cs) for cs in query]
 
 
@@ -293,7 +255,7 @@ def _plan(run_id: int) -> _Plan:
     )
     apply = [c for c in open_candidates if c.action is not None]
     unreviewed = len(open_candidates) - len(apply)
-    target_ids = sorted({t for c in apply if (t := fk_id(c, "target")) is not None})
+    target_ids = sorted({t for c in apply if (t := c.target_id) is not None})
     patterns: dict[int, Pattern] = {}
     for start in range(0, len(target_ids), _CHUNK):
         for p in Pattern.select().where(Pattern.id.in_(target_ids[start : start + _CHUNK])):
@@ -313,7 +275,7 @@ def _plan(run_id: int) -> _Plan:
             if conflict is not None:
                 preview.conflicts.append(conflict)
                 continue
-            target = fk_id(c, "target")
+            target = c.target_id
             if target is None:  # SKIP of a batch-internal duplicate: nothing to link
                 preview.skips.append(PreviewSkip(c.id, None))
                 continue
@@ -330,7 +292,7 @@ def _plan(run_id: int) -> _Plan:
 
 def _check_target(c: Candidate, patterns: dict[int, Pattern]) -> Conflict | None:
     expected = _expected_revision(c)
-    target = fk_id(c, "target")
+    target = c.target_id
     if target is None:
         if c.action == "UPDATE":
             return Conflict(c.id, None, "its target pattern was deleted")
@@ -347,8 +309,8 @@ def _check_target(c: Candidate, patterns: dict[int, Pattern]) -> Conflict | None
 
 def preview_commit(store: Store, run_id: int) -> CommitPreview:
     """What :func:`commit_run` would change now, conflicts included (nothing is written)."""
-    del store
-    return _plan(run_id).preview
+    with store.read():  # the plan's queries see one committed state
+        return _plan(run_id).preview
 
 
 def _refuse(plan: _Plan, reviewed_only: bool) -> None:
@@ -466,7 +428,7 @@ def _apply(store: Store, plan: _Plan, actor: str, backup: Path | None) -> Change
     recorder.existing("pattern", [(pid,) for pid in updated])
 
     linked: set[tuple[int, int]] = set()
-    targets = sorted({t for c in plan.apply if (t := fk_id(c, "target")) is not None})
+    targets = sorted({t for c in plan.apply if (t := c.target_id) is not None})
     for start in range(0, len(targets), _CHUNK):
         query = PatternEpisode.select(PatternEpisode.pattern, PatternEpisode.episode).where(
             PatternEpisode.pattern.in_(targets[start : start + _CHUNK])
@@ -580,7 +542,7 @@ def commit_run(
     # A cheap check first, so a refused commit does not leave a backup behind.
     _refuse(_plan(run_id), reviewed_only)
     backup_path = backup_database(store) if backup else None
-    with explained_write(store, "commit"):
+    with store.explained_write("commit"):
         # Read again under the write lock: this is the state the writes apply to.
         plan = _plan(run_id)
         _refuse(plan, reviewed_only)
@@ -596,7 +558,7 @@ def undo_changeset(store: Store, changeset_id: int, actor: str = "human") -> Cha
     Refused (CuratorError, nothing changed) for an undo changeset, a changeset already
     undone, and when any touched row was changed again after the commit.
     """
-    with explained_write(store, "undo"):
+    with store.explained_write("undo"):
         original = Changeset.get_or_none(Changeset.id == changeset_id)
         if original is None:
             raise CuratorError(f"there is no changeset {changeset_id}")
@@ -605,10 +567,9 @@ def undo_changeset(store: Store, changeset_id: int, actor: str = "human") -> Cha
                 f"changeset {changeset_id} is an {original.kind}; only commits can be undone, and "
                 "retirements (commit the run again instead)"
             )
-        if fk_id(original, "undone_by") is not None:
+        if original.undone_by_id is not None:
             raise CuratorError(
-                f"changeset {changeset_id} was already undone by changeset "
-                f"{fk_id(original, 'undone_by')}"
+                f"changeset {changeset_id} was already undone by changeset {original.undone_by_id}"
             )
         change_rows = list(
             ChangeRow.select().where(ChangeRow.changeset == original.id).order_by(ChangeRow.id)
@@ -643,7 +604,7 @@ def undo_changeset(store: Store, changeset_id: int, actor: str = "human") -> Cha
             if items:
                 counts[table] = len(items)
         undo = Changeset.create(
-            run=fk_id(original, "run"),
+            run=original.run_id,
             kind="undo",
             actor=actor,
             created_at=utcnow(),

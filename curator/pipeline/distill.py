@@ -117,14 +117,15 @@ def claimed_episode_ids() -> set[int]:
 
 def distillable_episode_ids(store: Store, category: str, limit: int | None = None) -> list[int]:
     """Episodes labelled ``category`` and not yet distilled or claimed, oldest first."""
-    del store
-    claimed = claimed_episode_ids()
-    query = (
-        Episode.select(Episode.id)
-        .where((Episode.label == category) & Episode.distilled_at.is_null())
-        .order_by(Episode.timestamp, Episode.id)
-    )
-    ids = [int(row.id) for row in query if int(row.id) not in claimed]
+    with store.read():
+        claimed = claimed_episode_ids()
+        query = (
+            Episode.select(Episode.id)
+            .where((Episode.label == category) & Episode.distilled_at.is_null())
+            .order_by(Episode.timestamp, Episode.id)
+            .bind(store.db)
+        )
+        ids = [int(row.id) for row in query if int(row.id) not in claimed]
     return ids if limit is None else ids[: max(0, limit)]
 
 

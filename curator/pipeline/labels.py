@@ -17,10 +17,8 @@ from datetime import datetime
 from typing import Any
 
 from curator.errors import CuratorError
-from curator.pipeline.commit import explained_write
 from curator.store.db import Store
 from curator.store.models import LABELS, Episode, LabelEvent, format_utc, utcnow
-from curator.store.snapshot import fk_id
 
 _CHUNK = 400
 
@@ -65,7 +63,7 @@ def _relabel(
 ) -> str:
     """Apply ``new_state(episode, now) -> dict`` to each episode as one undoable batch."""
     batch = uuid.uuid4().hex
-    with explained_write(store, "relabel"):
+    with store.explained_write("relabel"):
         now = utcnow()
         events = []
         for episode in _load(episode_ids):
@@ -122,7 +120,7 @@ def undo_last_relabel(store: Store) -> list[int]:
     model's *current* label is put back in force: a classification run after the relabel
     may have changed it, and undoing a person's action must not resurrect a stale one.
     """
-    with explained_write(store, "undo of the relabel"):
+    with store.explained_write("undo of the relabel"):
         newest = (
             LabelEvent.select(LabelEvent.batch)
             .where(LabelEvent.undone == False)  # noqa: E712 - peewee expression
@@ -134,9 +132,9 @@ def undo_last_relabel(store: Store) -> list[int]:
         events = list(
             LabelEvent.select().where(LabelEvent.batch == newest.batch).order_by(LabelEvent.id)
         )
-        episodes = {e.id: e for e in _load([fk_id(ev, "episode") or 0 for ev in events])}
+        episodes = {e.id: e for e in _load([ev.episode_id or 0 for ev in events])}
         for event in events:
-            episode = episodes[fk_id(event, "episode") or 0]
+            episode = episodes[event.episode_id or 0]
             before = event.before
             label_at = datetime.fromisoformat(before["label_at"]) if before["label_at"] else None
             if before["human_label"] is not None:

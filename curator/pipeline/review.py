@@ -37,7 +37,6 @@ from curator.core.dedup import gate, pair_ratio
 from curator.core.flags import Flag
 from curator.core.quality import QualityGate
 from curator.errors import CuratorError
-from curator.pipeline.commit import explained_write
 from curator.pipeline.flagging import FlagContext, candidate_sources, flag_context, seen_record
 from curator.store.db import Store
 from curator.store.models import (
@@ -50,7 +49,7 @@ from curator.store.models import (
     utcnow,
 )
 from curator.store.settings import all_settings
-from curator.store.snapshot import fk_id, tuples
+from curator.store.snapshot import tuples
 
 FINAL_ACTIONS = ("SKIP", "UPDATE", "ADD", "REJECT")
 DECIDE_ACTIONS = ("ACCEPT", *FINAL_ACTIONS)
@@ -189,13 +188,13 @@ def _quality_gate(settings: dict[str, Any]) -> QualityGate:
 
 
 def _shown_target(c: Candidate) -> int | None:
-    target = fk_id(c, "target")
+    target = c.target_id
     if c.action in TARGETED and target is not None:
         return target
-    rematch = fk_id(c, "rematch_target")
+    rematch = c.rematch_target_id
     if c.final_text is not None and rematch is not None:
         return rematch
-    return fk_id(c, "proposed_target")
+    return c.proposed_target_id
 
 
 def _views(store: Store, candidates: list[Candidate]) -> list[CandidateView]:
@@ -234,16 +233,16 @@ def _views(store: Store, candidates: list[Candidate]) -> list[CandidateView]:
         views.append(
             CandidateView(
                 id=c.id,
-                run_id=int(fk_id(c, "run") or 0),
+                run_id=int(c.run_id or 0),
                 ordinal=c.ordinal,
                 text=c.text,
                 importance=c.importance,
                 category=c.category,
                 proposed_action=c.proposed_action,
-                proposed_target_id=fk_id(c, "proposed_target"),
+                proposed_target_id=c.proposed_target_id,
                 proposed_ratio=c.proposed_ratio,
                 action=c.action,
-                target_id=fk_id(c, "target"),
+                target_id=c.target_id,
                 target_ratio=c.target_ratio,
                 final_text=c.final_text,
                 final_importance=c.final_importance,
@@ -254,7 +253,7 @@ def _views(store: Store, candidates: list[Candidate]) -> list[CandidateView]:
                 target_text=info[0] if info else None,
                 target_importance=info[1] if info else None,
                 rematch_action=c.rematch_action,
-                rematch_target_id=fk_id(c, "rematch_target"),
+                rematch_target_id=c.rematch_target_id,
                 rematch_ratio=c.rematch_ratio,
                 quality_reasons=reasons,
                 shown_target_id=target if info else None,
@@ -284,12 +283,14 @@ def get_candidate(store: Store, candidate_id: int) -> CandidateView:
 
 def review_progress(store: Store, run_id: int) -> ReviewProgress:
     """How far the review of a run is: total, reviewed, and the count of each action."""
-    del store
-    _get_run(run_id)
+    with store.read():
+        _get_run(run_id)
+        query = Candidate.select(Candidate.action).where(Candidate.run == run_id)
+        actions = tuples(query.bind(store.db))
     total = 0
     reviewed = 0
     by_action: dict[str, int] = {}
-    for (action,) in tuples(Candidate.select(Candidate.action).where(Candidate.run == run_id)):
+    for (action,) in actions:
         total += 1
         if action is not None:
             reviewed += 1
@@ -341,7 +342,7 @@ def _open_candidate(candidate_id: int) -> Candidate:
     candidate = Candidate.get_or_none(Candidate.id == candidate_id)
     if candidate is None:
         raise CuratorError(f"there is no candidate {candidate_id}")
-    run = _get_run(int(fk_id(candidate, "run") or 0))
+    run = _get_run(int(candidate.run_id or 0))
     if candidate.state == "applied":
         raise CuratorError(f"candidate {candidate_id} is already committed; undo the commit first")
     if run.status != "staged":
@@ -359,7 +360,7 @@ def decision_state(candidate: Candidate) -> dict[str, Any]:
     state: dict[str, Any] = {}
     for name in DECISION_FIELDS:
         if name in _FOREIGN_KEYS:
-            value: Any = fk_id(candidate, _FOREIGN_KEYS[name])
+            value: Any = getattr(candidate, name)  # target_id: the raw id, no query
         else:
             value = getattr(candidate, name)
         if isinstance(value, datetime):
@@ -415,7 +416,7 @@ def _resolve(
         p_ratio = state["rematch_ratio"]
     else:
         p_action = candidate.proposed_action
-        p_target = fk_id(candidate, "proposed_target")
+        p_target = candidate.proposed_target_id
         p_ratio = candidate.proposed_ratio
     action = p_action if verb == "ACCEPT" else verb
     if action not in FINAL_ACTIONS:
@@ -436,7 +437,7 @@ def _resolve(
         elif p_target is not None:
             chosen, basis = int(p_target), ("rematch" if final_text is not None else "proposal")
         else:
-            chosen, basis = fk_id(candidate, "proposed_target"), "proposal"
+            chosen, basis = candidate.proposed_target_id, "proposal"
         if chosen is None:
             within_run = final_text is None and candidate.target_revision is None
             if action == "UPDATE" and not (verb == "ACCEPT" and within_run):
@@ -495,7 +496,7 @@ def decide(
         raise CuratorError(f"unknown action {action!r}; use one of {', '.join(DECIDE_ACTIONS)}")
     if importance is not None and (math.isnan(importance) or not 0.0 <= importance <= 1.0):
         raise CuratorError(f"importance must be between 0 and 1 (got {importance})")
-    with explained_write(store, "decision"):
+    with store.explained_write("decision"):
         candidate = _open_candidate(candidate_id)
         before = decision_state(candidate)
         state = dict(before)
@@ -541,7 +542,7 @@ def accept_all(
     seen, as for a single decision.
     """
     accepted = 0
-    with explained_write(store, "accept-all"):
+    with store.explained_write("accept-all"):
         run = _get_run(run_id)
         if run.status != "staged":
             raise CuratorError(f"run {run_id} is {run.status}, not staged")
@@ -590,7 +591,7 @@ def undo_last_decision(store: Store, run_id: int, actor: str = "human") -> Candi
     Repeated calls walk further back. Decisions of committed candidates are skipped (undo
     the commit for those). Returns the restored candidate, or None when nothing is left.
     """
-    with explained_write(store, "undo of the decision"):
+    with store.explained_write("undo of the decision"):
         run = _get_run(run_id)
         if run.status != "staged":
             return None
@@ -608,7 +609,7 @@ def undo_last_decision(store: Store, run_id: int, actor: str = "human") -> Candi
         )
         if event is None:
             return None
-        candidate = Candidate.get_by_id(fk_id(event, "candidate"))
+        candidate = Candidate.get_by_id(event.candidate_id)
         before = decision_state(candidate)
         restored = {name: event.before.get(name) for name in DECISION_FIELDS}
         _record(candidate, before, restored, actor, "undo")
@@ -623,7 +624,7 @@ def record_proposals(store: Store, run_id: int) -> int:
     The audit trail then starts with what the model proposed; these events are not
     decisions and :func:`undo_last_decision` never reverts them.
     """
-    with explained_write(store, "proposal record"):
+    with store.explained_write("proposal record"):
         now = utcnow()
         rows = [
             {
@@ -633,7 +634,7 @@ def record_proposals(store: Store, run_id: int) -> int:
                 "before": {},
                 "after": {
                     "proposed_action": c.proposed_action,
-                    "proposed_target_id": fk_id(c, "proposed_target"),
+                    "proposed_target_id": c.proposed_target_id,
                     "proposed_ratio": c.proposed_ratio,
                     "target_revision": c.target_revision,
                 },

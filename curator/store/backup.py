@@ -1,4 +1,4 @@
-"""Backups of the database file, and quarantine of a damaged one.
+"""Backups of the database file, and restoring one in place of a damaged database.
 
 A backup is taken with SQLite's online backup API from a connection of its own, so it is
 a consistent snapshot even while the window or another command writes (WAL readers see
@@ -6,14 +6,18 @@ one committed state), and it never copies a half-written page the way a file cop
 Each copy is checked with ``integrity_check`` before it counts: a backup that cannot be
 restored is worse than none, because it would be trusted.
 
-A damaged database is never deleted: it is renamed aside together with its ``-wal`` and
-``-shm`` files (which belong to it; a WAL file left next to a new database of the same
-name would be replayed into it), and the caller is told which backup to restore.
+A damaged database is never replaced at start (opening refuses it and names the newest
+good backup); only an explicit restore (``curator restore`` or the window's dialog)
+replaces it, and even then it is never deleted: it is renamed aside together with its
+``-wal`` and ``-shm`` files (which belong to it; a WAL file left next to a new database
+of the same name would be replayed into it). Like Anki's "Restore backup", the current
+file is set aside whether or not it is damaged, so a restore never loses anything.
 """
 
 from __future__ import annotations
 
 import contextlib
+import os
 import re
 import shutil
 import sqlite3
@@ -23,10 +27,10 @@ from pathlib import Path
 from curator.errors import CuratorError
 from curator.store.db import BUSY_TIMEOUT_S, Store
 from curator.store.models import utcnow
+from curator.store.opening import check_file, read_only_uri
 
 DEFAULT_KEEP = 10
 BACKUP_DIR_NAME = "backups"
-_DAMAGE_ERRORS = ("SQLITE_CORRUPT", "SQLITE_NOTADB")
 
 
 def _timestamp() -> str:
@@ -51,21 +55,6 @@ def list_backups(db_path: Path, backup_dir: Path | None = None) -> list[Path]:
     return sorted(p for p in folder.iterdir() if pattern.fullmatch(p.name) and p.is_file())
 
 
-def _check_file(path: Path, pragma: str) -> str:
-    """``ok``, or what the check (or opening the file) reported."""
-    try:
-        conn = sqlite3.connect(f"{path.resolve().as_uri()}?mode=rw", uri=True, timeout=5.0)
-    except sqlite3.Error as exc:
-        return str(exc)
-    try:
-        rows = conn.execute(f"PRAGMA {pragma}").fetchall()
-        return "\n".join(str(r[0]) for r in rows)
-    except sqlite3.Error as exc:
-        return str(exc)
-    finally:
-        conn.close()
-
-
 def backup_database(store: Store, dest_dir: Path | None = None, keep: int = DEFAULT_KEEP) -> Path:
     """Copy the database to ``dest_dir`` (default ``<db dir>/backups``), check it, rotate.
 
@@ -85,7 +74,12 @@ def backup_database(store: Store, dest_dir: Path | None = None, keep: int = DEFA
     final = folder / f"{store.path.stem}-{stamp}.sqlite"
     partial = folder / f"{store.path.stem}-{stamp}.partial"
     try:
-        source = sqlite3.connect(str(store.path), timeout=BUSY_TIMEOUT_S)
+        if store.read_only:
+            has_wal = store.path.with_name(store.path.name + "-wal").exists()
+            uri = read_only_uri(store.path, immutable=not has_wal)
+            source = sqlite3.connect(uri, uri=True, timeout=BUSY_TIMEOUT_S)
+        else:
+            source = sqlite3.connect(str(store.path), timeout=BUSY_TIMEOUT_S)
         try:
             target = sqlite3.connect(str(partial))
             try:
@@ -119,91 +113,117 @@ def _remove_quietly(path: Path) -> None:
         path.unlink()
 
 
-@dataclass(frozen=True)
-class QuarantineReport:
-    """A damaged database that was moved aside, and what the user can do about it."""
+def backup_problem(backup: Path) -> str | None:
+    """Why ``backup`` cannot be restored (None when it can): read-only checks only."""
+    try:
+        check_file(backup, name_backup=False)
+    except CuratorError as exc:
+        return str(exc)
+    if not backup.is_file() or backup.stat().st_size == 0:
+        return f"{backup} is empty or missing"
+    return None
 
-    path: Path  # where the database was (and where a restored backup goes)
-    moved_to: Path  # the damaged file's new name
-    moved: tuple[Path, ...]  # every file renamed (database, -wal, -shm)
-    problem: str  # the first line of what quick_check (or opening it) said
-    backup: Path | None  # the newest backup that passes quick_check, if any
+
+def newest_good_backup(path: Path, backup_dir: Path | None = None) -> Path | None:
+    """The newest backup of ``path`` that passes ``quick_check`` and holds our schema."""
+    for candidate in reversed(list_backups(path, backup_dir)):
+        if backup_problem(candidate) is None:
+            return candidate
+    return None
+
+
+@dataclass(frozen=True)
+class RestoreReport:
+    """A restore that happened: what was put back and where the previous file went."""
+
+    path: Path  # the database, now the restored copy
+    backup: Path  # the backup it was copied from (left as it was)
+    moved: tuple[Path, ...]  # the previous database and its -wal/-shm, renamed aside
 
     @property
     def message(self) -> str:
-        head = (
-            f"The database {self.path} is damaged ({self.problem}); "
-            f"it was moved aside to {self.moved_to}."
-        )
-        if self.backup is None:
-            return head + " No good backup was found; a new empty database will be created."
-        return head + f" Restore the newest good backup: {self.backup}"
+        aside = f"; the previous file was set aside as {self.moved[0]}" if self.moved else ""
+        return f"restored {self.path} from {self.backup}{aside}"
 
 
-def check_or_quarantine(path: Path) -> QuarantineReport | None:
-    """At start: if ``path`` fails ``quick_check``, rename it aside and name the backup.
-
-    Returns None when the file is sound or absent. Only damage is acted on (a corrupt
-    page, a file that is not a database): a locked or unreadable file is left alone, since
-    opening it will report that problem more precisely than a rename would.
-    """
-    if not path.exists() or path.stat().st_size == 0:
-        return None
-    problem = _damage(path)
-    if problem is None:
-        return None
-    stamp = _timestamp()
-    moved: list[Path] = []
-    for suffix in ("", "-wal", "-shm"):
-        source = path.with_name(path.name + suffix)
-        if source.exists():
-            target = path.with_name(f"{path.name}.damaged-{stamp}{suffix}")
-            source.rename(target)
-            moved.append(target)
-    backup = None
-    for candidate in reversed(list_backups(path)):
-        if _check_file(candidate, "quick_check") == "ok":
-            backup = candidate
-            break
-    return QuarantineReport(
-        path=path, moved_to=moved[0], moved=tuple(moved), problem=problem, backup=backup
-    )
-
-
-def _damage(path: Path) -> str | None:
-    """What is wrong with the file, or None when it is sound (or not judged damaged).
-
-    Read-only, so closing the connection never checkpoints a WAL into a damaged file: the
-    WAL is moved aside with it, as it was.
-    """
+def _fsync_folder(folder: Path) -> None:
+    """Make a rename durable (POSIX); a no-op where folders cannot be opened."""
     try:
-        conn = sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True, timeout=5.0)
-    except sqlite3.Error:
-        return None
+        fd = os.open(folder, os.O_RDONLY)
+    except OSError:
+        return
     try:
-        rows = conn.execute("PRAGMA quick_check").fetchall()
-    except sqlite3.Error as exc:
-        name = getattr(exc, "sqlite_errorname", "")
-        if any(name.startswith(prefix) for prefix in _DAMAGE_ERRORS):
-            return str(exc)
-        return None
+        os.fsync(fd)
+    except OSError:
+        pass
     finally:
-        conn.close()
-    text = "\n".join(str(r[0]) for r in rows)
-    if text == "ok":
-        return None
-    return text.strip().splitlines()[0] if text.strip() else "quick_check failed"
+        os.close(fd)
 
 
-def restore_backup(backup: Path, path: Path) -> None:
-    """Put a backup in place of a (quarantined, hence absent) database file.
+def restore_backup(path: Path, backup: Path | None = None) -> RestoreReport:
+    """Put ``backup`` (default: the newest good one) in place of the database ``path``.
 
-    Refuses to overwrite an existing database: the damaged one must have been moved aside.
+    All or nothing: the backup is checked, copied to a temporary file in the database's
+    folder, flushed to disk and checked again; only then are the current file and its
+    ``-wal``/``-shm`` renamed aside (never deleted) and the copy renamed into place, an
+    atomic step. A failure before that leaves every file as it was; a failure of the final
+    rename puts the previous files back. The window must not have the database open.
     """
-    if path.exists() and path.stat().st_size > 0:
-        raise CuratorError(f"{path} exists; move it aside before restoring {backup}")
-    if _check_file(backup, "quick_check") != "ok":
-        raise CuratorError(f"the backup {backup} is not sound; choose an older one")
-    partial = path.with_name(path.name + ".restoring")
-    shutil.copyfile(backup, partial)
-    partial.replace(path)
+    if backup is None:
+        backup = newest_good_backup(path)
+        if backup is None:
+            folder = default_backup_dir(path)
+            raise CuratorError(f"no good backup of {path} was found in {folder}; nothing changed")
+    problem = backup_problem(backup)
+    if problem is not None:
+        raise CuratorError(f"the backup cannot be restored: {problem}; nothing changed")
+    if path.is_dir():
+        raise CuratorError(f"{path} is a folder, not a database file; nothing changed")
+    stamp = _timestamp()
+    partial = path.with_name(f"{path.name}.restoring-{stamp}")
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        with backup.open("rb") as source, partial.open("xb") as target:
+            shutil.copyfileobj(source, target, 1024 * 1024)
+            target.flush()
+            os.fsync(target.fileno())
+        problem = backup_problem(partial)
+        if problem is not None:
+            raise CuratorError(f"the copy of {backup} is not sound ({problem}); nothing changed")
+    except OSError as exc:
+        _remove_quietly(partial)
+        raise CuratorError(f"cannot restore {backup} to {path}: {exc}; nothing changed") from exc
+    except BaseException:
+        _remove_quietly(partial)
+        raise
+    moved = _set_aside(path, stamp)
+    try:
+        partial.replace(path)
+    except OSError as exc:
+        for original, aside in moved:
+            aside.replace(original)
+        _remove_quietly(partial)
+        raise CuratorError(f"cannot restore {backup} to {path}: {exc}; nothing changed") from exc
+    _fsync_folder(path.parent)
+    return RestoreReport(path=path, backup=backup, moved=tuple(aside for _, aside in moved))
+
+
+def _siblings(path: Path) -> list[Path]:
+    return [path.with_name(path.name + suffix) for suffix in ("", "-wal", "-shm")]
+
+
+def _set_aside(path: Path, stamp: str) -> list[tuple[Path, Path]]:
+    """Rename the database and its -wal/-shm aside (damaged or not: never deleted)."""
+    try:
+        check_file(path, name_backup=False)
+        label = "replaced"
+    except CuratorError:
+        label = "damaged"
+    moved: list[tuple[Path, Path]] = []
+    for source in _siblings(path):
+        if source.exists():
+            suffix = source.name[len(path.name) :]
+            target = path.with_name(f"{path.name}.{label}-{stamp}{suffix}")
+            source.rename(target)
+            moved.append((source, target))
+    return moved

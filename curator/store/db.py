@@ -5,6 +5,11 @@ peewee keeps one connection per thread, so the GUI thread and the LLM worker thr
 get their own connection to the same file; WAL lets readers proceed while one writer
 writes, and every write transaction is ``BEGIN IMMEDIATE`` so two writers queue on the
 busy timeout instead of failing with "database is locked" halfway through.
+
+Opening never writes before the file has been judged ours (:mod:`curator.store.opening`),
+and never takes the write lock unless a migration is due: reads do not wait for writers.
+A database that cannot be written (the file or its folder is read-only) is opened
+read-only: reads work, and every write says "read-only: ..." (exit 2).
 """
 
 from __future__ import annotations
@@ -16,25 +21,38 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+import peewee
 import platformdirs
-from peewee import DatabaseError as PeeweeDatabaseError
 from peewee import SqliteDatabase
 
 from curator.errors import CuratorError
 from curator.store.migrations import LATEST_VERSION, MIGRATIONS
 from curator.store.models import ALL_MODELS
+from curator.store.opening import (
+    FileCheck,
+    ReadOnlyError,
+    SchemaTooNewError,
+    StoreBusyError,
+    StoreError,
+    check_file,
+    read_only_uri,
+)
+
+__all__ = [
+    "BUSY_TIMEOUT_S",
+    "ReadOnlyError",
+    "SchemaTooNewError",
+    "Store",
+    "StoreBusyError",
+    "StoreError",
+]
 
 APP_NAME = "memory-curator"
 DB_ENV = "CURATOR_DB"
+BUSY_ENV = "CURATOR_BUSY_TIMEOUT"
 BUSY_TIMEOUT_S = 30.0
-
-
-class StoreError(CuratorError):
-    """A database problem explained in one sentence for the user."""
-
-
-class SchemaTooNewError(StoreError):
-    """The file was written by a newer version of the application; it is left untouched."""
+DATABASE_ERRORS = (peewee.DatabaseError, sqlite3.DatabaseError)
+_SQLITE_ERRORS = DATABASE_ERRORS
 
 
 def default_db_path() -> Path:
@@ -52,57 +70,157 @@ def resolve_db_path(cli_value: str | os.PathLike[str] | None) -> Path:
     return default_db_path()
 
 
-def read_user_version(path: Path) -> int:
-    """The schema version of an existing file, read without changing a byte of it."""
-    uri = f"{path.resolve().as_uri()}?mode=ro"
+def busy_timeout_from_env() -> float:
+    """``CURATOR_BUSY_TIMEOUT`` (seconds) or the default: how long a write waits for the lock."""
+    raw = os.environ.get(BUSY_ENV, "").strip()
+    if not raw:
+        return BUSY_TIMEOUT_S
     try:
-        conn = sqlite3.connect(uri, uri=True)
-        try:
-            return int(conn.execute("PRAGMA user_version").fetchone()[0])
-        finally:
-            conn.close()
-    except sqlite3.DatabaseError as exc:
-        raise StoreError(f"{path} is not a usable SQLite database ({exc})") from exc
+        value = float(raw)
+    except ValueError:
+        raise CuratorError(f"{BUSY_ENV} must be a number of seconds (got {raw!r})") from None
+    if not 0 <= value <= 3600:
+        raise CuratorError(f"{BUSY_ENV} must be between 0 and 3600 seconds (got {raw})")
+    return value
+
+
+def is_writable(path: Path) -> bool:
+    """Whether this process may write ``path`` and create its ``-wal``/``-shm`` siblings."""
+    folder = path.absolute().parent
+    while not folder.exists() and folder != folder.parent:
+        folder = folder.parent  # a folder still to be created: its nearest existing parent
+    if not os.access(folder, os.W_OK | os.X_OK):
+        return False
+    return not path.exists() or os.access(path, os.W_OK)
+
+
+def _error_name(exc: BaseException) -> str:
+    """SQLite's error name from anywhere in the chain (peewee wraps sqlite3's errors)."""
+    current: BaseException | None = exc
+    seen: list[BaseException] = []
+    while current is not None and current not in seen:
+        seen.append(current)
+        name = getattr(current, "sqlite_errorname", "")
+        if name:
+            return str(name)
+        current = current.__cause__ or current.__context__
+    return ""
+
+
+def _lock_error(exc: BaseException, path: Path, busy_timeout_s: float) -> StoreError | None:
+    name = _error_name(exc)
+    text = str(exc).lower()
+    if name.startswith("SQLITE_BUSY") or "database is locked" in text:
+        return StoreBusyError(
+            f"busy: another curator process is writing to {path} (waited "
+            f"{busy_timeout_s:g} s for it); try again when it has finished"
+        )
+    if name.startswith("SQLITE_READONLY") or "readonly database" in text:
+        return ReadOnlyError(f"read-only: {path} cannot be written ({exc})")
+    return None
+
+
+def explain_database_error(
+    exc: BaseException,
+    path: Path,
+    what: str,
+    busy_timeout_s: float = BUSY_TIMEOUT_S,
+    outcome: str = "was not applied, nothing changed",
+) -> CuratorError:
+    """A SQLite failure of ``what`` as one readable sentence naming the real cause.
+
+    The real cause is searched in the whole exception chain: a busy database, a read-only
+    file, a full disk, damage; anything else is reported with SQLite's own words.
+    ``outcome`` says what became of the work ("was not applied, nothing changed" for one
+    transaction).
+    """
+    if isinstance(exc, CuratorError):
+        return exc
+    lock = _lock_error(exc, path, busy_timeout_s)
+    if lock is not None:
+        return lock
+    name = _error_name(exc)
+    if name.startswith("SQLITE_FULL") or "disk is full" in str(exc).lower():
+        return StoreError(
+            f"database or disk is full: the {what} {outcome} ({path}); "
+            "free some space and try again"
+        )
+    if name.startswith(("SQLITE_CORRUPT", "SQLITE_NOTADB")):
+        return StoreError(f"{path} is damaged ({exc}); the {what} {outcome}")
+    return StoreError(f"the {what} failed: {exc}; it {outcome}")
 
 
 class Store:
-    """The application's database: opened, migrated and bound to the models.
+    """The application's database: judged, opened, migrated if needed, bound to the models.
 
     ``write()`` is the only way the application writes: an ``IMMEDIATE`` transaction that
-    is committed as a whole or not at all.
+    is committed as a whole or not at all. ``read_only=True`` (or a file or folder this
+    process cannot write) opens the database without ever writing it.
     """
 
-    def __init__(self, path: str | os.PathLike[str], *, busy_timeout_s: float = BUSY_TIMEOUT_S):
+    def __init__(
+        self,
+        path: str | os.PathLike[str],
+        *,
+        busy_timeout_s: float = BUSY_TIMEOUT_S,
+        read_only: bool = False,
+    ):
         self.path = Path(path)
         self.busy_timeout_s = busy_timeout_s
-        if self.path.exists() and self.path.stat().st_size > 0:
-            found = read_user_version(self.path)
-            if found > LATEST_VERSION:
-                raise SchemaTooNewError(
-                    f"{self.path} has schema version {found}, newer than this version of "
-                    f"the application understands ({LATEST_VERSION}); it was not modified. "
-                    "Update the application to open it."
-                )
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        self.db = SqliteDatabase(
-            str(self.path),
-            timeout=busy_timeout_s,
-            # every transaction, peewee's atomic() included, takes the write lock up front
-            lock_type="IMMEDIATE",
-            pragmas={
-                "journal_mode": "wal",
-                "foreign_keys": 1,
-                "synchronous": "normal",
-                "busy_timeout": int(busy_timeout_s * 1000),
-            },
-        )
+        found = check_file(self.path)
+        self.read_only = read_only or (found.exists and not is_writable(self.path))
+        if not found.exists and (read_only or not is_writable(self.path)):
+            raise ReadOnlyError(f"read-only: {self.path} does not exist and cannot be created here")
+        if self.read_only and found.needs_migration:
+            raise ReadOnlyError(
+                f"read-only: {self.path} has schema version {found.version} and needs an "
+                f"upgrade to {LATEST_VERSION}, which needs write access"
+            )
+        if not found.exists:
+            try:
+                self.path.parent.mkdir(parents=True, exist_ok=True)
+            except OSError as exc:
+                raise StoreError(f"cannot create the folder of {self.path}: {exc}") from exc
+        self.db = self._database(found)
         self.db.bind(ALL_MODELS, bind_refs=False, bind_backrefs=False)
         try:
             self.db.connect(reuse_if_open=True)
-            self.migrate()
-        except (sqlite3.DatabaseError, PeeweeDatabaseError) as exc:
+            if not self.read_only:
+                self._prepare(found)
+        except StoreError:
             self.db.close()
-            raise StoreError(f"{self.path} is not a usable SQLite database ({exc})") from exc
+            raise
+        except _SQLITE_ERRORS as exc:
+            self.db.close()
+            raise self.explain(exc, "upgrade of the database") from exc
+
+    def _database(self, found: FileCheck) -> SqliteDatabase:
+        pragmas: dict[str, Any] = {
+            "foreign_keys": 1,
+            "busy_timeout": int(self.busy_timeout_s * 1000),
+        }
+        if self.read_only:
+            # immutable when no WAL is next to the file: nothing is locked or created (a
+            # read-only WAL reader would leave -shm/-wal files behind it).
+            has_wal = self.path.with_name(self.path.name + "-wal").exists()
+            name = read_only_uri(self.path, immutable=not has_wal)
+            return SqliteDatabase(
+                name, uri=True, timeout=self.busy_timeout_s, pragmas={**pragmas, "query_only": 1}
+            )
+        return SqliteDatabase(
+            str(self.path),
+            timeout=self.busy_timeout_s,
+            # every transaction, peewee's atomic() included, takes the write lock up front
+            lock_type="IMMEDIATE",
+            pragmas={**pragmas, "synchronous": "normal"},
+        )
+
+    def _prepare(self, found: FileCheck) -> None:
+        """WAL and migrations: only what is due, so an up-to-date open takes no lock."""
+        if not found.wal:
+            self.db.execute_sql("PRAGMA journal_mode=wal")
+        if found.needs_migration:
+            self.migrate()
 
     # -- schema ---------------------------------------------------------------------------
 
@@ -111,8 +229,12 @@ class Store:
         return int(self.db.execute_sql("PRAGMA user_version").fetchone()[0])
 
     def migrate(self, target: int = LATEST_VERSION) -> None:
-        """Apply the pending migrations up to ``target`` in one transaction."""
-        with self.db.atomic():
+        """Apply the pending migrations up to ``target`` in one transaction.
+
+        The version is read again under the write lock: another process may have migrated
+        the file between the check and the lock.
+        """
+        with self.write():
             current = self.schema_version
             if current > LATEST_VERSION:
                 raise SchemaTooNewError(
@@ -129,9 +251,86 @@ class Store:
 
     @contextmanager
     def write(self) -> Iterator[None]:
-        """An ``IMMEDIATE`` write transaction (takes the write lock up front, waits if busy)."""
-        with self.db.atomic():
+        """An ``IMMEDIATE`` write transaction (takes the write lock up front, waits if busy).
+
+        Nested calls become savepoints. When SQLite has already rolled the transaction back
+        by itself (a full disk, an I/O error), no second ROLLBACK is sent: the error raised
+        is the original one, not "cannot rollback - no transaction is active". A lock that
+        stays taken for the whole busy timeout raises StoreBusyError; a read-only database
+        raises ReadOnlyError before anything is tried.
+        """
+        db = self.db
+        if self.read_only:
+            raise ReadOnlyError(f"read-only: {self.path} is opened read-only; nothing was changed")
+        if db.transaction_depth() > 0:
+            with db.atomic():
+                yield
+            return
+        try:
+            db.begin()
+        except _SQLITE_ERRORS as exc:
+            lock = self._lock_error(exc)
+            if lock is None:
+                raise
+            raise lock from exc
+        marker = db.transaction()
+        db.push_transaction(marker)
+        try:
             yield
+        except BaseException as exc:
+            db.pop_transaction()
+            self._rollback_if_open(exc)
+            raise
+        db.pop_transaction()
+        try:
+            db.commit()
+        except BaseException as exc:
+            self._rollback_if_open(exc)
+            raise
+
+    def _rollback_if_open(self, exc: BaseException) -> None:
+        """Roll back unless SQLite already did; a failed rollback is noted on ``exc``.
+
+        (peewee's after_commit callbacks are not used by the application, so none are run
+        or cleared here.)
+        """
+        db = self.db
+        conn = db.connection() if not db.is_closed() else None
+        if conn is None or not conn.in_transaction:
+            return
+        try:
+            db.rollback()
+        except _SQLITE_ERRORS as rollback_exc:  # the original error still says what happened
+            exc.add_note(f"and the rollback failed: {rollback_exc}")
+
+    def _lock_error(self, exc: BaseException) -> StoreError | None:
+        return _lock_error(exc, self.path, self.busy_timeout_s)
+
+    def explain(self, exc: BaseException, what: str) -> CuratorError:
+        """A SQLite failure of ``what`` as one readable sentence (the real cause)."""
+        return explain_database_error(exc, self.path, what, self.busy_timeout_s)
+
+    @contextmanager
+    def read(self) -> Iterator[None]:
+        """One consistent snapshot for several queries, without the write lock.
+
+        A deferred transaction: under WAL it never waits for a writer, and every query
+        inside sees the same committed state. Inside a write it simply joins it.
+        """
+        with self.db.transaction("DEFERRED"):
+            yield
+
+    @contextmanager
+    def explained_write(self, what: str) -> Iterator[None]:
+        """``write()`` whose SQLite failures become one readable CuratorError.
+
+        ``what`` names the operation in the message ("the commit was not applied").
+        """
+        try:
+            with self.write():
+                yield
+        except _SQLITE_ERRORS as exc:
+            raise self.explain(exc, what) from exc
 
     def data_version(self) -> int:
         """Changes when another connection commits: cheap polling for outside changes."""

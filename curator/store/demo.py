@@ -30,8 +30,7 @@ class DemoReport:
 
 
 def is_empty(store: Store) -> bool:
-    del store
-    return not Episode.select().exists() and not Pattern.select().exists()
+    return not Episode.select().exists(store.db) and not Pattern.select().exists(store.db)
 
 
 def create_demo(store: Store) -> DemoReport:

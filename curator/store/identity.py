@@ -26,8 +26,8 @@ EMPTY_IDENTITY = Identity(version=0, identity_text="", axioms=())
 
 def current_identity(store: Store) -> Identity:
     """The newest version, or an empty identity (version 0) when none was saved yet."""
-    del store  # the models are bound to the open store
-    row = IdentityVersion.select().order_by(IdentityVersion.version.desc()).first()
+    query = IdentityVersion.select().order_by(IdentityVersion.version.desc())
+    row = query.first(store.db)
     if row is None:
         return EMPTY_IDENTITY
     return Identity(row.version, row.identity_text, tuple(row.axioms))
@@ -46,5 +46,5 @@ def save_identity(store: Store, identity_text: str, axioms: list[str], note: str
 
 
 def identity_versions(store: Store) -> list[IdentityVersion]:
-    del store
-    return list(IdentityVersion.select().order_by(IdentityVersion.version.desc()))
+    query = IdentityVersion.select().order_by(IdentityVersion.version.desc())
+    return list(query.bind(store.db))

@@ -113,7 +113,6 @@ def _rows(
 
 def pattern_sources(store: Store, pattern_id: int) -> list[SourceRow]:
     """The episodes a pattern came from (or was confirmed by), with the run that linked them."""
-    del store
     query = (
         PatternEpisode.select(PatternEpisode, Episode, Run)
         .join(Episode)
@@ -121,6 +120,7 @@ def pattern_sources(store: Store, pattern_id: int) -> list[SourceRow]:
         .join(Run, JOIN.LEFT_OUTER)
         .where(PatternEpisode.pattern == pattern_id)
         .order_by(Episode.timestamp)
+        .bind(store.db)
     )
     result = []
     for link in query:

@@ -118,6 +118,7 @@ class Run(BaseModel):
     params = JSONField(default=dict)
     prompts = JSONField(default=dict)  # prompt name -> {"version": .., "sha256": ..}
     identity_version = ForeignKeyField(IdentityVersion, null=True, on_delete="SET NULL")
+    identity_version_id: int | None  # the raw id (peewee's accessor; no query)
     stats = JSONField(default=dict)
 
 
@@ -136,6 +137,7 @@ class Episode(BaseModel):
     model_label = TextField(null=True)
     model_confidence = FloatField(null=True)
     model_run = ForeignKeyField(Run, null=True, on_delete="SET NULL", backref="labelled")
+    model_run_id: int | None  # the raw id (peewee's accessor; no query)
     human_label = TextField(null=True)
     label = TextField(null=True, index=True)  # the label in force: human over model
     label_by = TextField(null=True)  # "model" | "human" | None
@@ -143,6 +145,7 @@ class Episode(BaseModel):
     classify_truncated = BooleanField(default=False)
     distilled_at = UTCDateTimeField(null=True, index=True)
     distilled_run = ForeignKeyField(Run, null=True, on_delete="SET NULL", backref="distilled")
+    distilled_run_id: int | None  # the raw id (peewee's accessor; no query)
 
 
 class Pattern(BaseModel):
@@ -163,7 +166,9 @@ class Pattern(BaseModel):
     status = TextField(default="active", index=True)  # active | retired
     revision = IntegerField(default=1)
     created_run = ForeignKeyField(Run, null=True, on_delete="SET NULL", backref="created")
+    created_run_id: int | None  # the raw id (peewee's accessor; no query)
     updated_run = ForeignKeyField(Run, null=True, on_delete="SET NULL", backref="updated")
+    updated_run_id: int | None  # the raw id (peewee's accessor; no query)
     created_at = UTCDateTimeField(default=utcnow)
     updated_at = UTCDateTimeField(default=utcnow)
 
@@ -172,8 +177,11 @@ class PatternEpisode(BaseModel):
     """Provenance: an episode a pattern was distilled from (or confirmed by), and by which run."""
 
     pattern = ForeignKeyField(Pattern, on_delete="CASCADE", backref="sources")
+    pattern_id: int  # the raw id (peewee's accessor; no query)
     episode = ForeignKeyField(Episode, on_delete="CASCADE", backref="patterns")
+    episode_id: int  # the raw id (peewee's accessor; no query)
     run = ForeignKeyField(Run, null=True, on_delete="SET NULL")
+    run_id: int | None  # the raw id (peewee's accessor; no query)
 
     class Meta:
         primary_key = CompositeKey("pattern", "episode")
@@ -184,10 +192,12 @@ class TraceStep(BaseModel):
 
     id = AutoField()
     run = ForeignKeyField(Run, on_delete="CASCADE", backref="trace")
+    run_id: int  # the raw id (peewee's accessor; no query)
     step = TextField()  # classify | extract | refine | importance
     batch = IntegerField(default=0)
     category = TextField(default="")
     episode = ForeignKeyField(Episode, null=True, on_delete="SET NULL")
+    episode_id: int | None  # the raw id (peewee's accessor; no query)
     prompt_name = TextField(default="")
     prompt_sha256 = TextField(default="")
     raw_output = TextField(default="")
@@ -211,16 +221,19 @@ class Candidate(BaseModel):
 
     id = AutoField()
     run = ForeignKeyField(Run, on_delete="CASCADE", backref="candidates")
+    run_id: int  # the raw id (peewee's accessor; no query)
     ordinal = IntegerField()
     text = TextField()
     importance = FloatField()
     category = TextField(default="uncategorized")
     proposed_action = TextField()
     proposed_target = ForeignKeyField(Pattern, null=True, on_delete="SET NULL")
+    proposed_target_id: int | None  # the raw id (peewee's accessor; no query)
     proposed_ratio = FloatField(default=0.0)
     target_revision = IntegerField(null=True)
     action = TextField(null=True)  # SKIP | UPDATE | ADD | REJECT, None while unreviewed
     target = ForeignKeyField(Pattern, null=True, on_delete="SET NULL", backref="+")
+    target_id: int | None  # the raw id (peewee's accessor; no query)
     target_ratio = FloatField(null=True)
     final_text = TextField(null=True)
     final_importance = FloatField(null=True)
@@ -231,6 +244,7 @@ class Candidate(BaseModel):
     # The dedup gate's proposal for an edited ``final_text`` (None while the text is not edited).
     rematch_action = TextField(null=True)
     rematch_target = ForeignKeyField(Pattern, null=True, on_delete="SET NULL", backref="+")
+    rematch_target_id: int | None  # the raw id (peewee's accessor; no query)
     rematch_ratio = FloatField(null=True)
     # Revision of ``target`` when the reviewer chose it (a target other than the proposed one,
     # or one picked explicitly); None: the proposal's ``target_revision`` applies.
@@ -245,7 +259,9 @@ class CandidateEpisode(BaseModel):
     """The source episodes of a candidate."""
 
     candidate = ForeignKeyField(Candidate, on_delete="CASCADE", backref="sources")
+    candidate_id: int  # the raw id (peewee's accessor; no query)
     episode = ForeignKeyField(Episode, on_delete="CASCADE")
+    episode_id: int  # the raw id (peewee's accessor; no query)
 
     class Meta:
         primary_key = CompositeKey("candidate", "episode")
@@ -256,6 +272,7 @@ class DecisionEvent(BaseModel):
 
     id = AutoField()
     candidate = ForeignKeyField(Candidate, on_delete="CASCADE", backref="events")
+    candidate_id: int  # the raw id (peewee's accessor; no query)
     actor = TextField()
     at = UTCDateTimeField(default=utcnow)
     before = JSONField()
@@ -269,6 +286,7 @@ class LabelEvent(BaseModel):
 
     id = AutoField()
     episode = ForeignKeyField(Episode, on_delete="CASCADE", backref="label_events")
+    episode_id: int  # the raw id (peewee's accessor; no query)
     batch = TextField()  # one id for the episodes relabelled together
     actor = TextField()
     at = UTCDateTimeField(default=utcnow)
@@ -282,12 +300,15 @@ class Changeset(BaseModel):
 
     id = AutoField()
     run = ForeignKeyField(Run, null=True, on_delete="SET NULL", backref="changesets")
+    run_id: int | None  # the raw id (peewee's accessor; no query)
     kind = TextField()  # commit | undo
     actor = TextField(default="human")
     created_at = UTCDateTimeField(default=utcnow)
     summary = JSONField(default=dict)
     undoes = ForeignKeyField("self", null=True, on_delete="SET NULL", backref="+")
+    undoes_id: int | None  # the raw id (peewee's accessor; no query)
     undone_by = ForeignKeyField("self", null=True, on_delete="SET NULL", backref="+")
+    undone_by_id: int | None  # the raw id (peewee's accessor; no query)
 
 
 class ChangeRow(BaseModel):
@@ -295,6 +316,7 @@ class ChangeRow(BaseModel):
 
     id = AutoField()
     changeset = ForeignKeyField(Changeset, on_delete="CASCADE", backref="rows")
+    changeset_id: int  # the raw id (peewee's accessor; no query)
     table = TextField()
     key = JSONField()
     before = JSONField(null=True)  # None: the row did not exist

@@ -18,8 +18,6 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from peewee import Model
-
 from curator.errors import CuratorError
 from curator.store.db import Store
 
@@ -61,12 +59,6 @@ DUMP_TABLES = (
     "setting",
 )
 """Everything but the audit trail (decision/label events, changesets), which only grows."""
-
-
-def fk_id(row: Model, field: str) -> int | None:
-    """The raw id held by a foreign key field (no query for the referenced row)."""
-    value = row.__data__.get(field)
-    return int(value) if value is not None else None
 
 
 def tuples(query: Any) -> list[tuple[Any, ...]]:

@@ -87,7 +87,7 @@ def test_twenty_demo_episodes_get_one_of_three_labels(classified_demo, tmp_path:
         assert all(s.prompt_sha256 == prompt.sha256 for s in steps)
         by_episode = {e.id: e for e in labelled}
         for step in steps:
-            episode = by_episode[step.__data__["episode"]]
+            episode = by_episode[step.episode_id]
             assert step.raw_output == step.parsed["label"] == episode.model_label
             assert sum(step.parsed["probabilities"].values()) == pytest.approx(1.0)
         # the shared prefix was evaluated once and then reused

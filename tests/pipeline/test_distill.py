@@ -67,7 +67,7 @@ def test_distill_stages_gated_candidates_with_sources(classified_store: Store, d
         assert gate.check(c.text).ok, c.text
         assert c.proposed_action in ACTIONS and c.action is None
         assert 0.0 <= c.importance <= 1.0 and 0.0 <= c.proposed_ratio <= 1.0
-        target = c.__data__.get("proposed_target")
+        target = c.proposed_target_id
         if target is not None:
             assert c.proposed_action in ("SKIP", "UPDATE")
             assert c.target_revision == active[target].revision

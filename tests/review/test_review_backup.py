@@ -1,7 +1,8 @@
-"""Backups (checked, rotated) and quarantine of a damaged database at start."""
+"""Backups (checked, rotated); a damaged database is refused at start and restored on request."""
 
 from __future__ import annotations
 
+import hashlib
 import sqlite3
 from pathlib import Path
 
@@ -10,12 +11,14 @@ import pytest
 from curator.errors import CuratorError
 from curator.store.backup import (
     backup_database,
-    check_or_quarantine,
     list_backups,
+    newest_good_backup,
     restore_backup,
 )
 from curator.store.db import Store
+from curator.store.migrations import LATEST_VERSION
 from curator.store.models import Pattern
+from curator.store.opening import DamagedDatabaseError, check_file
 from review.conftest import make_patterns
 
 
@@ -58,11 +61,10 @@ def test_backup_sees_only_committed_data(store: Store) -> None:
     conn.close()
 
 
-def test_sound_or_missing_database_is_left_alone(store: Store, tmp_path: Path) -> None:
+def test_sound_or_missing_database_opens(store: Store, tmp_path: Path) -> None:
     make_patterns(store)
-    assert check_or_quarantine(store.path) is None
-    assert check_or_quarantine(tmp_path / "absent.sqlite") is None
-    assert store.path.exists()
+    assert check_file(store.path).version == LATEST_VERSION
+    assert not check_file(tmp_path / "absent.sqlite").exists
 
 
 def _corrupt(path: Path) -> None:
@@ -72,7 +74,12 @@ def _corrupt(path: Path) -> None:
     path.write_bytes(bytes(data))
 
 
-def test_damaged_database_is_moved_aside_with_its_wal(tmp_path: Path) -> None:
+def _digest(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def test_damaged_database_is_refused_then_restored_on_request(tmp_path: Path) -> None:
+    """Opening refuses a damaged file (untouched, names the backup); restore swaps it."""
     path = tmp_path / "curator.sqlite"
     store = Store(path)
     make_patterns(store)
@@ -86,27 +93,33 @@ def test_damaged_database_is_moved_aside_with_its_wal(tmp_path: Path) -> None:
     _corrupt(path)
     wal = path.with_name(path.name + "-wal")
     wal.write_bytes(b"")
-    report = check_or_quarantine(path)
-    assert report is not None
-    assert not path.exists() and not wal.exists()
-    assert report.moved_to.exists() and ".damaged-" in report.moved_to.name
-    assert any(p.name.endswith("-wal") for p in report.moved)
-    assert report.backup == good
-    assert str(good) in report.message and "moved aside" in report.message
+    before = _digest(path)
+    with pytest.raises(DamagedDatabaseError) as refused:
+        Store(path)
+    assert refused.value.backup == good and str(good) in str(refused.value)
+    assert _digest(path) == before and wal.exists()  # nothing renamed, nothing written
+    assert newest_good_backup(path) == good
 
-    restore_backup(report.backup, path)
+    with pytest.raises(CuratorError, match="cannot be restored"):
+        restore_backup(path, bad)
+    assert _digest(path) == before
+
+    report = restore_backup(path)
+    assert report.backup == good
+    assert ".damaged-" in report.moved[0].name and _digest(report.moved[0]) == before
+    assert any(p.name.endswith("-wal") for p in report.moved) and not wal.exists()
+    assert not list(tmp_path.glob("*.restoring-*"))
     reopened = Store(path)
     assert reopened.integrity_check() == "ok" and Pattern.select().count() == 4
     reopened.close()
 
 
-def test_file_that_is_not_a_database_is_quarantined(tmp_path: Path) -> None:
+def test_file_that_is_not_a_database_is_refused_without_a_backup(tmp_path: Path) -> None:
     path = tmp_path / "curator.sqlite"
     path.write_bytes(b"hello world" * 1000)
-    report = check_or_quarantine(path)
-    assert report is not None and report.backup is None
-    assert "not a database" in report.problem
-    assert "No good backup" in report.message
-    assert report.moved_to.read_bytes().startswith(b"hello world")
-    with pytest.raises(CuratorError, match="exists"):
-        restore_backup(report.moved_to, report.moved_to)
+    with pytest.raises(DamagedDatabaseError, match="not a SQLite database") as refused:
+        Store(path)
+    assert refused.value.backup is None and "no good backup" in str(refused.value)
+    with pytest.raises(CuratorError, match="no good backup"):
+        restore_backup(path)
+    assert path.read_bytes().startswith(b"hello world")

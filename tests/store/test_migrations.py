@@ -87,7 +87,7 @@ def test_newer_schema_is_refused_and_left_untouched(tmp_path: Path) -> None:
 def test_a_file_that_is_not_a_database_is_a_clear_error(tmp_path: Path) -> None:
     path = tmp_path / "notes.sqlite"
     path.write_text("these are my notes, not a database\n" * 100)
-    with pytest.raises(StoreError, match="not a usable SQLite database"):
+    with pytest.raises(StoreError, match="not a SQLite database"):
         Store(path)
     assert path.read_text().startswith("these are my notes")
 

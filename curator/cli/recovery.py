@@ -1,0 +1,43 @@
+"""``curator restore``: put a backup back in place of a damaged (or unwanted) database.
+
+It never opens the database through the store (which refuses a damaged file); it only
+reads the backups and the file with read-only checks, then swaps files as described in
+:func:`curator.store.backup.restore_backup`.
+"""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+from typing import Any
+
+from curator.cli.common import CommandContext
+from curator.store.backup import restore_backup
+
+
+def register(subparsers: Any, common: argparse.ArgumentParser) -> None:
+    """Add the ``restore`` subcommand."""
+    p = subparsers.add_parser(
+        "restore",
+        parents=[common],
+        help="restore the database from a backup (default: the newest good one)",
+        description="Check BACKUP (default: the newest backup that passes quick_check), "
+        "set the current database file aside (renamed, never deleted) and put a copy of "
+        "the backup in its place, all or nothing. Close the window first.",
+    )
+    p.add_argument("backup", nargs="?", metavar="BACKUP", help="backup file to restore")
+    p.set_defaults(handler=cmd_restore)
+
+
+def cmd_restore(ctx: CommandContext) -> int:
+    chosen = Path(ctx.args.backup).expanduser() if ctx.args.backup else None
+    report = restore_backup(Path(ctx.db_path), chosen)
+    ctx.emit(
+        {
+            "database": str(report.path),
+            "backup": str(report.backup),
+            "set_aside": [str(p) for p in report.moved],
+        },
+        report.message,
+    )
+    return 0

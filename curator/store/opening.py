@@ -1,0 +1,217 @@
+"""Deciding, without writing a byte, whether a file may be opened as our database.
+
+Every open starts here, before any pragma that writes (``journal_mode=WAL``) and before a
+migration. The file is read through a connection that cannot write: ``immutable=1`` when
+no ``-wal`` is next to it (nothing is locked or created), ``mode=ro`` when there is one (so
+the committed pages in the WAL are read too). The verdict is one of:
+
+- **new**: absent, zero bytes, or a SQLite file with ``user_version`` 0 and no schema at
+  all: ours to initialise;
+- **ours**: ``user_version`` between 1 and ``LATEST_VERSION`` and every table the
+  migrations up to that version create is present (tables of our own a user added are
+  tolerated, as Firefox tolerates extra tables in places.sqlite);
+- refused, with one sentence: a directory, a file that is not SQLite, a damaged database
+  (``quick_check`` fails), a newer schema, or a database of another program (tables but
+  not ours). A refused file is never opened for writing, so it stays byte-identical.
+
+A known limit, accepted: the ``immutable`` read assumes nobody changes the main file
+meanwhile. Under WAL a writer changes it only when it checkpoints, so a false "damaged"
+verdict needs a checkpoint to land during the check; it would refuse (exit 2) and change
+nothing, and the next try succeeds.
+
+Like Anki and Zotero, a damaged database is never repaired or replaced behind the
+user's back: the message names the newest backup that passes ``quick_check`` and the
+``curator restore`` command that puts it back (see :mod:`curator.store.backup`).
+"""
+
+from __future__ import annotations
+
+import re
+import sqlite3
+from dataclasses import dataclass
+from pathlib import Path
+
+from curator.errors import CuratorError
+from curator.store.migrations import LATEST_VERSION, MIGRATIONS
+
+SQLITE_MAGIC = b"SQLite format 3\x00"
+_CREATE_TABLE = re.compile(r'^CREATE TABLE "([^"]+)"')
+
+
+class StoreError(CuratorError):
+    """A database problem explained in one sentence for the user (exit code 2)."""
+
+
+class SchemaTooNewError(StoreError):
+    """The file was written by a newer version of the application; it is left untouched."""
+
+
+class ForeignDatabaseError(StoreError):
+    """A SQLite database of another program (or a clashing schema); it is left untouched."""
+
+
+class DamagedDatabaseError(StoreError):
+    """The file is not a database or fails ``quick_check``; it is left untouched.
+
+    ``problem`` completes "<path> ..." ("is not a SQLite database", "is damaged (...)");
+    ``backup`` is the newest backup that passes ``quick_check`` (None when there is none).
+    """
+
+    def __init__(self, path: Path, problem: str, backup: Path | None) -> None:
+        self.path = path
+        self.problem = problem
+        self.backup = backup
+        if backup is None:
+            advice = "no good backup was found; it was not modified"
+        else:
+            advice = (
+                f"it was not modified; the newest good backup is {backup} "
+                "(run `curator restore` to put it back)"
+            )
+        super().__init__(f"{path} {problem}; {advice}")
+
+
+class ReadOnlyError(StoreError):
+    """A write to a database that can only be read (file, folder or open mode)."""
+
+
+class StoreBusyError(StoreError):
+    """Another process held the write lock for the whole busy timeout (exit code 1)."""
+
+    exit_code = 1
+
+
+def tables_up_to(version: int) -> frozenset[str]:
+    """The tables the migrations up to ``version`` create (read from their SQL)."""
+    names: set[str] = set()
+    for migration in MIGRATIONS[:version]:
+        for statement in migration:
+            match = _CREATE_TABLE.match(statement)
+            if match:
+                names.add(match.group(1))
+    return frozenset(names)
+
+
+@dataclass(frozen=True)
+class FileCheck:
+    """What :func:`check_file` found: a file that may be opened as our database."""
+
+    path: Path
+    exists: bool  # False: absent or zero bytes
+    version: int  # PRAGMA user_version (0 for a new file)
+    wal: bool  # already in WAL mode (no journal_mode change needed)
+
+    @property
+    def needs_migration(self) -> bool:
+        return self.version < LATEST_VERSION
+
+
+def read_only_uri(path: Path, *, immutable: bool) -> str:
+    """A URI that opens ``path`` without ever writing it (or creating files when immutable)."""
+    uri = f"{path.resolve().as_uri()}?mode=ro"
+    return uri + "&immutable=1" if immutable else uri
+
+
+def _sibling(path: Path, suffix: str) -> Path:
+    return path.with_name(path.name + suffix)
+
+
+def _connect_without_writing(path: Path, timeout: float) -> sqlite3.Connection:
+    has_wal = _sibling(path, "-wal").exists()
+    return sqlite3.connect(read_only_uri(path, immutable=not has_wal), uri=True, timeout=timeout)
+
+
+def _first_line(text: str) -> str:
+    stripped = text.strip()
+    return stripped.splitlines()[0] if stripped else "quick_check failed"
+
+
+def check_file(path: Path, *, timeout: float = 5.0, name_backup: bool = True) -> FileCheck:
+    """Judge ``path`` read-only; raise a StoreError that says why it may not be opened.
+
+    ``name_backup``: a damaged file's error names the newest good backup (off when the
+    file being judged is itself a backup).
+    """
+    if path.is_dir():
+        raise StoreError(f"{path} is a folder, not a database file")
+    if not path.exists():
+        return FileCheck(path, exists=False, version=0, wal=False)
+    try:
+        size = path.stat().st_size
+        with path.open("rb") as handle:
+            header = handle.read(100)
+    except OSError as exc:
+        raise StoreError(f"cannot read {path}: {exc.strerror or exc}") from exc
+    if size == 0:
+        return FileCheck(path, exists=False, version=0, wal=False)
+    if not header.startswith(SQLITE_MAGIC) or len(header) < 100:
+        raise _damaged(path, name_backup, "is not a SQLite database")
+    try:
+        conn = _connect_without_writing(path, timeout)
+    except sqlite3.Error as exc:
+        raise StoreError(f"cannot open {path}: {exc}") from exc
+    try:
+        version = int(conn.execute("PRAGMA user_version").fetchone()[0])
+        objects = conn.execute(
+            "SELECT type, name FROM sqlite_master WHERE name NOT LIKE 'sqlite_%'"
+        ).fetchall()
+        problem = _first_line(
+            "\n".join(str(r[0]) for r in conn.execute("PRAGMA quick_check").fetchall())
+        )
+        journal = str(conn.execute("PRAGMA journal_mode").fetchone()[0]).lower()
+    except sqlite3.DatabaseError as exc:
+        name = getattr(exc, "sqlite_errorname", "")
+        if name.startswith(("SQLITE_BUSY", "SQLITE_LOCKED")):
+            raise StoreBusyError(
+                f"busy: another curator process is writing to {path}; try again later"
+            ) from exc
+        raise _damaged(path, name_backup, _damage_text(exc)) from exc
+    finally:
+        conn.close()
+    if problem != "ok":
+        raise _damaged(path, name_backup, f"is damaged (quick_check: {problem})")
+    tables = {name for kind, name in objects if kind == "table"}
+    if version > LATEST_VERSION:
+        raise SchemaTooNewError(
+            f"{path} has schema version {version}, newer than this version of the "
+            f"application understands ({LATEST_VERSION}); it was not modified. "
+            "Update the application to open it."
+        )
+    if version == 0:
+        if objects:
+            raise ForeignDatabaseError(
+                f"{path} is not a Memory Curator database (it holds {_listing(tables)}); "
+                "it was not modified"
+            )
+        return FileCheck(path, exists=True, version=0, wal=journal == "wal")
+    missing = tables_up_to(version) - tables
+    if missing:
+        raise ForeignDatabaseError(
+            f"{path} is not a Memory Curator database (schema version {version} but "
+            f"{_listing(missing, 'no')}); it was not modified"
+        )
+    return FileCheck(path, exists=True, version=version, wal=journal == "wal")
+
+
+def _listing(names: set[str] | frozenset[str], prefix: str = "") -> str:
+    shown = sorted(names)
+    text = ", ".join(shown[:5]) + (f" and {len(shown) - 5} more" if len(shown) > 5 else "")
+    if not shown:
+        return "indexes or views but no tables"
+    label = "table" if len(shown) == 1 else "tables"
+    return f"{prefix} {label} {text}".strip()
+
+
+def _damage_text(exc: sqlite3.DatabaseError) -> str:
+    if getattr(exc, "sqlite_errorname", "") == "SQLITE_NOTADB":
+        return "is not a SQLite database"
+    return f"is damaged ({exc})"
+
+
+def _damaged(path: Path, name_backup: bool, problem: str) -> DamagedDatabaseError:
+    if not name_backup:
+        return DamagedDatabaseError(path, problem, None)
+    # Imported here: the backup module builds on this one.
+    from curator.store.backup import newest_good_backup
+
+    return DamagedDatabaseError(path, problem, newest_good_backup(path))
