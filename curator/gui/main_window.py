@@ -342,7 +342,7 @@ class MainWindow(QMainWindow):
         self.show_message(summary)
         if report.errors:
             shown = report.errors[:15]
-            lines = "\n".join(f"line {e.line}: {e.reason}" for e in shown)
+            lines = "\n".join(f"line {e.line}: {e.reason}" if e.line else e.reason for e in shown)
             more = len(report.errors) - len(shown)
             if more:
                 lines += f"\n… and {more} more"

@@ -40,7 +40,7 @@ from curator.gui.qt_models import Column, RowTableModel
 from curator.gui.review_dialogs import CommitDialog, EditDialog
 from curator.pipeline import commit as commit_api
 from curator.pipeline import review as review_api
-from curator.store.models import Changeset, Episode, Run
+from curator.store.models import Changeset, Episode, Run, format_local
 
 KEY_HELP = (
     "<b>A</b> accept proposal · <b>1</b> skip · <b>2</b> update · <b>3</b> add · "
@@ -210,7 +210,7 @@ class ReviewPane(QWidget):
             for run in runs:
                 progress = review_api.review_progress(self.services.store, run.id)
                 total, reviewed = progress.total, progress.reviewed
-                when = run.started_at.astimezone().strftime("%Y-%m-%d %H:%M")
+                when = format_local(run.started_at)
                 self.run_combo.addItem(
                     f"Run #{run.id} ({when}) — {reviewed}/{total} reviewed", run.id
                 )
@@ -371,7 +371,7 @@ class ReviewPane(QWidget):
         episodes = Episode.select().where(Episode.id.in_(ids)).order_by(Episode.timestamp)
         parts = []
         for ep in episodes:
-            when = ep.timestamp.astimezone().strftime("%Y-%m-%d %H:%M")
+            when = format_local(ep.timestamp)
             label = ep.label or "unlabelled"
             parts.append(
                 f"<h4>Episode #{ep.id} · {when} · {html.escape(ep.source or '')} · {label}</h4>"
