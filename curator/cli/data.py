@@ -7,7 +7,7 @@ import sys
 from collections import Counter
 from typing import Any
 
-from curator.cli.common import CommandContext
+from curator.cli.common import CommandContext, integer
 from curator.errors import CuratorError
 from curator.store.demo import create_demo
 from curator.store.importer import import_files
@@ -32,7 +32,9 @@ def register(subparsers: Any, common: argparse.ArgumentParser) -> None:
     p = subparsers.add_parser(
         "export", parents=[common], help="print the top-K patterns as the agent receives them"
     )
-    p.add_argument("--top", type=int, default=None, metavar="K", help="default: setting top_k (50)")
+    p.add_argument(
+        "--top", type=integer, default=None, metavar="K", help="default: setting top_k (50)"
+    )
     p.add_argument("--format", choices=("json", "markdown"), default="markdown")
     p.set_defaults(handler=cmd_export)
 

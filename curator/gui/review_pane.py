@@ -57,15 +57,28 @@ def _decision(c: Any) -> str:
     return "" if c.action is None else f"✓ {c.action}"
 
 
+def _text_tooltip(c: Any) -> str:
+    if c.final_text is None:
+        return str(c.text)
+    return f"Edited by the reviewer:\n{c.final_text}\n\nThe model proposed:\n{c.text}"
+
+
 CANDIDATE_COLUMNS: list[Column[Any]] = [
     Column("#", lambda c: c.ordinal, align_right=True),
     Column("Proposed", lambda c: c.proposed_action),
     Column("Decision", _decision),
     Column(
-        "Imp.", lambda c: c.importance, display=lambda c: f"{c.importance:.2f}", align_right=True
+        "Imp.",
+        lambda c: c.effective_importance,
+        display=lambda c: f"{c.effective_importance:.2f}",
+        align_right=True,
     ),
+    # The text that a commit applies: the reviewer's edit when there is one.
     Column(
-        "Candidate", lambda c: c.text, display=lambda c: _flat(c.text), tooltip=lambda c: c.text
+        "Candidate",
+        lambda c: c.effective_text,
+        display=lambda c: ("✎ " if c.final_text is not None else "") + _flat(c.effective_text),
+        tooltip=_text_tooltip,
     ),
 ]
 
@@ -332,6 +345,10 @@ class ReviewPane(QWidget):
                 f"<p><i>Edited (re-match: {c.rematch_action}); the model proposed:</i> "
                 f"{html.escape(c.text)}</p>"
             )
+            if c.action == "UPDATE" and c.target_id is not None:
+                lines.append(
+                    f"<p>On commit, this wording replaces the text of pattern #{c.target_id}.</p>"
+                )
         if c.quality_reasons:
             lines.append(
                 "<p style='color:#c0392b'>Quality gate: "
