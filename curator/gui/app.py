@@ -95,16 +95,29 @@ def main(db_path: str | os.PathLike[str] | None = None) -> int:
         dialogs.error(None, "Memory Curator", str(exc))
         app.exec()
         return exc.exit_code
-    services = AppServices(store=store, db_path=Path(path), worker=None, dialogs=dialogs)
-    services.worker = LlmWorker(services)
-    window = MainWindow(services)
+    # The hook goes in before anything that reads data, so an exception while building
+    # the window is a dialog too; its parent is the window once there is one.
+    window: MainWindow | None = None
     install_excepthook(dialogs, lambda: window)
-    window.show()
-    if quarantine is not None:
-        dialogs.warning(window, "Damaged database moved aside", quarantine.message)
+    services = AppServices(store=store, db_path=Path(path), worker=None, dialogs=dialogs)
+    worker = LlmWorker(services)
+    services.worker = worker
     try:
+        try:
+            window = MainWindow(services)
+        except Exception as exc:
+            # A window that cannot be built is one dialog and a clean exit, never an abort
+            # ("QThread: Destroyed while thread is still running" if the worker were left).
+            log.exception("the window could not be built")
+            dialogs.exception(None, exc)
+            app.exec()
+            return 3
+        window.show()
+        if quarantine is not None:
+            dialogs.warning(window, "Damaged database moved aside", quarantine.message)
         return int(app.exec())
     finally:
+        worker.shutdown()  # joins the thread on every way out (idempotent)
         store.close()
 
 

@@ -9,6 +9,7 @@ SQLite's ``data_version`` once a second and reloads the visible pane when it cha
 from __future__ import annotations
 
 import json
+import logging
 from datetime import datetime
 from importlib import metadata
 from pathlib import Path
@@ -34,6 +35,8 @@ from curator.gui.runs_pane import RunsPane
 from curator.gui.services import AppServices
 from curator.gui.settings_pane import SettingsPane
 from curator.store.importer import import_file
+
+log = logging.getLogger("curator.gui")
 
 ORGANIZATION = "MemoryCurator"
 APPLICATION = "curator"
@@ -142,8 +145,14 @@ class MainWindow(QMainWindow):
             self._refresh(index)
 
     def _refresh(self, index: int) -> None:
+        """Reload one pane; a failure (data the pane cannot show) is a dialog, and the
+        window and the other panes carry on."""
         pane: Any = self.panes[index]
-        pane.refresh()
+        try:
+            pane.refresh()
+        except Exception as exc:
+            log.exception("reloading the %s pane failed", pane.objectName())
+            self.services.dialogs.exception(self, exc)
 
     def refresh_all(self) -> None:
         """Reload the visible pane now and the others when they are shown."""

@@ -137,7 +137,10 @@ def date_range(store: Store) -> tuple[date, date] | None:
     low, high = store.execute("SELECT min(timestamp), max(timestamp) FROM episode")[0]
     if low is None or high is None:
         return None
-    return date.fromisoformat(str(low)[:10]), date.fromisoformat(str(high)[:10])
+    try:
+        return date.fromisoformat(str(low)[:10]), date.fromisoformat(str(high)[:10])
+    except ValueError:  # a value written by another tool: no preset rather than no window
+        return None
 
 
 def distinct_sources(store: Store) -> list[str]:
