@@ -6,6 +6,11 @@ one transaction. Lines are split on ``\\n`` only (so U+2028 inside a string is j
 character), read as bytes and decoded strictly, so invalid UTF-8 is reported with its
 byte offset instead of being replaced silently.
 
+A file is JSON Lines or one JSON array, decided by what it holds (see ``_is_json_array``),
+and nothing after an array is ever silently ignored. ``-`` reads standard input. A source
+that cannot be read at all (missing, unreadable, a directory, a named pipe) is one error
+``FILE: reason`` and the next file is still imported.
+
 Identity of an episode: a SHA-256 over its body (text or messages), its source and its
 timestamp as given. Re-importing a file therefore adds nothing, while the same short text
 sent at two different times ("ping") stays two episodes. An episode without a timestamp
