@@ -527,7 +527,10 @@ def _parse(
     """Read and validate one source: (its name, good episodes, line errors, lines read)."""
     if str(path) == STDIN:
         name = STDIN_NAME
-        handle: BinaryIO = io.BytesIO((stdin if stdin is not None else sys.stdin.buffer).read())
+        source = stdin if stdin is not None else getattr(sys.stdin, "buffer", None)
+        if source is None:  # a windowed process has no standard input
+            raise _Unreadable("there is no standard input to read")
+        handle: BinaryIO = io.BytesIO(source.read())
     else:
         name = str(path)
         handle = _open_regular(path)
