@@ -13,6 +13,31 @@ from curator.store.db import Store, busy_timeout_from_env, resolve_db_path
 
 Handler = Callable[["CommandContext"], int]
 
+SQLITE_INT_MAX = 2**63 - 1
+"""SQLite stores 64-bit signed integers; a larger id or count cannot even be looked up."""
+
+
+def integer(text: str) -> int:
+    """argparse type: an integer SQLite can hold; anything else is a usage error (exit 2)."""
+    digits = text.strip().lstrip("+-")
+    if not digits.isdigit() or not digits.isascii():
+        raise argparse.ArgumentTypeError(f"not an integer: {text[:40]!r}")
+    if len(digits) > 19 or abs(int(text)) > SQLITE_INT_MAX:
+        raise argparse.ArgumentTypeError(
+            f"{text[:40]} is out of range (at most {SQLITE_INT_MAX} in absolute value)"
+        )
+    return int(text)
+
+
+def utf8_text(text: str) -> str:
+    """argparse type: text that can be stored (arguments that are not UTF-8 arrive with
+    lone surrogates, which SQLite refuses half way through a write)."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        raise argparse.ArgumentTypeError("the text is not valid UTF-8") from None
+    return text
+
 
 def add_common_options(parser: argparse.ArgumentParser, *, suppress_defaults: bool) -> None:
     """``--db`` and ``--json`` are accepted before and after the subcommand.

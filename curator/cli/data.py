@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import argparse
+import sys
 from collections import Counter
 from typing import Any
 
-from curator.cli.common import CommandContext
+from curator.cli.common import CommandContext, integer
 from curator.errors import CuratorError
 from curator.store.demo import create_demo
 from curator.store.importer import import_files
@@ -20,16 +21,20 @@ def register(subparsers: Any, common: argparse.ArgumentParser) -> None:
         parents=[common],
         help="import episodes from JSONL or JSON files",
         description="Import episodes. Bad lines are reported as FILE:LINE: reason and skipped; "
-        "the good lines of each file are imported in one transaction. Exit code 0 when every "
-        "line was good, 1 when some were rejected.",
+        "the good lines of each file are imported in one transaction. A file that cannot be "
+        "read is reported as FILE: reason and the other files are still imported. FILE - "
+        "reads standard input. Exit code 0 when every line was good, 1 when some were "
+        "rejected.",
     )
-    p.add_argument("files", nargs="+", metavar="FILE")
+    p.add_argument("files", nargs="+", metavar="FILE", help="a JSONL or JSON file; - for stdin")
     p.set_defaults(handler=cmd_import)
 
     p = subparsers.add_parser(
         "export", parents=[common], help="print the top-K patterns as the agent receives them"
     )
-    p.add_argument("--top", type=int, default=None, metavar="K", help="default: setting top_k (50)")
+    p.add_argument(
+        "--top", type=integer, default=None, metavar="K", help="default: setting top_k (50)"
+    )
     p.add_argument("--format", choices=("json", "markdown"), default="markdown")
     p.set_defaults(handler=cmd_export)
 
@@ -44,7 +49,7 @@ def register(subparsers: Any, common: argparse.ArgumentParser) -> None:
 
 
 def cmd_import(ctx: CommandContext) -> int:
-    reports = import_files(ctx.store, ctx.args.files)
+    reports = import_files(ctx.store, ctx.args.files, stdin=sys.stdin.buffer)
     rejected = sum(len(r.errors) for r in reports)
     for report in reports:
         for error in report.errors:

@@ -17,7 +17,7 @@ from collections.abc import Callable
 from types import FrameType
 from typing import Any
 
-from curator.cli.common import CommandContext
+from curator.cli.common import CommandContext, integer
 from curator.errors import CuratorError
 from curator.llm.backend import BackendSettings
 from curator.pipeline.progress import Progress, TaskState
@@ -37,9 +37,11 @@ def register(subparsers: Any, common: argparse.ArgumentParser) -> None:
         metavar="PATH",
         help="GGUF model file (default: $CURATOR_MODEL, the saved setting, the demo model)",
     )
-    group.add_argument("--n-gpu-layers", type=int, metavar="N", help="layers on the GPU (-1 all)")
-    group.add_argument("--n-ctx", type=int, metavar="N", help="context size in tokens")
-    group.add_argument("--threads", type=int, metavar="N", help="CPU threads")
+    group.add_argument(
+        "--n-gpu-layers", type=integer, metavar="N", help="layers on the GPU (-1 all)"
+    )
+    group.add_argument("--n-ctx", type=integer, metavar="N", help="context size in tokens")
+    group.add_argument("--threads", type=integer, metavar="N", help="CPU threads")
 
     p = subparsers.add_parser(
         "classify",
@@ -48,7 +50,7 @@ def register(subparsers: Any, common: argparse.ArgumentParser) -> None:
         description="Classify the episodes that have neither a model nor a human label, "
         "oldest first. Exit code 130 when cancelled with Ctrl-C (labels so far are kept).",
     )
-    p.add_argument("--limit", type=int, metavar="N", help="classify at most N episodes")
+    p.add_argument("--limit", type=integer, metavar="N", help="classify at most N episodes")
     p.set_defaults(handler=cmd_classify)
 
     p = subparsers.add_parser(
@@ -66,17 +68,17 @@ def register(subparsers: Any, common: argparse.ArgumentParser) -> None:
         metavar="C",
         help="constitutional or uncategorized (repeatable; default both)",
     )
-    p.add_argument("--limit", type=int, metavar="N", help="use at most N episodes")
+    p.add_argument("--limit", type=integer, metavar="N", help="use at most N episodes")
     p.set_defaults(handler=cmd_distill)
 
     p = subparsers.add_parser(
         "runs", parents=[common], help="list classification and distillation runs"
     )
-    p.add_argument("--limit", type=int, default=30, metavar="N", help="newest N (default 30)")
+    p.add_argument("--limit", type=integer, default=30, metavar="N", help="newest N (default 30)")
     p.set_defaults(handler=cmd_runs)
 
     p = subparsers.add_parser("run", parents=[common], help="show one run and its trace")
-    p.add_argument("run_id", type=int, metavar="ID")
+    p.add_argument("run_id", type=integer, metavar="ID")
     p.add_argument("--full", action="store_true", help="do not shorten the raw outputs")
     p.set_defaults(handler=cmd_run)
 

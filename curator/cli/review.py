@@ -11,7 +11,7 @@ import argparse
 from pathlib import Path
 from typing import Any
 
-from curator.cli.common import CommandContext
+from curator.cli.common import CommandContext, integer, utf8_text
 from curator.errors import CuratorError
 from curator.pipeline import commit as commit_api
 from curator.pipeline import labels as labels_api
@@ -29,7 +29,7 @@ def register(subparsers: Any, common: argparse.ArgumentParser) -> None:
         description="List the candidates of RUN with the pipeline's proposals and the "
         "decisions so far. --accept-all accepts every unreviewed proposal.",
     )
-    p.add_argument("run", type=int, metavar="RUN")
+    p.add_argument("run", type=integer, metavar="RUN")
     p.add_argument(
         "--accept-all",
         action="store_true",
@@ -47,14 +47,15 @@ def register(subparsers: Any, common: argparse.ArgumentParser) -> None:
         parents=[common],
         help="decide one candidate (ACCEPT, SKIP, UPDATE, ADD, REJECT)",
         description="ACCEPT takes the proposal as is; SKIP and UPDATE take --target or the "
-        "proposed pattern; --text edits the text (re-checked and re-matched), --importance "
-        "sets the importance (0..1).",
+        "proposed pattern; --text edits the text (re-checked and re-matched; with ADD it is "
+        "the new pattern's text, with UPDATE it replaces the target pattern's text on commit), "
+        "--importance sets the importance (0..1).",
     )
-    p.add_argument("run", type=int, metavar="RUN")
-    p.add_argument("candidate", type=int, metavar="CANDIDATE")
+    p.add_argument("run", type=integer, metavar="RUN")
+    p.add_argument("candidate", type=integer, metavar="CANDIDATE")
     p.add_argument("action", metavar="ACTION", help=", ".join(review_api.DECIDE_ACTIONS))
-    p.add_argument("--target", type=int, default=None, metavar="PATTERN_ID")
-    p.add_argument("--text", default=None)
+    p.add_argument("--target", type=integer, default=None, metavar="PATTERN_ID")
+    p.add_argument("--text", type=utf8_text, default=None)
     p.add_argument("--importance", type=float, default=None)
     p.set_defaults(handler=cmd_decide)
 
@@ -65,7 +66,7 @@ def register(subparsers: Any, common: argparse.ArgumentParser) -> None:
         description="Exit code 1 when candidates are unreviewed or conflict with changes "
         "made since the review; nothing is applied then.",
     )
-    p.add_argument("run", type=int, metavar="RUN")
+    p.add_argument("run", type=integer, metavar="RUN")
     p.add_argument(
         "--reviewed-only", action="store_true", help="commit the reviewed candidates only"
     )
@@ -74,7 +75,7 @@ def register(subparsers: Any, common: argparse.ArgumentParser) -> None:
     p.set_defaults(handler=cmd_commit)
 
     p = subparsers.add_parser("undo", parents=[common], help="undo a commit (by changeset id)")
-    p.add_argument("changeset", type=int, metavar="CHANGESET")
+    p.add_argument("changeset", type=integer, metavar="CHANGESET")
     p.set_defaults(handler=cmd_undo)
 
     p = subparsers.add_parser(
@@ -91,11 +92,11 @@ def register(subparsers: Any, common: argparse.ArgumentParser) -> None:
     p.set_defaults(handler=cmd_label)
 
     p = subparsers.add_parser("history", parents=[common], help="list commits and undos")
-    p.add_argument("--limit", type=int, default=100)
+    p.add_argument("--limit", type=integer, default=100)
     p.set_defaults(handler=cmd_history)
 
     p = subparsers.add_parser("backup", parents=[common], help="back up the database now")
-    p.add_argument("--keep", type=int, default=DEFAULT_KEEP, metavar="N")
+    p.add_argument("--keep", type=integer, default=DEFAULT_KEEP, metavar="N")
     p.add_argument("--dir", default=None, metavar="DIR", help="default: <db dir>/backups")
     p.set_defaults(handler=cmd_backup)
 
@@ -181,6 +182,8 @@ def cmd_decide(ctx: CommandContext) -> int:
             line += f" pattern {view.target_id}"
         if view.final_text is not None and view.rematch_action is not None:
             line += f" (edited text re-matches as {view.rematch_action})"
+        if view.final_text is not None and view.action == "UPDATE":
+            line += f"; on commit the edited text replaces pattern {view.target_id}'s text"
         if view.quality_reasons:
             line += f"; quality gate: {'; '.join(view.quality_reasons)}"
         if view.flags_seen:
@@ -279,9 +282,9 @@ def _episode_ids(items: list[str]) -> list[int]:
     ids = []
     for item in items:
         try:
-            ids.append(int(item))
-        except ValueError:
-            raise CuratorError(f"not an episode id: {item!r}") from None
+            ids.append(integer(item))
+        except argparse.ArgumentTypeError:
+            raise CuratorError(f"not an episode id: {item[:40]!r}") from None
     return ids
 
 

@@ -92,16 +92,34 @@ def main(db_path: str | os.PathLike[str] | None = None) -> int:
     dialogs = Dialogs()
     path = resolve_db_path(db_path)
     opened: list[Store] = []
+    workers: list[LlmWorker] = []
     windows: list[MainWindow] = []
     failure: list[int] = []
+    # The hook goes in before anything that reads data, so an exception while building
+    # the window is a dialog too; its parent is the window once there is one.
+    install_excepthook(dialogs, lambda: windows[-1] if windows else None)
+
+    def refuse(message: str, exit_code: int) -> None:
+        log.error("%s", message)
+        failure.append(exit_code)
+        dialogs.error(None, "Memory Curator", message)
 
     def show_window(store: Store) -> None:
         opened.append(store)
         services = AppServices(store=store, db_path=Path(path), worker=None, dialogs=dialogs)
-        services.worker = LlmWorker(services)
-        window = MainWindow(services)
+        worker = LlmWorker(services)
+        workers.append(worker)
+        services.worker = worker
+        try:
+            window = MainWindow(services)
+        except Exception as exc:
+            # A window that cannot be built is one dialog and a clean exit, never an abort
+            # ("QThread: Destroyed while thread is still running" if the worker were left).
+            log.exception("the window could not be built")
+            failure.append(3)
+            dialogs.exception(None, exc)
+            return
         windows.append(window)
-        install_excepthook(dialogs, lambda: window)
         window.show()
         if store.read_only:
             dialogs.warning(
@@ -110,11 +128,6 @@ def main(db_path: str | os.PathLike[str] | None = None) -> int:
                 f"{path} cannot be written (the file or its folder is read-only). You can "
                 "browse it; changes will be refused.",
             )
-
-    def refuse(message: str, exit_code: int) -> None:
-        log.error("%s", message)
-        failure.append(exit_code)
-        dialogs.error(None, "Memory Curator", message)
 
     try:
         show_window(Store(path, busy_timeout_s=busy_timeout_from_env()))
@@ -135,6 +148,8 @@ def main(db_path: str | os.PathLike[str] | None = None) -> int:
     try:
         code = int(app.exec())
     finally:
+        for worker in workers:
+            worker.shutdown()  # joins the thread on every way out (idempotent)
         for store in opened:
             store.close()
     return failure[0] if failure and not windows else code

@@ -25,6 +25,7 @@ from curator.store.episode_queries import (
     fetch_rows,
     query_ids,
 )
+from curator.store.models import format_local
 
 ModelIndex = QModelIndex | QPersistentModelIndex
 
@@ -45,7 +46,7 @@ ID_ROLE = Qt.ItemDataRole.UserRole + 1
 def format_time(stored: str) -> str:
     """Stored UTC text shown in local time, minutes precision."""
     try:
-        return datetime.fromisoformat(stored).astimezone().strftime("%Y-%m-%d %H:%M")
+        return format_local(datetime.fromisoformat(stored))
     except ValueError:
         return stored
 

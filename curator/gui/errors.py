@@ -15,14 +15,25 @@ from __future__ import annotations
 
 import logging
 import sys
+import threading
 import traceback
 from collections.abc import Callable
 from logging.handlers import RotatingFileHandler
 from pathlib import Path
 from types import TracebackType
+from typing import Any
 
 import platformdirs
-from PySide6.QtCore import QMessageLogContext, Qt, QtMsgType, qInstallMessageHandler
+from PySide6.QtCore import (
+    QCoreApplication,
+    QMessageLogContext,
+    QObject,
+    Qt,
+    QThread,
+    QtMsgType,
+    Signal,
+    qInstallMessageHandler,
+)
 from PySide6.QtGui import QGuiApplication
 from PySide6.QtWidgets import (
     QDialog,
@@ -146,31 +157,80 @@ class Dialogs:
 ExceptHook = Callable[[type[BaseException], BaseException, TracebackType | None], None]
 
 
+class _GuiThreadBridge(QObject):
+    """Carries an exception raised on another thread to the GUI thread (a queued signal):
+    widgets may only be created on the GUI thread, and a dialog made elsewhere aborts."""
+
+    raised = Signal(object)
+
+
+def _on_gui_thread() -> bool:
+    app = QCoreApplication.instance()
+    return app is not None and QThread.currentThread() is app.thread()
+
+
 def make_excepthook(dialogs: Dialogs, parent: Callable[[], QWidget | None]) -> ExceptHook:
     """An exception hook that logs the traceback and shows it in a dialog.
 
     PySide reports exceptions raised in slots through ``sys.excepthook`` as well, so this
-    one hook covers both the main code and every slot.
+    one hook covers both the main code and every slot. It is safe on any thread: off the
+    GUI thread (a slot of an object living on a worker ``QThread``) the exception is handed
+    to the GUI thread, which shows the dialog; the process never aborts because of it.
+    Must be made on the GUI thread.
     """
+
+    def show(exc: BaseException) -> None:
+        try:
+            dialogs.exception(parent(), exc)
+        except Exception:  # never raise from the hook itself
+            log.exception("could not show the error dialog")
+
+    bridge = _GuiThreadBridge()
+    bridge.raised.connect(show)
 
     def hook(exc_type: type[BaseException], exc: BaseException, tb: TracebackType | None) -> None:
         if issubclass(exc_type, KeyboardInterrupt):
             sys.__excepthook__(exc_type, exc, tb)
             return
         log.error("unhandled exception", exc_info=(exc_type, exc, tb))
-        try:
-            dialogs.exception(parent(), exc.with_traceback(tb))
-        except Exception:  # never raise from the hook itself
-            log.exception("could not show the error dialog")
+        exc = exc.with_traceback(tb)
+        if _on_gui_thread():
+            show(exc)
+        else:
+            bridge.raised.emit(exc)
 
+    hook.bridge = bridge  # type: ignore[attr-defined]  # kept alive as long as the hook
     return hook
 
 
+ThreadingHook = Callable[[threading.ExceptHookArgs], Any]
+
+
 def install_excepthook(dialogs: Dialogs, parent: Callable[[], QWidget | None]) -> ExceptHook:
-    """Install the hook; returns the previous one so a caller can restore it."""
+    """Install the hook for Qt slots and for Python threads; returns the previous
+    ``sys.excepthook`` so a caller can restore it (see :func:`restore_excepthook`)."""
     previous = sys.excepthook
-    sys.excepthook = make_excepthook(dialogs, parent)
+    hook = make_excepthook(dialogs, parent)
+    sys.excepthook = hook
+    _previous_threading_hooks.append(threading.excepthook)
+
+    def thread_hook(args: threading.ExceptHookArgs) -> None:
+        if args.exc_value is None or issubclass(args.exc_type, SystemExit):
+            return
+        hook(args.exc_type, args.exc_value, args.exc_traceback)
+
+    threading.excepthook = thread_hook
     return previous
+
+
+_previous_threading_hooks: list[ThreadingHook] = []
+
+
+def restore_excepthook(previous: ExceptHook) -> None:
+    """Undo :func:`install_excepthook` (tests install and remove it around one case)."""
+    sys.excepthook = previous
+    if _previous_threading_hooks:
+        threading.excepthook = _previous_threading_hooks.pop()
 
 
 _QT_LEVELS = {

@@ -44,7 +44,7 @@ from curator.store.knowledge import (
     leaving_top_k,
     pattern_sources,
 )
-from curator.store.models import Changeset, utcnow
+from curator.store.models import Changeset, format_local, utcnow
 
 
 def _short(text: str, limit: int = 160) -> str:
@@ -53,7 +53,7 @@ def _short(text: str, limit: int = 160) -> str:
 
 
 def _date(moment: datetime | None) -> str:
-    return "" if moment is None else moment.astimezone().strftime("%Y-%m-%d %H:%M")
+    return "" if moment is None else format_local(moment)
 
 
 PATTERN_COLUMNS: list[Column[PatternRow]] = [

@@ -9,6 +9,7 @@ SQLite's ``data_version`` once a second and reloads the visible pane when it cha
 from __future__ import annotations
 
 import json
+import logging
 from datetime import datetime
 from importlib import metadata
 from pathlib import Path
@@ -35,6 +36,8 @@ from curator.gui.runs_pane import RunsPane
 from curator.gui.services import AppServices
 from curator.gui.settings_pane import SettingsPane
 from curator.store.importer import import_file
+
+log = logging.getLogger("curator.gui")
 
 ORGANIZATION = "MemoryCurator"
 APPLICATION = "curator"
@@ -147,8 +150,14 @@ class MainWindow(QMainWindow):
             self._refresh(index)
 
     def _refresh(self, index: int) -> None:
+        """Reload one pane; a failure (data the pane cannot show) is a dialog, and the
+        window and the other panes carry on."""
         pane: Any = self.panes[index]
-        pane.refresh()
+        try:
+            pane.refresh()
+        except Exception as exc:
+            log.exception("reloading the %s pane failed", pane.objectName())
+            self.services.dialogs.exception(self, exc)
 
     def refresh_all(self) -> None:
         """Reload the visible pane now and the others when they are shown."""
@@ -354,7 +363,7 @@ class MainWindow(QMainWindow):
         self.show_message(summary)
         if report.errors:
             shown = report.errors[:15]
-            lines = "\n".join(f"line {e.line}: {e.reason}" for e in shown)
+            lines = "\n".join(f"line {e.line}: {e.reason}" if e.line else e.reason for e in shown)
             more = len(report.errors) - len(shown)
             if more:
                 lines += f"\n… and {more} more"

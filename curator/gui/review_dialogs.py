@@ -155,7 +155,12 @@ def preview_html(preview: CommitPreview, reviewed_only: bool) -> str:
         parts.append("<h4>Updated (importance old → new)</h4><ul>")
         parts += [
             f"<li>#{u.pattern_id}: {u.old_importance:.2f} → <b>{u.new_importance:.2f}</b>"
-            f" · {html.escape(u.pattern_text)}</li>"
+            + (
+                f" · {html.escape(u.pattern_text)}"
+                if u.new_text is None
+                else f" · <s>{html.escape(u.pattern_text)}</s> → <b>{html.escape(u.new_text)}</b>"
+            )
+            + "</li>"
             for u in preview.updates
         ]
         parts.append("</ul>")

@@ -47,7 +47,7 @@ from curator.gui.qt_models import Column, RowTableModel
 from curator.gui.review_dialogs import CommitDialog, EditDialog
 from curator.pipeline import commit as commit_api
 from curator.pipeline import review as review_api
-from curator.store.models import Changeset, Episode, Run
+from curator.store.models import Changeset, Episode, Run, format_local
 
 KEY_HELP = (
     "<b>A</b> accept proposal · <b>1</b> skip · <b>2</b> update · <b>3</b> add · "
@@ -64,12 +64,21 @@ def _decision(c: Any) -> str:
     return "" if c.action is None else f"✓ {c.action}"
 
 
+def _text_tooltip(c: Any) -> str:
+    if c.final_text is None:
+        return str(c.text)
+    return f"Edited by the reviewer:\n{c.final_text}\n\nThe model proposed:\n{c.text}"
+
+
 CANDIDATE_COLUMNS: list[Column[Any]] = [
     Column("#", lambda c: c.ordinal, align_right=True),
     Column("Proposed", lambda c: c.proposed_action),
     Column("Decision", _decision),
     Column(
-        "Imp.", lambda c: c.importance, display=lambda c: f"{c.importance:.2f}", align_right=True
+        "Imp.",
+        lambda c: c.effective_importance,
+        display=lambda c: f"{c.effective_importance:.2f}",
+        align_right=True,
     ),
     Column(
         FLAG_MARK,
@@ -77,8 +86,12 @@ CANDIDATE_COLUMNS: list[Column[Any]] = [
         display=lambda c: f"{FLAG_MARK} {len(c.flags)}" if c.flags else "",
         tooltip=lambda c: flags_tooltip(c.flags) if c.flags else "",
     ),
+    # The text that a commit applies: the reviewer's edit when there is one.
     Column(
-        "Candidate", lambda c: c.text, display=lambda c: _flat(c.text), tooltip=lambda c: c.text
+        "Candidate",
+        lambda c: c.effective_text,
+        display=lambda c: ("✎ " if c.final_text is not None else "") + _flat(c.effective_text),
+        tooltip=_text_tooltip,
     ),
 ]
 
@@ -239,7 +252,7 @@ class ReviewPane(QWidget):
             for run in runs:
                 progress = review_api.review_progress(self.services.store, run.id)
                 total, reviewed = progress.total, progress.reviewed
-                when = run.started_at.astimezone().strftime("%Y-%m-%d %H:%M")
+                when = format_local(run.started_at)
                 self.run_combo.addItem(
                     f"Run #{run.id} ({when}) — {reviewed}/{total} reviewed", run.id
                 )
@@ -374,6 +387,10 @@ class ReviewPane(QWidget):
                 f"<p><i>Edited (re-match: {c.rematch_action}); the model proposed:</i> "
                 f"{html.escape(c.text)}</p>"
             )
+            if c.action == "UPDATE" and c.target_id is not None:
+                lines.append(
+                    f"<p>On commit, this wording replaces the text of pattern #{c.target_id}.</p>"
+                )
         if c.quality_reasons:
             lines.append(
                 "<p style='color:#c0392b'>Quality gate: "
@@ -413,7 +430,7 @@ class ReviewPane(QWidget):
         episodes = Episode.select().where(Episode.id.in_(ids)).order_by(Episode.timestamp)
         parts = []
         for ep in episodes:
-            when = ep.timestamp.astimezone().strftime("%Y-%m-%d %H:%M")
+            when = format_local(ep.timestamp)
             label = ep.label or "unlabelled"
             parts.append(
                 f"<h4>Episode #{ep.id} · {when} · {html.escape(ep.source or '')} · {label}</h4>"

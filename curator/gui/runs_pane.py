@@ -30,7 +30,7 @@ from PySide6.QtWidgets import (
 )
 
 from curator.gui.qt_models import Column, RowTableModel
-from curator.store.models import Run, TraceStep
+from curator.store.models import Run, TraceStep, format_local
 
 RUN_HISTORY_LIMIT = 500
 """The newest runs listed (older ones stay in the database and the CLI)."""
@@ -40,7 +40,7 @@ OUTPUT_MAX_BLOCKS = 5000
 
 
 def _date(moment: datetime | None) -> str:
-    return "" if moment is None else moment.astimezone().strftime("%Y-%m-%d %H:%M:%S")
+    return "" if moment is None else format_local(moment, seconds=True)
 
 
 def _duration(run: Run) -> float | None:

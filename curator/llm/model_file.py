@@ -217,6 +217,15 @@ def read_gguf_info(path: str | os.PathLike[str]) -> ModelInfo:
         raise ModelFileError(f"model file not found: {p}")
     if not p.is_file():
         raise ModelFileError(f"{p} is not a file")
+    try:
+        return _read_gguf_info(p)
+    except OSError as exc:  # permission denied, an I/O error, a file that vanished
+        raise ModelFileError(
+            f"{p}: cannot read the model file ({exc.strerror or type(exc).__name__})"
+        ) from exc
+
+
+def _read_gguf_info(p: Path) -> ModelInfo:
     size = p.stat().st_size
     with p.open("rb") as handle:
         reader = _Reader(handle, p)

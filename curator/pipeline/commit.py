@@ -20,9 +20,13 @@ Decisions made here (see the README of the review):
   yielded no candidate), so they are not distilled again and again.
 - A run becomes ``committed`` when no unreviewed candidate is left; after a partial
   (``reviewed_only``) commit it stays ``staged`` so the rest can be reviewed and committed.
-- UPDATE keeps the pattern's text and ``distilled_at`` and raises the importance to the
-  larger of the two (``merge_importance``); SKIP adds provenance only (no revision bump);
-  REJECT changes nothing but the candidate's state.
+- UPDATE keeps ``distilled_at`` and raises the importance to the larger of the two
+  (``merge_importance``, so the rank key follows the usual rule). It keeps the pattern's
+  text, unless the reviewer edited the candidate's text: then the pattern's text becomes
+  the reviewer's wording (an edit accepted is an edit applied; the changeset holds the old
+  text, so undo restores it exactly). Two candidates rewording the same pattern differently
+  in one commit are a conflict. SKIP adds provenance only (no revision bump); REJECT
+  changes nothing but the candidate's state.
 """
 
 from __future__ import annotations
@@ -167,6 +171,8 @@ class PreviewUpdate:
     pattern_text: str
     old_importance: float
     new_importance: float
+    new_text: str | None = None
+    """The reviewer's edited wording that replaces ``pattern_text``; None keeps the text."""
 
 
 @dataclass(frozen=True)
@@ -261,6 +267,7 @@ def _plan(run_id: int) -> _Plan:
         for p in Pattern.select().where(Pattern.id.in_(target_ids[start : start + _CHUNK])):
             patterns[p.id] = p
     preview = CommitPreview(run_id=run.id, run_status=run.status, unreviewed=unreviewed)
+    rewording: dict[int, tuple[int, str]] = {}  # pattern -> (candidate, edited text)
     for c in apply:
         flagged = _flagged_decision(c)
         if flagged is not None:
@@ -282,9 +289,24 @@ def _plan(run_id: int) -> _Plan:
             p = patterns[target]
             if c.action == "SKIP":
                 preview.skips.append(PreviewSkip(c.id, p.id))
-            else:
-                new = merge_importance(p.importance, _importance(c))
-                preview.updates.append(PreviewUpdate(c.id, p.id, p.text, p.importance, new))
+                continue
+            new_text = c.final_text if c.final_text is not None else None
+            if new_text is not None:
+                other = rewording.setdefault(p.id, (c.id, new_text))
+                if other[1] != new_text:
+                    preview.conflicts.append(
+                        Conflict(
+                            c.id,
+                            p.id,
+                            f"candidate {other[0]} rewords pattern {p.id} differently; "
+                            "keep one of the two edits",
+                        )
+                    )
+                    continue
+            new = merge_importance(p.importance, _importance(c))
+            preview.updates.append(
+                PreviewUpdate(c.id, p.id, p.text, p.importance, new, new_text=new_text)
+            )
         else:
             preview.conflicts.append(Conflict(c.id, None, f"unknown action {c.action!r}"))
     return _Plan(run=run, preview=preview, apply=apply, patterns=patterns)
@@ -444,6 +466,7 @@ def _apply(store: Store, plan: _Plan, actor: str, backup: Path | None) -> Change
                 new_links.append((pattern_id, eid))
 
     importance: dict[int, float] = {pid: plan.patterns[pid].importance for pid in updated}
+    texts: dict[int, str] = {}
     by_id = {c.id: c for c in plan.apply}
     cursor = store.db.cursor()
     stamp = format_utc(now)
@@ -474,6 +497,8 @@ def _apply(store: Store, plan: _Plan, actor: str, backup: Path | None) -> Change
         importance[upd.pattern_id] = merge_importance(
             importance[upd.pattern_id], _importance(by_id[upd.candidate_id])
         )
+        if upd.new_text is not None:
+            texts[upd.pattern_id] = upd.new_text
         link(upd.pattern_id, upd.candidate_id)
     for skip in plan.preview.skips:
         if skip.pattern_id is not None:
@@ -481,6 +506,7 @@ def _apply(store: Store, plan: _Plan, actor: str, backup: Path | None) -> Change
     for pid in updated:
         p = plan.patterns[pid]
         Pattern.update(
+            text=texts.get(pid, p.text),
             importance=importance[pid],
             rank_key=rank_key(importance[pid], p.distilled_at, rate=rate),
             revision=p.revision + 1,
@@ -555,8 +581,9 @@ def commit_run(
 def undo_changeset(store: Store, changeset_id: int, actor: str = "human") -> ChangesetSummary:
     """Restore every row a commit touched to its state before the commit, as a new changeset.
 
-    Refused (CuratorError, nothing changed) for an undo changeset, a changeset already
-    undone, and when any touched row was changed again after the commit.
+    Refused with nothing changed: CuratorError for an undo changeset; ConflictError (exit
+    code 1, as for a commit) for a changeset already undone and when any touched row was
+    changed again after the commit.
     """
     with store.explained_write("undo"):
         original = Changeset.get_or_none(Changeset.id == changeset_id)
@@ -568,7 +595,7 @@ def undo_changeset(store: Store, changeset_id: int, actor: str = "human") -> Cha
                 "retirements (commit the run again instead)"
             )
         if original.undone_by_id is not None:
-            raise CuratorError(
+            raise ConflictError(
                 f"changeset {changeset_id} was already undone by changeset {original.undone_by_id}"
             )
         change_rows = list(
@@ -586,7 +613,7 @@ def undo_changeset(store: Store, changeset_id: int, actor: str = "human") -> Cha
         if changed:
             shown = ", ".join(changed[:10])
             more = f" and {len(changed) - 10} more" if len(changed) > 10 else ""
-            raise CuratorError(
+            raise ConflictError(
                 f"cannot undo changeset {changeset_id}: {len(changed)} of its rows changed "
                 f"since ({shown}{more}); undo the later changes first"
             )

@@ -149,7 +149,7 @@ class _Pool:
 
 
 def _format_episode(number: int, episode: Episode) -> str:
-    when = episode.timestamp.strftime("%Y-%m-%d") if episode.timestamp else "?"
+    when = episode.timestamp.date().isoformat() if episode.timestamp else "?"
     return f"Episode {number} ({when}, {episode.source or 'log'}):\n{episode.text.strip()}\n"
 
 

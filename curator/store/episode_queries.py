@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
-from datetime import date, timedelta
+from datetime import date
 from typing import Any
 
 from curator.store.db import Store
@@ -107,8 +107,9 @@ def where_clause(flt: EpisodeFilter) -> tuple[str, list[Any]]:
         parts.append("timestamp >= ?")
         params.append(_day_start(flt.date_from))
     if flt.date_to is not None:
-        parts.append("timestamp < ?")
-        params.append(_day_start(flt.date_to + timedelta(days=1)))
+        # The last instant of the day, not the next midnight: 9999-12-31 has no next day.
+        parts.append("timestamp <= ?")
+        params.append(f"{flt.date_to.isoformat()}T23:59:59.999999+00:00")
     if flt.text.strip():
         parts.append("text LIKE ? ESCAPE '\\'")
         params.append(f"%{escape_like(flt.text.strip())}%")
@@ -136,7 +137,10 @@ def date_range(store: Store) -> tuple[date, date] | None:
     low, high = store.execute("SELECT min(timestamp), max(timestamp) FROM episode")[0]
     if low is None or high is None:
         return None
-    return date.fromisoformat(str(low)[:10]), date.fromisoformat(str(high)[:10])
+    try:
+        return date.fromisoformat(str(low)[:10]), date.fromisoformat(str(high)[:10])
+    except ValueError:  # a value written by another tool: no preset rather than no window
+        return None
 
 
 def distinct_sources(store: Store) -> list[str]:

@@ -6,6 +6,11 @@ one transaction. Lines are split on ``\\n`` only (so U+2028 inside a string is j
 character), read as bytes and decoded strictly, so invalid UTF-8 is reported with its
 byte offset instead of being replaced silently.
 
+A file is JSON Lines or one JSON array, decided by what it holds (see ``_is_json_array``),
+and nothing after an array is ever silently ignored. ``-`` reads standard input. A source
+that cannot be read at all (missing, unreadable, a directory, a named pipe) is one error
+``FILE: reason`` and the next file is still imported.
+
 Identity of an episode: a SHA-256 over its body (text or messages), its source and its
 timestamp as given. Re-importing a file therefore adds nothing, while the same short text
 sent at two different times ("ping") stays two episodes. An episode without a timestamp
@@ -16,13 +21,19 @@ still a no-op.
 from __future__ import annotations
 
 import hashlib
+import io
+import itertools
 import json
 import math
+import os
+import re
+import stat
+import sys
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 from curator.store.db import Store
 from curator.store.models import Episode, format_utc, to_utc, utcnow
@@ -42,6 +53,9 @@ class LineError:
     reason: str
 
     def __str__(self) -> str:
+        """``FILE:LINE: reason``, or ``FILE: reason`` for the whole file (line 0)."""
+        if self.line == 0:
+            return f"{self.file}: {self.reason}"
         return f"{self.file}:{self.line}: {self.reason}"
 
 
@@ -121,7 +135,9 @@ def _loads(text: str) -> Any:
     except RecursionError:
         raise _BadLine("JSON nested too deeply") from None
     except json.JSONDecodeError as exc:
-        raise _BadLine(f"invalid JSON: {exc.msg} at column {exc.colno}") from None
+        # json's messages may end in "starting at" ("Unterminated string starting at").
+        where = "column" if exc.msg.endswith(" at") else "at column"
+        raise _BadLine(f"invalid JSON: {exc.msg} {where} {exc.colno}") from None
     except ValueError as exc:  # int digit limits and friends
         if isinstance(exc, _BadLine):
             raise
@@ -162,9 +178,16 @@ def _parse_timestamp(value: Any) -> datetime:
     if text.endswith(("Z", "z")):
         text = text[:-1] + "+00:00"
     try:
-        return to_utc(datetime.fromisoformat(text))
+        parsed = datetime.fromisoformat(text)
     except ValueError:
         raise _BadLine(f"'timestamp' {value[:40]!r} is not ISO 8601") from None
+    try:
+        # Converting to UTC can leave the range a datetime holds (0001-01-01T00:00+01:00).
+        return to_utc(parsed)
+    except OverflowError:
+        raise _BadLine(
+            f"'timestamp' {value[:40]!r} is outside the range 0001-01-01 to 9999-12-31 in UTC"
+        ) from None
 
 
 def _parse_messages(value: Any) -> list[dict[str, str]]:
@@ -288,25 +311,66 @@ def _iter_jsonl(lines: Iterable[bytes]) -> Iterator[tuple[int, Any | _BadLine]]:
             yield number, exc
 
 
-def _iter_json_array(data: bytes) -> Iterator[tuple[int, Any | _BadLine]]:
-    """The elements of a top-level JSON array, each with the line it starts on."""
-    try:
-        text = _decode(data, True)
-    except _BadLine as exc:
-        yield 1, exc
-        return
-    # A lenient decoder only finds where each element ends; the element is then decoded
-    # again with the strict rules, so one bad element is reported and the next one is read.
-    spanner = json.JSONDecoder(
-        object_pairs_hook=list, parse_constant=str, parse_int=str, parse_float=str
-    )
-    pos = text.index("[") + 1
-    length = len(text)
+_JSON_WS = " \t\r\n"
+_ESCAPED_BYTE = re.compile("[\udc80-\udcff]")
+"""A byte that is not UTF-8, as ``surrogateescape`` decoding represents it (strict UTF-8
+decoding never yields these code points, so each one marks a bad byte)."""
 
-    def skip_ws(i: int) -> int:
-        while i < length and text[i] in " \t\r\n":
-            i += 1
-        return i
+_SPANNER = json.JSONDecoder(
+    object_pairs_hook=list, parse_constant=str, parse_int=str, parse_float=str
+)
+"""A lenient decoder that only finds where a value ends; values are then decoded again
+with the strict rules, so one bad element is reported and the next one is still read."""
+
+
+def _skip_ws(text: str, i: int) -> int:
+    length = len(text)
+    while i < length and text[i] in _JSON_WS:
+        i += 1
+    return i
+
+
+def _is_json_array(text: str) -> bool:
+    """Whether ``text`` (starting with ``[`` after whitespace) is one JSON array of episodes.
+
+    The shape is decided by what the file holds, not by its first byte alone: it is an
+    array when the array's first element is an object, when the array spans several lines
+    (JSON Lines cannot), or when it is all the file holds. Otherwise (``[1,2]`` on the
+    first line of a JSON Lines file, followed by more lines) the file is JSON Lines, so
+    only that line is rejected instead of every line after it being lost.
+    """
+    start = _skip_ws(text, 0)
+    inner = _skip_ws(text, start + 1)
+    if inner < len(text) and text[inner] == "{":
+        return True
+    line_end = text.find("\n", start)
+    if line_end < 0:
+        return True
+    try:
+        _, end = _SPANNER.raw_decode(text, start)
+    except json.JSONDecodeError as exc:
+        return exc.pos > line_end
+    except RecursionError:
+        return False
+    return end > line_end or _skip_ws(text, end) == len(text)
+
+
+def _invalid_utf8(text: str, pos: int) -> _BadLine:
+    line_start = text.rfind("\n", 0, pos) + 1
+    byte = len(text[line_start:pos].encode("utf-8", "surrogateescape")) + 1
+    return _BadLine(f"invalid UTF-8 at byte {byte} of the line")
+
+
+def _iter_json_array(text: str) -> Iterator[tuple[int, Any | _BadLine]]:
+    """The elements of a top-level JSON array, each with the line it starts on.
+
+    ``text`` is the file decoded with ``surrogateescape``: an element holding a byte that
+    is not UTF-8 is reported on its line, the other elements are still read. Anything but
+    whitespace after the closing bracket is reported, never silently ignored.
+    """
+    has_bad_bytes = _ESCAPED_BYTE.search(text) is not None
+    pos = _skip_ws(text, 0) + 1  # just after the "["
+    length = len(text)
 
     # Line numbers are counted incrementally: recounting from the start for every element
     # made large arrays quadratic.
@@ -318,53 +382,76 @@ def _iter_json_array(data: bytes) -> Iterator[tuple[int, Any | _BadLine]]:
         counted_to = i
         return line
 
-    pos = skip_ws(pos)
+    pos = _skip_ws(text, pos)
     if pos < length and text[pos] == "]":
+        pos = _skip_ws(text, pos + 1)
+        if pos < length:
+            yield line_at(pos), _BadLine(_AFTER_ARRAY)
         return
     while pos < length:
         number = line_at(pos)
         try:
-            _, end = spanner.raw_decode(text, pos)
+            _, end = _SPANNER.raw_decode(text, pos)
         except RecursionError:
             yield number, _BadLine("JSON nested too deeply; the rest of the file was not read")
             return
         except json.JSONDecodeError as exc:
-            yield number, _BadLine(f"invalid JSON: {exc.msg}; the rest of the file was not read")
+            if has_bad_bytes and (bad := _ESCAPED_BYTE.search(text, pos, exc.pos + 1)):
+                yield line_at(bad.start()), _invalid_utf8(text, bad.start())
+            else:
+                yield (
+                    number,
+                    _BadLine(f"invalid JSON: {exc.msg}; the rest of the file was not read"),
+                )
             return
-        try:
-            value: Any = _loads(text[pos:end])
-        except _BadLine as exc:
-            value = exc
+        value: Any
+        bad = _ESCAPED_BYTE.search(text, pos, end) if has_bad_bytes else None
+        if bad is not None:
+            value = _invalid_utf8(text, bad.start())
+        else:
+            try:
+                value = _loads(text[pos:end])
+            except _BadLine as exc:
+                value = exc
         yield number, value
-        pos = skip_ws(end)
+        pos = _skip_ws(text, end)
         if pos < length and text[pos] == ",":
-            pos = skip_ws(pos + 1)
+            pos = _skip_ws(text, pos + 1)
             continue
         if pos < length and text[pos] == "]":
+            pos = _skip_ws(text, pos + 1)
+            if pos < length:
+                yield line_at(pos), _BadLine(_AFTER_ARRAY)
             return
         yield line_at(pos), _BadLine("expected ',' or ']' after an array element")
         return
     yield text.count("\n") + 1, _BadLine("the array is not closed (file cut off?)")
 
 
-def _looks_like_json_array(path: Path) -> bool:
-    with path.open("rb") as handle:
-        head = handle.read(4096).lstrip(b"\xef\xbb\xbf").lstrip()
-    return head.startswith(b"[")
+_AFTER_ARRAY = "unexpected data after the array; the rest of the file was not read"
+
+_HEAD_BYTES = 4096
 
 
-def read_episodes(path: Path) -> Iterator[ParsedEpisode | LineError]:
-    """Parse a file into episodes and line errors, in file order."""
-    name = str(path)
+def read_episodes(handle: BinaryIO, name: str) -> Iterator[ParsedEpisode | LineError]:
+    """Parse an open file into episodes and line errors, in file order.
+
+    JSON Lines are read line by line; a file that may be a JSON array is read whole (its
+    shape is decided by :func:`_is_json_array`).
+    """
     now = utcnow()
-    if _looks_like_json_array(path):
-        items: Iterator[tuple[int, Any | _BadLine]] = _iter_json_array(path.read_bytes())
-        for number, value in items:
-            yield from _to_episode(name, number, value, now)
+    head = handle.read(_HEAD_BYTES)
+    items: Iterable[tuple[int, Any | _BadLine]]
+    if head.lstrip(b"\xef\xbb\xbf").lstrip().startswith(b"["):
+        data = head + handle.read()
+        text = (data[3:] if data.startswith(b"\xef\xbb\xbf") else data).decode(
+            "utf-8", "surrogateescape"
+        )
+        items = _iter_json_array(text) if _is_json_array(text) else _iter_jsonl(io.BytesIO(data))
     else:
-        with path.open("rb") as handle:
-            for number, value in _iter_jsonl(handle):
-                yield from _to_episode(name, number, value, now)
+        items = _iter_jsonl(itertools.chain(io.BytesIO(head + handle.readline()), handle))
+    for number, value in items:
+        yield from _to_episode(name, number, value, now)
 
 
 def _to_episode(
@@ -382,23 +469,99 @@ def _to_episode(
 # -- writing --------------------------------------------------------------------------------
 
 
-def import_file(store: Store, path: str | Path) -> ImportReport:
-    """Import one file: its good lines in one transaction, its bad lines reported."""
-    path = Path(path)
-    report = ImportReport(file=str(path))
-    if not path.is_file():
-        report.errors.append(LineError(str(path), 0, "no such file"))
-        return report
+STDIN = "-"
+"""The file name that means standard input (``curator import -``; ``./-`` is a file)."""
+
+STDIN_NAME = "<stdin>"
+
+
+class _Unreadable(Exception):
+    """The file as a whole cannot be read; the message says why, in a few words."""
+
+
+def _file_kind(mode: int) -> str:
+    if stat.S_ISDIR(mode):
+        return "is a directory"
+    if stat.S_ISFIFO(mode):
+        return "is a named pipe, not a regular file (pipe it into 'curator import -' instead)"
+    if stat.S_ISCHR(mode) or stat.S_ISBLK(mode):
+        return "is a device, not a regular file"
+    if stat.S_ISSOCK(mode):
+        return "is a socket, not a regular file"
+    return "is not a regular file"
+
+
+def _open_regular(path: str | Path) -> BinaryIO:
+    """Open a regular file for reading, refusing anything else without blocking.
+
+    ``O_NONBLOCK`` makes opening a named pipe with no writer return at once (a plain open
+    would wait for ever); the file type is then checked on the open descriptor, so what is
+    checked is what is read.
+    """
+    flags = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_BINARY", 0)
+    try:
+        fd = os.open(path, flags)
+    except FileNotFoundError:
+        raise _Unreadable("no such file") from None
+    except IsADirectoryError:
+        raise _Unreadable("is a directory") from None
+    except PermissionError:
+        raise _Unreadable("permission denied") from None
+    except OSError as exc:
+        raise _Unreadable(f"cannot open it ({exc.strerror or exc})") from None
+    try:
+        mode = os.fstat(fd).st_mode
+        if not stat.S_ISREG(mode):
+            raise _Unreadable(_file_kind(mode))
+        if hasattr(os, "set_blocking"):
+            os.set_blocking(fd, True)
+        return os.fdopen(fd, "rb")
+    except BaseException:
+        os.close(fd)
+        raise
+
+
+def _parse(
+    path: str | Path, stdin: BinaryIO | None
+) -> tuple[str, list[ParsedEpisode], list[LineError], int]:
+    """Read and validate one source: (its name, good episodes, line errors, lines read)."""
+    if str(path) == STDIN:
+        name = STDIN_NAME
+        source = stdin if stdin is not None else getattr(sys.stdin, "buffer", None)
+        if source is None:  # a windowed process has no standard input
+            raise _Unreadable("there is no standard input to read")
+        handle: BinaryIO = io.BytesIO(source.read())
+    else:
+        name = str(path)
+        handle = _open_regular(path)
     episodes: list[ParsedEpisode] = []
+    errors: list[LineError] = []
     last_line = 0
-    for item in read_episodes(path):
-        if isinstance(item, LineError):
-            report.errors.append(item)
+    with handle:
+        for item in read_episodes(handle, name):
+            if isinstance(item, LineError):
+                errors.append(item)
+            else:
+                episodes.append(item)
             last_line = max(last_line, item.line)
-        else:
-            episodes.append(item)
-            last_line = max(last_line, item.line)
-    report.lines = last_line
+    return name, episodes, errors, last_line
+
+
+def import_file(store: Store, path: str | Path, *, stdin: BinaryIO | None = None) -> ImportReport:
+    """Import one file: its good lines in one transaction, its bad lines reported.
+
+    ``path`` ``-`` reads ``stdin`` (default: the process's standard input). A source that
+    cannot be read at all (missing, unreadable, a directory, a pipe, a read error half
+    way) is one error for the whole file, with line 0, and nothing of it is imported.
+    """
+    try:
+        name, episodes, errors, last_line = _parse(path, stdin)
+    except _Unreadable as exc:
+        return ImportReport(file=str(path), errors=[LineError(str(path), 0, str(exc))])
+    except OSError as exc:  # a read failing half way (EIO, a vanished network share)
+        reason = f"cannot read it ({exc.strerror or exc}); nothing of it was imported"
+        return ImportReport(file=str(path), errors=[LineError(str(path), 0, reason)])
+    report = ImportReport(file=name, lines=last_line, errors=errors)
     with store.write():
         seen: set[str] = set()
         fresh: list[ParsedEpisode] = []
@@ -435,6 +598,11 @@ def import_file(store: Store, path: str | Path) -> ImportReport:
     return report
 
 
-def import_files(store: Store, paths: Sequence[str | Path]) -> list[ImportReport]:
-    """Import several files; each is its own all-or-nothing transaction."""
-    return [import_file(store, p) for p in paths]
+def import_files(
+    store: Store, paths: Sequence[str | Path], *, stdin: BinaryIO | None = None
+) -> list[ImportReport]:
+    """Import several files; each is its own all-or-nothing transaction.
+
+    A file that cannot be read is reported and the others are still imported.
+    """
+    return [import_file(store, p, stdin=stdin) for p in paths]

@@ -30,7 +30,6 @@ from curator.store.importer import (
     _check_depth_and_text,
     _decode,
     _iter_json_array,
-    _looks_like_json_array,
     _parse_timestamp,
     _type_name,
 )
@@ -102,8 +101,18 @@ def _parse_timestamp_field(value: Any) -> datetime:
         raise _BadLine(str(exc).replace("'timestamp'", "'distilled'")) from None
 
 
-def _read_json(path: Path, result: KnowledgeFile) -> None:
-    for number, value in _iter_json_array(path.read_bytes()):
+def _json_array_text(path: Path) -> str | None:
+    """The file decoded as the episode importer decodes an array, if it starts with ``[``."""
+    data = path.read_bytes()
+    if data.startswith(b"\xef\xbb\xbf"):
+        data = data[3:]
+    if not data.lstrip().startswith(b"["):
+        return None
+    return data.decode("utf-8", "surrogateescape")
+
+
+def _read_json(text: str, result: KnowledgeFile) -> None:
+    for number, value in _iter_json_array(text):
         if isinstance(value, _BadLine):
             result.errors.append(LineError(result.path, number, str(value)))
             continue
@@ -197,9 +206,10 @@ def read_knowledge(path: str | Path) -> KnowledgeFile:
             )
         )
         return result
-    if _looks_like_json_array(path):
+    array_text = _json_array_text(path)
+    if array_text is not None:
         result = KnowledgeFile(str(path), "json")
-        _read_json(path, result)
+        _read_json(array_text, result)
     else:
         probe = KnowledgeFile(str(path), "text")
         lines = _lines(path, probe)

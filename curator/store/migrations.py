@@ -76,6 +76,11 @@ MIGRATIONS: tuple[tuple[str, ...], ...] = (
         'ALTER TABLE "candidate" ADD COLUMN "flags_seen" TEXT',
         'ALTER TABLE "candidate" ADD COLUMN "distilled_at" TEXT',
     ),
+    # repair of episode timestamps before the year 1000, once stored without zero-padding
+    # ("999-06-01T…" sorted after "2026-…" and could not be read back); pads the year to 4
+    (
+        'UPDATE "episode" SET "timestamp" = substr(\'000\', 1, 5 - instr("timestamp", \'-\')) || "timestamp" WHERE instr("timestamp", \'-\') BETWEEN 2 AND 4',
+    ),
 )
 
 LATEST_VERSION = len(MIGRATIONS)

@@ -52,8 +52,31 @@ def to_utc(value: datetime) -> datetime:
 
 
 def format_utc(value: datetime) -> str:
-    """The stored text form: fixed-width ISO 8601 in UTC, so text order is time order."""
-    return to_utc(value).strftime("%Y-%m-%dT%H:%M:%S.%f+00:00")
+    """The stored text form: fixed-width ISO 8601 in UTC, so text order is time order.
+
+    The year is zero-padded by hand: ``strftime("%Y")`` gives ``999`` for the year 999 on
+    glibc, which would sort after ``2026`` and could not be read back by ``fromisoformat``.
+    """
+    utc = to_utc(value)
+    return f"{utc.year:04d}-{utc:%m-%dT%H:%M:%S.%f}+00:00"
+
+
+def to_local(value: datetime) -> datetime:
+    """``value`` in the local time zone for display, or in UTC where that overflows.
+
+    At the ends of the representable range (0001-01-01, 9999-12-31) the local offset can
+    push the date out of range; showing the UTC time then is better than an exception.
+    """
+    try:
+        return to_utc(value).astimezone()
+    except (OverflowError, ValueError):
+        return to_utc(value)
+
+
+def format_local(value: datetime, *, seconds: bool = False) -> str:
+    """``YYYY-MM-DD HH:MM[:SS]`` in local time (see :func:`to_local`), year zero-padded."""
+    local = to_local(value)
+    return f"{local.year:04d}-{local:%m-%d %H:%M}" + (f":{local:%S}" if seconds else "")
 
 
 class UTCDateTimeField(TextField):

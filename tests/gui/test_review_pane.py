@@ -187,6 +187,32 @@ def test_edit_dialog_rematches_and_decides(qtbot, pane: ReviewPane) -> None:
     assert edited.final_importance == pytest.approx(0.55)
 
 
+def test_an_edited_update_is_listed_and_committed_as_edited(
+    qtbot, pane: ReviewPane, staged
+) -> None:
+    """The Edit dialog's wording is what the list shows and what the commit writes."""
+    _, ids = staged
+    reworded = "Always confirm the release window with the on-call engineer first, in writing."
+    pane._select_row(0)  # the UPDATE proposal of the first pattern
+    key(qtbot, pane, Qt.Key.Key_E)
+    dialog = pane.edit_dialog
+    assert dialog is not None
+    dialog.text_edit.setPlainText(reworded)
+    dialog.rematch()
+    assert "UPDATE" in dialog.match_label.text()
+    dialog.accept()
+    edited = next(c for c in pane.candidates() if c.ordinal == 1)
+    assert edited.action == "UPDATE" and edited.target_id == ids["p0"]
+    row = pane.model.find_row(lambda c: c.ordinal == 1)
+    shown = pane.model.data(pane.model.index(row, pane.model.column_index("Candidate")))
+    assert shown == "✎ " + reworded
+    pane._select_row(row)
+    assert "replaces the text of pattern" in pane.detail.toPlainText()
+
+    assert pane.apply_commit(ids["run"], reviewed_only=True) is not None
+    assert Pattern.get_by_id(ids["p0"]).text == reworded
+
+
 def test_commit_changes_knowledge_and_undo_reverts(qtbot, pane: ReviewPane, staged) -> None:
     services, ids = staged
     messages: list[tuple[str, str]] = []

@@ -94,7 +94,7 @@ def test_decide_commit_history_undo(
     code, doc, _ = cli(capsys, "--db", db, "undo", str(changeset), "--json")
     assert code == 0 and doc["kind"] == "undo" and doc["undoes_id"] == changeset
     code, _, err = cli(capsys, "--db", db, "undo", str(changeset))
-    assert code == 2 and "already undone" in err
+    assert code == 1 and "already undone" in err
 
     code, text, _ = cli(capsys, "--db", db, "history")
     assert code == 0 and f"(undone by {changeset + 1})" in text

@@ -164,7 +164,7 @@ def test_commit_then_undo_restores_the_database_logically(store: Store) -> None:
     assert [s.id for s in commit.history(store)] == [undo.id, summary.id]
     assert commit.history(store)[1].undone_by_id == undo.id
 
-    with pytest.raises(CuratorError, match="already undone"):
+    with pytest.raises(ConflictError, match="already undone"):
         commit.undo_changeset(store, summary.id)
     with pytest.raises(CuratorError, match="only commits can be undone"):
         commit.undo_changeset(store, undo.id)
@@ -186,9 +186,10 @@ def test_undo_is_refused_when_rows_changed_later(store: Store) -> None:
     review.decide(store, cid, "UPDATE", target_id=patterns[0])
     second = commit.commit_run(store, later.id, backup=False)
     before = logical_dump(store)
-    with pytest.raises(CuratorError, match=f"pattern {patterns[0]}") as info:
+    with pytest.raises(ConflictError, match=f"pattern {patterns[0]}") as info:
         commit.undo_changeset(store, first.id)
     assert "changed since" in str(info.value) and "undo the later changes first" in str(info.value)
+    assert info.value.exit_code == 1  # a blocked undo is a conflict, like a blocked commit
     assert logical_dump(store) == before
     commit.undo_changeset(store, second.id)
     commit.undo_changeset(store, first.id)

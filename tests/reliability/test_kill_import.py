@@ -1,0 +1,131 @@
+"""An import killed at a random moment leaves each file's good lines all imported or none.
+
+The process is really killed (SIGKILL: no handler, no rollback code runs). Two files are
+imported one after the other, each in its own transaction, so after a kill the database
+holds, per file, either every good line of it or nothing of it, and passes SQLite's
+``integrity_check``; a kill between the two files leaves the first complete and the
+second absent.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import shutil
+import signal
+import sqlite3
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from curator.store.db import Store
+
+KILLS = 30
+LINES = 6000
+BAD_EVERY = 97  # every 97th line is rejected, so "all good lines" is not "all lines"
+REPO_ROOT = Path(__file__).resolve().parents[2]
+
+CHILD = """
+import sys
+from curator.store.db import Store
+from curator.store.importer import import_files
+store = Store(sys.argv[1])
+print("START", flush=True)
+import_files(store, sys.argv[2:])
+print("DONE", flush=True)
+"""
+
+
+def _episode_file(path: Path, source: str) -> int:
+    """A JSONL file of LINES lines; returns how many of them are good."""
+    good = 0
+    with path.open("w", encoding="utf-8") as out:
+        for i in range(LINES):
+            if i % BAD_EVERY == 0:
+                out.write(json.dumps({"content": i, "source": source}) + "\n")
+                continue
+            good += 1
+            record = {
+                "content": f"{source} episode {i}: the agent answered a question about item {i}.",
+                "source": source,
+                "timestamp": f"2026-{1 + i % 12:02d}-{1 + i % 28:02d}T10:{i % 60:02d}:00Z",
+            }
+            out.write(json.dumps(record) + "\n")
+    return good
+
+
+def _by_source(path: Path) -> dict[str, int]:
+    conn = sqlite3.connect(path)
+    try:
+        assert conn.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
+        return {
+            s: int(n)
+            for s, n in conn.execute("SELECT source, count(*) FROM episode GROUP BY source")
+        }
+    finally:
+        conn.close()
+
+
+def _import_in_child(db: Path, files: list[Path], kill_after: float | None) -> tuple[bool, float]:
+    env = dict(os.environ)
+    env["PYTHONPATH"] = str(REPO_ROOT) + os.pathsep + env.get("PYTHONPATH", "")
+    child = subprocess.Popen(
+        [sys.executable, "-c", CHILD, str(db), *map(str, files)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=env,
+        cwd=REPO_ROOT,
+    )
+    assert child.stdout is not None
+    line = child.stdout.readline()
+    started = time.perf_counter()
+    assert line.strip() == "START", child.communicate()[1]
+    if kill_after is not None:
+        time.sleep(kill_after)
+        child.send_signal(signal.SIGKILL)
+    out, err = child.communicate(timeout=300)
+    elapsed = time.perf_counter() - started
+    if kill_after is None:
+        assert child.returncode == 0 and "DONE" in out, err
+    return "DONE" in out, elapsed
+
+
+@pytest.mark.slow
+def test_import_killed_at_random_moments_is_all_or_nothing_per_file(tmp_path: Path) -> None:
+    first, second = tmp_path / "first.jsonl", tmp_path / "second.jsonl"
+    expected = {"first": _episode_file(first, "first"), "second": _episode_file(second, "second")}
+    template = tmp_path / "template.sqlite"
+    Store(template).close()  # an empty database of the current schema
+
+    probe = tmp_path / "probe.sqlite"
+    shutil.copyfile(template, probe)
+    _, duration = _import_in_child(probe, [first, second], kill_after=None)
+    assert _by_source(probe) == expected
+
+    rng = random.Random(20261201)
+    outcomes: dict[str, int] = {}
+    for attempt in range(KILLS):
+        db = tmp_path / f"kill-{attempt}.sqlite"
+        shutil.copyfile(template, db)
+        finished, _ = _import_in_child(db, [first, second], rng.uniform(0.0, 1.1 * duration))
+        counts = _by_source(db)
+        for source, n in counts.items():
+            assert n == expected[source], f"kill {attempt}: {source} partly imported ({n})"
+        if "second" in counts:
+            assert "first" in counts, f"kill {attempt}: the second file came before the first"
+        state = "+".join(sorted(counts)) or "none"
+        outcomes[state] = outcomes.get(state, 0) + 1
+        if finished:
+            assert state == "first+second", f"kill {attempt}: DONE printed but {state}"
+        db.unlink()
+        for leftover in tmp_path.glob(f"kill-{attempt}.sqlite-*"):
+            leftover.unlink()
+    print(f"import of two files killed {KILLS} times: outcomes {outcomes}")
+    # The kills landed during the import, not only before or after it.
+    assert outcomes.get("first", 0) >= 1, outcomes
+    assert outcomes.get("none", 0) >= 1, outcomes
