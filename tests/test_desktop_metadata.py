@@ -11,6 +11,8 @@ import struct
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
+import pytest
+
 from curator import __version__
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -90,3 +92,22 @@ def test_screenshots_are_the_repository_ones_at_their_stated_size() -> None:
         assert png_size(local) == (int(image.get("width", 0)), int(image.get("height", 0)))
         named.add(name)
     assert named == {p.name for p in (ROOT / "docs" / "screenshots").glob("*.png")}
+
+
+def test_about_names_the_version_without_distribution_metadata(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A frozen build has no installed-distribution metadata; About still names the version.
+
+    The missing metadata is simulated (a double): in this environment the package is
+    installed, and only a frozen bundle lacks it.
+    """
+    from importlib import metadata
+
+    from curator.gui.main_window import app_version
+
+    def no_metadata(name: str) -> str:
+        raise metadata.PackageNotFoundError(name)
+
+    monkeypatch.setattr(metadata, "version", no_metadata)
+    assert app_version() == __version__

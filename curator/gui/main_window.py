@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import json
 from datetime import datetime
-from importlib import metadata
 from pathlib import Path
 from typing import Any
 
@@ -25,6 +24,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from curator import __version__
 from curator.errors import CuratorError
 from curator.gui.episodes_pane import EpisodesPane
 from curator.gui.identity_pane import IdentityPane
@@ -41,10 +41,8 @@ POLL_MS = 1000
 
 
 def app_version() -> str:
-    try:
-        return metadata.version("memory-curator")
-    except metadata.PackageNotFoundError:
-        return "development version"
+    """From the package itself: a frozen build carries no installed-distribution metadata."""
+    return __version__
 
 
 PANES: tuple[tuple[str, str, type[QWidget]], ...] = (
