@@ -104,7 +104,7 @@ def render_icons(hicolor: Path) -> None:
         painter.end()
         target = hicolor / f"{size}x{size}" / "apps" / f"{APP_ID}.png"
         target.parent.mkdir(parents=True, exist_ok=True)
-        if not image.save(str(target), b"PNG"):
+        if not image.save(str(target)):  # PNG, from the suffix
             raise SystemExit(f"{target}: could not write the icon")
     scalable = hicolor / "scalable" / "apps" / f"{APP_ID}.svg"
     scalable.parent.mkdir(parents=True, exist_ok=True)
