@@ -1,14 +1,23 @@
 # Two commands for a fresh machine:
 #   make run   - set everything up, create the demo database on first run, start the application
 #   make test  - set everything up and run the whole suite (ruff check + format, mypy, pytest)
+# Desktop build (see README, "Install as a desktop application"):
+#   make dist               - the PyInstaller bundle laid out as a prefix, and its .tar.gz
+#   make install-desktop    - install it for the current user ($(PREFIX), $$XDG_DATA_HOME)
+#   make uninstall-desktop  - remove exactly what install-desktop installed
 
 PYTHON ?= python3
 VENV ?= .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 DEMO_DB ?= .demo/curator.sqlite
+PREFIX ?= $(HOME)/.local
+VERSION := $(shell sed -n 's/^__version__ = "\(.*\)"/\1/p' curator/__init__.py)
+DIST_TREE := dist/memory-curator-$(VERSION)
+TARBALL := $(DIST_TREE)-linux-$(shell uname -m).tar.gz
+DIST_SOURCES := pyproject.toml $(shell find curator resources packaging -type f ! -path '*/__pycache__/*')
 
-.PHONY: run test lint typecheck pytest bench screenshots clean
+.PHONY: run test lint typecheck pytest bench screenshots dist install-desktop uninstall-desktop clean
 
 $(STAMP): pyproject.toml
 	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else "Python 3.11+ is required (found %s); set PYTHON=python3.11" % sys.version.split()[0])'
@@ -42,6 +51,19 @@ bench: $(STAMP)
 screenshots: $(STAMP)
 	QT_QPA_PLATFORM=offscreen $(PY) packaging/screenshots.py docs/screenshots
 	QT_QPA_PLATFORM=offscreen $(PY) packaging/screenshot_flagged.py docs/screenshots
+
+# Rebuilt only when a source changed; nice: the build uses every core for a minute.
+dist: $(TARBALL)
+
+$(TARBALL): $(STAMP) $(DIST_SOURCES)
+	nice $(PY) packaging/build_dist.py dist
+
+# The installer needs only the standard library: it runs without the venv.
+install-desktop: $(TARBALL)
+	$(PYTHON) packaging/desktop_install.py install $(DIST_TREE) --prefix $(PREFIX)
+
+uninstall-desktop:
+	$(PYTHON) packaging/desktop_install.py uninstall --prefix $(PREFIX)
 
 clean:
 	rm -rf $(VENV) .demo build dist *.egg-info

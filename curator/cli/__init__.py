@@ -18,8 +18,10 @@ import sys
 from collections.abc import Sequence
 from typing import NoReturn
 
+from curator import __version__
 from curator.cli.common import CommandContext, add_common_options
 from curator.errors import CuratorError
+from curator.llm.model_file import CHECK_OPTION, run_child_check
 from curator.store.db import DATABASE_ERRORS, explain_database_error
 
 
@@ -42,6 +44,7 @@ def build_parser() -> argparse.ArgumentParser:
         "Without a command, the desktop window opens.",
     )
     add_common_options(parser, suppress_defaults=False)
+    parser.add_argument("--version", action="version", version=f"curator {__version__}")
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
     for module in (data, pipeline, review, knowledge, recovery):
         module.register(subparsers, common)
@@ -49,6 +52,12 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    arguments = list(sys.argv[1:] if argv is None else argv)
+    if len(arguments) == 2 and arguments[0] == CHECK_OPTION:
+        # Hidden: the child that trial-loads a model file for validate_model_file. Kept
+        # off the parser so --help does not show it; being an option of the program itself
+        # (not `python -c`) it works in a frozen build too.
+        return run_child_check(arguments[1])
     parser = build_parser()
     args = parser.parse_args(argv)
     ctx = CommandContext(args)

@@ -11,7 +11,6 @@ from __future__ import annotations
 import json
 import logging
 from datetime import datetime
-from importlib import metadata
 from pathlib import Path
 from typing import Any
 
@@ -26,6 +25,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from curator import __version__
 from curator.errors import CuratorError
 from curator.gui.episodes_pane import EpisodesPane
 from curator.gui.identity_pane import IdentityPane
@@ -45,10 +45,8 @@ POLL_MS = 1000
 
 
 def app_version() -> str:
-    try:
-        return metadata.version("memory-curator")
-    except metadata.PackageNotFoundError:
-        return "development version"
+    """From the package itself: a frozen build carries no installed-distribution metadata."""
+    return __version__
 
 
 PANES: tuple[tuple[str, str, type[QWidget]], ...] = (

