@@ -18,7 +18,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from curator.llm.backend import Backend, StopRequested
+from curator.llm.backend import Backend, StopRequested, require_finite
 from curator.llm.prompts import load_prompt, numbered
 from curator.llm.runlog import (
     RunResult,
@@ -116,6 +116,8 @@ def classify_episodes(
                 )
             except StopRequested:
                 raise Cancelled("cancelled during the prompt") from None
+            # Checked here too, whatever the backend: a NaN confidence must never be stored.
+            require_finite("label scores", [scores.confidence, *scores.probabilities.values()])
             _store_label(store, run_id, episode_id, scores, prompt)
             counts[scores.label] += 1
             counts["classified"] += 1

@@ -49,7 +49,7 @@ from curator.core.dedup import Decision, gate
 from curator.core.parsing import ParseError, parse_number_array, parse_string_array
 from curator.core.quality import QualityGate
 from curator.errors import CuratorError
-from curator.llm.backend import Backend, Completion
+from curator.llm.backend import Backend, Completion, require_finite
 from curator.llm.grammars import (
     number_array_grammar,
     number_array_max_tokens,
@@ -454,6 +454,7 @@ class _Distiller:
         extra_trace: list[TraceRecord],
     ) -> None:
         """Stage the batch's candidates, links and gate traces in ONE transaction."""
+        require_finite("importance scores", [importance for importance, _ in scored])
         pool = self.pool
         n_patterns = len(pool.pattern_ids)
         added_before = list(pool.added_ordinals)
