@@ -10,8 +10,12 @@ import sys
 from collections.abc import Callable
 from typing import Any
 
+import peewee
+
+from curator.errors import CuratorError
 from curator.store.backup import check_or_quarantine
 from curator.store.db import Store, resolve_db_path
+from curator.store.liveness import mark_abandoned_runs
 
 Handler = Callable[["CommandContext"], int]
 
@@ -75,7 +79,20 @@ class CommandContext:
             if quarantine is not None:
                 self.info(f"curator: warning: {quarantine.message}")
             self._store = Store(path)
+            self._mark_abandoned_runs(self._store)
         return self._store
+
+    def _mark_abandoned_runs(self, store: Store) -> None:
+        """Every start marks runs whose process died as ``abandoned`` (best effort).
+
+        A database we may not write (read-only, busy) is still readable: the runs stay
+        as they are until a start that can write.
+        """
+        try:
+            for run_id in mark_abandoned_runs(store):
+                self.info(f"curator: note: run {run_id} was abandoned (its process is gone)")
+        except (peewee.OperationalError, CuratorError) as exc:
+            self.info(f"curator: note: abandoned runs not checked: {exc}")
 
     def emit(self, document: Any, human: str | Callable[[], str] | None = None) -> None:
         """Print the result: the JSON document with ``--json``, else the human text."""

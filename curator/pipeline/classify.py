@@ -31,6 +31,7 @@ from curator.llm.runlog import (
 from curator.pipeline.progress import Cancelled, Progress, TaskState
 from curator.store.db import Store
 from curator.store.identity import current_identity
+from curator.store.liveness import Heartbeat
 from curator.store.models import LABELS, Episode, TraceStep, utcnow
 
 __all__ = ["RunResult", "classify_episodes", "pending_episode_ids"]
@@ -98,6 +99,7 @@ def classify_episodes(
     tokens_evaluated = 0
     seconds = 0.0
     total = len(ids)
+    state.tick = Heartbeat(store, run_id)
     state.report(Progress(STEP, 0, total, message=f"{total} episodes to classify"))
     try:
         for done, episode_id in enumerate(ids, 1):
@@ -140,6 +142,8 @@ def classify_episodes(
     except BaseException as exc:
         finish_run(store, run_id, "failed", one_line(exc), stats=counts)
         raise
+    finally:
+        state.tick = None
     message = _summary(counts)
     finish_run(store, run_id, "done", "", stats=counts)
     return RunResult(run_id, "done", counts, message)

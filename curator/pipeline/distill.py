@@ -68,6 +68,7 @@ from curator.llm.runlog import (
 from curator.pipeline.progress import Cancelled, Progress, TaskState
 from curator.store.db import Store
 from curator.store.identity import Identity, current_identity
+from curator.store.liveness import Heartbeat
 from curator.store.models import (
     DISTILLABLE_LABELS,
     Candidate,
@@ -604,6 +605,7 @@ def distill(
         params=params,
     )
     worker = _Distiller(store, backend, state, run_id, prompts, identity, settings, len(batches))
+    state.tick = Heartbeat(store, run_id)
     state.report(Progress("extract", 0, len(batches), message=f"{len(batches)} batches"))
     try:
         for batch in batches:
@@ -618,6 +620,8 @@ def distill(
     except BaseException as exc:
         finish_run(store, run_id, "failed", one_line(exc), stats=worker.stats())
         raise
+    finally:
+        state.tick = None
     counts = dict(worker.counts)
     if not batches:
         message = "nothing to distill: no labelled episode is waiting"

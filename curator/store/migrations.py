@@ -70,6 +70,13 @@ MIGRATIONS: tuple[tuple[str, ...], ...] = (
         'ALTER TABLE "decision_event" ADD COLUMN "kind" TEXT NOT NULL DEFAULT \'decide\'',
         'ALTER TABLE "decision_event" ADD COLUMN "undone" INTEGER NOT NULL DEFAULT 0',
     ),
+    # 4: the process that owns a run (pid, host) and its last sign of life, so that a run
+    # whose process died can be marked abandoned (see curator/store/liveness.py)
+    (
+        'ALTER TABLE "run" ADD COLUMN "pid" INTEGER',
+        'ALTER TABLE "run" ADD COLUMN "host" TEXT',
+        'ALTER TABLE "run" ADD COLUMN "heartbeat_at" TEXT',
+    ),
 )
 
 LATEST_VERSION = len(MIGRATIONS)

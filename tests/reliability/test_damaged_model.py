@@ -74,7 +74,7 @@ def test_classify_with_nan_weights_fails_the_run_and_writes_no_label(
     assert _query(db, "SELECT count(*) FROM episode WHERE model_label IS NOT NULL") == labelled
     assert _query(
         db, "SELECT count(*) FROM episode WHERE model_confidence IS NULL AND label_by = 'model'"
-    ) == [(0,)]  # noqa: E501
+    ) == [(0,)]
     reason = _query(db, "SELECT status_reason FROM run")[0][0]
     assert "non-finite" in reason
 
