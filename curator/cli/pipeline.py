@@ -21,11 +21,11 @@ from typing import Any
 
 from curator.cli.common import CommandContext
 from curator.errors import CuratorError
-from curator.llm.backend import BackendSettings
+from curator.llm.backend import backend_settings
 from curator.pipeline.progress import Progress, TaskState
 from curator.pipeline.review import list_candidates
 from curator.store.models import DISTILLABLE_LABELS, Run, TraceStep
-from curator.store.settings import all_settings
+from curator.store.settings import load_settings
 
 
 def register(subparsers: Any, common: argparse.ArgumentParser) -> None:
@@ -132,26 +132,19 @@ def _load_backend(ctx: CommandContext) -> Any:
     from curator.llm.model_file import resolve_model_path
 
     args = ctx.args
-    saved = all_settings(ctx.store)
-    path = resolve_model_path(args.model, ctx.store)
-
-    def pick(cli: Any, key: str) -> Any:
-        return cli if cli is not None else saved[key]
-
-    settings = BackendSettings(
-        model_path=path,
-        n_gpu_layers=int(pick(args.n_gpu_layers, "n_gpu_layers")),
-        n_ctx=int(pick(args.n_ctx, "n_ctx")),
-        n_threads=pick(args.threads, "n_threads"),
-        flash_attn=bool(saved["flash_attn"]),
-        seed=int(saved["seed"]),
-        temperature=float(saved["temperature"]),
-    )
-    if settings.n_ctx < 256:
-        raise CuratorError("--n-ctx must be at least 256")
-    if settings.n_threads is not None and int(settings.n_threads) < 1:
-        raise CuratorError("--threads must be at least 1")
-    backend = load_backend(settings)
+    overrides = {
+        key: value
+        for key, value in (
+            ("n_gpu_layers", args.n_gpu_layers),
+            ("n_ctx", args.n_ctx),
+            ("n_threads", args.threads),
+        )
+        if value is not None
+    }
+    # The same validation as the window's Settings pane: same bounds, same messages.
+    settings = load_settings(ctx.store).with_changes(overrides)
+    path = resolve_model_path(args.model, settings)
+    backend = load_backend(backend_settings(settings, path))
     info = backend.model_info
     ctx.info(
         f"model: {info.name} ({info.quantization}, {info.architecture}), {backend.offload}, "

@@ -17,9 +17,12 @@ import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
 from curator.errors import CuratorError
+
+if TYPE_CHECKING:
+    from curator.store.settings import Settings
 
 TokenCallback = Callable[[str], None]
 StopCheck = Callable[[], bool]
@@ -63,6 +66,19 @@ class BackendSettings:
     flash_attn: bool = False
     seed: int = 42
     temperature: float = 0.0
+
+
+def backend_settings(settings: Settings, model_path: Path) -> BackendSettings:
+    """The one place the saved (or overridden) settings become llama.cpp load settings."""
+    return BackendSettings(
+        model_path=model_path,
+        n_gpu_layers=settings.n_gpu_layers,
+        n_ctx=settings.n_ctx,
+        n_threads=settings.n_threads,
+        flash_attn=settings.flash_attn,
+        seed=settings.seed,
+        temperature=settings.temperature,
+    )
 
 
 @dataclass(frozen=True)

@@ -33,7 +33,7 @@ import platformdirs
 from curator.errors import CuratorError
 
 if TYPE_CHECKING:
-    from curator.store.db import Store
+    from curator.store.settings import Settings
 
 MODEL_ENV = "CURATOR_MODEL"
 CACHE_ENV = "CURATOR_CACHE_DIR"
@@ -472,19 +472,15 @@ def demo_model_path() -> Path | None:
     return candidate if candidate.is_file() else None
 
 
-def resolve_model_path(cli_value: str | os.PathLike[str] | None, store: Store | None) -> Path:
+def resolve_model_path(cli_value: str | os.PathLike[str] | None, settings: Settings | None) -> Path:
     """``--model``, then ``$CURATOR_MODEL``, then the saved setting, then the demo model."""
     if cli_value:
         return Path(cli_value).expanduser()
     env = os.environ.get(MODEL_ENV)
     if env:
         return Path(env).expanduser()
-    if store is not None:
-        from curator.store.settings import get_setting
-
-        saved = get_setting(store, "model_path")
-        if saved:
-            return Path(str(saved)).expanduser()
+    if settings is not None and settings.model_path:
+        return Path(settings.model_path).expanduser()
     demo = demo_model_path()
     if demo is not None:
         return demo

@@ -78,7 +78,7 @@ from curator.store.models import (
     Run,
     TraceStep,
 )
-from curator.store.settings import all_settings
+from curator.store.settings import Settings, load_settings
 from curator.store.snapshot import tuples
 
 __all__ = ["RunResult", "distill", "distillable_episode_ids"]
@@ -211,7 +211,7 @@ class _Distiller:
         run_id: int,
         prompts: dict[str, PromptTemplate],
         identity: Identity,
-        settings: dict[str, Any],
+        settings: Settings,
         n_batches: int,
     ) -> None:
         self.store = store
@@ -223,9 +223,9 @@ class _Distiller:
         self.settings = settings
         self.n_batches = n_batches
         self.batches_done = 0
-        self.max_out = int(settings["max_output_tokens"])
-        self.seed = int(settings["seed"])
-        self.quality = QualityGate(int(settings["min_chars"]), int(settings["min_words"]))
+        self.max_out = settings.max_output_tokens
+        self.seed = settings.seed
+        self.quality = QualityGate(settings.min_chars, settings.min_words)
         self.counts: dict[str, int] = {
             "episodes": 0,
             "batches": 0,
@@ -443,8 +443,8 @@ class _Distiller:
         return gate(
             texts,
             pool,
-            skip=float(self.settings["skip_threshold"]),
-            update=float(self.settings["update_threshold"]),
+            skip=self.settings.skip_threshold,
+            update=self.settings.update_threshold,
         )
 
     def _finish_batch(
@@ -555,10 +555,10 @@ def distill(
             raise CuratorError(
                 f"cannot distill {category!r}: choose from {', '.join(DISTILLABLE_LABELS)}"
             )
-    settings = all_settings(store)
+    settings = load_settings(store)
     identity = current_identity(store)
     prompts = {name: load_prompt(name) for name in ("extract", "refine", "importance")}
-    max_out = int(settings["max_output_tokens"])
+    max_out = settings.max_output_tokens
     out_reserve = min(max_out, backend.n_ctx // 4)
     remaining = limit
     batches: list[_Batch] = []
@@ -585,7 +585,7 @@ def distill(
         "extract_max_tokens": out_reserve,
         "max_batch_episodes": MAX_BATCH_EPISODES,
         **{
-            k: settings[k]
+            k: getattr(settings, k)
             for k in (
                 "min_chars",
                 "min_words",

@@ -129,8 +129,14 @@ def test_sigterm_during_distill_cancels_and_distill_restarts(
     assert _episode_ids(db, second["run_id"])
 
 
+STOP_SIGNALS = [("SIGINT", 130), ("SIGTERM", 143), ("SIGHUP", 129)]
+
+
 @slow
-def test_sighup_cancels_and_a_live_run_is_never_marked_abandoned(demo_db: Path) -> None:
+@pytest.mark.parametrize(("name", "code"), STOP_SIGNALS, ids=[n for n, _ in STOP_SIGNALS])
+def test_stop_signal_cancels_and_a_live_run_is_never_marked_abandoned(
+    demo_db: Path, name: str, code: int
+) -> None:
     proc = _start(demo_db, "classify", "--limit", "60", "--json")
     _wait_for(proc, "classify 1/60")
     # another process starts meanwhile: the live run must stay running
@@ -139,9 +145,9 @@ def test_sighup_cancels_and_a_live_run_is_never_marked_abandoned(demo_db: Path) 
     assert [r["status"] for r in json.loads(look.stdout)["runs"]] == ["running"]
     _, kind, status, pid, host = _runs(demo_db)[0]
     assert (kind, status, pid, host) == ("classify", "running", proc.pid, this_host())
-    proc.send_signal(signal.SIGHUP)
-    code, out, err = _finish(proc)
-    assert code == 129, err
+    proc.send_signal(getattr(signal, name))
+    got, out, err = _finish(proc)
+    assert got == code, err
     assert "Traceback" not in err
     assert json.loads(out)["status"] == "cancelled"
     assert _runs(demo_db)[0][2] == "cancelled"
