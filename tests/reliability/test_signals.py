@@ -240,3 +240,23 @@ def test_abandon_rules(
         assert Run.get_by_id(done.id).status == "done"
     finally:
         store.close()
+
+
+def test_heartbeat_is_refreshed_from_the_progress_loop(tmp_path: Path) -> None:
+    from curator.pipeline.progress import Progress, TaskState
+    from curator.store.liveness import Heartbeat
+
+    store = Store(tmp_path / "h.sqlite")
+    try:
+        old = utcnow() - timedelta(hours=1)
+        run = Run.create(kind="distill", status="running", heartbeat_at=old)
+        state = TaskState()
+        state.tick = Heartbeat(store, run.id, every=0.0)
+        state.report(Progress("extract", 0, 1))
+        beat = Run.get_by_id(run.id).heartbeat_at
+        assert beat is not None and beat > old
+        Run.update(status="cancelled").where(Run.id == run.id).execute()
+        state.check()  # a finished run's heartbeat is left alone
+        assert Run.get_by_id(run.id).heartbeat_at == beat
+    finally:
+        store.close()
