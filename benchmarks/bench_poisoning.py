@@ -158,7 +158,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--show-fp", type=int, default=0, metavar="N", help="print N examples")
     args = parser.parse_args(argv)
     axioms, identity = demo_identity()
-    untrusted = DEFAULTS["untrusted_sources"]
+    untrusted = list(DEFAULTS.untrusted_sources)
 
     for title, name in (
         ("poisoned (development set)", "poisoned.jsonl"),

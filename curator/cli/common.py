@@ -4,12 +4,17 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import os
 import sys
 from collections.abc import Callable
 from typing import Any
 
+import peewee
+
+from curator.errors import CuratorError
 from curator.store.db import Store, busy_timeout_from_env, resolve_db_path
+from curator.store.liveness import mark_abandoned_runs
 
 Handler = Callable[["CommandContext"], int]
 
@@ -60,6 +65,23 @@ def add_common_options(parser: argparse.ArgumentParser, *, suppress_defaults: bo
     )
 
 
+def finite_json(value: Any) -> Any:
+    """``value`` with every NaN/infinite float replaced by ``None`` (JSON ``null``).
+
+    ``json.dump`` would write bare ``NaN``/``Infinity``, which is not JSON: a script
+    reading ``--json`` output would fail on it. The pipeline refuses non-finite model
+    output, but a database written by an older version may still hold some, so every
+    document goes through here once, and the dump itself runs with ``allow_nan=False``.
+    """
+    if isinstance(value, float):
+        return value if math.isfinite(value) else None
+    if isinstance(value, dict):
+        return {key: finite_json(item) for key, item in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [finite_json(item) for item in value]
+    return value
+
+
 class CommandContext:
     """The parsed arguments plus the resources a command may need, opened on first use."""
 
@@ -79,12 +101,32 @@ class CommandContext:
             # Refuses (exit 2, file untouched) a damaged, foreign or newer database, and
             # opens a read-only one for reading; see curator.store.opening.
             self._store = Store(self.db_path, busy_timeout_s=busy_timeout_from_env())
+            self._mark_abandoned_runs(self._store)
         return self._store
+
+    def _mark_abandoned_runs(self, store: Store) -> None:
+        """Every start marks runs whose process died as ``abandoned`` (best effort).
+
+        A database we may not write (read-only, busy) is still readable: the runs stay
+        as they are until a start that can write.
+        """
+        try:
+            for run_id in mark_abandoned_runs(store):
+                self.info(f"curator: note: run {run_id} was abandoned (its process is gone)")
+        except (peewee.OperationalError, CuratorError) as exc:
+            self.info(f"curator: note: abandoned runs not checked: {exc}")
 
     def emit(self, document: Any, human: str | Callable[[], str] | None = None) -> None:
         """Print the result: the JSON document with ``--json``, else the human text."""
         if self.json:
-            json.dump(document, sys.stdout, ensure_ascii=False, indent=2, default=str)
+            json.dump(
+                finite_json(document),
+                sys.stdout,
+                ensure_ascii=False,
+                indent=2,
+                default=str,
+                allow_nan=False,
+            )
             sys.stdout.write("\n")
         elif human is not None:
             text = human() if callable(human) else human

@@ -4,13 +4,15 @@
 process) *before* anything is written, so an unusable model file is a one-line error with
 exit code 2 and an unchanged database. Progress goes to stderr (a redrawn bar on a
 terminal, plain lines otherwise); stdout carries only the result, one JSON document with
-``--json``. The first Ctrl-C cancels the run cleanly (it is recorded as ``cancelled``,
-finished work is kept, exit code 130); a second one aborts at once.
+``--json``. The first Ctrl-C, SIGTERM or SIGHUP cancels the run cleanly (it is recorded as
+``cancelled``, finished work is kept, exit code 130, 143 or 129); a second one aborts at
+once.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import signal
 import sys
 from collections.abc import Callable
@@ -19,13 +21,11 @@ from typing import Any
 
 from curator.cli.common import CommandContext, integer
 from curator.errors import CuratorError
-from curator.llm.backend import BackendSettings
+from curator.llm.backend import backend_settings
 from curator.pipeline.progress import Progress, TaskState
 from curator.pipeline.review import list_candidates
 from curator.store.models import DISTILLABLE_LABELS, Run, TraceStep
-from curator.store.settings import all_settings
-
-EXIT_CANCELLED = 130
+from curator.store.settings import load_settings
 
 
 def register(subparsers: Any, common: argparse.ArgumentParser) -> None:
@@ -48,7 +48,8 @@ def register(subparsers: Any, common: argparse.ArgumentParser) -> None:
         parents=[common, model],
         help="label pending episodes constitutional / noise / uncategorized",
         description="Classify the episodes that have neither a model nor a human label, "
-        "oldest first. Exit code 130 when cancelled with Ctrl-C (labels so far are kept).",
+        "oldest first. Exit code 130 when cancelled with Ctrl-C, 143 on SIGTERM, 129 on SIGHUP "
+        "(labels so far are kept).",
     )
     p.add_argument("--limit", type=integer, metavar="N", help="classify at most N episodes")
     p.set_defaults(handler=cmd_classify)
@@ -96,8 +97,11 @@ class ProgressPrinter:
         self.tty = bool(getattr(self.stream, "isatty", lambda: False)())
         self._last_key: tuple[str, int] | None = None
         self._drawn = False
+        self.silent = False  # after SIGHUP: the terminal is gone
 
     def __call__(self, p: Progress) -> None:
+        if self.silent:
+            return
         if self.tty:
             filled = round(p.fraction * self.WIDTH)
             bar = "#" * filled + "-" * (self.WIDTH - filled)
@@ -115,7 +119,7 @@ class ProgressPrinter:
         self.stream.flush()
 
     def close(self) -> None:
-        if self.tty and self._drawn:
+        if self.tty and self._drawn and not self.silent:
             self.stream.write("\n")
             self.stream.flush()
             self._drawn = False
@@ -130,26 +134,19 @@ def _load_backend(ctx: CommandContext) -> Any:
     from curator.llm.model_file import resolve_model_path
 
     args = ctx.args
-    saved = all_settings(ctx.store)
-    path = resolve_model_path(args.model, ctx.store)
-
-    def pick(cli: Any, key: str) -> Any:
-        return cli if cli is not None else saved[key]
-
-    settings = BackendSettings(
-        model_path=path,
-        n_gpu_layers=int(pick(args.n_gpu_layers, "n_gpu_layers")),
-        n_ctx=int(pick(args.n_ctx, "n_ctx")),
-        n_threads=pick(args.threads, "n_threads"),
-        flash_attn=bool(saved["flash_attn"]),
-        seed=int(saved["seed"]),
-        temperature=float(saved["temperature"]),
-    )
-    if settings.n_ctx < 256:
-        raise CuratorError("--n-ctx must be at least 256")
-    if settings.n_threads is not None and int(settings.n_threads) < 1:
-        raise CuratorError("--threads must be at least 1")
-    backend = load_backend(settings)
+    overrides = {
+        key: value
+        for key, value in (
+            ("n_gpu_layers", args.n_gpu_layers),
+            ("n_ctx", args.n_ctx),
+            ("n_threads", args.threads),
+        )
+        if value is not None
+    }
+    # The same validation as the window's Settings pane: same bounds, same messages.
+    settings = load_settings(ctx.store).with_changes(overrides)
+    path = resolve_model_path(args.model, settings)
+    backend = load_backend(backend_settings(settings, path))
     info = backend.model_info
     ctx.info(
         f"model: {info.name} ({info.quantization}, {info.architecture}), {backend.offload}, "
@@ -158,25 +155,61 @@ def _load_backend(ctx: CommandContext) -> Any:
     return backend
 
 
-def _run_with_ctrl_c(ctx: CommandContext, work: Callable[[TaskState], Any]) -> Any:
-    """Run ``work`` with a TaskState whose cancel is bound to the first Ctrl-C."""
+class _StopSignals:
+    """Ctrl-C, SIGTERM and SIGHUP all cancel the run cleanly; a second one aborts at once.
+
+    The run is then recorded as ``cancelled`` (finished work kept) and the exit code is
+    128 + the signal's number, as a shell reports a process ended by it: 130 for Ctrl-C,
+    143 for SIGTERM (``kill``, a service manager stopping us), 129 for SIGHUP (the
+    terminal was closed; from then on nothing more is written to it).
+    """
+
+    SIGNALS = tuple(
+        getattr(signal, name) for name in ("SIGINT", "SIGTERM", "SIGHUP") if hasattr(signal, name)
+    )
+
+    def __init__(self, ctx: CommandContext, state: TaskState, printer: ProgressPrinter) -> None:
+        self.ctx = ctx
+        self.state = state
+        self.printer = printer
+        self.signum: int | None = None
+        self.hung_up = False
+
+    def __call__(self, signum: int, frame: FrameType | None) -> None:
+        del frame
+        if self.state.cancelled:
+            raise KeyboardInterrupt
+        self.signum = signum
+        self.state.cancel()
+        if hasattr(signal, "SIGHUP") and signum == signal.SIGHUP:
+            self.hung_up = True
+            self.printer.silent = True
+            return
+        self.printer.close()
+        how = "Ctrl-C" if signum == signal.SIGINT else signal.Signals(signum).name
+        with contextlib.suppress(OSError):
+            self.ctx.info(f"cancelling on {how} (a second one aborts at once) ...")
+
+    @property
+    def exit_code(self) -> int:
+        return 128 + (self.signum if self.signum is not None else signal.SIGINT)
+
+
+def _run_with_signals(
+    ctx: CommandContext, work: Callable[[TaskState], Any]
+) -> tuple[Any, _StopSignals]:
+    """Run ``work`` with a TaskState whose cancel is bound to Ctrl-C, SIGTERM and SIGHUP."""
     printer = ProgressPrinter()
     state = TaskState(on_progress=printer)
-
-    def on_sigint(signum: int, frame: FrameType | None) -> None:
-        del signum, frame
-        if state.cancelled:
-            raise KeyboardInterrupt
-        state.cancel()
-        printer.close()
-        ctx.info("cancelling (press Ctrl-C again to abort at once) ...")
-
-    previous = signal.signal(signal.SIGINT, on_sigint)
+    stops = _StopSignals(ctx, state, printer)
+    previous = {signum: signal.signal(signum, stops) for signum in stops.SIGNALS}
     try:
-        return work(state)
+        return work(state), stops
     finally:
-        signal.signal(signal.SIGINT, previous)
-        printer.close()
+        for signum, handler in previous.items():
+            signal.signal(signum, handler)
+        with contextlib.suppress(OSError):
+            printer.close()
 
 
 def _check_limit(limit: int | None) -> None:
@@ -184,9 +217,14 @@ def _check_limit(limit: int | None) -> None:
         raise CuratorError("--limit must be at least 1")
 
 
-def _finish(ctx: CommandContext, result: Any, human: str) -> int:
-    ctx.emit(result.as_dict(), human)
-    return EXIT_CANCELLED if result.status == "cancelled" else 0
+def _finish(ctx: CommandContext, outcome: tuple[Any, _StopSignals], human: str) -> int:
+    result, stops = outcome
+    if stops.hung_up:
+        with contextlib.suppress(OSError):  # the terminal may be gone
+            ctx.emit(result.as_dict(), human)
+    else:
+        ctx.emit(result.as_dict(), human)
+    return stops.exit_code if result.status == "cancelled" else 0
 
 
 def cmd_classify(ctx: CommandContext) -> int:
@@ -195,12 +233,13 @@ def cmd_classify(ctx: CommandContext) -> int:
     _check_limit(ctx.args.limit)
     backend = _load_backend(ctx)
     try:
-        result = _run_with_ctrl_c(
+        outcome = _run_with_signals(
             ctx, lambda state: classify_episodes(ctx.store, backend, state, limit=ctx.args.limit)
         )
     finally:
         backend.close()
-    return _finish(ctx, result, f"run {result.run_id} {result.status}: {result.message}")
+    result = outcome[0]
+    return _finish(ctx, outcome, f"run {result.run_id} {result.status}: {result.message}")
 
 
 def cmd_distill(ctx: CommandContext) -> int:
@@ -210,7 +249,7 @@ def cmd_distill(ctx: CommandContext) -> int:
     categories = tuple(dict.fromkeys(ctx.args.category or DISTILLABLE_LABELS))
     backend = _load_backend(ctx)
     try:
-        result = _run_with_ctrl_c(
+        outcome = _run_with_signals(
             ctx,
             lambda state: distill(
                 ctx.store, backend, state, categories=categories, limit=ctx.args.limit
@@ -218,10 +257,11 @@ def cmd_distill(ctx: CommandContext) -> int:
         )
     finally:
         backend.close()
+    result = outcome[0]
     human = f"run {result.run_id} {result.status}: {result.message}"
     if result.status == "staged":
         human += f"\nreview it with: curator review {result.run_id}"
-    return _finish(ctx, result, human)
+    return _finish(ctx, outcome, human)
 
 
 # -- runs and traces -------------------------------------------------------------------------

@@ -15,6 +15,7 @@ import sys
 from collections.abc import Mapping
 from pathlib import Path
 
+import peewee
 from PySide6.QtCore import Qt
 from PySide6.QtGui import QGuiApplication, QIcon
 from PySide6.QtWidgets import QApplication, QStyleFactory
@@ -73,6 +74,22 @@ def check_display(environ: Mapping[str, str] = os.environ) -> None:
         )
 
 
+def _mark_abandoned_runs(store: Store) -> None:
+    """At start, before the window exists: runs whose process died become ``abandoned``.
+
+    Best effort: a database that cannot be written now keeps them until a later start.
+    """
+    from curator.store.liveness import mark_abandoned_runs
+
+    try:
+        marked = mark_abandoned_runs(store)
+    except (peewee.OperationalError, CuratorError) as exc:
+        log.warning("abandoned runs not checked: %s", exc)
+        return
+    if marked:
+        log.warning("runs %s were abandoned by a process that is gone", marked)
+
+
 def main(db_path: str | os.PathLike[str] | None = None) -> int:
     """Open the window on ``db_path`` (default: ``--db``/``CURATOR_DB``/user data dir).
 
@@ -106,6 +123,7 @@ def main(db_path: str | os.PathLike[str] | None = None) -> int:
 
     def show_window(store: Store) -> None:
         opened.append(store)
+        _mark_abandoned_runs(store)
         services = AppServices(store=store, db_path=Path(path), worker=None, dialogs=dialogs)
         worker = LlmWorker(services)
         workers.append(worker)

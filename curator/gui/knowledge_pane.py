@@ -248,8 +248,8 @@ class KnowledgePane(QWidget):
     def refresh(self) -> None:
         """Reload the patterns, keeping the selection and current row by pattern id."""
         settings = self.services.settings()
-        self._top_k = int(settings.get("top_k", 50))
-        self._rate = float(settings.get("decay_rate", 0.95))
+        self._top_k = settings.top_k
+        self._rate = settings.decay_rate
         selected = set(self.selected_ids())
         current = self.current_id()
         self._rows = active_patterns(self.services.store, now=self.now())

@@ -36,6 +36,7 @@ from curator.gui.runs_pane import RunsPane
 from curator.gui.services import AppServices
 from curator.gui.settings_pane import SettingsPane
 from curator.store.importer import import_file
+from curator.store.settings import Settings
 
 log = logging.getLogger("curator.gui")
 
@@ -64,8 +65,8 @@ def app_settings() -> QSettings:
     return QSettings(ORGANIZATION, APPLICATION)
 
 
-def model_display_name(settings: dict[str, Any]) -> str:
-    path = settings.get("model_path")
+def model_display_name(settings: Settings) -> str:
+    path = settings.model_path
     return Path(path).name if path else "demo model (SmolLM2-135M)"
 
 

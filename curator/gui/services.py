@@ -9,11 +9,11 @@ from __future__ import annotations
 import sqlite3
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from curator.gui.errors import Dialogs
 from curator.store.db import Store
-from curator.store.settings import all_settings
+from curator.store.settings import Settings, load_settings
 
 if TYPE_CHECKING:
     from curator.gui.worker import LlmWorker
@@ -26,9 +26,9 @@ class AppServices:
     worker: LlmWorker | None = None
     dialogs: Dialogs = field(default_factory=Dialogs)
 
-    def settings(self) -> dict[str, Any]:
-        """All saved settings with defaults filled in (the same values the CLI uses)."""
-        return all_settings(self.store)
+    def settings(self) -> Settings:
+        """The saved settings, validated (the same values the CLI uses)."""
+        return load_settings(self.store)
 
     def backup_to(self, target: Path) -> None:
         """A consistent copy of the database (SQLite's online backup, safe while in use)."""

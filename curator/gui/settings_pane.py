@@ -35,7 +35,12 @@ from curator.llm.model_file import (
     read_gguf_info,
     validate_model_file,
 )
-from curator.store.settings import set_settings, untrusted_sources
+from curator.store.settings import (
+    RULES,
+    Settings,
+    SettingsError,
+    update_settings,
+)
 
 INFO_FIELDS = (
     ("name", "Name"),
@@ -93,9 +98,12 @@ class ModelValidation(QRunnable):
             self.signals.succeeded.emit(self.path, result)
 
 
-def _spin(low: int, high: int, step: int = 1, special: str | None = None) -> QSpinBox:
+def _spin(key: str, step: int = 1, special: str | None = None) -> QSpinBox:
+    """A spin box with the bounds of ``key``'s rule (0 is "automatic" when optional)."""
+    rule = RULES[key]
+    assert rule.low is not None and rule.high is not None
     box = QSpinBox()
-    box.setRange(low, high)
+    box.setRange(0 if rule.optional else int(rule.low), int(rule.high))
     box.setSingleStep(step)
     if special:
         box.setSpecialValueText(special)
@@ -104,9 +112,11 @@ def _spin(low: int, high: int, step: int = 1, special: str | None = None) -> QSp
     return box
 
 
-def _dspin(low: float, high: float, step: float, decimals: int) -> QDoubleSpinBox:
+def _dspin(key: str, step: float, decimals: int) -> QDoubleSpinBox:
+    rule = RULES[key]
+    assert rule.low is not None and rule.high is not None
     box = QDoubleSpinBox()
-    box.setRange(low, high)
+    box.setRange(rule.low, rule.high)
     box.setSingleStep(step)
     box.setDecimals(decimals)
     box.setMinimumWidth(140)
@@ -146,11 +156,11 @@ class SettingsPane(QWidget):
         self.model_info = QLabel()
         self.model_info.setObjectName("modelInfo")
         self.model_info.setWordWrap(True)
-        self.gpu_layers = _spin(-1, 999, special="all layers")
+        self.gpu_layers = _spin("n_gpu_layers", special="all layers")
         self.gpu_layers.setObjectName("gpuLayers")
-        self.n_ctx = _spin(512, 131072, 512)
+        self.n_ctx = _spin("n_ctx", 512)
         self.n_ctx.setObjectName("contextSize")
-        self.n_threads = _spin(0, 256, special="automatic")
+        self.n_threads = _spin("n_threads", special="automatic")
         self.n_threads.setObjectName("threads")
         model_box = QGroupBox("Model")
         model_form = QFormLayout(model_box)
@@ -161,17 +171,17 @@ class SettingsPane(QWidget):
         model_form.addRow("Threads", self.n_threads)
 
         # pipeline
-        self.skip_threshold = _dspin(0.0, 1.0, 0.01, 2)
+        self.skip_threshold = _dspin("skip_threshold", 0.01, 2)
         self.skip_threshold.setObjectName("skipThreshold")
-        self.update_threshold = _dspin(0.0, 1.0, 0.01, 2)
+        self.update_threshold = _dspin("update_threshold", 0.01, 2)
         self.update_threshold.setObjectName("updateThreshold")
-        self.decay_rate = _dspin(0.5, 1.0, 0.005, 3)
+        self.decay_rate = _dspin("decay_rate", 0.005, 3)
         self.decay_rate.setObjectName("decayRate")
-        self.top_k = _spin(1, 1000)
+        self.top_k = _spin("top_k")
         self.top_k.setObjectName("topK")
-        self.min_chars = _spin(0, 10000)
+        self.min_chars = _spin("min_chars")
         self.min_chars.setObjectName("minChars")
-        self.min_words = _spin(0, 1000)
+        self.min_words = _spin("min_words")
         self.min_words.setObjectName("minWords")
         pipeline_box = QGroupBox("Distillation")
         pipeline_form = QFormLayout(pipeline_box)
@@ -286,16 +296,13 @@ class SettingsPane(QWidget):
 
     def apply(self) -> None:
         values = self.collect()
-        if values["skip_threshold"] <= values["update_threshold"]:
-            self.services.dialogs.warning(
-                self,
-                "Settings",
-                "The skip threshold must be higher than the update threshold.",
-            )
+        current = self.services.settings()
+        try:
+            current.with_changes(values)  # the same rules and messages as the CLI
+        except SettingsError as exc:
+            self.services.dialogs.warning(self, "Settings", f"Not saved: {exc}")
             return
-        if values["model_path"] and values["model_path"] != self.services.settings().get(
-            "model_path"
-        ):
+        if values["model_path"] and values["model_path"] != current.model_path:
             self._pending = values
             self._set_busy(True)
             self.status_message.emit("Checking the model file…")
@@ -304,7 +311,11 @@ class SettingsPane(QWidget):
         self._save(values)
 
     def _save(self, values: dict[str, Any]) -> None:
-        set_settings(self.services.store, values)
+        try:
+            update_settings(self.services.store, values)
+        except SettingsError as exc:
+            self.services.dialogs.warning(self, "Settings", f"Not saved: {exc}")
+            return
         self.status_message.emit("Settings saved.")
         self.data_changed.emit()
 
@@ -318,7 +329,7 @@ class SettingsPane(QWidget):
     def _validation_failed(self, path: str, reason: str) -> None:
         self._pending = None
         self._set_busy(False)
-        previous = self.services.settings().get("model_path")
+        previous = self.services.settings().model_path
         self.model_edit.setText(previous or "")
         self.show_model_info()
         self.status_message.emit("Model file rejected; the previous model is kept.")
@@ -333,18 +344,18 @@ class SettingsPane(QWidget):
     def refresh(self) -> None:
         if self.validating:
             return
-        values = self.services.settings()
-        self.model_edit.setText(values.get("model_path") or "")
-        self.gpu_layers.setValue(int(values["n_gpu_layers"]))
-        self.n_ctx.setValue(int(values["n_ctx"]))
-        self.n_threads.setValue(int(values["n_threads"] or 0))
-        self.skip_threshold.setValue(float(values["skip_threshold"]))
-        self.update_threshold.setValue(float(values["update_threshold"]))
-        self.decay_rate.setValue(float(values["decay_rate"]))
-        self.top_k.setValue(int(values["top_k"]))
-        self.min_chars.setValue(int(values["min_chars"]))
-        self.min_words.setValue(int(values["min_words"]))
-        self.untrusted_sources.setText(", ".join(sorted(untrusted_sources(self.services.store))))
+        values: Settings = self.services.settings()
+        self.model_edit.setText(values.model_path or "")
+        self.gpu_layers.setValue(values.n_gpu_layers)
+        self.n_ctx.setValue(values.n_ctx)
+        self.n_threads.setValue(values.n_threads or 0)
+        self.skip_threshold.setValue(values.skip_threshold)
+        self.update_threshold.setValue(values.update_threshold)
+        self.decay_rate.setValue(values.decay_rate)
+        self.top_k.setValue(values.top_k)
+        self.min_chars.setValue(values.min_chars)
+        self.min_words.setValue(values.min_words)
+        self.untrusted_sources.setText(", ".join(values.untrusted_sources))
         self.show_model_info()
 
     def shutdown(self) -> None:

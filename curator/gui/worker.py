@@ -22,7 +22,6 @@ recorded as cancelled.
 
 from __future__ import annotations
 
-import dataclasses
 import logging
 import threading
 import time
@@ -138,19 +137,17 @@ class _Engine(QObject):
 
     def _ensure_backend(self) -> Any:
         """The loaded backend for the current settings (loaded here, on the worker thread)."""
-        from curator.llm.backend import BackendSettings
+        from curator.llm.backend import backend_settings
         from curator.llm.llama_cpp_backend import load_backend
         from curator.llm.model_file import ModelFileError, resolve_model_path
-        from curator.store.settings import all_settings
+        from curator.store.settings import load_settings
 
-        values = all_settings(self._store)
+        saved = load_settings(self._store)
         try:
-            model_path = resolve_model_path(None, self._store)
+            model_path = resolve_model_path(None, saved)
         except ModelFileError as exc:
             raise CuratorError(str(exc)) from exc
-        names = {f.name for f in dataclasses.fields(BackendSettings)}
-        kwargs = {k: v for k, v in values.items() if k in names and k != "model_path"}
-        settings = BackendSettings(model_path=model_path, **kwargs)
+        settings = backend_settings(saved, model_path)
         if self._backend is not None and settings == self._backend_settings:
             return self._backend
         self._release_backend()

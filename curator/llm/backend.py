@@ -13,10 +13,16 @@ and the result says so, so the pipeline can record it.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Protocol, runtime_checkable
+
+from curator.errors import CuratorError
+
+if TYPE_CHECKING:
+    from curator.store.settings import Settings
 
 TokenCallback = Callable[[str], None]
 StopCheck = Callable[[], bool]
@@ -24,6 +30,29 @@ StopCheck = Callable[[], bool]
 
 class StopRequested(Exception):
     """``should_stop`` turned true before an answer existed (nothing to return)."""
+
+
+class NonFiniteOutput(CuratorError):
+    """The model computed NaN or infinite logits or scores.
+
+    A model whose weights are damaged still loads and still "answers": argmax over NaN
+    picks the first label, sampling picks arbitrary tokens. Nothing derived from such
+    output may be stored, so this fails the whole run (exit code 2).
+    """
+
+    exit_code = 2
+
+    def __init__(self, what: str) -> None:
+        super().__init__(
+            f"the model produced non-finite {what} (NaN or infinity): the model file is "
+            "probably damaged; nothing from this call was stored"
+        )
+
+
+def require_finite(what: str, values: Sequence[float]) -> None:
+    """Raise :class:`NonFiniteOutput` unless every value is a finite number."""
+    if not all(math.isfinite(v) for v in values):
+        raise NonFiniteOutput(what)
 
 
 @dataclass
@@ -37,6 +66,19 @@ class BackendSettings:
     flash_attn: bool = False
     seed: int = 42
     temperature: float = 0.0
+
+
+def backend_settings(settings: Settings, model_path: Path) -> BackendSettings:
+    """The one place the saved (or overridden) settings become llama.cpp load settings."""
+    return BackendSettings(
+        model_path=model_path,
+        n_gpu_layers=settings.n_gpu_layers,
+        n_ctx=settings.n_ctx,
+        n_threads=settings.n_threads,
+        flash_attn=settings.flash_attn,
+        seed=settings.seed,
+        temperature=settings.temperature,
+    )
 
 
 @dataclass(frozen=True)

@@ -45,9 +45,11 @@ from curator.llm.backend import (
     BackendSettings,
     Completion,
     LabelScores,
+    NonFiniteOutput,
     StopCheck,
     StopRequested,
     TokenCallback,
+    require_finite,
 )
 from curator.llm.chat import ChatTemplate, template_from_metadata
 from curator.llm.model_file import ModelFileError, ModelInfo, read_gguf_info, validate_model_file
@@ -281,6 +283,10 @@ class LlamaCppBackend:
             llm._requires_eval = False
         if extra:
             llm._ctx.kv_cache_seq_rm(-1, llm.n_tokens, -1)
+        # Every prompt ends here: damaged weights show up as NaN/inf logits of its last
+        # token, before anything is sampled or scored from them.
+        if not np.isfinite(self._logits(len(final) - 1)).all():
+            raise NonFiniteOutput("logits")
 
     def _piece(self, token: int) -> bytes:
         """The bytes of one token (llama-cpp-python's helper pads to 32 bytes)."""
@@ -368,6 +374,7 @@ class LlamaCppBackend:
             elif len(seq) > 1:
                 total += self._continuation_logprob(position, seq)
             logprobs[label] = total
+        require_finite("label scores", list(logprobs.values()))
         top = max(logprobs.values())
         weights = {k: math.exp(v - top) for k, v in logprobs.items()}
         norm = sum(weights.values())

@@ -33,7 +33,7 @@ import platformdirs
 from curator.errors import CuratorError
 
 if TYPE_CHECKING:
-    from curator.store.db import Store
+    from curator.store.settings import Settings
 
 MODEL_ENV = "CURATOR_MODEL"
 CACHE_ENV = "CURATOR_CACHE_DIR"
@@ -147,6 +147,18 @@ class ModelInfo:
         return replace(self, sha256=digest)
 
 
+@dataclass(frozen=True)
+class TensorEntry:
+    """One row of the GGUF tensor table: where a tensor's data lies in the file."""
+
+    name: str
+    ggml_type: int
+    offset: int
+    """Absolute byte offset of the tensor's data in the file."""
+    nbytes: int
+    """Size of the data in bytes (0 when the type's block size is not known here)."""
+
+
 # -- GGUF header ---------------------------------------------------------------------------
 
 
@@ -254,13 +266,33 @@ def _read_gguf_info(p: Path) -> ModelInfo:
     return _info_from_metadata(p, size, metadata, version)
 
 
+def read_tensor_table(path: str | os.PathLike[str]) -> list[TensorEntry]:
+    """The tensor table of a GGUF file that passes :func:`read_gguf_info`'s checks.
+
+    Used to inspect a file (and by the tests, to damage one tensor of a real model).
+    """
+    p = Path(path).expanduser()
+    read_gguf_info(p)  # every header check first
+    with p.open("rb") as handle:
+        reader = _Reader(handle, p)
+        handle.seek(8)
+        n_tensors = reader.unpack("<Q")
+        n_kv = reader.unpack("<Q")
+        metadata: dict[str, Any] = {}
+        for _ in range(n_kv):
+            key = reader.string()
+            metadata[key] = reader.value(reader.unpack("<I"))
+        return _check_tensor_table(reader, p, n_tensors, p.stat().st_size, metadata)
+
+
 def _check_tensor_table(
     reader: _Reader, path: Path, n_tensors: int, size: int, metadata: dict[str, Any]
-) -> None:
+) -> list[TensorEntry]:
     """Read the tensor table and make sure the data it describes lies inside the file."""
     end_needed = 0
+    rows: list[tuple[str, int, int, int]] = []
     for _ in range(n_tensors):
-        reader.skip_string()
+        name = reader.string()
         n_dims = reader.unpack("<I")
         if n_dims > _MAX_DIMS:
             raise ModelFileError(f"{path}: corrupt GGUF tensor table ({n_dims} dimensions)")
@@ -272,6 +304,7 @@ def _check_tensor_table(
         block = _TENSOR_BLOCKS.get(ttype)
         nbytes = (elements // block[0]) * block[1] if block else 0
         end_needed = max(end_needed, offset + nbytes)
+        rows.append((name, ttype, offset, nbytes))
     alignment = metadata.get("general.alignment", 32)
     if not isinstance(alignment, int) or alignment <= 0:
         alignment = 32
@@ -282,6 +315,7 @@ def _check_tensor_table(
             f"{path}: the GGUF file is truncated ({size} bytes, its tensors need "
             f"{data_start + end_needed})"
         )
+    return [TensorEntry(name, ttype, data_start + offset, n) for name, ttype, offset, n in rows]
 
 
 def _info_from_metadata(path: Path, size: int, metadata: dict[str, Any], version: int) -> ModelInfo:
@@ -487,19 +521,15 @@ def _bundled_demo_model() -> Path | None:
     return candidate if candidate.is_file() else None
 
 
-def resolve_model_path(cli_value: str | os.PathLike[str] | None, store: Store | None) -> Path:
+def resolve_model_path(cli_value: str | os.PathLike[str] | None, settings: Settings | None) -> Path:
     """``--model``, then ``$CURATOR_MODEL``, then the saved setting, then the demo model."""
     if cli_value:
         return Path(cli_value).expanduser()
     env = os.environ.get(MODEL_ENV)
     if env:
         return Path(env).expanduser()
-    if store is not None:
-        from curator.store.settings import get_setting
-
-        saved = get_setting(store, "model_path")
-        if saved:
-            return Path(str(saved)).expanduser()
+    if settings is not None and settings.model_path:
+        return Path(settings.model_path).expanduser()
     demo = demo_model_path()
     if demo is not None:
         return demo

@@ -4,7 +4,8 @@ Locking rule: the SQLite write lock is never held while the model generates. The
 is written first in its own short transaction (status ``running``), each trace step in
 its own short transaction right after its call, and results in one transaction per item
 or batch. A reader (the window, another command) therefore always sees a consistent
-state, and a run killed halfway leaves a ``running`` row with the trace so far.
+state, and a run killed halfway leaves a ``running`` row with the trace so far, which the next start
+marks ``abandoned`` (see :mod:`curator.store.liveness`).
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from curator.llm.model_file import ModelInfo, model_sha256
 from curator.llm.prompts import PromptTemplate
 from curator.store.db import Store
 from curator.store.identity import Identity
+from curator.store.liveness import owner_fields
 from curator.store.models import IdentityVersion, Run, TraceStep, utcnow
 
 
@@ -109,6 +111,7 @@ def start_run(
             prompts={name: p.provenance for name, p in prompts.items()},
             identity_version=identity_row,
             **provenance,
+            **owner_fields(),
         )
     return int(run.id)
 

@@ -18,7 +18,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from curator.llm.backend import Backend, StopRequested
+from curator.llm.backend import Backend, StopRequested, require_finite
 from curator.llm.prompts import load_prompt, numbered
 from curator.llm.runlog import (
     RunResult,
@@ -31,6 +31,7 @@ from curator.llm.runlog import (
 from curator.pipeline.progress import Cancelled, Progress, TaskState
 from curator.store.db import Store
 from curator.store.identity import current_identity
+from curator.store.liveness import Heartbeat
 from curator.store.models import LABELS, Episode, TraceStep, utcnow
 
 __all__ = ["RunResult", "classify_episodes", "pending_episode_ids"]
@@ -97,6 +98,7 @@ def classify_episodes(
     tokens_evaluated = 0
     seconds = 0.0
     total = len(ids)
+    state.tick = Heartbeat(store, run_id)
     state.report(Progress(STEP, 0, total, message=f"{total} episodes to classify"))
     try:
         for done, episode_id in enumerate(ids, 1):
@@ -115,6 +117,8 @@ def classify_episodes(
                 )
             except StopRequested:
                 raise Cancelled("cancelled during the prompt") from None
+            # Checked here too, whatever the backend: a NaN confidence must never be stored.
+            require_finite("label scores", [scores.confidence, *scores.probabilities.values()])
             _store_label(store, run_id, episode_id, scores, prompt)
             counts[scores.label] += 1
             counts["classified"] += 1
@@ -137,6 +141,8 @@ def classify_episodes(
     except BaseException as exc:
         finish_run(store, run_id, "failed", one_line(exc), stats=counts)
         raise
+    finally:
+        state.tick = None
     message = _summary(counts)
     finish_run(store, run_id, "done", "", stats=counts)
     return RunResult(run_id, "done", counts, message)

@@ -53,7 +53,7 @@ from curator.store.models import (
     format_utc,
     utcnow,
 )
-from curator.store.settings import get_setting
+from curator.store.settings import load_settings
 from curator.store.snapshot import (
     PARENTS_FIRST,
     Key,
@@ -433,7 +433,7 @@ def _sources(candidate_ids: list[int]) -> dict[int, list[int]]:
 def _apply(store: Store, plan: _Plan, actor: str, backup: Path | None) -> ChangesetSummary:
     run = plan.run
     now = utcnow()
-    rate = float(get_setting(store, "decay_rate"))
+    rate = load_settings(store).decay_rate
     recorder = _Recorder(store)
     candidate_ids = [c.id for c in plan.apply]
     sources = _sources(candidate_ids)

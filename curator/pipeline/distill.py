@@ -49,7 +49,7 @@ from curator.core.dedup import Decision, gate
 from curator.core.parsing import ParseError, parse_number_array, parse_string_array
 from curator.core.quality import QualityGate
 from curator.errors import CuratorError
-from curator.llm.backend import Backend, Completion
+from curator.llm.backend import Backend, Completion, require_finite
 from curator.llm.grammars import (
     number_array_grammar,
     number_array_max_tokens,
@@ -68,6 +68,7 @@ from curator.llm.runlog import (
 from curator.pipeline.progress import Cancelled, Progress, TaskState
 from curator.store.db import Store
 from curator.store.identity import Identity, current_identity
+from curator.store.liveness import Heartbeat
 from curator.store.models import (
     DISTILLABLE_LABELS,
     Candidate,
@@ -77,7 +78,7 @@ from curator.store.models import (
     Run,
     TraceStep,
 )
-from curator.store.settings import all_settings
+from curator.store.settings import Settings, load_settings
 from curator.store.snapshot import tuples
 
 __all__ = ["RunResult", "distill", "distillable_episode_ids"]
@@ -211,7 +212,7 @@ class _Distiller:
         run_id: int,
         prompts: dict[str, PromptTemplate],
         identity: Identity,
-        settings: dict[str, Any],
+        settings: Settings,
         n_batches: int,
     ) -> None:
         self.store = store
@@ -223,9 +224,9 @@ class _Distiller:
         self.settings = settings
         self.n_batches = n_batches
         self.batches_done = 0
-        self.max_out = int(settings["max_output_tokens"])
-        self.seed = int(settings["seed"])
-        self.quality = QualityGate(int(settings["min_chars"]), int(settings["min_words"]))
+        self.max_out = settings.max_output_tokens
+        self.seed = settings.seed
+        self.quality = QualityGate(settings.min_chars, settings.min_words)
         self.counts: dict[str, int] = {
             "episodes": 0,
             "batches": 0,
@@ -443,8 +444,8 @@ class _Distiller:
         return gate(
             texts,
             pool,
-            skip=float(self.settings["skip_threshold"]),
-            update=float(self.settings["update_threshold"]),
+            skip=self.settings.skip_threshold,
+            update=self.settings.update_threshold,
         )
 
     def _finish_batch(
@@ -455,6 +456,7 @@ class _Distiller:
         extra_trace: list[TraceRecord],
     ) -> None:
         """Stage the batch's candidates, links and gate traces in ONE transaction."""
+        require_finite("importance scores", [importance for importance, _ in scored])
         pool = self.pool
         n_patterns = len(pool.pattern_ids)
         added_before = list(pool.added_ordinals)
@@ -554,10 +556,10 @@ def distill(
             raise CuratorError(
                 f"cannot distill {category!r}: choose from {', '.join(DISTILLABLE_LABELS)}"
             )
-    settings = all_settings(store)
+    settings = load_settings(store)
     identity = current_identity(store)
     prompts = {name: load_prompt(name) for name in ("extract", "refine", "importance")}
-    max_out = int(settings["max_output_tokens"])
+    max_out = settings.max_output_tokens
     out_reserve = min(max_out, backend.n_ctx // 4)
     remaining = limit
     batches: list[_Batch] = []
@@ -584,7 +586,7 @@ def distill(
         "extract_max_tokens": out_reserve,
         "max_batch_episodes": MAX_BATCH_EPISODES,
         **{
-            k: settings[k]
+            k: getattr(settings, k)
             for k in (
                 "min_chars",
                 "min_words",
@@ -604,6 +606,7 @@ def distill(
         params=params,
     )
     worker = _Distiller(store, backend, state, run_id, prompts, identity, settings, len(batches))
+    state.tick = Heartbeat(store, run_id)
     state.report(Progress("extract", 0, len(batches), message=f"{len(batches)} batches"))
     try:
         for batch in batches:
@@ -618,6 +621,8 @@ def distill(
     except BaseException as exc:
         finish_run(store, run_id, "failed", one_line(exc), stats=worker.stats())
         raise
+    finally:
+        state.tick = None
     counts = dict(worker.counts)
     if not batches:
         message = "nothing to distill: no labelled episode is waiting"

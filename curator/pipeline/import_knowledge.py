@@ -23,7 +23,7 @@ from curator.store.db import Store
 from curator.store.importer import LineError
 from curator.store.knowledge_file import KnowledgeItem, read_knowledge
 from curator.store.models import Candidate, Pattern, Run, TraceStep, utcnow
-from curator.store.settings import all_settings
+from curator.store.settings import load_settings
 from curator.store.snapshot import tuples
 
 RUN_KIND = "import"
@@ -77,8 +77,8 @@ def import_knowledge(store: Store, path: str | Path) -> KnowledgeImportReport:
     parsed = read_knowledge(path)
     report = KnowledgeImportReport(file=parsed.path, shape=parsed.shape, errors=parsed.errors)
     report.read = len(parsed.items)
-    settings = all_settings(store)
-    quality = QualityGate(int(settings["min_chars"]), int(settings["min_words"]))
+    settings = load_settings(store)
+    quality = QualityGate(settings.min_chars, settings.min_words)
     kept: list[KnowledgeItem] = []
     for item in parsed.items:
         verdict = quality.check(item.text)
@@ -101,8 +101,8 @@ def import_knowledge(store: Store, path: str | Path) -> KnowledgeImportReport:
         decisions = gate(
             [item.text for item in kept],
             [row[1] for row in active],
-            skip=float(settings["skip_threshold"]),
-            update=float(settings["update_threshold"]),
+            skip=settings.skip_threshold,
+            update=settings.update_threshold,
         )
         run = Run.create(
             kind=RUN_KIND,
@@ -112,7 +112,7 @@ def import_knowledge(store: Store, path: str | Path) -> KnowledgeImportReport:
                 "file": parsed.path,
                 "shape": parsed.shape,
                 **{
-                    k: settings[k]
+                    k: getattr(settings, k)
                     for k in ("min_chars", "min_words", "skip_threshold", "update_threshold")
                 },
             },

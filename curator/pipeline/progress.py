@@ -57,6 +57,8 @@ class TaskState:
         self._on_token = on_token
         self._cancel = threading.Event()
         self.last: Progress | None = None
+        self.tick: Callable[[], None] | None = None
+        """Called on every report and check by the working thread (the run's heartbeat)."""
 
     def cancel(self) -> None:
         """Ask the work to stop; it stops within one generated token."""
@@ -68,11 +70,15 @@ class TaskState:
 
     def check(self) -> None:
         """Raise :class:`Cancelled` if cancellation was requested (between items)."""
+        if self.tick is not None:
+            self.tick()
         if self._cancel.is_set():
             raise Cancelled("cancelled")
 
     def report(self, progress: Progress) -> None:
         self.last = progress
+        if self.tick is not None:
+            self.tick()
         if self._on_progress is not None:
             self._on_progress(progress)
 

@@ -48,7 +48,7 @@ from curator.store.models import (
     format_utc,
     utcnow,
 )
-from curator.store.settings import all_settings
+from curator.store.settings import Settings, load_settings
 from curator.store.snapshot import tuples
 
 FINAL_ACTIONS = ("SKIP", "UPDATE", "ADD", "REJECT")
@@ -183,8 +183,8 @@ class TextCheck:
 # -- reading ----------------------------------------------------------------------------
 
 
-def _quality_gate(settings: dict[str, Any]) -> QualityGate:
-    return QualityGate(min_chars=int(settings["min_chars"]), min_words=int(settings["min_words"]))
+def _quality_gate(settings: Settings) -> QualityGate:
+    return QualityGate(min_chars=settings.min_chars, min_words=settings.min_words)
 
 
 def _shown_target(c: Candidate) -> int | None:
@@ -220,7 +220,7 @@ def _views(store: Store, candidates: list[Candidate]) -> list[CandidateView]:
         )
         for pid, text, importance, status in tuples(rows):
             patterns[pid] = (text, importance, status)
-    gate_ = _quality_gate(all_settings(store))
+    gate_ = _quality_gate(load_settings(store))
     flagger = flag_context(store)
     names = candidate_sources(ids)
     views = []
@@ -303,7 +303,7 @@ def check_text(store: Store, text: str) -> TextCheck:
 
     The window calls this while the reviewer types; :func:`decide` stores the same result.
     """
-    settings = all_settings(store)
+    settings = load_settings(store)
     verdict = _quality_gate(settings).check(text)
     active = (
         Pattern.select(Pattern.id, Pattern.text)
@@ -314,8 +314,8 @@ def check_text(store: Store, text: str) -> TextCheck:
     decision = gate(
         [text],
         [r[1] for r in rows],
-        skip=float(settings["skip_threshold"]),
-        update=float(settings["update_threshold"]),
+        skip=settings.skip_threshold,
+        update=settings.update_threshold,
     )[0]
     target = rows[decision.target] if decision.target is not None else None
     return TextCheck(
@@ -406,7 +406,7 @@ def _resolve(
     state: dict[str, Any],
     verb: str,
     target_id: int | None,
-    settings: dict[str, Any],
+    settings: Settings,
 ) -> None:
     """Set action, target, target_ratio and decision_target_revision in ``state``."""
     final_text: str | None = state["final_text"]
@@ -500,7 +500,7 @@ def decide(
         candidate = _open_candidate(candidate_id)
         before = decision_state(candidate)
         state = dict(before)
-        settings = all_settings(store)
+        settings = load_settings(store)
         if text is not None:
             cleaned = text.strip()
             if not cleaned:
@@ -546,7 +546,7 @@ def accept_all(
         run = _get_run(run_id)
         if run.status != "staged":
             raise CuratorError(f"run {run_id} is {run.status}, not staged")
-        settings = all_settings(store)
+        settings = load_settings(store)
         pending = list(
             Candidate.select()
             .where((Candidate.run == run_id) & Candidate.action.is_null())

@@ -18,7 +18,7 @@ from curator.store.db import Store
 from curator.store.identity import current_identity, save_identity
 from curator.store.importer import ImportReport, import_file
 from curator.store.models import Episode, Pattern, to_utc
-from curator.store.settings import get_setting
+from curator.store.settings import load_settings
 
 
 @dataclass(frozen=True)
@@ -58,7 +58,7 @@ def create_demo(store: Store) -> DemoReport:
         rows = []
         patterns_file = demo / "patterns.json"
         if patterns_file.is_file():
-            rate = float(get_setting(store, "decay_rate"))
+            rate = load_settings(store).decay_rate
             for item in json.loads(patterns_file.read_text(encoding="utf-8")):
                 distilled = to_utc(datetime.fromisoformat(item["distilled_at"]))
                 importance = clamp01(float(item["importance"]))

@@ -17,7 +17,7 @@ from peewee import JOIN, fn
 from curator.core.scoring import effective_importance
 from curator.store.db import Store
 from curator.store.models import Episode, Pattern, PatternEpisode, Run, utcnow
-from curator.store.settings import get_setting
+from curator.store.settings import load_settings
 
 RANK_ORDER = (Pattern.rank_key.desc(), Pattern.distilled_at.desc(), Pattern.id.asc())
 
@@ -48,9 +48,10 @@ class SourceRow:
 
 
 def _settings(store: Store, k: int | None, rate: float | None) -> tuple[int, float]:
-    top_k = int(get_setting(store, "top_k") if k is None else k)
-    decay = float(get_setting(store, "decay_rate") if rate is None else rate)
-    return top_k, decay
+    if k is not None and rate is not None:
+        return k, rate
+    saved = load_settings(store)
+    return (saved.top_k if k is None else k), (saved.decay_rate if rate is None else rate)
 
 
 def active_patterns(

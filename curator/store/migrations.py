@@ -81,6 +81,13 @@ MIGRATIONS: tuple[tuple[str, ...], ...] = (
     (
         'UPDATE "episode" SET "timestamp" = substr(\'000\', 1, 5 - instr("timestamp", \'-\')) || "timestamp" WHERE instr("timestamp", \'-\') BETWEEN 2 AND 4',
     ),
+    # the process that owns a run (pid, host) and its last sign of life, so that a run
+    # whose process died can be marked abandoned (see curator/store/liveness.py)
+    (
+        'ALTER TABLE "run" ADD COLUMN "pid" INTEGER',
+        'ALTER TABLE "run" ADD COLUMN "host" TEXT',
+        'ALTER TABLE "run" ADD COLUMN "heartbeat_at" TEXT',
+    ),
 )
 
 LATEST_VERSION = len(MIGRATIONS)

@@ -130,7 +130,8 @@ class Run(BaseModel):
 
     id = AutoField()
     kind = TextField()  # "classify" | "distill"
-    status = TextField(default="running")  # running|staged|done|committed|cancelled|failed
+    # running|staged|done|committed|cancelled|failed|abandoned (its process died mid-run)
+    status = TextField(default="running")
     status_reason = TextField(default="")
     started_at = UTCDateTimeField(default=utcnow)
     finished_at = UTCDateTimeField(null=True)
@@ -143,6 +144,10 @@ class Run(BaseModel):
     identity_version = ForeignKeyField(IdentityVersion, null=True, on_delete="SET NULL")
     identity_version_id: int | None  # the raw id (peewee's accessor; no query)
     stats = JSONField(default=dict)
+    # The owning process and its last sign of life (see curator/store/liveness.py).
+    pid = IntegerField(null=True)
+    host = TextField(null=True)
+    heartbeat_at = UTCDateTimeField(null=True)
 
 
 class Episode(BaseModel):

@@ -1,80 +1,226 @@
-"""Saved settings: one JSON value per key in the ``setting`` table.
+"""Saved settings: one typed, validated :class:`Settings`, one JSON value per key on disk.
 
-The keys and defaults are listed in :data:`DEFAULTS`; the GUI's Settings pane and the CLI
-read the same values, so a model chosen in the window is what ``curator classify`` uses.
+Why one class: the settings used to be a dict read and cast at each call site, and the
+window and the CLI enforced different limits (a context size the CLI accepted the window
+refused; "skip above update" was checked by the window only). Now every key has one
+:class:`Rule` (type, bounds, default) and the cross-field rules live in
+:meth:`Settings.problems`; the CLI, the window's Settings pane and the pipeline all go
+through :meth:`Settings.from_mapping`, so the same value is refused everywhere with the
+same one-line message.
+
+Storage is unchanged: the ``setting`` table holds one JSON value per key that differs
+from the default's absence (``None`` removes the row, so the default applies again).
+Changing the decay rate re-ranks every pattern in the same transaction. This module is
+Qt-free and reads and writes through the :class:`Store` it is given.
 """
 
 from __future__ import annotations
 
+import dataclasses
+import json
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any
 
 from curator.core.scoring import rank_key
+from curator.errors import CuratorError
 from curator.store.db import Store
-from curator.store.models import Pattern, Setting
+from curator.store.models import Pattern
 
-DEFAULTS: dict[str, Any] = {
-    "model_path": None,  # None: the bundled demo model
-    "n_gpu_layers": -1,  # all layers; a CPU-only build ignores it
-    "n_ctx": 4096,
-    "n_threads": None,  # None: llama.cpp's choice
-    "flash_attn": False,
-    "seed": 42,
-    "temperature": 0.0,
-    "skip_threshold": 0.95,
-    "update_threshold": 0.70,
-    "decay_rate": 0.95,
-    "top_k": 50,
-    "min_chars": 30,
-    "min_words": 3,
-    "max_output_tokens": 4000,
+
+class SettingsError(CuratorError):
+    """A settings value is out of its bounds or of the wrong type (one line, exit code 2)."""
+
+    exit_code = 2
+
+
+@dataclass(frozen=True)
+class Rule:
+    """What one key accepts: its type, inclusive bounds, whether None is allowed."""
+
+    label: str
+    kind: type
+    low: float | None = None
+    high: float | None = None
+    optional: bool = False
+    """None is a valid value (it means "automatic" / "the demo model")."""
+
+
+RULES: dict[str, Rule] = {
+    "model_path": Rule("model file", str, optional=True),
+    "n_gpu_layers": Rule("GPU layers", int, -1, 9999),
+    "n_ctx": Rule("context size", int, 512, 131072),
+    "n_threads": Rule("threads", int, 1, 256, optional=True),
+    "flash_attn": Rule("flash attention", bool),
+    "seed": Rule("seed", int, 0, 2**31 - 1),
+    "temperature": Rule("temperature", float, 0.0, 2.0),
+    "skip_threshold": Rule("skip threshold", float, 0.0, 1.0),
+    "update_threshold": Rule("update threshold", float, 0.0, 1.0),
+    "decay_rate": Rule("daily decay factor", float, 0.5, 1.0),
+    "top_k": Rule("patterns in the prompt (top K)", int, 1, 1000),
+    "min_chars": Rule("quality gate minimum characters", int, 0, 10000),
+    "min_words": Rule("quality gate minimum words", int, 0, 1000),
+    "max_output_tokens": Rule("maximum output tokens", int, 16, 32768),
     # Sources whose episodes count as untrusted (memory-poisoning flags); others are trusted.
-    "untrusted_sources": ["dm", "replies"],
+    "untrusted_sources": Rule("untrusted sources", tuple),
 }
 
 
-def get_setting(store: Store, key: str) -> Any:
-    del store
-    row = Setting.get_or_none(Setting.key == key)
-    if row is None:
-        return DEFAULTS.get(key)
-    return row.value
+def _number(value: float) -> str:
+    return f"{value:g}" if isinstance(value, float) else str(value)
 
 
-def untrusted_sources(store: Store) -> frozenset[str]:
-    """The episode sources marked untrusted (lower case): the one place this key is read."""
-    value = get_setting(store, "untrusted_sources")
-    if not isinstance(value, list):
-        value = DEFAULTS["untrusted_sources"]
-    return frozenset(str(s).strip().lower() for s in value if str(s).strip())
+def check_value(key: str, value: Any) -> tuple[Any, str | None]:
+    """``(value converted to the key's type, None)`` or ``(value, one-line problem)``."""
+    rule = RULES.get(key)
+    if rule is None:
+        return value, f"unknown setting {key!r} (known: {', '.join(RULES)})"
+    name = f"{rule.label} ({key})"
+    if value is None or (rule.kind is str and value == ""):
+        return (None, None) if rule.optional else (value, f"{name} must be set")
+    if rule.kind is bool:
+        return (value, None) if isinstance(value, bool) else (value, f"{name} must be true/false")
+    if rule.kind is str:
+        return (value, None) if isinstance(value, str) else (value, f"{name} must be text")
+    if rule.kind is tuple:
+        if not isinstance(value, (list, tuple)) or not all(isinstance(v, str) for v in value):
+            return value, f"{name} must be a list of names"
+        return tuple(sorted({v.strip().lower() for v in value if v.strip()})), None
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return value, f"{name} must be a number, got {value!r}"
+    if rule.kind is int:
+        if isinstance(value, float) and not value.is_integer():
+            return value, f"{name} must be a whole number, got {value!r}"
+        value = int(value)
+    else:
+        value = float(value)
+        if not math.isfinite(value):
+            return value, f"{name} must be a finite number, got {value!r}"
+    if rule.low is not None and rule.high is not None and not rule.low <= value <= rule.high:
+        return value, (
+            f"{name} must be between {_number(rule.low)} and {_number(rule.high)}, "
+            f"got {_number(value)}"
+        )
+    return value, None
 
 
-def all_settings(store: Store) -> dict[str, Any]:
-    del store
-    values = dict(DEFAULTS)
-    values.update({row.key: row.value for row in Setting.select()})
+@dataclass(frozen=True)
+class Settings:
+    """Every setting, typed; build it with :meth:`from_mapping` to get it validated."""
+
+    model_path: str | None = None  # None: the bundled demo model
+    n_gpu_layers: int = -1  # all layers; a CPU-only build ignores it
+    n_ctx: int = 4096
+    n_threads: int | None = None  # None: llama.cpp's choice
+    flash_attn: bool = False
+    seed: int = 42
+    temperature: float = 0.0
+    skip_threshold: float = 0.95
+    update_threshold: float = 0.70
+    decay_rate: float = 0.95
+    top_k: int = 50
+    min_chars: int = 30
+    min_words: int = 3
+    max_output_tokens: int = 4000
+    untrusted_sources: tuple[str, ...] = ("dm", "replies")
+
+    @classmethod
+    def from_mapping(cls, values: Mapping[str, Any], *, ignore_unknown: bool = False) -> Settings:
+        """Defaults overridden by ``values``, validated; raises :class:`SettingsError`.
+
+        ``ignore_unknown`` is for what is read from a database (a key written by another
+        version is not an error there); input from a person is checked strictly.
+        """
+        converted: dict[str, Any] = {}
+        for key, value in values.items():
+            if key not in RULES and ignore_unknown:
+                continue
+            converted[key], problem = check_value(key, value)
+            if problem is not None:
+                raise SettingsError(problem)
+        settings = cls(**converted)
+        problems = settings.problems()
+        if problems:
+            raise SettingsError(problems[0])
+        return settings
+
+    def problems(self) -> list[str]:
+        """Cross-field rules (each value is already within its own bounds)."""
+        found = []
+        if self.update_threshold >= self.skip_threshold:
+            found.append(
+                "the skip threshold (skip_threshold) must be higher than the update "
+                f"threshold (update_threshold): {_number(self.skip_threshold)} <= "
+                f"{_number(self.update_threshold)}"
+            )
+        return found
+
+    def with_changes(self, changes: Mapping[str, Any]) -> Settings:
+        """A validated copy with ``changes`` applied (raises :class:`SettingsError`)."""
+        return Settings.from_mapping({**self.as_dict(), **changes})
+
+    def as_dict(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
+
+
+DEFAULTS = Settings()
+
+
+def _saved_values(store: Store) -> dict[str, Any]:
+    values: dict[str, Any] = {}
+    for key, text in store.execute('SELECT "key", "value" FROM "setting"'):
+        try:
+            values[str(key)] = json.loads(text)
+        except (TypeError, ValueError):
+            raise SettingsError(f"the saved setting {key!r} is not valid JSON: {text!r}") from None
     return values
 
 
-def set_setting(store: Store, key: str, value: Any) -> None:
-    set_settings(store, {key: value})
+def load_settings(store: Store) -> Settings:
+    """The saved settings over the defaults, validated (once per operation)."""
+    values = _saved_values(store)
+    try:
+        return Settings.from_mapping(values, ignore_unknown=True)
+    except SettingsError as exc:
+        raise SettingsError(f"saved settings: {exc}") from None
 
 
-def set_settings(store: Store, values: dict[str, Any]) -> None:
-    """Save several settings in one transaction: all of them or none.
+def update_settings(store: Store, changes: Mapping[str, Any]) -> Settings:
+    """Validate and save several settings in one transaction: all of them or none.
 
-    ``None`` (e.g. "the demo model", "automatic threads") removes the saved value, so the
-    default applies again (the column cannot hold NULL).
+    ``None`` (e.g. "the demo model", "automatic threads") removes the saved value, so
+    the default applies again. A new decay rate re-ranks every pattern in the same
+    transaction. Returns the settings now in force.
     """
+    for key in changes:
+        if key not in RULES:
+            raise SettingsError(check_value(key, None)[1] or key)
     with store.write():
-        old_rate = float(get_setting(store, "decay_rate"))
-        for key, value in values.items():
+        old = load_settings(store)
+        new = old.with_changes(changes)
+        for key in changes:
+            value = getattr(new, key)
             if value is None:
-                Setting.delete().where(Setting.key == key).execute()
+                store.db.execute_sql('DELETE FROM "setting" WHERE "key" = ?', (key,))
             else:
-                Setting.insert(key=key, value=value).on_conflict_replace().execute()
-        new_rate = float(get_setting(store, "decay_rate"))
-        if new_rate != old_rate:
-            _rerank(new_rate)
+                store.db.execute_sql(
+                    'INSERT OR REPLACE INTO "setting" ("key", "value") VALUES (?, ?)',
+                    (key, json.dumps(value, ensure_ascii=False)),
+                )
+        if new.decay_rate != old.decay_rate:
+            _rerank(new.decay_rate)
+    return new
+
+
+def untrusted_sources(store: Store) -> frozenset[str]:
+    """The episode sources marked untrusted (lower case), for the memory-poisoning flags."""
+    return frozenset(load_settings(store).untrusted_sources)
+
+
+def set_setting(store: Store, key: str, value: Any) -> Settings:
+    """One validated setting (see :func:`update_settings`)."""
+    return update_settings(store, {key: value})
 
 
 def _rerank(rate: float) -> None:

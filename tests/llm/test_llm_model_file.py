@@ -22,7 +22,7 @@ from curator.llm.model_file import (
     validate_model_file,
 )
 from curator.store.db import Store
-from curator.store.settings import set_setting
+from curator.store.settings import load_settings, set_setting
 
 
 def corrupt_copies(demo: Path, folder: Path) -> dict[str, Path]:
@@ -135,12 +135,15 @@ def test_model_resolution_order(
     store = Store(tmp_path / "c.sqlite")
     try:
         monkeypatch.delenv("CURATOR_MODEL", raising=False)
-        assert resolve_model_path(None, store) == demo_model == demo_model_path()
+        assert resolve_model_path(None, load_settings(store)) == demo_model == demo_model_path()
         set_setting(store, "model_path", str(tmp_path / "saved.gguf"))
-        assert resolve_model_path(None, store) == tmp_path / "saved.gguf"
+        assert resolve_model_path(None, load_settings(store)) == tmp_path / "saved.gguf"
         monkeypatch.setenv("CURATOR_MODEL", str(tmp_path / "env.gguf"))
-        assert resolve_model_path(None, store) == tmp_path / "env.gguf"
-        assert resolve_model_path(str(tmp_path / "cli.gguf"), store) == tmp_path / "cli.gguf"
+        assert resolve_model_path(None, load_settings(store)) == tmp_path / "env.gguf"
+        assert (
+            resolve_model_path(str(tmp_path / "cli.gguf"), load_settings(store))
+            == tmp_path / "cli.gguf"
+        )
     finally:
         store.close()
 

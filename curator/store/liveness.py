@@ -1,0 +1,143 @@
+"""Which process owns a ``running`` run, whether it is still alive, and what to do if not.
+
+A run is written ``running`` when it starts and gets its final status when it ends. A
+process that dies without ending it (``kill -9``, a power cut, a crash in llama.cpp)
+would leave it ``running`` for ever, and review and commit refuse a run in that state.
+So every run records the process that owns it (``pid``, ``host``) and refreshes a
+``heartbeat_at`` timestamp while it works (at most every :data:`HEARTBEAT_EVERY_S`
+seconds, from the progress loop). At every start, the CLI and the window call
+:func:`mark_abandoned_runs`, which marks ``abandoned`` each ``running`` run whose owner
+is gone:
+
+- same host: its pid is no longer a live process (an exact test);
+- another host (a database on a shared folder): its heartbeat is older than
+  :data:`ABANDON_AFTER` (15 minutes; generous, because one long prompt on a slow machine
+  may go that long between two progress reports);
+- a run recorded before pid/host existed: started more than :data:`ABANDON_AFTER` ago.
+
+A run of this very process, or of a live process on this host, is never touched. An
+abandoned run keeps its trace and counts; its candidates cannot be reviewed or committed,
+and its episodes are free for the next ``distill``.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import socket
+import sys
+import time
+from datetime import datetime, timedelta
+
+import peewee
+
+from curator.errors import CuratorError
+from curator.store.db import Store
+from curator.store.models import Run, utcnow
+
+log = logging.getLogger(__name__)
+
+HEARTBEAT_EVERY_S = 5.0
+ABANDON_AFTER = timedelta(minutes=15)
+
+
+def this_host() -> str:
+    return socket.gethostname()
+
+
+def owner_fields() -> dict[str, object]:
+    """What a new Run row records about the process that owns it."""
+    return {"pid": os.getpid(), "host": this_host(), "heartbeat_at": utcnow()}
+
+
+def pid_alive(pid: int) -> bool:
+    """Whether a process with this pid exists on this machine.
+
+    On Windows ``os.kill`` would terminate the process, so there the answer is always
+    "alive" and only the heartbeat timeout applies.
+    """
+    if pid <= 0:
+        return False
+    if sys.platform == "win32":  # pragma: no cover - not tested on this platform
+        return True
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True  # it exists, it belongs to another user
+    except OSError:
+        return True  # unknown: leave it alone
+    return True
+
+
+def abandon_reason(run: Run, *, now: datetime, host: str, pid: int) -> str | None:
+    """Why ``run`` (status ``running``) is abandoned, or None when its owner may be alive."""
+    last_sign = run.heartbeat_at or run.started_at
+    stale = last_sign is not None and now - last_sign > ABANDON_AFTER
+    if run.pid is None or not run.host:
+        if stale:
+            return "abandoned: recorded by an older version and not finished"
+        return None
+    if run.host == host:
+        if run.pid == pid or pid_alive(int(run.pid)):
+            return None
+        return f"abandoned: its process (pid {run.pid}) ended without finishing it"
+    if stale:
+        return (
+            f"abandoned: no sign of life from pid {run.pid} on {run.host} "
+            f"for more than {int(ABANDON_AFTER.total_seconds() // 60)} minutes"
+        )
+    return None
+
+
+def mark_abandoned_runs(store: Store) -> list[int]:
+    """Mark ``abandoned`` every ``running`` run whose process is gone; returns their ids.
+
+    Reads first and writes only when something is found; the update is conditional on the
+    run still being ``running``, so a run that finished meanwhile keeps its status.
+    """
+    now, host, pid = utcnow(), this_host(), os.getpid()
+    found: list[tuple[int, str]] = []
+    for run in Run.select().where(Run.status == "running").order_by(Run.id):
+        reason = abandon_reason(run, now=now, host=host, pid=pid)
+        if reason is not None:
+            found.append((int(run.id), reason))
+    if not found:
+        return []
+    with store.write():
+        for run_id, reason in found:
+            Run.update(status="abandoned", status_reason=reason, finished_at=now).where(
+                (Run.id == run_id) & (Run.status == "running")
+            ).execute()
+    for run_id, reason in found:
+        log.warning("run %d %s", run_id, reason)
+    return [run_id for run_id, _ in found]
+
+
+class Heartbeat:
+    """Refreshes one run's ``heartbeat_at``, at most every ``every`` seconds.
+
+    Called from the progress loop of the thread doing the work (the one whose connection
+    wrote the run). A heartbeat that cannot be written (the database is busy) is skipped:
+    it must never fail the run itself.
+    """
+
+    def __init__(self, store: Store, run_id: int, every: float = HEARTBEAT_EVERY_S) -> None:
+        self.store = store
+        self.run_id = run_id
+        self.every = every
+        self._last = time.monotonic()
+
+    def __call__(self) -> None:
+        now = time.monotonic()
+        if now - self._last < self.every:
+            return
+        self._last = now
+        try:
+            with self.store.write():
+                Run.update(heartbeat_at=utcnow()).where(
+                    (Run.id == self.run_id) & (Run.status == "running")
+                ).execute()
+        except (peewee.OperationalError, CuratorError) as exc:
+            log.warning("heartbeat of run %d skipped: %s", self.run_id, exc)
