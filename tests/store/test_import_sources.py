@@ -185,7 +185,9 @@ def test_migration_pads_years_stored_without_zero_padding(tmp_path: Path) -> Non
     """A database written before the fix holds "999-06-01…"; opening it repairs the text."""
     path = tmp_path / "poisoned.sqlite"
     conn = sqlite3.connect(path)
-    repair = len(MIGRATIONS) - 1  # the repair is the last migration of this change
+    repair = next(  # the migration that pads the years; the ones before it build the schema
+        i for i, m in enumerate(MIGRATIONS) if any('UPDATE "episode"' in sql for sql in m)
+    )
     for migration in MIGRATIONS[:repair]:
         for statement in migration:
             conn.execute(statement)
