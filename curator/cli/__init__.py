@@ -31,7 +31,7 @@ class _Parser(argparse.ArgumentParser):
 
 def build_parser() -> argparse.ArgumentParser:
     # Imported here so each module registers its own subcommands (one place per concern).
-    from curator.cli import data, pipeline, review
+    from curator.cli import data, insights, pipeline, review
 
     common = _Parser(add_help=False)
     add_common_options(common, suppress_defaults=True)
@@ -42,7 +42,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     add_common_options(parser, suppress_defaults=False)
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
-    for module in (data, pipeline, review):
+    for module in (data, pipeline, review, insights):
         module.register(subparsers, common)
     return parser
 

@@ -1,0 +1,142 @@
+"""``curator insights``: the figures of the Insights pane on the command line.
+
+Both print :func:`curator.pipeline.insights.compute_insights`; ``--json`` is its
+``to_json`` document (strict JSON: an undefined figure is ``null``, never NaN).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from typing import Any
+
+from curator.cli.common import CommandContext
+from curator.errors import CuratorError
+from curator.pipeline.insights import Insights, compute_insights, dumps
+from curator.store.models import Run
+
+
+def register(subparsers: Any, common: argparse.ArgumentParser) -> None:
+    p = subparsers.add_parser(
+        "insights",
+        parents=[common],
+        help="agreement of the model and the gate with the human decisions; what-if; forecast",
+        description="Model vs human labels (confusion matrix, Cohen's kappa with a 95%% "
+        "bootstrap interval, calibration), gate proposals vs review decisions with the "
+        "overrides, agreement per run, the threshold what-if and the decay forecast.",
+    )
+    p.add_argument("--run", type=int, default=None, metavar="RUN", help="only this run")
+    p.add_argument("--floor", type=float, default=0.05, help="forecast floor (default 0.05)")
+    p.add_argument(
+        "--new-importance",
+        type=float,
+        default=0.5,
+        help="importance of a hypothetical new pattern in the forecast (default 0.5)",
+    )
+    p.add_argument("--days", type=int, default=90, help="forecast horizon in days (default 90)")
+    p.set_defaults(handler=cmd_insights)
+
+
+def cmd_insights(ctx: CommandContext) -> int:
+    args = ctx.args
+    store = ctx.store
+    if args.run is not None and Run.get_or_none(Run.id == args.run) is None:
+        raise CuratorError(f"there is no run {args.run}")
+    if not 0.0 <= args.floor <= 1.0 or not 0.0 <= args.new_importance <= 1.0:
+        raise CuratorError("--floor and --new-importance must be between 0 and 1")
+    if args.days < 0:
+        raise CuratorError("--days must not be negative")
+    insights = compute_insights(
+        store,
+        run_id=args.run,
+        horizon_days=args.days,
+        floor=args.floor,
+        new_importance=args.new_importance,
+    )
+    if ctx.json:
+        sys.stdout.write(dumps(insights.to_json()) + "\n")
+        sys.stdout.flush()
+        return 0
+    print(render(insights))
+    return 0
+
+
+def _num(value: float | None, digits: int = 3) -> str:
+    return "n/a" if value is None else f"{value:.{digits}f}"
+
+
+def _pct(value: float | None) -> str:
+    return "n/a" if value is None else f"{100 * value:.1f}%"
+
+
+def _matrix(title: str, doc: dict[str, Any]) -> list[str]:
+    labels: list[str] = doc["labels"]
+    width = max(len(label) for label in labels) + 2
+    lines = [f"{title} ({doc['total']} pairs; rows human, columns model)"]
+    lines.append(" " * width + "".join(f"{label[:14]:>15}" for label in labels))
+    for label, counts, pcts in zip(labels, doc["counts"], doc["row_percent"], strict=True):
+        cells = "".join(
+            f"{c:>8} ({'  - ' if p is None else f'{p:3.0f}%'})"
+            for c, p in zip(counts, pcts, strict=True)
+        )
+        lines.append(f"{label:<{width}}{cells}")
+    interval = doc["kappa_interval"]
+    lines.append(
+        f"accuracy {_pct(doc['accuracy'])}, Cohen's kappa {_num(doc['kappa'])} "
+        f"(95% bootstrap interval {_num(interval['low'])} .. {_num(interval['high'])})"
+    )
+    lines.append(
+        "precision / recall: "
+        + "; ".join(
+            f"{label} {_pct(doc['precision'][label])} / {_pct(doc['recall'][label])}"
+            for label in labels
+        )
+    )
+    return lines
+
+
+def render(insights: Insights) -> str:
+    """The human-readable report (the same figures as the JSON document)."""
+    doc = insights.to_json()
+    labels: dict[str, Any] = doc["labels"]  # type: ignore[assignment]
+    gate: dict[str, Any] = doc["gate"]  # type: ignore[assignment]
+    lines = _matrix("Labels, model vs human", labels)
+    ece = labels["expected_calibration_error"]
+    lines.append(f"calibration: expected calibration error {_num(ece)}")
+    lines.append("")
+    lines += _matrix("Gate proposals vs review decisions", gate)
+    lines.append(
+        f"{len(gate['overrides'])} overrides; {gate['bulk_decisions_left_out']} bulk decisions "
+        f"left out; {gate['quality_drops']} texts dropped by the quality gate"
+    )
+    for o in gate["overrides"][:20]:
+        lines.append(
+            f"  candidate {o['candidate_id']} (run {o['run_id']}): {o['proposed']} -> "
+            f"{o['human']} at ratio {o['ratio']:.3f}: {o['text'][:70]}"
+        )
+    w = gate["what_if"]
+    lines.append(
+        f"thresholds SKIP >= {w['skip']:.2f}, UPDATE >= {w['update']:.2f}: agreement "
+        f"{_pct(w['agreement_after'])}"
+    )
+    q = gate["quality_what_if"]
+    lines.append(
+        f"quality gate >= {q['min_chars']} characters and >= {q['min_words']} words: "
+        f"{q['traced_drops']} dropped at distillation"
+    )
+    lines.append("")
+    lines.append("Agreement per run")
+    for p in doc["series"]:  # type: ignore[attr-defined]
+        lines.append(
+            f"  run {p['run_id']:>4} {p['kind']:<9} {p['started_at'][:16]}  {p['pairs']:>5} pairs  "
+            f"accuracy {_pct(p['accuracy']):>6}  kappa {_num(p['kappa'])}  {p['model']}"
+        )
+    lines.append("")
+    keep = insights.forecast_keep
+    lines.append("Decay forecast: " + keep.message)
+    for name, f in (("keep clock", keep), ("refresh clock", insights.forecast_refresh)):
+        in_prompt = [p for p in f.patterns if p.in_prompt]
+        floored = [p.below_floor for p in in_prompt if p.below_floor is not None]
+        first = min(floored).strftime("%Y-%m-%d") if floored else "never"
+        lines.append(f"  UPDATE {name}: first pattern of the prompt below {f.floor:g} on {first}")
+    return "\n".join(lines)
