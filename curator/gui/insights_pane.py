@@ -21,6 +21,7 @@ from typing import Any
 from PySide6.QtCore import QModelIndex, QObject, QRunnable, QThreadPool, Signal
 from PySide6.QtWidgets import (
     QAbstractItemView,
+    QCheckBox,
     QComboBox,
     QDoubleSpinBox,
     QGridLayout,
@@ -48,6 +49,7 @@ from curator.gui.insights_charts import (
 )
 from curator.gui.qt_models import Column, RowTableModel
 from curator.pipeline.insights import Insights, Override, compute_insights
+from curator.store.decay_clock import KEY
 from curator.store.models import LABELS
 from curator.store.settings import set_settings
 
@@ -305,6 +307,13 @@ class InsightsPane(QWidget):
         self.days_spin.setValue(90)
         for box in (self.floor_spin, self.new_spin, self.days_spin):
             box.editingFinished.connect(self.refresh)
+        self.refresh_check = QCheckBox("UPDATE refreshes the decay clock")
+        self.refresh_check.setObjectName("refreshClockCheck")
+        self.refresh_check.setToolTip(
+            "Off: an UPDATE keeps the pattern's distillation date (the original behaviour). "
+            "On: an UPDATE restarts its decay at the commit. The chart shows both."
+        )
+        self.refresh_check.toggled.connect(self._save_refresh_clock)
         self.forecast_message = QLabel()
         self.forecast_message.setObjectName("forecastMessage")
         self.forecast_message.setWordWrap(True)
@@ -322,6 +331,7 @@ class InsightsPane(QWidget):
         controls.addWidget(QLabel("Days ahead"))
         controls.addWidget(self.days_spin)
         controls.addStretch(1)
+        controls.addWidget(self.refresh_check)
         page = QWidget()
         v = QVBoxLayout(page)
         v.addLayout(controls)
@@ -441,6 +451,9 @@ class InsightsPane(QWidget):
             + f"  UPDATE refreshes the decay clock: {'on' if ins.refresh_enabled else 'off'}."
         )
         self.forecast_chart.set_forecasts(ins.forecast_keep, ins.forecast_refresh)
+        self.refresh_check.blockSignals(True)
+        self.refresh_check.setChecked(ins.refresh_enabled)
+        self.refresh_check.blockSignals(False)
         self.forecast_rows.set_rows(
             list(
                 zip(
@@ -531,6 +544,21 @@ class InsightsPane(QWidget):
             self.refresh()
 
         self.apply_button.setEnabled(False)
+        self._submit(work, saved)
+
+    def _save_refresh_clock(self, on: bool) -> None:
+        store = self.services.store
+
+        def work() -> bool:
+            set_settings(store, {KEY: on})
+            return on
+
+        def saved(_result: object) -> None:
+            state = "restarts" if on else "keeps"
+            self.status_message.emit(f"Saved: an UPDATE now {state} the pattern's decay clock.")
+            self.data_changed.emit()
+            self.refresh()
+
         self._submit(work, saved)
 
     def shutdown(self) -> None:

@@ -21,7 +21,9 @@ Decisions made here (see the README of the review):
 - A run becomes ``committed`` when no unreviewed candidate is left; after a partial
   (``reviewed_only``) commit it stays ``staged`` so the rest can be reviewed and committed.
 - UPDATE keeps the pattern's text and ``distilled_at`` and raises the importance to the
-  larger of the two (``merge_importance``); SKIP adds provenance only (no revision bump);
+  larger of the two (``merge_importance``); with "UPDATE refreshes the decay clock" on
+  (:mod:`curator.store.decay_clock`) ``distilled_at`` becomes the commit time; SKIP adds
+  provenance only (no revision bump);
   REJECT changes nothing but the candidate's state.
 """
 
@@ -42,6 +44,7 @@ from curator.core.scoring import clamp01, rank_key
 from curator.errors import ConflictError, CuratorError
 from curator.store.backup import backup_database
 from curator.store.db import Store
+from curator.store.decay_clock import update_refreshes_decay
 from curator.store.models import (
     Candidate,
     CandidateEpisode,
@@ -478,11 +481,14 @@ def _apply(store: Store, plan: _Plan, actor: str, backup: Path | None) -> Change
     for skip in plan.preview.skips:
         if skip.pattern_id is not None:
             link(skip.pattern_id, skip.candidate_id)
+    refresh_clock = update_refreshes_decay(store)
     for pid in updated:
         p = plan.patterns[pid]
+        reference = now if refresh_clock else p.distilled_at
         Pattern.update(
             importance=importance[pid],
-            rank_key=rank_key(importance[pid], p.distilled_at, rate=rate),
+            distilled_at=reference,
+            rank_key=rank_key(importance[pid], reference, rate=rate),
             revision=p.revision + 1,
             updated_run=run.id,
             updated_at=now,

@@ -51,6 +51,7 @@ from curator.core.whatif import (
     threshold_what_if,
 )
 from curator.store.db import Store
+from curator.store.decay_clock import update_refreshes_decay
 from curator.store.models import LABELS, utcnow
 from curator.store.settings import all_settings
 
@@ -62,7 +63,6 @@ __all__ = [
     "RunPoint",
     "compute_insights",
     "dumps",
-    "update_refreshes_decay",
 ]
 
 BULK_ACTORS = ("cli --accept-all", "model")
@@ -70,12 +70,6 @@ BULK_ACTORS = ("cli --accept-all", "model")
 
 HISTOGRAM_BINS = 40
 SEED = 0
-REFRESH_SETTING = "update_refreshes_decay"
-
-
-def update_refreshes_decay(settings: dict[str, Any]) -> bool:
-    """The "UPDATE refreshes the decay clock" setting (off unless saved as true)."""
-    return bool(settings.get(REFRESH_SETTING, False))
 
 
 @dataclass(frozen=True)
@@ -420,5 +414,5 @@ def compute_insights(
         histogram=histogram,
         forecast_keep=forecast([a for a, _ in aged], **options_f),
         forecast_refresh=forecast([b for _, b in aged], **options_f),
-        refresh_enabled=update_refreshes_decay(settings),
+        refresh_enabled=update_refreshes_decay(store),
     )

@@ -27,6 +27,7 @@ DEFAULTS: dict[str, Any] = {
     "min_chars": 30,
     "min_words": 3,
     "max_output_tokens": 4000,
+    "update_refreshes_decay": False,  # an UPDATE moves the decay reference to its commit
 }
 
 

@@ -14,6 +14,7 @@ from curator.gui.main_window import MainWindow
 from curator.gui.services import AppServices
 from curator.pipeline.insights import compute_insights
 from curator.store.db import Store
+from curator.store.decay_clock import update_refreshes_decay
 from curator.store.settings import get_setting
 from tests.insights.conftest import Reviewed, build
 
@@ -118,3 +119,15 @@ def test_clicking_a_cell_filters_the_episodes_pane(
     qtbot.mouseClick(window.episodes_pane.ids_button, Qt.MouseButton.LeftButton)
     assert len(window.episodes_pane.model.ids) == len(reviewed.episode_ids)
     window.close()
+
+
+def test_refresh_clock_checkbox_saves_the_setting(
+    qtbot, pane: InsightsPane, reviewed_services
+) -> None:
+    services, _ = reviewed_services
+    assert not pane.refresh_check.isChecked()
+    with qtbot.waitSignal(pane.loaded, timeout=20000):
+        pane.refresh_check.setChecked(True)
+    assert update_refreshes_decay(services.store)
+    assert pane.insights is not None and pane.insights.refresh_enabled
+    assert "UPDATE refreshes the decay clock: on" in pane.forecast_message.text()
