@@ -8,12 +8,14 @@ from __future__ import annotations
 
 import argparse
 import sys
+from pathlib import Path
 from typing import Any
 
 from curator.cli.common import CommandContext
 from curator.errors import CuratorError
 from curator.pipeline.insights import Insights, compute_insights, dumps
 from curator.store.models import Run
+from curator.store.settings import all_settings
 
 
 def register(subparsers: Any, common: argparse.ArgumentParser) -> None:
@@ -35,6 +37,35 @@ def register(subparsers: Any, common: argparse.ArgumentParser) -> None:
     )
     p.add_argument("--days", type=int, default=90, help="forecast horizon in days (default 90)")
     p.set_defaults(handler=cmd_insights)
+
+    p = subparsers.add_parser(
+        "replay",
+        parents=[common],
+        help="re-classify the human-labelled episodes with a model/prompt and compare",
+        description="Classify every episode that carries a human label again, with --model "
+        "and --prompt-version, without touching any stored label; the run (kind replay) "
+        "and its trace are kept. Prints accuracy and Cohen's kappa against the humans next "
+        "to the current model labels' figures on the same episodes. With --skip/--update, "
+        "also the gate's decisions on the reviewed candidates under those thresholds.",
+    )
+    p.add_argument("--model", metavar="PATH", help="GGUF model file (default: as classify)")
+    p.add_argument("--n-gpu-layers", type=int, metavar="N", help="layers on the GPU (-1 all)")
+    p.add_argument("--n-ctx", type=int, metavar="N", help="context size in tokens")
+    p.add_argument("--threads", type=int, metavar="N", help="CPU threads")
+    p.add_argument("--prompt-version", type=int, metavar="V", help="classify prompt version")
+    p.add_argument("--limit", type=int, metavar="N", help="replay at most N gold episodes")
+    p.add_argument("--skip", type=float, metavar="R", help="gate replay: SKIP threshold")
+    p.add_argument("--update", type=float, metavar="R", help="gate replay: UPDATE threshold")
+    p.set_defaults(handler=cmd_replay)
+
+    p = subparsers.add_parser(
+        "gold",
+        parents=[common],
+        help="export or import the gold set (human labels and review decisions) as JSONL",
+    )
+    p.add_argument("action", choices=("export", "import"))
+    p.add_argument("file", metavar="FILE", help="JSONL file ('-' with export: stdout)")
+    p.set_defaults(handler=cmd_gold)
 
 
 def cmd_insights(ctx: CommandContext) -> int:
@@ -140,3 +171,96 @@ def render(insights: Insights) -> str:
         first = min(floored).strftime("%Y-%m-%d") if floored else "never"
         lines.append(f"  UPDATE {name}: first pattern of the prompt below {f.floor:g} on {first}")
     return "\n".join(lines)
+
+
+def cmd_replay(ctx: CommandContext) -> int:
+    from curator.cli.pipeline import EXIT_CANCELLED, _load_backend, _run_with_ctrl_c
+    from curator.pipeline.replay import replay_labels
+
+    args = ctx.args
+    if args.limit is not None and args.limit < 1:
+        raise CuratorError("--limit must be at least 1")
+    gate_replay = args.skip is not None or args.update is not None
+    settings = all_settings(ctx.store)
+    skip = float(settings["skip_threshold"] if args.skip is None else args.skip)
+    update = float(settings["update_threshold"] if args.update is None else args.update)
+    if gate_replay and not 0.0 <= update < skip <= 1.0:
+        raise CuratorError("need 0 <= --update < --skip <= 1")
+    backend = _load_backend(ctx)
+    try:
+        result = _run_with_ctrl_c(
+            ctx,
+            lambda state: replay_labels(
+                ctx.store, backend, state, limit=args.limit, prompt_version=args.prompt_version
+            ),
+        )
+    finally:
+        backend.close()
+    doc = result.to_json()
+    lines = [f"run {result.run_id} {result.status}: {result.message}"]
+    for name, key in (("replay", "replay"), ("current model", "current_model")):
+        part = doc[key]
+        interval = part["kappa_interval"]
+        lines.append(
+            f"  {name:<13} {part['total']:>5} episodes  accuracy {_pct(part['accuracy'])}  "
+            f"kappa {_num(part['kappa'])} ({_num(interval['low'])} .. {_num(interval['high'])})"
+        )
+    if gate_replay:
+        what = compute_insights(ctx.store).what_if_at(skip, update)
+        doc["gate"] = what.to_json()
+        g = doc["gate"]
+        lines.append(
+            f"  gate at SKIP >= {skip:.2f}, UPDATE >= {update:.2f}: {g['changed']} of "
+            f"{g['candidates']} proposals change; agreement {_pct(g['agreement_before'])} -> "
+            f"{_pct(g['agreement_after'])}"
+        )
+    if ctx.json:
+        sys.stdout.write(dumps(doc) + "\n")
+        sys.stdout.flush()
+    else:
+        print("\n".join(lines))
+    return EXIT_CANCELLED if result.status == "cancelled" else 0
+
+
+def cmd_gold(ctx: CommandContext) -> int:
+    from curator.pipeline.gold import export_gold, import_gold
+
+    args = ctx.args
+    if args.action == "export":
+        if args.file == "-":
+            counts = export_gold(ctx.store, sys.stdout)
+            ctx.info(f"exported {counts['episodes']} episodes, {counts['candidates']} candidates")
+            return 0
+        target = Path(args.file)
+        if target.exists():
+            raise CuratorError(f"{target} exists; choose a new file name")
+        tmp = target.with_name(target.name + ".part")
+        try:
+            with tmp.open("w", encoding="utf-8") as out:
+                counts = export_gold(ctx.store, out)
+            tmp.replace(target)
+        except OSError as exc:
+            tmp.unlink(missing_ok=True)
+            raise CuratorError(f"cannot write {target}: {exc}") from exc
+        ctx.emit(
+            {"file": str(target), **counts},
+            f"exported {counts['episodes']} episodes and {counts['candidates']} candidates "
+            f"to {target}",
+        )
+        return 0
+    report = import_gold(ctx.store, Path(args.file))
+    doc = report.as_dict()
+
+    def human() -> str:
+        lines = [
+            f"{report.episodes_added} episodes added, {report.labels_set} labels set, "
+            f"{report.labels_same} already there, {len(report.conflicts)} conflicts kept; "
+            f"{report.candidates_added} candidates added, {report.candidates_present} "
+            f"already there; {len(report.errors)} lines rejected"
+        ]
+        lines += [f"  {c}" for c in report.conflicts[:20]]
+        lines += [f"  {e}" for e in report.errors[:20]]
+        return "\n".join(lines)
+
+    ctx.emit(doc, human)
+    return 1 if report.errors else 0

@@ -231,14 +231,15 @@ def _label_pairs(store: Store, run_id: int | None) -> list[tuple[int, str, str, 
 
 def _gate_rows(store: Store, run_id: int | None) -> list[tuple[Any, ...]]:
     sql = (
-        "SELECT id, run_id, text, proposed_action, proposed_target_id, proposed_ratio, action, "
-        "decided_by FROM candidate WHERE action IS NOT NULL AND state != 'pending'"
+        "SELECT c.id, c.run_id, c.text, c.proposed_action, c.proposed_target_id, "
+        "c.proposed_ratio, c.action, c.decided_by, r.kind FROM candidate c "
+        "JOIN run r ON r.id = c.run_id WHERE c.action IS NOT NULL AND c.state != 'pending'"
     )
     params: tuple[Any, ...] = ()
     if run_id is not None:
-        sql += " AND run_id = ?"
+        sql += " AND c.run_id = ?"
         params = (run_id,)
-    return store.execute(sql + " ORDER BY run_id, ordinal", params)
+    return store.execute(sql + " ORDER BY c.run_id, c.ordinal", params)
 
 
 def _dropped_texts(store: Store, run_id: int | None) -> list[str]:
@@ -341,7 +342,7 @@ def compute_insights(
     overrides: list[Override] = []
     reviewed_texts: list[tuple[str, str]] = []
     bulk = 0
-    for cid, rid, text, proposed, target, ratio, action, decided_by in gate_rows:
+    for cid, rid, text, proposed, target, ratio, action, decided_by, kind in gate_rows:
         if decided_by in BULK_ACTORS:
             bulk += 1
             continue
@@ -355,7 +356,10 @@ def compute_insights(
                 proposed=str(proposed),
                 human=str(action),
                 pool_empty=proposed == "ADD" and ratio == 0.0,
-                same_run_match=proposed in ("SKIP", "UPDATE") and target is None,
+                # a distill run's SKIP/UPDATE without a pattern matched an earlier candidate
+                same_run_match=kind == "distill"
+                and proposed in ("SKIP", "UPDATE")
+                and target is None,
             )
         )
         reviewed_texts.append((str(text), str(action)))
