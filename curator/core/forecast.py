@@ -78,6 +78,7 @@ class Forecast:
     days: tuple[float, ...]
     cutoff: tuple[float, ...] | None  # the K-th pattern's value over ``days``; None: room left
     patterns: tuple[ForecastPattern, ...]
+    lowest: tuple[float, ...] | None = None  # the lowest pattern in the prompt, full or not
 
     @property
     def prompt_full(self) -> bool:
@@ -109,6 +110,7 @@ class Forecast:
             "message": self.message,
             "days": list(self.days),
             "cutoff": None if self.cutoff is None else list(self.cutoff),
+            "lowest_in_prompt": None if self.lowest is None else list(self.lowest),
             "patterns": [p.to_json() for p in self.patterns],
         }
 
@@ -147,11 +149,14 @@ def forecast(
             )
         )
     cutoff: tuple[float, ...] | None = None
-    if len(ranked) >= k > 0:
-        kth = ranked[k - 1]
-        series = decay_series(kth.importance, kth.distilled_at, np.asarray(days), now, rate)
-        cutoff = tuple(float(v) for v in series)
-    return Forecast(now, k, rate, floor, new_importance, days, cutoff, tuple(rows))
+    lowest: tuple[float, ...] | None = None
+    if ranked and k > 0:
+        last = ranked[min(k, len(ranked)) - 1]
+        series = decay_series(last.importance, last.distilled_at, np.asarray(days), now, rate)
+        lowest = tuple(float(v) for v in series)
+        if len(ranked) >= k:
+            cutoff = lowest
+    return Forecast(now, k, rate, floor, new_importance, days, cutoff, tuple(rows), lowest)
 
 
 def _outranked(p: PatternAge, now: datetime, rate: float, new_importance: float) -> datetime | None:

@@ -19,8 +19,11 @@ AnyIndex = QModelIndex | QPersistentModelIndex
 
 
 class ConfusionModel(QAbstractTableModel):
-    def __init__(self, labels: tuple[str, ...], parent: QObject | None = None) -> None:
+    def __init__(
+        self, labels: tuple[str, ...], parent: QObject | None = None, columns: str = "model"
+    ) -> None:
         super().__init__(parent)
+        self._columns_title = columns
         self._confusion = Confusion(labels, np.zeros((len(labels), len(labels)), dtype=np.int64))
         self._percent: list[list[float | None]] = self._confusion.row_percent()
 
@@ -73,7 +76,8 @@ class ConfusionModel(QAbstractTableModel):
     ) -> Any:
         if role != Qt.ItemDataRole.DisplayRole or not (0 <= section < len(self.labels)):
             return None
-        prefix = "model: " if orientation == Qt.Orientation.Horizontal else "human: "
+        horizontal = orientation == Qt.Orientation.Horizontal
+        prefix = f"{self._columns_title}: " if horizontal else "human: "
         return prefix + self.labels[section]
 
     def flags(self, index: AnyIndex) -> Qt.ItemFlag:

@@ -80,7 +80,8 @@ class SeriesChart(pg.PlotWidget):
         _style(self, "Cohen's kappa", "run started")
         item = self.getPlotItem()
         item.addLegend(offset=(10, 10))
-        item.getViewBox().setLimits(yMin=-1.05, yMax=1.05)
+        item.setYRange(-1.0, 1.0, padding=0.05)
+        item.getViewBox().setMouseEnabled(x=True, y=False)
         self.labels = pg.PlotDataItem(
             pen=pg.mkPen((70, 130, 200), width=2),
             symbol="o",
@@ -130,6 +131,7 @@ class RatioHistogram(pg.PlotWidget):
                 legend.addItem(pg.BarGraphItem(x=[0], height=[0], width=0, brush=color), decision)
         self.skip_line = self._line("SKIP ≥ {value:.2f}", (120, 120, 120))
         self.update_line = self._line("UPDATE ≥ {value:.2f}", (40, 90, 170))
+        self._setting = False
         for line in (self.skip_line, self.update_line):
             item.addItem(line)
             line.sigPositionChanged.connect(self._moved)
@@ -148,7 +150,8 @@ class RatioHistogram(pg.PlotWidget):
         )
 
     def _moved(self, *_: object) -> None:
-        self.thresholds_changed.emit(self.skip, self.update)
+        if not self._setting:
+            self.thresholds_changed.emit(self.skip, self.update)
 
     @property
     def skip(self) -> float:
@@ -159,10 +162,13 @@ class RatioHistogram(pg.PlotWidget):
         return round(float(self.update_line.value()), 3)
 
     def set_thresholds(self, skip: float, update: float) -> None:
-        for line, value in ((self.skip_line, skip), (self.update_line, update)):
-            line.blockSignals(True)
-            line.setValue(value)
-            line.blockSignals(False)
+        # Signals stay connected (the line labels follow them); one what-if at the end.
+        self._setting = True
+        try:
+            self.skip_line.setValue(skip)
+            self.update_line.setValue(update)
+        finally:
+            self._setting = False
         self._moved()
 
     def set_histogram(self, edges: Sequence[float], counts: dict[str, list[int]]) -> None:
@@ -181,7 +187,7 @@ class ForecastChart(pg.PlotWidget):
 
     def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(parent=parent, axisItems={"bottom": pg.DateAxisItem(orientation="bottom")})
-        _style(self, "effective importance of the K-th pattern", "")
+        _style(self, "effective importance", "")
         item = self.getPlotItem()
         item.addLegend(offset=(10, 10))
         item.setYRange(0, 1, padding=0.02)
@@ -203,11 +209,11 @@ class ForecastChart(pg.PlotWidget):
 
     def set_forecasts(self, keep: Forecast, refresh: Forecast) -> None:
         for target, f in ((self.keep, keep), (self.refresh, refresh)):
-            if f.cutoff is None:
+            if f.lowest is None:
                 target.setData([], [])
                 continue
             start = f.now.timestamp()
-            target.setData([start + d * 86400.0 for d in f.days], list(f.cutoff))
+            target.setData([start + d * 86400.0 for d in f.days], list(f.lowest))
         self.floor.setValue(keep.floor)
 
     @staticmethod

@@ -142,6 +142,15 @@ def _table(model: Any, name: str) -> QTableView:
     return view
 
 
+def _matrix_view(model: ConfusionModel, name: str) -> QTableView:
+    """A matrix whose rows and columns share the space (no empty area under it)."""
+    view = _table(model, name)
+    view.horizontalHeader().setSectionResizeMode(QHeaderView.ResizeMode.Stretch)
+    view.verticalHeader().setSectionResizeMode(QHeaderView.ResizeMode.Stretch)
+    view.setMaximumHeight(220)
+    return view
+
+
 class InsightsPane(QWidget):
     status_message = Signal(str)
     data_changed = Signal()
@@ -195,9 +204,8 @@ class InsightsPane(QWidget):
 
     def _build_agreement(self) -> QWidget:
         self.label_model = ConfusionModel(LABELS, self)
-        self.label_table = _table(self.label_model, "labelMatrix")
+        self.label_table = _matrix_view(self.label_model, "labelMatrix")
         self.label_table.clicked.connect(self._label_cell_clicked)
-        self.label_table.horizontalHeader().setSectionResizeMode(QHeaderView.ResizeMode.Stretch)
         self.label_table.setToolTip("Click a cell to see its episodes in the Episodes pane")
         self.label_summary = QLabel()
         self.label_summary.setObjectName("labelSummary")
@@ -225,9 +233,8 @@ class InsightsPane(QWidget):
         return page
 
     def _build_gate(self) -> QWidget:
-        self.gate_model = ConfusionModel(GATE_DECISIONS, self)
-        self.gate_table = _table(self.gate_model, "gateMatrix")
-        self.gate_table.horizontalHeader().setSectionResizeMode(QHeaderView.ResizeMode.Stretch)
+        self.gate_model = ConfusionModel(GATE_DECISIONS, self, columns="gate")
+        self.gate_table = _matrix_view(self.gate_model, "gateMatrix")
         self.gate_summary = QLabel()
         self.gate_summary.setObjectName("gateSummary")
         self.gate_summary.setWordWrap(True)
