@@ -40,6 +40,7 @@ bench: $(STAMP)
 
 screenshots: $(STAMP)
 	QT_QPA_PLATFORM=offscreen $(PY) packaging/screenshots.py docs/screenshots
+	QT_QPA_PLATFORM=offscreen $(PY) packaging/screenshot_insights.py docs/screenshots
 
 clean:
 	rm -rf $(VENV) .demo build dist *.egg-info

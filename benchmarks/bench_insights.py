@@ -93,9 +93,7 @@ def main() -> int:
         fill(store)
         baseline = timed(
             lambda: (
-                store.execute(
-                    "SELECT id, human_label, model_label, model_confidence FROM episode"
-                ),
+                store.execute("SELECT id, human_label, model_label, model_confidence FROM episode"),
                 store.execute("SELECT run_id, episode_id, parsed FROM trace_step"),
             )
         )

@@ -7,8 +7,9 @@ them are then relabelled with the Episodes pane's keys (C / N / U) following the
 in :data:`HUMAN` (read and chosen by a person from the episodes' text); the model distils
 episodes; every proposal is then decided in the Review pane with its keys, accepting
 some and overriding others (``3`` ADD, ``X`` reject), and the run is committed; finally
-the Insights pane is grabbed on each of its tabs (1400x900). Run after ``packaging/screenshots.py``, which
-grabs the other panes (and would leave an Insights shot without human labels).
+the Insights pane is grabbed on each of its tabs (1400x900). Run after
+``packaging/screenshots.py``, which grabs the other panes (and would leave an Insights
+shot without human labels).
 """
 
 from __future__ import annotations
@@ -89,7 +90,8 @@ def _relabel(window: MainWindow, store: Store) -> None:
     selection = pane.table.selectionModel()
     flags = QItemSelectionModel.SelectionFlag.Select | QItemSelectionModel.SelectionFlag.Rows
     for external, label in HUMAN.items():
-        (episode_id,) = store.execute("SELECT id FROM episode WHERE external_id = ?", (external,))[0]
+        sql = "SELECT id FROM episode WHERE external_id = ?"
+        (episode_id,) = store.execute(sql, (external,))[0]
         row = pane.model.row_of(int(episode_id))
         if row is None:
             continue
