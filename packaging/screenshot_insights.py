@@ -152,7 +152,7 @@ def main(out_dir: str) -> int:
         for index, name in enumerate(shots):
             pane.sections.setCurrentIndex(index)
             if index == 1:  # show the what-if of a lower UPDATE threshold
-                pane.histogram.update_line.setValue(0.55)
+                pane.histogram.update_line.setValue(0.30)
             QTest.qWait(200)
             path = out / name
             window.grab().save(str(path))

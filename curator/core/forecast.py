@@ -79,6 +79,7 @@ class Forecast:
     cutoff: tuple[float, ...] | None  # the K-th pattern's value over ``days``; None: room left
     patterns: tuple[ForecastPattern, ...]
     lowest: tuple[float, ...] | None = None  # the lowest pattern in the prompt, full or not
+    highest: tuple[float, ...] | None = None  # the top pattern
 
     @property
     def prompt_full(self) -> bool:
@@ -111,6 +112,7 @@ class Forecast:
             "days": list(self.days),
             "cutoff": None if self.cutoff is None else list(self.cutoff),
             "lowest_in_prompt": None if self.lowest is None else list(self.lowest),
+            "highest": None if self.highest is None else list(self.highest),
             "patterns": [p.to_json() for p in self.patterns],
         }
 
@@ -148,15 +150,18 @@ def forecast(
                 text=p.text,
             )
         )
-    cutoff: tuple[float, ...] | None = None
-    lowest: tuple[float, ...] | None = None
+    cutoff = lowest = highest = None
     if ranked and k > 0:
-        last = ranked[min(k, len(ranked)) - 1]
-        series = decay_series(last.importance, last.distilled_at, np.asarray(days), now, rate)
-        lowest = tuple(float(v) for v in series)
+
+        def curve(p: PatternAge) -> tuple[float, ...]:
+            values = decay_series(p.importance, p.distilled_at, np.asarray(days), now, rate)
+            return tuple(float(v) for v in values)
+
+        lowest = curve(ranked[min(k, len(ranked)) - 1])
+        highest = curve(ranked[0])
         if len(ranked) >= k:
             cutoff = lowest
-    return Forecast(now, k, rate, floor, new_importance, days, cutoff, tuple(rows), lowest)
+    return Forecast(now, k, rate, floor, new_importance, days, cutoff, tuple(rows), lowest, highest)
 
 
 def _outranked(p: PatternAge, now: datetime, rate: float, new_importance: float) -> datetime | None:

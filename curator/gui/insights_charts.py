@@ -125,10 +125,7 @@ class RatioHistogram(pg.PlotWidget):
                 x0=[0.0], x1=[0.0], y0=[0.0], y1=[0.0], brush=color, name=decision
             )
             self.bars[decision] = bar
-            item.addItem(bar)
-            legend = item.legend
-            if legend is not None:
-                legend.addItem(pg.BarGraphItem(x=[0], height=[0], width=0, brush=color), decision)
+            item.addItem(bar)  # named: the legend lists it
         self.skip_line = self._line("SKIP ≥ {value:.2f}", (120, 120, 120))
         self.update_line = self._line("UPDATE ≥ {value:.2f}", (40, 90, 170))
         self._setting = False
@@ -183,7 +180,9 @@ class RatioHistogram(pg.PlotWidget):
 
 
 class ForecastChart(pg.PlotWidget):
-    """The top-K cut-off over the coming days, with and without UPDATE refreshing the clock."""
+    """The highest and the lowest pattern of the prompt over the coming days, with and
+    without UPDATE refreshing the clock, the floor, and the importance of a new pattern
+    (a pattern whose curve is under that line would be outranked by it)."""
 
     def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(parent=parent, axisItems={"bottom": pg.DateAxisItem(orientation="bottom")})
@@ -191,30 +190,44 @@ class ForecastChart(pg.PlotWidget):
         item = self.getPlotItem()
         item.addLegend(offset=(10, 10))
         item.setYRange(0, 1, padding=0.02)
-        self.keep = pg.PlotDataItem(
-            pen=pg.mkPen((200, 80, 60), width=2), name="UPDATE keeps the clock"
-        )
-        self.refresh = pg.PlotDataItem(
-            pen=pg.mkPen((60, 160, 90), width=2, style=Qt.PenStyle.DashLine),
-            name="UPDATE refreshes the clock",
-        )
+        item.getViewBox().setMouseEnabled(x=True, y=False)
+        keep_pen = pg.mkPen((200, 80, 60), width=2)
+        fresh_pen = pg.mkPen((60, 160, 90), width=2, style=Qt.PenStyle.DashLine)
+        self.keep = pg.PlotDataItem(pen=keep_pen, name="UPDATE keeps the clock")
+        self.refresh = pg.PlotDataItem(pen=fresh_pen, name="UPDATE refreshes the clock")
+        self.keep_top = pg.PlotDataItem(pen=keep_pen)
+        self.refresh_top = pg.PlotDataItem(pen=fresh_pen)
         self.floor = pg.InfiniteLine(
             angle=0,
             pen=pg.mkPen((150, 150, 150), style=Qt.PenStyle.DotLine),
             label="floor {value:.2f}",
             labelOpts={"position": 0.05, "color": (150, 150, 150)},
         )
-        for part in (self.keep, self.refresh, self.floor):
+        self.new = pg.InfiniteLine(
+            angle=0,
+            pen=pg.mkPen((70, 130, 200), style=Qt.PenStyle.DashDotLine),
+            label="new pattern {value:.2f}",
+            labelOpts={"position": 0.05, "color": (70, 130, 200)},
+        )
+        parts = (self.keep, self.refresh, self.keep_top, self.refresh_top, self.floor, self.new)
+        for part in parts:
             item.addItem(part)
 
     def set_forecasts(self, keep: Forecast, refresh: Forecast) -> None:
-        for target, f in ((self.keep, keep), (self.refresh, refresh)):
-            if f.lowest is None:
+        pairs = (
+            (self.keep, keep.lowest, keep),
+            (self.refresh, refresh.lowest, refresh),
+            (self.keep_top, keep.highest, keep),
+            (self.refresh_top, refresh.highest, refresh),
+        )
+        for target, series, f in pairs:
+            if series is None:
                 target.setData([], [])
                 continue
             start = f.now.timestamp()
-            target.setData([start + d * 86400.0 for d in f.days], list(f.lowest))
+            target.setData([start + d * 86400.0 for d in f.days], list(series))
         self.floor.setValue(keep.floor)
+        self.new.setValue(keep.new_importance)
 
     @staticmethod
     def date(value: datetime | None) -> str:

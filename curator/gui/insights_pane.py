@@ -18,7 +18,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from PySide6.QtCore import QModelIndex, QObject, QRunnable, QThreadPool, Signal
+from PySide6.QtCore import QModelIndex, QObject, QRunnable, Qt, QThreadPool, Signal
 from PySide6.QtWidgets import (
     QAbstractItemView,
     QCheckBox,
@@ -329,6 +329,7 @@ class InsightsPane(QWidget):
         self.forecast_rows = RowTableModel(FORECAST_COLUMNS, self)
         self.forecast_view = _table(self.forecast_rows, "forecastTable")
         self.forecast_view.setSortingEnabled(True)
+        self.forecast_view.sortByColumn(0, Qt.SortOrder.AscendingOrder)
         self.forecast_view.horizontalHeader().setStretchLastSection(True)
         controls = QHBoxLayout()
         controls.addWidget(QLabel("Floor"))

@@ -66,6 +66,7 @@ def test_nothing_leaves_a_prompt_with_room() -> None:
     f = forecast(_patterns(3), k=5, now=NOW, rate=RATE)
     assert not f.prompt_full and f.cutoff is None
     assert f.lowest is not None and f.lowest[0] == pytest.approx(f.patterns[-1].effective_now)
+    assert f.highest is not None and f.highest[0] == pytest.approx(f.patterns[0].effective_now)
     assert f.message.startswith("Nothing leaves the prompt while it has room: 3 of 5")
     doc = f.to_json()
     assert doc["prompt_full"] is False and doc["cutoff"] is None
