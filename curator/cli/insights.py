@@ -13,6 +13,7 @@ from typing import Any
 
 from curator.cli.common import CommandContext
 from curator.errors import CuratorError
+from curator.llm.prompts import PromptError, load_prompt
 from curator.pipeline.insights import Insights, compute_insights, dumps
 from curator.store.models import Run
 from curator.store.settings import all_settings
@@ -186,6 +187,10 @@ def cmd_replay(ctx: CommandContext) -> int:
     update = float(settings["update_threshold"] if args.update is None else args.update)
     if gate_replay and not 0.0 <= update < skip <= 1.0:
         raise CuratorError("need 0 <= --update < --skip <= 1")
+    try:  # before the model loads: a wrong version is a usage error, said at once
+        load_prompt("classify", args.prompt_version)
+    except PromptError as exc:
+        raise CuratorError(str(exc)) from exc
     backend = _load_backend(ctx)
     try:
         result = _run_with_ctrl_c(

@@ -44,3 +44,22 @@ def test_unknown_run_is_one_line(
     assert main(["--db", str(r.path), "insights", "--run", "999"]) == 2
     err = capsys.readouterr().err
     assert err.strip() == "curator: error: there is no run 999"
+
+
+def test_replay_with_an_unknown_prompt_version_is_one_line(
+    reviewed: tuple[Store, Reviewed], capsys: pytest.CaptureFixture[str]
+) -> None:
+    _, r = reviewed
+    code = main(["--db", str(r.path), "replay", "--prompt-version", "99"])
+    assert code == 2
+    assert capsys.readouterr().err.strip() == (
+        "curator: error: prompt 'classify' has no version 99"
+    )
+
+
+def test_replay_rejects_crossed_thresholds(
+    reviewed: tuple[Store, Reviewed], capsys: pytest.CaptureFixture[str]
+) -> None:
+    _, r = reviewed
+    assert main(["--db", str(r.path), "replay", "--skip", "0.5", "--update", "0.8"]) == 2
+    assert "--update < --skip" in capsys.readouterr().err
