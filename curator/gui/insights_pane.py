@@ -471,6 +471,8 @@ class InsightsPane(QWidget):
                 )
             )
         )
+        for column in range(len(FORECAST_COLUMNS) - 1):  # the text column takes the rest
+            self.forecast_view.resizeColumnToContents(column)
 
     def what_if(self) -> WhatIf | None:
         if self.insights is None:
