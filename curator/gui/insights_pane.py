@@ -49,6 +49,7 @@ from curator.gui.insights_charts import (
 )
 from curator.gui.qt_models import Column, RowTableModel
 from curator.pipeline.insights import Insights, Override, compute_insights
+from curator.pipeline.replay import ReplayResult
 from curator.store.decay_clock import KEY
 from curator.store.models import LABELS
 from curator.store.settings import set_settings
@@ -180,11 +181,24 @@ class InsightsPane(QWidget):
         self.reload_button.clicked.connect(self.refresh)
         self.state_label = QLabel()
         self.state_label.setObjectName("insightsState")
+        self.replay_button = QPushButton("Replay the gold set")
+        self.replay_button.setObjectName("replayButton")
+        self.replay_button.setToolTip(
+            "Classify every human-labelled episode again with the current model and prompt, "
+            "without changing any label, and add the run to the chart"
+        )
+        self.replay_button.clicked.connect(self.start_replay)
+        worker = services.worker
+        self.replay_button.setEnabled(worker is not None)
+        if worker is not None:
+            worker.busy_changed.connect(lambda busy: self.replay_button.setEnabled(not busy))
+            worker.finished.connect(self._run_finished)
         top = QHBoxLayout()
         top.addWidget(QLabel("Show"))
         top.addWidget(self.run_combo)
         top.addWidget(self.reload_button)
         top.addWidget(self.state_label, 1)
+        top.addWidget(self.replay_button)
 
         self.sections = QTabWidget()
         self.sections.setObjectName("insightsSections")
@@ -570,6 +584,16 @@ class InsightsPane(QWidget):
             self.refresh()
 
         self._submit(work, saved)
+
+    def start_replay(self) -> None:
+        worker = self.services.worker
+        if worker is not None and worker.start_replay(None):
+            self.status_message.emit("Replaying the gold set…")
+
+    def _run_finished(self, result: object) -> None:
+        if isinstance(result, ReplayResult):
+            self.status_message.emit(f"Replay run {result.run_id}: {result.message}")
+            self.refresh()
 
     def shutdown(self) -> None:
         """Wait for a running load (called when the window closes)."""

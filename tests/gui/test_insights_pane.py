@@ -131,3 +131,34 @@ def test_refresh_clock_checkbox_saves_the_setting(
     assert update_refreshes_decay(services.store)
     assert pane.insights is not None and pane.insights.refresh_enabled
     assert "UPDATE refreshes the decay clock: on" in pane.forecast_message.text()
+
+
+@pytest.mark.llm
+def test_replay_button_adds_a_replay_run_without_touching_labels(
+    qtbot, reviewed_services, show_pane
+) -> None:
+    from curator.gui.worker import LlmWorker
+    from curator.pipeline.replay import ReplayResult
+
+    services, _ = reviewed_services
+    services.worker = LlmWorker(services)
+    try:
+        pane = InsightsPane(services)
+        with qtbot.waitSignal(pane.loaded, timeout=20000):
+            show_pane(pane)
+        columns = "id, model_label, model_confidence, human_label, label, label_by, label_at"
+        before = services.store.execute(f"SELECT {columns} FROM episode ORDER BY id")
+        with (
+            qtbot.waitSignal(services.worker.finished, timeout=180_000) as finished,
+            qtbot.waitSignal(pane.loaded, timeout=180_000),
+        ):
+            qtbot.mouseClick(pane.replay_button, Qt.MouseButton.LeftButton)
+        result = finished.args[0]
+        assert isinstance(result, ReplayResult) and result.status == "done"
+        assert result.replay.total == 16  # every human-labelled episode of the fixture
+        assert services.store.execute(f"SELECT {columns} FROM episode ORDER BY id") == before
+        assert pane.insights is not None
+        assert [p.kind for p in pane.insights.series if p.run_id == result.run_id] == ["replay"]
+        assert pane.replay_button.isEnabled()
+    finally:
+        services.worker.shutdown()
