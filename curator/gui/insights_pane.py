@@ -18,28 +18,23 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from PySide6.QtCore import QModelIndex, QObject, QRunnable, Qt, QThreadPool, Signal
+from PySide6.QtCore import QModelIndex, Qt, QThreadPool, Signal
 from PySide6.QtWidgets import (
-    QAbstractItemView,
     QCheckBox,
     QComboBox,
     QDoubleSpinBox,
     QGridLayout,
     QGroupBox,
     QHBoxLayout,
-    QHeaderView,
     QLabel,
     QPushButton,
     QSpinBox,
-    QTableView,
     QTabWidget,
     QVBoxLayout,
     QWidget,
 )
 
-from curator.core.forecast import ForecastPattern
 from curator.core.whatif import GATE_DECISIONS, WhatIf
-from curator.errors import CuratorError
 from curator.gui.confusion_model import ConfusionModel
 from curator.gui.insights_charts import (
     ForecastChart,
@@ -47,109 +42,23 @@ from curator.gui.insights_charts import (
     ReliabilityChart,
     SeriesChart,
 )
-from curator.gui.qt_models import Column, RowTableModel
-from curator.pipeline.insights import Insights, Override, compute_insights
+from curator.gui.insights_parts import (
+    FORECAST_COLUMNS,
+    OVERRIDE_COLUMNS,
+    PoolTask,
+    TaskSignals,
+    by_id,
+    matrix_view,
+    num,
+    pct,
+    table_view,
+)
+from curator.gui.qt_models import RowTableModel
+from curator.pipeline.insights import Insights, compute_insights
 from curator.pipeline.replay import ReplayResult
 from curator.store.decay_clock import KEY
 from curator.store.models import LABELS
 from curator.store.settings import set_settings
-
-
-def _num(value: float | None, digits: int = 3) -> str:
-    return "n/a" if value is None else f"{value:.{digits}f}"
-
-
-def _pct(value: float | None) -> str:
-    return "n/a" if value is None else f"{100 * value:.1f}%"
-
-
-class _Signals(QObject):
-    done = Signal(int, object)
-    failed = Signal(int, str)
-
-
-class _Task(QRunnable):
-    """Runs ``work`` on a pool thread; its database connection is closed afterwards."""
-
-    def __init__(
-        self, tag: int, work: Callable[[], Any], close: Callable[[], None], signals: _Signals
-    ) -> None:
-        super().__init__()
-        self.tag, self.work, self.close, self.signals = tag, work, close, signals
-
-    def run(self) -> None:
-        try:
-            result = self.work()
-        except CuratorError as exc:
-            self.signals.failed.emit(self.tag, str(exc))
-        except Exception as exc:  # shown as one line; the window stays up
-            self.signals.failed.emit(self.tag, f"{type(exc).__name__}: {exc}")
-        else:
-            self.signals.done.emit(self.tag, result)
-        finally:
-            self.close()
-
-
-OVERRIDE_COLUMNS: list[Column[Override]] = [
-    Column("Candidate", lambda o: o.candidate_id, align_right=True),
-    Column("Run", lambda o: o.run_id, align_right=True),
-    Column("Gate", lambda o: o.proposed),
-    Column("Human", lambda o: o.human),
-    Column("Ratio", lambda o: o.ratio, display=lambda o: f"{o.ratio:.3f}", align_right=True),
-    Column("Text", lambda o: o.text, tooltip=lambda o: o.text),
-]
-
-ForecastRow = tuple[ForecastPattern, ForecastPattern]  # (keep clock, refresh clock)
-
-FORECAST_COLUMNS: list[Column[ForecastRow]] = [
-    Column("Rank", lambda r: r[0].rank, align_right=True),
-    Column("Pattern", lambda r: r[0].id, align_right=True),
-    Column("In prompt", lambda r: r[0].in_prompt, display=lambda r: "★" if r[0].in_prompt else ""),
-    Column(
-        "Now",
-        lambda r: r[0].effective_now,
-        display=lambda r: f"{r[0].effective_now:.3f}",
-        align_right=True,
-    ),
-    Column(
-        "Below floor",
-        lambda r: r[0].below_floor,
-        display=lambda r: ForecastChart.date(r[0].below_floor),
-    ),
-    Column(
-        "Outranked", lambda r: r[0].outranked, display=lambda r: ForecastChart.date(r[0].outranked)
-    ),
-    Column(
-        "Below floor (refresh)",
-        lambda r: r[1].below_floor,
-        display=lambda r: ForecastChart.date(r[1].below_floor),
-    ),
-    Column(
-        "Outranked (refresh)",
-        lambda r: r[1].outranked,
-        display=lambda r: ForecastChart.date(r[1].outranked),
-    ),
-    Column("Text", lambda r: r[0].text, tooltip=lambda r: r[0].text),
-]
-
-
-def _table(model: Any, name: str) -> QTableView:
-    view = QTableView()
-    view.setObjectName(name)
-    view.setModel(model)
-    view.setSelectionBehavior(QAbstractItemView.SelectionBehavior.SelectItems)
-    view.setSelectionMode(QAbstractItemView.SelectionMode.SingleSelection)
-    view.setWordWrap(False)
-    return view
-
-
-def _matrix_view(model: ConfusionModel, name: str) -> QTableView:
-    """A matrix whose rows and columns share the space (no empty area under it)."""
-    view = _table(model, name)
-    view.horizontalHeader().setSectionResizeMode(QHeaderView.ResizeMode.Stretch)
-    view.verticalHeader().setSectionResizeMode(QHeaderView.ResizeMode.Stretch)
-    view.setMaximumHeight(220)
-    return view
 
 
 class InsightsPane(QWidget):
@@ -168,7 +77,7 @@ class InsightsPane(QWidget):
         self._previous_thresholds: tuple[float, float] | None = None
         self._pool = QThreadPool(self)
         self._pool.setMaxThreadCount(1)
-        self._signals = _Signals(self)
+        self._signals = TaskSignals(self)
         self._signals.done.connect(self._task_done)
         self._signals.failed.connect(self._task_failed)
         self._pending: dict[int, Callable[[Any], None]] = {}
@@ -218,7 +127,7 @@ class InsightsPane(QWidget):
 
     def _build_agreement(self) -> QWidget:
         self.label_model = ConfusionModel(LABELS, self)
-        self.label_table = _matrix_view(self.label_model, "labelMatrix")
+        self.label_table = matrix_view(self.label_model, "labelMatrix")
         self.label_table.clicked.connect(self._label_cell_clicked)
         self.label_table.setToolTip("Click a cell to see its episodes in the Episodes pane")
         self.label_summary = QLabel()
@@ -248,12 +157,12 @@ class InsightsPane(QWidget):
 
     def _build_gate(self) -> QWidget:
         self.gate_model = ConfusionModel(GATE_DECISIONS, self, columns="gate")
-        self.gate_table = _matrix_view(self.gate_model, "gateMatrix")
+        self.gate_table = matrix_view(self.gate_model, "gateMatrix")
         self.gate_summary = QLabel()
         self.gate_summary.setObjectName("gateSummary")
         self.gate_summary.setWordWrap(True)
         self.overrides = RowTableModel(OVERRIDE_COLUMNS, self)
-        self.overrides_view = _table(self.overrides, "overridesTable")
+        self.overrides_view = table_view(self.overrides, "overridesTable")
         self.overrides_view.setSortingEnabled(True)
         self.overrides_view.horizontalHeader().setStretchLastSection(True)
         self.histogram = RatioHistogram()
@@ -341,7 +250,7 @@ class InsightsPane(QWidget):
         self.forecast_chart = ForecastChart()
         self.forecast_chart.setObjectName("forecastChart")
         self.forecast_rows = RowTableModel(FORECAST_COLUMNS, self)
-        self.forecast_view = _table(self.forecast_rows, "forecastTable")
+        self.forecast_view = table_view(self.forecast_rows, "forecastTable")
         self.forecast_view.setSortingEnabled(True)
         self.forecast_view.sortByColumn(0, Qt.SortOrder.AscendingOrder)
         self.forecast_view.horizontalHeader().setStretchLastSection(True)
@@ -368,7 +277,7 @@ class InsightsPane(QWidget):
         self._generation += 1
         tag = self._generation
         self._pending[tag] = on_done
-        self._pool.start(_Task(tag, work, self.services.store.close, self._signals))
+        self._pool.start(PoolTask(tag, work, self.services.store.close, self._signals))
         return tag
 
     def _task_done(self, tag: int, result: object) -> None:
@@ -440,10 +349,10 @@ class InsightsPane(QWidget):
         k = ins.label_kappa
         prec, rec = ins.labels.precision(), ins.labels.recall()
         self.label_summary.setText(
-            f"Accuracy {_pct(ins.labels.accuracy())} · Cohen's κ {_num(k.kappa)} "
-            f"(95% bootstrap interval {_num(k.low)} – {_num(k.high)})<br>"
+            f"Accuracy {pct(ins.labels.accuracy())} · Cohen's κ {num(k.kappa)} "
+            f"(95% bootstrap interval {num(k.low)} – {num(k.high)})<br>"
             + " · ".join(
-                f"{lab}: precision {_pct(prec[lab])}, recall {_pct(rec[lab])}" for lab in LABELS
+                f"{lab}: precision {pct(prec[lab])}, recall {pct(rec[lab])}" for lab in LABELS
             )
         )
         self.reliability.set_bins(ins.calibration)
@@ -452,8 +361,8 @@ class InsightsPane(QWidget):
         self.gate_model.set_confusion(ins.gate)
         g = ins.gate_kappa
         self.gate_summary.setText(
-            f"Agreement {_pct(ins.gate.accuracy())} · Cohen's κ {_num(g.kappa)} "
-            f"(95% {_num(g.low)} – {_num(g.high)}) · {len(ins.overrides)} overrides · "
+            f"Agreement {pct(ins.gate.accuracy())} · Cohen's κ {num(g.kappa)} "
+            f"(95% {num(g.low)} – {num(g.high)}) · {len(ins.overrides)} overrides · "
             f"{ins.quality_drops} texts dropped by the quality gate"
         )
         self.overrides.set_rows(ins.overrides)
@@ -480,7 +389,7 @@ class InsightsPane(QWidget):
             list(
                 zip(
                     ins.forecast_keep.patterns,
-                    _by_id(ins.forecast_refresh.patterns, ins.forecast_keep.patterns),
+                    by_id(ins.forecast_refresh.patterns, ins.forecast_keep.patterns),
                     strict=True,
                 )
             )
@@ -504,8 +413,8 @@ class InsightsPane(QWidget):
         )
         text = (
             f"SKIP ≥ {skip:.2f}, UPDATE ≥ {update:.2f}: {what.changed} of {what.total} proposals "
-            f"change; agreement with the reviewers {_pct(doc['agreement_before'])} → "  # type: ignore[arg-type]
-            f"{_pct(doc['agreement_after'])}, κ {_num(what.matrix.kappa())}"  # type: ignore[arg-type]
+            f"change; agreement with the reviewers {pct(doc['agreement_before'])} → "  # type: ignore[arg-type]
+            f"{pct(doc['agreement_after'])}, κ {num(what.matrix.kappa())}"  # type: ignore[arg-type]
         )
         if what.pool_dependent:
             text += f" ({what.pool_dependent} depend on earlier candidates of their run)"
@@ -598,11 +507,3 @@ class InsightsPane(QWidget):
     def shutdown(self) -> None:
         """Wait for a running load (called when the window closes)."""
         self._pool.waitForDone()
-
-
-def _by_id(
-    items: tuple[ForecastPattern, ...], order: tuple[ForecastPattern, ...]
-) -> list[ForecastPattern]:
-    """``items`` in the order of ``order`` (the refresh forecast ranks differently)."""
-    found = {p.id: p for p in items}
-    return [found[p.id] for p in order]
