@@ -51,6 +51,7 @@ bench: $(STAMP)
 screenshots: $(STAMP)
 	QT_QPA_PLATFORM=offscreen $(PY) packaging/screenshots.py docs/screenshots
 	QT_QPA_PLATFORM=offscreen $(PY) packaging/screenshot_flagged.py docs/screenshots
+	QT_QPA_PLATFORM=offscreen $(PY) packaging/screenshot_insights.py docs/screenshots
 
 # Rebuilt only when a source changed; nice: the build uses every core for a minute.
 dist: $(TARBALL)

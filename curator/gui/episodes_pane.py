@@ -22,6 +22,7 @@ from PySide6.QtWidgets import (
     QHeaderView,
     QLabel,
     QLineEdit,
+    QPushButton,
     QSplitter,
     QTableView,
     QTextBrowser,
@@ -166,6 +167,13 @@ class EpisodesPane(QWidget):
         self.search_edit.setClearButtonEnabled(True)
         self.count_label = QLabel()
         self.count_label.setObjectName("countLabel")
+        # Set by another pane (Insights: one confusion-matrix cell): only these episodes.
+        self._ids: tuple[int, ...] | None = None
+        self.ids_button = QPushButton()
+        self.ids_button.setObjectName("clearIdsFilterButton")
+        self.ids_button.setToolTip("Show all episodes again")
+        self.ids_button.clicked.connect(lambda: self.show_ids(None))
+        self.ids_button.hide()
 
         self._search_timer = QTimer(self)
         self._search_timer.setSingleShot(True)
@@ -180,6 +188,7 @@ class EpisodesPane(QWidget):
         filters.addWidget(QLabel("to"))
         filters.addWidget(self.date_to)
         filters.addWidget(self.search_edit, 1)
+        filters.addWidget(self.ids_button)
         filters.addWidget(self.count_label)
 
         # table
@@ -285,7 +294,15 @@ class EpisodesPane(QWidget):
             date_from=dates[0],
             date_to=dates[1],
             text=self.search_edit.text(),
+            ids=self._ids,
         )
+
+    def show_ids(self, ids: list[int] | None, title: str = "") -> None:
+        """Show only ``ids`` (None: all again), on top of the other filters."""
+        self._ids = None if ids is None else tuple(ids)
+        self.ids_button.setText(f"{title or 'Selected episodes'} ✕")
+        self.ids_button.setVisible(ids is not None)
+        self.apply_filter()
 
     def apply_filter(self) -> None:
         self._search_timer.stop()

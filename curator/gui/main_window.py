@@ -29,6 +29,7 @@ from curator import __version__
 from curator.errors import CuratorError
 from curator.gui.episodes_pane import EpisodesPane
 from curator.gui.identity_pane import IdentityPane
+from curator.gui.insights_pane import InsightsPane
 from curator.gui.knowledge_import import KnowledgeImporter
 from curator.gui.knowledge_pane import KnowledgePane
 from curator.gui.review_pane import ReviewPane
@@ -57,6 +58,7 @@ PANES: tuple[tuple[str, str, type[QWidget]], ...] = (
     ("identityPane", "Identity", IdentityPane),
     ("runsPane", "Runs", RunsPane),
     ("settingsPane", "Settings", SettingsPane),
+    ("insightsPane", "Insights", InsightsPane),
 )
 
 
@@ -98,6 +100,8 @@ class MainWindow(QMainWindow):
             pane.data_changed.connect(  # type: ignore[attr-defined]
                 lambda p=pane: self._pane_wrote(p)
             )
+            if isinstance(pane, InsightsPane):
+                pane.show_episodes.connect(self.show_episodes)
         self.tabs.currentChanged.connect(self._pane_shown)
         self.setCentralWidget(self.tabs)
 
@@ -136,6 +140,11 @@ class MainWindow(QMainWindow):
         pane = self.panes[0]
         assert isinstance(pane, EpisodesPane)
         return pane
+
+    def show_episodes(self, ids: list[int], title: str) -> None:
+        """Switch to the Episodes pane showing only ``ids`` (e.g. one Insights matrix cell)."""
+        self.episodes_pane.show_ids(list(ids), title)
+        self.tabs.setCurrentWidget(self.episodes_pane)
 
     def _pane_wrote(self, source: QWidget) -> None:
         """A pane committed something: the others reload when next shown."""

@@ -103,10 +103,11 @@ class _Engine(QObject):
 
     @Slot(str, object, object)
     def run(self, kind: str, limit: int | None, state: TaskState) -> None:
-        """Run ``kind`` ("classify" | "distill") with the shared ``TaskState``."""
+        """Run ``kind`` ("classify" | "distill" | "replay") with the shared ``TaskState``."""
         self._tokens.clear()
         self._last_progress = None
         self._pending_progress = None
+        result: object
         try:
             backend = self._ensure_backend()
             if kind == "classify":
@@ -117,6 +118,10 @@ class _Engine(QObject):
                 from curator.pipeline.distill import distill
 
                 result = distill(self._store, backend, state, limit=limit)
+            elif kind == "replay":  # the gold set again, stored labels untouched
+                from curator.pipeline.replay import replay_labels
+
+                result = replay_labels(self._store, backend, state, limit=limit)
             else:
                 raise CuratorError(f"unknown run kind {kind!r}")
         except CuratorError as exc:
@@ -245,6 +250,10 @@ class LlmWorker(QObject):
     def start_distill(self, limit: int | None = None) -> bool:
         """Distil up to ``limit`` labelled episodes; False if a run is already going."""
         return self._start("distill", limit)
+
+    def start_replay(self, limit: int | None = None) -> bool:
+        """Re-classify the human-labelled episodes (see :mod:`curator.pipeline.replay`)."""
+        return self._start("replay", limit)
 
     def _start(self, kind: str, limit: int | None) -> bool:
         if self._busy or not self.running:

@@ -21,12 +21,13 @@ Decisions made here (see the README of the review):
 - A run becomes ``committed`` when no unreviewed candidate is left; after a partial
   (``reviewed_only``) commit it stays ``staged`` so the rest can be reviewed and committed.
 - UPDATE keeps ``distilled_at`` and raises the importance to the larger of the two
-  (``merge_importance``, so the rank key follows the usual rule). It keeps the pattern's
-  text, unless the reviewer edited the candidate's text: then the pattern's text becomes
-  the reviewer's wording (an edit accepted is an edit applied; the changeset holds the old
-  text, so undo restores it exactly). Two candidates rewording the same pattern differently
-  in one commit are a conflict. SKIP adds provenance only (no revision bump); REJECT
-  changes nothing but the candidate's state.
+  (``merge_importance``, so the rank key follows the usual rule); with "UPDATE refreshes
+  the decay clock" on (:mod:`curator.store.decay_clock`) ``distilled_at`` becomes the
+  commit time. It keeps the pattern's text, unless the reviewer edited the candidate's
+  text: then the pattern's text becomes the reviewer's wording (an edit accepted is an
+  edit applied; the changeset holds the old text, so undo restores it exactly). Two
+  candidates rewording the same pattern differently in one commit are a conflict. SKIP
+  adds provenance only (no revision bump); REJECT changes nothing but the candidate's state.
 """
 
 from __future__ import annotations
@@ -41,6 +42,7 @@ from curator.core.scoring import clamp01, rank_key
 from curator.errors import ConflictError, CuratorError
 from curator.store.backup import backup_database
 from curator.store.db import Store
+from curator.store.decay_clock import update_refreshes_decay
 from curator.store.models import (
     Candidate,
     CandidateEpisode,
@@ -503,12 +505,15 @@ def _apply(store: Store, plan: _Plan, actor: str, backup: Path | None) -> Change
     for skip in plan.preview.skips:
         if skip.pattern_id is not None:
             link(skip.pattern_id, skip.candidate_id)
+    refresh_clock = update_refreshes_decay(store)
     for pid in updated:
         p = plan.patterns[pid]
+        reference = now if refresh_clock else p.distilled_at
         Pattern.update(
             text=texts.get(pid, p.text),
             importance=importance[pid],
-            rank_key=rank_key(importance[pid], p.distilled_at, rate=rate),
+            distilled_at=reference,
+            rank_key=rank_key(importance[pid], reference, rate=rate),
             revision=p.revision + 1,
             updated_run=run.id,
             updated_at=now,

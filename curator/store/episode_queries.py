@@ -41,6 +41,7 @@ class EpisodeFilter:
     date_from: date | None = None
     date_to: date | None = None  # inclusive
     text: str = ""
+    ids: tuple[int, ...] | None = None  # only these episodes (e.g. one Insights matrix cell)
 
 
 @dataclass(frozen=True)
@@ -113,6 +114,10 @@ def where_clause(flt: EpisodeFilter) -> tuple[str, list[Any]]:
     if flt.text.strip():
         parts.append("text LIKE ? ESCAPE '\\'")
         params.append(f"%{escape_like(flt.text.strip())}%")
+    if flt.ids is not None:
+        # Integers we produced, written literally: an id list may exceed SQLite's
+        # parameter limit, and ints cannot inject anything.
+        parts.append(f"id IN ({','.join(str(int(i)) for i in flt.ids)})" if flt.ids else "0")
     return (" AND ".join(parts) if parts else "1"), params
 
 

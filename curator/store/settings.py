@@ -64,6 +64,8 @@ RULES: dict[str, Rule] = {
     "max_output_tokens": Rule("maximum output tokens", int, 16, 32768),
     # Sources whose episodes count as untrusted (memory-poisoning flags); others are trusted.
     "untrusted_sources": Rule("untrusted sources", tuple),
+    # An UPDATE moves the pattern's decay reference to the commit time (curator.store.decay_clock)
+    "update_refreshes_decay": Rule("UPDATE refreshes the decay clock", bool),
 }
 
 
@@ -124,6 +126,7 @@ class Settings:
     min_words: int = 3
     max_output_tokens: int = 4000
     untrusted_sources: tuple[str, ...] = ("dm", "replies")
+    update_refreshes_decay: bool = False
 
     @classmethod
     def from_mapping(cls, values: Mapping[str, Any], *, ignore_unknown: bool = False) -> Settings:

@@ -110,3 +110,17 @@ def test_refresh_ids_repaints_only_those_rows(qtbot, store) -> None:
     model.dataChanged.connect(lambda a, b, _roles=None: changed.append((a.row(), b.row())))
     model.refresh_ids([ids[3], ids[4], ids[10]])
     assert changed == [(3, 4), (10, 10)]
+
+
+def test_id_filter_shows_exactly_those_episodes(store) -> None:
+    """The hook the Insights pane uses (one confusion-matrix cell); 0 ids shows nothing."""
+    every = query_ids(store, EpisodeFilter(), EpisodeSort())
+    chosen = tuple(every[::7])
+    assert sorted(query_ids(store, EpisodeFilter(ids=chosen), EpisodeSort())) == sorted(chosen)
+    assert query_ids(store, EpisodeFilter(ids=()), EpisodeSort()) == []
+    # combined with the other filters, as a further restriction
+    source = store.execute("SELECT source FROM episode WHERE id = ?", (chosen[0],))[0][0]
+    same = set(query_ids(store, EpisodeFilter(source=source), EpisodeSort()))
+    both = query_ids(store, EpisodeFilter(source=source, ids=chosen), EpisodeSort())
+    assert 0 < len(both) < len(chosen)
+    assert set(both) == same & set(chosen)

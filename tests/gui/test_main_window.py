@@ -24,9 +24,10 @@ def test_panes_in_order(main_window) -> None:
         "identityPane",
         "runsPane",
         "settingsPane",
+        "insightsPane",
     ]
     titles = [main_window.tabs.tabText(i) for i in range(main_window.tabs.count())]
-    assert titles == ["Episodes", "Review", "Knowledge", "Identity", "Runs", "Settings"]
+    assert titles == ["Episodes", "Review", "Knowledge", "Identity", "Runs", "Settings", "Insights"]
 
 
 def test_status_bar_shows_database_and_model(main_window, services) -> None:

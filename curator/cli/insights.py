@@ -1,0 +1,267 @@
+"""``curator insights``: the figures of the Insights pane on the command line.
+
+Both print :func:`curator.pipeline.insights.compute_insights`; ``--json`` is its
+``to_json`` document (strict JSON: an undefined figure is ``null``, never NaN).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+from typing import Any
+
+from curator.cli.common import CommandContext
+from curator.errors import CuratorError
+from curator.llm.prompts import PromptError, load_prompt
+from curator.pipeline.insights import Insights, compute_insights, dumps
+from curator.store.models import Run
+from curator.store.settings import load_settings
+
+
+def register(subparsers: Any, common: argparse.ArgumentParser) -> None:
+    p = subparsers.add_parser(
+        "insights",
+        parents=[common],
+        help="agreement of the model and the gate with the human decisions; what-if; forecast",
+        description="Model vs human labels (confusion matrix, Cohen's kappa with a 95%% "
+        "bootstrap interval, calibration), gate proposals vs review decisions with the "
+        "overrides, agreement per run, the threshold what-if and the decay forecast.",
+    )
+    p.add_argument("--run", type=int, default=None, metavar="RUN", help="only this run")
+    p.add_argument("--floor", type=float, default=0.05, help="forecast floor (default 0.05)")
+    p.add_argument(
+        "--new-importance",
+        type=float,
+        default=0.5,
+        help="importance of a hypothetical new pattern in the forecast (default 0.5)",
+    )
+    p.add_argument("--days", type=int, default=90, help="forecast horizon in days (default 90)")
+    p.set_defaults(handler=cmd_insights)
+
+    p = subparsers.add_parser(
+        "replay",
+        parents=[common],
+        help="re-classify the human-labelled episodes with a model/prompt and compare",
+        description="Classify every episode that carries a human label again, with --model "
+        "and --prompt-version, without touching any stored label; the run (kind replay) "
+        "and its trace are kept. Prints accuracy and Cohen's kappa against the humans next "
+        "to the current model labels' figures on the same episodes. With --skip/--update, "
+        "also the gate's decisions on the reviewed candidates under those thresholds.",
+    )
+    p.add_argument("--model", metavar="PATH", help="GGUF model file (default: as classify)")
+    p.add_argument("--n-gpu-layers", type=int, metavar="N", help="layers on the GPU (-1 all)")
+    p.add_argument("--n-ctx", type=int, metavar="N", help="context size in tokens")
+    p.add_argument("--threads", type=int, metavar="N", help="CPU threads")
+    p.add_argument("--prompt-version", type=int, metavar="V", help="classify prompt version")
+    p.add_argument("--limit", type=int, metavar="N", help="replay at most N gold episodes")
+    p.add_argument("--skip", type=float, metavar="R", help="gate replay: SKIP threshold")
+    p.add_argument("--update", type=float, metavar="R", help="gate replay: UPDATE threshold")
+    p.set_defaults(handler=cmd_replay)
+
+    p = subparsers.add_parser(
+        "gold",
+        parents=[common],
+        help="export or import the gold set (human labels and review decisions) as JSONL",
+    )
+    p.add_argument("action", choices=("export", "import"))
+    p.add_argument("file", metavar="FILE", help="JSONL file ('-' with export: stdout)")
+    p.set_defaults(handler=cmd_gold)
+
+
+def cmd_insights(ctx: CommandContext) -> int:
+    args = ctx.args
+    store = ctx.store
+    if args.run is not None and Run.get_or_none(Run.id == args.run) is None:
+        raise CuratorError(f"there is no run {args.run}")
+    if not 0.0 <= args.floor <= 1.0 or not 0.0 <= args.new_importance <= 1.0:
+        raise CuratorError("--floor and --new-importance must be between 0 and 1")
+    if args.days < 0:
+        raise CuratorError("--days must not be negative")
+    insights = compute_insights(
+        store,
+        run_id=args.run,
+        horizon_days=args.days,
+        floor=args.floor,
+        new_importance=args.new_importance,
+    )
+    if ctx.json:
+        sys.stdout.write(dumps(insights.to_json()) + "\n")
+        sys.stdout.flush()
+        return 0
+    print(render(insights))
+    return 0
+
+
+def _num(value: float | None, digits: int = 3) -> str:
+    return "n/a" if value is None else f"{value:.{digits}f}"
+
+
+def _pct(value: float | None) -> str:
+    return "n/a" if value is None else f"{100 * value:.1f}%"
+
+
+def _matrix(title: str, doc: dict[str, Any]) -> list[str]:
+    labels: list[str] = doc["labels"]
+    width = max(len(label) for label in labels) + 2
+    lines = [f"{title} ({doc['total']} pairs; rows human, columns model)"]
+    lines.append(" " * width + "".join(f"{label[:14]:>15}" for label in labels))
+    for label, counts, pcts in zip(labels, doc["counts"], doc["row_percent"], strict=True):
+        cells = "".join(
+            f"{c:>8} ({'  - ' if p is None else f'{p:3.0f}%'})"
+            for c, p in zip(counts, pcts, strict=True)
+        )
+        lines.append(f"{label:<{width}}{cells}")
+    interval = doc["kappa_interval"]
+    lines.append(
+        f"accuracy {_pct(doc['accuracy'])}, Cohen's kappa {_num(doc['kappa'])} "
+        f"(95% bootstrap interval {_num(interval['low'])} .. {_num(interval['high'])})"
+    )
+    lines.append(
+        "precision / recall: "
+        + "; ".join(
+            f"{label} {_pct(doc['precision'][label])} / {_pct(doc['recall'][label])}"
+            for label in labels
+        )
+    )
+    return lines
+
+
+def render(insights: Insights) -> str:
+    """The human-readable report (the same figures as the JSON document)."""
+    doc = insights.to_json()
+    labels: dict[str, Any] = doc["labels"]  # type: ignore[assignment]
+    gate: dict[str, Any] = doc["gate"]  # type: ignore[assignment]
+    lines = _matrix("Labels, model vs human", labels)
+    ece = labels["expected_calibration_error"]
+    lines.append(f"calibration: expected calibration error {_num(ece)}")
+    lines.append("")
+    lines += _matrix("Gate proposals vs review decisions", gate)
+    lines.append(
+        f"{len(gate['overrides'])} overrides; {gate['bulk_decisions_left_out']} bulk decisions "
+        f"left out; {gate['quality_drops']} texts dropped by the quality gate"
+    )
+    for o in gate["overrides"][:20]:
+        lines.append(
+            f"  candidate {o['candidate_id']} (run {o['run_id']}): {o['proposed']} -> "
+            f"{o['human']} at ratio {o['ratio']:.3f}: {o['text'][:70]}"
+        )
+    w = gate["what_if"]
+    lines.append(
+        f"thresholds SKIP >= {w['skip']:.2f}, UPDATE >= {w['update']:.2f}: agreement "
+        f"{_pct(w['agreement_after'])}"
+    )
+    q = gate["quality_what_if"]
+    lines.append(
+        f"quality gate >= {q['min_chars']} characters and >= {q['min_words']} words: "
+        f"{q['traced_drops']} dropped at distillation"
+    )
+    lines.append("")
+    lines.append("Agreement per run")
+    for p in doc["series"]:  # type: ignore[attr-defined]
+        lines.append(
+            f"  run {p['run_id']:>4} {p['kind']:<9} {p['started_at'][:16]}  {p['pairs']:>5} pairs  "
+            f"accuracy {_pct(p['accuracy']):>6}  kappa {_num(p['kappa'])}  {p['model']}"
+        )
+    lines.append("")
+    keep = insights.forecast_keep
+    lines.append("Decay forecast: " + keep.message)
+    for name, f in (("keep clock", keep), ("refresh clock", insights.forecast_refresh)):
+        in_prompt = [p for p in f.patterns if p.in_prompt]
+        floored = [p.below_floor for p in in_prompt if p.below_floor is not None]
+        first = min(floored).strftime("%Y-%m-%d") if floored else "never"
+        lines.append(f"  UPDATE {name}: first pattern of the prompt below {f.floor:g} on {first}")
+    return "\n".join(lines)
+
+
+def cmd_replay(ctx: CommandContext) -> int:
+    from curator.cli.pipeline import _load_backend, _run_with_signals
+    from curator.pipeline.replay import replay_labels
+
+    args = ctx.args
+    if args.limit is not None and args.limit < 1:
+        raise CuratorError("--limit must be at least 1")
+    gate_replay = args.skip is not None or args.update is not None
+    settings = load_settings(ctx.store)
+    skip = settings.skip_threshold if args.skip is None else float(args.skip)
+    update = settings.update_threshold if args.update is None else float(args.update)
+    if gate_replay and not 0.0 <= update < skip <= 1.0:
+        raise CuratorError("need 0 <= --update < --skip <= 1")
+    try:  # before the model loads: a wrong version is a usage error, said at once
+        load_prompt("classify", args.prompt_version)
+    except PromptError as exc:
+        raise CuratorError(str(exc)) from exc
+    backend = _load_backend(ctx)
+    try:
+        result, stops = _run_with_signals(
+            ctx,
+            lambda state: replay_labels(
+                ctx.store, backend, state, limit=args.limit, prompt_version=args.prompt_version
+            ),
+        )
+    finally:
+        backend.close()
+    doc = result.to_json()
+    lines = [f"run {result.run_id} {result.status}: {result.message}"]
+    for name, key in (("replay", "replay"), ("current model", "current_model")):
+        part = doc[key]
+        interval = part["kappa_interval"]
+        lines.append(
+            f"  {name:<13} {part['total']:>5} episodes  accuracy {_pct(part['accuracy'])}  "
+            f"kappa {_num(part['kappa'])} ({_num(interval['low'])} .. {_num(interval['high'])})"
+        )
+    if gate_replay:
+        what = compute_insights(ctx.store).what_if_at(skip, update)
+        doc["gate"] = what.to_json()
+        g = doc["gate"]
+        lines.append(
+            f"  gate at SKIP >= {skip:.2f}, UPDATE >= {update:.2f}: {g['changed']} of "
+            f"{g['candidates']} proposals change; agreement {_pct(g['agreement_before'])} -> "
+            f"{_pct(g['agreement_after'])}"
+        )
+    ctx.emit(doc, "\n".join(lines))
+    return stops.exit_code if result.status == "cancelled" else 0
+
+
+def cmd_gold(ctx: CommandContext) -> int:
+    from curator.pipeline.gold import export_gold, import_gold
+
+    args = ctx.args
+    if args.action == "export":
+        if args.file == "-":
+            counts = export_gold(ctx.store, sys.stdout)
+            ctx.info(f"exported {counts['episodes']} episodes, {counts['candidates']} candidates")
+            return 0
+        target = Path(args.file)
+        if target.exists():
+            raise CuratorError(f"{target} exists; choose a new file name")
+        tmp = target.with_name(target.name + ".part")
+        try:
+            with tmp.open("w", encoding="utf-8") as out:
+                counts = export_gold(ctx.store, out)
+            tmp.replace(target)
+        except OSError as exc:
+            tmp.unlink(missing_ok=True)
+            raise CuratorError(f"cannot write {target}: {exc}") from exc
+        ctx.emit(
+            {"file": str(target), **counts},
+            f"exported {counts['episodes']} episodes and {counts['candidates']} candidates "
+            f"to {target}",
+        )
+        return 0
+    report = import_gold(ctx.store, Path(args.file))
+    doc = report.as_dict()
+
+    def human() -> str:
+        lines = [
+            f"{report.episodes_added} episodes added, {report.labels_set} labels set, "
+            f"{report.labels_same} already there, {len(report.conflicts)} conflicts kept; "
+            f"{report.candidates_added} candidates added, {report.candidates_present} "
+            f"already there; {len(report.errors)} lines rejected"
+        ]
+        lines += [f"  {c}" for c in report.conflicts[:20]]
+        lines += [f"  {e}" for e in report.errors[:20]]
+        return "\n".join(lines)
+
+    ctx.emit(doc, human)
+    return 1 if report.errors else 0

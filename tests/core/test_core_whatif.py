@@ -1,0 +1,134 @@
+"""The threshold what-if against the real dedup gate, and the quality-gate what-if."""
+
+from __future__ import annotations
+
+import random
+
+import pytest
+
+from curator.core.dedup import gate
+from curator.core.whatif import GatedCandidate, propose, quality_what_if, threshold_what_if
+
+_SENTENCES = (
+    "user prefers short answers in the morning and asks about weather before meetings "
+    "agent should confirm calendar changes never share private notes keep replies polite "
+    "reminders arrive late when travel plans change the budget report is due friday"
+)
+WORDS = _SENTENCES.split(" ")
+
+THRESHOLDS = [(0.95, 0.70), (0.9, 0.6), (0.99, 0.8), (0.8, 0.5), (0.97, 0.75), (0.85, 0.84)]
+
+
+def _sentence(rng: random.Random) -> str:
+    return " ".join(rng.choice(WORDS) for _ in range(rng.randint(5, 14)))
+
+
+def _mutate(rng: random.Random, text: str) -> str:
+    words = text.split()
+    for _ in range(rng.randint(0, 4)):
+        words[rng.randrange(len(words))] = rng.choice(WORDS)
+    return " ".join(words)
+
+
+def _dataset(seed: int) -> tuple[list[str], list[str]]:
+    rng = random.Random(seed)
+    existing = [_sentence(rng) for _ in range(25)]
+    new = [
+        _mutate(rng, rng.choice(existing)) if rng.random() < 0.7 else _sentence(rng)
+        for _ in range(40)
+    ]
+    return existing, new
+
+
+def _stored(existing: list[str], new: list[str]) -> list[GatedCandidate]:
+    """Candidates as a run stages them with the default thresholds (human = proposal here)."""
+    decisions = gate(new, existing)
+    out = []
+    for i, d in enumerate(decisions):
+        same_run = d.target is not None and d.target >= len(existing)
+        out.append(
+            GatedCandidate(
+                id=i,
+                ratio=d.ratio,
+                proposed=d.action,
+                human=random.Random(i).choice(["SKIP", "UPDATE", "ADD", "REJECT"]),
+                pool_empty=not existing and i == 0,
+                same_run_match=same_run,
+            )
+        )
+    return out
+
+
+@pytest.mark.parametrize("seed", [1, 2, 3])
+@pytest.mark.parametrize(("skip", "update"), THRESHOLDS)
+def test_what_if_equals_the_real_gate_against_the_existing_pool(
+    seed: int, skip: float, update: float
+) -> None:
+    """Each candidate gated on its own against the stored pool: the what-if is exact."""
+    existing, new = _dataset(seed)
+    alone = [gate([t], existing)[0] for t in new]
+    stored = [GatedCandidate(i, d.ratio, d.action, "ADD") for i, d in enumerate(alone)]
+    what = threshold_what_if(stored, skip, update)
+    real = [gate([t], existing, skip=skip, update=update)[0].action for t in new]
+    assert list(what.proposals) == real
+
+
+@pytest.mark.parametrize("seed", [1, 2, 3])
+@pytest.mark.parametrize(("skip", "update"), THRESHOLDS)
+def test_what_if_equals_the_real_gate_over_a_whole_run(
+    seed: int, skip: float, update: float
+) -> None:
+    """Over a run whose pool grows with its own ADDs, the what-if equals the real gate for
+    every candidate whose earlier candidates keep their ADD status, and the rest are counted."""
+    existing, new = _dataset(seed)
+    stored = _stored(existing, new)
+    what = threshold_what_if(stored, skip, update)
+    real = [d.action for d in gate(new, existing, skip=skip, update=update)]
+    same_pool = True
+    for i, (ours, theirs) in enumerate(zip(what.proposals, real, strict=True)):
+        if same_pool:
+            assert ours == theirs, f"candidate {i}"
+        if (stored[i].proposed == "ADD") != (theirs == "ADD"):
+            same_pool = False  # from here on the real gate's pool differs
+    assert what.changed == sum(p != c.proposed for p, c in zip(what.proposals, stored, strict=True))
+
+
+def test_defaults_reproduce_the_stored_proposals() -> None:
+    existing, new = _dataset(4)
+    stored = _stored(existing, new)
+    what = threshold_what_if(stored, 0.95, 0.70)
+    assert what.changed == 0
+    assert what.agree_before == what.agree_after
+
+
+def test_agreement_moves_with_the_thresholds() -> None:
+    stored = [
+        GatedCandidate(1, 0.72, "UPDATE", "ADD"),
+        GatedCandidate(2, 0.75, "UPDATE", "ADD"),
+        GatedCandidate(3, 0.90, "UPDATE", "UPDATE"),
+        GatedCandidate(4, 0.96, "SKIP", "SKIP"),
+    ]
+    what = threshold_what_if(stored, 0.95, 0.80)
+    assert what.proposals == ("ADD", "ADD", "UPDATE", "SKIP")
+    assert (what.changed, what.agree_before, what.agree_after) == (2, 2, 4)
+    doc = what.to_json()
+    assert doc["agreement_before"] == 0.5 and doc["agreement_after"] == 1.0
+
+
+def test_an_empty_pool_always_adds() -> None:
+    assert propose(0.0, 0.95, 0.0, pool_empty=True) == "ADD"
+    assert propose(0.0, 0.95, 0.0) == "UPDATE"
+
+
+def test_quality_what_if() -> None:
+    reviewed = [
+        ("short but kept text here", "ADD"),  # 24 chars, 5 words
+        ("a much longer pattern that the human chose to add", "ADD"),
+        ("rejected fragment of text", "REJECT"),  # 25 chars
+    ]
+    dropped = ["tiny", "two words but more than thirty characters"]
+    q = quality_what_if(reviewed, dropped, min_chars=30, min_words=3)
+    assert q.dropped_by_decision == {"SKIP": 0, "UPDATE": 0, "ADD": 1, "REJECT": 1}
+    assert q.admitted == 1  # the second traced drop has 7 words and 42 characters
+    loose = quality_what_if(reviewed, dropped, min_chars=1, min_words=1)
+    assert loose.admitted == 2 and sum(loose.dropped_by_decision.values()) == 0

@@ -1,0 +1,119 @@
+"""Gold set JSONL: export, import into another database, idempotent, conflicts kept."""
+
+from __future__ import annotations
+
+import io
+import json
+from pathlib import Path
+
+import pytest
+
+from curator.cli import main
+from curator.pipeline.gold import export_gold, import_gold
+from curator.pipeline.insights import compute_insights
+from curator.pipeline.labels import relabel, undo_last_relabel
+from curator.store.db import Store
+from curator.store.models import Episode
+from tests.insights.conftest import CANDIDATES, Reviewed
+
+
+def _export(store: Store, path: Path) -> None:
+    buffer = io.StringIO()
+    export_gold(store, buffer)
+    path.write_text(buffer.getvalue(), encoding="utf-8")
+
+
+def test_round_trip_into_a_fresh_database(reviewed: tuple[Store, Reviewed], tmp_path: Path) -> None:
+    source, _ = reviewed
+    gold = tmp_path / "gold.jsonl"
+    _export(source, gold)
+    lines = [json.loads(line) for line in gold.read_text().splitlines()]
+    assert sum(d.get("kind") == "episode" for d in lines) == 16
+    assert sum(d.get("kind") == "candidate" for d in lines) == len(CANDIDATES)
+    original = compute_insights(source)
+    source.close()
+
+    target = Store(tmp_path / "other.sqlite")
+    try:
+        report = import_gold(target, gold)
+        assert (report.episodes_added, report.labels_set, report.candidates_added) == (16, 16, 6)
+        assert report.errors == [] and report.conflicts == []
+        copied = compute_insights(target)
+        assert copied.gate.counts.tolist() == original.gate.counts.tolist()
+        assert [(o.proposed, o.human, o.ratio) for o in copied.overrides] == [
+            (o.proposed, o.human, o.ratio) for o in original.overrides
+        ]
+        humans = sorted(e.human_label for e in Episode.select())
+        assert humans == sorted(d["human_label"] for d in lines if d.get("kind") == "episode")
+        again = import_gold(target, gold)  # a re-import adds nothing
+        assert (again.episodes_added, again.labels_set, again.candidates_added) == (0, 0, 0)
+        assert (again.labels_same, again.candidates_present) == (16, 6)
+    finally:
+        target.close()
+
+
+def test_conflicts_are_kept_and_labels_undoable(
+    reviewed: tuple[Store, Reviewed], tmp_path: Path
+) -> None:
+    store, r = reviewed
+    gold = tmp_path / "gold.jsonl"
+    _export(store, gold)
+    first = r.episode_ids[0]  # human: constitutional
+    relabel(store, [first], "noise")
+    second = r.episode_ids[5]
+    with store.write():
+        Episode.update(human_label=None, label="noise", label_by="model").where(
+            Episode.id == second
+        ).execute()
+    report = import_gold(store, gold)
+    assert (
+        len(report.conflicts) == 1 and f"episode {first} is labelled noise" in report.conflicts[0]
+    )
+    assert Episode.get_by_id(first).human_label == "noise"  # kept, not overwritten
+    assert report.labels_set == 1 and Episode.get_by_id(second).human_label == "noise"
+    assert undo_last_relabel(store) == [second]
+    assert Episode.get_by_id(second).human_label is None
+
+
+def test_bad_lines_are_reported_and_good_ones_imported(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    gold = tmp_path / "gold.jsonl"
+    header = {"format": "memory-curator gold set", "version": 1}
+    good = {
+        "kind": "episode",
+        "text": "the agent kept its promise",
+        "timestamp": "2026-01-02T03:04:05Z",
+        "human_label": "constitutional",
+    }
+    lines = [
+        header,
+        good,
+        {"kind": "episode", "text": "x", "human_label": "spam"},
+        {"kind": "nope"},
+    ]
+    gold.write_text("\n".join(json.dumps(x) for x in lines) + "\n{not json\n", encoding="utf-8")
+    db = tmp_path / "g.sqlite"
+    assert main(["--db", str(db), "gold", "import", str(gold), "--json"]) == 1
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["episodes_added"] == 1 and doc["labels_set"] == 1
+    assert [e.split(":")[0] for e in doc["errors"]] == ["line 3", "line 4", "line 5"]
+
+
+def test_not_a_gold_file_is_one_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    other = tmp_path / "episodes.jsonl"
+    other.write_text('{"text": "hello"}\n', encoding="utf-8")
+    assert main(["--db", str(tmp_path / "g.sqlite"), "gold", "import", str(other)]) == 2
+    assert "is not a gold set" in capsys.readouterr().err
+
+
+def test_cli_export_refuses_to_overwrite(
+    reviewed: tuple[Store, Reviewed], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    _, r = reviewed
+    out = tmp_path / "gold.jsonl"
+    assert main(["--db", str(r.path), "gold", "export", str(out)]) == 0
+    before = out.read_bytes()
+    assert main(["--db", str(r.path), "gold", "export", str(out)]) == 2
+    assert out.read_bytes() == before
+    assert "exists" in capsys.readouterr().err
