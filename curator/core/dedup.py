@@ -508,11 +508,12 @@ def _seeded_bounds(
     """Upper bounds for ``queries`` x ``pool[start:stop]``, tight where it matters.
 
     Every pair gets the character-multiset bound (:mod:`curator.core.charbound`, one
-    matrix product), capped by the length bound ``min(len(a), len(b))``.  Each query is then seeded with one exact ratio: of the pair with
-    the best LCS bound among its :data:`_SEED_CANDIDATES` best multiset bounds.  Only
-    the pairs whose multiset bound still reaches that best get the (costlier) LCS
-    bound; the others keep the multiset bound, which is a true upper bound too and is
-    already below a ratio the query has, so the search never visits them.
+    matrix product), capped by the length bound ``min(len(a), len(b))``.  Each query is
+    then seeded with one exact ratio: of the pair with the best LCS bound among its
+    :data:`_SEED_CANDIDATES` best multiset bounds.  Only the pairs whose multiset bound
+    still reaches that best get the (costlier) LCS bound; the others keep the multiset
+    bound, a true upper bound too and already below a ratio the query has, so the
+    search never visits them.
     """
     texts = [q.text for q in queries]
     columns = pool.texts[start:stop]

@@ -33,7 +33,7 @@ import math
 import os
 import threading
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any
 
@@ -56,6 +56,8 @@ PROMPT_CHUNK = 128
 """Prompt tokens evaluated between two cancel checks (bounds cancel latency)."""
 
 MIN_ITEM_TOKENS = 16
+_TOKEN_DATA = np.dtype([("id", "<i4"), ("logit", "<f4"), ("p", "<f4")])
+"""Memory layout of ``llama_token_data`` (id, logit, p)."""
 TRUNCATION_MARKER = "\n[...]\n"
 
 
@@ -93,6 +95,11 @@ class LlamaCppBackend:
         self._prefix_cache: dict[str, list[int]] = {}
         self._label_cache: dict[tuple[str, ...], list[list[int]]] = {}
         self._last_batch_size = 0
+        #: Greedy decoding checks the grammar on the chosen token only (see
+        #: :meth:`_greedy`); False: the grammar masks the vocabulary on every step.
+        self.lazy_grammar = True
+        #: Tokens the grammar rejected, so that the whole vocabulary had to be masked.
+        self.grammar_fallbacks = 0
         n_layer = int(llama_cpp.llama_model_n_layer(llm.model))
         if llama_cpp.llama_supports_gpu_offload():
             wanted = settings.n_gpu_layers
@@ -437,9 +444,48 @@ class LlamaCppBackend:
         llm.set_seed(self.settings.seed if seed is None else seed)
         decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
         pieces: list[str] = []
-        produced = 0
-        reason = "length"
-        generator = llm.generate(
+
+        def emit(token: int) -> None:
+            text = decoder.decode(self._piece(token))
+            if text:
+                pieces.append(text)
+                if on_token is not None:
+                    on_token(text)
+
+        if temp == 0.0 and self.lazy_grammar:
+            produced, reason = self._greedy(grammar, repeat_penalty, budget, emit, should_stop)
+        else:
+            produced, reason = self._sampled(
+                tokens, compiled, temp, repeat_penalty, budget, emit, should_stop
+            )
+        tail_text = decoder.decode(b"", final=True)
+        if tail_text:
+            pieces.append(tail_text)
+        return Completion(
+            text="".join(pieces),
+            tokens_in=len(tokens),
+            tokens_out=produced,
+            cached_tokens=cached,
+            seconds=time.perf_counter() - start,
+            stop_reason=reason,
+            truncated=truncated,
+            item_tokens=n_item,
+        )
+
+    def _sampled(
+        self,
+        tokens: list[int],
+        compiled: Any,
+        temp: float,
+        repeat_penalty: float,
+        budget: int,
+        emit: Callable[[int], None],
+        should_stop: StopCheck | None,
+    ) -> tuple[int, str]:
+        """llama-cpp-python's own sampling loop (grammar, if any, on every step)."""
+        lib = self._lib
+        produced, reason = 0, "length"
+        generator = self.llm.generate(
             tokens,
             temp=temp,
             top_k=40,
@@ -454,11 +500,7 @@ class LlamaCppBackend:
                     reason = "stop"
                     break
                 produced += 1
-                text = decoder.decode(self._piece(token))
-                if text:
-                    pieces.append(text)
-                    if on_token is not None:
-                        on_token(text)
+                emit(token)
                 if should_stop is not None and should_stop():
                     reason = "cancelled"
                     break
@@ -466,19 +508,87 @@ class LlamaCppBackend:
                     break
         finally:
             generator.close()
-        tail_text = decoder.decode(b"", final=True)
-        if tail_text:
-            pieces.append(tail_text)
-        return Completion(
-            text="".join(pieces),
-            tokens_in=len(tokens),
-            tokens_out=produced,
-            cached_tokens=cached,
-            seconds=time.perf_counter() - start,
-            stop_reason=reason,
-            truncated=truncated,
-            item_tokens=n_item,
+        return produced, reason
+
+    def _greedy(
+        self,
+        grammar: str | None,
+        repeat_penalty: float,
+        budget: int,
+        emit: Callable[[int], None],
+        should_stop: StopCheck | None,
+    ) -> tuple[int, str]:
+        """Greedy decoding that checks the grammar on the chosen token only.
+
+        The same rule as llama.cpp's ``common/sampling.cpp``: pick the token without the
+        grammar, check that one token against it, and only when it is rejected apply the
+        grammar to the whole vocabulary and pick again.  For greedy decoding the result
+        is the plain way's token by construction: penalties do not depend on the grammar,
+        the grammar only masks tokens, so an allowed global maximum is also the maximum
+        among the allowed tokens (ties: the lowest token id in both ways).  Masking the
+        vocabulary costs far more than a decode step of a small model, and a model that
+        follows the format almost never needs it.
+        """
+        lib, llm = self._lib, self.llm
+        chain = lib.llama_sampler_chain_init(lib.llama_sampler_chain_default_params())
+        # The same arguments as llama-cpp-python's sampler chain (identical penalties).
+        lib.llama_sampler_chain_add(
+            chain,
+            lib.llama_sampler_init_penalties(
+                self._n_vocab, llm.last_n_tokens_size, repeat_penalty, 0.0, 0.0
+            ),
         )
+        lib.llama_sampler_chain_add(chain, lib.llama_sampler_init_greedy())
+        checker = None
+        if grammar:
+            checker = lib.llama_sampler_init_grammar(self._vocab, grammar.encode("utf-8"), b"root")
+        n_vocab = self._n_vocab
+        candidates = (lib.llama_token_data * n_vocab)()
+        view = np.frombuffer(candidates, dtype=_TOKEN_DATA)
+        ids = np.arange(n_vocab, dtype=np.int32)
+        whole = lib.llama_token_data_array(candidates, n_vocab, -1, False)
+        single = (lib.llama_token_data * 1)()
+        one = lib.llama_token_data_array(single, 1, -1, False)
+        produced, reason = 0, "length"
+
+        def pick(with_grammar: bool) -> int:
+            view["id"] = ids
+            view["logit"] = self._logits(-1)
+            view["p"] = 0.0
+            whole.size, whole.selected, whole.sorted = n_vocab, -1, False
+            if with_grammar:
+                lib.llama_sampler_apply(checker, ctypes.byref(whole))
+            lib.llama_sampler_apply(chain, ctypes.byref(whole))
+            return int(candidates[whole.selected].id)
+
+        try:
+            while True:
+                token = pick(False)
+                if checker is not None:
+                    single[0].id, single[0].logit, single[0].p = token, 1.0, 0.0
+                    one.size, one.selected, one.sorted = 1, -1, False
+                    lib.llama_sampler_apply(checker, ctypes.byref(one))
+                    if math.isinf(single[0].logit):
+                        self.grammar_fallbacks += 1
+                        token = pick(True)
+                    lib.llama_sampler_accept(checker, token)
+                lib.llama_sampler_accept(chain, token)
+                if lib.llama_vocab_is_eog(self._vocab, token):
+                    reason = "stop"
+                    break
+                produced += 1
+                emit(token)
+                if should_stop is not None and should_stop():
+                    reason = "cancelled"
+                    break
+                if produced >= budget:
+                    break
+                llm.eval([token])
+        finally:
+            lib.llama_sampler_free(chain)
+            if checker is not None:
+                lib.llama_sampler_free(checker)
+        return produced, reason
 
 
 def load_backend(settings: BackendSettings, *, validate: bool = True) -> LlamaCppBackend:
