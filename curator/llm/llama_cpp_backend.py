@@ -51,6 +51,7 @@ from curator.llm.backend import (
 )
 from curator.llm.chat import ChatTemplate, template_from_metadata
 from curator.llm.model_file import ModelFileError, ModelInfo, read_gguf_info, validate_model_file
+from curator.llm.threads import Tuning, cached_tuning, candidate_counts, measure
 
 PROMPT_CHUNK = 128
 """Prompt tokens evaluated between two cancel checks (bounds cancel latency)."""
@@ -100,6 +101,8 @@ class LlamaCppBackend:
         self.lazy_grammar = True
         #: Tokens the grammar rejected, so that the whole vocabulary had to be masked.
         self.grammar_fallbacks = 0
+        #: Thread counts measured for this model (None: fixed by the settings).
+        self.tuning: Tuning | None = None
         n_layer = int(llama_cpp.llama_model_n_layer(llm.model))
         if llama_cpp.llama_supports_gpu_offload():
             wanted = settings.n_gpu_layers
@@ -182,6 +185,15 @@ class LlamaCppBackend:
             start = time.perf_counter()
             cached = self._sync(list(tokens), None)
             return cached, time.perf_counter() - start
+
+    def retune(self) -> Tuning:
+        """Measure the fastest thread counts for this model now, apply and save them.
+
+        Empties the KV cache (the next call evaluates its whole prompt again).
+        """
+        with self._exclusive():
+            self.tuning = measure(self.llm, self.model_info.path, candidate_counts())
+            return self.tuning
 
     def close(self) -> None:
         self.llm.close()
@@ -603,11 +615,16 @@ def load_backend(settings: BackendSettings, *, validate: bool = True) -> LlamaCp
     )
     import llama_cpp
 
-    # None: half the logical CPUs (llama.cpp's guess at the physical cores) for prompt
-    # evaluation as well as generation. ggml's worker threads spin while they wait for
-    # each other, so one thread more than the cores that are actually free makes prompt
-    # evaluation several times slower (measured: 3-5x on a busy two-core machine).
+    # None: the counts measured for this model on this machine (curator.llm.threads),
+    # measured now on a first load; half the logical CPUs until then. ggml's worker
+    # threads spin while they wait for each other, so one thread more than the cores
+    # that are actually free makes prompt evaluation several times slower (measured:
+    # 3-5x on a busy two-core machine).
+    tuning = cached_tuning(info.path) if settings.n_threads is None else None
     threads = settings.n_threads or max(1, (os.cpu_count() or 2) // 2)
+    batch_threads = threads
+    if tuning is not None:
+        threads, batch_threads = tuning.n_threads, tuning.n_threads_batch
     n_ctx = settings.n_ctx
     if info.context_length and (n_ctx <= 0 or n_ctx > info.context_length):
         n_ctx = info.context_length
@@ -618,11 +635,15 @@ def load_backend(settings: BackendSettings, *, validate: bool = True) -> LlamaCp
             n_ctx=n_ctx,
             n_batch=512,
             n_threads=threads,
-            n_threads_batch=threads,
+            n_threads_batch=batch_threads,
             flash_attn=settings.flash_attn,
             seed=settings.seed,
             verbose=False,
         )
     except (ValueError, RuntimeError) as exc:
         raise ModelFileError(f"{info.path}: llama.cpp cannot load it ({exc})") from exc
-    return LlamaCppBackend(llm, settings, info)
+    backend = LlamaCppBackend(llm, settings, info)
+    if settings.n_threads is None and tuning is None:
+        tuning = backend.retune()
+    backend.tuning = tuning
+    return backend

@@ -80,3 +80,25 @@ def test_demo_model_file_validates_off_the_gui_thread(qtbot, main_window, store)
     assert pane.validating and pane.busy.isVisible()  # returned at once, still checking
     qtbot.waitUntil(lambda: not pane.validating, timeout=120_000)
     assert get_setting(store, "model_path") == str(demo)
+
+
+@pytest.mark.llm
+def test_retune_measures_off_the_gui_thread_and_shows_the_counts(
+    qtbot, main_window, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from curator.llm.model_file import demo_model_path
+    from curator.llm.threads import cached_tuning
+
+    monkeypatch.setenv("CURATOR_CACHE_DIR", str(tmp_path))
+    demo = demo_model_path()
+    assert demo is not None
+    pane = _pane(main_window)
+    pane.refresh()
+    assert "measured when the model is next loaded" in pane.threads_info.text()
+    qtbot.mouseClick(pane.retune_button, Qt.MouseButton.LeftButton)
+    assert not pane.retune_button.isEnabled()  # returned at once, still measuring
+    assert "Measuring" in pane.threads_info.text()
+    qtbot.waitUntil(pane.retune_button.isEnabled, timeout=120_000)
+    tuning = cached_tuning(demo)
+    assert tuning is not None
+    assert f"{tuning.n_threads} for generation" in pane.threads_info.text()
