@@ -16,6 +16,10 @@ produce long answers).  Each call finds its prompt in the KV cache (one untimed 
 per batch), so the timings are generation.  The order of the three ways rotates per
 batch so that a busy machine slows them alike.  (b) and (c) must write the same text.
 Goal: (c) at >= 85 % of (a)'s tokens/s.
+
+Then (without ``--threads``) the thread counts measured at load time are compared with
+every fixed count from 1 to the number of CPUs (whole prompt plus generation, rotated
+order).  Goal: never more than 10 % slower than the best fixed choice on an idle machine.
 """
 
 from __future__ import annotations
@@ -71,7 +75,8 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--batches", type=int, default=6)
     parser.add_argument("--max-tokens", type=int, default=160)
-    parser.add_argument("--threads", type=int, default=None)
+    parser.add_argument("--threads", type=int, default=None, help="fixed (default: measured)")
+    parser.add_argument("--thread-batches", type=int, default=3, help="for the thread table")
     args = parser.parse_args(argv)
 
     model = demo_model_path()
@@ -126,8 +131,45 @@ def main(argv: list[str] | None = None) -> int:
     print(f"- project at {ratio:.0%} of plain (goal >= 85 %: {'yes' if ratio >= 0.85 else 'NO'})")
     print(f"- same text, constrained vs project: {same} of {len(items)} batches")
     print(f"- grammar fallbacks (rejected tokens): {backend.grammar_fallbacks - fallbacks}")
+    if args.threads is None:
+        compare_threads(backend, prefix, grammar, items[: args.thread_batches], args.max_tokens)
     backend.close()
     return 0 if same == len(items) else 1
+
+
+def compare_threads(
+    backend: LlamaCppBackend, prefix: str, grammar: str, items: list[str], max_tokens: int
+) -> None:
+    """The project's way with the measured thread counts against every fixed count."""
+    import llama_cpp
+
+    tuning = backend.tuning
+    if tuning is None:
+        return
+    choices: dict[str, tuple[int, int]] = {
+        f"fixed {n}": (n, n) for n in range(1, (os.cpu_count() or 1) + 1)
+    }
+    choices["measured"] = (tuning.n_threads, tuning.n_threads_batch)
+    names = list(choices)
+    seconds = dict.fromkeys(names, 0.0)
+    for index, item in enumerate(items):
+        for name in names[index % len(names) :] + names[: index % len(names)]:
+            llama_cpp.llama_set_n_threads(backend.llm.ctx, *choices[name])
+            backend.llm.n_tokens = 0  # the whole prompt again: prompt threads count too
+            _, _, took = run(backend, prefix, item, grammar, True, max_tokens)
+            seconds[name] += took
+    best = min((n for n in names if n != "measured"), key=lambda n: seconds[n])
+    print(
+        f"\nThreads ({tuning.describe()}), {len(items)} batches, prompt evaluated in full "
+        "each time:"
+    )
+    print("| threads (generation, prompt) | seconds | vs best fixed |")
+    print("|---|---|---|")
+    for name in names:
+        share = seconds[name] / seconds[best]
+        print(f"| {name} {choices[name]} | {seconds[name]:.2f} | {share:.2f}x |")
+    ratio = seconds["measured"] / seconds[best]
+    print(f"- measured within 10 % of the best fixed choice: {'yes' if ratio <= 1.10 else 'NO'}")
 
 
 if __name__ == "__main__":
