@@ -434,7 +434,6 @@ class LlamaCppBackend:
     ) -> Completion:
         lib, llm = self._lib, self.llm
         start = time.perf_counter()
-        compiled = None
         if grammar:
             # llama.cpp returns NULL for a grammar it cannot parse, and a NULL sampler in
             # the chain would crash the process: check first, fail as a Python error.
@@ -442,7 +441,6 @@ class LlamaCppBackend:
             if not probe:
                 raise ValueError("invalid GBNF grammar (llama.cpp could not parse it)")
             lib.llama_sampler_free(probe)
-            compiled = lib.LlamaGrammar.from_string(grammar)
         reserve = max(1, min(max_tokens, self.n_ctx // 2))
         tokens, truncated, n_item = self._build(prefix, item, reserve)
         budget = max(1, min(max_tokens, self.n_ctx - len(tokens)))
@@ -467,6 +465,7 @@ class LlamaCppBackend:
         if temp == 0.0 and self.lazy_grammar:
             produced, reason = self._greedy(grammar, repeat_penalty, budget, emit, should_stop)
         else:
+            compiled = lib.LlamaGrammar.from_string(grammar, verbose=False) if grammar else None
             produced, reason = self._sampled(
                 tokens, compiled, temp, repeat_penalty, budget, emit, should_stop
             )
