@@ -544,9 +544,19 @@ def _seeded_bounds(
             query.offer(pool.ratio(query.text, start + column), start + column)
 
     best = np.fromiter((q.best for q in queries), dtype=np.float64, count=len(queries))
-    rows, cols = np.nonzero(bounds >= best[:, None])
-    lcs = _ratio_bounds(_pair_lcs(texts, columns, rows, cols, workers), total[rows, cols])
-    bounds[rows, cols] = np.minimum(bounds[rows, cols], lcs)
+    for row, query in enumerate(queries):
+        cols = np.flatnonzero(bounds[row] >= best[row])
+        if cols.size:
+            # One query against many texts: rapidfuzz prepares the query once.
+            doubled = process.cdist(
+                [query.text],
+                [columns[c] for c in cols.tolist()],
+                scorer=Indel.similarity,
+                dtype=np.int64,
+                workers=1,
+            )[0]
+            lcs = _ratio_bounds(np.asarray(doubled, dtype=np.int64), total[row, cols])
+            bounds[row, cols] = np.minimum(bounds[row, cols], lcs)
     return bounds
 
 
