@@ -381,6 +381,10 @@ class SettingsPane(QWidget):
         if path is None:
             self.status_message.emit("No model to tune: choose a model file first.")
             return
+        worker = self.services.worker
+        if worker is not None and worker.busy:  # it would compete for the same cores
+            self.status_message.emit("Re-tune after the current run has finished.")
+            return
         values = self.services.settings()
         settings = BackendSettings(
             model_path=path,
