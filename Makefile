@@ -45,6 +45,8 @@ test: lint typecheck pytest
 bench: $(STAMP)
 	$(PY) benchmarks/bench_dedup.py
 	$(PY) benchmarks/bench_classify.py
+	$(PY) benchmarks/bench_generate.py
+	$(PY) benchmarks/bench_search.py
 	QT_QPA_PLATFORM=offscreen $(PY) benchmarks/bench_episode_table.py
 	$(PY) benchmarks/bench_poisoning.py
 

@@ -24,6 +24,16 @@ nearly every long pool text to be checked exactly.  :func:`_autojunk_bounds` add
 second, tighter bound for those pairs (see its docstring for the proof); it is only
 computed lazily, in batches, for candidates that the LCS bound could not discard.
 
+Three bounds, cheapest first
+----------------------------
+The LCS itself is bounded by the character-multiset intersection (see
+:mod:`curator.core.charbound`), which one matrix product yields for every pair at
+once.  Each new text is seeded with one exact ratio (its most promising short pool
+text); the LCS bound (rapidfuzz) is then computed only for the pairs whose multiset
+bound still reaches that seed, and the autojunk bound only for long texts that reach
+the front of the search.  Every bound is a true upper bound on difflib's ratio, so
+which of them a pair ends up with changes the time, never the answer.
+
 Search order
 ------------
 For each new text the candidates are visited in descending bound order (ties by
@@ -53,6 +63,8 @@ import numpy.typing as npt
 from rapidfuzz import process
 from rapidfuzz.distance import Indel
 
+from curator.core.charbound import Levels, histograms, intersections
+
 __all__ = [
     "DEFAULT_SKIP",
     "DEFAULT_UPDATE",
@@ -72,7 +84,7 @@ DEFAULT_UPDATE: Final = 0.70
 _AUTOJUNK_MIN_LEN: Final = 200
 #: Pool columns per rapidfuzz ``cdist`` call: bounds the bound matrix to
 #: ``len(new) * _CHUNK`` int32 cells however large the pool is.
-_CHUNK: Final = 4096
+_CHUNK: Final = 16384
 #: Cached ``SequenceMatcher`` objects (one per pool text, holding difflib's index of
 #: the pool text).  Bounded so that a huge pool cannot grow memory without limit.
 _MATCHER_CACHE_SIZE: Final = 8192
@@ -162,6 +174,9 @@ _MAX_ANCHORS: Final = 500_000
 _PARALLEL_CELLS: Final = 20_000
 #: Characters compared per step while growing anchored runs (and padding width).
 _GROW: Final = 16
+#: Candidates per new text (by the character-multiset bound) whose LCS bound is
+#: computed to pick the seed: the pair whose exact ratio starts the search.
+_SEED_CANDIDATES: Final = 64
 
 IntArray = npt.NDArray[np.int64]
 CodeArray = npt.NDArray[np.uint32]
@@ -460,6 +475,91 @@ def _bounds(
     return bounds
 
 
+def _ratio_bounds(doubled: IntArray, total: IntArray) -> npt.NDArray[np.float64]:
+    """``doubled / total`` as float64, 1.0 for two empty strings (as difflib says)."""
+    with np.errstate(invalid="ignore", divide="ignore"):
+        bounds = doubled.astype(np.float64) / total
+    bounds[total == 0] = 1.0
+    return bounds
+
+
+def _pair_lcs(
+    queries: Sequence[str], targets: Sequence[str], rows: IntArray, cols: IntArray, workers: int
+) -> IntArray:
+    """``2 * LCS`` of the pairs ``(queries[rows[k]], targets[cols[k]])``."""
+    if rows.size == 0:
+        return np.zeros(0, dtype=np.int64)
+    if rows.size < _PARALLEL_CELLS:
+        workers = 1
+    left = [queries[r] for r in rows.tolist()]
+    right = [targets[c] for c in cols.tolist()]
+    doubled = process.cpdist(left, right, scorer=Indel.similarity, dtype=np.int64, workers=workers)
+    return np.asarray(doubled, dtype=np.int64)
+
+
+def _seeded_bounds(
+    queries: Sequence[_Query],
+    pool: _Pool,
+    start: int,
+    stop: int,
+    query_counts: npt.NDArray[np.int32],
+    workers: int,
+) -> npt.NDArray[np.float64]:
+    """Upper bounds for ``queries`` x ``pool[start:stop]``, tight where it matters.
+
+    Every pair gets the character-multiset bound (:mod:`curator.core.charbound`, one
+    matrix product), capped by the length bound ``min(len(a), len(b))``.  Each query is
+    then seeded with one exact ratio: of the pair with the best LCS bound among its
+    :data:`_SEED_CANDIDATES` best multiset bounds.  Only the pairs whose multiset bound
+    still reaches that best get the (costlier) LCS bound; the others keep the multiset
+    bound, a true upper bound too and already below a ratio the query has, so the
+    search never visits them.
+    """
+    texts = [q.text for q in queries]
+    columns = pool.texts[start:stop]
+    counts = histograms(columns)
+    levels = Levels(np.maximum(query_counts.max(axis=0), counts.max(axis=0)))
+    common = intersections(levels.weighted(query_counts), levels.indicators(counts))
+    len_q = np.fromiter((len(t) for t in texts), dtype=np.int64, count=len(texts))
+    len_c = np.fromiter((len(t) for t in columns), dtype=np.int64, count=len(columns))
+    total = len_q[:, None] + len_c[None, :]
+    # Plus the length bound: rounded-up counts can exceed the shorter text's length.
+    np.minimum(common, np.minimum(len_q[:, None], len_c[None, :]), out=common)
+    bounds = _ratio_bounds(2 * common, total)
+
+    take = min(_SEED_CANDIDATES, len(columns))
+    top = np.argpartition(-bounds, take - 1, axis=1)[:, :take]
+    rows = np.repeat(np.arange(len(texts), dtype=np.int64), take)
+    cols = top.ravel().astype(np.int64)
+    lcs = _ratio_bounds(_pair_lcs(texts, columns, rows, cols, workers), total[rows, cols])
+    bounds[rows, cols] = np.minimum(bounds[rows, cols], lcs)
+    # The seed: the best LCS bound, short pool texts first (autojunk makes difflib's
+    # ratio of a long one collapse far below its LCS bound), then the earliest index.
+    seeds = bounds[rows, cols].reshape(len(texts), take)
+    short = (len_c[top] < _AUTOJUNK_MIN_LEN).astype(np.int64)
+    for row, query in enumerate(queries):
+        first = np.lexsort((top[row], -seeds[row], -short[row]))[0]
+        column = int(top[row, first])
+        if query.could_improve(float(seeds[row, first]), start + column):
+            query.offer(pool.ratio(query.text, start + column), start + column)
+
+    best = np.fromiter((q.best for q in queries), dtype=np.float64, count=len(queries))
+    for row, query in enumerate(queries):
+        cols = np.flatnonzero(bounds[row] >= best[row])
+        if cols.size:
+            # One query against many texts: rapidfuzz prepares the query once.
+            doubled = process.cdist(
+                [query.text],
+                [columns[c] for c in cols.tolist()],
+                scorer=Indel.similarity,
+                dtype=np.int64,
+                workers=1,
+            )[0]
+            lcs = _ratio_bounds(np.asarray(doubled, dtype=np.int64), total[row, cols])
+            bounds[row, cols] = np.minimum(bounds[row, cols], lcs)
+    return bounds
+
+
 def _search_row(
     query: _Query,
     pool: _Pool,
@@ -560,13 +660,13 @@ def gate(
     queries = [_Query(text) for text in new]
     if not queries:
         return []
-    texts = [q.text for q in queries]
     pool = _Pool(existing)
     n_existing = len(pool.texts)
+    query_counts = histograms([q.text for q in queries])
 
     for start, stop in _chunks(n_existing, _CHUNK):
         columns = pool.texts[start:stop]
-        bounds = _bounds(texts, columns, workers)
+        bounds = _seeded_bounds(queries, pool, start, stop, query_counts, workers)
         lengths = np.fromiter((len(t) for t in columns), dtype=np.int64, count=len(columns))
         for row_index, query in enumerate(queries):
             _search_row(query, pool, bounds[row_index], start, lengths, workers)

@@ -41,12 +41,15 @@ from curator.gui.episode_model import (
 from curator.gui.services import AppServices
 from curator.store.episode_queries import (
     LABEL_FILTERS,
+    RELEVANCE,
     EpisodeDetail,
     EpisodeFilter,
+    EpisodeSort,
     count_episodes,
     date_range,
     distinct_sources,
     fetch_detail,
+    highlight_spans,
 )
 
 RELABEL_KEYS: dict[int, str] = {
@@ -100,8 +103,27 @@ def role_colors(palette: QPalette) -> dict[str, QColor]:
     }
 
 
-def render_detail(detail: EpisodeDetail, palette: QPalette) -> str:
-    """HTML for the side panel: metadata, then the messages by speaker (or the plain text)."""
+MATCH_STYLE = "background-color:#ffe066;color:#000000"
+"""How a search match is marked in the detail panel."""
+
+
+def marked(text: str, query: str) -> str:
+    """``text`` as HTML with the search's matches of ``query`` highlighted."""
+    parts: list[str] = []
+    done = 0
+    for start, end in highlight_spans(text, query):
+        parts.append(html.escape(text[done:start]))
+        parts.append(f"<span style='{MATCH_STYLE}'>{html.escape(text[start:end])}</span>")
+        done = end
+    parts.append(html.escape(text[done:]))
+    return "".join(parts)
+
+
+def render_detail(detail: EpisodeDetail, palette: QPalette, query: str = "") -> str:
+    """HTML for the side panel: metadata, then the messages by speaker (or the plain text).
+
+    Matches of the search ``query`` are highlighted (the same matching as the search).
+    """
     row = detail.row
     colors = role_colors(palette)
     meta = [
@@ -124,12 +146,12 @@ def render_detail(detail: EpisodeDetail, palette: QPalette) -> str:
             who = message.get("name")
             speaker = f"{role} ({who})" if who else role
             color: str = colors.get(role, palette.color(QPalette.ColorRole.Text)).name()
-            content = html.escape(str(message.get("content", ""))).replace("\n", "<br/>")
+            content = marked(str(message.get("content", "")), query).replace("\n", "<br/>")
             parts.append(
                 f"<p><b style='color:{color}'>{html.escape(speaker)}</b><br/>{content}</p>"
             )
     else:
-        parts.append("<p style='white-space:pre-wrap'>" + html.escape(detail.text) + "</p>")
+        parts.append("<p style='white-space:pre-wrap'>" + marked(detail.text, query) + "</p>")
     return "".join(parts)
 
 
@@ -189,6 +211,12 @@ class EpisodesPane(QWidget):
         filters.addWidget(self.date_to)
         filters.addWidget(self.search_edit, 1)
         filters.addWidget(self.ids_button)
+        self.relevance_check = QCheckBox("Best match first")
+        self.relevance_check.setObjectName("relevanceSort")
+        self.relevance_check.setToolTip(
+            "Order the results by relevance (bm25) while the search has 3 or more characters"
+        )
+        filters.addWidget(self.relevance_check)
         filters.addWidget(self.count_label)
 
         # table
@@ -245,6 +273,8 @@ class EpisodesPane(QWidget):
         self.date_from.dateChanged.connect(self.apply_filter)
         self.date_to.dateChanged.connect(self.apply_filter)
         self.search_edit.textChanged.connect(self._search_timer.start)
+        self.relevance_check.toggled.connect(self._relevance_toggled)
+        header.sortIndicatorChanged.connect(self._column_sort_chosen)
         self.table.selectionModel().selectionChanged.connect(self._show_selected)
         self.model.modelReset.connect(self._update_count)
 
@@ -308,6 +338,22 @@ class EpisodesPane(QWidget):
         self._search_timer.stop()
         self.model.set_query(self.current_filter())
 
+    def _relevance_toggled(self, on: bool) -> None:
+        """Best match first, or back to the column the header shows."""
+        if on:
+            self.model.set_query(self.current_filter(), EpisodeSort(RELEVANCE, True))
+            return
+        header = self.table.horizontalHeader()
+        key = COLUMNS[header.sortIndicatorSection()][0]
+        descending = header.sortIndicatorOrder() == Qt.SortOrder.DescendingOrder
+        self.model.set_query(self.current_filter(), EpisodeSort(key, descending))
+
+    def _column_sort_chosen(self, _column: int, _order: Qt.SortOrder) -> None:
+        """A click on a column header sorts by that column: relevance is off."""
+        self.relevance_check.blockSignals(True)
+        self.relevance_check.setChecked(False)
+        self.relevance_check.blockSignals(False)
+
     def _update_count(self) -> None:
         total = count_episodes(self.services.store)
         self.count_label.setText(f"{total} episodes ({self.model.rowCount()} shown)")
@@ -336,7 +382,8 @@ class EpisodesPane(QWidget):
         if detail is None:
             self.detail.setHtml("<p><i>This episode was deleted.</i></p>")
             return
-        self.detail.setHtml(render_detail(detail, self.detail.palette()))
+        query = self.search_edit.text()
+        self.detail.setHtml(render_detail(detail, self.detail.palette(), query))
 
     # -- relabel --------------------------------------------------------------------------
 

@@ -29,12 +29,15 @@ from PySide6.QtWidgets import (
 
 from curator.errors import CuratorError
 from curator.gui.services import AppServices
+from curator.llm.backend import BackendSettings
+from curator.llm.llama_cpp_backend import load_backend
 from curator.llm.model_file import (
     ModelInfo,
     demo_model_path,
     read_gguf_info,
     validate_model_file,
 )
+from curator.llm.threads import cached_tuning, forget_tuning
 from curator.store.settings import (
     RULES,
     Settings,
@@ -77,6 +80,8 @@ class ValidationSignals(QObject):
 
     succeeded = Signal(str, object)
     failed = Signal(str, str)
+    tuned = Signal(str, object)
+    tuning_failed = Signal(str, str)
 
 
 class ModelValidation(QRunnable):
@@ -96,6 +101,29 @@ class ModelValidation(QRunnable):
             self.signals.failed.emit(self.path, f"{type(exc).__name__}: {exc}")
         else:
             self.signals.succeeded.emit(self.path, result)
+
+
+class ThreadTuning(QRunnable):
+    """Re-tune: forget the saved thread counts and load the model, which measures them."""
+
+    def __init__(self, settings: BackendSettings, signals: ValidationSignals) -> None:
+        super().__init__()
+        self.settings = settings
+        self.signals = signals
+
+    def run(self) -> None:
+        path = str(self.settings.model_path)
+        try:
+            forget_tuning(self.settings.model_path)
+            backend = load_backend(self.settings, validate=False)
+            try:
+                tuning = backend.tuning
+            finally:
+                backend.close()
+        except Exception as exc:  # reported to the user, never lost
+            self.signals.tuning_failed.emit(path, f"{type(exc).__name__}: {exc}")
+        else:
+            self.signals.tuned.emit(path, tuning)
 
 
 def _spin(key: str, step: int = 1, special: str | None = None) -> QSpinBox:
@@ -137,6 +165,8 @@ class SettingsPane(QWidget):
         self._signals = ValidationSignals(self)
         self._signals.succeeded.connect(self._validation_succeeded)
         self._signals.failed.connect(self._validation_failed)
+        self._signals.tuned.connect(self._tuned)
+        self._signals.tuning_failed.connect(self._tuning_failed)
         self._pending: dict[str, Any] | None = None
 
         # model
@@ -169,6 +199,19 @@ class SettingsPane(QWidget):
         model_form.addRow("GPU layers", self.gpu_layers)
         model_form.addRow("Context size", self.n_ctx)
         model_form.addRow("Threads", self.n_threads)
+        self.threads_info = QLabel()
+        self.threads_info.setObjectName("threadTuning")
+        self.threads_info.setWordWrap(True)
+        self.retune_button = QPushButton("Re-tune")
+        self.retune_button.setObjectName("retuneButton")
+        self.retune_button.setToolTip(
+            "Time a short prompt and generation with each thread count and keep the fastest"
+        )
+        self.retune_button.clicked.connect(self.retune)
+        tune_row = QHBoxLayout()
+        tune_row.addWidget(self.threads_info, 1)
+        tune_row.addWidget(self.retune_button)
+        model_form.addRow("", tune_row)
 
         # pipeline
         self.skip_threshold = _dspin("skip_threshold", 0.01, 2)
@@ -339,6 +382,55 @@ class SettingsPane(QWidget):
             f"{Path(path).name} cannot be used: {reason}\nThe previous model is kept.",
         )
 
+    # -- threads --------------------------------------------------------------------------
+
+    def _model_path(self) -> Path | None:
+        saved = self.services.settings().model_path
+        return Path(str(saved)).expanduser() if saved else demo_model_path()
+
+    def show_thread_tuning(self) -> None:
+        """The measured thread counts of the saved model (read from the cache file)."""
+        path = self._model_path()
+        tuning = cached_tuning(path, hash_file=False) if path is not None else None
+        if tuning is not None:
+            self.threads_info.setText(f"Automatic threads {tuning.describe()}.")
+        else:
+            self.threads_info.setText("Automatic threads: measured when the model is next loaded.")
+
+    def retune(self) -> None:
+        """Measure again, off the GUI thread; the model's next load uses the new counts."""
+        path = self._model_path()
+        if path is None:
+            self.status_message.emit("No model to tune: choose a model file first.")
+            return
+        worker = self.services.worker
+        if worker is not None and worker.busy:  # it would compete for the same cores
+            self.status_message.emit("Re-tune after the current run has finished.")
+            return
+        values = self.services.settings()
+        settings = BackendSettings(
+            model_path=path,
+            n_gpu_layers=values.n_gpu_layers,
+            n_ctx=512,  # the measurement needs a few dozen tokens
+        )
+        self.retune_button.setEnabled(False)
+        self.threads_info.setText("Measuring thread counts…")
+        self.status_message.emit("Measuring thread counts…")
+        self._pool.start(ThreadTuning(settings, self._signals))
+
+    def _tuned(self, _path: str, tuning: object) -> None:
+        self.retune_button.setEnabled(True)
+        self.show_thread_tuning()
+        worker = self.services.worker
+        if worker is not None:
+            worker.release_model()  # loaded again, with the new counts, by the next run
+        self.status_message.emit(f"Threads {getattr(tuning, 'describe', str)()}.")
+
+    def _tuning_failed(self, path: str, reason: str) -> None:
+        self.retune_button.setEnabled(True)
+        self.show_thread_tuning()
+        self.status_message.emit(f"Re-tune failed for {Path(path).name}: {reason}")
+
     # -- pane API -------------------------------------------------------------------------
 
     def refresh(self) -> None:
@@ -357,7 +449,8 @@ class SettingsPane(QWidget):
         self.min_words.setValue(values.min_words)
         self.untrusted_sources.setText(", ".join(values.untrusted_sources))
         self.show_model_info()
+        self.show_thread_tuning()
 
     def shutdown(self) -> None:
-        """Wait for a running validation (called when the window closes)."""
+        """Wait for a running validation or re-tune (called when the window closes)."""
         self._pool.waitForDone()

@@ -274,6 +274,13 @@ class LlmWorker(QObject):
         if self._engine is not None:
             self._engine._on_token(text)
 
+    def release_model(self) -> bool:
+        """Free the loaded model when idle (the next run loads it again); False if busy."""
+        if self._busy or not self.running:
+            return False
+        self._release_requested.emit()
+        return True
+
     def cancel(self) -> None:
         """Ask the current run to stop (it does within one token); no-op when idle."""
         state = self._state

@@ -78,3 +78,25 @@ def number_array_grammar(n: int) -> str:
         'num ::= "0" ("." [0-9]{1,3})? | "1" ("." "0"{1,3})?\n'
         f"ws ::= [ \\n]{{0,{_WS_MAX}}}\n"
     )
+
+
+EXTRACT_LINE_CHARS = MAX_ITEM_CHARS
+"""Characters per observation line (the refine step keeps at most this many per item)."""
+
+
+def bullet_list_grammar(max_lines: int, max_chars: int = EXTRACT_LINE_CHARS) -> str:
+    """1..``max_lines`` lines ``"- text"`` of 1..``max_chars`` characters each.
+
+    The extract step's notes: the model may end after any complete line, and must end
+    after ``max_lines`` of them, so a batch stops when its list ends instead of
+    rambling on to ``max_tokens``.  The last line's newline is optional (a model that
+    ends its list without one is not pushed into another line).
+    """
+    if max_lines < 1 or max_chars < 1:
+        raise ValueError("max_lines and max_chars must be at least 1")
+    more = f"line{{0,{max_lines - 1}}} " if max_lines > 1 else ""
+    return (
+        f'root ::= {more}"- " text "\\n"?\n'
+        f'line ::= "- " text "\\n"\n'
+        f"text ::= [^\\n]{{1,{max_chars}}}\n"
+    )

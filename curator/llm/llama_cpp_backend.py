@@ -33,7 +33,7 @@ import math
 import os
 import threading
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any
 
@@ -53,11 +53,14 @@ from curator.llm.backend import (
 )
 from curator.llm.chat import ChatTemplate, template_from_metadata
 from curator.llm.model_file import ModelFileError, ModelInfo, read_gguf_info, validate_model_file
+from curator.llm.threads import Tuning, cached_tuning, candidate_counts, measure
 
 PROMPT_CHUNK = 128
 """Prompt tokens evaluated between two cancel checks (bounds cancel latency)."""
 
 MIN_ITEM_TOKENS = 16
+_TOKEN_DATA = np.dtype([("id", "<i4"), ("logit", "<f4"), ("p", "<f4")])
+"""Memory layout of ``llama_token_data`` (id, logit, p)."""
 TRUNCATION_MARKER = "\n[...]\n"
 
 
@@ -95,6 +98,13 @@ class LlamaCppBackend:
         self._prefix_cache: dict[str, list[int]] = {}
         self._label_cache: dict[tuple[str, ...], list[list[int]]] = {}
         self._last_batch_size = 0
+        #: Greedy decoding checks the grammar on the chosen token only (see
+        #: :meth:`_greedy`); False: the grammar masks the vocabulary on every step.
+        self.lazy_grammar = True
+        #: Tokens the grammar rejected, so that the whole vocabulary had to be masked.
+        self.grammar_fallbacks = 0
+        #: Thread counts measured for this model (None: fixed by the settings).
+        self.tuning: Tuning | None = None
         n_layer = int(llama_cpp.llama_model_n_layer(llm.model))
         if llama_cpp.llama_supports_gpu_offload():
             wanted = settings.n_gpu_layers
@@ -177,6 +187,15 @@ class LlamaCppBackend:
             start = time.perf_counter()
             cached = self._sync(list(tokens), None)
             return cached, time.perf_counter() - start
+
+    def retune(self) -> Tuning:
+        """Measure the fastest thread counts for this model now, apply and save them.
+
+        Empties the KV cache (the next call evaluates its whole prompt again).
+        """
+        with self._exclusive():
+            self.tuning = measure(self.llm, self.model_info.path, candidate_counts())
+            return self.tuning
 
     def close(self) -> None:
         self.llm.close()
@@ -422,7 +441,6 @@ class LlamaCppBackend:
     ) -> Completion:
         lib, llm = self._lib, self.llm
         start = time.perf_counter()
-        compiled = None
         if grammar:
             # llama.cpp returns NULL for a grammar it cannot parse, and a NULL sampler in
             # the chain would crash the process: check first, fail as a Python error.
@@ -430,7 +448,6 @@ class LlamaCppBackend:
             if not probe:
                 raise ValueError("invalid GBNF grammar (llama.cpp could not parse it)")
             lib.llama_sampler_free(probe)
-            compiled = lib.LlamaGrammar.from_string(grammar)
         reserve = max(1, min(max_tokens, self.n_ctx // 2))
         tokens, truncated, n_item = self._build(prefix, item, reserve)
         budget = max(1, min(max_tokens, self.n_ctx - len(tokens)))
@@ -444,35 +461,21 @@ class LlamaCppBackend:
         llm.set_seed(self.settings.seed if seed is None else seed)
         decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
         pieces: list[str] = []
-        produced = 0
-        reason = "length"
-        generator = llm.generate(
-            tokens,
-            temp=temp,
-            top_k=40,
-            top_p=0.95,
-            min_p=0.05,
-            repeat_penalty=repeat_penalty,
-            grammar=compiled,
-        )
-        try:
-            for token in generator:
-                if lib.llama_vocab_is_eog(self._vocab, token):
-                    reason = "stop"
-                    break
-                produced += 1
-                text = decoder.decode(self._piece(token))
-                if text:
-                    pieces.append(text)
-                    if on_token is not None:
-                        on_token(text)
-                if should_stop is not None and should_stop():
-                    reason = "cancelled"
-                    break
-                if produced >= budget:
-                    break
-        finally:
-            generator.close()
+
+        def emit(token: int) -> None:
+            text = decoder.decode(self._piece(token))
+            if text:
+                pieces.append(text)
+                if on_token is not None:
+                    on_token(text)
+
+        if temp == 0.0 and self.lazy_grammar:
+            produced, reason = self._greedy(grammar, repeat_penalty, budget, emit, should_stop)
+        else:
+            compiled = lib.LlamaGrammar.from_string(grammar, verbose=False) if grammar else None
+            produced, reason = self._sampled(
+                tokens, compiled, temp, repeat_penalty, budget, emit, should_stop
+            )
         tail_text = decoder.decode(b"", final=True)
         if tail_text:
             pieces.append(tail_text)
@@ -487,6 +490,124 @@ class LlamaCppBackend:
             item_tokens=n_item,
         )
 
+    def _sampled(
+        self,
+        tokens: list[int],
+        compiled: Any,
+        temp: float,
+        repeat_penalty: float,
+        budget: int,
+        emit: Callable[[int], None],
+        should_stop: StopCheck | None,
+    ) -> tuple[int, str]:
+        """llama-cpp-python's own sampling loop (grammar, if any, on every step)."""
+        lib = self._lib
+        produced, reason = 0, "length"
+        generator = self.llm.generate(
+            tokens,
+            temp=temp,
+            top_k=40,
+            top_p=0.95,
+            min_p=0.05,
+            repeat_penalty=repeat_penalty,
+            grammar=compiled,
+        )
+        try:
+            for token in generator:
+                if lib.llama_vocab_is_eog(self._vocab, token):
+                    reason = "stop"
+                    break
+                produced += 1
+                emit(token)
+                if should_stop is not None and should_stop():
+                    reason = "cancelled"
+                    break
+                if produced >= budget:
+                    break
+        finally:
+            generator.close()
+        return produced, reason
+
+    def _greedy(
+        self,
+        grammar: str | None,
+        repeat_penalty: float,
+        budget: int,
+        emit: Callable[[int], None],
+        should_stop: StopCheck | None,
+    ) -> tuple[int, str]:
+        """Greedy decoding that checks the grammar on the chosen token only.
+
+        The same rule as llama.cpp's ``common/sampling.cpp``: pick the token without the
+        grammar, check that one token against it, and only when it is rejected apply the
+        grammar to the whole vocabulary and pick again.  For greedy decoding the result
+        is the plain way's token by construction: penalties do not depend on the grammar,
+        the grammar only masks tokens, so an allowed global maximum is also the maximum
+        among the allowed tokens (ties: the lowest token id in both ways).  Masking the
+        vocabulary costs far more than a decode step of a small model, and a model that
+        follows the format almost never needs it.
+        """
+        lib, llm = self._lib, self.llm
+        chain = lib.llama_sampler_chain_init(lib.llama_sampler_chain_default_params())
+        # The same arguments as llama-cpp-python's sampler chain (identical penalties).
+        lib.llama_sampler_chain_add(
+            chain,
+            lib.llama_sampler_init_penalties(
+                self._n_vocab, llm.last_n_tokens_size, repeat_penalty, 0.0, 0.0
+            ),
+        )
+        lib.llama_sampler_chain_add(chain, lib.llama_sampler_init_greedy())
+        checker = None
+        if grammar:
+            checker = lib.llama_sampler_init_grammar(self._vocab, grammar.encode("utf-8"), b"root")
+        n_vocab = self._n_vocab
+        candidates = (lib.llama_token_data * n_vocab)()
+        view = np.frombuffer(candidates, dtype=_TOKEN_DATA)
+        ids = np.arange(n_vocab, dtype=np.int32)
+        whole = lib.llama_token_data_array(candidates, n_vocab, -1, False)
+        single = (lib.llama_token_data * 1)()
+        one = lib.llama_token_data_array(single, 1, -1, False)
+        produced, reason = 0, "length"
+
+        def pick(with_grammar: bool) -> int:
+            view["id"] = ids
+            view["logit"] = self._logits(-1)
+            view["p"] = 0.0
+            whole.size, whole.selected, whole.sorted = n_vocab, -1, False
+            if with_grammar:
+                lib.llama_sampler_apply(checker, ctypes.byref(whole))
+            lib.llama_sampler_apply(chain, ctypes.byref(whole))
+            return int(candidates[whole.selected].id)
+
+        try:
+            while True:
+                token = pick(False)
+                if checker is not None:
+                    single[0].id, single[0].logit, single[0].p = token, 1.0, 0.0
+                    one.size, one.selected, one.sorted = 1, -1, False
+                    lib.llama_sampler_apply(checker, ctypes.byref(one))
+                    if math.isinf(single[0].logit):
+                        self.grammar_fallbacks += 1
+                        token = pick(True)
+                    lib.llama_sampler_accept(checker, token)
+                lib.llama_sampler_accept(chain, token)
+                if lib.llama_vocab_is_eog(self._vocab, token):
+                    reason = "stop"
+                    break
+                produced += 1
+                emit(token)
+                if should_stop is not None and should_stop():
+                    reason = "cancelled"
+                    break
+                if produced >= budget:
+                    break
+                llm.eval([token])
+        finally:
+            lib.llama_sampler_free(chain)
+            if checker is not None:
+                lib.llama_sampler_free(checker)
+        return produced, reason
+
 
 def load_backend(settings: BackendSettings, *, validate: bool = True) -> LlamaCppBackend:
     """Validate the file (in a child process), then load it here.
@@ -500,11 +621,16 @@ def load_backend(settings: BackendSettings, *, validate: bool = True) -> LlamaCp
     )
     import llama_cpp
 
-    # None: half the logical CPUs (llama.cpp's guess at the physical cores) for prompt
-    # evaluation as well as generation. ggml's worker threads spin while they wait for
-    # each other, so one thread more than the cores that are actually free makes prompt
-    # evaluation several times slower (measured: 3-5x on a busy two-core machine).
+    # None: the counts measured for this model on this machine (curator.llm.threads),
+    # measured now on a first load; half the logical CPUs until then. ggml's worker
+    # threads spin while they wait for each other, so one thread more than the cores
+    # that are actually free makes prompt evaluation several times slower (measured:
+    # 3-5x on a busy two-core machine).
+    tuning = cached_tuning(info.path) if settings.n_threads is None else None
     threads = settings.n_threads or max(1, (os.cpu_count() or 2) // 2)
+    batch_threads = threads
+    if tuning is not None:
+        threads, batch_threads = tuning.n_threads, tuning.n_threads_batch
     n_ctx = settings.n_ctx
     if info.context_length and (n_ctx <= 0 or n_ctx > info.context_length):
         n_ctx = info.context_length
@@ -515,11 +641,15 @@ def load_backend(settings: BackendSettings, *, validate: bool = True) -> LlamaCp
             n_ctx=n_ctx,
             n_batch=512,
             n_threads=threads,
-            n_threads_batch=threads,
+            n_threads_batch=batch_threads,
             flash_attn=settings.flash_attn,
             seed=settings.seed,
             verbose=False,
         )
     except (ValueError, RuntimeError) as exc:
         raise ModelFileError(f"{info.path}: llama.cpp cannot load it ({exc})") from exc
-    return LlamaCppBackend(llm, settings, info)
+    backend = LlamaCppBackend(llm, settings, info)
+    if settings.n_threads is None and tuning is None:
+        tuning = backend.retune()
+    backend.tuning = tuning
+    return backend

@@ -4,7 +4,9 @@ Per category (constitutional, uncategorized; noise never) the episodes not yet d
 are packed into batches that fit the context, and each batch goes through three
 single-task calls:
 
-1. extract  - free text: what keeps happening (system prompt: identity and axioms);
+1. extract  - "- " lines: what keeps happening (system prompt: identity and axioms),
+   grammar-bounded to ``extract_max_lines`` lines (default 12) of at most 300
+   characters, so a batch ends when its list does;
 2. refine   - a JSON array of strings, grammar-constrained, so it always parses;
 3. importance - a JSON array of exactly N numbers in [0, 1] (a grammar generated for N).
 
@@ -51,6 +53,7 @@ from curator.core.quality import QualityGate
 from curator.errors import CuratorError
 from curator.llm.backend import Backend, Completion, require_finite
 from curator.llm.grammars import (
+    bullet_list_grammar,
     number_array_grammar,
     number_array_max_tokens,
     string_array_grammar,
@@ -340,8 +343,9 @@ class _Distiller:
         # The batches were planned to leave this much room; a single episode too long for
         # it is truncated by the backend to leave it too.
         budget = min(self.max_out, self.backend.n_ctx // 4)
+        grammar = bullet_list_grammar(self.settings.extract_max_lines)
         c = self._call(
-            "extract", batch, prefix, batch.item, budget, None, 1, EXTRACT_REPEAT_PENALTY
+            "extract", batch, prefix, batch.item, budget, grammar, 1, EXTRACT_REPEAT_PENALTY
         )
         notes = c.text.strip()
         self._trace("extract", batch, c, 1, None, "" if notes else "empty output")
@@ -535,7 +539,14 @@ class _Distiller:
         )
 
     def stats(self) -> dict[str, Any]:
-        return {**self.counts, "episode_ids": list(self.episode_ids)}
+        """The run's counters, plus the tokens the model wrote per staged candidate."""
+        candidates = self.counts["candidates"]
+        per_candidate = self.counts["tokens_out"] / candidates if candidates else None
+        return {
+            **self.counts,
+            "tokens_per_candidate": per_candidate,
+            "episode_ids": list(self.episode_ids),
+        }
 
 
 def distill(

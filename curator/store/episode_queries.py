@@ -31,6 +31,13 @@ SORT_KEYS: dict[str, str] = {
 }
 """Sortable columns by key; values are column names written by us, never user input."""
 
+RELEVANCE = "relevance"
+"""Sort key: best bm25 match first (with a text query of :data:`MIN_INDEXED_CHARS`+
+characters; otherwise newest first)."""
+
+MIN_INDEXED_CHARS = 3
+"""Shorter queries have no trigram to look up: they scan with LIKE alone."""
+
 
 @dataclass(frozen=True)
 class EpisodeFilter:
@@ -86,8 +93,24 @@ def _day_start(day: date) -> str:
     return f"{day.isoformat()}T00:00:00.000000+00:00"
 
 
-def where_clause(flt: EpisodeFilter) -> tuple[str, list[Any]]:
-    """SQL ``WHERE`` text and parameters for ``flt`` (``"1"`` when nothing filters)."""
+def match_expression(text: str) -> str:
+    """``text`` as one FTS5 phrase: with the trigram tokenizer, "contains this substring"."""
+    return '"' + text.replace('"', '""') + '"'
+
+
+def indexed(text: str) -> bool:
+    """Whether a search for ``text`` can use the trigram index."""
+    return len(text.strip()) >= MIN_INDEXED_CHARS
+
+
+def where_clause(flt: EpisodeFilter, *, use_index: bool = True) -> tuple[str, list[Any]]:
+    """SQL ``WHERE`` text and parameters for ``flt`` (``"1"`` when nothing filters).
+
+    A text query always keeps its ``LIKE`` condition, which defines the result (ASCII
+    letters case-insensitive, ``%`` and ``_`` literal).  For 3+ characters the trigram
+    index narrows the rows first: it matches case-insensitively for every script, so
+    its rows are a superset of LIKE's and LIKE only checks those few.
+    """
     parts: list[str] = []
     params: list[Any] = []
     if flt.label in LABELS:
@@ -111,9 +134,13 @@ def where_clause(flt: EpisodeFilter) -> tuple[str, list[Any]]:
         # The last instant of the day, not the next midnight: 9999-12-31 has no next day.
         parts.append("timestamp <= ?")
         params.append(f"{flt.date_to.isoformat()}T23:59:59.999999+00:00")
-    if flt.text.strip():
+    text = flt.text.strip()
+    if text and use_index and indexed(text):
+        parts.append("id IN (SELECT rowid FROM episode_fts WHERE episode_fts MATCH ?)")
+        params.append(match_expression(text))
+    if text:
         parts.append("text LIKE ? ESCAPE '\\'")
-        params.append(f"%{escape_like(flt.text.strip())}%")
+        params.append(f"%{escape_like(text)}%")
     if flt.ids is not None:
         # Integers we produced, written literally: an id list may exceed SQLite's
         # parameter limit, and ints cannot inject anything.
@@ -123,6 +150,10 @@ def where_clause(flt: EpisodeFilter) -> tuple[str, list[Any]]:
 
 def query_ids(store: Store, flt: EpisodeFilter, sort: EpisodeSort) -> list[int]:
     """The ids of the matching episodes in display order, in one query."""
+    if sort.key == RELEVANCE:
+        if indexed(flt.text):
+            return _by_relevance(store, flt, sort.descending)
+        sort = EpisodeSort("time", True)  # nothing to rank by
     column = SORT_KEYS.get(sort.key)
     if column is None:
         raise ValueError(f"unknown sort key {sort.key!r}")
@@ -130,6 +161,45 @@ def query_ids(store: Store, flt: EpisodeFilter, sort: EpisodeSort) -> list[int]:
     where, params = where_clause(flt)
     sql = f"SELECT id FROM episode WHERE {where} ORDER BY {column} {direction}, id {direction}"
     return [int(r[0]) for r in store.execute(sql, tuple(params))]
+
+
+def _by_relevance(store: Store, flt: EpisodeFilter, best_first: bool) -> list[int]:
+    """Matching ids by bm25 (lower is better in SQLite), ties by id."""
+    where, params = where_clause(flt, use_index=False)
+    direction = "ASC" if best_first else "DESC"
+    sql = (
+        "WITH ranked AS (SELECT rowid AS rid, bm25(episode_fts) AS score FROM episode_fts "
+        "WHERE episode_fts MATCH ?) "
+        f"SELECT id FROM episode JOIN ranked ON ranked.rid = episode.id WHERE {where} "
+        f"ORDER BY ranked.score {direction}, id {direction}"
+    )
+    rows = store.execute(sql, (match_expression(flt.text.strip()), *params))
+    return [int(r[0]) for r in rows]
+
+
+def highlight_spans(text: str, query: str) -> list[tuple[int, int]]:
+    """Where ``query`` occurs in ``text`` as the search matches it: (start, end) pairs.
+
+    ASCII letters case-insensitive, everything else exact (LIKE's rule), left to right
+    without overlaps.
+    """
+    needle = _ascii_lower(query.strip())
+    if not needle:
+        return []
+    haystack = _ascii_lower(text)
+    spans: list[tuple[int, int]] = []
+    start = haystack.find(needle)
+    while start >= 0:
+        spans.append((start, start + len(needle)))
+        start = haystack.find(needle, start + len(needle))
+    return spans
+
+
+_ASCII_LOWER = str.maketrans("ABCDEFGHIJKLMNOPQRSTUVWXYZ", "abcdefghijklmnopqrstuvwxyz")
+
+
+def _ascii_lower(text: str) -> str:
+    return text.translate(_ASCII_LOWER)
 
 
 def count_episodes(store: Store) -> int:

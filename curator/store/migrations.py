@@ -88,6 +88,16 @@ MIGRATIONS: tuple[tuple[str, ...], ...] = (
         'ALTER TABLE "run" ADD COLUMN "host" TEXT',
         'ALTER TABLE "run" ADD COLUMN "heartbeat_at" TEXT',
     ),
+    # episode search: an external-content FTS5 index over episode text with the trigram
+    # tokenizer (substring search, as LIKE '%...%'), kept in sync by triggers; the last
+    # statement indexes the episodes an existing database already holds
+    (
+        "CREATE VIRTUAL TABLE \"episode_fts\" USING fts5(\"text\", content='episode', content_rowid='id', tokenize='trigram')",
+        'CREATE TRIGGER "episode_fts_insert" AFTER INSERT ON "episode" BEGIN INSERT INTO "episode_fts" ("rowid", "text") VALUES (new."id", new."text"); END',
+        'CREATE TRIGGER "episode_fts_delete" AFTER DELETE ON "episode" BEGIN INSERT INTO "episode_fts" ("episode_fts", "rowid", "text") VALUES (\'delete\', old."id", old."text"); END',
+        'CREATE TRIGGER "episode_fts_update" AFTER UPDATE OF "text" ON "episode" BEGIN INSERT INTO "episode_fts" ("episode_fts", "rowid", "text") VALUES (\'delete\', old."id", old."text"); INSERT INTO "episode_fts" ("rowid", "text") VALUES (new."id", new."text"); END',
+        'INSERT INTO "episode_fts" ("episode_fts") VALUES (\'rebuild\')',
+    ),
 )
 
 LATEST_VERSION = len(MIGRATIONS)

@@ -66,6 +66,8 @@ RULES: dict[str, Rule] = {
     "untrusted_sources": Rule("untrusted sources", tuple),
     # An UPDATE moves the pattern's decay reference to the commit time (curator.store.decay_clock)
     "update_refreshes_decay": Rule("UPDATE refreshes the decay clock", bool),
+    # Most "- " lines one extract call may write (the extract grammar's bound)
+    "extract_max_lines": Rule("observations per extract batch", int, 1, 200),
 }
 
 
@@ -127,6 +129,7 @@ class Settings:
     max_output_tokens: int = 4000
     untrusted_sources: tuple[str, ...] = ("dm", "replies")
     update_refreshes_decay: bool = False
+    extract_max_lines: int = 12
 
     @classmethod
     def from_mapping(cls, values: Mapping[str, Any], *, ignore_unknown: bool = False) -> Settings:

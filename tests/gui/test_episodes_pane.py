@@ -126,3 +126,32 @@ def test_detail_shows_chat_messages_by_speaker(qtbot, main_window, store) -> Non
     html = pane.detail.toHtml()
     assert "Label in force" in html and "Distilled" in html
     assert "font-weight" in html  # the speakers are bold
+
+
+def test_search_matches_are_highlighted_in_the_detail(qtbot, main_window, store) -> None:
+    pane = _pane(main_window)
+    pane.search_edit.setText("BURNT out")
+    pane.apply_filter()
+    assert pane.model.rowCount() > 0
+    pane.table.selectRow(0)
+    html = pane.detail.toHtml()
+    assert "background-color:#ffe066" in html  # Qt keeps the span's style
+    (text,) = store.execute("SELECT text FROM episode WHERE id = ?", (pane.selected_ids()[0],))[0]
+    assert "burnt out" in text.lower()
+
+
+def test_best_match_first_orders_by_relevance_until_a_column_is_clicked(
+    qtbot, main_window, store
+) -> None:
+    from curator.store.episode_queries import RELEVANCE, EpisodeFilter, EpisodeSort, query_ids
+
+    pane = _pane(main_window)
+    pane.search_edit.setText("the")
+    pane.apply_filter()
+    pane.relevance_check.setChecked(True)
+    ranked = query_ids(store, EpisodeFilter(text="the"), EpisodeSort(RELEVANCE))
+    shown = [pane.model.data(pane.model.index(r, 0), ID_ROLE) for r in range(len(ranked))]
+    assert shown == ranked and ranked != sorted(ranked) and ranked != sorted(ranked)[::-1]
+    pane.table.sortByColumn(0, Qt.SortOrder.AscendingOrder)
+    assert not pane.relevance_check.isChecked()
+    assert pane.model.sort_spec == EpisodeSort("time", False)

@@ -127,3 +127,25 @@ def test_window_spin_boxes_enforce_the_same_bounds_as_the_cli(main_window) -> No
         assert (box.minimum(), box.maximum()) == (rule.low, rule.high), key
     # threads: 0 is "automatic" (None); otherwise the rule's range
     assert (pane.n_threads.minimum(), pane.n_threads.maximum()) == (0, RULES["n_threads"].high)
+
+
+@pytest.mark.llm
+def test_retune_measures_off_the_gui_thread_and_shows_the_counts(
+    qtbot, main_window, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from curator.llm.model_file import demo_model_path
+    from curator.llm.threads import cached_tuning
+
+    monkeypatch.setenv("CURATOR_CACHE_DIR", str(tmp_path))
+    demo = demo_model_path()
+    assert demo is not None
+    pane = _pane(main_window)
+    pane.refresh()
+    assert "measured when the model is next loaded" in pane.threads_info.text()
+    qtbot.mouseClick(pane.retune_button, Qt.MouseButton.LeftButton)
+    assert not pane.retune_button.isEnabled()  # returned at once, still measuring
+    assert "Measuring" in pane.threads_info.text()
+    qtbot.waitUntil(pane.retune_button.isEnabled, timeout=120_000)
+    tuning = cached_tuning(demo)
+    assert tuning is not None
+    assert f"{tuning.n_threads} for generation" in pane.threads_info.text()

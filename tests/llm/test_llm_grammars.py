@@ -91,3 +91,19 @@ def test_string_array_closes_even_with_a_tiny_budget(demo_backend) -> None:
         assert c.tokens_out <= budget
         value = json.loads(c.text)
         assert isinstance(value, list) and value and all(isinstance(s, str) for s in value)
+
+
+def test_bullet_list_grammar_bounds_lines_and_characters() -> None:
+    from curator.llm.grammars import bullet_list_grammar
+    from curator.store.settings import Settings, SettingsError
+
+    grammar = bullet_list_grammar(3, 20)
+    assert 'root ::= line{0,2} "- " text "\\n"?' in grammar
+    assert "text ::= [^\\n]{1,20}" in grammar
+    assert bullet_list_grammar(1, 5).startswith('root ::= "- " text')
+    with pytest.raises(ValueError):
+        bullet_list_grammar(0)
+    assert Settings().extract_max_lines == 12
+    assert Settings.from_mapping({"extract_max_lines": 4}).extract_max_lines == 4
+    with pytest.raises(SettingsError):
+        Settings.from_mapping({"extract_max_lines": 0})

@@ -103,6 +103,13 @@ def test_distill_stages_gated_candidates_with_sources(classified_store: Store, d
     # nothing reached Knowledge; the processed episodes are listed for the commit
     assert knowledge_dump(store) == before
     processed = set(run.stats["episode_ids"])
+    # the extract notes are "- " lines (grammar-bounded), and the cost per candidate is kept
+    extracts = [s for s in steps if s.step == "extract"]
+    assert extracts and all(
+        line.startswith("- ") for s in extracts for line in s.raw_output.splitlines()
+    )
+    per_candidate = run.stats["tokens_per_candidate"]
+    assert per_candidate == run.stats["tokens_out"] / len(candidates) > 0
     assert processed == set().union(*eligible.values())
     assert Episode.select().where(Episode.distilled_at.is_null(False)).count() == 0
 

@@ -1,0 +1,192 @@
+"""Episode text search at scale: the trigram FTS5 index against the LIKE scan, same run.
+
+Usage: ``python benchmarks/bench_search.py [--episodes N] [--repeat R] [--keep PATH]``
+
+Builds a throw-away database of N synthetic episodes (default 300,000; written with SQL
+at the schema *before* the search index, then upgraded, so the migration's rebuild of
+an existing database is timed too), then times each query both ways with the same
+filter code: ``where_clause(use_index=False)`` is the former ``LIKE '%...%'`` scan,
+``query_ids`` the indexed search.  Every query's result list must be identical.  Goal:
+<= 30 ms per query (median) with the index.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import platform
+import random
+import sqlite3
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from curator.store.db import Store
+from curator.store.episode_queries import EpisodeFilter, EpisodeSort, query_ids, where_clause
+from curator.store.migrations import LATEST_VERSION, MIGRATIONS
+
+SYLLABLES = [
+    "ka",
+    "lo",
+    "mi",
+    "ren",
+    "tas",
+    "vu",
+    "del",
+    "ox",
+    "pri",
+    "sen",
+    "ta",
+    "gor",
+    "in",
+    "el",
+]
+SPECIAL = [
+    "deploy", "rollback", "Kubernetes", "PostgreSQL", "invoice", "refund", "onboarding",
+    "Grafana", "webhook", "\u00e9t\u00e9", "caf\u00e9", "na\u00efve", "50%", "snake_case",
+    "user_id", "#incident", "@maria", "e-mail", "can't", "timeout", "retry", "water",
+]  # fmt: skip
+"""Terms a person searches for, each in a few percent of the episodes at most."""
+
+
+def vocabulary(rng: random.Random, size: int = 8000) -> tuple[list[str], list[float]]:
+    """Pseudo-words with Zipf frequencies (a few very common, a long tail of rare ones)."""
+    words = sorted({"".join(rng.choices(SYLLABLES, k=rng.randint(1, 4))) for _ in range(size)})
+    rng.shuffle(words)
+    words = SPECIAL + words
+    weights = [1.0 / (rank + 1) for rank in range(len(words))]
+    for k in range(len(SPECIAL)):  # far rarer than their Zipf rank
+        weights[k] = weights[min(len(words) - 1, 300 + 100 * k)]
+    total = 0.0
+    cumulative = []
+    for weight in weights:
+        total += weight
+        cumulative.append(total)
+    return words, cumulative
+
+
+QUERIES = (
+    "deploy",
+    "rollback",
+    "kubernetes",
+    "PostgreSQL",
+    "caf\u00e9",
+    "50%",
+    "user_id",
+    "@maria",
+    "timeout retry",
+    "zebra crossing",  # no match
+    "incident",
+    "can't",
+    "water",
+    "e-mail",
+    "snake_case",
+)
+
+
+def build(path: Path, count: int, seed: int = 7) -> tuple[float, float]:
+    """Episodes at the previous schema version, then the upgrade: (fill s, migrate s)."""
+    conn = sqlite3.connect(path)
+    for migration in MIGRATIONS[:-1]:
+        for statement in migration:
+            conn.execute(statement)
+    conn.execute(f"PRAGMA user_version = {LATEST_VERSION - 1}")
+    rng = random.Random(seed)
+    words, cumulative = vocabulary(rng)
+    started = time.perf_counter()
+    batch = []
+    for i in range(count):
+        text = " ".join(rng.choices(words, cum_weights=cumulative, k=rng.randint(20, 120)))
+        stamp = f"2025-{1 + i % 12:02d}-{1 + i % 28:02d}T{i % 24:02d}:00:00.{i % 1000000:06d}+00:00"
+        batch.append((f"h{i}", text, stamp, ("dm", "replies", "timeline")[i % 3], stamp))
+        if len(batch) == 50_000:
+            conn.executemany(
+                "INSERT INTO episode (content_hash, text, timestamp, source, metadata,"
+                " imported_at, classify_truncated) VALUES (?, ?, ?, ?, '{}', ?, 0)",
+                batch,
+            )
+            batch.clear()
+    if batch:
+        conn.executemany(
+            "INSERT INTO episode (content_hash, text, timestamp, source, metadata,"
+            " imported_at, classify_truncated) VALUES (?, ?, ?, ?, '{}', ?, 0)",
+            batch,
+        )
+    conn.commit()
+    conn.close()
+    filled = time.perf_counter() - started
+    started = time.perf_counter()
+    Store(path).close()  # runs the pending migration: the index is built here
+    return filled, time.perf_counter() - started
+
+
+def like_ids(store: Store, flt: EpisodeFilter) -> list[int]:
+    where, params = where_clause(flt, use_index=False)
+    sql = f"SELECT id FROM episode WHERE {where} ORDER BY timestamp DESC, id DESC"
+    return [int(r[0]) for r in store.execute(sql, tuple(params))]
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--episodes", type=int, default=300_000)
+    parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--keep", type=Path, default=None, help="reuse/keep this database")
+    args = parser.parse_args(argv)
+
+    with tempfile.TemporaryDirectory() as tmp:
+        path = args.keep or Path(tmp) / "search.sqlite"
+        filled = migrated = float("nan")
+        if not path.exists():
+            filled, migrated = build(path, args.episodes)
+        size_mb = path.stat().st_size / 1e6
+        store = Store(path)
+        (count,) = store.execute("SELECT count(*) FROM episode")[0]
+        like_ms: list[float] = []
+        fts_ms: list[float] = []
+        rows = []
+        for query in QUERIES:
+            flt = EpisodeFilter(text=query)
+            timings: dict[str, list[float]] = {"like": [], "fts": []}
+            results = {}
+            for _ in range(args.repeat):  # alternate the two ways: noise hits both alike
+                for name, run in (("like", like_ids), ("fts", None)):
+                    start = time.perf_counter()
+                    got = like_ids(store, flt) if run else query_ids(store, flt, EpisodeSort())
+                    timings[name].append((time.perf_counter() - start) * 1000)
+                    results[name] = got
+            if results["like"] != results["fts"]:
+                print(f"MISMATCH for {query!r}", file=sys.stderr)
+                return 1
+            like, fts = min(timings["like"]), min(timings["fts"])
+            like_ms.append(like)
+            fts_ms.append(fts)
+            rows.append(
+                f"| `{query}` | {len(results['fts']):,} | {like:.0f} | {fts:.1f} "
+                f"| {like / fts:.0f}x |"
+            )
+        store.close()
+    median_fts = statistics.median(fts_ms)
+    print(
+        f"{count:,} synthetic episodes, {size_mb:,.0f} MB with the index; filled in "
+        f"{filled:.0f} s, migration (index rebuild) {migrated:.0f} s; SQLite "
+        f"{sqlite3.sqlite_version}, Python {platform.python_version()}, {os.cpu_count()} "
+        f"CPUs, load average {os.getloadavg()[0]:.2f} at the end; best of {args.repeat}"
+    )
+    print("| query | matches | LIKE scan ms | index ms | speed-up |")
+    print("|---|---|---|---|---|")
+    print("\n".join(rows))
+    print(
+        f"\n- median per query: LIKE {statistics.median(like_ms):.0f} ms, index "
+        f"{median_fts:.1f} ms ({statistics.median(like_ms) / median_fts:.0f}x); "
+        f"goal <= 30 ms: {'yes' if median_fts <= 30 else 'NO'}"
+    )
+    print("- every query returned the identical id list both ways")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
