@@ -93,6 +93,7 @@ class LlamaCppBackend:
         self._prefix_cache: dict[str, list[int]] = {}
         self._label_cache: dict[tuple[str, ...], list[list[int]]] = {}
         self._last_batch_size = 0
+        self._embedder: Any = None  # curator.llm.embeddings.LlamaEmbedder, made on first embed()
         n_layer = int(llama_cpp.llama_model_n_layer(llm.model))
         if llama_cpp.llama_supports_gpu_offload():
             wanted = settings.n_gpu_layers
@@ -176,7 +177,23 @@ class LlamaCppBackend:
             cached = self._sync(list(tokens), None)
             return cached, time.perf_counter() - start
 
+    def embed(
+        self, texts: Sequence[str], *, should_stop: StopCheck | None = None
+    ) -> npt.NDArray[np.float32]:
+        """Mean-pooled, normalised embeddings of ``texts`` (a second context, made lazily)."""
+        if self._embedder is None:
+            from curator.llm.embeddings import LlamaEmbedder
+
+            self._embedder = LlamaEmbedder(
+                self.model_info.path,
+                n_threads=self.settings.n_threads,
+                n_gpu_layers=self.settings.n_gpu_layers,
+            )
+        return self._embedder.embed(texts, should_stop=should_stop)
+
     def close(self) -> None:
+        if self._embedder is not None:
+            self._embedder.close()
         self.llm.close()
 
     # -- internals -------------------------------------------------------------------------
