@@ -11,6 +11,7 @@ finished work is kept, exit code 130); a second one aborts at once.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import signal
 import sys
 from collections.abc import Callable
@@ -49,6 +50,11 @@ def register(subparsers: Any, common: argparse.ArgumentParser) -> None:
         "oldest first. Exit code 130 when cancelled with Ctrl-C (labels so far are kept).",
     )
     p.add_argument("--limit", type=int, metavar="N", help="classify at most N episodes")
+    p.add_argument(
+        "--relearn",
+        action="store_true",
+        help="retrain on the human labels and re-predict; loads no model",
+    )
     p.set_defaults(handler=cmd_classify)
 
     p = subparsers.add_parser(
@@ -190,6 +196,12 @@ def _finish(ctx: CommandContext, result: Any, human: str) -> int:
 def cmd_classify(ctx: CommandContext) -> int:
     from curator.pipeline.classify import classify_episodes
 
+    if ctx.args.relearn:
+        from curator.pipeline.learn import relearn
+
+        report = relearn(ctx.store)
+        ctx.emit(dataclasses.asdict(report), report.summary())
+        return 0
     _check_limit(ctx.args.limit)
     backend = _load_backend(ctx)
     try:

@@ -19,9 +19,7 @@ from curator.core.calibration import (
 
 
 def test_bias_is_the_mean_of_the_content_free_distributions() -> None:
-    bias = content_free_bias(
-        [{"a": 0.6, "b": 0.2, "c": 0.2}, {"a": 0.4, "b": 0.4, "c": 0.2}]
-    )
+    bias = content_free_bias([{"a": 0.6, "b": 0.2, "c": 0.2}, {"a": 0.4, "b": 0.4, "c": 0.2}])
     assert bias == pytest.approx({"a": 0.5, "b": 0.3, "c": 0.2})
 
 
