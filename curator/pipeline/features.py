@@ -17,7 +17,7 @@ import numpy.typing as npt
 
 from curator.llm.backend import Backend, StopCheck, StopRequested
 from curator.pipeline.calibrate import calibrated
-from curator.pipeline.learn import score_prediction, vector_to_blob
+from curator.pipeline.learn import enough_labels, score_prediction, vector_to_blob
 from curator.pipeline.progress import Cancelled, Progress, TaskState
 from curator.store.db import Store
 from curator.store.models import LABELS, Episode, EpisodeEmbedding
@@ -77,14 +77,19 @@ def prepare_features(
 ) -> dict[str, int]:
     """Score the human-labelled episodes and embed ``episode_ids`` plus those, if missing.
 
+    The human-labelled episodes are included only once every label has enough of them
+    to train on (:data:`curator.pipeline.learn.MIN_PER_CLASS`).
+
     Raises :class:`Cancelled` when the state is cancelled; what was stored stays.
     """
-    human = [
-        int(row.id)
-        for row in Episode.select(Episode.id)
+    labelled = list(
+        Episode.select(Episode.id, Episode.human_label)
         .where(Episode.human_label.is_null(False))
         .order_by(Episode.id)
-    ]
+    )
+    # The training set's features are only worth computing once it can train.
+    trainable = enough_labels(str(row.human_label) for row in labelled)
+    human = [int(row.id) for row in labelled] if trainable else []
     unscored = [
         int(row.id)
         for row in Episode.select(Episode.id).where(
