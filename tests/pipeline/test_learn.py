@@ -13,11 +13,12 @@ from curator.cli import main
 from curator.pipeline.calibrate import CONTENT_FREE_INPUTS, label_bias
 from curator.pipeline.classify import classify_episodes
 from curator.pipeline.features import prepare_features
-from curator.pipeline.labels import relabel
+from curator.pipeline.labels import clear_human_label, relabel
 from curator.pipeline.learn import (
     MIN_PER_CLASS,
     current_model_sha256,
     fit,
+    human_learning_curve,
     load_features,
     relearn,
     uncertain_episode_ids,
@@ -173,6 +174,12 @@ def test_retraining_is_deterministic(store) -> None:
     a, b = fit(features[rows], y), fit(features[rows], y)
     assert np.array_equal(a[-1].coef_, b[-1].coef_)
 
+    # the learning curve on the human labels: 2 per class drawn, the third one tested
+    points = human_learning_curve(store, per_class=(2, 3), seeds=(0, 1))
+    assert [(p.per_class, p.labels) for p in points] == [(2, 6)]  # 3/class leaves no test
+    assert 0.0 <= points[0].accuracy <= 1.0
+    assert points == human_learning_curve(store, per_class=(2, 3), seeds=(0, 1))
+
 
 def test_relabel_retrain_changes_predictions_end_to_end(store, demo_backend) -> None:
     _label(store, FIRST)
@@ -200,6 +207,18 @@ def test_relabel_retrain_changes_predictions_end_to_end(store, demo_backend) -> 
     result = classify_episodes(store, demo_backend, TaskState(), limit=2)
     assert result.status == "done"
     assert result.counts["learned"] == 20 - 9 + 2
+
+    # clearing a human label puts the predicted label back in force, not the raw one
+    cleared = _ids(FIRST["noise"][:1])
+    clear_human_label(store, cleared)
+    episode = Episode.get_by_id(cleared[0])
+    assert episode.label == episode.predicted_label and episode.label_by == "model"
+    # two "uncategorized" labels are left: too few to learn, the scores decide again
+    fallback = relearn(store)
+    assert not fallback.trained
+    assert {by for _, by, _ in _predictions(store).values()} == {"model"}
+    episode = Episode.get_by_id(cleared[0])
+    assert episode.label == episode.predicted_label == episode.model_label
 
 
 def test_uncertain_queue_order_and_cli(store, tmp_path: Path, capsys) -> None:
