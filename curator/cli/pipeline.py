@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import dataclasses
 import signal
 import sys
 from collections.abc import Callable
@@ -52,6 +53,11 @@ def register(subparsers: Any, common: argparse.ArgumentParser) -> None:
         "(labels so far are kept).",
     )
     p.add_argument("--limit", type=integer, metavar="N", help="classify at most N episodes")
+    p.add_argument(
+        "--relearn",
+        action="store_true",
+        help="retrain on the human labels and re-predict; loads no model",
+    )
     p.set_defaults(handler=cmd_classify)
 
     p = subparsers.add_parser(
@@ -230,6 +236,12 @@ def _finish(ctx: CommandContext, outcome: tuple[Any, _StopSignals], human: str) 
 def cmd_classify(ctx: CommandContext) -> int:
     from curator.pipeline.classify import classify_episodes
 
+    if ctx.args.relearn:
+        from curator.pipeline.learn import relearn
+
+        report = relearn(ctx.store)
+        ctx.emit(dataclasses.asdict(report), report.summary())
+        return 0
     _check_limit(ctx.args.limit)
     backend = _load_backend(ctx)
     try:

@@ -89,6 +89,12 @@ def register(subparsers: Any, common: argparse.ArgumentParser) -> None:
     p.add_argument("items", nargs="*", metavar="EPISODE... LABEL")
     p.add_argument("--clear", action="store_true", help="back to the model's label")
     p.add_argument("--undo", action="store_true", help="undo the last relabel")
+    p.add_argument(
+        "--next-uncertain",
+        type=int,
+        metavar="N",
+        help="list the N unlabelled episodes whose predicted label is least certain",
+    )
     p.set_defaults(handler=cmd_label)
 
     p = subparsers.add_parser("history", parents=[common], help="list commits and undos")
@@ -247,6 +253,8 @@ def cmd_undo(ctx: CommandContext) -> int:
 def cmd_label(ctx: CommandContext) -> int:
     store = ctx.store
     items: list[str] = list(ctx.args.items)
+    if ctx.args.next_uncertain is not None:
+        return _next_uncertain(ctx, items)
     if ctx.args.undo:
         if items or ctx.args.clear:
             raise CuratorError("--undo takes no episodes")
@@ -273,6 +281,23 @@ def cmd_label(ctx: CommandContext) -> int:
         {"batch": batch, "episodes": episode_ids, "label": label},
         f"labelled {len(episode_ids)} episode(s) {label}",
     )
+    return 0
+
+
+def _next_uncertain(ctx: CommandContext, items: list[str]) -> int:
+    from curator.pipeline.learn import uncertain_queue
+
+    if items or ctx.args.undo or ctx.args.clear:
+        raise CuratorError("--next-uncertain takes no episodes")
+    if ctx.args.next_uncertain < 1:
+        raise CuratorError("--next-uncertain must be at least 1")
+    queue = uncertain_queue(ctx.store, ctx.args.next_uncertain)
+    lines = [
+        f"{q['id']:>6}  {q['predicted_label'] or '-':<14} margin {q['margin']:.2f}  "
+        + " ".join(str(q["text"]).split())[:70]
+        for q in queue
+    ]
+    ctx.emit({"episodes": queue}, "\n".join(lines) or "no scored episode without a human label")
     return 0
 
 

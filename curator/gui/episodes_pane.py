@@ -38,6 +38,7 @@ from curator.gui.episode_model import (
     label_in_force,
     model_label_text,
 )
+from curator.gui.relearn import Relearner
 from curator.gui.services import AppServices
 from curator.store.episode_queries import (
     LABEL_FILTERS,
@@ -66,6 +67,7 @@ LABEL_FILTER_TEXT = {
     "model": "Labelled by the model",
     "human": "Labelled by a human",
     "unlabelled": "Unlabelled",
+    "uncertain": "Uncertain first",
 }
 
 COLUMN_WIDTHS = {"time": 125, "source": 85, "label": 165, "model_label": 140, "human_label": 105}
@@ -164,6 +166,10 @@ class EpisodesPane(QWidget):
         self.setObjectName("episodesPane")
         self.services = services
         self.model = EpisodeTableModel(services.store, parent=self)
+        # relabels retrain the learned classifier in the background (debounced)
+        self.relearner = Relearner(services.store, self)
+        self.relearner.finished.connect(self._relearned)
+        self.relearner.failed.connect(lambda msg: self.status_message.emit(f"Learning: {msg}"))
 
         # filters
         self.label_combo = QComboBox()
@@ -417,12 +423,36 @@ class EpisodesPane(QWidget):
         self.status_message.emit(f"Undid the relabel of {len(ids)} episode(s).")
 
     def _after_relabel(self, ids: list[int]) -> None:
+        self.relearner.schedule()
+        if self.model.filter.label == "uncertain":
+            self._advance_queue()
+            return
         if self.model.filter.label == "all":
             self.model.refresh_ids(ids)  # rows stay, only their text changes
         else:
             self.refresh()  # a label filter may now exclude or include them
         self._show_selected()
         self.data_changed.emit()
+
+    def _advance_queue(self) -> None:
+        """Uncertain first: the relabelled episodes left the queue; select the next one."""
+        self.model.reload()
+        self._update_count()
+        if self.model.rowCount():
+            self.select_ids([self.model.episode_id(0)])
+            self.table.scrollToTop()
+        self._show_selected()
+        self.data_changed.emit()
+
+    def _relearned(self, report: object) -> None:
+        summary = getattr(report, "summary", None)
+        if callable(summary):
+            self.status_message.emit(str(summary()))
+        self.refresh()
+
+    def shutdown(self) -> None:
+        """Window close: wait for a running retrain (never leave its thread behind)."""
+        self.relearner.shutdown()
 
     # -- pane API -------------------------------------------------------------------------
 

@@ -105,6 +105,7 @@ class LlamaCppBackend:
         self.grammar_fallbacks = 0
         #: Thread counts measured for this model (None: fixed by the settings).
         self.tuning: Tuning | None = None
+        self._embedder: Any = None  # curator.llm.embeddings.LlamaEmbedder, made on first embed()
         n_layer = int(llama_cpp.llama_model_n_layer(llm.model))
         if llama_cpp.llama_supports_gpu_offload():
             wanted = settings.n_gpu_layers
@@ -197,7 +198,23 @@ class LlamaCppBackend:
             self.tuning = measure(self.llm, self.model_info.path, candidate_counts())
             return self.tuning
 
+    def embed(
+        self, texts: Sequence[str], *, should_stop: StopCheck | None = None
+    ) -> npt.NDArray[np.float32]:
+        """Mean-pooled, normalised embeddings of ``texts`` (a second context, made lazily)."""
+        if self._embedder is None:
+            from curator.llm.embeddings import LlamaEmbedder
+
+            self._embedder = LlamaEmbedder(
+                self.model_info.path,
+                n_threads=self.settings.n_threads,
+                n_gpu_layers=self.settings.n_gpu_layers,
+            )
+        return self._embedder.embed(texts, should_stop=should_stop)
+
     def close(self) -> None:
+        if self._embedder is not None:
+            self._embedder.close()
         self.llm.close()
 
     # -- internals -------------------------------------------------------------------------

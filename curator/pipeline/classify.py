@@ -24,10 +24,14 @@ from curator.llm.runlog import (
     RunResult,
     TraceRecord,
     finish_run,
+    model_provenance,
     one_line,
     start_run,
     trace_fields,
 )
+from curator.pipeline.calibrate import label_bias
+from curator.pipeline.features import prepare_features, score_fields
+from curator.pipeline.learn import relearn
 from curator.pipeline.progress import Cancelled, Progress, TaskState
 from curator.store.db import Store
 from curator.store.identity import current_identity
@@ -100,7 +104,9 @@ def classify_episodes(
     total = len(ids)
     state.tick = Heartbeat(store, run_id)
     state.report(Progress(STEP, 0, total, message=f"{total} episodes to classify"))
+    sha = str(model_provenance(backend)["model_sha256"])
     try:
+        bias = label_bias(store, backend, prefix, answer_prefix=prompt.assistant, model_sha256=sha)
         for done, episode_id in enumerate(ids, 1):
             state.check()
             episode = Episode.get_or_none(Episode.id == episode_id)
@@ -119,7 +125,8 @@ def classify_episodes(
                 raise Cancelled("cancelled during the prompt") from None
             # Checked here too, whatever the backend: a NaN confidence must never be stored.
             require_finite("label scores", [scores.confidence, *scores.probabilities.values()])
-            _store_label(store, run_id, episode_id, scores, prompt)
+            fields = score_fields(store, scores.probabilities, bias, sha)
+            _store_label(store, run_id, episode_id, scores, prompt, fields)
             counts[scores.label] += 1
             counts["classified"] += 1
             counts["truncated"] += int(scores.truncated)
@@ -134,6 +141,19 @@ def classify_episodes(
                     message=f"episode {episode_id}: {scores.label} ({scores.confidence:.0%})",
                 )
             )
+        counts.update(
+            prepare_features(
+                store,
+                backend,
+                state,
+                ids,
+                prefix=prefix,
+                answer_prefix=prompt.assistant,
+                bias=bias,
+                sha=sha,
+            )
+        )
+        counts["learned"] = relearn(store, sha).predicted
     except Cancelled:
         message = f"cancelled after {counts['classified']} of {total} episodes"
         finish_run(store, run_id, "cancelled", message, stats=counts)
@@ -148,7 +168,9 @@ def classify_episodes(
     return RunResult(run_id, "done", counts, message)
 
 
-def _store_label(store: Store, run_id: int, episode_id: int, scores: Any, prompt: Any) -> None:
+def _store_label(
+    store: Store, run_id: int, episode_id: int, scores: Any, prompt: Any, fields: dict[str, Any]
+) -> None:
     now = utcnow()
     record = TraceRecord(
         step=STEP,
@@ -174,8 +196,10 @@ def _store_label(store: Store, run_id: int, episode_id: int, scores: Any, prompt
             model_confidence=scores.confidence,
             model_run=run_id,
             classify_truncated=bool(scores.truncated),
+            **fields,
         ).where(Episode.id == episode_id).execute()
-        Episode.update(label=scores.label, label_by="model", label_at=now).where(
+        shown = fields["predicted_label"]  # the combination (curator.pipeline.learn)
+        Episode.update(label=shown, label_by="model", label_at=now).where(
             (Episode.id == episode_id) & Episode.human_label.is_null()
         ).execute()
         TraceStep.create(**trace_fields(run_id, record))

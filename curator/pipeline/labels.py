@@ -46,6 +46,7 @@ def _load(episode_ids: Sequence[int]) -> list[Episode]:
             Episode.label_by,
             Episode.label_at,
             Episode.model_label,
+            Episode.predicted_label,
         ).where(Episode.id.in_(ids[start : start + _CHUNK])):
             found[episode.id] = episode
     missing = [i for i in ids if i not in found]
@@ -100,13 +101,14 @@ def relabel(store: Store, episode_ids: Sequence[int], label: str, actor: str = "
 
 
 def clear_human_label(store: Store, episode_ids: Sequence[int], actor: str = "human") -> str:
-    """Drop the human labels: the model's label (if any) is in force again."""
+    """Drop the human labels: the predicted (else the model's) label is in force again."""
 
     def model(episode: Episode, now: datetime) -> dict[str, Any]:
+        shown = episode.predicted_label or episode.model_label  # the combination, if any
         return {
             "human_label": None,
-            "label": episode.model_label,
-            "label_by": "model" if episode.model_label is not None else None,
+            "label": shown,
+            "label_by": "model" if shown is not None else None,
             "label_at": now,
         }
 

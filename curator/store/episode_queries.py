@@ -17,8 +17,10 @@ from typing import Any
 from curator.store.db import Store
 from curator.store.models import LABELS
 
-LABEL_FILTERS: tuple[str, ...] = ("all", *LABELS, "model", "human", "unlabelled")
-"""The label filter choices: everything, a label in force, who labelled, or no label."""
+LABEL_FILTERS: tuple[str, ...] = ("all", *LABELS, "model", "human", "unlabelled", "uncertain")
+"""The label filter choices: everything, a label in force, who labelled, or no label;
+``uncertain`` is the queue of episodes without a human label whose predicted label is
+least certain first (``curator.pipeline.learn.uncertain_episode_ids``' order)."""
 
 SORT_KEYS: dict[str, str] = {
     "time": "timestamp",
@@ -122,6 +124,8 @@ def where_clause(flt: EpisodeFilter, *, use_index: bool = True) -> tuple[str, li
         parts.append("human_label IS NOT NULL")
     elif flt.label == "unlabelled":
         parts.append("label IS NULL")
+    elif flt.label == "uncertain":
+        parts.append("human_label IS NULL AND predicted_margin IS NOT NULL")
     elif flt.label != "all":
         raise ValueError(f"unknown label filter {flt.label!r}")
     if flt.source is not None:
@@ -159,7 +163,10 @@ def query_ids(store: Store, flt: EpisodeFilter, sort: EpisodeSort) -> list[int]:
         raise ValueError(f"unknown sort key {sort.key!r}")
     direction = "DESC" if sort.descending else "ASC"
     where, params = where_clause(flt)
-    sql = f"SELECT id FROM episode WHERE {where} ORDER BY {column} {direction}, id {direction}"
+    order = f"{column} {direction}, id {direction}"
+    if flt.label == "uncertain":  # a queue: its order is the point, not the clicked column
+        order = "predicted_margin ASC, id ASC"
+    sql = f"SELECT id FROM episode WHERE {where} ORDER BY {order}"
     return [int(r[0]) for r in store.execute(sql, tuple(params))]
 
 

@@ -98,6 +98,21 @@ MIGRATIONS: tuple[tuple[str, ...], ...] = (
         'CREATE TRIGGER "episode_fts_update" AFTER UPDATE OF "text" ON "episode" BEGIN INSERT INTO "episode_fts" ("episode_fts", "rowid", "text") VALUES (\'delete\', old."id", old."text"); INSERT INTO "episode_fts" ("rowid", "text") VALUES (new."id", new."text"); END',
         'INSERT INTO "episode_fts" ("episode_fts") VALUES (\'rebuild\')',
     ),
+    # the classifier learns from the reviewer: raw and calibrated label scores, the label
+    # bias per model and prompt, episode embeddings per model, and which source decided
+    (
+        'ALTER TABLE "episode" ADD COLUMN "model_scores" TEXT',
+        'ALTER TABLE "episode" ADD COLUMN "calibrated_scores" TEXT',
+        'ALTER TABLE "episode" ADD COLUMN "scores_model_sha256" TEXT',
+        'ALTER TABLE "episode" ADD COLUMN "predicted_label" TEXT',
+        'ALTER TABLE "episode" ADD COLUMN "predicted_by" TEXT',
+        'ALTER TABLE "episode" ADD COLUMN "predicted_confidence" REAL',
+        'ALTER TABLE "episode" ADD COLUMN "predicted_margin" REAL',
+        'CREATE INDEX "episode_predicted_margin" ON "episode" ("predicted_margin")',
+        'CREATE TABLE "label_bias" ("model_sha256" TEXT NOT NULL, "prompt_sha256" TEXT NOT NULL, "probabilities" TEXT NOT NULL, "inputs" TEXT NOT NULL, "created_at" TEXT NOT NULL, PRIMARY KEY ("model_sha256", "prompt_sha256"))',
+        'CREATE TABLE "episode_embedding" ("episode_id" INTEGER NOT NULL, "model_sha256" TEXT NOT NULL, "dim" INTEGER NOT NULL, "vector" BLOB NOT NULL, PRIMARY KEY ("episode_id", "model_sha256"), FOREIGN KEY ("episode_id") REFERENCES "episode" ("id") ON DELETE CASCADE)',
+        'CREATE INDEX "episode_embedding_episode_id" ON "episode_embedding" ("episode_id")',
+    ),
 )
 
 LATEST_VERSION = len(MIGRATIONS)

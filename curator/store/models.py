@@ -21,6 +21,7 @@ from typing import Any
 
 from peewee import (
     AutoField,
+    BlobField,
     BooleanField,
     CompositeKey,
     FloatField,
@@ -174,6 +175,16 @@ class Episode(BaseModel):
     distilled_at = UTCDateTimeField(null=True, index=True)
     distilled_run = ForeignKeyField(Run, null=True, on_delete="SET NULL", backref="distilled")
     distilled_run_id: int | None  # the raw id (peewee's accessor; no query)
+    # Learning from the reviewer (curator.pipeline.learn): the label distributions behind
+    # model_label, raw and contextually calibrated; the label the combination predicts, the
+    # source that decided it ("model" | "calibrated" | "learned"), its confidence and margin.
+    model_scores = JSONField(null=True)
+    calibrated_scores = JSONField(null=True)
+    scores_model_sha256 = TextField(null=True)
+    predicted_label = TextField(null=True)
+    predicted_by = TextField(null=True)
+    predicted_confidence = FloatField(null=True)
+    predicted_margin = FloatField(null=True, index=True)
 
 
 class Pattern(BaseModel):
@@ -358,6 +369,36 @@ class Setting(BaseModel):
     value = JSONField()
 
 
+class LabelBias(BaseModel):
+    """The label distribution a model gives content-free inputs under one prompt version.
+
+    Computed once per (model, prompt) and reused: see :mod:`curator.core.calibration`.
+    """
+
+    model_sha256 = TextField()
+    prompt_sha256 = TextField()
+    probabilities = JSONField()
+    inputs = JSONField()  # the content-free inputs it was measured on
+    created_at = UTCDateTimeField(default=utcnow)
+
+    class Meta:
+        table_name = "label_bias"
+        primary_key = CompositeKey("model_sha256", "prompt_sha256")
+
+
+class EpisodeEmbedding(BaseModel):
+    """One episode's embedding under one model: float32 little-endian bytes."""
+
+    episode = ForeignKeyField(Episode, on_delete="CASCADE", backref="+")
+    model_sha256 = TextField()
+    dim = IntegerField()
+    vector = BlobField()
+
+    class Meta:
+        table_name = "episode_embedding"
+        primary_key = CompositeKey("episode", "model_sha256")
+
+
 ALL_MODELS: tuple[type[BaseModel], ...] = (
     IdentityVersion,
     Run,
@@ -372,4 +413,6 @@ ALL_MODELS: tuple[type[BaseModel], ...] = (
     Changeset,
     ChangeRow,
     Setting,
+    LabelBias,
+    EpisodeEmbedding,
 )

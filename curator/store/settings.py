@@ -68,6 +68,8 @@ RULES: dict[str, Rule] = {
     "update_refreshes_decay": Rule("UPDATE refreshes the decay clock", bool),
     # Most "- " lines one extract call may write (the extract grammar's bound)
     "extract_max_lines": Rule("observations per extract batch", int, 1, 200),
+    # Show the calibrated label while no learned classifier exists (curator.pipeline.calibrate)
+    "calibrate_labels": Rule("calibrated label scores", bool),
 }
 
 
@@ -130,6 +132,7 @@ class Settings:
     untrusted_sources: tuple[str, ...] = ("dm", "replies")
     update_refreshes_decay: bool = False
     extract_max_lines: int = 12
+    calibrate_labels: bool = False
 
     @classmethod
     def from_mapping(cls, values: Mapping[str, Any], *, ignore_unknown: bool = False) -> Settings:

@@ -12,6 +12,7 @@ import pytest
 
 from curator.llm.backend import LabelScores
 from curator.llm.prompts import load_prompt
+from curator.pipeline.calibrate import CONTENT_FREE_INPUTS
 from curator.pipeline.classify import classify_episodes, pending_episode_ids
 from curator.pipeline.progress import Progress, TaskState
 from curator.store.db import Store
@@ -170,7 +171,8 @@ def test_long_episodes_are_truncated_and_say_so(tmp_path: Path, demo_model: Path
 
 
 def test_a_failure_marks_the_run_failed(demo_store: Store, demo_backend) -> None:
-    backend = FaultInjectingBackend(demo_backend, fail_on=2)
+    # the run first measures the label bias on the content-free inputs, then classifies
+    backend = FaultInjectingBackend(demo_backend, fail_on=len(CONTENT_FREE_INPUTS) + 2)
     with pytest.raises(RuntimeError, match="injected failure"):
         classify_episodes(demo_store, backend, TaskState(), limit=3)  # type: ignore[arg-type]
     run = Run.select().order_by(Run.id.desc()).get()

@@ -1,0 +1,388 @@
+"""Learning from the reviewer: a small classifier trained on the human labels.
+
+Features per episode: its embedding under the current model (mean-pooled, normalised; see
+:mod:`curator.llm.embeddings`) and the log of its calibrated label distribution. A
+scikit-learn logistic regression, class-balanced (constitutional episodes are rare) and
+with a fixed seed, is trained on the episodes a person labelled as soon as every label
+has at least :data:`MIN_PER_CLASS` of them; until then the calibrated (or raw) scores
+decide. Training is a few milliseconds for thousands of labels (a linear model on a few
+hundred dimensions), so it runs again after every burst of relabels.
+
+The label shown for an episode without a human label is the combination: the learned
+classifier's when there is one, else the calibrated label, else the model's. Each episode
+records which source decided (``predicted_by``), with what confidence, and the margin
+between its two most probable labels (the uncertainty queue's key).
+
+:func:`learning_curve` and :func:`cross_validated_accuracy` are pure functions of the
+features and labels, so the benchmark, the CLI and the Insights pane share them.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import Counter
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from curator.core.calibration import margin, top_label
+from curator.store.db import Store
+from curator.store.models import LABELS, Episode, EpisodeEmbedding, Run
+
+MIN_PER_CLASS = 3
+"""Human labels every label needs before the learned classifier predicts (documented in
+the README: three per class already beat the model's own scores on the demo gold set)."""
+
+SEED = 0
+CV_FOLDS = 5
+EPSILON = 1e-6
+
+Matrix = npt.NDArray[np.float64]
+
+
+@dataclass(frozen=True)
+class LearnReport:
+    """What one retraining did; ``trained`` is false while some label has too few examples."""
+
+    trained: bool
+    human_labels: dict[str, int]
+    predicted: int
+    changed: int
+    cv_accuracy: float | None
+    cv_labels: int
+    model_sha256: str
+
+    def summary(self) -> str:
+        counts = ", ".join(f"{self.human_labels.get(k, 0)} {k}" for k in LABELS)
+        if not self.trained:
+            return (
+                f"not enough human labels to learn yet ({counts}; {MIN_PER_CLASS} per label needed)"
+            )
+        acc = (
+            "" if self.cv_accuracy is None else f", cross-validated accuracy {self.cv_accuracy:.2f}"
+        )
+        return (
+            f"learned from {self.cv_labels} human labels ({counts}){acc}; "
+            f"{self.predicted} episodes predicted, {self.changed} changed"
+        )
+
+
+# -- features --------------------------------------------------------------------------------
+
+
+def vector_to_blob(vector: npt.NDArray[Any]) -> bytes:
+    return np.asarray(vector, dtype="<f4").tobytes()
+
+
+def blob_to_vector(blob: bytes) -> npt.NDArray[np.float32]:
+    return np.frombuffer(blob, dtype="<f4").astype(np.float32)
+
+
+def feature_row(embedding: npt.NDArray[Any], scores: dict[str, float]) -> Matrix:
+    """Embedding followed by the log calibrated probability of each label."""
+    logs = [math.log(max(float(scores[k]), EPSILON)) for k in LABELS]
+    return np.concatenate([np.asarray(embedding, dtype=np.float64), np.asarray(logs)])
+
+
+def current_model_sha256(store: Store) -> str | None:
+    """The model of the latest classify run (the one whose embeddings are features)."""
+    del store
+    row = (
+        Run.select(Run.model_sha256)
+        .where((Run.kind == "classify") & (Run.model_sha256 != ""))
+        .order_by(Run.id.desc())
+        .first()
+    )
+    return None if row is None else str(row.model_sha256)
+
+
+def load_features(store: Store, model_sha256: str) -> tuple[list[int], Matrix, list[str | None]]:
+    """Ids, feature matrix and human labels of the episodes that have features."""
+    del store
+    query = (
+        Episode.select(
+            Episode.id, Episode.calibrated_scores, Episode.human_label, EpisodeEmbedding.vector
+        )
+        .join(EpisodeEmbedding, on=(EpisodeEmbedding.episode == Episode.id))
+        .where(
+            (EpisodeEmbedding.model_sha256 == model_sha256)
+            & (Episode.scores_model_sha256 == model_sha256)
+            & Episode.calibrated_scores.is_null(False)
+        )
+        .order_by(Episode.id)
+        .objects()
+    )
+    ids: list[int] = []
+    rows: list[Matrix] = []
+    human: list[str | None] = []
+    for row in query:
+        ids.append(int(row.id))
+        rows.append(feature_row(blob_to_vector(row.vector), row.calibrated_scores))  # type: ignore[attr-defined]
+        human.append(row.human_label)
+    matrix = np.vstack(rows) if rows else np.zeros((0, 0))
+    return ids, matrix, human
+
+
+# -- the classifier ---------------------------------------------------------------------------
+
+
+def enough_labels(labels: Iterable[str], minimum: int = MIN_PER_CLASS) -> bool:
+    counts = Counter(labels)
+    return all(counts.get(k, 0) >= minimum for k in LABELS)
+
+
+def fit(features: Matrix, labels: Sequence[str] | npt.NDArray[Any]) -> Any:
+    """A class-balanced logistic regression with a fixed seed (same data, same model)."""
+    from sklearn.linear_model import LogisticRegression
+    from sklearn.pipeline import make_pipeline
+    from sklearn.preprocessing import StandardScaler
+
+    model = make_pipeline(
+        StandardScaler(),
+        LogisticRegression(class_weight="balanced", C=0.1, max_iter=2000, random_state=SEED),
+    )
+    model.fit(features, list(labels))
+    return model
+
+
+def predict_distributions(model: Any, features: Matrix) -> list[dict[str, float]]:
+    classes = [str(c) for c in model.classes_]
+    probs = model.predict_proba(features)
+    out = []
+    for row in probs:
+        dist = {k: 0.0 for k in LABELS}
+        dist.update({c: float(p) for c, p in zip(classes, row, strict=True)})
+        out.append(dist)
+    return out
+
+
+def cross_validated_accuracy(
+    features: Matrix, labels: Sequence[str], *, folds: int = CV_FOLDS
+) -> float | None:
+    """Stratified k-fold accuracy (leave-one-out when a label has fewer than k examples).
+
+    ``None`` until every label has :data:`MIN_PER_CLASS` examples.
+    """
+    if not enough_labels(labels):
+        return None
+    from sklearn.model_selection import LeaveOneOut, StratifiedKFold
+
+    y = np.asarray(labels)
+    smallest = min(Counter(labels).values())
+    splitter: Any = (
+        StratifiedKFold(n_splits=folds, shuffle=True, random_state=SEED)
+        if smallest >= folds
+        else LeaveOneOut()
+    )
+    correct = 0
+    for train, test in splitter.split(features, y):
+        if not enough_labels(y[train], 1):
+            continue
+        model = fit(features[train], y[train])
+        correct += int((model.predict(features[test]) == y[test]).sum())
+    return correct / len(y)
+
+
+@dataclass(frozen=True)
+class CurvePoint:
+    per_class: int
+    labels: int
+    accuracy: float
+    kappa: float
+    macro_f1: float
+
+
+def learning_curve(
+    features: Matrix,
+    labels: Sequence[str],
+    per_class: Sequence[int] = (3, 5, 10, 20),
+    *,
+    seeds: Sequence[int] = tuple(range(10)),
+) -> list[CurvePoint]:
+    """Accuracy against the number of labels: train on k drawn per class, test on the rest.
+
+    Means over ``seeds`` draws. Sizes that leave a label without a test example, or
+    without k examples to draw, are skipped.
+    """
+    from curator.core.calibration import accuracy, cohen_kappa, macro_f1
+
+    y = np.asarray(labels)
+    counts = Counter(labels)
+    points: list[CurvePoint] = []
+    for k in per_class:
+        if any(counts.get(c, 0) <= k for c in LABELS):
+            continue
+        scores: list[tuple[float, float, float]] = []
+        for seed in seeds:
+            train = draw_per_class(y, k, seed)
+            test = np.setdiff1d(np.arange(len(y)), train)
+            pred = [str(p) for p in fit(features[train], y[train]).predict(features[test])]
+            gold = [str(g) for g in y[test]]
+            scores.append(
+                (accuracy(gold, pred), cohen_kappa(gold, pred), macro_f1(gold, pred, LABELS))
+            )
+        mean = np.mean(np.asarray(scores), axis=0)
+        points.append(
+            CurvePoint(k, k * len(LABELS), float(mean[0]), float(mean[1]), float(mean[2]))
+        )
+    return points
+
+
+def human_learning_curve(
+    store: Store,
+    per_class: Sequence[int] = (3, 5, 10, 20),
+    *,
+    seeds: Sequence[int] = tuple(range(5)),
+) -> list[CurvePoint]:
+    """The learning curve on the human labels so far (for the Insights pane)."""
+    sha = current_model_sha256(store)
+    if not sha:
+        return []
+    _, features, human = load_features(store, sha)
+    rows = [i for i, h in enumerate(human) if h is not None]
+    if not rows:
+        return []
+    return learning_curve(features[rows], [str(human[i]) for i in rows], per_class, seeds=seeds)
+
+
+def draw_per_class(labels: npt.NDArray[Any], k: int, seed: int) -> npt.NDArray[np.int64]:
+    """Indices of ``k`` randomly drawn examples of each label (seeded)."""
+    rng = np.random.default_rng(seed)
+    chosen = [rng.choice(np.flatnonzero(labels == c), size=k, replace=False) for c in LABELS]
+    return np.sort(np.concatenate(chosen)).astype(np.int64)
+
+
+# -- the store -------------------------------------------------------------------------------
+
+
+def relearn(store: Store, model_sha256: str | None = None) -> LearnReport:
+    """Retrain on the human labels and re-predict every episode without one.
+
+    Without enough labels the prediction falls back to the calibrated scores (what
+    classify wrote), so a relabel that drops a label below the minimum also undoes the
+    learned predictions.
+    """
+    sha = model_sha256 or current_model_sha256(store) or ""
+    ids, features, human = load_features(store, sha) if sha else ([], np.zeros((0, 0)), [])
+    labelled = [i for i, h in enumerate(human) if h is not None]
+    y = [str(human[i]) for i in labelled]
+    counts = dict(Counter(y))
+    trained = bool(labelled) and enough_labels(y)
+    cv: float | None = None
+    updates: list[tuple[int, str, str, float, float]] = []
+    if trained:
+        x_train = features[labelled]
+        model = fit(x_train, y)
+        cv = cross_validated_accuracy(x_train, y)
+        todo = [i for i, h in enumerate(human) if h is None]
+        if todo:
+            for i, dist in zip(todo, predict_distributions(model, features[todo]), strict=True):
+                label = top_label(dist, LABELS)
+                updates.append((ids[i], label, "learned", dist[label], margin(dist)))
+    changed = _write_predictions(store, updates, fallback=not trained)
+    return LearnReport(trained, counts, len(updates), changed, cv, len(y), sha)
+
+
+def _write_predictions(
+    store: Store, updates: list[tuple[int, str, str, float, float]], *, fallback: bool
+) -> int:
+    """Write learned predictions; without a classifier, return "learned" rows to the scores.
+
+    One ``executemany`` in one transaction: re-predicting 100,000 episodes stays a
+    fraction of a second of database work.
+    """
+    with store.write():
+        if fallback:
+            rows = Episode.select(
+                Episode.id, Episode.model_scores, Episode.calibrated_scores
+            ).where((Episode.predicted_by == "learned") & Episode.human_label.is_null())
+            for row in list(rows):
+                updates.append(
+                    _score_prediction(store, row.id, row.model_scores, row.calibrated_scores)
+                )
+        ids = [u[0] for u in updates]
+        old: dict[int, str | None] = {}
+        for start in range(0, len(ids), 500):
+            chunk = Episode.select(Episode.id, Episode.predicted_label).where(
+                Episode.id.in_(ids[start : start + 500])
+            )
+            old.update((int(row.id), row.predicted_label) for row in chunk)
+        changed = sum(1 for u in updates if old.get(u[0]) != u[1])
+        store.db.connection().executemany(
+            "UPDATE episode SET predicted_label = ?, predicted_by = ?, predicted_confidence = ?, "
+            "predicted_margin = ?, label = CASE WHEN human_label IS NULL THEN ? ELSE label END, "
+            "label_by = CASE WHEN human_label IS NULL THEN 'model' ELSE label_by END "
+            "WHERE id = ?",
+            [(label, by, conf, gap, label, i) for i, label, by, conf, gap in updates],
+        )
+    return changed
+
+
+def _score_prediction(
+    store: Store,
+    episode_id: int,
+    raw: dict[str, float] | None,
+    calibrated: dict[str, float] | None,
+) -> tuple[int, str, str, float, float]:
+    from curator.pipeline.calibrate import calibration_enabled
+
+    if calibrated and calibration_enabled(store):
+        dist, source = calibrated, "calibrated"
+    else:
+        dist, source = raw or {k: 1.0 / len(LABELS) for k in LABELS}, "model"
+    label = top_label(dist, LABELS)
+    return episode_id, label, source, float(dist[label]), margin(dist)
+
+
+def score_prediction(
+    store: Store, raw: dict[str, float], calibrated: dict[str, float]
+) -> tuple[str, str, float, float]:
+    """The prediction from the label scores alone: (label, source, confidence, margin)."""
+    _, label, source, confidence, gap = _score_prediction(store, 0, raw, calibrated)
+    return label, source, confidence, gap
+
+
+# -- the uncertainty queue ---------------------------------------------------------------------
+
+
+def uncertain_episode_ids(
+    store: Store, limit: int | None = None, *, exclude: Sequence[int] = ()
+) -> list[int]:
+    """Episodes without a human label, least certain prediction first.
+
+    Certainty is the margin between the two most probable labels of the prediction in
+    force (learned, calibrated or raw); ties go to the older episode id. Episodes never
+    scored are not in the queue.
+    """
+    del store
+    query = (
+        Episode.select(Episode.id)
+        .where(Episode.human_label.is_null() & Episode.predicted_margin.is_null(False))
+        .order_by(Episode.predicted_margin, Episode.id)
+    )
+    if exclude:
+        query = query.where(Episode.id.not_in(list(exclude)))
+    if limit is not None:
+        query = query.limit(max(0, int(limit)))
+    return [int(row.id) for row in query]
+
+
+def uncertain_queue(store: Store, limit: int) -> list[dict[str, Any]]:
+    """The queue as plain records (for ``curator label --next-uncertain N --json``)."""
+    ids = uncertain_episode_ids(store, limit)
+    rows = {int(e.id): e for e in Episode.select().where(Episode.id.in_(ids))}
+    return [
+        {
+            "id": i,
+            "predicted_label": rows[i].predicted_label,
+            "predicted_by": rows[i].predicted_by,
+            "confidence": rows[i].predicted_confidence,
+            "margin": rows[i].predicted_margin,
+            "model_label": rows[i].model_label,
+            "text": rows[i].text[:200],
+        }
+        for i in ids
+    ]
