@@ -34,7 +34,16 @@ class _Parser(argparse.ArgumentParser):
 
 def build_parser() -> argparse.ArgumentParser:
     # Imported here so each module registers its own subcommands (one place per concern).
-    from curator.cli import data, insights, knowledge, pipeline, recovery, review, settings_cmd
+    from curator.cli import (
+        data,
+        insights,
+        knowledge,
+        models,
+        pipeline,
+        recovery,
+        review,
+        settings_cmd,
+    )
 
     common = _Parser(add_help=False)
     add_common_options(common, suppress_defaults=True)
@@ -46,7 +55,7 @@ def build_parser() -> argparse.ArgumentParser:
     add_common_options(parser, suppress_defaults=False)
     parser.add_argument("--version", action="version", version=f"curator {__version__}")
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
-    for module in (data, pipeline, review, knowledge, recovery, settings_cmd, insights):
+    for module in (data, pipeline, review, knowledge, recovery, settings_cmd, insights, models):
         module.register(subparsers, common)
     return parser
 
