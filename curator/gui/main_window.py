@@ -19,6 +19,7 @@ from PySide6.QtGui import QAction, QCloseEvent, QKeySequence
 from PySide6.QtWidgets import (
     QLabel,
     QMainWindow,
+    QPushButton,
     QSplitter,
     QTabWidget,
     QToolBar,
@@ -32,6 +33,7 @@ from curator.gui.identity_pane import IdentityPane
 from curator.gui.insights_pane import InsightsPane
 from curator.gui.knowledge_import import KnowledgeImporter
 from curator.gui.knowledge_pane import KnowledgePane
+from curator.gui.model_picker import DEMO_NOTICE, demo_model_in_use
 from curator.gui.review_pane import ReviewPane
 from curator.gui.runs_pane import RunsPane
 from curator.gui.services import AppServices
@@ -289,13 +291,24 @@ class MainWindow(QMainWindow):
         self.offload_label.setToolTip("Where the model runs (GPU layers / CPU)")
         self.run_label = QLabel("idle")
         self.run_label.setObjectName("runLabel")
+        self.demo_button = QPushButton(DEMO_NOTICE)
+        self.demo_button.setObjectName("demoNoticeButton")
+        self.demo_button.setFlat(True)
+        self.demo_button.setToolTip("Open Settings to pick a model file or download one")
+        self.demo_button.clicked.connect(self.show_settings)
+        bar.addPermanentWidget(self.demo_button)
         for label in (self.db_label, self.model_label, self.offload_label, self.run_label):
             label.setContentsMargins(8, 0, 8, 0)
             bar.addPermanentWidget(label)
         self.update_status()
 
     def update_status(self) -> None:
-        self.model_label.setText(f"Model: {model_display_name(self.services.settings())}")
+        settings = self.services.settings()
+        self.model_label.setText(f"Model: {model_display_name(settings)}")
+        self.demo_button.setVisible(demo_model_in_use(settings))
+
+    def show_settings(self) -> None:
+        self.tabs.setCurrentWidget(self.pane("settingsPane"))
 
     def show_message(self, text: str) -> None:
         self.statusBar().showMessage(text, 8000)

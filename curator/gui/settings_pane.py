@@ -28,6 +28,7 @@ from PySide6.QtWidgets import (
 )
 
 from curator.errors import CuratorError
+from curator.gui.model_picker import DEMO_NOTICE, CatalogueBox, LocalModelsBox
 from curator.gui.services import AppServices
 from curator.llm.backend import BackendSettings
 from curator.llm.llama_cpp_backend import load_backend
@@ -196,6 +197,10 @@ class SettingsPane(QWidget):
         model_form = QFormLayout(model_box)
         model_form.addRow("Model file", path_row)
         model_form.addRow("", self.model_info)
+        self.demo_notice = QLabel(f"<b>{DEMO_NOTICE[0].upper()}{DEMO_NOTICE[1:]}</b> below.")
+        self.demo_notice.setObjectName("demoNotice")
+        self.demo_notice.setWordWrap(True)
+        model_form.addRow("", self.demo_notice)
         model_form.addRow("GPU layers", self.gpu_layers)
         model_form.addRow("Context size", self.n_ctx)
         model_form.addRow("Threads", self.n_threads)
@@ -265,8 +270,19 @@ class SettingsPane(QWidget):
         buttons.addWidget(self.revert_button)
         buttons.addWidget(self.apply_button)
 
+        # models already on this computer, and the catalogue (they fill the model field)
+        self.local_models = LocalModelsBox(self)
+        self.local_models.model_chosen.connect(self.choose_model)
+        self.catalogue = CatalogueBox(self)
+        self.catalogue.model_chosen.connect(self.choose_model)
+        self.catalogue.message.connect(self.status_message)
+        pickers = QHBoxLayout()
+        pickers.addWidget(self.local_models, 1)
+        pickers.addWidget(self.catalogue, 1)
+
         layout = QVBoxLayout(self)
         layout.addWidget(model_box)
+        layout.addLayout(pickers)
         layout.addWidget(pipeline_box)
         layout.addLayout(buttons)
         layout.addStretch(1)
@@ -282,6 +298,12 @@ class SettingsPane(QWidget):
             self.model_edit.setText(path)
             self.show_model_info()
 
+    def choose_model(self, path: str) -> None:
+        """A model picked from a list: shown at once, checked and saved on Apply."""
+        self.model_edit.setText(path)
+        self.show_model_info()
+        self.status_message.emit(f"{Path(path).name} chosen: press Apply to check and use it.")
+
     def _use_demo_model(self) -> None:
         self.model_edit.clear()
         self.show_model_info()
@@ -289,8 +311,12 @@ class SettingsPane(QWidget):
     def show_model_info(self) -> None:
         """Read the GGUF header at once (fast) so the user sees what they picked."""
         path = self.model_edit.text().strip()
+        demo_file = demo_model_path()
+        self.demo_notice.setVisible(
+            not path or (demo_file is not None and Path(path).expanduser() == demo_file)
+        )
         if not path:
-            demo = demo_model_path()
+            demo = demo_file
             if demo is None:
                 self.model_info.setText("The demo model is not installed: choose a GGUF file.")
                 return
@@ -454,3 +480,5 @@ class SettingsPane(QWidget):
     def shutdown(self) -> None:
         """Wait for a running validation or re-tune (called when the window closes)."""
         self._pool.waitForDone()
+        self.local_models.shutdown()
+        self.catalogue.shutdown()  # cancels a download; its .part file stays for a resume

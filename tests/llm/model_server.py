@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 import threading
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -15,6 +16,8 @@ class ServerState:
     data: bytes
     drop_after: int | None = None
     """Close the connection after sending this many body bytes (once), mid-response."""
+    throttle_s: float = 0.0
+    """Pause this long after each 64 KiB sent (a slow server, for cancel tests)."""
     ranges: list[str | None] = field(default_factory=list)
     """The Range header of every request (None when absent), in order."""
 
@@ -58,6 +61,11 @@ class _Handler(BaseHTTPRequestHandler):
                 self.wfile.write(body[:cut])
                 self.wfile.flush()
                 self.close_connection = True
+                return
+            if state.throttle_s:
+                for i in range(0, len(body), 1 << 16):
+                    self.wfile.write(body[i : i + (1 << 16)])
+                    time.sleep(state.throttle_s)
                 return
             self.wfile.write(body)
         except (BrokenPipeError, ConnectionResetError):
