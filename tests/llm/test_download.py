@@ -207,3 +207,15 @@ def test_bad_catalogues_are_refused(tmp_path: Path) -> None:
         load_catalogue(bad)
     bad.write_text(json.dumps({"models": [good]}))
     assert replace(load_catalogue(bad)[0], note="x").file == "a.gguf"
+
+
+def test_disk_full_while_writing_keeps_the_part_and_says_so(tmp_path: Path) -> None:
+    # Test double: the write error a full disk raises (ENOSPC) cannot be provoked here.
+    import errno
+
+    from curator.llm.download import _disk_error
+
+    error = _disk_error(OSError(errno.ENOSPC, "No space left on device"), tmp_path / "m.part")
+    assert "disk is full" in str(error) and "resume" in str(error)
+    other = _disk_error(OSError(errno.EACCES, "Permission denied"), tmp_path / "m.part")
+    assert "Permission denied" in str(other)
