@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import errno
 import hashlib
 import json
 import threading
 from collections.abc import Iterator
 from dataclasses import replace
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -209,13 +211,45 @@ def test_bad_catalogues_are_refused(tmp_path: Path) -> None:
     assert replace(load_catalogue(bad)[0], note="x").file == "a.gguf"
 
 
-def test_disk_full_while_writing_keeps_the_part_and_says_so(tmp_path: Path) -> None:
-    # Test double: the write error a full disk raises (ENOSPC) cannot be provoked here.
-    import errno
+class _FillsUp:
+    """Test double: a .part file on a disk that fills after the first chunk (ENOSPC).
 
-    from curator.llm.download import _disk_error
+    A really full disk cannot be arranged on the test machine."""
 
-    error = _disk_error(OSError(errno.ENOSPC, "No space left on device"), tmp_path / "m.part")
-    assert "disk is full" in str(error) and "resume" in str(error)
-    other = _disk_error(OSError(errno.EACCES, "Permission denied"), tmp_path / "m.part")
-    assert "Permission denied" in str(other)
+    def __init__(self, handle: Any) -> None:
+        self.handle = handle
+        self.writes = 0
+
+    def write(self, data: bytes) -> int:
+        self.writes += 1
+        if self.writes > 1:
+            raise OSError(errno.ENOSPC, "No space left on device")
+        return int(self.handle.write(data))
+
+    def __enter__(self) -> _FillsUp:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.handle.close()
+
+
+def test_disk_full_while_writing_keeps_the_part_and_says_so(
+    tmp_path: Path,
+    server: tuple[str, ServerState],
+    demo_bytes: bytes,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    real_open = Path.open
+
+    def open_filling(self: Path, mode: str = "r", *args: Any, **kwargs: Any) -> Any:
+        handle = real_open(self, mode, *args, **kwargs)
+        return _FillsUp(handle) if self.suffix == ".part" and "b" in mode else handle
+
+    monkeypatch.setattr(Path, "open", open_filling)
+    url, _ = server
+    with pytest.raises(DownloadError, match=r"disk is full.*resume"):
+        download_model(_entry(url + "/model.gguf", demo_bytes), tmp_path)
+    monkeypatch.undo()
+    part = tmp_path / "demo.gguf.part"
+    assert 0 < part.stat().st_size < len(demo_bytes)
+    assert not (tmp_path / "demo.gguf").exists()
