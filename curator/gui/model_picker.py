@@ -32,7 +32,7 @@ from PySide6.QtWidgets import (
 from curator.errors import CuratorError
 from curator.llm.catalogue import CatalogueEntry, entry_state, load_catalogue
 from curator.llm.discovery import LocalModel, find_local_models
-from curator.llm.download import DownloadResult, Progress, download_model
+from curator.llm.download import DownloadCancelled, DownloadResult, Progress, download_model
 from curator.llm.model_file import MODEL_ENV, demo_model_path
 from curator.store.settings import Settings
 
@@ -63,6 +63,7 @@ class _Signals(QObject):
     progress = Signal(object)
     downloaded = Signal(object)
     failed = Signal(str)
+    cancelled = Signal(str)
 
 
 class _Scan(QRunnable):
@@ -91,6 +92,8 @@ class _Download(QRunnable):
             result = download_model(
                 self.entry, self.directory, progress=self.signals.progress.emit, cancel=self.cancel
             )
+        except DownloadCancelled as exc:
+            self.signals.cancelled.emit(str(exc))
         except CuratorError as exc:
             self.signals.failed.emit(str(exc))
         except Exception as exc:  # reported to the user, never lost
@@ -199,6 +202,8 @@ class CatalogueBox(QGroupBox):
 
     model_chosen = Signal(str)
     message = Signal(str)
+    download_failed = Signal(str)
+    """A failure the user must see (checksum mismatch, full disk, HTTP error); not a cancel."""
 
     def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__("Download a model", parent)
@@ -215,6 +220,7 @@ class CatalogueBox(QGroupBox):
         self._signals.progress.connect(self._progress)
         self._signals.downloaded.connect(self._downloaded)
         self._signals.failed.connect(self._failed)
+        self._signals.cancelled.connect(self._cancelled)
         self.table = _table(["Model", "RAM", "Context", "Licence", "State"], "catalogueModels")
         self.progress = QProgressBar()
         self.progress.setObjectName("downloadProgress")
@@ -308,6 +314,12 @@ class CatalogueBox(QGroupBox):
         self._end()
         self.status.setText(reason)
         self.message.emit(reason)
+        self.download_failed.emit(reason)
+
+    def _cancelled(self, reason: str) -> None:
+        self._end()
+        self.status.setText(reason)
+        self.message.emit("Download cancelled.")
 
     def shutdown(self) -> None:
         self.cancel()

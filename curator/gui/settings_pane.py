@@ -276,6 +276,9 @@ class SettingsPane(QWidget):
         self.catalogue = CatalogueBox(self)
         self.catalogue.model_chosen.connect(self.choose_model)
         self.catalogue.message.connect(self.status_message)
+        self.catalogue.download_failed.connect(
+            lambda reason: self.services.dialogs.warning(self, "Download failed", reason)
+        )
         pickers = QHBoxLayout()
         pickers.addWidget(self.local_models, 1)
         pickers.addWidget(self.catalogue, 1)

@@ -102,7 +102,7 @@ def test_catalogue_download_fills_the_model_field(qtbot, main_window, tmp_path, 
     assert box.table.item(0, 4).text() == "downloaded"
 
 
-def test_catalogue_download_can_be_cancelled(qtbot, main_window, tmp_path, demo_model):
+def test_catalogue_download_can_be_cancelled(qtbot, main_window, services, tmp_path, demo_model):
     pane = _settings_pane(main_window)
     data = demo_model.read_bytes()
     box = pane.catalogue
@@ -117,6 +117,29 @@ def test_catalogue_download_can_be_cancelled(qtbot, main_window, tmp_path, demo_
         qtbot.mouseClick(box.cancel_button, Qt.MouseButton.LeftButton)
         qtbot.waitUntil(lambda: not box.downloading, timeout=20_000)
     assert "cancelled" in box.status.text()
+    assert not services.dialogs.shown  # a cancel is not an error
     assert not (tmp_path / "models" / "demo.gguf").exists()
     assert box.table.item(0, 4).text().startswith("partial")
+    assert pane.model_edit.text() == ""
+
+
+def test_checksum_mismatch_is_a_dialog_and_leaves_nothing(
+    qtbot, main_window, services, tmp_path, demo_model
+):
+    pane = _settings_pane(main_window)
+    data = demo_model.read_bytes()
+    box = pane.catalogue
+    with serve(data) as (url, _):
+        catalogue = _catalogue(tmp_path, url + "/model.gguf", data)
+        document = json.loads(catalogue.read_text())
+        document["models"][0]["sha256"] = "f" * 64
+        catalogue.write_text(json.dumps(document))
+        box.catalogue_path = catalogue
+        box.directory = tmp_path / "models"
+        box.reload()
+        box.table.selectRow(0)
+        box.download_selected()
+        qtbot.waitUntil(lambda: not box.downloading, timeout=60_000)
+    assert "checksum mismatch" in services.dialogs.shown[-1].text()
+    assert list((tmp_path / "models").iterdir()) == []
     assert pane.model_edit.text() == ""
