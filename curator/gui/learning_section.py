@@ -33,7 +33,7 @@ class LearningCurveChart(pg.PlotWidget):
 
     def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(parent=parent)
-        _style(self, "on the held-out human labels", "human labels per label (trained on)")
+        _style(self, "score on the held-out human labels", "human labels per label (trained on)")
         item = self.getPlotItem()
         item.addLegend(offset=(-10, -10))  # bottom right: the curves rise towards the top
         item.setYRange(0.0, 1.0, padding=0.05)
