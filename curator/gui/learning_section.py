@@ -13,12 +13,16 @@ from __future__ import annotations
 
 import pyqtgraph as pg
 from PySide6.QtCore import Qt
+from PySide6.QtGui import QPalette
 from PySide6.QtWidgets import QLabel, QStackedWidget, QVBoxLayout, QWidget
 
 from curator.gui.insights_charts import _style
 from curator.gui.insights_parts import num
 from curator.pipeline.insights import Insights
 from curator.pipeline.learn import MIN_PER_CLASS
+
+X_RANGE = (0.0, 21.0)
+"""Labels per label on the x axis: the curve's sizes are 3, 5, 10 and 20."""
 
 SOURCE_NAMES = {
     "human": "a person",
@@ -35,8 +39,11 @@ class LearningCurveChart(pg.PlotWidget):
         super().__init__(parent=parent)
         _style(self, "score on the held-out human labels", "human labels per label (trained on)")
         item = self.getPlotItem()
-        item.addLegend(offset=(-10, -10))  # bottom right: the curves rise towards the top
+        fg = self.palette().color(QPalette.ColorRole.WindowText)
+        # bottom right: the curves rise towards the top
+        item.addLegend(offset=(-10, -10), labelTextColor=fg)
         item.setYRange(0.0, 1.0, padding=0.05)
+        item.setXRange(*X_RANGE, padding=0)
         item.getViewBox().setMouseEnabled(x=False, y=False)
         self.accuracy = pg.PlotDataItem(
             pen=pg.mkPen((70, 130, 200), width=2),
@@ -59,10 +66,12 @@ class LearningCurveChart(pg.PlotWidget):
         # kappa can be negative (worse than chance); the axis follows it down
         kappas = [float(p["kappa"]) for p in points]
         self.kappa.setData(x, kappas)
-        low = min([0.0, *kappas])
-        self.getPlotItem().setYRange(low, 1.0, padding=0.05)
-        if x:
-            self.getPlotItem().setXRange(min(x), max(x), padding=0.1)
+        item = self.getPlotItem()
+        item.setYRange(min([0.0, *kappas]), 1.0, padding=0.05)
+        # ticks at the drawn sizes only, on a fixed range: a lone first point sits where
+        # the next ones will join it instead of filling the plot with fractional ticks
+        item.getAxis("bottom").setTicks([[(v, f"{v:g}") for v in x]] if x else None)
+        item.setXRange(X_RANGE[0], max([X_RANGE[1], *[v + 1 for v in x]]), padding=0)
 
 
 class LearningSection(QWidget):
