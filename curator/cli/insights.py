@@ -202,6 +202,8 @@ def _learning(insights: Insights) -> list[str]:
             f"  {p['per_class']:>3} per label ({p['labels']:>3} labels): accuracy "
             f"{_num(p['accuracy'])}  kappa {_num(p['kappa'])}  macro-F1 {_num(p['macro_f1'])}"
         )
+    if insights.learning_curve and sources.next_point_hint():
+        lines.append(f"  {sources.next_point_hint()}")
     return lines
 
 

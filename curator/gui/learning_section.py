@@ -128,7 +128,8 @@ class LearningSection(QWidget):
             self.accuracy_label.setText(
                 f"Cross-validated accuracy <b>{num(sources.cv_accuracy)}</b> on "
                 f"{sources.cv_labels} human labels ({per_class}). The curve: the classifier "
-                f"trained on k labels per label, tested on the rest, mean of a few draws."
+                f"trained on k labels per label, tested on the rest, mean of a few draws. "
+                + sources.next_point_hint()
             )
         total = sum(sources.decided.values())
         parts = [

@@ -59,6 +59,7 @@ from curator.store.settings import load_settings
 __all__ = [
     "BULK_ACTORS",
     "CURVE_SEEDS",
+    "CURVE_SIZES",
     "HISTOGRAM_BINS",
     "Insights",
     "LabelSources",
@@ -73,6 +74,8 @@ BULK_ACTORS = ("cli --accept-all", "model")
 
 HISTOGRAM_BINS = 40
 SEED = 0
+CURVE_SIZES = (3, 5, 10, 20)
+"""Human labels per label the learning curve trains on (as the quality benchmark)."""
 CURVE_SEEDS = (0, 1, 2)
 """Draws per point of the learning curve: three keep the whole curve a few dozen small
 fits (well under a second for a few hundred labels); the benchmark averages ten."""
@@ -127,6 +130,10 @@ class RunPoint:
         }
 
 
+def _listed(parts: list[str]) -> str:
+    return ", ".join(parts[:-1]) + (" and " if len(parts) > 1 else "") + parts[-1]
+
+
 @dataclass(frozen=True)
 class LabelSources:
     """Who decided the labels shown, and what the learned classifier rests on.
@@ -155,8 +162,17 @@ class LabelSources:
         missing = [f"{n} more {label}" for label, n in self.needed_for_curve.items() if n]
         if not missing:
             return ""
-        listed = ", ".join(missing[:-1]) + (" and " if len(missing) > 1 else "") + missing[-1]
-        return f"Label {listed} episodes to see the learning curve."
+        return f"Label {_listed(missing)} episodes to see the learning curve."
+
+    def next_point_hint(self) -> str:
+        """How many more labels the curve's next size needs ("" when all are drawn)."""
+        for k in CURVE_SIZES:
+            missing = [f"{k + 1 - n} more {label}" for label, n in self.per_class.items() if n <= k]
+            if missing:  # the first size is curve_hint's: no curve yet
+                if k == CURVE_SIZES[0]:
+                    return ""
+                return f"Label {_listed(missing)} episodes for the point at {k} per label."
+        return ""
 
     def to_json(self) -> dict[str, object]:
         return {
@@ -396,7 +412,7 @@ def _learning(store: Store) -> tuple[list[dict[str, Any]], LabelSources]:
     cv: float | None = None
     if features is not None and rows:
         x = features[rows]
-        points = learn.learning_curve(x, y, seeds=CURVE_SEEDS)
+        points = learn.learning_curve(x, y, CURVE_SIZES, seeds=CURVE_SEEDS)
         curve = [asdict(p) for p in points]
         cv = learn.cross_validated_accuracy(x, y)
     sources = LabelSources(

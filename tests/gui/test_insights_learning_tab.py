@@ -56,6 +56,7 @@ def test_the_tab_draws_the_curve_and_the_sources(
     assert "Who decided the 36 labels shown" in text
     assert "a person <b>24</b>" in text and "the learned classifier <b>5</b>" in text
     assert "on 24 human labels" in section.accuracy_label.text()
+    assert "for the point at 10 per label" in section.accuracy_label.text()
 
 
 def test_empty_state_then_the_curve_after_more_labels(

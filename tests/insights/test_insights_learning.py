@@ -63,6 +63,11 @@ def test_curve_and_sources_match_the_classifier(learning_store: Store) -> None:
     assert sources.needed_for_curve == {"constitutional": 0, "noise": 0, "uncategorized": 0}
     assert sources.cv_accuracy == pytest.approx(learn.cross_validated_accuracy(x, y))
     assert sources.cv_labels == 24
+    assert sources.curve_hint() == ""
+    assert sources.next_point_hint() == (
+        "Label 3 more constitutional, 2 more noise and 4 more uncategorized episodes "
+        "for the point at 10 per label."
+    )
 
     doc = json.loads(dumps(ins.to_json()))
     assert doc["label_sources"]["decided"]["learned"] == 5
@@ -81,6 +86,7 @@ def test_too_few_labels_say_how_many_more(learning_store: Store) -> None:
         "uncategorized": 0,
     }
     assert ins.label_sources.cv_accuracy is None and ins.label_sources.cv_labels == 0
+    assert ins.label_sources.next_point_hint() == ""  # the first point is curve_hint's
     assert json.loads(dumps(ins.to_json()))["learning_curve"] == []
 
 
@@ -115,3 +121,4 @@ def test_cli_json_and_text(learning_store: Store, capsys: pytest.CaptureFixture[
     assert f"{first['accuracy']:.3f}" in block
     assert "human 24, learned 5, calibrated 7, model 0" in block
     assert "on 24 human labels" in block
+    assert "for the point at 10 per label" in block
