@@ -4,7 +4,8 @@ The episodes are written the way classify leaves them (raw and calibrated label 
 the model's hash, a prediction and its source) and each gets an ``episode_embedding`` row
 under the model of the latest classify run, which is what
 :func:`curator.pipeline.learn.load_features` reads. The embeddings are test data: a
-seeded point near its label's centre, so a classifier has something to learn; no model
+seeded point near its label's centre (the classes overlap, so the classifier learns
+something but not everything, and accuracy and kappa differ); no model
 is loaded. Human labels go through the real ``relabel``.
 """
 
@@ -31,7 +32,7 @@ def build_learning(
     do not, the first ``learned`` of those predicted by the learned classifier, the rest
     by the calibrated scores. Returns the episode ids, labelled ones first."""
     rng = np.random.default_rng(7)
-    centres = {k: rng.normal(size=DIM) * 2.0 for k in LABELS}
+    centres = {k: rng.normal(size=DIM) * 0.6 for k in LABELS}
     plan = [k for k in LABELS for _ in range(humans.get(k, 0))]
     plan += [LABELS[i % len(LABELS)] for i in range(unlabelled)]
     n_human = sum(humans.values())
@@ -42,8 +43,8 @@ def build_learning(
         for i, truth in enumerate(plan):
             raw = {k: 0.2 for k in LABELS}
             raw["uncategorized"] = 0.6  # the small model's favourite label, whatever the input
-            calibrated = {k: 1.0 / len(LABELS) for k in LABELS}
-            calibrated[truth] += 0.1
+            # near uniform, as calibration leaves the demo model's scores: little signal
+            calibrated = {k: 1.0 / len(LABELS) + float(rng.uniform(0, 0.05)) for k in LABELS}
             total = sum(calibrated.values())
             calibrated = {k: v / total for k, v in calibrated.items()}
             source = "learned" if 0 <= i - n_human < learned else "calibrated"
