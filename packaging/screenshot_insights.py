@@ -148,7 +148,12 @@ def main(out_dir: str) -> int:
         window.tabs.setCurrentWidget(pane)
         pane.refresh()
         loop.exec()
-        shots = ("insights.png", "insights-gate.png", "insights-forecast.png")
+        shots = (
+            "insights.png",
+            "insights-gate.png",
+            "insights-forecast.png",
+            "insights-learning.png",
+        )
         for index, name in enumerate(shots):
             pane.sections.setCurrentIndex(index)
             if index == 1:  # show the what-if of a lower UPDATE threshold

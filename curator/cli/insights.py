@@ -15,6 +15,7 @@ from curator.cli.common import CommandContext
 from curator.errors import CuratorError
 from curator.llm.prompts import PromptError, load_prompt
 from curator.pipeline.insights import Insights, compute_insights, dumps
+from curator.pipeline.learn import MIN_PER_CLASS
 from curator.store.models import Run
 from curator.store.settings import load_settings
 
@@ -171,7 +172,39 @@ def render(insights: Insights) -> str:
         floored = [p.below_floor for p in in_prompt if p.below_floor is not None]
         first = min(floored).strftime("%Y-%m-%d") if floored else "never"
         lines.append(f"  UPDATE {name}: first pattern of the prompt below {f.floor:g} on {first}")
+    lines.append("")
+    lines += _learning(insights)
     return "\n".join(lines)
+
+
+def _learning(insights: Insights) -> list[str]:
+    """The learned classifier: who decided the labels shown, its accuracy, its curve."""
+    sources = insights.label_sources
+    if sources is None:
+        return []
+    lines = ["Learning from the reviewer"]
+    decided = ", ".join(f"{name} {count}" for name, count in sources.decided.items())
+    lines.append(f"  labels shown decided by: {decided}")
+    if sources.cv_accuracy is None:
+        lines.append(
+            f"  cross-validated accuracy: not yet ({MIN_PER_CLASS} human labels per label needed)"
+        )
+    else:
+        lines.append(
+            f"  cross-validated accuracy {_num(sources.cv_accuracy)} on "
+            f"{sources.cv_labels} human labels"
+        )
+    hint = sources.curve_hint()
+    if hint:
+        lines.append(f"  {hint}")
+    for p in insights.learning_curve or []:
+        lines.append(
+            f"  {p['per_class']:>3} per label ({p['labels']:>3} labels): accuracy "
+            f"{_num(p['accuracy'])}  kappa {_num(p['kappa'])}  macro-F1 {_num(p['macro_f1'])}"
+        )
+    if insights.learning_curve and sources.next_point_hint():
+        lines.append(f"  {sources.next_point_hint()}")
+    return lines
 
 
 def cmd_replay(ctx: CommandContext) -> int:

@@ -9,8 +9,9 @@ the ratios already loaded (a core function over a list, no database access). "Ap
 thresholds" writes the two settings on the same pool thread and can be undone with the
 button next to it.
 
-Sections are tabs; a later feature adds its own with :meth:`InsightsPane.add_section`
-(the learned classifier's learning curve goes there).
+Sections are tabs; a later feature adds its own with :meth:`InsightsPane.add_section`.
+The learned classifier's tab (:mod:`curator.gui.learning_section`) is one: its curve is
+computed with the rest on the pool thread.
 """
 
 from __future__ import annotations
@@ -53,6 +54,7 @@ from curator.gui.insights_parts import (
     pct,
     table_view,
 )
+from curator.gui.learning_section import LearningSection
 from curator.gui.qt_models import RowTableModel
 from curator.pipeline.insights import Insights, compute_insights
 from curator.pipeline.replay import ReplayResult
@@ -114,6 +116,8 @@ class InsightsPane(QWidget):
         self.sections.addTab(self._build_agreement(), "Model vs human")
         self.sections.addTab(self._build_gate(), "Gate and thresholds")
         self.sections.addTab(self._build_forecast(), "Decay forecast")
+        self.learning = LearningSection()
+        self.add_section(self.learning, "Learning")
 
         layout = QVBoxLayout(self)
         layout.addLayout(top)
@@ -396,6 +400,7 @@ class InsightsPane(QWidget):
         )
         for column in range(len(FORECAST_COLUMNS) - 1):  # the text column takes the rest
             self.forecast_view.resizeColumnToContents(column)
+        self.learning.set_insights(ins)
 
     def what_if(self) -> WhatIf | None:
         if self.insights is None:

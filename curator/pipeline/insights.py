@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import json
 from collections import defaultdict
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from datetime import datetime
 from typing import Any
 
@@ -50,6 +50,7 @@ from curator.core.whatif import (
     quality_what_if,
     threshold_what_if,
 )
+from curator.pipeline import learn
 from curator.store.db import Store
 from curator.store.decay_clock import update_refreshes_decay
 from curator.store.models import LABELS, utcnow
@@ -57,8 +58,11 @@ from curator.store.settings import load_settings
 
 __all__ = [
     "BULK_ACTORS",
+    "CURVE_SEEDS",
+    "CURVE_SIZES",
     "HISTOGRAM_BINS",
     "Insights",
+    "LabelSources",
     "Override",
     "RunPoint",
     "compute_insights",
@@ -70,6 +74,12 @@ BULK_ACTORS = ("cli --accept-all", "model")
 
 HISTOGRAM_BINS = 40
 SEED = 0
+CURVE_SIZES = (3, 5, 10, 20)
+"""Human labels per label the learning curve trains on (as the quality benchmark)."""
+CURVE_SEEDS = (0, 1, 2)
+"""Draws per point of the learning curve: three keep the whole curve a few dozen small
+fits (well under a second for a few hundred labels); the benchmark averages ten."""
+SOURCES = ("human", "learned", "calibrated", "model")
 
 
 @dataclass(frozen=True)
@@ -120,6 +130,62 @@ class RunPoint:
         }
 
 
+def _listed(parts: list[str]) -> str:
+    return ", ".join(parts[:-1]) + (" and " if len(parts) > 1 else "") + parts[-1]
+
+
+@dataclass(frozen=True)
+class LabelSources:
+    """Who decided the labels shown, and what the learned classifier rests on.
+
+    ``decided`` counts the labels in force by source: a person's label wins, else the
+    prediction's source (``predicted_by``). ``predicted_by`` counts every scored episode's
+    prediction, including those a person has since labelled. ``per_class`` counts the
+    human labels that have features (an embedding under the current model): the ones the
+    classifier, its cross-validated accuracy and the learning curve can use;
+    ``needed_for_curve`` is how many more of each label the curve's first point needs
+    (k labels to train on plus one to test).
+    """
+
+    decided: dict[str, int]
+    predicted_by: dict[str, int]
+    human_labels: int
+    per_class: dict[str, int]
+    needed_for_curve: dict[str, int]
+    cv_accuracy: float | None
+    cv_labels: int
+
+    def curve_hint(self) -> str:
+        """What stands between the reviewer and the curve ("" when it can be drawn)."""
+        if self.human_labels and not any(self.per_class.values()):
+            return "Classify the episodes first: the curve learns from their embeddings."
+        missing = [f"{n} more {label}" for label, n in self.needed_for_curve.items() if n]
+        if not missing:
+            return ""
+        return f"Label {_listed(missing)} episodes to see the learning curve."
+
+    def next_point_hint(self) -> str:
+        """How many more labels the curve's next size needs ("" when all are drawn)."""
+        for k in CURVE_SIZES:
+            missing = [f"{k + 1 - n} more {label}" for label, n in self.per_class.items() if n <= k]
+            if missing:  # the first size is curve_hint's: no curve yet
+                if k == CURVE_SIZES[0]:
+                    return ""
+                return f"Label {_listed(missing)} episodes for the point at {k} per label."
+        return ""
+
+    def to_json(self) -> dict[str, object]:
+        return {
+            "decided": self.decided,
+            "predicted_by": self.predicted_by,
+            "human_labels": self.human_labels,
+            "human_labels_with_features": self.per_class,
+            "needed_for_curve": self.needed_for_curve,
+            "cv_accuracy": self.cv_accuracy,
+            "cv_labels": self.cv_labels,
+        }
+
+
 @dataclass
 class Insights:
     """Everything the Insights pane draws (see the module docstring for the sources)."""
@@ -147,8 +213,10 @@ class Insights:
     forecast_keep: Forecast
     forecast_refresh: Forecast
     refresh_enabled: bool
-    # Reserved for the learned classifier's learning curve (filled by that feature).
+    # The learned classifier on the human labels so far (curator.pipeline.learn): one
+    # dict per curve point (per_class, labels, accuracy, kappa, macro_f1).
     learning_curve: list[dict[str, Any]] | None = field(default=None)
+    label_sources: LabelSources | None = field(default=None)
 
     def what_if_at(self, skip: float, update: float) -> WhatIf:
         """The gate proposals under other thresholds (no store access: for live dragging)."""
@@ -183,6 +251,7 @@ class Insights:
                 "refresh_clock": self.forecast_refresh.to_json(),
             },
             "learning_curve": self.learning_curve,
+            "label_sources": None if self.label_sources is None else self.label_sources.to_json(),
         }
 
 
@@ -310,6 +379,54 @@ def _patterns(store: Store) -> list[tuple[PatternAge, PatternAge]]:
     return out
 
 
+def _learning(store: Store) -> tuple[list[dict[str, Any]], LabelSources]:
+    """The learning curve and the label sources (fits small models: a pool thread's job).
+
+    The features are read once and shared by the curve and the cross-validation.
+    """
+    decided = dict.fromkeys(SOURCES, 0)
+    sql = (
+        "SELECT CASE WHEN human_label IS NOT NULL THEN 'human' "
+        "ELSE COALESCE(predicted_by, 'model') END, COUNT(*) FROM episode "
+        "WHERE label IS NOT NULL GROUP BY 1"
+    )
+    for source, count in store.execute(sql):
+        decided[str(source)] = decided.get(str(source), 0) + int(count)
+    predicted = dict.fromkeys(SOURCES[1:], 0)
+    sql = "SELECT predicted_by, COUNT(*) FROM episode WHERE predicted_by IS NOT NULL GROUP BY 1"
+    for source, count in store.execute(sql):
+        predicted[str(source)] = int(count)
+    (human_total,) = store.execute("SELECT COUNT(*) FROM episode WHERE human_label IS NOT NULL")[0]
+
+    sha = learn.current_model_sha256(store)
+    features: np.ndarray | None = None
+    human: list[str | None] = []
+    if sha:
+        _, features, human = learn.load_features(store, sha)
+    rows = [i for i, h in enumerate(human) if h in LABELS]
+    y = [str(human[i]) for i in rows]
+    per_class = {k: y.count(k) for k in LABELS}
+    first = learn.MIN_PER_CLASS + 1
+    needed = {k: max(0, first - per_class[k]) for k in LABELS}
+    curve: list[dict[str, Any]] = []
+    cv: float | None = None
+    if features is not None and rows:
+        x = features[rows]
+        points = learn.learning_curve(x, y, CURVE_SIZES, seeds=CURVE_SEEDS)
+        curve = [asdict(p) for p in points]
+        cv = learn.cross_validated_accuracy(x, y)
+    sources = LabelSources(
+        decided=decided,
+        predicted_by=predicted,
+        human_labels=int(human_total),
+        per_class=per_class,
+        needed_for_curve=needed,
+        cv_accuracy=cv,
+        cv_labels=len(y) if cv is not None else 0,
+    )
+    return curve, sources
+
+
 # -- the whole report -------------------------------------------------------------------
 
 
@@ -393,6 +510,7 @@ def compute_insights(
     rate = settings.decay_rate
     options = {"k": k, "now": now, "rate": rate, "horizon_days": horizon_days}
     options_f: dict[str, Any] = {**options, "floor": floor, "new_importance": new_importance}
+    curve, sources = _learning(store)
     return Insights(
         run_id=run_id,
         labels=labels,
@@ -417,4 +535,6 @@ def compute_insights(
         forecast_keep=forecast([a for a, _ in aged], **options_f),
         forecast_refresh=forecast([b for _, b in aged], **options_f),
         refresh_enabled=update_refreshes_decay(store),
+        learning_curve=curve,
+        label_sources=sources,
     )
