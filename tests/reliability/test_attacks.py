@@ -9,6 +9,7 @@ processes are the real ``curator`` command (:func:`reliability.harness.run_case`
 
 from __future__ import annotations
 
+import os
 import shutil
 import sqlite3
 import subprocess
@@ -115,3 +116,103 @@ def test_restore_goes_ahead_once_the_other_process_closed(
     run_case(["--db", str(demo_db), "restore"], Expect(code=0, db=demo_db))
     assert list(demo_db.parent.glob("db.sqlite.replaced-*"))
     assert row_counts(demo_db)["episode"] > 0
+
+
+# -- saved settings -----------------------------------------------------------------------
+
+
+def _save_raw(db: Path, key: str, value: object) -> None:
+    """A value written straight into the setting table, as another tool or version might."""
+    conn = sqlite3.connect(db)
+    try:
+        conn.execute('INSERT OR REPLACE INTO setting ("key", "value") VALUES (?, ?)', (key, value))
+        conn.commit()
+    finally:
+        conn.close()
+
+
+def _saved(db: Path) -> dict[str, str]:
+    conn = sqlite3.connect(db)
+    try:
+        return {str(k): str(v) for k, v in conn.execute('SELECT "key", "value" FROM setting')}
+    finally:
+        conn.close()
+
+
+HOSTILE_SAVED = [
+    ("deep-nesting", "top_k", "[" * 100_000 + "]" * 100_000, r"top_k.*not valid JSON"),
+    ("huge-text", "temperature", '"' + "x" * 1_000_000 + '"', r"temperature.*must be a number"),
+    ("nan", "temperature", "NaN", r"temperature.*finite"),
+    ("overflow", "top_k", "1e400", r"top_k.*whole number"),
+    ("huge-number", "top_k", "1e300", r"top_k.*between 1 and 1000"),
+    ("wrong-type", "untrusted_sources", '{"dm": 1}', r"untrusted_sources.*list of names"),
+    ("not-utf8", "top_k", b"\xff\xfe", r"top_k.*not valid JSON"),
+]
+
+
+@pytest.mark.parametrize(
+    ("key", "raw", "message"),
+    [case[1:] for case in HOSTILE_SAVED],
+    ids=[case[0] for case in HOSTILE_SAVED],
+)
+def test_a_hostile_saved_setting_is_one_short_line_and_can_be_repaired(
+    demo_db: Path, key: str, raw: object, message: str
+) -> None:
+    """Every command that reads the settings says which value is wrong in one short line
+    (no traceback, no megabyte echo); `curator settings KEY=null` repairs it even though
+    loading the saved settings fails."""
+    _save_raw(demo_db, key, raw)
+    result = run_case(
+        ["--db", str(demo_db), "export"],
+        Expect(code=2, message=message + r".*curator settings", db=demo_db, unchanged_counts=True),
+    )
+    assert max(len(line) for line in result.stderr.splitlines()) < 400
+    run_case(["--db", str(demo_db), "settings", f"{key}=null"], Expect(code=0, db=demo_db))
+    assert key not in _saved(demo_db)
+    run_case(["--db", str(demo_db), "export"], Expect(code=0))
+
+
+def test_a_broken_saved_setting_is_replaced_by_a_new_value(demo_db: Path) -> None:
+    _save_raw(demo_db, "temperature", '"abc"')
+    run_case(["--db", str(demo_db), "settings", "temperature=0.25"], Expect(code=0, db=demo_db))
+    assert _saved(demo_db)["temperature"] == "0.25"
+
+
+def test_a_deeply_nested_setting_argument_is_a_usage_error(demo_db: Path) -> None:
+    result = run_case(
+        ["--db", str(demo_db), "settings", "top_k=" + "[" * 50_000],
+        Expect(code=2, message=r"top_k.*must be a number", db=demo_db, unchanged_counts=True),
+    )
+    assert max(len(line) for line in result.stderr.splitlines()) < 400
+    assert "top_k" not in _saved(demo_db)
+
+
+# -- model paths --------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("command", ["settings", "classify"])
+def test_a_model_path_the_system_refuses_is_one_line(demo_db: Path, command: str) -> None:
+    """A name longer than the system allows made Path.exists() itself raise (exit 3)."""
+    name = "a" * 5000
+    argv = (
+        ["settings", f"model_path={name}"] if command == "settings" else [command, "--model", name]
+    )
+    result = run_case(
+        ["--db", str(demo_db), *argv],
+        Expect(code=2, message=r"File name too long", db=demo_db, unchanged_counts=True),
+    )
+    assert max(len(line) for line in result.stderr.splitlines()) < 400
+
+
+def test_the_model_check_child_refuses_a_fifo_instead_of_blocking(tmp_path: Path) -> None:
+    """llama.cpp opens what it is given; a FIFO nobody writes would block it for ever."""
+    fifo = tmp_path / "model.gguf"
+    os.mkfifo(fifo)
+    proc = subprocess.run(
+        [sys.executable, "-m", "curator", "--check-model", str(fifo)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert proc.returncode == 1
+    assert "not a regular file" in proc.stdout
