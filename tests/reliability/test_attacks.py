@@ -216,3 +216,52 @@ def test_the_model_check_child_refuses_a_fifo_instead_of_blocking(tmp_path: Path
     )
     assert proc.returncode == 1
     assert "not a regular file" in proc.stdout
+
+
+# -- runs whose pid was reused ------------------------------------------------------------
+
+
+def test_a_run_whose_pid_now_belongs_to_a_later_process_is_abandoned(demo_db: Path) -> None:
+    """After a crash and a reboot, the dead run's pid may belong to an unrelated process;
+    "the pid is alive" then kept the run `running` for ever. The process holding the pid
+    started after the run did, so it cannot be the owner."""
+    from datetime import timedelta
+
+    from curator.store.liveness import this_host
+    from curator.store.models import Run, utcnow
+
+    stranger = subprocess.Popen(
+        [sys.executable, "-c", "import sys; sys.stdin.read()"], stdin=subprocess.PIPE
+    )
+    try:
+        store = Store(demo_db)
+        try:
+            now = utcnow()
+            reused = Run.create(
+                kind="distill",
+                status="running",
+                started_at=now - timedelta(minutes=10),
+                heartbeat_at=now - timedelta(minutes=9),
+                pid=stranger.pid,
+                host=this_host(),
+            )
+            live = Run.create(  # a live owner that started before its run: left alone
+                kind="classify",
+                status="running",
+                started_at=now,
+                heartbeat_at=now,
+                pid=stranger.pid,
+                host=this_host(),
+            )
+        finally:
+            store.close()
+        result = run_case(["--db", str(demo_db), "stats"], Expect(code=0, db=demo_db))
+        assert f"run {reused.id} was abandoned" in result.stderr
+        conn = sqlite3.connect(demo_db)
+        try:
+            status = dict(conn.execute("SELECT id, status FROM run").fetchall())
+        finally:
+            conn.close()
+        assert status == {reused.id: "abandoned", live.id: "running"}
+    finally:
+        stranger.communicate(timeout=30)
