@@ -138,11 +138,19 @@ def mark_abandoned_runs(store: Store) -> list[int]:
             found.append((int(run.id), reason))
     if not found:
         return []
-    with store.write():
-        for run_id, reason in found:
-            Run.update(status="abandoned", status_reason=reason, finished_at=now).where(
-                (Run.id == run_id) & (Run.status == "running")
-            ).execute()
+    # Every start calls this, reads included, and reads never wait for writers: the write
+    # is tried without waiting (a busy database raises StoreBusyError at once; the runs
+    # are marked by a later start).
+    waited_ms = int(store.busy_timeout_s * 1000)
+    store.db.execute_sql("PRAGMA busy_timeout = 0")
+    try:
+        with store.write():
+            for run_id, reason in found:
+                Run.update(status="abandoned", status_reason=reason, finished_at=now).where(
+                    (Run.id == run_id) & (Run.status == "running")
+                ).execute()
+    finally:
+        store.db.execute_sql(f"PRAGMA busy_timeout = {waited_ms:d}")
     for run_id, reason in found:
         log.warning("run %d %s", run_id, reason)
     return [run_id for run_id, _ in found]

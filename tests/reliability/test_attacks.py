@@ -265,3 +265,35 @@ def test_a_run_whose_pid_now_belongs_to_a_later_process_is_abandoned(demo_db: Pa
         assert status == {reused.id: "abandoned", live.id: "running"}
     finally:
         stranger.communicate(timeout=30)
+
+
+def test_marking_abandoned_runs_never_makes_a_read_wait_for_a_writer(demo_db: Path) -> None:
+    """Every start marks dead runs; with another process writing, that write waited the
+    whole busy timeout, so `stats` (a read) hung behind the writer. It must give up at
+    once and leave the marking to a later start. (The busy timeout is an hour here, so a
+    wait shows as the child's timeout, not as a measured duration.)"""
+    from curator.store.liveness import this_host
+    from curator.store.models import Run
+
+    store = Store(demo_db)
+    try:
+        dead = subprocess.Popen([sys.executable, "-c", "pass"])
+        dead.wait()
+        run = Run.create(kind="classify", status="running", pid=dead.pid, host=this_host())
+    finally:
+        store.close()
+    writer = sqlite3.connect(demo_db, isolation_level=None)
+    try:
+        writer.execute("BEGIN IMMEDIATE")
+        result = run_case(
+            ["--db", str(demo_db), "stats"],
+            Expect(code=0),
+            env={"CURATOR_BUSY_TIMEOUT": "3600"},
+            timeout=60,
+        )
+        assert "abandoned runs not checked: busy" in result.stderr
+        writer.execute("ROLLBACK")
+    finally:
+        writer.close()
+    result = run_case(["--db", str(demo_db), "stats"], Expect(code=0, db=demo_db))
+    assert f"run {run.id} was abandoned" in result.stderr
