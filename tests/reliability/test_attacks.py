@@ -9,6 +9,7 @@ processes are the real ``curator`` command (:func:`reliability.harness.run_case`
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import sqlite3
@@ -297,3 +298,30 @@ def test_marking_abandoned_runs_never_makes_a_read_wait_for_a_writer(demo_db: Pa
         writer.close()
     result = run_case(["--db", str(demo_db), "stats"], Expect(code=0, db=demo_db))
     assert f"run {run.id} was abandoned" in result.stderr
+
+
+# -- edited UPDATE texts ------------------------------------------------------------------
+
+
+def _staged_update(db: Path, folder: Path) -> tuple[str, str]:
+    """A run staged by import-knowledge (no model needed): (run id, candidate id)."""
+    source = folder / "knowledge.md"
+    source.write_text(
+        "- Beginner questions about prompt formats repeat almost word for word every week.\n"
+    )
+    result = run_case(["--db", str(db), "--json", "import-knowledge", str(source)], Expect(0))
+    document = json.loads(result.stdout)
+    run_id = str(document["run_id"])
+    listing = json.loads(run_case(["--db", str(db), "--json", "review", run_id], Expect(0)).stdout)
+    return run_id, str(listing["candidates"][0]["id"])
+
+
+def test_an_edited_update_text_longer_than_a_pattern_may_be_is_refused(demo_db: Path) -> None:
+    """import-knowledge refuses a pattern over 4,000 characters; an edit is held to the
+    same bound (it would otherwise replace a pattern in every prompt with a document)."""
+    run_id, candidate = _staged_update(demo_db, demo_db.parent)
+    huge = "Beginner questions about prompt formats repeat every week. " * 200
+    run_case(
+        ["--db", str(demo_db), "decide", run_id, candidate, "UPDATE", "--text", huge],
+        Expect(code=2, message=r"over the 4,000", db=demo_db, unchanged_counts=True),
+    )
