@@ -39,7 +39,7 @@ from pathlib import Path
 from curator.errors import CuratorError
 from curator.store.db import BUSY_TIMEOUT_S, Store
 from curator.store.models import utcnow
-from curator.store.opening import StoreBusyError, check_file, read_only_uri
+from curator.store.opening import StoreBusyError, check_file, has_wal, read_only_uri
 
 try:
     import fcntl
@@ -92,8 +92,7 @@ def backup_database(store: Store, dest_dir: Path | None = None, keep: int = DEFA
     partial = folder / f"{store.path.stem}-{stamp}.partial"
     try:
         if store.read_only:
-            has_wal = store.path.with_name(store.path.name + "-wal").exists()
-            uri = read_only_uri(store.path, immutable=not has_wal)
+            uri = read_only_uri(store.path, immutable=not has_wal(store.path))
             source = sqlite3.connect(uri, uri=True, timeout=BUSY_TIMEOUT_S)
         else:
             source = sqlite3.connect(str(store.path), timeout=BUSY_TIMEOUT_S)

@@ -116,9 +116,19 @@ def _sibling(path: Path, suffix: str) -> Path:
     return path.with_name(path.name + suffix)
 
 
+def has_wal(path: Path) -> bool:
+    """Whether a ``-wal`` file lies next to the database SQLite will really open.
+
+    SQLite follows a symbolic link to the real file and keeps the ``-wal`` beside it,
+    not beside the link; looking next to the link would miss a crashed writer's WAL and
+    open the file ``immutable``, reading stale (even empty) tables.
+    """
+    return _sibling(path.resolve(), "-wal").exists()
+
+
 def _connect_without_writing(path: Path, timeout: float) -> sqlite3.Connection:
-    has_wal = _sibling(path, "-wal").exists()
-    return sqlite3.connect(read_only_uri(path, immutable=not has_wal), uri=True, timeout=timeout)
+    wal = has_wal(path)
+    return sqlite3.connect(read_only_uri(path, immutable=not wal), uri=True, timeout=timeout)
 
 
 def _first_line(text: str) -> str:

@@ -325,3 +325,38 @@ def test_an_edited_update_text_longer_than_a_pattern_may_be_is_refused(demo_db: 
         ["--db", str(demo_db), "decide", run_id, candidate, "UPDATE", "--text", huge],
         Expect(code=2, message=r"over the 4,000", db=demo_db, unchanged_counts=True),
     )
+
+
+# -- a database reached through a symbolic link -------------------------------------------
+
+
+def _rows_only_in_the_wal(db: Path) -> None:
+    """Committed rows that live only in the -wal, as a killed process leaves them."""
+    conn = sqlite3.connect(db)
+    conn.execute("PRAGMA wal_autocheckpoint = 0")
+    conn.execute("UPDATE episode SET source = 'from-the-wal' WHERE id <= 5")
+    conn.commit()
+    wal = db.with_name(db.name + "-wal").read_bytes()
+    snapshot = db.read_bytes()
+    conn.close()  # checkpoints and deletes the WAL: put the crash state back
+    db.write_bytes(snapshot)
+    db.with_name(db.name + "-wal").write_bytes(wal)
+
+
+def test_a_symlinked_database_with_a_crashed_writers_wal_is_read_with_its_rows(
+    demo_db: Path, tmp_path: Path
+) -> None:
+    """SQLite keeps the -wal beside the real file, not beside the link; looking for it next
+    to the link opened the file immutable and read it without the WAL's committed rows."""
+    _rows_only_in_the_wal(demo_db)
+    link = tmp_path / "elsewhere" / "link.sqlite"
+    link.parent.mkdir()
+    link.symlink_to(demo_db)
+    store = Store(link, read_only=True)
+    try:
+        rows = store.execute("SELECT count(*) FROM episode WHERE source = 'from-the-wal'")
+    finally:
+        store.close()
+    assert rows == [(5,)]
+    result = run_case(["--db", str(link), "--json", "stats"], Expect(code=0))
+    assert json.loads(result.stdout)["episodes"]["total"] > 0
