@@ -292,6 +292,21 @@ class Store:
             self._rollback_if_open(exc)
             raise
 
+    @contextmanager
+    def write_without_waiting(self) -> Iterator[None]:
+        """``write()`` that raises StoreBusyError at once when another process writes.
+
+        For bookkeeping that must never hold up its caller (marking abandoned runs at
+        every start, a run's heartbeat): it is simply tried again later.
+        """
+        waited_ms = int(self.busy_timeout_s * 1000)
+        self.db.execute_sql("PRAGMA busy_timeout = 0")
+        try:
+            with self.write():
+                yield
+        finally:
+            self.db.execute_sql(f"PRAGMA busy_timeout = {waited_ms:d}")
+
     def _rollback_if_open(self, exc: BaseException) -> None:
         """Roll back unless SQLite already did; a failed rollback is noted on ``exc``.
 

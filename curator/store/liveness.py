@@ -141,16 +141,11 @@ def mark_abandoned_runs(store: Store) -> list[int]:
     # Every start calls this, reads included, and reads never wait for writers: the write
     # is tried without waiting (a busy database raises StoreBusyError at once; the runs
     # are marked by a later start).
-    waited_ms = int(store.busy_timeout_s * 1000)
-    store.db.execute_sql("PRAGMA busy_timeout = 0")
-    try:
-        with store.write():
-            for run_id, reason in found:
-                Run.update(status="abandoned", status_reason=reason, finished_at=now).where(
-                    (Run.id == run_id) & (Run.status == "running")
-                ).execute()
-    finally:
-        store.db.execute_sql(f"PRAGMA busy_timeout = {waited_ms:d}")
+    with store.write_without_waiting():
+        for run_id, reason in found:
+            Run.update(status="abandoned", status_reason=reason, finished_at=now).where(
+                (Run.id == run_id) & (Run.status == "running")
+            ).execute()
     for run_id, reason in found:
         log.warning("run %d %s", run_id, reason)
     return [run_id for run_id, _ in found]
@@ -176,7 +171,8 @@ class Heartbeat:
             return
         self._last = now
         try:
-            with self.store.write():
+            # never hold the run up behind another writer: skipped, tried again next time
+            with self.store.write_without_waiting():
                 Run.update(heartbeat_at=utcnow()).where(
                     (Run.id == self.run_id) & (Run.status == "running")
                 ).execute()

@@ -360,3 +360,40 @@ def test_a_symlinked_database_with_a_crashed_writers_wal_is_read_with_its_rows(
     assert rows == [(5,)]
     result = run_case(["--db", str(link), "--json", "stats"], Expect(code=0))
     assert json.loads(result.stdout)["episodes"]["total"] > 0
+
+
+def test_a_heartbeat_never_holds_the_run_up_behind_another_writer(demo_db: Path) -> None:
+    """The heartbeat is written from the progress loop; behind another process's write
+    lock it waited the whole busy timeout (30 s by default) on every beat. It is skipped
+    instead. (The busy timeout is an hour: a wait shows as the thread still running.)"""
+    import threading
+
+    from curator.store.liveness import Heartbeat
+    from curator.store.models import Run
+
+    store = Store(demo_db, busy_timeout_s=3600)
+    writer = sqlite3.connect(demo_db, isolation_level=None)
+    try:
+        run = Run.create(kind="distill", status="running")
+        beat = Heartbeat(store, run.id, every=0.0)
+        writer.execute("BEGIN IMMEDIATE")
+        errors: list[BaseException] = []
+
+        def work() -> None:
+            try:
+                beat()
+            except BaseException as exc:  # reported to the test thread
+                errors.append(exc)
+            finally:
+                store.close()
+
+        thread = threading.Thread(target=work, daemon=True)
+        thread.start()
+        thread.join(timeout=60)
+        assert not thread.is_alive(), "the heartbeat waited for the other writer"
+        assert not errors
+    finally:
+        if writer.in_transaction:
+            writer.execute("ROLLBACK")
+        writer.close()
+        store.close()
