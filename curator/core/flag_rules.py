@@ -187,7 +187,8 @@ _LINK_RULES: tuple[tuple[re.Pattern[str], str], ...] = (
     (re.compile(r"\bwww\s*(?:\.|\[\.\]|\(\.\))\s*[\w-]+\S*", _I), "a link"),
     (
         re.compile(
-            r"\b[\w.+-]+@[\w-]+(?:(?:\.|\[\.\]|\(\.\))[\w-]+)*(?:\.|\[\.\]|\(\.\))"
+            r"\b[\w.+-]{1,64}@[\w-]{1,63}(?:(?:\.|\[\.\]|\(\.\))[\w-]{1,63}){0,8}"
+            r"(?:\.|\[\.\]|\(\.\))"
             r"(?:" + _TLDS + r")\b",
             _I,
         ),
@@ -196,9 +197,10 @@ _LINK_RULES: tuple[tuple[re.Pattern[str], str], ...] = (
     (
         # obfuscated: "name [at] host.com", "name (at) host (dot) com", "name at host dot com"
         re.compile(
-            r"\b[\w.+-]+\s*(?:\[at\]|\(at\))\s*[\w-]+(?:\s*(?:\.|\[\.\]|\(\.\)|\[dot\]|"
-            r"\(dot\)|\s+dot\s+)\s*[\w-]+)+|"
-            r"\b[\w-]+(?:\s+dot\s+[\w-]+)*\s+at\s+[\w-]+(?:\s+dot\s+[\w-]+)*\s+dot\s+"
+            r"\b[\w.+-]{1,64}\s*(?:\[at\]|\(at\))\s*[\w-]{1,63}(?:\s*(?:\.|\[\.\]|\(\.\)|"
+            r"\[dot\]|\(dot\)|\s+dot\s+)\s*[\w-]{1,63}){1,8}|"
+            r"\b[\w-]{1,64}(?:\s+dot\s+[\w-]{1,63}){0,8}\s+at\s+[\w-]{1,63}"
+            r"(?:\s+dot\s+[\w-]{1,63}){0,8}\s+dot\s+"
             r"(?:" + _TLDS + r")\b",
             _I,
         ),
@@ -206,7 +208,7 @@ _LINK_RULES: tuple[tuple[re.Pattern[str], str], ...] = (
     ),
     (
         re.compile(
-            r"\b(?:[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?(?:\.|\[\.\]|\(\.\)))+(?:" + _TLDS + r")"
+            r"\b(?:[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?(?:\.|\[\.\]|\(\.\))){1,8}(?:" + _TLDS + r")"
             r"(?![\w-])(?:/\S*)?",
             _I,
         ),

@@ -397,3 +397,28 @@ def test_a_heartbeat_never_holds_the_run_up_behind_another_writer(demo_db: Path)
             writer.execute("ROLLBACK")
         writer.close()
         store.close()
+
+
+# -- audit on hostile stored texts --------------------------------------------------------
+
+
+def test_audit_of_a_crafted_stored_text_finishes(demo_db: Path) -> None:
+    """ "a.a.a.…" made the link rules backtrack quadratically: 60,000 characters kept
+    `curator audit` busy for many minutes (and the same text would freeze Review). The
+    rules bound their repetitions (64-character local parts, 8 labels), so it finishes;
+    a wait shows as the child's timeout, not as a measured duration. The domain at the
+    end of such a text is still flagged."""
+    conn = sqlite3.connect(demo_db)
+    try:
+        conn.execute("UPDATE pattern SET text = ? WHERE id = 1", ("a." * 30_000 + "com",))
+        conn.execute("UPDATE pattern SET text = ? WHERE id = 2", ("x@" + "b." * 30_000,))
+        conn.execute("UPDATE pattern SET text = ? WHERE id = 3", ("c dot " * 20_000 + "at x",))
+        conn.commit()
+    finally:
+        conn.close()
+    result = run_case(
+        ["--db", str(demo_db), "--json", "audit"],
+        Expect(code=0, db=demo_db, unchanged_counts=True),
+        timeout=120,
+    )
+    assert '"link"' in result.stdout
