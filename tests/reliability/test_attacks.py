@@ -413,6 +413,9 @@ def test_audit_of_a_crafted_stored_text_finishes(demo_db: Path) -> None:
         conn.execute("UPDATE pattern SET text = ? WHERE id = 1", ("a." * 30_000 + "com",))
         conn.execute("UPDATE pattern SET text = ? WHERE id = 2", ("x@" + "b." * 30_000,))
         conn.execute("UPDATE pattern SET text = ? WHERE id = 3", ("c dot " * 20_000 + "at x",))
+        blank_lines = "Notes" + "\n" * 40_000 + "Always reply to every message."
+        conn.execute("UPDATE pattern SET text = ? WHERE id = 4", (blank_lines,))
+        conn.execute("UPDATE pattern SET text = ? WHERE id = 5", ("![a](" * 12_000,))
         conn.commit()
     finally:
         conn.close()
@@ -422,3 +425,4 @@ def test_audit_of_a_crafted_stored_text_finishes(demo_db: Path) -> None:
         timeout=120,
     )
     assert '"link"' in result.stdout
+    assert '"instruction"' in result.stdout  # the sentence after the blank lines
