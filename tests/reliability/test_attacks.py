@@ -426,3 +426,22 @@ def test_audit_of_a_crafted_stored_text_finishes(demo_db: Path) -> None:
     )
     assert '"link"' in result.stdout
     assert '"instruction"' in result.stdout  # the sentence after the blank lines
+
+
+# -- a --db that is not a regular file ----------------------------------------------------
+
+
+@pytest.mark.parametrize("kind", ["fifo", "device"])
+def test_a_db_path_that_is_a_pipe_or_device_is_refused(tmp_path: Path, kind: str) -> None:
+    """A FIFO blocked the first read of the check for ever; /dev/null was "upgraded" and
+    failed with a disk I/O error. Neither is a database: one line, exit 2."""
+    if kind == "fifo":
+        path = tmp_path / "db.sqlite"
+        os.mkfifo(path)
+    else:
+        path = Path(os.devnull)
+    run_case(
+        ["--db", str(path), "stats"],
+        Expect(code=2, message=r"is not a regular file"),
+        timeout=60,
+    )
