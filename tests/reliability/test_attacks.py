@@ -445,3 +445,25 @@ def test_a_db_path_that_is_a_pipe_or_device_is_refused(tmp_path: Path, kind: str
         Expect(code=2, message=r"is not a regular file"),
         timeout=60,
     )
+
+
+@pytest.mark.parametrize(
+    ("kind", "reason"),
+    [("fifo", r"is a named pipe"), ("folder", r"is a directory"), ("device", r"is a device")],
+)
+def test_import_knowledge_names_why_a_source_cannot_be_read(
+    demo_db: Path, kind: str, reason: str
+) -> None:
+    """Every source that was not a regular file was reported as "no such file"."""
+    if kind == "fifo":
+        source = demo_db.parent / "knowledge.md"
+        os.mkfifo(source)
+    elif kind == "folder":
+        source = demo_db.parent
+    else:
+        source = Path(os.devnull)
+    run_case(
+        ["--db", str(demo_db), "import-knowledge", str(source)],
+        Expect(code=1, message=reason, db=demo_db, unchanged_counts=True),
+        timeout=60,
+    )
