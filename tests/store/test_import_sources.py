@@ -185,7 +185,13 @@ def test_migration_pads_years_stored_without_zero_padding(tmp_path: Path) -> Non
     """A database written before the fix holds "999-06-01…"; opening it repairs the text."""
     path = tmp_path / "poisoned.sqlite"
     conn = sqlite3.connect(path)
-    repair = len(MIGRATIONS) - 1  # the repair is the last migration of this change
+    # the schema just before the repair migration (found by its SQL: later branches append
+    # migrations after it), then the repair and everything after it run on open
+    repair = next(
+        i
+        for i, migration in enumerate(MIGRATIONS)
+        if any('instr("timestamp"' in s for s in migration)
+    )
     for migration in MIGRATIONS[:repair]:
         for statement in migration:
             conn.execute(statement)
