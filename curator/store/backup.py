@@ -30,6 +30,7 @@ import errno
 import os
 import re
 import shutil
+import signal
 import sqlite3
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -214,7 +215,7 @@ def restore_backup(path: Path, backup: Path | None = None) -> RestoreReport:
         raise
     label = _aside_label(path)
     try:
-        with _exclusive_use(path):
+        with _exclusive_use(path), _signals_held():
             moved = _set_aside(path, stamp, label)
             try:
                 partial.replace(path)
@@ -271,6 +272,40 @@ def _exclusive_use(path: Path) -> Iterator[None]:
         yield
     finally:
         os.close(fd)
+
+
+@contextmanager
+def _signals_held() -> Iterator[None]:
+    """Hold SIGINT/SIGTERM/SIGHUP until the swap is done, then deliver them as they were.
+
+    Between renaming the database aside and renaming the copy into place the path holds
+    no database; a process stopped there left none, and the next start would have created
+    an empty one in its place. A signal mask would not do: it is per thread, and a
+    process-directed signal goes to any thread that does not block it. So for the few
+    renames the handlers only note the signal, which is raised again afterwards (to the
+    previous handler or the default action). Handlers can be set from the main thread
+    only; elsewhere the swap runs unprotected.
+    """
+    names = ("SIGINT", "SIGTERM", "SIGHUP")
+    wanted = [getattr(signal, n) for n in names if hasattr(signal, n)]
+    received: list[int] = []
+
+    def note(signum: int, _frame: object) -> None:
+        received.append(signum)
+
+    try:
+        previous = {signum: signal.signal(signum, note) for signum in wanted}
+    except ValueError:  # not the main thread
+        yield
+        return
+    try:
+        yield
+    finally:
+        for signum, handler in previous.items():
+            # None: a handler set outside Python, which cannot be put back; the default
+            signal.signal(signum, signal.SIG_DFL if handler is None else handler)
+        for signum in dict.fromkeys(received):
+            signal.raise_signal(signum)
 
 
 def _aside_label(path: Path) -> str:

@@ -467,3 +467,47 @@ def test_import_knowledge_names_why_a_source_cannot_be_read(
         Expect(code=1, message=reason, db=demo_db, unchanged_counts=True),
         timeout=60,
     )
+
+
+# -- a signal in the middle of a restore --------------------------------------------------
+
+_RESTORE_KILLED_MIDWAY = """
+import os, signal, sys
+from pathlib import Path
+import curator.store.backup as backup
+
+set_aside = backup._set_aside
+
+
+def set_aside_then_sigterm(*args):
+    # fault injection (a test double): SIGTERM lands right after the renames aside,
+    # where no real part can be made to deliver it reliably
+    moved = set_aside(*args)
+    os.kill(os.getpid(), signal.SIGTERM)
+    return moved
+
+
+backup._set_aside = set_aside_then_sigterm
+backup.restore_backup(Path(sys.argv[1]))
+"""
+
+
+def test_sigterm_during_a_restore_never_leaves_the_database_path_empty(
+    demo_db: Path, demo_template: Path
+) -> None:
+    """Between renaming the database aside and the copy into place, a SIGTERM (default
+    action: the process ends) left no file at the path, and the next start would create
+    an empty database there. The signals are held for the swap: it completes, then the
+    process ends."""
+    _backup_of(demo_db, demo_template)
+    proc = subprocess.run(
+        [sys.executable, "-c", _RESTORE_KILLED_MIDWAY, str(demo_db)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert proc.returncode == -15, proc.stderr  # it was stopped by the signal
+    assert demo_db.is_file()
+    assert row_counts(demo_db)["episode"] > 0
+    assert list(demo_db.parent.glob("db.sqlite.replaced-*"))
+    assert not [p for p in demo_db.parent.iterdir() if ".restoring-" in p.name]
