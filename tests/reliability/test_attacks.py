@@ -511,3 +511,29 @@ def test_sigterm_during_a_restore_never_leaves_the_database_path_empty(
     assert row_counts(demo_db)["episode"] > 0
     assert list(demo_db.parent.glob("db.sqlite.replaced-*"))
     assert not [p for p in demo_db.parent.iterdir() if ".restoring-" in p.name]
+
+
+# -- undo after a decay-rate change -------------------------------------------------------
+
+
+def test_undo_after_a_decay_rate_change_is_not_blocked_and_reranks(demo_db: Path) -> None:
+    """A new decay rate rewrites every pattern's ranking key; undo compared whole rows and
+    refused every earlier changeset for good ("its rows changed since ... undo the later
+    changes first", with no later change to undo). The key is derived: it is ignored by
+    the check and recomputed, with the rate now in force, for the restored pattern."""
+    from curator.core.scoring import rank_key
+    from curator.store.models import Pattern
+
+    db = ["--db", str(demo_db)]
+    run_case([*db, "retire", "20"], Expect(code=0, db=demo_db))
+    run_case([*db, "settings", "decay_rate=0.9"], Expect(code=0, db=demo_db))
+    run_case([*db, "undo", "1"], Expect(code=0, db=demo_db))
+    store = Store(demo_db)
+    try:
+        pattern = Pattern.get_by_id(20)
+        assert pattern.status == "active"
+        assert pattern.rank_key == pytest.approx(
+            rank_key(pattern.importance, pattern.distilled_at, rate=0.9)
+        )
+    finally:
+        store.close()
