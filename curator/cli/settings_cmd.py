@@ -14,7 +14,7 @@ from typing import Any
 
 from curator.cli.common import CommandContext
 from curator.errors import CuratorError
-from curator.store.settings import RULES, load_settings, update_settings
+from curator.store.settings import RULES, changed_settings, load_settings, update_settings
 
 
 def register(subparsers: Any, common: argparse.ArgumentParser) -> None:
@@ -38,7 +38,7 @@ def parse_assignment(text: str) -> tuple[str, Any]:
         raise CuratorError(f"expected KEY=VALUE, got {text!r}")
     try:
         value = json.loads(raw, parse_constant=lambda name: name)
-    except ValueError:
+    except (ValueError, RecursionError):  # not JSON (or nested too deeply): the text itself
         value = raw
     return key, value
 
@@ -46,7 +46,7 @@ def parse_assignment(text: str) -> tuple[str, Any]:
 def cmd_settings(ctx: CommandContext) -> int:
     changes = dict(parse_assignment(a) for a in ctx.args.assignments)
     if changes:
-        candidate = load_settings(ctx.store).with_changes(changes)  # refuse before any check
+        candidate = changed_settings(ctx.store, changes)  # refuse before any check
         path = changes.get("model_path")
         if candidate.model_path and path is not None:
             from curator.llm.model_file import validate_model_file

@@ -38,6 +38,9 @@ _VERB = (
 
 _ROLE_REASON = "tries to give the agent a role"
 
+# A sentence start is "[.!?;\n]" then blanks that are not newlines ([^\S\n]*): with \s* a
+# run of newlines was rescanned from each of its newlines, quadratic in the run's length
+# (4,000 blank lines took seconds); the last newline of a run still starts the sentence.
 _INSTRUCTION_RULES: tuple[tuple[re.Pattern[str], str], ...] = (
     (
         re.compile(
@@ -60,7 +63,7 @@ _INSTRUCTION_RULES: tuple[tuple[re.Pattern[str], str], ...] = (
         "a standing order for future conversations",
     ),
     (
-        re.compile(r"(?:^|[.!?;\n]\s*)(?:always|never)\s+[a-z]{3,}\b", _I),
+        re.compile(r"(?:^|[.!?;\n][^\S\n]*)(?:always|never)\s+[a-z]{3,}\b", _I),
         "an imperative sentence (“Always …” / “Never …”)",
     ),
     (
@@ -83,7 +86,7 @@ _INSTRUCTION_RULES: tuple[tuple[re.Pattern[str], str], ...] = (
     ),
     (
         re.compile(
-            r"(?:^|[.!?:;\n]\s*|\"\s*)(?:always|never|do\s+not|don't|please|make\s+sure\s+to|"
+            r"(?:^|[.!?:;\n][^\S\n]*|\"\s*)(?:always|never|do\s+not|don't|please|make\s+sure\s+to|"
             r"be\s+sure\s+to|remember\s+to)\s+" + _VERB + r"\b",
             _I,
         ),
@@ -91,7 +94,7 @@ _INSTRUCTION_RULES: tuple[tuple[re.Pattern[str], str], ...] = (
     ),
     (
         re.compile(
-            r"(?:^|[.!?:;\n]\s*)(?:reply|respond|answer|send|forward|recommend|share|tell|"
+            r"(?:^|[.!?:;\n][^\S\n]*)(?:reply|respond|answer|send|forward|recommend|share|tell|"
             r"direct|refer|link|promote|ignore|report)\s+(?:to\s+)?(?:every|all|any|each)\b",
             _I,
         ),
@@ -99,7 +102,7 @@ _INSTRUCTION_RULES: tuple[tuple[re.Pattern[str], str], ...] = (
     ),
     (
         re.compile(
-            r"(?:^|[.!?:;\n]\s*)" + _VERB + r"\s+(?:\w+\s+){0,3}?(?:to|with|at|via)\s+"
+            r"(?:^|[.!?:;\n][^\S\n]*)" + _VERB + r"\s+(?:\w+\s+){0,3}?(?:to|with|at|via)\s+"
             r"(?:https?://|www\.|\S+@\S+|\+?\d)",
             _I,
         ),
@@ -127,8 +130,8 @@ _INSTRUCTION_RULES: tuple[tuple[re.Pattern[str], str], ...] = (
         re.compile(
             r"<\|[a-z_]{2,30}\|>|<\|?/?(?:system|user|assistant|im_start|im_end|endoftext|"
             r"eot_id|start_header_id|end_header_id|begin_of_text)\|?>|\[/?INST\]|<<\s*/?SYS\s*>>|"
-            r"</?s>|<start_of_turn>|<end_of_turn>|^\s*#{2,}\s*(?:system|instruction|response)\b|"
-            r"(?:^|\n)\s*(?:system|assistant)\s*:\s",
+            r"</?s>|<start_of_turn>|<end_of_turn>|^[^\S\n]*#{2,}[^\S\n]*(?:system|instruction|response)\b|"
+            r"(?:^|\n)[^\S\n]*(?:system|assistant)\s*:\s",
             _I | re.MULTILINE,
         ),
         "a chat-template or role token",
@@ -179,7 +182,11 @@ _TLDS = (
     "gov|edu|mil|int|tv|fm|am|la|ps|su|ir|kp|onion"
 )
 _LINK_RULES: tuple[tuple[re.Pattern[str], str], ...] = (
-    (re.compile(r"!\[[^\]\n]*\]\([^)\s]+[^)]*\)", _I), "a markdown image (can leak data on load)"),
+    (
+        # bounded, possessive runs: unbounded ones rescanned the rest of the text from every "!["
+        re.compile(r"!\[[^\]\n]{0,500}+\]\([^)\s]{1,2000}+[^)]{0,2000}+\)", _I),
+        "a markdown image (can leak data on load)",
+    ),
     (
         re.compile(r"\b(?:https?|hxxps?|ftp|file|data|ipfs)\s*(?::|\[:\])\s*//\S+", _I),
         "a link",
@@ -187,7 +194,8 @@ _LINK_RULES: tuple[tuple[re.Pattern[str], str], ...] = (
     (re.compile(r"\bwww\s*(?:\.|\[\.\]|\(\.\))\s*[\w-]+\S*", _I), "a link"),
     (
         re.compile(
-            r"\b[\w.+-]+@[\w-]+(?:(?:\.|\[\.\]|\(\.\))[\w-]+)*(?:\.|\[\.\]|\(\.\))"
+            r"\b[\w.+-]{1,64}@[\w-]{1,63}(?:(?:\.|\[\.\]|\(\.\))[\w-]{1,63}){0,8}"
+            r"(?:\.|\[\.\]|\(\.\))"
             r"(?:" + _TLDS + r")\b",
             _I,
         ),
@@ -196,9 +204,10 @@ _LINK_RULES: tuple[tuple[re.Pattern[str], str], ...] = (
     (
         # obfuscated: "name [at] host.com", "name (at) host (dot) com", "name at host dot com"
         re.compile(
-            r"\b[\w.+-]+\s*(?:\[at\]|\(at\))\s*[\w-]+(?:\s*(?:\.|\[\.\]|\(\.\)|\[dot\]|"
-            r"\(dot\)|\s+dot\s+)\s*[\w-]+)+|"
-            r"\b[\w-]+(?:\s+dot\s+[\w-]+)*\s+at\s+[\w-]+(?:\s+dot\s+[\w-]+)*\s+dot\s+"
+            r"\b[\w.+-]{1,64}\s*(?:\[at\]|\(at\))\s*[\w-]{1,63}(?:\s*(?:\.|\[\.\]|\(\.\)|"
+            r"\[dot\]|\(dot\)|\s+dot\s+)\s*[\w-]{1,63}){1,8}|"
+            r"\b[\w-]{1,64}(?:\s+dot\s+[\w-]{1,63}){0,8}\s+at\s+[\w-]{1,63}"
+            r"(?:\s+dot\s+[\w-]{1,63}){0,8}\s+dot\s+"
             r"(?:" + _TLDS + r")\b",
             _I,
         ),
@@ -206,7 +215,7 @@ _LINK_RULES: tuple[tuple[re.Pattern[str], str], ...] = (
     ),
     (
         re.compile(
-            r"\b(?:[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?(?:\.|\[\.\]|\(\.\)))+(?:" + _TLDS + r")"
+            r"\b(?:[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?(?:\.|\[\.\]|\(\.\))){1,8}(?:" + _TLDS + r")"
             r"(?![\w-])(?:/\S*)?",
             _I,
         ),

@@ -43,6 +43,7 @@ from curator.store.settings import (
     RULES,
     Settings,
     SettingsError,
+    changed_settings,
     update_settings,
 )
 
@@ -368,13 +369,17 @@ class SettingsPane(QWidget):
 
     def apply(self) -> None:
         values = self.collect()
-        current = self.services.settings()
         try:
-            current.with_changes(values)  # the same rules and messages as the CLI
+            # the same rules and messages as the CLI; a broken saved value is replaced
+            changed_settings(self.services.store, values)
         except SettingsError as exc:
             self.services.dialogs.warning(self, "Settings", f"Not saved: {exc}")
             return
-        if values["model_path"] and values["model_path"] != current.model_path:
+        try:
+            current_model = self.services.settings().model_path
+        except SettingsError:
+            current_model = None  # a broken saved value being replaced: check the file
+        if values["model_path"] and values["model_path"] != current_model:
             self._pending = values
             self._set_busy(True)
             self.status_message.emit("Checking the model file…")

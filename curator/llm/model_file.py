@@ -20,6 +20,7 @@ import importlib.util
 import json
 import os
 import signal
+import stat
 import struct
 import subprocess
 import sys
@@ -227,16 +228,22 @@ def read_gguf_info(path: str | os.PathLike[str]) -> ModelInfo:
     Long arrays (the tokenizer's vocabulary) are summarised, not kept.
     """
     p = Path(path).expanduser()
-    if not p.exists():
-        raise ModelFileError(f"model file not found: {p}")
-    if not p.is_file():
-        raise ModelFileError(f"{p} is not a file")
     try:
+        # exists() itself raises for a name the system refuses (too long, a NUL byte)
+        if not p.exists():
+            raise ModelFileError(f"model file not found: {_shown(p)}")
+        if not p.is_file():
+            raise ModelFileError(f"{_shown(p)} is not a file")
         return _read_gguf_info(p)
-    except OSError as exc:  # permission denied, an I/O error, a file that vanished
-        raise ModelFileError(
-            f"{p}: cannot read the model file ({exc.strerror or type(exc).__name__})"
-        ) from exc
+    except (OSError, ValueError) as exc:  # denied, an I/O error, a refused or vanished name
+        reason = getattr(exc, "strerror", None) or str(exc) or type(exc).__name__
+        raise ModelFileError(f"{_shown(p)}: cannot read the model file ({reason})") from exc
+
+
+def _shown(path: Path, limit: int = 200) -> str:
+    """A path quoted in a one-line message (a hostile one may be thousands of characters)."""
+    text = str(path)
+    return text if len(text) <= limit else f"{text[:limit]}... ({len(text):,} characters)"
 
 
 def _read_gguf_info(p: Path) -> ModelInfo:
@@ -424,6 +431,9 @@ def run_child_check(path: str) -> int:
     line and in llama.cpp's log on stderr).
     """
     try:
+        # llama.cpp would block for ever opening a FIFO (or a device) that nobody writes
+        if not stat.S_ISREG(os.stat(path).st_mode):
+            raise ModelFileError(f"{_shown(Path(path))} is not a regular file")
         import llama_cpp
 
         llm = llama_cpp.Llama(model_path=path, n_ctx=64, n_batch=64, n_gpu_layers=0, verbose=True)

@@ -32,6 +32,7 @@ Decisions made here (see the README of the review):
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
@@ -583,6 +584,31 @@ def commit_run(
 # -- undo ---------------------------------------------------------------------------------
 
 
+DERIVED_COLUMNS: dict[str, frozenset[str]] = {"pattern": frozenset({"rank_key"})}
+"""Columns computed from others and from the settings: a new decay rate rewrites every
+pattern's ``rank_key`` without being a change of that pattern, so an undo neither counts
+them as a later change (which blocked every undo after a decay-rate change, with no
+"later change" to undo) nor restores their old value (it recomputes them)."""
+
+
+def _comparable(table: str, values: Mapping[str, Any] | None) -> dict[str, Any] | None:
+    if values is None:
+        return None
+    derived = DERIVED_COLUMNS.get(table, frozenset())
+    return {column: value for column, value in values.items() if column not in derived}
+
+
+def _rerank_patterns(store: Store, pattern_ids: Sequence[int]) -> None:
+    """Recompute the ranking key of restored patterns with the decay rate now in force."""
+    if not pattern_ids:
+        return
+    rate = load_settings(store).decay_rate
+    rows = list(Pattern.select().where(Pattern.id.in_(list(pattern_ids))))
+    for row in rows:
+        row.rank_key = rank_key(row.importance, row.distilled_at, rate=rate)
+    Pattern.bulk_update(rows, fields=[Pattern.rank_key], batch_size=500)
+
+
 def undo_changeset(store: Store, changeset_id: int, actor: str = "human") -> ChangesetSummary:
     """Restore every row a commit touched to its state before the commit, as a new changeset.
 
@@ -613,7 +639,7 @@ def undo_changeset(store: Store, changeset_id: int, actor: str = "human") -> Cha
         for table, items in keyed.items():
             current = read_rows(store, table, [k for k, _ in items])
             for key, row in items:
-                if current[key] != row.after:
+                if _comparable(table, current[key]) != _comparable(table, row.after):
                     changed.append(f"{table} {'/'.join(str(v) for v in key)}")
         if changed:
             shown = ", ".join(changed[:10])
@@ -631,6 +657,8 @@ def undo_changeset(store: Store, changeset_id: int, actor: str = "human") -> Cha
             for key, row in keyed.get(table, []):
                 if row.before is not None:
                     write_row(store, table, key, row.before)
+        restored = [int(key[0]) for key, row in keyed.get("pattern", []) if row.before is not None]
+        _rerank_patterns(store, restored)
         counts: dict[str, int] = {"rows": len(change_rows)}
         for table, items in keyed.items():
             if items:

@@ -39,6 +39,7 @@ from curator.core.quality import QualityGate
 from curator.errors import CuratorError
 from curator.pipeline.flagging import FlagContext, candidate_sources, flag_context, seen_record
 from curator.store.db import Store
+from curator.store.knowledge_file import MAX_PATTERN_CHARS
 from curator.store.models import (
     Candidate,
     CandidateEpisode,
@@ -505,6 +506,12 @@ def decide(
             cleaned = text.strip()
             if not cleaned:
                 raise CuratorError("the edited text is empty; REJECT the candidate instead")
+            if len(cleaned) > MAX_PATTERN_CHARS:
+                # the limit import-knowledge applies: a pattern goes into every prompt
+                raise CuratorError(
+                    f"the edited text is {len(cleaned):,} characters, over the "
+                    f"{MAX_PATTERN_CHARS:,} a pattern may have; shorten it"
+                )
             if cleaned == candidate.text:
                 state.update(
                     final_text=None, rematch_action=None, rematch_target_id=None, rematch_ratio=None

@@ -12,22 +12,40 @@ replaces it, and even then it is never deleted: it is renamed aside together wit
 ``-wal`` and ``-shm`` files (which belong to it; a WAL file left next to a new database
 of the same name would be replayed into it). Like Anki's "Restore backup", the current
 file is set aside whether or not it is damaged, so a restore never loses anything.
+
+A restore refuses while another process has the database open (the window, a running
+``distill``): that process would go on writing into the file set aside, so its work
+would vanish from the restored database, and when its connection closed SQLite would
+delete the ``-wal`` file *by name*, i.e. the restored database's. Every connection to a
+WAL database holds a shared POSIX lock on SQLite's lock bytes of the main file while it
+is open, so the restore takes the same bytes exclusively for the swap (as SQLite's own
+EXCLUSIVE lock would): it fails at once when anyone holds them, and nobody can open the
+database while the files are renamed.
 """
 
 from __future__ import annotations
 
 import contextlib
+import errno
 import os
 import re
 import shutil
+import signal
 import sqlite3
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
 from curator.errors import CuratorError
 from curator.store.db import BUSY_TIMEOUT_S, Store
 from curator.store.models import utcnow
-from curator.store.opening import check_file, read_only_uri
+from curator.store.opening import StoreBusyError, check_file, has_wal, read_only_uri
+
+try:
+    import fcntl
+except ImportError:  # pragma: no cover - Windows: no POSIX locks to test
+    fcntl = None  # type: ignore[assignment]
 
 DEFAULT_KEEP = 10
 BACKUP_DIR_NAME = "backups"
@@ -75,8 +93,7 @@ def backup_database(store: Store, dest_dir: Path | None = None, keep: int = DEFA
     partial = folder / f"{store.path.stem}-{stamp}.partial"
     try:
         if store.read_only:
-            has_wal = store.path.with_name(store.path.name + "-wal").exists()
-            uri = read_only_uri(store.path, immutable=not has_wal)
+            uri = read_only_uri(store.path, immutable=not has_wal(store.path))
             source = sqlite3.connect(uri, uri=True, timeout=BUSY_TIMEOUT_S)
         else:
             source = sqlite3.connect(str(store.path), timeout=BUSY_TIMEOUT_S)
@@ -196,14 +213,21 @@ def restore_backup(path: Path, backup: Path | None = None) -> RestoreReport:
     except BaseException:
         _remove_quietly(partial)
         raise
-    moved = _set_aside(path, stamp)
+    label = _aside_label(path)
     try:
-        partial.replace(path)
-    except OSError as exc:
-        for original, aside in moved:
-            aside.replace(original)
+        with _exclusive_use(path), _signals_held():
+            moved = _set_aside(path, stamp, label)
+            try:
+                partial.replace(path)
+            except OSError as exc:
+                for original, aside in moved:
+                    aside.replace(original)
+                raise CuratorError(
+                    f"cannot restore {backup} to {path}: {exc}; nothing changed"
+                ) from exc
+    except BaseException:
         _remove_quietly(partial)
-        raise CuratorError(f"cannot restore {backup} to {path}: {exc}; nothing changed") from exc
+        raise
     _fsync_folder(path.parent)
     return RestoreReport(path=path, backup=backup, moved=tuple(aside for _, aside in moved))
 
@@ -212,13 +236,89 @@ def _siblings(path: Path) -> list[Path]:
     return [path.with_name(path.name + suffix) for suffix in ("", "-wal", "-shm")]
 
 
-def _set_aside(path: Path, stamp: str) -> list[tuple[Path, Path]]:
-    """Rename the database and its -wal/-shm aside (damaged or not: never deleted)."""
+# SQLite's lock bytes in the main file (os_unix.c): PENDING, RESERVED, then 510 SHARED.
+_LOCK_START = 0x40000000
+_LOCK_LENGTH = 512
+
+
+@contextmanager
+def _exclusive_use(path: Path) -> Iterator[None]:
+    """Hold SQLite's lock bytes of ``path`` exclusively, or refuse: it is open elsewhere.
+
+    Must be entered after the last SQLite connection this process had to ``path`` was
+    closed and must not open one inside: closing any descriptor of a file drops every
+    POSIX lock this process holds on it.
+    """
+    if fcntl is None or not path.is_file():
+        yield
+        return
+    try:
+        fd = os.open(path, os.O_RDWR)
+    except OSError:
+        fd = -1  # a file we cannot open for writing: the rename decides
+    if fd < 0:
+        yield
+        return
+    try:
+        try:
+            fcntl.lockf(fd, fcntl.LOCK_EX | fcntl.LOCK_NB, _LOCK_LENGTH, _LOCK_START)
+        except OSError as exc:
+            if exc.errno not in (errno.EACCES, errno.EAGAIN):
+                raise CuratorError(f"cannot lock {path}: {exc}; nothing changed") from exc
+            raise StoreBusyError(
+                f"busy: {path} is open in another process (the window or a curator "
+                "command); close it and run restore again; nothing changed"
+            ) from None
+        yield
+    finally:
+        os.close(fd)
+
+
+@contextmanager
+def _signals_held() -> Iterator[None]:
+    """Hold SIGINT/SIGTERM/SIGHUP until the swap is done, then deliver them as they were.
+
+    Between renaming the database aside and renaming the copy into place the path holds
+    no database; a process stopped there left none, and the next start would have created
+    an empty one in its place. A signal mask would not do: it is per thread, and a
+    process-directed signal goes to any thread that does not block it. So for the few
+    renames the handlers only note the signal, which is raised again afterwards (to the
+    previous handler or the default action). Handlers can be set from the main thread
+    only; elsewhere the swap runs unprotected.
+    """
+    names = ("SIGINT", "SIGTERM", "SIGHUP")
+    wanted = [getattr(signal, n) for n in names if hasattr(signal, n)]
+    received: list[int] = []
+
+    def note(signum: int, _frame: object) -> None:
+        received.append(signum)
+
+    try:
+        previous = {signum: signal.signal(signum, note) for signum in wanted}
+    except ValueError:  # not the main thread
+        yield
+        return
+    try:
+        yield
+    finally:
+        for signum, handler in previous.items():
+            # None: a handler set outside Python, which cannot be put back; the default
+            signal.signal(signum, signal.SIG_DFL if handler is None else handler)
+        for signum in dict.fromkeys(received):
+            signal.raise_signal(signum)
+
+
+def _aside_label(path: Path) -> str:
+    """ "replaced" for a sound database of ours, "damaged" for anything else."""
     try:
         check_file(path, name_backup=False)
-        label = "replaced"
     except CuratorError:
-        label = "damaged"
+        return "damaged"
+    return "replaced"
+
+
+def _set_aside(path: Path, stamp: str, label: str) -> list[tuple[Path, Path]]:
+    """Rename the database and its -wal/-shm aside (damaged or not: never deleted)."""
     moved: list[tuple[Path, Path]] = []
     for source in _siblings(path):
         if source.exists():

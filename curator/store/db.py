@@ -35,6 +35,7 @@ from curator.store.opening import (
     StoreBusyError,
     StoreError,
     check_file,
+    has_wal,
     read_only_uri,
 )
 
@@ -85,8 +86,12 @@ def busy_timeout_from_env() -> float:
 
 
 def is_writable(path: Path) -> bool:
-    """Whether this process may write ``path`` and create its ``-wal``/``-shm`` siblings."""
-    folder = path.absolute().parent
+    """Whether this process may write ``path`` and create its ``-wal``/``-shm`` siblings.
+
+    Judged on the real file behind a symbolic link: SQLite writes its siblings there.
+    """
+    path = path.resolve()
+    folder = path.parent
     while not folder.exists() and folder != folder.parent:
         folder = folder.parent  # a folder still to be created: its nearest existing parent
     if not os.access(folder, os.W_OK | os.X_OK):
@@ -202,8 +207,7 @@ class Store:
         if self.read_only:
             # immutable when no WAL is next to the file: nothing is locked or created (a
             # read-only WAL reader would leave -shm/-wal files behind it).
-            has_wal = self.path.with_name(self.path.name + "-wal").exists()
-            name = read_only_uri(self.path, immutable=not has_wal)
+            name = read_only_uri(self.path, immutable=not has_wal(self.path))
             return SqliteDatabase(
                 name, uri=True, timeout=self.busy_timeout_s, pragmas={**pragmas, "query_only": 1}
             )
@@ -287,6 +291,21 @@ class Store:
         except BaseException as exc:
             self._rollback_if_open(exc)
             raise
+
+    @contextmanager
+    def write_without_waiting(self) -> Iterator[None]:
+        """``write()`` that raises StoreBusyError at once when another process writes.
+
+        For bookkeeping that must never hold up its caller (marking abandoned runs at
+        every start, a run's heartbeat): it is simply tried again later.
+        """
+        waited_ms = int(self.busy_timeout_s * 1000)
+        self.db.execute_sql("PRAGMA busy_timeout = 0")
+        try:
+            with self.write():
+                yield
+        finally:
+            self.db.execute_sql(f"PRAGMA busy_timeout = {waited_ms:d}")
 
     def _rollback_if_open(self, exc: BaseException) -> None:
         """Roll back unless SQLite already did; a failed rollback is noted on ``exc``.

@@ -30,8 +30,10 @@ from curator.store.importer import (
     _check_depth_and_text,
     _decode,
     _iter_json_array,
+    _open_regular,
     _parse_timestamp,
     _type_name,
+    _Unreadable,
 )
 
 MAX_PATTERN_CHARS = 4000
@@ -191,13 +193,17 @@ def _read_markdown(lines: list[tuple[int, str]], result: KnowledgeFile) -> None:
 
 def read_knowledge(path: str | Path) -> KnowledgeFile:
     """Parse a knowledge file into items and line errors (see the module doc)."""
-    path = Path(path)
-    if not path.is_file():
+    try:
+        # the episode importer's checks: a directory, a FIFO (opened without blocking), a
+        # device or a name the system refuses is one error with its real reason
+        with _open_regular(path) as handle:
+            head = handle.read(64).lstrip(b"\xef\xbb\xbf").lstrip()
+    except _Unreadable as exc:
         result = KnowledgeFile(str(path), "none")
-        result.errors.append(LineError(str(path), 0, "no such file"))
+        reason = str(exc).split(" (pipe it into", 1)[0]  # that hint is for episodes
+        result.errors.append(LineError(str(path), 0, reason))
         return result
-    with path.open("rb") as handle:
-        head = handle.read(64).lstrip(b"\xef\xbb\xbf").lstrip()
+    path = Path(path)
     if head.startswith(b"{"):
         result = KnowledgeFile(str(path), "json")
         result.errors.append(

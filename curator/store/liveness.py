@@ -9,7 +9,9 @@ seconds, from the progress loop). At every start, the CLI and the window call
 :func:`mark_abandoned_runs`, which marks ``abandoned`` each ``running`` run whose owner
 is gone:
 
-- same host: its pid is no longer a live process (an exact test);
+- same host: its pid is no longer a live process, or the process now holding that pid
+  started after the run did (the pid was reused, e.g. after a reboot; Linux, where the
+  start time is known), so a run of a dead process is never kept alive by a stranger;
 - another host (a database on a shared folder): its heartbeat is older than
   :data:`ABANDON_AFTER` (15 minutes; generous, because one long prompt on a slow machine
   may go that long between two progress reports);
@@ -27,7 +29,8 @@ import os
 import socket
 import sys
 import time
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
 
 import peewee
 
@@ -39,6 +42,11 @@ log = logging.getLogger(__name__)
 
 HEARTBEAT_EVERY_S = 5.0
 ABANDON_AFTER = timedelta(minutes=15)
+PID_REUSE_SLACK = timedelta(seconds=60)
+"""A process that started this much after a run cannot own it (the boot time that the
+start time is computed from is known to the second; small clock corrections are
+tolerated; a large clock change during a run only marks it early, and finishing the run
+still records its real status)."""
 
 
 def this_host() -> str:
@@ -71,6 +79,23 @@ def pid_alive(pid: int) -> bool:
     return True
 
 
+def process_started_at(pid: int) -> datetime | None:
+    """When process ``pid`` started (UTC), from ``/proc``; None where it is not known."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text(encoding="ascii", errors="replace")
+        # the command name (field 2) may hold spaces and parentheses: split after the last ')'
+        start_ticks = int(stat.rsplit(")", 1)[1].split()[19])
+        boot = next(
+            int(line.split()[1])
+            for line in Path("/proc/stat").read_text(encoding="ascii").splitlines()
+            if line.startswith("btime ")
+        )
+        ticks_per_s = os.sysconf("SC_CLK_TCK")
+    except (OSError, ValueError, IndexError, StopIteration):
+        return None
+    return datetime.fromtimestamp(boot + start_ticks / ticks_per_s, UTC)
+
+
 def abandon_reason(run: Run, *, now: datetime, host: str, pid: int) -> str | None:
     """Why ``run`` (status ``running``) is abandoned, or None when its owner may be alive."""
     last_sign = run.heartbeat_at or run.started_at
@@ -80,9 +105,17 @@ def abandon_reason(run: Run, *, now: datetime, host: str, pid: int) -> str | Non
             return "abandoned: recorded by an older version and not finished"
         return None
     if run.host == host:
-        if run.pid == pid or pid_alive(int(run.pid)):
+        if run.pid != pid and not pid_alive(int(run.pid)):
+            return f"abandoned: its process (pid {run.pid}) ended without finishing it"
+        started = process_started_at(int(run.pid))
+        if started is None or run.started_at is None:
             return None
-        return f"abandoned: its process (pid {run.pid}) ended without finishing it"
+        if started > run.started_at + PID_REUSE_SLACK:
+            return (
+                f"abandoned: its process (pid {run.pid}) ended without finishing it "
+                "(the pid now belongs to a process started later)"
+            )
+        return None
     if stale:
         return (
             f"abandoned: no sign of life from pid {run.pid} on {run.host} "
@@ -105,7 +138,10 @@ def mark_abandoned_runs(store: Store) -> list[int]:
             found.append((int(run.id), reason))
     if not found:
         return []
-    with store.write():
+    # Every start calls this, reads included, and reads never wait for writers: the write
+    # is tried without waiting (a busy database raises StoreBusyError at once; the runs
+    # are marked by a later start).
+    with store.write_without_waiting():
         for run_id, reason in found:
             Run.update(status="abandoned", status_reason=reason, finished_at=now).where(
                 (Run.id == run_id) & (Run.status == "running")
@@ -135,7 +171,8 @@ class Heartbeat:
             return
         self._last = now
         try:
-            with self.store.write():
+            # never hold the run up behind another writer: skipped, tried again next time
+            with self.store.write_without_waiting():
                 Run.update(heartbeat_at=utcnow()).where(
                     (Run.id == self.run_id) & (Run.status == "running")
                 ).execute()

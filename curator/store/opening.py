@@ -10,9 +10,10 @@ the committed pages in the WAL are read too). The verdict is one of:
 - **ours**: ``user_version`` between 1 and ``LATEST_VERSION`` and every table the
   migrations up to that version create is present (tables of our own a user added are
   tolerated, as Firefox tolerates extra tables in places.sqlite);
-- refused, with one sentence: a directory, a file that is not SQLite, a damaged database
-  (``quick_check`` fails), a newer schema, or a database of another program (tables but
-  not ours). A refused file is never opened for writing, so it stays byte-identical.
+- refused, with one sentence: a directory, a pipe or device, a file that is not SQLite,
+  a damaged database (``quick_check`` fails), a newer schema, or a database of another
+  program (tables but not ours). A refused file is never opened for writing, so it stays
+  byte-identical.
 
 A known limit, accepted: the ``immutable`` read assumes nobody changes the main file
 meanwhile. Under WAL a writer changes it only when it checkpoints, so a false "damaged"
@@ -116,9 +117,19 @@ def _sibling(path: Path, suffix: str) -> Path:
     return path.with_name(path.name + suffix)
 
 
+def has_wal(path: Path) -> bool:
+    """Whether a ``-wal`` file lies next to the database SQLite will really open.
+
+    SQLite follows a symbolic link to the real file and keeps the ``-wal`` beside it,
+    not beside the link; looking next to the link would miss a crashed writer's WAL and
+    open the file ``immutable``, reading stale (even empty) tables.
+    """
+    return _sibling(path.resolve(), "-wal").exists()
+
+
 def _connect_without_writing(path: Path, timeout: float) -> sqlite3.Connection:
-    has_wal = _sibling(path, "-wal").exists()
-    return sqlite3.connect(read_only_uri(path, immutable=not has_wal), uri=True, timeout=timeout)
+    wal = has_wal(path)
+    return sqlite3.connect(read_only_uri(path, immutable=not wal), uri=True, timeout=timeout)
 
 
 def _first_line(text: str) -> str:
@@ -136,6 +147,9 @@ def check_file(path: Path, *, timeout: float = 5.0, name_backup: bool = True) ->
         raise StoreError(f"{path} is a folder, not a database file")
     if not path.exists():
         return FileCheck(path, exists=False, version=0, wal=False)
+    if not path.is_file():
+        # a FIFO would block the first read for ever; a device is nobody's database
+        raise StoreError(f"{path} is not a regular file (a pipe, socket or device); not opened")
     try:
         size = path.stat().st_size
         with path.open("rb") as handle:

@@ -74,7 +74,12 @@ RULES: dict[str, Rule] = {
 
 
 def _number(value: float) -> str:
-    return f"{value:g}" if isinstance(value, float) else str(value)
+    return _short(f"{value:g}" if isinstance(value, float) else str(value))
+
+
+def _short(text: str, limit: int = 60) -> str:
+    """A value quoted in a one-line message: a hostile one may be megabytes long."""
+    return text if len(text) <= limit else f"{text[:limit]}... ({len(text):,} characters)"
 
 
 def check_value(key: str, value: Any) -> tuple[Any, str | None]:
@@ -94,15 +99,15 @@ def check_value(key: str, value: Any) -> tuple[Any, str | None]:
             return value, f"{name} must be a list of names"
         return tuple(sorted({v.strip().lower() for v in value if v.strip()})), None
     if isinstance(value, bool) or not isinstance(value, (int, float)):
-        return value, f"{name} must be a number, got {value!r}"
+        return value, f"{name} must be a number, got {_short(repr(value))}"
     if rule.kind is int:
         if isinstance(value, float) and not value.is_integer():
-            return value, f"{name} must be a whole number, got {value!r}"
+            return value, f"{name} must be a whole number, got {_short(repr(value))}"
         value = int(value)
     else:
         value = float(value)
         if not math.isfinite(value):
-            return value, f"{name} must be a finite number, got {value!r}"
+            return value, f"{name} must be a finite number, got {_short(repr(value))}"
     if rule.low is not None and rule.high is not None and not rule.low <= value <= rule.high:
         return value, (
             f"{name} must be between {_number(rule.low)} and {_number(rule.high)}, "
@@ -176,48 +181,88 @@ class Settings:
 DEFAULTS = Settings()
 
 
-def _saved_values(store: Store) -> dict[str, Any]:
+def decode_json(text: str | bytes) -> Any:
+    """A JSON value, or ValueError; nesting too deep for the parser is a ValueError too."""
+    try:
+        return json.loads(text)
+    except RecursionError:
+        raise ValueError("nested too deeply") from None
+
+
+def _saved_values(store: Store, skip: frozenset[str] = frozenset()) -> dict[str, Any]:
     values: dict[str, Any] = {}
     for key, text in store.execute('SELECT "key", "value" FROM "setting"'):
+        if str(key) in skip:
+            continue
         try:
-            values[str(key)] = json.loads(text)
+            values[str(key)] = decode_json(text)
         except (TypeError, ValueError):
-            raise SettingsError(f"the saved setting {key!r} is not valid JSON: {text!r}") from None
+            raise SettingsError(
+                f"the saved setting {key!r} is not valid JSON: {_short(repr(text))}"
+                f"{_REPAIR.format(key=key)}"
+            ) from None
     return values
+
+
+_REPAIR = " (save a new value with `curator settings {key}=VALUE`, or {key}=null for the default)"
+
+
+def _validated(values: Mapping[str, Any]) -> Settings:
+    try:
+        return Settings.from_mapping(values, ignore_unknown=True)
+    except SettingsError as exc:
+        bad = next((k for k in values if k in RULES and check_value(k, values[k])[1]), None)
+        hint = _REPAIR.format(key=bad) if bad is not None else ""
+        raise SettingsError(f"saved settings: {exc}{hint}") from None
 
 
 def load_settings(store: Store) -> Settings:
     """The saved settings over the defaults, validated (once per operation)."""
-    values = _saved_values(store)
-    try:
-        return Settings.from_mapping(values, ignore_unknown=True)
-    except SettingsError as exc:
-        raise SettingsError(f"saved settings: {exc}") from None
+    return _validated(_saved_values(store))
+
+
+def changed_settings(store: Store, changes: Mapping[str, Any]) -> Settings:
+    """What the settings would be with ``changes`` saved (validated; nothing written).
+
+    ``None`` for a key means its default. The saved values of the keys being changed are
+    not read at all: a hostile or damaged saved value (wrong type, bad JSON) is repaired
+    by saving a new one, so a broken setting never locks the user out of the command
+    that fixes it.
+    """
+    for key, value in changes.items():
+        if value is None and key in RULES:
+            continue
+        _, problem = check_value(key, value)
+        if problem is not None:
+            raise SettingsError(problem)
+    saved = _saved_values(store, skip=frozenset(changes))
+    given = {key: value for key, value in changes.items() if value is not None}
+    return _validated({**saved, **given})
 
 
 def update_settings(store: Store, changes: Mapping[str, Any]) -> Settings:
     """Validate and save several settings in one transaction: all of them or none.
 
-    ``None`` (e.g. "the demo model", "automatic threads") removes the saved value, so
-    the default applies again. A new decay rate re-ranks every pattern in the same
-    transaction. Returns the settings now in force.
+    ``None`` (e.g. "the demo model", "automatic threads", or any key's default) removes
+    the saved value, so the default applies again. A new decay rate re-ranks every
+    pattern in the same transaction. Returns the settings now in force.
     """
-    for key in changes:
-        if key not in RULES:
-            raise SettingsError(check_value(key, None)[1] or key)
     with store.write():
-        old = load_settings(store)
-        new = old.with_changes(changes)
-        for key in changes:
+        try:
+            old_rate = load_settings(store).decay_rate
+        except SettingsError:
+            old_rate = math.nan  # a broken saved value being repaired: re-rank to be sure
+        new = changed_settings(store, changes)
+        for key, change in changes.items():
             value = getattr(new, key)
-            if value is None:
+            if change is None or value is None:
                 store.db.execute_sql('DELETE FROM "setting" WHERE "key" = ?', (key,))
             else:
                 store.db.execute_sql(
                     'INSERT OR REPLACE INTO "setting" ("key", "value") VALUES (?, ?)',
                     (key, json.dumps(value, ensure_ascii=False)),
                 )
-        if new.decay_rate != old.decay_rate:
+        if new.decay_rate != old_rate:
             _rerank(new.decay_rate)
     return new
 

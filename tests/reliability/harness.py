@@ -114,11 +114,12 @@ def run_case(
     *,
     stdin: bytes | None = None,
     env: Mapping[str, str] | None = None,
+    timeout: float = 120.0,
 ) -> Result:
     """Run one case and assert every promise in ``expect``; returns the result for extras."""
     before_counts = row_counts(expect.db) if expect.db and expect.unchanged_counts else {}
     before_hashes = {p: sha256_of(p) for p in expect.untouched}
-    result = run_curator(argv, stdin=stdin, env=env)
+    result = run_curator(argv, stdin=stdin, env=env, timeout=timeout)
     context = f"curator {' '.join(argv)} -> {result.code}\nstderr: {result.stderr}"
 
     assert result.code == expect.code, context

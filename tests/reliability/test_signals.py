@@ -228,7 +228,8 @@ def test_abandon_rules(
         run = Run.create(
             kind="classify",
             status="running",
-            started_at=now - heartbeat_age,
+            # a run never starts before its own process (an older start means a reused pid)
+            started_at=now if host == "this" else now - heartbeat_age,
             pid=pids.get(pid, pid),
             host={"this": this_host()}.get(host, host) if host else None,
             heartbeat_at=now - heartbeat_age if host else None,
