@@ -151,13 +151,11 @@ def _load_backend(ctx: CommandContext) -> Any:
     }
     # The same validation as the window's Settings pane: same bounds, same messages.
     settings = load_settings(ctx.store).with_changes(overrides)
-    path = resolve_model_path(args.model, settings)
+    path = resolve_model_path(args.model, settings.model_path)
     backend = load_backend(backend_settings(settings, path))
     info = backend.model_info
-    ctx.info(
-        f"model: {info.name} ({info.quantization}, {info.architecture}), {backend.offload}, "
-        f"n_ctx {backend.n_ctx}"
-    )
+    name = f"{info.name} ({info.quantization}, {info.architecture})" if info else str(path)
+    ctx.info(f"model: {name}, {backend.offload}, n_ctx {backend.n_ctx}")
     return backend
 
 
