@@ -54,6 +54,7 @@ RETRY_STATUS = (429, 503)
 TRUNCATION_MARKER = "\n[...]\n"
 
 
+FORCED_TOP_N = 1000  # llama-cpp-python sorts the whole vocabulary anyway
 POLL_S = 0.05  # how often a waiting call looks at should_stop
 _T = TypeVar("_T")
 
@@ -111,7 +112,11 @@ class HttpBackend:
         self._texts: dict[tuple[int, ...], str] = {}
         self.kind = "openai"
         self.model = ""
-        self._detect(model)
+        try:
+            self._detect(model)
+        except BaseException:
+            self._client.close()  # no connection left behind by a failed start
+            raise
         self.offload = f"server {self.kind} at {self.url}"
 
     # -- Backend protocol ------------------------------------------------------------------
@@ -217,6 +222,7 @@ class HttpBackend:
             return self._classify_unscored(prompt, sep, labels, start, truncated, item_tokens)
         label_tokens = self._label_tokens(tuple(labels), answer_prefix)
         tops: dict[tuple[int, ...], tuple[dict[int, float], float, int]] = {}
+        forced: dict[tuple[int, ...], dict[int, float]] = {}
         approximate = False
         logprobs: dict[str, float] = {}
         tokens_in = 0
@@ -227,13 +233,21 @@ class HttpBackend:
                 # The separator is part of the label's first token (" noise").
                 text = prompt + self._text_of(key)
                 if self.kind == "llama_cpp.server":
-                    try:
-                        value, used = self._cancellable(
-                            partial(self._forced_logprob, text, seq[n]),
-                            should_stop,
+                    if key in forced and seq[n] in forced[key]:
+                        value, used = forced[key][seq[n]], 0
+                    else:
+                        try:
+                            value, others, used = self._cancellable(
+                                partial(self._forced_logprob, text, seq[n]), should_stop
+                            )
+                        except _Cancelled:
+                            raise StopRequested from None
+                        # The other labels' tokens at this position, from the same
+                        # evaluation (asking again would re-evaluate the prompt's last
+                        # token alone, which llama.cpp computes slightly differently).
+                        forced.setdefault(key, {}).update(
+                            {t: others[p] for t, p in self._pieces.items() if p in others}
                         )
-                    except _Cancelled:
-                        raise StopRequested from None
                     total += value
                     tokens_in = max(tokens_in, used)
                     continue
@@ -313,26 +327,29 @@ class HttpBackend:
             found = self._texts[tokens] = self._detokenize(list(tokens))
         return found
 
-    def _forced_logprob(self, prompt: str, token: int) -> tuple[float, int]:
-        """The exact log-probability of ``token`` after ``prompt`` (llama-cpp-python).
+    def _forced_logprob(self, prompt: str, token: int) -> tuple[float, dict[str, float], int]:
+        """The exact log-probability of ``token`` after ``prompt`` (llama-cpp-python),
+        the top :data:`FORCED_TOP_N` of the same position by text, and the prompt's size.
 
         A logit bias makes the server generate that token; the server computes the
-        reported log-probability from the unbiased logits (the bias is applied to the
-        sampler's copy), so it is the model's own value, whatever the top N holds.
+        reported log-probabilities from the unbiased logits (the bias is applied to the
+        sampler's copy), so they are the model's own values, whatever the top N holds.
         """
         body = {
             "prompt": prompt,
             "max_tokens": 1,
             "temperature": 0.0,
-            "logprobs": 1,
+            "logprobs": FORCED_TOP_N,
             "logit_bias": {str(token): 100.0},
         }
         data = self._post("/v1/completions", body)
         try:
-            value = float(data["choices"][0]["logprobs"]["token_logprobs"][0])
+            logprobs = data["choices"][0]["logprobs"]
+            value = float(logprobs["token_logprobs"][0])
+            top = {str(k): float(v) for k, v in dict(logprobs["top_logprobs"][0]).items()}
         except (KeyError, IndexError, TypeError, ValueError):
             raise ServerError(f"malformed response from {self.url}: no log-probability") from None
-        return value, int((data.get("usage") or {}).get("prompt_tokens", 0) or 0)
+        return value, top, int((data.get("usage") or {}).get("prompt_tokens", 0) or 0)
 
     def _top_logprobs(self, prompt: str) -> tuple[dict[int, float], float, int]:
         """The next token's top N as {label token id: log-probability}, the smallest
@@ -598,9 +615,11 @@ class HttpBackend:
 def _events(response: httpx.Response, url: str) -> Iterator[dict[str, Any]]:
     import json
 
+    seen = False
     for line in response.iter_lines():
         if not line.startswith("data:"):
             continue
+        seen = True
         payload = line[5:].strip()
         if payload == "[DONE]":
             return
@@ -613,6 +632,8 @@ def _events(response: httpx.Response, url: str) -> Iterator[dict[str, Any]]:
         if not isinstance(event, dict):
             raise ServerError(f"malformed response from {url}: a stream event is not an object")
         yield event
+    if not seen:
+        raise ServerError(f"malformed response from {url}: not a stream of events")
 
 
 def _first_choice(data: dict[str, Any]) -> dict[str, Any]:
