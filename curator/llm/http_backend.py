@@ -359,8 +359,7 @@ class HttpBackend:
         body = {"prompt": prompt, "max_tokens": 1, "temperature": 0.0, "logprobs": TOP_N}
         data = self._post("/v1/completions", body)
         try:
-            top = data["choices"][0]["logprobs"]["top_logprobs"][0]
-            by_text = {str(k): float(v) for k, v in dict(top).items()}
+            by_text = _top_of_first_token(data["choices"][0]["logprobs"])
         except (KeyError, IndexError, TypeError, ValueError):
             raise ServerError(
                 f"malformed response from {self.url}: no top log-probabilities"
@@ -634,6 +633,17 @@ def _events(response: httpx.Response, url: str) -> Iterator[dict[str, Any]]:
         yield event
     if not seen:
         raise ServerError(f"malformed response from {url}: not a stream of events")
+
+
+def _top_of_first_token(logprobs: Any) -> dict[str, float]:
+    """{token text: log-probability} of the first generated token, in either shape:
+    the legacy completions one (``top_logprobs``: a list of {text: logprob}) or the
+    chat-style one newer servers also use for completions (``content``: a list of
+    {token, logprob, top_logprobs: [{token, logprob}]})."""
+    if "content" in logprobs and isinstance(logprobs["content"], list):
+        first = logprobs["content"][0]
+        return {str(e["token"]): float(e["logprob"]) for e in first["top_logprobs"]}
+    return {str(k): float(v) for k, v in dict(logprobs["top_logprobs"][0]).items()}
 
 
 def _first_choice(data: dict[str, Any]) -> dict[str, Any]:
