@@ -175,6 +175,7 @@ def test_classify_and_distill_through_the_server_end_to_end(
     finally:
         store.close()
     assert main(["--db", str(db), "distill", *server, "--limit", "4"]) == 0
+    assert main(["--db", str(db), "replay", *server, "--limit", "2"]) == 0
     conn = sqlite3.connect(db)
     try:
         runs = conn.execute(
@@ -187,7 +188,8 @@ def test_classify_and_distill_through_the_server_end_to_end(
     finally:
         conn.close()
     assert [(kind, status) for kind, status, *_ in runs][:1] == [("classify", "done")]
-    assert runs[-1][0] == "distill" and runs[-1][1] in ("staged", "done")
+    assert runs[1][0] == "distill" and runs[1][1] in ("staged", "done")
+    assert runs[-1][:2] == ("replay", "done")
     for _, _, path, name, _params in runs:
         assert path == llama_server and name.endswith(".gguf")
     assert "log-probabilities" in json.loads(runs[0][4])["method"]
