@@ -127,11 +127,11 @@ class LabelScores:
     truncated: bool = False
     item_tokens: int = 0
     method: str = "exact"
-    """How the labels were scored: ``exact`` (each label's full token sequence),
-    ``first-token`` (the distribution of the answer's first token, exact when the labels
-    differ in it), ``first-token-approx`` (a label fell outside the server's top-N and
-    is bounded by the smallest returned log-probability) or ``unscored`` (constrained
-    generation: a label without probabilities; the confidence is 1)."""
+    """How the labels were scored: ``exact`` (each label's full token sequence, the
+    model's own values), ``first-token-approx`` (a model server returned only its top N
+    and a label token was outside it: bounded by the smallest returned log-probability)
+    or ``unscored`` (a server without log-probabilities: the label was generated under
+    constraint; generation: a label without probabilities; the confidence is 1)."""
 
 
 @runtime_checkable
