@@ -131,7 +131,7 @@ class LabelScores:
     model's own values), ``first-token-approx`` (a model server returned only its top N
     and a label token was outside it: bounded by the smallest returned log-probability)
     or ``unscored`` (a server without log-probabilities: the label was generated under
-    constraint; generation: a label without probabilities; the confidence is 1)."""
+    constraint; no probabilities, the confidence is 1)."""
 
 
 @runtime_checkable
