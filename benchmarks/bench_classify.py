@@ -163,9 +163,11 @@ def main(argv: list[str] | None = None) -> int:
         f"- shared prefix: {len(head)} tokens; episode: {item_tokens:.0f} tokens on average",
         f"- naive and project chose the same label for {agree} of {n} episodes",
     ]
+    info = backend.model_info
+    assert info is not None  # a local file
     setup = (
         f"{n} classifications per method ({len(episodes)} demo episodes x {args.passes} "
-        f"passes), demo model {backend.model_info.name} ({backend.model_info.quantization}), "
+        f"passes), demo model {info.name} ({info.quantization}), "
         f"{backend.offload}, n_ctx {backend.n_ctx}, threads {llm.n_threads}, "
         f"{os.cpu_count()} logical CPUs, load average {os.getloadavg()[0]:.2f} at the end, "
         f"{platform.python_implementation()} {platform.python_version()}, "

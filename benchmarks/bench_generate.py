@@ -115,9 +115,11 @@ def main(argv: list[str] | None = None) -> int:
     rate = {name: tokens[name] / seconds[name] for name in names}
     ratio = rate["project"] / rate["plain"]
     threads = backend.tuning.describe() if backend.tuning else f"{args.threads} (fixed)"
+    info = backend.model_info
+    assert info is not None  # a local file
     print(
         f"{len(items)} extract batches of {PER_BATCH} demo episodes, max {args.max_tokens} "
-        f"tokens, demo model {backend.model_info.name}, {backend.offload}, threads "
+        f"tokens, demo model {info.name}, {backend.offload}, threads "
         f"{threads}, {os.cpu_count()} logical CPUs, load average "
         f"{os.getloadavg()[0]:.2f} at the end, Python {platform.python_version()}, "
         f"wall {wall:.1f} s"

@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from curator.cli.common import CommandContext
+from curator.cli.pipeline import add_server_args
 from curator.errors import CuratorError
 from curator.llm.prompts import PromptError, load_prompt
 from curator.pipeline.insights import Insights, compute_insights, dumps
@@ -54,6 +55,7 @@ def register(subparsers: Any, common: argparse.ArgumentParser) -> None:
     p.add_argument("--n-gpu-layers", type=int, metavar="N", help="layers on the GPU (-1 all)")
     p.add_argument("--n-ctx", type=int, metavar="N", help="context size in tokens")
     p.add_argument("--threads", type=int, metavar="N", help="CPU threads")
+    add_server_args(p)
     p.add_argument("--prompt-version", type=int, metavar="V", help="classify prompt version")
     p.add_argument("--limit", type=int, metavar="N", help="replay at most N gold episodes")
     p.add_argument("--skip", type=float, metavar="R", help="gate replay: SKIP threshold")

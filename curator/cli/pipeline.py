@@ -14,6 +14,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import dataclasses
+import os
 import signal
 import sys
 from collections.abc import Callable
@@ -27,6 +28,24 @@ from curator.pipeline.progress import Progress, TaskState
 from curator.pipeline.review import list_candidates
 from curator.store.models import DISTILLABLE_LABELS, Run, TraceStep
 from curator.store.settings import load_settings
+
+
+def add_server_args(group: Any) -> None:
+    """``--server``, ``--server-model`` and ``--api-key``: a model server instead of a file."""
+    group.add_argument(
+        "--server",
+        metavar="URL",
+        help="an OpenAI-compatible model server, e.g. http://127.0.0.1:8080 "
+        "(default: $CURATOR_SERVER; without either, the model file is loaded in-process)",
+    )
+    group.add_argument(
+        "--server-model", metavar="ID", help="the server's model id (default: its first)"
+    )
+    group.add_argument(
+        "--api-key",
+        metavar="KEY",
+        help="the server's API key (default: $CURATOR_API_KEY; never stored)",
+    )
 
 
 def register(subparsers: Any, common: argparse.ArgumentParser) -> None:
@@ -43,6 +62,7 @@ def register(subparsers: Any, common: argparse.ArgumentParser) -> None:
     )
     group.add_argument("--n-ctx", type=integer, metavar="N", help="context size in tokens")
     group.add_argument("--threads", type=integer, metavar="N", help="CPU threads")
+    add_server_args(group)
 
     p = subparsers.add_parser(
         "classify",
@@ -140,6 +160,9 @@ def _load_backend(ctx: CommandContext) -> Any:
     from curator.llm.model_file import resolve_model_path
 
     args = ctx.args
+    server = getattr(args, "server", None) or os.environ.get("CURATOR_SERVER")
+    if server:
+        return _load_server(ctx, server)
     overrides = {
         key: value
         for key, value in (
@@ -151,13 +174,28 @@ def _load_backend(ctx: CommandContext) -> Any:
     }
     # The same validation as the window's Settings pane: same bounds, same messages.
     settings = load_settings(ctx.store).with_changes(overrides)
-    path = resolve_model_path(args.model, settings)
+    path = resolve_model_path(args.model, settings.model_path)
     backend = load_backend(backend_settings(settings, path))
     info = backend.model_info
-    ctx.info(
-        f"model: {info.name} ({info.quantization}, {info.architecture}), {backend.offload}, "
-        f"n_ctx {backend.n_ctx}"
+    name = f"{info.name} ({info.quantization}, {info.architecture})" if info else str(path)
+    ctx.info(f"model: {name}, {backend.offload}, n_ctx {backend.n_ctx}")
+    return backend
+
+
+def _load_server(ctx: CommandContext, server: str) -> Any:
+    """The model behind ``server``; its key comes from --api-key or the environment only."""
+    from curator.llm.http_backend import HttpBackend
+
+    args = ctx.args
+    settings = load_settings(ctx.store)
+    n_ctx = getattr(args, "n_ctx", None) or settings.n_ctx
+    backend = HttpBackend(
+        server,
+        model=getattr(args, "server_model", None),
+        api_key=getattr(args, "api_key", None) or os.environ.get("CURATOR_API_KEY") or None,
+        n_ctx=int(n_ctx),
     )
+    ctx.info(f"model: {backend.model} on {backend.offload}, n_ctx {backend.n_ctx}")
     return backend
 
 

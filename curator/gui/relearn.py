@@ -15,8 +15,8 @@ import threading
 
 from PySide6.QtCore import QObject, QTimer, Signal
 
-from curator.llm.runlog import one_line
 from curator.pipeline.learn import LearnReport, relearn
+from curator.pipeline.runlog import one_line
 from curator.store.db import Store
 
 DEBOUNCE_MS = 1200

@@ -149,7 +149,7 @@ class _Engine(QObject):
 
         saved = load_settings(self._store)
         try:
-            model_path = resolve_model_path(None, saved)
+            model_path = resolve_model_path(None, saved.model_path)
         except ModelFileError as exc:
             raise CuratorError(str(exc)) from exc
         settings = backend_settings(saved, model_path)
@@ -161,15 +161,14 @@ class _Engine(QObject):
         except ModelFileError as exc:
             raise CuratorError(str(exc)) from exc
         self._backend_settings = settings
-        self.model_loaded.emit(str(getattr(self._backend, "offload", "")))
+        self.model_loaded.emit(self._backend.offload)
         return self._backend
 
     def _release_backend(self) -> None:
         backend, self._backend, self._backend_settings = self._backend, None, None
-        close = getattr(backend, "close", None)
-        if callable(close):
+        if backend is not None:
             try:
-                close()
+                backend.close()
             except Exception:  # freeing is best effort; the process may be exiting
                 log.exception("closing the model failed")
 

@@ -17,12 +17,12 @@ import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 from curator.errors import CuratorError
 
 if TYPE_CHECKING:
-    from curator.store.settings import Settings
+    from curator.llm.model_file import ModelInfo
 
 TokenCallback = Callable[[str], None]
 StopCheck = Callable[[], bool]
@@ -68,16 +68,20 @@ class BackendSettings:
     temperature: float = 0.0
 
 
-def backend_settings(settings: Settings, model_path: Path) -> BackendSettings:
-    """The one place the saved (or overridden) settings become llama.cpp load settings."""
+def backend_settings(settings: Any, model_path: Path) -> BackendSettings:
+    """The one place the saved (or overridden) settings become llama.cpp load settings.
+
+    ``settings`` is anything with the attributes of the same names (the store's
+    ``Settings``); ``llm`` does not import the store.
+    """
     return BackendSettings(
         model_path=model_path,
-        n_gpu_layers=settings.n_gpu_layers,
-        n_ctx=settings.n_ctx,
+        n_gpu_layers=int(settings.n_gpu_layers),
+        n_ctx=int(settings.n_ctx),
         n_threads=settings.n_threads,
-        flash_attn=settings.flash_attn,
-        seed=settings.seed,
-        temperature=settings.temperature,
+        flash_attn=bool(settings.flash_attn),
+        seed=int(settings.seed),
+        temperature=float(settings.temperature),
     )
 
 
@@ -122,11 +126,39 @@ class LabelScores:
     logprobs: dict[str, float] = field(default_factory=dict)
     truncated: bool = False
     item_tokens: int = 0
+    method: str = "exact"
+    """How the labels were scored: ``exact`` (each label's full token sequence, the
+    model's own values), ``first-token-approx`` (a model server returned only its top N
+    and a label token was outside it: bounded by the smallest returned log-probability)
+    or ``unscored`` (a server without log-probabilities: the label was generated under
+    constraint; no probabilities, the confidence is 1)."""
 
 
 @runtime_checkable
 class Backend(Protocol):
-    """A loaded model. Implementations are used from one thread at a time."""
+    """A loaded model. Implementations are used from one thread at a time.
+
+    ``model_info`` is the local model file (None for a model behind a server, which then
+    describes itself in ``remote``: url without credentials, model id, server kind);
+    ``offload`` says in a few words where the model runs (shown in the status bar).
+    """
+
+    model_info: ModelInfo | None
+    offload: str
+
+    @property
+    def remote(self) -> dict[str, Any]:
+        """What identifies a model on a server (empty for a local file)."""
+        ...
+
+    @property
+    def scoring_method(self) -> str:
+        """How :meth:`classify` scores labels, in words (recorded in the run's params)."""
+        ...
+
+    def close(self) -> None:
+        """Free the model (or the connection); the backend is unusable afterwards."""
+        ...
 
     @property
     def n_ctx(self) -> int:

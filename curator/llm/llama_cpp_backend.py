@@ -83,7 +83,8 @@ class LlamaCppBackend:
         self._lib = llama_cpp
         self.llm = llm
         self.settings = settings
-        self.model_info = model_info
+        self.model_info: ModelInfo | None = model_info
+        self._path = model_info.path
         self._owner = threading.get_ident()
         self._busy = threading.Lock()
         self._debug = os.environ.get("CURATOR_DEBUG", "") not in ("", "0")
@@ -115,6 +116,14 @@ class LlamaCppBackend:
             self.offload = "CPU"
 
     # -- Backend protocol ------------------------------------------------------------------
+
+    @property
+    def remote(self) -> dict[str, Any]:
+        return {}  # a local file: model_info identifies it
+
+    @property
+    def scoring_method(self) -> str:
+        return "label log-probabilities (full token sequences)"
 
     @property
     def n_ctx(self) -> int:
@@ -195,7 +204,7 @@ class LlamaCppBackend:
         Empties the KV cache (the next call evaluates its whole prompt again).
         """
         with self._exclusive():
-            self.tuning = measure(self.llm, self.model_info.path, candidate_counts())
+            self.tuning = measure(self.llm, self._path, candidate_counts())
             return self.tuning
 
     def embed(
@@ -206,7 +215,7 @@ class LlamaCppBackend:
             from curator.llm.embeddings import LlamaEmbedder
 
             self._embedder = LlamaEmbedder(
-                self.model_info.path,
+                self._path,
                 n_threads=self.settings.n_threads,
                 n_gpu_layers=self.settings.n_gpu_layers,
             )

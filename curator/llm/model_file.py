@@ -27,14 +27,11 @@ import sys
 import tempfile
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, BinaryIO
+from typing import Any, BinaryIO
 
 import platformdirs
 
 from curator.errors import CuratorError
-
-if TYPE_CHECKING:
-    from curator.store.settings import Settings
 
 MODEL_ENV = "CURATOR_MODEL"
 CACHE_ENV = "CURATOR_CACHE_DIR"
@@ -531,15 +528,21 @@ def _bundled_demo_model() -> Path | None:
     return candidate if candidate.is_file() else None
 
 
-def resolve_model_path(cli_value: str | os.PathLike[str] | None, settings: Settings | None) -> Path:
-    """``--model``, then ``$CURATOR_MODEL``, then the saved setting, then the demo model."""
+def resolve_model_path(
+    cli_value: str | os.PathLike[str] | None, saved: str | os.PathLike[str] | None
+) -> Path:
+    """``--model``, then ``$CURATOR_MODEL``, then the saved setting, then the demo model.
+
+    ``saved`` is the saved ``model_path`` setting's value (plain: ``llm`` does not read the
+    store).
+    """
     if cli_value:
         return Path(cli_value).expanduser()
     env = os.environ.get(MODEL_ENV)
     if env:
         return Path(env).expanduser()
-    if settings is not None and settings.model_path:
-        return Path(settings.model_path).expanduser()
+    if saved:
+        return Path(saved).expanduser()
     demo = demo_model_path()
     if demo is not None:
         return demo

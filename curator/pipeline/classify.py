@@ -20,22 +20,19 @@ from typing import Any
 
 from curator.llm.backend import Backend, StopRequested, require_finite
 from curator.llm.prompts import load_prompt, numbered
-from curator.llm.runlog import (
-    RunResult,
-    TraceRecord,
-    finish_run,
-    model_provenance,
-    one_line,
-    start_run,
-    trace_fields,
-)
 from curator.pipeline.calibrate import label_bias
 from curator.pipeline.features import prepare_features, score_fields
 from curator.pipeline.learn import relearn
 from curator.pipeline.progress import Cancelled, Progress, TaskState
+from curator.pipeline.runlog import (
+    RunResult,
+    TraceRecord,
+    model_provenance,
+    recorded_run,
+    trace_fields,
+)
 from curator.store.db import Store
 from curator.store.identity import current_identity
-from curator.store.liveness import Heartbeat
 from curator.store.models import LABELS, Episode, TraceStep, utcnow
 
 __all__ = ["RunResult", "classify_episodes", "pending_episode_ids"]
@@ -87,85 +84,94 @@ def classify_episodes(
         "episode_ids": list(episode_ids) if episode_ids is not None else None,
         "labels": list(LABELS),
         "n_ctx": backend.n_ctx,
-        "method": "label log-probabilities (full token sequences)",
+        "method": backend.scoring_method,
     }
-    run_id = start_run(
+    counts: dict[str, int] = {label: 0 for label in LABELS}
+    counts.update(classified=0, truncated=0, skipped=0)
+    total = len(ids)
+    with recorded_run(
         store,
         "classify",
         backend=backend,
         prompts={"classify": prompt},
         identity=identity,
         params=params,
-    )
-    counts: dict[str, int] = {label: 0 for label in LABELS}
-    counts.update(classified=0, truncated=0, skipped=0)
+        state=state,
+        stats=counts,  # the same dict: the run's stats are the counts as they stand
+    ) as run:
+        run.cancel_message = lambda: f"cancelled after {counts['classified']} of {total} episodes"
+        _classify_all(store, backend, state, run.id, ids, prefix, prompt, counts)
+    if run.status == "cancelled":
+        return RunResult(run.id, "cancelled", counts, run.message)
+    return RunResult(run.id, "done", counts, _summary(counts))
+
+
+def _classify_all(
+    store: Store,
+    backend: Backend,
+    state: TaskState,
+    run_id: int,
+    ids: list[int],
+    prefix: str,
+    prompt: Any,
+    counts: dict[str, int],
+) -> None:
+    """The body of a classify run: every episode, then the features and the learned labels."""
     tokens_evaluated = 0
     seconds = 0.0
     total = len(ids)
-    state.tick = Heartbeat(store, run_id)
     state.report(Progress(STEP, 0, total, message=f"{total} episodes to classify"))
     sha = str(model_provenance(backend)["model_sha256"])
-    try:
-        bias = label_bias(store, backend, prefix, answer_prefix=prompt.assistant, model_sha256=sha)
-        for done, episode_id in enumerate(ids, 1):
-            state.check()
-            episode = Episode.get_or_none(Episode.id == episode_id)
-            if episode is None or episode.human_label is not None:
-                counts["skipped"] += 1  # deleted or labelled by a person meanwhile
-                continue
-            try:
-                scores = backend.classify(
-                    prefix,
-                    episode.text,
-                    LABELS,
-                    answer_prefix=prompt.assistant,
-                    should_stop=lambda: state.cancelled,
-                )
-            except StopRequested:
-                raise Cancelled("cancelled during the prompt") from None
-            # Checked here too, whatever the backend: a NaN confidence must never be stored.
-            require_finite("label scores", [scores.confidence, *scores.probabilities.values()])
-            fields = score_fields(store, scores.probabilities, bias, sha)
-            _store_label(store, run_id, episode_id, scores, prompt, fields)
-            counts[scores.label] += 1
-            counts["classified"] += 1
-            counts["truncated"] += int(scores.truncated)
-            tokens_evaluated += scores.tokens_in - scores.cached_tokens
-            seconds += scores.seconds
-            state.report(
-                Progress(
-                    STEP,
-                    done,
-                    total,
-                    tokens_per_s=tokens_evaluated / seconds if seconds > 0 else 0.0,
-                    message=f"episode {episode_id}: {scores.label} ({scores.confidence:.0%})",
-                )
-            )
-        counts.update(
-            prepare_features(
-                store,
-                backend,
-                state,
-                ids,
-                prefix=prefix,
+    bias = label_bias(store, backend, prefix, answer_prefix=prompt.assistant, model_sha256=sha)
+    for done, episode_id in enumerate(ids, 1):
+        state.check()
+        episode = Episode.get_or_none(Episode.id == episode_id)
+        if episode is None or episode.human_label is not None:
+            counts["skipped"] += 1  # deleted or labelled by a person meanwhile
+            continue
+        try:
+            scores = backend.classify(
+                prefix,
+                episode.text,
+                LABELS,
                 answer_prefix=prompt.assistant,
-                bias=bias,
-                sha=sha,
+                should_stop=lambda: state.cancelled,
+            )
+        except StopRequested:
+            raise Cancelled("cancelled during the prompt") from None
+        # Checked here too, whatever the backend: a NaN confidence must never be stored.
+        require_finite("label scores", [scores.confidence, *scores.probabilities.values()])
+        fields = score_fields(store, scores.probabilities, bias, sha)
+        _store_label(store, run_id, episode_id, scores, prompt, fields)
+        counts[scores.label] += 1
+        counts["classified"] += 1
+        counts["truncated"] += int(scores.truncated)
+        method = f"scored_{scores.method}"  # which scoring method each label came from
+        counts[method] = counts.get(method, 0) + 1
+        tokens_evaluated += scores.tokens_in - scores.cached_tokens
+        seconds += scores.seconds
+        state.report(
+            Progress(
+                STEP,
+                done,
+                total,
+                tokens_per_s=tokens_evaluated / seconds if seconds > 0 else 0.0,
+                message=f"episode {episode_id}: {scores.label} ({scores.confidence:.0%})",
             )
         )
-        counts["learned"] = relearn(store, sha).predicted
-    except Cancelled:
-        message = f"cancelled after {counts['classified']} of {total} episodes"
-        finish_run(store, run_id, "cancelled", message, stats=counts)
-        return RunResult(run_id, "cancelled", counts, message)
-    except BaseException as exc:
-        finish_run(store, run_id, "failed", one_line(exc), stats=counts)
-        raise
-    finally:
-        state.tick = None
-    message = _summary(counts)
-    finish_run(store, run_id, "done", "", stats=counts)
-    return RunResult(run_id, "done", counts, message)
+    counts.update(
+        prepare_features(
+            store,
+            backend,
+            state,
+            ids,
+            prefix=prefix,
+            answer_prefix=prompt.assistant,
+            bias=bias,
+            sha=sha,
+        )
+    )
+    counts["learned"] = relearn(store, sha).predicted
 
 
 def _store_label(
@@ -182,6 +188,7 @@ def _store_label(
             "confidence": scores.confidence,
             "probabilities": scores.probabilities,
             "logprobs": scores.logprobs,
+            "method": scores.method,
             "truncated": scores.truncated,
             "item_tokens": scores.item_tokens,
         },

@@ -59,19 +59,17 @@ from curator.llm.grammars import (
     string_array_grammar,
 )
 from curator.llm.prompts import PromptTemplate, load_prompt, numbered
-from curator.llm.runlog import (
+from curator.pipeline.progress import Cancelled, Progress, TaskState
+from curator.pipeline.runlog import (
     RunResult,
     TraceRecord,
     add_trace,
-    finish_run,
     one_line,
-    start_run,
+    recorded_run,
     trace_fields,
 )
-from curator.pipeline.progress import Cancelled, Progress, TaskState
 from curator.store.db import Store
 from curator.store.identity import Identity, current_identity
-from curator.store.liveness import Heartbeat
 from curator.store.models import (
     DISTILLABLE_LABELS,
     Candidate,
@@ -608,44 +606,41 @@ def distill(
             )
         },
     }
-    run_id = start_run(
+    with recorded_run(
         store,
         "distill",
         backend=backend,
         prompts=prompts,
         identity=identity,
         params=params,
-    )
-    worker = _Distiller(store, backend, state, run_id, prompts, identity, settings, len(batches))
-    state.tick = Heartbeat(store, run_id)
-    state.report(Progress("extract", 0, len(batches), message=f"{len(batches)} batches"))
-    try:
-        for batch in batches:
-            worker.run_batch(batch)
-    except Cancelled:
-        message = (
+        state=state,
+    ) as run:
+        worker = _Distiller(
+            store, backend, state, run.id, prompts, identity, settings, len(batches)
+        )
+        run.stats = worker.stats()
+        run.cancel_message = lambda: (
             f"cancelled after {worker.batches_done} of {len(batches)} batches "
             f"({worker.counts['candidates']} candidates kept)"
         )
-        finish_run(store, run_id, "cancelled", message, stats=worker.stats())
-        return RunResult(run_id, "cancelled", dict(worker.counts), message)
-    except BaseException as exc:
-        finish_run(store, run_id, "failed", one_line(exc), stats=worker.stats())
-        raise
-    finally:
-        state.tick = None
-    counts = dict(worker.counts)
-    if not batches:
-        message = "nothing to distill: no labelled episode is waiting"
-        finish_run(store, run_id, "done", message, stats=worker.stats())
-        return RunResult(run_id, "done", counts, message)
-    from curator.pipeline.review import record_proposals
+        state.report(Progress("extract", 0, len(batches), message=f"{len(batches)} batches"))
+        try:
+            for batch in batches:
+                worker.run_batch(batch)
+        finally:
+            run.stats = worker.stats()
+        if not batches:
+            run.finish("done", "nothing to distill: no labelled episode is waiting")
+        else:
+            from curator.pipeline.review import record_proposals
 
-    message = _summary(counts)
-    with store.write():  # the proposals' audit events and the status change together
-        record_proposals(store, run_id)
-        finish_run(store, run_id, "staged", "", stats=worker.stats())
-    return RunResult(run_id, "staged", counts, message)
+            with store.write():  # the proposals' audit events and the status change together
+                record_proposals(store, run.id)
+                run.finish("staged", "")
+    counts = dict(worker.counts)
+    if run.status == "staged":
+        return RunResult(run.id, "staged", counts, _summary(counts))
+    return RunResult(run.id, run.status, counts, run.message)
 
 
 def _summary(counts: dict[str, int]) -> str:

@@ -21,8 +21,8 @@ from typing import Any
 from curator.core.agreement import Confusion, bootstrap_kappa, confusion
 from curator.llm.backend import Backend, StopRequested
 from curator.llm.prompts import load_prompt, numbered
-from curator.llm.runlog import TraceRecord, finish_run, one_line, start_run, trace_fields
 from curator.pipeline.progress import Cancelled, Progress, TaskState
+from curator.pipeline.runlog import TraceRecord, recorded_run, trace_fields
 from curator.store.db import Store
 from curator.store.identity import current_identity
 from curator.store.models import LABELS, TraceStep
@@ -79,77 +79,81 @@ def replay_labels(
     )
     prefix = backend.chat_prefix(system, user_start)
     ids = gold_episode_ids(store, limit)
-    run_id = start_run(
+    humans: list[str] = []
+    replayed: list[str] = []
+    current_h: list[str] = []
+    current_m: list[str] = []
+    status, message = "done", ""
+    with recorded_run(
         store,
         "replay",
         backend=backend,
         prompts={"classify": prompt},
         identity=identity,
         params={"limit": limit, "gold_episodes": len(ids), "labels": list(LABELS)},
-    )
-    humans: list[str] = []
-    replayed: list[str] = []
-    current_h: list[str] = []
-    current_m: list[str] = []
-    status, message = "done", ""
-    try:
-        for done, episode_id in enumerate(ids, 1):
-            state.check()
-            rows = store.execute(
-                "SELECT text, human_label, model_label FROM episode WHERE id = ?", (episode_id,)
-            )
-            if not rows or rows[0][1] not in LABELS:
-                continue  # deleted or unlabelled meanwhile
-            text, human, model = rows[0]
-            try:
-                scores = backend.classify(
-                    prefix,
-                    text,
-                    LABELS,
-                    answer_prefix=prompt.assistant,
-                    should_stop=lambda: state.cancelled,
+        state=state,
+    ) as run:
+        run_id = run.id
+        try:
+            for done, episode_id in enumerate(ids, 1):
+                state.check()
+                rows = store.execute(
+                    "SELECT text, human_label, model_label FROM episode WHERE id = ?", (episode_id,)
                 )
-            except StopRequested:
-                raise Cancelled("cancelled during the prompt") from None
-            record = TraceRecord(
-                step=STEP,
-                episode_id=episode_id,
-                prompt=prompt,
-                raw_output=scores.label,
-                parsed={
-                    "label": scores.label,
-                    "confidence": scores.confidence,
-                    "probabilities": scores.probabilities,
-                    "human_label": human,
-                },
-                tokens_in=scores.tokens_in,
-                cached_tokens=scores.cached_tokens,
-                seconds=scores.seconds,
-            )
-            with store.write():
-                TraceStep.create(**trace_fields(run_id, record))
-            humans.append(str(human))
-            replayed.append(scores.label)
-            if model in LABELS:
-                current_h.append(str(human))
-                current_m.append(str(model))
-            state.report(Progress("replay", done, len(ids), message=f"episode {episode_id}"))
-    except Cancelled:
-        status, message = "cancelled", f"cancelled after {len(humans)} of {len(ids)} episodes"
-    except BaseException as exc:
-        finish_run(store, run_id, "failed", one_line(exc))
-        raise
-    replay = confusion(humans, replayed, LABELS)
-    current = confusion(current_h, current_m, LABELS)
-    stats = {"episodes": len(humans), "accuracy": replay.accuracy(), "kappa": replay.kappa()}
-    finish_run(store, run_id, status, message, stats=stats)
+                if not rows or rows[0][1] not in LABELS:
+                    continue  # deleted or unlabelled meanwhile
+                text, human, model = rows[0]
+                try:
+                    scores = backend.classify(
+                        prefix,
+                        text,
+                        LABELS,
+                        answer_prefix=prompt.assistant,
+                        should_stop=lambda: state.cancelled,
+                    )
+                except StopRequested:
+                    raise Cancelled("cancelled during the prompt") from None
+                record = TraceRecord(
+                    step=STEP,
+                    episode_id=episode_id,
+                    prompt=prompt,
+                    raw_output=scores.label,
+                    parsed={
+                        "label": scores.label,
+                        "confidence": scores.confidence,
+                        "probabilities": scores.probabilities,
+                        "human_label": human,
+                        "method": scores.method,
+                    },
+                    tokens_in=scores.tokens_in,
+                    cached_tokens=scores.cached_tokens,
+                    seconds=scores.seconds,
+                )
+                with store.write():
+                    TraceStep.create(**trace_fields(run_id, record))
+                humans.append(str(human))
+                replayed.append(scores.label)
+                if model in LABELS:
+                    current_h.append(str(human))
+                    current_m.append(str(model))
+                state.report(Progress("replay", done, len(ids), message=f"episode {episode_id}"))
+        except Cancelled:
+            status, message = "cancelled", f"cancelled after {len(humans)} of {len(ids)} episodes"
+        replay = confusion(humans, replayed, LABELS)
+        current = confusion(current_h, current_m, LABELS)
+        run.stats = {
+            "episodes": len(humans),
+            "accuracy": replay.accuracy(),
+            "kappa": replay.kappa(),
+        }
+        run.finish(status, message)
     if not message:
         message = (
             f"replayed {len(humans)} gold episodes: accuracy "
             f"{_pct(replay.accuracy())} (current model {_pct(current.accuracy())} on "
             f"{current.total})"
         )
-    return ReplayResult(run_id, status, replay, current, message)
+    return ReplayResult(run.id, status, replay, current, message)
 
 
 def _pct(value: float | None) -> str:

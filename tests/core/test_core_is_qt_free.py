@@ -20,7 +20,9 @@ QT = ("PySide6", "shiboken6")
 FORBIDDEN: dict[str, tuple[str, ...]] = {
     "curator/core": (*QT, "peewee", "curator.store", "curator.gui"),
     "curator/pipeline": QT,
-    "curator/llm": QT,
+    # A backend knows nothing of the database or the runs that use it (a second backend,
+    # e.g. a model server, must not have to reach through them).
+    "curator/llm": (*QT, "curator.store", "curator.pipeline", "curator.gui"),
     "curator/store": QT,
 }
 

@@ -135,13 +135,17 @@ def test_model_resolution_order(
     store = Store(tmp_path / "c.sqlite")
     try:
         monkeypatch.delenv("CURATOR_MODEL", raising=False)
-        assert resolve_model_path(None, load_settings(store)) == demo_model == demo_model_path()
-        set_setting(store, "model_path", str(tmp_path / "saved.gguf"))
-        assert resolve_model_path(None, load_settings(store)) == tmp_path / "saved.gguf"
-        monkeypatch.setenv("CURATOR_MODEL", str(tmp_path / "env.gguf"))
-        assert resolve_model_path(None, load_settings(store)) == tmp_path / "env.gguf"
         assert (
-            resolve_model_path(str(tmp_path / "cli.gguf"), load_settings(store))
+            resolve_model_path(None, load_settings(store).model_path)
+            == demo_model
+            == demo_model_path()
+        )
+        set_setting(store, "model_path", str(tmp_path / "saved.gguf"))
+        assert resolve_model_path(None, load_settings(store).model_path) == tmp_path / "saved.gguf"
+        monkeypatch.setenv("CURATOR_MODEL", str(tmp_path / "env.gguf"))
+        assert resolve_model_path(None, load_settings(store).model_path) == tmp_path / "env.gguf"
+        assert (
+            resolve_model_path(str(tmp_path / "cli.gguf"), load_settings(store).model_path)
             == tmp_path / "cli.gguf"
         )
     finally:

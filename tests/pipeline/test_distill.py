@@ -174,7 +174,12 @@ class FaultInjectingBackend:
         self.n_ctx = real.n_ctx
         self.model_info = real.model_info
         self.offload = real.offload
+        self.remote = real.remote
+        self.scoring_method = real.scoring_method
         self.markers = {name: load_prompt(name).system[:40] for name in ("refine", "importance")}
+
+    def close(self) -> None:
+        """The real backend belongs to the session fixture: it stays open."""
 
     def chat_prefix(self, system: str, user_start: str) -> str:
         return self.real.chat_prefix(system, user_start)

@@ -10,15 +10,18 @@ marks ``abandoned`` (see :mod:`curator.store.liveness`).
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from dataclasses import dataclass
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
+from dataclasses import dataclass, field
 from typing import Any
 
-from curator.llm.model_file import ModelInfo, model_sha256
+from curator.llm.backend import Backend
+from curator.llm.model_file import model_sha256
 from curator.llm.prompts import PromptTemplate
+from curator.pipeline.progress import Cancelled, TaskState
 from curator.store.db import Store
 from curator.store.identity import Identity
-from curator.store.liveness import owner_fields
+from curator.store.liveness import Heartbeat, owner_fields
 from curator.store.models import IdentityVersion, Run, TraceStep, utcnow
 
 
@@ -59,15 +62,27 @@ class TraceRecord:
     error: str = ""
 
 
-def model_provenance(backend: Any) -> dict[str, Any]:
+def model_provenance(backend: Backend) -> dict[str, Any]:
     """Run.model_* fields: path, name, file hash and metadata of the backend's model.
 
     The hash is computed once per loaded model (``model_sha256`` also caches it on disk)
-    and kept on the backend's ``model_info`` for the runs that follow.
+    and kept on the backend's ``model_info`` for the runs that follow. A backend without a
+    local file (a model server) records what it says about itself in ``remote``: the
+    server's URL without credentials as the path, its model id as the name.
     """
-    info: ModelInfo | None = getattr(backend, "model_info", None)
+    info = backend.model_info
     if info is None:
-        return {"model_path": "", "model_name": "", "model_sha256": "", "model_metadata": {}}
+        remote = dict(backend.remote)
+        return {
+            "model_path": str(remote.get("url", "")),
+            "model_name": str(remote.get("model", "")),
+            "model_sha256": "",
+            "model_metadata": {
+                "remote": remote,
+                "offload": backend.offload,
+                "n_ctx": backend.n_ctx,
+            },
+        }
     digest = info.sha256
     if digest is None:
         digest = model_sha256(info.path)
@@ -78,8 +93,8 @@ def model_provenance(backend: Any) -> dict[str, Any]:
         "quantization": info.quantization,
         "size_bytes": info.size_bytes,
         "context_length": info.context_length,
-        "offload": str(getattr(backend, "offload", "")),
-        "n_ctx": int(getattr(backend, "n_ctx", 0) or 0),
+        "offload": backend.offload,
+        "n_ctx": backend.n_ctx,
     }
     return {
         "model_path": str(info.path),
@@ -93,7 +108,7 @@ def start_run(
     store: Store,
     kind: str,
     *,
-    backend: Any,
+    backend: Backend,
     prompts: Mapping[str, PromptTemplate],
     identity: Identity,
     params: Mapping[str, Any],
@@ -158,3 +173,61 @@ def one_line(exc: BaseException) -> str:
     """An exception as one short line for Run.status_reason / TraceStep.error."""
     text = " ".join(str(exc).split()) or type(exc).__name__
     return text if len(text) <= 300 else text[:297] + "..."
+
+
+@dataclass
+class RecordedRun:
+    """A run in progress, as :func:`recorded_run` hands it to the pipeline's body.
+
+    ``stats`` (kept current by the body) is stored whichever way the run ends;
+    ``cancel_message`` says, when a cancel arrives, how far the run got. The body may
+    :meth:`finish` the run itself (e.g. ``staged`` inside the transaction that records the
+    proposals); otherwise a normal exit records ``done``.
+    """
+
+    store: Store
+    id: int
+    stats: dict[str, Any] = field(default_factory=dict)
+    cancel_message: Callable[[], str] = lambda: "cancelled"
+    status: str = "running"
+    message: str = ""
+
+    def finish(self, status: str, message: str = "") -> None:
+        finish_run(self.store, self.id, status, message, stats=self.stats)
+        self.status, self.message = status, message
+
+
+@contextmanager
+def recorded_run(
+    store: Store,
+    kind: str,
+    *,
+    backend: Backend,
+    prompts: Mapping[str, PromptTemplate],
+    identity: Identity,
+    params: Mapping[str, Any],
+    state: TaskState,
+    stats: dict[str, Any] | None = None,
+) -> Iterator[RecordedRun]:
+    """Start a run, keep its heartbeat, and record how it ended (see the module docstring).
+
+    A :class:`Cancelled` raised in the body is absorbed: the run is ``cancelled`` and the
+    code after the ``with`` block sees ``run.status == "cancelled"``.
+    """
+    run_id = start_run(
+        store, kind, backend=backend, prompts=prompts, identity=identity, params=params
+    )
+    run = RecordedRun(store, run_id, stats if stats is not None else {})
+    state.tick = Heartbeat(store, run_id)
+    try:
+        yield run
+    except Cancelled:
+        run.finish("cancelled", run.cancel_message())
+        return
+    except BaseException as exc:
+        run.finish("failed", one_line(exc))
+        raise
+    finally:
+        state.tick = None
+    if run.status == "running":
+        run.finish("done")
