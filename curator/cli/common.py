@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import json
-import math
 import os
 import sys
 from collections.abc import Callable
@@ -12,6 +10,7 @@ from typing import Any
 
 import peewee
 
+from curator.core.jsonsafe import dumps
 from curator.errors import CuratorError
 from curator.store.db import Store, busy_timeout_from_env, resolve_db_path
 from curator.store.liveness import mark_abandoned_runs
@@ -65,23 +64,6 @@ def add_common_options(parser: argparse.ArgumentParser, *, suppress_defaults: bo
     )
 
 
-def finite_json(value: Any) -> Any:
-    """``value`` with every NaN/infinite float replaced by ``None`` (JSON ``null``).
-
-    ``json.dump`` would write bare ``NaN``/``Infinity``, which is not JSON: a script
-    reading ``--json`` output would fail on it. The pipeline refuses non-finite model
-    output, but a database written by an older version may still hold some, so every
-    document goes through here once, and the dump itself runs with ``allow_nan=False``.
-    """
-    if isinstance(value, float):
-        return value if math.isfinite(value) else None
-    if isinstance(value, dict):
-        return {key: finite_json(item) for key, item in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [finite_json(item) for item in value]
-    return value
-
-
 class CommandContext:
     """The parsed arguments plus the resources a command may need, opened on first use."""
 
@@ -119,15 +101,7 @@ class CommandContext:
     def emit(self, document: Any, human: str | Callable[[], str] | None = None) -> None:
         """Print the result: the JSON document with ``--json``, else the human text."""
         if self.json:
-            json.dump(
-                finite_json(document),
-                sys.stdout,
-                ensure_ascii=False,
-                indent=2,
-                default=str,
-                allow_nan=False,
-            )
-            sys.stdout.write("\n")
+            sys.stdout.write(dumps(document) + "\n")
         elif human is not None:
             text = human() if callable(human) else human
             if text:

@@ -15,7 +15,7 @@ from curator.cli.common import CommandContext
 from curator.cli.pipeline import add_server_args
 from curator.errors import CuratorError
 from curator.llm.prompts import PromptError, load_prompt
-from curator.pipeline.insights import Insights, compute_insights, dumps
+from curator.pipeline.insights import Insights, compute_insights
 from curator.pipeline.learn import MIN_PER_CLASS
 from curator.store.models import Run
 from curator.store.settings import load_settings
@@ -88,11 +88,7 @@ def cmd_insights(ctx: CommandContext) -> int:
         floor=args.floor,
         new_importance=args.new_importance,
     )
-    if ctx.json:
-        sys.stdout.write(dumps(insights.to_json()) + "\n")
-        sys.stdout.flush()
-        return 0
-    print(render(insights))
+    ctx.emit(insights.to_json(), lambda: render(insights))
     return 0
 
 

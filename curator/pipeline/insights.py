@@ -66,7 +66,6 @@ __all__ = [
     "Override",
     "RunPoint",
     "compute_insights",
-    "dumps",
 ]
 
 BULK_ACTORS = ("cli --accept-all", "model")
@@ -253,22 +252,6 @@ class Insights:
             "learning_curve": self.learning_curve,
             "label_sources": None if self.label_sources is None else self.label_sources.to_json(),
         }
-
-
-def _clean(value: Any) -> Any:
-    """NaN and infinities become None: the JSON document must parse everywhere."""
-    if isinstance(value, float):
-        return value if np.isfinite(value) else None
-    if isinstance(value, dict):
-        return {k: _clean(v) for k, v in value.items()}
-    if isinstance(value, list | tuple):
-        return [_clean(v) for v in value]
-    return value
-
-
-def dumps(document: Any) -> str:
-    """Strict JSON (``allow_nan=False`` after cleaning, so a NaN can never slip through)."""
-    return json.dumps(_clean(document), ensure_ascii=False, indent=2, allow_nan=False)
 
 
 # -- reads ------------------------------------------------------------------------------

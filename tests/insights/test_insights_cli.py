@@ -7,7 +7,8 @@ import json
 import pytest
 
 from curator.cli import main
-from curator.pipeline.insights import compute_insights, dumps
+from curator.core.jsonsafe import dumps
+from curator.pipeline.insights import compute_insights
 from curator.store.db import Store
 from tests.insights.conftest import Reviewed
 

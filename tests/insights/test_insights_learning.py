@@ -13,8 +13,9 @@ from pathlib import Path
 import pytest
 
 from curator.cli import main
+from curator.core.jsonsafe import dumps
 from curator.pipeline import learn
-from curator.pipeline.insights import CURVE_SEEDS, compute_insights, dumps
+from curator.pipeline.insights import CURVE_SEEDS, compute_insights
 from curator.store.db import Store
 from tests.insights.learning_data import SHA, build_learning
 

@@ -8,7 +8,8 @@ from pathlib import Path
 import pytest
 
 from curator.core.dedup import gate
-from curator.pipeline.insights import compute_insights, dumps
+from curator.core.jsonsafe import dumps
+from curator.pipeline.insights import compute_insights
 from curator.store.db import Store
 from curator.store.models import Candidate
 from tests.insights.conftest import CANDIDATES, PATTERNS, Reviewed

@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from curator.cli.common import finite_json
+from curator.core.jsonsafe import finite_json
 from curator.store.db import Store
 from curator.store.demo import create_demo
 from reliability.damaged_models import nan_weights_copy
