@@ -30,6 +30,18 @@ DECISION_COLORS: dict[str, tuple[int, int, int]] = {
 }
 
 
+SERIES_STYLES = (((70, 130, 200), "o"), ((220, 150, 30), "s"))
+"""Colour and symbol of a chart's first and second line (blue circles, orange squares)."""
+
+
+def series_item(index: int, name: str) -> pg.PlotDataItem:
+    """A line with symbols in the ``index``-th series style, named for the legend."""
+    colour, symbol = SERIES_STYLES[index]
+    return pg.PlotDataItem(
+        pen=pg.mkPen(colour, width=2), symbol=symbol, symbolBrush=colour, name=name
+    )
+
+
 def _style(plot: pg.PlotWidget, left: str, bottom: str) -> None:
     palette = plot.palette()
     fg = palette.color(QPalette.ColorRole.WindowText)
@@ -82,18 +94,8 @@ class SeriesChart(pg.PlotWidget):
         item.addLegend(offset=(10, 10))
         item.setYRange(-1.0, 1.0, padding=0.05)
         item.getViewBox().setMouseEnabled(x=True, y=False)
-        self.labels = pg.PlotDataItem(
-            pen=pg.mkPen((70, 130, 200), width=2),
-            symbol="o",
-            symbolBrush=(70, 130, 200),
-            name="labels",
-        )
-        self.gate = pg.PlotDataItem(
-            pen=pg.mkPen((220, 150, 30), width=2),
-            symbol="s",
-            symbolBrush=(220, 150, 30),
-            name="gate",
-        )
+        self.labels = series_item(0, "labels")
+        self.gate = series_item(1, "gate")
         item.addItem(self.labels)
         item.addItem(self.gate)
 

@@ -16,7 +16,7 @@ from PySide6.QtCore import Qt
 from PySide6.QtGui import QPalette
 from PySide6.QtWidgets import QLabel, QStackedWidget, QVBoxLayout, QWidget
 
-from curator.gui.insights_charts import _style
+from curator.gui.insights_charts import _style, series_item
 from curator.gui.insights_parts import num
 from curator.pipeline.insights import Insights
 from curator.pipeline.learn import MIN_PER_CLASS
@@ -45,18 +45,8 @@ class LearningCurveChart(pg.PlotWidget):
         item.setYRange(0.0, 1.0, padding=0.05)
         item.setXRange(*X_RANGE, padding=0)
         item.getViewBox().setMouseEnabled(x=False, y=False)
-        self.accuracy = pg.PlotDataItem(
-            pen=pg.mkPen((70, 130, 200), width=2),
-            symbol="o",
-            symbolBrush=(70, 130, 200),
-            name="accuracy",
-        )
-        self.kappa = pg.PlotDataItem(
-            pen=pg.mkPen((220, 150, 30), width=2),
-            symbol="s",
-            symbolBrush=(220, 150, 30),
-            name="Cohen's κ",
-        )
+        self.accuracy = series_item(0, "accuracy")
+        self.kappa = series_item(1, "Cohen's κ")
         item.addItem(self.accuracy)
         item.addItem(self.kappa)
 

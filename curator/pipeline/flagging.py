@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from curator.core.flags import Flag, detect, provenance_flag
 from curator.store.db import Store
@@ -44,34 +45,33 @@ def flag_context(store: Store) -> FlagContext:
     return FlagContext(identity.axioms, identity.identity_text, untrusted_sources(store))
 
 
-def candidate_sources(candidate_ids: Iterable[int]) -> dict[int, list[str]]:
-    """Each candidate's source episodes' ``source`` names (one entry per episode)."""
-    ids = list(candidate_ids)
+def _sources(link: Any, owner: Any, owner_ids: Iterable[int]) -> dict[int, list[str]]:
+    """Each owner's linked episodes' ``source`` names (one entry per episode).
+
+    ``link`` is a provenance table (candidate or pattern to episode), ``owner`` its
+    foreign key to the candidate or pattern; read in chunks under SQLite's variable limit.
+    """
+    ids = list(owner_ids)
     result: dict[int, list[str]] = {i: [] for i in ids}
     for start in range(0, len(ids), _CHUNK):
         query = (
-            CandidateEpisode.select(CandidateEpisode.candidate, Episode.source)
+            link.select(owner, Episode.source)
             .join(Episode)
-            .where(CandidateEpisode.candidate.in_(ids[start : start + _CHUNK]))
+            .where(owner.in_(ids[start : start + _CHUNK]))
         )
-        for cid, source in tuples(query):
-            result[int(cid)].append(str(source or ""))
+        for owner_id, source in tuples(query):
+            result[int(owner_id)].append(str(source or ""))
     return result
+
+
+def candidate_sources(candidate_ids: Iterable[int]) -> dict[int, list[str]]:
+    """Each candidate's source episodes' ``source`` names (one entry per episode)."""
+    return _sources(CandidateEpisode, CandidateEpisode.candidate, candidate_ids)
 
 
 def pattern_sources(pattern_ids: Iterable[int]) -> dict[int, list[str]]:
     """Each pattern's provenance episodes' ``source`` names (one entry per episode)."""
-    ids = list(pattern_ids)
-    result: dict[int, list[str]] = {i: [] for i in ids}
-    for start in range(0, len(ids), _CHUNK):
-        query = (
-            PatternEpisode.select(PatternEpisode.pattern, Episode.source)
-            .join(Episode)
-            .where(PatternEpisode.pattern.in_(ids[start : start + _CHUNK]))
-        )
-        for pid, source in tuples(query):
-            result[int(pid)].append(str(source or ""))
-    return result
+    return _sources(PatternEpisode, PatternEpisode.pattern, pattern_ids)
 
 
 def seen_record(flags: Sequence[Flag]) -> list[dict[str, str]] | None:
