@@ -1,4 +1,4 @@
-"""Review subcommands: review, decide, commit, undo, label, history, backup.
+"""Review subcommands: review, decide, commit, undo, label, history.
 
 They call the same functions as the desktop window (:mod:`curator.pipeline.review`,
 :mod:`curator.pipeline.commit`, :mod:`curator.pipeline.labels`), so a run can be reviewed
@@ -8,7 +8,6 @@ in the window and committed from a script, or the other way round, on the same d
 from __future__ import annotations
 
 import argparse
-from pathlib import Path
 from typing import Any
 
 from curator.cli.common import CommandContext, integer, utf8_text
@@ -16,7 +15,6 @@ from curator.errors import CuratorError
 from curator.pipeline import commit as commit_api
 from curator.pipeline import labels as labels_api
 from curator.pipeline import review as review_api
-from curator.store.backup import DEFAULT_KEEP, backup_database
 from curator.store.models import LABELS, Candidate
 
 
@@ -70,7 +68,9 @@ def register(subparsers: Any, common: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--reviewed-only", action="store_true", help="commit the reviewed candidates only"
     )
-    p.add_argument("--no-backup", action="store_true", help="skip the backup before committing")
+    # Accepted and ignored: commits no longer copy the database (scripts that passed it
+    # keep working); backups are periodic and `curator backup` takes one now.
+    p.add_argument("--no-backup", action="store_true", help=argparse.SUPPRESS)
     p.add_argument("--preview", action="store_true", help="show what would change; write nothing")
     p.set_defaults(handler=cmd_commit)
 
@@ -100,11 +100,6 @@ def register(subparsers: Any, common: argparse.ArgumentParser) -> None:
     p = subparsers.add_parser("history", parents=[common], help="list commits and undos")
     p.add_argument("--limit", type=integer, default=100)
     p.set_defaults(handler=cmd_history)
-
-    p = subparsers.add_parser("backup", parents=[common], help="back up the database now")
-    p.add_argument("--keep", type=integer, default=DEFAULT_KEEP, metavar="N")
-    p.add_argument("--dir", default=None, metavar="DIR", help="default: <db dir>/backups")
-    p.set_defaults(handler=cmd_backup)
 
 
 def _candidate_line(v: review_api.CandidateView) -> str:
@@ -218,7 +213,6 @@ def cmd_commit(ctx: CommandContext) -> int:
         store,
         ctx.args.run,
         reviewed_only=ctx.args.reviewed_only,
-        backup=not ctx.args.no_backup,
     )
     counts = summary.counts
 
@@ -232,8 +226,6 @@ def cmd_commit(ctx: CommandContext) -> int:
                 f"\nflagged: candidate {flagged['candidate_id']} {flagged['action']} "
                 f"({', '.join(flagged['kinds'])}; seen by the reviewer)"
             )
-        if summary.backup:
-            text += f"\nbackup: {summary.backup}"
         return text
 
     ctx.emit(summary.to_json(), human)
@@ -337,11 +329,4 @@ def cmd_history(ctx: CommandContext) -> int:
         return "\n".join(lines)
 
     ctx.emit({"changesets": [s.to_json() for s in rows]}, human)
-    return 0
-
-
-def cmd_backup(ctx: CommandContext) -> int:
-    folder = Path(ctx.args.dir).expanduser() if ctx.args.dir else None
-    path = backup_database(ctx.store, folder, keep=ctx.args.keep)
-    ctx.emit({"backup": str(path)}, f"backup: {path}")
     return 0

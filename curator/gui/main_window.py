@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import json
 import logging
-from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -28,6 +27,7 @@ from PySide6.QtWidgets import (
 
 from curator import __version__
 from curator.errors import CuratorError
+from curator.gui.auto_backup import AutoBackup
 from curator.gui.episodes_pane import EpisodesPane
 from curator.gui.identity_pane import IdentityPane
 from curator.gui.insights_pane import InsightsPane
@@ -122,6 +122,7 @@ class MainWindow(QMainWindow):
         self.poll_timer.setInterval(POLL_MS)
         self.poll_timer.timeout.connect(self.check_for_outside_changes)
         self.poll_timer.start()
+        self.auto_backup = AutoBackup.for_window(self)  # every N minutes of use, on close
 
         self.resize(1400, 900)
         self.restore_state()
@@ -227,7 +228,7 @@ class MainWindow(QMainWindow):
         self.export_action = self._action(
             "&Export knowledge…", self.export_knowledge, "Ctrl+E", "export"
         )
-        self.backup_action = self._action("&Backup now…", self.backup_now, None, "backup")
+        self.backup_action = self._action("&Backup now", self.backup_now, None, "backup")
         self.quit_action = self._action("&Quit", self.close, QKeySequence.StandardKey.Quit, "quit")
         self.undo_action = self._action(
             "&Undo relabel", self.undo_relabel, QKeySequence.StandardKey.Undo, "undoRelabel"
@@ -462,19 +463,8 @@ class MainWindow(QMainWindow):
         self.show_message(f"Exported {len(rows)} patterns to {target}.")
 
     def backup_now(self) -> None:
-        stamp = datetime.now().strftime("%Y%m%d-%H%M%S")
-        suggested = str(self.services.db_path.with_name(f"curator-backup-{stamp}.sqlite"))
-        path = self.services.dialogs.save_file_name(
-            self, "Back up the database", suggested, "SQLite database (*.sqlite)"
-        )
-        if not path:
-            return
-        try:
-            self.services.backup_to(Path(path))
-        except Exception as exc:  # shown to the user as one sentence
-            self.services.dialogs.exception(self, CuratorError(f"backup failed: {exc}"))
-            return
-        self.show_message(f"Backed up to {path}.")
+        """Into the backups folder, in the background; the status bar shows where."""
+        self.auto_backup.backup_now()
 
     def undo_relabel(self) -> None:
         self.tabs.setCurrentIndex(0)
@@ -534,5 +524,6 @@ class MainWindow(QMainWindow):
             self.knowledge_importer.shutdown()
             if self.services.worker is not None:
                 self.services.worker.shutdown()
+            self.auto_backup.shutdown(self)
             self.services.dialogs.close_all()
         event.accept()

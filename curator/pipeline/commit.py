@@ -35,13 +35,11 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
-from pathlib import Path
 from typing import Any
 
 from curator.core.dedup import merge_importance
 from curator.core.scoring import clamp01, rank_key
 from curator.errors import ConflictError, CuratorError
-from curator.store.backup import backup_database
 from curator.store.db import Store
 from curator.store.decay_clock import update_refreshes_decay
 from curator.store.models import (
@@ -115,6 +113,8 @@ class ChangesetSummary:
     undoes_id: int | None = None
     undone_by_id: int | None = None
     backup: str | None = None
+    """The backup a commit of an earlier release took first; None since commits no longer
+    copy the database (periodic backups, :mod:`curator.store.backup_schedule`)."""
     flagged: list[dict[str, Any]] = field(default_factory=list)
     """Committed decisions on flagged candidates (:class:`FlaggedDecision` as JSON)."""
 
@@ -433,7 +433,7 @@ def _sources(candidate_ids: list[int]) -> dict[int, list[int]]:
     return sources
 
 
-def _apply(store: Store, plan: _Plan, actor: str, backup: Path | None) -> ChangesetSummary:
+def _apply(store: Store, plan: _Plan, actor: str) -> ChangesetSummary:
     run = plan.run
     now = utcnow()
     rate = load_settings(store).decay_rate
@@ -546,7 +546,6 @@ def _apply(store: Store, plan: _Plan, actor: str, backup: Path | None) -> Change
     counts["rows"] = len(rows)
     summary: dict[str, Any] = {
         "counts": counts,
-        "backup": str(backup) if backup else None,
         "flagged": [vars(f) for f in plan.preview.flagged],
     }
     changeset = Changeset.create(
@@ -562,23 +561,22 @@ def commit_run(
     *,
     reviewed_only: bool = False,
     actor: str = "human",
-    backup: bool = True,
 ) -> ChangesetSummary:
     """Apply the run's reviewed decisions to Knowledge, all at once, as one changeset.
 
     Raises UnreviewedError if candidates are unreviewed (unless ``reviewed_only``),
     ConflictError naming the candidates whose target changed since the review (nothing is
-    applied), CuratorError for anything else (also with nothing applied). A backup of the
-    database is taken first unless ``backup`` is False.
+    applied), CuratorError for anything else (also with nothing applied).
+
+    No copy of the database is taken first: that made every commit cost O(database).
+    The changeset is what undoes a commit; backups are taken periodically and on close
+    (:mod:`curator.store.backup_schedule`, ``curator backup``).
     """
-    # A cheap check first, so a refused commit does not leave a backup behind.
-    _refuse(_plan(run_id), reviewed_only)
-    backup_path = backup_database(store) if backup else None
     with store.explained_write("commit"):
         # Read again under the write lock: this is the state the writes apply to.
         plan = _plan(run_id)
         _refuse(plan, reviewed_only)
-        return _apply(store, plan, actor, backup_path)
+        return _apply(store, plan, actor)
 
 
 # -- undo ---------------------------------------------------------------------------------
