@@ -239,7 +239,13 @@ def _copy_and_check(
             if cancelled is not None:
                 # A nonzero return interrupts the check (sqlite3.OperationalError).
                 target.set_progress_handler(lambda: int(cancelled()), 10_000)
-            return "\n".join(str(r[0]) for r in target.execute("PRAGMA quick_check").fetchall())
+            try:
+                rows = target.execute("PRAGMA quick_check").fetchall()
+            except sqlite3.DatabaseError as exc:  # a page too damaged to even walk
+                if cancelled is not None and cancelled():
+                    raise BackupCancelled(f"backup of {db_path} stopped; nothing was kept") from exc
+                return str(exc)
+            return "\n".join(str(r[0]) for r in rows)
         finally:
             target.close()
     finally:

@@ -1,0 +1,69 @@
+"""Backups in the window: every N minutes of use and on close, never on the GUI thread."""
+
+from __future__ import annotations
+
+import threading
+from pathlib import Path
+
+from curator.gui.auto_backup import AutoBackup
+from curator.gui.main_window import MainWindow
+from curator.store.backup import BackupResult, list_backups
+from curator.store.db import Store
+from curator.store.models import Pattern
+from curator.store.settings import update_settings
+
+
+def test_the_timer_takes_a_backup_in_the_background(qtbot, store: Store) -> None:
+    messages: list[str] = []
+    auto = AutoBackup(store.path, lambda: 2, tick_ms=20)  # a "minute" of 20 ms
+    auto.status_message.connect(messages.append)
+    with qtbot.waitSignal(auto.finished, timeout=10_000) as done:
+        pass
+    result = done.args[0]
+    assert isinstance(result, BackupResult) and list_backups(store.path) == [result.path]
+    assert auto.job_thread_ids and threading.get_ident() not in auto.job_thread_ids
+    assert any(m.startswith("Backing up the database… ") for m in messages)
+    assert messages[-1].startswith(f"Backed up to {result.path}")
+
+    # Nothing changed since: the next interval takes none.
+    with qtbot.waitSignal(auto.finished, timeout=10_000) as again:
+        pass
+    assert again.args == [None] and list_backups(store.path) == [result.path]
+    auto.shutdown()
+
+
+def test_an_interval_of_zero_takes_no_backup(qtbot, store: Store) -> None:
+    auto = AutoBackup(store.path, lambda: 0, tick_ms=10)
+    qtbot.waitUntil(lambda: auto.minutes_used >= 10, timeout=10_000)
+    assert not auto.running and list_backups(store.path) == []
+    auto.shutdown()  # off means off on close too
+    assert list_backups(store.path) == []
+
+
+def test_backup_now_and_close_back_up_from_the_window(
+    qtbot, main_window: MainWindow, store: Store
+) -> None:
+    auto = main_window.auto_backup
+    with qtbot.waitSignal(auto.finished, timeout=10_000) as done:
+        main_window.backup_action.trigger()
+    first = done.args[0]
+    assert isinstance(first, BackupResult) and first.path.parent == store.path.parent / "backups"
+    assert threading.get_ident() not in auto.job_thread_ids
+    qtbot.waitUntil(lambda: "Backed up to" in main_window.statusBar().currentMessage())
+
+    with store.write():  # a change after that backup: the close takes one more
+        Pattern.update(importance=0.5).execute()
+    main_window.close()
+    backups = list_backups(store.path)
+    assert len(backups) == 2 and backups[0] == first.path
+
+
+def test_the_interval_setting_is_read_by_the_window(
+    qtbot, services, qsettings, store: Store, tmp_path: Path
+) -> None:
+    update_settings(store, {"backup_interval_minutes": 0})
+    window = MainWindow(services, qsettings)
+    qtbot.addWidget(window)
+    assert window.auto_backup._interval() == 0
+    window.close()
+    assert list_backups(store.path) == []  # off: none on close either
