@@ -38,6 +38,7 @@ from curator.gui.episode_model import (
     label_in_force,
     model_label_text,
 )
+from curator.gui.pane import Pane
 from curator.gui.relearn import Relearner
 from curator.gui.services import AppServices
 from curator.store.episode_queries import (
@@ -157,14 +158,10 @@ def render_detail(detail: EpisodeDetail, palette: QPalette, query: str = "") -> 
     return "".join(parts)
 
 
-class EpisodesPane(QWidget):
-    status_message = Signal(str)
-    data_changed = Signal()
-
+class EpisodesPane(Pane):
     def __init__(self, services: AppServices, parent: QWidget | None = None) -> None:
-        super().__init__(parent)
+        super().__init__(services, parent)
         self.setObjectName("episodesPane")
-        self.services = services
         self.model = EpisodeTableModel(services.store, parent=self)
         # relabels retrain the learned classifier in the background (debounced)
         self.relearner = Relearner(services.store, self)

@@ -7,7 +7,7 @@ again creates a new version, so the history only grows.
 
 from __future__ import annotations
 
-from PySide6.QtCore import Qt, Signal
+from PySide6.QtCore import Qt
 from PySide6.QtGui import QFont
 from PySide6.QtWidgets import (
     QHBoxLayout,
@@ -23,6 +23,7 @@ from PySide6.QtWidgets import (
 )
 
 from curator.gui.episode_model import format_time
+from curator.gui.pane import Pane
 from curator.gui.services import AppServices
 from curator.store.identity import current_identity, identity_versions, save_identity
 from curator.store.models import IdentityVersion, format_utc
@@ -43,14 +44,10 @@ def axioms_from_text(text: str) -> list[str]:
     return axioms
 
 
-class IdentityPane(QWidget):
-    status_message = Signal(str)
-    data_changed = Signal()
-
+class IdentityPane(Pane):
     def __init__(self, services: AppServices, parent: QWidget | None = None) -> None:
-        super().__init__(parent)
+        super().__init__(services, parent)
         self.setObjectName("identityPane")
-        self.services = services
         self._loaded_version = -1
 
         # editor (current version)

@@ -55,7 +55,9 @@ from curator.gui.insights_parts import (
     table_view,
 )
 from curator.gui.learning_section import LearningSection
+from curator.gui.pane import Pane
 from curator.gui.qt_models import RowTableModel
+from curator.gui.services import AppServices
 from curator.pipeline.insights import Insights, compute_insights
 from curator.pipeline.replay import ReplayResult
 from curator.store.decay_clock import KEY
@@ -63,17 +65,14 @@ from curator.store.models import LABELS
 from curator.store.settings import update_settings
 
 
-class InsightsPane(QWidget):
-    status_message = Signal(str)
-    data_changed = Signal()
+class InsightsPane(Pane):
     show_episodes = Signal(object, str)  # episode ids, a title for the filter
     loaded = Signal(object)  # the Insights now drawn
     thresholds_saved = Signal(float, float)
 
-    def __init__(self, services: Any, parent: QWidget | None = None) -> None:
-        super().__init__(parent)
+    def __init__(self, services: AppServices, parent: QWidget | None = None) -> None:
+        super().__init__(services, parent)
         self.setObjectName("insightsPane")
-        self.services = services
         self.insights: Insights | None = None
         self._generation = 0
         self._previous_thresholds: tuple[float, float] | None = None

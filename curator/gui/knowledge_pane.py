@@ -10,7 +10,6 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from datetime import datetime, timedelta
-from typing import Any
 
 from PySide6.QtCore import QItemSelection, QModelIndex, Qt, Signal
 from PySide6.QtGui import QBrush, QColor, QFont, QPalette
@@ -34,7 +33,9 @@ from curator.core.flags import Flag
 from curator.errors import CuratorError
 from curator.gui.decay_chart import DecayChart, decay_curve
 from curator.gui.flag_view import FLAG_MARK
+from curator.gui.pane import Pane
 from curator.gui.qt_models import Column, RowTableModel
+from curator.gui.services import AppServices
 from curator.pipeline.audit import audit, retire_patterns
 from curator.pipeline.commit import undo_changeset
 from curator.store.knowledge import (
@@ -89,18 +90,15 @@ SOURCE_COLUMNS: list[Column[SourceRow]] = [
 ]
 
 
-class KnowledgePane(QWidget):
+class KnowledgePane(Pane):
     """Active patterns table + provenance + decay chart + "leaving the top K" forecast."""
 
-    status_message = Signal(str)
-    data_changed = Signal()
     show_episode = Signal(int)
     """Double-click on a source episode: the main window may switch to the Episodes pane."""
 
-    def __init__(self, services: Any, parent: QWidget | None = None) -> None:
-        super().__init__(parent)
+    def __init__(self, services: AppServices, parent: QWidget | None = None) -> None:
+        super().__init__(services, parent)
         self.setObjectName("knowledgePane")
-        self.services = services
         self.now: Callable[[], datetime] = utcnow
         self._rows: list[PatternRow] = []
         self._flags: dict[int, tuple[Flag, ...]] = {}

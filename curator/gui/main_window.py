@@ -18,6 +18,7 @@ from PySide6.QtGui import QAction, QCloseEvent, QKeySequence
 from PySide6.QtWidgets import (
     QLabel,
     QMainWindow,
+    QProgressBar,
     QPushButton,
     QSplitter,
     QTabWidget,
@@ -34,6 +35,7 @@ from curator.gui.insights_pane import InsightsPane
 from curator.gui.knowledge_import import KnowledgeImporter
 from curator.gui.knowledge_pane import KnowledgePane
 from curator.gui.model_picker import DEMO_NOTICE, demo_model_in_use
+from curator.gui.pane import Pane
 from curator.gui.review_pane import ReviewPane
 from curator.gui.runs_pane import RunsPane
 from curator.gui.services import AppServices
@@ -46,6 +48,8 @@ log = logging.getLogger("curator.gui")
 ORGANIZATION = "MemoryCurator"
 APPLICATION = "curator"
 POLL_MS = 1000
+BUSY_DELAY_MS = 300
+"""A background write shows its busy state only when it takes longer than this."""
 
 
 def app_version() -> str:
@@ -53,7 +57,7 @@ def app_version() -> str:
     return __version__
 
 
-PANES: tuple[tuple[str, str, type[QWidget]], ...] = (
+PANES: tuple[tuple[str, str, type[Pane]], ...] = (
     ("episodesPane", "Episodes", EpisodesPane),
     ("reviewPane", "Review", ReviewPane),
     ("knowledgePane", "Knowledge", KnowledgePane),
@@ -92,16 +96,14 @@ class MainWindow(QMainWindow):
         self.tabs = QTabWidget()
         self.tabs.setObjectName("paneTabs")
         self.tabs.setDocumentMode(True)
-        self.panes: list[QWidget] = []
+        self.panes: list[Pane] = []
         for name, title, cls in PANES:
-            pane = cls(services, self)  # type: ignore[arg-type]
+            pane = cls(services, self)
             pane.setObjectName(name)
             self.tabs.addTab(pane, title)
             self.panes.append(pane)
-            pane.status_message.connect(self.show_message)  # type: ignore[attr-defined]
-            pane.data_changed.connect(  # type: ignore[attr-defined]
-                lambda p=pane: self._pane_wrote(p)
-            )
+            pane.status_message.connect(self.show_message)
+            pane.data_changed.connect(lambda p=pane: self._pane_wrote(p))
             if isinstance(pane, InsightsPane):
                 pane.show_episodes.connect(self.show_episodes)
         self.tabs.currentChanged.connect(self._pane_shown)
@@ -163,7 +165,7 @@ class MainWindow(QMainWindow):
     def _refresh(self, index: int) -> None:
         """Reload one pane; a failure (data the pane cannot show) is a dialog, and the
         window and the other panes carry on."""
-        pane: Any = self.panes[index]
+        pane = self.panes[index]
         try:
             pane.refresh()
         except Exception as exc:
@@ -301,7 +303,56 @@ class MainWindow(QMainWindow):
         for label in (self.db_label, self.model_label, self.offload_label, self.run_label):
             label.setContentsMargins(8, 0, 8, 0)
             bar.addPermanentWidget(label)
+        self.busy_label = QLabel()
+        self.busy_label.setObjectName("busyLabel")
+        self.busy_bar = QProgressBar()
+        self.busy_bar.setObjectName("busyProgress")
+        self.busy_bar.setMaximumWidth(160)
+        self.busy_bar.setMaximumHeight(14)
+        bar.addWidget(self.busy_label)
+        bar.addWidget(self.busy_bar)
+        self.busy_label.hide()
+        self.busy_bar.hide()
+        self._busy_timer = QTimer(self)
+        self._busy_timer.setSingleShot(True)
+        self._busy_timer.setInterval(BUSY_DELAY_MS)
+        self._busy_timer.timeout.connect(self._show_busy)
+        ops = self.services.ops
+        ops.busy_changed.connect(self._ops_busy_changed)
+        ops.progressed.connect(self._ops_progress)
+        ops.failed.connect(self._ops_failed)
         self.update_status()
+
+    # -- background store operations ------------------------------------------------------
+
+    def _ops_busy_changed(self, busy: bool) -> None:
+        """A background write started or ended: block conflicting writes meanwhile."""
+        for action in (self.import_action, self.undo_action):
+            action.setEnabled(not busy)
+        if busy:
+            self.busy_bar.setRange(0, 0)  # indeterminate until the first progress report
+            self.busy_label.setText(f"{self.services.ops.busy_label}…")
+            self._busy_timer.start()
+        else:
+            self._busy_timer.stop()
+            self.busy_label.hide()
+            self.busy_bar.hide()
+
+    def _show_busy(self) -> None:
+        if self.services.ops.busy:
+            self.busy_label.show()
+            self.busy_bar.show()
+
+    def _ops_progress(self, label: str, done: int, total: int) -> None:
+        if label != self.services.ops.busy_label:
+            return
+        if total > 0:
+            self.busy_bar.setRange(0, total)
+            self.busy_bar.setValue(min(done, total))
+        self.busy_label.setText(f"{label}… {done:,}/{total:,}" if total else f"{label}…")
+
+    def _ops_failed(self, label: str, message: str) -> None:
+        self.services.dialogs.error(self, label, message)
 
     def update_status(self) -> None:
         settings = self.services.settings()
@@ -514,14 +565,16 @@ class MainWindow(QMainWindow):
 
     def closeEvent(self, event: QCloseEvent) -> None:
         if not self._closed:
+            if not all(pane.confirm_discard() for pane in self.panes):
+                event.ignore()
+                return
             self._closed = True
             self.poll_timer.stop()
             self.save_state()
             for pane in self.panes:
-                shutdown = getattr(pane, "shutdown", None)
-                if callable(shutdown):
-                    shutdown()
+                pane.shutdown()
             self.knowledge_importer.shutdown()
+            self.services.ops.shutdown()
             if self.services.worker is not None:
                 self.services.worker.shutdown()
             self.auto_backup.shutdown(self)

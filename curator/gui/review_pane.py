@@ -17,7 +17,7 @@ import html
 from collections.abc import Callable
 from typing import Any
 
-from PySide6.QtCore import QModelIndex, Qt, Signal
+from PySide6.QtCore import QModelIndex, Qt
 from PySide6.QtGui import QBrush, QColor, QKeySequence, QPalette, QShortcut
 from PySide6.QtWidgets import (
     QAbstractItemView,
@@ -43,8 +43,10 @@ from curator.gui.flag_view import (
     flags_tooltip,
     highlight_html,
 )
+from curator.gui.pane import Pane
 from curator.gui.qt_models import Column, RowTableModel
 from curator.gui.review_dialogs import CommitDialog, EditDialog
+from curator.gui.services import AppServices
 from curator.pipeline import commit as commit_api
 from curator.pipeline import review as review_api
 from curator.store.models import Changeset, Episode, Run, format_local
@@ -96,16 +98,12 @@ CANDIDATE_COLUMNS: list[Column[Any]] = [
 ]
 
 
-class ReviewPane(QWidget):
+class ReviewPane(Pane):
     """Review a staged run's candidates with single keys, then commit or undo."""
 
-    status_message = Signal(str)
-    data_changed = Signal()
-
-    def __init__(self, services: Any, parent: QWidget | None = None) -> None:
-        super().__init__(parent)
+    def __init__(self, services: AppServices, parent: QWidget | None = None) -> None:
+        super().__init__(services, parent)
         self.setObjectName("reviewPane")
-        self.services = services
         self.show_message: Callable[[str, str], None] = self._default_show_message
         """(title, text) -> None: how refusals reach the user; tests replace it to capture."""
         self.commit_dialog: CommitDialog | None = None

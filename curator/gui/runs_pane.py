@@ -12,7 +12,7 @@ from collections.abc import Callable
 from datetime import datetime
 from typing import Any
 
-from PySide6.QtCore import QModelIndex, Qt, Signal
+from PySide6.QtCore import QModelIndex, Qt
 from PySide6.QtGui import QTextCursor
 from PySide6.QtWidgets import (
     QAbstractItemView,
@@ -29,7 +29,9 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from curator.gui.pane import Pane
 from curator.gui.qt_models import Column, RowTableModel
+from curator.gui.services import AppServices
 from curator.store.models import Run, TraceStep, format_local
 
 RUN_HISTORY_LIMIT = 500
@@ -89,16 +91,12 @@ TRACE_COLUMNS: list[Column[TraceStep]] = [
 ]
 
 
-class RunsPane(QWidget):
+class RunsPane(Pane):
     """Start runs, follow the current one live, and inspect past runs and their traces."""
 
-    status_message = Signal(str)
-    data_changed = Signal()
-
-    def __init__(self, services: Any, parent: QWidget | None = None) -> None:
-        super().__init__(parent)
+    def __init__(self, services: AppServices, parent: QWidget | None = None) -> None:
+        super().__init__(services, parent)
         self.setObjectName("runsPane")
-        self.services = services
         self.worker = services.worker
         self.show_message: Callable[[str, str], None] = self._default_show_message
         """(title, text) -> None: how errors reach the user; tests replace it to capture."""

@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from curator.gui.errors import Dialogs
+from curator.gui.operations import StoreOps
 from curator.store.db import Store
 from curator.store.settings import Settings, load_settings
 
@@ -25,6 +26,11 @@ class AppServices:
     db_path: Path
     worker: LlmWorker | None = None
     dialogs: Dialogs = field(default_factory=Dialogs)
+    ops: StoreOps = field(init=False)
+    """Background store operations (every GUI write and bulk read goes through it)."""
+
+    def __post_init__(self) -> None:
+        self.ops = StoreOps(self.store)
 
     def settings(self) -> Settings:
         """The saved settings, validated (the same values the CLI uses)."""

@@ -29,6 +29,7 @@ from PySide6.QtWidgets import (
 
 from curator.errors import CuratorError
 from curator.gui.model_picker import DEMO_NOTICE, CatalogueBox, LocalModelsBox
+from curator.gui.pane import Pane
 from curator.gui.services import AppServices
 from curator.llm.backend import BackendSettings
 from curator.llm.llama_cpp_backend import load_backend
@@ -154,14 +155,10 @@ def _dspin(key: str, step: float, decimals: int) -> QDoubleSpinBox:
     return box
 
 
-class SettingsPane(QWidget):
-    status_message = Signal(str)
-    data_changed = Signal()
-
+class SettingsPane(Pane):
     def __init__(self, services: AppServices, parent: QWidget | None = None) -> None:
-        super().__init__(parent)
+        super().__init__(services, parent)
         self.setObjectName("settingsPane")
-        self.services = services
         self._pool = QThreadPool(self)
         self._pool.setMaxThreadCount(1)
         self._signals = ValidationSignals(self)

@@ -1,0 +1,111 @@
+"""StoreOps: store work runs off the GUI thread and its result comes back on it."""
+
+from __future__ import annotations
+
+import threading
+
+from curator.gui.main_window import MainWindow
+from curator.gui.operations import OpContext, StoreOps
+from curator.gui.services import AppServices
+from curator.store.db import Store
+from curator.store.models import Episode
+
+
+def count_episodes(ctx: OpContext) -> int:
+    return Episode.select().count()
+
+
+def test_a_write_runs_on_its_own_thread_and_delivers_on_the_gui_thread(qtbot, store: Store):
+    ops = StoreOps(store)
+    gui_thread = threading.get_ident()
+    delivered: list[tuple[int, int]] = []
+    ops.write("Count", count_episodes, lambda n: delivered.append((n, threading.get_ident())))
+    assert ops.busy
+    qtbot.waitUntil(lambda: bool(delivered))
+    assert delivered == [(Episode.select().count(), gui_thread)]
+    assert ops.job_thread_ids and gui_thread not in ops.job_thread_ids
+    assert not ops.busy
+
+
+def test_a_second_write_is_refused_while_one_runs(qtbot, store: Store):
+    ops = StoreOps(store)
+    release = threading.Event()
+    done: list[str] = []
+    assert ops.write("Slow", lambda ctx: release.wait(10), lambda _: done.append("slow"))
+    assert not ops.write("Second", count_episodes, lambda _: done.append("second"))
+    assert ops.busy_label == "Slow"
+    release.set()
+    qtbot.waitUntil(lambda: done == ["slow"])
+    assert ops.write("Second", count_episodes, lambda _: done.append("second"))
+    qtbot.waitUntil(lambda: done == ["slow", "second"])
+
+
+def test_only_the_newest_query_per_key_is_delivered(qtbot, store: Store):
+    ops = StoreOps(store)
+    gates = [threading.Event() for _ in range(3)]
+    shown: list[int] = []
+    for i, gate in enumerate(gates):
+        ops.query("search", lambda ctx, g=gate, n=i: (g.wait(10), n)[1], shown.append)
+    for gate in reversed(gates):  # the oldest finishes last
+        gate.set()
+    qtbot.waitUntil(lambda: ops.pending == 0)
+    assert shown == [2]
+
+
+def test_a_failure_arrives_as_one_line_and_a_callback_bug_as_a_signal(qtbot, store: Store):
+    ops = StoreOps(store)
+    errors: list[str] = []
+
+    def broken(ctx: OpContext) -> None:
+        raise ValueError("bad row 7\nsecond line")
+
+    ops.write("Broken", broken, on_failed=errors.append)
+    qtbot.waitUntil(lambda: bool(errors))
+    assert errors == ["ValueError: bad row 7"]
+
+    with qtbot.waitSignal(ops.failed) as blocker:
+        ops.write("Count", count_episodes, lambda _: 1 / 0)
+    assert blocker.args[0] == "Count"
+    assert "ZeroDivisionError" in blocker.args[1]
+
+
+def test_progress_and_cancel_reach_the_job(qtbot, store: Store):
+    ops = StoreOps(store)
+    seen: list[tuple[str, int, int]] = []
+    ops.progressed.connect(lambda *args: seen.append(args))
+    started = threading.Event()
+
+    def long_job(ctx: OpContext) -> int:
+        started.set()
+        steps = 0
+        while not ctx.cancelled and steps < 10_000:
+            ctx.progress(steps, 10_000)
+            steps += 1
+            threading.Event().wait(0.001)
+        return steps
+
+    result: list[int] = []
+    ops.write("Long", long_job, result.append)
+    assert started.wait(5)
+    ops.cancel()
+    qtbot.waitUntil(lambda: bool(result))
+    assert result[0] < 10_000
+    qtbot.waitUntil(lambda: bool(seen))
+    assert seen[0][0] == "Long" and seen[0][2] == 10_000
+
+
+def test_the_window_shows_a_slow_write_in_the_status_bar(qtbot, main_window: MainWindow):
+    services: AppServices = main_window.services
+    release = threading.Event()
+
+    def slow(ctx: OpContext) -> None:
+        ctx.progress(3, 10)
+        release.wait(10)
+
+    services.ops.write("Relabelling", slow)
+    assert not main_window.import_action.isEnabled()
+    qtbot.waitUntil(lambda: main_window.busy_bar.isVisible())
+    qtbot.waitUntil(lambda: "3/10" in main_window.busy_label.text())
+    release.set()
+    qtbot.waitUntil(lambda: not main_window.busy_bar.isVisible())
+    assert main_window.import_action.isEnabled()
