@@ -6,8 +6,15 @@ thread of its own if the database changed since the newest backup. The copy itse
 :func:`curator.store.backup.take_backup`: SQLite's online backup in steps of a few MiB
 (no lock held for long, so the window and a running distill keep writing), checked
 with ``quick_check``, old backups thinned by age. The GUI thread only starts the thread
-and shows the progress it reports in the status bar; File ▸ Backup now takes one the
-same way at once.
+and shows the progress it reports in the status bar.
+
+File ▸ Backup now goes through the window's :class:`~curator.gui.operations.StoreOps`
+as a write: the user asked for it, so it shows the busy label and progress like any
+write and other writes wait for it. The periodic backup does not: as a write it would
+refuse the user's relabels for the seconds a big copy takes, at moments nobody chose,
+and StoreOps' close waits for its jobs without cancelling them. So it runs on a thread
+of its own, skips a tick while a write runs (a write in the middle would make SQLite
+start the copy again) and is cancelled by :meth:`AutoBackup.shutdown`.
 
 On close: a backup is taken when the database changed since the newest one. The window
 is hidden first, so the close looks immediate; the backup then gets at most
@@ -27,18 +34,20 @@ from pathlib import Path
 from PySide6.QtCore import QObject, QTimer, Signal
 from PySide6.QtWidgets import QWidget
 
+from curator.gui.operations import OpContext, StoreOps
 from curator.pipeline.runlog import one_line
-from curator.store.backup import BackupCancelled, BackupResult, backup_due, take_backup
+from curator.store.backup import BackupResult, backup_due, take_backup
 
 log = logging.getLogger("curator.gui")
 
 MINUTE_MS = 60_000
 CLOSE_WAIT_S = 15.0
 """Longest the close waits for its backup; past it the copy is stopped and deleted."""
+LABEL = "Backing up the database"
 
 
 class AutoBackup(QObject):
-    """Periodic and on-close backups on a background thread; one at a time.
+    """Periodic and on-close backups on a background thread; Backup now through StoreOps.
 
     ``status_message`` carries what the status bar shows (progress, the result, a
     failure in one line); ``finished`` the :class:`BackupResult` (None: nothing changed
@@ -55,6 +64,7 @@ class AutoBackup(QObject):
         self,
         db_path: Path,
         interval_minutes: Callable[[], int],
+        ops: StoreOps,
         parent: QObject | None = None,
         *,
         read_only: bool = False,
@@ -64,6 +74,7 @@ class AutoBackup(QObject):
         self.db_path = db_path
         self.interval_minutes = interval_minutes
         """Read at each tick, so a change in Settings applies without a restart."""
+        self.ops = ops
         self.read_only = read_only
         self.minutes_used = 0
         self.job_thread_ids: list[int] = []
@@ -82,11 +93,12 @@ class AutoBackup(QObject):
 
     @classmethod
     def for_window(cls, window: QWidget) -> AutoBackup:
-        """Built for the main window: its database and settings, its status bar."""
+        """Built for the main window: its database, settings and ops, its status bar."""
         services = window.services  # type: ignore[attr-defined]
         auto = cls(
             services.db_path,
             lambda: int(services.settings().backup_interval_minutes),
+            services.ops,
             window,
             read_only=services.store.read_only,
         )
@@ -95,6 +107,7 @@ class AutoBackup(QObject):
 
     @property
     def running(self) -> bool:
+        """A periodic or on-close backup is running (Backup now is a StoreOps write)."""
         return self._thread is not None
 
     def _interval(self) -> int:
@@ -108,16 +121,35 @@ class AutoBackup(QObject):
         """One more minute of use; a backup once the interval is reached."""
         self.minutes_used += 1
         interval = self._interval()
-        if interval and self.minutes_used >= interval:
-            self.minutes_used = 0
-            self.start(only_if_changed=True)
+        if interval and self.minutes_used >= interval and not self.ops.busy:
+            self.minutes_used = 0  # while a write runs: tried again next minute
+            self._start_thread(only_if_changed=True)
+
+    # -- Backup now -----------------------------------------------------------------------
 
     def backup_now(self) -> bool:
-        """File ▸ Backup now: a backup at once, changed or not (False: one is running)."""
-        return self.start(only_if_changed=False)
+        """File ▸ Backup now, as a StoreOps write; False when another write runs."""
+        if self._closed:
+            return False
 
-    def start(self, *, only_if_changed: bool = True) -> bool:
-        """Start a backup on its own thread; False when one is already running."""
+        def job(ctx: OpContext) -> BackupResult:
+            self.job_thread_ids.append(threading.get_ident())
+            return take_backup(
+                self.db_path,
+                read_only=self.read_only,
+                progress=ctx.progress,
+                cancelled=lambda: ctx.cancelled,
+            )
+
+        if self.running or not self.ops.write(LABEL, job, self._delivered):
+            running = self.ops.busy_label or LABEL
+            self.status_message.emit(f"Not backed up: {running} is running; try again after it.")
+            return False
+        return True
+
+    # -- periodic and on close: a thread of its own ---------------------------------------
+
+    def _start_thread(self, *, only_if_changed: bool) -> bool:
         if self._thread is not None:
             return False
         self._shown_percent = -1
@@ -139,8 +171,6 @@ class AutoBackup(QObject):
                     progress=self._report,
                     cancelled=self._cancel.is_set,
                 )
-        except BackupCancelled as exc:
-            error = str(exc)
         except Exception as exc:  # reported in the window, never raised into Qt
             error = one_line(exc)
         with contextlib.suppress(RuntimeError):  # the window was deleted: nobody waits
@@ -154,17 +184,22 @@ class AutoBackup(QObject):
         percent = 100 * done // total if total else 100
         if percent // 5 != self._shown_percent // 5:  # a status update every 5 %
             self._shown_percent = percent
-            self.status_message.emit(f"Backing up the database… {percent}%")
+            self.status_message.emit(f"{LABEL}… {percent}%")
 
     def _on_done(self, result: object, error: object) -> None:
         if self._thread is not None:
             self._thread.join()
             self._thread = None
+        if self._closed:
+            return
         if error is not None:
             log.warning("backup failed: %s", error)
             self.status_message.emit(f"Backup failed: {error}")
             self.failed.emit(str(error))
             return
+        self._delivered(result)
+
+    def _delivered(self, result: object) -> None:
         if isinstance(result, BackupResult):
             self.status_message.emit(
                 f"Backed up to {result.path} ({result.size / 1e6:,.1f} MB, {result.seconds:.1f} s)."
@@ -172,24 +207,25 @@ class AutoBackup(QObject):
         self.finished.emit(result)
 
     def shutdown(self, window: QWidget | None = None, wait_s: float = CLOSE_WAIT_S) -> None:
-        """On close: back up if the database changed, waiting at most ``wait_s`` seconds.
+        """On close (after StoreOps' shutdown): back up if the database changed, waiting at
+        most ``wait_s`` seconds.
 
         The window (if given) is hidden first. Past the wait the backup is cancelled at
-        its next step and its partial copy deleted; the thread ends within a step.
+        its next step and its partial copy deleted; the thread ends within a step. A
+        Backup now still running was cancelled by StoreOps' shutdown already.
         """
         if self._closed:
             return
         self._closed = True
         self._timer.stop()
-        thread = self._thread
-        if thread is None and self._interval() and not self.read_only:
+        if self._thread is None and self._interval() and not self.read_only:
             try:
                 due = backup_due(self.db_path)
             except OSError:
                 due = False
             if due:
-                self.start(only_if_changed=False)
-                thread = self._thread
+                self._start_thread(only_if_changed=False)
+        thread = self._thread
         if thread is None:
             return
         if window is not None:

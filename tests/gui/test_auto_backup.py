@@ -7,6 +7,7 @@ from pathlib import Path
 
 from curator.gui.auto_backup import AutoBackup
 from curator.gui.main_window import MainWindow
+from curator.gui.operations import StoreOps
 from curator.store.backup import BackupResult, list_backups
 from curator.store.db import Store
 from curator.store.models import Pattern
@@ -15,7 +16,7 @@ from curator.store.settings import update_settings
 
 def test_the_timer_takes_a_backup_in_the_background(qtbot, store: Store) -> None:
     messages: list[str] = []
-    auto = AutoBackup(store.path, lambda: 2, tick_ms=20)  # a "minute" of 20 ms
+    auto = AutoBackup(store.path, lambda: 2, StoreOps(store), tick_ms=20)  # a "minute" of 20 ms
     auto.status_message.connect(messages.append)
     with qtbot.waitSignal(auto.finished, timeout=10_000) as done:
         pass
@@ -33,7 +34,7 @@ def test_the_timer_takes_a_backup_in_the_background(qtbot, store: Store) -> None
 
 
 def test_an_interval_of_zero_takes_no_backup(qtbot, store: Store) -> None:
-    auto = AutoBackup(store.path, lambda: 0, tick_ms=10)
+    auto = AutoBackup(store.path, lambda: 0, StoreOps(store), tick_ms=10)
     qtbot.waitUntil(lambda: auto.minutes_used >= 10, timeout=10_000)
     assert not auto.running and list_backups(store.path) == []
     auto.shutdown()  # off means off on close too
@@ -67,3 +68,20 @@ def test_the_interval_setting_is_read_by_the_window(
     assert window.auto_backup._interval() == 0
     window.close()
     assert list_backups(store.path) == []  # off: none on close either
+
+
+def test_no_backup_starts_while_a_write_runs(qtbot, store: Store) -> None:
+    ops = StoreOps(store)
+    release = threading.Event()
+    assert ops.write("Import", lambda ctx: release.wait(10))
+    messages: list[str] = []
+    auto = AutoBackup(store.path, lambda: 1, ops, tick_ms=10)
+    auto.status_message.connect(messages.append)
+    assert not auto.backup_now()  # one write at a time: the user is told why
+    assert messages == ["Not backed up: Import is running; try again after it."]
+    qtbot.waitUntil(lambda: auto.minutes_used >= 5, timeout=10_000)
+    assert not auto.running and list_backups(store.path) == []
+    with qtbot.waitSignal(auto.finished, timeout=10_000) as done:
+        release.set()  # the write ends: the next tick backs up
+    assert isinstance(done.args[0], BackupResult)
+    auto.shutdown()
