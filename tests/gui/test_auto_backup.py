@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import threading
-from pathlib import Path
+
+from PySide6.QtWidgets import QSpinBox
 
 from curator.gui.auto_backup import AutoBackup
 from curator.gui.main_window import MainWindow
@@ -11,7 +12,7 @@ from curator.gui.operations import StoreOps
 from curator.store.backup import BackupResult, list_backups
 from curator.store.db import Store
 from curator.store.models import Pattern
-from curator.store.settings import update_settings
+from curator.store.settings import load_settings
 
 
 def test_the_timer_takes_a_backup_in_the_background(qtbot, store: Store) -> None:
@@ -59,14 +60,15 @@ def test_backup_now_and_close_back_up_from_the_window(
     assert len(backups) == 2 and backups[0] == first.path
 
 
-def test_the_interval_setting_is_read_by_the_window(
-    qtbot, services, qsettings, store: Store, tmp_path: Path
-) -> None:
-    update_settings(store, {"backup_interval_minutes": 0})
-    window = MainWindow(services, qsettings)
-    qtbot.addWidget(window)
-    assert window.auto_backup._interval() == 0
-    window.close()
+def test_the_interval_is_set_in_the_settings_pane(qtbot, main_window, store: Store) -> None:
+    pane = main_window.pane("settingsPane")
+    box = pane.findChild(QSpinBox, "backupInterval")
+    assert box.value() == 30 and box.specialValueText() == "off"
+    box.setValue(0)
+    pane.apply()
+    assert load_settings(store).backup_interval_minutes == 0
+    assert main_window.auto_backup._interval() == 0
+    main_window.close()
     assert list_backups(store.path) == []  # off: none on close either
 
 
