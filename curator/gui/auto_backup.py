@@ -4,7 +4,8 @@ A QTimer counts the minutes the window is open; once ``backup_interval_minutes``
 setting, default 30, 0 turns automatic backups off) have passed, a backup starts on a
 thread of its own if the database changed since the newest backup. The copy itself is
 :func:`curator.store.backup.take_backup`: SQLite's online backup in steps of a few MiB
-(no lock held for long, so the window and a running distill keep writing), checked
+(one read snapshot that blocks no writer, so the window and a running distill keep
+writing), checked
 with ``quick_check``, old backups thinned by age. The GUI thread only starts the thread
 and shows the progress it reports in the status bar.
 
@@ -13,8 +14,8 @@ as a write: the user asked for it, so it shows the busy label and progress like 
 write and other writes wait for it. The periodic backup does not: as a write it would
 refuse the user's relabels for the seconds a big copy takes, at moments nobody chose,
 and StoreOps' close waits for its jobs without cancelling them. So it runs on a thread
-of its own, skips a tick while a write runs (a write in the middle would make SQLite
-start the copy again) and is cancelled by :meth:`AutoBackup.shutdown`.
+of its own, skips a tick while a write runs (so the backup holds that write's result
+rather than the state before it) and is cancelled by :meth:`AutoBackup.shutdown`.
 
 On close: a backup is taken when the database changed since the newest one. The window
 is hidden first, so the close looks immediate; the backup then gets at most

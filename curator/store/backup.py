@@ -1,13 +1,15 @@
 """Backups of the database file, and restoring one in place of a damaged database.
 
 A backup is taken with SQLite's online backup API from a connection of its own, in
-steps of a few MiB: each step reads one committed state and releases its read lock, and
-SQLite starts the copy again when another connection wrote in between, so the result is
-a consistent snapshot even while the window or another command writes, and it never
-copies a half-written page the way a file copy could. Between steps the caller hears the
-progress and may cancel. Each copy is checked with ``quick_check`` before it counts: a
-backup that cannot be restored is worse than none, because it would be trusted. When
-backups are taken and which are kept is :mod:`curator.store.backup_schedule`.
+steps of a few MiB, inside one read transaction: in WAL mode (every database of ours)
+that is one consistent snapshot that blocks no writer, so the window, a running distill
+and other commands keep writing while it is copied, and it never copies a half-written
+page the way a file copy could. (Without a WAL the read transaction would block writers,
+so there each step reads anew and SQLite restarts the copy when another connection
+wrote in between.) Between steps the caller hears the progress and may cancel. Each
+copy is checked with ``quick_check`` before it counts: a backup that cannot be restored
+is worse than none, because it would be trusted. When backups are taken and which are
+kept is :mod:`curator.store.backup_schedule`.
 
 A damaged database is never replaced at start (opening refuses it and names the newest
 good backup); only an explicit restore (``curator restore`` or the window's dialog)
@@ -66,8 +68,8 @@ STEP_PAGES = 1024
 source is read-locked only for one step at a time, and progress and cancellation are
 checked between steps."""
 MAX_RESTARTS = 20
-"""SQLite restarts an online backup when another connection writes the source. A copy
-that keeps restarting (a long import writing all along) gives up instead of looping."""
+"""Without a WAL (no read transaction held) SQLite restarts an online backup when another
+connection writes the source. A copy that keeps restarting gives up instead of looping."""
 
 ProgressFn = Callable[[int, int], None]
 """``progress(done, total)`` in pages, called from the thread taking the backup."""
@@ -157,7 +159,8 @@ def take_backup(
     thin out the old backups.
 
     The copy uses SQLite's online backup API ``pages`` at a time from a connection of its
-    own, so it is a consistent snapshot taken without holding a lock for long; it is
+    own inside one read transaction, so it is a consistent snapshot that blocks no writer
+    (WAL); it is
     written under a temporary name and renamed only once ``quick_check`` says ``ok``, so
     a listed backup is always a good one. ``cancelled`` is asked between steps and during
     the check: when it says True the partial copy is deleted and BackupCancelled raised.
@@ -231,6 +234,13 @@ def _copy_and_check(
     else:
         source = sqlite3.connect(str(db_path), timeout=BUSY_TIMEOUT_S)
     try:
+        if source.execute("PRAGMA journal_mode").fetchone()[0] == "wal":
+            # One snapshot for the whole copy. In WAL mode a read transaction blocks no
+            # writer (only checkpoints wait for it, and the WAL grows meanwhile); without
+            # it each step reads anew and every write elsewhere (a distill run commits
+            # once per episode) would make SQLite start the copy from the beginning.
+            source.execute("BEGIN")
+            source.execute("SELECT count(*) FROM sqlite_master").fetchone()
         target = sqlite3.connect(str(partial))
         try:
             source.backup(target, pages=max(pages, 1), progress=step)

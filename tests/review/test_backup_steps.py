@@ -59,24 +59,29 @@ def test_backup_in_steps_reports_progress_passes_quick_check_and_restores(store:
     assert report.backup == result.path and _count(store.path) == 4
 
 
-def test_a_write_between_steps_restarts_the_copy_and_is_in_it(store: Store) -> None:
+def test_a_write_during_the_copy_is_not_blocked_and_not_in_it(store: Store) -> None:
+    """One snapshot: another connection commits while the copy is half done, without
+    waiting, and the copy neither restarts nor holds half of that write."""
     make_patterns(store)
     store.close()
-    writer = sqlite3.connect(store.path, isolation_level=None)
-    wrote: list[int] = []
+    writer = sqlite3.connect(store.path, isolation_level=None, timeout=0)  # no waiting
+    steps: list[int] = []
 
     def write_once(done: int, total: int) -> None:
-        if not wrote:  # another connection commits while the copy is half done
-            writer.execute("UPDATE pattern SET importance = 0.99")
-            wrote.append(done)
+        if not steps:
+            writer.execute("UPDATE pattern SET importance = 0.99")  # raises if blocked
+        steps.append(done)
 
     try:
         result = take_backup(store.path, pages=1, progress=write_once)
     finally:
         writer.close()
+    assert steps == sorted(steps) and len(steps) == _pages(result.path)  # no restart
+    assert _count(result.path) == 4
     conn = sqlite3.connect(result.path)
-    assert conn.execute("SELECT min(importance) FROM pattern").fetchone()[0] == 0.99
+    assert conn.execute("SELECT max(importance) FROM pattern").fetchone()[0] < 0.99
     conn.close()
+    assert backup_due(store.path)  # the write came after the backup's start
 
 
 def test_a_damaged_copy_is_deleted_and_reported(store: Store) -> None:
