@@ -220,6 +220,7 @@ def test_commit_changes_knowledge_and_undo_reverts(qtbot, pane: ReviewPane, stag
     knowledge = KnowledgePane(services)
     qtbot.addWidget(knowledge)
     knowledge.refresh()
+    qtbot.waitUntil(lambda: not knowledge.loading)  # it reads in the background
     before = {r.id: r for r in knowledge.pattern_rows()}
     assert len(before) == 3
 
@@ -240,6 +241,7 @@ def test_commit_changes_knowledge_and_undo_reverts(qtbot, pane: ReviewPane, stag
     assert pane.current_run_id() is None  # the run is committed, no longer staged
 
     knowledge.refresh()
+    qtbot.waitUntil(lambda: not knowledge.loading)  # it reads in the background
     after = {r.id: r for r in knowledge.pattern_rows()}
     assert len(after) == 4
     assert after[ids["p0"]].importance == pytest.approx(0.9)
@@ -249,6 +251,7 @@ def test_commit_changes_knowledge_and_undo_reverts(qtbot, pane: ReviewPane, stag
     with qtbot.waitSignal(pane.data_changed):
         assert pane.undo_last_commit()
     knowledge.refresh()
+    qtbot.waitUntil(lambda: not knowledge.loading)  # it reads in the background
     reverted = {r.id: r for r in knowledge.pattern_rows()}
     assert set(reverted) == set(before)
     assert reverted[ids["p0"]].importance == pytest.approx(0.8)
