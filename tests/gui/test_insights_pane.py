@@ -162,3 +162,24 @@ def test_replay_button_adds_a_replay_run_without_touching_labels(
         assert pane.replay_button.isEnabled()
     finally:
         services.worker.shutdown()
+
+
+def test_agreement_chart_explains_itself_without_runs(qtbot) -> None:
+    from datetime import UTC, datetime
+
+    from curator.gui.insights_charts import SeriesChart
+    from curator.pipeline.insights import RunPoint
+
+    chart = SeriesChart()
+    qtbot.addWidget(chart)
+    chart.resize(500, 260)
+    chart.show()
+    qtbot.waitExposed(chart)
+    chart.set_series([])
+    assert chart.empty and chart.empty_label.isVisible()
+    assert "No run has been scored yet" in chart.empty_label.text()
+    assert not chart.getPlotItem().getAxis("left").isVisible()
+    point = RunPoint(1, "classify", datetime(2026, 1, 2, tzinfo=UTC), "m", "v1", 12, 0.9, 0.7)
+    chart.set_series([point])
+    assert not chart.empty and chart.empty_label.isHidden()
+    assert chart.getPlotItem().getAxis("left").isVisible()
