@@ -20,7 +20,7 @@ from datetime import UTC, datetime
 import numpy as np
 import numpy.typing as npt
 import pyqtgraph as pg
-from PySide6.QtCore import QPointF, Qt, Signal
+from PySide6.QtCore import QEvent, QPointF, QRectF, Qt, Signal
 from PySide6.QtGui import QColor, QPalette
 from PySide6.QtWidgets import QWidget
 
@@ -50,7 +50,7 @@ _REST_COLOUR = (150, 150, 150, 140)
 _CUTOFF_COLOUR = (200, 60, 40)
 
 
-def _name(pattern_id: int, text: str, limit: int = 34) -> str:
+def _name(pattern_id: int, text: str, limit: int = 30) -> str:
     flat = " ".join(text.split())
     short = flat if len(flat) <= limit else flat[: limit - 1] + "…"
     return f"#{pattern_id} {short}".rstrip()
@@ -94,18 +94,31 @@ class DecayChart(pg.PlotWidget):
         self._cutoff = pg.PlotDataItem(
             pen=pg.mkPen(color=_CUTOFF_COLOUR, width=2, style=Qt.PenStyle.DashLine)
         )
+        # The legend holds the top right, so "today" is labelled half-way up and the
+        # horizon at the bottom, LEFT of its line (it is near the plot's right edge).
+        label_bg = QColor(bg)
+        label_bg.setAlpha(220)
         self._today = pg.InfiniteLine(
             angle=90,
             pen=pg.mkPen(color=fg, width=1),
             label="today",
-            labelOpts={"position": 0.96, "color": fg, "anchors": [(0, 0), (0, 0)]},
+            labelOpts={
+                "position": 0.55,
+                "color": fg,
+                "fill": pg.mkBrush(label_bg),
+                "anchors": [(0, 0.5), (0, 0.5)],
+            },
         )
-        # The label sits LEFT of the line: the horizon is near the right edge of the plot.
         self._horizon = pg.InfiniteLine(
             angle=90,
-            pen=pg.mkPen(color=(220, 150, 30), width=1.5, style=Qt.PenStyle.DotLine),
+            pen=pg.mkPen(color=(220, 150, 30), width=2, style=Qt.PenStyle.DotLine),
             label="in N days",
-            labelOpts={"position": 0.96, "color": (220, 150, 30), "anchors": [(1, 0), (1, 0)]},
+            labelOpts={
+                "position": 0.04,
+                "color": (200, 120, 0),
+                "fill": pg.mkBrush(label_bg),
+                "anchors": [(1, 1), (1, 1)],
+            },
         )
         hair = pg.mkPen(color=fg, width=1, style=Qt.PenStyle.DotLine)
         self._vline = pg.InfiniteLine(angle=90, movable=False, pen=hair)
@@ -132,6 +145,7 @@ class DecayChart(pg.PlotWidget):
         self._ys: list[FloatArray] = []
         self._cutoff_k = 0
         self._highlighted = -1
+        self._pinned = -1  # the table's current pattern: highlighted when no curve is hovered
         self._log = False
         self._x_range: tuple[float, float] | None = None
         self.hover_text = ""
@@ -171,8 +185,7 @@ class DecayChart(pg.PlotWidget):
         else:
             self._rest.setData([], [])
             self._rest.hide()
-        if self._highlighted not in self._ids:
-            self._highlighted = -1
+        self._highlighted = self._highlighted if self._highlighted in self._ids else -1
         self._draw_highlight()
         self._rebuild_legend()
 
@@ -193,7 +206,12 @@ class DecayChart(pg.PlotWidget):
         self.getPlotItem().setXRange(*self._x_range, padding=0.0)
 
     def set_highlight(self, pattern_id: int) -> None:
-        """Draw ``pattern_id``'s curve emphasised (-1: none)."""
+        """Draw ``pattern_id``'s curve emphasised (-1: none); it stays so while the mouse
+        is on no other curve."""
+        self._pinned = pattern_id
+        self._emphasise(pattern_id)
+
+    def _emphasise(self, pattern_id: int) -> None:
         if pattern_id == self._highlighted:
             return
         self._highlighted = pattern_id if pattern_id in self._ids else -1
@@ -230,10 +248,8 @@ class DecayChart(pg.PlotWidget):
         """The plotted cut-off curve (data values, not log), or None when hidden."""
         if self._cutoff_k <= 0:
             return None
-        return (
-            np.asarray(self._cutoff.xData, float),
-            np.asarray(self._cutoff.yData if not self._log else 10**self._cutoff.yData, float),
-        )
+        # xData/yData are the data as given; getData() would be log10 on a log scale
+        return np.asarray(self._cutoff.xData, float), np.asarray(self._cutoff.yData, float)
 
     @property
     def cutoff_k(self) -> int:
@@ -328,30 +344,46 @@ class DecayChart(pg.PlotWidget):
             y = self._to_view(value)
             self._vline.setValue(point.x())
             self._hline.setValue(y)
-            name = _name(pid, self._names[self._ids.index(pid)], 60)
+            name = _name(pid, self._names[self._ids.index(pid)], 48)
             when = datetime.fromtimestamp(point.x(), tz=UTC).astimezone()
             self.hover_text = f"{name}\n{value:.3f} on {when:%Y-%m-%d}"
             self._hover_label.setText(self.hover_text)
-            # keep the label inside the plot: flip it left of the mouse in the right half
-            (x0, x1), _ = view.viewRange()
-            right_half = point.x() > (x0 + x1) / 2
-            self._hover_label.setAnchor((1, 1) if right_half else (0, 1))
-            self._hover_label.setPos(point.x(), y)
+            self._place_label(scene_pos, view.sceneBoundingRect(), point.x(), y)
             for item in (self._vline, self._hline, self._hover_label):
                 item.show()
-        if pid != self._highlighted:
-            self.set_highlight(pid)
+        shown = pid if pid >= 0 else self._pinned
+        if shown != self._highlighted:
+            self._emphasise(shown)
             self.curve_hovered.emit(pid)
         return pid
+
+    def _place_label(self, mouse: QPointF, area: QRectF, x: float, y: float) -> None:
+        """Beside the mouse where it fits: right of it, else left, else at the left edge;
+        above it, or below when the mouse is near the top."""
+        width = self._hover_label.boundingRect().width() + 8
+        below = mouse.y() - area.top() < self._hover_label.boundingRect().height() + 8
+        vertical = 0 if below else 1
+        if mouse.x() + width <= area.right():
+            self._hover_label.setAnchor((0, vertical))
+        elif mouse.x() - width >= area.left():
+            self._hover_label.setAnchor((1, vertical))
+        else:
+            self._hover_label.setAnchor((0, vertical))
+            x = self.getPlotItem().getViewBox().mapSceneToView(QPointF(area.left(), 0)).x()
+        self._hover_label.setPos(x, y)
 
     def _hide_crosshair(self) -> None:
         self.hover_text = ""
         for item in (self._vline, self._hline, self._hover_label):
             item.hide()
 
-    def leaveEvent(self, event: object) -> None:
+    def leaveEvent(self, event: QEvent) -> None:
+        """The mouse left the chart: no crosshair, the table's pattern emphasised again."""
         self._hide_crosshair()
-        super().leaveEvent(event)  # type: ignore[arg-type]
+        if self._highlighted != self._pinned:
+            self._emphasise(self._pinned)
+            self.curve_hovered.emit(-1)
+        super().leaveEvent(event)
 
 
 def decay_curve(

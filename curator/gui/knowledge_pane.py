@@ -22,6 +22,7 @@ from PySide6.QtWidgets import (
     QLabel,
     QListWidget,
     QPushButton,
+    QSizePolicy,
     QSlider,
     QSpinBox,
     QSplitter,
@@ -89,7 +90,7 @@ def load_view(store: Store, now: datetime, flagged: bool) -> KnowledgeView:
 
 PATTERN_COLUMNS: list[Column[PatternRow]] = [
     Column("Rank", lambda r: r.rank, align_right=True),
-    Column("Top-K", lambda r: r.in_top_k, display=lambda r: "★" if r.in_top_k else ""),
+    Column("★", lambda r: r.in_top_k, display=lambda r: "★" if r.in_top_k else ""),
     Column("Pattern", lambda r: r.text, display=lambda r: _short(r.text), tooltip=lambda r: r.text),
     Column(
         "Importance",
@@ -170,9 +171,11 @@ class KnowledgePane(Pane):
         header.setMinimumSectionSize(28)
         # Narrow number columns, so the pattern's text gets the width (it stretches; the
         # full text is in its tooltip and in the Provenance title).
-        for col, width in enumerate((44, 30, 0, 70, 66, 84, 92, 56)):
+        metrics = header.fontMetrics()
+        for col, width in enumerate((40, 26, 0, 70, 66, 84, 84, 56)):
             if width:
-                self.table.setColumnWidth(col, width)
+                title = PATTERN_COLUMNS[col].title
+                self.table.setColumnWidth(col, max(width, metrics.horizontalAdvance(title) + 18))
         header.setSectionResizeMode(2, QHeaderView.ResizeMode.Stretch)
         self.table.selectionModel().selectionChanged.connect(self._on_selection_changed)
         self.table.selectionModel().currentRowChanged.connect(self._on_current_changed)
@@ -185,6 +188,8 @@ class KnowledgePane(Pane):
         self.sources_view.setSelectionMode(QAbstractItemView.SelectionMode.SingleSelection)
         self.sources_view.verticalHeader().setVisible(False)
         self.sources_view.horizontalHeader().setStretchLastSection(True)
+        for col, width in enumerate((64, 124, 70, 90)):
+            self.sources_view.setColumnWidth(col, width)
         self.sources_view.doubleClicked.connect(self._on_source_activated)
         self.source_title = QLabel("Select a pattern to see where it came from.")
         self.source_title.setObjectName("sourceTitle")
@@ -291,6 +296,12 @@ class KnowledgePane(Pane):
         fv.addLayout(slider_row)
         fv.addWidget(self.forecast_note)
         fv.addWidget(self.leaving_list, 1)
+        # takes the list's room while the list is hidden, so the note stays at the top
+        self._forecast_filler = QWidget()
+        self._forecast_filler.setSizePolicy(
+            QSizePolicy.Policy.Preferred, QSizePolicy.Policy.Expanding
+        )
+        fv.addWidget(self._forecast_filler, 1)
         self.bottom_splitter = QSplitter(Qt.Orientation.Horizontal)
         self.bottom_splitter.setObjectName("knowledgeBottomSplitter")
         self.bottom_splitter.addWidget(chart_box)
@@ -305,7 +316,7 @@ class KnowledgePane(Pane):
         self.outer_splitter.setStretchFactor(0, 1)
         self.outer_splitter.setStretchFactor(1, 1)
         self.outer_splitter.setSizes([460, 440])
-        self.top_splitter.setSizes([940, 460])
+        self.top_splitter.setSizes([980, 420])
         self.bottom_splitter.setSizes([840, 560])
         layout = QVBoxLayout(self)
         layout.addWidget(self.outer_splitter)
@@ -585,7 +596,9 @@ class KnowledgePane(Pane):
                 "shows how the selected patterns weaken."
             )
             self.leaving_list.hide()
+            self._forecast_filler.show()
             return
+        self._forecast_filler.hide()
         self.leaving_list.show()
         if not leaving:
             self.forecast_note.setText(

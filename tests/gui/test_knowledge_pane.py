@@ -185,6 +185,14 @@ def test_log_scale_toggles(pane: KnowledgePane) -> None:
     assert chart.log_scale and plot.getAxis("left").logMode
     (_x0, _x1), (low, high) = plot.getViewBox().viewRange()
     assert low < -1.0 and high == pytest.approx(0.0, abs=0.1)  # 0.1 down to 0.01 and below
+    # hovering works in log units too: the curve's value 60 days ahead, far below 0.05
+    when = pane.now().timestamp() + 60 * 86400
+    pane.days_spin.setValue(90)
+    value = float(np.interp(when, chart._xs[0], chart._ys[0]))
+    assert value < 0.05
+    scene = plot.getViewBox().mapViewToScene(QPointF(when, np.log10(value)))
+    assert chart.hover_at(scene) == rows[-1].id
+    assert f"{value:.3f}" in chart.hover_text
     pane.log_check.setChecked(False)
     assert not plot.getAxis("left").logMode
     (_x0, _x1), (low, high) = plot.getViewBox().viewRange()
