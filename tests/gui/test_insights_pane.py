@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -88,6 +89,9 @@ def test_apply_thresholds_saves_and_undo_restores(
     assert load_settings(services.store).skip_threshold == pytest.approx(0.97)
     assert load_settings(services.store).update_threshold == pytest.approx(0.8)
     assert pane.undo_button.isEnabled()
+    # the write and the reload ran as the window's background operations
+    assert len(pane.ops.job_thread_ids) >= 2
+    assert threading.get_ident() not in pane.ops.job_thread_ids
     with (
         qtbot.waitSignal(pane.thresholds_saved, timeout=20000),
         qtbot.waitSignal(pane.loaded, timeout=20000),
