@@ -388,8 +388,9 @@ class KnowledgePane(Pane):
         selection = QItemSelection()
         last_col = self.patterns.columnCount() - 1
         rows: dict[int, int] = {}
+        wanted = set(ids)
         for row, item in enumerate(self.patterns.rows()):
-            if item.id in ids:
+            if item.id in wanted:
                 rows[item.id] = row
                 selection.select(self.patterns.index(row, 0), self.patterns.index(row, last_col))
         model.select(selection, model.SelectionFlag.ClearAndSelect)
