@@ -90,6 +90,8 @@ def _show_runs_and_review(window: MainWindow) -> None:
     knowledge = window.pane("knowledgePane")
     assert isinstance(knowledge, KnowledgePane)
     knowledge.refresh()
+    while knowledge.loading:  # the pane reads its patterns in the background
+        QTest.qWait(20)
     selection = knowledge.table.selectionModel()
     flags = QItemSelectionModel.SelectionFlag.Select | QItemSelectionModel.SelectionFlag.Rows
     for row in range(min(6, knowledge.patterns.rowCount())):
