@@ -56,7 +56,7 @@ def test_switching_back_to_my_wording_rewords_and_undo_restores_the_choice(
 def test_nearest_patterns_rank_by_the_gate_ratio_and_search_narrows(store: Store) -> None:
     make_patterns(store)
     matches = review.nearest_patterns(store, MORNING)
-    assert [m.text for m in matches][0] == PATTERN_TEXTS[0]
+    assert matches[0].text == PATTERN_TEXTS[0]
     assert len(matches) == len(PATTERN_TEXTS)
     ratios = [m.ratio for m in matches]
     assert ratios == sorted(ratios, reverse=True)
