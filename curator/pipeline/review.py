@@ -191,6 +191,7 @@ class TextCheck:
     action: str
     target_id: int | None
     ratio: float
+    target_text: str | None = None
 
 
 # -- reading ----------------------------------------------------------------------------
@@ -338,6 +339,7 @@ def check_text(store: Store, text: str) -> TextCheck:
         action=decision.action,
         target_id=target[0] if target else None,
         ratio=decision.ratio,
+        target_text=target[1] if target else None,
     )
 
 
