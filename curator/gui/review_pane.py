@@ -36,10 +36,10 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from curator.errors import CuratorError
 from curator.gui.flag_view import FLAG_MARK, FlaggedConfirmDialog
 from curator.gui.pane import Pane
 from curator.gui.review_commit import CommitBar
+from curator.gui.review_decisions import ReviewDecisions
 from curator.gui.review_detail import CandidateDetail
 from curator.gui.review_dialogs import CommitDialog, EditDialog
 from curator.gui.review_list import KEY_HELP, CandidateList, action_name
@@ -59,7 +59,7 @@ EMPTY_HTML = (
 )
 
 
-class ReviewPane(Pane):
+class ReviewPane(ReviewDecisions, Pane):
     """Review a staged run's candidates with single keys, then commit or undo."""
 
     distill_requested = Signal()
@@ -181,6 +181,9 @@ class ReviewPane(Pane):
             self.shortcuts.append(shortcut)
         self.setFocusProxy(self.list_view)
         self._update_buttons()
+
+    def _dialog_parent(self) -> QWidget:
+        return self
 
     def _default_show_message(self, title: str, text: str) -> None:
         self.services.dialogs.warning(self, title, text)
@@ -321,249 +324,6 @@ class ReviewPane(Pane):
     def _update_buttons(self) -> None:
         self.accept_all_button.setEnabled(self.current_run_id() is not None)
         self.commits.update_buttons()
-
-    # -- decisions --------------------------------------------------------------------------
-
-    def _run_engine(self, title: str, action: Callable[[], Any]) -> Any:
-        """Call the engine; a refusal is shown to the user (never swallowed) and returns None."""
-        if self.ops.busy:  # a commit holds the write lock: a decision would wait on it
-            self.show_message(title, f"Wait until “{self.ops.busy_label}” has finished.")
-            return None
-        try:
-            return action()
-        except CuratorError as exc:
-            self.show_message(title, str(exc))
-            return None
-
-    def _decided(self, view: Any, verb: str = "") -> None:
-        target = (
-            f" #{view.target_id}" if view.action in review_api.TARGETED and view.target_id else ""
-        )
-        name = action_name(view.action) + target
-        prefix = f"{action_name(verb)}: " if verb == "ACCEPT" else ""
-        self.status_message.emit(f"Candidate #{view.ordinal}: {prefix}{name}")
-        self._after_decision(view.id, advance=True)
-
-    @staticmethod
-    def _update_target(c: Any) -> int | None:
-        """The pattern UPDATE takes without a choice (what the engine would use), if any."""
-        if c.final_text is not None and c.rematch_target_id is not None:
-            return int(c.rematch_target_id)
-        return int(c.proposed_target_id) if c.proposed_target_id is not None else None
-
-    def decide_current(self, action: str) -> bool:
-        """Decide the current candidate and move on to the next undecided one.
-
-        UPDATE without a pattern to update (none proposed, or the proposed one is gone)
-        opens the target picker instead of refusing.
-        """
-        c = self.current_candidate()
-        if c is None:
-            return False
-        store = self.services.store
-        if action == "UPDATE" and not self.ops.busy:
-            if self._update_target(c) is None:
-                self.choose_target()
-                return False
-            try:
-                view = review_api.decide(store, c.id, "UPDATE")
-            except CuratorError as exc:
-                self.choose_target(note=str(exc))
-                return False
-            self._decided(view)
-            return True
-        view = self._run_engine("Review", lambda: review_api.decide(store, c.id, action))
-        if view is None:
-            return False
-        self._decided(view, action)
-        return True
-
-    def choose_target(self, note: str = "") -> TargetPicker | None:
-        """Open the picker of the nearest patterns; its OK records UPDATE of the chosen one."""
-        c = self.current_candidate()
-        if c is None:
-            return None
-        dialog = TargetPicker(self.ops, c, note, self)
-        dialog.accepted.connect(lambda: self._apply_target(c.id, dialog))
-        dialog.finished.connect(lambda _r: setattr(self, "target_dialog", None))
-        self.target_dialog = dialog
-        dialog.open()
-        return dialog
-
-    def _apply_target(self, candidate_id: int, dialog: TargetPicker) -> None:
-        chosen = dialog.chosen()
-        if chosen is None:
-            return
-        store = self.services.store
-        view = self._run_engine(
-            "Review",
-            lambda: review_api.decide(store, candidate_id, "UPDATE", target_id=chosen.id),
-        )
-        if view is not None:
-            self._decided(view)
-
-    def choose_wording(self, keep_pattern_text: bool) -> bool:
-        """For an edited UPDATE: keep the pattern's text (True) or use the reviewer's wording."""
-        c = self.current_candidate()
-        if c is None or c.action != "UPDATE" or c.final_text is None:
-            return False
-        store = self.services.store
-        view = self._run_engine(
-            "Review",
-            lambda: review_api.decide(
-                store, c.id, "UPDATE", target_id=c.target_id, keep_pattern_text=keep_pattern_text
-            ),
-        )
-        if view is None:
-            self._show_candidate(self.current_candidate())  # the radio buttons go back
-            return False
-        choice = "keeps the pattern's text" if keep_pattern_text else "uses your wording"
-        self.status_message.emit(f"Candidate #{c.ordinal}: the update {choice}.")
-        self._after_decision(c.id, advance=False)
-        return True
-
-    def toggle_wording(self) -> bool:
-        c = self.current_candidate()
-        if c is None or c.action != "UPDATE" or c.final_text is None:
-            self.status_message.emit("W switches the wording of an edited Update only.")
-            return False
-        return self.choose_wording(not c.keep_pattern_text)
-
-    def accept_all(self) -> int:
-        """Accept every undecided proposal that is not flagged; list the flagged ones.
-
-        The flagged ones are accepted only through :class:`FlaggedConfirmDialog`'s OK,
-        which names each of them with its reasons (``accept_flagged``).
-        """
-        run_id = self.current_run_id()
-        if run_id is None:
-            return 0
-        store = self.services.store
-        accepted = self._run_engine(
-            "Accept all", lambda: review_api.accept_all(store, run_id, actor="window accept-all")
-        )
-        if accepted is None:
-            return 0
-        self._load_candidates()
-        self.data_changed.emit()
-        flagged = [c for c in self._candidates if c.flags and c.action is None]
-        self.status_message.emit(
-            f"Accepted {accepted} proposal(s)"
-            + (f"; {len(flagged)} flagged candidate(s) left undecided." if flagged else ".")
-        )
-        if flagged:
-            dialog = FlaggedConfirmDialog(flagged, self)
-            dialog.accepted.connect(lambda: self.accept_flagged(run_id))
-            dialog.finished.connect(lambda _r: setattr(self, "flagged_dialog", None))
-            self.flagged_dialog = dialog
-            dialog.open()
-        return int(accepted)
-
-    def accept_flagged(self, run_id: int) -> int:
-        """Accept the flagged proposals too (after the confirmation that listed them)."""
-        store = self.services.store
-        accepted = self._run_engine(
-            "Accept all",
-            lambda: review_api.accept_all(
-                store, run_id, actor="window accept-all", include_flagged=True
-            ),
-        )
-        if accepted is None:
-            return 0
-        self.status_message.emit(f"Accepted {accepted} flagged proposal(s) after confirmation.")
-        self._load_candidates()
-        self.data_changed.emit()
-        return int(accepted)
-
-    def _after_decision(self, candidate_id: int, *, advance: bool) -> None:
-        self._load_candidates()
-        row = self.model.find_row(lambda x: x.id == candidate_id)
-        if advance:
-            n = self.model.rowCount()
-            start = row if row >= 0 else 0
-            for step in range(1, n + 1):
-                item = self.model.row_at((start + step) % n)
-                if item is not None and item.action is None:
-                    row = (start + step) % n
-                    break
-            else:
-                self.status_message.emit("Every candidate is decided: commit when ready.")
-        self._select_row(row)
-        self.data_changed.emit()
-
-    def undo_selected(self) -> bool:
-        """Backspace: undo the selected row's newest decision, and say which."""
-        c = self.current_candidate()
-        if c is None:
-            return False
-        if c.action is None:
-            self.status_message.emit(f"Candidate #{c.ordinal} has no decision to undo.")
-            return False
-        store = self.services.store
-        result = self._run_engine("Undo", lambda: review_api.undo_decision(store, c.id))
-        if result is None:
-            return False
-        self.status_message.emit(self._undo_text(c, result))
-        self._after_decision(c.id, advance=False)
-        return True
-
-    @staticmethod
-    def _undo_text(before: Any, after: Any) -> str:
-        now = f"back to {action_name(after.action)}" if after.action else "undecided again"
-        return f"Undid {action_name(before.action)} on #{before.ordinal} ({now})."
-
-    def undo_decision(self) -> bool:
-        """Ctrl+Z: undo the run's newest decision, wherever it is, and select its row."""
-        run_id = self.current_run_id()
-        if run_id is None:
-            return False
-        store = self.services.store
-        result = self._run_engine("Undo", lambda: review_api.undo_last_decision(store, run_id))
-        if result is None:
-            self.status_message.emit("Nothing to undo.")
-            return False
-        before = next((c for c in self._candidates if c.id == result.id), None)
-        if before is not None and before.action is not None:
-            self.status_message.emit(self._undo_text(before, result))
-        else:
-            self.status_message.emit(f"Decision on candidate #{result.ordinal} undone.")
-        self._after_decision(result.id, advance=False)
-        return True
-
-    def edit_current(self) -> EditDialog | None:
-        """Open the edit dialog (text + importance, with the live re-match) for the current."""
-        c = self.current_candidate()
-        if c is None:
-            return None
-        dialog = EditDialog(self.services, c, self)
-        dialog.accepted.connect(lambda: self._apply_edit(c, dialog))
-        dialog.finished.connect(lambda _r: setattr(self, "edit_dialog", None))
-        self.edit_dialog = dialog
-        dialog.open()
-        return dialog
-
-    def _apply_edit(self, c: Any, dialog: EditDialog) -> None:
-        """An edit keeps an UPDATE's chosen pattern or an ADD; otherwise it re-matches."""
-        text, importance = dialog.decision()
-        store = self.services.store
-        if c.action == "UPDATE" and c.target_id is not None:
-            verb, target = "UPDATE", int(c.target_id)
-        elif c.action == "ADD":
-            verb, target = "ADD", None
-        else:
-            verb, target = "ACCEPT", None
-        view = self._run_engine(
-            "Edit",
-            lambda: review_api.decide(
-                store, c.id, verb, target_id=target, text=text, importance=importance
-            ),
-        )
-        if view is not None:
-            self.status_message.emit(
-                f"Edited candidate #{view.ordinal}: {action_name(view.action)}"
-                + (" with your wording (W keeps the pattern's text)" if view.rewords else "")
-            )
-            self._after_decision(c.id, advance=view.action != "UPDATE")
 
     # -- commit (the commit bar runs it in the background) ----------------------------------
 
