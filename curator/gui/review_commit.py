@@ -44,12 +44,21 @@ def counts_text(counts: dict[str, int]) -> str:
 def undo_question(summary: ChangesetSummary) -> str:
     """What the confirmation says before an undo: which commit, when, and what it reverts."""
     counts = summary.counts
+    adds, updates = counts.get("ADD", 0), counts.get("UPDATE", 0)
+    decided = sum(counts.get(a, 0) for a in ("ADD", "UPDATE", "SKIP", "REJECT"))
+    effects = []
+    if adds:
+        effects.append(f"removes the {adds} pattern(s) it added")
+    if updates:
+        effects.append(
+            f"restores the {updates} pattern(s) it updated to their earlier text and importance"
+        )
+    effects.append(
+        f"puts its {decided} decided candidate(s) back to review ({counts_text(counts)})"
+    )
     return (
         f"Undo {commit_name(summary)}, committed {format_local(summary.created_at)}?\n\n"
-        f"It removes the {counts.get('ADD', 0)} pattern(s) it added, restores the "
-        f"{counts.get('UPDATE', 0)} pattern(s) it updated to their earlier text and "
-        f"importance, and puts its candidates back to review "
-        f"({counts_text(counts)})."
+        f"It {', '.join(effects[:-1]) + ' and ' if len(effects) > 1 else ''}{effects[-1]}."
     )
 
 
@@ -144,7 +153,7 @@ class CommitBar(QObject):
             return commit_api.commit_run(ctx.store, run_id, reviewed_only=reviewed_only)
 
         def done(summary: Any) -> None:
-            self.message.emit(f"Committed run #{run_id} as {commit_name(summary)}.")
+            self.message.emit(f"Run #{run_id} committed as commit #{summary.id}.")
             self.committed.emit(summary)
 
         def failed(text: str) -> None:

@@ -169,9 +169,13 @@ class CandidateDetail(QWidget):
         rv.addWidget(QLabel("<b>Source episodes</b>"))
         rv.addWidget(self.sources)
         self.splitter = QSplitter(Qt.Orientation.Horizontal)
+        self.splitter.setObjectName("reviewDetailSplitter")  # the window saves its sizes
         self.splitter.addWidget(middle)
         self.splitter.addWidget(right)
         self.splitter.setChildrenCollapsible(False)
+        self.splitter.setStretchFactor(0, 3)
+        self.splitter.setStretchFactor(1, 2)
+        self.splitter.setSizes([500, 340])
         layout = QVBoxLayout(self)
         layout.setContentsMargins(0, 0, 0, 0)
         layout.addWidget(self.splitter)

@@ -130,6 +130,9 @@ class CandidateList(QTableView):
         header = self.horizontalHeader()
         header.setStretchLastSection(True)
         header.setSectionResizeMode(QHeaderView.ResizeMode.ResizeToContents)
+        # The text takes the room that is left and is elided (the detail shows it whole),
+        # so the list never needs a horizontal scroll bar.
+        header.setSectionResizeMode(len(CANDIDATE_COLUMNS) - 1, QHeaderView.ResizeMode.Stretch)
 
     def _background(self, c: Any) -> QBrush | None:
         if c.action is None:

@@ -78,7 +78,8 @@ class ReviewPane(ReviewDecisions, Pane):
         # -- top bar ------------------------------------------------------------------------
         self.run_combo = QComboBox()
         self.run_combo.setObjectName("runCombo")
-        self.run_combo.setMinimumWidth(260)
+        self.run_combo.setMinimumWidth(200)
+        self.run_combo.setSizeAdjustPolicy(QComboBox.SizeAdjustPolicy.AdjustToContents)
         self.run_combo.currentIndexChanged.connect(self._on_run_changed)
         self.progress_label = QLabel("No staged run.")
         self.progress_label.setObjectName("reviewProgress")
@@ -124,14 +125,17 @@ class ReviewPane(ReviewDecisions, Pane):
         top.addWidget(self.progress_label, 1)
         top.addWidget(self.flagged_only)
         top.addWidget(self.accept_all_button)
-        top.addWidget(self.commits.widget)
+        bottom = QHBoxLayout()  # below the stack: "Undo last commit" stays in the empty state
+        bottom.addStretch(1)
+        bottom.addWidget(self.commits.widget)
 
         self.splitter = QSplitter(Qt.Orientation.Horizontal)
         self.splitter.setObjectName("reviewSplitter")
         self.splitter.addWidget(self.list_view)
         self.splitter.addWidget(self.panel)
-        self.splitter.setStretchFactor(0, 1)
-        self.splitter.setStretchFactor(1, 2)
+        self.splitter.setStretchFactor(0, 2)
+        self.splitter.setStretchFactor(1, 3)
+        self.splitter.setSizes([560, 840])  # scaled to the pane's width when laid out
         self.splitter.setChildrenCollapsible(False)
         review_page = QWidget()
         rl = QVBoxLayout(review_page)
@@ -142,7 +146,7 @@ class ReviewPane(ReviewDecisions, Pane):
         self.empty_label = QLabel(EMPTY_HTML)
         self.empty_label.setObjectName("reviewEmpty")
         self.empty_label.setWordWrap(True)
-        self.empty_label.setMaximumWidth(640)
+        self.empty_label.setFixedWidth(600)  # a fixed width: the wrapped height is exact
         self.distill_button = QPushButton("Distill")
         self.distill_button.setObjectName("distillButton")
         self.distill_button.setToolTip("Distil patterns from the labelled episodes (Ctrl+D)")
@@ -150,7 +154,11 @@ class ReviewPane(ReviewDecisions, Pane):
         empty_page = QWidget()
         el = QVBoxLayout(empty_page)
         el.addStretch(1)
-        el.addWidget(self.empty_label, 0, Qt.AlignmentFlag.AlignHCenter)
+        centred = QHBoxLayout()  # no alignment flag: the layout then honours heightForWidth
+        centred.addStretch(1)
+        centred.addWidget(self.empty_label)
+        centred.addStretch(1)
+        el.addLayout(centred)
         el.addWidget(self.distill_button, 0, Qt.AlignmentFlag.AlignHCenter)
         el.addStretch(2)
         self.stack = QStackedWidget()
@@ -160,6 +168,7 @@ class ReviewPane(ReviewDecisions, Pane):
         layout = QVBoxLayout(self)
         layout.addLayout(top)
         layout.addWidget(self.stack, 1)
+        layout.addLayout(bottom)
 
         # -- keys (only while focus is inside this pane) ------------------------------------
         bindings: list[tuple[str, Callable[[], object]]] = [

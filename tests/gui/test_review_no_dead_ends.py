@@ -193,7 +193,7 @@ def test_commit_runs_off_the_gui_thread_and_undo_asks_first(
     assert threading.get_ident() not in services.ops.job_thread_ids
     (changeset,) = Changeset.select().where(Changeset.kind == "commit")
     name = f"commit #{changeset.id} (run #{staged})"
-    assert any(name in s for s in said)
+    assert f"Run #{staged} committed as commit #{changeset.id}." in said
     assert Pattern.get_by_id(3).revision == 2
 
     assert pane.undo_last_commit()
