@@ -9,6 +9,11 @@
 
 from __future__ import annotations
 
+import json
+
+import pytest
+
+from curator.cli import main
 from curator.core.dedup import nearest, pair_ratio
 from curator.pipeline import commit, review
 from curator.store.db import Store
@@ -92,3 +97,23 @@ def test_undo_decision_undoes_the_selected_candidate_not_the_newest(store: Store
     assert undone is not None and undone.action is None
     assert review.get_candidate(store, second).action == "UPDATE"
     assert review.undo_decision(store, first) is None  # nothing left on that row
+
+
+def test_the_command_line_keeps_the_pattern_text_when_asked(
+    store: Store, capsys: pytest.CaptureFixture[str]
+) -> None:
+    patterns = make_patterns(store)
+    run = make_staged_run(store, [{"text": MORNING, "importance": 0.9}])
+    (cid,) = candidate_ids(run)
+    store.close()  # the command opens its own connection, as a separate program would
+    db = str(store.path)
+    argv = ["--db", db, "decide", str(run.id), str(cid), "UPDATE", "--target", str(patterns[0])]
+    assert main([*argv, "--text", REWORDED, "--keep-pattern-text", "--json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["keep_pattern_text"] is True and doc["final_text"] == REWORDED
+    assert main([*argv, "--use-my-wording"]) == 0
+    assert "replaces pattern" in capsys.readouterr().out
+    assert main([*argv, "--keep-pattern-text"]) == 0
+    assert "keeps its text" in capsys.readouterr().out
+    assert main(["--db", db, "commit", str(run.id)]) == 0
+    assert Pattern.get_by_id(patterns[0]).text == PATTERN_TEXTS[0]
