@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 from curator.errors import CuratorError
 from curator.gui.flag_view import FlaggedConfirmDialog
+from curator.gui.operations import OpContext
 from curator.gui.review_dialogs import EditDialog
 from curator.gui.review_list import action_name
 from curator.gui.review_target import TargetPicker
@@ -158,51 +159,63 @@ class ReviewDecisions:
             return False
         return self.choose_wording(not c.keep_pattern_text)
 
-    def accept_all(self) -> int:
-        """Accept every undecided proposal that is not flagged; list the flagged ones.
+    def accept_all(self) -> bool:
+        """Accept every undecided proposal that is not flagged (in the background).
 
-        The flagged ones are accepted only through :class:`FlaggedConfirmDialog`'s OK,
-        which names each of them with its reasons (``accept_flagged``).
+        A run can hold hundreds of candidates, each re-gated and flag-checked, so this
+        runs through ``ops.write``. When it is done the flagged ones left undecided are
+        listed in :class:`FlaggedConfirmDialog`, whose OK accepts them too
+        (``accept_flagged``). False when nothing was started.
         """
         run_id = self.current_run_id()
         if run_id is None:
-            return 0
-        store = self.services.store
-        accepted = self._run_engine(
-            "Accept all", lambda: review_api.accept_all(store, run_id, actor="window accept-all")
-        )
-        if accepted is None:
-            return 0
-        self._load_candidates()
-        self.data_changed.emit()
-        flagged = [c for c in self._candidates if c.flags and c.action is None]
-        self.status_message.emit(
-            f"Accepted {accepted} proposal(s)"
-            + (f"; {len(flagged)} flagged candidate(s) left undecided." if flagged else ".")
-        )
-        if flagged:
-            dialog = FlaggedConfirmDialog(flagged, self._dialog_parent())
-            dialog.accepted.connect(lambda: self.accept_flagged(run_id))
-            dialog.finished.connect(lambda _r: setattr(self, "flagged_dialog", None))
-            self.flagged_dialog = dialog
-            dialog.open()
-        return int(accepted)
+            return False
 
-    def accept_flagged(self, run_id: int) -> int:
+        def accept(ctx: OpContext) -> int:
+            return review_api.accept_all(ctx.store, run_id, actor="window accept-all")
+
+        def done(accepted: Any) -> None:
+            self._load_candidates()
+            self.data_changed.emit()
+            flagged = [c for c in self._candidates if c.flags and c.action is None]
+            self.status_message.emit(
+                f"Accepted {accepted} proposal(s)"
+                + (f"; {len(flagged)} flagged candidate(s) left undecided." if flagged else ".")
+            )
+            if flagged:
+                dialog = FlaggedConfirmDialog(flagged, self._dialog_parent())
+                dialog.accepted.connect(lambda: self.accept_flagged(run_id))
+                dialog.finished.connect(lambda _r: setattr(self, "flagged_dialog", None))
+                self.flagged_dialog = dialog
+                dialog.open()
+
+        return self._write(f"Accepting the proposals of run #{run_id}", "Accept all", accept, done)
+
+    def accept_flagged(self, run_id: int) -> bool:
         """Accept the flagged proposals too (after the confirmation that listed them)."""
-        store = self.services.store
-        accepted = self._run_engine(
-            "Accept all",
-            lambda: review_api.accept_all(
-                store, run_id, actor="window accept-all", include_flagged=True
-            ),
+
+        def accept(ctx: OpContext) -> int:
+            return review_api.accept_all(
+                ctx.store, run_id, actor="window accept-all", include_flagged=True
+            )
+
+        def done(accepted: Any) -> None:
+            self.status_message.emit(f"Accepted {accepted} flagged proposal(s) after confirmation.")
+            self._load_candidates()
+            self.data_changed.emit()
+
+        return self._write(
+            f"Accepting the flagged proposals of run #{run_id}", "Accept all", accept, done
         )
-        if accepted is None:
-            return 0
-        self.status_message.emit(f"Accepted {accepted} flagged proposal(s) after confirmation.")
-        self._load_candidates()
-        self.data_changed.emit()
-        return int(accepted)
+
+    def _write(
+        self, label: str, title: str, fn: Callable[[OpContext], Any], done: Callable[[Any], None]
+    ) -> bool:
+        """Start a background write; its refusal or failure is shown under ``title``."""
+        started = self.ops.write(label, fn, done, lambda text: self.show_message(title, text))
+        if not started:
+            self.show_message(title, f"Wait until “{self.ops.busy_label}” has finished.")
+        return started
 
     def _after_decision(self, candidate_id: int, *, advance: bool) -> None:
         self._load_candidates()
