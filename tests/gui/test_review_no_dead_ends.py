@@ -227,3 +227,19 @@ def test_empty_review_explains_itself_and_offers_distill(qtbot, main_window: Mai
     assert review.receivers(SIGNAL("distill_requested()")) >= 1  # the window listens
     with qtbot.waitSignal(review.distill_requested):
         review.distill_button.click()
+
+
+def test_editing_a_decided_update_keeps_its_target_even_when_the_wording_drifts(
+    qtbot, pane: ReviewPane
+) -> None:
+    """Before, E re-matched the edited text and a reworded UPDATE silently became an ADD."""
+    drifted = "Lead every technical answer with a small, runnable example; readers ask more."
+    select(pane, 2)
+    press(qtbot, pane, Qt.Key.Key_2)  # UPDATE of pattern #1
+    select(pane, 2)
+    _edit(qtbot, pane, drifted, 0.7)
+    edited = row(pane, 2)
+    assert edited.rematch_action == "ADD"  # the gate alone would no longer call it an update
+    assert edited.action == "UPDATE" and edited.target_id == 1 and edited.rewords
+    commit(qtbot, pane)
+    assert Pattern.get_by_id(1).text == drifted
