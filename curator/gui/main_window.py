@@ -107,6 +107,8 @@ class MainWindow(QMainWindow):
             pane.data_changed.connect(lambda p=pane: self._pane_wrote(p))
             if isinstance(pane, InsightsPane):
                 pane.show_episodes.connect(self.show_episodes)
+            if isinstance(pane, ReviewPane):
+                pane.distill_requested.connect(lambda: self.start_distill())
         self.tabs.currentChanged.connect(self._pane_shown)
         self.setCentralWidget(self.tabs)
         knowledge = self.pane("knowledgePane")
