@@ -55,6 +55,22 @@ def register(subparsers: Any, common: argparse.ArgumentParser) -> None:
     p.add_argument("--target", type=integer, default=None, metavar="PATTERN_ID")
     p.add_argument("--text", type=utf8_text, default=None)
     p.add_argument("--importance", type=float, default=None)
+    wording = p.add_mutually_exclusive_group()
+    wording.add_argument(
+        "--keep-pattern-text",
+        dest="keep_pattern_text",
+        action="store_const",
+        const=True,
+        default=None,
+        help="with UPDATE of an edited candidate: the commit keeps the pattern's text",
+    )
+    wording.add_argument(
+        "--use-my-wording",
+        dest="keep_pattern_text",
+        action="store_const",
+        const=False,
+        help="with UPDATE of an edited candidate: the edited text replaces it (the default)",
+    )
     p.set_defaults(handler=cmd_decide)
 
     p = subparsers.add_parser(
@@ -175,6 +191,7 @@ def cmd_decide(ctx: CommandContext) -> int:
         target_id=ctx.args.target,
         text=ctx.args.text,
         importance=ctx.args.importance,
+        keep_pattern_text=ctx.args.keep_pattern_text,
     )
 
     def human() -> str:
@@ -183,8 +200,10 @@ def cmd_decide(ctx: CommandContext) -> int:
             line += f" pattern {view.target_id}"
         if view.final_text is not None and view.rematch_action is not None:
             line += f" (edited text re-matches as {view.rematch_action})"
-        if view.final_text is not None and view.action == "UPDATE":
+        if view.rewords:
             line += f"; on commit the edited text replaces pattern {view.target_id}'s text"
+        elif view.final_text is not None and view.action == "UPDATE":
+            line += f"; on commit pattern {view.target_id} keeps its text"
         if view.quality_reasons:
             line += f"; quality gate: {'; '.join(view.quality_reasons)}"
         if view.flags_seen:

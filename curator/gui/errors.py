@@ -143,6 +143,38 @@ class Dialogs:
         for dialog in list(self.shown):
             dialog.close()
 
+    def confirm(
+        self,
+        parent: QWidget | None,
+        title: str,
+        text: str,
+        on_yes: Callable[[], object],
+        *,
+        yes_text: str = "OK",
+    ) -> QMessageBox:
+        """Ask before an action that changes data; ``on_yes`` runs only on the yes button.
+
+        Window-modal without a nested event loop (``open()``), like the other boxes; the
+        default button is Cancel, so Enter never confirms by accident. A test finds the
+        box in :attr:`shown` and clicks one of its real buttons.
+        """
+        box = QMessageBox(
+            QMessageBox.Icon.Question, title, text, QMessageBox.StandardButton.Cancel, parent
+        )
+        box.setObjectName("confirmBox")
+        yes = box.addButton(yes_text, QMessageBox.ButtonRole.AcceptRole)
+        yes.setObjectName("confirmYes")
+        box.setDefaultButton(QMessageBox.StandardButton.Cancel)
+        accept = QMessageBox.ButtonRole.AcceptRole
+
+        def clicked(button: Any) -> None:
+            if box.buttonRole(button) == accept:
+                on_yes()
+
+        box.buttonClicked.connect(clicked)
+        self._open(box)
+        return box
+
     def open_file_name(self, parent: QWidget | None, caption: str, filters: str) -> str:
         path, _ = QFileDialog.getOpenFileName(parent, caption, "", filters)
         return path

@@ -36,6 +36,7 @@ from curator.gui.knowledge_import import KnowledgeImporter
 from curator.gui.knowledge_pane import KnowledgePane
 from curator.gui.model_picker import DEMO_NOTICE, demo_model_in_use
 from curator.gui.pane import Pane
+from curator.gui.provenance_nav import ProvenanceNavigator
 from curator.gui.review_pane import ReviewPane
 from curator.gui.runs_pane import RunsPane
 from curator.gui.services import AppServices
@@ -106,8 +107,13 @@ class MainWindow(QMainWindow):
             pane.data_changed.connect(lambda p=pane: self._pane_wrote(p))
             if isinstance(pane, InsightsPane):
                 pane.show_episodes.connect(self.show_episodes)
+            if isinstance(pane, ReviewPane):
+                pane.distill_requested.connect(lambda: self.start_distill())
         self.tabs.currentChanged.connect(self._pane_shown)
         self.setCentralWidget(self.tabs)
+        knowledge = self.pane("knowledgePane")
+        assert isinstance(knowledge, KnowledgePane)
+        self.provenance = ProvenanceNavigator(self, self.tabs, knowledge, self.episodes_pane)
 
         self.knowledge_importer = KnowledgeImporter(services.store, self)
         self.knowledge_importer.signals.finished.connect(self._knowledge_imported)

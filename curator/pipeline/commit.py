@@ -25,7 +25,8 @@ Decisions made here (see the README of the review):
   the decay clock" on (:mod:`curator.store.decay_clock`) ``distilled_at`` becomes the
   commit time. It keeps the pattern's text, unless the reviewer edited the candidate's
   text: then the pattern's text becomes the reviewer's wording (an edit accepted is an
-  edit applied; the changeset holds the old text, so undo restores it exactly). Two
+  edit applied; the changeset holds the old text, so undo restores it exactly), unless
+  the reviewer chose "keep the pattern's text" (``Candidate.keep_pattern_text``). Two
   candidates rewording the same pattern differently in one commit are a conflict. SKIP
   adds provenance only (no revision bump); REJECT changes nothing but the candidate's state.
 """
@@ -149,6 +150,23 @@ def _summary(cs: Changeset) -> ChangesetSummary:
     )
 
 
+def last_commit(store: Store, run_id: int | None = None) -> ChangesetSummary | None:
+    """The newest commit not undone yet: of ``run_id`` when it has one, else overall.
+
+    What "Undo last commit" reverts (the window names it, with its run and time, first).
+    """
+    with store.read():
+        query = Changeset.select().where(
+            (Changeset.kind == "commit") & (Changeset.undone_by.is_null())
+        )
+        found: Changeset | None = None
+        if run_id is not None:
+            found = query.where(Changeset.run == run_id).order_by(Changeset.id.desc()).first()
+        if found is None:
+            found = query.order_by(Changeset.id.desc()).first()
+        return _summary(found) if found is not None else None
+
+
 def history(store: Store, limit: int = 100) -> list[ChangesetSummary]:
     """The newest changesets first (commits and undos)."""
     query = Changeset.select().order_by(Changeset.id.desc()).limit(limit).bind(store.db)
@@ -176,6 +194,8 @@ class PreviewUpdate:
     new_importance: float
     new_text: str | None = None
     """The reviewer's edited wording that replaces ``pattern_text``; None keeps the text."""
+    kept_edit: str | None = None
+    """The reviewer's edited wording when they chose to keep the pattern's text instead."""
 
 
 @dataclass(frozen=True)
@@ -293,7 +313,11 @@ def _plan(run_id: int) -> _Plan:
             if c.action == "SKIP":
                 preview.skips.append(PreviewSkip(c.id, p.id))
                 continue
-            new_text = c.final_text if c.final_text is not None else None
+            # The reviewer chose per candidate: their wording replaces the pattern's text,
+            # or (keep_pattern_text) the edit only informed the decision and importance.
+            keep = bool(c.keep_pattern_text)
+            new_text = c.final_text if (c.final_text is not None and not keep) else None
+            kept_edit = c.final_text if (c.final_text is not None and keep) else None
             if new_text is not None:
                 other = rewording.setdefault(p.id, (c.id, new_text))
                 if other[1] != new_text:
@@ -308,7 +332,9 @@ def _plan(run_id: int) -> _Plan:
                     continue
             new = merge_importance(p.importance, _importance(c))
             preview.updates.append(
-                PreviewUpdate(c.id, p.id, p.text, p.importance, new, new_text=new_text)
+                PreviewUpdate(
+                    c.id, p.id, p.text, p.importance, new, new_text=new_text, kept_edit=kept_edit
+                )
             )
         else:
             preview.conflicts.append(Conflict(c.id, None, f"unknown action {c.action!r}"))

@@ -153,4 +153,4 @@ def test_every_pane_has_its_data_when_first_shown(qtbot, main_window) -> None:
     knowledge = main_window.pane("knowledgePane")
     assert isinstance(knowledge, KnowledgePane)
     main_window.tabs.setCurrentWidget(knowledge)
-    assert knowledge.patterns.rowCount() == 20
+    qtbot.waitUntil(lambda: knowledge.patterns.rowCount() == 20)  # read in the background
