@@ -87,3 +87,24 @@ def test_no_backup_starts_while_a_write_runs(qtbot, store: Store) -> None:
         release.set()  # the write ends: the next tick backs up
     assert isinstance(done.args[0], BackupResult)
     auto.shutdown()
+
+
+def test_a_backup_on_close_that_takes_too_long_is_stopped_and_deleted(
+    qtbot, tmp_path, caplog
+) -> None:
+    """The close waits at most ``wait_s``; then the copy stops at its next step."""
+    big = Store(tmp_path / "big.sqlite")
+    with big.write():  # about 30 MB: a copy and check that take far longer than no time
+        big.db.execute_sql(
+            "INSERT INTO pattern (text, importance, distilled_at, rank_key, category, status,"
+            " revision, created_at, updated_at) "
+            "WITH RECURSIVE seq(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM seq WHERE i < 50000)"
+            " SELECT printf('%d ', i) || hex(randomblob(300)), 0.5, '2026-01-01', 0.5, 'x',"
+            " 'active', 1, '2026-01-01', '2026-01-01' FROM seq"
+        )
+    auto = AutoBackup(big.path, lambda: 30, StoreOps(big))
+    with caplog.at_level("WARNING", logger="curator.gui"):
+        auto.shutdown(wait_s=0.0)
+    big.close()
+    assert "backup on close stopped" in caplog.text
+    assert not auto.running and list((tmp_path / "backups").iterdir()) == []
