@@ -299,17 +299,24 @@ def _emit_relearned(
 ) -> None:
     """Retrain the learned classifier on the labels just changed, as the window does.
 
-    The relabel is already committed; the retrain reads the stored embeddings and label
-    scores only (no model is loaded; milliseconds on the demo), so every relabel from a
-    script is learned from at once, and ``--no-relearn`` skips it for long scripted
-    batches (``curator classify --relearn`` then retrains once at the end).
+    The relabel is already committed (a failed retrain is reported, not raised: the labels
+    stand and ``curator classify --relearn`` can try again). The retrain reads the stored
+    embeddings and label scores only (no model is loaded; well under a second on the
+    demo), so every relabel from a script is learned from at once; ``--no-relearn`` skips
+    it for long scripted batches (``curator classify --relearn`` then retrains once).
     """
     if relearn_now and not ctx.args.no_relearn:
         from curator.pipeline.learn import relearn
+        from curator.pipeline.runlog import one_line
 
-        report = relearn(ctx.store)
-        doc = {**doc, "relearn": dataclasses.asdict(report)}
-        human = f"{human}; {report.summary()}"
+        try:
+            report = relearn(ctx.store)
+        except Exception as exc:  # the relabel stands; say why the retrain did not happen
+            doc = {**doc, "relearn_error": one_line(exc)}
+            human = f"{human}; retraining failed: {one_line(exc)}"
+        else:
+            doc = {**doc, "relearn": dataclasses.asdict(report)}
+            human = f"{human}; {report.summary()}"
     ctx.emit(doc, human)
 
 

@@ -279,3 +279,18 @@ def test_cli_relabel_retrains_and_changes_predictions(store, capsys) -> None:
     doc = _cli_label(store, capsys, "--undo")
     assert doc["undone"] and doc["relearn"]["trained"]
     assert _predictions(store) == after  # back to the labels `after` was learned from
+
+
+def test_cli_relabel_stands_when_the_retrain_fails(store, capsys) -> None:
+    """A damaged embedding (a truncated BLOB) breaks the retrain, not the relabel."""
+    victim = _ids(["ep-0001"])[0]
+    with store.write():
+        row = EpisodeEmbedding.get(EpisodeEmbedding.episode == victim)
+        EpisodeEmbedding.update(vector=bytes(row.vector)[:16]).where(
+            EpisodeEmbedding.episode == victim
+        ).execute()
+    store.close()
+    ids = _ids(FIRST["noise"])
+    doc = _cli_label(store, capsys, *map(str, ids), "noise")
+    assert "relearn" not in doc and doc["relearn_error"]
+    assert {Episode.get_by_id(i).human_label for i in ids} == {"noise"}
