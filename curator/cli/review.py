@@ -8,6 +8,7 @@ in the window and committed from a script, or the other way round, on the same d
 from __future__ import annotations
 
 import argparse
+import dataclasses
 from typing import Any
 
 from curator.cli.common import CommandContext, integer, utf8_text
@@ -105,6 +106,11 @@ def register(subparsers: Any, common: argparse.ArgumentParser) -> None:
     p.add_argument("items", nargs="*", metavar="EPISODE... LABEL")
     p.add_argument("--clear", action="store_true", help="back to the model's label")
     p.add_argument("--undo", action="store_true", help="undo the last relabel")
+    p.add_argument(
+        "--no-relearn",
+        action="store_true",
+        help="do not retrain the learned classifier after this relabel",
+    )
     p.add_argument(
         "--next-uncertain",
         type=int,
@@ -270,15 +276,18 @@ def cmd_label(ctx: CommandContext) -> int:
         if items or ctx.args.clear:
             raise CuratorError("--undo takes no episodes")
         ids = labels_api.undo_last_relabel(store)
-        ctx.emit(
+        _emit_relearned(
+            ctx,
             {"undone": ids},
             f"restored the labels of {len(ids)} episode(s)" if ids else "nothing to undo",
+            relearn_now=bool(ids),
         )
         return 0
     if ctx.args.clear:
         episode_ids = _episode_ids(items)
         batch = labels_api.clear_human_label(store, episode_ids)
-        ctx.emit(
+        _emit_relearned(
+            ctx,
             {"batch": batch, "episodes": episode_ids, "label": None},
             f"cleared the human label of {len(episode_ids)} episode(s)",
         )
@@ -288,11 +297,38 @@ def cmd_label(ctx: CommandContext) -> int:
     label = items[-1]
     episode_ids = _episode_ids(items[:-1])
     batch = labels_api.relabel(store, episode_ids, label)
-    ctx.emit(
+    _emit_relearned(
+        ctx,
         {"batch": batch, "episodes": episode_ids, "label": label},
         f"labelled {len(episode_ids)} episode(s) {label}",
     )
     return 0
+
+
+def _emit_relearned(
+    ctx: CommandContext, doc: dict[str, Any], human: str, *, relearn_now: bool = True
+) -> None:
+    """Retrain the learned classifier on the labels just changed, as the window does.
+
+    The relabel is already committed (a failed retrain is reported, not raised: the labels
+    stand and ``curator classify --relearn`` can try again). The retrain reads the stored
+    embeddings and label scores only (no model is loaded; well under a second on the
+    demo), so every relabel from a script is learned from at once; ``--no-relearn`` skips
+    it for long scripted batches (``curator classify --relearn`` then retrains once).
+    """
+    if relearn_now and not ctx.args.no_relearn:
+        from curator.pipeline.learn import relearn
+        from curator.pipeline.runlog import one_line
+
+        try:
+            report = relearn(ctx.store)
+        except Exception as exc:  # the relabel stands; say why the retrain did not happen
+            doc = {**doc, "relearn_error": one_line(exc)}
+            human = f"{human}; retraining failed: {one_line(exc)}"
+        else:
+            doc = {**doc, "relearn": dataclasses.asdict(report)}
+            human = f"{human}; {report.summary()}"
+    ctx.emit(doc, human)
 
 
 def _next_uncertain(ctx: CommandContext, items: list[str]) -> int:

@@ -394,10 +394,12 @@ def _learning(store: Store) -> tuple[list[dict[str, Any]], LabelSources]:
     curve: list[dict[str, Any]] = []
     cv: float | None = None
     if features is not None and rows:
+        features = learn.center_embeddings(features)  # as the classifier in force sees them
         x = features[rows]
+        pool = features[[i for i, h in enumerate(human) if h is None]]
         points = learn.learning_curve(x, y, CURVE_SIZES, seeds=CURVE_SEEDS)
         curve = [asdict(p) for p in points]
-        cv = learn.cross_validated_accuracy(x, y)
+        cv = learn.cross_validated_accuracy(x, y, pool=pool)
     sources = LabelSources(
         decided=decided,
         predicted_by=predicted,
