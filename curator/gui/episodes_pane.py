@@ -1,18 +1,22 @@
 """The Episodes pane: the raw logs, their labels, and relabelling from the keyboard.
 
 Filters and sort run in SQL through :class:`EpisodeTableModel`, so the pane stays
-responsive on 100,000 episodes. ``C``/``N``/``U`` relabel the selected rows (a human label
-overrides the model's), ``Backspace`` undoes the last relabel; only the affected rows are
-repainted so the selection and the scroll position stay where the user left them.
+responsive on 100,000 episodes (on a large database the queries run in the background).
+``C``/``N``/``U`` relabel the selected rows (a human label overrides the model's),
+``Backspace`` undoes the last relabel; both are database writes and run through
+``ops.write`` off the GUI thread, and a relabel of more than :data:`CONFIRM_ABOVE` rows
+asks first with the exact count. Only the affected rows are repainted so the selection
+and the scroll position stay where the user left them.
 """
 
 from __future__ import annotations
 
 import html
 from datetime import date
+from typing import Any
 
-from PySide6.QtCore import QDate, QItemSelectionModel, Qt, QTimer, Signal
-from PySide6.QtGui import QColor, QKeyEvent, QPalette
+from PySide6.QtCore import QDate, QItemSelection, QItemSelectionModel, Qt, QTimer, Signal
+from PySide6.QtGui import QColor, QKeyEvent, QPalette, QResizeEvent
 from PySide6.QtWidgets import (
     QAbstractItemView,
     QCheckBox,
@@ -30,7 +34,6 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from curator.errors import CuratorError
 from curator.gui.episode_model import (
     COLUMNS,
     EpisodeTableModel,
@@ -47,7 +50,6 @@ from curator.store.episode_queries import (
     EpisodeDetail,
     EpisodeFilter,
     EpisodeSort,
-    count_episodes,
     date_range,
     distinct_sources,
     fetch_detail,
@@ -72,6 +74,13 @@ LABEL_FILTER_TEXT = {
 }
 
 COLUMN_WIDTHS = {"time": 125, "source": 85, "label": 165, "model_label": 140, "human_label": 105}
+"""Preferred widths; narrower windows scale them down so Preview stays on screen."""
+
+MIN_PREVIEW_WIDTH = 160
+"""What the stretching Preview column keeps at least while columns are fitted."""
+
+CONFIRM_ABOVE = 200
+"""A relabel of more rows than this asks first (a stray Ctrl+A then a key is easy)."""
 
 
 class EpisodeTableView(QTableView):
@@ -79,6 +88,35 @@ class EpisodeTableView(QTableView):
 
     relabel_requested = Signal(str)
     undo_requested = Signal()
+
+    def __init__(self, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self._fitting = False
+        self.user_sized = False
+        """The user dragged a column: stop fitting the columns to the width."""
+
+    def fit_columns(self) -> None:
+        """Scale the fixed columns so the stretching Preview keeps room (1024 px screens)."""
+        header = self.horizontalHeader()
+        available = self.viewport().width() - MIN_PREVIEW_WIDTH
+        wanted = sum(COLUMN_WIDTHS.values())
+        scale = min(1.0, max(available, 0) / wanted)
+        self._fitting = True
+        try:
+            for column, (key, _title) in enumerate(COLUMNS):
+                if key in COLUMN_WIDTHS:
+                    header.resizeSection(column, max(60, int(COLUMN_WIDTHS[key] * scale)))
+        finally:
+            self._fitting = False
+
+    def section_resized(self, *_: object) -> None:
+        if not self._fitting and self.isVisible():
+            self.user_sized = True
+
+    def resizeEvent(self, event: QResizeEvent) -> None:
+        super().resizeEvent(event)
+        if not self.user_sized:
+            self.fit_columns()
 
     def keyPressEvent(self, event: QKeyEvent) -> None:
         modifiers = event.modifiers() & ~Qt.KeyboardModifier.KeypadModifier
@@ -159,10 +197,15 @@ def render_detail(detail: EpisodeDetail, palette: QPalette, query: str = "") -> 
 
 
 class EpisodesPane(Pane):
+    classify_requested = Signal()
+    """The empty state's "Classify N pending episodes" button (the window runs it)."""
+
     def __init__(self, services: AppServices, parent: QWidget | None = None) -> None:
         super().__init__(services, parent)
         self.setObjectName("episodesPane")
-        self.model = EpisodeTableModel(services.store, parent=self)
+        self.model = EpisodeTableModel(services.store, ops=services.ops, parent=self)
+        self.model.load_failed.connect(lambda msg: self.status_message.emit(f"Episodes: {msg}"))
+        self._kept: list[int] | None = None  # selection across a model reset
         # relabels retrain the learned classifier in the background (debounced)
         self.relearner = Relearner(services.store, self)
         self.relearner.finished.connect(self._relearned)
@@ -192,6 +235,12 @@ class EpisodesPane(Pane):
         self.search_edit.setClearButtonEnabled(True)
         self.count_label = QLabel()
         self.count_label.setObjectName("countLabel")
+        # First start: episodes nobody classified yet; the next action, as a button.
+        self.classify_button = QPushButton()
+        self.classify_button.setObjectName("classifyPendingButton")
+        self.classify_button.setToolTip("Label the pending episodes with the local model")
+        self.classify_button.clicked.connect(self.classify_requested)
+        self.classify_button.hide()
         # Set by another pane (Insights: one confusion-matrix cell): only these episodes.
         self._ids: tuple[int, ...] | None = None
         self.ids_button = QPushButton()
@@ -221,6 +270,7 @@ class EpisodesPane(Pane):
         )
         filters.addWidget(self.relevance_check)
         filters.addWidget(self.count_label)
+        filters.addWidget(self.classify_button)
 
         # table
         self.table = EpisodeTableView()
@@ -240,6 +290,7 @@ class EpisodesPane(Pane):
         for column, (key, _title) in enumerate(COLUMNS):
             if key in COLUMN_WIDTHS:
                 header.resizeSection(column, COLUMN_WIDTHS[key])
+        header.sectionResized.connect(self.table.section_resized)
         header.setSortIndicator(0, Qt.SortOrder.DescendingOrder)
         self.table.setSortingEnabled(True)
         self.table.relabel_requested.connect(self.relabel_selected)
@@ -250,6 +301,7 @@ class EpisodesPane(Pane):
         self.detail.setObjectName("episodeDetail")
         self.detail.setOpenExternalLinks(False)
         self.detail.setPlaceholderText("Select an episode to read it.")
+        self.detail.setMinimumWidth(220)
 
         self.splitter = QSplitter(Qt.Orientation.Horizontal)
         self.splitter.setObjectName("episodesSplitter")
@@ -257,6 +309,7 @@ class EpisodesPane(Pane):
         self.splitter.addWidget(self.detail)
         self.splitter.setStretchFactor(0, 3)
         self.splitter.setStretchFactor(1, 2)
+        self.splitter.setChildrenCollapsible(False)  # the detail cannot be dragged away
         self.splitter.setSizes([840, 460])
 
         hint = QLabel(
@@ -264,6 +317,7 @@ class EpisodesPane(Pane):
             "<b>Backspace</b> undo last relabel"
         )
         hint.setObjectName("keyHint")
+        hint.setWordWrap(True)
 
         layout = QVBoxLayout(self)
         layout.addLayout(filters)
@@ -279,7 +333,8 @@ class EpisodesPane(Pane):
         self.relevance_check.toggled.connect(self._relevance_toggled)
         header.sortIndicatorChanged.connect(self._column_sort_chosen)
         self.table.selectionModel().selectionChanged.connect(self._show_selected)
-        self.model.modelReset.connect(self._update_count)
+        self.model.modelAboutToBeReset.connect(self._remember_selection)
+        self.model.loaded.connect(self._loaded)
 
         self._reload_sources()
         self._preset_dates()
@@ -339,17 +394,23 @@ class EpisodesPane(Pane):
 
     def apply_filter(self) -> None:
         self._search_timer.stop()
-        self.model.set_query(self.current_filter())
+        self._query(self.current_filter())
+
+    def _query(self, flt: EpisodeFilter, sort: EpisodeSort | None = None) -> None:
+        """A new filter/sort; on a large database it runs in the background (newest wins)."""
+        if self.model.in_background:
+            self.count_label.setText("Searching…")
+        self.model.set_query(flt, sort)
 
     def _relevance_toggled(self, on: bool) -> None:
         """Best match first, or back to the column the header shows."""
         if on:
-            self.model.set_query(self.current_filter(), EpisodeSort(RELEVANCE, True))
+            self._query(self.current_filter(), EpisodeSort(RELEVANCE, True))
             return
         header = self.table.horizontalHeader()
         key = COLUMNS[header.sortIndicatorSection()][0]
         descending = header.sortIndicatorOrder() == Qt.SortOrder.DescendingOrder
-        self.model.set_query(self.current_filter(), EpisodeSort(key, descending))
+        self._query(self.current_filter(), EpisodeSort(key, descending))
 
     def _column_sort_chosen(self, _column: int, _order: Qt.SortOrder) -> None:
         """A click on a column header sorts by that column: relevance is off."""
@@ -358,23 +419,55 @@ class EpisodesPane(Pane):
         self.relevance_check.blockSignals(False)
 
     def _update_count(self) -> None:
-        total = count_episodes(self.services.store)
-        self.count_label.setText(f"{total} episodes ({self.model.rowCount()} shown)")
+        total = self.model.total
+        self.count_label.setText(f"{total:,} episodes ({self.model.rowCount():,} shown)")
+        pending = self.model.pending_classification
+        self.classify_button.setText(
+            f"Classify {pending:,} pending episode{'s' if pending != 1 else ''}"
+        )
+        self.classify_button.setVisible(pending > 0)
+
+    def _remember_selection(self) -> None:
+        """A reset drops the selection without a signal: keep what to select again."""
+        self._kept = self.selected_ids()
+
+    def _loaded(self) -> None:
+        """A load arrived: select again what is still shown, so the detail panel follows
+        the filter (an episode the filter removed is no longer shown there)."""
+        kept, self._kept = self._kept, None
+        if kept is not None:
+            self.select_ids(kept)
+        self._update_count()
+        self._show_selected()
 
     # -- selection and detail -------------------------------------------------------------
 
     def selected_ids(self) -> list[int]:
-        rows = sorted(index.row() for index in self.table.selectionModel().selectedRows())
-        return [self.model.episode_id(row) for row in rows]
+        """The selected episodes in row order; read from the selection's ranges, so
+        Ctrl+A on 100,000 rows does not build 100,000 index objects."""
+        rows: set[int] = set()
+        selection = self.table.selectionModel().selection()
+        for i in range(selection.count()):
+            part = selection.at(i)
+            rows.update(range(part.top(), part.bottom() + 1))
+        count = self.model.rowCount()
+        return [self.model.episode_id(row) for row in sorted(rows) if row < count]
 
     def select_ids(self, ids: list[int]) -> None:
-        selection = self.table.selectionModel()
-        selection.clearSelection()
-        flags = QItemSelectionModel.SelectionFlag.Select | QItemSelectionModel.SelectionFlag.Rows
-        for episode_id in ids:
-            row = self.model.row_of(episode_id)
-            if row is not None:
-                selection.select(self.model.index(row, 0), flags)
+        """Select the shown ones of ``ids``: one range per run of adjacent rows."""
+        rows = sorted(r for r in (self.model.row_of(i) for i in ids) if r is not None)
+        chosen = QItemSelection()
+        last = self.model.columnCount() - 1
+        start = prev = -2
+        for row in [*rows, -2]:
+            if row == prev + 1:
+                prev = row
+                continue
+            if start >= 0:
+                chosen.select(self.model.index(start, 0), self.model.index(prev, last))
+            start = prev = row
+        flags = QItemSelectionModel.SelectionFlag.ClearAndSelect
+        self.table.selectionModel().select(chosen, flags)
 
     def _show_selected(self) -> None:
         ids = self.selected_ids()
@@ -391,33 +484,68 @@ class EpisodesPane(Pane):
     # -- relabel --------------------------------------------------------------------------
 
     def relabel_selected(self, label: str) -> None:
+        """Relabel the selection in the background; more than :data:`CONFIRM_ABOVE` rows
+        ask first with the exact count."""
         ids = self.selected_ids()
         if not ids:
             self.status_message.emit("Select episodes first, then press C, N or U.")
             return
+        if len(ids) > CONFIRM_ABOVE:
+            self.services.dialogs.confirm(
+                self,
+                "Relabel",
+                f"Relabel {len(ids):,} episodes as {label}?\n\n"
+                "One step: Backspace or Ctrl+Z undoes it.",
+                lambda: self._start_relabel_confirmed(ids, label),
+                yes_text="Relabel",
+            )
+            return
+        self.start_relabel(ids, label)
+
+    def _start_relabel_confirmed(self, ids: list[int], label: str) -> None:
+        self.start_relabel(ids, label)
+
+    def start_relabel(self, ids: list[int], label: str) -> bool:
+        """Write the relabel as one transaction off the GUI thread; False while busy."""
         from curator.pipeline.labels import relabel
 
-        try:
-            relabel(self.services.store, ids, label)
-        except CuratorError as exc:
-            self.services.dialogs.warning(self, "Relabel", str(exc))
-            return
-        self._after_relabel(ids)
-        self.status_message.emit(f"Labelled {len(ids)} episode(s) {label}.")
+        def done(_batch: object) -> None:
+            self._after_relabel(ids)
+            self.status_message.emit(f"Labelled {len(ids):,} episode(s) {label}.")
 
-    def undo_relabel(self) -> None:
+        return self._write(
+            "Relabelling",
+            lambda ctx: relabel(ctx.store, ids, label, progress=ctx.progress),
+            done,
+        )
+
+    def undo_relabel(self) -> bool:
+        """Undo the last relabel (one batch, however many rows) off the GUI thread."""
         from curator.pipeline.labels import undo_last_relabel
 
-        try:
-            ids = undo_last_relabel(self.services.store)
-        except CuratorError as exc:
-            self.services.dialogs.warning(self, "Undo relabel", str(exc))
-            return
-        if not ids:
-            self.status_message.emit("Nothing to undo.")
-            return
-        self._after_relabel(list(ids))
-        self.status_message.emit(f"Undid the relabel of {len(ids)} episode(s).")
+        def done(ids: list[int]) -> None:
+            if not ids:
+                self.status_message.emit("Nothing to undo.")
+                return
+            self._after_relabel(list(ids))
+            self.status_message.emit(f"Undid the relabel of {len(ids):,} episode(s).")
+
+        return self._write(
+            "Undoing relabel",
+            lambda ctx: undo_last_relabel(ctx.store, progress=ctx.progress),
+            done,
+        )
+
+    def _write(self, label: str, fn: Any, done: Any) -> bool:
+        title = "Undo relabel" if label.startswith("Undo") else "Relabel"
+
+        def failed(message: str) -> None:
+            self.services.dialogs.warning(self, title, message)
+
+        started = self.ops.write(label, fn, done, failed)
+        if not started:
+            self.status_message.emit(f"Please wait: {self.ops.busy_label or 'a write'} is running.")
+        return started
 
     def _after_relabel(self, ids: list[int]) -> None:
         self.relearner.schedule()
@@ -426,19 +554,21 @@ class EpisodesPane(Pane):
             return
         if self.model.filter.label == "all":
             self.model.refresh_ids(ids)  # rows stay, only their text changes
+            self._show_selected()
         else:
             self.refresh()  # a label filter may now exclude or include them
-        self._show_selected()
         self.data_changed.emit()
 
     def _advance_queue(self) -> None:
         """Uncertain first: the relabelled episodes left the queue; select the next one."""
-        self.model.reload()
-        self._update_count()
-        if self.model.rowCount():
-            self.select_ids([self.model.episode_id(0)])
-            self.table.scrollToTop()
-        self._show_selected()
+
+        def select_first(_reset: bool) -> None:
+            if self.model.rowCount():
+                self.select_ids([self.model.episode_id(0)])
+                self.table.scrollToTop()
+            self._show_selected()
+
+        self.model.reload(select_first)
         self.data_changed.emit()
 
     def _relearned(self, report: object) -> None:
@@ -455,12 +585,12 @@ class EpisodesPane(Pane):
 
     def refresh(self) -> None:
         """Reload after a change elsewhere, keeping selection and scroll position."""
-        selected = self.selected_ids()
         scroll = self.table.verticalScrollBar().value()
         self._reload_sources()
         self._preset_dates()
-        if self.model.reload():
-            self.select_ids(selected)
-            self.table.verticalScrollBar().setValue(scroll)
-        self._update_count()
-        self._show_selected()
+
+        def restore(reset: bool) -> None:
+            if reset:
+                self.table.verticalScrollBar().setValue(scroll)
+
+        self.model.reload(restore)

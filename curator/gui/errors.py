@@ -107,6 +107,10 @@ class Dialogs:
         dialog.open()
         return dialog
 
+    def show(self, dialog: QDialog) -> QDialog:
+        """Open a dialog of our own the same way (non-blocking, listed in ``shown``)."""
+        return self._open(dialog)
+
     def _forget(self, dialog: QDialog) -> None:
         if dialog in self.shown:
             self.shown.remove(dialog)
@@ -138,6 +142,33 @@ class Dialogs:
         if isinstance(exc, CuratorError):
             return self.error(parent, "Memory Curator", str(exc), details)
         return self.error(parent, "Unexpected error", f"{type(exc).__name__}: {exc}", details)
+
+    def confirm(
+        self,
+        parent: QWidget | None,
+        title: str,
+        text: str,
+        on_yes: Callable[[], None],
+        *,
+        yes_text: str = "OK",
+    ) -> QMessageBox:
+        """Ask before a large change; ``on_yes`` runs only when the user confirms.
+
+        Non-blocking like the others: a test finds the box in ``shown`` and clicks its
+        ``confirmButton`` (or rejects it: Cancel is the default and Escape's answer).
+        """
+        box = QMessageBox(
+            QMessageBox.Icon.Question, title, text, QMessageBox.StandardButton.NoButton, parent
+        )
+        box.setObjectName("confirmBox")
+        yes = box.addButton(yes_text, QMessageBox.ButtonRole.AcceptRole)
+        yes.setObjectName("confirmButton")
+        cancel = box.addButton(QMessageBox.StandardButton.Cancel)
+        box.setDefaultButton(cancel)
+        box.setEscapeButton(cancel)
+        box.buttonClicked.connect(lambda button: on_yes() if button is yes else None)
+        self._open(box)
+        return box
 
     def close_all(self) -> None:
         for dialog in list(self.shown):
