@@ -254,6 +254,10 @@ class EpisodesPane(Pane):
         self._search_timer.setInterval(250)
         self._search_timer.timeout.connect(self.apply_filter)
 
+        # Two rows, so the pane fits a 1024 px wide window: the search with its sort and
+        # count, then the filters with the next action (classify) at the end.
+        search_row = QHBoxLayout()
+        search_row.addWidget(self.search_edit, 1)
         filters = QHBoxLayout()
         filters.addWidget(self.label_combo)
         filters.addWidget(self.source_combo)
@@ -261,15 +265,15 @@ class EpisodesPane(Pane):
         filters.addWidget(self.date_from)
         filters.addWidget(QLabel("to"))
         filters.addWidget(self.date_to)
-        filters.addWidget(self.search_edit, 1)
         filters.addWidget(self.ids_button)
+        filters.addStretch(1)
         self.relevance_check = QCheckBox("Best match first")
         self.relevance_check.setObjectName("relevanceSort")
         self.relevance_check.setToolTip(
             "Order the results by relevance (bm25) while the search has 3 or more characters"
         )
-        filters.addWidget(self.relevance_check)
-        filters.addWidget(self.count_label)
+        search_row.addWidget(self.relevance_check)
+        search_row.addWidget(self.count_label)
         filters.addWidget(self.classify_button)
 
         # table
@@ -320,6 +324,7 @@ class EpisodesPane(Pane):
         hint.setWordWrap(True)
 
         layout = QVBoxLayout(self)
+        layout.addLayout(search_row)
         layout.addLayout(filters)
         layout.addWidget(self.splitter, 1)
         layout.addWidget(hint)
