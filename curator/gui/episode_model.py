@@ -237,6 +237,13 @@ class EpisodeTableModel(QAbstractTableModel):
     def episode_id(self, row: int) -> int:
         return self._ids[row]
 
+    def ids_in_rows(self, spans: Iterable[tuple[int, int]]) -> list[int]:
+        """The ids of the rows ``first..last`` (inclusive) of each span, in order."""
+        found: list[int] = []
+        for first, last in spans:
+            found.extend(self._ids[max(first, 0) : last + 1])
+        return found
+
     def row_of(self, episode_id: int) -> int | None:
         return self._row_of.get(episode_id)
 
