@@ -28,6 +28,7 @@ import platform
 import random
 import sys
 import tempfile
+import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -284,6 +285,26 @@ def bench_large(app: QApplication, tmp: Path, episodes: int) -> list[Row]:
     ]
 
 
+def bench_noise(app: QApplication) -> Row:
+    """The machine's own floor: the heartbeat with nothing to do, and with a thread that
+    only runs Python (it competes for the GIL like every background operation)."""
+    stall = Stall()
+    idle_ms, idle_s = stall.measure(lambda: None, lambda: False, timeout_s=3)
+    spinning: list[threading.Thread] = []
+
+    def spin() -> None:
+        end = time.perf_counter() + 3
+        while time.perf_counter() < end:
+            sum(i * i for i in range(1000))
+
+    def start() -> None:
+        spinning.append(threading.Thread(target=spin))
+        spinning[0].start()
+
+    busy_ms, busy_s = stall.measure(start, lambda: not spinning[0].is_alive())
+    return ("(control) idle / a Python thread, 3 s", idle_ms, busy_ms, idle_s, busy_s)
+
+
 def report(rows: list[Row], quick: bool) -> str:
     lines = [
         "# GUI responsiveness benchmark",
@@ -308,6 +329,13 @@ def report(rows: list[Row], quick: bool) -> str:
         )
     lines += [
         "",
+        "The control row is the floor of this machine in the same run: the heartbeat with "
+        "nothing to do (*direct* column) and while a thread only runs Python (*window* "
+        "column). Background operations share the GIL with the GUI thread; on a loaded "
+        "machine the GUI thread also waits for a CPU.",
+        "",
+        f"Load average at the end: {', '.join(f'{v:.1f}' for v in os.getloadavg())}.",
+        "",
         "Regenerate with `python benchmarks/bench_gui_responsiveness.py` "
         "(add `--quick` for a tenth of the sizes).",
     ]
@@ -325,6 +353,7 @@ def main(argv: list[str] | None = None) -> int:
     rows: list[Row] = []
     with tempfile.TemporaryDirectory() as folder:
         tmp = Path(folder)
+        rows.append(bench_noise(app))
         rows.append(bench_import(app, tmp, 60_000 // scale))
         rows += bench_relabel(app, tmp, 100_000 // scale)
         rows += bench_large(app, tmp, 300_000 // scale)
