@@ -204,7 +204,7 @@ class EpisodesPane(Pane):
         super().__init__(services, parent)
         self.setObjectName("episodesPane")
         self.model = EpisodeTableModel(services.store, ops=services.ops, parent=self)
-        self.model.load_failed.connect(lambda msg: self.status_message.emit(f"Episodes: {msg}"))
+        self.model.load_failed.connect(self._load_failed)
         self._kept: list[int] | None = None  # selection across a model reset
         # relabels retrain the learned classifier in the background (debounced)
         self.relearner = Relearner(services.store, self)
@@ -438,6 +438,10 @@ class EpisodesPane(Pane):
             f"Classify {pending:,} pending episode{'s' if pending != 1 else ''}"
         )
         self.classify_button.setVisible(pending > 0)
+
+    def _load_failed(self, message: str) -> None:
+        self._update_count()  # not "Searching…" for ever
+        self.status_message.emit(f"Episodes: {message}")
 
     def _remember_selection(self) -> None:
         """A reset drops the selection without a signal: keep what to select again."""

@@ -75,8 +75,11 @@ def app_settings() -> QSettings:
 
 
 def window_title(db_path: Path) -> str:
-    """ "demo.sqlite — Memory Curator": the document first, the application once (Qt adds
-    the application display name only to titles that do not already end with it)."""
+    """The document first, the application once ("demo.sqlite — Memory Curator").
+
+    Qt appends the application display name (set in ``app.create_application``) only to
+    titles that do not already end with it, so the name is never shown twice.
+    """
     return f"{db_path.name} — {APP_DISPLAY_NAME}"
 
 
