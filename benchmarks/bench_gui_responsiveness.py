@@ -72,7 +72,7 @@ class Stall:
         self._last = 0.0
 
     def measure(
-        self, start: Callable[[], None], done: Callable[[], bool], timeout_s: float = 900
+        self, start: Callable[[], object], done: Callable[[], bool], timeout_s: float = 900
     ) -> tuple[float, float]:
         """(longest stall in ms, wall seconds) of ``start`` until ``done()``."""
         loop = QEventLoop()

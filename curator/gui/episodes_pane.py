@@ -44,6 +44,7 @@ from curator.gui.episode_model import (
 from curator.gui.pane import Pane
 from curator.gui.relearn import Relearner
 from curator.gui.services import AppServices
+from curator.store.db import Store
 from curator.store.episode_queries import (
     LABEL_FILTERS,
     RELEVANCE,
@@ -194,6 +195,10 @@ def render_detail(detail: EpisodeDetail, palette: QPalette, query: str = "") -> 
     else:
         parts.append("<p style='white-space:pre-wrap'>" + marked(detail.text, query) + "</p>")
     return "".join(parts)
+
+
+def _facts(store: Store) -> tuple[list[str], tuple[date, date] | None]:
+    return distinct_sources(store), date_range(store)
 
 
 class EpisodesPane(Pane):
@@ -348,8 +353,7 @@ class EpisodesPane(Pane):
         self.model.modelAboutToBeReset.connect(self._remember_selection)
         self.model.loaded.connect(self._loaded)
 
-        self._reload_sources()
-        self._preset_dates()
+        self._load_facts()
         self.model.set_query(self.current_filter())
 
     # -- filters --------------------------------------------------------------------------
@@ -359,23 +363,35 @@ class EpisodesPane(Pane):
         self.date_to.setEnabled(enabled)
         self.apply_filter()
 
-    def _preset_dates(self) -> None:
+    def _load_facts(self) -> None:
+        """The source list and the date range; in the background on a large database
+        (``DISTINCT source`` walks an index of every episode)."""
+        if self.model.in_background:
+            self.ops.query("episodeFacts", lambda ctx: _facts(ctx.store), self._apply_facts)
+        else:
+            self._apply_facts(_facts(self.services.store))
+
+    def _apply_facts(self, facts: tuple[list[str], tuple[date, date] | None]) -> None:
+        sources, found = facts
+        self._reload_sources(sources)
+        self._preset_dates(found)
+
+    def _preset_dates(self, found: tuple[date, date] | None) -> None:
         """While the date filter is off, its range follows the data (first to last day)."""
         if self.date_check.isChecked():
             return
-        found = date_range(self.services.store)
         first, last = found if found is not None else (date.today(), date.today())
         for edit, day in ((self.date_from, first), (self.date_to, last)):
             edit.blockSignals(True)
             edit.setDate(QDate(day.year, day.month, day.day))
             edit.blockSignals(False)
 
-    def _reload_sources(self) -> None:
+    def _reload_sources(self, sources: list[str]) -> None:
         current = self.source_combo.currentData()
         self.source_combo.blockSignals(True)
         self.source_combo.clear()
         self.source_combo.addItem("All sources", None)
-        for source in distinct_sources(self.services.store):
+        for source in sources:
             self.source_combo.addItem(source or "(none)", source)
         found = self.source_combo.findData(current)
         self.source_combo.setCurrentIndex(max(found, 0))
@@ -617,8 +633,7 @@ class EpisodesPane(Pane):
     def refresh(self) -> None:
         """Reload after a change elsewhere, keeping selection and scroll position."""
         scroll = self.table.verticalScrollBar().value()
-        self._reload_sources()
-        self._preset_dates()
+        self._load_facts()
 
         def restore(reset: bool) -> None:
             if reset:
