@@ -245,7 +245,19 @@ class EpisodesPane(Pane):
         self.classify_button.setObjectName("classifyPendingButton")
         self.classify_button.setToolTip("Label the pending episodes with the local model")
         self.classify_button.clicked.connect(self.classify_requested)
-        self.classify_button.hide()
+        self.classify_button.setDefault(True)
+        self.pending_label = QLabel()
+        self.pending_label.setObjectName("pendingLabel")
+        # The first-start banner, left-aligned above the filters where it is seen first
+        # (hidden once nothing waits for classification).
+        self.empty_state = QWidget()
+        self.empty_state.setObjectName("episodesEmptyState")
+        banner = QHBoxLayout(self.empty_state)
+        banner.setContentsMargins(0, 0, 0, 0)
+        banner.addWidget(self.pending_label)
+        banner.addWidget(self.classify_button)
+        banner.addStretch(1)
+        self.empty_state.hide()
         # Set by another pane (Insights: one confusion-matrix cell): only these episodes.
         self._ids: tuple[int, ...] | None = None
         self.ids_button = QPushButton()
@@ -279,7 +291,6 @@ class EpisodesPane(Pane):
         )
         search_row.addWidget(self.relevance_check)
         search_row.addWidget(self.count_label)
-        filters.addWidget(self.classify_button)
 
         # table
         self.table = EpisodeTableView()
@@ -336,6 +347,7 @@ class EpisodesPane(Pane):
         hint.setWordWrap(True)
 
         layout = QVBoxLayout(self)
+        layout.addWidget(self.empty_state)
         layout.addLayout(search_row)
         layout.addLayout(filters)
         layout.addWidget(self.splitter, 1)
@@ -453,7 +465,10 @@ class EpisodesPane(Pane):
         self.classify_button.setText(
             f"Classify {pending:,} pending episode{'s' if pending != 1 else ''}"
         )
-        self.classify_button.setVisible(pending > 0)
+        self.pending_label.setText(
+            f"{pending:,} episode{'s have' if pending != 1 else ' has'} no label yet:"
+        )
+        self.empty_state.setVisible(pending > 0)
 
     def _load_failed(self, message: str) -> None:
         self._update_count()  # not "Searching…" for ever
