@@ -48,6 +48,7 @@ bench: $(STAMP)
 	$(PY) benchmarks/bench_generate.py
 	$(PY) benchmarks/bench_search.py
 	QT_QPA_PLATFORM=offscreen $(PY) benchmarks/bench_episode_table.py
+	QT_QPA_PLATFORM=offscreen $(PY) benchmarks/bench_gui_responsiveness.py
 	$(PY) benchmarks/bench_poisoning.py
 	QT_QPA_PLATFORM=offscreen $(PY) benchmarks/bench_commit.py
 

@@ -1,9 +1,12 @@
 """The Episodes pane: the raw logs, their labels, and relabelling from the keyboard.
 
 Filters and sort run in SQL through :class:`EpisodeTableModel`, so the pane stays
-responsive on 100,000 episodes. ``C``/``N``/``U`` relabel the selected rows (a human label
-overrides the model's), ``Backspace`` undoes the last relabel; only the affected rows are
-repainted so the selection and the scroll position stay where the user left them.
+responsive on 100,000 episodes (on a large database the queries run in the background).
+``C``/``N``/``U`` relabel the selected rows (a human label overrides the model's),
+``Backspace`` undoes the last relabel; both are database writes and run through
+``ops.write`` off the GUI thread, and a relabel of more than :data:`CONFIRM_ABOVE` rows
+asks first with the exact count. Only the affected rows are repainted so the selection
+and the scroll position stay where the user left them.
 """
 
 from __future__ import annotations
@@ -11,9 +14,10 @@ from __future__ import annotations
 import html
 from collections.abc import Sequence
 from datetime import date
+from typing import Any
 
-from PySide6.QtCore import QDate, QItemSelectionModel, Qt, QTimer, Signal
-from PySide6.QtGui import QColor, QKeyEvent, QPalette
+from PySide6.QtCore import QDate, QItemSelection, QItemSelectionModel, Qt, QTimer, Signal
+from PySide6.QtGui import QColor, QKeyEvent, QPalette, QResizeEvent
 from PySide6.QtWidgets import (
     QAbstractItemView,
     QCheckBox,
@@ -31,7 +35,6 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from curator.errors import CuratorError
 from curator.gui.episode_model import (
     COLUMNS,
     EpisodeTableModel,
@@ -43,13 +46,13 @@ from curator.gui.label_source import label_decision_rows
 from curator.gui.pane import Pane
 from curator.gui.relearn import Relearner
 from curator.gui.services import AppServices
+from curator.store.db import Store
 from curator.store.episode_queries import (
     LABEL_FILTERS,
     RELEVANCE,
     EpisodeDetail,
     EpisodeFilter,
     EpisodeSort,
-    count_episodes,
     date_range,
     distinct_sources,
     fetch_detail,
@@ -74,6 +77,13 @@ LABEL_FILTER_TEXT = {
 }
 
 COLUMN_WIDTHS = {"time": 125, "source": 85, "label": 165, "model_label": 140, "human_label": 105}
+"""Preferred widths; narrower windows scale them down so Preview stays on screen."""
+
+MIN_PREVIEW_WIDTH = 160
+"""What the stretching Preview column keeps at least while columns are fitted."""
+
+CONFIRM_ABOVE = 200
+"""A relabel of more rows than this asks first (a stray Ctrl+A then a key is easy)."""
 
 
 class EpisodeTableView(QTableView):
@@ -81,6 +91,35 @@ class EpisodeTableView(QTableView):
 
     relabel_requested = Signal(str)
     undo_requested = Signal()
+
+    def __init__(self, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self._fitting = False
+        self.user_sized = False
+        """The user dragged a column: stop fitting the columns to the width."""
+
+    def fit_columns(self) -> None:
+        """Scale the fixed columns so the stretching Preview keeps room (1024 px screens)."""
+        header = self.horizontalHeader()
+        available = self.viewport().width() - MIN_PREVIEW_WIDTH
+        wanted = sum(COLUMN_WIDTHS.values())
+        scale = min(1.0, max(available, 0) / wanted)
+        self._fitting = True
+        try:
+            for column, (key, _title) in enumerate(COLUMNS):
+                if key in COLUMN_WIDTHS:
+                    header.resizeSection(column, max(60, int(COLUMN_WIDTHS[key] * scale)))
+        finally:
+            self._fitting = False
+
+    def section_resized(self, *_: object) -> None:
+        if not self._fitting and self.isVisible():
+            self.user_sized = True
+
+    def resizeEvent(self, event: QResizeEvent) -> None:
+        super().resizeEvent(event)
+        if not self.user_sized:
+            self.fit_columns()
 
     def keyPressEvent(self, event: QKeyEvent) -> None:
         modifiers = event.modifiers() & ~Qt.KeyboardModifier.KeypadModifier
@@ -167,11 +206,20 @@ def render_detail(
     return "".join(parts)
 
 
+def _facts(store: Store) -> tuple[list[str], tuple[date, date] | None]:
+    return distinct_sources(store), date_range(store)
+
+
 class EpisodesPane(Pane):
+    classify_requested = Signal()
+    """The empty state's "Classify N pending episodes" button (the window runs it)."""
+
     def __init__(self, services: AppServices, parent: QWidget | None = None) -> None:
         super().__init__(services, parent)
         self.setObjectName("episodesPane")
-        self.model = EpisodeTableModel(services.store, parent=self)
+        self.model = EpisodeTableModel(services.store, ops=services.ops, parent=self)
+        self.model.load_failed.connect(self._load_failed)
+        self._kept: list[int] | None = None  # selection across a model reset
         # relabels retrain the learned classifier in the background (debounced)
         self.relearner = Relearner(services.store, self)
         self.relearner.finished.connect(self._relearned)
@@ -201,6 +249,24 @@ class EpisodesPane(Pane):
         self.search_edit.setClearButtonEnabled(True)
         self.count_label = QLabel()
         self.count_label.setObjectName("countLabel")
+        # First start: episodes nobody classified yet; the next action, as a button.
+        self.classify_button = QPushButton()
+        self.classify_button.setObjectName("classifyPendingButton")
+        self.classify_button.setToolTip("Label the pending episodes with the local model")
+        self.classify_button.clicked.connect(self.classify_requested)
+        self.classify_button.setDefault(True)
+        self.pending_label = QLabel()
+        self.pending_label.setObjectName("pendingLabel")
+        # The first-start banner, left-aligned above the filters where it is seen first
+        # (hidden once nothing waits for classification).
+        self.empty_state = QWidget()
+        self.empty_state.setObjectName("episodesEmptyState")
+        banner = QHBoxLayout(self.empty_state)
+        banner.setContentsMargins(0, 0, 0, 0)
+        banner.addWidget(self.pending_label)
+        banner.addWidget(self.classify_button)
+        banner.addStretch(1)
+        self.empty_state.hide()
         # Set by another pane (Insights: one confusion-matrix cell): only these episodes.
         self._ids: tuple[int, ...] | None = None
         self.ids_button = QPushButton()
@@ -214,6 +280,10 @@ class EpisodesPane(Pane):
         self._search_timer.setInterval(250)
         self._search_timer.timeout.connect(self.apply_filter)
 
+        # Two rows, so the pane fits a 1024 px wide window: the search with its sort and
+        # count, then the filters with the next action (classify) at the end.
+        search_row = QHBoxLayout()
+        search_row.addWidget(self.search_edit, 1)
         filters = QHBoxLayout()
         filters.addWidget(self.label_combo)
         filters.addWidget(self.source_combo)
@@ -221,15 +291,15 @@ class EpisodesPane(Pane):
         filters.addWidget(self.date_from)
         filters.addWidget(QLabel("to"))
         filters.addWidget(self.date_to)
-        filters.addWidget(self.search_edit, 1)
         filters.addWidget(self.ids_button)
+        filters.addStretch(1)
         self.relevance_check = QCheckBox("Best match first")
         self.relevance_check.setObjectName("relevanceSort")
         self.relevance_check.setToolTip(
             "Order the results by relevance (bm25) while the search has 3 or more characters"
         )
-        filters.addWidget(self.relevance_check)
-        filters.addWidget(self.count_label)
+        search_row.addWidget(self.relevance_check)
+        search_row.addWidget(self.count_label)
 
         # table
         self.table = EpisodeTableView()
@@ -249,6 +319,14 @@ class EpisodesPane(Pane):
         for column, (key, _title) in enumerate(COLUMNS):
             if key in COLUMN_WIDTHS:
                 header.resizeSection(column, COLUMN_WIDTHS[key])
+        # Qt's header paints each section asking the selection model whether that whole
+        # column is selected, which checks every selected cell: after Ctrl+A on 100,000
+        # rows that is 600,000 flags() calls per repaint (seconds). The headers get a
+        # selection model of their own, always empty; the table's selection is unchanged.
+        for side in (header, self.table.verticalHeader()):
+            side.setHighlightSections(False)
+            side.setSelectionModel(QItemSelectionModel(self.model, side))
+        header.sectionResized.connect(self.table.section_resized)
         header.setSortIndicator(0, Qt.SortOrder.DescendingOrder)
         self.table.setSortingEnabled(True)
         self.table.relabel_requested.connect(self.relabel_selected)
@@ -259,6 +337,7 @@ class EpisodesPane(Pane):
         self.detail.setObjectName("episodeDetail")
         self.detail.setOpenExternalLinks(False)
         self.detail.setPlaceholderText("Select an episode to read it.")
+        self.detail.setMinimumWidth(220)
 
         self.splitter = QSplitter(Qt.Orientation.Horizontal)
         self.splitter.setObjectName("episodesSplitter")
@@ -266,6 +345,7 @@ class EpisodesPane(Pane):
         self.splitter.addWidget(self.detail)
         self.splitter.setStretchFactor(0, 3)
         self.splitter.setStretchFactor(1, 2)
+        self.splitter.setChildrenCollapsible(False)  # the detail cannot be dragged away
         self.splitter.setSizes([840, 460])
 
         hint = QLabel(
@@ -273,8 +353,11 @@ class EpisodesPane(Pane):
             "<b>Backspace</b> undo last relabel"
         )
         hint.setObjectName("keyHint")
+        hint.setWordWrap(True)
 
         layout = QVBoxLayout(self)
+        layout.addWidget(self.empty_state)
+        layout.addLayout(search_row)
         layout.addLayout(filters)
         layout.addWidget(self.splitter, 1)
         layout.addWidget(hint)
@@ -288,10 +371,10 @@ class EpisodesPane(Pane):
         self.relevance_check.toggled.connect(self._relevance_toggled)
         header.sortIndicatorChanged.connect(self._column_sort_chosen)
         self.table.selectionModel().selectionChanged.connect(self._show_selected)
-        self.model.modelReset.connect(self._update_count)
+        self.model.modelAboutToBeReset.connect(self._remember_selection)
+        self.model.loaded.connect(self._loaded)
 
-        self._reload_sources()
-        self._preset_dates()
+        self._load_facts()
         self.model.set_query(self.current_filter())
 
     # -- filters --------------------------------------------------------------------------
@@ -301,23 +384,35 @@ class EpisodesPane(Pane):
         self.date_to.setEnabled(enabled)
         self.apply_filter()
 
-    def _preset_dates(self) -> None:
+    def _load_facts(self) -> None:
+        """The source list and the date range; in the background on a large database
+        (``DISTINCT source`` walks an index of every episode)."""
+        if self.model.in_background:
+            self.ops.query("episodeFacts", lambda ctx: _facts(ctx.store), self._apply_facts)
+        else:
+            self._apply_facts(_facts(self.services.store))
+
+    def _apply_facts(self, facts: tuple[list[str], tuple[date, date] | None]) -> None:
+        sources, found = facts
+        self._reload_sources(sources)
+        self._preset_dates(found)
+
+    def _preset_dates(self, found: tuple[date, date] | None) -> None:
         """While the date filter is off, its range follows the data (first to last day)."""
         if self.date_check.isChecked():
             return
-        found = date_range(self.services.store)
         first, last = found if found is not None else (date.today(), date.today())
         for edit, day in ((self.date_from, first), (self.date_to, last)):
             edit.blockSignals(True)
             edit.setDate(QDate(day.year, day.month, day.day))
             edit.blockSignals(False)
 
-    def _reload_sources(self) -> None:
+    def _reload_sources(self, sources: list[str]) -> None:
         current = self.source_combo.currentData()
         self.source_combo.blockSignals(True)
         self.source_combo.clear()
         self.source_combo.addItem("All sources", None)
-        for source in distinct_sources(self.services.store):
+        for source in sources:
             self.source_combo.addItem(source or "(none)", source)
         found = self.source_combo.findData(current)
         self.source_combo.setCurrentIndex(max(found, 0))
@@ -348,17 +443,23 @@ class EpisodesPane(Pane):
 
     def apply_filter(self) -> None:
         self._search_timer.stop()
-        self.model.set_query(self.current_filter())
+        self._query(self.current_filter())
+
+    def _query(self, flt: EpisodeFilter, sort: EpisodeSort | None = None) -> None:
+        """A new filter/sort; on a large database it runs in the background (newest wins)."""
+        if self.model.in_background:
+            self.count_label.setText("Searching…")
+        self.model.set_query(flt, sort)
 
     def _relevance_toggled(self, on: bool) -> None:
         """Best match first, or back to the column the header shows."""
         if on:
-            self.model.set_query(self.current_filter(), EpisodeSort(RELEVANCE, True))
+            self._query(self.current_filter(), EpisodeSort(RELEVANCE, True))
             return
         header = self.table.horizontalHeader()
         key = COLUMNS[header.sortIndicatorSection()][0]
         descending = header.sortIndicatorOrder() == Qt.SortOrder.DescendingOrder
-        self.model.set_query(self.current_filter(), EpisodeSort(key, descending))
+        self._query(self.current_filter(), EpisodeSort(key, descending))
 
     def _column_sort_chosen(self, _column: int, _order: Qt.SortOrder) -> None:
         """A click on a column header sorts by that column: relevance is off."""
@@ -367,29 +468,83 @@ class EpisodesPane(Pane):
         self.relevance_check.blockSignals(False)
 
     def _update_count(self) -> None:
-        total = count_episodes(self.services.store)
-        self.count_label.setText(f"{total} episodes ({self.model.rowCount()} shown)")
+        total = self.model.total
+        self.count_label.setText(f"{total:,} episodes ({self.model.rowCount():,} shown)")
+        pending = self.model.pending_classification
+        self.classify_button.setText(
+            f"Classify {pending:,} pending episode{'s' if pending != 1 else ''}"
+        )
+        self.pending_label.setText(
+            f"{pending:,} episode{'s have' if pending != 1 else ' has'} no label yet:"
+        )
+        self.empty_state.setVisible(pending > 0)
+
+    def _load_failed(self, message: str) -> None:
+        self._update_count()  # not "Searching…" for ever
+        self.status_message.emit(f"Episodes: {message}")
+
+    def _remember_selection(self) -> None:
+        """A reset drops the selection without a signal: keep what to select again."""
+        self._kept = self.selected_ids()
+
+    def _loaded(self) -> None:
+        """A load arrived: select again what is still shown, so the detail panel follows
+        the filter (an episode the filter removed is no longer shown there)."""
+        kept, self._kept = self._kept, None
+        if kept is not None:
+            self.select_ids(kept)
+        self._update_count()
+        self._show_selected()
 
     # -- selection and detail -------------------------------------------------------------
 
+    def _selected_spans(self) -> list[tuple[int, int]]:
+        """The selected rows as sorted, merged (first, last) pairs, read from the
+        selection's ranges: Ctrl+A on 100,000 rows is one pair, not 100,000 indexes."""
+        selection = self.table.selectionModel().selection()
+        count = self.model.rowCount()
+        spans = sorted(
+            (part.top(), min(part.bottom(), count - 1))
+            for part in (selection.at(i) for i in range(selection.count()))
+            if part.top() < count
+        )
+        merged: list[tuple[int, int]] = []
+        for first, last in spans:
+            if merged and first <= merged[-1][1] + 1:
+                merged[-1] = (merged[-1][0], max(merged[-1][1], last))
+            else:
+                merged.append((first, last))
+        return merged
+
+    def selected_count(self) -> int:
+        return sum(last - first + 1 for first, last in self._selected_spans())
+
     def selected_ids(self) -> list[int]:
-        rows = sorted(index.row() for index in self.table.selectionModel().selectedRows())
-        return [self.model.episode_id(row) for row in rows]
+        """The selected episodes in row order."""
+        return self.model.ids_in_rows(self._selected_spans())
 
     def select_ids(self, ids: list[int]) -> None:
-        selection = self.table.selectionModel()
-        selection.clearSelection()
-        flags = QItemSelectionModel.SelectionFlag.Select | QItemSelectionModel.SelectionFlag.Rows
-        for episode_id in ids:
-            row = self.model.row_of(episode_id)
-            if row is not None:
-                selection.select(self.model.index(row, 0), flags)
+        """Select the shown ones of ``ids``: one range per run of adjacent rows."""
+        rows = sorted(r for r in (self.model.row_of(i) for i in ids) if r is not None)
+        chosen = QItemSelection()
+        last = self.model.columnCount() - 1
+        start = prev = -2
+        for row in [*rows, -2]:
+            if row == prev + 1:
+                prev = row
+                continue
+            if start >= 0:
+                chosen.select(self.model.index(start, 0), self.model.index(prev, last))
+            start = prev = row
+        flags = QItemSelectionModel.SelectionFlag.ClearAndSelect
+        self.table.selectionModel().select(chosen, flags)
 
     def _show_selected(self) -> None:
-        ids = self.selected_ids()
-        if len(ids) != 1:
-            self.detail.setHtml("" if not ids else f"<p><i>{len(ids)} episodes selected.</i></p>")
+        count = self.selected_count()
+        if count != 1:
+            self.detail.setHtml("" if not count else f"<p><i>{count:,} episodes selected.</i></p>")
             return
+        ids = self.selected_ids()
         detail = fetch_detail(self.services.store, ids[0])
         if detail is None:
             self.detail.setHtml("<p><i>This episode was deleted.</i></p>")
@@ -401,33 +556,68 @@ class EpisodesPane(Pane):
     # -- relabel --------------------------------------------------------------------------
 
     def relabel_selected(self, label: str) -> None:
+        """Relabel the selection in the background; more than :data:`CONFIRM_ABOVE` rows
+        ask first with the exact count."""
         ids = self.selected_ids()
         if not ids:
             self.status_message.emit("Select episodes first, then press C, N or U.")
             return
+        if len(ids) > CONFIRM_ABOVE:
+            self.services.dialogs.confirm(
+                self,
+                "Relabel",
+                f"Relabel {len(ids):,} episodes as {label}?\n\n"
+                "One step: Backspace or Ctrl+Z undoes it.",
+                lambda: self._start_relabel_confirmed(ids, label),
+                yes_text="Relabel",
+            )
+            return
+        self.start_relabel(ids, label)
+
+    def _start_relabel_confirmed(self, ids: list[int], label: str) -> None:
+        self.start_relabel(ids, label)
+
+    def start_relabel(self, ids: list[int], label: str) -> bool:
+        """Write the relabel as one transaction off the GUI thread; False while busy."""
         from curator.pipeline.labels import relabel
 
-        try:
-            relabel(self.services.store, ids, label)
-        except CuratorError as exc:
-            self.services.dialogs.warning(self, "Relabel", str(exc))
-            return
-        self._after_relabel(ids)
-        self.status_message.emit(f"Labelled {len(ids)} episode(s) {label}.")
+        def done(_batch: object) -> None:
+            self._after_relabel(ids)
+            self.status_message.emit(f"Labelled {len(ids):,} episode(s) {label}.")
 
-    def undo_relabel(self) -> None:
+        return self._write(
+            "Relabelling",
+            lambda ctx: relabel(ctx.store, ids, label, progress=ctx.progress),
+            done,
+        )
+
+    def undo_relabel(self) -> bool:
+        """Undo the last relabel (one batch, however many rows) off the GUI thread."""
         from curator.pipeline.labels import undo_last_relabel
 
-        try:
-            ids = undo_last_relabel(self.services.store)
-        except CuratorError as exc:
-            self.services.dialogs.warning(self, "Undo relabel", str(exc))
-            return
-        if not ids:
-            self.status_message.emit("Nothing to undo.")
-            return
-        self._after_relabel(list(ids))
-        self.status_message.emit(f"Undid the relabel of {len(ids)} episode(s).")
+        def done(ids: list[int]) -> None:
+            if not ids:
+                self.status_message.emit("Nothing to undo.")
+                return
+            self._after_relabel(list(ids))
+            self.status_message.emit(f"Undid the relabel of {len(ids):,} episode(s).")
+
+        return self._write(
+            "Undoing relabel",
+            lambda ctx: undo_last_relabel(ctx.store, progress=ctx.progress),
+            done,
+        )
+
+    def _write(self, label: str, fn: Any, done: Any) -> bool:
+        title = "Undo relabel" if label.startswith("Undo") else "Relabel"
+
+        def failed(message: str) -> None:
+            self.services.dialogs.warning(self, title, message)
+
+        started = self.ops.write(label, fn, done, failed)
+        if not started:
+            self.status_message.emit(f"Please wait: {self.ops.busy_label or 'a write'} is running.")
+        return started
 
     def _after_relabel(self, ids: list[int]) -> None:
         self.relearner.schedule()
@@ -436,19 +626,21 @@ class EpisodesPane(Pane):
             return
         if self.model.filter.label == "all":
             self.model.refresh_ids(ids)  # rows stay, only their text changes
+            self._show_selected()
         else:
             self.refresh()  # a label filter may now exclude or include them
-        self._show_selected()
         self.data_changed.emit()
 
     def _advance_queue(self) -> None:
         """Uncertain first: the relabelled episodes left the queue; select the next one."""
-        self.model.reload()
-        self._update_count()
-        if self.model.rowCount():
-            self.select_ids([self.model.episode_id(0)])
-            self.table.scrollToTop()
-        self._show_selected()
+
+        def select_first(_reset: bool) -> None:
+            if self.model.rowCount():
+                self.select_ids([self.model.episode_id(0)])
+                self.table.scrollToTop()
+            self._show_selected()
+
+        self.model.reload(select_first)
         self.data_changed.emit()
 
     def _relearned(self, report: object) -> None:
@@ -465,12 +657,11 @@ class EpisodesPane(Pane):
 
     def refresh(self) -> None:
         """Reload after a change elsewhere, keeping selection and scroll position."""
-        selected = self.selected_ids()
         scroll = self.table.verticalScrollBar().value()
-        self._reload_sources()
-        self._preset_dates()
-        if self.model.reload():
-            self.select_ids(selected)
-            self.table.verticalScrollBar().setValue(scroll)
-        self._update_count()
-        self._show_selected()
+        self._load_facts()
+
+        def restore(reset: bool) -> None:
+            if reset:
+                self.table.verticalScrollBar().setValue(scroll)
+
+        self.model.reload(restore)

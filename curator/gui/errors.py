@@ -107,6 +107,10 @@ class Dialogs:
         dialog.open()
         return dialog
 
+    def show(self, dialog: QDialog) -> QDialog:
+        """Open a dialog of our own the same way (non-blocking, listed in ``shown``)."""
+        return self._open(dialog)
+
     def _forget(self, dialog: QDialog) -> None:
         if dialog in self.shown:
             self.shown.remove(dialog)
@@ -163,7 +167,7 @@ class Dialogs:
         )
         box.setObjectName("confirmBox")
         yes = box.addButton(yes_text, QMessageBox.ButtonRole.AcceptRole)
-        yes.setObjectName("confirmYes")
+        yes.setObjectName("confirmButton")
         box.setDefaultButton(QMessageBox.StandardButton.Cancel)
         accept = QMessageBox.ButtonRole.AcceptRole
 

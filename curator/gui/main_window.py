@@ -41,12 +41,13 @@ from curator.gui.review_pane import ReviewPane
 from curator.gui.runs_pane import RunsPane
 from curator.gui.services import AppServices
 from curator.gui.settings_pane import SettingsPane
-from curator.store.importer import import_file
+from curator.store.importer import ImportReport, import_file
 from curator.store.settings import Settings
 
 log = logging.getLogger("curator.gui")
 
 ORGANIZATION = "MemoryCurator"
+APP_DISPLAY_NAME = "Memory Curator"
 APPLICATION = "curator"
 POLL_MS = 1000
 BUSY_DELAY_MS = 300
@@ -74,6 +75,15 @@ def app_settings() -> QSettings:
     return QSettings(ORGANIZATION, APPLICATION)
 
 
+def window_title(db_path: Path) -> str:
+    """The document first, the application once ("demo.sqlite — Memory Curator").
+
+    Qt appends the application display name (set in ``app.create_application``) only to
+    titles that do not already end with it, so the name is never shown twice.
+    """
+    return f"{db_path.name} — {APP_DISPLAY_NAME}"
+
+
 def model_display_name(settings: Settings) -> str:
     path = settings.model_path
     return Path(path).name if path else "demo model (SmolLM2-135M)"
@@ -90,7 +100,8 @@ class MainWindow(QMainWindow):
         self.setObjectName("mainWindow")
         self.services = services
         self.qsettings = qsettings if qsettings is not None else app_settings()
-        self.setWindowTitle(f"Memory Curator — {services.db_path.name}")
+        # Ends with the display name app.py sets: Qt then appends nothing more to it.
+        self.setWindowTitle(window_title(services.db_path))
         self._dirty: set[int] = set()
         self._closed = False
 
@@ -109,6 +120,8 @@ class MainWindow(QMainWindow):
                 pane.show_episodes.connect(self.show_episodes)
             if isinstance(pane, ReviewPane):
                 pane.distill_requested.connect(lambda: self.start_distill())
+            if isinstance(pane, EpisodesPane):
+                pane.classify_requested.connect(lambda: self.classify_action.trigger())
         self.tabs.currentChanged.connect(self._pane_shown)
         self.setCentralWidget(self.tabs)
         knowledge = self.pane("knowledgePane")
@@ -124,6 +137,8 @@ class MainWindow(QMainWindow):
         self._build_toolbar()
         self._build_status_bar()
         self._connect_worker()
+        self.episodes_pane.classify_button.setEnabled(self.classify_action.isEnabled())
+        self.classify_action.enabledChanged.connect(self.episodes_pane.classify_button.setEnabled)
 
         self._data_version = services.store.data_version()
         self.poll_timer = QTimer(self)
@@ -251,6 +266,12 @@ class MainWindow(QMainWindow):
         self.cancel_action.setIcon(style.standardIcon(sp.SP_MediaStop))
         self.cancel_action.setEnabled(False)
         self.about_action = self._action("&About Memory Curator", self.show_about, None, "about")
+        self.shortcuts_action = self._action(
+            "&Keyboard shortcuts",
+            self.show_shortcuts,
+            QKeySequence.StandardKey.HelpContents,
+            "keyboardShortcuts",
+        )
         self.pane_actions: list[QAction] = []
         for index, (_name, title, _cls) in enumerate(PANES):
             action = self._action(
@@ -276,6 +297,7 @@ class MainWindow(QMainWindow):
         view_menu = bar.addMenu("&View")
         view_menu.addActions(self.pane_actions)
         help_menu = bar.addMenu("&Help")
+        help_menu.addAction(self.shortcuts_action)
         help_menu.addAction(self.about_action)
 
     def _build_toolbar(self) -> None:
@@ -432,9 +454,23 @@ class MainWindow(QMainWindow):
         if path:
             self.import_episodes(Path(path))
 
-    def import_episodes(self, path: Path) -> None:
-        """Import a file; bad lines are listed with their line numbers, good ones kept."""
-        report = import_file(self.services.store, path)
+    def import_episodes(self, path: Path) -> bool:
+        """Import a file off the GUI thread, with progress; bad lines are listed with
+        their line numbers afterwards, good ones kept. False while another write runs."""
+        started = self.services.ops.write(
+            f"Importing {path.name}",
+            lambda ctx: import_file(ctx.store, path, progress=ctx.progress),
+            lambda report: self._episodes_imported(path, report),
+            lambda message: self._import_failed(message),
+        )
+        if not started:
+            self.show_message(f"Please wait: {self.services.ops.busy_label} is running.")
+        return started
+
+    def _import_failed(self, message: str) -> None:
+        self.services.dialogs.error(self, "Import", message)
+
+    def _episodes_imported(self, path: Path, report: ImportReport) -> None:
         summary = (
             f"{report.imported} imported, {report.duplicates} duplicates, "
             f"{len(report.errors)} rejected from {path.name}."
@@ -526,6 +562,12 @@ class MainWindow(QMainWindow):
     def undo_relabel(self) -> None:
         self.tabs.setCurrentIndex(0)
         self.episodes_pane.undo_relabel()
+
+    def show_shortcuts(self) -> QWidget:
+        """Help ▸ Keyboard shortcuts (F1): built from the actions and the panes' keys."""
+        from curator.gui.shortcuts import ShortcutsDialog
+
+        return self.services.dialogs.show(ShortcutsDialog(self))
 
     def show_about(self) -> None:
         self.services.dialogs.message(

@@ -12,7 +12,7 @@ the label state before and after, so "undo the last relabel" restores a whole se
 from __future__ import annotations
 
 import uuid
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from datetime import datetime
 from typing import Any
 
@@ -21,6 +21,38 @@ from curator.store.db import Store
 from curator.store.models import LABELS, Episode, LabelEvent, format_utc, utcnow
 
 _CHUNK = 400
+
+Progress = Callable[[int, int], None]
+"""``progress(done, total)`` episodes; a window shows it, the CLI passes nothing."""
+
+_PROGRESS_EVERY = 2000
+
+
+class _Updates:
+    """Episode updates grouped by their values: a selection relabelled alike (the usual
+    case) becomes one ``UPDATE … WHERE id IN (…)`` per chunk instead of one per row."""
+
+    def __init__(self, total: int, progress: Progress | None) -> None:
+        self.groups: dict[tuple[tuple[str, Any], ...], list[int]] = {}
+        self.total = total
+        self.progress = progress
+
+    def add(self, episode_id: int, values: dict[str, Any]) -> None:
+        self.groups.setdefault(tuple(sorted(values.items())), []).append(episode_id)
+
+    def apply(self) -> None:
+        done = reported = 0
+        for key, ids in self.groups.items():
+            values = dict(key)
+            for start in range(0, len(ids), _CHUNK):
+                chunk = ids[start : start + _CHUNK]
+                Episode.update(**values).where(Episode.id.in_(chunk)).execute()
+                done += len(chunk)
+                if self.progress is not None and done - reported >= _PROGRESS_EVERY:
+                    reported = done
+                    self.progress(done, self.total)
+        if self.progress is not None:
+            self.progress(done, self.total)
 
 
 def _state(episode: Episode) -> dict[str, Any]:
@@ -61,16 +93,19 @@ def _relabel(
     episode_ids: Sequence[int],
     actor: str,
     new_state: Any,
+    progress: Progress | None = None,
 ) -> str:
     """Apply ``new_state(episode, now) -> dict`` to each episode as one undoable batch."""
     batch = uuid.uuid4().hex
     with store.explained_write("relabel"):
         now = utcnow()
         events = []
-        for episode in _load(episode_ids):
+        episodes = _load(episode_ids)
+        updates = _Updates(len(episodes), progress)
+        for episode in episodes:
             before = _state(episode)
             values = new_state(episode, now)
-            Episode.update(**values).where(Episode.id == episode.id).execute()
+            updates.add(episode.id, values)
             for name, value in values.items():
                 setattr(episode, name, value)
             events.append(
@@ -83,13 +118,23 @@ def _relabel(
                     "after": _state(episode),
                 }
             )
+        updates.apply()
         for start in range(0, len(events), _CHUNK):
             LabelEvent.insert_many(events[start : start + _CHUNK]).execute()
     return batch
 
 
-def relabel(store: Store, episode_ids: Sequence[int], label: str, actor: str = "human") -> str:
-    """Give the episodes a human label (in force from now on); returns the batch id."""
+def relabel(
+    store: Store,
+    episode_ids: Sequence[int],
+    label: str,
+    actor: str = "human",
+    progress: Progress | None = None,
+) -> str:
+    """Give the episodes a human label (in force from now on); returns the batch id.
+
+    One transaction: all of them or none, undone as one step by :func:`undo_last_relabel`.
+    """
     if label not in LABELS:
         raise CuratorError(f"unknown label {label!r}; use one of {', '.join(LABELS)}")
 
@@ -97,7 +142,7 @@ def relabel(store: Store, episode_ids: Sequence[int], label: str, actor: str = "
         del episode
         return {"human_label": label, "label": label, "label_by": "human", "label_at": now}
 
-    return _relabel(store, episode_ids, actor, human)
+    return _relabel(store, episode_ids, actor, human, progress)
 
 
 def clear_human_label(store: Store, episode_ids: Sequence[int], actor: str = "human") -> str:
@@ -115,7 +160,7 @@ def clear_human_label(store: Store, episode_ids: Sequence[int], actor: str = "hu
     return _relabel(store, episode_ids, actor, model)
 
 
-def undo_last_relabel(store: Store) -> list[int]:
+def undo_last_relabel(store: Store, progress: Progress | None = None) -> list[int]:
     """Undo the newest relabel batch not yet undone; returns the episode ids ([] if none).
 
     The human label is restored exactly. Where no human label was in force before, the
@@ -135,6 +180,7 @@ def undo_last_relabel(store: Store) -> list[int]:
             LabelEvent.select().where(LabelEvent.batch == newest.batch).order_by(LabelEvent.id)
         )
         episodes = {e.id: e for e in _load([ev.episode_id or 0 for ev in events])}
+        updates = _Updates(len(events), progress)
         for event in events:
             episode = episodes[event.episode_id or 0]
             before = event.before
@@ -155,6 +201,7 @@ def undo_last_relabel(store: Store) -> list[int]:
                     "label_by": before["label_by"] if same else ("model" if model_label else None),
                     "label_at": label_at if same else utcnow(),
                 }
-            Episode.update(**values).where(Episode.id == episode.id).execute()
+            updates.add(episode.id, values)
+        updates.apply()
         LabelEvent.update(undone=True).where(LabelEvent.batch == newest.batch).execute()
         return sorted(episodes)

@@ -214,6 +214,13 @@ def count_episodes(store: Store) -> int:
     return int(store.execute("SELECT count(*) FROM episode")[0][0])
 
 
+def count_pending(store: Store) -> int:
+    """Episodes waiting for classification: neither a person nor the model labelled them
+    (what ``classify`` picks up; see :func:`curator.pipeline.classify.pending_episode_ids`)."""
+    sql = "SELECT count(*) FROM episode WHERE human_label IS NULL AND model_label IS NULL"
+    return int(store.execute(sql)[0][0])
+
+
 def date_range(store: Store) -> tuple[date, date] | None:
     """First and last episode day (UTC), to preset the date filter; None when empty."""
     low, high = store.execute("SELECT min(timestamp), max(timestamp) FROM episode")[0]

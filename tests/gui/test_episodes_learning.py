@@ -45,11 +45,13 @@ def test_uncertain_first_queue_auto_advances(qtbot, main_window, store) -> None:
     pane.table.setFocus()
 
     qtbot.keyClick(pane.table, Qt.Key.Key_N)
+    qtbot.waitUntil(lambda: main_window.services.ops.pending == 0, timeout=10_000)
     assert Episode.get_by_id(order[0]).human_label == "noise"
     assert pane.model.rowCount() == 19
     assert pane.selected_ids() == [order[1]]  # the next most uncertain episode
 
     qtbot.keyClick(pane.table, Qt.Key.Key_U)
+    qtbot.waitUntil(lambda: main_window.services.ops.pending == 0, timeout=10_000)
     assert Episode.get_by_id(order[1]).human_label == "uncategorized"
     assert pane.selected_ids() == [order[2]]
     pane.relearner.shutdown()

@@ -12,6 +12,11 @@ def _pane(main_window):
     return main_window.episodes_pane
 
 
+def _settle(qtbot, main_window) -> None:
+    """Relabel and undo are background writes: wait until their result is delivered."""
+    qtbot.waitUntil(lambda: main_window.services.ops.pending == 0, timeout=10_000)
+
+
 def _db_labels(store, ids):
     marks = ",".join("?" * len(ids))
     rows = store.execute(
@@ -49,6 +54,7 @@ def test_relabel_keys_and_backspace_undo(qtbot, main_window, store) -> None:
     scroll = pane.table.verticalScrollBar().value()
 
     qtbot.keyClick(pane.table, Qt.Key.Key_N)
+    _settle(qtbot, main_window)
     after = _db_labels(store, ids)
     assert all(after[i] == ("noise", "human", "noise") for i in ids)
     assert pane.selected_ids() == ids  # selection kept
@@ -56,11 +62,14 @@ def test_relabel_keys_and_backspace_undo(qtbot, main_window, store) -> None:
     assert "noise (human)" in pane.model.data(pane.model.index(40, 2))
 
     qtbot.keyClick(pane.table, Qt.Key.Key_C)
+    _settle(qtbot, main_window)
     assert all(v[0] == "constitutional" for v in _db_labels(store, ids).values())
 
     qtbot.keyClick(pane.table, Qt.Key.Key_Backspace)
+    _settle(qtbot, main_window)
     assert all(v[0] == "noise" for v in _db_labels(store, ids).values())
     qtbot.keyClick(pane.table, Qt.Key.Key_Backspace)
+    _settle(qtbot, main_window)
     assert _db_labels(store, ids) == before
     assert pane.selected_ids() == ids
 
@@ -70,8 +79,10 @@ def test_undo_relabel_menu_action(qtbot, main_window, store) -> None:
     _select_rows(pane, [0])
     (episode_id,) = pane.selected_ids()
     qtbot.keyClick(pane.table, Qt.Key.Key_U)
+    _settle(qtbot, main_window)
     assert _db_labels(store, [episode_id])[episode_id][0] == "uncategorized"
     main_window.undo_action.trigger()
+    _settle(qtbot, main_window)
     assert _db_labels(store, [episode_id])[episode_id][2] is None
 
 
@@ -79,6 +90,7 @@ def test_label_filter_narrows_after_relabel(qtbot, main_window, store) -> None:
     pane = _pane(main_window)
     _select_rows(pane, [1, 2])
     qtbot.keyClick(pane.table, Qt.Key.Key_C)
+    _settle(qtbot, main_window)
     pane.label_combo.setCurrentIndex(pane.label_combo.findData("constitutional"))
     (expected,) = store.execute("SELECT count(*) FROM episode WHERE label = 'constitutional'")[0]
     assert pane.model.rowCount() == expected >= 2

@@ -85,7 +85,8 @@ def test_import_reports_bad_lines_with_numbers(qtbot, main_window, services, tmp
     path = tmp_path / "new.jsonl"
     path.write_text(f"{good}\nnot json at all\n", encoding="utf-8")
     before = main_window.episodes_pane.model.rowCount()
-    main_window.import_episodes(path)
+    assert main_window.import_episodes(path)
+    qtbot.waitUntil(lambda: services.ops.pending == 0, timeout=10_000)
     assert main_window.episodes_pane.model.rowCount() == before + 1
     text = services.dialogs.shown[-1].text()
     assert "1 imported" in text and "line 2:" in text

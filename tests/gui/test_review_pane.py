@@ -251,7 +251,7 @@ def test_commit_changes_knowledge_and_undo_reverts(qtbot, pane: ReviewPane, stag
 
     assert pane.undo_last_commit()  # asks first
     box = services.dialogs.shown[-1]
-    (yes,) = [b for b in box.buttons() if b.objectName() == "confirmYes"]
+    (yes,) = [b for b in box.buttons() if b.objectName() == "confirmButton"]
     with qtbot.waitSignal(pane.data_changed, timeout=30_000):
         yes.click()
     knowledge.refresh()

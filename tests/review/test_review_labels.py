@@ -76,3 +76,16 @@ def test_bad_input_is_refused_without_changes(store: Store) -> None:
         labels.relabel(store, [], "noise")
     assert LabelEvent.select().count() == 0
     assert Episode.get_by_id(ids[0]).human_label is None
+
+
+def test_a_large_relabel_reports_progress_and_undoes_in_one_step(store: Store) -> None:
+    ids = _classified(store, 2500)
+    seen: list[tuple[int, int]] = []
+    labels.relabel(store, ids, "uncategorized", progress=lambda d, t: seen.append((d, t)))
+    assert seen == [(2000, 2500), (2500, 2500)]
+    assert Episode.select().where(Episode.human_label == "uncategorized").count() == 2500
+    undone: list[tuple[int, int]] = []
+    assert labels.undo_last_relabel(store, progress=lambda d, t: undone.append((d, t))) == ids
+    assert undone[-1] == (2500, 2500)
+    assert Episode.select().where(Episode.human_label.is_null()).count() == 2500
+    assert {e.label for e in Episode.select()} == {"noise"}

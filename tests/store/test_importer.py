@@ -164,3 +164,18 @@ def test_same_text_at_two_times_is_two_episodes_and_missing_time_is_idempotent(
 def test_a_missing_file_is_reported(store: Store, tmp_path: Path) -> None:
     report = import_file(store, tmp_path / "nope.jsonl")
     assert report.errors and "no such file" in report.errors[0].reason
+
+
+def test_import_reports_progress_while_reading_and_writing(store: Store, tmp_path: Path) -> None:
+    """The window's progress bar: lines read of the file's lines, then rows written."""
+    path = tmp_path / "progress.jsonl"
+    lines = [json.dumps({"text": f"progress episode {i}"}) for i in range(5000)]
+    path.write_text("\n".join(lines) + "\nnot json\n", encoding="utf-8")
+    seen: list[tuple[int, int]] = []
+    report = import_file(store, path, progress=lambda done, total: seen.append((done, total)))
+    assert report.imported == 5000 and len(report.errors) == 1
+    reading = [s for s in seen if s[1] == 5001]
+    writing = [s for s in seen if s[1] == 5000]
+    assert [d for d, _ in reading] == [2000, 4000, 5001]
+    assert writing[0] == (0, 5000) and writing[-1] == (5000, 5000)
+    assert seen.index(reading[-1]) < seen.index(writing[0])  # reading, then writing

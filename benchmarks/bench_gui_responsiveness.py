@@ -1,0 +1,368 @@
+"""How long the window's GUI thread stalls during the big store operations.
+
+Opens the real :class:`MainWindow` offscreen on generated databases. A ``QTimer``
+heartbeat ticks every 10 ms on the GUI thread; the longest gap between two ticks while
+an operation runs is the longest time the window could not repaint or take input. Each
+operation runs twice in the same process:
+
+* **direct** (the baseline): the store function called on the GUI thread, as the window
+  did before operations went through ``StoreOps``;
+* **window**: the way the window runs it now (``ops.write`` / ``ops.query``), until the
+  result is delivered and the Episodes table reloaded.
+
+Operations: importing a 60,000-line file (File ▸ Import episodes), relabelling 100,000
+episodes (Ctrl+A, U, confirm) and undoing it (Backspace), searching a 300,000-episode
+database, and committing then undoing a staged run on it (the Review pane's
+``commit_run``/``undo_changeset``, which take a full backup first, through
+``ops.write``). Goal: no stall over 100 ms. ``--quick`` runs a tenth of the sizes.
+
+Not a timed test: it prints the figures and writes ``RESULTS-gui-responsiveness.md``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import random
+import sys
+import tempfile
+import threading
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE.parent))
+sys.path.insert(0, str(HERE))
+
+from bench_episode_table import fill  # noqa: E402
+from PySide6.QtCore import QEventLoop, QSettings, QTimer  # noqa: E402
+from PySide6.QtWidgets import QApplication, QPushButton  # noqa: E402
+
+from curator.gui.main_window import MainWindow  # noqa: E402
+from curator.gui.operations import OpContext  # noqa: E402
+from curator.gui.services import AppServices  # noqa: E402
+from curator.pipeline.commit import commit_run, undo_changeset  # noqa: E402
+from curator.pipeline.labels import relabel, undo_last_relabel  # noqa: E402
+from curator.store.db import Store  # noqa: E402
+from curator.store.episode_queries import (  # noqa: E402
+    EpisodeFilter,
+    EpisodeSort,
+    count_episodes,
+    query_ids,
+)
+from curator.store.importer import import_file  # noqa: E402
+from curator.store.models import Candidate, Run, utcnow  # noqa: E402
+
+TICK_MS = 10
+GOAL_MS = 100
+SEARCH = "tired build"
+WORDS = ("memory", "agent", "reply", "thread", "kind", "tired", "build", "release", "note")
+
+
+class Stall:
+    """Runs the event loop until ``done()``, recording the longest gap between ticks."""
+
+    def __init__(self) -> None:
+        self.longest = 0.0
+        self._last = 0.0
+
+    def measure(
+        self, start: Callable[[], object], done: Callable[[], bool], timeout_s: float = 900
+    ) -> tuple[float, float]:
+        """(longest stall in ms, wall seconds) of ``start`` until ``done()``."""
+        loop = QEventLoop()
+        timer = QTimer()
+        timer.setInterval(TICK_MS)
+        began = time.perf_counter()
+        self._last = began
+        self.longest = 0.0
+        started = [False]
+
+        def tick() -> None:
+            now = time.perf_counter()
+            self.longest = max(self.longest, now - self._last)
+            self._last = now
+            if (started[0] and done()) or now - began > timeout_s:
+                loop.quit()
+
+        def kick() -> None:
+            self._last = time.perf_counter()
+            start()
+            started[0] = True
+
+        timer.timeout.connect(tick)
+        timer.start()
+        QTimer.singleShot(TICK_MS, kick)
+        loop.exec()
+        timer.stop()
+        tick()  # the gap up to the end
+        return self.longest * 1000, time.perf_counter() - began
+
+
+def settle(app: QApplication, window: MainWindow, seconds: float = 0.3) -> None:
+    """Let queued results, reloads and the relearner finish before the next measure."""
+    end = time.perf_counter() + seconds
+    pane = window.episodes_pane
+    while time.perf_counter() < end or window.services.ops.pending or pane.relearner.running:
+        app.processEvents(QEventLoop.ProcessEventsFlag.AllEvents, 50)
+        time.sleep(0.01)
+
+
+def idle(window: MainWindow) -> bool:
+    pane = window.episodes_pane
+    return window.services.ops.pending == 0 and not pane.model.loading
+
+
+def open_window(store: Store, tmp: Path) -> MainWindow:
+    services = AppServices(store=store, db_path=store.path)
+    settings = QSettings(str(tmp / f"window-{store.path.stem}.ini"), QSettings.Format.IniFormat)
+    window = MainWindow(services, settings)
+    window.resize(1400, 900)
+    window.show()
+    return window
+
+
+def close_window(app: QApplication, window: MainWindow) -> None:
+    window.episodes_pane.relearner.shutdown()
+    window.close()
+    app.processEvents()
+
+
+def write_import_file(path: Path, lines: int) -> None:
+    rng = random.Random(11)
+    with path.open("w", encoding="utf-8") as out:
+        for i in range(lines):
+            text = f"imported {i}: " + " ".join(rng.choice(WORDS) for _ in range(55))
+            stamp = f"2027-{1 + i % 12:02d}-{1 + i % 28:02d}T10:{i % 60:02d}:00Z"
+            out.write(json.dumps({"text": text, "timestamp": stamp, "source": "bench"}) + "\n")
+
+
+def stage_runs(store: Store, runs: int, candidates: int) -> list[int]:
+    """Staged distill runs whose candidates are all reviewed as ADD (ready to commit)."""
+    ids = []
+    with store.write():
+        for r in range(runs):
+            run = Run.create(kind="distill", status="staged", finished_at=utcnow())
+            for n in range(candidates):
+                Candidate.create(
+                    run=run,
+                    ordinal=n + 1,
+                    text=f"bench pattern {r}-{n}: keep replies short and kind",
+                    importance=0.5,
+                    proposed_action="ADD",
+                    action="ADD",
+                    decided_by="human",
+                    decided_at=utcnow(),
+                    state="reviewed",
+                )
+            ids.append(run.id)
+    return ids
+
+
+Row = tuple[str, float, float, float, float]  # operation, direct ms, window ms, direct s, window s
+
+
+def bench_import(app: QApplication, tmp: Path, lines: int) -> Row:
+    source = tmp / "import.jsonl"
+    write_import_file(source, lines)
+    stall = Stall()
+    direct_store = Store(tmp / "import-direct.sqlite")
+    direct = stall.measure(lambda: import_file(direct_store, source), lambda: True)
+    direct_store.close()
+
+    store = Store(tmp / "import-window.sqlite")
+    window = open_window(store, tmp)
+    settle(app, window)
+    window_ms = stall.measure(lambda: window.import_episodes(source), lambda: idle(window))
+    assert count_episodes(store) == lines, "the import did not finish"
+    settle(app, window)
+    close_window(app, window)
+    store.close()
+    return (f"import {lines:,} lines", direct[0], window_ms[0], direct[1], window_ms[1])
+
+
+def bench_relabel(app: QApplication, tmp: Path, episodes: int) -> list[Row]:
+    store = Store(tmp / "relabel.sqlite")
+    fill(store, episodes)
+    ids = [int(r[0]) for r in store.execute("SELECT id FROM episode")]
+    stall = Stall()
+    direct = stall.measure(lambda: relabel(store, ids, "uncategorized"), lambda: True)
+    direct_undo = stall.measure(lambda: undo_last_relabel(store), lambda: True)
+
+    window = open_window(store, tmp)
+    pane = window.episodes_pane
+    settle(app, window)
+
+    def select_all_and_relabel() -> None:
+        pane.table.selectAll()
+        pane.relabel_selected("uncategorized")
+        box = window.services.dialogs.shown[-1]
+        button = box.findChild(QPushButton, "confirmButton")
+        assert button is not None, "no confirmation"
+        button.click()
+
+    relabelled = stall.measure(select_all_and_relabel, lambda: idle(window))
+    (changed,) = store.execute("SELECT count(*) FROM episode WHERE human_label IS NOT NULL")[0]
+    assert changed == episodes, "the relabel did not finish"
+    settle(app, window)
+    undone = stall.measure(pane.undo_relabel, lambda: idle(window))
+    (changed,) = store.execute("SELECT count(*) FROM episode WHERE human_label IS NOT NULL")[0]
+    assert changed == 0, "the undo did not finish"
+    settle(app, window)
+    close_window(app, window)
+    store.close()
+    return [
+        (f"relabel {episodes:,} episodes", direct[0], relabelled[0], direct[1], relabelled[1]),
+        ("undo that relabel", direct_undo[0], undone[0], direct_undo[1], undone[1]),
+    ]
+
+
+def bench_large(app: QApplication, tmp: Path, episodes: int) -> list[Row]:
+    store = Store(tmp / "large.sqlite")
+    fill(store, episodes)
+    runs = stage_runs(store, 2, 50)
+    stall = Stall()
+    flt = EpisodeFilter(text=SEARCH)
+
+    def search_direct() -> None:
+        query_ids(store, flt, EpisodeSort())
+        count_episodes(store)
+
+    direct_search = stall.measure(search_direct, lambda: True)
+    found: list[Any] = []
+    direct_commit = stall.measure(
+        lambda: found.append(commit_run(store, runs[0], reviewed_only=True)), lambda: True
+    )
+    direct_undo = stall.measure(lambda: undo_changeset(store, found[0].id), lambda: True)
+
+    window = open_window(store, tmp)
+    pane = window.episodes_pane
+    settle(app, window)
+
+    def search() -> None:
+        pane.search_edit.setText(SEARCH)
+        pane.apply_filter()
+
+    searched = stall.measure(search, lambda: idle(window))
+    assert pane.model.rowCount() > 0, "the search found nothing"
+    settle(app, window)
+
+    ops = window.services.ops
+    results: list[Any] = []
+
+    def commit() -> None:
+        run_id = runs[1]
+        ops.write(
+            "Committing",
+            lambda ctx: commit_run(ctx.store, run_id, reviewed_only=True),
+            results.append,
+        )
+
+    committed = stall.measure(commit, lambda: idle(window))
+    assert results, "the commit did not finish"
+    settle(app, window)
+
+    def undo(ctx: OpContext) -> Any:
+        return undo_changeset(ctx.store, results[0].id)
+
+    undone = stall.measure(
+        lambda: ops.write("Undoing commit", undo, results.append), lambda: idle(window)
+    )
+    assert len(results) == 2, "the undo did not finish"
+    settle(app, window)
+    close_window(app, window)
+    store.close()
+    size = f"{episodes:,} episodes"
+    return [
+        (f"search ({size})", direct_search[0], searched[0], direct_search[1], searched[1]),
+        (f"commit a run ({size})", direct_commit[0], committed[0], direct_commit[1], committed[1]),
+        (f"undo the commit ({size})", direct_undo[0], undone[0], direct_undo[1], undone[1]),
+    ]
+
+
+def bench_noise(app: QApplication) -> Row:
+    """The machine's own floor: the heartbeat with nothing to do, and with a thread that
+    only runs Python (it competes for the GIL like every background operation)."""
+    stall = Stall()
+    idle_ms, idle_s = stall.measure(lambda: None, lambda: False, timeout_s=3)
+    spinning: list[threading.Thread] = []
+
+    def spin() -> None:
+        end = time.perf_counter() + 3
+        while time.perf_counter() < end:
+            sum(i * i for i in range(1000))
+
+    def start() -> None:
+        spinning.append(threading.Thread(target=spin))
+        spinning[0].start()
+
+    busy_ms, busy_s = stall.measure(start, lambda: not spinning[0].is_alive())
+    return ("(control) idle / a Python thread, 3 s", idle_ms, busy_ms, idle_s, busy_s)
+
+
+def report(rows: list[Row], quick: bool) -> str:
+    lines = [
+        "# GUI responsiveness benchmark",
+        "",
+        f"The real main window offscreen{' (--quick sizes)' if quick else ''}, Python "
+        f"{platform.python_version()}, {platform.machine()}, {os.cpu_count()} CPUs. Longest "
+        f"gap of a {TICK_MS} ms heartbeat on the GUI thread while each operation ran: "
+        "*direct* calls the store function on the GUI thread (how the window ran it before), "
+        "*window* runs it the way the window does now (background operation, result "
+        f"delivered, table reloaded). Goal: no stall over {GOAL_MS} ms.",
+        "",
+        "| operation | direct: longest stall | window: longest stall | ratio | "
+        "direct: wall | window: wall |",
+        "|---|---|---|---|---|---|",
+    ]
+    for name, direct_ms, window_ms, direct_s, window_s in rows:
+        ratio = direct_ms / window_ms if window_ms else float("inf")
+        flag = "" if window_ms <= GOAL_MS else " ⚠"
+        lines.append(
+            f"| {name} | {direct_ms:,.0f} ms | {window_ms:,.0f} ms{flag} | {ratio:,.0f}× | "
+            f"{direct_s:.1f} s | {window_s:.1f} s |"
+        )
+    lines += [
+        "",
+        "The control row is the floor of this machine in the same run: the heartbeat with "
+        "nothing to do (*direct* column) and while a thread only runs Python (*window* "
+        "column). Background operations share the GIL with the GUI thread; on a loaded "
+        "machine the GUI thread also waits for a CPU.",
+        "",
+        f"Load average at the end: {', '.join(f'{v:.1f}' for v in os.getloadavg())}.",
+        "",
+        "Regenerate with `python benchmarks/bench_gui_responsiveness.py` "
+        "(add `--quick` for a tenth of the sizes).",
+    ]
+    return "\n".join(lines) + "\n"
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="a tenth of the sizes")
+    parser.add_argument("--no-write", action="store_true", help="do not write the results file")
+    args = parser.parse_args(argv)
+    scale = 10 if args.quick else 1
+    app = QApplication.instance() or QApplication(sys.argv[:1])
+    assert isinstance(app, QApplication)
+    rows: list[Row] = []
+    with tempfile.TemporaryDirectory() as folder:
+        tmp = Path(folder)
+        rows.append(bench_noise(app))
+        rows.append(bench_import(app, tmp, 60_000 // scale))
+        rows += bench_relabel(app, tmp, 100_000 // scale)
+        rows += bench_large(app, tmp, 300_000 // scale)
+    text = report(rows, args.quick)
+    print(text)
+    if not args.no_write:
+        (HERE / "RESULTS-gui-responsiveness.md").write_text(text, encoding="utf-8")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

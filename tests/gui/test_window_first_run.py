@@ -1,0 +1,100 @@
+"""First start and small screens: the next action as a button, a detail panel that
+follows the filter, Preview reachable at 1024x700, F1's shortcut list, the title."""
+
+from __future__ import annotations
+
+from PySide6.QtGui import QKeySequence
+
+from curator.gui.episodes_pane import EpisodesPane
+from curator.gui.main_window import MainWindow
+from curator.gui.services import AppServices
+from curator.gui.shortcuts import ShortcutsDialog
+from curator.store.db import Store
+
+
+def _pending(store: Store) -> int:
+    sql = "SELECT count(*) FROM episode WHERE human_label IS NULL AND model_label IS NULL"
+    return int(store.execute(sql)[0][0])
+
+
+def test_pending_episodes_offer_classify_as_a_button(qtbot, main_window: MainWindow, store):
+    pane = main_window.episodes_pane
+    pending = _pending(store)
+    assert pending > 0
+    button = pane.classify_button
+    assert button.isVisible()
+    assert button.text() == f"Classify {pending} pending episodes"
+    assert not button.isEnabled()  # no model worker in this window: Classify is off too
+    main_window.classify_action.setEnabled(True)
+    assert button.isEnabled()
+    with qtbot.waitSignal(main_window.classify_action.triggered, timeout=2000):
+        button.click()
+
+
+def test_no_button_once_everything_is_classified(qtbot, main_window: MainWindow, store):
+    with store.write():
+        store.execute("UPDATE episode SET model_label = 'noise' WHERE model_label IS NULL")
+    main_window.episodes_pane.refresh()
+    assert not main_window.episodes_pane.classify_button.isVisible()
+
+
+def test_the_detail_panel_is_cleared_when_the_filter_removes_the_episode(
+    qtbot, main_window: MainWindow, store
+) -> None:
+    pane = main_window.episodes_pane
+    pane.search_edit.setText("burnt out")
+    pane.apply_filter()
+    pane.table.selectRow(0)
+    (shown_id,) = pane.selected_ids()
+    assert "burnt out" in pane.detail.toPlainText().lower()
+
+    pane.search_edit.setText("no episode contains this sentence")
+    pane.apply_filter()
+    assert pane.model.rowCount() == 0
+    assert pane.detail.toPlainText().strip() == ""
+
+    pane.search_edit.setText("burnt out")  # back: nothing is selected, nothing shown
+    pane.apply_filter()
+    assert pane.selected_ids() == [] and pane.detail.toPlainText().strip() == ""
+
+    pane.select_ids([shown_id])
+    pane.search_edit.setText("burnt")  # a wider filter keeps the episode: it follows
+    pane.apply_filter()
+    assert pane.selected_ids() == [shown_id]
+    assert "burnt out" in pane.detail.toPlainText().lower()
+
+
+def test_preview_stays_on_screen_at_1024x700(qtbot, services: AppServices) -> None:
+    pane = EpisodesPane(services)
+    qtbot.addWidget(pane)
+    assert pane.minimumSizeHint().width() <= 1000  # fits a 1024 px window with margins
+    pane.resize(1000, 600)
+    pane.show()
+    qtbot.waitExposed(pane)
+    table = pane.table
+    preview = pane.model.columnCount() - 1
+    left = table.horizontalHeader().sectionViewportPosition(preview)
+    assert left + 100 <= table.viewport().width()  # at least 100 px of Preview visible
+    assert pane.splitter.objectName() == "episodesSplitter"  # the window saves its sizes
+    assert not pane.splitter.childrenCollapsible()
+    assert pane.detail.width() >= 200
+
+
+def test_f1_lists_every_shortcut(qtbot, main_window: MainWindow) -> None:
+    action = main_window.shortcuts_action
+    assert action.shortcut() == QKeySequence(QKeySequence.StandardKey.HelpContents)
+    action.trigger()
+    dialogs = [d for d in main_window.services.dialogs.shown if isinstance(d, ShortcutsDialog)]
+    assert len(dialogs) == 1
+    text = dialogs[0].view.toPlainText()
+    for window_action in main_window.findChildren(type(action)):
+        if not window_action.shortcut().isEmpty() and window_action.text():
+            assert window_action.text().replace("&", "") in text
+    assert "Ctrl+K" in text and "Classify" in text and "F1" in text
+    assert "Episodes pane" in text and "constitutional" in text  # the panes' keys
+    assert "Review pane" in text and "accept proposal" in text
+    assert "README" in text
+
+
+def test_the_title_names_the_application_once(main_window: MainWindow, store: Store) -> None:
+    assert main_window.windowTitle() == f"{store.path.name} — Memory Curator"
