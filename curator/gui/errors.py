@@ -143,6 +143,30 @@ class Dialogs:
         for dialog in list(self.shown):
             dialog.close()
 
+    def ask(
+        self, parent: QWidget | None, title: str, text: str, *, yes: str, no: str = "Cancel"
+    ) -> bool:
+        """A question answered before the caller goes on (True: ``yes`` was pressed).
+
+        Modal by necessity (discarding edits, restoring defaults cannot wait). The safe
+        answer is the default button; while open it is listed in ``shown`` so a test can
+        press a button on it like a user.
+        """
+        box = QMessageBox(QMessageBox.Icon.Question, title, text, parent=parent)
+        box.setObjectName("questionBox")
+        accept = box.addButton(yes, QMessageBox.ButtonRole.AcceptRole)
+        refuse = box.addButton(no, QMessageBox.ButtonRole.RejectRole)
+        box.setDefaultButton(refuse)
+        box.setEscapeButton(refuse)
+        self.shown.append(box)
+        try:
+            box.exec()
+        finally:
+            self._forget(box)
+        answer = box.clickedButton() is accept
+        box.deleteLater()
+        return answer
+
     def open_file_name(self, parent: QWidget | None, caption: str, filters: str) -> str:
         path, _ = QFileDialog.getOpenFileName(parent, caption, "", filters)
         return path
