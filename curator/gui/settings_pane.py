@@ -1,10 +1,18 @@
-"""The Settings pane: the model file, llama.cpp parameters, and the pipeline thresholds.
+"""The Settings pane: the model (file or server), llama.cpp parameters, the thresholds.
 
 A model file is checked before it is saved: its GGUF header is read at once (name, size,
 quantisation, context length), and on Apply the file is loaded for real in a subprocess by
 :func:`curator.llm.model_file.validate_model_file`. That takes seconds, so it runs on a
 thread pool and the pane shows a busy indicator; the GUI thread never waits for it. A
-file that fails keeps the previous setting and explains why in one sentence.
+file that fails keeps the previous setting, explains why in one sentence, and stays in
+the field so the user can correct the path.
+
+The form scrolls; the Apply / Revert / Restore defaults row sits below it, outside the
+scroll area, so it never moves when a block above changes height (the demo notice, the
+model facts, a download's progress). Saving goes through ``services.ops.write`` (a new
+decay rate re-ranks every pattern); the server's API key goes to the system keyring in
+the same background job, never to the database. Every field's tooltip says what the
+setting does, its range and its default (:mod:`curator.gui.settings_help`).
 """
 
 from __future__ import annotations
@@ -12,16 +20,18 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from PySide6.QtCore import QObject, QRunnable, QThreadPool, Signal
+from PySide6.QtCore import QObject, QRunnable, Qt, QThreadPool, Signal
 from PySide6.QtWidgets import (
     QDoubleSpinBox,
     QFormLayout,
+    QFrame,
     QGroupBox,
     QHBoxLayout,
     QLabel,
     QLineEdit,
     QProgressBar,
     QPushButton,
+    QScrollArea,
     QSpinBox,
     QVBoxLayout,
     QWidget,
@@ -29,8 +39,11 @@ from PySide6.QtWidgets import (
 
 from curator.errors import CuratorError
 from curator.gui.model_picker import DEMO_NOTICE, CatalogueBox, LocalModelsBox
+from curator.gui.operations import OpContext
 from curator.gui.pane import Pane
+from curator.gui.server_box import BackendBox
 from curator.gui.services import AppServices
+from curator.gui.settings_help import tooltip
 from curator.llm.backend import BackendSettings
 from curator.llm.llama_cpp_backend import load_backend
 from curator.llm.model_file import (
@@ -39,6 +52,7 @@ from curator.llm.model_file import (
     read_gguf_info,
     validate_model_file,
 )
+from curator.llm.server_choice import save_api_key
 from curator.llm.threads import cached_tuning, forget_tuning
 from curator.store.settings import (
     RULES,
@@ -155,6 +169,50 @@ def _dspin(key: str, step: float, decimals: int) -> QDoubleSpinBox:
     return box
 
 
+PANE_KEYS = (
+    "model_path",
+    "n_gpu_layers",
+    "n_ctx",
+    "n_threads",
+    "skip_threshold",
+    "update_threshold",
+    "decay_rate",
+    "top_k",
+    "min_chars",
+    "min_words",
+    "untrusted_sources",
+    "backend",
+    "server_url",
+    "server_model",
+)
+"""The settings this pane shows: what "Restore defaults" resets."""
+
+
+def gpu_note() -> str:
+    """Why "GPU layers" may do nothing here: a llama.cpp build without GPU support."""
+    try:
+        import llama_cpp
+
+        supported = bool(llama_cpp.llama_supports_gpu_offload())
+    except Exception:  # no llama.cpp at all: the server backend still works
+        supported = False
+    if supported:
+        return ""
+    return (
+        "This llama.cpp build has no GPU support: every layer runs on the CPU (the status "
+        "bar says “CPU only”) whatever GPU layers says."
+    )
+
+
+def _tip(form: QFormLayout, field: QWidget, key: str) -> None:
+    """The same tooltip on a field and on its label in the form."""
+    text = tooltip(key)
+    field.setToolTip(text)
+    label = form.labelForField(field)
+    if label is not None:
+        label.setToolTip(text)
+
+
 class SettingsPane(Pane):
     def __init__(self, services: AppServices, parent: QWidget | None = None) -> None:
         super().__init__(services, parent)
@@ -167,6 +225,7 @@ class SettingsPane(Pane):
         self._signals.tuned.connect(self._tuned)
         self._signals.tuning_failed.connect(self._tuning_failed)
         self._pending: dict[str, Any] | None = None
+        self._saving = False
 
         # model
         self.model_edit = QLineEdit()
@@ -175,8 +234,10 @@ class SettingsPane(Pane):
         self.model_edit.editingFinished.connect(self.show_model_info)
         browse = QPushButton("Browse…")
         browse.setObjectName("browseModelButton")
+        browse.setToolTip("Choose a GGUF model file")
         browse.clicked.connect(self.browse_model)
         demo = QPushButton("Use demo model")
+        demo.setToolTip("Empty the field: the bundled demo model (SmolLM2-135M)")
         demo.clicked.connect(self._use_demo_model)
         path_row = QHBoxLayout()
         path_row.addWidget(self.model_edit, 1)
@@ -185,13 +246,21 @@ class SettingsPane(Pane):
         self.model_info = QLabel()
         self.model_info.setObjectName("modelInfo")
         self.model_info.setWordWrap(True)
+        self.model_info.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
         self.gpu_layers = _spin("n_gpu_layers", special="all layers")
         self.gpu_layers.setObjectName("gpuLayers")
+        self.gpu_note = QLabel(gpu_note())
+        self.gpu_note.setObjectName("gpuNote")
+        self.gpu_note.setWordWrap(True)
+        self.gpu_note.setVisible(bool(self.gpu_note.text()))
+        gpu_row = QHBoxLayout()
+        gpu_row.addWidget(self.gpu_layers)
+        gpu_row.addWidget(self.gpu_note, 1)
         self.n_ctx = _spin("n_ctx", 512)
         self.n_ctx.setObjectName("contextSize")
         self.n_threads = _spin("n_threads", special="automatic")
         self.n_threads.setObjectName("threads")
-        model_box = QGroupBox("Model")
+        model_box = QGroupBox("Model file")
         model_form = QFormLayout(model_box)
         model_form.addRow("Model file", path_row)
         model_form.addRow("", self.model_info)
@@ -199,7 +268,7 @@ class SettingsPane(Pane):
         self.demo_notice.setObjectName("demoNotice")
         self.demo_notice.setWordWrap(True)
         model_form.addRow("", self.demo_notice)
-        model_form.addRow("GPU layers", self.gpu_layers)
+        model_form.addRow("GPU layers", gpu_row)
         model_form.addRow("Context size", self.n_ctx)
         model_form.addRow("Threads", self.n_threads)
         self.threads_info = QLabel()
@@ -215,6 +284,20 @@ class SettingsPane(Pane):
         tune_row.addWidget(self.threads_info, 1)
         tune_row.addWidget(self.retune_button)
         model_form.addRow("", tune_row)
+        _tip(model_form, self.model_edit, "model_path")
+        label = model_form.labelForField(path_row)
+        if label is not None:
+            label.setToolTip(tooltip("model_path"))
+        _tip(model_form, self.gpu_layers, "n_gpu_layers")
+        label = model_form.labelForField(gpu_row)
+        if label is not None:
+            label.setToolTip(tooltip("n_gpu_layers"))
+        _tip(model_form, self.n_ctx, "n_ctx")
+        _tip(model_form, self.n_threads, "n_threads")
+
+        # backend: the model file, or a server
+        self.backend_box = BackendBox(self)
+        self.backend_box.edited.connect(self._backend_edited)
 
         # pipeline
         self.skip_threshold = _dspin("skip_threshold", 0.01, 2)
@@ -240,28 +323,51 @@ class SettingsPane(Pane):
         self.untrusted_sources = QLineEdit()
         self.untrusted_sources.setObjectName("untrustedSources")
         self.untrusted_sources.setPlaceholderText("none: every source is trusted")
-        self.untrusted_sources.setToolTip(
-            "Episode sources written by strangers (comma-separated). A candidate whose every "
-            "source episode comes from one of them is flagged “untrusted sources only”."
-        )
         pipeline_form.addRow("Untrusted sources", self.untrusted_sources)
+        for field, key in (
+            (self.skip_threshold, "skip_threshold"),
+            (self.update_threshold, "update_threshold"),
+            (self.decay_rate, "decay_rate"),
+            (self.top_k, "top_k"),
+            (self.min_chars, "min_chars"),
+            (self.min_words, "min_words"),
+            (self.untrusted_sources, "untrusted_sources"),
+        ):
+            _tip(pipeline_form, field, key)
 
-        # buttons
+        # buttons: below the scrolling form, so they never move
         self.busy = QProgressBar()
         self.busy.setObjectName("validationBusy")
         self.busy.setRange(0, 0)
         self.busy.setMaximumWidth(160)
         self.busy.setTextVisible(False)
-        self.busy.hide()
         self.busy_label = QLabel("Checking the model file…")
-        self.busy_label.hide()
+        for widget in (self.busy, self.busy_label):
+            policy = widget.sizePolicy()
+            policy.setRetainSizeWhenHidden(True)  # showing them must not shift the row
+            widget.setSizePolicy(policy)
+            widget.hide()
+        self.defaults_button = QPushButton("Restore defaults")
+        self.defaults_button.setObjectName("restoreDefaultsButton")
+        self.defaults_button.setToolTip(
+            "Set every setting on this page back to its default (asks first; the API key "
+            "in the keyring is kept)"
+        )
+        self.defaults_button.clicked.connect(self.restore_defaults)
         self.apply_button = QPushButton("Apply")
         self.apply_button.setObjectName("applySettingsButton")
+        self.apply_button.setToolTip(
+            "Check and save the settings (a new model file is loaded once)"
+        )
         self.apply_button.clicked.connect(self.apply)
+        self.apply_button.setDefault(True)
         self.revert_button = QPushButton("Revert")
         self.revert_button.setObjectName("revertSettingsButton")
+        self.revert_button.setToolTip("Show the saved settings again, dropping edits")
         self.revert_button.clicked.connect(self.refresh)
         buttons = QHBoxLayout()
+        buttons.setContentsMargins(9, 6, 9, 9)
+        buttons.addWidget(self.defaults_button)
         buttons.addWidget(self.busy)
         buttons.addWidget(self.busy_label)
         buttons.addStretch(1)
@@ -281,12 +387,28 @@ class SettingsPane(Pane):
         pickers.addWidget(self.local_models, 1)
         pickers.addWidget(self.catalogue, 1)
 
+        form = QWidget()
+        form.setObjectName("settingsForm")
+        column = QVBoxLayout(form)
+        column.addWidget(self.backend_box)
+        column.addWidget(model_box)
+        column.addLayout(pickers)
+        column.addWidget(pipeline_box)
+        column.addStretch(1)
+        self.form_scroll = QScrollArea()
+        self.form_scroll.setObjectName("settingsScroll")
+        self.form_scroll.setWidgetResizable(True)
+        self.form_scroll.setFrameShape(QFrame.Shape.NoFrame)
+        self.form_scroll.setWidget(form)
+        line = QFrame()
+        line.setFrameShape(QFrame.Shape.HLine)
+        line.setFrameShadow(QFrame.Shadow.Sunken)
         layout = QVBoxLayout(self)
-        layout.addWidget(model_box)
-        layout.addLayout(pickers)
-        layout.addWidget(pipeline_box)
+        layout.setContentsMargins(0, 0, 0, 0)
+        layout.setSpacing(0)
+        layout.addWidget(self.form_scroll, 1)
+        layout.addWidget(line)
         layout.addLayout(buttons)
-        layout.addStretch(1)
         self.refresh()
 
     # -- model file -----------------------------------------------------------------------
@@ -302,6 +424,7 @@ class SettingsPane(Pane):
     def choose_model(self, path: str) -> None:
         """A model picked from a list: shown at once, checked and saved on Apply."""
         self.model_edit.setText(path)
+        self.backend_box.local_radio.setChecked(True)  # a file is picked to be used
         self.show_model_info()
         self.status_message.emit(f"{Path(path).name} chosen: press Apply to check and use it.")
 
@@ -309,12 +432,18 @@ class SettingsPane(Pane):
         self.model_edit.clear()
         self.show_model_info()
 
+    def _backend_edited(self) -> None:
+        self.show_model_info()
+
     def show_model_info(self) -> None:
         """Read the GGUF header at once (fast) so the user sees what they picked."""
+        self.model_info.setStyleSheet("")
         path = self.model_edit.text().strip()
         demo_file = demo_model_path()
+        on_server = self.backend_box.server_radio.isChecked()
         self.demo_notice.setVisible(
-            not path or (demo_file is not None and Path(path).expanduser() == demo_file)
+            not on_server
+            and (not path or (demo_file is not None and Path(path).expanduser() == demo_file))
         )
         if not path:
             demo = demo_file
@@ -330,19 +459,28 @@ class SettingsPane(Pane):
         try:
             info = read_gguf_info(Path(path))
         except CuratorError as exc:
-            self.model_info.setText(f"Not usable: {exc}")
+            self._show_problem(f"Not usable: {exc}")
             return
         self.model_info.setText(describe_model_info(info) or "GGUF file")
+
+    def _show_problem(self, text: str) -> None:
+        self.model_info.setText(text)
+        self.model_info.setStyleSheet("color: #b00020;")
 
     @property
     def validating(self) -> bool:
         return self._pending is not None
 
-    def _set_busy(self, busy: bool) -> None:
+    @property
+    def saving(self) -> bool:
+        return self._saving
+
+    def _set_busy(self, busy: bool, text: str = "Checking the model file…") -> None:
+        self.busy_label.setText(text)
         self.busy.setVisible(busy)
         self.busy_label.setVisible(busy)
-        self.apply_button.setEnabled(not busy)
-        self.revert_button.setEnabled(not busy)
+        for button in (self.apply_button, self.revert_button, self.defaults_button):
+            button.setEnabled(not busy)
 
     # -- apply ----------------------------------------------------------------------------
 
@@ -362,9 +500,12 @@ class SettingsPane(Pane):
             "untrusted_sources": sorted(
                 {s.strip().lower() for s in self.untrusted_sources.text().split(",") if s.strip()}
             ),
+            **self.backend_box.values(),
         }
 
     def apply(self) -> None:
+        if self.validating or self.saving:
+            return
         values = self.collect()
         try:
             # the same rules and messages as the CLI; a broken saved value is replaced
@@ -384,14 +525,59 @@ class SettingsPane(Pane):
             return
         self._save(values)
 
-    def _save(self, values: dict[str, Any]) -> None:
-        try:
-            update_settings(self.services.store, values)
-        except SettingsError as exc:
-            self.services.dialogs.warning(self, "Settings", f"Not saved: {exc}")
+    def _save(self, values: dict[str, Any], done_text: str = "Settings saved.") -> None:
+        """Save in the background: the API key to the keyring first, then the values."""
+        key = self.backend_box.key_change() if values.get("backend") == "server" else None
+        url = values.get("server_url")
+
+        def work(ctx: OpContext) -> Settings:
+            if key is not None and url:
+                save_api_key(str(url), key)
+            return update_settings(ctx.store, values)
+
+        def done(_settings: object) -> None:
+            self._saving = False
+            self._set_busy(False)
+            if key is not None:
+                self.backend_box.key_saved()
+            self.refresh()
+            self.status_message.emit(done_text)
+            self.data_changed.emit()
+
+        def failed(reason: str) -> None:
+            self._saving = False
+            self._set_busy(False)
+            self.services.dialogs.warning(self, "Settings", f"Not saved: {reason}")
+
+        if key is not None and not url:
+            self.services.dialogs.warning(
+                self, "Settings", "Not saved: the API key needs the server's URL."
+            )
             return
-        self.status_message.emit("Settings saved.")
-        self.data_changed.emit()
+        if not self.ops.write("Save settings", work, done, failed):
+            running = self.ops.busy_label or "another operation"
+            self.status_message.emit(f"Settings not saved: wait for “{running}” to finish.")
+            return
+        self._saving = True
+        self._set_busy(True, "Saving…")
+
+    def restore_defaults(self) -> None:
+        """Every setting on this page back to its default, after asking (saved at once)."""
+        if self.validating or self.saving:
+            return
+        if not self.services.dialogs.ask(
+            self,
+            "Restore defaults",
+            "Set every setting on this page back to its default and save?\n\n"
+            "The model becomes the bundled demo model, the backend the model file, and the "
+            "thresholds, decay and quality gates their defaults (patterns are re-ranked). "
+            "A saved API key stays in the keyring.",
+            yes="Restore defaults",
+        ):
+            return
+        self.backend_box.key_edit.clear()
+        self.backend_box.forget_key = False
+        self._save({key: None for key in PANE_KEYS}, "Settings restored to their defaults.")
 
     def _validation_succeeded(self, path: str, _result: object) -> None:
         values, self._pending = self._pending, None
@@ -401,16 +587,16 @@ class SettingsPane(Pane):
         self._save(values)
 
     def _validation_failed(self, path: str, reason: str) -> None:
+        """Nothing is saved; the path stays in the field (to correct it), with the reason."""
         self._pending = None
         self._set_busy(False)
-        previous = self.services.settings().model_path
-        self.model_edit.setText(previous or "")
-        self.show_model_info()
-        self.status_message.emit("Model file rejected; the previous model is kept.")
+        self._show_problem(f"Not usable: {reason}")
+        self.status_message.emit("Model file rejected; nothing was saved.")
         self.services.dialogs.warning(
             self,
             "Model file not usable",
-            f"{Path(path).name} cannot be used: {reason}\nThe previous model is kept.",
+            f"{Path(path).name} cannot be used: {reason}\n\nThe previous model is kept; "
+            "correct the path, choose another file, or press Revert.",
         )
 
     # -- threads --------------------------------------------------------------------------
@@ -465,9 +651,10 @@ class SettingsPane(Pane):
     # -- pane API -------------------------------------------------------------------------
 
     def refresh(self) -> None:
-        if self.validating:
+        if self.validating or self.saving:
             return
         values: Settings = self.services.settings()
+        self.backend_box.load(values)
         self.model_edit.setText(values.model_path or "")
         self.gpu_layers.setValue(values.n_gpu_layers)
         self.n_ctx.setValue(values.n_ctx)
@@ -485,5 +672,6 @@ class SettingsPane(Pane):
     def shutdown(self) -> None:
         """Wait for a running validation or re-tune (called when the window closes)."""
         self._pool.waitForDone()
+        self.backend_box.shutdown()
         self.local_models.shutdown()
         self.catalogue.shutdown()  # cancels a download; its .part file stays for a resume
