@@ -120,7 +120,7 @@ class BackendBox(QGroupBox):
             "Remove this server's saved key from the keyring on Apply"
         )
         self.forget_key_button.clicked.connect(self._forget_key)
-        key_row = QHBoxLayout()
+        self.key_row = key_row = QHBoxLayout()
         key_row.addWidget(self.key_edit, 1)
         key_row.addWidget(self.forget_key_button)
         self.key_note = QLabel()
@@ -140,7 +140,7 @@ class BackendBox(QGroupBox):
         self.env_note.setObjectName("serverEnvNote")
         self.env_note.setWordWrap(True)
 
-        form = QFormLayout(self)
+        self.form = form = QFormLayout(self)
         form.addRow("Backend", radios)
         form.addRow("", self.env_note)
         form.addRow("Server URL", self.url_edit)
@@ -183,7 +183,6 @@ class BackendBox(QGroupBox):
             if env
             else ""
         )
-        self.env_note.setVisible(bool(env))
         self._enable()
 
     def values(self) -> dict[str, object]:
@@ -215,9 +214,13 @@ class BackendBox(QGroupBox):
         self.edited.emit()
 
     def _enable(self) -> None:
+        """The server's rows show only while the server is chosen (no greyed-out block)."""
         on = self.server_radio.isChecked()
         for widget in self._server_widgets:
             widget.setEnabled(on)
+        for row in (self.url_edit, self.model_combo, self.key_row, self.key_note, self.test_button):
+            self.form.setRowVisible(row, on)
+        self.form.setRowVisible(self.env_note, bool(self.env_note.text()))
         if self.keyring_problem is not None:
             self.key_edit.setEnabled(False)
             self.forget_key_button.setEnabled(False)

@@ -438,6 +438,7 @@ class SettingsPane(Pane):
     def show_model_info(self) -> None:
         """Read the GGUF header at once (fast) so the user sees what they picked."""
         self.model_info.setStyleSheet("")
+        self.model_info.setWordWrap(False)
         path = self.model_edit.text().strip()
         demo_file = demo_model_path()
         on_server = self.backend_box.server_radio.isChecked()
@@ -464,6 +465,7 @@ class SettingsPane(Pane):
         self.model_info.setText(describe_model_info(info) or "GGUF file")
 
     def _show_problem(self, text: str) -> None:
+        self.model_info.setWordWrap(True)  # a sentence; the facts are short lines
         self.model_info.setText(text)
         self.model_info.setStyleSheet("color: #b00020;")
 
