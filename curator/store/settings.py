@@ -105,6 +105,8 @@ def check_value(key: str, value: Any) -> tuple[Any, str | None]:
             return value, f"{name} must be text"
         if rule.choices and value not in rule.choices:
             return value, f"{name} must be one of {', '.join(rule.choices)}, got {_short(value)!r}"
+        if key == "server_url":
+            return value, server_url_problem(value)
         return value, None
     if rule.kind is tuple:
         if not isinstance(value, (list, tuple)) or not all(isinstance(v, str) for v in value):
@@ -183,10 +185,6 @@ class Settings:
                 f"threshold (update_threshold): {_number(self.skip_threshold)} <= "
                 f"{_number(self.update_threshold)}"
             )
-        if self.server_url is not None:
-            problem = server_url_problem(self.server_url)
-            if problem:
-                found.append(problem)
         if self.backend == "server" and not self.server_url:
             found.append(
                 "the server backend (backend=server) needs a model server URL (server_url)"
