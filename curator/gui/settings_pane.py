@@ -20,9 +20,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from PySide6.QtCore import QObject, QRunnable, Qt, QThreadPool, Signal
+from PySide6.QtCore import Qt, QThreadPool
 from PySide6.QtWidgets import (
-    QDoubleSpinBox,
     QFormLayout,
     QFrame,
     QGroupBox,
@@ -32,7 +31,6 @@ from PySide6.QtWidgets import (
     QProgressBar,
     QPushButton,
     QScrollArea,
-    QSpinBox,
     QVBoxLayout,
     QWidget,
 )
@@ -44,173 +42,30 @@ from curator.gui.pane import Pane
 from curator.gui.server_box import BackendBox
 from curator.gui.services import AppServices
 from curator.gui.settings_help import tooltip
+from curator.gui.settings_parts import (
+    PANE_KEYS,
+    ModelValidation,
+    ThreadTuning,
+    ValidationSignals,
+    describe_model_info,
+    gpu_note,
+    rule_double_spin,
+    rule_spin,
+    set_tip,
+)
 from curator.llm.backend import BackendSettings
-from curator.llm.llama_cpp_backend import load_backend
 from curator.llm.model_file import (
-    ModelInfo,
     demo_model_path,
     read_gguf_info,
-    validate_model_file,
 )
 from curator.llm.server_choice import save_api_key
-from curator.llm.threads import cached_tuning, forget_tuning
+from curator.llm.threads import cached_tuning
 from curator.store.settings import (
-    RULES,
     Settings,
     SettingsError,
     changed_settings,
     update_settings,
 )
-
-INFO_FIELDS = (
-    ("name", "Name"),
-    ("architecture", "Architecture"),
-    ("size_bytes", "Size"),
-    ("quantization", "Quantisation"),
-    ("context_length", "Context length"),
-)
-
-
-def _human_size(value: Any) -> str:
-    size = float(value)
-    for unit in ("B", "KiB", "MiB", "GiB"):
-        if size < 1024 or unit == "GiB":
-            return f"{size:.0f} {unit}" if unit == "B" else f"{size:.1f} {unit}"
-        size /= 1024
-    return str(value)
-
-
-def describe_model_info(info: ModelInfo) -> str:
-    """One readable line per GGUF fact the user chooses a model by."""
-    lines: list[str] = []
-    for key, title in INFO_FIELDS:
-        value = getattr(info, key, None)
-        if value is None or value == "":
-            continue
-        text = _human_size(value) if title == "Size" else str(value)
-        lines.append(f"{title}: {text}")
-    return "\n".join(lines)
-
-
-class ValidationSignals(QObject):
-    """Lives on the GUI thread; the pool thread emits, the pane receives (queued)."""
-
-    succeeded = Signal(str, object)
-    failed = Signal(str, str)
-    tuned = Signal(str, object)
-    tuning_failed = Signal(str, str)
-
-
-class ModelValidation(QRunnable):
-    """Loads the model file in a subprocess (via the pipeline's validator), off the GUI."""
-
-    def __init__(self, path: str, signals: ValidationSignals) -> None:
-        super().__init__()
-        self.path = path
-        self.signals = signals
-
-    def run(self) -> None:
-        try:
-            result = validate_model_file(Path(self.path))
-        except CuratorError as exc:
-            self.signals.failed.emit(self.path, str(exc))
-        except Exception as exc:  # reported to the user, never lost
-            self.signals.failed.emit(self.path, f"{type(exc).__name__}: {exc}")
-        else:
-            self.signals.succeeded.emit(self.path, result)
-
-
-class ThreadTuning(QRunnable):
-    """Re-tune: forget the saved thread counts and load the model, which measures them."""
-
-    def __init__(self, settings: BackendSettings, signals: ValidationSignals) -> None:
-        super().__init__()
-        self.settings = settings
-        self.signals = signals
-
-    def run(self) -> None:
-        path = str(self.settings.model_path)
-        try:
-            forget_tuning(self.settings.model_path)
-            backend = load_backend(self.settings, validate=False)
-            try:
-                tuning = backend.tuning
-            finally:
-                backend.close()
-        except Exception as exc:  # reported to the user, never lost
-            self.signals.tuning_failed.emit(path, f"{type(exc).__name__}: {exc}")
-        else:
-            self.signals.tuned.emit(path, tuning)
-
-
-def _spin(key: str, step: int = 1, special: str | None = None) -> QSpinBox:
-    """A spin box with the bounds of ``key``'s rule (0 is "automatic" when optional)."""
-    rule = RULES[key]
-    assert rule.low is not None and rule.high is not None
-    box = QSpinBox()
-    box.setRange(0 if rule.optional else int(rule.low), int(rule.high))
-    box.setSingleStep(step)
-    if special:
-        box.setSpecialValueText(special)
-    box.setMinimumWidth(140)
-    box.setMaximumWidth(200)
-    return box
-
-
-def _dspin(key: str, step: float, decimals: int) -> QDoubleSpinBox:
-    rule = RULES[key]
-    assert rule.low is not None and rule.high is not None
-    box = QDoubleSpinBox()
-    box.setRange(rule.low, rule.high)
-    box.setSingleStep(step)
-    box.setDecimals(decimals)
-    box.setMinimumWidth(140)
-    box.setMaximumWidth(200)
-    return box
-
-
-PANE_KEYS = (
-    "model_path",
-    "n_gpu_layers",
-    "n_ctx",
-    "n_threads",
-    "skip_threshold",
-    "update_threshold",
-    "decay_rate",
-    "top_k",
-    "min_chars",
-    "min_words",
-    "untrusted_sources",
-    "backend",
-    "server_url",
-    "server_model",
-)
-"""The settings this pane shows: what "Restore defaults" resets."""
-
-
-def gpu_note() -> str:
-    """Why "GPU layers" may do nothing here: a llama.cpp build without GPU support."""
-    try:
-        import llama_cpp
-
-        supported = bool(llama_cpp.llama_supports_gpu_offload())
-    except Exception:  # no llama.cpp at all: the server backend still works
-        supported = False
-    if supported:
-        return ""
-    return (
-        "This llama.cpp build has no GPU support: every layer runs on the CPU (the status "
-        "bar says “CPU only”) whatever GPU layers says."
-    )
-
-
-def _tip(form: QFormLayout, field: QWidget, key: str) -> None:
-    """The same tooltip on a field and on its label in the form."""
-    text = tooltip(key)
-    field.setToolTip(text)
-    label = form.labelForField(field)
-    if label is not None:
-        label.setToolTip(text)
 
 
 class SettingsPane(Pane):
@@ -247,7 +102,7 @@ class SettingsPane(Pane):
         self.model_info.setObjectName("modelInfo")
         self.model_info.setWordWrap(True)
         self.model_info.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
-        self.gpu_layers = _spin("n_gpu_layers", special="all layers")
+        self.gpu_layers = rule_spin("n_gpu_layers", special="all layers")
         self.gpu_layers.setObjectName("gpuLayers")
         self.gpu_note = QLabel(gpu_note())
         self.gpu_note.setObjectName("gpuNote")
@@ -256,9 +111,9 @@ class SettingsPane(Pane):
         gpu_row = QHBoxLayout()
         gpu_row.addWidget(self.gpu_layers)
         gpu_row.addWidget(self.gpu_note, 1)
-        self.n_ctx = _spin("n_ctx", 512)
+        self.n_ctx = rule_spin("n_ctx", 512)
         self.n_ctx.setObjectName("contextSize")
-        self.n_threads = _spin("n_threads", special="automatic")
+        self.n_threads = rule_spin("n_threads", special="automatic")
         self.n_threads.setObjectName("threads")
         model_box = QGroupBox("Model file")
         model_form = QFormLayout(model_box)
@@ -284,33 +139,33 @@ class SettingsPane(Pane):
         tune_row.addWidget(self.threads_info, 1)
         tune_row.addWidget(self.retune_button)
         model_form.addRow("", tune_row)
-        _tip(model_form, self.model_edit, "model_path")
+        set_tip(model_form, self.model_edit, "model_path")
         label = model_form.labelForField(path_row)
         if label is not None:
             label.setToolTip(tooltip("model_path"))
-        _tip(model_form, self.gpu_layers, "n_gpu_layers")
+        set_tip(model_form, self.gpu_layers, "n_gpu_layers")
         label = model_form.labelForField(gpu_row)
         if label is not None:
             label.setToolTip(tooltip("n_gpu_layers"))
-        _tip(model_form, self.n_ctx, "n_ctx")
-        _tip(model_form, self.n_threads, "n_threads")
+        set_tip(model_form, self.n_ctx, "n_ctx")
+        set_tip(model_form, self.n_threads, "n_threads")
 
         # backend: the model file, or a server
         self.backend_box = BackendBox(self)
         self.backend_box.edited.connect(self._backend_edited)
 
         # pipeline
-        self.skip_threshold = _dspin("skip_threshold", 0.01, 2)
+        self.skip_threshold = rule_double_spin("skip_threshold", 0.01, 2)
         self.skip_threshold.setObjectName("skipThreshold")
-        self.update_threshold = _dspin("update_threshold", 0.01, 2)
+        self.update_threshold = rule_double_spin("update_threshold", 0.01, 2)
         self.update_threshold.setObjectName("updateThreshold")
-        self.decay_rate = _dspin("decay_rate", 0.005, 3)
+        self.decay_rate = rule_double_spin("decay_rate", 0.005, 3)
         self.decay_rate.setObjectName("decayRate")
-        self.top_k = _spin("top_k")
+        self.top_k = rule_spin("top_k")
         self.top_k.setObjectName("topK")
-        self.min_chars = _spin("min_chars")
+        self.min_chars = rule_spin("min_chars")
         self.min_chars.setObjectName("minChars")
-        self.min_words = _spin("min_words")
+        self.min_words = rule_spin("min_words")
         self.min_words.setObjectName("minWords")
         pipeline_box = QGroupBox("Distillation")
         pipeline_form = QFormLayout(pipeline_box)
@@ -333,7 +188,7 @@ class SettingsPane(Pane):
             (self.min_words, "min_words"),
             (self.untrusted_sources, "untrusted_sources"),
         ):
-            _tip(pipeline_form, field, key)
+            set_tip(pipeline_form, field, key)
 
         # buttons: below the scrolling form, so they never move
         self.busy = QProgressBar()
