@@ -122,6 +122,7 @@ def test_the_selector_saves_the_server_settings(no_keyring, qtbot, main_window, 
     )
     assert not pane.demo_notice.isVisible()  # the demo model is not in use any more
     assert "smollm on http://127.0.0.1:8080" in main_window.model_label.text()
+    assert not main_window.demo_button.isVisible()  # no "demo model" guidance for a server
 
     qtbot.mouseClick(box.local_radio, Qt.MouseButton.LeftButton)
     _apply(qtbot, pane, services)
