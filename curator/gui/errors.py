@@ -143,12 +143,46 @@ class Dialogs:
         for dialog in list(self.shown):
             dialog.close()
 
+    def confirm(
+        self,
+        parent: QWidget | None,
+        title: str,
+        text: str,
+        on_yes: Callable[[], object],
+        *,
+        yes_text: str = "OK",
+    ) -> QMessageBox:
+        """Ask before an action that changes data; ``on_yes`` runs only on the yes button.
+
+        Window-modal without a nested event loop (``open()``), like the other boxes; the
+        default button is Cancel, so Enter never confirms by accident. A test finds the
+        box in :attr:`shown` and clicks one of its real buttons.
+        """
+        box = QMessageBox(
+            QMessageBox.Icon.Question, title, text, QMessageBox.StandardButton.Cancel, parent
+        )
+        box.setObjectName("confirmBox")
+        yes = box.addButton(yes_text, QMessageBox.ButtonRole.AcceptRole)
+        yes.setObjectName("confirmYes")
+        box.setDefaultButton(QMessageBox.StandardButton.Cancel)
+        accept = QMessageBox.ButtonRole.AcceptRole
+
+        def clicked(button: Any) -> None:
+            if box.buttonRole(button) == accept:
+                on_yes()
+
+        box.buttonClicked.connect(clicked)
+        self._open(box)
+        return box
+
     def ask(
         self, parent: QWidget | None, title: str, text: str, *, yes: str, no: str = "Cancel"
     ) -> bool:
         """A question answered before the caller goes on (True: ``yes`` was pressed).
 
-        Modal by necessity (discarding edits, restoring defaults cannot wait). The safe
+        Application-modal with its own event loop, unlike :meth:`confirm`: only for a
+        caller that must return the answer (``Pane.confirm_discard`` while the window is
+        closing, a reload about to replace unsaved edits). The safe
         answer is the default button; while open it is listed in ``shown`` so a test can
         press a button on it like a user.
         """

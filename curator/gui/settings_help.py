@@ -55,6 +55,10 @@ PURPOSE: dict[str, str] = {
         "Episode sources written by strangers, comma-separated (e.g. dm, replies). A candidate "
         "whose every source episode comes from one of them is flagged “untrusted sources only”."
     ),
+    "backup_interval_minutes": (
+        "While the window is open, the database is backed up after this many minutes of use, "
+        "and once more on close. Off: no automatic backups (commits still keep their own)."
+    ),
     "backend": (
         "Where the model runs: a GGUF file loaded inside Memory Curator (llama.cpp), or an "
         "OpenAI-compatible model server (llama.cpp's llama-server, Ollama, LM Studio, vLLM, "
@@ -79,6 +83,7 @@ _SPECIAL: dict[str, dict[Any, str]] = {
     "model_path": {None: "empty (the demo model)"},
     "n_gpu_layers": {-1: "all layers"},
     "n_threads": {None: "automatic"},
+    "backup_interval_minutes": {0: "off"},
     "backend": {"local": "model file"},
     "server_url": {None: "none"},
     "server_model": {None: "the server's first model"},

@@ -189,6 +189,12 @@ class SettingsPane(Pane):
             (self.untrusted_sources, "untrusted_sources"),
         ):
             set_tip(pipeline_form, field, key)
+        self.backup_interval = rule_spin("backup_interval_minutes", 5, special="off")
+        self.backup_interval.setObjectName("backupInterval")
+        backup_box = QGroupBox("Backups")
+        backup_form = QFormLayout(backup_box)
+        backup_form.addRow("Every N minutes of use, and on close", self.backup_interval)
+        set_tip(backup_form, self.backup_interval, "backup_interval_minutes")
 
         # buttons: below the scrolling form, so they never move
         self.busy = QProgressBar()
@@ -249,6 +255,7 @@ class SettingsPane(Pane):
         column.addWidget(model_box)
         column.addLayout(pickers)
         column.addWidget(pipeline_box)
+        column.addWidget(backup_box)
         column.addStretch(1)
         self.form_scroll = QScrollArea()
         self.form_scroll.setObjectName("settingsScroll")
@@ -354,6 +361,7 @@ class SettingsPane(Pane):
             "top_k": self.top_k.value(),
             "min_chars": self.min_chars.value(),
             "min_words": self.min_words.value(),
+            "backup_interval_minutes": self.backup_interval.value(),
             "untrusted_sources": sorted(
                 {s.strip().lower() for s in self.untrusted_sources.text().split(",") if s.strip()}
             ),
@@ -422,15 +430,19 @@ class SettingsPane(Pane):
         """Every setting on this page back to its default, after asking (saved at once)."""
         if self.validating or self.saving:
             return
-        if not self.services.dialogs.ask(
+        self.services.dialogs.confirm(
             self,
             "Restore defaults",
             "Set every setting on this page back to its default and save?\n\n"
             "The model becomes the bundled demo model, the backend the model file, and the "
-            "thresholds, decay and quality gates their defaults (patterns are re-ranked). "
-            "A saved API key stays in the keyring.",
-            yes="Restore defaults",
-        ):
+            "thresholds, decay, quality gates and backups their defaults (patterns are "
+            "re-ranked). A saved API key stays in the keyring.",
+            self._restore_defaults,
+            yes_text="Restore defaults",
+        )
+
+    def _restore_defaults(self) -> None:
+        if self.validating or self.saving:
             return
         self.backend_box.key_edit.clear()
         self.backend_box.forget_key = False
@@ -522,6 +534,7 @@ class SettingsPane(Pane):
         self.top_k.setValue(values.top_k)
         self.min_chars.setValue(values.min_chars)
         self.min_words.setValue(values.min_words)
+        self.backup_interval.setValue(values.backup_interval_minutes)
         self.untrusted_sources.setText(", ".join(values.untrusted_sources))
         self.show_model_info()
         self.show_thread_tuning()

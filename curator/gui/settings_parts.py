@@ -150,6 +150,7 @@ PANE_KEYS = (
     "min_chars",
     "min_words",
     "untrusted_sources",
+    "backup_interval_minutes",
     "backend",
     "server_url",
     "server_model",

@@ -78,6 +78,8 @@ RULES: dict[str, Rule] = {
     "backend": Rule("model backend", str, choices=("local", "server")),
     "server_url": Rule("model server URL", str, optional=True),
     "server_model": Rule("model id on the server", str, optional=True),
+    # The window backs up at most every N minutes of use and on close; 0 turns it off
+    "backup_interval_minutes": Rule("backup every N minutes of use", int, 0, 1440),
 }
 
 
@@ -155,6 +157,7 @@ class Settings:
     backend: str = "local"  # "local": the model file; "server": server_url
     server_url: str | None = None
     server_model: str | None = None  # None: the server's first model
+    backup_interval_minutes: int = 30  # curator.gui.auto_backup; 0: no automatic backups
 
     @classmethod
     def from_mapping(cls, values: Mapping[str, Any], *, ignore_unknown: bool = False) -> Settings:

@@ -13,11 +13,12 @@ from PySide6.QtWidgets import (
     QAbstractSpinBox,
     QComboBox,
     QLineEdit,
+    QMessageBox,
+    QPushButton,
     QWidget,
 )
 
 from curator.store.settings import DEFAULTS, load_settings, set_setting
-from tests.gui.questions import answer_question
 
 
 def _pane(main_window):
@@ -141,6 +142,7 @@ def test_window_spin_boxes_enforce_the_same_bounds_as_the_cli(main_window) -> No
         "top_k": pane.top_k,
         "min_chars": pane.min_chars,
         "min_words": pane.min_words,
+        "backup_interval_minutes": pane.backup_interval,
     }
     for key, box in boxes.items():
         rule = RULES[key]
@@ -236,19 +238,26 @@ def test_gpu_layers_all_is_explained_where_there_is_no_gpu(main_window) -> None:
     assert "CPU only" in main_window.offload_label.toolTip()
 
 
+def _question(services):
+    boxes = [d for d in services.dialogs.shown if d.objectName() == "confirmBox"]
+    assert boxes, "no question was asked"
+    return boxes[-1]
+
+
 def test_restore_defaults_asks_first(qtbot, main_window, services, store) -> None:
     set_setting(store, "top_k", 7)
     set_setting(store, "decay_rate", 0.8)
     pane = _pane(main_window)
     pane.refresh()
 
-    asked = answer_question(services, "Cancel")
     qtbot.mouseClick(pane.defaults_button, Qt.MouseButton.LeftButton)
-    assert asked and "default" in asked[0]
+    box = _question(services)
+    assert "default" in box.text()
+    box.button(QMessageBox.StandardButton.Cancel).click()
     assert load_settings(store).top_k == 7 and pane.top_k.value() == 7  # declined: nothing
 
-    answer_question(services, "Restore defaults")
     qtbot.mouseClick(pane.defaults_button, Qt.MouseButton.LeftButton)
+    _question(services).findChild(QPushButton, "confirmYes").click()
     _saved(qtbot, services)
     assert load_settings(store) == DEFAULTS
     assert pane.top_k.value() == DEFAULTS.top_k
