@@ -14,7 +14,6 @@ from __future__ import annotations
 import argparse
 import contextlib
 import dataclasses
-import os
 import signal
 import sys
 from collections.abc import Callable
@@ -36,7 +35,8 @@ def add_server_args(group: Any) -> None:
         "--server",
         metavar="URL",
         help="an OpenAI-compatible model server, e.g. http://127.0.0.1:8080 "
-        "(default: $CURATOR_SERVER; without either, the model file is loaded in-process)",
+        "(default: $CURATOR_SERVER, then the server chosen in Settings; without any, "
+        "the model file is loaded in-process)",
     )
     group.add_argument(
         "--server-model", metavar="ID", help="the server's model id (default: its first)"
@@ -44,7 +44,8 @@ def add_server_args(group: Any) -> None:
     group.add_argument(
         "--api-key",
         metavar="KEY",
-        help="the server's API key (default: $CURATOR_API_KEY; never stored)",
+        help="the server's API key (default: $CURATOR_API_KEY, then the system keyring; "
+        "never stored in the database)",
     )
 
 
@@ -160,8 +161,8 @@ def _load_backend(ctx: CommandContext) -> Any:
     from curator.llm.model_file import resolve_model_path
 
     args = ctx.args
-    server = getattr(args, "server", None) or os.environ.get("CURATOR_SERVER")
-    if server:
+    server = _server_choice(ctx)
+    if server is not None:
         return _load_server(ctx, server)
     overrides = {
         key: value
@@ -182,19 +183,30 @@ def _load_backend(ctx: CommandContext) -> Any:
     return backend
 
 
-def _load_server(ctx: CommandContext, server: str) -> Any:
-    """The model behind ``server``; its key comes from --api-key or the environment only."""
-    from curator.llm.http_backend import HttpBackend
+def _server_choice(ctx: CommandContext) -> Any:
+    """The server to use (flags, then the environment, then Settings), or None for a file."""
+    from curator.llm.server_choice import choose_server
 
+    args = ctx.args
+    saved = load_settings(ctx.store)
+    return choose_server(
+        saved.backend,
+        saved.server_url,
+        saved.server_model,
+        url=getattr(args, "server", None),
+        model=getattr(args, "server_model", None),
+        api_key=getattr(args, "api_key", None),
+        use_saved=getattr(args, "model", None) is None,
+    )
+
+
+def _load_server(ctx: CommandContext, server: Any) -> Any:
+    """The model behind ``server``; its key comes from the flag, the environment or the
+    system keyring (see :mod:`curator.llm.server_choice`), never from the database."""
     args = ctx.args
     settings = load_settings(ctx.store)
     n_ctx = getattr(args, "n_ctx", None) or settings.n_ctx
-    backend = HttpBackend(
-        server,
-        model=getattr(args, "server_model", None),
-        api_key=getattr(args, "api_key", None) or os.environ.get("CURATOR_API_KEY") or None,
-        n_ctx=int(n_ctx),
-    )
+    backend = server.open(int(n_ctx))
     ctx.info(f"model: {backend.model} on {backend.offload}, n_ctx {backend.n_ctx}")
     return backend
 

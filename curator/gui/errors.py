@@ -179,6 +179,32 @@ class Dialogs:
         self._open(box)
         return box
 
+    def ask(
+        self, parent: QWidget | None, title: str, text: str, *, yes: str, no: str = "Cancel"
+    ) -> bool:
+        """A question answered before the caller goes on (True: ``yes`` was pressed).
+
+        Application-modal with its own event loop, unlike :meth:`confirm`: only for a
+        caller that must return the answer (``Pane.confirm_discard`` while the window is
+        closing, a reload about to replace unsaved edits). The safe
+        answer is the default button; while open it is listed in ``shown`` so a test can
+        press a button on it like a user.
+        """
+        box = QMessageBox(QMessageBox.Icon.Question, title, text, parent=parent)
+        box.setObjectName("questionBox")
+        accept = box.addButton(yes, QMessageBox.ButtonRole.AcceptRole)
+        refuse = box.addButton(no, QMessageBox.ButtonRole.RejectRole)
+        box.setDefaultButton(refuse)
+        box.setEscapeButton(refuse)
+        self.shown.append(box)
+        try:
+            box.exec()
+        finally:
+            self._forget(box)
+        answer = box.clickedButton() is accept
+        box.deleteLater()
+        return answer
+
     def open_file_name(self, parent: QWidget | None, caption: str, filters: str) -> str:
         path, _ = QFileDialog.getOpenFileName(parent, caption, "", filters)
         return path

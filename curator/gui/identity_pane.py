@@ -3,9 +3,17 @@
 Saving never edits a version in place: it creates a new one (the distillation runs record
 which version they used). Older versions are shown read-only and can be restored, which
 again creates a new version, so the history only grows.
+
+Edits are never lost silently: while the editor differs from the saved version the tab
+reads "Identity •", an "Unsaved changes" label shows and Save / Revert are enabled; the
+window asks before closing over them (:meth:`IdentityPane.confirm_discard`), and so does
+a reload when another window or the CLI saved a new version meanwhile. Saving and
+restoring run through ``services.ops.write``.
 """
 
 from __future__ import annotations
+
+from collections.abc import Callable
 
 from PySide6.QtCore import Qt
 from PySide6.QtGui import QFont
@@ -16,6 +24,7 @@ from PySide6.QtWidgets import (
     QPlainTextEdit,
     QPushButton,
     QSplitter,
+    QTabWidget,
     QTreeWidget,
     QTreeWidgetItem,
     QVBoxLayout,
@@ -23,9 +32,15 @@ from PySide6.QtWidgets import (
 )
 
 from curator.gui.episode_model import format_time
+from curator.gui.operations import OpContext
 from curator.gui.pane import Pane
 from curator.gui.services import AppServices
-from curator.store.identity import current_identity, identity_versions, save_identity
+from curator.store.identity import (
+    Identity,
+    current_identity,
+    identity_versions,
+    save_identity,
+)
 from curator.store.models import IdentityVersion, format_utc
 
 
@@ -49,6 +64,10 @@ class IdentityPane(Pane):
         super().__init__(services, parent)
         self.setObjectName("identityPane")
         self._loaded_version = -1
+        self._saved: tuple[str, str] = ("", "")
+        """The editors' text as loaded from the current version (what "unsaved" compares to)."""
+        self._dirty = False
+        self._title = ""
 
         # editor (current version)
         self.identity_edit = QPlainTextEdit()
@@ -63,7 +82,18 @@ class IdentityPane(Pane):
         self.note_edit.setPlaceholderText("What changed (optional)")
         self.save_button = QPushButton("Save as new version")
         self.save_button.setObjectName("saveIdentityButton")
+        self.save_button.setToolTip("Save the identity and axioms as a new version (Ctrl+S)")
+        self.save_button.setShortcut("Ctrl+S")
         self.save_button.clicked.connect(self.save)
+        self.revert_button = QPushButton("Revert")
+        self.revert_button.setObjectName("revertIdentityButton")
+        self.revert_button.setToolTip("Drop the unsaved edits and show the current version again")
+        self.revert_button.clicked.connect(self.revert)
+        self.unsaved_label = QLabel("<b>Unsaved changes</b>")
+        self.unsaved_label.setObjectName("identityUnsaved")
+        self.unsaved_label.setToolTip("The editor differs from the current saved version")
+        self.identity_edit.textChanged.connect(self._update_dirty)
+        self.axioms_edit.textChanged.connect(self._update_dirty)
         self.version_label = QLabel()
         self.version_label.setObjectName("identityVersionLabel")
 
@@ -77,6 +107,8 @@ class IdentityPane(Pane):
         form.addWidget(self.axioms_edit, 2)
         row = QHBoxLayout()
         row.addWidget(self.note_edit, 1)
+        row.addWidget(self.unsaved_label)
+        row.addWidget(self.revert_button)
         row.addWidget(self.save_button)
         form.addLayout(row)
 
@@ -122,22 +154,89 @@ class IdentityPane(Pane):
 
     # -- actions --------------------------------------------------------------------------
 
+    @property
+    def dirty(self) -> bool:
+        """The editor holds edits that are not saved."""
+        return self._dirty
+
+    def _editor_text(self) -> tuple[str, str]:
+        return self.identity_edit.toPlainText(), self.axioms_edit.toPlainText()
+
+    def _update_dirty(self) -> None:
+        self._dirty = self._editor_text() != self._saved
+        self.unsaved_label.setVisible(self._dirty)
+        self.save_button.setEnabled(self._dirty)
+        self.revert_button.setEnabled(self._dirty)
+        self._mark_tab()
+
+    def _mark_tab(self) -> None:
+        """Mark the window's tab ("Identity •") while there are unsaved edits."""
+        parent = self.parentWidget()
+        tabs = parent.parentWidget() if parent is not None else None
+        if not isinstance(tabs, QTabWidget):
+            return
+        index = tabs.indexOf(self)
+        if index < 0:
+            return
+        if not self._title:
+            self._title = tabs.tabText(index).removesuffix(" •")
+        tabs.setTabText(index, f"{self._title} •" if self._dirty else self._title)
+
+    def _load(self, current: Identity) -> None:
+        self._loaded_version = current.version
+        # a blank line between axioms keeps wrapped long axioms readable
+        self._saved = (current.identity_text, "\n\n".join(current.axioms))
+        self.identity_edit.setPlainText(self._saved[0])
+        self.axioms_edit.setPlainText(self._saved[1])
+        self._update_dirty()
+
+    def revert(self) -> None:
+        """Drop the edits: the current saved version again."""
+        self._load(current_identity(self.services.store))
+        self.status_message.emit("Identity edits dropped.")
+
+    def confirm_discard(self) -> bool:
+        if not self.dirty:
+            return True
+        return self.services.dialogs.ask(
+            self,
+            "Unsaved identity",
+            "The identity has unsaved edits. Discard them?",
+            yes="Discard edits",
+            no="Keep editing",
+        )
+
     def save(self) -> None:
         text = self.identity_edit.toPlainText()
         if not text.strip():
             self.services.dialogs.warning(self, "Identity", "The identity text is empty.")
             return
-        saved = save_identity(
-            self.services.store,
-            text,
-            axioms_from_text(self.axioms_edit.toPlainText()),
-            self.note_edit.text().strip(),
+        axioms = axioms_from_text(self.axioms_edit.toPlainText())
+        note = self.note_edit.text().strip()
+        self._write(
+            "Save identity",
+            lambda ctx: save_identity(ctx.store, text, axioms, note),
+            lambda saved: f"Saved identity version {saved.version}.",
         )
-        self.note_edit.clear()
-        self._loaded_version = -1
-        self.refresh()
-        self.status_message.emit(f"Saved identity version {saved.version}.")
-        self.data_changed.emit()
+
+    def _write(
+        self, label: str, fn: Callable[[OpContext], Identity], said: Callable[[Identity], str]
+    ) -> None:
+        """Save in the background; the editor shows the new version when it is done."""
+
+        def done(saved: Identity) -> None:
+            self.note_edit.clear()
+            self._load(current_identity(self.services.store))
+            self.refresh()
+            self.status_message.emit(said(saved))
+            self.data_changed.emit()
+
+        def failed(reason: str) -> None:
+            self.services.dialogs.warning(self, "Identity", f"Not saved: {reason}")
+
+        if not self.ops.write(label, fn, done, failed):
+            running = self.ops.busy_label or "another operation"
+            self.status_message.emit(f"Not saved yet: wait for “{running}” to finish.")
 
     def _selected_version(self) -> IdentityVersion | None:
         item = self.versions.currentItem()
@@ -162,28 +261,38 @@ class IdentityPane(Pane):
         row = self._selected_version()
         if row is None:
             return
-        saved = save_identity(
-            self.services.store,
-            row.identity_text,
-            list(row.axioms),
-            f"restored from version {row.version}",
+        if not self.confirm_discard():
+            return
+        text, axioms, version = row.identity_text, list(row.axioms), row.version
+        self._write(
+            "Restore identity",
+            lambda ctx: save_identity(ctx.store, text, axioms, f"restored from version {version}"),
+            lambda saved: f"Restored version {version} as version {saved.version}.",
         )
-        self._loaded_version = -1
-        self.refresh()
-        self.status_message.emit(f"Restored version {row.version} as version {saved.version}.")
-        self.data_changed.emit()
 
     # -- pane API -------------------------------------------------------------------------
+
+    def _ask_reload(self, version: int) -> bool:
+        return self.services.dialogs.ask(
+            self,
+            "Identity changed elsewhere",
+            f"Identity version {version} was saved elsewhere while you were editing. "
+            "Discard your unsaved edits and show it?",
+            yes=f"Show version {version}",
+            no="Keep my edits",
+        )
 
     def refresh(self) -> None:
         """Reload the history; the editor is reloaded only when the current version changed
         (so a refresh caused by another pane never discards unsaved typing)."""
         current = current_identity(self.services.store)
         if current.version != self._loaded_version:
-            self._loaded_version = current.version
-            self.identity_edit.setPlainText(current.identity_text)
-            # a blank line between axioms keeps wrapped long axioms readable
-            self.axioms_edit.setPlainText("\n\n".join(current.axioms))
+            if not self.dirty or self._ask_reload(current.version):
+                self._load(current)
+            else:  # keep the edits; they now compare against (and save over) the new one
+                self._loaded_version = current.version
+                self._saved = (current.identity_text, "\n\n".join(current.axioms))
+                self._update_dirty()
         self.version_label.setText(
             f"Current version: {current.version}" if current.version else "No identity saved yet."
         )

@@ -85,6 +85,8 @@ def window_title(db_path: Path) -> str:
 
 
 def model_display_name(settings: Settings) -> str:
+    if settings.backend == "server" and settings.server_url:
+        return f"{settings.server_model or 'first model'} on {settings.server_url}"
     path = settings.model_path
     return Path(path).name if path else "demo model (SmolLM2-135M)"
 
@@ -319,7 +321,12 @@ class MainWindow(QMainWindow):
         self.model_label.setObjectName("modelLabel")
         self.offload_label = QLabel("model not loaded")
         self.offload_label.setObjectName("offloadLabel")
-        self.offload_label.setToolTip("Where the model runs (GPU layers / CPU)")
+        self.offload_label.setToolTip(
+            "Where the model runs. “GPU: 30/30 layers”: that many layers on the GPU "
+            "(Settings ▸ GPU layers). “CPU only”: this llama.cpp build has no GPU support, so "
+            "every layer runs on the CPU and the GPU layers setting has no effect. "
+            "“server …”: a model server does the work."
+        )
         self.run_label = QLabel("idle")
         self.run_label.setObjectName("runLabel")
         self.demo_button = QPushButton(DEMO_NOTICE)

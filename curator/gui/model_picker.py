@@ -33,6 +33,7 @@ from curator.errors import CuratorError
 from curator.llm.catalogue import CatalogueEntry, entry_state, load_catalogue
 from curator.llm.discovery import LocalModel, find_local_models
 from curator.llm.download import DownloadCancelled, DownloadResult, Progress, download_model
+from curator.llm.http_backend import SERVER_ENV
 from curator.llm.model_file import MODEL_ENV, demo_model_path
 from curator.store.settings import Settings
 
@@ -43,7 +44,11 @@ DEMO_NOTICE = (
 
 
 def demo_model_in_use(settings: Settings) -> bool:
-    """Whether runs would use the bundled demo model (no file chosen, or the demo file)."""
+    """Whether runs would use the bundled demo model (no file chosen, or the demo file).
+
+    Not when a model server is chosen (in Settings or through ``$CURATOR_SERVER``)."""
+    if os.environ.get(SERVER_ENV) or (settings.backend == "server" and settings.server_url):
+        return False
     chosen = os.environ.get(MODEL_ENV) or settings.model_path
     if not chosen:
         return True

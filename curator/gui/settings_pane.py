@@ -1,10 +1,18 @@
-"""The Settings pane: the model file, llama.cpp parameters, and the pipeline thresholds.
+"""The Settings pane: the model (file or server), llama.cpp parameters, the thresholds.
 
 A model file is checked before it is saved: its GGUF header is read at once (name, size,
 quantisation, context length), and on Apply the file is loaded for real in a subprocess by
 :func:`curator.llm.model_file.validate_model_file`. That takes seconds, so it runs on a
 thread pool and the pane shows a busy indicator; the GUI thread never waits for it. A
-file that fails keeps the previous setting and explains why in one sentence.
+file that fails keeps the previous setting, explains why in one sentence, and stays in
+the field so the user can correct the path.
+
+The form scrolls; the Apply / Revert / Restore defaults row sits below it, outside the
+scroll area, so it never moves when a block above changes height (the demo notice, the
+model facts, a download's progress). Saving goes through ``services.ops.write`` (a new
+decay rate re-ranks every pattern); the server's API key goes to the system keyring in
+the same background job, never to the database. Every field's tooltip says what the
+setting does, its range and its default (:mod:`curator.gui.settings_help`).
 """
 
 from __future__ import annotations
@@ -12,147 +20,52 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from PySide6.QtCore import QObject, QRunnable, QThreadPool, Signal
+from PySide6.QtCore import Qt, QThreadPool
 from PySide6.QtWidgets import (
-    QDoubleSpinBox,
     QFormLayout,
+    QFrame,
     QGroupBox,
     QHBoxLayout,
     QLabel,
     QLineEdit,
     QProgressBar,
     QPushButton,
-    QSpinBox,
+    QScrollArea,
     QVBoxLayout,
     QWidget,
 )
 
 from curator.errors import CuratorError
 from curator.gui.model_picker import DEMO_NOTICE, CatalogueBox, LocalModelsBox
+from curator.gui.operations import OpContext
 from curator.gui.pane import Pane
+from curator.gui.server_box import BackendBox
 from curator.gui.services import AppServices
+from curator.gui.settings_help import tooltip
+from curator.gui.settings_parts import (
+    PANE_KEYS,
+    ModelValidation,
+    ThreadTuning,
+    ValidationSignals,
+    describe_model_info,
+    gpu_note,
+    rule_double_spin,
+    rule_spin,
+    set_tip,
+)
 from curator.llm.backend import BackendSettings
-from curator.llm.llama_cpp_backend import load_backend
 from curator.llm.model_file import (
-    ModelInfo,
     demo_model_path,
     read_gguf_info,
-    validate_model_file,
 )
-from curator.llm.threads import cached_tuning, forget_tuning
+from curator.llm.server_choice import save_api_key
+from curator.llm.threads import cached_tuning
 from curator.store.settings import (
-    RULES,
     Settings,
     SettingsError,
     changed_settings,
     update_settings,
 )
-
-INFO_FIELDS = (
-    ("name", "Name"),
-    ("architecture", "Architecture"),
-    ("size_bytes", "Size"),
-    ("quantization", "Quantisation"),
-    ("context_length", "Context length"),
-)
-
-
-def _human_size(value: Any) -> str:
-    size = float(value)
-    for unit in ("B", "KiB", "MiB", "GiB"):
-        if size < 1024 or unit == "GiB":
-            return f"{size:.0f} {unit}" if unit == "B" else f"{size:.1f} {unit}"
-        size /= 1024
-    return str(value)
-
-
-def describe_model_info(info: ModelInfo) -> str:
-    """One readable line per GGUF fact the user chooses a model by."""
-    lines: list[str] = []
-    for key, title in INFO_FIELDS:
-        value = getattr(info, key, None)
-        if value is None or value == "":
-            continue
-        text = _human_size(value) if title == "Size" else str(value)
-        lines.append(f"{title}: {text}")
-    return "\n".join(lines)
-
-
-class ValidationSignals(QObject):
-    """Lives on the GUI thread; the pool thread emits, the pane receives (queued)."""
-
-    succeeded = Signal(str, object)
-    failed = Signal(str, str)
-    tuned = Signal(str, object)
-    tuning_failed = Signal(str, str)
-
-
-class ModelValidation(QRunnable):
-    """Loads the model file in a subprocess (via the pipeline's validator), off the GUI."""
-
-    def __init__(self, path: str, signals: ValidationSignals) -> None:
-        super().__init__()
-        self.path = path
-        self.signals = signals
-
-    def run(self) -> None:
-        try:
-            result = validate_model_file(Path(self.path))
-        except CuratorError as exc:
-            self.signals.failed.emit(self.path, str(exc))
-        except Exception as exc:  # reported to the user, never lost
-            self.signals.failed.emit(self.path, f"{type(exc).__name__}: {exc}")
-        else:
-            self.signals.succeeded.emit(self.path, result)
-
-
-class ThreadTuning(QRunnable):
-    """Re-tune: forget the saved thread counts and load the model, which measures them."""
-
-    def __init__(self, settings: BackendSettings, signals: ValidationSignals) -> None:
-        super().__init__()
-        self.settings = settings
-        self.signals = signals
-
-    def run(self) -> None:
-        path = str(self.settings.model_path)
-        try:
-            forget_tuning(self.settings.model_path)
-            backend = load_backend(self.settings, validate=False)
-            try:
-                tuning = backend.tuning
-            finally:
-                backend.close()
-        except Exception as exc:  # reported to the user, never lost
-            self.signals.tuning_failed.emit(path, f"{type(exc).__name__}: {exc}")
-        else:
-            self.signals.tuned.emit(path, tuning)
-
-
-def _spin(key: str, step: int = 1, special: str | None = None) -> QSpinBox:
-    """A spin box with the bounds of ``key``'s rule (0 is "automatic" when optional)."""
-    rule = RULES[key]
-    assert rule.low is not None and rule.high is not None
-    box = QSpinBox()
-    box.setRange(0 if rule.optional else int(rule.low), int(rule.high))
-    box.setSingleStep(step)
-    if special:
-        box.setSpecialValueText(special)
-    box.setMinimumWidth(140)
-    box.setMaximumWidth(200)
-    return box
-
-
-def _dspin(key: str, step: float, decimals: int) -> QDoubleSpinBox:
-    rule = RULES[key]
-    assert rule.low is not None and rule.high is not None
-    box = QDoubleSpinBox()
-    box.setRange(rule.low, rule.high)
-    box.setSingleStep(step)
-    box.setDecimals(decimals)
-    box.setMinimumWidth(140)
-    box.setMaximumWidth(200)
-    return box
 
 
 class SettingsPane(Pane):
@@ -167,6 +80,7 @@ class SettingsPane(Pane):
         self._signals.tuned.connect(self._tuned)
         self._signals.tuning_failed.connect(self._tuning_failed)
         self._pending: dict[str, Any] | None = None
+        self._saving = False
 
         # model
         self.model_edit = QLineEdit()
@@ -175,8 +89,10 @@ class SettingsPane(Pane):
         self.model_edit.editingFinished.connect(self.show_model_info)
         browse = QPushButton("Browse…")
         browse.setObjectName("browseModelButton")
+        browse.setToolTip("Choose a GGUF model file")
         browse.clicked.connect(self.browse_model)
         demo = QPushButton("Use demo model")
+        demo.setToolTip("Empty the field: the bundled demo model (SmolLM2-135M)")
         demo.clicked.connect(self._use_demo_model)
         path_row = QHBoxLayout()
         path_row.addWidget(self.model_edit, 1)
@@ -185,13 +101,21 @@ class SettingsPane(Pane):
         self.model_info = QLabel()
         self.model_info.setObjectName("modelInfo")
         self.model_info.setWordWrap(True)
-        self.gpu_layers = _spin("n_gpu_layers", special="all layers")
+        self.model_info.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+        self.gpu_layers = rule_spin("n_gpu_layers", special="all layers")
         self.gpu_layers.setObjectName("gpuLayers")
-        self.n_ctx = _spin("n_ctx", 512)
+        self.gpu_note = QLabel(gpu_note())
+        self.gpu_note.setObjectName("gpuNote")
+        self.gpu_note.setWordWrap(True)
+        self.gpu_note.setVisible(bool(self.gpu_note.text()))
+        gpu_row = QHBoxLayout()
+        gpu_row.addWidget(self.gpu_layers)
+        gpu_row.addWidget(self.gpu_note, 1)
+        self.n_ctx = rule_spin("n_ctx", 512)
         self.n_ctx.setObjectName("contextSize")
-        self.n_threads = _spin("n_threads", special="automatic")
+        self.n_threads = rule_spin("n_threads", special="automatic")
         self.n_threads.setObjectName("threads")
-        model_box = QGroupBox("Model")
+        model_box = QGroupBox("Model file")
         model_form = QFormLayout(model_box)
         model_form.addRow("Model file", path_row)
         model_form.addRow("", self.model_info)
@@ -199,7 +123,7 @@ class SettingsPane(Pane):
         self.demo_notice.setObjectName("demoNotice")
         self.demo_notice.setWordWrap(True)
         model_form.addRow("", self.demo_notice)
-        model_form.addRow("GPU layers", self.gpu_layers)
+        model_form.addRow("GPU layers", gpu_row)
         model_form.addRow("Context size", self.n_ctx)
         model_form.addRow("Threads", self.n_threads)
         self.threads_info = QLabel()
@@ -215,19 +139,33 @@ class SettingsPane(Pane):
         tune_row.addWidget(self.threads_info, 1)
         tune_row.addWidget(self.retune_button)
         model_form.addRow("", tune_row)
+        set_tip(model_form, self.model_edit, "model_path")
+        label = model_form.labelForField(path_row)
+        if label is not None:
+            label.setToolTip(tooltip("model_path"))
+        set_tip(model_form, self.gpu_layers, "n_gpu_layers")
+        label = model_form.labelForField(gpu_row)
+        if label is not None:
+            label.setToolTip(tooltip("n_gpu_layers"))
+        set_tip(model_form, self.n_ctx, "n_ctx")
+        set_tip(model_form, self.n_threads, "n_threads")
+
+        # backend: the model file, or a server
+        self.backend_box = BackendBox(self)
+        self.backend_box.edited.connect(self._backend_edited)
 
         # pipeline
-        self.skip_threshold = _dspin("skip_threshold", 0.01, 2)
+        self.skip_threshold = rule_double_spin("skip_threshold", 0.01, 2)
         self.skip_threshold.setObjectName("skipThreshold")
-        self.update_threshold = _dspin("update_threshold", 0.01, 2)
+        self.update_threshold = rule_double_spin("update_threshold", 0.01, 2)
         self.update_threshold.setObjectName("updateThreshold")
-        self.decay_rate = _dspin("decay_rate", 0.005, 3)
+        self.decay_rate = rule_double_spin("decay_rate", 0.005, 3)
         self.decay_rate.setObjectName("decayRate")
-        self.top_k = _spin("top_k")
+        self.top_k = rule_spin("top_k")
         self.top_k.setObjectName("topK")
-        self.min_chars = _spin("min_chars")
+        self.min_chars = rule_spin("min_chars")
         self.min_chars.setObjectName("minChars")
-        self.min_words = _spin("min_words")
+        self.min_words = rule_spin("min_words")
         self.min_words.setObjectName("minWords")
         pipeline_box = QGroupBox("Distillation")
         pipeline_form = QFormLayout(pipeline_box)
@@ -240,32 +178,57 @@ class SettingsPane(Pane):
         self.untrusted_sources = QLineEdit()
         self.untrusted_sources.setObjectName("untrustedSources")
         self.untrusted_sources.setPlaceholderText("none: every source is trusted")
-        self.untrusted_sources.setToolTip(
-            "Episode sources written by strangers (comma-separated). A candidate whose every "
-            "source episode comes from one of them is flagged “untrusted sources only”."
-        )
         pipeline_form.addRow("Untrusted sources", self.untrusted_sources)
-        self.backup_interval = _spin("backup_interval_minutes", 5, special="off")
+        for field, key in (
+            (self.skip_threshold, "skip_threshold"),
+            (self.update_threshold, "update_threshold"),
+            (self.decay_rate, "decay_rate"),
+            (self.top_k, "top_k"),
+            (self.min_chars, "min_chars"),
+            (self.min_words, "min_words"),
+            (self.untrusted_sources, "untrusted_sources"),
+        ):
+            set_tip(pipeline_form, field, key)
+        self.backup_interval = rule_spin("backup_interval_minutes", 5, special="off")
         self.backup_interval.setObjectName("backupInterval")
         backup_box = QGroupBox("Backups")
-        QFormLayout(backup_box).addRow("Every N minutes of use, and on close", self.backup_interval)
+        backup_form = QFormLayout(backup_box)
+        backup_form.addRow("Every N minutes of use, and on close", self.backup_interval)
+        set_tip(backup_form, self.backup_interval, "backup_interval_minutes")
 
-        # buttons
+        # buttons: below the scrolling form, so they never move
         self.busy = QProgressBar()
         self.busy.setObjectName("validationBusy")
         self.busy.setRange(0, 0)
         self.busy.setMaximumWidth(160)
         self.busy.setTextVisible(False)
-        self.busy.hide()
         self.busy_label = QLabel("Checking the model file…")
-        self.busy_label.hide()
+        for widget in (self.busy, self.busy_label):
+            policy = widget.sizePolicy()
+            policy.setRetainSizeWhenHidden(True)  # showing them must not shift the row
+            widget.setSizePolicy(policy)
+            widget.hide()
+        self.defaults_button = QPushButton("Restore defaults")
+        self.defaults_button.setObjectName("restoreDefaultsButton")
+        self.defaults_button.setToolTip(
+            "Set every setting on this page back to its default (asks first; the API key "
+            "in the keyring is kept)"
+        )
+        self.defaults_button.clicked.connect(self.restore_defaults)
         self.apply_button = QPushButton("Apply")
         self.apply_button.setObjectName("applySettingsButton")
+        self.apply_button.setToolTip(
+            "Check and save the settings (a new model file is loaded once)"
+        )
         self.apply_button.clicked.connect(self.apply)
+        self.apply_button.setDefault(True)
         self.revert_button = QPushButton("Revert")
         self.revert_button.setObjectName("revertSettingsButton")
+        self.revert_button.setToolTip("Show the saved settings again, dropping edits")
         self.revert_button.clicked.connect(self.refresh)
         buttons = QHBoxLayout()
+        buttons.setContentsMargins(9, 6, 9, 9)
+        buttons.addWidget(self.defaults_button)
         buttons.addWidget(self.busy)
         buttons.addWidget(self.busy_label)
         buttons.addStretch(1)
@@ -285,13 +248,29 @@ class SettingsPane(Pane):
         pickers.addWidget(self.local_models, 1)
         pickers.addWidget(self.catalogue, 1)
 
+        form = QWidget()
+        form.setObjectName("settingsForm")
+        column = QVBoxLayout(form)
+        column.addWidget(self.backend_box)
+        column.addWidget(model_box)
+        column.addLayout(pickers)
+        column.addWidget(pipeline_box)
+        column.addWidget(backup_box)
+        column.addStretch(1)
+        self.form_scroll = QScrollArea()
+        self.form_scroll.setObjectName("settingsScroll")
+        self.form_scroll.setWidgetResizable(True)
+        self.form_scroll.setFrameShape(QFrame.Shape.NoFrame)
+        self.form_scroll.setWidget(form)
+        line = QFrame()
+        line.setFrameShape(QFrame.Shape.HLine)
+        line.setFrameShadow(QFrame.Shadow.Sunken)
         layout = QVBoxLayout(self)
-        layout.addWidget(model_box)
-        layout.addLayout(pickers)
-        layout.addWidget(pipeline_box)
-        layout.addWidget(backup_box)
+        layout.setContentsMargins(0, 0, 0, 0)
+        layout.setSpacing(0)
+        layout.addWidget(self.form_scroll, 1)
+        layout.addWidget(line)
         layout.addLayout(buttons)
-        layout.addStretch(1)
         self.refresh()
 
     # -- model file -----------------------------------------------------------------------
@@ -307,6 +286,7 @@ class SettingsPane(Pane):
     def choose_model(self, path: str) -> None:
         """A model picked from a list: shown at once, checked and saved on Apply."""
         self.model_edit.setText(path)
+        self.backend_box.local_radio.setChecked(True)  # a file is picked to be used
         self.show_model_info()
         self.status_message.emit(f"{Path(path).name} chosen: press Apply to check and use it.")
 
@@ -314,12 +294,19 @@ class SettingsPane(Pane):
         self.model_edit.clear()
         self.show_model_info()
 
+    def _backend_edited(self) -> None:
+        self.show_model_info()
+
     def show_model_info(self) -> None:
         """Read the GGUF header at once (fast) so the user sees what they picked."""
+        self.model_info.setStyleSheet("")
+        self.model_info.setWordWrap(False)
         path = self.model_edit.text().strip()
         demo_file = demo_model_path()
+        on_server = self.backend_box.server_radio.isChecked()
         self.demo_notice.setVisible(
-            not path or (demo_file is not None and Path(path).expanduser() == demo_file)
+            not on_server
+            and (not path or (demo_file is not None and Path(path).expanduser() == demo_file))
         )
         if not path:
             demo = demo_file
@@ -335,19 +322,29 @@ class SettingsPane(Pane):
         try:
             info = read_gguf_info(Path(path))
         except CuratorError as exc:
-            self.model_info.setText(f"Not usable: {exc}")
+            self._show_problem(f"Not usable: {exc}")
             return
         self.model_info.setText(describe_model_info(info) or "GGUF file")
+
+    def _show_problem(self, text: str) -> None:
+        self.model_info.setWordWrap(True)  # a sentence; the facts are short lines
+        self.model_info.setText(text)
+        self.model_info.setStyleSheet("color: #b00020;")
 
     @property
     def validating(self) -> bool:
         return self._pending is not None
 
-    def _set_busy(self, busy: bool) -> None:
+    @property
+    def saving(self) -> bool:
+        return self._saving
+
+    def _set_busy(self, busy: bool, text: str = "Checking the model file…") -> None:
+        self.busy_label.setText(text)
         self.busy.setVisible(busy)
         self.busy_label.setVisible(busy)
-        self.apply_button.setEnabled(not busy)
-        self.revert_button.setEnabled(not busy)
+        for button in (self.apply_button, self.revert_button, self.defaults_button):
+            button.setEnabled(not busy)
 
     # -- apply ----------------------------------------------------------------------------
 
@@ -368,9 +365,12 @@ class SettingsPane(Pane):
             "untrusted_sources": sorted(
                 {s.strip().lower() for s in self.untrusted_sources.text().split(",") if s.strip()}
             ),
+            **self.backend_box.values(),
         }
 
     def apply(self) -> None:
+        if self.validating or self.saving:
+            return
         values = self.collect()
         try:
             # the same rules and messages as the CLI; a broken saved value is replaced
@@ -390,14 +390,63 @@ class SettingsPane(Pane):
             return
         self._save(values)
 
-    def _save(self, values: dict[str, Any]) -> None:
-        try:
-            update_settings(self.services.store, values)
-        except SettingsError as exc:
-            self.services.dialogs.warning(self, "Settings", f"Not saved: {exc}")
+    def _save(self, values: dict[str, Any], done_text: str = "Settings saved.") -> None:
+        """Save in the background: the API key to the keyring first, then the values."""
+        key = self.backend_box.key_change() if values.get("backend") == "server" else None
+        url = values.get("server_url")
+
+        def work(ctx: OpContext) -> Settings:
+            if key is not None and url:
+                save_api_key(str(url), key)
+            return update_settings(ctx.store, values)
+
+        def done(_settings: object) -> None:
+            self._saving = False
+            self._set_busy(False)
+            if key is not None:
+                self.backend_box.key_saved()
+            self.refresh()
+            self.status_message.emit(done_text)
+            self.data_changed.emit()
+
+        def failed(reason: str) -> None:
+            self._saving = False
+            self._set_busy(False)
+            self.services.dialogs.warning(self, "Settings", f"Not saved: {reason}")
+
+        if key is not None and not url:
+            self.services.dialogs.warning(
+                self, "Settings", "Not saved: the API key needs the server's URL."
+            )
             return
-        self.status_message.emit("Settings saved.")
-        self.data_changed.emit()
+        if not self.ops.write("Save settings", work, done, failed):
+            running = self.ops.busy_label or "another operation"
+            self.status_message.emit(f"Settings not saved: wait for “{running}” to finish.")
+            return
+        self._saving = True
+        self._set_busy(True, "Saving…")
+
+    def restore_defaults(self) -> None:
+        """Every setting on this page back to its default, after asking (saved at once)."""
+        if self.validating or self.saving:
+            return
+        self.services.dialogs.confirm(
+            self,
+            "Restore defaults",
+            "Set every setting on this page back to its default and save?\n\n"
+            "The model becomes the bundled demo model, the backend the model file, and the "
+            "thresholds, decay, quality gates and backups their defaults (patterns are "
+            "re-ranked). A saved API key stays in the keyring.",
+            self._restore_defaults,
+            yes_text="Restore defaults",
+        )
+
+    def _restore_defaults(self) -> None:
+        if self.validating or self.saving:
+            return
+        self.backend_box.key_edit.clear()
+        self.backend_box.forget_key = False
+        self._save({key: None for key in PANE_KEYS}, "Settings restored to their defaults.")
 
     def _validation_succeeded(self, path: str, _result: object) -> None:
         values, self._pending = self._pending, None
@@ -407,16 +456,16 @@ class SettingsPane(Pane):
         self._save(values)
 
     def _validation_failed(self, path: str, reason: str) -> None:
+        """Nothing is saved; the path stays in the field (to correct it), with the reason."""
         self._pending = None
         self._set_busy(False)
-        previous = self.services.settings().model_path
-        self.model_edit.setText(previous or "")
-        self.show_model_info()
-        self.status_message.emit("Model file rejected; the previous model is kept.")
+        self._show_problem(f"Not usable: {reason}")
+        self.status_message.emit("Model file rejected; nothing was saved.")
         self.services.dialogs.warning(
             self,
             "Model file not usable",
-            f"{Path(path).name} cannot be used: {reason}\nThe previous model is kept.",
+            f"{Path(path).name} cannot be used: {reason}\n\nThe previous model is kept; "
+            "correct the path, choose another file, or press Revert.",
         )
 
     # -- threads --------------------------------------------------------------------------
@@ -471,9 +520,10 @@ class SettingsPane(Pane):
     # -- pane API -------------------------------------------------------------------------
 
     def refresh(self) -> None:
-        if self.validating:
+        if self.validating or self.saving:
             return
         values: Settings = self.services.settings()
+        self.backend_box.load(values)
         self.model_edit.setText(values.model_path or "")
         self.gpu_layers.setValue(values.n_gpu_layers)
         self.n_ctx.setValue(values.n_ctx)
@@ -492,5 +542,6 @@ class SettingsPane(Pane):
     def shutdown(self) -> None:
         """Wait for a running validation or re-tune (called when the window closes)."""
         self._pool.waitForDone()
+        self.backend_box.shutdown()
         self.local_models.shutdown()
         self.catalogue.shutdown()  # cancels a download; its .part file stays for a resume

@@ -145,9 +145,19 @@ class _Engine(QObject):
         from curator.llm.backend import backend_settings
         from curator.llm.llama_cpp_backend import load_backend
         from curator.llm.model_file import ModelFileError, resolve_model_path
+        from curator.llm.server_choice import choose_server
         from curator.store.settings import load_settings
 
         saved = load_settings(self._store)
+        server = choose_server(saved.backend, saved.server_url, saved.server_model)
+        if server is not None:  # a model server (Settings or $CURATOR_SERVER)
+            wanted = (server, saved.n_ctx)
+            if self._backend is None or wanted != self._backend_settings:
+                self._release_backend()
+                self._backend = server.open(saved.n_ctx)
+                self._backend_settings = wanted
+                self.model_loaded.emit(self._backend.offload)
+            return self._backend
         try:
             model_path = resolve_model_path(None, saved.model_path)
         except ModelFileError as exc:

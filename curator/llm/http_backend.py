@@ -112,6 +112,8 @@ class HttpBackend:
         self._texts: dict[tuple[int, ...], str] = {}
         self.kind = "openai"
         self.model = ""
+        self.models: list[str] = []
+        """Every model id the server listed at ``/v1/models`` (Settings offers them)."""
         try:
             self._detect(model)
         except BaseException:
@@ -437,6 +439,7 @@ class HttpBackend:
         """Which server this is, which model, and how it tokenizes (``/v1/models`` etc.)."""
         listing = self._get("/v1/models")
         ids = [str(m.get("id")) for m in listing.get("data", []) if isinstance(m, dict)]
+        self.models = ids
         if model:
             if ids and model not in ids:
                 raise ServerError(

@@ -113,7 +113,7 @@ class LlamaCppBackend:
             on_gpu = n_layer if wanted < 0 else min(wanted, n_layer)
             self.offload = f"GPU: {on_gpu}/{n_layer} layers"
         else:
-            self.offload = "CPU"
+            self.offload = "CPU only (no GPU)"
 
     # -- Backend protocol ------------------------------------------------------------------
 

@@ -243,6 +243,15 @@ def _shown(path: Path, limit: int = 200) -> str:
     return text if len(text) <= limit else f"{text[:limit]}... ({len(text):,} characters)"
 
 
+def describe_file_start(head: bytes) -> str:
+    """How a file begins, in words a user can read (never a Python ``b'...'`` repr)."""
+    if not head:
+        return "this file is empty"
+    if all(32 <= byte < 127 for byte in head):
+        return f'this one begins with "{head.decode("ascii")}"'
+    return f"this one begins with the bytes {head.hex(' ').upper()}"
+
+
 def _read_gguf_info(p: Path) -> ModelInfo:
     size = p.stat().st_size
     with p.open("rb") as handle:
@@ -250,7 +259,8 @@ def _read_gguf_info(p: Path) -> ModelInfo:
         magic = handle.read(4)
         if magic != GGUF_MAGIC:
             raise ModelFileError(
-                f"{p} is not a GGUF model file (it starts with {magic!r}, not b'GGUF')"
+                f"{p} is not a GGUF model file (a model file begins with "
+                f'"GGUF"; {describe_file_start(magic)})'
             )
         version = reader.unpack("<I")
         if version not in (2, 3):

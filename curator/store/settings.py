@@ -22,6 +22,7 @@ import math
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
+from urllib.parse import urlsplit
 
 from curator.core.scoring import rank_key
 from curator.errors import CuratorError
@@ -45,6 +46,8 @@ class Rule:
     high: float | None = None
     optional: bool = False
     """None is a valid value (it means "automatic" / "the demo model")."""
+    choices: tuple[str, ...] = ()
+    """For text: the only values accepted (empty: any text)."""
 
 
 RULES: dict[str, Rule] = {
@@ -70,6 +73,11 @@ RULES: dict[str, Rule] = {
     "extract_max_lines": Rule("observations per extract batch", int, 1, 200),
     # Show the calibrated label while no learned classifier exists (curator.pipeline.calibrate)
     "calibrate_labels": Rule("calibrated label scores", bool),
+    # Where the model runs: a GGUF file loaded in-process, or an OpenAI-compatible server.
+    # The server's API key is never saved here (system keyring, else $CURATOR_API_KEY).
+    "backend": Rule("model backend", str, choices=("local", "server")),
+    "server_url": Rule("model server URL", str, optional=True),
+    "server_model": Rule("model id on the server", str, optional=True),
     # The window backs up at most every N minutes of use and on close; 0 turns it off
     "backup_interval_minutes": Rule("backup every N minutes of use", int, 0, 1440),
 }
@@ -95,7 +103,13 @@ def check_value(key: str, value: Any) -> tuple[Any, str | None]:
     if rule.kind is bool:
         return (value, None) if isinstance(value, bool) else (value, f"{name} must be true/false")
     if rule.kind is str:
-        return (value, None) if isinstance(value, str) else (value, f"{name} must be text")
+        if not isinstance(value, str):
+            return value, f"{name} must be text"
+        if rule.choices and value not in rule.choices:
+            return value, f"{name} must be one of {', '.join(rule.choices)}, got {_short(value)!r}"
+        if key == "server_url":
+            return value, server_url_problem(value)
+        return value, None
     if rule.kind is tuple:
         if not isinstance(value, (list, tuple)) or not all(isinstance(v, str) for v in value):
             return value, f"{name} must be a list of names"
@@ -140,6 +154,9 @@ class Settings:
     update_refreshes_decay: bool = False
     extract_max_lines: int = 12
     calibrate_labels: bool = False
+    backend: str = "local"  # "local": the model file; "server": server_url
+    server_url: str | None = None
+    server_model: str | None = None  # None: the server's first model
     backup_interval_minutes: int = 30  # curator.gui.auto_backup; 0: no automatic backups
 
     @classmethod
@@ -171,6 +188,10 @@ class Settings:
                 f"threshold (update_threshold): {_number(self.skip_threshold)} <= "
                 f"{_number(self.update_threshold)}"
             )
+        if self.backend == "server" and not self.server_url:
+            found.append(
+                "the server backend (backend=server) needs a model server URL (server_url)"
+            )
         return found
 
     def with_changes(self, changes: Mapping[str, Any]) -> Settings:
@@ -182,6 +203,30 @@ class Settings:
 
 
 DEFAULTS = Settings()
+
+
+def server_url_problem(url: str) -> str | None:
+    """Why ``url`` cannot be saved as the model server's address, or None.
+
+    A user name or password in the URL would be stored in the database in clear text,
+    which the API key never is, so such a URL is refused with the way to pass a key.
+    """
+    try:
+        parts = urlsplit(url.strip())
+        parts.port  # noqa: B018 - raises ValueError for a port out of range
+    except ValueError:
+        return f"the model server URL (server_url) is not a valid URL: {_short(url)!r}"
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        return (
+            "the model server URL (server_url) must start with http:// or https:// and name "
+            f"a host, e.g. http://127.0.0.1:8080, got {_short(url)!r}"
+        )
+    if parts.username or parts.password:
+        return (
+            "the model server URL (server_url) must not contain a user name or password: "
+            "give the API key separately (it is never saved in the database)"
+        )
+    return None
 
 
 def decode_json(text: str | bytes) -> Any:

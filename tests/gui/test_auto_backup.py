@@ -66,6 +66,7 @@ def test_the_interval_is_set_in_the_settings_pane(qtbot, main_window, store: Sto
     assert box.value() == 30 and box.specialValueText() == "off"
     box.setValue(0)
     pane.apply()
+    qtbot.waitUntil(lambda: not pane.saving, timeout=30_000)  # saved in the background
     assert load_settings(store).backup_interval_minutes == 0
     assert main_window.auto_backup._interval() == 0
     main_window.close()

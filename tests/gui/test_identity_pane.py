@@ -21,6 +21,7 @@ def test_save_creates_a_new_version(qtbot, main_window, store) -> None:
     pane.axioms_edit.setPlainText("1. Be kind.\n\n- Never invent facts.\n")
     pane.note_edit.setText("shorter")
     qtbot.mouseClick(pane.save_button, Qt.MouseButton.LeftButton)
+    qtbot.waitUntil(lambda: main_window.services.ops.pending == 0, timeout=30_000)
     saved = current_identity(store)
     assert saved.version == before.version + 1
     assert saved.identity_text == "I am Wren, a careful assistant."
@@ -34,12 +35,14 @@ def test_old_version_is_read_only_and_restorable(qtbot, main_window, store) -> N
     original = current_identity(store)
     pane.identity_edit.setPlainText("A different identity.")
     pane.save()
+    qtbot.waitUntil(lambda: main_window.services.ops.pending == 0, timeout=30_000)
     assert pane.preview.isReadOnly()
     old_item = pane.versions.topLevelItem(pane.versions.topLevelItemCount() - 1)
     pane.versions.setCurrentItem(old_item)
     assert original.identity_text.strip()[:40] in pane.preview.toPlainText()
     assert pane.restore_button.isEnabled()
     qtbot.mouseClick(pane.restore_button, Qt.MouseButton.LeftButton)
+    qtbot.waitUntil(lambda: main_window.services.ops.pending == 0, timeout=30_000)
     restored = current_identity(store)
     assert restored.version == original.version + 2
     assert restored.identity_text == original.identity_text
@@ -54,6 +57,7 @@ def test_empty_identity_is_refused(qtbot, main_window, services, store) -> None:
     pane.save()
     assert current_identity(store).version == version
     assert services.dialogs.shown and "empty" in services.dialogs.shown[-1].text()
+    pane.revert()  # an unsaved edit would make closing the window ask
 
 
 def test_axioms_from_text() -> None:

@@ -99,9 +99,11 @@ def test_settings_pane_sets_the_untrusted_sources(qtbot, main_window) -> None:
     assert pane.untrusted_sources.text() == "dm, replies"
     pane.untrusted_sources.setText(" DM, timeline ,, ")
     pane.apply()
+    qtbot.waitUntil(lambda: not pane.saving, timeout=30_000)  # saved in the background
     assert untrusted_sources(main_window.services.store) == {"dm", "timeline"}
     pane.untrusted_sources.setText("")
     pane.apply()
+    qtbot.waitUntil(lambda: not pane.saving, timeout=30_000)
     assert untrusted_sources(main_window.services.store) == frozenset()
     pane.refresh()
     assert pane.untrusted_sources.text() == ""

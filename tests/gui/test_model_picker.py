@@ -60,7 +60,7 @@ def test_local_model_is_picked_without_a_copy(qtbot, main_window, store, tmp_pat
     qtbot.mouseClick(box.use_button, Qt.MouseButton.LeftButton)
     assert pane.model_edit.text() == str(gguf)
     qtbot.mouseClick(pane.apply_button, Qt.MouseButton.LeftButton)
-    qtbot.waitUntil(lambda: not pane.validating, timeout=60_000)
+    qtbot.waitUntil(lambda: not pane.validating and not pane.saving, timeout=60_000)
     assert load_settings(store).model_path == str(gguf)
     assert sorted(p.name for p in tmp_path.rglob("*.gguf")) == ["own.gguf"]  # no copy made
     assert not main_window.demo_button.isVisible()

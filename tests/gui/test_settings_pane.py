@@ -3,25 +3,43 @@
 from __future__ import annotations
 
 import os
+import threading
 from pathlib import Path
 
 import pytest
-from PySide6.QtCore import Qt
+from PySide6.QtCore import QPoint, Qt
+from PySide6.QtWidgets import (
+    QAbstractButton,
+    QAbstractSpinBox,
+    QComboBox,
+    QLineEdit,
+    QMessageBox,
+    QPushButton,
+    QWidget,
+)
 
-from curator.store.settings import load_settings, set_setting
+from curator.store.settings import DEFAULTS, load_settings, set_setting
 
 
 def _pane(main_window):
-    main_window.tabs.setCurrentIndex(5)
-    return main_window.pane("settingsPane")
+    pane = main_window.pane("settingsPane")
+    main_window.tabs.setCurrentWidget(pane)
+    return pane
 
 
-def test_apply_saves_all_values(qtbot, main_window, store) -> None:
+def _saved(qtbot, services) -> None:
+    """Saving runs in the background (StoreOps): wait until its result was delivered."""
+    qtbot.waitUntil(lambda: services.ops.pending == 0, timeout=30_000)
+
+
+def test_apply_saves_all_values(qtbot, main_window, services, store) -> None:
     pane = _pane(main_window)
     pane.top_k.setValue(25)
     pane.decay_rate.setValue(0.9)
     pane.n_threads.setValue(2)
     qtbot.mouseClick(pane.apply_button, Qt.MouseButton.LeftButton)
+    _saved(qtbot, services)
+    assert threading.get_ident() not in services.ops.job_thread_ids  # saved off the GUI
     assert load_settings(store).top_k == 25
     assert load_settings(store).decay_rate == pytest.approx(0.9)
     assert load_settings(store).n_threads == 2
@@ -61,8 +79,10 @@ def test_bad_model_file_is_refused_and_previous_kept(
     dialog = services.dialogs.shown[-1]
     assert "broken.gguf cannot be used" in dialog.text()
     assert "previous model is kept" in dialog.text()
+    assert "b'" not in dialog.text() and "GGUF" in dialog.text()  # plain words
     assert load_settings(store).model_path == previous
-    assert pane.model_edit.text() == previous
+    assert pane.model_edit.text() == str(bad)  # kept in the field, to be corrected
+    assert "b'" not in pane.model_info.text() and pane.model_info.text().startswith("Not usable")
     assert pane.apply_button.isEnabled()
 
 
@@ -79,6 +99,7 @@ def test_demo_model_file_validates_off_the_gui_thread(qtbot, main_window, store)
     pane.apply()
     assert pane.validating and pane.busy.isVisible()  # returned at once, still checking
     qtbot.waitUntil(lambda: not pane.validating, timeout=120_000)
+    qtbot.waitUntil(lambda: not pane.saving, timeout=30_000)
     assert load_settings(store).model_path == str(demo)
 
 
@@ -150,3 +171,94 @@ def test_retune_measures_off_the_gui_thread_and_shows_the_counts(
     tuning = cached_tuning(demo)
     assert tuning is not None
     assert f"{tuning.n_threads} for generation" in pane.threads_info.text()
+
+
+def test_the_error_for_a_text_file_reads_as_words(qtbot, main_window, services, tmp_path):
+    pane = _pane(main_window)
+    bad = tmp_path / "notes.gguf"
+    bad.write_bytes(b"not a model, just notes\n" * 20)
+    pane.model_edit.setText(str(bad))
+    pane.apply()
+    qtbot.waitUntil(lambda: not pane.validating, timeout=30_000)
+    text = services.dialogs.shown[-1].text()
+    assert 'this one begins with "not "' in text and "b'" not in text
+    assert pane.model_edit.text() == str(bad)
+
+
+def test_apply_stays_put_when_the_model_block_changes_height(qtbot, main_window) -> None:
+    pane = _pane(main_window)
+    before = pane.apply_button.mapTo(pane, QPoint(0, 0))
+    pane.model_info.setText("\n".join(f"line {i}" for i in range(12)))
+    pane.demo_notice.setVisible(not pane.demo_notice.isVisible())
+    pane.busy.show()
+    pane.busy_label.show()
+    qtbot.wait(50)  # layouts settle on the event loop
+    assert pane.apply_button.mapTo(pane, QPoint(0, 0)) == before
+    assert pane.apply_button.visibleRegion().boundingRect().height() > 0  # on screen
+
+
+def _fields(pane: QWidget) -> list[QWidget]:
+    """Every input a user can change on the pane (not the parts inside a composite)."""
+    found: list[QWidget] = []
+    for kind in (QLineEdit, QAbstractSpinBox, QComboBox):
+        for widget in pane.findChildren(kind):
+            parent = widget.parentWidget()
+            if isinstance(parent, (QAbstractSpinBox, QComboBox)):
+                continue  # the line edit inside a spin box or combo box
+            found.append(widget)
+    found += [
+        b for b in pane.findChildren(QAbstractButton) if b.isCheckable()
+    ]  # radio buttons and check boxes
+    return found
+
+
+def test_every_settings_field_has_a_tooltip_with_range_and_default(main_window) -> None:
+    pane = _pane(main_window)
+    fields = _fields(pane)
+    assert len(fields) >= 15
+    missing = [f.objectName() or type(f).__name__ for f in fields if not f.toolTip().strip()]
+    assert not missing, f"fields without a tooltip: {missing}"
+    assert "Default: 50" in pane.top_k.toolTip()
+    assert "Range: 1 to 1000" in pane.top_k.toolTip()
+    assert "Default: all layers" in pane.gpu_layers.toolTip()
+    assert "Default: 0.95" in pane.decay_rate.toolTip()
+    assert "Default: automatic" in pane.n_threads.toolTip()
+    for button in (pane.apply_button, pane.revert_button, pane.defaults_button):
+        assert button.toolTip()
+
+
+def test_gpu_layers_all_is_explained_where_there_is_no_gpu(main_window) -> None:
+    import llama_cpp
+
+    pane = _pane(main_window)
+    cpu_only = not llama_cpp.llama_supports_gpu_offload()
+    assert pane.gpu_note.isVisibleTo(pane) == cpu_only
+    if cpu_only:
+        assert "CPU" in pane.gpu_note.text() and "no GPU support" in pane.gpu_note.text()
+    assert "CPU only" in main_window.offload_label.toolTip()
+
+
+def _question(services):
+    boxes = [d for d in services.dialogs.shown if d.objectName() == "confirmBox"]
+    assert boxes, "no question was asked"
+    return boxes[-1]
+
+
+def test_restore_defaults_asks_first(qtbot, main_window, services, store) -> None:
+    set_setting(store, "top_k", 7)
+    set_setting(store, "decay_rate", 0.8)
+    pane = _pane(main_window)
+    pane.refresh()
+
+    qtbot.mouseClick(pane.defaults_button, Qt.MouseButton.LeftButton)
+    box = _question(services)
+    assert "default" in box.text()
+    box.button(QMessageBox.StandardButton.Cancel).click()
+    assert load_settings(store).top_k == 7 and pane.top_k.value() == 7  # declined: nothing
+
+    qtbot.mouseClick(pane.defaults_button, Qt.MouseButton.LeftButton)
+    _question(services).findChild(QPushButton, "confirmYes").click()
+    _saved(qtbot, services)
+    assert load_settings(store) == DEFAULTS
+    assert pane.top_k.value() == DEFAULTS.top_k
+    assert pane.decay_rate.value() == pytest.approx(DEFAULTS.decay_rate)

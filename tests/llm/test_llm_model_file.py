@@ -160,3 +160,30 @@ def test_no_model_anywhere_names_the_three_ways(monkeypatch: pytest.MonkeyPatch)
         resolve_model_path(None, None)
     message = str(caught.value)
     assert "--model" in message and "$CURATOR_MODEL" in message and "model_path" in message
+
+
+@pytest.mark.parametrize(
+    ("content", "words"),
+    [
+        (b"not a model at all\n", 'this one begins with "not "'),
+        (b"\x00\x01\xfe\xff" * 8, "this one begins with the bytes 00 01 FE FF"),
+        (b"", "this file is empty"),
+    ],
+    ids=["text", "binary", "empty"],
+)
+def test_a_file_that_is_not_gguf_is_described_in_plain_words(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], content: bytes, words: str
+) -> None:
+    """No Python bytes repr (``b'not '``) in the message, in the window or on the CLI."""
+    from curator.cli import main
+
+    bad = tmp_path / "notes.gguf"
+    bad.write_bytes(content)
+    with pytest.raises(ModelFileError) as caught:
+        read_gguf_info(bad)
+    message = str(caught.value)
+    assert words in message and 'a model file begins with "GGUF"' in message
+    assert "b'" not in message and 'b"' not in message
+    code = main(["--db", str(tmp_path / "cli.sqlite"), "settings", f"model_path={bad}"])
+    err = capsys.readouterr().err
+    assert code == 2 and words in err and "b'" not in err

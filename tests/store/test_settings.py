@@ -127,3 +127,31 @@ def test_one_function_builds_the_backend_settings() -> None:
         0.5,
     )
     assert (b.n_gpu_layers, b.flash_attn) == (s.n_gpu_layers, s.flash_attn)
+
+
+@pytest.mark.parametrize(
+    ("changes", "message"),
+    [
+        ({"backend": "gpu"}, r"model backend \(backend\) must be one of local, server"),
+        ({"server_url": "ftp://host"}, r"must start with http:// or https://"),
+        ({"server_url": "http://me:secret@host:8080"}, r"must not contain a user name or password"),
+        ({"backend": "server"}, r"needs a model server URL"),
+    ],
+)
+def test_the_server_settings_are_checked(store, changes: dict, message: str) -> None:
+    with pytest.raises(SettingsError, match=message):
+        update_settings(store, changes)
+    assert load_settings(store).backend == "local"  # nothing saved
+
+
+def test_the_server_settings_round_trip(store) -> None:
+    saved = update_settings(
+        store, {"backend": "server", "server_url": "http://127.0.0.1:8080", "server_model": "m"}
+    )
+    assert (saved.backend, saved.server_url, saved.server_model) == (
+        "server",
+        "http://127.0.0.1:8080",
+        "m",
+    )
+    assert load_settings(store) == saved
+    assert update_settings(store, {"backend": None}).backend == "local"

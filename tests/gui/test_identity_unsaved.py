@@ -1,0 +1,97 @@
+"""Identity edits show that they are unsaved and are never discarded without asking."""
+
+from __future__ import annotations
+
+import threading
+
+from PySide6.QtCore import Qt
+
+from curator.store.identity import current_identity, save_identity
+from tests.gui.questions import answer_question
+
+
+def _pane(main_window):
+    pane = main_window.pane("identityPane")
+    main_window.tabs.setCurrentWidget(pane)
+    return pane
+
+
+def _tab_text(main_window, pane) -> str:
+    return main_window.tabs.tabText(main_window.tabs.indexOf(pane))
+
+
+def _wait_for_ops(qtbot, services) -> None:
+    qtbot.waitUntil(lambda: services.ops.pending == 0, timeout=30_000)
+
+
+def test_an_edit_shows_the_unsaved_marker_until_saved(qtbot, main_window, services, store):
+    pane = _pane(main_window)
+    assert not pane.dirty and not pane.unsaved_label.isVisible()
+    assert not pane.save_button.isEnabled() and _tab_text(main_window, pane) == "Identity"
+    before = current_identity(store)
+
+    qtbot.keyClicks(pane.identity_edit, " And I like tea.")
+    assert pane.dirty and pane.unsaved_label.isVisible()
+    assert pane.save_button.isEnabled() and pane.revert_button.isEnabled()
+    assert _tab_text(main_window, pane) == "Identity •"
+
+    qtbot.mouseClick(pane.save_button, Qt.MouseButton.LeftButton)
+    _wait_for_ops(qtbot, services)
+    saved = current_identity(store)
+    assert saved.version == before.version + 1
+    assert saved.identity_text.startswith(" And I like tea.")
+    assert threading.get_ident() not in services.ops.job_thread_ids  # saved off the GUI
+    assert not pane.dirty and not pane.unsaved_label.isVisible()
+    assert _tab_text(main_window, pane) == "Identity"
+
+
+def test_revert_drops_the_edit(qtbot, main_window, store) -> None:
+    pane = _pane(main_window)
+    original = pane.identity_edit.toPlainText()
+    pane.identity_edit.setPlainText("scratch")
+    qtbot.mouseClick(pane.revert_button, Qt.MouseButton.LeftButton)
+    assert pane.identity_edit.toPlainText() == original and not pane.dirty
+
+
+def test_discarding_asks_and_declining_keeps_the_edit(qtbot, main_window, services) -> None:
+    pane = _pane(main_window)
+    assert pane.confirm_discard()  # nothing to lose: no question
+    pane.identity_edit.setPlainText("An edit worth keeping.")
+
+    asked = answer_question(services, "Keep editing")
+    assert not pane.confirm_discard()
+    assert asked and "unsaved" in asked[0]
+    assert pane.identity_edit.toPlainText() == "An edit worth keeping." and pane.dirty
+
+    answer_question(services, "Discard edits")
+    assert pane.confirm_discard()
+    pane.revert()  # the window closes without a question at teardown
+
+
+def test_closing_the_window_over_an_edit_asks(qtbot, main_window, services) -> None:
+    pane = _pane(main_window)
+    pane.identity_edit.setPlainText("Not saved yet.")
+    asked = answer_question(services, "Keep editing")
+    main_window.close()
+    assert asked, "closing did not ask"
+    assert main_window.isVisible() and pane.identity_edit.toPlainText() == "Not saved yet."
+    answer_question(services, "Discard edits")  # let the fixture close it
+
+
+def test_a_version_saved_elsewhere_asks_before_replacing_the_edit(
+    qtbot, main_window, services, store
+) -> None:
+    pane = _pane(main_window)
+    pane.identity_edit.setPlainText("My unsaved wording.")
+    elsewhere = save_identity(store, "Saved by the CLI meanwhile.", ["Be brief."])
+
+    asked = answer_question(services, "Keep my edits")
+    pane.refresh()
+    assert asked and f"version {elsewhere.version}" in asked[0]
+    assert pane.identity_edit.toPlainText() == "My unsaved wording." and pane.dirty
+
+    pane.identity_edit.setPlainText("My unsaved wording, again.")
+    answer_question(services, f"Show version {elsewhere.version + 1}")
+    save_identity(store, "A second outside save.", ["Be brief."])
+    pane.refresh()
+    assert pane.identity_edit.toPlainText() == "A second outside save." and not pane.dirty
