@@ -62,6 +62,7 @@ def test_detail_names_the_source_and_confidence_of_the_label(qtbot, main_window,
     other = next(k for k in ("noise", "constitutional") if k != scored.predicted_label)
     pane.table.setFocus()
     qtbot.keyClick(pane.table, Qt.Key.Key_N if other == "noise" else Qt.Key.Key_C)
+    qtbot.waitUntil(lambda: main_window.services.ops.pending == 0, timeout=10_000)
     assert Episode.get_by_id(scored.id).human_label == other
     text = _detail_of(pane, int(scored.id))
     assert f"Decided by a person: {other} (the machine predicted {scored.predicted_label})" in text
