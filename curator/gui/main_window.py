@@ -298,6 +298,8 @@ class MainWindow(QMainWindow):
         run_menu.addActions([self.classify_action, self.distill_action, self.cancel_action])
         view_menu = bar.addMenu("&View")
         view_menu.addActions(self.pane_actions)
+        view_menu.addSeparator()
+        view_menu.addAction(self.provenance.back_action)
         help_menu = bar.addMenu("&Help")
         help_menu.addAction(self.shortcuts_action)
         help_menu.addAction(self.about_action)

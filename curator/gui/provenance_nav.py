@@ -54,15 +54,18 @@ class ProvenanceNavigator(QObject):
 
         knowledge.show_episode.connect(self.open_episode)
         tabs.currentChanged.connect(self._tab_changed)
-        episodes.model.modelReset.connect(self._episodes_loaded)
+        # after the pane has re-selected what it kept across the reset (it connects first)
+        episodes.model.loaded.connect(self._episodes_loaded)
 
     def open_episode(self, episode_id: int) -> None:
         """Show ``episode_id`` in the Episodes pane, selected, and offer the way back."""
         self.origin = self.knowledge.current_id()
         title = f"Source of pattern #{self.origin}" if self.origin is not None else "Episode"
+        # Show the pane first: showing it may reload it (a change elsewhere), and that
+        # reload must not land after, and undo, the filter and the selection set here.
+        self.tabs.setCurrentWidget(self.episodes)
         self._select_when_loaded = episode_id
         self.episodes.show_ids([episode_id], title)
-        self.tabs.setCurrentWidget(self.episodes)
         self._episodes_loaded()
         if self.origin is not None:
             self.back_button.setText(f"← Back to pattern #{self.origin}")

@@ -257,7 +257,7 @@ def test_restore_defaults_asks_first(qtbot, main_window, services, store) -> Non
     assert load_settings(store).top_k == 7 and pane.top_k.value() == 7  # declined: nothing
 
     qtbot.mouseClick(pane.defaults_button, Qt.MouseButton.LeftButton)
-    _question(services).findChild(QPushButton, "confirmYes").click()
+    _question(services).findChild(QPushButton, "confirmButton").click()
     _saved(qtbot, services)
     assert load_settings(store) == DEFAULTS
     assert pane.top_k.value() == DEFAULTS.top_k

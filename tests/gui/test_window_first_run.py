@@ -92,7 +92,7 @@ def test_f1_lists_every_shortcut(qtbot, main_window: MainWindow) -> None:
             assert window_action.text().replace("&", "") in text
     assert "Ctrl+K" in text and "Classify" in text and "F1" in text
     assert "Episodes pane" in text and "constitutional" in text  # the panes' keys
-    assert "Review pane" in text and "accept proposal" in text
+    assert "Review pane" in text and "Accept proposal" in text
     assert "README" in text
 
 
