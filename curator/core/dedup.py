@@ -64,6 +64,7 @@ from rapidfuzz import process
 from rapidfuzz.distance import Indel
 
 from curator.core.charbound import Levels, histograms, intersections
+from curator.core.gramcover import GramIndex
 
 __all__ = [
     "DEFAULT_SKIP",
@@ -177,6 +178,12 @@ _GROW: Final = 16
 #: Candidates per new text (by the character-multiset bound) whose LCS bound is
 #: computed to pick the seed: the pair whose exact ratio starts the search.
 _SEED_CANDIDATES: Final = 64
+#: Long pool texts (best LCS bound) also considered for the seed of a long query.
+_SEED_LONG: Final = 8
+#: Long candidates given the autojunk bound at once (after the cover bound).
+_AUTOJUNK_BATCH: Final = 8
+#: Long candidates given the cover bound at once, at first (then twice as many).
+_COVER_BATCH: Final = 32
 
 IntArray = npt.NDArray[np.int64]
 CodeArray = npt.NDArray[np.uint32]
@@ -213,6 +220,40 @@ class _Pool:
         self.texts: list[str] = list(existing)
         self._matchers: dict[int, difflib.SequenceMatcher[str]] = {}
         self._keep: dict[int, tuple[IntArray, CodeArray]] = {}
+        self._existing = len(self.texts)
+        self._grams: GramIndex | None = None
+        self._gram_slot: IntArray = np.zeros(0, dtype=np.int64)
+        self._added_grams: dict[int, GramIndex] = {}
+
+    def cover(self, text: str, indices: Sequence[int], need: Sequence[int]) -> IntArray:
+        """Upper bounds on difflib's matched count, ``text`` vs long pool texts.
+
+        :class:`~curator.core.gramcover.GramIndex` over every long text of ``existing``
+        (built on first use), and one per long text ADDed later; ``need[k]`` is the
+        count below which pair ``k`` cannot matter (see ``GramIndex.cover_bounds``).
+        """
+        if self._grams is None:
+            lengths = np.fromiter((len(t) for t in self.texts[: self._existing]), dtype=np.int64)
+            long_ones = np.flatnonzero(lengths >= _AUTOJUNK_MIN_LEN)
+            self._grams = GramIndex([self.texts[k] for k in long_ones.tolist()])
+            self._gram_slot = np.full(self._existing, -1, dtype=np.int64)
+            self._gram_slot[long_ones] = np.arange(long_ones.size)
+        result = np.zeros(len(indices), dtype=np.int64)
+        wanted = np.asarray(need, dtype=np.int64)
+        places = np.asarray(indices, dtype=np.int64)
+        inside = places < self._existing
+        slots = self._gram_slot[places[inside]]
+        if (slots < 0).any():
+            raise ValueError("cover bounds are for long pool texts only")
+        result[inside] = self._grams.cover_bounds(text, slots, wanted[inside])
+        for k in np.flatnonzero(~inside).tolist():
+            index = int(places[k])
+            grams = self._added_grams.get(index)
+            if grams is None:
+                grams = self._added_grams[index] = GramIndex([self.texts[index]])
+            zero = np.zeros(1, dtype=np.int64)
+            result[k] = grams.cover_bounds(text, zero, wanted[k : k + 1])[0]
+        return result
 
     def ratio(self, a: str, index: int) -> float:
         """Exact ``SequenceMatcher(None, a, pool[index]).ratio()``.
@@ -533,19 +574,48 @@ def _seeded_bounds(
     cols = top.ravel().astype(np.int64)
     lcs = _ratio_bounds(_pair_lcs(texts, columns, rows, cols, workers), total[rows, cols])
     bounds[rows, cols] = np.minimum(bounds[rows, cols], lcs)
-    # The seed: the best LCS bound, short pool texts first (autojunk makes difflib's
-    # ratio of a long one collapse far below its LCS bound), then the earliest index.
-    seeds = bounds[rows, cols].reshape(len(texts), take)
-    short = (len_c[top] < _AUTOJUNK_MIN_LEN).astype(np.int64)
+    # Long queries against long pool texts: the LCS of every pair now (the search
+    # would need most of them anyway), so that their best candidates can seed too.
+    long_rows = np.flatnonzero(len_q >= _AUTOJUNK_MIN_LEN)
+    long_cols = np.flatnonzero(len_c >= _AUTOJUNK_MIN_LEN)
+    extra = np.zeros((len(texts), 0), dtype=np.int64)
+    if long_rows.size and long_cols.size:
+        grid = np.ix_(long_rows, long_cols)
+        doubled = process.cdist(
+            [texts[r] for r in long_rows.tolist()],
+            [columns[c] for c in long_cols.tolist()],
+            scorer=Indel.similarity,
+            dtype=np.int64,
+            workers=1 if long_rows.size * long_cols.size < _PARALLEL_CELLS else workers,
+        )
+        bounds[grid] = np.minimum(bounds[grid], _ratio_bounds(np.asarray(doubled), total[grid]))
+        take_long = min(_SEED_LONG, long_cols.size)
+        best_long = np.argpartition(-bounds[grid], take_long - 1, axis=1)[:, :take_long]
+        extra = np.full((len(texts), take_long), -1, dtype=np.int64)
+        extra[long_rows] = long_cols[best_long]
+    # The seed: the best bound, then the earliest index.  Long pool texts get the cover
+    # bound first (autojunk makes difflib's ratio of a long text collapse far below
+    # its LCS bound, so an LCS-chosen long seed is often a poor one).
     for row, query in enumerate(queries):
-        first = np.lexsort((top[row], -seeds[row], -short[row]))[0]
-        column = int(top[row, first])
-        if query.could_improve(float(seeds[row, first]), start + column):
+        picks = np.unique(np.concatenate([top[row], extra[row][extra[row] >= 0]]))
+        long_picks = picks[len_c[picks] >= _AUTOJUNK_MIN_LEN]
+        if long_picks.size:
+            places = (start + long_picks).tolist()
+            matched = pool.cover(query.text, places, [0] * len(places))
+            tight = 2 * matched / total[row, long_picks]
+            bounds[row, long_picks] = np.minimum(bounds[row, long_picks], tight)
+        first = picks[np.lexsort((picks, -bounds[row, picks]))[0]]
+        column = int(first)
+        if query.could_improve(float(bounds[row, column]), start + column):
             query.offer(pool.ratio(query.text, start + column), start + column)
 
     best = np.fromiter((q.best for q in queries), dtype=np.float64, count=len(queries))
+    short_cols = len_c < _AUTOJUNK_MIN_LEN
     for row, query in enumerate(queries):
-        cols = np.flatnonzero(bounds[row] >= best[row])
+        reach = bounds[row] >= best[row]
+        if len_q[row] >= _AUTOJUNK_MIN_LEN:
+            reach &= short_cols  # the long ones have their LCS bound already
+        cols = np.flatnonzero(reach)
         if cols.size:
             # One query against many texts: rapidfuzz prepares the query once.
             doubled = process.cdist(
@@ -570,14 +640,15 @@ def _search_row(
 ) -> None:
     """Fold the exact best over one chunk of pool columns into ``query``.
 
-    ``row[c]`` is the LCS bound for pool index ``offset + c`` and ``lengths[c]`` that
+    ``row[c]`` is an upper bound for pool index ``offset + c`` and ``lengths[c]`` that
     text's length.  The best is seeded with the top candidate's exact ratio.  The
     candidates that could still beat it are then visited by descending bound, then
     ascending index, and the exact ratio is computed only while the next bound can
-    beat, or tie at an earlier index, the best ratio found so far.  A long pool text
-    (autojunk) reaching the front gets the tighter bound of :func:`_autojunk_bounds`
-    first and re-enters the queue; those are refined in growing batches, so that
-    numpy's per-call cost is shared while a rising best still spares most of them.
+    beat, or tie at an earlier index, the best ratio found so far.  When the first long
+    pool text (autojunk) reaches the front, every long candidate that could still win
+    gets the cover bound (:mod:`curator.core.gramcover`, cheap, one vectorised call)
+    and re-enters through a queue; one reaching the front again gets the tighter bound
+    of :func:`_autojunk_bounds` (in small batches) before its exact ratio.
     """
     if row.size == 0:
         return
@@ -591,37 +662,57 @@ def _search_row(
     columns = candidates[order]
     bounds = row[columns].tolist()
     indices = (columns + offset).tolist()
-    is_long = (lengths[columns] >= _AUTOJUNK_MIN_LEN).tolist()
+    sizes = lengths[columns].tolist()
+    is_long = [size >= _AUTOJUNK_MIN_LEN for size in sizes]
     long_positions = [k for k, flag in enumerate(is_long) if flag]
-    refined_upto = 0  # long_positions[:refined_upto] have their tight bound queued
-    batch = 16
-    queue: list[tuple[float, int]] = []  # (-tight bound, pool index), a heap
+    covered_upto = 0  # long_positions[:covered_upto] have left the list for the queue
+    batch = _COVER_BATCH
+    queue: list[tuple[float, int, int, int]] = []  # (-bound, index, stage, size), a heap
     position = 0
     while True:
         while (
             position < len(bounds)
             and is_long[position]
-            and (refined_upto > 0 and position <= long_positions[refined_upto - 1])
+            and covered_upto > 0
+            and position <= long_positions[covered_upto - 1]
         ):
-            position += 1  # already refined and queued
+            position += 1  # already in the queue
         head = (-bounds[position], indices[position]) if position < len(bounds) else None
-        if queue and (head is None or queue[0] < head):
-            neg_bound, index = heapq.heappop(queue)
+        if queue and (head is None or queue[0][:2] < head):
+            neg_bound, index, stage, size = heapq.heappop(queue)
             if not query.could_improve(-neg_bound, index):
                 break
+            if stage == 1:  # cover-bounded: the autojunk bound next, a few at a time
+                group = [(neg_bound, index, size)]
+                while (
+                    len(group) < _AUTOJUNK_BATCH
+                    and queue
+                    and queue[0][2] == 1
+                    and query.could_improve(-queue[0][0], queue[0][1])
+                ):
+                    neg, other, _, other_size = heapq.heappop(queue)
+                    group.append((neg, other, other_size))
+                matched = _autojunk_bounds(query, pool, [i for _, i, _ in group])
+                for (neg, other, other_size), count in zip(group, matched.tolist(), strict=True):
+                    tight = min(-neg, 2 * count / (len(query.text) + other_size))
+                    heapq.heappush(queue, (-tight, other, 2, other_size))
+                continue
         elif head is not None:
             if not query.could_improve(bounds[position], indices[position]):
                 break
             if is_long[position]:
-                picked = long_positions[refined_upto : refined_upto + batch]
-                picked = [k for k in picked if query.could_improve(bounds[k], indices[k])]
-                matched = _autojunk_bounds(query, pool, [indices[k] for k in picked])
-                for k, count in zip(picked, matched.tolist(), strict=True):
-                    total = len(query.text) + int(lengths[columns[k]])
-                    tight = min(bounds[k], 2 * count / total)
-                    heapq.heappush(queue, (-tight, indices[k]))
-                refined_upto += len(long_positions[refined_upto : refined_upto + batch])
+                chosen = long_positions[covered_upto : covered_upto + batch]
+                covered_upto += len(chosen)
                 batch *= 2
+                picked = [k for k in chosen if query.could_improve(bounds[k], indices[k])]
+                totals = [len(query.text) + sizes[k] for k in picked]
+                # Below this many matched characters a pair cannot reach the best
+                # (two less than the exact threshold: float rounding cannot matter).
+                need = [max(0, int(query.best * total / 2) - 2) for total in totals]
+                matched = pool.cover(query.text, [indices[k] for k in picked], need)
+                for k, total, count in zip(picked, totals, matched.tolist(), strict=True):
+                    tight = min(bounds[k], 2 * count / total)
+                    heapq.heappush(queue, (-tight, indices[k], 1, sizes[k]))
                 continue
             index = indices[position]
             position += 1
