@@ -30,7 +30,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from curator.store.db import Store
 from curator.store.episode_queries import EpisodeFilter, EpisodeSort, query_ids, where_clause
-from curator.store.migrations import LATEST_VERSION, MIGRATIONS
+from curator.store.migrations import MIGRATIONS
 
 SYLLABLES = [
     "ka",
@@ -92,12 +92,15 @@ QUERIES = (
 
 
 def build(path: Path, count: int, seed: int = 7) -> tuple[float, float]:
-    """Episodes at the previous schema version, then the upgrade: (fill s, migrate s)."""
+    """Episodes at the schema version before the index, then the upgrade: (fill s, migrate s)."""
     conn = sqlite3.connect(path)
-    for migration in MIGRATIONS[:-1]:
+    # Up to the migration that creates the index (later ones were appended after it):
+    # filling through its triggers would hide the rebuild an existing database gets.
+    before = next(k for k, m in enumerate(MIGRATIONS) if any("episode_fts" in s for s in m))
+    for migration in MIGRATIONS[:before]:
         for statement in migration:
             conn.execute(statement)
-    conn.execute(f"PRAGMA user_version = {LATEST_VERSION - 1}")
+    conn.execute(f"PRAGMA user_version = {before}")
     rng = random.Random(seed)
     words, cumulative = vocabulary(rng)
     started = time.perf_counter()
