@@ -29,10 +29,12 @@ Three bounds, cheapest first
 ----------------------------
 The LCS itself is bounded by the character-multiset intersection (see
 :mod:`curator.core.charbound`), which one matrix product yields for every pair at
-once.  Each new text is seeded with one exact ratio (its most promising short pool
-text); the LCS bound (rapidfuzz) is then computed only for the pairs whose multiset
-bound still reaches that seed, and the autojunk bound only for long texts that reach
-the front of the search.  Every bound is a true upper bound on difflib's ratio, so
+once.  Each new text is seeded with one exact ratio: of the pool text with the best
+bound among its best multiset bounds (and, for a long new text, among the long pool
+texts with the best LCS bounds), long pool texts counted with their cover bound.  The
+LCS bound (rapidfuzz) is then computed only for the pairs whose multiset bound still
+reaches that seed, and the cover bound only for long texts that reach the front of the
+search.  Every bound is a true upper bound on difflib's ratio, so
 which of them a pair ends up with changes the time, never the answer.
 
 Search order
@@ -307,8 +309,11 @@ def _seeded_bounds(
 
     Every pair gets the character-multiset bound (:mod:`curator.core.charbound`, one
     matrix product), capped by the length bound ``min(len(a), len(b))``.  Each query is
-    then seeded with one exact ratio: of the pair with the best LCS bound among its
-    :data:`_SEED_CANDIDATES` best multiset bounds.  Only the pairs whose multiset bound
+    then seeded with one exact ratio: of the pair with the best bound among its
+    :data:`_SEED_CANDIDATES` best multiset bounds (LCS-bounded; long pool texts also
+    cover-bounded) and, for a long query, its :data:`_SEED_LONG` long pool texts with
+    the best LCS bounds (every long x long pair gets the LCS bound here).  Only the
+    pairs whose multiset bound
     still reaches that best get the (costlier) LCS bound; the others keep the multiset
     bound, a true upper bound too and already below a ratio the query has, so the
     search never visits them.
