@@ -20,18 +20,21 @@ than ``len(b) // 100 + 1`` times in ``b`` "popular": they never seed a match, th
 are only picked up while extending a block whose core is made of non-popular
 characters.  For natural text almost every letter and the space are popular, so
 difflib's ratio collapses far below the LCS bound and the LCS bound alone would leave
-nearly every long pool text to be checked exactly.  :func:`_autojunk_bounds` adds a
-second, tighter bound for those pairs (see its docstring for the proof); it is only
-computed lazily, in batches, for candidates that the LCS bound could not discard.
+nearly every long pool text to be checked exactly.  The cover bound of
+:mod:`curator.core.gramcover` (see its docstring for the proof) is the tighter bound
+for those pairs; it is computed lazily, in batches, for long candidates that the LCS
+bound could not discard.
 
 Three bounds, cheapest first
 ----------------------------
 The LCS itself is bounded by the character-multiset intersection (see
 :mod:`curator.core.charbound`), which one matrix product yields for every pair at
-once.  Each new text is seeded with one exact ratio (its most promising short pool
-text); the LCS bound (rapidfuzz) is then computed only for the pairs whose multiset
-bound still reaches that seed, and the autojunk bound only for long texts that reach
-the front of the search.  Every bound is a true upper bound on difflib's ratio, so
+once.  Each new text is seeded with one exact ratio: of the pool text with the best
+bound among its best multiset bounds (and, for a long new text, among the long pool
+texts with the best LCS bounds), long pool texts counted with their cover bound.  The
+LCS bound (rapidfuzz) is then computed only for the pairs whose multiset bound still
+reaches that seed, and the cover bound only for long texts that reach the front of the
+search.  Every bound is a true upper bound on difflib's ratio, so
 which of them a pair ends up with changes the time, never the answer.
 
 Search order
@@ -64,6 +67,7 @@ from rapidfuzz import process
 from rapidfuzz.distance import Indel
 
 from curator.core.charbound import Levels, histograms, intersections
+from curator.core.gramcover import GramIndex
 
 __all__ = [
     "DEFAULT_SKIP",
@@ -160,50 +164,17 @@ def reference_gate(
     return decisions
 
 
-_U32: Final = np.dtype("<u4")
-#: Code values no character can have (characters stop at 0x10FFFF): the padding
-#: around ``a`` and the separators between concatenated pool texts match nothing.
-_PAD: Final = 0xFFFF_FFFE
-_SEPARATOR: Final = 0xFFFF_FFFF
-#: Cells per refinement batch (per pair: the new text's length + 1 + the pool text's
-#: length), to bound memory.
-_BATCH_CELLS: Final = 2_000_000
-#: Anchors (character pairs that can seed a block) per refinement batch.
-_MAX_ANCHORS: Final = 500_000
 #: Below this many pairs, rapidfuzz runs on one thread.
 _PARALLEL_CELLS: Final = 20_000
-#: Characters compared per step while growing anchored runs (and padding width).
-_GROW: Final = 16
 #: Candidates per new text (by the character-multiset bound) whose LCS bound is
 #: computed to pick the seed: the pair whose exact ratio starts the search.
 _SEED_CANDIDATES: Final = 64
+#: Long pool texts (best LCS bound) also considered for the seed of a long query.
+_SEED_LONG: Final = 8
+#: Long candidates given the cover bound at once, at first (then twice as many).
+_COVER_BATCH: Final = 32
 
 IntArray = npt.NDArray[np.int64]
-CodeArray = npt.NDArray[np.uint32]
-
-
-def _codes(text: str) -> CodeArray:
-    """Code points of ``text`` (lone surrogates included) as a read-only uint32 array."""
-    return np.frombuffer(text.encode("utf-32-le", "surrogatepass"), dtype=_U32)
-
-
-def _decode(codes: CodeArray) -> str:
-    return codes.astype(_U32, copy=False).tobytes().decode("utf-32-le", "surrogatepass")
-
-
-def _non_popular(text: str) -> tuple[IntArray, CodeArray]:
-    """Positions and codes of the characters difflib's autojunk keeps for ``text``.
-
-    Mirrors ``SequenceMatcher.__chain_b``: for ``len(text) >= 200`` a character is
-    popular when it occurs more than ``len(text) // 100 + 1`` times; shorter texts
-    have no popular characters (the bound below then degrades gracefully to the LCS).
-    """
-    codes = _codes(text)
-    if len(text) < _AUTOJUNK_MIN_LEN:  # no autojunk: every character is kept
-        return np.arange(len(text), dtype=np.int64), codes
-    _, inverse, counts = np.unique(codes, return_inverse=True, return_counts=True)
-    positions = np.flatnonzero(counts[inverse] <= len(text) // 100 + 1).astype(np.int64)
-    return positions, codes[positions]
 
 
 class _Pool:
@@ -212,7 +183,40 @@ class _Pool:
     def __init__(self, existing: Sequence[str]) -> None:
         self.texts: list[str] = list(existing)
         self._matchers: dict[int, difflib.SequenceMatcher[str]] = {}
-        self._keep: dict[int, tuple[IntArray, CodeArray]] = {}
+        self._existing = len(self.texts)
+        self._grams: GramIndex | None = None
+        self._gram_slot: IntArray = np.zeros(0, dtype=np.int64)
+        self._added_grams: dict[int, GramIndex] = {}
+
+    def cover(self, text: str, indices: Sequence[int], need: Sequence[int]) -> IntArray:
+        """Upper bounds on difflib's matched count, ``text`` vs long pool texts.
+
+        :class:`~curator.core.gramcover.GramIndex` over every long text of ``existing``
+        (built on first use), and one per long text ADDed later; ``need[k]`` is the
+        count below which pair ``k`` cannot matter (see ``GramIndex.cover_bounds``).
+        """
+        if self._grams is None:
+            lengths = np.fromiter((len(t) for t in self.texts[: self._existing]), dtype=np.int64)
+            long_ones = np.flatnonzero(lengths >= _AUTOJUNK_MIN_LEN)
+            self._grams = GramIndex([self.texts[k] for k in long_ones.tolist()])
+            self._gram_slot = np.full(self._existing, -1, dtype=np.int64)
+            self._gram_slot[long_ones] = np.arange(long_ones.size)
+        result = np.zeros(len(indices), dtype=np.int64)
+        wanted = np.asarray(need, dtype=np.int64)
+        places = np.asarray(indices, dtype=np.int64)
+        inside = places < self._existing
+        slots = self._gram_slot[places[inside]]
+        if (slots < 0).any():
+            raise ValueError("cover bounds are for long pool texts only")
+        result[inside] = self._grams.cover_bounds(text, slots, wanted[inside])
+        for k in np.flatnonzero(~inside).tolist():
+            index = int(places[k])
+            grams = self._added_grams.get(index)
+            if grams is None:
+                grams = self._added_grams[index] = GramIndex([self.texts[index]])
+            zero = np.zeros(1, dtype=np.int64)
+            result[k] = grams.cover_bounds(text, zero, wanted[k : k + 1])[0]
+        return result
 
     def ratio(self, a: str, index: int) -> float:
         """Exact ``SequenceMatcher(None, a, pool[index]).ratio()``.
@@ -231,37 +235,16 @@ class _Pool:
             matcher.set_seq1(a)
         return matcher.ratio()
 
-    def keep(self, index: int) -> tuple[IntArray, CodeArray]:
-        """Non-popular positions and codes of a long pool text (cached)."""
-        kept = self._keep.get(index)
-        if kept is None:
-            if len(self._keep) >= _MATCHER_CACHE_SIZE:
-                self._keep.pop(next(iter(self._keep)))
-            kept = self._keep[index] = _non_popular(self.texts[index])
-        return kept
-
 
 class _Query:
     """One new text and its running best (``best_index < 0`` while nothing was seen)."""
 
-    __slots__ = ("_lookup", "best", "best_index", "codes", "padded", "text")
+    __slots__ = ("best", "best_index", "text")
 
     def __init__(self, text: str) -> None:
         self.text = text
         self.best = -1.0
         self.best_index = -1
-        self.codes = _codes(text)
-        padded = np.full(len(text) + 2 * _GROW, _PAD, dtype=_U32)
-        padded[_GROW:-_GROW] = self.codes
-        self.padded = padded
-        self._lookup: tuple[CodeArray, IntArray] | None = None
-
-    def lookup(self) -> tuple[CodeArray, IntArray]:
-        """The text's codes sorted, and the positions they came from."""
-        if self._lookup is None:
-            order = np.argsort(self.codes, kind="stable").astype(np.int64)
-            self._lookup = (self.codes[order], order)
-        return self._lookup
 
     def could_improve(self, bound: float, index: int) -> bool:
         """Whether a candidate with this upper bound might replace the current best."""
@@ -270,189 +253,6 @@ class _Query:
     def offer(self, ratio: float, index: int) -> None:
         if ratio > self.best or (ratio == self.best and index < self.best_index):
             self.best, self.best_index = ratio, index
-
-
-def _autojunk_bounds(query: _Query, pool: _Pool, indices: Sequence[int]) -> IntArray:
-    """Upper bounds on difflib's matched-character count, ``query`` vs long pool texts.
-
-    For ``len(b) >= 200`` (autojunk on, no junk function), ``find_longest_match``
-    works like this on a region ``a[alo:ahi]`` x ``b[blo:bhi]``: the *core* of the
-    block is the longest run of consecutive equal pairs whose ``b`` characters are all
-    non-popular; the core is then extended over equal characters of any kind.  Hence
-    every matching block either
-
-    * (type C) contains a pair ``(i, j)`` with ``a[i] == b[j]`` non-popular, and lies
-      inside the maximal diagonal run of equal characters through that pair (an
-      "anchored run"); or
-    * (type E) has an empty core: the region has no non-popular pair at all, and the
-      block is the common prefix of ``a[alo:ahi]`` and ``b[blo:bhi]``.  A region that
-      does not start at ``(0, 0)`` starts right after an earlier block, where the
-      extension stopped on a mismatch, so only a region starting at ``(0, 0)`` can
-      produce a non-empty type E block: it lies inside the common prefix of a and b.
-
-    So every matched pair lies in an anchored run or in the common prefix, and the
-    matched pairs of all blocks form a common subsequence.  Blanking out (with
-    characters that match nothing) every position of ``a`` and of ``b`` covered by
-    neither keeps all matched pairs, so the LCS of the blanked strings bounds the
-    matched count.  Unlike the plain LCS it ignores the long stretches of popular
-    characters that difflib can never reach, which is where autojunk makes difflib's
-    ratio collapse.
-
-    Blanked characters match nothing, so deleting them leaves the LCS unchanged; the
-    strings handed to rapidfuzz are the covered characters only, which also makes
-    the LCS cheap.  All pairs are handled at once with numpy: the pool texts are
-    concatenated with separators, the anchored runs of all anchors are grown
-    together, ``_GROW`` characters per step, and rapidfuzz computes all the LCS in
-    one call.
-
-    Work is split into groups that bound memory (anchors and cells); a pair with more
-    anchors than one group may hold (only possible for very long texts made of few
-    distinct characters) keeps the trivial bound ``min(len(a), len(b))``.
-    """
-    texts = [pool.texts[index] for index in indices]
-    kept = [pool.keep(index) for index in indices]
-    len_a = len(query.text)
-    lengths = np.fromiter((len(t) for t in texts), dtype=np.int64, count=len(texts))
-    result = np.minimum(lengths, len_a)
-    sorted_codes, _ = query.lookup()
-    codes = np.concatenate([c for _, c in kept] + [np.empty(0, _U32)])
-    hits = np.searchsorted(sorted_codes, codes, side="right") - np.searchsorted(
-        sorted_codes, codes, side="left"
-    )
-    bounds = np.concatenate([[0], np.cumsum([len(p) for p, _ in kept], dtype=np.int64)])
-    running = np.concatenate([[0], np.cumsum(hits, dtype=np.int64)])
-    anchors = (running[bounds[1:]] - running[bounds[:-1]]).tolist()
-    group: list[int] = []
-    group_anchors = group_cells = 0
-
-    def flush() -> None:
-        if group:
-            result[group] = _autojunk_group(
-                query, [texts[k] for k in group], [kept[k] for k in group]
-            )
-            group.clear()
-
-    for k, (size, hit) in enumerate(zip(lengths.tolist(), anchors, strict=True)):
-        cells = len_a + 1 + size
-        if hit > _MAX_ANCHORS or cells > _BATCH_CELLS:
-            continue
-        if group_anchors + hit > _MAX_ANCHORS or group_cells + cells > _BATCH_CELLS:
-            flush()
-            group_anchors = group_cells = 0
-        group.append(k)
-        group_anchors += hit
-        group_cells += cells
-    flush()
-    return result
-
-
-def _autojunk_group(
-    query: _Query, texts: list[str], kept: list[tuple[IntArray, CodeArray]]
-) -> IntArray:
-    """:func:`_autojunk_bounds` for one memory-bounded group of pool texts."""
-    count = len(texts)
-    len_a = len(query.text)
-    lengths = np.fromiter((len(t) for t in texts), dtype=np.int64, count=count)
-    # Layout: _GROW separators, t0, SEP, t1, SEP, ..., t_last, then separators.
-    starts = np.empty(count, dtype=np.int64)
-    starts[0] = _GROW
-    np.cumsum(lengths[:-1] + 1, out=starts[1:])
-    starts[1:] += _GROW
-    joined = np.full(int(starts[-1] + lengths[-1]) + _GROW + 1, _SEPARATOR, dtype=_U32)
-    joined[_GROW : _GROW + int(starts[-1] + lengths[-1]) - _GROW] = _codes("\x00".join(texts))
-    joined[starts[1:] - 1] = _SEPARATOR
-
-    # Anchors: every (i, j) with a[i] == b[j] and b[j] non-popular in its own text.
-    per_text = np.fromiter((len(p) for p, _ in kept), dtype=np.int64, count=count)
-    anchor_text = np.repeat(np.arange(count, dtype=np.int64), per_text)
-    anchor_j = np.concatenate([p for p, _ in kept] + [np.empty(0, np.int64)])
-    anchor_j = anchor_j + np.repeat(starts, per_text)
-    anchor_codes = np.concatenate([c for _, c in kept] + [np.empty(0, _U32)])
-    sorted_codes, order = query.lookup()
-    low = np.searchsorted(sorted_codes, anchor_codes, side="left")
-    hits = np.searchsorted(sorted_codes, anchor_codes, side="right") - low
-    source = np.repeat(np.arange(len(hits), dtype=np.int64), hits)
-    within = np.arange(int(hits.sum()), dtype=np.int64) - np.repeat(np.cumsum(hits) - hits, hits)
-    pair_i = order[low[source] + within] + _GROW  # index into query.padded
-    pair_j = anchor_j[source]
-    pair_text = anchor_text[source]
-
-    # Grow every anchored run to its maximal extent; pads and separators stop it.
-    padded = query.padded
-    reach = []
-    for sign in (-1, 1):
-        steps = sign * np.arange(1, _GROW + 1, dtype=np.int64)
-        grown = np.zeros(len(pair_i), dtype=np.int64)
-        active = np.arange(len(pair_i), dtype=np.int64)
-        for _ in range(3):  # most runs are short: single steps first
-            if not active.size:
-                break
-            offset = sign * (grown[active] + 1)
-            same_one = padded[pair_i[active] + offset] == joined[pair_j[active] + offset]
-            active = active[same_one]
-            grown[active] += 1
-        while active.size:
-            offset = sign * grown[active]
-            same = (
-                padded[(pair_i[active] + offset)[:, None] + steps]
-                == joined[(pair_j[active] + offset)[:, None] + steps]
-            )
-            full = same.all(axis=1)
-            grown[active] += np.where(full, _GROW, np.argmin(same, axis=1))
-            active = active[full]
-        reach.append(grown)
-    left, right = reach
-
-    # Common prefixes (the only place a type E block can be).
-    prefix = np.zeros(count, dtype=np.int64)
-    if len_a:
-        maybe = np.flatnonzero(joined[starts] == query.codes[0])
-        if maybe.size:
-            width = len_a + 1
-            needed = int(starts[-1]) + width - len(joined)
-            if needed > 0:
-                joined = np.concatenate([joined, np.full(needed, _SEPARATOR, dtype=_U32)])
-            windows = joined[starts[maybe][:, None] + np.arange(width, dtype=np.int64)]
-            same = windows == padded[_GROW : _GROW + width][None, :]
-            prefix[maybe] = np.argmin(same, axis=1)
-
-    # Covered positions: of a (one row per pair) and of the concatenated pool texts.
-    width = len_a + 1
-    cells = count * width
-    rows = np.arange(count, dtype=np.int64) * width
-    first_a = pair_text * width + pair_i - _GROW
-    begin_a = np.concatenate([first_a - left, rows])
-    end_a = np.concatenate([first_a + right + 1, rows + prefix])
-    cover_a = (
-        np.cumsum(
-            np.bincount(begin_a, minlength=cells + 1)[:cells]
-            - np.bincount(end_a, minlength=cells + 1)[:cells]
-        ).reshape(count, width)[:, :len_a]
-        > 0
-    )
-    size = len(joined)
-    begin_b = np.concatenate([pair_j - left, starts])
-    end_b = np.concatenate([pair_j + right + 1, starts + prefix])
-    cover_b = (
-        np.cumsum(
-            np.bincount(begin_b, minlength=size + 1)[:size]
-            - np.bincount(end_b, minlength=size + 1)[:size]
-        )
-        > 0
-    )
-
-    # Only covered characters go to the LCS (blanked ones could not match anyway).
-    kept_a = _decode(np.broadcast_to(query.codes, (count, len_a))[cover_a])
-    ends_a = np.cumsum(cover_a.sum(axis=1)).tolist()
-    rows_a = [kept_a[s:e] for s, e in zip([0, *ends_a[:-1]], ends_a, strict=True)]
-    kept_b = _decode(joined[cover_b])
-    before = np.concatenate([[0], np.cumsum(cover_b)])
-    starts_b = before[starts].tolist()
-    ends_b = before[starts + lengths].tolist()
-    rows_b = [kept_b[s:e] for s, e in zip(starts_b, ends_b, strict=True)]
-    # One thread: the blanked strings are short, and starting threads costs more.
-    doubled = process.cpdist(rows_a, rows_b, scorer=Indel.similarity, dtype=np.int64, workers=1)
-    return np.asarray(doubled, dtype=np.int64) // 2
 
 
 def _bounds(
@@ -509,8 +309,11 @@ def _seeded_bounds(
 
     Every pair gets the character-multiset bound (:mod:`curator.core.charbound`, one
     matrix product), capped by the length bound ``min(len(a), len(b))``.  Each query is
-    then seeded with one exact ratio: of the pair with the best LCS bound among its
-    :data:`_SEED_CANDIDATES` best multiset bounds.  Only the pairs whose multiset bound
+    then seeded with one exact ratio: of the pair with the best bound among its
+    :data:`_SEED_CANDIDATES` best multiset bounds (LCS-bounded; long pool texts also
+    cover-bounded) and, for a long query, its :data:`_SEED_LONG` long pool texts with
+    the best LCS bounds (every long x long pair gets the LCS bound here).  Only the
+    pairs whose multiset bound
     still reaches that best get the (costlier) LCS bound; the others keep the multiset
     bound, a true upper bound too and already below a ratio the query has, so the
     search never visits them.
@@ -533,19 +336,48 @@ def _seeded_bounds(
     cols = top.ravel().astype(np.int64)
     lcs = _ratio_bounds(_pair_lcs(texts, columns, rows, cols, workers), total[rows, cols])
     bounds[rows, cols] = np.minimum(bounds[rows, cols], lcs)
-    # The seed: the best LCS bound, short pool texts first (autojunk makes difflib's
-    # ratio of a long one collapse far below its LCS bound), then the earliest index.
-    seeds = bounds[rows, cols].reshape(len(texts), take)
-    short = (len_c[top] < _AUTOJUNK_MIN_LEN).astype(np.int64)
+    # Long queries against long pool texts: the LCS of every pair now (the search
+    # would need most of them anyway), so that their best candidates can seed too.
+    long_rows = np.flatnonzero(len_q >= _AUTOJUNK_MIN_LEN)
+    long_cols = np.flatnonzero(len_c >= _AUTOJUNK_MIN_LEN)
+    extra = np.zeros((len(texts), 0), dtype=np.int64)
+    if long_rows.size and long_cols.size:
+        grid = np.ix_(long_rows, long_cols)
+        doubled = process.cdist(
+            [texts[r] for r in long_rows.tolist()],
+            [columns[c] for c in long_cols.tolist()],
+            scorer=Indel.similarity,
+            dtype=np.int64,
+            workers=1 if long_rows.size * long_cols.size < _PARALLEL_CELLS else workers,
+        )
+        bounds[grid] = np.minimum(bounds[grid], _ratio_bounds(np.asarray(doubled), total[grid]))
+        take_long = min(_SEED_LONG, long_cols.size)
+        best_long = np.argpartition(-bounds[grid], take_long - 1, axis=1)[:, :take_long]
+        extra = np.full((len(texts), take_long), -1, dtype=np.int64)
+        extra[long_rows] = long_cols[best_long]
+    # The seed: the best bound, then the earliest index.  Long pool texts get the cover
+    # bound first (autojunk makes difflib's ratio of a long text collapse far below
+    # its LCS bound, so an LCS-chosen long seed is often a poor one).
     for row, query in enumerate(queries):
-        first = np.lexsort((top[row], -seeds[row], -short[row]))[0]
-        column = int(top[row, first])
-        if query.could_improve(float(seeds[row, first]), start + column):
+        picks = np.unique(np.concatenate([top[row], extra[row][extra[row] >= 0]]))
+        long_picks = picks[len_c[picks] >= _AUTOJUNK_MIN_LEN]
+        if long_picks.size:
+            places = (start + long_picks).tolist()
+            matched = pool.cover(query.text, places, [0] * len(places))
+            tight = 2 * matched / total[row, long_picks]
+            bounds[row, long_picks] = np.minimum(bounds[row, long_picks], tight)
+        first = picks[np.lexsort((picks, -bounds[row, picks]))[0]]
+        column = int(first)
+        if query.could_improve(float(bounds[row, column]), start + column):
             query.offer(pool.ratio(query.text, start + column), start + column)
 
     best = np.fromiter((q.best for q in queries), dtype=np.float64, count=len(queries))
+    short_cols = len_c < _AUTOJUNK_MIN_LEN
     for row, query in enumerate(queries):
-        cols = np.flatnonzero(bounds[row] >= best[row])
+        reach = bounds[row] >= best[row]
+        if len_q[row] >= _AUTOJUNK_MIN_LEN:
+            reach &= short_cols  # the long ones have their LCS bound already
+        cols = np.flatnonzero(reach)
         if cols.size:
             # One query against many texts: rapidfuzz prepares the query once.
             doubled = process.cdist(
@@ -570,14 +402,14 @@ def _search_row(
 ) -> None:
     """Fold the exact best over one chunk of pool columns into ``query``.
 
-    ``row[c]`` is the LCS bound for pool index ``offset + c`` and ``lengths[c]`` that
+    ``row[c]`` is an upper bound for pool index ``offset + c`` and ``lengths[c]`` that
     text's length.  The best is seeded with the top candidate's exact ratio.  The
     candidates that could still beat it are then visited by descending bound, then
     ascending index, and the exact ratio is computed only while the next bound can
-    beat, or tie at an earlier index, the best ratio found so far.  A long pool text
-    (autojunk) reaching the front gets the tighter bound of :func:`_autojunk_bounds`
-    first and re-enters the queue; those are refined in growing batches, so that
-    numpy's per-call cost is shared while a rising best still spares most of them.
+    beat, or tie at an earlier index, the best ratio found so far.  Long pool texts
+    (autojunk) reaching the front get the cover bound (:mod:`curator.core.gramcover`),
+    with the next ones that could still win in growing batches, and re-enter through
+    a queue ordered the same way.
     """
     if row.size == 0:
         return
@@ -591,19 +423,21 @@ def _search_row(
     columns = candidates[order]
     bounds = row[columns].tolist()
     indices = (columns + offset).tolist()
-    is_long = (lengths[columns] >= _AUTOJUNK_MIN_LEN).tolist()
+    sizes = lengths[columns].tolist()
+    is_long = [size >= _AUTOJUNK_MIN_LEN for size in sizes]
     long_positions = [k for k, flag in enumerate(is_long) if flag]
-    refined_upto = 0  # long_positions[:refined_upto] have their tight bound queued
-    batch = 16
-    queue: list[tuple[float, int]] = []  # (-tight bound, pool index), a heap
+    covered_upto = 0  # long_positions[:covered_upto] have left the list for the queue
+    batch = _COVER_BATCH
+    queue: list[tuple[float, int]] = []  # (-cover bound, pool index), a heap
     position = 0
     while True:
         while (
             position < len(bounds)
             and is_long[position]
-            and (refined_upto > 0 and position <= long_positions[refined_upto - 1])
+            and covered_upto > 0
+            and position <= long_positions[covered_upto - 1]
         ):
-            position += 1  # already refined and queued
+            position += 1  # already in the queue
         head = (-bounds[position], indices[position]) if position < len(bounds) else None
         if queue and (head is None or queue[0] < head):
             neg_bound, index = heapq.heappop(queue)
@@ -613,15 +447,18 @@ def _search_row(
             if not query.could_improve(bounds[position], indices[position]):
                 break
             if is_long[position]:
-                picked = long_positions[refined_upto : refined_upto + batch]
-                picked = [k for k in picked if query.could_improve(bounds[k], indices[k])]
-                matched = _autojunk_bounds(query, pool, [indices[k] for k in picked])
-                for k, count in zip(picked, matched.tolist(), strict=True):
-                    total = len(query.text) + int(lengths[columns[k]])
+                chosen = long_positions[covered_upto : covered_upto + batch]
+                covered_upto += len(chosen)
+                batch *= 2
+                picked = [k for k in chosen if query.could_improve(bounds[k], indices[k])]
+                totals = [len(query.text) + sizes[k] for k in picked]
+                # Below this many matched characters a pair cannot reach the best
+                # (two less than the exact threshold: float rounding cannot matter).
+                need = [max(0, int(query.best * total / 2) - 2) for total in totals]
+                matched = pool.cover(query.text, [indices[k] for k in picked], need)
+                for k, total, count in zip(picked, totals, matched.tolist(), strict=True):
                     tight = min(bounds[k], 2 * count / total)
                     heapq.heappush(queue, (-tight, indices[k]))
-                refined_upto += len(long_positions[refined_upto : refined_upto + batch])
-                batch *= 2
                 continue
             index = indices[position]
             position += 1

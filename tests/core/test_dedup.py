@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import difflib
 
+import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -11,6 +12,7 @@ from rapidfuzz.distance import Indel
 
 from curator.core import dedup
 from curator.core.dedup import Decision, gate, merge_importance, reference_gate
+from curator.core.gramcover import GramIndex
 
 # --- semantics (checked on both implementations) -------------------------------------
 
@@ -132,64 +134,9 @@ def test_bounds_are_upper_bounds(data: st.DataObject) -> None:
     assert bound >= ratio
     if not a and not b:
         assert bound == 1.0 == ratio
-    tight = dedup._autojunk_bounds(dedup._Query(a), dedup._Pool([b]), [0])
-    assert tight.tolist()[0] >= matched
-
-
-@settings(max_examples=150, deadline=None)
-@given(data=st.data())
-def test_batched_autojunk_bounds_hold_for_every_pair(data: st.DataObject) -> None:
-    """One call bounds many pool texts at once (concatenated with separators)."""
-    a = data.draw(_text())
-    pool = data.draw(st.lists(st.one_of(_text(), _variant(a)), min_size=1, max_size=6))
-    indices = data.draw(st.permutations(range(len(pool))))
-    tight = dedup._autojunk_bounds(dedup._Query(a), dedup._Pool(pool), indices)
-    for index, bound in zip(indices, tight.tolist(), strict=True):
-        assert bound >= _matched(a, pool[index])
-        assert bound <= Indel.similarity(a, pool[index]) // 2
-
-
-def test_autojunk_bounds_split_into_groups_and_skip_oversized_pairs(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    a = "Users who mention Rate Limits tend to retry within an hour, says QA. " * 4
-    pool = [
-        a[3:],
-        "Customers in the EU region ask about GDPR. " * 6,
-        "Agents handling Billing questions escalate to a Manager after 2 replies. " * 3,
-        a.upper(),
-    ]
-    indices = [3, 0, 2, 1]
-    whole = dedup._autojunk_bounds(dedup._Query(a), dedup._Pool(pool), indices)
-    monkeypatch.setattr(dedup, "_BATCH_CELLS", 2 * (len(a) + 1 + max(map(len, pool))))
-    grouped = dedup._autojunk_bounds(dedup._Query(a), dedup._Pool(pool), indices)
-    assert grouped.tolist() == whole.tolist()
-    monkeypatch.setattr(dedup, "_MAX_ANCHORS", 3)  # most pairs have more anchors than that
-    capped = dedup._autojunk_bounds(dedup._Query(a), dedup._Pool(pool), indices)
-    trivial = [min(len(a), len(pool[k])) for k in indices]
-    for got, full, fallback in zip(capped.tolist(), whole.tolist(), trivial, strict=True):
-        assert got in (full, fallback)  # computed, or skipped with the trivial bound
-    assert capped.tolist()[2] == trivial[2] > whole.tolist()[2]  # skipped: many anchors
-    assert capped.tolist()[3] == whole.tolist()[3] == 0  # no anchor, no common prefix
-    for index, bound in zip(indices, whole.tolist(), strict=True):
-        assert _matched(a, pool[index]) <= bound
-    assert gate([a, a[::-1]], pool) == reference_gate([a, a[::-1]], pool)
-
-
-def test_autojunk_bound_is_far_below_lcs_for_unrelated_long_texts() -> None:
-    """The reason the second bound exists: autojunk makes difflib's ratio collapse."""
-    a = "The quick brown fox jumps over the lazy dog near the riverbank today. " * 4
-    b = "A lazy dog sleeps under the old oak tree while the fox runs far away. " * 4
-    tight = dedup._autojunk_bounds(dedup._Query(a), dedup._Pool([b]), [0])[0]
-    assert _matched(a, b) <= tight < Indel.similarity(a, b) // 4
-
-
-def test_autojunk_bound_handles_surrogates_and_private_use_characters() -> None:
-    a = "\ud800 lone surrogate \U0010ffff " * 10
-    b = a[5:] + "\U0010fffe"
-    tight = dedup._autojunk_bounds(dedup._Query(a), dedup._Pool([b]), [0])[0]
-    assert tight >= _matched(a, b)
-    assert gate([a], [b]) == reference_gate([a], [b])
+    if len(b) >= 200:
+        cover = GramIndex([b]).cover_bounds(a, np.zeros(1, dtype=np.int64))
+        assert cover.tolist()[0] >= matched
 
 
 # --- gate == reference_gate ----------------------------------------------------------
@@ -266,7 +213,7 @@ def test_gate_equals_reference_across_chunks_and_cache_evictions(
 ) -> None:
     monkeypatch.setattr(dedup, "_CHUNK", 3)
     monkeypatch.setattr(dedup, "_MATCHER_CACHE_SIZE", 2)
-    monkeypatch.setattr(dedup, "_MAX_ANCHORS", 40)
+    monkeypatch.setattr(dedup, "_COVER_BATCH", 1)
     base = [
         "users retry after a rate limit error",
         "customers ask for refunds after an outage",
