@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from PySide6.QtCore import QByteArray, QSettings, Qt, QTimer
-from PySide6.QtGui import QAction, QCloseEvent, QKeySequence
+from PySide6.QtGui import QAction, QCloseEvent, QKeySequence, QShowEvent
 from PySide6.QtWidgets import (
     QLabel,
     QMainWindow,
@@ -608,10 +608,7 @@ class MainWindow(QMainWindow):
         state = s.value("window/state")
         if isinstance(state, QByteArray):
             self.restoreState(state)
-        for splitter in self._splitters():
-            saved = s.value(f"splitters/{splitter.objectName()}")
-            if isinstance(saved, QByteArray):
-                splitter.restoreState(saved)
+        self._splitters_restored = False  # at the first show, once the panes have their size
         pane = s.value("window/pane")
         try:
             index = int(str(pane)) if pane is not None else 0
@@ -619,6 +616,25 @@ class MainWindow(QMainWindow):
             index = 0
         if 0 <= index < self.tabs.count():
             self.tabs.setCurrentIndex(index)
+
+    def restore_splitters(self) -> None:
+        """Put back the remembered splitter sizes.
+
+        Done when the window is first shown, not at construction: a splitter restored
+        before its pane has its real size spreads the difference by stretch factor, so the
+        proportions the user chose would drift at every start.
+        """
+        self._splitters_restored = True
+        for splitter in self._splitters():
+            saved = self.qsettings.value(f"splitters/{splitter.objectName()}")
+            if isinstance(saved, QByteArray):
+                splitter.restoreState(saved)
+
+    def showEvent(self, event: QShowEvent) -> None:
+        super().showEvent(event)
+        if not self._splitters_restored:
+            self._splitters_restored = True
+            QTimer.singleShot(0, self.restore_splitters)  # after the first layout pass
 
     def closeEvent(self, event: QCloseEvent) -> None:
         if not self._closed:

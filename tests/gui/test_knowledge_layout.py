@@ -46,15 +46,19 @@ def test_knowledge_splitters_are_named_and_remembered(
     pane = _shown_knowledge(qtbot, window)
     names = {s.objectName() for s in pane.findChildren(QSplitter)}
     assert {"knowledgeSplitter", "knowledgeTopSplitter", "knowledgeBottomSplitter"} <= names
-    pane.top_splitter.setSizes([500, 900])
+    # a size the offscreen screen holds, so the restored geometry is the same one
+    window.resize(780, 700)
+    qtbot.waitUntil(lambda: pane.top_splitter.width() < 780)
+    pane.top_splitter.setSizes([420, 338])
     chosen = pane.top_splitter.sizes()
     window.close()
 
-    again = MainWindow(services, qsettings)
+    # a restart: new services (the first window's close shut its background operations)
+    again = MainWindow(AppServices(store=services.store, db_path=services.db_path), qsettings)
     qtbot.addWidget(again)
     again.show()
-    restored = again.pane("knowledgePane")
-    assert isinstance(restored, KnowledgePane)
+    qtbot.waitExposed(again)
+    restored = _shown_knowledge(qtbot, again)
     sizes = restored.top_splitter.sizes()  # the same proportion (the pane may be resized)
     assert abs(sizes[0] / sum(sizes) - chosen[0] / sum(chosen)) < 0.01, (sizes, chosen)
     again.close()
