@@ -139,6 +139,39 @@ class Dialogs:
             return self.error(parent, "Memory Curator", str(exc), details)
         return self.error(parent, "Unexpected error", f"{type(exc).__name__}: {exc}", details)
 
+    def confirm(
+        self,
+        parent: QWidget | None,
+        title: str,
+        text: str,
+        accept: str = "OK",
+        *,
+        accept_by_default: bool = False,
+    ) -> bool:
+        """Ask before something the user may not want (a long run, quitting mid-run).
+
+        Modal, because the caller needs the answer before it goes on (start the run or not;
+        close the window or not). True only when ``accept`` was clicked; Escape, Cancel or
+        closing the box is a no. A test answers it by replacing this method on
+        ``AppServices.dialogs``.
+        """
+        box = QMessageBox(
+            QMessageBox.Icon.Question, title, text, QMessageBox.StandardButton.NoButton, parent
+        )
+        box.setObjectName("confirmBox")
+        yes = box.addButton(accept, QMessageBox.ButtonRole.AcceptRole)
+        no = box.addButton(QMessageBox.StandardButton.Cancel)
+        box.setDefaultButton(yes if accept_by_default else no)
+        box.setEscapeButton(no)
+        self.shown.append(box)
+        try:
+            box.exec()
+        finally:
+            self._forget(box)
+        answer = box.clickedButton() is yes
+        box.deleteLater()
+        return answer
+
     def close_all(self) -> None:
         for dialog in list(self.shown):
             dialog.close()

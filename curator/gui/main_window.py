@@ -366,7 +366,14 @@ class MainWindow(QMainWindow):
 
     # -- worker ---------------------------------------------------------------------------
 
+    @property
+    def runs_pane(self) -> RunsPane:
+        pane = self.pane("runsPane")
+        assert isinstance(pane, RunsPane)
+        return pane
+
     def _connect_worker(self) -> None:
+        self.runs_pane.use_settings(self.qsettings)  # the run limit, remembered
         worker = self.services.worker
         available = worker is not None
         self.classify_action.setEnabled(available)
@@ -384,16 +391,19 @@ class MainWindow(QMainWindow):
         self.classify_action.setEnabled(not busy)
         self.distill_action.setEnabled(not busy)
         self.cancel_action.setEnabled(busy)
-        if not busy and self.run_label.text().startswith("running"):
+        worker = self.services.worker
+        if busy and worker is not None:
+            self.run_label.setText(f"running {worker.kind}…")
+        elif not busy and self.run_label.text().startswith("running"):
             self.run_label.setText("idle")
 
-    def start_classify(self) -> None:
-        if self.services.worker is not None and self.services.worker.start_classify(None):
-            self.run_label.setText("running classify…")
+    def start_classify(self) -> bool:
+        """The toolbar's Classify: the Runs pane's start (its limit, its long-run question)."""
+        return self.runs_pane.start_classify()
 
-    def start_distill(self) -> None:
-        if self.services.worker is not None and self.services.worker.start_distill(None):
-            self.run_label.setText("running distill…")
+    def start_distill(self) -> bool:
+        """The toolbar's Distill: the Runs pane's start (its limit, its long-run question)."""
+        return self.runs_pane.start_distill()
 
     def cancel_run(self) -> None:
         if self.services.worker is not None and self.services.worker.busy:
@@ -573,8 +583,27 @@ class MainWindow(QMainWindow):
         if 0 <= index < self.tabs.count():
             self.tabs.setCurrentIndex(index)
 
+    def _confirm_quit_mid_run(self) -> bool:
+        """Closing while a run goes asks first; yes cancels it (the run keeps what it
+        finished, recorded as cancelled), no keeps the window and the run."""
+        worker = self.services.worker
+        if worker is None or not worker.busy:
+            return True
+        if not self.services.dialogs.confirm(
+            self,
+            "Quit Memory Curator",
+            f"A {worker.kind} run is in progress: cancel it and quit?",
+            "Cancel run and quit",
+        ):
+            return False
+        worker.cancel()
+        return True
+
     def closeEvent(self, event: QCloseEvent) -> None:
         if not self._closed:
+            if not self._confirm_quit_mid_run():
+                event.ignore()
+                return
             if not all(pane.confirm_discard() for pane in self.panes):
                 event.ignore()
                 return
