@@ -146,6 +146,7 @@ class Dialogs:
         text: str,
         accept: str = "OK",
         *,
+        reject: str = "",
         accept_by_default: bool = False,
     ) -> bool:
         """Ask before something the user may not want (a long run, quitting mid-run).
@@ -160,7 +161,10 @@ class Dialogs:
         )
         box.setObjectName("confirmBox")
         yes = box.addButton(accept, QMessageBox.ButtonRole.AcceptRole)
-        no = box.addButton(QMessageBox.StandardButton.Cancel)
+        if reject:  # when "Cancel" would be ambiguous ("Cancel run and quit" / "Cancel")
+            no = box.addButton(reject, QMessageBox.ButtonRole.RejectRole)
+        else:
+            no = box.addButton(QMessageBox.StandardButton.Cancel)
         box.setDefaultButton(yes if accept_by_default else no)
         box.setEscapeButton(no)
         self.shown.append(box)

@@ -594,6 +594,7 @@ class MainWindow(QMainWindow):
             "Quit Memory Curator",
             f"A {worker.kind} run is in progress: cancel it and quit?",
             "Cancel run and quit",
+            reject="Keep running",
         ):
             return False
         worker.cancel()

@@ -70,9 +70,9 @@ def question_for(estimate: RunEstimate) -> str | None:
     verb = "Classify" if estimate.kind == "classify" else "Distill"
     return (
         f"{verb} {estimate.count:,} episodes — about {format_duration(estimate.seconds)} "
-        f"at {estimate.speed.describe()}?\n\n"
-        "A smaller limit in the Runs pane processes fewer episodes per run; a run can be "
-        "cancelled at any time and keeps what it finished."
+        f"at {estimate.speed.describe()}?\n\n{estimate.speed.source()} A smaller limit in "
+        "the Runs pane processes fewer episodes per run; a run can be cancelled at any time "
+        "and keeps what it finished."
     )
 
 

@@ -20,7 +20,7 @@ from collections.abc import Callable
 from datetime import datetime
 from typing import Any
 
-from PySide6.QtCore import QModelIndex, QSettings, Qt
+from PySide6.QtCore import QModelIndex, QPersistentModelIndex, QSettings, Qt
 from PySide6.QtGui import QTextCursor
 from PySide6.QtWidgets import (
     QAbstractItemView,
@@ -30,8 +30,11 @@ from PySide6.QtWidgets import (
     QPlainTextEdit,
     QProgressBar,
     QPushButton,
+    QSizePolicy,
     QSpinBox,
     QSplitter,
+    QStyledItemDelegate,
+    QStyleOptionViewItem,
     QTableView,
     QVBoxLayout,
     QWidget,
@@ -66,6 +69,9 @@ LIMIT_KEY = "runs/limit"
 
 BAR_STEPS = 1000
 """The progress bar's resolution: a fraction, so a long item moves it per step and token."""
+
+STREAMED_STEPS = ("extract", "refine", "importance")
+"""Steps whose model text streams into the output box, each under its own heading."""
 
 
 def _date(moment: datetime | None) -> str:
@@ -144,6 +150,23 @@ TRACE_COLUMNS: list[Column[TraceStep]] = [
 ]
 
 
+class _MiddleElide(QStyledItemDelegate):
+    """Elides in the middle: a model path keeps its folder's start and its file name."""
+
+    def initStyleOption(
+        self, option: QStyleOptionViewItem, index: QModelIndex | QPersistentModelIndex
+    ) -> None:
+        super().initStyleOption(option, index)
+        option.textElideMode = Qt.TextElideMode.ElideMiddle
+
+
+def _elastic(label: QLabel) -> QLabel:
+    """A label that never widens the window: long text is cut, and shown whole as a tooltip."""
+    label.setSizePolicy(QSizePolicy.Policy.Ignored, QSizePolicy.Policy.Preferred)
+    label.setMinimumWidth(80)
+    return label
+
+
 class RunsPane(Pane):
     """Start runs, follow the current one live, and inspect past runs and their traces."""
 
@@ -157,6 +180,7 @@ class RunsPane(Pane):
         self._starting = ""  # the kind whose estimate is being read (buttons off meanwhile)
         self._live_text: dict[int, str] = {}
         self._last_progress: Any = None
+        self._output_header = ""  # written before the next token: which step's text follows
         self._last_live_query = 0.0
         self._select_after: int | None = None
         self._trace_run: int | None = None
@@ -184,14 +208,15 @@ class RunsPane(Pane):
         self.cancel_button = QPushButton("Cancel")
         self.cancel_button.setObjectName("cancelButton")
         self.cancel_button.clicked.connect(self.cancel)
-        self.model_label = QLabel("Model: not loaded yet (loads on the first run)")
+        self.model_label = _elastic(QLabel("Model: not loaded yet (loads on the first run)"))
+        self.model_label.setAlignment(Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter)
         self.model_label.setObjectName("modelLabel")
 
         self.progress_bar = QProgressBar()
         self.progress_bar.setObjectName("runProgress")
         self.progress_bar.setRange(0, 1)
         self.progress_bar.setValue(0)
-        self.progress_label = QLabel("Idle")
+        self.progress_label = _elastic(QLabel("Idle"))
         self.progress_label.setObjectName("progressLabel")
         self.speed_label = QLabel("")
         self.speed_label.setObjectName("speedLabel")
@@ -208,7 +233,6 @@ class RunsPane(Pane):
         self.runs_view = self._table(self.runs, "runsTable")
         self.runs_view.setSortingEnabled(True)
         self.runs_view.sortByColumn(0, Qt.SortOrder.DescendingOrder)
-        self.runs_view.setTextElideMode(Qt.TextElideMode.ElideMiddle)  # paths keep both ends
         self._size_run_columns()
         self.runs_view.selectionModel().currentRowChanged.connect(self._on_run_selected)
         self.trace = RowTableModel(TRACE_COLUMNS, self)
@@ -237,8 +261,7 @@ class RunsPane(Pane):
         buttons = QHBoxLayout()
         for w in (self.classify_button, self.distill_button, self.limit_spin, self.cancel_button):
             buttons.addWidget(w)
-        buttons.addStretch(1)
-        buttons.addWidget(self.model_label)
+        buttons.addWidget(self.model_label, 1)
         status_row = QHBoxLayout()
         status_row.addWidget(self.progress_bar, 2)
         status_row.addWidget(self.progress_label, 3)
@@ -300,6 +323,10 @@ class RunsPane(Pane):
         method = self.runs.column_index("Method")
         header.setSectionResizeMode(method, QHeaderView.ResizeMode.Interactive)
         header.resizeSection(method, 110)
+        self._model_delegate = _MiddleElide(self.runs_view)
+        self.runs_view.setItemDelegateForColumn(
+            self.runs.column_index("Model"), self._model_delegate
+        )
 
     def _default_show_message(self, title: str, text: str) -> None:
         self.services.dialogs.warning(self, title, text)
@@ -388,6 +415,7 @@ class RunsPane(Pane):
         self.output.clear()
         self._live_text.clear()
         self._last_progress = None
+        self._output_header = ""
         self._last_live_query = 0.0
         self.progress_bar.setRange(0, 0)  # busy indicator until the first progress report
         self.progress_label.setText(f"Starting {kind} (loading the model if needed)…")
@@ -415,6 +443,14 @@ class RunsPane(Pane):
     # -- worker signals (queued, on the GUI thread) -----------------------------------------
 
     def _on_progress(self, progress: Any) -> None:
+        last = self._last_progress
+        if progress.step in STREAMED_STEPS and (
+            last is None or (last.step, last.done) != (progress.step, progress.done)
+        ):
+            # One model call's text under its own heading (the worker sends the tokens of
+            # the call before first), instead of the three steps run together.
+            batch = f"batch {progress.done + 1}/{progress.total}"
+            self._output_header = f"── {progress.step}, {batch} ──\n"
         self._last_progress = progress
         self.progress_bar.setRange(0, BAR_STEPS)
         self.progress_bar.setValue(round(progress.fraction * BAR_STEPS))
@@ -422,6 +458,7 @@ class RunsPane(Pane):
         if progress.message:
             text += f" — {progress.message}"
         self.progress_label.setText(text)
+        self.progress_label.setToolTip(text)
         if progress.tokens_per_s:
             self.speed_label.setText(f"{progress.tokens_per_s:.1f} tokens/s")
         self._refresh_live()
@@ -429,6 +466,11 @@ class RunsPane(Pane):
     def _on_token(self, text: str) -> None:
         cursor = self.output.textCursor()
         cursor.movePosition(QTextCursor.MoveOperation.End)
+        if self._output_header:
+            if not self.output.document().isEmpty():
+                cursor.insertText("\n" if self.output.toPlainText().endswith("\n") else "\n\n")
+            cursor.insertText(self._output_header)
+            self._output_header = ""
         cursor.insertText(text)
         self.output.setTextCursor(cursor)
         self.output.ensureCursorVisible()
@@ -457,7 +499,9 @@ class RunsPane(Pane):
         self.show_message("Run failed", message)
 
     def _on_model_loaded(self, description: str) -> None:
-        self.model_label.setText(f"Model loaded: {description}" if description else "Model loaded")
+        text = f"Model loaded: {description}" if description else "Model loaded"
+        self.model_label.setText(text)
+        self.model_label.setToolTip(text)
 
     # -- the running run's row ---------------------------------------------------------------
 

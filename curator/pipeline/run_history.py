@@ -14,8 +14,11 @@ import os
 from dataclasses import dataclass
 from typing import Any
 
+from peewee import fn
+
 from curator.store.db import Store
 from curator.store.models import Episode, Run, TraceStep
+from curator.store.snapshot import tuples
 
 FINISHED_STATUSES = ("done", "staged", "committed")
 """Runs that ran to their end: the only ones whose duration says how fast a model is."""
@@ -109,10 +112,16 @@ class Speed:
     """How many finished runs it was measured on (0: the documented default)."""
 
     def describe(self) -> str:
-        figure = _short_seconds(self.seconds_per_item)
+        """ "0.8 s each": the figure the question quotes."""
+        return f"{_short_seconds(self.seconds_per_item)} each"
+
+    def source(self) -> str:
+        """Where the figure comes from, in one sentence."""
+        if self.measured_runs == 1:
+            return "Measured on this model's last finished run."
         if self.measured_runs:
-            return f"{figure} each (measured on the last {self.measured_runs} run(s))"
-        return f"{figure} each (a default guess: no run of this model finished yet)"
+            return f"Measured on this model's last {self.measured_runs} finished runs."
+        return "No run of this model has finished yet, so this is a rough guess."
 
 
 def _short_seconds(seconds: float) -> str:
@@ -122,18 +131,19 @@ def _short_seconds(seconds: float) -> str:
 def seconds_per_item(store: Store, kind: str, model_path: str | os.PathLike[str]) -> Speed:
     """The measured speed of ``kind`` runs with the model at ``model_path``.
 
-    Total wall-clock seconds over total episodes of the newest finished runs of the same
-    kind and model (model load excluded: a run's clock starts once the model is loaded),
-    or :data:`DEFAULT_SECONDS_PER_ITEM` when none finished yet.
+    The model's own time per episode: the seconds of every LLM call in the traces of the
+    newest finished runs of the same kind and model, over the episodes they processed.
+    A run's fixed start (label calibration, relearning) is left out, or a first run of
+    eight episodes would make every later estimate five times too long; a run whose
+    trace has no timings counts with its wall-clock duration. Without any such run:
+    :data:`DEFAULT_SECONDS_PER_ITEM`.
     """
     key = ITEMS_KEY.get(kind, "episodes")
     path = str(model_path)
-    seconds = 0.0
-    items = 0
-    used = 0
+    sample: list[tuple[int, float, int]] = []  # run id, wall seconds, episodes
     with store.read():
         query = (
-            Run.select(Run.started_at, Run.finished_at, Run.stats)
+            Run.select(Run.id, Run.started_at, Run.finished_at, Run.stats)
             .where(
                 (Run.kind == kind)
                 & (Run.model_path == path)
@@ -146,16 +156,24 @@ def seconds_per_item(store: Store, kind: str, model_path: str | os.PathLike[str]
         for run in query:
             count = (run.stats or {}).get(key)
             took = run_seconds(run)
-            if not isinstance(count, int) or count <= 0 or took is None:
+            if not isinstance(count, int) or isinstance(count, bool) or count <= 0 or took is None:
                 continue  # nothing done (or stats from an older version): says nothing
-            seconds += took
-            items += count
-            used += 1
-            if used >= SPEED_SAMPLE_RUNS:
+            sample.append((int(run.id), took, count))
+            if len(sample) >= SPEED_SAMPLE_RUNS:
                 break
-    if items == 0:
-        return Speed(DEFAULT_SECONDS_PER_ITEM.get(kind, 1.0), 0)
-    return Speed(seconds / items, used)
+        if not sample:
+            return Speed(DEFAULT_SECONDS_PER_ITEM.get(kind, 1.0), 0)
+        sums = (
+            TraceStep.select(TraceStep.run, fn.SUM(TraceStep.seconds))
+            .where(TraceStep.run.in_([run_id for run_id, _, _ in sample]))
+            .group_by(TraceStep.run)
+        )
+        traced: dict[int, float] = {int(r[0]): float(r[1] or 0.0) for r in tuples(sums)}
+    seconds = 0.0
+    for run_id, wall, _ in sample:
+        seconds += traced.get(run_id) or wall
+    items = sum(count for _, _, count in sample)
+    return Speed(seconds / items, len(sample))
 
 
 def pending_classify_count(store: Store) -> int:

@@ -47,6 +47,7 @@ class AnsweringDialogs(Dialogs):
         text: str,
         accept: str = "OK",
         *,
+        reject: str = "",
         accept_by_default: bool = False,
     ) -> bool:
         self.questions.append(text)
@@ -211,6 +212,38 @@ def test_running_run_is_listed_while_it_runs(qtbot, llm_services, qsettings) -> 
     qtbot.waitUntil(lambda: running_row() < 0)
 
 
+@pytest.mark.llm
+def test_distill_bar_moves_within_a_batch(qtbot, classified_demo, tmp_path, qsettings) -> None:
+    """Each step and token of the first batch moves the bar (it used to sit at 0 %)."""
+    store = Store(classified_demo.copy_to(tmp_path))
+    services = AppServices(store=store, db_path=store.path, dialogs=AnsweringDialogs(False))
+    services.worker = LlmWorker(services)
+    try:
+        window = _window(qtbot, services, qsettings)
+        pane = window.runs_pane
+        pane.limit_spin.setValue(4)
+        inside_first_batch: list[tuple[str, int]] = []
+
+        def seen(progress) -> None:  # connected after the pane: its bar is already set
+            if progress.done == 0 and progress.step in ("extract", "refine", "importance"):
+                inside_first_batch.append((progress.step, pane.progress_bar.value()))
+
+        services.worker.progress.connect(seen)
+        with qtbot.waitSignal(services.worker.finished, timeout=RUN_TIMEOUT_MS) as finished:
+            assert window.start_distill()
+        assert finished.args[0].status == "staged", finished.args[0].message
+        steps = [step for step, _ in inside_first_batch]
+        assert {"extract", "refine", "importance"} <= set(steps)
+        values = [value for _, value in inside_first_batch]
+        assert max(values) > 0 and len(set(values)) > 3
+        text = pane.output.toPlainText()
+        assert "── extract, batch 1/" in text and "── refine, batch 1/" in text
+        window.close()
+    finally:
+        services.worker.shutdown()
+        store.close()
+
+
 # -- closing mid-run ------------------------------------------------------------------------
 
 
@@ -256,4 +289,6 @@ def test_confirm_box_returns_the_button_clicked(qtbot) -> None:
     assert dialogs.confirm(None, "Title", "Really?", "Go ahead")
     QTimer.singleShot(0, lambda: click("Cancel"))
     assert not dialogs.confirm(None, "Title", "Really?", "Go ahead")
+    QTimer.singleShot(0, lambda: click("Keep running"))
+    assert not dialogs.confirm(None, "Title", "Really?", "Go ahead", reject="Keep running")
     assert not dialogs.shown

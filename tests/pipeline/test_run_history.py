@@ -15,7 +15,7 @@ from curator.pipeline.run_history import (
     seconds_per_item,
 )
 from curator.store.db import Store
-from curator.store.models import Run, utcnow
+from curator.store.models import Run, TraceStep, utcnow
 
 
 @pytest.fixture
@@ -53,6 +53,19 @@ def test_speed_is_measured_per_model_from_finished_runs(store: Store) -> None:
     assert speed.measured_runs == 2
     assert speed.seconds_per_item == pytest.approx(0.8)
     assert "0.8 s each" in speed.describe()
+
+
+def test_speed_is_the_model_time_in_the_trace_not_the_run_start(store: Store) -> None:
+    """A run of 8 episodes spends most of its wall clock on its fixed start (calibration,
+    relearning): its trace's call times say how long one more episode takes."""
+    _run(store, "/m/a.gguf", 40.0, 8)
+    (run,) = recent_runs(store, 1)
+    with store.write():
+        for _ in range(8):
+            TraceStep.create(run=run.id, step="classify", seconds=0.75)
+    speed = seconds_per_item(store, "classify", "/m/a.gguf")
+    assert speed.seconds_per_item == pytest.approx(0.75)
+    assert speed.source() == "Measured on this model's last finished run."
 
 
 def test_method_and_list(store: Store) -> None:
