@@ -19,6 +19,7 @@ from PySide6.QtWidgets import QApplication, QMessageBox, QWidget
 
 from curator.gui.errors import Dialogs
 from curator.gui.main_window import MainWindow
+from curator.gui.runs_pane import RunsPane
 from curator.gui.services import AppServices
 from curator.gui.worker import LlmWorker
 from curator.llm.model_file import resolve_model_path
@@ -77,6 +78,12 @@ def _window(qtbot, services: AppServices, qsettings: QSettings) -> MainWindow:
     return window
 
 
+def _runs(window: MainWindow) -> RunsPane:
+    pane = window.pane("runsPane")
+    assert isinstance(pane, RunsPane)
+    return pane
+
+
 def _dialogs(services: AppServices) -> AnsweringDialogs:
     assert isinstance(services.dialogs, AnsweringDialogs)
     return services.dialogs
@@ -102,7 +109,7 @@ def _record_measured_run(store: Store, seconds_each: float, episodes: int = 10) 
 @pytest.mark.llm
 def test_toolbar_classify_uses_the_runs_pane_limit(qtbot, llm_services, qsettings) -> None:
     window = _window(qtbot, llm_services, qsettings)
-    window.runs_pane.limit_spin.setValue(15)
+    _runs(window).limit_spin.setValue(15)
     worker = llm_services.worker
     with qtbot.waitSignal(worker.finished, timeout=RUN_TIMEOUT_MS) as finished:
         window.classify_action.trigger()
@@ -117,12 +124,11 @@ def test_toolbar_classify_uses_the_runs_pane_limit(qtbot, llm_services, qsetting
 def test_run_limit_survives_a_restart(qtbot, services, qsettings) -> None:
     first = MainWindow(services, qsettings)
     qtbot.addWidget(first)
-    first.runs_pane.limit_spin.setValue(15)
+    _runs(first).limit_spin.setValue(15)
     assert first.close()
     second = MainWindow(services, QSettings(qsettings.fileName(), QSettings.Format.IniFormat))
     qtbot.addWidget(second)
-    assert second.runs_pane.limit_spin.value() == 15
-    assert second.runs_pane.limit() == 15
+    assert _runs(second).limit_spin.value() == 15
     second.close()
 
 
@@ -143,7 +149,7 @@ def test_long_run_asks_with_count_and_measured_speed(qtbot, llm_services, qsetti
     question = dialogs.questions[0]
     minutes = round(pending * 10 / 60)
     assert question.startswith(f"Classify {pending:,} episodes — about {minutes} min at 10 s each")
-    qtbot.waitUntil(lambda: window.runs_pane.classify_button.isEnabled())
+    qtbot.waitUntil(lambda: _runs(window).classify_button.isEnabled())
     assert not llm_services.worker.busy
     assert Run.select().count() == runs_before  # declined: nothing started, nothing written
     assert window.classify_action.isEnabled()
@@ -170,7 +176,7 @@ def test_long_run_accepted_starts_it(qtbot, llm_services, qsettings) -> None:
 @pytest.mark.llm
 def test_classify_output_shows_each_labelled_episode(qtbot, llm_services, qsettings) -> None:
     window = _window(qtbot, llm_services, qsettings)
-    pane = window.runs_pane
+    pane = _runs(window)
     pane.limit_spin.setValue(3)
     with qtbot.waitSignal(llm_services.worker.finished, timeout=RUN_TIMEOUT_MS) as finished:
         assert pane.start_classify()
@@ -185,7 +191,7 @@ def test_classify_output_shows_each_labelled_episode(qtbot, llm_services, qsetti
 @pytest.mark.llm
 def test_running_run_is_listed_while_it_runs(qtbot, llm_services, qsettings) -> None:
     window = _window(qtbot, llm_services, qsettings)
-    pane = window.runs_pane
+    pane = _runs(window)
     window.tabs.setCurrentWidget(pane)
     worker = llm_services.worker
     seen: list[int] = []
@@ -220,7 +226,7 @@ def test_distill_bar_moves_within_a_batch(qtbot, classified_demo, tmp_path, qset
     services.worker = LlmWorker(services)
     try:
         window = _window(qtbot, services, qsettings)
-        pane = window.runs_pane
+        pane = _runs(window)
         pane.limit_spin.setValue(4)
         inside_first_batch: list[tuple[str, int]] = []
 

@@ -13,6 +13,7 @@ from PySide6.QtCore import QSettings, Qt
 
 from curator.gui.errors import Dialogs
 from curator.gui.main_window import MainWindow
+from curator.gui.runs_pane import RunsPane
 from curator.gui.services import AppServices
 from curator.store.db import Store
 
@@ -35,7 +36,8 @@ def test_model_and_counts_columns_fit(
     window.resize(*size)
     window.show()
     qtbot.waitExposed(window)
-    pane = window.runs_pane
+    pane = window.pane("runsPane")
+    assert isinstance(pane, RunsPane)
     window.tabs.setCurrentWidget(pane)
     qtbot.waitUntil(lambda: pane.runs.rowCount() >= 1)
     view = pane.runs_view
@@ -57,7 +59,8 @@ def test_model_and_counts_columns_fit(
 def test_classify_run_shows_its_scoring_method(qtbot, classified_services, qsettings) -> None:
     window = MainWindow(classified_services, qsettings)
     qtbot.addWidget(window)
-    pane = window.runs_pane
+    pane = window.pane("runsPane")
+    assert isinstance(pane, RunsPane)
     window.tabs.setCurrentWidget(pane)
     qtbot.waitUntil(lambda: pane.runs.rowCount() >= 1)
     method = pane.runs.column_index("Method")
