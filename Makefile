@@ -49,6 +49,7 @@ bench: $(STAMP)
 	$(PY) benchmarks/bench_search.py
 	QT_QPA_PLATFORM=offscreen $(PY) benchmarks/bench_episode_table.py
 	$(PY) benchmarks/bench_poisoning.py
+	QT_QPA_PLATFORM=offscreen $(PY) benchmarks/bench_commit.py
 
 screenshots: $(STAMP)
 	QT_QPA_PLATFORM=offscreen $(PY) packaging/screenshots.py docs/screenshots

@@ -140,7 +140,7 @@ def main(out_dir: str) -> int:
         _run(services.worker, "distill", DISTILL_LIMIT)
         _review(window)
         (run_id,) = store.execute("SELECT id FROM run WHERE kind = 'distill' ORDER BY id DESC")[0]
-        commit_run(store, int(run_id), backup=False)  # what the Review pane's Commit does
+        commit_run(store, int(run_id))  # what the Review pane's Commit does
         pane = window.pane("insightsPane")
         assert isinstance(pane, InsightsPane)
         loop = QEventLoop()

@@ -5,7 +5,8 @@ Usage: ``QT_QPA_PLATFORM=offscreen python packaging/screenshots.py docs/screensh
 A temporary database gets the demo data, a few episodes are relabelled the way a person
 would (keys C/N on the Episodes table), the demo model classifies 40 episodes and distils
 12 of them through the window's own worker thread (what the Runs pane's buttons do; a few
-minutes on two CPU cores), the first proposal is accepted with the `A` key, and the main
+minutes on two CPU cores), an UPDATE is decided in Review (a proposed one accepted with
+`A`, else `2` and the target picker's nearest pattern) so its diff shows, and the main
 window is grabbed at 1400×900 with each pane in front. Window state goes to a temporary
 ini file, never the user's settings.
 """
@@ -75,6 +76,33 @@ def _settle(window: MainWindow) -> None:
     QTest.qWait(100)
 
 
+def _review_an_update(review: ReviewPane) -> None:
+    """Leave the Review pane on an UPDATE with its diff, decided as a reviewer would.
+
+    A proposed UPDATE is accepted with `A`; when the run proposes none, `2` on the first
+    candidate opens the target picker and its nearest pattern is chosen.
+    """
+    if review.model.rowCount() == 0:
+        return
+    row = review.model.find_row(lambda c: c.proposed_action == "UPDATE")
+    review.list_view.selectRow(max(row, 0))
+    if row >= 0:
+        QTest.keyClick(review.list_view, Qt.Key.Key_A)
+    else:
+        row = 0
+        QTest.keyClick(review.list_view, Qt.Key.Key_2)
+        picker = review.target_dialog
+        if picker is None:
+            return
+        for _ in range(100):  # the picker ranks the patterns off the GUI thread
+            if picker.matches:
+                break
+            QTest.qWait(50)
+        picker.ok.click()
+    QTest.qWait(100)
+    review.list_view.selectRow(row)
+
+
 def _show_runs_and_review(window: MainWindow) -> None:
     runs = window.pane("runsPane")
     assert isinstance(runs, RunsPane)
@@ -92,12 +120,12 @@ def _show_runs_and_review(window: MainWindow) -> None:
     review.refresh()
     review.list_view.setFocus()
     QTest.qWait(100)
-    if review.model.rowCount() > 0:
-        review.list_view.selectRow(0)
-        QTest.keyClick(review.list_view, Qt.Key.Key_A)
+    _review_an_update(review)
     knowledge = window.pane("knowledgePane")
     assert isinstance(knowledge, KnowledgePane)
     knowledge.refresh()
+    while knowledge.loading:  # the pane reads its patterns in the background
+        QTest.qWait(20)
     selection = knowledge.table.selectionModel()
     flags = QItemSelectionModel.SelectionFlag.Select | QItemSelectionModel.SelectionFlag.Rows
     for row in range(min(6, knowledge.patterns.rowCount())):

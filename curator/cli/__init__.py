@@ -35,6 +35,7 @@ class _Parser(argparse.ArgumentParser):
 def build_parser() -> argparse.ArgumentParser:
     # Imported here so each module registers its own subcommands (one place per concern).
     from curator.cli import (
+        backup_cmd,
         data,
         insights,
         knowledge,
@@ -57,6 +58,7 @@ def build_parser() -> argparse.ArgumentParser:
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
     for module in (data, pipeline, review, knowledge, recovery, settings_cmd, insights, models):
         module.register(subparsers, common)
+    backup_cmd.register(subparsers, common)
     return parser
 
 

@@ -1,4 +1,4 @@
-"""Review subcommands: review, decide, commit, undo, label, history, backup.
+"""Review subcommands: review, decide, commit, undo, label, history.
 
 They call the same functions as the desktop window (:mod:`curator.pipeline.review`,
 :mod:`curator.pipeline.commit`, :mod:`curator.pipeline.labels`), so a run can be reviewed
@@ -8,7 +8,7 @@ in the window and committed from a script, or the other way round, on the same d
 from __future__ import annotations
 
 import argparse
-from pathlib import Path
+import dataclasses
 from typing import Any
 
 from curator.cli.common import CommandContext, integer, utf8_text
@@ -16,7 +16,6 @@ from curator.errors import CuratorError
 from curator.pipeline import commit as commit_api
 from curator.pipeline import labels as labels_api
 from curator.pipeline import review as review_api
-from curator.store.backup import DEFAULT_KEEP, backup_database
 from curator.store.models import LABELS, Candidate
 
 
@@ -57,6 +56,22 @@ def register(subparsers: Any, common: argparse.ArgumentParser) -> None:
     p.add_argument("--target", type=integer, default=None, metavar="PATTERN_ID")
     p.add_argument("--text", type=utf8_text, default=None)
     p.add_argument("--importance", type=float, default=None)
+    wording = p.add_mutually_exclusive_group()
+    wording.add_argument(
+        "--keep-pattern-text",
+        dest="keep_pattern_text",
+        action="store_const",
+        const=True,
+        default=None,
+        help="with UPDATE of an edited candidate: the commit keeps the pattern's text",
+    )
+    wording.add_argument(
+        "--use-my-wording",
+        dest="keep_pattern_text",
+        action="store_const",
+        const=False,
+        help="with UPDATE of an edited candidate: the edited text replaces it (the default)",
+    )
     p.set_defaults(handler=cmd_decide)
 
     p = subparsers.add_parser(
@@ -70,7 +85,9 @@ def register(subparsers: Any, common: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--reviewed-only", action="store_true", help="commit the reviewed candidates only"
     )
-    p.add_argument("--no-backup", action="store_true", help="skip the backup before committing")
+    # Accepted and ignored: commits no longer copy the database (scripts that passed it
+    # keep working); backups are periodic and `curator backup` takes one now.
+    p.add_argument("--no-backup", action="store_true", help=argparse.SUPPRESS)
     p.add_argument("--preview", action="store_true", help="show what would change; write nothing")
     p.set_defaults(handler=cmd_commit)
 
@@ -90,6 +107,11 @@ def register(subparsers: Any, common: argparse.ArgumentParser) -> None:
     p.add_argument("--clear", action="store_true", help="back to the model's label")
     p.add_argument("--undo", action="store_true", help="undo the last relabel")
     p.add_argument(
+        "--no-relearn",
+        action="store_true",
+        help="do not retrain the learned classifier after this relabel",
+    )
+    p.add_argument(
         "--next-uncertain",
         type=int,
         metavar="N",
@@ -100,11 +122,6 @@ def register(subparsers: Any, common: argparse.ArgumentParser) -> None:
     p = subparsers.add_parser("history", parents=[common], help="list commits and undos")
     p.add_argument("--limit", type=integer, default=100)
     p.set_defaults(handler=cmd_history)
-
-    p = subparsers.add_parser("backup", parents=[common], help="back up the database now")
-    p.add_argument("--keep", type=integer, default=DEFAULT_KEEP, metavar="N")
-    p.add_argument("--dir", default=None, metavar="DIR", help="default: <db dir>/backups")
-    p.set_defaults(handler=cmd_backup)
 
 
 def _candidate_line(v: review_api.CandidateView) -> str:
@@ -180,6 +197,7 @@ def cmd_decide(ctx: CommandContext) -> int:
         target_id=ctx.args.target,
         text=ctx.args.text,
         importance=ctx.args.importance,
+        keep_pattern_text=ctx.args.keep_pattern_text,
     )
 
     def human() -> str:
@@ -188,8 +206,10 @@ def cmd_decide(ctx: CommandContext) -> int:
             line += f" pattern {view.target_id}"
         if view.final_text is not None and view.rematch_action is not None:
             line += f" (edited text re-matches as {view.rematch_action})"
-        if view.final_text is not None and view.action == "UPDATE":
+        if view.rewords:
             line += f"; on commit the edited text replaces pattern {view.target_id}'s text"
+        elif view.final_text is not None and view.action == "UPDATE":
+            line += f"; on commit pattern {view.target_id} keeps its text"
         if view.quality_reasons:
             line += f"; quality gate: {'; '.join(view.quality_reasons)}"
         if view.flags_seen:
@@ -218,7 +238,6 @@ def cmd_commit(ctx: CommandContext) -> int:
         store,
         ctx.args.run,
         reviewed_only=ctx.args.reviewed_only,
-        backup=not ctx.args.no_backup,
     )
     counts = summary.counts
 
@@ -232,8 +251,6 @@ def cmd_commit(ctx: CommandContext) -> int:
                 f"\nflagged: candidate {flagged['candidate_id']} {flagged['action']} "
                 f"({', '.join(flagged['kinds'])}; seen by the reviewer)"
             )
-        if summary.backup:
-            text += f"\nbackup: {summary.backup}"
         return text
 
     ctx.emit(summary.to_json(), human)
@@ -259,15 +276,18 @@ def cmd_label(ctx: CommandContext) -> int:
         if items or ctx.args.clear:
             raise CuratorError("--undo takes no episodes")
         ids = labels_api.undo_last_relabel(store)
-        ctx.emit(
+        _emit_relearned(
+            ctx,
             {"undone": ids},
             f"restored the labels of {len(ids)} episode(s)" if ids else "nothing to undo",
+            relearn_now=bool(ids),
         )
         return 0
     if ctx.args.clear:
         episode_ids = _episode_ids(items)
         batch = labels_api.clear_human_label(store, episode_ids)
-        ctx.emit(
+        _emit_relearned(
+            ctx,
             {"batch": batch, "episodes": episode_ids, "label": None},
             f"cleared the human label of {len(episode_ids)} episode(s)",
         )
@@ -277,11 +297,38 @@ def cmd_label(ctx: CommandContext) -> int:
     label = items[-1]
     episode_ids = _episode_ids(items[:-1])
     batch = labels_api.relabel(store, episode_ids, label)
-    ctx.emit(
+    _emit_relearned(
+        ctx,
         {"batch": batch, "episodes": episode_ids, "label": label},
         f"labelled {len(episode_ids)} episode(s) {label}",
     )
     return 0
+
+
+def _emit_relearned(
+    ctx: CommandContext, doc: dict[str, Any], human: str, *, relearn_now: bool = True
+) -> None:
+    """Retrain the learned classifier on the labels just changed, as the window does.
+
+    The relabel is already committed (a failed retrain is reported, not raised: the labels
+    stand and ``curator classify --relearn`` can try again). The retrain reads the stored
+    embeddings and label scores only (no model is loaded; well under a second on the
+    demo), so every relabel from a script is learned from at once; ``--no-relearn`` skips
+    it for long scripted batches (``curator classify --relearn`` then retrains once).
+    """
+    if relearn_now and not ctx.args.no_relearn:
+        from curator.pipeline.learn import relearn
+        from curator.pipeline.runlog import one_line
+
+        try:
+            report = relearn(ctx.store)
+        except Exception as exc:  # the relabel stands; say why the retrain did not happen
+            doc = {**doc, "relearn_error": one_line(exc)}
+            human = f"{human}; retraining failed: {one_line(exc)}"
+        else:
+            doc = {**doc, "relearn": dataclasses.asdict(report)}
+            human = f"{human}; {report.summary()}"
+    ctx.emit(doc, human)
 
 
 def _next_uncertain(ctx: CommandContext, items: list[str]) -> int:
@@ -337,11 +384,4 @@ def cmd_history(ctx: CommandContext) -> int:
         return "\n".join(lines)
 
     ctx.emit({"changesets": [s.to_json() for s in rows]}, human)
-    return 0
-
-
-def cmd_backup(ctx: CommandContext) -> int:
-    folder = Path(ctx.args.dir).expanduser() if ctx.args.dir else None
-    path = backup_database(ctx.store, folder, keep=ctx.args.keep)
-    ctx.emit({"backup": str(path)}, f"backup: {path}")
     return 0

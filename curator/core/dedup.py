@@ -685,3 +685,31 @@ def gate(
             added.append(query.text)
             pool.texts.append(query.text)
     return decisions
+
+
+def nearest(
+    text: str, existing: Sequence[str], k: int, *, workers: int = 1
+) -> list[tuple[int, float]]:
+    """The ``k`` pool texts most similar to ``text``: ``(index, ratio)``, best first.
+
+    The reviewer's target picker needs more than the gate's single best match. The ratio
+    is the gate's (:func:`pair_ratio`, exact); the LCS bound of :func:`_bounds` orders
+    the pool and stops the search once no remaining text can enter the top ``k``, so a
+    pool of thousands costs a few exact ratios, not thousands. Ties keep pool order.
+    """
+    if k <= 0 or not existing:
+        return []
+    bounds = _bounds([text], existing, workers)[0]
+    order = np.lexsort((np.arange(len(existing)), -bounds))
+    best: list[tuple[float, int]] = []  # min-heap of (ratio, -index) for the top k
+    for index in order.tolist():
+        if len(best) >= k and bounds[index] < best[0][0]:
+            break
+        ratio = pair_ratio(text, existing[index])
+        item = (ratio, -index)
+        if len(best) < k:
+            heapq.heappush(best, item)
+        elif item > best[0]:
+            heapq.heapreplace(best, item)
+    ranked = sorted(best, key=lambda item: (-item[0], -item[1]))
+    return [(-neg, ratio) for ratio, neg in ranked]

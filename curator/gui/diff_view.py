@@ -35,7 +35,14 @@ def diff_colors(palette: QPalette) -> tuple[str, str]:
     return removed.name(), inserted.name()
 
 
-def diff_html(old: str, new: str, *, removed_bg: str, inserted_bg: str) -> str:
+def diff_html(
+    old: str,
+    new: str,
+    *,
+    removed_bg: str,
+    inserted_bg: str,
+    labels: tuple[str, str] = ("Existing", "Candidate"),
+) -> str:
     """Two HTML paragraphs: the old text with deletions marked, the new with insertions.
 
     Equal runs are left plain; ``replace`` opcodes mark both sides. Every character is
@@ -59,8 +66,8 @@ def diff_html(old: str, new: str, *, removed_bg: str, inserted_bg: str) -> str:
         if b:
             new_parts.append(f'<span style="background-color:{inserted_bg}">{b}</span>')
     return (
-        "<p><b>Existing:</b> " + "".join(old_parts) + "</p>"
-        "<p><b>Candidate:</b> " + "".join(new_parts) + "</p>"
+        f"<p><b>{html.escape(labels[0])}:</b> " + "".join(old_parts) + "</p>"
+        f"<p><b>{html.escape(labels[1])}:</b> " + "".join(new_parts) + "</p>"
     )
 
 
@@ -73,10 +80,16 @@ class DiffView(QTextBrowser):
         self.setOpenLinks(False)
         self._old = ""
         self._new = ""
+        self._labels = ("Existing", "Candidate")
 
-    def set_texts(self, old: str, new: str) -> None:
-        """Show the diff of ``old`` (the existing pattern) against ``new`` (the candidate)."""
-        self._old, self._new = old, new
+    def set_texts(
+        self, old: str, new: str, labels: tuple[str, str] = ("Existing", "Candidate")
+    ) -> None:
+        """Show the diff of ``old`` (the existing pattern) against ``new`` (the candidate).
+
+        ``labels`` name the two sides (what the commit does with each, for an UPDATE).
+        """
+        self._old, self._new, self._labels = old, new, labels
         self._render()
 
     def clear_diff(self, message: str = "") -> None:
@@ -86,7 +99,11 @@ class DiffView(QTextBrowser):
 
     def _render(self) -> None:
         removed, inserted = diff_colors(self.palette())
-        self.setHtml(diff_html(self._old, self._new, removed_bg=removed, inserted_bg=inserted))
+        self.setHtml(
+            diff_html(
+                self._old, self._new, removed_bg=removed, inserted_bg=inserted, labels=self._labels
+            )
+        )
 
     def changeEvent(self, event: QEvent) -> None:
         """Re-colour when the palette changes (theme switch)."""

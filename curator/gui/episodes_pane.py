@@ -9,6 +9,7 @@ repainted so the selection and the scroll position stay where the user left them
 from __future__ import annotations
 
 import html
+from collections.abc import Sequence
 from datetime import date
 
 from PySide6.QtCore import QDate, QItemSelectionModel, Qt, QTimer, Signal
@@ -38,6 +39,7 @@ from curator.gui.episode_model import (
     label_in_force,
     model_label_text,
 )
+from curator.gui.label_source import label_decision_rows
 from curator.gui.pane import Pane
 from curator.gui.relearn import Relearner
 from curator.gui.services import AppServices
@@ -122,10 +124,16 @@ def marked(text: str, query: str) -> str:
     return "".join(parts)
 
 
-def render_detail(detail: EpisodeDetail, palette: QPalette, query: str = "") -> str:
+def render_detail(
+    detail: EpisodeDetail,
+    palette: QPalette,
+    query: str = "",
+    extra: Sequence[tuple[str, str]] = (),
+) -> str:
     """HTML for the side panel: metadata, then the messages by speaker (or the plain text).
 
-    Matches of the search ``query`` are highlighted (the same matching as the search).
+    Matches of the search ``query`` are highlighted (the same matching as the search);
+    ``extra`` rows go under the labels (the source that decided the label).
     """
     row = detail.row
     colors = role_colors(palette)
@@ -135,6 +143,7 @@ def render_detail(detail: EpisodeDetail, palette: QPalette, query: str = "") -> 
         ("Label in force", label_in_force(row)),
         ("Model label", model_label_text(row)),
         ("Human label", row.human_label or "—"),
+        *extra,
         ("Distilled", "yes" if row.distilled else "no"),
     ]
     if detail.classify_truncated:
@@ -386,7 +395,8 @@ class EpisodesPane(Pane):
             self.detail.setHtml("<p><i>This episode was deleted.</i></p>")
             return
         query = self.search_edit.text()
-        self.detail.setHtml(render_detail(detail, self.detail.palette(), query))
+        decided = label_decision_rows(self.services.store, ids[0])
+        self.detail.setHtml(render_detail(detail, self.detail.palette(), query, decided))
 
     # -- relabel --------------------------------------------------------------------------
 

@@ -139,46 +139,46 @@ class Dialogs:
             return self.error(parent, "Memory Curator", str(exc), details)
         return self.error(parent, "Unexpected error", f"{type(exc).__name__}: {exc}", details)
 
+    def close_all(self) -> None:
+        for dialog in list(self.shown):
+            dialog.close()
+
     def confirm(
         self,
         parent: QWidget | None,
         title: str,
         text: str,
-        accept: str = "OK",
+        on_yes: Callable[[], object],
         *,
-        reject: str = "",
-        accept_by_default: bool = False,
-    ) -> bool:
-        """Ask before something the user may not want (a long run, quitting mid-run).
+        yes_text: str = "OK",
+        no_text: str = "",
+    ) -> QMessageBox:
+        """Ask before an action that changes data; ``on_yes`` runs only on the yes button.
 
-        Modal, because the caller needs the answer before it goes on (start the run or not;
-        close the window or not). True only when ``accept`` was clicked; Escape, Cancel or
-        closing the box is a no. A test answers it by replacing this method on
-        ``AppServices.dialogs``.
+        Window-modal without a nested event loop (``open()``), like the other boxes; the
+        default button is Cancel, so Enter never confirms by accident. A test finds the
+        box in :attr:`shown` and clicks one of its real buttons.
         """
         box = QMessageBox(
-            QMessageBox.Icon.Question, title, text, QMessageBox.StandardButton.NoButton, parent
+            QMessageBox.Icon.Question, title, text, QMessageBox.StandardButton.Cancel, parent
         )
         box.setObjectName("confirmBox")
-        yes = box.addButton(accept, QMessageBox.ButtonRole.AcceptRole)
-        if reject:  # when "Cancel" would be ambiguous ("Cancel run and quit" / "Cancel")
-            no = box.addButton(reject, QMessageBox.ButtonRole.RejectRole)
-        else:
-            no = box.addButton(QMessageBox.StandardButton.Cancel)
-        box.setDefaultButton(yes if accept_by_default else no)
-        box.setEscapeButton(no)
-        self.shown.append(box)
-        try:
-            box.exec()
-        finally:
-            self._forget(box)
-        answer = box.clickedButton() is yes
-        box.deleteLater()
-        return answer
+        yes = box.addButton(yes_text, QMessageBox.ButtonRole.AcceptRole)
+        yes.setObjectName("confirmYes")
+        no = box.button(QMessageBox.StandardButton.Cancel)
+        no.setObjectName("confirmNo")
+        if no_text:  # where "Cancel" would be ambiguous ("Cancel run and quit" / "Cancel")
+            no.setText(no_text)
+        box.setDefaultButton(QMessageBox.StandardButton.Cancel)
+        accept = QMessageBox.ButtonRole.AcceptRole
 
-    def close_all(self) -> None:
-        for dialog in list(self.shown):
-            dialog.close()
+        def clicked(button: Any) -> None:
+            if box.buttonRole(button) == accept:
+                on_yes()
+
+        box.buttonClicked.connect(clicked)
+        self._open(box)
+        return box
 
     def open_file_name(self, parent: QWidget | None, caption: str, filters: str) -> str:
         path, _ = QFileDialog.getOpenFileName(parent, caption, "", filters)

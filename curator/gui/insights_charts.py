@@ -14,8 +14,8 @@ from datetime import datetime
 import numpy as np
 import pyqtgraph as pg
 from PySide6.QtCore import Qt, Signal
-from PySide6.QtGui import QPalette
-from PySide6.QtWidgets import QWidget
+from PySide6.QtGui import QPalette, QResizeEvent
+from PySide6.QtWidgets import QLabel, QWidget
 
 from curator.core.agreement import CalibrationBin
 from curator.core.forecast import Forecast
@@ -84,6 +84,13 @@ class ReliabilityChart(pg.PlotWidget):
         self.points.setData([b.mean_confidence for b in shown], [b.agreement for b in shown])
 
 
+SERIES_EMPTY = (
+    "No run has been scored yet. Each classify or replay run scored against your own "
+    "labels, and each distill run against your review decisions, adds a point here: "
+    "Cohen's kappa, from -1 (always disagrees) through 0 (chance) to 1 (always agrees)."
+)
+
+
 class SeriesChart(pg.PlotWidget):
     """Cohen's kappa per run over time: label agreement and gate agreement."""
 
@@ -98,13 +105,44 @@ class SeriesChart(pg.PlotWidget):
         self.gate = series_item(1, "gate")
         item.addItem(self.labels)
         item.addItem(self.gate)
+        # Until a run has been scored there is nothing to plot: say what will appear
+        # instead of showing two bare axes.
+        self.empty_label = QLabel(SERIES_EMPTY, self)
+        self.empty_label.setObjectName("seriesEmptyLabel")
+        self.empty_label.setWordWrap(True)
+        self.empty_label.setAlignment(Qt.AlignmentFlag.AlignCenter)
+        self.empty_label.setMargin(16)
+        self._set_empty(True)
 
     def set_series(self, points: Sequence[RunPoint]) -> None:
+        plotted = 0
         for target, kinds in ((self.labels, ("classify", "replay")), (self.gate, ("distill",))):
             chosen = [p for p in points if p.kind in kinds and p.kappa is not None]
+            plotted += len(chosen)
             target.setData(
                 [p.started_at.timestamp() for p in chosen], [float(p.kappa or 0.0) for p in chosen]
             )
+        self._set_empty(plotted == 0)
+
+    @property
+    def empty(self) -> bool:
+        return not self.empty_label.isHidden()
+
+    def _set_empty(self, empty: bool) -> None:
+        item = self.getPlotItem()
+        for name in ("left", "bottom"):
+            item.showAxis(name, not empty)
+        item.showGrid(x=not empty, y=not empty, alpha=0.2)
+        if item.legend is not None:
+            item.legend.setVisible(not empty)
+        self.empty_label.setVisible(empty)
+        self.empty_label.setGeometry(self.rect())
+
+    def resizeEvent(self, event: QResizeEvent) -> None:
+        super().resizeEvent(event)
+        label = getattr(self, "empty_label", None)  # None while PlotWidget builds itself
+        if label is not None:
+            label.setGeometry(self.rect())
 
 
 class RatioHistogram(pg.PlotWidget):

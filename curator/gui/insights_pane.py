@@ -2,12 +2,12 @@
 
 The pane draws :class:`curator.pipeline.insights.Insights` and computes nothing itself.
 Loading reads every labelled episode and reviewed candidate, which can take longer than
-a frame on a large database, so it runs on a one-thread ``QThreadPool`` (the thread uses
-its own SQLite connection, closed when the task ends); results carry a generation number
-and a stale one is dropped. Dragging a threshold line only recomputes the what-if from
-the ratios already loaded (a core function over a list, no database access). "Apply
-thresholds" writes the two settings on the same pool thread and can be undone with the
-button next to it.
+a frame on a large database, so it runs as a background query of the window's
+:class:`~curator.gui.operations.StoreOps` (its own SQLite connection; only the newest
+request is drawn). Dragging a threshold line only recomputes the what-if from the ratios
+already loaded (a core function over a list, no database access). "Apply thresholds"
+writes the two settings as a background write (with the window's busy state) and can be
+undone with the button next to it.
 
 Sections are tabs; a later feature adds its own with :meth:`InsightsPane.add_section`.
 The learned classifier's tab (:mod:`curator.gui.learning_section`) is one: its curve is
@@ -19,7 +19,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from PySide6.QtCore import QModelIndex, Qt, QThreadPool, Signal
+from PySide6.QtCore import QModelIndex, Qt, Signal
 from PySide6.QtWidgets import (
     QCheckBox,
     QComboBox,
@@ -46,8 +46,6 @@ from curator.gui.insights_charts import (
 from curator.gui.insights_parts import (
     FORECAST_COLUMNS,
     OVERRIDE_COLUMNS,
-    PoolTask,
-    TaskSignals,
     by_id,
     matrix_view,
     num,
@@ -55,11 +53,13 @@ from curator.gui.insights_parts import (
     table_view,
 )
 from curator.gui.learning_section import LearningSection
+from curator.gui.operations import OpContext
 from curator.gui.pane import Pane
 from curator.gui.qt_models import RowTableModel
 from curator.gui.services import AppServices
-from curator.pipeline.insights import Insights, compute_insights
+from curator.pipeline.insights import Insights, compute_insights, run_choices
 from curator.pipeline.replay import ReplayResult
+from curator.store.db import Store
 from curator.store.decay_clock import KEY
 from curator.store.models import LABELS
 from curator.store.settings import update_settings
@@ -74,14 +74,7 @@ class InsightsPane(Pane):
         super().__init__(services, parent)
         self.setObjectName("insightsPane")
         self.insights: Insights | None = None
-        self._generation = 0
         self._previous_thresholds: tuple[float, float] | None = None
-        self._pool = QThreadPool(self)
-        self._pool.setMaxThreadCount(1)
-        self._signals = TaskSignals(self)
-        self._signals.done.connect(self._task_done)
-        self._signals.failed.connect(self._task_failed)
-        self._pending: dict[int, Callable[[Any], None]] = {}
 
         self.run_combo = QComboBox()
         self.run_combo.setObjectName("insightsRunCombo")
@@ -276,52 +269,42 @@ class InsightsPane(Pane):
 
     # -- background work --------------------------------------------------------------------
 
-    def _submit(self, work: Callable[[], Any], on_done: Callable[[Any], None]) -> int:
-        self._generation += 1
-        tag = self._generation
-        self._pending[tag] = on_done
-        self._pool.start(PoolTask(tag, work, self.services.store.close, self._signals))
-        return tag
+    def _write(
+        self, label: str, work: Callable[[Store], Any], on_done: Callable[[Any], None]
+    ) -> bool:
+        """A settings write in the background (one write at a time, window-wide)."""
+        if self.ops.write(label, lambda ctx: work(ctx.store), on_done, self._task_failed):
+            return True
+        running = self.ops.busy_label or "another operation"
+        self.status_message.emit(f"{label}: wait until {running} has finished.")
+        return False
 
-    def _task_done(self, tag: int, result: object) -> None:
-        handler = self._pending.pop(tag, None)
-        if handler is not None:
-            handler(result)
-
-    def _task_failed(self, tag: int, message: str) -> None:
-        self._pending.pop(tag, None)
+    def _task_failed(self, message: str) -> None:
         self.state_label.setText(f"Could not load the insights: {message}")
         self.status_message.emit(f"Insights: {message}")
+        self.apply_button.setEnabled(self.insights is not None)
 
     # -- loading ----------------------------------------------------------------------------
 
     def refresh(self) -> None:
         """Recompute every figure on the pool thread; the newest request wins."""
-        store = self.services.store
         run_id = self.run_combo.currentData()
         floor, new, days = self.floor_spin.value(), self.new_spin.value(), self.days_spin.value()
 
-        def work() -> tuple[Insights, list[tuple[int, str]]]:
-            from curator.store.models import Run
-
-            runs = [
-                (int(r.id), f"run {r.id} ({r.kind})")
-                for r in Run.select(Run.id, Run.kind).order_by(Run.id)
-            ]
+        def work(ctx: OpContext) -> tuple[Insights, list[tuple[int, str]]]:
             found = compute_insights(
-                store, run_id=run_id, horizon_days=days, floor=floor, new_importance=new
+                ctx.store, run_id=run_id, horizon_days=days, floor=floor, new_importance=new
             )
-            return found, runs
+            return found, run_choices(ctx.store)
 
         self.state_label.setText("Loading…")
-        self._submit(work, self._show)
+        self.ops.query("insights", work, self._show, self._task_failed)
 
     def _show(self, result: object) -> None:
+        """Draw a load (StoreOps delivers only the newest request's)."""
         assert isinstance(result, tuple)
         insights: Insights = result[0]
         runs: list[tuple[int, str]] = result[1]
-        if self._pending:  # a newer request is queued: draw that one instead
-            return
         self._fill_runs(runs)
         self.insights = insights
         self._draw(insights)
@@ -464,9 +447,8 @@ class InsightsPane(Pane):
     def _save_thresholds(
         self, skip: float, update: float, previous: tuple[float, float] | None
     ) -> None:
-        store = self.services.store
 
-        def work() -> tuple[float, float]:
+        def work(store: Store) -> tuple[float, float]:
             update_settings(store, {"skip_threshold": skip, "update_threshold": update})
             return skip, update
 
@@ -481,12 +463,12 @@ class InsightsPane(Pane):
             self.refresh()
 
         self.apply_button.setEnabled(False)
-        self._submit(work, saved)
+        if not self._write("Saving the gate thresholds", work, saved):
+            self.apply_button.setEnabled(True)
 
     def _save_refresh_clock(self, on: bool) -> None:
-        store = self.services.store
 
-        def work() -> bool:
+        def work(store: Store) -> bool:
             update_settings(store, {KEY: on})
             return on
 
@@ -496,7 +478,7 @@ class InsightsPane(Pane):
             self.data_changed.emit()
             self.refresh()
 
-        self._submit(work, saved)
+        self._write("Saving the decay clock setting", work, saved)
 
     def start_replay(self) -> None:
         worker = self.services.worker
@@ -509,5 +491,4 @@ class InsightsPane(Pane):
             self.refresh()
 
     def shutdown(self) -> None:
-        """Wait for a running load (called when the window closes)."""
-        self._pool.waitForDone()
+        """Nothing of its own to wait for: the window's StoreOps waits for the loads."""

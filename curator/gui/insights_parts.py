@@ -1,4 +1,4 @@
-"""Pieces of the Insights pane: the pool task, the table columns, view helpers.
+"""Pieces of the Insights pane: the table columns and view helpers.
 
 Kept apart from :mod:`curator.gui.insights_pane` so the pane module is only its layout
 and its reactions; nothing here computes a figure.
@@ -6,14 +6,11 @@ and its reactions; nothing here computes a figure.
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import Any
 
-from PySide6.QtCore import QObject, QRunnable, Signal
 from PySide6.QtWidgets import QAbstractItemView, QHeaderView, QTableView
 
 from curator.core.forecast import ForecastPattern
-from curator.errors import CuratorError
 from curator.gui.confusion_model import ConfusionModel
 from curator.gui.insights_charts import ForecastChart
 from curator.gui.qt_models import Column
@@ -26,33 +23,6 @@ def num(value: float | None, digits: int = 3) -> str:
 
 def pct(value: float | None) -> str:
     return "n/a" if value is None else f"{100 * value:.1f}%"
-
-
-class TaskSignals(QObject):
-    done = Signal(int, object)
-    failed = Signal(int, str)
-
-
-class PoolTask(QRunnable):
-    """Runs ``work`` on a pool thread; its database connection is closed afterwards."""
-
-    def __init__(
-        self, tag: int, work: Callable[[], Any], close: Callable[[], None], signals: TaskSignals
-    ) -> None:
-        super().__init__()
-        self.tag, self.work, self.close, self.signals = tag, work, close, signals
-
-    def run(self) -> None:
-        try:
-            result = self.work()
-        except CuratorError as exc:
-            self.signals.failed.emit(self.tag, str(exc))
-        except Exception as exc:  # shown as one line; the window stays up
-            self.signals.failed.emit(self.tag, f"{type(exc).__name__}: {exc}")
-        else:
-            self.signals.done.emit(self.tag, result)
-        finally:
-            self.close()
 
 
 OVERRIDE_COLUMNS: list[Column[Override]] = [

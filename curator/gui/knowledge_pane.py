@@ -9,6 +9,7 @@ the "in N days" slider lists those patterns explicitly.
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import dataclass
 from datetime import datetime, timedelta
 
 from PySide6.QtCore import QItemSelection, QModelIndex, Qt, Signal
@@ -21,6 +22,7 @@ from PySide6.QtWidgets import (
     QLabel,
     QListWidget,
     QPushButton,
+    QSizePolicy,
     QSlider,
     QSpinBox,
     QSplitter,
@@ -30,22 +32,28 @@ from PySide6.QtWidgets import (
 )
 
 from curator.core.flags import Flag
-from curator.errors import CuratorError
 from curator.gui.decay_chart import DecayChart, decay_curve
 from curator.gui.flag_view import FLAG_MARK
+from curator.gui.operations import OpContext
 from curator.gui.pane import Pane
 from curator.gui.qt_models import Column, RowTableModel
 from curator.gui.services import AppServices
 from curator.pipeline.audit import audit, retire_patterns
 from curator.pipeline.commit import undo_changeset
+from curator.store.db import Store
 from curator.store.knowledge import (
     PatternRow,
     SourceRow,
     active_patterns,
-    leaving_top_k,
+    last_retirement,
+    leaving_among,
     pattern_sources,
 )
-from curator.store.models import Changeset, format_local, utcnow
+from curator.store.models import format_local, utcnow
+from curator.store.settings import load_settings
+
+MAX_DAYS = 730
+"""How far ahead the chart and the forecast can look (two years)."""
 
 
 def _short(text: str, limit: int = 160) -> str:
@@ -57,9 +65,32 @@ def _date(moment: datetime | None) -> str:
     return "" if moment is None else format_local(moment)
 
 
+def _day(moment: datetime | None) -> str:
+    return _date(moment)[:10]
+
+
+@dataclass(frozen=True)
+class KnowledgeView:
+    """What one refresh of the pane reads (off the GUI thread: 10k patterns take a while)."""
+
+    rows: list[PatternRow]
+    flags: dict[int, tuple[Flag, ...]]
+    last_retire: int | None
+    top_k: int
+    rate: float
+
+
+def load_view(store: Store, now: datetime, flagged: bool) -> KnowledgeView:
+    """The active patterns in prompt order, their audit flags if asked, and what can be undone."""
+    settings = load_settings(store)
+    rows = active_patterns(store, now=now, k=settings.top_k, rate=settings.decay_rate)
+    flags = audit(store).pattern_flags() if flagged else {}
+    return KnowledgeView(rows, flags, last_retirement(store), settings.top_k, settings.decay_rate)
+
+
 PATTERN_COLUMNS: list[Column[PatternRow]] = [
     Column("Rank", lambda r: r.rank, align_right=True),
-    Column("Top-K", lambda r: r.in_top_k, display=lambda r: "★" if r.in_top_k else ""),
+    Column("★", lambda r: r.in_top_k, display=lambda r: "★" if r.in_top_k else ""),
     Column("Pattern", lambda r: r.text, display=lambda r: _short(r.text), tooltip=lambda r: r.text),
     Column(
         "Importance",
@@ -71,7 +102,10 @@ PATTERN_COLUMNS: list[Column[PatternRow]] = [
         "Effective", lambda r: r.effective, display=lambda r: f"{r.effective:.3f}", align_right=True
     ),
     Column(
-        "Distilled", lambda r: r.distilled_at.timestamp(), display=lambda r: _date(r.distilled_at)
+        "Distilled",
+        lambda r: r.distilled_at.timestamp(),
+        display=lambda r: _day(r.distilled_at),
+        tooltip=lambda r: _date(r.distilled_at),
     ),
     Column("Category", lambda r: r.category),
     Column("Sources", lambda r: r.sources, align_right=True),
@@ -94,7 +128,9 @@ class KnowledgePane(Pane):
     """Active patterns table + provenance + decay chart + "leaving the top K" forecast."""
 
     show_episode = Signal(int)
-    """Double-click on a source episode: the main window may switch to the Episodes pane."""
+    """Double-click on a source episode: the main window opens it in the Episodes pane."""
+    loaded = Signal()
+    """A refresh has been shown (its read ran in the background)."""
 
     def __init__(self, services: AppServices, parent: QWidget | None = None) -> None:
         super().__init__(services, parent)
@@ -102,8 +138,11 @@ class KnowledgePane(Pane):
         self.now: Callable[[], datetime] = utcnow
         self._rows: list[PatternRow] = []
         self._flags: dict[int, tuple[Flag, ...]] = {}
+        self._last_retire: int | None = None
         self._top_k = 50
         self._rate = 0.95
+        self._loading = False
+        self._pending_select: list[int] | None = None
 
         bold = QFont(self.font())
         bold.setBold(True)
@@ -125,11 +164,18 @@ class KnowledgePane(Pane):
         self.table.setSelectionMode(QAbstractItemView.SelectionMode.ExtendedSelection)
         self.table.verticalHeader().setVisible(False)
         self.table.setWordWrap(False)
+        self.table.setTextElideMode(Qt.TextElideMode.ElideRight)
         header = self.table.horizontalHeader()
         header.setSectionResizeMode(QHeaderView.ResizeMode.Interactive)
         header.setStretchLastSection(False)
-        for col, width in enumerate((50, 50, 520, 80, 80, 130, 110, 60)):
-            self.table.setColumnWidth(col, width)
+        header.setMinimumSectionSize(28)
+        # Narrow number columns, so the pattern's text gets the width (it stretches; the
+        # full text is in its tooltip and in the Provenance title).
+        metrics = header.fontMetrics()
+        for col, width in enumerate((40, 26, 0, 70, 66, 84, 84, 56)):
+            if width:
+                title = PATTERN_COLUMNS[col].title
+                self.table.setColumnWidth(col, max(width, metrics.horizontalAdvance(title) + 18))
         header.setSectionResizeMode(2, QHeaderView.ResizeMode.Stretch)
         self.table.selectionModel().selectionChanged.connect(self._on_selection_changed)
         self.table.selectionModel().currentRowChanged.connect(self._on_current_changed)
@@ -142,32 +188,50 @@ class KnowledgePane(Pane):
         self.sources_view.setSelectionMode(QAbstractItemView.SelectionMode.SingleSelection)
         self.sources_view.verticalHeader().setVisible(False)
         self.sources_view.horizontalHeader().setStretchLastSection(True)
+        for col, width in enumerate((64, 124, 70, 90)):
+            self.sources_view.setColumnWidth(col, width)
         self.sources_view.doubleClicked.connect(self._on_source_activated)
         self.source_title = QLabel("Select a pattern to see where it came from.")
+        self.source_title.setObjectName("sourceTitle")
         self.source_title.setWordWrap(True)
 
         self.chart = DecayChart()
         self.chart.setObjectName("decayChart")
         self.chart.curve_hovered.connect(self._on_curve_hovered)
+        # One look-ahead, two controls: the box (exact) and the slider (quick) stay in step.
         self.days_spin = QSpinBox()
         self.days_spin.setObjectName("chartDaysSpin")
-        self.days_spin.setRange(1, 3650)
-        self.days_spin.setValue(60)
+        self.days_spin.setRange(0, MAX_DAYS)
+        self.days_spin.setValue(30)
         self.days_spin.setSuffix(" days ahead")
-        self.days_spin.valueChanged.connect(self._update_chart)
+        self.days_spin.setToolTip("How far ahead the chart and the forecast look")
         self.horizon_slider = QSlider(Qt.Orientation.Horizontal)
         self.horizon_slider.setObjectName("horizonSlider")
-        self.horizon_slider.setRange(0, 365)
+        self.horizon_slider.setRange(0, MAX_DAYS)
         self.horizon_slider.setValue(30)
-        self.horizon_slider.valueChanged.connect(self._update_horizon)
+        self.horizon_slider.setToolTip(self.days_spin.toolTip())
+        self.days_spin.valueChanged.connect(self._days_changed)
+        self.horizon_slider.valueChanged.connect(self._days_changed)
+        self.log_check = QCheckBox("Log scale")
+        self.log_check.setObjectName("decayLogCheck")
+        self.log_check.setToolTip(
+            "Logarithmic importance axis: shows how weak old patterns are instead of a flat "
+            "line at zero"
+        )
+        self.log_check.toggled.connect(self.chart.set_log_scale)
         self.horizon_label = QLabel()
-        self.horizon_label.setMinimumWidth(90)
+        self.horizon_label.setMinimumWidth(70)
         self.leaving_list = QListWidget()
         self.leaving_list.setObjectName("leavingList")
         self.leaving_list.setWordWrap(True)
+        self.forecast_note = QLabel()
+        self.forecast_note.setObjectName("forecastNote")
+        self.forecast_note.setWordWrap(True)
+        self.forecast_note.setAlignment(Qt.AlignmentFlag.AlignTop | Qt.AlignmentFlag.AlignLeft)
         self.hover_label = QLabel(" ")
         self.hover_label.setWordWrap(True)
         self.summary = QLabel()
+        self.summary.setWordWrap(True)
         self.flagged_only = QCheckBox(f"{FLAG_MARK} flagged")
         self.flagged_only.setObjectName("knowledgeFlaggedCheck")
         self.flagged_only.setToolTip(
@@ -180,9 +244,14 @@ class KnowledgePane(Pane):
         self.retire_button.clicked.connect(self.retire_selected)
         self.undo_retire_button = QPushButton("Undo retire")
         self.undo_retire_button.setObjectName("undoRetireButton")
+        self.undo_retire_button.setEnabled(False)
         self.undo_retire_button.clicked.connect(self.undo_last_retire)
+        self.ops.busy_changed.connect(self._update_buttons)
 
-        # -- layout -------------------------------------------------------------------------
+        self._build_layout()
+        self._update_horizon_label()
+
+    def _build_layout(self) -> None:
         left = QWidget()
         lv = QVBoxLayout(left)
         lv.setContentsMargins(0, 0, 0, 0)
@@ -199,18 +268,20 @@ class KnowledgePane(Pane):
         rv.addWidget(QLabel("<b>Provenance</b>"))
         rv.addWidget(self.source_title)
         rv.addWidget(self.sources_view)
-        top = QSplitter(Qt.Orientation.Horizontal)
-        top.addWidget(left)
-        top.addWidget(right)
-        top.setStretchFactor(0, 3)
-        top.setStretchFactor(1, 2)
+        self.top_splitter = QSplitter(Qt.Orientation.Horizontal)
+        self.top_splitter.setObjectName("knowledgeTopSplitter")
+        self.top_splitter.addWidget(left)
+        self.top_splitter.addWidget(right)
+        self.top_splitter.setStretchFactor(0, 2)
+        self.top_splitter.setStretchFactor(1, 1)
 
         chart_box = QWidget()
         cv = QVBoxLayout(chart_box)
         cv.setContentsMargins(0, 0, 0, 0)
         controls = QHBoxLayout()
-        controls.addWidget(QLabel("<b>Decay</b> of the selected patterns, plotted"))
+        controls.addWidget(QLabel("<b>Decay</b> of the selected patterns,"))
         controls.addWidget(self.days_spin)
+        controls.addWidget(self.log_check)
         controls.addStretch(1)
         cv.addLayout(controls)
         cv.addWidget(self.chart, 1)
@@ -223,40 +294,70 @@ class KnowledgePane(Pane):
         slider_row.addWidget(self.horizon_slider, 1)
         slider_row.addWidget(self.horizon_label)
         fv.addLayout(slider_row)
-        fv.addWidget(self.leaving_list)
-        bottom = QSplitter(Qt.Orientation.Horizontal)
-        bottom.addWidget(chart_box)
-        bottom.addWidget(forecast)
-        bottom.setStretchFactor(0, 3)
-        bottom.setStretchFactor(1, 2)
+        fv.addWidget(self.forecast_note)
+        fv.addWidget(self.leaving_list, 1)
+        # takes the list's room while the list is hidden, so the note stays at the top
+        self._forecast_filler = QWidget()
+        self._forecast_filler.setSizePolicy(
+            QSizePolicy.Policy.Preferred, QSizePolicy.Policy.Expanding
+        )
+        fv.addWidget(self._forecast_filler, 1)
+        self.bottom_splitter = QSplitter(Qt.Orientation.Horizontal)
+        self.bottom_splitter.setObjectName("knowledgeBottomSplitter")
+        self.bottom_splitter.addWidget(chart_box)
+        self.bottom_splitter.addWidget(forecast)
+        self.bottom_splitter.setStretchFactor(0, 3)
+        self.bottom_splitter.setStretchFactor(1, 2)
 
-        outer = QSplitter(Qt.Orientation.Vertical)
-        outer.addWidget(top)
-        outer.addWidget(bottom)
-        outer.setStretchFactor(0, 1)
-        outer.setStretchFactor(1, 1)
-        outer.setSizes([460, 440])
-        top.setSizes([980, 420])
+        self.outer_splitter = QSplitter(Qt.Orientation.Vertical)
+        self.outer_splitter.setObjectName("knowledgeSplitter")
+        self.outer_splitter.addWidget(self.top_splitter)
+        self.outer_splitter.addWidget(self.bottom_splitter)
+        self.outer_splitter.setStretchFactor(0, 1)
+        self.outer_splitter.setStretchFactor(1, 1)
+        self.outer_splitter.setSizes([460, 440])
+        self.top_splitter.setSizes([980, 420])
+        self.bottom_splitter.setSizes([840, 560])
         layout = QVBoxLayout(self)
-        layout.addWidget(outer)
-        self._update_horizon_label()
+        layout.addWidget(self.outer_splitter)
 
     # -- loading ----------------------------------------------------------------------------
 
     def refresh(self) -> None:
-        """Reload the patterns, keeping the selection and current row by pattern id."""
-        settings = self.services.settings()
-        self._top_k = settings.top_k
-        self._rate = settings.decay_rate
-        selected = set(self.selected_ids())
+        """Reload the patterns in the background, keeping the selection by pattern id."""
+        selected = self.selected_ids()
         current = self.current_id()
-        self._rows = active_patterns(self.services.store, now=self.now())
+        if self._pending_select is None and selected:
+            # the current row first: _select makes the first id found current again
+            first = [current] if current in selected else []
+            self._pending_select = first + [i for i in selected if i != current]
+        self._loading = True
+        flagged = self.flagged_only.isChecked()
+        now = self.now()
+        self.ops.query(
+            "knowledge.patterns",
+            lambda ctx: load_view(ctx.store, now, flagged),
+            self._loaded,
+            self._load_failed,
+        )
+
+    def _load_failed(self, message: str) -> None:
+        self._loading = False
+        self._pending_select = None
+        self.services.dialogs.error(self, "Knowledge", f"The patterns could not be read: {message}")
+
+    def _loaded(self, view: KnowledgeView) -> None:
+        self._loading = False
+        self._rows = view.rows
+        self._top_k = view.top_k
+        self._rate = view.rate
+        self._flags = view.flags
+        self._last_retire = view.last_retire
         shown = self._rows
         if self.flagged_only.isChecked():
-            self._flags = audit(self.services.store).pattern_flags()
             shown = [r for r in self._rows if r.id in self._flags]
-        else:
-            self._flags = {}
+        wanted = self._pending_select or []
+        self._pending_select = None
         self.patterns.set_rows(shown)
         in_top = sum(1 for r in self._rows if r.in_top_k)
         text = (
@@ -266,46 +367,49 @@ class KnowledgePane(Pane):
         if self.flagged_only.isChecked():
             text += f" {FLAG_MARK} {len(shown)} flagged."
         self.summary.setText(text)
-        self.undo_retire_button.setEnabled(self.last_retire() is not None)
-        self._restore_selection(selected, current)
+        self._update_buttons()
+        self._restore_selection(wanted)
         self._update_chart()
         self._update_horizon()
         self._load_sources(self.current_id())
+        self.loaded.emit()
 
-    def _restore_selection(self, selected: set[int], current: int | None) -> None:
+    def _restore_selection(self, ids: list[int]) -> None:
         model = self.table.selectionModel()
         model.blockSignals(True)
         try:
-            model.clearSelection()
-            selection = QItemSelection()
-            last_col = self.patterns.columnCount() - 1
-            for row, item in enumerate(self.patterns.rows()):
-                if item.id in selected:
-                    selection.select(
-                        self.patterns.index(row, 0), self.patterns.index(row, last_col)
-                    )
-            model.select(selection, model.SelectionFlag.Select)
-            if current is not None:
-                row = self.patterns.find_row(lambda r: r.id == current)
-                if row >= 0:
-                    model.setCurrentIndex(self.patterns.index(row, 0), model.SelectionFlag.NoUpdate)
+            self._select(ids)
         finally:
             model.blockSignals(False)
 
-    def select_patterns(self, ids: list[int]) -> None:
-        """Select these patterns (first one current), as a user's click would."""
+    def _select(self, ids: list[int]) -> None:
+        """Select ``ids``; the first one found in ``ids`` order becomes current."""
         model = self.table.selectionModel()
         selection = QItemSelection()
         last_col = self.patterns.columnCount() - 1
-        first: QModelIndex | None = None
+        rows: dict[int, int] = {}
+        wanted = set(ids)
         for row, item in enumerate(self.patterns.rows()):
-            if item.id in ids:
-                index = self.patterns.index(row, 0)
-                first = first or index
-                selection.select(index, self.patterns.index(row, last_col))
+            if item.id in wanted:
+                rows[item.id] = row
+                selection.select(self.patterns.index(row, 0), self.patterns.index(row, last_col))
         model.select(selection, model.SelectionFlag.ClearAndSelect)
+        first = next((rows[i] for i in ids if i in rows), None)
         if first is not None:
-            model.setCurrentIndex(first, model.SelectionFlag.NoUpdate)
+            index = self.patterns.index(first, 0)
+            model.setCurrentIndex(index, model.SelectionFlag.NoUpdate)
+            self.table.scrollTo(index)
+
+    def select_patterns(self, ids: list[int]) -> None:
+        """Select these patterns (the first current), as a user's click would; while a
+        refresh is on its way the selection is applied again when it lands."""
+        if self._loading:
+            self._pending_select = list(ids)
+        self._select(list(ids))
+
+    @property
+    def loading(self) -> bool:
+        return self._loading
 
     # -- selection --------------------------------------------------------------------------
 
@@ -329,6 +433,7 @@ class KnowledgePane(Pane):
         self.chart.set_highlight(item.id if item is not None else -1)
 
     def _load_sources(self, pattern_id: int | None) -> None:
+        """One pattern's source episodes: an indexed read of a handful of rows."""
         if pattern_id is None:
             self.sources.set_rows([])
             self.source_title.setText("Select a pattern to see where it came from.")
@@ -349,48 +454,61 @@ class KnowledgePane(Pane):
         """The audit flags of a shown pattern (filled while "flagged" is ticked)."""
         return self._flags.get(pattern_id, ())
 
-    # -- retiring ---------------------------------------------------------------------------
+    # -- retiring (background writes) -------------------------------------------------------
 
-    def retire_selected(self) -> int | None:
-        """Retire the selected patterns as one undoable changeset; returns its id."""
+    def _update_buttons(self, *_: object) -> None:
+        busy = self.ops.busy
+        self.retire_button.setEnabled(not busy)
+        self.undo_retire_button.setEnabled(not busy and self._last_retire is not None)
+
+    def _start_write(self, label: str, fn: Callable[[OpContext], object], done: Callable) -> bool:
+        if self.ops.write(label, fn, done, lambda msg: self._write_failed(label, msg)):
+            self._update_buttons()
+            return True
+        running = self.ops.busy_label or "another operation"
+        self.status_message.emit(f"{label}: wait until {running} has finished.")
+        return False
+
+    def _write_failed(self, title: str, message: str) -> None:
+        self.services.dialogs.warning(self, title, message)
+        self.refresh()
+
+    def retire_selected(self) -> bool:
+        """Retire the selected patterns as one undoable changeset, in the background."""
         ids = self.selected_ids()
         if not ids:
             self.status_message.emit("Select the patterns to retire first.")
-            return None
-        try:
-            summary = retire_patterns(self.services.store, ids)
-        except CuratorError as exc:
-            self.services.dialogs.warning(self, "Retire", str(exc))
-            return None
-        self.status_message.emit(
-            f"Retired {len(ids)} pattern(s) (changeset #{summary.id}); Undo retire restores them."
-        )
-        self.refresh()
-        self.data_changed.emit()
-        return summary.id
+            return False
 
-    def last_retire(self) -> Changeset | None:
-        found: Changeset | None = (
-            Changeset.select()
-            .where((Changeset.kind == "retire") & Changeset.undone_by.is_null())
-            .order_by(Changeset.id.desc())
-            .first()
+        def done(changeset_id: int) -> None:
+            self.status_message.emit(
+                f"Retired {len(ids)} pattern(s) (changeset #{changeset_id}); "
+                "Undo retire restores them."
+            )
+            self.refresh()
+            self.data_changed.emit()
+
+        return self._start_write(
+            f"Retiring {len(ids)} pattern(s)",
+            lambda ctx: retire_patterns(ctx.store, ids).id,
+            done,
         )
-        return found
+
+    def last_retire(self) -> int | None:
+        """The retirement that "Undo retire" reverts (as of the last refresh)."""
+        return self._last_retire
 
     def undo_last_retire(self) -> bool:
-        last = self.last_retire()
+        last = self._last_retire
         if last is None:
             return False
-        try:
-            undo_changeset(self.services.store, last.id)
-        except CuratorError as exc:
-            self.services.dialogs.warning(self, "Undo retire", str(exc))
-            return False
-        self.status_message.emit(f"Retirement #{last.id} undone.")
-        self.refresh()
-        self.data_changed.emit()
-        return True
+
+        def done(_result: object) -> None:
+            self.status_message.emit(f"Retirement #{last} undone.")
+            self.refresh()
+            self.data_changed.emit()
+
+        return self._start_write("Undo retire", lambda ctx: undo_changeset(ctx.store, last), done)
 
     def _on_source_activated(self, index: QModelIndex) -> None:
         source = self.sources.row_at(index.row())
@@ -406,23 +524,56 @@ class KnowledgePane(Pane):
     # -- chart ------------------------------------------------------------------------------
 
     def cutoff(self) -> float | None:
-        """The K-th pattern's effective importance now (None with K or fewer patterns)."""
-        if len(self._rows) <= self._top_k or self._top_k <= 0:
+        """The K-th pattern's effective importance now (None with fewer than K patterns)."""
+        if len(self._rows) < self._top_k or self._top_k <= 0:
             return None
         return self._rows[self._top_k - 1].effective
 
+    def days_ahead(self) -> int:
+        return self.days_spin.value()
+
+    def _days_changed(self, value: int) -> None:
+        for widget in (self.days_spin, self.horizon_slider):
+            if widget.value() != value:
+                widget.blockSignals(True)
+                widget.setValue(value)
+                widget.blockSignals(False)
+        self._update_chart()
+        self._update_horizon()
+
     def _update_chart(self) -> None:
         now = self.now()
-        days = max(self.days_spin.value(), self.horizon_slider.value())
-        until = now + timedelta(days=days)
+        days = self.days_ahead()
+        horizon = now + timedelta(days=days)
+        # a margin right of the horizon, so its line and label are never on the edge
+        until = now + timedelta(days=days * 1.12 + 2)
         by_id = {r.id: r for r in self._rows}
         chosen = [by_id[i] for i in self.selected_ids() if i in by_id]
         curves = [decay_curve(r.importance, r.distilled_at, now, until, self._rate) for r in chosen]
         self.chart.set_curves(
-            [r.id for r in chosen], [c[0] for c in curves], [c[1] for c in curves]
+            [r.id for r in chosen],
+            [c[0] for c in curves],
+            [c[1] for c in curves],
+            [r.text for r in chosen],
         )
+        starts = [r.distilled_at for r in chosen] or [now - timedelta(days=max(7, days // 4))]
+        start = min(min(starts), now)
+        self.chart.set_x_range(start.timestamp(), until.timestamp())
         self.chart.set_today(now)
-        self.chart.set_cutoff(self.cutoff())
+        self.chart.set_horizon(horizon, f"in {days} days")
+        if self.cutoff() is None:
+            self.chart.set_cutoff(None, None)
+        else:
+            kth = self._rows[self._top_k - 1]
+            xs, ys = decay_curve(
+                kth.importance,
+                kth.distilled_at,
+                now,
+                until,
+                self._rate,
+                start=max(start, kth.distilled_at),
+            )
+            self.chart.set_cutoff(xs, ys, self._top_k)
         current = self.current_id()
         self.chart.set_highlight(current if current is not None else -1)
 
@@ -430,38 +581,45 @@ class KnowledgePane(Pane):
         self.horizon_label.setText(f"{self.horizon_slider.value()} days")
 
     def _update_horizon(self) -> None:
-        days = self.horizon_slider.value()
+        days = self.days_ahead()
         self._update_horizon_label()
-        now = self.now()
-        self.chart.set_horizon(now + timedelta(days=days), f"in {days} days")
-        if days > self.days_spin.value():
-            self._update_chart()
-        leaving = leaving_top_k(self.services.store, days, k=self._top_k, now=now, rate=self._rate)
+        leaving = self._leaving(days)
         self.leaving_list.clear()
-        if not leaving:
-            if len(self._rows) < self._top_k:
-                self.leaving_list.addItem(
-                    f"The prompt holds all {len(self._rows)} patterns and has room for "
-                    f"{self._top_k}: a new pattern pushes none out."
-                )
-            else:
-                self.leaving_list.addItem("No prompt pattern falls below today's cut-off by then.")
+        cutoff = self.cutoff()
+        if cutoff is None:
+            # The prompt has room: the forecast has nothing to say at any horizon, and
+            # says why once instead of repeating one sentence at every slider position.
+            self.forecast_note.setText(
+                f"<b>Nothing leaves the prompt yet.</b> It holds all {len(self._rows)} active "
+                f"patterns and has room for {self._top_k} (top K, in Settings). A pattern "
+                "leaves only when a newer, stronger one takes its place, so this list fills "
+                f"once more than {self._top_k} patterns are active. Until then the chart "
+                "shows how the selected patterns weaken."
+            )
+            self.leaving_list.hide()
+            self._forecast_filler.show()
             return
+        self._forecast_filler.hide()
+        self.leaving_list.show()
+        if not leaving:
+            self.forecast_note.setText(
+                f"Within {days} days no prompt pattern falls below today's cut-off "
+                f"({cutoff:.3f}, the {self._top_k}th pattern's value now)."
+            )
+            return
+        self.forecast_note.setText(
+            f"{len(leaving)} prompt pattern(s) fall below today's cut-off ({cutoff:.3f}) "
+            f"within {days} days: a new pattern as strong as the {self._top_k}th today "
+            "would push them out."
+        )
         for row in leaving:
             self.leaving_list.addItem(
                 f"#{row.id} (rank {row.rank}, now {row.effective:.3f}): {_short(row.text, 120)}"
             )
 
+    def _leaving(self, days: int) -> list[PatternRow]:
+        return leaving_among(self._rows, days, self._top_k, self.now(), self._rate)
+
     def leaving_ids(self) -> list[int]:
         """The ids currently listed as leaving the top K (for tests and the status bar)."""
-        now = self.now()
-        return [
-            r.id
-            for r in leaving_top_k(
-                self.services.store,
-                self.horizon_slider.value(),
-                k=self._top_k,
-                now=now,
-                rate=self._rate,
-            )
-        ]
+        return [r.id for r in self._leaving(self.days_ahead())]

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import json
 import logging
-from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -29,6 +28,7 @@ from PySide6.QtWidgets import (
 
 from curator import __version__
 from curator.errors import CuratorError
+from curator.gui.auto_backup import AutoBackup
 from curator.gui.episodes_pane import EpisodesPane
 from curator.gui.identity_pane import IdentityPane
 from curator.gui.insights_pane import InsightsPane
@@ -36,6 +36,7 @@ from curator.gui.knowledge_import import KnowledgeImporter
 from curator.gui.knowledge_pane import KnowledgePane
 from curator.gui.model_picker import DEMO_NOTICE, demo_model_in_use
 from curator.gui.pane import Pane
+from curator.gui.provenance_nav import ProvenanceNavigator
 from curator.gui.review_pane import ReviewPane
 from curator.gui.runs_pane import RunsPane
 from curator.gui.services import AppServices
@@ -92,6 +93,8 @@ class MainWindow(QMainWindow):
         self.setWindowTitle(f"Memory Curator — {services.db_path.name}")
         self._dirty: set[int] = set()
         self._closed = False
+        self._quit_mid_run = False  # the user agreed to cancel the run and quit
+        self._quit_box: QWidget | None = None
 
         self.tabs = QTabWidget()
         self.tabs.setObjectName("paneTabs")
@@ -106,8 +109,13 @@ class MainWindow(QMainWindow):
             pane.data_changed.connect(lambda p=pane: self._pane_wrote(p))
             if isinstance(pane, InsightsPane):
                 pane.show_episodes.connect(self.show_episodes)
+            if isinstance(pane, ReviewPane):
+                pane.distill_requested.connect(lambda: self.start_distill())
         self.tabs.currentChanged.connect(self._pane_shown)
         self.setCentralWidget(self.tabs)
+        knowledge = self.pane("knowledgePane")
+        assert isinstance(knowledge, KnowledgePane)
+        self.provenance = ProvenanceNavigator(self, self.tabs, knowledge, self.episodes_pane)
 
         self.knowledge_importer = KnowledgeImporter(services.store, self)
         self.knowledge_importer.signals.finished.connect(self._knowledge_imported)
@@ -124,6 +132,7 @@ class MainWindow(QMainWindow):
         self.poll_timer.setInterval(POLL_MS)
         self.poll_timer.timeout.connect(self.check_for_outside_changes)
         self.poll_timer.start()
+        self.auto_backup = AutoBackup.for_window(self)  # every N minutes of use, on close
 
         self.resize(1400, 900)
         self.restore_state()
@@ -229,7 +238,7 @@ class MainWindow(QMainWindow):
         self.export_action = self._action(
             "&Export knowledge…", self.export_knowledge, "Ctrl+E", "export"
         )
-        self.backup_action = self._action("&Backup now…", self.backup_now, None, "backup")
+        self.backup_action = self._action("&Backup now", self.backup_now, None, "backup")
         self.quit_action = self._action("&Quit", self.close, QKeySequence.StandardKey.Quit, "quit")
         self.undo_action = self._action(
             "&Undo relabel", self.undo_relabel, QKeySequence.StandardKey.Undo, "undoRelabel"
@@ -523,19 +532,8 @@ class MainWindow(QMainWindow):
         self.show_message(f"Exported {len(rows)} patterns to {target}.")
 
     def backup_now(self) -> None:
-        stamp = datetime.now().strftime("%Y%m%d-%H%M%S")
-        suggested = str(self.services.db_path.with_name(f"curator-backup-{stamp}.sqlite"))
-        path = self.services.dialogs.save_file_name(
-            self, "Back up the database", suggested, "SQLite database (*.sqlite)"
-        )
-        if not path:
-            return
-        try:
-            self.services.backup_to(Path(path))
-        except Exception as exc:  # shown to the user as one sentence
-            self.services.dialogs.exception(self, CuratorError(f"backup failed: {exc}"))
-            return
-        self.show_message(f"Backed up to {path}.")
+        """Into the backups folder, in the background; the status bar shows where."""
+        self.auto_backup.backup_now()
 
     def undo_relabel(self) -> None:
         self.tabs.setCurrentIndex(0)
@@ -584,21 +582,34 @@ class MainWindow(QMainWindow):
             self.tabs.setCurrentIndex(index)
 
     def _confirm_quit_mid_run(self) -> bool:
-        """Closing while a run goes asks first; yes cancels it (the run keeps what it
-        finished, recorded as cancelled), no keeps the window and the run."""
+        """True when the window may close; while a run goes, ask first and say no for now.
+
+        The question is window-modal without a nested event loop (``Dialogs.confirm``), so
+        the close is refused here and made again by the yes button, after cancelling the
+        run (it keeps what it finished, recorded as cancelled). No keeps the window and
+        the run.
+        """
         worker = self.services.worker
-        if worker is None or not worker.busy:
+        if worker is None or not worker.busy or self._quit_mid_run:
             return True
-        if not self.services.dialogs.confirm(
+        box = self._quit_box
+        if box is not None and box.isVisible():
+            return False  # already asking
+        self._quit_box = self.services.dialogs.confirm(
             self,
             "Quit Memory Curator",
             f"A {worker.kind} run is in progress: cancel it and quit?",
-            "Cancel run and quit",
-            reject="Keep running",
-        ):
-            return False
-        worker.cancel()
-        return True
+            self._cancel_run_and_quit,
+            yes_text="Cancel run and quit",
+            no_text="Keep running",
+        )
+        return False
+
+    def _cancel_run_and_quit(self) -> None:
+        self._quit_mid_run = True
+        if self.services.worker is not None:
+            self.services.worker.cancel()
+        self.close()
 
     def closeEvent(self, event: QCloseEvent) -> None:
         if not self._closed:
@@ -617,5 +628,6 @@ class MainWindow(QMainWindow):
             self.services.ops.shutdown()
             if self.services.worker is not None:
                 self.services.worker.shutdown()
+            self.auto_backup.shutdown(self)
             self.services.dialogs.close_all()
         event.accept()

@@ -25,9 +25,9 @@ from PySide6.QtWidgets import (
 )
 
 from curator.gui.diff_view import DiffView
+from curator.gui.review_list import action_name
 from curator.pipeline import review as review_api
-from curator.pipeline.commit import CommitPreview
-from curator.store.models import Pattern
+from curator.pipeline.commit import CommitPreview, PreviewUpdate
 
 REMATCH_DELAY_MS = 250
 """Re-run the gates this long after the last keystroke (not on every key)."""
@@ -95,16 +95,15 @@ class EditDialog(QDialog):
             else f"<br><span style='color:#c0392b'>Quality gate: {reasons}"
             " — it cannot be added or used to update.</span>"
         )
-        target = Pattern.get_or_none(Pattern.id == check.target_id) if check.target_id else None
-        if check.action != "ADD" and target is not None:
+        if check.action != "ADD" and check.target_text is not None:
             self.match_label.setText(
-                f"Re-match: <b>{check.action}</b> of pattern #{target.id} "
+                f"Re-match: <b>{action_name(check.action)}</b> of pattern #{check.target_id} "
                 f"(ratio {check.ratio:.3f}){quality}"
             )
-            self.diff.set_texts(target.text, text)
+            self.diff.set_texts(check.target_text, text)
         else:
             self.match_label.setText(
-                f"Re-match: <b>ADD</b>, no existing pattern is similar enough "
+                f"Re-match: <b>{action_name('ADD')}</b>, no existing pattern is similar enough "
                 f"(best ratio {check.ratio:.3f}){quality}"
             )
             self.diff.clear_diff("A new pattern.")
@@ -118,8 +117,8 @@ def preview_html(preview: CommitPreview, reviewed_only: bool) -> str:
     """The commit preview as a readable list: adds, updates old → new, skips, rejects."""
     parts = [
         f"<p>Run #{preview.run_id}: <b>{len(preview.adds)}</b> new pattern(s), "
-        f"<b>{len(preview.updates)}</b> update(s), {len(preview.skips)} skip(s), "
-        f"{len(preview.rejects)} reject(s).</p>"
+        f"<b>{len(preview.updates)}</b> update(s), {len(preview.skips)} duplicate(s) "
+        f"skipped, {len(preview.rejects)} rejected.</p>"
     ]
     if preview.unreviewed:
         if reviewed_only:
@@ -153,21 +152,26 @@ def preview_html(preview: CommitPreview, reviewed_only: bool) -> str:
         parts.append("</ul>")
     if preview.updates:
         parts.append("<h4>Updated (importance old → new)</h4><ul>")
-        parts += [
-            f"<li>#{u.pattern_id}: {u.old_importance:.2f} → <b>{u.new_importance:.2f}</b>"
-            + (
-                f" · {html.escape(u.pattern_text)}"
-                if u.new_text is None
-                else f" · <s>{html.escape(u.pattern_text)}</s> → <b>{html.escape(u.new_text)}</b>"
-            )
-            + "</li>"
-            for u in preview.updates
-        ]
+        parts += [f"<li>{_update_html(u)}</li>" for u in preview.updates]
         parts.append("</ul>")
     if preview.skips:
         targets = ", ".join(f"#{s.pattern_id}" for s in preview.skips if s.pattern_id)
         parts.append(f"<p>Skipped as duplicates of {targets or 'existing patterns'}.</p>")
     return "".join(parts)
+
+
+def _update_html(u: PreviewUpdate) -> str:
+    """One UPDATE: importance, and which text the pattern has after the commit."""
+    line = f"#{u.pattern_id}: {u.old_importance:.2f} → <b>{u.new_importance:.2f}</b>"
+    old = html.escape(u.pattern_text)
+    if u.new_text is not None:
+        return line + f" · <s>{old}</s> → <b>{html.escape(u.new_text)}</b> (your wording)"
+    if u.kept_edit is not None:
+        return (
+            line + f" · {old} (the pattern's text is kept; your wording "
+            f"“{html.escape(u.kept_edit)}” is not written)"
+        )
+    return line + f" · {old}"
 
 
 def preview_blocked(preview: CommitPreview, reviewed_only: bool) -> bool:
@@ -183,7 +187,7 @@ class CommitDialog(QDialog):
     ) -> None:
         super().__init__(parent)
         self.setObjectName("commitDialog")
-        self.setWindowTitle("Commit the reviewed decisions")
+        self.setWindowTitle(f"Commit run #{preview.run_id}")
         self.resize(640, 480)
         self.preview = preview
         self.view = QTextBrowser()
@@ -193,7 +197,7 @@ class CommitDialog(QDialog):
             QDialogButtonBox.StandardButton.Ok | QDialogButtonBox.StandardButton.Cancel
         )
         ok = self.buttons.button(QDialogButtonBox.StandardButton.Ok)
-        ok.setText("Commit")
+        ok.setText(f"Commit run #{preview.run_id}")
         self.blocked = preview_blocked(preview, reviewed_only)
         ok.setEnabled(not self.blocked)
         self.buttons.accepted.connect(self.accept)

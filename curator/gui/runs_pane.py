@@ -403,10 +403,17 @@ class RunsPane(Pane):
         if self.worker is None or kind != estimate.kind:
             return
         question = question_for(estimate)
-        if question is not None and not self.services.dialogs.confirm(
-            self, f"{kind.capitalize()}?", question, f"{kind.capitalize()}"
-        ):
-            self.status_message.emit(f"{kind.capitalize()} not started.")
+        if question is None:
+            self._launch(estimate)
+            return
+        name = kind.capitalize()
+        self.services.dialogs.confirm(
+            self, f"{name}?", question, lambda: self._launch(estimate), yes_text=name
+        )  # no: nothing starts
+
+    def _launch(self, estimate: RunEstimate) -> None:
+        kind = estimate.kind
+        if self.worker is None:
             return
         starter = self.worker.start_classify if kind == "classify" else self.worker.start_distill
         if not starter(estimate.limit):

@@ -6,7 +6,6 @@ window on a temporary database simply by building another ``AppServices``.
 
 from __future__ import annotations
 
-import sqlite3
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -35,15 +34,3 @@ class AppServices:
     def settings(self) -> Settings:
         """The saved settings, validated (the same values the CLI uses)."""
         return load_settings(self.store)
-
-    def backup_to(self, target: Path) -> None:
-        """A consistent copy of the database (SQLite's online backup, safe while in use)."""
-        source = sqlite3.connect(str(self.db_path))
-        try:
-            dest = sqlite3.connect(str(target))
-            try:
-                source.backup(dest)
-            finally:
-                dest.close()
-        finally:
-            source.close()

@@ -245,6 +245,10 @@ class SettingsPane(Pane):
             "source episode comes from one of them is flagged “untrusted sources only”."
         )
         pipeline_form.addRow("Untrusted sources", self.untrusted_sources)
+        self.backup_interval = _spin("backup_interval_minutes", 5, special="off")
+        self.backup_interval.setObjectName("backupInterval")
+        backup_box = QGroupBox("Backups")
+        QFormLayout(backup_box).addRow("Every N minutes of use, and on close", self.backup_interval)
 
         # buttons
         self.busy = QProgressBar()
@@ -285,6 +289,7 @@ class SettingsPane(Pane):
         layout.addWidget(model_box)
         layout.addLayout(pickers)
         layout.addWidget(pipeline_box)
+        layout.addWidget(backup_box)
         layout.addLayout(buttons)
         layout.addStretch(1)
         self.refresh()
@@ -359,6 +364,7 @@ class SettingsPane(Pane):
             "top_k": self.top_k.value(),
             "min_chars": self.min_chars.value(),
             "min_words": self.min_words.value(),
+            "backup_interval_minutes": self.backup_interval.value(),
             "untrusted_sources": sorted(
                 {s.strip().lower() for s in self.untrusted_sources.text().split(",") if s.strip()}
             ),
@@ -478,6 +484,7 @@ class SettingsPane(Pane):
         self.top_k.setValue(values.top_k)
         self.min_chars.setValue(values.min_chars)
         self.min_words.setValue(values.min_words)
+        self.backup_interval.setValue(values.backup_interval_minutes)
         self.untrusted_sources.setText(", ".join(values.untrusted_sources))
         self.show_model_info()
         self.show_thread_tuning()

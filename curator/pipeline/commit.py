@@ -25,7 +25,8 @@ Decisions made here (see the README of the review):
   the decay clock" on (:mod:`curator.store.decay_clock`) ``distilled_at`` becomes the
   commit time. It keeps the pattern's text, unless the reviewer edited the candidate's
   text: then the pattern's text becomes the reviewer's wording (an edit accepted is an
-  edit applied; the changeset holds the old text, so undo restores it exactly). Two
+  edit applied; the changeset holds the old text, so undo restores it exactly), unless
+  the reviewer chose "keep the pattern's text" (``Candidate.keep_pattern_text``). Two
   candidates rewording the same pattern differently in one commit are a conflict. SKIP
   adds provenance only (no revision bump); REJECT changes nothing but the candidate's state.
 """
@@ -35,13 +36,11 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
-from pathlib import Path
 from typing import Any
 
 from curator.core.dedup import merge_importance
 from curator.core.scoring import clamp01, rank_key
 from curator.errors import ConflictError, CuratorError
-from curator.store.backup import backup_database
 from curator.store.db import Store
 from curator.store.decay_clock import update_refreshes_decay
 from curator.store.models import (
@@ -115,6 +114,8 @@ class ChangesetSummary:
     undoes_id: int | None = None
     undone_by_id: int | None = None
     backup: str | None = None
+    """The backup a commit of an earlier release took first; None since commits no longer
+    copy the database (periodic backups, :mod:`curator.store.backup_schedule`)."""
     flagged: list[dict[str, Any]] = field(default_factory=list)
     """Committed decisions on flagged candidates (:class:`FlaggedDecision` as JSON)."""
 
@@ -149,6 +150,23 @@ def _summary(cs: Changeset) -> ChangesetSummary:
     )
 
 
+def last_commit(store: Store, run_id: int | None = None) -> ChangesetSummary | None:
+    """The newest commit not undone yet: of ``run_id`` when it has one, else overall.
+
+    What "Undo last commit" reverts (the window names it, with its run and time, first).
+    """
+    with store.read():
+        query = Changeset.select().where(
+            (Changeset.kind == "commit") & (Changeset.undone_by.is_null())
+        )
+        found: Changeset | None = None
+        if run_id is not None:
+            found = query.where(Changeset.run == run_id).order_by(Changeset.id.desc()).first()
+        if found is None:
+            found = query.order_by(Changeset.id.desc()).first()
+        return _summary(found) if found is not None else None
+
+
 def history(store: Store, limit: int = 100) -> list[ChangesetSummary]:
     """The newest changesets first (commits and undos)."""
     query = Changeset.select().order_by(Changeset.id.desc()).limit(limit).bind(store.db)
@@ -176,6 +194,8 @@ class PreviewUpdate:
     new_importance: float
     new_text: str | None = None
     """The reviewer's edited wording that replaces ``pattern_text``; None keeps the text."""
+    kept_edit: str | None = None
+    """The reviewer's edited wording when they chose to keep the pattern's text instead."""
 
 
 @dataclass(frozen=True)
@@ -293,7 +313,11 @@ def _plan(run_id: int) -> _Plan:
             if c.action == "SKIP":
                 preview.skips.append(PreviewSkip(c.id, p.id))
                 continue
-            new_text = c.final_text if c.final_text is not None else None
+            # The reviewer chose per candidate: their wording replaces the pattern's text,
+            # or (keep_pattern_text) the edit only informed the decision and importance.
+            keep = bool(c.keep_pattern_text)
+            new_text = c.final_text if (c.final_text is not None and not keep) else None
+            kept_edit = c.final_text if (c.final_text is not None and keep) else None
             if new_text is not None:
                 other = rewording.setdefault(p.id, (c.id, new_text))
                 if other[1] != new_text:
@@ -308,7 +332,9 @@ def _plan(run_id: int) -> _Plan:
                     continue
             new = merge_importance(p.importance, _importance(c))
             preview.updates.append(
-                PreviewUpdate(c.id, p.id, p.text, p.importance, new, new_text=new_text)
+                PreviewUpdate(
+                    c.id, p.id, p.text, p.importance, new, new_text=new_text, kept_edit=kept_edit
+                )
             )
         else:
             preview.conflicts.append(Conflict(c.id, None, f"unknown action {c.action!r}"))
@@ -433,7 +459,7 @@ def _sources(candidate_ids: list[int]) -> dict[int, list[int]]:
     return sources
 
 
-def _apply(store: Store, plan: _Plan, actor: str, backup: Path | None) -> ChangesetSummary:
+def _apply(store: Store, plan: _Plan, actor: str) -> ChangesetSummary:
     run = plan.run
     now = utcnow()
     rate = load_settings(store).decay_rate
@@ -546,7 +572,6 @@ def _apply(store: Store, plan: _Plan, actor: str, backup: Path | None) -> Change
     counts["rows"] = len(rows)
     summary: dict[str, Any] = {
         "counts": counts,
-        "backup": str(backup) if backup else None,
         "flagged": [vars(f) for f in plan.preview.flagged],
     }
     changeset = Changeset.create(
@@ -562,23 +587,22 @@ def commit_run(
     *,
     reviewed_only: bool = False,
     actor: str = "human",
-    backup: bool = True,
 ) -> ChangesetSummary:
     """Apply the run's reviewed decisions to Knowledge, all at once, as one changeset.
 
     Raises UnreviewedError if candidates are unreviewed (unless ``reviewed_only``),
     ConflictError naming the candidates whose target changed since the review (nothing is
-    applied), CuratorError for anything else (also with nothing applied). A backup of the
-    database is taken first unless ``backup`` is False.
+    applied), CuratorError for anything else (also with nothing applied).
+
+    No copy of the database is taken first: that made every commit cost O(database).
+    The changeset is what undoes a commit; backups are taken periodically and on close
+    (:mod:`curator.store.backup_schedule`, ``curator backup``).
     """
-    # A cheap check first, so a refused commit does not leave a backup behind.
-    _refuse(_plan(run_id), reviewed_only)
-    backup_path = backup_database(store) if backup else None
     with store.explained_write("commit"):
         # Read again under the write lock: this is the state the writes apply to.
         plan = _plan(run_id)
         _refuse(plan, reviewed_only)
-        return _apply(store, plan, actor, backup_path)
+        return _apply(store, plan, actor)
 
 
 # -- undo ---------------------------------------------------------------------------------

@@ -53,7 +53,7 @@ from curator.core.whatif import (
 from curator.pipeline import learn
 from curator.store.db import Store
 from curator.store.decay_clock import update_refreshes_decay
-from curator.store.models import LABELS, utcnow
+from curator.store.models import LABELS, Run, utcnow
 from curator.store.settings import load_settings
 
 __all__ = [
@@ -394,10 +394,12 @@ def _learning(store: Store) -> tuple[list[dict[str, Any]], LabelSources]:
     curve: list[dict[str, Any]] = []
     cv: float | None = None
     if features is not None and rows:
+        features = learn.center_embeddings(features)  # as the classifier in force sees them
         x = features[rows]
+        pool = features[[i for i, h in enumerate(human) if h is None]]
         points = learn.learning_curve(x, y, CURVE_SIZES, seeds=CURVE_SEEDS)
         curve = [asdict(p) for p in points]
-        cv = learn.cross_validated_accuracy(x, y)
+        cv = learn.cross_validated_accuracy(x, y, pool=pool)
     sources = LabelSources(
         decided=decided,
         predicted_by=predicted,
@@ -408,6 +410,12 @@ def _learning(store: Store) -> tuple[list[dict[str, Any]], LabelSources]:
         cv_labels=len(y) if cv is not None else 0,
     )
     return curve, sources
+
+
+def run_choices(store: Store) -> list[tuple[int, str]]:
+    """Every run as (id, "run N (kind)"), oldest first: the pane's run picker."""
+    query = Run.select(Run.id, Run.kind).order_by(Run.id).bind(store.db)
+    return [(int(r.id), f"run {r.id} ({r.kind})") for r in query]
 
 
 # -- the whole report -------------------------------------------------------------------

@@ -1,12 +1,21 @@
 """Learning from the reviewer: a small classifier trained on the human labels.
 
 Features per episode: its embedding under the current model (mean-pooled, normalised; see
-:mod:`curator.llm.embeddings`) and the log of its calibrated label distribution. A
-scikit-learn logistic regression, class-balanced (constitutional episodes are rare) and
-with a fixed seed, is trained on the episodes a person labelled as soon as every label
-has at least :data:`MIN_PER_CLASS` of them; until then the calibrated (or raw) scores
-decide. Training is a few milliseconds for thousands of labels (a linear model on a few
-hundred dimensions), so it runs again after every burst of relabels.
+:mod:`curator.llm.embeddings`), centred on the mean embedding of all the store's episodes
+and normalised again, and the log of its calibrated label distribution. A scikit-learn
+logistic regression, class-balanced (constitutional episodes are rare) and with a fixed
+seed, is trained on the episodes a person labelled as soon as every label has at least
+:data:`MIN_PER_CLASS` of them; until then the calibrated (or raw) scores decide. Training
+is a few milliseconds for thousands of labels (a linear model on a few hundred
+dimensions), so it runs again after every burst of relabels.
+
+Two uses of the unlabelled episodes (they are there at prediction time, so this is
+ordinary semi-supervised learning, no peeking at labels): the centring above (a small
+model's embeddings all point roughly the same way; removing the common direction leaves
+what tells episodes apart), and, from :data:`PRIOR_MIN_PER_CLASS` labels per class, the
+label frequencies re-estimated on the unlabelled episodes by EM (Saerens et al. 2002,
+"Adjusting the outputs of a classifier to new a priori probabilities"): class-balanced
+training assumes every label equally common, while most episodes are ordinary ones.
 
 The label shown for an episode without a human label is the combination: the learned
 classifier's when there is one, else the calibrated label, else the model's. Each episode
@@ -36,9 +45,15 @@ MIN_PER_CLASS = 3
 """Human labels every label needs before the learned classifier predicts (documented in
 the README: three per class already beat the model's own scores on the demo gold set)."""
 
+PRIOR_MIN_PER_CLASS = 5
+"""Labels per class from which the label frequencies are re-estimated on the unlabelled
+episodes; below it the classifier's probabilities are too rough for EM (on development
+draws of the demo gold set it cost accuracy at 3 per class and gained from 5)."""
+
 SEED = 0
 CV_FOLDS = 5
 EPSILON = 1e-6
+PRIOR_ITERATIONS = 100
 
 Matrix = npt.NDArray[np.float64]
 
@@ -85,6 +100,22 @@ def feature_row(embedding: npt.NDArray[Any], scores: dict[str, float]) -> Matrix
     """Embedding followed by the log calibrated probability of each label."""
     logs = [math.log(max(float(scores[k]), EPSILON)) for k in LABELS]
     return np.concatenate([np.asarray(embedding, dtype=np.float64), np.asarray(logs)])
+
+
+def center_embeddings(features: Matrix) -> Matrix:
+    """Subtract the mean embedding of these rows from each and normalise it again.
+
+    The label-score columns (the last ``len(LABELS)``) are left as they are. Centring on
+    all the store's episodes (labelled or not) is what lifts the demo gold set's learned
+    accuracy at 10 labels per class from 0.72 to about 0.75 (README).
+    """
+    if features.shape[0] == 0:
+        return features
+    width = features.shape[1] - len(LABELS)
+    embedding = features[:, :width] - features[:, :width].mean(axis=0)
+    norms = np.linalg.norm(embedding, axis=1, keepdims=True)
+    embedding = embedding / np.maximum(norms, EPSILON)
+    return np.hstack([embedding, features[:, width:]])
 
 
 def current_model_sha256(store: Store) -> str | None:
@@ -148,6 +179,65 @@ def fit(features: Matrix, labels: Sequence[str] | npt.NDArray[Any]) -> Any:
     return model
 
 
+class LearnedClassifier:
+    """The fitted regression plus the label frequencies estimated on the unlabelled episodes.
+
+    ``weights`` multiply the regression's probabilities (then renormalised): the ratio of
+    the estimated frequency of each label to the uniform one that class-balanced training
+    assumes. All ones when there were too few labels to estimate them.
+    """
+
+    def __init__(self, model: Any, weights: npt.NDArray[np.float64]) -> None:
+        self.model = model
+        self.weights = weights
+        self.classes_ = model.classes_
+
+    def predict_proba(self, features: Matrix) -> Matrix:
+        probs = np.asarray(self.model.predict_proba(features), dtype=np.float64) * self.weights
+        out: Matrix = probs / probs.sum(axis=1, keepdims=True)
+        return out
+
+    def predict(self, features: Matrix) -> npt.NDArray[Any]:
+        return np.asarray(self.classes_)[np.argmax(self.predict_proba(features), axis=1)]
+
+
+def prior_weights(probs: Matrix) -> npt.NDArray[np.float64]:
+    """EM re-estimation of label frequencies (Saerens et al. 2002) from uniform training priors.
+
+    ``probs`` are the classifier's probabilities on the unlabelled episodes. Each step
+    re-weights them by the current frequency estimate and takes their mean as the next
+    estimate; returns estimate / uniform.
+    """
+    n_classes = probs.shape[1]
+    uniform = np.full(n_classes, 1.0 / n_classes)
+    priors = uniform.copy()
+    for _ in range(PRIOR_ITERATIONS):
+        adjusted = probs * (priors / uniform)
+        adjusted /= adjusted.sum(axis=1, keepdims=True)
+        estimate = adjusted.mean(axis=0)
+        done = bool(np.abs(estimate - priors).max() < 1e-9)
+        priors = estimate
+        if done:
+            break
+    weights: npt.NDArray[np.float64] = priors / uniform
+    return weights
+
+
+def train(
+    features: Matrix, labels: Sequence[str] | npt.NDArray[Any], pool: Matrix | None = None
+) -> LearnedClassifier:
+    """:func:`fit`, then label frequencies from ``pool`` (the unlabelled episodes' features).
+
+    The frequencies are estimated only when every label has
+    :data:`PRIOR_MIN_PER_CLASS` examples and there is a pool to estimate them on.
+    """
+    model = fit(features, labels)
+    weights = np.ones(len(model.classes_))
+    if pool is not None and len(pool) and enough_labels(list(labels), PRIOR_MIN_PER_CLASS):
+        weights = prior_weights(np.asarray(model.predict_proba(pool), dtype=np.float64))
+    return LearnedClassifier(model, weights)
+
+
 def predict_distributions(model: Any, features: Matrix) -> list[dict[str, float]]:
     classes = [str(c) for c in model.classes_]
     probs = model.predict_proba(features)
@@ -160,11 +250,16 @@ def predict_distributions(model: Any, features: Matrix) -> list[dict[str, float]
 
 
 def cross_validated_accuracy(
-    features: Matrix, labels: Sequence[str], *, folds: int = CV_FOLDS
+    features: Matrix,
+    labels: Sequence[str],
+    *,
+    folds: int = CV_FOLDS,
+    pool: Matrix | None = None,
 ) -> float | None:
     """Stratified k-fold accuracy (leave-one-out when a label has fewer than k examples).
 
-    ``None`` until every label has :data:`MIN_PER_CLASS` examples.
+    ``None`` until every label has :data:`MIN_PER_CLASS` examples. ``pool``: the
+    unlabelled episodes' features, for the label frequencies (see :func:`train`).
     """
     if not enough_labels(labels):
         return None
@@ -178,10 +273,10 @@ def cross_validated_accuracy(
         else LeaveOneOut()
     )
     correct = 0
-    for train, test in splitter.split(features, y):
-        if not enough_labels(y[train], 1):
+    for fold, test in splitter.split(features, y):
+        if not enough_labels(y[fold], 1):
             continue
-        model = fit(features[train], y[train])
+        model = train(features[fold], y[fold], pool)
         correct += int((model.predict(features[test]) == y[test]).sum())
     return correct / len(y)
 
@@ -205,7 +300,8 @@ def learning_curve(
     """Accuracy against the number of labels: train on k drawn per class, test on the rest.
 
     Means over ``seeds`` draws. Sizes that leave a label without a test example, or
-    without k examples to draw, are skipped.
+    without k examples to draw, are skipped. ``features`` as :func:`center_embeddings`
+    returns them; every row (drawn or not) is the unlabelled pool of :func:`train`.
     """
     from curator.core.calibration import accuracy, cohen_kappa, macro_f1
 
@@ -217,9 +313,10 @@ def learning_curve(
             continue
         scores: list[tuple[float, float, float]] = []
         for seed in seeds:
-            train = draw_per_class(y, k, seed)
-            test = np.setdiff1d(np.arange(len(y)), train)
-            pred = [str(p) for p in fit(features[train], y[train]).predict(features[test])]
+            drawn = draw_per_class(y, k, seed)
+            test = np.setdiff1d(np.arange(len(y)), drawn)
+            model = train(features[drawn], y[drawn], features)
+            pred = [str(p) for p in model.predict(features[test])]
             gold = [str(g) for g in y[test]]
             scores.append(
                 (accuracy(gold, pred), cohen_kappa(gold, pred), macro_f1(gold, pred, LABELS))
@@ -245,6 +342,7 @@ def human_learning_curve(
     rows = [i for i, h in enumerate(human) if h is not None]
     if not rows:
         return []
+    features = center_embeddings(features)
     return learning_curve(features[rows], [str(human[i]) for i in rows], per_class, seeds=seeds)
 
 
@@ -274,10 +372,11 @@ def relearn(store: Store, model_sha256: str | None = None) -> LearnReport:
     cv: float | None = None
     updates: list[tuple[int, str, str, float, float]] = []
     if trained:
-        x_train = features[labelled]
-        model = fit(x_train, y)
-        cv = cross_validated_accuracy(x_train, y)
+        features = center_embeddings(features)
         todo = [i for i, h in enumerate(human) if h is None]
+        x_train, pool = features[labelled], features[todo]
+        model = train(x_train, y, pool)
+        cv = cross_validated_accuracy(x_train, y, pool=pool)
         if todo:
             for i, dist in zip(todo, predict_distributions(model, features[todo]), strict=True):
                 label = top_label(dist, LABELS)

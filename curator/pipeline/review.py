@@ -33,7 +33,9 @@ from dataclasses import asdict, dataclass, field
 from datetime import datetime
 from typing import Any
 
-from curator.core.dedup import gate, pair_ratio
+from peewee import fn
+
+from curator.core.dedup import gate, nearest, pair_ratio
 from curator.core.flags import Flag
 from curator.core.quality import QualityGate
 from curator.errors import CuratorError
@@ -44,6 +46,7 @@ from curator.store.models import (
     Candidate,
     CandidateEpisode,
     DecisionEvent,
+    Episode,
     Pattern,
     Run,
     format_utc,
@@ -70,6 +73,7 @@ DECISION_FIELDS = (
     "rematch_ratio",
     "decision_target_revision",
     "flags_seen",
+    "keep_pattern_text",
 )
 """The candidate columns a decision sets; a DecisionEvent records them before and after."""
 
@@ -117,6 +121,7 @@ class CandidateView:
     flags: tuple[Flag, ...] = ()
     flags_seen: list[dict[str, str]] | None = None
     distilled_at: datetime | None = None
+    keep_pattern_text: bool = False
 
     @property
     def flagged(self) -> bool:
@@ -133,6 +138,13 @@ class CandidateView:
     @property
     def effective_importance(self) -> float:
         return self.final_importance if self.final_importance is not None else self.importance
+
+    @property
+    def rewords(self) -> bool:
+        """An UPDATE whose commit replaces the pattern's text with the reviewer's wording."""
+        return (
+            self.action == "UPDATE" and self.final_text is not None and not self.keep_pattern_text
+        )
 
     @property
     def current_proposal(self) -> str:
@@ -179,6 +191,7 @@ class TextCheck:
     action: str
     target_id: int | None
     ratio: float
+    target_text: str | None = None
 
 
 # -- reading ----------------------------------------------------------------------------
@@ -263,6 +276,7 @@ def _views(store: Store, candidates: list[Candidate]) -> list[CandidateView]:
                 flags=tuple(flagger.flags(c.final_text or c.text, names[c.id])),
                 flags_seen=c.flags_seen,
                 distilled_at=c.distilled_at,
+                keep_pattern_text=bool(c.keep_pattern_text),
             )
         )
     return views
@@ -325,7 +339,119 @@ def check_text(store: Store, text: str) -> TextCheck:
         action=decision.action,
         target_id=target[0] if target else None,
         ratio=decision.ratio,
+        target_text=target[1] if target else None,
     )
+
+
+@dataclass(frozen=True)
+class PatternMatch:
+    """An active pattern offered as an UPDATE target, with its ratio to the candidate."""
+
+    id: int
+    text: str
+    importance: float
+    category: str
+    ratio: float
+
+
+NEAREST_LIMIT = 30
+"""How many targets the picker offers at once (the search narrows the pool first)."""
+
+
+def nearest_patterns(
+    store: Store, text: str, search: str = "", limit: int = NEAREST_LIMIT
+) -> list[PatternMatch]:
+    """The active patterns most similar to ``text`` (the gate's ratio), best first.
+
+    ``search`` keeps only patterns whose text contains it (case-insensitive), or whose
+    id it names ("#12" or "12"), so a reviewer can find a target the ratio ranks low.
+    A read of every active pattern: the window runs it off the GUI thread.
+    """
+    with store.read():
+        query = (
+            Pattern.select(Pattern.id, Pattern.text, Pattern.importance, Pattern.category)
+            .where(Pattern.status == "active")
+            .order_by(Pattern.id)
+        )
+        rows = tuples(query.bind(store.db))
+    needle = search.strip().casefold()
+    if needle:
+        wanted_id = needle.lstrip("#")
+        rows = [
+            r
+            for r in rows
+            if needle in r[1].casefold() or (wanted_id.isdigit() and r[0] == int(wanted_id))
+        ]
+    ranked = nearest(text, [r[1] for r in rows], limit)
+    return [
+        PatternMatch(rows[i][0], rows[i][1], rows[i][2], rows[i][3], ratio) for i, ratio in ranked
+    ]
+
+
+@dataclass(frozen=True)
+class StagedRun:
+    """A run waiting for review, as the run chooser lists it."""
+
+    id: int
+    started_at: datetime
+    progress: ReviewProgress
+
+
+def staged_runs(store: Store) -> list[StagedRun]:
+    """The staged runs, newest first, with their review progress."""
+    with store.read():
+        runs = tuples(
+            Run.select(Run.id, Run.started_at)
+            .where(Run.status == "staged")
+            .order_by(Run.id.desc())
+            .bind(store.db)
+        )
+        counts: dict[int, dict[str | None, int]] = {}
+        if runs:
+            ids = [r[0] for r in runs]
+            query = (
+                Candidate.select(Candidate.run, Candidate.action, fn.COUNT(Candidate.id))
+                .where(Candidate.run.in_(ids))
+                .group_by(Candidate.run, Candidate.action)
+            )
+            for run_id, action, n in tuples(query.bind(store.db)):
+                counts.setdefault(run_id, {})[action] = n
+    result = []
+    for run_id, started in runs:
+        by = counts.get(run_id, {})
+        by_action = {a: n for a, n in by.items() if a is not None}
+        total = sum(by.values())
+        progress = ReviewProgress(
+            total=total, reviewed=sum(by_action.values()), by_action=by_action
+        )
+        result.append(StagedRun(run_id, started, progress))
+    return result
+
+
+@dataclass(frozen=True)
+class SourceEpisode:
+    """A candidate's source episode, as the review shows it beside the candidate."""
+
+    id: int
+    timestamp: datetime
+    source: str
+    label: str | None
+    text: str
+
+
+def source_episodes(store: Store, episode_ids: list[int]) -> list[SourceEpisode]:
+    """The episodes a candidate was distilled from, oldest first."""
+    found: list[SourceEpisode] = []
+    with store.read():
+        for start in range(0, len(episode_ids), 500):
+            query = Episode.select(
+                Episode.id, Episode.timestamp, Episode.source, Episode.label, Episode.text
+            ).where(Episode.id.in_(episode_ids[start : start + 500]))
+            found.extend(
+                SourceEpisode(int(i), ts, src or "", label, text)
+                for i, ts, src, label, text in tuples(query.bind(store.db))
+            )
+    return sorted(found, key=lambda e: e.timestamp)
 
 
 # -- deciding ---------------------------------------------------------------------------
@@ -481,6 +607,7 @@ def decide(
     target_id: int | None = None,
     text: str | None = None,
     importance: float | None = None,
+    keep_pattern_text: bool | None = None,
     actor: str = "human",
 ) -> CandidateView:
     """Record a reviewer's decision on one candidate.
@@ -490,7 +617,10 @@ def decide(
     take none. ``text`` edits the candidate's text (the original text clears the edit):
     it is re-checked by the quality gate and re-matched against the active patterns, and
     an edit failing the quality gate cannot be ADDed or UPDATEd. ``importance`` in [0, 1]
-    overrides the scored importance. Raises CuratorError and changes nothing on refusal.
+    overrides the scored importance. ``keep_pattern_text`` chooses, for an UPDATE of an
+    edited candidate, whether the commit keeps the pattern's text (True) or writes the
+    reviewer's wording (False, the default); None leaves the earlier choice. Raises
+    CuratorError and changes nothing on refusal.
     """
     verb = action.strip().upper()
     if verb not in DECIDE_ACTIONS:
@@ -526,6 +656,10 @@ def decide(
                 )
         if importance is not None:
             state["final_importance"] = None if importance == candidate.importance else importance
+        if keep_pattern_text is not None:
+            state["keep_pattern_text"] = keep_pattern_text
+        if state["final_text"] is None:
+            state["keep_pattern_text"] = None  # nothing to choose without an edit
         _resolve(candidate, state, verb, target_id, settings)
         # Deciding a flagged candidate is allowed; that the flags were seen is recorded.
         state["flags_seen"] = seen_record(_flags_now(flag_context(store), candidate, state))
@@ -592,6 +726,30 @@ def accept_all(
     return accepted
 
 
+def _undo_event(store: Store, event: DecisionEvent, actor: str) -> int:
+    """Restore the state before ``event`` (inside store.write()); returns the candidate id."""
+    candidate = Candidate.get_by_id(event.candidate_id)
+    before = decision_state(candidate)
+    restored = {name: event.before.get(name) for name in DECISION_FIELDS}
+    _record(candidate, before, restored, actor, "undo")
+    DecisionEvent.update(undone=True).where(DecisionEvent.id == event.id).execute()
+    return int(candidate.id)
+
+
+def _open_decisions() -> Any:
+    """Decide events not undone yet, of candidates not committed (newest first)."""
+    return (
+        DecisionEvent.select()
+        .join(Candidate, on=(DecisionEvent.candidate == Candidate.id))
+        .where(
+            (Candidate.state != "applied")
+            & (DecisionEvent.kind == "decide")
+            & (DecisionEvent.undone == False)  # noqa: E712 - peewee expression
+        )
+        .order_by(DecisionEvent.id.desc())
+    )
+
+
 def undo_last_decision(store: Store, run_id: int, actor: str = "human") -> CandidateView | None:
     """Restore the decision state before the run's newest not-yet-undone decision.
 
@@ -602,26 +760,26 @@ def undo_last_decision(store: Store, run_id: int, actor: str = "human") -> Candi
         run = _get_run(run_id)
         if run.status != "staged":
             return None
-        event = (
-            DecisionEvent.select()
-            .join(Candidate, on=(DecisionEvent.candidate == Candidate.id))
-            .where(
-                (Candidate.run == run_id)
-                & (Candidate.state != "applied")
-                & (DecisionEvent.kind == "decide")
-                & (DecisionEvent.undone == False)  # noqa: E712 - peewee expression
-            )
-            .order_by(DecisionEvent.id.desc())
-            .first()
-        )
+        event = _open_decisions().where(Candidate.run == run_id).first()
         if event is None:
             return None
-        candidate = Candidate.get_by_id(event.candidate_id)
-        before = decision_state(candidate)
-        restored = {name: event.before.get(name) for name in DECISION_FIELDS}
-        _record(candidate, before, restored, actor, "undo")
-        DecisionEvent.update(undone=True).where(DecisionEvent.id == event.id).execute()
-        candidate_id = candidate.id
+        candidate_id = _undo_event(store, event, actor)
+    return get_candidate(store, candidate_id)
+
+
+def undo_decision(store: Store, candidate_id: int, actor: str = "human") -> CandidateView | None:
+    """Undo the newest decision of one candidate (the reviewer's row, not the run's last).
+
+    The candidate returns to its state before that decision (an earlier decision of it,
+    or undecided). None when the candidate has no decision left to undo; CuratorError
+    when it cannot be decided any more (committed, or its run is not staged).
+    """
+    with store.explained_write("undo of the decision"):
+        _open_candidate(candidate_id)
+        event = _open_decisions().where(Candidate.id == candidate_id).first()
+        if event is None:
+            return None
+        _undo_event(store, event, actor)
     return get_candidate(store, candidate_id)
 
 

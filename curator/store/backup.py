@@ -1,10 +1,15 @@
 """Backups of the database file, and restoring one in place of a damaged database.
 
-A backup is taken with SQLite's online backup API from a connection of its own, so it is
-a consistent snapshot even while the window or another command writes (WAL readers see
-one committed state), and it never copies a half-written page the way a file copy could.
-Each copy is checked with ``integrity_check`` before it counts: a backup that cannot be
-restored is worse than none, because it would be trusted.
+A backup is taken with SQLite's online backup API from a connection of its own, in
+steps of a few MiB, inside one read transaction: in WAL mode (every database of ours)
+that is one consistent snapshot that blocks no writer, so the window, a running distill
+and other commands keep writing while it is copied, and it never copies a half-written
+page the way a file copy could. (Without a WAL the read transaction would block writers,
+so there each step reads anew and SQLite restarts the copy when another connection
+wrote in between.) Between steps the caller hears the progress and may cancel. Each
+copy is checked with ``quick_check`` before it counts: a backup that cannot be restored
+is worse than none, because it would be trusted. When backups are taken and which are
+kept is :mod:`curator.store.backup_schedule`.
 
 A damaged database is never replaced at start (opening refuses it and names the newest
 good backup); only an explicit restore (``curator restore`` or the window's dialog)
@@ -32,12 +37,21 @@ import re
 import shutil
 import signal
 import sqlite3
-from collections.abc import Iterator
+import time
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from curator.errors import CuratorError
+from curator.store.backup_schedule import (
+    RECENT,
+    STAMP_FORMAT,
+    backups_to_keep,
+    changed_since,
+    stamp_of,
+)
 from curator.store.db import BUSY_TIMEOUT_S, Store
 from curator.store.models import utcnow
 from curator.store.opening import StoreBusyError, check_file, has_wal, read_only_uri
@@ -47,13 +61,42 @@ try:
 except ImportError:  # pragma: no cover - Windows: no POSIX locks to test
     fcntl = None  # type: ignore[assignment]
 
-DEFAULT_KEEP = 10
+DEFAULT_KEEP = RECENT
 BACKUP_DIR_NAME = "backups"
+STEP_PAGES = 1024
+"""Pages copied per step of the online backup (4 MiB at SQLite's default page size): the
+source is read-locked only for one step at a time, and progress and cancellation are
+checked between steps."""
+MAX_RESTARTS = 20
+"""Without a WAL (no read transaction held) SQLite restarts an online backup when another
+connection writes the source. A copy that keeps restarting gives up instead of looping."""
+
+ProgressFn = Callable[[int, int], None]
+"""``progress(done, total)`` in pages, called from the thread taking the backup."""
+
+
+class BackupCancelled(CuratorError):
+    """The backup was stopped between two steps on request (the partial copy is deleted)."""
+
+
+@dataclass(frozen=True)
+class BackupResult:
+    """One backup taken: where it is, how big, how long the copy and the check took."""
+
+    path: Path
+    size: int
+    seconds: float
+
+    def to_json(self) -> dict[str, Any]:
+        return {"backup": str(self.path), "size": self.size, "seconds": round(self.seconds, 3)}
+
+    def describe(self) -> str:
+        return f"backup: {self.path} ({self.size / 1e6:,.1f} MB, {self.seconds:.2f} s)"
 
 
 def _timestamp() -> str:
     """UTC with microseconds: sorts as text, unique for backups taken in a row."""
-    return utcnow().strftime("%Y%m%dT%H%M%S%fZ")
+    return utcnow().strftime(STAMP_FORMAT)
 
 
 def default_backup_dir(db_path: Path) -> Path:
@@ -73,56 +116,150 @@ def list_backups(db_path: Path, backup_dir: Path | None = None) -> list[Path]:
     return sorted(p for p in folder.iterdir() if pattern.fullmatch(p.name) and p.is_file())
 
 
-def backup_database(store: Store, dest_dir: Path | None = None, keep: int = DEFAULT_KEEP) -> Path:
-    """Copy the database to ``dest_dir`` (default ``<db dir>/backups``), check it, rotate.
+def backup_due(db_path: Path, backup_dir: Path | None = None) -> bool:
+    """Whether the database changed since its newest backup was started (or has none).
 
-    The copy is written under a temporary name and renamed only once ``integrity_check``
-    says ``ok``, so a listed backup is always a good one; the oldest backups beyond
-    ``keep`` are deleted afterwards. Raises CuratorError when the copy is not sound (it is
-    deleted) or cannot be written.
+    Two ``stat`` calls and a folder listing: cheap enough for a timer tick.
+    """
+    existing = list_backups(db_path, backup_dir)
+    newest = stamp_of(existing[-1].name) if existing else None
+    modified = []
+    for path in (db_path, db_path.with_name(db_path.name + "-wal")):
+        with contextlib.suppress(OSError):
+            modified.append(path.stat().st_mtime)
+    return changed_since(modified, newest)
+
+
+def prune_backups(db_path: Path, backup_dir: Path | None = None, *, recent: int = RECENT) -> None:
+    """Delete the backups the age rule (:func:`backups_to_keep`) does not keep."""
+    dated = {p: stamp_of(p.name) for p in list_backups(db_path, backup_dir)}
+    stamps = [s for s in dated.values() if s is not None]
+    keep = backups_to_keep(stamps, utcnow(), recent=recent)
+    for path, stamp in dated.items():
+        if stamp is not None and stamp not in keep:
+            _remove_quietly(path)
+
+
+def backup_database(store: Store, dest_dir: Path | None = None, keep: int = DEFAULT_KEEP) -> Path:
+    """:func:`take_backup` of an open store (the CLI's ``curator backup``); the path."""
+    return take_backup(store.path, read_only=store.read_only, dest_dir=dest_dir, keep=keep).path
+
+
+def take_backup(
+    db_path: Path,
+    *,
+    read_only: bool = False,
+    dest_dir: Path | None = None,
+    keep: int = DEFAULT_KEEP,
+    pages: int = STEP_PAGES,
+    progress: ProgressFn | None = None,
+    cancelled: Callable[[], bool] | None = None,
+) -> BackupResult:
+    """Copy the database to ``dest_dir`` (default ``<db dir>/backups``) in steps, check it,
+    thin out the old backups.
+
+    The copy uses SQLite's online backup API ``pages`` at a time from a connection of its
+    own inside one read transaction, so it is a consistent snapshot that blocks no writer
+    (WAL); it is
+    written under a temporary name and renamed only once ``quick_check`` says ``ok``, so
+    a listed backup is always a good one. ``cancelled`` is asked between steps and during
+    the check: when it says True the partial copy is deleted and BackupCancelled raised.
+    Raises CuratorError when the copy is not sound (it is deleted) or cannot be written.
     """
     if keep < 1:
         raise CuratorError(f"--keep must be at least 1 (got {keep})")
-    folder = dest_dir or default_backup_dir(store.path)
+    started = time.perf_counter()
+    folder = dest_dir or default_backup_dir(db_path)
     try:
         folder.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
         raise CuratorError(f"cannot create the backup folder {folder}: {exc}") from exc
     stamp = _timestamp()
-    final = folder / f"{store.path.stem}-{stamp}.sqlite"
-    partial = folder / f"{store.path.stem}-{stamp}.partial"
+    final = folder / f"{db_path.stem}-{stamp}.sqlite"
+    partial = folder / f"{db_path.stem}-{stamp}.partial"
     try:
-        if store.read_only:
-            uri = read_only_uri(store.path, immutable=not has_wal(store.path))
-            source = sqlite3.connect(uri, uri=True, timeout=BUSY_TIMEOUT_S)
-        else:
-            source = sqlite3.connect(str(store.path), timeout=BUSY_TIMEOUT_S)
-        try:
-            target = sqlite3.connect(str(partial))
-            try:
-                source.backup(target)
-                # A self-contained single file: no -wal next to the copy.
-                target.execute("PRAGMA journal_mode=DELETE")
-                result = "\n".join(
-                    str(r[0]) for r in target.execute("PRAGMA integrity_check").fetchall()
-                )
-            finally:
-                target.close()
-        finally:
-            source.close()
+        result = _copy_and_check(db_path, partial, read_only, pages, progress, cancelled)
+    except BackupCancelled:
+        _remove_quietly(partial)
+        raise
     except sqlite3.Error as exc:
         _remove_quietly(partial)
-        raise CuratorError(f"backup of {store.path} failed: {exc}") from exc
+        if cancelled is not None and cancelled():
+            raise BackupCancelled(f"backup of {db_path} stopped; nothing was kept") from exc
+        raise CuratorError(f"backup of {db_path} failed: {exc}") from exc
+    except BaseException:
+        _remove_quietly(partial)
+        raise
     if result != "ok":
         _remove_quietly(partial)
         raise CuratorError(
-            f"backup of {store.path} failed its integrity check ({result.splitlines()[0]}); "
+            f"backup of {db_path} failed its quick_check ({result.splitlines()[0]}); "
             "the copy was deleted"
         )
     partial.replace(final)
-    for old in list_backups(store.path, folder)[:-keep]:
-        _remove_quietly(old)
-    return final
+    prune_backups(db_path, folder, recent=keep)
+    return BackupResult(final, final.stat().st_size, time.perf_counter() - started)
+
+
+def _copy_and_check(
+    db_path: Path,
+    partial: Path,
+    read_only: bool,
+    pages: int,
+    progress: ProgressFn | None,
+    cancelled: Callable[[], bool] | None,
+) -> str:
+    """The stepped copy into ``partial`` and its ``quick_check`` result text."""
+    restarts = 0
+    last_remaining = -1
+
+    def step(_status: int, remaining: int, total: int) -> None:
+        nonlocal restarts, last_remaining
+        if cancelled is not None and cancelled():
+            raise BackupCancelled(f"backup of {db_path} stopped; nothing was kept")
+        if last_remaining >= 0 and remaining > last_remaining:
+            restarts += 1  # another connection wrote: SQLite starts the copy again
+            if restarts > MAX_RESTARTS:
+                raise CuratorError(
+                    f"backup of {db_path} gave up: the database changed {restarts} times "
+                    "while it was copied; try again when it is idle"
+                )
+        last_remaining = remaining
+        if progress is not None:
+            progress(total - remaining, total)
+
+    if read_only:
+        uri = read_only_uri(db_path, immutable=not has_wal(db_path))
+        source = sqlite3.connect(uri, uri=True, timeout=BUSY_TIMEOUT_S)
+    else:
+        source = sqlite3.connect(str(db_path), timeout=BUSY_TIMEOUT_S)
+    try:
+        if source.execute("PRAGMA journal_mode").fetchone()[0] == "wal":
+            # One snapshot for the whole copy. In WAL mode a read transaction blocks no
+            # writer (only checkpoints wait for it, and the WAL grows meanwhile); without
+            # it each step reads anew and every write elsewhere (a distill run commits
+            # once per episode) would make SQLite start the copy from the beginning.
+            source.execute("BEGIN")
+            source.execute("SELECT count(*) FROM sqlite_master").fetchone()
+        target = sqlite3.connect(str(partial))
+        try:
+            source.backup(target, pages=max(pages, 1), progress=step)
+            # A self-contained single file: no -wal next to the copy.
+            target.execute("PRAGMA journal_mode=DELETE")
+            if cancelled is not None:
+                # A nonzero return interrupts the check (sqlite3.OperationalError).
+                target.set_progress_handler(lambda: int(cancelled()), 10_000)
+            try:
+                rows = target.execute("PRAGMA quick_check").fetchall()
+            except sqlite3.DatabaseError as exc:  # a page too damaged to even walk
+                if cancelled is not None and cancelled():
+                    raise BackupCancelled(f"backup of {db_path} stopped; nothing was kept") from exc
+                return str(exc)
+            return "\n".join(str(r[0]) for r in rows)
+        finally:
+            target.close()
+    finally:
+        source.close()
 
 
 def _remove_quietly(path: Path) -> None:

@@ -16,7 +16,7 @@ from peewee import JOIN, fn
 
 from curator.core.scoring import effective_importance
 from curator.store.db import Store
-from curator.store.models import Episode, Pattern, PatternEpisode, Run, utcnow
+from curator.store.models import Changeset, Episode, Pattern, PatternEpisode, Run, utcnow
 from curator.store.settings import load_settings
 
 RANK_ORDER = (Pattern.rank_key.desc(), Pattern.distilled_at.desc(), Pattern.id.asc())
@@ -159,15 +159,40 @@ def leaving_top_k(
     now = now or utcnow()
     top_k, decay = _settings(store, k, rate)
     top = top_k_patterns(store, k=top_k, now=now, rate=decay)
-    if len(top) < top_k:
+    return leaving_among(top, days_ahead, top_k, now, decay)
+
+
+def leaving_among(
+    rows: list[PatternRow], days_ahead: float, k: int, now: datetime, rate: float
+) -> list[PatternRow]:
+    """:func:`leaving_top_k` over rows already loaded in prompt order (no query).
+
+    The Knowledge pane loads every active pattern once and moves its "in N days" slider
+    over them; asking the database again at every slider step would only repeat the read.
+    """
+    top = rows[:k]
+    if k <= 0 or len(top) < k:
         return []
-    cutoff = top[-1].effective
+    kth = top[-1]  # today's cut-off, at this ``now`` (the rows may be a moment old)
+    cutoff = effective_importance(kth.importance, kth.distilled_at, now=now, rate=rate)
     later = now + timedelta(days=days_ahead)
     return [
         row
         for row in top
-        if effective_importance(row.importance, row.distilled_at, now=later, rate=decay) < cutoff
+        if effective_importance(row.importance, row.distilled_at, now=later, rate=rate) < cutoff
     ]
+
+
+def last_retirement(store: Store) -> int | None:
+    """The newest retirement changeset not yet undone (what "Undo retire" reverts)."""
+    found = (
+        Changeset.select(Changeset.id)
+        .where((Changeset.kind == "retire") & Changeset.undone_by.is_null())
+        .order_by(Changeset.id.desc())
+        .bind(store.db)
+        .first()
+    )
+    return int(found.id) if found is not None else None
 
 
 def export_markdown(rows: list[PatternRow]) -> str:

@@ -113,6 +113,9 @@ MIGRATIONS: tuple[tuple[str, ...], ...] = (
         'CREATE TABLE "episode_embedding" ("episode_id" INTEGER NOT NULL, "model_sha256" TEXT NOT NULL, "dim" INTEGER NOT NULL, "vector" BLOB NOT NULL, PRIMARY KEY ("episode_id", "model_sha256"), FOREIGN KEY ("episode_id") REFERENCES "episode" ("id") ON DELETE CASCADE)',
         'CREATE INDEX "episode_embedding_episode_id" ON "episode_embedding" ("episode_id")',
     ),
+    # review: an UPDATE with an edited text either rewords the pattern (NULL/0, the
+    # default) or keeps the pattern's text (1); the reviewer chooses in the window
+    ('ALTER TABLE "candidate" ADD COLUMN "keep_pattern_text" INTEGER',),
 )
 
 LATEST_VERSION = len(MIGRATIONS)

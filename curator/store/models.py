@@ -292,6 +292,9 @@ class Candidate(BaseModel):
     flags_seen = JSONField(null=True)
     # Imported knowledge keeps its original distillation date; None: the commit's time.
     distilled_at = UTCDateTimeField(null=True)
+    # UPDATE with an edited text: True keeps the pattern's text (only importance and
+    # provenance change); None/False: the reviewer's wording replaces it.
+    keep_pattern_text = BooleanField(null=True)
 
 
 class CandidateEpisode(BaseModel):

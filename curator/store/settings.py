@@ -70,6 +70,8 @@ RULES: dict[str, Rule] = {
     "extract_max_lines": Rule("observations per extract batch", int, 1, 200),
     # Show the calibrated label while no learned classifier exists (curator.pipeline.calibrate)
     "calibrate_labels": Rule("calibrated label scores", bool),
+    # The window backs up at most every N minutes of use and on close; 0 turns it off
+    "backup_interval_minutes": Rule("backup every N minutes of use", int, 0, 1440),
 }
 
 
@@ -138,6 +140,7 @@ class Settings:
     update_refreshes_decay: bool = False
     extract_max_lines: int = 12
     calibrate_labels: bool = False
+    backup_interval_minutes: int = 30  # curator.gui.auto_backup; 0: no automatic backups
 
     @classmethod
     def from_mapping(cls, values: Mapping[str, Any], *, ignore_unknown: bool = False) -> Settings:

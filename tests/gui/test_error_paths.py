@@ -44,6 +44,7 @@ def test_a_pane_that_cannot_read_its_data_is_a_dialog_and_the_window_lives(
     assert not _error_dialogs(services)
 
     window.tabs.setCurrentWidget(window.pane("knowledgePane"))  # its reload fails
+    qtbot.waitUntil(lambda: bool(_error_dialogs(services)))  # it reads in the background
     dialogs = _error_dialogs(services)
     assert len(dialogs) == 1 and "last week" in dialogs[0].message
     assert window.isVisible()

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -88,6 +89,9 @@ def test_apply_thresholds_saves_and_undo_restores(
     assert load_settings(services.store).skip_threshold == pytest.approx(0.97)
     assert load_settings(services.store).update_threshold == pytest.approx(0.8)
     assert pane.undo_button.isEnabled()
+    # the write and the reload ran as the window's background operations
+    assert len(pane.ops.job_thread_ids) >= 2
+    assert threading.get_ident() not in pane.ops.job_thread_ids
     with (
         qtbot.waitSignal(pane.thresholds_saved, timeout=20000),
         qtbot.waitSignal(pane.loaded, timeout=20000),
@@ -162,3 +166,24 @@ def test_replay_button_adds_a_replay_run_without_touching_labels(
         assert pane.replay_button.isEnabled()
     finally:
         services.worker.shutdown()
+
+
+def test_agreement_chart_explains_itself_without_runs(qtbot) -> None:
+    from datetime import UTC, datetime
+
+    from curator.gui.insights_charts import SeriesChart
+    from curator.pipeline.insights import RunPoint
+
+    chart = SeriesChart()
+    qtbot.addWidget(chart)
+    chart.resize(500, 260)
+    chart.show()
+    qtbot.waitExposed(chart)
+    chart.set_series([])
+    assert chart.empty and chart.empty_label.isVisible()
+    assert "No run has been scored yet" in chart.empty_label.text()
+    assert not chart.getPlotItem().getAxis("left").isVisible()
+    point = RunPoint(1, "classify", datetime(2026, 1, 2, tzinfo=UTC), "m", "v1", 12, 0.9, 0.7)
+    chart.set_series([point])
+    assert not chart.empty and chart.empty_label.isHidden()
+    assert chart.getPlotItem().getAxis("left").isVisible()

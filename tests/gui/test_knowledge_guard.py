@@ -65,19 +65,26 @@ def test_knowledge_pane_flagged_filter_retire_and_undo(qtbot, main_window) -> No
     pane = main_window.pane("knowledgePane")
     assert isinstance(pane, KnowledgePane)
     main_window.tabs.setCurrentWidget(pane)
+
+    def settle() -> None:
+        qtbot.waitUntil(lambda: pane.ops.pending == 0 and not pane.loading, timeout=30_000)
+
     pane.refresh()
+    settle()
     assert len(pane.patterns.rows()) == 21
     pane.flagged_only.setChecked(True)
+    settle()
     assert [r.id for r in pane.patterns.rows()] == [poisoned.id]
     assert "flagged" in pane.summary.text()
     pane.select_patterns([poisoned.id])
     assert "link: a domain name" in pane.source_title.text()
-    changeset = pane.retire_selected()
-    assert changeset is not None
+    assert pane.retire_selected()
+    settle()
     assert Pattern.get_by_id(poisoned.id).status == "retired"
     assert pane.patterns.rows() == []
     assert pane.undo_retire_button.isEnabled()
     assert pane.undo_last_retire()
+    settle()
     assert Pattern.get_by_id(poisoned.id).status == "active"
     assert [r.id for r in pane.patterns.rows()] == [poisoned.id]
 

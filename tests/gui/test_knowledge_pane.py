@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Iterator
 from datetime import timedelta
 from pathlib import Path
 
 import numpy as np
 import pytest
-from PySide6.QtCore import Qt
+from PySide6.QtCore import QPointF, Qt
 
 from curator.core.scoring import rank_key
 from curator.gui.decay_chart import DecayChart
@@ -53,10 +54,16 @@ def services(tmp_path: Path) -> Iterator[AppServices]:
     store.close()
 
 
+def settle(qtbot, pane: KnowledgePane) -> None:
+    """Wait until the pane's background reads and writes have been delivered."""
+    qtbot.waitUntil(lambda: pane.ops.pending == 0 and not pane.loading, timeout=30_000)
+
+
 @pytest.fixture
 def pane(qtbot, services: AppServices, show_pane) -> KnowledgePane:
     widget = KnowledgePane(services)
     show_pane(widget)
+    settle(qtbot, widget)
     return widget
 
 
@@ -105,30 +112,163 @@ def test_provenance_and_show_episode(qtbot, pane: KnowledgePane) -> None:
     assert blocker.args == [pane.sources.row_at(0).episode_id]
 
 
-def test_chart_plots_selected_as_one_item(pane: KnowledgePane) -> None:
+def test_chart_gives_each_selected_curve_its_own_pen_and_a_legend_entry(
+    pane: KnowledgePane,
+) -> None:
     rows = pane.pattern_rows()
     chosen = [rows[0].id, rows[3].id, rows[9].id]
     pane.select_patterns(chosen)
     chart = pane.chart
     assert sorted(chart.plotted_ids) == sorted(chosen)
-    _x, y = chart._curves.getData()
-    assert np.isnan(y).sum() == len(chosen)  # three segments separated by NaN
-    assert chart._curves.opts["connect"] == "finite"
+    colours = {c.name() for c in chart.curve_pens()}
+    assert len(colours) == len(chosen)
+    labels = chart.legend_labels()
+    for pid in chosen:
+        assert sum(label.startswith(f"#{pid} Pattern number") for label in labels) == 1
+    assert f"top-{TOP_K} cut-off" in labels
     assert chart.highlighted == pane.current_id()
     # Curves start at 1.0 * importance at distillation and only decay.
     first = rows[0]
+    _x, y = chart._items[chart.plotted_ids.index(first.id)].getData()
     assert y[0] == pytest.approx(first.importance)
-    assert np.nanmax(np.diff(y[: np.argmax(np.isnan(y))])) <= 0
-    # Top-K cut-off at the K-th pattern's effective importance now.
-    assert pane.cutoff() == pytest.approx(rows[TOP_K - 1].effective)
-    assert chart._cutoff.value() == pytest.approx(rows[TOP_K - 1].effective)
-    assert chart._cutoff.isVisible()
-    # The same plot items are reused for every update.
+    assert np.max(np.diff(y)) <= 0
+    # The same plot items are reused for every update; past the palette the rest share
+    # one grey item (NaN-separated) and one legend line.
     items_before = list(chart.getPlotItem().items)
     pane.days_spin.setValue(120)
-    pane.select_patterns([rows[1].id])
+    pane.select_patterns([r.id for r in rows])
     assert list(chart.getPlotItem().items) == items_before
+    extra = N_PATTERNS - len(chart._items)
+    _rx, ry = chart._rest.getData()
+    assert np.isnan(ry).sum() == extra
+    assert f"{extra} more (grey)" in chart.legend_labels()
+    pane.select_patterns([rows[1].id])
     assert chart.plotted_ids == [rows[1].id]
+    assert len(chart.legend_labels()) == 2  # the pattern and the cut-off
+
+
+def test_cutoff_curve_is_the_kth_pattern_over_time_and_follows_k(
+    qtbot, pane: KnowledgePane
+) -> None:
+    rows = pane.pattern_rows()
+    assert pane.cutoff() == pytest.approx(rows[TOP_K - 1].effective)
+    data = pane.chart.cutoff_data()
+    assert data is not None and pane.chart.cutoff_k == TOP_K
+    xs, ys = data
+    today = pane.now().timestamp()
+    assert float(np.interp(today, xs, ys)) == pytest.approx(rows[TOP_K - 1].effective, rel=1e-3)
+    assert ys[-1] < ys[0]  # the cut-off decays with the pattern that sets it
+
+    set_setting(pane.services.store, "top_k", 8)
+    pane.refresh()
+    settle(qtbot, pane)
+    rows = pane.pattern_rows()
+    data = pane.chart.cutoff_data()
+    assert data is not None and pane.chart.cutoff_k == 8
+    assert float(np.interp(today, *data)) == pytest.approx(rows[7].effective, rel=1e-3)
+    assert "top-8 cut-off" in pane.chart.legend_labels()
+
+    set_setting(pane.services.store, "top_k", 50)  # the prompt has room: no cut-off
+    pane.refresh()
+    settle(qtbot, pane)
+    assert pane.chart.cutoff_data() is None
+    assert not any("cut-off" in label for label in pane.chart.legend_labels())
+
+
+def test_log_scale_toggles(pane: KnowledgePane) -> None:
+    rows = pane.pattern_rows()
+    pane.select_patterns([rows[-1].id])
+    chart = pane.chart
+    plot = chart.getPlotItem()
+    assert not plot.getAxis("left").logMode
+    pane.log_check.setChecked(True)
+    assert chart.log_scale and plot.getAxis("left").logMode
+    (_x0, _x1), (low, high) = plot.getViewBox().viewRange()
+    assert low < -1.0 and high == pytest.approx(0.0, abs=0.1)  # 0.1 down to 0.01 and below
+    # hovering works in log units too: the curve's value 60 days ahead, far below 0.05
+    when = pane.now().timestamp() + 60 * 86400
+    pane.days_spin.setValue(90)
+    value = float(np.interp(when, chart._xs[0], chart._ys[0]))
+    assert value < 0.05
+    scene = plot.getViewBox().mapViewToScene(QPointF(when, np.log10(value)))
+    assert chart.hover_at(scene) == rows[-1].id
+    assert f"{value:.3f}" in chart.hover_text
+    pane.log_check.setChecked(False)
+    assert not plot.getAxis("left").logMode
+    (_x0, _x1), (low, high) = plot.getViewBox().viewRange()
+    assert low == pytest.approx(0.0, abs=0.05) and high == pytest.approx(1.0, abs=0.05)
+
+
+def test_slider_and_days_box_stay_in_sync_and_the_label_is_not_clipped(
+    qtbot, pane: KnowledgePane
+) -> None:
+    pane.select_patterns([pane.pattern_rows()[0].id])
+    pane.days_spin.setValue(200)
+    assert pane.horizon_slider.value() == 200
+    pane.horizon_slider.setValue(45)
+    assert pane.days_spin.value() == 45
+    chart = pane.chart
+    moment = pane.now() + timedelta(days=45)
+    assert chart._horizon.value() == pytest.approx(moment.timestamp(), abs=5)
+    assert chart._horizon.label.format == "in 45 days"
+    assert pane.horizon_label.text() == "45 days"
+    # the label lies inside the plot area, not cut at its right edge
+    qtbot.wait(50)
+    view = chart.getPlotItem().getViewBox().sceneBoundingRect()
+    label = chart._horizon.label.sceneBoundingRect()
+    assert view.contains(label), (view, label)
+    (_x0, x1), _ = chart.getPlotItem().getViewBox().viewRange()
+    assert x1 > moment.timestamp()
+
+
+def test_hover_snaps_to_the_nearest_curve_and_names_it(qtbot, pane: KnowledgePane) -> None:
+    rows = pane.pattern_rows()
+    low, high = rows[-1], rows[0]
+    pane.select_patterns([high.id, low.id])
+    chart = pane.chart
+    view = chart.getPlotItem().getViewBox()
+    now = pane.now().timestamp()
+    value = float(np.interp(now, *chart._items[1].getData()))
+    scene = view.mapViewToScene(QPointF(now, value + 0.01))
+    assert chart.hover_at(scene) == low.id
+    assert chart.hover_text.startswith(f"#{low.id} Pattern number")
+    assert f"{value:.3f}" in chart.hover_text
+    assert chart._vline.isVisible() and chart._hline.isVisible()
+    assert chart.highlighted == low.id
+    assert pane.hover_label.text().startswith(f"#{low.id} (rank {low.rank})")
+
+
+def test_fewer_patterns_than_k_explains_why_nothing_leaves(qtbot, pane: KnowledgePane) -> None:
+    set_setting(pane.services.store, "top_k", 50)
+    pane.refresh()
+    settle(qtbot, pane)
+    note = pane.forecast_note.text()
+    assert "Nothing leaves the prompt yet" in note
+    assert f"all {N_PATTERNS} active patterns" in note and "room for 50" in note
+    assert pane.leaving_list.isHidden()
+    pane.horizon_slider.setValue(365)
+    assert pane.forecast_note.text() == note
+    assert pane.leaving_ids() == []
+
+
+def test_retire_and_undo_run_off_the_gui_thread(qtbot, pane: KnowledgePane) -> None:
+    ops = pane.ops
+    target = pane.pattern_rows()[2].id
+    pane.select_patterns([target])
+    assert pane.retire_selected()
+    assert ops.busy  # the write is on its way, the window is not blocked on it
+    assert not pane.retire_button.isEnabled()
+    settle(qtbot, pane)
+    assert ops.job_thread_ids and threading.get_ident() not in ops.job_thread_ids
+    assert Pattern.get_by_id(target).status == "retired"
+    assert target not in [r.id for r in pane.pattern_rows()]
+    assert pane.undo_retire_button.isEnabled()
+    ops.job_thread_ids.clear()
+    assert pane.undo_last_retire()
+    settle(qtbot, pane)
+    assert ops.job_thread_ids and threading.get_ident() not in ops.job_thread_ids
+    assert Pattern.get_by_id(target).status == "active"
+    assert target in [r.id for r in pane.pattern_rows()]
 
 
 def test_horizon_slider_lists_leaving_patterns(pane: KnowledgePane) -> None:

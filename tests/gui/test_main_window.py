@@ -91,9 +91,10 @@ def test_import_reports_bad_lines_with_numbers(qtbot, main_window, services, tmp
     assert "1 imported" in text and "line 2:" in text
 
 
-def test_backup_writes_a_usable_copy(main_window, services, tmp_path: Path) -> None:
-    target = tmp_path / "copy.sqlite"
-    services.backup_to(target)
+def test_backup_writes_a_usable_copy(qtbot, main_window, services, tmp_path: Path) -> None:
+    with qtbot.waitSignal(main_window.auto_backup.finished, timeout=10_000) as done:
+        main_window.backup_action.trigger()  # in the background, into <db dir>/backups
+    target = done.args[0].path
     copy = sqlite3.connect(str(target))
     try:
         (count,) = copy.execute("SELECT count(*) FROM episode").fetchone()
@@ -152,4 +153,4 @@ def test_every_pane_has_its_data_when_first_shown(qtbot, main_window) -> None:
     knowledge = main_window.pane("knowledgePane")
     assert isinstance(knowledge, KnowledgePane)
     main_window.tabs.setCurrentWidget(knowledge)
-    assert knowledge.patterns.rowCount() == 20
+    qtbot.waitUntil(lambda: knowledge.patterns.rowCount() == 20)  # read in the background

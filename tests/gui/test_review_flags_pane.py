@@ -87,7 +87,11 @@ def test_list_marks_flagged_rows_and_filters_them(pane: ReviewPane) -> None:
 
 
 def test_accept_all_asks_before_taking_flagged_candidates(qtbot, pane: ReviewPane) -> None:
-    assert pane.accept_all() == 1
+    said: list[str] = []
+    pane.status_message.connect(said.append)
+    with qtbot.waitSignal(pane.data_changed, timeout=30_000):
+        assert pane.accept_all()  # in the background
+    assert said[-1] == "Accepted 1 proposal(s); 2 flagged candidate(s) left undecided."
     dialog = pane.flagged_dialog
     assert dialog is not None
     listed = dialog.view.toPlainText()
@@ -98,10 +102,12 @@ def test_accept_all_asks_before_taking_flagged_candidates(qtbot, pane: ReviewPan
     dialog.reject()  # "Leave them undecided"
     assert all(c.action is None for c in pane.candidates() if c.flags)
 
-    assert pane.accept_all() == 0
+    with qtbot.waitSignal(pane.data_changed, timeout=30_000):
+        assert pane.accept_all()
+    assert said[-1].startswith("Accepted 0 proposal(s)")
     dialog = pane.flagged_dialog
     assert dialog is not None
-    with qtbot.waitSignal(pane.data_changed):
+    with qtbot.waitSignal(pane.data_changed, timeout=30_000):
         dialog.accept()
     decided = {c.text: c for c in pane.candidates()}
     assert decided[PHISHING].action == "ADD" and decided[PHISHING].flags_seen

@@ -165,10 +165,9 @@ def test_keys_decide_advance_and_undo(qtbot, pane: ReviewPane, staged) -> None:
     key(qtbot, pane, Qt.Key.Key_Up)  # arrows move the selection
     assert pane.current_candidate().ordinal == 3
     key(qtbot, pane, Qt.Key.Key_Down)
-    key(qtbot, pane, Qt.Key.Key_2)  # UPDATE an ADD proposal: no target, refused and shown
-    assert messages and "target" in messages[-1][1]
+    key(qtbot, pane, Qt.Key.Key_2)  # UPDATE an ADD proposal: no target, the picker opens
+    assert pane.target_dialog is not None and not messages
     assert pane.current_candidate().action is None
-    assert messages[-1][0] == "Review"
 
 
 def test_edit_dialog_rematches_and_decides(qtbot, pane: ReviewPane) -> None:
@@ -178,7 +177,8 @@ def test_edit_dialog_rematches_and_decides(qtbot, pane: ReviewPane) -> None:
     assert dialog is not None
     dialog.text_edit.setPlainText(EXISTING[2][0].replace("any", "a"))
     dialog.rematch()
-    assert "UPDATE" in dialog.match_label.text() or "SKIP" in dialog.match_label.text()
+    label = dialog.match_label.text()
+    assert "Update existing" in label or "Duplicate — skip" in label
     dialog.importance.setValue(0.55)
     dialog.accept()
     edited = next(c for c in pane.candidates() if c.ordinal == 3)
@@ -199,7 +199,7 @@ def test_an_edited_update_is_listed_and_committed_as_edited(
     assert dialog is not None
     dialog.text_edit.setPlainText(reworded)
     dialog.rematch()
-    assert "UPDATE" in dialog.match_label.text()
+    assert "Update existing" in dialog.match_label.text()
     dialog.accept()
     edited = next(c for c in pane.candidates() if c.ordinal == 1)
     assert edited.action == "UPDATE" and edited.target_id == ids["p0"]
@@ -209,7 +209,8 @@ def test_an_edited_update_is_listed_and_committed_as_edited(
     pane._select_row(row)
     assert "replaces the text of pattern" in pane.detail.toPlainText()
 
-    assert pane.apply_commit(ids["run"], reviewed_only=True) is not None
+    with qtbot.waitSignal(pane.data_changed, timeout=30_000):
+        assert pane.apply_commit(ids["run"], reviewed_only=True)
     assert Pattern.get_by_id(ids["p0"]).text == reworded
 
 
@@ -220,6 +221,7 @@ def test_commit_changes_knowledge_and_undo_reverts(qtbot, pane: ReviewPane, stag
     knowledge = KnowledgePane(services)
     qtbot.addWidget(knowledge)
     knowledge.refresh()
+    qtbot.waitUntil(lambda: not knowledge.loading)  # it reads in the background
     before = {r.id: r for r in knowledge.pattern_rows()}
     assert len(before) == 3
 
@@ -234,21 +236,26 @@ def test_commit_changes_knowledge_and_undo_reverts(qtbot, pane: ReviewPane, stag
     assert dialog is not None and not dialog.blocked
     text = dialog.view.toPlainText()
     assert "1 new pattern" in text and "1 update" in text and "0.80 → 0.90" in text
-    with qtbot.waitSignal(pane.data_changed):
+    with qtbot.waitSignal(pane.data_changed, timeout=30_000):
         dialog.accept()
     assert not messages
     assert pane.current_run_id() is None  # the run is committed, no longer staged
 
     knowledge.refresh()
+    qtbot.waitUntil(lambda: not knowledge.loading)  # it reads in the background
     after = {r.id: r for r in knowledge.pattern_rows()}
     assert len(after) == 4
     assert after[ids["p0"]].importance == pytest.approx(0.9)
     added = [r for r in after.values() if r.id not in before]
     assert added[0].text.startswith("Write the incident summary")
 
-    with qtbot.waitSignal(pane.data_changed):
-        assert pane.undo_last_commit()
+    assert pane.undo_last_commit()  # asks first
+    box = services.dialogs.shown[-1]
+    (yes,) = [b for b in box.buttons() if b.objectName() == "confirmYes"]
+    with qtbot.waitSignal(pane.data_changed, timeout=30_000):
+        yes.click()
     knowledge.refresh()
+    qtbot.waitUntil(lambda: not knowledge.loading)  # it reads in the background
     reverted = {r.id: r for r in knowledge.pattern_rows()}
     assert set(reverted) == set(before)
     assert reverted[ids["p0"]].importance == pytest.approx(0.8)
@@ -269,7 +276,8 @@ def test_conflict_is_shown_through_the_hook(qtbot, pane: ReviewPane, staged) -> 
     dialog = pane.open_commit_dialog()
     assert dialog is not None
     assert "Conflicts" in dialog.view.toPlainText()
-    dialog.accept()
+    with qtbot.waitSignal(pane.commits.committed, timeout=30_000):
+        dialog.accept()
     assert len(messages) == 1
     title, text = messages[0]
     assert title == "Commit" and "conflict" in text.lower()

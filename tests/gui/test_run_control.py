@@ -2,9 +2,8 @@
 output and a running row while it runs, and a question before quitting mid-run.
 
 The runs use the real llama.cpp with the real demo model (marker ``llm``) on a real
-SQLite file; the window is the real one, offscreen. The only stand-in is the user's
-answer to a question (:class:`AnsweringDialogs`): the box itself is tested on its own in
-``test_confirm_box_returns_the_button_clicked``.
+SQLite file; the window is the real one, offscreen, and its questions are answered by
+clicking the real buttons of the real boxes.
 """
 
 from __future__ import annotations
@@ -14,8 +13,8 @@ from datetime import timedelta
 from pathlib import Path
 
 import pytest
-from PySide6.QtCore import QSettings, QTimer
-from PySide6.QtWidgets import QApplication, QMessageBox, QWidget
+from PySide6.QtCore import QSettings
+from PySide6.QtWidgets import QMessageBox
 
 from curator.gui.errors import Dialogs
 from curator.gui.main_window import MainWindow
@@ -33,26 +32,21 @@ from tests.conftest import LLM_TEST_SETTINGS
 RUN_TIMEOUT_MS = 240_000
 
 
-class AnsweringDialogs(Dialogs):
-    """The real dialogs, except that questions get the answer set here (and are kept)."""
+def _questions(dialogs: Dialogs) -> list[QMessageBox]:
+    return [
+        d for d in dialogs.shown if isinstance(d, QMessageBox) and d.objectName() == "confirmBox"
+    ]
 
-    def __init__(self, answer: bool) -> None:
-        super().__init__()
-        self.answer = answer
-        self.questions: list[str] = []
 
-    def confirm(
-        self,
-        parent: QWidget | None,
-        title: str,
-        text: str,
-        accept: str = "OK",
-        *,
-        reject: str = "",
-        accept_by_default: bool = False,
-    ) -> bool:
-        self.questions.append(text)
-        return self.answer
+def _answer(qtbot, dialogs: Dialogs, yes: bool) -> str:
+    """Wait for the question, click its real yes or no button; the question's text."""
+    qtbot.waitUntil(lambda: bool(_questions(dialogs)))
+    box = _questions(dialogs)[-1]
+    text = box.text()
+    name = "confirmYes" if yes else "confirmNo"
+    (button,) = [b for b in box.buttons() if b.objectName() == name]
+    button.click()
+    return text
 
 
 @pytest.fixture
@@ -61,9 +55,7 @@ def llm_services(tmp_path: Path, demo_model: Path) -> Iterator[AppServices]:
     create_demo(store)
     for key, value in LLM_TEST_SETTINGS.items():
         set_setting(store, key, value)
-    services = AppServices(
-        store=store, db_path=store.path, worker=None, dialogs=AnsweringDialogs(False)
-    )
+    services = AppServices(store=store, db_path=store.path, worker=None, dialogs=Dialogs())
     services.worker = LlmWorker(services)
     yield services
     services.worker.shutdown()
@@ -82,11 +74,6 @@ def _runs(window: MainWindow) -> RunsPane:
     pane = window.pane("runsPane")
     assert isinstance(pane, RunsPane)
     return pane
-
-
-def _dialogs(services: AppServices) -> AnsweringDialogs:
-    assert isinstance(services.dialogs, AnsweringDialogs)
-    return services.dialogs
 
 
 def _record_measured_run(store: Store, seconds_each: float, episodes: int = 10) -> None:
@@ -118,7 +105,7 @@ def test_toolbar_classify_uses_the_runs_pane_limit(qtbot, llm_services, qsetting
     assert result.counts["classified"] == 15
     assert Episode.select().where(Episode.model_run == result.run_id).count() == 15
     assert Run.get_by_id(result.run_id).params["limit"] == 15
-    assert not _dialogs(llm_services).questions  # 15 episodes: no question
+    assert not _questions(llm_services.dialogs)  # 15 episodes: no question
 
 
 def test_run_limit_survives_a_restart(qtbot, services, qsettings) -> None:
@@ -144,9 +131,7 @@ def test_long_run_asks_with_count_and_measured_speed(qtbot, llm_services, qsetti
     runs_before = Run.select().count()
     window = _window(qtbot, llm_services, qsettings)
     assert window.start_classify()
-    dialogs = _dialogs(llm_services)
-    qtbot.waitUntil(lambda: bool(dialogs.questions))
-    question = dialogs.questions[0]
+    question = _answer(qtbot, llm_services.dialogs, yes=False)
     minutes = round(pending * 10 / 60)
     assert question.startswith(f"Classify {pending:,} episodes — about {minutes} min at 10 s each")
     qtbot.waitUntil(lambda: _runs(window).classify_button.isEnabled())
@@ -158,13 +143,12 @@ def test_long_run_asks_with_count_and_measured_speed(qtbot, llm_services, qsetti
 @pytest.mark.llm
 def test_long_run_accepted_starts_it(qtbot, llm_services, qsettings) -> None:
     _record_measured_run(llm_services.store, seconds_each=10.0)
-    dialogs = _dialogs(llm_services)
-    dialogs.answer = True
     window = _window(qtbot, llm_services, qsettings)
     worker = llm_services.worker
     with qtbot.waitSignal(worker.progress, timeout=RUN_TIMEOUT_MS):
         assert window.start_classify()
-    assert len(dialogs.questions) == 1 and worker.busy
+        assert _answer(qtbot, llm_services.dialogs, yes=True).startswith("Classify ")
+    assert worker.busy
     with qtbot.waitSignal(worker.finished, timeout=RUN_TIMEOUT_MS) as finished:
         window.cancel_run()
     assert finished.args[0].status == "cancelled"
@@ -222,7 +206,7 @@ def test_running_run_is_listed_while_it_runs(qtbot, llm_services, qsettings) -> 
 def test_distill_bar_moves_within_a_batch(qtbot, classified_demo, tmp_path, qsettings) -> None:
     """Each step and token of the first batch moves the bar (it used to sit at 0 %)."""
     store = Store(classified_demo.copy_to(tmp_path))
-    services = AppServices(store=store, db_path=store.path, dialogs=AnsweringDialogs(False))
+    services = AppServices(store=store, db_path=store.path, dialogs=Dialogs())
     services.worker = LlmWorker(services)
     try:
         window = _window(qtbot, services, qsettings)
@@ -259,42 +243,21 @@ def test_closing_mid_run_asks_and_no_keeps_the_run(qtbot, llm_services, qsetting
     worker = llm_services.worker
     with qtbot.waitSignal(worker.progress, timeout=RUN_TIMEOUT_MS):
         assert window.start_classify()
-    dialogs = _dialogs(llm_services)
     assert not window.close()
-    assert dialogs.questions == ["A classify run is in progress: cancel it and quit?"]
+    question = _answer(qtbot, llm_services.dialogs, yes=False)
+    assert question == "A classify run is in progress: cancel it and quit?"
     assert window.isVisible() and worker.busy and worker.running
 
-    dialogs.answer = True
-    assert window.close()
+    assert not window.close()  # asks again; yes cancels the run and closes
+    _answer(qtbot, llm_services.dialogs, yes=True)
+    qtbot.waitUntil(lambda: not window.isVisible())
     assert not worker.running
     (run,) = Run.select().where(Run.kind == "classify")
     assert run.status == "cancelled"
 
 
 def test_closing_when_idle_asks_nothing(qtbot, services, qsettings) -> None:
-    services.dialogs = AnsweringDialogs(False)
     services.worker = LlmWorker(services)
     window = _window(qtbot, services, qsettings)
     assert window.close()
-    assert not _dialogs(services).questions
-
-
-def test_confirm_box_returns_the_button_clicked(qtbot) -> None:
-    dialogs = Dialogs()
-
-    def click(name: str) -> None:
-        box = QApplication.activeModalWidget()
-        assert isinstance(box, QMessageBox)
-        for button in box.buttons():
-            if button.text() == name:
-                button.click()
-                return
-        raise AssertionError(f"no button {name!r}")
-
-    QTimer.singleShot(0, lambda: click("Go ahead"))
-    assert dialogs.confirm(None, "Title", "Really?", "Go ahead")
-    QTimer.singleShot(0, lambda: click("Cancel"))
-    assert not dialogs.confirm(None, "Title", "Really?", "Go ahead")
-    QTimer.singleShot(0, lambda: click("Keep running"))
-    assert not dialogs.confirm(None, "Title", "Really?", "Go ahead", reject="Keep running")
-    assert not dialogs.shown
+    assert not _questions(services.dialogs)

@@ -121,6 +121,7 @@ def test_window_spin_boxes_enforce_the_same_bounds_as_the_cli(main_window) -> No
         "top_k": pane.top_k,
         "min_chars": pane.min_chars,
         "min_words": pane.min_words,
+        "backup_interval_minutes": pane.backup_interval,
     }
     for key, box in boxes.items():
         rule = RULES[key]

@@ -38,8 +38,10 @@ def test_curve_and_sources_match_the_classifier(learning_store: Store) -> None:
 
     assert learn.current_model_sha256(store) == SHA
     _, features, human = learn.load_features(store, SHA)
+    features = learn.center_embeddings(features)  # what the classifier in force sees
     rows = [i for i, h in enumerate(human) if h is not None]
     x, y = features[rows], [str(human[i]) for i in rows]
+    pool = features[[i for i, h in enumerate(human) if h is None]]
     expected = learn.learning_curve(x, y, seeds=CURVE_SEEDS)
     assert [p.per_class for p in expected] == [3, 5]  # 10 and 20 leave a label no test row
     assert ins.learning_curve == [
@@ -62,7 +64,7 @@ def test_curve_and_sources_match_the_classifier(learning_store: Store) -> None:
     assert sources.human_labels == 24
     assert sources.per_class == HUMANS
     assert sources.needed_for_curve == {"constitutional": 0, "noise": 0, "uncategorized": 0}
-    assert sources.cv_accuracy == pytest.approx(learn.cross_validated_accuracy(x, y))
+    assert sources.cv_accuracy == pytest.approx(learn.cross_validated_accuracy(x, y, pool=pool))
     assert sources.cv_labels == 24
     assert sources.curve_hint() == ""
     assert sources.next_point_hint() == (

@@ -246,3 +246,51 @@ def test_classify_relearn_cli(store, capsys) -> None:
     code = main(["--db", str(store.path), "classify", "--relearn", "--json"])
     doc = json.loads(capsys.readouterr().out)
     assert code == 0 and doc["trained"] and doc["predicted"] == 11
+
+
+def _cli_label(store: Store, capsys, *args: str) -> dict:
+    assert main(["--db", str(store.path), "label", *args, "--json"]) == 0
+    return json.loads(capsys.readouterr().out)
+
+
+def test_cli_relabel_retrains_and_changes_predictions(store, capsys) -> None:
+    """`curator label` retrains like the window does: relabel -> retrain -> new prediction."""
+    store.close()
+    docs = [
+        _cli_label(store, capsys, *map(str, _ids(external)), label)
+        for label, external in FIRST.items()
+    ]
+    assert [d["relearn"]["trained"] for d in docs] == [False, False, True]
+    assert docs[-1]["relearn"]["predicted"] == 20 - 9
+    learned = _predictions(store)
+    assert {by for _, by, _ in learned.values()} == {"learned"}
+
+    # the person changes their mind about noise and uncategorized, in two commands
+    _cli_label(store, capsys, *map(str, _ids(FIRST["noise"])), "uncategorized")
+    doc = _cli_label(store, capsys, *map(str, _ids(FIRST["uncategorized"])), "noise")
+    assert doc["relearn"]["trained"] and doc["relearn"]["changed"] > 0
+    after = _predictions(store)
+    assert any(after[i][0] != learned[i][0] for i in learned)
+
+    # --no-relearn leaves the predictions as they were; undo retrains again
+    doc = _cli_label(store, capsys, *map(str, _ids(FIRST["noise"])), "noise", "--no-relearn")
+    assert "relearn" not in doc
+    assert _predictions(store) == after
+    doc = _cli_label(store, capsys, "--undo")
+    assert doc["undone"] and doc["relearn"]["trained"]
+    assert _predictions(store) == after  # back to the labels `after` was learned from
+
+
+def test_cli_relabel_stands_when_the_retrain_fails(store, capsys) -> None:
+    """A damaged embedding (a truncated BLOB) breaks the retrain, not the relabel."""
+    victim = _ids(["ep-0001"])[0]
+    with store.write():
+        row = EpisodeEmbedding.get(EpisodeEmbedding.episode == victim)
+        EpisodeEmbedding.update(vector=bytes(row.vector)[:16]).where(
+            EpisodeEmbedding.episode == victim
+        ).execute()
+    store.close()
+    ids = _ids(FIRST["noise"])
+    doc = _cli_label(store, capsys, *map(str, ids), "noise")
+    assert "relearn" not in doc and doc["relearn_error"]
+    assert {Episode.get_by_id(i).human_label for i in ids} == {"noise"}

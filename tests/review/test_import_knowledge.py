@@ -64,7 +64,7 @@ def test_seed_json_is_staged_through_both_gates_and_keeps_dates(
     assert {f.kind for f in views[3].flags} == {"instruction"}
 
     review.accept_all(store, run.id, include_flagged=True)
-    commit.commit_run(store, run.id, backup=False)
+    commit.commit_run(store, run.id)
     added = Pattern.get(Pattern.text == texts[0])
     assert added.importance == 0.9 and added.distilled_at == datetime(2025, 3, 1, 8, tzinfo=UTC)
     assert Pattern.get_by_id(target).importance == 0.95  # UPDATE: max(old, new)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 from typing import Any
 
@@ -85,7 +86,7 @@ def test_decide_commit_history_undo(
 
     code, doc, _ = cli(capsys, "--db", db, "commit", str(run.id), "--json")
     assert code == 0 and doc["kind"] == "commit" and doc["counts"]["ADD"] == 1
-    assert doc["backup"] and Path(doc["backup"]).exists()
+    assert doc["backup"] is None and not (Path(db).parent / "backups").exists()
     changeset = doc["id"]
 
     code, doc, _ = cli(capsys, "--db", db, "history", "--json")
@@ -118,7 +119,7 @@ def test_conflict_exits_one_naming_the_candidate(
         str(target),
     )
     assert edit.returncode == 0, edit.stderr
-    code, out, err = cli(capsys, "--db", db, "commit", str(run.id), "--no-backup")
+    code, out, err = cli(capsys, "--db", db, "commit", str(run.id))
     assert code == 1 and out == ""
     assert err.startswith("curator: error: conflict:") and err.count("\n") == 1
     assert f"candidate {candidate_ids(run)[1]} " in err
@@ -171,6 +172,9 @@ def test_backup_command_rotates(store: Store, capsys: pytest.CaptureFixture[str]
         code, doc, _ = cli(capsys, "--db", db, "backup", "--keep", "2", "--json")
         assert code == 0
         paths.append(Path(doc["backup"]))
+        assert doc["size"] == paths[-1].stat().st_size > 0 and doc["seconds"] >= 0
     assert [p.exists() for p in paths] == [False, True, True]
+    code, text, _ = cli(capsys, "--db", db, "backup")
+    assert code == 0 and re.fullmatch(r"backup: \S+\.sqlite \([\d.,]+ MB, [\d.]+ s\)\n", text)
     code, _, err = cli(capsys, "--db", db, "backup", "--keep", "0")
     assert code == 2 and "at least 1" in err

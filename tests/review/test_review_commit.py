@@ -65,7 +65,7 @@ def test_commit_applies_every_decision(store: Store) -> None:
     assert preview.updates[0].new_importance == pytest.approx(0.9)
     assert not preview.conflicts
 
-    summary = commit.commit_run(store, run.id, actor="bob", backup=False)
+    summary = commit.commit_run(store, run.id, actor="bob")
     assert summary.kind == "commit" and summary.run_id == run.id and summary.actor == "bob"
     assert summary.counts["ADD"] == 1 and summary.counts["REJECT"] == 1
     assert Run.get_by_id(run.id).status == "committed"
@@ -106,23 +106,23 @@ def test_unreviewed_candidates_block_unless_reviewed_only(store: Store) -> None:
     first, second = candidate_ids(run)
     before = logical_dump(store)
     with pytest.raises(commit.UnreviewedError, match="2 unreviewed") as info:
-        commit.commit_run(store, run.id, backup=False)
+        commit.commit_run(store, run.id)
     assert info.value.exit_code == 1
     review.decide(store, first, "ACCEPT")
     with pytest.raises(commit.UnreviewedError, match="1 unreviewed candidate;"):
-        commit.commit_run(store, run.id, backup=False)
+        commit.commit_run(store, run.id)
     assert logical_dump(store) == before | {"candidate": logical_dump(store)["candidate"]}
 
-    summary = commit.commit_run(store, run.id, reviewed_only=True, backup=False)
+    summary = commit.commit_run(store, run.id, reviewed_only=True)
     assert summary.counts["ADD"] == 1 and summary.counts["unreviewed"] == 1
     assert Run.get_by_id(run.id).status == "staged"  # the rest can still be committed
     second_episode = review.get_candidate(store, second).source_episode_ids[0]
     assert Episode.get_by_id(second_episode).distilled_at is None
     with pytest.raises(CuratorError, match="no reviewed candidates"):
-        commit.commit_run(store, run.id, reviewed_only=True, backup=False)
+        commit.commit_run(store, run.id, reviewed_only=True)
 
     review.decide(store, second, "ACCEPT")
-    commit.commit_run(store, run.id, backup=False)
+    commit.commit_run(store, run.id)
     assert Run.get_by_id(run.id).status == "committed"
     assert Pattern.select().where(Pattern.text.in_(NEW_TEXTS)).count() == 2
 
@@ -136,7 +136,7 @@ def test_pattern_edited_after_staging_is_a_conflict_and_nothing_is_applied(store
     Pattern.update(status="retired").where(Pattern.id == patterns[1]).execute()
     before = logical_dump(store)
     with pytest.raises(ConflictError) as info:
-        commit.commit_run(store, run.id, backup=False)
+        commit.commit_run(store, run.id)
     message = str(info.value)
     assert f"candidate {ids[1]}" in message and "revision 1 -> 2" in message
     assert f"candidate {ids[2]}" in message and "retired" in message
@@ -148,14 +148,14 @@ def test_pattern_edited_after_staging_is_a_conflict_and_nothing_is_applied(store
     # Deciding again with an explicit target acknowledges the pattern as it is now.
     review.decide(store, ids[1], "UPDATE", target_id=patterns[0])
     review.decide(store, ids[2], "REJECT")
-    commit.commit_run(store, run.id, backup=False)
+    commit.commit_run(store, run.id)
     assert Pattern.get_by_id(patterns[0]).revision == 3
 
 
 def test_commit_then_undo_restores_the_database_logically(store: Store) -> None:
     patterns, run, _ = _mixed_run(store)
     before = logical_dump(store)
-    summary = commit.commit_run(store, run.id, backup=False)
+    summary = commit.commit_run(store, run.id)
     assert logical_dump(store) != before
     undo = commit.undo_changeset(store, summary.id, actor="carol")
     assert logical_dump(store) == before
@@ -172,19 +172,19 @@ def test_commit_then_undo_restores_the_database_logically(store: Store) -> None:
         commit.undo_changeset(store, 999)
 
     # The run is staged again with its decisions: it can be committed once more.
-    again = commit.commit_run(store, run.id, backup=False)
+    again = commit.commit_run(store, run.id)
     assert again.counts["ADD"] == 1
     assert Pattern.get_by_id(patterns[0]).importance == pytest.approx(0.9)
 
 
 def test_undo_is_refused_when_rows_changed_later(store: Store) -> None:
     patterns, run, _ = _mixed_run(store)
-    first = commit.commit_run(store, run.id, backup=False)
+    first = commit.commit_run(store, run.id)
     # A later run updates the same pattern again.
     later = make_staged_run(store, [{"text": MORNING + " Keep it brief.", "importance": 0.95}])
     (cid,) = candidate_ids(later)
     review.decide(store, cid, "UPDATE", target_id=patterns[0])
-    second = commit.commit_run(store, later.id, backup=False)
+    second = commit.commit_run(store, later.id)
     before = logical_dump(store)
     with pytest.raises(ConflictError, match=f"pattern {patterns[0]}") as info:
         commit.undo_changeset(store, first.id)
@@ -198,7 +198,7 @@ def test_undo_is_refused_when_rows_changed_later(store: Store) -> None:
 
 def test_relabelling_a_source_episode_does_not_block_undo(store: Store) -> None:
     _, run, ids = _mixed_run(store)
-    summary = commit.commit_run(store, run.id, backup=False)
+    summary = commit.commit_run(store, run.id)
     episode = review.get_candidate(store, ids[0]).source_episode_ids[0]
     labels.relabel(store, [episode], "constitutional")
     commit.undo_changeset(store, summary.id)
@@ -206,14 +206,17 @@ def test_relabelling_a_source_episode_does_not_block_undo(store: Store) -> None:
     assert restored.distilled_at is None and restored.label == "constitutional"
 
 
-def test_commit_takes_a_backup_first(store: Store) -> None:
+def test_commit_and_undo_copy_nothing(store: Store) -> None:
+    """No full copy per commit or undo (O(database)); the changeset is what undoes."""
     _, run, _ = _mixed_run(store)
+    before = sorted(p.name for p in store.path.parent.rglob("*"))
     summary = commit.commit_run(store, run.id)
-    assert summary.backup is not None
-    backups = list((store.path.parent / "backups").glob("*.sqlite"))
-    assert [str(b) for b in backups] == [summary.backup]
-    assert Changeset.get_by_id(summary.id).summary["backup"] == summary.backup
-    assert commit.history(store)[0].backup == summary.backup
+    undo = commit.undo_changeset(store, summary.id)
+    assert sorted(p.name for p in store.path.parent.rglob("*")) == before
+    assert not (store.path.parent / "backups").exists()
+    assert summary.backup is None and undo.backup is None
+    assert "backup" not in Changeset.get_by_id(summary.id).summary
+    assert [s.backup for s in commit.history(store)] == [None, None]
 
 
 def test_disk_full_during_commit_is_a_clear_error_and_applies_nothing(store: Store) -> None:
@@ -229,14 +232,14 @@ def test_disk_full_during_commit_is_a_clear_error_and_applies_nothing(store: Sto
     pages = store.execute("PRAGMA page_count")[0][0]
     store.execute(f"PRAGMA max_page_count = {int(pages)}")
     with pytest.raises(CuratorError) as info:
-        commit.commit_run(store, run.id, backup=False)
+        commit.commit_run(store, run.id)
     assert str(info.value).startswith("database or disk is full")
     assert "nothing changed" in str(info.value) and "\n" not in str(info.value)
     assert logical_dump(store) == before
     assert store.integrity_check() == "ok"
 
     store.execute("PRAGMA max_page_count = 1073741823")
-    summary = commit.commit_run(store, run.id, backup=False)
+    summary = commit.commit_run(store, run.id)
     assert summary.counts["ADD"] == 150
     assert store.integrity_check() == "ok"
 
@@ -244,7 +247,7 @@ def test_disk_full_during_commit_is_a_clear_error_and_applies_nothing(store: Sto
 def test_importance_is_clamped(store: Store) -> None:
     run = make_staged_run(store, [{"text": NEW_TEXTS[0], "importance": 1.7}])
     review.accept_all(store, run.id)
-    commit.commit_run(store, run.id, backup=False)
+    commit.commit_run(store, run.id)
     added = Pattern.get(Pattern.text == NEW_TEXTS[0])
     assert added.importance == 1.0 and math.isfinite(added.rank_key)
 
@@ -256,10 +259,10 @@ def test_completing_commit_marks_every_episode_the_run_processed(store: Store) -
     first, second = candidate_ids(run)
     review.decide(store, first, "ACCEPT")
     before = logical_dump(store)
-    partial = commit.commit_run(store, run.id, reviewed_only=True, backup=False)
+    partial = commit.commit_run(store, run.id, reviewed_only=True)
     assert all(Episode.get_by_id(e).distilled_at is None for e in idle)
     review.decide(store, second, "REJECT")
-    final = commit.commit_run(store, run.id, backup=False)
+    final = commit.commit_run(store, run.id)
     assert {Episode.get_by_id(e).distilled_run_id for e in idle} == {run.id}
     commit.undo_changeset(store, final.id)
     assert all(Episode.get_by_id(e).distilled_at is None for e in idle)
@@ -271,7 +274,7 @@ def test_empty_staged_run_commits(store: Store) -> None:
     idle = [make_episode(store)]
     run = make_staged_run(store, [])
     Run.update(stats={"episode_ids": idle}).where(Run.id == run.id).execute()
-    summary = commit.commit_run(store, run.id, backup=False)
+    summary = commit.commit_run(store, run.id)
     assert summary.counts["ADD"] == 0 and Run.get_by_id(run.id).status == "committed"
     assert Episode.get_by_id(idle[0]).distilled_run_id == run.id
 
@@ -279,7 +282,7 @@ def test_empty_staged_run_commits(store: Store) -> None:
 def test_undone_add_makes_a_later_proposal_on_it_a_conflict(store: Store) -> None:
     run = make_staged_run(store, [{"text": NEW_TEXTS[0], "importance": 0.4}])
     review.accept_all(store, run.id)
-    first = commit.commit_run(store, run.id, backup=False)
+    first = commit.commit_run(store, run.id)
     added = Pattern.get(Pattern.text == NEW_TEXTS[0]).id
     later = make_staged_run(store, [{"text": NEW_TEXTS[0] + " Indeed.", "importance": 0.9}])
     (cid,) = candidate_ids(later)
@@ -287,4 +290,4 @@ def test_undone_add_makes_a_later_proposal_on_it_a_conflict(store: Store) -> Non
     review.accept_all(store, later.id)
     commit.undo_changeset(store, first.id)  # deletes the pattern the later run targets
     with pytest.raises(ConflictError, match=f"candidate {cid} .*deleted"):
-        commit.commit_run(store, later.id, backup=False)
+        commit.commit_run(store, later.id)

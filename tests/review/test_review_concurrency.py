@@ -50,7 +50,7 @@ for i, episode in enumerate(episodes):
     relabel(store, [episode], label, actor=f"worker-{run_id}")
     last[episode] = label
     if i == len(episodes) // 2:
-        changeset = commit_run(store, run_id, backup=False).id
+        changeset = commit_run(store, run_id).id
 print(json.dumps({"changeset": changeset, "last": last}))
 """
 
@@ -159,7 +159,7 @@ def test_pattern_edited_by_another_process_is_a_conflict(store: Store) -> None:
     assert store.data_version() != version
     before = logical_dump(store)
     with pytest.raises(ConflictError, match=f"candidate {candidate_ids(run)[1]} "):
-        commit.commit_run(store, run.id, backup=False)
+        commit.commit_run(store, run.id)
     assert logical_dump(store) == before
     assert Pattern.get_by_id(target).text.endswith("(edited)")
 

@@ -32,7 +32,7 @@ def _update_once(store: Store) -> tuple[int, object]:
 def test_off_by_default_keeps_the_distillation_date(store: Store) -> None:
     pid, run = _update_once(store)
     before = Pattern.get_by_id(pid)
-    commit.commit_run(store, run.id, backup=False)  # type: ignore[attr-defined]
+    commit.commit_run(store, run.id)  # type: ignore[attr-defined]
     after = Pattern.get_by_id(pid)
     assert after.distilled_at == before.distilled_at
     assert after.rank_key == before.rank_key
@@ -44,7 +44,7 @@ def test_on_moves_the_clock_and_undo_restores_it(store: Store) -> None:
     pid, run = _update_once(store)
     before = Pattern.get_by_id(pid)
     started = utcnow()
-    summary = commit.commit_run(store, run.id, backup=False)  # type: ignore[attr-defined]
+    summary = commit.commit_run(store, run.id)  # type: ignore[attr-defined]
     after = Pattern.get_by_id(pid)
     assert started <= after.distilled_at <= utcnow()
     assert after.distilled_at == after.updated_at
@@ -58,7 +58,7 @@ def test_on_moves_the_clock_and_undo_restores_it(store: Store) -> None:
 
 def test_forecast_shows_both_behaviours(store: Store) -> None:
     pid, run = _update_once(store)
-    commit.commit_run(store, run.id, backup=False)  # type: ignore[attr-defined]
+    commit.commit_run(store, run.id)  # type: ignore[attr-defined]
     ins = compute_insights(store, floor=0.05)
     keep = next(p for p in ins.forecast_keep.patterns if p.id == pid)
     fresh = next(p for p in ins.forecast_refresh.patterns if p.id == pid)

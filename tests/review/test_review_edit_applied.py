@@ -33,7 +33,7 @@ def test_update_with_edited_text_rewords_the_pattern_and_undo_restores_it(
     preview = commit.preview_commit(store, run.id)
     assert [u.new_text for u in preview.updates] == [REWORDED]
 
-    summary = commit.commit_run(store, run.id, backup=False)
+    summary = commit.commit_run(store, run.id)
     updated = Pattern.get_by_id(patterns[0])
     assert updated.text == REWORDED
     # the importance and rank-key rules are those of any UPDATE: max(old, new), same date
@@ -54,7 +54,7 @@ def test_update_without_an_edit_keeps_the_pattern_text(store: Store) -> None:
     run = make_staged_run(store, [{"text": MORNING, "importance": 0.9}])
     (cid,) = candidate_ids(run)
     review.decide(store, cid, "UPDATE", target_id=patterns[0])
-    commit.commit_run(store, run.id, backup=False)
+    commit.commit_run(store, run.id)
     assert Pattern.get_by_id(patterns[0]).text == PATTERN_TEXTS[0]
 
 
@@ -69,5 +69,5 @@ def test_two_different_rewordings_of_one_pattern_are_a_conflict(store: Store) ->
     review.decide(store, second, "UPDATE", target_id=patterns[0], text=REWORDED + " Really.")
     before = logical_dump(store)
     with pytest.raises(commit.ConflictError, match="rewords pattern"):
-        commit.commit_run(store, run.id, backup=False)
+        commit.commit_run(store, run.id)
     assert logical_dump(store) == before

@@ -110,7 +110,7 @@ def test_commit_summary_lists_the_flagged_decisions(store: Store) -> None:
     review.accept_all(store, run.id, include_flagged=True)
     preview = commit.preview_commit(store, run.id)
     assert [f.kinds for f in preview.flagged] == [["instruction"]]
-    summary = commit.commit_run(store, run.id, backup=False)
+    summary = commit.commit_run(store, run.id)
     (flagged,) = summary.flagged
     assert flagged["action"] == "ADD" and flagged["kinds"] == ["instruction"]
     assert commit.history(store)[0].flagged == summary.flagged
@@ -146,7 +146,7 @@ def test_cli_review_accept_all_and_include_flagged(
         capsys, "--db", db, "review", str(run.id), "--accept-all", "--include-flagged", "--json"
     )
     assert code == 0 and doc["accepted"] == 1 and doc["flagged_undecided"] == []
-    code, text, _ = _cli(capsys, "--db", db, "commit", str(run.id), "--no-backup")
+    code, text, _ = _cli(capsys, "--db", db, "commit", str(run.id))
     assert code == 0 and f"flagged: candidate {flagged_id} ADD (link; seen by the reviewer)" in text
 
 

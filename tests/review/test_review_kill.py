@@ -34,7 +34,7 @@ from curator.store.db import Store
 from curator.pipeline.commit import commit_run
 store = Store(sys.argv[1])
 print("START", flush=True)
-commit_run(store, int(sys.argv[2]), backup=False)
+commit_run(store, int(sys.argv[2]))
 print("DONE", flush=True)
 """
 

@@ -70,3 +70,29 @@ def test_changing_the_decay_rate_reranks_the_stored_keys(store: Store) -> None:
     active = list(Pattern.select().where(Pattern.status == "active"))
     expected = [p.id for p in top_k(active, 10, now=now, rate=0.5)]
     assert [r.id for r in top_k_patterns(store, k=10, now=now)] == expected
+
+
+def test_leaving_among_loaded_rows_equals_the_query(store: Store) -> None:
+    """The pane's slider works on rows it loaded once; it lists what the query lists."""
+    from curator.store.knowledge import leaving_among
+
+    now = utcnow()
+    rows = active_patterns(store, now=now, k=10, rate=0.95)
+    for days in (0, 7, 30, 200):
+        expected = [r.id for r in leaving_top_k(store, days, k=10, now=now, rate=0.95)]
+        assert [r.id for r in leaving_among(rows, days, 10, now, 0.95)] == expected
+    assert leaving_among(rows[:9], 30, 10, now, 0.95) == []  # room left: nothing leaves
+
+
+def test_last_retirement_is_the_newest_not_undone(store: Store) -> None:
+    from curator.pipeline.audit import retire_patterns
+    from curator.pipeline.commit import undo_changeset
+    from curator.store.knowledge import last_retirement
+
+    assert last_retirement(store) is None
+    ids = [r.id for r in active_patterns(store)[:2]]
+    first = retire_patterns(store, ids[:1]).id
+    second = retire_patterns(store, ids[1:]).id
+    assert last_retirement(store) == second
+    undo_changeset(store, second)
+    assert last_retirement(store) == first

@@ -1,0 +1,206 @@
+"""The Review pane's commit bar: commit a run, undo the last commit — in the background.
+
+A commit rewrites patterns, links provenance and marks episodes in one transaction, and
+an undo restores every row it touched; at 300k episodes either takes seconds. Both run
+through ``ops.write`` (their own thread and connection, the window's busy state), never
+on the GUI thread. Undo asks first, naming what it reverts and when it was committed.
+
+Commits and runs are numbered separately (run #3 may be committed as commit #1), so both
+numbers are named wherever one is: "commit #1 (run #3)".
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from PySide6.QtCore import QObject, Signal
+from PySide6.QtWidgets import QCheckBox, QHBoxLayout, QPushButton, QWidget
+
+from curator.gui.operations import OpContext
+from curator.gui.review_dialogs import CommitDialog
+from curator.gui.services import AppServices
+from curator.pipeline import commit as commit_api
+from curator.pipeline.commit import ChangesetSummary
+from curator.store.models import format_local
+
+
+def commit_name(summary: ChangesetSummary) -> str:
+    """ "commit #1 (run #3)": both numbers, so neither is mistaken for the other."""
+    run = f" (run #{summary.run_id})" if summary.run_id is not None else ""
+    return f"commit #{summary.id}{run}"
+
+
+def counts_text(counts: dict[str, int]) -> str:
+    parts = [
+        f"{counts.get('ADD', 0)} added",
+        f"{counts.get('UPDATE', 0)} updated",
+        f"{counts.get('SKIP', 0)} duplicate(s)",
+        f"{counts.get('REJECT', 0)} rejected",
+    ]
+    return ", ".join(parts)
+
+
+def undo_question(summary: ChangesetSummary) -> str:
+    """What the confirmation says before an undo: which commit, when, and what it reverts."""
+    counts = summary.counts
+    adds, updates = counts.get("ADD", 0), counts.get("UPDATE", 0)
+    decided = sum(counts.get(a, 0) for a in ("ADD", "UPDATE", "SKIP", "REJECT"))
+    effects = []
+    if adds:
+        effects.append(f"removes the {adds} pattern(s) it added")
+    if updates:
+        effects.append(
+            f"restores the {updates} pattern(s) it updated to their earlier text and importance"
+        )
+    effects.append(
+        f"puts its {decided} decided candidate(s) back to review ({counts_text(counts)})"
+    )
+    return (
+        f"Undo {commit_name(summary)}, committed {format_local(summary.created_at)}?\n\n"
+        f"It {', '.join(effects[:-1]) + ' and ' if len(effects) > 1 else ''}{effects[-1]}."
+    )
+
+
+class CommitBar(QObject):
+    """The commit, "commit reviewed only" and undo-commit controls and what they start."""
+
+    committed = Signal(object)  # ChangesetSummary of the commit
+    undone = Signal(object)  # ChangesetSummary of the undo
+    message = Signal(str)  # status bar text
+
+    def __init__(
+        self,
+        services: AppServices,
+        parent: QWidget,
+        show_message: Callable[[str, str], None],
+        run_id: Callable[[], int | None],
+    ) -> None:
+        super().__init__(parent)
+        self.services = services
+        self._parent = parent
+        self._show_message = show_message
+        self._run_id = run_id
+        self.commit_dialog: CommitDialog | None = None
+        self.last: ChangesetSummary | None = None
+
+        self.reviewed_only = QCheckBox("commit reviewed only")
+        self.reviewed_only.setObjectName("reviewedOnlyCheck")
+        self.reviewed_only.setToolTip(
+            "Apply the decided candidates now and leave the undecided ones staged"
+        )
+        self.commit_button = QPushButton("Commit…")
+        self.commit_button.setObjectName("commitButton")
+        self.commit_button.clicked.connect(self.open_commit_dialog)
+        self.undo_button = QPushButton("Undo last commit…")
+        self.undo_button.setObjectName("undoCommitButton")
+        self.undo_button.clicked.connect(self.undo_last_commit)
+        self.widget = QWidget()
+        layout = QHBoxLayout(self.widget)
+        layout.setContentsMargins(0, 0, 0, 0)
+        layout.addWidget(self.reviewed_only)
+        layout.addWidget(self.commit_button)
+        layout.addWidget(self.undo_button)
+        services.ops.busy_changed.connect(lambda _busy: self.update_buttons())
+
+    def show_message(self, title: str, text: str) -> None:
+        self._show_message(title, text)
+
+    # -- state ------------------------------------------------------------------------------
+
+    def update_buttons(self) -> None:
+        busy = self.services.ops.busy
+        run_id = self._run_id()
+        self.commit_button.setEnabled(run_id is not None and not busy)
+        self.last = commit_api.last_commit(self.services.store, run_id)
+        self.undo_button.setEnabled(self.last is not None and not busy)
+        self.undo_button.setToolTip(
+            f"Undo {commit_name(self.last)}, committed {format_local(self.last.created_at)}"
+            if self.last is not None
+            else "Nothing committed yet"
+        )
+
+    def _refused_while_busy(self, title: str) -> bool:
+        if not self.services.ops.busy:
+            return False
+        self.show_message(title, f"Wait until “{self.services.ops.busy_label}” has finished.")
+        return True
+
+    # -- commit -----------------------------------------------------------------------------
+
+    def open_commit_dialog(self) -> CommitDialog | None:
+        """Show what the commit would change; the dialog's Commit button applies it."""
+        run_id = self._run_id()
+        if run_id is None or self._refused_while_busy("Commit"):
+            return None
+        reviewed_only = self.reviewed_only.isChecked()
+        try:
+            preview = commit_api.preview_commit(self.services.store, run_id)
+        except Exception as exc:  # a refusal or a read error: shown, never raised into Qt
+            self.show_message("Commit", str(exc))
+            return None
+        dialog = CommitDialog(preview, reviewed_only, self._parent)
+        dialog.accepted.connect(lambda: self.apply_commit(run_id, reviewed_only))
+        dialog.finished.connect(lambda _r: setattr(self, "commit_dialog", None))
+        self.commit_dialog = dialog
+        dialog.open()
+        return dialog
+
+    def apply_commit(self, run_id: int, reviewed_only: bool) -> bool:
+        """Start the commit in the background (the engine re-checks every revision)."""
+
+        def commit(ctx: OpContext) -> ChangesetSummary:
+            return commit_api.commit_run(ctx.store, run_id, reviewed_only=reviewed_only)
+
+        def done(summary: Any) -> None:
+            self.message.emit(f"Run #{run_id} committed as commit #{summary.id}.")
+            self.committed.emit(summary)
+
+        def failed(text: str) -> None:
+            self.show_message("Commit", text)
+            self.committed.emit(None)
+
+        started = self.services.ops.write(f"Committing run #{run_id}", commit, done, failed)
+        if not started:
+            self._refused_while_busy("Commit")
+        else:
+            self.message.emit(f"Committing run #{run_id}…")
+        return started
+
+    # -- undo -------------------------------------------------------------------------------
+
+    def undo_last_commit(self) -> bool:
+        """Ask (naming the commit, its run and time), then undo it in the background."""
+        if self._refused_while_busy("Undo commit"):
+            return False
+        last = commit_api.last_commit(self.services.store, self._run_id())
+        if last is None:
+            self.show_message("Undo commit", "There is no commit to undo.")
+            return False
+        self.services.dialogs.confirm(
+            self._parent,
+            "Undo commit",
+            undo_question(last),
+            lambda: self.start_undo(last),
+            yes_text=f"Undo {commit_name(last)}",
+        )
+        return True
+
+    def start_undo(self, last: ChangesetSummary) -> bool:
+        """Undo ``last`` off the GUI thread; the engine refuses (shown) if later edits depend."""
+
+        def undo(ctx: OpContext) -> ChangesetSummary:
+            return commit_api.undo_changeset(ctx.store, last.id)
+
+        def done(summary: Any) -> None:
+            self.message.emit(f"Undid {commit_name(last)}.")
+            self.undone.emit(summary)
+
+        def failed(text: str) -> None:
+            self.show_message("Undo commit", text)
+            self.undone.emit(None)
+
+        started = self.services.ops.write(f"Undoing {commit_name(last)}", undo, done, failed)
+        if not started:
+            self._refused_while_busy("Undo commit")
+        return started
