@@ -244,6 +244,7 @@ class RunsPane(Pane):
         self.raw_output.setPlaceholderText("Select a trace step to read the model's raw output.")
         self.run_title = QLabel("Select a run to see its trace.")
         self.run_title.setWordWrap(True)
+        self.run_title.setSizePolicy(QSizePolicy.Policy.Preferred, QSizePolicy.Policy.Maximum)
 
         self._layout()
         if self.worker is not None:
