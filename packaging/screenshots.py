@@ -70,6 +70,12 @@ def _run(worker: LlmWorker, kind: str, limit: int) -> None:
     worker.finished.disconnect(loop.quit)
 
 
+def _settle(window: MainWindow) -> None:
+    """Let background reads finish and their results reach the widgets."""
+    window.services.ops.wait()
+    QTest.qWait(100)
+
+
 def _review_an_update(review: ReviewPane) -> None:
     """Leave the Review pane on an UPDATE with its diff, decided as a reviewer would.
 
@@ -101,8 +107,10 @@ def _show_runs_and_review(window: MainWindow) -> None:
     runs = window.pane("runsPane")
     assert isinstance(runs, RunsPane)
     runs.refresh()
+    _settle(window)  # the run list and traces load on a background connection
     if runs.runs.rowCount() > 0:
         runs.runs_view.selectRow(0)
+        _settle(window)
         if runs.trace.rowCount() > 2:
             runs.trace_view.selectRow(2)
     review = window.pane("reviewPane")

@@ -25,7 +25,14 @@ from curator.errors import CuratorError
 from curator.llm.backend import backend_settings
 from curator.pipeline.progress import Progress, TaskState
 from curator.pipeline.review import list_candidates
-from curator.store.models import DISTILLABLE_LABELS, Run, TraceStep
+from curator.pipeline.run_history import (
+    get_run,
+    recent_runs,
+    run_seconds,
+    run_trace,
+    scoring_method_text,
+)
+from curator.store.models import DISTILLABLE_LABELS, Run
 from curator.store.settings import load_settings
 
 
@@ -332,7 +339,7 @@ def cmd_distill(ctx: CommandContext) -> int:
 def _run_doc(run: Run) -> dict[str, Any]:
     stats = dict(run.stats or {})
     stats.pop("episode_ids", None)  # can be long; `curator run ID --json` has it in full
-    seconds = (run.finished_at - run.started_at).total_seconds() if run.finished_at else None
+    seconds = run_seconds(run)
     return {
         "id": run.id,
         "kind": run.kind,
@@ -344,6 +351,7 @@ def _run_doc(run: Run) -> dict[str, Any]:
         "model_name": run.model_name,
         "model_path": run.model_path,
         "model_sha256": run.model_sha256,
+        "method": scoring_method_text(run),
         "prompts": run.prompts,
         "stats": stats,
     }
@@ -352,8 +360,7 @@ def _run_doc(run: Run) -> dict[str, Any]:
 def cmd_runs(ctx: CommandContext) -> int:
     if ctx.args.limit < 1:
         raise CuratorError("--limit must be at least 1")
-    _ = ctx.store  # opens the database (binds the models)
-    runs = list(Run.select().order_by(Run.id.desc()).limit(ctx.args.limit))
+    runs = recent_runs(ctx.store, ctx.args.limit)  # the Runs pane's list too
     docs = [_run_doc(r) for r in runs]
 
     def human() -> str:
@@ -381,15 +388,14 @@ def _shorten(text: str, full: bool, width: int = 160) -> str:
 
 
 def cmd_run(ctx: CommandContext) -> int:
-    _ = ctx.store  # opens the database (binds the models)
-    run = Run.get_or_none(Run.id == ctx.args.run_id)
+    run = get_run(ctx.store, ctx.args.run_id)
     if run is None:
         raise CuratorError(f"no run {ctx.args.run_id}")
     doc = _run_doc(run)
     doc["stats"] = run.stats
     doc["params"] = run.params
     doc["model_metadata"] = run.model_metadata
-    steps = list(TraceStep.select().where(TraceStep.run == run.id).order_by(TraceStep.id))
+    steps = run_trace(ctx.store, run.id)
     doc["trace"] = [
         {
             "id": s.id,

@@ -155,6 +155,7 @@ class Dialogs:
         on_yes: Callable[[], object],
         *,
         yes_text: str = "OK",
+        no_text: str = "",
     ) -> QMessageBox:
         """Ask before an action that changes data; ``on_yes`` runs only on the yes button.
 
@@ -168,6 +169,10 @@ class Dialogs:
         box.setObjectName("confirmBox")
         yes = box.addButton(yes_text, QMessageBox.ButtonRole.AcceptRole)
         yes.setObjectName("confirmButton")
+        no = box.button(QMessageBox.StandardButton.Cancel)
+        no.setObjectName("confirmNo")
+        if no_text:  # where "Cancel" would be ambiguous ("Cancel run and quit" / "Cancel")
+            no.setText(no_text)
         box.setDefaultButton(QMessageBox.StandardButton.Cancel)
         accept = QMessageBox.ButtonRole.AcceptRole
 

@@ -106,6 +106,8 @@ class MainWindow(QMainWindow):
         self.setWindowTitle(window_title(services.db_path))
         self._dirty: set[int] = set()
         self._closed = False
+        self._quit_mid_run = False  # the user agreed to cancel the run and quit
+        self._quit_box: QWidget | None = None
 
         self.tabs = QTabWidget()
         self.tabs.setObjectName("paneTabs")
@@ -404,7 +406,14 @@ class MainWindow(QMainWindow):
 
     # -- worker ---------------------------------------------------------------------------
 
+    @property
+    def runs_pane(self) -> RunsPane:
+        pane = self.pane("runsPane")
+        assert isinstance(pane, RunsPane)
+        return pane
+
     def _connect_worker(self) -> None:
+        self.runs_pane.use_settings(self.qsettings)  # the run limit, remembered
         worker = self.services.worker
         available = worker is not None
         self.classify_action.setEnabled(available)
@@ -422,16 +431,19 @@ class MainWindow(QMainWindow):
         self.classify_action.setEnabled(not busy)
         self.distill_action.setEnabled(not busy)
         self.cancel_action.setEnabled(busy)
-        if not busy and self.run_label.text().startswith("running"):
+        worker = self.services.worker
+        if busy and worker is not None:
+            self.run_label.setText(f"running {worker.kind}…")
+        elif not busy and self.run_label.text().startswith("running"):
             self.run_label.setText("idle")
 
-    def start_classify(self) -> None:
-        if self.services.worker is not None and self.services.worker.start_classify(None):
-            self.run_label.setText("running classify…")
+    def start_classify(self) -> bool:
+        """The toolbar's Classify: the Runs pane's start (its limit, its long-run question)."""
+        return self.runs_pane.start_classify()
 
-    def start_distill(self) -> None:
-        if self.services.worker is not None and self.services.worker.start_distill(None):
-            self.run_label.setText("running distill…")
+    def start_distill(self) -> bool:
+        """The toolbar's Distill: the Runs pane's start (its limit, its long-run question)."""
+        return self.runs_pane.start_distill()
 
     def cancel_run(self) -> None:
         if self.services.worker is not None and self.services.worker.busy:
@@ -636,8 +648,41 @@ class MainWindow(QMainWindow):
             self._splitters_restored = True
             QTimer.singleShot(0, self.restore_splitters)  # after the first layout pass
 
+    def _confirm_quit_mid_run(self) -> bool:
+        """True when the window may close; while a run goes, ask first and say no for now.
+
+        The question is window-modal without a nested event loop (``Dialogs.confirm``), so
+        the close is refused here and made again by the yes button, after cancelling the
+        run (it keeps what it finished, recorded as cancelled). No keeps the window and
+        the run.
+        """
+        worker = self.services.worker
+        if worker is None or not worker.busy or self._quit_mid_run:
+            return True
+        box = self._quit_box
+        if box is not None and box.isVisible():
+            return False  # already asking
+        self._quit_box = self.services.dialogs.confirm(
+            self,
+            "Quit Memory Curator",
+            f"A {worker.kind} run is in progress: cancel it and quit?",
+            self._cancel_run_and_quit,
+            yes_text="Cancel run and quit",
+            no_text="Keep running",
+        )
+        return False
+
+    def _cancel_run_and_quit(self) -> None:
+        self._quit_mid_run = True
+        if self.services.worker is not None:
+            self.services.worker.cancel()
+        self.close()
+
     def closeEvent(self, event: QCloseEvent) -> None:
         if not self._closed:
+            if not self._confirm_quit_mid_run():
+                event.ignore()
+                return
             if not all(pane.confirm_discard() for pane in self.panes):
                 event.ignore()
                 return

@@ -82,6 +82,14 @@ class RowTableModel(QAbstractTableModel, Generic[R]):
             self._sort_rows()
         self.endResetModel()
 
+    def replace_row(self, row: int, item: R) -> None:
+        """Swap one row's object in place (a live row refreshed; no reset, selection kept)."""
+        if not 0 <= row < len(self._rows):
+            return
+        self._rows[row] = item
+        last = self.index(row, len(self._columns) - 1)
+        self.dataChanged.emit(self.index(row, 0), last)
+
     def rows(self) -> list[R]:
         return list(self._rows)
 

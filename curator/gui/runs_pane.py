@@ -2,17 +2,25 @@
 
 One click starts a run on the shared :class:`~curator.gui.worker.LlmWorker`; this pane
 only shows what the worker's queued signals report (progress, tokens per second, the
-streamed output) and never waits for it. The run history and each run's trace (every
-LLM call with its raw output) come straight from the ``run`` and ``trace_step`` tables.
+streamed output) and never waits for it. The toolbar's Classify/Distill start their runs
+here too (:meth:`RunsPane.start_classify`), so both entry points use the same limit and
+the same question before a long run (see :mod:`curator.gui.run_start`).
+
+The run history and each run's trace are read through :mod:`curator.pipeline.run_history`
+(the functions ``curator runs`` and ``curator run`` use) on a background connection
+(``ops.query``): a distill run's stats list every episode it used, so 500 runs can be
+megabytes. While a run goes, its row is re-read about once a second so the table shows it
+running, with its progress in the Counts column.
 """
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable
 from datetime import datetime
 from typing import Any
 
-from PySide6.QtCore import QModelIndex, Qt
+from PySide6.QtCore import QModelIndex, QPersistentModelIndex, QSettings, Qt
 from PySide6.QtGui import QTextCursor
 from PySide6.QtWidgets import (
     QAbstractItemView,
@@ -22,8 +30,11 @@ from PySide6.QtWidgets import (
     QPlainTextEdit,
     QProgressBar,
     QPushButton,
+    QSizePolicy,
     QSpinBox,
     QSplitter,
+    QStyledItemDelegate,
+    QStyleOptionViewItem,
     QTableView,
     QVBoxLayout,
     QWidget,
@@ -31,8 +42,18 @@ from PySide6.QtWidgets import (
 
 from curator.gui.pane import Pane
 from curator.gui.qt_models import Column, RowTableModel
+from curator.gui.run_start import RunEstimate, estimate_run, limit_from, question_for
 from curator.gui.services import AppServices
-from curator.store.models import Run, TraceStep, format_local
+from curator.pipeline.run_history import (
+    RunDetail,
+    counts_text,
+    recent_runs,
+    run_detail,
+    run_seconds,
+    running_runs,
+    scoring_method_text,
+)
+from curator.store.models import Run, TraceStep, format_local, utcnow
 
 RUN_HISTORY_LIMIT = 500
 """The newest runs listed (older ones stay in the database and the CLI)."""
@@ -40,15 +61,28 @@ RUN_HISTORY_LIMIT = 500
 OUTPUT_MAX_BLOCKS = 5000
 """Lines kept in the live output view; older lines scroll away."""
 
+LIVE_REFRESH_S = 1.0
+"""The running run's row is re-read at most this often while progress arrives."""
+
+LIMIT_KEY = "runs/limit"
+"""QSettings key of the run limit (see :meth:`RunsPane.use_settings` for why QSettings)."""
+
+BAR_STEPS = 1000
+"""The progress bar's resolution: a fraction, so a long item moves it per step and token."""
+
+STREAMED_STEPS = ("extract", "refine", "importance")
+"""Steps whose model text streams into the output box, each under its own heading."""
+
 
 def _date(moment: datetime | None) -> str:
     return "" if moment is None else format_local(moment, seconds=True)
 
 
 def _duration(run: Run) -> float | None:
-    if run.finished_at is None or run.started_at is None:
-        return None
-    return max(0.0, float((run.finished_at - run.started_at).total_seconds()))
+    took = run_seconds(run)
+    if took is None and run.status == "running" and run.started_at is not None:
+        return max(0.0, float((utcnow() - run.started_at).total_seconds()))
+    return took
 
 
 def _fmt_duration(seconds: float | None) -> str:
@@ -56,28 +90,53 @@ def _fmt_duration(seconds: float | None) -> str:
         return ""
     if seconds < 60:
         return f"{seconds:.1f} s"
-    return f"{int(seconds // 60)} min {int(seconds % 60)} s"
+    if seconds < 3600:
+        return f"{int(seconds // 60)} min {int(seconds % 60)} s"
+    return f"{int(seconds // 3600)} h {int(seconds % 3600 // 60)} min"
 
 
-def _counts(stats: Any) -> str:
-    if not isinstance(stats, dict):
-        return ""
-    parts = []
-    for key, value in stats.items():
-        if isinstance(value, int | float | str) and not isinstance(value, bool):
-            parts.append(f"{key}={value}")
-    return ", ".join(parts)
+def _model(run: Run) -> str:
+    return str(run.model_name or run.model_path or "")
 
 
-RUN_COLUMNS: list[Column[Run]] = [
-    Column("Run", lambda r: r.id, display=lambda r: f"#{r.id}", align_right=True),
-    Column("Kind", lambda r: r.kind),
-    Column("Status", lambda r: r.status, tooltip=lambda r: r.status_reason or r.status),
-    Column("Started", lambda r: r.started_at.timestamp(), display=lambda r: _date(r.started_at)),
-    Column("Duration", _duration, display=lambda r: _fmt_duration(_duration(r)), align_right=True),
-    Column("Model", lambda r: r.model_name or r.model_path, tooltip=lambda r: r.model_path),
-    Column("Counts", lambda r: _counts(r.stats), tooltip=lambda r: _counts(r.stats)),
-]
+def _model_tooltip(run: Run) -> str:
+    parts = [p for p in (run.model_name, run.model_path) if p]
+    if run.model_sha256:
+        parts.append(f"sha256 {run.model_sha256[:16]}…")
+    return "\n".join(parts)
+
+
+def _counts_tooltip(run: Run) -> str:
+    return counts_text(run.stats, skip_zero=False).replace(" · ", "\n")
+
+
+def run_columns(live: Callable[[Run], str]) -> list[Column[Run]]:
+    """The run table's columns; ``live`` gives the progress text of a running run."""
+
+    def counts(run: Run) -> str:
+        now = live(run)
+        done = counts_text(run.stats)
+        return f"{now} · {done}" if now and done else now or done
+
+    def method_tooltip(run: Run) -> str:
+        params = run.params if isinstance(run.params, dict) else {}
+        return str(params.get("method") or "")
+
+    return [
+        Column("Run", lambda r: r.id, display=lambda r: f"#{r.id}", align_right=True),
+        Column("Kind", lambda r: r.kind),
+        Column("Status", lambda r: r.status, tooltip=lambda r: r.status_reason or r.status),
+        Column(
+            "Started", lambda r: r.started_at.timestamp(), display=lambda r: _date(r.started_at)
+        ),
+        Column(
+            "Duration", _duration, display=lambda r: _fmt_duration(_duration(r)), align_right=True
+        ),
+        Column("Model", _model, tooltip=_model_tooltip),
+        Column("Method", scoring_method_text, tooltip=method_tooltip),
+        Column("Counts", counts, tooltip=_counts_tooltip),
+    ]
+
 
 TRACE_COLUMNS: list[Column[TraceStep]] = [
     Column("#", lambda t: t.id, align_right=True),
@@ -91,6 +150,23 @@ TRACE_COLUMNS: list[Column[TraceStep]] = [
 ]
 
 
+class _MiddleElide(QStyledItemDelegate):
+    """Elides in the middle: a model path keeps its folder's start and its file name."""
+
+    def initStyleOption(
+        self, option: QStyleOptionViewItem, index: QModelIndex | QPersistentModelIndex
+    ) -> None:
+        super().initStyleOption(option, index)
+        option.textElideMode = Qt.TextElideMode.ElideMiddle
+
+
+def _elastic(label: QLabel) -> QLabel:
+    """A label that never widens the window: long text is cut, and shown whole as a tooltip."""
+    label.setSizePolicy(QSizePolicy.Policy.Ignored, QSizePolicy.Policy.Preferred)
+    label.setMinimumWidth(80)
+    return label
+
+
 class RunsPane(Pane):
     """Start runs, follow the current one live, and inspect past runs and their traces."""
 
@@ -100,10 +176,18 @@ class RunsPane(Pane):
         self.worker = services.worker
         self.show_message: Callable[[str, str], None] = self._default_show_message
         """(title, text) -> None: how errors reach the user; tests replace it to capture."""
+        self._qsettings: QSettings | None = None
+        self._starting = ""  # the kind whose estimate is being read (buttons off meanwhile)
+        self._live_text: dict[int, str] = {}
+        self._last_progress: Any = None
+        self._output_header = ""  # written before the next token: which step's text follows
+        self._last_live_query = 0.0
+        self._select_after: int | None = None
+        self._trace_run: int | None = None
 
         self.classify_button = QPushButton("Classify pending")
         self.classify_button.setObjectName("classifyButton")
-        self.classify_button.setToolTip("Label every episode that has no label yet")
+        self.classify_button.setToolTip("Label the episodes that have no label yet")
         self.classify_button.clicked.connect(self.start_classify)
         self.distill_button = QPushButton("Distill")
         self.distill_button.setObjectName("distillButton")
@@ -113,21 +197,26 @@ class RunsPane(Pane):
         self.distill_button.clicked.connect(self.start_distill)
         self.limit_spin = QSpinBox()
         self.limit_spin.setObjectName("limitSpin")
-        self.limit_spin.setRange(0, 1_000_000)
+        self.limit_spin.setRange(0, 10_000_000)
         self.limit_spin.setSpecialValueText("no limit")
         self.limit_spin.setPrefix("limit ")
-        self.limit_spin.setToolTip("Process at most this many episodes (0: all)")
+        self.limit_spin.setToolTip(
+            "Process at most this many episodes per run (0: all). The toolbar's Classify "
+            "and Distill use it too; it is remembered."
+        )
+        self.limit_spin.valueChanged.connect(self._save_limit)
         self.cancel_button = QPushButton("Cancel")
         self.cancel_button.setObjectName("cancelButton")
         self.cancel_button.clicked.connect(self.cancel)
-        self.model_label = QLabel("Model: not loaded yet (loads on the first run)")
+        self.model_label = _elastic(QLabel("Model: not loaded yet (loads on the first run)"))
+        self.model_label.setAlignment(Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter)
         self.model_label.setObjectName("modelLabel")
 
         self.progress_bar = QProgressBar()
         self.progress_bar.setObjectName("runProgress")
         self.progress_bar.setRange(0, 1)
         self.progress_bar.setValue(0)
-        self.progress_label = QLabel("Idle")
+        self.progress_label = _elastic(QLabel("Idle"))
         self.progress_label.setObjectName("progressLabel")
         self.speed_label = QLabel("")
         self.speed_label.setObjectName("speedLabel")
@@ -135,12 +224,16 @@ class RunsPane(Pane):
         self.output.setObjectName("runOutput")
         self.output.setReadOnly(True)
         self.output.setMaximumBlockCount(OUTPUT_MAX_BLOCKS)
-        self.output.setPlaceholderText("The model's output of the current step streams here.")
+        self.output.setPlaceholderText(
+            "The run's output streams here: each labelled episode during classify, the "
+            "model's text during distill."
+        )
 
-        self.runs = RowTableModel(RUN_COLUMNS, self)
+        self.runs = RowTableModel(run_columns(self._live_for), self)
         self.runs_view = self._table(self.runs, "runsTable")
         self.runs_view.setSortingEnabled(True)
         self.runs_view.sortByColumn(0, Qt.SortOrder.DescendingOrder)
+        self._size_run_columns()
         self.runs_view.selectionModel().currentRowChanged.connect(self._on_run_selected)
         self.trace = RowTableModel(TRACE_COLUMNS, self)
         self.trace_view = self._table(self.trace, "traceTable")
@@ -151,17 +244,29 @@ class RunsPane(Pane):
         self.raw_output.setPlaceholderText("Select a trace step to read the model's raw output.")
         self.run_title = QLabel("Select a run to see its trace.")
         self.run_title.setWordWrap(True)
+        self.run_title.setSizePolicy(QSizePolicy.Policy.Preferred, QSizePolicy.Policy.Maximum)
 
+        self._layout()
+        if self.worker is not None:
+            self.worker.progress.connect(self._on_progress)
+            self.worker.token.connect(self._on_token)
+            self.worker.finished.connect(self._on_finished)
+            self.worker.failed.connect(self._on_failed)
+            self.worker.model_loaded.connect(self._on_model_loaded)
+            self.worker.busy_changed.connect(self._busy_changed)
+        self._update_buttons()
+
+    def _layout(self) -> None:
+        """Controls and live output on top, the run list across the full width (its Model
+        and Counts columns need it), the selected run's trace and raw output below."""
         buttons = QHBoxLayout()
         for w in (self.classify_button, self.distill_button, self.limit_spin, self.cancel_button):
             buttons.addWidget(w)
-        buttons.addStretch(1)
-        buttons.addWidget(self.model_label)
+        buttons.addWidget(self.model_label, 1)
         status_row = QHBoxLayout()
         status_row.addWidget(self.progress_bar, 2)
-        status_row.addWidget(self.progress_label, 2)
+        status_row.addWidget(self.progress_label, 3)
         status_row.addWidget(self.speed_label)
-
         live = QWidget()
         lv = QVBoxLayout(live)
         lv.setContentsMargins(0, 0, 0, 0)
@@ -177,31 +282,20 @@ class RunsPane(Pane):
         tv = QVBoxLayout(trace_box)
         tv.setContentsMargins(0, 0, 0, 0)
         tv.addWidget(self.run_title)
-        trace_split = QSplitter(Qt.Orientation.Vertical)
+        trace_split = QSplitter(Qt.Orientation.Horizontal)
+        trace_split.setObjectName("runsTraceSplitter")
         trace_split.addWidget(self.trace_view)
         trace_split.addWidget(self.raw_output)
+        trace_split.setStretchFactor(0, 3)
+        trace_split.setStretchFactor(1, 2)
         tv.addWidget(trace_split)
-        lower = QSplitter(Qt.Orientation.Horizontal)
-        lower.addWidget(history)
-        lower.addWidget(trace_box)
-        lower.setStretchFactor(0, 1)
-        lower.setStretchFactor(1, 1)
         outer = QSplitter(Qt.Orientation.Vertical)
-        outer.addWidget(live)
-        outer.addWidget(lower)
-        outer.setStretchFactor(0, 1)
-        outer.setStretchFactor(1, 2)
+        outer.setObjectName("runsSplitter")
+        for widget, stretch in ((live, 2), (history, 2), (trace_box, 3)):
+            outer.addWidget(widget)
+            outer.setStretchFactor(outer.count() - 1, stretch)
         layout = QVBoxLayout(self)
         layout.addWidget(outer)
-
-        if self.worker is not None:
-            self.worker.progress.connect(self._on_progress)
-            self.worker.token.connect(self._on_token)
-            self.worker.finished.connect(self._on_finished)
-            self.worker.failed.connect(self._on_failed)
-            self.worker.model_loaded.connect(self._on_model_loaded)
-            self.worker.busy_changed.connect(self._update_buttons)
-        self._update_buttons()
 
     @staticmethod
     def _table(model: RowTableModel[Any], name: str) -> QTableView:
@@ -216,13 +310,54 @@ class RunsPane(Pane):
         view.horizontalHeader().setSectionResizeMode(QHeaderView.ResizeMode.ResizeToContents)
         return view
 
+    def _size_run_columns(self) -> None:
+        """Short columns fit their content; Model and Counts share the rest of the width
+        (elided in the middle, the full text in their tooltips) instead of pushing the
+        table wider than the pane."""
+        header = self.runs_view.horizontalHeader()
+        header.setStretchLastSection(False)
+        header.setMinimumSectionSize(40)
+        for title in ("Model", "Counts"):
+            header.setSectionResizeMode(
+                self.runs.column_index(title), QHeaderView.ResizeMode.Stretch
+            )
+        method = self.runs.column_index("Method")
+        header.setSectionResizeMode(method, QHeaderView.ResizeMode.Interactive)
+        header.resizeSection(method, 110)
+        self._model_delegate = _MiddleElide(self.runs_view)
+        self.runs_view.setItemDelegateForColumn(
+            self.runs.column_index("Model"), self._model_delegate
+        )
+
     def _default_show_message(self, title: str, text: str) -> None:
         self.services.dialogs.warning(self, title, text)
 
-    # -- commands ---------------------------------------------------------------------------
+    # -- the run limit ----------------------------------------------------------------------
 
-    def _limit(self) -> int | None:
+    def use_settings(self, qsettings: QSettings) -> None:
+        """Remember the limit in the user's window settings, and restore the saved one.
+
+        QSettings rather than the database's settings table: the limit is how much work
+        this user wants one click to start, a window preference like the splitter sizes,
+        not a property of the memory the CLI and the pipeline share (the CLI takes
+        ``--limit`` on each command). It is saved on every change, so it survives a crash.
+        """
+        self._qsettings = qsettings
+        saved = limit_from(qsettings.value(LIMIT_KEY))
+        if saved is not None:
+            self.limit_spin.blockSignals(True)
+            self.limit_spin.setValue(min(saved, self.limit_spin.maximum()))
+            self.limit_spin.blockSignals(False)
+
+    def _save_limit(self, value: int) -> None:
+        if self._qsettings is not None:
+            self._qsettings.setValue(LIMIT_KEY, int(value))
+
+    def limit(self) -> int | None:
+        """The limit both entry points use (None: every pending episode)."""
         return self.limit_spin.value() or None
+
+    # -- commands ---------------------------------------------------------------------------
 
     def start_classify(self) -> bool:
         return self._start("classify")
@@ -231,49 +366,119 @@ class RunsPane(Pane):
         return self._start("distill")
 
     def _start(self, kind: str) -> bool:
+        """Read how much there is to do (off the GUI thread), ask when it is long, start.
+
+        True when the request was taken; the run itself starts when the estimate arrives
+        (and the user agreed, if asked). False when a run is going or no worker exists.
+        """
         if self.worker is None:
             self.show_message("Runs", "No model worker is available in this window.")
             return False
-        starter = self.worker.start_classify if kind == "classify" else self.worker.start_distill
-        if not starter(self._limit()):
+        if self.worker.busy or self._starting:
             self.status_message.emit("A run is already in progress.")
             return False
+        limit = self.limit()
+        settings = self.services.settings()
+        self._starting = kind
+        self._update_buttons()
+        self.progress_label.setText(f"Counting the episodes to {kind}…")
+        self.ops.query(
+            "runs-estimate",
+            lambda ctx: estimate_run(ctx.store, kind, limit, settings.model_path),
+            self._estimated,
+            self._estimate_failed,
+        )
+        return True
+
+    def _estimate_failed(self, message: str) -> None:
+        self._starting = ""
+        self._update_buttons()
+        self.progress_label.setText("Idle")
+        self.show_message("Runs", f"Could not count the episodes to process: {message}")
+
+    def _estimated(self, estimate: RunEstimate) -> None:
+        kind = self._starting
+        self._starting = ""
+        self._update_buttons()
+        self.progress_label.setText("Idle")
+        if self.worker is None or kind != estimate.kind:
+            return
+        question = question_for(estimate)
+        if question is None:
+            self._launch(estimate)
+            return
+        name = kind.capitalize()
+        self.services.dialogs.confirm(
+            self, f"{name}?", question, lambda: self._launch(estimate), yes_text=name
+        )  # no: nothing starts
+
+    def _launch(self, estimate: RunEstimate) -> None:
+        kind = estimate.kind
+        if self.worker is None:
+            return
+        starter = self.worker.start_classify if kind == "classify" else self.worker.start_distill
+        if not starter(estimate.limit):
+            self.status_message.emit("A run is already in progress.")
+            return
         self.output.clear()
+        self._live_text.clear()
+        self._last_progress = None
+        self._output_header = ""
+        self._last_live_query = 0.0
         self.progress_bar.setRange(0, 0)  # busy indicator until the first progress report
         self.progress_label.setText(f"Starting {kind} (loading the model if needed)…")
         self.speed_label.setText("")
-        self.status_message.emit(f"{kind.capitalize()} run started.")
-        return True
+        self.status_message.emit(f"{kind.capitalize()} run started ({estimate.describe()}).")
 
     def cancel(self) -> None:
         if self.worker is not None and self.worker.busy:
             self.worker.cancel()
             self.progress_label.setText("Cancelling…")
 
+    def _busy_changed(self, busy: bool) -> None:
+        self._update_buttons()
+        if busy:
+            self._refresh_live(force=True)  # the new run's row, as soon as it exists
+
     def _update_buttons(self, *_: object) -> None:
-        busy = self.worker is not None and self.worker.busy
+        busy = self.worker is not None and (self.worker.busy or bool(self._starting))
         available = self.worker is not None
         self.classify_button.setEnabled(available and not busy)
         self.distill_button.setEnabled(available and not busy)
         self.limit_spin.setEnabled(not busy)
-        self.cancel_button.setEnabled(busy)
+        self.cancel_button.setEnabled(self.worker is not None and self.worker.busy)
 
     # -- worker signals (queued, on the GUI thread) -----------------------------------------
 
     def _on_progress(self, progress: Any) -> None:
-        total = max(int(progress.total), 0)
-        self.progress_bar.setRange(0, max(total, 1))
-        self.progress_bar.setValue(min(int(progress.done), max(total, 1)))
+        last = self._last_progress
+        if progress.step in STREAMED_STEPS and (
+            last is None or (last.step, last.done) != (progress.step, progress.done)
+        ):
+            # One model call's text under its own heading (the worker sends the tokens of
+            # the call before first), instead of the three steps run together.
+            batch = f"batch {progress.done + 1}/{progress.total}"
+            self._output_header = f"── {progress.step}, {batch} ──\n"
+        self._last_progress = progress
+        self.progress_bar.setRange(0, BAR_STEPS)
+        self.progress_bar.setValue(round(progress.fraction * BAR_STEPS))
         text = f"{progress.step}: {progress.done}/{progress.total}"
         if progress.message:
             text += f" — {progress.message}"
         self.progress_label.setText(text)
+        self.progress_label.setToolTip(text)
         if progress.tokens_per_s:
             self.speed_label.setText(f"{progress.tokens_per_s:.1f} tokens/s")
+        self._refresh_live()
 
     def _on_token(self, text: str) -> None:
         cursor = self.output.textCursor()
         cursor.movePosition(QTextCursor.MoveOperation.End)
+        if self._output_header:
+            if not self.output.document().isEmpty():
+                cursor.insertText("\n" if self.output.toPlainText().endswith("\n") else "\n\n")
+            cursor.insertText(self._output_header)
+            self._output_header = ""
         cursor.insertText(text)
         self.output.setTextCursor(cursor)
         self.output.ensureCursorVisible()
@@ -282,17 +487,18 @@ class RunsPane(Pane):
         status = getattr(result, "status", "done")
         message = getattr(result, "message", "") or ""
         run_id = getattr(result, "run_id", None)
+        self._live_text.clear()
         self.progress_bar.setRange(0, 1)
         self.progress_bar.setValue(1 if status != "cancelled" else 0)
         label = f"Run #{run_id} {status}" if run_id is not None else f"Run {status}"
         self.progress_label.setText(label + (f": {message}" if message else ""))
         self.status_message.emit(label + ".")
+        self._select_after = run_id
         self.refresh()
-        if run_id is not None:
-            self.select_run(run_id)
         self.data_changed.emit()
 
     def _on_failed(self, message: str) -> None:
+        self._live_text.clear()
         self.progress_bar.setRange(0, 1)
         self.progress_bar.setValue(0)
         self.progress_label.setText(f"Failed: {message}")
@@ -301,18 +507,52 @@ class RunsPane(Pane):
         self.show_message("Run failed", message)
 
     def _on_model_loaded(self, description: str) -> None:
-        self.model_label.setText(f"Model loaded: {description}" if description else "Model loaded")
+        text = f"Model loaded: {description}" if description else "Model loaded"
+        self.model_label.setText(text)
+        self.model_label.setToolTip(text)
+
+    # -- the running run's row ---------------------------------------------------------------
+
+    def _live_for(self, run: Run) -> str:
+        return self._live_text.get(int(run.id), "") if run.status == "running" else ""
+
+    def _refresh_live(self, force: bool = False) -> None:
+        """Re-read the running run's row (one indexed query), at most once a second."""
+        now = time.monotonic()
+        if not force and now - self._last_live_query < LIVE_REFRESH_S:
+            return
+        self._last_live_query = now
+        self.ops.query("runs-live", lambda ctx: running_runs(ctx.store), self._show_live)
+
+    def _show_live(self, runs: list[Run]) -> None:
+        worker_busy = self.worker is not None and self.worker.busy
+        progress = self._last_progress
+        if worker_busy and progress is not None and runs:
+            newest = int(runs[0].id)  # ours: one worker, and a dead run is swept at start
+            self._live_text[newest] = f"{progress.step} {progress.done}/{progress.total}"
+        shown = {int(r.id): i for i, r in enumerate(self.runs.rows())}
+        for run in runs:
+            row = shown.get(int(run.id), -1)
+            if row < 0:
+                self.refresh()  # a new run: the whole list once (it is sorted there)
+                return
+            self.runs.replace_row(row, run)
 
     # -- history ----------------------------------------------------------------------------
 
     def refresh(self) -> None:
-        """Reload the run list (keeping the selected run) and its trace."""
-        selected = self.selected_run_id()
-        runs = list(Run.select().order_by(Run.id.desc()).limit(RUN_HISTORY_LIMIT))
+        """Reload the run list (keeping the selected run) and its trace, off the GUI thread."""
+        self.ops.query(
+            "runs-list", lambda ctx: recent_runs(ctx.store, RUN_HISTORY_LIMIT), self._show_runs
+        )
+        self._update_buttons()
+
+    def _show_runs(self, runs: list[Run]) -> None:
+        selected = self._select_after or self.selected_run_id()
+        self._select_after = None
         self.runs.set_rows(runs)
         if selected is not None:
             self.select_run(selected)
-        self._update_buttons()
 
     def selected_run_id(self) -> int | None:
         run = self.runs.row_at(self.runs_view.selectionModel().currentIndex().row())
@@ -336,24 +576,29 @@ class RunsPane(Pane):
         self._load_trace(run.id if run is not None else None)
 
     def _load_trace(self, run_id: int | None) -> None:
-        step_id = None
-        step = self.trace.row_at(self.trace_view.selectionModel().currentIndex().row())
-        if step is not None and step.run_id == run_id:
-            step_id = step.id
         if run_id is None:
+            self._trace_run = None
             self.trace.set_rows([])
             self.run_title.setText("Select a run to see its trace.")
             self.raw_output.clear()
             return
-        steps = list(TraceStep.select().where(TraceStep.run == run_id).order_by(TraceStep.id))
-        self.trace.set_rows(steps)
-        run = Run.get_or_none(Run.id == run_id)
-        if run is not None:
-            reason = f" ({run.status_reason})" if run.status_reason else ""
-            self.run_title.setText(
-                f"<b>Run #{run.id}</b> {run.kind}, {run.status}{reason}; {len(steps)} LLM call(s). "
-                f"{_counts(run.stats)}"
-            )
+        self.ops.query("runs-trace", lambda ctx: run_detail(ctx.store, run_id), self._show_trace)
+
+    def _show_trace(self, detail: RunDetail) -> None:
+        run = detail.run
+        if run is None or run.id != self.selected_run_id():
+            return  # the selection moved on (or the run was deleted) meanwhile
+        step_id = None
+        step = self.trace.row_at(self.trace_view.selectionModel().currentIndex().row())
+        if step is not None and self._trace_run == run.id:
+            step_id = step.id
+        self._trace_run = run.id
+        self.trace.set_rows(detail.trace)
+        reason = f" ({run.status_reason})" if run.status_reason else ""
+        self.run_title.setText(
+            f"<b>Run #{run.id}</b> {run.kind}, {run.status}{reason}; "
+            f"{len(detail.trace)} LLM call(s). {counts_text(run.stats)}"
+        )
         if step_id is not None:
             row = self.trace.find_row(lambda t: t.id == step_id)
             if row >= 0:

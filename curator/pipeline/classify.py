@@ -148,6 +148,8 @@ def _classify_all(
         counts["truncated"] += int(scores.truncated)
         method = f"scored_{scores.method}"  # which scoring method each label came from
         counts[method] = counts.get(method, 0) + 1
+        # The run's output, one line per episode as it lands (the window's output box).
+        state.token(_output_line(episode_id, scores.label, scores.confidence, episode.text))
         tokens_evaluated += scores.tokens_in - scores.cached_tokens
         seconds += scores.seconds
         state.report(
@@ -210,6 +212,17 @@ def _store_label(
             (Episode.id == episode_id) & Episode.human_label.is_null()
         ).execute()
         TraceStep.create(**trace_fields(run_id, record))
+
+
+OUTPUT_PREVIEW_CHARS = 90
+"""How much of the episode's text follows its label in the streamed output line."""
+
+
+def _output_line(episode_id: int, label: str, confidence: float, text: str) -> str:
+    flat = " ".join(text.split())
+    if len(flat) > OUTPUT_PREVIEW_CHARS:
+        flat = flat[: OUTPUT_PREVIEW_CHARS - 1] + "…"
+    return f"#{episode_id} {label} ({confidence:.0%})  {flat}\n"
 
 
 def _summary(counts: dict[str, int]) -> str:

@@ -95,6 +95,13 @@ EXTRACT_REPEAT_PENALTY = 1.15
 """Free text only: greedy decoding of a small model otherwise loops on one line."""
 PAD_IMPORTANCE = 0.5
 
+STEP_ORDER = ("extract", "refine", "importance")
+"""The generating calls of one batch, in order (a batch's progress moves a third per step)."""
+
+EXPECTED_TOKENS = {"extract": 400, "refine": 300}
+"""About what one call writes (12 observation lines; their JSON rewrite), for the progress
+bar only; importance is bounded by its grammar's own maximum."""
+
 
 def claimed_episode_ids() -> set[int]:
     """Episodes that belong to a staged or committed distill run (see the module doc)."""
@@ -275,19 +282,28 @@ class _Distiller:
         state = self.state
         started = time.perf_counter()
         produced = 0
-        last_report = 0.0
         label = f"batch {batch.index + 1}/{self.n_batches} ({batch.category}): {step}"
-        state.report(Progress(step, self.batches_done, self.n_batches, message=label))
+        # The batch's share done: its finished steps, plus this step's tokens against what
+        # it is expected to write (capped below the next step: the real length is unknown).
+        index = STEP_ORDER.index(step)
+        expected = max(1, min(max_tokens, EXPECTED_TOKENS.get(step, max_tokens)))
+
+        def report(rate: float = 0.0) -> None:
+            within = (index + min(produced / expected, 0.95)) / len(STEP_ORDER)
+            message = f"{label}, {produced} tokens" if produced else label
+            state.report(
+                Progress(step, self.batches_done, self.n_batches, rate, message, within=within)
+            )
+
+        report()
 
         def on_token(text: str) -> None:
-            nonlocal produced, last_report
+            nonlocal produced
             produced += 1
             state.token(text)
             now = time.perf_counter()
-            if now - last_report >= 0.25:
-                last_report = now
-                rate = produced / (now - started) if now > started else 0.0
-                state.report(Progress(step, self.batches_done, self.n_batches, rate, label))
+            # Every token: the receiver throttles (the window repaints ~10 times a second).
+            report(produced / (now - started) if now > started else 0.0)
 
         completion = self.backend.complete(
             prefix,

@@ -22,13 +22,18 @@ class Progress:
     total: int
     tokens_per_s: float = 0.0
     message: str = ""
+    within: float = 0.0
+    """How far into the current item (the ``done + 1``-th), in [0, 1): an item that takes
+    minutes (a distill batch: three generating calls) still moves the bar per step and
+    per token instead of sitting at the same count."""
 
     @property
     def fraction(self) -> float:
-        """Share done in [0, 1] (1.0 when there is nothing to do)."""
+        """Share done in [0, 1], the current item's part included (1.0 when nothing to do)."""
         if self.total <= 0:
             return 1.0
-        return min(1.0, max(0.0, self.done / self.total))
+        within = min(max(self.within, 0.0), 1.0)
+        return min(1.0, max(0.0, (self.done + within) / self.total))
 
 
 class Cancelled(Exception):

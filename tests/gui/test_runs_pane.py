@@ -79,14 +79,16 @@ def test_classify_from_button_streams_progress_and_trace(qtbot, pane: RunsPane) 
     worker.progress.connect(progress.append)
     with qtbot.waitSignal(worker.finished, timeout=RUN_TIMEOUT_MS) as finished:
         qtbot.mouseClick(pane.classify_button, Qt.MouseButton.LeftButton)
-        assert worker.busy and not pane.classify_button.isEnabled()
+        assert not pane.classify_button.isEnabled()  # counting the episodes, then running
+        qtbot.waitUntil(lambda: worker.busy, timeout=RUN_TIMEOUT_MS)
         assert pane.cancel_button.isEnabled()
     result = finished.args[0]
     assert result.status in ("done", "committed", "staged")
     assert progress and progress[-1].done == progress[-1].total == 5
     assert not worker.busy and pane.classify_button.isEnabled()
     assert pane.progress_bar.value() == pane.progress_bar.maximum()
-    assert pane.selected_run_id() == result.run_id
+    qtbot.waitUntil(lambda: pane.selected_run_id() == result.run_id)
+    qtbot.waitUntil(lambda: pane.trace.rowCount() >= 5)
     assert pane.trace.rowCount() == TraceStep.select().where(TraceStep.run == result.run_id).count()
     assert pane.trace.rowCount() >= 5
     assert "loaded" in pane.model_label.text().lower()
@@ -98,9 +100,8 @@ def test_models_pass_modeltester(qtbot, qtmodeltester, pane: RunsPane) -> None:
     pane.limit_spin.setValue(2)
     with qtbot.waitSignal(pane.worker.finished, timeout=RUN_TIMEOUT_MS):
         pane.start_classify()
-    assert pane.runs.rowCount() >= 1
+    qtbot.waitUntil(lambda: pane.runs.rowCount() >= 1 and pane.trace.rowCount() >= 1)
     qtmodeltester.check(pane.runs)
-    assert pane.trace.rowCount() >= 1
     qtmodeltester.check(pane.trace)
     pane.trace_view.selectRow(0)
     assert pane.raw_output.toPlainText()

@@ -1,0 +1,263 @@
+"""Runs do what the user asked: one remembered limit, a question before a long run,
+output and a running row while it runs, and a question before quitting mid-run.
+
+The runs use the real llama.cpp with the real demo model (marker ``llm``) on a real
+SQLite file; the window is the real one, offscreen, and its questions are answered by
+clicking the real buttons of the real boxes.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from datetime import timedelta
+from pathlib import Path
+
+import pytest
+from PySide6.QtCore import QSettings
+from PySide6.QtWidgets import QMessageBox
+
+from curator.gui.errors import Dialogs
+from curator.gui.main_window import MainWindow
+from curator.gui.runs_pane import RunsPane
+from curator.gui.services import AppServices
+from curator.gui.worker import LlmWorker
+from curator.llm.model_file import resolve_model_path
+from curator.pipeline.run_history import pending_classify_count
+from curator.store.db import Store
+from curator.store.demo import create_demo
+from curator.store.models import Episode, Run, utcnow
+from curator.store.settings import set_setting
+from tests.conftest import LLM_TEST_SETTINGS
+
+RUN_TIMEOUT_MS = 240_000
+
+
+def _questions(dialogs: Dialogs) -> list[QMessageBox]:
+    return [
+        d for d in dialogs.shown if isinstance(d, QMessageBox) and d.objectName() == "confirmBox"
+    ]
+
+
+def _answer(qtbot, dialogs: Dialogs, yes: bool) -> str:
+    """Wait for the question, click its real yes or no button; the question's text."""
+    qtbot.waitUntil(lambda: bool(_questions(dialogs)))
+    box = _questions(dialogs)[-1]
+    text = box.text()
+    name = "confirmButton" if yes else "confirmNo"
+    (button,) = [b for b in box.buttons() if b.objectName() == name]
+    button.click()
+    return text
+
+
+@pytest.fixture
+def llm_services(tmp_path: Path, demo_model: Path) -> Iterator[AppServices]:
+    store = Store(tmp_path / "runs.sqlite")
+    create_demo(store)
+    for key, value in LLM_TEST_SETTINGS.items():
+        set_setting(store, key, value)
+    services = AppServices(store=store, db_path=store.path, worker=None, dialogs=Dialogs())
+    services.worker = LlmWorker(services)
+    yield services
+    services.worker.shutdown()
+    store.close()
+
+
+def _window(qtbot, services: AppServices, qsettings: QSettings) -> MainWindow:
+    window = MainWindow(services, qsettings)
+    qtbot.addWidget(window)
+    window.show()
+    qtbot.waitExposed(window)
+    return window
+
+
+def _runs(window: MainWindow) -> RunsPane:
+    pane = window.pane("runsPane")
+    assert isinstance(pane, RunsPane)
+    return pane
+
+
+def _record_measured_run(store: Store, seconds_each: float, episodes: int = 10) -> None:
+    """A finished classify run of the demo model, as the run log records one."""
+    finished = utcnow()
+    with store.write():
+        Run.create(
+            kind="classify",
+            status="done",
+            started_at=finished - timedelta(seconds=seconds_each * episodes),
+            finished_at=finished,
+            model_path=str(resolve_model_path(None, None)),
+            stats={"classified": episodes},
+        )
+
+
+# -- the limit ------------------------------------------------------------------------------
+
+
+@pytest.mark.llm
+def test_toolbar_classify_uses_the_runs_pane_limit(qtbot, llm_services, qsettings) -> None:
+    window = _window(qtbot, llm_services, qsettings)
+    _runs(window).limit_spin.setValue(15)
+    worker = llm_services.worker
+    with qtbot.waitSignal(worker.finished, timeout=RUN_TIMEOUT_MS) as finished:
+        window.classify_action.trigger()
+    result = finished.args[0]
+    assert result.status == "done"
+    assert result.counts["classified"] == 15
+    assert Episode.select().where(Episode.model_run == result.run_id).count() == 15
+    assert Run.get_by_id(result.run_id).params["limit"] == 15
+    assert not _questions(llm_services.dialogs)  # 15 episodes: no question
+
+
+def test_run_limit_survives_a_restart(qtbot, services, qsettings) -> None:
+    first = MainWindow(services, qsettings)
+    qtbot.addWidget(first)
+    _runs(first).limit_spin.setValue(15)
+    assert first.close()
+    second = MainWindow(services, QSettings(qsettings.fileName(), QSettings.Format.IniFormat))
+    qtbot.addWidget(second)
+    assert _runs(second).limit_spin.value() == 15
+    second.close()
+
+
+# -- the question before a long run ---------------------------------------------------------
+
+
+@pytest.mark.llm
+def test_long_run_asks_with_count_and_measured_speed(qtbot, llm_services, qsettings) -> None:
+    """203 pending demo episodes at a measured 10 s each: about 34 min, so it asks; no."""
+    store = llm_services.store
+    _record_measured_run(store, seconds_each=10.0)
+    pending = pending_classify_count(store)
+    runs_before = Run.select().count()
+    window = _window(qtbot, llm_services, qsettings)
+    assert window.start_classify()
+    question = _answer(qtbot, llm_services.dialogs, yes=False)
+    minutes = round(pending * 10 / 60)
+    assert question.startswith(f"Classify {pending:,} episodes — about {minutes} min at 10 s each")
+    qtbot.waitUntil(lambda: _runs(window).classify_button.isEnabled())
+    assert not llm_services.worker.busy
+    assert Run.select().count() == runs_before  # declined: nothing started, nothing written
+    assert window.classify_action.isEnabled()
+
+
+@pytest.mark.llm
+def test_long_run_accepted_starts_it(qtbot, llm_services, qsettings) -> None:
+    _record_measured_run(llm_services.store, seconds_each=10.0)
+    window = _window(qtbot, llm_services, qsettings)
+    worker = llm_services.worker
+    with qtbot.waitSignal(worker.progress, timeout=RUN_TIMEOUT_MS):
+        assert window.start_classify()
+        assert _answer(qtbot, llm_services.dialogs, yes=True).startswith("Classify ")
+    assert worker.busy
+    with qtbot.waitSignal(worker.finished, timeout=RUN_TIMEOUT_MS) as finished:
+        window.cancel_run()
+    assert finished.args[0].status == "cancelled"
+
+
+# -- while it runs --------------------------------------------------------------------------
+
+
+@pytest.mark.llm
+def test_classify_output_shows_each_labelled_episode(qtbot, llm_services, qsettings) -> None:
+    window = _window(qtbot, llm_services, qsettings)
+    pane = _runs(window)
+    pane.limit_spin.setValue(3)
+    with qtbot.waitSignal(llm_services.worker.finished, timeout=RUN_TIMEOUT_MS) as finished:
+        assert pane.start_classify()
+    run_id = finished.args[0].run_id
+    lines = pane.output.toPlainText().splitlines()
+    labelled = list(Episode.select().where(Episode.model_run == run_id).order_by(Episode.id))
+    assert len(lines) == 3 == len(labelled)
+    for episode in labelled:
+        assert any(line.startswith(f"#{episode.id} {episode.model_label} (") for line in lines)
+
+
+@pytest.mark.llm
+def test_running_run_is_listed_while_it_runs(qtbot, llm_services, qsettings) -> None:
+    window = _window(qtbot, llm_services, qsettings)
+    pane = _runs(window)
+    window.tabs.setCurrentWidget(pane)
+    worker = llm_services.worker
+    seen: list[int] = []
+    worker.progress.connect(lambda p: seen.append(p.done))
+    assert pane.start_classify()  # every pending episode: minutes, cancelled below
+    qtbot.waitUntil(lambda: len(seen) > 0 and max(seen) >= 2, timeout=RUN_TIMEOUT_MS)
+    status = pane.runs.column_index("Status")
+    counts = pane.runs.column_index("Counts")
+
+    def running_row() -> int:
+        for row in range(pane.runs.rowCount()):
+            if pane.runs.index(row, status).data() == "running":
+                return row
+        return -1
+
+    qtbot.waitUntil(lambda: running_row() >= 0, timeout=10_000)
+    qtbot.waitUntil(
+        lambda: "classify " in (pane.runs.index(running_row(), counts).data() or ""),
+        timeout=10_000,
+    )
+    assert worker.busy
+    with qtbot.waitSignal(worker.finished, timeout=RUN_TIMEOUT_MS):
+        pane.cancel()
+    qtbot.waitUntil(lambda: running_row() < 0)
+
+
+@pytest.mark.llm
+def test_distill_bar_moves_within_a_batch(qtbot, classified_demo, tmp_path, qsettings) -> None:
+    """Each step and token of the first batch moves the bar (it used to sit at 0 %)."""
+    store = Store(classified_demo.copy_to(tmp_path))
+    services = AppServices(store=store, db_path=store.path, dialogs=Dialogs())
+    services.worker = LlmWorker(services)
+    try:
+        window = _window(qtbot, services, qsettings)
+        pane = _runs(window)
+        pane.limit_spin.setValue(4)
+        inside_first_batch: list[tuple[str, int]] = []
+
+        def seen(progress) -> None:  # connected after the pane: its bar is already set
+            if progress.done == 0 and progress.step in ("extract", "refine", "importance"):
+                inside_first_batch.append((progress.step, pane.progress_bar.value()))
+
+        services.worker.progress.connect(seen)
+        with qtbot.waitSignal(services.worker.finished, timeout=RUN_TIMEOUT_MS) as finished:
+            assert window.start_distill()
+        assert finished.args[0].status == "staged", finished.args[0].message
+        steps = [step for step, _ in inside_first_batch]
+        assert {"extract", "refine", "importance"} <= set(steps)
+        values = [value for _, value in inside_first_batch]
+        assert max(values) > 0 and len(set(values)) > 3
+        text = pane.output.toPlainText()
+        assert "── extract, batch 1/" in text and "── refine, batch 1/" in text
+        window.close()
+    finally:
+        services.worker.shutdown()
+        store.close()
+
+
+# -- closing mid-run ------------------------------------------------------------------------
+
+
+@pytest.mark.llm
+def test_closing_mid_run_asks_and_no_keeps_the_run(qtbot, llm_services, qsettings) -> None:
+    window = _window(qtbot, llm_services, qsettings)
+    worker = llm_services.worker
+    with qtbot.waitSignal(worker.progress, timeout=RUN_TIMEOUT_MS):
+        assert window.start_classify()
+    assert not window.close()
+    question = _answer(qtbot, llm_services.dialogs, yes=False)
+    assert question == "A classify run is in progress: cancel it and quit?"
+    assert window.isVisible() and worker.busy and worker.running
+
+    assert not window.close()  # asks again; yes cancels the run and closes
+    _answer(qtbot, llm_services.dialogs, yes=True)
+    qtbot.waitUntil(lambda: not window.isVisible())
+    assert not worker.running
+    (run,) = Run.select().where(Run.kind == "classify")
+    assert run.status == "cancelled"
+
+
+def test_closing_when_idle_asks_nothing(qtbot, services, qsettings) -> None:
+    services.worker = LlmWorker(services)
+    window = _window(qtbot, services, qsettings)
+    assert window.close()
+    assert not _questions(services.dialogs)

@@ -1,0 +1,70 @@
+"""The Runs pane at 1024x700 and 1400 px: Model and Counts readable, the method shown.
+
+Real window offscreen, on a database with a real classify run of the demo model.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from PySide6.QtCore import QSettings, Qt
+
+from curator.gui.errors import Dialogs
+from curator.gui.main_window import MainWindow
+from curator.gui.runs_pane import RunsPane
+from curator.gui.services import AppServices
+from curator.store.db import Store
+
+pytestmark = pytest.mark.llm
+
+
+@pytest.fixture
+def classified_services(classified_demo, tmp_path: Path) -> Iterator[AppServices]:
+    store = Store(classified_demo.copy_to(tmp_path))
+    yield AppServices(store=store, db_path=store.path, worker=None, dialogs=Dialogs())
+    store.close()
+
+
+@pytest.mark.parametrize("size", [(1024, 700), (1400, 900)])
+def test_model_and_counts_columns_fit(
+    qtbot, classified_services, qsettings: QSettings, size: tuple[int, int]
+) -> None:
+    window = MainWindow(classified_services, qsettings)
+    qtbot.addWidget(window)
+    window.resize(*size)
+    window.show()
+    qtbot.waitExposed(window)
+    pane = window.pane("runsPane")
+    assert isinstance(pane, RunsPane)
+    window.tabs.setCurrentWidget(pane)
+    qtbot.waitUntil(lambda: pane.runs.rowCount() >= 1)
+    view = pane.runs_view
+    header = view.horizontalHeader()
+    used = sum(header.sectionSize(i) for i in range(header.count()))
+    assert used <= view.viewport().width()  # nothing pushed out of sight
+    assert not view.horizontalScrollBar().isVisible()
+    metrics = view.fontMetrics()
+    model = pane.runs.column_index("Model")
+    name = pane.runs.index(0, model).data()
+    assert name and header.sectionSize(model) >= metrics.horizontalAdvance(name)
+    counts = pane.runs.column_index("Counts")
+    tooltip = pane.runs.index(0, counts).data(Qt.ItemDataRole.ToolTipRole)
+    assert "classified 20" in tooltip  # the full counts, one per line
+    assert header.sectionSize(counts) >= 150
+    window.close()
+
+
+def test_classify_run_shows_its_scoring_method(qtbot, classified_services, qsettings) -> None:
+    window = MainWindow(classified_services, qsettings)
+    qtbot.addWidget(window)
+    pane = window.pane("runsPane")
+    assert isinstance(pane, RunsPane)
+    window.tabs.setCurrentWidget(pane)
+    qtbot.waitUntil(lambda: pane.runs.rowCount() >= 1)
+    method = pane.runs.column_index("Method")
+    assert pane.runs.index(0, method).data() == "exact"
+    tooltip = pane.runs.index(0, method).data(Qt.ItemDataRole.ToolTipRole)
+    assert "log-probabilities" in tooltip
+    window.close()
