@@ -34,7 +34,7 @@ from curator.gui.identity_pane import IdentityPane
 from curator.gui.insights_pane import InsightsPane
 from curator.gui.knowledge_import import KnowledgeImporter
 from curator.gui.knowledge_pane import KnowledgePane
-from curator.gui.model_picker import DEMO_NOTICE, demo_model_in_use
+from curator.gui.model_picker import DEMO_NOTICE, DEMO_SHORT, demo_model_in_use
 from curator.gui.pane import Pane
 from curator.gui.provenance_nav import ProvenanceNavigator
 from curator.gui.review_pane import ReviewPane
@@ -318,9 +318,10 @@ class MainWindow(QMainWindow):
 
     def _build_status_bar(self) -> None:
         bar = self.statusBar()
-        self.db_label = QLabel(str(self.services.db_path))
+        # the file name only: a full path would set the window's minimum width
+        self.db_label = QLabel(self.services.db_path.name)
         self.db_label.setObjectName("dbLabel")
-        self.db_label.setToolTip("Database file")
+        self.db_label.setToolTip(f"Database file: {self.services.db_path}")
         self.model_label = QLabel()
         self.model_label.setObjectName("modelLabel")
         self.offload_label = QLabel("model not loaded")
@@ -333,10 +334,13 @@ class MainWindow(QMainWindow):
         )
         self.run_label = QLabel("idle")
         self.run_label.setObjectName("runLabel")
-        self.demo_button = QPushButton(DEMO_NOTICE)
+        self.demo_button = QPushButton(DEMO_SHORT)
         self.demo_button.setObjectName("demoNoticeButton")
         self.demo_button.setFlat(True)
-        self.demo_button.setToolTip("Open Settings to pick a model file or download one")
+        self.demo_button.setToolTip(
+            f"{DEMO_NOTICE[0].upper()}{DEMO_NOTICE[1:]}: click to open Settings and pick a "
+            "model file, a model server, or download a model"
+        )
         self.demo_button.clicked.connect(self.show_settings)
         bar.addPermanentWidget(self.demo_button)
         for label in (self.db_label, self.model_label, self.offload_label, self.run_label):

@@ -41,6 +41,9 @@ DEMO_NOTICE = (
     "demo model: fine for trying the workflow, too small for real curation — "
     "pick or download a model"
 )
+DEMO_SHORT = "Demo model: too small for real curation — pick a model…"
+"""The status bar's form of :data:`DEMO_NOTICE` (the whole sentence is its tooltip): the
+status bar must fit a 1024-pixel window."""
 
 
 def demo_model_in_use(settings: Settings) -> bool:

@@ -31,7 +31,8 @@ def test_panes_in_order(main_window) -> None:
 
 
 def test_status_bar_shows_database_and_model(main_window, services) -> None:
-    assert main_window.db_label.text() == str(services.db_path)
+    assert main_window.db_label.text() == services.db_path.name
+    assert str(services.db_path) in main_window.db_label.toolTip()
     assert "demo model" in main_window.model_label.text()
     assert main_window.run_label.text() == "no model worker"
     assert not main_window.classify_action.isEnabled()

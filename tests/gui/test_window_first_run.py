@@ -98,3 +98,13 @@ def test_f1_lists_every_shortcut(qtbot, main_window: MainWindow) -> None:
 
 def test_the_title_names_the_application_once(main_window: MainWindow, store: Store) -> None:
     assert main_window.windowTitle() == f"{store.path.name} — Memory Curator"
+
+
+def test_the_whole_window_fits_1024_by_700(qtbot, main_window: MainWindow) -> None:
+    """No pane, nor the status bar, forces the window past a small laptop screen."""
+    main_window.resize(1024, 700)
+    qtbot.waitUntil(lambda: main_window.width() == 1024 and main_window.height() == 700)
+    hint = main_window.minimumSizeHint()
+    assert hint.width() <= 1024 and hint.height() <= 700, hint
+    assert main_window.statusBar().minimumSizeHint().width() <= 1024
+    assert main_window.demo_button.isVisible()  # the notice is still there, shorter
