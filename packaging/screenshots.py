@@ -7,8 +7,8 @@ would (keys C/N on the Episodes table), the demo model classifies 40 episodes an
 12 of them through the window's own worker thread (what the Runs pane's buttons do; a few
 minutes on two CPU cores), an UPDATE is decided in Review (a proposed one accepted with
 `A`, else `2` and the target picker's nearest pattern) so its diff shows, and the main
-window is grabbed at 1400×900 with each pane in front. Window state goes to a temporary
-ini file, never the user's settings.
+window is grabbed at 1400×900 with each pane in front, then again at 1024×700 (into
+``1024x700/``). Window state goes to a temporary ini file, never the user's settings.
 """
 
 from __future__ import annotations
@@ -36,6 +36,10 @@ from curator.store.db import Store
 from curator.store.demo import create_demo
 
 SIZE = (1400, 900)
+SMALL_SIZE = (1024, 700)
+SMALL_FOLDER = "1024x700"
+"""The same panes at a small laptop's screen size, in a folder of their own (the desktop
+metadata lists only the full-size ones)."""
 CLASSIFY_LIMIT = 40
 DISTILL_LIMIT = 12
 
@@ -156,12 +160,16 @@ def main(out_dir: str) -> int:
         row = window.episodes_pane.model.row_of(int(chat_id))
         if row is not None:
             window.episodes_pane.table.selectRow(row)
-        for index, (_name, title, _cls) in enumerate(PANES):
-            window.tabs.setCurrentIndex(index)
-            QTest.qWait(150)
-            path = out / f"{title.lower()}.png"
-            window.grab().save(str(path))
-            print(path)
+        for size, folder in ((SIZE, out), (SMALL_SIZE, out / SMALL_FOLDER)):
+            folder.mkdir(parents=True, exist_ok=True)
+            window.resize(*size)
+            QTest.qWait(300)
+            for index, (_name, title, _cls) in enumerate(PANES):
+                window.tabs.setCurrentIndex(index)
+                QTest.qWait(150)
+                path = folder / f"{title.lower()}.png"
+                window.grab().save(str(path))
+                print(path)
         window.close()  # shuts the worker down
         store.close()
     del app

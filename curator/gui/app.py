@@ -138,7 +138,7 @@ def main(db_path: str | os.PathLike[str] | None = None) -> int:
             dialogs.exception(None, exc)
             return
         windows.append(window)
-        window.show()
+        window.show_fitted()
         if store.read_only:
             dialogs.warning(
                 window,

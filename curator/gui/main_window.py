@@ -51,6 +51,8 @@ APP_DISPLAY_NAME = "Memory Curator"
 APPLICATION = "curator"
 POLL_MS = 1000
 BUSY_DELAY_MS = 300
+DEFAULT_SIZE = (1400, 900)
+"""The first start's size, shrunk to the screen when that is smaller."""
 """A background write shows its busy state only when it takes longer than this."""
 
 
@@ -105,6 +107,7 @@ class MainWindow(QMainWindow):
         # Ends with the display name app.py sets: Qt then appends nothing more to it.
         self.setWindowTitle(window_title(services.db_path))
         self._dirty: set[int] = set()
+        self.too_big_for_screen = False
         self._closed = False
         self._quit_mid_run = False  # the user agreed to cancel the run and quit
         self._quit_box: QWidget | None = None
@@ -151,8 +154,9 @@ class MainWindow(QMainWindow):
         self.poll_timer.start()
         self.auto_backup = AutoBackup.for_window(self)  # every N minutes of use, on close
 
-        self.resize(1400, 900)
+        self.resize(*DEFAULT_SIZE)
         self.restore_state()
+        self.fit_to_screen()
         # Every pane loads when first shown (the restored tab now, the others later).
         self._dirty = set(range(len(self.panes)))
         self._pane_shown(self.tabs.currentIndex())
@@ -400,7 +404,9 @@ class MainWindow(QMainWindow):
     def update_status(self) -> None:
         settings = self.services.settings()
         self.model_label.setText(f"Model: {model_display_name(settings)}")
-        self.demo_button.setVisible(demo_model_in_use(settings))
+        demo = demo_model_in_use(settings)
+        self.demo_button.setVisible(demo)
+        self.model_label.setVisible(not demo)  # the notice names the demo model already
 
     def show_settings(self) -> None:
         self.tabs.setCurrentWidget(self.pane("settingsPane"))
@@ -632,6 +638,27 @@ class MainWindow(QMainWindow):
             index = 0
         if 0 <= index < self.tabs.count():
             self.tabs.setCurrentIndex(index)
+
+    def fit_to_screen(self) -> None:
+        """Never open larger than the screen's free area (a 1024×700 laptop, a window
+        remembered from a bigger monitor): the status bar and the panes' bottom rows would
+        be off-screen, out of reach. Such a window starts maximized (:meth:`show_fitted`),
+        which leaves the title bar and borders to the window manager."""
+        screen = self.screen()
+        if screen is None:
+            return
+        free = screen.availableGeometry()
+        self.too_big_for_screen = self.width() > free.width() or self.height() > free.height()
+        if self.too_big_for_screen:
+            self.resize(min(self.width(), free.width()), min(self.height(), free.height()))
+            self.move(free.topLeft())
+
+    def show_fitted(self) -> None:
+        """Show the window: maximized when its size would not fit the screen."""
+        if self.too_big_for_screen:
+            self.showMaximized()
+        else:
+            self.show()
 
     def restore_splitters(self) -> None:
         """Put back the remembered splitter sizes.
