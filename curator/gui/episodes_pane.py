@@ -388,7 +388,14 @@ class EpisodesPane(Pane):
         """The source list and the date range; in the background on a large database
         (``DISTINCT source`` walks an index of every episode)."""
         if self.model.in_background:
-            self.ops.query("episodeFacts", lambda ctx: _facts(ctx.store), self._apply_facts)
+            self.ops.query(
+                "episodeFacts",
+                lambda ctx: _facts(ctx.store),
+                self._apply_facts,
+                lambda message: self.status_message.emit(
+                    f"Episodes: the sources and dates could not be read: {message}"
+                ),
+            )
         else:
             self._apply_facts(_facts(self.services.store))
 
