@@ -693,6 +693,10 @@ class MainWindow(QMainWindow):
             self._closed = True
             self.poll_timer.stop()
             self.save_state()
+            # Gone from the screen before the waits below: a write held up by another
+            # writer (the CLI) can take the busy timeout to end, and a painted window
+            # that ignores every click meanwhile looks hung.
+            self.hide()
             for pane in self.panes:
                 pane.shutdown()
             self.knowledge_importer.shutdown()
