@@ -18,6 +18,7 @@ from PySide6.QtGui import QAction, QCloseEvent, QKeySequence, QShowEvent
 from PySide6.QtWidgets import (
     QLabel,
     QMainWindow,
+    QMessageBox,
     QProgressBar,
     QPushButton,
     QSplitter,
@@ -107,7 +108,7 @@ class MainWindow(QMainWindow):
         self._dirty: set[int] = set()
         self._closed = False
         self._quit_mid_run = False  # the user agreed to cancel the run and quit
-        self._quit_box: QWidget | None = None
+        self._quit_box: QMessageBox | None = None
 
         self.tabs = QTabWidget()
         self.tabs.setObjectName("paneTabs")
@@ -666,7 +667,7 @@ class MainWindow(QMainWindow):
         box = self._quit_box
         if box is not None and box.isVisible():
             return False  # already asking
-        self._quit_box = self.services.dialogs.confirm(
+        self._quit_box = box = self.services.dialogs.confirm(
             self,
             "Quit Memory Curator",
             f"A {worker.kind} run is in progress: cancel it and quit?",
@@ -674,7 +675,13 @@ class MainWindow(QMainWindow):
             yes_text="Cancel run and quit",
             no_text="Keep running",
         )
+        # The box deletes itself once answered: forget it then, or the next close would
+        # ask a deleted box whether it is visible (a crash, not an exception).
+        box.finished.connect(self._forget_quit_box)
         return False
+
+    def _forget_quit_box(self) -> None:
+        self._quit_box = None
 
     def _cancel_run_and_quit(self) -> None:
         self._quit_mid_run = True
@@ -688,6 +695,8 @@ class MainWindow(QMainWindow):
                 event.ignore()
                 return
             if not all(pane.confirm_discard() for pane in self.panes):
+                # Kept open after all: the next close during a run asks about it again.
+                self._quit_mid_run = False
                 event.ignore()
                 return
             self._closed = True
