@@ -388,7 +388,14 @@ class EpisodesPane(Pane):
         """The source list and the date range; in the background on a large database
         (``DISTINCT source`` walks an index of every episode)."""
         if self.model.in_background:
-            self.ops.query("episodeFacts", lambda ctx: _facts(ctx.store), self._apply_facts)
+            self.ops.query(
+                "episodeFacts",
+                lambda ctx: _facts(ctx.store),
+                self._apply_facts,
+                lambda message: self.status_message.emit(
+                    f"Episodes: the sources and dates could not be read: {message}"
+                ),
+            )
         else:
             self._apply_facts(_facts(self.services.store))
 
@@ -435,11 +442,37 @@ class EpisodesPane(Pane):
         )
 
     def show_ids(self, ids: list[int] | None, title: str = "") -> None:
-        """Show only ``ids`` (None: all again), on top of the other filters."""
+        """Show only ``ids`` (None: all again).
+
+        Asked for from elsewhere (a provenance jump, an Insights cell), so the search,
+        label, source and date filters are cleared first: on top of them the episodes
+        asked for could be filtered out and the list would open empty.
+        """
+        if ids is not None:
+            self._clear_filters()
         self._ids = None if ids is None else tuple(ids)
         self.ids_button.setText(f"{title or 'Selected episodes'} ✕")
         self.ids_button.setVisible(ids is not None)
         self.apply_filter()
+
+    def _clear_filters(self) -> None:
+        """Search, label, source and date back to "everything", without a query each."""
+        cleared = bool(self.search_edit.text()) or self.date_check.isChecked()
+        cleared = cleared or self.label_combo.currentIndex() > 0
+        cleared = cleared or self.source_combo.currentIndex() > 0
+        widgets = (self.search_edit, self.label_combo, self.source_combo, self.date_check)
+        for widget in widgets:
+            widget.blockSignals(True)
+        self.search_edit.clear()
+        self.label_combo.setCurrentIndex(0)
+        self.source_combo.setCurrentIndex(0)
+        self.date_check.setChecked(False)
+        for widget in widgets:
+            widget.blockSignals(False)
+        self.date_from.setEnabled(False)
+        self.date_to.setEnabled(False)
+        if cleared:
+            self.status_message.emit("Episodes: filters cleared to show the episodes asked for.")
 
     def apply_filter(self) -> None:
         self._search_timer.stop()

@@ -222,11 +222,24 @@ class IdentityPane(Pane):
     def _write(
         self, label: str, fn: Callable[[OpContext], Identity], said: Callable[[Identity], str]
     ) -> None:
-        """Save in the background; the editor shows the new version when it is done."""
+        """Save in the background; the editor shows the new version when it is done.
+
+        A save can wait seconds for another writer (the CLI), and the editor stays open
+        meanwhile: what was typed after the click is kept, unsaved and marked so, against
+        the version just saved, rather than replaced by it.
+        """
+        sent, note = self._editor_text(), self.note_edit.text()
 
         def done(saved: Identity) -> None:
-            self.note_edit.clear()
-            self._load(current_identity(self.services.store))
+            if self.note_edit.text() == note:
+                self.note_edit.clear()
+            current = current_identity(self.services.store)
+            if self._editor_text() == sent:
+                self._load(current)
+            else:  # typed while saving: keep it, now compared with the saved version
+                self._loaded_version = current.version
+                self._saved = (current.identity_text, "\n\n".join(current.axioms))
+                self._update_dirty()
             self.refresh()
             self.status_message.emit(said(saved))
             self.data_changed.emit()

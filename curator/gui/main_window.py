@@ -18,6 +18,7 @@ from PySide6.QtGui import QAction, QCloseEvent, QKeySequence, QShowEvent
 from PySide6.QtWidgets import (
     QLabel,
     QMainWindow,
+    QMessageBox,
     QProgressBar,
     QPushButton,
     QSplitter,
@@ -110,7 +111,7 @@ class MainWindow(QMainWindow):
         self.too_big_for_screen = False
         self._closed = False
         self._quit_mid_run = False  # the user agreed to cancel the run and quit
-        self._quit_box: QWidget | None = None
+        self._quit_box: QMessageBox | None = None
 
         self.tabs = QTabWidget()
         self.tabs.setObjectName("paneTabs")
@@ -693,7 +694,7 @@ class MainWindow(QMainWindow):
         box = self._quit_box
         if box is not None and box.isVisible():
             return False  # already asking
-        self._quit_box = self.services.dialogs.confirm(
+        self._quit_box = box = self.services.dialogs.confirm(
             self,
             "Quit Memory Curator",
             f"A {worker.kind} run is in progress: cancel it and quit?",
@@ -701,7 +702,13 @@ class MainWindow(QMainWindow):
             yes_text="Cancel run and quit",
             no_text="Keep running",
         )
+        # The box deletes itself once answered: forget it then, or the next close would
+        # ask a deleted box whether it is visible (a crash, not an exception).
+        box.finished.connect(self._forget_quit_box)
         return False
+
+    def _forget_quit_box(self) -> None:
+        self._quit_box = None
 
     def _cancel_run_and_quit(self) -> None:
         self._quit_mid_run = True
@@ -715,11 +722,17 @@ class MainWindow(QMainWindow):
                 event.ignore()
                 return
             if not all(pane.confirm_discard() for pane in self.panes):
+                # Kept open after all: the next close during a run asks about it again.
+                self._quit_mid_run = False
                 event.ignore()
                 return
             self._closed = True
             self.poll_timer.stop()
             self.save_state()
+            # Gone from the screen before the waits below: a write held up by another
+            # writer (the CLI) can take the busy timeout to end, and a painted window
+            # that ignores every click meanwhile looks hung.
+            self.hide()
             for pane in self.panes:
                 pane.shutdown()
             self.knowledge_importer.shutdown()

@@ -20,6 +20,7 @@ from curator.gui.review_dialogs import EditDialog
 from curator.gui.review_list import action_name
 from curator.gui.review_target import TargetPicker
 from curator.pipeline import review as review_api
+from curator.store.opening import StoreBusyError
 
 if TYPE_CHECKING:
     from PySide6.QtCore import SignalInstance
@@ -29,6 +30,11 @@ if TYPE_CHECKING:
     from curator.gui.qt_models import RowTableModel
     from curator.gui.review_list import CandidateList
     from curator.gui.services import AppServices
+
+
+GUI_WRITE_WAIT_S = 1.0
+"""A decision is one row written on the GUI thread: it waits this long at most for another
+process's write lock (the CLI importing or committing), then says the database is busy."""
 
 
 class ReviewDecisions:
@@ -60,7 +66,8 @@ class ReviewDecisions:
             self.show_message(title, f"Wait until “{self.ops.busy_label}” has finished.")
             return None
         try:
-            return action()
+            with self.services.store.waiting_at_most(GUI_WRITE_WAIT_S):
+                return action()
         except CuratorError as exc:
             self.show_message(title, str(exc))
             return None
@@ -96,7 +103,11 @@ class ReviewDecisions:
                 self.choose_target()
                 return False
             try:
-                view = review_api.decide(store, c.id, "UPDATE")
+                with store.waiting_at_most(GUI_WRITE_WAIT_S):
+                    view = review_api.decide(store, c.id, "UPDATE")
+            except StoreBusyError as exc:
+                self.show_message("Review", str(exc))
+                return False
             except CuratorError as exc:
                 self.choose_target(note=str(exc))
                 return False

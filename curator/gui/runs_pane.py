@@ -522,7 +522,13 @@ class RunsPane(Pane):
         if not force and now - self._last_live_query < LIVE_REFRESH_S:
             return
         self._last_live_query = now
-        self.ops.query("runs-live", lambda ctx: running_runs(ctx.store), self._show_live)
+        self.ops.query(
+            "runs-live", lambda ctx: running_runs(ctx.store), self._show_live, self._live_failed
+        )
+
+    def _live_failed(self, message: str) -> None:
+        """Polled every second during a run: a line in the status bar, never a dialog each."""
+        self.status_message.emit(f"Runs: the running run could not be read: {message}")
 
     def _show_live(self, runs: list[Run]) -> None:
         worker_busy = self.worker is not None and self.worker.busy
@@ -543,9 +549,16 @@ class RunsPane(Pane):
     def refresh(self) -> None:
         """Reload the run list (keeping the selected run) and its trace, off the GUI thread."""
         self.ops.query(
-            "runs-list", lambda ctx: recent_runs(ctx.store, RUN_HISTORY_LIMIT), self._show_runs
+            "runs-list",
+            lambda ctx: recent_runs(ctx.store, RUN_HISTORY_LIMIT),
+            self._show_runs,
+            self._list_failed,
         )
         self._update_buttons()
+
+    def _list_failed(self, message: str) -> None:
+        self._select_after = None
+        self.show_message("Runs", f"The run history could not be read: {message}")
 
     def _show_runs(self, runs: list[Run]) -> None:
         selected = self._select_after or self.selected_run_id()
@@ -582,7 +595,12 @@ class RunsPane(Pane):
             self.run_title.setText("Select a run to see its trace.")
             self.raw_output.clear()
             return
-        self.ops.query("runs-trace", lambda ctx: run_detail(ctx.store, run_id), self._show_trace)
+        self.ops.query(
+            "runs-trace",
+            lambda ctx: run_detail(ctx.store, run_id),
+            self._show_trace,
+            lambda message: self.run_title.setText(f"Run #{run_id} could not be read: {message}"),
+        )
 
     def _show_trace(self, detail: RunDetail) -> None:
         run = detail.run

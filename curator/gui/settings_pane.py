@@ -394,6 +394,7 @@ class SettingsPane(Pane):
         """Save in the background: the API key to the keyring first, then the values."""
         key = self.backend_box.key_change() if values.get("backend") == "server" else None
         url = values.get("server_url")
+        shown = self.collect()  # the form as sent: a change made while saving is kept
 
         def work(ctx: OpContext) -> Settings:
             if key is not None and url:
@@ -405,8 +406,12 @@ class SettingsPane(Pane):
             self._set_busy(False)
             if key is not None:
                 self.backend_box.key_saved()
-            self.refresh()
-            self.status_message.emit(done_text)
+            said = done_text
+            if self.collect() == shown:
+                self.refresh()
+            else:  # changed while the save waited (for another writer): not reset
+                said += " The changes made since are not saved yet."
+            self.status_message.emit(said)
             self.data_changed.emit()
 
         def failed(reason: str) -> None:

@@ -71,8 +71,10 @@ class ServerError(CuratorError):
 
 def public_url(url: str) -> str:
     """The URL without user name or password (what a run records)."""
-    parts = urlsplit(url)
+    parts = urlsplit(url.strip())
     host = parts.hostname or ""
+    if ":" in host:  # an IPv6 address keeps its brackets ("http://[::1]:8080")
+        host = f"[{host}]"
     if parts.port:
         host = f"{host}:{parts.port}"
     return urlunsplit((parts.scheme, host, parts.path.rstrip("/"), "", ""))

@@ -293,6 +293,25 @@ class Store:
             raise
 
     @contextmanager
+    def waiting_at_most(self, seconds: float) -> Iterator[None]:
+        """Writes on this thread wait at most ``seconds`` for another process's lock.
+
+        For the window's one-row writes made on the GUI thread (a review decision per
+        key press): while the CLI imports or commits, a "busy" message after a moment
+        beats a window frozen for the whole busy timeout. The lock error names the wait.
+        """
+        self.db.execute_sql(f"PRAGMA busy_timeout = {int(seconds * 1000):d}")
+        try:
+            yield
+        except StoreBusyError as exc:
+            raise StoreBusyError(
+                f"busy: another curator process is writing to {self.path} (waited "
+                f"{seconds:g} s for it); nothing was changed, try again when it has finished"
+            ) from exc
+        finally:
+            self.db.execute_sql(f"PRAGMA busy_timeout = {int(self.busy_timeout_s * 1000):d}")
+
+    @contextmanager
     def write_without_waiting(self) -> Iterator[None]:
         """``write()`` that raises StoreBusyError at once when another process writes.
 

@@ -133,3 +133,26 @@ def test_a_failing_worker_job_is_a_dialog_and_the_worker_carries_on(
         assert services.worker.start_distill(1)
     window.close()
     assert not services.worker.running
+
+
+def test_a_run_history_that_cannot_be_read_is_named_in_words(
+    qtbot, services: AppServices, qsettings
+) -> None:
+    # Real damage, no double: a start time no reader understands (another tool wrote it).
+    services.store.execute(
+        "INSERT INTO run (kind, status, status_reason, started_at, model_path, model_name, "
+        "model_sha256, model_metadata, params, prompts, stats) VALUES ('classify', "
+        "'completed', '', 'yesterday', 'm.gguf', 'm', '', '{}', '{}', '{}', '{}')"
+    )
+    window = MainWindow(services, qsettings)
+    qtbot.addWidget(window)
+    window.show()
+    window.tabs.setCurrentWidget(window.pane("runsPane"))  # its list loads in the background
+    qtbot.waitUntil(lambda: services.ops.pending == 0 and bool(services.dialogs.shown))
+    titles = [d.windowTitle() for d in services.dialogs.shown]
+    texts = [getattr(d, "message", None) or d.text() for d in services.dialogs.shown]
+    assert titles == ["Runs"]  # before: the query's key, "runs-list", as the title
+    assert texts[0].startswith("The run history could not be read: ")
+    assert "yesterday" in texts[0]
+    assert window.isVisible()
+    window.close()

@@ -95,3 +95,30 @@ def test_a_version_saved_elsewhere_asks_before_replacing_the_edit(
     save_identity(store, "A second outside save.", ["Be brief."])
     pane.refresh()
     assert pane.identity_edit.toPlainText() == "A second outside save." and not pane.dirty
+
+
+def test_typing_while_a_save_waits_is_kept(qtbot, main_window, services, store) -> None:
+    """A save held up by another writer (the CLI) must not wipe what was typed meanwhile."""
+    import sqlite3
+
+    pane = _pane(main_window)
+    before = current_identity(store)
+    pane.identity_edit.setPlainText("Saved part.")
+    outside = sqlite3.connect(str(store.path))  # another process holding the write lock
+    outside.execute("BEGIN IMMEDIATE")
+    try:
+        qtbot.mouseClick(pane.save_button, Qt.MouseButton.LeftButton)
+        assert services.ops.busy
+        pane.identity_edit.moveCursor(pane.identity_edit.textCursor().MoveOperation.End)
+        qtbot.keyClicks(pane.identity_edit, " Typed while saving.")
+    finally:
+        outside.rollback()
+        outside.close()
+    _wait_for_ops(qtbot, services)
+
+    assert current_identity(store).version == before.version + 1
+    assert current_identity(store).identity_text == "Saved part."
+    assert pane.identity_edit.toPlainText() == "Saved part. Typed while saving."
+    assert pane.dirty and pane.unsaved_label.isVisible()
+    assert _tab_text(main_window, pane) == "Identity •"
+    pane.revert()  # the window closes without a question at teardown

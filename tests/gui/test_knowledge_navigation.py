@@ -76,3 +76,24 @@ def test_double_click_opens_the_episode_and_back_returns_to_the_pattern(
     assert main_window.tabs.currentWidget() is pane
     assert pane.selected_ids() == [pattern.id]
     assert not nav.back()  # nothing left to go back to
+
+
+def test_the_jump_shows_the_episode_whatever_the_episodes_filters(
+    qtbot, main_window: MainWindow
+) -> None:
+    """A search and a label filter left in Episodes must not hide the episode jumped to."""
+    pattern_id, linked = _link_sources(main_window)
+    episodes = main_window.episodes_pane
+    main_window.tabs.setCurrentWidget(episodes)
+    episodes.search_edit.setText("no episode has this text")
+    episodes.label_combo.setCurrentIndex(episodes.label_combo.findData("human"))
+    episodes.apply_filter()
+    qtbot.waitUntil(lambda: episodes.model.rowCount() == 0)
+
+    pane = _knowledge(qtbot, main_window)
+    pane.select_patterns([pattern_id])
+    episode_id = _double_click_source(qtbot, pane, 0)
+    assert episode_id in linked
+    qtbot.waitUntil(lambda: episodes.selected_ids() == [episode_id])  # before: an empty list
+    assert episodes.model.rowCount() == 1
+    assert episodes.search_edit.text() == "" and episodes.current_filter().label == "all"

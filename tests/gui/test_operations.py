@@ -109,3 +109,41 @@ def test_the_window_shows_a_slow_write_in_the_status_bar(qtbot, main_window: Mai
     release.set()
     qtbot.waitUntil(lambda: not main_window.busy_bar.isVisible())
     assert main_window.import_action.isEnabled()
+
+
+def test_closing_hides_the_window_before_waiting_for_a_held_up_write(
+    qtbot, services: AppServices, qsettings
+) -> None:
+    """A write waiting on another writer's lock delays the close: the window must not sit
+    on screen, frozen, meanwhile."""
+    import sqlite3
+
+    from PySide6.QtCore import QEvent, QObject
+
+    window = MainWindow(services, qsettings)
+    qtbot.addWidget(window)
+    window.show()
+    qtbot.waitExposed(window)
+    running_at_hide: list[bool] = []
+
+    class HideWatch(QObject):
+        def eventFilter(self, watched: QObject, event: QEvent) -> bool:
+            if event.type() == QEvent.Type.Hide:
+                running_at_hide.append(not services.ops.wait(0))  # a job thread alive
+            return False
+
+    watch = HideWatch()
+    window.installEventFilter(watch)
+    outside = sqlite3.connect(str(services.store.path), check_same_thread=False)  # a lock
+    outside.execute("BEGIN IMMEDIATE")
+    release = threading.Timer(1.0, outside.rollback)
+    try:
+        ids = [e.id for e in Episode.select(Episode.id).limit(3)]
+        assert window.episodes_pane.start_relabel(ids, "noise")
+        release.start()
+        window.close()  # waits for the relabel, which waits for the lock
+    finally:
+        release.join()
+        outside.close()
+    assert running_at_hide and running_at_hide[0]  # before: hidden only after the wait
+    assert not window.isVisible()

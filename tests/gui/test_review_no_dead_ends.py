@@ -243,3 +243,31 @@ def test_editing_a_decided_update_keeps_its_target_even_when_the_wording_drifts(
     assert edited.action == "UPDATE" and edited.target_id == 1 and edited.rewords
     commit(qtbot, pane)
     assert Pattern.get_by_id(1).text == drifted
+
+
+def test_a_decision_while_another_process_writes_says_busy_instead_of_freezing(
+    qtbot, pane: ReviewPane, services: AppServices
+) -> None:
+    """A decision is written on the GUI thread: with the CLI holding the write lock it must
+    give up after a moment with a message, not hold the window for the whole busy timeout
+    (30 s). The lock here is released after 10 s: a decision that waited for it would be
+    recorded, which is what the window did before."""
+    import sqlite3
+
+    shown: list[tuple[str, str]] = []
+    pane.show_message = lambda title, text: shown.append((title, text))
+    outside = sqlite3.connect(str(services.store.path), check_same_thread=False)
+    outside.execute("BEGIN IMMEDIATE")  # another process's write lock
+    release = threading.Timer(10.0, outside.rollback)
+    release.start()
+    try:
+        press(qtbot, pane, Qt.Key.Key_A)
+    finally:
+        release.cancel()
+        if outside.in_transaction:
+            outside.rollback()
+        outside.close()
+    assert [c.action for c in pane.candidates()] == [None, None, None]
+    assert shown and shown[0][0] == "Review" and shown[0][1].startswith("busy: ")
+    press(qtbot, pane, Qt.Key.Key_A)  # the lock is gone: the decision goes through
+    assert pane.candidates()[0].action == "UPDATE"

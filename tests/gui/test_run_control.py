@@ -261,3 +261,55 @@ def test_closing_when_idle_asks_nothing(qtbot, services, qsettings) -> None:
     window = _window(qtbot, services, qsettings)
     assert window.close()
     assert not _questions(services.dialogs)
+
+
+@pytest.mark.llm
+def test_a_close_kept_open_by_unsaved_edits_asks_about_the_next_run_again(
+    qtbot, llm_services, qsettings
+) -> None:
+    from tests.gui.questions import answer_question
+
+    window = _window(qtbot, llm_services, qsettings)
+    worker = llm_services.worker
+    identity = window.pane("identityPane")
+    identity.identity_edit.setPlainText("An edit not saved yet.")  # type: ignore[attr-defined]
+    with qtbot.waitSignal(worker.progress, timeout=RUN_TIMEOUT_MS):
+        assert window.start_classify()
+    assert not window.close()
+    asked = answer_question(llm_services, "Keep editing")  # the identity's question, next
+    _answer(qtbot, llm_services.dialogs, yes=True)  # cancel the run and quit...
+    qtbot.waitUntil(lambda: bool(asked))  # ...but the unsaved identity keeps the window
+    assert window.isVisible()
+    qtbot.waitUntil(lambda: not worker.busy, timeout=RUN_TIMEOUT_MS)
+
+    with qtbot.waitSignal(worker.progress, timeout=RUN_TIMEOUT_MS):
+        assert window.start_classify()
+    before = len(_questions(llm_services.dialogs))
+    assert not window.close()  # before: closed without a word about this second run
+    qtbot.waitUntil(lambda: len(_questions(llm_services.dialogs)) > before)
+    _answer(qtbot, llm_services.dialogs, yes=False)
+    assert window.isVisible() and worker.busy
+    answer_question(llm_services, "Discard edits")
+    _answer_later = window.close()  # asks about the run again: yes, then the edits
+    assert not _answer_later
+    _answer(qtbot, llm_services.dialogs, yes=True)
+    qtbot.waitUntil(lambda: not window.isVisible(), timeout=RUN_TIMEOUT_MS)
+
+
+@pytest.mark.llm
+def test_closing_again_after_keep_running_asks_again_without_crashing(
+    qtbot, llm_services, qsettings
+) -> None:
+    """The answered question deletes itself; asking it a second time once that happened
+    used to touch the deleted box (a segmentation fault, the whole process gone)."""
+    window = _window(qtbot, llm_services, qsettings)
+    worker = llm_services.worker
+    with qtbot.waitSignal(worker.progress, timeout=RUN_TIMEOUT_MS):
+        assert window.start_classify()
+    assert not window.close()
+    _answer(qtbot, llm_services.dialogs, yes=False)
+    qtbot.waitUntil(lambda: not _questions(llm_services.dialogs))
+    qtbot.wait(100)  # the user works on: the answered box is deleted meanwhile
+    assert not window.close()
+    _answer(qtbot, llm_services.dialogs, yes=True)
+    qtbot.waitUntil(lambda: not window.isVisible(), timeout=RUN_TIMEOUT_MS)

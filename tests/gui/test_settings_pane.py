@@ -262,3 +262,27 @@ def test_restore_defaults_asks_first(qtbot, main_window, services, store) -> Non
     assert load_settings(store) == DEFAULTS
     assert pane.top_k.value() == DEFAULTS.top_k
     assert pane.decay_rate.value() == pytest.approx(DEFAULTS.decay_rate)
+
+
+def test_a_change_made_while_a_save_waits_is_kept_in_the_form(
+    qtbot, main_window, services, store
+) -> None:
+    """A save held up by another writer (the CLI) must not reset what was changed meanwhile."""
+    import sqlite3
+
+    pane = _pane(main_window)
+    pane.top_k.setValue(25)
+    outside = sqlite3.connect(str(store.path))  # another process holding the write lock
+    outside.execute("BEGIN IMMEDIATE")
+    try:
+        qtbot.mouseClick(pane.apply_button, Qt.MouseButton.LeftButton)
+        assert services.ops.busy
+        pane.decay_rate.setValue(0.9)  # the form stays editable while it saves
+    finally:
+        outside.rollback()
+        outside.close()
+    _saved(qtbot, services)
+    assert load_settings(store).top_k == 25
+    assert load_settings(store).decay_rate == pytest.approx(DEFAULTS.decay_rate)
+    assert pane.decay_rate.value() == pytest.approx(0.9)  # before: reset to the saved value
+    assert pane.top_k.value() == 25

@@ -21,7 +21,7 @@ import httpx
 import pytest
 
 from curator.cli import main
-from curator.llm.http_backend import HttpBackend, ServerError
+from curator.llm.http_backend import HttpBackend, ServerError, public_url
 from curator.llm.prompts import load_prompt
 from curator.store.db import Store
 from curator.store.demo import create_demo
@@ -360,3 +360,30 @@ def test_server_killed_mid_run_fails_the_run_and_keeps_what_was_done(
         if process.poll() is None:
             process.kill()
             process.wait()
+
+
+class _IPv6Server(ThreadingHTTPServer):
+    address_family = socket.AF_INET6
+
+
+def test_a_server_on_an_ipv6_address_is_reached() -> None:
+    """``http://[::1]:PORT/`` (accepted by Settings) must reach the server, not lose its
+    brackets on the way ("http://::1:PORT", which no client can parse)."""
+    assert public_url("http://user:secret@[::1]:8080/v1/ ") == "http://[::1]:8080/v1"
+    try:
+        server = _IPv6Server(("::1", 0), type("Handler", (_Stub,), {"mode": "garbage"}))
+    except OSError:
+        pytest.skip("no IPv6 loopback on this machine")
+    server.daemon_threads = True
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        backend = HttpBackend(f"http://[::1]:{server.server_address[1]}/")
+        try:
+            assert backend.models == ["stub"]
+            assert backend.url == f"http://[::1]:{server.server_address[1]}"
+        finally:
+            backend.close()
+    finally:
+        server.shutdown()
+        server.server_close()
