@@ -135,6 +135,13 @@ class EpisodeTableModel(QAbstractTableModel):
         """Whether the next load runs off the GUI thread (a large database)."""
         return self.ops is not None and self.total > self.async_above
 
+    def note_added(self, count: int) -> None:
+        """A write just added ``count`` episodes: count them in ``total`` now, so the
+        reload that follows already runs in the background when the database just grew
+        past :data:`ASYNC_ABOVE` (an import into an empty database would otherwise run
+        its first 60,000-row id and count queries on the GUI thread)."""
+        self.total += max(count, 0)
+
     def _load(self, apply: Callable[[list[int]], bool], then: Loaded | None) -> None:
         """Run the id and count queries for the current filter/sort, then ``apply``."""
         flt, sort = self.filter, self.sort_spec
