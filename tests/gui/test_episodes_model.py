@@ -112,9 +112,7 @@ def test_refresh_ids_repaints_only_those_rows(qtbot, store) -> None:
     assert changed == [(3, 4), (10, 10)]
 
 
-def test_refresh_of_more_ids_than_the_cache_holds_looks_only_at_cached_rows(
-    qtbot, store
-) -> None:
+def test_refresh_of_more_ids_than_the_cache_holds_looks_only_at_cached_rows(qtbot, store) -> None:
     """Relabelling every row must not cost the GUI thread a loop over every row: rows
     outside the cache are read fresh when painted, so only cached ones are repainted."""
     model = EpisodeTableModel(store, page_size=20, max_pages=2)
