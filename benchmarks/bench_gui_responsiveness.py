@@ -43,6 +43,7 @@ from bench_episode_table import fill  # noqa: E402
 from PySide6.QtCore import QEventLoop, QSettings, QTimer  # noqa: E402
 from PySide6.QtWidgets import QApplication, QPushButton  # noqa: E402
 
+from curator.gui.app import freeze_startup_heap  # noqa: E402
 from curator.gui.main_window import MainWindow  # noqa: E402
 from curator.gui.operations import OpContext  # noqa: E402
 from curator.gui.services import AppServices  # noqa: E402
@@ -124,6 +125,7 @@ def open_window(store: Store, tmp: Path) -> MainWindow:
     window = MainWindow(services, settings)
     window.resize(1400, 900)
     window.show()
+    freeze_startup_heap()  # what curator.gui.app.main does once the window is up
     return window
 
 

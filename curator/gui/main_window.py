@@ -521,6 +521,7 @@ class MainWindow(QMainWindow):
                 details="\n".join(str(e) for e in report.errors),
             )
         self._pane_wrote(self.episodes_pane)
+        self.episodes_pane.model.note_added(report.imported)
         self.episodes_pane.refresh()
 
     def choose_knowledge_file(self) -> None:

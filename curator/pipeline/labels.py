@@ -11,10 +11,11 @@ the label state before and after, so "undo the last relabel" restores a whole se
 
 from __future__ import annotations
 
+import time
 import uuid
 from collections.abc import Callable, Sequence
 from datetime import datetime
-from typing import Any
+from typing import Any, NamedTuple
 
 from curator.errors import CuratorError
 from curator.store.db import Store
@@ -26,6 +27,13 @@ Progress = Callable[[int, int], None]
 """``progress(done, total)`` episodes; a window shows it, the CLI passes nothing."""
 
 _PROGRESS_EVERY = 2000
+
+# Why rows are plain named tuples, not model instances: a relabel of 100,000 episodes run
+# in a window's background thread made 100,000 peewee instances (each a tracked object
+# with its own dict) and as many event dicts; Python's cyclic garbage collector then ran
+# full (generation 2) collections over them, 130-350 ms each with the GIL held and nothing
+# to collect, and the window froze that long. Tuples of plain values are untracked by the
+# collector after their first collection, so they cost it nothing.
 
 
 class _Updates:
@@ -47,6 +55,7 @@ class _Updates:
             for start in range(0, len(ids), _CHUNK):
                 chunk = ids[start : start + _CHUNK]
                 Episode.update(**values).where(Episode.id.in_(chunk)).execute()
+                time.sleep(0)  # hand the GIL over between chunks (a window paints meanwhile)
                 done += len(chunk)
                 if self.progress is not None and done - reported >= _PROGRESS_EVERY:
                     reported = done
@@ -55,7 +64,7 @@ class _Updates:
             self.progress(done, self.total)
 
 
-def _state(episode: Episode) -> dict[str, Any]:
+def _state(episode: Any) -> dict[str, Any]:
     return {
         "human_label": episode.human_label,
         "label": episode.label,
@@ -65,13 +74,38 @@ def _state(episode: Episode) -> dict[str, Any]:
     }
 
 
-def _load(episode_ids: Sequence[int]) -> list[Episode]:
+def _after(before: dict[str, Any], values: dict[str, Any]) -> dict[str, Any]:
+    """The label state once ``values`` are applied (what ``_state`` would read back)."""
+    after = dict(before)
+    for name, value in values.items():
+        after[name] = (format_utc(value) if value else None) if name == "label_at" else value
+    return after
+
+
+class _Row(NamedTuple):
+    """An episode's label columns, made per row while it is used (never kept)."""
+
+    id: int
+    human_label: str | None
+    label: str | None
+    label_by: str | None
+    label_at: datetime | None
+    model_label: str | None
+    predicted_label: str | None
+
+
+def _load(episode_ids: Sequence[int]) -> list[tuple[Any, ...]]:
+    """The label columns (``_Row`` order) of the episodes as plain tuples, in the order
+    given: exact tuples of plain values are untracked by the collector, a named tuple
+    (a subclass) is not."""
     ids = list(dict.fromkeys(int(i) for i in episode_ids))
     if not ids:
         raise CuratorError("no episodes given")
-    found: dict[int, Episode] = {}
+    found: dict[int, tuple[Any, ...]] = {}
     for start in range(0, len(ids), _CHUNK):
-        for episode in Episode.select(
+        if start:
+            time.sleep(0)  # hand the GIL over between chunks
+        query = Episode.select(
             Episode.id,
             Episode.human_label,
             Episode.label,
@@ -79,8 +113,9 @@ def _load(episode_ids: Sequence[int]) -> list[Episode]:
             Episode.label_at,
             Episode.model_label,
             Episode.predicted_label,
-        ).where(Episode.id.in_(ids[start : start + _CHUNK])):
-            found[episode.id] = episode
+        ).where(Episode.id.in_(ids[start : start + _CHUNK]))
+        for row in query.tuples().iterator():
+            found[row[0]] = row
     missing = [i for i in ids if i not in found]
     if missing:
         shown = ", ".join(str(i) for i in missing[:10])
@@ -95,32 +130,39 @@ def _relabel(
     new_state: Any,
     progress: Progress | None = None,
 ) -> str:
-    """Apply ``new_state(episode, now) -> dict`` to each episode as one undoable batch."""
+    """Apply ``new_state(episode, now) -> dict`` to each episode as one undoable batch.
+
+    The events' states are kept as dicts of plain values (untracked by the collector);
+    the event rows themselves are built a chunk at a time when inserted."""
     batch = uuid.uuid4().hex
     with store.explained_write("relabel"):
         now = utcnow()
-        events = []
-        episodes = _load(episode_ids)
-        updates = _Updates(len(episodes), progress)
-        for episode in episodes:
+        rows = _load(episode_ids)
+        befores: list[dict[str, Any]] = []
+        afters: list[dict[str, Any]] = []
+        updates = _Updates(len(rows), progress)
+        for raw in rows:
+            episode = _Row._make(raw)
             before = _state(episode)
             values = new_state(episode, now)
             updates.add(episode.id, values)
-            for name, value in values.items():
-                setattr(episode, name, value)
-            events.append(
+            befores.append(before)
+            afters.append(_after(before, values))
+        updates.apply()
+        for start in range(0, len(rows), _CHUNK):
+            events = [
                 {
-                    "episode": episode.id,
+                    "episode": rows[i][0],
                     "batch": batch,
                     "actor": actor,
                     "at": now,
-                    "before": before,
-                    "after": _state(episode),
+                    "before": befores[i],
+                    "after": afters[i],
                 }
-            )
-        updates.apply()
-        for start in range(0, len(events), _CHUNK):
-            LabelEvent.insert_many(events[start : start + _CHUNK]).execute()
+                for i in range(start, min(start + _CHUNK, len(rows)))
+            ]
+            LabelEvent.insert_many(events).execute()
+            time.sleep(0)
     return batch
 
 
@@ -138,7 +180,7 @@ def relabel(
     if label not in LABELS:
         raise CuratorError(f"unknown label {label!r}; use one of {', '.join(LABELS)}")
 
-    def human(episode: Episode, now: datetime) -> dict[str, Any]:
+    def human(episode: Any, now: datetime) -> dict[str, Any]:
         del episode
         return {"human_label": label, "label": label, "label_by": "human", "label_at": now}
 
@@ -148,7 +190,7 @@ def relabel(
 def clear_human_label(store: Store, episode_ids: Sequence[int], actor: str = "human") -> str:
     """Drop the human labels: the predicted (else the model's) label is in force again."""
 
-    def model(episode: Episode, now: datetime) -> dict[str, Any]:
+    def model(episode: Any, now: datetime) -> dict[str, Any]:
         shown = episode.predicted_label or episode.model_label  # the combination, if any
         return {
             "human_label": None,
@@ -176,14 +218,20 @@ def undo_last_relabel(store: Store, progress: Progress | None = None) -> list[in
         )
         if newest is None:
             return []
-        events = list(
-            LabelEvent.select().where(LabelEvent.batch == newest.batch).order_by(LabelEvent.id)
+        query = (
+            LabelEvent.select(LabelEvent.episode, LabelEvent.before)
+            .where(LabelEvent.batch == newest.batch)
+            .order_by(LabelEvent.id)
         )
-        episodes = {e.id: e for e in _load([ev.episode_id or 0 for ev in events])}
-        updates = _Updates(len(events), progress)
-        for event in events:
-            episode = episodes[event.episode_id or 0]
-            before = event.before
+        event_ids: list[int] = []
+        befores: list[dict[str, Any]] = []
+        for episode_id, before in query.tuples().iterator():
+            event_ids.append(episode_id or 0)
+            befores.append(before)
+        episodes = {row[0]: row for row in _load(event_ids)}
+        updates = _Updates(len(event_ids), progress)
+        for episode_id, before in zip(event_ids, befores, strict=True):
+            episode = _Row._make(episodes[episode_id])
             label_at = datetime.fromisoformat(before["label_at"]) if before["label_at"] else None
             if before["human_label"] is not None:
                 values: dict[str, Any] = {

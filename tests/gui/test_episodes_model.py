@@ -112,6 +112,25 @@ def test_refresh_ids_repaints_only_those_rows(qtbot, store) -> None:
     assert changed == [(3, 4), (10, 10)]
 
 
+def test_refresh_of_more_ids_than_the_cache_holds_looks_only_at_cached_rows(qtbot, store) -> None:
+    """Relabelling every row must not cost the GUI thread a loop over every row: rows
+    outside the cache are read fresh when painted, so only cached ones are repainted."""
+    model = EpisodeTableModel(store, page_size=20, max_pages=2)
+    model.set_query()
+    ids = model.ids
+    assert len(ids) > 3 * 20  # more ids than the cache holds
+    model.row_data(25)  # page 1 is cached (what a view scrolled there has painted)
+    fetched = model.pages_fetched
+    changed: list[tuple[int, int]] = []
+    model.dataChanged.connect(lambda a, b, _roles=None: changed.append((a.row(), b.row())))
+
+    model.refresh_ids(ids)
+
+    assert changed == [(20, 39)]
+    model.row_data(25)  # the changed page is read again, not served stale
+    assert model.pages_fetched == fetched + 1
+
+
 def test_id_filter_shows_exactly_those_episodes(store) -> None:
     """The hook the Insights pane uses (one confusion-matrix cell); 0 ids shows nothing."""
     every = query_ids(store, EpisodeFilter(), EpisodeSort())

@@ -60,6 +60,35 @@ def test_import_runs_off_the_gui_thread_with_progress(
     assert main_window.import_action.isEnabled()
 
 
+def test_an_import_that_makes_the_database_large_reloads_in_the_background(
+    qtbot, main_window: MainWindow, store: Store, tmp_path: Path
+) -> None:
+    """The table's size decides where its loads run; an import into a small database
+    must not run the first reload of the now large one (ids, counts, sources) on the GUI
+    thread because the size known before the import was small."""
+    pane = _pane(main_window)
+    (before,) = store.execute("SELECT count(*) FROM episode")[0]
+    pane.model.async_above = before + 100  # small now, large after the import
+    lines = [
+        json.dumps({"text": f"grown episode {i}", "timestamp": "2031-05-02T10:00:00Z"})
+        for i in range(300)
+    ]
+    path = tmp_path / "grow.jsonl"
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    jobs = main_window.services.ops.job_thread_ids
+    ran = len(jobs)
+
+    assert main_window.import_episodes(path)
+    _settle(qtbot, main_window)
+    qtbot.waitUntil(lambda: not pane.model.loading, timeout=10_000)
+
+    # the import itself, then the table's load and the filter facts: all jobs
+    assert len(jobs) >= ran + 3
+    assert threading.get_ident() not in jobs
+    assert pane.model.rowCount() == before + 300
+    assert pane.model.in_background
+
+
 def test_relabel_and_undo_run_off_the_gui_thread(qtbot, main_window, store) -> None:
     pane = _pane(main_window)
     before = _labels(store)
