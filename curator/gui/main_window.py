@@ -10,10 +10,11 @@ from __future__ import annotations
 
 import json
 import logging
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from PySide6.QtCore import QByteArray, QSettings, Qt, QTimer
+from PySide6.QtCore import QByteArray, QSettings, Qt, QTimer, Signal
 from PySide6.QtGui import QAction, QCloseEvent, QKeySequence, QShowEvent
 from PySide6.QtWidgets import (
     QLabel,
@@ -33,7 +34,6 @@ from curator.gui.auto_backup import AutoBackup
 from curator.gui.episodes_pane import EpisodesPane
 from curator.gui.identity_pane import IdentityPane
 from curator.gui.insights_pane import InsightsPane
-from curator.gui.knowledge_import import KnowledgeImporter
 from curator.gui.knowledge_pane import KnowledgePane
 from curator.gui.model_picker import DEMO_NOTICE, DEMO_SHORT, demo_model_in_use
 from curator.gui.pane import Pane
@@ -42,6 +42,7 @@ from curator.gui.review_pane import ReviewPane
 from curator.gui.runs_pane import RunsPane
 from curator.gui.services import AppServices
 from curator.gui.settings_pane import SettingsPane
+from curator.pipeline.import_knowledge import import_knowledge
 from curator.store.importer import ImportReport, import_file
 from curator.store.settings import Settings
 
@@ -95,6 +96,8 @@ def model_display_name(settings: Settings) -> str:
 
 
 class MainWindow(QMainWindow):
+    knowledge_imported = Signal(object)  # the KnowledgeImportReport, once it is shown
+
     def __init__(
         self,
         services: AppServices,
@@ -135,10 +138,6 @@ class MainWindow(QMainWindow):
         knowledge = self.pane("knowledgePane")
         assert isinstance(knowledge, KnowledgePane)
         self.provenance = ProvenanceNavigator(self, self.tabs, knowledge, self.episodes_pane)
-
-        self.knowledge_importer = KnowledgeImporter(services.store, self)
-        self.knowledge_importer.signals.finished.connect(self._knowledge_imported)
-        self.knowledge_importer.signals.failed.connect(self._knowledge_import_failed)
 
         self._build_actions()
         self._build_menus()
@@ -375,7 +374,7 @@ class MainWindow(QMainWindow):
 
     def _ops_busy_changed(self, busy: bool) -> None:
         """A background write started or ended: block conflicting writes meanwhile."""
-        for action in (self.import_action, self.undo_action):
+        for action in (self.import_action, self.import_knowledge_action, self.undo_action):
             action.setEnabled(not busy)
         if busy:
             self.busy_bar.setRange(0, 0)  # indeterminate until the first progress report
@@ -508,18 +507,7 @@ class MainWindow(QMainWindow):
             f"{len(report.errors)} rejected from {path.name}."
         )
         self.show_message(summary)
-        if report.errors:
-            shown = report.errors[:15]
-            lines = "\n".join(f"line {e.line}: {e.reason}" if e.line else e.reason for e in shown)
-            more = len(report.errors) - len(shown)
-            if more:
-                lines += f"\n… and {more} more"
-            self.services.dialogs.warning(
-                self,
-                "Import",
-                f"{summary}\n\n{lines}",
-                details="\n".join(str(e) for e in report.errors),
-            )
+        self._list_rejected("Import", summary, report.errors)
         self._pane_wrote(self.episodes_pane)
         self.episodes_pane.model.note_added(report.imported)
         self.episodes_pane.refresh()
@@ -534,37 +522,43 @@ class MainWindow(QMainWindow):
             self.import_knowledge(Path(path))
 
     def import_knowledge(self, path: Path) -> bool:
-        """Stage a knowledge file for review, off the GUI thread (see KnowledgeImporter)."""
-        if not self.knowledge_importer.start(path):
-            self.show_message("A knowledge import is already running.")
-            return False
-        self.import_knowledge_action.setEnabled(False)
-        self.show_message(f"Importing knowledge from {path.name}…")
-        return True
+        """Stage a knowledge file for review, off the GUI thread: reading a large file and
+        running the dedup gate against every active pattern can take seconds. False while
+        another write runs."""
+        started = self.services.ops.write(
+            f"Importing knowledge from {path.name}",
+            lambda ctx: import_knowledge(ctx.store, path),
+            self._knowledge_imported,
+            self._knowledge_import_failed,
+        )
+        if not started:
+            self.show_message(f"Please wait: {self.services.ops.busy_label} is running.")
+        return started
+
+    def _list_rejected(self, title: str, summary: str, errors: Sequence[Any]) -> None:
+        """The rejected lines of an import, the first 15 in the box and all in its details."""
+        if not errors:
+            return
+        shown = errors[:15]
+        lines = "\n".join(f"line {e.line}: {e.reason}" if e.line else e.reason for e in shown)
+        if len(errors) > len(shown):
+            lines += f"\n… and {len(errors) - len(shown)} more"
+        self.services.dialogs.warning(
+            self, title, f"{summary}\n\n{lines}", details="\n".join(str(e) for e in errors)
+        )
 
     def _knowledge_imported(self, report: Any) -> None:
-        self.import_knowledge_action.setEnabled(True)
         self.show_message(report.describe())
-        if report.errors:
-            shown = report.errors[:15]
-            lines = "\n".join(f"line {e.line}: {e.reason}" for e in shown)
-            if len(report.errors) > len(shown):
-                lines += f"\n… and {len(report.errors) - len(shown)} more"
-            self.services.dialogs.warning(
-                self,
-                "Import knowledge",
-                f"{report.describe()}\n\n{lines}",
-                details="\n".join(str(e) for e in report.errors),
-            )
+        self._list_rejected("Import knowledge", report.describe(), report.errors)
         if report.run_id is not None:
             review = self.pane("reviewPane")
             self._pane_wrote(review)
             self.tabs.setCurrentWidget(review)
             review.refresh()  # type: ignore[attr-defined]
             review.select_run(report.run_id)  # type: ignore[attr-defined]
+        self.knowledge_imported.emit(report)
 
     def _knowledge_import_failed(self, message: str) -> None:
-        self.import_knowledge_action.setEnabled(True)
         self.services.dialogs.error(self, "Import knowledge", message)
 
     def export_knowledge(self) -> None:
@@ -736,7 +730,6 @@ class MainWindow(QMainWindow):
             self.hide()
             for pane in self.panes:
                 pane.shutdown()
-            self.knowledge_importer.shutdown()
             self.services.ops.shutdown()
             if self.services.worker is not None:
                 self.services.worker.shutdown()

@@ -24,7 +24,7 @@ def test_import_knowledge_runs_off_the_gui_thread_and_opens_review(
         threads.append(threading.current_thread())
         return real(store, path)
 
-    monkeypatch.setattr("curator.gui.knowledge_import.import_knowledge", spy)
+    monkeypatch.setattr("curator.gui.main_window.import_knowledge", spy)
     path = tmp_path / "memory.json"
     path.write_text(
         json.dumps(
@@ -36,8 +36,7 @@ def test_import_knowledge_runs_off_the_gui_thread_and_opens_review(
         ),
         encoding="utf-8",
     )
-    importer = main_window.knowledge_importer
-    with qtbot.waitSignal(importer.signals.finished, timeout=30_000) as blocker:
+    with qtbot.waitSignal(main_window.knowledge_imported, timeout=30_000) as blocker:
         assert main_window.import_knowledge(path)
     report = blocker.args[0]
     assert threads and threads[0] is not threading.main_thread()
