@@ -601,13 +601,10 @@ class EpisodesPane(Pane):
                 "Relabel",
                 f"Relabel {len(ids):,} episodes as {label}?\n\n"
                 "One step: Backspace or Ctrl+Z undoes it.",
-                lambda: self._start_relabel_confirmed(ids, label),
+                lambda: self.start_relabel(ids, label),
                 yes_text="Relabel",
             )
             return
-        self.start_relabel(ids, label)
-
-    def _start_relabel_confirmed(self, ids: list[int], label: str) -> None:
         self.start_relabel(ids, label)
 
     def start_relabel(self, ids: list[int], label: str) -> bool:
@@ -647,10 +644,7 @@ class EpisodesPane(Pane):
         def failed(message: str) -> None:
             self.services.dialogs.warning(self, title, message)
 
-        started = self.ops.write(label, fn, done, failed)
-        if not started:
-            self.status_message.emit(f"Please wait: {self.ops.busy_label or 'a write'} is running.")
-        return started
+        return self.ops.write(label, fn, done, failed)
 
     def _after_relabel(self, ids: list[int]) -> None:
         self.relearner.schedule()

@@ -247,9 +247,7 @@ class IdentityPane(Pane):
         def failed(reason: str) -> None:
             self.services.dialogs.warning(self, "Identity", f"Not saved: {reason}")
 
-        if not self.ops.write(label, fn, done, failed):
-            running = self.ops.busy_label or "another operation"
-            self.status_message.emit(f"Not saved yet: wait for “{running}” to finish.")
+        self.ops.write(label, fn, done, failed)
 
     def _selected_version(self) -> IdentityVersion | None:
         item = self.versions.currentItem()

@@ -273,11 +273,7 @@ class InsightsPane(Pane):
         self, label: str, work: Callable[[Store], Any], on_done: Callable[[Any], None]
     ) -> bool:
         """A settings write in the background (one write at a time, window-wide)."""
-        if self.ops.write(label, lambda ctx: work(ctx.store), on_done, self._task_failed):
-            return True
-        running = self.ops.busy_label or "another operation"
-        self.status_message.emit(f"{label}: wait until {running} has finished.")
-        return False
+        return self.ops.write(label, lambda ctx: work(ctx.store), on_done, self._task_failed)
 
     def _task_failed(self, message: str) -> None:
         self.state_label.setText(f"Could not load the insights: {message}")

@@ -465,8 +465,6 @@ class KnowledgePane(Pane):
         if self.ops.write(label, fn, done, lambda msg: self._write_failed(label, msg)):
             self._update_buttons()
             return True
-        running = self.ops.busy_label or "another operation"
-        self.status_message.emit(f"{label}: wait until {running} has finished.")
         return False
 
     def _write_failed(self, title: str, message: str) -> None:

@@ -368,6 +368,7 @@ class MainWindow(QMainWindow):
         ops.busy_changed.connect(self._ops_busy_changed)
         ops.progressed.connect(self._ops_progress)
         ops.failed.connect(self._ops_failed)
+        ops.refused.connect(self._ops_refused)
         self.update_status()
 
     # -- background store operations ------------------------------------------------------
@@ -397,6 +398,10 @@ class MainWindow(QMainWindow):
             self.busy_bar.setRange(0, total)
             self.busy_bar.setValue(min(done, total))
         self.busy_label.setText(f"{label}… {done:,}/{total:,}" if total else f"{label}…")
+
+    def _ops_refused(self, wanted: str, running: str) -> None:
+        """One write at a time: say which one waits for which."""
+        self.show_message(f"{wanted}: wait until “{running}” has finished.")
 
     def _ops_failed(self, label: str, message: str) -> None:
         self.services.dialogs.error(self, label, message)
@@ -488,15 +493,12 @@ class MainWindow(QMainWindow):
     def import_episodes(self, path: Path) -> bool:
         """Import a file off the GUI thread, with progress; bad lines are listed with
         their line numbers afterwards, good ones kept. False while another write runs."""
-        started = self.services.ops.write(
+        return self.services.ops.write(
             f"Importing {path.name}",
             lambda ctx: import_file(ctx.store, path, progress=ctx.progress),
             lambda report: self._episodes_imported(path, report),
             lambda message: self._import_failed(message),
         )
-        if not started:
-            self.show_message(f"Please wait: {self.services.ops.busy_label} is running.")
-        return started
 
     def _import_failed(self, message: str) -> None:
         self.services.dialogs.error(self, "Import", message)
@@ -525,15 +527,12 @@ class MainWindow(QMainWindow):
         """Stage a knowledge file for review, off the GUI thread: reading a large file and
         running the dedup gate against every active pattern can take seconds. False while
         another write runs."""
-        started = self.services.ops.write(
+        return self.services.ops.write(
             f"Importing knowledge from {path.name}",
             lambda ctx: import_knowledge(ctx.store, path),
             self._knowledge_imported,
             self._knowledge_import_failed,
         )
-        if not started:
-            self.show_message(f"Please wait: {self.services.ops.busy_label} is running.")
-        return started
 
     def _list_rejected(self, title: str, summary: str, errors: Sequence[Any]) -> None:
         """The rejected lines of an import, the first 15 in the box and all in its details."""

@@ -9,11 +9,11 @@ callback updates the widgets.
 Two kinds:
 
 - :meth:`StoreOps.write` — anything that writes (import, relabel, undo, commit, backup).
-  One at a time: a second write while one runs is refused (``False``) with the name of
-  the running one, because two writers would only queue on SQLite's lock and the user
-  would not know which finished first. While a write runs, ``busy_changed(True)`` lets
-  the window disable conflicting actions and show the label and progress (after a short
-  delay, so quick writes do not flicker).
+  One at a time: a second write while one runs is refused (``False``; ``refused`` names
+  both, and the window says so in its status bar), because two writers would only queue
+  on SQLite's lock and the user would not know which finished first. While a write
+  runs, ``busy_changed(True)`` lets the window disable conflicting actions and show the
+  label and progress (after a short delay, so quick writes do not flicker).
 - :meth:`StoreOps.query` — reads that can exceed a frame at 100k+ episodes (search,
   filters, counts). Any number may run; for each ``key`` only the newest request's result
   is delivered (typing "abc" starts three searches and shows only the last).
@@ -91,6 +91,7 @@ class StoreOps(QObject):
     started = Signal(str)  # the write's label
     progressed = Signal(str, int, int)  # label, done, total
     failed = Signal(str, str)  # label, message: for jobs without their own on_failed
+    refused = Signal(str, str)  # the write refused, the write running: the user is told
     _delivered = Signal(int, object, object)  # token, result, error text (job thread -> GUI)
 
     def __init__(self, store: Store, parent: QObject | None = None) -> None:
@@ -130,8 +131,15 @@ class StoreOps(QObject):
         on_done: Done | None = None,
         on_failed: Failed | None = None,
     ) -> bool:
-        """Start a write; False (nothing started) while another write runs or after close."""
-        if self._closed or self._write is not None:
+        """Start a write; False (nothing started) while another write runs or after close.
+
+        A refusal while another write runs is announced once, here, through ``refused``
+        (the window shows it), so callers only decide what else a refusal changes.
+        """
+        if self._closed:
+            return False
+        if self._write is not None:
+            self.refused.emit(label, self._write.label)
             return False
         job = self._start(label, fn, on_done, on_failed, key=None)
         self._write = job

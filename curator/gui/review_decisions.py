@@ -222,11 +222,9 @@ class ReviewDecisions:
     def _write(
         self, label: str, title: str, fn: Callable[[OpContext], Any], done: Callable[[Any], None]
     ) -> bool:
-        """Start a background write; its refusal or failure is shown under ``title``."""
-        started = self.ops.write(label, fn, done, lambda text: self.show_message(title, text))
-        if not started:
-            self.show_message(title, f"Wait until “{self.ops.busy_label}” has finished.")
-        return started
+        """Start a background write; its failure is shown under ``title`` (a refusal,
+        while another write runs, by the window's status bar)."""
+        return self.ops.write(label, fn, done, lambda text: self.show_message(title, text))
 
     def _after_decision(self, candidate_id: int, *, advance: bool) -> None:
         self._load_candidates()

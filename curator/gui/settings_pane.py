@@ -425,8 +425,6 @@ class SettingsPane(Pane):
             )
             return
         if not self.ops.write("Save settings", work, done, failed):
-            running = self.ops.busy_label or "another operation"
-            self.status_message.emit(f"Settings not saved: wait for “{running}” to finish.")
             return
         self._saving = True
         self._set_busy(True, "Saving…")

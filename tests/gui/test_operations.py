@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import threading
+from pathlib import Path
 
 from curator.gui.main_window import MainWindow
 from curator.gui.operations import OpContext, StoreOps
@@ -32,7 +33,9 @@ def test_a_second_write_is_refused_while_one_runs(qtbot, store: Store):
     release = threading.Event()
     done: list[str] = []
     assert ops.write("Slow", lambda ctx: release.wait(10), lambda _: done.append("slow"))
-    assert not ops.write("Second", count_episodes, lambda _: done.append("second"))
+    with qtbot.waitSignal(ops.refused) as refusal:
+        assert not ops.write("Second", count_episodes, lambda _: done.append("second"))
+    assert refusal.args == ["Second", "Slow"]  # announced once, by the mechanism
     assert ops.busy_label == "Slow"
     release.set()
     qtbot.waitUntil(lambda: done == ["slow"])
@@ -147,3 +150,13 @@ def test_closing_hides_the_window_before_waiting_for_a_held_up_write(
         outside.close()
     assert running_at_hide and running_at_hide[0]  # before: hidden only after the wait
     assert not window.isVisible()
+
+
+def test_the_window_says_which_write_waits_for_which(qtbot, main_window: MainWindow):
+    release = threading.Event()
+    main_window.services.ops.write("Relabelling", lambda ctx: release.wait(10))
+    assert not main_window.import_episodes(Path("episodes.jsonl"))
+    text = main_window.statusBar().currentMessage()
+    assert text == "Importing episodes.jsonl: wait until “Relabelling” has finished."
+    release.set()
+    qtbot.waitUntil(lambda: not main_window.services.ops.busy)

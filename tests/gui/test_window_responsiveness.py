@@ -164,7 +164,7 @@ def test_a_write_is_refused_while_another_runs(qtbot, main_window, store) -> Non
     main_window.services.ops.write("Slow", lambda ctx: release.wait(10))
     before = _labels(store)
     pane.table.selectRow(0)
-    with qtbot.waitSignal(pane.status_message) as blocker:
+    with qtbot.waitSignal(main_window.statusBar().messageChanged) as blocker:
         qtbot.keyClick(pane.table, Qt.Key.Key_N)
     assert "Slow" in blocker.args[0]
     release.set()
