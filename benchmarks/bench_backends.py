@@ -8,8 +8,9 @@ in this process; (b) :class:`HttpBackend` talking to ``python -m llama_cpp.serve
 the same GGUF on a free loopback port (started here, stopped at the end). The two are
 interleaved per episode, so a busy machine slows them alike. Printed: the time per
 episode of each, their ratio (the price of the server: HTTP, JSON, and one request per
-label token where the in-process backend scores the labels in one batch), and how often
-the two chose the same label.
+label token), how often the two chose the same label, and the largest difference between
+their label probabilities (the two evaluate the same token batches, so it is the JSON's
+rounding; see ``tests/llm/test_http_backend.py``).
 """
 
 from __future__ import annotations
@@ -80,17 +81,24 @@ def main() -> int:
         texts = demo_episode_texts(args.episodes)
         seconds = {"in-process": 0.0, "server": 0.0}
         agree = 0
+        worst = 0.0
         for i, text in enumerate(texts):
             order: list[tuple[str, Backend]] = [("in-process", local), ("server", remote)]
             if i % 2:
                 order.reverse()
             labels: dict[str, str] = {}
+            probabilities: dict[str, dict[str, float]] = {}
             for name, backend in order:
                 start = time.perf_counter()
                 scores = backend.classify(prefix, text, LABELS, answer_prefix=prompt.assistant)
                 seconds[name] += time.perf_counter() - start
                 labels[name] = scores.label
+                probabilities[name] = scores.probabilities
             agree += labels["in-process"] == labels["server"]
+            worst = max(
+                worst,
+                *(abs(probabilities["in-process"][k] - probabilities["server"][k]) for k in LABELS),
+            )
         n = len(texts)
         per = {k: v / n for k, v in seconds.items()}
         print(
@@ -102,6 +110,7 @@ def main() -> int:
         print(f"- server:     {per['server'] * 1000:.0f} ms per episode")
         print(f"- server / in-process: {per['server'] / per['in-process']:.2f}x")
         print(f"- same label: {agree} of {n}")
+        print(f"- largest label-probability difference: {worst:.1e}")
         remote.close()
         local.close()
     finally:

@@ -112,6 +112,8 @@ class HttpBackend:
         self._label_cache: dict[tuple[str, ...], list[list[int]]] = {}
         self._pieces: dict[int, str] = {}
         self._texts: dict[tuple[int, ...], str] = {}
+        #: The prompt of the last completion request: the server's prompt cache holds it.
+        self._sent = ""
         self.kind = "openai"
         self.model = ""
         self.models: list[str] = []
@@ -225,6 +227,12 @@ class HttpBackend:
             sep = " " if answer_prefix and not answer_prefix[-1].isspace() else ""
             return self._classify_unscored(prompt, sep, labels, start, truncated, item_tokens)
         label_tokens = self._label_tokens(tuple(labels), answer_prefix)
+        if self.kind == "llama_cpp.server" and self._sent.startswith(prompt):
+            # Held in full, the prompt's last token would be evaluated alone (_realign).
+            try:
+                self._cancellable(partial(self._realign, prefix + item), should_stop)
+            except _Cancelled:
+                raise StopRequested from None
         tops: dict[tuple[int, ...], tuple[dict[int, float], float, int]] = {}
         forced: dict[tuple[int, ...], dict[int, float]] = {}
         approximate = False
@@ -241,6 +249,10 @@ class HttpBackend:
                         value, used = forced[key][seq[n]], 0
                     else:
                         try:
+                            if not key and key in forced:
+                                self._cancellable(
+                                    partial(self._realign, prefix + item), should_stop
+                                )
                             value, others, used = self._cancellable(
                                 partial(self._forced_logprob, text, seq[n]), should_stop
                             )
@@ -321,6 +333,22 @@ class HttpBackend:
             item_tokens=item_tokens,
             method="unscored",
         )
+
+    def _realign(self, head: str) -> None:
+        """Make the server's prompt cache end inside ``head``, so that the next request
+        evaluates the prompt's closing (the tokens after ``head``) as one batch.
+
+        Asked for a prompt it holds in full, ``Llama.generate`` evaluates its last token
+        again, alone, and llama.cpp computes a batch of one token slightly differently
+        from a longer batch (see :mod:`curator.llm.llama_cpp_backend`): the label scores
+        read from it, and all built on that cache entry, would then differ from the
+        in-process ones. This happens when the prompt was the last one asked for, and when
+        a label's first token was missing from the first evaluation's top N. One short
+        request that keeps the episode in the cache but not the turn's closing avoids it:
+        the closing is evaluated again as a batch, with bit-identical results.
+        """
+        mark = "#" if self.template.tail.startswith("~") else "~"
+        self._post("/v1/completions", {"prompt": head + mark, "max_tokens": 1, "temperature": 0.0})
 
     def _text_of(self, tokens: tuple[int, ...]) -> str:
         """The text of a label's first tokens, as the server detokenizes them (cached)."""
@@ -568,6 +596,8 @@ class HttpBackend:
     def _post(self, path: str, body: dict[str, Any]) -> dict[str, Any]:
         if "model" not in body and self.model:
             body = {**body, "model": self.model}
+        if path == "/v1/completions":
+            self._sent = str(body.get("prompt", ""))
         return self._json(self._request("POST", path, json=body), path)
 
     def _json(self, response: httpx.Response, path: str) -> dict[str, Any]:
@@ -604,6 +634,7 @@ class HttpBackend:
     def _stream(self, body: dict[str, Any]) -> Iterator[Iterator[dict[str, Any]]]:
         """Server-sent events of a streaming completion; closing the block aborts it."""
         body = {**body, "model": self.model}
+        self._sent = str(body.get("prompt", ""))
         try:
             with self._client.stream("POST", "/v1/completions", json=body) as response:
                 if response.status_code != 200:

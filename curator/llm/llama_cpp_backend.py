@@ -19,10 +19,24 @@ of the next-token logits gives each label's first token; the remaining tokens of
 multi-token label are scored too, so the chosen label is the one with the highest
 log-probability of its *full* token sequence (greedy or grammar-constrained sampling could
 instead follow a likely short first token into a less probable label, and labels whose
-first tokens collide are told apart). The longest label's continuation rides along in the
-prompt's last batch (its logits kept, its cache entries dropped afterwards), so it costs
-no extra ``llama_decode``; any other multi-token label costs one small batch. Labels are
-scored without an end-of-answer token, so no label may be a token prefix of another.
+first tokens collide are told apart). Labels are scored without an end-of-answer token,
+so no label may be a token prefix of another.
+
+Batches, and why they are the server's. llama.cpp's CPU kernels compute a batch of one
+token by another path than a batch of two or more, with slightly different results (up
+to about 0.5 in a log-probability on the demo model), while any split of a prompt into
+batches of two or more tokens gives bit-identical results. So the batches here are the
+ones llama-cpp-python's own server (``Llama.generate``) evaluates for the HTTP backend's
+requests, and the two backends' label scores agree to the last bit
+(``tests/llm/test_http_backend.py``): the prompt from the first token not reused, in
+``n_batch`` batches (cut further between cancel checks, never into a piece of one
+token); then each continuation token of a label alone, on top of the prompt and the
+label's tokens before it (the server sees them one request at a time): one single-token
+``llama_decode`` per continuation token, a few percent of a classification. A prompt
+held in full has its last *two* tokens evaluated again (``Llama.generate`` re-evaluates
+one; the HTTP backend makes the server evaluate two), so a score does not depend on what
+the cache held before, short of a prompt whose rest after the reused part is one token
+past a multiple of ``n_batch`` (the server evaluates that token alone; so does this).
 """
 
 from __future__ import annotations
@@ -64,6 +78,20 @@ _TOKEN_DATA = np.dtype([("id", "<i4"), ("logit", "<f4"), ("p", "<f4")])
 TRUNCATION_MARKER = "\n[...]\n"
 
 
+def batch_bounds(start: int, end: int, n_batch: int, step: int) -> list[tuple[int, int]]:
+    """The batches that evaluate tokens ``start:end``: ``Llama.generate``'s ``n_batch``
+    batches from ``start``, each cut into ``step``-token pieces (cancel checks) with a
+    piece of one token merged into the one before it (see the module docstring)."""
+    bounds: list[tuple[int, int]] = []
+    for first in range(start, end, n_batch):
+        last = min(first + n_batch, end)
+        cuts = list(range(first, last, step))
+        if len(cuts) > 1 and last - cuts[-1] == 1:
+            cuts.pop()
+        bounds += zip(cuts, [*cuts[1:], last], strict=True)
+    return bounds
+
+
 class _Stopped(Exception):
     """should_stop() turned true while the prompt was being evaluated."""
 
@@ -98,7 +126,7 @@ class LlamaCppBackend:
         self._marker = self.tokenize(TRUNCATION_MARKER)
         self._prefix_cache: dict[str, list[int]] = {}
         self._label_cache: dict[tuple[str, ...], list[list[int]]] = {}
-        self._last_batch_size = 0
+        self._last_index = 0  # batch index of the prompt's last token in the last decode
         #: Greedy decoding checks the grammar on the chosen token only (see
         #: :meth:`_greedy`); False: the grammar masks the vocabulary on every step.
         self.lazy_grammar = True
@@ -280,15 +308,13 @@ class LlamaCppBackend:
             body = body[:n_head] + self._marker + body[n_item - (keep - n_head) :]
         return head + body + tail, truncated, n_item
 
-    def _sync(
-        self, tokens: list[int], should_stop: StopCheck | None, extra: Sequence[int] = ()
-    ) -> int:
+    def _sync(self, tokens: list[int], should_stop: StopCheck | None) -> int:
         """Make the context hold exactly ``tokens``; returns how many were reused.
 
-        At least the last token is always evaluated so its logits are current. ``extra``
-        tokens ride along in the last batch with their logits kept (batch indices after
-        the last token's; see :meth:`_logits`) and are then dropped from the cache again:
-        scoring a label's continuation this way costs no extra llama_decode call.
+        At least the last two tokens are always evaluated, so the last one's logits are
+        current and never come from a batch of one, and the batches are those of
+        ``Llama.generate`` (see :func:`batch_bounds` and the module docstring), so a
+        server holding the same cache computes the same values.
         """
         llm = self.llm
         held = np.asarray(llm._input_ids, dtype=np.int64)
@@ -296,41 +322,35 @@ class LlamaCppBackend:
         n = min(len(held), len(want))
         diff = np.flatnonzero(held[:n] != want[:n])
         common = int(diff[0]) if diff.size else n
-        reused = min(common, len(tokens) - 1)
+        reused = min(common, max(0, len(tokens) - 2))
         llm.n_tokens = reused  # eval() drops everything after n_tokens from the KV cache
         step = PROMPT_CHUNK if should_stop is not None else llm.n_batch
-        last = max(reused, len(tokens) - (llm.n_batch - len(extra)))
-        for start in range(reused, last, step):
+        bounds = batch_bounds(reused, len(tokens), llm.n_batch, step)
+        for start, end in bounds[:-1]:
             if should_stop is not None and should_stop():
                 raise _Stopped
-            llm.eval(tokens[start : min(start + step, last)])
+            llm.eval(tokens[start:end])
         if should_stop is not None and should_stop():
             raise _Stopped
-        self._decode_last(tokens[last:], list(extra))
+        self._decode_last(tokens[bounds[-1][0] :])
         return reused
 
-    def _decode_last(self, final: list[int], extra: list[int]) -> None:
-        """One llama_decode of ``final + extra``; logits kept for the last of ``final``
-        and for every ``extra`` token; ``extra`` is removed from the cache afterwards."""
+    def _decode_last(self, final: list[int]) -> None:
+        """One llama_decode of ``final`` with the logits of its last token kept."""
         llm = self.llm
         n_past = llm.n_tokens
-        batch = final + extra
         llm._ctx.kv_cache_seq_rm(-1, n_past, -1)
-        llm._batch.set_batch(batch=batch, n_past=n_past, logits_all=False)
-        self._last_batch_size = len(batch)
-        for index in range(len(final) - 1, len(batch)):
-            llm._batch.batch.logits[index] = True
+        llm._batch.set_batch(batch=final, n_past=n_past, logits_all=False)
+        self._last_index = len(final) - 1
         try:
             llm._ctx.decode(llm._batch)
         finally:
             llm.input_ids[n_past : n_past + len(final)] = final
             llm.n_tokens = n_past + len(final)
             llm._requires_eval = False
-        if extra:
-            llm._ctx.kv_cache_seq_rm(-1, llm.n_tokens, -1)
         # Every prompt ends here: damaged weights show up as NaN/inf logits of its last
         # token, before anything is sampled or scored from them.
-        if not np.isfinite(self._logits(len(final) - 1)).all():
+        if not np.isfinite(self._logits(self._last_index)).all():
             raise NonFiniteOutput("logits")
 
     def _piece(self, token: int) -> bytes:
@@ -399,24 +419,14 @@ class LlamaCppBackend:
         answer_start, _ = self._answer_start(answer_prefix)
         longest = max(label_tokens, key=len)
         tokens, truncated, n_item = self._build(prefix, item, len(longest), answer_start)
-        # The longest label's continuation rides along in the prompt's last batch; any
-        # other multi-token label gets one small batch of its own.
-        folded = longest[:-1]
-        cached = self._sync(tokens, should_stop, folded)
+        cached = self._sync(tokens, should_stop)
         position = self.llm.n_tokens
-        last = self._last_batch_size - len(folded) - 1  # batch index of the prompt's end
-        # Read every logit of this batch before any other decode overwrites them.
-        first = _log_softmax(self._logits(last))
-        folded_logprob = sum(
-            float(_log_softmax(self._logits(last + 1 + i))[nxt])
-            for i, nxt in enumerate(longest[1:])
-        )
+        # Copied before any continuation's decode overwrites the logits buffer.
+        first = _log_softmax(self._logits(self._last_index))
         logprobs: dict[str, float] = {}
         for label, seq in zip(labels, label_tokens, strict=True):
             total = float(first[seq[0]])
-            if seq is longest:
-                total += folded_logprob
-            elif len(seq) > 1:
+            if len(seq) > 1:
                 total += self._continuation_logprob(position, seq)
             logprobs[label] = total
         require_finite("label scores", list(logprobs.values()))
@@ -438,15 +448,15 @@ class LlamaCppBackend:
         )
 
     def _continuation_logprob(self, position: int, seq: list[int]) -> float:
-        """log P(seq[1:] | context, seq[0]): one small batch, then removed from the cache."""
+        """log P(seq[1:] | context, seq[0]), one token per llama_decode (as a server
+        sees them, see the module docstring); removed from the cache afterwards."""
         llm = self.llm
-        feed = seq[:-1]
-        llm._batch.set_batch(batch=feed, n_past=position, logits_all=True)
+        total = 0.0
         try:
-            llm._ctx.decode(llm._batch)
-            total = 0.0
             for i, nxt in enumerate(seq[1:]):
-                total += float(_log_softmax(self._logits(i))[nxt])
+                llm._batch.set_batch(batch=[seq[i]], n_past=position + i, logits_all=True)
+                llm._ctx.decode(llm._batch)
+                total += float(_log_softmax(self._logits(0))[nxt])
         finally:
             llm._ctx.kv_cache_seq_rm(-1, position, -1)
         # The logits buffer now belongs to the continuation: the next _sync always

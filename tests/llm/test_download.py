@@ -5,6 +5,7 @@ from __future__ import annotations
 import errno
 import hashlib
 import json
+import re
 import threading
 from collections.abc import Iterator
 from dataclasses import replace
@@ -188,6 +189,16 @@ def test_shipped_catalogue_is_well_formed() -> None:
         # an entry without a published checksum must say so in its note
         if entry.sha256 is None:
             assert "checksum" in entry.note.lower()
+        else:  # a checksum holds for one revision: the URL must not follow a branch
+            assert re.search(r"/resolve/[0-9a-f]{40}/", entry.url), entry.url
+            assert entry.source.endswith(entry.url.split("/resolve/")[1])
+    # sizes from tiny to the 7-9B class the seed system ran
+    sizes: set[str] = set()
+    for entry in entries:
+        found = re.search(r"(\d+(?:\.\d+)?)b-", entry.name)  # "qwen2.5-0.5b-..." -> 0.5
+        assert found, entry.name
+        sizes.add(found.group(1))
+    assert {"0.5", "1.5", "3"} <= sizes and sizes & {"7", "8", "9"}
 
 
 def test_bad_catalogues_are_refused(tmp_path: Path) -> None:

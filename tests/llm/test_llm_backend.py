@@ -11,6 +11,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from curator.llm.llama_cpp_backend import PROMPT_CHUNK, batch_bounds
 from curator.llm.prompts import load_prompt, numbered
 from curator.resources_path import resource_path
 from curator.store.models import LABELS
@@ -149,10 +150,41 @@ def test_shared_prefix_is_served_from_the_kv_cache(demo_backend, classify_prefix
     again = demo_backend.classify(classify_prefix, second, LABELS)
     assert again.cached_tokens >= prefix_tokens
     assert again.tokens_in - again.cached_tokens <= again.item_tokens + 8
-    # The same prompt twice: everything but the last token is reused (its logits are
-    # recomputed; a one-token batch may differ from a long batch in the last digits).
+    # The same prompt twice: everything but the last two tokens is reused. They are
+    # evaluated again as one batch, so the scores are bit-identical: llama.cpp computes a
+    # batch of one token (as re-evaluating only the last token would) by another path.
     repeat = demo_backend.classify(classify_prefix, second, LABELS)
-    assert repeat.cached_tokens == repeat.tokens_in - 1
+    assert repeat.cached_tokens == repeat.tokens_in - 2
+    assert repeat.logprobs == again.logprobs
+
+
+def test_scores_do_not_depend_on_the_cache_or_the_batches(
+    demo_backend, classify_prefix: str
+) -> None:
+    """Whatever part of the prompt was cached, and however the rest was cut into batches
+    (cancel checks cut it into 128-token pieces), the scores are bit-identical: what lets
+    the HTTP backend's scores equal these (tests/llm/test_http_backend.py)."""
+    first, second = demo_texts(2)
+    demo_backend.classify(classify_prefix, first, LABELS)
+    on_prefix = demo_backend.classify(classify_prefix, second, LABELS)
+    demo_backend.llm.reset()  # an empty cache: the whole prompt is evaluated
+    cold = demo_backend.classify(classify_prefix, second, LABELS)
+    demo_backend.llm.reset()
+    pieces = demo_backend.classify(classify_prefix, second, LABELS, should_stop=lambda: False)
+    assert on_prefix.cached_tokens > 0 and cold.cached_tokens == pieces.cached_tokens == 0
+    assert cold.tokens_in > PROMPT_CHUNK + 1  # really cut into pieces
+    assert cold.logprobs == on_prefix.logprobs == pieces.logprobs
+
+
+def test_prompt_batches_are_the_servers_and_never_one_token_pieces() -> None:
+    # Llama.generate's n_batch batches from the first token not reused...
+    assert batch_bounds(7, 7 + 600, 512, 512) == [(7, 519), (519, 607)]
+    # ...cut into cancel-check pieces, a last piece of one token merged into the one before
+    assert batch_bounds(0, 257, 512, 128) == [(0, 128), (128, 257)]
+    assert batch_bounds(0, 300, 512, 128) == [(0, 128), (128, 256), (256, 300)]
+    # a one-token batch of the server's own stays one token (the server evaluates it so)
+    assert batch_bounds(0, 513, 512, 128)[-2:] == [(384, 512), (512, 513)]
+    assert batch_bounds(5, 6, 512, 128) == [(5, 6)]
 
 
 def test_long_items_are_truncated_by_tokens(demo_model: Path) -> None:
