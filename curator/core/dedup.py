@@ -69,7 +69,7 @@ import numpy.typing as npt
 from rapidfuzz import process
 from rapidfuzz.distance import Indel
 
-from curator.core.charbound import Levels, histograms, intersections
+from curator.core.charbound import Levels, histograms, ratio_bounds
 from curator.core.gramcover import GramIndex
 
 __all__ = [
@@ -378,19 +378,15 @@ def _seeded_bounds(
     columns = pool.texts[start:stop]
     counts = histograms(columns)
     levels = Levels(np.maximum(query_counts.max(axis=0), counts.max(axis=0)))
-    common = intersections(levels.weighted(query_counts), levels.indicators(counts))
     len_q = np.fromiter((len(t) for t in texts), dtype=np.int64, count=len(texts))
     len_c = np.fromiter((len(t) for t in columns), dtype=np.int64, count=len(columns))
-    total = len_q[:, None] + len_c[None, :]
-    # Plus the length bound: rounded-up counts can exceed the shorter text's length.
-    np.minimum(common, np.minimum(len_q[:, None], len_c[None, :]), out=common)
-    bounds = _ratio_bounds(2 * common, total)
+    bounds = ratio_bounds(levels.weighted(query_counts), levels.indicators(counts), len_q, len_c)
 
     take = min(_SEED_CANDIDATES, len(columns))
-    top = np.argpartition(-bounds, take - 1, axis=1)[:, :take]
+    top = np.argpartition(bounds, len(columns) - take, axis=1)[:, len(columns) - take :]
     rows = np.repeat(np.arange(len(texts), dtype=np.int64), take)
     cols = top.ravel().astype(np.int64)
-    lcs = _ratio_bounds(_pair_lcs(texts, columns, rows, cols, workers), total[rows, cols])
+    lcs = _ratio_bounds(_pair_lcs(texts, columns, rows, cols, workers), len_q[rows] + len_c[cols])
     bounds[rows, cols] = np.minimum(bounds[rows, cols], lcs)
     done = np.zeros(bounds.shape, dtype=np.bool_)  # pairs with their LCS bound already
     done[rows, cols] = True
@@ -402,11 +398,12 @@ def _seeded_bounds(
     if long_rows.size and long_cols.size:
         take_pool = min(_SEED_LONG_POOL, long_cols.size)
         grid = bounds[np.ix_(long_rows, long_cols)]
-        near = long_cols[np.argpartition(-grid, take_pool - 1, axis=1)[:, :take_pool]]
+        skip = long_cols.size - take_pool
+        near = long_cols[np.argpartition(grid, skip, axis=1)[:, skip:]]
         pair_rows = np.repeat(long_rows, take_pool)
         pair_cols = near.ravel()
         doubled = _pair_lcs(texts, columns, pair_rows, pair_cols, workers)
-        lcs = _ratio_bounds(doubled, total[pair_rows, pair_cols])
+        lcs = _ratio_bounds(doubled, len_q[pair_rows] + len_c[pair_cols])
         bounds[pair_rows, pair_cols] = np.minimum(bounds[pair_rows, pair_cols], lcs)
         done[pair_rows, pair_cols] = True
         take_long = min(_SEED_LONG, take_pool)
@@ -438,7 +435,7 @@ def _seeded_bounds(
                 dtype=np.int64,
                 workers=1,
             )[0]
-            lcs = _ratio_bounds(np.asarray(doubled, dtype=np.int64), total[row, cols])
+            lcs = _ratio_bounds(np.asarray(doubled, dtype=np.int64), len_q[row] + len_c[cols])
             bounds[row, cols] = np.minimum(bounds[row, cols], lcs)
     return bounds
 
