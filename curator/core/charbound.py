@@ -72,8 +72,10 @@ def _thresholds(largest: int) -> list[int]:
 class Levels:
     """The unary encoding shared by both sides of one :func:`intersections` call.
 
-    ``largest`` is the largest count per bucket over every text that will be encoded
-    (queries and pool texts alike): the thresholds, and the last weight, depend on it.
+    ``largest`` bounds, per bucket, ``min(count in a query, count in a pool text)``
+    for every pair that will be compared: the thresholds, and the last weight, depend
+    on it.  The smaller of the two sides' largest counts is enough (a bucket that one
+    side never has needs no column at all), and the larger of the two always is.
     """
 
     def __init__(self, largest: npt.NDArray[np.integer]) -> None:

@@ -377,7 +377,7 @@ def _seeded_bounds(
     texts = [q.text for q in queries]
     columns = pool.texts[start:stop]
     counts = histograms(columns)
-    levels = Levels(np.maximum(query_counts.max(axis=0), counts.max(axis=0)))
+    levels = Levels(np.minimum(query_counts.max(axis=0), counts.max(axis=0)))
     len_q = np.fromiter((len(t) for t in texts), dtype=np.int64, count=len(texts))
     len_c = np.fromiter((len(t) for t in columns), dtype=np.int64, count=len(columns))
     bounds = ratio_bounds(levels.weighted(query_counts), levels.indicators(counts), len_q, len_c)
@@ -424,13 +424,15 @@ def _seeded_bounds(
         bounds[row, picks] = masked[picks]
 
     best = np.fromiter((q.best for q in queries), dtype=np.float64, count=len(queries))
+    column_array = np.empty(len(columns), dtype=object)  # picks many texts at C speed
+    column_array[:] = columns
     for row in range(len(queries)):
         cols = np.flatnonzero((bounds[row] >= best[row]) & ~done[row])
         if cols.size:
             # One query against many texts: rapidfuzz prepares the query once.
             doubled = process.cdist(
                 [texts[row]],
-                [columns[c] for c in cols.tolist()],
+                column_array[cols].tolist(),
                 scorer=Indel.similarity,
                 dtype=np.int64,
                 workers=1,
