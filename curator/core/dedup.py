@@ -360,8 +360,8 @@ def _seeded_bounds(
     stop: int,
     query_counts: npt.NDArray[np.int32],
     workers: int,
-) -> npt.NDArray[np.float64]:
-    """Upper bounds for ``queries`` x ``pool[start:stop]``, tight where it matters.
+) -> _Chunk:
+    """Upper bounds for ``queries`` x ``pool[start:stop]``, and each query's seed.
 
     Every pair gets the character-multiset bound (:mod:`curator.core.charbound`, one
     matrix product), capped by the length bound ``min(len(a), len(b))``.  Each query is
@@ -369,11 +369,9 @@ def _seeded_bounds(
     :data:`_SEED_CANDIDATES` best multiset bounds (LCS-bounded) and, for a long query,
     the :data:`_SEED_LONG` long pool texts with the best LCS bounds among its
     :data:`_SEED_LONG_POOL` best multiset bounds: the best exact ratio among those
-    picks starts the full search.  Only the pairs whose multiset bound still reaches
-    it get the (costlier) LCS bound; the others keep the multiset bound, a true upper
-    bound too and already below a ratio the query has, so the search never visits
-    them.  What the seeding search proved (cover bounds, exact ratios, or the bound at
-    which an exact ratio stopped) stays in the returned bounds.
+    picks starts the full search (:meth:`_Chunk.finish`).  What the seeding search
+    proved (cover bounds, exact ratios, or the bound at which an exact ratio stopped)
+    stays in the bounds.
     """
     texts = [q.text for q in queries]
     columns = pool.texts[start:stop]
@@ -424,23 +422,49 @@ def _seeded_bounds(
         _search_row(query, pool, masked, start, len_c, workers)
         bounds[row, picks] = masked[picks]
 
-    best = np.fromiter((q.best for q in queries), dtype=np.float64, count=len(queries))
-    column_array = np.empty(len(columns), dtype=object)  # picks many texts at C speed
-    column_array[:] = columns
-    for row in range(len(queries)):
-        cols = np.flatnonzero((bounds[row] >= best[row]) & ~done[row])
+    return _Chunk(start, bounds, done, columns, len_c)
+
+
+class _Chunk:
+    """One chunk of ``existing`` columns after seeding, finished one query at a time."""
+
+    def __init__(
+        self,
+        start: int,
+        bounds: npt.NDArray[np.float64],
+        done: npt.NDArray[np.bool_],
+        columns: Sequence[str],
+        lengths: IntArray,
+    ) -> None:
+        self.start = start
+        self.bounds = bounds
+        self.done = done
+        self.columns = np.empty(len(columns), dtype=object)  # picks texts at C speed
+        self.columns[:] = columns
+        self.lengths = lengths
+
+    def finish(self, row: int, query: _Query, pool: _Pool, workers: int) -> None:
+        """LCS-bound the pairs that still reach the query's best, then search the row.
+
+        Only pairs whose multiset bound reaches the best *now* get the (costlier) LCS
+        bound; the others keep the multiset bound, a true upper bound too and already
+        below a ratio the query has, so the search never visits them.
+        """
+        bounds = self.bounds[row]
+        cols = np.flatnonzero((bounds >= query.best) & ~self.done[row])
         if cols.size:
             # One query against many texts: rapidfuzz prepares the query once.
             doubled = process.cdist(
-                [texts[row]],
-                column_array[cols].tolist(),
+                [query.text],
+                self.columns[cols].tolist(),
                 scorer=Indel.similarity,
                 dtype=np.int64,
                 workers=1,
             )[0]
-            lcs = _ratio_bounds(np.asarray(doubled, dtype=np.int64), len_q[row] + len_c[cols])
-            bounds[row, cols] = np.minimum(bounds[row, cols], lcs)
-    return bounds
+            total = len(query.text) + self.lengths[cols]
+            lcs = _ratio_bounds(np.asarray(doubled, dtype=np.int64), total)
+            bounds[cols] = np.minimum(bounds[cols], lcs)
+        _search_row(query, pool, bounds, self.start, self.lengths, workers)
 
 
 def _search_row(
@@ -538,11 +562,11 @@ def gate(
     joins the pool for the texts after it.  ``workers`` is passed to rapidfuzz
     (``-1``: all cores) and affects speed only.
 
-    The pool's ``existing`` part is searched for all new texts at once in column
-    chunks (memory stays bounded for any pool size); the ADDed part depends on earlier
-    decisions, so it is searched afterwards, one new text at a time, in order.  Every
-    existing index is smaller than every ADDed index, so the two searches combine
-    with the same tie rule.
+    The pool's ``existing`` part is bounded and seeded for all new texts at once in
+    column chunks (memory stays bounded for any pool size); the ADDed part depends on
+    earlier decisions, so it is searched one new text at a time, in order, before the
+    rest of the last chunk.  The best is a maximum with the earliest index winning
+    ties, whatever order the pairs are offered in, so the searches combine exactly.
     """
     queries = [_Query(text) for text in new]
     if not queries:
@@ -551,21 +575,30 @@ def gate(
     n_existing = len(pool.texts)
     query_counts = histograms([q.text for q in queries])
 
-    for start, stop in _chunks(n_existing, _CHUNK):
-        columns = pool.texts[start:stop]
-        bounds = _seeded_bounds(queries, pool, start, stop, query_counts, workers)
-        lengths = np.fromiter((len(t) for t in columns), dtype=np.int64, count=len(columns))
+    # Every chunk but the last is finished for all queries at once (memory stays
+    # bounded); the last one query by query, after its search of the ADDed texts.
+    last: _Chunk | None = None
+    spans = list(_chunks(n_existing, _CHUNK))
+    for number, (start, stop) in enumerate(spans):
+        chunk = _seeded_bounds(queries, pool, start, stop, query_counts, workers)
+        if number == len(spans) - 1:
+            last = chunk
+            break
         for row_index, query in enumerate(queries):
-            _search_row(query, pool, bounds[row_index], start, lengths, workers)
+            chunk.finish(row_index, query, pool, workers)
 
     decisions: list[Decision] = []
     added: list[str] = []
-    for query in queries:
+    for row_index, query in enumerate(queries):
         for start, stop in _chunks(len(added), _CHUNK):
             columns = added[start:stop]
             row = _bounds([query.text], columns, workers)[0]
             lengths = np.fromiter((len(t) for t in columns), dtype=np.int64, count=len(columns))
             _search_row(query, pool, row, n_existing + start, lengths, workers)
+        if last is not None:
+            # A near-duplicate ADDed earlier in the batch raises the best before the
+            # last chunk's LCS pass, which then bounds far fewer pairs.
+            last.finish(row_index, query, pool, workers)
         decision = _decide(query.best, query.best_index, skip, update)
         decisions.append(decision)
         if decision.action == "ADD":
