@@ -252,6 +252,9 @@ class _Pool:
         pending = queue[0][4]
         matched = 0
         while queue:
+            # The region that could add the most first: it settles a loser soonest.
+            largest = max(range(len(queue)), key=lambda n: queue[n][4])
+            queue[largest], queue[-1] = queue[-1], queue[largest]
             alo, ahi, blo, bhi, cap = queue.pop()
             pending -= cap
             i, j, k = find(alo, ahi, blo, bhi)
