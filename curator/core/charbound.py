@@ -31,7 +31,7 @@ from typing import Final
 import numpy as np
 import numpy.typing as npt
 
-__all__ = ["BUCKETS", "Levels", "histograms", "intersections"]
+__all__ = ["BUCKETS", "Levels", "histograms", "intersections", "ratio_bounds"]
 
 #: Buckets of the histograms: code point modulo this.  ASCII and Latin-1 characters
 #: each get their own bucket; other scripts share buckets (a looser, still true bound).
@@ -72,8 +72,10 @@ def _thresholds(largest: int) -> list[int]:
 class Levels:
     """The unary encoding shared by both sides of one :func:`intersections` call.
 
-    ``largest`` is the largest count per bucket over every text that will be encoded
-    (queries and pool texts alike): the thresholds, and the last weight, depend on it.
+    ``largest`` bounds, per bucket, ``min(count in a query, count in a pool text)``
+    for every pair that will be compared: the thresholds, and the last weight, depend
+    on it.  The smaller of the two sides' largest counts is enough (a bucket that one
+    side never has needs no column at all), and the larger of the two always is.
     """
 
     def __init__(self, largest: npt.NDArray[np.integer]) -> None:
@@ -104,3 +106,30 @@ def intersections(weighted: FloatArray, indicators: FloatArray) -> npt.NDArray[n
     """Upper bounds on ``LCS(query, text)`` for every pair, as int64 (exact float32 sums)."""
     product = weighted @ indicators.T
     return np.rint(product).astype(np.int64)
+
+
+def ratio_bounds(
+    weighted: FloatArray,
+    indicators: FloatArray,
+    len_q: npt.NDArray[np.int64],
+    len_p: npt.NDArray[np.int64],
+) -> npt.NDArray[np.float64]:
+    """``2 * min(common, shorter) / (len_q + len_p)`` for every pair, as float64.
+
+    The multiset bound capped by the length bound (rounded-up counts can exceed the
+    shorter text's length), as an upper bound on difflib's ratio; 1.0 for two empty
+    texts, as difflib says.  Equal, bit for bit, to dividing the doubled integer count
+    by the integer total (both are exact in float64), but built in place: the matrix
+    can have millions of cells, and every temporary of that size costs time.
+    """
+    bounds = (weighted @ indicators.T).astype(np.float64)
+    np.rint(bounds, out=bounds)
+    np.minimum(bounds, len_p[None, :], out=bounds)
+    np.minimum(bounds, len_q[:, None], out=bounds)
+    bounds *= 2.0
+    with np.errstate(invalid="ignore", divide="ignore"):
+        bounds /= len_q[:, None] + len_p[None, :]
+    empty_q, empty_p = len_q == 0, len_p == 0
+    if empty_q.any() and empty_p.any():
+        bounds[np.ix_(empty_q, empty_p)] = 1.0
+    return bounds

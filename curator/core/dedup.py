@@ -29,13 +29,13 @@ Three bounds, cheapest first
 ----------------------------
 The LCS itself is bounded by the character-multiset intersection (see
 :mod:`curator.core.charbound`), which one matrix product yields for every pair at
-once.  Each new text is seeded with one exact ratio: of the pool text with the best
-bound among its best multiset bounds (and, for a long new text, among the long pool
-texts with the best LCS bounds), long pool texts counted with their cover bound.  The
-LCS bound (rapidfuzz) is then computed only for the pairs whose multiset bound still
-reaches that seed, and the cover bound only for long texts that reach the front of the
-search.  Every bound is a true upper bound on difflib's ratio, so
-which of them a pair ends up with changes the time, never the answer.
+once.  Each new text is seeded by the search below, run on a few picks only: its
+best multiset bounds (LCS-bounded) and, for a long new text, the long pool texts
+with the best LCS bounds.  The LCS bound (rapidfuzz) is then computed only for the
+pairs whose multiset bound still reaches that seed, and the cover bound only for long
+texts that reach the front of the search.  Every bound is a true upper bound on
+difflib's ratio, so which of them a pair ends up with changes the time, never the
+answer.
 
 Search order
 ------------
@@ -45,8 +45,12 @@ could still beat, or tie at an earlier index, the best exact ratio found so far.
 That yields the exact maximum and the exact earliest argmax, which the contract
 needs even for ADD decisions (``.ratio`` is always the best ratio over the pool).
 Exact ratios always come from difflib itself; the bounds only decide which pairs
-can be skipped.  They must never be below difflib's ratio (a loose bound merely
-costs time), which is what the proofs above and the tests establish.
+can be skipped.  An exact ratio runs difflib's own block recursion and stops as soon
+as the blocks found plus the LCS of each region still to search cannot beat the best
+(:meth:`_Pool.offer_exact`): most visited pairs lose, and a loser is usually known
+after a few ``find_longest_match`` calls instead of ten.  The bounds must never be
+below difflib's ratio (a loose bound merely costs time), which is what the proofs
+above and the tests establish.
 
 The property tests in ``tests/core/test_dedup.py`` check the bounds and compare
 ``gate`` with ``reference_gate`` decision by decision on adversarial inputs;
@@ -66,7 +70,7 @@ import numpy.typing as npt
 from rapidfuzz import process
 from rapidfuzz.distance import Indel
 
-from curator.core.charbound import Levels, histograms, intersections
+from curator.core.charbound import Levels, histograms, ratio_bounds
 from curator.core.gramcover import GramIndex
 
 __all__ = [
@@ -164,6 +168,8 @@ def reference_gate(
     return decisions
 
 
+#: Regions this short are bounded by their length, longer ones by their LCS.
+_CHEAP_CAP: Final = 4
 #: Below this many pairs, rapidfuzz runs on one thread.
 _PARALLEL_CELLS: Final = 20_000
 #: Candidates per new text (by the character-multiset bound) whose LCS bound is
@@ -171,6 +177,8 @@ _PARALLEL_CELLS: Final = 20_000
 _SEED_CANDIDATES: Final = 64
 #: Long pool texts (best LCS bound) also considered for the seed of a long query.
 _SEED_LONG: Final = 8
+#: Long pool texts (best multiset bound) given the LCS bound to choose those from.
+_SEED_LONG_POOL: Final = 512
 #: Long candidates given the cover bound at once, at first (then twice as many).
 _COVER_BATCH: Final = 32
 
@@ -218,13 +226,56 @@ class _Pool:
             result[k] = grams.cover_bounds(text, zero, wanted[k : k + 1])[0]
         return result
 
-    def ratio(self, a: str, index: int) -> float:
-        """Exact ``SequenceMatcher(None, a, pool[index]).ratio()``.
+    def offer_exact(self, query: _Query, index: int) -> float:
+        """Offer difflib's ratio of ``query.text`` and ``pool[index]`` to ``query``.
 
-        difflib indexes its *second* sequence (``b2j``), which here is the pool text, so
-        one matcher per pool text is kept and only ``set_seq1`` changes; the result is
-        identical to a fresh matcher because ``b2j`` depends on ``b`` alone.
+        Returns that ratio, or, when the pair cannot win, possibly only an upper bound
+        on it that is already too low to improve the query's best.  It runs difflib's
+        own ``get_matching_blocks`` recursion (the matcher's ``find_longest_match`` on
+        each region) but stops as soon as the blocks found plus an upper bound on what
+        the pending regions can still add cannot beat the query's best.  The matched
+        count of a region is at most the LCS of its two slices (its blocks are a
+        common subsequence of them), so stopping never hides a pair that could win;
+        when it does not stop, the sum of the block sizes is the one difflib adds up
+        (the order in which regions are processed does not change which blocks are
+        found) and the ratio is difflib's formula on it, bit for bit.
         """
+        a = query.text
+        b = self.texts[index]
+        matcher = self._matcher(index, a)
+        total = len(a) + len(b)
+        if total == 0:
+            query.offer(1.0, index)
+            return 1.0
+        find = matcher.find_longest_match
+        queue = [(0, len(a), 0, len(b), min(len(a), len(b)))]
+        pending = queue[0][4]
+        matched = 0
+        while queue:
+            # The region that could add the most first: it settles a loser soonest.
+            largest = max(range(len(queue)), key=lambda n: queue[n][4])
+            queue[largest], queue[-1] = queue[-1], queue[largest]
+            alo, ahi, blo, bhi, cap = queue.pop()
+            pending -= cap
+            i, j, k = find(alo, ahi, blo, bhi)
+            if k:
+                matched += k
+                if alo < i and blo < j:
+                    cap = _region_cap(a, b, alo, i, blo, j)
+                    queue.append((alo, i, blo, j, cap))
+                    pending += cap
+                if i + k < ahi and j + k < bhi:
+                    cap = _region_cap(a, b, i + k, ahi, j + k, bhi)
+                    queue.append((i + k, ahi, j + k, bhi, cap))
+                    pending += cap
+            bound = 2.0 * (matched + pending) / total
+            if not query.could_improve(bound, index):
+                return bound
+        ratio = 2.0 * matched / total
+        query.offer(ratio, index)
+        return ratio
+
+    def _matcher(self, index: int, a: str) -> difflib.SequenceMatcher[str]:
         matcher = self._matchers.get(index)
         if matcher is None:
             if len(self._matchers) >= _MATCHER_CACHE_SIZE:
@@ -233,7 +284,15 @@ class _Pool:
             self._matchers[index] = matcher
         else:
             matcher.set_seq1(a)
-        return matcher.ratio()
+        return matcher
+
+
+def _region_cap(a: str, b: str, alo: int, ahi: int, blo: int, bhi: int) -> int:
+    """An upper bound on what difflib can match in ``a[alo:ahi]`` x ``b[blo:bhi]``."""
+    cap = min(ahi - alo, bhi - blo)
+    if cap <= _CHEAP_CAP:
+        return cap
+    return int(Indel.similarity(a[alo:ahi], b[blo:bhi])) // 2
 
 
 class _Query:
@@ -304,92 +363,111 @@ def _seeded_bounds(
     stop: int,
     query_counts: npt.NDArray[np.int32],
     workers: int,
-) -> npt.NDArray[np.float64]:
-    """Upper bounds for ``queries`` x ``pool[start:stop]``, tight where it matters.
+) -> _Chunk:
+    """Upper bounds for ``queries`` x ``pool[start:stop]``, and each query's seed.
 
     Every pair gets the character-multiset bound (:mod:`curator.core.charbound`, one
     matrix product), capped by the length bound ``min(len(a), len(b))``.  Each query is
-    then seeded with one exact ratio: of the pair with the best bound among its
-    :data:`_SEED_CANDIDATES` best multiset bounds (LCS-bounded; long pool texts also
-    cover-bounded) and, for a long query, its :data:`_SEED_LONG` long pool texts with
-    the best LCS bounds (every long x long pair gets the LCS bound here).  Only the
-    pairs whose multiset bound
-    still reaches that best get the (costlier) LCS bound; the others keep the multiset
-    bound, a true upper bound too and already below a ratio the query has, so the
-    search never visits them.
+    then seeded by the search itself (:func:`_search_row`), restricted to its
+    :data:`_SEED_CANDIDATES` best multiset bounds (LCS-bounded) and, for a long query,
+    the :data:`_SEED_LONG` long pool texts with the best LCS bounds among its
+    :data:`_SEED_LONG_POOL` best multiset bounds: the best exact ratio among those
+    picks starts the full search (:meth:`_Chunk.finish`).  What the seeding search
+    proved (cover bounds, exact ratios, or the bound at which an exact ratio stopped)
+    stays in the bounds.
     """
     texts = [q.text for q in queries]
     columns = pool.texts[start:stop]
     counts = histograms(columns)
-    levels = Levels(np.maximum(query_counts.max(axis=0), counts.max(axis=0)))
-    common = intersections(levels.weighted(query_counts), levels.indicators(counts))
+    levels = Levels(np.minimum(query_counts.max(axis=0), counts.max(axis=0)))
     len_q = np.fromiter((len(t) for t in texts), dtype=np.int64, count=len(texts))
     len_c = np.fromiter((len(t) for t in columns), dtype=np.int64, count=len(columns))
-    total = len_q[:, None] + len_c[None, :]
-    # Plus the length bound: rounded-up counts can exceed the shorter text's length.
-    np.minimum(common, np.minimum(len_q[:, None], len_c[None, :]), out=common)
-    bounds = _ratio_bounds(2 * common, total)
+    bounds = ratio_bounds(levels.weighted(query_counts), levels.indicators(counts), len_q, len_c)
 
     take = min(_SEED_CANDIDATES, len(columns))
-    top = np.argpartition(-bounds, take - 1, axis=1)[:, :take]
+    top = np.argpartition(bounds, len(columns) - take, axis=1)[:, len(columns) - take :]
     rows = np.repeat(np.arange(len(texts), dtype=np.int64), take)
     cols = top.ravel().astype(np.int64)
-    lcs = _ratio_bounds(_pair_lcs(texts, columns, rows, cols, workers), total[rows, cols])
+    lcs = _ratio_bounds(_pair_lcs(texts, columns, rows, cols, workers), len_q[rows] + len_c[cols])
     bounds[rows, cols] = np.minimum(bounds[rows, cols], lcs)
-    # Long queries against long pool texts: the LCS of every pair now (the search
-    # would need most of them anyway), so that their best candidates can seed too.
+    done = np.zeros(bounds.shape, dtype=np.bool_)  # pairs with their LCS bound already
+    done[rows, cols] = True
+    # Long queries against their _SEED_LONG_POOL best long pool texts by the multiset
+    # bound: the LCS now, so that the best of them by that bound can seed too.
     long_rows = np.flatnonzero(len_q >= _AUTOJUNK_MIN_LEN)
     long_cols = np.flatnonzero(len_c >= _AUTOJUNK_MIN_LEN)
     extra = np.zeros((len(texts), 0), dtype=np.int64)
     if long_rows.size and long_cols.size:
-        grid = np.ix_(long_rows, long_cols)
-        doubled = process.cdist(
-            [texts[r] for r in long_rows.tolist()],
-            [columns[c] for c in long_cols.tolist()],
-            scorer=Indel.similarity,
-            dtype=np.int64,
-            workers=1 if long_rows.size * long_cols.size < _PARALLEL_CELLS else workers,
-        )
-        bounds[grid] = np.minimum(bounds[grid], _ratio_bounds(np.asarray(doubled), total[grid]))
-        take_long = min(_SEED_LONG, long_cols.size)
-        best_long = np.argpartition(-bounds[grid], take_long - 1, axis=1)[:, :take_long]
+        take_pool = min(_SEED_LONG_POOL, long_cols.size)
+        grid = bounds[np.ix_(long_rows, long_cols)]
+        skip = long_cols.size - take_pool
+        near = long_cols[np.argpartition(grid, skip, axis=1)[:, skip:]]
+        pair_rows = np.repeat(long_rows, take_pool)
+        pair_cols = near.ravel()
+        doubled = _pair_lcs(texts, columns, pair_rows, pair_cols, workers)
+        lcs = _ratio_bounds(doubled, len_q[pair_rows] + len_c[pair_cols])
+        bounds[pair_rows, pair_cols] = np.minimum(bounds[pair_rows, pair_cols], lcs)
+        done[pair_rows, pair_cols] = True
+        take_long = min(_SEED_LONG, take_pool)
+        tight = bounds[long_rows[:, None], near]
+        best_long = np.argpartition(-tight, take_long - 1, axis=1)[:, :take_long]
         extra = np.full((len(texts), take_long), -1, dtype=np.int64)
-        extra[long_rows] = long_cols[best_long]
-    # The seed: the best bound, then the earliest index.  Long pool texts get the cover
-    # bound first (autojunk makes difflib's ratio of a long text collapse far below
-    # its LCS bound, so an LCS-chosen long seed is often a poor one).
+        extra[long_rows] = np.take_along_axis(near, best_long, axis=1)
+    # The seed: the search itself, restricted to those picks (long pool texts get
+    # the cover bound as they reach the front: autojunk makes difflib's ratio of a
+    # long text collapse far below its LCS bound, so an LCS-chosen long seed is often
+    # a poor one).  The search writes what it proved back into the bounds.
+    masked = np.empty(len(columns), dtype=np.float64)
     for row, query in enumerate(queries):
         picks = np.unique(np.concatenate([top[row], extra[row][extra[row] >= 0]]))
-        long_picks = picks[len_c[picks] >= _AUTOJUNK_MIN_LEN]
-        if long_picks.size:
-            places = (start + long_picks).tolist()
-            matched = pool.cover(query.text, places, [0] * len(places))
-            tight = 2 * matched / total[row, long_picks]
-            bounds[row, long_picks] = np.minimum(bounds[row, long_picks], tight)
-        first = picks[np.lexsort((picks, -bounds[row, picks]))[0]]
-        column = int(first)
-        if query.could_improve(float(bounds[row, column]), start + column):
-            query.offer(pool.ratio(query.text, start + column), start + column)
+        masked.fill(-np.inf)
+        masked[picks] = bounds[row, picks]
+        _search_row(query, pool, masked, start, len_c, workers)
+        bounds[row, picks] = masked[picks]
 
-    best = np.fromiter((q.best for q in queries), dtype=np.float64, count=len(queries))
-    short_cols = len_c < _AUTOJUNK_MIN_LEN
-    for row, query in enumerate(queries):
-        reach = bounds[row] >= best[row]
-        if len_q[row] >= _AUTOJUNK_MIN_LEN:
-            reach &= short_cols  # the long ones have their LCS bound already
-        cols = np.flatnonzero(reach)
+    return _Chunk(start, bounds, done, columns, len_c)
+
+
+class _Chunk:
+    """One chunk of ``existing`` columns after seeding, finished one query at a time."""
+
+    def __init__(
+        self,
+        start: int,
+        bounds: npt.NDArray[np.float64],
+        done: npt.NDArray[np.bool_],
+        columns: Sequence[str],
+        lengths: IntArray,
+    ) -> None:
+        self.start = start
+        self.bounds = bounds
+        self.done = done
+        self.columns = np.empty(len(columns), dtype=object)  # picks texts at C speed
+        self.columns[:] = columns
+        self.lengths = lengths
+
+    def finish(self, row: int, query: _Query, pool: _Pool, workers: int) -> None:
+        """LCS-bound the pairs that still reach the query's best, then search the row.
+
+        Only pairs whose multiset bound reaches the best *now* get the (costlier) LCS
+        bound; the others keep the multiset bound, a true upper bound too and already
+        below a ratio the query has, so the search never visits them.
+        """
+        bounds = self.bounds[row]
+        cols = np.flatnonzero((bounds >= query.best) & ~self.done[row])
         if cols.size:
             # One query against many texts: rapidfuzz prepares the query once.
             doubled = process.cdist(
                 [query.text],
-                [columns[c] for c in cols.tolist()],
+                self.columns[cols].tolist(),
                 scorer=Indel.similarity,
                 dtype=np.int64,
                 workers=1,
             )[0]
-            lcs = _ratio_bounds(np.asarray(doubled, dtype=np.int64), total[row, cols])
-            bounds[row, cols] = np.minimum(bounds[row, cols], lcs)
-    return bounds
+            total = len(query.text) + self.lengths[cols]
+            lcs = _ratio_bounds(np.asarray(doubled, dtype=np.int64), total)
+            bounds[cols] = np.minimum(bounds[cols], lcs)
+        _search_row(query, pool, bounds, self.start, self.lengths, workers)
 
 
 def _search_row(
@@ -402,20 +480,18 @@ def _search_row(
 ) -> None:
     """Fold the exact best over one chunk of pool columns into ``query``.
 
-    ``row[c]`` is an upper bound for pool index ``offset + c`` and ``lengths[c]`` that
-    text's length.  The best is seeded with the top candidate's exact ratio.  The
-    candidates that could still beat it are then visited by descending bound, then
-    ascending index, and the exact ratio is computed only while the next bound can
-    beat, or tie at an earlier index, the best ratio found so far.  Long pool texts
-    (autojunk) reaching the front get the cover bound (:mod:`curator.core.gramcover`),
-    with the next ones that could still win in growing batches, and re-enter through
-    a queue ordered the same way.
+    ``row[c]`` is an upper bound for pool index ``offset + c`` (``-inf``: not a
+    candidate here) and ``lengths[c]`` that text's length.  The candidates that could
+    beat the query's best are visited by descending bound, then ascending index, and
+    the exact ratio is computed (:meth:`_Pool.offer_exact`, which stops early once a
+    pair cannot win) only while the next bound can beat, or tie at an earlier index,
+    the best ratio found so far.  Long pool texts (autojunk) reaching the front get
+    the cover bound (:mod:`curator.core.gramcover`), with the next ones that could
+    still win in growing batches, and re-enter through a queue ordered the same way.
+    Every tighter bound and exact ratio found is written back into ``row``.
     """
     if row.size == 0:
         return
-    if query.best_index < 0:
-        first = int(np.argmax(row))
-        query.offer(pool.ratio(query.text, offset + first), offset + first)
     candidates = np.flatnonzero(row >= query.best)
     if candidates.size == 0:
         return
@@ -458,6 +534,7 @@ def _search_row(
                 matched = pool.cover(query.text, [indices[k] for k in picked], need)
                 for k, total, count in zip(picked, totals, matched.tolist(), strict=True):
                     tight = min(bounds[k], 2 * count / total)
+                    row[columns[k]] = tight
                     heapq.heappush(queue, (-tight, indices[k]))
                 continue
             index = indices[position]
@@ -465,7 +542,7 @@ def _search_row(
         else:
             break
         if index != query.best_index:
-            query.offer(pool.ratio(query.text, index), index)
+            row[index - offset] = pool.offer_exact(query, index)
 
 
 def _chunks(size: int, step: int) -> Iterator[tuple[int, int]]:
@@ -488,11 +565,11 @@ def gate(
     joins the pool for the texts after it.  ``workers`` is passed to rapidfuzz
     (``-1``: all cores) and affects speed only.
 
-    The pool's ``existing`` part is searched for all new texts at once in column
-    chunks (memory stays bounded for any pool size); the ADDed part depends on earlier
-    decisions, so it is searched afterwards, one new text at a time, in order.  Every
-    existing index is smaller than every ADDed index, so the two searches combine
-    with the same tie rule.
+    The pool's ``existing`` part is bounded and seeded for all new texts at once in
+    column chunks (memory stays bounded for any pool size); the ADDed part depends on
+    earlier decisions, so it is searched one new text at a time, in order, before the
+    rest of the last chunk.  The best is a maximum with the earliest index winning
+    ties, whatever order the pairs are offered in, so the searches combine exactly.
     """
     queries = [_Query(text) for text in new]
     if not queries:
@@ -501,21 +578,30 @@ def gate(
     n_existing = len(pool.texts)
     query_counts = histograms([q.text for q in queries])
 
-    for start, stop in _chunks(n_existing, _CHUNK):
-        columns = pool.texts[start:stop]
-        bounds = _seeded_bounds(queries, pool, start, stop, query_counts, workers)
-        lengths = np.fromiter((len(t) for t in columns), dtype=np.int64, count=len(columns))
+    # Every chunk but the last is finished for all queries at once (memory stays
+    # bounded); the last one query by query, after its search of the ADDed texts.
+    last: _Chunk | None = None
+    spans = list(_chunks(n_existing, _CHUNK))
+    for number, (start, stop) in enumerate(spans):
+        chunk = _seeded_bounds(queries, pool, start, stop, query_counts, workers)
+        if number == len(spans) - 1:
+            last = chunk
+            break
         for row_index, query in enumerate(queries):
-            _search_row(query, pool, bounds[row_index], start, lengths, workers)
+            chunk.finish(row_index, query, pool, workers)
 
     decisions: list[Decision] = []
     added: list[str] = []
-    for query in queries:
+    for row_index, query in enumerate(queries):
         for start, stop in _chunks(len(added), _CHUNK):
             columns = added[start:stop]
             row = _bounds([query.text], columns, workers)[0]
             lengths = np.fromiter((len(t) for t in columns), dtype=np.int64, count=len(columns))
             _search_row(query, pool, row, n_existing + start, lengths, workers)
+        if last is not None:
+            # A near-duplicate ADDed earlier in the batch raises the best before the
+            # last chunk's LCS pass, which then bounds far fewer pairs.
+            last.finish(row_index, query, pool, workers)
         decision = _decide(query.best, query.best_index, skip, update)
         decisions.append(decision)
         if decision.action == "ADD":

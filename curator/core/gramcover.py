@@ -133,6 +133,8 @@ class GramIndex:
         self.h1 = np.where(nonpop, h1, _NONE).astype(np.uint32)
         self.h2 = np.where(offset + 2 <= lengths[owner], h2, _NONE).astype(np.uint32)
         self.h3 = np.where(offset + 3 <= lengths[owner], h3, _NONE).astype(np.uint32)
+        self._tables_for: str | None = None
+        self._tables = _tables("")
 
     def cover_bounds(self, query: str, which: IntArray, need: IntArray | None = None) -> IntArray:
         """Upper bounds on difflib's matched characters, ``query`` vs ``texts[which]``.
@@ -151,7 +153,10 @@ class GramIndex:
         index = np.arange(int(starts[-1]), dtype=np.int64) + np.repeat(
             self.starts[which] - starts[:-1], spans
         )
-        t1, t2, t3 = _tables(query)
+        if self._tables_for is not query:  # the search asks again for the same query
+            self._tables = _tables(query)
+            self._tables_for = query
+        t1, t2, t3 = self._tables
         live = t1[self.h1[index]]
         a2 = t2[self.h2[index]]
         a3 = t3[self.h3[index]]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import difflib
 from collections import Counter
 
 import numpy as np
@@ -11,7 +12,7 @@ from hypothesis import strategies as st
 from rapidfuzz.distance import Indel
 
 from curator.core import dedup
-from curator.core.charbound import BUCKETS, Levels, histograms, intersections
+from curator.core.charbound import BUCKETS, Levels, histograms, intersections, ratio_bounds
 from curator.core.dedup import gate, reference_gate
 
 _texts = st.one_of(
@@ -22,9 +23,9 @@ _texts = st.one_of(
 )
 
 
-def _bounds(queries: list[str], pool: list[str]) -> np.ndarray:
+def _bounds(queries: list[str], pool: list[str], fold=np.maximum) -> np.ndarray:
     counts_q, counts_p = histograms(queries), histograms(pool)
-    levels = Levels(np.maximum(counts_q.max(axis=0), counts_p.max(axis=0)))
+    levels = Levels(fold(counts_q.max(axis=0), counts_p.max(axis=0)))
     return intersections(levels.weighted(counts_q), levels.indicators(counts_p))
 
 
@@ -39,10 +40,34 @@ def _multiset(a: str, b: str) -> int:
 def test_bound_is_at_least_the_multiset_intersection_and_the_lcs(
     queries: list[str], pool: list[str]
 ) -> None:
-    bounds = _bounds(queries, pool)
+    for fold in (np.maximum, np.minimum):  # either side's largest counts will do
+        bounds = _bounds(queries, pool, fold)
+        for i, a in enumerate(queries):
+            for j, b in enumerate(pool):
+                assert bounds[i, j] >= _multiset(a, b) >= Indel.similarity(a, b) // 2
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    queries=st.lists(_texts, min_size=1, max_size=4), pool=st.lists(_texts, min_size=1, max_size=4)
+)
+def test_ratio_bounds_equal_the_integer_formula_bit_for_bit(
+    queries: list[str], pool: list[str]
+) -> None:
+    """The in-place float matrix is the doubled integer bound over the integer total."""
+    counts_q, counts_p = histograms(queries), histograms(pool)
+    # The smaller side's largest count per bucket is enough (what the gate uses).
+    levels = Levels(np.minimum(counts_q.max(axis=0), counts_p.max(axis=0)))
+    len_q = np.array([len(t) for t in queries], dtype=np.int64)
+    len_p = np.array([len(t) for t in pool], dtype=np.int64)
+    got = ratio_bounds(levels.weighted(counts_q), levels.indicators(counts_p), len_q, len_p)
+    common = intersections(levels.weighted(counts_q), levels.indicators(counts_p))
     for i, a in enumerate(queries):
         for j, b in enumerate(pool):
-            assert bounds[i, j] >= _multiset(a, b) >= Indel.similarity(a, b) // 2
+            doubled = 2 * min(int(common[i, j]), len(a), len(b))
+            expected = doubled / (len(a) + len(b)) if a or b else 1.0
+            assert got[i, j] == expected
+            assert got[i, j] >= difflib.SequenceMatcher(None, a, b).ratio()
 
 
 def test_bound_is_exact_for_small_counts_of_distinct_buckets() -> None:

@@ -139,6 +139,65 @@ def test_bounds_are_upper_bounds(data: st.DataObject) -> None:
         assert cover.tolist()[0] >= matched
 
 
+@settings(max_examples=300, deadline=None)
+@given(
+    data=st.data(),
+    best=st.one_of(st.just(-1.0), st.floats(0, 1)),
+    best_index=st.integers(-1, 2),
+    cheap_cap=st.sampled_from([0, 4, 10**6]),
+)
+def test_exact_ratio_stops_only_when_the_pair_cannot_win(
+    data: st.DataObject, best: float, best_index: int, cheap_cap: int
+) -> None:
+    """The early stop of ``offer_exact``: never hides a winner, never changes a ratio."""
+    b = data.draw(_text())
+    a = data.draw(st.one_of(_text(), _variant(b)))
+    ratio = difflib.SequenceMatcher(None, a, b).ratio()
+    pool = dedup._Pool(["unused", b, "unused"])
+    query = dedup._Query(a)
+    query.best, query.best_index = best, best_index
+    wins = query.could_improve(ratio, 1)
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(dedup, "_CHEAP_CAP", cheap_cap)
+        value = pool.offer_exact(query, 1)
+    if wins:
+        assert value == ratio  # bit for bit, as difflib computes it
+        assert (query.best, query.best_index) == (ratio, 1)
+    else:
+        assert value >= ratio  # an upper bound, or the ratio itself
+        assert not dedup._Query.could_improve(query, value, 1)
+        assert (query.best, query.best_index) == (best, best_index)
+
+
+def _count_finds(matcher: difflib.SequenceMatcher[str]) -> list[tuple[int, ...]]:
+    """Record the ``find_longest_match`` calls made through ``matcher``."""
+    calls: list[tuple[int, ...]] = []
+    original = matcher.find_longest_match
+
+    def counting(*args: int) -> object:
+        calls.append(args)
+        return original(*args)
+
+    matcher.find_longest_match = counting  # type: ignore[method-assign]
+    return calls
+
+
+def test_exact_ratio_of_a_losing_pair_stops_after_its_first_block() -> None:
+    """Why the early stop exists: difflib needs 26 blocks searches for this pair."""
+    a = "Users who mention rate limits tend to retry within an hour after a failed payment."
+    b = "Customers asking about refunds usually retry within a day when the docs are unclear."
+    full = difflib.SequenceMatcher(None, a, b)
+    full_calls = _count_finds(full)
+    ratio = full.ratio()
+    pool = dedup._Pool([b])
+    calls = _count_finds(pool._matcher(0, a))
+    query = dedup._Query(a)
+    query.best, query.best_index = 0.9, -1
+    value = pool.offer_exact(query, 0)
+    assert ratio <= value < 0.9 and query.best == 0.9
+    assert len(calls) == 1 < len(full_calls)
+
+
 # --- gate == reference_gate ----------------------------------------------------------
 
 
