@@ -154,9 +154,17 @@ def where_clause(flt: EpisodeFilter, *, use_index: bool = True) -> tuple[str, li
 
 def query_ids(store: Store, flt: EpisodeFilter, sort: EpisodeSort) -> list[int]:
     """The ids of the matching episodes in display order, in one query."""
+    return _ordered_ids(store, flt, sort, None)
+
+
+def _ordered_ids(
+    store: Store, flt: EpisodeFilter, sort: EpisodeSort, limit: int | None
+) -> list[int]:
+    """The matching ids in display order, the first ``limit`` of them (None: all)."""
+    cap = "" if limit is None else f" LIMIT {int(limit)}"
     if sort.key == RELEVANCE:
         if indexed(flt.text):
-            return _by_relevance(store, flt, sort.descending)
+            return _by_relevance(store, flt, sort.descending, cap)
         sort = EpisodeSort("time", True)  # nothing to rank by
     column = SORT_KEYS.get(sort.key)
     if column is None:
@@ -166,11 +174,73 @@ def query_ids(store: Store, flt: EpisodeFilter, sort: EpisodeSort) -> list[int]:
     order = f"{column} {direction}, id {direction}"
     if flt.label == "uncertain":  # a queue: its order is the point, not the clicked column
         order = "predicted_margin ASC, id ASC"
-    sql = f"SELECT id FROM episode WHERE {where} ORDER BY {order}"
+    sql = f"SELECT id FROM episode WHERE {where} ORDER BY {order}{cap}"
     return [int(r[0]) for r in store.execute(sql, tuple(params))]
 
 
-def _by_relevance(store: Store, flt: EpisodeFilter, best_first: bool) -> list[int]:
+FIRST_PAGE = 200
+"""Ids the Episodes table asks for first: a screenful and then some (see
+:func:`query_first_ids`)."""
+
+WALK_ABOVE = 2_000
+"""Index candidates above which the first page walks the sort column's index instead of
+fetching every candidate (see :func:`query_first_ids`)."""
+
+SORT_INDEXES: dict[str, str] = {
+    "time": "episode_timestamp",
+    "source": "episode_source",
+    "label": "episode_label",
+}
+"""The index that holds a sort column in order (its entries end with the id, which
+breaks ties as :func:`query_ids` does)."""
+
+
+def query_first_ids(
+    store: Store,
+    flt: EpisodeFilter,
+    sort: EpisodeSort,
+    limit: int = FIRST_PAGE,
+    *,
+    walk_above: int = WALK_ABOVE,
+) -> list[int]:
+    """``query_ids(store, flt, sort)[:limit]``, without finding every match when it can.
+
+    The full list costs time in proportion to the matches: each one is fetched from the
+    table, checked with LIKE and sorted (about 3 us each at 1,000,000 episodes). So a
+    text query first asks the trigram index for up to ``walk_above`` + 1 candidates
+    (the index stops early). Few candidates: only those are fetched, by id. Many, and a
+    sort column with an index: that index is walked in display order and only the
+    episodes it passes that are candidates are fetched, until ``limit`` matched (a term
+    in 1 % of the episodes fills a page of 200 within about 20,000 steps of the walk).
+    A walk with few candidates could pass most of the table before the page is full,
+    which is why it is kept for many.
+    """
+    text = flt.text.strip()
+    column = SORT_KEYS.get(sort.key)
+    if column is None or flt.label == "uncertain" or not indexed(text):
+        return _ordered_ids(store, flt, sort, limit)
+    probe = store.execute(
+        f"SELECT rowid FROM episode_fts WHERE episode_fts MATCH ? LIMIT {int(walk_above) + 1}",
+        (match_expression(text),),
+    )
+    direction = "DESC" if sort.descending else "ASC"
+    order = f"ORDER BY {column} {direction}, id {direction} LIMIT {int(limit)}"
+    if len(probe) <= walk_above:
+        # every candidate is known: LIKE decides among them (ints we read, written
+        # literally, as where_clause does with an id list)
+        where, params = where_clause(flt, use_index=False)
+        known = ",".join(str(int(r[0])) for r in probe) or "NULL"
+        sql = f"SELECT id FROM episode WHERE {where} AND id IN ({known}) {order}"
+    else:
+        index = SORT_INDEXES.get(sort.key)
+        if index is None:
+            return _ordered_ids(store, flt, sort, limit)
+        where, params = where_clause(flt)
+        sql = f"SELECT id FROM episode INDEXED BY {index} WHERE {where} {order}"
+    return [int(r[0]) for r in store.execute(sql, tuple(params))]
+
+
+def _by_relevance(store: Store, flt: EpisodeFilter, best_first: bool, cap: str) -> list[int]:
     """Matching ids by bm25 (lower is better in SQLite), ties by id."""
     where, params = where_clause(flt, use_index=False)
     direction = "ASC" if best_first else "DESC"
@@ -178,7 +248,7 @@ def _by_relevance(store: Store, flt: EpisodeFilter, best_first: bool) -> list[in
         "WITH ranked AS (SELECT rowid AS rid, bm25(episode_fts) AS score FROM episode_fts "
         "WHERE episode_fts MATCH ?) "
         f"SELECT id FROM episode JOIN ranked ON ranked.rid = episode.id WHERE {where} "
-        f"ORDER BY ranked.score {direction}, id {direction}"
+        f"ORDER BY ranked.score {direction}, id {direction}{cap}"
     )
     rows = store.execute(sql, (match_expression(flt.text.strip()), *params))
     return [int(r[0]) for r in rows]

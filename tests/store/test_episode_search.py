@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import random
 import sqlite3
+from datetime import date
 from pathlib import Path
 
 import pytest
@@ -12,13 +13,17 @@ from curator.store.db import Store
 from curator.store.demo import create_demo
 from curator.store.episode_queries import (
     RELEVANCE,
+    SORT_INDEXES,
+    SORT_KEYS,
     EpisodeFilter,
     EpisodeSort,
     highlight_spans,
+    query_first_ids,
     query_ids,
     where_clause,
 )
 from curator.store.migrations import LATEST_VERSION, MIGRATIONS
+from curator.store.models import LABELS
 
 
 def _like_ids(store: Store, flt: EpisodeFilter) -> list[int]:
@@ -174,3 +179,71 @@ def test_migration_indexes_the_episodes_of_an_existing_database(tmp_path: Path) 
 )
 def test_highlight_spans_follow_like(text: str, query: str, spans: list[tuple[int, int]]) -> None:
     assert highlight_spans(text, query) == spans
+
+
+def _insert_varied(store: Store, rng: random.Random, count: int) -> None:
+    """Episodes of a small alphabet (so short queries match many), with repeated
+    timestamps, three sources and labels, so ties and every sort index are exercised."""
+    words = ["deploy", "Deploy", "café", "50%", "snake_case", "abc", "xyz", "K\u212aq", "é"]
+    with store.write():
+        for k in range(count):
+            text = " ".join(rng.choices(words, k=rng.randint(1, 8)))
+            store.execute(
+                "INSERT INTO episode (content_hash, text, timestamp, source, metadata,"
+                " imported_at, classify_truncated, label) VALUES (?, ?, ?, ?, '{}', ?, 0, ?)",
+                (
+                    f"v{k}",
+                    text,
+                    f"2026-01-{1 + k % 5:02d}T00:00:00.000000+00:00",
+                    rng.choice(("dm", "replies", "timeline")),
+                    "2026-01-01",
+                    rng.choice((None, *LABELS)),
+                ),
+            )
+
+
+def test_first_page_is_the_start_of_the_full_list(tmp_path: Path) -> None:
+    """Both ways of finding the first page (fetch the few candidates; walk the sort index
+    past many) give exactly the first ids of the full list, whatever the filter and sort."""
+    rng = random.Random(5)
+    store = Store(tmp_path / "first.sqlite")
+    _insert_varied(store, rng, 600)
+    queries = ["deploy", "DEPLOY", "café", "50%", "e_c", "kkq", "Kkq", "abc xyz", "zzz", "  é  "]
+    filters = [
+        EpisodeFilter(text=q, label=label, source=source)
+        for q in queries
+        for label, source in (("all", None), ("noise", None), ("all", "dm"), ("unlabelled", None))
+    ]
+    filters.append(EpisodeFilter(text="deploy", date_from=date(2026, 1, 2), ids=tuple(range(300))))
+    filters.append(EpisodeFilter(text="de"))  # too short for the index
+    sorts = [EpisodeSort(key, desc) for key in SORT_KEYS for desc in (True, False)]
+    sorts += [EpisodeSort(RELEVANCE, True), EpisodeSort(RELEVANCE, False)]
+    walked = fetched = 0
+    for flt in filters:
+        for sort in sorts:
+            full = query_ids(store, flt, sort)
+            for walk_above in (0, 5, 2_000):
+                limit = rng.choice((1, 7, 50, 200))
+                first = query_first_ids(store, flt, sort, limit, walk_above=walk_above)
+                assert first == full[:limit], (flt, sort, walk_above, limit)
+                walked += walk_above == 0 and len(full) > 5
+                fetched += walk_above == 2_000 and len(full) > 0
+    assert walked > 100 and fetched > 100  # both ways were compared, with matches
+    store.close()
+
+
+def test_the_first_page_of_many_matches_walks_the_sort_index(tmp_path: Path) -> None:
+    """With many candidates the page comes from the sort column's index in order: no
+    sort of every match in a temporary B-tree (whose cost grows with the matches)."""
+    store = Store(tmp_path / "walk.sqlite")
+    _insert_varied(store, random.Random(8), 300)
+    statements: list[str] = []
+    store.db.connection().set_trace_callback(statements.append)
+    for key, index in SORT_INDEXES.items():
+        statements.clear()
+        query_first_ids(store, EpisodeFilter(text="deploy"), EpisodeSort(key), 20, walk_above=5)
+        (walk,) = [s for s in statements if "INDEXED BY" in s]
+        plan = " | ".join(str(r[-1]) for r in store.execute(f"EXPLAIN QUERY PLAN {walk}"))
+        assert f"USING INDEX {index}" in plan and "TEMP B-TREE" not in plan, plan
+    store.db.connection().set_trace_callback(None)
+    store.close()
