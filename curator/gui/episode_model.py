@@ -11,9 +11,14 @@ On a large database (more than :data:`ASYNC_ABOVE` episodes) the id query itself
 longer than a frame (a search over 300,000 texts), so it runs through
 :meth:`StoreOps.query <curator.gui.operations.StoreOps.query>` on a background thread,
 newest request wins, and the rows are swapped in when it arrives; ``loaded`` says so.
-Smaller databases answer within a frame and are loaded at once, which keeps the view
-free of a visible round trip. Page fetches (200 rows by primary key) stay on the GUI
-thread: they are what scrolling needs now, and take about a millisecond.
+A new filter or sort arrives there in two steps: first the first page of ids in display
+order (:func:`~curator.store.episode_queries.query_first_ids`, milliseconds even when a
+search matches tens of thousands of episodes), then the whole list and the counts, whose
+cost grows with the number of matches; the rows past the first page are appended when
+it comes (``complete`` says whether it has). Smaller databases answer within a frame
+and are loaded at once, which keeps the view free of a visible round trip. Page fetches
+(200 rows by primary key) stay on the GUI thread: they are what scrolling needs now, and
+take about a millisecond.
 """
 
 from __future__ import annotations
@@ -27,12 +32,14 @@ from PySide6.QtCore import QAbstractTableModel, QModelIndex, QPersistentModelInd
 
 from curator.store.db import Store
 from curator.store.episode_queries import (
+    FIRST_PAGE,
     EpisodeFilter,
     EpisodeRow,
     EpisodeSort,
     count_episodes,
     count_pending,
     fetch_rows,
+    query_first_ids,
     query_ids,
 )
 
@@ -122,6 +129,11 @@ class EpisodeTableModel(QAbstractTableModel):
         self.filter = EpisodeFilter()
         self.sort_spec = EpisodeSort()
         self.pages_fetched = 0  # for tests and the benchmark: how lazy the model is
+        self.first_rows = FIRST_PAGE
+        """Ids a new filter/sort shows first on a large database (see ``complete``)."""
+        self.complete = True
+        """Whether ``ids`` holds every match; False while only the first rows of a new
+        filter/sort are shown and the rest is on its way."""
 
     # -- loading --------------------------------------------------------------------------
 
@@ -152,6 +164,7 @@ class EpisodeTableModel(QAbstractTableModel):
         def finish(result: tuple[list[int], int, int]) -> None:
             self._pending = 0
             ids, self.total, self.pending_classification = result
+            self.complete = True
             reset = apply(ids)
             self.loaded.emit()
             if then is not None:
@@ -163,6 +176,58 @@ class EpisodeTableModel(QAbstractTableModel):
         self._pending = self.ops.query(
             QUERY_KEY, lambda ctx: work(ctx.store), finish, self._load_failed
         )
+
+    def _load_in_two_steps(self, then: Loaded | None) -> None:
+        """The first rows of the current filter/sort now, the rest when it is read.
+
+        Both steps run on the table's query key one after the other, so a newer filter
+        replaces whichever step is still running."""
+        assert self.ops is not None
+        ops, flt, sort, first_rows = self.ops, self.filter, self.sort_spec, self.first_rows
+
+        def first(store: Store) -> list[int]:
+            return query_first_ids(store, flt, sort, first_rows)
+
+        def rest(store: Store, known: bool) -> tuple[list[int] | None, int, int]:
+            ids = None if known else query_ids(store, flt, sort)
+            return ids, count_episodes(store), count_pending(store)
+
+        def show_first(ids: list[int]) -> None:
+            known = len(ids) < first_rows  # fewer than asked for: that is all of them
+            self.complete = False
+            self._reset_to(ids)
+            self._pending = ops.query(
+                QUERY_KEY, lambda ctx: rest(ctx.store, known), show_rest, self._load_failed
+            )
+            self.loaded.emit()
+
+        def show_rest(result: tuple[list[int] | None, int, int]) -> None:
+            self._pending = 0
+            ids, self.total, self.pending_classification = result
+            self.complete = True
+            reset = ids is not None and self._extend_to(ids)
+            self.loaded.emit()
+            if then is not None:
+                then(reset)
+
+        self._pending = ops.query(
+            QUERY_KEY, lambda ctx: first(ctx.store), show_first, self._load_failed
+        )
+
+    def _extend_to(self, ids: list[int]) -> bool:
+        """The whole list after the first rows: appended when they are its beginning (the
+        view keeps its selection and scroll position), otherwise a reset (an outside
+        change came between the two reads). Returns whether the model was reset."""
+        shown = len(self._ids)
+        if ids[:shown] != self._ids:
+            return self._reset_to(ids)
+        if len(ids) > shown:
+            self.beginInsertRows(QModelIndex(), shown, len(ids) - 1)
+            self._ids = ids
+            self._row_of.update((ids[row], row) for row in range(shown, len(ids)))
+            self._pages.pop(shown // self.page_size, None)  # a cached page cut short
+            self.endInsertRows()
+        return False
 
     def _load_failed(self, message: str) -> None:
         self._pending = 0
@@ -179,7 +244,10 @@ class EpisodeTableModel(QAbstractTableModel):
             self.filter = flt
         if sort is not None:
             self.sort_spec = sort
-        self._load(self._reset_to, then)
+        if self.in_background:
+            self._load_in_two_steps(then)
+        else:
+            self._load(self._reset_to, then)
 
     def _reset_to(self, ids: list[int]) -> bool:
         self.beginResetModel()

@@ -143,3 +143,63 @@ def test_id_filter_shows_exactly_those_episodes(store) -> None:
     both = query_ids(store, EpisodeFilter(source=source, ids=chosen), EpisodeSort())
     assert 0 < len(both) < len(chosen)
     assert set(both) == same & set(chosen)
+
+
+def _two_step_model(qtbot, services, first_rows: int) -> EpisodeTableModel:
+    """A model that loads as on a large database (in the background, in two steps)."""
+    model = EpisodeTableModel(services.store, ops=services.ops)
+    model.async_above = 0
+    model.first_rows = first_rows
+    return model
+
+
+def test_a_large_database_shows_the_first_rows_then_appends_the_rest_in_order(
+    qtbot, services, store
+) -> None:
+    model = _two_step_model(qtbot, services, 5)
+    steps: list[tuple[bool, list[int]]] = []
+    model.loaded.connect(lambda: steps.append((model.complete, model.ids)))
+    model.loaded.connect(lambda: model.data(model.index(0, 0)))  # a page cached in between
+    inserted: list[tuple[int, int]] = []
+    model.rowsInserted.connect(lambda _parent, first, last: inserted.append((first, last)))
+    flt = EpisodeFilter(text="the")
+    model.set_query(flt)
+    assert model.loading
+    qtbot.waitUntil(lambda: not model.loading, timeout=10_000)
+    expected = query_ids(store, flt, EpisodeSort())
+    assert len(expected) > 5
+    assert steps == [(False, expected[:5]), (True, expected)]
+    assert inserted == [(5, len(expected) - 1)]  # appended: the view keeps its place
+    last = len(expected) - 1  # scrolled to the end: every match, in order
+    assert [model.data(model.index(r, 0), ID_ROLE) for r in range(last + 1)] == expected
+    assert [getattr(model.row_data(r), "id", None) for r in range(last + 1)] == expected
+    assert model.total == len(store.execute("SELECT id FROM episode"))
+
+
+def test_a_search_with_fewer_matches_than_the_first_rows_is_complete_at_once(
+    qtbot, services, store
+) -> None:
+    model = _two_step_model(qtbot, services, 500)
+    flt = EpisodeFilter(text="the")
+    model.set_query(flt, EpisodeSort("preview", descending=False))  # no index: plain LIMIT
+    qtbot.waitUntil(lambda: not model.loading, timeout=10_000)
+    assert model.ids == query_ids(store, flt, EpisodeSort("preview", descending=False))
+    assert model.complete and 0 < model.rowCount() < 500
+
+
+def test_a_newer_search_replaces_the_rest_of_an_older_one(qtbot, services, store) -> None:
+    model = _two_step_model(qtbot, services, 2)
+    newer = EpisodeFilter(text="ing")
+    seen: list[tuple[str, bool]] = []
+
+    def on_loaded() -> None:
+        seen.append((model.filter.text, model.complete))
+        if seen == [("the", False)]:  # the older search's rest is being read now
+            model.set_query(newer)
+
+    model.loaded.connect(on_loaded)
+    model.set_query(EpisodeFilter(text="the"))
+    qtbot.waitUntil(lambda: not model.loading, timeout=10_000)
+    qtbot.wait(200)  # the older search's rest, had it been delivered, would show here
+    assert seen == [("the", False), ("ing", False), ("ing", True)]
+    assert model.ids == query_ids(store, newer, EpisodeSort()) and model.complete
