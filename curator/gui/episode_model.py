@@ -11,11 +11,11 @@ On a large database (more than :data:`ASYNC_ABOVE` episodes) the id query itself
 longer than a frame (a search over 300,000 texts), so it runs through
 :meth:`StoreOps.query <curator.gui.operations.StoreOps.query>` on a background thread,
 newest request wins, and the rows are swapped in when it arrives; ``loaded`` says so.
-A new filter or sort arrives there in two steps: first the first page of ids in display
+A new filter or sort arrives there in steps: first the first page of ids in display
 order (:func:`~curator.store.episode_queries.query_first_ids`, milliseconds even when a
-search matches tens of thousands of episodes), then the whole list and the counts, whose
-cost grows with the number of matches; the rows past the first page are appended when
-it comes (``complete`` says whether it has). Smaller databases answer within a frame
+search matches tens of thousands of episodes), then the whole list, whose cost grows
+with the number of matches, appended to it (``complete`` says whether it has come),
+then the counts. Smaller databases answer within a frame
 and are loaded at once, which keeps the view free of a visible round trip. Page fetches
 (200 rows by primary key) stay on the GUI thread: they are what scrolling needs now, and
 take about a millisecond.
@@ -177,41 +177,57 @@ class EpisodeTableModel(QAbstractTableModel):
             QUERY_KEY, lambda ctx: work(ctx.store), finish, self._load_failed
         )
 
-    def _load_in_two_steps(self, then: Loaded | None) -> None:
+    def _load_in_steps(self, then: Loaded | None) -> None:
         """The first rows of the current filter/sort now, the rest when it is read.
 
-        Both steps run on the table's query key one after the other, so a newer filter
-        replaces whichever step is still running."""
+        Three reads, one after the other on the table's query key (so a newer filter
+        replaces whichever is still running): the first rows, then every id (skipped
+        when the first rows were all of them), then the episode and pending counts,
+        which do not depend on the filter and at 1,000,000 episodes take longer than
+        the search (the pending count scans the table)."""
         assert self.ops is not None
         ops, flt, sort, first_rows = self.ops, self.filter, self.sort_spec, self.first_rows
 
-        def first(store: Store) -> list[int]:
-            return query_first_ids(store, flt, sort, first_rows)
+        def counts(store: Store) -> tuple[int, int]:
+            return count_episodes(store), count_pending(store)
 
-        def rest(store: Store, known: bool) -> tuple[list[int] | None, int, int]:
-            ids = None if known else query_ids(store, flt, sort)
-            return ids, count_episodes(store), count_pending(store)
+        def read_counts() -> None:
+            self._pending = ops.query(
+                QUERY_KEY, lambda ctx: counts(ctx.store), show_counts, self._load_failed
+            )
 
         def show_first(ids: list[int]) -> None:
-            known = len(ids) < first_rows  # fewer than asked for: that is all of them
-            self.complete = False
+            self.complete = len(ids) < first_rows  # fewer than asked for: all of them
             self._reset_to(ids)
-            self._pending = ops.query(
-                QUERY_KEY, lambda ctx: rest(ctx.store, known), show_rest, self._load_failed
-            )
+            if self.complete:
+                read_counts()
+            else:
+                self._pending = ops.query(
+                    QUERY_KEY,
+                    lambda ctx: query_ids(ctx.store, flt, sort),
+                    show_rest,
+                    self._load_failed,
+                )
             self.loaded.emit()
 
-        def show_rest(result: tuple[list[int] | None, int, int]) -> None:
-            self._pending = 0
-            ids, self.total, self.pending_classification = result
+        def show_rest(ids: list[int]) -> None:
             self.complete = True
-            reset = ids is not None and self._extend_to(ids)
+            self._extend_to(ids)
+            read_counts()
+            self.loaded.emit()
+
+        def show_counts(result: tuple[int, int]) -> None:
+            self._pending = 0
+            self.total, self.pending_classification = result
             self.loaded.emit()
             if then is not None:
-                then(reset)
+                then(True)  # the first rows replaced the model
 
         self._pending = ops.query(
-            QUERY_KEY, lambda ctx: first(ctx.store), show_first, self._load_failed
+            QUERY_KEY,
+            lambda ctx: query_first_ids(ctx.store, flt, sort, first_rows),
+            show_first,
+            self._load_failed,
         )
 
     def _extend_to(self, ids: list[int]) -> bool:
@@ -245,7 +261,7 @@ class EpisodeTableModel(QAbstractTableModel):
         if sort is not None:
             self.sort_spec = sort
         if self.in_background:
-            self._load_in_two_steps(then)
+            self._load_in_steps(then)
         else:
             self._load(self._reset_to, then)
 
