@@ -14,7 +14,7 @@ predecessors ran it, alternately, each on its own connection in its own thread a
   pane waited for before it showed anything, now its second step);
 - ``first page``: the pane's first step, the first 200 ids in display order
   (``query_first_ids``); the count it shows then is exact when fewer than 200 matched,
-  otherwise "200+" until the second step brings every id.
+  otherwise "200+" until the next step brings every id.
 
 Every query's lists must agree: all ids identical to the LIKE scan's, the first page
 identical to their first 200. Goal: <= 30 ms per query (median) until the pane shows
@@ -245,8 +245,8 @@ def main(argv: list[str] | None = None) -> int:
         f"goal <= 30 ms to the first page: {'yes' if first_ms <= 30 else 'NO'}"
     )
     print(
-        f"- the pane's second step adds the episode and pending counts: {counts_ms:.0f} ms "
-        "(whatever the query)"
+        f"- then the pane reads the episode and pending counts: {counts_ms:.0f} ms "
+        "(whatever the query; after the ids)"
     )
     print("- every query: all ids identical to the LIKE scan's, first page = their first 200")
     return 0
