@@ -203,3 +203,20 @@ def test_a_newer_search_replaces_the_rest_of_an_older_one(qtbot, services, store
     qtbot.wait(200)  # the older search's rest, had it been delivered, would show here
     assert seen == [("the", False), ("ing", False), ("ing", True), ("ing", True)]
     assert model.ids == query_ids(store, newer, EpisodeSort()) and model.complete
+
+
+def test_the_rest_replaces_first_rows_that_are_no_longer_its_beginning(store) -> None:
+    """A write between the two reads can change the first rows (a newer episode now comes
+    first): then the rest is not appended to them but replaces them, by a reset."""
+    model = EpisodeTableModel(store)
+    model.set_query()
+    every = model.ids
+    model._reset_to(every[1:4])  # the first rows as read before the write
+    resets: list[bool] = []
+    model.modelReset.connect(lambda: resets.append(True))
+    assert model._extend_to(every) is True
+    assert resets == [True] and model.ids == every
+    assert [getattr(model.row_data(r), "id", None) for r in range(len(every))] == every
+    model._reset_to(every[:3])  # a reset of its own; then the rest is appended
+    assert model._extend_to(every) is False and resets == [True, True]
+    assert model.ids == every
