@@ -110,6 +110,7 @@ QUERIES = (
     "water",
     "e-mail",
     "snake_case",
+    "CAF\u00c9",  # the index folds É to é, LIKE does not: 10,000 candidates, no match
 )
 
 

@@ -186,13 +186,16 @@ WALK_ABOVE = 2_000
 """Index candidates above which the first page walks the sort column's index instead of
 fetching every candidate (see :func:`query_first_ids`)."""
 
+WALK_STEPS = 50_000
+"""How far along the sort index a walk goes before it gives up (see
+:func:`query_first_ids`): about 5 ms at 1,000,000 episodes."""
+
 SORT_INDEXES: dict[str, str] = {
     "time": "episode_timestamp",
     "source": "episode_source",
-    "label": "episode_label",
 }
-"""The index that holds a sort column in order (its entries end with the id, which
-breaks ties as :func:`query_ids` does)."""
+"""The index that holds a (NOT NULL) sort column in order; its entries end with the id,
+which breaks ties as :func:`query_ids` does."""
 
 
 def query_first_ids(
@@ -202,18 +205,22 @@ def query_first_ids(
     limit: int = FIRST_PAGE,
     *,
     walk_above: int = WALK_ABOVE,
+    walk_steps: int = WALK_STEPS,
 ) -> list[int]:
     """``query_ids(store, flt, sort)[:limit]``, without finding every match when it can.
 
     The full list costs time in proportion to the matches: each one is fetched from the
-    table, checked with LIKE and sorted (about 3 us each at 1,000,000 episodes). So a
-    text query first asks the trigram index for up to ``walk_above`` + 1 candidates
-    (the index stops early). Few candidates: only those are fetched, by id. Many, and a
-    sort column with an index: that index is walked in display order and only the
-    episodes it passes that are candidates are fetched, until ``limit`` matched (a term
-    in 1 % of the episodes fills a page of 200 within about 20,000 steps of the walk).
-    A walk with few candidates could pass most of the table before the page is full,
-    which is why it is kept for many.
+    table, checked with LIKE and sorted (3-7 us each at 1,000,000 episodes). So a text
+    query first asks the trigram index for up to ``walk_above`` + 1 candidates (the
+    index stops early). Few candidates: only those are fetched, by id. Many, with no
+    other filter than the text (and dates, sorted by time), and a sort column with an
+    index: that index is walked in display order, and only the episodes it passes that
+    are candidates are fetched, until ``limit`` matched (a term in 1 % of the episodes
+    fills a page of 200 within about 20,000 steps). The walk stops after ``walk_steps``
+    entries: candidates that LIKE rejects (the index folds ``É`` to ``é``, LIKE does
+    not) or that all lie far down the order (a term of last year's episodes, newest
+    first) would make it pass the whole table, 400-600 ms at 1,000,000 episodes. Short
+    of a full page by then, the full list decides after all.
     """
     text = flt.text.strip()
     column = SORT_KEYS.get(sort.key)
@@ -224,20 +231,35 @@ def query_first_ids(
         (match_expression(text),),
     )
     direction = "DESC" if sort.descending else "ASC"
-    order = f"ORDER BY {column} {direction}, id {direction} LIMIT {int(limit)}"
+    order = f"ORDER BY {column} {direction}, id {direction}"
     if len(probe) <= walk_above:
         # every candidate is known: LIKE decides among them (ints we read, written
         # literally, as where_clause does with an id list)
         where, params = where_clause(flt, use_index=False)
         known = ",".join(str(int(r[0])) for r in probe) or "NULL"
-        sql = f"SELECT id FROM episode WHERE {where} AND id IN ({known}) {order}"
-    else:
-        index = SORT_INDEXES.get(sort.key)
-        if index is None:
-            return _ordered_ids(store, flt, sort, limit)
-        where, params = where_clause(flt)
-        sql = f"SELECT id FROM episode INDEXED BY {index} WHERE {where} {order}"
-    return [int(r[0]) for r in store.execute(sql, tuple(params))]
+        sql = f"SELECT id FROM episode WHERE {where} AND id IN ({known}) {order} LIMIT {int(limit)}"
+        return [int(r[0]) for r in store.execute(sql, tuple(params))]
+    index = SORT_INDEXES.get(sort.key)
+    dated = flt.date_from is not None or flt.date_to is not None
+    others = flt.label != "all" or flt.source is not None or flt.ids is not None
+    if index is None or others or (dated and sort.key != "time"):
+        return _ordered_ids(store, flt, sort, limit)
+    # the last index entry the walk may pass, among the dates asked for
+    span, span_params = where_clause(EpisodeFilter(date_from=flt.date_from, date_to=flt.date_to))
+    last = store.execute(
+        f"SELECT {column}, id FROM episode INDEXED BY {index} WHERE {span} {order} "
+        f"LIMIT 1 OFFSET {max(int(walk_steps), 1) - 1}",
+        tuple(span_params),
+    )
+    where, params = where_clause(flt)
+    if last:
+        where += f" AND ({column}, id) {'>=' if sort.descending else '<='} (?, ?)"
+        params += list(last[0])
+    sql = f"SELECT id FROM episode INDEXED BY {index} WHERE {where} {order} LIMIT {int(limit)}"
+    found = [int(r[0]) for r in store.execute(sql, tuple(params))]
+    if len(found) < limit and last:  # the walk gave up before the page was full
+        return _ordered_ids(store, flt, sort, limit)
+    return found
 
 
 def _by_relevance(store: Store, flt: EpisodeFilter, best_first: bool, cap: str) -> list[int]:

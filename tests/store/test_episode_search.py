@@ -215,6 +215,10 @@ def test_first_page_is_the_start_of_the_full_list(tmp_path: Path) -> None:
         for label, source in (("all", None), ("noise", None), ("all", "dm"), ("unlabelled", None))
     ]
     filters.append(EpisodeFilter(text="deploy", date_from=date(2026, 1, 2), ids=tuple(range(300))))
+    filters.append(
+        EpisodeFilter(text="deploy", date_from=date(2026, 1, 2), date_to=date(2026, 1, 3))
+    )
+    filters.append(EpisodeFilter(text="CAFÉ"))  # the index's candidates, none of them LIKE's
     filters.append(EpisodeFilter(text="de"))  # too short for the index
     sorts = [EpisodeSort(key, desc) for key in SORT_KEYS for desc in (True, False)]
     sorts += [EpisodeSort(RELEVANCE, True), EpisodeSort(RELEVANCE, False)]
@@ -222,10 +226,12 @@ def test_first_page_is_the_start_of_the_full_list(tmp_path: Path) -> None:
     for flt in filters:
         for sort in sorts:
             full = query_ids(store, flt, sort)
-            for walk_above in (0, 5, 2_000):
+            for walk_above, walk_steps in ((0, 10_000), (0, 40), (5, 3), (2_000, 1)):
                 limit = rng.choice((1, 7, 50, 200))
-                first = query_first_ids(store, flt, sort, limit, walk_above=walk_above)
-                assert first == full[:limit], (flt, sort, walk_above, limit)
+                first = query_first_ids(
+                    store, flt, sort, limit, walk_above=walk_above, walk_steps=walk_steps
+                )
+                assert first == full[:limit], (flt, sort, walk_above, walk_steps, limit)
                 walked += walk_above == 0 and len(full) > 5
                 fetched += walk_above == 2_000 and len(full) > 0
     assert walked > 100 and fetched > 100  # both ways were compared, with matches
@@ -241,9 +247,10 @@ def test_the_first_page_of_many_matches_walks_the_sort_index(tmp_path: Path) -> 
     store.db.connection().set_trace_callback(statements.append)
     for key, index in SORT_INDEXES.items():
         statements.clear()
-        query_first_ids(store, EpisodeFilter(text="deploy"), EpisodeSort(key), 20, walk_above=5)
-        (walk,) = [s for s in statements if "INDEXED BY" in s]
+        flt = EpisodeFilter(text="deploy")
+        query_first_ids(store, flt, EpisodeSort(key), 20, walk_above=5, walk_steps=100)
+        (walk,) = [s for s in statements if "INDEXED BY" in s and "episode_fts" in s]
         plan = " | ".join(str(r[-1]) for r in store.execute(f"EXPLAIN QUERY PLAN {walk}"))
-        assert f"USING INDEX {index}" in plan and "TEMP B-TREE" not in plan, plan
+        assert f"USING INDEX {index} (" in plan and "TEMP B-TREE" not in plan, plan
     store.db.connection().set_trace_callback(None)
     store.close()
