@@ -39,6 +39,7 @@ from curator.store.episode_queries import (
     count_episodes,
     count_pending,
     fetch_rows,
+    first_page_is_quicker,
     query_first_ids,
     query_ids,
 )
@@ -260,7 +261,7 @@ class EpisodeTableModel(QAbstractTableModel):
             self.filter = flt
         if sort is not None:
             self.sort_spec = sort
-        if self.in_background:
+        if self.in_background and first_page_is_quicker(self.filter, self.sort_spec):
             self._load_in_steps(then)
         else:
             self._load(self._reset_to, then)

@@ -220,3 +220,13 @@ def test_the_rest_replaces_first_rows_that_are_no_longer_its_beginning(store) ->
     model._reset_to(every[:3])  # a reset of its own; then the rest is appended
     assert model._extend_to(every) is False and resets == [True, True]
     assert model.ids == every
+
+
+def test_a_sort_by_a_column_without_an_index_loads_in_one_step(qtbot, services, store) -> None:
+    """Its first rows would cost a read of the whole table too: only the full list."""
+    model = _two_step_model(qtbot, services, 5)
+    steps: list[tuple[bool, int]] = []
+    model.loaded.connect(lambda: steps.append((model.complete, model.rowCount())))
+    model.set_query(EpisodeFilter(), EpisodeSort("model_label"))
+    qtbot.waitUntil(lambda: not model.loading, timeout=10_000)
+    assert steps == [(True, len(query_ids(store, EpisodeFilter(), EpisodeSort())))]
