@@ -241,7 +241,7 @@ class EpisodeTableModel(QAbstractTableModel):
         if len(ids) > shown:
             self.beginInsertRows(QModelIndex(), shown, len(ids) - 1)
             self._ids = ids
-            self._row_of.update((ids[row], row) for row in range(shown, len(ids)))
+            self._row_of.update(zip(ids[shown:], range(shown, len(ids)), strict=True))
             self._pages.pop(shown // self.page_size, None)  # a cached page cut short
             self.endInsertRows()
         return False
