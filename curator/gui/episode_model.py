@@ -11,14 +11,14 @@ On a large database (more than :data:`ASYNC_ABOVE` episodes) the id query itself
 longer than a frame (a search over 300,000 texts), so it runs through
 :meth:`StoreOps.query <curator.gui.operations.StoreOps.query>` on a background thread,
 newest request wins, and the rows are swapped in when it arrives; ``loaded`` says so.
-A new filter or sort arrives there in steps: first the first page of ids in display
-order (:func:`~curator.store.episode_queries.query_first_ids`, milliseconds even when a
-search matches tens of thousands of episodes), then the whole list, whose cost grows
-with the number of matches, appended to it (``complete`` says whether it has come),
-then the counts. Smaller databases answer within a frame
-and are loaded at once, which keeps the view free of a visible round trip. Page fetches
-(200 rows by primary key) stay on the GUI thread: they are what scrolling needs now, and
-take about a millisecond.
+A new text search or indexed order arrives there in steps: first the first page of ids
+in display order (:func:`~curator.store.episode_queries.query_first_ids`, milliseconds
+even when a search matches tens of thousands of episodes), then the whole list, whose
+cost grows with the number of matches, appended to it (``complete`` says whether it has
+come), then the counts. Smaller databases answer within a frame and are loaded at once,
+which keeps the view free of a visible round trip. Page fetches (200 rows by primary
+key) stay on the GUI thread: they are what scrolling needs now, and take about a
+millisecond.
 """
 
 from __future__ import annotations

@@ -202,8 +202,10 @@ def first_page_is_quicker(flt: EpisodeFilter, sort: EpisodeSort) -> bool:
     """Whether :func:`query_first_ids` can answer well before :func:`query_ids`: a text
     query the index narrows, or an order an index holds (label included: SQLite walks
     ``episode_label`` for ``ORDER BY label``). Sorted by a column without an index, both
-    read the whole table, and the first page would only add a second read."""
-    return indexed(flt.text) or sort.key in (*SORT_INDEXES, "label")
+    read the whole table, and the first page would only add a second read. (The
+    ``uncertain`` queue has an order of its own, which ``episode_predicted_margin``
+    holds.)"""
+    return indexed(flt.text) or flt.label == "uncertain" or sort.key in (*SORT_INDEXES, "label")
 
 
 def query_first_ids(

@@ -17,6 +17,7 @@ from curator.store.episode_queries import (
     SORT_KEYS,
     EpisodeFilter,
     EpisodeSort,
+    first_page_is_quicker,
     highlight_spans,
     query_first_ids,
     query_ids,
@@ -254,3 +255,21 @@ def test_the_first_page_of_many_matches_walks_the_sort_index(tmp_path: Path) -> 
         assert f"USING INDEX {index} (" in plan and "TEMP B-TREE" not in plan, plan
     store.db.connection().set_trace_callback(None)
     store.close()
+
+
+@pytest.mark.parametrize(
+    ("flt", "sort", "quicker"),
+    [
+        (EpisodeFilter(text="deploy"), EpisodeSort("model_label"), True),  # the index narrows
+        (EpisodeFilter(text="de"), EpisodeSort("time"), True),  # walks episode_timestamp
+        (EpisodeFilter(), EpisodeSort("label", descending=False), True),
+        (EpisodeFilter(), EpisodeSort("source"), True),
+        (EpisodeFilter(), EpisodeSort("model_label"), False),  # both read the whole table
+        (EpisodeFilter(text="de"), EpisodeSort("preview"), False),
+        (EpisodeFilter(label="uncertain"), EpisodeSort("preview"), True),  # its own order
+    ],
+)
+def test_first_page_is_quicker_where_an_index_helps(
+    flt: EpisodeFilter, sort: EpisodeSort, quicker: bool
+) -> None:
+    assert first_page_is_quicker(flt, sort) is quicker
