@@ -11,9 +11,14 @@ On a large database (more than :data:`ASYNC_ABOVE` episodes) the id query itself
 longer than a frame (a search over 300,000 texts), so it runs through
 :meth:`StoreOps.query <curator.gui.operations.StoreOps.query>` on a background thread,
 newest request wins, and the rows are swapped in when it arrives; ``loaded`` says so.
-Smaller databases answer within a frame and are loaded at once, which keeps the view
-free of a visible round trip. Page fetches (200 rows by primary key) stay on the GUI
-thread: they are what scrolling needs now, and take about a millisecond.
+A new text search or indexed order arrives there in steps: first the first page of ids
+in display order (:func:`~curator.store.episode_queries.query_first_ids`, milliseconds
+even when a search matches tens of thousands of episodes), then the whole list, whose
+cost grows with the number of matches, appended to it (``complete`` says whether it has
+come), then the counts. Smaller databases answer within a frame and are loaded at once,
+which keeps the view free of a visible round trip. Page fetches (200 rows by primary
+key) stay on the GUI thread: they are what scrolling needs now, and take about a
+millisecond.
 """
 
 from __future__ import annotations
@@ -27,12 +32,15 @@ from PySide6.QtCore import QAbstractTableModel, QModelIndex, QPersistentModelInd
 
 from curator.store.db import Store
 from curator.store.episode_queries import (
+    FIRST_PAGE,
     EpisodeFilter,
     EpisodeRow,
     EpisodeSort,
     count_episodes,
     count_pending,
     fetch_rows,
+    first_page_is_quicker,
+    query_first_ids,
     query_ids,
 )
 
@@ -122,6 +130,11 @@ class EpisodeTableModel(QAbstractTableModel):
         self.filter = EpisodeFilter()
         self.sort_spec = EpisodeSort()
         self.pages_fetched = 0  # for tests and the benchmark: how lazy the model is
+        self.first_rows = FIRST_PAGE
+        """Ids a new filter/sort shows first on a large database (see ``complete``)."""
+        self.complete = True
+        """Whether ``ids`` holds every match; False while only the first rows of a new
+        filter/sort are shown and the rest is on its way."""
 
     # -- loading --------------------------------------------------------------------------
 
@@ -152,6 +165,7 @@ class EpisodeTableModel(QAbstractTableModel):
         def finish(result: tuple[list[int], int, int]) -> None:
             self._pending = 0
             ids, self.total, self.pending_classification = result
+            self.complete = True
             reset = apply(ids)
             self.loaded.emit()
             if then is not None:
@@ -163,6 +177,74 @@ class EpisodeTableModel(QAbstractTableModel):
         self._pending = self.ops.query(
             QUERY_KEY, lambda ctx: work(ctx.store), finish, self._load_failed
         )
+
+    def _load_in_steps(self, then: Loaded | None) -> None:
+        """The first rows of the current filter/sort now, the rest when it is read.
+
+        Three reads, one after the other on the table's query key (so a newer filter
+        replaces whichever is still running): the first rows, then every id (skipped
+        when the first rows were all of them), then the episode and pending counts,
+        which do not depend on the filter and at 1,000,000 episodes take longer than
+        the search (the pending count scans the table)."""
+        assert self.ops is not None
+        ops, flt, sort, first_rows = self.ops, self.filter, self.sort_spec, self.first_rows
+
+        def counts(store: Store) -> tuple[int, int]:
+            return count_episodes(store), count_pending(store)
+
+        def read_counts() -> None:
+            self._pending = ops.query(
+                QUERY_KEY, lambda ctx: counts(ctx.store), show_counts, self._load_failed
+            )
+
+        def show_first(ids: list[int]) -> None:
+            self.complete = len(ids) < first_rows  # fewer than asked for: all of them
+            self._reset_to(ids)
+            if self.complete:
+                read_counts()
+            else:
+                self._pending = ops.query(
+                    QUERY_KEY,
+                    lambda ctx: query_ids(ctx.store, flt, sort),
+                    show_rest,
+                    self._load_failed,
+                )
+            self.loaded.emit()
+
+        def show_rest(ids: list[int]) -> None:
+            self.complete = True
+            self._extend_to(ids)
+            read_counts()
+            self.loaded.emit()
+
+        def show_counts(result: tuple[int, int]) -> None:
+            self._pending = 0
+            self.total, self.pending_classification = result
+            self.loaded.emit()
+            if then is not None:
+                then(True)  # the first rows replaced the model
+
+        self._pending = ops.query(
+            QUERY_KEY,
+            lambda ctx: query_first_ids(ctx.store, flt, sort, first_rows),
+            show_first,
+            self._load_failed,
+        )
+
+    def _extend_to(self, ids: list[int]) -> bool:
+        """The whole list after the first rows: appended when they are its beginning (the
+        view keeps its selection and scroll position), otherwise a reset (an outside
+        change came between the two reads). Returns whether the model was reset."""
+        shown = len(self._ids)
+        if ids[:shown] != self._ids:
+            return self._reset_to(ids)
+        if len(ids) > shown:
+            self.beginInsertRows(QModelIndex(), shown, len(ids) - 1)
+            self._ids = ids
+            self._row_of.update(zip(ids[shown:], range(shown, len(ids)), strict=True))
+            self._pages.pop(shown // self.page_size, None)  # a cached page cut short
+            self.endInsertRows()
+        return False
 
     def _load_failed(self, message: str) -> None:
         self._pending = 0
@@ -179,7 +261,10 @@ class EpisodeTableModel(QAbstractTableModel):
             self.filter = flt
         if sort is not None:
             self.sort_spec = sort
-        self._load(self._reset_to, then)
+        if self.in_background and first_page_is_quicker(self.filter, self.sort_spec):
+            self._load_in_steps(then)
+        else:
+            self._load(self._reset_to, then)
 
     def _reset_to(self, ids: list[int]) -> bool:
         self.beginResetModel()

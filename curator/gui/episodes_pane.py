@@ -220,6 +220,7 @@ class EpisodesPane(Pane):
         self.model = EpisodeTableModel(services.store, ops=services.ops, parent=self)
         self.model.load_failed.connect(self._load_failed)
         self._kept: list[int] | None = None  # selection across a model reset
+        self._kept_chosen: list[int] | None = None  # what was selected of it, first rows
         # relabels retrain the learned classifier in the background (debounced)
         self.relearner = Relearner(services.store, self)
         self.relearner.finished.connect(self._relearned)
@@ -502,7 +503,8 @@ class EpisodesPane(Pane):
 
     def _update_count(self) -> None:
         total = self.model.total
-        self.count_label.setText(f"{total:,} episodes ({self.model.rowCount():,} shown)")
+        shown = f"{self.model.rowCount():,}" + ("" if self.model.complete else "+")
+        self.count_label.setText(f"{total:,} episodes ({shown} shown)")
         pending = self.model.pending_classification
         self.classify_button.setText(
             f"Classify {pending:,} pending episode{'s' if pending != 1 else ''}"
@@ -519,13 +521,20 @@ class EpisodesPane(Pane):
     def _remember_selection(self) -> None:
         """A reset drops the selection without a signal: keep what to select again."""
         self._kept = self.selected_ids()
+        self._kept_chosen = None
 
     def _loaded(self) -> None:
         """A load arrived: select again what is still shown, so the detail panel follows
         the filter (an episode the filter removed is no longer shown there)."""
         kept, self._kept = self._kept, None
-        if kept is not None:
+        chosen, self._kept_chosen = self._kept_chosen, None
+        if kept is not None and (chosen is None or chosen == self.selected_ids()):
             self.select_ids(kept)
+            if not self.model.complete:
+                # the rest of the rows may hold more of them: select them again when it
+                # comes, unless the user chose something else meanwhile
+                self._kept = kept
+                self._kept_chosen = self.selected_ids()
         self._update_count()
         self._show_selected()
 

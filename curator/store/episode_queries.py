@@ -154,9 +154,17 @@ def where_clause(flt: EpisodeFilter, *, use_index: bool = True) -> tuple[str, li
 
 def query_ids(store: Store, flt: EpisodeFilter, sort: EpisodeSort) -> list[int]:
     """The ids of the matching episodes in display order, in one query."""
+    return _ordered_ids(store, flt, sort, None)
+
+
+def _ordered_ids(
+    store: Store, flt: EpisodeFilter, sort: EpisodeSort, limit: int | None
+) -> list[int]:
+    """The matching ids in display order, the first ``limit`` of them (None: all)."""
+    cap = "" if limit is None else f" LIMIT {int(limit)}"
     if sort.key == RELEVANCE:
         if indexed(flt.text):
-            return _by_relevance(store, flt, sort.descending)
+            return _by_relevance(store, flt, sort.descending, cap)
         sort = EpisodeSort("time", True)  # nothing to rank by
     column = SORT_KEYS.get(sort.key)
     if column is None:
@@ -166,11 +174,105 @@ def query_ids(store: Store, flt: EpisodeFilter, sort: EpisodeSort) -> list[int]:
     order = f"{column} {direction}, id {direction}"
     if flt.label == "uncertain":  # a queue: its order is the point, not the clicked column
         order = "predicted_margin ASC, id ASC"
-    sql = f"SELECT id FROM episode WHERE {where} ORDER BY {order}"
+    sql = f"SELECT id FROM episode WHERE {where} ORDER BY {order}{cap}"
     return [int(r[0]) for r in store.execute(sql, tuple(params))]
 
 
-def _by_relevance(store: Store, flt: EpisodeFilter, best_first: bool) -> list[int]:
+FIRST_PAGE = 200
+"""Ids the Episodes table asks for first: a screenful and then some (see
+:func:`query_first_ids`)."""
+
+WALK_ABOVE = 2_000
+"""Index candidates above which the first page walks the sort column's index instead of
+fetching every candidate (see :func:`query_first_ids`)."""
+
+WALK_STEPS = 50_000
+"""How far along the sort index a walk goes before it gives up (see
+:func:`query_first_ids`): about 5 ms at 1,000,000 episodes."""
+
+SORT_INDEXES: dict[str, str] = {
+    "time": "episode_timestamp",
+    "source": "episode_source",
+}
+"""The index that holds a (NOT NULL) sort column in order; its entries end with the id,
+which breaks ties as :func:`query_ids` does."""
+
+
+def first_page_is_quicker(flt: EpisodeFilter, sort: EpisodeSort) -> bool:
+    """Whether :func:`query_first_ids` can answer well before :func:`query_ids`: a text
+    query the index narrows, or an order an index holds (label included: SQLite walks
+    ``episode_label`` for ``ORDER BY label``). Sorted by a column without an index, both
+    read the whole table, and the first page would only add a second read. (The
+    ``uncertain`` queue has an order of its own, which ``episode_predicted_margin``
+    holds.)"""
+    return indexed(flt.text) or flt.label == "uncertain" or sort.key in (*SORT_INDEXES, "label")
+
+
+def query_first_ids(
+    store: Store,
+    flt: EpisodeFilter,
+    sort: EpisodeSort,
+    limit: int = FIRST_PAGE,
+    *,
+    walk_above: int = WALK_ABOVE,
+    walk_steps: int = WALK_STEPS,
+) -> list[int]:
+    """``query_ids(store, flt, sort)[:limit]``, without finding every match when it can.
+
+    The full list costs time in proportion to the matches: each one is fetched from the
+    table, checked with LIKE and sorted (3-7 us each at 1,000,000 episodes). So a text
+    query first asks the trigram index for up to ``walk_above`` + 1 candidates (the
+    index stops early). Few candidates: only those are fetched, by id. Many, with no
+    other filter than the text (and dates, sorted by time), and a sort column with an
+    index: that index is walked in display order, and only the episodes it passes that
+    are candidates are fetched, until ``limit`` matched (a term in 1 % of the episodes
+    fills a page of 200 within about 20,000 steps). The walk stops after ``walk_steps``
+    entries: candidates that LIKE rejects (the index folds ``É`` to ``é``, LIKE does
+    not) or that all lie far down the order (a term of last year's episodes, newest
+    first) would make it pass the whole table, 400-600 ms at 1,000,000 episodes. Short
+    of a full page by then, the full list decides after all.
+    """
+    text = flt.text.strip()
+    column = SORT_KEYS.get(sort.key)
+    if column is None or flt.label == "uncertain" or not indexed(text):
+        return _ordered_ids(store, flt, sort, limit)
+    probe = store.execute(
+        f"SELECT rowid FROM episode_fts WHERE episode_fts MATCH ? LIMIT {int(walk_above) + 1}",
+        (match_expression(text),),
+    )
+    direction = "DESC" if sort.descending else "ASC"
+    order = f"ORDER BY {column} {direction}, id {direction}"
+    if len(probe) <= walk_above:
+        # every candidate is known: LIKE decides among them (ints we read, written
+        # literally, as where_clause does with an id list)
+        where, params = where_clause(flt, use_index=False)
+        known = ",".join(str(int(r[0])) for r in probe) or "NULL"
+        sql = f"SELECT id FROM episode WHERE {where} AND id IN ({known}) {order} LIMIT {int(limit)}"
+        return [int(r[0]) for r in store.execute(sql, tuple(params))]
+    index = SORT_INDEXES.get(sort.key)
+    dated = flt.date_from is not None or flt.date_to is not None
+    others = flt.label != "all" or flt.source is not None or flt.ids is not None
+    if index is None or others or (dated and sort.key != "time"):
+        return _ordered_ids(store, flt, sort, limit)
+    # the last index entry the walk may pass, among the dates asked for
+    span, span_params = where_clause(EpisodeFilter(date_from=flt.date_from, date_to=flt.date_to))
+    last = store.execute(
+        f"SELECT {column}, id FROM episode INDEXED BY {index} WHERE {span} {order} "
+        f"LIMIT 1 OFFSET {max(int(walk_steps), 1) - 1}",
+        tuple(span_params),
+    )
+    where, params = where_clause(flt)
+    if last:
+        where += f" AND ({column}, id) {'>=' if sort.descending else '<='} (?, ?)"
+        params += list(last[0])
+    sql = f"SELECT id FROM episode INDEXED BY {index} WHERE {where} {order} LIMIT {int(limit)}"
+    found = [int(r[0]) for r in store.execute(sql, tuple(params))]
+    if len(found) < limit and last:  # the walk gave up before the page was full
+        return _ordered_ids(store, flt, sort, limit)
+    return found
+
+
+def _by_relevance(store: Store, flt: EpisodeFilter, best_first: bool, cap: str) -> list[int]:
     """Matching ids by bm25 (lower is better in SQLite), ties by id."""
     where, params = where_clause(flt, use_index=False)
     direction = "ASC" if best_first else "DESC"
@@ -178,7 +280,7 @@ def _by_relevance(store: Store, flt: EpisodeFilter, best_first: bool) -> list[in
         "WITH ranked AS (SELECT rowid AS rid, bm25(episode_fts) AS score FROM episode_fts "
         "WHERE episode_fts MATCH ?) "
         f"SELECT id FROM episode JOIN ranked ON ranked.rid = episode.id WHERE {where} "
-        f"ORDER BY ranked.score {direction}, id {direction}"
+        f"ORDER BY ranked.score {direction}, id {direction}{cap}"
     )
     rows = store.execute(sql, (match_expression(flt.text.strip()), *params))
     return [int(r[0]) for r in rows]

@@ -143,3 +143,90 @@ def test_id_filter_shows_exactly_those_episodes(store) -> None:
     both = query_ids(store, EpisodeFilter(source=source, ids=chosen), EpisodeSort())
     assert 0 < len(both) < len(chosen)
     assert set(both) == same & set(chosen)
+
+
+def _two_step_model(qtbot, services, first_rows: int) -> EpisodeTableModel:
+    """A model that loads as on a large database (in the background, in two steps)."""
+    model = EpisodeTableModel(services.store, ops=services.ops)
+    model.async_above = 0
+    model.first_rows = first_rows
+    return model
+
+
+def test_a_large_database_shows_the_first_rows_then_appends_the_rest_in_order(
+    qtbot, services, store
+) -> None:
+    model = _two_step_model(qtbot, services, 5)
+    steps: list[tuple[bool, list[int]]] = []
+    model.loaded.connect(lambda: steps.append((model.complete, model.ids)))
+    model.loaded.connect(lambda: model.data(model.index(0, 0)))  # a page cached in between
+    inserted: list[tuple[int, int]] = []
+    model.rowsInserted.connect(lambda _parent, first, last: inserted.append((first, last)))
+    flt = EpisodeFilter(text="the")
+    model.set_query(flt)
+    assert model.loading
+    qtbot.waitUntil(lambda: not model.loading, timeout=10_000)
+    expected = query_ids(store, flt, EpisodeSort())
+    assert len(expected) > 5
+    assert steps == [(False, expected[:5]), (True, expected), (True, expected)]  # + counts
+    assert inserted == [(5, len(expected) - 1)]  # appended: the view keeps its place
+    last = len(expected) - 1  # scrolled to the end: every match, in order
+    assert [model.data(model.index(r, 0), ID_ROLE) for r in range(last + 1)] == expected
+    assert [getattr(model.row_data(r), "id", None) for r in range(last + 1)] == expected
+    assert model.total == len(store.execute("SELECT id FROM episode"))
+
+
+def test_a_search_with_fewer_matches_than_the_first_rows_is_complete_at_once(
+    qtbot, services, store
+) -> None:
+    model = _two_step_model(qtbot, services, 500)
+    flt = EpisodeFilter(text="the")
+    model.set_query(flt, EpisodeSort("preview", descending=False))  # no index: plain LIMIT
+    qtbot.waitUntil(lambda: not model.loading, timeout=10_000)
+    assert model.ids == query_ids(store, flt, EpisodeSort("preview", descending=False))
+    assert model.complete and 0 < model.rowCount() < 500
+
+
+def test_a_newer_search_replaces_the_rest_of_an_older_one(qtbot, services, store) -> None:
+    model = _two_step_model(qtbot, services, 2)
+    newer = EpisodeFilter(text="ing")
+    seen: list[tuple[str, bool]] = []
+
+    def on_loaded() -> None:
+        seen.append((model.filter.text, model.complete))
+        if seen == [("the", False)]:  # the older search's rest is being read now
+            model.set_query(newer)
+
+    model.loaded.connect(on_loaded)
+    model.set_query(EpisodeFilter(text="the"))
+    qtbot.waitUntil(lambda: not model.loading, timeout=10_000)
+    qtbot.wait(200)  # the older search's rest, had it been delivered, would show here
+    assert seen == [("the", False), ("ing", False), ("ing", True), ("ing", True)]
+    assert model.ids == query_ids(store, newer, EpisodeSort()) and model.complete
+
+
+def test_the_rest_replaces_first_rows_that_are_no_longer_its_beginning(store) -> None:
+    """A write between the two reads can change the first rows (a newer episode now comes
+    first): then the rest is not appended to them but replaces them, by a reset."""
+    model = EpisodeTableModel(store)
+    model.set_query()
+    every = model.ids
+    model._reset_to(every[1:4])  # the first rows as read before the write
+    resets: list[bool] = []
+    model.modelReset.connect(lambda: resets.append(True))
+    assert model._extend_to(every) is True
+    assert resets == [True] and model.ids == every
+    assert [getattr(model.row_data(r), "id", None) for r in range(len(every))] == every
+    model._reset_to(every[:3])  # a reset of its own; then the rest is appended
+    assert model._extend_to(every) is False and resets == [True, True]
+    assert model.ids == every
+
+
+def test_a_sort_by_a_column_without_an_index_loads_in_one_step(qtbot, services, store) -> None:
+    """Its first rows would cost a read of the whole table too: only the full list."""
+    model = _two_step_model(qtbot, services, 5)
+    steps: list[tuple[bool, int]] = []
+    model.loaded.connect(lambda: steps.append((model.complete, model.rowCount())))
+    model.set_query(EpisodeFilter(), EpisodeSort("model_label"))
+    qtbot.waitUntil(lambda: not model.loading, timeout=10_000)
+    assert steps == [(True, len(query_ids(store, EpisodeFilter(), EpisodeSort())))]

@@ -167,3 +167,26 @@ def test_best_match_first_orders_by_relevance_until_a_column_is_clicked(
     pane.table.sortByColumn(0, Qt.SortOrder.AscendingOrder)
     assert not pane.relevance_check.isChecked()
     assert pane.model.sort_spec == EpisodeSort("time", False)
+
+
+def test_a_large_search_shows_its_first_rows_as_such_and_keeps_the_selection(
+    qtbot, main_window, store
+) -> None:
+    """On a large database a new filter/sort shows its first rows before the rest: the
+    count says there are more ("3+ shown"), and a selected episode past the first rows is
+    selected again when the rest arrives."""
+    pane = _pane(main_window)
+    pane.model.async_above = 0  # what a database of more than ASYNC_ABOVE episodes does
+    pane.model.first_rows = 3
+    middle = pane.model.rowCount() // 2
+    chosen = pane.model.episode_id(middle)
+    _select_rows(pane, [middle])
+    labels: list[str] = []
+    pane.model.loaded.connect(lambda: labels.append(pane.count_label.text()))
+    pane.table.sortByColumn(0, Qt.SortOrder.AscendingOrder)  # oldest first
+    qtbot.waitUntil(lambda: not pane.model.loading and len(labels) == 3, timeout=10_000)
+    (total,) = store.execute("SELECT count(*) FROM episode")[0]
+    every = f"{total} episodes ({total} shown)"
+    assert labels == [f"{total} episodes (3+ shown)", every, every]  # first rows, all, counts
+    assert pane.model.row_of(chosen) == middle or pane.model.row_of(chosen) > 3
+    assert pane.selected_ids() == [chosen]

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import random
 import sqlite3
+from datetime import date
 from pathlib import Path
 
 import pytest
@@ -12,13 +13,18 @@ from curator.store.db import Store
 from curator.store.demo import create_demo
 from curator.store.episode_queries import (
     RELEVANCE,
+    SORT_INDEXES,
+    SORT_KEYS,
     EpisodeFilter,
     EpisodeSort,
+    first_page_is_quicker,
     highlight_spans,
+    query_first_ids,
     query_ids,
     where_clause,
 )
 from curator.store.migrations import LATEST_VERSION, MIGRATIONS
+from curator.store.models import LABELS
 
 
 def _like_ids(store: Store, flt: EpisodeFilter) -> list[int]:
@@ -174,3 +180,103 @@ def test_migration_indexes_the_episodes_of_an_existing_database(tmp_path: Path) 
 )
 def test_highlight_spans_follow_like(text: str, query: str, spans: list[tuple[int, int]]) -> None:
     assert highlight_spans(text, query) == spans
+
+
+def _insert_varied(store: Store, rng: random.Random, count: int) -> None:
+    """Episodes of a small alphabet (so short queries match many), with repeated
+    timestamps, three sources and labels, so ties and every sort index are exercised."""
+    words = ["deploy", "Deploy", "café", "50%", "snake_case", "abc", "xyz", "K\u212aq", "é"]
+    with store.write():
+        for k in range(count):
+            text = " ".join(rng.choices(words, k=rng.randint(1, 8)))
+            store.execute(
+                "INSERT INTO episode (content_hash, text, timestamp, source, metadata,"
+                " imported_at, classify_truncated, label) VALUES (?, ?, ?, ?, '{}', ?, 0, ?)",
+                (
+                    f"v{k}",
+                    text,
+                    f"2026-01-{1 + k % 5:02d}T00:00:00.000000+00:00",
+                    rng.choice(("dm", "replies", "timeline")),
+                    "2026-01-01",
+                    rng.choice((None, *LABELS)),
+                ),
+            )
+
+
+def test_first_page_is_the_start_of_the_full_list(tmp_path: Path) -> None:
+    """Both ways of finding the first page (fetch the few candidates; walk the sort index
+    past many) give exactly the first ids of the full list, whatever the filter and sort."""
+    rng = random.Random(5)
+    store = Store(tmp_path / "first.sqlite")
+    _insert_varied(store, rng, 600)
+    queries = ["deploy", "DEPLOY", "café", "50%", "e_c", "kkq", "Kkq", "abc xyz", "zzz", "  é  "]
+    filters = [
+        EpisodeFilter(text=q, label=label, source=source)
+        for q in queries
+        for label, source in (("all", None), ("noise", None), ("all", "dm"), ("unlabelled", None))
+    ]
+    filters.append(EpisodeFilter(text="deploy", date_from=date(2026, 1, 2), ids=tuple(range(300))))
+    filters.append(
+        EpisodeFilter(text="deploy", date_from=date(2026, 1, 2), date_to=date(2026, 1, 3))
+    )
+    filters.append(EpisodeFilter(text="CAFÉ"))  # the index's candidates, none of them LIKE's
+    filters.append(EpisodeFilter(text="de"))  # too short for the index
+    sorts = [EpisodeSort(key, desc) for key in SORT_KEYS for desc in (True, False)]
+    sorts += [EpisodeSort(RELEVANCE, True), EpisodeSort(RELEVANCE, False)]
+    walked = fetched = 0
+    statements: list[str] = []
+    store.db.connection().set_trace_callback(
+        lambda sql: None if sql.startswith("--") else statements.append(sql)  # not FTS5's own
+    )
+    for flt in filters:
+        for sort in sorts:
+            full = query_ids(store, flt, sort)
+            for walk_above, walk_steps in ((0, 10_000), (0, 300), (0, 40), (5, 3), (2_000, 1)):
+                limit = rng.choice((1, 7, 50, 200))
+                statements.clear()
+                first = query_first_ids(
+                    store, flt, sort, limit, walk_above=walk_above, walk_steps=walk_steps
+                )
+                assert first == full[:limit], (flt, sort, walk_above, walk_steps, limit)
+                ran = statements[-1]  # the walk, or the query that decided after all
+                walked += "INDEXED BY" in ran and "episode_fts" in ran and len(first) > 0
+                fetched += "id IN (" in ran and "episode_fts" not in ran and len(first) > 0
+    store.db.connection().set_trace_callback(None)
+    assert walked > 50 and fetched > 100  # both ways were compared, with matches
+    store.close()
+
+
+def test_the_first_page_of_many_matches_walks_the_sort_index(tmp_path: Path) -> None:
+    """With many candidates the page comes from the sort column's index in order: no
+    sort of every match in a temporary B-tree (whose cost grows with the matches)."""
+    store = Store(tmp_path / "walk.sqlite")
+    _insert_varied(store, random.Random(8), 300)
+    statements: list[str] = []
+    store.db.connection().set_trace_callback(statements.append)
+    for key, index in SORT_INDEXES.items():
+        statements.clear()
+        flt = EpisodeFilter(text="deploy")
+        query_first_ids(store, flt, EpisodeSort(key), 20, walk_above=5, walk_steps=100)
+        (walk,) = [s for s in statements if "INDEXED BY" in s and "episode_fts" in s]
+        plan = " | ".join(str(r[-1]) for r in store.execute(f"EXPLAIN QUERY PLAN {walk}"))
+        assert f"USING INDEX {index} (" in plan and "TEMP B-TREE" not in plan, plan
+    store.db.connection().set_trace_callback(None)
+    store.close()
+
+
+@pytest.mark.parametrize(
+    ("flt", "sort", "quicker"),
+    [
+        (EpisodeFilter(text="deploy"), EpisodeSort("model_label"), True),  # the index narrows
+        (EpisodeFilter(text="de"), EpisodeSort("time"), True),  # walks episode_timestamp
+        (EpisodeFilter(), EpisodeSort("label", descending=False), True),
+        (EpisodeFilter(), EpisodeSort("source"), True),
+        (EpisodeFilter(), EpisodeSort("model_label"), False),  # both read the whole table
+        (EpisodeFilter(text="de"), EpisodeSort("preview"), False),
+        (EpisodeFilter(label="uncertain"), EpisodeSort("preview"), True),  # its own order
+    ],
+)
+def test_first_page_is_quicker_where_an_index_helps(
+    flt: EpisodeFilter, sort: EpisodeSort, quicker: bool
+) -> None:
+    assert first_page_is_quicker(flt, sort) is quicker
