@@ -44,7 +44,7 @@ from curator.gui.services import AppServices
 from curator.gui.settings_pane import SettingsPane
 from curator.pipeline.import_knowledge import import_knowledge
 from curator.store.importer import ImportReport, import_file
-from curator.store.settings import Settings
+from curator.store.settings import Settings, load_settings
 
 log = logging.getLogger("curator.gui")
 
@@ -326,7 +326,7 @@ class MainWindow(QMainWindow):
         self.db_label = QLabel(self.services.db_path.name)
         self.db_label.setObjectName("dbLabel")
         self.db_label.setToolTip(f"Database file: {self.services.db_path}")
-        self.model_label = QLabel()
+        self.model_label = QLabel("Model: …")  # named once the settings are read
         self.model_label.setObjectName("modelLabel")
         self.offload_label = QLabel("model not loaded")
         self.offload_label.setObjectName("offloadLabel")
@@ -407,11 +407,28 @@ class MainWindow(QMainWindow):
         self.services.dialogs.error(self, label, message)
 
     def update_status(self) -> None:
-        settings = self.services.settings()
+        """Name the model in the status bar; the settings are read off the GUI thread
+        (a read on it could wait on the database like any other)."""
+        self.status_loading = True
+        self.services.ops.query(
+            "window.status",
+            lambda ctx: load_settings(ctx.store),
+            self._show_status,
+            self._no_status,
+        )
+
+    def _show_status(self, settings: Settings) -> None:
+        self.status_loading = False
         self.model_label.setText(f"Model: {model_display_name(settings)}")
         demo = demo_model_in_use(settings)
         self.demo_button.setVisible(demo)
         self.model_label.setVisible(not demo)  # the notice names the demo model already
+
+    def _no_status(self, message: str) -> None:
+        self.status_loading = False
+        self.model_label.setText("Model: settings unreadable")
+        self.model_label.setToolTip(message)
+        self.model_label.setVisible(True)
 
     def show_settings(self) -> None:
         self.tabs.setCurrentWidget(self.pane("settingsPane"))
