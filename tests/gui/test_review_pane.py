@@ -179,6 +179,7 @@ def test_edit_dialog_rematches_and_decides(qtbot, pane: ReviewPane) -> None:
     assert dialog is not None
     dialog.text_edit.setPlainText(EXISTING[2][0].replace("any", "a"))
     dialog.rematch()
+    qtbot.waitUntil(lambda: not dialog.rematching, timeout=30_000)  # off the GUI thread
     label = dialog.match_label.text()
     assert "Update existing" in label or "Duplicate — skip" in label
     dialog.importance.setValue(0.55)
@@ -202,6 +203,7 @@ def test_an_edited_update_is_listed_and_committed_as_edited(
     assert dialog is not None
     dialog.text_edit.setPlainText(reworded)
     dialog.rematch()
+    qtbot.waitUntil(lambda: not dialog.rematching, timeout=30_000)  # off the GUI thread
     assert "Update existing" in dialog.match_label.text()
     dialog.accept()
     qtbot.waitUntil(lambda: pane.settled, timeout=30_000)  # written in the background
