@@ -8,7 +8,6 @@ SQLite's ``data_version`` once a second and reloads the visible pane when it cha
 
 from __future__ import annotations
 
-import json
 import logging
 from collections.abc import Sequence
 from pathlib import Path
@@ -29,7 +28,6 @@ from PySide6.QtWidgets import (
 )
 
 from curator import __version__
-from curator.errors import CuratorError
 from curator.gui.auto_backup import AutoBackup
 from curator.gui.episodes_pane import EpisodesPane
 from curator.gui.identity_pane import IdentityPane
@@ -577,26 +575,11 @@ class MainWindow(QMainWindow):
     def _knowledge_import_failed(self, message: str) -> None:
         self.services.dialogs.error(self, "Import knowledge", message)
 
-    def export_knowledge(self) -> None:
-        path = self.services.dialogs.save_file_name(
-            self, "Export knowledge", "knowledge.md", "Markdown (*.md);;JSON (*.json)"
-        )
-        if not path:
-            return
-        from curator.store.knowledge import export_json, export_markdown, top_k_patterns
+    def export_knowledge(self) -> bool:
+        """File ▸ Export knowledge, written in the background (:mod:`knowledge_export`)."""
+        from curator.gui.knowledge_export import export_knowledge
 
-        rows = top_k_patterns(self.services.store)
-        target = Path(path)
-        if target.suffix.lower() == ".json":
-            text = json.dumps(export_json(rows), ensure_ascii=False, indent=2) + "\n"
-        else:
-            text = export_markdown(rows)
-        try:
-            target.write_text(text, encoding="utf-8")
-        except OSError as exc:
-            self.services.dialogs.exception(self, CuratorError(f"cannot write {target}: {exc}"))
-            return
-        self.show_message(f"Exported {len(rows)} patterns to {target}.")
+        return export_knowledge(self.services, self, self.show_message)
 
     def backup_now(self) -> None:
         """Into the backups folder, in the background; the status bar shows where."""
