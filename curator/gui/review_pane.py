@@ -208,6 +208,10 @@ class ReviewPane(ReviewDecisions, Pane):
         self.setFocusProxy(self.list_view)
         self._update_buttons()
 
+    def shutdown(self) -> None:
+        """Window close: the decisions shown but not yet written are written first."""
+        self.decisions.finish()
+
     def _dialog_parent(self) -> QWidget:
         return self
 

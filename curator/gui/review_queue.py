@@ -16,12 +16,13 @@ which puts the rows back, and says which decision was not recorded and why.
 from __future__ import annotations
 
 import dataclasses
+import time
 from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from PySide6.QtCore import QObject, Signal
+from PySide6.QtCore import QCoreApplication, QObject, Signal
 
 from curator.gui.operations import OpContext, StoreOps
 from curator.pipeline import review as review_api
@@ -73,6 +74,19 @@ class DecisionQueue(QObject):
     def blocked_by(self) -> str:
         """The label of another write (a commit, an import) that holds the database, or ""."""
         return "" if self._running or not self._ops.busy else self._ops.busy_label
+
+    def finish(self, timeout_s: float = 60.0) -> bool:
+        """Window close: write the queued decisions before the operations shut down.
+
+        Each write's result is delivered by the event loop, and its delivery starts the
+        next write, so this waits and lets the loop deliver until the queue is empty.
+        False when writes were still left after ``timeout_s``.
+        """
+        deadline = time.monotonic() + timeout_s
+        while self.pending and time.monotonic() < deadline:
+            self._ops.wait(1.0)
+            QCoreApplication.processEvents()
+        return not self.pending
 
     def submit(
         self,

@@ -124,3 +124,18 @@ def test_a_decision_does_not_re_measure_every_row_of_the_list(pane: ReviewPane) 
     decision = pane.model.column_index("Decision")
     sample = header.fontMetrics().horizontalAdvance("Update #999 · my wording")
     assert header.sectionSize(decision) >= sample
+
+
+def test_closing_the_window_writes_the_decisions_still_queued(
+    qtbot, pane: ReviewPane, services: AppServices
+) -> None:
+    pane.refresh()
+    settle(qtbot, pane)
+    for action in ("ADD", "REJECT", "ADD"):
+        assert pane.decide_current(action)
+    assert pane.decisions.pending == 3
+    pane.shutdown()  # what the window calls on close, before the operations shut down
+    assert pane.decisions.pending == 0
+    services.ops.shutdown()
+    stored = {c.text: c.action for c in Candidate.select()}
+    assert [stored[t] for t in TEXTS] == ["ADD", "REJECT", "ADD"]
