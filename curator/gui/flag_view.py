@@ -12,6 +12,7 @@ import html
 from collections.abc import Sequence
 from typing import Any
 
+from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QDialog, QDialogButtonBox, QTextBrowser, QVBoxLayout, QWidget
 
 from curator.core.flags import KIND_LABELS, Flag
@@ -91,6 +92,7 @@ class FlaggedConfirmDialog(QDialog):
 
     def __init__(self, candidates: Sequence[Any], parent: QWidget | None = None) -> None:
         super().__init__(parent)
+        self.setAttribute(Qt.WidgetAttribute.WA_DeleteOnClose)  # one per use: none piles up
         self.setObjectName("flaggedConfirmDialog")
         self.setWindowTitle("Accept flagged candidates too?")
         self.resize(640, 420)

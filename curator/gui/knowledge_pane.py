@@ -34,6 +34,7 @@ from PySide6.QtWidgets import (
 from curator.core.flags import Flag
 from curator.gui.decay_chart import DecayChart, decay_curve
 from curator.gui.flag_view import FLAG_MARK
+from curator.gui.knowledge_sources import ProvenancePanel
 from curator.gui.operations import OpContext
 from curator.gui.pane import Pane
 from curator.gui.qt_models import Column, RowTableModel
@@ -43,11 +44,9 @@ from curator.pipeline.commit import undo_changeset
 from curator.store.db import Store
 from curator.store.knowledge import (
     PatternRow,
-    SourceRow,
     active_patterns,
     last_retirement,
     leaving_among,
-    pattern_sources,
 )
 from curator.store.models import format_local, utcnow
 from curator.store.settings import load_settings
@@ -111,18 +110,6 @@ PATTERN_COLUMNS: list[Column[PatternRow]] = [
     Column("Sources", lambda r: r.sources, align_right=True),
 ]
 
-SOURCE_COLUMNS: list[Column[SourceRow]] = [
-    Column("Episode", lambda s: s.episode_id, align_right=True),
-    Column("When", lambda s: s.timestamp.timestamp(), display=lambda s: _date(s.timestamp)),
-    Column("Source", lambda s: s.source),
-    Column(
-        "Run",
-        lambda s: s.run_id,
-        display=lambda s: f"#{s.run_id} {s.run_kind}" if s.run_id is not None else "—",
-    ),
-    Column("Preview", lambda s: s.preview, tooltip=lambda s: s.preview),
-]
-
 
 class KnowledgePane(Pane):
     """Active patterns table + provenance + decay chart + "leaving the top K" forecast."""
@@ -180,20 +167,10 @@ class KnowledgePane(Pane):
         self.table.selectionModel().selectionChanged.connect(self._on_selection_changed)
         self.table.selectionModel().currentRowChanged.connect(self._on_current_changed)
 
-        self.sources = RowTableModel(SOURCE_COLUMNS, self)
-        self.sources_view = QTableView()
-        self.sources_view.setObjectName("sourcesTable")
-        self.sources_view.setModel(self.sources)
-        self.sources_view.setSelectionBehavior(QAbstractItemView.SelectionBehavior.SelectRows)
-        self.sources_view.setSelectionMode(QAbstractItemView.SelectionMode.SingleSelection)
-        self.sources_view.verticalHeader().setVisible(False)
-        self.sources_view.horizontalHeader().setStretchLastSection(True)
-        for col, width in enumerate((64, 124, 70, 90)):
-            self.sources_view.setColumnWidth(col, width)
-        self.sources_view.doubleClicked.connect(self._on_source_activated)
-        self.source_title = QLabel("Select a pattern to see where it came from.")
-        self.source_title.setObjectName("sourceTitle")
-        self.source_title.setWordWrap(True)
+        self.provenance = ProvenancePanel(self.ops)
+        self.provenance.episode_activated.connect(self.show_episode)
+        self.sources, self.sources_view = self.provenance.model, self.provenance.view
+        self.source_title = self.provenance.title
 
         self.chart = DecayChart()
         self.chart.setObjectName("decayChart")
@@ -262,12 +239,7 @@ class KnowledgePane(Pane):
         bar.addWidget(self.undo_retire_button)
         lv.addLayout(bar)
         lv.addWidget(self.table)
-        right = QWidget()
-        rv = QVBoxLayout(right)
-        rv.setContentsMargins(0, 0, 0, 0)
-        rv.addWidget(QLabel("<b>Provenance</b>"))
-        rv.addWidget(self.source_title)
-        rv.addWidget(self.sources_view)
+        right = self.provenance
         self.top_splitter = QSplitter(Qt.Orientation.Horizontal)
         self.top_splitter.setObjectName("knowledgeTopSplitter")
         self.top_splitter.addWidget(left)
@@ -433,22 +405,10 @@ class KnowledgePane(Pane):
         self.chart.set_highlight(item.id if item is not None else -1)
 
     def _load_sources(self, pattern_id: int | None) -> None:
-        """One pattern's source episodes: an indexed read of a handful of rows."""
-        if pattern_id is None:
-            self.sources.set_rows([])
-            self.source_title.setText("Select a pattern to see where it came from.")
-            return
-        rows = pattern_sources(self.services.store, pattern_id)
-        self.sources.set_rows(rows)
+        """One pattern's source episodes, read in the background (:mod:`knowledge_sources`)."""
         item = next((r for r in self._rows if r.id == pattern_id), None)
-        runs = sorted({s.run_id for s in rows if s.run_id is not None})
-        text = _short(item.text, 300) if item is not None else f"#{pattern_id}"
-        flags = "".join(f"\n{FLAG_MARK} {f.describe()}" for f in self._flags.get(pattern_id, ()))
-        self.source_title.setText(
-            f"#{pattern_id}: {text}{flags}\n{len(rows)} source episode(s)"
-            + (f" from run(s) {', '.join(f'#{r}' for r in runs)}" if runs else "")
-            + ". Double-click an episode to open it."
-        )
+        text = item.text if item is not None else ""
+        self.provenance.show_pattern(pattern_id, text, self._flags.get(pattern_id or -1, ()))
 
     def flags_of(self, pattern_id: int) -> tuple[Flag, ...]:
         """The audit flags of a shown pattern (filled while "flagged" is ticked)."""
@@ -507,11 +467,6 @@ class KnowledgePane(Pane):
             self.data_changed.emit()
 
         return self._start_write("Undo retire", lambda ctx: undo_changeset(ctx.store, last), done)
-
-    def _on_source_activated(self, index: QModelIndex) -> None:
-        source = self.sources.row_at(index.row())
-        if source is not None:
-            self.show_episode.emit(source.episode_id)
 
     def _on_curve_hovered(self, pattern_id: int) -> None:
         item = next((r for r in self._rows if r.id == pattern_id), None)

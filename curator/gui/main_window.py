@@ -8,7 +8,6 @@ SQLite's ``data_version`` once a second and reloads the visible pane when it cha
 
 from __future__ import annotations
 
-import json
 import logging
 from collections.abc import Sequence
 from pathlib import Path
@@ -29,7 +28,6 @@ from PySide6.QtWidgets import (
 )
 
 from curator import __version__
-from curator.errors import CuratorError
 from curator.gui.auto_backup import AutoBackup
 from curator.gui.episodes_pane import EpisodesPane
 from curator.gui.identity_pane import IdentityPane
@@ -44,7 +42,7 @@ from curator.gui.services import AppServices
 from curator.gui.settings_pane import SettingsPane
 from curator.pipeline.import_knowledge import import_knowledge
 from curator.store.importer import ImportReport, import_file
-from curator.store.settings import Settings
+from curator.store.settings import Settings, load_settings
 
 log = logging.getLogger("curator.gui")
 
@@ -326,7 +324,7 @@ class MainWindow(QMainWindow):
         self.db_label = QLabel(self.services.db_path.name)
         self.db_label.setObjectName("dbLabel")
         self.db_label.setToolTip(f"Database file: {self.services.db_path}")
-        self.model_label = QLabel()
+        self.model_label = QLabel("Model: …")  # named once the settings are read
         self.model_label.setObjectName("modelLabel")
         self.offload_label = QLabel("model not loaded")
         self.offload_label.setObjectName("offloadLabel")
@@ -407,11 +405,28 @@ class MainWindow(QMainWindow):
         self.services.dialogs.error(self, label, message)
 
     def update_status(self) -> None:
-        settings = self.services.settings()
+        """Name the model in the status bar; the settings are read off the GUI thread
+        (a read on it could wait on the database like any other)."""
+        self.status_loading = True
+        self.services.ops.query(
+            "window.status",
+            lambda ctx: load_settings(ctx.store),
+            self._show_status,
+            self._no_status,
+        )
+
+    def _show_status(self, settings: Settings) -> None:
+        self.status_loading = False
         self.model_label.setText(f"Model: {model_display_name(settings)}")
         demo = demo_model_in_use(settings)
         self.demo_button.setVisible(demo)
         self.model_label.setVisible(not demo)  # the notice names the demo model already
+
+    def _no_status(self, message: str) -> None:
+        self.status_loading = False
+        self.model_label.setText("Model: settings unreadable")
+        self.model_label.setToolTip(message)
+        self.model_label.setVisible(True)
 
     def show_settings(self) -> None:
         self.tabs.setCurrentWidget(self.pane("settingsPane"))
@@ -560,26 +575,11 @@ class MainWindow(QMainWindow):
     def _knowledge_import_failed(self, message: str) -> None:
         self.services.dialogs.error(self, "Import knowledge", message)
 
-    def export_knowledge(self) -> None:
-        path = self.services.dialogs.save_file_name(
-            self, "Export knowledge", "knowledge.md", "Markdown (*.md);;JSON (*.json)"
-        )
-        if not path:
-            return
-        from curator.store.knowledge import export_json, export_markdown, top_k_patterns
+    def export_knowledge(self) -> bool:
+        """File ▸ Export knowledge, written in the background (:mod:`knowledge_export`)."""
+        from curator.gui.knowledge_export import export_knowledge
 
-        rows = top_k_patterns(self.services.store)
-        target = Path(path)
-        if target.suffix.lower() == ".json":
-            text = json.dumps(export_json(rows), ensure_ascii=False, indent=2) + "\n"
-        else:
-            text = export_markdown(rows)
-        try:
-            target.write_text(text, encoding="utf-8")
-        except OSError as exc:
-            self.services.dialogs.exception(self, CuratorError(f"cannot write {target}: {exc}"))
-            return
-        self.show_message(f"Exported {len(rows)} patterns to {target}.")
+        return export_knowledge(self.services, self, self.show_message)
 
     def backup_now(self) -> None:
         """Into the backups folder, in the background; the status bar shows where."""

@@ -14,11 +14,12 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from PySide6.QtCore import QObject, Signal
+from PySide6.QtCore import QObject, Qt, Signal
 from PySide6.QtWidgets import QCheckBox, QHBoxLayout, QPushButton, QWidget
 
 from curator.gui.operations import OpContext
 from curator.gui.review_dialogs import CommitDialog
+from curator.gui.review_queue import DecisionQueue
 from curator.gui.services import AppServices
 from curator.pipeline import commit as commit_api
 from curator.pipeline.commit import ChangesetSummary
@@ -75,8 +76,10 @@ class CommitBar(QObject):
         parent: QWidget,
         show_message: Callable[[str, str], None],
         run_id: Callable[[], int | None],
+        decisions: DecisionQueue | None = None,
     ) -> None:
         super().__init__(parent)
+        self._decisions = decisions
         self.services = services
         self._parent = parent
         self._show_message = show_message
@@ -131,6 +134,12 @@ class CommitBar(QObject):
     def open_commit_dialog(self) -> CommitDialog | None:
         """Show what the commit would change; the dialog's Commit button applies it."""
         run_id = self._run_id()
+        if self._decisions is not None and self._decisions.pending:
+            # decisions still being written: the preview would miss them; open it after
+            self._decisions.idle.connect(
+                self._open_when_written, Qt.ConnectionType.SingleShotConnection
+            )
+            return None
         if run_id is None or self._refused_while_busy("Commit"):
             return None
         reviewed_only = self.reviewed_only.isChecked()
@@ -145,6 +154,9 @@ class CommitBar(QObject):
         self.commit_dialog = dialog
         dialog.open()
         return dialog
+
+    def _open_when_written(self) -> None:
+        self.open_commit_dialog()
 
     def apply_commit(self, run_id: int, reviewed_only: bool) -> bool:
         """Start the commit in the background (the engine re-checks every revision)."""

@@ -1,26 +1,28 @@
 """The Review pane's decisions: one key per decision, the target picker, edits, undo.
 
 Kept apart from the pane's layout and loading (:mod:`curator.gui.review_pane`) as a
-mixin: these methods act on the pane's current candidate and reload the pane after each
-decision. A decision is one small transaction on one candidate (milliseconds), recorded
-at once so the selection can move on to the next undecided candidate; while a background
-write (a commit) holds the database, decisions are refused with its name instead of
-waiting on the lock.
+mixin: these methods act on the pane's current candidate. Every decision is written
+through :class:`~curator.gui.review_queue.DecisionQueue` (``ops.write``, in key order),
+never on the GUI thread: a key's decision is shown at once and the selection moves on,
+the engine's answer then replaces the row, and a refused write puts the row back and
+says so. While another background write (a commit) holds the database, decisions are
+refused with its name instead of queueing behind it.
 """
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from curator.errors import CuratorError
 from curator.gui.flag_view import FlaggedConfirmDialog
 from curator.gui.operations import OpContext
 from curator.gui.review_dialogs import EditDialog
 from curator.gui.review_list import action_name
+from curator.gui.review_queue import DecisionQueue, predicted
 from curator.gui.review_target import TargetPicker
 from curator.pipeline import review as review_api
-from curator.store.opening import StoreBusyError
+from curator.store.db import Store
 
 if TYPE_CHECKING:
     from PySide6.QtCore import SignalInstance
@@ -32,9 +34,10 @@ if TYPE_CHECKING:
     from curator.gui.services import AppServices
 
 
-GUI_WRITE_WAIT_S = 1.0
-"""A decision is one row written on the GUI thread: it waits this long at most for another
-process's write lock (the CLI importing or committing), then says the database is busy."""
+DECISION_WAIT_S = 5.0
+"""How long a decision's write waits for another process's lock (the CLI importing or
+committing) before it is reported as not recorded: the window does not freeze meanwhile,
+but a decision shown for longer than this without being in the database would mislead."""
 
 
 class ReviewDecisions:
@@ -43,6 +46,7 @@ class ReviewDecisions:
     if TYPE_CHECKING:  # provided by the pane
         services: AppServices
         ops: StoreOps
+        decisions: DecisionQueue
         show_message: Callable[[str, str], None]
         status_message: SignalInstance
         data_changed: SignalInstance
@@ -52,25 +56,70 @@ class ReviewDecisions:
         flagged_dialog: FlaggedConfirmDialog | None
         target_dialog: TargetPicker | None
         _candidates: list[Any]
+        _generation: int
+        _select_after_load: int | None
 
         def current_candidate(self) -> Any | None: ...
         def current_run_id(self) -> int | None: ...
         def _load_candidates(self, keep_current: bool = True) -> None: ...
         def _select_row(self, row: int) -> None: ...
         def _show_candidate(self, c: Any | None) -> None: ...
+        def _update_progress(self) -> None: ...
         def _dialog_parent(self) -> QWidget: ...
 
-    def _run_engine(self, title: str, action: Callable[[], Any]) -> Any:
-        """Call the engine; a refusal is shown to the user (never swallowed) and returns None."""
-        if self.ops.busy:  # a commit holds the write lock: a decision would wait on it
-            self.show_message(title, f"Wait until “{self.ops.busy_label}” has finished.")
-            return None
-        try:
-            with self.services.store.waiting_at_most(GUI_WRITE_WAIT_S):
-                return action()
-        except CuratorError as exc:
-            self.show_message(title, str(exc))
-            return None
+    # -- the write behind every decision ----------------------------------------------------
+
+    def _blocked(self, title: str) -> bool:
+        """A commit or an import holds the database: say so instead of queueing behind it."""
+        running = self.decisions.blocked_by()
+        if running:
+            self.show_message(title, f"Wait until “{running}” has finished.")
+        return bool(running)
+
+    def _submit(
+        self,
+        title: str,
+        c: Any,
+        work: Callable[[Store], Any],
+        done: Callable[[Any], None],
+        failed: Callable[[str], None] | None = None,
+    ) -> None:
+        """Queue the engine call ``work`` for candidate ``c``; ``done`` gets its answer on
+        the GUI thread. A failure reloads the run from the database (the list shows what
+        is recorded) and says which decision was not recorded."""
+        self._generation += 1
+
+        def refused(message: str) -> None:
+            self._select_after_load = c.id
+            self._load_candidates()
+            if failed is not None:
+                failed(message)
+            else:
+                self.show_message(title, f"Candidate #{c.ordinal} was not changed: {message}")
+
+        def write(ctx: OpContext) -> Any:
+            with ctx.store.waiting_at_most(DECISION_WAIT_S):
+                return work(ctx.store)
+
+        self.decisions.submit(
+            f"Recording the decision on candidate #{c.ordinal}", write, done, refused
+        )
+
+    def _patch(self, view: Any) -> None:
+        """Show ``view`` in place of the candidate's row (no reload, selection kept)."""
+        self._candidates = [view if x.id == view.id else x for x in self._candidates]
+        row = self.model.find_row(lambda x: x.id == view.id)
+        if row >= 0:
+            self.model.replace_row(row, view)
+        current = self.current_candidate()
+        if current is not None and current.id == view.id:
+            self._show_candidate(current)
+        self._update_progress()
+
+    def _recorded(self, view: Any) -> None:
+        """The engine's answer: the row shows exactly what was recorded."""
+        self._patch(view)
+        self.data_changed.emit()
 
     def _decided(self, view: Any, verb: str = "") -> None:
         target = (
@@ -89,34 +138,35 @@ class ReviewDecisions:
         return int(c.proposed_target_id) if c.proposed_target_id is not None else None
 
     def decide_current(self, action: str) -> bool:
-        """Decide the current candidate and move on to the next undecided one.
+        """Decide the current candidate and move on to the next undecided one at once.
 
-        UPDATE without a pattern to update (none proposed, or the proposed one is gone)
-        opens the target picker instead of refusing.
+        The list shows the decision before the database has it (:func:`predicted`); the
+        write follows in the background, in key order. UPDATE without a pattern to update
+        (none proposed, or the proposed one is gone) opens the target picker instead of
+        refusing.
         """
         c = self.current_candidate()
-        if c is None:
+        if c is None or self._blocked("Review"):
             return False
-        store = self.services.store
-        if action == "UPDATE" and not self.ops.busy:
-            if self._update_target(c) is None:
-                self.choose_target()
-                return False
-            try:
-                with store.waiting_at_most(GUI_WRITE_WAIT_S):
-                    view = review_api.decide(store, c.id, "UPDATE")
-            except StoreBusyError as exc:
-                self.show_message("Review", str(exc))
-                return False
-            except CuratorError as exc:
-                self.choose_target(note=str(exc))
-                return False
-            self._decided(view)
-            return True
-        view = self._run_engine("Review", lambda: review_api.decide(store, c.id, action))
-        if view is None:
+        if action == "UPDATE" and self._update_target(c) is None:
+            self.choose_target()
             return False
-        self._decided(view, action)
+
+        def failed(message: str) -> None:
+            if action == "UPDATE":  # the proposed pattern is gone: choose another
+                self.choose_target(note=message)
+            else:
+                self.show_message("Review", f"Candidate #{c.ordinal} was not decided: {message}")
+
+        self._submit(
+            "Review",
+            c,
+            lambda store: review_api.decide(store, c.id, action),
+            self._recorded,
+            failed,
+        )
+        self._patch(predicted(c, action))
+        self._decided(predicted(c, action), action)
         return True
 
     def choose_target(self, note: str = "") -> TargetPicker | None:
@@ -125,42 +175,55 @@ class ReviewDecisions:
         if c is None:
             return None
         dialog = TargetPicker(self.ops, c, note, self._dialog_parent())
-        dialog.accepted.connect(lambda: self._apply_target(c.id, dialog))
+        dialog.accepted.connect(lambda: self._apply_target(c, dialog))
         dialog.finished.connect(lambda _r: setattr(self, "target_dialog", None))
         self.target_dialog = dialog
         dialog.open()
         return dialog
 
-    def _apply_target(self, candidate_id: int, dialog: TargetPicker) -> None:
+    def _apply_target(self, c: Any, dialog: TargetPicker) -> None:
         chosen = dialog.chosen()
-        if chosen is None:
+        if chosen is None or self._blocked("Review"):
             return
-        store = self.services.store
-        view = self._run_engine(
+        self._submit(
             "Review",
-            lambda: review_api.decide(store, candidate_id, "UPDATE", target_id=chosen.id),
+            c,
+            lambda store: review_api.decide(store, c.id, "UPDATE", target_id=chosen.id),
+            self._recorded,
         )
-        if view is not None:
-            self._decided(view)
+        shown = predicted(c, "UPDATE", chosen.id)
+        shown = dataclasses.replace(
+            shown,
+            target_text=chosen.text,
+            target_importance=chosen.importance,
+            shown_target_id=chosen.id,
+        )
+        self._patch(shown)
+        self._decided(shown)
 
     def choose_wording(self, keep_pattern_text: bool) -> bool:
         """For an edited UPDATE: keep the pattern's text (True) or use the reviewer's wording."""
         c = self.current_candidate()
         if c is None or c.action != "UPDATE" or c.final_text is None:
             return False
-        store = self.services.store
-        view = self._run_engine(
-            "Review",
-            lambda: review_api.decide(
-                store, c.id, "UPDATE", target_id=c.target_id, keep_pattern_text=keep_pattern_text
-            ),
-        )
-        if view is None:
-            self._show_candidate(self.current_candidate())  # the radio buttons go back
+        if self._blocked("Review"):
+            self._show_candidate(c)  # the radio buttons go back
             return False
         choice = "keeps the pattern's text" if keep_pattern_text else "uses your wording"
-        self.status_message.emit(f"Candidate #{c.ordinal}: the update {choice}.")
-        self._after_decision(c.id, advance=False)
+
+        def done(view: Any) -> None:
+            self._recorded(view)
+            self.status_message.emit(f"Candidate #{c.ordinal}: the update {choice}.")
+
+        self._submit(
+            "Review",
+            c,
+            lambda store: review_api.decide(
+                store, c.id, "UPDATE", target_id=c.target_id, keep_pattern_text=keep_pattern_text
+            ),
+            done,
+        )
+        self._patch(dataclasses.replace(c, keep_pattern_text=keep_pattern_text))
         return True
 
     def toggle_wording(self) -> bool:
@@ -227,7 +290,7 @@ class ReviewDecisions:
         return self.ops.write(label, fn, done, lambda text: self.show_message(title, text))
 
     def _after_decision(self, candidate_id: int, *, advance: bool) -> None:
-        self._load_candidates()
+        """Select the candidate's row, or (``advance``) the next undecided one after it."""
         row = self.model.find_row(lambda x: x.id == candidate_id)
         if advance:
             n = self.model.rowCount()
@@ -240,22 +303,28 @@ class ReviewDecisions:
             else:
                 self.status_message.emit("Every candidate is decided: commit when ready.")
         self._select_row(row)
-        self.data_changed.emit()
 
     def undo_selected(self) -> bool:
-        """Backspace: undo the selected row's newest decision, and say which."""
+        """Backspace: undo the selected row's newest decision, and say which.
+
+        The decision it goes back to is in the database only, so the row changes when
+        the undo is written (after the decisions queued before it, in key order).
+        """
         c = self.current_candidate()
         if c is None:
             return False
         if c.action is None:
             self.status_message.emit(f"Candidate #{c.ordinal} has no decision to undo.")
             return False
-        store = self.services.store
-        result = self._run_engine("Undo", lambda: review_api.undo_decision(store, c.id))
-        if result is None:
+        if self._blocked("Undo"):
             return False
-        self.status_message.emit(self._undo_text(c, result))
-        self._after_decision(c.id, advance=False)
+
+        def done(result: Any) -> None:
+            self._recorded(result)
+            self.status_message.emit(self._undo_text(c, result))
+            self._after_decision(c.id, advance=False)
+
+        self._submit("Undo", c, lambda store: review_api.undo_decision(store, c.id), done)
         return True
 
     @staticmethod
@@ -266,19 +335,23 @@ class ReviewDecisions:
     def undo_decision(self) -> bool:
         """Ctrl+Z: undo the run's newest decision, wherever it is, and select its row."""
         run_id = self.current_run_id()
-        if run_id is None:
+        c = self.current_candidate()
+        if run_id is None or c is None or self._blocked("Undo"):
             return False
-        store = self.services.store
-        result = self._run_engine("Undo", lambda: review_api.undo_last_decision(store, run_id))
-        if result is None:
-            self.status_message.emit("Nothing to undo.")
-            return False
-        before = next((c for c in self._candidates if c.id == result.id), None)
-        if before is not None and before.action is not None:
-            self.status_message.emit(self._undo_text(before, result))
-        else:
-            self.status_message.emit(f"Decision on candidate #{result.ordinal} undone.")
-        self._after_decision(result.id, advance=False)
+
+        def done(result: Any) -> None:
+            if result is None:
+                self.status_message.emit("Nothing to undo.")
+                return
+            before = next((x for x in self._candidates if x.id == result.id), None)
+            self._recorded(result)
+            if before is not None and before.action is not None:
+                self.status_message.emit(self._undo_text(before, result))
+            else:
+                self.status_message.emit(f"Decision on candidate #{result.ordinal} undone.")
+            self._after_decision(result.id, advance=False)
+
+        self._submit("Undo", c, lambda store: review_api.undo_last_decision(store, run_id), done)
         return True
 
     def edit_current(self) -> EditDialog | None:
@@ -294,24 +367,33 @@ class ReviewDecisions:
         return dialog
 
     def _apply_edit(self, c: Any, dialog: EditDialog) -> None:
-        """An edit keeps an UPDATE's chosen pattern or an ADD; otherwise it re-matches."""
+        """An edit keeps an UPDATE's chosen pattern or an ADD; otherwise it re-matches.
+
+        The re-match reads every active pattern (tens of ms at 10,000), so the row
+        changes when the engine has answered; the selection then moves on."""
         text, importance = dialog.decision()
-        store = self.services.store
         if c.action == "UPDATE" and c.target_id is not None:
             verb, target = "UPDATE", int(c.target_id)
         elif c.action == "ADD":
             verb, target = "ADD", None
         else:
             verb, target = "ACCEPT", None
-        view = self._run_engine(
-            "Edit",
-            lambda: review_api.decide(
-                store, c.id, verb, target_id=target, text=text, importance=importance
-            ),
-        )
-        if view is not None:
+        if self._blocked("Edit"):
+            return
+
+        def done(view: Any) -> None:
+            self._recorded(view)
             self.status_message.emit(
                 f"Edited candidate #{view.ordinal}: {action_name(view.action)}"
                 + (" with your wording (W keeps the pattern's text)" if view.rewords else "")
             )
             self._after_decision(c.id, advance=view.action != "UPDATE")
+
+        self._submit(
+            "Edit",
+            c,
+            lambda store: review_api.decide(
+                store, c.id, verb, target_id=target, text=text, importance=importance
+            ),
+            done,
+        )

@@ -3,7 +3,9 @@
 Both are opened with ``open()`` (window-modal, no nested event loop); the pane acts on
 their ``accepted`` signal. The edit dialog re-runs the dedup gate on the edited text as
 the user types, so the reviewer sees whether the new wording is still a duplicate of an
-existing pattern before deciding.
+existing pattern before deciding; that compares the text with every active pattern (75 ms
+at 10,000 patterns), so it is an ``ops.query`` and the label says "Re-matching…"
+meanwhile. A dialog is made per use and deletes itself when closed.
 """
 
 from __future__ import annotations
@@ -11,7 +13,7 @@ from __future__ import annotations
 import html
 from typing import Any
 
-from PySide6.QtCore import QTimer
+from PySide6.QtCore import Qt, QTimer
 from PySide6.QtWidgets import (
     QDialog,
     QDialogButtonBox,
@@ -39,9 +41,14 @@ class EditDialog(QDialog):
     def __init__(self, services: Any, candidate: Any, parent: QWidget | None = None) -> None:
         super().__init__(parent)
         self.setObjectName("editCandidateDialog")
+        self.setAttribute(Qt.WidgetAttribute.WA_DeleteOnClose)  # one per edit: none piles up
         self.setWindowTitle(f"Edit candidate #{candidate.ordinal}")
         self.resize(640, 460)
-        self._store = services.store
+        self._ops = services.ops
+        self._key = f"review-rematch-{id(self)}"
+        self._closed = False
+        self.rematching = False
+        """A re-match is being read (the label says so)."""
         self._original = candidate.text
 
         self.text_edit = QPlainTextEdit(candidate.effective_text)
@@ -87,7 +94,29 @@ class EditDialog(QDialog):
             self.match_label.setText("The text is empty; reject the candidate instead.")
             self.diff.clear_diff()
             return
-        check = review_api.check_text(self._store, text)
+        self.rematching = True
+        self.match_label.setText("Re-matching against the active patterns…")
+        self._ops.query(
+            self._key,
+            lambda ctx: review_api.check_text(ctx.store, text),
+            lambda check: self._show_check(text, check),
+            self._check_failed,
+        )
+
+    def done(self, result: int) -> None:
+        self._closed = True  # a re-match delivered after this finds no widgets to fill
+        super().done(result)
+
+    def _check_failed(self, message: str) -> None:
+        if self._closed:
+            return
+        self.rematching = False
+        self.match_label.setText(f"The re-match could not be read: {message}")
+
+    def _show_check(self, text: str, check: review_api.TextCheck) -> None:
+        if self._closed:
+            return
+        self.rematching = False
         reasons = html.escape("; ".join(check.reasons))
         quality = (
             ""
@@ -187,6 +216,7 @@ class CommitDialog(QDialog):
     ) -> None:
         super().__init__(parent)
         self.setObjectName("commitDialog")
+        self.setAttribute(Qt.WidgetAttribute.WA_DeleteOnClose)  # one per commit: none piles up
         self.setWindowTitle(f"Commit run #{preview.run_id}")
         self.resize(640, 480)
         self.preview = preview

@@ -37,12 +37,14 @@ from PySide6.QtWidgets import (
 )
 
 from curator.gui.flag_view import FLAG_MARK, FlaggedConfirmDialog
+from curator.gui.operations import OpContext
 from curator.gui.pane import Pane
 from curator.gui.review_commit import CommitBar
 from curator.gui.review_decisions import ReviewDecisions
 from curator.gui.review_detail import CandidateDetail
 from curator.gui.review_dialogs import CommitDialog, EditDialog
 from curator.gui.review_list import KEY_HELP, CandidateList, action_name
+from curator.gui.review_queue import DecisionQueue
 from curator.gui.review_target import TargetPicker
 from curator.gui.services import AppServices
 from curator.pipeline import review as review_api
@@ -57,6 +59,9 @@ EMPTY_HTML = (
     "or reject it. Nothing reaches the agent's knowledge until you commit.</p>"
     "<p>Distil the labelled episodes to stage candidates for review.</p>"
 )
+
+Loaded = tuple[list[review_api.StagedRun] | None, int | None, list[review_api.CandidateView]]
+"""A candidates read: the staged runs (None: not re-read), the run shown, its candidates."""
 
 
 class ReviewPane(ReviewDecisions, Pane):
@@ -74,6 +79,14 @@ class ReviewPane(ReviewDecisions, Pane):
         self.flagged_dialog: FlaggedConfirmDialog | None = None
         self.target_dialog: TargetPicker | None = None
         self._candidates: list[Any] = []
+        self.loading = False
+        """A read of the candidates is running (the progress label says so)."""
+        self.decisions = DecisionQueue(services.ops, self)
+        self.decisions.idle.connect(self._reload_when_idle)
+        self._generation = 0  # counts decisions shown before the database has them
+        self._reload_wanted = False
+        self._select_after_load: int | None = None
+        self._wanted_run: int | None = None  # select_run of a run not listed yet
 
         # -- top bar ------------------------------------------------------------------------
         self.run_combo = QComboBox()
@@ -89,7 +102,7 @@ class ReviewPane(ReviewDecisions, Pane):
             "Show only candidates with memory-poisoning flags (instructions, links, secrets, "
             "personal data, hidden text, identity amendments, untrusted sources)"
         )
-        self.flagged_only.toggled.connect(lambda _on: self._load_candidates())
+        self.flagged_only.toggled.connect(lambda _on: self._show_rows())
         self.accept_all_button = QPushButton("Accept all…")
         self.accept_all_button.setObjectName("acceptAllButton")
         self.accept_all_button.setToolTip(
@@ -97,7 +110,11 @@ class ReviewPane(ReviewDecisions, Pane):
         )
         self.accept_all_button.clicked.connect(self.accept_all)
         self.commits = CommitBar(
-            services, self, lambda t, m: self.show_message(t, m), self.current_run_id
+            services,
+            self,
+            lambda t, m: self.show_message(t, m),
+            self.current_run_id,
+            self.decisions,
         )
         self.commits.message.connect(self.status_message)
         self.commits.committed.connect(self._after_commit)
@@ -191,6 +208,10 @@ class ReviewPane(ReviewDecisions, Pane):
         self.setFocusProxy(self.list_view)
         self._update_buttons()
 
+    def shutdown(self) -> None:
+        """Window close: the decisions shown but not yet written are written first."""
+        self.decisions.finish()
+
     def _dialog_parent(self) -> QWidget:
         return self
 
@@ -218,22 +239,77 @@ class ReviewPane(ReviewDecisions, Pane):
     # -- loading ----------------------------------------------------------------------------
 
     def refresh(self) -> None:
-        """Reload the staged runs and the current run's candidates (keeping the current one)."""
-        run_id = self.current_run_id()
-        runs = review_api.staged_runs(self.services.store)
-        self.run_combo.blockSignals(True)
-        try:
-            self.run_combo.clear()
-            for run in runs:
-                self.run_combo.addItem(
-                    self._run_label(run.id, run.started_at, run.progress), run.id
-                )
-            index = self.run_combo.findData(run_id) if run_id is not None else -1
-            self.run_combo.setCurrentIndex(index if index >= 0 else (0 if runs else -1))
-        finally:
-            self.run_combo.blockSignals(False)
-        self.stack.setCurrentIndex(0 if runs else 1)
-        self._load_candidates()
+        """Reload the staged runs and the current run's candidates (keeping the current one).
+
+        Listing a run's candidates re-checks each one's flags (100 ms for 400 candidates
+        at 300,000 episodes), so it is a query off the GUI thread; the progress label says
+        "Loading…" meanwhile and the list keeps what it showed.
+        """
+        wanted = self._wanted_run if self._wanted_run is not None else self.current_run_id()
+
+        def load(ctx: OpContext) -> Loaded:
+            runs = review_api.staged_runs(ctx.store)
+            ids = [r.id for r in runs]
+            run_id = wanted if wanted in ids else (ids[0] if ids else None)
+            rows = review_api.list_candidates(ctx.store, run_id) if run_id is not None else []
+            return runs, run_id, rows
+
+        self._query(load, keep_current=True)
+
+    def _query(self, load: Callable[[OpContext], Loaded], *, keep_current: bool) -> None:
+        """Start a candidates read; decisions still being written postpone it (the
+        database is behind the list until they are in)."""
+        if self.decisions.pending:
+            self._reload_wanted = True
+            return
+        current = self.current_candidate()
+        want = current.id if (current is not None and keep_current) else None
+        if self._select_after_load is not None:
+            want, self._select_after_load = self._select_after_load, None
+        generation = self._generation
+        self.loading = True
+        self.progress_label.setText("Loading the candidates…")
+        self.ops.query(
+            "review.candidates",
+            load,
+            lambda result: self._loaded(result, want, generation),
+            self._load_failed,
+        )
+
+    def _load_failed(self, message: str) -> None:
+        self.loading = False
+        self._update_progress()
+        self.show_message("Review", f"The candidates could not be read: {message}")
+
+    def _loaded(self, result: Loaded, want: int | None, generation: int) -> None:
+        self.loading = False
+        if generation != self._generation or self.decisions.pending:
+            self._reload_wanted = True  # read before a decision landed: read again
+            self._reload_when_idle()
+            return
+        runs, run_id, rows = result
+        if runs is not None:
+            self._wanted_run = None
+            self.run_combo.blockSignals(True)
+            try:
+                self.run_combo.clear()
+                for run in runs:
+                    self.run_combo.addItem(
+                        self._run_label(run.id, run.started_at, run.progress), run.id
+                    )
+                self.run_combo.setCurrentIndex(self.run_combo.findData(run_id))
+            finally:
+                self.run_combo.blockSignals(False)
+            self.stack.setCurrentIndex(0 if runs else 1)
+        elif run_id != self.current_run_id():
+            return  # the user chose another run meanwhile; its own read follows
+        self._candidates = rows
+        self._show_rows(want)
+
+    def _reload_when_idle(self) -> None:
+        if self._reload_wanted and not self.decisions.pending:
+            self._reload_wanted = False
+            self.refresh()
 
     @staticmethod
     def _run_label(run_id: int, started: Any, progress: review_api.ReviewProgress) -> str:
@@ -242,35 +318,53 @@ class ReviewPane(ReviewDecisions, Pane):
             f"{progress.reviewed}/{progress.total} reviewed"
         )
 
+    @property
+    def settled(self) -> bool:
+        """No read of the candidates and no decision write is outstanding (tests wait on it)."""
+        return not self.loading and not self.decisions.pending and not self._reload_wanted
+
     def current_run_id(self) -> int | None:
         data = self.run_combo.currentData()
         return int(data) if data is not None else None
 
     def select_run(self, run_id: int) -> None:
+        """Show ``run_id``; a run not listed yet (staged a moment ago) is read first."""
         index = self.run_combo.findData(run_id)
         if index >= 0:
             self.run_combo.setCurrentIndex(index)
+        else:
+            self._wanted_run = run_id
+            self.refresh()
 
     def _on_run_changed(self, _index: int) -> None:
         self._load_candidates(keep_current=False)
 
     def _load_candidates(self, keep_current: bool = True) -> None:
-        current = self.current_candidate()
-        current_id = current.id if (current is not None and keep_current) else None
+        """Reload the current run's candidates (in the background)."""
         run_id = self.current_run_id()
-        self._candidates = (
-            review_api.list_candidates(self.services.store, run_id) if run_id is not None else []
-        )
+
+        def load(ctx: OpContext) -> Loaded:
+            rows = review_api.list_candidates(ctx.store, run_id) if run_id is not None else []
+            return None, run_id, rows
+
+        self._query(load, keep_current=keep_current)
+
+    def _show_rows(self, want: int | None = None) -> None:
+        """Fill the list from ``_candidates`` (all, or the flagged ones) and select ``want``,
+        else the first undecided candidate."""
+        if want is None:
+            current = self.current_candidate()
+            want = current.id if current is not None else None
         shown = self._candidates
         if self.flagged_only.isChecked():
             shown = [c for c in self._candidates if c.flags]
         self.model.set_rows(shown)
         row = -1
-        if current_id is not None:
-            row = self.model.find_row(lambda c: c.id == current_id)
+        if want is not None:
+            row = self.model.find_row(lambda c: c.id == want)
         if row < 0:
             row = self.model.find_row(lambda c: c.action is None)
-        if row < 0 and self._candidates:
+        if row < 0 and shown:
             row = 0
         self._select_row(row)
         self._update_progress()

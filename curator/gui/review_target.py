@@ -45,6 +45,8 @@ class TargetPicker(QDialog):
     ) -> None:
         super().__init__(parent)
         self.setObjectName("targetPicker")
+        self.setAttribute(Qt.WidgetAttribute.WA_DeleteOnClose)  # one per use: none piles up
+        self._closed = False
         self.setWindowTitle(f"Update which pattern? — candidate #{candidate.ordinal}")
         self.resize(760, 560)
         self._ops = ops
@@ -109,10 +111,18 @@ class TargetPicker(QDialog):
 
         self._ops.query(self._key, ranked, self._show_matches, self._failed)
 
+    def done(self, result: int) -> None:
+        self._closed = True  # a ranking delivered after this finds no widgets to fill
+        super().done(result)
+
     def _failed(self, message: str) -> None:
+        if self._closed:
+            return
         self.status.setText(f"The patterns could not be read: {message}")
 
     def _show_matches(self, matches: list[PatternMatch]) -> None:
+        if self._closed:
+            return
         self.matches = list(matches)
         self.list.clear()
         for m in self.matches:

@@ -44,6 +44,7 @@ def test_import_knowledge_runs_off_the_gui_thread_and_opens_review(
     review = main_window.pane("reviewPane")
     assert isinstance(review, ReviewPane)
     assert main_window.tabs.currentWidget() is review
+    qtbot.waitUntil(lambda: review.settled, timeout=30_000)  # read in the background
     assert review.current_run_id() == report.run_id
     assert [bool(c.flags) for c in review.candidates()] == [True, False]
     dialog = main_window.services.dialogs.shown[-1]

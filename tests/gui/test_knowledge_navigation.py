@@ -31,6 +31,7 @@ def _knowledge(qtbot, window: MainWindow) -> KnowledgePane:
 
 
 def _double_click_source(qtbot, pane: KnowledgePane, row: int) -> int:
+    qtbot.waitUntil(lambda: not pane.provenance.loading, timeout=30_000)  # read in the background
     view = pane.sources_view
     center = view.visualRect(pane.sources.index(row, 0)).center()
     qtbot.mouseClick(view.viewport(), Qt.MouseButton.LeftButton, pos=center)
@@ -47,6 +48,7 @@ def test_double_click_opens_the_episode_and_back_returns_to_the_pattern(
     pane = _knowledge(qtbot, main_window)
     pattern = next(r for r in pane.pattern_rows() if r.id == pattern_id)
     pane.select_patterns([pattern.id])
+    qtbot.waitUntil(lambda: not pane.provenance.loading, timeout=30_000)
     assert pane.sources.rowCount() == pattern.sources
     episodes = main_window.episodes_pane
     nav = main_window.provenance

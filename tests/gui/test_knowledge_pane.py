@@ -67,10 +67,11 @@ def pane(qtbot, services: AppServices, show_pane) -> KnowledgePane:
     return widget
 
 
-def test_models_pass_modeltester(qtmodeltester, pane: KnowledgePane) -> None:
+def test_models_pass_modeltester(qtbot, qtmodeltester, pane: KnowledgePane) -> None:
     assert pane.patterns.rowCount() == N_PATTERNS
     qtmodeltester.check(pane.patterns)
     pane.select_patterns([next(r.id for r in pane.pattern_rows() if r.sources)])
+    qtbot.waitUntil(lambda: not pane.provenance.loading, timeout=30_000)  # read in the background
     assert pane.sources.rowCount() == 1
     qtmodeltester.check(pane.sources)
 
@@ -98,6 +99,7 @@ def test_top_k_marked_and_sortable(pane: KnowledgePane) -> None:
 def test_provenance_and_show_episode(qtbot, pane: KnowledgePane) -> None:
     with_source = next(r for r in pane.pattern_rows() if r.sources)
     pane.select_patterns([with_source.id])
+    qtbot.waitUntil(lambda: not pane.provenance.loading, timeout=30_000)  # read in the background
     assert pane.sources.rowCount() == 1
     assert "run(s) #" in pane.source_title.text()
     index = pane.sources.index(0, 0)
@@ -293,3 +295,20 @@ def test_curve_near_finds_hovered_curve(qtbot) -> None:
     chart.set_highlight(8)
     _hx, hy = chart._highlight.getData()
     assert np.allclose(hy, 0.2)
+
+
+def test_provenance_is_read_off_the_gui_thread_with_a_loading_state(
+    qtbot, pane: KnowledgePane
+) -> None:
+    """A pattern's sources took a second on the GUI thread at 20,000 source episodes."""
+    with_source = next(r for r in pane.pattern_rows() if r.sources)
+    ran_before = len(pane.ops.job_thread_ids)
+    pane.select_patterns([with_source.id])
+    assert pane.provenance.loading
+    assert "Reading its source episodes" in pane.source_title.text()
+    assert pane.sources.rowCount() == 0  # nothing read on the GUI thread
+    qtbot.waitUntil(lambda: not pane.provenance.loading, timeout=30_000)
+    assert pane.sources.rowCount() == with_source.sources
+    assert "1 source episode(s)" in pane.source_title.text()
+    ran = pane.ops.job_thread_ids[ran_before:]
+    assert ran and threading.get_ident() not in ran

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import sqlite3
 import sys
+import threading
 from pathlib import Path
 
 import pytest
@@ -30,7 +31,10 @@ def test_panes_in_order(main_window) -> None:
     assert titles == ["Episodes", "Review", "Knowledge", "Identity", "Runs", "Settings", "Insights"]
 
 
-def test_status_bar_shows_database_and_model(main_window, services) -> None:
+def test_status_bar_shows_database_and_model(qtbot, main_window, services) -> None:
+    qtbot.waitUntil(
+        lambda: not main_window.status_loading, timeout=30_000
+    )  # read in the background
     assert main_window.db_label.text() == services.db_path.name
     assert str(services.db_path) in main_window.db_label.toolTip()
     assert "demo model" in main_window.model_label.text()
@@ -156,3 +160,14 @@ def test_every_pane_has_its_data_when_first_shown(qtbot, main_window) -> None:
     assert isinstance(knowledge, KnowledgePane)
     main_window.tabs.setCurrentWidget(knowledge)
     qtbot.waitUntil(lambda: knowledge.patterns.rowCount() == 20)  # read in the background
+
+
+def test_the_status_bar_reads_the_settings_off_the_gui_thread(qtbot, main_window, services) -> None:
+    qtbot.waitUntil(lambda: not main_window.status_loading, timeout=30_000)
+    ran_before = len(services.ops.job_thread_ids)
+    main_window.update_status()
+    assert main_window.status_loading  # shown when the background read is delivered
+    qtbot.waitUntil(lambda: not main_window.status_loading, timeout=30_000)
+    assert main_window.demo_button.isVisible()  # the demo model is in use
+    ran = services.ops.job_thread_ids[ran_before:]
+    assert ran and threading.get_ident() not in ran

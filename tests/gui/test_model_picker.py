@@ -26,6 +26,9 @@ def _settings_pane(main_window):
 
 
 def test_demo_model_notice_in_status_bar_and_settings(qtbot, main_window, store, tmp_path):
+    qtbot.waitUntil(
+        lambda: not main_window.status_loading, timeout=30_000
+    )  # read in the background
     button = main_window.demo_button
     assert button.isVisible() and "too small for real curation" in button.text()
     assert DEMO_NOTICE[1:] in button.toolTip()
@@ -39,6 +42,7 @@ def test_demo_model_notice_in_status_bar_and_settings(qtbot, main_window, store,
     own = tmp_path / "own.gguf"
     set_setting(store, "model_path", str(own))
     main_window.update_status()
+    qtbot.waitUntil(lambda: not main_window.status_loading, timeout=30_000)
     pane.refresh()
     assert not button.isVisible()
     assert not pane.demo_notice.isVisible()
@@ -63,6 +67,7 @@ def test_local_model_is_picked_without_a_copy(qtbot, main_window, store, tmp_pat
     qtbot.waitUntil(lambda: not pane.validating and not pane.saving, timeout=60_000)
     assert load_settings(store).model_path == str(gguf)
     assert sorted(p.name for p in tmp_path.rglob("*.gguf")) == ["own.gguf"]  # no copy made
+    qtbot.waitUntil(lambda: not main_window.status_loading, timeout=30_000)
     assert not main_window.demo_button.isVisible()
 
 

@@ -44,6 +44,7 @@ def pane(qtbot, tmp_path: Path, show_pane) -> Iterator[ReviewPane]:
     build(store)
     widget = ReviewPane(AppServices(store=store, db_path=store.path, dialogs=Dialogs()))
     show_pane(widget)
+    qtbot.waitUntil(lambda: widget.settled, timeout=30_000)  # read in the background
     yield widget
     store.close()
 
@@ -91,6 +92,7 @@ def test_accept_all_asks_before_taking_flagged_candidates(qtbot, pane: ReviewPan
     pane.status_message.connect(said.append)
     with qtbot.waitSignal(pane.data_changed, timeout=30_000):
         assert pane.accept_all()  # in the background
+    qtbot.waitUntil(lambda: pane.settled, timeout=30_000)
     assert said[-1] == "Accepted 1 proposal(s); 2 flagged candidate(s) left undecided."
     dialog = pane.flagged_dialog
     assert dialog is not None
@@ -104,11 +106,13 @@ def test_accept_all_asks_before_taking_flagged_candidates(qtbot, pane: ReviewPan
 
     with qtbot.waitSignal(pane.data_changed, timeout=30_000):
         assert pane.accept_all()
+    qtbot.waitUntil(lambda: pane.settled, timeout=30_000)  # written in the background
     assert said[-1].startswith("Accepted 0 proposal(s)")
     dialog = pane.flagged_dialog
     assert dialog is not None
     with qtbot.waitSignal(pane.data_changed, timeout=30_000):
         dialog.accept()
+    qtbot.waitUntil(lambda: pane.settled, timeout=30_000)  # written in the background
     decided = {c.text: c for c in pane.candidates()}
     assert decided[PHISHING].action == "ADD" and decided[PHISHING].flags_seen
     assert decided[PHISHING].decided_by == "window accept-all"

@@ -21,7 +21,7 @@ from curator.gui.main_window import MainWindow
 from curator.gui.review_pane import ReviewPane
 from curator.gui.services import AppServices
 from curator.pipeline.import_knowledge import import_knowledge
-from curator.store.models import Changeset, Pattern
+from curator.store.models import Candidate, Changeset, Pattern
 
 GREETING = "Greet returning users by name when a conversation starts again after a long pause."
 EXAMPLE = "Replies that include a worked example get more follow-up questions, so lead with one."
@@ -42,6 +42,7 @@ def staged(services: AppServices, tmp_path: Path) -> int:
 def pane(qtbot, services: AppServices, staged: int, show_pane) -> ReviewPane:
     widget = ReviewPane(services)
     show_pane(widget)
+    qtbot.waitUntil(lambda: widget.settled, timeout=30_000)  # read in the background
     widget.activateWindow()
     qtbot.waitActive(widget)
     widget.list_view.setFocus()
@@ -62,6 +63,7 @@ def row(pane: ReviewPane, ordinal: int):
 
 def commit(qtbot, pane: ReviewPane) -> None:
     """Through the preview dialog, as a user commits; waits for the background write."""
+    qtbot.waitUntil(lambda: pane.settled, timeout=30_000)  # written in the background
     pane.reviewed_only.setChecked(True)
     dialog = pane.open_commit_dialog()
     assert dialog is not None and not dialog.blocked
@@ -109,6 +111,7 @@ def _edit(qtbot, pane: ReviewPane, text: str, importance: float) -> None:
     dialog.text_edit.setPlainText(text)
     dialog.importance.setValue(importance)
     dialog.accept()
+    qtbot.waitUntil(lambda: pane.settled, timeout=30_000)  # written in the background
 
 
 def test_edited_update_uses_my_wording_when_chosen_and_the_list_shows_the_edit(
@@ -142,6 +145,7 @@ def test_edited_update_keeps_the_pattern_text_when_chosen(qtbot, pane: ReviewPan
     select(pane, 2)
     _edit(qtbot, pane, MINE, 0.95)
     pane.panel.keep_text.click()
+    qtbot.waitUntil(lambda: pane.settled, timeout=30_000)  # written in the background
     kept = row(pane, 2)
     assert kept.keep_pattern_text and not kept.rewords
     assert "Your wording (not written)" in pane.diff.toPlainText()
@@ -164,11 +168,13 @@ def test_backspace_undoes_the_selected_row_and_ctrl_z_the_last_decision(
     assert [c.action for c in pane.candidates()] == ["UPDATE", "UPDATE", "ADD"]
     select(pane, 1)
     press(qtbot, pane, Qt.Key.Key_Backspace)
+    qtbot.waitUntil(lambda: pane.settled, timeout=30_000)  # written in the background
     assert [c.action for c in pane.candidates()] == [None, "UPDATE", "ADD"]
     assert said[-1].startswith("Undid Update existing on #1")
     assert pane.current_candidate().ordinal == 1
 
     qtbot.keyClick(pane.list_view, Qt.Key.Key_Z, Qt.KeyboardModifier.ControlModifier)
+    qtbot.waitUntil(lambda: pane.settled, timeout=30_000)  # written in the background
     assert [c.action for c in pane.candidates()] == [None, "UPDATE", None]
     assert said[-1].startswith("Undid Add new on #3")
 
@@ -187,7 +193,6 @@ def test_commit_runs_off_the_gui_thread_and_undo_asks_first(
     pane.status_message.connect(said.append)
     for _ in range(3):
         press(qtbot, pane, Qt.Key.Key_A)
-    assert services.ops.job_thread_ids == []
     commit(qtbot, pane)
     assert services.ops.job_thread_ids
     assert threading.get_ident() not in services.ops.job_thread_ids
@@ -210,6 +215,7 @@ def test_commit_runs_off_the_gui_thread_and_undo_asks_first(
     yes = next(b for b in box.buttons() if box.buttonRole(b) == QMessageBox.ButtonRole.AcceptRole)
     with qtbot.waitSignal(pane.data_changed, timeout=30_000):
         yes.click()
+    qtbot.waitUntil(lambda: pane.settled, timeout=30_000)  # written in the background
     assert Changeset.get_by_id(changeset.id).undone_by_id is not None
     assert Pattern.get_by_id(3).revision == 1
     assert f"Undid {name}." in said
@@ -221,6 +227,7 @@ def test_empty_review_explains_itself_and_offers_distill(qtbot, main_window: Mai
     assert isinstance(review, ReviewPane)
     main_window.tabs.setCurrentWidget(review)
     review.refresh()
+    qtbot.waitUntil(lambda: review.settled, timeout=30_000)
     assert review.stack.currentIndex() == 1
     assert review.distill_button.isVisible()
     assert "Nothing reaches the agent's knowledge until you commit" in review.empty_label.text()
@@ -245,29 +252,39 @@ def test_editing_a_decided_update_keeps_its_target_even_when_the_wording_drifts(
     assert Pattern.get_by_id(1).text == drifted
 
 
-def test_a_decision_while_another_process_writes_says_busy_instead_of_freezing(
-    qtbot, pane: ReviewPane, services: AppServices
+def test_a_decision_while_another_process_writes_is_shown_then_put_back_when_it_cannot_be_written(
+    qtbot, pane: ReviewPane, services: AppServices, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """A decision is written on the GUI thread: with the CLI holding the write lock it must
-    give up after a moment with a message, not hold the window for the whole busy timeout
-    (30 s). The lock here is released after 10 s: a decision that waited for it would be
-    recorded, which is what the window did before."""
+    """A decision is written in the background: with the CLI holding the write lock the
+    list still moves on at once, and when the lock outlasts the decision's wait the row
+    goes back to undecided with a message saying so (with the decisions made after it)."""
     import sqlite3
 
+    from curator.gui import review_decisions
+
+    monkeypatch.setattr(review_decisions, "DECISION_WAIT_S", 0.5)
     shown: list[tuple[str, str]] = []
     pane.show_message = lambda title, text: shown.append((title, text))
     outside = sqlite3.connect(str(services.store.path), check_same_thread=False)
     outside.execute("BEGIN IMMEDIATE")  # another process's write lock
-    release = threading.Timer(10.0, outside.rollback)
-    release.start()
     try:
         press(qtbot, pane, Qt.Key.Key_A)
+        press(qtbot, pane, Qt.Key.Key_A)
+        assert [c.action for c in pane.candidates()][:2] == ["UPDATE", "UPDATE"]  # at once
+        assert pane.current_candidate().ordinal == 3
+        qtbot.waitUntil(lambda: pane.settled, timeout=30_000)
     finally:
-        release.cancel()
-        if outside.in_transaction:
-            outside.rollback()
+        outside.rollback()
         outside.close()
-    assert [c.action for c in pane.candidates()] == [None, None, None]
-    assert shown and shown[0][0] == "Review" and shown[0][1].startswith("busy: ")
+    assert [c.action for c in pane.candidates()] == [None, None, None]  # put back
+    assert len(shown) == 1 and shown[0][0] == "Review"
+    assert (
+        "#1 was not decided: busy: " in shown[0][1]
+        and "the 1 decision(s) made after" in shown[0][1]
+    )
+    assert pane.current_candidate().ordinal == 1  # the decision that failed
+    assert threading.get_ident() not in services.ops.job_thread_ids
     press(qtbot, pane, Qt.Key.Key_A)  # the lock is gone: the decision goes through
+    qtbot.waitUntil(lambda: pane.settled, timeout=30_000)  # written in the background
     assert pane.candidates()[0].action == "UPDATE"
+    assert Candidate.get_by_id(pane.candidates()[0].id).action == "UPDATE"

@@ -117,6 +117,7 @@ def pane(qtbot, staged, show_pane) -> ReviewPane:
     services, _ = staged
     widget = ReviewPane(services)
     show_pane(widget)
+    qtbot.waitUntil(lambda: widget.settled, timeout=30_000)  # read in the background
     widget.activateWindow()
     qtbot.waitActive(widget)
     widget.list_view.setFocus()
@@ -158,6 +159,7 @@ def test_keys_decide_advance_and_undo(qtbot, pane: ReviewPane, staged) -> None:
     assert "4 / 4" in pane.progress_label.text()
 
     key(qtbot, pane, Qt.Key.Key_Backspace)  # undo the REJECT
+    qtbot.waitUntil(lambda: pane.settled, timeout=30_000)  # written in the background
     assert pane.current_candidate().ordinal == 4
     assert pane.current_candidate().action is None
     assert "3 / 4" in pane.progress_label.text()
@@ -177,10 +179,12 @@ def test_edit_dialog_rematches_and_decides(qtbot, pane: ReviewPane) -> None:
     assert dialog is not None
     dialog.text_edit.setPlainText(EXISTING[2][0].replace("any", "a"))
     dialog.rematch()
+    qtbot.waitUntil(lambda: not dialog.rematching, timeout=30_000)  # off the GUI thread
     label = dialog.match_label.text()
     assert "Update existing" in label or "Duplicate — skip" in label
     dialog.importance.setValue(0.55)
     dialog.accept()
+    qtbot.waitUntil(lambda: pane.settled, timeout=30_000)  # written in the background
     edited = next(c for c in pane.candidates() if c.ordinal == 3)
     assert edited.final_text == EXISTING[2][0].replace("any", "a")
     assert edited.action in ("UPDATE", "SKIP")
@@ -199,8 +203,10 @@ def test_an_edited_update_is_listed_and_committed_as_edited(
     assert dialog is not None
     dialog.text_edit.setPlainText(reworded)
     dialog.rematch()
+    qtbot.waitUntil(lambda: not dialog.rematching, timeout=30_000)  # off the GUI thread
     assert "Update existing" in dialog.match_label.text()
     dialog.accept()
+    qtbot.waitUntil(lambda: pane.settled, timeout=30_000)  # written in the background
     edited = next(c for c in pane.candidates() if c.ordinal == 1)
     assert edited.action == "UPDATE" and edited.target_id == ids["p0"]
     row = pane.model.find_row(lambda c: c.ordinal == 1)
@@ -232,12 +238,14 @@ def test_commit_changes_knowledge_and_undo_reverts(qtbot, pane: ReviewPane, stag
 
     for k in (Qt.Key.Key_A, Qt.Key.Key_A, Qt.Key.Key_A, Qt.Key.Key_X):
         key(qtbot, pane, k)
+    qtbot.waitUntil(lambda: pane.settled, timeout=30_000)  # written in the background
     dialog = pane.open_commit_dialog()
     assert dialog is not None and not dialog.blocked
     text = dialog.view.toPlainText()
     assert "1 new pattern" in text and "1 update" in text and "0.80 → 0.90" in text
     with qtbot.waitSignal(pane.data_changed, timeout=30_000):
         dialog.accept()
+    qtbot.waitUntil(lambda: pane.settled, timeout=30_000)  # written in the background
     assert not messages
     assert pane.current_run_id() is None  # the run is committed, no longer staged
 
@@ -268,6 +276,7 @@ def test_conflict_is_shown_through_the_hook(qtbot, pane: ReviewPane, staged) -> 
     pane.show_message = lambda title, text: messages.append((title, text))
     for k in (Qt.Key.Key_A, Qt.Key.Key_A, Qt.Key.Key_A, Qt.Key.Key_X):
         key(qtbot, pane, k)
+    qtbot.waitUntil(lambda: pane.settled, timeout=30_000)  # written in the background
     # Someone else edits the UPDATE target behind the pane's back.
     with services.store.write():
         Pattern.update(text="Changed elsewhere.", revision=Pattern.revision + 1).where(
@@ -278,6 +287,7 @@ def test_conflict_is_shown_through_the_hook(qtbot, pane: ReviewPane, staged) -> 
     assert "Conflicts" in dialog.view.toPlainText()
     with qtbot.waitSignal(pane.commits.committed, timeout=30_000):
         dialog.accept()
+    qtbot.waitUntil(lambda: pane.settled, timeout=30_000)  # written in the background
     assert len(messages) == 1
     title, text = messages[0]
     assert title == "Commit" and "conflict" in text.lower()

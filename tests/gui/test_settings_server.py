@@ -121,6 +121,7 @@ def test_the_selector_saves_the_server_settings(no_keyring, qtbot, main_window, 
         "smollm",
     )
     assert not pane.demo_notice.isVisible()  # the demo model is not in use any more
+    qtbot.waitUntil(lambda: not main_window.status_loading, timeout=30_000)
     assert "smollm on http://127.0.0.1:8080" in main_window.model_label.text()
     assert not main_window.demo_button.isVisible()  # no "demo model" guidance for a server
 

@@ -107,6 +107,7 @@ def test_the_whole_window_fits_1024_by_700(qtbot, main_window: MainWindow) -> No
     hint = main_window.minimumSizeHint()
     assert hint.width() <= 1024 and hint.height() <= 700, hint
     assert main_window.statusBar().minimumSizeHint().width() <= 1024
+    qtbot.waitUntil(lambda: not main_window.status_loading, timeout=30_000)
     assert main_window.demo_button.isVisible()  # the notice is still there, shorter
 
 

@@ -96,3 +96,32 @@ def test_last_retirement_is_the_newest_not_undone(store: Store) -> None:
     assert last_retirement(store) == second
     undo_changeset(store, second)
     assert last_retirement(store) == first
+
+
+def test_pattern_sources_lists_each_episode_with_its_run_oldest_first(store: Store) -> None:
+    """Read as plain rows: the same fields the model-instance read gave, an episode linked
+    without a run included (outer join), the preview the text's first line."""
+    from datetime import UTC, datetime
+
+    from curator.store.knowledge import pattern_sources
+    from curator.store.models import Episode, PatternEpisode, Run
+
+    pattern = Pattern.select().order_by(Pattern.id).first()
+    with store.write():
+        run = Run.create(kind="distill", status="committed")
+        newer = Episode.create(
+            content_hash="a", text="  second line one\nline two", source="dm",
+            timestamp=datetime(2026, 3, 2, tzinfo=UTC), metadata={},
+        )  # fmt: skip
+        older = Episode.create(
+            content_hash="b", text="first " * 60, source="replies",
+            timestamp=datetime(2026, 3, 1, tzinfo=UTC), metadata={},
+        )  # fmt: skip
+        PatternEpisode.create(pattern=pattern, episode=newer, run=run)
+        PatternEpisode.create(pattern=pattern, episode=older, run=None)
+    rows = pattern_sources(store, pattern.id)
+    assert [r.episode_id for r in rows] == [older.id, newer.id]
+    assert (rows[0].run_id, rows[0].run_kind, rows[0].source) == (None, None, "replies")
+    assert (rows[1].run_id, rows[1].run_kind, rows[1].source) == (run.id, "distill", "dm")
+    assert rows[1].preview == "second line one" and len(rows[0].preview) == 200
+    assert rows[0].timestamp == datetime(2026, 3, 1, tzinfo=UTC)
