@@ -69,20 +69,32 @@ SEARCH = "tired build"
 WORDS = ("memory", "agent", "reply", "thread", "kind", "tired", "build", "release", "note")
 
 
-def cpu_wait_s() -> float:
-    """Seconds the calling thread has spent runnable but waiting for a CPU (Linux's
-    ``schedstat``: run-queue time; 0 where it is not available).
+def cpu_waits() -> dict[str, float]:
+    """Per thread of this process, seconds spent runnable but waiting for a CPU (Linux's
+    ``schedstat`` run-queue time; empty where it is not available).
 
-    Waiting for the GIL is not in it (a thread waiting for the GIL sleeps), so the part of
-    a stall left after subtracting it is what this process did to itself: the GIL held by
-    a job, or work on the GUI thread. The machine is shared; the rest is other people's
-    processes holding both CPUs.
+    During a stall the GUI thread waits for a CPU itself, or for the GIL held by a job
+    thread that waits for a CPU: both are the machine (other people's processes holding
+    both CPUs), not this process. Waiting for the GIL is not in it (such a thread
+    sleeps), so a stall less the longest of these waits during it is what this process
+    did to itself: a job holding the GIL, work on the GUI thread.
     """
+    waits: dict[str, float] = {}
     try:
-        with open("/proc/thread-self/schedstat", encoding="ascii") as stats:
-            return int(stats.read().split()[1]) / 1e9
-    except (OSError, IndexError, ValueError):
-        return 0.0
+        tasks = list(Path("/proc/self/task").iterdir())
+    except OSError:
+        return waits
+    for task in tasks:
+        try:
+            waits[task.name] = int((task / "schedstat").read_text("ascii").split()[1]) / 1e9
+        except (OSError, IndexError, ValueError):
+            continue
+    return waits
+
+
+def waited_since(before: dict[str, float], now: dict[str, float]) -> float:
+    """The longest CPU wait of any one thread between two :func:`cpu_waits` readings."""
+    return max((w - before.get(t, 0.0) for t, w in now.items()), default=0.0)
 
 
 class Stall:
@@ -93,7 +105,7 @@ class Stall:
         self.longest = 0.0
         self.own = 0.0
         self._last = 0.0
-        self._waited = 0.0
+        self._waits: dict[str, float] = {}
 
     def measure(
         self, start: Callable[[], object], done: Callable[[], bool], timeout_s: float = 900
@@ -105,24 +117,24 @@ class Stall:
         timer.setInterval(TICK_MS)
         began = time.perf_counter()
         self._last = began
-        self._waited = cpu_wait_s()
+        self._waits = cpu_waits()
         self.longest = 0.0
         self.own = 0.0
         started = [False]
 
         def tick() -> None:
             now = time.perf_counter()
-            waited = cpu_wait_s()
+            waits = cpu_waits()
             self.longest = max(self.longest, now - self._last)
-            self.own = max(self.own, now - self._last - (waited - self._waited))
+            self.own = max(self.own, now - self._last - waited_since(self._waits, waits))
             self._last = now
-            self._waited = waited
+            self._waits = waits
             if (started[0] and done()) or now - began > timeout_s:
                 loop.quit()
 
         def kick() -> None:
             self._last = time.perf_counter()
-            self._waited = cpu_wait_s()
+            self._waits = cpu_waits()
             start()
             started[0] = True
 
@@ -420,9 +432,10 @@ def report(rows: list[Row], quick: bool) -> str:
         "*direct* calls the store function on the GUI thread (how the window ran it before), "
         "*window* runs it the way the window does now (background operation, result "
         f"delivered, table reloaded). Goal: no stall over {GOAL_MS} ms. *less CPU wait*: "
-        "the longest gap minus the time the GUI thread was runnable but waited for a CPU "
-        "during it (Linux run-queue time; waiting for the GIL is not subtracted), i.e. "
-        "what this process did to itself rather than other processes on the machine.",
+        "each gap minus the longest time one of the process's threads (the GUI thread, or "
+        "the job holding the GIL) was runnable but waited for a CPU during it (Linux "
+        "run-queue time; waiting for the GIL is not subtracted): what this process did to "
+        "itself rather than other processes on the shared machine.",
         "",
         "| operation | direct: longest stall | window: longest stall | window: less CPU wait "
         "| ratio | direct: wall | window: wall |",
