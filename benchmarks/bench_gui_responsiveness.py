@@ -442,12 +442,13 @@ def report(rows: list[Row], quick: bool) -> str:
         "|---|---|---|---|---|---|---|",
     ]
     for name, direct_ms, window_ms, own_ms, direct_s, window_s in rows:
-        ratio = direct_ms / window_ms if window_ms else float("inf")
+        control = name.startswith("(control)")
+        ratio = "—" if control or not window_ms else f"{direct_ms / window_ms:,.0f}×"
         flag = "" if window_ms <= GOAL_MS else " ⚠"
         own_flag = "" if own_ms <= GOAL_MS else " ⚠"
         lines.append(
             f"| {name} | {direct_ms:,.0f} ms | {window_ms:,.0f} ms{flag} | "
-            f"{own_ms:,.0f} ms{own_flag} | {ratio:,.0f}× | {direct_s:.1f} s | {window_s:.1f} s |"
+            f"{own_ms:,.0f} ms{own_flag} | {ratio} | {direct_s:.1f} s | {window_s:.1f} s |"
         )
     lines += [
         "",
