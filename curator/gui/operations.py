@@ -23,6 +23,10 @@ whose connection on this thread is this job's own), ``ctx.progress(done, total)`
 safe, throttled by the receiver) and ``ctx.cancelled`` (set by :meth:`StoreOps.cancel`
 for long writes that can stop between batches). Exceptions never reach Qt: they are
 turned into one readable line and delivered to ``on_failed`` (or the ``failed`` signal).
+
+While any job runs, full garbage collections are deferred and the GIL switch interval is
+short (:mod:`curator.gui.job_runtime`): the job shares the interpreter with the GUI thread,
+and those two settings decided how long the window went without painting.
 """
 
 from __future__ import annotations
@@ -38,6 +42,7 @@ from typing import Any
 from PySide6.QtCore import QObject, Signal
 
 from curator.errors import CuratorError
+from curator.gui.job_runtime import sharing_with_gui
 from curator.store.db import Store
 
 log = logging.getLogger("curator.gui.ops")
@@ -195,7 +200,8 @@ class StoreOps(QObject):
         result: Any = None
         error: str | None = None
         try:
-            result = job.fn(job.ctx)
+            with sharing_with_gui():  # no full collections, short GIL slices: see job_runtime
+                result = job.fn(job.ctx)
         except Exception as exc:  # delivered to the GUI as one line, never raised into Qt
             log.info("operation %r failed", job.label, exc_info=True)
             error = describe_failure(exc)

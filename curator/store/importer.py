@@ -36,6 +36,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any, BinaryIO
 
+from curator.errors import CuratorError
 from curator.store.db import Store
 from curator.store.models import Episode, format_utc, to_utc, utcnow
 
@@ -53,6 +54,24 @@ those to write. A window shows it; the CLI passes nothing."""
 PROGRESS_EVERY = 2000
 """Lines (and rows) between two progress reports: often enough for a moving bar, rare
 enough to cost nothing."""
+
+Cancelled = Callable[[], bool]
+"""``cancelled()``: True once the caller wants the import stopped (a window closing).
+Asked every :data:`CANCEL_EVERY` lines while reading and before every chunk written."""
+
+CANCEL_EVERY = 200
+
+
+class ImportCancelled(CuratorError):
+    """The import was stopped on request; its transaction was rolled back, so nothing of
+    the file was written."""
+
+    exit_code = 1
+
+
+def _check(cancelled: Cancelled | None, name: str) -> None:
+    if cancelled is not None and cancelled():
+        raise ImportCancelled(f"import of {name} cancelled; nothing of it was imported")
 
 
 def _count_lines(handle: BinaryIO) -> int:
@@ -562,7 +581,10 @@ def _open_regular(path: str | Path) -> BinaryIO:
 
 
 def _parse(
-    path: str | Path, stdin: BinaryIO | None, progress: Progress | None = None
+    path: str | Path,
+    stdin: BinaryIO | None,
+    progress: Progress | None = None,
+    cancelled: Cancelled | None = None,
 ) -> tuple[str, list[tuple[Any, ...]], list[LineError], int]:
     """Read and validate one source: (its name, good episodes, line errors, lines read).
 
@@ -586,12 +608,14 @@ def _parse(
     with handle:
         total = _count_lines(handle) if progress is not None else 0
         reported = 0
-        for item in read_episodes(handle, name):
+        for count, item in enumerate(read_episodes(handle, name), 1):
             if isinstance(item, LineError):
                 errors.append(item)
             else:
                 episodes.append(_pack(item))
             last_line = max(last_line, item.line)
+            if count % CANCEL_EVERY == 0:
+                _check(cancelled, name)
             if progress is not None and last_line - reported >= PROGRESS_EVERY:
                 reported = last_line
                 progress(last_line, max(total, last_line))
@@ -606,6 +630,7 @@ def import_file(
     *,
     stdin: BinaryIO | None = None,
     progress: Progress | None = None,
+    cancelled: Cancelled | None = None,
 ) -> ImportReport:
     """Import one file: its good lines in one transaction, its bad lines reported.
 
@@ -613,10 +638,12 @@ def import_file(
     cannot be read at all (missing, unreadable, a directory, a pipe, a read error half
     way) is one error for the whole file, with line 0, and nothing of it is imported.
     ``progress`` (see :data:`Progress`) is called every :data:`PROGRESS_EVERY` lines
-    while reading and every few thousand rows while writing.
+    while reading and every few thousand rows while writing. When ``cancelled()`` turns
+    True the import stops at its next check and raises :class:`ImportCancelled`: while
+    reading nothing was written yet, while writing the transaction is rolled back.
     """
     try:
-        name, episodes, errors, last_line = _parse(path, stdin, progress)
+        name, episodes, errors, last_line = _parse(path, stdin, progress, cancelled)
     except _Unreadable as exc:
         return ImportReport(file=str(path), errors=[LineError(str(path), 0, str(exc))])
     except OSError as exc:  # a read failing half way (EIO, a vanished network share)
@@ -640,6 +667,7 @@ def import_file(
             fresh.append(row)
         imported_at = utcnow()
         for start in range(0, len(fresh), _INSERT_CHUNK):
+            _check(cancelled, name)
             if progress is not None and start % PROGRESS_EVERY < _INSERT_CHUNK:
                 progress(start, len(fresh))
             rows = [

@@ -1,0 +1,81 @@
+"""Closing the window mid-import cancels the import cleanly, and the window's own writes
+are not mistaken for outside changes while they run."""
+
+from __future__ import annotations
+
+import json
+import threading
+from pathlib import Path
+
+from PySide6.QtCore import Qt
+
+from curator.gui.main_window import MainWindow
+from curator.gui.operations import OpContext
+from curator.store.db import Store
+from curator.store.importer import PROGRESS_EVERY
+
+
+def _count(store: Store) -> int:
+    (count,) = store.execute("SELECT count(*) FROM episode")[0]
+    return int(count)
+
+
+def test_closing_mid_import_cancels_it_and_writes_nothing(
+    qtbot, main_window: MainWindow, store: Store, tmp_path: Path
+) -> None:
+    lines = 4 * PROGRESS_EVERY
+    path = tmp_path / "big.jsonl"
+    path.write_text(
+        "".join(
+            json.dumps({"text": f"closing test {i}", "timestamp": "2031-02-01T00:00:00Z"}) + "\n"
+            for i in range(lines)
+        ),
+        encoding="utf-8",
+    )
+    before = _count(store)
+    ops = main_window.services.ops
+    reached = threading.Event()
+
+    def hold(_label: str, done: int, total: int) -> None:
+        # Runs on the import's thread (direct connection): keep the import half way
+        # through reading until the window's close has asked it to stop.
+        if 0 < done < total and not reached.is_set():
+            reached.set()
+            job = ops._write
+            assert job is not None and job.ctx is not None
+            job.ctx._cancel.wait(30)
+
+    ops.progressed.connect(hold, Qt.ConnectionType.DirectConnection)
+    assert main_window.import_episodes(path)
+    qtbot.waitUntil(reached.is_set, timeout=20_000)
+
+    assert main_window.close()
+    assert not main_window.isVisible()
+    assert ops.pending == 1 and ops.wait(0)  # the job ended with the close, undelivered
+    assert _count(store) == before  # nothing of the file was written
+
+
+def test_the_poll_ignores_our_own_running_write(qtbot, main_window: MainWindow) -> None:
+    """An import commits on its own connection before its result is delivered; the poll
+    treated that as an outside change and reloaded the table on the GUI thread."""
+    ops = main_window.services.ops
+    committed = threading.Event()
+    release = threading.Event()
+
+    def write(ctx: OpContext) -> None:
+        with ctx.store.write():
+            ctx.store.execute("UPDATE episode SET source = source || '' WHERE id = 1")
+        committed.set()
+        release.wait(30)
+
+    reloads: list[int] = []
+    main_window.episodes_pane.model.loaded.connect(lambda: reloads.append(1))
+    assert ops.write("Touching", write)
+    qtbot.waitUntil(committed.is_set, timeout=10_000)
+    try:
+        assert not main_window.check_for_outside_changes()
+        assert reloads == []
+    finally:
+        release.set()
+    qtbot.waitUntil(lambda: ops.pending == 0, timeout=10_000)
+    assert main_window.check_for_outside_changes()  # afterwards the change is seen
