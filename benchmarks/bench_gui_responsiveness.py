@@ -52,6 +52,7 @@ from curator.gui.review_pane import ReviewPane  # noqa: E402
 from curator.gui.services import AppServices  # noqa: E402
 from curator.pipeline.commit import commit_run, undo_changeset  # noqa: E402
 from curator.pipeline.labels import relabel, undo_last_relabel  # noqa: E402
+from curator.store.backup import list_backups, take_backup  # noqa: E402
 from curator.store.db import Store  # noqa: E402
 from curator.store.episode_queries import (  # noqa: E402
     EpisodeFilter,
@@ -365,6 +366,21 @@ def bench_large(app: QApplication, tmp: Path, episodes: int, per_run: int) -> li
     assert results[1] is not None, "the undo failed"
     assert distilled(store) == 0, "the undo did not restore its episodes"
     settle(app, window)
+
+    direct_backup = stall.measure(
+        lambda: take_backup(store.path, dest_dir=tmp / "direct-backups"), lambda: True
+    )
+    before = len(list_backups(store.path))
+    started: list[bool] = []
+    backed_up = stall.measure(
+        lambda: started.append(window.backup_now()),
+        lambda: (
+            started == [False]  # refused: the assertion below says so
+            or (started == [True] and idle(window) and len(list_backups(store.path)) > before)
+        ),
+    )
+    assert len(list_backups(store.path)) == before + 1, "Backup now took no backup"
+    settle(app, window)
     close_window(app, window)
     store.close()
     size = f"{episodes:,} episodes"
@@ -384,6 +400,10 @@ def bench_large(app: QApplication, tmp: Path, episodes: int, per_run: int) -> li
         (
             f"undo the commit ({size})",
             *(direct_undo[0], undone[0], undone[2], direct_undo[1], undone[1]),
+        ),
+        (
+            f"backup now ({size})",
+            *(direct_backup[0], backed_up[0], backed_up[2], direct_backup[1], backed_up[1]),
         ),
     ]
 

@@ -593,9 +593,10 @@ class MainWindow(QMainWindow):
 
         return export_knowledge(self.services, self, self.show_message)
 
-    def backup_now(self) -> None:
-        """Into the backups folder, in the background; the status bar shows where."""
-        self.auto_backup.backup_now()
+    def backup_now(self) -> bool:
+        """Into the backups folder, in the background; the status bar shows where. False
+        when another write runs (the status bar says so)."""
+        return self.auto_backup.backup_now()
 
     def undo_relabel(self) -> None:
         self.tabs.setCurrentIndex(0)
