@@ -320,6 +320,9 @@ class ReviewDecisions:
             return False
 
         def done(result: Any) -> None:
+            if result is None:  # a second Backspace queued before the first was written
+                self.status_message.emit(f"Candidate #{c.ordinal} has no decision to undo.")
+                return
             self._recorded(result)
             self.status_message.emit(self._undo_text(c, result))
             self._after_decision(c.id, advance=False)

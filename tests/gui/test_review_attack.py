@@ -1,0 +1,67 @@
+"""Review's queued decisions under fast keys, locks held elsewhere and commits."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from curator.gui.review_pane import ReviewPane
+from curator.gui.services import AppServices
+from curator.pipeline.import_knowledge import import_knowledge
+from curator.store.models import Candidate
+
+TEXTS = (
+    "Replies that include a worked example get more follow-up questions, so lead with one.",
+    "Greet returning users by name when a conversation starts again after a long pause.",
+    "Summaries longer than three short paragraphs are skimmed rather than read in full.",
+)
+
+
+@pytest.fixture
+def staged(services: AppServices, tmp_path: Path) -> int:
+    knowledge = tmp_path / "knowledge.txt"
+    knowledge.write_text("\n".join(TEXTS) + "\n")
+    report = import_knowledge(services.store, knowledge)
+    assert report.run_id is not None
+    return int(report.run_id)
+
+
+@pytest.fixture
+def pane(qtbot, services: AppServices, staged: int) -> ReviewPane:
+    widget = ReviewPane(services)
+    qtbot.addWidget(widget)
+    widget.resize(1200, 800)
+    widget.show()
+    qtbot.waitExposed(widget)
+    widget.refresh()
+    qtbot.waitUntil(lambda: widget.settled, timeout=30_000)
+    return widget
+
+
+def settle(qtbot, pane: ReviewPane) -> None:
+    qtbot.waitUntil(lambda: pane.settled, timeout=30_000)
+
+
+def failures(services: AppServices) -> list[tuple[str, str]]:
+    seen: list[tuple[str, str]] = []
+    services.ops.failed.connect(lambda label, text: seen.append((label, text)))
+    return seen
+
+
+def test_backspace_twice_on_one_decision_is_not_an_error(
+    qtbot, pane: ReviewPane, services: AppServices
+) -> None:
+    seen = failures(services)
+    shown: list[str] = []
+    pane.status_message.connect(shown.append)
+    first = pane.current_candidate()
+    assert pane.decide_current("ADD")
+    pane._select_row(pane.model.find_row(lambda c: c.id == first.id))
+    assert pane.undo_selected()
+    assert pane.undo_selected()  # the row still shows ADD: the first undo is not written
+    settle(qtbot, pane)
+    assert not seen
+    assert Candidate.get_by_id(first.id).action is None
+    assert next(c for c in pane.candidates() if c.id == first.id).action is None
+    assert shown[-1] == f"Candidate #{first.ordinal} has no decision to undo."
