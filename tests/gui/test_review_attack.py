@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from PySide6.QtWidgets import QDialog
 
 from curator.gui.review_pane import ReviewPane
 from curator.gui.services import AppServices
@@ -65,3 +66,23 @@ def test_backspace_twice_on_one_decision_is_not_an_error(
     assert Candidate.get_by_id(first.id).action is None
     assert next(c for c in pane.candidates() if c.id == first.id).action is None
     assert shown[-1] == f"Candidate #{first.ordinal} has no decision to undo."
+
+
+def test_commit_pressed_twice_while_decisions_are_queued_opens_one_preview_of_them_all(
+    qtbot, pane: ReviewPane, services: AppServices
+) -> None:
+    for action in ("ADD", "REJECT", "ADD"):
+        assert pane.decide_current(action)
+    assert pane.commits.open_commit_dialog() is None  # waits for the writes
+    assert pane.commits.open_commit_dialog() is None  # pressed again meanwhile
+    settle(qtbot, pane)
+    qtbot.waitUntil(lambda: pane.commits.commit_dialog is not None, timeout=30_000)
+    dialogs = [w for w in pane.findChildren(QDialog) if w.objectName() == "commitDialog"]
+    assert len(dialogs) == 1
+    dialog = pane.commits.commit_dialog
+    assert not dialog.blocked  # every decision is in the preview
+    dialog.accept()
+    qtbot.waitUntil(lambda: not services.ops.busy, timeout=30_000)
+    stored = {c.text: (c.action, c.state) for c in Candidate.select()}
+    assert [stored[t][0] for t in TEXTS] == ["ADD", "REJECT", "ADD"]
+    assert all(stored[t][1] == "applied" for t in TEXTS)
