@@ -304,6 +304,13 @@ class ReviewDecisions:
                 self.status_message.emit("Every candidate is decided: commit when ready.")
         self._select_row(row)
 
+    def _select_if_last(self, candidate_id: int, *, advance: bool) -> None:
+        """:meth:`_after_decision` for an answer that moves the selection only when it
+        arrives: keys pressed after its own (queued behind it) have moved the selection
+        on already, and pulling it back would point the next key at the wrong row."""
+        if not self.decisions.pending:
+            self._after_decision(candidate_id, advance=advance)
+
     def undo_selected(self) -> bool:
         """Backspace: undo the selected row's newest decision, and say which.
 
@@ -325,7 +332,7 @@ class ReviewDecisions:
                 return
             self._recorded(result)
             self.status_message.emit(self._undo_text(c, result))
-            self._after_decision(c.id, advance=False)
+            self._select_if_last(c.id, advance=False)
 
         self._submit("Undo", c, lambda store: review_api.undo_decision(store, c.id), done)
         return True
@@ -352,7 +359,7 @@ class ReviewDecisions:
                 self.status_message.emit(self._undo_text(before, result))
             else:
                 self.status_message.emit(f"Decision on candidate #{result.ordinal} undone.")
-            self._after_decision(result.id, advance=False)
+            self._select_if_last(result.id, advance=False)
 
         self._submit("Undo", c, lambda store: review_api.undo_last_decision(store, run_id), done)
         return True
@@ -390,7 +397,7 @@ class ReviewDecisions:
                 f"Edited candidate #{view.ordinal}: {action_name(view.action)}"
                 + (" with your wording (W keeps the pattern's text)" if view.rewords else "")
             )
-            self._after_decision(c.id, advance=view.action != "UPDATE")
+            self._select_if_last(c.id, advance=view.action != "UPDATE")
 
         self._submit(
             "Edit",

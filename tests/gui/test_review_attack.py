@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sqlite3
 from pathlib import Path
 
 import pytest
@@ -9,6 +10,7 @@ from PySide6.QtWidgets import QDialog
 
 from curator.gui.review_pane import ReviewPane
 from curator.gui.services import AppServices
+from curator.pipeline import review as review_api
 from curator.pipeline.import_knowledge import import_knowledge
 from curator.store.models import Candidate
 
@@ -86,3 +88,64 @@ def test_commit_pressed_twice_while_decisions_are_queued_opens_one_preview_of_th
     stored = {c.text: (c.action, c.state) for c in Candidate.select()}
     assert [stored[t][0] for t in TEXTS] == ["ADD", "REJECT", "ADD"]
     assert all(stored[t][1] == "applied" for t in TEXTS)
+
+
+def test_a_write_lock_held_elsewhere_puts_the_rows_back_and_says_so(
+    qtbot, pane: ReviewPane, services: AppServices
+) -> None:
+    messages: list[tuple[str, str]] = []
+    pane.show_message = lambda title, text: messages.append((title, text))
+    other = sqlite3.connect(services.store.path, isolation_level=None)
+    other.execute("BEGIN IMMEDIATE")
+    try:
+        for action in ("ADD", "REJECT", "ADD"):
+            assert pane.decide_current(action)
+        qtbot.waitUntil(lambda: bool(messages), timeout=30_000)
+    finally:
+        other.execute("ROLLBACK")
+        other.close()
+    settle(qtbot, pane)
+    assert len(messages) == 1
+    assert "busy" in messages[0][1] and "nor were the 2" in messages[0][1]
+    assert [c.action for c in pane.candidates()] == [None, None, None]
+    assert Candidate.select().where(Candidate.action.is_null(False)).count() == 0
+    assert pane.decide_current("ADD")
+    settle(qtbot, pane)
+    assert Candidate.select().where(Candidate.action.is_null(False)).count() == 1
+
+
+def test_fast_interleaved_keys_end_as_the_database_holds_them(
+    qtbot, pane: ReviewPane, services: AppServices, staged: int
+) -> None:
+    seen = failures(services)
+    keys = ["ADD", "undo", "REJECT", "ctrlz", "ADD", "ADD", "undo", "undo", "ctrlz", "REJECT"]
+    for n, key in enumerate(keys):
+        if key == "undo":
+            pane.undo_selected()
+        elif key == "ctrlz":
+            pane.undo_decision()
+        else:
+            pane.decide_current(key)
+        if n % 3 == 2:
+            pane._select_row(0)
+    settle(qtbot, pane)
+    assert not seen
+    db = {c.id: c.action for c in review_api.list_candidates(services.store, staged)}
+    assert {c.id: c.action for c in pane.candidates()} == db
+
+
+def test_a_late_undo_answer_does_not_pull_the_selection_back_from_later_keys(
+    qtbot, pane: ReviewPane, services: AppServices
+) -> None:
+    """Ctrl+Z, then a key on the next candidate before the undo is written: the undo's
+    answer arrives later and must not move the selection off where the keys left it."""
+    first, second, third = pane.candidates()
+    assert pane.decide_current("ADD")  # first -> the selection moves to second
+    assert pane.undo_decision()  # undoes first, when written
+    assert pane.current_candidate().id == second.id
+    assert pane.decide_current("REJECT")  # second -> the selection moves to third
+    assert pane.current_candidate().id == third.id
+    settle(qtbot, pane)
+    assert Candidate.get_by_id(first.id).action is None
+    assert Candidate.get_by_id(second.id).action == "REJECT"
+    assert pane.current_candidate().id == third.id
