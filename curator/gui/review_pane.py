@@ -337,6 +337,12 @@ class ReviewPane(ReviewDecisions, Pane):
             self.refresh()
 
     def _on_run_changed(self, _index: int) -> None:
+        if self.decisions.pending:
+            # The read waits for the queued decisions; meanwhile the old run's rows must
+            # not stay under the new run's name, where the next key would decide them.
+            self._candidates = []
+            self._show_rows()
+            self.progress_label.setText("Loading the candidates…")
         self._load_candidates(keep_current=False)
 
     def _load_candidates(self, keep_current: bool = True) -> None:

@@ -149,3 +149,28 @@ def test_a_late_undo_answer_does_not_pull_the_selection_back_from_later_keys(
     assert Candidate.get_by_id(first.id).action is None
     assert Candidate.get_by_id(second.id).action == "REJECT"
     assert pane.current_candidate().id == third.id
+
+
+def test_switching_runs_while_decisions_are_queued_shows_the_new_run_and_keys_wait_for_it(
+    qtbot, pane: ReviewPane, services: AppServices, staged: int, tmp_path: Path
+) -> None:
+    other_file = tmp_path / "other.txt"
+    other_file.write_text("Short answers suit quick factual questions about dates.\n")
+    other = import_knowledge(services.store, other_file).run_id
+    pane.refresh()
+    settle(qtbot, pane)
+    pane.select_run(staged)
+    settle(qtbot, pane)
+    first = pane.current_candidate()
+    assert pane.decide_current("ADD")
+    pane.run_combo.setCurrentIndex(pane.run_combo.findData(other))
+    # the old run's rows are not left under the new run's name for the next key
+    assert all(c.run_id == other for c in pane.candidates())
+    pane.decide_current("REJECT")
+    settle(qtbot, pane)
+    assert pane.current_run_id() == other
+    assert [c.run_id for c in pane.candidates()] == [other]
+    assert Candidate.get_by_id(first.id).action == "ADD"
+    assert (
+        Candidate.select().where(Candidate.run == staged, Candidate.action == "REJECT").count() == 0
+    )
