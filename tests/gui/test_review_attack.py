@@ -174,3 +174,20 @@ def test_switching_runs_while_decisions_are_queued_shows_the_new_run_and_keys_wa
     assert (
         Candidate.select().where(Candidate.run == staged, Candidate.action == "REJECT").count() == 0
     )
+
+
+def test_closing_the_main_window_writes_the_queued_decisions(
+    qtbot, main_window, staged: int
+) -> None:
+    review = main_window.pane("reviewPane")
+    main_window.tabs.setCurrentWidget(review)
+    review.refresh()
+    settle(qtbot, review)
+    review.select_run(staged)
+    settle(qtbot, review)
+    for action in ("ADD", "REJECT", "ADD"):
+        assert review.decide_current(action)
+    assert review.decisions.pending == 3
+    main_window.close()
+    stored = {c.text: c.action for c in Candidate.select().where(Candidate.run == staged)}
+    assert [stored[t] for t in TEXTS] == ["ADD", "REJECT", "ADD"]
