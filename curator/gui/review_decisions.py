@@ -154,7 +154,7 @@ class ReviewDecisions:
 
         def failed(message: str) -> None:
             if action == "UPDATE":  # the proposed pattern is gone: choose another
-                self.choose_target(note=message)
+                self.choose_target(note=message, candidate=c)
             else:
                 self.show_message("Review", f"Candidate #{c.ordinal} was not decided: {message}")
 
@@ -169,9 +169,12 @@ class ReviewDecisions:
         self._decided(predicted(c, action), action)
         return True
 
-    def choose_target(self, note: str = "") -> TargetPicker | None:
-        """Open the picker of the nearest patterns; its OK records UPDATE of the chosen one."""
-        c = self.current_candidate()
+    def choose_target(self, note: str = "", candidate: Any | None = None) -> TargetPicker | None:
+        """Open the picker of the nearest patterns; its OK records UPDATE of the chosen one.
+
+        For ``candidate``, else the current one: a refused UPDATE names its own candidate,
+        because the key moved the selection on before the refusal came back."""
+        c = candidate if candidate is not None else self.current_candidate()
         if c is None:
             return None
         dialog = TargetPicker(self.ops, c, note, self._dialog_parent())

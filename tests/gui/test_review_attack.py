@@ -12,7 +12,7 @@ from curator.gui.review_pane import ReviewPane
 from curator.gui.services import AppServices
 from curator.pipeline import review as review_api
 from curator.pipeline.import_knowledge import import_knowledge
-from curator.store.models import Candidate
+from curator.store.models import Candidate, Pattern
 
 TEXTS = (
     "Replies that include a worked example get more follow-up questions, so lead with one.",
@@ -191,3 +191,28 @@ def test_closing_the_main_window_writes_the_queued_decisions(
     main_window.close()
     stored = {c.text: c.action for c in Candidate.select().where(Candidate.run == staged)}
     assert [stored[t] for t in TEXTS] == ["ADD", "REJECT", "ADD"]
+
+
+def test_a_refused_update_opens_the_picker_for_its_own_candidate(
+    qtbot, pane: ReviewPane, services: AppServices
+) -> None:
+    """UPDATE of a pattern retired meanwhile: the key moved the selection on at once, so
+    the picker the refusal opens must be for the refused candidate, not the next one."""
+    target = next(c for c in pane.candidates() if c.proposed_target_id is not None)
+    pane._select_row(pane.model.find_row(lambda c: c.id == target.id))
+    with services.store.write():
+        Pattern.update(status="retired").where(Pattern.id == target.proposed_target_id).execute()
+    assert pane.decide_current("UPDATE")
+    assert pane.current_candidate().id != target.id  # moved on
+    qtbot.waitUntil(lambda: pane.target_dialog is not None, timeout=30_000)
+    settle(qtbot, pane)
+    dialog = pane.target_dialog
+    assert dialog.windowTitle().endswith(f"candidate #{target.ordinal}")
+    qtbot.waitUntil(lambda: dialog.list.count() > 0, timeout=30_000)
+    others = {c.id: c.action for c in pane.candidates() if c.id != target.id}
+    dialog.list.setCurrentRow(0)
+    dialog.accept_if_chosen()
+    settle(qtbot, pane)
+    assert Candidate.get_by_id(target.id).action == "UPDATE"  # the chosen pattern, on it
+    assert {c.id: c.action for c in pane.candidates() if c.id != target.id} == others
+    assert all(Candidate.get_by_id(i).action == a for i, a in others.items())
