@@ -160,8 +160,15 @@ class CommitBar(QObject):
         return dialog
 
     def _open_when_written(self) -> None:
+        if not self._commit_after_writes:  # the window closed meanwhile (shutdown)
+            return
         self._commit_after_writes = False
         self.open_commit_dialog()
+
+    def shutdown(self) -> None:
+        """Window close: a commit still waiting for the decisions' writes is dropped (the
+        close writes them, and a preview would open for a window that is gone)."""
+        self._commit_after_writes = False
 
     def apply_commit(self, run_id: int, reviewed_only: bool) -> bool:
         """Start the commit in the background (the engine re-checks every revision)."""

@@ -210,6 +210,7 @@ class ReviewPane(ReviewDecisions, Pane):
 
     def shutdown(self) -> None:
         """Window close: the decisions shown but not yet written are written first."""
+        self.commits.shutdown()
         self.decisions.finish()
 
     def _dialog_parent(self) -> QWidget:

@@ -216,3 +216,23 @@ def test_a_refused_update_opens_the_picker_for_its_own_candidate(
     assert Candidate.get_by_id(target.id).action == "UPDATE"  # the chosen pattern, on it
     assert {c.id: c.action for c in pane.candidates() if c.id != target.id} == others
     assert all(Candidate.get_by_id(i).action == a for i, a in others.items())
+
+
+def test_closing_the_window_with_a_commit_waiting_for_the_writes_opens_no_preview(
+    qtbot, main_window, staged: int
+) -> None:
+    """Commit pressed while decisions were queued, then the window closed: the writes are
+    finished on close, and the preview must not pop up for a window that is gone (a
+    visible dialog would also keep the application from quitting)."""
+    review = main_window.pane("reviewPane")
+    main_window.tabs.setCurrentWidget(review)
+    review.refresh()
+    settle(qtbot, review)
+    review.select_run(staged)
+    settle(qtbot, review)
+    assert review.decide_current("ADD")
+    assert review.commits.open_commit_dialog() is None  # waits for the write
+    main_window.close()
+    assert review.commits.commit_dialog is None
+    assert not [w for w in review.findChildren(QDialog) if w.isVisible()]
+    assert Candidate.select().where(Candidate.action == "ADD").count() == 1
