@@ -58,6 +58,7 @@ class ReviewDecisions:
         _candidates: list[Any]
         _generation: int
         _select_after_load: int | None
+        closing: bool
 
         def current_candidate(self) -> Any | None: ...
         def current_run_id(self) -> int | None: ...
@@ -153,7 +154,7 @@ class ReviewDecisions:
             return False
 
         def failed(message: str) -> None:
-            if action == "UPDATE":  # the proposed pattern is gone: choose another
+            if action == "UPDATE" and not self.closing:  # the pattern is gone: choose another
                 self.choose_target(note=message, candidate=c)
             else:
                 self.show_message("Review", f"Candidate #{c.ordinal} was not decided: {message}")

@@ -87,6 +87,8 @@ class ReviewPane(ReviewDecisions, Pane):
         self._reload_wanted = False
         self._select_after_load: int | None = None
         self._wanted_run: int | None = None  # select_run of a run not listed yet
+        self.closing = False
+        """The window is closing: the queued writes are finished, no dialog is opened."""
 
         # -- top bar ------------------------------------------------------------------------
         self.run_combo = QComboBox()
@@ -210,6 +212,7 @@ class ReviewPane(ReviewDecisions, Pane):
 
     def shutdown(self) -> None:
         """Window close: the decisions shown but not yet written are written first."""
+        self.closing = True
         self.commits.shutdown()
         self.decisions.finish()
 

@@ -236,3 +236,25 @@ def test_closing_the_window_with_a_commit_waiting_for_the_writes_opens_no_previe
     assert review.commits.commit_dialog is None
     assert not [w for w in review.findChildren(QDialog) if w.isVisible()]
     assert Candidate.select().where(Candidate.action == "ADD").count() == 1
+
+
+def test_an_update_refused_while_the_window_closes_opens_no_picker(
+    qtbot, main_window, services: AppServices, staged: int
+) -> None:
+    """The close writes the queued decisions; one refused then is named by a message the
+    close also closes, but the target picker would stay open for a window that is gone."""
+    review = main_window.pane("reviewPane")
+    main_window.tabs.setCurrentWidget(review)
+    review.refresh()
+    settle(qtbot, review)
+    review.select_run(staged)
+    settle(qtbot, review)
+    target = next(c for c in review.candidates() if c.proposed_target_id is not None)
+    review._select_row(review.model.find_row(lambda c: c.id == target.id))
+    with services.store.write():
+        Pattern.update(status="retired").where(Pattern.id == target.proposed_target_id).execute()
+    assert review.decide_current("UPDATE")
+    main_window.close()
+    assert review.target_dialog is None
+    assert not [w for w in review.findChildren(QDialog) if w.isVisible()]
+    assert Candidate.get_by_id(target.id).action is None
