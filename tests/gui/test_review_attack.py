@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import random
 import sqlite3
 from pathlib import Path
 
@@ -258,3 +259,60 @@ def test_an_update_refused_while_the_window_closes_opens_no_picker(
     assert review.target_dialog is None
     assert not [w for w in review.findChildren(QDialog) if w.isVisible()]
     assert Candidate.get_by_id(target.id).action is None
+
+
+def test_random_key_sequences_over_two_runs_end_as_the_database_holds_them(
+    qtbot, services: AppServices, tmp_path: Path
+) -> None:
+    """Decisions, both undos, selection moves, the flagged filter and run switches in
+    random order without waiting: no callback fails and the list ends on the database."""
+    for n in range(2):
+        f = tmp_path / f"k{n}.txt"
+        f.write_text(
+            "\n".join(
+                f"Pattern number {n}-{k} about replies and greetings {k * 7}." for k in range(12)
+            )
+            + "\n"
+        )
+        import_knowledge(services.store, f)
+    pane = ReviewPane(services)
+    qtbot.addWidget(pane)
+    pane.show()
+    pane.show_message = lambda t, m: None
+    seen = []
+    services.ops.failed.connect(lambda a, b: seen.append((a, b)))
+    pane.refresh()
+    qtbot.waitUntil(lambda: pane.settled, timeout=30_000)
+    for seed in range(10):
+        rng = random.Random(seed)
+        for _ in range(60):
+            r = rng.random()
+            if r < 0.35:
+                pane.decide_current(rng.choice(["ADD", "REJECT", "SKIP", "UPDATE", "ACCEPT"]))
+            elif r < 0.5:
+                pane.undo_selected()
+            elif r < 0.6:
+                pane.undo_decision()
+            elif r < 0.75:
+                if pane.model.rowCount():
+                    pane._select_row(rng.randrange(pane.model.rowCount()))
+            elif r < 0.8:
+                pane.flagged_only.setChecked(not pane.flagged_only.isChecked())
+            elif r < 0.85:
+                pane.run_combo.setCurrentIndex(rng.randrange(pane.run_combo.count()))
+            elif r < 0.9 and pane.target_dialog is not None:
+                pane.target_dialog.reject()
+            else:
+                qtbot.wait(rng.choice((0, 1, 5)))
+        if pane.target_dialog is not None:
+            pane.target_dialog.reject()
+        qtbot.waitUntil(lambda: pane.settled, timeout=60_000)
+        if pane.target_dialog is not None:
+            pane.target_dialog.reject()
+        run = pane.current_run_id()
+        db = {
+            c.id: (c.action, c.target_id) for c in review_api.list_candidates(services.store, run)
+        }
+        shown = {c.id: (c.action, c.target_id) for c in pane._candidates}
+        assert shown == db, seed
+        assert not seen, seen
