@@ -95,11 +95,13 @@ class ProvenancePanel(QWidget):
         self._ops.query(
             "knowledge.sources",
             lambda ctx: pattern_sources(ctx.store, pattern_id),
-            lambda rows: self._loaded(heading, rows),
-            self._failed,
+            lambda rows: self._loaded(pattern_id, heading, rows),
+            lambda message: self._failed(pattern_id, message),
         )
 
-    def _loaded(self, heading: str, rows: list[SourceRow]) -> None:
+    def _loaded(self, pattern_id: int, heading: str, rows: list[SourceRow]) -> None:
+        if pattern_id != self.pattern_id:  # the selection was cleared while it was read
+            return
         self.loading = False
         self.model.set_rows(rows)
         runs = sorted({s.run_id for s in rows if s.run_id is not None})
@@ -109,7 +111,9 @@ class ProvenancePanel(QWidget):
             + ". Double-click an episode to open it."
         )
 
-    def _failed(self, message: str) -> None:
+    def _failed(self, pattern_id: int, message: str) -> None:
+        if pattern_id != self.pattern_id:
+            return
         self.loading = False
         self.title.setText(f"The source episodes could not be read: {message}")
 

@@ -85,6 +85,7 @@ class CommitBar(QObject):
         self._show_message = show_message
         self._run_id = run_id
         self.commit_dialog: CommitDialog | None = None
+        self._commit_after_writes = False  # Commit pressed while decisions were queued
         self.last: ChangesetSummary | None = None
 
         self.reviewed_only = QCheckBox("commit reviewed only")
@@ -136,9 +137,12 @@ class CommitBar(QObject):
         run_id = self._run_id()
         if self._decisions is not None and self._decisions.pending:
             # decisions still being written: the preview would miss them; open it after
-            self._decisions.idle.connect(
-                self._open_when_written, Qt.ConnectionType.SingleShotConnection
-            )
+            # (once, however often Commit was pressed meanwhile)
+            if not self._commit_after_writes:
+                self._commit_after_writes = True
+                self._decisions.idle.connect(
+                    self._open_when_written, Qt.ConnectionType.SingleShotConnection
+                )
             return None
         if run_id is None or self._refused_while_busy("Commit"):
             return None
@@ -156,7 +160,15 @@ class CommitBar(QObject):
         return dialog
 
     def _open_when_written(self) -> None:
+        if not self._commit_after_writes:  # the window closed meanwhile (shutdown)
+            return
+        self._commit_after_writes = False
         self.open_commit_dialog()
+
+    def shutdown(self) -> None:
+        """Window close: a commit still waiting for the decisions' writes is dropped (the
+        close writes them, and a preview would open for a window that is gone)."""
+        self._commit_after_writes = False
 
     def apply_commit(self, run_id: int, reviewed_only: bool) -> bool:
         """Start the commit in the background (the engine re-checks every revision)."""

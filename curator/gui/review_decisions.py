@@ -58,6 +58,7 @@ class ReviewDecisions:
         _candidates: list[Any]
         _generation: int
         _select_after_load: int | None
+        closing: bool
 
         def current_candidate(self) -> Any | None: ...
         def current_run_id(self) -> int | None: ...
@@ -153,8 +154,8 @@ class ReviewDecisions:
             return False
 
         def failed(message: str) -> None:
-            if action == "UPDATE":  # the proposed pattern is gone: choose another
-                self.choose_target(note=message)
+            if action == "UPDATE" and not self.closing:  # the pattern is gone: choose another
+                self.choose_target(note=message, candidate=c)
             else:
                 self.show_message("Review", f"Candidate #{c.ordinal} was not decided: {message}")
 
@@ -169,9 +170,12 @@ class ReviewDecisions:
         self._decided(predicted(c, action), action)
         return True
 
-    def choose_target(self, note: str = "") -> TargetPicker | None:
-        """Open the picker of the nearest patterns; its OK records UPDATE of the chosen one."""
-        c = self.current_candidate()
+    def choose_target(self, note: str = "", candidate: Any | None = None) -> TargetPicker | None:
+        """Open the picker of the nearest patterns; its OK records UPDATE of the chosen one.
+
+        For ``candidate``, else the current one: a refused UPDATE names its own candidate,
+        because the key moved the selection on before the refusal came back."""
+        c = candidate if candidate is not None else self.current_candidate()
         if c is None:
             return None
         dialog = TargetPicker(self.ops, c, note, self._dialog_parent())
@@ -304,6 +308,13 @@ class ReviewDecisions:
                 self.status_message.emit("Every candidate is decided: commit when ready.")
         self._select_row(row)
 
+    def _select_if_last(self, candidate_id: int, *, advance: bool) -> None:
+        """:meth:`_after_decision` for an answer that moves the selection only when it
+        arrives: keys pressed after its own (queued behind it) have moved the selection
+        on already, and pulling it back would point the next key at the wrong row."""
+        if not self.decisions.pending:
+            self._after_decision(candidate_id, advance=advance)
+
     def undo_selected(self) -> bool:
         """Backspace: undo the selected row's newest decision, and say which.
 
@@ -320,9 +331,12 @@ class ReviewDecisions:
             return False
 
         def done(result: Any) -> None:
+            if result is None:  # a second Backspace queued before the first was written
+                self.status_message.emit(f"Candidate #{c.ordinal} has no decision to undo.")
+                return
             self._recorded(result)
             self.status_message.emit(self._undo_text(c, result))
-            self._after_decision(c.id, advance=False)
+            self._select_if_last(c.id, advance=False)
 
         self._submit("Undo", c, lambda store: review_api.undo_decision(store, c.id), done)
         return True
@@ -349,7 +363,7 @@ class ReviewDecisions:
                 self.status_message.emit(self._undo_text(before, result))
             else:
                 self.status_message.emit(f"Decision on candidate #{result.ordinal} undone.")
-            self._after_decision(result.id, advance=False)
+            self._select_if_last(result.id, advance=False)
 
         self._submit("Undo", c, lambda store: review_api.undo_last_decision(store, run_id), done)
         return True
@@ -387,7 +401,7 @@ class ReviewDecisions:
                 f"Edited candidate #{view.ordinal}: {action_name(view.action)}"
                 + (" with your wording (W keeps the pattern's text)" if view.rewords else "")
             )
-            self._after_decision(c.id, advance=view.action != "UPDATE")
+            self._select_if_last(c.id, advance=view.action != "UPDATE")
 
         self._submit(
             "Edit",

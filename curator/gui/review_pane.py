@@ -87,6 +87,8 @@ class ReviewPane(ReviewDecisions, Pane):
         self._reload_wanted = False
         self._select_after_load: int | None = None
         self._wanted_run: int | None = None  # select_run of a run not listed yet
+        self.closing = False
+        """The window is closing: the queued writes are finished, no dialog is opened."""
 
         # -- top bar ------------------------------------------------------------------------
         self.run_combo = QComboBox()
@@ -210,6 +212,8 @@ class ReviewPane(ReviewDecisions, Pane):
 
     def shutdown(self) -> None:
         """Window close: the decisions shown but not yet written are written first."""
+        self.closing = True
+        self.commits.shutdown()
         self.decisions.finish()
 
     def _dialog_parent(self) -> QWidget:
@@ -337,6 +341,12 @@ class ReviewPane(ReviewDecisions, Pane):
             self.refresh()
 
     def _on_run_changed(self, _index: int) -> None:
+        if self.decisions.pending:
+            # The read waits for the queued decisions; meanwhile the old run's rows must
+            # not stay under the new run's name, where the next key would decide them.
+            self._candidates = []
+            self._show_rows()
+            self.progress_label.setText("Loading the candidates…")
         self._load_candidates(keep_current=False)
 
     def _load_candidates(self, keep_current: bool = True) -> None:

@@ -52,6 +52,13 @@ class EpisodeFilter:
     text: str = ""
     ids: tuple[int, ...] | None = None  # only these episodes (e.g. one Insights matrix cell)
 
+    def __post_init__(self) -> None:
+        # A NUL (pasted) ends SQLite's LIKE pattern early, so "\0" matched every episode,
+        # and it ends FTS5's query text inside the phrase's quotes, an error: a search
+        # is for characters one can type, and the NULs are dropped.
+        if "\x00" in self.text:
+            object.__setattr__(self, "text", self.text.replace("\x00", ""))
+
 
 @dataclass(frozen=True)
 class EpisodeSort:
