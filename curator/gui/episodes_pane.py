@@ -305,6 +305,7 @@ class EpisodesPane(Pane):
         # table
         self.table = EpisodeTableView()
         self.table.setObjectName("episodeTable")
+        self.setFocusProxy(self.table)  # the pane's keys (C/N/U, Backspace) act on the table
         self.table.setModel(self.model)
         self.table.setSelectionBehavior(QAbstractItemView.SelectionBehavior.SelectRows)
         self.table.setSelectionMode(QAbstractItemView.SelectionMode.ExtendedSelection)

@@ -117,6 +117,9 @@ class MainWindow(QMainWindow):
         self.tabs = QTabWidget()
         self.tabs.setObjectName("paneTabs")
         self.tabs.setDocumentMode(True)
+        # The tab bar never holds the keyboard focus (Ctrl+1…7, Ctrl+Tab and Ctrl+PgUp/PgDn
+        # switch panes): held there, the panes' keys did not reach their views.
+        self.tabs.tabBar().setFocusPolicy(Qt.FocusPolicy.NoFocus)
         self.panes: list[Pane] = []
         for name, title, cls in PANES:
             pane = cls(services, self)
@@ -132,6 +135,7 @@ class MainWindow(QMainWindow):
             if isinstance(pane, EpisodesPane):
                 pane.classify_requested.connect(lambda: self.classify_action.trigger())
         self.tabs.currentChanged.connect(self._pane_shown)
+        self.tabs.currentChanged.connect(lambda _i: QTimer.singleShot(0, self.focus_current_pane))
         self.setCentralWidget(self.tabs)
         knowledge = self.pane("knowledgePane")
         assert isinstance(knowledge, KnowledgePane)
@@ -599,6 +603,13 @@ class MainWindow(QMainWindow):
         return self.auto_backup.backup_now()
 
     def undo_relabel(self) -> None:
+        """Edit ▸ Undo (Ctrl+Z). On the Review pane it undoes the run's last decision, as
+        Ctrl+Z in its list does, wherever the focus is in the pane (the candidate's text,
+        its sources): switching to Episodes to undo a relabel there surprised."""
+        review = self.pane("reviewPane")
+        if self.tabs.currentWidget() is review and isinstance(review, ReviewPane):
+            review.undo_decision()
+            return
         self.tabs.setCurrentIndex(0)
         self.episodes_pane.undo_relabel()
 
@@ -686,6 +697,21 @@ class MainWindow(QMainWindow):
         if not self._splitters_restored:
             self._splitters_restored = True
             QTimer.singleShot(0, self.restore_splitters)  # after the first layout pass
+            QTimer.singleShot(0, self.focus_current_pane)
+
+    def focus_current_pane(self) -> None:
+        """Keyboard focus into the visible pane's main view (its focus proxy).
+
+        Left to Qt, the first focus lands on the tab bar, and a click on another tab does
+        not move it (a tab bar takes focus by Tab only): the Review pane's digit keys still
+        worked there, but the arrows, Backspace and Ctrl+Z did not reach its list (Ctrl+Z
+        undid a relabel in Episodes instead). QTabWidget itself gives a newly shown pane's
+        first control the focus (Review's run selector, where Up and Down change the
+        run), so this runs at first show and after every switch of pane.
+        """
+        pane = self.tabs.currentWidget()
+        if pane is not None and pane.isVisible() and pane.focusProxy() is not None:
+            pane.setFocus(Qt.FocusReason.OtherFocusReason)
 
     def _confirm_quit_mid_run(self) -> bool:
         """True when the window may close; while a run goes, ask first and say no for now.

@@ -316,3 +316,40 @@ def test_random_key_sequences_over_two_runs_end_as_the_database_holds_them(
         shown = {c.id: (c.action, c.target_id) for c in pane._candidates}
         assert shown == db, seed
         assert not seen, seen
+
+
+def test_a_click_on_the_review_tab_gives_its_keys_to_the_list(
+    qtbot, services: AppServices, staged: int, qsettings
+) -> None:
+    """Under a real X server the first focus sat on the tab bar and a click on a tab left it
+    there: the digit keys worked, but Up, Backspace and Ctrl+Z never reached the list, and
+    Ctrl+Z undid a relabel in Episodes (switching to it) instead of the last decision."""
+    from PySide6.QtCore import Qt
+    from PySide6.QtWidgets import QApplication
+
+    from curator.gui.main_window import MainWindow
+
+    window = MainWindow(services, qsettings)
+    qtbot.addWidget(window)
+    window.show()
+    window.activateWindow()
+    qtbot.waitExposed(window)
+    episodes = window.pane("episodesPane")
+    qtbot.waitUntil(lambda: QApplication.focusWidget() is episodes.table, timeout=5_000)
+    bar = window.tabs.tabBar()
+    assert bar.focusPolicy() == Qt.FocusPolicy.NoFocus
+    review = window.pane("reviewPane")
+    assert isinstance(review, ReviewPane)
+    qtbot.mouseClick(bar, Qt.MouseButton.LeftButton, pos=bar.tabRect(1).center())
+    assert window.tabs.currentWidget() is review
+    qtbot.waitUntil(lambda: review.settled and review.model.rowCount() > 0, timeout=30_000)
+    assert QApplication.focusWidget() is review.list_view
+    # Ctrl+Z wherever the focus is in the pane undoes the last decision, in the pane
+    qtbot.keyClick(review.list_view, Qt.Key.Key_3)
+    qtbot.waitUntil(lambda: review.settled, timeout=30_000)
+    assert [c.action for c in review.candidates()].count("ADD") == 1
+    review.run_combo.setFocus()
+    qtbot.keyClick(review.run_combo, Qt.Key.Key_Z, Qt.KeyboardModifier.ControlModifier)
+    qtbot.waitUntil(lambda: review.settled, timeout=30_000)
+    assert window.tabs.currentWidget() is review
+    assert [c.action for c in review.candidates()].count("ADD") == 0
