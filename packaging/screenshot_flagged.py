@@ -18,9 +18,11 @@ from pathlib import Path
 
 os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from PySide6.QtCore import QSettings
 from PySide6.QtTest import QTest
+from screenshots import review_settled
 
 from curator.gui.app import create_application
 from curator.gui.errors import Dialogs
@@ -70,8 +72,10 @@ def main(out_dir: str) -> int:
         assert isinstance(review, ReviewPane)
         window.tabs.setCurrentWidget(review)
         review.refresh()
+        review_settled(review)  # the runs and candidates are read in the background
         if report.run_id is not None:
             review.select_run(report.run_id)
+            review_settled(review)
         row = review.model.find_row(lambda c: bool(c.flags))
         review.list_view.selectRow(row)
         QTest.qWait(200)

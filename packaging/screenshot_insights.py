@@ -21,9 +21,11 @@ from pathlib import Path
 
 os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from PySide6.QtCore import QEventLoop, QItemSelectionModel, QSettings, Qt
 from PySide6.QtTest import QTest
+from screenshots import review_settled
 
 from curator.gui.app import create_application
 from curator.gui.errors import Dialogs
@@ -107,7 +109,7 @@ def _review(window: MainWindow) -> None:
     window.activateWindow()
     review.refresh()
     review.list_view.setFocus()
-    QTest.qWait(100)
+    review_settled(review)  # the candidates are read in the background
     for row in range(review.model.rowCount()):
         review.list_view.selectRow(row)
         proposal = review.model.rows()[row].proposed_action
@@ -119,6 +121,7 @@ def _review(window: MainWindow) -> None:
             key = Qt.Key.Key_A  # accept the proposal
         QTest.keyClick(review.list_view, key)
         QTest.qWait(20)
+    review_settled(review)  # the decisions are written in the background, in key order
 
 
 def main(out_dir: str) -> int:

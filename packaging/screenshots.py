@@ -16,6 +16,7 @@ from __future__ import annotations
 import os
 import sys
 import tempfile
+import time
 from pathlib import Path
 
 os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
@@ -80,6 +81,14 @@ def _settle(window: MainWindow) -> None:
     QTest.qWait(100)
 
 
+def review_settled(review: ReviewPane, timeout_s: float = 60.0) -> None:
+    """Until no read or decision write of the Review pane is outstanding."""
+    deadline = time.monotonic() + timeout_s
+    QTest.qWait(50)
+    while not review.settled and time.monotonic() < deadline:
+        QTest.qWait(20)
+
+
 def _review_an_update(review: ReviewPane) -> None:
     """Leave the Review pane on an UPDATE with its diff, decided as a reviewer would.
 
@@ -123,8 +132,9 @@ def _show_runs_and_review(window: MainWindow) -> None:
     window.activateWindow()
     review.refresh()
     review.list_view.setFocus()
-    QTest.qWait(100)
+    review_settled(review)  # the candidates are read in the background
     _review_an_update(review)
+    review_settled(review)  # and the decision written
     knowledge = window.pane("knowledgePane")
     assert isinstance(knowledge, KnowledgePane)
     knowledge.refresh()
