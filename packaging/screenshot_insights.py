@@ -100,6 +100,8 @@ def _relabel(window: MainWindow, store: Store) -> None:
         selection.clearSelection()
         selection.select(pane.model.index(row, 0), flags)
         QTest.keyClick(pane.table, KEYS[label])
+        window.services.ops.wait()  # one write at a time: the next key waits for this one
+        QTest.qWait(50)
 
 
 def _review(window: MainWindow) -> None:
