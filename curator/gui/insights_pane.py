@@ -319,9 +319,13 @@ class InsightsPane(Pane):
 
     @staticmethod
     def _state_text(ins: Insights) -> str:
+        def count(n: int, noun: str) -> str:
+            return f"{n} {noun}{'' if n == 1 else 's'}"
+
         return (
-            f"{ins.labels.total} labelled pairs, {ins.gate.total} reviewed candidates "
-            f"({ins.bulk_decisions} bulk decisions left out)"
+            f"{count(ins.labels.total, 'labelled pair')}, "
+            f"{count(ins.gate.total, 'reviewed candidate')} "
+            f"({count(ins.bulk_decisions, 'bulk decision')} left out)"
         )
 
     # -- drawing ----------------------------------------------------------------------------
