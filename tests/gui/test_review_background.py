@@ -16,33 +16,18 @@ from PySide6.QtWidgets import QHeaderView, QLabel
 
 from curator.gui.review_pane import ReviewPane
 from curator.gui.services import AppServices
-from curator.pipeline.import_knowledge import import_knowledge
 from curator.store.models import Candidate, Pattern
-
-TEXTS = (
-    "Replies that include a worked example get more follow-up questions, so lead with one.",
-    "Greet returning users by name when a conversation starts again after a long pause.",
-    "Summaries longer than three short paragraphs are skimmed rather than read in full.",
-)
+from tests.gui.review_runs import TEXTS, shown_pane, stage_texts
 
 
 @pytest.fixture
 def staged(services: AppServices, tmp_path: Path) -> int:
-    knowledge = tmp_path / "knowledge.txt"
-    knowledge.write_text("\n".join(TEXTS) + "\n")
-    report = import_knowledge(services.store, knowledge)
-    assert report.run_id is not None
-    return int(report.run_id)
+    return stage_texts(services, tmp_path)
 
 
 @pytest.fixture
 def pane(qtbot, services: AppServices, staged: int) -> ReviewPane:
-    widget = ReviewPane(services)
-    qtbot.addWidget(widget)
-    widget.resize(1200, 800)
-    widget.show()
-    qtbot.waitExposed(widget)
-    return widget
+    return shown_pane(qtbot, services, settled=False)
 
 
 def settle(qtbot, pane: ReviewPane) -> None:

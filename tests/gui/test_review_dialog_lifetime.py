@@ -15,7 +15,7 @@ from PySide6.QtWidgets import QDialog
 
 from curator.gui.review_pane import ReviewPane
 from curator.gui.services import AppServices
-from curator.pipeline.import_knowledge import import_knowledge
+from tests.gui.review_runs import shown_pane, stage_texts
 
 TEXTS = (
     "Replies that include a worked example get more follow-up questions, so lead with one.",
@@ -25,16 +25,8 @@ TEXTS = (
 
 @pytest.fixture
 def pane(qtbot, services: AppServices, tmp_path: Path) -> ReviewPane:
-    knowledge = tmp_path / "knowledge.txt"
-    knowledge.write_text("\n".join(TEXTS) + "\n")
-    assert import_knowledge(services.store, knowledge).run_id is not None
-    widget = ReviewPane(services)
-    qtbot.addWidget(widget)
-    widget.resize(1200, 800)
-    widget.show()
-    qtbot.waitExposed(widget)
-    widget.refresh()
-    qtbot.waitUntil(lambda: widget.settled, timeout=30_000)
+    stage_texts(services, tmp_path, TEXTS)
+    widget = shown_pane(qtbot, services, settled=True)
     widget.show_message = lambda title, text: None
     return widget
 
