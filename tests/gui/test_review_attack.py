@@ -31,6 +31,18 @@ def settle(qtbot, pane: ReviewPane) -> None:
     qtbot.waitUntil(lambda: pane.settled, timeout=30_000)
 
 
+def review_of(qtbot, main_window, staged: int) -> ReviewPane:
+    """The window's Review pane, shown, with the staged run read and listed."""
+    review = main_window.pane("reviewPane")
+    assert isinstance(review, ReviewPane)
+    main_window.tabs.setCurrentWidget(review)
+    review.refresh()
+    settle(qtbot, review)
+    review.select_run(staged)
+    settle(qtbot, review)
+    return review
+
+
 def failures(services: AppServices) -> list[tuple[str, str]]:
     seen: list[tuple[str, str]] = []
     services.ops.failed.connect(lambda label, text: seen.append((label, text)))
@@ -164,12 +176,7 @@ def test_switching_runs_while_decisions_are_queued_shows_the_new_run_and_keys_wa
 def test_closing_the_main_window_writes_the_queued_decisions(
     qtbot, main_window, staged: int
 ) -> None:
-    review = main_window.pane("reviewPane")
-    main_window.tabs.setCurrentWidget(review)
-    review.refresh()
-    settle(qtbot, review)
-    review.select_run(staged)
-    settle(qtbot, review)
+    review = review_of(qtbot, main_window, staged)
     for action in ("ADD", "REJECT", "ADD"):
         assert review.decide_current(action)
     assert review.decisions.pending == 3
@@ -209,12 +216,7 @@ def test_closing_the_window_with_a_commit_waiting_for_the_writes_opens_no_previe
     """Commit pressed while decisions were queued, then the window closed: the writes are
     finished on close, and the preview must not pop up for a window that is gone (a
     visible dialog would also keep the application from quitting)."""
-    review = main_window.pane("reviewPane")
-    main_window.tabs.setCurrentWidget(review)
-    review.refresh()
-    settle(qtbot, review)
-    review.select_run(staged)
-    settle(qtbot, review)
+    review = review_of(qtbot, main_window, staged)
     assert review.decide_current("ADD")
     assert review.commits.open_commit_dialog() is None  # waits for the write
     main_window.close()
@@ -228,12 +230,7 @@ def test_an_update_refused_while_the_window_closes_opens_no_picker(
 ) -> None:
     """The close writes the queued decisions; one refused then is named by a message the
     close also closes, but the target picker would stay open for a window that is gone."""
-    review = main_window.pane("reviewPane")
-    main_window.tabs.setCurrentWidget(review)
-    review.refresh()
-    settle(qtbot, review)
-    review.select_run(staged)
-    settle(qtbot, review)
+    review = review_of(qtbot, main_window, staged)
     target = next(c for c in review.candidates() if c.proposed_target_id is not None)
     review._select_row(review.model.find_row(lambda c: c.id == target.id))
     with services.store.write():
