@@ -166,8 +166,9 @@ class ReviewDecisions:
             self._recorded,
             failed,
         )
-        self._patch(predicted(c, action))
-        self._decided(predicted(c, action), action)
+        shown = predicted(c, action)
+        self._patch(shown)
+        self._decided(shown, action)
         return True
 
     def choose_target(self, note: str = "", candidate: Any | None = None) -> TargetPicker | None:
