@@ -14,6 +14,12 @@ Usage: ``python benchmarks/bench_poisoning.py [--locomo DIR] [--show-fp N]``
   ``--locomo DIR``, on the LoCoMo observations (every string under a
   ``session_N_observation`` key of the JSON files in DIR; not shipped with the project).
 
+* multilingual, paraphrased and obfuscated injections and benign texts that talk about
+  security, in the ten most used languages of the web: ``tests/data/poison_dev/``
+  (development, tuned on) and ``tests/data/poison_test/`` (held out: written before the
+  multilingual rules and never tuned on). Each is reported per class and per language,
+  with the worst class; recall counts a text as caught when it gets one of its ``kinds``.
+
 The demo's identity and axioms are the reference the ``identity`` flag checks against.
 Provenance is not a text property: benign texts are measured without sources.
 """
@@ -152,6 +158,55 @@ def recall(
     print()
 
 
+def load_labelled(folder: str) -> list[dict[str, Any]]:
+    """A multilingual set's injections: ``class``, ``lang``, ``kinds`` and ``text``."""
+    lines = (DATA / folder / "injections.jsonl").read_text(encoding="utf-8").splitlines()
+    return [json.loads(line) for line in lines if line.strip()]
+
+
+def load_lines(folder: str, name: str) -> list[str]:
+    lines = (DATA / folder / name).read_text(encoding="utf-8").splitlines()
+    return [s.strip() for s in lines if s.strip() and not s.startswith("#")]
+
+
+def caught(item: dict[str, Any], axioms: list[str], identity: str) -> bool:
+    """The text got one of the kinds that count for it."""
+    return bool({f.kind for f in detect(item["text"], axioms, identity)} & set(item["kinds"]))
+
+
+def by_group(
+    items: list[dict[str, Any]], key: str, axioms: list[str], identity: str
+) -> dict[str, tuple[int, int]]:
+    """``group -> (caught, texts)`` for ``key`` ("class" or "lang"), in name order."""
+    groups: dict[str, list[int]] = {}
+    for item in items:
+        row = groups.setdefault(str(item[key]), [0, 0])
+        row[0] += caught(item, axioms, identity)
+        row[1] += 1
+    return {name: (row[0], row[1]) for name, row in sorted(groups.items())}
+
+
+def multilingual(title: str, folder: str, axioms: list[str], identity: str, show: int) -> None:
+    items = load_labelled(folder)
+    hits = sum(caught(item, axioms, identity) for item in items)
+    any_flag = sum(bool(detect(item["text"], axioms, identity)) for item in items)
+    print(f"{title}: {len(items)} injections; recall {hits / len(items):.2%} ", end="")
+    print(f"(flagged at all {any_flag / len(items):.2%})")
+    for key in ("class", "lang"):
+        groups = by_group(items, key, axioms, identity)
+        cells = ", ".join(f"{name} {c}/{n}" for name, (c, n) in groups.items())
+        print(f"  per {key}: {cells}")
+        if key == "class":
+            worst = min(groups.items(), key=lambda kv: (kv[1][0] / kv[1][1], kv[0]))
+            print(f"  worst class: {worst[0]} {worst[1][0]}/{worst[1][1]}")
+    missed = [item for item in items if not caught(item, axioms, identity)]
+    for item in missed[:show]:
+        print(f"    missed [{item['class']}/{item['lang']}]: {item['text'][:90]!r}")
+    for name in sorted(p.name for p in (DATA / folder).glob("*.txt")):
+        false_positives(f"  {folder}/{name}", load_lines(folder, name), axioms, identity, show)
+    print()
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--locomo", type=Path, default=None, metavar="DIR")
@@ -166,6 +221,12 @@ def main(argv: list[str] | None = None) -> int:
     ):
         recall(title, load_poisoned(name), axioms, identity, untrusted)
     print()
+    multilingual(
+        "multilingual, development (poison_dev)", "poison_dev", axioms, identity, args.show_fp
+    )
+    multilingual(
+        "multilingual, held-out (poison_test)", "poison_test", axioms, identity, args.show_fp
+    )
     own = load_benign()
     demo = demo_patterns()
     false_positives("benign (own set + demo patterns)", own + demo, axioms, identity, args.show_fp)

@@ -20,6 +20,8 @@ import unicodedata
 from collections import Counter
 from collections.abc import Iterator
 
+from curator.core.flag_normalise import decoded_base64
+
 Hit = tuple[int, int, str]
 
 _I = re.IGNORECASE
@@ -51,10 +53,6 @@ _INSTRUCTION_RULES: tuple[tuple[re.Pattern[str], str], ...] = (
             _I,
         ),
         "tells the agent to ignore its instructions",
-    ),
-    (
-        re.compile(r"\b(?:from\s+now\s+on|henceforth|from\s+this\s+point\s+(?:on|forward))\b", _I),
-        "a standing order (“from now on”)",
     ),
     (
         re.compile(
@@ -109,10 +107,17 @@ _INSTRUCTION_RULES: tuple[tuple[re.Pattern[str], str], ...] = (
         "an imperative sentence pointing somewhere",
     ),
     (
+        # Addressed to the agent, not a topic: "prompt injection" or "jailbreak" alone is
+        # what security people talk about; "reveal your system prompt" is an attack.
         re.compile(
-            r"\b(?:system\s+prompt|system\s+message|developer\s+mode|jailbr[eo]a?k\w*|"
-            r"DAN\s+mode|do\s+anything\s+now|prompt\s+injection|hidden\s+instructions?|"
-            r"new\s+instructions?|updated\s+instructions?|your\s+instructions|"
+            r"\b(?:(?:reveal|show|print|repeat|output|leak|share|display|dump|disclose|paste|"
+            r"tell\s+(?:me|us))\s+(?:me\s+|us\s+)?(?:your|the)\s+(?:\w+\s+)?(?:system\s+prompt|"
+            r"system\s+message|hidden\s+(?:prompt|instructions?|text)|initial\s+instructions|"
+            r"instructions|configuration|prompt)|your\s+(?:system\s+prompt|system\s+message|"
+            r"hidden\s+instructions?|instructions)|developer\s+mode|DAN\s+mode|"
+            r"do\s+anything\s+now|(?:enable|enter|activate|switch\s+to|unlock)\s+"
+            r"(?:\w+\s+)?jailbr[eo]a?k\w*|jailbr[eo]a?k\w*\s+mode|"
+            r"(?:new|updated)\s+instructions?\s*(?:follow|below|:)|"
             r"your\s+(?:new\s+|real\s+|true\s+)?(?:role|persona|task|objective|programming))\b",
             _I,
         ),
@@ -228,6 +233,16 @@ _LINK_RULES: tuple[tuple[re.Pattern[str], str], ...] = (
             _I,
         ),
         "a messaging contact",
+    ),
+    (
+        # "@leakbot", "DM @helpdesk_real": a handle is a contact point like an address;
+        # an e-mail address is not one (its "@" follows a word character)
+        re.compile(r"(?<![\w.@+-])@[A-Za-z_][A-Za-z0-9_.]{2,31}(?<!\.)(?![\w@])"),
+        "a messaging handle",
+    ),
+    (
+        re.compile(r"\b(?:discord|telegram|signal|skype|kik)\b[^.\n]{0,20}?\b\w{3,32}#\d{4}\b", _I),
+        "a messaging handle",
     ),
     (
         re.compile(
@@ -407,7 +422,7 @@ _BIDI = re.compile("[\u202a-\u202e\u2066-\u2069\u200e\u200f\u061c]+")
 _TAGS = re.compile("[\U000e0000-\U000e007f]+")
 _PRIVATE = re.compile("[\ue000-\uf8ff\U000f0000-\U000ffffd]+")
 _WORD = re.compile(r"\w+", re.UNICODE)
-_BASE64 = re.compile(r"(?<![A-Za-z0-9+/=])[A-Za-z0-9+/]{32,}={0,2}(?![A-Za-z0-9+/=])")
+_BASE64 = re.compile(r"(?<![A-Za-z0-9+/=])[A-Za-z0-9+/]{14,}={0,2}(?![A-Za-z0-9+/=])")
 
 
 def _script(ch: str) -> str:
@@ -455,7 +470,7 @@ def hidden_hits(text: str) -> Iterator[Hit]:
             yield m.start(), m.end(), "a word mixing alphabets (look-alike letters)"
     for m in _BASE64.finditer(text):
         token = m.group(0)
-        if _decodes_to_text(token) is not None:
+        if decoded_base64(token) is not None:
             yield m.start(), m.end(), "a base64 blob that decodes to text"
         elif len(token) >= 48 and shannon_entropy(token) >= 4.5:
             yield m.start(), m.end(), "a base64-like blob"

@@ -30,6 +30,8 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
 
+from curator.core.flag_lexicon import lexicon_hits, mentioned, reported
+from curator.core.flag_normalise import variants
 from curator.core.flag_rules import (
     Hit,
     hidden_hits,
@@ -216,8 +218,14 @@ def identity_name_of(identity_text: str) -> str | None:
 
 
 def _merge(kind: str, hits: Iterable[Hit], text: str) -> list[Flag]:
-    """Overlapping spans of one kind become one flag (the first reason is kept)."""
-    ordered = sorted(set(hits), key=lambda h: (h[0], -h[1]))
+    """Overlapping spans of one kind become one flag, keeping the first hit's reason.
+
+    ``hits`` arrive in rule order, which is the priority: the specific rule ("an API key
+    (sk-…)") comes before the generic one ("a long random-looking string"). Duplicates are
+    dropped in arrival order and the sort is stable, so for one span the higher-priority
+    reason always wins; a ``set`` here once let the string hash seed pick the reason.
+    """
+    ordered = sorted(dict.fromkeys(hits), key=lambda h: (h[0], -h[1]))
     merged: list[list[Any]] = []
     for start, end, reason in ordered:
         if merged and start < merged[-1][1]:
@@ -237,16 +245,40 @@ def detect(text: str, axioms: Sequence[str] = (), identity_text: str = "") -> li
     return list(_detect(text, tuple(axioms), identity_text))
 
 
+def _disguised_hits(text: str) -> dict[str, list[Hit]]:
+    """Hits found in the text's variants (folded, ROT13, decoded base64) and by the
+    multilingual families, mapped back to the original text, per kind, in a fixed order."""
+    found: dict[str, list[Hit]] = {kind: [] for kind in TEXT_KINDS}
+    for variant in variants(text):
+        rules: list[tuple[str, int, int, str]] = list(lexicon_hits(variant.text))
+        if variant.note:  # the English rules already read the text itself
+            rules += [("instruction", *hit) for hit in instruction_hits(variant.text)]
+        for kind, start, end, reason in rules:
+            if end <= start:
+                continue
+            s, e = variant.span(start, end)
+            found[kind].append((s, e, reason + variant.note))
+    return found
+
+
 @lru_cache(maxsize=8192)
 def _detect(text: str, axioms: tuple[str, ...], identity_text: str) -> tuple[Flag, ...]:
+    disguised = _disguised_hits(text)
     rules = {
-        "instruction": instruction_hits(text),
-        "link": link_hits(text),
-        "secret": secret_hits(text),
-        "personal": personal_hits(text),
-        "hidden": hidden_hits(text),
-        "identity": iter(_identity_hits(text, axioms, identity_name_of(identity_text))),
+        "instruction": [*instruction_hits(text), *disguised["instruction"]],
+        "link": list(link_hits(text)),
+        "secret": [*secret_hits(text), *disguised["secret"]],
+        "personal": list(personal_hits(text)),
+        "hidden": list(hidden_hits(text)),
+        "identity": [
+            *_identity_hits(text, axioms, identity_name_of(identity_text)),
+            *(h for h in disguised["identity"] if not reported(text, h[0])),
+        ],
     }
+    # Talked about, not said: a quoted phrase, or an order inside a reported question.
+    rules["instruction"] = [
+        h for h in rules["instruction"] if not (mentioned(text, h[0], h[1]) or reported(text, h[0]))
+    ]
     flags: list[Flag] = []
     for kind in TEXT_KINDS:
         flags.extend(_merge(kind, rules[kind], text))
