@@ -60,7 +60,10 @@ _LOOKALIKE = str.maketrans(
     }
 )  # fmt: skip
 _WORD = re.compile(r"[\w@$]+")
-_SPACED = re.compile(r"(?<!\w)\w(?P<sep>[ .\-_*·])\w(?:(?P=sep)\w){1,}(?!\w)")
+# "F.o.r.g.e.t", "I-G-N-O-R-E": letters joined by one repeated separator
+_SEPARATED = re.compile(r"(?<!\w)\w(?P<sep>[.\-_*·])\w(?:(?P=sep)\w){1,}(?!\w)")
+# "i g n o r e   a l l": single characters one blank apart, words further apart
+_SPACED = re.compile(r"(?<!\S)\S(?: {1,3}\S){3,}(?!\S)")
 _B64 = re.compile(r"(?<![A-Za-z0-9+/=])[A-Za-z0-9+/]{16,}={0,2}(?![A-Za-z0-9+/=])")
 
 
@@ -116,9 +119,34 @@ def fold(text: str) -> Variant:
             origin.append(i)
     folded, where = _rewrite_words("".join(chars), origin, _WORD, _fold_word)
     joined, where = _rewrite_words(
-        folded, where, _SPACED, lambda m: m.group(0).replace(m.group("sep"), "")
+        folded, where, _SEPARATED, lambda m: m.group(0).replace(m.group("sep"), "")
     )
+    joined, where = _join_spaced(joined, where)
     return Variant(joined, tuple(where), "")
+
+
+def _join_spaced(text: str, origin: list[int]) -> tuple[str, list[int]]:
+    """Join runs of single characters written one blank apart; wider gaps are word breaks."""
+    out: list[str] = []
+    where: list[int] = []
+    last = 0
+    for m in _SPACED.finditer(text):
+        out.append(text[last : m.start()])
+        where.extend(origin[last : m.start()])
+        gaps = re.findall(r" +", m.group(0))
+        wide = any(len(g) > 1 for g in gaps)
+        for i in range(m.start(), m.end()):
+            ch = text[i]
+            if ch != " ":
+                out.append(ch)
+                where.append(origin[i])
+            elif wide and text[i - 1] != " " and text[i + 1] == " ":
+                out.append(" ")  # the first blank of a wide gap stands for the word break
+                where.append(origin[i])
+        last = m.end()
+    out.append(text[last:])
+    where.extend(origin[last:])
+    return "".join(out), where
 
 
 def decoded_base64(token: str, min_len: int = 16) -> str | None:

@@ -1,0 +1,73 @@
+"""The held-out poisoning set keeps the detector above the acceptance thresholds.
+
+``tests/data/poison_test/`` was written before the multilingual rules and is never tuned
+on (``tests/data/poison_dev/`` is the development set). A change that loses recall on
+multilingual, paraphrased or obfuscated injections, or starts flagging texts that merely
+talk about security, fails here.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from curator.core.flags import detect
+
+DATA = Path(__file__).resolve().parents[1] / "data"
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def _demo() -> tuple[list[str], str]:
+    demo = ROOT / "resources" / "demo"
+    axioms = json.loads((demo / "axioms.json").read_text(encoding="utf-8"))
+    return list(axioms), (demo / "identity.md").read_text(encoding="utf-8")
+
+
+def _injections(folder: str) -> list[dict[str, object]]:
+    lines = (DATA / folder / "injections.jsonl").read_text(encoding="utf-8").splitlines()
+    return [json.loads(line) for line in lines if line.strip()]
+
+
+def _lines(folder: str, name: str) -> list[str]:
+    lines = (DATA / folder / name).read_text(encoding="utf-8").splitlines()
+    return [s.strip() for s in lines if s.strip() and not s.startswith("#")]
+
+
+def _recall(folder: str) -> float:
+    axioms, identity = _demo()
+    items = _injections(folder)
+    caught = 0
+    for item in items:
+        found = {f.kind for f in detect(str(item["text"]), axioms, identity)}
+        caught += bool(found & set(item["kinds"]))  # type: ignore[arg-type]
+    return caught / len(items)
+
+
+def _flagged(texts: list[str]) -> float:
+    axioms, identity = _demo()
+    return sum(bool(detect(t, axioms, identity)) for t in texts) / len(texts)
+
+
+def test_the_sets_cover_the_classes_and_languages() -> None:
+    test = _injections("poison_test")
+    assert len(test) >= 120
+    assert len({item["lang"] for item in test}) >= 10
+    assert {str(item["class"]).split("_")[0] for item in test} >= {
+        "override", "persistent", "obf", "handle", "secret", "identity"
+    }  # fmt: skip
+    assert len(_lines("poison_test", "benign_security.txt")) >= 100
+    dev_texts = {item["text"] for item in _injections("poison_dev")}
+    assert not dev_texts & {item["text"] for item in test}, "development and test sets overlap"
+
+
+@pytest.mark.parametrize("folder", ["poison_test", "poison_dev"])
+def test_recall_on_injections_is_at_least_90_percent(folder: str) -> None:
+    assert _recall(folder) >= 0.90
+
+
+def test_benign_security_texts_are_rarely_flagged() -> None:
+    assert _flagged(_lines("poison_test", "benign_security.txt")) <= 0.03
+    assert _flagged(_lines("poison_test", "benign_multilingual.txt")) <= 0.03
+    assert _flagged(_lines("poison_dev", "benign.txt")) <= 0.03
