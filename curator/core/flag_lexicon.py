@@ -22,10 +22,10 @@ conjugated one ("ignores", "oublié", "unuttu") describes rather than orders.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
-__all__ = ["LANGUAGES", "Language", "lexicon_hits", "mentioned", "reported"]
+__all__ = ["LANGUAGES", "Language", "lexicon_hits", "talked_about"]
 
 KindHit = tuple[str, int, int, str]
 
@@ -448,15 +448,21 @@ _SENTENCE = re.compile(r"(?:[^.!?;。！？\n]|[.!?;](?!\s|$))+")
 
 
 def _family(field: str, *, whole_word: bool) -> re.Pattern[str]:
-    """One pattern for a family over every language, longest entries first."""
+    """One pattern for a family over every language, longest entries first.
+
+    The word-start check is written once in front of the alternation, not once per entry:
+    inside a word it fails at once, and the hundreds of entries are not tried there.
+    """
     entries = sorted(
         {entry for lang in LANGUAGES for entry in getattr(lang, field)},
         key=lambda e: (-len(e), e),
     )
-    parts = []
-    for entry in entries:
-        left = _BEFORE if whole_word or len(entry) < 6 else ""
-        parts.append(left + "(?:" + entry + ")" + (_AFTER if whole_word else ""))
+    after = _AFTER if whole_word else ""
+    bounded = [e for e in entries if whole_word or len(e) < 6]
+    free = [e for e in entries if e not in bounded]
+    parts = [_BEFORE + "(?:" + "|".join(f"(?:{e}){after}" for e in bounded) + ")"]
+    if free:
+        parts.append("(?:" + "|".join(free) + ")")
     return re.compile("|".join(parts))
 
 
@@ -499,8 +505,8 @@ def _credential(token: str) -> bool:
 
 
 # "asks whether the agent should …", "wonders if anyone …": a question being reported.
-_REPORTED = re.compile(r"(?:\b(?:whether|if|ob|si|se|ли|mi)\b|かどうか|是否)[^.!?;,、，]*$")
-_SENTENCE_START = re.compile(r".*(?:[.!?;](?=\s)|[。！？\n])", re.DOTALL)
+_REPORTED = re.compile(r"\b(?:whether|if|ob|si|se|ли|mi)\b|かどうか|是否", re.IGNORECASE)
+_CLAUSE_END = re.compile(r"[.!?;,、，。！？\n]")
 
 
 def lexicon_hits(text: str) -> Iterator[KindHit]:
@@ -514,12 +520,30 @@ def lexicon_hits(text: str) -> Iterator[KindHit]:
         yield from _sentence_hits(text, lo, hi)
 
 
-def reported(text: str, at: int) -> bool:
-    """``text[at:]`` starts inside a reported question (a "whether"/"if" clause)."""
-    before = text[:at]
-    boundary = _SENTENCE_START.match(before)
-    clause = before[boundary.end() :] if boundary else before
-    return _REPORTED.search(clause.casefold()) is not None
+def talked_about(text: str) -> Callable[[int, int], bool]:
+    """Whether a hit ``(start, end)`` talks about an order rather than gives one.
+
+    Two kinds of span, found in one pass over the text: a reported question (from after
+    "whether"/"if" to the end of its clause: "asked whether the agent should always …")
+    and a quotation introduced as a phrase ("the phrase “ignore previous instructions”").
+    """
+    clauses: list[tuple[int, int]] = []
+    for m in _REPORTED.finditer(text):
+        end = _CLAUSE_END.search(text, m.end())
+        clauses.append((m.end(), end.start() if end else len(text)))
+    quotes: list[tuple[int, int]] = []
+    for q in _QUOTED.finditer(text):
+        before = text[max(0, q.start() - 30) : q.start()].casefold()
+        after = text[q.end() : q.end() + 20].casefold()
+        if _MENTION.search(before) or _MEANS.search(after):
+            quotes.append(q.span(1))
+
+    def check(start: int, end: int) -> bool:
+        return any(lo <= start < hi for lo, hi in clauses) or any(
+            lo <= start and end <= hi for lo, hi in quotes
+        )
+
+    return check
 
 
 def _sentence_hits(text: str, lo: int, hi: int) -> Iterator[KindHit]:
@@ -580,13 +604,3 @@ _MEANS = re.compile(
     r"^\W{0,3}(?:means|meant|became|is\s+a|was\s+a|significa|bedeutet|signifie|"
     r"означает|vuol\s+dire|anlamına|という|的意思)"
 )
-
-
-def mentioned(text: str, start: int, end: int) -> bool:
-    """``text[start:end]`` lies in a quotation that the text talks about, not one it says."""
-    for q in _QUOTED.finditer(text):
-        if q.start(1) <= start and end <= q.end(1):
-            before = text[max(0, q.start() - 30) : q.start()].casefold()
-            after = text[q.end() : q.end() + 20].casefold()
-            return bool(_MENTION.search(before) or _MEANS.search(after))
-    return False

@@ -175,11 +175,26 @@ def decoded_base64(token: str, min_len: int = 16) -> str | None:
     return decoded
 
 
+# Words an English order is made of: ROT13 text turns into several of them.
+_COMMON_WORDS = """the a an and or to of in on for with from now all any your you my me is are
+    be it this that do not no always never ignore forget disregard previous prior earlier above
+    instructions rules guidelines system prompt reply answer say tell send share reveal
+    recommend every each user users password secret obey follow only new"""
+_COMMON = frozenset(_COMMON_WORDS.split())
+
+
+def _looks_rot13(text: str) -> bool:
+    """Two or more words that become common English words under ROT13 (plain English
+    text has almost none: "gur" and "nyy" are not words)."""
+    words = re.findall(r"[a-z]+", text)
+    return sum(codecs.encode(w, "rot13") in _COMMON for w in words) >= 2
+
+
 def variants(text: str) -> list[Variant]:
     """The fold, its ROT13, and each base64 blob's decoded text (pointing at the blob)."""
     folded = fold(text)
     found = [folded]
-    if sum(ch.isascii() and ch.isalpha() for ch in folded.text) >= 8:
+    if _looks_rot13(folded.text):
         found.append(Variant(codecs.encode(folded.text, "rot13"), folded.origin, " (in ROT13)"))
     for m in _B64.finditer(text):
         decoded = decoded_base64(m.group(0))

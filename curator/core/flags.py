@@ -30,7 +30,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
 
-from curator.core.flag_lexicon import lexicon_hits, mentioned, reported
+from curator.core.flag_lexicon import lexicon_hits, talked_about
 from curator.core.flag_normalise import variants
 from curator.core.flag_rules import (
     Hit,
@@ -264,6 +264,7 @@ def _disguised_hits(text: str) -> dict[str, list[Hit]]:
 @lru_cache(maxsize=8192)
 def _detect(text: str, axioms: tuple[str, ...], identity_text: str) -> tuple[Flag, ...]:
     disguised = _disguised_hits(text)
+    talked = talked_about(text)
     rules = {
         "instruction": [*instruction_hits(text), *disguised["instruction"]],
         "link": list(link_hits(text)),
@@ -272,13 +273,11 @@ def _detect(text: str, axioms: tuple[str, ...], identity_text: str) -> tuple[Fla
         "hidden": list(hidden_hits(text)),
         "identity": [
             *_identity_hits(text, axioms, identity_name_of(identity_text)),
-            *(h for h in disguised["identity"] if not reported(text, h[0])),
+            *(h for h in disguised["identity"] if not talked(h[0], h[1])),
         ],
     }
     # Talked about, not said: a quoted phrase, or an order inside a reported question.
-    rules["instruction"] = [
-        h for h in rules["instruction"] if not (mentioned(text, h[0], h[1]) or reported(text, h[0]))
-    ]
+    rules["instruction"] = [h for h in rules["instruction"] if not talked(h[0], h[1])]
     flags: list[Flag] = []
     for kind in TEXT_KINDS:
         flags.extend(_merge(kind, rules[kind], text))
