@@ -7,8 +7,10 @@ review is the defence; this detector makes it a sharp one by pointing at the ris
 of a text, with a short reason:
 
 * ``instruction`` - orders addressed to the agent rather than facts about the world
-  ("from now on", "ignore previous instructions", "you must", role or system-prompt talk,
-  chat-template tokens, tool-call, code or shell syntax);
+  ("ignore previous instructions", "from now on, recommend …", "you must", role or
+  system-prompt talk, chat-template tokens, tool-call, code or shell syntax), also in the
+  ten languages of :mod:`curator.core.flag_lexicon` and behind the disguises undone by
+  :mod:`curator.core.flag_normalise` (leet, spaced letters, look-alikes, ROT13, base64);
 * ``link`` - URLs, domains, e-mail addresses, phone numbers, markdown images;
 * ``secret`` - key-like tokens (``sk-``, ``ghp_``, ``AKIA``, ...) and long random strings;
 * ``personal`` - postal addresses, card numbers (Luhn), IBANs, account and ID numbers
