@@ -59,7 +59,7 @@ LANGUAGES: tuple[Language, ...] = (
             r"(?:pay\s+attention\s+to|follow|obey|listen\s+to|heed|apply)",
             r"stop\s+(?:following|obeying|applying|listening\s+to)", r"disable", r"turn\s+off",
             r"erase", r"cancel", r"act\s+as\s+if\s+you\s+never\s+received",
-            r"no\s+longer\s+(?:follow|obey|apply)",
+            r"no\s+longer\s+(?:follow|obey|apply)", r"overlook", r"no\s+matter\s+what",
         ),
         (
             r"instructions?", r"rules?", r"directions?", r"directives?", r"guidelines?",
@@ -72,6 +72,8 @@ LANGUAGES: tuple[Language, ...] = (
         (
             r"from\s+now\s+on", r"from\s+this\s+point\s+(?:on|forward)", r"henceforth",
             r"hereafter", r"going\s+forward", r"from\s+today(?:\s+on)?",
+            r"starting\s+(?:today|now|immediately|tomorrow)", r"as\s+of\s+(?:now|today)",
+            r"for\s+the\s+rest\s+of\s+time", r"forevermore", r"from\s+here\s+on(?:\s+out)?",
             r"(?:in|for)\s+(?:all\s+)?(?:the\s+)?future\s+(?:conversations?|chats?|replies|"
             r"sessions?|messages?|interactions?|answers?)", r"every\s+single\s+time",
             r"remember\s+this\s+for\s+(?:later|the\s+future|next\s+time)",
@@ -383,7 +385,8 @@ LANGUAGES: tuple[Language, ...] = (
     Language(
         "ja",
         (
-            r"無視", r"忘れ", r"従わない", r"従うな", r"無効にし", r"破棄", r"気にしない",
+            r"無視して", r"無視しろ", r"無視しなさい", r"無視するように", r"忘れて", r"忘れろ",
+            r"忘れなさい", r"従わない", r"従うな", r"無効にし", r"破棄", r"気にしない",
             r"気にせず", r"構わず", r"解除", r"捨て",
             r"取り消",
         ),
@@ -486,6 +489,14 @@ _DESCRIBED = re.compile(
 )
 
 
+# "they ignore the rules", "他总是忘记规则" (he always forgets the rules): a subject right
+# before the verb makes it a description.
+_SUBJECT = re.compile(
+    r"(?<![\w'])(?:i|we|they|he|she|people|kids|children)\s+(?:\w+\s+)?$|"
+    r"(?:他们|她们|他|她|彼女|彼ら|彼)[^，。！？,]{0,4}$"
+)
+
+
 def _spans(pattern: re.Pattern[str], text: str, lo: int, hi: int) -> list[tuple[int, int]]:
     return [m.span() for m in pattern.finditer(text, lo, hi)]
 
@@ -547,7 +558,7 @@ def talked_about(text: str) -> Callable[[int, int], bool]:
 
 
 def _sentence_hits(text: str, lo: int, hi: int) -> Iterator[KindHit]:
-    verbs = _spans(_IGNORE, text, lo, hi)
+    verbs = [v for v in _spans(_IGNORE, text, lo, hi) if not _SUBJECT.search(text, lo, v[0])]
     objects = _spans(_OBJECT, text, lo, hi)
     for verb in verbs:
         near = [o for o in objects if _apart(verb, o) and abs(o[0] - verb[0]) <= 60]

@@ -55,6 +55,21 @@ _INSTRUCTION_RULES: tuple[tuple[re.Pattern[str], str], ...] = (
         "tells the agent to ignore its instructions",
     ),
     (
+        # "your original instructions are void", "everything above this line is obsolete":
+        # the instructions of the agent (qualified so: not "the old parking rules") annulled
+        re.compile(
+            r"\b(?:(?:your|the\s+(?:previous|prior|earlier|original|initial|above|system))\s+"
+            r"(?:\w+\s+)?(?:instructions?|rules|directions|guidelines|directives|prompt|"
+            r"programming|constraints)|(?:previous|prior|earlier|original|initial)\s+"
+            r"(?:instructions?|directions|directives|prompts?)|everything\s+(?:above|before)"
+            r"(?:\s+this\s+(?:line|message|point))?)\s+(?:is|are|as|were)\s+(?:now\s+|hereby\s+)?"
+            r"(?:void|null|obsolete|invalid|cancell?ed|revoked|irrelevant|outdated|"
+            r"no\s+longer\s+(?:valid|in\s+effect|relevant))\b",
+            _I,
+        ),
+        "declares the agent's instructions void",
+    ),
+    (
         re.compile(
             r"\b(?:going\s+forward|in\s+(?:the\s+)?future|next\s+time)\s*,?\s+" + _AGENT, _I
         ),
