@@ -12,8 +12,6 @@ personal data, hide text from the reviewer, or rewrite the agent's own rules.
 
 from __future__ import annotations
 
-import base64
-import binascii
 import math
 import re
 import unicodedata
@@ -346,7 +344,7 @@ def secret_hits(text: str) -> Iterator[Hit]:
             yield m.start(), m.end(), reason
     for m in _TOKEN.finditer(text):
         token = m.group(0)
-        if _decodes_to_text(token) is not None:
+        if decoded_base64(token, min_len=24) is not None:
             continue  # a base64 blob of text: the hidden-text rule reports it
         has_digit = any(ch.isdigit() for ch in token)
         has_alpha = any(ch.isalpha() for ch in token)
@@ -453,21 +451,6 @@ def _script(ch: str) -> str:
         if name.startswith(script):
             return script
     return "OTHER" if ch.isalpha() else ""
-
-
-def _decodes_to_text(token: str) -> str | None:
-    """The decoded text of a base64 token of 32+ characters that decodes to readable text."""
-    stripped = token.rstrip("=")
-    if len(stripped) < 32 or not re.fullmatch(r"[A-Za-z0-9+/]+={0,2}", token):
-        return None
-    padded = stripped + "=" * (-len(stripped) % 4)
-    try:
-        raw = base64.b64decode(padded, validate=True)
-        decoded = raw.decode("utf-8")
-    except (binascii.Error, UnicodeDecodeError, ValueError):
-        return None
-    printable = sum(ch.isprintable() or ch in "\n\t" for ch in decoded)
-    return decoded if decoded and printable / len(decoded) > 0.95 else None
 
 
 def hidden_hits(text: str) -> Iterator[Hit]:

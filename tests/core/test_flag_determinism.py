@@ -50,7 +50,7 @@ def _flags_in_fresh_process(seed: int) -> list[list[dict[str, object]]]:
 
 
 def test_flags_are_the_same_in_fresh_processes_with_other_hash_seeds() -> None:
-    runs = [_flags_in_fresh_process(seed) for seed in range(8)]
+    runs = [_flags_in_fresh_process(seed) for seed in range(6)]
     assert all(run == runs[0] for run in runs), "flag reasons changed between processes"
     # the more specific rule wins the tie over the same span
     assert runs[0][0][0]["reason"] == "an API key (sk-…)"
