@@ -221,3 +221,24 @@ _FRAMES = [
 def test_talking_about_security_is_not_flagged(frame: str, topic: str, name: str) -> None:
     text = frame.format(n=name, t=topic)
     assert detect(text, AXIOMS, IDENTITY) == [], text
+
+
+_ALPHABET = st.sampled_from(
+    [
+        *'ignore rules IGNORE 0134 @$ .-_*,!?;\n"“”「」',
+        *["\u200b", "\u202e", "ﬁ", "㎏", "Ａ", "о", "ß", "İ", "忽略", "規則", "=", "+", "/"],
+    ]
+)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.one_of(st.text(max_size=80), st.lists(_ALPHABET, max_size=40).map("".join)))
+def test_every_flag_points_inside_the_original_text(text: str) -> None:
+    """Folding changes lengths (NFKC "ﬁ" -> "fi", dropped zero-width characters, joined
+    letters); every flag must still be a span of the text it was found in."""
+    for flag in detect(text, AXIOMS, IDENTITY):
+        assert 0 <= flag.start <= flag.end <= len(text)
+        assert flag.match == text[flag.start : flag.end]
+    variant = fold(text)
+    assert len(variant.origin) == len(variant.text)
+    assert list(variant.origin) == sorted(variant.origin)
