@@ -32,7 +32,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
 
-from curator.core.flag_lexicon import lexicon_hits, talked_about
+from curator.core.flag_families import lexicon_hits, talked_about
 from curator.core.flag_normalise import variants
 from curator.core.flag_rules import (
     Hit,
