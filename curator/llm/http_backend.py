@@ -410,7 +410,10 @@ class HttpBackend:
                 else:
                     seq = self.tokenize(sep + label)
                 if not seq:
-                    raise ValueError(f"label {label!r} has no tokens")
+                    raise ServerError(
+                        f"the tokenizer at {self.url}{self._tokenize_path} returned no tokens "
+                        f"for the label {label!r}"
+                    )
                 for token in seq:
                     if token not in self._pieces:
                         self._pieces[token] = self._detokenize([token])
