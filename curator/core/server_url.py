@@ -26,7 +26,11 @@ KEY_FIX = (
 
 
 def _short(text: str, limit: int = 60) -> str:
+    """The URL as quoted in a message: one line, short, and without anything that may be
+    a password (also before an "@" when the scheme is missing: ``me:pw@host``)."""
     text = redact(" ".join(text.split()))
+    if "@" in text and not has_url_credentials(text.replace("***@", "")):
+        text = "***@" + text.rsplit("@", 1)[1]
     return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
