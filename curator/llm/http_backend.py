@@ -38,6 +38,7 @@ from curator.llm.backend import (
     StopRequested,
     TokenCallback,
     require_finite,
+    stop_after_token,
 )
 from curator.llm.chat import CHATML, ChatTemplate, TemplateRefused, template_from_jinja
 from curator.llm.model_file import ModelInfo
@@ -184,11 +185,15 @@ class HttpBackend:
                     tokens_out += 1
                     if on_token is not None:
                         on_token(text)
-                if choice.text("finish_reason") == "length":
+                finish = choice.text("finish_reason")
+                if finish == "length":
                     stop_reason = "length"
                 tokens_in = _prompt_tokens(event, tokens_in)
-                if tokens_out >= max_tokens:  # counted here: a server may ignore the limit
-                    stop_reason = "length"
+                # Counted here: a server may ignore max_tokens. Its own "stop" on the
+                # last allowed token still means the answer ended by itself.
+                why = stop_after_token(tokens_out, max_tokens, should_stop)
+                if why is not None:
+                    stop_reason = "stop" if why == "length" and finish == "stop" else why
                     break
         except Cancelled:
             stop_reason = "cancelled"

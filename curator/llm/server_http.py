@@ -22,7 +22,7 @@ import os
 import queue
 import threading
 import time
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Generator, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -91,7 +91,7 @@ class ServerLimits:
         """The defaults, with ``$CURATOR_SERVER_TIMEOUT`` (answer_s) and
         ``$CURATOR_SERVER_TOKEN_TIME`` (token_s) when set; a bad value is a ServerError."""
         env = os.environ if environ is None else environ
-        values: dict[str, float] = {}
+        values: dict[str, Any] = {}
         for name, field in ((TIMEOUT_ENV, "answer_s"), (TOKEN_TIME_ENV, "token_s")):
             text = env.get(name)
             if not text:
@@ -217,7 +217,7 @@ class Connection:
         *,
         max_tokens: int,
         should_stop: StopCheck | None = None,
-    ) -> Iterator[dict[str, Any]]:
+    ) -> Generator[dict[str, Any], None, None]:
         """The server-sent events of a streaming request, as JSON objects.
 
         Ends at ``data: [DONE]`` or the end of the body; raises ServerError past the

@@ -15,6 +15,7 @@ from typing import Any, TypeVar
 
 import pytest
 
+from curator.llm.backend import stop_after_token
 from curator.llm.http_backend import HttpBackend, ServerError, ServerLimits
 from curator.llm.server_http import retry_wait
 from tests.llm.hostile_server import (
@@ -210,3 +211,23 @@ def test_a_retry_wait_past_the_deadline_gives_up_at_once(server: HostileServer) 
     finally:
         backend.close()
     assert server.requests.count("POST /v1/completions") == 1
+
+
+def test_one_stop_rule_for_every_generation_loop() -> None:
+    """The in-process loops and the HTTP stream stop by the same rule: cancel, then budget."""
+    assert stop_after_token(2, 3, None) is None
+    assert stop_after_token(3, 3, None) == "length"
+    assert stop_after_token(1, 3, lambda: True) == "cancelled"
+    assert stop_after_token(3, 3, lambda: True) == "cancelled"
+
+
+def test_the_servers_own_stop_on_the_last_allowed_token_is_kept(server: HostileServer) -> None:
+    server.reset({"POST /v1/completions": raw(lambda: [event("a"), event("b", "stop")])})
+    backend = HttpBackend(server.url, limits=SHORT)
+    try:
+        done = _bounded(lambda: backend.complete("p", "x", max_tokens=2))
+        cut = _bounded(lambda: backend.complete("p", "x", max_tokens=1))
+    finally:
+        backend.close()
+    assert (done.text, done.stop_reason) == ("ab", "stop")
+    assert (cut.text, cut.stop_reason) == ("a", "length")
