@@ -14,6 +14,7 @@ ChatML (``<|im_start|>role\\n...<|im_end|>``), which SmolLM2 and Qwen use.
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import subprocess
@@ -96,8 +97,12 @@ def template_from_jinja(
     return ChatTemplate(head=head, between=between, tail=tail)
 
 
+@functools.lru_cache(maxsize=16)
 def _render_bounded(source: str, bos: str, eos: str, time_s: float, max_bytes: int) -> str:
     """The template rendered with the marker messages, in a child with a time limit.
+
+    The child costs a fraction of a second, once per template and process (cached: a
+    reconnect or a reload renders nothing again; a refusal is not cached).
 
     A frozen application has no interpreter to start a child with: there it renders in
     this process (sandboxed, with the size limit, but without the time limit).

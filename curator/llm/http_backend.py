@@ -19,6 +19,11 @@ generated under a grammar that admits only the labels.
 Cancellation closes the streaming response, which aborts the request on the server
 (llama.cpp stops generating when the client goes away). Failures become one-line
 :class:`ServerError` messages (exit code 2 on the CLI).
+
+The seams: :mod:`curator.llm.server_http` moves bytes (deadlines, budgets, retries,
+status messages), :mod:`curator.llm.server_answer` reads every field of an answer with
+its type and range checked, and this module speaks the servers' dialects (detection,
+tokenizing, label scoring, generation).
 """
 
 from __future__ import annotations
