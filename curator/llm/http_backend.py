@@ -441,7 +441,10 @@ class HttpBackend:
         if item_tokens <= room:
             return item, False, item_tokens
         if room <= 0:
-            raise ServerError("the prompt does not fit the server's context")
+            raise ServerError(
+                f"the prompt does not fit the context of the model at {self.url} "
+                f"({self._n_ctx} tokens)"
+            )
         keep = max(0, int(len(item) * room / item_tokens) - len(TRUNCATION_MARKER))
         head = keep // 2
         return (
@@ -473,8 +476,10 @@ class HttpBackend:
         self.models = ids
         if model:
             if ids and model not in ids:
+                shown = ", ".join(i if len(i) <= 60 else i[:57] + "..." for i in ids[:10])
+                more = f" and {len(ids) - 10} more" if len(ids) > 10 else ""
                 raise ServerError(
-                    f"model {model!r} is not served at {self.url} (it has: {', '.join(ids)})"
+                    f"model {model[:80]!r} is not served at {self.url} (it has: {shown}{more})"
                 )
             self.model = model
         elif ids:

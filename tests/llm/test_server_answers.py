@@ -283,3 +283,13 @@ def test_deadline_environment_variables_are_checked(monkeypatch: pytest.MonkeyPa
     for bad in ("0", "-1", "nan", "inf", "soon"):
         with pytest.raises(ServerError, match=r"\$CURATOR_SERVER_TIMEOUT must be"):
             ServerLimits.from_env({"CURATOR_SERVER_TIMEOUT": bad})
+
+
+def test_a_long_model_list_is_shortened_in_the_message(server: HostileServer) -> None:
+    ids = [{"id": f"model-{i}-" + "x" * 100} for i in range(50)]
+    server.reset({"GET /v1/models": answer({"data": ids})})
+    with pytest.raises(ServerError) as caught:
+        HttpBackend(server.url, model="nope", limits=LIMITS)
+    text = str(caught.value)
+    assert "model 'nope' is not served" in text and "and 40 more" in text
+    assert len(text) < 1000
