@@ -293,3 +293,13 @@ def test_a_long_model_list_is_shortened_in_the_message(server: HostileServer) ->
     text = str(caught.value)
     assert "model 'nope' is not served" in text and "and 40 more" in text
     assert len(text) < 1000
+
+
+def test_credentials_in_the_environments_server_url_are_refused_by_the_cli(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("CURATOR_SERVER", "http://me:hunter2@127.0.0.1:8000/v1")
+    assert main(["--db", str(_demo_db(tmp_path)), "classify"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("curator: error: $CURATOR_SERVER must not contain a user name")
+    assert "hunter2" not in err and len(err.strip().splitlines()) == 1
