@@ -55,6 +55,20 @@ def require_finite(what: str, values: Sequence[float]) -> None:
         raise NonFiniteOutput(what)
 
 
+def stop_after_token(produced: int, budget: int, should_stop: StopCheck | None) -> str | None:
+    """Why generation stops after its ``produced``-th token, or None to go on.
+
+    The one rule for every backend's generation loop: a cancel wins, then the token
+    budget. ``produced`` is counted by the caller, never taken from the model or the
+    server, so a server that ignores ``max_tokens`` is still cut off at it.
+    """
+    if should_stop is not None and should_stop():
+        return "cancelled"
+    if produced >= budget:
+        return "length"
+    return None
+
+
 @dataclass
 class BackendSettings:
     """How to load the model (the saved settings of the same names, overridable per run)."""

@@ -19,23 +19,23 @@ generated under a grammar that admits only the labels.
 Cancellation closes the streaming response, which aborts the request on the server
 (llama.cpp stops generating when the client goes away). Failures become one-line
 :class:`ServerError` messages (exit code 2 on the CLI).
+
+The seams: :mod:`curator.llm.server_http` moves bytes (deadlines, budgets, retries,
+status messages), :mod:`curator.llm.server_answer` reads every field of an answer with
+its type and range checked, and this module speaks the servers' dialects (detection,
+tokenizing, label scoring, generation).
 """
 
 from __future__ import annotations
 
 import math
-import queue
-import threading
 import time
-from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager
-from functools import partial
-from typing import Any, TypeVar, cast
-from urllib.parse import urlsplit, urlunsplit
+from collections.abc import Sequence
+from typing import Any
 
 import httpx
 
-from curator.errors import CuratorError
+from curator.core.server_url import api_key_problem, server_base_url, server_url_problem
 from curator.llm.backend import (
     Completion,
     LabelScores,
@@ -43,41 +43,31 @@ from curator.llm.backend import (
     StopRequested,
     TokenCallback,
     require_finite,
+    stop_after_token,
 )
-from curator.llm.chat import CHATML, ChatTemplate, template_from_jinja
+from curator.llm.chat import CHATML, ChatTemplate, TemplateRefused, template_from_jinja
 from curator.llm.model_file import ModelInfo
+from curator.llm.server_answer import Fields, parse_object
+from curator.llm.server_http import (
+    API_KEY_ENV,
+    SERVER_ENV,
+    Cancelled,
+    Connection,
+    ServerError,
+    ServerLimits,
+)
 
-SERVER_ENV = "CURATOR_SERVER"
-API_KEY_ENV = "CURATOR_API_KEY"
+__all__ = ["API_KEY_ENV", "SERVER_ENV", "HttpBackend", "ServerError", "ServerLimits", "public_url"]
+
 TOP_N = 20  # Ollama's and OpenAI's upper bound; llama.cpp servers accept more
-RETRY_STATUS = (429, 503)
 TRUNCATION_MARKER = "\n[...]\n"
-
-
 FORCED_TOP_N = 1000  # llama-cpp-python sorts the whole vocabulary anyway
-POLL_S = 0.05  # how often a waiting call looks at should_stop
-_T = TypeVar("_T")
-
-
-class _Cancelled(Exception):
-    """should_stop turned true while a request was in flight."""
-
-
-class ServerError(CuratorError):
-    """The model server could not be used (one line, exit code 2)."""
-
-    exit_code = 2
+MAX_CONTEXT = 1 << 24  # no model has a context of more than 16 M tokens
 
 
 def public_url(url: str) -> str:
-    """The URL without user name or password (what a run records)."""
-    parts = urlsplit(url.strip())
-    host = parts.hostname or ""
-    if ":" in host:  # an IPv6 address keeps its brackets ("http://[::1]:8080")
-        host = f"[{host}]"
-    if parts.port:
-        host = f"{host}:{parts.port}"
-    return urlunsplit((parts.scheme, host, parts.path.rstrip("/"), "", ""))
+    """The server's base URL as a run records it: no credentials, no trailing ``/v1``."""
+    return server_base_url(url)
 
 
 class HttpBackend:
@@ -90,20 +80,19 @@ class HttpBackend:
         model: str | None = None,
         api_key: str | None = None,
         n_ctx: int = 4096,
-        timeout: float = 120.0,
+        limits: ServerLimits | None = None,
         retries: int = 3,
         template: ChatTemplate | None = None,
         transport: httpx.BaseTransport | None = None,
     ) -> None:
-        self.url = public_url(url)
-        headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
-        self._client = httpx.Client(
-            base_url=self.url,
-            headers=headers,
-            timeout=httpx.Timeout(timeout, connect=10.0),
-            transport=transport,
+        problem = server_url_problem(url) or api_key_problem(api_key or "")
+        if problem:
+            raise ServerError(problem)
+        self.url = server_base_url(url)
+        self.limits = limits or ServerLimits()
+        self._http = Connection(
+            self.url, api_key, self.limits, retries=retries, transport=transport
         )
-        self._retries = retries
         self.model_info: ModelInfo | None = None
         self.template = template or CHATML
         self._n_ctx = n_ctx
@@ -116,12 +105,13 @@ class HttpBackend:
         self._sent = ""
         self.kind = "openai"
         self.model = ""
+        self._should_stop: StopCheck | None = None
         self.models: list[str] = []
         """Every model id the server listed at ``/v1/models`` (Settings offers them)."""
         try:
             self._detect(model)
         except BaseException:
-            self._client.close()  # no connection left behind by a failed start
+            self._http.close()  # no connection left behind by a failed start
             raise
         self.offload = f"server {self.kind} at {self.url}"
 
@@ -142,7 +132,7 @@ class HttpBackend:
         return self._n_ctx
 
     def close(self) -> None:
-        self._client.close()
+        self._http.close()
 
     def tokenize(self, text: str) -> list[int]:
         if self._tokenize_path is None:  # no tokenizer: a rough count, for batching only
@@ -183,21 +173,37 @@ class HttpBackend:
         pieces: list[str] = []
         stop_reason = "stop"
         tokens_in = tokens_out = 0
+        events = self._http.stream(
+            "/v1/completions",
+            {**body, "model": self.model},
+            max_tokens=max_tokens,
+            should_stop=should_stop,
+        )
+        self._sent = body["prompt"]
         try:
-            for event in self._cancellable_stream(body, should_stop):
+            for raw in events:
+                event = Fields(raw, f"{self.url}/v1/completions", "event")
                 choice = _first_choice(event)
-                text = str(choice.get("text") or "")
+                text = choice.text("text")
                 if text:
                     pieces.append(text)
                     tokens_out += 1
                     if on_token is not None:
                         on_token(text)
-                if choice.get("finish_reason") == "length":
+                finish = choice.text("finish_reason")
+                if finish == "length":
                     stop_reason = "length"
-                usage = event.get("usage") or {}
-                tokens_in = int(usage.get("prompt_tokens", tokens_in) or tokens_in)
-        except _Cancelled:
+                tokens_in = _prompt_tokens(event, tokens_in)
+                # Counted here: a server may ignore max_tokens. Its own "stop" on the
+                # last allowed token still means the answer ended by itself.
+                why = stop_after_token(tokens_out, max_tokens, should_stop)
+                if why is not None:
+                    stop_reason = "stop" if why == "length" and finish == "stop" else why
+                    break
+        except Cancelled:
             stop_reason = "cancelled"
+        finally:
+            events.close()  # abandons the request: the server stops generating
         return Completion(
             text="".join(pieces),
             tokens_in=tokens_in,
@@ -220,6 +226,19 @@ class HttpBackend:
     ) -> LabelScores:
         if len(set(labels)) != len(labels) or not labels:
             raise ValueError("labels must be distinct and non-empty")
+        self._should_stop = should_stop  # every request of this call watches it
+        try:
+            return self._classify(prefix, item, labels, answer_prefix)
+        except Cancelled:
+            raise StopRequested from None
+        finally:
+            self._should_stop = None
+
+    # -- internals -------------------------------------------------------------------------
+
+    def _classify(
+        self, prefix: str, item: str, labels: Sequence[str], answer_prefix: str
+    ) -> LabelScores:
         start = time.perf_counter()
         item, truncated, item_tokens = self._fit(prefix, item, 8)
         prompt = prefix + item + self.template.tail + answer_prefix
@@ -229,10 +248,7 @@ class HttpBackend:
         label_tokens = self._label_tokens(tuple(labels), answer_prefix)
         if self.kind == "llama_cpp.server" and self._sent.startswith(prompt):
             # Held in full, the prompt's last token would be evaluated alone (_realign).
-            try:
-                self._cancellable(partial(self._realign, prefix + item), should_stop)
-            except _Cancelled:
-                raise StopRequested from None
+            self._realign(prefix + item)
         tops: dict[tuple[int, ...], tuple[dict[int, float], float, int]] = {}
         forced: dict[tuple[int, ...], dict[int, float]] = {}
         approximate = False
@@ -248,16 +264,9 @@ class HttpBackend:
                     if key in forced and seq[n] in forced[key]:
                         value, used = forced[key][seq[n]], 0
                     else:
-                        try:
-                            if not key and key in forced:
-                                self._cancellable(
-                                    partial(self._realign, prefix + item), should_stop
-                                )
-                            value, others, used = self._cancellable(
-                                partial(self._forced_logprob, text, seq[n]), should_stop
-                            )
-                        except _Cancelled:
-                            raise StopRequested from None
+                        if not key and key in forced:
+                            self._realign(prefix + item)
+                        value, others, used = self._forced_logprob(text, seq[n])
                         # The other labels' tokens at this position, from the same
                         # evaluation (asking again would re-evaluate the prompt's last
                         # token alone, which llama.cpp computes slightly differently).
@@ -268,12 +277,7 @@ class HttpBackend:
                     tokens_in = max(tokens_in, used)
                     continue
                 if key not in tops:
-                    try:
-                        tops[key] = self._cancellable(
-                            partial(self._top_logprobs, text), should_stop
-                        )
-                    except _Cancelled:
-                        raise StopRequested from None
+                    tops[key] = self._top_logprobs(text)
                     tokens_in = max(tokens_in, tops[key][2])
                 found, floor, _ = tops[key]
                 if seq[n] in found:
@@ -301,8 +305,6 @@ class HttpBackend:
             method="first-token-approx" if approximate else "exact",
         )
 
-    # -- internals -------------------------------------------------------------------------
-
     def _classify_unscored(
         self,
         prompt: str,
@@ -317,16 +319,18 @@ class HttpBackend:
         body: dict[str, Any] = {"prompt": prompt, "max_tokens": 16, "temperature": 0.0}
         if self.kind in ("llama_cpp.server", "llama-server"):
             body["grammar"] = grammar
-        data = self._post("/v1/completions", body)
-        text = str(_first_choice(data).get("text") or "").strip()
+        data = self._post("/v1/completions", body, max_tokens=16)
+        text = _first_choice(data).text("text").strip()
         if text not in labels:
-            raise ServerError(f"the server answered {text[:60]!r}, which is not a label")
+            raise ServerError(
+                f"the model server at {self.url} answered {text[:60]!r}, which is not a label"
+            )
         probabilities = {k: 1.0 if k == text else 0.0 for k in labels}
         return LabelScores(
             label=text,
             confidence=1.0,
             probabilities=probabilities,
-            tokens_in=int((data.get("usage") or {}).get("prompt_tokens", 0) or 0),
+            tokens_in=_prompt_tokens(data, 0),
             cached_tokens=0,
             seconds=time.perf_counter() - start,
             truncated=truncated,
@@ -375,13 +379,15 @@ class HttpBackend:
             "logit_bias": {str(token): 100.0},
         }
         data = self._post("/v1/completions", body)
-        try:
-            logprobs = data["choices"][0]["logprobs"]
-            value = float(logprobs["token_logprobs"][0])
-            top = {str(k): float(v) for k, v in dict(logprobs["top_logprobs"][0]).items()}
-        except (KeyError, IndexError, TypeError, ValueError):
-            raise ServerError(f"malformed response from {self.url}: no log-probability") from None
-        return value, top, int((data.get("usage") or {}).get("prompt_tokens", 0) or 0)
+        logprobs = _first_choice(data).obj("logprobs", required=True)
+        assert logprobs is not None
+        values = logprobs.items("token_logprobs", required=True)
+        tops = logprobs.items("top_logprobs", required=True)
+        if not values or not tops:
+            raise logprobs.invalid("token_logprobs", "empty")
+        value = logprobs.logprob("token_logprobs", values[0])
+        top = logprobs.logprob_table("top_logprobs", tops[0])
+        return value, top, _prompt_tokens(data, 0)
 
     def _top_logprobs(self, prompt: str) -> tuple[dict[int, float], float, int]:
         """The next token's top N as {label token id: log-probability}, the smallest
@@ -390,17 +396,13 @@ class HttpBackend:
         are matched by their pieces."""
         body = {"prompt": prompt, "max_tokens": 1, "temperature": 0.0, "logprobs": TOP_N}
         data = self._post("/v1/completions", body)
-        try:
-            by_text = _top_of_first_token(data["choices"][0]["logprobs"])
-        except (KeyError, IndexError, TypeError, ValueError):
-            raise ServerError(
-                f"malformed response from {self.url}: no top log-probabilities"
-            ) from None
+        logprobs = _first_choice(data).obj("logprobs", required=True)
+        assert logprobs is not None
+        by_text = _top_of_first_token(logprobs)
         if not by_text:
-            raise ServerError(f"malformed response from {self.url}: empty log-probabilities")
+            raise logprobs.invalid("top_logprobs", "empty")
         found = {t: by_text[p] for t, p in self._pieces.items() if p in by_text}
-        tokens_in = int((data.get("usage") or {}).get("prompt_tokens", 0) or 0)
-        return found, min(by_text.values()), tokens_in
+        return found, min(by_text.values()), _prompt_tokens(data, 0)
 
     def _label_tokens(self, labels: tuple[str, ...], answer_prefix: str) -> list[list[int]]:
         """Each label's tokens as they follow the answer's opening (as the local backend)."""
@@ -418,7 +420,10 @@ class HttpBackend:
                 else:
                     seq = self.tokenize(sep + label)
                 if not seq:
-                    raise ValueError(f"label {label!r} has no tokens")
+                    raise ServerError(
+                        f"the tokenizer at {self.url}{self._tokenize_path} returned no tokens "
+                        f"for the label {label!r}"
+                    )
                 for token in seq:
                     if token not in self._pieces:
                         self._pieces[token] = self._detokenize([token])
@@ -436,7 +441,10 @@ class HttpBackend:
         if item_tokens <= room:
             return item, False, item_tokens
         if room <= 0:
-            raise ServerError("the prompt does not fit the server's context")
+            raise ServerError(
+                f"the prompt does not fit the context of the model at {self.url} "
+                f"({self._n_ctx} tokens)"
+            )
         keep = max(0, int(len(item) * room / item_tokens) - len(TRUNCATION_MARKER))
         head = keep // 2
         return (
@@ -451,47 +459,44 @@ class HttpBackend:
             data = self._post(self._tokenize_path, {"input": text, "model": self.model})
         else:
             data = self._post(self._tokenize_path, {"content": text, "add_special": False})
-        tokens = data.get("tokens")
-        if not isinstance(tokens, list):
-            raise ServerError(f"malformed response from {self.url}{self._tokenize_path}")
-        return [int(t) for t in tokens]
+        return data.integers("tokens")
 
     def _detokenize(self, tokens: list[int]) -> str:
         if not tokens:
             return ""
         if self._tokenize_path == "/extras/tokenize":
             data = self._post("/extras/detokenize", {"tokens": tokens, "model": self.model})
-            return str(data.get("text", ""))
-        data = self._post("/detokenize", {"tokens": tokens})
-        return str(data.get("content", ""))
+            return data.text("text")
+        return self._post("/detokenize", {"tokens": tokens}).text("content")
 
     def _detect(self, model: str | None) -> None:
         """Which server this is, which model, and how it tokenizes (``/v1/models`` etc.)."""
         listing = self._get("/v1/models")
-        ids = [str(m.get("id")) for m in listing.get("data", []) if isinstance(m, dict)]
+        ids = [m.text("id", required=True) for m in listing.objects("data")]
         self.models = ids
         if model:
             if ids and model not in ids:
+                shown = ", ".join(i if len(i) <= 60 else i[:57] + "..." for i in ids[:10])
+                more = f" and {len(ids) - 10} more" if len(ids) > 10 else ""
                 raise ServerError(
-                    f"model {model!r} is not served at {self.url} (it has: {', '.join(ids)})"
+                    f"model {model[:80]!r} is not served at {self.url} (it has: {shown}{more})"
                 )
             self.model = model
         elif ids:
             self.model = ids[0]
         else:
-            raise ServerError(f"{self.url} lists no model at /v1/models")
+            raise ServerError(f"{self.url} lists no model at {self.url}/v1/models")
+        self._http.model = self.model
         props = self._get_optional("/props")
-        if props is not None and "default_generation_settings" in props:
+        if props is not None and props.has("default_generation_settings"):
             self.kind = "llama-server"
             self._tokenize_path = "/tokenize"
-            settings = props.get("default_generation_settings") or {}
-            self._n_ctx = int(settings.get("n_ctx", self._n_ctx) or self._n_ctx)
-            source = props.get("chat_template")
-            if isinstance(source, str) and source.strip():
-                try:
-                    self.template = template_from_jinja(source)
-                except Exception:  # an unsplittable template: ChatML, as for a file
-                    self.template = CHATML
+            settings = props.obj("default_generation_settings")
+            if settings is not None:
+                self._n_ctx = settings.integer("n_ctx", self._n_ctx, low=16, high=MAX_CONTEXT)
+            source = props.text("chat_template")
+            if source.strip():
+                self.template = self._served_template(source)
         elif self._get_optional("/api/version") is not None:
             self.kind = "ollama"
         else:
@@ -505,209 +510,76 @@ class HttpBackend:
         if self._tokenize_path is not None:
             self._bos = self._tokenize("")
 
-    # -- cancellation ----------------------------------------------------------------------
-
-    def _cancellable(self, call: Callable[[], _T], should_stop: StopCheck | None) -> _T:
-        """``call()`` on a helper thread while this one watches ``should_stop``.
-
-        A blocked read cannot be interrupted from the thread doing it, so the request runs
-        elsewhere and a cancel returns at once (:class:`_Cancelled`); the abandoned
-        request's connection is closed when it ends and its result is dropped.
-        """
-        if should_stop is None:
-            return call()
-        if should_stop():
-            raise _Cancelled
-        box: queue.Queue[tuple[bool, Any]] = queue.Queue()
-
-        def run() -> None:
-            try:
-                box.put((True, call()))
-            except BaseException as exc:  # handed to the waiting thread
-                box.put((False, exc))
-
-        threading.Thread(target=run, name="curator-http", daemon=True).start()
-        while True:
-            try:
-                ok, value = box.get(timeout=POLL_S)
-            except queue.Empty:
-                if should_stop():
-                    raise _Cancelled from None
-                continue
-            if ok:
-                return cast(_T, value)
-            raise value
-
-    def _cancellable_stream(
-        self, body: dict[str, Any], should_stop: StopCheck | None
-    ) -> Iterator[dict[str, Any]]:
-        """The events of a streaming completion; a cancel closes the stream, which makes
-        the server stop generating, and raises :class:`_Cancelled` at once."""
-        events: queue.Queue[tuple[str, Any]] = queue.Queue()
-        closing = threading.Event()
-
-        def run() -> None:
-            try:
-                with self._stream(body) as stream:
-                    for event in stream:
-                        if closing.is_set():
-                            return  # leaving the block closes the response
-                        events.put(("event", event))
-                events.put(("end", None))
-            except BaseException as exc:
-                events.put(("error", exc))
-
-        threading.Thread(target=run, name="curator-http-stream", daemon=True).start()
+    def _served_template(self, source: str) -> ChatTemplate:
+        """The server's chat template, rendered under the time and size budget."""
         try:
-            while True:
-                try:
-                    kind, value = events.get(timeout=POLL_S)
-                except queue.Empty:
-                    kind, value = "idle", None
-                if should_stop is not None and should_stop():
-                    raise _Cancelled
-                if kind == "event":
-                    yield value
-                elif kind == "end":
-                    return
-                elif kind == "error":
-                    raise value
-        finally:
-            closing.set()
+            return template_from_jinja(
+                source, time_s=self.limits.template_s, max_bytes=self.limits.template_bytes
+            )
+        except TemplateRefused as exc:
+            raise ServerError(f"the chat template served at {self.url}/props {exc}") from None
+        except Exception:  # an unsplittable template: ChatML, as for a file
+            return CHATML
 
     # -- HTTP ------------------------------------------------------------------------------
 
-    def _get(self, path: str) -> dict[str, Any]:
-        return self._json(self._request("GET", path), path)
+    def _get(self, path: str) -> Fields:
+        reply = self._http.request("GET", path, should_stop=self._should_stop)
+        self._http.check(reply, path)
+        return parse_object(reply.body, f"{self.url}{path}")
 
-    def _get_optional(self, path: str) -> dict[str, Any] | None:
+    def _get_optional(self, path: str) -> Fields | None:
+        """The answer to ``path``, or None when the server has no such endpoint."""
         try:
-            response = self._request("GET", path, quiet=True)
+            reply = self._http.request("GET", path, should_stop=self._should_stop)
         except ServerError:
             return None
-        if response.status_code != 200:
+        if reply.status != 200:
             return None
         try:
-            data = response.json()
-        except ValueError:
+            return parse_object(reply.body, f"{self.url}{path}")
+        except ServerError:
             return None
-        return data if isinstance(data, dict) else None
 
-    def _post(self, path: str, body: dict[str, Any]) -> dict[str, Any]:
+    def _post(self, path: str, body: dict[str, Any], *, max_tokens: int = 1) -> Fields:
         if "model" not in body and self.model:
             body = {**body, "model": self.model}
         if path == "/v1/completions":
             self._sent = str(body.get("prompt", ""))
-        return self._json(self._request("POST", path, json=body), path)
-
-    def _json(self, response: httpx.Response, path: str) -> dict[str, Any]:
-        try:
-            data = response.json()
-        except ValueError:
-            raise ServerError(f"malformed response from {self.url}{path}: not JSON") from None
-        if not isinstance(data, dict):
-            raise ServerError(f"malformed response from {self.url}{path}: not an object")
-        return data
-
-    def _request(
-        self, method: str, path: str, *, json: Any = None, quiet: bool = False
-    ) -> httpx.Response:
-        """One request, retried with backoff on 429/503; errors become one line."""
-        delay = 0.5
-        for attempt in range(self._retries + 1):
-            try:
-                response = self._client.request(method, path, json=json)
-            except httpx.TimeoutException:
-                raise ServerError(f"the model server at {self.url} timed out") from None
-            except httpx.TransportError as exc:
-                raise ServerError(_transport_message(self.url, exc)) from None
-            if response.status_code in RETRY_STATUS and attempt < self._retries:
-                time.sleep(_retry_after(response, delay))
-                delay *= 2
-                continue
-            if not quiet:
-                _check_status(response, self.url, path, self.model)
-            return response
-        raise AssertionError("unreachable")
-
-    @contextmanager
-    def _stream(self, body: dict[str, Any]) -> Iterator[Iterator[dict[str, Any]]]:
-        """Server-sent events of a streaming completion; closing the block aborts it."""
-        body = {**body, "model": self.model}
-        self._sent = str(body.get("prompt", ""))
-        try:
-            with self._client.stream("POST", "/v1/completions", json=body) as response:
-                if response.status_code != 200:
-                    response.read()
-                    _check_status(response, self.url, "/v1/completions", self.model)
-                yield _events(response, self.url)
-        except httpx.TimeoutException:
-            raise ServerError(f"the model server at {self.url} timed out") from None
-        except httpx.TransportError as exc:
-            raise ServerError(_transport_message(self.url, exc)) from None
+        reply = self._http.request(
+            "POST", path, body, max_tokens=max_tokens, should_stop=self._should_stop
+        )
+        self._http.check(reply, path)
+        return parse_object(reply.body, f"{self.url}{path}")
 
 
-def _events(response: httpx.Response, url: str) -> Iterator[dict[str, Any]]:
-    import json
-
-    seen = False
-    for line in response.iter_lines():
-        if not line.startswith("data:"):
-            continue
-        seen = True
-        payload = line[5:].strip()
-        if payload == "[DONE]":
-            return
-        try:
-            event = json.loads(payload)
-        except ValueError:
-            raise ServerError(
-                f"malformed response from {url}: a stream event is not JSON"
-            ) from None
-        if not isinstance(event, dict):
-            raise ServerError(f"malformed response from {url}: a stream event is not an object")
-        yield event
-    if not seen:
-        raise ServerError(f"malformed response from {url}: not a stream of events")
-
-
-def _top_of_first_token(logprobs: Any) -> dict[str, float]:
+def _top_of_first_token(logprobs: Fields) -> dict[str, float]:
     """{token text: log-probability} of the first generated token, in either shape:
     the legacy completions one (``top_logprobs``: a list of {text: logprob}) or the
     chat-style one newer servers also use for completions (``content``: a list of
     {token, logprob, top_logprobs: [{token, logprob}]})."""
-    if "content" in logprobs and isinstance(logprobs["content"], list):
-        first = logprobs["content"][0]
-        return {str(e["token"]): float(e["logprob"]) for e in first["top_logprobs"]}
-    return {str(k): float(v) for k, v in dict(logprobs["top_logprobs"][0]).items()}
+    if logprobs.has("content") and isinstance(logprobs.data["content"], list):
+        content = logprobs.objects("content", required=True)
+        if not content:
+            raise logprobs.invalid("content", "empty")
+        return {
+            e.text("token", required=True): e.logprob("logprob", e.data.get("logprob"))
+            for e in content[0].objects("top_logprobs", required=True)
+        }
+    tops = logprobs.items("top_logprobs", required=True)
+    if not tops:
+        raise logprobs.invalid("top_logprobs", "empty")
+    return logprobs.logprob_table("top_logprobs[0]", tops[0])
 
 
-def _first_choice(data: dict[str, Any]) -> dict[str, Any]:
-    choices = data.get("choices")
-    if not isinstance(choices, list) or not choices or not isinstance(choices[0], dict):
-        raise ServerError("malformed response from the model server: no choices")
+def _first_choice(data: Fields) -> Fields:
+    choices = data.objects("choices", required=True)
+    if not choices:
+        raise data.invalid("choices", "empty")
     return choices[0]
 
 
-def _retry_after(response: httpx.Response, default: float) -> float:
-    try:
-        return min(30.0, float(response.headers.get("retry-after", default)))
-    except ValueError:
-        return default
-
-
-def _transport_message(url: str, exc: httpx.TransportError) -> str:
-    if isinstance(exc, httpx.ConnectError):
-        return f"cannot reach the model server at {url}: connection refused"
-    return f"the connection to the model server at {url} failed: {type(exc).__name__}"
-
-
-def _check_status(response: httpx.Response, url: str, path: str, model: str) -> None:
-    code = response.status_code
-    if code == 200:
-        return
-    if code in (401, 403):
-        raise ServerError(f"the model server at {url} refused the API key ({code})")
-    if code == 404 and path.startswith("/v1/completions"):
-        raise ServerError(f"the model server at {url} has no model {model!r} (404)")
-    raise ServerError(f"the model server at {url} answered {code} to {path}")
+def _prompt_tokens(data: Fields, default: int) -> int:
+    """``usage.prompt_tokens`` of an answer or a stream event (``default`` when absent)."""
+    usage = data.obj("usage")
+    return default if usage is None else usage.integer("prompt_tokens", default, high=MAX_CONTEXT)

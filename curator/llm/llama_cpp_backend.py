@@ -64,6 +64,7 @@ from curator.llm.backend import (
     StopRequested,
     TokenCallback,
     require_finite,
+    stop_after_token,
 )
 from curator.llm.chat import ChatTemplate, template_from_metadata
 from curator.llm.model_file import ModelFileError, ModelInfo, read_gguf_info, validate_model_file
@@ -555,10 +556,8 @@ class LlamaCppBackend:
                     break
                 produced += 1
                 emit(token)
-                if should_stop is not None and should_stop():
-                    reason = "cancelled"
-                    break
-                if produced >= budget:
+                if (why := stop_after_token(produced, budget, should_stop)) is not None:
+                    reason = why
                     break
         finally:
             generator.close()
@@ -632,10 +631,8 @@ class LlamaCppBackend:
                     break
                 produced += 1
                 emit(token)
-                if should_stop is not None and should_stop():
-                    reason = "cancelled"
-                    break
-                if produced >= budget:
+                if (why := stop_after_token(produced, budget, should_stop)) is not None:
+                    reason = why
                     break
                 llm.eval([token])
         finally:

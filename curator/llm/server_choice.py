@@ -20,8 +20,10 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from curator.core.server_url import api_key_problem, server_url_problem
 from curator.errors import CuratorError
 from curator.llm.http_backend import API_KEY_ENV, SERVER_ENV, HttpBackend, public_url
+from curator.llm.server_http import ServerError, ServerLimits
 
 log = logging.getLogger(__name__)
 
@@ -45,8 +47,18 @@ class ServerChoice:
     key_source: str  # "command line", "environment", "keyring" or "none"
 
     def open(self, n_ctx: int) -> HttpBackend:
-        """Connect (lists the models, detects the server kind); raises ServerError."""
-        return HttpBackend(self.url, model=self.model, api_key=self.api_key, n_ctx=n_ctx)
+        """Connect (lists the models, detects the server kind); raises ServerError.
+
+        The deadlines are the defaults, or ``$CURATOR_SERVER_TIMEOUT`` and
+        ``$CURATOR_SERVER_TOKEN_TIME`` when set (see :class:`ServerLimits`).
+        """
+        return HttpBackend(
+            self.url,
+            model=self.model,
+            api_key=self.api_key,
+            n_ctx=n_ctx,
+            limits=ServerLimits.from_env(),
+        )
 
 
 def choose_server(
@@ -67,22 +79,35 @@ def choose_server(
     a model file (which then wins over a saved server).
     """
     env = os.environ if environ is None else environ
-    chosen = url or env.get(SERVER_ENV) or None
-    if chosen is None and use_saved and backend == "server" and saved_url:
-        chosen = saved_url
-    if chosen is None:
+    chosen, name = url, "--server"
+    if not chosen and env.get(SERVER_ENV):
+        chosen, name = env[SERVER_ENV], f"${SERVER_ENV}"
+    if not chosen and use_saved and backend == "server" and saved_url:
+        chosen, name = saved_url, "the saved model server URL (server_url)"
+    if not chosen:
         return None
+    problem = server_url_problem(chosen, name)
+    if problem:
+        raise ServerError(problem)
     same_as_saved = saved_url is not None and public_url(chosen) == public_url(saved_url)
     model_id = model or (saved_model if same_as_saved else None) or None
     if api_key:
-        return ServerChoice(chosen, model_id, api_key, "command line")
+        return _with_key(chosen, model_id, api_key, "command line", "--api-key")
     from_env = env.get(API_KEY_ENV)
     if from_env:
-        return ServerChoice(chosen, model_id, from_env, "environment")
+        return _with_key(chosen, model_id, from_env, "environment", f"${API_KEY_ENV}")
     stored = load_api_key(chosen)
     if stored:
-        return ServerChoice(chosen, model_id, stored, "keyring")
+        return _with_key(chosen, model_id, stored, "keyring", "the system keyring")
     return ServerChoice(chosen, model_id, None, "none")
+
+
+def _with_key(url: str, model: str | None, key: str, source: str, name: str) -> ServerChoice:
+    """The choice with ``key``, which must be sendable as a header (the key is not shown)."""
+    problem = api_key_problem(key)
+    if problem:
+        raise ServerError(f"{problem} (from {name})")
+    return ServerChoice(url, model, key, source)
 
 
 # -- the system keyring ------------------------------------------------------------------------
@@ -144,6 +169,9 @@ def save_api_key(url: str, key: str | None) -> None:
     if backend is None:
         raise ApiKeyError(f"the API key was not saved: {keyring_problem()}")
     name = public_url(url)
+    problem = api_key_problem(key or "")
+    if problem:
+        raise ApiKeyError(f"the API key was not saved: {problem}")
     try:
         if key:
             backend.set_password(KEYRING_SERVICE, name, key)

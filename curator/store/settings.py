@@ -22,9 +22,9 @@ import math
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
-from urllib.parse import urlsplit
 
 from curator.core.scoring import rank_key
+from curator.core.server_url import server_url_problem as _server_url_problem
 from curator.errors import CuratorError
 from curator.store.db import Store
 from curator.store.models import Pattern
@@ -208,25 +208,11 @@ DEFAULTS = Settings()
 def server_url_problem(url: str) -> str | None:
     """Why ``url`` cannot be saved as the model server's address, or None.
 
-    A user name or password in the URL would be stored in the database in clear text,
+    The same rule as ``--server`` and ``$CURATOR_SERVER`` (:mod:`curator.core.server_url`):
+    a user name or password in the URL would be stored in the database in clear text,
     which the API key never is, so such a URL is refused with the way to pass a key.
     """
-    try:
-        parts = urlsplit(url.strip())
-        parts.port  # noqa: B018 - raises ValueError for a port out of range
-    except ValueError:
-        return f"the model server URL (server_url) is not a valid URL: {_short(url)!r}"
-    if parts.scheme not in ("http", "https") or not parts.hostname:
-        return (
-            "the model server URL (server_url) must start with http:// or https:// and name "
-            f"a host, e.g. http://127.0.0.1:8080, got {_short(url)!r}"
-        )
-    if parts.username or parts.password:
-        return (
-            "the model server URL (server_url) must not contain a user name or password: "
-            "give the API key separately (it is never saved in the database)"
-        )
-    return None
+    return _server_url_problem(url, "the model server URL (server_url)")
 
 
 def decode_json(text: str | bytes) -> Any:

@@ -197,7 +197,7 @@ def test_test_connection_to_a_dead_port_is_a_plain_error(no_keyring, qtbot, main
     qtbot.mouseClick(box.test_button, Qt.MouseButton.LeftButton)
     qtbot.waitUntil(lambda: not box.testing, timeout=60_000)
     assert box.test_result.text() == (
-        f"Connection failed: cannot reach the model server at {url}: connection refused"
+        f"Connection failed: cannot reach the model server at {url}/v1/models: connection refused"
     )
 
 
