@@ -19,10 +19,27 @@ DIST_SOURCES := pyproject.toml $(shell find curator resources packaging -type f 
 
 .PHONY: run test lint typecheck pytest bench screenshots dist install-desktop uninstall-desktop clean
 
-$(STAMP): pyproject.toml
+# llama-cpp-python compiles llama.cpp from source. Its default, -march=native, uses every
+# instruction set the processor announces, AMX included, which a kernel or hypervisor may
+# leave disabled: the first matrix product then dies with SIGILL. So on x86-64 it is built
+# for AVX2 (and AVX-512 where the processor has it), never AMX. CMAKE_ARGS in the
+# environment replaces this (CUDA: see README). The wheel cache is bypassed, since it
+# would hand back a build made with other flags; a change of flags rebuilds.
+ifeq ($(shell uname -m),x86_64)
+LLAMA_DEFAULT_ARGS := -DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON$(if $(shell grep -m1 -ow avx512f /proc/cpuinfo 2>/dev/null), -DGGML_AVX512=ON)
+endif
+LLAMA_ARGS := $(or $(CMAKE_ARGS),$(LLAMA_DEFAULT_ARGS))
+LLAMA_STAMP := $(VENV)/.llama-cmake-args
+
+$(STAMP): pyproject.toml Makefile
 	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else "Python 3.11+ is required (found %s); set PYTHON=python3.11" % sys.version.split()[0])'
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip "setuptools>=77" wheel
+	@if [ "$$(cat $(LLAMA_STAMP) 2>/dev/null)" != "$(LLAMA_ARGS)." ]; then \
+	  echo "building llama-cpp-python (CMAKE_ARGS=$(LLAMA_ARGS)): several minutes"; \
+	  CMAKE_ARGS="$(LLAMA_ARGS)" $(PY) -m pip install --quiet --no-cache-dir --force-reinstall \
+	    --no-deps "llama-cpp-python>=0.3.9" && echo "$(LLAMA_ARGS)." > $(LLAMA_STAMP); \
+	fi
 	$(PY) -m pip install --quiet -e '.[demo,test,dev]'
 	@touch $(STAMP)
 
