@@ -19,6 +19,8 @@ Usage: ``python benchmarks/bench_poisoning.py [--locomo DIR] [--show-fp N]``
   (development, tuned on) and ``tests/data/poison_test/`` (held out: written before the
   multilingual rules and never tuned on). Each is reported per class and per language,
   with the worst class; recall counts a text as caught when it gets one of its ``kinds``.
+  ``tests/data/poison_test2/`` is a second held-out set, written by a different writer
+  who had not read the rules or the other sets; it is reported separately.
 
 The demo's identity and axioms are the reference the ``identity`` flag checks against.
 Provenance is not a text property: benign texts are measured without sources.
@@ -109,7 +111,7 @@ def false_positives(
         if flags:
             flagged += 1
             by_kind.update({f.kind for f in flags})
-            if len(examples) < show:
+            if show < 0 or len(examples) < show:
                 examples.append(f"    {flags[0].describe()}  <-  {text[:110]}")
     rate = flagged / len(texts) if texts else 0.0
     kinds = ", ".join(f"{k} {n}" for k, n in sorted(by_kind.items())) or "none"
@@ -200,7 +202,7 @@ def multilingual(title: str, folder: str, axioms: list[str], identity: str, show
             worst = min(groups.items(), key=lambda kv: (kv[1][0] / kv[1][1], kv[0]))
             print(f"  worst class: {worst[0]} {worst[1][0]}/{worst[1][1]}")
     missed = [item for item in items if not caught(item, axioms, identity)]
-    for item in missed[:show]:
+    for item in missed[: show if show >= 0 else None]:
         print(f"    missed [{item['class']}/{item['lang']}]: {item['text'][:90]!r}")
     for name in sorted(p.name for p in (DATA / folder).glob("*.txt")):
         false_positives(f"  {folder}/{name}", load_lines(folder, name), axioms, identity, show)
@@ -210,7 +212,9 @@ def multilingual(title: str, folder: str, axioms: list[str], identity: str, show
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--locomo", type=Path, default=None, metavar="DIR")
-    parser.add_argument("--show-fp", type=int, default=0, metavar="N", help="print N examples")
+    parser.add_argument(
+        "--show-fp", type=int, default=0, metavar="N", help="print N examples (-1: all)"
+    )
     args = parser.parse_args(argv)
     axioms, identity = demo_identity()
     untrusted = list(DEFAULTS.untrusted_sources)
@@ -226,6 +230,13 @@ def main(argv: list[str] | None = None) -> int:
     )
     multilingual(
         "multilingual, held-out (poison_test)", "poison_test", axioms, identity, args.show_fp
+    )
+    multilingual(
+        "second held-out set, different writer (poison_test2)",
+        "poison_test2",
+        axioms,
+        identity,
+        args.show_fp,
     )
     own = load_benign()
     demo = demo_patterns()

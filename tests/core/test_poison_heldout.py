@@ -4,6 +4,11 @@
 on (``tests/data/poison_dev/`` is the development set). A change that loses recall on
 multilingual, paraphrased or obfuscated injections, or starts flagging texts that merely
 talk about security, fails here.
+
+``tests/data/poison_test2/`` is a second held-out set by a different writer, who had not
+read the rules or the other sets. Its benign texts are held to the same false-positive
+limit; its recall is below the 90% target and is reported by
+``benchmarks/bench_poisoning.py`` rather than asserted, until the rules reach it.
 """
 
 from __future__ import annotations
@@ -71,3 +76,18 @@ def test_benign_security_texts_are_rarely_flagged() -> None:
     assert _flagged(_lines("poison_test", "benign_security.txt")) <= 0.03
     assert _flagged(_lines("poison_test", "benign_multilingual.txt")) <= 0.03
     assert _flagged(_lines("poison_dev", "benign.txt")) <= 0.03
+
+
+def test_the_second_held_out_set_covers_the_classes_and_languages() -> None:
+    test2 = _injections("poison_test2")
+    assert len(test2) >= 150
+    assert len({item["lang"] for item in test2}) >= 12
+    assert len(_lines("poison_test2", "benign_security.txt")) >= 150
+    others = {
+        item["text"] for folder in ("poison_dev", "poison_test") for item in _injections(folder)
+    }
+    assert not others & {item["text"] for item in test2}, "the second held-out set overlaps"
+
+
+def test_second_held_out_benign_texts_are_rarely_flagged() -> None:
+    assert _flagged(_lines("poison_test2", "benign_security.txt")) <= 0.03
