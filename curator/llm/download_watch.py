@@ -19,6 +19,7 @@ client keeps no idle connections, so every request opens its own.
 
 from __future__ import annotations
 
+import contextlib
 import socket
 import threading
 import time
@@ -104,7 +105,5 @@ class Watchdog:
         with self._lock:
             sockets = list(self._sockets)
         for sock in sockets:
-            try:
+            with contextlib.suppress(OSError):  # already closed: nothing left to wake
                 sock.shutdown(socket.SHUT_RDWR)
-            except OSError:
-                pass  # already closed by the client: nothing left to wake

@@ -36,7 +36,7 @@ def entry_for(
     url: str,
     data: bytes = DATA,
     *,
-    size: int | None | str = "auto",
+    size: int | str | None = "auto",
     sha: str | None = "auto",
     file: str = "tiny.gguf",
 ) -> CatalogueEntry:
@@ -62,6 +62,10 @@ def assert_nothing_corrupt(folder: Path, data: bytes = DATA) -> None:
     if part.exists():
         kept = part.read_bytes()
         assert len(kept) <= len(data) and data.startswith(kept)
+
+
+def always(reply: Reply) -> Responder:
+    return lambda _start: reply
 
 
 def then(first: Responder, rest: Responder) -> Responder:
@@ -114,9 +118,11 @@ def test_206_with_a_wrong_content_range_is_refused_and_keeps_the_part(
     tmp_path: Path, content_range: str | None, message: str
 ) -> None:
     (tmp_path / "tiny.gguf.part").write_bytes(DATA[:5000])
-    with rogue(whole_206(content_range)) as (url, _):
-        with pytest.raises(DownloadError, match=message) as info:
-            download_model(entry_for(url, size=None, sha=None), tmp_path)
+    with (
+        rogue(whole_206(content_range)) as (url, _),
+        pytest.raises(DownloadError, match=message) as info,
+    ):
+        download_model(entry_for(url, size=None, sha=None), tmp_path)
     assert "5000 bytes kept in tiny.gguf.part" in str(info.value)
     assert (tmp_path / "tiny.gguf.part").read_bytes() == DATA[:5000]
     assert not (tmp_path / "tiny.gguf").exists()
@@ -131,15 +137,17 @@ def test_206_whose_total_contradicts_the_catalogue_is_refused(tmp_path: Path) ->
         body = DATA[start:] + b"x" * 10
         return Reply(206, {"Content-Range": f"bytes {start}-{wrong_total - 1}/{wrong_total}"}, body)
 
-    with rogue(respond) as (url, _):
-        with pytest.raises(DownloadError, match=f"{wrong_total:,} bytes, but {len(DATA):,}"):
-            download_model(entry_for(url, sha=None), tmp_path)
+    with (
+        rogue(respond) as (url, _),
+        pytest.raises(DownloadError, match=f"{wrong_total:,} bytes, but {len(DATA):,}"),
+    ):
+        download_model(entry_for(url, sha=None), tmp_path)
     assert (tmp_path / "tiny.gguf.part").read_bytes() == DATA[:5000]
 
 
 def test_200_to_a_resume_request_starts_again_from_zero(tmp_path: Path) -> None:
     (tmp_path / "tiny.gguf.part").write_bytes(DATA[:5000])
-    ignoring = then(lambda _s: Reply(200, {}, DATA), honest(DATA))
+    ignoring = then(always(Reply(200, {}, DATA)), honest(DATA))
     with rogue(ignoring) as (url, log):
         result = download_model(entry_for(url, sha=None, size=None), tmp_path)
     assert log.ranges == [5000]
@@ -149,7 +157,9 @@ def test_200_to_a_resume_request_starts_again_from_zero(tmp_path: Path) -> None:
 # -- 416 -----------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("content_range", [f"bytes */{len(DATA)}", None, "bytes */4000", "bytes 0-1/2"])
+@pytest.mark.parametrize(
+    "content_range", [f"bytes */{len(DATA)}", None, "bytes */4000", "bytes 0-1/2"]
+)
 def test_416_on_a_truncated_part_discards_it_and_starts_again(
     tmp_path: Path, content_range: str | None
 ) -> None:
@@ -157,7 +167,7 @@ def test_416_on_a_truncated_part_discards_it_and_starts_again(
     taking it on trust would save a truncated model."""
     (tmp_path / "tiny.gguf.part").write_bytes(DATA[:5000])
     headers = {"Content-Range": content_range} if content_range else {}
-    lying = then(lambda _s: Reply(416, headers), honest(DATA))
+    lying = then(always(Reply(416, headers)), honest(DATA))
     with rogue(lying) as (url, log):
         result = download_model(entry_for(url, size=None, sha=None), tmp_path)
     assert log.ranges == [5000, None]
@@ -183,29 +193,35 @@ def test_a_part_longer_than_the_catalogue_size_is_dropped(tmp_path: Path) -> Non
 
 
 def test_an_endless_body_is_capped_at_the_catalogue_size(tmp_path: Path) -> None:
-    endless = lambda _s: Reply(200, {}, DATA, garbage=50_000_000)  # noqa: E731
-    with rogue(endless) as (url, _):
-        with pytest.raises(DownloadError, match=f"more than the {len(DATA):,} bytes") as info:
-            download_model(entry_for(url, sha=None), tmp_path)
+    endless = always(Reply(200, {}, DATA, garbage=50_000_000))
+    with (
+        rogue(endless) as (url, _),
+        pytest.raises(DownloadError, match=f"more than the {len(DATA):,} bytes") as info,
+    ):
+        download_model(entry_for(url, sha=None), tmp_path)
     assert "\n" not in str(info.value)
     assert list(tmp_path.iterdir()) == []
 
 
 def test_an_entry_without_a_size_is_capped_by_the_hard_cap(tmp_path: Path) -> None:
-    endless = lambda _s: Reply(200, {}, DATA, garbage=50_000_000)  # noqa: E731
+    endless = always(Reply(200, {}, DATA, garbage=50_000_000))
     limits = DownloadLimits(hard_cap_bytes=len(DATA) + 1000)
-    with rogue(endless) as (url, _):
-        with pytest.raises(DownloadError, match=f"more than the {len(DATA) + 1000:,} bytes"):
-            download_model(entry_for(url, size=None, sha=None), tmp_path, limits=limits)
+    with (
+        rogue(endless) as (url, _),
+        pytest.raises(DownloadError, match=f"more than the {len(DATA) + 1000:,} bytes"),
+    ):
+        download_model(entry_for(url, size=None, sha=None), tmp_path, limits=limits)
     assert list(tmp_path.iterdir()) == []
 
 
 def test_an_announced_size_over_the_hard_cap_is_refused_before_writing(tmp_path: Path) -> None:
-    huge = lambda _s: Reply(200, {"Content-Length": str(10**12)}, DATA)  # noqa: E731
+    huge = always(Reply(200, {"Content-Length": str(10**12)}, DATA))
     limits = DownloadLimits(hard_cap_bytes=10**9)
-    with rogue(huge) as (url, _):
-        with pytest.raises(DownloadError, match="more than the 1,000,000,000"):
-            download_model(entry_for(url, size=None, sha=None), tmp_path, limits=limits)
+    with (
+        rogue(huge) as (url, _),
+        pytest.raises(DownloadError, match="more than the 1,000,000,000"),
+    ):
+        download_model(entry_for(url, size=None, sha=None), tmp_path, limits=limits)
     assert list(tmp_path.iterdir()) == []
 
 
@@ -216,9 +232,11 @@ def test_a_resumed_body_that_overflows_keeps_the_earlier_prefix(tmp_path: Path) 
         assert start == 5000
         return Reply(206, {"Content-Range": f"bytes 5000-{len(DATA) - 1}/*"}, DATA[5000:] * 2)
 
-    with rogue(overflowing) as (url, _):
-        with pytest.raises(DownloadError, match="more than"):
-            download_model(entry_for(url, sha=None), tmp_path)
+    with (
+        rogue(overflowing) as (url, _),
+        pytest.raises(DownloadError, match="more than"),
+    ):
+        download_model(entry_for(url, sha=None), tmp_path)
     assert (tmp_path / "tiny.gguf.part").read_bytes() == DATA[:5000]
 
 
@@ -245,40 +263,38 @@ def test_a_trickle_stops_with_a_message_and_the_part_resumes(tmp_path: Path) -> 
 
 
 def test_headers_that_never_finish_hit_the_first_byte_deadline(tmp_path: Path) -> None:
-    slow_headers = lambda _s: Reply(  # noqa: E731
-        200, {"Content-Length": str(len(DATA))}, DATA, header_pause_s=0.05
-    )
-    with rogue(slow_headers) as (url, _):
-        with pytest.raises(DownloadStalled, match=r"no answer within 1 s"):
-            download_model(entry_for(url), tmp_path, limits=FAST)
+    slow_headers = always(Reply(200, {"Content-Length": str(len(DATA))}, DATA, header_pause_s=0.05))
+    with (
+        rogue(slow_headers) as (url, _),
+        pytest.raises(DownloadStalled, match=r"no answer within 1 s"),
+    ):
+        download_model(entry_for(url), tmp_path, limits=FAST)
     assert list(tmp_path.iterdir()) == []
 
 
 def test_cancel_works_while_the_server_is_silent(tmp_path: Path) -> None:
     """The GUI's Cancel must not wait for a server that sends nothing."""
     cancel = threading.Event()
-    silent_after_start = (
-        lambda _s: Reply(  # noqa: E731
-            200, {"Content-Length": str(len(DATA))}, DATA[:10], drip=10, pause_s=30, give_up_s=30
-        )
+    silent_after_start = always(
+        Reply(200, {"Content-Length": str(len(DATA))}, DATA[:10], drip=10, pause_s=30, give_up_s=30)
     )
 
     def on_progress(_p: Progress) -> None:
         cancel.set()  # the first bytes arrived; then the server goes silent
 
     slow = DownloadLimits(first_byte_s=30, stall_window_s=30)
-    with rogue(silent_after_start) as (url, _):
-        with pytest.raises(DownloadError, match="cancelled; 10 bytes kept"):
-            download_model(
-                entry_for(url), tmp_path, progress=on_progress, cancel=cancel, limits=slow
-            )
+    with (
+        rogue(silent_after_start) as (url, _),
+        pytest.raises(DownloadError, match="cancelled; 10 bytes kept"),
+    ):
+        download_model(entry_for(url), tmp_path, progress=on_progress, cancel=cancel, limits=slow)
 
 
 # -- secrets -------------------------------------------------------------------------------
 
 
 def test_credentials_in_the_url_are_used_but_never_shown(tmp_path: Path) -> None:
-    with rogue(lambda _s: Reply(404, {"Content-Length": "0"})) as (url, log):
+    with rogue(always(Reply(404, {"Content-Length": "0"}))) as (url, log):
         secret_url = url.replace("http://", "http://user:hunter2@")
         with pytest.raises(DownloadError, match="HTTP 404") as info:
             download_model(entry_for(secret_url), tmp_path)
