@@ -2,7 +2,14 @@
 
 Model files are gigabytes and connections drop, so bytes go to ``FILE.part`` and a later
 attempt asks for the rest with an HTTP ``Range`` header (a dropped connection is retried
-at once a few times; a cancelled or failed download keeps its ``.part`` for next time).
+at once a few times; a cancelled, stalled or failed download keeps its ``.part`` for next
+time). Every answer is checked before a byte of it is written
+(:mod:`curator.llm.download_rules`: the range must start where the ``.part`` ends, a 416
+proves nothing, a body is capped at the expected size), and a watchdog bounds the wait
+for the headers and stops a transfer that stalls (:mod:`curator.llm.download_watch`). The
+whole download holds the target's lock (:mod:`curator.llm.target_lock`), so two downloads
+of one model never share a ``.part``.
+
 Only when the file is complete is its SHA-256 computed (this function runs on a worker
 thread in the window, so hashing never blocks the GUI) and compared with the catalogue's;
 a mismatch deletes the file. A file that does not even start like a GGUF (an HTML error
@@ -10,7 +17,8 @@ page, say) is refused too. Only then is ``.part`` renamed onto the final name, a
 so the models folder never holds a half-written model under a real name.
 
 Without a published checksum (``sha256: null`` in the catalogue) the download is reported
-as *not verified* together with the hash it computed, never as verified.
+as *not verified* together with the hash it computed, never as verified. Every message
+goes through :class:`DownloadError`, which redacts URL credentials.
 """
 
 from __future__ import annotations
@@ -149,15 +157,18 @@ class _Transfer:
         self.cancel = cancel
         self.limits = limits or DownloadLimits.from_env()
         self.expected: int | None = entry.size_bytes
-        self.resumed_from = 0
         """The file's size: the catalogue's, else the first one a server announced."""
+        self.resumed_from = 0
 
     def run(self, attempts: int) -> int:
         """Fetch until the ``.part`` is complete; returns the bytes it had at the start
         (0 when the download had to start again from the beginning)."""
         self.resumed_from = self._prepare()
         limits = self.limits
-        timeout = httpx.Timeout(limits.stall_window_s, connect=min(limits.first_byte_s, _CONNECT_S))
+        # The watchdog enforces the deadline and the stall rule; the socket timeout is only a
+        # backstop behind it (were it first, a stall would count as a dropped connection).
+        backstop = max(limits.first_byte_s, limits.stall_window_s) + 5.0
+        timeout = httpx.Timeout(backstop, connect=min(limits.first_byte_s, _CONNECT_S))
         client = httpx.Client(
             timeout=timeout,
             follow_redirects=True,
@@ -362,7 +373,7 @@ def _finish(
     resumed_from: int,
     progress: Callable[[Progress], None] | None,
 ) -> DownloadResult:
-    size = part.stat().st_size
+    size = _size(part)
     if progress is not None:
         progress(Progress("verifying", size, size, 0.0, None))
     if entry.size_bytes is not None and size != entry.size_bytes:
@@ -371,7 +382,10 @@ def _finish(
             f"{entry.name}: downloaded {size} bytes, the catalogue says {entry.size_bytes}; "
             "the file was deleted"
         )
-    digest = file_sha256(part)
+    try:
+        digest = file_sha256(part)
+    except OSError as exc:
+        raise DownloadError(f"cannot read {part}: {exc.strerror or exc}") from exc
     if entry.sha256 is not None and digest != entry.sha256:
         part.unlink(missing_ok=True)
         raise ChecksumMismatch(

@@ -262,8 +262,13 @@ def test_a_trickle_stops_with_a_message_and_the_part_resumes(tmp_path: Path) -> 
     assert log.ranges == [kept] and result.verified and result.resumed_from == kept
 
 
-def test_headers_that_never_finish_hit_the_first_byte_deadline(tmp_path: Path) -> None:
-    slow_headers = always(Reply(200, {"Content-Length": str(len(DATA))}, DATA, header_pause_s=0.05))
+@pytest.mark.parametrize("pause_s", [0.05, 5.0], ids=["dripping", "silent"])
+def test_headers_that_never_finish_hit_the_first_byte_deadline(
+    tmp_path: Path, pause_s: float
+) -> None:
+    slow_headers = always(
+        Reply(200, {"Content-Length": str(len(DATA))}, DATA, header_pause_s=pause_s)
+    )
     with (
         rogue(slow_headers) as (url, _),
         pytest.raises(DownloadStalled, match=r"no answer within 1 s"),
@@ -342,3 +347,26 @@ def test_a_second_download_of_the_same_target_is_refused_at_once(tmp_path: Path)
     assert sorted(p.name for p in tmp_path.iterdir()) == ["tiny.gguf"]  # no lock left
     with pytest.raises(DownloadError, match="already exists"):
         download_model(entry, tmp_path)
+
+
+@pytest.mark.parametrize(
+    ("reply", "message"),
+    [
+        (Reply(200, {"Content-Length": "-5"}, DATA), "bad Content-Length"),
+        (Reply(200, {"Content-Length": "lots"}, DATA), "bad Content-Length"),
+        (Reply(204), "HTTP 204 instead of the file"),
+        (Reply(302), "HTTP 302 instead of the file"),
+        (Reply(200, {"Content-Length": str(len(DATA) - 1)}, DATA[:-1]), "bytes, but"),
+    ],
+)
+def test_other_unusable_answers_are_one_line_and_keep_the_part(
+    tmp_path: Path, reply: Reply, message: str
+) -> None:
+    (tmp_path / "tiny.gguf.part").write_bytes(DATA[:5000])
+    with (
+        rogue(always(reply)) as (url, _),
+        pytest.raises(DownloadError, match=message) as info,
+    ):
+        download_model(entry_for(url, sha=None), tmp_path)
+    assert "\n" not in str(info.value) and info.value.exit_code == 2
+    assert (tmp_path / "tiny.gguf.part").read_bytes() == DATA[:5000]
