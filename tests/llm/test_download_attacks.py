@@ -258,7 +258,7 @@ def test_a_trickle_stops_with_a_message_and_the_part_resumes(tmp_path: Path) -> 
     kept = (tmp_path / "tiny.gguf.part").stat().st_size
     assert kept > 0
     with rogue(honest(DATA)) as (url, log):
-        result = download_model(entry_for(url), tmp_path, limits=FAST)
+        result = download_model(entry_for(url), tmp_path)
     assert log.ranges == [kept] and result.verified and result.resumed_from == kept
 
 
