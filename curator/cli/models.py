@@ -1,7 +1,9 @@
 """``curator models``: the model catalogue, downloads, and GGUF files already on this computer.
 
 ``list`` shows the catalogue and what is downloaded; ``download NAME`` fetches one model
-(resumable: run it again after an interruption); ``remove NAME`` deletes it; ``local``
+(resumable: run it again after an interruption; a second download of the same model while
+one runs is refused with exit code 1, as is removing it meanwhile); ``remove NAME``
+deletes it; ``local``
 lists the GGUF files that LM Studio, Ollama, GPT4All and the Hugging Face cache already
 hold. None of these touch the database; the printed path is what ``curator settings
 model_path=PATH`` (or Settings in the window) takes.
@@ -15,6 +17,7 @@ import time
 from typing import Any
 
 from curator.cli.common import CommandContext
+from curator.core.redact import redact
 from curator.llm.catalogue import (
     entry_state,
     find_entry,
@@ -24,7 +27,7 @@ from curator.llm.catalogue import (
     remove_model,
 )
 from curator.llm.discovery import find_local_models
-from curator.llm.download import Progress, download_model
+from curator.llm.download import DownloadLimits, Progress, download_model
 
 
 def register(subparsers: Any, common: argparse.ArgumentParser) -> None:
@@ -106,9 +109,10 @@ class _ProgressPrinter:
 
 def cmd_download(ctx: CommandContext) -> int:
     entry = find_entry(load_catalogue(ctx.args.catalogue), ctx.args.name)
-    ctx.info(f"downloading {entry.title} from {entry.url}")
+    limits = DownloadLimits.from_env()  # a bad $CURATOR_DOWNLOAD_* is refused before anything
+    ctx.info(f"downloading {entry.title} from {redact(entry.url)}")
     try:
-        result = download_model(entry, progress=_ProgressPrinter(ctx))
+        result = download_model(entry, progress=_ProgressPrinter(ctx), limits=limits)
     finally:
         if sys.stderr.isatty():
             sys.stderr.write("\n")

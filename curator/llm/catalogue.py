@@ -9,7 +9,14 @@ speed. An entry whose checksum could not be confirmed from a published source ha
 verified. ``--catalogue FILE`` (or the ``catalogue`` argument) replaces the shipped list;
 the tests use that to serve the demo model from a loopback server.
 
-Downloads go to ``<user data dir>/models`` (``$CURATOR_MODELS_DIR`` overrides it).
+Downloads go to ``<user data dir>/models`` (``$CURATOR_MODELS_DIR`` overrides it). Next to
+a model file ``FILE`` live only ``FILE.part`` (a download in progress) and ``FILE.lock``
+(held while it is downloaded or removed). A catalogue ``file`` must therefore be a plain
+name that can never be one of those: no path separator, no control character (NUL
+included), not ``.``/``..`` or hidden, not ending in ``.part`` or ``.lock`` (in any case,
+for case-insensitive disks) nor in a dot or space (which Windows drops), and at most
+250 bytes in UTF-8, so that ``FILE.part`` still fits the usual 255-byte limit on a name.
+Two entries may not share a file (again ignoring case).
 """
 
 from __future__ import annotations
@@ -17,18 +24,25 @@ from __future__ import annotations
 import json
 import os
 import re
+import unicodedata
+import urllib.parse
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import platformdirs
 
+from curator.core.redact import redact
 from curator.errors import CuratorError
+from curator.llm.target_lock import LOCK_SUFFIX, target_lock
 from curator.resources_path import resource_path
 
 MODELS_DIR_ENV = "CURATOR_MODELS_DIR"
 _SHA256 = re.compile(r"^[0-9a-f]{64}$")
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
+PART_SUFFIX = ".part"
+MAX_FILE_BYTES = 255 - len(PART_SUFFIX)
+"""A model's file name leaves room for ``.part`` within the common 255-byte name limit."""
 
 
 class CatalogueError(CuratorError):
@@ -105,7 +119,61 @@ def load_catalogue(path: str | os.PathLike[str] | None = None) -> list[Catalogue
     duplicates = sorted({n for n in names if names.count(n) > 1})
     if duplicates:
         raise CatalogueError(f"{p}: duplicate model names: {', '.join(duplicates)}")
+    owners: dict[str, str] = {}
+    for entry in entries:
+        other = owners.setdefault(entry.file.casefold(), entry.name)
+        if other != entry.name:
+            raise CatalogueError(
+                f"{p}: models {other} and {entry.name} share the file {_quoted(entry.file)}"
+            )
     return entries
+
+
+def _quoted(value: str, limit: int = 60) -> str:
+    """A name quoted in a one-line message (a hostile one may be thousands of characters)."""
+    if len(value) <= limit:
+        return repr(value)
+    return f"{value[:limit]!r}... ({len(value):,} characters)"
+
+
+def file_name_problem(file: str) -> str | None:
+    """Why ``file`` cannot be a model's file name in the models folder, or None if it can."""
+    if "/" in file or "\\" in file:
+        return "must be a plain file name, without a path separator"
+    if file in (".", "..") or file.startswith("."):
+        return "must not be '.', '..' or a hidden name"
+    if any(unicodedata.category(c) == "Cc" for c in file):
+        return "must not hold control characters (NUL, line breaks, ...)"
+    try:
+        size = len(file.encode("utf-8"))
+    except UnicodeEncodeError:
+        return "is not valid UTF-8"
+    if size > MAX_FILE_BYTES:
+        return f"is {size:,} bytes long (at most {MAX_FILE_BYTES} in UTF-8)"
+    lowered = file.casefold()
+    if lowered.endswith((PART_SUFFIX, LOCK_SUFFIX)):
+        return "must not end in .part or .lock (the names of partial downloads and locks)"
+    if file.endswith((".", " ")):
+        return "must not end in a dot or a space"
+    return None
+
+
+def url_problem(url: str) -> str | None:
+    """Why ``url`` cannot be downloaded from, or None if it looks like an http(s) address."""
+    if not url.startswith(("https://", "http://")):
+        return "must be an http(s) address"
+    if any(c.isspace() or unicodedata.category(c) == "Cc" for c in url):
+        return "must not hold spaces or control characters"
+    try:
+        url.encode("utf-8")
+        parts = urllib.parse.urlsplit(url)
+        host = parts.hostname
+        parts.port  # noqa: B018 - raises ValueError for a port that is not a number
+    except (UnicodeEncodeError, ValueError):
+        return "is not a valid address"
+    if not host:
+        return "has no host"
+    return None
 
 
 def _entry(path: Path, index: int, raw: Any) -> CatalogueEntry:
@@ -123,11 +191,13 @@ def _entry(path: Path, index: int, raw: Any) -> CatalogueEntry:
     if not _NAME.match(name):
         raise CatalogueError(f"{where}: name {name!r} may hold only letters, digits, . _ -")
     file = text("file")
-    if Path(file).name != file or file.startswith("."):
-        raise CatalogueError(f"{where}: 'file' must be a plain file name, not {file!r}")
+    problem = file_name_problem(file)
+    if problem is not None:
+        raise CatalogueError(f"{where}: 'file' {problem}, not {_quoted(file)}")
     url = text("url")
-    if not url.startswith(("https://", "http://")):
-        raise CatalogueError(f"{where}: 'url' must be an http(s) address")
+    problem = url_problem(url)
+    if problem is not None:
+        raise CatalogueError(f"{where}: 'url' {problem}: {_quoted(redact(url), 120)}")
     sha = raw.get("sha256")
     if sha is not None and (not isinstance(sha, str) or not _SHA256.match(sha.lower())):
         raise CatalogueError(f"{where}: 'sha256' must be 64 hex digits or null")
@@ -168,7 +238,8 @@ def installed_path(entry: CatalogueEntry, directory: Path | None = None) -> Path
 
 
 def partial_path(entry: CatalogueEntry, directory: Path | None = None) -> Path:
-    return (directory or models_dir()) / (entry.file + ".part")
+    """``FILE.part``: no valid model file name ends in ``.part``, so it is nobody's target."""
+    return (directory or models_dir()) / (entry.file + PART_SUFFIX)
 
 
 def entry_state(entry: CatalogueEntry, directory: Path | None = None) -> str:
@@ -183,14 +254,19 @@ def entry_state(entry: CatalogueEntry, directory: Path | None = None) -> str:
 
 def remove_model(entry: CatalogueEntry, directory: Path | None = None) -> list[Path]:
     """Delete a downloaded model and any partial download of it; returns what was deleted."""
+    target = installed_path(entry, directory)
+    if not target.is_file() and not partial_path(entry, directory).is_file():
+        raise CuratorError(f"{entry.name} is not downloaded (nothing in {target.parent})")
+    busy = f"{entry.name} is being downloaded right now; cancel that download first"
     removed: list[Path] = []
-    for p in (installed_path(entry, directory), partial_path(entry, directory)):
-        if p.is_file():
-            try:
-                p.unlink()
-            except OSError as exc:
-                raise CuratorError(f"cannot delete {p}: {exc.strerror or exc}") from exc
-            removed.append(p)
+    with target_lock(target, busy):
+        for p in (target, partial_path(entry, directory)):
+            if p.is_file():
+                try:
+                    p.unlink()
+                except OSError as exc:
+                    raise CuratorError(f"cannot delete {p}: {exc.strerror or exc}") from exc
+                removed.append(p)
     if not removed:
-        raise CuratorError(f"{entry.name} is not downloaded (nothing in {p.parent})")
+        raise CuratorError(f"{entry.name} is not downloaded (nothing in {target.parent})")
     return removed

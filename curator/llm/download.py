@@ -2,7 +2,14 @@
 
 Model files are gigabytes and connections drop, so bytes go to ``FILE.part`` and a later
 attempt asks for the rest with an HTTP ``Range`` header (a dropped connection is retried
-at once a few times; a cancelled or failed download keeps its ``.part`` for next time).
+at once a few times; a cancelled, stalled or failed download keeps its ``.part`` for next
+time). Every answer is checked before a byte of it is written
+(:mod:`curator.llm.download_rules`: the range must start where the ``.part`` ends, a 416
+proves nothing, a body is capped at the expected size), and a watchdog bounds the wait
+for the headers and stops a transfer that stalls (:mod:`curator.llm.download_watch`). The
+whole download holds the target's lock (:mod:`curator.llm.target_lock`), so two downloads
+of one model never share a ``.part``.
+
 Only when the file is complete is its SHA-256 computed (this function runs on a worker
 thread in the window, so hashing never blocks the GUI) and compared with the catalogue's;
 a mismatch deletes the file. A file that does not even start like a GGUF (an HTML error
@@ -10,7 +17,8 @@ page, say) is refused too. Only then is ``.part`` renamed onto the final name, a
 so the models folder never holds a half-written model under a real name.
 
 Without a published checksum (``sha256: null`` in the catalogue) the download is reported
-as *not verified* together with the hash it computed, never as verified.
+as *not verified* together with the hash it computed, never as verified. Every message
+goes through :class:`DownloadError`, which redacts URL credentials.
 """
 
 from __future__ import annotations
@@ -29,23 +37,32 @@ import httpx
 
 from curator.errors import CuratorError
 from curator.llm.catalogue import CatalogueEntry, installed_path, models_dir, partial_path
+from curator.llm.download_rules import (
+    ChecksumMismatch,
+    DownloadCancelled,
+    DownloadError,
+    DownloadLimits,
+    DownloadStalled,
+    Plan,
+    plan_answer,
+)
+from curator.llm.download_watch import Watchdog
 from curator.llm.model_file import read_gguf_info
+from curator.llm.target_lock import TargetBusy, target_lock
+
+__all__ = [
+    "ChecksumMismatch",
+    "DownloadCancelled",
+    "DownloadError",
+    "DownloadLimits",
+    "DownloadResult",
+    "DownloadStalled",
+    "Progress",
+    "TargetBusy",
+    "download_model",
+]
 
 CHUNK = 1 << 18
-
-
-class DownloadError(CuratorError):
-    """The download failed; the message is one line saying why and what was kept."""
-
-    exit_code = 2
-
-
-class DownloadCancelled(DownloadError):
-    exit_code = 1
-
-
-class ChecksumMismatch(DownloadError):
-    pass
 
 
 @dataclass(frozen=True)
@@ -98,79 +115,230 @@ def download_model(
     progress: Callable[[Progress], None] | None = None,
     cancel: threading.Event | None = None,
     attempts: int = 3,
-    timeout_s: float = 30.0,
+    limits: DownloadLimits | None = None,
 ) -> DownloadResult:
-    """Download ``entry`` into ``directory`` (default: :func:`models_dir`)."""
+    """Download ``entry`` into ``directory`` (default: :func:`models_dir`).
+
+    Holds the target's lock throughout (:mod:`curator.llm.target_lock`): a second download
+    of the same file is refused with :class:`TargetBusy` (exit code 1).
+    """
     directory = directory or models_dir()
     target = installed_path(entry, directory)
-    if target.exists():
-        raise DownloadError(f"{target} already exists (curator models remove {entry.name})")
     try:
         directory.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
         raise DownloadError(f"cannot create {directory}: {exc.strerror or exc}") from exc
-    part = partial_path(entry, directory)
-    resumed_from = part.stat().st_size if part.exists() else 0
-    timeout = httpx.Timeout(timeout_s, connect=min(timeout_s, 10.0))
-    with httpx.Client(timeout=timeout, follow_redirects=True) as client:
-        for attempt in range(1, attempts + 1):
+    busy = (
+        f"{entry.name} is already being downloaded into {directory} (by another window or "
+        "command); wait for it to finish"
+    )
+    with target_lock(target, busy):
+        if target.exists():
+            raise DownloadError(f"{target} already exists (curator models remove {entry.name})")
+        transfer = _Transfer(entry, partial_path(entry, directory), progress, cancel, limits)
+        resumed_from = transfer.run(attempts)
+        return _finish(entry, transfer.part, target, resumed_from, progress)
+
+
+class _Transfer:
+    """The requests of one download, each checked by :func:`plan_answer` before writing."""
+
+    def __init__(
+        self,
+        entry: CatalogueEntry,
+        part: Path,
+        progress: Callable[[Progress], None] | None,
+        cancel: threading.Event | None,
+        limits: DownloadLimits | None,
+    ) -> None:
+        self.entry = entry
+        self.part = part
+        self.progress = progress
+        self.cancel = cancel
+        self.limits = limits or DownloadLimits.from_env()
+        self.expected: int | None = entry.size_bytes
+        """The file's size: the catalogue's, else the first one a server announced."""
+        self.resumed_from = 0
+
+    def run(self, attempts: int) -> int:
+        """Fetch until the ``.part`` is complete; returns the bytes it had at the start
+        (0 when the download had to start again from the beginning)."""
+        self.resumed_from = self._prepare()
+        limits = self.limits
+        # The watchdog enforces the deadline and the stall rule; the socket timeout is only a
+        # backstop behind it (were it first, a stall would count as a dropped connection).
+        backstop = max(limits.first_byte_s, limits.stall_window_s) + 5.0
+        timeout = httpx.Timeout(backstop, connect=min(limits.first_byte_s, _CONNECT_S))
+        client = httpx.Client(
+            timeout=timeout,
+            follow_redirects=True,
+            limits=httpx.Limits(max_keepalive_connections=0),  # one socket per request
+            headers={"Accept-Encoding": "identity"},  # Range counts the file's own bytes
+        )
+        why = "the connection ended early"
+        with client:
+            for _ in range(max(attempts, 1)):
+                if _size(self.part) and _size(self.part) == self.expected:
+                    return self.resumed_from
+                try:
+                    if self._request(client):
+                        return self.resumed_from
+                except (httpx.TransportError, httpx.StreamError) as exc:
+                    why = f"{type(exc).__name__}: {exc}"
+                except httpx.HTTPError as exc:
+                    raise DownloadError(self._failed(f"{type(exc).__name__}: {exc}")) from exc
+                except httpx.InvalidURL as exc:
+                    raise DownloadError(self._failed(f"invalid address: {exc}")) from exc
+        kept = _size(self.part)
+        raise DownloadError(
+            f"download of {self.entry.name} interrupted ({why}); "
+            f"{kept} bytes kept in {self.part.name}, run it again to resume"
+        )
+
+    def _prepare(self) -> int:
+        """A ``.part`` longer than the expected file cannot be a prefix of it: drop it."""
+        size = _size(self.part)
+        if self.expected is not None and size > self.expected:
+            _unlink(self.part)
+            return 0
+        return size
+
+    def _failed(self, reason: str) -> str:
+        return f"cannot download {self.entry.name} from {self.entry.url}: {reason}"
+
+    def _request(self, client: httpx.Client) -> bool:
+        """One request; True when the ``.part`` now holds the whole file."""
+        offset = _size(self.part)
+        headers = {"Range": f"bytes={offset}-"} if offset else {}
+        with Watchdog(self.limits, self.cancel) as watch:
             try:
-                _fetch(client, entry, part, progress, cancel)
-                break
-            except (httpx.TransportError, httpx.StreamError) as exc:
-                if attempt == attempts:
-                    kept = part.stat().st_size if part.exists() else 0
-                    raise DownloadError(
-                        f"download of {entry.name} interrupted ({type(exc).__name__}: {exc}); "
-                        f"{kept} bytes kept in {part.name}, run it again to resume"
-                    ) from exc
-    return _finish(entry, part, target, resumed_from, progress)
+                with client.stream(
+                    "GET", self.entry.url, headers=headers, extensions={"trace": watch.trace}
+                ) as response:
+                    watch.answered()
+                    plan = self._plan(response, offset)
+                    if plan.action == "complete":
+                        return True
+                    if plan.action == "discard":
+                        _unlink(self.part)
+                        self.resumed_from = 0
+                        return False
+                    if plan.start == 0:
+                        self.resumed_from = 0
+                    written = self._write(response, plan, watch)
+            except (httpx.HTTPError, DownloadError):
+                self._stopped(watch)
+                raise
+            self._stopped(watch)
+        if plan.total is not None:
+            return written == plan.total
+        return plan.limit is None or written == plan.limit
 
-
-def _fetch(
-    client: httpx.Client,
-    entry: CatalogueEntry,
-    part: Path,
-    progress: Callable[[Progress], None] | None,
-    cancel: threading.Event | None,
-) -> None:
-    """One HTTP request: append what is missing to ``part`` (from byte 0 if no resume)."""
-    offset = part.stat().st_size if part.exists() else 0
-    headers = {"Range": f"bytes={offset}-"} if offset else {}
-    with client.stream("GET", entry.url, headers=headers) as response:
-        if response.status_code == 416 and offset:
-            return  # nothing left to fetch: the part file is complete
-        if response.status_code >= 400:
-            reason = "not found" if response.status_code == 404 else response.reason_phrase
-            raise DownloadError(
-                f"cannot download {entry.name}: HTTP {response.status_code} {reason} "
-                f"from {entry.url}"
+    def _plan(self, response: httpx.Response, offset: int) -> Plan:
+        try:
+            plan = plan_answer(
+                response.status_code,
+                response.headers,
+                offset,
+                self.expected,
+                self.limits.hard_cap_bytes,
             )
-        if response.status_code != 206:
-            offset = 0  # the server ignored the Range header: start again
-        length = response.headers.get("Content-Length")
-        total = offset + int(length) if length and length.isdigit() else entry.size_bytes
-        if total is not None:
-            _check_space(part.parent, total - offset)
+        except DownloadError as exc:
+            kept = f"{offset} bytes kept in {self.part.name}" if offset else "nothing was saved"
+            raise DownloadError(f"{self._failed(str(exc))}; {kept}") from None
+        if self.expected is None and plan.total is not None:
+            self.expected = plan.total  # later answers must agree with this one
+        return plan
+
+    def _write(self, response: httpx.Response, plan: Plan, watch: Watchdog) -> int:
+        """Write the body at ``plan.start``; returns the ``.part`` size reached."""
+        limit = plan.limit if plan.limit is not None else self.limits.hard_cap_bytes
+        if plan.total is not None:
+            _check_space(self.part.parent, plan.total - plan.start)
         started = time.monotonic()
-        done = offset
-        with part.open("ab" if offset else "wb") as out:
-            for chunk in response.iter_bytes(CHUNK):
-                if cancel is not None and cancel.is_set():
-                    raise DownloadCancelled(
-                        f"download of {entry.name} cancelled; {done} bytes kept in "
-                        f"{part.name} to resume later"
+        done = plan.start
+        try:
+            out = self.part.open("ab" if plan.start else "wb")
+        except OSError as exc:
+            raise _disk_error(exc, self.part) from exc
+        with out:
+            for chunk in response.iter_raw():
+                watch.received(len(chunk))
+                if self.cancel is not None and self.cancel.is_set():
+                    break
+                if len(chunk) > limit - done:
+                    out.close()
+                    self._truncate(plan.start)
+                    kept = f"{plan.start} bytes kept in {self.part.name}"
+                    raise DownloadError(
+                        self._failed(f"the server sent more than the {limit:,} bytes expected")
+                        + f"; the download was stopped, {kept}"
                     )
                 try:
                     out.write(chunk)
                 except OSError as exc:
-                    raise _disk_error(exc, part) from exc
+                    raise _disk_error(exc, self.part) from exc
                 done += len(chunk)
-                if progress is not None:
+                if self.progress is not None:
                     elapsed = max(time.monotonic() - started, 1e-6)
-                    speed = (done - offset) / elapsed
+                    speed = (done - plan.start) / elapsed
+                    total = plan.total
                     eta = (total - done) / speed if total and speed > 0 else None
-                    progress(Progress("downloading", done, total, speed, eta))
+                    self.progress(Progress("downloading", done, total, speed, eta))
+        return done
+
+    def _truncate(self, size: int) -> None:
+        """Back to what the ``.part`` held before this answer (a true prefix)."""
+        try:
+            if size:
+                os.truncate(self.part, size)
+            else:
+                _unlink(self.part)
+        except OSError as exc:
+            raise _disk_error(exc, self.part) from exc
+
+    def _stopped(self, watch: Watchdog) -> None:
+        """Turn the watchdog's stop (or the cancel event) into its one-line message."""
+        reason = watch.reason
+        if reason is None and self.cancel is not None and self.cancel.is_set():
+            reason = "cancel"
+        if reason is None:
+            return
+        kept = f"{_size(self.part)} bytes kept in {self.part.name}"
+        if reason == "cancel":
+            raise DownloadCancelled(
+                f"download of {self.entry.name} cancelled; {kept} to resume later"
+            )
+        limits = self.limits
+        if reason == "deadline":
+            why = f"no answer within {limits.first_byte_s:g} s"
+        else:
+            why = (
+                f"stalled: less than {limits.min_rate_bps / 1024:g} KiB/s over "
+                f"{limits.stall_window_s:g} s"
+            )
+        raise DownloadStalled(
+            f"download of {self.entry.name} stopped ({why}); {kept}, run it again to resume"
+        )
+
+
+_CONNECT_S = 10.0
+
+
+def _size(path: Path) -> int:
+    try:
+        return path.stat().st_size
+    except FileNotFoundError:
+        return 0
+    except OSError as exc:
+        raise DownloadError(f"cannot read {path}: {exc.strerror or exc}") from exc
+
+
+def _unlink(path: Path) -> None:
+    try:
+        path.unlink(missing_ok=True)
+    except OSError as exc:
+        raise DownloadError(f"cannot delete {path}: {exc.strerror or exc}") from exc
 
 
 def _check_space(directory: Path, needed: int) -> None:
@@ -205,7 +373,7 @@ def _finish(
     resumed_from: int,
     progress: Callable[[Progress], None] | None,
 ) -> DownloadResult:
-    size = part.stat().st_size
+    size = _size(part)
     if progress is not None:
         progress(Progress("verifying", size, size, 0.0, None))
     if entry.size_bytes is not None and size != entry.size_bytes:
@@ -214,7 +382,10 @@ def _finish(
             f"{entry.name}: downloaded {size} bytes, the catalogue says {entry.size_bytes}; "
             "the file was deleted"
         )
-    digest = file_sha256(part)
+    try:
+        digest = file_sha256(part)
+    except OSError as exc:
+        raise DownloadError(f"cannot read {part}: {exc.strerror or exc}") from exc
     if entry.sha256 is not None and digest != entry.sha256:
         part.unlink(missing_ok=True)
         raise ChecksumMismatch(
@@ -228,5 +399,10 @@ def _finish(
         raise DownloadError(
             f"{entry.name}: the downloaded file is not a usable GGUF model ({exc}); it was deleted"
         ) from exc
-    os.replace(part, target)
+    try:
+        os.replace(part, target)
+    except OSError as exc:
+        raise DownloadError(
+            f"cannot rename {part} to {target.name}: {exc.strerror or exc}"
+        ) from exc
     return DownloadResult(target, digest, entry.sha256 is not None, resumed_from)
