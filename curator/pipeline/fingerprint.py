@@ -65,7 +65,7 @@ class DecisionKey:
         if self.action is None:
             return "undecided"
         what = self.action
-        if self.target_id is not None and self.action in ("UPDATE", "SKIP"):
+        if self.target_id is not None:
             what += f" of pattern {self.target_id}"
         return what
 
@@ -126,10 +126,10 @@ def parse_fingerprint(text: str) -> str:
 
 
 def _change(before: DecisionKey | None, after: DecisionKey | None) -> str:
-    if before is None and after is not None:
-        return f"candidate {after.candidate_id} appeared ({after.describe()})"
+    if before is None:
+        assert after is not None  # only keys that differ are described
+        return f"candidate {after.candidate_id} is back from an undone commit ({after.describe()})"
     if after is None:
-        assert before is not None
         return f"candidate {before.candidate_id} was committed elsewhere"
     name = f"candidate {after.candidate_id}"
     if (before.action, before.target_id) != (after.action, after.target_id):

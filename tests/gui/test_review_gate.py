@@ -12,14 +12,19 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 from PySide6.QtCore import Qt
 from PySide6.QtTest import QTest
 from PySide6.QtWidgets import QDialog, QDialogButtonBox, QWidget
 
 from curator.gui.errors import Dialogs
+from curator.gui.flag_view import FlaggedConfirmDialog
+from curator.gui.review_dialogs import CommitDialog
 from curator.gui.review_pane import ReviewPane
 from curator.gui.services import AppServices
 from curator.pipeline import review
+from curator.pipeline.commit import preview_commit
 from curator.store.db import Store
 from curator.store.models import Candidate, Pattern, Run
 from tests.gui.review_runs import TEXTS, shown_pane, stage_texts
@@ -161,3 +166,71 @@ def test_enter_on_a_commit_with_a_flagged_decision_commits_nothing(
     assert not pane.ops.busy
     assert Pattern.select().count() == 0
     assert Run.get().status == "staged"
+
+
+def test_accepting_the_flagged_confirmation_takes_only_the_candidates_it_listed(
+    qtbot, flagged_pane: ReviewPane
+) -> None:
+    """Same class as the unseen commit: a flagged candidate that became undecided after
+    the confirmation listed the others (a shell undid its decision) is not accepted."""
+    pane = flagged_pane
+    hidden = Candidate.get(Candidate.text == HIDDEN).id
+    review.decide(pane.services.store, hidden, "REJECT")
+    pane.refresh()
+    qtbot.waitUntil(lambda: pane.settled, timeout=30_000)
+    with qtbot.waitSignal(pane.data_changed, timeout=30_000):
+        assert pane.accept_all()
+    qtbot.waitUntil(lambda: pane.settled and pane.flagged_dialog is not None, timeout=30_000)
+    dialog = pane.flagged_dialog
+    assert dialog is not None and [c.text for c in dialog.candidates] == [PHISHING]
+    store = pane.services.store
+    shell = threading.Thread(target=lambda: (review.undo_decision(store, hidden), store.db.close()))
+    shell.start()
+    shell.join(timeout=60)
+    assert Candidate.get_by_id(hidden).action is None
+
+    with qtbot.waitSignal(pane.data_changed, timeout=30_000):
+        _click_ok(qtbot, dialog)
+    qtbot.waitUntil(lambda: pane.settled, timeout=30_000)
+    assert _decisions((CLEAN, PHISHING, HIDDEN)) == {CLEAN: "ADD", PHISHING: "ADD", HIDDEN: None}
+
+
+KEYS = st.sampled_from([Qt.Key.Key_Return, Qt.Key.Key_Enter, Qt.Key.Key_Escape])
+MODIFIERS = st.sampled_from(
+    [
+        Qt.KeyboardModifier.NoModifier,
+        Qt.KeyboardModifier.KeypadModifier,
+        Qt.KeyboardModifier.ShiftModifier,
+        Qt.KeyboardModifier.ControlModifier,
+    ]
+)
+
+
+@settings(
+    max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(presses=st.lists(st.tuples(KEYS, MODIFIERS, st.integers(0, 3)), min_size=1, max_size=3))
+def test_no_enter_or_escape_on_a_gate_dialog_lets_material_in(
+    qtbot, flagged_pane: ReviewPane, presses: list[tuple[Qt.Key, Qt.KeyboardModifier, int]]
+) -> None:
+    """Property: whatever Enter/Return/Escape is pressed, with whichever modifier, on
+    whichever part of the flagged confirmation or the commit preview, it is not accepted."""
+    views = [c for c in flagged_pane.candidates() if c.flags]
+    preview = preview_commit(flagged_pane.services.store, int(views[0].run_id))
+    for dialog in (
+        FlaggedConfirmDialog(views, flagged_pane),
+        CommitDialog(preview, True, flagged_pane),
+    ):
+        results: list[int] = []
+        dialog.finished.connect(results.append)
+        dialog.open()
+        qtbot.waitExposed(dialog)
+        parts: list[QWidget] = [dialog, dialog.view, *dialog.buttons.buttons()]
+        for key, modifier, where in presses:
+            if results:
+                break
+            target = parts[where % len(parts)]
+            target.setFocus()
+            QTest.keyClick(target, key, modifier)
+        assert QDialog.DialogCode.Accepted.value not in results
+        dialog.close()

@@ -160,9 +160,11 @@ def test_every_change_of_what_a_commit_writes_is_refused(store: Store, change: s
     }
     elsewhere(store, changes[change])
     before = logical_dump(store)
-    with pytest.raises(ConflictError):
+    with pytest.raises(fp.DecisionsChangedError) as refused:
         commit.commit_run(store, run.id, reviewed_only=True, expect=shown.fingerprint)
     assert logical_dump(store) == before
+    said = fp.describe_changes(shown.decisions, refused.value.preview.decisions)
+    assert said and "\n" not in said
 
 
 def test_a_decision_cannot_slip_in_between_the_check_and_the_writes(
@@ -291,3 +293,37 @@ def test_commit_applies_exactly_the_previewed_state_or_refuses(
             assert applied == sorted(k.candidate_id for k in shown.decisions if k.action)
         finally:
             store.close()
+
+
+keys = st.builds(
+    fp.DecisionKey,
+    candidate_id=st.integers(1, 6),
+    action=st.sampled_from([None, "ADD", "REJECT", "UPDATE", "SKIP"]),
+    target_id=st.sampled_from([None, 1, 2]),
+    basis_revision=st.sampled_from([None, 1, 2]),
+    text=st.sampled_from([None, EDITS[0]]),
+    importance=st.sampled_from([None, 0.25, 0.75]),
+    keep_pattern_text=st.booleans(),
+    flags_seen=st.sampled_from(["[]", '[{"kind": "link"}]']),
+    target_revision=st.sampled_from([None, 1, 2]),
+    target_status=st.sampled_from([None, "active", "retired"]),
+)
+states = st.lists(keys, max_size=6, unique_by=lambda k: k.candidate_id)
+
+
+@given(a=states, b=states)
+def test_fingerprint_and_description_follow_the_state_only(
+    a: list[fp.DecisionKey], b: list[fp.DecisionKey]
+) -> None:
+    """Equal states (in any order) have equal prints and nothing to describe; different
+    states have different prints and a one-line description naming what changed."""
+    same = sorted(a, key=lambda k: k.candidate_id) == sorted(b, key=lambda k: k.candidate_id)
+    assert (fp.fingerprint(1, a) == fp.fingerprint(1, b)) == same
+    assert fp.fingerprint(1, a) == fp.fingerprint(1, list(reversed(a)))
+    said = fp.describe_changes(a, b)
+    assert (said == "") == same and "\n" not in said
+    if not same:
+        assert fp.fingerprint(1, a) != fp.fingerprint(2, a)  # another run, another print
+        changed = {k.candidate_id for k in set(a) ^ set(b)}
+        if len(changed) <= 5:
+            assert all(f"candidate {cid}" in said for cid in changed)
