@@ -57,6 +57,8 @@ def test_commit_expect_refuses_decisions_made_after_the_preview(
     assert code == 0 and listed["fingerprint"] == shown  # the same state, the same print
     code, text, _ = cli(capsys, "--db", db, "commit", str(run), "--preview")
     assert f"fingerprint {shown}" in text
+    code, text, _ = cli(capsys, "--db", db, "review", str(run))
+    assert f"fingerprint {shown}" in text
 
     for cid in ids[1:]:  # another shell, meanwhile
         assert cli(capsys, "--db", db, "decide", str(run), str(cid), "ADD")[0] == 0
