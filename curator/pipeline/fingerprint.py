@@ -26,7 +26,7 @@ from __future__ import annotations
 import hashlib
 import json
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import astuple, dataclass
+from dataclasses import dataclass, fields
 from typing import TYPE_CHECKING
 
 from curator.errors import ConflictError, CuratorError
@@ -70,6 +70,13 @@ class DecisionKey:
         return what
 
 
+_FIELDS = tuple(f.name for f in fields(DecisionKey))
+
+
+def _by_id(key: DecisionKey) -> int:
+    return key.candidate_id
+
+
 def decision_keys(
     candidates: Iterable[Candidate], patterns: Mapping[int, Pattern]
 ) -> tuple[DecisionKey, ...]:
@@ -101,13 +108,13 @@ def decision_keys(
                 target_status=str(pattern.status) if pattern is not None else None,
             )
         )
-    return tuple(sorted(keys, key=lambda k: k.candidate_id))
+    return tuple(sorted(keys, key=_by_id))
 
 
 def fingerprint(run_id: int, keys: Sequence[DecisionKey]) -> str:
     """A short hex digest of the run's decision state (equal states, equal fingerprints)."""
     payload = json.dumps(
-        [run_id, [list(astuple(k)) for k in sorted(keys, key=lambda k: k.candidate_id)]],
+        [run_id, [[getattr(k, n) for n in _FIELDS] for k in sorted(keys, key=_by_id)]],
         ensure_ascii=False,
         separators=(",", ":"),
     )
