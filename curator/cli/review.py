@@ -16,6 +16,7 @@ from curator.errors import CuratorError
 from curator.pipeline import commit as commit_api
 from curator.pipeline import labels as labels_api
 from curator.pipeline import review as review_api
+from curator.pipeline.fingerprint import parse_fingerprint
 from curator.store.models import LABELS, Candidate
 
 
@@ -79,7 +80,8 @@ def register(subparsers: Any, common: argparse.ArgumentParser) -> None:
         parents=[common],
         help="apply a reviewed run to Knowledge (one transaction, undoable)",
         description="Exit code 1 when candidates are unreviewed or conflict with changes "
-        "made since the review; nothing is applied then.",
+        "made since the review, or (--expect) when the decisions are no longer those of the "
+        "preview; nothing is applied then.",
     )
     p.add_argument("run", type=integer, metavar="RUN")
     p.add_argument(
@@ -89,6 +91,13 @@ def register(subparsers: Any, common: argparse.ArgumentParser) -> None:
     # keep working); backups are periodic and `curator backup` takes one now.
     p.add_argument("--no-backup", action="store_true", help=argparse.SUPPRESS)
     p.add_argument("--preview", action="store_true", help="show what would change; write nothing")
+    p.add_argument(
+        "--expect",
+        default=None,
+        metavar="FINGERPRINT",
+        help="commit only if the decisions are still those of the preview (or `review`) that "
+        "printed this fingerprint",
+    )
     p.set_defaults(handler=cmd_commit)
 
     p = subparsers.add_parser("undo", parents=[common], help="undo a commit (by changeset id)")
@@ -151,11 +160,14 @@ def cmd_review(ctx: CommandContext) -> int:
         raise CuratorError("--include-flagged goes with --accept-all")
     if ctx.args.accept_all:
         accepted = review_api.accept_all(store, run_id, include_flagged=ctx.args.include_flagged)
-    views = review_api.list_candidates(store, run_id)
+    with store.read():  # the list and its fingerprint describe one state
+        views = review_api.list_candidates(store, run_id)
+        progress = review_api.review_progress(store, run_id)
+        fingerprint = commit_api.preview_commit(store, run_id).fingerprint
     flagged_open = [v.id for v in views if v.flags and not v.reviewed]
-    progress = review_api.review_progress(store, run_id)
     doc: dict[str, Any] = {
         "run_id": run_id,
+        "fingerprint": fingerprint,
         "progress": progress.to_json(),
         "candidates": [v.to_json() for v in views],
     }
@@ -178,6 +190,7 @@ def cmd_review(ctx: CommandContext) -> int:
         lines.append(
             f"{progress.reviewed}/{progress.total} reviewed"
             + (f" ({progress.unreviewed} to go)" if progress.unreviewed else "")
+            + f"; fingerprint {fingerprint}"
         )
         return "\n".join(lines)
 
@@ -224,12 +237,16 @@ def cmd_decide(ctx: CommandContext) -> int:
 
 def cmd_commit(ctx: CommandContext) -> int:
     store = ctx.store
+    expect = parse_fingerprint(ctx.args.expect) if ctx.args.expect is not None else None
+    if ctx.args.preview and expect is not None:
+        raise CuratorError("--expect goes with a commit; --preview prints the fingerprint")
     if ctx.args.preview:
         preview = commit_api.preview_commit(store, ctx.args.run)
         counts = preview.counts()
         ctx.emit(
             preview.to_json(),
             ", ".join(f"{n} {name}" for name, n in counts.items())
+            + f"; fingerprint {preview.fingerprint}"
             + "".join(f"\nconflict: {c.describe()}" for c in preview.conflicts)
             + "".join(f"\nflagged: {f.describe()}" for f in preview.flagged),
         )
@@ -238,6 +255,7 @@ def cmd_commit(ctx: CommandContext) -> int:
         store,
         ctx.args.run,
         reviewed_only=ctx.args.reviewed_only,
+        expect=expect,
     )
     counts = summary.counts
 

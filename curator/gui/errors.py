@@ -90,6 +90,23 @@ class ErrorDialog(QDialog):
         clipboard.setText(f"{self.message}\n\n{self.details}".strip())
 
 
+def cancel_by_default(buttons: QDialogButtonBox) -> None:
+    """Make Cancel the answer to Enter and Escape in a dialog that lets material in.
+
+    For confirmations whose OK lets flagged or unseen material into Knowledge (accepting
+    flagged candidates, committing a run): a reviewer pressing Enter after a run of
+    decision keys must not take that step by accident (a phishing link went in that
+    way). OK stays one click (or Tab and Space) away. QDialogButtonBox would make its
+    first accepting button the default when shown, unless another one already is.
+    """
+    ok = buttons.button(QDialogButtonBox.StandardButton.Ok)
+    cancel = buttons.button(QDialogButtonBox.StandardButton.Cancel)
+    ok.setAutoDefault(False)  # focused by Tab it still does not take Enter
+    ok.setDefault(False)
+    cancel.setAutoDefault(True)
+    cancel.setDefault(True)
+
+
 class Dialogs:
     """Shows message boxes without blocking the caller, and remembers the open ones.
 

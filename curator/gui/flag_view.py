@@ -3,7 +3,8 @@
 The reviewer must see *where* a text is risky, not only that it is: each flag's span is
 highlighted in the candidate's text (a colour per kind, the reason as its tooltip) and
 the reasons are listed under it. Accepting everything at once never takes a flagged
-candidate silently: :class:`FlaggedConfirmDialog` lists them and asks.
+candidate silently: :class:`FlaggedConfirmDialog` lists them and asks, and Enter or
+Escape there leaves them undecided (accepting them is a click on its own button).
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QDialog, QDialogButtonBox, QTextBrowser, QVBoxLayout, QWidget
 
 from curator.core.flags import KIND_LABELS, Flag
+from curator.gui.errors import cancel_by_default
 
 FLAG_MARK = "⚑"
 
@@ -119,6 +121,7 @@ class FlaggedConfirmDialog(QDialog):
         ok.setText(f"Accept these {len(self.candidates)} too")
         cancel = self.buttons.button(QDialogButtonBox.StandardButton.Cancel)
         cancel.setText("Leave them undecided")
+        cancel_by_default(self.buttons)  # Enter leaves them undecided; OK is a click
         self.buttons.accepted.connect(self.accept)
         self.buttons.rejected.connect(self.reject)
         layout = QVBoxLayout(self)

@@ -7,6 +7,10 @@ on the GUI thread. Undo asks first, naming what it reverts and when it was commi
 
 Commits and runs are numbered separately (run #3 may be committed as commit #1), so both
 numbers are named wherever one is: "commit #1 (run #3)".
+
+The preview's Commit button commits exactly the decisions it showed (its fingerprint,
+:mod:`curator.pipeline.fingerprint`): decisions made meanwhile elsewhere (``curator
+decide`` in a shell) make the engine refuse, and a fresh preview opens saying what changed.
 """
 
 from __future__ import annotations
@@ -22,7 +26,8 @@ from curator.gui.review_dialogs import CommitDialog
 from curator.gui.review_queue import DecisionQueue
 from curator.gui.services import AppServices
 from curator.pipeline import commit as commit_api
-from curator.pipeline.commit import ChangesetSummary
+from curator.pipeline.commit import ChangesetSummary, CommitPreview
+from curator.pipeline.fingerprint import DecisionsChangedError, describe_changes
 from curator.store.models import format_local
 
 
@@ -86,6 +91,7 @@ class CommitBar(QObject):
         self._run_id = run_id
         self.commit_dialog: CommitDialog | None = None
         self._commit_after_writes = False  # Commit pressed while decisions were queued
+        self._shutting_down = False
         self.last: ChangesetSummary | None = None
 
         self.reviewed_only = QCheckBox("commit reviewed only")
@@ -152,12 +158,24 @@ class CommitBar(QObject):
         except Exception as exc:  # a refusal or a read error: shown, never raised into Qt
             self.show_message("Commit", str(exc))
             return None
-        dialog = CommitDialog(preview, reviewed_only, self._parent)
-        dialog.accepted.connect(lambda: self.apply_commit(run_id, reviewed_only))
-        dialog.finished.connect(lambda _r: setattr(self, "commit_dialog", None))
+        return self._show_preview(preview, reviewed_only)
+
+    def _show_preview(
+        self, preview: CommitPreview, reviewed_only: bool, note: str = ""
+    ) -> CommitDialog:
+        """Open the preview; its Commit button commits exactly this state (its fingerprint)."""
+        dialog = CommitDialog(preview, reviewed_only, self._parent, note=note)
+        dialog.accepted.connect(
+            lambda: self.apply_commit(preview.run_id, reviewed_only, shown=preview)
+        )
+        dialog.finished.connect(lambda _r, d=dialog: self._dialog_closed(d))
         self.commit_dialog = dialog
         dialog.open()
         return dialog
+
+    def _dialog_closed(self, dialog: CommitDialog) -> None:
+        if self.commit_dialog is dialog:  # not the fresh preview opened in its place
+            self.commit_dialog = None
 
     def _open_when_written(self) -> None:
         if not self._commit_after_writes:  # the window closed meanwhile (shutdown)
@@ -169,14 +187,31 @@ class CommitBar(QObject):
         """Window close: a commit still waiting for the decisions' writes is dropped (the
         close writes them, and a preview would open for a window that is gone)."""
         self._commit_after_writes = False
+        self._shutting_down = True
 
-    def apply_commit(self, run_id: int, reviewed_only: bool) -> bool:
-        """Start the commit in the background (the engine re-checks every revision)."""
+    def apply_commit(
+        self, run_id: int, reviewed_only: bool, shown: CommitPreview | None = None
+    ) -> bool:
+        """Start the commit in the background (the engine re-checks every revision).
 
-        def commit(ctx: OpContext) -> ChangesetSummary:
-            return commit_api.commit_run(ctx.store, run_id, reviewed_only=reviewed_only)
+        ``shown`` is the preview the reviewer accepted: the engine commits exactly its
+        decisions (its fingerprint, checked under the write lock) or refuses; a refusal
+        opens a fresh preview that says in one sentence what changed.
+        """
+        expect = shown.fingerprint if shown is not None else None
+
+        def commit(ctx: OpContext) -> ChangesetSummary | DecisionsChangedError:
+            try:
+                return commit_api.commit_run(
+                    ctx.store, run_id, reviewed_only=reviewed_only, expect=expect
+                )
+            except DecisionsChangedError as exc:  # an answer with a fresh preview, not a fault
+                return exc
 
         def done(summary: Any) -> None:
+            if isinstance(summary, DecisionsChangedError):
+                self._changed_meanwhile(summary, shown, reviewed_only)
+                return
             self.message.emit(f"Run #{run_id} committed as commit #{summary.id}.")
             self.committed.emit(summary)
 
@@ -190,6 +225,23 @@ class CommitBar(QObject):
         else:
             self.message.emit(f"Committing run #{run_id}…")
         return started
+
+    def _changed_meanwhile(
+        self, refusal: DecisionsChangedError, shown: CommitPreview | None, reviewed_only: bool
+    ) -> None:
+        """Nothing was committed: say what changed since the preview and show it afresh."""
+        fresh = refusal.preview
+        changes = describe_changes(shown.decisions, fresh.decisions) if shown else ""
+        note = (
+            f"Nothing was committed: since the preview you accepted, {changes}; "
+            "this is the run as it is now."
+            if changes
+            else f"Nothing was committed: {refusal}."
+        )
+        self.message.emit(f"Run #{fresh.run_id} was not committed: its decisions changed.")
+        self.committed.emit(None)  # the pane re-reads the decisions made elsewhere
+        if not self._shutting_down:
+            self._show_preview(fresh, reviewed_only, note=note)
 
     # -- undo -------------------------------------------------------------------------------
 

@@ -243,8 +243,8 @@ class ReviewDecisions:
 
         A run can hold hundreds of candidates, each re-gated and flag-checked, so this
         runs through ``ops.write``. When it is done the flagged ones left undecided are
-        listed in :class:`FlaggedConfirmDialog`, whose OK accepts them too
-        (``accept_flagged``). False when nothing was started.
+        listed in :class:`FlaggedConfirmDialog`, whose OK accepts those it listed too
+        (``accept_flagged``; Enter leaves them undecided). False when nothing was started.
         """
         run_id = self.current_run_id()
         if run_id is None:
@@ -263,19 +263,24 @@ class ReviewDecisions:
             )
             if flagged:
                 dialog = FlaggedConfirmDialog(flagged, self._dialog_parent())
-                dialog.accepted.connect(lambda: self.accept_flagged(run_id))
+                listed = [c.id for c in flagged]
+                dialog.accepted.connect(lambda: self.accept_flagged(run_id, listed))
                 dialog.finished.connect(lambda _r: setattr(self, "flagged_dialog", None))
                 self.flagged_dialog = dialog
                 dialog.open()
 
         return self._write(f"Accepting the proposals of run #{run_id}", "Accept all", accept, done)
 
-    def accept_flagged(self, run_id: int) -> bool:
-        """Accept the flagged proposals too (after the confirmation that listed them)."""
+    def accept_flagged(self, run_id: int, listed: list[int] | None = None) -> bool:
+        """Accept the flagged proposals too (after the confirmation that listed them).
+
+        Only the ``listed`` ones (those the confirmation showed), still undecided: one
+        that became undecided since (undone elsewhere) was not shown, so it stays.
+        """
 
         def accept(ctx: OpContext) -> int:
             return review_api.accept_all(
-                ctx.store, run_id, actor="window accept-all", include_flagged=True
+                ctx.store, run_id, actor="window accept-all", include_flagged=True, only=listed
             )
 
         def done(accepted: Any) -> None:

@@ -27,6 +27,7 @@ from PySide6.QtWidgets import (
 )
 
 from curator.gui.diff_view import DiffView
+from curator.gui.errors import cancel_by_default
 from curator.gui.review_list import action_name
 from curator.pipeline import review as review_api
 from curator.pipeline.commit import CommitPreview, PreviewUpdate
@@ -209,10 +210,21 @@ def preview_blocked(preview: CommitPreview, reviewed_only: bool) -> bool:
 
 
 class CommitDialog(QDialog):
-    """What a commit will change; OK (enabled unless unreviewed candidates block) applies."""
+    """What a commit will change; OK (enabled unless unreviewed candidates block) applies.
+
+    The commit is the step that lets the decided (and possibly flagged, or accepted in
+    bulk) material into Knowledge, so Enter and Escape cancel; committing is a click on
+    its own button. ``note`` (a refused commit's one sentence on what changed since the
+    previous preview) is shown above the preview.
+    """
 
     def __init__(
-        self, preview: CommitPreview, reviewed_only: bool, parent: QWidget | None = None
+        self,
+        preview: CommitPreview,
+        reviewed_only: bool,
+        parent: QWidget | None = None,
+        *,
+        note: str = "",
     ) -> None:
         super().__init__(parent)
         self.setObjectName("commitDialog")
@@ -220,9 +232,13 @@ class CommitDialog(QDialog):
         self.setWindowTitle(f"Commit run #{preview.run_id}")
         self.resize(640, 480)
         self.preview = preview
+        self.note = note
         self.view = QTextBrowser()
         self.view.setObjectName("commitPreview")
-        self.view.setHtml(preview_html(preview, reviewed_only))
+        shown = preview_html(preview, reviewed_only)
+        if note:
+            shown = f"<p style='color:#c0392b'><b>{html.escape(note)}</b></p>" + shown
+        self.view.setHtml(shown)
         self.buttons = QDialogButtonBox(
             QDialogButtonBox.StandardButton.Ok | QDialogButtonBox.StandardButton.Cancel
         )
@@ -230,6 +246,7 @@ class CommitDialog(QDialog):
         ok.setText(f"Commit run #{preview.run_id}")
         self.blocked = preview_blocked(preview, reviewed_only)
         ok.setEnabled(not self.blocked)
+        cancel_by_default(self.buttons)
         self.buttons.accepted.connect(self.accept)
         self.buttons.rejected.connect(self.reject)
         layout = QVBoxLayout(self)

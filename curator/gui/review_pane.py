@@ -48,7 +48,7 @@ from curator.gui.review_queue import DecisionQueue
 from curator.gui.review_target import TargetPicker
 from curator.gui.services import AppServices
 from curator.pipeline import review as review_api
-from curator.pipeline.commit import ChangesetSummary
+from curator.pipeline.commit import ChangesetSummary, CommitPreview
 from curator.store.models import format_local
 
 EMPTY_HTML = (
@@ -447,9 +447,13 @@ class ReviewPane(ReviewDecisions, Pane):
     def open_commit_dialog(self) -> CommitDialog | None:
         return self.commits.open_commit_dialog()
 
-    def apply_commit(self, run_id: int, reviewed_only: bool) -> bool:
-        """Start the commit off the GUI thread; ``data_changed`` follows when it is done."""
-        return self.commits.apply_commit(run_id, reviewed_only)
+    def apply_commit(
+        self, run_id: int, reviewed_only: bool, shown: CommitPreview | None = None
+    ) -> bool:
+        """Start the commit off the GUI thread; ``data_changed`` follows when it is done.
+
+        With ``shown`` (the preview accepted) it commits exactly those decisions or refuses."""
+        return self.commits.apply_commit(run_id, reviewed_only, shown)
 
     def last_commit(self) -> ChangesetSummary | None:
         return self.commits.last

@@ -41,6 +41,12 @@ from typing import Any
 from curator.core.dedup import merge_importance
 from curator.core.scoring import clamp01, rank_key
 from curator.errors import ConflictError, CuratorError
+from curator.pipeline.fingerprint import (
+    DecisionKey,
+    decision_keys,
+    fingerprint,
+    refuse_if_changed,
+)
 from curator.store.db import Store
 from curator.store.decay_clock import update_refreshes_decay
 from curator.store.models import (
@@ -227,6 +233,10 @@ class CommitPreview:
     unreviewed: int = 0
     conflicts: list[Conflict] = field(default_factory=list)
     flagged: list[FlaggedDecision] = field(default_factory=list)
+    decisions: tuple[DecisionKey, ...] = ()
+    """The decision state this preview shows (:mod:`curator.pipeline.fingerprint`)."""
+    fingerprint: str = ""
+    """Its fingerprint: ``commit_run(expect=...)`` applies exactly this state or refuses."""
 
     def counts(self) -> dict[str, int]:
         return {
@@ -241,6 +251,7 @@ class CommitPreview:
         return {
             "run_id": self.run_id,
             "run_status": self.run_status,
+            "fingerprint": self.fingerprint,
             "counts": self.counts(),
             "adds": [
                 {**vars(a), "distilled_at": a.distilled_at.isoformat() if a.distilled_at else None}
@@ -289,7 +300,14 @@ def _plan(run_id: int) -> _Plan:
     for start in range(0, len(target_ids), _CHUNK):
         for p in Pattern.select().where(Pattern.id.in_(target_ids[start : start + _CHUNK])):
             patterns[p.id] = p
-    preview = CommitPreview(run_id=run.id, run_status=run.status, unreviewed=unreviewed)
+    keys = decision_keys(open_candidates, patterns)
+    preview = CommitPreview(
+        run_id=run.id,
+        run_status=run.status,
+        unreviewed=unreviewed,
+        decisions=keys,
+        fingerprint=fingerprint(run.id, keys),
+    )
     rewording: dict[int, tuple[int, str]] = {}  # pattern -> (candidate, edited text)
     for c in apply:
         flagged = _flagged_decision(c)
@@ -587,8 +605,15 @@ def commit_run(
     *,
     reviewed_only: bool = False,
     actor: str = "human",
+    expect: str | None = None,
 ) -> ChangesetSummary:
     """Apply the run's reviewed decisions to Knowledge, all at once, as one changeset.
+
+    ``expect`` is the fingerprint of the preview the reviewer accepted: the decisions are
+    compared with it under the write lock, so a decision written since (by another
+    process or window) makes the commit refuse with DecisionsChangedError (a
+    ConflictError carrying the fresh preview) instead of applying what nobody was shown.
+    None commits the state as it is (scripts that decided everything themselves).
 
     Raises UnreviewedError if candidates are unreviewed (unless ``reviewed_only``),
     ConflictError naming the candidates whose target changed since the review (nothing is
@@ -601,6 +626,8 @@ def commit_run(
     with store.explained_write("commit"):
         # Read again under the write lock: this is the state the writes apply to.
         plan = _plan(run_id)
+        if plan.run.status == "staged":  # else _refuse names the status, a plainer reason
+            refuse_if_changed(plan.preview, expect)
         _refuse(plan, reviewed_only)
         return _apply(store, plan, actor)
 

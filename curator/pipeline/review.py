@@ -29,6 +29,7 @@ state the other has just changed, and never fail on a lock upgrade.
 from __future__ import annotations
 
 import math
+from collections.abc import Collection
 from dataclasses import asdict, dataclass, field
 from datetime import datetime
 from typing import Any
@@ -674,13 +675,16 @@ def accept_all(
     actor: str = "cli --accept-all",
     *,
     include_flagged: bool = False,
+    only: Collection[int] | None = None,
 ) -> int:
     """Accept every unreviewed proposal of the run; returns how many were accepted.
 
     A proposal that :func:`decide` would refuse (its target pattern was retired or
     deleted) stays unreviewed for a person to decide. So does a flagged candidate (see
     :mod:`curator.core.flags`) unless ``include_flagged``: then its flags are recorded as
-    seen, as for a single decision.
+    seen, as for a single decision. ``only`` limits it to those candidates: the ones a
+    confirmation listed, so a candidate that became undecided after it was shown (another
+    reviewer undid its decision) is not accepted unseen.
     """
     accepted = 0
     with store.explained_write("accept-all"):
@@ -693,6 +697,9 @@ def accept_all(
             .where((Candidate.run == run_id) & Candidate.action.is_null())
             .order_by(Candidate.ordinal)
         )
+        if only is not None:
+            wanted = set(only)
+            pending = [c for c in pending if c.id in wanted]
         now = utcnow()
         events = []
         flagger = flag_context(store)
