@@ -33,7 +33,6 @@ from __future__ import annotations
 import contextlib
 import errno
 import os
-import re
 import shutil
 import signal
 import sqlite3
@@ -45,6 +44,14 @@ from pathlib import Path
 from typing import Any
 
 from curator.errors import CuratorError
+from curator.store.backup_identity import (
+    backup_file_name,
+    belongs_to,
+    ensure_database_id,
+    foreign_backup_problem,
+    named_backups,
+    read_database_id,
+)
 from curator.store.backup_schedule import (
     RECENT,
     STAMP_FORMAT,
@@ -103,17 +110,15 @@ def default_backup_dir(db_path: Path) -> Path:
     return db_path.parent / BACKUP_DIR_NAME
 
 
-def _backup_pattern(stem: str) -> re.Pattern[str]:
-    return re.compile(re.escape(stem) + r"-\d{8}T\d{12}Z\.sqlite")
-
-
 def list_backups(db_path: Path, backup_dir: Path | None = None) -> list[Path]:
-    """The backups of ``db_path``, oldest first."""
+    """The backups of ``db_path``, oldest first: named for it and not holding another
+    database's identity (see :mod:`curator.store.backup_identity`)."""
     folder = backup_dir or default_backup_dir(db_path)
-    if not folder.is_dir():
+    named = named_backups(db_path, folder)
+    if not named:
         return []
-    pattern = _backup_pattern(db_path.stem)
-    return sorted(p for p in folder.iterdir() if pattern.fullmatch(p.name) and p.is_file())
+    own_id = read_database_id(db_path) if db_path.is_file() else None
+    return [p for p in named if belongs_to(own_id, p)]
 
 
 def backup_due(db_path: Path, backup_dir: Path | None = None) -> bool:
@@ -174,9 +179,11 @@ def take_backup(
         folder.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
         raise CuratorError(f"cannot create the backup folder {folder}: {exc}") from exc
+    if not read_only:  # before the stamp: this write must not make the next backup due
+        ensure_database_id(db_path, BUSY_TIMEOUT_S)
     stamp = _timestamp()
-    final = folder / f"{db_path.stem}-{stamp}.sqlite"
-    partial = folder / f"{db_path.stem}-{stamp}.partial"
+    final = folder / backup_file_name(db_path, stamp)
+    partial = folder / backup_file_name(db_path, stamp, ".partial")
     try:
         result = _copy_and_check(db_path, partial, read_only, pages, progress, cancelled)
     except BackupCancelled:
@@ -331,6 +338,9 @@ def restore_backup(path: Path, backup: Path | None = None) -> RestoreReport:
     problem = backup_problem(backup)
     if problem is not None:
         raise CuratorError(f"the backup cannot be restored: {problem}; nothing changed")
+    foreign = foreign_backup_problem(path, backup)
+    if foreign is not None:
+        raise CuratorError(f"refused: {foreign}")
     if path.is_dir():
         raise CuratorError(f"{path} is a folder, not a database file; nothing changed")
     stamp = _timestamp()
