@@ -9,7 +9,9 @@ so there each step reads anew and SQLite restarts the copy when another connecti
 wrote in between.) Between steps the caller hears the progress and may cancel. Each
 copy is checked with ``quick_check`` before it counts: a backup that cannot be restored
 is worse than none, because it would be trusted. When backups are taken and which are
-kept is :mod:`curator.store.backup_schedule`.
+kept is :mod:`curator.store.backup_schedule`; which backups are a database's own (its
+file name and an id stored inside, so two databases in one folder never prune or restore
+each other's) is :mod:`curator.store.backup_identity`.
 
 A damaged database is never replaced at start (opening refuses it and names the newest
 good backup); only an explicit restore (``curator restore`` or the window's dialog)
@@ -328,7 +330,8 @@ def restore_backup(path: Path, backup: Path | None = None) -> RestoreReport:
     folder, flushed to disk and checked again; only then are the current file and its
     ``-wal``/``-shm`` renamed aside (never deleted) and the copy renamed into place, an
     atomic step. A failure before that leaves every file as it was; a failure of the final
-    rename puts the previous files back. The window must not have the database open.
+    rename puts the previous files back. The window must not have the database open. A
+    backup holding another database's id is refused, whatever its name.
     """
     if backup is None:
         backup = newest_good_backup(path)
