@@ -422,3 +422,69 @@ def test_no_label_moves_to_an_episode_the_line_does_not_hold(
             ), (row, good, report.errors)
             if eid in before:
                 assert before[eid][5] is None  # a human label is never overwritten
+
+
+@pytest.mark.parametrize("kind", ["missing", "directory", "fifo", "empty", "header only"])
+def test_a_file_that_cannot_be_a_gold_set_is_one_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], kind: str
+) -> None:
+    import os
+
+    db = _database(tmp_path)
+    before = _rows(db)
+    target = tmp_path / "gold.jsonl"
+    if kind == "directory":
+        target.mkdir()
+    elif kind == "fifo":
+        os.mkfifo(target)  # no writer: opening must not wait for one
+    elif kind == "empty":
+        target.write_bytes(b"")
+    elif kind == "header only":
+        target.write_text(json.dumps(HEADER) + "\n", encoding="utf-8")
+    code = main(["--db", str(db), "gold", "import", str(target)])
+    captured = capsys.readouterr()
+    if kind == "header only":
+        assert code == 0 and "0 episodes added" in captured.out
+    else:
+        assert code == 2 and captured.err.count("\n") == 1 and "Traceback" not in captured.err
+    assert _rows(db) == before
+
+
+def test_a_chat_episode_round_trips(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Messages hash as the importer parsed them (roles trimmed), so the exported line of a
+    chat, read back, is the same episode."""
+    db = tmp_path / "chat.sqlite"
+    chat = tmp_path / "chat.jsonl"
+    messages = [{"role": " user ", "content": "hi"}, {"role": "assistant", "content": "hello"}]
+    chat.write_text(json.dumps({"messages": messages}) + "\n", encoding="utf-8")
+    with Store(db) as store:
+        assert import_file(store, chat).imported == 1
+        from curator.pipeline.labels import relabel
+
+        relabel(store, [1], "constitutional")
+    gold = tmp_path / "gold.jsonl"
+    assert main(["--db", str(db), "gold", "export", str(gold)]) == 0
+    capsys.readouterr()
+    code, doc = _import(db, gold, capsys)
+    assert (code, doc["errors"], doc["episodes_added"], doc["labels_already_there"]) == (
+        0,
+        [],
+        0,
+        1,
+    )
+
+
+def test_a_row_stored_under_a_foreign_hash_is_not_labelled(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A row an earlier version stored under another content's hash (it trusted the file)
+    is not labelled by a line holding that other content."""
+    db = _database(tmp_path)
+    true_hash = content_hash("honest text", "", None)
+    with sqlite3.connect(db) as conn:
+        conn.execute("UPDATE episode SET content_hash = ? WHERE id = 1", (true_hash,))
+    before = _rows(db)
+    gold = _gold(tmp_path, {"kind": "episode", "text": "honest text", "human_label": "noise"})
+    code, doc = _import(db, gold, capsys)
+    assert code == 1 and "holds other text" in doc["errors"][0]
+    assert _rows(db) == before
