@@ -110,6 +110,25 @@ def test_a_backup_of_another_database_under_this_name_is_refused(
     assert _patterns(sqlite_db) == ["pattern 0 of curator.sqlite"]
 
 
+def test_one_backup_folder_for_two_databases_of_one_name(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``--dir`` shared by ``a/curator.sqlite`` and ``b/curator.sqlite``: the names are the
+    same, the ids tell them apart."""
+    (tmp_path / "a").mkdir()
+    (tmp_path / "b").mkdir()
+    first = _database(tmp_path / "a" / "curator.sqlite", 1)
+    second = _database(tmp_path / "b" / "curator.sqlite", 2)
+    shared = str(tmp_path / "shared")
+    _backup(second, capsys, "--dir", shared)
+    theirs = sorted((tmp_path / "shared").iterdir())
+    _backup(first, capsys, "--dir", shared)
+    _backup(first, capsys, "--dir", shared, "--keep", "1")
+    assert all(p.exists() for p in theirs)
+    assert list_backups(second, tmp_path / "shared") == theirs
+    assert len(list_backups(first, tmp_path / "shared")) == 1
+
+
 def test_the_identity_is_created_once_and_copied_into_backups(tmp_path: Path) -> None:
     db = _database(tmp_path / "curator.sqlite", 1)
     assert read_database_id(db) is None  # none until the first backup
