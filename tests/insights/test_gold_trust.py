@@ -251,6 +251,33 @@ WRONG = [
     ('{"kind": "episode", "text": NaN, "human_label": "noise"}', "NaN"),
     ("[" * 100_000, "nested too deeply"),
     ("[1, 2]", "expected a JSON object"),
+    ('"an episode"', "expected a JSON object"),
+    ({"text": "x", "human_label": "noise"}, "'kind'"),
+    ({"kind": "episode", "text": "x", "human_label": "noise", "metadata": [1]}, "'metadata'"),
+    ({"kind": "episode", "text": "x", "human_label": "noise", "source": ["a"]}, "'source'"),
+    ({"kind": "episode", "text": "x", "human_label": "noise", "id": 1.5}, "'id'"),
+    ({"kind": "episode", "messages": [{"role": "user"}], "human_label": "noise"}, "message 1"),
+    ({"kind": "episode", "text": "x", "content": "x", "human_label": "noise"}, "give exactly one"),
+    (
+        {
+            "kind": "candidate",
+            "text": "t",
+            "proposed_action": "ADD",
+            "decision": "ADD",
+            "importance": True,
+        },
+        "'importance'",
+    ),
+    (
+        {
+            "kind": "candidate",
+            "text": "t",
+            "proposed_action": "ADD",
+            "decision": "ADD",
+            "episodes": "abc",
+        },
+        "'episodes'",
+    ),
 ]
 
 
