@@ -120,7 +120,7 @@ def list_backups(db_path: Path, backup_dir: Path | None = None) -> list[Path]:
     if not named:
         return []
     own_id = read_database_id(db_path) if db_path.is_file() else None
-    return [p for p in named if belongs_to(own_id, p)]
+    return [p for p, by_name in named if belongs_to(own_id, p, by_name)]
 
 
 def backup_due(db_path: Path, backup_dir: Path | None = None) -> bool:

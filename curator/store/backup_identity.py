@@ -9,7 +9,9 @@ the other's backups and a restore of one would swap in the other's content:
   the name without its suffix (``curator-<time>.sqlite``); such a name is still read as
   this database's as long as it is unambiguous, i.e. no other file next to the database
   could own it (no other file there is named ``curator`` or ``curator.<anything>``
-  besides this database and the files SQLite and a restore keep beside it).
+  besides this database and the files SQLite and a restore keep beside it). A database
+  without a suffix (``curator``) has one name for both styles, so the same ambiguity
+  applies to its id-less backups.
 * **Identity.** Each database holds a random id, created once, the first time it is
   backed up, in a row of its ``setting`` table (key :data:`DATABASE_ID_KEY`; the settings
   ignore keys they do not know). The backup API copies it into every backup. A backup
@@ -56,26 +58,40 @@ def legacy_names_are_ours(db_path: Path) -> bool:
     with contextlib.suppress(OSError):
         for other in db_path.parent.iterdir():
             name = other.name
-            if _is_own_side_file(db_path, name):
+            if _is_own_side_file(db_path, name) or not (
+                name == stem or name.startswith(stem + ".")
+            ):
                 continue
-            if name == stem or name.startswith(stem + "."):
+            if other.is_file():  # a folder (say ``backups`` beside ``backups.db``) owns none
                 return False
     return True
 
 
-def named_backups(db_path: Path, folder: Path) -> list[Path]:
-    """The files in ``folder`` whose names make them backups of ``db_path``, oldest first."""
+def named_backups(db_path: Path, folder: Path) -> list[tuple[Path, bool]]:
+    """The files in ``folder`` whose names may make them backups of ``db_path``, oldest
+    first, each with whether its name alone says so (else only a matching id does).
+
+    The name alone says so for ``FILE-<time>.sqlite``, and for the old ``STEM-<time>.sqlite``
+    while that is unambiguous. A database without a suffix (``curator``) has one name for
+    both, so there the old style's ambiguity applies to it too.
+    """
     if not folder.is_dir():
         return []
-    patterns = [re.compile(re.escape(db_path.name) + "-" + _STAMP + r"\.sqlite")]
-    if db_path.stem != db_path.name and legacy_names_are_ours(db_path):
-        patterns.append(re.compile(re.escape(db_path.stem) + "-" + _STAMP + r"\.sqlite"))
-    found = [
-        p
-        for p in folder.iterdir()
-        if any(pattern.fullmatch(p.name) for pattern in patterns) and p.is_file()
-    ]
-    return sorted(found, key=lambda p: (stamp_of(p.name), p.name))
+    own = re.compile(re.escape(db_path.name) + "-" + _STAMP + r"\.sqlite")
+    legacy = re.compile(re.escape(db_path.stem) + "-" + _STAMP + r"\.sqlite")
+    unambiguous = legacy_names_are_ours(db_path)
+    suffixless = db_path.stem == db_path.name
+    found: list[tuple[Path, bool]] = []
+    for path in folder.iterdir():
+        if own.fullmatch(path.name):
+            by_name = unambiguous or not suffixless
+        elif legacy.fullmatch(path.name):
+            by_name = unambiguous
+        else:
+            continue
+        if path.is_file():
+            found.append((path, by_name))
+    return sorted(found, key=lambda item: (stamp_of(item[0].name), item[0].name))
 
 
 def read_database_id(path: Path) -> str | None:
@@ -129,12 +145,14 @@ def ensure_database_id(path: Path, timeout: float) -> str | None:
     return read_database_id(path)
 
 
-def belongs_to(own_id: str | None, backup: Path) -> bool:
-    """Whether ``backup`` may be a backup of the database whose identity is ``own_id``."""
+def belongs_to(own_id: str | None, backup: Path, by_name: bool) -> bool:
+    """Whether ``backup`` is a backup of the database whose identity is ``own_id``: the
+    ids decide where both are known, else the name (``by_name``, see
+    :func:`named_backups`)."""
     if own_id is None:
-        return True
+        return by_name
     theirs = read_database_id(backup)
-    return theirs is None or theirs == own_id
+    return by_name if theirs is None else theirs == own_id
 
 
 def foreign_backup_problem(db_path: Path, backup: Path) -> str | None:

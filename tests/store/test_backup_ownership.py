@@ -206,13 +206,21 @@ def samples(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
 
 
 @settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(layout=_folder(), recent=st.integers(1, 3))
+@given(
+    own_name=st.sampled_from(["curator.sqlite", "curator"]),
+    layout=_folder(),
+    recent=st.integers(1, 3),
+)
 def test_retention_removes_only_this_databases_backups(
-    samples: dict[str, Path], layout: tuple[list[str], list[tuple[str, str]]], recent: int
+    samples: dict[str, Path],
+    own_name: str,
+    layout: tuple[list[str], list[tuple[str, str]]],
+    recent: int,
 ) -> None:
     siblings, files = layout
+    siblings = [s for s in siblings if s != own_name]
     with tempfile.TemporaryDirectory() as root:
-        db = Path(root) / "curator.sqlite"
+        db = Path(root) / own_name
         shutil.copyfile(samples["own"], db)
         for sibling in siblings:
             (Path(root) / sibling).write_bytes(b"")
@@ -222,19 +230,17 @@ def test_retention_removes_only_this_databases_backups(
             if content == "empty":
                 (folder / name).write_bytes(b"")
             else:
-                shutil.copyfile(
-                    samples["own_backup" if content == "own" else "foreign"], folder / name
-                )
+                sample = samples["own_backup" if content == "own" else "foreign"]
+                shutil.copyfile(sample, folder / name)
         prune_backups(db, recent=recent)
         removed = {name for name, _ in files} - {p.name for p in folder.iterdir()}
         ambiguous = any(s == "curator" or s.startswith("curator.") for s in siblings)
         for name, content in files:
             if name not in removed:
                 continue
-            assert content != "foreign", name
-            assert name.endswith(".sqlite") and not name.endswith(".partial")
-            stem = name.rsplit("-", 1)[0]
-            assert stem == "curator.sqlite" or (stem == "curator" and not ambiguous), (
-                name,
-                siblings,
-            )
+            assert content != "foreign", name  # another database's id: never
+            assert name.endswith(".sqlite"), name
+            owner = name.rsplit("-", 1)[0]
+            assert owner in (own_name, "curator"), name  # its name or the old style
+            if content == "empty":  # no id: only where the name alone is unambiguous
+                assert not ambiguous, (name, siblings)
