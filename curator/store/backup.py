@@ -126,10 +126,15 @@ def list_backups(db_path: Path, backup_dir: Path | None = None) -> list[Path]:
 def backup_due(db_path: Path, backup_dir: Path | None = None) -> bool:
     """Whether the database changed since its newest backup was started (or has none).
 
-    Two ``stat`` calls and a folder listing: cheap enough for a timer tick.
+    Two ``stat`` calls, a folder listing and the ids of the database and of its newest
+    backup (the close calls it on the GUI thread: a few ms, not one read per backup).
     """
-    existing = list_backups(db_path, backup_dir)
-    newest = stamp_of(existing[-1].name) if existing else None
+    named = named_backups(db_path, backup_dir or default_backup_dir(db_path))
+    own_id = read_database_id(db_path) if named and db_path.is_file() else None
+    newest = next(
+        (stamp_of(p.name) for p, by_name in reversed(named) if belongs_to(own_id, p, by_name)),
+        None,
+    )
     modified = []
     for path in (db_path, db_path.with_name(db_path.name + "-wal")):
         with contextlib.suppress(OSError):
