@@ -35,7 +35,7 @@ from __future__ import annotations
 
 import json
 from collections import defaultdict
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field, replace
 from datetime import datetime
 from pathlib import Path
@@ -331,54 +331,103 @@ def import_gold(store: Store, path: Path) -> GoldReport:
     return report
 
 
+_CHUNK = 500
+"""Hashes per ``IN (...)`` lookup and rows per insert: far below SQLite's variable limit."""
+
+_Stored = tuple[int, str, str, str | None]
+"""An episode row as the import needs it: id, text, source, human label."""
+
+
+def _stored_rows(store: Store, hashes: Iterable[str]) -> dict[str, _Stored]:
+    """The episodes stored under any of ``hashes``, by hash (one query per chunk: a query
+    per line cost milliseconds each)."""
+    found: dict[str, _Stored] = {}
+    unique = list(dict.fromkeys(hashes))
+    for start in range(0, len(unique), _CHUNK):
+        chunk = tuple(unique[start : start + _CHUNK])
+        marks = ",".join("?" * len(chunk))
+        for eid, chash, text, source, human in store.execute(
+            "SELECT id, content_hash, text, source, human_label FROM episode "
+            f"WHERE content_hash IN ({marks})",
+            chunk,
+        ):
+            found[str(chash)] = (int(eid), str(text), str(source), human)
+    return found
+
+
 def _import_episodes(
     store: Store, episodes: list[_GoldEpisode], errors: dict[int, str], report: GoldReport
 ) -> None:
-    labels: dict[str, list[tuple[int, _GoldEpisode]]] = defaultdict(list)
+    """Match each line to its stored episode (or add it), then set the labels."""
+    stored = _stored_rows(store, (h for e in episodes for h in e.identities))
+    adding: dict[str, _GoldEpisode] = {}  # identity -> the line that adds its episode
+    matched: list[tuple[_GoldEpisode, str]] = []  # a line and the hash of its episode
     for episode in episodes:
         parsed = episode.parsed
-        row = None
-        for identity in episode.identities:
-            row = Episode.get_or_none(Episode.content_hash == identity)
-            if row is not None:
-                break
-        if row is not None and (row.text, row.source) != (parsed.text, parsed.source):
+        found = next((h for h in episode.identities if h in stored or h in adding), None)
+        if found is None:
+            for identity in episode.identities:
+                adding.setdefault(identity, episode)
+            matched.append((episode, parsed.content_hash))
+        elif found in adding:  # the same hash: the same content, added by an earlier line
+            matched.append((episode, adding[found].parsed.content_hash))
+        elif stored[found][1:3] != (parsed.text, parsed.source):
             # a row stored under a hash that is not its content's (never by this
             # version): matching it would label an episode the line does not hold
             errors[parsed.line] = (
-                f"episode {row.id} is stored under this content's hash but holds other "
-                "text; nothing was changed for this line"
+                f"episode {stored[found][0]} is stored under this content's hash but holds "
+                "other text; nothing was changed for this line"
             )
-            continue
-        if row is None:
-            row = Episode.create(
-                external_id=parsed.external_id,
-                content_hash=parsed.content_hash,
-                text=parsed.text,
-                messages=parsed.messages,
-                timestamp=parsed.timestamp,
-                source=parsed.source,
-                metadata=parsed.metadata,
-                classify_truncated=False,
+        else:
+            matched.append((episode, found))
+    new = list({id(e): e for e in adding.values()}.values())
+    for start in range(0, len(new), _CHUNK):
+        Episode.insert_many(
+            [
+                {
+                    "external_id": e.parsed.external_id,
+                    "content_hash": e.parsed.content_hash,
+                    "text": e.parsed.text,
+                    "messages": e.parsed.messages,
+                    "timestamp": e.parsed.timestamp,
+                    "source": e.parsed.source,
+                    "metadata": e.parsed.metadata,
+                    "classify_truncated": False,
+                }
+                for e in new[start : start + _CHUNK]
+            ]
+        ).execute()
+    report.episodes_added += len(new)
+    stored.update(_stored_rows(store, (e.parsed.content_hash for e in new)))
+    _set_labels(store, matched, stored, report)
+
+
+def _set_labels(
+    store: Store,
+    matched: list[tuple[_GoldEpisode, str]],
+    stored: dict[str, _Stored],
+    report: GoldReport,
+) -> None:
+    """A label only where the episode has none; a different one already there (or set by
+    an earlier line of this file) is a conflict, kept and listed."""
+    in_force: dict[int, str | None] = {}
+    to_set: dict[str, list[int]] = defaultdict(list)
+    for episode, chash in matched:
+        eid, _text, _source, human = stored[chash]
+        current = in_force.get(eid, human)
+        if current == episode.label:
+            report.labels_same += 1
+        elif current is not None:
+            report.conflicts.append(
+                f"{episode.where}: episode {eid} is labelled {current} here, "
+                f"{episode.label} in the file (kept)"
             )
-            report.episodes_added += 1
-        labels[episode.label].append((int(row.id), episode))
-    for label, items in labels.items():
-        ids: list[int] = []
-        for episode_id, episode in items:
-            ep = Episode.get_by_id(episode_id)
-            if ep.human_label == label:
-                report.labels_same += 1
-            elif ep.human_label is not None:
-                report.conflicts.append(
-                    f"{episode.where}: episode {ep.id} is labelled {ep.human_label} here, "
-                    f"{label} in the file (kept)"
-                )
-            else:
-                ids.append(episode_id)
-        if ids:
-            relabel(store, ids, label, actor=ACTOR)
-            report.labels_set += len(ids)
+        else:
+            in_force[eid] = episode.label
+            to_set[episode.label].append(eid)
+    for label, ids in to_set.items():
+        relabel(store, ids, label, actor=ACTOR)
+        report.labels_set += len(ids)
 
 
 def _import_candidates(
