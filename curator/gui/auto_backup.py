@@ -5,9 +5,10 @@ setting, default 30, 0 turns automatic backups off) have passed, a backup starts
 thread of its own if the database changed since the newest backup. The copy itself is
 :func:`curator.store.backup.take_backup`: SQLite's online backup in steps of a few MiB
 (one read snapshot that blocks no writer, so the window and a running distill keep
-writing), checked
-with ``quick_check``, old backups thinned by age. The GUI thread only starts the thread
-and shows the progress it reports in the status bar.
+writing), checked with ``quick_check``, old backups thinned by age. Only this database's
+own backups count (:mod:`curator.store.backup_identity`), for "changed since the newest"
+as for thinning. The GUI thread only starts the thread and shows the progress it reports
+in the status bar.
 
 File ▸ Backup now goes through the window's :class:`~curator.gui.operations.StoreOps`
 as a write: the user asked for it, so it shows the busy label and progress like any

@@ -14,16 +14,30 @@ a file back into another database:
   Knowledge), so Insights counts them with the other reviewed decisions; a candidate
   already imported (same text, proposal and decision) is not added twice.
 
-Every bad line is reported with its line number and the good lines are still imported,
-like the episode importer.
+An episode line is matched by its content, never by what the file claims: its identity
+is the episode importer's own hash of the line's body, source and timestamp
+(:func:`curator.store.importer.content_hash`), and a ``content_hash`` in the line must be
+that hash (or the same hash without the timestamp, the form of an episode that was
+imported undated), else the line is an error. So a line can only label the episode whose
+content it holds, and the same content is never added twice.
+
+What is refused as a whole (nothing imported, exit 2): a file that cannot be read, an
+empty one, one whose first line is not a gold set header, and one of a newer format
+version than :data:`VERSION`. Otherwise every bad line is one ``FILE:LINE: reason`` error
+(invalid UTF-8, invalid or truncated JSON, wrong types, a label not among
+:data:`~curator.store.models.LABELS`, a hash that is not the line's, an episode over the
+importer's size limit, the same episode repeated: with one label the first line counts,
+with different labels none does), and the good lines are imported in one transaction,
+like the episode importer. A BOM and CRLF line ends are read as written.
 """
 
 from __future__ import annotations
 
 import json
 from collections import defaultdict
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field, replace
+from datetime import datetime
 from pathlib import Path
 from typing import Any, TextIO
 
@@ -31,7 +45,19 @@ from curator.core.whatif import GATE_DECISIONS
 from curator.errors import CuratorError
 from curator.pipeline.labels import relabel
 from curator.store.db import Store
-from curator.store.importer import episode_from_object
+from curator.store.importer import (
+    LineError,
+    ParsedEpisode,
+    _BadLine,
+    _check_depth_and_text,
+    _decode,
+    _loads,
+    _open_regular,
+    _type_name,
+    _Unreadable,
+    content_hash,
+    episode_from_object,
+)
 from curator.store.models import (
     ACTIONS,
     LABELS,
@@ -139,113 +165,269 @@ class GoldReport:
         }
 
 
-class _Bad(ValueError):
-    pass
-
-
 def _check_candidate(doc: dict[str, Any]) -> dict[str, Any]:
     text = doc.get("text")
     if not isinstance(text, str) or not text.strip():
-        raise _Bad("a candidate needs a non-empty 'text'")
-    if doc.get("proposed_action") not in ACTIONS:
-        raise _Bad(f"'proposed_action' must be one of {', '.join(ACTIONS)}")
-    if doc.get("decision") not in GATE_DECISIONS:
-        raise _Bad(f"'decision' must be one of {', '.join(GATE_DECISIONS)}")
+        raise _BadLine("a candidate needs a non-empty 'text'")
+    _check_depth_and_text(doc, "the candidate")
+    for name, allowed in (("proposed_action", ACTIONS), ("decision", GATE_DECISIONS)):
+        if not isinstance(doc.get(name), str) or doc[name] not in allowed:
+            raise _BadLine(f"'{name}' must be one of {', '.join(allowed)}")
+    for name in ("category", "final_text"):
+        value = doc.get(name)
+        if value is not None and not isinstance(value, str):
+            raise _BadLine(f"'{name}' must be a string, not {_type_name(value)}")
     ratio = doc.get("proposed_ratio", 0.0)
     importance = doc.get("importance", 0.5)
     for name, value in (("proposed_ratio", ratio), ("importance", importance)):
         if isinstance(value, bool) or not isinstance(value, int | float) or not 0 <= value <= 1:
-            raise _Bad(f"'{name}' must be a number between 0 and 1")
+            raise _BadLine(f"'{name}' must be a number between 0 and 1")
     episodes = doc.get("episodes", [])
     if not isinstance(episodes, list) or not all(isinstance(e, str) for e in episodes):
-        raise _Bad("'episodes' must be a list of content hashes")
+        raise _BadLine("'episodes' must be a list of content hashes")
     return doc
+
+
+@dataclass(frozen=True)
+class _GoldEpisode:
+    """One good episode line: the episode as the importer parsed it, its human label and
+    the hashes under which the same content may already be stored."""
+
+    parsed: ParsedEpisode
+    label: str
+    where: str
+    identities: tuple[str, ...]
+
+
+def _episode_line(doc: dict[str, Any], where: str, number: int, now: datetime) -> _GoldEpisode:
+    """Validate an episode line; its identity comes from its content, not from the file.
+
+    The importer hashes an episode's body, source and timestamp, leaving the timestamp
+    out when the file had none (the episode is then dated at import time). An exported
+    line always carries a timestamp, so its ``content_hash`` may be either form; any
+    other value belongs to other content (another episode's, or none) and is an error.
+    """
+    label = doc.get("human_label")
+    if not isinstance(label, str) or label not in LABELS:
+        raise _BadLine(f"'human_label' must be one of {', '.join(LABELS)}")
+    body = {k: doc[k] for k in _EPISODE_KEYS if k in doc}
+    parsed = episode_from_object(body, number, now)
+    undated = content_hash(
+        parsed.messages if parsed.messages is not None else parsed.text, parsed.source, None
+    )
+    possible = tuple(dict.fromkeys((parsed.content_hash, undated)))
+    claimed = doc.get("content_hash")
+    if claimed is None:
+        return _GoldEpisode(parsed, label, where, possible)
+    if not isinstance(claimed, str):
+        raise _BadLine(f"'content_hash' must be a string, not {_type_name(claimed)}")
+    if claimed not in possible:
+        raise _BadLine("'content_hash' is not the hash of this line's text, source and timestamp")
+    return _GoldEpisode(replace(parsed, content_hash=claimed), label, where, (claimed,))
+
+
+_EPISODE_KEYS = ("id", "content", "text", "messages", "timestamp", "source", "metadata")
+"""The fields of an episode line the episode importer reads (the others are the gold
+set's own: kind, content_hash, human_label)."""
+
+
+def _read_header(path: Path, first: bytes) -> None:
+    """Refuse, as a whole, a file that is not a gold set this version can read."""
+    try:
+        header = _loads(_decode(first.rstrip(b"\r\n"), True))
+    except _BadLine:
+        header = None
+    if not isinstance(header, dict) or header.get("format") != FORMAT:
+        raise CuratorError(f"{path} is not a gold set (line 1 is not its header)")
+    version = header.get("version", 1)
+    if isinstance(version, bool) or not isinstance(version, int) or version < 1:
+        raise CuratorError(
+            f"{path}: the gold set header's 'version' must be a whole number from 1 "
+            f"(found {json.dumps(version)[:20]}); nothing was imported"
+        )
+    if version > VERSION:
+        raise CuratorError(
+            f"{path} is a gold set of format version {version}, newer than this curator "
+            f"reads (up to {VERSION}); nothing was imported"
+        )
+
+
+def _read_lines(path: Path) -> list[bytes]:
+    try:
+        with _open_regular(path) as handle:
+            lines = handle.read().split(b"\n")
+    except _Unreadable as exc:
+        raise CuratorError(f"cannot read {path}: {exc}") from None
+    except OSError as exc:
+        raise CuratorError(f"cannot read {path}: {exc.strerror or exc}") from None
+    if lines and not lines[-1]:
+        lines.pop()
+    if not lines or not lines[0].strip():
+        raise CuratorError(f"{path} is empty, not a gold set")
+    return lines
+
+
+def _parse_lines(
+    lines: list[bytes], errors: dict[int, str]
+) -> tuple[list[_GoldEpisode], list[dict[str, Any]]]:
+    """The good episode and candidate lines; every bad line goes to ``errors`` by number."""
+    now = utcnow()
+    episodes: list[_GoldEpisode] = []
+    candidates: list[dict[str, Any]] = []
+    for number, raw in enumerate(lines[1:], start=2):
+        try:
+            text = _decode(raw.rstrip(b"\r"), False)
+            if not text.strip():
+                continue
+            doc = _loads(text)
+            if not isinstance(doc, dict):
+                raise _BadLine(f"expected a JSON object, found {_type_name(doc)}")
+            kind = doc.get("kind")
+            if kind == "episode":
+                episodes.append(_episode_line(doc, f"line {number}", number, now))
+            elif kind == "candidate":
+                candidates.append(_check_candidate(doc))
+            else:
+                raise _BadLine("'kind' must be 'episode' or 'candidate'")
+        except _BadLine as exc:
+            errors[number] = str(exc)
+    return _without_repeats(episodes, errors), candidates
+
+
+def _without_repeats(episodes: list[_GoldEpisode], errors: dict[int, str]) -> list[_GoldEpisode]:
+    """Lines naming the same content more than once: with one label the first counts and
+    the repeats are errors; with different labels none is trusted, all are errors."""
+    groups: dict[str, list[_GoldEpisode]] = defaultdict(list)
+    for episode in episodes:
+        groups[episode.identities[0]].append(episode)
+    kept: list[_GoldEpisode] = []
+    for group in groups.values():
+        first = group[0]
+        if len({e.label for e in group}) > 1:
+            lines = ", ".join(str(e.parsed.line) for e in group)
+            for e in group:
+                errors[e.parsed.line] = (
+                    f"the same episode is on lines {lines}, with another label on each; "
+                    "none of them was imported"
+                )
+            continue
+        kept.append(first)
+        for e in group[1:]:
+            errors[e.parsed.line] = f"repeats line {first.parsed.line} (the same episode)"
+    return sorted(kept, key=lambda e: e.parsed.line)
 
 
 def import_gold(store: Store, path: Path) -> GoldReport:
     """Read a gold JSONL file into ``store`` (see the module docstring)."""
+    lines = _read_lines(path)
+    _read_header(path, lines[0])
     report = GoldReport()
-    try:
-        lines = path.read_text(encoding="utf-8").splitlines()
-    except (OSError, UnicodeDecodeError) as exc:
-        raise CuratorError(f"cannot read {path}: {exc}") from exc
-    if not lines:
-        raise CuratorError(f"{path} is empty, not a gold set")
-    try:
-        header = json.loads(lines[0])
-    except json.JSONDecodeError:
-        header = None
-    if not isinstance(header, dict) or header.get("format") != FORMAT:
-        raise CuratorError(f"{path} is not a gold set (line 1 is not its header)")
-    now = utcnow()
-    labels: dict[str, list[tuple[str, str]]] = defaultdict(list)  # label -> (hash, where)
-    candidates: list[dict[str, Any]] = []
-    new_episodes: list[tuple[Any, str]] = []
-    for number, line in enumerate(lines[1:], start=2):
-        if not line.strip():
-            continue
-        try:
-            doc = json.loads(line)
-            if not isinstance(doc, dict):
-                raise _Bad("expected a JSON object")
-            if doc.get("kind") == "episode":
-                if doc.get("human_label") not in LABELS:
-                    raise _Bad(f"'human_label' must be one of {', '.join(LABELS)}")
-                body = {
-                    k: doc[k]
-                    for k in ("id", "text", "messages", "timestamp", "source", "metadata")
-                    if k in doc
-                }
-                parsed = episode_from_object(body, number, now)
-                chash = doc.get("content_hash")
-                if chash is not None:
-                    # the identity in the exporting database (its hash rule saw the
-                    # original file, e.g. a missing timestamp), so a re-import matches
-                    if not isinstance(chash, str) or not chash.strip():
-                        raise _Bad("'content_hash' must be a non-empty string")
-                    parsed = replace(parsed, content_hash=chash)
-                new_episodes.append((parsed, str(doc["human_label"])))
-            elif doc.get("kind") == "candidate":
-                candidates.append(_check_candidate(doc))
-            else:
-                raise _Bad("'kind' must be 'episode' or 'candidate'")
-        except (json.JSONDecodeError, ValueError) as exc:
-            report.errors.append(f"line {number}: {exc}")
-
-    with store.write():
-        for parsed, label in new_episodes:
-            row = Episode.get_or_none(Episode.content_hash == parsed.content_hash)
-            if row is None:
-                Episode.create(
-                    external_id=parsed.external_id,
-                    content_hash=parsed.content_hash,
-                    text=parsed.text,
-                    messages=parsed.messages,
-                    timestamp=parsed.timestamp,
-                    source=parsed.source,
-                    metadata=parsed.metadata,
-                    classify_truncated=False,
-                )
-                report.episodes_added += 1
-            labels[label].append((parsed.content_hash, f"line {parsed.line}"))
-    for label, items in labels.items():
-        ids: list[int] = []
-        for chash, where in items:
-            ep = Episode.get(Episode.content_hash == chash)
-            if ep.human_label == label:
-                report.labels_same += 1
-            elif ep.human_label is not None:
-                report.conflicts.append(
-                    f"{where}: episode {ep.id} is labelled {ep.human_label} here, "
-                    f"{label} in the file (kept)"
-                )
-            else:
-                ids.append(int(ep.id))
-        if ids:
-            relabel(store, ids, label, actor=ACTOR)
-            report.labels_set += len(ids)
-    _import_candidates(store, candidates, path, report)
+    errors: dict[int, str] = {}
+    episodes, candidates = _parse_lines(lines, errors)
+    with store.write():  # one transaction: every good line is imported, or none
+        _import_episodes(store, episodes, errors, report)
+        _import_candidates(store, candidates, path, report)
+    report.errors = [str(LineError(str(path), n, errors[n])) for n in sorted(errors)]
     return report
+
+
+_CHUNK = 500
+"""Hashes per ``IN (...)`` lookup and rows per insert: far below SQLite's variable limit."""
+
+_Stored = tuple[int, str, str, str | None]
+"""An episode row as the import needs it: id, text, source, human label."""
+
+
+def _stored_rows(store: Store, hashes: Iterable[str]) -> dict[str, _Stored]:
+    """The episodes stored under any of ``hashes``, by hash (one query per chunk: a query
+    per line cost milliseconds each)."""
+    found: dict[str, _Stored] = {}
+    unique = list(dict.fromkeys(hashes))
+    for start in range(0, len(unique), _CHUNK):
+        chunk = tuple(unique[start : start + _CHUNK])
+        marks = ",".join("?" * len(chunk))
+        for eid, chash, text, source, human in store.execute(
+            "SELECT id, content_hash, text, source, human_label FROM episode "
+            f"WHERE content_hash IN ({marks})",
+            chunk,
+        ):
+            found[str(chash)] = (int(eid), str(text), str(source), human)
+    return found
+
+
+def _import_episodes(
+    store: Store, episodes: list[_GoldEpisode], errors: dict[int, str], report: GoldReport
+) -> None:
+    """Match each line to its stored episode (or add it), then set the labels."""
+    stored = _stored_rows(store, (h for e in episodes for h in e.identities))
+    adding: dict[str, _GoldEpisode] = {}  # identity -> the line that adds its episode
+    matched: list[tuple[_GoldEpisode, str]] = []  # a line and the hash of its episode
+    for episode in episodes:
+        parsed = episode.parsed
+        found = next((h for h in episode.identities if h in stored or h in adding), None)
+        if found is None:
+            for identity in episode.identities:
+                adding.setdefault(identity, episode)
+            matched.append((episode, parsed.content_hash))
+        elif found in adding:  # the same hash: the same content, added by an earlier line
+            matched.append((episode, adding[found].parsed.content_hash))
+        elif stored[found][1:3] != (parsed.text, parsed.source):
+            # a row stored under a hash that is not its content's (never by this
+            # version): matching it would label an episode the line does not hold
+            errors[parsed.line] = (
+                f"episode {stored[found][0]} is stored under this content's hash but holds "
+                "other text; nothing was changed for this line"
+            )
+        else:
+            matched.append((episode, found))
+    new = list({id(e): e for e in adding.values()}.values())
+    for start in range(0, len(new), _CHUNK):
+        Episode.insert_many(
+            [
+                {
+                    "external_id": e.parsed.external_id,
+                    "content_hash": e.parsed.content_hash,
+                    "text": e.parsed.text,
+                    "messages": e.parsed.messages,
+                    "timestamp": e.parsed.timestamp,
+                    "source": e.parsed.source,
+                    "metadata": e.parsed.metadata,
+                    "classify_truncated": False,
+                }
+                for e in new[start : start + _CHUNK]
+            ]
+        ).execute()
+    report.episodes_added += len(new)
+    stored.update(_stored_rows(store, (e.parsed.content_hash for e in new)))
+    _set_labels(store, matched, stored, report)
+
+
+def _set_labels(
+    store: Store,
+    matched: list[tuple[_GoldEpisode, str]],
+    stored: dict[str, _Stored],
+    report: GoldReport,
+) -> None:
+    """A label only where the episode has none; a different one already there (or set by
+    an earlier line of this file) is a conflict, kept and listed."""
+    in_force: dict[int, str | None] = {}
+    to_set: dict[str, list[int]] = defaultdict(list)
+    for episode, chash in matched:
+        eid, _text, _source, human = stored[chash]
+        current = in_force.get(eid, human)
+        if current == episode.label:
+            report.labels_same += 1
+        elif current is not None:
+            report.conflicts.append(
+                f"{episode.where}: episode {eid} is labelled {current} here, "
+                f"{episode.label} in the file (kept)"
+            )
+        else:
+            in_force[eid] = episode.label
+            to_set[episode.label].append(eid)
+    for label, ids in to_set.items():
+        relabel(store, ids, label, actor=ACTOR)
+        report.labels_set += len(ids)
 
 
 def _import_candidates(

@@ -9,7 +9,9 @@ so there each step reads anew and SQLite restarts the copy when another connecti
 wrote in between.) Between steps the caller hears the progress and may cancel. Each
 copy is checked with ``quick_check`` before it counts: a backup that cannot be restored
 is worse than none, because it would be trusted. When backups are taken and which are
-kept is :mod:`curator.store.backup_schedule`.
+kept is :mod:`curator.store.backup_schedule`; which backups are a database's own (its
+file name and an id stored inside, so two databases in one folder never prune or restore
+each other's) is :mod:`curator.store.backup_identity`.
 
 A damaged database is never replaced at start (opening refuses it and names the newest
 good backup); only an explicit restore (``curator restore`` or the window's dialog)
@@ -33,7 +35,6 @@ from __future__ import annotations
 import contextlib
 import errno
 import os
-import re
 import shutil
 import signal
 import sqlite3
@@ -45,6 +46,14 @@ from pathlib import Path
 from typing import Any
 
 from curator.errors import CuratorError
+from curator.store.backup_identity import (
+    backup_file_name,
+    belongs_to,
+    ensure_database_id,
+    foreign_backup_problem,
+    named_backups,
+    read_database_id,
+)
 from curator.store.backup_schedule import (
     RECENT,
     STAMP_FORMAT,
@@ -103,26 +112,29 @@ def default_backup_dir(db_path: Path) -> Path:
     return db_path.parent / BACKUP_DIR_NAME
 
 
-def _backup_pattern(stem: str) -> re.Pattern[str]:
-    return re.compile(re.escape(stem) + r"-\d{8}T\d{12}Z\.sqlite")
-
-
 def list_backups(db_path: Path, backup_dir: Path | None = None) -> list[Path]:
-    """The backups of ``db_path``, oldest first."""
+    """The backups of ``db_path``, oldest first: named for it and not holding another
+    database's identity (see :mod:`curator.store.backup_identity`)."""
     folder = backup_dir or default_backup_dir(db_path)
-    if not folder.is_dir():
+    named = named_backups(db_path, folder)
+    if not named:
         return []
-    pattern = _backup_pattern(db_path.stem)
-    return sorted(p for p in folder.iterdir() if pattern.fullmatch(p.name) and p.is_file())
+    own_id = read_database_id(db_path) if db_path.is_file() else None
+    return [p for p, by_name in named if belongs_to(own_id, p, by_name)]
 
 
 def backup_due(db_path: Path, backup_dir: Path | None = None) -> bool:
     """Whether the database changed since its newest backup was started (or has none).
 
-    Two ``stat`` calls and a folder listing: cheap enough for a timer tick.
+    Two ``stat`` calls, a folder listing and the ids of the database and of its newest
+    backup (the close calls it on the GUI thread: a few ms, not one read per backup).
     """
-    existing = list_backups(db_path, backup_dir)
-    newest = stamp_of(existing[-1].name) if existing else None
+    named = named_backups(db_path, backup_dir or default_backup_dir(db_path))
+    own_id = read_database_id(db_path) if named and db_path.is_file() else None
+    newest = next(
+        (stamp_of(p.name) for p, by_name in reversed(named) if belongs_to(own_id, p, by_name)),
+        None,
+    )
     modified = []
     for path in (db_path, db_path.with_name(db_path.name + "-wal")):
         with contextlib.suppress(OSError):
@@ -174,9 +186,11 @@ def take_backup(
         folder.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
         raise CuratorError(f"cannot create the backup folder {folder}: {exc}") from exc
+    if not read_only:  # before the stamp: this write must not make the next backup due
+        ensure_database_id(db_path, BUSY_TIMEOUT_S)
     stamp = _timestamp()
-    final = folder / f"{db_path.stem}-{stamp}.sqlite"
-    partial = folder / f"{db_path.stem}-{stamp}.partial"
+    final = folder / backup_file_name(db_path, stamp)
+    partial = folder / backup_file_name(db_path, stamp, ".partial")
     try:
         result = _copy_and_check(db_path, partial, read_only, pages, progress, cancelled)
     except BackupCancelled:
@@ -321,7 +335,8 @@ def restore_backup(path: Path, backup: Path | None = None) -> RestoreReport:
     folder, flushed to disk and checked again; only then are the current file and its
     ``-wal``/``-shm`` renamed aside (never deleted) and the copy renamed into place, an
     atomic step. A failure before that leaves every file as it was; a failure of the final
-    rename puts the previous files back. The window must not have the database open.
+    rename puts the previous files back. The window must not have the database open. A
+    backup holding another database's id is refused, whatever its name.
     """
     if backup is None:
         backup = newest_good_backup(path)
@@ -331,6 +346,9 @@ def restore_backup(path: Path, backup: Path | None = None) -> RestoreReport:
     problem = backup_problem(backup)
     if problem is not None:
         raise CuratorError(f"the backup cannot be restored: {problem}; nothing changed")
+    foreign = foreign_backup_problem(path, backup)
+    if foreign is not None:
+        raise CuratorError(f"refused: {foreign}")
     if path.is_dir():
         raise CuratorError(f"{path} is a folder, not a database file; nothing changed")
     stamp = _timestamp()

@@ -9,7 +9,7 @@ from PySide6.QtWidgets import QSpinBox
 from curator.gui.auto_backup import AutoBackup
 from curator.gui.main_window import MainWindow
 from curator.gui.operations import StoreOps
-from curator.store.backup import BackupResult, list_backups
+from curator.store.backup import BackupResult, list_backups, take_backup
 from curator.store.db import Store
 from curator.store.models import Pattern
 from curator.store.settings import load_settings
@@ -109,3 +109,27 @@ def test_a_backup_on_close_that_takes_too_long_is_stopped_and_deleted(
     big.close()
     assert "backup on close stopped" in caplog.text
     assert not auto.running and list((tmp_path / "backups").iterdir()) == []
+
+
+def test_another_databases_backup_neither_stops_nor_is_pruned_by_this_one(
+    qtbot, store: Store
+) -> None:
+    """``curator.db`` beside the window's ``curator.sqlite`` shares its backup folder: its
+    newer backup does not make the window's change look backed up, and it stays the
+    other database's."""
+    other = Store(store.path.with_name("curator.db"))  # binds the models to it ...
+    other.close()
+    with store.write():  # ... so the window's database is written through its own
+        store.db.execute_sql("UPDATE pattern SET importance = 0.25")
+    theirs = take_backup(other.path).path  # after the change, of the other database
+    taken: list[BackupResult] = []
+    auto = AutoBackup(store.path, lambda: 1, StoreOps(store), tick_ms=20)
+    auto.finished.connect(lambda result: result is not None and taken.append(result))
+    # due: its own newest backup (none) is older than the change
+    qtbot.waitUntil(lambda: len(taken) == 1, timeout=10_000)
+    with store.write():
+        store.db.execute_sql("UPDATE pattern SET importance = 0.5")
+    qtbot.waitUntil(lambda: len(taken) == 2, timeout=10_000)
+    auto.shutdown()
+    assert list_backups(store.path) == [r.path for r in taken]
+    assert theirs.exists() and list_backups(other.path) == [theirs]

@@ -8,7 +8,6 @@ so the figures are checked on what the application stores, without the language 
 
 from __future__ import annotations
 
-import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import timedelta
@@ -21,6 +20,7 @@ from curator.core.scoring import rank_key
 from curator.pipeline.labels import relabel
 from curator.pipeline.review import decide
 from curator.store.db import Store
+from curator.store.importer import content_hash
 from curator.store.models import (
     Candidate,
     CandidateEpisode,
@@ -28,6 +28,7 @@ from curator.store.models import (
     Pattern,
     Run,
     TraceStep,
+    format_utc,
     utcnow,
 )
 
@@ -80,10 +81,12 @@ def build(store: Store) -> Reviewed:
         )
         ids: list[int] = []
         for i, (model, conf, _human) in enumerate(EPISODES):
+            text, when = f"episode {i}: the agent did some work", now - timedelta(days=30 - i)
             e = Episode.create(
-                content_hash=uuid.uuid4().hex,
-                text=f"episode {i}: the agent did some work",
-                timestamp=now - timedelta(days=30 - i),
+                # the importer's identity, so a gold export of these rows matches them
+                content_hash=content_hash(text, "", format_utc(when)),
+                text=text,
+                timestamp=when,
                 model_label=model,
                 model_confidence=conf,
                 model_run=run.id,

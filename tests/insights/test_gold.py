@@ -97,7 +97,7 @@ def test_bad_lines_are_reported_and_good_ones_imported(
     assert main(["--db", str(db), "gold", "import", str(gold), "--json"]) == 1
     doc = json.loads(capsys.readouterr().out)
     assert doc["episodes_added"] == 1 and doc["labels_set"] == 1
-    assert [e.split(":")[0] for e in doc["errors"]] == ["line 3", "line 4", "line 5"]
+    assert [e.removeprefix(f"{gold}:").split(":")[0] for e in doc["errors"]] == ["3", "4", "5"]
 
 
 def test_not_a_gold_file_is_one_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

@@ -1,0 +1,169 @@
+"""Which backups belong to which database: by file name, and by an identity inside.
+
+Two databases may share a folder and a backup folder (``curator.sqlite`` and
+``curator.db``), so a backup must say whose it is, or a ``--keep 1`` of one would delete
+the other's backups and a restore of one would swap in the other's content:
+
+* **Name.** A backup is named after the database's whole file name:
+  ``curator.sqlite-<UTC time>.sqlite``. Backups taken before this rule were named after
+  the name without its suffix (``curator-<time>.sqlite``); such a name is still read as
+  this database's as long as it is unambiguous, i.e. no other file next to the database
+  could own it (no other file there is named ``curator`` or ``curator.<anything>``
+  besides this database and the files SQLite and a restore keep beside it). A database
+  without a suffix (``curator``) has one name for both styles, so the same ambiguity
+  applies to its id-less backups.
+* **Identity.** Each database holds a random id, created once, the first time it is
+  backed up, in a row of its ``setting`` table (key :data:`DATABASE_ID_KEY`; the settings
+  ignore keys they do not know). The backup API copies it into every backup. A backup
+  whose id differs from the database's is another database's, whatever its name: it is
+  never pruned as this one's, never chosen as this one's newest good backup, and
+  restoring it is refused. Where either side has no id (a backup taken before ids, a
+  database never backed up since, or one too damaged to read), the name decides.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import re
+import sqlite3
+import uuid
+from pathlib import Path
+
+from curator.store.backup_schedule import stamp_of
+from curator.store.opening import _connect_without_writing
+
+DATABASE_ID_KEY = "database_id"
+_STAMP = r"\d{8}T\d{12}Z"
+_OWN_SIDE_FILES = ("-wal", "-shm", "-journal", ".replaced-", ".damaged-", ".restoring-")
+"""What lies next to a database and belongs to it: SQLite's files and a restore's."""
+
+
+def backup_file_name(db_path: Path, stamp: str, suffix: str = ".sqlite") -> str:
+    """The name of the backup of ``db_path`` started at ``stamp`` (``.partial`` while
+    it is being written)."""
+    return f"{db_path.name}-{stamp}{suffix}"
+
+
+def _is_own_side_file(db_path: Path, name: str) -> bool:
+    return name == db_path.name or any(
+        name.startswith(db_path.name + side) for side in _OWN_SIDE_FILES
+    )
+
+
+def legacy_names_are_ours(db_path: Path) -> bool:
+    """Whether old-style backup names (``STEM-<time>.sqlite``) can only be this database's:
+    no other file beside it is named ``STEM`` or ``STEM.<suffix>``."""
+    stem = db_path.stem
+    with contextlib.suppress(OSError):
+        for other in db_path.parent.iterdir():
+            name = other.name
+            if _is_own_side_file(db_path, name) or not (
+                name == stem or name.startswith(stem + ".")
+            ):
+                continue
+            if other.is_file():  # a folder (say ``backups`` beside ``backups.db``) owns none
+                return False
+    return True
+
+
+def named_backups(db_path: Path, folder: Path) -> list[tuple[Path, bool]]:
+    """The files in ``folder`` whose names may make them backups of ``db_path``, oldest
+    first, each with whether its name alone says so (else only a matching id does).
+
+    The name alone says so for ``FILE-<time>.sqlite``, and for the old ``STEM-<time>.sqlite``
+    while that is unambiguous. A database without a suffix (``curator``) has one name for
+    both, so there the old style's ambiguity applies to it too.
+    """
+    if not folder.is_dir():
+        return []
+    own = re.compile(re.escape(db_path.name) + "-" + _STAMP + r"\.sqlite")
+    legacy = re.compile(re.escape(db_path.stem) + "-" + _STAMP + r"\.sqlite")
+    unambiguous = legacy_names_are_ours(db_path)
+    suffixless = db_path.stem == db_path.name
+    found: list[tuple[Path, bool]] = []
+    for path in folder.iterdir():
+        if own.fullmatch(path.name):
+            by_name = unambiguous or not suffixless
+        elif legacy.fullmatch(path.name):
+            by_name = unambiguous
+        else:
+            continue
+        if path.is_file():
+            found.append((path, by_name))
+    return sorted(found, key=lambda item: (stamp_of(item[0].name), item[0].name))
+
+
+def read_database_id(path: Path) -> str | None:
+    """The identity stored in a database or backup file (None: none, or unreadable)."""
+    try:
+        conn = _connect_without_writing(path, 1.0)
+    except sqlite3.Error:
+        return None
+    try:
+        row = conn.execute(
+            'SELECT "value" FROM "setting" WHERE "key" = ?', (DATABASE_ID_KEY,)
+        ).fetchone()
+    except sqlite3.Error:
+        return None
+    finally:
+        conn.close()
+    if row is None:
+        return None
+    try:
+        value = json.loads(row[0])
+    except (TypeError, ValueError, RecursionError):
+        return None
+    return value if isinstance(value, str) and value else None
+
+
+def ensure_database_id(path: Path, timeout: float) -> str | None:
+    """The database's identity, created now if it has none (None: it cannot be written).
+
+    A one-row write the first time a database is backed up, so every backup carries it.
+    """
+    existing = read_database_id(path)
+    if existing is not None:
+        return existing
+    try:
+        conn = sqlite3.connect(str(path), timeout=timeout, isolation_level=None)
+    except sqlite3.Error:
+        return None
+    try:
+        conn.execute("BEGIN IMMEDIATE")
+        conn.execute(
+            'INSERT OR IGNORE INTO "setting" ("key", "value") VALUES (?, ?)',
+            (DATABASE_ID_KEY, json.dumps(uuid.uuid4().hex)),
+        )
+        conn.execute("COMMIT")
+    except sqlite3.Error:
+        with contextlib.suppress(sqlite3.Error):
+            conn.execute("ROLLBACK")
+        return None
+    finally:
+        conn.close()
+    return read_database_id(path)
+
+
+def belongs_to(own_id: str | None, backup: Path, by_name: bool) -> bool:
+    """Whether ``backup`` is a backup of the database whose identity is ``own_id``: the
+    ids decide where both are known, else the name (``by_name``, see
+    :func:`named_backups`)."""
+    if own_id is None:
+        return by_name
+    theirs = read_database_id(backup)
+    return by_name if theirs is None else theirs == own_id
+
+
+def foreign_backup_problem(db_path: Path, backup: Path) -> str | None:
+    """Why ``backup`` must not be restored over ``db_path`` (None: it may be)."""
+    own_id = read_database_id(db_path) if db_path.is_file() else None
+    if own_id is None:
+        return None
+    theirs = read_database_id(backup)
+    if theirs is None or theirs == own_id:
+        return None
+    return (
+        f"{backup} is a backup of another database (id {theirs[:12]}), not of {db_path} "
+        f"(id {own_id[:12]}); nothing changed"
+    )
