@@ -41,6 +41,7 @@ from typing import Any
 from curator.core.dedup import merge_importance
 from curator.core.scoring import clamp01, rank_key
 from curator.errors import ConflictError, CuratorError
+from curator.pipeline.guard_learn import relearn_after_commit
 from curator.store.db import Store
 from curator.store.decay_clock import update_refreshes_decay
 from curator.store.models import (
@@ -597,12 +598,17 @@ def commit_run(
     No copy of the database is taken first: that made every commit cost O(database).
     The changeset is what undoes a commit; backups are taken periodically and on close
     (:mod:`curator.store.backup_schedule`, ``curator backup``).
+
+    The committed decisions teach the learned guard, which then re-judges every candidate
+    still waiting for review (:func:`curator.pipeline.guard_learn.relearn_after_commit`).
     """
     with store.explained_write("commit"):
         # Read again under the write lock: this is the state the writes apply to.
         plan = _plan(run_id)
         _refuse(plan, reviewed_only)
-        return _apply(store, plan, actor)
+        summary = _apply(store, plan, actor)
+    relearn_after_commit(store)
+    return summary
 
 
 # -- undo ---------------------------------------------------------------------------------
