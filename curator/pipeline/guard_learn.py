@@ -29,6 +29,7 @@ from typing import Any
 import numpy as np
 
 from curator.core.flags import Flag
+from curator.core.redact import redact
 from curator.pipeline.guard_flags import LEARNED_KIND, replace_kind
 from curator.store.db import Store
 from curator.store.models import Candidate, Run
@@ -134,7 +135,8 @@ class LearnedGuard:
 
 
 def learned_flag(p: float, examples: GuardExamples, closest: str) -> Flag:
-    flat = " ".join(closest.split())
+    """The flag; the closest rejected text is quoted redacted (it may carry a secret)."""
+    flat = " ".join(redact(closest).split())
     short = flat if len(flat) <= 60 else flat[:59] + "…"
     return Flag(
         LEARNED_KIND,
