@@ -9,6 +9,8 @@ scoring, the storage and the display, never the tiny model's judgement. Threshol
 from __future__ import annotations
 
 import json
+import threading
+from http.server import ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
@@ -34,6 +36,7 @@ from curator.store.demo import create_demo
 from curator.store.models import Candidate, Episode, Run, TraceStep
 from curator.store.settings import load_settings, set_setting, update_settings
 from tests.llm.conftest import API_KEY
+from tests.llm.test_http_backend import _Stub
 
 pytestmark = pytest.mark.llm
 
@@ -196,5 +199,31 @@ def test_cli_import_goes_on_when_the_model_cannot_be_loaded(
     try:
         (run,) = Run.select().where(Run.kind == "import")
         assert run.params["guard"]["model_opinion"]["asked"] is False
+    finally:
+        store.close()
+
+
+def test_a_model_failing_while_it_judges_stages_nothing(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The garbage-answering stand-in (test double: a server that answers its model list,
+    then garbage) fails the import with one line, and nothing is staged."""
+    handler = type("Handler", (_Stub,), {"mode": "garbage"})
+    server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    server.daemon_threads = True
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    url = f"http://127.0.0.1:{server.server_address[1]}"
+    db = str(tmp_path / "c.sqlite")
+    try:
+        code = main(["--db", db, "import-knowledge", str(_file(tmp_path)), "--server", url])
+    finally:
+        server.shutdown()
+        server.server_close()
+    err = capsys.readouterr().err
+    (line,) = [x for x in err.splitlines() if x.startswith("curator: error:")]
+    assert code == 2 and "Traceback" not in err and "malformed response" in line
+    store = Store(Path(db))
+    try:
+        assert Run.select().count() == 0 and Candidate.select().count() == 0
     finally:
         store.close()
