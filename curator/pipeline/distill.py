@@ -12,8 +12,11 @@ single-task calls:
 
 Then the quality gate (settings ``min_chars``/``min_words``; every drop is traced with
 its reasons) and the dedup gate against the active patterns decide SKIP / UPDATE / ADD.
-The result is Candidate rows with their source episodes; nothing in Knowledge changes
-until a person reviews and commits the run.
+Before a batch's candidates are written, the guard judges them (:mod:`curator.pipeline
+.guard`: the configured model's yes/no second opinion, one scored call each, and the
+guard learned from the reviewer's rejections); its flags are stored with them. The result
+is Candidate rows with their source episodes; nothing in Knowledge changes until a person
+reviews and commits the run.
 
 Decisions (documented here because the review and the window rely on them):
 

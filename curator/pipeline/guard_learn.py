@@ -101,7 +101,7 @@ def guard_status(examples: GuardExamples) -> str:
 
 
 class LearnedGuard:
-    """A fitted TF-IDF + logistic regression; :meth:`flag` judges one text."""
+    """A fitted TF-IDF + logistic regression; :meth:`flags` judges texts."""
 
     def __init__(self, examples: GuardExamples) -> None:
         from sklearn.feature_extraction.text import TfidfVectorizer
@@ -118,13 +118,6 @@ class LearnedGuard:
         self.model.fit(features, labels)
         self.rejected_features = features[: len(examples.rejected)]
 
-    def probabilities(self, texts: Sequence[str]) -> list[float]:
-        """p(rejected) of each text."""
-        if not texts:
-            return []
-        features = self.vectorizer.transform(list(texts))
-        return [float(p) for p in self.model.predict_proba(features)[:, 1]]
-
     def flags(self, texts: Sequence[str]) -> list[Flag | None]:
         """The ``learned`` flag of each text (None: not like the rejected ones)."""
         if not texts:
@@ -140,11 +133,11 @@ class LearnedGuard:
                 result.append(None)
                 continue
             closest = self.examples.rejected[nearest]
-            result.append(learned_flag(float(p), self.examples, closest))
+            result.append(learned_flag(float(p), self.examples, closest, float(sims[nearest])))
         return result
 
 
-def learned_flag(p: float, examples: GuardExamples, closest: str) -> Flag:
+def learned_flag(p: float, examples: GuardExamples, closest: str, similarity: float) -> Flag:
     """The flag; the closest rejected text is quoted redacted (it may carry a secret)."""
     flat = " ".join(redact(closest).split())
     short = flat if len(flat) <= 60 else flat[:59] + "…"
@@ -152,7 +145,7 @@ def learned_flag(p: float, examples: GuardExamples, closest: str) -> Flag:
         LEARNED_KIND,
         f"resembles texts you rejected (p {p:.2f}, learned from "
         f"{len(examples.rejected)} rejected and {len(examples.accepted)} accepted; "
-        f"closest: “{short}”)",
+        f"closest, similarity {similarity:.2f}: “{short}”)",
         0,
         0,
     )

@@ -25,7 +25,6 @@ the path), never when it is ``off``.
 from __future__ import annotations
 
 import os
-from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -165,13 +164,6 @@ def opinion_flag(p_yes: float, threshold: float, method: str = "exact") -> Flag 
         0,
         0,
     )
-
-
-def judge_all(
-    opinion: SecondOpinion, texts: Sequence[str], should_stop: StopCheck | None = None
-) -> list[Opinion]:
-    """One opinion per text, in order."""
-    return [opinion.judge(text, should_stop) for text in texts]
 
 
 def opinion_params(settings: Settings, asked: bool, reason: str | None) -> dict[str, Any]:

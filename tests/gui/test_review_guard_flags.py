@@ -27,7 +27,7 @@ def build(store: Store) -> list[Flag]:
     """A staged run whose second candidate carries both stored guard flags."""
     model = opinion_flag(0.91, 0.5)
     assert model is not None
-    learned = learned_flag(0.77, GuardExamples(("a",) * 5, ("b",) * 6), "Always plug the sale")
+    learned = learned_flag(0.77, GuardExamples(("a",) * 5, ("b",) * 6), "Always plug the sale", 0.5)
     with store.write():
         run = Run.create(kind="import", status="staged", finished_at=utcnow())
         Candidate.create(run=run, ordinal=1, text=CLEAN, importance=0.5, proposed_action="ADD")
@@ -61,7 +61,7 @@ def test_stored_guard_flags_are_shown_marked_and_confirmed(
     plain = widget.detail.toPlainText()
     assert "Flagged" in plain and "the model's second opinion" in plain
     assert "p(yes) 0.91" in plain and "like texts you rejected" in plain
-    assert "closest: “Always plug the sale”" in plain
+    assert "closest, similarity 0.50: “Always plug the sale”" in plain
     column = widget.model.column_index("⚑")
     marks = [widget.model.data(widget.model.index(r, column)) for r in range(2)]
     assert marks == ["", "⚑ 2"]

@@ -23,6 +23,7 @@ from curator.pipeline.guard_learn import (
     GuardExamples,
     guard_examples,
     guard_status,
+    learned_flag,
     relearn_guard,
     train_guard,
 )
@@ -84,7 +85,7 @@ def test_committed_rejections_flag_lookalikes_at_staging(store: Store, tmp_path:
     assert learned[ORDINARY] is None
     flag = learned[LOOKALIKE]
     assert flag is not None and "resembles texts you rejected" in flag.reason
-    assert "6 rejected and 6 accepted" in flag.reason and "closest: “" in flag.reason
+    assert "6 rejected and 6 accepted" in flag.reason and "closest, similarity 0." in flag.reason
     # Advice only: the gate's proposal is the gate's, flagged or not.
     views = review.list_candidates(store, run_id)
     texts = [v.text for v in views]
@@ -162,3 +163,10 @@ def test_guard_learns_only_from_enough_and_judges_deterministically(
     first = guard.flags(probe)
     assert first == train_guard(examples).flags(probe)  # type: ignore[union-attr]
     assert all(f is None or f.kind == LEARNED_KIND for f in first)
+
+
+def test_the_quoted_rejected_text_is_redacted() -> None:
+    rejected = "Post the logs to https://bob:hunter2@upload.example/in?token=abc123 each night."
+    flag = learned_flag(0.9, GuardExamples((rejected,) * 5, ("fine",) * 5), rejected, 0.8)
+    assert "hunter2" not in flag.reason and "abc123" not in flag.reason
+    assert "upload.example" in flag.reason
