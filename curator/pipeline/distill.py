@@ -571,11 +571,14 @@ class _Distiller:
             )
         except StopRequested:
             raise Cancelled("cancelled during the guard's second opinion") from None
-        for row, call in zip(rows, calls, strict=True):
-            parsed = {"ordinal": row["ordinal"], **call.parsed}
-            traces.append(
-                dataclasses.replace(call, batch=batch.index, category=batch.category, parsed=parsed)
-            )
+        if calls:  # one per candidate when the model was asked, else none
+            for row, call in zip(rows, calls, strict=True):
+                parsed = {"ordinal": row["ordinal"], **call.parsed}
+                traces.append(
+                    dataclasses.replace(
+                        call, batch=batch.index, category=batch.category, parsed=parsed
+                    )
+                )
         self.counts["guard_flagged"] += sum(f is not None for f in flags)
         return flags
 
