@@ -11,20 +11,29 @@ import argparse
 from typing import Any
 
 from curator.cli.common import CommandContext
+from curator.cli.pipeline import _load_backend, model_parser
+from curator.core.redact import redact
+from curator.errors import CuratorError
 from curator.pipeline.audit import audit, retire_patterns
+from curator.pipeline.guard_opinion import opinion_wanted
 from curator.pipeline.import_knowledge import import_knowledge
+from curator.pipeline.runlog import one_line
+from curator.store.settings import load_settings
 
 
 def register(subparsers: Any, common: argparse.ArgumentParser) -> None:
     p = subparsers.add_parser(
         "import-knowledge",
-        parents=[common],
+        parents=[common, model_parser()],
         help="stage existing knowledge (JSON list, text lines, Markdown bullets) for review",
         description="Read FILE: the seed's JSON list of {pattern, importance, distilled}, "
         "plain text (one pattern per line) or a Markdown bullet list. The patterns go "
         "through the quality and dedup gates and are staged as a run: review it "
         "(`curator review RUN`) and commit it like a distillation. Bad lines are reported "
-        "as FILE:LINE: reason; exit code 1 when some were rejected.",
+        "as FILE:LINE: reason; exit code 1 when some were rejected. The configured model "
+        "gives its second opinion on each pattern (setting guard_model_opinion; not the "
+        "demo model unless it is 'always'); a model that cannot be loaded is reported and "
+        "the file is staged without it.",
     )
     p.add_argument("file", metavar="FILE")
     p.set_defaults(handler=cmd_import_knowledge)
@@ -47,8 +56,30 @@ def register(subparsers: Any, common: argparse.ArgumentParser) -> None:
     p.set_defaults(handler=cmd_retire)
 
 
+def _opinion_model(ctx: CommandContext) -> Any:
+    """The model for the second opinion, or None (not wanted, or it cannot be loaded:
+    the import goes on without it and the run records why). A model named by ``--model``
+    or ``--server`` is loaded, and then judged (the demo model is still not asked under
+    ``on``); else the saved settings decide before anything is loaded."""
+    args = ctx.args
+    settings = load_settings(ctx.store)
+    chosen = bool(args.model or args.server)  # a model named here, not the saved one
+    if settings.guard_model_opinion == "off" or not (chosen or opinion_wanted(settings)):
+        return None
+    try:
+        return _load_backend(ctx)
+    except CuratorError as exc:
+        ctx.info(f"curator: warning: no second opinion from the model: {redact(one_line(exc))}")
+        return None
+
+
 def cmd_import_knowledge(ctx: CommandContext) -> int:
-    report = import_knowledge(ctx.store, ctx.args.file)
+    backend = _opinion_model(ctx)
+    try:
+        report = import_knowledge(ctx.store, ctx.args.file, backend=backend)
+    finally:
+        if backend is not None:
+            backend.close()
     for error in report.errors:
         ctx.info(str(error))
     for dropped in report.dropped_quality:

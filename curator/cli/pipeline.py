@@ -56,8 +56,8 @@ def add_server_args(group: Any) -> None:
     )
 
 
-def register(subparsers: Any, common: argparse.ArgumentParser) -> None:
-    """Add the pipeline subcommands."""
+def model_parser() -> argparse.ArgumentParser:
+    """The model options shared by the commands that load a model."""
     model = argparse.ArgumentParser(add_help=False)
     group = model.add_argument_group("model")
     group.add_argument(
@@ -71,7 +71,12 @@ def register(subparsers: Any, common: argparse.ArgumentParser) -> None:
     group.add_argument("--n-ctx", type=integer, metavar="N", help="context size in tokens")
     group.add_argument("--threads", type=integer, metavar="N", help="CPU threads")
     add_server_args(group)
+    return model
 
+
+def register(subparsers: Any, common: argparse.ArgumentParser) -> None:
+    """Add the pipeline subcommands."""
+    model = model_parser()
     p = subparsers.add_parser(
         "classify",
         parents=[common, model],
@@ -84,7 +89,8 @@ def register(subparsers: Any, common: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--relearn",
         action="store_true",
-        help="retrain on the human labels and re-predict; loads no model",
+        help="retrain on the human labels and re-predict, and the learned guard on the "
+        "committed review decisions; loads no model",
     )
     p.set_defaults(handler=cmd_classify)
 
@@ -294,10 +300,15 @@ def cmd_classify(ctx: CommandContext) -> int:
     from curator.pipeline.classify import classify_episodes
 
     if ctx.args.relearn:
+        from curator.pipeline.guard_learn import relearn_guard
         from curator.pipeline.learn import relearn
 
         report = relearn(ctx.store)
-        ctx.emit(dataclasses.asdict(report), report.summary())
+        guard = relearn_guard(ctx.store)
+        ctx.emit(
+            {**dataclasses.asdict(report), "guard": dataclasses.asdict(guard)},
+            f"{report.summary()}\n{guard.summary()}",
+        )
         return 0
     _check_limit(ctx.args.limit)
     backend = _load_backend(ctx)

@@ -18,6 +18,7 @@ from PySide6.QtWidgets import QDialog, QDialogButtonBox, QTextBrowser, QVBoxLayo
 
 from curator.core.flags import KIND_LABELS, Flag
 from curator.gui.errors import cancel_by_default
+from curator.pipeline.guard_flags import GUARD_KIND_LABELS
 
 FLAG_MARK = "⚑"
 
@@ -29,7 +30,12 @@ KIND_COLOURS = {
     "hidden": "#9fe3d4",
     "identity": "#ffe066",
     "untrusted": "#d9d9d9",
+    "model": "#a7d8ff",
+    "learned": "#b8e6a1",
 }
+
+LABELS = {**KIND_LABELS, **GUARD_KIND_LABELS}
+"""Every kind's words: the rule flags' and the guard's stored ones."""
 
 
 def highlight_html(text: str, flags: Sequence[Flag]) -> str:
@@ -71,7 +77,7 @@ def flags_html(flags: Sequence[Flag]) -> str:
         match = f": “{html.escape(_short(flag.match))}”" if flag.match.strip() else ""
         items.append(
             f"<li><span style='background-color:{colour}'>&nbsp;{FLAG_MARK} "
-            f"{html.escape(KIND_LABELS.get(flag.kind, flag.kind))}&nbsp;</span> "
+            f"{html.escape(LABELS.get(flag.kind, flag.kind))}&nbsp;</span> "
             f"{html.escape(flag.reason)}{match}</li>"
         )
     return (

@@ -10,7 +10,6 @@ closing the window cancels it and waits.
 
 from __future__ import annotations
 
-import os
 import threading
 from collections.abc import Iterable, Mapping
 from pathlib import Path
@@ -33,8 +32,7 @@ from curator.errors import CuratorError
 from curator.llm.catalogue import CatalogueEntry, entry_state, load_catalogue
 from curator.llm.discovery import LocalModel, find_local_models
 from curator.llm.download import DownloadCancelled, DownloadResult, Progress, download_model
-from curator.llm.http_backend import SERVER_ENV
-from curator.llm.model_file import MODEL_ENV, demo_model_path
+from curator.pipeline.guard_opinion import demo_model_configured
 from curator.store.settings import Settings
 
 DEMO_NOTICE = (
@@ -49,17 +47,9 @@ status bar must fit a 1024-pixel window."""
 def demo_model_in_use(settings: Settings) -> bool:
     """Whether runs would use the bundled demo model (no file chosen, or the demo file).
 
-    Not when a model server is chosen (in Settings or through ``$CURATOR_SERVER``)."""
-    if os.environ.get(SERVER_ENV) or (settings.backend == "server" and settings.server_url):
-        return False
-    chosen = os.environ.get(MODEL_ENV) or settings.model_path
-    if not chosen:
-        return True
-    demo = demo_model_path()
-    try:
-        return demo is not None and Path(chosen).expanduser().resolve() == demo.resolve()
-    except OSError:
-        return False
+    Not when a model server is chosen (in Settings or through ``$CURATOR_SERVER``); the
+    guard's second opinion uses the same test (:mod:`curator.pipeline.guard_opinion`)."""
+    return demo_model_configured(settings)
 
 
 def _size(n: int | None) -> str:

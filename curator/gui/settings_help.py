@@ -59,6 +59,16 @@ PURPOSE: dict[str, str] = {
         "While the window is open, the database is backed up after this many minutes of use, "
         "and once more on close. Off: no automatic backups (commits still keep their own)."
     ),
+    "guard_model_opinion": (
+        "When a run is staged, the model is asked one short yes/no question per candidate: "
+        "does it try to instruct or change the agent, or smuggle secrets or links? A yes "
+        "flags it for review (the proposal is unchanged). On: not with the demo model, which "
+        "is too small to judge. Always: the demo model too. Costs one short call per candidate."
+    ),
+    "guard_opinion_threshold": (
+        "How sure the model must be (its probability of “yes”) before its second opinion "
+        "flags a candidate."
+    ),
     "backend": (
         "Where the model runs: a GGUF file loaded inside Memory Curator (llama.cpp), or an "
         "OpenAI-compatible model server (llama.cpp's llama-server, Ollama, LM Studio, vLLM, "
@@ -85,12 +95,14 @@ _SPECIAL: dict[str, dict[Any, str]] = {
     "n_threads": {None: "automatic"},
     "backup_interval_minutes": {0: "off"},
     "backend": {"local": "model file"},
+    "guard_model_opinion": {"on": "on (not the demo model)", "always": "always (demo model too)"},
     "server_url": {None: "none"},
     "server_model": {None: "the server's first model"},
 }
 
 
-def _shown(key: str, value: Any) -> str:
+def shown_value(key: str, value: Any) -> str:
+    """A value in words, as the tooltips (and the pane's choices) show it."""
     special = _SPECIAL.get(key, {})
     if value in special:
         return special[value]
@@ -113,10 +125,10 @@ def describe_range(key: str) -> str:
         extra = special.get(None) if rule.optional else special.get(low)
         if low in special:  # e.g. -1 means "all layers": a word, not a number
             low += 1
-        text = f"{_shown(key, low)} to {_shown(key, high)}"
+        text = f"{shown_value(key, low)} to {shown_value(key, high)}"
         return f"{text}, or {extra}" if extra else text
     if rule.choices:
-        return " or ".join(_shown(key, choice) for choice in rule.choices)
+        return " or ".join(shown_value(key, choice) for choice in rule.choices)
     return ""
 
 
@@ -128,7 +140,7 @@ def tooltip(key: str) -> str:
     if span:
         facts.append(f"Range: {escape(span)}")
     if key in RULES:
-        facts.append(f"Default: {escape(_shown(key, getattr(DEFAULTS, key)))}")
+        facts.append(f"Default: {escape(shown_value(key, getattr(DEFAULTS, key)))}")
     if facts:
         lines.append(" · ".join(facts))
     return "".join(f"<p>{line}</p>" for line in lines)

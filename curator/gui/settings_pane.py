@@ -22,6 +22,7 @@ from typing import Any
 
 from PySide6.QtCore import Qt, QThreadPool
 from PySide6.QtWidgets import (
+    QComboBox,
     QFormLayout,
     QFrame,
     QGroupBox,
@@ -41,7 +42,7 @@ from curator.gui.operations import OpContext
 from curator.gui.pane import Pane
 from curator.gui.server_box import BackendBox
 from curator.gui.services import AppServices
-from curator.gui.settings_help import tooltip
+from curator.gui.settings_help import shown_value, tooltip
 from curator.gui.settings_parts import (
     PANE_KEYS,
     ModelValidation,
@@ -61,6 +62,7 @@ from curator.llm.model_file import (
 from curator.llm.server_choice import save_api_key
 from curator.llm.threads import cached_tuning
 from curator.store.settings import (
+    RULES,
     Settings,
     SettingsError,
     changed_settings,
@@ -179,6 +181,14 @@ class SettingsPane(Pane):
         self.untrusted_sources.setObjectName("untrustedSources")
         self.untrusted_sources.setPlaceholderText("none: every source is trusted")
         pipeline_form.addRow("Untrusted sources", self.untrusted_sources)
+        self.guard_opinion = QComboBox()
+        self.guard_opinion.setObjectName("guardModelOpinion")
+        for choice in RULES["guard_model_opinion"].choices:
+            self.guard_opinion.addItem(shown_value("guard_model_opinion", choice), choice)
+        pipeline_form.addRow("Model's second opinion", self.guard_opinion)
+        self.guard_threshold = rule_double_spin("guard_opinion_threshold", 0.05, 2)
+        self.guard_threshold.setObjectName("guardOpinionThreshold")
+        pipeline_form.addRow("Second opinion flags when p(yes) ≥", self.guard_threshold)
         for field, key in (
             (self.skip_threshold, "skip_threshold"),
             (self.update_threshold, "update_threshold"),
@@ -187,6 +197,8 @@ class SettingsPane(Pane):
             (self.min_chars, "min_chars"),
             (self.min_words, "min_words"),
             (self.untrusted_sources, "untrusted_sources"),
+            (self.guard_opinion, "guard_model_opinion"),
+            (self.guard_threshold, "guard_opinion_threshold"),
         ):
             set_tip(pipeline_form, field, key)
         self.backup_interval = rule_spin("backup_interval_minutes", 5, special="off")
@@ -362,6 +374,8 @@ class SettingsPane(Pane):
             "min_chars": self.min_chars.value(),
             "min_words": self.min_words.value(),
             "backup_interval_minutes": self.backup_interval.value(),
+            "guard_model_opinion": self.guard_opinion.currentData(),
+            "guard_opinion_threshold": round(self.guard_threshold.value(), 4),
             "untrusted_sources": sorted(
                 {s.strip().lower() for s in self.untrusted_sources.text().split(",") if s.strip()}
             ),
@@ -539,6 +553,8 @@ class SettingsPane(Pane):
         self.min_words.setValue(values.min_words)
         self.backup_interval.setValue(values.backup_interval_minutes)
         self.untrusted_sources.setText(", ".join(values.untrusted_sources))
+        self.guard_opinion.setCurrentIndex(self.guard_opinion.findData(values.guard_model_opinion))
+        self.guard_threshold.setValue(values.guard_opinion_threshold)
         self.show_model_info()
         self.show_thread_tuning()
 

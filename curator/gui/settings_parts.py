@@ -150,6 +150,8 @@ PANE_KEYS = (
     "min_chars",
     "min_words",
     "untrusted_sources",
+    "guard_model_opinion",
+    "guard_opinion_threshold",
     "backup_interval_minutes",
     "backend",
     "server_url",

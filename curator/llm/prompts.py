@@ -27,7 +27,7 @@ from curator.resources_path import resource_path
 ITEM = "{{item}}"
 _PLACEHOLDER = re.compile(r"\{\{([a-z_]+)\}\}")
 _FILE = re.compile(r"^(?P<name>[a-z_]+)\.v(?P<version>\d+)\.txt$")
-PROMPT_NAMES = ("classify", "extract", "refine", "importance")
+PROMPT_NAMES = ("classify", "extract", "refine", "importance", "guard")
 
 
 class PromptError(ValueError):

@@ -47,6 +47,7 @@ from curator.pipeline.fingerprint import (
     fingerprint,
     refuse_if_changed,
 )
+from curator.pipeline.guard_learn import relearn_after_commit
 from curator.store.db import Store
 from curator.store.decay_clock import update_refreshes_decay
 from curator.store.models import (
@@ -622,6 +623,9 @@ def commit_run(
     No copy of the database is taken first: that made every commit cost O(database).
     The changeset is what undoes a commit; backups are taken periodically and on close
     (:mod:`curator.store.backup_schedule`, ``curator backup``).
+
+    The committed decisions teach the learned guard, which then re-judges every candidate
+    still waiting for review (:func:`curator.pipeline.guard_learn.relearn_after_commit`).
     """
     with store.explained_write("commit"):
         # Read again under the write lock: this is the state the writes apply to.
@@ -629,7 +633,9 @@ def commit_run(
         if plan.run.status == "staged":  # else _refuse names the status, a plainer reason
             refuse_if_changed(plan.preview, expect)
         _refuse(plan, reviewed_only)
-        return _apply(store, plan, actor)
+        summary = _apply(store, plan, actor)
+    relearn_after_commit(store)
+    return summary
 
 
 # -- undo ---------------------------------------------------------------------------------

@@ -12,8 +12,11 @@ single-task calls:
 
 Then the quality gate (settings ``min_chars``/``min_words``; every drop is traced with
 its reasons) and the dedup gate against the active patterns decide SKIP / UPDATE / ADD.
-The result is Candidate rows with their source episodes; nothing in Knowledge changes
-until a person reviews and commits the run.
+Before a batch's candidates are written, the guard judges them (:mod:`curator.pipeline
+.guard`: the configured model's yes/no second opinion, one scored call each, and the
+guard learned from the reviewer's rejections); its flags are stored with them. The result
+is Candidate rows with their source episodes; nothing in Knowledge changes until a person
+reviews and commits the run.
 
 Decisions (documented here because the review and the window rely on them):
 
@@ -42,6 +45,7 @@ Decisions (documented here because the review and the window rely on them):
 
 from __future__ import annotations
 
+import dataclasses
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -51,7 +55,7 @@ from curator.core.dedup import Decision, gate
 from curator.core.parsing import ParseError, parse_number_array, parse_string_array
 from curator.core.quality import QualityGate
 from curator.errors import CuratorError
-from curator.llm.backend import Backend, Completion, require_finite
+from curator.llm.backend import Backend, Completion, StopRequested, require_finite
 from curator.llm.grammars import (
     bullet_list_grammar,
     number_array_grammar,
@@ -59,6 +63,7 @@ from curator.llm.grammars import (
     string_array_grammar,
 )
 from curator.llm.prompts import PromptTemplate, load_prompt, numbered
+from curator.pipeline.guard import StagingGuard, staging_guard
 from curator.pipeline.progress import Cancelled, Progress, TaskState
 from curator.pipeline.runlog import (
     RunResult,
@@ -247,7 +252,9 @@ class _Distiller:
             "repaired": 0,
             "retries": 0,
             "tokens_out": 0,
+            "guard_flagged": 0,
         }
+        self.guard = StagingGuard(None, None)  # distill() sets the run's guard
         self.episode_ids: list[int] = []
         self.next_ordinal = 1
         active = (
@@ -516,6 +523,7 @@ class _Distiller:
                 }
             )
         traces = list(extra_trace)
+        guarded = self._guard_flags(batch, rows, traces)
         if rows:
             traces.append(
                 TraceRecord(
@@ -526,8 +534,8 @@ class _Distiller:
         self.counts["episodes"] += len(batch.episode_ids)
         self.counts["batches"] += 1
         with self.store.write():
-            for row in rows:
-                candidate = Candidate.create(**row)
+            for row, flags in zip(rows, guarded, strict=True):
+                candidate = Candidate.create(**row, guard_flags=flags)
                 CandidateEpisode.insert_many(
                     [{"candidate": candidate.id, "episode": e} for e in batch.episode_ids]
                 ).execute()
@@ -551,6 +559,28 @@ class _Distiller:
                 message=f"batch {batch.index + 1}/{self.n_batches}: {len(rows)} candidates",
             )
         )
+
+    def _guard_flags(
+        self, batch: _Batch, rows: list[dict[str, Any]], traces: list[TraceRecord]
+    ) -> list[list[dict[str, Any]] | None]:
+        """The guard's flags of the batch's candidates (:mod:`curator.pipeline.guard`);
+        each model call's trace is added to ``traces``."""
+        try:
+            flags, calls = self.guard.judge(
+                [row["text"] for row in rows], should_stop=lambda: self.state.cancelled
+            )
+        except StopRequested:
+            raise Cancelled("cancelled during the guard's second opinion") from None
+        if calls:  # one per candidate when the model was asked, else none
+            for row, call in zip(rows, calls, strict=True):
+                parsed = {"ordinal": row["ordinal"], **call.parsed}
+                traces.append(
+                    dataclasses.replace(
+                        call, batch=batch.index, category=batch.category, parsed=parsed
+                    )
+                )
+        self.counts["guard_flagged"] += sum(f is not None for f in flags)
+        return flags
 
     def stats(self) -> dict[str, Any]:
         """The run's counters, plus the tokens the model wrote per staged candidate."""
@@ -584,6 +614,9 @@ def distill(
     settings = load_settings(store)
     identity = current_identity(store)
     prompts = {name: load_prompt(name) for name in ("extract", "refine", "importance")}
+    guard = staging_guard(store, settings, backend)
+    if guard.opinion is not None:
+        prompts["guard"] = guard.opinion.prompt
     max_out = settings.max_output_tokens
     out_reserve = min(max_out, backend.n_ctx // 4)
     remaining = limit
@@ -610,6 +643,7 @@ def distill(
         "max_output_tokens": max_out,
         "extract_max_tokens": out_reserve,
         "max_batch_episodes": MAX_BATCH_EPISODES,
+        "guard": guard.params,
         **{
             k: getattr(settings, k)
             for k in (
@@ -634,6 +668,7 @@ def distill(
         worker = _Distiller(
             store, backend, state, run.id, prompts, identity, settings, len(batches)
         )
+        worker.guard = guard
         run.stats = worker.stats()
         run.cancel_message = lambda: (
             f"cancelled after {worker.batches_done} of {len(batches)} batches "

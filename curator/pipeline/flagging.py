@@ -4,7 +4,10 @@ The detector (:mod:`curator.core.flags`) is pure; this module gives it what it c
 against, read when the flags are computed: the *current* identity and axioms, the
 sources marked untrusted in Settings, and each text's source episodes. Flags are
 computed when shown, never stored, so a changed axiom or trust setting applies at once;
-what a reviewer saw when deciding is kept in ``Candidate.flags_seen``.
+what a reviewer saw when deciding is kept in ``Candidate.flags_seen``. The guard's
+judgements made at staging (the model's second opinion, the learned guard; see
+:mod:`curator.pipeline.guard`) are the exception: stored on the candidate, they follow
+the rule flags wherever flags are shown.
 """
 
 from __future__ import annotations
@@ -14,6 +17,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from curator.core.flags import Flag, detect, provenance_flag
+from curator.pipeline.guard_flags import stored_flags
 from curator.store.db import Store
 from curator.store.identity import current_identity
 from curator.store.models import CandidateEpisode, Episode, PatternEpisode
@@ -31,12 +35,14 @@ class FlagContext:
     identity_text: str
     untrusted: frozenset[str]
 
-    def flags(self, text: str, sources: Sequence[str] = ()) -> list[Flag]:
-        """The text's flags, plus ``untrusted`` when every source is untrusted."""
+    def flags(self, text: str, sources: Sequence[str] = (), stored: Any = None) -> list[Flag]:
+        """The text's flags, plus ``untrusted`` when every source is untrusted, then the
+        guard's flags ``stored`` at staging (``Candidate.guard_flags``)."""
         found = detect(text, self.axioms, self.identity_text)
         provenance = provenance_flag(list(sources), self.untrusted)
         if provenance is not None:
             found.append(provenance)
+        found.extend(stored_flags(stored))
         return found
 
 

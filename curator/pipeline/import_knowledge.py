@@ -3,11 +3,14 @@
 :func:`import_knowledge` reads a knowledge file (:mod:`curator.store.knowledge_file`) and
 stages a run of kind ``import`` whose candidates went through the quality gate and the
 dedup gate exactly as a distillation batch does (the pool grows with the file's own ADDs,
-so a pattern listed twice is proposed once). The flags are computed when the run is
-reviewed, like any candidate's. Nothing reaches Knowledge before a person reviews and
+so a pattern listed twice is proposed once). The rule flags are computed when the run is
+reviewed, like any candidate's; the guard's (the model's second opinion when a model is
+given and the settings allow it, the learned guard) are judged before staging and stored
+(:mod:`curator.pipeline.guard`). Nothing reaches Knowledge before a person reviews and
 commits the run; a committed ADD keeps the file's importance and ``distilled`` date.
 
-Everything is written in one transaction: a file is staged completely or not at all.
+Everything is written in one transaction: a file is staged completely or not at all (the
+model is asked before it, so a failing model leaves nothing behind).
 Line errors and quality-gate drops are in the report (and the run's trace), never silent.
 """
 
@@ -19,6 +22,9 @@ from typing import Any
 
 from curator.core.dedup import gate
 from curator.core.quality import QualityGate
+from curator.llm.backend import Backend, StopCheck
+from curator.pipeline.guard import staging_guard
+from curator.pipeline.runlog import model_provenance, trace_fields
 from curator.store.db import Store
 from curator.store.importer import LineError
 from curator.store.knowledge_file import KnowledgeItem, read_knowledge
@@ -72,8 +78,18 @@ class KnowledgeImportReport:
         return text
 
 
-def import_knowledge(store: Store, path: str | Path) -> KnowledgeImportReport:
-    """Stage the patterns of a knowledge file as a run to review (see the module doc)."""
+def import_knowledge(
+    store: Store,
+    path: str | Path,
+    *,
+    backend: Backend | None = None,
+    should_stop: StopCheck | None = None,
+) -> KnowledgeImportReport:
+    """Stage the patterns of a knowledge file as a run to review (see the module doc).
+
+    ``backend`` is the model asked for its second opinion on each pattern (None: none
+    asked, which the run records); ``should_stop`` cancels between its calls.
+    """
     parsed = read_knowledge(path)
     report = KnowledgeImportReport(file=parsed.path, shape=parsed.shape, errors=parsed.errors)
     report.read = len(parsed.items)
@@ -91,6 +107,15 @@ def import_knowledge(store: Store, path: str | Path) -> KnowledgeImportReport:
     if not kept:
         return report
     from curator.pipeline.review import record_proposals
+
+    guard = staging_guard(store, settings, backend)
+    guarded, calls = guard.judge([item.text for item in kept], should_stop)
+    model: dict[str, Any] = {}
+    if guard.opinion is not None:
+        model = {
+            **model_provenance(guard.opinion.backend),
+            "prompts": {"guard": guard.opinion.prompt.provenance},
+        }
 
     with store.write():
         active = tuples(
@@ -115,7 +140,9 @@ def import_knowledge(store: Store, path: str | Path) -> KnowledgeImportReport:
                     k: getattr(settings, k)
                     for k in ("min_chars", "min_words", "skip_threshold", "update_threshold")
                 },
+                "guard": guard.params,
             },
+            **model,
         )
         rows = []
         dedup_trace = []
@@ -135,6 +162,7 @@ def import_knowledge(store: Store, path: str | Path) -> KnowledgeImportReport:
                     "proposed_ratio": float(decision.ratio),
                     "target_revision": target_rev,
                     "distilled_at": item.distilled_at,
+                    "guard_flags": guarded[ordinal - 1],
                 }
             )
             dedup_trace.append(
@@ -157,6 +185,9 @@ def import_knowledge(store: Store, path: str | Path) -> KnowledgeImportReport:
             parsed={"kept": len(kept), "dropped": report.dropped_quality},
         )
         TraceStep.create(run=run.id, step="dedup", parsed=dedup_trace)
+        for ordinal, call in enumerate(calls, 1):
+            fields = trace_fields(run.id, call)
+            TraceStep.create(**{**fields, "parsed": {"ordinal": ordinal, **call.parsed}})
         report.run_id = int(run.id)
         report.staged = len(rows)
         run.stats = {
@@ -164,6 +195,7 @@ def import_knowledge(store: Store, path: str | Path) -> KnowledgeImportReport:
             "read": report.read,
             "dropped_quality": len(report.dropped_quality),
             "rejected": len(report.errors),
+            "guard_flagged": sum(flags is not None for flags in guarded),
             **report.by_action,
         }
         run.save()

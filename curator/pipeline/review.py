@@ -274,7 +274,7 @@ def _views(store: Store, candidates: list[Candidate]) -> list[CandidateView]:
                 shown_target_id=target if info else None,
                 target_status=info[2] if info else None,
                 revision=c.revision,
-                flags=tuple(flagger.flags(c.final_text or c.text, names[c.id])),
+                flags=tuple(flagger.flags(c.final_text or c.text, names[c.id], c.guard_flags)),
                 flags_seen=c.flags_seen,
                 distilled_at=c.distilled_at,
                 keep_pattern_text=bool(c.keep_pattern_text),
@@ -509,7 +509,8 @@ def _write_state(candidate: Candidate, state: dict[str, Any]) -> None:
 def _flags_now(flagger: FlagContext, candidate: Candidate, state: dict[str, Any]) -> list[Flag]:
     """The flags of the text a decision applies (the edit, else the proposed text)."""
     text = state["final_text"] if state["final_text"] is not None else candidate.text
-    return flagger.flags(text, candidate_sources([candidate.id])[candidate.id])
+    sources = candidate_sources([candidate.id])[candidate.id]
+    return flagger.flags(text, sources, candidate.guard_flags)
 
 
 def _record(
@@ -705,7 +706,9 @@ def accept_all(
         flagger = flag_context(store)
         names = candidate_sources([c.id for c in pending])
         for candidate in pending:
-            flags = flagger.flags(candidate.final_text or candidate.text, names[candidate.id])
+            flags = flagger.flags(
+                candidate.final_text or candidate.text, names[candidate.id], candidate.guard_flags
+            )
             if flags and not include_flagged:
                 continue
             before = decision_state(candidate)

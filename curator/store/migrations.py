@@ -116,6 +116,10 @@ MIGRATIONS: tuple[tuple[str, ...], ...] = (
     # review: an UPDATE with an edited text either rewords the pattern (NULL/0, the
     # default) or keeps the pattern's text (1); the reviewer chooses in the window
     ('ALTER TABLE "candidate" ADD COLUMN "keep_pattern_text" INTEGER',),
+    # the guard's judgements made at staging (the configured model's second opinion, the
+    # guard learned from the reviewer's rejections): stored, so the review shows them
+    # without a model call and shows the same ones every time
+    ('ALTER TABLE "candidate" ADD COLUMN "guard_flags" TEXT',),
 )
 
 LATEST_VERSION = len(MIGRATIONS)

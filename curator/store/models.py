@@ -301,6 +301,9 @@ class Candidate(BaseModel):
     # UPDATE with an edited text: True keeps the pattern's text (only importance and
     # provenance change); None/False: the reviewer's wording replaces it.
     keep_pattern_text = BooleanField(null=True)
+    # Flags judged at staging, not recomputed when shown (curator.pipeline.guard): the
+    # model's second opinion and the learned guard's; a list of Flag JSON, None: none.
+    guard_flags = JSONField(null=True)
 
 
 class CandidateEpisode(BaseModel):

@@ -80,6 +80,13 @@ RULES: dict[str, Rule] = {
     "server_model": Rule("model id on the server", str, optional=True),
     # The window backs up at most every N minutes of use and on close; 0 turns it off
     "backup_interval_minutes": Rule("backup every N minutes of use", int, 0, 1440),
+    # The configured model's yes/no second opinion on staged candidates (curator.pipeline
+    # .guard_opinion): "on" skips the demo model (too small to judge), "always" asks it too
+    "guard_model_opinion": Rule(
+        "model's second opinion on candidates", str, choices=("on", "off", "always")
+    ),
+    # p(yes) from which the model's second opinion flags a candidate
+    "guard_opinion_threshold": Rule("second-opinion flag threshold", float, 0.0, 1.0),
 }
 
 
@@ -158,6 +165,8 @@ class Settings:
     server_url: str | None = None
     server_model: str | None = None  # None: the server's first model
     backup_interval_minutes: int = 30  # curator.gui.auto_backup; 0: no automatic backups
+    guard_model_opinion: str = "on"  # on | off | always (curator.pipeline.guard_opinion)
+    guard_opinion_threshold: float = 0.5
 
     @classmethod
     def from_mapping(cls, values: Mapping[str, Any], *, ignore_unknown: bool = False) -> Settings:

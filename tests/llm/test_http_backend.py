@@ -27,63 +27,9 @@ from curator.store.db import Store
 from curator.store.demo import create_demo
 from curator.store.models import LABELS, Episode, Run
 from curator.store.settings import set_setting
+from tests.llm.conftest import API_KEY, _free_port
 
 pytestmark = pytest.mark.llm
-
-API_KEY = "test-key-not-a-secret"
-
-
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
-@pytest.fixture(scope="session")
-def llama_server(demo_model: Path) -> Iterator[str]:
-    """``python -m llama_cpp.server`` with the demo model on a free loopback port."""
-    try:
-        import llama_cpp.server.app  # noqa: F401
-    except ImportError as exc:
-        pytest.skip(f"llama-cpp-python's server extra is not installed ({exc})")
-    port = _free_port()
-    process = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "llama_cpp.server",
-            "--model",
-            str(demo_model),
-            "--host",
-            "127.0.0.1",
-            "--port",
-            str(port),
-            "--n_ctx",
-            "2048",
-            "--api_key",
-            API_KEY,
-        ],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
-    url = f"http://127.0.0.1:{port}"
-    try:
-        for _ in range(600):  # up to a minute on a busy machine
-            if process.poll() is not None:
-                pytest.fail(f"llama_cpp.server exited with {process.returncode}")
-            try:
-                headers = {"Authorization": f"Bearer {API_KEY}"}
-                if httpx.get(f"{url}/v1/models", headers=headers, timeout=1).status_code == 200:
-                    break
-            except httpx.TransportError:
-                pass
-            time.sleep(0.1)
-        else:
-            pytest.fail("llama_cpp.server did not start")
-        yield url
-    finally:
-        process.terminate()
-        process.wait(timeout=30)
 
 
 @pytest.fixture
