@@ -11,7 +11,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from curator.cli.common import CommandContext
+from curator.cli.common import CommandContext, integer, writing_stdout
 from curator.cli.pipeline import add_server_args
 from curator.errors import CuratorError
 from curator.llm.prompts import PromptError, load_prompt
@@ -30,7 +30,7 @@ def register(subparsers: Any, common: argparse.ArgumentParser) -> None:
         "bootstrap interval, calibration), gate proposals vs review decisions with the "
         "overrides, agreement per run, the threshold what-if and the decay forecast.",
     )
-    p.add_argument("--run", type=int, default=None, metavar="RUN", help="only this run")
+    p.add_argument("--run", type=integer, default=None, metavar="RUN", help="only this run")
     p.add_argument("--floor", type=float, default=0.05, help="forecast floor (default 0.05)")
     p.add_argument(
         "--new-importance",
@@ -38,7 +38,7 @@ def register(subparsers: Any, common: argparse.ArgumentParser) -> None:
         default=0.5,
         help="importance of a hypothetical new pattern in the forecast (default 0.5)",
     )
-    p.add_argument("--days", type=int, default=90, help="forecast horizon in days (default 90)")
+    p.add_argument("--days", type=integer, default=90, help="forecast horizon in days (default 90)")
     p.set_defaults(handler=cmd_insights)
 
     p = subparsers.add_parser(
@@ -52,12 +52,12 @@ def register(subparsers: Any, common: argparse.ArgumentParser) -> None:
         "also the gate's decisions on the reviewed candidates under those thresholds.",
     )
     p.add_argument("--model", metavar="PATH", help="GGUF model file (default: as classify)")
-    p.add_argument("--n-gpu-layers", type=int, metavar="N", help="layers on the GPU (-1 all)")
-    p.add_argument("--n-ctx", type=int, metavar="N", help="context size in tokens")
-    p.add_argument("--threads", type=int, metavar="N", help="CPU threads")
+    p.add_argument("--n-gpu-layers", type=integer, metavar="N", help="layers on the GPU (-1 all)")
+    p.add_argument("--n-ctx", type=integer, metavar="N", help="context size in tokens")
+    p.add_argument("--threads", type=integer, metavar="N", help="CPU threads")
     add_server_args(p)
-    p.add_argument("--prompt-version", type=int, metavar="V", help="classify prompt version")
-    p.add_argument("--limit", type=int, metavar="N", help="replay at most N gold episodes")
+    p.add_argument("--prompt-version", type=integer, metavar="V", help="classify prompt version")
+    p.add_argument("--limit", type=integer, metavar="N", help="replay at most N gold episodes")
     p.add_argument("--skip", type=float, metavar="R", help="gate replay: SKIP threshold")
     p.add_argument("--update", type=float, metavar="R", help="gate replay: UPDATE threshold")
     p.set_defaults(handler=cmd_replay)
@@ -260,20 +260,31 @@ def cmd_gold(ctx: CommandContext) -> int:
     args = ctx.args
     if args.action == "export":
         if args.file == "-":
-            counts = export_gold(ctx.store, sys.stdout)
+            if ctx.json:
+                raise CuratorError(
+                    "gold export - writes the gold set itself (JSONL) to stdout; "
+                    "--json goes with a FILE"
+                )
+            with writing_stdout():
+                counts = export_gold(ctx.store, sys.stdout)
+                sys.stdout.flush()
             ctx.info(f"exported {counts['episodes']} episodes, {counts['candidates']} candidates")
             return 0
         target = Path(args.file)
         if target.exists():
             raise CuratorError(f"{target} exists; choose a new file name")
+        store = ctx.store  # a database that cannot be opened leaves no file behind
         tmp = target.with_name(target.name + ".part")
         try:
             with tmp.open("w", encoding="utf-8") as out:
-                counts = export_gold(ctx.store, out)
+                counts = export_gold(store, out)
             tmp.replace(target)
         except OSError as exc:
             tmp.unlink(missing_ok=True)
             raise CuratorError(f"cannot write {target}: {exc}") from exc
+        except BaseException:  # a failed read, Ctrl-C: no half-written .part stays
+            tmp.unlink(missing_ok=True)
+            raise
         ctx.emit(
             {"file": str(target), **counts},
             f"exported {counts['episodes']} episodes and {counts['candidates']} candidates "

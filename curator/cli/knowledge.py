@@ -10,7 +10,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from curator.cli.common import CommandContext
+from curator.cli.common import CommandContext, integer
 from curator.pipeline.audit import audit, retire_patterns
 from curator.pipeline.import_knowledge import import_knowledge
 
@@ -43,7 +43,7 @@ def register(subparsers: Any, common: argparse.ArgumentParser) -> None:
         parents=[common],
         help="retire patterns (out of the prompt; undo with `curator undo CHANGESET`)",
     )
-    p.add_argument("patterns", nargs="+", type=int, metavar="PATTERN_ID")
+    p.add_argument("patterns", nargs="+", type=integer, metavar="PATTERN_ID")
     p.set_defaults(handler=cmd_retire)
 
 

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import dataclasses
 import signal
 import sys
 from collections.abc import Callable
@@ -294,10 +293,11 @@ def cmd_classify(ctx: CommandContext) -> int:
     from curator.pipeline.classify import classify_episodes
 
     if ctx.args.relearn:
+        from curator.cli.review import relearn_document
         from curator.pipeline.learn import relearn
 
         report = relearn(ctx.store)
-        ctx.emit(dataclasses.asdict(report), report.summary())
+        ctx.emit(*relearn_document(ctx, report))
         return 0
     _check_limit(ctx.args.limit)
     backend = _load_backend(ctx)
