@@ -156,6 +156,26 @@ def test_demo_and_the_imports_still_create_their_database(
         assert (inputs / made).is_file(), made
 
 
+def test_a_refusal_takes_back_the_database_it_created(
+    inputs: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Found by the fuzzer: `--create ... decide 1 1 noise` refused the unknown candidate
+    (exit 2) but left the new, empty database and its folder behind."""
+    before = tree(inputs)
+    code, _, err = run_cli(
+        capsys, "--create", "--db", "new/deeper/x.sqlite", "decide", "1", "1", "ADD"
+    )
+    assert code == 2 and "has no candidate" in err
+    code, _, err = run_cli(capsys, "--db", "made/c.sqlite", "demo", "--top", "1")
+    assert code == 2  # a usage error: nothing was opened
+    assert tree(inputs) == before
+    # a folder that already held something is left alone
+    (inputs / "kept").mkdir()
+    (inputs / "kept" / "note.txt").write_text("mine", "utf-8")
+    code, _, _ = run_cli(capsys, "--create", "--db", "kept/x.sqlite", "run", "99")
+    assert code == 2 and tree(inputs / "kept") == {"note.txt"}
+
+
 def test_restore_into_a_missing_folder_is_refused(
     inputs: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -122,6 +122,19 @@ def main(argv: Sequence[str] | None = None) -> int:
             print_error_document(exc.message, 2)
         raise
     ctx = CommandContext(args)
+    code = 3
+    try:
+        code = _run(ctx)
+        return code
+    finally:
+        if code == 2:
+            ctx.discard_created()
+        ctx.close()
+
+
+def _run(ctx: CommandContext) -> int:
+    """Run the command; every failure becomes its exit code and one line (see the module)."""
+    args = ctx.args
     try:
         if args.command is None:
             from curator.cli.data import open_window
@@ -161,8 +174,6 @@ def main(argv: Sequence[str] | None = None) -> int:
         message = f"unexpected {type(exc).__name__}: {exc} (set CURATOR_DEBUG=1 for details)"
         ctx.fail(message, 3)
         return 3
-    finally:
-        ctx.close()
 
 
 if __name__ == "__main__":  # pragma: no cover

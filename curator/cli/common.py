@@ -12,6 +12,7 @@ import contextlib
 import os
 import sys
 from collections.abc import Callable, Iterator
+from pathlib import Path
 from typing import Any
 
 import peewee
@@ -171,6 +172,7 @@ class CommandContext:
         self.debug = os.environ.get("CURATOR_DEBUG", "") not in ("", "0")
         self.emitted = False  # a result document is on stdout: a failure adds none
         self._store: Store | None = None
+        self._created: list[Path] = []  # the database file and folders this run made
 
     @property
     def db_path(self) -> Any:
@@ -195,8 +197,10 @@ class CommandContext:
             # Refuses (exit 2, file untouched) a damaged, foreign or newer database, and
             # opens a read-only one for reading; see curator.store.opening. A missing
             # one is created only by the commands made for it (DATABASE_USE) or --create.
+            path = Path(self.db_path)
+            self._created = [p for p in (path, *path.parents) if not os.path.lexists(p)]
             self._store = Store(
-                self.db_path,
+                path,
                 busy_timeout_s=busy_timeout_from_env(),
                 create=self.create or self.database_use == CREATES,
                 missing_message=self.missing_database_message(),
@@ -245,6 +249,26 @@ class CommandContext:
         print(f"curator: error: {first_line}", file=sys.stderr, flush=True)
         if self.json and not self.emitted:
             print_error_document(first_line, exit_code)
+
+    def discard_created(self) -> None:
+        """A refused command (exit 2) takes back the database it created on opening.
+
+        A command allowed to create a database opens (and so creates) it before it checks
+        the rest of its input; when it then refuses, the new file holds nothing but the
+        schema, and removing it (and the folders made for it) keeps the promise that a
+        refusal changes nothing.
+        """
+        if not self._created:
+            return
+        self.close()
+        database, *folders = self._created
+        for suffix in ("", "-wal", "-shm", "-journal"):
+            with contextlib.suppress(OSError):
+                database.with_name(database.name + suffix).unlink(missing_ok=True)
+        for folder in folders:  # innermost first; a folder something else uses stays
+            with contextlib.suppress(OSError):
+                folder.rmdir()
+        self._created = []
 
     def close(self) -> None:
         if self._store is not None:
