@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import os
+import shlex
 import subprocess
 import sys
 from pathlib import Path
@@ -350,3 +351,62 @@ def test_relearn_says_why_a_human_label_is_not_used(
         assert Episode.get_by_id(1).human_label == "noise"
     finally:
         store.close()
+
+
+@pytest.mark.parametrize(
+    ("argv", "redirect", "code", "message"),
+    [
+        (["import", "-"], "<&-", 1, "-: there is no standard input to read"),
+        (["stats", "--json"], ">&-", 1, "cannot write the output to standard output"),
+        (["export", "--top", "5"], ">&-", 1, "cannot write the output to standard output"),
+        (["gold", "export", "-"], ">&-", 1, "cannot write the output to standard output"),
+        (["stats"], ">&- 2>&-", 1, ""),
+    ],
+    ids=["stdin-closed", "stdout-closed-json", "stdout-closed", "gold-stdout", "all-closed"],
+)
+def test_closed_standard_streams_are_one_line_not_a_crash(
+    argv: list[str], redirect: str, code: int, message: str, demo_db: Path
+) -> None:
+    """A daemon or a cron line can start us with stdin, stdout or stderr closed (`>&-`):
+    Python then leaves ``sys.stdout`` None, and every write used to be an internal error
+    (exit 3, with a traceback when the error document went to the closed stdout too)."""
+    line = shlex.join([sys.executable, "-m", "curator", "--db", str(demo_db), *argv])
+    proc = subprocess.run(
+        ["bash", "-c", f"{line} {redirect}"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={**os.environ, "QT_QPA_PLATFORM": "offscreen"},
+    )
+    assert proc.returncode == code, proc.stderr
+    assert "Traceback" not in proc.stderr and message in proc.stderr
+    if message:
+        assert proc.stderr.count("\n") == 1
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["--db", "{long}", "import", "{episodes}"],
+        ["--db", "{db}", "gold", "export", "{long}"],
+        ["--db", "{db}", "restore", "{long}"],
+        ["--db", "{long}/x.sqlite", "demo"],
+    ],
+    ids=["db-import", "gold-export", "restore", "db-folder-demo"],
+)
+def test_a_path_the_system_refuses_is_one_line_and_exit_two(
+    argv: list[str], demo_db: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Found by the fuzzer: a name longer than the file system allows (ENAMETOOLONG) was
+    an internal error (exit 3); any path the operating system refuses is unusable input."""
+    episodes = tmp_path / "eps.jsonl"
+    episodes.write_text('{"content": "an episode about rate limits"}\n', "utf-8")
+    places = {"{long}": str(tmp_path / ("é" * 300)), "{db}": str(demo_db)}
+    places["{episodes}"] = str(episodes)
+    words = [places.get(w, w.replace("{long}", places["{long}"])) for w in argv]
+    before = tree(tmp_path)
+    code, out, err = run_cli(capsys, *words, "--json")
+    assert code == 2, err
+    assert "File name too long" in err and err.count("\n") == 1 and len(err) < 400
+    assert json.loads(out)["exit"] == 2
+    assert tree(tmp_path) == before

@@ -18,6 +18,7 @@ is the null one. The promises checked on every example:
   partial rejection (exit 1) with at most one (progress notes and an import's rejected
   lines come before it);
 - with ``--json``, stdout is exactly one JSON document;
+- a stdout that is full (``/dev/full``) or closed is one ``error:`` line and exit 1;
 - a refusal (exit 2) leaves the database's content (every table) and the files around
   it unchanged: nothing is created, not even a missing database or its folder.
 
@@ -41,6 +42,7 @@ import tempfile
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import pytest
 from hypothesis import HealthCheck, event, given, settings
@@ -247,7 +249,7 @@ class CommandLine:
     create: bool
     database: str  # "ours", "missing" or "dir"
     globals_first: bool
-    full_stdout: bool  # stdout is /dev/full: every write fails with ENOSPC
+    stdout: str  # "captured", "full" (/dev/full) or "closed"
 
 
 @st.composite
@@ -280,7 +282,7 @@ def command_lines(draw: st.DrawFn) -> CommandLine:
         create=draw(st.integers(0, 9)) == 0,
         database=draw(st.sampled_from(["ours"] * 6 + ["missing", "dir"])),
         globals_first=draw(st.booleans()),
-        full_stdout=draw(st.integers(0, 9)) == 0,
+        stdout=draw(st.sampled_from(["captured"] * 8 + ["full", "closed"])),
     )
 
 
@@ -323,19 +325,20 @@ class Outcome:
     stderr: str
 
 
-def run_in_process(argv: list[str], workdir: Path, *, full_stdout: bool = False) -> Outcome:
-    """``main(argv)`` with empty stdin, captured output (or /dev/full), in ``workdir``."""
+def run_in_process(argv: list[str], workdir: Path, *, stdout: str = "captured") -> Outcome:
+    """``main(argv)`` in ``workdir`` with empty stdin and stderr captured; stdout captured,
+    ``/dev/full`` (every write fails with ENOSPC) or ``closed`` (None, as after ``>&-``)."""
     err = io.StringIO()
-    stdin = io.TextIOWrapper(io.BytesIO(b""), encoding="utf-8")
+    captured = io.StringIO()
     previous_dir, previous_stdin = os.getcwd(), sys.stdin
     os.chdir(workdir)
-    sys.stdin = stdin
+    sys.stdin = io.TextIOWrapper(io.BytesIO(b""), encoding="utf-8")
     with contextlib.ExitStack() as stack:
-        out: io.TextIOBase = (
-            stack.enter_context(open("/dev/full", "w", encoding="utf-8"))
-            if full_stdout
-            else io.StringIO()
-        )
+        out: Any = captured
+        if stdout == "full":
+            out = stack.enter_context(open("/dev/full", "w", encoding="utf-8"))
+        elif stdout == "closed":
+            out = None
         try:
             with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
                 try:
@@ -345,11 +348,10 @@ def run_in_process(argv: list[str], workdir: Path, *, full_stdout: bool = False)
         finally:
             sys.stdin = previous_stdin
             os.chdir(previous_dir)
-            if full_stdout:
+            if stdout == "full":
                 with contextlib.suppress(OSError):
                     out.close()  # what was left in its buffer cannot be written either
-        text = "" if full_stdout else out.getvalue()  # type: ignore[attr-defined]
-    return Outcome(code, text, err.getvalue())
+    return Outcome(code, captured.getvalue(), err.getvalue())
 
 
 def fill(text: str, places: dict[str, str]) -> str:
@@ -390,7 +392,7 @@ def check(line: CommandLine, template: Template) -> None:
         before_db = content_digest(db)
         before_files = files_in(work, frozenset({"db.sqlite-wal", "db.sqlite-shm"}))
 
-        result = run_in_process(argv, work, full_stdout=line.full_stdout)
+        result = run_in_process(argv, work, stdout=line.stdout)
 
         event(f"exit {result.code}")  # --hypothesis-show-statistics shows the spread
         shown = f"curator {' '.join(map(repr, argv))} -> {result.code}\n{result.stderr}"
@@ -402,9 +404,9 @@ def check(line: CommandLine, template: Template) -> None:
             assert len(errors) == 1 and lines[-1] == errors[0], shown
         elif result.code == 1:
             assert len(errors) <= 1 and (not errors or lines[-1] == errors[0]), shown
-        if line.full_stdout and "cannot write the output" in result.stderr:
+        if line.stdout != "captured" and "cannot write the output" in result.stderr:
             assert result.code == 1, shown
-        elif line.json and not line.full_stdout:
+        elif line.json and line.stdout == "captured":
             try:
                 json.loads(result.stdout)
             except ValueError as exc:  # pragma: no cover - the failure message

@@ -29,6 +29,7 @@ from curator.cli.common import (
     CommandContext,
     OutputError,
     add_common_options,
+    ensure_standard_streams,
     print_error_document,
 )
 from curator.errors import CuratorError
@@ -67,6 +68,24 @@ def _wants_json(arguments: Sequence[str]) -> bool:
         if len(argument) >= 3 and "--json".startswith(argument):
             return True
     return False
+
+
+def _shown_path(name: object, limit: int = 120) -> str:
+    text = str(name)
+    return text if len(text) <= limit else f"{text[: limit // 2]}…{text[-limit // 3 :]}"
+
+
+def describe_os_error(exc: OSError) -> str:
+    """One line for an OSError no command explained: the path (shortened) and the reason.
+
+    Such an error names a path the operating system refused (too long, not a folder,
+    permission denied, ...) before anything was written: a transaction it interrupts
+    is rolled back.
+    """
+    reason = exc.strerror or str(exc)
+    if exc.filename is None:
+        return reason
+    return f"cannot use {_shown_path(exc.filename)}: {reason}"
 
 
 def _discard_stdout() -> None:
@@ -109,6 +128,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     arguments = list(sys.argv[1:] if argv is None else argv)
+    ensure_standard_streams()
     if len(arguments) == 2 and arguments[0] == CHECK_OPTION:
         # Hidden: the child that trial-loads a model file for validate_model_file. Kept
         # off the parser so --help does not show it; being an option of the program itself
@@ -168,6 +188,11 @@ def _run(ctx: CommandContext) -> int:
     except KeyboardInterrupt:
         ctx.fail("interrupted", 130)
         return 130
+    except OSError as exc:  # a path or file the system refuses: unusable input
+        if ctx.debug:
+            raise
+        ctx.fail(describe_os_error(exc), 2)
+        return 2
     except Exception as exc:  # last resort: one line, not a traceback
         if ctx.debug:
             raise

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import errno
+import io
 import os
 import sys
 from collections.abc import Callable, Iterator
@@ -150,6 +152,36 @@ def writing_stdout() -> Iterator[None]:
         raise OutputError(
             f"cannot write the output to standard output: {reason}; the command itself ran"
         ) from exc
+
+
+class _ClosedOutput(io.TextIOBase):
+    """Standard output the caller closed (``>&-``): Python leaves ``sys.stdout`` None.
+
+    Every write fails as a write to a closed descriptor does, so the command reports it
+    (OutputError, one line, exit code 1) instead of stopping on ``None.write``.
+    """
+
+    def writable(self) -> bool:
+        return True
+
+    def write(self, text: str) -> int:
+        raise OSError(errno.EBADF, "standard output is closed")
+
+    def fileno(self) -> int:
+        raise OSError(errno.EBADF, "standard output is closed")
+
+
+def ensure_standard_streams() -> None:
+    """Give the streams a caller closed something to stand for them.
+
+    A closed stdout becomes :class:`_ClosedOutput` (writes are reported as lost); a closed
+    stderr the null device (there is nowhere to say anything; the exit code still
+    tells). A closed stdin stays None: the readers of ``-`` say there is none.
+    """
+    if sys.stdout is None:
+        sys.stdout = _ClosedOutput()
+    if sys.stderr is None:
+        sys.stderr = open(os.devnull, "w", encoding="utf-8")  # noqa: SIM115 - for the process
 
 
 def print_error_document(message: str, exit_code: int) -> None:
