@@ -291,6 +291,18 @@ def test_json_unexpected_error_and_interrupt_print_one_document(
 # -- one line, not exit 3 --------------------------------------------------------------------
 
 
+def test_a_forecast_beyond_ten_years_is_refused(
+    demo_db: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`insights --days 9223372036854775807` built one forecast row per day until the
+    process was killed for memory (exit 137); the bound is the Insights pane's."""
+    for days in ("9223372036854775807", "3651", "-1"):
+        code, _, err = run_cli(capsys, "--db", str(demo_db), "insights", "--days", days)
+        assert code == 2 and "--days must be between 0 and 3650" in err, days
+    code, out, _ = run_cli(capsys, "--db", str(demo_db), "insights", "--days", "3650", "--json")
+    assert code == 0 and json.loads(out)
+
+
 def test_huge_next_uncertain_is_a_usage_error(
     demo_db: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

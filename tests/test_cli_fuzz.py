@@ -188,6 +188,7 @@ INTEGERS = st.one_of(
     VALID_INTEGERS,
     VALID_INTEGERS,
     st.sampled_from(["0", "-1", "+2", " 3", "9" * 25, str(2**63), str(-(2**63) - 1)]),
+    st.sampled_from([str(2**63 - 1), str(-(2**63)), "100000000", "3651"]),
     st.sampled_from(["nan", "inf", "1e3", "0x10", "", "٣", "1_000", NOT_UTF8]),
     st.integers(-(10**6), 10**6).map(str),
 )

@@ -20,6 +20,9 @@ from curator.pipeline.learn import MIN_PER_CLASS
 from curator.store.models import Run
 from curator.store.settings import load_settings
 
+MAX_FORECAST_DAYS = 3650
+"""The forecast horizon's bound, the Insights pane's too (its box goes to 3650 days)."""
+
 
 def register(subparsers: Any, common: argparse.ArgumentParser) -> None:
     p = subparsers.add_parser(
@@ -79,8 +82,9 @@ def cmd_insights(ctx: CommandContext) -> int:
         raise CuratorError(f"there is no run {args.run}")
     if not 0.0 <= args.floor <= 1.0 or not 0.0 <= args.new_importance <= 1.0:
         raise CuratorError("--floor and --new-importance must be between 0 and 1")
-    if args.days < 0:
-        raise CuratorError("--days must not be negative")
+    if not 0 <= args.days <= MAX_FORECAST_DAYS:
+        # One day per row of the forecast: 2**63 days would fill the memory first.
+        raise CuratorError(f"--days must be between 0 and {MAX_FORECAST_DAYS} (ten years)")
     insights = compute_insights(
         store,
         run_id=args.run,
