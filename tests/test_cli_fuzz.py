@@ -6,7 +6,8 @@ here. Argument vectors mix valid values (ids that exist in the database, the rig
 choices) with hostile ones: huge and negative integers, NaN and infinities, empty
 strings, control characters, arguments that are not UTF-8 (lone surrogates, as Python
 passes such bytes), paths that do not exist or are folders, ``/dev/full`` for outputs,
-unknown options, a database path that is missing or a folder.
+unknown options, a database path that is missing or a folder (given by ``--db`` or
+``$CURATOR_DB``), and hostile ``$CURATOR_BUSY_TIMEOUT`` and ``$CURATOR_SERVER`` values.
 
 Each example runs ``curator.cli.main`` on a private copy of a small real database (made
 once per module) with no network: the model is a missing file ($CURATOR_MODEL), a server
@@ -251,6 +252,8 @@ class CommandLine:
     database: str  # "ours", "missing" or "dir"
     globals_first: bool
     stdout: str  # "captured", "full" (/dev/full) or "closed"
+    db_in_environment: bool  # $CURATOR_DB names the database instead of --db
+    environment: tuple[tuple[str, str], ...]  # other variables the command reads
 
 
 @st.composite
@@ -284,6 +287,12 @@ def command_lines(draw: st.DrawFn) -> CommandLine:
         database=draw(st.sampled_from(["ours"] * 6 + ["missing", "dir"])),
         globals_first=draw(st.booleans()),
         stdout=draw(st.sampled_from(["captured"] * 8 + ["full", "closed"])),
+        db_in_environment=draw(st.integers(0, 5)) == 0,
+        environment=tuple(
+            (name, draw(strategy))
+            for name, strategy in (("CURATOR_BUSY_TIMEOUT", FLOATS), ("CURATOR_SERVER", TEXTS))
+            if draw(st.integers(0, 5)) == 0
+        ),
     )
 
 
@@ -386,17 +395,27 @@ def check(line: CommandLine, template: Template) -> None:
         target = {"ours": str(db), "missing": str(work / "missing" / "c.sqlite")}.get(
             line.database, str(work / "adir")
         )
-        options = ["--db", target]
+        environment = {name: fill(value, places) for name, value in line.environment}
+        if line.db_in_environment:
+            environment["CURATOR_DB"] = target
+            options = []
+        else:
+            options = ["--db", target]
         options += ["--json"] if line.json else []
         options += ["--create"] if line.create else []
         argv = [*options, *words] if line.globals_first else [*words, *options]
         before_db = content_digest(db)
         before_files = files_in(work, frozenset({"db.sqlite-wal", "db.sqlite-shm"}))
 
-        result = run_in_process(argv, work, stdout=line.stdout)
+        with pytest.MonkeyPatch.context() as env:
+            for name, value in environment.items():
+                env.setenv(name, value)
+            result = run_in_process(argv, work, stdout=line.stdout)
 
         event(f"exit {result.code}")  # --hypothesis-show-statistics shows the spread
-        shown = f"curator {' '.join(map(repr, argv))} -> {result.code}\n{result.stderr}"
+        shown = (
+            f"{environment} curator {' '.join(map(repr, argv))} -> {result.code}\n{result.stderr}"
+        )
         assert result.code in (0, 1, 2), shown
         assert "Traceback" not in result.stderr, shown
         lines = [ln for ln in result.stderr.splitlines() if ln.strip()]
