@@ -38,7 +38,8 @@ from curator.store.db import DATABASE_ERRORS, explain_database_error
 
 
 class UsageExit(SystemExit):
-    """argparse's usage error (exit code 2), carrying its message for the JSON document."""
+    """argparse's usage error (exit code 2), carrying its message for the JSON document
+    (without the ``curator COMMAND: error:`` prefix, like every error document)."""
 
     def __init__(self, message: str) -> None:
         super().__init__(2)
@@ -49,11 +50,11 @@ class _Parser(argparse.ArgumentParser):
     """argparse with usage errors as one line on stderr (exit code 2), no usage dump."""
 
     def error(self, message: str) -> NoReturn:
-        line = " ".join(f"{self.prog}: error: {message} (see --help)".split())
+        text = " ".join(f"{message} (see --help)".split())
         with contextlib.suppress(OSError, ValueError):
-            sys.stderr.write(line + "\n")
+            sys.stderr.write(f"{self.prog}: error: {text}\n")
             sys.stderr.flush()
-        raise UsageExit(line)
+        raise UsageExit(text)
 
 
 def _wants_json(arguments: Sequence[str]) -> bool:
