@@ -135,8 +135,8 @@ def add_common_options(parser: argparse.ArgumentParser, *, suppress_defaults: bo
         "--create",
         action="store_true",
         default=argparse.SUPPRESS if suppress_defaults else False,
-        help="create the database if it does not exist (only demo, import and the window "
-        "create one otherwise)",
+        help="create the database if it does not exist (without it, only demo, the imports "
+        "and the window create one)",
     )
 
 
