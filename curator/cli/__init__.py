@@ -5,31 +5,96 @@ Every subcommand lives in a small module of this package that exposes
 ``handler(ctx: CommandContext) -> int``. With no subcommand the desktop window opens.
 
 Conventions shared by all commands:
-- ``--json`` prints exactly one JSON document on stdout (for scripts and tests);
+- ``--json`` prints exactly one JSON document on stdout (for scripts and tests), on failure
+  too: ``{"error": "...", "exit": N}``, whatever failed (a usage error included);
 - errors are one readable line on stderr, never a traceback (``CURATOR_DEBUG=1`` shows it);
-- exit codes: 0 success, 1 some input rejected or a conflict, 2 usage or unusable input.
+- exit codes: 0 success, 1 some input rejected or a conflict (or the output could not be
+  written), 2 usage or unusable input (nothing changed), 130 interrupted, 141 the reader
+  of stdout went away; 3 only for an internal error, a bug to report;
+- a missing database is created only by the commands made for it (see
+  :data:`curator.cli.common.DATABASE_USE`) or with ``--create``.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import sys
 from collections.abc import Sequence
 from typing import NoReturn
 
 from curator import __version__
-from curator.cli.common import CommandContext, add_common_options
+from curator.cli.common import (
+    CommandContext,
+    OutputError,
+    add_common_options,
+    ensure_standard_streams,
+    print_error_document,
+)
 from curator.errors import CuratorError
 from curator.llm.model_file import CHECK_OPTION, run_child_check
 from curator.store.db import DATABASE_ERRORS, explain_database_error
+
+
+class UsageExit(SystemExit):
+    """argparse's usage error (exit code 2), carrying its message for the JSON document
+    (without the ``curator COMMAND: error:`` prefix, like every error document)."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(2)
+        self.message = message
 
 
 class _Parser(argparse.ArgumentParser):
     """argparse with usage errors as one line on stderr (exit code 2), no usage dump."""
 
     def error(self, message: str) -> NoReturn:
-        self.exit(2, f"{self.prog}: error: {message} (see --help)\n")
+        text = " ".join(f"{message} (see --help)".split())
+        with contextlib.suppress(OSError, ValueError):
+            sys.stderr.write(f"{self.prog}: error: {text}\n")
+            sys.stderr.flush()
+        raise UsageExit(text)
+
+
+def _wants_json(arguments: Sequence[str]) -> bool:
+    """Whether ``--json`` (or an abbreviation argparse accepts) is among the options.
+
+    Looked up in the raw arguments because a usage error stops argparse before it has
+    set anything; arguments after ``--`` are operands, not options.
+    """
+    for argument in arguments:
+        if argument == "--":
+            return False
+        if len(argument) >= 3 and "--json".startswith(argument):
+            return True
+    return False
+
+
+def _shown_path(name: object, limit: int = 120) -> str:
+    text = str(name)
+    return text if len(text) <= limit else f"{text[: limit // 2]}…{text[-limit // 3 :]}"
+
+
+def describe_os_error(exc: OSError) -> str:
+    """One line for an OSError no command explained: the path (shortened) and the reason.
+
+    Such an error names a path the operating system refused (too long, not a folder,
+    permission denied, ...) before anything was written: a transaction it interrupts
+    is rolled back.
+    """
+    reason = exc.strerror or str(exc)
+    if exc.filename is None:
+        return reason
+    return f"cannot use {_shown_path(exc.filename)}: {reason}"
+
+
+def _discard_stdout() -> None:
+    """Point stdout at the null device so the final flush at exit cannot fail again."""
+    with contextlib.suppress(OSError, ValueError, AttributeError):
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -64,14 +129,33 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     arguments = list(sys.argv[1:] if argv is None else argv)
+    ensure_standard_streams()
     if len(arguments) == 2 and arguments[0] == CHECK_OPTION:
         # Hidden: the child that trial-loads a model file for validate_model_file. Kept
         # off the parser so --help does not show it; being an option of the program itself
         # (not `python -c`) it works in a frozen build too.
         return run_child_check(arguments[1])
     parser = build_parser()
-    args = parser.parse_args(argv)
+    try:
+        args = parser.parse_args(arguments)
+    except UsageExit as exc:
+        if _wants_json(arguments):
+            print_error_document(exc.message, 2)
+        raise
     ctx = CommandContext(args)
+    code = 3
+    try:
+        code = _run(ctx)
+        return code
+    finally:
+        if code == 2:
+            ctx.discard_created()
+        ctx.close()
+
+
+def _run(ctx: CommandContext) -> int:
+    """Run the command; every failure becomes its exit code and one line (see the module)."""
+    args = ctx.args
     try:
         if args.command is None:
             from curator.cli.data import open_window
@@ -79,8 +163,13 @@ def main(argv: Sequence[str] | None = None) -> int:
             return open_window(ctx)
         code: int = args.handler(ctx)
         return code
+    except OutputError as exc:  # stdout is unusable: the error goes to stderr only
+        ctx.json = False
+        ctx.fail(str(exc), exc.exit_code)
+        _discard_stdout()
+        return exc.exit_code
     except CuratorError as exc:
-        ctx.fail(str(exc))
+        ctx.fail(str(exc), exc.exit_code)
         return exc.exit_code
     except DATABASE_ERRORS as exc:  # a SQLite failure outside an explained write
         if ctx.debug:
@@ -91,23 +180,26 @@ def main(argv: Sequence[str] | None = None) -> int:
             args.command or "window",
             outcome="stopped; its unfinished transaction was rolled back",
         )
-        ctx.fail(str(error))
+        ctx.fail(str(error), error.exit_code)
         return error.exit_code
     except BrokenPipeError:
         # The reader went away (e.g. `curator export | head`): not an error worth a message.
-        devnull = os.open(os.devnull, os.O_WRONLY)
-        os.dup2(devnull, sys.stdout.fileno())
+        _discard_stdout()
         return 141
     except KeyboardInterrupt:
-        ctx.fail("interrupted")
+        ctx.fail("interrupted", 130)
         return 130
+    except OSError as exc:  # a path or file the system refuses: unusable input
+        if ctx.debug:
+            raise
+        ctx.fail(describe_os_error(exc), 2)
+        return 2
     except Exception as exc:  # last resort: one line, not a traceback
         if ctx.debug:
             raise
-        ctx.fail(f"unexpected {type(exc).__name__}: {exc} (set CURATOR_DEBUG=1 for details)")
+        message = f"unexpected {type(exc).__name__}: {exc} (set CURATOR_DEBUG=1 for details)"
+        ctx.fail(message, 3)
         return 3
-    finally:
-        ctx.close()
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -1,21 +1,90 @@
-"""What every subcommand shares: global options, the lazily opened store, output."""
+"""What every subcommand shares: global options, the lazily opened store, output.
+
+Which commands may create a missing database is one table, :data:`DATABASE_USE`: a
+mistyped ``--db`` in a cron job must stop with "no database at PATH" (exit 2, nothing
+created), not hand the agent the empty memory of a database made on the spot.
+"""
 
 from __future__ import annotations
 
 import argparse
+import contextlib
+import errno
+import io
 import os
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from pathlib import Path
 from typing import Any
 
 import peewee
 
 from curator.core.jsonsafe import dumps
+from curator.core.redact import redact
 from curator.errors import CuratorError
-from curator.store.db import Store, busy_timeout_from_env, resolve_db_path
+from curator.store.db import (
+    Store,
+    busy_timeout_from_env,
+    db_path_source,
+    missing_database_message,
+    resolve_db_path,
+)
 from curator.store.liveness import mark_abandoned_runs
 
 Handler = Callable[["CommandContext"], int]
+
+CREATES = "creates"
+"""Creates the database when it is missing: that is what the command is for."""
+OPENS = "opens"
+"""Needs an existing database: a missing one is refused (exit 2) unless ``--create``."""
+RESTORES = "restores"
+"""Puts a backup in place: may create the file, in a folder that exists (or ``--create``)."""
+NO_DATABASE = "none"
+"""Never opens the database."""
+
+DATABASE_USE: dict[str, str] = {
+    "demo": CREATES,
+    "import": CREATES,
+    "import-knowledge": CREATES,
+    "gold import": CREATES,
+    "gold export": OPENS,
+    "restore": RESTORES,
+    "models": NO_DATABASE,
+    "export": OPENS,
+    "stats": OPENS,
+    "classify": OPENS,
+    "distill": OPENS,
+    "runs": OPENS,
+    "run": OPENS,
+    "review": OPENS,
+    "decide": OPENS,
+    "commit": OPENS,
+    "undo": OPENS,
+    "label": OPENS,
+    "history": OPENS,
+    "audit": OPENS,
+    "retire": OPENS,
+    "settings": OPENS,
+    "insights": OPENS,
+    "replay": OPENS,
+    "backup": OPENS,
+}
+"""Every command (``"gold import"``: a command and its action) and what it may do with a
+missing database; a test checks that every command of the parser is here. The commands
+that bring data in (episodes, existing knowledge, a gold set) create one, as the demo
+does; the ones that read or change what is there refuse. A command missing from the table
+may not create one. The window (no command) creates the default database on its first
+run, as before."""
+
+
+class OutputError(CuratorError):
+    """Standard output could not be written (a full disk, a closed file): exit code 1.
+
+    Not 2: the command's work may be done (a commit is committed); only its report is lost.
+    """
+
+    exit_code = 1
+
 
 SQLITE_INT_MAX = 2**63 - 1
 """SQLite stores 64-bit signed integers; a larger id or count cannot even be looked up."""
@@ -60,8 +129,69 @@ def add_common_options(parser: argparse.ArgumentParser, *, suppress_defaults: bo
         "--json",
         action="store_true",
         default=argparse.SUPPRESS if suppress_defaults else False,
-        help="print one JSON document on stdout",
+        help='print one JSON document on stdout (on failure too: {"error": ..., "exit": N})',
     )
+    parser.add_argument(
+        "--create",
+        action="store_true",
+        default=argparse.SUPPRESS if suppress_defaults else False,
+        help="create the database if it does not exist (without it, only demo, the imports "
+        "and the window create one)",
+    )
+
+
+@contextlib.contextmanager
+def writing_stdout() -> Iterator[None]:
+    """Turn a failed write to stdout (other than a closed pipe) into an OutputError."""
+    try:
+        yield
+    except BrokenPipeError:
+        raise
+    except OSError as exc:
+        reason = exc.strerror or str(exc)
+        raise OutputError(
+            f"cannot write the output to standard output: {reason}; the command itself ran"
+        ) from exc
+
+
+class _ClosedOutput(io.TextIOBase):
+    """Standard output the caller closed (``>&-``): Python leaves ``sys.stdout`` None.
+
+    Every write fails as a write to a closed descriptor does, so the command reports it
+    (OutputError, one line, exit code 1) instead of stopping on ``None.write``.
+    """
+
+    def writable(self) -> bool:
+        return True
+
+    def write(self, text: str) -> int:
+        raise OSError(errno.EBADF, "standard output is closed")
+
+    def fileno(self) -> int:
+        raise OSError(errno.EBADF, "standard output is closed")
+
+
+def ensure_standard_streams() -> None:
+    """Give the streams a caller closed something to stand for them.
+
+    A closed stdout becomes :class:`_ClosedOutput` (writes are reported as lost); a closed
+    stderr the null device (there is nowhere to say anything; the exit code still
+    tells). A closed stdin stays None: the readers of ``-`` say there is none.
+    """
+    if sys.stdout is None:
+        sys.stdout = _ClosedOutput()
+    if sys.stderr is None:
+        sys.stderr = open(os.devnull, "w", encoding="utf-8")  # noqa: SIM115 - for the process
+
+
+def print_error_document(message: str, exit_code: int) -> None:
+    """``{"error": ..., "exit": N}``: the one JSON document of a failed ``--json`` run.
+
+    Best effort: a stdout that cannot be written has the error on stderr already.
+    """
+    with contextlib.suppress(OSError, ValueError):
+        sys.stdout.write(dumps({"error": message, "exit": exit_code}) + "\n")
+        sys.stdout.flush()
 
 
 class CommandContext:
@@ -70,19 +200,43 @@ class CommandContext:
     def __init__(self, args: argparse.Namespace) -> None:
         self.args = args
         self.json: bool = bool(getattr(args, "json", False))
+        self.create: bool = bool(getattr(args, "create", False))
         self.debug = os.environ.get("CURATOR_DEBUG", "") not in ("", "0")
+        self.emitted = False  # a result document is on stdout: a failure adds none
         self._store: Store | None = None
+        self._created: list[Path] = []  # the database file and folders this run made
 
     @property
     def db_path(self) -> Any:
         return resolve_db_path(getattr(self.args, "db", None))
 
     @property
+    def database_use(self) -> str:
+        """This command's row of :data:`DATABASE_USE` (OPENS when it is not listed)."""
+        command = getattr(self.args, "command", None) or ""
+        action = getattr(self.args, "action", None)
+        if f"{command} {action}" in DATABASE_USE:
+            return DATABASE_USE[f"{command} {action}"]
+        return DATABASE_USE.get(command, OPENS)
+
+    def missing_database_message(self) -> str:
+        source = db_path_source(getattr(self.args, "db", None))
+        return missing_database_message(self.db_path, source)
+
+    @property
     def store(self) -> Store:
         if self._store is None:
             # Refuses (exit 2, file untouched) a damaged, foreign or newer database, and
-            # opens a read-only one for reading; see curator.store.opening.
-            self._store = Store(self.db_path, busy_timeout_s=busy_timeout_from_env())
+            # opens a read-only one for reading; see curator.store.opening. A missing
+            # one is created only by the commands made for it (DATABASE_USE) or --create.
+            path = Path(self.db_path)
+            self._created = [p for p in (path, *path.parents) if not os.path.lexists(p)]
+            self._store = Store(
+                path,
+                busy_timeout_s=busy_timeout_from_env(),
+                create=self.create or self.database_use == CREATES,
+                missing_message=self.missing_database_message(),
+            )
             self._mark_abandoned_runs(self._store)
         return self._store
 
@@ -99,22 +253,54 @@ class CommandContext:
             self.info(f"curator: note: abandoned runs not checked: {exc}")
 
     def emit(self, document: Any, human: str | Callable[[], str] | None = None) -> None:
-        """Print the result: the JSON document with ``--json``, else the human text."""
-        if self.json:
-            sys.stdout.write(dumps(document) + "\n")
-        elif human is not None:
-            text = human() if callable(human) else human
-            if text:
-                print(text)
-        sys.stdout.flush()
+        """Print the result: the JSON document with ``--json``, else the human text.
+
+        A stdout that cannot take it (``> /dev/full``) is an OutputError, one line; a
+        reader that went away (``| head``) stays a BrokenPipeError for ``main``.
+        """
+        with writing_stdout():
+            if self.json:
+                sys.stdout.write(dumps(document) + "\n")
+            elif human is not None:
+                text = human() if callable(human) else human
+                if text:
+                    print(text)
+            sys.stdout.flush()
+        self.emitted = True
 
     def info(self, message: str) -> None:
         """Progress and notes for a person: stderr, so ``--json`` output stays one document."""
         print(message, file=sys.stderr, flush=True)
 
-    def fail(self, message: str) -> None:
-        first_line = " ".join(message.split("\n")).strip()
+    def fail(self, message: str, exit_code: int) -> None:
+        """The one-line error on stderr, and with ``--json`` its document on stdout.
+
+        The document is printed only when no result was (exactly one document per run).
+        """
+        first_line = redact(" ".join(message.split()).strip())
         print(f"curator: error: {first_line}", file=sys.stderr, flush=True)
+        if self.json and not self.emitted:
+            print_error_document(first_line, exit_code)
+
+    def discard_created(self) -> None:
+        """A refused command (exit 2) takes back the database it created on opening.
+
+        A command allowed to create a database opens (and so creates) it before it checks
+        the rest of its input; when it then refuses, the new file holds nothing but the
+        schema, and removing it (and the folders made for it) keeps the promise that a
+        refusal changes nothing.
+        """
+        if not self._created:
+            return
+        self.close()
+        database, *folders = self._created
+        for suffix in ("", "-wal", "-shm", "-journal"):
+            with contextlib.suppress(OSError):
+                database.with_name(database.name + suffix).unlink(missing_ok=True)
+        for folder in folders:  # innermost first; a folder something else uses stays
+            with contextlib.suppress(OSError):
+                folder.rmdir()
+        self._created = []
 
     def close(self) -> None:
         if self._store is not None:

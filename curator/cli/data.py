@@ -49,7 +49,9 @@ def register(subparsers: Any, common: argparse.ArgumentParser) -> None:
 
 
 def cmd_import(ctx: CommandContext) -> int:
-    reports = import_files(ctx.store, ctx.args.files, stdin=sys.stdin.buffer)
+    # A closed standard input (`<&-`) is None: the importer says "no standard input".
+    stdin = getattr(sys.stdin, "buffer", None)
+    reports = import_files(ctx.store, ctx.args.files, stdin=stdin)
     rejected = sum(len(r.errors) for r in reports)
     for report in reports:
         for error in report.errors:

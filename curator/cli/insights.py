@@ -11,7 +11,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from curator.cli.common import CommandContext
+from curator.cli.common import CommandContext, integer, writing_stdout
 from curator.cli.pipeline import add_server_args
 from curator.errors import CuratorError
 from curator.llm.prompts import PromptError, load_prompt
@@ -19,6 +19,9 @@ from curator.pipeline.insights import Insights, compute_insights
 from curator.pipeline.learn import MIN_PER_CLASS
 from curator.store.models import Run
 from curator.store.settings import load_settings
+
+MAX_FORECAST_DAYS = 3650
+"""The forecast horizon's bound, the Insights pane's too (its box goes to 3650 days)."""
 
 
 def register(subparsers: Any, common: argparse.ArgumentParser) -> None:
@@ -30,7 +33,7 @@ def register(subparsers: Any, common: argparse.ArgumentParser) -> None:
         "bootstrap interval, calibration), gate proposals vs review decisions with the "
         "overrides, agreement per run, the threshold what-if and the decay forecast.",
     )
-    p.add_argument("--run", type=int, default=None, metavar="RUN", help="only this run")
+    p.add_argument("--run", type=integer, default=None, metavar="RUN", help="only this run")
     p.add_argument("--floor", type=float, default=0.05, help="forecast floor (default 0.05)")
     p.add_argument(
         "--new-importance",
@@ -38,7 +41,7 @@ def register(subparsers: Any, common: argparse.ArgumentParser) -> None:
         default=0.5,
         help="importance of a hypothetical new pattern in the forecast (default 0.5)",
     )
-    p.add_argument("--days", type=int, default=90, help="forecast horizon in days (default 90)")
+    p.add_argument("--days", type=integer, default=90, help="forecast horizon in days (default 90)")
     p.set_defaults(handler=cmd_insights)
 
     p = subparsers.add_parser(
@@ -52,12 +55,12 @@ def register(subparsers: Any, common: argparse.ArgumentParser) -> None:
         "also the gate's decisions on the reviewed candidates under those thresholds.",
     )
     p.add_argument("--model", metavar="PATH", help="GGUF model file (default: as classify)")
-    p.add_argument("--n-gpu-layers", type=int, metavar="N", help="layers on the GPU (-1 all)")
-    p.add_argument("--n-ctx", type=int, metavar="N", help="context size in tokens")
-    p.add_argument("--threads", type=int, metavar="N", help="CPU threads")
+    p.add_argument("--n-gpu-layers", type=integer, metavar="N", help="layers on the GPU (-1 all)")
+    p.add_argument("--n-ctx", type=integer, metavar="N", help="context size in tokens")
+    p.add_argument("--threads", type=integer, metavar="N", help="CPU threads")
     add_server_args(p)
-    p.add_argument("--prompt-version", type=int, metavar="V", help="classify prompt version")
-    p.add_argument("--limit", type=int, metavar="N", help="replay at most N gold episodes")
+    p.add_argument("--prompt-version", type=integer, metavar="V", help="classify prompt version")
+    p.add_argument("--limit", type=integer, metavar="N", help="replay at most N gold episodes")
     p.add_argument("--skip", type=float, metavar="R", help="gate replay: SKIP threshold")
     p.add_argument("--update", type=float, metavar="R", help="gate replay: UPDATE threshold")
     p.set_defaults(handler=cmd_replay)
@@ -79,8 +82,9 @@ def cmd_insights(ctx: CommandContext) -> int:
         raise CuratorError(f"there is no run {args.run}")
     if not 0.0 <= args.floor <= 1.0 or not 0.0 <= args.new_importance <= 1.0:
         raise CuratorError("--floor and --new-importance must be between 0 and 1")
-    if args.days < 0:
-        raise CuratorError("--days must not be negative")
+    if not 0 <= args.days <= MAX_FORECAST_DAYS:
+        # One day per row of the forecast: 2**63 days would fill the memory first.
+        raise CuratorError(f"--days must be between 0 and {MAX_FORECAST_DAYS} (ten years)")
     insights = compute_insights(
         store,
         run_id=args.run,
@@ -260,20 +264,31 @@ def cmd_gold(ctx: CommandContext) -> int:
     args = ctx.args
     if args.action == "export":
         if args.file == "-":
-            counts = export_gold(ctx.store, sys.stdout)
+            if ctx.json:
+                raise CuratorError(
+                    "gold export - writes the gold set itself (JSONL) to stdout; "
+                    "--json goes with a FILE"
+                )
+            with writing_stdout():
+                counts = export_gold(ctx.store, sys.stdout)
+                sys.stdout.flush()
             ctx.info(f"exported {counts['episodes']} episodes, {counts['candidates']} candidates")
             return 0
         target = Path(args.file)
         if target.exists():
             raise CuratorError(f"{target} exists; choose a new file name")
+        store = ctx.store  # a database that cannot be opened leaves no file behind
         tmp = target.with_name(target.name + ".part")
         try:
             with tmp.open("w", encoding="utf-8") as out:
-                counts = export_gold(ctx.store, out)
+                counts = export_gold(store, out)
             tmp.replace(target)
         except OSError as exc:
             tmp.unlink(missing_ok=True)
             raise CuratorError(f"cannot write {target}: {exc}") from exc
+        except BaseException:  # a failed read, Ctrl-C: no half-written .part stays
+            tmp.unlink(missing_ok=True)
+            raise
         ctx.emit(
             {"file": str(target), **counts},
             f"exported {counts['episodes']} episodes and {counts['candidates']} candidates "

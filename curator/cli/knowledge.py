@@ -10,7 +10,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from curator.cli.common import CommandContext
+from curator.cli.common import CommandContext, integer
 from curator.cli.pipeline import _load_backend, model_parser
 from curator.core.redact import redact
 from curator.errors import CuratorError
@@ -52,7 +52,7 @@ def register(subparsers: Any, common: argparse.ArgumentParser) -> None:
         parents=[common],
         help="retire patterns (out of the prompt; undo with `curator undo CHANGESET`)",
     )
-    p.add_argument("patterns", nargs="+", type=int, metavar="PATTERN_ID")
+    p.add_argument("patterns", nargs="+", type=integer, metavar="PATTERN_ID")
     p.set_defaults(handler=cmd_retire)
 
 

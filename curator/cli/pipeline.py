@@ -300,15 +300,14 @@ def cmd_classify(ctx: CommandContext) -> int:
     from curator.pipeline.classify import classify_episodes
 
     if ctx.args.relearn:
+        from curator.cli.review import relearn_document
         from curator.pipeline.guard_learn import relearn_guard
         from curator.pipeline.learn import relearn
 
         report = relearn(ctx.store)
         guard = relearn_guard(ctx.store)
-        ctx.emit(
-            {**dataclasses.asdict(report), "guard": dataclasses.asdict(guard)},
-            f"{report.summary()}\n{guard.summary()}",
-        )
+        document, summary = relearn_document(ctx, report)
+        ctx.emit({**document, "guard": dataclasses.asdict(guard)}, f"{summary}\n{guard.summary()}")
         return 0
     _check_limit(ctx.args.limit)
     backend = _load_backend(ctx)

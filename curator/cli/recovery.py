@@ -8,11 +8,13 @@ reads the backups and the file with read-only checks, then swaps files as descri
 from __future__ import annotations
 
 import argparse
+import os
 from pathlib import Path
 from typing import Any
 
 from curator.cli.common import CommandContext
 from curator.store.backup import restore_backup
+from curator.store.opening import MissingDatabaseError
 
 
 def register(subparsers: Any, common: argparse.ArgumentParser) -> None:
@@ -31,7 +33,12 @@ def register(subparsers: Any, common: argparse.ArgumentParser) -> None:
 
 def cmd_restore(ctx: CommandContext) -> int:
     chosen = Path(ctx.args.backup).expanduser() if ctx.args.backup else None
-    report = restore_backup(Path(ctx.db_path), chosen)
+    path = Path(ctx.db_path)
+    if not ctx.create and not os.path.exists(path) and not path.parent.is_dir():
+        # Putting a lost database back is what restore is for, but into a folder that
+        # does not exist it is more likely a mistyped --db: no folder is made unasked.
+        raise MissingDatabaseError(ctx.missing_database_message())
+    report = restore_backup(path, chosen)
     ctx.emit(
         {
             "database": str(report.path),

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from curator.cli.common import CommandContext, integer, utf8_text
 from curator.errors import CuratorError
@@ -18,6 +18,9 @@ from curator.pipeline import labels as labels_api
 from curator.pipeline import review as review_api
 from curator.pipeline.fingerprint import parse_fingerprint
 from curator.store.models import LABELS, Candidate
+
+if TYPE_CHECKING:
+    from curator.pipeline.learn import LearnReport
 
 
 def register(subparsers: Any, common: argparse.ArgumentParser) -> None:
@@ -122,7 +125,7 @@ def register(subparsers: Any, common: argparse.ArgumentParser) -> None:
     )
     p.add_argument(
         "--next-uncertain",
-        type=int,
+        type=integer,
         metavar="N",
         help="list the N unlabelled episodes whose predicted label is least certain",
     )
@@ -344,9 +347,45 @@ def _emit_relearned(
             doc = {**doc, "relearn_error": one_line(exc)}
             human = f"{human}; retraining failed: {one_line(exc)}"
         else:
-            doc = {**doc, "relearn": dataclasses.asdict(report)}
-            human = f"{human}; {report.summary()}"
+            learned, summary = relearn_document(ctx, report)
+            doc = {**doc, "relearn": learned}
+            human = f"{human}; {summary}"
     ctx.emit(doc, human)
+
+
+def relearn_document(ctx: CommandContext, report: LearnReport) -> tuple[dict[str, Any], str]:
+    """The retrain's JSON part and its sentence, saying why human labels went unused.
+
+    The learner counts only the labels whose episodes have features (embedding and label
+    scores) from the current model; a label given before ``classify`` computed them would
+    otherwise show as "0 noise" right after ``label 1 noise``, without a word on why.
+    """
+    given = {
+        str(label): int(n)
+        for label, n in ctx.store.execute(
+            "SELECT human_label, COUNT(*) FROM episode WHERE human_label IS NOT NULL "
+            "GROUP BY human_label"
+        )
+    }
+    unused = {
+        label: given.get(label, 0) - report.human_labels.get(label, 0)
+        for label in LABELS
+        if given.get(label, 0) > report.human_labels.get(label, 0)
+    }
+    from curator.pipeline.learn import MIN_PER_CLASS
+
+    summary = report.summary()
+    if unused:
+        counts = ", ".join(f"{n} {label}" for label, n in unused.items())
+        if not report.model_sha256:
+            why = "no classify run has scored episodes with a model yet; run `curator classify`"
+        else:
+            why = (
+                "their episodes have no features from the current model yet; `curator "
+                f"classify` computes them once every label has {MIN_PER_CLASS} human labels"
+            )
+        summary += f"; {sum(unused.values())} human label(s) not usable yet ({counts}): {why}"
+    return {**dataclasses.asdict(report), "unusable_labels": unused}, summary
 
 
 def _next_uncertain(ctx: CommandContext, items: list[str]) -> int:

@@ -30,6 +30,7 @@ from curator.store.migrations import LATEST_VERSION, MIGRATIONS
 from curator.store.models import ALL_MODELS
 from curator.store.opening import (
     FileCheck,
+    MissingDatabaseError,
     ReadOnlyError,
     SchemaTooNewError,
     StoreBusyError,
@@ -41,6 +42,7 @@ from curator.store.opening import (
 
 __all__ = [
     "BUSY_TIMEOUT_S",
+    "MissingDatabaseError",
     "ReadOnlyError",
     "SchemaTooNewError",
     "Store",
@@ -61,14 +63,42 @@ def default_db_path() -> Path:
     return Path(platformdirs.user_data_dir(APP_NAME, appauthor=False)) / "curator.sqlite"
 
 
-def resolve_db_path(cli_value: str | os.PathLike[str] | None) -> Path:
-    """``--db`` wins, then ``CURATOR_DB``, then the per-user default."""
+def db_path_source(cli_value: str | os.PathLike[str] | None) -> str:
+    """Where :func:`resolve_db_path` took the path from, for messages ("named by --db")."""
     if cli_value:
-        return Path(cli_value).expanduser()
-    env = os.environ.get(DB_ENV)
-    if env:
-        return Path(env).expanduser()
-    return default_db_path()
+        return "--db"
+    if os.environ.get(DB_ENV):
+        return f"${DB_ENV}"
+    return "default"
+
+
+def resolve_db_path(cli_value: str | os.PathLike[str] | None) -> Path:
+    """``--db`` wins, then ``CURATOR_DB``, then the per-user default.
+
+    A path with a NUL character cannot name a file (the operating system would refuse it
+    deep inside SQLite); it is a usage error here, in one line.
+    """
+    source = db_path_source(cli_value)
+    if cli_value:
+        raw: str | os.PathLike[str] = cli_value
+    elif source != "default":
+        raw = os.environ[DB_ENV]
+    else:
+        return default_db_path()
+    if "\x00" in os.fspath(raw):
+        raise CuratorError(f"the database path given by {source} contains a NUL character")
+    return Path(raw).expanduser()
+
+
+def missing_database_message(path: Path, source: str) -> str:
+    """Why a command that may not create a database refuses a missing one, and the way on."""
+    if source == "default":
+        named = "the default database"
+        way = "`curator demo`, `curator import FILE`, the window or --create start one"
+    else:
+        named = f"named by {source}"
+        way = "check the path, or pass --create to start a new database there"
+    return f"no database at {path} ({named}); nothing was created: {way}"
 
 
 def busy_timeout_from_env() -> float:
@@ -160,7 +190,9 @@ class Store:
 
     ``write()`` is the only way the application writes: an ``IMMEDIATE`` transaction that
     is committed as a whole or not at all. ``read_only=True`` (or a file or folder this
-    process cannot write) opens the database without ever writing it.
+    process cannot write) opens the database without ever writing it. ``create=False``
+    refuses a path where no file exists (MissingDatabaseError, with ``missing_message``)
+    instead of creating the database there; a zero-byte file still counts as one to fill.
     """
 
     def __init__(
@@ -169,9 +201,16 @@ class Store:
         *,
         busy_timeout_s: float = BUSY_TIMEOUT_S,
         read_only: bool = False,
+        create: bool = True,
+        missing_message: str | None = None,
     ):
         self.path = Path(path)
         self.busy_timeout_s = busy_timeout_s
+        if not create and not os.path.exists(self.path):  # a dangling link too
+            # Before anything else: a missing file gets no folder, no file, no -wal/-shm.
+            raise MissingDatabaseError(
+                missing_message or f"no database at {self.path}; nothing was created"
+            )
         found = check_file(self.path)
         self.read_only = read_only or (found.exists and not is_writable(self.path))
         if not found.exists and (read_only or not is_writable(self.path)):

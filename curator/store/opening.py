@@ -72,6 +72,14 @@ class DamagedDatabaseError(StoreError):
         super().__init__(f"{path} {problem}; {advice}")
 
 
+class MissingDatabaseError(StoreError):
+    """No file at the path and the command may not create one (exit code 2).
+
+    A mistyped ``--db`` must not hand the agent an empty memory: only the commands that
+    create a database on purpose create one; the others refuse and create nothing.
+    """
+
+
 class ReadOnlyError(StoreError):
     """A write to a database that can only be read (file, folder or open mode)."""
 

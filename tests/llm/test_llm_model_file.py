@@ -184,6 +184,6 @@ def test_a_file_that_is_not_gguf_is_described_in_plain_words(
     message = str(caught.value)
     assert words in message and 'a model file begins with "GGUF"' in message
     assert "b'" not in message and 'b"' not in message
-    code = main(["--db", str(tmp_path / "cli.sqlite"), "settings", f"model_path={bad}"])
+    code = main(["--db", str(tmp_path / "cli.sqlite"), "--create", "settings", f"model_path={bad}"])
     err = capsys.readouterr().err
     assert code == 2 and words in err and "b'" not in err

@@ -16,6 +16,6 @@ def test_harness_catches_a_wrong_exit_code(tmp_path: Path) -> None:
 
 def test_harness_catches_a_modified_file(tmp_path: Path) -> None:
     db = tmp_path / "fresh.sqlite"
-    # a fresh database is created by `stats`: the "untouched" promise must then fail
+    # a fresh database is created by `stats --create`: the "untouched" promise must then fail
     with pytest.raises(AssertionError, match=r"modified|left behind"):
-        run_case(["--db", str(db), "stats"], Expect(code=0, untouched=[db]))
+        run_case(["--db", str(db), "--create", "stats"], Expect(code=0, untouched=[db]))
