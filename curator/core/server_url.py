@@ -43,6 +43,8 @@ def server_url_problem(url: str, name: str = "the model server URL") -> str | No
     text = url.strip()
     if has_url_credentials(text):
         return f"{name} must not contain a user name or password: {KEY_FIX}"
+    if any(ch.isspace() or not ch.isprintable() for ch in text):
+        return f"{name} contains a space or control character: {_short(url)!r}"
     try:
         parts = urlsplit(text)
         parts.port  # noqa: B018 - raises ValueError for a port out of range

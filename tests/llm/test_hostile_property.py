@@ -234,7 +234,20 @@ url_text = st.one_of(
         ),
         st.sampled_from(["127.0.0.1", "[::1]", "[::1", "h", "", "h.example"]),
         st.one_of(st.just(""), st.builds(lambda n: f":{n}", st.integers(-5, 100_000))),
-        st.sampled_from(["", "/", "/v1", "/v1/", "/api/v1", "/x?key=pw123", "/#pw123"]),
+        st.sampled_from(
+            [
+                "",
+                "/",
+                "/v1",
+                "/v1/",
+                "/api/v1",
+                "/x?key=pw123",
+                "/#pw123",
+                "/\x1b[31m",
+                "/a b",
+                "/\x00",
+            ]
+        ),
     ),
 )
 
