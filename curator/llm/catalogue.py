@@ -24,6 +24,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import stat
 import unicodedata
 import urllib.parse
 from dataclasses import dataclass
@@ -98,11 +99,25 @@ def models_dir() -> Path:
     return Path(platformdirs.user_data_dir("memory-curator", appauthor=False)) / "models"
 
 
+MAX_CATALOGUE_BYTES = 4 * 2**20
+"""A catalogue lists a few dozen models; anything larger is not one."""
+
+
 def load_catalogue(path: str | os.PathLike[str] | None = None) -> list[CatalogueEntry]:
     """Read and check a catalogue file; a bad one is refused with a one-line reason."""
     p = Path(path).expanduser() if path is not None else default_catalogue_path()
     try:
-        document = json.loads(p.read_text(encoding="utf-8"))
+        # A device or FIFO (``--catalogue /dev/zero``) would be read forever: only a regular
+        # file of sensible size is read.
+        if not stat.S_ISREG(p.stat().st_mode):
+            raise CatalogueError(f"the catalogue {p} is not a regular file")
+        with p.open("rb") as handle:
+            raw = handle.read(MAX_CATALOGUE_BYTES + 1)
+        if len(raw) > MAX_CATALOGUE_BYTES:
+            raise CatalogueError(
+                f"the catalogue {p} is over {MAX_CATALOGUE_BYTES // 2**20} MiB: not a catalogue"
+            )
+        document = json.loads(raw.decode("utf-8"))
     except FileNotFoundError as exc:
         raise CatalogueError(f"catalogue not found: {p}") from exc
     except (OSError, UnicodeDecodeError) as exc:
