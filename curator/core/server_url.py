@@ -15,6 +15,7 @@ A base URL is accepted both ways servers document it: ``http://host:8000`` and
 
 from __future__ import annotations
 
+import unicodedata
 from urllib.parse import urlsplit, urlunsplit
 
 from curator.core.redact import has_url_credentials, redact
@@ -41,6 +42,10 @@ def server_url_problem(url: str, name: str = "the model server URL") -> str | No
     saved in clear text, which the API key never is.
     """
     text = url.strip()
+    if any(c.isspace() or unicodedata.category(c) == "Cc" for c in text):
+        # urlsplit drops a tab or line break silently and keeps a space in the host: the
+        # URL used would not be the one given, or fail later as "connection refused".
+        return f"{name} must not hold spaces or control characters: {_short(url)!r}"
     if has_url_credentials(text):
         return f"{name} must not contain a user name or password: {KEY_FIX}"
     try:
@@ -53,6 +58,8 @@ def server_url_problem(url: str, name: str = "the model server URL") -> str | No
             f"{name} must start with http:// or https:// and name a host, "
             f"e.g. http://127.0.0.1:8080, got {_short(url)!r}"
         )
+    if parts.port == 0:
+        return f"{name} has port 0, which no server listens on: {_short(url)!r}"
     if parts.username is not None or parts.password is not None:
         return f"{name} must not contain a user name or password: {KEY_FIX}"
     if parts.query or parts.fragment:
@@ -79,7 +86,7 @@ def server_base_url(url: str) -> str:
     if port:
         host = f"{host}:{port}"
     path = parts.path.rstrip("/")
-    if path.endswith("/v1"):
+    if path.lower().endswith("/v1"):  # "/V1" too: one more way the same base is written
         path = path[: -len("/v1")]
     return urlunsplit((parts.scheme, host, path, "", ""))
 

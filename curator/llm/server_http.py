@@ -28,7 +28,7 @@ from typing import Any
 
 import httpx
 
-from curator.core.redact import redact
+from curator.core.redact import one_line, redact, remember_secret
 from curator.errors import CuratorError
 from curator.llm.backend import StopCheck
 
@@ -45,13 +45,14 @@ class ServerError(CuratorError):
     """The model server could not be used (one line, exit code 2).
 
     The message is made one line and redacted here, the one place every HTTP failure
-    passes through, so no error path can leak a password or a key into a message.
+    passes through, so no error path can leak a password or a key into a message, nor a
+    hostile server's terminal escapes (quoted model ids, field values) reach a terminal.
     """
 
     exit_code = 2
 
     def __init__(self, message: str) -> None:
-        super().__init__(redact(" ".join(message.split())))
+        super().__init__(redact(one_line(message)))
 
 
 class Cancelled(Exception):
@@ -165,6 +166,7 @@ class Connection:
         self.model = ""
         """The model id (for the message of a 404 from /v1/completions)."""
         headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
+        remember_secret(api_key)  # a server may echo it in any field a message quotes
         self._client = httpx.Client(
             base_url=url,
             headers=headers,

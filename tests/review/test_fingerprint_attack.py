@@ -175,7 +175,9 @@ def test_two_programs_committing_the_same_preview_commit_it_once(
 
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(
-    digits=st.text("0123456789abcdefABCDEF", min_size=FINGERPRINT_CHARS, max_size=FINGERPRINT_CHARS),
+    digits=st.text(
+        "0123456789abcdefABCDEF", min_size=FINGERPRINT_CHARS, max_size=FINGERPRINT_CHARS
+    ),
     left=st.text(" \t\n\r", max_size=3),
     right=st.text(" \t\n\r", max_size=3),
     noise=st.text(min_size=1, max_size=3).filter(lambda s: not s.isspace()),

@@ -1,0 +1,160 @@
+"""Second round of attacks on the model-server client, with cases the first round did not list.
+
+Each class of the first round (base URL normalisation, URLs refused before use, secrets
+kept out of messages, one-line messages from hostile answers) is attacked again with new
+members of the class, against a real loopback server (:mod:`tests.llm.hostile_server`):
+``/V1`` in capitals, a space or tab inside the host or port, port 0, an API key the server
+echoes back in a field the client quotes, model ids carrying terminal escapes or bidi
+overrides, and a gzip answer that expands far past the byte budget.
+"""
+
+from __future__ import annotations
+
+import gzip
+import unicodedata
+from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from curator.core.server_url import server_base_url, server_url_problem
+from curator.llm.http_backend import HttpBackend, ServerError, ServerLimits
+from tests.llm.hostile_server import HostileServer, answer, hostile_server
+
+SHORT = ServerLimits(connect_s=2.0, answer_s=2.0, token_s=0.01, template_s=1.0)
+KEY = "sk-live-0123456789abcdef"
+
+
+@pytest.fixture
+def server() -> Iterator[HostileServer]:
+    with hostile_server() as found:
+        yield found
+
+
+def _readable(message: str) -> bool:
+    """One line a terminal shows as it is: no control or bidi-format character."""
+    return not any(unicodedata.category(c) in ("Cc", "Cf") for c in message)
+
+
+# -- base URL ------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("suffix", ["/V1", "/V1/", "/v1/", "/v1//"])
+def test_a_v1_suffix_in_any_case_is_the_same_server(server: HostileServer, suffix: str) -> None:
+    backend = HttpBackend(server.url + suffix, limits=SHORT)
+    try:
+        assert backend.url == server.url and backend.model == "m"
+    finally:
+        backend.close()
+    assert server.requests[0] == "GET /v1/models"
+
+
+def test_an_uppercase_scheme_is_the_same_server(server: HostileServer) -> None:
+    backend = HttpBackend("HTTP" + server.url[len("http") :], limits=SHORT)
+    try:
+        assert backend.url == server.url
+    finally:
+        backend.close()
+
+
+@pytest.mark.parametrize(
+    "url",
+    [
+        "http://127.0.0.1 :8080",
+        "http://127.0.0.1:80\t80",
+        "http://127.0.0.1:8080\n/v1",
+        "http://127.0.\u00a00.1:8080",
+        "http://127.0.0.1:8080/\x00v1",
+        "http://127.0.0.1:0",
+    ],
+)
+def test_a_url_with_blanks_inside_or_port_0_is_refused_before_any_request(url: str) -> None:
+    """urlsplit drops a tab or newline silently and keeps a space in the host: the URL
+    used would not be the URL given (or would fail as "connection refused")."""
+    problem = server_url_problem(url)
+    assert problem is not None and "\n" not in problem and "\t" not in problem
+    with pytest.raises(ServerError) as caught:
+        HttpBackend(url, limits=SHORT)
+    assert "connection refused" not in str(caught.value)
+
+
+def test_blanks_around_the_url_are_not_inside_it(server: HostileServer) -> None:
+    assert server_url_problem(f"  {server.url}/v1 \n") is None
+    backend = HttpBackend(f"  {server.url}/v1 \n", limits=SHORT)
+    backend.close()
+    assert backend.url == server.url
+
+
+def test_an_ipv6_zone_id_keeps_its_brackets() -> None:
+    assert server_url_problem("http://[fe80::1%25eth0]:8080/v1") is None
+    assert server_base_url("http://[fe80::1%25eth0]:8080/v1") == "http://[fe80::1%25eth0]:8080"
+
+
+@pytest.mark.parametrize(
+    "url", ["http://us%65r:pw@h:1", "http://h\\@evil:1", "http://:pw@h:1", "http://@h:1"]
+)
+def test_hidden_userinfo_is_refused(url: str) -> None:
+    problem = server_url_problem(url)
+    assert problem is not None and "user name or password" in problem and "pw" not in problem
+
+
+# -- secrets the server echoes ----------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "value",
+    [KEY, f"Bearer {KEY}", {"authorization": f"Bearer {KEY}"}, f"bad key {KEY}!"],
+    ids=["bare", "bearer", "json-header", "in-a-sentence"],
+)
+def test_an_api_key_echoed_by_the_server_never_reaches_a_message(
+    server: HostileServer, value: object
+) -> None:
+    server.reset({"GET /props": answer({"default_generation_settings": {"n_ctx": value}})})
+    with pytest.raises(ServerError, match="n_ctx") as caught:
+        HttpBackend(server.url, api_key=KEY, limits=SHORT)
+    assert KEY not in str(caught.value) and KEY[:12] not in str(caught.value)
+
+
+# -- hostile text in messages ---------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "model_id",
+    ["\x1b[2J\x1b[31mgone", "bell\x07", "back\x08\x08\x08", "\u202eevil", "zero\u200bwidth"],
+)
+def test_model_ids_with_escapes_are_shown_escaped(server: HostileServer, model_id: str) -> None:
+    server.reset({"GET /v1/models": answer({"data": [{"id": model_id}]})})
+    with pytest.raises(ServerError, match="is not served") as caught:
+        HttpBackend(server.url, model="other", limits=SHORT)
+    message = str(caught.value)
+    assert _readable(message) and "\n" not in message
+
+
+@settings(max_examples=40, deadline=None)
+@given(text=st.text(max_size=80))
+def test_every_server_error_is_one_readable_line(text: str) -> None:
+    """Whatever text a server makes a message quote, the message is one readable line."""
+    message = str(ServerError(f"the model server said {text}"))
+    assert "\n" not in message and "\r" not in message and _readable(message)
+
+
+# -- bombs ------------------------------------------------------------------------------------
+
+
+def test_a_gzip_bomb_is_stopped_by_the_decoded_byte_budget(server: HostileServer) -> None:
+    """200 KB on the wire, 200 MB decoded: the budget counts what would be kept."""
+    bomb = gzip.compress(b" " * (200 << 20))
+
+    def respond(handler: BaseHTTPRequestHandler, _request: bytes) -> None:
+        handler.send_response(200)
+        handler.send_header("Content-Encoding", "gzip")
+        handler.send_header("Content-Length", str(len(bomb)))
+        handler.end_headers()
+        handler.wfile.write(bomb)
+
+    server.reset({"GET /v1/models": respond})
+    small = ServerLimits(connect_s=2.0, answer_s=5.0, answer_bytes=1 << 20)
+    with pytest.raises(ServerError, match="more than 1,048,576 bytes"):
+        HttpBackend(server.url, limits=small)
