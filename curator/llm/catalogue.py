@@ -14,9 +14,11 @@ a model file ``FILE`` live only ``FILE.part`` (a download in progress) and ``FIL
 (held while it is downloaded or removed). A catalogue ``file`` must therefore be a plain
 name that can never be one of those: no path separator, no control character (NUL
 included), not ``.``/``..`` or hidden, not ending in ``.part`` or ``.lock`` (in any case,
-for case-insensitive disks) nor in a dot or space (which Windows drops), and at most
-250 bytes in UTF-8, so that ``FILE.part`` still fits the usual 255-byte limit on a name.
-Two entries may not share a file (again ignoring case).
+for case-insensitive disks) nor in a dot or space (which Windows drops), without the
+characters Windows forbids (``< > : " | ? *``), not a Windows device name (``CON``,
+``nul.gguf``, ``COM1``...), and at most 250 bytes in UTF-8, so that ``FILE.part`` still
+fits the usual 255-byte limit on a name. Two entries may not share a file, again ignoring
+case and Unicode normalisation (macOS takes NFC and NFD spellings for one name).
 """
 
 from __future__ import annotations
@@ -41,6 +43,13 @@ MODELS_DIR_ENV = "CURATOR_MODELS_DIR"
 _SHA256 = re.compile(r"^[0-9a-f]{64}$")
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
 PART_SUFFIX = ".part"
+WINDOWS_FORBIDDEN = '<>:"|?*'
+"""Characters Windows refuses in a file name (the catalogue is the same on every system)."""
+WINDOWS_DEVICES = frozenset(
+    ["CON", "PRN", "AUX", "NUL"]
+    + [f"{port}{n}" for port in ("COM", "LPT") for n in "123456789\u00b9\u00b2\u00b3"]
+)
+"""Names Windows takes for a device whatever the extension (``nul.gguf`` is NUL)."""
 MAX_FILE_BYTES = 255 - len(PART_SUFFIX)
 """A model's file name leaves room for ``.part`` within the common 255-byte name limit."""
 
@@ -121,7 +130,7 @@ def load_catalogue(path: str | os.PathLike[str] | None = None) -> list[Catalogue
         raise CatalogueError(f"{p}: duplicate model names: {', '.join(duplicates)}")
     owners: dict[str, str] = {}
     for entry in entries:
-        other = owners.setdefault(entry.file.casefold(), entry.name)
+        other = owners.setdefault(same_file_key(entry.file), entry.name)
         if other != entry.name:
             raise CatalogueError(
                 f"{p}: models {other} and {entry.name} share the file {_quoted(entry.file)}"
@@ -155,7 +164,18 @@ def file_name_problem(file: str) -> str | None:
         return "must not end in .part or .lock (the names of partial downloads and locks)"
     if file.endswith((".", " ")):
         return "must not end in a dot or a space"
+    if any(c in WINDOWS_FORBIDDEN for c in file):
+        return f"must not hold any of {' '.join(WINDOWS_FORBIDDEN)} (Windows cannot name a file so)"
+    device = file.split(".", 1)[0].rstrip(" ").upper()
+    if device in WINDOWS_DEVICES:
+        return f"is the Windows device name {device}, whatever its extension"
     return None
+
+
+def same_file_key(file: str) -> str:
+    """What two names share when a file system may take them for one file: case (Windows,
+    macOS) and Unicode normalisation (macOS: NFC "é" and NFD "e" + accent are one name)."""
+    return unicodedata.normalize("NFD", unicodedata.normalize("NFD", file).casefold())
 
 
 def url_problem(url: str) -> str | None:
