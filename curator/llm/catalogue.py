@@ -101,7 +101,7 @@ def default_catalogue_path() -> Path:
 
 def models_dir() -> Path:
     """Where downloaded models are saved (created on first download, not here)."""
-    override = os.environ.get(MODELS_DIR_ENV)
+    override = os.environ.get(MODELS_DIR_ENV, "").strip()  # blank: unset, not a folder " "
     if override:
         return Path(override).expanduser()
     return Path(platformdirs.user_data_dir("memory-curator", appauthor=False)) / "models"

@@ -95,7 +95,7 @@ class ServerLimits:
         values: dict[str, Any] = {}
         for name, field in ((TIMEOUT_ENV, "answer_s"), (TOKEN_TIME_ENV, "token_s")):
             text = env.get(name)
-            if not text:
+            if not text or not text.strip():  # blank: unset, as for the download variables
                 continue
             try:
                 value = float(text)

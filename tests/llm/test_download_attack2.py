@@ -21,7 +21,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from curator.errors import CuratorError
-from curator.llm.catalogue import CatalogueError, file_name_problem, load_catalogue
+from curator.llm.catalogue import CatalogueError, file_name_problem, load_catalogue, models_dir
 from curator.llm.download import DownloadError, download_model
 from tests.llm.rogue_server import Reply, honest, rogue
 from tests.llm.test_download_attacks import DATA, FAST, always, entry_for
@@ -249,3 +249,15 @@ def test_accepted_catalogues_hold_distinct_portable_names(files: list[str]) -> N
             return
     keys = [_key(e.file) for e in entries]
     assert len(set(keys)) == len(keys)
+
+
+@pytest.mark.parametrize("blank", [" ", "\t", "\n"])
+def test_a_blank_models_dir_variable_is_unset(blank: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A blank ``$CURATOR_MODELS_DIR`` would otherwise be a folder named " " in the
+    current directory, where downloads went unnoticed."""
+    monkeypatch.delenv("CURATOR_MODELS_DIR", raising=False)
+    default = models_dir()
+    monkeypatch.setenv("CURATOR_MODELS_DIR", blank)
+    assert models_dir() == default
+    monkeypatch.setenv("CURATOR_MODELS_DIR", " /tmp/models-here\n")
+    assert models_dir() == Path("/tmp/models-here")

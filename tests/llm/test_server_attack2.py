@@ -21,6 +21,7 @@ from hypothesis import strategies as st
 
 from curator.core.server_url import server_base_url, server_url_problem
 from curator.llm.http_backend import HttpBackend, ServerError, ServerLimits
+from curator.llm.server_choice import choose_server
 from tests.llm.hostile_server import HostileServer, answer, hostile_server
 
 SHORT = ServerLimits(connect_s=2.0, answer_s=2.0, token_s=0.01, template_s=1.0)
@@ -158,3 +159,31 @@ def test_a_gzip_bomb_is_stopped_by_the_decoded_byte_budget(server: HostileServer
     small = ServerLimits(connect_s=2.0, answer_s=5.0, answer_bytes=1 << 20)
     with pytest.raises(ServerError, match="more than 1,048,576 bytes"):
         HttpBackend(server.url, limits=small)
+
+
+# -- environment variables with blanks -------------------------------------------------------
+
+
+@pytest.mark.parametrize("blank", ["", " ", "\t", " \n "])
+def test_a_blank_server_variable_is_unset(blank: str) -> None:
+    """``export CURATOR_SERVER=" "`` (or a blank line from an env file) means no server,
+    as an empty one does: not "must start with http://"."""
+    env = {"CURATOR_SERVER": blank, "CURATOR_API_KEY": blank}
+    assert choose_server("local", None, None, environ=env, use_saved=False) is None
+    assert (
+        ServerLimits.from_env({"CURATOR_SERVER_TIMEOUT": blank, "CURATOR_SERVER_TOKEN_TIME": blank})
+        == ServerLimits()
+    )
+
+
+def test_a_blank_api_key_variable_is_unset(server: HostileServer) -> None:
+    env = {"CURATOR_SERVER": f" {server.url}/v1\n", "CURATOR_API_KEY": "  "}
+    choice = choose_server("local", None, None, environ=env)
+    assert choice is not None and choice.api_key is None
+
+
+def test_server_variables_with_blanks_around_a_value_use_the_value() -> None:
+    limits = ServerLimits.from_env(
+        {"CURATOR_SERVER_TIMEOUT": " 7 ", "CURATOR_SERVER_TOKEN_TIME": "\t2\n"}
+    )
+    assert limits.answer_s == 7.0 and limits.token_s == 2.0
