@@ -22,7 +22,7 @@ from hypothesis import strategies as st
 from curator.core.server_url import server_base_url, server_url_problem
 from curator.llm.http_backend import HttpBackend, ServerError, ServerLimits
 from curator.llm.server_choice import choose_server
-from tests.llm.hostile_server import HostileServer, answer, hostile_server
+from tests.llm.hostile_server import HostileServer, Responder, answer, hostile_server
 
 SHORT = ServerLimits(connect_s=2.0, answer_s=2.0, token_s=0.01, template_s=1.0)
 KEY = "sk-live-0123456789abcdef"
@@ -187,3 +187,71 @@ def test_server_variables_with_blanks_around_a_value_use_the_value() -> None:
         {"CURATOR_SERVER_TIMEOUT": " 7 ", "CURATOR_SERVER_TOKEN_TIME": "\t2\n"}
     )
     assert limits.answer_s == 7.0 and limits.token_s == 2.0
+
+
+# -- lying transports -------------------------------------------------------------------------
+
+
+def _send(*parts: bytes) -> Responder:
+    """Raw bytes on the socket, as they are (status line and headers included)."""
+
+    def respond(handler: BaseHTTPRequestHandler, _request: bytes) -> None:
+        handler.close_connection = True
+        for part in parts:
+            handler.wfile.write(part)
+            handler.wfile.flush()
+
+    return respond
+
+
+_STREAM_HEAD = b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\n"
+
+
+@pytest.mark.parametrize(
+    "reply",
+    [
+        _STREAM_HEAD + b"Transfer-Encoding: chunked\r\n\r\n1000\r\ndata: {}\n",  # short chunk
+        _STREAM_HEAD + b"Transfer-Encoding: chunked\r\n\r\nzz\r\n",  # unreadable size
+        _STREAM_HEAD + b'Content-Length: 100000\r\n\r\ndata: {"choices": []}\n',  # cut
+        _STREAM_HEAD + b"\r\n",  # headers, then the connection closes
+        b"HTTP/1.1 200 OK\r\nX-Big: " + b"a" * (1 << 20) + b"\r\n\r\n",  # a huge header
+        b"garbage that is no HTTP at all\r\n\r\n",
+    ],
+    ids=[
+        "short-chunk",
+        "bad-chunk-size",
+        "cut-body",
+        "headers-then-close",
+        "huge-header",
+        "no-http",
+    ],
+)
+def test_a_lying_transport_under_a_stream_is_one_line(server: HostileServer, reply: bytes) -> None:
+    server.reset({"POST /v1/completions": _send(reply)})
+    backend = HttpBackend(server.url, limits=SHORT)
+    try:
+        with pytest.raises(ServerError) as caught:
+            backend.complete("p", "x", max_tokens=4)
+    finally:
+        backend.close()
+    assert "\n" not in str(caught.value) and "/v1/completions" in str(caught.value)
+
+
+def test_a_gzip_bomb_in_a_stream_is_stopped_by_the_stream_budget(server: HostileServer) -> None:
+    bomb = gzip.compress(b": " + b" " * (100 << 20) + b"\n")
+    head = _STREAM_HEAD + b"Content-Encoding: gzip\r\nContent-Length: %d\r\n\r\n" % len(bomb)
+    server.reset({"POST /v1/completions": _send(head, bomb)})
+    backend = HttpBackend(server.url, limits=SHORT)
+    try:
+        with pytest.raises(ServerError, match="byte budget"):
+            backend.complete("p", "x", max_tokens=4)
+    finally:
+        backend.close()
+
+
+def test_an_http_1_0_answer_without_length_is_capped(server: HostileServer) -> None:
+    """No Content-Length, no chunks: the body ends when the server closes, i.e. never."""
+    server.reset({"GET /v1/models": _send(b"HTTP/1.0 200 OK\r\n\r\n", *([b"{" * 65536] * 64))})
+    small = ServerLimits(connect_s=2.0, answer_s=5.0, answer_bytes=1 << 20)
+    with pytest.raises(ServerError, match="more than 1,048,576 bytes"):
+        HttpBackend(server.url, limits=small)
