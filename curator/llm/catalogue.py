@@ -24,8 +24,10 @@ case and Unicode normalisation (macOS takes NFC and NFD spellings for one name).
 from __future__ import annotations
 
 import json
+import math
 import os
 import re
+import stat
 import unicodedata
 import urllib.parse
 from dataclasses import dataclass
@@ -51,6 +53,7 @@ WINDOWS_DEVICES = frozenset(
 )
 """Names Windows takes for a device whatever the extension (``nul.gguf`` is NUL)."""
 MAX_FILE_BYTES = 255 - len(PART_SUFFIX)
+MAX_CATALOGUE_BYTES = 4 << 20
 """A model's file name leaves room for ``.part`` within the common 255-byte name limit."""
 
 
@@ -111,7 +114,7 @@ def load_catalogue(path: str | os.PathLike[str] | None = None) -> list[Catalogue
     """Read and check a catalogue file; a bad one is refused with a one-line reason."""
     p = Path(path).expanduser() if path is not None else default_catalogue_path()
     try:
-        document = json.loads(p.read_text(encoding="utf-8"))
+        document = json.loads(_read_catalogue(p))
     except FileNotFoundError as exc:
         raise CatalogueError(f"catalogue not found: {p}") from exc
     except (OSError, UnicodeDecodeError) as exc:
@@ -136,6 +139,26 @@ def load_catalogue(path: str | os.PathLike[str] | None = None) -> list[Catalogue
                 f"{p}: models {other} and {entry.name} share the file {_quoted(entry.file)}"
             )
     return entries
+
+
+def _read_catalogue(p: Path) -> str:
+    """The catalogue's text. ``--catalogue`` names any path: a FIFO or a device would block
+    or never end, and a huge file would be read whole, so only a regular file of at most
+    :data:`MAX_CATALOGUE_BYTES` is read (opening does not wait for a FIFO's writer)."""
+    fd = os.open(p, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
+    try:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode):
+            raise CatalogueError(f"the catalogue {p} is not a regular file")
+        if info.st_size > MAX_CATALOGUE_BYTES:
+            raise CatalogueError(
+                f"the catalogue {p} is larger than {MAX_CATALOGUE_BYTES:,} bytes; a catalogue "
+                "of models is a few kilobytes"
+            )
+        with os.fdopen(os.dup(fd), "rb") as handle:
+            return handle.read(MAX_CATALOGUE_BYTES + 1).decode("utf-8")
+    finally:
+        os.close(fd)
 
 
 def _quoted(value: str, limit: int = 60) -> str:
@@ -226,7 +249,7 @@ def _entry(path: Path, index: int, raw: Any) -> CatalogueEntry:
         raise CatalogueError(f"{where}: 'size_bytes' must be a positive integer or null")
     ram = raw.get("ram_gb", 0)
     ctx = raw.get("context_length", 0)
-    if not isinstance(ram, int | float) or isinstance(ram, bool) or ram < 0:
+    if not isinstance(ram, int | float) or isinstance(ram, bool) or not 0 <= ram < math.inf:
         raise CatalogueError(f"{where}: 'ram_gb' must be a number")
     if not isinstance(ctx, int) or isinstance(ctx, bool) or ctx < 0:
         raise CatalogueError(f"{where}: 'context_length' must be an integer")

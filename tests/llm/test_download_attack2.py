@@ -11,8 +11,11 @@ servers (:mod:`tests.llm.rogue_server`) and real files throughout.
 
 from __future__ import annotations
 
+import contextlib
 import gzip
 import json
+import os
+import threading
 import unicodedata
 from pathlib import Path
 
@@ -261,3 +264,60 @@ def test_a_blank_models_dir_variable_is_unset(blank: str, monkeypatch: pytest.Mo
     assert models_dir() == default
     monkeypatch.setenv("CURATOR_MODELS_DIR", " /tmp/models-here\n")
     assert models_dir() == Path("/tmp/models-here")
+
+
+# -- the catalogue file itself -----------------------------------------------------------
+
+
+def _bounded_load(path: Path) -> BaseException | None:
+    """load_catalogue(path) on a thread; a load still running after 10 s fails the test."""
+    box: list[BaseException | None] = []
+
+    def run() -> None:
+        try:
+            load_catalogue(path)
+            box.append(None)
+        except BaseException as exc:
+            box.append(exc)
+
+    worker = threading.Thread(target=run, daemon=True)
+    worker.start()
+    worker.join(10.0)
+    assert not worker.is_alive(), "loading the catalogue hung"
+    return box[0]
+
+
+def test_a_catalogue_that_is_a_fifo_is_refused_without_waiting(tmp_path: Path) -> None:
+    fifo = tmp_path / "catalogue.json"
+    os.mkfifo(fifo)
+    try:
+        error = _bounded_load(fifo)
+    finally:
+        with contextlib.suppress(OSError):  # release a reader the old code left blocked
+            fd = os.open(fifo, os.O_WRONLY | os.O_NONBLOCK)
+            os.close(fd)
+    assert isinstance(error, CatalogueError) and "not a regular file" in _one_line(error)
+
+
+def test_a_catalogue_that_is_a_folder_is_one_line(tmp_path: Path) -> None:
+    error = _bounded_load(tmp_path)
+    assert isinstance(error, CatalogueError) and "not a regular file" in _one_line(error)
+
+
+def test_a_huge_catalogue_is_refused_before_it_is_read(tmp_path: Path) -> None:
+    path = tmp_path / "catalogue.json"
+    with path.open("wb") as handle:
+        handle.truncate(64 << 20)  # sparse: 64 MiB of NULs without writing them
+    error = _bounded_load(path)
+    assert isinstance(error, CatalogueError) and "larger than" in _one_line(error)
+
+
+@pytest.mark.parametrize("ram", ["NaN", "Infinity", "-Infinity", "1e400"])
+def test_a_ram_figure_that_is_not_a_number_is_refused(tmp_path: Path, ram: str) -> None:
+    path = tmp_path / "catalogue.json"
+    path.write_text(
+        '{"models": [{"name": "m", "file": "m.gguf", "url": "https://example.org/m.gguf", '
+        f'"ram_gb": {ram}}}]}}'
+    )
+    with pytest.raises(CatalogueError, match="ram_gb"):
+        load_catalogue(path)
