@@ -255,3 +255,25 @@ def test_an_http_1_0_answer_without_length_is_capped(server: HostileServer) -> N
     small = ServerLimits(connect_s=2.0, answer_s=5.0, answer_bytes=1 << 20)
     with pytest.raises(ServerError, match="more than 1,048,576 bytes"):
         HttpBackend(server.url, limits=small)
+
+
+@pytest.mark.parametrize(
+    "chunk",
+    [
+        b'data: {"choices": [{"text": "", "index": 0}]}\n\n',  # tokens that are not counted
+        b'data: {"choices": []}\n\n',
+        b"data: {}\n\n",
+    ],
+    ids=["empty-text", "no-choices", "empty-event"],
+)
+def test_an_endless_stream_of_empty_events_stops(server: HostileServer, chunk: bytes) -> None:
+    """Events without text add no token, so the token count never stops them: the byte
+    budget or the deadline must, or the answer is refused outright."""
+    server.reset({"POST /v1/completions": _send(_STREAM_HEAD + b"\r\n", *([chunk] * 200_000))})
+    backend = HttpBackend(server.url, limits=SHORT)
+    try:
+        with pytest.raises(ServerError) as caught:
+            backend.complete("p", "x", max_tokens=4)
+    finally:
+        backend.close()
+    assert "\n" not in str(caught.value)
