@@ -351,16 +351,22 @@ def _open_part(part: Path, *, append: bool) -> BinaryIO:
 
 
 def _refuse_unless_plain(path: Path) -> None:
-    """Raise DownloadError when ``path`` exists and is not a regular file of its own."""
+    """Raise DownloadError when ``path`` exists and is not a regular file of its own (a
+    symbolic link, a folder, or a hard link sharing its bytes with another name)."""
     try:
-        mode = path.lstat().st_mode
+        info = path.lstat()
     except FileNotFoundError:
         return
     except OSError as exc:
         raise DownloadError(f"cannot read {path}: {exc.strerror or exc}") from exc
-    if not stat.S_ISREG(mode):
+    if not stat.S_ISREG(info.st_mode):
         raise DownloadError(
             f"{path} is not a regular file (a link or a folder); it was left alone: "
+            "remove it and run the download again"
+        )
+    if info.st_nlink > 1:  # a hard link: appending would change the other name's file
+        raise DownloadError(
+            f"{path} is also another name of a file (a hard link); it was left alone: "
             "remove it and run the download again"
         )
 

@@ -321,3 +321,16 @@ def test_a_ram_figure_that_is_not_a_number_is_refused(tmp_path: Path, ram: str) 
     )
     with pytest.raises(CatalogueError, match="ram_gb"):
         load_catalogue(path)
+
+
+def test_a_part_that_is_a_hard_link_is_never_written_through(tmp_path: Path) -> None:
+    """A second name of another file (same inode): appending would change that file."""
+    victim = tmp_path / "victim.bin"
+    victim.write_bytes(DATA[:1000])
+    models = tmp_path / "models"
+    models.mkdir()
+    os.link(victim, models / "tiny.gguf.part")
+    with rogue(honest(DATA)) as (url, log), pytest.raises(DownloadError) as caught:
+        download_model(entry_for(url), models, limits=FAST)
+    assert "tiny.gguf.part" in _one_line(caught.value) and "other name" in str(caught.value)
+    assert victim.read_bytes() == DATA[:1000] and log.ranges == []
