@@ -87,3 +87,16 @@ def one_line(text: str) -> str:
                 out.append(ch)
         out.append(" ")
     return "".join(out[:-1])
+
+
+def shown_url(text: str, limit: int = 60) -> str:
+    """A URL as a refusal quotes it: one line, short, and nothing that may be a password.
+
+    A malformed URL may hide a password from :func:`redact`'s pattern (``me:pw@host``
+    without a scheme, or ``http://me:pa/ss@host``, whose unescaped "/" ends the user
+    part for a parser): then everything before the last "@" is masked.
+    """
+    text = redact(" ".join(text.split()))
+    if "@" in text and not has_url_credentials(text.replace(f"{MASK}@", "")):
+        text = f"{MASK}@" + text.rsplit("@", 1)[1]
+    return text if len(text) <= limit else text[: limit - 3] + "..."

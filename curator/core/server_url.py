@@ -18,21 +18,13 @@ from __future__ import annotations
 import unicodedata
 from urllib.parse import urlsplit, urlunsplit
 
-from curator.core.redact import has_url_credentials, redact
+from curator.core.redact import has_url_credentials
+from curator.core.redact import shown_url as _short
 
 KEY_FIX = (
     "give the API key separately (--api-key, $CURATOR_API_KEY, or the API key field in "
     "Settings, which keeps it in the system keyring)"
 )
-
-
-def _short(text: str, limit: int = 60) -> str:
-    """The URL as quoted in a message: one line, short, and without anything that may be
-    a password (also before an "@" when the scheme is missing: ``me:pw@host``)."""
-    text = redact(" ".join(text.split()))
-    if "@" in text and not has_url_credentials(text.replace("***@", "")):
-        text = "***@" + text.rsplit("@", 1)[1]
-    return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
 def server_url_problem(url: str, name: str = "the model server URL") -> str | None:

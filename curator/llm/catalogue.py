@@ -36,7 +36,7 @@ from typing import Any
 
 import platformdirs
 
-from curator.core.redact import redact
+from curator.core.redact import shown_url
 from curator.errors import CuratorError
 from curator.llm.target_lock import LOCK_SUFFIX, target_lock
 from curator.resources_path import resource_path
@@ -240,7 +240,7 @@ def _entry(path: Path, index: int, raw: Any) -> CatalogueEntry:
     url = text("url")
     problem = url_problem(url)
     if problem is not None:
-        raise CatalogueError(f"{where}: 'url' {problem}: {_quoted(redact(url), 120)}")
+        raise CatalogueError(f"{where}: 'url' {problem}: {shown_url(url, 120)!r}")
     sha = raw.get("sha256")
     if sha is not None and (not isinstance(sha, str) or not _SHA256.match(sha.lower())):
         raise CatalogueError(f"{where}: 'sha256' must be 64 hex digits or null")

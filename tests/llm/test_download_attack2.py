@@ -334,3 +334,25 @@ def test_a_part_that_is_a_hard_link_is_never_written_through(tmp_path: Path) -> 
         download_model(entry_for(url), models, limits=FAST)
     assert "tiny.gguf.part" in _one_line(caught.value) and "other name" in str(caught.value)
     assert victim.read_bytes() == DATA[:1000] and log.ranges == []
+
+
+@pytest.mark.parametrize(
+    "url",
+    [
+        "http://user:SeK/rEt@example.org/m.gguf",
+        "http://user:SeK#rEt@example.org/m.gguf",
+        "http://user:SeK?rEt@example.org/m.gguf",
+        "http://user:SeK rEt@example.org/m.gguf",
+    ],
+)
+def test_a_malformed_url_with_a_password_is_refused_without_showing_it(
+    tmp_path: Path, url: str
+) -> None:
+    """A password with an unescaped "/", "#", "?" or space ends the URL's user part early
+    for the parser, so the refusal cannot rely on it to find the password."""
+    path = tmp_path / "catalogue.json"
+    path.write_text(json.dumps({"models": [{"name": "m", "file": "m.gguf", "url": url}]}))
+    with pytest.raises(CatalogueError, match="'url'") as caught:
+        load_catalogue(path)
+    message = _one_line(caught.value)
+    assert "SeK" not in message and "rEt" not in message and "example.org" in message

@@ -19,6 +19,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from curator.core.redact import shown_url
 from curator.core.server_url import server_base_url, server_url_problem
 from curator.llm.http_backend import HttpBackend, ServerError, ServerLimits
 from curator.llm.server_choice import choose_server
@@ -277,3 +278,20 @@ def test_an_endless_stream_of_empty_events_stops(server: HostileServer, chunk: b
     finally:
         backend.close()
     assert "\n" not in str(caught.value)
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    middle=st.text(alphabet=st.sampled_from(list("ab/#?: %\t.-\\")), max_size=12),
+    scheme=st.sampled_from(["http://", "HTTPS://", "", "ftp://"]),
+    path=st.sampled_from(["", "/v1", "/x?y=1"]),
+)
+def test_no_password_survives_in_a_refusal_however_malformed(
+    middle: str, scheme: str, path: str
+) -> None:
+    """A password with characters that end the user part early for a URL parser ("/",
+    "#", "?", a space) is still never quoted by a refusal of the URL."""
+    url = f"{scheme}me:Qx7{middle}Qx7@example.org:8080{path}"
+    assert "Qx7" not in shown_url(url, 1000)
+    problem = server_url_problem(url)
+    assert problem is not None and "Qx7" not in problem
