@@ -54,6 +54,7 @@ WINDOWS_DEVICES = frozenset(
 """Names Windows takes for a device whatever the extension (``nul.gguf`` is NUL)."""
 MAX_FILE_BYTES = 255 - len(PART_SUFFIX)
 MAX_CATALOGUE_BYTES = 4 << 20
+_BIDI_CONTROLS = frozenset("\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069")
 """A model's file name leaves room for ``.part`` within the common 255-byte name limit."""
 
 
@@ -228,6 +229,12 @@ def _entry(path: Path, index: int, raw: Any) -> CatalogueEntry:
         value = raw.get(key, default)
         if not isinstance(value, str) or not value.strip():
             raise CatalogueError(f"{where}: '{key}' must be a non-empty string")
+        if any(unicodedata.category(c) == "Cc" or c in _BIDI_CONTROLS for c in value):
+            # Printed by `curator models list`: a terminal would obey an escape.
+            raise CatalogueError(
+                f"{where}: '{key}' must not hold control characters (escapes, line breaks, "
+                "right-to-left overrides)"
+            )
         return value.strip()
 
     name = text("name")

@@ -356,3 +356,18 @@ def test_a_malformed_url_with_a_password_is_refused_without_showing_it(
         load_catalogue(path)
     message = _one_line(caught.value)
     assert "SeK" not in message and "rEt" not in message and "example.org" in message
+
+
+@pytest.mark.parametrize("field", ["title", "licence", "note", "source"])
+@pytest.mark.parametrize("value", ["\x1b[2Jcleared", "two\nlines", "bell\x07", "\u202eevil"])
+def test_catalogue_texts_a_terminal_would_obey_are_refused(
+    tmp_path: Path, field: str, value: str
+) -> None:
+    """``curator models list`` prints these fields: an escape would clear the screen or
+    rewrite the line, a right-to-left override would reverse what it says."""
+    model = {"name": "m", "file": "m.gguf", "url": "https://example.org/m.gguf", field: value}
+    path = tmp_path / "catalogue.json"
+    path.write_text(json.dumps({"models": [model]}))
+    with pytest.raises(CatalogueError, match=f"'{field}'") as caught:
+        load_catalogue(path)
+    assert value not in _one_line(caught.value)
