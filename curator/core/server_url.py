@@ -50,6 +50,11 @@ def server_url_problem(url: str, name: str = "the model server URL") -> str | No
             f"{name} must start with http:// or https:// and name a host, "
             f"e.g. http://127.0.0.1:8080, got {_short(url)!r}"
         )
+    if "%" in (parts.hostname or ""):
+        return (
+            f"{name} has an IPv6 zone (%...), which the HTTP client cannot connect to: "
+            f"give the address without it, or a host name: {_short(url)!r}"
+        )
     if parts.port == 0:
         return f"{name} has port 0, which no server listens on: {_short(url)!r}"
     if parts.username is not None or parts.password is not None:

@@ -25,6 +25,7 @@ import time
 from collections.abc import Callable, Generator, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
+from urllib.parse import urlsplit
 
 import httpx
 
@@ -142,7 +143,13 @@ def status_message(status: int, url: str, path: str, model: str) -> str | None:
 
 def transport_message(where: str, exc: Exception) -> str:
     if isinstance(exc, httpx.ConnectError):
-        return f"cannot reach the model server at {where}: connection refused"
+        reason = str(exc)
+        if "name" in reason.lower() or "getaddrinfo" in reason:  # EAI_NONAME, EAI_AGAIN...
+            host = urlsplit(where).hostname or where
+            return f"cannot reach the model server at {where}: the host {host} was not found"
+        if "refused" in reason.lower() or not reason:
+            return f"cannot reach the model server at {where}: connection refused"
+        return f"cannot reach the model server at {where}: {reason[:120]}"
     if isinstance(exc, httpx.TimeoutException):
         return f"the model server at {where} timed out ({type(exc).__name__})"
     return f"the connection to the model server at {where} failed: {type(exc).__name__}"

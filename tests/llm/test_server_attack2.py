@@ -89,9 +89,25 @@ def test_blanks_around_the_url_are_not_inside_it(server: HostileServer) -> None:
     assert backend.url == server.url
 
 
-def test_an_ipv6_zone_id_keeps_its_brackets() -> None:
-    assert server_url_problem("http://[fe80::1%25eth0]:8080/v1") is None
-    assert server_base_url("http://[fe80::1%25eth0]:8080/v1") == "http://[fe80::1%25eth0]:8080"
+def test_an_ipv6_address_keeps_its_brackets() -> None:
+    assert server_url_problem("http://[fe80::1]:8080/v1") is None
+    assert server_base_url("http://[FE80::1]:8080/v1") == "http://[fe80::1]:8080"
+
+
+@pytest.mark.parametrize("url", ["http://[fe80::1%25eth0]:8080/v1", "http://[::1%lo]:8080"])
+def test_an_ipv6_zone_id_is_refused_in_one_line(url: str) -> None:
+    """The HTTP client cannot connect to an address with a zone: accepted, it failed as
+    "connection refused", which sent the user looking at the wrong thing."""
+    problem = server_url_problem(url)
+    assert problem is not None and "zone" in problem
+
+
+def test_a_host_that_does_not_resolve_is_not_called_refused() -> None:
+    with pytest.raises(ServerError) as caught:
+        HttpBackend("http://no-such-host.invalid:8080", limits=SHORT)
+    message = str(caught.value)
+    assert "connection refused" not in message and "no-such-host.invalid" in message
+    assert "not found" in message
 
 
 @pytest.mark.parametrize(
