@@ -10,19 +10,34 @@ checks it on generated URLs and texts).
 
 What is replaced keeps its shape (``http://***@host``, ``Bearer ***``) so the reader still
 sees *which* URL or header was meant.
+
+A server may also echo the API key back in any field of a broken answer (``n_ctx:
+"sk-..."``), where no pattern can recognise it as a secret. So the program remembers the
+keys it sends (:func:`remember_secret`) and masks each of them wherever it appears.
+
+:func:`one_line` makes a message one line a terminal shows as written: a model id or a
+header value from a hostile server may carry terminal escapes (``ESC[2J`` clears the
+screen), backspaces or a right-to-left override that makes a message say something else.
 """
 
 from __future__ import annotations
 
 import re
+import unicodedata
 
 MASK = "***"
+MIN_SECRET_CHARS = 8
+"""A shorter remembered secret is not masked literally: masking "abc" everywhere would
+garble messages, and a key that short is guessable anyway."""
+
+_SECRETS: set[str] = set()
 
 # scheme://userinfo@ : the userinfo may hold anything but "/", "?", "#", "@" and spaces;
 # the last "@" before the host ends it (RFC 3986: "@" cannot appear in the host).
 _URL_USERINFO = re.compile(r"(?i)\b([a-z][a-z0-9+.\-]*://)[^/?#@\s]*@")
 _AUTH_HEADER = re.compile(
-    r"(?i)\b(authorization|proxy-authorization)(\s*[:=]\s*)(?:(bearer|basic|token)\s+)?"
+    r"(?i)\b(authorization|proxy-authorization)([\"']?\s*[:=]\s*[\"']?)"
+    r"(?:(bearer|basic|token)\s+)?"
     r"[^\s,;'\"]+"
 )
 _SECRET_PARAM = re.compile(
@@ -35,6 +50,8 @@ def redact(text: str) -> str:
     """``text`` with URL credentials, authorization values and secret parameters masked."""
     if not text:
         return text
+    for secret in sorted(_SECRETS, key=len, reverse=True):
+        text = text.replace(secret, MASK)
     text = _URL_USERINFO.sub(lambda m: f"{m.group(1)}{MASK}@", text)
     text = _AUTH_HEADER.sub(
         lambda m: f"{m.group(1)}{m.group(2)}{m.group(3) + ' ' if m.group(3) else ''}{MASK}",
@@ -46,3 +63,40 @@ def redact(text: str) -> str:
 def has_url_credentials(url: str) -> bool:
     """Whether ``url`` carries a user name or password before its host."""
     return _URL_USERINFO.search(url.strip()) is not None
+
+
+def remember_secret(secret: str | None) -> None:
+    """Mask ``secret`` (an API key this program sends) in every later :func:`redact`.
+
+    For the life of the process: a key once sent may come back in any later answer.
+    """
+    if secret and len(secret) >= MIN_SECRET_CHARS:
+        _SECRETS.add(secret)
+
+
+def one_line(text: str) -> str:
+    """``text`` as one readable line: runs of blanks become one space, and every other
+    control or invisible format character (ESC, BEL, backspace, bidi overrides,
+    zero-width characters) is shown as its escape (``\\x1b``, ``\\u202e``)."""
+    out = []
+    for word in text.split():
+        for ch in word:
+            if unicodedata.category(ch) in ("Cc", "Cf"):
+                out.append(ascii(ch)[1:-1])
+            else:
+                out.append(ch)
+        out.append(" ")
+    return "".join(out[:-1])
+
+
+def shown_url(text: str, limit: int = 60) -> str:
+    """A URL as a refusal quotes it: one line, short, and nothing that may be a password.
+
+    A malformed URL may hide a password from :func:`redact`'s pattern (``me:pw@host``
+    without a scheme, or ``http://me:pa/ss@host``, whose unescaped "/" ends the user
+    part for a parser): then everything before the last "@" is masked.
+    """
+    text = redact(" ".join(text.split()))
+    if "@" in text and not has_url_credentials(text.replace(f"{MASK}@", "")):
+        text = f"{MASK}@" + text.rsplit("@", 1)[1]
+    return text if len(text) <= limit else text[: limit - 3] + "..."

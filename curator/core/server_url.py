@@ -15,23 +15,16 @@ A base URL is accepted both ways servers document it: ``http://host:8000`` and
 
 from __future__ import annotations
 
+import unicodedata
 from urllib.parse import urlsplit, urlunsplit
 
-from curator.core.redact import has_url_credentials, redact
+from curator.core.redact import has_url_credentials
+from curator.core.redact import shown_url as _short
 
 KEY_FIX = (
     "give the API key separately (--api-key, $CURATOR_API_KEY, or the API key field in "
     "Settings, which keeps it in the system keyring)"
 )
-
-
-def _short(text: str, limit: int = 60) -> str:
-    """The URL as quoted in a message: one line, short, and without anything that may be
-    a password (also before an "@" when the scheme is missing: ``me:pw@host``)."""
-    text = redact(" ".join(text.split()))
-    if "@" in text and not has_url_credentials(text.replace("***@", "")):
-        text = "***@" + text.rsplit("@", 1)[1]
-    return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
 def server_url_problem(url: str, name: str = "the model server URL") -> str | None:
@@ -41,6 +34,10 @@ def server_url_problem(url: str, name: str = "the model server URL") -> str | No
     saved in clear text, which the API key never is.
     """
     text = url.strip()
+    if any(c.isspace() or unicodedata.category(c) == "Cc" for c in text):
+        # urlsplit drops a tab or line break silently and keeps a space in the host: the
+        # URL used would not be the one given, or fail later as "connection refused".
+        return f"{name} must not hold spaces or control characters: {_short(url)!r}"
     if has_url_credentials(text):
         return f"{name} must not contain a user name or password: {KEY_FIX}"
     if any(ch.isspace() or not ch.isprintable() for ch in text):
@@ -55,6 +52,13 @@ def server_url_problem(url: str, name: str = "the model server URL") -> str | No
             f"{name} must start with http:// or https:// and name a host, "
             f"e.g. http://127.0.0.1:8080, got {_short(url)!r}"
         )
+    if "%" in (parts.hostname or ""):
+        return (
+            f"{name} has an IPv6 zone (%...), which the HTTP client cannot connect to: "
+            f"give the address without it, or a host name: {_short(url)!r}"
+        )
+    if parts.port == 0:
+        return f"{name} has port 0, which no server listens on: {_short(url)!r}"
     if parts.username is not None or parts.password is not None:
         return f"{name} must not contain a user name or password: {KEY_FIX}"
     if parts.query or parts.fragment:
@@ -81,7 +85,7 @@ def server_base_url(url: str) -> str:
     if port:
         host = f"{host}:{port}"
     path = parts.path.rstrip("/")
-    if path.endswith("/v1"):
+    if path.lower().endswith("/v1"):  # "/V1" too: one more way the same base is written
         path = path[: -len("/v1")]
     return urlunsplit((parts.scheme, host, path, "", ""))
 

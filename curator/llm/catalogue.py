@@ -14,14 +14,17 @@ a model file ``FILE`` live only ``FILE.part`` (a download in progress) and ``FIL
 (held while it is downloaded or removed). A catalogue ``file`` must therefore be a plain
 name that can never be one of those: no path separator, no control character (NUL
 included), not ``.``/``..`` or hidden, not ending in ``.part`` or ``.lock`` (in any case,
-for case-insensitive disks) nor in a dot or space (which Windows drops), and at most
-250 bytes in UTF-8, so that ``FILE.part`` still fits the usual 255-byte limit on a name.
-Two entries may not share a file (again ignoring case).
+for case-insensitive disks) nor in a dot or space (which Windows drops), without the
+characters Windows forbids (``< > : " | ? *``), not a Windows device name (``CON``,
+``nul.gguf``, ``COM1``...), and at most 250 bytes in UTF-8, so that ``FILE.part`` still
+fits the usual 255-byte limit on a name. Two entries may not share a file, again ignoring
+case and Unicode normalisation (macOS takes NFC and NFD spellings for one name).
 """
 
 from __future__ import annotations
 
 import json
+import math
 import os
 import re
 import stat
@@ -33,7 +36,7 @@ from typing import Any
 
 import platformdirs
 
-from curator.core.redact import redact
+from curator.core.redact import shown_url
 from curator.errors import CuratorError
 from curator.llm.target_lock import LOCK_SUFFIX, target_lock
 from curator.resources_path import resource_path
@@ -42,7 +45,16 @@ MODELS_DIR_ENV = "CURATOR_MODELS_DIR"
 _SHA256 = re.compile(r"^[0-9a-f]{64}$")
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
 PART_SUFFIX = ".part"
+WINDOWS_FORBIDDEN = '<>:"|?*'
+"""Characters Windows refuses in a file name (the catalogue is the same on every system)."""
+WINDOWS_DEVICES = frozenset(
+    ["CON", "PRN", "AUX", "NUL"]
+    + [f"{port}{n}" for port in ("COM", "LPT") for n in "123456789\u00b9\u00b2\u00b3"]
+)
+"""Names Windows takes for a device whatever the extension (``nul.gguf`` is NUL)."""
 MAX_FILE_BYTES = 255 - len(PART_SUFFIX)
+MAX_CATALOGUE_BYTES = 4 << 20
+_BIDI_CONTROLS = frozenset("\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069")
 """A model's file name leaves room for ``.part`` within the common 255-byte name limit."""
 
 
@@ -93,31 +105,17 @@ def default_catalogue_path() -> Path:
 
 def models_dir() -> Path:
     """Where downloaded models are saved (created on first download, not here)."""
-    override = os.environ.get(MODELS_DIR_ENV)
+    override = os.environ.get(MODELS_DIR_ENV, "").strip()  # blank: unset, not a folder " "
     if override:
         return Path(override).expanduser()
     return Path(platformdirs.user_data_dir("memory-curator", appauthor=False)) / "models"
-
-
-MAX_CATALOGUE_BYTES = 4 * 2**20
-"""A catalogue lists a few dozen models; anything larger is not one."""
 
 
 def load_catalogue(path: str | os.PathLike[str] | None = None) -> list[CatalogueEntry]:
     """Read and check a catalogue file; a bad one is refused with a one-line reason."""
     p = Path(path).expanduser() if path is not None else default_catalogue_path()
     try:
-        # A device or FIFO (``--catalogue /dev/zero``) would be read forever: only a regular
-        # file of sensible size is read.
-        if not stat.S_ISREG(p.stat().st_mode):
-            raise CatalogueError(f"the catalogue {p} is not a regular file")
-        with p.open("rb") as handle:
-            raw = handle.read(MAX_CATALOGUE_BYTES + 1)
-        if len(raw) > MAX_CATALOGUE_BYTES:
-            raise CatalogueError(
-                f"the catalogue {p} is over {MAX_CATALOGUE_BYTES // 2**20} MiB: not a catalogue"
-            )
-        document = json.loads(raw.decode("utf-8"))
+        document = json.loads(_read_catalogue(p))
     except FileNotFoundError as exc:
         raise CatalogueError(f"catalogue not found: {p}") from exc
     except (OSError, UnicodeDecodeError) as exc:
@@ -136,12 +134,32 @@ def load_catalogue(path: str | os.PathLike[str] | None = None) -> list[Catalogue
         raise CatalogueError(f"{p}: duplicate model names: {', '.join(duplicates)}")
     owners: dict[str, str] = {}
     for entry in entries:
-        other = owners.setdefault(entry.file.casefold(), entry.name)
+        other = owners.setdefault(same_file_key(entry.file), entry.name)
         if other != entry.name:
             raise CatalogueError(
                 f"{p}: models {other} and {entry.name} share the file {_quoted(entry.file)}"
             )
     return entries
+
+
+def _read_catalogue(p: Path) -> str:
+    """The catalogue's text. ``--catalogue`` names any path: a FIFO or a device would block
+    or never end, and a huge file would be read whole, so only a regular file of at most
+    :data:`MAX_CATALOGUE_BYTES` is read (opening does not wait for a FIFO's writer)."""
+    fd = os.open(p, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
+    try:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode):
+            raise CatalogueError(f"the catalogue {p} is not a regular file")
+        if info.st_size > MAX_CATALOGUE_BYTES:
+            raise CatalogueError(
+                f"the catalogue {p} is larger than {MAX_CATALOGUE_BYTES:,} bytes; a catalogue "
+                "of models is a few kilobytes"
+            )
+        with os.fdopen(os.dup(fd), "rb") as handle:
+            return handle.read(MAX_CATALOGUE_BYTES + 1).decode("utf-8")
+    finally:
+        os.close(fd)
 
 
 def _quoted(value: str, limit: int = 60) -> str:
@@ -170,7 +188,18 @@ def file_name_problem(file: str) -> str | None:
         return "must not end in .part or .lock (the names of partial downloads and locks)"
     if file.endswith((".", " ")):
         return "must not end in a dot or a space"
+    if any(c in WINDOWS_FORBIDDEN for c in file):
+        return f"must not hold any of {' '.join(WINDOWS_FORBIDDEN)} (Windows cannot name a file so)"
+    device = file.split(".", 1)[0].rstrip(" ").upper()
+    if device in WINDOWS_DEVICES:
+        return f"is the Windows device name {device}, whatever its extension"
     return None
+
+
+def same_file_key(file: str) -> str:
+    """What two names share when a file system may take them for one file: case (Windows,
+    macOS) and Unicode normalisation (macOS: NFC "é" and NFD "e" + accent are one name)."""
+    return unicodedata.normalize("NFD", unicodedata.normalize("NFD", file).casefold())
 
 
 def url_problem(url: str) -> str | None:
@@ -200,6 +229,12 @@ def _entry(path: Path, index: int, raw: Any) -> CatalogueEntry:
         value = raw.get(key, default)
         if not isinstance(value, str) or not value.strip():
             raise CatalogueError(f"{where}: '{key}' must be a non-empty string")
+        if any(unicodedata.category(c) == "Cc" or c in _BIDI_CONTROLS for c in value):
+            # Printed by `curator models list`: a terminal would obey an escape.
+            raise CatalogueError(
+                f"{where}: '{key}' must not hold control characters (escapes, line breaks, "
+                "right-to-left overrides)"
+            )
         return value.strip()
 
     name = text("name")
@@ -212,7 +247,7 @@ def _entry(path: Path, index: int, raw: Any) -> CatalogueEntry:
     url = text("url")
     problem = url_problem(url)
     if problem is not None:
-        raise CatalogueError(f"{where}: 'url' {problem}: {_quoted(redact(url), 120)}")
+        raise CatalogueError(f"{where}: 'url' {problem}: {shown_url(url, 120)!r}")
     sha = raw.get("sha256")
     if sha is not None and (not isinstance(sha, str) or not _SHA256.match(sha.lower())):
         raise CatalogueError(f"{where}: 'sha256' must be 64 hex digits or null")
@@ -221,7 +256,7 @@ def _entry(path: Path, index: int, raw: Any) -> CatalogueEntry:
         raise CatalogueError(f"{where}: 'size_bytes' must be a positive integer or null")
     ram = raw.get("ram_gb", 0)
     ctx = raw.get("context_length", 0)
-    if not isinstance(ram, int | float) or isinstance(ram, bool) or ram < 0:
+    if not isinstance(ram, int | float) or isinstance(ram, bool) or not 0 <= ram < math.inf:
         raise CatalogueError(f"{where}: 'ram_gb' must be a number")
     if not isinstance(ctx, int) or isinstance(ctx, bool) or ctx < 0:
         raise CatalogueError(f"{where}: 'context_length' must be an integer")

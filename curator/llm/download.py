@@ -27,11 +27,13 @@ import errno
 import hashlib
 import os
 import shutil
+import stat
 import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import BinaryIO
 
 import httpx
 
@@ -183,6 +185,12 @@ class _Transfer:
                 try:
                     if self._request(client):
                         return self.resumed_from
+                except httpx.UnsupportedProtocol as exc:  # a redirect to file://, ftp://...
+                    raise DownloadError(
+                        self._failed(
+                            f"redirected to something that is not an http(s) address ({exc})"
+                        )
+                    ) from exc
                 except (httpx.TransportError, httpx.StreamError) as exc:
                     why = f"{type(exc).__name__}: {exc}"
                 except httpx.HTTPError as exc:
@@ -196,7 +204,12 @@ class _Transfer:
         )
 
     def _prepare(self) -> int:
-        """A ``.part`` longer than the expected file cannot be a prefix of it: drop it."""
+        """A ``.part`` longer than the expected file cannot be a prefix of it: drop it.
+
+        A ``.part`` that is a symbolic link or a folder is not ours: writing to it would
+        append to (or truncate) whatever file it points at, so it is refused untouched.
+        """
+        _refuse_unless_plain(self.part)
         size = _size(self.part)
         if self.expected is not None and size > self.expected:
             _unlink(self.part)
@@ -258,7 +271,7 @@ class _Transfer:
         started = time.monotonic()
         done = plan.start
         try:
-            out = self.part.open("ab" if plan.start else "wb")
+            out = _open_part(self.part, append=bool(plan.start))
         except OSError as exc:
             raise _disk_error(exc, self.part) from exc
         with out:
@@ -291,7 +304,11 @@ class _Transfer:
         """Back to what the ``.part`` held before this answer (a true prefix)."""
         try:
             if size:
-                os.truncate(self.part, size)
+                fd = os.open(self.part, os.O_WRONLY | _NOFOLLOW)  # never through a link
+                try:
+                    os.ftruncate(fd, size)
+                finally:
+                    os.close(fd)
             else:
                 _unlink(self.part)
         except OSError as exc:
@@ -323,6 +340,35 @@ class _Transfer:
 
 
 _CONNECT_S = 10.0
+_NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
+"""Opening the ``.part`` never follows a link that appeared after the check (POSIX)."""
+
+
+def _open_part(part: Path, *, append: bool) -> BinaryIO:
+    """The ``.part`` for writing (appending from its end, or emptied), never through a link."""
+    flags = os.O_WRONLY | os.O_CREAT | (os.O_APPEND if append else os.O_TRUNC)
+    return os.fdopen(os.open(part, flags | _NOFOLLOW, 0o644), "ab" if append else "wb")
+
+
+def _refuse_unless_plain(path: Path) -> None:
+    """Raise DownloadError when ``path`` exists and is not a regular file of its own (a
+    symbolic link, a folder, or a hard link sharing its bytes with another name)."""
+    try:
+        info = path.lstat()
+    except FileNotFoundError:
+        return
+    except OSError as exc:
+        raise DownloadError(f"cannot read {path}: {exc.strerror or exc}") from exc
+    if not stat.S_ISREG(info.st_mode):
+        raise DownloadError(
+            f"{path} is not a regular file (a link or a folder); it was left alone: "
+            "remove it and run the download again"
+        )
+    if info.st_nlink > 1:  # a hard link: appending would change the other name's file
+        raise DownloadError(
+            f"{path} is also another name of a file (a hard link); it was left alone: "
+            "remove it and run the download again"
+        )
 
 
 def _size(path: Path) -> int:

@@ -29,7 +29,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Literal
 
-from curator.core.redact import redact
+from curator.core.redact import one_line, redact
 from curator.errors import CuratorError
 
 HARD_CAP_BYTES = 64 * 1024**3
@@ -49,7 +49,7 @@ class DownloadError(CuratorError):
     exit_code = 2
 
     def __init__(self, message: str, *, exit_code: int | None = None) -> None:
-        super().__init__(redact(" ".join(message.split("\n"))), exit_code=exit_code)
+        super().__init__(redact(one_line(message)), exit_code=exit_code)
 
 
 class DownloadCancelled(DownloadError):

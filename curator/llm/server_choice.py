@@ -80,7 +80,7 @@ def choose_server(
     """
     env = os.environ if environ is None else environ
     chosen, name = url, "--server"
-    if not chosen and env.get(SERVER_ENV):
+    if not chosen and env.get(SERVER_ENV, "").strip():  # a blank variable is an unset one
         chosen, name = env[SERVER_ENV], f"${SERVER_ENV}"
     if not chosen and use_saved and backend == "server" and saved_url:
         chosen, name = saved_url, "the saved model server URL (server_url)"
@@ -94,7 +94,7 @@ def choose_server(
     if api_key:
         return _with_key(chosen, model_id, api_key, "command line", "--api-key")
     from_env = env.get(API_KEY_ENV)
-    if from_env:
+    if from_env and from_env.strip():
         return _with_key(chosen, model_id, from_env, "environment", f"${API_KEY_ENV}")
     stored = load_api_key(chosen)
     if stored:

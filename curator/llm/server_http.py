@@ -25,10 +25,11 @@ import time
 from collections.abc import Callable, Generator, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
+from urllib.parse import urlsplit
 
 import httpx
 
-from curator.core.redact import redact
+from curator.core.redact import one_line, redact, remember_secret
 from curator.errors import CuratorError
 from curator.llm.backend import StopCheck
 
@@ -45,13 +46,14 @@ class ServerError(CuratorError):
     """The model server could not be used (one line, exit code 2).
 
     The message is made one line and redacted here, the one place every HTTP failure
-    passes through, so no error path can leak a password or a key into a message.
+    passes through, so no error path can leak a password or a key into a message, nor a
+    hostile server's terminal escapes (quoted model ids, field values) reach a terminal.
     """
 
     exit_code = 2
 
     def __init__(self, message: str) -> None:
-        super().__init__(redact(" ".join(message.split())))
+        super().__init__(redact(one_line(message)))
 
 
 class Cancelled(Exception):
@@ -94,7 +96,7 @@ class ServerLimits:
         values: dict[str, Any] = {}
         for name, field in ((TIMEOUT_ENV, "answer_s"), (TOKEN_TIME_ENV, "token_s")):
             text = env.get(name)
-            if not text:
+            if not text or not text.strip():  # blank: unset, as for the download variables
                 continue
             try:
                 value = float(text)
@@ -141,7 +143,13 @@ def status_message(status: int, url: str, path: str, model: str) -> str | None:
 
 def transport_message(where: str, exc: Exception) -> str:
     if isinstance(exc, httpx.ConnectError):
-        return f"cannot reach the model server at {where}: connection refused"
+        reason = str(exc)
+        if "name" in reason.lower() or "getaddrinfo" in reason:  # EAI_NONAME, EAI_AGAIN...
+            host = urlsplit(where).hostname or where
+            return f"cannot reach the model server at {where}: the host {host} was not found"
+        if "refused" in reason.lower() or not reason:
+            return f"cannot reach the model server at {where}: connection refused"
+        return f"cannot reach the model server at {where}: {reason[:120]}"
     if isinstance(exc, httpx.TimeoutException):
         return f"the model server at {where} timed out ({type(exc).__name__})"
     return f"the connection to the model server at {where} failed: {type(exc).__name__}"
@@ -165,6 +173,7 @@ class Connection:
         self.model = ""
         """The model id (for the message of a 404 from /v1/completions)."""
         headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
+        remember_secret(api_key)  # a server may echo it in any field a message quotes
         self._client = httpx.Client(
             base_url=url,
             headers=headers,

@@ -51,8 +51,15 @@ def target_lock(target: Path, busy_message: str) -> Iterator[None]:
 
 def _open(lock: Path) -> int:
     try:
-        return os.open(lock, os.O_RDWR | os.O_CREAT, 0o644)
+        # Never through a link: O_CREAT would create (and the release delete) a file
+        # somewhere else, one that is not ours.
+        return os.open(lock, os.O_RDWR | os.O_CREAT | getattr(os, "O_NOFOLLOW", 0), 0o644)
     except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            raise CuratorError(
+                f"the lock file {lock} is a symbolic link, not ours; it was left alone: "
+                "remove it and try again"
+            ) from exc
         raise CuratorError(f"cannot create the lock file {lock}: {exc.strerror or exc}") from exc
 
 

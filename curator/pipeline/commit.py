@@ -632,6 +632,14 @@ def commit_run(
         plan = _plan(run_id)
         if plan.run.status == "staged":  # else _refuse names the status, a plainer reason
             refuse_if_changed(plan.preview, expect)
+        elif expect is not None:
+            # A preview with a fingerprint was of a staged run: it has been committed or
+            # cancelled since (by another window or program), a conflict like any other
+            # change, so the loser of two racing commits exits 1, not as a usage error.
+            raise ConflictError(
+                f"run {plan.run.id} is {plan.run.status}, no longer staged as in the preview "
+                f"with fingerprint {expect}; nothing was committed"
+            )
         _refuse(plan, reviewed_only)
         summary = _apply(store, plan, actor)
     relearn_after_commit(store)

@@ -14,6 +14,7 @@ from typing import Any
 
 import pytest
 
+from curator.llm import download
 from curator.llm.catalogue import (
     CatalogueEntry,
     CatalogueError,
@@ -250,13 +251,12 @@ def test_disk_full_while_writing_keeps_the_part_and_says_so(
     demo_bytes: bytes,
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    real_open = Path.open
+    real_open = download._open_part
 
-    def open_filling(self: Path, mode: str = "r", *args: Any, **kwargs: Any) -> Any:
-        handle = real_open(self, mode, *args, **kwargs)
-        return _FillsUp(handle) if self.suffix == ".part" and "b" in mode else handle
+    def open_filling(part: Path, *, append: bool) -> Any:
+        return _FillsUp(real_open(part, append=append))
 
-    monkeypatch.setattr(Path, "open", open_filling)
+    monkeypatch.setattr(download, "_open_part", open_filling)
     url, _ = server
     with pytest.raises(DownloadError, match=r"disk is full.*resume"):
         download_model(_entry(url + "/model.gguf", demo_bytes), tmp_path)
