@@ -15,30 +15,35 @@ that is not built to be caught.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Iterator
+import unicodedata
+from collections.abc import Callable, Iterator, Sequence
+from functools import lru_cache
 
 from curator.core.flag_lexicon import LANGUAGES
+from curator.core.flag_lexicon_intents import INTENTS
 
 __all__ = ["lexicon_hits", "talked_about"]
 
 KindHit = tuple[str, int, int, str]
 
 # Letters of the scripts written with spaces: an entry must not continue such a word.
-_LETTER = "a-zß-ÿĀ-ɏͰ-ϿЀ-ӿ"
+_LETTER = "a-zß-ÿĀ-ɏͰ-ϿЀ-ӿḀ-ỿ"
 _BEFORE = f"(?<![{_LETTER}])"
 _AFTER = f"(?![{_LETTER}])"
 # A sentence ends at "." "!" "?" ";" before a blank (not inside "Hund!2020" or "4.50").
-_SENTENCE = re.compile(r"(?:[^.!?;。！？\n]|[.!?;](?!\s|$))+")
+_SENTENCE = re.compile(r"(?:[^.!?;。！？।\n]|[.!?;](?!\s|$))+")
 
 
-def _family(field: str, *, whole_word: bool) -> re.Pattern[str]:
+def _family(
+    field: str, *, whole_word: bool, table: Sequence[object] = LANGUAGES
+) -> re.Pattern[str]:
     """One pattern for a family over every language, longest entries first.
 
     The word-start check is written once in front of the alternation, not once per entry:
     inside a word it fails at once, and the hundreds of entries are not tried there.
     """
     entries = sorted(
-        {entry for lang in LANGUAGES for entry in getattr(lang, field)},
+        {entry for lang in table for entry in getattr(lang, field)},
         key=lambda e: (-len(e), e),
     )
     after = _AFTER if whole_word else ""
@@ -60,6 +65,19 @@ _SECRET_WORD = _family("secret_words", whole_word=True)
 _AI = _family("ai_words", whole_word=True)
 _CONCEAL = _family("conceal", whole_word=True)
 _HUMAN = _family("human", whole_word=True)
+_VOID = _family("void", whole_word=True, table=INTENTS)
+_PRIOR = _family("prior", whole_word=False, table=INTENTS)
+_SETUP = _family("setup", whole_word=True, table=INTENTS)
+_PERSONA = _family("persona", whole_word=True, table=INTENTS)
+_SEND = _family("send", whole_word=True, table=INTENTS)
+_PRIVATE = _family("private", whole_word=False, table=INTENTS)
+_AMEND = _family("amend", whole_word=True, table=INTENTS)
+_NARRATIVE_BY = {
+    lang.code: re.compile(f"{_BEFORE}(?:{'|'.join(lang.narrative)}){_AFTER}")
+    for lang in INTENTS
+    if lang.narrative
+}
+_YOU = _family("you", whole_word=True, table=INTENTS)
 _CREDENTIAL = re.compile(r"[^\s\"'`“”«»「」()]{6,}")
 
 
@@ -88,11 +106,16 @@ def _apart(a: tuple[int, int], b: tuple[int, int]) -> bool:
 
 def _credential(token: str) -> bool:
     """A token that looks like a password: letters with digits or symbols, not a link."""
-    token = token.rstrip(".,;:!?。")
+    token = token.rstrip(".,;:!?。।")
     if len(token) < 6 or "://" in token or token.startswith(("www.", "@")):
         return False
     has_alpha = any(ch.isalpha() for ch in token)
-    has_other = any(ch.isdigit() or (not ch.isalnum() and ch not in "-'") for ch in token)
+    # vowel signs and other combining marks belong to the word ("नहीं"), not symbols
+    has_other = any(
+        ch.isdigit()
+        or (not ch.isalnum() and ch not in "-'" and not unicodedata.category(ch).startswith("M"))
+        for ch in token
+    )
     return has_alpha and has_other
 
 
@@ -123,6 +146,11 @@ def talked_about(text: str) -> Callable[[int, int], bool]:
     for m in _REPORTED.finditer(text):
         end = _CLAUSE_END.search(text, m.end())
         clauses.append((m.end(), end.start() if end else len(text)))
+    for m in _OPINION.finditer(text):
+        end = _SENTENCE_END.search(text, m.end())
+        clause = (m.end(), end.start() if end else len(text))
+        if not _YOU_ANY.search(text, *clause):
+            clauses.append(clause)
     quotes: list[tuple[int, int]] = []
     for q in _QUOTED.finditer(text):
         before = text[max(0, q.start() - 30) : q.start()].casefold()
@@ -151,15 +179,23 @@ def _sentence_hits(text: str, lo: int, hi: int) -> Iterator[KindHit]:
     directives = [
         d for d in _spans(_DIRECTIVE, text, lo, hi) if not _DESCRIBED.search(text, lo, d[0])
     ]
+    narrative = _narrative(text, lo, hi)
     for pattern, reason in (
         (_STANDING, "a standing order (“from now on …”)"),
         (_EVERY, "an order for every reply"),
         (_WHENEVER, "a rule for whenever someone asks"),
     ):
         for marker in _spans(pattern, text, lo, hi):
-            if any(_apart(marker, d) for d in directives):
+            langs = _languages(pattern, text[marker[0] : marker[1]])
+            if narrative(marker, langs):
+                continue
+            if any(
+                _apart(marker, d) and _paired(langs, _languages(_DIRECTIVE, text[d[0] : d[1]]))
+                for d in directives
+            ):
                 yield "instruction", marker[0], marker[1], reason
                 break
+    yield from _intent_hits(text, lo, hi)
     password = _password(text, lo, hi)
     if password is not None:
         yield "secret", password[0], password[1], "a password given in the text"
@@ -191,12 +227,171 @@ def _password(text: str, lo: int, hi: int) -> tuple[int, int] | None:
 # talked about, not said to the agent.
 _QUOTED = re.compile(r"[\"“„«「『]([^\"“”„«»「」『』]{3,200})[\"”“»」』]")
 _MENTION = re.compile(
-    r"(?:phrase|words?|term|expression|sentence|slogan|meme|saying|line|called|"
+    r"(?:phrase|made|typed|posted|tweeted|quoted|words?|term|expression|sentence|slogan|meme|saying|line|called|"
     r"frase|palabra|expresión|satz|ausdruck|wort|phrase|mot|expression|фраза|слово|"
     r"выражение|palavra|expressão|parola|espressione|ifade|cümle|söz|言葉|フレーズ|这句话|"
     r"短语|说法)\W{0,3}$"
 )
 _MEANS = re.compile(
-    r"^\W{0,3}(?:means|meant|became|is\s+a|was\s+a|significa|bedeutet|signifie|"
+    r"^\W{0,3}(?:means|meant|became|is\s+a|was\s+a|an?\s+(?:meme|joke|catchphrase|slogan|"
+    r"trend|running\s+gag)|significa|bedeutet|signifie|"
     r"означает|vuol\s+dire|anlamına|という|的意思)"
 )
+
+
+_FIELDS = {
+    id(_STANDING): "standing",
+    id(_EVERY): "every_reply",
+    id(_WHENEVER): "whenever",
+    id(_DIRECTIVE): "directives",
+}
+_BY_LANGUAGE = {
+    field: {
+        lang.code: re.compile("|".join(f"(?:{e})" for e in getattr(lang, field)))
+        for lang in LANGUAGES
+    }
+    for field in _FIELDS.values()
+}
+
+
+@lru_cache(maxsize=4096)
+def _languages(pattern: re.Pattern[str], entry: str) -> frozenset[str]:
+    """The languages whose entries of ``pattern``'s family match ``entry`` exactly.
+
+    A standing-order marker pairs with a directive of its own language (or English, which
+    mixed texts switch into): the Indonesian "mulai sekarang" next to "senin" (Monday,
+    and the Turkish "your") is a timetable, not an order.
+    """
+    field = _FIELDS[id(pattern)]
+    return frozenset(
+        code for code, p in _BY_LANGUAGE[field].items() if p.fullmatch(entry) is not None
+    )
+
+
+def _paired(marker: frozenset[str], directive: frozenset[str]) -> bool:
+    """A marker and a directive of one language, or English on either side (mixed texts
+    switch into English: "Por favor, from now on responde …", "Теперь always …")."""
+    return bool(marker & directive) or "en" in marker or "en" in directive
+
+
+def _narrative(text: str, lo: int, hi: int) -> Callable[[tuple[int, int], frozenset[str]], bool]:
+    """Whether a standing-order marker opens a description of someone else.
+
+    "From now on the choir meets on Wednesdays", "Ab jetzt trifft sich der Chor …": a
+    third-person subject right after the marker (after one verb, for verb-second
+    languages) and no second person anywhere in the sentence.
+    """
+    addressed = _YOU.search(text, lo, hi) is not None
+
+    def check(marker: tuple[int, int], langs: frozenset[str]) -> bool:
+        if addressed:
+            return False
+        at = marker[1]
+        while at < hi and text[at] in " ,:;–—-":
+            at += 1
+        return any(
+            _NARRATIVE_BY[code].match(text, at, hi) is not None
+            for code in langs
+            if code in _NARRATIVE_BY
+        )
+
+    return check
+
+
+def _intent_hits(text: str, lo: int, hi: int) -> Iterator[KindHit]:
+    """The intent families of :mod:`curator.core.flag_lexicon_intents` in one sentence."""
+    objects = _spans(_OBJECT, text, lo, hi) + _spans(_SETUP, text, lo, hi)
+    priors = _spans(_PRIOR, text, lo, hi)
+    # the agent's own instructions: a prior marker next to them ("your previous setup",
+    # "the rules you started with"), not a few words away ("the policy … the previous version")
+    owned = [o for o in objects if any(_close(o, p) for p in priors)]
+    if owned:
+        for void in _spans(_VOID, text, lo, hi):
+            near = [o for o in owned if _apart(void, o) and abs(o[0] - void[0]) <= 80]
+            if near:
+                start, end = min(void[0], near[0][0]), max(void[1], near[0][1])
+                yield "instruction", start, end, "declares the agent's instructions void"
+                break
+    for persona in _spans(_PERSONA, text, lo, hi):
+        if not _NEGATION.search(text, lo, persona[0]):
+            yield "instruction", persona[0], persona[1], "tries to give the agent a persona"
+            break
+    private = _spans(_PRIVATE, text, lo, hi)
+    if private:
+        for verb in _spans(_SEND, text, lo, hi):
+            if _NEGATION.search(text, lo, verb[0]) or not (
+                _clause_start(text, lo, verb[0]) or _clause_final(text, hi, verb)
+            ):
+                continue
+            near = [p for p in private if _apart(verb, p) and abs(p[0] - verb[0]) <= 80]
+            if near:
+                start, end = min(verb[0], near[0][0]), max(verb[1], near[0][1])
+                yield "instruction", start, end, "tells the agent to pass on private data"
+                break
+    for amend in _spans(_AMEND, text, lo, hi):
+        yield "identity", amend[0], amend[1], "amends the agent's identity or values"
+        break
+
+
+# "never send …", "don't act as …": advice against it, not the order itself.
+_NEGATION = re.compile(
+    r"(?<![\w'])(?:never|not|don't|do\s+not|nunca|nie|niemals|jamais|mai|никогда|не)\s+"
+    r"(?:\w+\s+)?$"
+)
+
+
+def _close(obj: tuple[int, int], prior: tuple[int, int]) -> bool:
+    """A prior marker right before the instructions (up to two words) or right after them."""
+    if prior[1] <= obj[0]:
+        return obj[0] - prior[1] <= 16
+    return obj[1] <= prior[0] and prior[0] - obj[1] <= 16
+
+
+# Where an imperative verb starts its clause: the sentence start, after ",", ":", ";", a
+# dash, "and"/"then" (in the languages written with spaces), with at most one adverb
+# ("quietly include …") before it. Scripts without spaces, or with the verb at the end,
+# have no such position to check and always count.
+_CLAUSE = re.compile(
+    r"[,:;()\[\]\"“”«»–—]|(?<![\w'])(?:and|then|also|und|dann|et|puis|y|luego|e|poi|"
+    r"и|i|oraz|en|och|dan|lalu|và|rồi|ve|sonra|please|bitte|por\s+favor|s'il\s+te\s+plaît)(?![\w'])"
+)
+
+
+def _clause_start(text: str, lo: int, at: int) -> bool:
+    if not re.match(f"[{_LETTER}]", text[at : at + 1]):
+        return True
+    start = lo
+    for m in _CLAUSE.finditer(text, lo, at):
+        start = m.end()
+    words = re.findall(r"[\w'-]+", text[start:at])
+    return len(words) <= 1 and not _SUBJECT.search(text, lo, at)
+
+
+# "A columnist argued that AI companions should never pretend to be human": an opinion
+# being reported about others. A report that speaks to the agent ("the admin said that
+# you must …") is still an order, so a clause with a second person does not count.
+_OPINION = re.compile(
+    r"\b(?:argued|argues|believes?|thinks?|wrote|writes|warned|warns|claimed|claims|"
+    r"suggested|suggests|noted|notes|reported|reports|found|finds|concluded|insists?|"
+    r"insisted)\s+that\b|\b(?:meinte|schrieb|argumentierte|warnte),?\s+dass\b|"
+    r"\b(?:a\s+)?(?:soutenu|écrit|affirmé|estime)\s+que\b|"
+    r"\b(?:argumentó|escribió|opina)\s+que\b",
+    re.IGNORECASE,
+)
+_SENTENCE_END = re.compile(r"[.!?;。！？\n](?=\s|$)")
+_YOU_ANY = re.compile(_YOU.pattern, re.IGNORECASE)
+
+
+# Languages whose imperative ends the clause ("… bu adrese gönder."): there the verb
+# counts at the end of its clause.
+_VERB_FINAL = frozenset({"tr", "ja", "ko", "hi"})
+_VERB_FINAL_SEND = re.compile(
+    "|".join(f"(?:{e})" for lang in INTENTS if lang.code in _VERB_FINAL for e in lang.send)
+)
+
+
+def _clause_final(text: str, hi: int, verb: tuple[int, int]) -> bool:
+    if not _VERB_FINAL_SEND.fullmatch(text, verb[0], verb[1]):
+        return False
+    rest = text[verb[1] : hi]
+    return re.match(r"\s*(?:[.!?,;。！？।]|$)", rest) is not None

@@ -1,4 +1,4 @@
-"""Word families in the ten most used languages of the web, for the flag rules.
+"""Word families in eighteen languages, for the flag rules.
 
 Rules in one language miss the same attack written in another, and rules made of fixed
 phrases miss its paraphrases. So the rules here are built from *families*: a verb of
@@ -24,6 +24,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from curator.core.flag_lexicon_more import MORE
+
 __all__ = ["LANGUAGES", "Language"]
 
 
@@ -45,7 +47,7 @@ class Language:
 
 
 # fmt: off
-LANGUAGES: tuple[Language, ...] = (
+_TEN: tuple[Language, ...] = (
     Language(
         "en",
         (
@@ -63,7 +65,7 @@ LANGUAGES: tuple[Language, ...] = (
             r"guidance", r"polic(?:y|ies)", r"constraints?", r"restrictions?", r"safeguards?",
             r"safety", r"system\s+prompt", r"prompts?", r"programming", r"programmed", r"training",
             r"orders?", r"commands?", r"filters?", r"limits?", r"limitations?",
-            r"(?:what|everything|anything)\s+(?:you\s+were|you've\s+been|you\s+have\s+been)\s+"
+            r"(?:what|everything|anything|nothing)\s+(?:you\s+were|you've\s+been|you\s+have\s+been)\s+"
             r"(?:told|taught|given|instructed)", r"(?:your\s+)?developers?\s+instructed",
         ),
         (
@@ -76,9 +78,15 @@ LANGUAGES: tuple[Language, ...] = (
             r"remember\s+this\s+for\s+(?:later|the\s+future|next\s+time)",
             r"until\s+(?:told|instructed)\s+otherwise",
             r"(?:keep|continue)\s+(?:recommending|mentioning|saying|adding|posting|linking)",
+            r"from\s+this\s+point\s+onwards?", r"(?:each|every)\s+time\s+you",
+            r"make\s+it\s+a\s+(?:habit|rule|point)\s+to", r"permanently", r"keep\s+this\s+forever",
+            r"remember\s+(?:this|that)\s+(?:permanently|forever|for\s+good|always)",
+            r"for\s+as\s+long\s+as", r"no\s+matter\s+who\s+asks", r"always\s+remember",
+            r"for\s+the\s+rest\s+of\s+(?:our|this|the)\s+(?:conversations?|chats?|sessions?)",
+            r"in\s+all\s+future", r"(?:from\s+)?(?:the\s+)?next\s+(?:conversation|session)\s+on",
         ),
         (
-            r"(?:in|to|with|of|for|after|into|begin|start|end|sign)\s+(?:every\s+|each\s+|all\s+"
+            r"(?:in|on|to|with|of|for|after|into|begin|start|end|sign|close)\s+(?:every\s+|each\s+|all\s+"
             r"(?:of\s+)?(?:your\s+|the\s+)?)(?:single\s+|future\s+)?(?:reply|replies|answers?|"
             r"responses?|messages?|"
             r"posts?|comments?|chats?|conversations?)",
@@ -100,6 +108,9 @@ LANGUAGES: tuple[Language, ...] = (
             r"should\s+be", r"must\s+be", r"keep", r"continue", r"claim", r"pretend", r"act",
             r"insist", r"present", r"introduce", r"ignore", r"forget", r"disregard", r"obey",
             r"follow", r"stop", r"do\s+not", r"don't", r"the\s+(?:agent|assistant|bot|ai)",
+            r"agree", r"call", r"treat", r"cite", r"slip", r"use", r"quote", r"thank", r"tag",
+            r"compliment", r"talk", r"speak", r"refuse", r"avoid", r"question", r"describe",
+            r"close", r"accept", r"trust", r"side", r"defend", r"ask",
         ),
         (
             r"passwords?", r"passphrase", r"passcode", r"passwd", r"pwd", r"pass", r"pin",
@@ -146,7 +157,8 @@ LANGUAGES: tuple[Language, ...] = (
         (
             r"recomienda", r"recomiende", r"menciona", r"incluye", r"termina", r"añade",
             r"escribe", r"responde", r"contesta", r"di", r"sugiere", r"envía", r"manda",
-            r"comparte", r"promociona", r"indica", r"agrega", r"pon", r"firma", r"siempre",
+            r"comparte", r"promociona", r"indica", r"agrega", r"pon", r"firma", r"cierra", r"usa",
+            r"haz", r"trata", r"llama", r"siempre",
             r"nunca", r"tú", r"tus?", r"te", r"usted",
         ),
         (r"contraseña", r"clave"),
@@ -185,6 +197,7 @@ LANGUAGES: tuple[Language, ...] = (
         (
             r"empfiehl", r"erwähne", r"nenne", r"antworte", r"schreib", r"schreibe", r"füge",
             r"sag", r"sage", r"schick", r"sende", r"teile", r"verweise", r"beende", r"beginne",
+            r"schließe", r"nutze", r"verwende", r"behandle",
             r"immer", r"niemals", r"du", r"dein", r"deine", r"dir", r"dich", r"sollst", r"musst",
         ),
         (r"passwort", r"kennwort", r"zugangscode"),
@@ -224,7 +237,9 @@ LANGUAGES: tuple[Language, ...] = (
         ),
         (
             r"recommande", r"mentionne", r"termine", r"ajoute", r"réponds", r"écris", r"dis",
-            r"envoie", r"partage", r"indique", r"signe", r"commence", r"toujours", r"jamais",
+            r"envoie", r"partage", r"indique", r"signe", r"commence", r"finis", r"utilise", r"fais",
+            r"mets", r"traite",
+            r"appelle", r"toujours", r"jamais",
             r"tu", r"ton", r"ta", r"tes", r"te", r"t'", r"vous",
         ),
         (r"mot\s+de\s+passe", r"mdp", r"code\s+d'accès"),
@@ -262,7 +277,8 @@ LANGUAGES: tuple[Language, ...] = (
         (
             r"рекомендуй", r"советуй", r"посоветуй", r"упоминай", r"упомяни", r"отвечай",
             r"ответь", r"пиши", r"напиши", r"добавляй", r"добавь", r"говори", r"скажи",
-            r"отправляй", r"рекламируй", r"предлагай", r"всегда", r"никогда", r"ты", r"тебе",
+            r"отправляй", r"рекламируй", r"предлагай", r"заканчивай", r"используй", r"вставляй",
+            r"называй", r"всегда", r"никогда", r"ты", r"тебе",
             r"твой", r"твои",
         ),
         (r"пароль", r"пароля", r"паролем"),
@@ -299,7 +315,9 @@ LANGUAGES: tuple[Language, ...] = (
         ),
         (
             r"recomende", r"mencione", r"inclua", r"termine", r"adicione", r"responda", r"escreva",
-            r"diga", r"envie", r"indique", r"sugira", r"compartilhe", r"sempre", r"nunca", r"você",
+            r"diga", r"envie", r"indique", r"sugira", r"compartilhe", r"feche", r"use", r"faça",
+            r"coloque", r"trate",
+            r"chame", r"sempre", r"nunca", r"você",
             r"voce", r"tu", r"teu",
         ),
         (r"senha", r"palavra-passe"),
@@ -338,7 +356,8 @@ LANGUAGES: tuple[Language, ...] = (
         (
             r"consiglia", r"raccomanda", r"cita", r"menziona", r"includi", r"termina", r"aggiungi",
             r"rispondi", r"scrivi", r"di'", r"suggerisci", r"invia", r"manda", r"condividi",
-            r"indica", r"sempre", r"mai", r"tu", r"tuo", r"tua", r"ti",
+            r"indica", r"chiudi", r"concludi", r"usa", r"fai", r"metti", r"inserisci",
+            r"tratta", r"chiama", r"sempre", r"mai", r"tu", r"tuo", r"tua", r"ti",
         ),
         (r"password", r"parola\s+d'ordine"),
         (
@@ -372,7 +391,8 @@ LANGUAGES: tuple[Language, ...] = (
         ),
         (
             r"öner", r"tavsiye\s+et", r"bahset", r"ekle", r"cevap\s+ver", r"yanıt\s+ver", r"söyle",
-            r"gönder", r"paylaş", r"her\s+zaman", r"asla", r"sen", r"senin", r"sana", r"yönlendir",
+            r"gönder", r"paylaş", r"bitir", r"kullan", r"yap", r"koy", r"yaz", r"her\s+zaman",
+            r"asla", r"sen", r"senin", r"sana", r"yönlendir",
         ),
         (r"şifre\w*", r"parola\w*"),
         (r"yapay\s+zek[aâ]\w*", r"bot"),
@@ -437,3 +457,7 @@ LANGUAGES: tuple[Language, ...] = (
     ),
 )
 # fmt: on
+
+# The ten languages above and eight more (Korean, Arabic, Hindi, Polish, Dutch, Indonesian,
+# Vietnamese, Swedish) kept in their own module.
+LANGUAGES: tuple[Language, ...] = (*_TEN, *(Language(*row) for row in MORE))

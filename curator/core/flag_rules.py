@@ -127,7 +127,11 @@ _INSTRUCTION_RULES: tuple[tuple[re.Pattern[str], str], ...] = (
             r"tell\s+(?:me|us))\s+(?:me\s+|us\s+)?(?:your|the)\s+(?:\w+\s+)?(?:system\s+prompt|"
             r"system\s+message|hidden\s+(?:prompt|instructions?|text)|initial\s+instructions|"
             r"instructions|configuration|prompt)|your\s+(?:system\s+prompt|system\s+message|"
-            r"hidden\s+instructions?|instructions)|developer\s+mode|DAN\s+mode|"
+            r"hidden\s+instructions?|instructions)|"
+            # "developer mode on Jack's Android phone" is a device setting, not a jailbreak
+            r"developer\s+mode(?!\s+(?:on|of|in|for)\s+(?:[\w']+\s+){0,3}?(?:phones?|android|"
+            r"iphone|ipad|device|tablet|laptop|browser|chrome|firefox|pixel|samsung|tv|router|"
+            r"console|xbox|playstation|windows|mac|car)\b)|DAN\s+mode|"
             r"do\s+anything\s+now|(?:enable|enter|activate|switch\s+to|unlock)\s+"
             r"(?:\w+\s+)?jailbr[eo]a?k\w*|jailbr[eo]a?k\w*\s+mode|"
             r"(?:new|updated)\s+instructions?\s*(?:follow|below|:)|"

@@ -182,6 +182,18 @@ def _identity_hits(text: str, axioms: Sequence[str], identity_name: str | None) 
         for m in _AMEND.finditer(text)
         if not _reported(text, m.start())
     ]
+    if identity_name:  # "Wren is a licensed therapist": a new identity under the agent's name
+        named = re.compile(
+            rf"\b{re.escape(identity_name)}\s+(?:is|has\s+become)\s+(?:now\s+|actually\s+|"
+            r"really\s+|secretly\s+)?(?:a|an)\s+(?:licensed|certified|qualified|registered|"
+            r"human|real\s+person|person)\b",
+            re.IGNORECASE,
+        )
+        hits += [
+            (m.start(), m.end(), "tries to amend the agent's identity or rules")
+            for m in named.finditer(text)
+            if not _reported(text, m.start())
+        ]
     if not axioms:
         return hits
     refs = [m for m in _AGENT_REF.finditer(text)]

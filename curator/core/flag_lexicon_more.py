@@ -1,0 +1,162 @@
+"""The base word families of :mod:`curator.core.flag_lexicon` for eight more languages.
+
+Korean, Arabic, Hindi, Polish, Dutch, Indonesian, Vietnamese and Swedish, in the same
+order of fields as :class:`curator.core.flag_lexicon.Language` (setting-aside verbs, the
+agent's instructions, standing-order markers, "in every reply", "whenever someone asks",
+directive words, password words, words for "AI", hiding it, "human"). Kept apart only so
+each module stays readable; :mod:`curator.core.flag_lexicon` adds them to its table.
+
+Korean, Arabic and Hindi entries may start inside a word (particles and the Arabic
+article attach to the word), like the Chinese and Japanese ones.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+__all__ = ["MORE"]
+
+Row = tuple[Any, ...]  # a language code, then one tuple of entries per family
+
+# fmt: off
+MORE: tuple[Row, ...] = (
+    (
+        "ko",
+        (r"무시하", r"무시해", r"잊어", r"잊으", r"따르지\s*마", r"신경\s*쓰지\s*마", r"우회하",
+         r"건너뛰", r"버려", r"제쳐"),
+        (r"지침", r"지시", r"규칙", r"명령", r"제한", r"시스템\s*프롬프트", r"프롬프트", r"설정",
+         r"가이드라인", r"정책"),
+        (r"앞으로", r"지금부터", r"이제부터", r"오늘부터", r"향후"),
+        (r"모든\s*(?:답변|대답|응답|메시지|답장)", r"매번", r"(?:답변|대답|응답)마다"),
+        (r"누가\s*(?:물어|묻)", r"누군가", r"사용자가\s*(?:물어|묻)"),
+        (r"세요", r"해\s*줘", r"주세요", r"하라", r"해라", r"넣어", r"추천", r"항상", r"절대",
+         r"당신", r"너는", r"네가"),
+        (r"비밀번호", r"패스워드", r"암호"),
+        (r"ai", r"인공지능", r"봇", r"챗봇"),
+        (r"밝히지\s*마", r"말하지\s*마", r"숨기", r"부인하", r"인정하지\s*마"),
+        (r"사람", r"인간"),
+    ),
+    (
+        "ar",
+        (r"تجاهل", r"انس", r"اِنس", r"لا\s+تتبع", r"لا\s+تلتزم", r"تخط", r"تجاوز", r"اترك",
+         r"ضع\s+جانبا", r"لا\s+تهتم"),
+        (r"تعليمات", r"التعليمات", r"قواعد", r"القواعد", r"إرشادات", r"توجيهات", r"أوامر",
+         r"قيود", r"موجه\s+النظام", r"إعدادات"),
+        (r"من\s+الآن\s+فصاعد", r"من\s+الآن", r"من\s+اليوم", r"بعد\s+الآن", r"مستقبلا"),
+        (r"في\s+كل\s+(?:رد|إجابة|جواب|رسالة)", r"في\s+جميع\s+(?:الردود|الإجابات)",
+         r"كل\s+(?:رد|إجابة)"),
+        (r"كلما\s+سأل", r"إذا\s+سأل", r"عندما\s+يسأل", r"إذا\s+سألك"),
+        (r"أضف", r"اكتب", r"أجب", r"قل", r"أرسل", r"انشر", r"اذكر", r"أوص", r"انصح", r"دائما",
+         r"دائمًا", r"أبدا", r"أبدًا", r"أنت", r"لا\s+تقل"),
+        (r"كلمة\s+(?:المرور|السر)", r"رمز\s+الدخول"),
+        (r"ذكاء\s+اصطناعي", r"الذكاء\s+الاصطناعي", r"روبوت", r"بوت"),
+        (r"لا\s+تقل", r"لا\s+تكشف", r"لا\s+تعترف", r"أخف", r"أنكر"),
+        (r"إنسان", r"بشر", r"شخص\s+حقيقي"),
+    ),
+    (
+        "hi",
+        (r"अनदेखा\s+कर", r"नज़रअंदाज़\s+कर", r"नजरअंदाज\s+कर", r"भूल\s+जा", r"भूल\s+जाओ",
+         r"मत\s+मानो", r"पालन\s+मत", r"छोड़\s+दो", r"दरकिनार"),
+        (r"निर्देश", r"नियम", r"आदेश", r"हिदायत", r"सिस्टम\s+प्रॉम्प्ट", r"प्रॉम्प्ट", r"पाबंदी",
+         r"प्रतिबंध", r"सेटिंग"),
+        (r"अब\s+से", r"आज\s+से", r"आगे\s+से", r"हमेशा\s+के\s+लिए"),
+        (r"हर\s+(?:जवाब|उत्तर|संदेश|मैसेज)", r"सभी\s+(?:जवाबों|उत्तरों)"),
+        (r"जब\s+भी\s+कोई", r"अगर\s+कोई", r"कोई\s+पूछे"),
+        (r"जोड़", r"लिखो", r"लिखना", r"बताओ", r"कहो", r"भेजो", r"दो", r"देना", r"करो", r"करना",
+         r"हमेशा", r"कभी\s+मत", r"तुम", r"आप"),
+        (r"पासवर्ड", r"पिन"),
+        (r"एआई", r"ai", r"कृत्रिम\s+बुद्धि", r"बॉट"),
+        (r"मत\s+कहना", r"मत\s+बताना", r"मत\s+बताओ", r"छिपा", r"इनकार"),
+        (r"इंसान", r"मनुष्य", r"असली\s+व्यक्ति"),
+    ),
+    (
+        "pl",
+        (r"zignoruj", r"ignoruj", r"zapomnij", r"pomiń", r"omiń", r"nie\s+stosuj\s+się\s+do",
+         r"nie\s+przestrzegaj", r"odrzuć", r"nie\s+zwracaj\s+uwagi\s+na", r"odłóż\s+na\s+bok"),
+        (r"instrukcj", r"zasad", r"reguł", r"wytyczn", r"polece", r"ograniczeń", r"ograniczenia",
+         r"prompt", r"ustawie"),
+        (r"od\s+teraz", r"od\s+dziś", r"od\s+dzisiaj", r"odtąd", r"na\s+przyszłość",
+         r"od\s+tej\s+chwili"),
+        (r"każdej\s+odpowiedzi", r"każdą\s+odpowiedź", r"każdej\s+wiadomości",
+         r"wszystkich\s+odpowiedziach"),
+        (r"(?:gdy|kiedy|jeśli|jeżeli)\s+ktoś", r"za\s+każdym\s+razem,?\s+gdy"),
+        (r"polecaj", r"poleć", r"dodawaj", r"dodaj", r"dołączaj", r"dołącz", r"odpowiadaj",
+         r"odpowiedz", r"pisz", r"napisz", r"mów", r"powiedz", r"wysyłaj", r"wyślij", r"zawsze",
+         r"nigdy", r"ty", r"twoj", r"ci", r"cię", r"jesteś"),
+        (r"hasło", r"hasła", r"hasłem"),
+        (r"ai", r"si", r"sztuczn\w+\s+inteligencj\w+", r"bot\w*"),
+        (r"nie\s+(?:mów|ujawniaj|przyznawaj)", r"ukrywaj", r"ukryj", r"zaprzeczaj"),
+        (r"człowiek\w*", r"prawdziw\w+\s+osob\w+"),
+    ),
+    (
+        "nl",
+        (r"negeer", r"vergeet", r"omzeil", r"sla\s+over", r"volg\s+niet", r"schuif\s+opzij",
+         r"leg\s+naast\s+je\s+neer", r"let\s+niet\s+op", r"gooi\s+weg"),
+        (r"instructies", r"regels", r"richtlijnen", r"aanwijzingen", r"opdrachten",
+         r"beperkingen", r"systeemprompt", r"prompt", r"instellingen"),
+        (r"vanaf\s+nu", r"voortaan", r"vanaf\s+vandaag", r"van\s+nu\s+af\s+aan",
+         r"in\s+de\s+toekomst"),
+        (r"elk\s+antwoord", r"ieder\s+antwoord", r"elk\s+bericht", r"al\s+je\s+antwoorden",
+         r"elke\s+reactie"),
+        (r"(?:als|wanneer|zodra)\s+iemand", r"elke\s+keer\s+als"),
+        (r"raad\s+aan", r"noem", r"voeg", r"sluit", r"antwoord", r"schrijf", r"zeg", r"stuur",
+         r"deel", r"doe", r"altijd", r"nooit", r"je", r"jij", r"jou", r"jouw", r"u"),
+        (r"wachtwoord", r"inlogcode", r"pincode"),
+        (r"een\s+ai", r"ai", r"kunstmatige\s+intelligentie", r"een\s+bot"),
+        (r"zeg\s+nooit", r"zeg\s+niet", r"verberg", r"ontken", r"geef\s+niet\s+toe"),
+        (r"mens", r"een\s+echt\s+persoon"),
+    ),
+    (
+        "id",
+        (r"abaikan", r"lupakan", r"jangan\s+ikuti", r"jangan\s+patuhi", r"lewati",
+         r"kesampingkan", r"buang", r"tinggalkan"),
+        (r"instruksi", r"aturan", r"peraturan", r"pedoman", r"arahan", r"perintah", r"batasan",
+         r"prompt\s+sistem", r"prompt", r"pengaturan"),
+        (r"mulai\s+sekarang", r"mulai\s+hari\s+ini", r"mulai\s+saat\s+ini", r"ke\s+depannya",
+         r"seterusnya", r"dari\s+sekarang"),
+        (r"setiap\s+(?:jawaban|balasan|pesan|respons)", r"semua\s+(?:jawaban|balasan)"),
+        (r"(?:setiap\s+kali|kalau|jika|bila)\s+(?:ada\s+)?(?:orang|seseorang|pengguna)",),
+        (r"sisipkan", r"tambahkan", r"sertakan", r"rekomendasikan", r"jawab", r"tulis", r"katakan",
+         r"kirim", r"bagikan", r"selalu", r"jangan", r"kamu", r"anda", r"kau"),
+        (r"kata\s+sandi", r"sandi", r"password"),
+        (r"ai", r"kecerdasan\s+buatan", r"bot"),
+        (r"jangan\s+(?:pernah\s+)?(?:bilang|katakan|ungkapkan|mengaku)", r"sembunyikan",
+         r"sangkal"),
+        (r"manusia", r"orang\s+sungguhan"),
+    ),
+    (
+        "vi",
+        (r"bỏ\s+qua", r"phớt\s+lờ", r"quên\s+đi", r"đừng\s+tuân\s+theo", r"đừng\s+làm\s+theo",
+         r"gạt\s+bỏ", r"lờ\s+đi"),
+        (r"hướng\s+dẫn", r"chỉ\s+dẫn", r"quy\s+tắc", r"chỉ\s+thị", r"lệnh", r"giới\s+hạn",
+         r"hạn\s+chế", r"lời\s+nhắc\s+hệ\s+thống", r"cài\s+đặt"),
+        (r"từ\s+giờ", r"từ\s+nay", r"từ\s+bây\s+giờ", r"kể\s+từ\s+nay", r"sau\s+này"),
+        (r"mỗi\s+câu\s+trả\s+lời", r"mọi\s+câu\s+trả\s+lời", r"mỗi\s+tin\s+nhắn",
+         r"tất\s+cả\s+câu\s+trả\s+lời"),
+        (r"(?:khi|nếu|mỗi\s+khi)\s+(?:ai\s+đó|có\s+người|người\s+dùng)",),
+        (r"hãy", r"luôn", r"đừng", r"không\s+bao\s+giờ", r"kèm", r"thêm", r"trả\s+lời", r"gửi",
+         r"bạn"),
+        (r"mật\s+khẩu",),
+        (r"ai", r"trí\s+tuệ\s+nhân\s+tạo", r"bot"),
+        (r"đừng\s+(?:nói|tiết\s+lộ|thừa\s+nhận)", r"che\s+giấu", r"phủ\s+nhận"),
+        (r"con\s+người", r"người\s+thật"),
+    ),
+    (
+        "sv",
+        (r"ignorera", r"glöm", r"strunta\s+i", r"bortse\s+från", r"följ\s+inte", r"kringgå",
+         r"hoppa\s+över", r"lägg\s+åt\s+sidan"),
+        (r"instruktioner", r"regler", r"riktlinjer", r"anvisningar", r"direktiv",
+         r"begränsningar", r"systemprompt", r"prompt", r"inställningar"),
+        (r"från\s+och\s+med\s+nu", r"hädanefter", r"framöver", r"från\s+och\s+med\s+idag",
+         r"i\s+fortsättningen", r"från\s+nu"),
+        (r"varje\s+(?:svar|meddelande)", r"alla\s+(?:dina\s+)?svar"),
+        (r"(?:när|om)\s+någon", r"varje\s+gång"),
+        (r"rekommendera", r"nämn", r"lägg\s+till", r"svara", r"skriv", r"säg", r"skicka", r"dela",
+         r"alltid", r"aldrig", r"du", r"din", r"ditt", r"dina", r"dig"),
+        (r"lösenord\w*",),
+        (r"en\s+ai", r"ai", r"artificiell\s+intelligens", r"en\s+bot"),
+        (r"säg\s+aldrig", r"säg\s+inte", r"dölj", r"förneka", r"erkänn\s+inte"),
+        (r"människa", r"en\s+riktig\s+person"),
+    ),
+)
+# fmt: on
