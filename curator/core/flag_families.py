@@ -22,7 +22,7 @@ from functools import lru_cache
 from curator.core.flag_lexicon import LANGUAGES
 from curator.core.flag_lexicon_intents import INTENTS
 
-__all__ = ["lexicon_hits", "talked_about"]
+__all__ = ["lexicon_hits", "password_hits", "talked_about"]
 
 KindHit = tuple[str, int, int, str]
 
@@ -82,10 +82,16 @@ _CREDENTIAL = re.compile(r"[^\s\"'`“”«»「」()]{6,}")
 
 
 # "I post …, reply when people mention me": a verb after a subject describes, an order
-# has none; "asks me to stop" reports someone else's request.
-_DESCRIBED = re.compile(
-    r"(?<![\w'])(?:i|we|they|he|she)(?![\w'])|(?<![\w'])(?:asks?|asked|me|him|her|them|us)\s+to\s+$"
-)
+# has none; "asks me to stop" reports someone else's request. Both are looked for in a
+# bounded stretch before the word (_BACK characters, or one search per sentence), so a long
+# sentence of many verbs is read in linear time.
+_DESCRIBED = re.compile(r"(?<![\w'])(?:i|we|they|he|she)(?![\w'])")
+_ASKED = re.compile(r"(?<![\w'])(?:asks?|asked|me|him|her|them|us)\s+to\s+$")
+_BACK = 40
+
+
+def _after_subject(text: str, lo: int, at: int) -> bool:
+    return _SUBJECT.search(text, max(lo, at - _BACK), at) is not None
 
 
 # "they ignore the rules", "他总是忘记规则" (he always forgets the rules): a subject right
@@ -135,6 +141,14 @@ def lexicon_hits(text: str) -> Iterator[KindHit]:
         yield from _sentence_hits(text, lo, hi)
 
 
+def password_hits(text: str) -> Iterator[KindHit]:
+    """Only the password family, for the fold that keeps digits and symbols as written."""
+    for sentence in _SENTENCE.finditer(text):
+        found = _password(text, *sentence.span())
+        if found is not None:
+            yield "secret", found[0], found[1], "a password given in the text"
+
+
 def talked_about(text: str) -> Callable[[int, int], bool]:
     """Whether a hit ``(start, end)`` talks about an order rather than gives one.
 
@@ -167,7 +181,7 @@ def talked_about(text: str) -> Callable[[int, int], bool]:
 
 
 def _sentence_hits(text: str, lo: int, hi: int) -> Iterator[KindHit]:
-    verbs = [v for v in _spans(_IGNORE, text, lo, hi) if not _SUBJECT.search(text, lo, v[0])]
+    verbs = [v for v in _spans(_IGNORE, text, lo, hi) if not _after_subject(text, lo, v[0])]
     objects = _spans(_OBJECT, text, lo, hi)
     for verb in verbs:
         near = [o for o in objects if _apart(verb, o) and abs(o[0] - verb[0]) <= 60]
@@ -176,8 +190,12 @@ def _sentence_hits(text: str, lo: int, hi: int) -> Iterator[KindHit]:
             end = max(verb[1], near[0][1])
             yield "instruction", start, end, "tells the agent to set its instructions aside"
             break
+    first = _DESCRIBED.search(text, lo, hi)
+    subject = first.start() if first else hi
     directives = [
-        d for d in _spans(_DIRECTIVE, text, lo, hi) if not _DESCRIBED.search(text, lo, d[0])
+        d
+        for d in _spans(_DIRECTIVE, text, lo, hi)
+        if not (subject < d[0] or _ASKED.search(text, max(lo, d[0] - _BACK), d[0]))
     ]
     narrative = _narrative(text, lo, hi)
     for pattern, reason in (
@@ -196,9 +214,6 @@ def _sentence_hits(text: str, lo: int, hi: int) -> Iterator[KindHit]:
                 yield "instruction", marker[0], marker[1], reason
                 break
     yield from _intent_hits(text, lo, hi)
-    password = _password(text, lo, hi)
-    if password is not None:
-        yield "secret", password[0], password[1], "a password given in the text"
     conceal = _spans(_CONCEAL, text, lo, hi)
     ai = _spans(_AI, text, lo, hi)
     if conceal and ai:
@@ -210,12 +225,20 @@ def _sentence_hits(text: str, lo: int, hi: int) -> Iterator[KindHit]:
                 break
 
 
+_NOT_THE_PASSWORD = re.compile(
+    r"[\s-]*(?:managers?|policy|policies|reset|hints?|fields?|strength|rules?|requirements?|"
+    r"vaults?|generators?|hygiene|spraying|leaks?)\b"
+)
+
+
 def _password(text: str, lo: int, hi: int) -> tuple[int, int] | None:
-    """The first password word followed within 30 characters by a password-like token."""
+    """The first password word followed within 45 characters by a password-like token."""
     for word in _spans(_SECRET_WORD, text, lo, hi):
-        tail = text[word[1] : min(hi, word[1] + 40)]
+        if _NOT_THE_PASSWORD.match(text, word[1], hi):
+            continue  # "password manager", "password policy": a thing, not the password
+        tail = text[word[1] : min(hi, word[1] + 60)]
         for token in _CREDENTIAL.finditer(tail):
-            if token.start() <= 30 and _credential(token.group(0)):
+            if token.start() <= 45 and _credential(token.group(0)):
                 end = word[1] + token.end()
                 while end > word[1] and text[end - 1] in ".,;:!?。":
                     end -= 1
@@ -313,13 +336,13 @@ def _intent_hits(text: str, lo: int, hi: int) -> Iterator[KindHit]:
                 yield "instruction", start, end, "declares the agent's instructions void"
                 break
     for persona in _spans(_PERSONA, text, lo, hi):
-        if not _NEGATION.search(text, lo, persona[0]):
+        if not _NEGATION.search(text, max(lo, persona[0] - _BACK), persona[0]):
             yield "instruction", persona[0], persona[1], "tries to give the agent a persona"
             break
     private = _spans(_PRIVATE, text, lo, hi)
     if private:
         for verb in _spans(_SEND, text, lo, hi):
-            if _NEGATION.search(text, lo, verb[0]) or not (
+            if _NEGATION.search(text, max(lo, verb[0] - _BACK), verb[0]) or not (
                 _clause_start(text, lo, verb[0]) or _clause_final(text, hi, verb)
             ):
                 continue
@@ -360,11 +383,13 @@ _CLAUSE = re.compile(
 def _clause_start(text: str, lo: int, at: int) -> bool:
     if not re.match(f"[{_LETTER}]", text[at : at + 1]):
         return True
-    start = lo
-    for m in _CLAUSE.finditer(text, lo, at):
+    start = window = max(lo, at - 2 * _BACK)  # more than two words back is not a clause start
+    for m in _CLAUSE.finditer(text, window, at):
         start = m.end()
+    if start == window > lo:
+        return False
     words = re.findall(r"[\w'-]+", text[start:at])
-    return len(words) <= 1 and not _SUBJECT.search(text, lo, at)
+    return len(words) <= 1 and not _after_subject(text, lo, at)
 
 
 # "A columnist argued that AI companions should never pretend to be human": an opinion

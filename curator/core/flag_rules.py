@@ -262,6 +262,30 @@ _LINK_RULES: tuple[tuple[re.Pattern[str], str], ...] = (
         "a messaging handle",
     ),
     (
+        # "Find me on Signal, username maria.91", "WeChat ID: lm_8823", "Skype me: live:.cid…":
+        # a messaging app, then an id-like name (with a digit, "_" or "."; a plain word is
+        # no handle: "the line: busy")
+        re.compile(
+            r"\b(?:signal|wechat|weixin|line|skype|telegram|tg|whatsapp|discord|threema|kik|"
+            r"snapchat|snap|instagram|insta|ig|viber|qq|icq|matrix|session|tiktok|wire)\b"
+            r"[^\n.]{0,25}?(?:\bid\b|\busername\b|\buser\s*name\b|\bhandle\b|\bnick\w*|:)"
+            r"\s*[:=]?\s*(?:live:)?[\w.:-]*?[\d_.][\w.:-]*[a-z0-9]",
+            _I,
+        ),
+        "a messaging handle",
+    ),
+    (
+        # "example dot com slash promo": an address spelled out (not "the dot com bubble")
+        re.compile(
+            r"(?<![\w-])(?!(?:the|a|an|this|that|of)\b)[\w-]{2,63}"
+            r"(?:\s*(?:\(dot\)|\[dot\]|\s+dot\s+)\s*[\w-]{1,63}){0,3}"
+            r"\s*(?:\(dot\)|\[dot\]|\s+dot\s+)\s*(?:" + _TLDS + r")\b"
+            r"(?!\s+(?:bubble|era|boom|crash|companies|company|startups?))(?:\s+slash\s+[\w-]+)*",
+            _I,
+        ),
+        "a link spelled out",
+    ),
+    (
         re.compile(
             r"(?<![\w+])(?:\+|00)\d{1,3}[\s.-]?\(?\d{1,4}\)?(?:[\s.-]?\d{2,4}){2,4}(?!\w)|"
             r"(?<![\w+-])\(\d{3}\)\s?\d{3}[\s.-]\d{4}(?!\w)|"
@@ -320,6 +344,30 @@ _SECRET_RULES: tuple[tuple[re.Pattern[str], str], ...] = (
     (re.compile(r"\bhf_[A-Za-z0-9]{20,}"), "a Hugging Face token"),
     (re.compile(r"\beyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}"), "a JWT"),
     (re.compile(r"-----BEGIN [A-Z ]*PRIVATE KEY-----"), "a private key"),
+    (
+        # "the door code for the flat is 7391", "OTP code 552 901", "Türcode 4711"
+        re.compile(
+            r"\b(?:(?:door|gate|alarm|entry|access|safe|lock|garage|building|wi-?fi|otp|"
+            r"verification|security|2fa|one-time|sms|login|confirmation|unlock|bank)\s+"
+            r"(?:code|pin|passcode|number)|pin(?:\s+(?:code|number))?|passcode|otp|"
+            r"türcode|pin-?code|zugangscode|code\s+(?:de\s+la\s+porte|d'accès|pin)|"
+            r"código(?:\s+de\s+(?:acceso|la\s+puerta|verificación))?|codice(?:\s+(?:pin|"
+            r"d'accesso|del\s+portone))?|код(?:\s+(?:от\s+двери|доступа|подтверждения))?|"
+            r"kapı\s+kodu|deurcode|pinkod|portkod|kode\s+(?:pintu|otp|akses)|暗证号码|驗證碼|"
+            r"验证码|暗証番号)\b[^.\n\d]{0,30}?(?<![\d.,])\d(?:[ -]?\d){3,9}(?![\d.,]\d)",
+            _I,
+        ),
+        "a code or PIN given in the text",
+    ),
+    (
+        # "login for the admin panel is root / hunter2": a user name and a password
+        re.compile(
+            r"\b(?:login|log-in|user(?:name)?|credentials?|admin|account)\b[^.\n]{0,40}?"
+            r"(?<![\w/])[\w.@-]{2,32}\s*/\s*(?=[^\s/]*\d)[^\s/]{4,}",
+            _I,
+        ),
+        "a user name and password",
+    ),
     (
         re.compile(
             r"\b(?:password|passwd|passcode|pwd|pin|api[\s_-]?key|secret(?:[\s_-]?key)?|"
@@ -404,6 +452,43 @@ _PERSONAL_RULES: tuple[tuple[re.Pattern[str], str], ...] = (
         "a postcode",
     ),
     (re.compile(r"(?<![\d-])\d{3}-\d{2}-\d{4}(?![\d-])"), "a social security number"),
+    (
+        # "her passport number is X4481923", "Reisepassnummer C01X00T47"
+        re.compile(
+            r"\b(?:passport|reisepass\w*|pass(?:nummer)?|pasaporte|passeport|passaporto|"
+            r"passaporte|паспорт\w*|pasaport|paspoort|pass|id\s+card|ausweis\w*|dni|nie)\s*"
+            r"(?:number|no\.?|num|nummer|número|numéro|numero|номер|numarası|nr\.?|#)?\s*"
+            r"(?:is|es|est|è|ist|é|:|#)?\s*[A-Z]{0,2}\d[\dA-Z]{5,9}\b",
+            _I,
+        ),
+        "a passport or ID number",
+    ),
+    (re.compile(r"(?:护照|パスポート)[^\n。]{0,8}?[A-Z]{0,2}\d{6,9}"), "a passport or ID number"),
+    (
+        # "Lindenstraße 12", "Keizersgracht 123", "Storgatan 5": the street name, then the number
+        re.compile(
+            r"\b[A-ZÄÖÜÅ][\wäöüßåé-]*(?:straße|strasse|str\.|weg|gasse|platz|allee|damm|ufer|"
+            r"straat|gracht|laan|plein|kade|gatan|vägen|gata|väg|ulica|caddesi|sokak|sokağı)"
+            r"\s+\d{1,4}[a-z]?\b",
+        ),
+        "a postal address",
+    ),
+    (
+        # "12 rue de la Paix", "calle Mayor 5", "via Roma 10", "rua Augusta, 200"
+        re.compile(
+            r"\b\d{1,4}(?:\s*bis)?,?\s+(?:rue|avenue|boulevard|bd|chemin|allée|place|impasse|"
+            r"quai)\s+(?:de\s+la\s+|de\s+l'|du\s+|des\s+|de\s+)?[A-ZÉ][\w'-]+|"
+            r"\b(?:calle|avenida|avda\.?|plaza|paseo|via|viale|piazza|corso|rua|travessa|"
+            r"ulica|ul\.)\s+(?:de\s+|del\s+|della\s+|da\s+|do\s+)?[A-Z][\w'-]+"
+            r"(?:\s+[A-Z][\w'-]+){0,2},?\s+(?:n[º°o]\.?\s*)?\d{1,4}\b",
+        ),
+        "a postal address",
+    ),
+    (
+        # "10969 Berlin", "75008 Paris", "1012 AB Amsterdam" after a street and a comma
+        re.compile(r"(?<=,\s)(?:\d{5}|\d{4}\s?[A-Z]{2}|\d{2}-\d{3})\s+[A-ZÄÖÜ][a-zäöüß]+\b"),
+        "a postcode",
+    ),
     (re.compile(r"\bsort\s+code\s*:?\s*\d{2}-\d{2}-\d{2}\b", _I), "a bank sort code"),
     (
         re.compile(
@@ -417,7 +502,15 @@ _PERSONAL_RULES: tuple[tuple[re.Pattern[str], str], ...] = (
 )
 
 
+_PHONES = tuple(pattern for pattern, reason in _LINK_RULES if reason == "a phone number")
+
+
 def personal_hits(text: str) -> Iterator[Hit]:
+    # A phone number reaches a person: personal as well as a contact point (link).
+    for pattern in _PHONES:
+        for m in pattern.finditer(text):
+            if not _looks_like_date(m.group(0)):
+                yield m.start(), m.end(), "a phone number (reaches a person)"
     for m in _CARD.finditer(text):
         digits = re.sub(r"\D", "", m.group(0))
         if 13 <= len(digits) <= 19 and luhn_ok(digits) and len(set(digits)) > 1:

@@ -32,8 +32,9 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
 
-from curator.core.flag_families import lexicon_hits, talked_about
-from curator.core.flag_normalise import variants
+from curator.core.flag_disguises import disguise_variants
+from curator.core.flag_families import lexicon_hits, password_hits, talked_about
+from curator.core.flag_normalise import fold, variants
 from curator.core.flag_rules import (
     Hit,
     hidden_hits,
@@ -263,10 +264,17 @@ def _disguised_hits(text: str) -> dict[str, list[Hit]]:
     """Hits found in the text's variants (folded, ROT13, decoded base64) and by the
     multilingual families, mapped back to the original text, per kind, in a fixed order."""
     found: dict[str, list[Hit]] = {kind: [] for kind in TEXT_KINDS}
-    for variant in variants(text):
-        rules: list[tuple[str, int, int, str]] = list(lexicon_hits(variant.text))
-        if variant.note:  # the English rules already read the text itself
-            rules += [("instruction", *hit) for hit in instruction_hits(variant.text)]
+    found_variants = variants(text)
+    plain = fold(text, leet=False)  # passwords are read with their digits as written
+    for variant in [*found_variants, *disguise_variants(text, found_variants[0]), plain]:
+        rules: list[tuple[str, int, int, str]]
+        if variant is plain:
+            rules = list(password_hits(variant.text))
+        else:
+            rules = list(lexicon_hits(variant.text))
+            # the English rules already read the text itself, unless folding changed its words
+            if variant.note or variant.text != text.casefold():
+                rules += [("instruction", *hit) for hit in instruction_hits(variant.text)]
         for kind, start, end, reason in rules:
             if end <= start:
                 continue
