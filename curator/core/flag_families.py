@@ -35,19 +35,20 @@ _SENTENCE = re.compile(r"(?:[^.!?;。！？।\n]|[.!?;](?!\s|$))+")
 
 
 def _family(
-    field: str, *, whole_word: bool, table: Sequence[object] = LANGUAGES
+    field: str, *, whole_word: bool, table: Sequence[object] = LANGUAGES, stems: bool = False
 ) -> re.Pattern[str]:
     """One pattern for a family over every language, longest entries first.
 
     The word-start check is written once in front of the alternation, not once per entry:
     inside a word it fails at once, and the hundreds of entries are not tried there.
+    ``stems``: entries start a word but may end inside one ("anulad" for "anuladas").
     """
     entries = sorted(
         {entry for lang in table for entry in getattr(lang, field)},
         key=lambda e: (-len(e), e),
     )
-    after = _AFTER if whole_word else ""
-    bounded = [e for e in entries if whole_word or len(e) < 6]
+    after = _AFTER if whole_word and not stems else ""
+    bounded = [e for e in entries if whole_word or stems or len(e) < 6]
     free = [e for e in entries if e not in bounded]
     parts = [_BEFORE + "(?:" + "|".join(f"(?:{e}){after}" for e in bounded) + ")"]
     if free:
@@ -65,7 +66,7 @@ _SECRET_WORD = _family("secret_words", whole_word=True)
 _AI = _family("ai_words", whole_word=True)
 _CONCEAL = _family("conceal", whole_word=True)
 _HUMAN = _family("human", whole_word=True)
-_VOID = _family("void", whole_word=True, table=INTENTS)
+_VOID = _family("void", whole_word=True, table=INTENTS, stems=True)
 _PRIOR = _family("prior", whole_word=False, table=INTENTS)
 _SETUP = _family("setup", whole_word=True, table=INTENTS)
 _PERSONA = _family("persona", whole_word=True, table=INTENTS)
@@ -169,7 +170,9 @@ def talked_about(text: str) -> Callable[[int, int], bool]:
     for q in _QUOTED.finditer(text):
         before = text[max(0, q.start() - 30) : q.start()].casefold()
         after = text[q.end() : q.end() + 20].casefold()
-        if _MENTION.search(before) or _MEANS.search(after):
+        told = text[max(0, q.start() - 60) : q.start()]
+        told = re.split(r"[.!?;:\n]", told)[-1]  # the quoting sentence, up to the quote
+        if _MENTION.search(before) or _MEANS.search(after) or _NARRATED.search(told):
             quotes.append(q.span(1))
 
     def check(start: int, end: int) -> bool:
@@ -396,7 +399,7 @@ def _clause_start(text: str, lo: int, at: int) -> bool:
 # being reported about others. A report that speaks to the agent ("the admin said that
 # you must …") is still an order, so a clause with a second person does not count.
 _OPINION = re.compile(
-    r"\b(?:argued|argues|believes?|thinks?|wrote|writes|warned|warns|claimed|claims|"
+    r"\b(?:says|said|explains|explained|shows|showed|argued|argues|believes?|thinks?|wrote|writes|warned|warns|claimed|claims|"
     r"suggested|suggests|noted|notes|reported|reports|found|finds|concluded|insists?|"
     r"insisted)\s+that\b|\b(?:meinte|schrieb|argumentierte|warnte),?\s+dass\b|"
     r"\b(?:a\s+)?(?:soutenu|écrit|affirmé|estime)\s+que\b|"
@@ -420,3 +423,12 @@ def _clause_final(text: str, hi: int, verb: tuple[int, int]) -> bool:
         return False
     rest = text[verb[1] : hi]
     return re.match(r"\s*(?:[.!?,;。！？।]|$)", rest) is not None
+
+
+# "The security team explained why “disregard all previous instructions” works": a
+# subject and a verb of its own before the quote make the quote something talked about.
+_NARRATED = re.compile(
+    r"(?:^|\b)(?:the|a|an|this|that|people|he|she|they|we|i|someone|users|researchers|experts|"
+    r"[A-Z][a-z]+)\s+(?:\w+\s+){0,3}?(?:\w+ed|\w+s|made|wrote|said|put|read|saw|heard|"
+    r"found|thought|taught|showed|told|typed|quoted|posted|called|shared|became)\b(?!.*\byou\b)",
+)

@@ -58,7 +58,8 @@ _TEN: tuple[Language, ...] = (
             r"(?:pay\s+attention\s+to|follow|obey|listen\s+to|heed|apply)",
             r"stop\s+(?:following|obeying|applying|listening\s+to)", r"disable", r"turn\s+off",
             r"erase", r"cancel", r"act\s+as\s+if\s+you\s+never\s+received",
-            r"no\s+longer\s+(?:follow|obey|apply)", r"overlook", r"no\s+matter\s+what",
+            r"no\s+longer\s+(?:follow|obey)", r"overlook", r"shelve", r"suspend", r"pause",
+            r"ditch", r"scrap", r"toss", r"lay\s+aside", r"put\s+away", r"no\s+matter\s+what",
         ),
         (
             r"instructions?", r"rules?", r"directions?", r"directives?", r"guidelines?",
@@ -70,7 +71,7 @@ _TEN: tuple[Language, ...] = (
         ),
         (
             r"from\s+now\s+on", r"from\s+this\s+point\s+(?:on|forward)", r"henceforth",
-            r"hereafter", r"going\s+forward", r"from\s+today(?:\s+on)?",
+            r"hereafter", r"going\s+forward", r"from\s+today(?:\s+on(?:wards?)?)?",
             r"starting\s+(?:today|now|immediately|tomorrow)", r"as\s+of\s+(?:now|today)",
             r"for\s+the\s+rest\s+of\s+time", r"forevermore", r"from\s+here\s+on(?:\s+out)?",
             r"(?:in|for)\s+(?:all\s+)?(?:the\s+)?future\s+(?:conversations?|chats?|replies|"
@@ -110,7 +111,9 @@ _TEN: tuple[Language, ...] = (
             r"follow", r"stop", r"do\s+not", r"don't", r"the\s+(?:agent|assistant|bot|ai)",
             r"agree", r"call", r"treat", r"cite", r"slip", r"use", r"quote", r"thank", r"tag",
             r"compliment", r"talk", r"speak", r"refuse", r"avoid", r"question", r"describe",
-            r"close", r"accept", r"trust", r"side", r"defend", r"ask",
+            r"close", r"accept", r"trust", r"side", r"defend", r"ask", r"greet", r"address",
+            r"welcome", r"warn", r"remind", r"insult", r"flatter", r"mock", r"blame", r"rate",
+            r"offer", r"sell", r"push", r"advertise", r"plug", r"endorse", r"work\s+in",
         ),
         (
             r"passwords?", r"passphrase", r"passcode", r"passwd", r"pwd", r"pass", r"pin",

@@ -53,7 +53,9 @@ INTENTS: tuple[Intents, ...] = (
         "en",
         void=(
             r"obsolete", r"void", r"null\s+and\s+void", r"revoked", r"rescinded", r"withdrawn",
-            r"retracted", r"expired", r"cancell?ed", r"invalid(?:ated)?", r"superseded",
+            r"retracted", r"expired", r"lapsed", r"terminated", r"discontinued", r"abolished",
+            r"repealed", r"nullified", r"annulled", r"cancell?ed", r"invalid(?:ated)?",
+            r"superseded",
             r"outdated", r"retired", r"suspended", r"lifted", r"(?:put|placed?)\s+on\s+hold",
             r"on\s+hold", r"set\s+aside", r"(?:no\s+longer|not|aren't|isn't|are\s+not|is\s+not)\s+"
             r"(?:apply|applies|valid|binding|in\s+(?:force|effect)|count|counts|matter|"
@@ -70,7 +72,8 @@ INTENTS: tuple[Intents, ...] = (
         ),
         prior=(
             r"previous(?:ly)?", r"prior", r"earlier", r"original(?:ly)?", r"initial", r"before",
-            r"former", r"old", r"you\s+(?:started|began)\s+with", r"(?:you\s+were|you've\s+been|"
+            r"former", r"your\s+old", r"you\s+(?:started|began)\s+with",
+            r"(?:you\s+were|you've\s+been|"
             r"you\s+have\s+been)\s+(?:told|given|configured|loaded|set\s+up|trained|instructed)",
             r"configured\s+with", r"loaded", r"setup", r"up\s+to\s+now", r"so\s+far",
         ),
@@ -93,7 +96,7 @@ INTENTS: tuple[Intents, ...] = (
             r"upload", r"relay", r"transmit", r"encode", r"embed",
         ),
         private=(
-            r"(?:private|direct|last\s+\w+)\s+messages", r"dms", r"(?:the\s+|this\s+|whole\s+|"
+            r"(?:private|direct|last\s+\w+)\s+messages?", r"dms?", r"(?:the\s+|this\s+|whole\s+|"
             r"entire\s+|full\s+)?(?:conversation|chat)(?:\s+(?:history|log|logs|transcript))?",
             r"(?:chat|message|conversation)\s+(?:history|logs?)", r"transcripts?",
             r"(?:e-?mail|home|postal|ip)\s+address(?:es)?", r"phone\s+numbers?", r"passwords?",
@@ -114,7 +117,7 @@ INTENTS: tuple[Intents, ...] = (
             r"(?:has|have)\s+been\s+(?:retired|removed|dropped|deleted|lifted|replaced|revoked|"
             r"rescinded|suspended)", r"you\s+(?:now\s+)?run\s+on", r"you\s+now\s+run",
             r"(?:you\s+are|you're)\s+(?:actually|really|secretly|in\s+fact|now)\s+(?:a\s+|an\s+)?"
-            r"(?:\w+\s+)?(?:human|person|man|woman|named)",
+            r"(?:\w+\s+){0,2}(?:human|person|man|woman|named|called)",
             r"(?:you\s+are|you're)\s+(?:now\s+)?(?:actually\s+)?(?:a\s+)?(?:licensed|certified|qualified|"
             r"registered)\s+(?:therapist|doctor|lawyer|physician|psychologist|pharmacist|"
             r"financial\s+advis[eo]r|nurse)",

@@ -180,6 +180,13 @@ _INSTRUCTION_RULES: tuple[tuple[re.Pattern[str], str], ...] = (
 )
 
 
+# A third-person subject right before a role phrase: "attackers pretend to be …",
+# "kids pretend they are …", "the actor who acts as …".
+_THEY = re.compile(
+    r"\b(?:they|he|she|we|i|who|that|people|kids|children|[a-z]+(?:ers|ists|ors|ians))\s+"
+    r"(?:often\s+|sometimes\s+|usually\s+|may\s+|can\s+|will\s+|would\s+|often\s+)?$",
+    _I,
+)
 _NEGATED = re.compile(r"\b(?:never|not|n't|no\s+longer|refuses?\s+to)\s*(?:\w+\s+)?$", _I)
 
 
@@ -189,6 +196,8 @@ def instruction_hits(text: str) -> Iterator[Hit]:
             start, end = m.span()
             if reason == _ROLE_REASON and _NEGATED.search(text[max(0, start - 24) : start]):
                 continue  # "I never pretend to be one" declines the role
+            if reason == _ROLE_REASON and _THEY.search(text[max(0, start - 24) : start]):
+                continue  # "attackers pretend to be the IT department": others' roles
             # Trim leading punctuation/space the anchor consumed, so the span is the words.
             while start < end and not text[start].isalnum() and text[start] not in '<[`{|"$;#':
                 start += 1
@@ -269,7 +278,7 @@ _LINK_RULES: tuple[tuple[re.Pattern[str], str], ...] = (
             r"\b(?:signal|wechat|weixin|line|skype|telegram|tg|whatsapp|discord|threema|kik|"
             r"snapchat|snap|instagram|insta|ig|viber|qq|icq|matrix|session|tiktok|wire)\b"
             r"[^\n.]{0,25}?(?:\bid\b|\busername\b|\buser\s*name\b|\bhandle\b|\bnick\w*|:)"
-            r"\s*[:=]?\s*(?:live:)?[\w.:-]*?[\d_.][\w.:-]*[a-z0-9]",
+            r"\s*(?:is\s+|[:=]\s*)?(?:live:)?[\w.:-]*?[\d_.][\w.:-]*[a-z0-9]",
             _I,
         ),
         "a messaging handle",

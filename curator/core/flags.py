@@ -142,7 +142,9 @@ _PERMISSION = re.compile(
 _AMEND = re.compile(
     r"\b(?:new|updated|revised|amended|additional|extra|real|true|secret)\s+"
     r"(?:axioms?|core\s+values?|principles?|constitution|identity|directives?|name|purpose)\b|"
-    r"\b(?:axioms?|principles?|constitution|identity|core\s+values?|rules?|guidelines?)\s+"
+    # "the axioms no longer …", "your rules no longer …" (not "the parking rules no longer")
+    r"(?:\b(?:axioms?|principles?|constitution|identity|core\s+values?)|\b(?:your|its|the\s+agent's|"
+    r"the\s+assistant's)\s+(?:\w+\s+)?(?:rules?|guidelines?))\s+"
     r"(?:\w+\s+){0,3}?(?:no\s+longer|(?:does|do)\s*(?:not|n't)|(?:is|are)\s+(?:suspended|void|"
     r"outdated|obsolete|replaced|lifted|waived))\b|"
     r"\b(?:exception|exemption)s?\s+to\s+(?:the\s+|its\s+|your\s+|this\s+|that\s+)?"
