@@ -93,7 +93,9 @@ INTENTS: tuple[Intents, ...] = (
         send=(
             r"send", r"forward", r"copy", r"append", r"attach", r"include", r"add", r"post",
             r"leak", r"repeat", r"paste", r"share", r"publish", r"mention", r"dump", r"export",
-            r"upload", r"relay", r"transmit", r"encode", r"embed",
+            r"upload", r"relay", r"transmit", r"encode", r"embed", r"slip", r"put", r"insert",
+            r"tuck", r"hide", r"print", r"show", r"reveal", r"disclose", r"expose", r"tweet",
+            r"broadcast", r"list", r"write", r"publicize",
         ),
         private=(
             r"(?:private|direct|last\s+\w+)\s+messages?", r"dms?", r"(?:the\s+|this\s+|whole\s+|"
