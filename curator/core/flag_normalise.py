@@ -20,8 +20,11 @@ import binascii
 import codecs
 import re
 import unicodedata
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from functools import lru_cache
+
+from curator.core.flag_lexicon import LANGUAGES
+from curator.core.flag_lexicon_intents import INTENTS
 
 __all__ = ["Variant", "decoded_base64", "fold", "variants", "vocabulary"]
 
@@ -255,14 +258,11 @@ def variants(text: str) -> list[Variant]:
 def vocabulary() -> frozenset[str]:
     """Every plain word (four letters and up) of the rules' word families, and the common
     words: what a disguised word is checked against to decide how to read it."""
-    from curator.core.flag_lexicon import LANGUAGES
-    from curator.core.flag_lexicon_intents import INTENTS
-
     words: set[str] = set(_COMMON)
     for table in (LANGUAGES, INTENTS):
         for lang in table:
-            for field in lang.__slots__:  # type: ignore[attr-defined]
-                value = getattr(lang, field)
+            for field in fields(lang):
+                value = getattr(lang, field.name)
                 if isinstance(value, tuple):
                     for entry in value:
                         words.update(re.findall(r"(?<![\\?])[a-z]{4,}", entry))
