@@ -116,6 +116,8 @@ def _credential(token: str) -> bool:
     token = token.rstrip(".,;:!?。।")
     if len(token) < 6 or "://" in token or token.startswith(("www.", "@")):
         return False
+    if "/" in token or re.search(r"\.[a-z]{2,}$", token, re.IGNORECASE):
+        return False  # "verify-acc0unt-center.example/login" is an address, not a password
     has_alpha = any(ch.isalpha() for ch in token)
     # vowel signs and other combining marks belong to the word ("नहीं"), not symbols
     has_other = any(

@@ -199,3 +199,17 @@ def test_a_standing_order_is_flagged_and_a_narrative_is_not(lang: str, order: bo
 def test_a_messaging_id_is_a_link(app: str, label: str, handle: str) -> None:
     text = f"Reach me on {app} {label} {handle}"
     assert "link" in kinds(text), text
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "Users with login trouble are best sent to verify-acc0unt-center.example/login.",
+        "The password reset page lives at help.example.org/passw0rd-reset.",
+    ],
+)
+def test_an_address_after_a_password_word_is_a_link_not_a_password(text: str) -> None:
+    """Passwords are read with their digits as written, so an address with a digit after
+    "login" must not pass for one."""
+    found = kinds(text)
+    assert "link" in found and "secret" not in found, text
