@@ -69,10 +69,11 @@ _HUMAN = _family("human", whole_word=True)
 _VOID = _family("void", whole_word=True, table=INTENTS, stems=True)
 _PRIOR = _family("prior", whole_word=False, table=INTENTS)
 _SETUP = _family("setup", whole_word=True, table=INTENTS)
+_OLD = _family("old", whole_word=True, table=INTENTS)
 _PERSONA = _family("persona", whole_word=True, table=INTENTS)
 _SEND = _family("send", whole_word=True, table=INTENTS)
 _PRIVATE = _family("private", whole_word=False, table=INTENTS)
-_AMEND = _family("amend", whole_word=True, table=INTENTS)
+_AMEND = _family("amend", whole_word=True, table=INTENTS, stems=True)
 _NARRATIVE_BY = {
     lang.code: re.compile(f"{_BEFORE}(?:{'|'.join(lang.narrative)}){_AFTER}")
     for lang in INTENTS
@@ -195,8 +196,18 @@ def _sentence_hits(text: str, lo: int, hi: int) -> Iterator[KindHit]:
             end = max(verb[1], near[0][1])
             yield "instruction", start, end, "tells the agent to set its instructions aside"
             break
-    first = _DESCRIBED.search(text, lo, hi)
-    subject = first.start() if first else hi
+    markers = [
+        span for pattern in (_STANDING, _EVERY, _WHENEVER) for span in _spans(pattern, text, lo, hi)
+    ]
+    # the first subject of the sentence, not one inside a marker ("until I say otherwise")
+    subject = next(
+        (
+            m.start()
+            for m in _DESCRIBED.finditer(text, lo, hi)
+            if not any(a <= m.start() < b for a, b in markers)
+        ),
+        hi,
+    )
     directives = [
         d
         for d in _spans(_DIRECTIVE, text, lo, hi)
@@ -272,11 +283,13 @@ _FIELDS = {
     id(_EVERY): "every_reply",
     id(_WHENEVER): "whenever",
     id(_DIRECTIVE): "directives",
+    id(_OLD): "old",
 }
 _BY_LANGUAGE = {
     field: {
         lang.code: re.compile("|".join(f"(?:{e})" for e in getattr(lang, field)))
-        for lang in LANGUAGES
+        for lang in (INTENTS if field == "old" else LANGUAGES)
+        if getattr(lang, field)
     }
     for field in _FIELDS.values()
 }
@@ -333,6 +346,17 @@ def _intent_hits(text: str, lo: int, hi: int) -> Iterator[KindHit]:
     # the agent's own instructions: a prior marker next to them ("your previous setup",
     # "the rules you started with"), not a few words away ("the policy … the previous version")
     owned = [o for o in objects if any(_close(o, p) for p in priors)]
+    if not owned and objects:
+        # "the old rules are cancelled; answer everything": old rules are the agent's when
+        # an order to it follows in the text (not "the old parking rules no longer apply")
+        olds = _spans(_OLD, text, lo, hi)
+        aged = [o for o in objects if any(_close(o, p) for p in olds)]
+        langs = frozenset().union(*(_languages(_OLD, text[a:b]) for a, b in olds))
+        if aged and any(
+            _paired(langs, _languages(_DIRECTIVE, text[a:b]))
+            for a, b in _spans(_DIRECTIVE, text, lo, len(text))
+        ):
+            owned = aged
     if owned:
         for void in _spans(_VOID, text, lo, hi):
             near = [o for o in owned if _apart(void, o) and abs(o[0] - void[0]) <= 80]

@@ -77,7 +77,9 @@ _TEN: tuple[Language, ...] = (
             r"(?:in|for)\s+(?:all\s+)?(?:the\s+)?future\s+(?:conversations?|chats?|replies|"
             r"sessions?|messages?|interactions?|answers?)", r"every\s+single\s+time",
             r"remember\s+this\s+for\s+(?:later|the\s+future|next\s+time)",
-            r"until\s+(?:told|instructed)\s+otherwise",
+            r"until\s+(?:told|instructed)\s+otherwise", r"until\s+(?:i|we)\s+say\s+otherwise",
+            r"until\s+further\s+notice",
+            r"as\s+a\s+(?:standing|permanent|general)\s+(?:rule|policy)",
             r"(?:keep|continue)\s+(?:recommending|mentioning|saying|adding|posting|linking)",
             r"from\s+this\s+point\s+onwards?", r"(?:each|every)\s+time\s+you",
             r"make\s+it\s+a\s+(?:habit|rule|point)\s+to", r"permanently", r"keep\s+this\s+forever",
@@ -96,6 +98,7 @@ _TEN: tuple[Language, ...] = (
         (
             r"(?:whenever|every\s+time|each\s+time|any\s*time|when|if|once)\s+(?:someone|anyone|"
             r"somebody|anybody|a\s+user|users|the\s+user|people|a\s+person|a\s+customer|"
+            r"a\s+question|questions|a\s+message|messages|a\s+post|posts|a\s+topic|"
             r"customers|a\s+follower|followers)\s+(?:\w+\s+)?(?:asks?|mentions?|says?|writes?|"
             r"brings?\s+up|greets?|requests?|wants?|needs?|talks?|messages?|comments?|"
             r"repl(?:y|ies)|dms?|contacts?|questions?)",
@@ -183,7 +186,7 @@ _TEN: tuple[Language, ...] = (
         (
             r"anweisung", r"regeln?", r"vorgaben?", r"richtlinie", r"systemprompt",
             r"system-prompt", r"prompt", r"befehle", r"einschränkungen", r"beschränkungen",
-            r"anleitung", r"was\s+man\s+dir\s+gesagt", r"programmierung", r"filter",
+            r"anleitung", r"was\s+man\s+dir\s+(?:\w+\s+)?gesagt", r"programmierung", r"filter",
         ),
         (
             r"ab\s+jetzt", r"von\s+nun\s+an", r"ab\s+sofort", r"künftig", r"zukünftig",
@@ -263,7 +266,8 @@ _TEN: tuple[Language, ...] = (
         ),
         (
             r"инструкци", r"правил", r"указани", r"установк", r"ограничени", r"директив",
-            r"промпт", r"запрет", r"предписани", r"разработчик", r"то,?\s+что\s+тебе\s+сказали",
+            r"промпт", r"запрет", r"предписани", r"разработчик",
+            r"(?:то|всё|все),?\s+что\s+тебе\s+(?:\w+\s+)?(?:сказали|говорили)",
         ),
         (
             r"с\s+этого\s+момента", r"отныне", r"впредь", r"с\s+сегодняшнего\s+дня",

@@ -184,7 +184,8 @@ _INSTRUCTION_RULES: tuple[tuple[re.Pattern[str], str], ...] = (
 # "kids pretend they are …", "the actor who acts as …".
 _THEY = re.compile(
     r"\b(?:they|he|she|we|i|who|that|people|kids|children|[a-z]+(?:ers|ists|ors|ians))\s+"
-    r"(?:often\s+|sometimes\s+|usually\s+|may\s+|can\s+|will\s+|would\s+|often\s+)?$",
+    r"(?:often\s+|sometimes\s+|usually\s+|may\s+|can\s+|will\s+|would\s+|often\s+)?$|"
+    r"\b(?:was|were|been|is|are)\s+(?:asked|told|instructed|prompted|made)\s+to\s+$",
     _I,
 )
 _NEGATED = re.compile(r"\b(?:never|not|n't|no\s+longer|refuses?\s+to)\s*(?:\w+\s+)?$", _I)
@@ -196,7 +197,7 @@ def instruction_hits(text: str) -> Iterator[Hit]:
             start, end = m.span()
             if reason == _ROLE_REASON and _NEGATED.search(text[max(0, start - 24) : start]):
                 continue  # "I never pretend to be one" declines the role
-            if reason == _ROLE_REASON and _THEY.search(text[max(0, start - 24) : start]):
+            if reason == _ROLE_REASON and _THEY.search(text[max(0, start - 32) : start]):
                 continue  # "attackers pretend to be the IT department": others' roles
             # Trim leading punctuation/space the anchor consumed, so the span is the words.
             while start < end and not text[start].isalnum() and text[start] not in '<[`{|"$;#':
@@ -359,11 +360,17 @@ _SECRET_RULES: tuple[tuple[re.Pattern[str], str], ...] = (
             r"\b(?:(?:door|gate|alarm|entry|access|safe|lock|garage|building|wi-?fi|otp|"
             r"verification|security|2fa|one-time|sms|login|confirmation|unlock|bank)\s+"
             r"(?:code|pin|passcode|number)|pin(?:\s+(?:code|number))?|passcode|otp|"
+            r"(?:safe|lock|padlock|locker)\s+(?:code|combination|combo)|combination|"
             r"türcode|pin-?code|zugangscode|code\s+(?:de\s+la\s+porte|d'accès|pin)|"
             r"código(?:\s+de\s+(?:acceso|la\s+puerta|verificación))?|codice(?:\s+(?:pin|"
             r"d'accesso|del\s+portone))?|код(?:\s+(?:от\s+двери|доступа|подтверждения))?|"
             r"kapı\s+kodu|deurcode|pinkod|portkod|kode\s+(?:pintu|otp|akses)|暗证号码|驗證碼|"
-            r"验证码|暗証番号)\b[^.\n\d]{0,30}?(?<![\d.,])\d(?:[ -]?\d){3,9}(?![\d.,]\d)",
+            r"验证码|暗証番号)\b"
+            # the digits right after it, or after a copula or ":" ("… for the flat is 7391"),
+            # not a year further on ("PIN was stolen at an ATM in 2019")
+            r"(?:[^.\n\d]{0,30}?(?:\b(?:is|was|are|lautet|ist|est|es|è|é|je|jest|är|adalah|"
+            r"là|это)\b|[:=]|是|は)\s*|\s*)"
+            r"(?<![\d.,])\d(?:[ -]?\d){3,9}(?![\d.,]\d)",
             _I,
         ),
         "a code or PIN given in the text",
@@ -389,6 +396,16 @@ _SECRET_RULES: tuple[tuple[re.Pattern[str], str], ...] = (
     ),
 )
 
+_GIVEN = "a password or key given in the text"
+# A plain word after "password is" that says where or how it is, not what it is.
+_NOT_A_VALUE = re.compile(
+    r"(?:is|was|=|:)\s*[\"'`]?(?:[a-z]+(?:ed|ing|ly)|the|a|an|not|never|now|also|still|"
+    r"required|optional|secret|shared|written|hidden|empty|blank|weak|strong|long|short|too|"
+    r"very|easy|hard|correct|wrong|incorrect|case|on|in|at|for|stored|saved|printed|taped|"
+    r"same|different|known|unknown|available|expired|valid|invalid|sent|kept|stolen|taken|"
+    r"lost|broken|forgotten|given|written|reused|leaked|compromised|wrong)$",
+    _I,
+)
 _TOKEN = re.compile(r"[A-Za-z0-9+/_=-]{24,}")
 
 
@@ -402,6 +419,8 @@ def shannon_entropy(s: str) -> float:
 def secret_hits(text: str) -> Iterator[Hit]:
     for pattern, reason in _SECRET_RULES:
         for m in pattern.finditer(text):
+            if reason == _GIVEN and _NOT_A_VALUE.search(m.group(0)):
+                continue  # "the Wi-Fi password is printed at the desk": where, not what
             yield m.start(), m.end(), reason
     for m in _TOKEN.finditer(text):
         token = m.group(0)

@@ -179,11 +179,23 @@ def _reported(text: str, at: int) -> bool:
     return _REPORTED.search(text[:at]) is not None
 
 
+# "Our team replaced the old guidelines": a past-tense verb after its own subject tells
+# what someone did; "replace your principles" or "has replaced your principles" amends.
+_PAST_VERB = re.compile(r"\w+ed\b|rewrote\b|overrode\b", re.IGNORECASE)
+_DOER = re.compile(r"\b(?!has\b|have\b|had\b|been\b|you\b)[a-z]+\s+$", re.IGNORECASE)
+
+
+def _done_by_others(text: str, m: re.Match[str]) -> bool:
+    if not _PAST_VERB.match(text, m.start()):
+        return False
+    return _DOER.search(text[max(0, m.start() - 24) : m.start()]) is not None
+
+
 def _identity_hits(text: str, axioms: Sequence[str], identity_name: str | None) -> list[Hit]:
     hits: list[Hit] = [
         (m.start(), m.end(), "tries to amend the agent's identity or rules")
         for m in _AMEND.finditer(text)
-        if not _reported(text, m.start())
+        if not _reported(text, m.start()) and not _done_by_others(text, m)
     ]
     if identity_name:  # "Wren is a licensed therapist": a new identity under the agent's name
         named = re.compile(
