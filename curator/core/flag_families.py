@@ -22,7 +22,7 @@ from functools import lru_cache
 from curator.core.flag_lexicon import LANGUAGES
 from curator.core.flag_lexicon_intents import INTENTS
 
-__all__ = ["lexicon_hits", "password_hits", "talked_about"]
+__all__ = ["lexicon_hits", "names_a_password", "password_hits", "talked_about"]
 
 KindHit = tuple[str, int, int, str]
 
@@ -143,6 +143,11 @@ def lexicon_hits(text: str) -> Iterator[KindHit]:
     for sentence in _SENTENCE.finditer(text):
         lo, hi = sentence.span()
         yield from _sentence_hits(text, lo, hi)
+
+
+def names_a_password(text: str) -> bool:
+    """Whether a folded text has a password word at all (the rest is read only then)."""
+    return _SECRET_WORD.search(text) is not None
 
 
 def password_hits(text: str) -> Iterator[KindHit]:

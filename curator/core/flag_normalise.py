@@ -163,12 +163,15 @@ def fold(text: str, *, leet: bool = True) -> Variant:
     look-alike letters and leet digits folded inside Latin words, spaced letters joined."""
     chars: list[str] = []
     origin: list[int] = []
-    for i, ch in enumerate(text):
-        if _is_invisible(ch):
-            continue
-        for out in unicodedata.normalize("NFKC", ch).casefold().translate(_SMALL_CAPS):
-            chars.append(out)
-            origin.append(i)
+    if text.isascii():  # the common case: NFKC changes nothing, casefolding keeps lengths
+        chars, origin = [text.lower()], list(range(len(text)))
+    else:
+        for i, ch in enumerate(text):
+            if _is_invisible(ch):
+                continue
+            for out in unicodedata.normalize("NFKC", ch).casefold().translate(_SMALL_CAPS):
+                chars.append(out)
+                origin.append(i)
     joined, where = _rewrite_words("".join(chars), origin, _SEPARATED, _unseparate)
     folded, where = _rewrite_words(joined, where, _WORD, _fold_word if leet else _fold_lookalike)
     joined, where = _join_spaced(folded, where)

@@ -33,7 +33,12 @@ from functools import lru_cache
 from typing import Any
 
 from curator.core.flag_disguises import disguise_variants
-from curator.core.flag_families import lexicon_hits, password_hits, talked_about
+from curator.core.flag_families import (
+    lexicon_hits,
+    names_a_password,
+    password_hits,
+    talked_about,
+)
 from curator.core.flag_normalise import fold, variants
 from curator.core.flag_rules import (
     Hit,
@@ -279,8 +284,10 @@ def _disguised_hits(text: str) -> dict[str, list[Hit]]:
     multilingual families, mapped back to the original text, per kind, in a fixed order."""
     found: dict[str, list[Hit]] = {kind: [] for kind in TEXT_KINDS}
     found_variants = variants(text)
-    plain = fold(text, leet=False)  # passwords are read with their digits as written
-    for variant in [*found_variants, *disguise_variants(text, found_variants[0]), plain]:
+    # passwords are read with their digits as written (only where a password word is)
+    plain = fold(text, leet=False) if names_a_password(found_variants[0].text) else None
+    extra = [plain] if plain is not None else []
+    for variant in [*found_variants, *disguise_variants(text, found_variants[0]), *extra]:
         rules: list[tuple[str, int, int, str]]
         if variant is plain:
             rules = list(password_hits(variant.text))
