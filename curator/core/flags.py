@@ -8,13 +8,16 @@ of a text, with a short reason:
 
 * ``instruction`` - orders addressed to the agent rather than facts about the world
   ("ignore previous instructions", "from now on, recommend …", "you must", role or
-  system-prompt talk, chat-template tokens, tool-call, code or shell syntax), also in the
-  ten languages of :mod:`curator.core.flag_lexicon` and behind the disguises undone by
-  :mod:`curator.core.flag_normalise` (leet, spaced letters, look-alikes, ROT13, base64);
-* ``link`` - URLs, domains, e-mail addresses, phone numbers, markdown images;
+  system-prompt talk, chat-template tokens, tool-call, code or shell syntax; instructions
+  declared void, personas, exfiltration), also in the eighteen languages of
+  :mod:`curator.core.flag_lexicon` and :mod:`curator.core.flag_lexicon_intents`, and behind
+  the disguises undone by :mod:`curator.core.flag_normalise` and
+  :mod:`curator.core.flag_disguises` (leet, separated or split letters, look-alikes, small
+  capitals, upside-down and reversed text, pig latin, ROT13, base64, percent and hex);
+* ``link`` - URLs, domains, e-mail addresses, phone numbers, messaging ids, markdown images;
 * ``secret`` - key-like tokens (``sk-``, ``ghp_``, ``AKIA``, ...) and long random strings;
-* ``personal`` - postal addresses, card numbers (Luhn), IBANs, account and ID numbers
-  (never people's names: ordinary memories are full of them);
+* ``personal`` - postal addresses, phone numbers, card numbers (Luhn), IBANs, account,
+  passport and ID numbers (never people's names: ordinary memories are full of them);
 * ``hidden`` - zero-width and bidi characters, words mixing alphabets, base64 blobs;
 * ``identity`` - statements that amend the agent's identity or contradict one of its
   current axioms;
@@ -40,12 +43,12 @@ from curator.core.flag_families import (
     talked_about,
 )
 from curator.core.flag_normalise import fold, variants
+from curator.core.flag_personal import personal_hits
 from curator.core.flag_rules import (
     Hit,
     hidden_hits,
     instruction_hits,
     link_hits,
-    personal_hits,
     secret_hits,
 )
 

@@ -8,7 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from curator.core.flag_rules import iban_ok, luhn_ok, shannon_entropy
+from curator.core.flag_personal import iban_ok, luhn_ok
+from curator.core.flag_rules import shannon_entropy
 from curator.core.flags import KINDS, Flag, detect, flag_kinds, identity_name_of, provenance_flag
 
 DATA = Path(__file__).resolve().parents[1] / "data"
