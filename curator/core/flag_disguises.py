@@ -5,8 +5,9 @@ leet, letters joined by separators). The disguises here need the text rearranged
 decoded, so each gives a variant of its own, tried only when the text shows the
 disguise, and kept only when the result reads as words the rules know:
 
-* split words: "ign ore prev ious instr uctions" - neighbouring pieces joined when the
-  join is a word of the rules' families and a piece is not;
+* split words: "ign ore prev ious instr uctions", "in-struc-tions" - neighbouring pieces
+  (a blank or a hyphen apart) joined when the join is a word of the rules' families and a
+  piece is not;
 * upside-down letters: "ǝɹouƃı" - mapped back and read right to left;
 * reversed text: "snoitcurtsni suoiverp erongi" - read right to left when that yields
   more known words than the text as written;
@@ -57,7 +58,7 @@ def _rejoined(folded: Variant) -> Variant | None:
         for n in (3, 2):
             group = pieces[i : i + n]
             if len(group) < n or any(
-                folded.text[a.end() : b.start()] != " " for a, b in pairwise(group)
+                folded.text[a.end() : b.start()] not in (" ", "-") for a, b in pairwise(group)
             ):
                 continue
             word = "".join(p.group(0) for p in group)
@@ -76,7 +77,7 @@ def _rejoined(folded: Variant) -> Variant | None:
             i += best
         else:
             i += 1
-    if joins < 2:
+    if joins < 1:
         return None
     out.append(folded.text[last:])
     where.extend(folded.origin[last:])

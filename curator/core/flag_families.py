@@ -423,7 +423,19 @@ def _clause_start(text: str, lo: int, at: int) -> bool:
     if start == window > lo:
         return False
     words = re.findall(r"[\w'-]+", text[start:at])
-    return len(words) <= 1 and not _after_subject(text, lo, at)
+    if words and not (len(words) == 1 and _ADVERB.fullmatch(words[0])):
+        return False  # "Volunteers share …": a subject, not an adverb, before the verb
+    return not _after_subject(text, lo, at)
+
+
+# The one word an imperative may have before it in its clause: an adverb ("Quietly include
+# …", "Незаметно добавляй …") or "please", not a subject.
+_ADVERB = re.compile(
+    r"\w+ly|\w+mente|\w+ment|please|also|just|then|now|always|never|bitte|heimlich|immer|"
+    r"toujours|siempre|sempre|всегда|незаметно|тихо|тайно|gizlice|ongemerkt|stilletjes|"
+    r"altijd|alltid|tyst|zawsze|luôn|hãy|selalu|diam-diam",
+    re.IGNORECASE,
+)
 
 
 # "A columnist argued that AI companions should never pretend to be human": an opinion

@@ -57,7 +57,9 @@ _TEN: tuple[Language, ...] = (
             r"(?:do\s+not|don't|never)\s+"
             r"(?:pay\s+attention\s+to|follow|obey|listen\s+to|heed|apply)",
             r"stop\s+(?:following|obeying|applying|listening\s+to)", r"disable", r"turn\s+off",
-            r"erase", r"cancel", r"act\s+as\s+if\s+you\s+never\s+received",
+            r"erase", r"cancel",
+            r"(?:act|pretend|behave)\s+(?:as\s+if\s+|as\s+though\s+|like\s+|that\s+)?you\s+never\s+"
+            r"(?:received|got|had|were\s+given|learned)",
             r"no\s+longer\s+(?:follow|obey)", r"overlook", r"shelve", r"suspend", r"pause",
             r"ditch", r"scrap", r"toss", r"lay\s+aside", r"put\s+away", r"no\s+matter\s+what",
         ),
@@ -78,7 +80,7 @@ _TEN: tuple[Language, ...] = (
             r"sessions?|messages?|interactions?|answers?)", r"every\s+single\s+time",
             r"remember\s+this\s+for\s+(?:later|the\s+future|next\s+time)",
             r"until\s+(?:told|instructed)\s+otherwise", r"until\s+(?:i|we)\s+say\s+otherwise",
-            r"until\s+further\s+notice",
+            r"until\s+further\s+notice", r"after\s+this\s+(?:message|note|post)",
             r"as\s+a\s+(?:standing|permanent|general)\s+(?:rule|policy)",
             r"(?:keep|continue)\s+(?:recommending|mentioning|saying|adding|posting|linking)",
             r"from\s+this\s+point\s+onwards?", r"(?:each|every)\s+time\s+you",
@@ -94,6 +96,8 @@ _TEN: tuple[Language, ...] = (
             r"responses?|messages?|"
             r"posts?|comments?|chats?|conversations?)",
             r"(?:every|each)\s+(?:reply|answer|response|message|post)\s+you",
+            r"(?:every|each|all)\s+(?:single\s+)?(?:reply|replies|answers?|responses?|messages?|"
+            r"posts?)\s+(?:must|should|has\s+to|have\s+to|needs?\s+to|will|shall)",
         ),
         (
             r"(?:whenever|every\s+time|each\s+time|any\s*time|when|if|once)\s+(?:someone|anyone|"

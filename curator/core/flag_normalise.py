@@ -82,7 +82,7 @@ _WORD = re.compile(r"(?:[\w@$+]|[!|](?=[\w@$]))+")
 # repeated separator that is not a letter or a blank (an emoji may carry a variation selector)
 # (two letters are enough: "o-n", "m-e"; three and up may be digits: "1-g-n-0-r-3").
 _SEPARATED = re.compile(
-    r"(?<![^\W_])(?:[^\W_](?P<sep>[^\w\s]\ufe0f?|_)[^\W_](?:(?P=sep)[^\W_])+"
+    r"(?<![^\W_])(?:[^\W_](?P<sep>[^\w\s]\ufe0f?|_)[^\W_](?:(?P=sep)[^\W_])+(?:(?P=sep)(?!\S))?"
     r"|[^\W\d_](?P<sep2>[^\w\s]\ufe0f?|_)[^\W\d_])(?![^\W_])"
 )
 # "i g n o r e   a l l": single characters one blank apart, words further apart
