@@ -7,9 +7,15 @@ from the marker; a password word followed by a password-like token; a word for "
 hiding it, or an order to pass as a human. A verb after its own subject ("they ignore the
 rules", "I post …") describes and does not count.
 
-One alternation per family over all ten languages, so the rules need no language
+The intent families of :mod:`curator.core.flag_lexicon_intents` are read the same way:
+instructions declared void (with a marker that they are the agent's own), a persona, a
+verb that moves private data at the start of its clause, an amended identity.
+
+One alternation per family over all eighteen languages, so the rules need no language
 detection: a verb of one language next to an object of another does not happen in text
-that is not built to be caught.
+that is not built to be caught. Where short words of two languages collide (the Turkish
+"senin" is the Indonesian "Monday"; the German "du" is the French "of the"), a marker is
+paired only with a directive of its own language, or English for mixed texts.
 """
 
 from __future__ import annotations
