@@ -107,6 +107,9 @@ _TEN: tuple[Language, ...] = (
             r"brings?\s+up|greets?|requests?|wants?|needs?|talks?|messages?|comments?|"
             r"repl(?:y|ies)|dms?|contacts?|questions?)",
             r"whoever\s+(?:asks|mentions|writes|says)",
+            r"(?:whenever|every\s+time|each\s+time|any\s*time)\s+(?:someone|anyone|somebody|anybody|"
+            r"a\s+user|users|the\s+user|people|a\s+person|a\s+customer|customers|a\s+follower|"
+            r"followers)\s+\w+",
         ),
         (
             r"you", r"your", r"yourself", r"always", r"never", r"please", r"recommend", r"mention",
@@ -230,7 +233,8 @@ _TEN: tuple[Language, ...] = (
         ),
         (
             r"instructions?", r"consignes?", r"règles?", r"directives?", r"indications", r"prompt",
-            r"ordres", r"restrictions", r"limites", r"filtres", r"ce\s+qu'on\s+t'a\s+dit",
+            r"ordres", r"restrictions", r"limites", r"filtres",
+            r"ce\s+qu'on\s+t'a\s+(?:dit|appris|donné|demandé)",
             r"politiques?",
         ),
         (

@@ -60,7 +60,8 @@ INTENTS: tuple[Intents, ...] = (
             r"outdated", r"retired", r"suspended", r"lifted", r"(?:put|placed?)\s+on\s+hold",
             r"on\s+hold", r"set\s+aside", r"(?:no\s+longer|not|aren't|isn't|are\s+not|is\s+not)\s+"
             r"(?:apply|applies|valid|binding|in\s+(?:force|effect)|count|counts|matter|"
-            r"matters|relevant|active)", r"(?:don't|doesn't|do\s+not|does\s+not)\s+"
+            r"matters|relevant|active|hold|holds|stand|stands)",
+            r"(?:don't|doesn't|do\s+not|does\s+not)\s+"
             r"(?:apply|count|matter)(?:\s+any\s*more)?", r"never\s+existed",
             r"start\s+(?:fresh|over)",
             r"(?:wipe|clean)\s+(?:the\s+)?slate(?:\s+clean)?", r"clean\s+slate", r"reset",
@@ -79,7 +80,8 @@ INTENTS: tuple[Intents, ...] = (
             r"from\s+your\s+(?:creators?|developers?|makers?|operators?|team)",
             r"(?:you\s+were|you've\s+been|"
             r"you\s+have\s+been)\s+(?:told|given|configured|loaded|set\s+up|trained|instructed)",
-            r"configured\s+with", r"loaded", r"setup", r"up\s+to\s+now", r"so\s+far",
+            r"configured\s+with", r"(?:placed|put|imposed|set)\s+on\s+you", r"loaded", r"setup",
+            r"up\s+to\s+now", r"so\s+far",
         ),
         persona=(
             r"assume\s+the\s+(?:persona|role|identity)\s+of", r"play\s+the\s+(?:part|role)\s+of",
@@ -87,6 +89,10 @@ INTENTS: tuple[Intents, ...] = (
             r"simulate\s+(?:an?\s+)?(?:\w+\s+)?(?:ai|bot|assistant|model|chatbot|persona)",
             r"(?:never|don't|do\s+not)\s+(?:step|break|drop|go|get)\s+out\s+of\s+(?:the\s+|your\s+)?(?:role|character)",
             r"(?:an?\s+)?(?:unrestricted|rogue|jailbroken)\s+(?:\w+\s+)?(?:chatbot|assistant|ai|model|bot)",
+            r"(?:respond|reply|answer|speak|talk|act)\s+(?:only\s+)?as\s+['\"“‘]?\w+['\"”’]?,\s+an?\s+"
+            r"(?:\w+\s+)?(?:bot|ai|assistant|model|chatbot|character)",
+            r"an?\s+(?:\w+\s+)?(?:bot|ai|assistant|model|chatbot)\s+(?:with\s+(?:no|zero)|without(?:\s+any)?)\s+"
+            r"(?:restrictions|rules|limits|filters|guidelines|ethics|morals)",
             r"(?:switch|change)\s+(?:your\s+)?persona",
             r"(?:adopt|take\s+on)\s+(?:the\s+)?(?:persona|role)\s+of",
             r"(?:stay|remain)\s+in\s+character",
@@ -101,7 +107,8 @@ INTENTS: tuple[Intents, ...] = (
         send=(
             r"send", r"forward", r"copy", r"append", r"attach", r"include", r"add", r"post",
             r"leak", r"repeat", r"paste", r"share", r"publish", r"mention", r"dump", r"export",
-            r"upload", r"relay", r"transmit", r"encode", r"embed", r"slip", r"put", r"insert",
+            r"upload", r"relay", r"mirror", r"cross-post", r"sync", r"pipe", r"stream", r"transmit",
+            r"encode", r"embed", r"slip", r"put", r"insert",
             r"tuck", r"hide", r"print", r"show", r"reveal", r"disclose", r"expose", r"tweet",
             r"broadcast", r"list", r"write", r"publicize",
         ),
@@ -115,7 +122,10 @@ INTENTS: tuple[Intents, ...] = (
             r"(?:locations?|health|whereabouts)",
             r"(?:user's|users'|their|customers'?|followers'?|people's|each\s+\w+'s)\s+(?:\w+\s+)?"
             r"(?:data|details|info|information|names?|city|cities|address|emails?)",
-            r"what\s+(?:users|people)\s+tell\s+you", r"messages\s+you\s+(?:received|got)",
+            r"what\s+(?:users|people)\s+tell\s+you",
+            r"(?:names?|addresses|emails?|phone\s+numbers?|locations?)\s+(?:and\s+\w+\s+)?of\s+"
+            r"(?:everyone|every\s+\w+|all\s+(?:the\s+)?\w+|each\s+\w+|the\s+users?|people)",
+            r"messages\s+you\s+(?:received|got)",
             r"anything\s+users\s+tell\s+you",
         ),
         amend=(
@@ -174,7 +184,8 @@ INTENTS: tuple[Intents, ...] = (
         old=(r"alten?",),
         prior=(r"bisherig", r"vorherig", r"frühere", r"früheren", r"ursprünglich",
                r"deine\s+alten?", r"deine",
-               r"zuvor", r"vorhin", r"man\s+dir\s+gegeben"),
+               r"zuvor", r"vorhin", r"man\s+dir\s+gegeben",
+               r"die\s+du\s+(?:bekommen|erhalten)\s+hast", r"die\s+man\s+dir\s+gegeben\s+hat"),
         persona=(r"spiel(?:e)?\s+(?:ab\s+jetzt\s+)?die\s+rolle",
                  r"bleib(?:e)?\s+(?:immer\s+)?in\s+(?:dieser|der|deiner)\s+rolle",
                  r"tu\s+so,?\s+als\s+wärst\s+du", r"du\s+bist\s+(?:jetzt|nun|ab\s+jetzt)",

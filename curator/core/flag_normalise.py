@@ -135,8 +135,8 @@ def _unseparate(m: re.Match[str]) -> str:
     """Letters joined by a separator, the separator dropped; a combining mark (a vowel sign
     of Devanagari, an accent) between letters is part of the word and stays."""
     sep = m.group("sep") or m.group("sep2")
-    if unicodedata.category(sep[0])[0] not in "PS":
-        return m.group(0)
+    if unicodedata.category(sep[0])[0] not in "PS" or sep in "'’ʼ":
+        return m.group(0)  # an apostrophe elides ("qu'on t'a"), it does not separate
     return m.group(0).replace(sep, "")
 
 

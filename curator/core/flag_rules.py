@@ -362,7 +362,7 @@ _SECRET_RULES: tuple[tuple[re.Pattern[str], str], ...] = (
             r"\b(?:(?:door|gate|alarm|entry|access|safe|lock|garage|building|wi-?fi|otp|"
             r"verification|security|2fa|one-time|sms|login|confirmation|unlock|bank)\s+"
             r"(?:code|pin|passcode|number)|pin(?:\s+(?:code|number))?|passcode|otp|"
-            r"(?:safe|lock|padlock|locker)\s+(?:code|combination|combo)|combination|"
+            r"(?:safe|lock|padlock|locker)\s+(?:code|combination|combo)|combination|key\s*code|"
             r"türcode|pin-?code|zugangscode|code\s+(?:de\s+la\s+porte|d'accès|pin)|"
             r"código(?:\s+de\s+(?:acceso|la\s+puerta|verificación))?|codice(?:\s+(?:pin|"
             r"d'accesso|del\s+portone))?|код(?:\s+(?:от\s+двери|доступа|подтверждения))?|"
