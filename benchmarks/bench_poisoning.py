@@ -1,6 +1,6 @@
 """How well the memory-poisoning flags work: recall on poisoned texts, false positives on benign.
 
-Usage: ``python benchmarks/bench_poisoning.py [--locomo DIR] [--show-fp N]``
+Usage: ``python benchmarks/bench_poisoning.py [--locomo DIR] [--show-fp N] [--set DIR]``
 
 * recall: ``tests/data/poisoned.jsonl``, texts written to poison an agent's memory, each
   labelled with the kind it is meant to exercise (provenance items carry their sources).
@@ -15,12 +15,15 @@ Usage: ``python benchmarks/bench_poisoning.py [--locomo DIR] [--show-fp N]``
   ``session_N_observation`` key of the JSON files in DIR; not shipped with the project).
 
 * multilingual, paraphrased and obfuscated injections and benign texts that talk about
-  security, in the ten most used languages of the web: ``tests/data/poison_dev/``
-  (development, tuned on) and ``tests/data/poison_test/`` (held out: written before the
-  multilingual rules and never tuned on). Each is reported per class and per language,
-  with the worst class; recall counts a text as caught when it gets one of its ``kinds``.
-  ``tests/data/poison_test2/`` is a second held-out set, written by a different writer
-  who had not read the rules or the other sets; it is reported separately.
+  security: ``tests/data/poison_dev/`` (first writer, development, tuned on),
+  ``tests/data/poison_test/`` (first writer, held out: written before the multilingual
+  rules and never tuned on), ``tests/data/poison_test2/`` (second writer, eighteen
+  languages; held out when first measured at 55.5% recall and 2.0% of its benign texts
+  flagged, then studied: a development set since) and ``tests/data/poison_dev2/``
+  (development texts written for the word families of the second round). Each is
+  reported per class and per language, with the worst class; recall counts a text as
+  caught when it gets one of its ``kinds``. ``--set DIR`` measures one more set of the
+  same layout (``injections.jsonl`` and benign ``*.txt``), such as a new held-out set.
 
 The demo's identity and axioms are the reference the ``identity`` flag checks against.
 Provenance is not a text property: benign texts are measured without sources.
@@ -160,13 +163,13 @@ def recall(
     print()
 
 
-def load_labelled(folder: str) -> list[dict[str, Any]]:
+def load_labelled(folder: str | Path) -> list[dict[str, Any]]:
     """A multilingual set's injections: ``class``, ``lang``, ``kinds`` and ``text``."""
     lines = (DATA / folder / "injections.jsonl").read_text(encoding="utf-8").splitlines()
     return [json.loads(line) for line in lines if line.strip()]
 
 
-def load_lines(folder: str, name: str) -> list[str]:
+def load_lines(folder: str | Path, name: str) -> list[str]:
     lines = (DATA / folder / name).read_text(encoding="utf-8").splitlines()
     return [s.strip() for s in lines if s.strip() and not s.startswith("#")]
 
@@ -188,7 +191,9 @@ def by_group(
     return {name: (row[0], row[1]) for name, row in sorted(groups.items())}
 
 
-def multilingual(title: str, folder: str, axioms: list[str], identity: str, show: int) -> None:
+def multilingual(
+    title: str, folder: str | Path, axioms: list[str], identity: str, show: int
+) -> None:
     items = load_labelled(folder)
     hits = sum(caught(item, axioms, identity) for item in items)
     any_flag = sum(bool(detect(item["text"], axioms, identity)) for item in items)
@@ -205,7 +210,8 @@ def multilingual(title: str, folder: str, axioms: list[str], identity: str, show
     for item in missed[: show if show >= 0 else None]:
         print(f"    missed [{item['class']}/{item['lang']}]: {item['text'][:90]!r}")
     for name in sorted(p.name for p in (DATA / folder).glob("*.txt")):
-        false_positives(f"  {folder}/{name}", load_lines(folder, name), axioms, identity, show)
+        label = f"  {Path(folder).name}/{name}"
+        false_positives(label, load_lines(folder, name), axioms, identity, show)
     print()
 
 
@@ -214,6 +220,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--locomo", type=Path, default=None, metavar="DIR")
     parser.add_argument(
         "--show-fp", type=int, default=0, metavar="N", help="print N examples (-1: all)"
+    )
+    parser.add_argument(
+        "--set",
+        type=Path,
+        action="append",
+        default=[],
+        metavar="DIR",
+        help="one more set: DIR/injections.jsonl and benign DIR/*.txt",
     )
     args = parser.parse_args(argv)
     axioms, identity = demo_identity()
@@ -226,18 +240,27 @@ def main(argv: list[str] | None = None) -> int:
         recall(title, load_poisoned(name), axioms, identity, untrusted)
     print()
     multilingual(
-        "multilingual, development (poison_dev)", "poison_dev", axioms, identity, args.show_fp
+        "first writer, development (poison_dev)", "poison_dev", axioms, identity, args.show_fp
     )
     multilingual(
-        "multilingual, held-out (poison_test)", "poison_test", axioms, identity, args.show_fp
+        "first writer, held-out (poison_test)", "poison_test", axioms, identity, args.show_fp
     )
     multilingual(
-        "second held-out set, different writer (poison_test2)",
+        "second writer's set, development since its first measurement (poison_test2)",
         "poison_test2",
         axioms,
         identity,
         args.show_fp,
     )
+    multilingual(
+        "second-round families, development (poison_dev2)",
+        "poison_dev2",
+        axioms,
+        identity,
+        args.show_fp,
+    )
+    for folder in args.set:
+        multilingual(f"extra set ({folder.name})", folder, axioms, identity, args.show_fp)
     own = load_benign()
     demo = demo_patterns()
     false_positives("benign (own set + demo patterns)", own + demo, axioms, identity, args.show_fp)

@@ -7,42 +7,54 @@ from the marker; a password word followed by a password-like token; a word for "
 hiding it, or an order to pass as a human. A verb after its own subject ("they ignore the
 rules", "I post …") describes and does not count.
 
-One alternation per family over all ten languages, so the rules need no language
+The intent families of :mod:`curator.core.flag_lexicon_intents` are read the same way:
+instructions declared void (with a marker that they are the agent's own), a persona, a
+verb that moves private data at the start of its clause, an amended identity.
+
+One alternation per family over all eighteen languages, so the rules need no language
 detection: a verb of one language next to an object of another does not happen in text
-that is not built to be caught.
+that is not built to be caught. Where short words of two languages collide (the Turkish
+"senin" is the Indonesian "Monday"; the German "du" is the French "of the"), a marker is
+paired only with a directive of its own language, or English for mixed texts.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Iterator
+import unicodedata
+from collections.abc import Callable, Iterator, Sequence
+from functools import lru_cache
 
 from curator.core.flag_lexicon import LANGUAGES
+from curator.core.flag_lexicon_intents import INTENTS
 
-__all__ = ["lexicon_hits", "talked_about"]
+__all__ = ["lexicon_hits", "names_a_password", "password_hits", "talked_about"]
 
 KindHit = tuple[str, int, int, str]
 
 # Letters of the scripts written with spaces: an entry must not continue such a word.
-_LETTER = "a-zß-ÿĀ-ɏͰ-ϿЀ-ӿ"
+_LETTER = "a-zß-ÿĀ-ɏͰ-ϿЀ-ӿḀ-ỿ"
 _BEFORE = f"(?<![{_LETTER}])"
 _AFTER = f"(?![{_LETTER}])"
 # A sentence ends at "." "!" "?" ";" before a blank (not inside "Hund!2020" or "4.50").
-_SENTENCE = re.compile(r"(?:[^.!?;。！？\n]|[.!?;](?!\s|$))+")
+_SENTENCE = re.compile(r"(?:[^.!?;。！？।\n]|[.!?;](?!\s|$))+")
 
 
-def _family(field: str, *, whole_word: bool) -> re.Pattern[str]:
+def _family(
+    field: str, *, whole_word: bool, table: Sequence[object] = LANGUAGES, stems: bool = False
+) -> re.Pattern[str]:
     """One pattern for a family over every language, longest entries first.
 
     The word-start check is written once in front of the alternation, not once per entry:
     inside a word it fails at once, and the hundreds of entries are not tried there.
+    ``stems``: entries start a word but may end inside one ("anulad" for "anuladas").
     """
     entries = sorted(
-        {entry for lang in LANGUAGES for entry in getattr(lang, field)},
+        {entry for lang in table for entry in getattr(lang, field)},
         key=lambda e: (-len(e), e),
     )
-    after = _AFTER if whole_word else ""
-    bounded = [e for e in entries if whole_word or len(e) < 6]
+    after = _AFTER if whole_word and not stems else ""
+    bounded = [e for e in entries if whole_word or stems or len(e) < 6]
     free = [e for e in entries if e not in bounded]
     parts = [_BEFORE + "(?:" + "|".join(f"(?:{e}){after}" for e in bounded) + ")"]
     if free:
@@ -60,14 +72,34 @@ _SECRET_WORD = _family("secret_words", whole_word=True)
 _AI = _family("ai_words", whole_word=True)
 _CONCEAL = _family("conceal", whole_word=True)
 _HUMAN = _family("human", whole_word=True)
+_VOID = _family("void", whole_word=True, table=INTENTS, stems=True)
+_PRIOR = _family("prior", whole_word=False, table=INTENTS)
+_SETUP = _family("setup", whole_word=True, table=INTENTS)
+_OLD = _family("old", whole_word=True, table=INTENTS)
+_PERSONA = _family("persona", whole_word=True, table=INTENTS)
+_SEND = _family("send", whole_word=True, table=INTENTS)
+_PRIVATE = _family("private", whole_word=False, table=INTENTS)
+_AMEND = _family("amend", whole_word=True, table=INTENTS, stems=True)
+_NARRATIVE_BY = {
+    lang.code: re.compile(f"{_BEFORE}(?:{'|'.join(lang.narrative)}){_AFTER}")
+    for lang in INTENTS
+    if lang.narrative
+}
+_YOU = _family("you", whole_word=True, table=INTENTS)
 _CREDENTIAL = re.compile(r"[^\s\"'`“”«»「」()]{6,}")
 
 
 # "I post …, reply when people mention me": a verb after a subject describes, an order
-# has none; "asks me to stop" reports someone else's request.
-_DESCRIBED = re.compile(
-    r"(?<![\w'])(?:i|we|they|he|she)(?![\w'])|(?<![\w'])(?:asks?|asked|me|him|her|them|us)\s+to\s+$"
-)
+# has none; "asks me to stop" reports someone else's request. Both are looked for in a
+# bounded stretch before the word (_BACK characters, or one search per sentence), so a long
+# sentence of many verbs is read in linear time.
+_DESCRIBED = re.compile(r"(?<![\w'])(?:i|we|they|he|she)(?![\w'])")
+_ASKED = re.compile(r"(?<![\w'])(?:asks?|asked|me|him|her|them|us)\s+to\s+$")
+_BACK = 40
+
+
+def _after_subject(text: str, lo: int, at: int) -> bool:
+    return _SUBJECT.search(text, max(lo, at - _BACK), at) is not None
 
 
 # "they ignore the rules", "他总是忘记规则" (he always forgets the rules): a subject right
@@ -88,11 +120,18 @@ def _apart(a: tuple[int, int], b: tuple[int, int]) -> bool:
 
 def _credential(token: str) -> bool:
     """A token that looks like a password: letters with digits or symbols, not a link."""
-    token = token.rstrip(".,;:!?。")
+    token = token.rstrip(".,;:!?。।")
     if len(token) < 6 or "://" in token or token.startswith(("www.", "@")):
         return False
+    if "/" in token or re.search(r"\.[a-z]{2,}$", token, re.IGNORECASE):
+        return False  # "verify-acc0unt-center.example/login" is an address, not a password
     has_alpha = any(ch.isalpha() for ch in token)
-    has_other = any(ch.isdigit() or (not ch.isalnum() and ch not in "-'") for ch in token)
+    # vowel signs and other combining marks belong to the word ("नहीं"), not symbols
+    has_other = any(
+        ch.isdigit()
+        or (not ch.isalnum() and ch not in "-'" and not unicodedata.category(ch).startswith("M"))
+        for ch in token
+    )
     return has_alpha and has_other
 
 
@@ -112,6 +151,19 @@ def lexicon_hits(text: str) -> Iterator[KindHit]:
         yield from _sentence_hits(text, lo, hi)
 
 
+def names_a_password(text: str) -> bool:
+    """Whether a folded text has a password word at all (the rest is read only then)."""
+    return _SECRET_WORD.search(text) is not None
+
+
+def password_hits(text: str) -> Iterator[KindHit]:
+    """Only the password family, for the fold that keeps digits and symbols as written."""
+    for sentence in _SENTENCE.finditer(text):
+        found = _password(text, *sentence.span())
+        if found is not None:
+            yield "secret", found[0], found[1], "a password given in the text"
+
+
 def talked_about(text: str) -> Callable[[int, int], bool]:
     """Whether a hit ``(start, end)`` talks about an order rather than gives one.
 
@@ -123,11 +175,18 @@ def talked_about(text: str) -> Callable[[int, int], bool]:
     for m in _REPORTED.finditer(text):
         end = _CLAUSE_END.search(text, m.end())
         clauses.append((m.end(), end.start() if end else len(text)))
+    for m in _OPINION.finditer(text):
+        end = _SENTENCE_END.search(text, m.end())
+        clause = (m.end(), end.start() if end else len(text))
+        if not _YOU_ANY.search(text, *clause):
+            clauses.append(clause)
     quotes: list[tuple[int, int]] = []
     for q in _QUOTED.finditer(text):
         before = text[max(0, q.start() - 30) : q.start()].casefold()
         after = text[q.end() : q.end() + 20].casefold()
-        if _MENTION.search(before) or _MEANS.search(after):
+        told = text[max(0, q.start() - 60) : q.start()]
+        told = re.split(r"[.!?;:\n]", told)[-1]  # the quoting sentence, up to the quote
+        if _MENTION.search(before) or _MEANS.search(after) or _NARRATED.search(told):
             quotes.append(q.span(1))
 
     def check(start: int, end: int) -> bool:
@@ -139,7 +198,7 @@ def talked_about(text: str) -> Callable[[int, int], bool]:
 
 
 def _sentence_hits(text: str, lo: int, hi: int) -> Iterator[KindHit]:
-    verbs = [v for v in _spans(_IGNORE, text, lo, hi) if not _SUBJECT.search(text, lo, v[0])]
+    verbs = [v for v in _spans(_IGNORE, text, lo, hi) if not _after_subject(text, lo, v[0])]
     objects = _spans(_OBJECT, text, lo, hi)
     for verb in verbs:
         near = [o for o in objects if _apart(verb, o) and abs(o[0] - verb[0]) <= 60]
@@ -148,21 +207,40 @@ def _sentence_hits(text: str, lo: int, hi: int) -> Iterator[KindHit]:
             end = max(verb[1], near[0][1])
             yield "instruction", start, end, "tells the agent to set its instructions aside"
             break
-    directives = [
-        d for d in _spans(_DIRECTIVE, text, lo, hi) if not _DESCRIBED.search(text, lo, d[0])
+    markers = [
+        span for pattern in (_STANDING, _EVERY, _WHENEVER) for span in _spans(pattern, text, lo, hi)
     ]
+    # the first subject of the sentence, not one inside a marker ("until I say otherwise")
+    subject = next(
+        (
+            m.start()
+            for m in _DESCRIBED.finditer(text, lo, hi)
+            if not any(a <= m.start() < b for a, b in markers)
+        ),
+        hi,
+    )
+    directives = [
+        d
+        for d in _spans(_DIRECTIVE, text, lo, hi)
+        if not (subject < d[0] or _ASKED.search(text, max(lo, d[0] - _BACK), d[0]))
+    ]
+    narrative = _narrative(text, lo, hi)
     for pattern, reason in (
         (_STANDING, "a standing order (“from now on …”)"),
         (_EVERY, "an order for every reply"),
         (_WHENEVER, "a rule for whenever someone asks"),
     ):
         for marker in _spans(pattern, text, lo, hi):
-            if any(_apart(marker, d) for d in directives):
+            langs = _languages(pattern, text[marker[0] : marker[1]])
+            if narrative(marker, langs):
+                continue
+            if any(
+                _apart(marker, d) and _paired(langs, _languages(_DIRECTIVE, text[d[0] : d[1]]))
+                for d in directives
+            ):
                 yield "instruction", marker[0], marker[1], reason
                 break
-    password = _password(text, lo, hi)
-    if password is not None:
-        yield "secret", password[0], password[1], "a password given in the text"
+    yield from _intent_hits(text, lo, hi)
     conceal = _spans(_CONCEAL, text, lo, hi)
     ai = _spans(_AI, text, lo, hi)
     if conceal and ai:
@@ -174,12 +252,20 @@ def _sentence_hits(text: str, lo: int, hi: int) -> Iterator[KindHit]:
                 break
 
 
+_NOT_THE_PASSWORD = re.compile(
+    r"[\s-]*(?:managers?|policy|policies|reset|hints?|fields?|strength|rules?|requirements?|"
+    r"vaults?|generators?|hygiene|spraying|leaks?)\b"
+)
+
+
 def _password(text: str, lo: int, hi: int) -> tuple[int, int] | None:
-    """The first password word followed within 30 characters by a password-like token."""
+    """The first password word followed within 45 characters by a password-like token."""
     for word in _spans(_SECRET_WORD, text, lo, hi):
-        tail = text[word[1] : min(hi, word[1] + 40)]
+        if _NOT_THE_PASSWORD.match(text, word[1], hi):
+            continue  # "password manager", "password policy": a thing, not the password
+        tail = text[word[1] : min(hi, word[1] + 60)]
         for token in _CREDENTIAL.finditer(tail):
-            if token.start() <= 30 and _credential(token.group(0)):
+            if token.start() <= 45 and _credential(token.group(0)):
                 end = word[1] + token.end()
                 while end > word[1] and text[end - 1] in ".,;:!?。":
                     end -= 1
@@ -191,12 +277,207 @@ def _password(text: str, lo: int, hi: int) -> tuple[int, int] | None:
 # talked about, not said to the agent.
 _QUOTED = re.compile(r"[\"“„«「『]([^\"“”„«»「」『』]{3,200})[\"”“»」』]")
 _MENTION = re.compile(
-    r"(?:phrase|words?|term|expression|sentence|slogan|meme|saying|line|called|"
+    r"(?:phrase|made|typed|posted|tweeted|quoted|words?|term|expression|sentence|slogan|meme|saying|line|called|"
     r"frase|palabra|expresión|satz|ausdruck|wort|phrase|mot|expression|фраза|слово|"
     r"выражение|palavra|expressão|parola|espressione|ifade|cümle|söz|言葉|フレーズ|这句话|"
     r"短语|说法)\W{0,3}$"
 )
 _MEANS = re.compile(
-    r"^\W{0,3}(?:means|meant|became|is\s+a|was\s+a|significa|bedeutet|signifie|"
+    r"^\W{0,3}(?:means|meant|became|is\s+a|was\s+a|an?\s+(?:meme|joke|catchphrase|slogan|"
+    r"trend|running\s+gag)|significa|bedeutet|signifie|"
     r"означает|vuol\s+dire|anlamına|という|的意思)"
+)
+
+
+_FIELDS = {
+    id(_STANDING): "standing",
+    id(_EVERY): "every_reply",
+    id(_WHENEVER): "whenever",
+    id(_DIRECTIVE): "directives",
+    id(_OLD): "old",
+}
+_BY_LANGUAGE = {
+    field: {
+        lang.code: re.compile("|".join(f"(?:{e})" for e in getattr(lang, field)))
+        for lang in (INTENTS if field == "old" else LANGUAGES)
+        if getattr(lang, field)
+    }
+    for field in _FIELDS.values()
+}
+
+
+@lru_cache(maxsize=4096)
+def _languages(pattern: re.Pattern[str], entry: str) -> frozenset[str]:
+    """The languages whose entries of ``pattern``'s family match ``entry`` exactly.
+
+    A standing-order marker pairs with a directive of its own language (or English, which
+    mixed texts switch into): the Indonesian "mulai sekarang" next to "senin" (Monday,
+    and the Turkish "your") is a timetable, not an order.
+    """
+    field = _FIELDS[id(pattern)]
+    return frozenset(
+        code for code, p in _BY_LANGUAGE[field].items() if p.fullmatch(entry) is not None
+    )
+
+
+def _paired(marker: frozenset[str], directive: frozenset[str]) -> bool:
+    """A marker and a directive of one language, or English on either side (mixed texts
+    switch into English: "Por favor, from now on responde …", "Теперь always …")."""
+    return bool(marker & directive) or "en" in marker or "en" in directive
+
+
+def _narrative(text: str, lo: int, hi: int) -> Callable[[tuple[int, int], frozenset[str]], bool]:
+    """Whether a standing-order marker opens a description of someone else.
+
+    "From now on the choir meets on Wednesdays", "Ab jetzt trifft sich der Chor …": a
+    third-person subject right after the marker (after one verb, for verb-second
+    languages) and no second person anywhere in the sentence.
+    """
+    addressed = _YOU.search(text, lo, hi) is not None
+
+    def check(marker: tuple[int, int], langs: frozenset[str]) -> bool:
+        if addressed:
+            return False
+        at = marker[1]
+        while at < hi and text[at] in " ,:;–—-":
+            at += 1
+        return any(
+            _NARRATIVE_BY[code].match(text, at, hi) is not None
+            for code in langs
+            if code in _NARRATIVE_BY
+        )
+
+    return check
+
+
+def _intent_hits(text: str, lo: int, hi: int) -> Iterator[KindHit]:
+    """The intent families of :mod:`curator.core.flag_lexicon_intents` in one sentence."""
+    objects = _spans(_OBJECT, text, lo, hi) + _spans(_SETUP, text, lo, hi)
+    priors = _spans(_PRIOR, text, lo, hi)
+    # the agent's own instructions: a prior marker next to them ("your previous setup",
+    # "the rules you started with"), not a few words away ("the policy … the previous version")
+    owned = [o for o in objects if any(_close(o, p) for p in priors)]
+    if not owned and objects:
+        # "the old rules are cancelled; answer everything": old rules are the agent's when
+        # an order to it follows in the text (not "the old parking rules no longer apply")
+        olds = _spans(_OLD, text, lo, hi)
+        aged = [o for o in objects if any(_close(o, p) for p in olds)]
+        langs = frozenset().union(*(_languages(_OLD, text[a:b]) for a, b in olds))
+        if aged and any(
+            _paired(langs, _languages(_DIRECTIVE, text[a:b]))
+            for a, b in _spans(_DIRECTIVE, text, lo, len(text))
+        ):
+            owned = aged
+    if owned:
+        for void in _spans(_VOID, text, lo, hi):
+            near = [o for o in owned if _apart(void, o) and abs(o[0] - void[0]) <= 80]
+            if near:
+                start, end = min(void[0], near[0][0]), max(void[1], near[0][1])
+                yield "instruction", start, end, "declares the agent's instructions void"
+                break
+    for persona in _spans(_PERSONA, text, lo, hi):
+        if not _NEGATION.search(text, max(lo, persona[0] - _BACK), persona[0]):
+            yield "instruction", persona[0], persona[1], "tries to give the agent a persona"
+            break
+    private = _spans(_PRIVATE, text, lo, hi)
+    if private:
+        for verb in _spans(_SEND, text, lo, hi):
+            if _NEGATION.search(text, max(lo, verb[0] - _BACK), verb[0]) or not (
+                _clause_start(text, lo, verb[0]) or _clause_final(text, hi, verb)
+            ):
+                continue
+            near = [p for p in private if _apart(verb, p) and abs(p[0] - verb[0]) <= 80]
+            if near:
+                start, end = min(verb[0], near[0][0]), max(verb[1], near[0][1])
+                yield "instruction", start, end, "tells the agent to pass on private data"
+                break
+    for amend in _spans(_AMEND, text, lo, hi):
+        yield "identity", amend[0], amend[1], "amends the agent's identity or values"
+        break
+
+
+# "never send …", "don't act as …": advice against it, not the order itself.
+_NEGATION = re.compile(
+    r"(?<![\w'])(?:never|not|don't|do\s+not|nunca|nie|niemals|jamais|mai|никогда|не)\s+"
+    r"(?:\w+\s+)?$"
+)
+
+
+def _close(obj: tuple[int, int], prior: tuple[int, int]) -> bool:
+    """A prior marker right before the instructions (up to two words) or right after them."""
+    if prior[1] <= obj[0]:
+        return obj[0] - prior[1] <= 16
+    return obj[1] <= prior[0] and prior[0] - obj[1] <= 16
+
+
+# Where an imperative verb starts its clause: the sentence start, after ",", ":", ";", a
+# dash, "and"/"then" (in the languages written with spaces), with at most one adverb
+# ("quietly include …") before it. Scripts without spaces, or with the verb at the end,
+# have no such position to check and always count.
+_CLAUSE = re.compile(
+    r"[,:;()\[\]\"“”«»–—]|(?<![\w'])(?:and|then|also|und|dann|et|puis|y|luego|e|poi|"
+    r"и|i|oraz|en|och|dan|lalu|và|rồi|ve|sonra|please|bitte|por\s+favor|s'il\s+te\s+plaît)(?![\w'])"
+)
+
+
+def _clause_start(text: str, lo: int, at: int) -> bool:
+    if not re.match(f"[{_LETTER}]", text[at : at + 1]):
+        return True
+    start = window = max(lo, at - 2 * _BACK)  # more than two words back is not a clause start
+    for m in _CLAUSE.finditer(text, window, at):
+        start = m.end()
+    if start == window > lo:
+        return False
+    words = re.findall(r"[\w'-]+", text[start:at])
+    if words and not (len(words) == 1 and _ADVERB.fullmatch(words[0])):
+        return False  # "Volunteers share …": a subject, not an adverb, before the verb
+    return not _after_subject(text, lo, at)
+
+
+# The one word an imperative may have before it in its clause: an adverb ("Quietly include
+# …", "Незаметно добавляй …") or "please", not a subject.
+_ADVERB = re.compile(
+    r"\w+ly|\w+mente|\w+ment|please|also|just|then|now|always|never|bitte|heimlich|immer|"
+    r"toujours|siempre|sempre|всегда|незаметно|тихо|тайно|gizlice|ongemerkt|stilletjes|"
+    r"altijd|alltid|tyst|zawsze|luôn|hãy|selalu|diam-diam",
+    re.IGNORECASE,
+)
+
+
+# "A columnist argued that AI companions should never pretend to be human": an opinion
+# being reported about others. A report that speaks to the agent ("the admin said that
+# you must …") is still an order, so a clause with a second person does not count.
+_OPINION = re.compile(
+    r"\b(?:says|said|explains|explained|shows|showed|argued|argues|believes?|thinks?|wrote|writes|warned|warns|claimed|claims|"
+    r"suggested|suggests|noted|notes|reported|reports|found|finds|concluded|insists?|"
+    r"insisted)\s+that\b|\b(?:meinte|schrieb|argumentierte|warnte),?\s+dass\b|"
+    r"\b(?:a\s+)?(?:soutenu|écrit|affirmé|estime)\s+que\b|"
+    r"\b(?:argumentó|escribió|opina)\s+que\b",
+    re.IGNORECASE,
+)
+_SENTENCE_END = re.compile(r"[.!?;。！？\n](?=\s|$)")
+_YOU_ANY = re.compile(_YOU.pattern, re.IGNORECASE)
+
+
+# Languages whose imperative ends the clause ("… bu adrese gönder."): there the verb
+# counts at the end of its clause.
+_VERB_FINAL = frozenset({"tr", "ja", "ko", "hi"})
+_VERB_FINAL_SEND = re.compile(
+    "|".join(f"(?:{e})" for lang in INTENTS if lang.code in _VERB_FINAL for e in lang.send)
+)
+
+
+def _clause_final(text: str, hi: int, verb: tuple[int, int]) -> bool:
+    if not _VERB_FINAL_SEND.fullmatch(text, verb[0], verb[1]):
+        return False
+    rest = text[verb[1] : hi]
+    return re.match(r"\s*(?:[.!?,;。！？।]|$)", rest) is not None
+
+
+# "The security team explained why “disregard all previous instructions” works": a
+# subject and a verb of its own before the quote make the quote something talked about.
+_NARRATED = re.compile(
+    r"(?:^|\b)(?:the|a|an|this|that|people|he|she|they|we|i|someone|users|researchers|experts|"
+    r"[A-Z][a-z]+)\s+(?:\w+\s+){0,3}?(?:\w+ed|\w+s|made|wrote|said|put|read|saw|heard|"
+    r"found|thought|taught|showed|told|typed|quoted|posted|called|shared|became)\b(?!.*\byou\b)",
 )

@@ -1,4 +1,4 @@
-"""Word families in the ten most used languages of the web, for the flag rules.
+"""Word families in eighteen languages, for the flag rules.
 
 Rules in one language miss the same attack written in another, and rules made of fixed
 phrases miss its paraphrases. So the rules here are built from *families*: a verb of
@@ -24,6 +24,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from curator.core.flag_lexicon_more import MORE
+
 __all__ = ["LANGUAGES", "Language"]
 
 
@@ -45,7 +47,7 @@ class Language:
 
 
 # fmt: off
-LANGUAGES: tuple[Language, ...] = (
+_TEN: tuple[Language, ...] = (
     Language(
         "en",
         (
@@ -55,42 +57,59 @@ LANGUAGES: tuple[Language, ...] = (
             r"(?:do\s+not|don't|never)\s+"
             r"(?:pay\s+attention\s+to|follow|obey|listen\s+to|heed|apply)",
             r"stop\s+(?:following|obeying|applying|listening\s+to)", r"disable", r"turn\s+off",
-            r"erase", r"cancel", r"act\s+as\s+if\s+you\s+never\s+received",
-            r"no\s+longer\s+(?:follow|obey|apply)", r"overlook", r"no\s+matter\s+what",
+            r"erase", r"cancel",
+            r"(?:act|pretend|behave)\s+(?:as\s+if\s+|as\s+though\s+|like\s+|that\s+)?you\s+never\s+"
+            r"(?:received|got|had|were\s+given|learned)",
+            r"no\s+longer\s+(?:follow|obey)", r"overlook", r"shelve", r"suspend", r"pause",
+            r"ditch", r"scrap", r"toss", r"lay\s+aside", r"put\s+away", r"no\s+matter\s+what",
         ),
         (
             r"instructions?", r"rules?", r"directions?", r"directives?", r"guidelines?",
             r"guidance", r"polic(?:y|ies)", r"constraints?", r"restrictions?", r"safeguards?",
             r"safety", r"system\s+prompt", r"prompts?", r"programming", r"programmed", r"training",
             r"orders?", r"commands?", r"filters?", r"limits?", r"limitations?",
-            r"(?:what|everything|anything)\s+(?:you\s+were|you've\s+been|you\s+have\s+been)\s+"
+            r"(?:what|everything|anything|nothing)\s+(?:you\s+were|you've\s+been|you\s+have\s+been)\s+"
             r"(?:told|taught|given|instructed)", r"(?:your\s+)?developers?\s+instructed",
         ),
         (
             r"from\s+now\s+on", r"from\s+this\s+point\s+(?:on|forward)", r"henceforth",
-            r"hereafter", r"going\s+forward", r"from\s+today(?:\s+on)?",
+            r"hereafter", r"going\s+forward", r"from\s+today(?:\s+on(?:wards?)?)?",
             r"starting\s+(?:today|now|immediately|tomorrow)", r"as\s+of\s+(?:now|today)",
             r"for\s+the\s+rest\s+of\s+time", r"forevermore", r"from\s+here\s+on(?:\s+out)?",
             r"(?:in|for)\s+(?:all\s+)?(?:the\s+)?future\s+(?:conversations?|chats?|replies|"
             r"sessions?|messages?|interactions?|answers?)", r"every\s+single\s+time",
             r"remember\s+this\s+for\s+(?:later|the\s+future|next\s+time)",
-            r"until\s+(?:told|instructed)\s+otherwise",
+            r"until\s+(?:told|instructed)\s+otherwise", r"until\s+(?:i|we)\s+say\s+otherwise",
+            r"until\s+further\s+notice", r"after\s+this\s+(?:message|note|post)",
+            r"as\s+a\s+(?:standing|permanent|general)\s+(?:rule|policy)",
             r"(?:keep|continue)\s+(?:recommending|mentioning|saying|adding|posting|linking)",
+            r"from\s+this\s+point\s+onwards?", r"(?:each|every)\s+time\s+you",
+            r"make\s+it\s+a\s+(?:habit|rule|point)\s+to", r"permanently", r"keep\s+this\s+forever",
+            r"remember\s+(?:this|that)\s+(?:permanently|forever|for\s+good|always)",
+            r"for\s+as\s+long\s+as", r"no\s+matter\s+who\s+asks", r"always\s+remember",
+            r"for\s+the\s+rest\s+of\s+(?:our|this|the)\s+(?:conversations?|chats?|sessions?)",
+            r"in\s+all\s+future", r"(?:from\s+)?(?:the\s+)?next\s+(?:conversation|session)\s+on",
         ),
         (
-            r"(?:in|to|with|of|for|after|into|begin|start|end|sign)\s+(?:every\s+|each\s+|all\s+"
+            r"(?:in|on|to|with|of|for|after|into|begin|start|end|sign|close)\s+(?:every\s+|each\s+|all\s+"
             r"(?:of\s+)?(?:your\s+|the\s+)?)(?:single\s+|future\s+)?(?:reply|replies|answers?|"
             r"responses?|messages?|"
             r"posts?|comments?|chats?|conversations?)",
             r"(?:every|each)\s+(?:reply|answer|response|message|post)\s+you",
+            r"(?:every|each|all)\s+(?:single\s+)?(?:reply|replies|answers?|responses?|messages?|"
+            r"posts?)\s+(?:must|should|has\s+to|have\s+to|needs?\s+to|will|shall)",
         ),
         (
             r"(?:whenever|every\s+time|each\s+time|any\s*time|when|if|once)\s+(?:someone|anyone|"
             r"somebody|anybody|a\s+user|users|the\s+user|people|a\s+person|a\s+customer|"
+            r"a\s+question|questions|a\s+message|messages|a\s+post|posts|a\s+topic|"
             r"customers|a\s+follower|followers)\s+(?:\w+\s+)?(?:asks?|mentions?|says?|writes?|"
             r"brings?\s+up|greets?|requests?|wants?|needs?|talks?|messages?|comments?|"
             r"repl(?:y|ies)|dms?|contacts?|questions?)",
             r"whoever\s+(?:asks|mentions|writes|says)",
+            r"(?:whenever|every\s+time|each\s+time|any\s*time)\s+(?:someone|anyone|somebody|anybody|"
+            r"a\s+user|users|the\s+user|people|a\s+person|a\s+customer|customers|a\s+follower|"
+            r"followers)\s+\w+",
         ),
         (
             r"you", r"your", r"yourself", r"always", r"never", r"please", r"recommend", r"mention",
@@ -100,6 +119,11 @@ LANGUAGES: tuple[Language, ...] = (
             r"should\s+be", r"must\s+be", r"keep", r"continue", r"claim", r"pretend", r"act",
             r"insist", r"present", r"introduce", r"ignore", r"forget", r"disregard", r"obey",
             r"follow", r"stop", r"do\s+not", r"don't", r"the\s+(?:agent|assistant|bot|ai)",
+            r"agree", r"call", r"treat", r"cite", r"slip", r"use", r"quote", r"thank", r"tag",
+            r"compliment", r"talk", r"speak", r"refuse", r"avoid", r"question", r"describe",
+            r"close", r"accept", r"trust", r"side", r"defend", r"ask", r"greet", r"address",
+            r"welcome", r"warn", r"remind", r"insult", r"flatter", r"mock", r"blame", r"rate",
+            r"offer", r"sell", r"push", r"advertise", r"plug", r"endorse", r"work\s+in",
         ),
         (
             r"passwords?", r"passphrase", r"passcode", r"passwd", r"pwd", r"pass", r"pin",
@@ -146,7 +170,8 @@ LANGUAGES: tuple[Language, ...] = (
         (
             r"recomienda", r"recomiende", r"menciona", r"incluye", r"termina", r"añade",
             r"escribe", r"responde", r"contesta", r"di", r"sugiere", r"envía", r"manda",
-            r"comparte", r"promociona", r"indica", r"agrega", r"pon", r"firma", r"siempre",
+            r"comparte", r"promociona", r"indica", r"agrega", r"pon", r"firma", r"cierra", r"usa",
+            r"haz", r"trata", r"llama", r"siempre",
             r"nunca", r"tú", r"tus?", r"te", r"usted",
         ),
         (r"contraseña", r"clave"),
@@ -168,7 +193,7 @@ LANGUAGES: tuple[Language, ...] = (
         (
             r"anweisung", r"regeln?", r"vorgaben?", r"richtlinie", r"systemprompt",
             r"system-prompt", r"prompt", r"befehle", r"einschränkungen", r"beschränkungen",
-            r"anleitung", r"was\s+man\s+dir\s+gesagt", r"programmierung", r"filter",
+            r"anleitung", r"was\s+man\s+dir\s+(?:\w+\s+)?gesagt", r"programmierung", r"filter",
         ),
         (
             r"ab\s+jetzt", r"von\s+nun\s+an", r"ab\s+sofort", r"künftig", r"zukünftig",
@@ -185,6 +210,7 @@ LANGUAGES: tuple[Language, ...] = (
         (
             r"empfiehl", r"erwähne", r"nenne", r"antworte", r"schreib", r"schreibe", r"füge",
             r"sag", r"sage", r"schick", r"sende", r"teile", r"verweise", r"beende", r"beginne",
+            r"schließe", r"nutze", r"verwende", r"behandle",
             r"immer", r"niemals", r"du", r"dein", r"deine", r"dir", r"dich", r"sollst", r"musst",
         ),
         (r"passwort", r"kennwort", r"zugangscode"),
@@ -207,7 +233,8 @@ LANGUAGES: tuple[Language, ...] = (
         ),
         (
             r"instructions?", r"consignes?", r"règles?", r"directives?", r"indications", r"prompt",
-            r"ordres", r"restrictions", r"limites", r"filtres", r"ce\s+qu'on\s+t'a\s+dit",
+            r"ordres", r"restrictions", r"limites", r"filtres",
+            r"ce\s+qu'on\s+t'a\s+(?:dit|appris|donné|demandé)",
             r"politiques?",
         ),
         (
@@ -224,7 +251,9 @@ LANGUAGES: tuple[Language, ...] = (
         ),
         (
             r"recommande", r"mentionne", r"termine", r"ajoute", r"réponds", r"écris", r"dis",
-            r"envoie", r"partage", r"indique", r"signe", r"commence", r"toujours", r"jamais",
+            r"envoie", r"partage", r"indique", r"signe", r"commence", r"finis", r"utilise", r"fais",
+            r"mets", r"traite",
+            r"appelle", r"toujours", r"jamais",
             r"tu", r"ton", r"ta", r"tes", r"te", r"t'", r"vous",
         ),
         (r"mot\s+de\s+passe", r"mdp", r"code\s+d'accès"),
@@ -245,7 +274,8 @@ LANGUAGES: tuple[Language, ...] = (
         ),
         (
             r"инструкци", r"правил", r"указани", r"установк", r"ограничени", r"директив",
-            r"промпт", r"запрет", r"предписани", r"разработчик", r"то,?\s+что\s+тебе\s+сказали",
+            r"промпт", r"запрет", r"предписани", r"разработчик",
+            r"(?:то|всё|все),?\s+что\s+тебе\s+(?:\w+\s+)?(?:сказали|говорили)",
         ),
         (
             r"с\s+этого\s+момента", r"отныне", r"впредь", r"с\s+сегодняшнего\s+дня",
@@ -262,7 +292,8 @@ LANGUAGES: tuple[Language, ...] = (
         (
             r"рекомендуй", r"советуй", r"посоветуй", r"упоминай", r"упомяни", r"отвечай",
             r"ответь", r"пиши", r"напиши", r"добавляй", r"добавь", r"говори", r"скажи",
-            r"отправляй", r"рекламируй", r"предлагай", r"всегда", r"никогда", r"ты", r"тебе",
+            r"отправляй", r"рекламируй", r"предлагай", r"заканчивай", r"используй", r"вставляй",
+            r"называй", r"всегда", r"никогда", r"ты", r"тебе",
             r"твой", r"твои",
         ),
         (r"пароль", r"пароля", r"паролем"),
@@ -299,7 +330,9 @@ LANGUAGES: tuple[Language, ...] = (
         ),
         (
             r"recomende", r"mencione", r"inclua", r"termine", r"adicione", r"responda", r"escreva",
-            r"diga", r"envie", r"indique", r"sugira", r"compartilhe", r"sempre", r"nunca", r"você",
+            r"diga", r"envie", r"indique", r"sugira", r"compartilhe", r"feche", r"use", r"faça",
+            r"coloque", r"trate",
+            r"chame", r"sempre", r"nunca", r"você",
             r"voce", r"tu", r"teu",
         ),
         (r"senha", r"palavra-passe"),
@@ -338,7 +371,8 @@ LANGUAGES: tuple[Language, ...] = (
         (
             r"consiglia", r"raccomanda", r"cita", r"menziona", r"includi", r"termina", r"aggiungi",
             r"rispondi", r"scrivi", r"di'", r"suggerisci", r"invia", r"manda", r"condividi",
-            r"indica", r"sempre", r"mai", r"tu", r"tuo", r"tua", r"ti",
+            r"indica", r"chiudi", r"concludi", r"usa", r"fai", r"metti", r"inserisci",
+            r"tratta", r"chiama", r"sempre", r"mai", r"tu", r"tuo", r"tua", r"ti",
         ),
         (r"password", r"parola\s+d'ordine"),
         (
@@ -372,7 +406,8 @@ LANGUAGES: tuple[Language, ...] = (
         ),
         (
             r"öner", r"tavsiye\s+et", r"bahset", r"ekle", r"cevap\s+ver", r"yanıt\s+ver", r"söyle",
-            r"gönder", r"paylaş", r"her\s+zaman", r"asla", r"sen", r"senin", r"sana", r"yönlendir",
+            r"gönder", r"paylaş", r"bitir", r"kullan", r"yap", r"koy", r"yaz", r"her\s+zaman",
+            r"asla", r"sen", r"senin", r"sana", r"yönlendir",
         ),
         (r"şifre\w*", r"parola\w*"),
         (r"yapay\s+zek[aâ]\w*", r"bot"),
@@ -437,3 +472,7 @@ LANGUAGES: tuple[Language, ...] = (
     ),
 )
 # fmt: on
+
+# The ten languages above and eight more (Korean, Arabic, Hindi, Polish, Dutch, Indonesian,
+# Vietnamese, Swedish) kept in their own module.
+LANGUAGES: tuple[Language, ...] = (*_TEN, *(Language(*row) for row in MORE))

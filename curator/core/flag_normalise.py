@@ -20,9 +20,13 @@ import binascii
 import codecs
 import re
 import unicodedata
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
+from functools import lru_cache
 
-__all__ = ["Variant", "decoded_base64", "fold", "variants"]
+from curator.core.flag_lexicon import LANGUAGES
+from curator.core.flag_lexicon_intents import INTENTS
+
+__all__ = ["Variant", "decoded_base64", "fold", "variants", "vocabulary"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -48,8 +52,12 @@ class Variant:
 # Format characters (zero-width, bidi, tags, soft hyphen) change nothing a reader sees.
 _INVISIBLE = frozenset("\u00ad\u034f\u061c\u180e\ufeff")
 _LEET = str.maketrans(
-    {"0": "o", "1": "i", "3": "e", "4": "a", "5": "s", "7": "t", "@": "a", "$": "s"}
-)
+    {
+        "0": "o", "1": "i", "3": "e", "4": "a", "5": "s", "7": "t", "@": "a", "$": "s",
+        "!": "i", "|": "i", "+": "t",
+    }
+)  # fmt: skip
+_LEET_L = str.maketrans({**_LEET, ord("1"): "l", ord("|"): "l"})
 # Cyrillic and Greek letters drawn like Latin ones (after casefolding).
 _LOOKALIKE = str.maketrans(
     {
@@ -59,9 +67,24 @@ _LOOKALIKE = str.maketrans(
         "ρ": "p", "τ": "t", "υ": "u", "χ": "x",
     }
 )  # fmt: skip
-_WORD = re.compile(r"[\w@$]+")
-# "F.o.r.g.e.t", "I-G-N-O-R-E": letters joined by one repeated separator
-_SEPARATED = re.compile(r"(?<!\w)\w(?P<sep>[.\-_*·])\w(?:(?P=sep)\w){1,}(?!\w)")
+# Small capitals drawn like lower-case letters ("ɪɢɴᴏʀᴇ"): read as the letters they show.
+_SMALL_CAPS = str.maketrans(
+    {
+        "ᴀ": "a", "ʙ": "b", "ᴄ": "c", "ᴅ": "d", "ᴇ": "e", "ꜰ": "f", "ɢ": "g", "ʜ": "h", "ɪ": "i",
+        "ᴊ": "j", "ᴋ": "k", "ʟ": "l", "ᴍ": "m", "ɴ": "n", "ᴏ": "o", "ᴘ": "p", "ǫ": "q", "ʀ": "r",
+        "ꜱ": "s", "ᴛ": "t", "ᴜ": "u", "ᴠ": "v", "ᴡ": "w", "ʏ": "y", "ᴢ": "z",
+    }
+)  # fmt: skip
+# A word with leet symbols inside it ("d!$r3g@rd", "|gn0r3"): "!" and "|" belong to the word
+# only before another of its characters, so "Hello!" keeps its exclamation mark.
+_WORD = re.compile(r"(?:[\w@$+]|[!|](?=[\w@$]))+")
+# "F.o.r.g.e.t", "I-G-N-O-R-E", "i🙂g🙂n🙂o🙂r🙂e", "I|G|N|O|R|E": single letters joined by one
+# repeated separator that is not a letter or a blank (an emoji may carry a variation selector)
+# (two letters are enough: "o-n", "m-e"; three and up may be digits: "1-g-n-0-r-3").
+_SEPARATED = re.compile(
+    r"(?<![^\W_])(?:[^\W_](?P<sep>[^\w\s]\ufe0f?|_)[^\W_](?:(?P=sep)[^\W_])+(?:(?P=sep)(?!\S))?"
+    r"|[^\W\d_](?P<sep2>[^\w\s]\ufe0f?|_)[^\W\d_])(?![^\W_])"
+)
 # "i g n o r e   a l l": single characters one blank apart, words further apart
 _SPACED = re.compile(r"(?<!\S)\S(?: {1,3}\S){3,}(?!\S)")
 _B64 = re.compile(r"(?<![A-Za-z0-9+/=])[A-Za-z0-9+/]{16,}={0,2}(?![A-Za-z0-9+/=])")
@@ -86,6 +109,8 @@ def _rewrite_words(
             where.extend(origin[m.start() : m.end()])
         else:  # spaced letters joined: the new characters are the match's word characters
             kept = [i for i, ch in enumerate(m.group(0)) if ch.isalnum()]
+            if len(kept) != len(new):  # a separator that is itself a word character ("_")
+                kept = list(range(0, m.end() - m.start(), 2))
             for k in range(len(new)):
                 pick = kept[k] if k < len(kept) else m.end() - m.start() - 1
                 where.append(origin[m.start() + pick])
@@ -101,27 +126,55 @@ def _fold_word(m: re.Match[str]) -> str:
     has_alpha = any(ch.isalpha() for ch in word)
     if any(ch.isascii() and ch.isalpha() for ch in word) and not word.isascii():
         word = word.translate(_LOOKALIKE)
-    if has_alpha and any(ch in "0134570@$" for ch in word) and word.isascii():
-        word = word.translate(_LEET)
+    if has_alpha and any(ch in "0134570@$!|+" for ch in word) and word.isascii():
+        word = _unleet(word)
     return word
 
 
-def fold(text: str) -> Variant:
+def _unseparate(m: re.Match[str]) -> str:
+    """Letters joined by a separator, the separator dropped; a combining mark (a vowel sign
+    of Devanagari, an accent) between letters is part of the word and stays."""
+    sep = m.group("sep") or m.group("sep2")
+    if unicodedata.category(sep[0])[0] not in "PS" or sep in "'’ʼ":
+        return m.group(0)  # an apostrophe elides ("qu'on t'a"), it does not separate
+    return m.group(0).replace(sep, "")
+
+
+def _fold_lookalike(m: re.Match[str]) -> str:
+    """Look-alikes only: a password such as "Kedi4545!" keeps its digits and symbols."""
+    word = m.group(0)
+    if any(ch.isascii() and ch.isalpha() for ch in word) and not word.isascii():
+        return word.translate(_LOOKALIKE)
+    return word
+
+
+def _unleet(word: str) -> str:
+    """Leet folded, with "1" and "|" read as "l" where "i" does not make a word the rules
+    know ("ru135" is "rules"; "1gn0r3" is "ignore")."""
+    plain = word.translate(_LEET)
+    if not any(ch in "1|" for ch in word):
+        return plain
+    as_l = word.translate(_LEET_L)
+    return as_l if as_l in vocabulary() and plain not in vocabulary() else plain
+
+
+def fold(text: str, *, leet: bool = True) -> Variant:
     """The text as a reader sees it: NFKC, casefolded, invisible characters dropped,
     look-alike letters and leet digits folded inside Latin words, spaced letters joined."""
     chars: list[str] = []
     origin: list[int] = []
-    for i, ch in enumerate(text):
-        if _is_invisible(ch):
-            continue
-        for out in unicodedata.normalize("NFKC", ch).casefold():
-            chars.append(out)
-            origin.append(i)
-    folded, where = _rewrite_words("".join(chars), origin, _WORD, _fold_word)
-    joined, where = _rewrite_words(
-        folded, where, _SEPARATED, lambda m: m.group(0).replace(m.group("sep"), "")
-    )
-    joined, where = _join_spaced(joined, where)
+    if text.isascii():  # the common case: NFKC changes nothing, casefolding keeps lengths
+        chars, origin = [text.lower()], list(range(len(text)))
+    else:
+        for i, ch in enumerate(text):
+            if _is_invisible(ch):
+                continue
+            for out in unicodedata.normalize("NFKC", ch).casefold().translate(_SMALL_CAPS):
+                chars.append(out)
+                origin.append(i)
+    joined, where = _rewrite_words("".join(chars), origin, _SEPARATED, _unseparate)
+    folded, where = _rewrite_words(joined, where, _WORD, _fold_word if leet else _fold_lookalike)
+    joined, where = _join_spaced(folded, where)
     return Variant(joined, tuple(where), "")
 
 
@@ -202,3 +255,18 @@ def variants(text: str) -> list[Variant]:
             inner = fold(decoded).text
             found.append(Variant(inner, (), " (decoded from base64)", m.span()))
     return found
+
+
+@lru_cache(maxsize=1)
+def vocabulary() -> frozenset[str]:
+    """Every plain word (four letters and up) of the rules' word families, and the common
+    words: what a disguised word is checked against to decide how to read it."""
+    words: set[str] = set(_COMMON)
+    for table in (LANGUAGES, INTENTS):
+        for lang in table:
+            for field in fields(lang):
+                value = getattr(lang, field.name)
+                if isinstance(value, tuple):
+                    for entry in value:
+                        words.update(re.findall(r"(?<![\\?])[a-z]{4,}", entry))
+    return frozenset(words)

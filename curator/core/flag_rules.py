@@ -127,7 +127,11 @@ _INSTRUCTION_RULES: tuple[tuple[re.Pattern[str], str], ...] = (
             r"tell\s+(?:me|us))\s+(?:me\s+|us\s+)?(?:your|the)\s+(?:\w+\s+)?(?:system\s+prompt|"
             r"system\s+message|hidden\s+(?:prompt|instructions?|text)|initial\s+instructions|"
             r"instructions|configuration|prompt)|your\s+(?:system\s+prompt|system\s+message|"
-            r"hidden\s+instructions?|instructions)|developer\s+mode|DAN\s+mode|"
+            r"hidden\s+instructions?|instructions)|"
+            # "developer mode on Jack's Android phone" is a device setting, not a jailbreak
+            r"developer\s+mode(?!\s+(?:on|of|in|for)\s+(?:[\w']+\s+){0,3}?(?:phones?|android|"
+            r"iphone|ipad|device|tablet|laptop|browser|chrome|firefox|pixel|samsung|tv|router|"
+            r"console|xbox|playstation|windows|mac|car)\b)|DAN\s+mode|"
             r"do\s+anything\s+now|(?:enable|enter|activate|switch\s+to|unlock)\s+"
             r"(?:\w+\s+)?jailbr[eo]a?k\w*|jailbr[eo]a?k\w*\s+mode|"
             r"(?:new|updated)\s+instructions?\s*(?:follow|below|:)|"
@@ -176,6 +180,14 @@ _INSTRUCTION_RULES: tuple[tuple[re.Pattern[str], str], ...] = (
 )
 
 
+# A third-person subject right before a role phrase: "attackers pretend to be …",
+# "kids pretend they are …", "the actor who acts as …".
+_THEY = re.compile(
+    r"\b(?:they|he|she|we|i|who|that|people|kids|children|[a-z]+(?:ers|ists|ors|ians))\s+"
+    r"(?:often\s+|sometimes\s+|usually\s+|may\s+|can\s+|will\s+|would\s+|often\s+)?$|"
+    r"\b(?:was|were|been|is|are)\s+(?:asked|told|instructed|prompted|made)\s+to\s+$",
+    _I,
+)
 _NEGATED = re.compile(r"\b(?:never|not|n't|no\s+longer|refuses?\s+to)\s*(?:\w+\s+)?$", _I)
 
 
@@ -185,6 +197,8 @@ def instruction_hits(text: str) -> Iterator[Hit]:
             start, end = m.span()
             if reason == _ROLE_REASON and _NEGATED.search(text[max(0, start - 24) : start]):
                 continue  # "I never pretend to be one" declines the role
+            if reason == _ROLE_REASON and _THEY.search(text[max(0, start - 32) : start]):
+                continue  # "attackers pretend to be the IT department": others' roles
             # Trim leading punctuation/space the anchor consumed, so the span is the words.
             while start < end and not text[start].isalnum() and text[start] not in '<[`{|"$;#':
                 start += 1
@@ -258,6 +272,30 @@ _LINK_RULES: tuple[tuple[re.Pattern[str], str], ...] = (
         "a messaging handle",
     ),
     (
+        # "Find me on Signal, username maria.91", "WeChat ID: lm_8823", "Skype me: live:.cid…":
+        # a messaging app, then an id-like name (with a digit, "_" or "."; a plain word is
+        # no handle: "the line: busy")
+        re.compile(
+            r"\b(?:signal|wechat|weixin|line|skype|telegram|tg|whatsapp|discord|threema|kik|"
+            r"snapchat|snap|instagram|insta|ig|viber|qq|icq|matrix|session|tiktok|wire)\b"
+            r"[^\n.]{0,25}?(?:\bid\b|\busername\b|\buser\s*name\b|\bhandle\b|\bnick\w*|:)"
+            r"\s*(?:is\s+|[:=]\s*)?(?:live:)?[\w.:-]*?[\d_.][\w.:-]*[a-z0-9]",
+            _I,
+        ),
+        "a messaging handle",
+    ),
+    (
+        # "example dot com slash promo": an address spelled out (not "the dot com bubble")
+        re.compile(
+            r"(?<![\w-])(?!(?:the|a|an|this|that|of)\b)[\w-]{2,63}"
+            r"(?:\s*(?:\(dot\)|\[dot\]|\s+dot\s+)\s*[\w-]{1,63}){0,3}"
+            r"\s*(?:\(dot\)|\[dot\]|\s+dot\s+)\s*(?:" + _TLDS + r")\b"
+            r"(?!\s+(?:bubble|era|boom|crash|companies|company|startups?))(?:\s+slash\s+[\w-]+)*",
+            _I,
+        ),
+        "a link spelled out",
+    ),
+    (
         re.compile(
             r"(?<![\w+])(?:\+|00)\d{1,3}[\s.-]?\(?\d{1,4}\)?(?:[\s.-]?\d{2,4}){2,4}(?!\w)|"
             r"(?<![\w+-])\(\d{3}\)\s?\d{3}[\s.-]\d{4}(?!\w)|"
@@ -276,6 +314,8 @@ _LINK_RULES: tuple[tuple[re.Pattern[str], str], ...] = (
     ),
 )
 
+# The phone-number rules, shared with the personal rule (a number reaches a person).
+PHONE_PATTERNS = tuple(pattern for pattern, reason in _LINK_RULES if reason == "a phone number")
 _DOMAIN_LIKE_WORDS = re.compile(r"^(?:e\.g|i\.e|a\.m|p\.m|u\.s|etc)\b", _I)
 
 
@@ -284,7 +324,7 @@ def link_hits(text: str) -> Iterator[Hit]:
         for m in pattern.finditer(text):
             if reason == "a domain name" and _DOMAIN_LIKE_WORDS.match(m.group(0)):
                 continue
-            if reason == "a phone number" and _looks_like_date(m.group(0)):
+            if reason == "a phone number" and looks_like_date(m.group(0)):
                 continue
             end = m.end()
             while end > m.start() and text[end - 1] in ".,;:!?)]'\"":
@@ -297,7 +337,7 @@ def link_hits(text: str) -> Iterator[Hit]:
             yield m.start(), end, reason
 
 
-def _looks_like_date(s: str) -> bool:
+def looks_like_date(s: str) -> bool:
     return bool(
         re.fullmatch(r"\s*\d{4}[-./]\d{1,2}[-./]\d{1,2}\s*|\d{1,2}[-./]\d{1,2}[-./]\d{2,4}", s)
     )
@@ -317,6 +357,36 @@ _SECRET_RULES: tuple[tuple[re.Pattern[str], str], ...] = (
     (re.compile(r"\beyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}"), "a JWT"),
     (re.compile(r"-----BEGIN [A-Z ]*PRIVATE KEY-----"), "a private key"),
     (
+        # "the door code for the flat is 7391", "OTP code 552 901", "Türcode 4711"
+        re.compile(
+            r"\b(?:(?:door|gate|alarm|entry|access|safe|lock|garage|building|wi-?fi|otp|"
+            r"verification|security|2fa|one-time|sms|login|confirmation|unlock|bank)\s+"
+            r"(?:code|pin|passcode|number)|pin(?:\s+(?:code|number))?|passcode|otp|"
+            r"(?:safe|lock|padlock|locker)\s+(?:code|combination|combo)|combination|key\s*code|"
+            r"türcode|pin-?code|zugangscode|code\s+(?:de\s+la\s+porte|d'accès|pin)|"
+            r"código(?:\s+de\s+(?:acceso|la\s+puerta|verificación))?|codice(?:\s+(?:pin|"
+            r"d'accesso|del\s+portone))?|код(?:\s+(?:от\s+двери|доступа|подтверждения))?|"
+            r"kapı\s+kodu|deurcode|pinkod|portkod|kode\s+(?:pintu|otp|akses)|暗证号码|驗證碼|"
+            r"验证码|暗証番号)\b"
+            # the digits right after it, or after a copula or ":" ("… for the flat is 7391"),
+            # not a year further on ("PIN was stolen at an ATM in 2019")
+            r"(?:[^.\n\d]{0,30}?(?:\b(?:is|was|are|lautet|ist|est|es|è|é|je|jest|är|adalah|"
+            r"là|это)\b|[:=]|是|は)\s*|\s*)"
+            r"(?<![\d.,])\d(?:[ -]?\d){3,9}(?![\d.,]\d)",
+            _I,
+        ),
+        "a code or PIN given in the text",
+    ),
+    (
+        # "login for the admin panel is root / hunter2": a user name and a password
+        re.compile(
+            r"\b(?:login|log-in|user(?:name)?|credentials?|admin|account)\b[^.\n]{0,40}?"
+            r"(?<![\w/])[\w.@-]{2,32}\s*/\s*(?=[^\s/]*\d)[^\s/]{4,}",
+            _I,
+        ),
+        "a user name and password",
+    ),
+    (
         re.compile(
             r"\b(?:password|passwd|passcode|pwd|pin|api[\s_-]?key|secret(?:[\s_-]?key)?|"
             r"access[\s_-]?token|auth[\s_-]?token|bearer|token|2fa\s+code|otp|"
@@ -328,6 +398,16 @@ _SECRET_RULES: tuple[tuple[re.Pattern[str], str], ...] = (
     ),
 )
 
+_GIVEN = "a password or key given in the text"
+# A plain word after "password is" that says where or how it is, not what it is.
+_NOT_A_VALUE = re.compile(
+    r"(?:is|was|=|:)\s*[\"'`]?(?:[a-z]+(?:ed|ing|ly)|the|a|an|not|never|now|also|still|"
+    r"required|optional|secret|shared|written|hidden|empty|blank|weak|strong|long|short|too|"
+    r"very|easy|hard|correct|wrong|incorrect|case|on|in|at|for|stored|saved|printed|taped|"
+    r"same|different|known|unknown|available|expired|valid|invalid|sent|kept|stolen|taken|"
+    r"lost|broken|forgotten|given|written|reused|leaked|compromised|wrong)$",
+    _I,
+)
 _TOKEN = re.compile(r"[A-Za-z0-9+/_=-]{24,}")
 
 
@@ -341,6 +421,8 @@ def shannon_entropy(s: str) -> float:
 def secret_hits(text: str) -> Iterator[Hit]:
     for pattern, reason in _SECRET_RULES:
         for m in pattern.finditer(text):
+            if reason == _GIVEN and _NOT_A_VALUE.search(m.group(0)):
+                continue  # "the Wi-Fi password is printed at the desk": where, not what
             yield m.start(), m.end(), reason
     for m in _TOKEN.finditer(text):
         token = m.group(0)
@@ -354,77 +436,7 @@ def secret_hits(text: str) -> Iterator[Hit]:
             yield m.start(), m.end(), "a long random-looking string (a key or token?)"
 
 
-# -- personal identifiers -------------------------------------------------------------------
-
-
-def luhn_ok(digits: str) -> bool:
-    total = 0
-    for i, ch in enumerate(reversed(digits)):
-        d = int(ch)
-        if i % 2 == 1:
-            d *= 2
-            if d > 9:
-                d -= 9
-        total += d
-    return total % 10 == 0
-
-
-def iban_ok(candidate: str) -> bool:
-    s = candidate.replace(" ", "").upper()
-    if not 15 <= len(s) <= 34:
-        return False
-    moved = s[4:] + s[:4]
-    try:
-        number = int("".join(str(int(ch, 36)) for ch in moved))
-    except ValueError:
-        return False
-    return number % 97 == 1
-
-
-_STREET = (
-    r"(?:street|st|avenue|ave|road|rd|lane|ln|boulevard|blvd|drive|dr|court|ct|way|place|pl|"
-    r"terrace|close|crescent|square|sq|highway|hwy|parkway|pkwy|strasse|straße|gasse|weg|"
-    r"rue|calle|via)"
-)
-_CARD = re.compile(r"(?<![\d-])\d(?:[ -]?\d){12,18}(?![\d-])")
-_IBAN = re.compile(r"\b[A-Z]{2}\d{2}(?: ?[A-Z0-9]{4}){2,7}(?: ?[A-Z0-9]{1,4})?\b")
-_PERSONAL_RULES: tuple[tuple[re.Pattern[str], str], ...] = (
-    (
-        re.compile(r"\b\d{1,5}[a-z]?\s+(?:[A-Z][\w'-]+\s+){1,3}" + _STREET + r"\b\.?", _I),
-        "a postal address",
-    ),
-    (re.compile(r"\b(?:P\.?\s?O\.?\s+Box|Postfach)\s+\d+", _I), "a postal address"),
-    (re.compile(r"\b(?:apt|apartment|suite|flat)\s*#?\s*\d+[A-Z]?\b", _I), "a postal address"),
-    (
-        re.compile(r"\b[A-Z]{1,2}\d[A-Z\d]?\s\d[A-Z]{2}\b|\b[A-Z][a-z]+,\s+[A-Z]{2}\s+\d{5}\b"),
-        "a postcode",
-    ),
-    (re.compile(r"(?<![\d-])\d{3}-\d{2}-\d{4}(?![\d-])"), "a social security number"),
-    (re.compile(r"\bsort\s+code\s*:?\s*\d{2}-\d{2}-\d{2}\b", _I), "a bank sort code"),
-    (
-        re.compile(
-            r"\b(?:account|acct|routing|member|customer|policy|passport|licen[cs]e|"
-            r"national\s+id|id|tax\s+id|ssn|iban|bsb|aba)\s*(?:number|no\.?|num|#)?\s*"
-            r"(?:is|:|#)?\s*\d[\d -]{5,}\d",
-            _I,
-        ),
-        "an account or identity number",
-    ),
-)
-
-
-def personal_hits(text: str) -> Iterator[Hit]:
-    for m in _CARD.finditer(text):
-        digits = re.sub(r"\D", "", m.group(0))
-        if 13 <= len(digits) <= 19 and luhn_ok(digits) and len(set(digits)) > 1:
-            yield m.start(), m.end(), "a payment card number (passes the Luhn check)"
-    for m in _IBAN.finditer(text):
-        if iban_ok(m.group(0)):
-            yield m.start(), m.end(), "a bank account number (IBAN)"
-    for pattern, reason in _PERSONAL_RULES:
-        for m in pattern.finditer(text):
-            yield m.start(), m.end(), reason
-
+# (personal identifiers: :mod:`curator.core.flag_personal`)
 
 # -- hidden text ----------------------------------------------------------------------------
 

@@ -8,13 +8,16 @@ of a text, with a short reason:
 
 * ``instruction`` - orders addressed to the agent rather than facts about the world
   ("ignore previous instructions", "from now on, recommend …", "you must", role or
-  system-prompt talk, chat-template tokens, tool-call, code or shell syntax), also in the
-  ten languages of :mod:`curator.core.flag_lexicon` and behind the disguises undone by
-  :mod:`curator.core.flag_normalise` (leet, spaced letters, look-alikes, ROT13, base64);
-* ``link`` - URLs, domains, e-mail addresses, phone numbers, markdown images;
+  system-prompt talk, chat-template tokens, tool-call, code or shell syntax; instructions
+  declared void, personas, exfiltration), also in the eighteen languages of
+  :mod:`curator.core.flag_lexicon` and :mod:`curator.core.flag_lexicon_intents`, and behind
+  the disguises undone by :mod:`curator.core.flag_normalise` and
+  :mod:`curator.core.flag_disguises` (leet, separated or split letters, look-alikes, small
+  capitals, upside-down and reversed text, pig latin, ROT13, base64, percent and hex);
+* ``link`` - URLs, domains, e-mail addresses, phone numbers, messaging ids, markdown images;
 * ``secret`` - key-like tokens (``sk-``, ``ghp_``, ``AKIA``, ...) and long random strings;
-* ``personal`` - postal addresses, card numbers (Luhn), IBANs, account and ID numbers
-  (never people's names: ordinary memories are full of them);
+* ``personal`` - postal addresses, phone numbers, card numbers (Luhn), IBANs, account,
+  passport and ID numbers (never people's names: ordinary memories are full of them);
 * ``hidden`` - zero-width and bidi characters, words mixing alphabets, base64 blobs;
 * ``identity`` - statements that amend the agent's identity or contradict one of its
   current axioms;
@@ -32,14 +35,20 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
 
-from curator.core.flag_families import lexicon_hits, talked_about
-from curator.core.flag_normalise import variants
+from curator.core.flag_disguises import disguise_variants
+from curator.core.flag_families import (
+    lexicon_hits,
+    names_a_password,
+    password_hits,
+    talked_about,
+)
+from curator.core.flag_normalise import fold, variants
+from curator.core.flag_personal import personal_hits
 from curator.core.flag_rules import (
     Hit,
     hidden_hits,
     instruction_hits,
     link_hits,
-    personal_hits,
     secret_hits,
 )
 
@@ -141,7 +150,9 @@ _PERMISSION = re.compile(
 _AMEND = re.compile(
     r"\b(?:new|updated|revised|amended|additional|extra|real|true|secret)\s+"
     r"(?:axioms?|core\s+values?|principles?|constitution|identity|directives?|name|purpose)\b|"
-    r"\b(?:axioms?|principles?|constitution|identity|core\s+values?|rules?|guidelines?)\s+"
+    # "the axioms no longer …", "your rules no longer …" (not "the parking rules no longer")
+    r"(?:\b(?:axioms?|principles?|constitution|identity|core\s+values?)|\b(?:your|its|the\s+agent's|"
+    r"the\s+assistant's)\s+(?:\w+\s+)?(?:rules?|guidelines?))\s+"
     r"(?:\w+\s+){0,3}?(?:no\s+longer|(?:does|do)\s*(?:not|n't)|(?:is|are)\s+(?:suspended|void|"
     r"outdated|obsolete|replaced|lifted|waived))\b|"
     r"\b(?:exception|exemption)s?\s+to\s+(?:the\s+|its\s+|your\s+|this\s+|that\s+)?"
@@ -176,12 +187,36 @@ def _reported(text: str, at: int) -> bool:
     return _REPORTED.search(text[:at]) is not None
 
 
+# "Our team replaced the old guidelines": a past-tense verb after its own subject tells
+# what someone did; "replace your principles" or "has replaced your principles" amends.
+_PAST_VERB = re.compile(r"\w+ed\b|rewrote\b|overrode\b", re.IGNORECASE)
+_DOER = re.compile(r"\b(?!has\b|have\b|had\b|been\b|you\b)[a-z]+\s+$", re.IGNORECASE)
+
+
+def _done_by_others(text: str, m: re.Match[str]) -> bool:
+    if not _PAST_VERB.match(text, m.start()):
+        return False
+    return _DOER.search(text[max(0, m.start() - 24) : m.start()]) is not None
+
+
 def _identity_hits(text: str, axioms: Sequence[str], identity_name: str | None) -> list[Hit]:
     hits: list[Hit] = [
         (m.start(), m.end(), "tries to amend the agent's identity or rules")
         for m in _AMEND.finditer(text)
-        if not _reported(text, m.start())
+        if not _reported(text, m.start()) and not _done_by_others(text, m)
     ]
+    if identity_name:  # "Wren is a licensed therapist": a new identity under the agent's name
+        named = re.compile(
+            rf"\b{re.escape(identity_name)}\s+(?:is|has\s+become)\s+(?:now\s+|actually\s+|"
+            r"really\s+|secretly\s+)?(?:a|an)\s+(?:licensed|certified|qualified|registered|"
+            r"human|real\s+person|person)\b",
+            re.IGNORECASE,
+        )
+        hits += [
+            (m.start(), m.end(), "tries to amend the agent's identity or rules")
+            for m in named.finditer(text)
+            if not _reported(text, m.start())
+        ]
     if not axioms:
         return hits
     refs = [m for m in _AGENT_REF.finditer(text)]
@@ -251,10 +286,19 @@ def _disguised_hits(text: str) -> dict[str, list[Hit]]:
     """Hits found in the text's variants (folded, ROT13, decoded base64) and by the
     multilingual families, mapped back to the original text, per kind, in a fixed order."""
     found: dict[str, list[Hit]] = {kind: [] for kind in TEXT_KINDS}
-    for variant in variants(text):
-        rules: list[tuple[str, int, int, str]] = list(lexicon_hits(variant.text))
-        if variant.note:  # the English rules already read the text itself
-            rules += [("instruction", *hit) for hit in instruction_hits(variant.text)]
+    found_variants = variants(text)
+    # passwords are read with their digits as written (only where a password word is)
+    plain = fold(text, leet=False) if names_a_password(found_variants[0].text) else None
+    extra = [plain] if plain is not None else []
+    for variant in [*found_variants, *disguise_variants(text, found_variants[0]), *extra]:
+        rules: list[tuple[str, int, int, str]]
+        if variant is plain:
+            rules = list(password_hits(variant.text))
+        else:
+            rules = list(lexicon_hits(variant.text))
+            # the English rules already read the text itself, unless folding changed its words
+            if variant.note or variant.text != text.casefold():
+                rules += [("instruction", *hit) for hit in instruction_hits(variant.text)]
         for kind, start, end, reason in rules:
             if end <= start:
                 continue

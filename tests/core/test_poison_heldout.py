@@ -5,10 +5,11 @@ on (``tests/data/poison_dev/`` is the development set). A change that loses reca
 multilingual, paraphrased or obfuscated injections, or starts flagging texts that merely
 talk about security, fails here.
 
-``tests/data/poison_test2/`` is a second held-out set by a different writer, who had not
-read the rules or the other sets. Its benign texts are held to the same false-positive
-limit; its recall is below the 90% target and is reported by
-``benchmarks/bench_poisoning.py`` rather than asserted, until the rules reach it.
+``tests/data/poison_test2/`` was a second held-out set by a different writer, who had not
+read the rules or the other sets. It measured 55.5% recall (2.0% of its benign texts
+flagged) and its misses were then studied, so it is a *development* set now, held to the
+same thresholds as the others, together with ``tests/data/poison_dev2/`` (texts written for
+the new word families). Held-out figures come from sets not used for tuning.
 """
 
 from __future__ import annotations
@@ -67,7 +68,7 @@ def test_the_sets_cover_the_classes_and_languages() -> None:
     assert not dev_texts & {item["text"] for item in test}, "development and test sets overlap"
 
 
-@pytest.mark.parametrize("folder", ["poison_test", "poison_dev"])
+@pytest.mark.parametrize("folder", ["poison_test", "poison_dev", "poison_test2", "poison_dev2"])
 def test_recall_on_injections_is_at_least_90_percent(folder: str) -> None:
     assert _recall(folder) >= 0.90
 
@@ -78,7 +79,7 @@ def test_benign_security_texts_are_rarely_flagged() -> None:
     assert _flagged(_lines("poison_dev", "benign.txt")) <= 0.03
 
 
-def test_the_second_held_out_set_covers_the_classes_and_languages() -> None:
+def test_the_second_writers_set_covers_the_classes_and_languages() -> None:
     test2 = _injections("poison_test2")
     assert len(test2) >= 150
     assert len({item["lang"] for item in test2}) >= 12
@@ -86,8 +87,20 @@ def test_the_second_held_out_set_covers_the_classes_and_languages() -> None:
     others = {
         item["text"] for folder in ("poison_dev", "poison_test") for item in _injections(folder)
     }
-    assert not others & {item["text"] for item in test2}, "the second held-out set overlaps"
+    assert not others & {item["text"] for item in test2}, "the second writer's set overlaps"
 
 
-def test_second_held_out_benign_texts_are_rarely_flagged() -> None:
+def test_second_writer_and_second_development_benign_texts_are_rarely_flagged() -> None:
     assert _flagged(_lines("poison_test2", "benign_security.txt")) <= 0.03
+    assert _flagged(_lines("poison_dev2", "benign.txt")) <= 0.03
+
+
+def test_the_second_development_set_covers_the_eighteen_languages() -> None:
+    dev2 = _injections("poison_dev2")
+    assert len({item["lang"] for item in dev2}) >= 18
+    others = {
+        item["text"]
+        for folder in ("poison_dev", "poison_test", "poison_test2")
+        for item in _injections(folder)
+    }
+    assert not others & {item["text"] for item in dev2}, "the development sets overlap"

@@ -1,0 +1,160 @@
+"""More disguises undone before the flag rules read a text: each one a class.
+
+:mod:`curator.core.flag_normalise` folds what a reader sees at a glance (look-alikes,
+leet, letters joined by separators). The disguises here need the text rearranged or
+decoded, so each gives a variant of its own, tried only when the text shows the
+disguise, and kept only when the result reads as words the rules know:
+
+* split words: "ign ore prev ious instr uctions", "in-struc-tions" - neighbouring pieces
+  (a blank or a hyphen apart) joined when the join is a word of the rules' families and a
+  piece is not;
+* upside-down letters: "ǝɹouƃı" - mapped back and read right to left;
+* reversed text: "snoitcurtsni suoiverp erongi" - read right to left when that yields
+  more known words than the text as written;
+* pig latin: "ignoreway eviouspray" - the moved consonants put back;
+* percent-encoding and hex: "%69%67%6E…", "69676e6f7265…" - decoded when the bytes are
+  readable text, and the finding points at the whole encoded run.
+"""
+
+from __future__ import annotations
+
+import re
+from itertools import pairwise
+
+from curator.core.flag_normalise import Variant, fold, vocabulary
+
+__all__ = ["disguise_variants"]
+
+_PIECE = re.compile(r"[a-z]+")
+
+
+def disguise_variants(text: str, folded: Variant) -> list[Variant]:
+    """The variants of the disguises found in ``text`` (``folded`` is its fold)."""
+    found: list[Variant] = []
+    for make in (_rejoined, _upside_down, _reversed, _pig_latin):
+        variant = make(folded)
+        if variant is not None:
+            found.append(variant)
+    found.extend(_decoded(text))
+    return found
+
+
+def _known(words: list[str]) -> int:
+    vocab = vocabulary()
+    return sum(w in vocab for w in words)
+
+
+def _rejoined(folded: Variant) -> Variant | None:
+    """Neighbouring pieces joined when the join is a known word and a piece is not."""
+    vocab = vocabulary()
+    pieces = list(_PIECE.finditer(folded.text))
+    out: list[str] = []
+    where: list[int] = []
+    last = 0
+    i = 0
+    joins = 0
+    while i < len(pieces):
+        best = 0
+        for n in (3, 2):
+            group = pieces[i : i + n]
+            if len(group) < n or any(
+                folded.text[a.end() : b.start()] not in (" ", "-") for a, b in pairwise(group)
+            ):
+                continue
+            word = "".join(p.group(0) for p in group)
+            if word in vocab and any(p.group(0) not in vocab for p in group):
+                best = n
+                break
+        if best:
+            group = pieces[i : i + best]
+            out.append(folded.text[last : group[0].start()])
+            where.extend(folded.origin[last : group[0].start()])
+            for p in group:
+                out.append(p.group(0))
+                where.extend(folded.origin[p.start() : p.end()])
+            last = group[-1].end()
+            joins += 1
+            i += best
+        else:
+            i += 1
+    if joins < 1:
+        return None
+    out.append(folded.text[last:])
+    where.extend(folded.origin[last:])
+    return Variant("".join(out), tuple(where), " (split words joined)")
+
+
+# Letters turned upside down (and read right to left): ɐ for a, ǝ for e, ɹ for r …
+_UPSIDE = str.maketrans(
+    {
+        "ɐ": "a", "q": "b", "ɔ": "c", "p": "d", "ǝ": "e", "ɟ": "f", "ƃ": "g", "ɥ": "h",
+        "ı": "i", "ɾ": "j", "ʞ": "k", "ן": "l", "ɯ": "m", "u": "n", "d": "p", "b": "q",
+        "ɹ": "r", "ʇ": "t", "n": "u", "ʌ": "v", "ʍ": "w", "ʎ": "y", "ʃ": "l", "ɒ": "a",
+        "˙": ".", "¿": "?", "¡": "!", "'": ",", ",": "'",
+    }
+)  # fmt: skip
+_UPSIDE_ONLY = re.compile("[ɐɔǝɟƃɥıɾʞןɯɹʇʌʍʎ]")
+
+
+def _upside_down(folded: Variant) -> Variant | None:
+    if len(_UPSIDE_ONLY.findall(folded.text)) < 3:
+        return None
+    flipped = folded.text.translate(_UPSIDE)[::-1]
+    return Variant(flipped, folded.origin[::-1], " (upside down)")
+
+
+def _reversed(folded: Variant) -> Variant | None:
+    backwards = folded.text[::-1]
+    ahead = _known(_PIECE.findall(folded.text))
+    behind = _known(_PIECE.findall(backwards))
+    if behind < 3 or behind <= ahead:
+        return None
+    return Variant(backwards, folded.origin[::-1], " (reversed)")
+
+
+_PIG = re.compile(r"\b([a-z]+?)(w?ay)\b")
+_CONSONANTS = "bcdfghjklmnpqrstvwxyz"
+
+
+def _pig_latin(folded: Variant) -> Variant | None:
+    words = _PIECE.findall(folded.text)
+    if len(words) < 3 or sum(w.endswith("ay") for w in words) * 2 < len(words):
+        return None
+    vocab = vocabulary()
+
+    def undo(m: re.Match[str]) -> str:
+        stem, tail = m.group(1), m.group(2)
+        if tail == "way" and (stem in vocab or stem[:1] in "aeiou"):
+            return stem  # "ignoreway": a word starting with a vowel
+        moved = len(stem) - len(stem.rstrip(_CONSONANTS))
+        for k in range(1, moved + 1):  # the split that makes a known word, else all of them
+            word = stem[-k:] + stem[:-k]
+            if word in vocab:
+                return word
+        return stem[-moved:] + stem[:-moved] if moved else stem
+
+    text = _PIG.sub(undo, folded.text)
+    if _known(_PIECE.findall(text)) < 2:
+        return None
+    return Variant(text, (), " (in pig latin)", (0, len(folded.text)) if folded.origin else None)
+
+
+_PERCENT = re.compile(r"(?:%[0-9a-fA-F]{2}){4,}")
+_HEX = re.compile(r"(?<![0-9a-fA-F])(?:[0-9a-fA-F]{2}){8,}(?![0-9a-fA-F])")
+
+
+def _decoded(text: str) -> list[Variant]:
+    """Percent-encoded and hex runs that decode to readable words, pointing at the run."""
+    found: list[Variant] = []
+    for pattern, note in ((_PERCENT, " (percent-encoded)"), (_HEX, " (decoded from hex)")):
+        for m in pattern.finditer(text):
+            raw = bytes.fromhex(m.group(0).replace("%", ""))
+            try:
+                decoded = raw.decode("utf-8")
+            except UnicodeDecodeError:
+                continue
+            letters = sum(ch.isalpha() or ch == " " for ch in decoded)
+            if not decoded or letters / len(decoded) < 0.85:
+                continue  # a hash or a key: bytes, not words
+            found.append(Variant(fold(decoded).text, (), note, m.span()))
+    return found
