@@ -35,7 +35,7 @@ from curator.store.db import Store
 from curator.store.demo import create_demo
 from curator.store.models import Candidate, Episode, Run, TraceStep
 from curator.store.settings import load_settings, set_setting, update_settings
-from tests.llm.conftest import API_KEY
+from tests.llm.llama_server import API_KEY
 from tests.llm.test_http_backend import _Stub
 
 pytestmark = pytest.mark.llm

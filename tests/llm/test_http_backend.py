@@ -27,7 +27,7 @@ from curator.store.db import Store
 from curator.store.demo import create_demo
 from curator.store.models import LABELS, Episode, Run
 from curator.store.settings import set_setting
-from tests.llm.conftest import API_KEY, _free_port
+from tests.llm.llama_server import API_KEY, _free_port
 
 pytestmark = pytest.mark.llm
 

@@ -1,0 +1,69 @@
+"""A real llama-cpp-python server on loopback with the demo model, once a session (a fixture
+shared by the llm and GUI tests: import it where it is used)."""
+
+from __future__ import annotations
+
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import httpx
+import pytest
+
+API_KEY = "test-key-not-a-secret"
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+@pytest.fixture(scope="session")
+def llama_server(demo_model: Path) -> Iterator[str]:
+    """``python -m llama_cpp.server`` with the demo model on a free loopback port."""
+    try:
+        import llama_cpp.server.app  # noqa: F401
+    except ImportError as exc:
+        pytest.skip(f"llama-cpp-python's server extra is not installed ({exc})")
+    port = _free_port()
+    process = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "llama_cpp.server",
+            "--model",
+            str(demo_model),
+            "--host",
+            "127.0.0.1",
+            "--port",
+            str(port),
+            "--n_ctx",
+            "2048",
+            "--api_key",
+            API_KEY,
+        ],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    url = f"http://127.0.0.1:{port}"
+    try:
+        for _ in range(600):  # up to a minute on a busy machine
+            if process.poll() is not None:
+                pytest.fail(f"llama_cpp.server exited with {process.returncode}")
+            try:
+                headers = {"Authorization": f"Bearer {API_KEY}"}
+                if httpx.get(f"{url}/v1/models", headers=headers, timeout=1).status_code == 200:
+                    break
+            except httpx.TransportError:
+                pass
+            time.sleep(0.1)
+        else:
+            pytest.fail("llama_cpp.server did not start")
+        yield url
+    finally:
+        process.terminate()
+        process.wait(timeout=30)
