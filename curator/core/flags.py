@@ -35,6 +35,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
 
+from curator.core.flag_context import done_by_others
 from curator.core.flag_disguises import disguise_variants
 from curator.core.flag_families import (
     lexicon_hits,
@@ -307,6 +308,15 @@ def _disguised_hits(text: str) -> dict[str, list[Hit]]:
     return found
 
 
+# Orders whose verb may as well describe what someone else does.
+_OTHERS_REASONS = (
+    "tells the agent to set its instructions aside",
+    "tells the agent to ignore its instructions",
+    "tries to give the agent a persona",
+    "tries to give the agent a role",
+)
+
+
 @lru_cache(maxsize=8192)
 def _detect(text: str, axioms: tuple[str, ...], identity_text: str) -> tuple[Flag, ...]:
     disguised = _disguised_hits(text)
@@ -322,8 +332,15 @@ def _detect(text: str, axioms: tuple[str, ...], identity_text: str) -> tuple[Fla
             *(h for h in disguised["identity"] if not talked(h[0], h[1])),
         ],
     }
-    # Talked about, not said: a quoted phrase, or an order inside a reported question.
-    rules["instruction"] = [h for h in rules["instruction"] if not talked(h[0], h[1])]
+    # Talked about, not said: a quoted phrase, or an order inside a reported question;
+    # done by others: "users ignore the setup instructions", "Marta plays a detective".
+    name = identity_name_of(identity_text)
+    rules["instruction"] = [
+        h
+        for h in rules["instruction"]
+        if not talked(h[0], h[1])
+        and not (h[2].startswith(_OTHERS_REASONS) and done_by_others(text, h[0], name))
+    ]
     flags: list[Flag] = []
     for kind in TEXT_KINDS:
         flags.extend(_merge(kind, rules[kind], text))
