@@ -52,6 +52,7 @@ from curator.core.flag_rules import (
     link_hits,
     secret_hits,
 )
+from curator.core.flag_wordings import wording_hits
 
 __all__ = [
     "KINDS",
@@ -320,6 +321,8 @@ _OTHERS_REASONS = (
 @lru_cache(maxsize=8192)
 def _detect(text: str, axioms: tuple[str, ...], identity_text: str) -> tuple[Flag, ...]:
     disguised = _disguised_hits(text)
+    for kind, start, end, reason in wording_hits(text, identity_name_of(identity_text)):
+        disguised[kind].append((start, end, reason))
     talked = talked_about(text)
     rules = {
         "instruction": [*instruction_hits(text), *disguised["instruction"]],
