@@ -43,6 +43,7 @@ from curator.core.flag_families import (
     password_hits,
     talked_about,
 )
+from curator.core.flag_identifiers import credential_hits, id_hits, spelled_link_hits
 from curator.core.flag_normalise import fold, variants
 from curator.core.flag_personal import personal_hits
 from curator.core.flag_rules import (
@@ -328,9 +329,9 @@ def _detect(text: str, axioms: tuple[str, ...], identity_text: str) -> tuple[Fla
     talked = talked_about(text)
     rules = {
         "instruction": [*instruction_hits(text), *disguised["instruction"]],
-        "link": list(link_hits(text)),
-        "secret": [*secret_hits(text), *disguised["secret"]],
-        "personal": list(personal_hits(text)),
+        "link": [*link_hits(text), *spelled_link_hits(text)],
+        "secret": [*secret_hits(text), *credential_hits(text), *disguised["secret"]],
+        "personal": [*personal_hits(text), *id_hits(text)],
         "hidden": list(hidden_hits(text)),
         "identity": [
             *_identity_hits(text, axioms, identity_name_of(identity_text)),
