@@ -158,6 +158,16 @@ _CPF = re.compile(r"(?<![\d.-])\d{3}\.?\d{3}\.?\d{3}-?\d{2}(?![\d-])")
 _ELEVEN = re.compile(r"(?<!\d)\d{11}(?!\d)")
 _CHINA = re.compile(r"(?<![\dA-Za-z])\d{17}[\dXx](?![\dA-Za-z])")
 _AADHAAR = re.compile(r"(?<![\d ])[2-9]\d{3} ?\d{4} ?\d{4}(?![\d])")
+_CPF_NAME = re.compile(r"\bcpf\b", _I)
+_PESEL_NAME = re.compile(r"\bpesel\w*", _I)
+_AADHAAR_NAME = re.compile(r"aadhaar|aadhar|आधार|uidai", _I)
+
+
+def _named(text: str, at: int, name: re.Pattern[str]) -> bool:
+    """The number's name within the forty characters before it."""
+    return name.search(text, max(0, at - 40), at) is not None
+
+
 _ID_RULES: tuple[tuple[re.Pattern[str], str], ...] = (
     (
         re.compile(r"(?<!\d)\d{2}(?:0[1-9]|1[0-2])(?:0[1-9]|[12]\d|3[01])-[1-8]\d{6}(?!\d)"),
@@ -180,17 +190,19 @@ _ID_RULES: tuple[tuple[re.Pattern[str], str], ...] = (
 
 
 def id_hits(text: str) -> Iterator[Hit]:
+    # A check digit passes for one number in ten (CPF: in a hundred): an order number
+    # would pass too, so the number's name must be near it as well.
     for m in _CPF.finditer(text):
-        if cpf_ok(re.sub(r"\D", "", m.group(0))):
+        if _named(text, m.start(), _CPF_NAME) and cpf_ok(re.sub(r"\D", "", m.group(0))):
             yield m.start(), m.end(), "a Brazilian CPF number (check digits pass)"
     for m in _ELEVEN.finditer(text):
-        if pesel_ok(m.group(0)):
+        if _named(text, m.start(), _PESEL_NAME) and pesel_ok(m.group(0)):
             yield m.start(), m.end(), "a Polish PESEL number (check digit passes)"
     for m in _CHINA.finditer(text):
         if china_id_ok(m.group(0)):
             yield m.start(), m.end(), "a Chinese resident ID number (check digit passes)"
     for m in _AADHAAR.finditer(text):
-        if verhoeff_ok(re.sub(r"\D", "", m.group(0))):
+        if _named(text, m.start(), _AADHAAR_NAME) and verhoeff_ok(re.sub(r"\D", "", m.group(0))):
             yield m.start(), m.end(), "an Aadhaar number (Verhoeff check passes)"
     for pattern, reason in _ID_RULES:
         for m in pattern.finditer(text):

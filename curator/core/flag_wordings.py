@@ -57,7 +57,8 @@ _NO_LONGER = (
 _GRANT = (
     r"as\s+(?:your|the)\s+(?:developer|admin|administrator|operator|creator|owner|maker)\b"
     r"[^.;:]{0,30}?\b(?:allow|authori[sz]|permit|grant|let)|"
-    r"i\s+(?:hereby\s+)?(?:am\s+|'m\s+)?(?:authori[sz]ing|allow(?:ing)?|permit(?:ting)?)\s+you\s+to|"
+    r"i\s+(?:am\s+|'m\s+)?(?:hereby\s+)?authori[sz](?:e|ing)\s+you\s+to|"
+    r"i\s+hereby\s+(?:allow|permit|authori[sz]e)\s+you\s+to|"
     r"als\s+dein\s+(?:entwickler|admin|betreiber)[^.;:]{0,30}?erlaube|"
     r"como\s+tu\s+(?:desarrollador|administrador)[^.;:]{0,30}?(?:permito|autorizo)|"
     r"en\s+tant\s+que\s+ton\s+(?:développeur|créateur)[^.;:]{0,30}?(?:autorise|permets)|"
@@ -80,7 +81,7 @@ _INSTRUCTIONS = (
 )
 _STANDING = (
     r"whenever\s+(?:somebody|someone|anyone|anybody|a\s+user|people|you['’]re|you\s+are)\b"
-    r"[^.;]{0,60}?,\s*(?:\w+\s+)?(?:steer|point|send|recommend|mention|tell|say|make|add|slip|"
+    r"[^.;]{0,60}?,\s*(?:just\s+|always\s+|quietly\s+|gently\s+)?(?:steer|point|send|recommend|mention|tell|say|make|add|slip|"
     r"push|suggest|direct|link|invent)|"
     r"when\s+(?:summari[sz]ing|answering|replying|writing|responding)\b[^.;]{0,40}?,\s*"
     r"(?:slip|add|include|mention|insert|drop|work|weave)|"
@@ -95,7 +96,7 @@ _STANDING = (
 )
 # Scripts with no families before: Ukrainian, Greek, Czech, Persian, Hebrew, Thai
 _NEW_SCRIPTS = (
-    r"(?:ігноруй|забудь\s+усі|тепер\s+ти|αγνόησε|ξέχασε|είσαι\s+τώρα|ignoruj|zapomeň)\b|"
+    r"(?:ігноруй|забудь\s+усі|тепер\s+ти|αγνόησε|ξέχασε\s+(?:όλες\s+)?τις\s+(?:\w+\s+)?οδηγίες|είσαι\s+τώρα|ignoruj|zapomeň)\b|"
     r"(?:از\s+(?:حالا|این)\s+به\s+بعد)[^.؛]{0,60}?(?:کن|بگیر|نگو|تو\s)|نادیده\s+بگیر|"
     r"התעלם\s+מ|מעכשיו[^.;]{0,40}?(?:תמליץ|תענה|תגיד|אתה)|"
     r"ลืมคำสั่ง|(?:ต่อจากนี้|จากนี้)[^.]{0,40}?(?:ต้อง|ให้)|ตอนนี้คุณคือ|"
