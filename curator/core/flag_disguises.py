@@ -52,7 +52,9 @@ def disguise_variants(text: str, folded: Variant) -> list[Variant]:
     return found
 
 
-_LOWER_RUN = re.compile(r"[a-z]{2,}(?:\W+[a-z]{2,}){2,}")
+# three words in a row; tried only at a word's start and bounded, so a long run of letters
+# is read in linear time
+_LOWER_RUN = re.compile(r"(?<![a-z])[a-z]{2,20}\W{1,3}[a-z]{2,20}\W{1,3}[a-z]{2,20}")
 
 
 def _caesar(folded: Variant) -> Variant | None:
@@ -250,7 +252,7 @@ def _pig_latin(folded: Variant) -> Variant | None:
     return Variant(text, (), " (in pig latin)", (0, len(folded.text)) if folded.origin else None)
 
 
-_PERCENT = re.compile(r"[^\s%]*(?:%[0-9a-fA-F]{2}[^\s%]*){4,}")
+_PERCENT = re.compile(r"[^\s%]{0,40}(?:%[0-9a-fA-F]{2}[^\s%]{0,40}){4,}")
 _HEX = re.compile(
     r"(?<![0-9a-fA-F])(?:(?:[0-9a-fA-F]{2}){8,}|(?:[0-9a-fA-F]{2}[ :]){7,}[0-9a-fA-F]{2})"
     r"(?![0-9a-fA-F])"
