@@ -16,7 +16,7 @@ import re
 from collections.abc import Iterator
 from functools import lru_cache
 
-__all__ = ["wording_hits"]
+__all__ = ["REPORTED_ORDER", "hidden_markup_hits", "wording_hits"]
 
 KindHit = tuple[str, int, int, str]
 
@@ -77,7 +77,7 @@ _VOID_MARKER = (
 _INSTRUCTIONS = (
     r"instructions?|your\s+rules|rules\s+you|prompt|configuration|briefing|setup|identity|operator|indicaciones|"
     r"instrucciones|definido|istruzioni|polecenia|instructies|opgedragen|pokyny|вказівки|"
-    r"настройк|прописали|инструкци|указани|this\s+memory|this\s+note"
+    r"настройк|прописали|инструкци|указани|configur\w*|te\s+dijeron|this\s+memory|this\s+note"
 )
 _STANDING = (
     r"whenever\s+(?:somebody|someone|anyone|anybody|a\s+user|people|you['’]re|you\s+are)\b"
@@ -92,16 +92,34 @@ _STANDING = (
     r"cada\s+vez\s+que\s+alguien|sempre\s+que\s+alguém|ogni\s+volta\s+che\s+qualcuno|"
     r"chaque\s+fois\s+que\s+quelqu['’]un|wann\s+immer\s+jemand|każdą\s+odpowiedź|"
     r"na\s+konci\s+každé\s+odpovědi|odteď[^.]{0,40}?(?:doporuč|odpovídej|piš|přidej|zmiň|řiď)\b|"
-    r"من\s+الآن\s+فصاعد\w*،?\s+\S+\s+كل"
+    r"من\s+الآن\s+فصاعد\S*\s+\S+\s+كل"
 )
 # Scripts with no families before: Ukrainian, Greek, Czech, Persian, Hebrew, Thai
 _NEW_SCRIPTS = (
     r"(?:ігноруй|забудь\s+усі|тепер\s+ти|αγνόησε|ξέχασε\s+(?:όλες\s+)?τις\s+(?:\w+\s+)?οδηγίες|είσαι\s+τώρα|ignoruj|zapomeň)\b|"
     r"(?:از\s+(?:حالا|این)\s+به\s+بعد)[^.؛]{0,60}?(?:کن|بگیر|نگو|تو\s)|نادیده\s+بگیر|"
     r"התעלם\s+מ|מעכשיו[^.;]{0,40}?(?:תמליץ|תענה|תגיד|אתה)|"
-    r"ลืมคำสั่ง|(?:ต่อจากนี้|จากนี้)[^.]{0,40}?(?:ต้อง|ให้)|ตอนนี้คุณคือ|"
+    r"지시[는를은을]?\s*(?:모두\s*)?잊|ลืมคำสั่ง|(?:ต่อจากนี้|จากนี้)[^.]{0,40}?(?:ต้อง|ให้)|ตอนนี้คุณคือ|"
     r"από\s+(?:εδώ\s+και\s+πέρα|τώρα)[^.]{0,60}?(?:πρότεινε|απάντα|γράψε|πες|στείλε|ισχύει)"
 )
+
+
+REPORTED_ORDER = "tells what the agent should do (an order reported as an observation)"
+# An HTML or Markdown comment, or an element styled not to show: words a reader of the
+# rendered text never sees but the agent reads.
+_HIDDEN_MARKUP = re.compile(
+    r"<!--(?=[^>]*[^\W\d_]{3})[\s\S]{0,2000}?(?:-->|$)|"
+    r"^\s*\[//\]:\s*#\s*[(\"'][^\n]{3,}|\s\[//\]:\s*#\s*[(\"'][^\n]{3,}|"
+    r"<(?:div|span|p|font)\b[^>]{0,200}?style\s*=\s*[\"'][^\"']{0,200}?(?:font-size\s*:\s*0|"
+    r"display\s*:\s*none|visibility\s*:\s*hidden|opacity\s*:\s*0(?![.\d]))[^>]{0,200}>",
+    re.IGNORECASE | re.MULTILINE,
+)
+
+
+def hidden_markup_hits(text: str) -> Iterator[tuple[int, int, str]]:
+    """Spans of text hidden by markup (a comment, an invisible element)."""
+    for m in _HIDDEN_MARKUP.finditer(text):
+        yield m.start(), m.end(), "text hidden in markup (a comment or an invisible element)"
 
 
 @lru_cache(maxsize=32)
@@ -112,12 +130,28 @@ def _rules(name: str) -> tuple[tuple[str, re.Pattern[str], str], ...]:
         (
             "instruction",
             re.compile(rf"(?:{agent})\s+(?:\w+\s+){{0,5}}?(?:{_MODAL})\b", flags),
-            "tells what the agent should do (an order reported as an observation)",
+            REPORTED_ORDER,
+        ),
+        (
+            "instruction",
+            re.compile(
+                rf"(?:{agent})[^\s.。,，]{{0,6}}?(?:应该|应当|ควร|べき|해야)|على\s+المساعد", flags
+            ),
+            REPORTED_ORDER,
+        ),
+        (
+            "instruction",
+            re.compile(
+                r"switch\s+(?:to|into)\s+(?:your\s+)?(?:\S+\s+){0,2}?"
+                r"(?:persona|character|alter\s+ego|personality)",
+                flags,
+            ),
+            "tries to give the agent a persona",
         ),
         (
             "instruction",
             re.compile(rf"(?:{agent})[^.;:]{{0,60}}?\s(?:soll|sollte|muss|darf)\b", flags),
-            "tells what the agent should do (an order reported as an observation)",
+            REPORTED_ORDER,
         ),
         (
             "instruction",

@@ -53,7 +53,7 @@ from curator.core.flag_rules import (
     link_hits,
     secret_hits,
 )
-from curator.core.flag_wordings import wording_hits
+from curator.core.flag_wordings import REPORTED_ORDER, hidden_markup_hits, wording_hits
 
 __all__ = [
     "KINDS",
@@ -312,6 +312,15 @@ def _disguised_hits(text: str) -> dict[str, list[Hit]]:
     return found
 
 
+# "Users noted that the assistant should …" is an order reported as an observation (a
+# reported opinion does not excuse it); "whether the assistant should …" asks.
+_WHETHER = re.compile(r"\b(?:whether|if|ob|si|se|ли)\b[^.!?;]*$", re.IGNORECASE)
+
+
+def _asked(text: str, at: int) -> bool:
+    return _WHETHER.search(text, max(0, at - 80), at) is not None
+
+
 # Orders whose verb may as well describe what someone else does.
 _OTHERS_REASONS = (
     "tells the agent to set its instructions aside",
@@ -332,7 +341,7 @@ def _detect(text: str, axioms: tuple[str, ...], identity_text: str) -> tuple[Fla
         "link": [*link_hits(text), *spelled_link_hits(text)],
         "secret": [*secret_hits(text), *credential_hits(text), *disguised["secret"]],
         "personal": [*personal_hits(text), *id_hits(text)],
-        "hidden": list(hidden_hits(text)),
+        "hidden": [*hidden_hits(text), *hidden_markup_hits(text)],
         "identity": [
             *_identity_hits(text, axioms, identity_name_of(identity_text)),
             *(h for h in disguised["identity"] if not talked(h[0], h[1])),
@@ -344,7 +353,7 @@ def _detect(text: str, axioms: tuple[str, ...], identity_text: str) -> tuple[Fla
     rules["instruction"] = [
         h
         for h in rules["instruction"]
-        if not talked(h[0], h[1])
+        if (not talked(h[0], h[1]) or (h[2] == REPORTED_ORDER and not _asked(text, h[0])))
         and not (h[2].startswith(_OTHERS_REASONS) and done_by_others(text, h[0], name))
     ]
     flags: list[Flag] = []
