@@ -38,7 +38,7 @@ _FROM_NOW = (
     r"dorénavant|à\s+partir\s+de\s+maintenant|ab\s+jetzt|ab\s+sofort|künftig|von\s+nun\s+an"
 )
 _WISH = (
-    r"it\s+would\s+be|it['’]d\s+be|seria|sería|sarebbe|byłoby|ce\s+serait|es\s+wäre|"
+    r"(?:it\s+)?would\s+be|it['’]d\s+be|seria|sería|sarebbe|byłoby|ce\s+serait|es\s+wäre|"
     r"het\s+zou\s+fijn\s+zijn"
 )
 _AMEND_HEADING = (
@@ -56,7 +56,7 @@ _NO_LONGER = (
 )
 _GRANT = (
     r"as\s+(?:your|the)\s+(?:developer|admin|administrator|operator|creator|owner|maker)\b"
-    r"[^.;:]{0,30}?\b(?:allow|authori[sz]|permit|grant|let)|"
+    r"[^.;:]{0,30}?\b(?:allow|authori[sz]|permit|grant|let|give\s+you\s+permission)|"
     r"i\s+(?:am\s+|'m\s+)?(?:hereby\s+)?authori[sz](?:e|ing)\s+you\s+to|"
     r"i\s+hereby\s+(?:allow|permit|authori[sz]e)\s+you\s+to|"
     r"als\s+dein\s+(?:entwickler|admin|betreiber)[^.;:]{0,30}?erlaube|"
@@ -94,8 +94,12 @@ _STANDING = (
     r"na\s+konci\s+každé\s+odpovědi|odteď[^.]{0,40}?(?:doporuč|odpovídej|piš|přidej|zmiň|řiď)\b|"
     r"من\s+الآن\s+فصاعد\S*\s+\S+\s+كل"
 )
-# Scripts with no families before: Ukrainian, Greek, Czech, Persian, Hebrew, Thai
+# Languages with no families before: Ukrainian, Greek, Czech, Persian, Hebrew, Thai, and
+# the instructions set aside in Romanian, Hungarian, Bengali and Urdu
 _NEW_SCRIPTS = (
+    r"(?:ignorați|uitați)\s+(?:toate\s+)?(?:instrucțiunile|regulile)|"
+    r"(?:hagyd|hagyja)\s+figyelmen\s+kívül[^.]{0,40}?utasítás|felejtsd\s+el[^.]{0,40}?utasítás|"
+    r"নির্দেশ\S*\s+(?:\S+\s+)?(?:উপেক্ষা|ভুলে)|ہدایات\s+(?:\S+\s+)?(?:نظر\s+انداز|بھول)|"
     r"(?:ігноруй|забудь\s+усі|тепер\s+ти|αγνόησε|ξέχασε\s+(?:όλες\s+)?τις\s+(?:\w+\s+)?οδηγίες|είσαι\s+τώρα|ignoruj|zapomeň)\b|"
     r"(?:از\s+(?:حالا|این)\s+به\s+بعد)[^.؛]{0,60}?(?:کن|بگیر|نگو|تو\s)|نادیده\s+بگیر|"
     r"התעלם\s+מ|מעכשיו[^.;]{0,40}?(?:תמליץ|תענה|תגיד|אתה)|"

@@ -327,6 +327,7 @@ _OTHERS_REASONS = (
     "tells the agent to ignore its instructions",
     "tries to give the agent a persona",
     "tries to give the agent a role",
+    "an order to the agent",
 )
 
 
