@@ -25,6 +25,11 @@ _AGENT_WORDS = (
     r"der\s+assistent|o\s+assistente|l'assistente|ассистент\w*|асистент\w*|助手|"
     r"アシスタント|어시스턴트|المساعد|asisten|ผู้ช่วย|de\s+assistent|asystent\w*"
 )
+# between the agent and its modal only adverbs: "the assistant referee must" is a person
+_ADVERB = (
+    r"\w+ly|now|then|also|always|really|just|only|from\s+now\s+on|going\s+forward|теперь|"
+    r"впредь|отныне|ahora|maintenant|jetzt|künftig|agora|ora|d['’]ora\s+in\s+poi"
+)
 _MODAL = (
     r"should|must|ought\s+to|needs?\s+to|has\s+to|is\s+(?:allowed|permitted|free)\s+to|"
     r"works\s+best\s+when|debería|debe|devrait|doit|soll|sollte|muss|darf|deveria|deve|"
@@ -37,6 +42,11 @@ _FROM_NOW = (
     r"d['’]ora\s+in\s+(?:avanti|poi)|da\s+ora\s+in\s+poi|odtąd|od\s+teraz|désormais|"
     r"dorénavant|à\s+partir\s+de\s+maintenant|ab\s+jetzt|ab\s+sofort|künftig|von\s+nun\s+an"
 )
+# "you" in the wish: a pronoun, or a verb form of the second person (Spanish "respondieras")
+_SECOND_PERSON = (
+    r"\b(?:you|tu|tú|você|voce|du|vous|ty|jij|je)\b|\w+(?:aras|ieras|ases|ieses|assi|essi|issi)\b|"
+    r"gdyby[śs]"
+)
 _WISH = (
     r"(?:it\s+)?would\s+be|it['’]d\s+be|seria|sería|sarebbe|byłoby|ce\s+serait|es\s+wäre|"
     r"het\s+zou\s+fijn\s+zijn"
@@ -45,7 +55,7 @@ _AMEND_HEADING = (
     r"(?:new|updated|amended)\s+axiom|axiom\s+(?:update|change|amendment)|nuevo\s+axioma|"
     r"nueva\s+regla\s+fundamental|neues\s+axiom|änderung\s+der\s+grundsätze|"
     r"nouvel\s+axiome|modification\s+de\s+l['’]axiome|новая\s+аксиома|поправка\s+к\s+аксиомам|"
-    r"нова\s+аксіома|新しい公理|公理の変更|新增公理|公理修改|नया\s+नियम|nieuw\s+axioma|"
+    r"нова\s+аксіома|新しい公理|公理の変更|新增公理|公理修改|nieuw\s+axioma|"
     r"tiên\s+đề\s+mới|νέο\s+αξίωμα|nuovo\s+assioma|novo\s+axioma|nowy\s+aksjomat|"
     r"nový\s+axiom|yeni\s+aksiyom|aksioma\s+baru"
 )
@@ -56,7 +66,7 @@ _NO_LONGER = (
 )
 _GRANT = (
     r"as\s+(?:your|the)\s+(?:developer|admin|administrator|operator|creator|owner|maker)\b"
-    r"[^.;:]{0,30}?\b(?:allow|authori[sz]|permit|grant|let|give\s+you\s+permission)|"
+    r"[^.;:]{0,30}?\b(?:allow|authori[sz]|permit|grant|let|give)\w*\s+you\b|"
     r"i\s+(?:am\s+|'m\s+)?(?:hereby\s+)?authori[sz](?:e|ing)\s+you\s+to|"
     r"i\s+hereby\s+(?:allow|permit|authori[sz]e)\s+you\s+to|"
     r"als\s+dein\s+(?:entwickler|admin|betreiber)[^.;:]{0,30}?erlaube|"
@@ -66,7 +76,7 @@ _GRANT = (
 )
 _TIP = (
     r"(?:tip|note|reminder|advice|memo|heads\s+up|pro\s+tip)\s+(?:for|to)\s+(?:the\s+assistant|"
-    r"the\s+agent|the\s+bot|future\s+you|yourself|you)\b|note\s+to\s+self"
+    r"the\s+agent|the\s+bot|future\s+you|yourself|you)\s*[:,;—–-]|note\s+to\s+self"
 )
 _VOID_MARKER = (
     r"supersedes?|rotated\s+out|was\s+(?:just\s+|only\s+)?a\s+(?:test|draft)|"
@@ -112,7 +122,7 @@ REPORTED_ORDER = "tells what the agent should do (an order reported as an observ
 # An HTML or Markdown comment, or an element styled not to show: words a reader of the
 # rendered text never sees but the agent reads.
 _HIDDEN_MARKUP = re.compile(
-    r"<!--(?=[^>]*[^\W\d_]{3})[\s\S]{0,2000}?(?:-->|$)|"
+    r"<!--\s*(?=(?:[^-\s]\s*){10})[\s\S]{0,2000}?(?:-->|$)|"
     r"^\s*\[//\]:\s*#\s*[(\"'][^\n]{3,}|\s\[//\]:\s*#\s*[(\"'][^\n]{3,}|"
     r"<(?:div|span|p|font)\b[^>]{0,200}?style\s*=\s*[\"'][^\"']{0,200}?(?:font-size\s*:\s*0|"
     r"display\s*:\s*none|visibility\s*:\s*hidden|opacity\s*:\s*0(?![.\d]))[^>]{0,200}>",
@@ -133,7 +143,7 @@ def _rules(name: str) -> tuple[tuple[str, re.Pattern[str], str], ...]:
     return (
         (
             "instruction",
-            re.compile(rf"(?:{agent})\s+(?:\w+\s+){{0,5}}?(?:{_MODAL})\b", flags),
+            re.compile(rf"(?:{agent})\s+(?:(?:{_ADVERB})\s+){{0,2}}(?:{_MODAL})\b", flags),
             REPORTED_ORDER,
         ),
         (
@@ -159,7 +169,10 @@ def _rules(name: str) -> tuple[tuple[str, re.Pattern[str], str], ...]:
         ),
         (
             "instruction",
-            re.compile(rf"(?:{_WISH})\b[^.;]{{0,50}}?(?:{_FROM_NOW})", flags),
+            re.compile(
+                rf"(?:{_WISH})\b(?=[^.!?]{{0,120}}?(?:{_SECOND_PERSON}))[^.;]{{0,50}}?(?:{_FROM_NOW})",
+                flags,
+            ),
             "a wish addressed to the agent for every later reply",
         ),
         ("instruction", re.compile(_GRANT, flags), "a permission granted by a claimed authority"),
@@ -177,7 +190,11 @@ def _rules(name: str) -> tuple[tuple[str, re.Pattern[str], str], ...]:
         ("instruction", re.compile(_NEW_SCRIPTS, flags), "an order to the agent"),
         (
             "identity",
-            re.compile(rf"(?:{_AMEND_HEADING})|(?:{agent})[^.;]{{0,40}}?(?:{_NO_LONGER})", flags),
+            re.compile(
+                rf"(?:{_AMEND_HEADING})|(?:{agent})[^.;]{{0,40}}?(?:{_NO_LONGER})|"
+                rf"नया\s+नियम\s*[:：]?[^।]{{0,40}}?(?:{agent}|\bai\b|एआई)",
+                flags,
+            ),
             "amends the agent's identity or axioms",
         ),
     )
