@@ -62,19 +62,24 @@ def _caesar(folded: Variant) -> Variant | None:
     if not _LOWER_RUN.search(folded.text):
         return None
     words = _PIECE.findall(folded.text)
-    best, best_known = 0, _known(words) + 1  # a shift must read better than the text
-    for shift in range(1, 26):
-        table = str.maketrans(_ABC, _ABC[shift:] + _ABC[:shift])
-        known = _known([w.translate(table) for w in words])
+    plain = _known(words)
+    if plain * 2 >= len(words):
+        return None  # half the words read as they are: not a cipher (and fast)
+    vocab = vocabulary()
+    joined = " ".join(words)
+    best, best_known = 0, plain + 1  # a shift must read better than the text
+    for shift, table in enumerate(_SHIFTS, 1):
+        known = sum(w in vocab for w in joined.translate(table).split())
         if known > best_known:
             best, best_known = shift, known
     if not best or best_known < 2:
         return None
-    table = str.maketrans(_ABC, _ABC[best:] + _ABC[:best])
-    return Variant(folded.text.translate(table), folded.origin, f" (Caesar shift {26 - best})")
+    text = folded.text.translate(_SHIFTS[best - 1])
+    return Variant(text, folded.origin, f" (Caesar shift {26 - best})")
 
 
 _ABC = "abcdefghijklmnopqrstuvwxyz"
+_SHIFTS = tuple(str.maketrans(_ABC, _ABC[n:] + _ABC[:n]) for n in range(1, 26))
 
 
 def _unmarked(text: str) -> Variant | None:
