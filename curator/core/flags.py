@@ -13,12 +13,19 @@ of a text, with a short reason:
   :mod:`curator.core.flag_lexicon` and :mod:`curator.core.flag_lexicon_intents`, and behind
   the disguises undone by :mod:`curator.core.flag_normalise` and
   :mod:`curator.core.flag_disguises` (leet, separated or split letters, look-alikes, small
-  capitals, upside-down and reversed text, pig latin, ROT13, base64, percent and hex);
+  capitals, upside-down and reversed text, pig latin, Caesar shifts, Morse, piled
+  combining marks, base64, percent and hex); orders that arrive as reports, wishes, tips,
+  permissions or standing rules (:mod:`curator.core.flag_wordings`), unless the sentence
+  says what someone else does (:mod:`curator.core.flag_context`);
 * ``link`` - URLs, domains, e-mail addresses, phone numbers, messaging ids, markdown images;
 * ``secret`` - key-like tokens (``sk-``, ``ghp_``, ``AKIA``, ...) and long random strings;
 * ``personal`` - postal addresses, phone numbers, card numbers (Luhn), IBANs, account,
-  passport and ID numbers (never people's names: ordinary memories are full of them);
-* ``hidden`` - zero-width and bidi characters, words mixing alphabets, base64 blobs;
+  passport and ID numbers, national IDs with their check digits
+  (:mod:`curator.core.flag_identifiers`, which also finds spelled-out links and credentials
+  such as seed phrases and connection strings); never people's names: ordinary memories
+  are full of them;
+* ``hidden`` - zero-width and bidi characters (not the joiners Persian, Indic scripts and
+  emoji spell with), words mixing look-alike alphabets, base64 blobs, text hidden in markup;
 * ``identity`` - statements that amend the agent's identity or contradict one of its
   current axioms;
 * ``untrusted`` - every source episode comes from a source the user marked untrusted.
