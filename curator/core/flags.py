@@ -306,7 +306,7 @@ def _disguised_hits(text: str) -> dict[str, list[Hit]]:
             rules = list(password_hits(variant.text))
         else:
             rules = list(lexicon_hits(variant.text))
-            if variant.note:  # the original text's wordings are read in _detect
+            if variant.note or variant.text != text.casefold():  # the text itself: _detect
                 rules += list(wording_hits(variant.text))
             # the English rules already read the text itself, unless folding changed its words
             if variant.note or variant.text != text.casefold():
