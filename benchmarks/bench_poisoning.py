@@ -20,7 +20,10 @@ Usage: ``python benchmarks/bench_poisoning.py [--locomo DIR] [--show-fp N] [--se
   rules and never tuned on), ``tests/data/poison_test2/`` (second writer, eighteen
   languages; held out when first measured at 55.5% recall and 2.0% of its benign texts
   flagged, then studied: a development set since) and ``tests/data/poison_dev2/``
-  (development texts written for the word families of the second round). Each is
+  (development texts written for the word families of the second round), and
+  ``tests/data/poison_test3/`` (third writer, twenty-five languages; held out when first
+  measured at 65.7% recall and 7.88% of its benign texts flagged, then studied: a
+  development set since). Each is
   reported per class and per language, with the worst class; recall counts a text as
   caught when it gets one of its ``kinds``. ``--set DIR`` measures one more set of the
   same layout (``injections.jsonl`` and benign ``*.txt``), such as a new held-out set.
@@ -255,6 +258,13 @@ def main(argv: list[str] | None = None) -> int:
     multilingual(
         "second-round families, development (poison_dev2)",
         "poison_dev2",
+        axioms,
+        identity,
+        args.show_fp,
+    )
+    multilingual(
+        "third writer's set, development since its first measurement (poison_test3)",
+        "poison_test3",
         axioms,
         identity,
         args.show_fp,

@@ -12,14 +12,23 @@ disguise, and kept only when the result reads as words the rules know:
 * reversed text: "snoitcurtsni suoiverp erongi" - read right to left when that yields
   more known words than the text as written;
 * pig latin: "ignoreway eviouspray" - the moved consonants put back;
-* percent-encoding and hex: "%69%67%6E…", "69676e6f7265…" - decoded when the bytes are
-  readable text, and the finding points at the whole encoded run.
+* percent-encoding and hex: "%69%67%6E…", "69676e6f7265…", "69 67 6e …", a word with
+  UTF-8 escapes ("r%C3%A8gles") - decoded when the bytes are readable text, and the
+  finding points at the whole encoded run;
+* Caesar shifts: every shift of the lowercase letters is tried, and the one that makes the
+  most known words (of any language of the families) is read, when it makes more than the
+  text as written (ROT13 of a German order is a Caesar shift too);
+* "Zalgo" text: combining marks piled on letters, stripped when there are three or more
+  marks that do not compose with their letter;
+* Morse code: dots and dashes, words apart by " / " or two blanks.
 """
 
 from __future__ import annotations
 
 import re
+import unicodedata
 from itertools import pairwise
+from urllib.parse import unquote
 
 from curator.core.flag_normalise import Variant, fold, vocabulary
 
@@ -31,12 +40,121 @@ _PIECE = re.compile(r"[a-z]+")
 def disguise_variants(text: str, folded: Variant) -> list[Variant]:
     """The variants of the disguises found in ``text`` (``folded`` is its fold)."""
     found: list[Variant] = []
-    for make in (_rejoined, _upside_down, _reversed, _pig_latin):
+    for make in (_rejoined, _upside_down, _reversed, _pig_latin, _caesar):
         variant = make(folded)
+        if variant is not None:
+            found.append(variant)
+    for raw in (_unmarked, _morse):
+        variant = raw(text)
         if variant is not None:
             found.append(variant)
     found.extend(_decoded(text))
     return found
+
+
+# three words in a row; tried only at a word's start and bounded, so a long run of letters
+# is read in linear time
+_LOWER_RUN = re.compile(r"(?<![a-z])[a-z]{2,20}\W{1,3}[a-z]{2,20}\W{1,3}[a-z]{2,20}")
+
+
+def _caesar(folded: Variant) -> Variant | None:
+    """The shift of the lowercase letters that reads as the most known words."""
+    if not _LOWER_RUN.search(folded.text):
+        return None
+    words = _PIECE.findall(folded.text)
+    plain = _known(words)
+    if plain * 2 >= len(words):
+        return None  # half the words read as they are: not a cipher (and fast)
+    vocab = vocabulary()
+    joined = " ".join(words)
+    best, best_known = 0, plain + 1  # a shift must read better than the text
+    for shift, table in enumerate(_SHIFTS, 1):
+        known = sum(w in vocab for w in joined.translate(table).split())
+        if known > best_known:
+            best, best_known = shift, known
+    if not best or best_known < 2:
+        return None
+    text = folded.text.translate(_SHIFTS[best - 1])
+    return Variant(text, folded.origin, f" (Caesar shift {26 - best})")
+
+
+_ABC = "abcdefghijklmnopqrstuvwxyz"
+_SHIFTS = tuple(str.maketrans(_ABC, _ABC[n:] + _ABC[:n]) for n in range(1, 26))
+
+
+def _unmarked(text: str) -> Variant | None:
+    """The text without its combining marks, when marks are piled on as a disguise."""
+    if sum(unicodedata.category(ch) == "Mn" for ch in text) < 3:
+        return None
+    out: list[str] = []
+    where: list[int] = []
+    for i, ch in enumerate(text):
+        if unicodedata.category(ch) == "Mn":
+            continue
+        low = ch.lower()
+        out.append(low if len(low) == 1 else ch)
+        where.append(i)
+    folded = fold("".join(out))
+    origin = tuple(where[i] for i in folded.origin) if folded.origin else tuple(where)
+    return Variant(folded.text, origin, " (combining marks stripped)")
+
+
+_MORSE_RUN = re.compile(r"(?:[.\-]{1,7}(?: {1,3}| / )){4,}[.\-]{1,7}")
+_MORSE = dict(
+    zip(
+        [
+            ".-",
+            "-...",
+            "-.-.",
+            "-..",
+            ".",
+            "..-.",
+            "--.",
+            "....",
+            "..",
+            ".---",
+            "-.-",
+            ".-..",
+            "--",
+            "-.",
+            "---",
+            ".--.",
+            "--.-",
+            ".-.",
+            "...",
+            "-",
+            "..-",
+            "...-",
+            ".--",
+            "-..-",
+            "-.--",
+            "--..",
+            "-----",
+            ".----",
+            "..---",
+            "...--",
+            "....-",
+            ".....",
+            "-....",
+            "--...",
+            "---..",
+            "----.",
+        ],
+        "abcdefghijklmnopqrstuvwxyz0123456789",
+        strict=True,
+    )
+)
+
+
+def _morse(text: str) -> Variant | None:
+    m = _MORSE_RUN.search(text)
+    if m is None:
+        return None
+    words = re.split(r" / | {2,}", m.group(0).strip())
+    decoded = " ".join("".join(_MORSE.get(c, "") for c in w.split()) for w in words)
+    if _known(_PIECE.findall(decoded)) < 1:
+        return None
+    return Variant(decoded, (), " (in Morse code)", m.span())
 
 
 def _known(words: list[str]) -> int:
@@ -90,10 +208,10 @@ _UPSIDE = str.maketrans(
         "ɐ": "a", "q": "b", "ɔ": "c", "p": "d", "ǝ": "e", "ɟ": "f", "ƃ": "g", "ɥ": "h",
         "ı": "i", "ɾ": "j", "ʞ": "k", "ן": "l", "ɯ": "m", "u": "n", "d": "p", "b": "q",
         "ɹ": "r", "ʇ": "t", "n": "u", "ʌ": "v", "ʍ": "w", "ʎ": "y", "ʃ": "l", "ɒ": "a",
-        "˙": ".", "¿": "?", "¡": "!", "'": ",", ",": "'",
+        "˙": ".", "¿": "?", "¡": "!", "'": ",", ",": "'", "ᴉ": "i",
     }
 )  # fmt: skip
-_UPSIDE_ONLY = re.compile("[ɐɔǝɟƃɥıɾʞןɯɹʇʌʍʎ]")
+_UPSIDE_ONLY = re.compile("[ɐɔǝɟƃɥıɾʞןɯɹʇʌʍʎᴉ]")
 
 
 def _upside_down(folded: Variant) -> Variant | None:
@@ -139,8 +257,11 @@ def _pig_latin(folded: Variant) -> Variant | None:
     return Variant(text, (), " (in pig latin)", (0, len(folded.text)) if folded.origin else None)
 
 
-_PERCENT = re.compile(r"(?:%[0-9a-fA-F]{2}){4,}")
-_HEX = re.compile(r"(?<![0-9a-fA-F])(?:[0-9a-fA-F]{2}){8,}(?![0-9a-fA-F])")
+_PERCENT = re.compile(r"[^\s%]{0,40}(?:%[0-9a-fA-F]{2}[^\s%]{0,40}){4,}")
+_HEX = re.compile(
+    r"(?<![0-9a-fA-F])(?:(?:[0-9a-fA-F]{2}){8,}|(?:[0-9a-fA-F]{2}[ :]){7,}[0-9a-fA-F]{2})"
+    r"(?![0-9a-fA-F])"
+)
 
 
 def _decoded(text: str) -> list[Variant]:
@@ -148,10 +269,13 @@ def _decoded(text: str) -> list[Variant]:
     found: list[Variant] = []
     for pattern, note in ((_PERCENT, " (percent-encoded)"), (_HEX, " (decoded from hex)")):
         for m in pattern.finditer(text):
-            raw = bytes.fromhex(m.group(0).replace("%", ""))
             try:
-                decoded = raw.decode("utf-8")
-            except UnicodeDecodeError:
+                if pattern is _PERCENT:
+                    decoded = unquote(m.group(0), errors="strict")
+                else:
+                    raw = bytes.fromhex(re.sub("[ :]", "", m.group(0)))
+                    decoded = raw.decode("utf-8")
+            except (UnicodeDecodeError, ValueError):
                 continue
             letters = sum(ch.isalpha() or ch == " " for ch in decoded)
             if not decoded or letters / len(decoded) < 0.85:

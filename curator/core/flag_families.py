@@ -187,7 +187,7 @@ def talked_about(text: str) -> Callable[[int, int], bool]:
         told = text[max(0, q.start() - 60) : q.start()]
         told = re.split(r"[.!?;:\n]", told)[-1]  # the quoting sentence, up to the quote
         if _MENTION.search(before) or _MEANS.search(after) or _NARRATED.search(told):
-            quotes.append(q.span(1))
+            quotes.append(q.span())  # with its marks: a hit may start at the mark
 
     def check(start: int, end: int) -> bool:
         return any(lo <= start < hi for lo, hi in clauses) or any(
@@ -478,6 +478,6 @@ def _clause_final(text: str, hi: int, verb: tuple[int, int]) -> bool:
 # subject and a verb of its own before the quote make the quote something talked about.
 _NARRATED = re.compile(
     r"(?:^|\b)(?:the|a|an|this|that|people|he|she|they|we|i|someone|users|researchers|experts|"
-    r"[A-Z][a-z]+)\s+(?:\w+\s+){0,3}?(?:\w+ed|\w+s|made|wrote|said|put|read|saw|heard|"
+    r"[A-Z][a-z]+(?:'s)?)\s+(?:\w+\s+){0,3}?(?:\w+ed|\w+s|made|wrote|said|put|read|saw|heard|"
     r"found|thought|taught|showed|told|typed|quoted|posted|called|shared|became)\b(?!.*\byou\b)",
 )

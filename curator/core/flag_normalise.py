@@ -126,9 +126,23 @@ def _fold_word(m: re.Match[str]) -> str:
     has_alpha = any(ch.isalpha() for ch in word)
     if any(ch.isascii() and ch.isalpha() for ch in word) and not word.isascii():
         word = word.translate(_LOOKALIKE)
-    if has_alpha and any(ch in "0134570@$!|+" for ch in word) and word.isascii():
+    if has_alpha and any(ch in "0134570@$!|+" for ch in word) and _latin(word):
         word = _unleet(word)
     return word
+
+
+# a word mixing letters and leet digits, and a digit standing alone as a word ("4 m1m")
+_LEET_WORD = re.compile(r"(?<!\w)(?=\w*[^\W\d_])(?=\w*[01345])\w{3,}")
+_LONE_DIGIT = re.compile(r"(?<![\w.,])[0134](?![\w.,:/%-])")
+
+
+def _lone_letter(m: re.Match[str]) -> str:
+    return m.group(0).translate(_LEET)
+
+
+def _latin(word: str) -> bool:
+    """Only ASCII and Latin letters with diacritics ("3squ3ç4", "z4p0m3ň" are leet too)."""
+    return all(ch.isascii() or ("\u00c0" <= ch <= "\u024f" and ch not in "×÷") for ch in word)
 
 
 def _unseparate(m: re.Match[str]) -> str:
@@ -174,6 +188,8 @@ def fold(text: str, *, leet: bool = True) -> Variant:
                 origin.append(i)
     joined, where = _rewrite_words("".join(chars), origin, _SEPARATED, _unseparate)
     folded, where = _rewrite_words(joined, where, _WORD, _fold_word if leet else _fold_lookalike)
+    if leet and len(_LEET_WORD.findall(joined)) >= 2:  # "tud0 0 qu3": lone digits are letters
+        folded, where = _rewrite_words(folded, where, _LONE_DIGIT, _lone_letter)
     joined, where = _join_spaced(folded, where)
     return Variant(joined, tuple(where), "")
 

@@ -465,9 +465,38 @@ def _script(ch: str) -> str:
     return "OTHER" if ch.isalpha() else ""
 
 
+_JOINERS = "\u200c\u200d"
+
+
+def _joins_letters(text: str, m: re.Match[str]) -> bool:
+    """One ZWNJ/ZWJ that is part of the writing, not hidden: between two letters (or marks)
+    of a script that is not Latin, Cyrillic or Greek (Persian "می‌رود", Urdu, Hindi), or
+    a ZWJ inside an emoji sequence (👨‍👩‍👧). Those scripts and emoji need it to be
+    spelled right; between Latin letters it only hides a word from a filter."""
+    if len(m.group(0)) != 1 or m.group(0) not in _JOINERS or m.start() == 0:
+        return False
+    if m.end() >= len(text):
+        return False
+    before, after = text[m.start() - 1], text[m.end()]
+    if m.group(0) == "\u200d" and _emoji(before) and _emoji(after):
+        return True
+    return _joining_script(before) and _joining_script(after)
+
+
+def _emoji(ch: str) -> bool:
+    return unicodedata.category(ch) == "So" or ch == "\ufe0f" or 0x1F3FB <= ord(ch) <= 0x1F3FF
+
+
+def _joining_script(ch: str) -> bool:
+    if ch.isascii() or not (ch.isalpha() or unicodedata.category(ch) in ("Mn", "Mc")):
+        return False
+    return _script(ch) == "OTHER" or unicodedata.category(ch) in ("Mn", "Mc")
+
+
 def hidden_hits(text: str) -> Iterator[Hit]:
     for m in _ZERO_WIDTH.finditer(text):
-        yield m.start(), m.end(), "invisible zero-width characters"
+        if not _joins_letters(text, m):
+            yield m.start(), m.end(), "invisible zero-width characters"
     for m in _BIDI.finditer(text):
         yield m.start(), m.end(), "bidirectional override characters (text shown out of order)"
     for m in _TAGS.finditer(text):
@@ -475,7 +504,9 @@ def hidden_hits(text: str) -> Iterator[Hit]:
     for m in _PRIVATE.finditer(text):
         yield m.start(), m.end(), "private-use characters"
     for m in _WORD.finditer(text):
-        scripts = {_script(ch) for ch in m.group(0)} - {""}
+        # Latin next to kana, CJK or Hangul ("SNSに", "TRPG에서") is ordinary mixed
+        # writing: only letters that can pass for each other (Latin, Cyrillic, Greek) mix
+        scripts = {_script(ch) for ch in m.group(0)} - {"", "OTHER"}
         if "LOOKALIKE" in scripts or (len(scripts) > 1 and "LATIN" in scripts):
             yield m.start(), m.end(), "a word mixing alphabets (look-alike letters)"
     for m in _BASE64.finditer(text):

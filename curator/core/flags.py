@@ -13,12 +13,19 @@ of a text, with a short reason:
   :mod:`curator.core.flag_lexicon` and :mod:`curator.core.flag_lexicon_intents`, and behind
   the disguises undone by :mod:`curator.core.flag_normalise` and
   :mod:`curator.core.flag_disguises` (leet, separated or split letters, look-alikes, small
-  capitals, upside-down and reversed text, pig latin, ROT13, base64, percent and hex);
+  capitals, upside-down and reversed text, pig latin, Caesar shifts, Morse, piled
+  combining marks, base64, percent and hex); orders that arrive as reports, wishes, tips,
+  permissions or standing rules (:mod:`curator.core.flag_wordings`), unless the sentence
+  says what someone else does (:mod:`curator.core.flag_context`);
 * ``link`` - URLs, domains, e-mail addresses, phone numbers, messaging ids, markdown images;
 * ``secret`` - key-like tokens (``sk-``, ``ghp_``, ``AKIA``, ...) and long random strings;
 * ``personal`` - postal addresses, phone numbers, card numbers (Luhn), IBANs, account,
-  passport and ID numbers (never people's names: ordinary memories are full of them);
-* ``hidden`` - zero-width and bidi characters, words mixing alphabets, base64 blobs;
+  passport and ID numbers, national IDs with their check digits
+  (:mod:`curator.core.flag_identifiers`, which also finds spelled-out links and credentials
+  such as seed phrases and connection strings); never people's names: ordinary memories
+  are full of them;
+* ``hidden`` - zero-width and bidi characters (not the joiners Persian, Indic scripts and
+  emoji spell with), words mixing look-alike alphabets, base64 blobs, text hidden in markup;
 * ``identity`` - statements that amend the agent's identity or contradict one of its
   current axioms;
 * ``untrusted`` - every source episode comes from a source the user marked untrusted.
@@ -35,6 +42,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
 
+from curator.core.flag_context import done_by_others
 from curator.core.flag_disguises import disguise_variants
 from curator.core.flag_families import (
     lexicon_hits,
@@ -42,6 +50,7 @@ from curator.core.flag_families import (
     password_hits,
     talked_about,
 )
+from curator.core.flag_identifiers import credential_hits, id_hits, spelled_link_hits
 from curator.core.flag_normalise import fold, variants
 from curator.core.flag_personal import personal_hits
 from curator.core.flag_rules import (
@@ -51,6 +60,7 @@ from curator.core.flag_rules import (
     link_hits,
     secret_hits,
 )
+from curator.core.flag_wordings import REPORTED_ORDER, hidden_markup_hits, wording_hits
 
 __all__ = [
     "KINDS",
@@ -296,6 +306,8 @@ def _disguised_hits(text: str) -> dict[str, list[Hit]]:
             rules = list(password_hits(variant.text))
         else:
             rules = list(lexicon_hits(variant.text))
+            if variant.note or variant.text != text.casefold():  # the text itself: _detect
+                rules += list(wording_hits(variant.text))
             # the English rules already read the text itself, unless folding changed its words
             if variant.note or variant.text != text.casefold():
                 rules += [("instruction", *hit) for hit in instruction_hits(variant.text)]
@@ -307,23 +319,51 @@ def _disguised_hits(text: str) -> dict[str, list[Hit]]:
     return found
 
 
+# "Users noted that the assistant should …" is an order reported as an observation (a
+# reported opinion does not excuse it); "whether the assistant should …" asks.
+_WHETHER = re.compile(r"\b(?:whether|if|ob|si|se|ли)\b[^.!?;]*$", re.IGNORECASE)
+
+
+def _asked(text: str, at: int) -> bool:
+    return _WHETHER.search(text, max(0, at - 80), at) is not None
+
+
+# Orders whose verb may as well describe what someone else does.
+_OTHERS_REASONS = (
+    "tells the agent to set its instructions aside",
+    "tells the agent to ignore its instructions",
+    "tries to give the agent a persona",
+    "tries to give the agent a role",
+    "an order to the agent",
+)
+
+
 @lru_cache(maxsize=8192)
 def _detect(text: str, axioms: tuple[str, ...], identity_text: str) -> tuple[Flag, ...]:
     disguised = _disguised_hits(text)
+    for kind, start, end, reason in wording_hits(text, identity_name_of(identity_text)):
+        disguised[kind].append((start, end, reason))
     talked = talked_about(text)
     rules = {
         "instruction": [*instruction_hits(text), *disguised["instruction"]],
-        "link": list(link_hits(text)),
-        "secret": [*secret_hits(text), *disguised["secret"]],
-        "personal": list(personal_hits(text)),
-        "hidden": list(hidden_hits(text)),
+        "link": [*link_hits(text), *spelled_link_hits(text)],
+        "secret": [*secret_hits(text), *credential_hits(text), *disguised["secret"]],
+        "personal": [*personal_hits(text), *id_hits(text)],
+        "hidden": [*hidden_hits(text), *hidden_markup_hits(text)],
         "identity": [
             *_identity_hits(text, axioms, identity_name_of(identity_text)),
             *(h for h in disguised["identity"] if not talked(h[0], h[1])),
         ],
     }
-    # Talked about, not said: a quoted phrase, or an order inside a reported question.
-    rules["instruction"] = [h for h in rules["instruction"] if not talked(h[0], h[1])]
+    # Talked about, not said: a quoted phrase, or an order inside a reported question;
+    # done by others: "users ignore the setup instructions", "Marta plays a detective".
+    name = identity_name_of(identity_text)
+    rules["instruction"] = [
+        h
+        for h in rules["instruction"]
+        if (not talked(h[0], h[1]) or (h[2] == REPORTED_ORDER and not _asked(text, h[0])))
+        and not (h[2].startswith(_OTHERS_REASONS) and done_by_others(text, h[0], name))
+    ]
     flags: list[Flag] = []
     for kind in TEXT_KINDS:
         flags.extend(_merge(kind, rules[kind], text))

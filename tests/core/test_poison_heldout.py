@@ -9,7 +9,10 @@ talk about security, fails here.
 read the rules or the other sets. It measured 55.5% recall (2.0% of its benign texts
 flagged) and its misses were then studied, so it is a *development* set now, held to the
 same thresholds as the others, together with ``tests/data/poison_dev2/`` (texts written for
-the new word families). Held-out figures come from sets not used for tuning.
+the new word families). ``tests/data/poison_test3/``, a third writer's set in twenty-five
+languages, measured 65.7% recall and 7.88% of its benign texts flagged when first held
+out; it is a development set since, held to the same thresholds. Held-out figures come
+from sets not used for tuning.
 """
 
 from __future__ import annotations
@@ -68,7 +71,9 @@ def test_the_sets_cover_the_classes_and_languages() -> None:
     assert not dev_texts & {item["text"] for item in test}, "development and test sets overlap"
 
 
-@pytest.mark.parametrize("folder", ["poison_test", "poison_dev", "poison_test2", "poison_dev2"])
+@pytest.mark.parametrize(
+    "folder", ["poison_test", "poison_dev", "poison_test2", "poison_dev2", "poison_test3"]
+)
 def test_recall_on_injections_is_at_least_90_percent(folder: str) -> None:
     assert _recall(folder) >= 0.90
 
@@ -104,3 +109,15 @@ def test_the_second_development_set_covers_the_eighteen_languages() -> None:
         for item in _injections(folder)
     }
     assert not others & {item["text"] for item in dev2}, "the development sets overlap"
+
+
+def test_the_third_writers_set_covers_twenty_five_languages_and_is_rarely_misread() -> None:
+    test3 = _injections("poison_test3")
+    assert len({item["lang"] for item in test3}) >= 25
+    others = {
+        item["text"]
+        for folder in ("poison_dev", "poison_test", "poison_test2", "poison_dev2")
+        for item in _injections(folder)
+    }
+    assert not others & {item["text"] for item in test3}, "the third writer's set overlaps"
+    assert _flagged(_lines("poison_test3", "benign_security.txt")) <= 0.03

@@ -1,0 +1,203 @@
+"""Who does it: an order to set rules aside or to play a part counts when the agent is the
+one addressed, not when the sentence says what other people do.
+
+"Users often ignore the setup instructions", "her manager ignores all the rules",
+"Marta interpreta a una reina", "小李扮演一个侦探", "the sheet told players to forget
+everything": each has a subject (or addressee) of its own before the verb, in the same
+clause, and that subject is not the agent. An order has none, or has the agent ("you",
+"Wren", "the assistant"). The check looks back at most one clause, so it is linear and
+never reaches into a previous sentence.
+"""
+
+from __future__ import annotations
+
+import re
+
+__all__ = ["done_by_others"]
+
+# Words that may stand before an imperative and are not subjects.
+_NOT_SUBJECTS = frozenset(
+    [
+        "always",
+        "sometimes",
+        "perhaps",
+        "please",
+        "kindly",
+        "now",
+        "then",
+        "also",
+        "just",
+        "simply",
+        "still",
+        "thus",
+        "so",
+        "never",
+        "hence",
+        "besides",
+        "anyways",
+        "anyway",
+        "afterwards",
+        "nevertheless",
+        "regardless",
+        "ahora",
+        "luego",
+        "siempre",
+        "maintenant",
+        "toujours",
+        "alors",
+        "jetzt",
+        "bitte",
+        "immer",
+        "dann",
+        "adesso",
+        "sempre",
+        "ora",
+        "agora",
+        "teraz",
+        "zawsze",
+        "nu",
+        "altijd",
+        "sekarang",
+        "selalu",
+        "şimdi",
+        "lütfen",
+        "bây",
+        "giờ",
+        "hãy",
+        "luôn",
+        "nyt",
+    ]
+)
+_AGENT_WORDS = frozenset(
+    [
+        "you",
+        "your",
+        "yourself",
+        "assistant",
+        "agent",
+        "bot",
+        "ai",
+        "model",
+        "tu",
+        "tú",
+        "usted",
+        "vous",
+        "du",
+        "sie",
+        "ty",
+        "vy",
+        "jij",
+        "je",
+        "você",
+        "voce",
+        "lei",
+        "sen",
+        "anda",
+        "kamu",
+        "bạn",
+    ]
+)
+_CLAUSE_BREAK = re.compile(r"[.!?;:,()\[\]\"“”«»「」。、！？；：，\n—–]")
+_SENTENCE_BREAK = re.compile(r"[.!?。！？\n]")
+_WORD = re.compile(r"[^\W\d_][\w'’-]*")
+# "told the players to", "asked everyone to": an order given to someone else
+_TOLD_OTHERS = re.compile(
+    r"(?<![\w'])(?:told|tells?|asked|asks|instructed|instructs|reminded|reminds|warned|"
+    r"urged|encouraged|made)\s+(?!you\b|me\b)(?:\w+\s+){0,2}?(?:to|not\s+to)\s+$",
+    re.IGNORECASE,
+)
+# "every player has to pretend", "each guest must act as"
+_EACH_HAS_TO = re.compile(
+    r"(?<![\w'])(?:every|each|all|the|a|our|their)\s+(?!assistant\b|agent\b|bot\b)\w+\s+"
+    r"(?:has|have|had|needs?|needed|got)\s+to\s+$",
+    re.IGNORECASE,
+)
+# CJK and Hangul: a topic or subject particle after a name, no second person in the clause
+_CJK_SUBJECT = re.compile(
+    r"(?:さん|くん|君|ちゃん|様|氏|先生)[はが]|[\u4e00-\u9fff\u3040-\u30ff]{1,6}(?<!から)(?<!今後)(?<!以降)(?<!今)[はが]|"
+    r"(?:小|老)[\u4e00-\u9fff](?=[\u4e00-\u9fff]{0,3}$)|(?:他们|她们|他|她|有人|别人|彼ら|彼女|彼)|"
+    r"[\uac00-\ud7a3]{1,5}\s*(?:씨는|씨가|님은|님이)"
+)
+_CJK_YOU = re.compile(r"あなた|君は|お前|你|您|너|당신|あんた")
+# Subjects that are not plural nouns in -s: Vietnamese, Indonesian, Turkish, pronouns
+_SUBJECT_NOUNS = frozenset(
+    (
+        "khách hàng",
+        "người dùng",
+        "mọi người",
+        "nhiều người",
+        "họ",
+        "ấy",
+        "pengguna",
+        "pelanggan",
+        "mereka",
+        "orang",
+        "kullanıcılar",
+        "müşteriler",
+        "insanlar",
+        "onlar",
+        "people",
+        "everyone",
+        "someone",
+        "somebody",
+        "nobody",
+        "staff",
+        "team",
+        "police",
+        "leute",
+        "gente",
+        "nutzer",
+        "kunden",
+        "mieter",
+        "люди",
+        "пользователи",
+        "клиенты",
+    )
+)
+_PLURAL_NOUN = re.compile(r"[a-z]{3,}(?:s|es)$")
+_POSSESSIVE = re.compile(
+    r"^(?:her|his|their|my|our|its|su|sus|son|sa|ses|leur|leurs|sein|seine|ihr|ihre|"
+    r"suo|sua|loro|seu|sua|его|её|их|jego|jej|ich)$",
+    re.IGNORECASE,
+)
+_ADVERB_TAIL = re.compile(
+    r"^(?:often|usually|sometimes|always|regularly|routinely|frequently|still|also|just|"
+    r"siempre|souvent|häufig|oft|immer|spesso|sempre|muitas|часто|всегда|luôn|thường|"
+    r"hay|vẫn|selalu|sering|vaak|ofta|często|zawsze|sık\s+sık)$",
+    re.IGNORECASE,
+)
+
+
+def done_by_others(text: str, start: int, agent_name: str | None = None) -> bool:
+    """Whether the verb at ``text[start]`` has a subject or addressee that is not the agent."""
+    lo = max(0, start - 80)
+    head = text[lo:start]
+    cut = max((m.end() for m in _CLAUSE_BREAK.finditer(head)), default=0)
+    clause = head[cut:]
+    if _TOLD_OTHERS.search(head) or _EACH_HAS_TO.search(clause):
+        return True
+    if start > 0 and text[start - 1] == "ي":  # Arabic imperfect, third person: "يتجاهلون"
+        return True
+    if _CJK_SUBJECT.search(clause) and not _CJK_YOU.search(clause):
+        return True
+    words = _WORD.findall(clause)
+    while words and _ADVERB_TAIL.match(words[-1]):
+        words.pop()
+    if not words:
+        return False
+    low = [w.casefold() for w in words]
+    if any(w in _AGENT_WORDS for w in low) or (agent_name and agent_name.casefold() in low):
+        return False
+    last = words[-1]
+    if len(words) >= 2 and _POSSESSIVE.match(words[-2]):
+        return True  # "her manager ignores", "su jefe ignora"
+    if last.casefold() in _NOT_SUBJECTS or last.casefold().endswith("ly"):
+        return False
+    # a name: "…, Marta interpreta", "…, Camille incarne", "…, Nam luôn đóng vai"; the
+    # first word of a sentence is capitalised anyway ("Önceki talimatları", "Da adesso")
+    sentence_start = cut == 0 and not _SENTENCE_BREAK.search(head)
+    if last[:1].isupper() and last[1:].islower() and not (sentence_start and len(words) == 1):
+        return True
+    if " ".join(low[-2:]) in _SUBJECT_NOUNS or low[-1] in _SUBJECT_NOUNS:
+        return True
+    return _PLURAL_NOUN.search(last.casefold()) is not None
