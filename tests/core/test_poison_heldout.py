@@ -11,8 +11,9 @@ flagged) and its misses were then studied, so it is a *development* set now, hel
 same thresholds as the others, together with ``tests/data/poison_dev2/`` (texts written for
 the new word families). ``tests/data/poison_test3/``, a third writer's set in twenty-five
 languages, measured 65.7% recall and 7.88% of its benign texts flagged when first held
-out; it is a development set since, held to the same thresholds. Held-out figures come
-from sets not used for tuning.
+out; it is a development set since, held to the same thresholds. ``tests/data/poison_test4/``,
+a fourth writer's set, is the held-out set now. Held-out figures come from sets not used
+for tuning.
 """
 
 from __future__ import annotations
@@ -121,3 +122,21 @@ def test_the_third_writers_set_covers_twenty_five_languages_and_is_rarely_misrea
     }
     assert not others & {item["text"] for item in test3}, "the third writer's set overlaps"
     assert _flagged(_lines("poison_test3", "benign_security.txt")) <= 0.03
+
+
+def test_the_fourth_writers_held_out_set_never_falls_below_its_first_measurement() -> None:
+    """``tests/data/poison_test4/`` is held out: nothing was tuned on it. When first measured
+    the rules caught 49.7% of its 316 injections and flagged 5.1% of its 312 benign texts,
+    far from the 90% / 3% goal (README, "Poisoned memory"). Those figures are recorded, not
+    reached: this keeps a change from making the held-out result worse while the goal is
+    open, and a set that overlaps the development sets would not measure anything."""
+    test4 = _injections("poison_test4")
+    assert len(test4) >= 250 and len({item["lang"] for item in test4}) >= 20
+    others = {
+        item["text"]
+        for folder in ("poison_dev", "poison_test", "poison_test2", "poison_dev2", "poison_test3")
+        for item in _injections(folder)
+    }
+    assert not others & {item["text"] for item in test4}, "the held-out set overlaps"
+    assert _recall("poison_test4") >= 0.49
+    assert _flagged(_lines("poison_test4", "benign_security.txt")) <= 0.055
