@@ -11,6 +11,7 @@ from typing import Any
 import peewee
 
 from curator.core.jsonsafe import dumps
+from curator.core.textsafety import escape_controls, escape_json_controls
 from curator.errors import CuratorError
 from curator.store.db import Store, busy_timeout_from_env, resolve_db_path
 from curator.store.liveness import mark_abandoned_runs
@@ -99,22 +100,26 @@ class CommandContext:
             self.info(f"curator: note: abandoned runs not checked: {exc}")
 
     def emit(self, document: Any, human: str | Callable[[], str] | None = None) -> None:
-        """Print the result: the JSON document with ``--json``, else the human text."""
+        """Print the result: the JSON document with ``--json``, else the human text.
+
+        Both may carry stored text; neither ever puts a control character on the terminal
+        (:mod:`curator.core.textsafety`: shown escaped, e.g. ``\\x1b``).
+        """
         if self.json:
-            sys.stdout.write(dumps(document) + "\n")
+            sys.stdout.write(escape_json_controls(dumps(document)) + "\n")
         elif human is not None:
             text = human() if callable(human) else human
             if text:
-                print(text)
+                print(escape_controls(text))
         sys.stdout.flush()
 
     def info(self, message: str) -> None:
         """Progress and notes for a person: stderr, so ``--json`` output stays one document."""
-        print(message, file=sys.stderr, flush=True)
+        print(escape_controls(message), file=sys.stderr, flush=True)
 
     def fail(self, message: str) -> None:
         first_line = " ".join(message.split("\n")).strip()
-        print(f"curator: error: {first_line}", file=sys.stderr, flush=True)
+        print(f"curator: error: {escape_controls(first_line)}", file=sys.stderr, flush=True)
 
     def close(self) -> None:
         if self._store is not None:

@@ -24,6 +24,7 @@ ADD proposal. No detector is complete; what it does not catch, the reviewer stil
 
 from __future__ import annotations
 
+import itertools
 import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
@@ -32,6 +33,7 @@ from typing import Any
 
 from curator.core.flag_rules import (
     Hit,
+    control_hits,
     hidden_hits,
     instruction_hits,
     link_hits,
@@ -244,7 +246,7 @@ def _detect(text: str, axioms: tuple[str, ...], identity_text: str) -> tuple[Fla
         "link": link_hits(text),
         "secret": secret_hits(text),
         "personal": personal_hits(text),
-        "hidden": hidden_hits(text),
+        "hidden": itertools.chain(hidden_hits(text), control_hits(text)),
         "identity": iter(_identity_hits(text, axioms, identity_name_of(identity_text))),
     }
     flags: list[Flag] = []

@@ -27,6 +27,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, TextIO
 
+from curator.core.textsafety import control_problem
 from curator.core.whatif import GATE_DECISIONS
 from curator.errors import CuratorError
 from curator.pipeline.labels import relabel
@@ -147,6 +148,11 @@ def _check_candidate(doc: dict[str, Any]) -> dict[str, Any]:
     text = doc.get("text")
     if not isinstance(text, str) or not text.strip():
         raise _Bad("a candidate needs a non-empty 'text'")
+    for name in ("text", "final_text", "category"):
+        value = doc.get(name)
+        problem = control_problem(value, f"'{name}'") if isinstance(value, str) else None
+        if problem is not None:
+            raise _Bad(problem)
     if doc.get("proposed_action") not in ACTIONS:
         raise _Bad(f"'proposed_action' must be one of {', '.join(ACTIONS)}")
     if doc.get("decision") not in GATE_DECISIONS:

@@ -125,7 +125,7 @@ def _rows(
                 revision=p.revision,
                 rank=rank,
                 in_top_k=rank <= top_k,
-                sources=int(p.n_sources),  # type: ignore[attr-defined]
+                sources=int(p.n_sources),
             )
         )
     return rows
