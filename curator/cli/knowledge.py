@@ -12,7 +12,7 @@ from typing import Any
 
 from curator.cli.common import CommandContext
 from curator.pipeline.audit import audit, retire_patterns
-from curator.pipeline.import_knowledge import import_knowledge
+from curator.pipeline.import_knowledge import GATE_BATCH, import_knowledge
 
 
 def register(subparsers: Any, common: argparse.ArgumentParser) -> None:
@@ -48,7 +48,24 @@ def register(subparsers: Any, common: argparse.ArgumentParser) -> None:
 
 
 def cmd_import_knowledge(ctx: CommandContext) -> int:
-    report = import_knowledge(ctx.store, ctx.args.file)
+    """Stage FILE; a file of more than one gate batch shows its progress on stderr.
+
+    Ctrl+C stops it with nothing staged (the gate runs before the write, and the write
+    is one transaction).
+    """
+    from curator.cli.pipeline import ProgressPrinter
+    from curator.pipeline.progress import Progress
+
+    printer = ProgressPrinter()
+
+    def progress(done: int, total: int) -> None:
+        if total >= GATE_BATCH:  # a small file is quick: no progress lines
+            printer(Progress("dedup", done, total, message="patterns through the dedup gate"))
+
+    try:
+        report = import_knowledge(ctx.store, ctx.args.file, progress=progress)
+    finally:
+        printer.close()
     for error in report.errors:
         ctx.info(str(error))
     for dropped in report.dropped_quality:
