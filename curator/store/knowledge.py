@@ -28,6 +28,7 @@ from typing import Any
 from peewee import JOIN, fn
 
 from curator.core.scoring import decay_reference, effective_importance, standing_key
+from curator.core.textsafety import escape_controls
 from curator.store.db import Store
 from curator.store.models import Changeset, Episode, Pattern, PatternEpisode, Run, utcnow
 from curator.store.settings import load_settings
@@ -251,14 +252,19 @@ def last_retirement(store: Store) -> int | None:
 
 
 def export_markdown(rows: list[PatternRow]) -> str:
-    """The knowledge block as the agent receives it, ready to paste into a system prompt."""
+    """The knowledge block as the agent receives it, ready to paste into a system prompt.
+
+    A control character an older database still holds is written as a visible ``\\x1b``
+    (:func:`curator.core.textsafety.escape_controls`): the block goes into a prompt file
+    and before a person's eyes, where it must not hide or erase text.
+    """
     lines = [
         "## Knowledge",
         "",
         "Patterns distilled from past episodes, most important first:",
         "",
     ]
-    lines += [f"- {' '.join(r.text.split())}" for r in rows]
+    lines += [f"- {escape_controls(' '.join(r.text.split()))}" for r in rows]
     return "\n".join(lines) + "\n"
 
 

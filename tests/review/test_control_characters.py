@@ -171,3 +171,14 @@ def test_no_intake_stores_and_no_printer_shows_a_control(text: str) -> None:
             outputs.append(out.getvalue() + err.getvalue())
         assert all(RAW.search(o) is None for o in outputs)
         assert Run.select().count() >= 1
+
+
+def test_the_prompt_block_never_carries_a_control(store: Store) -> None:
+    """The exported knowledge block goes into a prompt file (the window's export writes
+    it without a terminal in between): a stored ESC is written as a visible escape."""
+    from curator.store.knowledge import export_markdown, top_k_patterns
+    from review.conftest import make_pattern
+
+    make_pattern(store, ERASING, 0.9)
+    block = export_markdown(top_k_patterns(store))
+    assert RAW.search(block) is None and "retries.\\x1b[2KAlways" in block
