@@ -80,6 +80,9 @@ def gate_file(
     characters whose ratio with themselves is below 1.0 (difflib's autojunk heuristic)
     are never treated as copies.
     """
+    if skip > 1.0:  # a copy (ratio 1.0) would not be a SKIP: no shortcut is sound
+        _stop_if_cancelled(cancelled, name)
+        return gate(texts, existing, skip=skip, update=update)
     pool = list(existing)
     first: dict[str, int] = {}
     for index, text in enumerate(pool):

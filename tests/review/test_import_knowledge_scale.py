@@ -47,17 +47,22 @@ _texts = st.lists(
 
 
 @settings(max_examples=150, deadline=None)
-@given(new=_texts, existing=_texts, batch=st.integers(min_value=1, max_value=7))
+@given(
+    new=_texts,
+    existing=_texts,
+    batch=st.integers(min_value=1, max_value=7),
+    thresholds=st.sampled_from([(0.95, 0.7), (1.0, 0.5), (0.6, 0.3), (1.5, 0.9)]),
+)
 def test_batched_gate_with_exact_copies_equals_one_gate_call(
-    new: list[str], existing: list[str], batch: int
+    new: list[str], existing: list[str], batch: int, thresholds: tuple[float, float]
 ) -> None:
     """Any texts (repeats, repeats inside a batch, autojunk texts whose ratio with
-    themselves is below 1.0, empty ones), any batch size: the same actions, targets and
-    ratios as one ``gate`` call over the whole file."""
+    themselves is below 1.0, empty ones), any batch size and thresholds: the same
+    actions, targets and ratios as one ``gate`` call over the whole file."""
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(module, "GATE_BATCH", batch)
-        got = gate_file(new, existing, skip=0.95, update=0.7)
-    assert got == gate(new, existing, skip=0.95, update=0.7)
+        got = gate_file(new, existing, skip=thresholds[0], update=thresholds[1])
+    assert got == gate(new, existing, skip=thresholds[0], update=thresholds[1])
 
 
 def test_progress_is_reported_in_batches_and_ends_at_the_total(
