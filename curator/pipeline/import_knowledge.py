@@ -10,12 +10,13 @@ commits the run; a committed ADD keeps the file's importance and ``distilled`` d
 Everything is written in one transaction: a file is staged completely or not at all.
 Line errors and quality-gate drops are in the report (and the run's trace), never silent.
 
-A file can hold a hundred thousand patterns, so the gate runs the way distillation runs
-it (:func:`curator.core.dedup.gate` on batches, each against the active patterns plus
-the ADDs so far), never as one call whose ADDed part each text would search pair by
-pair; a text identical to one already in the pool is a SKIP at ratio 1.0 without any
+A file can hold a hundred thousand patterns and take many minutes to gate, so the gate
+runs the way distillation runs it (:func:`curator.core.dedup.gate` on batches, each
+against the active patterns plus the ADDs so far), which gives it points to report
+progress and to stop; a text identical to one already seen is answered without any
 search (a repeated line costs a dictionary lookup). The decisions are those of one
-``gate`` call over the whole file. Between batches the import reports progress
+``gate`` call over the whole file; the time for lines that differ is the gate's own
+(``benchmarks/RESULTS-import-knowledge.md``). Between batches the import reports progress
 (``progress(done, total)`` in patterns gated) and asks ``cancelled()``; a cancel
 raises :class:`~curator.store.importer.ImportCancelled` and nothing is written (the
 gate runs before the write transaction; a cancel during the write rolls it back).
