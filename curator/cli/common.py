@@ -21,6 +21,7 @@ import peewee
 
 from curator.core.jsonsafe import dumps
 from curator.core.redact import redact
+from curator.core.textsafety import escape_controls, escape_json_controls
 from curator.errors import CuratorError
 from curator.store.db import (
     Store,
@@ -255,29 +256,31 @@ class CommandContext:
     def emit(self, document: Any, human: str | Callable[[], str] | None = None) -> None:
         """Print the result: the JSON document with ``--json``, else the human text.
 
-        A stdout that cannot take it (``> /dev/full``) is an OutputError, one line; a
-        reader that went away (``| head``) stays a BrokenPipeError for ``main``.
+        Both may carry stored text; neither ever puts a control character on the terminal
+        (:mod:`curator.core.textsafety`: shown escaped, e.g. ``\\x1b``). A stdout that cannot
+        take it (``> /dev/full``) is an OutputError, one line; a reader that went away
+        (``| head``) stays a BrokenPipeError for ``main``.
         """
         with writing_stdout():
             if self.json:
-                sys.stdout.write(dumps(document) + "\n")
+                sys.stdout.write(escape_json_controls(dumps(document)) + "\n")
             elif human is not None:
                 text = human() if callable(human) else human
                 if text:
-                    print(text)
+                    print(escape_controls(text))
             sys.stdout.flush()
         self.emitted = True
 
     def info(self, message: str) -> None:
         """Progress and notes for a person: stderr, so ``--json`` output stays one document."""
-        print(message, file=sys.stderr, flush=True)
+        print(escape_controls(message), file=sys.stderr, flush=True)
 
     def fail(self, message: str, exit_code: int) -> None:
         """The one-line error on stderr, and with ``--json`` its document on stdout.
 
         The document is printed only when no result was (exactly one document per run).
         """
-        first_line = redact(" ".join(message.split()).strip())
+        first_line = escape_controls(redact(" ".join(message.split()).strip()))
         print(f"curator: error: {first_line}", file=sys.stderr, flush=True)
         if self.json and not self.emitted:
             print_error_document(first_line, exit_code)

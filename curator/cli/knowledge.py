@@ -16,7 +16,7 @@ from curator.core.redact import redact
 from curator.errors import CuratorError
 from curator.pipeline.audit import audit, retire_patterns
 from curator.pipeline.guard_opinion import opinion_wanted
-from curator.pipeline.import_knowledge import import_knowledge
+from curator.pipeline.import_knowledge import GATE_BATCH, import_knowledge
 from curator.pipeline.runlog import one_line
 from curator.store.settings import load_settings
 
@@ -74,10 +74,25 @@ def _opinion_model(ctx: CommandContext) -> Any:
 
 
 def cmd_import_knowledge(ctx: CommandContext) -> int:
+    """Stage FILE; a file of more than one gate batch shows its progress on stderr.
+
+    Ctrl+C stops it with nothing staged (the gate runs before the write, and the write
+    is one transaction).
+    """
+    from curator.cli.pipeline import ProgressPrinter
+    from curator.pipeline.progress import Progress
+
+    printer = ProgressPrinter()
+
+    def progress(done: int, total: int) -> None:
+        if total >= GATE_BATCH:  # a small file is quick: no progress lines
+            printer(Progress("dedup", done, total, message="patterns through the dedup gate"))
+
     backend = _opinion_model(ctx)
     try:
-        report = import_knowledge(ctx.store, ctx.args.file, backend=backend)
+        report = import_knowledge(ctx.store, ctx.args.file, backend=backend, progress=progress)
     finally:
+        printer.close()
         if backend is not None:
             backend.close()
     for error in report.errors:

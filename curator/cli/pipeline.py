@@ -21,6 +21,7 @@ from types import FrameType
 from typing import Any
 
 from curator.cli.common import CommandContext, integer
+from curator.core.textsafety import escape_controls
 from curator.errors import CuratorError
 from curator.llm.backend import backend_settings
 from curator.pipeline.progress import Progress, TaskState
@@ -146,7 +147,7 @@ class ProgressPrinter:
             filled = round(p.fraction * self.WIDTH)
             bar = "#" * filled + "-" * (self.WIDTH - filled)
             speed = f" {p.tokens_per_s:6.1f} tok/s" if p.tokens_per_s else ""
-            line = f"{p.step:<10} [{bar}] {p.done}/{p.total}{speed}  {p.message}"
+            line = f"{p.step:<10} [{bar}] {p.done}/{p.total}{speed}  {escape_controls(p.message)}"
             self.stream.write("\r" + line[:118].ljust(118))
             self._drawn = True
         else:
@@ -155,7 +156,8 @@ class ProgressPrinter:
                 return  # token-rate updates of the same step: only on a terminal
             self._last_key = key
             speed = f" ({p.tokens_per_s:.1f} tok/s)" if p.tokens_per_s else ""
-            self.stream.write(f"{p.step} {p.done}/{p.total}{speed} {p.message}".rstrip() + "\n")
+            message = escape_controls(p.message)
+            self.stream.write(f"{p.step} {p.done}/{p.total}{speed} {message}".rstrip() + "\n")
         self.stream.flush()
 
     def close(self) -> None:

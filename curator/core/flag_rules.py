@@ -515,3 +515,15 @@ def hidden_hits(text: str) -> Iterator[Hit]:
             yield m.start(), m.end(), "a base64 blob that decodes to text"
         elif len(token) >= 48 and shannon_entropy(token) >= 4.5:
             yield m.start(), m.end(), "a base64-like blob"
+
+
+def control_hits(text: str) -> Iterator[Hit]:
+    """C0/C1 control characters (ESC sequences hide or erase text on a terminal, NUL cuts it).
+
+    Intake refuses them (:mod:`curator.core.textsafety`); this flags what a database
+    written before that rule still holds, so the reviewer and ``curator audit`` see it.
+    """
+    from curator.core.textsafety import CONTROLS, control_name
+
+    for m in CONTROLS.finditer(text):
+        yield m.start(), m.end(), f"a control character {control_name(m.group())} (hides text)"

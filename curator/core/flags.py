@@ -55,6 +55,7 @@ from curator.core.flag_normalise import fold, variants
 from curator.core.flag_personal import personal_hits
 from curator.core.flag_rules import (
     Hit,
+    control_hits,
     hidden_hits,
     instruction_hits,
     link_hits,
@@ -349,7 +350,7 @@ def _detect(text: str, axioms: tuple[str, ...], identity_text: str) -> tuple[Fla
         "link": [*link_hits(text), *spelled_link_hits(text)],
         "secret": [*secret_hits(text), *credential_hits(text), *disguised["secret"]],
         "personal": [*personal_hits(text), *id_hits(text)],
-        "hidden": [*hidden_hits(text), *hidden_markup_hits(text)],
+        "hidden": [*hidden_hits(text), *hidden_markup_hits(text), *control_hits(text)],
         "identity": [
             *_identity_hits(text, axioms, identity_name_of(identity_text)),
             *(h for h in disguised["identity"] if not talked(h[0], h[1])),

@@ -10,6 +10,8 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass
 
+from curator.core.textsafety import control_problem
+
 __all__ = ["QualityGate", "QualityVerdict", "Rejected"]
 
 
@@ -54,6 +56,10 @@ class QualityGate:
         words = len(stripped.split())
         if words < self.min_words:
             reasons.append(f"{_plural(words, 'word')}, fewer than {self.min_words}")
+        problem = control_problem(stripped)
+        if problem is not None:
+            # a model's output with ESC sequences or NUL would hide text from the reviewer
+            reasons.append(problem)
         return QualityVerdict(ok=not reasons, reasons=tuple(reasons))
 
     def filter(self, texts: Iterable[str]) -> tuple[list[str], list[Rejected]]:

@@ -23,8 +23,15 @@ Decisions documented here:
   their result.  NaN is rejected (``ValueError``): it would poison every comparison.
 * ``rate`` must satisfy ``0 < rate <= 1``; 1 means "no decay".  A rate above 1 would
   make patterns grow until clamped at 1, which no ranking key can represent.
-* A ``distilled_at`` in the future (clock skew, imported data) counts as age 0: a
-  pattern never gains importance beyond its stored value.
+* A ``distilled_at`` in the future (clock skew, a database written before intake
+  refused such dates) counts as age 0: a pattern never gains importance beyond its
+  stored value.  :func:`decay_reference` is that rule, and both the shown value
+  (:func:`effective_importance`) and the order (:func:`standing_key`, :func:`top_k`,
+  the store's reads) go through it, so a date far in the future can neither raise the
+  value nor pin the pattern to the top of the prompt.  Intake refuses such dates
+  (``curator import-knowledge``) and the commit stamps at most its own time, so a
+  stored key is the standing key except for rows of an older database, which the
+  store's reads rank by :func:`standing_key` instead.
 * Naive datetimes are UTC.
 * ``distilled_at is None`` means "never decays" for :func:`effective_importance`.
   :func:`rank_key` rejects it: a pattern that never decays overtakes decaying ones as
@@ -52,9 +59,11 @@ __all__ = [
     "days_between",
     "days_until_below",
     "decay_matrix",
+    "decay_reference",
     "decay_series",
     "effective_importance",
     "rank_key",
+    "standing_key",
     "top_k",
 ]
 
@@ -101,6 +110,15 @@ def days_between(start: datetime, end: datetime) -> float:
     return (as_utc(end) - as_utc(start)) / _DAY
 
 
+def decay_reference(distilled_at: datetime, now: datetime | None = None) -> datetime:
+    """The moment decay is counted from: ``distilled_at``, but never later than ``now``.
+
+    A date in the future would otherwise give a negative age: a value above the stored
+    importance and a ranking key that beats every real pattern.
+    """
+    return min(as_utc(distilled_at), _now(now))
+
+
 def effective_importance(
     importance: float,
     distilled_at: datetime | None,
@@ -109,12 +127,14 @@ def effective_importance(
 ) -> float:
     """``clamp01(importance * rate ** days)``, ``days`` = age at ``now`` (default: now).
 
-    ``distilled_at is None`` means no decay; a future ``distilled_at`` counts as age 0.
+    ``distilled_at is None`` means no decay; a future ``distilled_at`` counts as age 0
+    (:func:`decay_reference`), so the result never exceeds ``clamp01(importance)``.
     """
     _check_rate(rate)
     if distilled_at is None:
         return clamp01(importance)
-    days = max(0.0, days_between(distilled_at, _now(now)))
+    current_now = _now(now)
+    days = days_between(decay_reference(distilled_at, current_now), current_now)
     return clamp01(importance * rate**days)
 
 
@@ -213,6 +233,21 @@ def rank_key(
     return math.log(value) + days_between(EPOCH, distilled_at) * -math.log(rate)
 
 
+def standing_key(
+    importance: float,
+    distilled_at: datetime,
+    now: datetime | None = None,
+    rate: float = DEFAULT_RATE,
+) -> float:
+    """:func:`rank_key` from the :func:`decay_reference`: the order the shown value has.
+
+    Equal to the stored key for every ``distilled_at`` at or before ``now``; for a
+    future one it is the key of a pattern distilled at ``now`` with the same importance,
+    which is exactly where its effective importance (frozen at the stored value) puts it.
+    """
+    return rank_key(importance, decay_reference(distilled_at, now), rate)
+
+
 class Rankable(Protocol):
     """What :func:`top_k` needs from a pattern (a store row, a dataclass, ...)."""
 
@@ -229,11 +264,11 @@ class Rankable(Protocol):
 T = TypeVar("T", bound=Rankable)
 
 
-def _newest_first(distilled_at: datetime | None) -> float:
-    """Sort component for "newer first"; a missing timestamp sorts as the oldest."""
+def _newest_first(distilled_at: datetime | None, now: datetime) -> float:
+    """Sort component for "newer first" by decay reference; a missing one sorts as oldest."""
     if distilled_at is None:
         return math.inf
-    return -as_utc(distilled_at).timestamp()
+    return -decay_reference(distilled_at, now).timestamp()
 
 
 def top_k(
@@ -242,8 +277,10 @@ def top_k(
     now: datetime | None = None,
     rate: float = DEFAULT_RATE,
 ) -> list[T]:
-    """Reference top K: effective importance desc, then newer ``distilled_at``, then id.
+    """Reference top K: effective importance desc, then newer decay reference, then id.
 
+    The decay reference is ``distilled_at`` capped at ``now`` (:func:`decay_reference`):
+    a future date ties with a pattern distilled right now, never ahead of it by date.
     Pure Python and O(n log n); the store gets the same answer from the indexed
     ``rank_key`` column.  Useful for tests and for small in-memory lists.
     """
@@ -252,7 +289,7 @@ def top_k(
         items,
         key=lambda item: (
             -effective_importance(item.importance, item.distilled_at, current_now, rate),
-            _newest_first(item.distilled_at),
+            _newest_first(item.distilled_at, current_now),
             item.id,
         ),
     )

@@ -41,7 +41,7 @@ from curator.gui.runs_pane import RunsPane
 from curator.gui.services import AppServices
 from curator.gui.settings_pane import SettingsPane
 from curator.pipeline.import_knowledge import import_knowledge
-from curator.store.importer import ImportReport, import_file
+from curator.store.importer import ImportCancelled, ImportReport, import_file
 from curator.store.settings import Settings, load_settings
 
 log = logging.getLogger("curator.gui")
@@ -368,10 +368,17 @@ class MainWindow(QMainWindow):
         self.busy_bar.setObjectName("busyProgress")
         self.busy_bar.setMaximumWidth(160)
         self.busy_bar.setMaximumHeight(14)
+        # Cancel of the running write (an import): it stops at its next check, and
+        # nothing of it is written (see StoreOps.cancel).
+        self.busy_cancel = QPushButton("Cancel")
+        self.busy_cancel.setObjectName("busyCancel")
+        self.busy_cancel.setFlat(True)
+        self.busy_cancel.clicked.connect(self.services.ops.cancel)
         bar.addWidget(self.busy_label)
         bar.addWidget(self.busy_bar)
-        self.busy_label.hide()
-        self.busy_bar.hide()
+        bar.addWidget(self.busy_cancel)
+        for widget in (self.busy_label, self.busy_bar, self.busy_cancel):
+            widget.hide()
         self._busy_timer = QTimer(self)
         self._busy_timer.setSingleShot(True)
         self._busy_timer.setInterval(BUSY_DELAY_MS)
@@ -395,13 +402,13 @@ class MainWindow(QMainWindow):
             self._busy_timer.start()
         else:
             self._busy_timer.stop()
-            self.busy_label.hide()
-            self.busy_bar.hide()
+            for widget in (self.busy_label, self.busy_bar, self.busy_cancel):
+                widget.hide()
 
     def _show_busy(self) -> None:
         if self.services.ops.busy:
-            self.busy_label.show()
-            self.busy_bar.show()
+            for widget in (self.busy_label, self.busy_bar, self.busy_cancel):
+                widget.show()
 
     def _ops_progress(self, label: str, done: int, total: int) -> None:
         if label != self.services.ops.busy_label:
@@ -556,11 +563,21 @@ class MainWindow(QMainWindow):
 
     def import_knowledge(self, path: Path) -> bool:
         """Stage a knowledge file for review, off the GUI thread: reading a large file and
-        running the dedup gate against every active pattern can take seconds. False while
-        another write runs."""
+        running the dedup gate against every active pattern can take minutes, so it
+        reports progress (patterns gated) and stops on Cancel with nothing staged. False
+        while another write runs."""
+
+        def stage(ctx: Any) -> Any:
+            try:
+                return import_knowledge(
+                    ctx.store, path, progress=ctx.progress, cancelled=lambda: ctx.cancelled
+                )
+            except ImportCancelled as exc:
+                return exc  # not a failure: the person asked for it
+
         return self.services.ops.write(
             f"Importing knowledge from {path.name}",
-            lambda ctx: import_knowledge(ctx.store, path),
+            stage,
             self._knowledge_imported,
             self._knowledge_import_failed,
         )
@@ -578,6 +595,9 @@ class MainWindow(QMainWindow):
         )
 
     def _knowledge_imported(self, report: Any) -> None:
+        if isinstance(report, ImportCancelled):
+            self.show_message(str(report))
+            return
         self.show_message(report.describe())
         self._list_rejected("Import knowledge", report.describe(), report.errors)
         if report.run_id is not None:

@@ -39,7 +39,7 @@ from datetime import datetime
 from typing import Any
 
 from curator.core.dedup import merge_importance
-from curator.core.scoring import clamp01, rank_key
+from curator.core.scoring import clamp01, decay_reference, rank_key
 from curator.errors import ConflictError, CuratorError
 from curator.pipeline.fingerprint import (
     DecisionKey,
@@ -519,7 +519,10 @@ def _apply(store: Store, plan: _Plan, actor: str) -> ChangesetSummary:
     cursor = store.db.cursor()
     stamp = format_utc(now)
     for add in plan.preview.adds:
-        distilled = add.distilled_at or now
+        # At most the commit's own time: a staged date can be ahead of this clock (a
+        # run staged before the clock was set back, or by an older version), and decay
+        # must never start in the future (see curator.core.scoring.decay_reference).
+        distilled = now if add.distilled_at is None else decay_reference(add.distilled_at, now)
         cursor.execute(
             'INSERT INTO "pattern" ("text", "importance", "distilled_at", "rank_key", '
             '"category", "status", "revision", "created_run_id", "updated_run_id", '
@@ -554,7 +557,7 @@ def _apply(store: Store, plan: _Plan, actor: str) -> ChangesetSummary:
     refresh_clock = update_refreshes_decay(store)
     for pid in updated:
         p = plan.patterns[pid]
-        reference = now if refresh_clock else p.distilled_at
+        reference = now if refresh_clock else decay_reference(p.distilled_at, now)
         Pattern.update(
             text=texts.get(pid, p.text),
             importance=importance[pid],

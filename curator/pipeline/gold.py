@@ -41,6 +41,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any, TextIO
 
+from curator.core.textsafety import control_problem
 from curator.core.whatif import GATE_DECISIONS
 from curator.errors import CuratorError
 from curator.pipeline.labels import relabel
@@ -170,6 +171,11 @@ def _check_candidate(doc: dict[str, Any]) -> dict[str, Any]:
     if not isinstance(text, str) or not text.strip():
         raise _BadLine("a candidate needs a non-empty 'text'")
     _check_depth_and_text(doc, "the candidate")
+    for name in ("text", "final_text", "category"):
+        value = doc.get(name)
+        problem = control_problem(value, f"'{name}'") if isinstance(value, str) else None
+        if problem is not None:
+            raise _BadLine(problem)
     for name, allowed in (("proposed_action", ACTIONS), ("decision", GATE_DECISIONS)):
         if not isinstance(doc.get(name), str) or doc[name] not in allowed:
             raise _BadLine(f"'{name}' must be one of {', '.join(allowed)}")

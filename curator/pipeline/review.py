@@ -39,6 +39,7 @@ from peewee import fn
 from curator.core.dedup import gate, nearest, pair_ratio
 from curator.core.flags import Flag
 from curator.core.quality import QualityGate
+from curator.core.textsafety import control_problem
 from curator.errors import CuratorError
 from curator.pipeline.flagging import FlagContext, candidate_sources, flag_context, seen_record
 from curator.store.db import Store
@@ -638,6 +639,9 @@ def decide(
             cleaned = text.strip()
             if not cleaned:
                 raise CuratorError("the edited text is empty; REJECT the candidate instead")
+            problem = control_problem(cleaned, "the edited text")
+            if problem is not None:
+                raise CuratorError(problem)
             if len(cleaned) > MAX_PATTERN_CHARS:
                 # the limit import-knowledge applies: a pattern goes into every prompt
                 raise CuratorError(

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from curator.core.textsafety import control_problem
+from curator.errors import CuratorError
 from curator.store.db import Store
 from curator.store.models import IdentityVersion
 
@@ -34,8 +36,21 @@ def current_identity(store: Store) -> Identity:
 
 
 def save_identity(store: Store, identity_text: str, axioms: list[str], note: str = "") -> Identity:
-    """Save a new version (versions are never edited in place)."""
+    """Save a new version (versions are never edited in place).
+
+    Refused (``CuratorError``, nothing saved) when the identity, an axiom or the note
+    holds a control character: they go into the agent's system prompt and before a
+    person's eyes (:mod:`curator.core.textsafety`).
+    """
     cleaned = [a.strip() for a in axioms if a.strip()]
+    for where, text in (
+        ("the identity text", identity_text),
+        *((f"axiom {n}", a) for n, a in enumerate(cleaned, 1)),
+        ("the note", note),
+    ):
+        problem = control_problem(text, where)
+        if problem is not None:
+            raise CuratorError(problem)
     with store.write():
         last = IdentityVersion.select().order_by(IdentityVersion.version.desc()).first()
         version = 1 if last is None else last.version + 1

@@ -36,6 +36,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any, BinaryIO
 
+from curator.core.textsafety import control_problem
 from curator.errors import CuratorError
 from curator.store.db import Store
 from curator.store.models import Episode, format_utc, to_utc, utcnow
@@ -204,7 +205,9 @@ def _loads(text: str) -> Any:
 
 
 def _check_depth_and_text(value: Any, where: str, depth: int = 0) -> None:
-    """Reject deep nesting and strings that cannot be stored as UTF-8 (lone surrogates)."""
+    """Reject deep nesting, strings that cannot be stored as UTF-8 (lone surrogates) and
+    strings with control characters (:mod:`curator.core.textsafety`: they would hide text
+    from the reviewer), in values and keys alike."""
     if depth > MAX_NESTING:
         raise _BadLine(f"{where} is nested more than {MAX_NESTING} levels deep")
     if isinstance(value, str):
@@ -212,6 +215,9 @@ def _check_depth_and_text(value: Any, where: str, depth: int = 0) -> None:
             value.encode("utf-8")
         except UnicodeEncodeError:
             raise _BadLine(f"{where} contains a lone surrogate (not valid Unicode)") from None
+        problem = control_problem(value, where)
+        if problem is not None:
+            raise _BadLine(problem)
     elif isinstance(value, dict):
         for key, item in value.items():
             _check_depth_and_text(key, where, depth + 1)

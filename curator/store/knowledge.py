@@ -5,16 +5,30 @@ with time alone; it is the order of the stored ``rank_key`` (see
 :func:`curator.core.scoring.rank_key`). The top K is therefore one query on the
 ``pattern_rank`` index, whatever "now" is; effective importances are computed only for the
 rows returned.
+
+One exception: a ``distilled_at`` in the future. Intake refuses such dates and a commit
+stamps at most its own time, but a database written before that may hold one, whose
+stored key ranks it above every real pattern while its effective importance is only its
+stored value. Those rows (found by an indexed ``distilled_at > now``; normally none) are
+ranked by :func:`curator.core.scoring.standing_key`, the key of the value they show, and
+merged into the indexed order, so the prompt's order is always the order of the shown
+effective importance; ties go to the newer decay reference (the date, capped at now),
+then to the lower id.
 """
 
 from __future__ import annotations
 
+import heapq
+import itertools
+from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import datetime, timedelta
+from typing import Any
 
 from peewee import JOIN, fn
 
-from curator.core.scoring import effective_importance
+from curator.core.scoring import decay_reference, effective_importance, standing_key
+from curator.core.textsafety import escape_controls
 from curator.store.db import Store
 from curator.store.models import Changeset, Episode, Pattern, PatternEpisode, Run, utcnow
 from curator.store.settings import load_settings
@@ -85,16 +99,21 @@ def _rows(
         .group_by(PatternEpisode.pattern)
         .alias("src")
     )
-    query = (
-        Pattern.select(Pattern, fn.COALESCE(sources.c.n, 0).alias("n_sources"))
-        .join(sources, JOIN.LEFT_OUTER, on=(sources.c.pattern_id == Pattern.id))
-        .where(Pattern.status == "active")
-        .order_by(*RANK_ORDER)
+    base = Pattern.select(Pattern, fn.COALESCE(sources.c.n, 0).alias("n_sources")).join(
+        sources, JOIN.LEFT_OUTER, on=(sources.c.pattern_id == Pattern.id)
     )
+    active = Pattern.status == "active"
+    query = base.where(active & (Pattern.distilled_at <= now)).order_by(*RANK_ORDER)
+    count = None
     if only_top:
-        query = query.limit(top_k if limit is None else limit)
+        count = top_k if limit is None else limit
+        query = query.limit(count)
+    future = list(base.where(active & (Pattern.distilled_at > now)))
+    ordered = _merge_future(query, future, now, decay)
+    if count is not None:
+        ordered = itertools.islice(ordered, max(0, count))
     rows = []
-    for rank, p in enumerate(query, 1):
+    for rank, p in enumerate(ordered, 1):
         rows.append(
             PatternRow(
                 id=p.id,
@@ -107,10 +126,38 @@ def _rows(
                 revision=p.revision,
                 rank=rank,
                 in_top_k=rank <= top_k,
-                sources=int(p.n_sources),  # type: ignore[attr-defined]
+                sources=int(p.n_sources),
             )
         )
     return rows
+
+
+def _merge_future(ranked: Any, future: list[Any], now: datetime, rate: float) -> Iterator[Any]:
+    """The indexed order with the future-dated rows put where their shown value ranks.
+
+    Both streams are in the order ``(key desc, decay reference desc, id asc)``: the
+    indexed one by the stored key (its own key, its dates being in the past), the
+    future one by :func:`standing_key` (every reference there is ``now``).
+    """
+    if not future:
+        yield from ranked
+        return
+
+    def stored(p: Any) -> tuple[float, float, int]:
+        return (-p.rank_key, -p.distilled_at.timestamp(), p.id)
+
+    def standing(p: Any) -> tuple[float, float, int]:
+        key = standing_key(p.importance, p.distilled_at, now, rate)
+        return (-key, -decay_reference(p.distilled_at, now).timestamp(), p.id)
+
+    future.sort(key=standing)
+    decorated = heapq.merge(
+        ((stored(p), p) for p in ranked),
+        ((standing(p), p) for p in future),
+        key=lambda pair: pair[0],
+    )
+    for _key, p in decorated:
+        yield p
 
 
 def pattern_sources(store: Store, pattern_id: int) -> list[SourceRow]:
@@ -205,14 +252,19 @@ def last_retirement(store: Store) -> int | None:
 
 
 def export_markdown(rows: list[PatternRow]) -> str:
-    """The knowledge block as the agent receives it, ready to paste into a system prompt."""
+    """The knowledge block as the agent receives it, ready to paste into a system prompt.
+
+    A control character an older database still holds is written as a visible ``\\x1b``
+    (:func:`curator.core.textsafety.escape_controls`): the block goes into a prompt file
+    and before a person's eyes, where it must not hide or erase text.
+    """
     lines = [
         "## Knowledge",
         "",
         "Patterns distilled from past episodes, most important first:",
         "",
     ]
-    lines += [f"- {' '.join(r.text.split())}" for r in rows]
+    lines += [f"- {escape_controls(' '.join(r.text.split()))}" for r in rows]
     return "\n".join(lines) + "\n"
 
 

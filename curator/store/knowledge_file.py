@@ -13,6 +13,13 @@ read as bytes and decoded strictly, every bad line or element is reported as
 ``FILE:LINE: reason`` and skipped, and nothing is dropped without a reason. Missing
 importances and dates are not errors (the seed guards a pattern without a date), but
 they are counted so the report says how many were filled in.
+
+A ``distilled`` date later than the moment of reading is refused as a line error, not
+clamped: decay counts from that date, and a date in the future (``9999-12-31``) would
+have no age to decay by, which put a pattern of importance 0.01 at the top of the
+prompt. Refusing keeps the file's meaning honest: the person corrects the date (or
+drops it, and the commit's time is used) and imports again. Text with control
+characters is refused too (:mod:`curator.core.textsafety`).
 """
 
 from __future__ import annotations
@@ -35,6 +42,7 @@ from curator.store.importer import (
     _type_name,
     _Unreadable,
 )
+from curator.store.models import format_utc, to_utc, utcnow
 
 MAX_PATTERN_CHARS = 4000
 """A pattern is a short statement; anything longer is not knowledge but a pasted document."""
@@ -73,7 +81,7 @@ def _text(value: str, where: str) -> str:
     return text
 
 
-def _item_from_object(obj: Any, line: int) -> KnowledgeItem:
+def _item_from_object(obj: Any, line: int, now: datetime) -> KnowledgeItem:
     if not isinstance(obj, dict):
         raise _BadLine(f"expected an object with a 'pattern', found {_type_name(obj)}")
     _check_depth_and_text(obj, "the element")
@@ -93,6 +101,11 @@ def _item_from_object(obj: Any, line: int) -> KnowledgeItem:
         raise _BadLine(f"'importance' {importance} is outside 0..1")
     distilled = obj.get("distilled")
     when = None if distilled is None else _parse_timestamp_field(distilled)
+    if when is not None and when > now:
+        raise _BadLine(
+            f"'distilled' {str(distilled)[:40]!r} is in the future (now is "
+            f"{format_utc(now)}); give the date it was distilled, or none"
+        )
     return KnowledgeItem(line, text, float(importance), when, given)
 
 
@@ -113,13 +126,13 @@ def _json_array_text(path: Path) -> str | None:
     return data.decode("utf-8", "surrogateescape")
 
 
-def _read_json(text: str, result: KnowledgeFile) -> None:
+def _read_json(text: str, result: KnowledgeFile, now: datetime) -> None:
     for number, value in _iter_json_array(text):
         if isinstance(value, _BadLine):
             result.errors.append(LineError(result.path, number, str(value)))
             continue
         try:
-            result.items.append(_item_from_object(value, number))
+            result.items.append(_item_from_object(value, number, now))
         except _BadLine as exc:
             result.errors.append(LineError(result.path, number, str(exc)))
 
@@ -191,8 +204,12 @@ def _read_markdown(lines: list[tuple[int, str]], result: KnowledgeFile) -> None:
     flush()
 
 
-def read_knowledge(path: str | Path) -> KnowledgeFile:
-    """Parse a knowledge file into items and line errors (see the module doc)."""
+def read_knowledge(path: str | Path, now: datetime | None = None) -> KnowledgeFile:
+    """Parse a knowledge file into items and line errors (see the module doc).
+
+    ``now`` (default: the current time) is the latest ``distilled`` date accepted.
+    """
+    now = utcnow() if now is None else to_utc(now)
     try:
         # the episode importer's checks: a directory, a FIFO (opened without blocking), a
         # device or a name the system refuses is one error with its real reason
@@ -215,7 +232,7 @@ def read_knowledge(path: str | Path) -> KnowledgeFile:
     array_text = _json_array_text(path)
     if array_text is not None:
         result = KnowledgeFile(str(path), "json")
-        _read_json(array_text, result)
+        _read_json(array_text, result, now)
     else:
         probe = KnowledgeFile(str(path), "text")
         lines = _lines(path, probe)

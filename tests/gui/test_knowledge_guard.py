@@ -20,9 +20,9 @@ def test_import_knowledge_runs_off_the_gui_thread_and_opens_review(
     threads: list[threading.Thread] = []
     real = import_module.import_knowledge
 
-    def spy(store, path):  # records the thread the real import ran on
+    def spy(store, path, **options):  # records the thread the real import ran on
         threads.append(threading.current_thread())
-        return real(store, path)
+        return real(store, path, **options)
 
     monkeypatch.setattr("curator.gui.main_window.import_knowledge", spy)
     path = tmp_path / "memory.json"

@@ -191,6 +191,25 @@ def test_edit_dialog_rematches_and_decides(qtbot, pane: ReviewPane) -> None:
     assert edited.final_importance == pytest.approx(0.55)
 
 
+def test_edit_dialog_text_with_a_control_character_is_refused(qtbot, pane: ReviewPane) -> None:
+    """An ESC sequence typed or pasted into the Edit dialog is refused with its reason;
+    the candidate stays as it was."""
+    messages: list[tuple[str, str]] = []
+    pane.show_message = lambda title, text: messages.append((title, text))
+    pane._select_row(2)  # the ADD candidate
+    before = next(c for c in pane.candidates() if c.ordinal == 3)
+    key(qtbot, pane, Qt.Key.Key_E)
+    dialog = pane.edit_dialog
+    assert dialog is not None
+    dialog.text_edit.setPlainText("Deploys wait for a green build\x1b[8m and a hidden order.")
+    dialog.accept()
+    qtbot.waitUntil(lambda: pane.settled, timeout=30_000)  # written in the background
+    qtbot.waitUntil(lambda: bool(messages), timeout=30_000)
+    assert "U+001B (ESC)" in messages[-1][1]
+    after = next(c for c in pane.candidates() if c.ordinal == 3)
+    assert (after.final_text, after.action) == (before.final_text, before.action)
+
+
 def test_an_edited_update_is_listed_and_committed_as_edited(
     qtbot, pane: ReviewPane, staged
 ) -> None:

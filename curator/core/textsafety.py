@@ -1,0 +1,117 @@
+"""The control-character policy: what text may be stored and how stored text is printed.
+
+Pattern text goes into the agent's prompt and every stored text is shown to a reviewer.
+A C0 or C1 control character in it is never content: ``ESC [ 8 m`` hides the text after
+it on a terminal, ``ESC [ 2 K`` erases the line it is on, NUL truncates the text in C
+libraries, and a reviewer reading ``curator review`` would approve what they cannot see.
+
+The policy, in one place:
+
+* **Intake refuses** (never silently strips): a text that contains a control character
+  other than newline and tab is rejected with the character, its code point and its
+  position (:func:`control_problem`, :func:`require_clean`). Files report it as
+  ``FILE:LINE: reason`` like every other bad line; an edit is refused with one line and
+  nothing changes. Refusing rather than escaping keeps the text the person meant: they
+  fix the source and import again, and no silently rewritten text reaches Knowledge.
+* **Output escapes**: a database written before this policy may hold such text. Every
+  CLI printer goes through :func:`escape_controls`, which writes each control as a
+  visible ``\\xNN`` (``\\x1b``), so a terminal never receives one from stored text.
+* A lone carriage return counts as a control (it moves the cursor back over the line,
+  hiding what precedes it). CR followed by LF is a Windows line end, not a trick: logs
+  written on Windows carry it inside their messages, and refusing it would refuse their
+  episodes (and stripping it would change their content hashes, so a re-import of a file
+  imported earlier would add every such episode again). It is stored and printed as is.
+
+This module imports nothing from Qt or the store: the window, the CLI and the pipeline
+all use it.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Final
+
+__all__ = [
+    "CONTROLS",
+    "UnsafeText",
+    "control_name",
+    "control_problem",
+    "escape_controls",
+    "escape_json_controls",
+    "has_controls",
+    "require_clean",
+]
+
+#: Every C0 control except tab (U+0009), newline (U+000A) and the CR of a CRLF line end,
+#: DEL, and every C1 control.
+CONTROLS: Final = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f]|\r(?!\n)")
+
+_NAMES: Final = {
+    0x00: "NUL",
+    0x07: "BEL",
+    0x08: "BS",
+    0x0B: "VT",
+    0x0C: "FF",
+    0x0D: "CR",
+    0x1B: "ESC",
+    0x7F: "DEL",
+    0x85: "NEL",
+    0x9B: "CSI",
+}
+
+
+class UnsafeText(ValueError):
+    """A text that contains a control character; the message says which and where."""
+
+
+def has_controls(text: str) -> bool:
+    """Whether ``text`` contains a control character the policy refuses."""
+    return CONTROLS.search(text) is not None
+
+
+def control_name(char: str) -> str:
+    """``U+001B (ESC)``: the code point, with its usual name where it has a short one."""
+    code = ord(char)
+    name = _NAMES.get(code)
+    return f"U+{code:04X}" + (f" ({name})" if name else "")
+
+
+def control_problem(text: str, where: str = "the text") -> str | None:
+    """The reason ``text`` is refused, or ``None`` when it is clean.
+
+    The position is 1-based in characters, so a person can find it in an editor.
+    """
+    found = CONTROLS.search(text)
+    if found is None:
+        return None
+    return (
+        f"{where} contains the control character {control_name(found.group())} at "
+        f"character {found.start() + 1} (only newline and tab are allowed)"
+    )
+
+
+def require_clean(text: str, where: str = "the text") -> str:
+    """Return ``text`` unchanged, or raise :class:`UnsafeText` with the reason."""
+    problem = control_problem(text, where)
+    if problem is not None:
+        raise UnsafeText(problem)
+    return text
+
+
+def escape_controls(text: str) -> str:
+    """``text`` with every refused control written as a visible ``\\xNN`` escape.
+
+    Newline and tab stay as they are (they lay out the output); everything else a
+    terminal would act on (ESC sequences, CR, NUL, C1 controls) is shown, not obeyed.
+    """
+    return CONTROLS.sub(lambda m: f"\\x{ord(m.group()):02x}", text)
+
+
+def escape_json_controls(document: str) -> str:
+    """JSON text with DEL and C1 controls as ``\\u00XX`` escapes (the same document).
+
+    ``json.dumps(..., ensure_ascii=False)`` escapes C0 controls but writes DEL and C1
+    controls as they are; they can only occur inside strings, where ``\\u00XX`` is the
+    same character, so the parsed document does not change.
+    """
+    return CONTROLS.sub(lambda m: f"\\u{ord(m.group()):04x}", document)
