@@ -8,7 +8,7 @@ libraries, and a reviewer reading ``curator review`` would approve what they can
 The policy, in one place:
 
 * **Intake refuses** (never silently strips): a text that contains a control character
-  other than newline and tab is rejected with the character, its code point and its
+  other than newline, tab and CRLF is rejected with the character, its code point and its
   position (:func:`control_problem`, :func:`require_clean`). Files report it as
   ``FILE:LINE: reason`` like every other bad line; an edit is refused with one line and
   nothing changes. Refusing rather than escaping keeps the text the person meant: they
