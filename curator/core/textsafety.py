@@ -86,7 +86,7 @@ def control_problem(text: str, where: str = "the text") -> str | None:
         return None
     return (
         f"{where} contains the control character {control_name(found.group())} at "
-        f"character {found.start() + 1} (only newline and tab are allowed)"
+        f"character {found.start() + 1} (only newline, tab and CRLF line ends are allowed)"
     )
 
 

@@ -32,7 +32,7 @@ def test_every_c0_and_c1_control_but_newline_and_tab_is_refused() -> None:
 def test_the_reason_names_the_character_and_its_position() -> None:
     assert control_problem("ab\x1b[8mhidden", "'pattern'") == (
         "'pattern' contains the control character U+001B (ESC) at character 3 "
-        "(only newline and tab are allowed)"
+        "(only newline, tab and CRLF line ends are allowed)"
     )
     with pytest.raises(UnsafeText, match=r"U\+0000 \(NUL\) at character 1"):
         require_clean("\x00")
