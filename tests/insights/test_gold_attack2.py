@@ -13,7 +13,11 @@ from __future__ import annotations
 
 import io
 import json
+import os
+import signal
 import sqlite3
+import subprocess
+import sys
 import tempfile
 import unicodedata
 from pathlib import Path
@@ -176,3 +180,65 @@ def test_export_then_import_is_a_fixed_point(rows: list[tuple[str, str, str, boo
         assert back.errors == [] and back.episodes_added == 0 and back.conflicts == []
         assert _rows(a) == before
         assert sorted(_rows(b)) == sorted(before)
+
+
+def _cli(db: Path, *argv: str) -> list[str]:
+    return [sys.executable, "-m", "curator", "--db", str(db), "--json", *argv]
+
+
+def _big_gold(folder: Path, count: int) -> Path:
+    lines = [
+        {
+            "kind": "episode",
+            "text": f"episode {i} " + "x" * 200,
+            "human_label": "noise",
+            "timestamp": "2026-01-01T00:00:00Z",
+        }
+        for i in range(count)
+    ]
+    return _gold(folder, *lines)
+
+
+def test_two_imports_of_one_file_at_once_add_each_episode_once(tmp_path: Path) -> None:
+    db = _episodes_db(tmp_path, [])
+    gold = _big_gold(tmp_path, 3000)
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
+    procs = [
+        subprocess.Popen(
+            _cli(db, "gold", "import", str(gold)),
+            env=env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+        )
+        for _ in range(2)
+    ]
+    results = [p.communicate(timeout=120) for p in procs]
+    assert [p.returncode for p in procs] == [0, 0], results
+    docs = [json.loads(out) for out, _ in results]
+    assert sorted(d["episodes_added"] for d in docs) == [0, 3000]
+    rows = _rows(db)
+    assert len(rows) == 3000 and {r[4] for r in rows} == {"noise"}
+
+
+def test_sigterm_during_an_import_leaves_all_or_nothing(tmp_path: Path) -> None:
+    """Whenever SIGTERM arrives, the import is in the database whole or not at all."""
+    db = _episodes_db(tmp_path, [])
+    gold = _big_gold(tmp_path, 20000)
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
+    proc = subprocess.Popen(
+        _cli(db, "gold", "import", str(gold)),
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
+    try:
+        proc.wait(timeout=0.5)
+    except subprocess.TimeoutExpired:
+        proc.send_signal(signal.SIGTERM)
+    _out, err = proc.communicate(timeout=120)
+    assert b"Traceback" not in err
+    count = len(_rows(db))
+    if proc.returncode == 0:
+        assert count == 20000
+    else:
+        assert proc.returncode in (-signal.SIGTERM, 143) and count == 0
