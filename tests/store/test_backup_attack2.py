@@ -127,3 +127,101 @@ def test_any_chain_of_links_restores_the_file_at_its_end(
         assert all(link.is_symlink() for link in links)
         assert _patterns(real) == ["before"]
         assert sorted(os.listdir(folder / "backups")) == [p.name for p in list_backups(real)]
+
+
+def _only_backup(db: Path) -> Path:
+    (backup,) = list_backups(db)
+    return backup
+
+
+def test_a_renamed_database_restores_its_old_backups_by_name_and_prunes_none(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Renamed after a backup: the old backups keep the old name, so ``restore`` without
+    BACKUP and retention do not see them (nothing is lost), and naming one restores it
+    (the id inside is the database's)."""
+    old = _database(tmp_path / "old.sqlite", "before")
+    assert _run(capsys, "--db", str(old), "backup")[0] == 0
+    backup = _only_backup(old)
+    new = tmp_path / "new.sqlite"
+    old.rename(new)
+    _add(new, "after")
+    assert _run(capsys, "--db", str(new), "backup", "--keep", "1")[0] == 0
+    assert _run(capsys, "--db", str(new), "backup", "--keep", "1")[0] == 0
+    assert backup.exists()
+    code, doc = _run(capsys, "--db", str(new), "restore", str(backup))
+    assert code == 0, doc
+    assert _patterns(new) == ["before"]
+
+
+def _set_id(path: Path, value: str | None) -> None:
+    with sqlite3.connect(path) as conn:
+        if value is None:
+            conn.execute("DELETE FROM setting WHERE key = 'database_id'")
+        else:
+            conn.execute("UPDATE setting SET value = ? WHERE key = 'database_id'", (value,))
+    conn.close()
+
+
+@pytest.mark.parametrize("tampered", ['"another id"', "123", "not json"])
+def test_a_backup_whose_id_was_tampered_is_never_restored_as_another_databases(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], tampered: str
+) -> None:
+    db = _database(tmp_path / "db.sqlite", "before")
+    assert _run(capsys, "--db", str(db), "backup")[0] == 0
+    backup = _only_backup(db)
+    _set_id(backup, tampered)
+    _add(db, "after")
+    before = db.read_bytes()
+    code, doc = _run(capsys, "--db", str(db), "restore", str(backup))
+    if tampered == '"another id"':  # a readable id of another database: refused
+        assert code == 2 and "another database" in str(doc["error"])
+        assert db.read_bytes() == before
+    else:  # no readable id: the name decides, and the name is this database's
+        assert code == 0, doc
+        assert _patterns(db) == ["before"]
+
+
+def test_a_backup_of_a_newer_schema_is_refused_and_nothing_changes(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    db = _database(tmp_path / "db.sqlite", "before")
+    assert _run(capsys, "--db", str(db), "backup")[0] == 0
+    backup = _only_backup(db)
+    with sqlite3.connect(backup) as conn:
+        conn.execute("PRAGMA user_version = 9999")
+    conn.close()
+    before = sorted(os.listdir(tmp_path))
+    code, doc = _run(capsys, "--db", str(db), "restore", str(backup))
+    assert code == 2 and "newer" in str(doc["error"])
+    assert sorted(os.listdir(tmp_path)) == before and _patterns(db) == ["before"]
+
+
+@pytest.mark.parametrize("keep", [str(2**63 - 1), "1000000"])
+def test_a_huge_keep_keeps_everything(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], keep: str
+) -> None:
+    db = _database(tmp_path / "db.sqlite", "one")
+    for _ in range(3):
+        code, doc = _run(capsys, "--db", str(db), "backup", "--keep", keep)
+        assert code == 0, doc
+    assert len(list_backups(db)) == 3
+
+
+def test_two_databases_of_one_name_in_other_folders_share_a_backup_folder(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``a/curator.sqlite`` and ``b/curator.sqlite`` backed up into one ``--dir``: the
+    names are the same, the ids decide; each keeps and restores only its own."""
+    a = _database(tmp_path / "a" / "curator.sqlite", "a")
+    b = _database(tmp_path / "b" / "curator.sqlite", "b")
+    shared = tmp_path / "shared"
+    for db in (a, b, a, b):
+        assert _run(capsys, "--db", str(db), "backup", "--dir", str(shared), "--keep", "1")[0] == 0
+    assert len(os.listdir(shared)) == 2
+    _add(a, "a later")
+    code, doc = _run(capsys, "--db", str(a), "restore", str(list_backups(a, shared)[-1]))
+    assert code == 0, doc
+    assert _patterns(a) == ["a"]
+    code, doc = _run(capsys, "--db", str(b), "restore", str(list_backups(a, shared)[-1]))
+    assert code == 2 and _patterns(b) == ["b"]
