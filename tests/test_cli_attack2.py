@@ -69,7 +69,21 @@ def test_help_and_version_without_json_stay_text(capsys: pytest.CaptureFixture[s
     assert capsys.readouterr().out.startswith("usage: curator")
 
 
-_OPTIONS = ["--json", "--help", "-h", "--version", "--db", "", "--create", "--keep", "0", "x"]
+_OPTIONS = [
+    "--json",
+    "--help",
+    "-h",
+    "--version",
+    "--db",
+    "",
+    "--create",
+    "--keep",
+    "0",
+    "x",
+    "--model",
+    "--dir",
+    "~no-such-user-of-curator/x",
+]
 _COMMANDS = ["stats", "gold", "backup", "restore", "--help", "--version"]
 
 
@@ -84,7 +98,7 @@ def test_json_runs_print_exactly_one_document(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
     """Property (a command always given: none would open the window): any mix of --json
-    with --help, --version, an empty --db and usage errors
+    with ~ paths of unknown users, --help, --version, an empty --db and usage errors
     prints one JSON document with --json (an exit in {0,1,2}) and creates no database
     where none was asked for."""
     folder = tmp_path_factory.mktemp("cli")
@@ -106,3 +120,49 @@ def test_json_runs_print_exactly_one_document(
     assert code in (0, 1, 2)
     json.loads(out)  # exactly one document (json.loads refuses two)
     assert not (folder / "home").exists()
+
+
+_NO_SUCH_USER = "~no-such-user-of-curator"
+
+
+def _demo(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> Path:
+    db = tmp_path / "c.sqlite"
+    assert main(["--db", str(db), "demo"]) == 0
+    capsys.readouterr()
+    return db
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["--db", f"{_NO_SUCH_USER}/x.sqlite", "stats"],
+        ["--db", f"{_NO_SUCH_USER}/x.sqlite", "--create", "stats"],
+        ["backup", "--dir", f"{_NO_SUCH_USER}/backups"],
+        ["restore", f"{_NO_SUCH_USER}/b.sqlite"],
+        ["classify", "--model", f"{_NO_SUCH_USER}/m.gguf"],
+        ["distill", "--model", f"{_NO_SUCH_USER}/m.gguf"],
+    ],
+)
+def test_a_home_of_an_unknown_user_is_one_line_exit_2(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], argv: list[str]
+) -> None:
+    """``~name`` of a user the system does not know cannot be expanded (Python raises
+    RuntimeError there): a usage error in one line, not an internal error (exit 3)."""
+    db = _demo(tmp_path, capsys)
+    before = db.read_bytes()
+    full = argv if argv[0] == "--db" else ["--db", str(db), *argv]
+    assert _exit_of(["--json", *full]) == 2
+    captured = capsys.readouterr()
+    doc = json.loads(captured.out)
+    assert doc["exit"] == 2 and "unknown user" in doc["error"], doc
+    assert captured.err.count("\n") == 1
+    assert db.read_bytes() == before
+    assert not Path(_NO_SUCH_USER).exists()
+
+
+def test_an_unknown_users_home_in_curator_db_is_exit_2(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setenv(DB_ENV, f"{_NO_SUCH_USER}/x.sqlite")
+    assert _exit_of(["--json", "--create", "stats"]) == 2
+    assert "unknown user" in json.loads(capsys.readouterr().out)["error"]

@@ -25,6 +25,7 @@ import peewee
 import platformdirs
 from peewee import SqliteDatabase
 
+from curator.core.userpath import user_path
 from curator.errors import CuratorError
 from curator.store.migrations import LATEST_VERSION, MIGRATIONS
 from curator.store.models import ALL_MODELS
@@ -95,7 +96,7 @@ def resolve_db_path(cli_value: str | os.PathLike[str] | None) -> Path:
         return default_db_path()
     if "\x00" in os.fspath(raw):
         raise CuratorError(f"the database path given by {source} contains a NUL character")
-    return Path(raw).expanduser()
+    return user_path(raw, f"the database path given by {source}")
 
 
 def missing_database_message(path: Path, source: str) -> str:
