@@ -22,7 +22,7 @@ import contextlib
 import os
 import sys
 from collections.abc import Sequence
-from typing import IO, Any, NoReturn
+from typing import TYPE_CHECKING, Any, NoReturn
 
 from curator import __version__
 from curator.cli.common import (
@@ -36,6 +36,9 @@ from curator.core.jsonsafe import dumps
 from curator.errors import CuratorError
 from curator.llm.model_file import CHECK_OPTION, run_child_check
 from curator.store.db import DATABASE_ERRORS, explain_database_error
+
+if TYPE_CHECKING:
+    from _typeshed import SupportsWrite
 
 
 class UsageExit(SystemExit):
@@ -57,7 +60,7 @@ class _Parser(argparse.ArgumentParser):
 
     json_output = False
 
-    def print_help(self, file: IO[str] | None = None) -> None:
+    def print_help(self, file: SupportsWrite[str] | None = None) -> None:
         if not self.json_output:
             super().print_help(file)
             return
