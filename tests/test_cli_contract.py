@@ -184,7 +184,7 @@ def test_restore_into_a_missing_folder_is_refused(
 ) -> None:
     run_cli(capsys, "--db", "c.sqlite", "demo")
     assert run_cli(capsys, "--db", "c.sqlite", "backup")[0] == 0
-    backup = next((inputs / "backups").glob("c-*.sqlite"))
+    backup = next((inputs / "backups").glob("c.sqlite-*.sqlite"))
     before = tree(inputs)
     code, _, err = run_cli(capsys, "--db", "elsewhere/c.sqlite", "restore", str(backup))
     assert code == 2 and "no database at elsewhere/c.sqlite" in err

@@ -22,7 +22,7 @@ import contextlib
 import os
 import sys
 from collections.abc import Sequence
-from typing import NoReturn
+from typing import TYPE_CHECKING, Any, NoReturn
 
 from curator import __version__
 from curator.cli.common import (
@@ -32,9 +32,13 @@ from curator.cli.common import (
     ensure_standard_streams,
     print_error_document,
 )
+from curator.core.jsonsafe import dumps
 from curator.errors import CuratorError
 from curator.llm.model_file import CHECK_OPTION, run_child_check
 from curator.store.db import DATABASE_ERRORS, explain_database_error
+
+if TYPE_CHECKING:
+    from _typeshed import SupportsWrite
 
 
 class UsageExit(SystemExit):
@@ -47,7 +51,22 @@ class UsageExit(SystemExit):
 
 
 class _Parser(argparse.ArgumentParser):
-    """argparse with usage errors as one line on stderr (exit code 2), no usage dump."""
+    """argparse with usage errors as one line on stderr (exit code 2), no usage dump.
+
+    With ``--json`` anywhere among the options (:attr:`json_output`, set by :func:`main`
+    before parsing, since ``--help`` stops argparse before it sets anything) the help is
+    one document too, ``{"help": TEXT}``: a script asking for JSON always gets JSON.
+    """
+
+    json_output = False
+
+    def print_help(self, file: SupportsWrite[str] | None = None) -> None:
+        if not self.json_output:
+            super().print_help(file)
+            return
+        with contextlib.suppress(OSError, ValueError):
+            sys.stdout.write(dumps({"help": self.format_help()}) + "\n")
+            sys.stdout.flush()
 
     def error(self, message: str) -> NoReturn:
         text = " ".join(f"{message} (see --help)".split())
@@ -55,6 +74,27 @@ class _Parser(argparse.ArgumentParser):
             sys.stderr.write(f"{self.prog}: error: {text}\n")
             sys.stderr.flush()
         raise UsageExit(text)
+
+
+class _VersionAction(argparse.Action):
+    """``--version``: ``curator X.Y`` for a person, ``{"version": "X.Y"}`` with ``--json``."""
+
+    def __init__(self, option_strings: Sequence[str], dest: str, **kwargs: Any) -> None:
+        super().__init__(option_strings, dest, nargs=0, default=argparse.SUPPRESS, **kwargs)
+
+    def __call__(
+        self,
+        parser: argparse.ArgumentParser,
+        namespace: argparse.Namespace,
+        values: object,
+        option_string: str | None = None,
+    ) -> None:
+        plain = f"curator {__version__}"
+        text = dumps({"version": __version__}) if _Parser.json_output else plain
+        with contextlib.suppress(OSError, ValueError):
+            sys.stdout.write(text + "\n")
+            sys.stdout.flush()
+        parser.exit()
 
 
 def _wants_json(arguments: Sequence[str]) -> bool:
@@ -119,7 +159,7 @@ def build_parser() -> argparse.ArgumentParser:
         "Without a command, the desktop window opens.",
     )
     add_common_options(parser, suppress_defaults=False)
-    parser.add_argument("--version", action="version", version=f"curator {__version__}")
+    parser.add_argument("--version", action=_VersionAction, help="show the version and exit")
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
     for module in (data, pipeline, review, knowledge, recovery, settings_cmd, insights, models):
         module.register(subparsers, common)
@@ -136,6 +176,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         # (not `python -c`) it works in a frozen build too.
         return run_child_check(arguments[1])
     parser = build_parser()
+    _Parser.json_output = _wants_json(arguments)
     try:
         args = parser.parse_args(arguments)
     except UsageExit as exc:

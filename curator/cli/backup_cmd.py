@@ -12,10 +12,10 @@ a read-only connection.
 from __future__ import annotations
 
 import argparse
-from pathlib import Path
 from typing import Any
 
 from curator.cli.common import CommandContext, integer
+from curator.core.userpath import user_path
 from curator.store.backup import DEFAULT_KEEP, take_backup
 
 
@@ -38,7 +38,7 @@ def register(subparsers: Any, common: argparse.ArgumentParser) -> None:
 
 
 def cmd_backup(ctx: CommandContext) -> int:
-    folder = Path(ctx.args.dir).expanduser() if ctx.args.dir else None
+    folder = user_path(ctx.args.dir, "--dir") if ctx.args.dir else None
     store = ctx.store  # refuses a damaged or foreign file before anything is written
     result = take_backup(store.path, read_only=store.read_only, dest_dir=folder, keep=ctx.args.keep)
     ctx.emit(result.to_json(), result.describe())

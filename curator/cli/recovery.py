@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from curator.cli.common import CommandContext
+from curator.core.userpath import user_path
 from curator.store.backup import restore_backup
 from curator.store.opening import MissingDatabaseError
 
@@ -32,7 +33,7 @@ def register(subparsers: Any, common: argparse.ArgumentParser) -> None:
 
 
 def cmd_restore(ctx: CommandContext) -> int:
-    chosen = Path(ctx.args.backup).expanduser() if ctx.args.backup else None
+    chosen = user_path(ctx.args.backup, "BACKUP") if ctx.args.backup else None
     path = Path(ctx.db_path)
     if not ctx.create and not os.path.exists(path) and not path.parent.is_dir():
         # Putting a lost database back is what restore is for, but into a folder that

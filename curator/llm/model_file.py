@@ -31,6 +31,7 @@ from typing import Any, BinaryIO
 
 import platformdirs
 
+from curator.core.userpath import user_path
 from curator.errors import CuratorError
 
 MODEL_ENV = "CURATOR_MODEL"
@@ -547,12 +548,12 @@ def resolve_model_path(
     store).
     """
     if cli_value:
-        return Path(cli_value).expanduser()
+        return user_path(cli_value, "--model")
     env = os.environ.get(MODEL_ENV)
     if env:
-        return Path(env).expanduser()
+        return user_path(env, f"${MODEL_ENV}")
     if saved:
-        return Path(saved).expanduser()
+        return user_path(saved, "the saved model_path")
     demo = demo_model_path()
     if demo is not None:
         return demo

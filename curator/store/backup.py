@@ -49,6 +49,7 @@ from curator.errors import CuratorError
 from curator.store.backup_identity import (
     backup_file_name,
     belongs_to,
+    database_file,
     ensure_database_id,
     foreign_backup_problem,
     named_backups,
@@ -115,6 +116,7 @@ def default_backup_dir(db_path: Path) -> Path:
 def list_backups(db_path: Path, backup_dir: Path | None = None) -> list[Path]:
     """The backups of ``db_path``, oldest first: named for it and not holding another
     database's identity (see :mod:`curator.store.backup_identity`)."""
+    db_path = database_file(db_path)
     folder = backup_dir or default_backup_dir(db_path)
     named = named_backups(db_path, folder)
     if not named:
@@ -129,6 +131,7 @@ def backup_due(db_path: Path, backup_dir: Path | None = None) -> bool:
     Two ``stat`` calls, a folder listing and the ids of the database and of its newest
     backup (the close calls it on the GUI thread: a few ms, not one read per backup).
     """
+    db_path = database_file(db_path)
     named = named_backups(db_path, backup_dir or default_backup_dir(db_path))
     own_id = read_database_id(db_path) if named and db_path.is_file() else None
     newest = next(
@@ -180,6 +183,7 @@ def take_backup(
     """
     if keep < 1:
         raise CuratorError(f"--keep must be at least 1 (got {keep})")
+    db_path = database_file(db_path)  # a link: the file it names, its backups
     started = time.perf_counter()
     folder = dest_dir or default_backup_dir(db_path)
     try:
@@ -336,8 +340,10 @@ def restore_backup(path: Path, backup: Path | None = None) -> RestoreReport:
     ``-wal``/``-shm`` renamed aside (never deleted) and the copy renamed into place, an
     atomic step. A failure before that leaves every file as it was; a failure of the final
     rename puts the previous files back. The window must not have the database open. A
-    backup holding another database's id is refused, whatever its name.
+    backup holding another database's id is refused, whatever its name. A ``path`` that
+    is a link restores the file it names; the link stays.
     """
+    path = database_file(path)
     if backup is None:
         backup = newest_good_backup(path)
         if backup is None:

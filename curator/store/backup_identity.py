@@ -19,12 +19,21 @@ the other's backups and a restore of one would swap in the other's content:
   never pruned as this one's, never chosen as this one's newest good backup, and
   restoring it is refused. Where either side has no id (a backup taken before ids, a
   database never backed up since, or one too damaged to read), the name decides.
+* **Links.** A database named through a symbolic link is the file at the end of the
+  link (:func:`database_file`): its backups are named after that file and kept in its
+  folder, and a restore replaces that file, never the link (replacing the link would
+  leave the database as it was while the link named a new file).
+* **Copies.** A database copied with ``cp`` carries the original's id. Retention and a
+  restore without a named backup go by the file name first, so neither prunes nor picks
+  the other's backups; a backup of the original named explicitly may be restored over
+  the copy (the same id: the copy's own history up to the copy).
 """
 
 from __future__ import annotations
 
 import contextlib
 import json
+import os
 import re
 import sqlite3
 import uuid
@@ -37,6 +46,12 @@ DATABASE_ID_KEY = "database_id"
 _STAMP = r"\d{8}T\d{12}Z"
 _OWN_SIDE_FILES = ("-wal", "-shm", "-journal", ".replaced-", ".damaged-", ".restoring-")
 """What lies next to a database and belongs to it: SQLite's files and a restore's."""
+
+
+def database_file(db_path: Path) -> Path:
+    """The file a database path names: the end of its chain of links (the path itself
+    when it is no link, so messages keep the name the user gave)."""
+    return Path(os.path.realpath(db_path)) if db_path.is_symlink() else db_path
 
 
 def backup_file_name(db_path: Path, stamp: str, suffix: str = ".sqlite") -> str:

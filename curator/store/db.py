@@ -25,6 +25,7 @@ import peewee
 import platformdirs
 from peewee import SqliteDatabase
 
+from curator.core.userpath import user_path
 from curator.errors import CuratorError
 from curator.store.migrations import LATEST_VERSION, MIGRATIONS
 from curator.store.models import ALL_MODELS
@@ -75,9 +76,17 @@ def db_path_source(cli_value: str | os.PathLike[str] | None) -> str:
 def resolve_db_path(cli_value: str | os.PathLike[str] | None) -> Path:
     """``--db`` wins, then ``CURATOR_DB``, then the per-user default.
 
-    A path with a NUL character cannot name a file (the operating system would refuse it
-    deep inside SQLite); it is a usage error here, in one line.
+    An empty ``--db`` is a usage error. A path with a NUL character cannot name a file
+    (the operating system would refuse it deep inside SQLite); it is a usage error here,
+    in one line.
     """
+    if cli_value is not None and not os.fspath(cli_value):
+        # Not "no --db": falling back to $CURATOR_DB or the default would open (with
+        # --create, make) a database the user never named.
+        raise CuratorError(
+            "--db is empty: give the database file's path, or leave --db out for "
+            f"${DB_ENV} or the default database"
+        )
     source = db_path_source(cli_value)
     if cli_value:
         raw: str | os.PathLike[str] = cli_value
@@ -87,7 +96,7 @@ def resolve_db_path(cli_value: str | os.PathLike[str] | None) -> Path:
         return default_db_path()
     if "\x00" in os.fspath(raw):
         raise CuratorError(f"the database path given by {source} contains a NUL character")
-    return Path(raw).expanduser()
+    return user_path(raw, f"the database path given by {source}")
 
 
 def missing_database_message(path: Path, source: str) -> str:

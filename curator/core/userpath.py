@@ -1,0 +1,30 @@
+"""Paths a person typed, with ``~`` expanded the way a shell would, or refused in one line.
+
+``~name`` of a user the system does not know has no home to expand to; Python raises
+RuntimeError there, which would surface as an internal error (exit 3) in the middle of
+a command. It is a path nobody can mean, so it is refused as unusable input (exit 2)
+before anything is opened or created (a shell would keep it literally, and ``--create``
+would then make a folder named ``~name`` in the current directory).
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from curator.errors import CuratorError
+
+__all__ = ["user_path"]
+
+
+def user_path(raw: str | os.PathLike[str], what: str = "the path") -> Path:
+    """``raw`` as a Path with a leading ``~`` or ``~name`` expanded (CuratorError, exit 2,
+    for the home of an unknown user)."""
+    try:
+        return Path(raw).expanduser()
+    except RuntimeError:
+        head = os.fspath(raw).split("/", 1)[0][:40]
+        raise CuratorError(
+            f"{what} {os.fspath(raw)[:80]!r} starts with {head}, the home of an unknown "
+            "user; nothing was opened"
+        ) from None
