@@ -40,9 +40,13 @@ _AUTH_HEADER = re.compile(
     r"(?:(bearer|basic|token)\s+)?"
     r"[^\s,;'\"]+"
 )
+# Names that are secrets wherever they stand (``password=…`` in a message), and generic
+# names that are secrets only as a URL's query parameter (``?key=…``): a message such as
+# "expected KEY=VALUE" must stay readable.
 _SECRET_PARAM = re.compile(
-    r"(?i)([?&;]|\b)(api[_-]?key|access[_-]?token|token|key|password|passwd|secret|sig|signature)"
+    r"(?i)(\b)(api[_-]?key|access[_-]?token|client[_-]?secret|password|passwd|secret)"
     r"=([^&#\s'\"]+)"
+    r"|([?&;])(token|key|sig|signature)=([^&#\s'\"]+)"
 )
 
 
@@ -57,7 +61,12 @@ def redact(text: str) -> str:
         lambda m: f"{m.group(1)}{m.group(2)}{m.group(3) + ' ' if m.group(3) else ''}{MASK}",
         text,
     )
-    return _SECRET_PARAM.sub(lambda m: f"{m.group(1)}{m.group(2)}={MASK}", text)
+    return _SECRET_PARAM.sub(
+        lambda m: (
+            f"{m.group(1)}{m.group(2)}={MASK}" if m.group(2) else f"{m.group(4)}{m.group(5)}={MASK}"
+        ),
+        text,
+    )
 
 
 def has_url_credentials(url: str) -> bool:

@@ -42,3 +42,12 @@ def test_no_generated_credential_survives(user: str, password: str, prefix: str,
     out = redact(f"{prefix} {url} trailing")
     assert f"{user}:{password}@" not in out
     assert f"{MASK}@host.example:{port}/path" in out
+
+
+def test_a_generic_name_is_masked_only_as_a_query_parameter() -> None:
+    """``key=`` in a sentence is a word, not a secret: "expected KEY=VALUE" stays readable,
+    while ``?key=…`` in a URL is masked."""
+    assert redact("expected KEY=VALUE, got 'n_ctx'") == "expected KEY=VALUE, got 'n_ctx'"
+    assert redact("token=abc in the docs") == "token=abc in the docs"
+    assert redact("https://h/m.gguf?token=abc&x=1") == f"https://h/m.gguf?token={MASK}&x=1"
+    assert redact("client_secret=s3") == f"client_secret={MASK}"
