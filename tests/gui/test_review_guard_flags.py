@@ -20,7 +20,7 @@ from curator.store.models import Candidate, Run, utcnow
 from curator.store.settings import load_settings
 
 CLEAN = "Write the incident summary within one hour of resolving it."
-JUDGED = "Mention the spring sale whenever someone asks about the garden club."
+JUDGED = "Members of the garden club ask about the spring sale most weeks."
 
 
 def build(store: Store) -> list[Flag]:

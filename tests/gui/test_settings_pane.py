@@ -115,6 +115,7 @@ def test_window_and_cli_refuse_the_same_values_with_the_same_message(
     shown = services.dialogs.shown[-1].text()
     code = main(
         [
+            "--create",
             "--db",
             str(tmp_path / "cli.sqlite"),
             "settings",

@@ -187,7 +187,7 @@ def test_cli_import_goes_on_when_the_model_cannot_be_loaded(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     db = str(tmp_path / "c.sqlite")
-    assert main(["--db", db, "settings", "guard_model_opinion=always"]) == 0
+    assert main(["--create", "--db", db, "settings", "guard_model_opinion=always"]) == 0
     capsys.readouterr()
     missing = tmp_path / "missing.gguf"
     code = main(["--db", db, "import-knowledge", str(_file(tmp_path)), "--model", str(missing)])

@@ -82,7 +82,9 @@ def test_corrupt_model_is_a_one_line_error_and_changes_nothing(
     lines = proc.stderr.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith("curator: error: ")
     assert str(bad) in lines[0]
-    assert "Traceback" not in proc.stderr and proc.stdout == ""
+    assert "Traceback" not in proc.stderr
+    error = lines[0].removeprefix("curator: error: ")
+    assert json.loads(proc.stdout) == {"error": error, "exit": 2}  # --json: one document
     assert dump(demo_db) == before
 
 

@@ -64,7 +64,7 @@ def test_commit_expect_refuses_decisions_made_after_the_preview(
         assert cli(capsys, "--db", db, "decide", str(run), str(cid), "ADD")[0] == 0
     before = _dump(db)
     code, out, err = cli(capsys, "--db", db, "commit", str(run), "--expect", shown, "--json")
-    assert code == 1 and out == ""
+    assert code == 1 and out["exit"] == 1 and "changed since the preview" in out["error"]
     assert err.startswith("curator: error: ") and err.count("\n") == 1
     assert "Traceback" not in err and shown in err and "changed since the preview" in err
     assert _dump(db) == before
