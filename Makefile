@@ -24,7 +24,8 @@ DIST_SOURCES := pyproject.toml $(shell find curator resources packaging -type f 
 # leave disabled: the first matrix product then dies with SIGILL. So on x86-64 it is built
 # for AVX2 (and AVX-512 where the processor has it), never AMX. CMAKE_ARGS in the
 # environment replaces this (CUDA: see README). The wheel cache is bypassed, since it
-# would hand back a build made with other flags; a change of flags rebuilds.
+# would hand back a build made with other flags; a change of flags rebuilds. The wheel is
+# kept in $(VENV)/wheels, where the packaging test's clean environment finds it.
 ifeq ($(shell uname -m),x86_64)
 LLAMA_DEFAULT_ARGS := -DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON$(if $(shell grep -m1 -ow avx512f /proc/cpuinfo 2>/dev/null), -DGGML_AVX512=ON)
 endif
@@ -37,8 +38,11 @@ $(STAMP): pyproject.toml Makefile
 	$(PY) -m pip install --quiet --upgrade pip "setuptools>=77" wheel
 	@if [ "$$(cat $(LLAMA_STAMP) 2>/dev/null)" != "$(LLAMA_ARGS)." ]; then \
 	  echo "building llama-cpp-python (CMAKE_ARGS=$(LLAMA_ARGS)): several minutes"; \
-	  CMAKE_ARGS="$(LLAMA_ARGS)" $(PY) -m pip install --quiet --no-cache-dir --force-reinstall \
-	    --no-deps "llama-cpp-python>=0.3.9" && echo "$(LLAMA_ARGS)." > $(LLAMA_STAMP); \
+	  rm -rf $(VENV)/wheels && \
+	  CMAKE_ARGS="$(LLAMA_ARGS)" $(PY) -m pip wheel --quiet --no-cache-dir --no-deps \
+	    -w $(VENV)/wheels "llama-cpp-python>=0.3.9" && \
+	  $(PY) -m pip install --quiet --force-reinstall --no-deps $(VENV)/wheels/llama_cpp_python-*.whl && \
+	  echo "$(LLAMA_ARGS)." > $(LLAMA_STAMP); \
 	fi
 	$(PY) -m pip install --quiet -e '.[demo,test,dev]'
 	@touch $(STAMP)

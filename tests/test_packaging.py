@@ -8,6 +8,7 @@ import subprocess
 import sys
 import venv
 import zipfile
+from importlib.metadata import version
 from pathlib import Path
 
 import pytest
@@ -80,8 +81,21 @@ def test_wheel_in_a_clean_venv_runs_demo_and_classify(wheel: Path, tmp_path: Pat
     env_dir = tmp_path / "venv"
     venv.EnvBuilder(with_pip=True).create(env_dir)
     python = env_dir / "bin" / "python"
+    # llama.cpp is compiled for this machine by `make` (never with AMX, which a kernel may
+    # leave disabled: SIGILL) and kept beside the environment; the clean environment takes
+    # that build rather than compiling its own or reusing a cached one made with other flags.
+    built = Path(sys.prefix) / "wheels"
+    llama = [f"--find-links={built}", f"llama-cpp-python=={version('llama-cpp-python')}"]
     installed = subprocess.run(
-        [str(python), "-m", "pip", "install", "-q", f"{wheel}[demo]"],
+        [
+            str(python),
+            "-m",
+            "pip",
+            "install",
+            "-q",
+            f"{wheel}[demo]",
+            *(llama if built.is_dir() else []),
+        ],
         capture_output=True,
         text=True,
         timeout=900,
