@@ -12,7 +12,7 @@ import os
 from pathlib import Path
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
 from curator import __version__
@@ -101,6 +101,9 @@ def test_json_runs_print_exactly_one_document(
     with ~ paths of unknown users, --help, --version, an empty --db and usage errors
     prints one JSON document with --json (an exit in {0,1,2}) and creates no database
     where none was asked for."""
+    # "--db" last would take the command as its value and leave none: the window, which
+    # this in-process run cannot close; that case is the window's, not this property's.
+    assume(not options or options[-1] != "--db")
     folder = tmp_path_factory.mktemp("cli")
     old = Path.cwd()
     env = {k: os.environ.get(k) for k in (DB_ENV, "XDG_DATA_HOME")}
