@@ -163,3 +163,26 @@ def run_python(code: str, *args: str, timeout: float = 120) -> subprocess.Comple
         env=python_env(),
         cwd=REPO_ROOT,
     )
+
+
+def cli(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, Any, str]:
+    """``curator ARGV`` in-process: exit code, stdout (parsed with ``--json``) and stderr."""
+    import json
+
+    from curator.cli import main
+
+    code = main(list(argv))
+    out, err = capsys.readouterr()
+    doc = json.loads(out) if "--json" in argv and out.strip() else out
+    return code, doc, err
+
+
+def database_dump(path: str | Path) -> Any:
+    """Every table of the database at ``path``, to compare before and after a refusal."""
+    from curator.store.snapshot import logical_dump
+
+    store = Store(path)
+    try:
+        return logical_dump(store)
+    finally:
+        store.close()

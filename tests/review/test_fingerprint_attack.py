@@ -9,42 +9,31 @@ through the real command line; the race uses two real processes.
 
 from __future__ import annotations
 
-import json
 import subprocess
 import sys
-from typing import Any
 
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from curator.cli import main
 from curator.errors import CuratorError
 from curator.pipeline.fingerprint import FINGERPRINT_CHARS, parse_fingerprint
 from curator.store.db import Store
 from curator.store.models import Pattern, Run
-from curator.store.snapshot import logical_dump
-from review.conftest import REPO_ROOT, candidate_ids, make_pattern, make_staged_run, python_env
+from review.conftest import (
+    REPO_ROOT,
+    candidate_ids,
+    cli,
+    database_dump,
+    make_pattern,
+    make_staged_run,
+    python_env,
+)
 
 TEXTS = (
     "Summaries for the design team should include one screenshot per change.",
     "Database migrations are rehearsed on a copy of production before release.",
 )
-
-
-def cli(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, Any, str]:
-    code = main(list(argv))
-    out, err = capsys.readouterr()
-    doc = json.loads(out) if "--json" in argv and out.strip() else out
-    return code, doc, err
-
-
-def _dump(path: str) -> Any:
-    store = Store(path)
-    try:
-        return logical_dump(store)
-    finally:
-        store.close()
 
 
 @pytest.fixture
@@ -79,11 +68,11 @@ def test_a_target_retired_after_the_preview_refuses_the_commit(
     shown = _decide_all(capsys, db, run, ids)
     code, _, err = cli(capsys, "--db", db, "retire", str(pattern))
     assert code == 0, err
-    before = _dump(db)
+    before = database_dump(db)
     code, out, err = cli(capsys, "--db", db, "commit", str(run), "--expect", shown)
     assert code == 1 and out == "" and err.count("\n") == 1 and "Traceback" not in err
     assert "changed since the preview" in err
-    assert _dump(db) == before
+    assert database_dump(db) == before
 
 
 @pytest.mark.parametrize("status", ["committed", "cancelled"])
@@ -101,11 +90,11 @@ def test_expect_on_a_run_that_is_no_longer_staged_is_a_conflict(
             Run.update(status=status).where(Run.id == run).execute()
     finally:
         store.close()
-    before = _dump(db)
+    before = database_dump(db)
     code, out, err = cli(capsys, "--db", db, "commit", str(run), "--expect", shown)
     assert code == 1 and out == "" and err.count("\n") == 1
     assert f"run {run} is {status}" in err and "nothing was committed" in err
-    assert _dump(db) == before
+    assert database_dump(db) == before
 
 
 def test_a_pasted_fingerprint_with_other_case_and_blanks_commits(

@@ -2,29 +2,17 @@
 
 from __future__ import annotations
 
-import json
-from typing import Any
-
 import pytest
 
-from curator.cli import main
 from curator.store.db import Store
 from curator.store.models import Pattern
-from curator.store.snapshot import logical_dump
-from review.conftest import candidate_ids, make_staged_run
+from review.conftest import candidate_ids, cli, database_dump, make_staged_run
 
 TEXTS = (
     "Summaries for the design team should include one screenshot per change.",
     "Database migrations are rehearsed on a copy of production before release.",
     "Incident reports name the first alert that fired and the time it fired.",
 )
-
-
-def cli(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, Any, str]:
-    code = main(list(argv))
-    out, err = capsys.readouterr()
-    doc = json.loads(out) if "--json" in argv and out.strip() else out
-    return code, doc, err
 
 
 @pytest.fixture
@@ -34,14 +22,6 @@ def staged(store: Store) -> tuple[str, int, list[int]]:
     path = str(store.path)
     store.close()  # the commands open their own connection, as separate programs would
     return path, run.id, ids
-
-
-def _dump(path: str) -> Any:
-    store = Store(path)
-    try:
-        return logical_dump(store)
-    finally:
-        store.close()
 
 
 def test_commit_expect_refuses_decisions_made_after_the_preview(
@@ -62,12 +42,12 @@ def test_commit_expect_refuses_decisions_made_after_the_preview(
 
     for cid in ids[1:]:  # another shell, meanwhile
         assert cli(capsys, "--db", db, "decide", str(run), str(cid), "ADD")[0] == 0
-    before = _dump(db)
+    before = database_dump(db)
     code, out, err = cli(capsys, "--db", db, "commit", str(run), "--expect", shown, "--json")
     assert code == 1 and out["exit"] == 1 and "changed since the preview" in out["error"]
     assert err.startswith("curator: error: ") and err.count("\n") == 1
     assert "Traceback" not in err and shown in err and "changed since the preview" in err
-    assert _dump(db) == before
+    assert database_dump(db) == before
 
     code, fresh, _ = cli(capsys, "--db", db, "commit", str(run), "--preview", "--json")
     assert fresh["fingerprint"] != shown and fresh["counts"]["ADD"] == 3
@@ -99,7 +79,7 @@ def test_commit_expect_usage_errors_change_nothing(
 ) -> None:
     db, run, ids = staged
     cli(capsys, "--db", db, "decide", str(run), str(ids[0]), "ADD")
-    before = _dump(db)
+    before = database_dump(db)
     code, out, err = cli(capsys, "--db", db, "commit", str(run), "--reviewed-only", *argv)
     assert code == 2 and out == "" and says in err and err.count("\n") == 1
-    assert _dump(db) == before
+    assert database_dump(db) == before
