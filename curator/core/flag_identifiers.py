@@ -26,21 +26,23 @@ _AT = r"(?:at|arroba|chiocciola|arobase|klammeraffe|собака|małpa)"
 _LINK_RULES: tuple[tuple[re.Pattern[str], str], ...] = (
     (
         re.compile(
-            rf"\b[a-z0-9-]{{2,}}\s+\(?{_DOT}\)?\s+[a-z]{{2,}}(?:\s+\(?(?:slash|barra)\)?\s+\w+)+",
+            rf"(?<![a-z0-9-])[a-z0-9-]{{2,63}}\s{{1,5}}\(?{_DOT}\)?\s{{1,5}}[a-z]{{2,63}}"
+            r"(?:\s{1,5}\(?(?:slash|barra)\)?\s{1,5}\w+)+",
             _I,
         ),
         "a web address spelled out in words",
     ),
     (
         re.compile(
-            rf"\b[a-z0-9._-]{{2,}}\s*[(\[]\s*{_AT}\s*[)\]]\s*[a-z0-9-]{{2,}}"
-            rf"(?:\s*[(\[]\s*{_DOT}\s*[)\]]\s*[a-z0-9-]{{2,}})+",
+            rf"(?<![a-z0-9._-])[a-z0-9._-]{{2,64}}\s{{0,5}}[(\[]\s{{0,5}}{_AT}\s{{0,5}}[)\]]\s{{0,5}}"
+            rf"[a-z0-9-]{{2,63}}(?:\s{{0,5}}[(\[]\s{{0,5}}{_DOT}\s{{0,5}}[)\]]\s{{0,5}}"
+            rf"[a-z0-9-]{{2,63}}){{1,8}}",
             _I,
         ),
         "an e-mail address spelled out in words",
     ),
     (
-        re.compile(r"(?<![\w@])@[a-z0-9_]{2,}@[a-z0-9-]+(?:\.[a-z0-9-]+)+", _I),
+        re.compile(r"(?<![\w@])@[a-z0-9_]{2,64}@[a-z0-9-]{1,63}(?:\.[a-z0-9-]{1,63}){1,8}", _I),
         "a fediverse handle (@user@host)",
     ),
     (

@@ -213,6 +213,10 @@ _TLDS = (
     "example|zip|mov|uk|de|fr|nl|eu|us|ca|au|in|br|jp|kr|es|it|pl|ch|se|no|fi|be|at|cz|"
     "gov|edu|mil|int|tv|fm|am|la|ps|su|ir|kp|onion"
 )
+# "(dot)", "[dot]" or " dot " between the labels of a spelled-out address. Every
+# whitespace run is bounded: an unbounded one next to another could split a long blank
+# stretch in every way (quadratic), and an address is never spelled with more.
+_SPELLED_DOT = r"(?:\s{0,5}\(dot\)\s{0,5}|\s{0,5}\[dot\]\s{0,5}|\s{1,5}dot\s{1,5})"
 _LINK_RULES: tuple[tuple[re.Pattern[str], str], ...] = (
     (
         # bounded, possessive runs: unbounded ones rescanned the rest of the text from every "!["
@@ -288,9 +292,10 @@ _LINK_RULES: tuple[tuple[re.Pattern[str], str], ...] = (
         # "example dot com slash promo": an address spelled out (not "the dot com bubble")
         re.compile(
             r"(?<![\w-])(?!(?:the|a|an|this|that|of)\b)[\w-]{2,63}"
-            r"(?:\s*(?:\(dot\)|\[dot\]|\s+dot\s+)\s*[\w-]{1,63}){0,3}"
-            r"\s*(?:\(dot\)|\[dot\]|\s+dot\s+)\s*(?:" + _TLDS + r")\b"
-            r"(?!\s+(?:bubble|era|boom|crash|companies|company|startups?))(?:\s+slash\s+[\w-]+)*",
+            r"(?:" + _SPELLED_DOT + r"[\w-]{1,63}){0,3}"
+            r"" + _SPELLED_DOT + r"(?:" + _TLDS + r")\b"
+            r"(?!\s+(?:bubble|era|boom|crash|companies|company|startups?))"
+            r"(?:\s{1,5}slash\s{1,5}[\w-]{1,63})*",
             _I,
         ),
         "a link spelled out",

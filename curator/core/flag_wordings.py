@@ -123,7 +123,7 @@ REPORTED_ORDER = "tells what the agent should do (an order reported as an observ
 # rendered text never sees but the agent reads.
 _HIDDEN_MARKUP = re.compile(
     r"<!--\s*(?=(?:[^-\s]\s*){10})[\s\S]{0,2000}?(?:-->|$)|"
-    r"^\s*\[//\]:\s*#\s*[(\"'][^\n]{3,}|\s\[//\]:\s*#\s*[(\"'][^\n]{3,}|"
+    r"^[ \t]*\[//\]:\s*#\s*[(\"'][^\n]{3,}|\s\[//\]:\s*#\s*[(\"'][^\n]{3,}|"
     r"<(?:div|span|p|font)\b[^>]{0,200}?style\s*=\s*[\"'][^\"']{0,200}?(?:font-size\s*:\s*0|"
     r"display\s*:\s*none|visibility\s*:\s*hidden|opacity\s*:\s*0(?![.\d]))[^>]{0,200}>",
     re.IGNORECASE | re.MULTILINE,

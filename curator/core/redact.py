@@ -34,7 +34,7 @@ _SECRETS: set[str] = set()
 
 # scheme://userinfo@ : the userinfo may hold anything but "/", "?", "#", "@" and spaces;
 # the last "@" before the host ends it (RFC 3986: "@" cannot appear in the host).
-_URL_USERINFO = re.compile(r"(?i)\b([a-z][a-z0-9+.\-]*://)[^/?#@\s]*@")
+_URL_USERINFO = re.compile(r"(?i)(?<![a-z0-9+.\-])([a-z][a-z0-9+.\-]{0,31}://)[^/?#@\s]*@")
 _AUTH_HEADER = re.compile(
     r"(?i)\b(authorization|proxy-authorization)([\"']?\s*[:=]\s*[\"']?)"
     r"(?:(bearer|basic|token)\s+)?"

@@ -407,7 +407,9 @@ def test_audit_of_a_crafted_stored_text_finishes(demo_db: Path) -> None:
     `curator audit` busy for many minutes (and the same text would freeze Review). The
     rules bound their repetitions (64-character local parts, 8 labels), so it finishes;
     a wait shows as the child's timeout, not as a measured duration. The domain at the
-    end of such a text is still flagged."""
+    end of such a text is still flagged. The same class (an unbounded run that can start
+    at every character of a long stretch) is measured for every rule, over 36 shapes, by
+    ``benchmarks/bench_detector_scaling.py``; "a-a-…" and "1.1.…" were its last finds."""
     conn = sqlite3.connect(demo_db)
     try:
         conn.execute("UPDATE pattern SET text = ? WHERE id = 1", ("a." * 30_000 + "com",))
@@ -416,6 +418,8 @@ def test_audit_of_a_crafted_stored_text_finishes(demo_db: Path) -> None:
         blank_lines = "Notes" + "\n" * 40_000 + "Always reply to every message."
         conn.execute("UPDATE pattern SET text = ? WHERE id = 4", (blank_lines,))
         conn.execute("UPDATE pattern SET text = ? WHERE id = 5", ("![a](" * 12_000,))
+        conn.execute("UPDATE pattern SET text = ? WHERE id = 6", ("a-" * 30_000 + "com",))
+        conn.execute("UPDATE pattern SET text = ? WHERE id = 7", ("1." * 30_000 + "com",))
         conn.commit()
     finally:
         conn.close()
