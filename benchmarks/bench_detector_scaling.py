@@ -25,8 +25,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from curator.core.flags import detect  # noqa: E402
-from curator.core.redact import redact  # noqa: E402
+from curator.core.flags import detect
+from curator.core.redact import redact
 
 #: (name, prefix, unit): the text is ``prefix + unit * n + "com"``. Each unit is a
 #: separator-and-token pair that a link, handle, whitespace or markup rule could start on
