@@ -17,7 +17,7 @@ from curator.pipeline import commit as commit_api
 from curator.pipeline import labels as labels_api
 from curator.pipeline import review as review_api
 from curator.pipeline.fingerprint import parse_fingerprint
-from curator.store.models import LABELS, Candidate
+from curator.store.models import LABELS, Candidate, format_local
 
 if TYPE_CHECKING:
     from curator.pipeline.learn import LearnReport
@@ -238,6 +238,37 @@ def cmd_decide(ctx: CommandContext) -> int:
     return 0
 
 
+def prompt_lines(preview: commit_api.CommitPreview) -> list[str]:
+    """The preview's effect on the prompt: one line per touched pattern, then those pushed out.
+
+    Stored importance says what the row will hold; effective importance and rank say what
+    the agent will get, so both are printed, with the words for an UPDATE that will not
+    move its pattern.
+    """
+    effect = preview.effect
+    if effect is None:
+        return []
+    clock = "on" if effect.refresh_clock else "off"
+    lines = [
+        f"prompt at {format_local(effect.reference_time, seconds=True)}: top {effect.top_k}, "
+        f"decay {effect.decay_rate:g}/day, UPDATE refreshes the decay clock: {clock}"
+    ]
+    for pid, s in effect.patterns.items():
+        lines.append(
+            f"update #{pid}: importance {s.importance_before:.2f} → {s.importance_after:.2f}, "
+            f"effective {s.effective_before:.3f} → {s.effective_after:.3f}, "
+            f"rank {s.rank_before} → {s.rank_after}; {s.words}"
+        )
+    for cid, s in effect.adds.items():
+        lines.append(
+            f"add (candidate {cid}): importance {s.importance_after:.2f}, "
+            f"effective {s.effective_after:.3f}; {s.words}"
+        )
+    for s in effect.leaving:
+        lines.append(f"pattern #{s.pattern_id} (effective {s.effective_after:.3f}) {s.words}")
+    return lines
+
+
 def cmd_commit(ctx: CommandContext) -> int:
     store = ctx.store
     expect = parse_fingerprint(ctx.args.expect) if ctx.args.expect is not None else None
@@ -251,7 +282,8 @@ def cmd_commit(ctx: CommandContext) -> int:
             ", ".join(f"{n} {name}" for name, n in counts.items())
             + f"; fingerprint {preview.fingerprint}"
             + "".join(f"\nconflict: {c.describe()}" for c in preview.conflicts)
-            + "".join(f"\nflagged: {f.describe()}" for f in preview.flagged),
+            + "".join(f"\nflagged: {f.describe()}" for f in preview.flagged)
+            + "".join(f"\n{line}" for line in prompt_lines(preview)),
         )
         return 1 if preview.conflicts else 0
     summary = commit_api.commit_run(

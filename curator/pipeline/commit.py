@@ -39,17 +39,28 @@ from datetime import datetime
 from typing import Any
 
 from curator.core.dedup import merge_importance
-from curator.core.scoring import clamp01, decay_reference, rank_key
+from curator.core.scoring import as_utc, rank_key
 from curator.errors import ConflictError, CuratorError
-from curator.pipeline.fingerprint import (
-    DecisionKey,
-    decision_keys,
-    fingerprint,
-    refuse_if_changed,
+from curator.pipeline.commit_preview import (
+    CommitPreview,
+    Conflict,
+    FlaggedDecision,
+    Plan,
+    PreviewAdd,
+    PreviewSkip,
+    PreviewUpdate,
+    PromptEffect,
+    Standing,
+    add_reference,
+    after_reference,
+    candidate_importance,
+    plan_commit,
+    preview_commit,
+    with_effect,
 )
+from curator.pipeline.fingerprint import DecisionsChangedError, refuse_if_changed
 from curator.pipeline.guard_learn import relearn_after_commit
 from curator.store.db import Store
-from curator.store.decay_clock import update_refreshes_decay
 from curator.store.models import (
     Candidate,
     CandidateEpisode,
@@ -74,6 +85,27 @@ from curator.store.snapshot import (
     write_row,
 )
 
+__all__ = [
+    "UNDOABLE_KINDS",
+    "ChangesetSummary",
+    "CommitPreview",
+    "Conflict",
+    "FlaggedDecision",
+    "PreviewAdd",
+    "PreviewSkip",
+    "PreviewUpdate",
+    "PromptEffect",
+    "Standing",
+    "UnreviewedError",
+    "commit_run",
+    "history",
+    "last_commit",
+    "preview_commit",
+    "undo_changeset",
+]
+"""The preview and its parts live in :mod:`curator.pipeline.commit_preview`; they are
+named here too, where the commit's callers look for them."""
+
 _CHUNK = 400
 
 UNDOABLE_KINDS = ("commit", "retire")
@@ -87,27 +119,6 @@ class UnreviewedError(CuratorError):
 
 
 # -- summaries ----------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class FlaggedDecision:
-    """A decided candidate whose text carried memory-poisoning flags when it was decided."""
-
-    candidate_id: int
-    action: str
-    kinds: list[str]
-    reasons: list[str]
-
-    def describe(self) -> str:
-        return f"candidate {self.candidate_id} {self.action} ({', '.join(self.kinds)})"
-
-
-def _flagged_decision(c: Candidate) -> FlaggedDecision | None:
-    seen = c.flags_seen or []
-    if not seen:
-        return None
-    kinds = list(dict.fromkeys(str(f.get("kind", "")) for f in seen))
-    return FlaggedDecision(c.id, str(c.action), kinds, [str(f.get("reason", "")) for f in seen])
 
 
 @dataclass(frozen=True)
@@ -180,210 +191,7 @@ def history(store: Store, limit: int = 100) -> list[ChangesetSummary]:
     return [_summary(cs) for cs in query]
 
 
-# -- planning -----------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class PreviewAdd:
-    candidate_id: int
-    text: str
-    importance: float
-    category: str
-    distilled_at: datetime | None = None  # imported knowledge keeps its date; None: now
-
-
-@dataclass(frozen=True)
-class PreviewUpdate:
-    candidate_id: int
-    pattern_id: int
-    pattern_text: str
-    old_importance: float
-    new_importance: float
-    new_text: str | None = None
-    """The reviewer's edited wording that replaces ``pattern_text``; None keeps the text."""
-    kept_edit: str | None = None
-    """The reviewer's edited wording when they chose to keep the pattern's text instead."""
-
-
-@dataclass(frozen=True)
-class PreviewSkip:
-    candidate_id: int
-    pattern_id: int | None
-
-
-@dataclass(frozen=True)
-class Conflict:
-    candidate_id: int
-    pattern_id: int | None
-    reason: str
-
-    def describe(self) -> str:
-        return f"candidate {self.candidate_id} ({self.reason})"
-
-
-@dataclass(frozen=True)
-class CommitPreview:
-    """What a commit of the run would change now."""
-
-    run_id: int
-    run_status: str
-    adds: list[PreviewAdd] = field(default_factory=list)
-    updates: list[PreviewUpdate] = field(default_factory=list)
-    skips: list[PreviewSkip] = field(default_factory=list)
-    rejects: list[int] = field(default_factory=list)
-    unreviewed: int = 0
-    conflicts: list[Conflict] = field(default_factory=list)
-    flagged: list[FlaggedDecision] = field(default_factory=list)
-    decisions: tuple[DecisionKey, ...] = ()
-    """The decision state this preview shows (:mod:`curator.pipeline.fingerprint`)."""
-    fingerprint: str = ""
-    """Its fingerprint: ``commit_run(expect=...)`` applies exactly this state or refuses."""
-
-    def counts(self) -> dict[str, int]:
-        return {
-            "ADD": len(self.adds),
-            "UPDATE": len(self.updates),
-            "SKIP": len(self.skips),
-            "REJECT": len(self.rejects),
-            "unreviewed": self.unreviewed,
-        }
-
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "run_id": self.run_id,
-            "run_status": self.run_status,
-            "fingerprint": self.fingerprint,
-            "counts": self.counts(),
-            "adds": [
-                {**vars(a), "distilled_at": a.distilled_at.isoformat() if a.distilled_at else None}
-                for a in self.adds
-            ],
-            "updates": [vars(u) for u in self.updates],
-            "skips": [vars(s) for s in self.skips],
-            "rejects": list(self.rejects),
-            "conflicts": [vars(c) for c in self.conflicts],
-            "flagged": [vars(f) for f in self.flagged],
-        }
-
-
-def _importance(c: Candidate) -> float:
-    return clamp01(c.final_importance if c.final_importance is not None else c.importance)
-
-
-def _expected_revision(c: Candidate) -> int | None:
-    """The revision the reviewer's decision was based on (see curator.pipeline.review)."""
-    if c.decision_target_revision is not None:
-        return int(c.decision_target_revision)
-    return c.target_revision
-
-
-@dataclass
-class _Plan:
-    run: Run
-    preview: CommitPreview
-    apply: list[Candidate]
-    patterns: dict[int, Pattern]
-
-
-def _plan(run_id: int) -> _Plan:
-    run = Run.get_or_none(Run.id == run_id)
-    if run is None:
-        raise CuratorError(f"there is no run {run_id}")
-    open_candidates = list(
-        Candidate.select()
-        .where((Candidate.run == run_id) & (Candidate.state != "applied"))
-        .order_by(Candidate.ordinal)
-    )
-    apply = [c for c in open_candidates if c.action is not None]
-    unreviewed = len(open_candidates) - len(apply)
-    target_ids = sorted({t for c in apply if (t := c.target_id) is not None})
-    patterns: dict[int, Pattern] = {}
-    for start in range(0, len(target_ids), _CHUNK):
-        for p in Pattern.select().where(Pattern.id.in_(target_ids[start : start + _CHUNK])):
-            patterns[p.id] = p
-    keys = decision_keys(open_candidates, patterns)
-    preview = CommitPreview(
-        run_id=run.id,
-        run_status=run.status,
-        unreviewed=unreviewed,
-        decisions=keys,
-        fingerprint=fingerprint(run.id, keys),
-    )
-    rewording: dict[int, tuple[int, str]] = {}  # pattern -> (candidate, edited text)
-    for c in apply:
-        flagged = _flagged_decision(c)
-        if flagged is not None:
-            preview.flagged.append(flagged)
-        if c.action == "ADD":
-            text = c.final_text if c.final_text is not None else c.text
-            preview.adds.append(PreviewAdd(c.id, text, _importance(c), c.category, c.distilled_at))
-        elif c.action == "REJECT":
-            preview.rejects.append(c.id)
-        elif c.action in ("UPDATE", "SKIP"):
-            conflict = _check_target(c, patterns)
-            if conflict is not None:
-                preview.conflicts.append(conflict)
-                continue
-            target = c.target_id
-            if target is None:  # SKIP of a batch-internal duplicate: nothing to link
-                preview.skips.append(PreviewSkip(c.id, None))
-                continue
-            p = patterns[target]
-            if c.action == "SKIP":
-                preview.skips.append(PreviewSkip(c.id, p.id))
-                continue
-            # The reviewer chose per candidate: their wording replaces the pattern's text,
-            # or (keep_pattern_text) the edit only informed the decision and importance.
-            keep = bool(c.keep_pattern_text)
-            new_text = c.final_text if (c.final_text is not None and not keep) else None
-            kept_edit = c.final_text if (c.final_text is not None and keep) else None
-            if new_text is not None:
-                other = rewording.setdefault(p.id, (c.id, new_text))
-                if other[1] != new_text:
-                    preview.conflicts.append(
-                        Conflict(
-                            c.id,
-                            p.id,
-                            f"candidate {other[0]} rewords pattern {p.id} differently; "
-                            "keep one of the two edits",
-                        )
-                    )
-                    continue
-            new = merge_importance(p.importance, _importance(c))
-            preview.updates.append(
-                PreviewUpdate(
-                    c.id, p.id, p.text, p.importance, new, new_text=new_text, kept_edit=kept_edit
-                )
-            )
-        else:
-            preview.conflicts.append(Conflict(c.id, None, f"unknown action {c.action!r}"))
-    return _Plan(run=run, preview=preview, apply=apply, patterns=patterns)
-
-
-def _check_target(c: Candidate, patterns: dict[int, Pattern]) -> Conflict | None:
-    expected = _expected_revision(c)
-    target = c.target_id
-    if target is None:
-        if c.action == "UPDATE":
-            return Conflict(c.id, None, "its target pattern was deleted")
-        return None  # a SKIP with nothing to link (a duplicate within the run)
-    p = patterns.get(target)
-    if p is None:
-        return Conflict(c.id, target, f"pattern {target} was deleted")
-    if p.status != "active":
-        return Conflict(c.id, p.id, f"pattern {p.id} is {p.status}")
-    if expected is not None and p.revision != expected:
-        return Conflict(c.id, p.id, f"pattern {p.id} changed: revision {expected} -> {p.revision}")
-    return None
-
-
-def preview_commit(store: Store, run_id: int) -> CommitPreview:
-    """What :func:`commit_run` would change now, conflicts included (nothing is written)."""
-    with store.read():  # the plan's queries see one committed state
-        return _plan(run_id).preview
-
-
-def _refuse(plan: _Plan, reviewed_only: bool) -> None:
+def _refuse(plan: Plan, reviewed_only: bool) -> None:
     """Raise the reason a commit of this plan cannot proceed, if there is one."""
     preview = plan.preview
     if plan.run.status != "staged":
@@ -478,9 +286,8 @@ def _sources(candidate_ids: list[int]) -> dict[int, list[int]]:
     return sources
 
 
-def _apply(store: Store, plan: _Plan, actor: str) -> ChangesetSummary:
+def _apply(store: Store, plan: Plan, actor: str, now: datetime) -> ChangesetSummary:
     run = plan.run
-    now = utcnow()
     rate = load_settings(store).decay_rate
     recorder = _Recorder(store)
     candidate_ids = [c.id for c in plan.apply]
@@ -522,7 +329,7 @@ def _apply(store: Store, plan: _Plan, actor: str) -> ChangesetSummary:
         # At most the commit's own time: a staged date can be ahead of this clock (a
         # run staged before the clock was set back, or by an older version), and decay
         # must never start in the future (see curator.core.scoring.decay_reference).
-        distilled = now if add.distilled_at is None else decay_reference(add.distilled_at, now)
+        distilled = add_reference(add.distilled_at, now)
         cursor.execute(
             'INSERT INTO "pattern" ("text", "importance", "distilled_at", "rank_key", '
             '"category", "status", "revision", "created_run_id", "updated_run_id", '
@@ -546,7 +353,7 @@ def _apply(store: Store, plan: _Plan, actor: str) -> ChangesetSummary:
         link(pid, add.candidate_id)
     for upd in plan.preview.updates:
         importance[upd.pattern_id] = merge_importance(
-            importance[upd.pattern_id], _importance(by_id[upd.candidate_id])
+            importance[upd.pattern_id], candidate_importance(by_id[upd.candidate_id])
         )
         if upd.new_text is not None:
             texts[upd.pattern_id] = upd.new_text
@@ -554,10 +361,10 @@ def _apply(store: Store, plan: _Plan, actor: str) -> ChangesetSummary:
     for skip in plan.preview.skips:
         if skip.pattern_id is not None:
             link(skip.pattern_id, skip.candidate_id)
-    refresh_clock = update_refreshes_decay(store)
+    refresh_clock = plan.preview.refresh_clock  # the setting the fingerprint covers
     for pid in updated:
         p = plan.patterns[pid]
-        reference = now if refresh_clock else decay_reference(p.distilled_at, now)
+        reference = after_reference(p.distilled_at, now, refresh_clock)
         Pattern.update(
             text=texts.get(pid, p.text),
             importance=importance[pid],
@@ -610,6 +417,7 @@ def commit_run(
     reviewed_only: bool = False,
     actor: str = "human",
     expect: str | None = None,
+    now: datetime | None = None,
 ) -> ChangesetSummary:
     """Apply the run's reviewed decisions to Knowledge, all at once, as one changeset.
 
@@ -629,12 +437,22 @@ def commit_run(
 
     The committed decisions teach the learned guard, which then re-judges every candidate
     still waiting for review (:func:`curator.pipeline.guard_learn.relearn_after_commit`).
+
+    ``now`` is the commit's time (default: the clock); a preview taken at the same time
+    announced exactly the importances and ranks the commit leaves.
     """
+    at = utcnow() if now is None else as_utc(now)
     with store.explained_write("commit"):
         # Read again under the write lock: this is the state the writes apply to.
-        plan = _plan(run_id)
+        plan = plan_commit(store, run_id)
         if plan.run.status == "staged":  # else _refuse names the status, a plainer reason
-            refuse_if_changed(plan.preview, expect)
+            try:
+                refuse_if_changed(plan.preview, expect)
+            except DecisionsChangedError as exc:
+                # the fresh preview is shown in place of the refused one: give it the
+                # prompt's before → after like any preview (read under the same lock)
+                exc.preview = with_effect(store, exc.preview, at)
+                raise
         elif expect is not None:
             # A preview with a fingerprint was of a staged run: it has been committed or
             # cancelled since (by another window or program), a conflict like any other
@@ -644,7 +462,7 @@ def commit_run(
                 f"with fingerprint {expect}; nothing was committed"
             )
         _refuse(plan, reviewed_only)
-        summary = _apply(store, plan, actor)
+        summary = _apply(store, plan, actor, at)
     relearn_after_commit(store)
     return summary
 

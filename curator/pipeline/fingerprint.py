@@ -18,6 +18,11 @@ status of the target pattern (an UPDATE merges into the pattern as it is, and th
 showed its importance). A decision undone and made again the same way gives the same
 fingerprint: it is a function of the state, not of its history.
 
+The "UPDATE refreshes the decay clock" setting is part of it too: it decides whether an
+UPDATE moves the pattern's decay reference, so it changes what the commit writes and what
+the preview said the agent would get. A preview taken under one setting is refused under
+the other, and the refusal names the setting rather than a decision.
+
 Qt-free, and pure: :func:`decision_keys` and :func:`fingerprint` read nothing.
 """
 
@@ -32,7 +37,7 @@ from typing import TYPE_CHECKING
 from curator.errors import ConflictError, CuratorError
 
 if TYPE_CHECKING:
-    from curator.pipeline.commit import CommitPreview
+    from curator.pipeline.commit_preview import CommitPreview
     from curator.store.models import Candidate, Pattern
 
 FINGERPRINT_CHARS = 16
@@ -111,10 +116,18 @@ def decision_keys(
     return tuple(sorted(keys, key=_by_id))
 
 
-def fingerprint(run_id: int, keys: Sequence[DecisionKey]) -> str:
-    """A short hex digest of the run's decision state (equal states, equal fingerprints)."""
+def fingerprint(run_id: int, keys: Sequence[DecisionKey], *, refresh_clock: bool = False) -> str:
+    """A short hex digest of the run's decision state (equal states, equal fingerprints).
+
+    ``refresh_clock`` is the "UPDATE refreshes the decay clock" setting the commit would
+    run under (off by default, as the setting is).
+    """
+    rows = [[getattr(k, n) for n in _FIELDS] for k in sorted(keys, key=_by_id)]
+    # The setting joins the payload only when on: the fingerprints of previews taken with
+    # it off (the default) stay those printed before it was covered.
+    head: list[object] = [run_id, "refresh"] if refresh_clock else [run_id]
     payload = json.dumps(
-        [run_id, [[getattr(k, n) for n in _FIELDS] for k in sorted(keys, key=_by_id)]],
+        [*head, rows],
         ensure_ascii=False,
         separators=(",", ":"),
     )
@@ -197,6 +210,17 @@ def refuse_if_changed(preview: CommitPreview, expected: str | None) -> None:
     if expected is None or expected == preview.fingerprint:
         return
     run = preview.run_id
+    other = not preview.refresh_clock
+    if fingerprint(run, preview.decisions, refresh_clock=other) == expected:
+        now = "on" if preview.refresh_clock else "off"
+        raise DecisionsChangedError(
+            f'the setting "UPDATE refreshes the decay clock" is {now} now, not as in the '
+            f"preview with fingerprint {expected}, and it changes what an UPDATE does to the "
+            f"prompt; nothing was committed: look at the fresh preview (curator commit {run} "
+            f"--preview) and commit it with --expect {preview.fingerprint}",
+            preview,
+            expected,
+        )
     raise DecisionsChangedError(
         f"the decisions of run {run} changed since the preview with fingerprint {expected} "
         f"(now {preview.fingerprint}); nothing was committed: look at the fresh preview "
