@@ -8,6 +8,10 @@ on the GUI thread. Undo asks first, naming what it reverts and when it was commi
 Commits and runs are numbered separately (run #3 may be committed as commit #1), so both
 numbers are named wherever one is: "commit #1 (run #3)".
 
+The preview is read in the background too (it ranks every active pattern before and
+after the commit): the dialog opens at once saying "Reading…", with Commit disabled,
+and fills in when the read is delivered; closed meanwhile, the result is dropped.
+
 The preview's Commit button commits exactly the decisions it showed (its fingerprint,
 :mod:`curator.pipeline.fingerprint`): decisions made meanwhile elsewhere (``curator
 decide`` in a shell) make the engine refuse, and a fresh preview opens saying what changed.
@@ -29,6 +33,9 @@ from curator.pipeline import commit as commit_api
 from curator.pipeline.commit import ChangesetSummary, CommitPreview
 from curator.pipeline.fingerprint import DecisionsChangedError, describe_changes
 from curator.store.models import format_local
+
+PREVIEW_QUERY = "review.commit-preview"
+"""The background read of a commit preview (the newest request's result is shown)."""
 
 
 def commit_name(summary: ChangesetSummary) -> str:
@@ -153,25 +160,51 @@ class CommitBar(QObject):
         if run_id is None or self._refused_while_busy("Commit"):
             return None
         reviewed_only = self.reviewed_only.isChecked()
-        try:
-            preview = commit_api.preview_commit(self.services.store, run_id)
-        except Exception as exc:  # a refusal or a read error: shown, never raised into Qt
-            self.show_message("Commit", str(exc))
-            return None
-        return self._show_preview(preview, reviewed_only)
+        dialog = self._open_dialog(None, reviewed_only, run_id=run_id)
+        self.services.ops.query(
+            PREVIEW_QUERY,
+            lambda ctx: commit_api.preview_commit(ctx.store, run_id),
+            lambda preview, d=dialog: self._preview_read(d, preview),
+            lambda text, d=dialog: self._preview_failed(d, text),
+        )
+        return dialog
+
+    def _preview_read(self, dialog: CommitDialog, preview: CommitPreview) -> None:
+        if dialog.closed:  # cancelled while reading: the result is dropped quietly
+            return
+        dialog.show_preview(preview)
+
+    def _preview_failed(self, dialog: CommitDialog, text: str) -> None:
+        if dialog.closed:
+            return
+        dialog.show_failure(text)
 
     def _show_preview(
         self, preview: CommitPreview, reviewed_only: bool, note: str = ""
     ) -> CommitDialog:
-        """Open the preview; its Commit button commits exactly this state (its fingerprint)."""
-        dialog = CommitDialog(preview, reviewed_only, self._parent, note=note)
-        dialog.accepted.connect(
-            lambda: self.apply_commit(preview.run_id, reviewed_only, shown=preview)
-        )
+        """Open a preview already read (a refused commit's fresh one)."""
+        return self._open_dialog(preview, reviewed_only, note=note)
+
+    def _open_dialog(
+        self,
+        preview: CommitPreview | None,
+        reviewed_only: bool,
+        *,
+        note: str = "",
+        run_id: int | None = None,
+    ) -> CommitDialog:
+        """Open the dialog; its Commit button commits exactly what it shows (its fingerprint)."""
+        dialog = CommitDialog(preview, reviewed_only, self._parent, note=note, run_id=run_id)
+        dialog.accepted.connect(lambda d=dialog: self._accepted(d, reviewed_only))
         dialog.finished.connect(lambda _r, d=dialog: self._dialog_closed(d))
         self.commit_dialog = dialog
         dialog.open()
         return dialog
+
+    def _accepted(self, dialog: CommitDialog, reviewed_only: bool) -> None:
+        shown = dialog.preview
+        if shown is not None:  # the dialog accepts only once a preview is shown
+            self.apply_commit(shown.run_id, reviewed_only, shown=shown)
 
     def _dialog_closed(self, dialog: CommitDialog) -> None:
         if self.commit_dialog is dialog:  # not the fresh preview opened in its place
@@ -232,6 +265,13 @@ class CommitBar(QObject):
         """Nothing was committed: say what changed since the preview and show it afresh."""
         fresh = refusal.preview
         changes = describe_changes(shown.decisions, fresh.decisions) if shown else ""
+        if shown is not None and shown.refresh_clock != fresh.refresh_clock:
+            turned = "on" if fresh.refresh_clock else "off"
+            setting = (
+                f"the setting “UPDATE refreshes the decay clock” was turned {turned}, which "
+                "changes where an UPDATE puts its pattern in the prompt"
+            )
+            changes = f"{changes} and {setting}" if changes else setting
         note = (
             f"Nothing was committed: since the preview you accepted, {changes}; "
             "this is the run as it is now."

@@ -30,7 +30,8 @@ from curator.gui.diff_view import DiffView
 from curator.gui.errors import cancel_by_default
 from curator.gui.review_list import action_name
 from curator.pipeline import review as review_api
-from curator.pipeline.commit import CommitPreview, PreviewUpdate
+from curator.pipeline.commit import CommitPreview, PreviewUpdate, Standing
+from curator.store.models import format_local
 
 REMATCH_DELAY_MS = 250
 """Re-run the gates this long after the last keystroke (not on every key)."""
@@ -144,12 +145,26 @@ class EditDialog(QDialog):
 
 
 def preview_html(preview: CommitPreview, reviewed_only: bool) -> str:
-    """The commit preview as a readable list: adds, updates old → new, skips, rejects."""
+    """The commit preview as a readable list: adds, updates old → new, skips, rejects.
+
+    Each added or updated pattern also shows what the agent gets: its effective importance
+    and its rank in the prompt before → after, in or out of the top K, under the current
+    "UPDATE refreshes the decay clock" setting, and in words when an UPDATE will not move
+    it; the prompt patterns the commit pushes out are listed after.
+    """
+    effect = preview.effect
     parts = [
         f"<p>Run #{preview.run_id}: <b>{len(preview.adds)}</b> new pattern(s), "
         f"<b>{len(preview.updates)}</b> update(s), {len(preview.skips)} duplicate(s) "
         f"skipped, {len(preview.rejects)} rejected.</p>"
     ]
+    if effect is not None and (preview.adds or preview.updates):
+        clock = "refreshes" if effect.refresh_clock else "does not refresh"
+        parts.append(
+            f"<p>In the prompt (the top {effect.top_k}, decay {effect.decay_rate:g} a day) as "
+            f"of {format_local(effect.reference_time)}; an UPDATE {clock} the decay clock "
+            "(Settings).</p>"
+        )
     if preview.unreviewed:
         if reviewed_only:
             parts.append(f"<p>{preview.unreviewed} undecided candidate(s) stay staged.</p>")
@@ -174,20 +189,56 @@ def preview_html(preview: CommitPreview, reviewed_only: bool) -> str:
         parts.append("</ul>")
     if preview.adds:
         parts.append("<h4>Added</h4><ul>")
-        parts += [
-            f"<li>{html.escape(a.text)} <i>(importance {a.importance:.2f}, "
-            f"{html.escape(a.category)})</i></li>"
-            for a in preview.adds
-        ]
+        for a in preview.adds:
+            standing = effect.adds.get(a.candidate_id) if effect is not None else None
+            parts.append(
+                f"<li>{html.escape(a.text)} <i>(importance {a.importance:.2f}, "
+                f"{html.escape(a.category)})</i>{_standing_html(standing)}</li>"
+            )
         parts.append("</ul>")
     if preview.updates:
         parts.append("<h4>Updated (importance old → new)</h4><ul>")
-        parts += [f"<li>{_update_html(u)}</li>" for u in preview.updates]
+        for u in preview.updates:
+            standing = effect.patterns.get(u.pattern_id) if effect is not None else None
+            parts.append(f"<li>{_update_html(u)}{_standing_html(standing)}</li>")
         parts.append("</ul>")
+    if effect is not None and effect.leaving:
+        parts.append(
+            f"<h4>Pushed out of the prompt (top {effect.top_k})</h4><ul>"
+            + "".join(
+                f"<li>#{s.pattern_id}: rank {s.rank_before} → {s.rank_after} "
+                f"(effective {s.effective_after:.3f})</li>"
+                for s in effect.leaving
+            )
+            + "</ul>"
+        )
     if preview.skips:
         targets = ", ".join(f"#{s.pattern_id}" for s in preview.skips if s.pattern_id)
         parts.append(f"<p>Skipped as duplicates of {targets or 'existing patterns'}.</p>")
     return "".join(parts)
+
+
+def _standing_html(s: Standing | None) -> str:
+    """Effective importance and prompt rank before → after, and the words for them."""
+    if s is None:
+        return ""
+    if s.rank_before is None:
+        value = f"effective {s.effective_after:.3f}"
+    else:
+        value = (
+            f"effective {s.effective_before:.3f} → <b>{s.effective_after:.3f}</b>, "
+            f"rank {s.rank_before} → <b>{s.rank_after}</b>"
+        )
+    # green: in the prompt after the commit; amber: an UPDATE that leaves its pattern out
+    # of it (the surprise this line is for); grey: a new pattern that lands outside it
+    if s.in_prompt_after:
+        colour = "#1e8449"
+    elif s.rank_before is not None:
+        colour = "#a04000"
+    else:
+        colour = "#7f8c8d"
+    words = html.escape(s.words)
+    return f"<br><small>{value} · <span style='color:{colour}'>{words}</span></small>"
 
 
 def _update_html(u: PreviewUpdate) -> str:
@@ -216,39 +267,77 @@ class CommitDialog(QDialog):
     bulk) material into Knowledge, so Enter and Escape cancel; committing is a click on
     its own button. ``note`` (a refused commit's one sentence on what changed since the
     previous preview) is shown above the preview.
+
+    Opened with ``preview=None`` it is *loading*: the preview ranks every active pattern
+    twice (before and after), a read that is not for the GUI thread, so the window reads
+    it in the background and the dialog says "Reading…" with OK disabled until
+    :meth:`show_preview` (or :meth:`show_failure`) fills it. OK commits :attr:`preview`,
+    exactly the state shown.
     """
 
     def __init__(
         self,
-        preview: CommitPreview,
+        preview: CommitPreview | None,
         reviewed_only: bool,
         parent: QWidget | None = None,
         *,
         note: str = "",
+        run_id: int | None = None,
     ) -> None:
         super().__init__(parent)
         self.setObjectName("commitDialog")
         self.setAttribute(Qt.WidgetAttribute.WA_DeleteOnClose)  # one per commit: none piles up
-        self.setWindowTitle(f"Commit run #{preview.run_id}")
-        self.resize(640, 480)
-        self.preview = preview
+        run = preview.run_id if preview is not None else run_id
+        self.setWindowTitle(f"Commit run #{run}")
+        self.resize(680, 520)
+        self.preview: CommitPreview | None = None
+        self.reviewed_only = reviewed_only
         self.note = note
+        self.loading = True
+        self.blocked = True
+        self.closed = False
         self.view = QTextBrowser()
         self.view.setObjectName("commitPreview")
-        shown = preview_html(preview, reviewed_only)
-        if note:
-            shown = f"<p style='color:#c0392b'><b>{html.escape(note)}</b></p>" + shown
-        self.view.setHtml(shown)
+        self.view.setHtml("<p><i>Reading what the commit would change…</i></p>")
         self.buttons = QDialogButtonBox(
             QDialogButtonBox.StandardButton.Ok | QDialogButtonBox.StandardButton.Cancel
         )
-        ok = self.buttons.button(QDialogButtonBox.StandardButton.Ok)
-        ok.setText(f"Commit run #{preview.run_id}")
-        self.blocked = preview_blocked(preview, reviewed_only)
-        ok.setEnabled(not self.blocked)
+        self.ok = self.buttons.button(QDialogButtonBox.StandardButton.Ok)
+        self.ok.setText(f"Commit run #{run}")
+        self.ok.setEnabled(False)
         cancel_by_default(self.buttons)
         self.buttons.accepted.connect(self.accept)
         self.buttons.rejected.connect(self.reject)
         layout = QVBoxLayout(self)
         layout.addWidget(self.view)
         layout.addWidget(self.buttons)
+        if preview is not None:
+            self.show_preview(preview)
+
+    def show_preview(self, preview: CommitPreview) -> None:
+        """Fill the dialog with ``preview``; OK then commits exactly it (its fingerprint)."""
+        self.preview = preview
+        self.loading = False
+        shown = preview_html(preview, self.reviewed_only)
+        if self.note:
+            shown = f"<p style='color:#c0392b'><b>{html.escape(self.note)}</b></p>" + shown
+        self.view.setHtml(shown)
+        self.blocked = preview_blocked(preview, self.reviewed_only)
+        self.ok.setEnabled(not self.blocked)
+
+    def show_failure(self, message: str) -> None:
+        """The preview could not be read: say so; there is nothing to commit from here."""
+        self.loading = False
+        self.view.setHtml(
+            "<p style='color:#c0392b'><b>The preview could not be read:</b> "
+            f"{html.escape(message)}</p><p>Nothing was committed.</p>"
+        )
+
+    def accept(self) -> None:
+        if self.preview is None:  # still reading (or failed): nothing shown to commit
+            return
+        super().accept()
+
+    def done(self, result: int) -> None:
+        self.closed = True  # a preview delivered after this finds no dialog to fill
+        super().done(result)

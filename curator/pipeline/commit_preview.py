@@ -524,10 +524,13 @@ def update_words(s: Standing, k: int, refresh_clock: bool, age_days: float) -> s
         head = f"enters the prompt: {move} (top {k})"
     elif s.in_prompt_before and not s.in_prompt_after:
         head = f"leaves the prompt: {move} (top {k})"
-    elif s.moves:
-        head = f"moves {'up' if s.rank_after < s.rank_before else 'down'}: {move}, " + _place(
-            s.rank_after, k
+    elif s.moves and s.rank_after > s.rank_before:
+        head = (
+            f"moves down: {move}, {_place(s.rank_after, k)}, below the patterns this commit "
+            "adds or updates ahead of it"
         )
+    elif s.moves:
+        head = f"moves up: {move}, {_place(s.rank_after, k)}"
     else:
         head = f"will not move: stays at rank {s.rank_before}, {_place(s.rank_after, k)}"
     if s.moves and s.in_prompt_after:

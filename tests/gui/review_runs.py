@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from curator.gui.review_dialogs import CommitDialog
 from curator.gui.review_pane import ReviewPane
 from curator.gui.services import AppServices
 from curator.pipeline.import_knowledge import import_knowledge
@@ -35,3 +36,10 @@ def shown_pane(qtbot, services: AppServices, *, settled: bool) -> ReviewPane:
         widget.refresh()
         qtbot.waitUntil(lambda: widget.settled, timeout=30_000)
     return widget
+
+
+def read_preview(qtbot, dialog: CommitDialog | None) -> CommitDialog:
+    """A commit dialog once its preview, read in the background, is shown."""
+    assert dialog is not None
+    qtbot.waitUntil(lambda: not dialog.loading, timeout=30_000)
+    return dialog

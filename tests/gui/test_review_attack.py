@@ -14,7 +14,7 @@ from curator.gui.services import AppServices
 from curator.pipeline import review as review_api
 from curator.pipeline.import_knowledge import import_knowledge
 from curator.store.models import Candidate, Pattern
-from tests.gui.review_runs import TEXTS, shown_pane, stage_texts
+from tests.gui.review_runs import TEXTS, read_preview, shown_pane, stage_texts
 
 
 @pytest.fixture
@@ -78,7 +78,7 @@ def test_commit_pressed_twice_while_decisions_are_queued_opens_one_preview_of_th
     qtbot.waitUntil(lambda: pane.commits.commit_dialog is not None, timeout=30_000)
     dialogs = [w for w in pane.findChildren(QDialog) if w.objectName() == "commitDialog"]
     assert len(dialogs) == 1
-    dialog = pane.commits.commit_dialog
+    dialog = read_preview(qtbot, pane.commits.commit_dialog)
     assert not dialog.blocked  # every decision is in the preview
     dialog.accept()
     qtbot.waitUntil(lambda: not services.ops.busy, timeout=30_000)

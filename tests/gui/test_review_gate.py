@@ -27,7 +27,7 @@ from curator.pipeline import review
 from curator.pipeline.commit import preview_commit
 from curator.store.db import Store
 from curator.store.models import Candidate, Pattern, Run
-from tests.gui.review_runs import TEXTS, shown_pane, stage_texts
+from tests.gui.review_runs import TEXTS, read_preview, shown_pane, stage_texts
 from tests.gui.test_review_flags_pane import CLEAN, HIDDEN, PHISHING, build
 
 ENTER_KEYS = (Qt.Key.Key_Return, Qt.Key.Key_Enter)
@@ -57,7 +57,7 @@ def test_commit_refuses_decisions_made_elsewhere_after_the_preview(
     messages: list[tuple[str, str]] = []
     pane.show_message = lambda title, text: messages.append((title, text))
 
-    shown = pane.open_commit_dialog()
+    shown = read_preview(qtbot, pane.open_commit_dialog())
     assert shown is not None and "1 new pattern" in shown.view.toPlainText()
     # `curator decide` from a shell, meanwhile: another thread has its own connection
     store = services.store
@@ -155,7 +155,7 @@ def test_enter_on_a_commit_with_a_flagged_decision_commits_nothing(
         review.decide(pane.services.store, cid, "ADD")  # the phishing one with its flags seen
     pane.refresh()
     qtbot.waitUntil(lambda: pane.settled, timeout=30_000)
-    dialog = pane.open_commit_dialog()
+    dialog = read_preview(qtbot, pane.open_commit_dialog())
     assert dialog is not None and "Flagged" in dialog.view.toPlainText()
     qtbot.waitExposed(dialog)
     results: list[int] = []

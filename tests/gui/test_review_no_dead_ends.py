@@ -22,6 +22,7 @@ from curator.gui.review_pane import ReviewPane
 from curator.gui.services import AppServices
 from curator.pipeline.import_knowledge import import_knowledge
 from curator.store.models import Candidate, Changeset, Pattern
+from tests.gui.review_runs import read_preview
 
 GREETING = "Greet returning users by name when a conversation starts again after a long pause."
 EXAMPLE = "Replies that include a worked example get more follow-up questions, so lead with one."
@@ -65,7 +66,7 @@ def commit(qtbot, pane: ReviewPane) -> None:
     """Through the preview dialog, as a user commits; waits for the background write."""
     qtbot.waitUntil(lambda: pane.settled, timeout=30_000)  # written in the background
     pane.reviewed_only.setChecked(True)
-    dialog = pane.open_commit_dialog()
+    dialog = read_preview(qtbot, pane.open_commit_dialog())
     assert dialog is not None and not dialog.blocked
     with qtbot.waitSignal(pane.data_changed, timeout=30_000):
         dialog.accept()
@@ -131,7 +132,7 @@ def test_edited_update_uses_my_wording_when_chosen_and_the_list_shows_the_edit(
     assert "Your wording (written)" in pane.diff.toPlainText()
 
     pane.reviewed_only.setChecked(True)
-    dialog = pane.open_commit_dialog()
+    dialog = read_preview(qtbot, pane.open_commit_dialog())
     assert dialog is not None and "(your wording)" in dialog.view.toPlainText()
     with qtbot.waitSignal(pane.data_changed, timeout=30_000):
         dialog.accept()
@@ -150,7 +151,7 @@ def test_edited_update_keeps_the_pattern_text_when_chosen(qtbot, pane: ReviewPan
     assert kept.keep_pattern_text and not kept.rewords
     assert "Your wording (not written)" in pane.diff.toPlainText()
     pane.reviewed_only.setChecked(True)
-    dialog = pane.open_commit_dialog()
+    dialog = read_preview(qtbot, pane.open_commit_dialog())
     assert dialog is not None and "is not written" in dialog.view.toPlainText()
     with qtbot.waitSignal(pane.data_changed, timeout=30_000):
         dialog.accept()

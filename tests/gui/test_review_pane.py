@@ -12,11 +12,12 @@ from pathlib import Path
 
 import pytest
 from PySide6.QtCore import Qt
+from PySide6.QtWidgets import QApplication
 
 from curator.core.scoring import rank_key
 from curator.gui.errors import Dialogs
 from curator.gui.knowledge_pane import KnowledgePane
-from curator.gui.review_dialogs import preview_html
+from curator.gui.review_dialogs import CommitDialog, preview_html
 from curator.gui.review_pane import ReviewPane
 from curator.gui.services import AppServices
 from curator.pipeline.commit import preview_commit
@@ -29,6 +30,7 @@ from curator.store.models import (
     Run,
     utcnow,
 )
+from tests.gui.review_runs import read_preview
 
 # The offscreen platform cannot resize a native window to new size hints; that is not a
 # defect of the pane (no such message on a real desktop).
@@ -251,14 +253,20 @@ def test_commit_changes_knowledge_and_undo_reverts(qtbot, pane: ReviewPane, stag
     assert len(before) == 3
 
     # Unreviewed candidates block a full commit: the preview says so and OK is disabled.
-    dialog = pane.open_commit_dialog()
+    dialog = read_preview(qtbot, pane.open_commit_dialog())
     assert dialog is not None and dialog.blocked
     dialog.reject()
+    # back in the window, as after a click on Cancel: the shown dialog (it was shown
+    # while its preview was read) is gone and the pane is active again for its keys
+    qtbot.waitUntil(lambda: not pane.findChildren(CommitDialog))
+    pane.activateWindow()
+    qtbot.waitUntil(lambda: QApplication.activeWindow() is pane)
+    pane.list_view.setFocus()
 
     for k in (Qt.Key.Key_A, Qt.Key.Key_A, Qt.Key.Key_A, Qt.Key.Key_X):
         key(qtbot, pane, k)
     qtbot.waitUntil(lambda: pane.settled, timeout=30_000)  # written in the background
-    dialog = pane.open_commit_dialog()
+    dialog = read_preview(qtbot, pane.open_commit_dialog())
     assert dialog is not None and not dialog.blocked
     text = dialog.view.toPlainText()
     assert "1 new pattern" in text and "1 update" in text and "0.80 → 0.90" in text
@@ -301,7 +309,7 @@ def test_conflict_is_shown_through_the_hook(qtbot, pane: ReviewPane, staged) -> 
         Pattern.update(text="Changed elsewhere.", revision=Pattern.revision + 1).where(
             Pattern.id == ids["p0"]
         ).execute()
-    dialog = pane.open_commit_dialog()
+    dialog = read_preview(qtbot, pane.open_commit_dialog())
     assert dialog is not None
     assert "Conflicts" in dialog.view.toPlainText()
     with qtbot.waitSignal(pane.commits.committed, timeout=30_000):
