@@ -161,12 +161,17 @@ class CommitBar(QObject):
             return None
         reviewed_only = self.reviewed_only.isChecked()
         dialog = self._open_dialog(None, reviewed_only, run_id=run_id)
-        self.services.ops.query(
-            PREVIEW_QUERY,
-            lambda ctx: commit_api.preview_commit(ctx.store, run_id),
-            lambda preview, d=dialog: self._preview_read(d, preview),
-            lambda text, d=dialog: self._preview_failed(d, text),
-        )
+
+        def read(ctx: OpContext) -> CommitPreview:
+            return commit_api.preview_commit(ctx.store, run_id)
+
+        def shown(preview: Any) -> None:
+            self._preview_read(dialog, preview)
+
+        def failed(text: str) -> None:
+            self._preview_failed(dialog, text)
+
+        self.services.ops.query(PREVIEW_QUERY, read, shown, failed)
         return dialog
 
     def _preview_read(self, dialog: CommitDialog, preview: CommitPreview) -> None:
