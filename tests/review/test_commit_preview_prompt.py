@@ -23,7 +23,7 @@ from curator.store.knowledge import active_patterns
 from curator.store.models import Candidate, Pattern, utcnow
 from curator.store.settings import set_setting
 from curator.store.snapshot import logical_dump
-from tests.review.conftest import cli, make_pattern, make_staged_run
+from tests.review.conftest import cli, database_dump, make_pattern, make_staged_run
 
 K = 10
 
@@ -204,6 +204,34 @@ def test_cli_preview_json_and_words(
     line = next(x for x in out.splitlines() if x.startswith(f"update #{pid}"))
     assert "0.38 → 1.00" in line and "rank 13 → 13" in line
     assert "will not move" in out
+
+
+def test_cli_commit_expect_refuses_a_preview_taken_under_the_other_setting(
+    store: Store, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    now = utcnow()
+    pid = _knowledge(store, now)
+    run_id = _update_run(store, pid)
+    store.close()  # the commands open their own connection, as separate programs would
+    db = str(tmp_path / "curator.sqlite")
+    code, shown, _ = cli(capsys, "--db", db, "commit", str(run_id), "--preview", "--json")
+    assert code == 0 and shown["prompt"]["update_refreshes_decay"] is False
+    assert cli(capsys, "--db", db, "settings", "update_refreshes_decay=true")[0] == 0
+    before = database_dump(db)
+    code, out, err = cli(
+        capsys, "--db", db, "commit", str(run_id), "--expect", shown["fingerprint"], "--json"
+    )
+    assert code == 1 and out["exit"] == 1 and "decay clock" in out["error"]
+    assert err.startswith("curator: error: ") and err.count("\n") == 1 and "is on now" in err
+    assert database_dump(db) == before
+    code, fresh, _ = cli(capsys, "--db", db, "commit", str(run_id), "--preview", "--json")
+    assert fresh["fingerprint"] != shown["fingerprint"] and fresh["fingerprint"] in err
+    (upd,) = fresh["updates"]
+    assert upd["rank_after"] == 1 and upd["moves"] is True  # what the commit now does
+    code, done, _ = cli(
+        capsys, "--db", db, "commit", str(run_id), "--expect", fresh["fingerprint"], "--json"
+    )
+    assert code == 0 and done["counts"]["UPDATE"] == 1
 
 
 # -- the property: the preview's after-state is the database's after the commit ------------
