@@ -128,6 +128,33 @@ def test_an_update_that_does_not_raise_the_importance_says_why(store: Store) -> 
     assert "will not move" in s.words and "not above" in s.words
 
 
+def test_an_update_that_moves_up_but_stays_outside_the_prompt_says_why(store: Store) -> None:
+    set_setting(store, "top_k", K)
+    now = utcnow()
+    pid = _knowledge(store, now)
+    weak = make_pattern(store, "A weak fresh rule.", 0.006, distilled_at=now)  # rank 13
+    run_id = _update_run(store, pid)
+    preview = commit.preview_commit(store, run_id, now=now)
+    s = _standing(preview, pid)
+    assert (s.rank_before, s.rank_after) == (14, 13) and s.moves and not s.in_prompt_after
+    assert s.words.startswith("moves up: rank 14 → 13, outside the prompt (top 10): ")
+    assert "the decay clock is not refreshed" in s.words
+    commit.commit_run(store, run_id, now=now)
+    ranks = {r.id: r.rank for r in active_patterns(store, now=now)}
+    assert (ranks[pid], ranks[weak]) == (13, 14)
+
+
+def test_a_refreshed_update_of_the_first_pattern_says_it_is_already_first(store: Store) -> None:
+    set_setting(store, "update_refreshes_decay", True)
+    now = utcnow()
+    top = make_pattern(store, "The strongest rule there is.", 0.99, distilled_at=now)
+    make_pattern(store, "A second rule.", 0.5, distilled_at=now)
+    run_id = _update_run(store, top, importance=0.5)
+    s = _standing(commit.preview_commit(store, run_id, now=now), top)
+    assert (s.rank_before, s.rank_after, s.moves) == (1, 1, False)
+    assert s.words == "will not move: stays at rank 1, in the prompt (it is already first)"
+
+
 def test_an_add_shows_its_rank_and_the_patterns_it_pushes_out(store: Store) -> None:
     set_setting(store, "top_k", K)
     now = utcnow()
