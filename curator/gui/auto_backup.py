@@ -266,7 +266,12 @@ class AutoBackup(QObject):
         # The thread's own end, polled: its "done" signal may have been queued already.
         poll = QTimer()
         poll.setInterval(20)
-        poll.timeout.connect(lambda: thread.is_alive() or loop.quit())
+
+        def quit_when_ended() -> None:
+            if not thread.is_alive():
+                loop.quit()
+
+        poll.timeout.connect(quit_when_ended)
         poll.start()
         show = QTimer()
         show.setSingleShot(True)
