@@ -95,6 +95,7 @@ class AutoBackup(QObject):
         """Thread ident of every backup (tests check it is never the GUI thread)."""
         self._thread: threading.Thread | None = None
         self._cancel = threading.Event()
+        self._last_error: str | None = None
         self._closed = False
         self._shown_percent = -1
         self._timer = QTimer(self)
@@ -203,6 +204,7 @@ class AutoBackup(QObject):
                 )
         except Exception as exc:  # reported in the window, never raised into Qt
             error = one_line(exc)
+        self._last_error = error  # read by shutdown() after joining this thread
         with contextlib.suppress(RuntimeError):  # the window was deleted: nobody waits
             self._done.emit(result, error)
 
@@ -222,7 +224,7 @@ class AutoBackup(QObject):
         if self._thread is not None:
             self._thread.join()
             self._thread = None
-        if self._closed:
+        if self._closed:  # a failure of the close's backup is logged by shutdown()
             return
         if error is not None:
             log.warning("backup failed: %s", error)
@@ -287,6 +289,9 @@ class AutoBackup(QObject):
         for timer in (poll, show, limit):
             timer.stop()
         thread.join()
+        if self._last_error is not None and not self._cancel.is_set():
+            # The close's backup: nobody is left to tell but the log.
+            log.warning("backup on close failed: %s", self._last_error)
         if self.close_dialog is not None:
             self.close_dialog.reset()
             self.close_dialog.deleteLater()

@@ -39,10 +39,13 @@ CHANGE_COUNTER_KEY = "change_counter"
 
 BUMP_SQL = (
     'INSERT INTO "setting" ("key", "value") VALUES (?, \'1\') '
-    'ON CONFLICT ("key") DO UPDATE SET "value" = '
-    'CAST(CAST("value" AS INTEGER) + 1 AS TEXT)'
+    'ON CONFLICT ("key") DO UPDATE SET "value" = CAST('
+    'CASE WHEN CAST("value" AS INTEGER) BETWEEN 0 AND 999999999999999 '
+    'THEN CAST("value" AS INTEGER) + 1 ELSE 1 END AS TEXT)'
 )
-"""One statement, inside the write transaction it counts; the value stays JSON text."""
+"""One statement, inside the write transaction it counts; the value stays JSON text (a
+whole number). An edited value that is no number, or one so big that adding 1 would turn
+it into a float that no longer grows, starts again at 1."""
 
 
 def bump(conn: sqlite3.Connection) -> None:

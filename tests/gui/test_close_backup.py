@@ -160,3 +160,13 @@ def test_closing_the_window_shows_the_dialog_until_its_backup_is_done(
     watch.stop()
     assert seen and seen[0] == (False, True)
     assert len(list_backups(store.path)) == 1 and auto.close_dialog is None
+
+
+def test_a_close_backup_that_fails_says_so_in_the_log(qtbot, store: Store, caplog) -> None:
+    """The backups folder cannot be made (a file has its name): the close still ends,
+    the database is untouched and the log says why no backup was taken."""
+    (store.path.parent / "backups").write_text("in the way", encoding="utf-8")
+    with caplog.at_level("WARNING", logger="curator.gui"):
+        AutoBackup(store.path, lambda: 30, StoreOps(store)).shutdown()
+    assert "backup on close failed: cannot create the backup folder" in caplog.text
+    assert (store.path.parent / "backups").read_text(encoding="utf-8") == "in the way"

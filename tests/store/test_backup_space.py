@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 
 from curator.cli import main
 from curator.store.backup import backup_due, list_backups, prune_backups, take_backup
-from curator.store.change_marker import read_marker
+from curator.store.change_marker import bump, read_marker
 from curator.store.compact import database_bytes
 from curator.store.db import Store
 from curator.store.settings import update_settings
@@ -306,3 +306,26 @@ def test_compact_refuses_while_another_process_has_the_database_open(store: Stor
     finally:
         holder.communicate("")
     assert main(["--db", str(store.path), "compact"]) == 0  # closed: now it runs
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    saved=st.one_of(
+        st.integers(-(2**63), 2**63 - 1).map(str),
+        st.sampled_from(["abc", "", "1e400", "-0", "NaN", '"7"', "18446744073709551616"]),
+        st.text(max_size=30),
+    )
+)
+def test_the_counter_moves_on_from_any_saved_value(saved: str) -> None:
+    """Whatever the counter row holds (an old value, a hostile edit), a bump leaves a
+    whole number that differs from it, so a change is never mistaken for none."""
+    conn = sqlite3.connect(":memory:")
+    conn.execute('CREATE TABLE setting ("key" TEXT PRIMARY KEY, "value" TEXT)')
+    conn.execute("INSERT INTO setting VALUES ('change_counter', ?)", (saved,))
+    bump(conn)
+    (after,) = conn.execute("SELECT value FROM setting WHERE key = 'change_counter'").fetchone()
+    assert isinstance(after, str) and after.isdigit() and after != saved
+    assert 1 <= json.loads(after) <= 10**15
+    bump(conn)
+    (again,) = conn.execute("SELECT value FROM setting WHERE key = 'change_counter'").fetchone()
+    assert again != after
