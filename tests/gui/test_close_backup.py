@@ -170,3 +170,23 @@ def test_a_close_backup_that_fails_says_so_in_the_log(qtbot, store: Store, caplo
         AutoBackup(store.path, lambda: 30, StoreOps(store)).shutdown()
     assert "backup on close failed: cannot create the backup folder" in caplog.text
     assert (store.path.parent / "backups").read_text(encoding="utf-8") == "in the way"
+
+
+def test_the_size_bound_is_set_in_the_settings_pane(qtbot, main_window, store: Store) -> None:
+    from PySide6.QtWidgets import QSpinBox
+
+    from curator.store.settings import load_settings
+
+    pane = main_window.pane("settingsPane")
+    box = pane.findChild(QSpinBox, "backupMaxTotal")
+    assert box.value() == 2000 and box.specialValueText() == "off"
+    box.setValue(1500)
+    pane.apply()
+    qtbot.waitUntil(lambda: not pane.saving, timeout=30_000)
+    assert load_settings(store).backup_max_total_mb == 1500
+    assert main_window.auto_backup._max_total_bytes() == 1_500_000_000
+    main_window.resize(1400, 900)
+    main_window.tabs.setCurrentWidget(pane)
+    qtbot.waitUntil(box.isVisible)
+    SHOTS.mkdir(parents=True, exist_ok=True)
+    box.parentWidget().grab().save(str(SHOTS / "settings_backups.png"))
