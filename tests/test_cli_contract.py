@@ -48,6 +48,7 @@ MINIMAL_ARGS: dict[str, list[str]] = {
     "replay": ["--model", MISSING_MODEL],
     "gold": ["export", "gold-out.jsonl"],
     "backup": [],
+    "compact": [],
     "restore": [],
 }
 """A well-formed call of every command that needs a database (the file it names exists)."""

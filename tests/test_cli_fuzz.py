@@ -442,7 +442,15 @@ def check(line: CommandLine, template: Template) -> None:
 def test_every_verb_is_fuzzed() -> None:
     """The generator covers the parser: every leaf command, ``models`` actions included."""
     names = {" ".join(v.words) for v in VERBS}
-    assert {"stats", "export", "label", "decide", "models list", "models download"} <= names
+    assert {
+        "stats",
+        "export",
+        "label",
+        "decide",
+        "compact",
+        "models list",
+        "models download",
+    } <= names
     assert all(v.words[0] != "models" or len(v.words) == 2 for v in VERBS)
 
 

@@ -69,6 +69,7 @@ DATABASE_USE: dict[str, str] = {
     "insights": OPENS,
     "replay": OPENS,
     "backup": OPENS,
+    "compact": OPENS,
 }
 """Every command (``"gold import"``: a command and its action) and what it may do with a
 missing database; a test checks that every command of the parser is here. The commands

@@ -18,11 +18,16 @@ and StoreOps' close waits for its jobs without cancelling them. So it runs on a 
 of its own, skips a tick while a write runs (so the backup holds that write's result
 rather than the state before it) and is cancelled by :meth:`AutoBackup.shutdown`.
 
-On close: a backup is taken when the database changed since the newest one. The window
-is hidden first, so the close looks immediate; the backup then gets at most
-:data:`CLOSE_WAIT_S` seconds. A database too big to copy and check in that time is not
-backed up on close: the copy is stopped at its next step (or its check interrupted),
-the partial file deleted and a line logged; the backups taken during use stand.
+On close: a backup is taken only when the database changed since the newest one (the
+change marker of :mod:`curator.store.change_marker`, so a close after a session that
+changed nothing copies nothing). It runs on its thread while a small "Backing up before
+closing" dialog shows its progress; the GUI thread waits in a local event loop, so the
+dialog repaints and its "Skip backup" button works. The close ends when the copy does:
+a large database (a 700 MB copy and check takes 10-20 s) is backed up completely
+rather than stopped after a fixed time and thrown away, and the process never goes on
+for seconds after every window has vanished. "Skip backup" stops the copy at its next
+step and deletes the partial file; the backups taken during use stand. Kept by total
+size as well as by age (the ``backup_max_total_mb`` setting).
 """
 
 from __future__ import annotations
@@ -33,8 +38,8 @@ import threading
 from collections.abc import Callable
 from pathlib import Path
 
-from PySide6.QtCore import QObject, QTimer, Signal
-from PySide6.QtWidgets import QWidget
+from PySide6.QtCore import QEventLoop, QObject, Qt, QTimer, Signal
+from PySide6.QtWidgets import QProgressDialog, QWidget
 
 from curator.gui.operations import OpContext, StoreOps
 from curator.pipeline.runlog import one_line
@@ -43,8 +48,9 @@ from curator.store.backup import BackupResult, backup_due, take_backup
 log = logging.getLogger("curator.gui")
 
 MINUTE_MS = 60_000
-CLOSE_WAIT_S = 15.0
-"""Longest the close waits for its backup; past it the copy is stopped and deleted."""
+CLOSE_LABEL = "Backing up the database before closing…"
+DIALOG_DELAY_MS = 400
+"""A close backup shorter than this shows no dialog (a small database: no flicker)."""
 LABEL = "Backing up the database"
 
 
@@ -71,18 +77,25 @@ class AutoBackup(QObject):
         *,
         read_only: bool = False,
         tick_ms: int = MINUTE_MS,
+        max_total_mb: Callable[[], int] = lambda: 0,
     ) -> None:
         super().__init__(parent)
         self.db_path = db_path
         self.interval_minutes = interval_minutes
         """Read at each tick, so a change in Settings applies without a restart."""
         self.ops = ops
+        self.max_total_mb = max_total_mb
+        """The size bound of the backups (MB, 0: none), read on the GUI thread per backup."""
         self.read_only = read_only
+        self.dialog_delay_ms = DIALOG_DELAY_MS
+        self.close_dialog: QProgressDialog | None = None
+        """The "Backing up before closing" dialog while it is shown (tests look at it)."""
         self.minutes_used = 0
         self.job_thread_ids: list[int] = []
         """Thread ident of every backup (tests check it is never the GUI thread)."""
         self._thread: threading.Thread | None = None
         self._cancel = threading.Event()
+        self._last_error: str | None = None
         self._closed = False
         self._shown_percent = -1
         self._timer = QTimer(self)
@@ -103,6 +116,7 @@ class AutoBackup(QObject):
             services.ops,
             window,
             read_only=services.store.read_only,
+            max_total_mb=lambda: int(services.settings().backup_max_total_mb),
         )
         auto.status_message.connect(window.show_message)  # type: ignore[attr-defined]
         return auto
@@ -119,6 +133,14 @@ class AutoBackup(QObject):
             log.exception("reading the backup interval failed")
             return 30
 
+    def _max_total_bytes(self) -> int | None:
+        try:
+            megabytes = max(int(self.max_total_mb()), 0)
+        except Exception:  # settings unreadable: bounded by age only, still backed up
+            log.exception("reading the backups' size bound failed")
+            return None
+        return megabytes * 1_000_000 or None
+
     def _tick(self) -> None:
         """One more minute of use; a backup once the interval is reached."""
         self.minutes_used += 1
@@ -134,11 +156,14 @@ class AutoBackup(QObject):
         if self._closed:
             return False
 
+        bound = self._max_total_bytes()
+
         def job(ctx: OpContext) -> BackupResult:
             self.job_thread_ids.append(threading.get_ident())
             return take_backup(
                 self.db_path,
                 read_only=self.read_only,
+                max_total_bytes=bound,
                 progress=ctx.progress,
                 cancelled=lambda: ctx.cancelled,
             )
@@ -156,12 +181,15 @@ class AutoBackup(QObject):
             return False
         self._shown_percent = -1
         self._thread = threading.Thread(
-            target=self._job, args=(only_if_changed,), name="backup", daemon=True
+            target=self._job,
+            args=(only_if_changed, self._max_total_bytes()),
+            name="backup",
+            daemon=True,
         )
         self._thread.start()
         return True
 
-    def _job(self, only_if_changed: bool) -> None:
+    def _job(self, only_if_changed: bool, max_total_bytes: int | None) -> None:
         self.job_thread_ids.append(threading.get_ident())
         result: BackupResult | None = None
         error: str | None = None
@@ -170,11 +198,13 @@ class AutoBackup(QObject):
                 result = take_backup(
                     self.db_path,
                     read_only=self.read_only,
+                    max_total_bytes=max_total_bytes,
                     progress=self._report,
                     cancelled=self._cancel.is_set,
                 )
         except Exception as exc:  # reported in the window, never raised into Qt
             error = one_line(exc)
+        self._last_error = error  # read by shutdown() after joining this thread
         with contextlib.suppress(RuntimeError):  # the window was deleted: nobody waits
             self._done.emit(result, error)
 
@@ -184,6 +214,8 @@ class AutoBackup(QObject):
 
     def _on_progress(self, done: int, total: int) -> None:
         percent = 100 * done // total if total else 100
+        if self.close_dialog is not None:
+            self.close_dialog.setValue(min(percent, 99))  # 100 would close it early
         if percent // 5 != self._shown_percent // 5:  # a status update every 5 %
             self._shown_percent = percent
             self.status_message.emit(f"{LABEL}… {percent}%")
@@ -192,7 +224,7 @@ class AutoBackup(QObject):
         if self._thread is not None:
             self._thread.join()
             self._thread = None
-        if self._closed:
+        if self._closed:  # a failure of the close's backup is logged by shutdown()
             return
         if error is not None:
             log.warning("backup failed: %s", error)
@@ -208,13 +240,15 @@ class AutoBackup(QObject):
             )
         self.finished.emit(result)
 
-    def shutdown(self, window: QWidget | None = None, wait_s: float = CLOSE_WAIT_S) -> None:
-        """On close (after StoreOps' shutdown): back up if the database changed, waiting at
-        most ``wait_s`` seconds.
+    def shutdown(self, window: QWidget | None = None, wait_s: float | None = None) -> None:
+        """On close (after StoreOps' shutdown): back up if the database changed since the
+        newest backup, and return when that backup is done, skipped or stopped.
 
-        The window (if given) is hidden first. Past the wait the backup is cancelled at
-        its next step and its partial copy deleted; the thread ends within a step. A
-        Backup now still running was cancelled by StoreOps' shutdown already.
+        Meanwhile the GUI thread runs a local event loop: after :attr:`dialog_delay_ms` a
+        dialog (over ``window``) shows the progress, and its "Skip backup" stops the copy
+        at its next step and deletes the partial file. ``wait_s`` (None: no limit) stops
+        the copy the same way once that many seconds have passed. A Backup now still
+        running was cancelled by StoreOps' shutdown already.
         """
         if self._closed:
             return
@@ -230,15 +264,58 @@ class AutoBackup(QObject):
         thread = self._thread
         if thread is None:
             return
-        if window is not None:
-            window.hide()
-        thread.join(wait_s)
+        loop = QEventLoop()
+        # The thread's own end, polled: its "done" signal may have been queued already.
+        poll = QTimer()
+        poll.setInterval(20)
+
+        def quit_when_ended() -> None:
+            if not thread.is_alive():
+                loop.quit()
+
+        poll.timeout.connect(quit_when_ended)
+        poll.start()
+        show = QTimer()
+        show.setSingleShot(True)
+        show.timeout.connect(lambda: self._show_close_dialog(window))
+        show.start(max(self.dialog_delay_ms, 0))
+        limit = QTimer()
+        if wait_s is not None:
+            limit.setSingleShot(True)
+            limit.timeout.connect(lambda: self._stop_close_backup(f"after {wait_s:g} s"))
+            limit.start(int(wait_s * 1000))
         if thread.is_alive():
-            log.warning(
-                "backup on close stopped after %.0f s (the database is too big to copy and "
-                "check in that time); the backups taken during use stand",
-                wait_s,
-            )
-            self._cancel.set()
-            thread.join(5.0)  # it stops at its next step: milliseconds
+            loop.exec()
+        for timer in (poll, show, limit):
+            timer.stop()
+        thread.join()
+        if self._last_error is not None and not self._cancel.is_set():
+            # The close's backup: nobody is left to tell but the log.
+            log.warning("backup on close failed: %s", self._last_error)
+        if self.close_dialog is not None:
+            self.close_dialog.reset()
+            self.close_dialog.deleteLater()
+            self.close_dialog = None
         self._thread = None
+
+    def _show_close_dialog(self, window: QWidget | None) -> None:
+        dialog = QProgressDialog(CLOSE_LABEL, "Skip backup", 0, 100, window)
+        dialog.setObjectName("closeBackupDialog")
+        dialog.setWindowTitle("Memory Curator")
+        dialog.setWindowModality(Qt.WindowModality.ApplicationModal)
+        dialog.setMinimumDuration(0)
+        dialog.setAutoClose(False)
+        dialog.setAutoReset(False)
+        dialog.setValue(max(self._shown_percent, 0))
+        dialog.canceled.connect(lambda: self._stop_close_backup("on request"))
+        self.close_dialog = dialog
+        dialog.show()
+
+    def _stop_close_backup(self, why: str) -> None:
+        """Stop the closing backup at its next step (its partial copy is deleted)."""
+        if self._cancel.is_set():
+            return
+        log.warning("backup on close skipped %s; the backups taken during use stand", why)
+        self._cancel.set()
+        if self.close_dialog is not None:
+            self.close_dialog.setLabelText("Stopping the backup…")

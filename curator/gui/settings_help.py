@@ -59,6 +59,10 @@ PURPOSE: dict[str, str] = {
         "While the window is open, the database is backed up after this many minutes of use, "
         "and once more on close. Off: no automatic backups (commits still keep their own)."
     ),
+    "backup_max_total_mb": (
+        "The backups of this database together stay under this size: past it the oldest "
+        "are deleted, never the newest. Off: only their age thins them out."
+    ),
     "guard_model_opinion": (
         "When a run is staged, the model is asked one short yes/no question per candidate: "
         "does it try to instruct or change the agent, or smuggle secrets or links? A yes "
@@ -94,6 +98,7 @@ _SPECIAL: dict[str, dict[Any, str]] = {
     "n_gpu_layers": {-1: "all layers"},
     "n_threads": {None: "automatic"},
     "backup_interval_minutes": {0: "off"},
+    "backup_max_total_mb": {0: "off"},
     "backend": {"local": "model file"},
     "guard_model_opinion": {"on": "on (not the demo model)", "always": "always (demo model too)"},
     "server_url": {None: "none"},

@@ -207,6 +207,11 @@ class SettingsPane(Pane):
         backup_form = QFormLayout(backup_box)
         backup_form.addRow("Every N minutes of use, and on close", self.backup_interval)
         set_tip(backup_form, self.backup_interval, "backup_interval_minutes")
+        self.backup_max_total = rule_spin("backup_max_total_mb", 500, special="off")
+        self.backup_max_total.setObjectName("backupMaxTotal")
+        self.backup_max_total.setSuffix(" MB")
+        backup_form.addRow("All backups together at most", self.backup_max_total)
+        set_tip(backup_form, self.backup_max_total, "backup_max_total_mb")
 
         # buttons: below the scrolling form, so they never move
         self.busy = QProgressBar()
@@ -374,6 +379,7 @@ class SettingsPane(Pane):
             "min_chars": self.min_chars.value(),
             "min_words": self.min_words.value(),
             "backup_interval_minutes": self.backup_interval.value(),
+            "backup_max_total_mb": self.backup_max_total.value(),
             "guard_model_opinion": self.guard_opinion.currentData(),
             "guard_opinion_threshold": round(self.guard_threshold.value(), 4),
             "untrusted_sources": sorted(
@@ -552,6 +558,7 @@ class SettingsPane(Pane):
         self.min_chars.setValue(values.min_chars)
         self.min_words.setValue(values.min_words)
         self.backup_interval.setValue(values.backup_interval_minutes)
+        self.backup_max_total.setValue(values.backup_max_total_mb)
         self.untrusted_sources.setText(", ".join(values.untrusted_sources))
         self.guard_opinion.setCurrentIndex(self.guard_opinion.findData(values.guard_model_opinion))
         self.guard_threshold.setValue(values.guard_opinion_threshold)

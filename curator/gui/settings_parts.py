@@ -153,6 +153,7 @@ PANE_KEYS = (
     "guard_model_opinion",
     "guard_opinion_threshold",
     "backup_interval_minutes",
+    "backup_max_total_mb",
     "backend",
     "server_url",
     "server_model",

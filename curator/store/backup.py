@@ -62,9 +62,11 @@ from curator.store.backup_schedule import (
     changed_since,
     stamp_of,
 )
-from curator.store.db import BUSY_TIMEOUT_S, Store
+from curator.store.change_marker import read_marker
+from curator.store.db import BUSY_TIMEOUT_S, DATABASE_ERRORS, Store
 from curator.store.models import utcnow
 from curator.store.opening import StoreBusyError, check_file, has_wal, read_only_uri
+from curator.store.settings import SettingsError, load_settings
 
 try:
     import fcntl
@@ -128,36 +130,94 @@ def list_backups(db_path: Path, backup_dir: Path | None = None) -> list[Path]:
 def backup_due(db_path: Path, backup_dir: Path | None = None) -> bool:
     """Whether the database changed since its newest backup was started (or has none).
 
-    Two ``stat`` calls, a folder listing and the ids of the database and of its newest
-    backup (the close calls it on the GUI thread: a few ms, not one read per backup).
+    "Changed" compares the change marker (:mod:`curator.store.change_marker`) of the
+    database with the one inside its newest backup: equal markers mean the same content,
+    whatever a checkpoint or a close did to the file times. Where either side has no
+    marker (a backup from before markers existed), file times decide as before: modified
+    after the newest backup was started. A folder listing, the ids and the markers of the
+    database and of its newest backup: a few ms (the close calls it on the GUI thread).
     """
     db_path = database_file(db_path)
     named = named_backups(db_path, backup_dir or default_backup_dir(db_path))
     own_id = read_database_id(db_path) if named and db_path.is_file() else None
     newest = next(
-        (stamp_of(p.name) for p, by_name in reversed(named) if belongs_to(own_id, p, by_name)),
+        (p for p, by_name in reversed(named) if belongs_to(own_id, p, by_name)),
         None,
     )
+    if newest is None:
+        return True
+    ours = read_marker(db_path) if db_path.is_file() else None
+    theirs = read_marker(newest) if ours is not None else None
+    if ours is not None and theirs is not None:
+        return ours != theirs
     modified = []
     for path in (db_path, db_path.with_name(db_path.name + "-wal")):
         with contextlib.suppress(OSError):
             modified.append(path.stat().st_mtime)
-    return changed_since(modified, newest)
+    return changed_since(modified, stamp_of(newest.name))
 
 
-def prune_backups(db_path: Path, backup_dir: Path | None = None, *, recent: int = RECENT) -> None:
-    """Delete the backups the age rule (:func:`backups_to_keep`) does not keep."""
+def prune_backups(
+    db_path: Path,
+    backup_dir: Path | None = None,
+    *,
+    recent: int = RECENT,
+    max_total_bytes: int | None = None,
+) -> list[Path]:
+    """Delete the backups the age rule (:func:`backups_to_keep`) does not keep, then, while
+    this database's backups together exceed ``max_total_bytes``, the oldest of them; the
+    newest is never deleted, whatever its size. Returns the deleted paths.
+
+    The size bound is why a 700 MB database does not fill the disk with ten copies in a
+    day: the age rule alone keeps up to ``recent`` + 7 + 4 of them. Only this database's
+    own backups are counted and deleted (another database's in the same folder are not).
+    """
     dated = {p: stamp_of(p.name) for p in list_backups(db_path, backup_dir)}
     stamps = [s for s in dated.values() if s is not None]
     keep = backups_to_keep(stamps, utcnow(), recent=recent)
+    deleted: list[Path] = []
+    kept: list[Path] = []
     for path, stamp in dated.items():
         if stamp is not None and stamp not in keep:
             _remove_quietly(path)
+            deleted.append(path)
+        else:
+            kept.append(path)
+    if max_total_bytes is None:
+        return deleted
+    sizes = {}
+    for path in kept:
+        with contextlib.suppress(OSError):
+            sizes[path] = path.stat().st_size
+    total = sum(sizes.values())
+    for path in kept[:-1]:  # oldest first (list_backups' order); never the newest
+        if total <= max_total_bytes:
+            break
+        _remove_quietly(path)
+        deleted.append(path)
+        total -= sizes.get(path, 0)
+    return deleted
 
 
 def backup_database(store: Store, dest_dir: Path | None = None, keep: int = DEFAULT_KEEP) -> Path:
     """:func:`take_backup` of an open store (the CLI's ``curator backup``); the path."""
-    return take_backup(store.path, read_only=store.read_only, dest_dir=dest_dir, keep=keep).path
+    return take_backup(
+        store.path,
+        read_only=store.read_only,
+        dest_dir=dest_dir,
+        keep=keep,
+        max_total_bytes=max_total_bytes_of(store),
+    ).path
+
+
+def max_total_bytes_of(store: Store) -> int | None:
+    """The ``backup_max_total_mb`` setting in bytes (None: 0, no size bound; or the
+    settings cannot be read, when the age rule alone must do rather than no backup)."""
+    try:
+        megabytes = load_settings(store).backup_max_total_mb
+    except (SettingsError, *DATABASE_ERRORS):
+        return None
+    return megabytes * 1_000_000 if megabytes > 0 else None
 
 
 def take_backup(
@@ -166,6 +226,7 @@ def take_backup(
     read_only: bool = False,
     dest_dir: Path | None = None,
     keep: int = DEFAULT_KEEP,
+    max_total_bytes: int | None = None,
     pages: int = STEP_PAGES,
     progress: ProgressFn | None = None,
     cancelled: Callable[[], bool] | None = None,
@@ -179,6 +240,8 @@ def take_backup(
     written under a temporary name and renamed only once ``quick_check`` says ``ok``, so
     a listed backup is always a good one. ``cancelled`` is asked between steps and during
     the check: when it says True the partial copy is deleted and BackupCancelled raised.
+    ``max_total_bytes`` bounds this database's backups by total size as well as by age
+    (:func:`prune_backups`; None: by age only).
     Raises CuratorError when the copy is not sound (it is deleted) or cannot be written.
     """
     if keep < 1:
@@ -215,7 +278,7 @@ def take_backup(
             "the copy was deleted"
         )
     partial.replace(final)
-    prune_backups(db_path, folder, recent=keep)
+    prune_backups(db_path, folder, recent=keep, max_total_bytes=max_total_bytes)
     return BackupResult(final, final.stat().st_size, time.perf_counter() - started)
 
 

@@ -27,6 +27,7 @@ from peewee import SqliteDatabase
 
 from curator.core.userpath import user_path
 from curator.errors import CuratorError
+from curator.store import change_marker
 from curator.store.migrations import LATEST_VERSION, MIGRATIONS
 from curator.store.models import ALL_MODELS
 from curator.store.opening import (
@@ -305,11 +306,14 @@ class Store:
     def write(self) -> Iterator[None]:
         """An ``IMMEDIATE`` write transaction (takes the write lock up front, waits if busy).
 
-        Nested calls become savepoints. When SQLite has already rolled the transaction back
-        by itself (a full disk, an I/O error), no second ROLLBACK is sent: the error raised
-        is the original one, not "cannot rollback - no transaction is active". A lock that
-        stays taken for the whole busy timeout raises StoreBusyError; a read-only database
-        raises ReadOnlyError before anything is tried.
+        Nested calls become savepoints. A transaction that changed a row also bumps the
+        change counter (:mod:`curator.store.change_marker`), so a backup is taken only
+        when something changed since the newest one. When SQLite has already rolled the
+        transaction back by itself (a full disk, an I/O error), no second ROLLBACK is
+        sent: the error raised is the original one, not "cannot rollback - no
+        transaction is active". A lock that stays taken for the whole busy timeout
+        raises StoreBusyError; a read-only database raises ReadOnlyError before anything
+        is tried.
         """
         db = self.db
         if self.read_only:
@@ -327,8 +331,12 @@ class Store:
             raise lock from exc
         marker = db.transaction()
         db.push_transaction(marker)
+        conn = db.connection()
+        changes_before = conn.total_changes
         try:
             yield
+            if conn.total_changes != changes_before:
+                change_marker.bump(conn)  # "changed since the newest backup?"
         except BaseException as exc:
             db.pop_transaction()
             self._rollback_if_open(exc)

@@ -80,6 +80,9 @@ RULES: dict[str, Rule] = {
     "server_model": Rule("model id on the server", str, optional=True),
     # The window backs up at most every N minutes of use and on close; 0 turns it off
     "backup_interval_minutes": Rule("backup every N minutes of use", int, 0, 1440),
+    # This database's backups together stay under this many MB (the oldest go first, the
+    # newest always stays); 0: bounded by age only (curator.store.backup.prune_backups)
+    "backup_max_total_mb": Rule("backups' total size in MB", int, 0, 10_000_000),
     # The configured model's yes/no second opinion on staged candidates (curator.pipeline
     # .guard_opinion): "on" skips the demo model (too small to judge), "always" asks it too
     "guard_model_opinion": Rule(
@@ -165,6 +168,7 @@ class Settings:
     server_url: str | None = None
     server_model: str | None = None  # None: the server's first model
     backup_interval_minutes: int = 30  # curator.gui.auto_backup; 0: no automatic backups
+    backup_max_total_mb: int = 2000  # curator.store.backup.prune_backups; 0: no size bound
     guard_model_opinion: str = "on"  # on | off | always (curator.pipeline.guard_opinion)
     guard_opinion_threshold: float = 0.5
 

@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from curator.errors import CuratorError
+from curator.store.change_marker import CHANGE_COUNTER_KEY
 from curator.store.db import Store
 
 Row = dict[str, Any]
@@ -155,12 +156,14 @@ def logical_dump(store: Store) -> dict[str, list[Row]]:
     """Every row of the Identity, Knowledge, provenance, episode and review tables.
 
     Two dumps are equal when the memory the agent gets and everything the review shows are
-    the same; the audit trail is left out because undo adds to it by design.
+    the same; the audit trail is left out because undo adds to it by design, and so is the
+    change counter (:mod:`curator.store.change_marker`), which every write bumps.
     """
     dump: dict[str, list[Row]] = {}
     for table in DUMP_TABLES:
         columns = table_columns(store, table)
         select = ", ".join(_q(c) for c in columns)
-        rows = store.execute(f"SELECT {select} FROM {_q(table)} ORDER BY 1, 2")
+        where = f" WHERE \"key\" != '{CHANGE_COUNTER_KEY}'" if table == "setting" else ""
+        rows = store.execute(f"SELECT {select} FROM {_q(table)}{where} ORDER BY 1, 2")
         dump[table] = [dict(zip(columns, values, strict=True)) for values in rows]
     return dump

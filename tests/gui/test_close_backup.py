@@ -1,0 +1,192 @@
+"""The backup on close: taken only when something changed, its progress shown while the
+event loop runs, never given up after a fixed time, skippable by the person."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from PySide6.QtCore import QTimer
+from PySide6.QtWidgets import QApplication, QPushButton, QWidget
+
+from curator.gui.auto_backup import AutoBackup
+from curator.gui.operations import StoreOps
+from curator.store.backup import BackupResult, list_backups
+from curator.store.db import Store
+
+SHOTS = Path("/tmp/shots_backup")
+
+
+def _fill(store: Store, rows: int) -> None:
+    """About ``rows`` * 330 bytes of patterns: a copy and check that take a visible while."""
+    with store.write():
+        store.db.execute_sql(
+            "INSERT INTO pattern (text, importance, distilled_at, rank_key, category, status,"
+            " revision, created_at, updated_at) "
+            "WITH RECURSIVE seq(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM seq WHERE i < ?)"
+            " SELECT printf('%d ', i) || hex(randomblob(150)), 0.5, '2026-01-01', 0.5, 'x',"
+            " 'active', 1, '2026-01-01', '2026-01-01' FROM seq",
+            (rows,),
+        )
+
+
+def test_a_second_close_with_nothing_changed_takes_no_backup(qtbot, store: Store) -> None:
+    """Two sessions: the first changed the database and backs up on close; the second
+    only looked (its open and close checkpoint the WAL) and copies nothing."""
+    AutoBackup(store.path, lambda: 30, StoreOps(store)).shutdown()
+    first = list_backups(store.path)
+    assert len(first) == 1
+    store.close()  # the session ends: the last connection checkpoints the file
+    again = Store(store.path)
+    again.execute("SELECT count(*) FROM pattern")
+    AutoBackup(again.path, lambda: 30, StoreOps(again)).shutdown()
+    assert list_backups(store.path) == first
+    with again.write():  # a third session changes something: its close backs up
+        again.db.execute_sql("UPDATE pattern SET importance = 0.5 WHERE id = 1")
+    AutoBackup(again.path, lambda: 30, StoreOps(again)).shutdown()
+    assert len(list_backups(store.path)) == 2
+    again.close()
+
+
+@pytest.fixture
+def big(tmp_path: Path):
+    store = Store(tmp_path / "big.sqlite")
+    _fill(store, 60_000)  # about 20 MB
+    yield store
+    store.close()
+
+
+def test_the_close_shows_the_backups_progress_and_waits_for_the_whole_copy(
+    qtbot, big: Store
+) -> None:
+    window = QWidget()
+    qtbot.addWidget(window)
+    auto = AutoBackup(big.path, lambda: 30, StoreOps(big), window, max_total_mb=lambda: 0)
+    auto.dialog_delay_ms = 0
+    seen: list[int] = []
+    finished: list[object] = []
+    auto.finished.connect(finished.append)
+
+    def look() -> None:
+        dialog = auto.close_dialog
+        if dialog is not None and dialog.isVisible():
+            if not seen:
+                SHOTS.mkdir(parents=True, exist_ok=True)
+                dialog.grab().save(str(SHOTS / "close_backup_progress.png"))
+            seen.append(dialog.value())
+
+    watch = QTimer()
+    watch.timeout.connect(look)
+    watch.start(5)
+    auto.shutdown(window, wait_s=None)
+    watch.stop()
+    assert seen, "the progress dialog was never shown"
+    assert seen == sorted(seen) and seen[-1] > 0
+    assert auto.close_dialog is None and not auto.running
+    backups = list_backups(big.path)
+    assert len(backups) == 1 and backups[0].stat().st_size > 10_000_000
+    assert finished == []  # the window is closing: nobody is told in the status bar
+
+
+def test_skip_backup_stops_the_copy_and_deletes_the_partial_file(qtbot, big: Store, caplog) -> None:
+    window = QWidget()
+    qtbot.addWidget(window)
+    auto = AutoBackup(big.path, lambda: 30, StoreOps(big), window)
+    auto.dialog_delay_ms = 0
+    clicked: list[bool] = []
+
+    def skip() -> None:
+        dialog = auto.close_dialog
+        if dialog is not None and dialog.isVisible() and not clicked:
+            clicked.append(True)
+            button = dialog.findChild(QPushButton)
+            assert button.text() == "Skip backup"
+            button.click()
+
+    watch = QTimer()
+    watch.timeout.connect(skip)
+    watch.start(5)
+    with caplog.at_level("WARNING", logger="curator.gui"):
+        auto.shutdown(window)
+    watch.stop()
+    assert clicked and "backup on close skipped on request" in caplog.text
+    assert list((big.path.parent / "backups").iterdir()) == []
+    assert not auto.running and auto.close_dialog is None
+
+
+def test_a_small_close_backup_shows_no_dialog(qtbot, store: Store) -> None:
+    auto = AutoBackup(store.path, lambda: 30, StoreOps(store))
+    auto.dialog_delay_ms = 60_000
+    auto.shutdown()
+    assert len(list_backups(store.path)) == 1
+    assert not any(w.objectName() == "closeBackupDialog" for w in QApplication.topLevelWidgets())
+
+
+def test_the_periodic_backup_honours_the_size_bound(qtbot, store: Store) -> None:
+    taken: list[BackupResult] = []
+    auto = AutoBackup(store.path, lambda: 1, StoreOps(store), tick_ms=20, max_total_mb=lambda: 1)
+    auto.finished.connect(lambda r: r is not None and taken.append(r))
+    for i in range(3):
+        with store.write():
+            store.db.execute_sql("UPDATE pattern SET importance = ?", (i / 10,))
+        qtbot.waitUntil(lambda n=i: len(taken) == n + 1, timeout=10_000)
+    auto.shutdown()
+    sizes = [p.stat().st_size for p in list_backups(store.path)]
+    assert sum(sizes) <= 1_000_000 and list_backups(store.path)[-1] == taken[-1].path
+
+
+def test_closing_the_window_shows_the_dialog_until_its_backup_is_done(
+    qtbot, main_window, store: Store
+) -> None:
+    """Through the main window's close: the window goes, the dialog stays in sight until
+    the copy is complete, and close() returns only then."""
+    _fill(store, 60_000)
+    auto = main_window.auto_backup
+    auto.dialog_delay_ms = 0
+    seen: list[tuple[bool, bool]] = []
+
+    def look() -> None:
+        dialog = auto.close_dialog
+        if dialog is not None and dialog.isVisible():
+            if not seen:
+                SHOTS.mkdir(parents=True, exist_ok=True)
+                dialog.grab().save(str(SHOTS / "close_backup_window.png"))
+            seen.append((main_window.isVisible(), dialog.isModal()))
+
+    watch = QTimer()
+    watch.timeout.connect(look)
+    watch.start(5)
+    assert main_window.close()
+    watch.stop()
+    assert seen and seen[0] == (False, True)
+    assert len(list_backups(store.path)) == 1 and auto.close_dialog is None
+
+
+def test_a_close_backup_that_fails_says_so_in_the_log(qtbot, store: Store, caplog) -> None:
+    """The backups folder cannot be made (a file has its name): the close still ends,
+    the database is untouched and the log says why no backup was taken."""
+    (store.path.parent / "backups").write_text("in the way", encoding="utf-8")
+    with caplog.at_level("WARNING", logger="curator.gui"):
+        AutoBackup(store.path, lambda: 30, StoreOps(store)).shutdown()
+    assert "backup on close failed: cannot create the backup folder" in caplog.text
+    assert (store.path.parent / "backups").read_text(encoding="utf-8") == "in the way"
+
+
+def test_the_size_bound_is_set_in_the_settings_pane(qtbot, main_window, store: Store) -> None:
+    from PySide6.QtWidgets import QSpinBox
+
+    from curator.store.settings import load_settings
+
+    pane = main_window.pane("settingsPane")
+    box = pane.findChild(QSpinBox, "backupMaxTotal")
+    assert box.value() == 2000 and box.specialValueText() == "off"
+    box.setValue(1500)
+    pane.apply()
+    qtbot.waitUntil(lambda: not pane.saving, timeout=30_000)
+    assert load_settings(store).backup_max_total_mb == 1500
+    assert main_window.auto_backup._max_total_bytes() == 1_500_000_000
+    main_window.resize(1400, 900)
+    main_window.tabs.setCurrentWidget(pane)
+    qtbot.waitUntil(box.isVisible)
+    SHOTS.mkdir(parents=True, exist_ok=True)
+    box.parentWidget().grab().save(str(SHOTS / "settings_backups.png"))
