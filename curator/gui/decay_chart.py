@@ -25,6 +25,7 @@ from PySide6.QtGui import QColor, QPalette
 from PySide6.QtWidgets import QWidget
 
 from curator.core.scoring import decay_series
+from curator.gui.date_axis import DayAxis
 
 FloatArray = npt.NDArray[np.float64]
 
@@ -63,7 +64,7 @@ class DecayChart(pg.PlotWidget):
     """The pattern id under the mouse, or -1 when the mouse leaves every curve."""
 
     def __init__(self, parent: QWidget | None = None) -> None:
-        super().__init__(parent=parent, axisItems={"bottom": pg.DateAxisItem(orientation="bottom")})
+        super().__init__(parent=parent, axisItems={"bottom": DayAxis()})
         self.setMinimumHeight(200)
         palette = self.palette()
         fg = palette.color(QPalette.ColorRole.WindowText)
@@ -85,12 +86,13 @@ class DecayChart(pg.PlotWidget):
         legend_bg.setAlpha(200)
         self.legend.setBrush(pg.mkBrush(legend_bg))
 
-        accent = palette.color(QPalette.ColorRole.Highlight)
         self._items = [
             pg.PlotDataItem(connect="finite", pen=pg.mkPen(color=c, width=2)) for c in CURVE_COLOURS
         ]
         self._rest = pg.PlotDataItem(connect="finite", pen=pg.mkPen(color=_REST_COLOUR, width=1))
-        self._highlight = pg.PlotDataItem(connect="finite", pen=pg.mkPen(color=accent, width=4))
+        # The emphasised curve is drawn again, wider, in ITS OWN colour: in one accent
+        # colour for all, the current pattern read as another curve than its legend's.
+        self._highlight = pg.PlotDataItem(connect="finite", pen=pg.mkPen(width=4))
         self._cutoff = pg.PlotDataItem(
             pen=pg.mkPen(color=_CUTOFF_COLOUR, width=2, style=Qt.PenStyle.DashLine)
         )
@@ -112,7 +114,7 @@ class DecayChart(pg.PlotWidget):
         self._horizon = pg.InfiniteLine(
             angle=90,
             pen=pg.mkPen(color=(220, 150, 30), width=2, style=Qt.PenStyle.DotLine),
-            label="in N days",
+            label="",
             labelOpts={
                 "position": 0.04,
                 "color": (200, 120, 0),
@@ -263,9 +265,18 @@ class DecayChart(pg.PlotWidget):
         if moment is None:
             self._horizon.hide()
             return
-        self._horizon.setValue(moment.timestamp())
-        self._horizon.label.setFormat(label or "in N days")
+        # The label is text, not a format (its braces escaped); it is set after show():
+        # pyqtgraph re-renders a hidden line's label only once it moves while visible,
+        # so a format set while hidden left the placeholder on screen.
         self._horizon.show()
+        self._horizon.setValue(moment.timestamp())
+        self._horizon.label.setFormat(label.replace("{", "{{").replace("}", "}}"))
+
+    def horizon_text(self) -> str:
+        """What the horizon marker says on screen (empty while it is hidden)."""
+        if not self._horizon.isVisible():
+            return ""
+        return str(self._horizon.label.toPlainText())
 
     # -- log scale --------------------------------------------------------------------------
 
@@ -297,12 +308,29 @@ class DecayChart(pg.PlotWidget):
 
     # -- hover ------------------------------------------------------------------------------
 
+    def _colour_of(self, index: int) -> tuple[int, int, int]:
+        """The colour of the ``index``-th selected pattern's curve and legend sample."""
+        if index < len(self._items):
+            return CURVE_COLOURS[index]
+        return _REST_COLOUR[:3]
+
     def _draw_highlight(self) -> None:
         if self._highlighted < 0:
             self._highlight.setData([], [])
             return
         i = self._ids.index(self._highlighted)
+        self._highlight.setPen(pg.mkPen(color=self._colour_of(i), width=4))
         self._highlight.setData(self._xs[i], self._ys[i], connect="finite")
+
+    def drawn_colour(self, pattern_id: int) -> tuple[int, int, int] | None:
+        """The colour ``pattern_id``'s curve shows on screen (its emphasis included), as
+        RGB; None when it is not plotted."""
+        if pattern_id not in self._ids:
+            return None
+        if pattern_id == self._highlighted:
+            colour = self._highlight.opts["pen"].color()
+            return (colour.red(), colour.green(), colour.blue())
+        return self._colour_of(self._ids.index(pattern_id))
 
     def curve_near(self, x: float, y: float, tolerance_y: float) -> int:
         """The id of the curve whose value at ``x`` is nearest to ``y`` within tolerance.
