@@ -1,0 +1,166 @@
+"""Nothing jumps, nothing hides: controls whose text changes keep their geometry, the
+Time column shows whole times, the Review list's Candidate column stays in view at
+1024×700, and a relabel in Episodes moves on to the next episode (as Review does)."""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from PySide6.QtCore import QItemSelectionModel, Qt
+from PySide6.QtWidgets import QApplication
+
+from curator.gui.episode_model import COLUMNS
+from curator.gui.episodes_pane import EpisodesPane
+from curator.gui.main_window import MainWindow
+from curator.gui.services import AppServices
+
+TIME = next(i for i, (key, _title) in enumerate(COLUMNS) if key == "time")
+
+
+def _settle(qtbot, window: MainWindow) -> None:
+    qtbot.waitUntil(lambda: window.services.ops.pending == 0, timeout=10_000)
+
+
+def _select_rows(pane: EpisodesPane, rows: list[int]) -> None:
+    model = pane.table.selectionModel()
+    flags = QItemSelectionModel.SelectionFlag.Select | QItemSelectionModel.SelectionFlag.Rows
+    model.clearSelection()
+    model.setCurrentIndex(pane.model.index(rows[0], 0), QItemSelectionModel.SelectionFlag.NoUpdate)
+    for row in rows:
+        model.select(pane.model.index(row, 0), flags)
+
+
+def _time_fits(pane: EpisodesPane) -> bool:
+    table = pane.table
+    return table.horizontalHeader().sectionSize(TIME) >= table.sizeHintForColumn(TIME)
+
+
+@pytest.mark.parametrize("size", [(1400, 900), (1024, 700)])
+def test_the_time_column_shows_whole_times(qtbot, main_window: MainWindow, size) -> None:
+    main_window.resize(*size)
+    qtbot.waitUntil(lambda: (main_window.width(), main_window.height()) == size)
+    pane = main_window.episodes_pane
+    QApplication.processEvents()
+    assert pane.model.rowCount() > 0
+    assert _time_fits(pane), (pane.table.columnWidth(TIME), pane.table.sizeHintForColumn(TIME))
+    # Preview still on screen at 1024 px
+    table = pane.table
+    preview = pane.model.columnCount() - 1
+    assert (
+        table.horizontalHeader().sectionViewportPosition(preview) + 100 <= table.viewport().width()
+    )
+    main_window.grab().save(f"/tmp/shots_charts/episodes_{size[0]}x{size[1]}.png")
+
+
+@settings(
+    max_examples=20, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(width=st.integers(700, 2200))
+def test_the_time_column_fits_at_any_width(qtbot, services: AppServices, width: int) -> None:
+    pane = _shown_pane(qtbot, services)
+    pane.resize(width, 600)
+    QApplication.processEvents()
+    assert _time_fits(pane)
+    pane.close()
+    pane.deleteLater()
+
+
+def _shown_pane(qtbot, services: AppServices) -> EpisodesPane:
+    pane = EpisodesPane(services)
+    qtbot.addWidget(pane)
+    pane.resize(1000, 600)
+    pane.show()
+    qtbot.waitExposed(pane)
+    return pane
+
+
+COUNTS = st.one_of(
+    st.just("Searching…"),
+    st.builds(
+        lambda total, shown, more: f"{total:,} episodes ({shown:,}{'+' if more else ''} shown)",
+        st.integers(0, 999_999_999),
+        st.integers(0, 999_999_999),
+        st.booleans(),
+    ),
+)
+
+
+@settings(
+    max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(texts=st.lists(COUNTS, min_size=1, max_size=5))
+def test_the_search_box_stays_put_while_the_count_changes(
+    qtbot, services: AppServices, texts: list[str]
+) -> None:
+    """A click meant for the search box's clear button lands there, whatever the count
+    says by then."""
+    pane = _shown_pane(qtbot, services)
+    pane.layout().activate()
+    before = (pane.search_edit.geometry(), pane.relevance_check.geometry())
+    for text in texts:
+        pane.count_label.setText(text)
+        pane.layout().activate()
+        QApplication.processEvents()
+        assert (pane.search_edit.geometry(), pane.relevance_check.geometry()) == before
+        hint = pane.count_label.fontMetrics().horizontalAdvance(text)
+        assert hint <= pane.count_label.contentsRect().width()  # and the count is whole
+    pane.close()
+    pane.deleteLater()
+
+
+def test_a_real_search_does_not_move_the_search_box(qtbot, main_window: MainWindow) -> None:
+    pane = main_window.episodes_pane
+    before = pane.search_edit.geometry()
+    for text in ("burnt", "no episode says this", ""):
+        pane.search_edit.setText(text)
+        pane.apply_filter()
+        QApplication.processEvents()
+        assert pane.search_edit.geometry() == before
+
+
+def test_a_relabel_moves_on_to_the_next_episode(qtbot, main_window: MainWindow) -> None:
+    pane = main_window.episodes_pane
+    pane.table.setFocus()
+    _select_rows(pane, [5])
+    first = pane.selected_ids()
+    following = pane.model.episode_id(6)
+    qtbot.keyClick(pane.table, Qt.Key.Key_N)
+    _settle(qtbot, main_window)
+    assert pane.selected_ids() == [following]
+    assert pane.table.currentIndex().row() == 6
+    qtbot.keyClick(pane.table, Qt.Key.Key_C)  # and on again
+    _settle(qtbot, main_window)
+    assert pane.selected_ids() == [pane.model.episode_id(7)]
+    # several rows: on to the row after the last of them
+    _select_rows(pane, [10, 11, 12])
+    qtbot.keyClick(pane.table, Qt.Key.Key_U)
+    _settle(qtbot, main_window)
+    assert pane.selected_ids() == [pane.model.episode_id(13)]
+    # undo goes back to the undone rows
+    qtbot.keyClick(pane.table, Qt.Key.Key_Backspace)
+    _settle(qtbot, main_window)
+    assert pane.selected_ids() == [pane.model.episode_id(r) for r in (10, 11, 12)]
+    del first
+
+
+def test_the_last_row_keeps_its_selection(qtbot, main_window: MainWindow) -> None:
+    pane = main_window.episodes_pane
+    last = pane.model.rowCount() - 1
+    _select_rows(pane, [last])
+    ids = pane.selected_ids()
+    qtbot.keyClick(pane.table, Qt.Key.Key_N)
+    _settle(qtbot, main_window)
+    assert pane.selected_ids() == ids
+
+
+def test_a_label_filter_moves_on_to_the_episode_that_followed(qtbot, main_window) -> None:
+    """The relabelled episode leaves the filtered list; the one below it is selected."""
+    pane = main_window.episodes_pane
+    pane.label_combo.setCurrentIndex(pane.label_combo.findData("unlabelled"))
+    qtbot.waitUntil(lambda: pane.model.rowCount() > 3)
+    _select_rows(pane, [1])
+    following = pane.model.episode_id(2)
+    qtbot.keyClick(pane.table, Qt.Key.Key_C)
+    _settle(qtbot, main_window)
+    qtbot.waitUntil(lambda: pane.selected_ids() == [following], timeout=5000)
