@@ -4,6 +4,8 @@ Time column shows whole times, the Review list's Candidate column stays in view 
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -13,7 +15,9 @@ from PySide6.QtWidgets import QApplication
 from curator.gui.episode_model import COLUMNS
 from curator.gui.episodes_pane import EpisodesPane
 from curator.gui.main_window import MainWindow
+from curator.gui.review_list import MIN_CANDIDATE_WIDTH, fitted_widths
 from curator.gui.services import AppServices
+from tests.gui.review_runs import TEXTS, stage_texts
 
 TIME = next(i for i, (key, _title) in enumerate(COLUMNS) if key == "time")
 
@@ -164,3 +168,71 @@ def test_a_label_filter_moves_on_to_the_episode_that_followed(qtbot, main_window
     qtbot.keyClick(pane.table, Qt.Key.Key_C)
     _settle(qtbot, main_window)
     qtbot.waitUntil(lambda: pane.selected_ids() == [following], timeout=5000)
+
+
+@pytest.mark.parametrize("size", [(1024, 700), (1400, 900)])
+def test_the_review_candidate_column_stays_in_view(
+    qtbot, main_window: MainWindow, tmp_path, size
+) -> None:
+    """At 1024×700 the content-sized columns left the Candidate column scrolled out of
+    view; now they give way (elided, whole in their tooltip) and the text stays."""
+    stage_texts(main_window.services, tmp_path, tuple(t * 2 for t in TEXTS))
+    pane = main_window.pane("reviewPane")
+    main_window.tabs.setCurrentWidget(pane)
+    main_window.resize(*size)
+    pane.refresh()
+    qtbot.waitUntil(lambda: pane.settled, timeout=30_000)
+    view = pane.list_view
+    model = view.candidates
+    assert model.rowCount() == len(TEXTS)
+    # the longest texts a decision can show, in the content-sized columns
+    rows = [
+        replace(
+            c,
+            proposed_action="UPDATE",
+            proposed_target_id=123456,
+            action="UPDATE",
+            target_id=123456,
+            final_text=c.text + " (edited)",
+            final_importance=0.75,
+        )
+        for c in model.rows()
+    ]
+    model.set_rows(rows)
+    QApplication.processEvents()
+    _assert_candidate_visible(view)
+    main_window.grab().save(f"/tmp/shots_charts/review_{size[0]}x{size[1]}.png")
+
+
+def _assert_candidate_visible(view) -> None:
+    header = view.horizontalHeader()
+    last = view.candidates.columnCount() - 1
+    left = header.sectionViewportPosition(last)
+    assert left >= 0 and left + MIN_CANDIDATE_WIDTH <= view.viewport().width() + 1, (
+        left,
+        view.viewport().width(),
+        [header.sectionSize(c) for c in range(last + 1)],
+    )
+    assert view.horizontalScrollBar().value() == 0
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    wants=st.lists(st.integers(0, 800), min_size=1, max_size=8),
+    budget=st.integers(-100, 2000),
+    floor=st.integers(0, 80),
+)
+def test_fitted_widths_share_the_budget(wants: list[int], budget: int, floor: int) -> None:
+    """Columns that fit keep their width; else the widest give way first, none below
+    the floor (or its own want), and together they take no more than the budget allows."""
+    widths = fitted_widths(wants, budget, floor)
+    assert len(widths) == len(wants)
+    for want, width in zip(wants, widths, strict=True):
+        assert min(want, floor) <= width <= want
+    if sum(wants) <= budget:
+        assert widths == wants
+    else:
+        assert sum(widths) <= max(budget, sum(min(w, floor) for w in wants))
+        # the narrow ones are untouched while a wider one gives way
+        cap = max(widths)
+        assert all(width == want for want, width in zip(wants, widths, strict=True) if want < cap)
