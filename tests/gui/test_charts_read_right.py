@@ -9,18 +9,21 @@ import re
 from datetime import UTC, datetime, timedelta
 
 import numpy as np
+import pyqtgraph as pg
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from PySide6.QtCore import QPointF
 from PySide6.QtGui import QColor
+from PySide6.QtWidgets import QApplication
 
 from curator.gui.date_axis import DayAxis
 from curator.gui.decay_chart import DecayChart, decay_curve
 from curator.gui.errors import Dialogs
 from curator.gui.forecast_note import leaving_note, ordinal, room_note
-from curator.gui.insights_charts import ForecastChart, SeriesChart
+from curator.gui.insights_charts import ForecastChart, RatioHistogram, SeriesChart
 from curator.gui.knowledge_pane import KnowledgePane
+from curator.gui.learning_section import LearningCurveChart
 from curator.gui.services import AppServices
 from curator.pipeline.insights import RunPoint
 from curator.store.db import Store
@@ -162,6 +165,9 @@ def test_date_axis_ticks_are_dates_for_runs_a_second_apart(qtbot) -> None:
     ]
     assert strings, "no tick at all"
     assert all(DATE.match(s) for s in strings), strings
+    for _ in range(3):  # the axes size themselves to their labels over a few passes
+        QApplication.processEvents()
+    chart.grab().save("/tmp/shots_charts/series_chart_one_second.png")
     local_day = start.astimezone().strftime("%Y-%m-%d")
     assert local_day in strings or any(local_day.startswith(s) for s in strings)
 
@@ -259,3 +265,21 @@ def test_forecast_wording_reads_right_for_every_count(
 )
 def test_ordinals(n: int, text: str) -> None:
     assert ordinal(n) == text
+
+
+def test_every_legend_entry_names_a_drawn_item_in_its_colour(qtbot) -> None:
+    """Each chart with a legend: every sample is an item of that plot, and its curve is
+    drawn with the pen the sample shows."""
+    charts = [SeriesChart(), ForecastChart(), RatioHistogram(), LearningCurveChart()]
+    charts.append(_chart(qtbot, 3))
+    for chart in charts:
+        qtbot.addWidget(chart)
+        plot = chart.getPlotItem()
+        legend = plot.legend if plot.legend is not None else getattr(chart, "legend", None)
+        assert legend is not None and legend.items, type(chart).__name__
+        for sample, label in legend.items:
+            assert sample.item in plot.items, (type(chart).__name__, label.text)
+            if isinstance(sample.item, pg.PlotDataItem):
+                sample.item.setData([0.0, 1.0], [0.0, 1.0])  # the curve takes its pen
+                drawn = sample.item.curve.opts["pen"]
+                assert _rgb(drawn.color()) == _rgb(sample.item.opts["pen"].color())
