@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from PySide6.QtCore import QByteArray, QRect, QSettings, Qt, QTimer, Signal
+from PySide6.QtCore import QByteArray, QSettings, Qt, QTimer, Signal
 from PySide6.QtGui import QAction, QCloseEvent, QKeySequence, QShowEvent
 from PySide6.QtWidgets import (
     QLabel,
@@ -40,7 +40,7 @@ from curator.gui.review_pane import ReviewPane
 from curator.gui.runs_pane import RunsPane
 from curator.gui.services import AppServices
 from curator.gui.settings_pane import SettingsPane
-from curator.gui.window_fit import FRAME_ALLOWANCE, centred, fitted_frame
+from curator.gui.window_fit import fit_window
 from curator.pipeline.import_knowledge import import_knowledge
 from curator.store.importer import ImportCancelled, ImportReport, import_file
 from curator.store.settings import Settings, load_settings
@@ -688,23 +688,7 @@ class MainWindow(QMainWindow):
         start is centred; a remembered window stays where it was when that fits.
         Before the first show the frame is assumed (:mod:`window_fit`); after it the
         window is fitted again with the real one."""
-        screen = self.screen()
-        if screen is None or self.isMaximized() or self.isFullScreen():
-            return
-        free = screen.availableGeometry()
-        inner, outer = self.geometry(), self.frameGeometry()
-        if self.isVisible() and outer != inner:
-            margins = outer.size() - inner.size()
-        else:
-            margins = FRAME_ALLOWANCE
-        frame = QRect(self.pos(), inner.size() + margins)
-        if not self._geometry_restored:
-            frame = centred(frame.size(), free)
-        fitted = fitted_frame(frame, free)
-        self.too_big_for_screen = fitted.size() != frame.size()
-        if fitted != frame or not self._geometry_restored:
-            self.resize(fitted.size() - margins)
-            self.move(fitted.topLeft())
+        self.too_big_for_screen = fit_window(self, centre=not self._geometry_restored)
         self._geometry_restored = True  # fitted once: from now on the user's place
 
     def show_fitted(self) -> None:

@@ -11,6 +11,7 @@ show.
 from __future__ import annotations
 
 from PySide6.QtCore import QRect, QSize
+from PySide6.QtWidgets import QWidget
 
 FRAME_ALLOWANCE = QSize(16, 48)
 """Borders and title bar assumed before the window manager has drawn the frame."""
@@ -36,3 +37,25 @@ def centred(size: QSize, free: QRect) -> QRect:
         width,
         height,
     )
+
+
+def fit_window(window: QWidget, centre: bool) -> bool:
+    """Resize and move the top-level ``window`` so its frame lies in its screen's free
+    area (``centre``: in the middle of it, for a first start). A maximized or full-screen
+    window is the window manager's to place. Returns whether it had to shrink."""
+    screen = window.screen()
+    if screen is None or window.isMaximized() or window.isFullScreen():
+        return False
+    free = screen.availableGeometry()
+    inner, outer = window.geometry(), window.frameGeometry()
+    margins = outer.size() - inner.size()
+    if not window.isVisible() or outer == inner:
+        margins = FRAME_ALLOWANCE
+    frame = QRect(window.pos(), inner.size() + margins)
+    if centre:
+        frame = centred(frame.size(), free)
+    fitted = fitted_frame(frame, free)
+    if fitted != frame or centre:
+        window.resize(fitted.size() - margins)
+        window.move(fitted.topLeft())  # a window's position is its frame's
+    return fitted.size() != frame.size()
