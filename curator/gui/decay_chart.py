@@ -21,7 +21,7 @@ import numpy as np
 import numpy.typing as npt
 import pyqtgraph as pg
 from PySide6.QtCore import QEvent, QPointF, QRectF, Qt, Signal
-from PySide6.QtGui import QColor, QPalette
+from PySide6.QtGui import QColor, QPalette, QResizeEvent
 from PySide6.QtWidgets import QWidget
 
 from curator.core.scoring import decay_series
@@ -43,9 +43,9 @@ CURVE_COLOURS: tuple[tuple[int, int, int], ...] = (
     (140, 86, 75),
     (188, 189, 34),
     (23, 190, 207),
-    (214, 39, 40),
 )
-"""Tableau's categorical palette (less its grey, kept for "the rest"): one per curve."""
+"""Tableau's categorical palette, one per curve, less its grey (kept for "the rest") and
+its red (the cut-off's: a red pattern read as the cut-off)."""
 
 _REST_COLOUR = (150, 150, 150, 140)
 _CUTOFF_COLOUR = (200, 60, 40)
@@ -96,8 +96,10 @@ class DecayChart(pg.PlotWidget):
         self._cutoff = pg.PlotDataItem(
             pen=pg.mkPen(color=_CUTOFF_COLOUR, width=2, style=Qt.PenStyle.DashLine)
         )
-        # The legend holds the top right, so "today" is labelled half-way up and the
-        # horizon at the bottom, LEFT of its line (it is near the plot's right edge).
+        # The legend holds the top right and grows down to half the plot with eleven
+        # entries (half-way up, "today" read "to|day" under it), so both markers are
+        # labelled near the bottom, LEFT of their lines ("in N days" is near the right
+        # edge; left of "today" the curves are high, right of it they are all low).
         label_bg = QColor(bg)
         label_bg.setAlpha(220)
         self._today = pg.InfiniteLine(
@@ -105,10 +107,10 @@ class DecayChart(pg.PlotWidget):
             pen=pg.mkPen(color=fg, width=1),
             label="today",
             labelOpts={
-                "position": 0.55,
+                "position": 0.12,
                 "color": fg,
                 "fill": pg.mkBrush(label_bg),
-                "anchors": [(0, 0.5), (0, 0.5)],
+                "anchors": [(1, 1), (1, 1)],
             },
         )
         self._horizon = pg.InfiniteLine(
@@ -201,6 +203,25 @@ class DecayChart(pg.PlotWidget):
         if self._cutoff_k > 0:
             self.legend.addItem(self._cutoff, f"top-{self._cutoff_k} cut-off")
         self.legend.setVisible(bool(self.legend.items))
+        self._fit_legend()
+
+    def _fit_legend(self) -> None:
+        """Lay the legend out in as many columns (up to three) as it takes to stay in the
+        top half of the plot: one column of eleven entries covered a 1024×700 window's
+        whole chart height, the markers' labels and the curves' right end included."""
+        height = self.getPlotItem().getViewBox().height()
+        rows = len(self.legend.items)
+        line = self.fontMetrics().height() + 6
+        columns = 1
+        while columns < 3 and -(-rows // columns) * line > height / 2:
+            columns += 1
+        if columns != self.legend.columnCount:
+            self.legend.setColumnCount(columns)
+
+    def resizeEvent(self, event: QResizeEvent) -> None:
+        super().resizeEvent(event)
+        if hasattr(self, "legend"):  # None yet while PlotWidget builds itself
+            self._fit_legend()
 
     def set_x_range(self, start: float, end: float) -> None:
         """Show ``start``..``end`` (seconds since epoch); the caller leaves room at the right."""
@@ -271,6 +292,10 @@ class DecayChart(pg.PlotWidget):
         self._horizon.show()
         self._horizon.setValue(moment.timestamp())
         self._horizon.label.setFormat(label.replace("{", "{{").replace("}", "}}"))
+
+    def marker_labels(self) -> list[pg.InfLineLabel]:
+        """The labels of "today" and the horizon (for placement checks)."""
+        return [self._today.label, self._horizon.label]
 
     def horizon_text(self) -> str:
         """What the horizon marker says on screen (empty while it is hidden)."""

@@ -18,7 +18,7 @@ from PySide6.QtGui import QColor
 from PySide6.QtWidgets import QApplication
 
 from curator.gui.date_axis import DayAxis
-from curator.gui.decay_chart import DecayChart, decay_curve
+from curator.gui.decay_chart import CURVE_COLOURS, DecayChart, decay_curve
 from curator.gui.errors import Dialogs
 from curator.gui.forecast_note import leaving_note, ordinal, room_note
 from curator.gui.insights_charts import ForecastChart, RatioHistogram, SeriesChart
@@ -283,3 +283,31 @@ def test_every_legend_entry_names_a_drawn_item_in_its_colour(qtbot) -> None:
                 sample.item.setData([0.0, 1.0], [0.0, 1.0])  # the curve takes its pen
                 drawn = sample.item.curve.opts["pen"]
                 assert _rgb(drawn.color()) == _rgb(sample.item.opts["pen"].color())
+
+
+@pytest.mark.parametrize(("count", "size"), [(3, (600, 230)), (12, (600, 230)), (12, (900, 420))])
+def test_the_marker_labels_are_not_under_the_legend(qtbot, count: int, size) -> None:
+    """ "today" sat half-way up, where a long legend covers it ("to|day")."""
+    chart = _chart(qtbot, count)
+    chart.set_cutoff(*decay_curve(0.4, NOW, NOW, NOW + timedelta(days=40), 0.95), k=5)
+    chart.set_today(NOW)
+    chart.set_horizon(NOW + timedelta(days=30), "in 30 days")
+    chart.resize(*size)
+    chart.show()
+    qtbot.waitExposed(chart)
+    for _ in range(3):
+        QApplication.processEvents()
+    legend = chart.legend.sceneBoundingRect()
+    for label in chart.marker_labels():
+        assert not label.sceneBoundingRect().intersects(legend), label.toPlainText()
+    chart.grab().save(f"/tmp/shots_charts/decay_markers_{count}_{size[0]}.png")
+
+
+def test_no_curve_colour_can_be_taken_for_another_line() -> None:
+    """The ninth colour (Tableau red) was the cut-off's red: "#19" read as the cut-off."""
+    from curator.gui.decay_chart import _CUTOFF_COLOUR, _REST_COLOUR
+
+    lines = [*CURVE_COLOURS, _CUTOFF_COLOUR, _REST_COLOUR[:3]]
+    for i, a in enumerate(lines):
+        for b in lines[i + 1 :]:
+            assert sum((x - y) ** 2 for x, y in zip(a, b, strict=True)) ** 0.5 > 60, (a, b)
