@@ -236,3 +236,22 @@ def test_fitted_widths_share_the_budget(wants: list[int], budget: int, floor: in
         # the narrow ones are untouched while a wider one gives way
         cap = max(widths)
         assert all(width == want for want, width in zip(wants, widths, strict=True) if want < cap)
+
+
+@settings(
+    max_examples=8, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(
+    rows=st.lists(st.integers(0, 40), min_size=1, max_size=4, unique=True),
+    key=st.sampled_from([Qt.Key.Key_C, Qt.Key.Key_N, Qt.Key.Key_U]),
+)
+def test_any_relabel_moves_on_below_its_last_row(
+    qtbot, main_window: MainWindow, rows: list[int], key: Qt.Key
+) -> None:
+    pane = main_window.episodes_pane
+    _select_rows(pane, sorted(rows))
+    following = pane.model.episode_id(max(rows) + 1)
+    qtbot.keyClick(pane.table, key)
+    _settle(qtbot, main_window)
+    assert pane.selected_ids() == [following]
+    assert pane.table.currentIndex().row() == max(rows) + 1
