@@ -34,7 +34,7 @@ TIME_SAMPLE = "2026-12-31 23:59"
 """The widest local time the Time column shows (minutes precision, digits all alike)."""
 
 MAX_TIME_WIDTH = 260
-"""A time column never takes more than this, whatever text a damaged row carries."""
+"""No fitted column takes more than this, whatever text a damaged row carries."""
 
 
 class EpisodeTableView(QTableView):
@@ -62,7 +62,12 @@ class EpisodeTableView(QTableView):
         """Time to its content; the other fixed columns scaled so Preview keeps room."""
         header = self.horizontalHeader()
         time = self.time_width()
-        others = {k: w for k, w in COLUMN_WIDTHS.items() if k != "time"}
+        # the preferred width, or the shown rows' content where that is wider ("scheduled")
+        others = {
+            key: max(COLUMN_WIDTHS[key], min(self.sizeHintForColumn(column), MAX_TIME_WIDTH))
+            for column, (key, _title) in enumerate(COLUMNS)
+            if key in COLUMN_WIDTHS and key != "time"
+        }
         available = self.viewport().width() - MIN_PREVIEW_WIDTH - time
         scale = min(1.0, max(available, 0) / sum(others.values()))
         self._fitting = True
@@ -75,8 +80,11 @@ class EpisodeTableView(QTableView):
         finally:
             self._fitting = False
 
-    def section_resized(self, *_: object) -> None:
-        if not self._fitting and self.isVisible():
+    def section_resized(self, column: int, *_: object) -> None:
+        """A column the user dragged; the stretching Preview follows every window
+        resize by itself (counted as the user's, it stopped all fitting for good)."""
+        last = self.horizontalHeader().count() - 1
+        if not self._fitting and self.isVisible() and column != last:
             self.user_sized = True
 
     def resizeEvent(self, event: QResizeEvent) -> None:

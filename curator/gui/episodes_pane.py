@@ -485,6 +485,8 @@ class EpisodesPane(Pane):
                 self._kept_chosen = self.selected_ids()
         self._update_count()
         self._show_selected()
+        if not self.table.user_sized:
+            self.table.fit_columns()  # to the rows now shown
 
     # -- selection and detail -------------------------------------------------------------
 

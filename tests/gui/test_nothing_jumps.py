@@ -255,3 +255,28 @@ def test_any_relabel_moves_on_below_its_last_row(
     _settle(qtbot, main_window)
     assert pane.selected_ids() == [following]
     assert pane.table.currentIndex().row() == max(rows) + 1
+
+
+def test_the_fixed_columns_fit_their_content_on_a_wide_window(qtbot, main_window) -> None:
+    """At 1400×900 there is room: no fixed column cuts its text ("schedu…")."""
+    main_window.resize(1400, 900)
+    qtbot.waitUntil(lambda: main_window.width() == 1400)
+    pane = main_window.episodes_pane
+    QApplication.processEvents()
+    table = pane.table
+    for column in range(pane.model.columnCount() - 1):
+        assert table.columnWidth(column) >= table.sizeHintForColumn(column), COLUMNS[column]
+
+
+def test_a_column_the_user_sized_keeps_its_width(qtbot, main_window) -> None:
+    """Window resizes (the stretching Preview follows them) keep fitting the columns;
+    a column the user dragged stops it."""
+    pane = main_window.episodes_pane
+    header = pane.table.horizontalHeader()
+    main_window.resize(1100, 760)
+    qtbot.waitUntil(lambda: main_window.width() == 1100)
+    assert not pane.table.user_sized
+    header.resizeSection(2, 222)  # as a drag does
+    main_window.resize(1300, 800)
+    qtbot.waitUntil(lambda: main_window.width() == 1300)
+    assert pane.table.user_sized and header.sectionSize(2) == 222
