@@ -21,10 +21,11 @@ import numpy as np
 import numpy.typing as npt
 import pyqtgraph as pg
 from PySide6.QtCore import QEvent, QPointF, QRectF, Qt, Signal
-from PySide6.QtGui import QColor, QPalette
+from PySide6.QtGui import QColor, QPalette, QResizeEvent
 from PySide6.QtWidgets import QWidget
 
 from curator.core.scoring import decay_series
+from curator.gui.date_axis import DayAxis
 
 FloatArray = npt.NDArray[np.float64]
 
@@ -42,9 +43,9 @@ CURVE_COLOURS: tuple[tuple[int, int, int], ...] = (
     (140, 86, 75),
     (188, 189, 34),
     (23, 190, 207),
-    (214, 39, 40),
 )
-"""Tableau's categorical palette (less its grey, kept for "the rest"): one per curve."""
+"""Tableau's categorical palette, one per curve, less its grey (kept for "the rest") and
+its red (the cut-off's: a red pattern read as the cut-off)."""
 
 _REST_COLOUR = (150, 150, 150, 140)
 _CUTOFF_COLOUR = (200, 60, 40)
@@ -63,7 +64,7 @@ class DecayChart(pg.PlotWidget):
     """The pattern id under the mouse, or -1 when the mouse leaves every curve."""
 
     def __init__(self, parent: QWidget | None = None) -> None:
-        super().__init__(parent=parent, axisItems={"bottom": pg.DateAxisItem(orientation="bottom")})
+        super().__init__(parent=parent, axisItems={"bottom": DayAxis()})
         self.setMinimumHeight(200)
         palette = self.palette()
         fg = palette.color(QPalette.ColorRole.WindowText)
@@ -85,17 +86,20 @@ class DecayChart(pg.PlotWidget):
         legend_bg.setAlpha(200)
         self.legend.setBrush(pg.mkBrush(legend_bg))
 
-        accent = palette.color(QPalette.ColorRole.Highlight)
         self._items = [
             pg.PlotDataItem(connect="finite", pen=pg.mkPen(color=c, width=2)) for c in CURVE_COLOURS
         ]
         self._rest = pg.PlotDataItem(connect="finite", pen=pg.mkPen(color=_REST_COLOUR, width=1))
-        self._highlight = pg.PlotDataItem(connect="finite", pen=pg.mkPen(color=accent, width=4))
+        # The emphasised curve is drawn again, wider, in ITS OWN colour: in one accent
+        # colour for all, the current pattern read as another curve than its legend's.
+        self._highlight = pg.PlotDataItem(connect="finite", pen=pg.mkPen(width=4))
         self._cutoff = pg.PlotDataItem(
             pen=pg.mkPen(color=_CUTOFF_COLOUR, width=2, style=Qt.PenStyle.DashLine)
         )
-        # The legend holds the top right, so "today" is labelled half-way up and the
-        # horizon at the bottom, LEFT of its line (it is near the plot's right edge).
+        # The legend holds the top right and grows down to half the plot with eleven
+        # entries (half-way up, "today" read "to|day" under it), so both markers are
+        # labelled near the bottom, LEFT of their lines ("in N days" is near the right
+        # edge; left of "today" the curves are high, right of it they are all low).
         label_bg = QColor(bg)
         label_bg.setAlpha(220)
         self._today = pg.InfiniteLine(
@@ -103,16 +107,16 @@ class DecayChart(pg.PlotWidget):
             pen=pg.mkPen(color=fg, width=1),
             label="today",
             labelOpts={
-                "position": 0.55,
+                "position": 0.12,
                 "color": fg,
                 "fill": pg.mkBrush(label_bg),
-                "anchors": [(0, 0.5), (0, 0.5)],
+                "anchors": [(1, 1), (1, 1)],
             },
         )
         self._horizon = pg.InfiniteLine(
             angle=90,
             pen=pg.mkPen(color=(220, 150, 30), width=2, style=Qt.PenStyle.DotLine),
-            label="in N days",
+            label="",
             labelOpts={
                 "position": 0.04,
                 "color": (200, 120, 0),
@@ -199,6 +203,25 @@ class DecayChart(pg.PlotWidget):
         if self._cutoff_k > 0:
             self.legend.addItem(self._cutoff, f"top-{self._cutoff_k} cut-off")
         self.legend.setVisible(bool(self.legend.items))
+        self._fit_legend()
+
+    def _fit_legend(self) -> None:
+        """Lay the legend out in as many columns (up to three) as it takes to stay in the
+        top half of the plot: one column of eleven entries covered a 1024×700 window's
+        whole chart height, the markers' labels and the curves' right end included."""
+        height = self.getPlotItem().getViewBox().height()
+        rows = len(self.legend.items)
+        line = self.fontMetrics().height() + 6
+        columns = 1
+        while columns < 3 and -(-rows // columns) * line > height / 2:
+            columns += 1
+        if columns != self.legend.columnCount:
+            self.legend.setColumnCount(columns)
+
+    def resizeEvent(self, event: QResizeEvent) -> None:
+        super().resizeEvent(event)
+        if hasattr(self, "legend"):  # None yet while PlotWidget builds itself
+            self._fit_legend()
 
     def set_x_range(self, start: float, end: float) -> None:
         """Show ``start``..``end`` (seconds since epoch); the caller leaves room at the right."""
@@ -263,9 +286,22 @@ class DecayChart(pg.PlotWidget):
         if moment is None:
             self._horizon.hide()
             return
-        self._horizon.setValue(moment.timestamp())
-        self._horizon.label.setFormat(label or "in N days")
+        # The label is text, not a format (its braces escaped); it is set after show():
+        # pyqtgraph re-renders a hidden line's label only once it moves while visible,
+        # so a format set while hidden left the placeholder on screen.
         self._horizon.show()
+        self._horizon.setValue(moment.timestamp())
+        self._horizon.label.setFormat(label.replace("{", "{{").replace("}", "}}"))
+
+    def marker_labels(self) -> list[pg.InfLineLabel]:
+        """The labels of "today" and the horizon (for placement checks)."""
+        return [self._today.label, self._horizon.label]
+
+    def horizon_text(self) -> str:
+        """What the horizon marker says on screen (empty while it is hidden)."""
+        if not self._horizon.isVisible():
+            return ""
+        return str(self._horizon.label.toPlainText())
 
     # -- log scale --------------------------------------------------------------------------
 
@@ -297,12 +333,29 @@ class DecayChart(pg.PlotWidget):
 
     # -- hover ------------------------------------------------------------------------------
 
+    def _colour_of(self, index: int) -> tuple[int, int, int]:
+        """The colour of the ``index``-th selected pattern's curve and legend sample."""
+        if index < len(self._items):
+            return CURVE_COLOURS[index]
+        return _REST_COLOUR[:3]
+
     def _draw_highlight(self) -> None:
         if self._highlighted < 0:
             self._highlight.setData([], [])
             return
         i = self._ids.index(self._highlighted)
+        self._highlight.setPen(pg.mkPen(color=self._colour_of(i), width=4))
         self._highlight.setData(self._xs[i], self._ys[i], connect="finite")
+
+    def drawn_colour(self, pattern_id: int) -> tuple[int, int, int] | None:
+        """The colour ``pattern_id``'s curve shows on screen (its emphasis included), as
+        RGB; None when it is not plotted."""
+        if pattern_id not in self._ids:
+            return None
+        if pattern_id == self._highlighted:
+            colour = self._highlight.opts["pen"].color()
+            return (colour.red(), colour.green(), colour.blue())
+        return self._colour_of(self._ids.index(pattern_id))
 
     def curve_near(self, x: float, y: float, tolerance_y: float) -> int:
         """The id of the curve whose value at ``x`` is nearest to ``y`` within tolerance.

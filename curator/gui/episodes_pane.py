@@ -12,12 +12,12 @@ and the scroll position stay where the user left them.
 from __future__ import annotations
 
 import html
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from datetime import date
 from typing import Any
 
 from PySide6.QtCore import QDate, QItemSelection, QItemSelectionModel, Qt, QTimer, Signal
-from PySide6.QtGui import QColor, QKeyEvent, QPalette, QResizeEvent
+from PySide6.QtGui import QColor, QPalette
 from PySide6.QtWidgets import (
     QAbstractItemView,
     QCheckBox,
@@ -29,7 +29,6 @@ from PySide6.QtWidgets import (
     QLineEdit,
     QPushButton,
     QSplitter,
-    QTableView,
     QTextBrowser,
     QVBoxLayout,
     QWidget,
@@ -42,6 +41,7 @@ from curator.gui.episode_model import (
     label_in_force,
     model_label_text,
 )
+from curator.gui.episode_table import COLUMN_WIDTHS, EpisodeTableView
 from curator.gui.label_source import label_decision_rows
 from curator.gui.pane import Pane
 from curator.gui.relearn import Relearner
@@ -59,12 +59,6 @@ from curator.store.episode_queries import (
     highlight_spans,
 )
 
-RELABEL_KEYS: dict[int, str] = {
-    Qt.Key.Key_C: "constitutional",
-    Qt.Key.Key_N: "noise",
-    Qt.Key.Key_U: "uncategorized",
-}
-
 LABEL_FILTER_TEXT = {
     "all": "All labels",
     "constitutional": "Constitutional",
@@ -76,64 +70,11 @@ LABEL_FILTER_TEXT = {
     "uncertain": "Uncertain first",
 }
 
-COLUMN_WIDTHS = {"time": 125, "source": 85, "label": 165, "model_label": 140, "human_label": 105}
-"""Preferred widths; narrower windows scale them down so Preview stays on screen."""
-
-MIN_PREVIEW_WIDTH = 160
-"""What the stretching Preview column keeps at least while columns are fitted."""
+COUNT_SAMPLES = ("Searching…", f"{999_999_999:,} episodes ({999_999_999:,}+ shown)")
+"""The widest texts of the match count (it has a fixed width, see the constructor)."""
 
 CONFIRM_ABOVE = 200
 """A relabel of more rows than this asks first (a stray Ctrl+A then a key is easy)."""
-
-
-class EpisodeTableView(QTableView):
-    """The table; turns the relabel keys into signals before type-ahead search sees them."""
-
-    relabel_requested = Signal(str)
-    undo_requested = Signal()
-
-    def __init__(self, parent: QWidget | None = None) -> None:
-        super().__init__(parent)
-        self._fitting = False
-        self.user_sized = False
-        """The user dragged a column: stop fitting the columns to the width."""
-
-    def fit_columns(self) -> None:
-        """Scale the fixed columns so the stretching Preview keeps room (1024 px screens)."""
-        header = self.horizontalHeader()
-        available = self.viewport().width() - MIN_PREVIEW_WIDTH
-        wanted = sum(COLUMN_WIDTHS.values())
-        scale = min(1.0, max(available, 0) / wanted)
-        self._fitting = True
-        try:
-            for column, (key, _title) in enumerate(COLUMNS):
-                if key in COLUMN_WIDTHS:
-                    header.resizeSection(column, max(60, int(COLUMN_WIDTHS[key] * scale)))
-        finally:
-            self._fitting = False
-
-    def section_resized(self, *_: object) -> None:
-        if not self._fitting and self.isVisible():
-            self.user_sized = True
-
-    def resizeEvent(self, event: QResizeEvent) -> None:
-        super().resizeEvent(event)
-        if not self.user_sized:
-            self.fit_columns()
-
-    def keyPressEvent(self, event: QKeyEvent) -> None:
-        modifiers = event.modifiers() & ~Qt.KeyboardModifier.KeypadModifier
-        if modifiers in (Qt.KeyboardModifier.NoModifier, Qt.KeyboardModifier.ShiftModifier):
-            label = RELABEL_KEYS.get(event.key())
-            if label is not None:
-                self.relabel_requested.emit(label)
-                event.accept()
-                return
-            if event.key() == Qt.Key.Key_Backspace:
-                self.undo_requested.emit()
-                event.accept()
-                return
-        super().keyPressEvent(event)
 
 
 def role_colors(palette: QPalette) -> dict[str, QColor]:
@@ -250,6 +191,12 @@ class EpisodesPane(Pane):
         self.search_edit.setClearButtonEnabled(True)
         self.count_label = QLabel()
         self.count_label.setObjectName("countLabel")
+        # Its text changes with every search: at its own width it moved the search box
+        # and its clear button under the mouse. Wide enough for the widest count.
+        self.count_label.setFixedWidth(
+            max(self.count_label.fontMetrics().horizontalAdvance(t) for t in COUNT_SAMPLES) + 8
+        )
+        self.count_label.setAlignment(Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter)
         # First start: episodes nobody classified yet; the next action, as a button.
         self.classify_button = QPushButton()
         self.classify_button.setObjectName("classifyPendingButton")
@@ -538,6 +485,8 @@ class EpisodesPane(Pane):
                 self._kept_chosen = self.selected_ids()
         self._update_count()
         self._show_selected()
+        if not self.table.user_sized:
+            self.table.fit_columns()  # to the rows now shown
 
     # -- selection and detail -------------------------------------------------------------
 
@@ -605,24 +554,33 @@ class EpisodesPane(Pane):
         if not ids:
             self.status_message.emit("Select episodes first, then press C, N or U.")
             return
+        after = self._row_after_selection()
         if len(ids) > CONFIRM_ABOVE:
             self.services.dialogs.confirm(
                 self,
                 "Relabel",
                 f"Relabel {len(ids):,} episodes as {label}?\n\n"
                 "One step: Backspace or Ctrl+Z undoes it.",
-                lambda: self.start_relabel(ids, label),
+                lambda: self.start_relabel(ids, label, after),
                 yes_text="Relabel",
             )
             return
-        self.start_relabel(ids, label)
+        self.start_relabel(ids, label, after)
 
-    def start_relabel(self, ids: list[int], label: str) -> bool:
-        """Write the relabel as one transaction off the GUI thread; False while busy."""
+    def _row_after_selection(self) -> int | None:
+        """The episode shown below the selection's last row (None: it is the last)."""
+        spans = self._selected_spans()
+        row = spans[-1][1] + 1 if spans else self.model.rowCount()
+        return self.model.episode_id(row) if row < self.model.rowCount() else None
+
+    def start_relabel(self, ids: list[int], label: str, move_to: int | None = None) -> bool:
+        """Write the relabel as one transaction off the GUI thread; False while busy.
+        Once written the selection moves on to ``move_to`` (the next episode), as the
+        Review list moves on after a decision, unless the user chose other rows meanwhile."""
         from curator.pipeline.labels import relabel
 
         def done(_batch: object) -> None:
-            self._after_relabel(ids)
+            self._after_relabel(ids, move_to if self.selected_ids() == ids else None)
             self.status_message.emit(f"Labelled {len(ids):,} episode(s) {label}.")
 
         return self._write(
@@ -639,7 +597,7 @@ class EpisodesPane(Pane):
             if not ids:
                 self.status_message.emit("Nothing to undo.")
                 return
-            self._after_relabel(list(ids))
+            self._after_relabel(list(ids), select=list(ids))  # back to the undone rows
             self.status_message.emit(f"Undid the relabel of {len(ids):,} episode(s).")
 
         return self._write(
@@ -656,17 +614,34 @@ class EpisodesPane(Pane):
 
         return self.ops.write(label, fn, done, failed)
 
-    def _after_relabel(self, ids: list[int]) -> None:
+    def _after_relabel(
+        self, ids: list[int], move_to: int | None = None, select: list[int] | None = None
+    ) -> None:
+        """Show the new labels and select ``select`` (an undo) or ``move_to`` (the
+        episode after a relabel); with neither the selection stays."""
         self.relearner.schedule()
         if self.model.filter.label == "uncertain":
             self._advance_queue()
             return
+        wanted = select if select is not None else ([move_to] if move_to is not None else None)
         if self.model.filter.label == "all":
             self.model.refresh_ids(ids)  # rows stay, only their text changes
-            self._show_selected()
+            self._select_and_show(wanted)
         else:
-            self.refresh()  # a label filter may now exclude or include them
+            self.refresh(lambda: self._select_and_show(wanted))  # rows may come or go
         self.data_changed.emit()
+
+    def _select_and_show(self, ids: list[int] | None) -> None:
+        """Select the shown ones of ``ids`` (the first current, scrolled to); None: keep."""
+        if ids is not None and any(self.model.row_of(i) is not None for i in ids):
+            self.select_ids(ids)
+            row = self.model.row_of(next(i for i in ids if self.model.row_of(i) is not None))
+            index = self.model.index(row or 0, 0)
+            self.table.selectionModel().setCurrentIndex(
+                index, QItemSelectionModel.SelectionFlag.NoUpdate
+            )
+            self.table.scrollTo(index)
+        self._show_selected()
 
     def _advance_queue(self) -> None:
         """Uncertain first: the relabelled episodes left the queue; select the next one."""
@@ -692,13 +667,16 @@ class EpisodesPane(Pane):
 
     # -- pane API -------------------------------------------------------------------------
 
-    def refresh(self) -> None:
-        """Reload after a change elsewhere, keeping selection and scroll position."""
+    def refresh(self, then: Callable[[], None] | None = None) -> None:
+        """Reload after a change elsewhere, keeping selection and scroll position;
+        ``then()`` runs once the rows are in."""
         scroll = self.table.verticalScrollBar().value()
         self._load_facts()
 
         def restore(reset: bool) -> None:
             if reset:
                 self.table.verticalScrollBar().setValue(scroll)
+            if then is not None:
+                then()
 
         self.model.reload(restore)

@@ -20,6 +20,7 @@ from PySide6.QtWidgets import QLabel, QWidget
 from curator.core.agreement import CalibrationBin
 from curator.core.forecast import Forecast
 from curator.core.whatif import GATE_DECISIONS
+from curator.gui.date_axis import DayAxis
 from curator.pipeline.insights import RunPoint
 
 DECISION_COLORS: dict[str, tuple[int, int, int]] = {
@@ -95,7 +96,7 @@ class SeriesChart(pg.PlotWidget):
     """Cohen's kappa per run over time: label agreement and gate agreement."""
 
     def __init__(self, parent: QWidget | None = None) -> None:
-        super().__init__(parent=parent, axisItems={"bottom": pg.DateAxisItem(orientation="bottom")})
+        super().__init__(parent=parent, axisItems={"bottom": DayAxis()})
         _style(self, "Cohen's kappa", "run started")
         item = self.getPlotItem()
         item.addLegend(offset=(10, 10))
@@ -115,14 +116,16 @@ class SeriesChart(pg.PlotWidget):
         self._set_empty(True)
 
     def set_series(self, points: Sequence[RunPoint]) -> None:
-        plotted = 0
+        times: list[float] = []
         for target, kinds in ((self.labels, ("classify", "replay")), (self.gate, ("distill",))):
             chosen = [p for p in points if p.kind in kinds and p.kappa is not None]
-            plotted += len(chosen)
-            target.setData(
-                [p.started_at.timestamp() for p in chosen], [float(p.kappa or 0.0) for p in chosen]
-            )
-        self._set_empty(plotted == 0)
+            xs = [p.started_at.timestamp() for p in chosen]
+            times += xs
+            target.setData(xs, [float(p.kappa or 0.0) for p in chosen])
+        if times:
+            # runs minutes apart still span days on the axis: its ticks stay dates
+            self.getPlotItem().setXRange(*DayAxis.widen(min(times), max(times)), padding=0.05)
+        self._set_empty(not times)
 
     @property
     def empty(self) -> bool:
@@ -225,7 +228,7 @@ class ForecastChart(pg.PlotWidget):
     (a pattern whose curve is under that line would be outranked by it)."""
 
     def __init__(self, parent: QWidget | None = None) -> None:
-        super().__init__(parent=parent, axisItems={"bottom": pg.DateAxisItem(orientation="bottom")})
+        super().__init__(parent=parent, axisItems={"bottom": DayAxis()})
         _style(self, "effective importance", "")
         item = self.getPlotItem()
         item.addLegend(offset=(10, 10))

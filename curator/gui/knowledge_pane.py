@@ -34,6 +34,7 @@ from PySide6.QtWidgets import (
 from curator.core.flags import Flag
 from curator.gui.decay_chart import DecayChart, decay_curve
 from curator.gui.flag_view import FLAG_MARK
+from curator.gui.forecast_note import leaving_note, plural, room_note
 from curator.gui.knowledge_sources import ProvenancePanel
 from curator.gui.operations import OpContext
 from curator.gui.pane import Pane
@@ -513,7 +514,7 @@ class KnowledgePane(Pane):
         start = min(min(starts), now)
         self.chart.set_x_range(start.timestamp(), until.timestamp())
         self.chart.set_today(now)
-        self.chart.set_horizon(horizon, f"in {days} days")
+        self.chart.set_horizon(horizon, f"in {plural(days, 'day')}")
         if self.cutoff() is None:
             self.chart.set_cutoff(None, None)
         else:
@@ -531,7 +532,7 @@ class KnowledgePane(Pane):
         self.chart.set_highlight(current if current is not None else -1)
 
     def _update_horizon_label(self) -> None:
-        self.horizon_label.setText(f"{self.horizon_slider.value()} days")
+        self.horizon_label.setText(plural(self.horizon_slider.value(), "day"))
 
     def _update_horizon(self) -> None:
         days = self.days_ahead()
@@ -542,29 +543,13 @@ class KnowledgePane(Pane):
         if cutoff is None:
             # The prompt has room: the forecast has nothing to say at any horizon, and
             # says why once instead of repeating one sentence at every slider position.
-            self.forecast_note.setText(
-                f"<b>Nothing leaves the prompt yet.</b> It holds all {len(self._rows)} active "
-                f"patterns and has room for {self._top_k} (top K, in Settings). A pattern "
-                "leaves only when a newer, stronger one takes its place, so this list fills "
-                f"once more than {self._top_k} patterns are active. Until then the chart "
-                "shows how the selected patterns weaken."
-            )
+            self.forecast_note.setText(room_note(len(self._rows), self._top_k))
             self.leaving_list.hide()
             self._forecast_filler.show()
             return
         self._forecast_filler.hide()
         self.leaving_list.show()
-        if not leaving:
-            self.forecast_note.setText(
-                f"Within {days} days no prompt pattern falls below today's cut-off "
-                f"({cutoff:.3f}, the {self._top_k}th pattern's value now)."
-            )
-            return
-        self.forecast_note.setText(
-            f"{len(leaving)} prompt pattern(s) fall below today's cut-off ({cutoff:.3f}) "
-            f"within {days} days: a new pattern as strong as the {self._top_k}th today "
-            "would push them out."
-        )
+        self.forecast_note.setText(leaving_note(len(leaving), days, self._top_k, cutoff))
         for row in leaving:
             self.leaving_list.addItem(
                 f"#{row.id} (rank {row.rank}, now {row.effective:.3f}): {_short(row.text, 120)}"

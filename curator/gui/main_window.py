@@ -40,6 +40,7 @@ from curator.gui.review_pane import ReviewPane
 from curator.gui.runs_pane import RunsPane
 from curator.gui.services import AppServices
 from curator.gui.settings_pane import SettingsPane
+from curator.gui.window_fit import fit_window
 from curator.pipeline.import_knowledge import import_knowledge
 from curator.store.importer import ImportCancelled, ImportReport, import_file
 from curator.store.settings import Settings, load_settings
@@ -51,9 +52,9 @@ APP_DISPLAY_NAME = "Memory Curator"
 APPLICATION = "curator"
 POLL_MS = 1000
 BUSY_DELAY_MS = 300
-DEFAULT_SIZE = (1400, 900)
-"""The first start's size, shrunk to the screen when that is smaller."""
 """A background write shows its busy state only when it takes longer than this."""
+DEFAULT_SIZE = (1400, 900)
+"""The first start's size, shrunk to the screen's free area when that is smaller."""
 
 
 def app_version() -> str:
@@ -110,6 +111,7 @@ class MainWindow(QMainWindow):
         self.setWindowTitle(window_title(services.db_path))
         self._dirty: set[int] = set()
         self.too_big_for_screen = False
+        self._geometry_restored = False
         self._closed = False
         self._quit_mid_run = False  # the user agreed to cancel the run and quit
         self._quit_box: QMessageBox | None = None
@@ -664,8 +666,9 @@ class MainWindow(QMainWindow):
     def restore_state(self) -> None:
         s = self.qsettings
         geometry = s.value("window/geometry")
-        if isinstance(geometry, QByteArray):
-            self.restoreGeometry(geometry)
+        self._geometry_restored = isinstance(geometry, QByteArray) and self.restoreGeometry(
+            geometry
+        )
         state = s.value("window/state")
         if isinstance(state, QByteArray):
             self.restoreState(state)
@@ -679,25 +682,18 @@ class MainWindow(QMainWindow):
             self.tabs.setCurrentIndex(index)
 
     def fit_to_screen(self) -> None:
-        """Never open larger than the screen's free area (a 1024×700 laptop, a window
-        remembered from a bigger monitor): the status bar and the panes' bottom rows would
-        be off-screen, out of reach. Such a window starts maximized (:meth:`show_fitted`),
-        which leaves the title bar and borders to the window manager."""
-        screen = self.screen()
-        if screen is None:
-            return
-        free = screen.availableGeometry()
-        self.too_big_for_screen = self.width() > free.width() or self.height() > free.height()
-        if self.too_big_for_screen:
-            self.resize(min(self.width(), free.width()), min(self.height(), free.height()))
-            self.move(free.topLeft())
+        """Lie inside the screen's free area, frame and status bar included (a 1024×700
+        laptop, a window remembered from a bigger or a disconnected monitor): otherwise
+        the status bar and the panes' bottom rows are off-screen, out of reach. The first
+        start is centred; a remembered window stays where it was when that fits.
+        Before the first show the frame is assumed (:mod:`window_fit`); after it the
+        window is fitted again with the real one."""
+        self.too_big_for_screen = fit_window(self, centre=not self._geometry_restored)
+        self._geometry_restored = True  # fitted once: from now on the user's place
 
     def show_fitted(self) -> None:
-        """Show the window: maximized when its size would not fit the screen."""
-        if self.too_big_for_screen:
-            self.showMaximized()
-        else:
-            self.show()
+        """Show the window inside the screen's free area (:meth:`fit_to_screen`)."""
+        self.show()
 
     def restore_splitters(self) -> None:
         """Put back the remembered splitter sizes.
@@ -716,6 +712,7 @@ class MainWindow(QMainWindow):
         super().showEvent(event)
         if not self._splitters_restored:
             self._splitters_restored = True
+            QTimer.singleShot(0, self.fit_to_screen)  # again, now that the frame is known
             QTimer.singleShot(0, self.restore_splitters)  # after the first layout pass
             QTimer.singleShot(0, self.focus_current_pane)
 

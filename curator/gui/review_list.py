@@ -11,7 +11,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from PySide6.QtGui import QBrush, QColor, QPalette
+from PySide6.QtCore import Qt, QTimer
+from PySide6.QtGui import QBrush, QColor, QPalette, QResizeEvent
 from PySide6.QtWidgets import QAbstractItemView, QHeaderView, QTableView, QWidget
 
 from curator.gui.flag_view import FLAG_MARK, flags_tooltip
@@ -90,8 +91,9 @@ def _importance_tooltip(c: Any) -> str:
 
 CANDIDATE_COLUMNS: list[Column[Any]] = [
     Column("#", lambda c: c.ordinal, align_right=True),
-    Column("Proposed", proposal_text),
-    Column("Decision", decision_text),
+    # elided when the list is narrow: the tooltip says it whole
+    Column("Proposed", proposal_text, tooltip=proposal_text),
+    Column("Decision", decision_text, tooltip=decision_text),
     Column(
         "Imp.",
         lambda c: c.effective_importance,
@@ -115,8 +117,42 @@ CANDIDATE_COLUMNS: list[Column[Any]] = [
 ]
 
 
+MIN_CANDIDATE_WIDTH = 160
+"""Pixels of the Candidate column that stay in view however narrow the list is."""
+
+MIN_COLUMN_WIDTH = 36
+"""The narrowest a content-sized column is squeezed to (an elided "U…" still says which)."""
+
+
+def fitted_widths(wants: list[int], budget: int, floor: int) -> list[int]:
+    """``wants`` when they fit in ``budget``; else the widest give way first: each width
+    is capped at the largest cap (never below ``floor``) that keeps the sum in budget."""
+    if sum(wants) <= budget:
+        return list(wants)
+
+    def total(cap: int) -> int:
+        return sum(min(w, cap) for w in wants)
+
+    low, high = floor, max(wants)
+    if total(low) > budget:
+        return [min(w, low) for w in wants]
+    while low < high:  # the largest cap whose total fits
+        middle = (low + high + 1) // 2
+        if total(middle) <= budget:
+            low = middle
+        else:
+            high = middle - 1
+    return [min(w, low) for w in wants]
+
+
 class CandidateList(QTableView):
-    """One row per candidate; decided rows are tinted (rejected ones less)."""
+    """One row per candidate; decided rows are tinted (rejected ones less).
+
+    The columns before Candidate are sized to their content, but only as far as the
+    Candidate column keeps :data:`MIN_CANDIDATE_WIDTH` in view: Qt's ResizeToContents
+    pushed it out of a 1024 px window (behind a horizontal scroll bar) once decisions
+    read "Update #123 · my wording". The widest columns give way first, elided.
+    """
 
     def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(parent)
@@ -127,15 +163,43 @@ class CandidateList(QTableView):
         self.setSelectionMode(QAbstractItemView.SelectionMode.SingleSelection)
         self.verticalHeader().setVisible(False)
         self.setWordWrap(False)
+        self.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
         header = self.horizontalHeader()
         header.setStretchLastSection(True)
-        header.setSectionResizeMode(QHeaderView.ResizeMode.ResizeToContents)
+        header.setSectionResizeMode(QHeaderView.ResizeMode.Interactive)
         # Measured over the visible rows only: over every row (Qt measures up to 1,000)
         # each decision's repaint re-read the whole run, 160 ms per key at 400 candidates.
         header.setResizeContentsPrecision(0)
         # The text takes the room that is left and is elided (the detail shows it whole),
         # so the list never needs a horizontal scroll bar.
         header.setSectionResizeMode(len(CANDIDATE_COLUMNS) - 1, QHeaderView.ResizeMode.Stretch)
+        # refitted once per event-loop pass, however many rows changed
+        self._fit_timer = QTimer(self)
+        self._fit_timer.setSingleShot(True)
+        self._fit_timer.setInterval(0)
+        self._fit_timer.timeout.connect(self.fit_columns)
+        for signal in (
+            self.candidates.modelReset,
+            self.candidates.dataChanged,
+            self.candidates.rowsInserted,
+            self.candidates.layoutChanged,
+            self.verticalScrollBar().valueChanged,
+        ):
+            signal.connect(self._fit_timer.start)
+
+    def fit_columns(self) -> None:
+        """Each column before Candidate to its content, as far as Candidate keeps room."""
+        header = self.horizontalHeader()
+        last = self.candidates.columnCount() - 1
+        wants = [max(self.sizeHintForColumn(c), header.sectionSizeHint(c)) for c in range(last)]
+        budget = self.viewport().width() - MIN_CANDIDATE_WIDTH
+        for column, width in enumerate(fitted_widths(wants, budget, MIN_COLUMN_WIDTH)):
+            if header.sectionSize(column) != width:
+                header.resizeSection(column, width)
+
+    def resizeEvent(self, event: QResizeEvent) -> None:
+        super().resizeEvent(event)
+        self.fit_columns()
 
     def _background(self, c: Any) -> QBrush | None:
         if c.action is None:

@@ -57,10 +57,13 @@ def test_relabel_keys_and_backspace_undo(qtbot, main_window, store) -> None:
     _settle(qtbot, main_window)
     after = _db_labels(store, ids)
     assert all(after[i] == ("noise", "human", "noise") for i in ids)
-    assert pane.selected_ids() == ids  # selection kept
-    assert pane.table.verticalScrollBar().value() == scroll  # scroll kept
+    assert pane.selected_ids() == [pane.model.episode_id(43)]  # moved on to the next row
+    rows = pane.table.viewport().rect()
+    assert rows.contains(pane.table.visualRect(pane.model.index(43, 0)))  # in view
+    assert abs(pane.table.verticalScrollBar().value() - scroll) <= 4  # no jump
     assert "noise (human)" in pane.model.data(pane.model.index(40, 2))
 
+    _select_rows(pane, [40, 41, 42])
     qtbot.keyClick(pane.table, Qt.Key.Key_C)
     _settle(qtbot, main_window)
     assert all(v[0] == "constitutional" for v in _db_labels(store, ids).values())
