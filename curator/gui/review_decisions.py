@@ -352,12 +352,12 @@ class ReviewDecisions:
     @staticmethod
     def _undo_text(before: Any, after: Any) -> str:
         edited = before.final_text is not None or before.final_importance is not None
-        if edited and after.action is not None and after.final_text is None:
-            if after.final_importance is None:
-                return (
-                    f"Undid the edit of #{before.ordinal} ({action_name(after.action)} stays; "
-                    "Backspace again undoes the decision)."
-                )
+        unedited = after.final_text is None and after.final_importance is None
+        if edited and unedited and after.action is not None:
+            return (
+                f"Undid the edit of #{before.ordinal} ({action_name(after.action)} stays; "
+                "Backspace again undoes the decision)."
+            )
         now = f"back to {action_name(after.action)}" if after.action else "undecided again"
         return f"Undid {action_name(before.action)} on #{before.ordinal} ({now})."
 
