@@ -45,6 +45,7 @@ from curator.gui.episode_model import (
 from curator.gui.label_source import label_decision_rows
 from curator.gui.pane import Pane
 from curator.gui.relearn import Relearner
+from curator.gui.run_start import classify_button_text
 from curator.gui.services import AppServices
 from curator.store.db import Store
 from curator.store.episode_queries import (
@@ -219,6 +220,7 @@ class EpisodesPane(Pane):
         self.setObjectName("episodesPane")
         self.model = EpisodeTableModel(services.store, ops=services.ops, parent=self)
         self.model.load_failed.connect(self._load_failed)
+        self._run_limit: int | None = None  # the Runs pane's (see set_run_limit)
         self._kept: list[int] | None = None  # selection across a model reset
         self._kept_chosen: list[int] | None = None  # what was selected of it, first rows
         # relabels retrain the learned classifier in the background (debounced)
@@ -507,13 +509,17 @@ class EpisodesPane(Pane):
         shown = f"{self.model.rowCount():,}" + ("" if self.model.complete else "+")
         self.count_label.setText(f"{total:,} episodes ({shown} shown)")
         pending = self.model.pending_classification
-        self.classify_button.setText(
-            f"Classify {pending:,} pending episode{'s' if pending != 1 else ''}"
-        )
+        self.classify_button.setText(classify_button_text(pending, self._run_limit))
         self.pending_label.setText(
             f"{pending:,} episode{'s have' if pending != 1 else ' has'} no label yet:"
         )
         self.empty_state.setVisible(pending > 0)
+
+    def set_run_limit(self, limit: int | None) -> None:
+        """The Runs pane's limit, which the Classify button's run takes: the button names
+        the number a click classifies, not only how many are pending."""
+        self._run_limit = limit
+        self._update_count()
 
     def _load_failed(self, message: str) -> None:
         self._update_count()  # not "Searching…" for ever

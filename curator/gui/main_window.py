@@ -464,7 +464,9 @@ class MainWindow(QMainWindow):
         return pane
 
     def _connect_worker(self) -> None:
-        self.runs_pane.use_settings(self.qsettings)  # the run limit, remembered
+        # the run limit, remembered; the Episodes pane's Classify button names it
+        self.runs_pane.limit_changed.connect(self.episodes_pane.set_run_limit)
+        self.runs_pane.use_settings(self.qsettings)
         worker = self.services.worker
         available = worker is not None
         self.classify_action.setEnabled(available)

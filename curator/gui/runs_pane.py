@@ -20,7 +20,7 @@ from collections.abc import Callable
 from datetime import datetime
 from typing import Any
 
-from PySide6.QtCore import QModelIndex, QPersistentModelIndex, QSettings, Qt
+from PySide6.QtCore import QModelIndex, QPersistentModelIndex, QSettings, Qt, Signal
 from PySide6.QtGui import QTextCursor
 from PySide6.QtWidgets import (
     QAbstractItemView,
@@ -169,6 +169,9 @@ def _elastic(label: QLabel) -> QLabel:
 
 class RunsPane(Pane):
     """Start runs, follow the current one live, and inspect past runs and their traces."""
+
+    limit_changed = Signal(object)
+    """The run limit (int, or None for no limit) whenever it changes or is restored."""
 
     def __init__(self, services: AppServices, parent: QWidget | None = None) -> None:
         super().__init__(services, parent)
@@ -348,8 +351,19 @@ class RunsPane(Pane):
             self.limit_spin.blockSignals(True)
             self.limit_spin.setValue(min(saved, self.limit_spin.maximum()))
             self.limit_spin.blockSignals(False)
+        self._limit_shown()
+
+    def _limit_shown(self) -> None:
+        """Name the limit on the Classify button, and tell the window (whose Episodes pane
+        names the number its own Classify button starts)."""
+        limit = self.limit()
+        self.classify_button.setText(
+            "Classify pending" if limit is None else f"Classify up to {limit:,} pending"
+        )
+        self.limit_changed.emit(limit)
 
     def _save_limit(self, value: int) -> None:
+        self._limit_shown()
         if self._qsettings is not None:
             self._qsettings.setValue(LIMIT_KEY, int(value))
 
