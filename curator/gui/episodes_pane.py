@@ -221,6 +221,7 @@ class EpisodesPane(Pane):
         self.model = EpisodeTableModel(services.store, ops=services.ops, parent=self)
         self.model.load_failed.connect(self._load_failed)
         self._run_limit: int | None = None  # the Runs pane's (see set_run_limit)
+        self._last_action = ""  # the last relabel or undo said (see _relearned)
         self._kept: list[int] | None = None  # selection across a model reset
         self._kept_chosen: list[int] | None = None  # what was selected of it, first rows
         # relabels retrain the learned classifier in the background (debounced)
@@ -629,7 +630,7 @@ class EpisodesPane(Pane):
 
         def done(_batch: object) -> None:
             self._after_relabel(ids)
-            self.status_message.emit(f"Labelled {len(ids):,} episode(s) {label}.")
+            self._said(f"Labelled {len(ids):,} episode(s) {label}.")
 
         return self._write(
             "Relabelling",
@@ -646,7 +647,7 @@ class EpisodesPane(Pane):
                 self.status_message.emit("Nothing to undo.")
                 return
             self._after_relabel(list(ids))
-            self.status_message.emit(f"Undid the relabel of {len(ids):,} episode(s).")
+            self._said(f"Undid the relabel of {len(ids):,} episode(s).")
 
         return self._write(
             "Undoing relabel",
@@ -686,10 +687,18 @@ class EpisodesPane(Pane):
         self.model.reload(select_first)
         self.data_changed.emit()
 
+    def _said(self, text: str) -> None:
+        """Say what the person just did; the retrain's line that follows keeps it first."""
+        self._last_action = text
+        self.status_message.emit(text)
+
     def _relearned(self, report: object) -> None:
+        """The retrain's summary, after the relabel or undo it follows (a second later):
+        replacing "Undid the relabel…" by the learner's counts alone hid what was done."""
         summary = getattr(report, "summary", None)
         if callable(summary):
-            self.status_message.emit(str(summary()))
+            prefix = f"{self._last_action} " if self._last_action else ""
+            self.status_message.emit(f"{prefix}Learning: {summary()}")
         self.refresh()
 
     def shutdown(self) -> None:
