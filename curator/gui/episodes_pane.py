@@ -634,7 +634,7 @@ class EpisodesPane(Pane):
 
         return self._write(
             "Relabelling",
-            lambda ctx: relabel(ctx.store, ids, label, progress=ctx.progress),
+            lambda ctx: relabel(ctx.store, ids, label, progress=ctx.progress, phase=ctx.phase),
             done,
         )
 
@@ -651,7 +651,7 @@ class EpisodesPane(Pane):
 
         return self._write(
             "Undoing relabel",
-            lambda ctx: undo_last_relabel(ctx.store, progress=ctx.progress),
+            lambda ctx: undo_last_relabel(ctx.store, progress=ctx.progress, phase=ctx.phase),
             done,
         )
 
