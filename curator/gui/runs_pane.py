@@ -502,14 +502,26 @@ class RunsPane(Pane):
         message = getattr(result, "message", "") or ""
         run_id = getattr(result, "run_id", None)
         self._live_text.clear()
-        self.progress_bar.setRange(0, 1)
-        self.progress_bar.setValue(1 if status != "cancelled" else 0)
+        if status == "cancelled":  # the bar stays where the text says the run stopped
+            self.progress_bar.setRange(0, BAR_STEPS)
+            self.progress_bar.setValue(self.cancelled_bar_value(self._last_progress))
+        else:
+            self.progress_bar.setRange(0, 1)
+            self.progress_bar.setValue(1)
         label = f"Run #{run_id} {status}" if run_id is not None else f"Run {status}"
         self.progress_label.setText(label + (f": {message}" if message else ""))
         self.status_message.emit(label + ".")
         self._select_after = run_id
         self.refresh()
         self.data_changed.emit()
+
+    @staticmethod
+    def cancelled_bar_value(last: Any) -> int:
+        """The bar of a cancelled run: the items its last report counted done ("after 1 of
+        5" is 20 %), without the part of the item the cancel interrupted."""
+        if last is None or last.total <= 0:
+            return 0
+        return round(min(max(last.done / last.total, 0.0), 1.0) * BAR_STEPS)
 
     def _on_failed(self, message: str) -> None:
         self._live_text.clear()
