@@ -140,9 +140,8 @@ def given_labels(store: Store) -> dict[str, int]:
         Episode.select(Episode.human_label, fn.COUNT(Episode.id))
         .where(Episode.human_label.is_null(False))
         .group_by(Episode.human_label)
-        .tuples()
     )
-    return {str(label): int(n) for label, n in query}
+    return {str(label): int(n) for label, n in query.tuples().iterator()}
 
 
 # -- features --------------------------------------------------------------------------------
