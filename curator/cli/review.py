@@ -386,38 +386,10 @@ def _emit_relearned(
 
 
 def relearn_document(ctx: CommandContext, report: LearnReport) -> tuple[dict[str, Any], str]:
-    """The retrain's JSON part and its sentence, saying why human labels went unused.
-
-    The learner counts only the labels whose episodes have features (embedding and label
-    scores) from the current model; a label given before ``classify`` computed them would
-    otherwise show as "0 noise" right after ``label 1 noise``, without a word on why.
-    """
-    given = {
-        str(label): int(n)
-        for label, n in ctx.store.execute(
-            "SELECT human_label, COUNT(*) FROM episode WHERE human_label IS NOT NULL "
-            "GROUP BY human_label"
-        )
-    }
-    unused = {
-        label: given.get(label, 0) - report.human_labels.get(label, 0)
-        for label in LABELS
-        if given.get(label, 0) > report.human_labels.get(label, 0)
-    }
-    from curator.pipeline.learn import MIN_PER_CLASS
-
-    summary = report.summary()
-    if unused:
-        counts = ", ".join(f"{n} {label}" for label, n in unused.items())
-        if not report.model_sha256:
-            why = "no classify run has scored episodes with a model yet; run `curator classify`"
-        else:
-            why = (
-                "their episodes have no features from the current model yet; `curator "
-                f"classify` computes them once every label has {MIN_PER_CLASS} human labels"
-            )
-        summary += f"; {sum(unused.values())} human label(s) not usable yet ({counts}): {why}"
-    return {**dataclasses.asdict(report), "unusable_labels": unused}, summary
+    """The retrain's JSON part and its sentence, saying why human labels went unused
+    (:meth:`~curator.pipeline.learn.LearnReport.summary`, which the window shows too)."""
+    del ctx
+    return {**dataclasses.asdict(report), "unusable_labels": report.unusable}, report.summary()
 
 
 def _next_uncertain(ctx: CommandContext, items: list[str]) -> int:

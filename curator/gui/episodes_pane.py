@@ -45,6 +45,7 @@ from curator.gui.episode_table import COLUMN_WIDTHS, EpisodeTableView
 from curator.gui.label_source import label_decision_rows
 from curator.gui.pane import Pane
 from curator.gui.relearn import Relearner
+from curator.gui.run_start import classify_button_text
 from curator.gui.services import AppServices
 from curator.store.db import Store
 from curator.store.episode_queries import (
@@ -160,6 +161,8 @@ class EpisodesPane(Pane):
         self.setObjectName("episodesPane")
         self.model = EpisodeTableModel(services.store, ops=services.ops, parent=self)
         self.model.load_failed.connect(self._load_failed)
+        self._run_limit: int | None = None  # the Runs pane's (see set_run_limit)
+        self._last_action = ""  # the last relabel or undo said (see _relearned)
         self._kept: list[int] | None = None  # selection across a model reset
         self._kept_chosen: list[int] | None = None  # what was selected of it, first rows
         # relabels retrain the learned classifier in the background (debounced)
@@ -454,13 +457,17 @@ class EpisodesPane(Pane):
         shown = f"{self.model.rowCount():,}" + ("" if self.model.complete else "+")
         self.count_label.setText(f"{total:,} episodes ({shown} shown)")
         pending = self.model.pending_classification
-        self.classify_button.setText(
-            f"Classify {pending:,} pending episode{'s' if pending != 1 else ''}"
-        )
+        self.classify_button.setText(classify_button_text(pending, self._run_limit))
         self.pending_label.setText(
             f"{pending:,} episode{'s have' if pending != 1 else ' has'} no label yet:"
         )
         self.empty_state.setVisible(pending > 0)
+
+    def set_run_limit(self, limit: int | None) -> None:
+        """The Runs pane's limit, which the Classify button's run takes: the button names
+        the number a click classifies, not only how many are pending."""
+        self._run_limit = limit
+        self._update_count()
 
     def _load_failed(self, message: str) -> None:
         self._update_count()  # not "Searching…" for ever
@@ -581,11 +588,11 @@ class EpisodesPane(Pane):
 
         def done(_batch: object) -> None:
             self._after_relabel(ids, move_to if self.selected_ids() == ids else None)
-            self.status_message.emit(f"Labelled {len(ids):,} episode(s) {label}.")
+            self._said(f"Labelled {len(ids):,} episode(s) {label}.")
 
         return self._write(
             "Relabelling",
-            lambda ctx: relabel(ctx.store, ids, label, progress=ctx.progress),
+            lambda ctx: relabel(ctx.store, ids, label, progress=ctx.progress, phase=ctx.phase),
             done,
         )
 
@@ -598,11 +605,11 @@ class EpisodesPane(Pane):
                 self.status_message.emit("Nothing to undo.")
                 return
             self._after_relabel(list(ids), select=list(ids))  # back to the undone rows
-            self.status_message.emit(f"Undid the relabel of {len(ids):,} episode(s).")
+            self._said(f"Undid the relabel of {len(ids):,} episode(s).")
 
         return self._write(
             "Undoing relabel",
-            lambda ctx: undo_last_relabel(ctx.store, progress=ctx.progress),
+            lambda ctx: undo_last_relabel(ctx.store, progress=ctx.progress, phase=ctx.phase),
             done,
         )
 
@@ -655,10 +662,18 @@ class EpisodesPane(Pane):
         self.model.reload(select_first)
         self.data_changed.emit()
 
+    def _said(self, text: str) -> None:
+        """Say what the person just did; the retrain's line that follows keeps it first."""
+        self._last_action = text
+        self.status_message.emit(text)
+
     def _relearned(self, report: object) -> None:
+        """The retrain's summary, after the relabel or undo it follows (a second later):
+        replacing "Undid the relabel…" by the learner's counts alone hid what was done."""
         summary = getattr(report, "summary", None)
         if callable(summary):
-            self.status_message.emit(str(summary()))
+            prefix = f"{self._last_action} " if self._last_action else ""
+            self.status_message.emit(f"{prefix}Learning: {summary()}")
         self.refresh()
 
     def shutdown(self) -> None:

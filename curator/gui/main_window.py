@@ -365,6 +365,7 @@ class MainWindow(QMainWindow):
             label.setContentsMargins(8, 0, 8, 0)
             bar.addPermanentWidget(label)
         self.busy_label = QLabel()
+        self._busy_phase = ""  # the running write's phase, if it names one
         self.busy_label.setObjectName("busyLabel")
         self.busy_bar = QProgressBar()
         self.busy_bar.setObjectName("busyProgress")
@@ -388,6 +389,7 @@ class MainWindow(QMainWindow):
         ops = self.services.ops
         ops.busy_changed.connect(self._ops_busy_changed)
         ops.progressed.connect(self._ops_progress)
+        ops.phased.connect(self._ops_phase)
         ops.failed.connect(self._ops_failed)
         ops.refused.connect(self._ops_refused)
         self.update_status()
@@ -398,6 +400,7 @@ class MainWindow(QMainWindow):
         """A background write started or ended: block conflicting writes meanwhile."""
         for action in (self.import_action, self.import_knowledge_action, self.undo_action):
             action.setEnabled(not busy)
+        self._busy_phase = ""
         if busy:
             self.busy_bar.setRange(0, 0)  # indeterminate until the first progress report
             self.busy_label.setText(f"{self.services.ops.busy_label}…")
@@ -418,7 +421,17 @@ class MainWindow(QMainWindow):
         if total > 0:
             self.busy_bar.setRange(0, total)
             self.busy_bar.setValue(min(done, total))
-        self.busy_label.setText(f"{label}… {done:,}/{total:,}" if total else f"{label}…")
+        if self._busy_phase:  # steps of phases, not items: the phase and a percentage
+            percent = f" {100 * done // total}%" if total else ""
+            self.busy_label.setText(f"{label}: {self._busy_phase}…{percent}")
+        else:
+            self.busy_label.setText(f"{label}… {done:,}/{total:,}" if total else f"{label}…")
+
+    def _ops_phase(self, label: str, phase: str) -> None:
+        """A long write names its phase (a relabel's "saving"): shown with its progress."""
+        if label == self.services.ops.busy_label:
+            self._busy_phase = phase
+            self._ops_progress(label, self.busy_bar.value(), max(self.busy_bar.maximum(), 0))
 
     def _ops_refused(self, wanted: str, running: str) -> None:
         """One write at a time: say which one waits for which."""
@@ -466,7 +479,9 @@ class MainWindow(QMainWindow):
         return pane
 
     def _connect_worker(self) -> None:
-        self.runs_pane.use_settings(self.qsettings)  # the run limit, remembered
+        # the run limit, remembered; the Episodes pane's Classify button names it
+        self.runs_pane.limit_changed.connect(self.episodes_pane.set_run_limit)
+        self.runs_pane.use_settings(self.qsettings)
         worker = self.services.worker
         available = worker is not None
         self.classify_action.setEnabled(available)

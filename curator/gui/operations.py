@@ -67,10 +67,16 @@ class OpContext:
     label: str
     _report: Callable[[str, int, int], None]
     _cancel: threading.Event = field(default_factory=threading.Event)
+    _report_phase: Callable[[str, str], None] | None = None
 
     def progress(self, done: int, total: int) -> None:
         """Report ``done`` of ``total`` (items, rows, pages); safe from the job thread."""
         self._report(self.label, int(done), int(total))
+
+    def phase(self, name: str) -> None:
+        """Name the step a long write is at ("saving"); the window shows it with the bar."""
+        if self._report_phase is not None:
+            self._report_phase(self.label, name)
 
     @property
     def cancelled(self) -> bool:
@@ -95,6 +101,7 @@ class StoreOps(QObject):
     busy_changed = Signal(bool)  # a write started (True) / ended (False)
     started = Signal(str)  # the write's label
     progressed = Signal(str, int, int)  # label, done, total
+    phased = Signal(str, str)  # label, the phase it is at (OpContext.phase)
     failed = Signal(str, str)  # label, message: for jobs without their own on_failed
     refused = Signal(str, str)  # the write refused, the write running: the user is told
     _delivered = Signal(int, object, object)  # token, result, error text (job thread -> GUI)
@@ -180,7 +187,7 @@ class StoreOps(QObject):
         key: str | None,
     ) -> _Job:
         job = _Job(next(self._tokens), label, fn, on_done, on_failed, key)
-        job.ctx = OpContext(self.store, label, self._report)
+        job.ctx = OpContext(self.store, label, self._report, _report_phase=self._report_phase)
         job.thread = threading.Thread(
             target=self._run, args=(job,), name=f"op-{label}"[:60], daemon=True
         )
@@ -193,6 +200,10 @@ class StoreOps(QObject):
     def _report(self, label: str, done: int, total: int) -> None:
         with contextlib.suppress(RuntimeError):  # the window is gone: nobody listens
             self.progressed.emit(label, done, total)
+
+    def _report_phase(self, label: str, phase: str) -> None:
+        with contextlib.suppress(RuntimeError):  # the window is gone: nobody listens
+            self.phased.emit(label, phase)
 
     def _run(self, job: _Job) -> None:
         self.job_thread_ids.append(threading.get_ident())

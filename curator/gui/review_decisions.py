@@ -344,11 +344,20 @@ class ReviewDecisions:
             self.status_message.emit(self._undo_text(c, result))
             self._select_if_last(c.id, advance=False)
 
-        self._submit("Undo", c, lambda store: review_api.undo_decision(store, c.id), done)
+        self._submit(
+            "Undo", c, lambda store: review_api.undo_decision(store, c.id, edit_first=True), done
+        )
         return True
 
     @staticmethod
     def _undo_text(before: Any, after: Any) -> str:
+        edited = before.final_text is not None or before.final_importance is not None
+        unedited = after.final_text is None and after.final_importance is None
+        if edited and unedited and after.action is not None:
+            return (
+                f"Undid the edit of #{before.ordinal} ({action_name(after.action)} stays; "
+                "Backspace again undoes the decision)."
+            )
         now = f"back to {action_name(after.action)}" if after.action else "undecided again"
         return f"Undid {action_name(before.action)} on #{before.ordinal} ({now})."
 
@@ -371,7 +380,12 @@ class ReviewDecisions:
                 self.status_message.emit(f"Decision on candidate #{result.ordinal} undone.")
             self._select_if_last(result.id, advance=False)
 
-        self._submit("Undo", c, lambda store: review_api.undo_last_decision(store, run_id), done)
+        self._submit(
+            "Undo",
+            c,
+            lambda store: review_api.undo_last_decision(store, run_id, edit_first=True),
+            done,
+        )
         return True
 
     def edit_current(self) -> EditDialog | None:

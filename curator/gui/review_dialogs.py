@@ -6,14 +6,20 @@ the user types, so the reviewer sees whether the new wording is still a duplicat
 existing pattern before deciding; that compares the text with every active pattern (75 ms
 at 10,000 patterns), so it is an ``ops.query`` and the label says "Re-matching…"
 meanwhile. A dialog is made per use and deletes itself when closed.
+
+A pattern is one line of the agent's prompt, so the edit dialog's text box behaves like
+a line that wraps: Tab moves on to Importance, Return (or Enter) is OK, and a newline
+pasted into it becomes a space in the decision.
 """
 
 from __future__ import annotations
 
 import html
+import re
 from typing import Any
 
-from PySide6.QtCore import Qt, QTimer
+from PySide6.QtCore import QEvent, QObject, Qt, QTimer
+from PySide6.QtGui import QKeyEvent
 from PySide6.QtWidgets import (
     QDialog,
     QDialogButtonBox,
@@ -55,6 +61,8 @@ class EditDialog(QDialog):
 
         self.text_edit = QPlainTextEdit(candidate.effective_text)
         self.text_edit.setObjectName("editText")
+        self.text_edit.setTabChangesFocus(True)  # Tab moves to Importance, never a tab
+        self.text_edit.installEventFilter(self)  # Return is OK (see eventFilter)
         self.importance = QDoubleSpinBox()
         self.importance.setObjectName("editImportance")
         self.importance.setRange(0.0, 1.0)
@@ -87,9 +95,23 @@ class EditDialog(QDialog):
         self.text_edit.textChanged.connect(self._timer.start)
         self.rematch()
 
+    def eventFilter(self, watched: QObject, event: QEvent) -> bool:
+        """Return/Enter in the text box presses OK (when OK is enabled), never a newline."""
+        if (
+            watched is self.text_edit
+            and event.type() == QEvent.Type.KeyPress
+            and isinstance(event, QKeyEvent)
+            and event.key() in (Qt.Key.Key_Return, Qt.Key.Key_Enter)
+        ):
+            ok = self.buttons.button(QDialogButtonBox.StandardButton.Ok)
+            if ok.isEnabled() and self.text_edit.toPlainText().strip():
+                self.accept()
+            return True
+        return super().eventFilter(watched, event)
+
     def rematch(self) -> None:
         """Show what the gates say about the current text (the same check ``decide`` runs)."""
-        text = self.text_edit.toPlainText().strip()
+        text = one_line(self.text_edit.toPlainText())
         ok = self.buttons.button(QDialogButtonBox.StandardButton.Ok)
         ok.setEnabled(bool(text))
         if not text:
@@ -141,7 +163,15 @@ class EditDialog(QDialog):
 
     def decision(self) -> tuple[str, float]:
         """(text, importance) for ``review.decide(..., "ACCEPT", text=, importance=)``."""
-        return self.text_edit.toPlainText().strip(), round(self.importance.value(), 4)
+        return one_line(self.text_edit.toPlainText()), round(self.importance.value(), 4)
+
+
+def one_line(text: str) -> str:
+    """The edited text as the one line a pattern is: line breaks become single spaces."""
+    # Only CR and LF: other separators ``splitlines`` knows (U+001C, U+2028…) stay in the
+    # text, where the engine refuses them with their name instead of hiding them here.
+    parts = (part.strip() for part in re.split(r"\r\n|\r|\n", text))
+    return " ".join(part for part in parts if part)
 
 
 def preview_html(preview: CommitPreview, reviewed_only: bool) -> str:

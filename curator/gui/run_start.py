@@ -76,6 +76,15 @@ def question_for(estimate: RunEstimate) -> str | None:
     )
 
 
+def classify_button_text(pending: int, limit: int | None) -> str:
+    """The Episodes pane's Classify button: the number a click classifies, and of how many
+    when the Runs pane's limit cuts the run short ("Classify 5 of 194 pending episodes")."""
+    noun = "episode" if pending == 1 else "episodes"
+    if limit is not None and limit < pending:
+        return f"Classify {limit:,} of {pending:,} pending {noun}"
+    return f"Classify {pending:,} pending {noun}"
+
+
 def limit_from(value: object) -> int | None:
     """A limit read back from QSettings (an int, or a string in an ini file); None if unusable."""
     try:

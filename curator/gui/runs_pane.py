@@ -20,7 +20,7 @@ from collections.abc import Callable
 from datetime import datetime
 from typing import Any
 
-from PySide6.QtCore import QModelIndex, QPersistentModelIndex, QSettings, Qt
+from PySide6.QtCore import QModelIndex, QPersistentModelIndex, QSettings, Qt, Signal
 from PySide6.QtGui import QTextCursor
 from PySide6.QtWidgets import (
     QAbstractItemView,
@@ -169,6 +169,9 @@ def _elastic(label: QLabel) -> QLabel:
 
 class RunsPane(Pane):
     """Start runs, follow the current one live, and inspect past runs and their traces."""
+
+    limit_changed = Signal(object)
+    """The run limit (int, or None for no limit) whenever it changes or is restored."""
 
     def __init__(self, services: AppServices, parent: QWidget | None = None) -> None:
         super().__init__(services, parent)
@@ -348,8 +351,19 @@ class RunsPane(Pane):
             self.limit_spin.blockSignals(True)
             self.limit_spin.setValue(min(saved, self.limit_spin.maximum()))
             self.limit_spin.blockSignals(False)
+        self._limit_shown()
+
+    def _limit_shown(self) -> None:
+        """Name the limit on the Classify button, and tell the window (whose Episodes pane
+        names the number its own Classify button starts)."""
+        limit = self.limit()
+        self.classify_button.setText(
+            "Classify pending" if limit is None else f"Classify up to {limit:,} pending"
+        )
+        self.limit_changed.emit(limit)
 
     def _save_limit(self, value: int) -> None:
+        self._limit_shown()
         if self._qsettings is not None:
             self._qsettings.setValue(LIMIT_KEY, int(value))
 
@@ -488,14 +502,26 @@ class RunsPane(Pane):
         message = getattr(result, "message", "") or ""
         run_id = getattr(result, "run_id", None)
         self._live_text.clear()
-        self.progress_bar.setRange(0, 1)
-        self.progress_bar.setValue(1 if status != "cancelled" else 0)
+        if status == "cancelled":  # the bar stays where the text says the run stopped
+            self.progress_bar.setRange(0, BAR_STEPS)
+            self.progress_bar.setValue(self.cancelled_bar_value(self._last_progress))
+        else:
+            self.progress_bar.setRange(0, 1)
+            self.progress_bar.setValue(1)
         label = f"Run #{run_id} {status}" if run_id is not None else f"Run {status}"
         self.progress_label.setText(label + (f": {message}" if message else ""))
         self.status_message.emit(label + ".")
         self._select_after = run_id
         self.refresh()
         self.data_changed.emit()
+
+    @staticmethod
+    def cancelled_bar_value(last: Any) -> int:
+        """The bar of a cancelled run: the items its last report counted done ("after 1 of
+        5" is 20 %), without the part of the item the cancel interrupted."""
+        if last is None or last.total <= 0:
+            return 0
+        return round(min(max(last.done / last.total, 0.0), 1.0) * BAR_STEPS)
 
     def _on_failed(self, message: str) -> None:
         self._live_text.clear()

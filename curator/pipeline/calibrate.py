@@ -12,7 +12,7 @@ import hashlib
 from collections.abc import Mapping, Sequence
 
 from curator.core.calibration import calibrate, content_free_bias
-from curator.llm.backend import Backend
+from curator.llm.backend import Backend, StopCheck
 from curator.store.db import Store
 from curator.store.models import LABELS, LabelBias
 from curator.store.settings import load_settings
@@ -48,8 +48,13 @@ def label_bias(
     answer_prefix: str,
     model_sha256: str,
     labels: Sequence[str] = LABELS,
+    should_stop: StopCheck | None = None,
 ) -> dict[str, float]:
-    """The cached bias for this model and prompt, measured on first use."""
+    """The cached bias for this model and prompt, measured on first use.
+
+    The measurement is several full prompts (seconds on a CPU, before a run's first
+    episode), so ``should_stop`` reaches each of them: a cancel stops it mid-prompt with
+    :class:`~curator.llm.backend.StopRequested`, and nothing half-measured is kept."""
     key = prompt_key(prefix, answer_prefix)
     row = LabelBias.get_or_none(
         (LabelBias.model_sha256 == model_sha256) & (LabelBias.prompt_sha256 == key)
@@ -57,7 +62,9 @@ def label_bias(
     if row is not None and set(row.probabilities) == set(labels):
         return {k: float(row.probabilities[k]) for k in labels}
     distributions = [
-        backend.classify(prefix, text, labels, answer_prefix=answer_prefix).probabilities
+        backend.classify(
+            prefix, text, labels, answer_prefix=answer_prefix, should_stop=should_stop
+        ).probabilities
         for text in CONTENT_FREE_INPUTS
     ]
     bias = content_free_bias(distributions)

@@ -122,7 +122,17 @@ def _classify_all(
     total = len(ids)
     state.report(Progress(STEP, 0, total, message=f"{total} episodes to classify"))
     sha = str(model_provenance(backend)["model_sha256"])
-    bias = label_bias(store, backend, prefix, answer_prefix=prompt.assistant, model_sha256=sha)
+    try:
+        bias = label_bias(
+            store,
+            backend,
+            prefix,
+            answer_prefix=prompt.assistant,
+            model_sha256=sha,
+            should_stop=lambda: state.cancelled,
+        )
+    except StopRequested:
+        raise Cancelled("cancelled while measuring the model's label bias") from None
     for done, episode_id in enumerate(ids, 1):
         state.check()
         episode = Episode.get_or_none(Episode.id == episode_id)

@@ -24,9 +24,55 @@ from curator.store.models import LABELS, Episode, LabelEvent, format_utc, utcnow
 _CHUNK = 400
 
 Progress = Callable[[int, int], None]
-"""``progress(done, total)`` episodes; a window shows it, the CLI passes nothing."""
+"""``progress(done, total)`` steps; a window shows it, the CLI passes nothing."""
+
+Phase = Callable[[str], None]
+"""``phase(name)``: the step a relabel is at, so a long one says what it is doing."""
+
+RELABEL_PHASES = (
+    "reading the episodes",
+    "updating the labels",
+    "recording the undo history",
+    "saving",
+)
+"""The phases of a relabel (and of its undo), in order. Each episode counts once in each
+of the first three, the saving (the commit) one step more: the progress reaches its
+total only when the change is saved, where it used to show 100 % once the labels were
+updated and then write the undo history and commit for a minute (300,000 episodes)."""
 
 _PROGRESS_EVERY = 2000
+
+
+class _Steps:
+    """One progress over the whole relabel: ``at(phase, done)`` with ``done`` counted
+    within the phase (episodes), reported as steps of the whole operation."""
+
+    def __init__(self, n: int, progress: Progress | None, phase: Phase | None) -> None:
+        self.n = n
+        self.total = 3 * n + 1
+        self.progress = progress
+        self.phase = phase
+        self._reported = -_PROGRESS_EVERY
+
+    def begin(self, index: int) -> None:
+        if self.phase is not None:
+            self.phase(RELABEL_PHASES[index])
+        self.at(index, 0, force=index > 0)
+
+    def at(self, index: int, done: int, *, force: bool = False) -> None:
+        step = min(index * self.n + done, self.total - 1)  # the total means saved
+        if self.progress is not None and (force or step - self._reported >= _PROGRESS_EVERY):
+            self._reported = step
+            self.progress(step, self.total)
+
+    def within(self, index: int) -> Progress:
+        """A ``progress(done, total)`` for the phase ``index`` (what :class:`_Updates` calls)."""
+        return lambda done, _total: self.at(index, done)
+
+    def saved(self) -> None:
+        if self.progress is not None:
+            self.progress(self.total, self.total)
+
 
 # Why rows are plain named tuples, not model instances: a relabel of 100,000 episodes run
 # in a window's background thread made 100,000 peewee instances (each a tracked object
@@ -94,7 +140,7 @@ class _Row(NamedTuple):
     predicted_label: str | None
 
 
-def _load(episode_ids: Sequence[int]) -> list[tuple[Any, ...]]:
+def _load(episode_ids: Sequence[int], progress: Progress | None = None) -> list[tuple[Any, ...]]:
     """The label columns (``_Row`` order) of the episodes as plain tuples, in the order
     given: exact tuples of plain values are untracked by the collector, a named tuple
     (a subclass) is not."""
@@ -116,6 +162,8 @@ def _load(episode_ids: Sequence[int]) -> list[tuple[Any, ...]]:
         ).where(Episode.id.in_(ids[start : start + _CHUNK]))
         for row in query.tuples().iterator():
             found[row[0]] = row
+        if progress is not None:
+            progress(len(found), len(ids))
     missing = [i for i in ids if i not in found]
     if missing:
         shown = ", ".join(str(i) for i in missing[:10])
@@ -129,18 +177,22 @@ def _relabel(
     actor: str,
     new_state: Any,
     progress: Progress | None = None,
+    phase: Phase | None = None,
 ) -> str:
     """Apply ``new_state(episode, now) -> dict`` to each episode as one undoable batch.
 
     The events' states are kept as dicts of plain values (untracked by the collector);
     the event rows themselves are built a chunk at a time when inserted."""
     batch = uuid.uuid4().hex
+    steps = _Steps(len(set(episode_ids)), progress, phase)
     with store.explained_write("relabel"):
         now = utcnow()
-        rows = _load(episode_ids)
+        steps.begin(0)
+        rows = _load(episode_ids, steps.within(0))
+        steps.begin(1)
         befores: list[dict[str, Any]] = []
         afters: list[dict[str, Any]] = []
-        updates = _Updates(len(rows), progress)
+        updates = _Updates(len(rows), steps.within(1))
         for raw in rows:
             episode = _Row._make(raw)
             before = _state(episode)
@@ -149,6 +201,7 @@ def _relabel(
             befores.append(before)
             afters.append(_after(before, values))
         updates.apply()
+        steps.begin(2)
         for start in range(0, len(rows), _CHUNK):
             events = [
                 {
@@ -162,7 +215,12 @@ def _relabel(
                 for i in range(start, min(start + _CHUNK, len(rows)))
             ]
             LabelEvent.insert_many(events).execute()
+            done = start + len(events)
+            events.clear()  # a chunk's rows are not kept while the progress is reported
+            steps.at(2, done)
             time.sleep(0)
+        steps.begin(3)
+    steps.saved()
     return batch
 
 
@@ -172,10 +230,12 @@ def relabel(
     label: str,
     actor: str = "human",
     progress: Progress | None = None,
+    phase: Phase | None = None,
 ) -> str:
     """Give the episodes a human label (in force from now on); returns the batch id.
 
     One transaction: all of them or none, undone as one step by :func:`undo_last_relabel`.
+    ``progress`` and ``phase`` follow it through :data:`RELABEL_PHASES`.
     """
     if label not in LABELS:
         raise CuratorError(f"unknown label {label!r}; use one of {', '.join(LABELS)}")
@@ -184,7 +244,7 @@ def relabel(
         del episode
         return {"human_label": label, "label": label, "label_by": "human", "label_at": now}
 
-    return _relabel(store, episode_ids, actor, human, progress)
+    return _relabel(store, episode_ids, actor, human, progress, phase)
 
 
 def clear_human_label(store: Store, episode_ids: Sequence[int], actor: str = "human") -> str:
@@ -202,7 +262,9 @@ def clear_human_label(store: Store, episode_ids: Sequence[int], actor: str = "hu
     return _relabel(store, episode_ids, actor, model)
 
 
-def undo_last_relabel(store: Store, progress: Progress | None = None) -> list[int]:
+def undo_last_relabel(
+    store: Store, progress: Progress | None = None, phase: Phase | None = None
+) -> list[int]:
     """Undo the newest relabel batch not yet undone; returns the episode ids ([] if none).
 
     The human label is restored exactly. Where no human label was in force before, the
@@ -218,9 +280,12 @@ def undo_last_relabel(store: Store, progress: Progress | None = None) -> list[in
         )
         if newest is None:
             return []
+        in_batch = LabelEvent.batch == newest.batch
+        steps = _Steps(LabelEvent.select().where(in_batch).count(), progress, phase)
+        steps.begin(0)
         query = (
             LabelEvent.select(LabelEvent.episode, LabelEvent.before)
-            .where(LabelEvent.batch == newest.batch)
+            .where(in_batch)
             .order_by(LabelEvent.id)
         )
         event_ids: list[int] = []
@@ -228,8 +293,9 @@ def undo_last_relabel(store: Store, progress: Progress | None = None) -> list[in
         for episode_id, before in query.tuples().iterator():
             event_ids.append(episode_id or 0)
             befores.append(before)
-        episodes = {row[0]: row for row in _load(event_ids)}
-        updates = _Updates(len(event_ids), progress)
+        episodes = {row[0]: row for row in _load(event_ids, steps.within(0))}
+        steps.begin(1)
+        updates = _Updates(len(event_ids), steps.within(1))
         for episode_id, before in zip(event_ids, befores, strict=True):
             episode = _Row._make(episodes[episode_id])
             label_at = datetime.fromisoformat(before["label_at"]) if before["label_at"] else None
@@ -251,5 +317,8 @@ def undo_last_relabel(store: Store, progress: Progress | None = None) -> list[in
                 }
             updates.add(episode.id, values)
         updates.apply()
-        LabelEvent.update(undone=True).where(LabelEvent.batch == newest.batch).execute()
-        return sorted(episodes)
+        steps.begin(2)
+        LabelEvent.update(undone=True).where(in_batch).execute()
+        steps.begin(3)
+    steps.saved()
+    return sorted(episodes)

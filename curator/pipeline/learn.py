@@ -31,11 +31,12 @@ from __future__ import annotations
 import math
 from collections import Counter
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 import numpy.typing as npt
+from peewee import fn
 
 from curator.core.calibration import margin, top_label
 from curator.store.db import Store
@@ -60,7 +61,13 @@ Matrix = npt.NDArray[np.float64]
 
 @dataclass(frozen=True)
 class LearnReport:
-    """What one retraining did; ``trained`` is false while some label has too few examples."""
+    """What one retraining did; ``trained`` is false while some label has too few examples.
+
+    ``human_labels`` are the labels the learner could use (their episodes have features
+    from the current model), ``given`` every human label in the database: a label given
+    before ``classify`` scored its episode is the person's work too, and the summary
+    says it was counted and why it waits instead of reading "0 noise" right after it.
+    """
 
     trained: bool
     human_labels: dict[str, int]
@@ -69,20 +76,72 @@ class LearnReport:
     cv_accuracy: float | None
     cv_labels: int
     model_sha256: str
+    given: dict[str, int] = field(default_factory=dict)
+
+    @property
+    def unusable(self) -> dict[str, int]:
+        """Per label, the human labels the learner cannot use yet (only labels with some)."""
+        return {
+            k: self.given.get(k, 0) - self.human_labels.get(k, 0)
+            for k in LABELS
+            if self.given.get(k, 0) > self.human_labels.get(k, 0)
+        }
 
     def summary(self) -> str:
-        counts = ", ".join(f"{self.human_labels.get(k, 0)} {k}" for k in LABELS)
+        counts = _counts(self.human_labels)
         if not self.trained:
-            return (
-                f"not enough human labels to learn yet ({counts}; {MIN_PER_CLASS} per label needed)"
+            if self.unusable:
+                text = (
+                    f"not enough human labels to learn yet: {sum(self.given.values())} given "
+                    f"({_counts(self.given)}), {sum(self.human_labels.values())} usable "
+                    f"({counts}); {MIN_PER_CLASS} per label needed"
+                )
+            else:
+                text = (
+                    f"not enough human labels to learn yet: {sum(self.given.values())} given "
+                    f"({counts}); {MIN_PER_CLASS} per label needed"
+                )
+        else:
+            acc = (
+                ""
+                if self.cv_accuracy is None
+                else f", cross-validated accuracy {self.cv_accuracy:.2f}"
             )
-        acc = (
-            "" if self.cv_accuracy is None else f", cross-validated accuracy {self.cv_accuracy:.2f}"
-        )
-        return (
-            f"learned from {self.cv_labels} human labels ({counts}){acc}; "
-            f"{self.predicted} episodes predicted, {self.changed} changed"
-        )
+            text = (
+                f"learned from {self.cv_labels} human labels ({counts}){acc}; "
+                f"{self.predicted} episodes predicted, {self.changed} changed"
+            )
+        return text + self._unusable_note()
+
+    def _unusable_note(self) -> str:
+        """Which human labels wait, and why (empty when every one is used)."""
+        unused = self.unusable
+        if not unused:
+            return ""
+        if not self.model_sha256:
+            why = "no classify run has scored episodes with a model yet; classify them first"
+        else:
+            why = (
+                "their episodes have no features from the current model yet; a classify "
+                f"run computes them once every label has {MIN_PER_CLASS} human labels"
+            )
+        shown = ", ".join(f"{n} {label}" for label, n in unused.items())
+        return f"; {sum(unused.values())} human label(s) not usable yet ({shown}): {why}"
+
+
+def _counts(per_label: dict[str, int]) -> str:
+    return ", ".join(f"{per_label.get(k, 0)} {k}" for k in LABELS)
+
+
+def given_labels(store: Store) -> dict[str, int]:
+    """Every human label in the database, per label (one grouped read of an index)."""
+    del store
+    query = (
+        Episode.select(Episode.human_label, fn.COUNT(Episode.id))
+        .where(Episode.human_label.is_null(False))
+        .group_by(Episode.human_label)
+    )
+    return {str(label): int(n) for label, n in query.tuples().iterator()}
 
 
 # -- features --------------------------------------------------------------------------------
@@ -382,7 +441,7 @@ def relearn(store: Store, model_sha256: str | None = None) -> LearnReport:
                 label = top_label(dist, LABELS)
                 updates.append((ids[i], label, "learned", dist[label], margin(dist)))
     changed = _write_predictions(store, updates, fallback=not trained)
-    return LearnReport(trained, counts, len(updates), changed, cv, len(y), sha)
+    return LearnReport(trained, counts, len(updates), changed, cv, len(y), sha, given_labels(store))
 
 
 def _write_predictions(

@@ -740,8 +740,58 @@ def accept_all(
     return accepted
 
 
-def _undo_event(store: Store, event: DecisionEvent, actor: str) -> int:
-    """Restore the state before ``event`` (inside store.write()); returns the candidate id."""
+EDIT_FIELDS = (
+    "final_text",
+    "final_importance",
+    "keep_pattern_text",
+    "rematch_action",
+    "rematch_target_id",
+    "rematch_ratio",
+)
+"""The decision columns an edit sets (what undoing only the edit puts back)."""
+
+
+def _undo_edit_only(store: Store, event: DecisionEvent, actor: str) -> bool:
+    """Take back only the edit of ``event`` when it decided an undecided candidate with an
+    edit and the decision stands without it; False (nothing written) otherwise.
+
+    The decision kept is the proposal when the edited one followed its re-match (an
+    accept), else the same action and target. The event is replaced by one deciding
+    without the edit (its ``before`` kept), so the next undo takes the decision back.
+    """
+    after, prior = event.after, event.before
+    if prior.get("action") is not None or after.get("action") is None:
+        return False
+    if all(after.get(name) == prior.get(name) for name in EDIT_FIELDS):
+        return False
+    candidate = Candidate.get_by_id(event.candidate_id)
+    state = {name: prior.get(name) for name in DECISION_FIELDS}
+    follows_rematch = after.get("rematch_action") == after["action"] and (
+        after.get("rematch_target_id") == after.get("target_id")
+    )
+    verb = "ACCEPT" if follows_rematch else str(after["action"])
+    target = None if follows_rematch else after.get("target_id")
+    try:
+        _resolve(candidate, state, verb, target, load_settings(store))
+    except CuratorError:
+        return False  # the decision needs the edit (a target gone…): undo both at once
+    state["flags_seen"] = seen_record(_flags_now(flag_context(store), candidate, state))
+    state.update(decided_by=after.get("decided_by"), decided_at=after.get("decided_at"))
+    state["state"] = after.get("state")
+    _record(candidate, decision_state(candidate), state, actor, "undo")
+    DecisionEvent.update(undone=True).where(DecisionEvent.id == event.id).execute()
+    DecisionEvent.create(
+        candidate=candidate.id, actor=event.actor, at=event.at, before=prior, after=state
+    )
+    return True
+
+
+def _undo_event(store: Store, event: DecisionEvent, actor: str, edit_first: bool = False) -> int:
+    """Restore the state before ``event`` (inside store.write()); returns the candidate id.
+
+    ``edit_first``: only the edit, when :func:`_undo_edit_only` can keep the decision."""
+    if edit_first and _undo_edit_only(store, event, actor):
+        return int(event.candidate_id)
     candidate = Candidate.get_by_id(event.candidate_id)
     before = decision_state(candidate)
     restored = {name: event.before.get(name) for name in DECISION_FIELDS}
@@ -764,11 +814,14 @@ def _open_decisions() -> Any:
     )
 
 
-def undo_last_decision(store: Store, run_id: int, actor: str = "human") -> CandidateView | None:
+def undo_last_decision(
+    store: Store, run_id: int, actor: str = "human", *, edit_first: bool = False
+) -> CandidateView | None:
     """Restore the decision state before the run's newest not-yet-undone decision.
 
     Repeated calls walk further back. Decisions of committed candidates are skipped (undo
     the commit for those). Returns the restored candidate, or None when nothing is left.
+    ``edit_first``: see :func:`undo_decision`.
     """
     with store.explained_write("undo of the decision"):
         run = _get_run(run_id)
@@ -777,23 +830,29 @@ def undo_last_decision(store: Store, run_id: int, actor: str = "human") -> Candi
         event = _open_decisions().where(Candidate.run == run_id).first()
         if event is None:
             return None
-        candidate_id = _undo_event(store, event, actor)
+        candidate_id = _undo_event(store, event, actor, edit_first)
     return get_candidate(store, candidate_id)
 
 
-def undo_decision(store: Store, candidate_id: int, actor: str = "human") -> CandidateView | None:
+def undo_decision(
+    store: Store, candidate_id: int, actor: str = "human", *, edit_first: bool = False
+) -> CandidateView | None:
     """Undo the newest decision of one candidate (the reviewer's row, not the run's last).
 
     The candidate returns to its state before that decision (an earlier decision of it,
     or undecided). None when the candidate has no decision left to undo; CuratorError
     when it cannot be decided any more (committed, or its run is not staged).
+
+    ``edit_first`` (the window's keys): a decision made together with an edit (the edit
+    dialog decides an undecided candidate) is taken back in two steps, the edit first
+    and the decision on the next undo, as the reviewer made two choices in it.
     """
     with store.explained_write("undo of the decision"):
         _open_candidate(candidate_id)
         event = _open_decisions().where(Candidate.id == candidate_id).first()
         if event is None:
             return None
-        _undo_event(store, event, actor)
+        _undo_event(store, event, actor, edit_first)
     return get_candidate(store, candidate_id)
 
 

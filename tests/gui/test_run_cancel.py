@@ -1,0 +1,103 @@
+"""Esc cancels a run at once, and the bar and the text agree afterwards.
+
+The first classify run of a model measures the model's label bias (content-free inputs,
+each a full prompt) before the first episode; that measurement did not look at the cancel
+flag, so an Esc pressed then waited for it and for the first episode (7.5 s on a laptop)
+and the run ended "after 1 of 5". After the run the bar read 0 % while the text said
+"after 1 of 5". The window and the demo model are real (marker ``llm``).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+from PySide6.QtCore import QSettings, Qt
+
+from curator.gui.errors import Dialogs
+from curator.gui.main_window import MainWindow
+from curator.gui.runs_pane import BAR_STEPS, RunsPane
+from curator.gui.services import AppServices
+from curator.gui.worker import LlmWorker
+from curator.pipeline.progress import Progress
+from curator.pipeline.runlog import RunResult
+from curator.store.db import Store
+from curator.store.demo import create_demo
+from curator.store.models import LabelBias
+from curator.store.settings import set_setting
+from tests.conftest import LLM_TEST_SETTINGS
+
+RUN_TIMEOUT_MS = 240_000
+
+
+@pytest.fixture
+def llm_services(tmp_path: Path, demo_model: Path) -> Iterator[AppServices]:
+    store = Store(tmp_path / "runs.sqlite")
+    create_demo(store)
+    for key, value in LLM_TEST_SETTINGS.items():
+        set_setting(store, key, value)
+    services = AppServices(store=store, db_path=store.path, worker=None, dialogs=Dialogs())
+    services.worker = LlmWorker(services)
+    yield services
+    services.worker.shutdown()
+    store.close()
+
+
+@pytest.mark.llm
+def test_esc_during_the_bias_measurement_stops_the_run_there(
+    qtbot, llm_services: AppServices, qsettings: QSettings
+) -> None:
+    window = MainWindow(llm_services, qsettings)
+    qtbot.addWidget(window)
+    window.show()
+    qtbot.waitExposed(window)
+    window.activateWindow()
+    qtbot.waitActive(window)
+    pane = window.runs_pane
+    pane.limit_spin.setValue(5)
+    worker = llm_services.worker
+    assert worker is not None
+    started: list[Progress] = []
+    worker.progress.connect(started.append)
+    assert pane.start_classify()
+    # the run's first report (0 of 5) comes before the bias is measured
+    qtbot.waitUntil(lambda: bool(started), timeout=RUN_TIMEOUT_MS)
+    assert started[0].done == 0
+    with qtbot.waitSignal(worker.finished, timeout=RUN_TIMEOUT_MS) as finished:
+        pressed = time.perf_counter()
+        qtbot.keyClick(window, Qt.Key.Key_Escape)
+    print(f"Esc to cancelled: {time.perf_counter() - pressed:.2f} s")
+    result = finished.args[0]
+    assert result.status == "cancelled"
+    assert result.message == "cancelled after 0 of 5 episodes"  # no episode after the Esc
+    assert LabelBias.select().count() == 0  # no half-measured bias was kept
+    assert pane.progress_bar.value() == 0 and "after 0 of 5" in pane.progress_label.text()
+
+
+@given(
+    total=st.integers(min_value=1, max_value=10_000),
+    data=st.data(),
+)
+def test_a_cancelled_run_s_bar_shows_what_its_text_says(total: int, data) -> None:
+    """The bar after a cancel is the share of the last report, the one the text names."""
+    done = data.draw(st.integers(min_value=0, max_value=total))
+    within = data.draw(st.floats(min_value=0.0, max_value=0.99))
+    last = Progress("classify", done, total, within=within)
+    value = RunsPane.cancelled_bar_value(last)
+    assert value == round(done / total * BAR_STEPS)
+    assert RunsPane.cancelled_bar_value(None) == 0
+
+
+def test_the_pane_keeps_the_bar_of_the_last_report_after_a_cancel(
+    qtbot, services: AppServices
+) -> None:
+    pane = RunsPane(services)
+    qtbot.addWidget(pane)
+    pane._on_progress(Progress("classify", 1, 5, message="episode 7: noise (80%)"))
+    pane._on_finished(RunResult(3, "cancelled", {}, "cancelled after 1 of 5 episodes"))
+    assert pane.progress_label.text() == "Run #3 cancelled: cancelled after 1 of 5 episodes"
+    assert pane.progress_bar.value() / pane.progress_bar.maximum() == pytest.approx(1 / 5)
