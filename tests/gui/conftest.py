@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 from PySide6.QtCore import QSettings
-from PySide6.QtWidgets import QWidget
+from PySide6.QtWidgets import QApplication, QWidget
 
 from curator.gui.errors import Dialogs
 from curator.gui.main_window import MainWindow
@@ -62,6 +62,7 @@ def main_window(qtbot, services: AppServices, qsettings: QSettings) -> Iterator[
     qtbot.addWidget(window)
     window.show()
     qtbot.waitExposed(window)
+    QApplication.processEvents()  # the first show's fit to the screen, before a test resizes
     yield window
     window.close()
 

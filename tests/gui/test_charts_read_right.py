@@ -98,7 +98,6 @@ def test_the_emphasised_curve_is_drawn_in_its_legend_colour(qtbot) -> None:
     assert legend[target] in around
     accent = _rgb(chart.palette().color(chart.palette().ColorRole.Highlight))
     assert accent == legend[target] or accent not in around
-    chart.grab().save("/tmp/shots_charts/decay_chart_highlight.png")
 
 
 @settings(
@@ -167,7 +166,6 @@ def test_date_axis_ticks_are_dates_for_runs_a_second_apart(qtbot) -> None:
     assert all(DATE.match(s) for s in strings), strings
     for _ in range(3):  # the axes size themselves to their labels over a few passes
         QApplication.processEvents()
-    chart.grab().save("/tmp/shots_charts/series_chart_one_second.png")
     local_day = start.astimezone().strftime("%Y-%m-%d")
     assert local_day in strings or any(local_day.startswith(s) for s in strings)
 
@@ -222,7 +220,6 @@ def test_an_empty_database_is_worded_as_empty(qtbot, tmp_path, show_pane) -> Non
         pane.days_spin.setValue(1)
         assert pane.horizon_label.text() == "1 day"
         assert pane.chart.horizon_text() == "in 1 day"
-        pane.grab().save("/tmp/shots_charts/knowledge_empty.png")
     finally:
         store.close()
 
@@ -300,7 +297,6 @@ def test_the_marker_labels_are_not_under_the_legend(qtbot, count: int, size) -> 
     legend = chart.legend.sceneBoundingRect()
     for label in chart.marker_labels():
         assert not label.sceneBoundingRect().intersects(legend), label.toPlainText()
-    chart.grab().save(f"/tmp/shots_charts/decay_markers_{count}_{size[0]}.png")
 
 
 def test_no_curve_colour_can_be_taken_for_another_line() -> None:

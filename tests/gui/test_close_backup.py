@@ -14,8 +14,6 @@ from curator.gui.operations import StoreOps
 from curator.store.backup import BackupResult, list_backups
 from curator.store.db import Store
 
-SHOTS = Path("/tmp/shots_backup")
-
 
 def _fill(store: Store, rows: int) -> None:
     """About ``rows`` * 330 bytes of patterns: a copy and check that take a visible while."""
@@ -70,9 +68,6 @@ def test_the_close_shows_the_backups_progress_and_waits_for_the_whole_copy(
     def look() -> None:
         dialog = auto.close_dialog
         if dialog is not None and dialog.isVisible():
-            if not seen:
-                SHOTS.mkdir(parents=True, exist_ok=True)
-                dialog.grab().save(str(SHOTS / "close_backup_progress.png"))
             seen.append(dialog.value())
 
     watch = QTimer()
@@ -148,9 +143,6 @@ def test_closing_the_window_shows_the_dialog_until_its_backup_is_done(
     def look() -> None:
         dialog = auto.close_dialog
         if dialog is not None and dialog.isVisible():
-            if not seen:
-                SHOTS.mkdir(parents=True, exist_ok=True)
-                dialog.grab().save(str(SHOTS / "close_backup_window.png"))
             seen.append((main_window.isVisible(), dialog.isModal()))
 
     watch = QTimer()
@@ -188,5 +180,3 @@ def test_the_size_bound_is_set_in_the_settings_pane(qtbot, main_window, store: S
     main_window.resize(1400, 900)
     main_window.tabs.setCurrentWidget(pane)
     qtbot.waitUntil(box.isVisible)
-    SHOTS.mkdir(parents=True, exist_ok=True)
-    box.parentWidget().grab().save(str(SHOTS / "settings_backups.png"))

@@ -54,7 +54,6 @@ def test_the_time_column_shows_whole_times(qtbot, main_window: MainWindow, size)
     assert (
         table.horizontalHeader().sectionViewportPosition(preview) + 100 <= table.viewport().width()
     )
-    main_window.grab().save(f"/tmp/shots_charts/episodes_{size[0]}x{size[1]}.png")
 
 
 @settings(
@@ -201,7 +200,6 @@ def test_the_review_candidate_column_stays_in_view(
     model.set_rows(rows)
     QApplication.processEvents()
     _assert_candidate_visible(view)
-    main_window.grab().save(f"/tmp/shots_charts/review_{size[0]}x{size[1]}.png")
 
 
 def _assert_candidate_visible(view) -> None:

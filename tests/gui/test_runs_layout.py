@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 from PySide6.QtCore import QSettings, Qt
+from PySide6.QtWidgets import QApplication
 
 from curator.gui.errors import Dialogs
 from curator.gui.main_window import MainWindow
@@ -33,9 +34,11 @@ def test_model_and_counts_columns_fit(
 ) -> None:
     window = MainWindow(classified_services, qsettings)
     qtbot.addWidget(window)
-    window.resize(*size)
     window.show()
     qtbot.waitExposed(window)
+    QApplication.processEvents()  # the first show fits the window to the (800 px) screen
+    window.resize(*size)
+    qtbot.waitUntil(lambda: (window.width(), window.height()) == size)
     pane = window.pane("runsPane")
     assert isinstance(pane, RunsPane)
     window.tabs.setCurrentWidget(pane)
