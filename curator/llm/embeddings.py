@@ -23,6 +23,7 @@ import numpy as np
 import numpy.typing as npt
 
 from curator.llm.backend import StopCheck, StopRequested
+from curator.llm.llama_log import quiet_llama_cpp
 
 EMBED_CTX = 1024
 """Tokens per episode seen by the embedding (and the context size of the second Llama)."""
@@ -46,7 +47,7 @@ class LlamaEmbedder:
 
     def _load(self) -> Any:
         if self._llm is None:
-            import llama_cpp
+            llama_cpp = quiet_llama_cpp()  # no "pooling_type" warning on the terminal
 
             self._llm = llama_cpp.Llama(
                 model_path=str(self.model_path),

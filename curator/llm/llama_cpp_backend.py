@@ -67,6 +67,7 @@ from curator.llm.backend import (
     stop_after_token,
 )
 from curator.llm.chat import ChatTemplate, template_from_metadata
+from curator.llm.llama_log import quiet_llama_cpp
 from curator.llm.model_file import ModelFileError, ModelInfo, read_gguf_info, validate_model_file
 from curator.llm.threads import Tuning, cached_tuning, candidate_counts, measure
 
@@ -652,7 +653,7 @@ def load_backend(settings: BackendSettings, *, validate: bool = True) -> LlamaCp
         if validate
         else read_gguf_info(settings.model_path)
     )
-    import llama_cpp
+    llama_cpp = quiet_llama_cpp()  # its log goes into memory, not onto the terminal
 
     # None: the counts measured for this model on this machine (curator.llm.threads),
     # measured now on a first load; half the logical CPUs until then. ggml's worker

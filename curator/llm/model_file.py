@@ -435,16 +435,22 @@ def run_child_check(path: str) -> int:
     """Run in the child: load the model fully, evaluate one token, report as JSON.
 
     The entry point of ``curator --check-model PATH``; its exit status is 0 when the model
-    loaded and evaluated a token, 1 when llama.cpp refused it (the reason is in the JSON
-    line and in llama.cpp's log on stderr).
+    loaded and evaluated a token, 1 when llama.cpp refused it. Its output is one line,
+    the marker and the JSON (the reason: llama.cpp's own when its log names one); the log
+    itself stays in memory (:mod:`curator.llm.llama_log`) but for its error lines, copied
+    to stderr so that the parent still learns why when loading crashes the child.
     """
+    sink = None
     try:
         # llama.cpp would block for ever opening a FIFO (or a device) that nobody writes
         if not stat.S_ISREG(os.stat(path).st_mode):
             raise ModelFileError(f"{_shown(Path(path))} is not a regular file")
+        from curator.llm.llama_log import silence
+
+        sink = silence(echo_errors=True)
         import llama_cpp
 
-        llm = llama_cpp.Llama(model_path=path, n_ctx=64, n_batch=64, n_gpu_layers=0, verbose=True)
+        llm = llama_cpp.Llama(model_path=path, n_ctx=64, n_batch=64, n_gpu_layers=0, verbose=False)
         tokens = llm.tokenize(b"Hello", add_bos=False) or [llm.token_bos()]
         llm.eval(tokens[:1])
         out: dict[str, Any] = {
@@ -455,7 +461,8 @@ def run_child_check(path: str) -> int:
         }
         llm.close()
     except Exception as exc:  # reported to the parent as data
-        out = {"ok": False, "reason": " ".join(str(exc).split())[:300]}
+        told = _reason_from_log(sink.text()) if sink is not None else ""
+        out = {"ok": False, "reason": told or " ".join(str(exc).split())[:300]}
     sys.stdout.write(_CHECK_MARKER + json.dumps(out) + "\n")
     sys.stdout.flush()
     return 0 if out["ok"] else 1
