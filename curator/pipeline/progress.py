@@ -8,7 +8,9 @@ thread; the GUI forwards the callbacks as signals, the CLI draws a text bar.
 
 from __future__ import annotations
 
+import math
 import threading
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -21,11 +23,15 @@ class Progress:
     done: int
     total: int
     tokens_per_s: float = 0.0
+    """Generation speed of the current model call (:class:`GenerationRate`); 0 when unknown."""
     message: str = ""
     within: float = 0.0
     """How far into the current item (the ``done + 1``-th), in [0, 1): an item that takes
     minutes (a distill batch: three generating calls) still moves the bar per step and
     per token instead of sitting at the same count."""
+    prompt_tokens_per_s: float = 0.0
+    """Prompt evaluation speed (prompt tokens evaluated / evaluation seconds), for steps
+    that generate nothing (classification scores labels from one evaluation)."""
 
     @property
     def fraction(self) -> float:
@@ -34,6 +40,59 @@ class Progress:
             return 1.0
         within = min(max(self.within, 0.0), 1.0)
         return min(1.0, max(0.0, (self.done + within) / self.total))
+
+
+class GenerationRate:
+    """Generated tokens per second of generation, for one model call.
+
+    The figure is (tokens after the first) / (time from the first token to the latest).
+    The first token marks the start: it comes out only after the prompt has been
+    evaluated (and the model loaded), so any clock started earlier would count prompt
+    processing as generation (one token after a 5-second prompt read "0.2 tokens/s").
+    Before a second token there is no generation time to divide by: the figure is 0,
+    which :func:`speed_text` shows as nothing.
+    """
+
+    def __init__(self) -> None:
+        self.tokens = 0
+        self._first: float | None = None
+        self._last: float | None = None
+
+    def token(self, now: float | None = None) -> None:
+        """Count one generated token at ``now`` (``time.perf_counter()`` by default)."""
+        stamp = time.perf_counter() if now is None else now
+        if self._first is None:
+            self._first = stamp
+        self._last = stamp
+        self.tokens += 1
+
+    @property
+    def per_s(self) -> float:
+        if self._first is None or self._last is None or self.tokens < 2:
+            return 0.0
+        span = self._last - self._first
+        value = (self.tokens - 1) / span if span > 0 else 0.0
+        return value if math.isfinite(value) else 0.0  # a span too small to divide by
+
+
+def _shown(value: float, digits: int) -> str:
+    """``value`` rounded, or "" when it is not a positive finite figure once rounded."""
+    if not math.isfinite(value) or round(value, digits) <= 0:
+        return ""
+    return f"{value:.{digits}f}"
+
+
+def speed_text(progress: Progress) -> str:
+    """The speed as the CLI and the window show it, or "" when there is none to show.
+
+    "12.3 tokens/s" is always generation (:class:`GenerationRate`), never a figure from
+    zero generated tokens; a step that only evaluates prompts says "140 prompt tokens/s".
+    """
+    generated = _shown(progress.tokens_per_s, 1)
+    if generated:
+        return f"{generated} tokens/s"
+    prompt = _shown(progress.prompt_tokens_per_s, 0)
+    return f"{prompt} prompt tokens/s" if prompt else ""
 
 
 class Cancelled(Exception):
