@@ -76,7 +76,7 @@ class BackendSettings:
     model_path: Path
     n_gpu_layers: int = -1  # all layers; a CPU-only build ignores it
     n_ctx: int = 4096
-    n_threads: int | None = None  # None: half the logical CPUs (see load_backend)
+    n_threads: int | None = None  # None: measured, the physical cores until then (load_backend)
     flash_attn: bool = False
     seed: int = 42
     temperature: float = 0.0
