@@ -19,7 +19,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from curator.llm import llama_log
-from curator.llm.model_file import child_check_command
+from curator.llm.model_file import CHECK_ERRORS_ENV, child_check_command
 
 # What the CLI itself writes on stderr during `demo` and `classify` (progress and info).
 OWN_LINE = re.compile(r"^(model: |classify \d+/\d+|features \d+/\d+|threads: )")
@@ -140,3 +140,25 @@ def test_echoed_errors_survive_llama_cpp_python_muting_stderr(tmp_path: Path) ->
     )
     assert done.returncode == 0, done.stderr
     assert done.stderr == "error loading model: boom\n"
+
+
+def test_check_model_by_hand_prints_only_its_result_line(tmp_path: Path) -> None:
+    """Run by a person (not by the parent, which asks for llama.cpp's error lines), a
+    refused file gives the result line and nothing on stderr."""
+    bad = tmp_path / "bad.gguf"
+    bad.write_bytes(b"GGUF" + b"\xff" * 60)
+    command, env = child_check_command(bad)
+    env.pop(CHECK_ERRORS_ENV)
+    done = subprocess.run(
+        command, env=env, cwd=tmp_path, capture_output=True, text=True, timeout=120, check=False
+    )
+    assert done.returncode == 1
+    (line,) = done.stdout.splitlines()
+    report = json.loads(line.split(" ", 1)[1])
+    assert report["ok"] is False and "failed to load" in report["reason"]
+    assert done.stderr == ""
+    env[CHECK_ERRORS_ENV] = "1"  # as the parent runs it: the error lines come too
+    again = subprocess.run(
+        command, env=env, cwd=tmp_path, capture_output=True, text=True, timeout=120, check=False
+    )
+    assert again.returncode == 1 and "error loading model" in again.stderr
