@@ -50,15 +50,35 @@ class UsageExit(SystemExit):
         self.message = message
 
 
+class HelpFormatter(argparse.HelpFormatter):
+    """One escaping rule for every help text: ``%%`` is a percent sign, ``%(prog)s`` the
+    program.
+
+    argparse %-formats argument and subcommand help always, but a description or epilog
+    only when it happens to contain ``%(prog)``; so the same "95%%" rendered as "95%" in
+    one place and literally in the other. Here descriptions are formatted too.
+    """
+
+    def _format_text(self, text: str) -> str:
+        if "%" in text and "%(prog)" not in text:
+            text = text % {"prog": self._prog}
+        return super()._format_text(text)
+
+
 class _Parser(argparse.ArgumentParser):
     """argparse with usage errors as one line on stderr (exit code 2), no usage dump.
 
-    With ``--json`` anywhere among the options (:attr:`json_output`, set by :func:`main`
+    Every parser uses :class:`HelpFormatter` (one ``%%`` rule for all help texts). With
+    ``--json`` anywhere among the options (:attr:`json_output`, set by :func:`main`
     before parsing, since ``--help`` stops argparse before it sets anything) the help is
     one document too, ``{"help": TEXT}``: a script asking for JSON always gets JSON.
     """
 
     json_output = False
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        kwargs.setdefault("formatter_class", HelpFormatter)
+        super().__init__(*args, **kwargs)
 
     def print_help(self, file: SupportsWrite[str] | None = None) -> None:
         if not self.json_output:

@@ -24,7 +24,7 @@ from curator.cli.common import CommandContext, integer
 from curator.core.textsafety import escape_controls
 from curator.errors import CuratorError
 from curator.llm.backend import backend_settings
-from curator.pipeline.progress import Progress, TaskState
+from curator.pipeline.progress import Progress, TaskState, speed_text
 from curator.pipeline.review import list_candidates
 from curator.pipeline.run_history import (
     get_run,
@@ -33,6 +33,7 @@ from curator.pipeline.run_history import (
     run_trace,
     scoring_method_text,
 )
+from curator.pipeline.runlog import RunResult
 from curator.store.models import DISTILLABLE_LABELS, Run
 from curator.store.settings import load_settings
 
@@ -146,7 +147,7 @@ class ProgressPrinter:
         if self.tty:
             filled = round(p.fraction * self.WIDTH)
             bar = "#" * filled + "-" * (self.WIDTH - filled)
-            speed = f" {p.tokens_per_s:6.1f} tok/s" if p.tokens_per_s else ""
+            speed = f" {speed_text(p):>16}" if speed_text(p) else ""
             line = f"{p.step:<10} [{bar}] {p.done}/{p.total}{speed}  {escape_controls(p.message)}"
             self.stream.write("\r" + line[:118].ljust(118))
             self._drawn = True
@@ -155,7 +156,7 @@ class ProgressPrinter:
             if key == self._last_key:
                 return  # token-rate updates of the same step: only on a terminal
             self._last_key = key
-            speed = f" ({p.tokens_per_s:.1f} tok/s)" if p.tokens_per_s else ""
+            speed = f" ({speed_text(p)})" if speed_text(p) else ""
             message = escape_controls(p.message)
             self.stream.write(f"{p.step} {p.done}/{p.total}{speed} {message}".rstrip() + "\n")
         self.stream.flush()
@@ -338,11 +339,32 @@ def cmd_distill(ctx: CommandContext) -> int:
         )
     finally:
         backend.close()
-    result = outcome[0]
-    human = f"run {result.run_id} {result.status}: {result.message}"
-    if result.status == "staged":
-        human += f"\nreview it with: curator review {result.run_id}"
-    return _finish(ctx, outcome, human)
+    return _finish(ctx, outcome, distill_outcome(outcome[0]))
+
+
+def distill_outcome(result: RunResult) -> str:
+    """The human summary of a distill run and the next step that fits it.
+
+    A staged run is sent to review only when it has candidates. A run that read
+    episodes but kept no candidate is still staged (see :mod:`curator.pipeline.distill`):
+    its commit marks those episodes distilled, so they are not tried again; a staged run
+    that read none (every batch failed) has only its trace to show.
+    """
+    run_id, counts = result.run_id, result.counts
+    human = f"run {run_id} {result.status}: {result.message}"
+    if result.status != "staged":
+        return human
+    episodes = counts.get("episodes", 0)
+    if counts.get("candidates", 0) > 0:
+        return human + f"\nreview it with: curator review {run_id}"
+    if episodes > 0:
+        read = "1 episode" if episodes == 1 else f"{episodes} episodes"
+        them = "it" if episodes == 1 else "them"
+        return human + (
+            f"\nnothing to review: no candidate came out of {read}; "
+            f"`curator commit {run_id}` marks {them} distilled, not to be tried again"
+        )
+    return human + f"\nnothing to review; the trace says why: curator run {run_id}"
 
 
 # -- runs and traces -------------------------------------------------------------------------

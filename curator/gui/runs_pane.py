@@ -44,6 +44,7 @@ from curator.gui.pane import Pane
 from curator.gui.qt_models import Column, RowTableModel
 from curator.gui.run_start import RunEstimate, estimate_run, limit_from, question_for
 from curator.gui.services import AppServices
+from curator.pipeline.progress import speed_text
 from curator.pipeline.run_history import (
     RunDetail,
     counts_text,
@@ -481,8 +482,8 @@ class RunsPane(Pane):
             text += f" — {progress.message}"
         self.progress_label.setText(text)
         self.progress_label.setToolTip(text)
-        if progress.tokens_per_s:
-            self.speed_label.setText(f"{progress.tokens_per_s:.1f} tokens/s")
+        # Blank while a call evaluates its prompt: no figure from zero generated tokens.
+        self.speed_label.setText(speed_text(progress))
         self._refresh_live()
 
     def _on_token(self, text: str) -> None:

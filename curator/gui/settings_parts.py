@@ -164,9 +164,9 @@ PANE_KEYS = (
 def gpu_note() -> str:
     """Why "GPU layers" may do nothing here: a llama.cpp build without GPU support."""
     try:
-        import llama_cpp
+        from curator.llm.llama_log import quiet_llama_cpp  # no llama.cpp log on stderr
 
-        supported = bool(llama_cpp.llama_supports_gpu_offload())
+        supported = bool(quiet_llama_cpp().llama_supports_gpu_offload())
     except Exception:  # no llama.cpp at all: the server backend still works
         supported = False
     if supported:

@@ -14,6 +14,7 @@ and the result says so, so the pipeline can record it.
 from __future__ import annotations
 
 import math
+import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -76,7 +77,7 @@ class BackendSettings:
     model_path: Path
     n_gpu_layers: int = -1  # all layers; a CPU-only build ignores it
     n_ctx: int = 4096
-    n_threads: int | None = None  # None: half the logical CPUs (see load_backend)
+    n_threads: int | None = None  # None: measured, the physical cores until then (load_backend)
     flash_attn: bool = False
     seed: int = 42
     temperature: float = 0.0
@@ -117,9 +118,38 @@ class Completion:
     truncated: bool = False
     item_tokens: int = 0
 
+
+class GenerationRate:
+    """Generated tokens per second of generation, for one model call.
+
+    The figure is (tokens after the first) / (time from the first token to the latest).
+    The first token marks the start: it comes out only after the prompt has been
+    evaluated (and the model loaded), so any clock started earlier would count prompt
+    processing as generation (one token after a 5-second prompt read "0.2 tokens/s").
+    Before a second token there is no generation time to divide by: the figure is 0,
+    which :func:`curator.pipeline.progress.speed_text` shows as nothing.
+    """
+
+    def __init__(self) -> None:
+        self.tokens = 0
+        self._first: float | None = None
+        self._last: float | None = None
+
+    def token(self, now: float | None = None) -> None:
+        """Count one generated token at ``now`` (``time.perf_counter()`` by default)."""
+        stamp = time.perf_counter() if now is None else now
+        if self._first is None:
+            self._first = stamp
+        self._last = stamp
+        self.tokens += 1
+
     @property
-    def tokens_per_s(self) -> float:
-        return self.tokens_out / self.seconds if self.seconds > 0 else 0.0
+    def per_s(self) -> float:
+        if self._first is None or self._last is None or self.tokens < 2:
+            return 0.0
+        span = self._last - self._first
+        value = (self.tokens - 1) / span if span > 0 else 0.0
+        return value if math.isfinite(value) else 0.0  # a span too small to divide by
 
 
 @dataclass(frozen=True)

@@ -13,7 +13,6 @@ first ``n_ctx`` tokens (the head of an episode says what it is about).
 
 from __future__ import annotations
 
-import os
 import threading
 from collections.abc import Sequence
 from pathlib import Path
@@ -23,6 +22,8 @@ import numpy as np
 import numpy.typing as npt
 
 from curator.llm.backend import StopCheck, StopRequested
+from curator.llm.llama_log import quiet_llama_cpp
+from curator.llm.threads import default_threads
 
 EMBED_CTX = 1024
 """Tokens per episode seen by the embedding (and the context size of the second Llama)."""
@@ -33,7 +34,7 @@ class LlamaEmbedder:
 
     def __init__(self, model_path: Path, *, n_threads: int | None = None, n_gpu_layers: int = -1):
         self.model_path = Path(model_path)
-        self.n_threads = n_threads or max(1, (os.cpu_count() or 2) // 2)
+        self.n_threads = n_threads or default_threads()
         self.n_gpu_layers = n_gpu_layers
         self._llm: Any = None
         self._busy = threading.Lock()
@@ -46,7 +47,7 @@ class LlamaEmbedder:
 
     def _load(self) -> Any:
         if self._llm is None:
-            import llama_cpp
+            llama_cpp = quiet_llama_cpp()  # no "pooling_type" warning on the terminal
 
             self._llm = llama_cpp.Llama(
                 model_path=str(self.model_path),

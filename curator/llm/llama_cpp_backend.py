@@ -67,8 +67,15 @@ from curator.llm.backend import (
     stop_after_token,
 )
 from curator.llm.chat import ChatTemplate, template_from_metadata
+from curator.llm.llama_log import quiet_llama_cpp
 from curator.llm.model_file import ModelFileError, ModelInfo, read_gguf_info, validate_model_file
-from curator.llm.threads import Tuning, cached_tuning, candidate_counts, measure
+from curator.llm.threads import (
+    Tuning,
+    cached_tuning,
+    candidate_counts,
+    default_threads,
+    measure,
+)
 
 PROMPT_CHUNK = 128
 """Prompt tokens evaluated between two cancel checks (bounds cancel latency)."""
@@ -652,15 +659,15 @@ def load_backend(settings: BackendSettings, *, validate: bool = True) -> LlamaCp
         if validate
         else read_gguf_info(settings.model_path)
     )
-    import llama_cpp
+    llama_cpp = quiet_llama_cpp()  # its log goes into memory, not onto the terminal
 
     # None: the counts measured for this model on this machine (curator.llm.threads),
-    # measured now on a first load; half the logical CPUs until then. ggml's worker
+    # measured now on a first load; the physical cores until then. ggml's worker
     # threads spin while they wait for each other, so one thread more than the cores
     # that are actually free makes prompt evaluation several times slower (measured:
     # 3-5x on a busy two-core machine).
     tuning = cached_tuning(info.path) if settings.n_threads is None else None
-    threads = settings.n_threads or max(1, (os.cpu_count() or 2) // 2)
+    threads = settings.n_threads or default_threads()
     batch_threads = threads
     if tuning is not None:
         threads, batch_threads = tuning.n_threads, tuning.n_threads_batch

@@ -41,6 +41,9 @@ DEMO_FILE = "SmolLM2-135M-Instruct.Q4_1.gguf"
 GGUF_MAGIC = b"GGUF"
 _CHECK_MARKER = "CURATOR-MODEL-CHECK "
 CHECK_OPTION = "--check-model"
+CHECK_ERRORS_ENV = "CURATOR_CHECK_ERRORS"
+"""Set by the parent: the child copies llama.cpp's error lines to its stderr (see
+:func:`run_child_check`); a person running ``--check-model`` sees only the result line."""
 """The hidden command-line option that runs :func:`run_child_check` (the child's side)."""
 
 # Sanity bounds: a header claiming more than this is corrupt, not a model.
@@ -423,7 +426,7 @@ def child_check_command(path: Path) -> tuple[list[str], dict[str, str]]:
     this process imported goes first on ``PYTHONPATH``, so the child runs the same code even
     from a source checkout that is not installed.
     """
-    env = dict(os.environ)
+    env = {**os.environ, CHECK_ERRORS_ENV: "1"}
     if getattr(sys, "frozen", False):
         return [sys.executable, CHECK_OPTION, str(path)], env
     root = str(Path(__file__).resolve().parents[2])
@@ -435,16 +438,23 @@ def run_child_check(path: str) -> int:
     """Run in the child: load the model fully, evaluate one token, report as JSON.
 
     The entry point of ``curator --check-model PATH``; its exit status is 0 when the model
-    loaded and evaluated a token, 1 when llama.cpp refused it (the reason is in the JSON
-    line and in llama.cpp's log on stderr).
+    loaded and evaluated a token, 1 when llama.cpp refused it. Its output is one line,
+    the marker and the JSON (the reason: llama.cpp's own when its log names one); the log
+    itself stays in memory (:mod:`curator.llm.llama_log`). Started by the parent
+    (:data:`CHECK_ERRORS_ENV`), it copies llama.cpp's error lines to stderr too, so that
+    the parent still learns why when loading crashes the child.
     """
+    sink = None
     try:
         # llama.cpp would block for ever opening a FIFO (or a device) that nobody writes
         if not stat.S_ISREG(os.stat(path).st_mode):
             raise ModelFileError(f"{_shown(Path(path))} is not a regular file")
+        from curator.llm.llama_log import silence
+
+        sink = silence(echo_errors=os.environ.get(CHECK_ERRORS_ENV) == "1")
         import llama_cpp
 
-        llm = llama_cpp.Llama(model_path=path, n_ctx=64, n_batch=64, n_gpu_layers=0, verbose=True)
+        llm = llama_cpp.Llama(model_path=path, n_ctx=64, n_batch=64, n_gpu_layers=0, verbose=False)
         tokens = llm.tokenize(b"Hello", add_bos=False) or [llm.token_bos()]
         llm.eval(tokens[:1])
         out: dict[str, Any] = {
@@ -455,7 +465,8 @@ def run_child_check(path: str) -> int:
         }
         llm.close()
     except Exception as exc:  # reported to the parent as data
-        out = {"ok": False, "reason": " ".join(str(exc).split())[:300]}
+        told = _reason_from_log(sink.text()) if sink is not None else ""
+        out = {"ok": False, "reason": told or " ".join(str(exc).split())[:300]}
     sys.stdout.write(_CHECK_MARKER + json.dumps(out) + "\n")
     sys.stdout.flush()
     return 0 if out["ok"] else 1

@@ -22,6 +22,7 @@ from typing import Any
 
 from curator.core.server_url import api_key_problem, server_url_problem
 from curator.errors import CuratorError
+from curator.llm.backend import GenerationRate
 from curator.llm.http_backend import API_KEY_ENV, SERVER_ENV, HttpBackend, public_url
 from curator.llm.server_http import ServerError, ServerLimits
 
@@ -235,8 +236,9 @@ def probe_server(choice: ServerChoice, n_ctx: int = 2048) -> ServerProbe:
         scores = backend.classify(
             prefix, "Always cite the source of a claim.", ("constitutional", "noise")
         )
-        reply = backend.complete(prefix, "Say hello.", max_tokens=16)
-        speed = reply.tokens_out / reply.seconds if reply.seconds > 0 and reply.tokens_out else None
+        rate = GenerationRate()  # generation only: not the prompt, not the connection
+        backend.complete(prefix, "Say hello.", max_tokens=16, on_token=lambda _: rate.token())
+        speed = rate.per_s or None
         return ServerProbe(
             url=backend.url,
             kind=backend.kind,

@@ -5,10 +5,19 @@ the logical CPUs (llama.cpp's guess at the physical cores) is one thread on a tw
 machine, a third slower than two there; on a busy machine one thread more than the free
 cores makes ggml's spinning workers wait on each other.  So on the first load of a model
 (and on "Re-tune" in Settings) a short prompt evaluation and a short generation are timed
-with each thread count from 1 to the number of CPUs, the fastest count of each is kept
-(llama.cpp has separate counts for prompt batches and for generation) and saved in the
-user cache directory (``$CURATOR_CACHE_DIR`` overrides it), keyed by the model's SHA-256
-and the machine.  It costs about a second for the demo model.
+with each thread count from 1 to the number of CPUs this process may use, the fastest
+count of each is kept (llama.cpp has separate counts for prompt batches and for
+generation) and saved in the user cache directory (``$CURATOR_CACHE_DIR`` overrides it),
+keyed by the model's SHA-256 and the machine.  It costs about a second for the demo model.
+
+A measurement says what was fastest *while it ran*. On a machine busy with other work,
+fewer threads win because the others are taken, and that choice would stay long after
+the other work ended (one thread chosen on a two-core machine). So the measurement also
+records how much CPU the rest of the machine used meanwhile (``/proc/stat`` less this
+process's own time): unless the machine was idle (:data:`IDLE_SHARE`), the choice is
+never below ``min(2, physical cores)``. Before any measurement, and where a count must be
+guessed, it is the number of physical cores (:func:`physical_cores`), not half the
+logical CPUs: those agree with hyper-threading, but not on a machine without it.
 """
 
 from __future__ import annotations
@@ -30,9 +39,13 @@ __all__ = [
     "Tuning",
     "cached_tuning",
     "candidate_counts",
+    "choose_threads",
+    "default_threads",
     "forget_tuning",
     "measure",
+    "physical_cores",
     "tuning_cache_file",
+    "usable_cpus",
 ]
 
 PROMPT_TOKENS = 32
@@ -41,6 +54,13 @@ GENERATED_TOKENS = 8
 """Single-token decode steps of the timed generation."""
 ROUNDS = 2
 """Passes over all thread counts; each count keeps its best time (noise only slows)."""
+IDLE_SHARE = 0.10
+"""The machine counts as idle during a measurement when the other processes used less
+than this share of its CPUs meanwhile."""
+RULE = 2
+"""The version of the choosing rule; choices saved under an older rule are measured
+again (rule 1 took the fastest count even on a busy machine)."""
+SYSFS_CPU = Path("/sys/devices/system/cpu")
 
 
 @dataclass(frozen=True)
@@ -52,13 +72,93 @@ class Tuning:
     generate_s: dict[str, float] = field(default_factory=dict)  # per count, best time
     prompt_s: dict[str, float] = field(default_factory=dict)
     measured_at: str = ""
+    others_share: float | None = None  # the other processes' CPU share meanwhile; None: unknown
+    rule: int = 1
+
+    @property
+    def idle(self) -> bool:
+        return self.others_share is not None and self.others_share < IDLE_SHARE
 
     def describe(self) -> str:
         """One line for the Settings pane."""
+        busy = "" if self.idle else ", the machine busy"
         return (
             f"measured: {self.n_threads} for generation, {self.n_threads_batch} for prompts "
-            f"({self.measured_at[:16].replace('T', ' ')} UTC)"
+            f"({self.measured_at[:16].replace('T', ' ')} UTC{busy})"
         )
+
+
+def usable_cpus() -> list[int]:
+    """The logical CPUs this process may run on (its affinity; all of them elsewhere)."""
+    if hasattr(os, "sched_getaffinity"):
+        with contextlib.suppress(OSError):
+            return sorted(os.sched_getaffinity(0))
+    return list(range(os.cpu_count() or 1))
+
+
+def physical_cores(cpus: list[int] | None = None, sysfs: Path = SYSFS_CPU) -> int:
+    """The physical cores among ``cpus`` (default :func:`usable_cpus`).
+
+    Read from Linux's topology files (distinct package and core ids), so hyper-threaded
+    siblings count once; where those are missing, every logical CPU counts as a core.
+    """
+    cpus = usable_cpus() if cpus is None else cpus
+    cores: set[tuple[str, str]] = set()
+    for cpu in cpus:
+        topology = sysfs / f"cpu{cpu}" / "topology"
+        try:
+            package = (topology / "physical_package_id").read_text(encoding="ascii").strip()
+            core = (topology / "core_id").read_text(encoding="ascii").strip()
+        except (OSError, UnicodeDecodeError):
+            return max(1, len(cpus))
+        cores.add((package, core))
+    return max(1, len(cores))
+
+
+def default_threads() -> int:
+    """The thread count before (or without) a measurement: the physical cores."""
+    return physical_cores()
+
+
+def choose_threads(seconds: dict[int, float], *, floor: int, idle: bool) -> int:
+    """The fastest count of ``seconds`` (the smaller on a tie); not below ``floor``
+    unless ``idle`` (see the module docstring), when a count that high was measured."""
+    counts = sorted(seconds)
+    allowed = counts if idle else [c for c in counts if c >= floor] or counts
+    return min(allowed, key=lambda c: (seconds[c], c))
+
+
+def _busy_seconds() -> float | None:
+    """CPU seconds all processes have used since boot (``/proc/stat``), None elsewhere."""
+    try:
+        with open("/proc/stat", encoding="ascii") as stat:
+            fields = stat.readline().split()
+        if fields[0] != "cpu":
+            return None
+        # user nice system idle iowait irq softirq steal: all but idle and iowait
+        ticks = sum(int(v) for i, v in enumerate(fields[1:9]) if i not in (3, 4))
+        return ticks / os.sysconf("SC_CLK_TCK")
+    except (OSError, ValueError, IndexError):
+        return None
+
+
+class _OthersMeter:
+    """The share of the machine's CPUs that other processes used while it ran."""
+
+    def __enter__(self) -> _OthersMeter:
+        self.share: float | None = None
+        self._busy = _busy_seconds()
+        self._own = time.process_time()  # every thread of this process, ggml's included
+        self._wall = time.perf_counter()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        busy = _busy_seconds()
+        wall = time.perf_counter() - self._wall
+        if busy is None or self._busy is None or wall <= 0:
+            return
+        others = (busy - self._busy) - (time.process_time() - self._own)
+        self.share = round(max(0.0, others) / (wall * (os.cpu_count() or 1)), 4)
 
 
 def tuning_cache_file() -> Path:
@@ -122,7 +222,7 @@ def cached_tuning(model_path: str | os.PathLike[str], *, hash_file: bool = True)
         return None
     if tuning is None or tuning.n_threads < 1 or tuning.n_threads_batch < 1:
         return None
-    return tuning
+    return tuning if tuning.rule >= RULE else None  # chosen by an older rule: measure again
 
 
 def forget_tuning(model_path: str | os.PathLike[str]) -> None:
@@ -133,8 +233,9 @@ def forget_tuning(model_path: str | os.PathLike[str]) -> None:
 
 
 def candidate_counts(cpus: int | None = None) -> list[int]:
-    """1..cpus; above 8 CPUs only 1-8, then every fourth and ``cpus`` (keeps it cheap)."""
-    cpus = max(1, cpus or os.cpu_count() or 1)
+    """1..cpus (default: the usable CPUs); above 8 CPUs only 1-8, then every fourth and
+    ``cpus`` (keeps it cheap)."""
+    cpus = max(1, cpus or len(usable_cpus()))
     counts = set(range(1, min(cpus, 8) + 1)) | set(range(12, cpus + 1, 4)) | {cpus}
     return sorted(counts)
 
@@ -164,19 +265,24 @@ def measure(llm: Any, model_path: str | os.PathLike[str], counts: list[int]) -> 
 
     try:
         run(counts[0])  # warm-up: first decodes allocate
-        for _ in range(ROUNDS):
-            for count in counts:
-                p, g = run(count)
-                prompt[count] = min(p, prompt.get(count, p))
-                generate[count] = min(g, generate.get(count, g))
+        with _OthersMeter() as others:
+            for _ in range(ROUNDS):
+                for count in counts:
+                    p, g = run(count)
+                    prompt[count] = min(p, prompt.get(count, p))
+                    generate[count] = min(g, generate.get(count, g))
     finally:
         llm.reset()
+    floor = min(2, physical_cores())
+    idle = others.share is not None and others.share < IDLE_SHARE
     tuning = Tuning(
-        n_threads=min(counts, key=lambda c: (generate[c], c)),
-        n_threads_batch=min(counts, key=lambda c: (prompt[c], c)),
+        n_threads=choose_threads(generate, floor=floor, idle=idle),
+        n_threads_batch=choose_threads(prompt, floor=floor, idle=idle),
         generate_s={str(c): round(t, 6) for c, t in generate.items()},
         prompt_s={str(c): round(t, 6) for c, t in prompt.items()},
         measured_at=datetime.now(UTC).isoformat(timespec="seconds"),
+        others_share=others.share,
+        rule=RULE,
     )
     llama_cpp.llama_set_n_threads(llm.ctx, tuning.n_threads, tuning.n_threads_batch)
     cache = _read()

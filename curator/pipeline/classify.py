@@ -167,7 +167,7 @@ def _classify_all(
                 STEP,
                 done,
                 total,
-                tokens_per_s=tokens_evaluated / seconds if seconds > 0 else 0.0,
+                prompt_tokens_per_s=tokens_evaluated / seconds if seconds > 0 else 0.0,
                 message=f"episode {episode_id}: {scores.label} ({scores.confidence:.0%})",
             )
         )

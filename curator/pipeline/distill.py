@@ -46,7 +46,6 @@ Decisions (documented here because the review and the window rely on them):
 from __future__ import annotations
 
 import dataclasses
-import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -64,7 +63,7 @@ from curator.llm.grammars import (
 )
 from curator.llm.prompts import PromptTemplate, load_prompt, numbered
 from curator.pipeline.guard import StagingGuard, staging_guard
-from curator.pipeline.progress import Cancelled, Progress, TaskState
+from curator.pipeline.progress import Cancelled, GenerationRate, Progress, TaskState
 from curator.pipeline.runlog import (
     RunResult,
     TraceRecord,
@@ -287,7 +286,7 @@ class _Distiller:
         repeat_penalty: float = 1.0,
     ) -> Completion:
         state = self.state
-        started = time.perf_counter()
+        rate = GenerationRate()  # from the first token: the prompt's time is not generation
         produced = 0
         label = f"batch {batch.index + 1}/{self.n_batches} ({batch.category}): {step}"
         # The batch's share done: its finished steps, plus this step's tokens against what
@@ -295,11 +294,11 @@ class _Distiller:
         index = STEP_ORDER.index(step)
         expected = max(1, min(max_tokens, EXPECTED_TOKENS.get(step, max_tokens)))
 
-        def report(rate: float = 0.0) -> None:
+        def report(per_s: float = 0.0) -> None:
             within = (index + min(produced / expected, 0.95)) / len(STEP_ORDER)
             message = f"{label}, {produced} tokens" if produced else label
             state.report(
-                Progress(step, self.batches_done, self.n_batches, rate, message, within=within)
+                Progress(step, self.batches_done, self.n_batches, per_s, message, within=within)
             )
 
         report()
@@ -308,9 +307,9 @@ class _Distiller:
             nonlocal produced
             produced += 1
             state.token(text)
-            now = time.perf_counter()
+            rate.token()
             # Every token: the receiver throttles (the window repaints ~10 times a second).
-            report(produced / (now - started) if now > started else 0.0)
+            report(rate.per_s)
 
         completion = self.backend.complete(
             prefix,

@@ -8,9 +8,14 @@ thread; the GUI forwards the callbacks as signals, the CLI draws a text bar.
 
 from __future__ import annotations
 
+import math
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass
+
+from curator.llm.backend import GenerationRate
+
+__all__ = ["Cancelled", "GenerationRate", "Progress", "TaskState", "speed_text"]
 
 
 @dataclass(frozen=True)
@@ -21,11 +26,15 @@ class Progress:
     done: int
     total: int
     tokens_per_s: float = 0.0
+    """Generation speed of the current model call (:class:`GenerationRate`); 0 when unknown."""
     message: str = ""
     within: float = 0.0
     """How far into the current item (the ``done + 1``-th), in [0, 1): an item that takes
     minutes (a distill batch: three generating calls) still moves the bar per step and
     per token instead of sitting at the same count."""
+    prompt_tokens_per_s: float = 0.0
+    """Prompt evaluation speed (prompt tokens evaluated / evaluation seconds), for steps
+    that generate nothing (classification scores labels from one evaluation)."""
 
     @property
     def fraction(self) -> float:
@@ -34,6 +43,26 @@ class Progress:
             return 1.0
         within = min(max(self.within, 0.0), 1.0)
         return min(1.0, max(0.0, (self.done + within) / self.total))
+
+
+def _shown(value: float, digits: int) -> str:
+    """``value`` rounded, or "" when it is not a positive finite figure once rounded."""
+    if not math.isfinite(value) or round(value, digits) <= 0:
+        return ""
+    return f"{value:.{digits}f}"
+
+
+def speed_text(progress: Progress) -> str:
+    """The speed as the CLI and the window show it, or "" when there is none to show.
+
+    "12.3 tokens/s" is always generation (:class:`GenerationRate`), never a figure from
+    zero generated tokens; a step that only evaluates prompts says "140 prompt tokens/s".
+    """
+    generated = _shown(progress.tokens_per_s, 1)
+    if generated:
+        return f"{generated} tokens/s"
+    prompt = _shown(progress.prompt_tokens_per_s, 0)
+    return f"{prompt} prompt tokens/s" if prompt else ""
 
 
 class Cancelled(Exception):

@@ -10,7 +10,14 @@ import pytest
 
 from curator.llm.backend import BackendSettings
 from curator.llm.llama_cpp_backend import load_backend
-from curator.llm.threads import cached_tuning, candidate_counts, forget_tuning, tuning_cache_file
+from curator.llm.threads import (
+    cached_tuning,
+    candidate_counts,
+    choose_threads,
+    forget_tuning,
+    physical_cores,
+    tuning_cache_file,
+)
 
 pytestmark = pytest.mark.llm
 
@@ -31,7 +38,9 @@ def test_first_load_measures_and_saves_then_later_loads_reuse_it(
         assert tuning is not None
         counts = [int(c) for c in tuning.generate_s]
         assert counts == candidate_counts() and tuning.prompt_s.keys() == tuning.generate_s.keys()
-        assert tuning.n_threads == min(counts, key=lambda c: (tuning.generate_s[str(c)], c))
+        generate = {int(c): t for c, t in tuning.generate_s.items()}
+        floor = min(2, physical_cores())
+        assert tuning.n_threads == choose_threads(generate, floor=floor, idle=tuning.idle)
         assert int(llama_cpp.llama_n_threads(backend.llm.ctx)) == tuning.n_threads
         assert int(llama_cpp.llama_n_threads_batch(backend.llm.ctx)) == tuning.n_threads_batch
         prefix = backend.chat_prefix("You are helpful.", "")

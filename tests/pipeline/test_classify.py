@@ -142,7 +142,7 @@ def test_cancel_keeps_the_labels_done_so_far(demo_store: Store, demo_backend) ->
     assert Episode.select().where(Episode.model_run == run.id).count() == 2
     assert [p.done for p in reports] == [0, 1, 2]
     assert all(p.total == 6 and p.step == "classify" for p in reports)
-    assert reports[-1].tokens_per_s > 0
+    assert reports[-1].prompt_tokens_per_s > 0 and reports[-1].tokens_per_s == 0
 
 
 def test_long_episodes_are_truncated_and_say_so(tmp_path: Path, demo_model: Path) -> None:

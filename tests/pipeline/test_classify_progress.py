@@ -58,7 +58,7 @@ def test_printer_draws_a_bar_on_a_terminal() -> None:
     printer.close()
     text = stream.getvalue()
     assert text.count("\r") == 2 and text.endswith("\n")
-    assert "[############------------] 2/4" in text and "31.0 tok/s" in text
+    assert "[############------------] 2/4" in text and "31.0 tokens/s" in text
 
 
 def test_printer_writes_one_line_per_step_elsewhere() -> None:
