@@ -9,12 +9,14 @@ which drops the candidate):
 
 * **repeated phrase** - the words repeat with a fixed period: a unit of ``p`` tokens
   followed by copies of itself. Tokens are words, numbers and punctuation, lower-cased,
-  with every run of digits read as one "0", so a counter that goes up
+  with every run of digits read as one "0" (and each character of a script written
+  without spaces, such as Chinese, a token of its own), so a counter that goes up
   ("seq=9, seq=10, ...") or a list of timestamps repeats too. Generation also watches
   the compression ratio of its tail: a loop that varies a little is not periodic, but it
-  still compresses to almost nothing, which real prose never does.
-* **mostly digits or timestamps** - fewer than 40% of the words carry letters, and
-  fewer than half the characters are letters.
+  still compresses to almost nothing, which real prose never does; and a unit of a few
+  characters ("0000...", "hahaha...") repeated over the last 64 characters is one.
+* **mostly digits or symbols** - timestamps, numbers, encodings: fewer than 40% of the
+  words carry letters, and fewer than half the characters are letters.
 * **too little distinct text** - fewer than three distinct words with letters, or a
   long text whose words are mostly the same few.
 
@@ -29,6 +31,7 @@ more than a page.
 from __future__ import annotations
 
 import re
+import unicodedata
 import zlib
 from dataclasses import dataclass
 
@@ -46,7 +49,7 @@ __all__ = [
 ]
 
 REPEATED = "repeated phrase"
-DIGITS = "mostly digits or timestamps"
+DIGITS = "mostly digits or symbols"
 LOW_VARIETY = "too little distinct text"
 KINDS = (REPEATED, DIGITS, LOW_VARIETY)
 """Every kind of degenerate text, in the order reasons are reported."""
@@ -57,16 +60,24 @@ COUNT_KEYS = {
 }
 """The run counter of each kind (a distill run's stats)."""
 
-_TOKEN = re.compile(r"\w+|[^\w\s]")
+_SCRIPT_CHARS = "\u0e00-\u0e7f\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff"
+"""Thai, kana and Han: scripts written without spaces, where each character is a token
+(otherwise a whole Japanese sentence would be one "word", and too little distinct text)."""
+_TOKEN = re.compile(f"[{_SCRIPT_CHARS}]|[^\\W{_SCRIPT_CHARS}]+|[^\\w\\s]")
 _DIGITS = re.compile(r"\d+")
 
 LOOP_MIN_TOKENS = 30
 """A generation loop is called once the repeated part is this many tokens long (and at
-least two copies of the unit): a few copies of a short unit, never a single echo."""
+least two more copies of the unit): a few copies of a short unit, never a single echo.
+Copies equal only up to their numbers need twice as many tokens and four more copies."""
 LOOP_WINDOW_CHARS = 1500
 """How much of the output's tail the loop check looks at (bounds its cost per check)."""
 LOOP_MAX_PERIOD = 120
 """The longest unit, in tokens, a generation loop may have (about two long sentences)."""
+CHAR_RUN = 64
+"""Characters at the end repeating a unit of at most :data:`CHAR_MAX_PERIOD` characters
+("0000...", "hahaha...") are a loop too: they are one long "word" to the token rule."""
+CHAR_MAX_PERIOD = 8
 COMPRESSION_CHARS = 600
 """The tail whose compression ratio is watched during generation."""
 COMPRESSION_FLOOR = 0.12
@@ -134,14 +145,27 @@ def find_loop(text: str, *, min_tokens: int = LOOP_MIN_TOKENS) -> Loop | None:
     offset = max(0, len(text) - LOOP_WINDOW_CHARS)
     tail = text[offset:]
     found = text_tokens(tail)
-    words = [w for w, _, _ in found]
-    for period in range(1, min(LOOP_MAX_PERIOD, len(words) // 3) + 1):
-        run = _trailing_run(words, period)
-        if run >= max(2 * period, min_tokens):
-            first = len(words) - run - period  # the first token of the first copy
-            start = found[first][1]
-            unit = tail[start : found[first + period - 1][2]]
-            return Loop(unit, (run + period) / period, offset + start)
+    exact = [tail[start:end].lower() for _, start, end in found]
+    shaped = [w for w, _, _ in found]
+    for period in range(1, min(LOOP_MAX_PERIOD, len(found) // 3) + 1):
+        # Exact copies loop from three on; copies that differ in their numbers only (a
+        # counter, a timestamp, a table's rows) from five on.
+        run = _trailing_run(exact, period)
+        if run < max(2 * period, min_tokens):
+            run = _trailing_run(shaped, period)
+            if run < max(4 * period, 2 * min_tokens):
+                continue
+        first = len(found) - run - period  # the first token of the first copy
+        start = found[first][1]
+        unit = tail[start : found[first + period - 1][2]]
+        return Loop(unit, (run + period) / period, offset + start)
+    chars = tail[-CHAR_RUN - CHAR_MAX_PERIOD :]
+    for period in range(1, CHAR_MAX_PERIOD + 1):
+        if len(chars) == CHAR_RUN + CHAR_MAX_PERIOD and all(
+            chars[i] == chars[i - period] for i in range(len(chars) - CHAR_RUN, len(chars))
+        ):
+            start = len(text) - CHAR_RUN - period
+            return Loop(text[start : start + period], (CHAR_RUN + period) / period, start)
     if len(tail) >= COMPRESSION_CHARS:
         window = tail[-COMPRESSION_CHARS:].encode("utf-8")
         if len(zlib.compress(window, 9)) / len(window) < COMPRESSION_FLOOR:
@@ -177,6 +201,11 @@ class LoopWatch:
             self._chars = len(self._pieces[0])
         self.loop = find_loop("".join(self._pieces))
         return self.loop is not None
+
+
+def _is_letter(ch: str) -> bool:
+    """A letter, or a vowel sign of an abugida (Devanagari's are marks, not letters)."""
+    return ch.isalpha() or unicodedata.category(ch) in ("Mn", "Mc")
 
 
 def _has_letter(words: list[str], first: int, period: int) -> bool:
@@ -215,9 +244,9 @@ def degenerate_reason(text: str) -> Degenerate | None:
         shown = unit if len(unit) <= 50 else unit[:47] + "..."
         return Degenerate(REPEATED, f"{REPEATED}: {shown!r} {copies} times")
     chunks = text.split()
-    lettered = [c for c in chunks if sum(ch.isalpha() for ch in c) >= 2]
+    lettered = [c for c in chunks if sum(map(_is_letter, c)) >= 2]
     visible = "".join(chunks)
-    letters = sum(ch.isalpha() for ch in visible)
+    letters = sum(map(_is_letter, visible))
     if len(lettered) < 0.4 * len(chunks) and letters < 0.5 * len(visible):
         share = round(100 * letters / len(visible))
         return Degenerate(DIGITS, f"{DIGITS} ({share}% letters)")

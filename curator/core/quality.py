@@ -84,7 +84,8 @@ class QualityGate:
         if problem is not None:
             # a model's output with ESC sequences or NUL would hide text from the reviewer
             reasons.append(problem)
-        found = degenerate_reason(stripped) if self.degenerate else None
+        # Only a text long enough is judged as debris: a fragment already has its reason.
+        found = degenerate_reason(stripped) if self.degenerate and not reasons else None
         if found is not None:
             reasons.append(found.reason)
         kind = found.kind if found is not None else None
