@@ -169,7 +169,9 @@ class HttpBackend:
         }
         if seed is not None:
             body["seed"] = seed
-        if repeat_penalty != 1.0:
+        if repeat_penalty != 1.0 or self.kind in ("llama_cpp.server", "llama-server"):
+            # llama.cpp's servers default to 1.1, not to the 1.0 asked for: without it the
+            # two backends would write different text from the same prompt
             body["repeat_penalty"] = repeat_penalty
         if grammar is not None and self.kind in ("llama_cpp.server", "llama-server"):
             body["grammar"] = grammar  # other servers: the client-side parsers decide

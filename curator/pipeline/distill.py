@@ -719,7 +719,8 @@ def _summary(counts: dict[str, int]) -> str:
     if kinds:
         text += f": {', '.join(kinds)}"
     if counts.get("loops_stopped"):
-        text += f"; {counts['loops_stopped']} generations stopped in a loop"
+        loops = counts["loops_stopped"]
+        text += f"; {loops} generation{'' if loops == 1 else 's'} stopped in a loop"
     if counts["failed_batches"]:
         text += f"; {counts['failed_batches']} batches failed, see the trace"
     return text + ")"
