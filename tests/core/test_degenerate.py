@@ -208,3 +208,25 @@ def test_distinct_real_sentences_never_look_like_a_loop(sentences: list[str]) ->
     text = " ".join(sentences)
     assert find_loop(text) is None
     assert all(degenerate_reason(s) is None for s in sentences)
+
+
+@settings(max_examples=100, deadline=None)
+@given(
+    phrase=st.lists(_WORD, min_size=1, max_size=6),
+    cuts=st.lists(st.integers(1, 7), min_size=1, max_size=20),
+)
+def test_the_watch_fires_however_the_loop_is_cut_into_pieces(
+    phrase: list[str], cuts: list[int]
+) -> None:
+    """A backend's pieces are tokens of any length: the loop is caught all the same, and
+    the kept part plus one unit is a prefix of the text that holds the unit once more."""
+    text = "Notes: " + " ".join(phrase * 60)
+    watch, at = LoopWatch(), 0
+    for i in range(10_000):
+        piece = text[at : at + cuts[i % len(cuts)]]
+        if not piece or watch.feed(piece):
+            break
+        at += len(piece)
+    assert watch.loop is not None
+    kept = text[: watch.loop.start] + watch.loop.unit
+    assert text.startswith(kept) and " ".join(phrase) in text[: at + 1]
