@@ -96,7 +96,9 @@ class Loop:
     """A loop found at the end of a text: ``unit`` (as written) repeated ``repeats`` times.
 
     ``start`` is the character offset where the looping part begins in the text that was
-    checked, so ``text[:start] + unit`` keeps one copy; ``how`` is ``"period"`` or
+    checked, so ``text[:start] + unit`` keeps one copy (of a unit of a few characters,
+    the copies before the last 64 characters stay; of a loop found by its compression,
+    the 600 characters before the tail stay). ``how`` is ``"period"`` or
     ``"compression"``.
     """
 
