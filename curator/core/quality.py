@@ -1,8 +1,15 @@
-"""The quality gate: reject distilled patterns too short to carry knowledge.
+"""The quality gate: reject distilled patterns too short or too degenerate to be knowledge.
 
 Small models sometimes emit fragments ("ok", "User likes", a lone bullet).  Such
 texts would pass the dedup gate as novel and pollute memory, so they are dropped
 before it, with a reason a human can read in the review screen.
+
+They also emit debris that is long enough: a sentence repeated, a list of timestamps,
+the same two words over and over (:mod:`curator.core.degenerate`). The model then scores
+such a text like any other (the demo model gave both of its loops importance 1.00, the
+top of the prompt), so the gate drops it too, and says which kind it was so a run can
+count its drops by kind. ``degenerate=False`` (the setting ``drop_degenerate``) turns
+this check off and leaves the length limits alone.
 """
 
 from __future__ import annotations
@@ -10,17 +17,22 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass
 
+from curator.core.degenerate import KINDS, degenerate_reason
 from curator.core.textsafety import control_problem
 
-__all__ = ["QualityGate", "QualityVerdict", "Rejected"]
+__all__ = ["QualityGate", "QualityVerdict", "Rejected", "count_kinds"]
 
 
 @dataclass(frozen=True, slots=True)
 class QualityVerdict:
-    """``ok`` is True when no reason was found; ``reasons`` explain a rejection."""
+    """``ok`` is True when no reason was found; ``reasons`` explain a rejection.
+
+    ``kind`` names the degenerate-text rule that failed (one of
+    :data:`curator.core.degenerate.KINDS`), None when only other reasons did."""
 
     ok: bool
     reasons: tuple[str, ...] = ()
+    kind: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -29,6 +41,16 @@ class Rejected:
 
     text: str
     reasons: tuple[str, ...]
+    kind: str | None = None
+
+
+def count_kinds(dropped: Iterable[Rejected]) -> dict[str, int]:
+    """How many drops were degenerate text of each kind (kinds with none left out)."""
+    counts = dict.fromkeys(KINDS, 0)
+    for rejected in dropped:
+        if rejected.kind is not None:
+            counts[rejected.kind] += 1
+    return {kind: n for kind, n in counts.items() if n}
 
 
 def _plural(count: int, noun: str) -> str:
@@ -40,11 +62,13 @@ class QualityGate:
     """Minimum length in characters and in words, measured on the stripped text.
 
     Words are whitespace-separated tokens, so punctuation attached to a word does not
-    count separately.  Both limits are checked and every failing one is reported.
+    count separately.  Both limits are checked and every failing one is reported; with
+    ``degenerate`` the text is also checked for loops and debris.
     """
 
     min_chars: int = 30
     min_words: int = 3
+    degenerate: bool = True
 
     def check(self, text: str) -> QualityVerdict:
         """Judge one text; reasons read like ``"27 characters, fewer than 30"``."""
@@ -60,7 +84,12 @@ class QualityGate:
         if problem is not None:
             # a model's output with ESC sequences or NUL would hide text from the reviewer
             reasons.append(problem)
-        return QualityVerdict(ok=not reasons, reasons=tuple(reasons))
+        # Only a text long enough is judged as debris: a fragment already has its reason.
+        found = degenerate_reason(stripped) if self.degenerate and not reasons else None
+        if found is not None:
+            reasons.append(found.reason)
+        kind = found.kind if found is not None else None
+        return QualityVerdict(ok=not reasons, reasons=tuple(reasons), kind=kind)
 
     def filter(self, texts: Iterable[str]) -> tuple[list[str], list[Rejected]]:
         """Split ``texts`` into kept texts (unchanged, in order) and rejections."""
@@ -71,5 +100,5 @@ class QualityGate:
             if verdict.ok:
                 kept.append(text)
             else:
-                dropped.append(Rejected(text, verdict.reasons))
+                dropped.append(Rejected(text, verdict.reasons, verdict.kind))
         return kept, dropped

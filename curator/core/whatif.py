@@ -148,7 +148,7 @@ def quality_what_if(
     min_words: int,
 ) -> QualityWhatIf:
     """``reviewed``: (candidate text, human decision); ``dropped_texts``: the traced drops."""
-    quality = QualityGate(min_chars, min_words)
+    quality = QualityGate(min_chars, min_words, degenerate=False)  # the length limits only
     by_decision = dict.fromkeys(GATE_DECISIONS, 0)
     for text, decision in reviewed:
         if not quality.check(text).ok:

@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
+from curator.core.degenerate import Loop, LoopWatch
 from curator.errors import CuratorError
 
 if TYPE_CHECKING:
@@ -56,15 +57,21 @@ def require_finite(what: str, values: Sequence[float]) -> None:
         raise NonFiniteOutput(what)
 
 
-def stop_after_token(produced: int, budget: int, should_stop: StopCheck | None) -> str | None:
+def stop_after_token(
+    produced: int, budget: int, should_stop: StopCheck | None, watch: LoopWatch | None = None
+) -> str | None:
     """Why generation stops after its ``produced``-th token, or None to go on.
 
-    The one rule for every backend's generation loop: a cancel wins, then the token
+    The one rule for every backend's generation loop: a cancel wins, then a loop (the
+    ``watch`` the backend feeds every piece of text found one: a small model that loops
+    would otherwise spend the whole budget, minutes, repeating itself), then the token
     budget. ``produced`` is counted by the caller, never taken from the model or the
     server, so a server that ignores ``max_tokens`` is still cut off at it.
     """
     if should_stop is not None and should_stop():
         return "cancelled"
+    if watch is not None and watch.loop is not None:
+        return "loop"
     if produced >= budget:
         return "length"
     return None
@@ -105,8 +112,10 @@ class Completion:
     """The result of one generation call.
 
     ``stop_reason`` is ``"stop"`` (end of turn, or the grammar completed), ``"length"``
-    (hit ``max_tokens``) or ``"cancelled"`` (``should_stop`` returned true).
-    ``cached_tokens`` is how many prompt tokens were served from the KV cache.
+    (hit ``max_tokens``), ``"loop"`` (the output ended in a loop: ``loop`` says what
+    repeated and where it began in ``text``) or ``"cancelled"`` (``should_stop``
+    returned true). ``cached_tokens`` is how many prompt tokens were served from the KV
+    cache.
     """
 
     text: str
@@ -117,6 +126,7 @@ class Completion:
     stop_reason: str
     truncated: bool = False
     item_tokens: int = 0
+    loop: Loop | None = None
 
 
 class GenerationRate:
@@ -229,6 +239,7 @@ class Backend(Protocol):
         temperature: float | None = None,
         seed: int | None = None,
         repeat_penalty: float = 1.0,
+        stop_loops: bool = True,
     ) -> Completion:
         """Generate the assistant's answer to ``prefix + item``.
 
@@ -237,7 +248,10 @@ class Backend(Protocol):
         ``grammar`` is GBNF text: the output is then guaranteed to match it unless it was
         cut by ``max_tokens`` or a cancel. ``repeat_penalty`` > 1 discourages the loops
         small models fall into in free text (leave it at 1 with a grammar: it would
-        penalise the JSON punctuation).
+        penalise the JSON punctuation). ``stop_loops`` ends the call with
+        ``stop_reason="loop"`` once the output ends in a loop
+        (:mod:`curator.core.degenerate`); turn it off for output that is meant to repeat
+        its shape, such as a list of numbers.
         """
         ...
 

@@ -35,6 +35,7 @@ from typing import Any
 
 import httpx
 
+from curator.core.degenerate import LoopWatch
 from curator.core.server_url import api_key_problem, server_base_url, server_url_problem
 from curator.llm.backend import (
     Completion,
@@ -155,8 +156,10 @@ class HttpBackend:
         temperature: float | None = None,
         seed: int | None = None,
         repeat_penalty: float = 1.0,
+        stop_loops: bool = True,
     ) -> Completion:
         start = time.perf_counter()
+        watch = LoopWatch() if stop_loops else None
         item, truncated, item_tokens = self._fit(prefix, item, max_tokens)
         body: dict[str, Any] = {
             "prompt": prefix + item + self.template.tail,
@@ -166,7 +169,9 @@ class HttpBackend:
         }
         if seed is not None:
             body["seed"] = seed
-        if repeat_penalty != 1.0:
+        if repeat_penalty != 1.0 or self.kind in ("llama_cpp.server", "llama-server"):
+            # llama.cpp's servers default to 1.1, not to the 1.0 asked for: without it the
+            # two backends would write different text from the same prompt
             body["repeat_penalty"] = repeat_penalty
         if grammar is not None and self.kind in ("llama_cpp.server", "llama-server"):
             body["grammar"] = grammar  # other servers: the client-side parsers decide
@@ -190,13 +195,15 @@ class HttpBackend:
                     tokens_out += 1
                     if on_token is not None:
                         on_token(text)
+                    if watch is not None:
+                        watch.feed(text)
                 finish = choice.text("finish_reason")
                 if finish == "length":
                     stop_reason = "length"
                 tokens_in = _prompt_tokens(event, tokens_in)
                 # Counted here: a server may ignore max_tokens. Its own "stop" on the
                 # last allowed token still means the answer ended by itself.
-                why = stop_after_token(tokens_out, max_tokens, should_stop)
+                why = stop_after_token(tokens_out, max_tokens, should_stop, watch)
                 if why is not None:
                     stop_reason = "stop" if why == "length" and finish == "stop" else why
                     break
@@ -213,6 +220,7 @@ class HttpBackend:
             stop_reason=stop_reason,
             truncated=truncated,
             item_tokens=item_tokens,
+            loop=watch.loop if stop_reason == "loop" and watch is not None else None,
         )
 
     def classify(

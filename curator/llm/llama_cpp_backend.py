@@ -54,6 +54,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from curator.core.degenerate import LoopWatch
 from curator.errors import CuratorError
 from curator.llm.backend import (
     BackendSettings,
@@ -185,6 +186,7 @@ class LlamaCppBackend:
         temperature: float | None = None,
         seed: int | None = None,
         repeat_penalty: float = 1.0,
+        stop_loops: bool = True,
     ) -> Completion:
         with self._exclusive():
             return self._complete(
@@ -197,6 +199,7 @@ class LlamaCppBackend:
                 temperature,
                 seed,
                 repeat_penalty,
+                LoopWatch() if stop_loops else None,
             )
 
     def classify(
@@ -482,6 +485,7 @@ class LlamaCppBackend:
         temperature: float | None,
         seed: int | None,
         repeat_penalty: float,
+        watch: LoopWatch | None,
     ) -> Completion:
         lib, llm = self._lib, self.llm
         start = time.perf_counter()
@@ -512,13 +516,17 @@ class LlamaCppBackend:
                 pieces.append(text)
                 if on_token is not None:
                     on_token(text)
+                if watch is not None:
+                    watch.feed(text)
 
         if temp == 0.0 and self.lazy_grammar:
-            produced, reason = self._greedy(grammar, repeat_penalty, budget, emit, should_stop)
+            produced, reason = self._greedy(
+                grammar, repeat_penalty, budget, emit, should_stop, watch
+            )
         else:
             compiled = lib.LlamaGrammar.from_string(grammar, verbose=False) if grammar else None
             produced, reason = self._sampled(
-                tokens, compiled, temp, repeat_penalty, budget, emit, should_stop
+                tokens, compiled, temp, repeat_penalty, budget, emit, should_stop, watch
             )
         tail_text = decoder.decode(b"", final=True)
         if tail_text:
@@ -532,6 +540,7 @@ class LlamaCppBackend:
             stop_reason=reason,
             truncated=truncated,
             item_tokens=n_item,
+            loop=watch.loop if reason == "loop" and watch is not None else None,
         )
 
     def _sampled(
@@ -543,6 +552,7 @@ class LlamaCppBackend:
         budget: int,
         emit: Callable[[int], None],
         should_stop: StopCheck | None,
+        watch: LoopWatch | None = None,
     ) -> tuple[int, str]:
         """llama-cpp-python's own sampling loop (grammar, if any, on every step)."""
         lib = self._lib
@@ -563,7 +573,7 @@ class LlamaCppBackend:
                     break
                 produced += 1
                 emit(token)
-                if (why := stop_after_token(produced, budget, should_stop)) is not None:
+                if (why := stop_after_token(produced, budget, should_stop, watch)) is not None:
                     reason = why
                     break
         finally:
@@ -577,6 +587,7 @@ class LlamaCppBackend:
         budget: int,
         emit: Callable[[int], None],
         should_stop: StopCheck | None,
+        watch: LoopWatch | None = None,
     ) -> tuple[int, str]:
         """Greedy decoding that checks the grammar on the chosen token only.
 
@@ -638,7 +649,7 @@ class LlamaCppBackend:
                     break
                 produced += 1
                 emit(token)
-                if (why := stop_after_token(produced, budget, should_stop)) is not None:
+                if (why := stop_after_token(produced, budget, should_stop, watch)) is not None:
                     reason = why
                     break
                 llm.eval([token])

@@ -10,8 +10,9 @@ single-task calls:
 2. refine   - a JSON array of strings, grammar-constrained, so it always parses;
 3. importance - a JSON array of exactly N numbers in [0, 1] (a grammar generated for N).
 
-Then the quality gate (settings ``min_chars``/``min_words``; every drop is traced with
-its reasons) and the dedup gate against the active patterns decide SKIP / UPDATE / ADD.
+Then the quality gate (settings ``min_chars``/``min_words``, and ``drop_degenerate``:
+loops and debris, :mod:`curator.core.degenerate`; every drop is traced with its reasons
+and counted by kind) and the dedup gate against the active patterns decide SKIP / UPDATE / ADD.
 Before a batch's candidates are written, the guard judges them (:mod:`curator.pipeline
 .guard`: the configured model's yes/no second opinion, one scored call each, and the
 guard learned from the reviewer's rejections); its flags are stored with them. The result
@@ -20,6 +21,9 @@ reviews and commits the run.
 
 Decisions (documented here because the review and the window rely on them):
 
+* A generating call that ends in a loop is stopped there (``stop_reason`` ``loop``, the
+  trace's ``loop`` says what repeated; counted in ``loops_stopped``), and extract keeps
+  one copy of the looping unit: the copies would only be refined into repeats.
 * The quality gate runs before the importance call (not after): it only looks at the
   text, so the surviving candidates are the same, and the model scores only those.
 * An episode is "already taken" when it has ``distilled_at``, or belongs to a distill run
@@ -51,8 +55,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from curator.core.dedup import Decision, gate
+from curator.core.degenerate import COUNT_KEYS
 from curator.core.parsing import ParseError, parse_number_array, parse_string_array
-from curator.core.quality import QualityGate
+from curator.core.quality import QualityGate, count_kinds
 from curator.errors import CuratorError
 from curator.llm.backend import Backend, Completion, StopRequested, require_finite
 from curator.llm.grammars import (
@@ -238,12 +243,14 @@ class _Distiller:
         self.batches_done = 0
         self.max_out = settings.max_output_tokens
         self.seed = settings.seed
-        self.quality = QualityGate(settings.min_chars, settings.min_words)
+        self.quality = QualityGate(settings.min_chars, settings.min_words, settings.drop_degenerate)
         self.counts: dict[str, int] = {
             "episodes": 0,
             "batches": 0,
             "candidates": 0,
             "dropped_quality": 0,
+            **dict.fromkeys(COUNT_KEYS.values(), 0),
+            "loops_stopped": 0,
             "ADD": 0,
             "UPDATE": 0,
             "SKIP": 0,
@@ -284,6 +291,7 @@ class _Distiller:
         grammar: str | None,
         attempt: int,
         repeat_penalty: float = 1.0,
+        stop_loops: bool = True,
     ) -> Completion:
         state = self.state
         rate = GenerationRate()  # from the first token: the prompt's time is not generation
@@ -321,8 +329,10 @@ class _Distiller:
             temperature=None if attempt == 1 else RETRY_TEMPERATURE,
             seed=self.seed + attempt - 1,
             repeat_penalty=repeat_penalty,
+            stop_loops=stop_loops,
         )
         self.counts["tokens_out"] += completion.tokens_out
+        self.counts["loops_stopped"] += completion.loop is not None
         if completion.stop_reason == "cancelled":
             self._trace(step, batch, completion, attempt, None, "cancelled")
             raise Cancelled
@@ -337,6 +347,8 @@ class _Distiller:
             "input_truncated": c.truncated,
             "episode_ids": batch.episode_ids,
         }
+        if c.loop is not None:
+            details["loop"] = f"stopped after {c.tokens_out} tokens: {c.loop.describe()}"
         add_trace(
             self.store,
             self.run_id,
@@ -367,7 +379,7 @@ class _Distiller:
         c = self._call(
             "extract", batch, prefix, batch.item, budget, grammar, 1, EXTRACT_REPEAT_PENALTY
         )
-        notes = c.text.strip()
+        notes = (c.text[: c.loop.start] + c.loop.unit if c.loop else c.text).strip()
         self._trace("extract", batch, c, 1, None, "" if notes else "empty output")
         return notes
 
@@ -395,7 +407,8 @@ class _Distiller:
         budget = min(self.max_out, number_array_max_tokens(n), max(1, self._room(prefix, item)))
         grammar = number_array_grammar(n)
         for attempt in (1, 2):
-            c = self._call("importance", batch, prefix, item, budget, grammar, attempt)
+            # a list of numbers repeats its shape by design: no loop stop
+            c = self._call("importance", batch, prefix, item, budget, grammar, attempt, 1.0, False)
             try:
                 scores = parse_number_array(c.text, expected_len=n)
             except ParseError as exc:
@@ -450,6 +463,8 @@ class _Distiller:
             },
         )
         self.counts["dropped_quality"] += len(dropped)
+        for kind, n in count_kinds(dropped).items():
+            self.counts[COUNT_KEYS[kind]] += n
         scores: list[float] = []
         if kept:
             found = self.importance(batch, kept)
@@ -699,6 +714,12 @@ def _summary(counts: dict[str, int]) -> str:
         f"{counts['batches']} batches (ADD {counts['ADD']}, UPDATE {counts['UPDATE']}, "
         f"SKIP {counts['SKIP']}; {counts['dropped_quality']} dropped by the quality gate"
     )
+    kinds = [f"{counts[key]} {kind}" for kind, key in COUNT_KEYS.items() if counts.get(key)]
+    if kinds:
+        text += f": {', '.join(kinds)}"
+    if counts.get("loops_stopped"):
+        loops = counts["loops_stopped"]
+        text += f"; {loops} generation{'' if loops == 1 else 's'} stopped in a loop"
     if counts["failed_batches"]:
         text += f"; {counts['failed_batches']} batches failed, see the trace"
     return text + ")"

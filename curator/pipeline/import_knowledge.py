@@ -225,7 +225,7 @@ def import_knowledge(
     report = KnowledgeImportReport(file=parsed.path, shape=parsed.shape, errors=parsed.errors)
     report.read = len(parsed.items)
     settings = load_settings(store)
-    quality = QualityGate(settings.min_chars, settings.min_words)
+    quality = QualityGate(settings.min_chars, settings.min_words, settings.drop_degenerate)
     kept: list[KnowledgeItem] = []
     for item in parsed.items:
         verdict = quality.check(item.text)

@@ -200,7 +200,7 @@ class TextCheck:
 
 
 def _quality_gate(settings: Settings) -> QualityGate:
-    return QualityGate(min_chars=settings.min_chars, min_words=settings.min_words)
+    return QualityGate(settings.min_chars, settings.min_words, settings.drop_degenerate)
 
 
 def _shown_target(c: Candidate) -> int | None:

@@ -64,6 +64,8 @@ RULES: dict[str, Rule] = {
     "top_k": Rule("patterns in the prompt (top K)", int, 1, 1000),
     "min_chars": Rule("quality gate minimum characters", int, 0, 10000),
     "min_words": Rule("quality gate minimum words", int, 0, 1000),
+    # The quality gate also drops loops and debris (curator.core.degenerate)
+    "drop_degenerate": Rule("quality gate drops degenerate text", bool),
     "max_output_tokens": Rule("maximum output tokens", int, 16, 32768),
     # Sources whose episodes count as untrusted (memory-poisoning flags); others are trusted.
     "untrusted_sources": Rule("untrusted sources", tuple),
@@ -159,6 +161,7 @@ class Settings:
     top_k: int = 50
     min_chars: int = 30
     min_words: int = 3
+    drop_degenerate: bool = True  # a repeated phrase, mostly digits, too few distinct words
     max_output_tokens: int = 4000
     untrusted_sources: tuple[str, ...] = ("dm", "replies")
     update_refreshes_decay: bool = False

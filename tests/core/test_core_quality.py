@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from curator.core.quality import QualityGate, QualityVerdict, Rejected
+from curator.core.degenerate import DIGITS, REPEATED
+from curator.core.quality import QualityGate, QualityVerdict, Rejected, count_kinds
 
 
 def test_defaults_accept_a_real_pattern() -> None:
@@ -58,3 +59,30 @@ def test_filter_keeps_order_and_explains_drops() -> None:
 
 def test_zero_limits_accept_everything() -> None:
     assert QualityGate(min_chars=0, min_words=0).check("").ok
+
+
+# -- degenerate text (curator.core.degenerate) ---------------------------------------------
+
+LOOP = "The user prefers short answers. " * 3
+STAMPS = "2026-08-06 11:59:38, 2026-08-06 11:59:39, 2026-08-06 11:59:40"
+
+
+def test_a_repeated_sentence_and_a_list_of_timestamps_are_dropped_with_their_kind() -> None:
+    """The two candidates of the report: long enough, both passed the old gate."""
+    kept, dropped = QualityGate().filter([LOOP, "Users who mention rate limits retry.", STAMPS])
+    assert kept == ["Users who mention rate limits retry."]
+    assert [r.kind for r in dropped] == [REPEATED, DIGITS]
+    assert dropped[0].reasons == ("repeated phrase: 'The user prefers short answers.' 3 times",)
+    assert count_kinds(dropped) == {REPEATED: 1, DIGITS: 1}
+
+
+def test_turned_off_the_gate_keeps_degenerate_text_and_its_length_limits() -> None:
+    gate = QualityGate(degenerate=False)
+    assert gate.check(LOOP).ok and gate.check(STAMPS).ok
+    assert gate.check("ok ok ok").reasons == ("8 characters, fewer than 30",)
+
+
+def test_a_fragment_keeps_its_length_reasons_only() -> None:
+    verdict = QualityGate().check("ok ok ok ok ok")
+    assert verdict.kind is None
+    assert verdict.reasons == ("14 characters, fewer than 30",)

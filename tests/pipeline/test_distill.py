@@ -94,7 +94,11 @@ def test_distill_stages_gated_candidates_with_sources(classified_store: Store, d
     refine = [s for s in steps if s.step == "refine"]
     importance = [s for s in steps if s.step == "importance"]
     assert refine and importance
-    assert all(not s.error and isinstance(s.parsed["result"], list) for s in refine)
+    # the grammar makes refine parse unless the call was stopped in a loop (then retried)
+    assert all(
+        (not s.error and isinstance(s.parsed["result"], list)) or s.parsed["stop_reason"] == "loop"
+        for s in refine
+    )
     assert all(not s.error for s in importance)  # the grammar makes them parse first time
     quality = {s.batch: s.parsed for s in steps if s.step == "quality"}
     for s in importance:
