@@ -175,7 +175,9 @@ def test_the_review_candidate_column_stays_in_view(
 ) -> None:
     """At 1024×700 the content-sized columns left the Candidate column scrolled out of
     view; now they give way (elided, whole in their tooltip) and the text stays."""
-    stage_texts(main_window.services, tmp_path, tuple(t * 2 for t in TEXTS))
+    # long candidates, two different sentences each (one sentence twice is junk to the gate)
+    longer = tuple(f"{t} {TEXTS[(i + 1) % len(TEXTS)]}" for i, t in enumerate(TEXTS))
+    stage_texts(main_window.services, tmp_path, longer)
     pane = main_window.pane("reviewPane")
     main_window.tabs.setCurrentWidget(pane)
     main_window.resize(*size)
