@@ -153,18 +153,22 @@ def find_loop(text: str, *, min_tokens: int = LOOP_MIN_TOKENS) -> Loop | None:
     found = text_tokens(tail)
     exact = [tail[start:end].lower() for _, start, end in found]
     shaped = [w for w, _, _ in found]
-    for period in range(1, min(LOOP_MAX_PERIOD, len(found) // 3) + 1):
-        # Exact copies loop from three on; copies that differ in their numbers only (a
-        # counter, a timestamp, a table's rows) from five on.
-        run = _trailing_run(exact, period)
-        if run < max(2 * period, min_tokens):
-            run = _trailing_run(shaped, period)
-            if run < max(4 * period, 2 * min_tokens):
-                continue
-        first = len(found) - run - period  # the first token of the first copy
-        start = found[first][1]
-        unit = tail[start : found[first + period - 1][2]]
-        return Loop(unit, (run + period) / period, offset + start)
+    # A stream is checked wherever its pieces happen to end, often inside a word: the
+    # last token may be a cut copy of its own, so the copies are also looked for without it.
+    for count in (len(found), len(found) - 1):
+        words, shapes = exact[:count], shaped[:count]
+        for period in range(1, min(LOOP_MAX_PERIOD, count // 3) + 1):
+            # Exact copies loop from three on; copies that differ in their numbers only (a
+            # counter, a timestamp, a table's rows) from five on.
+            run = _trailing_run(words, period)
+            if run < max(2 * period, min_tokens):
+                run = _trailing_run(shapes, period)
+                if run < max(4 * period, 2 * min_tokens):
+                    continue
+            first = count - run - period  # the first token of the first copy
+            start = found[first][1]
+            unit = tail[start : found[first + period - 1][2]]
+            return Loop(unit, (run + period) / period, offset + start)
     chars = tail[-CHAR_RUN - CHAR_MAX_PERIOD :]
     for period in range(1, CHAR_MAX_PERIOD + 1):
         if len(chars) == CHAR_RUN + CHAR_MAX_PERIOD and all(

@@ -10,7 +10,7 @@ import json
 from pathlib import Path
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from curator.core.degenerate import (
@@ -215,6 +215,7 @@ def test_distinct_real_sentences_never_look_like_a_loop(sentences: list[str]) ->
     phrase=st.lists(_WORD, min_size=1, max_size=6),
     cuts=st.lists(st.integers(1, 7), min_size=1, max_size=20),
 )
+@example(phrase=["aaaaaaaa"], cuts=[1, 1, 7])  # every check fell inside a word
 def test_the_watch_fires_however_the_loop_is_cut_into_pieces(
     phrase: list[str], cuts: list[int]
 ) -> None:
