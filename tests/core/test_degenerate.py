@@ -216,6 +216,7 @@ def test_distinct_real_sentences_never_look_like_a_loop(sentences: list[str]) ->
     cuts=st.lists(st.integers(1, 7), min_size=1, max_size=20),
 )
 @example(phrase=["aaaaaaaa"], cuts=[1, 1, 7])  # every check fell inside a word
+@example(phrase=["aaaaaaaaa"], cuts=[1, 1, 6, 1, 1])
 def test_the_watch_fires_however_the_loop_is_cut_into_pieces(
     phrase: list[str], cuts: list[int]
 ) -> None:
