@@ -10,7 +10,7 @@ from typing import Any
 from curator.cli.common import CommandContext, integer
 from curator.errors import CuratorError
 from curator.store.demo import create_demo
-from curator.store.importer import import_files
+from curator.store.importer import STDIN, import_files
 from curator.store.knowledge import export_json, export_markdown, top_k_patterns
 from curator.store.models import LABELS, Candidate, Episode, Pattern, Run
 
@@ -27,6 +27,27 @@ def register(subparsers: Any, common: argparse.ArgumentParser) -> None:
         "rejected.",
     )
     p.add_argument("files", nargs="+", metavar="FILE", help="a JSONL or JSON file; - for stdin")
+    p.add_argument(
+        "--format",
+        default="auto",
+        choices=("auto", "jsonl", "chatgpt", "claude", "telegram", "discord", "slack", "csv"),
+        help="the file's format; auto (default) recognises each file by its content",
+    )
+    p.add_argument(
+        "--per",
+        default=None,
+        metavar="GRANULARITY",
+        help="episodes of a chat export: message, conversation or window:N (N messages); "
+        "default: conversation for ChatGPT and Claude, window:20 for Telegram, Discord and "
+        "Slack, message for CSV",
+    )
+    p.add_argument(
+        "--map",
+        default="",
+        metavar="FIELD=COLUMN,...",
+        help="CSV columns: content (required), timestamp, source, role, name, id, "
+        "conversation; e.g. content=body,timestamp=sent_at,source=channel",
+    )
     p.set_defaults(handler=cmd_import)
 
     p = subparsers.add_parser(
@@ -48,14 +69,39 @@ def register(subparsers: Any, common: argparse.ArgumentParser) -> None:
     p.set_defaults(handler=cmd_demo)
 
 
+def _chat_import(args: argparse.Namespace) -> Any:
+    """The chat-export options as a ``ChatImport``; bad ones are usage errors (exit 2)."""
+    from curator.chat_formats import ChatImport, parse_granularity
+    from curator.chat_formats.csv_map import parse_mapping
+
+    try:
+        per = None if args.per is None else parse_granularity(args.per)
+    except ValueError as exc:
+        raise CuratorError(f"--per: {exc}") from None
+    try:
+        mapping = parse_mapping(args.map)
+    except ValueError as exc:
+        raise CuratorError(f"--map: {exc}") from None
+    if mapping and args.format not in ("auto", "csv"):
+        raise CuratorError(f"--map applies to CSV files, not --format {args.format}")
+    if args.format not in ("auto", "jsonl") and STDIN in args.files:
+        raise CuratorError(f"--format {args.format} reads files, not standard input")
+    return ChatImport(format=args.format, per=per, mapping=mapping)
+
+
 def cmd_import(ctx: CommandContext) -> int:
+    chat = _chat_import(ctx.args)
     # A closed standard input (`<&-`) is None: the importer says "no standard input".
     stdin = getattr(sys.stdin, "buffer", None)
-    reports = import_files(ctx.store, ctx.args.files, stdin=stdin)
+    reports = import_files(ctx.store, ctx.args.files, stdin=stdin, chat=chat)
     rejected = sum(len(r.errors) for r in reports)
     for report in reports:
         for error in report.errors:
             ctx.info(str(error))
+        left_out = chat.skipped.get(report.file)
+        if left_out:
+            counts = ", ".join(f"{n} {kind}" for kind, n in sorted(left_out.items()))
+            ctx.info(f"{report.file}: left out or only named: {counts}")
 
     def human() -> str:
         lines = [
@@ -67,7 +113,14 @@ def cmd_import(ctx: CommandContext) -> int:
 
     ctx.emit(
         {
-            "files": [r.as_dict() for r in reports],
+            "files": [
+                {
+                    **r.as_dict(),
+                    "format": chat.formats.get(r.file, "jsonl"),
+                    "left_out": dict(sorted(chat.skipped.get(r.file, {}).items())),
+                }
+                for r in reports
+            ],
             "imported": sum(r.imported for r in reports),
             "duplicates": sum(r.duplicates for r in reports),
             "rejected": rejected,

@@ -591,6 +591,7 @@ def _parse(
     stdin: BinaryIO | None,
     progress: Progress | None = None,
     cancelled: Cancelled | None = None,
+    chat: Any = None,
 ) -> tuple[str, list[tuple[Any, ...]], list[LineError], int]:
     """Read and validate one source: (its name, good episodes, line errors, lines read).
 
@@ -599,12 +600,15 @@ def _parse(
     thread made Python's garbage collector run full collections over them (100-140 ms
     each with the GIL held, the window frozen meanwhile); an exact tuple of plain values
     is untracked by the collector."""
+    items: Iterable[ParsedEpisode | LineError] | None = None
     if str(path) == STDIN:
         name = STDIN_NAME
         source = stdin if stdin is not None else getattr(sys.stdin, "buffer", None)
         if source is None:  # a windowed process has no standard input
             raise _Unreadable("there is no standard input to read")
         handle: BinaryIO = io.BytesIO(source.read())
+    elif chat is not None and (items := chat.read(path)) is not None:
+        name, handle = str(path), io.BytesIO()  # a chat export (curator.chat_formats)
     else:
         name = str(path)
         handle = _open_regular(path)
@@ -614,7 +618,9 @@ def _parse(
     with handle:
         total = _count_lines(handle) if progress is not None else 0
         reported = 0
-        for count, item in enumerate(read_episodes(handle, name), 1):
+        if items is None:
+            items = read_episodes(handle, name)
+        for count, item in enumerate(items, 1):
             if isinstance(item, LineError):
                 errors.append(item)
             else:
@@ -637,6 +643,7 @@ def import_file(
     stdin: BinaryIO | None = None,
     progress: Progress | None = None,
     cancelled: Cancelled | None = None,
+    chat: Any = None,
 ) -> ImportReport:
     """Import one file: its good lines in one transaction, its bad lines reported.
 
@@ -647,9 +654,10 @@ def import_file(
     while reading and every few thousand rows while writing. When ``cancelled()`` turns
     True the import stops at its next check and raises :class:`ImportCancelled`: while
     reading nothing was written yet, while writing the transaction is rolled back.
+    ``chat`` (a :class:`curator.chat_formats.ChatImport`) reads chat exports too.
     """
     try:
-        name, episodes, errors, last_line = _parse(path, stdin, progress, cancelled)
+        name, episodes, errors, last_line = _parse(path, stdin, progress, cancelled, chat)
     except _Unreadable as exc:
         return ImportReport(file=str(path), errors=[LineError(str(path), 0, str(exc))])
     except OSError as exc:  # a read failing half way (EIO, a vanished network share)
@@ -699,10 +707,10 @@ def import_file(
 
 
 def import_files(
-    store: Store, paths: Sequence[str | Path], *, stdin: BinaryIO | None = None
+    store: Store, paths: Sequence[str | Path], *, stdin: BinaryIO | None = None, chat: Any = None
 ) -> list[ImportReport]:
     """Import several files; each is its own all-or-nothing transaction.
 
     A file that cannot be read is reported and the others are still imported.
     """
-    return [import_file(store, p, stdin=stdin) for p in paths]
+    return [import_file(store, p, stdin=stdin, chat=chat) for p in paths]

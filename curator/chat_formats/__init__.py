@@ -1,0 +1,138 @@
+"""Episodes from the chat exports people already have.
+
+One small module per format reads an export into conversations (:mod:`.common`); this
+module recognises a file's format by its content (never by its name), and hands the
+importer its episodes. Formats: ``chatgpt`` (``conversations.json``), ``claude``
+(``conversations.json``), ``telegram`` (``result.json``), ``discord`` (DiscordChatExporter
+JSON), ``slack`` (the export zip or folder), ``csv`` (with a column mapping), and ``jsonl``:
+the importer's own JSON Lines / JSON array of episodes, which it reads itself.
+
+The importer calls :meth:`ChatImport.read` for each file: ``None`` means "read it as
+episodes JSONL/JSON, as always"; otherwise it gets the episodes and element errors, which
+it writes with its usual rules (idempotent, the good ones in one transaction, the bad
+ones reported). What a reader leaves out on purpose is counted in
+:attr:`ChatImport.skipped`, per file, for the report.
+"""
+
+from __future__ import annotations
+
+import os
+from collections import Counter
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from curator.chat_formats import chatgpt, claude, csv_map, discord, slack, telegram
+from curator.chat_formats.common import (
+    BadExport,
+    Granularity,
+    episodes,
+    load_json,
+    parse_granularity,
+)
+from curator.store.importer import LineError, ParsedEpisode
+from curator.store.models import utcnow
+
+FORMATS = ("auto", "jsonl", "chatgpt", "claude", "telegram", "discord", "slack", "csv")
+JSON_FORMATS = (chatgpt, claude, telegram, discord)
+DEFAULT_PER = {m.NAME: m.DEFAULT_PER for m in (chatgpt, claude, telegram, discord, slack, csv_map)}
+MAX_EXPORT_BYTES = 2 * 1024 * 1024 * 1024
+"""A JSON or CSV export is read whole; a bigger file is refused rather than exhaust memory."""
+
+_SNIFF_BYTES = 64 * 1024
+
+__all__ = ["FORMATS", "ChatImport", "detect_value", "parse_granularity"]
+
+
+def detect_value(value: Any) -> str | None:
+    """The chat format a decoded JSON value is in, or None (never raises)."""
+    for module in JSON_FORMATS:
+        if module.looks_like(value):
+            return str(module.NAME)
+    return None
+
+
+def detect(path: Path, mapping: dict[str, str] | None = None) -> str:
+    """The format of ``path`` by its content: a chat format, or ``jsonl`` (the importer's
+    own episodes, also its answer for anything it cannot place: the importer's reader then
+    says what is wrong with it)."""
+    try:
+        if path.is_dir():
+            return "slack" if slack.is_export_folder(path) else "jsonl"
+        if slack.is_export_zip(path):
+            return "slack"
+        with path.open("rb") as handle:
+            head = handle.read(_SNIFF_BYTES)
+    except OSError:
+        return "jsonl"
+    text = head.lstrip(b"\xef\xbb\xbf").decode("utf-8", "replace")
+    start = text.lstrip()[:1]
+    if start not in ("{", "["):
+        return "csv" if csv_map.looks_like(text, mapping or {}) else "jsonl"
+    first_line = text.lstrip().split("\n", 1)[0]
+    try:  # a JSON Lines file: its first line is a whole object (cheap to decide)
+        return detect_value(load_json(first_line.encode())) or "jsonl"
+    except BadExport:
+        pass
+    try:
+        if path.stat().st_size > MAX_EXPORT_BYTES:
+            return "jsonl"
+        return detect_value(load_json(path.read_bytes())) or "jsonl"
+    except (BadExport, OSError):
+        return "jsonl"
+
+
+@dataclass
+class ChatImport:
+    """The import's choice of format, granularity and CSV mapping, and what it left out."""
+
+    format: str = "auto"
+    per: Granularity | None = None
+    mapping: dict[str, str] = field(default_factory=dict)
+    skipped: dict[str, Counter[str]] = field(default_factory=dict)
+    formats: dict[str, str] = field(default_factory=dict)
+
+    def read(self, path: str | Path) -> Iterator[ParsedEpisode | LineError] | None:
+        """The file's episodes and errors, or None when the importer reads it itself."""
+        name = str(path)
+        if name == "-" or self.format == "jsonl":
+            return None
+        fmt = self.format if self.format != "auto" else detect(Path(path), self.mapping)
+        if fmt == "jsonl":
+            return None
+        self.formats[name] = fmt
+        skipped = self.skipped.setdefault(name, Counter())
+        return self._episodes(Path(path), name, fmt, skipped)
+
+    def _episodes(
+        self, path: Path, name: str, fmt: str, skipped: Counter[str]
+    ) -> Iterator[ParsedEpisode | LineError]:
+        per = self.per or parse_granularity(DEFAULT_PER[fmt])
+        try:
+            conversations = _conversations(path, name, fmt, self.mapping, skipped)
+            yield from episodes(conversations, per=per, file=name, fmt=fmt, now=utcnow())
+        except BadExport as exc:
+            yield LineError(name, 0, f"not a readable {fmt} export: {exc}; nothing was imported")
+        except OSError as exc:
+            yield LineError(name, 0, f"cannot read it ({exc.strerror or exc})")
+
+
+def _conversations(
+    path: Path, name: str, fmt: str, mapping: dict[str, str], skipped: Counter[str]
+) -> Iterator[Any]:
+    if fmt == "slack":
+        if path.is_dir():
+            if not slack.is_export_folder(path):
+                raise BadExport("a Slack export folder holds users.json and channels.json")
+            return slack.conversations(slack.open_folder(path), name, skipped)
+        return slack.conversations(slack.zip_files(path), name, skipped)
+    if path.is_dir():
+        raise BadExport("is a directory")
+    if os.stat(path).st_size > MAX_EXPORT_BYTES:
+        raise BadExport(f"over {MAX_EXPORT_BYTES // 2**30} GiB")
+    data = path.read_bytes()
+    if fmt == "csv":
+        return csv_map.conversations(data, name, mapping, skipped)
+    module = {m.NAME: m for m in JSON_FORMATS}[fmt]
+    return module.conversations(load_json(data), name, skipped)  # type: ignore[attr-defined]

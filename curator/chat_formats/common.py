@@ -1,0 +1,294 @@
+"""What every chat-export reader shares: messages, conversations, granularity, limits.
+
+A reader turns one export into :class:`Conversation` objects (a conversation, a channel or
+a chat, with its messages in order) and :class:`ElementError` for the elements it cannot
+read. :func:`episodes` then cuts each conversation into the importer's ``ParsedEpisode``
+objects at the granularity asked for, so every format follows the same rules: the source
+is the conversation's name, the identity is the importer's :func:`content_hash` over the
+messages, source and timestamp (a re-import adds nothing), and the provenance (format,
+file, conversation id, message ids) goes into the episode's ``metadata`` field.
+
+Nothing is dropped silently: a reader counts what it leaves out on purpose (a join
+message, an empty conversation, an abandoned ChatGPT regeneration is not counted: it is
+not part of the conversation) in :class:`Skipped`, and the import reports the counts.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any
+
+from curator.core.textsafety import control_problem
+from curator.store.importer import (
+    MAX_EPISODE_CHARS,
+    LineError,
+    ParsedEpisode,
+    content_hash,
+    render_messages,
+)
+from curator.store.models import format_utc, to_utc
+
+
+@dataclass(frozen=True)
+class ElementError(LineError):
+    """A bad element of an export, numbered by its place in the file.
+
+    ``line`` holds the number of the outer element (the conversation, the CSV line); the
+    reason starts with the full position (``conversation 3, message 7: ...``), so the
+    text reads ``conversations.json: conversation 3, message 7: ...``."""
+
+    def __str__(self) -> str:
+        return f"{self.file}: {self.reason}"
+
+
+class BadElement(ValueError):
+    """One element's problem, worded for the user (its position is added by the caller)."""
+
+
+class BadExport(ValueError):
+    """The file as a whole is not a readable export of the format; nothing of it is read."""
+
+
+@dataclass(frozen=True)
+class ChatMessage:
+    id: str
+    role: str
+    content: str
+    name: str | None = None
+    timestamp: datetime | None = None
+    position: str = ""
+    """Where the message is in the file (``message 7``), for errors."""
+
+
+@dataclass
+class Conversation:
+    number: int
+    id: str
+    title: str
+    messages: list[ChatMessage] = field(default_factory=list)
+    where: str = ""
+    """Its position in the file (``conversation 3``; ``channel general``)."""
+
+
+Skipped = Counter
+"""What a reader left out on purpose, by kind (``"join messages"``: 4)."""
+
+
+@dataclass(frozen=True)
+class Granularity:
+    """How a conversation is cut into episodes: ``message``, ``conversation`` or
+    ``window`` of ``size`` consecutive messages."""
+
+    kind: str
+    size: int = 0
+
+    def __str__(self) -> str:
+        return f"window {self.size}" if self.kind == "window" else self.kind
+
+
+MESSAGE = Granularity("message")
+CONVERSATION = Granularity("conversation")
+
+
+def parse_granularity(text: str) -> Granularity:
+    """``message``, ``conversation``, ``window N`` (also ``window:N``, ``window=N``)."""
+    words = text.strip().lower().replace(":", " ").replace("=", " ").split()
+    if words in (["message"], ["messages"]):
+        return MESSAGE
+    if words in (["conversation"], ["conversations"]):
+        return CONVERSATION
+    if words and words[0] == "window":
+        if len(words) == 2 and words[1].isdigit() and 1 <= int(words[1]) <= 100_000:
+            return Granularity("window", int(words[1]))
+        raise ValueError("window needs a size from 1 to 100000 (for example 'window:20')")
+    raise ValueError(f"{text!r} is not message, conversation or window:N")
+
+
+# -- small readers for the fields every format has -------------------------------------------
+
+
+def type_name(value: Any) -> str:
+    return {dict: "an object", list: "an array", str: "a string", bool: "a boolean"}.get(
+        type(value), "null" if value is None else "a number"
+    )
+
+
+def load_json(data: bytes) -> Any:
+    """Strict UTF-8 JSON (a BOM allowed); a problem is one :class:`BadExport`."""
+    if data.startswith(b"\xef\xbb\xbf"):
+        data = data[3:]
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise BadExport(f"invalid UTF-8 at byte {exc.start + 1}") from None
+    try:
+        return json.loads(text, parse_constant=_reject_constant)
+    except RecursionError:
+        raise BadExport("JSON nested too deeply") from None
+    except json.JSONDecodeError as exc:
+        ended = exc.pos >= len(text.rstrip()) or exc.msg.startswith("Unterminated")
+        cut = " (file cut off?)" if ended else ""
+        where = "line" if exc.msg.endswith(" at") else "at line"
+        raise BadExport(
+            f"invalid JSON: {exc.msg} {where} {exc.lineno} column {exc.colno}{cut}"
+        ) from None
+    except ValueError as exc:
+        raise BadExport(f"invalid JSON: {exc}") from None
+
+
+def _reject_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not valid JSON")
+
+
+def need(obj: dict[str, Any], key: str, kind: type | tuple[type, ...], what: str) -> Any:
+    """``obj[key]`` of the given type, or :class:`BadElement` naming the field."""
+    value = obj.get(key)
+    if not isinstance(value, kind) or (isinstance(value, bool) and kind is not bool):
+        raise BadElement(f"'{key}' must be {what}, not {type_name(value)}")
+    return value
+
+
+def optional_text(obj: dict[str, Any], key: str) -> str | None:
+    value = obj.get(key)
+    if value is None:
+        return None
+    if not isinstance(value, str):
+        raise BadElement(f"'{key}' must be a string, not {type_name(value)}")
+    return value
+
+
+def ident(value: Any) -> str:
+    """An id given as a string or an integer, as text ('' when absent)."""
+    if value is None:
+        return ""
+    if isinstance(value, bool) or not isinstance(value, str | int):
+        raise BadElement(f"id must be a string or an integer, not {type_name(value)}")
+    return str(value)
+
+
+def epoch_time(value: Any, key: str) -> datetime | None:
+    """Seconds since 1970 (a number, or a string as Slack and Telegram write them)."""
+    if value is None:
+        return None
+    if isinstance(value, str):
+        try:
+            value = float(value)
+        except ValueError:
+            raise BadElement(f"'{key}' {value[:30]!r} is not a number of seconds") from None
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise BadElement(f"'{key}' must be a number of seconds, not {type_name(value)}")
+    try:
+        return datetime.fromtimestamp(value, UTC)
+    except (OverflowError, OSError, ValueError):
+        raise BadElement(f"'{key}' {value} is out of range") from None
+
+
+def iso_time(value: Any, key: str) -> datetime | None:
+    """An ISO 8601 time; one without a zone is taken as UTC (the store's rule)."""
+    if value is None:
+        return None
+    if not isinstance(value, str):
+        raise BadElement(f"'{key}' must be an ISO 8601 string, not {type_name(value)}")
+    text = value.strip()
+    if text.endswith(("Z", "z")):
+        text = text[:-1] + "+00:00"
+    try:
+        return to_utc(datetime.fromisoformat(text))
+    except (ValueError, OverflowError):
+        raise BadElement(f"'{key}' {value[:40]!r} is not an ISO 8601 time") from None
+
+
+def clean(text: str, what: str) -> str:
+    """``text`` if it can be stored (UTF-8, no hiding control characters), else the reason
+    as :class:`BadElement` (the intake policy of :mod:`curator.core.textsafety`)."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        raise BadElement(f"{what} contains a lone surrogate (not valid Unicode)") from None
+    problem = control_problem(text, what)
+    if problem is not None:
+        raise BadElement(problem)
+    if len(text) > MAX_EPISODE_CHARS:
+        raise BadElement(
+            f"{what} is {len(text):,} characters, over the {MAX_EPISODE_CHARS:,} limit"
+        )
+    return text
+
+
+# -- conversations into episodes --------------------------------------------------------------
+
+
+def episodes(
+    conversations: Iterable[Conversation | ElementError],
+    *,
+    per: Granularity,
+    file: str,
+    fmt: str,
+    now: datetime,
+) -> Iterator[ParsedEpisode | LineError]:
+    """Cut each conversation into episodes; errors pass through in file order."""
+    for item in conversations:
+        if isinstance(item, LineError):
+            yield item
+            continue
+        messages = item.messages
+        if per.kind == "message":
+            groups = [[m] for m in messages]
+        elif per.kind == "window":
+            groups = [messages[i : i + per.size] for i in range(0, len(messages), per.size)]
+        else:
+            groups = [messages] if messages else []
+        for group in groups:
+            yield _episode(item, group, per, file, fmt, now)
+
+
+def _episode(
+    conversation: Conversation,
+    group: list[ChatMessage],
+    per: Granularity,
+    file: str,
+    fmt: str,
+    now: datetime,
+) -> ParsedEpisode | LineError:
+    body: list[dict[str, str]] = []
+    for m in group:
+        entry = {"role": m.role, "content": m.content}
+        if m.name:
+            entry["name"] = m.name
+        body.append(entry)
+    text = render_messages(body)
+    if len(text) > MAX_EPISODE_CHARS:
+        span = f"messages {group[0].position.split()[-1]}-{group[-1].position.split()[-1]}"
+        return ElementError(
+            file,
+            conversation.number,
+            f"{conversation.where}, {span}: episode is {len(text):,} characters, over the "
+            f"{MAX_EPISODE_CHARS:,} limit (import it with a smaller --per, e.g. window:20)",
+        )
+    stamps = [m.timestamp for m in group if m.timestamp is not None]
+    stamp = min(stamps) if stamps else None
+    metadata: dict[str, Any] = {
+        "import": {
+            "format": fmt,
+            "file": file,
+            "conversation_id": conversation.id,
+            "message_ids": [m.id for m in group],
+            "per": str(per),
+        }
+    }
+    return ParsedEpisode(
+        line=conversation.number,
+        external_id=group[0].id if len(group) == 1 and group[0].id else None,
+        text=text,
+        messages=body,
+        timestamp=stamp if stamp is not None else now,
+        source=conversation.title,
+        metadata=metadata,
+        content_hash=content_hash(
+            body, conversation.title, None if stamp is None else format_utc(stamp)
+        ),
+    )

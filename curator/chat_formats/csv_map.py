@@ -1,0 +1,149 @@
+"""CSV with a column mapping: ``--map content=body,timestamp=sent_at,source=channel``.
+
+The first row names the columns. The mapping says which column holds each field: the
+``content`` (required), and optionally ``timestamp`` (ISO 8601, or seconds since 1970),
+``source``, ``role``, ``name`` (the speaker), ``id`` and ``conversation`` (rows with the same
+value form one conversation; without it, rows of the same source do). A field that is not
+mapped is read from a column of its own name when there is one. Rows keep their file order
+within a conversation. An empty row is left out and counted; a row with an empty content
+cell is an error with its line, like a row with too few or too many cells.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+from collections.abc import Iterator
+from datetime import datetime
+
+from curator.chat_formats.common import (
+    BadElement,
+    BadExport,
+    ChatMessage,
+    Conversation,
+    Skipped,
+    clean,
+    epoch_time,
+    iso_time,
+)
+from curator.store.importer import LineError
+
+NAME = "csv"
+DEFAULT_PER = "message"
+FIELDS = ("content", "timestamp", "source", "role", "name", "id", "conversation")
+
+
+def parse_mapping(text: str) -> dict[str, str]:
+    """``content=body,timestamp=sent_at`` as ``{"content": "body", ...}`` (ValueError)."""
+    mapping: dict[str, str] = {}
+    for pair in (p for p in text.split(",") if p.strip()):
+        key, sep, column = pair.partition("=")
+        key, column = key.strip(), column.strip()
+        if not sep or not column:
+            raise ValueError(f"{pair.strip()!r} is not FIELD=COLUMN")
+        if key not in FIELDS:
+            raise ValueError(f"{key!r} is not one of {', '.join(FIELDS)}")
+        if key in mapping:
+            raise ValueError(f"{key!r} is mapped twice")
+        mapping[key] = column
+    return mapping
+
+
+def header_of(text: str) -> list[str] | None:
+    """The header row when ``text`` (the file's start) reads as CSV with 2+ columns."""
+    first = text.lstrip("\ufeff").split("\n", 1)[0].rstrip("\r")
+    if not first or first.lstrip()[:1] in ("{", "["):
+        return None
+    try:
+        row = next(csv.reader([first]))
+    except (csv.Error, StopIteration):
+        return None
+    return row if len(row) >= 2 and all(cell.strip() for cell in row) else None
+
+
+def looks_like(text: str, mapping: dict[str, str]) -> bool:
+    """A header naming the mapped content column (``content`` when none is mapped)."""
+    header = header_of(text)
+    return header is not None and mapping.get("content", "content") in header
+
+
+def conversations(
+    data: bytes, file: str, mapping: dict[str, str], skipped: Skipped
+) -> Iterator[Conversation | LineError]:
+    """Rows grouped into conversations (in order of first appearance); bad rows as
+    ``FILE:LINE: reason``."""
+    if data.startswith(b"\xef\xbb\xbf"):
+        data = data[3:]
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise BadExport(f"invalid UTF-8 at byte {exc.start + 1}") from None
+    reader = csv.reader(io.StringIO(text, newline=""))
+    try:
+        header = next(reader)
+    except StopIteration:
+        raise BadExport("the file is empty (a CSV needs a header row)") from None
+    except csv.Error as exc:
+        raise BadExport(f"the header row is not CSV ({exc})") from None
+    columns = {name: i for i, name in reversed(list(enumerate(header)))}
+    chosen = {key: mapping.get(key, key) for key in FIELDS}
+    missing = [f"{mapping[k]!r}" for k in mapping if mapping[k] not in columns]
+    if missing or chosen["content"] not in columns:
+        absent = ", ".join(missing) or repr(chosen["content"])
+        raise BadExport(f"no column {absent} in the header (columns: {', '.join(header)[:200]})")
+    index = {key: columns[col] for key, col in chosen.items() if col in columns}
+    groups: dict[str, Conversation] = {}
+    row_number = 0
+    while True:
+        try:
+            row = next(reader)
+        except StopIteration:
+            break
+        except csv.Error as exc:
+            yield LineError(file, reader.line_num, f"not CSV ({exc}); the rest was not read")
+            break
+        line = reader.line_num
+        if not any(cell.strip() for cell in row):
+            skipped["empty rows"] += 1
+            continue
+        row_number += 1
+        try:
+            key, message = _row(row, header, index, line)
+        except BadElement as exc:
+            yield LineError(file, line, str(exc))
+            continue
+        source = row[index["source"]].strip() if "source" in index else ""
+        if key not in groups:
+            groups[key] = Conversation(len(groups) + 1, key, source, where=f"line {line}")
+        groups[key].messages.append(message)
+    yield from groups.values()
+
+
+def _row(
+    row: list[str], header: list[str], index: dict[str, int], line: int
+) -> tuple[str, ChatMessage]:
+    if len(row) != len(header):
+        raise BadElement(f"has {len(row)} cells, the header has {len(header)}")
+    cell = {key: row[i] for key, i in index.items()}
+    content = clean(cell["content"], "the content")
+    if not content.strip():
+        raise BadElement("the content cell is empty")
+    stamp: datetime | None = None
+    raw_time = cell.get("timestamp", "").strip()
+    if raw_time:
+        try:
+            stamp = epoch_time(float(raw_time), "timestamp")
+        except ValueError:
+            stamp = iso_time(raw_time, "timestamp")
+    source = clean(cell.get("source", "").strip(), "the source")
+    key = cell.get("conversation", "").strip() or source
+    name = cell.get("name", "").strip()
+    message_id = cell.get("id", "").strip() or f"line {line}"
+    return key, ChatMessage(
+        id=message_id,
+        role=clean(cell.get("role", "").strip() or "user", "the role"),
+        content=content,
+        name=clean(name, "the name") or None,
+        timestamp=stamp,
+        position=f"line {line}",
+    )

@@ -1,0 +1,310 @@
+"""Slack workspace export: the zip Slack gives, or the folder it unpacks to.
+
+``channels.json`` (and ``groups.json``, ``mpims.json``, ``dms.json`` for private channels and
+direct messages) lists the conversations: ``[{"id", "name", ...}]`` (direct messages have
+no name: their members' names are used). ``users.json`` maps user ids to people
+(``profile.display_name``, ``real_name``, ``name``). Each conversation is a folder named
+after it, holding one file per day (``2024-05-01.json``), each an array of messages
+``{"type": "message", "subtype"?, "user", "text", "ts", "edited"?, "files"?, ...}``.
+
+Read: messages in time order (days in name order, ``ts`` within a day); the text as last
+edited (an export holds the edited text and an ``edited`` stamp); user ids turned into
+names, also in mentions (``<@U024BE7LH>`` → ``@Ann``) and channel links (``<#C1|general>`` →
+``#general``); bot messages (``bot_message``, or a ``bot_id``), with the role ``assistant``;
+files named (``[file: plan.pdf]``). Left out and counted: joins, leaves, topic, purpose,
+name and archive changes, other subtypes that carry no conversation
+(``tombstone``...), messages with no text, day files of folders not listed in a
+channel list, and empty conversations.
+
+A zip is read in memory, never unpacked: a member name that is absolute or climbs out of
+the export (``../x``), more than :data:`MAX_MEMBERS` members, a member over
+:data:`MAX_MEMBER_BYTES` or a total over :data:`MAX_TOTAL_BYTES` unpacked (a zip bomb)
+refuses the whole file. Sizes are enforced while inflating, not trusted from the headers.
+"""
+
+from __future__ import annotations
+
+import re
+import zipfile
+from collections.abc import Callable, Iterator
+from pathlib import Path, PurePosixPath
+from typing import Any
+
+from curator.chat_formats.common import (
+    BadElement,
+    BadExport,
+    ChatMessage,
+    Conversation,
+    ElementError,
+    Skipped,
+    clean,
+    epoch_time,
+    ident,
+    load_json,
+    type_name,
+)
+
+NAME = "slack"
+DEFAULT_PER = "window 20"
+MAX_MEMBERS = 200_000
+MAX_MEMBER_BYTES = 256 * 1024 * 1024
+MAX_TOTAL_BYTES = 2 * 1024 * 1024 * 1024
+LISTS = ("channels.json", "groups.json", "mpims.json", "dms.json")
+_LEFT_OUT = {
+    "channel_join", "channel_leave", "channel_topic", "channel_purpose", "channel_name",
+    "channel_archive", "channel_unarchive", "group_join", "group_leave", "group_topic",
+    "group_purpose", "group_name", "group_archive", "group_unarchive", "pinned_item",
+    "unpinned_item", "tombstone", "message_deleted", "reminder_add", "sh_room_created",
+}  # fmt: skip
+_KEPT_SUBTYPES = {"bot_message", "thread_broadcast", "me_message", "file_share", "file_comment"}
+_MENTION = re.compile(r"<@([A-Z0-9]+)(?:\|([^>]*))?>")
+_CHANNEL = re.compile(r"<#([A-Z0-9]+)(?:\|([^>]*))?>")
+
+
+class Files:
+    """Read access to the export's files by relative name (``general/2024-05-01.json``)."""
+
+    def __init__(self, names: list[str], read: Callable[[str], bytes]) -> None:
+        self.names = names
+        self.read = read
+
+
+def is_export_folder(path: Path) -> bool:
+    return (
+        path.is_dir()
+        and (path / "users.json").is_file()
+        and any((path / name).is_file() for name in LISTS)
+    )
+
+
+def is_export_zip(path: Path) -> bool:
+    try:
+        if not zipfile.is_zipfile(path):
+            return False
+        with zipfile.ZipFile(path) as archive:
+            names = {PurePosixPath(n).name for n in archive.namelist()}
+    except (OSError, zipfile.BadZipFile, ValueError):
+        return False
+    return "users.json" in names and any(name in names for name in LISTS)
+
+
+def open_folder(path: Path) -> Files:
+    names = sorted(p.relative_to(path).as_posix() for p in path.rglob("*.json") if p.is_file())
+    return Files(names, lambda name: (path / name).read_bytes())
+
+
+def read_zip(path: Path) -> dict[str, bytes]:
+    """Every ``.json`` member of the zip, by name, within the limits (:class:`BadExport`)."""
+    try:
+        archive = zipfile.ZipFile(path)
+    except (zipfile.BadZipFile, ValueError) as exc:
+        raise BadExport(f"not a readable zip ({exc})") from None
+    contents: dict[str, bytes] = {}
+    total = 0
+    with archive:
+        infos = archive.infolist()
+        if len(infos) > MAX_MEMBERS:
+            raise BadExport(f"the zip has {len(infos):,} members, over the {MAX_MEMBERS:,} limit")
+        for info in infos:
+            name = info.filename
+            parts = PurePosixPath(name.replace("\\", "/")).parts
+            if name.startswith(("/", "\\")) or ".." in parts or (parts and ":" in parts[0]):
+                raise BadExport(f"the zip member {name[:80]!r} points outside the export; refused")
+            if info.is_dir() or not name.endswith(".json"):
+                continue
+            data = _inflate(archive, info, MAX_TOTAL_BYTES - total)
+            total += len(data)
+            contents[name] = data
+    return contents
+
+
+def _inflate(archive: zipfile.ZipFile, info: zipfile.ZipInfo, room: int) -> bytes:
+    """A member's bytes, stopping as soon as it passes a limit (a zip bomb's headers lie)."""
+    limit = min(MAX_MEMBER_BYTES, room)
+    chunks: list[bytes] = []
+    size = 0
+    try:
+        with archive.open(info) as member:
+            while chunk := member.read(1 << 20):
+                size += len(chunk)
+                if size > limit:
+                    which = "member" if limit == MAX_MEMBER_BYTES else "export"
+                    raise BadExport(
+                        f"the zip {which} {info.filename[:80]!r} unpacks to more than "
+                        f"{limit // (1024 * 1024):,} MiB (a zip bomb?); refused"
+                    )
+                chunks.append(chunk)
+    except (zipfile.BadZipFile, OSError, EOFError, RuntimeError, NotImplementedError) as exc:
+        raise BadExport(f"the zip member {info.filename[:80]!r} cannot be read ({exc})") from None
+    return b"".join(chunks)
+
+
+def zip_files(path: Path) -> Files:
+    contents = read_zip(path)
+    prefix = _common_prefix(list(contents))
+    stripped = {name[len(prefix) :]: data for name, data in contents.items()}
+    return Files(sorted(stripped), stripped.__getitem__)
+
+
+def _common_prefix(names: list[str]) -> str:
+    """The folder a zip wraps its export in (``Export Jan 1 2024/``), or ''."""
+    for name in names:
+        if PurePosixPath(name).name == "users.json":
+            parent = str(PurePosixPath(name).parent)
+            return "" if parent == "." else parent + "/"
+    return ""
+
+
+def _json(files: Files, name: str) -> Any:
+    try:
+        return load_json(files.read(name))
+    except BadExport as exc:
+        raise BadElement(str(exc)) from None
+
+
+def conversations(
+    files: Files, file: str, skipped: Skipped
+) -> Iterator[Conversation | ElementError]:
+    if "users.json" not in files.names:
+        raise BadExport("no users.json in the export")
+    try:
+        users = _users(_json(files, "users.json"))
+    except BadElement as exc:
+        raise BadExport(f"users.json: {exc}") from None
+    listed: list[tuple[str, dict[str, Any]]] = []
+    for list_name in LISTS:
+        if list_name not in files.names:
+            continue
+        try:
+            entries = _json(files, list_name)
+        except BadElement as exc:
+            raise BadExport(f"{list_name}: {exc}") from None
+        if not isinstance(entries, list):
+            raise BadExport(f"{list_name} must be an array, not {type_name(entries)}")
+        listed.extend((list_name, e) for e in entries)
+    channel_names: dict[str, str] = {}
+    folders: set[str] = set()
+    plan: list[tuple[str, str, str, str]] = []  # (where, folder, id, title)
+    for number, (list_name, entry) in enumerate(listed, 1):
+        where = f"{list_name} entry {number}"
+        if not isinstance(entry, dict):
+            yield ElementError(file, number, f"{where}: must be an object, not {type_name(entry)}")
+            continue
+        conv_id = str(entry.get("id", ""))
+        name = entry.get("name")
+        if isinstance(name, str) and name:
+            folder, title = name, f"#{name}"
+            channel_names[conv_id] = name
+        else:  # a direct message: its folder is its id, its title its members
+            members = entry.get("members") if isinstance(entry.get("members"), list) else []
+            folder = conv_id
+            title = "DM " + ", ".join(users.get(str(m), str(m)) for m in members)
+        folders.add(folder)
+        plan.append((where, folder, conv_id, title))
+    unlisted = {n.split("/", 1)[0] for n in files.names if "/" in n} - folders
+    for folder in unlisted:
+        skipped["day files of unlisted folders"] += sum(
+            1 for n in files.names if n.startswith(folder + "/")
+        )
+    for number, (where, folder, conv_id, title) in enumerate(plan, 1):
+        days = [n for n in files.names if n.startswith(folder + "/") and n.count("/") == 1]
+        try:
+            conversation = Conversation(number, conv_id, clean(title, "the name"), where=where)
+        except BadElement as exc:
+            yield ElementError(file, number, f"{where}: {exc}")
+            continue
+        for day in days:
+            try:
+                messages = _json(files, day)
+                if not isinstance(messages, list):
+                    raise BadElement(f"must be an array of messages, not {type_name(messages)}")
+            except BadElement as exc:
+                yield ElementError(file, number, f"{day}: {exc}")
+                continue
+            for index, message in enumerate(messages, 1):
+                position = f"{day}, message {index}"
+                try:
+                    parsed = _message(message, position, users, channel_names, skipped)
+                except BadElement as exc:
+                    yield ElementError(file, number, f"{position}: {exc}")
+                    continue
+                if parsed is not None:
+                    conversation.messages.append(parsed)
+        if conversation.messages:
+            yield conversation
+        else:
+            skipped["empty conversations"] += 1
+
+
+def _users(value: Any) -> dict[str, str]:
+    if not isinstance(value, list):
+        raise BadElement(f"must be an array of users, not {type_name(value)}")
+    names: dict[str, str] = {}
+    for user in value:
+        if not isinstance(user, dict) or not isinstance(user.get("id"), str):
+            raise BadElement("every user must be an object with an 'id' string")
+        profile = user.get("profile") if isinstance(user.get("profile"), dict) else {}
+        for candidate in (
+            profile.get("display_name"),
+            profile.get("real_name"),
+            user.get("real_name"),
+            user.get("name"),
+        ):
+            if isinstance(candidate, str) and candidate.strip():
+                names[user["id"]] = candidate.strip()
+                break
+    return names
+
+
+def _message(
+    message: Any,
+    position: str,
+    users: dict[str, str],
+    channels: dict[str, str],
+    skipped: Skipped,
+) -> ChatMessage | None:
+    if not isinstance(message, dict):
+        raise BadElement(f"must be an object, not {type_name(message)}")
+    subtype = message.get("subtype")
+    if subtype is not None and subtype not in _KEPT_SUBTYPES:
+        kind = "joins and leaves" if "join" in str(subtype) or "leave" in str(subtype) else subtype
+        skipped[f"{kind} messages" if kind == subtype else kind] += 1
+        return None
+    text = message.get("text", "")
+    if not isinstance(text, str):
+        raise BadElement(f"'text' must be a string, not {type_name(text)}")
+    text = _MENTION.sub(lambda m: "@" + users.get(m[1], m[2] or m[1]), text)
+    text = _CHANNEL.sub(lambda m: "#" + (m[2] or channels.get(m[1], m[1])), text)
+    pieces = [text] if text.strip() else []
+    files = message.get("files") or []
+    if not isinstance(files, list):
+        raise BadElement(f"'files' must be an array, not {type_name(files)}")
+    for item in files:
+        name = item.get("name") if isinstance(item, dict) else None
+        pieces.append(f"[file: {name}]" if isinstance(name, str) else "[file]")
+        skipped["files (named, content left out)"] += 1
+    content = clean("\n".join(pieces), "the message")
+    if not content.strip():
+        skipped["messages without text"] += 1
+        return None
+    is_bot = subtype == "bot_message" or "bot_id" in message
+    user = message.get("user")
+    speaker = users.get(user) if isinstance(user, str) else None
+    if speaker is None:
+        username = message.get("username")
+        profile = message.get("user_profile")
+        if isinstance(username, str) and username:
+            speaker = username
+        elif isinstance(profile, dict) and isinstance(profile.get("real_name"), str):
+            speaker = profile["real_name"]
+        else:
+            speaker = user if isinstance(user, str) else None
+    ts = message.get("ts")
+    return ChatMessage(
+        id=ident(ts),
+        role="assistant" if is_bot else "user",
+        content=content,
+        name=clean(speaker, "the speaker") if speaker else None,
+        timestamp=epoch_time(ts, "ts"),
+        position=position,
+    )

@@ -1,0 +1,182 @@
+"""ChatGPT ``conversations.json``: the branch that ends at ``current_node``, nothing else."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from curator.chat_formats import ChatImport, parse_granularity
+from curator.store.db import Store
+from curator.store.importer import MAX_EPISODE_CHARS, import_file
+from tests.chat_formats.exports import T0, chatgpt_export, episodes, gpt_node, write_json
+
+
+@pytest.fixture
+def store(tmp_path: Path) -> Store:
+    s = Store(tmp_path / "chats.sqlite")
+    yield s
+    s.close()
+
+
+def test_the_current_branch_is_read_and_abandoned_branches_are_not(
+    store: Store, tmp_path: Path
+) -> None:
+    path = write_json(tmp_path / "conversations.json", chatgpt_export())
+    chat = ChatImport()
+    report = import_file(store, path, chat=chat)
+    assert (report.imported, report.errors) == (2, [])
+    lisbon, kyoto = episodes(store)
+    assert lisbon.text == (
+        "user: Plan a trip to Lisbon 🇵🇹\n"
+        "assistant: Three days: Alfama, Belém, Sintra.\n"
+        "user: And on a budget?\n"
+        "assistant: Stay in Graça; take tram 28."
+    )
+    assert lisbon.source == "Lisbon trip ✈️"
+    assert lisbon.timestamp.timestamp() == T0 + 1
+    assert lisbon.metadata["import"] == {
+        "format": "chatgpt",
+        "file": str(path),
+        "conversation_id": "conv-lisbon",
+        "message_ids": ["msg-u1", "msg-a1b", "msg-u2b", "msg-a2"],
+        "per": "conversation",
+    }
+    # Non-text content is named, never dropped silently; code is text.
+    assert kyoto.text == (
+        "user: [image]\nこの写真の場所はどこですか？\n"
+        "assistant: print('京都')\n"
+        "tool: [non-text content: tether_browsing_display]"
+    )
+    assert chat.formats == {str(path): "chatgpt"}
+    assert chat.skipped[str(path)] == {
+        "empty conversations": 1,
+        "messages without text": 1,
+        "non-text parts (named)": 1,
+        "non-text content (named)": 1,
+    }
+
+
+def test_per_message_and_window(store: Store, tmp_path: Path) -> None:
+    path = write_json(tmp_path / "conversations.json", chatgpt_export())
+    import_file(store, path, chat=ChatImport(per=parse_granularity("message")))
+    rows = episodes(store)
+    assert len(rows) == 7
+    assert rows[0].messages == [{"role": "user", "content": "Plan a trip to Lisbon 🇵🇹"}]
+    assert rows[0].external_id == "msg-u1"
+    assert rows[0].metadata["import"]["message_ids"] == ["msg-u1"]
+    report = import_file(store, path, chat=ChatImport(per=parse_granularity("window:3")))
+    # Windows of 3 over 4 and 3 messages: the window holding only the last Lisbon message
+    # is the per-message episode already there (same body, source and time).
+    assert (report.imported, report.duplicates) == (2, 1)
+    windows = [e for e in episodes(store) if e.metadata["import"]["per"] == "window 3"]
+    assert [len(e.messages) for e in windows] == [3, 3]
+
+
+def test_a_reimport_adds_nothing(store: Store, tmp_path: Path) -> None:
+    path = write_json(tmp_path / "conversations.json", chatgpt_export())
+    assert import_file(store, path, chat=ChatImport()).imported == 2
+    again = import_file(store, path, chat=ChatImport())
+    assert (again.imported, again.duplicates, again.errors) == (0, 2, [])
+
+
+def test_a_bad_conversation_is_numbered_and_the_others_are_imported(
+    store: Store, tmp_path: Path
+) -> None:
+    data = chatgpt_export()
+    data[1]["mapping"] = ["not", "an", "object"]
+    path = write_json(tmp_path / "conversations.json", data)
+    report = import_file(store, path, chat=ChatImport(format="chatgpt"))
+    assert report.imported == 1
+    assert [str(e) for e in report.errors] == [
+        f"{path}: conversation 2: 'mapping' must be an object, not an array"
+    ]
+
+
+@pytest.mark.parametrize(
+    ("change", "reason"),
+    [
+        (lambda m: m["u1"].update(parent="a2"), "the branch to 'current_node' loops at node"),
+        (lambda m: m.pop("u2b"), "node 'u2b' on the branch to 'current_node' is missing"),
+        (lambda m: m["a2"]["message"].update(author="assistant"), "message 5: 'author' must be"),
+        (
+            lambda m: m["a2"]["message"]["content"].update(parts="text"),
+            "message 5: 'parts' must be an array, not a string",
+        ),
+        (
+            lambda m: m["a2"]["message"].update(create_time="yesterday"),
+            "message 5: 'create_time' 'yesterday' is not a number of seconds",
+        ),
+        (
+            lambda m: m["a2"]["message"]["content"].update(parts=["bell \x07"]),
+            "message 5: the message contains",
+        ),
+    ],
+)
+def test_broken_trees_and_wrong_types_are_refused_with_their_position(
+    store: Store, tmp_path: Path, change, reason: str
+) -> None:
+    data = chatgpt_export()
+    change(data[0]["mapping"])
+    path = write_json(tmp_path / "conversations.json", data)
+    report = import_file(store, path, chat=ChatImport())
+    assert report.imported == 1  # the Kyoto conversation
+    assert len(report.errors) == 1
+    assert str(report.errors[0]).startswith(f"{path}: conversation 1")
+    assert reason in str(report.errors[0])
+
+
+def test_an_enormous_message_is_rejected_with_its_position(store: Store, tmp_path: Path) -> None:
+    data = chatgpt_export()
+    data[0]["mapping"]["a2"]["message"]["content"]["parts"] = ["x" * (MAX_EPISODE_CHARS + 1)]
+    path = write_json(tmp_path / "conversations.json", data)
+    report = import_file(store, path, chat=ChatImport())
+    assert [str(e) for e in report.errors] == [
+        f"{path}: conversation 1, message 5: the message is 1,000,001 characters, "
+        "over the 1,000,000 limit"
+    ]
+    assert report.imported == 1
+
+
+def test_a_conversation_over_the_limit_as_a_whole_asks_for_a_smaller_per(
+    store: Store, tmp_path: Path
+) -> None:
+    half = "y" * (MAX_EPISODE_CHARS // 2 + 10)
+    mapping = {
+        "r": gpt_node("r", None, None, children=["a"]),
+        "a": gpt_node("a", "r", "user", half, children=["b"]),
+        "b": gpt_node("b", "a", "assistant", half),
+    }
+    path = write_json(
+        tmp_path / "c.json", [{"title": "big", "id": "x", "mapping": mapping, "current_node": "b"}]
+    )
+    report = import_file(store, path, chat=ChatImport())
+    assert report.imported == 0
+    assert "conversation 1, messages 1-2: episode is" in str(report.errors[0])
+    assert "--per" in str(report.errors[0])
+    per_message = import_file(store, path, chat=ChatImport(per=parse_granularity("message")))
+    assert (per_message.imported, per_message.errors) == (2, [])
+
+
+def test_a_truncated_export_is_one_error_and_nothing_is_imported(
+    store: Store, tmp_path: Path
+) -> None:
+    text = json.dumps(chatgpt_export())
+    path = tmp_path / "conversations.json"
+    path.write_text(text[: len(text) // 2], "utf-8")
+    report = import_file(store, path, chat=ChatImport(format="chatgpt"))
+    assert report.imported == 0 and episodes(store) == []
+    assert len(report.errors) == 1
+    assert report.errors[0].line == 0
+    assert "not a readable chatgpt export: invalid JSON" in str(report.errors[0])
+    assert "(file cut off?)" in str(report.errors[0])
+
+
+def test_not_an_array_is_one_error(store: Store, tmp_path: Path) -> None:
+    path = write_json(tmp_path / "c.json", {"conversations": chatgpt_export()})
+    report = import_file(store, path, chat=ChatImport(format="chatgpt"))
+    assert [e.reason for e in report.errors] == [
+        "not a readable chatgpt export: a ChatGPT export is an array of conversations, "
+        "not an object; nothing was imported"
+    ]
