@@ -79,8 +79,27 @@ def detect(path: Path, mapping: dict[str, str] | None = None) -> str:
         if path.stat().st_size > MAX_EXPORT_BYTES:
             return "jsonl"
         return detect_value(load_json(path.read_bytes())) or "jsonl"
-    except (BadExport, OSError):
+    except OSError:
         return "jsonl"
+    except BadExport:  # cut off or damaged: its start still says what it was meant to be
+        return _by_keys(text)
+
+
+_SIGNATURES = (
+    ("chatgpt", ('"mapping"', '"current_node"')),
+    ("claude", ('"chat_messages"',)),
+    ("discord", ('"guild"', '"channel"', '"messages"')),
+    ("telegram", ('"messages"', '"date_unixtime"')),
+)
+
+
+def _by_keys(head: str) -> str:
+    """The format whose key names the start of a damaged file holds (``jsonl`` if none):
+    a cut-off export is then reported once by its reader, not line by line as JSON Lines."""
+    for name, keys in _SIGNATURES:
+        if all(key in head for key in keys):
+            return name
+    return "jsonl"
 
 
 @dataclass

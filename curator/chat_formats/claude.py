@@ -26,6 +26,7 @@ from curator.chat_formats.common import (
     clean,
     ident,
     iso_time,
+    list_field,
     type_name,
 )
 
@@ -89,9 +90,7 @@ def _message(message: Any, position: str, skipped: Skipped) -> ChatMessage | Non
         raise BadElement(f"'text' must be a string, not {type_name(text)}")
     pieces = [text] if text and text.strip() else _content_texts(message.get("content"), skipped)
     for key in ("attachments", "files"):
-        items = message.get(key) or []
-        if not isinstance(items, list):
-            raise BadElement(f"'{key}' must be an array, not {type_name(items)}")
+        items = list_field(message, key)
         for attached in items:
             label = attached.get("file_name") if isinstance(attached, dict) else None
             pieces.append(f"[attachment: {label}]" if isinstance(label, str) else "[attachment]")

@@ -161,6 +161,17 @@ def optional_text(obj: dict[str, Any], key: str) -> str | None:
     return value
 
 
+def list_field(obj: dict[str, Any], key: str) -> list[Any]:
+    """``obj[key]`` as a list: absent or null is empty, anything but an array is an error
+    (an object there is not "no attachments": it is a file we do not understand)."""
+    value = obj.get(key)
+    if value is None:
+        return []
+    if not isinstance(value, list):
+        raise BadElement(f"'{key}' must be an array, not {type_name(value)}")
+    return value
+
+
 def ident(value: Any) -> str:
     """An id given as a string or an integer, as text ('' when absent)."""
     if value is None:

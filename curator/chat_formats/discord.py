@@ -27,6 +27,7 @@ from curator.chat_formats.common import (
     clean,
     ident,
     iso_time,
+    list_field,
     type_name,
 )
 
@@ -90,15 +91,13 @@ def _message(message: Any, position: str, skipped: Skipped) -> ChatMessage | Non
         raise BadElement(f"'author' must be an object, not {type_name(author)}")
     pieces = [content] if content.strip() else []
     for key, label in (("attachments", "attachment"), ("stickers", "sticker")):
-        items = message.get(key) or []
-        if not isinstance(items, list):
-            raise BadElement(f"'{key}' must be an array, not {type_name(items)}")
+        items = list_field(message, key)
         for item in items:
             name = item.get("fileName", item.get("name")) if isinstance(item, dict) else None
             pieces.append(f"[{label}: {name}]" if isinstance(name, str) else f"[{label}]")
             skipped[f"{key} (named, content left out)"] += 1
-    embeds = message.get("embeds") or []
-    if isinstance(embeds, list) and embeds:
+    embeds = list_field(message, "embeds")
+    if embeds:
         pieces.append(f"[{len(embeds)} embed{'s' if len(embeds) > 1 else ''}]")
         skipped["embeds (named, content left out)"] += len(embeds)
     text = clean("\n".join(pieces), "the message")

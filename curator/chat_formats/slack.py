@@ -40,6 +40,7 @@ from curator.chat_formats.common import (
     clean,
     epoch_time,
     ident,
+    list_field,
     load_json,
     type_name,
 )
@@ -276,9 +277,7 @@ def _message(
     text = _MENTION.sub(lambda m: "@" + users.get(m[1], m[2] or m[1]), text)
     text = _CHANNEL.sub(lambda m: "#" + (m[2] or channels.get(m[1], m[1])), text)
     pieces = [text] if text.strip() else []
-    files = message.get("files") or []
-    if not isinstance(files, list):
-        raise BadElement(f"'files' must be an array, not {type_name(files)}")
+    files = list_field(message, "files")
     for item in files:
         name = item.get("name") if isinstance(item, dict) else None
         pieces.append(f"[file: {name}]" if isinstance(name, str) else "[file]")

@@ -77,7 +77,8 @@ def chatgpt_export() -> list[dict[str, Any]]:
             ]},
         ),
         "c": gpt_node("c", "q", "assistant", time=T0 + 101, children=["t"],
-                      content={"content_type": "code", "language": "python", "text": "print('京都')"}),
+                      content={"content_type": "code", "language": "python",
+                               "text": "print('京都')"}),
         "t": gpt_node("t", "c", "tool", time=T0 + 102,
                       content={"content_type": "tether_browsing_display", "result": "..."}),
     }  # fmt: skip
@@ -181,7 +182,8 @@ def telegram_full() -> dict[str, Any]:
 def discord_export() -> dict[str, Any]:
     def author(uid: str, name: str, nick: str, bot: bool = False) -> dict[str, Any]:
         return {"id": uid, "name": name, "discriminator": "0000", "nickname": nick,
-                "color": None, "isBot": bot, "roles": [], "avatarUrl": "https://x/a.png"}  # fmt: skip
+                "color": None, "isBot": bot, "roles": [], "avatarUrl": "https://x/a.png",
+                }  # fmt: skip
 
     def msg(mid: str, kind: str, when: str, content: str, who: dict[str, Any], **extra: Any):
         return {"id": mid, "type": kind, "timestamp": when, "timestampEdited": None,
