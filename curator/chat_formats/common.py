@@ -130,7 +130,8 @@ def load_json(data: bytes) -> Any:
     except RecursionError:
         raise BadExport("JSON nested too deeply") from None
     except json.JSONDecodeError as exc:
-        ended = exc.pos >= len(text.rstrip()) or exc.msg.startswith("Unterminated")
+        # Within the last few characters: a cut may fall inside a \uXXXX escape.
+        ended = exc.pos >= len(text.rstrip()) - 6 or exc.msg.startswith("Unterminated")
         cut = " (file cut off?)" if ended else ""
         where = "line" if exc.msg.endswith(" at") else "at line"
         raise BadExport(

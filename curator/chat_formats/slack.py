@@ -42,6 +42,7 @@ from curator.chat_formats.common import (
     ident,
     list_field,
     load_json,
+    optional_text,
     type_name,
 )
 
@@ -266,7 +267,7 @@ def _message(
 ) -> ChatMessage | None:
     if not isinstance(message, dict):
         raise BadElement(f"must be an object, not {type_name(message)}")
-    subtype = message.get("subtype")
+    subtype = optional_text(message, "subtype")
     if subtype is not None and subtype not in _KEPT_SUBTYPES:
         kind = "joins and leaves" if "join" in str(subtype) or "leave" in str(subtype) else subtype
         skipped[f"{kind} messages" if kind == subtype else kind] += 1

@@ -24,6 +24,7 @@ FORBIDDEN: dict[str, tuple[str, ...]] = {
     # e.g. a model server, must not have to reach through them).
     "curator/llm": (*QT, "curator.store", "curator.pipeline", "curator.gui"),
     "curator/store": QT,
+    "curator/chat_formats": (*QT, "curator.gui", "curator.pipeline"),
 }
 
 

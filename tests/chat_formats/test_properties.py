@@ -1,0 +1,176 @@
+"""Properties of the chat readers: the ChatGPT branch rule, and no input makes a reader
+crash: every value, anywhere in an export, is read, reported as an element error or
+refuses the file with one reason."""
+
+from __future__ import annotations
+
+import copy
+import json
+from collections import Counter
+from typing import Any
+
+from hypothesis import HealthCheck, example, given, settings
+from hypothesis import strategies as st
+
+from curator.chat_formats import chatgpt, claude, csv_map, detect_value, discord, slack, telegram
+from curator.chat_formats.common import BadExport, Conversation, ElementError
+from curator.store.importer import LineError
+from tests.chat_formats.exports import (
+    chatgpt_export,
+    claude_export,
+    discord_export,
+    gpt_node,
+    slack_files,
+    telegram_full,
+)
+
+JSON = st.recursive(
+    st.none()
+    | st.booleans()
+    | st.integers(-(2**40), 2**40)
+    | st.floats(allow_nan=False, allow_infinity=False)
+    | st.text(max_size=8),
+    lambda inner: (
+        st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=8), inner, max_size=4)
+    ),
+    max_leaves=12,
+)
+
+PROPERTY = settings(deadline=None, max_examples=150, suppress_health_check=[HealthCheck.too_slow])
+
+
+@st.composite
+def gpt_trees(draw: st.DrawFn) -> tuple[dict[str, Any], str, list[str]]:
+    """A tree of 1-12 message nodes under a root; returns (mapping, current, path texts)."""
+    size = draw(st.integers(1, 12))
+    parents = [draw(st.integers(0, i)) for i in range(size)]  # node i+1 hangs under 0..i
+    texts = [
+        draw(
+            st.text(
+                st.characters(codec="utf-8", categories=["L", "N", "So"]), min_size=1, max_size=6
+            )
+        )
+        for _ in range(size)
+    ]
+    mapping: dict[str, Any] = {"n0": gpt_node("n0", None, None)}
+    for i in range(1, size + 1):
+        parent = f"n{parents[i - 1]}"
+        role = draw(st.sampled_from(["user", "assistant"]))
+        mapping[f"n{i}"] = gpt_node(f"n{i}", parent, role, texts[i - 1], time=1000.0 + i)
+        mapping[parent]["children"].append(f"n{i}")
+    current = draw(st.integers(1, size))
+    path: list[str] = []
+    node = current
+    while node != 0:
+        path.append(texts[node - 1])
+        node = parents[node - 1]
+    return mapping, f"n{current}", path[::-1]
+
+
+@PROPERTY
+@given(gpt_trees())
+def test_any_chatgpt_tree_yields_exactly_the_current_branch(
+    tree: tuple[dict[str, Any], str, list[str]],
+) -> None:
+    mapping, current, expected = tree
+    export = [{"title": "t", "id": "c", "mapping": mapping, "current_node": current}]
+    (conversation,) = chatgpt.conversations(export, "f", Counter())
+    assert isinstance(conversation, Conversation)
+    assert [m.content for m in conversation.messages] == expected
+
+
+def _paths(value: Any, prefix: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
+    found = [prefix]
+    if isinstance(value, dict):
+        for key, item in value.items():
+            found += _paths(item, (*prefix, key))
+    elif isinstance(value, list):
+        for index, item in enumerate(value):
+            found += _paths(item, (*prefix, index))
+    return found
+
+
+def _replace(value: Any, path: tuple[Any, ...], new: Any) -> Any:
+    if not path:
+        return new
+    value = copy.deepcopy(value)
+    target = value
+    for step in path[:-1]:
+        target = target[step]
+    target[path[-1]] = new
+    return value
+
+
+def _read_all(module: Any, value: Any) -> None:
+    """Read an export completely: only conversations and element errors, or BadExport."""
+    try:
+        items = list(module.conversations(value, "f", Counter()))
+    except BadExport as exc:
+        assert str(exc)
+        return
+    for item in items:
+        assert isinstance(item, Conversation | ElementError), item
+        if isinstance(item, Conversation):
+            for message in item.messages:
+                assert isinstance(message.content, str) and message.content.strip()
+
+
+EXPORTS = {
+    "chatgpt": (chatgpt, chatgpt_export()),
+    "claude": (claude, claude_export()),
+    "telegram": (telegram, telegram_full()),
+    "discord": (discord, discord_export()),
+}
+PLACES = [(name, path) for name, (_, export) in EXPORTS.items() for path in _paths(export)]
+SLACK = slack_files()
+SLACK_PLACES = [(name, path) for name, value in SLACK.items() for path in _paths(value)]
+
+
+@PROPERTY
+@given(st.sampled_from(PLACES), JSON)
+@example(("chatgpt", ()), {})
+def test_any_value_anywhere_in_an_export_is_read_or_reported(
+    place: tuple[str, tuple[Any, ...]], new: Any
+) -> None:
+    name, path = place
+    module, export = EXPORTS[name]
+    _read_all(module, _replace(export, path, new))
+
+
+@PROPERTY
+@given(st.sampled_from(SLACK_PLACES), JSON)
+@example(("general/2024-05-01.json", (0, "subtype")), [])
+def test_any_value_anywhere_in_a_slack_export_is_read_or_reported(
+    place: tuple[str, tuple[Any, ...]], new: Any
+) -> None:
+    name, path = place
+    files = dict(SLACK)
+    files[name] = _replace(files[name], path, new)
+    blobs = {n: json.dumps(v).encode() for n, v in files.items()}
+    _read_all(slack, slack.Files(sorted(blobs), blobs.__getitem__))
+
+
+@PROPERTY
+@given(JSON)
+def test_detection_never_raises_and_names_a_known_format(value: Any) -> None:
+    assert detect_value(value) in (None, "chatgpt", "claude", "telegram", "discord")
+
+
+@PROPERTY
+@given(st.text(max_size=200), st.sampled_from(["", "content=b", "content=a,timestamp=b"]))
+@example('a,b\n1,"2\n', "content=b")
+@example("a,b\n1,\x00\n", "content=b")
+def test_any_csv_text_is_read_or_reported(text: str, mapping: str) -> None:
+    try:
+        items = list(
+            csv_map.conversations(
+                text.encode("utf-8", "surrogatepass"),
+                "f",
+                csv_map.parse_mapping(mapping),
+                Counter(),
+            )
+        )
+    except BadExport as exc:
+        assert str(exc)
+        return
+    assert all(isinstance(i, Conversation | LineError) for i in items)
