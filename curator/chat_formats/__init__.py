@@ -57,32 +57,43 @@ def detect(path: Path, mapping: dict[str, str] | None = None) -> str:
     """The format of ``path`` by its content: a chat format, or ``jsonl`` (the importer's
     own episodes, also its answer for anything it cannot place: the importer's reader then
     says what is wrong with it)."""
+    return _sniff(path, mapping or {})[0]
+
+
+_NOT_READ = object()
+
+
+def _sniff(path: Path, mapping: dict[str, str]) -> tuple[str, Any]:
+    """(format, the decoded JSON when deciding needed it whole, else ``_NOT_READ``): a
+    large export is decoded once, not once to recognise it and again to read it."""
     try:
         if path.is_dir():
-            return "slack" if slack.is_export_folder(path) else "jsonl"
+            return ("slack" if slack.is_export_folder(path) else "jsonl"), _NOT_READ
         if slack.is_export_zip(path):
-            return "slack"
+            return "slack", _NOT_READ
         with path.open("rb") as handle:
             head = handle.read(_SNIFF_BYTES)
     except OSError:
-        return "jsonl"
+        return "jsonl", _NOT_READ
     text = head.lstrip(b"\xef\xbb\xbf").decode("utf-8", "replace")
     start = text.lstrip()[:1]
     if start not in ("{", "["):
-        return "csv" if csv_map.looks_like(text, mapping or {}) else "jsonl"
+        return ("csv" if csv_map.looks_like(text, mapping) else "jsonl"), _NOT_READ
     first_line = text.lstrip().split("\n", 1)[0]
     try:  # a JSON Lines file: its first line is a whole object (cheap to decide)
-        return detect_value(load_json(first_line.encode())) or "jsonl"
+        return detect_value(load_json(first_line.encode())) or "jsonl", _NOT_READ
     except BadExport:
         pass
     try:
         if path.stat().st_size > MAX_EXPORT_BYTES:
-            return "jsonl"
-        return detect_value(load_json(path.read_bytes())) or "jsonl"
+            return "jsonl", _NOT_READ
+        value = load_json(path.read_bytes())
     except OSError:
-        return "jsonl"
+        return "jsonl", _NOT_READ
     except BadExport:  # cut off or damaged: its start still says what it was meant to be
-        return _by_keys(text)
+        return _by_keys(text), _NOT_READ
+    found = detect_value(value)
+    return (found, value) if found else ("jsonl", _NOT_READ)
 
 
 _SIGNATURES = (
@@ -117,19 +128,25 @@ class ChatImport:
         name = str(path)
         if name == "-" or self.format == "jsonl":
             return None
-        fmt = self.format if self.format != "auto" else detect(Path(path), self.mapping)
+        fmt, value = self.format, _NOT_READ
+        if fmt == "auto":
+            fmt, value = _sniff(Path(path), self.mapping)
         if fmt == "jsonl":
             return None
         self.formats[name] = fmt
         skipped = self.skipped.setdefault(name, Counter())
-        return self._episodes(Path(path), name, fmt, skipped)
+        return self._episodes(Path(path), name, fmt, value, skipped)
 
     def _episodes(
-        self, path: Path, name: str, fmt: str, skipped: Counter[str]
+        self, path: Path, name: str, fmt: str, value: Any, skipped: Counter[str]
     ) -> Iterator[ParsedEpisode | LineError]:
         per = self.per or parse_granularity(DEFAULT_PER[fmt])
         try:
-            conversations = _conversations(path, name, fmt, self.mapping, skipped)
+            if value is not _NOT_READ:
+                module = {m.NAME: m for m in JSON_FORMATS}[fmt]
+                conversations = module.conversations(value, name, skipped)
+            else:
+                conversations = _conversations(path, name, fmt, self.mapping, skipped)
             yield from episodes(conversations, per=per, file=name, fmt=fmt, now=utcnow())
         except BadExport as exc:
             yield LineError(name, 0, f"not a readable {fmt} export: {exc}; nothing was imported")
@@ -154,4 +171,4 @@ def _conversations(
     if fmt == "csv":
         return csv_map.conversations(data, name, mapping, skipped)
     module = {m.NAME: m for m in JSON_FORMATS}[fmt]
-    return module.conversations(load_json(data), name, skipped)  # type: ignore[attr-defined]
+    return module.conversations(load_json(data), name, skipped)

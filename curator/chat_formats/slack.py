@@ -198,7 +198,8 @@ def conversations(
             folder, title = name, f"#{name}"
             channel_names[conv_id] = name
         else:  # a direct message: its folder is its id, its title its members
-            members = entry.get("members") if isinstance(entry.get("members"), list) else []
+            members = entry.get("members")
+            members = members if isinstance(members, list) else []
             folder = conv_id
             title = "DM " + ", ".join(users.get(str(m), str(m)) for m in members)
         folders.add(folder)
@@ -245,7 +246,8 @@ def _users(value: Any) -> dict[str, str]:
     for user in value:
         if not isinstance(user, dict) or not isinstance(user.get("id"), str):
             raise BadElement("every user must be an object with an 'id' string")
-        profile = user.get("profile") if isinstance(user.get("profile"), dict) else {}
+        profile = user.get("profile")
+        profile = profile if isinstance(profile, dict) else {}
         for candidate in (
             profile.get("display_name"),
             profile.get("real_name"),
