@@ -91,8 +91,16 @@ def is_export_zip(path: Path) -> bool:
 
 
 def open_folder(path: Path) -> Files:
-    names = sorted(p.relative_to(path).as_posix() for p in path.rglob("*.json") if p.is_file())
-    return Files(names, lambda name: (path / name).read_bytes())
+    """The folder's ``.json`` files; a link that leads out of the folder refuses it (the
+    folder's path traversal: a ``general/2024-05-01.json`` that is ``~/.ssh/...``)."""
+    root = path.resolve()
+    names: list[str] = []
+    for file in path.rglob("*.json"):
+        if not file.resolve().is_relative_to(root):
+            raise BadExport(f"{file.relative_to(path).as_posix()!r} leads outside the export")
+        if file.is_file():
+            names.append(file.relative_to(path).as_posix())
+    return Files(sorted(names), lambda name: (path / name).read_bytes())
 
 
 def read_zip(path: Path) -> dict[str, bytes]:

@@ -195,3 +195,16 @@ def test_a_folder_without_users_is_not_a_slack_export(store: Store, tmp_path: Pa
     assert import_file(store, folder, chat=ChatImport()).errors[0].reason == "is a directory"
     forced = import_file(store, folder, chat=ChatImport(format="slack"))
     assert "holds users.json and channels.json" in forced.errors[0].reason
+
+
+def test_a_link_out_of_a_slack_folder_refuses_it(store: Store, tmp_path: Path) -> None:
+    folder = write_slack_folder(tmp_path / "export")
+    secret = tmp_path / "secret.json"
+    secret.write_text('[{"type": "message", "user": "U1", "text": "private", "ts": "1"}]')
+    (folder / "general" / "2024-05-09.json").symlink_to(secret)
+    report = import_file(store, folder, chat=ChatImport())
+    assert [e.reason for e in report.errors] == [
+        "not a readable slack export: 'general/2024-05-09.json' leads outside the export; "
+        "nothing was imported"
+    ]
+    assert episodes(store) == []
