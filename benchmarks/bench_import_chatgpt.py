@@ -30,9 +30,32 @@ from curator.store.db import Store
 from curator.store.importer import import_file
 
 WORDS = (
-    "the agent retried deploy cache token budget user asked summary plan memory review "
-    "файл ошибка 日本語 テスト données 🚀 ✅ error timeout schema migration rollback"
-).split()
+    "the",
+    "agent",
+    "retried",
+    "deploy",
+    "cache",
+    "token",
+    "budget",
+    "user",
+    "asked",
+    "summary",
+    "plan",
+    "memory",
+    "review",
+    "файл",
+    "ошибка",
+    "日本語",
+    "テスト",
+    "données",
+    "🚀",
+    "✅",
+    "error",
+    "timeout",
+    "schema",
+    "migration",
+    "rollback",
+)
 
 
 def _text(rng: random.Random, low: int, high: int) -> str:

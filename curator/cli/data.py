@@ -19,14 +19,20 @@ def register(subparsers: Any, common: argparse.ArgumentParser) -> None:
     p = subparsers.add_parser(
         "import",
         parents=[common],
-        help="import episodes from JSONL or JSON files",
+        help="import episodes from JSONL or JSON files and chat exports",
         description="Import episodes. Bad lines are reported as FILE:LINE: reason and skipped; "
         "the good lines of each file are imported in one transaction. A file that cannot be "
         "read is reported as FILE: reason and the other files are still imported. FILE - "
-        "reads standard input. Exit code 0 when every line was good, 1 when some were "
-        "rejected.",
+        "reads standard input. Chat exports (ChatGPT, Claude, Telegram, Discord, Slack, CSV) "
+        "are recognised by their content; bad elements are reported by position. Exit code "
+        "0 when every line was good, 1 when some were rejected.",
     )
-    p.add_argument("files", nargs="+", metavar="FILE", help="a JSONL or JSON file; - for stdin")
+    p.add_argument(
+        "files",
+        nargs="+",
+        metavar="FILE",
+        help="a JSONL or JSON file, a chat export (a Slack export may be a folder); - for stdin",
+    )
     p.add_argument(
         "--format",
         default="auto",
