@@ -36,11 +36,11 @@ _ROLES = {"human": "user", "assistant": "assistant"}
 
 
 def looks_like(value: Any) -> bool:
-    """An array whose first object has ``chat_messages``."""
+    """An array whose first object has ``chat_messages`` and a ``uuid``."""
     first = (
         next((v for v in value if isinstance(v, dict)), None) if isinstance(value, list) else None
     )
-    return first is not None and "chat_messages" in first
+    return first is not None and "chat_messages" in first and "uuid" in first
 
 
 def conversations(value: Any, file: str, skipped: Skipped) -> Iterator[Conversation | ElementError]:

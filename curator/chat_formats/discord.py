@@ -37,11 +37,16 @@ _KEPT_TYPES = ("Default", "Reply")
 
 
 def looks_like(value: Any) -> bool:
+    """A ``guild`` and a ``channel`` with ids, and ``messages``: the exporter's shape."""
+    if not isinstance(value, dict) or "messages" not in value:
+        return False
+    guild, channel = value.get("guild"), value.get("channel")
     return (
-        isinstance(value, dict)
-        and isinstance(value.get("channel"), dict)
-        and isinstance(value.get("guild"), dict)
-        and "messages" in value
+        isinstance(guild, dict)
+        and "id" in guild
+        and isinstance(channel, dict)
+        and "id" in channel
+        and "name" in channel
     )
 
 

@@ -37,19 +37,31 @@ DEFAULT_PER = "window 20"
 _NAMED = ("poll", "location_information", "contact_information", "game_information")
 
 
+CHAT_TYPES = frozenset(
+    {
+        "personal_chat", "bot_chat", "saved_messages", "replies", "verification_codes",
+        "private_group", "private_supergroup", "public_supergroup",
+        "private_channel", "public_channel",
+    }
+)  # fmt: skip
+
+
 def looks_like(value: Any) -> bool:
-    """One chat (``messages`` plus ``type`` or ``name``) or the full export (``chats``)."""
+    """The full export (``chats.list``), or one chat: a Telegram chat ``type``, or messages
+    dated the way Telegram dates them. An episode line that merely has ``type`` and
+    ``messages`` keys is not one."""
     if not isinstance(value, dict):
         return False
-    if isinstance(value.get("chats"), dict) and "list" in value["chats"]:
+    chats = value.get("chats")
+    if isinstance(chats, dict) and "list" in chats:
         return True
-    return (
-        isinstance(value.get("messages"), list)
-        and "type" in value
-        and "id" in value
-        and "guild" not in value
-        and "channel" not in value
-    )
+    messages = value.get("messages")
+    if not isinstance(messages, list):
+        return False
+    if isinstance(value.get("type"), str) and value["type"] in CHAT_TYPES:
+        return True
+    first = messages[0] if messages else None
+    return isinstance(first, dict) and "date_unixtime" in first
 
 
 def conversations(value: Any, file: str, skipped: Skipped) -> Iterator[Conversation | ElementError]:

@@ -199,3 +199,22 @@ def test_jsonl_format_reads_a_chat_export_as_episodes(
         capsys, "--db", str(tmp_path / "c.sqlite"), "import", str(path), "--format", "jsonl"
     )
     assert code == 1 and "needs 'content', 'text' or 'messages'" in err
+
+
+def test_own_episodes_with_chat_like_keys_stay_episodes(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """An episode line may carry extra keys ('type', 'channel'): only an export's own
+    shape makes a file an export."""
+    path = tmp_path / "episodes.jsonl"
+    lines = [
+        {"id": 1, "type": "chat", "messages": [{"role": "user", "content": "hi"}]},
+        {"id": 2, "channel": {"name": "x"}, "guild": {}, "messages": [
+            {"role": "user", "content": "yo"}]},
+    ]  # fmt: skip
+    for order in (lines, lines[::-1]):
+        path.write_text("".join(json.dumps(line) + "\n" for line in order), "utf-8")
+        db = tmp_path / "c.sqlite"
+        code, out, err = run(capsys, "--db", str(db), "--json", "import", str(path))
+        assert (code, err) == (0, "")
+        assert json.loads(out)["files"][0]["format"] == "jsonl"
