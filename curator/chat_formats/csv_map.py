@@ -26,7 +26,7 @@ from curator.chat_formats.common import (
     epoch_time,
     iso_time,
 )
-from curator.store.importer import LineError
+from curator.store.importer import MAX_EPISODE_CHARS, LineError
 
 NAME = "csv"
 DEFAULT_PER = "message"
@@ -78,6 +78,19 @@ def conversations(
         text = data.decode("utf-8")
     except UnicodeDecodeError as exc:
         raise BadExport(f"invalid UTF-8 at byte {exc.start + 1}") from None
+    # The csv module stops at cells of 131,072 characters; a message may be up to the
+    # episode limit, and a longer one is rejected by line (a cell of more than twice the
+    # limit stops the file: the reader cannot resume after it).
+    previous = csv.field_size_limit(2 * MAX_EPISODE_CHARS)
+    try:
+        yield from _read(text, file, mapping, skipped)
+    finally:
+        csv.field_size_limit(previous)
+
+
+def _read(
+    text: str, file: str, mapping: dict[str, str], skipped: Skipped
+) -> Iterator[Conversation | LineError]:
     reader = csv.reader(io.StringIO(text, newline=""))
     try:
         header = next(reader)

@@ -218,3 +218,17 @@ def test_own_episodes_with_chat_like_keys_stay_episodes(
         code, out, err = run(capsys, "--db", str(db), "--json", "import", str(path))
         assert (code, err) == (0, "")
         assert json.loads(out)["files"][0]["format"] == "jsonl"
+
+
+def test_csv_long_cells_up_to_the_episode_limit_and_beyond(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The csv module's own cell limit (131,072) is not the episode limit: a long message
+    is imported, one over 1,000,000 characters is rejected by line and the next row read."""
+    path = tmp_path / "long.csv"
+    path.write_text("content\n" + "a" * 200_000 + "\n" + "b" * 1_000_001 + "\nshort\n", "utf-8")
+    db = tmp_path / "c.sqlite"
+    code, out, err = run(capsys, "--db", str(db), "--json", "import", str(path), "--format", "csv")
+    assert code == 1
+    assert f"{path}:3: the content is 1,000,001 characters, over the 1,000,000 limit" in err
+    assert json.loads(out)["imported"] == 2
