@@ -17,6 +17,7 @@ ones reported). What a reader leaves out on purpose is counted in
 from __future__ import annotations
 
 import os
+import stat
 from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -126,8 +127,8 @@ class ChatImport:
     def read(self, path: str | Path) -> Iterator[ParsedEpisode | LineError] | None:
         """The file's episodes and errors, or None when the importer reads it itself."""
         name = str(path)
-        if name == "-" or self.format == "jsonl":
-            return None
+        if name == "-" or self.format == "jsonl" or not _file_or_folder(Path(path)):
+            return None  # a pipe, a device, a missing file: the importer says what it is
         fmt, value = self.format, _NOT_READ
         if fmt == "auto":
             fmt, value = _sniff(Path(path), self.mapping)
@@ -152,6 +153,16 @@ class ChatImport:
             yield LineError(name, 0, f"not a readable {fmt} export: {exc}; nothing was imported")
         except OSError as exc:
             yield LineError(name, 0, f"cannot read it ({exc.strerror or exc})")
+
+
+def _file_or_folder(path: Path) -> bool:
+    """A regular file or a folder: never open anything else to look inside (a named pipe
+    with no writer would block for ever)."""
+    try:
+        mode = os.stat(path).st_mode
+    except OSError:
+        return False
+    return stat.S_ISREG(mode) or stat.S_ISDIR(mode)
 
 
 def _conversations(

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import sqlite3
 from pathlib import Path
 
@@ -232,3 +233,18 @@ def test_csv_long_cells_up_to_the_episode_limit_and_beyond(
     assert code == 1
     assert f"{path}:3: the content is 1,000,001 characters, over the 1,000,000 limit" in err
     assert json.loads(out)["imported"] == 2
+
+
+@pytest.mark.parametrize("fmt", ["auto", "chatgpt", "slack", "csv"])
+def test_a_named_pipe_is_refused_not_waited_on(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], fmt: str
+) -> None:
+    """Recognising or reading a format never opens a pipe that has no writer (it would
+    wait for ever): the file type is checked first."""
+    pipe = tmp_path / "conversations.json"
+    os.mkfifo(pipe)
+    code, _, err = run(
+        capsys, "--db", str(tmp_path / "c.sqlite"), "import", str(pipe), "--format", fmt
+    )
+    assert code == 1
+    assert f"{pipe}: " in err and "named pipe" in err
