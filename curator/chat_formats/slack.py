@@ -122,6 +122,8 @@ def read_zip(path: Path) -> dict[str, bytes]:
                 raise BadExport(f"the zip member {name[:80]!r} points outside the export; refused")
             if info.is_dir() or not name.endswith(".json"):
                 continue
+            if name in contents:
+                raise BadExport(f"the zip holds {name[:80]!r} twice; refused")
             data = _inflate(archive, info, MAX_TOTAL_BYTES - total)
             total += len(data)
             contents[name] = data

@@ -208,3 +208,19 @@ def test_a_link_out_of_a_slack_folder_refuses_it(store: Store, tmp_path: Path) -
         "nothing was imported"
     ]
     assert episodes(store) == []
+
+
+def test_a_zip_with_a_member_twice_is_refused(store: Store, tmp_path: Path) -> None:
+    """Two members of one name: which one is the export is anyone's guess."""
+    path = write_slack_zip(tmp_path / "export.zip")
+    with (
+        pytest.warns(UserWarning, match="Duplicate name"),
+        zipfile.ZipFile(path, "a") as archive,
+    ):
+        archive.writestr("general/2024-05-01.json", "[]")
+    report = import_file(store, path, chat=ChatImport())
+    assert [e.reason for e in report.errors] == [
+        "not a readable slack export: the zip holds 'general/2024-05-01.json' twice; refused; "
+        "nothing was imported"
+    ]
+    assert episodes(store) == []
