@@ -7,6 +7,10 @@ value form one conversation; without it, rows of the same source do). A field th
 mapped is read from a column of its own name when there is one. Rows keep their file order
 within a conversation. An empty row is left out and counted; a row with an empty content
 cell is an error with its line, like a row with too few or too many cells.
+
+Recognised by content when the first line is a header of two or more named columns, one of
+them the mapped content column (``content`` without a mapping); a one-column file is read
+as CSV only with ``--format csv`` (a line of plain text is not a header).
 """
 
 from __future__ import annotations

@@ -7,7 +7,7 @@ no name: their members' names are used). ``users.json`` maps user ids to people
 after it, holding one file per day (``2024-05-01.json``), each an array of messages
 ``{"type": "message", "subtype"?, "user", "text", "ts", "edited"?, "files"?, ...}``.
 
-Read: messages in time order (days in name order, ``ts`` within a day); the text as last
+Read: messages in order (day files in name order, messages in file order); the text as last
 edited (an export holds the edited text and an ``edited`` stamp); user ids turned into
 names, also in mentions (``<@U024BE7LH>`` → ``@Ann``) and channel links (``<#C1|general>`` →
 ``#general``); bot messages (``bot_message``, or a ``bot_id``), with the role ``assistant``;
