@@ -7,13 +7,21 @@ from __future__ import annotations
 import copy
 import json
 from collections import Counter
+from datetime import UTC, datetime
 from typing import Any
 
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from curator.chat_formats import chatgpt, claude, csv_map, detect_value, discord, slack, telegram
-from curator.chat_formats.common import BadExport, Conversation, ElementError
+from curator.chat_formats.common import (
+    BadExport,
+    ChatMessage,
+    Conversation,
+    ElementError,
+    episodes,
+    parse_granularity,
+)
 from curator.store.importer import LineError
 from tests.chat_formats.exports import (
     chatgpt_export,
@@ -174,3 +182,21 @@ def test_any_csv_text_is_read_or_reported(text: str, mapping: str) -> None:
         assert str(exc)
         return
     assert all(isinstance(i, Conversation | LineError) for i in items)
+
+
+@PROPERTY
+@given(
+    st.lists(st.text(st.characters(codec="utf-8", categories=["L", "N"]), min_size=1), max_size=30),
+    st.sampled_from(["message", "conversation", "window:1", "window:3", "window:7"]),
+)
+def test_every_granularity_keeps_every_message_once_in_order(texts: list[str], per: str) -> None:
+    conversation = Conversation(1, "c", "src", where="conversation 1")
+    conversation.messages = [
+        ChatMessage(id=str(i), role="user", content=t, position=f"message {i}")
+        for i, t in enumerate(texts, 1)
+    ]
+    now = datetime(2024, 1, 1, tzinfo=UTC)
+    out = list(episodes([conversation], per=parse_granularity(per), file="f", fmt="x", now=now))
+    ids = [i for e in out for i in e.metadata["import"]["message_ids"]]
+    assert ids == [str(i) for i in range(1, len(texts) + 1)]
+    assert [m["content"] for e in out for m in e.messages] == texts
