@@ -109,6 +109,13 @@ class Curator:
     ) -> None:
         self.store = Store(db, read_only=read_only, create=create)
 
+    @classmethod
+    def over(cls, store: Store) -> Curator:
+        """A Curator on a store the caller has opened (and closes): the CLI's own."""
+        curator = cls.__new__(cls)
+        curator.store = store
+        return curator
+
     def close(self) -> None:
         self.store.close()
 
