@@ -57,15 +57,17 @@ class ServerOptions:
 def client_name(ctx: Context[Any, Any]) -> str:
     """The client's name from the MCP handshake, cleaned to be an episode's source.
 
-    Control characters are dropped and the name is cut at 100 characters: it is the
-    client's own say, shown to a reviewer, and must not hide text or be refused itself.
+    Control characters and lone surrogates are dropped and the name is cut at 100
+    characters: it is the client's own say, shown to a reviewer, and must not hide text
+    or get its episodes refused.
     """
     try:
         params = ctx.session.client_params
     except (ValueError, AttributeError):  # no request context (an in-process call)
         params = None
     name = params.client_info.name if params is not None and params.client_info else ""
-    cleaned = " ".join(CONTROLS.sub("", name).split())[:100]
+    valid = name.encode("utf-8", "ignore").decode("utf-8")
+    cleaned = " ".join(CONTROLS.sub("", valid).split())[:100].strip()
     return cleaned or DEFAULT_CLIENT
 
 
