@@ -7,6 +7,7 @@ other command starts without it.
 from __future__ import annotations
 
 import argparse
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -60,6 +61,15 @@ def register(subparsers: Any, common: argparse.ArgumentParser) -> None:
     p.set_defaults(handler=cmd_mcp)
 
 
+def _byte_streams() -> bool:
+    """Whether stdin and stdout are real streams with bytes under them (MCP's stdio
+    transport frames JSON-RPC on ``sys.stdin.buffer`` and ``sys.stdout.buffer``)."""
+    return all(
+        stream is not None and hasattr(stream, "buffer") and hasattr(stream, "fileno")
+        for stream in (sys.stdin, sys.stdout)
+    )
+
+
 def cmd_mcp(ctx: CommandContext) -> int:
     import anyio
 
@@ -79,6 +89,12 @@ def cmd_mcp(ctx: CommandContext) -> int:
     if args.burst < 1:
         raise CuratorError("--burst must be at least 1")
     address = parse_address(args.http) if args.http else None
+    store = ctx.store  # a missing or unusable database is refused first
+    if address is None and not _byte_streams():
+        raise CuratorError(
+            "the stdio transport needs standard input and output as byte streams; "
+            "use --http HOST:PORT here"
+        )
     token = None
     if address is not None and (args.require_token or not is_loopback(address[0])):
         path = Path(args.token_file) if args.token_file else default_token_file()
@@ -87,7 +103,7 @@ def cmd_mcp(ctx: CommandContext) -> int:
     options = ServerOptions(
         read_only=args.read_only, records_per_minute=args.rate, burst=args.burst
     )
-    server = build_server(Curator.over(ctx.store), options)
+    server = build_server(Curator.over(store), options)
     if address is None:
         anyio.run(server.run_stdio_async)
     else:

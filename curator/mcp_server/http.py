@@ -29,12 +29,28 @@ TOKEN_FILE_NAME = "mcp-token"
 
 
 def parse_address(text: str) -> tuple[str, int]:
-    """``HOST:PORT`` (``[::1]:PORT`` for IPv6) as (host, port); port 0 picks a free one."""
+    """``HOST:PORT`` (``[::1]:PORT`` for IPv6) as (host, port); port 0 picks a free one.
+
+    HOST is an IP address or ``localhost``: a name could resolve to any address, and
+    whether the bearer token is needed depends on which.
+    """
     host, sep, port_text = text.rpartition(":")
-    if not sep or not host or not port_text.isdigit() or int(port_text) > 65535:
+    if (
+        not sep
+        or not host
+        or not (port_text.isascii() and port_text.isdigit())
+        or int(port_text) > 65535
+    ):
         raise CuratorError(f"--http wants HOST:PORT (e.g. 127.0.0.1:8765), not {text!r}")
     if host.startswith("[") and host.endswith("]"):
         host = host[1:-1]
+    if host.lower() != "localhost":
+        try:
+            ipaddress.ip_address(host)
+        except ValueError:
+            raise CuratorError(
+                f"--http wants an IP address or localhost as HOST, not {host[:60]!r}"
+            ) from None
     return host, int(port_text)
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ipaddress
 import os
 import stat
 from collections.abc import Callable
@@ -192,11 +193,33 @@ def test_a_non_loopback_bind_without_a_usable_token_is_refused(
 @example(text=":80")
 @example(text="host:")
 @example(text="host:+80")
-@example(text="host:٣")
+@example(text="127.0.0.1:٣")
+@example(text="127.0.0.1:²")
+@example(text="0:0")
+@example(text="example.org:80")
 def test_any_address_parses_or_is_refused_in_one_line(text: str) -> None:
     try:
         host, port = parse_address(text)
     except CuratorError as exc:
-        assert "\n" not in str(exc) and "HOST:PORT" in str(exc)
+        assert "\n" not in str(exc) and "--http wants" in str(exc)
         return
-    assert host and 0 <= port <= 65535
+    assert 0 <= port <= 65535
+    assert host == "localhost" or ipaddress.ip_address(host)
+
+
+@pytest.mark.parametrize("text", ["0:0", "example.org:80", "127.0.0.1:²", "[::1]:"])
+def test_names_and_odd_ports_are_refused(text: str) -> None:
+    with pytest.raises(CuratorError, match="--http wants"):
+        parse_address(text)
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("127.0.0.1:0", ("127.0.0.1", 0)),
+        ("[::1]:8080", ("::1", 8080)),
+        ("localhost:1", ("localhost", 1)),
+    ],
+)
+def test_good_addresses_parse(text: str, expected: tuple[str, int]) -> None:
+    assert parse_address(text) == expected

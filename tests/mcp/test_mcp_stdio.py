@@ -163,6 +163,7 @@ def test_missing_database_is_refused_before_serving(tmp_path: Path) -> None:
     [
         (["--http", "nohost"], "HOST:PORT"),
         (["--http", "127.0.0.1:99999"], "HOST:PORT"),
+        (["--http", "agent.example:80"], "IP address or localhost"),
         (["--rate", "-1"], "--rate"),
         (["--burst", "0"], "--burst"),
     ],
@@ -175,3 +176,23 @@ def test_bad_options_are_usage_errors(
     assert main(["--db", str(memory_db), "mcp", *args]) == 2
     err = capsys.readouterr().err
     assert err.startswith("curator: error:") and wanted in err and err.count("\n") == 1
+
+
+def test_stdio_without_byte_streams_is_refused_in_one_line(
+    memory_db: Path, table_counts: Counts, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """In a process whose stdout is a text buffer (an embedding host, a test harness) the
+    stdio transport cannot frame messages: one line, exit 2, not an AttributeError."""
+    import contextlib
+    import io
+
+    from curator.cli import main
+
+    before = table_counts(memory_db)
+    monkeypatch.setattr("sys.stdin", io.TextIOWrapper(io.BytesIO(b""), encoding="utf-8"))
+    err = io.StringIO()
+    with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(err):
+        code = main(["--db", str(memory_db), "mcp"])
+    assert code == 2
+    assert "byte streams" in err.getvalue() and err.getvalue().count("\n") == 1
+    assert table_counts(memory_db) == before
