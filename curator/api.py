@@ -22,19 +22,21 @@ from datetime import datetime
 from typing import Any
 
 from curator.core.flags import detect
+from curator.core.scoring import effective_importance
 from curator.errors import CuratorError
 from curator.store.db import Store
 from curator.store.episode_queries import count_episodes, count_pending
 from curator.store.identity import current_identity
 from curator.store.importer import MAX_EPISODE_CHARS, episode_from_object
 from curator.store.knowledge import (
+    RANK_ORDER,
     PatternRow,
-    active_patterns,
     export_json,
     export_markdown,
     top_k_patterns,
 )
 from curator.store.models import Candidate, Changeset, Episode, Pattern, Run, format_utc, utcnow
+from curator.store.settings import load_settings
 
 MAX_TOP_K = 1000
 """The most patterns one read returns: a prompt holds tens, not thousands."""
@@ -137,7 +139,7 @@ class Curator:
         ``score = relevance(query, pattern) × effective importance``, where relevance is the
         share of the query's words the pattern contains (:func:`relevance`); patterns with
         no word of the query are left out. Each pattern then also carries ``relevance`` and
-        ``score``.
+        ``score``, and its ``rank`` is its place in this answer.
         """
         k = None if top_k is None else _check_top_k(top_k)
         if query is None:
@@ -161,21 +163,52 @@ class Curator:
         return list(self.knowledge(top_k=_check_top_k(limit, "limit"), query=query)["patterns"])
 
     def _top_k(self) -> int:
-        from curator.store.settings import load_settings
-
         return load_settings(self.store).top_k
 
     def _ranked(self, query: str, k: int) -> list[_Scored]:
+        """Score every active pattern on its text alone, then build rows for the matches.
+
+        Only (id, text, ...) tuples are read, in prompt order so that equal scores keep it
+        (the sort is stable); effective importance is computed for matching patterns only.
+        A pattern's ``rank`` here is its place in this answer.
+        """
+        wanted = _words(query)
+        rate = load_settings(self.store).decay_rate
+        now = utcnow()
+        columns = (Pattern.id, Pattern.text, Pattern.importance, Pattern.distilled_at)
+        extra = (Pattern.category, Pattern.status, Pattern.revision)
         with self.store.read():
-            rows = active_patterns(self.store)
-        scored = []
-        for row in rows:
-            rel = relevance(query, row.text)
+            found = list(
+                Pattern.select(*columns, *extra)
+                .where(Pattern.status == "active")
+                .order_by(*RANK_ORDER)
+                .tuples()
+            )
+        matches = []
+        for values in found:
+            rel = len(wanted & _words(values[1])) / len(wanted)
             if rel > 0:
-                scored.append(_Scored(row, rel, rel * row.effective))
-        # Ties keep the prompt order (rank): the sort is stable.
-        scored.sort(key=lambda s: -s.score)
-        return scored[:k]
+                effective = effective_importance(values[2], values[3], now=now, rate=rate)
+                matches.append((rel * effective, rel, effective, values))
+        matches.sort(key=lambda m: -m[0])
+        scored = []
+        for place, (score, rel, effective, values) in enumerate(matches[:k], 1):
+            pattern_id, text, importance, distilled_at, category, status, revision = values
+            row = PatternRow(
+                id=pattern_id,
+                text=text,
+                importance=importance,
+                effective=effective,
+                distilled_at=distilled_at,
+                category=category,
+                status=status,
+                revision=revision,
+                rank=place,
+                in_top_k=True,
+                sources=0,
+            )
+            scored.append(_Scored(row, rel, score))
+        return scored
 
     def identity(self) -> dict[str, Any]:
         """The current identity text and its axioms (version 0: none saved yet)."""

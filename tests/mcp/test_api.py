@@ -173,3 +173,27 @@ def test_any_text_is_stored_once_or_refused_cleanly(memory_db: Path, text: str) 
         )[0][0]
         assert stored == text
         assert curator.status()["episodes"] == before + (1 if first["created"] else 0)
+
+
+@settings(
+    deadline=None, max_examples=40, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(query=st.text(min_size=1, max_size=60))
+@example(query="the")
+@example(query="DISK Quota")
+@example(query="ﬁle")
+def test_any_query_ranks_matches_by_score_or_is_refused(memory_db: Path, query: str) -> None:
+    """Every answer is best first, holds only patterns sharing a word with the query, and
+    agrees with the formula; a query without words is refused in one line."""
+    with Curator(db=memory_db) as curator:
+        try:
+            found = curator.knowledge(top_k=50, query=query)["patterns"]
+        except CuratorError as exc:
+            assert "\n" not in str(exc)
+            return
+    scores = [p["score"] for p in found]
+    assert scores == sorted(scores, reverse=True)
+    assert [p["rank"] for p in found] == list(range(1, len(found) + 1))
+    for p in found:
+        assert 0 < p["relevance"] <= 1
+        assert p["score"] == pytest.approx(p["relevance"] * p["effective_importance"], abs=1e-5)
