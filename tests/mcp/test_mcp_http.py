@@ -223,3 +223,30 @@ def test_names_and_odd_ports_are_refused(text: str) -> None:
 )
 def test_good_addresses_parse(text: str, expected: tuple[str, int]) -> None:
     assert parse_address(text) == expected
+
+
+def test_hostile_calls_over_http_are_one_sentence_and_write_nothing(
+    http_server: Start, memory_db: Path, table_counts: Counts
+) -> None:
+    server = http_server()
+    before = table_counts(memory_db)
+
+    async def body(client: Client) -> list[Any]:
+        answers = [
+            await client.call_tool("record_episode", {"text": "m" * 1_500_000}),
+            await client.call_tool("record_episode", {"text": "tab\tok but nul \x00"}),
+            await client.call_tool("get_knowledge", {"top_k": 0}),
+            await client.call_tool("search_knowledge", {"query": ["a"], "limit": 2}),
+        ]
+        # Over the SDK's 4 MiB body limit: refused before any tool runs.
+        answers.append(await client.call_tool("record_episode", {"text": "b" * 5_000_000}))
+        answers.append(await client.call_tool("memory_status", {}))
+        return answers
+
+    answers = call(server, body)
+    *refused, too_big, alive = answers
+    for result in refused:
+        assert result.is_error and "\n" not in result.content[0].text, result
+    assert too_big.is_error and "too large" in too_big.content[0].text
+    assert not alive.is_error
+    assert table_counts(memory_db) == before
