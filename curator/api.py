@@ -37,6 +37,7 @@ from curator.store.knowledge import (
 )
 from curator.store.models import Candidate, Changeset, Episode, Pattern, Run, format_utc, utcnow
 from curator.store.settings import load_settings
+from curator.store.snapshot import tuples
 
 MAX_TOP_K = 1000
 """The most patterns one read returns: a prompt holds tens, not thousands."""
@@ -178,13 +179,12 @@ class Curator:
         columns = (Pattern.id, Pattern.text, Pattern.importance, Pattern.distilled_at)
         extra = (Pattern.category, Pattern.status, Pattern.revision)
         with self.store.read():
-            found = list(
+            found = tuples(
                 Pattern.select(*columns, *extra)
                 .where(Pattern.status == "active")
                 .order_by(*RANK_ORDER)
-                .tuples()
             )
-        matches = []
+        matches: list[tuple[float, float, float, tuple[Any, ...]]] = []
         for values in found:
             rel = len(wanted & _words(values[1])) / len(wanted)
             if rel > 0:
