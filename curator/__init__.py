@@ -1,8 +1,13 @@
 """Memory Curator: curate the long-term memory of an autonomous LLM agent."""
 
+from typing import TYPE_CHECKING
+
 __version__ = "0.1.0"
 """The one place the version is written: pyproject.toml reads it, ``curator --version``
 prints it, and the AppStream metainfo's newest release must name it (a test checks)."""
+
+if TYPE_CHECKING:  # type checkers see the class; at run time it is loaded when first named
+    from curator.api import Curator
 
 __all__ = ["Curator", "__version__"]
 
