@@ -49,6 +49,7 @@ MINIMAL_ARGS: dict[str, list[str]] = {
     "gold": ["export", "gold-out.jsonl"],
     "backup": [],
     "compact": [],
+    "mcp": ["--read-only"],
     "restore": [],
 }
 """A well-formed call of every command that needs a database (the file it names exists)."""

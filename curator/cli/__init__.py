@@ -164,6 +164,7 @@ def build_parser() -> argparse.ArgumentParser:
         data,
         insights,
         knowledge,
+        mcp_cmd,
         models,
         pipeline,
         recovery,
@@ -184,6 +185,7 @@ def build_parser() -> argparse.ArgumentParser:
     for module in (data, pipeline, review, knowledge, recovery, settings_cmd, insights, models):
         module.register(subparsers, common)
     backup_cmd.register(subparsers, common)
+    mcp_cmd.register(subparsers, common)
     return parser
 
 

@@ -70,6 +70,7 @@ DATABASE_USE: dict[str, str] = {
     "replay": OPENS,
     "backup": OPENS,
     "compact": OPENS,
+    "mcp": OPENS,
 }
 """Every command (``"gold import"``: a command and its action) and what it may do with a
 missing database; a test checks that every command of the parser is here. The commands

@@ -1,0 +1,340 @@
+"""The stable Python API: what an agent's own code (and the MCP server) may do.
+
+``from curator import Curator`` → ``Curator(db=path)``. The API keeps the curator's gate
+intact: an agent *reads only committed Knowledge* (:meth:`Curator.knowledge`,
+:meth:`Curator.search_knowledge`) and *writes only pending Episodes*
+(:meth:`Curator.record`), which a person classifies, distils, reviews and commits like any
+imported log. Nothing here creates, changes or retires a pattern.
+
+Stable means: these names, parameters and the keys of the documents they return keep their
+meaning across releases; new keys may be added. Every refusal is a
+:class:`curator.errors.CuratorError` with one readable sentence, and a refused call writes
+nothing.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from curator.core.flags import detect
+from curator.core.scoring import effective_importance
+from curator.errors import CuratorError
+from curator.store.db import Store
+from curator.store.episode_queries import count_episodes, count_pending
+from curator.store.identity import current_identity
+from curator.store.importer import MAX_EPISODE_CHARS, episode_from_object
+from curator.store.knowledge import (
+    RANK_ORDER,
+    PatternRow,
+    export_json,
+    export_markdown,
+    top_k_patterns,
+)
+from curator.store.models import Candidate, Changeset, Episode, Pattern, Run, format_utc, utcnow
+from curator.store.settings import load_settings
+from curator.store.snapshot import tuples
+
+MAX_TOP_K = 1000
+"""The most patterns one read returns: a prompt holds tens, not thousands."""
+
+MAX_QUERY_CHARS = 1000
+"""A longer query is refused: it is a question, not a document."""
+
+MAX_MESSAGES = 1000
+"""The most chat messages one recorded episode may hold."""
+
+_WORD = re.compile(r"\w+", re.UNICODE)
+
+
+class RecordResult(dict[str, Any]):
+    """What :meth:`Curator.record` did: ``{"episode_id", "created", "flags", "source"}``.
+
+    ``created`` is False when the same content was recorded before (the call is idempotent);
+    ``flags`` are the poisoned-memory detector's findings at intake (kinds only).
+    """
+
+
+@dataclass(frozen=True)
+class _Scored:
+    row: PatternRow
+    relevance: float
+    score: float
+
+
+def _words(text: str) -> set[str]:
+    return {w.casefold() for w in _WORD.findall(text)}
+
+
+def relevance(query: str, text: str) -> float:
+    """The share of the query's distinct words the text contains, in [0, 1].
+
+    A lexical measure (no model needed, the same answer every time): 1.0 when every word of
+    the query is in the pattern, 0.0 when none is.
+    """
+    wanted = _words(query)
+    if not wanted:
+        return 0.0
+    return len(wanted & _words(text)) / len(wanted)
+
+
+def _check_top_k(top_k: Any, name: str = "top_k") -> int:
+    if isinstance(top_k, bool) or not isinstance(top_k, int):
+        raise CuratorError(f"{name} must be a whole number from 1 to {MAX_TOP_K}")
+    if not 1 <= top_k <= MAX_TOP_K:
+        raise CuratorError(f"{name} must be from 1 to {MAX_TOP_K}, not {top_k}")
+    return top_k
+
+
+def _check_query(query: Any) -> str:
+    if not isinstance(query, str):
+        raise CuratorError("query must be a string")
+    if len(query) > MAX_QUERY_CHARS:
+        raise CuratorError(f"query is {len(query):,} characters, over the {MAX_QUERY_CHARS} limit")
+    if not _words(query):
+        raise CuratorError("query has no words to search for")
+    return query
+
+
+class Curator:
+    """One curator database, opened for an agent: read Knowledge, record Episodes.
+
+    ``read_only=True`` opens the database without ever writing it (``record`` is then
+    refused). A missing database is refused unless ``create=True``.
+    """
+
+    def __init__(
+        self, db: str | os.PathLike[str], *, read_only: bool = False, create: bool = False
+    ) -> None:
+        self.store = Store(db, read_only=read_only, create=create)
+
+    @classmethod
+    def over(cls, store: Store) -> Curator:
+        """A Curator on a store the caller has opened (and closes): the CLI's own."""
+        curator = cls.__new__(cls)
+        curator.store = store
+        return curator
+
+    def close(self) -> None:
+        self.store.close()
+
+    def __enter__(self) -> Curator:
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        self.close()
+
+    # -- reading -----------------------------------------------------------------------------
+
+    def knowledge(self, top_k: int | None = None, query: str | None = None) -> dict[str, Any]:
+        """The knowledge block the agent receives: ``{"text", "patterns", "count"}``.
+
+        Without ``query`` it is exactly what ``curator export`` prints (the top K by effective
+        importance ``importance × decay_rate ** days``; K defaults to the setting ``top_k``).
+        With ``query`` the top K are ranked by Generative Agents' retrieval score without its
+        separate recency term, which effective importance already holds:
+        ``score = relevance(query, pattern) × effective importance``, where relevance is the
+        share of the query's words the pattern contains (:func:`relevance`); patterns with
+        no word of the query are left out. Each pattern then also carries ``relevance`` and
+        ``score``, and its ``rank`` is its place in this answer.
+        """
+        k = None if top_k is None else _check_top_k(top_k)
+        if query is None:
+            with self.store.read():
+                rows = top_k_patterns(self.store, k=k)
+            return {
+                "text": export_markdown(rows),
+                "patterns": export_json(rows),
+                "count": len(rows),
+            }
+        scored = self._ranked(_check_query(query), k or self._top_k())
+        rows = [s.row for s in scored]
+        patterns = export_json(rows)
+        for doc, s in zip(patterns, scored, strict=True):
+            doc["relevance"] = round(s.relevance, 6)
+            doc["score"] = round(s.score, 6)
+        return {"text": export_markdown(rows), "patterns": patterns, "count": len(rows)}
+
+    def search_knowledge(self, query: str, limit: int = 10) -> list[dict[str, Any]]:
+        """Active patterns matching ``query``, best first (the ranking of :meth:`knowledge`)."""
+        return list(self.knowledge(top_k=_check_top_k(limit, "limit"), query=query)["patterns"])
+
+    def _top_k(self) -> int:
+        return load_settings(self.store).top_k
+
+    def _ranked(self, query: str, k: int) -> list[_Scored]:
+        """Score every active pattern on its text alone, then build rows for the matches.
+
+        Only (id, text, ...) tuples are read, in prompt order so that equal scores keep it
+        (the sort is stable); effective importance is computed for matching patterns only.
+        A pattern's ``rank`` here is its place in this answer.
+        """
+        wanted = _words(query)
+        rate = load_settings(self.store).decay_rate
+        now = utcnow()
+        columns = (Pattern.id, Pattern.text, Pattern.importance, Pattern.distilled_at)
+        extra = (Pattern.category, Pattern.status, Pattern.revision)
+        with self.store.read():
+            found = tuples(
+                Pattern.select(*columns, *extra)
+                .where(Pattern.status == "active")
+                .order_by(*RANK_ORDER)
+            )
+        matches: list[tuple[float, float, float, tuple[Any, ...]]] = []
+        for values in found:
+            rel = len(wanted & _words(values[1])) / len(wanted)
+            if rel > 0:
+                effective = effective_importance(values[2], values[3], now=now, rate=rate)
+                matches.append((rel * effective, rel, effective, values))
+        matches.sort(key=lambda m: -m[0])
+        scored = []
+        for place, (score, rel, effective, values) in enumerate(matches[:k], 1):
+            pattern_id, text, importance, distilled_at, category, status, revision = values
+            row = PatternRow(
+                id=pattern_id,
+                text=text,
+                importance=importance,
+                effective=effective,
+                distilled_at=distilled_at,
+                category=category,
+                status=status,
+                revision=revision,
+                rank=place,
+                in_top_k=True,
+                sources=0,
+            )
+            scored.append(_Scored(row, rel, score))
+        return scored
+
+    def identity(self) -> dict[str, Any]:
+        """The current identity text and its axioms (version 0: none saved yet)."""
+        identity = current_identity(self.store)
+        return {
+            "version": identity.version,
+            "identity": identity.identity_text,
+            "axioms": list(identity.axioms),
+        }
+
+    def status(self) -> dict[str, Any]:
+        """Counts an agent (or its operator) may want: what is stored and what waits.
+
+        ``episodes``, ``pending_classification`` (neither labelled by a person nor the
+        model), ``candidates_waiting`` (staged, undecided), ``patterns_active`` and
+        ``last_commit`` (the newest committed changeset's time, or None).
+        """
+        with self.store.read():
+            last = (
+                Changeset.select(Changeset.created_at)
+                .where(Changeset.kind == "commit")
+                .order_by(Changeset.created_at.desc())
+                .first(self.store.db)
+            )
+            return {
+                "episodes": count_episodes(self.store),
+                "pending_classification": count_pending(self.store),
+                "candidates_waiting": candidates_waiting(self.store),
+                "patterns_active": Pattern.select().where(Pattern.status == "active").count(),
+                "last_commit": None if last is None else format_utc(last.created_at),
+            }
+
+    # -- writing -------------------------------------------------------------------------------
+
+    def record(
+        self,
+        text: str | None = None,
+        messages: Sequence[dict[str, Any]] | None = None,
+        source: str | None = None,
+        timestamp: str | datetime | None = None,
+    ) -> RecordResult:
+        """Insert one pending Episode (never Knowledge); idempotent by content.
+
+        Give ``text`` or ``messages`` (a list of ``{"role", "content", "name"?}``), not both.
+        The episode is validated like an imported line (size at most
+        :data:`MAX_EPISODE_CHARS` characters, no control characters, an ISO 8601
+        ``timestamp``), and checked by the poisoned-memory detector at intake: its flags'
+        kinds are stored in the episode's metadata under ``"flags"``, so a reviewer sees at
+        once that the text tried, say, to override an axiom. Recording the same content
+        (body, source and timestamp) again returns the stored episode, ``created`` False.
+        """
+        obj = _episode_object(text, messages, source, timestamp)
+        try:
+            parsed = episode_from_object(obj, 1, utcnow())
+        except ValueError as exc:  # the importer's one-line reason for a bad line
+            raise CuratorError(str(exc)) from None
+        identity = current_identity(self.store)
+        kinds = sorted(
+            {f.kind for f in detect(parsed.text, identity.axioms, identity.identity_text)}
+        )
+        with self.store.write():
+            # Three columns by the unique index: building the whole model's SELECT cost
+            # more than the rest of the call.
+            found = self.store.execute(
+                "SELECT id, source, metadata FROM episode WHERE content_hash = ?",
+                (parsed.content_hash,),
+            )
+            if found:
+                episode_id, stored_source, stored_metadata = found[0]
+                return RecordResult(
+                    episode_id=int(episode_id),
+                    created=False,
+                    flags=list(json.loads(stored_metadata or "{}").get("flags", [])),
+                    source=stored_source,
+                )
+            metadata: dict[str, Any] = {"flags": kinds} if kinds else {}
+            new_id = Episode.insert(
+                content_hash=parsed.content_hash,
+                text=parsed.text,
+                messages=parsed.messages,
+                timestamp=parsed.timestamp,
+                source=parsed.source,
+                metadata=metadata,
+                imported_at=utcnow(),
+                classify_truncated=False,
+            ).execute()
+        return RecordResult(episode_id=int(new_id), created=True, flags=kinds, source=parsed.source)
+
+
+def candidates_waiting(store: Store) -> int:
+    """Candidates of staged runs that no one has decided yet (the review queue)."""
+    return int(
+        Candidate.select()
+        .join(Run)
+        .where((Run.status == "staged") & Candidate.action.is_null())
+        .count()
+    )
+
+
+def _episode_object(text: Any, messages: Any, source: Any, timestamp: Any) -> dict[str, Any]:
+    """The arguments as the importer's JSON object, refusing what it cannot say clearly."""
+    if (text is None) == (messages is None):
+        raise CuratorError("give either text or messages, not both and not neither")
+    if text is not None and not isinstance(text, str):
+        raise CuratorError("text must be a string")
+    if isinstance(text, str) and len(text) > MAX_EPISODE_CHARS:
+        raise CuratorError(
+            f"the episode is {len(text):,} characters, over the {MAX_EPISODE_CHARS:,} limit"
+        )
+    if messages is not None:
+        if not isinstance(messages, list | tuple):
+            raise CuratorError("messages must be a list of {role, content} objects")
+        if len(messages) > MAX_MESSAGES:
+            raise CuratorError(f"{len(messages):,} messages, over the {MAX_MESSAGES:,} limit")
+    if source is not None and not isinstance(source, str):
+        raise CuratorError("source must be a string")
+    if isinstance(source, str) and len(source) > 200:
+        raise CuratorError("source is longer than 200 characters")
+    if isinstance(timestamp, datetime):
+        timestamp = timestamp.isoformat()
+    obj: dict[str, Any] = {"source": source or ""}
+    if text is not None:
+        obj["text"] = text
+    else:
+        obj["messages"] = list(messages)
+    if timestamp is not None:
+        obj["timestamp"] = timestamp
+    return obj

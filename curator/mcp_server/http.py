@@ -1,0 +1,181 @@
+"""The streamable HTTP transport: where it listens and who may talk to it.
+
+Loopback (127.0.0.1, ::1, localhost) is the default and needs no token: only programs of
+this machine reach it, and the SDK's DNS-rebinding check keeps web pages out. Any other
+address reaches the network, so every request must carry ``Authorization: Bearer TOKEN``;
+the token is generated on first use into a file only its user can read (mode 0600) in the
+app's data folder, and a token file others can read is refused rather than trusted. A
+request without the token, or with a wrong one, gets 401 and one sentence; nothing of it
+reaches the server.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hmac
+import ipaddress
+import json
+import os
+import secrets
+import socket
+import stat
+import sys
+from pathlib import Path
+from typing import Any
+
+from curator.errors import CuratorError
+
+TOKEN_FILE_NAME = "mcp-token"
+
+
+def parse_address(text: str) -> tuple[str, int]:
+    """``HOST:PORT`` (``[::1]:PORT`` for IPv6) as (host, port); port 0 picks a free one.
+
+    HOST is an IP address or ``localhost``: a name could resolve to any address, and
+    whether the bearer token is needed depends on which.
+    """
+    host, sep, port_text = text.rpartition(":")
+    if (
+        not sep
+        or not host
+        or not (port_text.isascii() and port_text.isdigit())
+        or int(port_text) > 65535
+    ):
+        raise CuratorError(f"--http wants HOST:PORT (e.g. 127.0.0.1:8765), not {text!r}")
+    if host.startswith("[") and host.endswith("]"):
+        host = host[1:-1]
+    if host.lower() != "localhost":
+        try:
+            ipaddress.ip_address(host)
+        except ValueError:
+            raise CuratorError(
+                f"--http wants an IP address or localhost as HOST, not {host[:60]!r}"
+            ) from None
+    return host, int(port_text)
+
+
+def is_loopback(host: str) -> bool:
+    """Whether ``host`` is reachable only from this machine."""
+    if host.lower() == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:  # a name: it may resolve to anything
+        return False
+
+
+def default_token_file() -> Path:
+    """``mcp-token`` next to the default database, in the app's data folder."""
+    from curator.store.db import default_db_path
+
+    return default_db_path().parent / TOKEN_FILE_NAME
+
+
+def load_or_create_token(path: Path) -> str:
+    """The bearer token kept in ``path``, generated (mode 0600) when the file is missing.
+
+    Refused when the file can be read or written by others than its owner, or is empty:
+    a token others could read protects nothing.
+    """
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    except FileExistsError:
+        pass
+    else:
+        with os.fdopen(fd, "w", encoding="utf-8") as handle:
+            handle.write(secrets.token_urlsafe(32) + "\n")
+    mode = path.stat().st_mode
+    if not stat.S_ISREG(mode):
+        raise CuratorError(f"the token file {path} is not a regular file")
+    if mode & 0o077:
+        raise CuratorError(
+            f"the token file {path} can be read by other users (mode {stat.S_IMODE(mode):o}); "
+            f"run chmod 600 on it"
+        )
+    token = path.read_text(encoding="utf-8").strip()
+    if not token:
+        raise CuratorError(f"the token file {path} is empty; delete it to get a new token")
+    return token
+
+
+class BearerTokenGate:
+    """ASGI middleware: an HTTP request without ``Authorization: Bearer TOKEN`` gets 401."""
+
+    def __init__(self, app: Any, token: str) -> None:
+        self.app = app
+        self._expected = f"Bearer {token}".encode()
+
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        given = dict(scope.get("headers") or ()).get(b"authorization", b"")
+        if hmac.compare_digest(given, self._expected):
+            await self.app(scope, receive, send)
+            return
+        reason = "a wrong bearer token" if given else "no bearer token"
+        body = json.dumps(
+            {"error": f"refused: {reason}; send Authorization: Bearer TOKEN from the token file"}
+        ).encode()
+        await send(
+            {
+                "type": "http.response.start",
+                "status": 401,
+                "headers": [
+                    (b"content-type", b"application/json"),
+                    (b"www-authenticate", b"Bearer"),
+                    (b"content-length", str(len(body)).encode()),
+                ],
+            }
+        )
+        await send({"type": "http.response.body", "body": body})
+
+
+def bind(host: str, port: int) -> socket.socket:
+    """A listening socket on (host, port), so the bound port is known before serving."""
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    try:
+        infos = socket.getaddrinfo(host, port, family, socket.SOCK_STREAM)
+    except OSError as exc:
+        raise CuratorError(f"cannot listen on {host}:{port}: {exc.strerror or exc}") from None
+    sock = socket.socket(infos[0][0], socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    try:
+        sock.bind(infos[0][4])
+        sock.listen(128)
+    except OSError as exc:
+        sock.close()
+        raise CuratorError(f"cannot listen on {host}:{port}: {exc.strerror or exc}") from None
+    return sock
+
+
+def serve_http(
+    server: Any, host: str, port: int, *, token: str | None, announce: Any = None
+) -> None:
+    """Serve ``server`` (an MCPServer) over streamable HTTP at ``/mcp`` until interrupted.
+
+    The bound address goes to stderr as ``curator mcp: serving on http://HOST:PORT/mcp``
+    (port 0 picks a free port: a script or test reads it from there).
+    """
+    import anyio
+    import uvicorn
+    from mcp.server.transport_security import TransportSecuritySettings
+
+    security = None
+    if not is_loopback(host):
+        # Reached by its network name or address: the token is the check, not the Host.
+        security = TransportSecuritySettings(enable_dns_rebinding_protection=False)
+    app: Any = server.streamable_http_app(host=host, transport_security=security)
+    if token is not None:
+        app = BearerTokenGate(app, token)
+    sock = bind(host, port)
+    bound_host, bound_port = sock.getsockname()[:2]
+    shown = f"[{bound_host}]" if ":" in bound_host else bound_host
+    line = f"curator mcp: serving on http://{shown}:{bound_port}/mcp"
+    if token is not None:
+        line += " (bearer token required)"
+    print(announce or line, file=sys.stderr, flush=True)
+    config = uvicorn.Config(app, log_level="warning", lifespan="on")
+    with contextlib.closing(sock):
+        anyio.run(lambda: uvicorn.Server(config).serve(sockets=[sock]))

@@ -1,0 +1,203 @@
+"""The MCP tools and resources, each a thin call into :class:`curator.api.Curator`.
+
+Tools: ``get_knowledge``, ``search_knowledge``, ``memory_status`` and, unless the server
+is read-only, ``record_episode``. Resources (read-only): ``curator://knowledge``, the
+block the agent's prompt receives, and ``curator://identity``, the identity and its
+axioms.
+
+Every failure is a tool error the model can read: one sentence, no traceback, secrets
+masked (:func:`curator.core.redact.redact`), and nothing written. Arguments the SDK's
+schema check rejects (a string for ``top_k``) get one sentence too, naming the argument,
+instead of pydantic's multi-line report.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, TypeVar
+
+import anyio.to_thread
+import peewee
+from mcp.server.mcpserver import Context, MCPServer
+from mcp.server.mcpserver.exceptions import ToolError
+from mcp.types import CallToolResult, InputRequiredResult, ToolAnnotations
+from pydantic import ValidationError
+
+from curator import __version__
+from curator.api import Curator
+from curator.core.redact import redact
+from curator.core.textsafety import CONTROLS
+from curator.errors import CuratorError
+from curator.mcp_server.ratelimit import RateLimiter
+
+T = TypeVar("T")
+
+INSTRUCTIONS = (
+    "Long-term memory curated by a person. Read the agent's committed knowledge with "
+    "get_knowledge or search_knowledge; record what happened with record_episode. A "
+    "recorded episode is only a pending log entry: it reaches the knowledge block only "
+    "after a person has reviewed and committed what was learned from it."
+)
+
+DEFAULT_CLIENT = "mcp-client"
+"""The source of an episode from a client that gave no name in its handshake."""
+
+
+@dataclass(frozen=True)
+class ServerOptions:
+    """How ``curator mcp`` serves: writes allowed or not, and the per-client write rate."""
+
+    read_only: bool = False
+    records_per_minute: float = 600.0
+    burst: int = 100
+
+
+def client_name(ctx: Context[Any, Any]) -> str:
+    """The client's name from the MCP handshake, cleaned to be an episode's source.
+
+    Control characters and lone surrogates are dropped and the name is cut at 100
+    characters: it is the client's own say, shown to a reviewer, and must not hide text
+    or get its episodes refused.
+    """
+    try:
+        params = ctx.session.client_params
+    except (ValueError, AttributeError):  # no request context (an in-process call)
+        params = None
+    name = params.client_info.name if params is not None and params.client_info else ""
+    valid = name.encode("utf-8", "ignore").decode("utf-8")
+    cleaned = " ".join(CONTROLS.sub("", valid).split())[:100].strip()
+    return cleaned or DEFAULT_CLIENT
+
+
+def _one_sentence(exc: ValidationError) -> str:
+    """The first of pydantic's errors as one sentence naming the argument."""
+    first = exc.errors()[0]
+    where = ".".join(str(part) for part in first["loc"]) or "the arguments"
+    more = len(exc.errors()) - 1
+    tail = f" (and {more} more problem{'s' if more > 1 else ''})" if more else ""
+    return f"argument {where!r}: {first['msg']}{tail}"
+
+
+class _CuratorServer(MCPServer):
+    """MCPServer whose argument errors are one sentence (see the module docstring)."""
+
+    async def call_tool(
+        self, name: str, arguments: dict[str, Any], context: Context[Any, Any] | None = None
+    ) -> CallToolResult | InputRequiredResult:
+        try:
+            return await super().call_tool(name, arguments, context)
+        except ToolError as exc:
+            if isinstance(exc.__cause__, ValidationError):
+                raise ToolError(_one_sentence(exc.__cause__)) from None
+            raise
+
+
+def _guarded(curator: Curator, call: Callable[[], T]) -> T:
+    """Run ``call``; a refusal or a database failure becomes a one-sentence tool error."""
+    try:
+        return call()
+    except CuratorError as exc:
+        raise ToolError(redact(" ".join(str(exc).split()))) from None
+    except peewee.PeeweeException as exc:
+        error = curator.store.explain(exc, "the request")
+        raise ToolError(redact(" ".join(str(error).split()))) from None
+
+
+def build_server(curator: Curator, options: ServerOptions | None = None) -> MCPServer:
+    """The MCP server over ``curator``: its tools and resources (see the module)."""
+    options = options or ServerOptions()
+    limiter = RateLimiter(options.records_per_minute, options.burst)
+    server = _CuratorServer(
+        "memory-curator",
+        instructions=INSTRUCTIONS,
+        version=__version__,
+        log_level="WARNING",
+    )
+    reading = ToolAnnotations(read_only_hint=True, idempotent_hint=True, open_world_hint=False)
+
+    @server.tool(annotations=reading)
+    async def get_knowledge(top_k: int | None = None, query: str | None = None) -> dict[str, Any]:
+        """The agent's knowledge block: the top K committed patterns by effective importance
+        (importance decayed by age), as text for a prompt plus a structured list. With
+        `query`, the top K by relevance × effective importance."""
+        return await anyio.to_thread.run_sync(
+            lambda: _guarded(curator, lambda: curator.knowledge(top_k=top_k, query=query))
+        )
+
+    @server.tool(annotations=reading)
+    async def search_knowledge(query: str, limit: int = 10) -> dict[str, Any]:
+        """Committed patterns matching `query`, best first (relevance × effective importance)."""
+        found = await anyio.to_thread.run_sync(
+            lambda: _guarded(curator, lambda: curator.search_knowledge(query, limit))
+        )
+        return {"patterns": found, "count": len(found)}
+
+    @server.tool(annotations=reading)
+    async def memory_status() -> dict[str, Any]:
+        """Counts: episodes, pending classification, candidates waiting for review, the last
+        commit."""
+        return await anyio.to_thread.run_sync(lambda: _guarded(curator, curator.status))
+
+    if not options.read_only:
+
+        @server.tool(
+            annotations=ToolAnnotations(
+                read_only_hint=False,
+                destructive_hint=False,
+                idempotent_hint=True,
+                open_world_hint=False,
+            )
+        )
+        async def record_episode(
+            ctx: Context[Any, Any],
+            text: str | None = None,
+            messages: list[dict[str, str]] | None = None,
+            source: str | None = None,
+            timestamp: str | None = None,
+        ) -> dict[str, Any]:
+            """Record one episode (what happened) for a person to review later: `text`, or
+            `messages` as [{role, content}]. It never changes the knowledge block directly.
+            `source` defaults to this client's name; `timestamp` is ISO 8601 (default now).
+            Recording the same content again changes nothing."""
+            who = client_name(ctx)
+            wait = limiter.take(who)
+            if wait is not None:
+                raise ToolError(
+                    f"rate limit: client {who!r} may record {options.records_per_minute:g} "
+                    f"episodes a minute; nothing was recorded, try again in {wait:.1f} s"
+                )
+
+            def record() -> dict[str, Any]:
+                return dict(
+                    curator.record(
+                        text=text, messages=messages, source=source or who, timestamp=timestamp
+                    )
+                )
+
+            return await anyio.to_thread.run_sync(lambda: _guarded(curator, record))
+
+    @server.resource(
+        "curator://knowledge",
+        name="knowledge",
+        description="The knowledge block the agent's prompt receives (read-only).",
+        mime_type="text/markdown",
+    )
+    async def knowledge_block() -> str:
+        block = await anyio.to_thread.run_sync(
+            lambda: _guarded(curator, lambda: curator.knowledge())
+        )
+        return str(block["text"])
+
+    @server.resource(
+        "curator://identity",
+        name="identity",
+        description="The agent's identity and its axioms (read-only).",
+        mime_type="application/json",
+    )
+    async def identity() -> str:
+        found = await anyio.to_thread.run_sync(lambda: _guarded(curator, curator.identity))
+        return json.dumps(found, ensure_ascii=False, indent=2)
+
+    return server

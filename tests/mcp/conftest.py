@@ -1,0 +1,129 @@
+"""A curator database with demo data and a few known patterns, for the agent-side tests."""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from curator.core.scoring import rank_key
+from curator.store.db import Store
+from curator.store.demo import create_demo
+from curator.store.models import Pattern, utcnow
+
+PATTERNS = [
+    ("Check the disk quota before writing large build artifacts.", 0.9),
+    ("Retry flaky network calls with exponential backoff.", 0.6),
+    ("Summarise long logs before sending them to the model.", 0.3),
+]
+
+
+@pytest.fixture()
+def memory_db(tmp_path: Path) -> Path:
+    """The demo database plus three patterns with known words and importance."""
+    path = tmp_path / "memory.db"
+    store = Store(path)
+    create_demo(store)
+    now = utcnow()
+    with store.write():
+        for text, importance in PATTERNS:
+            Pattern.create(
+                text=text,
+                importance=importance,
+                distilled_at=now,
+                rank_key=rank_key(importance, now),
+            )
+    store.close()
+    return path
+
+
+def _table_counts(path: Path) -> dict[str, int]:
+    store = Store(path, read_only=True)
+    try:
+        names = [r[0] for r in store.execute("SELECT name FROM sqlite_master WHERE type='table'")]
+        return {n: int(store.execute(f'SELECT count(*) FROM "{n}"')[0][0]) for n in names}
+    finally:
+        store.close()
+
+
+@pytest.fixture()
+def table_counts() -> Callable[[Path], dict[str, int]]:
+    """Rows per table: what a refused or read-only call must leave unchanged."""
+    return _table_counts
+
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def curator_command(db: Path, *args: str) -> list[str]:
+    """The real CLI as a child process, importing this checkout."""
+    return [sys.executable, "-m", "curator", "--db", str(db), "mcp", *args]
+
+
+def child_env() -> dict[str, str]:
+    env = dict(os.environ)
+    env["PYTHONPATH"] = str(REPO) + os.pathsep + env.get("PYTHONPATH", "")
+    return env
+
+
+@dataclass
+class HttpServer:
+    url: str
+    process: subprocess.Popen[str]
+    announce: str
+
+
+@pytest.fixture()
+def http_server(memory_db: Path) -> Iterator[Callable[..., HttpServer]]:
+    """Start ``curator mcp --http 127.0.0.1:0 ARGS`` and return its URL (read from stderr).
+
+    Every server started is stopped (SIGTERM, then SIGKILL) at the end of the test.
+    """
+    started: list[subprocess.Popen[str]] = []
+
+    def start(*args: str, db: Path = memory_db) -> HttpServer:
+        process = subprocess.Popen(
+            curator_command(db, "--http", "127.0.0.1:0", *args),
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+            text=True,
+            env=child_env(),
+        )
+        started.append(process)
+        assert process.stderr is not None
+        for line in process.stderr:
+            found = re.search(r"serving on (http://\S+/mcp)", line)
+            if found:
+                return HttpServer(found.group(1), process, line.strip())
+        raise AssertionError(f"the server stopped before serving (exit {process.wait()})")
+
+    yield start
+    for process in started:
+        process.terminate()
+        try:
+            process.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
+        if process.stderr is not None:
+            process.stderr.close()
+
+
+@pytest.fixture()
+def stdio_params(memory_db: Path) -> Callable[..., Any]:
+    """``StdioServerParameters`` that spawn ``curator mcp ARGS`` on the test database."""
+    from mcp import StdioServerParameters
+
+    def params(*args: str, db: Path = memory_db) -> StdioServerParameters:
+        command = curator_command(db, *args)
+        return StdioServerParameters(command=command[0], args=command[1:], env=child_env())
+
+    return params

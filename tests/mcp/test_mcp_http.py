@@ -1,0 +1,257 @@
+"""``curator mcp --http``: streamable HTTP with the SDK's client, and the bearer token."""
+
+from __future__ import annotations
+
+import ipaddress
+import os
+import stat
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import anyio
+import httpx
+import pytest
+from hypothesis import example, given, settings
+from hypothesis import strategies as st
+from mcp import Client
+from mcp.client.streamable_http import streamable_http_client
+from mcp.shared._httpx_utils import create_mcp_http_client
+from mcp.shared.exceptions import MCPError
+from mcp.types import Implementation
+
+from curator.errors import CuratorError
+from curator.mcp_server.http import is_loopback, load_or_create_token, parse_address
+
+Counts = Callable[[Path], dict[str, int]]
+Start = Callable[..., Any]
+
+INIT = {
+    "jsonrpc": "2.0",
+    "id": 1,
+    "method": "initialize",
+    "params": {
+        "protocolVersion": "2025-06-18",
+        "capabilities": {},
+        "clientInfo": {"name": "raw", "version": "0"},
+    },
+}
+HEADERS = {"Accept": "application/json, text/event-stream"}
+
+
+def call(
+    server: Any, body: Callable[[Client], Any], name: str = "http-agent", token: str = ""
+) -> Any:
+    async def main() -> Any:
+        info = Implementation(name=name, version="1")
+        headers = {"Authorization": f"Bearer {token}"} if token else {}
+        async with create_mcp_http_client(headers=headers) as http:
+            target = streamable_http_client(server.url, http_client=http)
+            async with Client(target, client_info=info, read_timeout_seconds=60) as client:
+                return await body(client)
+
+    return anyio.run(main)
+
+
+def test_every_tool_and_resource_over_http(http_server: Start, memory_db: Path) -> None:
+    server = http_server()
+    assert server.url.startswith("http://127.0.0.1:")
+
+    async def body(client: Client) -> dict[str, Any]:
+        return {
+            "tools": sorted(t.name for t in (await client.list_tools()).tools),
+            "block": (await client.call_tool("get_knowledge", {})).structured_content,
+            "search": (
+                await client.call_tool("search_knowledge", {"query": "quota", "limit": 1})
+            ).structured_content,
+            "record": (
+                await client.call_tool("record_episode", {"text": "over http"})
+            ).structured_content,
+            "status": (await client.call_tool("memory_status", {})).structured_content,
+            "knowledge": (await client.read_resource("curator://knowledge")).contents[0],
+            "identity": (await client.read_resource("curator://identity")).contents[0],
+        }
+
+    got = call(server, body)
+    assert got["tools"] == ["get_knowledge", "memory_status", "record_episode", "search_knowledge"]
+    assert got["block"]["count"] == 23  # the demo's 20 patterns and three more
+    assert got["search"]["count"] == 1
+    assert got["record"]["source"] == "http-agent" and got["record"]["created"]
+    assert got["status"]["episodes"] >= 1
+    assert got["knowledge"].text == got["block"]["text"]
+    assert '"axioms"' in got["identity"].text
+
+
+def test_two_clients_at_once_each_keep_their_name(
+    http_server: Start, memory_db: Path, table_counts: Counts
+) -> None:
+    server = http_server()
+    before = table_counts(memory_db)["episode"]
+
+    async def both() -> list[Any]:
+        results: list[Any] = []
+
+        async def one(name: str) -> None:
+            info = Implementation(name=name, version="1")
+            async with Client(server.url, client_info=info, read_timeout_seconds=60) as client:
+                for n in range(10):
+                    answer = await client.call_tool("record_episode", {"text": f"{name} {n}"})
+                    results.append(answer.structured_content)
+
+        async with anyio.create_task_group() as group:
+            group.start_soon(one, "agent-a")
+            group.start_soon(one, "agent-b")
+        return results
+
+    results = anyio.run(both)
+    assert len(results) == 20 and all(r["created"] for r in results)
+    assert {r["source"] for r in results} == {"agent-a", "agent-b"}
+    assert table_counts(memory_db)["episode"] == before + 20
+
+
+def test_token_required_refuses_missing_and_wrong_tokens(
+    http_server: Start, memory_db: Path, tmp_path: Path, table_counts: Counts
+) -> None:
+    token_file = tmp_path / "secret" / "mcp-token"
+    server = http_server("--require-token", "--token-file", str(token_file))
+    assert "bearer token required" in server.announce
+    assert stat.S_IMODE(token_file.stat().st_mode) == 0o600
+    token = token_file.read_text().strip()
+    before = table_counts(memory_db)
+    for headers in ({}, {"Authorization": "Bearer wrong"}, {"Authorization": token}):
+        answer = httpx.post(server.url, json=INIT, headers={**HEADERS, **headers}, timeout=30)
+        assert answer.status_code == 401
+        assert "refused" in answer.json()["error"]
+    assert table_counts(memory_db) == before
+
+    async def body(client: Client) -> Any:
+        return await client.call_tool("record_episode", {"text": "with the token"})
+
+    recorded = call(server, body, token=token)
+    assert not recorded.is_error
+    assert table_counts(memory_db)["episode"] == before["episode"] + 1
+
+
+def test_the_token_is_kept_between_starts(tmp_path: Path) -> None:
+    path = tmp_path / "mcp-token"
+    first = load_or_create_token(path)
+    assert load_or_create_token(path) == first and len(first) >= 32
+
+
+def test_a_token_file_others_can_read_is_refused(tmp_path: Path) -> None:
+    path = tmp_path / "mcp-token"
+    path.write_text("abc\n")
+    os.chmod(path, 0o644)
+    with pytest.raises(CuratorError, match="chmod 600"):
+        load_or_create_token(path)
+
+
+def test_an_empty_token_file_is_refused(tmp_path: Path) -> None:
+    path = tmp_path / "mcp-token"
+    path.write_text("\n")
+    os.chmod(path, 0o600)
+    with pytest.raises(CuratorError, match="empty"):
+        load_or_create_token(path)
+
+
+@pytest.mark.parametrize(
+    ("host", "loopback"),
+    [
+        ("127.0.0.1", True),
+        ("127.8.9.10", True),
+        ("::1", True),
+        ("localhost", True),
+        ("0.0.0.0", False),
+        ("::", False),
+        ("192.168.1.5", False),
+        ("example.org", False),
+        ("127.0.0.1.example.org", False),
+    ],
+)
+def test_loopback_decides_whether_a_token_is_needed(host: str, loopback: bool) -> None:
+    assert is_loopback(host) is loopback
+
+
+def test_a_non_loopback_bind_without_a_usable_token_is_refused(
+    memory_db: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """0.0.0.0 needs the token: a token file others can read stops it before it listens."""
+    from curator.cli import main
+
+    token_file = tmp_path / "mcp-token"
+    token_file.write_text("leaked\n")
+    os.chmod(token_file, 0o644)
+    code = main(
+        ["--db", str(memory_db), "mcp", "--http", "0.0.0.0:0", "--token-file", str(token_file)]
+    )
+    assert code == 2
+    assert "chmod 600" in capsys.readouterr().err
+
+
+@settings(deadline=None, max_examples=200)
+@given(text=st.text(max_size=40))
+@example(text="[::1]:80")
+@example(text=":80")
+@example(text="host:")
+@example(text="host:+80")
+@example(text="127.0.0.1:٣")
+@example(text="127.0.0.1:²")
+@example(text="0:0")
+@example(text="example.org:80")
+def test_any_address_parses_or_is_refused_in_one_line(text: str) -> None:
+    try:
+        host, port = parse_address(text)
+    except CuratorError as exc:
+        assert "\n" not in str(exc) and "--http wants" in str(exc)
+        return
+    assert 0 <= port <= 65535
+    assert host == "localhost" or ipaddress.ip_address(host)
+
+
+@pytest.mark.parametrize("text", ["0:0", "example.org:80", "127.0.0.1:²", "[::1]:"])
+def test_names_and_odd_ports_are_refused(text: str) -> None:
+    with pytest.raises(CuratorError, match="--http wants"):
+        parse_address(text)
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("127.0.0.1:0", ("127.0.0.1", 0)),
+        ("[::1]:8080", ("::1", 8080)),
+        ("localhost:1", ("localhost", 1)),
+    ],
+)
+def test_good_addresses_parse(text: str, expected: tuple[str, int]) -> None:
+    assert parse_address(text) == expected
+
+
+def test_hostile_calls_over_http_are_one_sentence_and_write_nothing(
+    http_server: Start, memory_db: Path, table_counts: Counts
+) -> None:
+    server = http_server()
+    before = table_counts(memory_db)
+
+    async def body(client: Client) -> list[Any]:
+        answers = [
+            await client.call_tool("record_episode", {"text": "m" * 1_500_000}),
+            await client.call_tool("record_episode", {"text": "tab\tok but nul \x00"}),
+            await client.call_tool("get_knowledge", {"top_k": 0}),
+            await client.call_tool("search_knowledge", {"query": ["a"], "limit": 2}),
+        ]
+        # Over the SDK's 4 MiB body limit: an HTTP 413 before any tool runs, which the
+        # client raises as an MCP error.
+        try:
+            await client.call_tool("record_episode", {"text": "b" * 5_000_000})
+        except MCPError as exc:
+            answers.append(exc)
+        answers.append(await client.call_tool("memory_status", {}))
+        return answers
+
+    answers = call(server, body)
+    *refused, too_big, alive = answers
+    for result in refused:
+        assert result.is_error and "\n" not in result.content[0].text, result
+    assert isinstance(too_big, MCPError)
+    assert not alive.is_error
+    assert table_counts(memory_db) == before

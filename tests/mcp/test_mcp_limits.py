@@ -1,0 +1,116 @@
+"""The write limits of ``curator mcp``: the token bucket and the client's name as source."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import anyio
+import pytest
+from hypothesis import example, given, settings
+from hypothesis import strategies as st
+from mcp import Client
+from mcp.types import Implementation
+
+from curator import Curator
+from curator.mcp_server.ratelimit import RateLimiter
+from curator.mcp_server.server import DEFAULT_CLIENT, ServerOptions, build_server
+
+Counts = Callable[[Path], dict[str, int]]
+
+
+class Clock:
+    """A clock the test steps by hand: the bucket refills without a sleep."""
+
+    def __init__(self) -> None:
+        self.now = 0.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def test_the_bucket_refills_at_its_rate() -> None:
+    clock = Clock()
+    limiter = RateLimiter(per_minute=60, burst=2, clock=clock)
+    assert limiter.take("a") is None and limiter.take("a") is None
+    wait = limiter.take("a")
+    assert wait == pytest.approx(1.0)
+    assert limiter.take("b") is None  # another client has its own bucket
+    clock.now = 1.0
+    assert limiter.take("a") is None
+    assert limiter.take("a") is not None
+
+
+def test_zero_per_minute_means_no_limit() -> None:
+    limiter = RateLimiter(per_minute=0, burst=1)
+    assert all(limiter.take("a") is None for _ in range(1000))
+
+
+@settings(deadline=None, max_examples=200)
+@given(
+    per_minute=st.integers(1, 10_000),
+    burst=st.integers(1, 50),
+    steps=st.lists(st.floats(0, 5, allow_nan=False), max_size=200),
+)
+@example(per_minute=1, burst=1, steps=[0.0] * 10)
+def test_never_more_than_burst_plus_what_time_refilled(
+    per_minute: int, burst: int, steps: list[float]
+) -> None:
+    clock = Clock()
+    limiter = RateLimiter(per_minute=per_minute, burst=burst, clock=clock)
+    granted = 0
+    for step in steps:
+        clock.now += step
+        if limiter.take("c") is None:
+            granted += 1
+        else:
+            assert (limiter.take("c") or 0) > 0  # a refusal always names a wait
+    assert granted <= burst + clock.now * per_minute / 60 + 1e-9
+
+
+def record_as(db: Path, name: str, **arguments: Any) -> Any:
+    """Call record_episode in-process as a client that calls itself ``name``."""
+
+    async def main() -> Any:
+        with Curator(db=db) as curator:
+            server = build_server(curator, ServerOptions())
+            info = Implementation(name=name, version="1")
+            async with Client(server, client_info=info) as client:
+                return await client.call_tool("record_episode", arguments)
+
+    return anyio.run(main)
+
+
+@pytest.mark.parametrize(
+    ("name", "source"),
+    [
+        ("agent\x1b[31m-red", "agent[31m-red"),
+        ("", DEFAULT_CLIENT),
+        ("\x00\x07", DEFAULT_CLIENT),
+        ("  spaced   out  ", "spaced out"),
+        ("n" * 5000, "n" * 100),
+    ],
+)
+def test_a_hostile_client_name_is_cleaned_not_refused(
+    memory_db: Path, name: str, source: str
+) -> None:
+    result = record_as(memory_db, name, text=f"episode from {len(name)}")
+    assert not result.is_error, result.content
+    assert result.structured_content["source"] == source
+
+
+@settings(deadline=None, max_examples=25)
+@given(name=st.text(max_size=120))
+@example(name="\u0085\u009b")
+@example(name="agent\ud800")
+def test_any_client_name_records_the_episode(tmp_path_factory: Any, name: str) -> None:
+    """Whatever a client calls itself, its episode is stored under a clean, short source."""
+    from curator.store.db import Store
+
+    db = tmp_path_factory.mktemp("names") / "m.db"
+    Store(db).close()
+    result = record_as(db, name, text="hello")
+    assert not result.is_error, result.content
+    source = result.structured_content["source"]
+    assert source and len(source) <= 100 and source == " ".join(source.split())
