@@ -29,9 +29,12 @@ Three bounds, cheapest first
 ----------------------------
 The LCS itself is bounded by the character-multiset intersection (see
 :mod:`curator.core.charbound`), which one matrix product yields for every pair at
-once.  Each new text is seeded by the search below, run on a few picks only: its
-best multiset bounds (LCS-bounded) and, for a long new text, the long pool texts
-with the best LCS bounds.  The LCS bound (rapidfuzz) is then computed only for the
+once.  Each new text is seeded first by the exact ratios of its two best guesses by
+word overlap (:mod:`curator.core.dedup_hint`: a guess, not a bound; it finds the
+parts of a long merge of observations, which the character bounds rank behind every
+longer pool text), then by the search below, run on a few picks only: its best
+multiset bounds (LCS-bounded) and, for a long new text, the long pool texts with the
+best LCS bounds.  The LCS bound (rapidfuzz) is then computed only for the
 pairs whose multiset bound still reaches that seed, and the cover bound only for long
 texts that reach the front of the search.  Every bound is a true upper bound on
 difflib's ratio, so which of them a pair ends up with changes the time, never the
@@ -52,9 +55,19 @@ after a few ``find_longest_match`` calls instead of ten.  The bounds must never 
 below difflib's ratio (a loose bound merely costs time), which is what the proofs
 above and the tests establish.
 
+Where the parts live
+--------------------
+This module holds the contract (:func:`reference_gate`), :func:`gate` and
+:func:`nearest`; :mod:`curator.core.dedup_seed` bounds and seeds a chunk of existing
+texts; :mod:`curator.core.dedup_search` holds the pool, the search and the early-stopping
+exact ratio; :mod:`curator.core.dedup_hint` the word-overlap guesses;
+:mod:`curator.core.charbound` and :mod:`curator.core.gramcover` the two cheap bounds.
+
 The property tests in ``tests/core/test_dedup.py`` check the bounds and compare
-``gate`` with ``reference_gate`` decision by decision on adversarial inputs;
-``benchmarks/bench_dedup.py`` measures the speed-up on realistic ones.
+``gate`` with ``reference_gate`` decision by decision on adversarial inputs, merges
+and appended clauses included; ``benchmarks/bench_dedup.py`` measures the speed-up on
+every mix of real observations separately, and with ``--parts`` what each part of the
+gate buys (the table is in ``benchmarks/RESULTS-dedup.md``).
 """
 
 from __future__ import annotations
