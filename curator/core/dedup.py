@@ -33,8 +33,7 @@ once.  Each new text is seeded first by the exact ratios of its two best guesses
 word overlap (:mod:`curator.core.dedup_hint`: a guess, not a bound; it finds the
 parts of a long merge of observations, which the character bounds rank behind every
 longer pool text), then by the search below, run on a few picks only: its best
-multiset bounds (LCS-bounded) and, for a long new text, the long pool texts with the
-best LCS bounds.  The LCS bound (rapidfuzz) is then computed only for the
+multiset bounds, LCS-bounded.  The LCS bound (rapidfuzz) is then computed only for the
 pairs whose multiset bound still reaches that seed, and the cover bound only for long
 texts that reach the front of the search.  Every bound is a true upper bound on
 difflib's ratio, so which of them a pair ends up with changes the time, never the

@@ -21,7 +21,7 @@ from rapidfuzz.distance import Indel
 
 from curator.core.charbound import Levels, histograms, ratio_bounds
 from curator.core.dedup_hint import WordIndex
-from curator.core.dedup_search import AUTOJUNK_MIN_LEN, Pool, Query, search_row
+from curator.core.dedup_search import Pool, Query, search_row
 
 __all__ = ["Chunk", "lcs_bounds", "seed_chunk"]
 
@@ -30,10 +30,6 @@ PARALLEL_CELLS: Final = 20_000
 #: Candidates per new text (by the character-multiset bound) whose LCS bound is
 #: computed to pick the seed: the pair whose exact ratio starts the search.
 SEED_CANDIDATES: Final = 64
-#: Long pool texts (best LCS bound) also considered for the seed of a long query.
-SEED_LONG: Final = 8
-#: Long pool texts (best multiset bound) given the LCS bound to choose those from.
-SEED_LONG_POOL: Final = 512
 #: Pool texts (best word overlap, :mod:`curator.core.dedup_hint`) whose exact ratio
 #: seeds each new text's search.
 HINTS: Final = 2
@@ -95,11 +91,13 @@ def seed_chunk(
 
     Every pair gets the character-multiset bound (:mod:`curator.core.charbound`, one
     matrix product), capped by the length bound ``min(len(a), len(b))``.  Each query is
-    then seeded by the search itself (:func:`search_row`), restricted to its
-    :data:`SEED_CANDIDATES` best multiset bounds (LCS-bounded) and, for a long query,
-    the :data:`SEED_LONG` long pool texts with the best LCS bounds among its
-    :data:`SEED_LONG_POOL` best multiset bounds: the best exact ratio among those
-    picks starts the full search (:meth:`Chunk.finish`).  What the seeding search
+    then seeded by the exact ratios of its :data:`HINTS` best guesses by word overlap
+    (:mod:`curator.core.dedup_hint`) and by the search itself (:func:`search_row`),
+    restricted to its :data:`SEED_CANDIDATES` best multiset bounds (LCS-bounded): the
+    best exact ratio among those picks starts the full search (:meth:`Chunk.finish`).
+    (A pass that also gave long queries their best long pool texts by the LCS bound
+    went: with the word-overlap guesses it no longer paid, see
+    ``benchmarks/RESULTS-dedup.md``.)  What the seeding search
     proved (cover bounds, exact ratios, or the bound at which an exact ratio stopped)
     stays in the bounds.
     """
@@ -119,27 +117,6 @@ def seed_chunk(
     bounds[rows, cols] = np.minimum(bounds[rows, cols], lcs)
     done = np.zeros(bounds.shape, dtype=np.bool_)  # pairs with their LCS bound already
     done[rows, cols] = True
-    # Long queries against their SEED_LONG_POOL best long pool texts by the multiset
-    # bound: the LCS now, so that the best of them by that bound can seed too.
-    long_rows = np.flatnonzero(len_q >= AUTOJUNK_MIN_LEN)
-    long_cols = np.flatnonzero(len_c >= AUTOJUNK_MIN_LEN)
-    extra = np.zeros((len(texts), 0), dtype=np.int64)
-    if long_rows.size and long_cols.size and SEED_LONG:
-        take_pool = min(SEED_LONG_POOL, long_cols.size)
-        grid = bounds[np.ix_(long_rows, long_cols)]
-        skip = long_cols.size - take_pool
-        near = long_cols[np.argpartition(grid, skip, axis=1)[:, skip:]]
-        pair_rows = np.repeat(long_rows, take_pool)
-        pair_cols = near.ravel()
-        doubled = pair_lcs(texts, columns, pair_rows, pair_cols, workers)
-        lcs = as_ratios(doubled, len_q[pair_rows] + len_c[pair_cols])
-        bounds[pair_rows, pair_cols] = np.minimum(bounds[pair_rows, pair_cols], lcs)
-        done[pair_rows, pair_cols] = True
-        take_long = min(SEED_LONG, take_pool)
-        tight = bounds[long_rows[:, None], near]
-        best_long = np.argpartition(-tight, take_long - 1, axis=1)[:, :take_long]
-        extra = np.full((len(texts), take_long), -1, dtype=np.int64)
-        extra[long_rows] = np.take_along_axis(near, best_long, axis=1)
     # The seed: the search itself, restricted to those picks (long pool texts get
     # the cover bound as they reach the front: autojunk makes difflib's ratio of a
     # long text collapse far below its LCS bound, so an LCS-chosen long seed is often
@@ -153,7 +130,7 @@ def seed_chunk(
             for column in words.best(query.text, HINTS).tolist():
                 if query.could_improve(bounds[row, column], start + column):
                     bounds[row, column] = pool.offer_exact(query, start + column)
-        picks = np.unique(np.concatenate([top[row], extra[row][extra[row] >= 0]]))
+        picks = top[row]
         masked.fill(-np.inf)
         masked[picks] = bounds[row, picks]
         search_row(query, pool, masked, start, len_c, workers)
