@@ -33,6 +33,8 @@ SEED_CANDIDATES: Final = 64
 #: Pool texts (best word overlap, :mod:`curator.core.dedup_hint`) whose exact ratio
 #: seeds each new text's search.
 HINTS: Final = 2
+#: New texts at least this many times longer than the chunk's median text get them.
+HINT_LENGTH: Final = 1.5
 
 IntArray = npt.NDArray[np.int64]
 
@@ -122,9 +124,13 @@ def seed_chunk(
     # long text collapse far below its LCS bound, so an LCS-chosen long seed is often
     # a poor one).  The search writes what it proved back into the bounds.
     masked = np.empty(len(columns), dtype=np.float64)
-    words = WordIndex(columns) if HINTS else None
+    # Only a text clearly longer than the chunk's typical text can contain one (a
+    # merge, an appended clause); for the others the multiset picks find the best and
+    # the word index would only cost its construction.
+    hinted = len_q >= HINT_LENGTH * float(np.median(len_c))
+    words = WordIndex(columns) if HINTS and hinted.any() else None
     for row, query in enumerate(queries):
-        if words is not None:
+        if words is not None and hinted[row]:
             # The best guesses by word overlap get their exact ratio first: the search
             # below starts from their best instead of from the first long pick.
             for column in words.best(query.text, HINTS).tolist():
