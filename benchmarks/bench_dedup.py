@@ -1,6 +1,10 @@
 """Benchmark the dedup gate against the plain all-pairs loop, mix by mix.
 
-Usage: ``python benchmarks/bench_dedup.py [--quick] [--seed N] [--plain-rows N M]``
+Usage: ``python benchmarks/bench_dedup.py [--quick] [--seed N] [--plain-rows N M]
+[--mix NAME] [--source development|held-out|both] [--parts]``
+
+``--parts`` measures only the gate, on the development source, with each part of it
+switched off in turn (no part changes a decision): what each part buys.
 
 Existing knowledge is made of real observations from this repository: a
 *development* source (the demo data in ``resources/demo`` and the development sets of
