@@ -1,207 +1,117 @@
-"""Benchmark the dedup gate against the plain all-pairs loop it must agree with.
+"""Benchmark the dedup gate against the plain all-pairs loop, mix by mix.
 
-Usage: ``python benchmarks/bench_dedup.py [--quick] [--seed N]``
+Usage: ``python benchmarks/bench_dedup.py [--quick] [--seed N] [--plain-rows N M]
+[--mix NAME] [--source development|held-out|both] [--parts]``
 
-The data imitates what a distiller writes into an agent's memory: short behavioural
-patterns built from templates and a vocabulary, some long multi-clause ones (200+
-characters, where difflib's autojunk heuristic kicks in), and controlled
-near-duplicates (typos, swapped words, appended clauses) of texts already in memory
-or earlier in the same batch.  Both implementations run on the same data in the same
-process and their decisions are compared one by one; the script exits non-zero if
-any decision differs.
+``--parts`` measures only the gate, on the development source, with each part of it
+switched off in turn (no part changes a decision): what each part buys.
+
+Existing knowledge is made of real observations from this repository: a
+*development* source (the demo data in ``resources/demo`` and the development sets of
+``tests/data``) and a *held-out* source (the held-out sets ``tests/data/poison_test*``),
+drawn with different seeds.  Where a pool needs more texts than a source has (10,000),
+the rest are recombinations of two real observations (the first words of one and the
+last words of another, cut at word boundaries), so vocabulary and lengths stay real.
+
+Each mix of new texts is measured on its own, and all together: fresh observations
+(real ones kept out of the pool), one or two typos, a swapped word pair, an appended
+clause, exact repeats, and long merges of two or three pool observations.  The gate
+and the plain difflib loop (:func:`reference_gate`) run on the same data in the same
+process.  The plain loop is slow, so it runs on the first ``--plain-rows`` new texts
+of each mix and its time for the whole batch is extrapolated per pair compared (the
+output says so); decisions of a prefix do not depend on the texts after it, so the
+plain loop's decisions on the prefix must equal the prefix of the gate's, and the
+script exits 1 on the first difference.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import platform
 import random
+import re
 import statistics
 import sys
 import time
-from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
 
-from curator.core.dedup import Decision, gate, reference_gate
+from curator.core import dedup_search, dedup_seed  # noqa: E402
+from curator.core.dedup import Decision, gate, reference_gate  # noqa: E402
 
-SUBJECTS = [
-    "Users who mention rate limits",
-    "Customers asking about refunds",
-    "Developers using the async client",
-    "Admins on the enterprise plan",
-    "New users in their first week",
-    "People who report login failures",
-    "Teams migrating from the legacy API",
-    "Users on mobile devices",
-    "Tickets tagged as urgent",
-    "Agents handling billing questions",
-    "Users who enable two-factor authentication",
-    "Trial accounts close to expiry",
-    "Students on the education discount",
-    "Customers in the EU region",
-    "Operators running the self-hosted build",
-    "Users who write in Spanish",
-    "Accounts with more than fifty seats",
-    "People who paste stack traces",
-    "Callers who were transferred twice",
-    "Users who skipped the tutorial",
-    "Partners integrating via webhooks",
-    "Data teams exporting CSV reports",
-    "Designers sharing large files",
-    "Managers reviewing monthly invoices",
-    "Users on the free tier",
-    "Researchers asking about the dataset license",
-    "Merchants with failed payouts",
-    "Customers who churned last quarter",
-    "Night-shift support agents",
-    "Users who contact us on weekends",
-]
-VERBS = [
-    "tend to",
-    "usually",
-    "often",
-    "rarely",
-    "almost always",
-    "frequently",
-    "are likely to",
-    "seldom",
-    "sometimes",
-    "prefer to",
-]
-ACTIONS = [
-    "retry within an hour",
-    "open a second ticket",
-    "ask for a human agent",
-    "abandon the checkout flow",
-    "switch to the web dashboard",
-    "request a copy of the invoice",
-    "upgrade their plan",
-    "read the changelog first",
-    "disable email notifications",
-    "share screenshots of the error",
-    "mention a competitor by name",
-    "escalate to a manager",
-    "reset their password twice",
-    "ask about data retention",
-    "request an API key rotation",
-    "export all their data",
-    "report the same bug again",
-    "book a demo call",
-    "ask for an extended trial",
-    "complain about latency",
-    "ask whether the service is down",
-    "request a refund",
-    "invite more teammates",
-    "downgrade to the basic plan",
-    "ask for SSO support",
-    "leave a low satisfaction score",
-    "look for the documentation page",
-    "reply with a thank-you only",
-    "cancel the subscription",
-    "ask about GDPR compliance",
-    "change their billing address",
-    "ask for an SLA",
-    "try the beta features",
-    "contact sales instead of support",
-    "forward the email to IT",
-    "ask how to delete their account",
-    "attach log files",
-    "use the keyboard shortcuts",
-    "reinstall the desktop app",
-    "ask for a phone callback",
-]
-CONDITIONS = [
-    "after a failed payment",
-    "when the docs are unclear",
-    "during peak hours",
-    "on Monday mornings",
-    "if the first answer is vague",
-    "right after a release",
-    "when latency exceeds two seconds",
-    "before renewing",
-    "after an outage",
-    "when the invoice total changes",
-    "if they were kept waiting",
-    "at the end of the month",
-    "after a price increase",
-    "when the mobile app crashes",
-    "during onboarding",
-    "after reading the status page",
-    "when a feature is deprecated",
-    "if the reply arrives after six hours",
-    "when they hit the storage quota",
-    "after the second reminder email",
-]
-CONSEQUENCES = [
-    "so prefill the form for them",
-    "which suggests the onboarding email should mention it",
-    "and a short apology reduces churn",
-    "so link the status page proactively",
-    "and they respond well to concrete timelines",
-    "so route them to tier two directly",
-    "and offering a call usually resolves it",
-    "so keep the first reply under five sentences",
-    "which is a strong churn signal",
-    "and a checklist in the reply cuts follow-ups in half",
-    "so mention the workaround before the root cause",
-    "and they rarely read long replies",
-]
-#: Supporting sentences of long patterns: shared phrasing with varying details.
-EVIDENCE = [
-    "This was observed in {share} of the {count} conversations reviewed {period}",
-    "The pattern held across both the {channel} and the {channel2} channels",
-    "It is weaker for accounts older than {age} but still clearly visible",
-    "{team} confirmed it independently in the {meeting}",
-    "The effect disappears when the first response includes {remedy}",
-    "It matters most for accounts that {segment}",
-]
-SLOTS = {
-    "share": ["about a third", "roughly half", "nearly all", "a small minority", "two in five"],
-    "count": ["40", "120", "350", "800", "1,200", "2,500"],
-    "period": ["last month", "this quarter", "since the spring release", "over the holidays"],
-    "channel": ["web", "mobile", "email", "chat", "phone"],
-    "channel2": ["desktop", "API", "Slack", "SMS"],
-    "age": ["a year", "six months", "two years", "90 days"],
-    "team": ["Tier-one agents", "The billing team", "Two senior engineers", "Night-shift staff"],
-    "meeting": ["weekly retro", "monthly review", "incident post-mortem", "QA calibration"],
-    "remedy": ["a direct link", "an ETA", "a named contact", "a screenshot of the fix"],
-    "segment": [
-        "pay annually rather than monthly",
-        "use SSO",
-        "have a dedicated CSM",
-        "were migrated from v1",
-    ],
-}
+_SENTENCE_END = re.compile(r"(?<=[.!?])\s+")
 
 
-def evidence(rng: random.Random) -> str:
-    """One supporting sentence with its slots filled in."""
-    template = rng.choice(EVIDENCE)
-    return template.format(**{key: rng.choice(values) for key, values in SLOTS.items()})
+def _lines(path: Path) -> list[str]:
+    return [
+        line.strip()
+        for line in path.read_text(encoding="utf-8").splitlines()
+        if line.strip() and not line.startswith("#")
+    ]
 
 
-def sentence(rng: random.Random) -> str:
-    """One plausible pattern; about one in seven is a long (200+ characters) one."""
-    text = f"{rng.choice(SUBJECTS)} {rng.choice(VERBS)} {rng.choice(ACTIONS)}"
-    if rng.random() < 0.7:
-        text += " " + rng.choice(CONDITIONS)
-    if rng.random() < 0.4:
-        text += ", " + rng.choice(CONSEQUENCES)
-    text += "."
-    if rng.random() < 0.15:
-        while len(text) < 200 + rng.randrange(120):
-            text += " " + evidence(rng) + "."
-    return text
+def _jsonl_texts(path: Path) -> list[str]:
+    return [json.loads(line)["text"] for line in _lines(path)]
+
+
+def _episode_sentences(path: Path) -> list[str]:
+    """Sentences of the demo episodes' posts and messages (real agent observations)."""
+    out: list[str] = []
+    for line in _lines(path):
+        episode = json.loads(line)
+        parts = [episode.get("content") or ""]
+        parts += [m.get("content") or "" for m in episode.get("messages") or []]
+        for part in parts:
+            out += [s.strip() for s in _SENTENCE_END.split(part) if len(s.strip()) >= 25]
+    return out
+
+
+def development_texts() -> list[str]:
+    data = ROOT / "tests" / "data"
+    demo = ROOT / "resources" / "demo"
+    texts = [p["text"] for p in json.loads((demo / "patterns.json").read_text("utf-8"))]
+    texts += _episode_sentences(demo / "episodes.jsonl")
+    texts += _lines(data / "benign.txt") + _jsonl_texts(data / "poisoned.jsonl")
+    for name in ("poison_dev", "poison_dev2"):
+        texts += _lines(data / name / "benign.txt") + _jsonl_texts(data / name / "injections.jsonl")
+    return _unique(texts)
+
+
+def heldout_texts() -> list[str]:
+    data = ROOT / "tests" / "data"
+    texts = _jsonl_texts(data / "poisoned_heldout.jsonl")
+    for folder in sorted(data.glob("poison_test*")):
+        for path in sorted(folder.glob("benign_*.txt")):
+            texts += _lines(path)
+        texts += _jsonl_texts(folder / "injections.jsonl")
+    return _unique(texts)
+
+
+def _unique(texts: Sequence[str]) -> list[str]:
+    return list(dict.fromkeys(t for t in texts if t))
+
+
+def recombine(rng: random.Random, left: str, right: str) -> str:
+    """The first words of ``left`` and the last words of ``right``: a plausible new text."""
+    a, b = left.split(), right.split()
+    cut_a = rng.randint(max(1, len(a) // 3), max(1, 2 * len(a) // 3))
+    cut_b = rng.randint(max(1, len(b) // 3), max(1, 2 * len(b) // 3))
+    return " ".join(a[:cut_a] + b[cut_b:])
 
 
 def typo(rng: random.Random, text: str) -> str:
     index = rng.randrange(len(text))
     return text[:index] + rng.choice("abcdefghijklmnopqrstuvwxyz") + text[index + 1 :]
+
+
+def typos(rng: random.Random, text: str) -> str:
+    return typo(rng, typo(rng, text)) if rng.random() < 0.5 else typo(rng, text)
 
 
 def swap_words(rng: random.Random, text: str) -> str:
@@ -212,76 +122,60 @@ def swap_words(rng: random.Random, text: str) -> str:
     return " ".join(words)
 
 
-def append_clause(rng: random.Random, text: str) -> str:
-    return text.rstrip(".") + " " + rng.choice(CONDITIONS) + "."
-
-
-def near_duplicate(rng: random.Random, text: str) -> str:
-    """A controlled variant: 1-2 typos, a swapped word pair, or an appended clause."""
-    roll = rng.random()
-    if roll < 0.35:
-        return typo(rng, typo(rng, text) if rng.random() < 0.5 else text)
-    if roll < 0.65:
-        return swap_words(rng, text)
-    return append_clause(rng, text)
-
-
-def make_data(n_new: int, n_existing: int, seed: int) -> tuple[list[str], list[str]]:
-    """Existing memory plus a new batch: ~30% near-duplicates of memory, ~10% of the batch."""
-    rng = random.Random(seed)
-    existing = [sentence(rng) for _ in range(n_existing)]
-    new: list[str] = []
-    for _ in range(n_new):
-        roll = rng.random()
-        if roll < 0.30 and existing:
-            new.append(near_duplicate(rng, rng.choice(existing)))
-        elif roll < 0.40 and new:
-            new.append(near_duplicate(rng, rng.choice(new)))
-        else:
-            new.append(sentence(rng))
-    return new, existing
-
-
 @dataclass
-class Result:
-    n_new: int
-    n_existing: int
-    ref_rows: int
-    ref_seconds: float
-    ref_pairs: int
-    fast_seconds: float
-    fast_pairs: int
-    ref_cpu: float
-    fast_cpu: float
-    actions: Counter[str]
-    long_texts: int
+class Data:
+    existing: list[str]
+    reserve: list[str]  # real observations kept out of the pool (the fresh ones)
 
-    @property
-    def ref_rate(self) -> float:
-        return self.ref_pairs / self.ref_seconds
 
-    @property
-    def fast_rate(self) -> float:
-        return self.fast_pairs / self.fast_seconds
+def make_pool(texts: Sequence[str], n_existing: int, n_reserve: int, seed: int) -> Data:
+    rng = random.Random(seed)
+    shuffled = list(texts)
+    rng.shuffle(shuffled)
+    reserve, real = shuffled[:n_reserve], shuffled[n_reserve:]
+    existing = real[:n_existing]
+    seen = set(existing)
+    while len(existing) < n_existing:
+        text = recombine(rng, rng.choice(real), rng.choice(real))
+        if text not in seen:
+            seen.add(text)
+            existing.append(text)
+    rng.shuffle(existing)
+    return Data(existing, reserve)
 
-    @property
-    def speedup(self) -> float:
-        return self.fast_rate / self.ref_rate
 
-    @property
-    def cpu_speedup(self) -> float:
-        """Pairs per CPU second, gate vs plain loop: robust to other people's load.
+Maker = Callable[[random.Random, Data], str]
 
-        The gate's CPU time counts every thread (rapidfuzz uses both cores), so this
-        understates what the second core buys; on an idle machine the wall-clock ratio
-        is the one that counts.
-        """
-        return (self.fast_pairs / self.fast_cpu) / (self.ref_pairs / self.ref_cpu)
 
-    @property
-    def ref_seconds_all(self) -> float:
-        """Plain-loop time for the whole batch (measured, or extrapolated from the rate)."""
-        return self.fast_pairs / self.ref_rate
+def _pick(rng: random.Random, data: Data) -> str:
+    return rng.choice(data.existing)
+
+
+def _merge(rng: random.Random, data: Data) -> str:
+    return " ".join(rng.choice(data.existing) for _ in range(rng.choice((2, 3))))
+
+
+def _append(rng: random.Random, data: Data) -> str:
+    clause = rng.choice(data.reserve).rstrip(".!?")
+    words = clause.split()
+    clause = " ".join(words[: rng.randint(3, max(3, min(len(words), 12)))])
+    return _pick(rng, data).rstrip(".!?") + ", " + clause[:1].lower() + clause[1:] + "."
+
+
+MIXES: dict[str, Maker] = {
+    "fresh": lambda rng, data: rng.choice(data.reserve),
+    "typos": lambda rng, data: typos(rng, _pick(rng, data)),
+    "word swaps": lambda rng, data: swap_words(rng, _pick(rng, data)),
+    "appended clauses": _append,
+    "exact repeats": _pick,
+    "merges of 2-3": _merge,
+}
+
+
+def make_new(mix: str, n_new: int, data: Data, seed: int) -> list[str]:
+    rng = random.Random(seed)
+    makers = list(MIXES.values()) if mix == "all" else [MIXES[mix]]
+    return [rng.choice(makers)(rng, data) for _ in range(n_new)]
 
 
 def pool_pairs(decisions: Sequence[Decision], n_existing: int) -> int:
@@ -294,96 +188,187 @@ def pool_pairs(decisions: Sequence[Decision], n_existing: int) -> int:
     return pairs
 
 
-def run_case(n_new: int, n_existing: int, ref_rows: int, seed: int) -> Result:
-    """Time both implementations; the plain loop runs on the first ``ref_rows`` texts.
+@dataclass
+class Result:
+    gate_seconds: float
+    gate_cpu: float
+    plain_seconds: float  # for the plain loop's rows only
+    plain_cpu: float
+    plain_rows: int
+    plain_pairs: int
+    all_pairs: int
+    actions: str
 
-    Decisions of a prefix of the batch do not depend on the texts after it, so the
-    plain loop's answer on the prefix must equal the prefix of ``gate``'s answer.
-    """
-    new, existing = make_data(n_new, n_existing, seed)
-    timings = []
-    cpu = []
-    for _ in range(3):  # the median of three runs: the fast path is short and noisy
+    @property
+    def plain_estimate(self) -> float:
+        """The plain loop's time for the whole batch, from its rate on the rows it ran."""
+        return self.plain_seconds * self.all_pairs / self.plain_pairs
+
+    @property
+    def speedup(self) -> float:
+        return self.plain_estimate / self.gate_seconds
+
+    @property
+    def cpu_speedup(self) -> float:
+        """The same ratio in CPU seconds of this process: far less moved by other load.
+
+        The gate's CPU time counts rapidfuzz's and numpy's second thread too, so on an
+        idle machine the wall-clock ratio is the one that counts.
+        """
+        return self.plain_cpu * self.all_pairs / self.plain_pairs / self.gate_cpu
+
+
+def run_case(new: list[str], existing: list[str], plain_rows: int, repeats: int) -> Result:
+    timings, cpu = [], []
+    fast: list[Decision] = []
+    for _ in range(repeats):
         start, start_cpu = time.perf_counter(), time.process_time()
         fast = gate(new, existing)
         timings.append(time.perf_counter() - start)
         cpu.append(time.process_time() - start_cpu)
-    fast_seconds = statistics.median(timings)
-
+    rows = min(plain_rows, len(new))
     start, start_cpu = time.perf_counter(), time.process_time()
-    ref = reference_gate(new[:ref_rows], existing)
-    ref_seconds = time.perf_counter() - start
-    ref_cpu = time.process_time() - start_cpu
-
-    if fast[:ref_rows] != ref:
-        for index, (a, b) in enumerate(zip(fast, ref, strict=False)):
+    plain = reference_gate(new[:rows], existing)
+    plain_seconds = time.perf_counter() - start
+    plain_cpu = time.process_time() - start_cpu
+    if fast[:rows] != plain:
+        for index, (a, b) in enumerate(zip(fast, plain, strict=False)):
             if a != b:
-                print(f"MISMATCH at new[{index}]: gate={a} reference={b}", file=sys.stderr)
+                print(f"MISMATCH at new[{index}]: gate={a} plain={b}", file=sys.stderr)
                 break
         raise SystemExit(1)
-    long_texts = sum(len(t) >= 200 for t in new) + sum(len(t) >= 200 for t in existing)
+    counts = {a: sum(d.action == a for d in fast) for a in ("SKIP", "UPDATE", "ADD")}
     return Result(
-        n_new=n_new,
-        n_existing=n_existing,
-        ref_rows=ref_rows,
-        ref_seconds=ref_seconds,
-        ref_pairs=pool_pairs(ref, n_existing),
-        fast_seconds=fast_seconds,
-        fast_pairs=pool_pairs(fast, n_existing),
-        ref_cpu=ref_cpu,
-        fast_cpu=statistics.median(cpu),
-        actions=Counter(d.action for d in fast),
-        long_texts=long_texts,
+        gate_seconds=statistics.median(timings),
+        gate_cpu=statistics.median(cpu),
+        plain_seconds=plain_seconds,
+        plain_cpu=plain_cpu,
+        plain_rows=rows,
+        plain_pairs=pool_pairs(plain, len(existing)),
+        all_pairs=pool_pairs(fast, len(existing)),
+        actions="/".join(str(v) for v in counts.values()),
     )
+
+
+#: Parts of the gate that can be switched off (module, attribute, value when off).
+PARTS: dict[str, tuple[object, str, object]] = {
+    "word-overlap seeds": (dedup_seed, "HINTS", 0),
+    "cover bound": (dedup_search, "COVER", False),
+    "early stop": (dedup_search, "EARLY_STOP", False),
+}
+
+
+def gate_cpu(new: list[str], existing: list[str], repeats: int) -> float:
+    """The gate's CPU seconds (median): comparable between parts even on a busy machine."""
+    timings = []
+    for _ in range(repeats):
+        start = time.process_time()
+        gate(new, existing)
+        timings.append(time.process_time() - start)
+    return statistics.median(timings)
+
+
+def measure_parts(
+    sizes: Sequence[tuple[int, int]], mixes: Sequence[str], seed: int, repeats: int
+) -> None:
+    """The gate's time on the development source with each part switched off in turn."""
+    texts = development_texts()
+    print("\nWhat each part buys (development source; gate CPU seconds, median; no part changes a")
+    print("decision, so the plain loop is not run):")
+    print(
+        "| new x existing | mix | all parts | " + " | ".join(f"without {p}" for p in PARTS) + " |"
+    )
+    print("|---|---|---|" + "---|" * len(PARTS))
+    for n_new, n_existing in sizes:
+        data = make_pool(texts, n_existing, 250, seed)
+        for mix in mixes:
+            new = make_new(mix, n_new, data, seed * 31 + [*MIXES, "all"].index(mix))
+            cells = [f"{gate_cpu(new, data.existing, repeats):.3f} s"]
+            for module, name, off in PARTS.values():
+                on = getattr(module, name)
+                setattr(module, name, off)
+                try:
+                    cells.append(f"{gate_cpu(new, data.existing, repeats):.3f} s")
+                finally:
+                    setattr(module, name, on)
+            print(f"| {n_new} x {n_existing:,} | {mix} | " + " | ".join(cells) + " |")
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
     parser.add_argument("--quick", action="store_true", help="small sizes, a few seconds")
     parser.add_argument("--seed", type=int, default=7)
+    parser.add_argument(
+        "--plain-rows",
+        type=int,
+        nargs=2,
+        default=(20, 4),
+        metavar=("SMALL", "LARGE"),
+        help="new texts the plain loop runs on, per mix, at the small and the large size",
+    )
+    parser.add_argument("--mix", action="append", help="only these mixes (repeatable)")
+    parser.add_argument("--source", choices=("development", "held-out", "both"), default="both")
+    parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument(
+        "--parts", action="store_true", help="only the gate, with each part switched off in turn"
+    )
     args = parser.parse_args(argv)
 
-    full = [(200, 1_000, 200), (200, 10_000, 20)]
-    cases = [(50, 200, 50), (50, 2_000, 10)] if args.quick else full
-
+    sizes = [(30, 300), (60, 2_000)] if args.quick else [(100, 1_000), (200, 10_000)]
+    sources = {
+        "development": (development_texts, args.seed),
+        "held-out": (heldout_texts, args.seed + 1000),
+    }
+    if args.source != "both":
+        sources = {args.source: sources[args.source]}
+    mixes = args.mix or [*MIXES, "all"]
+    if args.parts:
+        measure_parts(sizes, mixes, args.seed, args.repeats)
+        return 0
     print(
-        f"python {platform.python_version()}, {platform.machine()}, "
-        f"{os.cpu_count()} CPUs, seed {args.seed}"
+        f"python {platform.python_version()}, {platform.machine()}, {os.cpu_count()} CPUs, "
+        f"load average {os.getloadavg()[0]:.2f} at the start, seed {args.seed}"
     )
-    print(
-        "| new x existing | plain loop | plain pairs/s | gate (median of 3) | gate pairs/s "
-        "| speed-up | speed-up (CPU time) | decisions S/U/A | texts >= 200 chars |"
-    )
-    print("|---|---|---|---|---|---|---|---|---|")
-    notes = []
-    for n_new, n_existing, ref_rows in cases:
-        result = run_case(n_new, n_existing, ref_rows, args.seed)
-        if ref_rows >= n_new:
-            plain = f"{result.ref_seconds:.1f} s"
-        else:
-            plain = f"~{result.ref_seconds_all:,.0f} s (est.)"
-            notes.append(
-                f"{n_new} x {n_existing:,}: the plain loop ran on the first {ref_rows} new "
-                f"texts only ({result.ref_seconds:.1f} s, {result.ref_pairs:,} pairs); its "
-                f"time for all {n_new} is extrapolated from that rate, and those {ref_rows} "
-                "decisions were compared with gate's."
-            )
-        acts = result.actions
+    worst: dict[tuple[str, int], tuple[float, str, float, str]] = {}
+    for source, (loader, seed) in sources.items():
+        texts = loader()
+        print(f"\n{source}: {len(texts):,} real observations")
         print(
-            f"| {n_new} x {n_existing:,} | {plain} | {result.ref_rate:,.0f} "
-            f"| {result.fast_seconds:.3f} s | {result.fast_rate:,.0f} "
-            f"| {result.speedup:,.0f}x | {result.cpu_speedup:,.0f}x "
-            f"| {acts['SKIP']}/{acts['UPDATE']}/{acts['ADD']} "
-            f"| {result.long_texts:,} |"
+            "| new x existing | mix | plain loop (est.) | gate (median) | speed-up "
+            "| speed-up (CPU time) | S/U/A |"
         )
-    for note in notes:
-        print(f"\nNote: {note}")
-    print("\nDecisions identical (action, target and exact ratio) in every case.")
+        print("|---|---|---|---|---|---|---|")
+        for size_index, (n_new, n_existing) in enumerate(sizes):
+            data = make_pool(texts, n_existing, 250, seed)
+            for mix in mixes:
+                new = make_new(mix, n_new, data, seed * 31 + [*MIXES, "all"].index(mix))
+                rows = args.plain_rows[size_index]
+                result = run_case(new, data.existing, rows, args.repeats)
+                key = (source, n_existing)
+                low, low_mix, low_cpu, low_cpu_mix = worst.get(key, (1e30, "", 1e30, ""))
+                if result.speedup < low:
+                    low, low_mix = result.speedup, mix
+                if result.cpu_speedup < low_cpu:
+                    low_cpu, low_cpu_mix = result.cpu_speedup, mix
+                worst[key] = (low, low_mix, low_cpu, low_cpu_mix)
+                print(
+                    f"| {n_new} x {n_existing:,} | {mix} | {result.plain_estimate:,.1f} s "
+                    f"({result.plain_rows} rows: {result.plain_seconds:.1f} s) "
+                    f"| {result.gate_seconds:.3f} s | {result.speedup:,.0f}x "
+                    f"| {result.cpu_speedup:,.0f}x | {result.actions} |"
+                )
+    print("\nWorst mix per source and size:")
+    for (source, n_existing), (speedup, mix, cpu_speedup, cpu_mix) in worst.items():
+        print(
+            f"  {source}, x {n_existing:,}: {speedup:,.0f}x wall-clock ({mix}), "
+            f"{cpu_speedup:,.0f}x CPU time ({cpu_mix})"
+        )
     print(
-        f"Load average {os.getloadavg()[0]:.2f} at the end.  The wall-clock speed-up is "
-        "only meaningful on an idle machine: under other people's load the two sides "
-        "are slowed by different amounts; the CPU-time column is robust to that."
+        "\nThe plain loop ran on the first rows of each mix only (column 3); its time for "
+        "the whole batch is extrapolated from its rate per pair compared on them, and "
+        "its decisions on those rows equal the gate's (action, target, exact ratio)."
     )
+    print(f"Load average {os.getloadavg()[0]:.2f} at the end.")
     return 0
 
 

@@ -4,7 +4,7 @@ quadratically.
 Usage: ``python benchmarks/bench_import_knowledge.py [LINES ...] [--seed S]``
 (default: 20,000 and 200,000 lines).
 
-Each file has one pattern per line, made by ``bench_dedup.make_data`` (templates and a
+Each file has one pattern per line, made by ``synthetic_patterns.make_data`` (templates and a
 vocabulary, one in seven 200+ characters, near-duplicates of memory and of earlier
 lines), and one line in ten an exact repeat of an earlier one. A file of more than
 100,000 lines is read up to the reader's limit of 100,000 patterns (the rest is
@@ -24,7 +24,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from bench_dedup import make_data
+from synthetic_patterns import make_data
 
 
 def make_file(path: Path, lines: int, seed: int) -> list[str]:

@@ -11,7 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from rapidfuzz.distance import Indel
 
-from curator.core import dedup
+from curator.core import dedup_seed
 from curator.core.charbound import BUCKETS, Levels, histograms, intersections, ratio_bounds
 from curator.core.dedup import gate, reference_gate
 
@@ -92,7 +92,7 @@ def test_gate_equals_reference_when_few_candidates_fit_the_seed(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     """The seed picks among a few candidates; a poor seed only costs time."""
-    monkeypatch.setattr(dedup, "_SEED_CANDIDATES", 1)
+    monkeypatch.setattr(dedup_seed, "SEED_CANDIDATES", 1)
     long_text = "users retry after a rate limit error and then open a ticket " * 5
     existing = [long_text, "users retry after a rate limit", "", "zz", long_text[:-3]]
     new = ["users retry after a rate-limit", long_text + "!", "", "z", "qq"]

@@ -3,6 +3,10 @@
 from __future__ import annotations
 
 import difflib
+import json
+import random
+from collections.abc import Callable
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -10,8 +14,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from rapidfuzz.distance import Indel
 
-from curator.core import dedup
+from curator.core import dedup, dedup_search, dedup_seed
 from curator.core.dedup import Decision, gate, merge_importance, reference_gate
+from curator.core.dedup_hint import WordIndex
 from curator.core.gramcover import GramIndex
 
 # --- semantics (checked on both implementations) -------------------------------------
@@ -130,7 +135,7 @@ def test_bounds_are_upper_bounds(data: st.DataObject) -> None:
     matched = _matched(a, b)
     ratio = difflib.SequenceMatcher(None, a, b).ratio()
     assert matched <= Indel.similarity(a, b) // 2
-    bound = dedup._bounds([a], [b], workers=1)[0, 0]
+    bound = dedup_seed.lcs_bounds([a], [b], workers=1)[0, 0]
     assert bound >= ratio
     if not a and not b:
         assert bound == 1.0 == ratio
@@ -153,19 +158,19 @@ def test_exact_ratio_stops_only_when_the_pair_cannot_win(
     b = data.draw(_text())
     a = data.draw(st.one_of(_text(), _variant(b)))
     ratio = difflib.SequenceMatcher(None, a, b).ratio()
-    pool = dedup._Pool(["unused", b, "unused"])
-    query = dedup._Query(a)
+    pool = dedup_search.Pool(["unused", b, "unused"])
+    query = dedup_search.Query(a)
     query.best, query.best_index = best, best_index
     wins = query.could_improve(ratio, 1)
     with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(dedup, "_CHEAP_CAP", cheap_cap)
+        patch.setattr(dedup_search, "CHEAP_CAP", cheap_cap)
         value = pool.offer_exact(query, 1)
     if wins:
         assert value == ratio  # bit for bit, as difflib computes it
         assert (query.best, query.best_index) == (ratio, 1)
     else:
         assert value >= ratio  # an upper bound, or the ratio itself
-        assert not dedup._Query.could_improve(query, value, 1)
+        assert not dedup_search.Query.could_improve(query, value, 1)
         assert (query.best, query.best_index) == (best, best_index)
 
 
@@ -189,9 +194,9 @@ def test_exact_ratio_of_a_losing_pair_stops_after_its_first_block() -> None:
     full = difflib.SequenceMatcher(None, a, b)
     full_calls = _count_finds(full)
     ratio = full.ratio()
-    pool = dedup._Pool([b])
+    pool = dedup_search.Pool([b])
     calls = _count_finds(pool._matcher(0, a))
-    query = dedup._Query(a)
+    query = dedup_search.Query(a)
     query.best, query.best_index = 0.9, -1
     value = pool.offer_exact(query, 0)
     assert ratio <= value < 0.9 and query.best == 0.9
@@ -203,14 +208,23 @@ def test_exact_ratio_of_a_losing_pair_stops_after_its_first_block() -> None:
 
 @st.composite
 def _batch(draw: st.DrawFn) -> tuple[list[str], list[str]]:
-    """Existing pool and new batch with exact copies, near-duplicates and fresh texts."""
+    """Existing pool and new batch: copies, near-duplicates, merges, appended clauses, fresh."""
     alphabet = draw(st.one_of(st.none(), _alphabets))
     existing = draw(st.lists(_text(alphabet), max_size=6))
     new: list[str] = []
     for _ in range(draw(st.integers(0, 6))):
         sources = existing + new
-        kind = draw(st.sampled_from(["fresh", "copy", "variant", "variant", "empty"]))
-        if kind in ("copy", "variant") and sources:
+        kind = draw(
+            st.sampled_from(["fresh", "copy", "variant", "variant", "empty", "merge", "append"])
+        )
+        if kind == "merge" and sources:
+            # Two or three pool texts in one: long against every part.
+            parts = draw(st.lists(st.sampled_from(sources), min_size=2, max_size=3))
+            new.append(draw(st.sampled_from([" ", "", ". "])).join(parts))
+        elif kind == "append" and sources:
+            clause = draw(st.one_of(st.sampled_from(sources), _text(alphabet)))
+            new.append(draw(st.sampled_from(sources)) + ", " + clause[:40])
+        elif kind in ("copy", "variant") and sources:
             source = draw(st.sampled_from(sources))
             new.append(source if kind == "copy" else draw(_variant(source)))
         elif kind == "empty":
@@ -271,8 +285,8 @@ def test_gate_equals_reference_across_chunks_and_cache_evictions(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     monkeypatch.setattr(dedup, "_CHUNK", 3)
-    monkeypatch.setattr(dedup, "_MATCHER_CACHE_SIZE", 2)
-    monkeypatch.setattr(dedup, "_COVER_BATCH", 1)
+    monkeypatch.setattr(dedup_search, "MATCHER_CACHE_SIZE", 2)
+    monkeypatch.setattr(dedup_search, "COVER_BATCH", 1)
     base = [
         "users retry after a rate limit error",
         "customers ask for refunds after an outage",
@@ -295,3 +309,79 @@ def test_gate_equals_reference_across_chunks_and_cache_evictions(
         expected = reference_gate(new, existing, skip=skip, update=update)
         assert gate(new, existing, skip=skip, update=update) == expected
         assert gate(new, existing, skip=skip, update=update, workers=1) == expected
+
+
+@settings(max_examples=80, deadline=None)
+@given(
+    existing=st.lists(_sentence(), min_size=1, max_size=12),
+    merges=st.lists(st.lists(st.integers(0, 11), min_size=2, max_size=3), max_size=4),
+    appended=st.lists(st.tuples(st.integers(0, 11), _sentence()), max_size=3),
+)
+def test_gate_equals_reference_on_merges_and_appended_clauses(
+    existing: list[str], merges: list[list[int]], appended: list[tuple[int, str]]
+) -> None:
+    """The shapes whose seeding was slow: long merges of pool texts, and appended clauses."""
+    new = [" ".join(existing[k % len(existing)] for k in parts) for parts in merges]
+    new += [existing[k % len(existing)] + ", " + clause for k, clause in appended]
+    assert gate(new, existing) == reference_gate(new, existing)
+
+
+# --- what the seeding pays for long merged texts ----------------------------------
+
+
+def _real_observations() -> list[str]:
+    """Real knowledge texts of the repository: the demo patterns and the benign memories."""
+    root = Path(__file__).resolve().parents[2]
+    patterns = json.loads((root / "resources" / "demo" / "patterns.json").read_text("utf-8"))
+    lines = (root / "tests" / "data" / "benign.txt").read_text("utf-8").splitlines()
+    texts = [p["text"] for p in patterns] + [t for t in lines if t and not t.startswith("#")]
+    return list(dict.fromkeys(texts))
+
+
+def _merge(rng: random.Random, pool: list[str]) -> str:
+    return " ".join(rng.sample(pool, rng.choice((2, 3))))
+
+
+def _appended(rng: random.Random, pool: list[str]) -> str:
+    text, other = rng.sample(pool, 2)
+    return text.rstrip(".") + ", " + " ".join(other.split()[:8]).lower() + "."
+
+
+@pytest.mark.parametrize("shape", [_merge, _appended], ids=["merge", "appended clause"])
+def test_texts_containing_an_observation_pay_few_exact_ratios(
+    monkeypatch: pytest.MonkeyPatch, shape: Callable[[random.Random, list[str]], str]
+) -> None:
+    """A merge of observations, or one with a clause appended, needs few exact ratios.
+
+    Against such a text nearly every shorter pool text reaches its length bound, so the
+    character bounds rank the pool by length; the seeding used to pay a long exact
+    ratio for each of its picks before it met the observation inside (about 12 per
+    merge and 4.6 per appended clause here).  The word-overlap guesses give the
+    observations inside their exact ratio first.
+    """
+    existing = _real_observations()
+    rng = random.Random(5)
+    new = [shape(rng, existing) for _ in range(12)]
+    offered: list[int] = []
+    original = dedup_search.Pool.offer_exact
+
+    def counting(self: dedup_search.Pool, query: dedup_search.Query, index: int) -> float:
+        offered.append(index)
+        return original(self, query, index)
+
+    monkeypatch.setattr(dedup_search.Pool, "offer_exact", counting)
+    decisions = gate(new, existing)
+    assert len(offered) <= 2 * len(new), len(offered)
+    monkeypatch.undo()
+    assert decisions == reference_gate(new, existing)
+
+
+def test_word_index_ranks_the_parts_of_a_merge_first() -> None:
+    pool = ["the cat sat on the mat", "dogs bark at night", "the cat", "zebra", ""]
+    index = WordIndex(pool)
+    best = index.best("dogs bark at night and the cat sat on the mat", 2).tolist()
+    assert sorted(best) == [0, 1]
+    assert index.best("zebra", 3).tolist() == [3]  # texts sharing no word never come back
+    assert index.best("unknown words only", 3).size == 0
+    assert index.best("zebra", 0).size == 0
+    assert WordIndex([]).best("zebra", 3).size == 0
