@@ -72,10 +72,6 @@ class TokenRates:
     def call_seconds(self, prompt_tokens: float, output_tokens: float) -> float:
         return prompt_tokens / self.prompt_per_s + output_tokens / self.generate_per_s
 
-    def describe(self) -> str:
-        """ "140 prompt tokens/s, 9.5 tokens/s", the speeds an estimate is based on."""
-        return f"{self.prompt_per_s:.0f} prompt tokens/s, {self.generate_per_s:.1f} tokens/s"
-
     def source(self) -> str:
         if not self.calls:
             return f"{UNMEASURED[0].upper()}{UNMEASURED[1:]}."
@@ -187,6 +183,13 @@ class RunPlan:
     worst_seconds: float
     """Every call writes its whole output budget (the bound a looping call runs into)."""
     rates: TokenRates
+
+    def speeds(self) -> str:
+        """The speeds the figure rests on: classify only reads prompts."""
+        prompt = f"{self.rates.prompt_per_s:.0f} prompt tokens/s"
+        if self.kind == "classify":
+            return prompt
+        return f"{prompt}, {self.rates.generate_per_s:.1f} tokens/s"
 
 
 def output_budgets(settings: Settings) -> dict[str, int]:

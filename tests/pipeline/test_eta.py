@@ -9,6 +9,7 @@ live remaining time converges on the truth as items finish.
 
 from __future__ import annotations
 
+import itertools
 from datetime import timedelta
 from pathlib import Path
 
@@ -167,7 +168,7 @@ def test_with_a_wrong_prior_the_error_shrinks_and_vanishes(
     for k, value in enumerate(seen):
         assert value is not None
         errors.append(abs(value - (n - k) * per_item))
-    for before, after in zip(errors, errors[1:], strict=False):
+    for before, after in itertools.pairwise(errors):
         assert after <= before + 1e-9 * max(1.0, before)
     for k in range(min(BLEND_ITEMS, n), n + 1):
         assert errors[k] == pytest.approx(0.0, abs=1e-6 * n * per_item)
