@@ -114,6 +114,7 @@ class RunProgress(QWidget):
         self._timer.stop()
         self._remaining = None
         self.remaining_label.setText("")
+        self.remaining_label.setToolTip("")
         self.speed_label.setText("")
 
     def finished(self, status: str, text: str) -> None:

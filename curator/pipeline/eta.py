@@ -272,8 +272,10 @@ class RemainingTime:
 
     def remaining(self, now: float) -> float | None:
         """Seconds left at ``now`` (None before anything can be said)."""
+        if self._phase is None:
+            return self.prior_seconds  # not started yet (the model loads): the estimate
         per_item = self.per_item()
-        if per_item is None or self._phase is None:
+        if per_item is None:
             return None
         left = self._phase[1] - self._done
         if left <= 0:

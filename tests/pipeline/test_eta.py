@@ -127,6 +127,11 @@ def _at_completions(n: int, per_item: float, prior: float | None) -> list[float 
     return out
 
 
+def test_before_the_first_report_the_estimate_is_the_time_left() -> None:
+    assert RemainingTime(42.0).remaining(100.0) == 42.0
+    assert RemainingTime(None).remaining(100.0) is None
+
+
 def test_with_a_right_prior_the_remaining_time_is_exact_throughout() -> None:
     seen = _at_completions(5, 2.0, 10.0)
     assert seen == pytest.approx([10.0, 8.0, 6.0, 4.0, 2.0, 0.0])
