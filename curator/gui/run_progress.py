@@ -79,7 +79,7 @@ class RunProgress(QWidget):
         self._remaining = RemainingTime(estimate.seconds)
         source = estimate.plan.rates.source()
         self._basis = (
-            f"Estimated before the run: {estimate.describe()}. {source} "
+            f"Estimated before the run: {estimate.summary()}. {source} "
             "As items finish it follows the measured pace."
         )
         self.bar.setRange(0, 0)  # busy indicator until the first progress report

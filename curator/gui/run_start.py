@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from curator.core.wording import plural
 from curator.llm.model_file import ModelFileError, resolve_model_path
 from curator.pipeline.eta import UNMEASURED, RunPlan, measured_rates, plan_run
 from curator.pipeline.run_history import (
@@ -49,11 +50,14 @@ class RunEstimate:
     def measured(self) -> bool:
         return self.plan.rates.calls > 0
 
+    def summary(self) -> str:
+        """ "5 episodes, about 2 min" ("0 episodes": nothing to time)."""
+        text = plural(self.count, "episode")
+        return f"{text}, about {format_duration(self.seconds)}" if self.count else text
+
     def describe(self) -> str:
-        """ "5 episodes, about 2 min", with the default named when nothing was measured."""
-        noun = "episode" if self.count == 1 else "episodes"
-        text = f"{self.count:,} {noun}, about {format_duration(self.seconds)}"
-        return text if self.measured else f"{text}; {UNMEASURED}"
+        """The summary, with the default named when nothing was measured."""
+        return self.summary() if self.measured else f"{self.summary()}; {UNMEASURED}"
 
 
 def estimate_run(store: Store, kind: str, limit: int | None, model_path: str | None) -> RunEstimate:

@@ -30,6 +30,7 @@ from curator.pipeline.run_history import FINISHED_STATUSES, format_duration
 from curator.store.db import Store
 from curator.store.models import Run, TraceStep
 from curator.store.settings import Settings
+from curator.store.snapshot import tuples
 
 DEFAULT_PROMPT_TOKENS_PER_S = 150.0
 """Prompt evaluation before anything is measured: a 7-9B model on a laptop CPU."""
@@ -117,7 +118,7 @@ def measured_rates(store: Store, model_path: str) -> TokenRates:
     tell (classify calls write nothing) keeps its default.
     """
     with store.read():
-        rows = list(
+        rows = tuples(
             TraceStep.select(
                 TraceStep.step,
                 TraceStep.tokens_in,
@@ -129,7 +130,6 @@ def measured_rates(store: Store, model_path: str) -> TokenRates:
             .where((Run.model_path == model_path) & (TraceStep.seconds > 0))
             .order_by(TraceStep.id.desc())
             .limit(TRACE_SAMPLE)
-            .tuples()
         )
         batches = list(
             Run.select(Run.stats)
