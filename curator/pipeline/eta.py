@@ -185,10 +185,14 @@ class RunPlan:
     rates: TokenRates
 
     def speeds(self) -> str:
-        """The speeds the figure rests on: classify only reads prompts."""
-        prompt = f"{self.rates.prompt_per_s:.0f} prompt tokens/s"
+        """The pace the figure rests on. Classify: seconds a call (its prompt is mostly a
+        cached prefix, and scoring the labels costs evaluations of their own, so a
+        "prompt tokens/s" would read far slower than the model is); distill: the two
+        token speeds its generating calls are made of."""
         if self.kind == "classify":
-            return prompt
+            each = self.seconds / self.calls if self.calls else 0.0
+            return f"{each:.1f} s each" if each < 10 else f"{each:.0f} s each"
+        prompt = f"{self.rates.prompt_per_s:.0f} prompt tokens/s"
         return f"{prompt}, {self.rates.generate_per_s:.1f} tokens/s"
 
 

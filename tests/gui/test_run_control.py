@@ -139,7 +139,7 @@ def test_long_run_asks_with_count_and_measured_speed(qtbot, llm_services, qsetti
     minutes = round(pending * 10 / 60)
     assert question.startswith(
         f"Classify {pending:,} episodes — about {minutes} min "
-        f"({pending:,} model calls at 100 prompt tokens/s)?"
+        f"({pending:,} model calls at 10 s each)?"
     )
     assert "Measured on this machine from this model's last 10 calls." in question
     qtbot.waitUntil(lambda: _runs(window).classify_button.isEnabled())

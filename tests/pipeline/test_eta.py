@@ -105,8 +105,10 @@ def test_the_plan_counts_three_calls_per_batch_and_bounds_them_by_the_budgets() 
     assert plan.seconds == pytest.approx(2 * per_batch)
     worst_batch = (1000 + 500 + 200) / 100 + (1000 + 1000 + 1000) / 10  # extract: n_ctx/4
     assert plan.worst_seconds == pytest.approx(2 * worst_batch)
+    assert plan.speeds() == "100 prompt tokens/s, 10.0 tokens/s"
     classify = plan_run("classify", 7, rates, settings)
     assert classify.calls == 7
+    assert classify.speeds() == "3.0 s each"
     assert classify.seconds == classify.worst_seconds == pytest.approx(7 * 3.0)
     assert plan_run("distill", 0, rates, settings).seconds == 0
 
