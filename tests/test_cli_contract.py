@@ -353,7 +353,7 @@ def test_relearn_says_why_a_human_label_is_not_used(
     """`label 1 noise` then `classify --relearn` used to say "0 noise" and nothing more."""
     code, out, _ = run_cli(capsys, "--db", str(demo_db), "label", "1", "noise")
     assert code == 0
-    assert "1 human label(s) not usable yet (1 noise)" in out
+    assert "1 human label not usable yet (1 noise)" in out
     assert "no classify run has scored episodes" in out
     code, out, _ = run_cli(capsys, "--db", str(demo_db), "classify", "--relearn", "--json")
     assert code == 0

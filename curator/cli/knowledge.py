@@ -13,6 +13,7 @@ from typing import Any
 from curator.cli.common import CommandContext, integer
 from curator.cli.pipeline import _load_backend, model_parser
 from curator.core.redact import redact
+from curator.core.wording import plural
 from curator.errors import CuratorError
 from curator.pipeline.audit import audit, retire_patterns
 from curator.pipeline.guard_opinion import opinion_wanted
@@ -135,7 +136,8 @@ def cmd_audit(ctx: CommandContext) -> int:
                 )
                 sources = ", ".join(sorted(set(entry.sources))) or "none"
                 lines.append(
-                    f"    provenance: {run}; {len(entry.episode_ids)} episode(s) from {sources}"
+                    f"    provenance: {run}; {plural(len(entry.episode_ids), 'episode')} "
+                    f"from {sources}"
                 )
         if any(e.pattern_id is not None for e in report.entries):
             lines.append("retire one with: curator retire PATTERN_ID (undo: curator undo)")
@@ -149,7 +151,7 @@ def cmd_retire(ctx: CommandContext) -> int:
     summary = retire_patterns(ctx.store, ctx.args.patterns)
     ctx.emit(
         summary.to_json(),
-        f"retired {len(ctx.args.patterns)} pattern(s) as changeset {summary.id}; "
+        f"retired {plural(len(ctx.args.patterns), 'pattern')} as changeset {summary.id}; "
         f"undo with: curator undo {summary.id}",
     )
     return 0

@@ -12,6 +12,7 @@ import dataclasses
 from typing import TYPE_CHECKING, Any
 
 from curator.cli.common import CommandContext, integer, utf8_text
+from curator.core.wording import plural
 from curator.errors import CuratorError
 from curator.pipeline import commit as commit_api
 from curator.pipeline import labels as labels_api
@@ -181,10 +182,10 @@ def cmd_review(ctx: CommandContext) -> int:
     def human() -> str:
         lines = []
         if accepted is not None:
-            lines.append(f"accepted {accepted} proposal(s)")
+            lines.append(f"accepted {plural(accepted, 'proposal')}")
             if flagged_open:
                 lines.append(
-                    f"left {len(flagged_open)} flagged candidate(s) undecided "
+                    f"left {plural(len(flagged_open), 'flagged candidate')} undecided "
                     f"({', '.join(str(i) for i in flagged_open)}): decide each with "
                     "`curator decide`, or accept them too with --include-flagged"
                 )
@@ -332,7 +333,7 @@ def cmd_label(ctx: CommandContext) -> int:
         _emit_relearned(
             ctx,
             {"undone": ids},
-            f"restored the labels of {len(ids)} episode(s)" if ids else "nothing to undo",
+            f"restored the labels of {plural(len(ids), 'episode')}" if ids else "nothing to undo",
             relearn_now=bool(ids),
         )
         return 0
@@ -342,7 +343,7 @@ def cmd_label(ctx: CommandContext) -> int:
         _emit_relearned(
             ctx,
             {"batch": batch, "episodes": episode_ids, "label": None},
-            f"cleared the human label of {len(episode_ids)} episode(s)",
+            f"cleared the human label of {plural(len(episode_ids), 'episode')}",
         )
         return 0
     if len(items) < 2:
@@ -353,7 +354,7 @@ def cmd_label(ctx: CommandContext) -> int:
     _emit_relearned(
         ctx,
         {"batch": batch, "episodes": episode_ids, "label": label},
-        f"labelled {len(episode_ids)} episode(s) {label}",
+        f"labelled {plural(len(episode_ids), 'episode')} {label}",
     )
     return 0
 

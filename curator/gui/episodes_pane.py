@@ -34,6 +34,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from curator.core.wording import plural
 from curator.gui.episode_model import (
     COLUMNS,
     EpisodeTableModel,
@@ -588,7 +589,7 @@ class EpisodesPane(Pane):
 
         def done(_batch: object) -> None:
             self._after_relabel(ids, move_to if self.selected_ids() == ids else None)
-            self._said(f"Labelled {len(ids):,} episode(s) {label}.")
+            self._said(f"Labelled {plural(len(ids), 'episode')} {label}.")
 
         return self._write(
             "Relabelling",
@@ -605,7 +606,7 @@ class EpisodesPane(Pane):
                 self.status_message.emit("Nothing to undo.")
                 return
             self._after_relabel(list(ids), select=list(ids))  # back to the undone rows
-            self._said(f"Undid the relabel of {len(ids):,} episode(s).")
+            self._said(f"Undid the relabel of {plural(len(ids), 'episode')}.")
 
         return self._write(
             "Undoing relabel",

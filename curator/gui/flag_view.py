@@ -17,6 +17,7 @@ from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QDialog, QDialogButtonBox, QTextBrowser, QVBoxLayout, QWidget
 
 from curator.core.flags import KIND_LABELS, Flag
+from curator.core.wording import agree, plural
 from curator.gui.errors import cancel_by_default
 from curator.pipeline.guard_flags import GUARD_KIND_LABELS
 
@@ -106,7 +107,8 @@ class FlaggedConfirmDialog(QDialog):
         self.resize(640, 420)
         self.candidates = list(candidates)
         parts = [
-            f"<p>{len(self.candidates)} flagged candidate(s) were left undecided. Accept "
+            f"<p>{plural(len(self.candidates), 'flagged candidate')} "
+            f"{agree(len(self.candidates), 'was', 'were')} left undecided. Accept "
             "their proposals as well? Each one's flags will be recorded as seen.</p>"
         ]
         for c in self.candidates:

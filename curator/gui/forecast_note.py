@@ -7,10 +7,9 @@ one f-string per case wrote for an empty database, a single pattern and small to
 
 from __future__ import annotations
 
+from curator.core.wording import plural
 
-def plural(count: int, noun: str, many: str | None = None) -> str:
-    """``1 pattern``, ``2 patterns`` (``many`` for an irregular plural)."""
-    return f"{count:,} {noun if count == 1 else (many or noun + 's')}"
+__all__ = ["leaving_note", "ordinal", "plural", "room_note"]
 
 
 def ordinal(n: int) -> str:

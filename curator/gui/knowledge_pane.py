@@ -441,14 +441,14 @@ class KnowledgePane(Pane):
 
         def done(changeset_id: int) -> None:
             self.status_message.emit(
-                f"Retired {len(ids)} pattern(s) (changeset #{changeset_id}); "
+                f"Retired {plural(len(ids), 'pattern')} (changeset #{changeset_id}); "
                 "Undo retire restores them."
             )
             self.refresh()
             self.data_changed.emit()
 
         return self._start_write(
-            f"Retiring {len(ids)} pattern(s)",
+            f"Retiring {plural(len(ids), 'pattern')}",
             lambda ctx: retire_patterns(ctx.store, ids).id,
             done,
         )

@@ -16,6 +16,7 @@ from PySide6.QtCore import QModelIndex, Signal
 from PySide6.QtWidgets import QAbstractItemView, QLabel, QTableView, QVBoxLayout, QWidget
 
 from curator.core.flags import Flag
+from curator.core.wording import agree, plural
 from curator.gui.flag_view import FLAG_MARK
 from curator.gui.operations import StoreOps
 from curator.gui.qt_models import Column, RowTableModel
@@ -105,9 +106,10 @@ class ProvenancePanel(QWidget):
         self.loading = False
         self.model.set_rows(rows)
         runs = sorted({s.run_id for s in rows if s.run_id is not None})
+        numbers = ", ".join(f"#{r}" for r in runs)
         self.title.setText(
-            f"{heading}\n{len(rows):,} source episode(s)"
-            + (f" from run(s) {', '.join(f'#{r}' for r in runs)}" if runs else "")
+            f"{heading}\n{plural(len(rows), 'source episode')}"
+            + (f" from {agree(len(runs), 'run', 'runs')} {numbers}" if runs else "")
             + ". Double-click an episode to open it."
         )
 

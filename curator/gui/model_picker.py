@@ -28,6 +28,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from curator.core.wording import plural
 from curator.errors import CuratorError
 from curator.llm.catalogue import CatalogueEntry, entry_state, load_catalogue
 from curator.llm.discovery import LocalModel, find_local_models
@@ -177,7 +178,7 @@ class LocalModelsBox(QGroupBox):
             [str(m.path) for m in models],
         )
         self.status.setText(
-            f"{len(models)} GGUF model(s) found." if models else "No GGUF models found."
+            f"{plural(len(models), 'GGUF model')} found." if models else "No GGUF models found."
         )
 
     def _failed(self, reason: str) -> None:

@@ -25,6 +25,7 @@ from typing import Any
 from PySide6.QtCore import QObject, Qt, Signal
 from PySide6.QtWidgets import QCheckBox, QHBoxLayout, QPushButton, QWidget
 
+from curator.core.wording import plural
 from curator.gui.operations import OpContext
 from curator.gui.review_dialogs import CommitDialog
 from curator.gui.review_queue import DecisionQueue
@@ -48,7 +49,7 @@ def counts_text(counts: dict[str, int]) -> str:
     parts = [
         f"{counts.get('ADD', 0)} added",
         f"{counts.get('UPDATE', 0)} updated",
-        f"{counts.get('SKIP', 0)} duplicate(s)",
+        plural(counts.get("SKIP", 0), "duplicate"),
         f"{counts.get('REJECT', 0)} rejected",
     ]
     return ", ".join(parts)
@@ -61,13 +62,14 @@ def undo_question(summary: ChangesetSummary) -> str:
     decided = sum(counts.get(a, 0) for a in ("ADD", "UPDATE", "SKIP", "REJECT"))
     effects = []
     if adds:
-        effects.append(f"removes the {adds} pattern(s) it added")
+        effects.append(f"removes the {plural(adds, 'pattern')} it added")
     if updates:
         effects.append(
-            f"restores the {updates} pattern(s) it updated to their earlier text and importance"
+            f"restores the {plural(updates, 'pattern')} it updated to their earlier text "
+            "and importance"
         )
     effects.append(
-        f"puts its {decided} decided candidate(s) back to review ({counts_text(counts)})"
+        f"puts its {plural(decided, 'decided candidate')} back to review ({counts_text(counts)})"
     )
     return (
         f"Undo {commit_name(summary)}, committed {format_local(summary.created_at)}?\n\n"

@@ -15,6 +15,7 @@ import dataclasses
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
+from curator.core.wording import plural
 from curator.gui.flag_view import FlaggedConfirmDialog
 from curator.gui.operations import OpContext
 from curator.gui.review_dialogs import EditDialog
@@ -258,8 +259,12 @@ class ReviewDecisions:
             self.data_changed.emit()
             flagged = [c for c in self._candidates if c.flags and c.action is None]
             self.status_message.emit(
-                f"Accepted {accepted} proposal(s)"
-                + (f"; {len(flagged)} flagged candidate(s) left undecided." if flagged else ".")
+                f"Accepted {plural(int(accepted), 'proposal')}"
+                + (
+                    f"; {plural(len(flagged), 'flagged candidate')} left undecided."
+                    if flagged
+                    else "."
+                )
             )
             if flagged:
                 dialog = FlaggedConfirmDialog(flagged, self._dialog_parent())
@@ -284,7 +289,9 @@ class ReviewDecisions:
             )
 
         def done(accepted: Any) -> None:
-            self.status_message.emit(f"Accepted {accepted} flagged proposal(s) after confirmation.")
+            self.status_message.emit(
+                f"Accepted {plural(int(accepted), 'flagged proposal')} after confirmation."
+            )
             self._load_candidates()
             self.data_changed.emit()
 

@@ -32,6 +32,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from curator.core.wording import agree, plural
 from curator.gui.diff_view import DiffView
 from curator.gui.errors import cancel_by_default
 from curator.gui.review_list import action_name
@@ -184,9 +185,10 @@ def preview_html(preview: CommitPreview, reviewed_only: bool) -> str:
     """
     effect = preview.effect
     parts = [
-        f"<p>Run #{preview.run_id}: <b>{len(preview.adds)}</b> new pattern(s), "
-        f"<b>{len(preview.updates)}</b> update(s), {len(preview.skips)} duplicate(s) "
-        f"skipped, {len(preview.rejects)} rejected.</p>"
+        f"<p>Run #{preview.run_id}: <b>{len(preview.adds)}</b> new "
+        f"{'pattern' if len(preview.adds) == 1 else 'patterns'}, "
+        f"<b>{len(preview.updates)}</b> {'update' if len(preview.updates) == 1 else 'updates'}, "
+        f"{plural(len(preview.skips), 'duplicate')} skipped, {len(preview.rejects)} rejected.</p>"
     ]
     if effect is not None and (preview.adds or preview.updates):
         clock = "refreshes" if effect.refresh_clock else "does not refresh"
@@ -197,11 +199,15 @@ def preview_html(preview: CommitPreview, reviewed_only: bool) -> str:
         )
     if preview.unreviewed:
         if reviewed_only:
-            parts.append(f"<p>{preview.unreviewed} undecided candidate(s) stay staged.</p>")
+            parts.append(
+                f"<p>{plural(preview.unreviewed, 'undecided candidate')} "
+                f"{agree(preview.unreviewed, 'stays', 'stay')} staged.</p>"
+            )
         else:
             parts.append(
-                f"<p style='color:#c0392b'><b>{preview.unreviewed} candidate(s) are not "
-                "reviewed.</b> Decide them, or tick “commit reviewed only”.</p>"
+                f"<p style='color:#c0392b'><b>{plural(preview.unreviewed, 'candidate')} "
+                f"{agree(preview.unreviewed, 'is', 'are')} not reviewed.</b> Decide "
+                f"{agree(preview.unreviewed, 'it', 'them')}, or tick “commit reviewed only”.</p>"
             )
     if preview.conflicts:
         parts.append(

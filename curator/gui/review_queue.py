@@ -24,6 +24,7 @@ from typing import Any
 
 from PySide6.QtCore import QCoreApplication, QObject, Signal
 
+from curator.core.wording import agree, plural
 from curator.gui.operations import OpContext, StoreOps
 from curator.pipeline import review as review_api
 
@@ -134,7 +135,8 @@ class DecisionQueue(QObject):
             dropped = len(self._waiting)
             self._waiting.clear()
             if dropped:
-                message += f" (nor were the {dropped} decision(s) made after it)"
+                were = agree(dropped, "was", "were")
+                message += f" (nor {were} the {plural(dropped, 'decision')} made after it)"
             try:
                 item.on_failed(message)
             finally:

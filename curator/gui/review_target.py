@@ -27,6 +27,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from curator.core.wording import plural
 from curator.gui.diff_view import DiffView
 from curator.gui.operations import OpContext, StoreOps
 from curator.gui.review_list import flat
@@ -132,7 +133,7 @@ class TargetPicker(QDialog):
         search = self.search.text().strip()
         if self.matches:
             self.status.setText(
-                f"{len(self.matches)} nearest active pattern(s)"
+                plural(len(self.matches), "nearest active pattern")
                 + (f" matching “{search}”" if search else "")
             )
             self.list.setCurrentRow(0)

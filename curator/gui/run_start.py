@@ -3,8 +3,9 @@
 The toolbar and the Runs pane start runs the same way (the pane's limit, then this
 estimate, then a question when the run would be long), so a click never starts a
 13-hour run without a word. :func:`estimate_run` runs on a background connection
-(``ops.query``): counting 60,000 pending episodes is a bulk read. The speed is the loaded
-model's measured one (:func:`curator.pipeline.run_history.seconds_per_item`).
+(``ops.query``): counting 60,000 pending episodes is a bulk read. The time comes from
+:mod:`curator.pipeline.eta`: the calls the run will make, the output budgets they may use,
+and the speeds this model measured on this machine (or, said so, a default).
 
 No Qt in here, so the arithmetic is tested without a window.
 """
@@ -13,15 +14,16 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from curator.core.wording import plural
 from curator.llm.model_file import ModelFileError, resolve_model_path
+from curator.pipeline.eta import UNMEASURED, RunPlan, measured_rates, plan_run
 from curator.pipeline.run_history import (
-    Speed,
     format_duration,
     pending_classify_count,
     pending_distill_count,
-    seconds_per_item,
 )
 from curator.store.db import Store
+from curator.store.settings import load_settings
 
 CONFIRM_ABOVE_S = 300.0
 """Runs estimated longer than five minutes ask first (shorter ones just start)."""
@@ -34,7 +36,7 @@ class RunEstimate:
     kind: str
     limit: int | None
     pending: int
-    speed: Speed
+    plan: RunPlan
 
     @property
     def count(self) -> int:
@@ -42,25 +44,37 @@ class RunEstimate:
 
     @property
     def seconds(self) -> float:
-        return self.count * self.speed.seconds_per_item
+        return self.plan.seconds
+
+    @property
+    def measured(self) -> bool:
+        return self.plan.rates.calls > 0
+
+    def summary(self) -> str:
+        """ "5 episodes, about 2 min" ("0 episodes": nothing to time)."""
+        text = plural(self.count, "episode")
+        return f"{text}, about {format_duration(self.seconds)}" if self.count else text
 
     def describe(self) -> str:
-        return f"{self.count:,} episodes, about {format_duration(self.seconds)}"
+        """The summary, with the default named when nothing was measured."""
+        return self.summary() if self.measured else f"{self.summary()}; {UNMEASURED}"
 
 
 def estimate_run(store: Store, kind: str, limit: int | None, model_path: str | None) -> RunEstimate:
-    """Count the episodes ``kind`` would process and look up the model's measured speed.
+    """Count the episodes ``kind`` would process and plan the run's model time.
 
     ``model_path`` is the saved setting; it resolves the way the worker resolves it, so
-    the speed is the one of the model the run will load. An unusable model file gives the
-    default speed (the run itself then fails with the file's problem).
+    the speeds are the ones of the model the run will load. An unusable model file gives
+    the default speeds (the run itself then fails with the file's problem).
     """
     pending = pending_classify_count(store) if kind == "classify" else pending_distill_count(store)
     try:
         path = str(resolve_model_path(None, model_path))
     except ModelFileError:
         path = str(model_path or "")
-    return RunEstimate(kind, limit, pending, seconds_per_item(store, kind, path))
+    count = pending if limit is None else min(pending, limit)
+    plan = plan_run(kind, count, measured_rates(store, path), load_settings(store))
+    return RunEstimate(kind, limit, pending, plan)
 
 
 def question_for(estimate: RunEstimate) -> str | None:
@@ -68,11 +82,20 @@ def question_for(estimate: RunEstimate) -> str | None:
     if estimate.seconds <= CONFIRM_ABOVE_S:
         return None
     verb = "Classify" if estimate.kind == "classify" else "Distill"
+    noun = "episode" if estimate.count == 1 else "episodes"
+    plan = estimate.plan
+    calls = "model call" if plan.calls == 1 else "model calls"
+    bound = ""
+    if plan.worst_seconds > plan.seconds * 1.05:
+        bound = (
+            f" If every call wrote its whole output budget it would take up to "
+            f"{format_duration(plan.worst_seconds)}."
+        )
     return (
-        f"{verb} {estimate.count:,} episodes — about {format_duration(estimate.seconds)} "
-        f"at {estimate.speed.describe()}?\n\n{estimate.speed.source()} A smaller limit in "
-        "the Runs pane processes fewer episodes per run; a run can be cancelled at any time "
-        "and keeps what it finished."
+        f"{verb} {estimate.count:,} {noun} — about {format_duration(estimate.seconds)} "
+        f"({plan.calls:,} {calls} at {plan.speeds()})?\n\n{plan.rates.source()}"
+        f"{bound} A smaller limit in the Runs pane processes fewer episodes per run; a run "
+        "can be cancelled at any time and keeps what it finished."
     )
 
 

@@ -1,10 +1,11 @@
 """The Runs pane: start classification/distillation, watch them stream, read their traces.
 
 One click starts a run on the shared :class:`~curator.gui.worker.LlmWorker`; this pane
-only shows what the worker's queued signals report (progress, tokens per second, the
-streamed output) and never waits for it. The toolbar's Classify/Distill start their runs
-here too (:meth:`RunsPane.start_classify`), so both entry points use the same limit and
-the same question before a long run (see :mod:`curator.gui.run_start`).
+only shows what the worker's queued signals report (progress, speed and time left in
+:mod:`curator.gui.run_progress`, the streamed output) and never waits for it. The
+toolbar's Classify/Distill start their runs here too (:meth:`RunsPane.start_classify`),
+so both entry points use the same limit and the same question before a long run (see
+:mod:`curator.gui.run_start`); the tables' columns are in :mod:`curator.gui.run_columns`.
 
 The run history and each run's trace are read through :mod:`curator.pipeline.run_history`
 (the functions ``curator runs`` and ``curator run`` use) on a background connection
@@ -17,10 +18,9 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from datetime import datetime
 from typing import Any
 
-from PySide6.QtCore import QModelIndex, QPersistentModelIndex, QSettings, Qt, Signal
+from PySide6.QtCore import QModelIndex, QSettings, Qt, Signal
 from PySide6.QtGui import QTextCursor
 from PySide6.QtWidgets import (
     QAbstractItemView,
@@ -28,33 +28,30 @@ from PySide6.QtWidgets import (
     QHeaderView,
     QLabel,
     QPlainTextEdit,
-    QProgressBar,
     QPushButton,
     QSizePolicy,
     QSpinBox,
     QSplitter,
-    QStyledItemDelegate,
-    QStyleOptionViewItem,
     QTableView,
     QVBoxLayout,
     QWidget,
 )
 
+from curator.gui.forecast_note import plural
 from curator.gui.pane import Pane
-from curator.gui.qt_models import Column, RowTableModel
+from curator.gui.qt_models import RowTableModel
+from curator.gui.run_columns import TRACE_COLUMNS, MiddleElide, run_columns
+from curator.gui.run_progress import RunProgress, elastic
 from curator.gui.run_start import RunEstimate, estimate_run, limit_from, question_for
 from curator.gui.services import AppServices
-from curator.pipeline.progress import speed_text
 from curator.pipeline.run_history import (
     RunDetail,
     counts_text,
     recent_runs,
     run_detail,
-    run_seconds,
     running_runs,
-    scoring_method_text,
 )
-from curator.store.models import Run, TraceStep, format_local, utcnow
+from curator.store.models import Run
 
 RUN_HISTORY_LIMIT = 500
 """The newest runs listed (older ones stay in the database and the CLI)."""
@@ -68,104 +65,8 @@ LIVE_REFRESH_S = 1.0
 LIMIT_KEY = "runs/limit"
 """QSettings key of the run limit (see :meth:`RunsPane.use_settings` for why QSettings)."""
 
-BAR_STEPS = 1000
-"""The progress bar's resolution: a fraction, so a long item moves it per step and token."""
-
 STREAMED_STEPS = ("extract", "refine", "importance")
 """Steps whose model text streams into the output box, each under its own heading."""
-
-
-def _date(moment: datetime | None) -> str:
-    return "" if moment is None else format_local(moment, seconds=True)
-
-
-def _duration(run: Run) -> float | None:
-    took = run_seconds(run)
-    if took is None and run.status == "running" and run.started_at is not None:
-        return max(0.0, float((utcnow() - run.started_at).total_seconds()))
-    return took
-
-
-def _fmt_duration(seconds: float | None) -> str:
-    if seconds is None:
-        return ""
-    if seconds < 60:
-        return f"{seconds:.1f} s"
-    if seconds < 3600:
-        return f"{int(seconds // 60)} min {int(seconds % 60)} s"
-    return f"{int(seconds // 3600)} h {int(seconds % 3600 // 60)} min"
-
-
-def _model(run: Run) -> str:
-    return str(run.model_name or run.model_path or "")
-
-
-def _model_tooltip(run: Run) -> str:
-    parts = [p for p in (run.model_name, run.model_path) if p]
-    if run.model_sha256:
-        parts.append(f"sha256 {run.model_sha256[:16]}…")
-    return "\n".join(parts)
-
-
-def _counts_tooltip(run: Run) -> str:
-    return counts_text(run.stats, skip_zero=False).replace(" · ", "\n")
-
-
-def run_columns(live: Callable[[Run], str]) -> list[Column[Run]]:
-    """The run table's columns; ``live`` gives the progress text of a running run."""
-
-    def counts(run: Run) -> str:
-        now = live(run)
-        done = counts_text(run.stats)
-        return f"{now} · {done}" if now and done else now or done
-
-    def method_tooltip(run: Run) -> str:
-        params = run.params if isinstance(run.params, dict) else {}
-        return str(params.get("method") or "")
-
-    return [
-        Column("Run", lambda r: r.id, display=lambda r: f"#{r.id}", align_right=True),
-        Column("Kind", lambda r: r.kind),
-        Column("Status", lambda r: r.status, tooltip=lambda r: r.status_reason or r.status),
-        Column(
-            "Started", lambda r: r.started_at.timestamp(), display=lambda r: _date(r.started_at)
-        ),
-        Column(
-            "Duration", _duration, display=lambda r: _fmt_duration(_duration(r)), align_right=True
-        ),
-        Column("Model", _model, tooltip=_model_tooltip),
-        Column("Method", scoring_method_text, tooltip=method_tooltip),
-        Column("Counts", counts, tooltip=_counts_tooltip),
-    ]
-
-
-TRACE_COLUMNS: list[Column[TraceStep]] = [
-    Column("#", lambda t: t.id, align_right=True),
-    Column("Step", lambda t: t.step),
-    Column("Batch", lambda t: t.batch, align_right=True),
-    Column("Episode", lambda t: t.episode_id, align_right=True),
-    Column("Tokens in", lambda t: t.tokens_in, align_right=True),
-    Column("Tokens out", lambda t: t.tokens_out, align_right=True),
-    Column("Seconds", lambda t: t.seconds, display=lambda t: f"{t.seconds:.2f}", align_right=True),
-    Column("Error", lambda t: t.error, tooltip=lambda t: t.error),
-]
-
-
-class _MiddleElide(QStyledItemDelegate):
-    """Elides in the middle: a model path keeps its folder's start and its file name."""
-
-    def initStyleOption(
-        self, option: QStyleOptionViewItem, index: QModelIndex | QPersistentModelIndex
-    ) -> None:
-        super().initStyleOption(option, index)
-        option.textElideMode = Qt.TextElideMode.ElideMiddle
-
-
-def _elastic(label: QLabel) -> QLabel:
-    """A label that never widens the window: long text is cut, and shown whole as a tooltip."""
-    label.setSizePolicy(QSizePolicy.Policy.Ignored, QSizePolicy.Policy.Preferred)
-    label.setMinimumWidth(80)
-    return label
 
 
 class RunsPane(Pane):
@@ -212,18 +113,15 @@ class RunsPane(Pane):
         self.cancel_button = QPushButton("Cancel")
         self.cancel_button.setObjectName("cancelButton")
         self.cancel_button.clicked.connect(self.cancel)
-        self.model_label = _elastic(QLabel("Model: not loaded yet (loads on the first run)"))
+        self.model_label = elastic(QLabel("Model: not loaded yet (loads on the first run)"))
         self.model_label.setAlignment(Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter)
         self.model_label.setObjectName("modelLabel")
 
-        self.progress_bar = QProgressBar()
-        self.progress_bar.setObjectName("runProgress")
-        self.progress_bar.setRange(0, 1)
-        self.progress_bar.setValue(0)
-        self.progress_label = _elastic(QLabel("Idle"))
-        self.progress_label.setObjectName("progressLabel")
-        self.speed_label = QLabel("")
-        self.speed_label.setObjectName("speedLabel")
+        self.run_progress = RunProgress()
+        self.progress_bar = self.run_progress.bar
+        self.progress_label = self.run_progress.label
+        self.speed_label = self.run_progress.speed_label
+        self.remaining_label = self.run_progress.remaining_label
         self.output = QPlainTextEdit()
         self.output.setObjectName("runOutput")
         self.output.setReadOnly(True)
@@ -267,15 +165,11 @@ class RunsPane(Pane):
         for w in (self.classify_button, self.distill_button, self.limit_spin, self.cancel_button):
             buttons.addWidget(w)
         buttons.addWidget(self.model_label, 1)
-        status_row = QHBoxLayout()
-        status_row.addWidget(self.progress_bar, 2)
-        status_row.addWidget(self.progress_label, 3)
-        status_row.addWidget(self.speed_label)
         live = QWidget()
         lv = QVBoxLayout(live)
         lv.setContentsMargins(0, 0, 0, 0)
         lv.addLayout(buttons)
-        lv.addLayout(status_row)
+        lv.addWidget(self.run_progress)
         lv.addWidget(self.output)
         history = QWidget()
         hv = QVBoxLayout(history)
@@ -328,7 +222,7 @@ class RunsPane(Pane):
         method = self.runs.column_index("Method")
         header.setSectionResizeMode(method, QHeaderView.ResizeMode.Interactive)
         header.resizeSection(method, 110)
-        self._model_delegate = _MiddleElide(self.runs_view)
+        self._model_delegate = MiddleElide(self.runs_view)
         self.runs_view.setItemDelegateForColumn(
             self.runs.column_index("Model"), self._model_delegate
         )
@@ -440,9 +334,7 @@ class RunsPane(Pane):
         self._last_progress = None
         self._output_header = ""
         self._last_live_query = 0.0
-        self.progress_bar.setRange(0, 0)  # busy indicator until the first progress report
-        self.progress_label.setText(f"Starting {kind} (loading the model if needed)…")
-        self.speed_label.setText("")
+        self.run_progress.starting(kind, estimate)
         self.status_message.emit(f"{kind.capitalize()} run started ({estimate.describe()}).")
 
     def cancel(self) -> None:
@@ -475,15 +367,7 @@ class RunsPane(Pane):
             batch = f"batch {progress.done + 1}/{progress.total}"
             self._output_header = f"── {progress.step}, {batch} ──\n"
         self._last_progress = progress
-        self.progress_bar.setRange(0, BAR_STEPS)
-        self.progress_bar.setValue(round(progress.fraction * BAR_STEPS))
-        text = f"{progress.step}: {progress.done}/{progress.total}"
-        if progress.message:
-            text += f" — {progress.message}"
-        self.progress_label.setText(text)
-        self.progress_label.setToolTip(text)
-        # Blank while a call evaluates its prompt: no figure from zero generated tokens.
-        self.speed_label.setText(speed_text(progress))
+        self.run_progress.show_progress(progress)
         self._refresh_live()
 
     def _on_token(self, text: str) -> None:
@@ -503,32 +387,17 @@ class RunsPane(Pane):
         message = getattr(result, "message", "") or ""
         run_id = getattr(result, "run_id", None)
         self._live_text.clear()
-        if status == "cancelled":  # the bar stays where the text says the run stopped
-            self.progress_bar.setRange(0, BAR_STEPS)
-            self.progress_bar.setValue(self.cancelled_bar_value(self._last_progress))
-        else:
-            self.progress_bar.setRange(0, 1)
-            self.progress_bar.setValue(1)
         label = f"Run #{run_id} {status}" if run_id is not None else f"Run {status}"
-        self.progress_label.setText(label + (f": {message}" if message else ""))
+        # a cancelled run's bar stays where its text says it stopped
+        self.run_progress.finished(status, label + (f": {message}" if message else ""))
         self.status_message.emit(label + ".")
         self._select_after = run_id
         self.refresh()
         self.data_changed.emit()
 
-    @staticmethod
-    def cancelled_bar_value(last: Any) -> int:
-        """The bar of a cancelled run: the items its last report counted done ("after 1 of
-        5" is 20 %), without the part of the item the cancel interrupted."""
-        if last is None or last.total <= 0:
-            return 0
-        return round(min(max(last.done / last.total, 0.0), 1.0) * BAR_STEPS)
-
     def _on_failed(self, message: str) -> None:
         self._live_text.clear()
-        self.progress_bar.setRange(0, 1)
-        self.progress_bar.setValue(0)
-        self.progress_label.setText(f"Failed: {message}")
+        self.run_progress.failed(message)
         self.refresh()
         self.data_changed.emit()
         self.show_message("Run failed", message)
@@ -642,7 +511,7 @@ class RunsPane(Pane):
         reason = f" ({run.status_reason})" if run.status_reason else ""
         self.run_title.setText(
             f"<b>Run #{run.id}</b> {run.kind}, {run.status}{reason}; "
-            f"{len(detail.trace)} LLM call(s). {counts_text(run.stats)}"
+            f"{plural(len(detail.trace), 'LLM call')}. {counts_text(run.stats)}"
         )
         if step_id is not None:
             row = self.trace.find_row(lambda t: t.id == step_id)

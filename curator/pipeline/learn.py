@@ -39,6 +39,7 @@ import numpy.typing as npt
 from peewee import fn
 
 from curator.core.calibration import margin, top_label
+from curator.core.wording import plural
 from curator.store.db import Store
 from curator.store.models import LABELS, Episode, EpisodeEmbedding, Run
 
@@ -126,7 +127,7 @@ class LearnReport:
                 f"run computes them once every label has {MIN_PER_CLASS} human labels"
             )
         shown = ", ".join(f"{n} {label}" for label, n in unused.items())
-        return f"; {sum(unused.values())} human label(s) not usable yet ({shown}): {why}"
+        return f"; {plural(sum(unused.values()), 'human label')} not usable yet ({shown}): {why}"
 
 
 def _counts(per_label: dict[str, int]) -> str:

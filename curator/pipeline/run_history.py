@@ -1,38 +1,22 @@
-"""Reading the run log: the run list, one run's trace, and how fast past runs went.
+"""Reading the run log: the run list, one run's trace, what is pending.
 
 The CLI (``curator runs``, ``curator run ID``) and the window's Runs pane show the same
 history; both read it through these functions instead of each writing its own peewee
-queries. The measured speed (:func:`seconds_per_item`) is what the window quotes before
-a long run ("Classify 60,185 episodes — about 13 h at 0.8 s each?").
+queries. How fast a model is comes from the same log, in :mod:`curator.pipeline.eta`.
 
 Qt-free; each function takes the :class:`Store` and reads in one short read transaction.
 """
 
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass
 from typing import Any
 
-from peewee import fn
-
 from curator.store.db import Store
 from curator.store.models import Episode, Run, TraceStep
-from curator.store.snapshot import tuples
 
 FINISHED_STATUSES = ("done", "staged", "committed")
 """Runs that ran to their end: the only ones whose duration says how fast a model is."""
-
-SPEED_SAMPLE_RUNS = 5
-"""The newest finished runs of the same kind and model that make up the measured speed."""
-
-DEFAULT_SECONDS_PER_ITEM: dict[str, float] = {"classify": 1.0, "distill": 10.0}
-"""The estimate before any run of this model finished: about what a 7-9B model on a
-laptop CPU takes per episode (classify scores one episode per call; distill spends three
-generating calls per batch of up to 12 episodes). The first finished run replaces it."""
-
-ITEMS_KEY = {"classify": "classified", "distill": "episodes"}
-"""Which stats counter is the number of episodes a run of this kind processed."""
 
 
 def recent_runs(store: Store, limit: int) -> list[Run]:
@@ -101,79 +85,6 @@ def scoring_method_text(run: Run) -> str:
         return ", ".join(f"{name} {count}" for name, count in methods.items())
     params = run.params if isinstance(run.params, dict) else {}
     return str(params.get("method") or "")
-
-
-@dataclass(frozen=True)
-class Speed:
-    """Seconds per episode for one kind of run with one model, and where it came from."""
-
-    seconds_per_item: float
-    measured_runs: int
-    """How many finished runs it was measured on (0: the documented default)."""
-
-    def describe(self) -> str:
-        """ "0.8 s each": the figure the question quotes."""
-        return f"{_short_seconds(self.seconds_per_item)} each"
-
-    def source(self) -> str:
-        """Where the figure comes from, in one sentence."""
-        if self.measured_runs == 1:
-            return "Measured on this model's last finished run."
-        if self.measured_runs:
-            return f"Measured on this model's last {self.measured_runs} finished runs."
-        return "No run of this model has finished yet, so this is a rough guess."
-
-
-def _short_seconds(seconds: float) -> str:
-    return f"{seconds:.1f} s" if seconds < 10 else f"{seconds:.0f} s"
-
-
-def seconds_per_item(store: Store, kind: str, model_path: str | os.PathLike[str]) -> Speed:
-    """The measured speed of ``kind`` runs with the model at ``model_path``.
-
-    The model's own time per episode: the seconds of every LLM call in the traces of the
-    newest finished runs of the same kind and model, over the episodes they processed.
-    A run's fixed start (label calibration, relearning) is left out, or a first run of
-    eight episodes would make every later estimate five times too long; a run whose
-    trace has no timings counts with its wall-clock duration. Without any such run:
-    :data:`DEFAULT_SECONDS_PER_ITEM`.
-    """
-    key = ITEMS_KEY.get(kind, "episodes")
-    path = str(model_path)
-    sample: list[tuple[int, float, int]] = []  # run id, wall seconds, episodes
-    with store.read():
-        query = (
-            Run.select(Run.id, Run.started_at, Run.finished_at, Run.stats)
-            .where(
-                (Run.kind == kind)
-                & (Run.model_path == path)
-                & Run.status.in_(FINISHED_STATUSES)
-                & Run.finished_at.is_null(False)
-            )
-            .order_by(Run.id.desc())
-            .limit(SPEED_SAMPLE_RUNS * 4)
-        )
-        for run in query:
-            count = (run.stats or {}).get(key)
-            took = run_seconds(run)
-            if not isinstance(count, int) or isinstance(count, bool) or count <= 0 or took is None:
-                continue  # nothing done (or stats from an older version): says nothing
-            sample.append((int(run.id), took, count))
-            if len(sample) >= SPEED_SAMPLE_RUNS:
-                break
-        if not sample:
-            return Speed(DEFAULT_SECONDS_PER_ITEM.get(kind, 1.0), 0)
-        sums = (
-            TraceStep.select(TraceStep.run, fn.SUM(TraceStep.seconds))
-            .where(TraceStep.run.in_([run_id for run_id, _, _ in sample]))
-            .group_by(TraceStep.run)
-        )
-        traced: dict[int, float] = {int(r[0]): float(r[1] or 0.0) for r in tuples(sums)}
-    seconds = 0.0
-    for run_id, wall, _ in sample:
-        seconds += traced.get(run_id) or wall
-    items = sum(count for _, _, count in sample)
-    return Speed(seconds / items, len(sample))
 
 
 def pending_classify_count(store: Store) -> int:

@@ -32,7 +32,7 @@ def test_the_line_keeps_the_undo_and_counts_the_labels_left(qtbot, main_window) 
         assert pane.start_relabel(ids[3:], "uncategorized")
         _settle(qtbot, main_window)
     line = main_window.statusBar().currentMessage()
-    assert line.startswith("Labelled 1 episode(s) uncategorized.")
+    assert line.startswith("Labelled 1 episode uncategorized.")
     assert "4 given (1 constitutional, 2 noise, 1 uncategorized)" in line
     assert "not usable yet" in line  # and why
 
@@ -40,5 +40,5 @@ def test_the_line_keeps_the_undo_and_counts_the_labels_left(qtbot, main_window) 
         assert pane.undo_relabel()
         _settle(qtbot, main_window)
     line = main_window.statusBar().currentMessage()
-    assert line.startswith("Undid the relabel of 1 episode(s).")
+    assert line.startswith("Undid the relabel of 1 episode.")
     assert "3 given (1 constitutional, 2 noise, 0 uncategorized)" in line

@@ -101,7 +101,7 @@ def test_provenance_and_show_episode(qtbot, pane: KnowledgePane) -> None:
     pane.select_patterns([with_source.id])
     qtbot.waitUntil(lambda: not pane.provenance.loading, timeout=30_000)  # read in the background
     assert pane.sources.rowCount() == 1
-    assert "run(s) #" in pane.source_title.text()
+    assert "1 source episode from run #" in pane.source_title.text()
     index = pane.sources.index(0, 0)
     rect = pane.sources_view.visualRect(index)
     viewport = pane.sources_view.viewport()
@@ -309,6 +309,6 @@ def test_provenance_is_read_off_the_gui_thread_with_a_loading_state(
     assert pane.sources.rowCount() == 0  # nothing read on the GUI thread
     qtbot.waitUntil(lambda: not pane.provenance.loading, timeout=30_000)
     assert pane.sources.rowCount() == with_source.sources
-    assert "1 source episode(s)" in pane.source_title.text()
+    assert "\n1 source episode from run #" in pane.source_title.text()
     ran = pane.ops.job_thread_ids[ran_before:]
     assert ran and threading.get_ident() not in ran

@@ -93,7 +93,7 @@ def test_accept_all_asks_before_taking_flagged_candidates(qtbot, pane: ReviewPan
     with qtbot.waitSignal(pane.data_changed, timeout=30_000):
         assert pane.accept_all()  # in the background
     qtbot.waitUntil(lambda: pane.settled, timeout=30_000)
-    assert said[-1] == "Accepted 1 proposal(s); 2 flagged candidate(s) left undecided."
+    assert said[-1] == "Accepted 1 proposal; 2 flagged candidates left undecided."
     dialog = pane.flagged_dialog
     assert dialog is not None
     listed = dialog.view.toPlainText()
@@ -107,7 +107,7 @@ def test_accept_all_asks_before_taking_flagged_candidates(qtbot, pane: ReviewPan
     with qtbot.waitSignal(pane.data_changed, timeout=30_000):
         assert pane.accept_all()
     qtbot.waitUntil(lambda: pane.settled, timeout=30_000)  # written in the background
-    assert said[-1].startswith("Accepted 0 proposal(s)")
+    assert said[-1].startswith("Accepted 0 proposals")
     dialog = pane.flagged_dialog
     assert dialog is not None
     with qtbot.waitSignal(pane.data_changed, timeout=30_000):

@@ -281,7 +281,7 @@ def test_a_decision_while_another_process_writes_is_shown_then_put_back_when_it_
     assert len(shown) == 1 and shown[0][0] == "Review"
     assert (
         "#1 was not decided: busy: " in shown[0][1]
-        and "the 1 decision(s) made after" in shown[0][1]
+        and "nor was the 1 decision made after" in shown[0][1]
     )
     assert pane.current_candidate().ordinal == 1  # the decision that failed
     assert threading.get_ident() not in services.ops.job_thread_ids

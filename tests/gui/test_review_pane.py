@@ -325,5 +325,5 @@ def test_conflict_is_shown_through_the_hook(qtbot, pane: ReviewPane, staged) -> 
 def test_preview_html_lists_unreviewed(staged) -> None:
     services, ids = staged
     preview = preview_commit(services.store, ids["run"])
-    assert "4 candidate(s) are not reviewed" in preview_html(preview, reviewed_only=False)
+    assert "4 candidates are not reviewed" in preview_html(preview, reviewed_only=False)
     assert "stay staged" in preview_html(preview, reviewed_only=True)

@@ -20,9 +20,11 @@ from PySide6.QtCore import QSettings, Qt
 
 from curator.gui.errors import Dialogs
 from curator.gui.main_window import MainWindow
-from curator.gui.runs_pane import BAR_STEPS, RunsPane
+from curator.gui.run_progress import BAR_STEPS
+from curator.gui.runs_pane import RunsPane
 from curator.gui.services import AppServices
 from curator.gui.worker import LlmWorker
+from curator.pipeline.eta import stopped_share
 from curator.pipeline.progress import Progress
 from curator.pipeline.runlog import RunResult
 from curator.store.db import Store
@@ -83,13 +85,13 @@ def test_esc_during_the_bias_measurement_stops_the_run_there(
     data=st.data(),
 )
 def test_a_cancelled_run_s_bar_shows_what_its_text_says(total: int, data) -> None:
-    """The bar after a cancel is the share of the last report, the one the text names."""
+    """Without figures in the text, the bar after a cancel is the share of the last
+    report, without the part of the item the cancel interrupted."""
     done = data.draw(st.integers(min_value=0, max_value=total))
     within = data.draw(st.floats(min_value=0.0, max_value=0.99))
     last = Progress("classify", done, total, within=within)
-    value = RunsPane.cancelled_bar_value(last)
-    assert value == round(done / total * BAR_STEPS)
-    assert RunsPane.cancelled_bar_value(None) == 0
+    assert round(stopped_share("cancelled", last) * BAR_STEPS) == round(done / total * BAR_STEPS)
+    assert stopped_share("cancelled", None) == 0
 
 
 def test_the_pane_keeps_the_bar_of_the_last_report_after_a_cancel(
@@ -101,3 +103,29 @@ def test_the_pane_keeps_the_bar_of_the_last_report_after_a_cancel(
     pane._on_finished(RunResult(3, "cancelled", {}, "cancelled after 1 of 5 episodes"))
     assert pane.progress_label.text() == "Run #3 cancelled: cancelled after 1 of 5 episodes"
     assert pane.progress_bar.value() / pane.progress_bar.maximum() == pytest.approx(1 / 5)
+
+
+def test_the_bar_names_the_batches_the_text_names_when_the_last_report_is_behind(
+    qtbot, services: AppServices
+) -> None:
+    """Distill's last report was the importance call of batch 1 (0 of 5 done, 90 % into
+    it); the batch then finished and the run stopped "after 1 of 5 batches": 20 %."""
+    pane = RunsPane(services)
+    qtbot.addWidget(pane)
+    pane._on_progress(Progress("importance", 0, 5, within=0.9, message="batch 1/5"))
+    pane._on_finished(RunResult(4, "cancelled", {}, "cancelled after 1 of 5 batches (2 kept)"))
+    assert "after 1 of 5 batches" in pane.progress_label.text()
+    assert pane.progress_bar.value() / pane.progress_bar.maximum() == pytest.approx(1 / 5)
+
+
+def test_the_bar_counts_what_the_text_counts_when_episodes_were_skipped(
+    qtbot, services: AppServices
+) -> None:
+    """Classify's reports count every episode it went through; its text counts the ones it
+    labelled (an episode labelled by a person meanwhile is skipped): the bar follows the
+    text."""
+    pane = RunsPane(services)
+    qtbot.addWidget(pane)
+    pane._on_progress(Progress("classify", 3, 5, message="episode 9: noise (80%)"))
+    pane._on_finished(RunResult(5, "cancelled", {}, "cancelled after 2 of 5 episodes"))
+    assert pane.progress_bar.value() / pane.progress_bar.maximum() == pytest.approx(2 / 5)

@@ -25,7 +25,7 @@ from curator.llm.model_file import resolve_model_path
 from curator.pipeline.run_history import pending_classify_count
 from curator.store.db import Store
 from curator.store.demo import create_demo
-from curator.store.models import Episode, Run, utcnow
+from curator.store.models import Episode, Run, TraceStep, utcnow
 from curator.store.settings import set_setting
 from tests.conftest import LLM_TEST_SETTINGS
 
@@ -77,10 +77,11 @@ def _runs(window: MainWindow) -> RunsPane:
 
 
 def _record_measured_run(store: Store, seconds_each: float, episodes: int = 10) -> None:
-    """A finished classify run of the demo model, as the run log records one."""
+    """A finished classify run of the demo model, as the run log records one: each call
+    read 1,000 prompt tokens in ``seconds_each``."""
     finished = utcnow()
     with store.write():
-        Run.create(
+        run = Run.create(
             kind="classify",
             status="done",
             started_at=finished - timedelta(seconds=seconds_each * episodes),
@@ -88,6 +89,8 @@ def _record_measured_run(store: Store, seconds_each: float, episodes: int = 10) 
             model_path=str(resolve_model_path(None, None)),
             stats={"classified": episodes},
         )
+        for _ in range(episodes):
+            TraceStep.create(run=run.id, step="classify", tokens_in=1000, seconds=seconds_each)
 
 
 # -- the limit ------------------------------------------------------------------------------
@@ -124,7 +127,8 @@ def test_run_limit_survives_a_restart(qtbot, services, qsettings) -> None:
 
 @pytest.mark.llm
 def test_long_run_asks_with_count_and_measured_speed(qtbot, llm_services, qsettings) -> None:
-    """203 pending demo episodes at a measured 10 s each: about 34 min, so it asks; no."""
+    """203 pending demo episodes at a measured 10 s each (1,000 prompt tokens at 100 per
+    second): about 34 min, so it asks; no."""
     store = llm_services.store
     _record_measured_run(store, seconds_each=10.0)
     pending = pending_classify_count(store)
@@ -133,7 +137,11 @@ def test_long_run_asks_with_count_and_measured_speed(qtbot, llm_services, qsetti
     assert window.start_classify()
     question = _answer(qtbot, llm_services.dialogs, yes=False)
     minutes = round(pending * 10 / 60)
-    assert question.startswith(f"Classify {pending:,} episodes — about {minutes} min at 10 s each")
+    assert question.startswith(
+        f"Classify {pending:,} episodes — about {minutes} min "
+        f"({pending:,} model calls at 10 s each)?"
+    )
+    assert "Measured on this machine from this model's last 10 calls." in question
     qtbot.waitUntil(lambda: _runs(window).classify_button.isEnabled())
     assert not llm_services.worker.busy
     assert Run.select().count() == runs_before  # declined: nothing started, nothing written

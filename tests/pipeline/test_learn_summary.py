@@ -60,7 +60,7 @@ def test_four_labels_before_any_classify_run_are_counted_and_explained(store: St
     text = report.summary()
     assert not report.trained
     assert "4 given (1 constitutional, 2 noise, 1 uncategorized)" in text
-    assert "4 human label(s) not usable yet" in text
+    assert "4 human labels not usable yet" in text
     assert "no classify run" in text  # why
     assert report.unusable == {"constitutional": 1, "noise": 2, "uncategorized": 1}
 

@@ -86,10 +86,10 @@ def test_cli_audit_and_retire(store: Store, capsys: pytest.CaptureFixture[str]) 
     assert main(["--db", db, "audit"]) == 0
     text = capsys.readouterr().out
     assert f"pattern {ids['poisoned']}: {POISONED}" in text
-    assert "⚑ link: a domain name" in text and "1 episode(s) from dm" in text
+    assert "⚑ link: a domain name" in text and "1 episode from dm" in text
     assert main(["--db", db, "retire", str(ids["poisoned"])]) == 0
     out = capsys.readouterr().out
-    assert "retired 1 pattern(s) as changeset" in out
+    assert "retired 1 pattern as changeset" in out
     assert main(["--db", db, "retire", "999"]) == 2
     assert "there is no pattern 999" in capsys.readouterr().err
 

@@ -137,7 +137,7 @@ def test_cli_shows_learned_flags_like_rule_flags(
     assert LEARNED_KIND in kinds[LOOKALIKE] and LEARNED_KIND not in kinds[ORDINARY]
     # Accept-all leaves it for a person, as it does any flagged candidate.
     assert main(["--db", db, "review", str(run_id), "--accept-all"]) == 0
-    assert f"left 1 flagged candidate(s) undecided ({lookalike})" in capsys.readouterr().out
+    assert f"left 1 flagged candidate undecided ({lookalike})" in capsys.readouterr().out
     assert main(["--db", db, "classify", "--relearn", "--json"]) == 0
     guard = json.loads(capsys.readouterr().out)["guard"]
     assert guard["trained"] and (guard["rejected"], guard["accepted"]) == (6, 6)

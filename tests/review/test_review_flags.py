@@ -135,8 +135,8 @@ def test_cli_review_accept_all_and_include_flagged(
     assert doc["candidates"][1]["flags"][0]["kind"] == "link"
 
     code, text, _ = _cli(capsys, "--db", db, "review", str(run.id), "--accept-all")
-    assert code == 0 and "accepted 1 proposal(s)" in text
-    assert f"left 1 flagged candidate(s) undecided ({flagged_id})" in text
+    assert code == 0 and "accepted 1 proposal" in text
+    assert f"left 1 flagged candidate undecided ({flagged_id})" in text
     assert "⚑ link: a domain name" in text
 
     code, _, err = _cli(capsys, "--db", db, "review", str(run.id), "--include-flagged")
