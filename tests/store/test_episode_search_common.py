@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import random
 import re
-from pathlib import Path
 
 import pytest
 from hypothesis import HealthCheck, example, given, settings
@@ -144,33 +143,51 @@ _WORD = st.text(alphabet="abcdeKk\u212a\u00e9\u00c9_% ", min_size=1, max_size=6)
     words=st.lists(_WORD, min_size=1, max_size=15, unique=True),
     seed=st.integers(0, 2**16),
     count=st.integers(1, 400),
-    query=st.text(alphabet="abcdeKk\u212a\u00e9\u00c9_% ", min_size=0, max_size=8),
+    query=st.one_of(
+        st.text(alphabet="abcdeKk\u212a\u00e9\u00c9_% ", min_size=0, max_size=8),
+        st.tuples(st.integers(0, 200), st.integers(1, 12), st.booleans()),  # a piece of text
+    ),
     limit=st.sampled_from([1, 7, 50, 200]),
-    walk=st.sampled_from([(0, 10_000), (0, 30), (5, 3), (2_000, 50_000)]),
+    walk=st.sampled_from(
+        [(0, 10_000, 5_000), (0, 30, 20), (5, 3, 3), (2_000, 50_000, 5_000), (0, 10_000, 0)]
+    ),
     sort=st.sampled_from([EpisodeSort(k, d) for k in SORT_INDEXES for d in (True, False)]),
 )
-@example(words=["a"], seed=0, count=300, query="aaa", limit=200, walk=(0, 10_000),
+@example(words=["a"], seed=0, count=300, query=(0, 3, True), limit=200, walk=(0, 10_000, 5_000),
          sort=EpisodeSort())  # fmt: skip
 @example(words=["ab", "\u00e9"], seed=1, count=300, query="\u00c9", limit=7,
-         walk=(0, 30), sort=EpisodeSort("source", False))  # fmt: skip
+         walk=(0, 30, 20), sort=EpisodeSort("source", False))  # fmt: skip
 def test_first_page_matches_like_over_random_vocabularies(
     tmp_path_factory: pytest.TempPathFactory,
     words: list[str],
     seed: int,
     count: int,
-    query: str,
+    query: str | tuple[int, int, bool],
     limit: int,
-    walk: tuple[int, int],
+    walk: tuple[int, int, int],
     sort: EpisodeSort,
 ) -> None:
     """Whatever the vocabulary (a handful of words, so everything is common, or many),
-    the query and the walk's bounds, the first page is the LIKE path's first ids."""
+    the query and the walks' bounds, the first page is the LIKE path's first ids."""
+    if isinstance(query, tuple):  # a piece of what the episodes say, its ASCII case flipped
+        start, size, flip = query
+        said = " ".join(words * 3)
+        query = said[start % len(said) :][:size]
+        query = query.swapcase() if flip and query.isascii() else query
     store = Store(tmp_path_factory.mktemp("vocab") / "v.sqlite")
     try:
         _fill(store, random.Random(seed), words, count)
         for flt in (EpisodeFilter(text=query), EpisodeFilter(text=query, label="noise")):
             expected = _like_ids(store, flt, sort)[:limit]
-            first = query_first_ids(store, flt, sort, limit, walk_above=walk[0], walk_steps=walk[1])
+            first = query_first_ids(
+                store,
+                flt,
+                sort,
+                limit,
+                walk_above=walk[0],
+                walk_steps=walk[1],
+                dense_steps=walk[2],
+            )
             assert first == expected
     finally:
         store.close()
