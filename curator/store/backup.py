@@ -55,6 +55,12 @@ from curator.store.backup_identity import (
     named_backups,
     read_database_id,
 )
+from curator.store.backup_listing import (
+    backup_problem,
+    default_backup_dir,
+    list_backups,
+    newest_good_backup,
+)
 from curator.store.backup_schedule import (
     RECENT,
     STAMP_FORMAT,
@@ -74,7 +80,6 @@ except ImportError:  # pragma: no cover - Windows: no POSIX locks to test
     fcntl = None  # type: ignore[assignment]
 
 DEFAULT_KEEP = RECENT
-BACKUP_DIR_NAME = "backups"
 STEP_PAGES = 1024
 """Pages copied per step of the online backup (4 MiB at SQLite's default page size): the
 source is read-locked only for one step at a time, and progress and cancellation are
@@ -109,22 +114,6 @@ class BackupResult:
 def _timestamp() -> str:
     """UTC with microseconds: sorts as text, unique for backups taken in a row."""
     return utcnow().strftime(STAMP_FORMAT)
-
-
-def default_backup_dir(db_path: Path) -> Path:
-    return db_path.parent / BACKUP_DIR_NAME
-
-
-def list_backups(db_path: Path, backup_dir: Path | None = None) -> list[Path]:
-    """The backups of ``db_path``, oldest first: named for it and not holding another
-    database's identity (see :mod:`curator.store.backup_identity`)."""
-    db_path = database_file(db_path)
-    folder = backup_dir or default_backup_dir(db_path)
-    named = named_backups(db_path, folder)
-    if not named:
-        return []
-    own_id = read_database_id(db_path) if db_path.is_file() else None
-    return [p for p, by_name in named if belongs_to(own_id, p, by_name)]
 
 
 def backup_due(db_path: Path, backup_dir: Path | None = None) -> bool:
@@ -348,25 +337,6 @@ def _remove_quietly(path: Path) -> None:
         path.unlink()
 
 
-def backup_problem(backup: Path) -> str | None:
-    """Why ``backup`` cannot be restored (None when it can): read-only checks only."""
-    try:
-        check_file(backup, name_backup=False)
-    except CuratorError as exc:
-        return str(exc)
-    if not backup.is_file() or backup.stat().st_size == 0:
-        return f"{backup} is empty or missing"
-    return None
-
-
-def newest_good_backup(path: Path, backup_dir: Path | None = None) -> Path | None:
-    """The newest backup of ``path`` that passes ``quick_check`` and holds our schema."""
-    for candidate in reversed(list_backups(path, backup_dir)):
-        if backup_problem(candidate) is None:
-            return candidate
-    return None
-
-
 @dataclass(frozen=True)
 class RestoreReport:
     """A restore that happened: what was put back and where the previous file went."""
@@ -535,7 +505,7 @@ def _signals_held() -> Iterator[None]:
 def _aside_label(path: Path) -> str:
     """ "replaced" for a sound database of ours, "damaged" for anything else."""
     try:
-        check_file(path, name_backup=False)
+        check_file(path)
     except CuratorError:
         return "damaged"
     return "replaced"

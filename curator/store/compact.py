@@ -80,7 +80,7 @@ def compact_database(path: Path, *, missing_message: str | None = None) -> Compa
     while another process has it open, CuratorError when SQLite fails (nothing changed).
     """
     path = database_file(path)
-    found = check_file(path, name_backup=False)  # refuses a foreign or damaged file
+    found = check_file(path)  # refuses a foreign or damaged file
     if not found.exists:
         raise MissingDatabaseError(missing_message or f"no database at {path}; nothing changed")
     started = time.perf_counter()

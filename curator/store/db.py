@@ -28,9 +28,11 @@ from peewee import SqliteDatabase
 from curator.core.userpath import user_path
 from curator.errors import CuratorError
 from curator.store import change_marker
+from curator.store.backup_listing import newest_good_backup
 from curator.store.migrations import LATEST_VERSION, MIGRATIONS
 from curator.store.models import ALL_MODELS
 from curator.store.opening import (
+    DamagedDatabaseError,
     FileCheck,
     MissingDatabaseError,
     ReadOnlyError,
@@ -221,7 +223,11 @@ class Store:
             raise MissingDatabaseError(
                 missing_message or f"no database at {self.path}; nothing was created"
             )
-        found = check_file(self.path)
+        try:
+            found = check_file(self.path)
+        except DamagedDatabaseError as exc:
+            # refused as it is; the message also says which backup would put it back
+            raise exc.naming(newest_good_backup(self.path)) from exc
         self.read_only = read_only or (found.exists and not is_writable(self.path))
         if not found.exists and (read_only or not is_writable(self.path)):
             raise ReadOnlyError(f"read-only: {self.path} does not exist and cannot be created here")

@@ -16,6 +16,10 @@ timestamp as given. Re-importing a file therefore adds nothing, while the same s
 sent at two different times ("ping") stays two episodes. An episode without a timestamp
 is dated at import time, but its hash leaves the timestamp out, so a re-import of it is
 still a no-op.
+
+How a source is opened and its JSON read strictly (shared with the gold-label and
+knowledge files) is :mod:`curator.store.json_source`; this module makes episodes of the
+values and writes them.
 """
 
 from __future__ import annotations
@@ -24,10 +28,6 @@ import hashlib
 import io
 import itertools
 import json
-import math
-import os
-import re
-import stat
 import sys
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
@@ -36,16 +36,29 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any, BinaryIO
 
-from curator.core.textsafety import control_problem
 from curator.errors import CuratorError
 from curator.store.db import Store
+from curator.store.json_source import (
+    STDIN,
+    STDIN_NAME,
+    LineError,
+    _BadLine,
+    _check_depth_and_text,
+    _count_lines,
+    _is_json_array,
+    _iter_json_array,
+    _iter_jsonl,
+    _open_regular,
+    _type_name,
+    _Unreadable,
+)
+from curator.store.json_source import _decode as _decode  # for the gold and knowledge files
+from curator.store.json_source import _loads as _loads  # (they import them from here)
 from curator.store.models import Episode, format_utc, to_utc, utcnow
 
 MAX_EPISODE_CHARS = 1_000_000
 """Longer episodes are rejected: a model context holds a few thousand tokens at most."""
 
-MAX_NESTING = 64
-MAX_INT_DIGITS = 30
 _INSERT_CHUNK = 500
 
 Progress = Callable[[int, int], None]
@@ -75,31 +88,6 @@ def _check(cancelled: Cancelled | None, name: str) -> None:
         raise ImportCancelled(f"import of {name} cancelled; nothing of it was imported")
 
 
-def _count_lines(handle: BinaryIO) -> int:
-    """Lines in a regular file, read in blocks and rewound (a 24 MB file: a few ms)."""
-    start = handle.tell()
-    lines = 0
-    last = b""
-    while block := handle.read(1 << 20):
-        lines += block.count(b"\n")
-        last = block
-    handle.seek(start)
-    return lines + (1 if last and not last.endswith(b"\n") else 0)
-
-
-@dataclass(frozen=True)
-class LineError:
-    file: str
-    line: int
-    reason: str
-
-    def __str__(self) -> str:
-        """``FILE:LINE: reason``, or ``FILE: reason`` for the whole file (line 0)."""
-        if self.line == 0:
-            return f"{self.file}: {self.reason}"
-        return f"{self.file}:{self.line}: {self.reason}"
-
-
 @dataclass
 class ImportReport:
     file: str
@@ -117,10 +105,6 @@ class ImportReport:
             "rejected": len(self.errors),
             "errors": [{"line": e.line, "reason": e.reason} for e in self.errors],
         }
-
-
-class _BadLine(ValueError):
-    """One line's problem, worded for the user."""
 
 
 @dataclass(frozen=True)
@@ -154,86 +138,7 @@ def _unpack(row: tuple[Any, ...]) -> ParsedEpisode:
     return ParsedEpisode(**values)
 
 
-# -- JSON decoding with the hostile cases turned into clear errors --------------------------
-
-
-def _reject_constant(name: str) -> Any:
-    raise _BadLine(f"{name} is not valid JSON")
-
-
-def _parse_int(digits: str) -> int:
-    if len(digits.lstrip("-")) > MAX_INT_DIGITS:
-        raise _BadLine(f"integer with {len(digits.lstrip('-'))} digits is too large")
-    return int(digits)
-
-
-def _parse_float(text: str) -> float:
-    value = float(text)
-    if not math.isfinite(value):
-        raise _BadLine(f"number {text[:20]} is out of range")
-    return value
-
-
-def _no_duplicate_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
-    result: dict[str, Any] = {}
-    for key, value in pairs:
-        if key in result:
-            raise _BadLine(f"duplicate key {key!r}")
-        result[key] = value
-    return result
-
-
-def _loads(text: str) -> Any:
-    try:
-        return json.loads(
-            text,
-            object_pairs_hook=_no_duplicate_keys,
-            parse_constant=_reject_constant,
-            parse_int=_parse_int,
-            parse_float=_parse_float,
-        )
-    except RecursionError:
-        raise _BadLine("JSON nested too deeply") from None
-    except json.JSONDecodeError as exc:
-        # json's messages may end in "starting at" ("Unterminated string starting at").
-        where = "column" if exc.msg.endswith(" at") else "at column"
-        raise _BadLine(f"invalid JSON: {exc.msg} {where} {exc.colno}") from None
-    except ValueError as exc:  # int digit limits and friends
-        if isinstance(exc, _BadLine):
-            raise
-        raise _BadLine(f"invalid JSON: {exc}") from None
-
-
-def _check_depth_and_text(value: Any, where: str, depth: int = 0) -> None:
-    """Reject deep nesting, strings that cannot be stored as UTF-8 (lone surrogates) and
-    strings with control characters (:mod:`curator.core.textsafety`: they would hide text
-    from the reviewer), in values and keys alike."""
-    if depth > MAX_NESTING:
-        raise _BadLine(f"{where} is nested more than {MAX_NESTING} levels deep")
-    if isinstance(value, str):
-        try:
-            value.encode("utf-8")
-        except UnicodeEncodeError:
-            raise _BadLine(f"{where} contains a lone surrogate (not valid Unicode)") from None
-        problem = control_problem(value, where)
-        if problem is not None:
-            raise _BadLine(problem)
-    elif isinstance(value, dict):
-        for key, item in value.items():
-            _check_depth_and_text(key, where, depth + 1)
-            _check_depth_and_text(item, where, depth + 1)
-    elif isinstance(value, list):
-        for item in value:
-            _check_depth_and_text(item, where, depth + 1)
-
-
 # -- field validation -----------------------------------------------------------------------
-
-
-def _type_name(value: Any) -> str:
-    return {dict: "an object", list: "an array", str: "a string", bool: "a boolean"}.get(
-        type(value), "null" if value is None else "a number"
-    )
 
 
 def _parse_timestamp(value: Any) -> datetime:
@@ -352,149 +257,6 @@ def episode_from_object(obj: Any, line: int, now: datetime) -> ParsedEpisode:
     )
 
 
-# -- reading files ----------------------------------------------------------------------------
-
-
-def _decode(raw: bytes, first: bool) -> str:
-    if first and raw.startswith(b"\xef\xbb\xbf"):
-        raw = raw[3:]
-    try:
-        return raw.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        raise _BadLine(f"invalid UTF-8 at byte {exc.start + 1} of the line") from None
-
-
-def _iter_jsonl(lines: Iterable[bytes]) -> Iterator[tuple[int, Any | _BadLine]]:
-    for number, raw in enumerate(lines, 1):
-        raw = raw.rstrip(b"\n").rstrip(b"\r")
-        try:
-            text = _decode(raw, number == 1)
-            if not text.strip():
-                continue
-            yield number, _loads(text)
-        except _BadLine as exc:
-            yield number, exc
-
-
-_JSON_WS = " \t\r\n"
-_ESCAPED_BYTE = re.compile("[\udc80-\udcff]")
-"""A byte that is not UTF-8, as ``surrogateescape`` decoding represents it (strict UTF-8
-decoding never yields these code points, so each one marks a bad byte)."""
-
-_SPANNER = json.JSONDecoder(
-    object_pairs_hook=list, parse_constant=str, parse_int=str, parse_float=str
-)
-"""A lenient decoder that only finds where a value ends; values are then decoded again
-with the strict rules, so one bad element is reported and the next one is still read."""
-
-
-def _skip_ws(text: str, i: int) -> int:
-    length = len(text)
-    while i < length and text[i] in _JSON_WS:
-        i += 1
-    return i
-
-
-def _is_json_array(text: str) -> bool:
-    """Whether ``text`` (starting with ``[`` after whitespace) is one JSON array of episodes.
-
-    The shape is decided by what the file holds, not by its first byte alone: it is an
-    array when the array's first element is an object, when the array spans several lines
-    (JSON Lines cannot), or when it is all the file holds. Otherwise (``[1,2]`` on the
-    first line of a JSON Lines file, followed by more lines) the file is JSON Lines, so
-    only that line is rejected instead of every line after it being lost.
-    """
-    start = _skip_ws(text, 0)
-    inner = _skip_ws(text, start + 1)
-    if inner < len(text) and text[inner] == "{":
-        return True
-    line_end = text.find("\n", start)
-    if line_end < 0:
-        return True
-    try:
-        _, end = _SPANNER.raw_decode(text, start)
-    except json.JSONDecodeError as exc:
-        return exc.pos > line_end
-    except RecursionError:
-        return False
-    return end > line_end or _skip_ws(text, end) == len(text)
-
-
-def _invalid_utf8(text: str, pos: int) -> _BadLine:
-    line_start = text.rfind("\n", 0, pos) + 1
-    byte = len(text[line_start:pos].encode("utf-8", "surrogateescape")) + 1
-    return _BadLine(f"invalid UTF-8 at byte {byte} of the line")
-
-
-def _iter_json_array(text: str) -> Iterator[tuple[int, Any | _BadLine]]:
-    """The elements of a top-level JSON array, each with the line it starts on.
-
-    ``text`` is the file decoded with ``surrogateescape``: an element holding a byte that
-    is not UTF-8 is reported on its line, the other elements are still read. Anything but
-    whitespace after the closing bracket is reported, never silently ignored.
-    """
-    has_bad_bytes = _ESCAPED_BYTE.search(text) is not None
-    pos = _skip_ws(text, 0) + 1  # just after the "["
-    length = len(text)
-
-    # Line numbers are counted incrementally: recounting from the start for every element
-    # made large arrays quadratic.
-    counted_to, line = 0, 1
-
-    def line_at(i: int) -> int:
-        nonlocal counted_to, line
-        line += text.count("\n", counted_to, i)
-        counted_to = i
-        return line
-
-    pos = _skip_ws(text, pos)
-    if pos < length and text[pos] == "]":
-        pos = _skip_ws(text, pos + 1)
-        if pos < length:
-            yield line_at(pos), _BadLine(_AFTER_ARRAY)
-        return
-    while pos < length:
-        number = line_at(pos)
-        try:
-            _, end = _SPANNER.raw_decode(text, pos)
-        except RecursionError:
-            yield number, _BadLine("JSON nested too deeply; the rest of the file was not read")
-            return
-        except json.JSONDecodeError as exc:
-            if has_bad_bytes and (bad := _ESCAPED_BYTE.search(text, pos, exc.pos + 1)):
-                yield line_at(bad.start()), _invalid_utf8(text, bad.start())
-            else:
-                yield (
-                    number,
-                    _BadLine(f"invalid JSON: {exc.msg}; the rest of the file was not read"),
-                )
-            return
-        value: Any
-        bad = _ESCAPED_BYTE.search(text, pos, end) if has_bad_bytes else None
-        if bad is not None:
-            value = _invalid_utf8(text, bad.start())
-        else:
-            try:
-                value = _loads(text[pos:end])
-            except _BadLine as exc:
-                value = exc
-        yield number, value
-        pos = _skip_ws(text, end)
-        if pos < length and text[pos] == ",":
-            pos = _skip_ws(text, pos + 1)
-            continue
-        if pos < length and text[pos] == "]":
-            pos = _skip_ws(text, pos + 1)
-            if pos < length:
-                yield line_at(pos), _BadLine(_AFTER_ARRAY)
-            return
-        yield line_at(pos), _BadLine("expected ',' or ']' after an array element")
-        return
-    yield text.count("\n") + 1, _BadLine("the array is not closed (file cut off?)")
-
-
-_AFTER_ARRAY = "unexpected data after the array; the rest of the file was not read"
-
 _HEAD_BYTES = 4096
 
 
@@ -532,58 +294,6 @@ def _to_episode(
 
 
 # -- writing --------------------------------------------------------------------------------
-
-
-STDIN = "-"
-"""The file name that means standard input (``curator import -``; ``./-`` is a file)."""
-
-STDIN_NAME = "<stdin>"
-
-
-class _Unreadable(Exception):
-    """The file as a whole cannot be read; the message says why, in a few words."""
-
-
-def _file_kind(mode: int) -> str:
-    if stat.S_ISDIR(mode):
-        return "is a directory"
-    if stat.S_ISFIFO(mode):
-        return "is a named pipe, not a regular file (pipe it into 'curator import -' instead)"
-    if stat.S_ISCHR(mode) or stat.S_ISBLK(mode):
-        return "is a device, not a regular file"
-    if stat.S_ISSOCK(mode):
-        return "is a socket, not a regular file"
-    return "is not a regular file"
-
-
-def _open_regular(path: str | Path) -> BinaryIO:
-    """Open a regular file for reading, refusing anything else without blocking.
-
-    ``O_NONBLOCK`` makes opening a named pipe with no writer return at once (a plain open
-    would wait for ever); the file type is then checked on the open descriptor, so what is
-    checked is what is read.
-    """
-    flags = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_BINARY", 0)
-    try:
-        fd = os.open(path, flags)
-    except FileNotFoundError:
-        raise _Unreadable("no such file") from None
-    except IsADirectoryError:
-        raise _Unreadable("is a directory") from None
-    except PermissionError:
-        raise _Unreadable("permission denied") from None
-    except OSError as exc:
-        raise _Unreadable(f"cannot open it ({exc.strerror or exc})") from None
-    try:
-        mode = os.fstat(fd).st_mode
-        if not stat.S_ISREG(mode):
-            raise _Unreadable(_file_kind(mode))
-        if hasattr(os, "set_blocking"):
-            os.set_blocking(fd, True)
-        return os.fdopen(fd, "rb")
-    except BaseException:
-        os.close(fd)
-        raise
 
 
 def _parse(

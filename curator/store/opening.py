@@ -58,7 +58,7 @@ class DamagedDatabaseError(StoreError):
     ``backup`` is the newest backup that passes ``quick_check`` (None when there is none).
     """
 
-    def __init__(self, path: Path, problem: str, backup: Path | None) -> None:
+    def __init__(self, path: Path, problem: str, backup: Path | None = None) -> None:
         self.path = path
         self.problem = problem
         self.backup = backup
@@ -70,6 +70,10 @@ class DamagedDatabaseError(StoreError):
                 "(run `curator restore` to put it back)"
             )
         super().__init__(f"{path} {problem}; {advice}")
+
+    def naming(self, backup: Path | None) -> DamagedDatabaseError:
+        """The same refusal, naming ``backup`` as the one to restore."""
+        return DamagedDatabaseError(self.path, self.problem, backup)
 
 
 class MissingDatabaseError(StoreError):
@@ -145,11 +149,12 @@ def _first_line(text: str) -> str:
     return stripped.splitlines()[0] if stripped else "quick_check failed"
 
 
-def check_file(path: Path, *, timeout: float = 5.0, name_backup: bool = True) -> FileCheck:
+def check_file(path: Path, *, timeout: float = 5.0) -> FileCheck:
     """Judge ``path`` read-only; raise a StoreError that says why it may not be opened.
 
-    ``name_backup``: a damaged file's error names the newest good backup (off when the
-    file being judged is itself a backup).
+    A damaged file's error names no backup here: this module sits below the one that
+    lists backups (which judges each backup with this function), and the open adds the
+    newest good backup to the error (:meth:`DamagedDatabaseError.naming`).
     """
     if path.is_dir():
         raise StoreError(f"{path} is a folder, not a database file")
@@ -167,7 +172,7 @@ def check_file(path: Path, *, timeout: float = 5.0, name_backup: bool = True) ->
     if size == 0:
         return FileCheck(path, exists=False, version=0, wal=False)
     if not header.startswith(SQLITE_MAGIC) or len(header) < 100:
-        raise _damaged(path, name_backup, "is not a SQLite database")
+        raise DamagedDatabaseError(path, "is not a SQLite database")
     try:
         conn = _connect_without_writing(path, timeout)
     except sqlite3.Error as exc:
@@ -187,11 +192,11 @@ def check_file(path: Path, *, timeout: float = 5.0, name_backup: bool = True) ->
             raise StoreBusyError(
                 f"busy: another curator process is writing to {path}; try again later"
             ) from exc
-        raise _damaged(path, name_backup, _damage_text(exc)) from exc
+        raise DamagedDatabaseError(path, _damage_text(exc)) from exc
     finally:
         conn.close()
     if problem != "ok":
-        raise _damaged(path, name_backup, f"is damaged (quick_check: {problem})")
+        raise DamagedDatabaseError(path, f"is damaged (quick_check: {problem})")
     tables = {name for kind, name in objects if kind == "table"}
     if version > LATEST_VERSION:
         raise SchemaTooNewError(
@@ -228,12 +233,3 @@ def _damage_text(exc: sqlite3.DatabaseError) -> str:
     if getattr(exc, "sqlite_errorname", "") == "SQLITE_NOTADB":
         return "is not a SQLite database"
     return f"is damaged ({exc})"
-
-
-def _damaged(path: Path, name_backup: bool, problem: str) -> DamagedDatabaseError:
-    if not name_backup:
-        return DamagedDatabaseError(path, problem, None)
-    # Imported here: the backup module builds on this one.
-    from curator.store.backup import newest_good_backup
-
-    return DamagedDatabaseError(path, problem, newest_good_backup(path))

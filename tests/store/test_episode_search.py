@@ -204,8 +204,9 @@ def _insert_varied(store: Store, rng: random.Random, count: int) -> None:
 
 
 def test_first_page_is_the_start_of_the_full_list(tmp_path: Path) -> None:
-    """Both ways of finding the first page (fetch the few candidates; walk the sort index
-    past many) give exactly the first ids of the full list, whatever the filter and sort."""
+    """Every way of finding the first page (fetch the few candidates; walk the sort index
+    past many, fetching index candidates or checking every episode with LIKE) gives
+    exactly the first ids of the full list, whatever the filter and sort."""
     rng = random.Random(5)
     store = Store(tmp_path / "first.sqlite")
     _insert_varied(store, rng, 600)
@@ -223,7 +224,9 @@ def test_first_page_is_the_start_of_the_full_list(tmp_path: Path) -> None:
     filters.append(EpisodeFilter(text="de"))  # too short for the index
     sorts = [EpisodeSort(key, desc) for key in SORT_KEYS for desc in (True, False)]
     sorts += [EpisodeSort(RELEVANCE, True), EpisodeSort(RELEVANCE, False)]
-    walked = fetched = 0
+    walked = fetched = dense = 0
+    bounds = ((0, 10_000, 0), (0, 300, 0), (0, 40, 0), (5, 3, 0), (2_000, 1, 0))
+    bounds += ((0, 10_000, 5_000), (0, 300, 20), (5, 3, 3))
     statements: list[str] = []
     store.db.connection().set_trace_callback(
         lambda sql: None if sql.startswith("--") else statements.append(sql)  # not FTS5's own
@@ -231,18 +234,25 @@ def test_first_page_is_the_start_of_the_full_list(tmp_path: Path) -> None:
     for flt in filters:
         for sort in sorts:
             full = query_ids(store, flt, sort)
-            for walk_above, walk_steps in ((0, 10_000), (0, 300), (0, 40), (5, 3), (2_000, 1)):
+            for walk_above, walk_steps, dense_steps in bounds:
                 limit = rng.choice((1, 7, 50, 200))
                 statements.clear()
                 first = query_first_ids(
-                    store, flt, sort, limit, walk_above=walk_above, walk_steps=walk_steps
+                    store,
+                    flt,
+                    sort,
+                    limit,
+                    walk_above=walk_above,
+                    walk_steps=walk_steps,
+                    dense_steps=dense_steps,
                 )
                 assert first == full[:limit], (flt, sort, walk_above, walk_steps, limit)
                 ran = statements[-1]  # the walk, or the query that decided after all
                 walked += "INDEXED BY" in ran and "episode_fts" in ran and len(first) > 0
+                dense += "INDEXED BY" in ran and "episode_fts" not in ran and len(first) > 0
                 fetched += "id IN (" in ran and "episode_fts" not in ran and len(first) > 0
     store.db.connection().set_trace_callback(None)
-    assert walked > 50 and fetched > 100  # both ways were compared, with matches
+    assert walked > 50 and fetched > 100 and dense > 50  # every way compared, with matches
     store.close()
 
 
@@ -256,10 +266,21 @@ def test_the_first_page_of_many_matches_walks_the_sort_index(tmp_path: Path) -> 
     for key, index in SORT_INDEXES.items():
         statements.clear()
         flt = EpisodeFilter(text="deploy")
-        query_first_ids(store, flt, EpisodeSort(key), 20, walk_above=5, walk_steps=100)
-        (walk,) = [s for s in statements if "INDEXED BY" in s and "episode_fts" in s]
-        plan = " | ".join(str(r[-1]) for r in store.execute(f"EXPLAIN QUERY PLAN {walk}"))
-        assert f"USING INDEX {index} (" in plan and "TEMP B-TREE" not in plan, plan
+        for dense_steps in (0, 100):  # fetching index candidates; checking every episode
+            query_first_ids(
+                store,
+                flt,
+                EpisodeSort(key),
+                20,
+                walk_above=5,
+                walk_steps=100,
+                dense_steps=dense_steps,
+            )
+            (walk,) = [s for s in statements if "INDEXED BY" in s and "LIKE" in s]
+            statements.clear()
+            assert ("episode_fts" in walk) is (dense_steps == 0)
+            plan = " | ".join(str(r[-1]) for r in store.execute(f"EXPLAIN QUERY PLAN {walk}"))
+            assert f"USING INDEX {index} (" in plan and "TEMP B-TREE" not in plan, plan
     store.db.connection().set_trace_callback(None)
     store.close()
 
