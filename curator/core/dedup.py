@@ -72,6 +72,7 @@ from rapidfuzz.distance import Indel
 
 from curator.core.charbound import Levels, histograms, ratio_bounds
 from curator.core.gramcover import GramIndex
+from curator.core.scoring import merge_importance  # lives with the importance rules
 
 __all__ = [
     "DEFAULT_SKIP",
@@ -112,15 +113,6 @@ class Decision:
     action: Action
     target: int | None
     ratio: float
-
-
-def merge_importance(old: float, new: float) -> float:
-    """Importance after an UPDATE: the larger of the two.
-
-    Taking the maximum is idempotent (re-running the same batch changes nothing) and
-    never additive, so repeated near-duplicates cannot inflate a pattern's importance.
-    """
-    return max(old, new)
 
 
 def _decide(best: float, best_index: int, skip: float, update: float) -> Decision:
