@@ -221,7 +221,7 @@ The help line lives here, not in the module, so the list can be shown without im
 the modules (which import the store, the pipeline and their libraries)."""
 
 
-class _VerbParsers(argparse._SubParsersAction):  # type: ignore[type-arg]
+class _VerbParsers(argparse._SubParsersAction):
     """The verbs' subparsers action: a verb's ``--help`` line comes from :data:`VERBS`."""
 
     def add_parser(self, name: str, **kwargs: Any) -> argparse.ArgumentParser:
