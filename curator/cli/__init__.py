@@ -1,8 +1,13 @@
 """The ``curator`` command line.
 
 Every subcommand lives in a small module of this package that exposes
-``register(subparsers)``; each parser sets ``handler`` to a function
+``register(subparsers, common)``; each parser sets ``handler`` to a function
 ``handler(ctx: CommandContext) -> int``. With no subcommand the desktop window opens.
+
+Start-up is kept cheap because cron jobs, shells and agents start the command often:
+:data:`VERBS` names each verb's module and one-line help, and only the module of the
+verb being run is imported (``curator --help`` and ``--version`` import none). A new verb
+is one line there plus its module's ``register``.
 
 Conventions shared by all commands:
 - ``--json`` prints exactly one JSON document on stdout (for scripts and tests), on failure
@@ -19,12 +24,14 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import importlib
 import os
 import sys
-from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any, NoReturn
+from collections.abc import Collection, Sequence
+from typing import TYPE_CHECKING, Any, NamedTuple, NoReturn
 
 from curator import __version__
+from curator.cli import _no_postgres  # noqa: F401  (first: before peewee is imported)
 from curator.cli.common import (
     CommandContext,
     OutputError,
@@ -34,8 +41,6 @@ from curator.cli.common import (
 )
 from curator.core.jsonsafe import dumps
 from curator.errors import CuratorError
-from curator.llm.model_file import CHECK_OPTION, run_child_check
-from curator.store.db import DATABASE_ERRORS, explain_database_error
 
 if TYPE_CHECKING:
     from _typeshed import SupportsWrite
@@ -157,21 +162,82 @@ def _discard_stdout() -> None:
         os.close(devnull)
 
 
-def build_parser() -> argparse.ArgumentParser:
-    # Imported here so each module registers its own subcommands (one place per concern).
-    from curator.cli import (
-        backup_cmd,
-        data,
-        insights,
-        knowledge,
-        mcp_cmd,
-        models,
-        pipeline,
-        recovery,
-        review,
-        settings_cmd,
-    )
+class Verb(NamedTuple):
+    """Where a verb is registered (a module of this package) and its line in ``--help``."""
 
+    module: str
+    help: str
+
+
+VERBS: dict[str, Verb] = {
+    "import": Verb("data", "import episodes from JSONL or JSON files and chat exports"),
+    "export": Verb("data", "print the top-K patterns as the agent receives them"),
+    "stats": Verb("data", "count episodes, patterns, runs"),
+    "demo": Verb("data", "fill the database with demo data"),
+    "classify": Verb("pipeline", "label pending episodes constitutional / noise / uncategorized"),
+    "distill": Verb("pipeline", "distil labelled episodes into a staged run of candidate patterns"),
+    "runs": Verb("pipeline", "list classification and distillation runs"),
+    "run": Verb("pipeline", "show one run and its trace"),
+    "review": Verb("review", "list a staged run's candidates with their proposals"),
+    "decide": Verb("review", "decide one candidate (ACCEPT, SKIP, UPDATE, ADD, REJECT)"),
+    "commit": Verb("review", "apply a reviewed run to Knowledge (one transaction, undoable)"),
+    "undo": Verb("review", "undo a commit (by changeset id)"),
+    "label": Verb("review", "relabel episodes (a human label overrides the model's)"),
+    "history": Verb("review", "list commits and undos"),
+    "import-knowledge": Verb(
+        "knowledge",
+        "stage existing knowledge (JSON list, text lines, Markdown bullets) for review",
+    ),
+    "audit": Verb(
+        "knowledge", "list stored patterns, identity and axioms with memory-poisoning flags"
+    ),
+    "retire": Verb(
+        "knowledge", "retire patterns (out of the prompt; undo with `curator undo CHANGESET`)"
+    ),
+    "restore": Verb(
+        "recovery", "restore the database from a backup (default: the newest good one)"
+    ),
+    "settings": Verb("settings_cmd", "show the saved settings, or set KEY=VALUE ..."),
+    "insights": Verb(
+        "insights",
+        "agreement of the model and the gate with the human decisions; what-if; forecast",
+    ),
+    "replay": Verb(
+        "insights", "re-classify the human-labelled episodes with a model/prompt and compare"
+    ),
+    "gold": Verb(
+        "insights", "export or import the gold set (human labels and review decisions) as JSONL"
+    ),
+    "models": Verb(
+        "models",
+        "list, download or remove catalogue models; list models already on this computer",
+    ),
+    "backup": Verb("backup_cmd", "back up the database now (checked with quick_check)"),
+    "compact": Verb("backup_cmd", "give the space of deleted rows back to the disk (VACUUM)"),
+    "mcp": Verb("mcp_cmd", "serve knowledge and episode recording to an agent over MCP"),
+}
+"""Every verb, in the order ``curator --help`` lists them (one line per verb).
+
+The help line lives here, not in the module, so the list can be shown without importing
+the modules (which import the store, the pipeline and their libraries)."""
+
+
+class _VerbParsers(argparse._SubParsersAction):
+    """The verbs' subparsers action: a verb's ``--help`` line comes from :data:`VERBS`."""
+
+    def add_parser(self, name: str, **kwargs: Any) -> argparse.ArgumentParser:
+        kwargs.setdefault("help", VERBS[name].help)
+        parser: argparse.ArgumentParser = super().add_parser(name, **kwargs)
+        return parser
+
+
+def build_parser(modules: Collection[str] | None = None) -> argparse.ArgumentParser:
+    """The ``curator`` parser with the verbs of ``modules`` (default: all) fully defined.
+
+    Every other verb is a stand-in that accepts anything (its words are left over): it
+    shows in the ``--help`` list and names the verb, and :func:`main` then builds the
+    parser again with that verb's module. So a command imports only its own module.
+    """
     common = _Parser(add_help=False)
     add_common_options(common, suppress_defaults=True)
     parser = _Parser(
@@ -181,26 +247,44 @@ def build_parser() -> argparse.ArgumentParser:
     )
     add_common_options(parser, suppress_defaults=False)
     parser.add_argument("--version", action=_VersionAction, help="show the version and exit")
-    subparsers = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
-    for module in (data, pipeline, review, knowledge, recovery, settings_cmd, insights, models):
-        module.register(subparsers, common)
-    backup_cmd.register(subparsers, common)
-    mcp_cmd.register(subparsers, common)
+    subparsers = parser.add_subparsers(
+        dest="command", metavar="COMMAND", parser_class=_Parser, action=_VerbParsers
+    )
+    wanted = {verb.module for verb in VERBS.values()} if modules is None else set(modules)
+    for name, verb in VERBS.items():
+        if name in subparsers.choices:
+            continue
+        if verb.module in wanted:
+            module = importlib.import_module(f"{__name__}.{verb.module}")
+            module.register(subparsers, common)
+        else:
+            subparsers.add_parser(name, add_help=False)
     return parser
+
+
+def _parse(arguments: list[str]) -> argparse.Namespace:
+    """Parse in two steps: find the verb with stand-ins, then parse with its module."""
+    args, _ = build_parser(modules=()).parse_known_args(arguments)
+    if args.command is None:
+        return build_parser(modules=()).parse_args(arguments)
+    return build_parser(modules=(VERBS[args.command].module,)).parse_args(arguments)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     arguments = list(sys.argv[1:] if argv is None else argv)
     ensure_standard_streams()
-    if len(arguments) == 2 and arguments[0] == CHECK_OPTION:
+    if len(arguments) == 2 and arguments[0].startswith("--check-"):
         # Hidden: the child that trial-loads a model file for validate_model_file. Kept
         # off the parser so --help does not show it; being an option of the program itself
-        # (not `python -c`) it works in a frozen build too.
-        return run_child_check(arguments[1])
-    parser = build_parser()
+        # (not `python -c`) it works in a frozen build too. Imported only here: the
+        # model-file module is not needed by any other start.
+        from curator.llm.model_file import CHECK_OPTION, run_child_check
+
+        if arguments[0] == CHECK_OPTION:
+            return run_child_check(arguments[1])
     _Parser.json_output = _wants_json(arguments)
     try:
-        args = parser.parse_args(arguments)
+        args = _parse(arguments)
     except UsageExit as exc:
         if _wants_json(arguments):
             print_error_document(exc.message, 2)
@@ -218,6 +302,8 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 def _run(ctx: CommandContext) -> int:
     """Run the command; every failure becomes its exit code and one line (see the module)."""
+    from curator.store.db import DATABASE_ERRORS, explain_database_error
+
     args = ctx.args
     try:
         if args.command is None:

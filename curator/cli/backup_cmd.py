@@ -28,7 +28,6 @@ def register(subparsers: Any, common: argparse.ArgumentParser) -> None:
     p = subparsers.add_parser(
         "backup",
         parents=[common],
-        help="back up the database now (checked with quick_check)",
         description="Copy the database with SQLite's online backup API, check the copy "
         "with quick_check and keep it in <db dir>/backups (or --dir). Prints the path, "
         "size and seconds taken. Old backups are thinned by age: the --keep newest, one "
@@ -44,7 +43,6 @@ def register(subparsers: Any, common: argparse.ArgumentParser) -> None:
     c = subparsers.add_parser(
         "compact",
         parents=[common],
-        help="give the space of deleted rows back to the disk (VACUUM)",
         description="Rewrite the database without its free pages (SQLite's VACUUM, then a "
         "checkpoint that empties the WAL) and print its size before and after. Refused, "
         "with nothing changed, while another process (the window, a running command) has "

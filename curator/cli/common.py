@@ -15,22 +15,15 @@ import os
 import sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any
-
-import peewee
+from typing import TYPE_CHECKING, Any
 
 from curator.core.jsonsafe import dumps
 from curator.core.redact import redact
 from curator.core.textsafety import escape_controls, escape_json_controls
 from curator.errors import CuratorError
-from curator.store.db import (
-    Store,
-    busy_timeout_from_env,
-    db_path_source,
-    missing_database_message,
-    resolve_db_path,
-)
-from curator.store.liveness import mark_abandoned_runs
+
+if TYPE_CHECKING:  # the store (and peewee) is imported on first use: --help stays cheap
+    from curator.store.db import Store
 
 Handler = Callable[["CommandContext"], int]
 
@@ -211,6 +204,8 @@ class CommandContext:
 
     @property
     def db_path(self) -> Any:
+        from curator.store.db import resolve_db_path
+
         return resolve_db_path(getattr(self.args, "db", None))
 
     @property
@@ -223,12 +218,16 @@ class CommandContext:
         return DATABASE_USE.get(command, OPENS)
 
     def missing_database_message(self) -> str:
+        from curator.store.db import db_path_source, missing_database_message
+
         source = db_path_source(getattr(self.args, "db", None))
         return missing_database_message(self.db_path, source)
 
     @property
     def store(self) -> Store:
         if self._store is None:
+            from curator.store.db import Store, busy_timeout_from_env
+
             # Refuses (exit 2, file untouched) a damaged, foreign or newer database, and
             # opens a read-only one for reading; see curator.store.opening. A missing
             # one is created only by the commands made for it (DATABASE_USE) or --create.
@@ -249,6 +248,10 @@ class CommandContext:
         A database we may not write (read-only, busy) is still readable: the runs stay
         as they are until a start that can write.
         """
+        import peewee
+
+        from curator.store.liveness import mark_abandoned_runs
+
         try:
             for run_id in mark_abandoned_runs(store):
                 self.info(f"curator: note: run {run_id} was abandoned (its process is gone)")

@@ -9,8 +9,6 @@ from typing import Any
 
 from curator.cli.common import CommandContext, integer
 from curator.errors import CuratorError
-from curator.store.demo import create_demo
-from curator.store.importer import STDIN, import_files
 from curator.store.knowledge import export_json, export_markdown, top_k_patterns
 from curator.store.models import LABELS, Candidate, Episode, Pattern, Run
 
@@ -19,7 +17,6 @@ def register(subparsers: Any, common: argparse.ArgumentParser) -> None:
     p = subparsers.add_parser(
         "import",
         parents=[common],
-        help="import episodes from JSONL or JSON files and chat exports",
         description="Import episodes. Bad lines are reported as FILE:LINE: reason and skipped; "
         "the good lines of each file are imported in one transaction. A file that cannot be "
         "read is reported as FILE: reason and the other files are still imported. FILE - "
@@ -56,19 +53,17 @@ def register(subparsers: Any, common: argparse.ArgumentParser) -> None:
     )
     p.set_defaults(handler=cmd_import)
 
-    p = subparsers.add_parser(
-        "export", parents=[common], help="print the top-K patterns as the agent receives them"
-    )
+    p = subparsers.add_parser("export", parents=[common])
     p.add_argument(
         "--top", type=integer, default=None, metavar="K", help="default: setting top_k (50)"
     )
     p.add_argument("--format", choices=("json", "markdown"), default="markdown")
     p.set_defaults(handler=cmd_export)
 
-    p = subparsers.add_parser("stats", parents=[common], help="count episodes, patterns, runs")
+    p = subparsers.add_parser("stats", parents=[common])
     p.set_defaults(handler=cmd_stats)
 
-    p = subparsers.add_parser("demo", parents=[common], help="fill the database with demo data")
+    p = subparsers.add_parser("demo", parents=[common])
     p.add_argument(
         "--if-missing", action="store_true", help="do nothing when the database has data"
     )
@@ -79,6 +74,7 @@ def _chat_import(args: argparse.Namespace) -> Any:
     """The chat-export options as a ``ChatImport``; bad ones are usage errors (exit 2)."""
     from curator.chat_formats import ChatImport, parse_granularity
     from curator.chat_formats.csv_map import parse_mapping
+    from curator.store.importer import STDIN
 
     try:
         per = None if args.per is None else parse_granularity(args.per)
@@ -96,6 +92,8 @@ def _chat_import(args: argparse.Namespace) -> Any:
 
 
 def cmd_import(ctx: CommandContext) -> int:
+    from curator.store.importer import import_files  # only here: stats and export stay cheap
+
     chat = _chat_import(ctx.args)
     # A closed standard input (`<&-`) is None: the importer says "no standard input".
     stdin = getattr(sys.stdin, "buffer", None)
@@ -205,6 +203,8 @@ def cmd_stats(ctx: CommandContext) -> int:
 
 
 def cmd_demo(ctx: CommandContext) -> int:
+    from curator.store.demo import create_demo  # only here: stats and export stay cheap
+
     report = create_demo(ctx.store)
     if not report.created and not ctx.args.if_missing:
         raise CuratorError(f"{ctx.db_path} already has data; the demo needs an empty database")

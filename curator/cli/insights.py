@@ -9,16 +9,14 @@ from __future__ import annotations
 import argparse
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from curator.cli.common import CommandContext, integer, writing_stdout
 from curator.cli.pipeline import add_server_args
 from curator.errors import CuratorError
-from curator.llm.prompts import PromptError, load_prompt
-from curator.pipeline.insights import Insights, compute_insights
-from curator.pipeline.learn import MIN_PER_CLASS
-from curator.store.models import Run
-from curator.store.settings import load_settings
+
+if TYPE_CHECKING:  # the pipeline is imported by the handlers: --help stays cheap
+    from curator.pipeline.insights import Insights
 
 MAX_FORECAST_DAYS = 3650
 """The forecast horizon's bound, the Insights pane's too (its box goes to 3650 days)."""
@@ -28,7 +26,6 @@ def register(subparsers: Any, common: argparse.ArgumentParser) -> None:
     p = subparsers.add_parser(
         "insights",
         parents=[common],
-        help="agreement of the model and the gate with the human decisions; what-if; forecast",
         description="Model vs human labels (confusion matrix, Cohen's kappa with a 95%% "
         "bootstrap interval, calibration), gate proposals vs review decisions with the "
         "overrides, agreement per run, the threshold what-if and the decay forecast.",
@@ -47,7 +44,6 @@ def register(subparsers: Any, common: argparse.ArgumentParser) -> None:
     p = subparsers.add_parser(
         "replay",
         parents=[common],
-        help="re-classify the human-labelled episodes with a model/prompt and compare",
         description="Classify every episode that carries a human label again, with --model "
         "and --prompt-version, without touching any stored label; the run (kind replay) "
         "and its trace are kept. Prints accuracy and Cohen's kappa against the humans next "
@@ -68,7 +64,6 @@ def register(subparsers: Any, common: argparse.ArgumentParser) -> None:
     p = subparsers.add_parser(
         "gold",
         parents=[common],
-        help="export or import the gold set (human labels and review decisions) as JSONL",
     )
     p.add_argument("action", choices=("export", "import"))
     p.add_argument("file", metavar="FILE", help="JSONL file ('-' with export: stdout)")
@@ -76,6 +71,9 @@ def register(subparsers: Any, common: argparse.ArgumentParser) -> None:
 
 
 def cmd_insights(ctx: CommandContext) -> int:
+    from curator.pipeline.insights import compute_insights
+    from curator.store.models import Run
+
     args = ctx.args
     store = ctx.store
     if args.run is not None and Run.get_or_none(Run.id == args.run) is None:
@@ -181,6 +179,8 @@ def render(insights: Insights) -> str:
 
 def _learning(insights: Insights) -> list[str]:
     """The learned classifier: who decided the labels shown, its accuracy, its curve."""
+    from curator.pipeline.learn import MIN_PER_CLASS
+
     sources = insights.label_sources
     if sources is None:
         return []
@@ -211,7 +211,10 @@ def _learning(insights: Insights) -> list[str]:
 
 def cmd_replay(ctx: CommandContext) -> int:
     from curator.cli.pipeline import _load_backend, _run_with_signals
+    from curator.llm.prompts import PromptError, load_prompt
+    from curator.pipeline.insights import compute_insights
     from curator.pipeline.replay import replay_labels
+    from curator.store.settings import load_settings
 
     args = ctx.args
     if args.limit is not None and args.limit < 1:

@@ -15,18 +15,12 @@ from curator.cli.pipeline import _load_backend, model_parser
 from curator.core.redact import redact
 from curator.core.wording import plural
 from curator.errors import CuratorError
-from curator.pipeline.audit import audit, retire_patterns
-from curator.pipeline.guard_opinion import opinion_wanted
-from curator.pipeline.import_knowledge import GATE_BATCH, import_knowledge
-from curator.pipeline.runlog import one_line
-from curator.store.settings import load_settings
 
 
 def register(subparsers: Any, common: argparse.ArgumentParser) -> None:
     p = subparsers.add_parser(
         "import-knowledge",
         parents=[common, model_parser()],
-        help="stage existing knowledge (JSON list, text lines, Markdown bullets) for review",
         description="Read FILE: the seed's JSON list of {pattern, importance, distilled}, "
         "plain text (one pattern per line) or a Markdown bullet list. The patterns go "
         "through the quality and dedup gates and are staged as a run: review it "
@@ -42,7 +36,6 @@ def register(subparsers: Any, common: argparse.ArgumentParser) -> None:
     p = subparsers.add_parser(
         "audit",
         parents=[common],
-        help="list stored patterns, identity and axioms with memory-poisoning flags",
         description="Runs the flag detector over every active pattern (with its provenance) "
         "and over the identity and axioms. Retire a flagged pattern with `curator retire`.",
     )
@@ -51,7 +44,6 @@ def register(subparsers: Any, common: argparse.ArgumentParser) -> None:
     p = subparsers.add_parser(
         "retire",
         parents=[common],
-        help="retire patterns (out of the prompt; undo with `curator undo CHANGESET`)",
     )
     p.add_argument("patterns", nargs="+", type=integer, metavar="PATTERN_ID")
     p.set_defaults(handler=cmd_retire)
@@ -62,6 +54,10 @@ def _opinion_model(ctx: CommandContext) -> Any:
     the import goes on without it and the run records why). A model named by ``--model``
     or ``--server`` is loaded, and then judged (the demo model is still not asked under
     ``on``); else the saved settings decide before anything is loaded."""
+    from curator.pipeline.guard_opinion import opinion_wanted
+    from curator.pipeline.runlog import one_line
+    from curator.store.settings import load_settings
+
     args = ctx.args
     settings = load_settings(ctx.store)
     chosen = bool(args.model or args.server)  # a model named here, not the saved one
@@ -81,6 +77,7 @@ def cmd_import_knowledge(ctx: CommandContext) -> int:
     is one transaction).
     """
     from curator.cli.pipeline import ProgressPrinter
+    from curator.pipeline.import_knowledge import GATE_BATCH, import_knowledge
     from curator.pipeline.progress import Progress
 
     printer = ProgressPrinter()
@@ -115,6 +112,8 @@ def cmd_import_knowledge(ctx: CommandContext) -> int:
 
 
 def cmd_audit(ctx: CommandContext) -> int:
+    from curator.pipeline.audit import audit
+
     report = audit(ctx.store)
 
     def human() -> str:
@@ -148,6 +147,8 @@ def cmd_audit(ctx: CommandContext) -> int:
 
 
 def cmd_retire(ctx: CommandContext) -> int:
+    from curator.pipeline.audit import retire_patterns
+
     summary = retire_patterns(ctx.store, ctx.args.patterns)
     ctx.emit(
         summary.to_json(),

@@ -19,7 +19,6 @@ def register(subparsers: Any, common: argparse.ArgumentParser) -> None:
     p = subparsers.add_parser(
         "mcp",
         parents=[common],
-        help="serve knowledge and episode recording to an agent over MCP",
         description="A Model Context Protocol server for the agent: it reads committed "
         "knowledge (get_knowledge, search_knowledge, memory_status, the resources "
         "curator://knowledge and curator://identity) and records pending episodes "

@@ -34,7 +34,6 @@ def register(subparsers: Any, common: argparse.ArgumentParser) -> None:
     p = subparsers.add_parser(
         "models",
         parents=[common],
-        help="list, download or remove catalogue models; list models already on this computer",
         description="The model catalogue and the GGUF files already on this computer. "
         f"Downloads are saved in {models_dir()} ($CURATOR_MODELS_DIR overrides it).",
     )

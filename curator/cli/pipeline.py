@@ -82,7 +82,6 @@ def register(subparsers: Any, common: argparse.ArgumentParser) -> None:
     p = subparsers.add_parser(
         "classify",
         parents=[common, model],
-        help="label pending episodes constitutional / noise / uncategorized",
         description="Classify the episodes that have neither a model nor a human label, "
         "oldest first. Exit code 130 when cancelled with Ctrl-C, 143 on SIGTERM, 129 on SIGHUP "
         "(labels so far are kept).",
@@ -99,7 +98,6 @@ def register(subparsers: Any, common: argparse.ArgumentParser) -> None:
     p = subparsers.add_parser(
         "distill",
         parents=[common, model],
-        help="distil labelled episodes into a staged run of candidate patterns",
         description="Extract, refine and score patterns from the episodes not yet distilled, "
         "gate them, and stage them for review (curator review RUN). Nothing reaches "
         "Knowledge before a commit.",
@@ -114,13 +112,11 @@ def register(subparsers: Any, common: argparse.ArgumentParser) -> None:
     p.add_argument("--limit", type=integer, metavar="N", help="use at most N episodes")
     p.set_defaults(handler=cmd_distill)
 
-    p = subparsers.add_parser(
-        "runs", parents=[common], help="list classification and distillation runs"
-    )
+    p = subparsers.add_parser("runs", parents=[common])
     p.add_argument("--limit", type=integer, default=30, metavar="N", help="newest N (default 30)")
     p.set_defaults(handler=cmd_runs)
 
-    p = subparsers.add_parser("run", parents=[common], help="show one run and its trace")
+    p = subparsers.add_parser("run", parents=[common])
     p.add_argument("run_id", type=integer, metavar="ID")
     p.add_argument("--full", action="store_true", help="do not shorten the raw outputs")
     p.set_defaults(handler=cmd_run)

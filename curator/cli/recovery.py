@@ -23,7 +23,6 @@ def register(subparsers: Any, common: argparse.ArgumentParser) -> None:
     p = subparsers.add_parser(
         "restore",
         parents=[common],
-        help="restore the database from a backup (default: the newest good one)",
         description="Check BACKUP (default: the newest backup that passes quick_check), "
         "set the current database file aside (renamed, never deleted) and put a copy of "
         "the backup in its place, all or nothing. Close the window first.",

@@ -29,7 +29,6 @@ def register(subparsers: Any, common: argparse.ArgumentParser) -> None:
     p = subparsers.add_parser(
         "review",
         parents=[common],
-        help="list a staged run's candidates with their proposals",
         description="List the candidates of RUN with the pipeline's proposals and the "
         "decisions so far. --accept-all accepts every unreviewed proposal.",
     )
@@ -49,7 +48,6 @@ def register(subparsers: Any, common: argparse.ArgumentParser) -> None:
     p = subparsers.add_parser(
         "decide",
         parents=[common],
-        help="decide one candidate (ACCEPT, SKIP, UPDATE, ADD, REJECT)",
         description="ACCEPT takes the proposal as is; SKIP and UPDATE take --target or the "
         "proposed pattern; --text edits the text (re-checked and re-matched; with ADD it is "
         "the new pattern's text, with UPDATE it replaces the target pattern's text on commit), "
@@ -82,7 +80,6 @@ def register(subparsers: Any, common: argparse.ArgumentParser) -> None:
     p = subparsers.add_parser(
         "commit",
         parents=[common],
-        help="apply a reviewed run to Knowledge (one transaction, undoable)",
         description="Exit code 1 when candidates are unreviewed or conflict with changes "
         "made since the review, or (--expect) when the decisions are no longer those of the "
         "preview; nothing is applied then.",
@@ -104,14 +101,13 @@ def register(subparsers: Any, common: argparse.ArgumentParser) -> None:
     )
     p.set_defaults(handler=cmd_commit)
 
-    p = subparsers.add_parser("undo", parents=[common], help="undo a commit (by changeset id)")
+    p = subparsers.add_parser("undo", parents=[common])
     p.add_argument("changeset", type=integer, metavar="CHANGESET")
     p.set_defaults(handler=cmd_undo)
 
     p = subparsers.add_parser(
         "label",
         parents=[common],
-        help="relabel episodes (a human label overrides the model's)",
         description=f"curator label EPISODE... LABEL (LABEL: {', '.join(LABELS)}); "
         "curator label --clear EPISODE... drops the human label; "
         "curator label --undo undoes the last relabel.",
@@ -132,7 +128,7 @@ def register(subparsers: Any, common: argparse.ArgumentParser) -> None:
     )
     p.set_defaults(handler=cmd_label)
 
-    p = subparsers.add_parser("history", parents=[common], help="list commits and undos")
+    p = subparsers.add_parser("history", parents=[common])
     p.add_argument("--limit", type=integer, default=100)
     p.set_defaults(handler=cmd_history)
 

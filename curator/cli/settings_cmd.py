@@ -21,7 +21,6 @@ def register(subparsers: Any, common: argparse.ArgumentParser) -> None:
     p = subparsers.add_parser(
         "settings",
         parents=[common],
-        help="show the saved settings, or set KEY=VALUE ...",
         description="Without arguments, print every setting. With KEY=VALUE pairs, validate "
         "them all and save all or none (VALUE is JSON: 4096, 0.9, true, null for the "
         "default; anything else is text). Keys: " + ", ".join(RULES) + ".",

@@ -82,6 +82,7 @@ import numpy as np
 from curator.core.charbound import histograms
 from curator.core.dedup_search import Pool, Query, search_row
 from curator.core.dedup_seed import Chunk, lcs_bounds, seed_chunk
+from curator.core.scoring import merge_importance  # lives with the importance rules
 
 __all__ = [
     "DEFAULT_SKIP",
@@ -117,15 +118,6 @@ class Decision:
     action: Action
     target: int | None
     ratio: float
-
-
-def merge_importance(old: float, new: float) -> float:
-    """Importance after an UPDATE: the larger of the two.
-
-    Taking the maximum is idempotent (re-running the same batch changes nothing) and
-    never additive, so repeated near-duplicates cannot inflate a pattern's importance.
-    """
-    return max(old, new)
 
 
 def _decide(best: float, best_index: int, skip: float, update: float) -> Decision:

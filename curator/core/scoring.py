@@ -44,10 +44,13 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable, Sequence
 from datetime import UTC, datetime, timedelta
-from typing import Final, Protocol, TypeVar
+from typing import TYPE_CHECKING, Final, Protocol, TypeAlias, TypeVar
 
-import numpy as np
-import numpy.typing as npt
+if TYPE_CHECKING:  # numpy is imported where it is used: the CLI's start stays cheap
+    import numpy as np
+    import numpy.typing as npt
+
+    FloatArray: TypeAlias = npt.NDArray[np.float64]
 
 __all__ = [
     "DEFAULT_RATE",
@@ -62,6 +65,7 @@ __all__ = [
     "decay_reference",
     "decay_series",
     "effective_importance",
+    "merge_importance",
     "rank_key",
     "standing_key",
     "top_k",
@@ -78,8 +82,6 @@ _DAY: Final = timedelta(days=1)
 #: patterns tie among themselves, exactly like their effective importance (always 0),
 #: and the store's tie-break columns (newer first, then id) order them.
 ZERO_KEY: Final = -1e18
-
-FloatArray = npt.NDArray[np.float64]
 
 
 def as_utc(dt: datetime) -> datetime:
@@ -103,6 +105,18 @@ def _check_rate(rate: float) -> None:
 
 def _now(now: datetime | None) -> datetime:
     return datetime.now(UTC) if now is None else as_utc(now)
+
+
+def merge_importance(old: float, new: float) -> float:
+    """Importance after an UPDATE: the larger of the two.
+
+    Here, not in the dedup engine that proposes the UPDATE, so a commit preview needs
+    no numpy.
+
+    Taking the maximum is idempotent (re-running the same batch changes nothing) and
+    never additive, so repeated near-duplicates cannot inflate a pattern's importance.
+    """
+    return max(old, new)
 
 
 def days_between(start: datetime, end: datetime) -> float:
@@ -191,6 +205,8 @@ def decay_matrix(
 
     Vectorised with numpy so a chart of thousands of patterns stays cheap.
     """
+    import numpy as np
+
     _check_rate(rate)
     weights = np.asarray(importances, dtype=np.float64)
     if weights.ndim != 1 or len(weights) != len(distilled_at):

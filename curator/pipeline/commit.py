@@ -38,8 +38,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
-from curator.core.dedup import merge_importance
-from curator.core.scoring import as_utc, rank_key
+from curator.core.scoring import as_utc, merge_importance, rank_key
 from curator.errors import ConflictError, CuratorError
 from curator.pipeline.commit_preview import (
     CommitPreview,

@@ -24,13 +24,13 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
-from curator.core.dedup import merge_importance
 from curator.core.scoring import (
     as_utc,
     clamp01,
     days_between,
     decay_reference,
     effective_importance,
+    merge_importance,
     rank_key,
     standing_key,
 )

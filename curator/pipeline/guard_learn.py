@@ -29,8 +29,6 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-import numpy as np
-
 from curator.core.flags import Flag
 from curator.core.redact import redact
 from curator.pipeline.guard_flags import LEARNED_KIND, replace_kind
@@ -120,6 +118,8 @@ class LearnedGuard:
 
     def flags(self, texts: Sequence[str]) -> list[Flag | None]:
         """The ``learned`` flag of each text (None: not like the rejected ones)."""
+        import numpy as np  # on use: listing a run with no learned guard needs no numpy
+
         if not texts:
             return []
         features = self.vectorizer.transform(list(texts))

@@ -36,7 +36,6 @@ from typing import Any
 
 from peewee import fn
 
-from curator.core.dedup import gate, nearest, pair_ratio
 from curator.core.flags import Flag
 from curator.core.quality import QualityGate
 from curator.core.textsafety import control_problem
@@ -320,6 +319,9 @@ def check_text(store: Store, text: str) -> TextCheck:
 
     The window calls this while the reviewer types; :func:`decide` stores the same result.
     """
+    # On use: the dedup engine (numpy) is not needed to list a run.
+    from curator.core.dedup import gate
+
     settings = load_settings(store)
     verdict = _quality_gate(settings).check(text)
     active = (
@@ -369,6 +371,9 @@ def nearest_patterns(
     id it names ("#12" or "12"), so a reviewer can find a target the ratio ranks low.
     A read of every active pattern: the window runs it off the GUI thread.
     """
+    # On use: the dedup engine (numpy) is not needed to list a run.
+    from curator.core.dedup import nearest
+
     with store.read():
         query = (
             Pattern.select(Pattern.id, Pattern.text, Pattern.importance, Pattern.category)
@@ -539,6 +544,9 @@ def _resolve(
     settings: Settings,
 ) -> None:
     """Set action, target, target_ratio and decision_target_revision in ``state``."""
+    # On use: the dedup engine (numpy) is not needed to list a run.
+    from curator.core.dedup import pair_ratio
+
     final_text: str | None = state["final_text"]
     if final_text is not None:
         p_action = state["rematch_action"] or "ADD"
