@@ -29,9 +29,10 @@ batches of two or more tokens gives bit-identical results. So the batches here a
 ones llama-cpp-python's own server (``Llama.generate``) evaluates for the HTTP backend's
 requests, and the two backends' label scores agree to the last bit
 (``tests/llm/test_http_backend.py``): the prompt from the first token not reused, in
-``n_batch`` batches (cut further between cancel checks, never into a piece of one
-token); then each continuation token of a label alone, on top of the prompt and the
-label's tokens before it (the server sees them one request at a time): one single-token
+``n_batch`` batches (cut further between cancel checks into pieces sized by the
+measured speed, never into a piece of one token: :mod:`curator.llm.llama_prompt`); then
+each continuation token of a label alone, on top of the prompt and the label's tokens
+before it (the server sees them one request at a time): one single-token
 ``llama_decode`` per continuation token, a few percent of a classification. A prompt
 held in full has its last *two* tokens evaluated again (``Llama.generate`` re-evaluates
 one; the HTTP backend makes the server evaluate two), so a score does not depend on what
@@ -69,6 +70,7 @@ from curator.llm.backend import (
 )
 from curator.llm.chat import ChatTemplate, template_from_metadata
 from curator.llm.llama_log import quiet_llama_cpp
+from curator.llm.llama_prompt import PieceTimer, evaluate_pieces
 from curator.llm.model_file import ModelFileError, ModelInfo, read_gguf_info, validate_model_file
 from curator.llm.threads import (
     Tuning,
@@ -78,27 +80,10 @@ from curator.llm.threads import (
     measure,
 )
 
-PROMPT_CHUNK = 128
-"""Prompt tokens evaluated between two cancel checks (bounds cancel latency)."""
-
 MIN_ITEM_TOKENS = 16
 _TOKEN_DATA = np.dtype([("id", "<i4"), ("logit", "<f4"), ("p", "<f4")])
 """Memory layout of ``llama_token_data`` (id, logit, p)."""
 TRUNCATION_MARKER = "\n[...]\n"
-
-
-def batch_bounds(start: int, end: int, n_batch: int, step: int) -> list[tuple[int, int]]:
-    """The batches that evaluate tokens ``start:end``: ``Llama.generate``'s ``n_batch``
-    batches from ``start``, each cut into ``step``-token pieces (cancel checks) with a
-    piece of one token merged into the one before it (see the module docstring)."""
-    bounds: list[tuple[int, int]] = []
-    for first in range(start, end, n_batch):
-        last = min(first + n_batch, end)
-        cuts = list(range(first, last, step))
-        if len(cuts) > 1 and last - cuts[-1] == 1:
-            cuts.pop()
-        bounds += zip(cuts, [*cuts[1:], last], strict=True)
-    return bounds
 
 
 class _Stopped(Exception):
@@ -141,6 +126,8 @@ class LlamaCppBackend:
         self.lazy_grammar = True
         #: Tokens the grammar rejected, so that the whole vocabulary had to be masked.
         self.grammar_fallbacks = 0
+        #: The measured cost of a prompt token: sizes the pieces between cancel checks.
+        self.piece_timer = PieceTimer()
         #: Thread counts measured for this model (None: fixed by the settings).
         self.tuning: Tuning | None = None
         self._embedder: Any = None  # curator.llm.embeddings.LlamaEmbedder, made on first embed()
@@ -324,8 +311,8 @@ class LlamaCppBackend:
 
         At least the last two tokens are always evaluated, so the last one's logits are
         current and never come from a batch of one, and the batches are those of
-        ``Llama.generate`` (see :func:`batch_bounds` and the module docstring), so a
-        server holding the same cache computes the same values.
+        ``Llama.generate`` (see :func:`~curator.llm.llama_prompt.next_cut` and the module
+        docstring), so a server holding the same cache computes the same values.
         """
         llm = self.llm
         held = np.asarray(llm._input_ids, dtype=np.int64)
@@ -335,15 +322,11 @@ class LlamaCppBackend:
         common = int(diff[0]) if diff.size else n
         reused = min(common, max(0, len(tokens) - 2))
         llm.n_tokens = reused  # eval() drops everything after n_tokens from the KV cache
-        step = PROMPT_CHUNK if should_stop is not None else llm.n_batch
-        bounds = batch_bounds(reused, len(tokens), llm.n_batch, step)
-        for start, end in bounds[:-1]:
-            if should_stop is not None and should_stop():
-                raise _Stopped
-            llm.eval(tokens[start:end])
-        if should_stop is not None and should_stop():
+        timer = self.piece_timer if should_stop is not None else None
+        if not evaluate_pieces(
+            tokens, reused, llm.n_batch, timer, llm.eval, self._decode_last, should_stop
+        ):
             raise _Stopped
-        self._decode_last(tokens[bounds[-1][0] :])
         return reused
 
     def _decode_last(self, final: list[int]) -> None:
