@@ -28,25 +28,26 @@ tokenizing, label scoring, generation).
 
 from __future__ import annotations
 
-import math
 import time
 from collections.abc import Sequence
 from typing import Any
 
 import httpx
 
-from curator.core.degenerate import LoopWatch
 from curator.core.server_url import api_key_problem, server_base_url, server_url_problem
 from curator.llm.backend import (
     Completion,
     LabelScores,
     StopCheck,
     StopRequested,
-    TokenCallback,
-    require_finite,
-    stop_after_token,
 )
 from curator.llm.chat import CHATML, ChatTemplate, TemplateRefused, template_from_jinja
+from curator.llm.generation import (
+    Generation,
+    GenerationBase,
+    GenerationRequest,
+    label_softmax,
+)
 from curator.llm.model_file import ModelInfo
 from curator.llm.server_answer import Fields, parse_object
 from curator.llm.server_http import (
@@ -71,7 +72,7 @@ def public_url(url: str) -> str:
     return server_base_url(url)
 
 
-class HttpBackend:
+class HttpBackend(GenerationBase):
     """A model behind an OpenAI-compatible HTTP server (see the module docstring)."""
 
     def __init__(
@@ -144,40 +145,27 @@ class HttpBackend:
     def chat_prefix(self, system: str, user_start: str) -> str:
         return self.template.prefix(system, user_start)
 
-    def complete(
-        self,
-        prefix: str,
-        item: str = "",
-        *,
-        max_tokens: int,
-        grammar: str | None = None,
-        on_token: TokenCallback | None = None,
-        should_stop: StopCheck | None = None,
-        temperature: float | None = None,
-        seed: int | None = None,
-        repeat_penalty: float = 1.0,
-        stop_loops: bool = True,
-    ) -> Completion:
+    def _generate(self, request: GenerationRequest) -> Completion:
         start = time.perf_counter()
-        watch = LoopWatch() if stop_loops else None
-        item, truncated, item_tokens = self._fit(prefix, item, max_tokens)
+        max_tokens, should_stop = request.max_tokens, request.should_stop
+        item, truncated, item_tokens = self._fit(request.prefix, request.item, max_tokens)
         body: dict[str, Any] = {
-            "prompt": prefix + item + self.template.tail,
+            "prompt": request.prefix + item + self.template.tail,
             "max_tokens": max_tokens,
-            "temperature": 0.0 if temperature is None else temperature,
+            "temperature": 0.0 if request.temperature is None else request.temperature,
             "stream": True,
         }
-        if seed is not None:
-            body["seed"] = seed
-        if repeat_penalty != 1.0 or self.kind in ("llama_cpp.server", "llama-server"):
+        if request.seed is not None:
+            body["seed"] = request.seed
+        if request.repeat_penalty != 1.0 or self.kind in ("llama_cpp.server", "llama-server"):
             # llama.cpp's servers default to 1.1, not to the 1.0 asked for: without it the
             # two backends would write different text from the same prompt
-            body["repeat_penalty"] = repeat_penalty
-        if grammar is not None and self.kind in ("llama_cpp.server", "llama-server"):
-            body["grammar"] = grammar  # other servers: the client-side parsers decide
-        pieces: list[str] = []
+            body["repeat_penalty"] = request.repeat_penalty
+        if request.grammar is not None and self.kind in ("llama_cpp.server", "llama-server"):
+            body["grammar"] = request.grammar  # other servers: the client-side parsers decide
+        gen = Generation(request, max_tokens)
         stop_reason = "stop"
-        tokens_in = tokens_out = 0
+        tokens_in = 0
         events = self._http.stream(
             "/v1/completions",
             {**body, "model": self.model},
@@ -190,20 +178,13 @@ class HttpBackend:
                 event = Fields(raw, f"{self.url}/v1/completions", "event")
                 choice = _first_choice(event)
                 text = choice.text("text")
-                if text:
-                    pieces.append(text)
-                    tokens_out += 1
-                    if on_token is not None:
-                        on_token(text)
-                    if watch is not None:
-                        watch.feed(text)
                 finish = choice.text("finish_reason")
                 if finish == "length":
                     stop_reason = "length"
                 tokens_in = _prompt_tokens(event, tokens_in)
                 # Counted here: a server may ignore max_tokens. Its own "stop" on the
                 # last allowed token still means the answer ended by itself.
-                why = stop_after_token(tokens_out, max_tokens, should_stop, watch)
+                why = gen.take(text) if text else gen.check()
                 if why is not None:
                     stop_reason = "stop" if why == "length" and finish == "stop" else why
                     break
@@ -211,29 +192,23 @@ class HttpBackend:
             stop_reason = "cancelled"
         finally:
             events.close()  # abandons the request: the server stops generating
-        return Completion(
-            text="".join(pieces),
+        return gen.completion(
+            stop_reason,
             tokens_in=tokens_in,
-            tokens_out=tokens_out,
             cached_tokens=0,
             seconds=time.perf_counter() - start,
-            stop_reason=stop_reason,
             truncated=truncated,
             item_tokens=item_tokens,
-            loop=watch.loop if stop_reason == "loop" and watch is not None else None,
         )
 
-    def classify(
+    def _score(
         self,
         prefix: str,
         item: str,
-        labels: Sequence[str],
-        *,
-        answer_prefix: str = "",
-        should_stop: StopCheck | None = None,
+        labels: tuple[str, ...],
+        answer_prefix: str,
+        should_stop: StopCheck | None,
     ) -> LabelScores:
-        if len(set(labels)) != len(labels) or not labels:
-            raise ValueError("labels must be distinct and non-empty")
         self._should_stop = should_stop  # every request of this call watches it
         try:
             return self._classify(prefix, item, labels, answer_prefix)
@@ -294,11 +269,7 @@ class HttpBackend:
                     total += floor
                     approximate = True
             logprobs[label] = total
-        require_finite("label scores", list(logprobs.values()))
-        best = max(logprobs.values())
-        weights = {k: math.exp(v - best) for k, v in logprobs.items()}
-        norm = sum(weights.values())
-        probabilities = {k: w / norm for k, w in weights.items()}
+        probabilities = label_softmax(logprobs)
         label = max(probabilities, key=lambda k: probabilities[k])
         return LabelScores(
             label=label,

@@ -29,9 +29,10 @@ batches of two or more tokens gives bit-identical results. So the batches here a
 ones llama-cpp-python's own server (``Llama.generate``) evaluates for the HTTP backend's
 requests, and the two backends' label scores agree to the last bit
 (``tests/llm/test_http_backend.py``): the prompt from the first token not reused, in
-``n_batch`` batches (cut further between cancel checks, never into a piece of one
-token); then each continuation token of a label alone, on top of the prompt and the
-label's tokens before it (the server sees them one request at a time): one single-token
+``n_batch`` batches (cut further between cancel checks into pieces sized by the
+measured speed, never into a piece of one token: :mod:`curator.llm.llama_prompt`); then
+each continuation token of a label alone, on top of the prompt and the label's tokens
+before it (the server sees them one request at a time): one single-token
 ``llama_decode`` per continuation token, a few percent of a classification. A prompt
 held in full has its last *two* tokens evaluated again (``Llama.generate`` re-evaluates
 one; the HTTP backend makes the server evaluate two), so a score does not depend on what
@@ -41,20 +42,18 @@ past a multiple of ``n_batch`` (the server evaluates that token alone; so does t
 
 from __future__ import annotations
 
-import codecs
 import ctypes
 import math
 import os
 import threading
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any
 
 import numpy as np
 import numpy.typing as npt
 
-from curator.core.degenerate import LoopWatch
 from curator.errors import CuratorError
 from curator.llm.backend import (
     BackendSettings,
@@ -63,12 +62,17 @@ from curator.llm.backend import (
     NonFiniteOutput,
     StopCheck,
     StopRequested,
-    TokenCallback,
-    require_finite,
-    stop_after_token,
 )
 from curator.llm.chat import ChatTemplate, template_from_metadata
+from curator.llm.generation import (
+    Generation,
+    GenerationBase,
+    GenerationRequest,
+    label_softmax,
+)
+from curator.llm.llama_decode import greedy, sampled
 from curator.llm.llama_log import quiet_llama_cpp
+from curator.llm.llama_prompt import PieceTimer, evaluate_pieces
 from curator.llm.model_file import ModelFileError, ModelInfo, read_gguf_info, validate_model_file
 from curator.llm.threads import (
     Tuning,
@@ -78,27 +82,8 @@ from curator.llm.threads import (
     measure,
 )
 
-PROMPT_CHUNK = 128
-"""Prompt tokens evaluated between two cancel checks (bounds cancel latency)."""
-
 MIN_ITEM_TOKENS = 16
-_TOKEN_DATA = np.dtype([("id", "<i4"), ("logit", "<f4"), ("p", "<f4")])
-"""Memory layout of ``llama_token_data`` (id, logit, p)."""
 TRUNCATION_MARKER = "\n[...]\n"
-
-
-def batch_bounds(start: int, end: int, n_batch: int, step: int) -> list[tuple[int, int]]:
-    """The batches that evaluate tokens ``start:end``: ``Llama.generate``'s ``n_batch``
-    batches from ``start``, each cut into ``step``-token pieces (cancel checks) with a
-    piece of one token merged into the one before it (see the module docstring)."""
-    bounds: list[tuple[int, int]] = []
-    for first in range(start, end, n_batch):
-        last = min(first + n_batch, end)
-        cuts = list(range(first, last, step))
-        if len(cuts) > 1 and last - cuts[-1] == 1:
-            cuts.pop()
-        bounds += zip(cuts, [*cuts[1:], last], strict=True)
-    return bounds
 
 
 class _Stopped(Exception):
@@ -111,13 +96,13 @@ def _log_softmax(logits: npt.NDArray[np.float32]) -> npt.NDArray[np.float64]:
     return values - (top + math.log(float(np.exp(values - top).sum())))
 
 
-class LlamaCppBackend:
+class LlamaCppBackend(GenerationBase):
     """A loaded GGUF model; see the module docstring for threading and caching rules."""
 
     def __init__(self, llm: Any, settings: BackendSettings, model_info: ModelInfo) -> None:
         import llama_cpp
 
-        self._lib = llama_cpp
+        self.lib = llama_cpp
         self.llm = llm
         self.settings = settings
         self.model_info: ModelInfo | None = model_info
@@ -126,8 +111,8 @@ class LlamaCppBackend:
         self._busy = threading.Lock()
         self._debug = os.environ.get("CURATOR_DEBUG", "") not in ("", "0")
         model = llm._model
-        self._vocab = model.vocab
-        self._n_vocab = int(llm.n_vocab())
+        self.vocab = model.vocab
+        self.n_vocab = int(llm.n_vocab())
         bos = model.token_get_text(llm.token_bos()) if llm.token_bos() >= 0 else ""
         eos = model.token_get_text(llm.token_eos()) if llm.token_eos() >= 0 else ""
         self.template: ChatTemplate = template_from_metadata(dict(llm.metadata), bos, eos)
@@ -141,6 +126,8 @@ class LlamaCppBackend:
         self.lazy_grammar = True
         #: Tokens the grammar rejected, so that the whole vocabulary had to be masked.
         self.grammar_fallbacks = 0
+        #: The measured cost of a prompt token: sizes the pieces between cancel checks.
+        self.piece_timer = PieceTimer()
         #: Thread counts measured for this model (None: fixed by the settings).
         self.tuning: Tuning | None = None
         self._embedder: Any = None  # curator.llm.embeddings.LlamaEmbedder, made on first embed()
@@ -174,46 +161,17 @@ class LlamaCppBackend:
     def chat_prefix(self, system: str, user_start: str) -> str:
         return self.template.prefix(system, user_start)
 
-    def complete(
-        self,
-        prefix: str,
-        item: str = "",
-        *,
-        max_tokens: int,
-        grammar: str | None = None,
-        on_token: TokenCallback | None = None,
-        should_stop: StopCheck | None = None,
-        temperature: float | None = None,
-        seed: int | None = None,
-        repeat_penalty: float = 1.0,
-        stop_loops: bool = True,
-    ) -> Completion:
-        with self._exclusive():
-            return self._complete(
-                prefix,
-                item,
-                max_tokens,
-                grammar,
-                on_token,
-                should_stop,
-                temperature,
-                seed,
-                repeat_penalty,
-                LoopWatch() if stop_loops else None,
-            )
-
-    def classify(
+    def _score(
         self,
         prefix: str,
         item: str,
-        labels: Sequence[str],
-        *,
-        answer_prefix: str = "",
-        should_stop: StopCheck | None = None,
+        labels: tuple[str, ...],
+        answer_prefix: str,
+        should_stop: StopCheck | None,
     ) -> LabelScores:
         with self._exclusive():
             try:
-                return self._classify(prefix, item, tuple(labels), answer_prefix, should_stop)
+                return self._classify(prefix, item, labels, answer_prefix, should_stop)
             except _Stopped:
                 raise StopRequested from None
 
@@ -324,8 +282,8 @@ class LlamaCppBackend:
 
         At least the last two tokens are always evaluated, so the last one's logits are
         current and never come from a batch of one, and the batches are those of
-        ``Llama.generate`` (see :func:`batch_bounds` and the module docstring), so a
-        server holding the same cache computes the same values.
+        ``Llama.generate`` (see :func:`~curator.llm.llama_prompt.next_cut` and the module
+        docstring), so a server holding the same cache computes the same values.
         """
         llm = self.llm
         held = np.asarray(llm._input_ids, dtype=np.int64)
@@ -335,15 +293,11 @@ class LlamaCppBackend:
         common = int(diff[0]) if diff.size else n
         reused = min(common, max(0, len(tokens) - 2))
         llm.n_tokens = reused  # eval() drops everything after n_tokens from the KV cache
-        step = PROMPT_CHUNK if should_stop is not None else llm.n_batch
-        bounds = batch_bounds(reused, len(tokens), llm.n_batch, step)
-        for start, end in bounds[:-1]:
-            if should_stop is not None and should_stop():
-                raise _Stopped
-            llm.eval(tokens[start:end])
-        if should_stop is not None and should_stop():
+        timer = self.piece_timer if should_stop is not None else None
+        if not evaluate_pieces(
+            tokens, reused, llm.n_batch, timer, llm.eval, self._decode_last, should_stop
+        ):
             raise _Stopped
-        self._decode_last(tokens[bounds[-1][0] :])
         return reused
 
     def _decode_last(self, final: list[int]) -> None:
@@ -361,22 +315,22 @@ class LlamaCppBackend:
             llm._requires_eval = False
         # Every prompt ends here: damaged weights show up as NaN/inf logits of its last
         # token, before anything is sampled or scored from them.
-        if not np.isfinite(self._logits(self._last_index)).all():
+        if not np.isfinite(self.logits(self._last_index)).all():
             raise NonFiniteOutput("logits")
 
-    def _piece(self, token: int) -> bytes:
+    def piece(self, token: int) -> bytes:
         """The bytes of one token (llama-cpp-python's helper pads to 32 bytes)."""
         size = 64
         while True:
             buffer = ctypes.create_string_buffer(size)
-            n = self._lib.llama_token_to_piece(self._vocab, token, buffer, size, 0, False)
+            n = self.lib.llama_token_to_piece(self.vocab, token, buffer, size, 0, False)
             if n >= 0:
                 return buffer.raw[:n]
             size = -n
 
-    def _logits(self, index: int) -> npt.NDArray[np.float32]:
-        pointer = self._lib.llama_get_logits_ith(self.llm.ctx, index)
-        return np.ctypeslib.as_array(pointer, shape=(self._n_vocab,))
+    def logits(self, index: int) -> npt.NDArray[np.float32]:
+        pointer = self.lib.llama_get_logits_ith(self.llm.ctx, index)
+        return np.ctypeslib.as_array(pointer, shape=(self.n_vocab,))
 
     def _answer_start(self, answer_prefix: str) -> tuple[list[int], str]:
         """Tokens closing the user turn and opening the answer, and the label separator.
@@ -423,8 +377,6 @@ class LlamaCppBackend:
         answer_prefix: str,
         should_stop: StopCheck | None = None,
     ) -> LabelScores:
-        if len(set(labels)) != len(labels) or not labels:
-            raise ValueError("labels must be distinct and non-empty")
         start = time.perf_counter()
         label_tokens = self._label_tokens(labels, answer_prefix)
         answer_start, _ = self._answer_start(answer_prefix)
@@ -433,18 +385,14 @@ class LlamaCppBackend:
         cached = self._sync(tokens, should_stop)
         position = self.llm.n_tokens
         # Copied before any continuation's decode overwrites the logits buffer.
-        first = _log_softmax(self._logits(self._last_index))
+        first = _log_softmax(self.logits(self._last_index))
         logprobs: dict[str, float] = {}
         for label, seq in zip(labels, label_tokens, strict=True):
             total = float(first[seq[0]])
             if len(seq) > 1:
                 total += self._continuation_logprob(position, seq)
             logprobs[label] = total
-        require_finite("label scores", list(logprobs.values()))
-        top = max(logprobs.values())
-        weights = {k: math.exp(v - top) for k, v in logprobs.items()}
-        norm = sum(weights.values())
-        probabilities = {k: w / norm for k, w in weights.items()}
+        probabilities = label_softmax(logprobs)
         label = max(labels, key=lambda k: (logprobs[k], -labels.index(k)))
         return LabelScores(
             label=label,
@@ -467,197 +415,51 @@ class LlamaCppBackend:
             for i, nxt in enumerate(seq[1:]):
                 llm._batch.set_batch(batch=[seq[i]], n_past=position + i, logits_all=True)
                 llm._ctx.decode(llm._batch)
-                total += float(_log_softmax(self._logits(0))[nxt])
+                total += float(_log_softmax(self.logits(0))[nxt])
         finally:
             llm._ctx.kv_cache_seq_rm(-1, position, -1)
         # The logits buffer now belongs to the continuation: the next _sync always
         # re-evaluates at least one token, so nobody samples from it.
         return total
 
-    def _complete(
-        self,
-        prefix: str,
-        item: str,
-        max_tokens: int,
-        grammar: str | None,
-        on_token: TokenCallback | None,
-        should_stop: StopCheck | None,
-        temperature: float | None,
-        seed: int | None,
-        repeat_penalty: float,
-        watch: LoopWatch | None,
-    ) -> Completion:
-        lib, llm = self._lib, self.llm
+    def _generate(self, request: GenerationRequest) -> Completion:
+        with self._exclusive():
+            return self._complete(request)
+
+    def _complete(self, request: GenerationRequest) -> Completion:
+        lib, llm, grammar = self.lib, self.llm, request.grammar
         start = time.perf_counter()
         if grammar:
             # llama.cpp returns NULL for a grammar it cannot parse, and a NULL sampler in
             # the chain would crash the process: check first, fail as a Python error.
-            probe = lib.llama_sampler_init_grammar(self._vocab, grammar.encode("utf-8"), b"root")
+            probe = lib.llama_sampler_init_grammar(self.vocab, grammar.encode("utf-8"), b"root")
             if not probe:
                 raise ValueError("invalid GBNF grammar (llama.cpp could not parse it)")
             lib.llama_sampler_free(probe)
-        reserve = max(1, min(max_tokens, self.n_ctx // 2))
-        tokens, truncated, n_item = self._build(prefix, item, reserve)
-        budget = max(1, min(max_tokens, self.n_ctx - len(tokens)))
+        reserve = max(1, min(request.max_tokens, self.n_ctx // 2))
+        tokens, truncated, n_item = self._build(request.prefix, request.item, reserve)
+        gen = Generation(request, max(1, min(request.max_tokens, self.n_ctx - len(tokens))))
+        cached = 0
         try:
-            cached = self._sync(tokens, should_stop)
+            cached = self._sync(tokens, request.should_stop)
         except _Stopped:
-            return Completion(
-                "", len(tokens), 0, 0, time.perf_counter() - start, "cancelled", truncated, n_item
-            )
-        temp = self.settings.temperature if temperature is None else temperature
-        llm.set_seed(self.settings.seed if seed is None else seed)
-        decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
-        pieces: list[str] = []
-
-        def emit(token: int) -> None:
-            text = decoder.decode(self._piece(token))
-            if text:
-                pieces.append(text)
-                if on_token is not None:
-                    on_token(text)
-                if watch is not None:
-                    watch.feed(text)
-
-        if temp == 0.0 and self.lazy_grammar:
-            produced, reason = self._greedy(
-                grammar, repeat_penalty, budget, emit, should_stop, watch
-            )
+            reason = "cancelled"
         else:
-            compiled = lib.LlamaGrammar.from_string(grammar, verbose=False) if grammar else None
-            produced, reason = self._sampled(
-                tokens, compiled, temp, repeat_penalty, budget, emit, should_stop, watch
-            )
-        tail_text = decoder.decode(b"", final=True)
-        if tail_text:
-            pieces.append(tail_text)
-        return Completion(
-            text="".join(pieces),
+            temp = self.settings.temperature if request.temperature is None else request.temperature
+            llm.set_seed(self.settings.seed if request.seed is None else request.seed)
+            if temp == 0.0 and self.lazy_grammar:
+                reason = greedy(self, grammar, gen)
+            else:
+                compiled = lib.LlamaGrammar.from_string(grammar, verbose=False) if grammar else None
+                reason = sampled(self, tokens, compiled, temp, gen)
+        return gen.completion(
+            reason,
             tokens_in=len(tokens),
-            tokens_out=produced,
             cached_tokens=cached,
             seconds=time.perf_counter() - start,
-            stop_reason=reason,
             truncated=truncated,
             item_tokens=n_item,
-            loop=watch.loop if reason == "loop" and watch is not None else None,
         )
-
-    def _sampled(
-        self,
-        tokens: list[int],
-        compiled: Any,
-        temp: float,
-        repeat_penalty: float,
-        budget: int,
-        emit: Callable[[int], None],
-        should_stop: StopCheck | None,
-        watch: LoopWatch | None = None,
-    ) -> tuple[int, str]:
-        """llama-cpp-python's own sampling loop (grammar, if any, on every step)."""
-        lib = self._lib
-        produced, reason = 0, "length"
-        generator = self.llm.generate(
-            tokens,
-            temp=temp,
-            top_k=40,
-            top_p=0.95,
-            min_p=0.05,
-            repeat_penalty=repeat_penalty,
-            grammar=compiled,
-        )
-        try:
-            for token in generator:
-                if lib.llama_vocab_is_eog(self._vocab, token):
-                    reason = "stop"
-                    break
-                produced += 1
-                emit(token)
-                if (why := stop_after_token(produced, budget, should_stop, watch)) is not None:
-                    reason = why
-                    break
-        finally:
-            generator.close()
-        return produced, reason
-
-    def _greedy(
-        self,
-        grammar: str | None,
-        repeat_penalty: float,
-        budget: int,
-        emit: Callable[[int], None],
-        should_stop: StopCheck | None,
-        watch: LoopWatch | None = None,
-    ) -> tuple[int, str]:
-        """Greedy decoding that checks the grammar on the chosen token only.
-
-        The same rule as llama.cpp's ``common/sampling.cpp``: pick the token without the
-        grammar, check that one token against it, and only when it is rejected apply the
-        grammar to the whole vocabulary and pick again.  For greedy decoding the result
-        is the plain way's token by construction: penalties do not depend on the grammar,
-        the grammar only masks tokens, so an allowed global maximum is also the maximum
-        among the allowed tokens (ties: the lowest token id in both ways).  Masking the
-        vocabulary costs far more than a decode step of a small model, and a model that
-        follows the format almost never needs it.
-        """
-        lib, llm = self._lib, self.llm
-        chain = lib.llama_sampler_chain_init(lib.llama_sampler_chain_default_params())
-        # The same arguments as llama-cpp-python's sampler chain (identical penalties).
-        lib.llama_sampler_chain_add(
-            chain,
-            lib.llama_sampler_init_penalties(
-                self._n_vocab, llm.last_n_tokens_size, repeat_penalty, 0.0, 0.0
-            ),
-        )
-        lib.llama_sampler_chain_add(chain, lib.llama_sampler_init_greedy())
-        checker = None
-        if grammar:
-            checker = lib.llama_sampler_init_grammar(self._vocab, grammar.encode("utf-8"), b"root")
-        n_vocab = self._n_vocab
-        candidates = (lib.llama_token_data * n_vocab)()
-        view = np.frombuffer(candidates, dtype=_TOKEN_DATA)
-        ids = np.arange(n_vocab, dtype=np.int32)
-        whole = lib.llama_token_data_array(candidates, n_vocab, -1, False)
-        single = (lib.llama_token_data * 1)()
-        one = lib.llama_token_data_array(single, 1, -1, False)
-        produced, reason = 0, "length"
-
-        def pick(with_grammar: bool) -> int:
-            view["id"] = ids
-            view["logit"] = self._logits(-1)
-            view["p"] = 0.0
-            whole.size, whole.selected, whole.sorted = n_vocab, -1, False
-            if with_grammar:
-                lib.llama_sampler_apply(checker, ctypes.byref(whole))
-            lib.llama_sampler_apply(chain, ctypes.byref(whole))
-            return int(candidates[whole.selected].id)
-
-        try:
-            while True:
-                token = pick(False)
-                if checker is not None:
-                    single[0].id, single[0].logit, single[0].p = token, 1.0, 0.0
-                    one.size, one.selected, one.sorted = 1, -1, False
-                    lib.llama_sampler_apply(checker, ctypes.byref(one))
-                    if math.isinf(single[0].logit):
-                        self.grammar_fallbacks += 1
-                        token = pick(True)
-                    lib.llama_sampler_accept(checker, token)
-                lib.llama_sampler_accept(chain, token)
-                if lib.llama_vocab_is_eog(self._vocab, token):
-                    reason = "stop"
-                    break
-                produced += 1
-                emit(token)
-                if (why := stop_after_token(produced, budget, should_stop, watch)) is not None:
-                    reason = why
-                    break
-                llm.eval([token])
-        finally:
-            lib.llama_sampler_free(chain)
-            if checker is not None:
-                lib.llama_sampler_free(checker)
-        return produced, reason
 
 
 def load_backend(settings: BackendSettings, *, validate: bool = True) -> LlamaCppBackend:

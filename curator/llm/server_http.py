@@ -16,10 +16,12 @@ Every failure becomes one :class:`ServerError`: one line, with credentials maske
 
 from __future__ import annotations
 
+import contextlib
 import json
 import math
 import os
 import queue
+import socket
 import threading
 import time
 from collections.abc import Callable, Generator, Iterator, Mapping
@@ -230,19 +232,26 @@ class Connection:
         """The server-sent events of a streaming request, as JSON objects.
 
         Ends at ``data: [DONE]`` or the end of the body; raises ServerError past the
-        deadline or the byte cap. Closing the iterator abandons the request, which
-        closes its connection (the server then stops generating).
+        deadline or the byte cap. Closing the iterator abandons the request: its
+        connection is shut down at once (:func:`_hang_up`), also while the server is
+        silent (evaluating the prompt), and the server then stops generating.
         """
         limits = self.limits
         deadline = time.monotonic() + limits.deadline_s(max_tokens)
         cap = limits.stream_cap(max_tokens)
         events: queue.Queue[tuple[str, Any]] = queue.Queue()
         closing = threading.Event()
+        held: list[httpx.Response] = []
+        lock = threading.Lock()
         where = f"{self.url}{path}"
 
         def run() -> None:
             try:
                 with self._client.stream("POST", path, json=body) as response:
+                    with lock:
+                        if closing.is_set():
+                            return
+                        held.append(response)
                     if response.status_code != 200:
                         data = response.read()[: limits.answer_bytes]
                         events.put(("status", Reply(response.status_code, response.headers, data)))
@@ -285,7 +294,10 @@ class Connection:
                     return
                 yield _event(value, where)
         finally:
-            closing.set()
+            with lock:
+                closing.set()
+            for response in held:
+                _hang_up(response)
 
     # -- internals ---------------------------------------------------------------------
 
@@ -394,6 +406,20 @@ def _wait_for(
         raise value
     assert isinstance(value, Reply)
     return value
+
+
+def _hang_up(response: httpx.Response) -> None:
+    """Shut the response's connection down from another thread than the one reading it.
+
+    Closing the response would wait for that thread, and closing a socket does not wake
+    a thread blocked reading it; a shutdown does (the read ends at once), and the server
+    sees the client gone while it is still silent.
+    """
+    stream = response.extensions.get("network_stream")
+    sock = stream.get_extra_info("socket") if stream is not None else None
+    if isinstance(sock, socket.socket):
+        with contextlib.suppress(OSError):  # already closed: nothing left to hang up
+            sock.shutdown(socket.SHUT_RDWR)
 
 
 def _sleep(seconds: float, should_stop: StopCheck | None) -> None:

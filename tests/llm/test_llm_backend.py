@@ -11,7 +11,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from curator.llm.llama_cpp_backend import PROMPT_CHUNK, batch_bounds
+from curator.llm.llama_prompt import FIRST_PIECE, batch_bounds
 from curator.llm.prompts import load_prompt, numbered
 from curator.resources_path import resource_path
 from curator.store.models import LABELS
@@ -162,8 +162,9 @@ def test_scores_do_not_depend_on_the_cache_or_the_batches(
     demo_backend, classify_prefix: str
 ) -> None:
     """Whatever part of the prompt was cached, and however the rest was cut into batches
-    (cancel checks cut it into 128-token pieces), the scores are bit-identical: what lets
-    the HTTP backend's scores equal these (tests/llm/test_http_backend.py)."""
+    (cancel checks cut it into pieces sized by the measured speed), the scores are
+    bit-identical: what lets the HTTP backend's scores equal these
+    (tests/llm/test_http_backend.py)."""
     first, second = demo_texts(2)
     demo_backend.classify(classify_prefix, first, LABELS)
     on_prefix = demo_backend.classify(classify_prefix, second, LABELS)
@@ -172,7 +173,7 @@ def test_scores_do_not_depend_on_the_cache_or_the_batches(
     demo_backend.llm.reset()
     pieces = demo_backend.classify(classify_prefix, second, LABELS, should_stop=lambda: False)
     assert on_prefix.cached_tokens > 0 and cold.cached_tokens == pieces.cached_tokens == 0
-    assert cold.tokens_in > PROMPT_CHUNK + 1  # really cut into pieces
+    assert cold.tokens_in > FIRST_PIECE + 1  # really cut into pieces
     assert cold.logprobs == on_prefix.logprobs == pieces.logprobs
 
 
