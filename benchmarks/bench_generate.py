@@ -43,7 +43,8 @@ from curator.llm.grammars import bullet_list_grammar
 from curator.llm.llama_cpp_backend import LlamaCppBackend, load_backend
 from curator.llm.model_file import demo_model_path
 from curator.llm.prompts import load_prompt
-from curator.pipeline.distill import EXTRACT_REPEAT_PENALTY, render_prefix
+from curator.pipeline.distill import EXTRACT_REPEAT_PENALTY
+from curator.pipeline.distill_plan import render_prefix
 from curator.resources_path import resource_path
 from curator.store.identity import EMPTY_IDENTITY
 from curator.store.importer import render_messages

@@ -11,20 +11,16 @@ and the scroll position stay where the user left them.
 
 from __future__ import annotations
 
-import html
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from datetime import date
 from typing import Any
 
 from PySide6.QtCore import QDate, QItemSelection, QItemSelectionModel, Qt, QTimer, Signal
-from PySide6.QtGui import QColor, QPalette
 from PySide6.QtWidgets import (
-    QAbstractItemView,
     QCheckBox,
     QComboBox,
     QDateEdit,
     QHBoxLayout,
-    QHeaderView,
     QLabel,
     QLineEdit,
     QPushButton,
@@ -35,14 +31,12 @@ from PySide6.QtWidgets import (
 )
 
 from curator.core.wording import plural
+from curator.gui.episode_detail import render_detail
 from curator.gui.episode_model import (
     COLUMNS,
     EpisodeTableModel,
-    format_time,
-    label_in_force,
-    model_label_text,
 )
-from curator.gui.episode_table import COLUMN_WIDTHS, EpisodeTableView
+from curator.gui.episode_table import EpisodeTableView
 from curator.gui.label_source import label_decision_rows
 from curator.gui.pane import Pane
 from curator.gui.relearn import Relearner
@@ -52,13 +46,11 @@ from curator.store.db import Store
 from curator.store.episode_queries import (
     LABEL_FILTERS,
     RELEVANCE,
-    EpisodeDetail,
     EpisodeFilter,
     EpisodeSort,
     date_range,
     distinct_sources,
     fetch_detail,
-    highlight_spans,
 )
 
 LABEL_FILTER_TEXT = {
@@ -77,76 +69,6 @@ COUNT_SAMPLES = ("Searching…", f"{999_999_999:,} episodes ({999_999_999:,}+ sh
 
 CONFIRM_ABOVE = 200
 """A relabel of more rows than this asks first (a stray Ctrl+A then a key is easy)."""
-
-
-def role_colors(palette: QPalette) -> dict[str, QColor]:
-    """Speaker colors derived from the palette, so they stay readable in dark mode."""
-    dark = palette.color(QPalette.ColorRole.Base).lightness() < 128
-    return {
-        "user": QColor("#6cb4ff" if dark else "#0b5cad"),
-        "assistant": QColor("#7fd48a" if dark else "#1d7a30"),
-        "system": palette.color(QPalette.ColorRole.PlaceholderText),
-        "tool": QColor("#e0b35c" if dark else "#8a5a00"),
-    }
-
-
-MATCH_STYLE = "background-color:#ffe066;color:#000000"
-"""How a search match is marked in the detail panel."""
-
-
-def marked(text: str, query: str) -> str:
-    """``text`` as HTML with the search's matches of ``query`` highlighted."""
-    parts: list[str] = []
-    done = 0
-    for start, end in highlight_spans(text, query):
-        parts.append(html.escape(text[done:start]))
-        parts.append(f"<span style='{MATCH_STYLE}'>{html.escape(text[start:end])}</span>")
-        done = end
-    parts.append(html.escape(text[done:]))
-    return "".join(parts)
-
-
-def render_detail(
-    detail: EpisodeDetail,
-    palette: QPalette,
-    query: str = "",
-    extra: Sequence[tuple[str, str]] = (),
-) -> str:
-    """HTML for the side panel: metadata, then the messages by speaker (or the plain text).
-
-    Matches of the search ``query`` are highlighted (the same matching as the search);
-    ``extra`` rows go under the labels (the source that decided the label).
-    """
-    row = detail.row
-    colors = role_colors(palette)
-    meta = [
-        ("Time", format_time(row.timestamp)),
-        ("Source", row.source or "—"),
-        ("Label in force", label_in_force(row)),
-        ("Model label", model_label_text(row)),
-        ("Human label", row.human_label or "—"),
-        *extra,
-        ("Distilled", "yes" if row.distilled else "no"),
-    ]
-    if detail.classify_truncated:
-        meta.append(("Note", "text was truncated for classification"))
-    parts = ["<table cellspacing='0' cellpadding='2'>"]
-    for name, value in meta:
-        parts.append(f"<tr><td><b>{name}</b></td><td>{html.escape(value)}</td></tr>")
-    parts.append("</table><hr/>")
-    if detail.messages:
-        for message in detail.messages:
-            role = str(message.get("role", ""))
-            who = message.get("name")
-            speaker = f"{role} ({who})" if who else role
-            color: str = colors.get(role, palette.color(QPalette.ColorRole.Text)).name()
-            content = marked(str(message.get("content", "")), query).replace("\n", "<br/>")
-            parts.append(
-                f"<p><b style='color:{color}'>{html.escape(speaker)}</b><br/>{content}</p>"
-            )
-    else:
-        parts.append("<p style='white-space:pre-wrap'>" + marked(detail.text, query) + "</p>")
-    return "".join(parts)
 
 
 def _facts(store: Store) -> tuple[list[str], tuple[date, date] | None]:
@@ -257,31 +179,8 @@ class EpisodesPane(Pane):
         self.table = EpisodeTableView()
         self.table.setObjectName("episodeTable")
         self.setFocusProxy(self.table)  # the pane's keys (C/N/U, Backspace) act on the table
-        self.table.setModel(self.model)
-        self.table.setSelectionBehavior(QAbstractItemView.SelectionBehavior.SelectRows)
-        self.table.setSelectionMode(QAbstractItemView.SelectionMode.ExtendedSelection)
-        self.table.setAlternatingRowColors(True)
-        self.table.setWordWrap(False)
-        self.table.verticalHeader().setVisible(False)
-        # fixed row height: the view never measures rows (that would fetch every page)
-        self.table.verticalHeader().setSectionResizeMode(QHeaderView.ResizeMode.Fixed)
-        self.table.verticalHeader().setDefaultSectionSize(self.table.fontMetrics().height() + 8)
+        self.table.show_model(self.model)
         header = self.table.horizontalHeader()
-        header.setSectionResizeMode(QHeaderView.ResizeMode.Interactive)
-        header.setStretchLastSection(True)
-        for column, (key, _title) in enumerate(COLUMNS):
-            if key in COLUMN_WIDTHS:
-                header.resizeSection(column, COLUMN_WIDTHS[key])
-        # Qt's header paints each section asking the selection model whether that whole
-        # column is selected, which checks every selected cell: after Ctrl+A on 100,000
-        # rows that is 600,000 flags() calls per repaint (seconds). The headers get a
-        # selection model of their own, always empty; the table's selection is unchanged.
-        for side in (header, self.table.verticalHeader()):
-            side.setHighlightSections(False)
-            side.setSelectionModel(QItemSelectionModel(self.model, side))
-        header.sectionResized.connect(self.table.section_resized)
-        header.setSortIndicator(0, Qt.SortOrder.DescendingOrder)
-        self.table.setSortingEnabled(True)
         self.table.relabel_requested.connect(self.relabel_selected)
         self.table.undo_requested.connect(self.undo_relabel)
 

@@ -1,4 +1,4 @@
-"""The main window: six panes, menus, toolbar, status bar, and watching the database.
+"""The main window: the panes, menus, toolbar, status bar, and watching the database.
 
 The window owns no data logic; it wires panes to each other (a pane that wrote emits
 ``data_changed`` and the others reload when next shown) and to the LLM worker. Another
@@ -9,18 +9,14 @@ SQLite's ``data_version`` once a second and reloads the visible pane when it cha
 from __future__ import annotations
 
 import logging
-from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 from PySide6.QtCore import QByteArray, QSettings, Qt, QTimer, Signal
 from PySide6.QtGui import QAction, QCloseEvent, QKeySequence, QShowEvent
 from PySide6.QtWidgets import (
-    QLabel,
     QMainWindow,
     QMessageBox,
-    QProgressBar,
-    QPushButton,
     QSplitter,
     QTabWidget,
     QToolBar,
@@ -33,17 +29,15 @@ from curator.gui.episodes_pane import EpisodesPane
 from curator.gui.identity_pane import IdentityPane
 from curator.gui.insights_pane import InsightsPane
 from curator.gui.knowledge_pane import KnowledgePane
-from curator.gui.model_picker import DEMO_NOTICE, DEMO_SHORT, demo_model_in_use
 from curator.gui.pane import Pane
 from curator.gui.provenance_nav import ProvenanceNavigator
 from curator.gui.review_pane import ReviewPane
 from curator.gui.runs_pane import RunsPane
 from curator.gui.services import AppServices
 from curator.gui.settings_pane import SettingsPane
+from curator.gui.window_files import FileMenuMixin
 from curator.gui.window_fit import fit_window
-from curator.pipeline.import_knowledge import import_knowledge
-from curator.store.importer import ImportCancelled, ImportReport, import_file
-from curator.store.settings import Settings, load_settings
+from curator.gui.window_status import StatusBarMixin
 
 log = logging.getLogger("curator.gui")
 
@@ -51,8 +45,6 @@ ORGANIZATION = "MemoryCurator"
 APP_DISPLAY_NAME = "Memory Curator"
 APPLICATION = "curator"
 POLL_MS = 1000
-BUSY_DELAY_MS = 300
-"""A background write shows its busy state only when it takes longer than this."""
 DEFAULT_SIZE = (1400, 900)
 """The first start's size, shrunk to the screen's free area when that is smaller."""
 
@@ -87,14 +79,10 @@ def window_title(db_path: Path) -> str:
     return f"{db_path.name} — {APP_DISPLAY_NAME}"
 
 
-def model_display_name(settings: Settings) -> str:
-    if settings.backend == "server" and settings.server_url:
-        return f"{settings.server_model or 'first model'} on {settings.server_url}"
-    path = settings.model_path
-    return Path(path).name if path else "demo model (SmolLM2-135M)"
+class MainWindow(StatusBarMixin, FileMenuMixin, QMainWindow):
+    """The application window (see the module doc); the status bar and the File menu's
+    imports live in :mod:`window_status` and :mod:`window_files`."""
 
-
-class MainWindow(QMainWindow):
     knowledge_imported = Signal(object)  # the KnowledgeImportReport, once it is shown
 
     def __init__(
@@ -334,136 +322,6 @@ class MainWindow(QMainWindow):
         toolbar.addActions([self.classify_action, self.distill_action, self.cancel_action])
         self.addToolBar(toolbar)
 
-    def _build_status_bar(self) -> None:
-        bar = self.statusBar()
-        # the file name only: a full path would set the window's minimum width
-        self.db_label = QLabel(self.services.db_path.name)
-        self.db_label.setObjectName("dbLabel")
-        self.db_label.setToolTip(f"Database file: {self.services.db_path}")
-        self.model_label = QLabel("Model: …")  # named once the settings are read
-        self.model_label.setObjectName("modelLabel")
-        self.offload_label = QLabel("model not loaded")
-        self.offload_label.setObjectName("offloadLabel")
-        self.offload_label.setToolTip(
-            "Where the model runs. “GPU: 30/30 layers”: that many layers on the GPU "
-            "(Settings ▸ GPU layers). “CPU only”: this llama.cpp build has no GPU support, so "
-            "every layer runs on the CPU and the GPU layers setting has no effect. "
-            "“server …”: a model server does the work."
-        )
-        self.run_label = QLabel("idle")
-        self.run_label.setObjectName("runLabel")
-        self.demo_button = QPushButton(DEMO_SHORT)
-        self.demo_button.setObjectName("demoNoticeButton")
-        self.demo_button.setFlat(True)
-        self.demo_button.setToolTip(
-            f"{DEMO_NOTICE[0].upper()}{DEMO_NOTICE[1:]}: click to open Settings and pick a "
-            "model file, a model server, or download a model"
-        )
-        self.demo_button.clicked.connect(self.show_settings)
-        bar.addPermanentWidget(self.demo_button)
-        for label in (self.db_label, self.model_label, self.offload_label, self.run_label):
-            label.setContentsMargins(8, 0, 8, 0)
-            bar.addPermanentWidget(label)
-        self.busy_label = QLabel()
-        self._busy_phase = ""  # the running write's phase, if it names one
-        self.busy_label.setObjectName("busyLabel")
-        self.busy_bar = QProgressBar()
-        self.busy_bar.setObjectName("busyProgress")
-        self.busy_bar.setMaximumWidth(160)
-        self.busy_bar.setMaximumHeight(14)
-        # Cancel of the running write (an import): it stops at its next check, and
-        # nothing of it is written (see StoreOps.cancel).
-        self.busy_cancel = QPushButton("Cancel")
-        self.busy_cancel.setObjectName("busyCancel")
-        self.busy_cancel.setFlat(True)
-        self.busy_cancel.clicked.connect(self.services.ops.cancel)
-        bar.addWidget(self.busy_label)
-        bar.addWidget(self.busy_bar)
-        bar.addWidget(self.busy_cancel)
-        for widget in (self.busy_label, self.busy_bar, self.busy_cancel):
-            widget.hide()
-        self._busy_timer = QTimer(self)
-        self._busy_timer.setSingleShot(True)
-        self._busy_timer.setInterval(BUSY_DELAY_MS)
-        self._busy_timer.timeout.connect(self._show_busy)
-        ops = self.services.ops
-        ops.busy_changed.connect(self._ops_busy_changed)
-        ops.progressed.connect(self._ops_progress)
-        ops.phased.connect(self._ops_phase)
-        ops.failed.connect(self._ops_failed)
-        ops.refused.connect(self._ops_refused)
-        self.update_status()
-
-    # -- background store operations ------------------------------------------------------
-
-    def _ops_busy_changed(self, busy: bool) -> None:
-        """A background write started or ended: block conflicting writes meanwhile."""
-        for action in (self.import_action, self.import_knowledge_action, self.undo_action):
-            action.setEnabled(not busy)
-        self._busy_phase = ""
-        if busy:
-            self.busy_bar.setRange(0, 0)  # indeterminate until the first progress report
-            self.busy_label.setText(f"{self.services.ops.busy_label}…")
-            self._busy_timer.start()
-        else:
-            self._busy_timer.stop()
-            for widget in (self.busy_label, self.busy_bar, self.busy_cancel):
-                widget.hide()
-
-    def _show_busy(self) -> None:
-        if self.services.ops.busy:
-            for widget in (self.busy_label, self.busy_bar, self.busy_cancel):
-                widget.show()
-
-    def _ops_progress(self, label: str, done: int, total: int) -> None:
-        if label != self.services.ops.busy_label:
-            return
-        if total > 0:
-            self.busy_bar.setRange(0, total)
-            self.busy_bar.setValue(min(done, total))
-        if self._busy_phase:  # steps of phases, not items: the phase and a percentage
-            percent = f" {100 * done // total}%" if total else ""
-            self.busy_label.setText(f"{label}: {self._busy_phase}…{percent}")
-        else:
-            self.busy_label.setText(f"{label}… {done:,}/{total:,}" if total else f"{label}…")
-
-    def _ops_phase(self, label: str, phase: str) -> None:
-        """A long write names its phase (a relabel's "saving"): shown with its progress."""
-        if label == self.services.ops.busy_label:
-            self._busy_phase = phase
-            self._ops_progress(label, self.busy_bar.value(), max(self.busy_bar.maximum(), 0))
-
-    def _ops_refused(self, wanted: str, running: str) -> None:
-        """One write at a time: say which one waits for which."""
-        self.show_message(f"{wanted}: wait until “{running}” has finished.")
-
-    def _ops_failed(self, label: str, message: str) -> None:
-        self.services.dialogs.error(self, label, message)
-
-    def update_status(self) -> None:
-        """Name the model in the status bar; the settings are read off the GUI thread
-        (a read on it could wait on the database like any other)."""
-        self.status_loading = True
-        self.services.ops.query(
-            "window.status",
-            lambda ctx: load_settings(ctx.store),
-            self._show_status,
-            self._no_status,
-        )
-
-    def _show_status(self, settings: Settings) -> None:
-        self.status_loading = False
-        self.model_label.setText(f"Model: {model_display_name(settings)}")
-        demo = demo_model_in_use(settings)
-        self.demo_button.setVisible(demo)
-        self.model_label.setVisible(not demo)  # the notice names the demo model already
-
-    def _no_status(self, message: str) -> None:
-        self.status_loading = False
-        self.model_label.setText("Model: settings unreadable")
-        self.model_label.setToolTip(message)
-        self.model_label.setVisible(True)
-
     def show_settings(self) -> None:
         self.tabs.setCurrentWidget(self.pane("settingsPane"))
 
@@ -533,111 +391,6 @@ class MainWindow(QMainWindow):
         self.run_label.setText("idle (last run failed)")
         self.services.dialogs.error(self, "Run failed", message)
         self.refresh_all()
-
-    # -- file menu ------------------------------------------------------------------------
-
-    def choose_import_file(self) -> None:
-        path = self.services.dialogs.open_file_name(
-            self, "Import episodes", "Episodes (*.jsonl *.json);;All files (*)"
-        )
-        if path:
-            self.import_episodes(Path(path))
-
-    def import_episodes(self, path: Path) -> bool:
-        """Import a file off the GUI thread, with progress; bad lines are listed with
-        their line numbers afterwards, good ones kept. False while another write runs."""
-        return self.services.ops.write(
-            f"Importing {path.name}",
-            lambda ctx: import_file(
-                ctx.store, path, progress=ctx.progress, cancelled=lambda: ctx.cancelled
-            ),
-            lambda report: self._episodes_imported(path, report),
-            lambda message: self._import_failed(message),
-        )
-
-    def _import_failed(self, message: str) -> None:
-        self.services.dialogs.error(self, "Import", message)
-
-    def _episodes_imported(self, path: Path, report: ImportReport) -> None:
-        summary = (
-            f"{report.imported} imported, {report.duplicates} duplicates, "
-            f"{len(report.errors)} rejected from {path.name}."
-        )
-        self.show_message(summary)
-        self._list_rejected("Import", summary, report.errors)
-        self._pane_wrote(self.episodes_pane)
-        self.episodes_pane.model.note_added(report.imported)
-        self.episodes_pane.refresh()
-
-    def choose_knowledge_file(self) -> None:
-        path = self.services.dialogs.open_file_name(
-            self,
-            "Import knowledge",
-            "Knowledge (*.json *.md *.markdown *.txt);;All files (*)",
-        )
-        if path:
-            self.import_knowledge(Path(path))
-
-    def import_knowledge(self, path: Path) -> bool:
-        """Stage a knowledge file for review, off the GUI thread: reading a large file and
-        running the dedup gate against every active pattern can take minutes, so it
-        reports progress (patterns gated) and stops on Cancel with nothing staged. False
-        while another write runs."""
-
-        def stage(ctx: Any) -> Any:
-            try:
-                return import_knowledge(
-                    ctx.store, path, progress=ctx.progress, cancelled=lambda: ctx.cancelled
-                )
-            except ImportCancelled as exc:
-                return exc  # not a failure: the person asked for it
-
-        return self.services.ops.write(
-            f"Importing knowledge from {path.name}",
-            stage,
-            self._knowledge_imported,
-            self._knowledge_import_failed,
-        )
-
-    def _list_rejected(self, title: str, summary: str, errors: Sequence[Any]) -> None:
-        """The rejected lines of an import, the first 15 in the box and all in its details."""
-        if not errors:
-            return
-        shown = errors[:15]
-        lines = "\n".join(f"line {e.line}: {e.reason}" if e.line else e.reason for e in shown)
-        if len(errors) > len(shown):
-            lines += f"\n… and {len(errors) - len(shown)} more"
-        self.services.dialogs.warning(
-            self, title, f"{summary}\n\n{lines}", details="\n".join(str(e) for e in errors)
-        )
-
-    def _knowledge_imported(self, report: Any) -> None:
-        if isinstance(report, ImportCancelled):
-            self.show_message(str(report))
-            return
-        self.show_message(report.describe())
-        self._list_rejected("Import knowledge", report.describe(), report.errors)
-        if report.run_id is not None:
-            review = self.pane("reviewPane")
-            self._pane_wrote(review)
-            self.tabs.setCurrentWidget(review)
-            review.refresh()  # type: ignore[attr-defined]
-            review.select_run(report.run_id)  # type: ignore[attr-defined]
-        self.knowledge_imported.emit(report)
-
-    def _knowledge_import_failed(self, message: str) -> None:
-        self.services.dialogs.error(self, "Import knowledge", message)
-
-    def export_knowledge(self) -> bool:
-        """File ▸ Export knowledge, written in the background (:mod:`knowledge_export`)."""
-        from curator.gui.knowledge_export import export_knowledge
-
-        return export_knowledge(self.services, self, self.show_message)
-
-    def backup_now(self) -> bool:
-        """Into the backups folder, in the background; the status bar shows where. False
-        when another write runs (the status bar says so)."""
-        return self.auto_backup.backup_now()
 
     def undo_relabel(self) -> None:
         """Edit ▸ Undo (Ctrl+Z). On the Review pane it undoes the run's last decision, as

@@ -27,7 +27,7 @@ from PySide6.QtWidgets import (
 from curator.gui.diff_view import DiffView
 from curator.gui.flag_view import flags_html, highlight_html
 from curator.gui.review_list import action_name
-from curator.pipeline.review import SourceEpisode
+from curator.pipeline.review_views import SourceEpisode
 from curator.store.models import format_local
 
 

@@ -3,7 +3,7 @@
 Pressing UPDATE on a candidate the gate proposed to ADD used to end in a message
 ("UPDATE needs a target pattern; choose one") with no way to choose. This dialog is that
 way: the active patterns ranked by the gate's own ratio to the candidate's text
-(:func:`curator.pipeline.review.nearest_patterns`), a search field that narrows the pool
+(:func:`curator.pipeline.review_views.nearest_patterns`), a search field that narrows the pool
 by text or "#id", and the character diff of the highlighted pattern against the
 candidate. Ranking reads every active pattern, so it runs through ``ops.query`` (off the
 GUI thread; typing quickly only shows the newest result).
@@ -31,8 +31,8 @@ from curator.core.wording import plural
 from curator.gui.diff_view import DiffView
 from curator.gui.operations import OpContext, StoreOps
 from curator.gui.review_list import flat
-from curator.pipeline import review as review_api
-from curator.pipeline.review import PatternMatch
+from curator.pipeline import review_views
+from curator.pipeline.review_views import PatternMatch
 
 SEARCH_DELAY_MS = 200
 """Search this long after the last keystroke (not on every key)."""
@@ -108,7 +108,7 @@ class TargetPicker(QDialog):
         text, search = self._text, self.search.text()
 
         def ranked(ctx: OpContext) -> list[PatternMatch]:
-            return review_api.nearest_patterns(ctx.store, text, search)
+            return review_views.nearest_patterns(ctx.store, text, search)
 
         self._ops.query(self._key, ranked, self._show_matches, self._failed)
 

@@ -26,12 +26,7 @@ Decisions (documented here because the review and the window rely on them):
   one copy of the looping unit: the copies would only be refined into repeats.
 * The quality gate runs before the importance call (not after): it only looks at the
   text, so the surviving candidates are the same, and the model scores only those.
-* An episode is "already taken" when it has ``distilled_at``, or belongs to a distill run
-  that is ``staged`` or ``committed`` (through a candidate's sources or the run's
-  ``stats["episode_ids"]``, which lists every episode of every finished batch, including
-  batches that yielded no candidate). So two staged runs never propose from the same
-  episodes, and episodes that yielded nothing are not distilled again and again.
-  Episodes of ``cancelled`` or ``failed`` runs are free again.
+* Which episodes a run takes, and how they are batched: :mod:`curator.pipeline.distill_plan`.
 * Candidate sources: every episode of the candidate's batch (the model does not say
   which episode a pattern came from).
 * The dedup pool grows over the run: a batch is gated against the active patterns plus
@@ -67,6 +62,13 @@ from curator.llm.grammars import (
     string_array_grammar,
 )
 from curator.llm.prompts import PromptTemplate, load_prompt, numbered
+from curator.pipeline.distill_plan import (
+    MAX_BATCH_EPISODES,
+    TOKEN_MARGIN,
+    Batch,
+    plan_batches,
+    render_prefix,
+)
 from curator.pipeline.guard import StagingGuard, staging_guard
 from curator.pipeline.progress import Cancelled, GenerationRate, Progress, TaskState
 from curator.pipeline.runlog import (
@@ -83,7 +85,6 @@ from curator.store.models import (
     DISTILLABLE_LABELS,
     Candidate,
     CandidateEpisode,
-    Episode,
     Pattern,
     Run,
     TraceStep,
@@ -91,13 +92,7 @@ from curator.store.models import (
 from curator.store.settings import Settings, load_settings
 from curator.store.snapshot import tuples
 
-__all__ = ["RunResult", "distill", "distillable_episode_ids"]
-
-MAX_BATCH_EPISODES = 12
-"""More episodes per extract call make the small model lose track; tokens bound it too."""
-
-TOKEN_MARGIN = 16
-"""Slack for the chat template's special tokens when estimating prompt lengths."""
+__all__ = ["RunResult", "distill"]
 
 RETRY_TEMPERATURE = 0.7
 EXTRACT_REPEAT_PENALTY = 1.15
@@ -112,49 +107,6 @@ EXPECTED_TOKENS = {"extract": 400, "refine": 300}
 bar only; importance is bounded by its grammar's own maximum."""
 
 
-def claimed_episode_ids() -> set[int]:
-    """Episodes that belong to a staged or committed distill run (see the module doc)."""
-    runs = Run.select(Run.id, Run.stats).where(
-        (Run.kind == "distill") & Run.status.in_(("staged", "committed"))
-    )
-    claimed: set[int] = set()
-    run_ids: list[int] = []
-    for run in runs:
-        run_ids.append(run.id)
-        listed = (run.stats or {}).get("episode_ids") or []
-        claimed.update(int(e) for e in listed)
-    if run_ids:
-        linked = (
-            CandidateEpisode.select(CandidateEpisode.episode)
-            .join(Candidate)
-            .where(Candidate.run.in_(run_ids))
-        )
-        claimed.update(int(row[0]) for row in tuples(linked))
-    return claimed
-
-
-def distillable_episode_ids(store: Store, category: str, limit: int | None = None) -> list[int]:
-    """Episodes labelled ``category`` and not yet distilled or claimed, oldest first."""
-    with store.read():
-        claimed = claimed_episode_ids()
-        query = (
-            Episode.select(Episode.id)
-            .where((Episode.label == category) & Episode.distilled_at.is_null())
-            .order_by(Episode.timestamp, Episode.id)
-            .bind(store.db)
-        )
-        ids = [int(row.id) for row in query if int(row.id) not in claimed]
-    return ids if limit is None else ids[: max(0, limit)]
-
-
-@dataclass
-class _Batch:
-    index: int
-    category: str
-    episode_ids: list[int]
-    item: str
-
-
 @dataclass
 class _Pool:
     """The dedup pool: active patterns, then this run's ADDed candidates."""
@@ -164,58 +116,6 @@ class _Pool:
     pattern_revisions: list[int]
     added_texts: list[str] = field(default_factory=list)
     added_ordinals: list[int] = field(default_factory=list)
-
-
-def _format_episode(number: int, episode: Episode) -> str:
-    when = episode.timestamp.date().isoformat() if episode.timestamp else "?"
-    return f"Episode {number} ({when}, {episode.source or 'log'}):\n{episode.text.strip()}\n"
-
-
-def _plan_batches(
-    backend: Backend, category: str, ids: list[int], item_budget: int, first_index: int
-) -> list[_Batch]:
-    """Greedy packing, in time order, by token count (one oversized episode = one batch)."""
-    batches: list[_Batch] = []
-    current: list[int] = []
-    parts: list[str] = []
-    used = 0
-
-    def flush() -> None:
-        nonlocal current, parts, used
-        if current:
-            batches.append(_Batch(first_index + len(batches), category, current, "\n".join(parts)))
-        current, parts, used = [], [], 0
-
-    for episode in (
-        Episode.select().where(Episode.id.in_(ids)).order_by(Episode.timestamp, Episode.id)
-    ):
-        text = _format_episode(len(current) + 1, episode)
-        cost = len(backend.tokenize(text)) + 1
-        if current and (used + cost > item_budget or len(current) >= MAX_BATCH_EPISODES):
-            flush()
-            text = _format_episode(1, episode)
-        current.append(int(episode.id))
-        parts.append(text)
-        used += cost
-    flush()
-    return batches
-
-
-def render_prefix(
-    backend: Backend, prompt: PromptTemplate, identity: Identity, category: str
-) -> str:
-    """A distillation prompt's constant part; the system prompt is identity plus axioms."""
-    has_identity = bool(identity.identity_text.strip() or identity.axioms)
-    values = {
-        "system_prompt": identity.system_prompt
-        if has_identity
-        else "You are an autonomous AI agent reviewing your own memory.",
-        "identity": identity.identity_text,
-        "axioms": numbered(list(identity.axioms)),
-        "category": category,
-    }
-    system, user_start = prompt.render(values)
-    return backend.chat_prefix(system, user_start)
 
 
 class _Distiller:
@@ -284,7 +184,7 @@ class _Distiller:
     def _call(
         self,
         step: str,
-        batch: _Batch,
+        batch: Batch,
         prefix: str,
         item: str,
         max_tokens: int,
@@ -339,7 +239,7 @@ class _Distiller:
         return completion
 
     def _trace(
-        self, step: str, batch: _Batch, c: Completion, attempt: int, parsed: Any, error: str
+        self, step: str, batch: Batch, c: Completion, attempt: int, parsed: Any, error: str
     ) -> None:
         details = {
             "result": parsed,
@@ -370,7 +270,7 @@ class _Distiller:
 
     # -- the three steps -------------------------------------------------------------------
 
-    def extract(self, batch: _Batch) -> str:
+    def extract(self, batch: Batch) -> str:
         prefix = self._prefix("extract", batch.category)
         # The batches were planned to leave this much room; a single episode too long for
         # it is truncated by the backend to leave it too.
@@ -383,7 +283,7 @@ class _Distiller:
         self._trace("extract", batch, c, 1, None, "" if notes else "empty output")
         return notes
 
-    def refine(self, batch: _Batch, notes: str) -> list[str] | None:
+    def refine(self, batch: Batch, notes: str) -> list[str] | None:
         prefix = self._prefix("refine", batch.category)
         budget = min(self.max_out, max(1, self._room(prefix, notes)))
         grammar = string_array_grammar(budget)
@@ -400,7 +300,7 @@ class _Distiller:
             return items
         return None
 
-    def importance(self, batch: _Batch, texts: list[str]) -> list[float] | None:
+    def importance(self, batch: Batch, texts: list[str]) -> list[float] | None:
         prefix = self._prefix("importance", batch.category)
         item = numbered(texts)
         n = len(texts)
@@ -441,7 +341,7 @@ class _Distiller:
 
     # -- gates and staging -----------------------------------------------------------------
 
-    def run_batch(self, batch: _Batch) -> None:
+    def run_batch(self, batch: Batch) -> None:
         self.state.check()
         notes = self.extract(batch)
         texts: list[str] = []
@@ -489,7 +389,7 @@ class _Distiller:
 
     def _finish_batch(
         self,
-        batch: _Batch,
+        batch: Batch,
         texts: list[str],
         scored: list[tuple[float, Decision]],
         extra_trace: list[TraceRecord],
@@ -575,7 +475,7 @@ class _Distiller:
         )
 
     def _guard_flags(
-        self, batch: _Batch, rows: list[dict[str, Any]], traces: list[TraceRecord]
+        self, batch: Batch, rows: list[dict[str, Any]], traces: list[TraceRecord]
     ) -> list[list[dict[str, Any]] | None]:
         """The guard's flags of the batch's candidates (:mod:`curator.pipeline.guard`);
         each model call's trace is added to ``traces``."""
@@ -633,22 +533,9 @@ def distill(
         prompts["guard"] = guard.opinion.prompt
     max_out = settings.max_output_tokens
     out_reserve = min(max_out, backend.n_ctx // 4)
-    remaining = limit
-    batches: list[_Batch] = []
-    for category in categories:
-        ids = distillable_episode_ids(store, category, remaining)
-        if remaining is not None:
-            remaining -= len(ids)
-        if not ids:
-            continue
-        prefix = render_prefix(backend, prompts["extract"], identity, category)
-        item_budget = backend.n_ctx - len(backend.tokenize(prefix)) - out_reserve - TOKEN_MARGIN
-        if item_budget < 64:
-            raise CuratorError(
-                f"the context (n_ctx {backend.n_ctx}) is too small for the extract prompt; "
-                "raise n_ctx"
-            )
-        batches.extend(_plan_batches(backend, category, ids, item_budget, len(batches)))
+    batches = plan_batches(
+        store, backend, prompts["extract"], identity, categories, limit, out_reserve
+    )
     params: dict[str, Any] = {
         "categories": list(categories),
         "limit": limit,

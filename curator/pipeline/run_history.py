@@ -99,7 +99,7 @@ def pending_classify_count(store: Store) -> int:
 
 def pending_distill_count(store: Store) -> int:
     """Episodes a distill run without a limit would use (both distillable categories)."""
-    from curator.pipeline.distill import distillable_episode_ids
+    from curator.pipeline.distill_plan import distillable_episode_ids
     from curator.store.models import DISTILLABLE_LABELS
 
     return sum(len(distillable_episode_ids(store, label)) for label in DISTILLABLE_LABELS)

@@ -24,7 +24,7 @@ def test_import_knowledge_runs_off_the_gui_thread_and_opens_review(
         threads.append(threading.current_thread())
         return real(store, path, **options)
 
-    monkeypatch.setattr("curator.gui.main_window.import_knowledge", spy)
+    monkeypatch.setattr("curator.gui.window_files.import_knowledge", spy)
     path = tmp_path / "memory.json"
     path.write_text(
         json.dumps(

@@ -21,7 +21,8 @@ from curator.llm.grammars import (
     string_array_grammar,
 )
 from curator.llm.prompts import load_prompt, numbered
-from curator.pipeline.distill import EXTRACT_REPEAT_PENALTY, render_prefix
+from curator.pipeline.distill import EXTRACT_REPEAT_PENALTY
+from curator.pipeline.distill_plan import render_prefix
 from curator.resources_path import resource_path
 from curator.store.identity import EMPTY_IDENTITY
 from curator.store.settings import Settings

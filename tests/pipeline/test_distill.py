@@ -14,7 +14,8 @@ from curator.core.quality import QualityGate
 from curator.errors import CuratorError
 from curator.llm.backend import Completion
 from curator.llm.prompts import load_prompt
-from curator.pipeline.distill import distill, distillable_episode_ids
+from curator.pipeline.distill import distill
+from curator.pipeline.distill_plan import distillable_episode_ids
 from curator.pipeline.progress import TaskState
 from curator.store.db import Store
 from curator.store.models import (
