@@ -13,6 +13,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from curator.chat_formats import ChatImport
 from curator.pipeline.import_knowledge import import_knowledge
 from curator.store.importer import ImportCancelled, ImportReport, import_file
 
@@ -50,18 +51,28 @@ class FileMenuMixin(_WindowBase):
 
     def choose_import_file(self) -> None:
         path = self.services.dialogs.open_file_name(
-            self, "Import episodes", "Episodes (*.jsonl *.json);;All files (*)"
+            self,
+            "Import episodes",
+            "Episodes and chat exports (*.jsonl *.json *.csv *.zip);;All files (*)",
         )
         if path:
             self.import_episodes(Path(path))
 
     def import_episodes(self, path: Path) -> bool:
         """Import a file off the GUI thread, with progress; bad lines are listed with
-        their line numbers afterwards, good ones kept. False while another write runs."""
+        their line numbers afterwards, good ones kept. False while another write runs.
+
+        Chat exports (ChatGPT, Claude, Telegram, Discord, Slack, CSV) are recognised by
+        their content, as ``curator import`` does, with each format's default granularity.
+        """
         return self.services.ops.write(
             f"Importing {path.name}",
             lambda ctx: import_file(
-                ctx.store, path, progress=ctx.progress, cancelled=lambda: ctx.cancelled
+                ctx.store,
+                path,
+                progress=ctx.progress,
+                cancelled=lambda: ctx.cancelled,
+                chat=ChatImport(),
             ),
             lambda report: self._episodes_imported(path, report),
             lambda message: self._import_failed(message),

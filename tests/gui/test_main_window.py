@@ -97,6 +97,21 @@ def test_import_reports_bad_lines_with_numbers(qtbot, main_window, services, tmp
     assert "1 imported" in text and "line 2:" in text
 
 
+def test_import_reads_a_chat_export_by_its_content(
+    qtbot, main_window, services, tmp_path: Path
+) -> None:
+    """File ▸ Import takes a ChatGPT export as the command line does (one episode per
+    conversation, the conversation's title as the source)."""
+    from tests.chat_formats.exports import chatgpt_export, write_json
+
+    path = write_json(tmp_path / "export-without-a-telling-name.json", chatgpt_export())
+    before = main_window.episodes_pane.model.rowCount()
+    assert main_window.import_episodes(path)
+    qtbot.waitUntil(lambda: services.ops.pending == 0, timeout=10_000)
+    assert main_window.episodes_pane.model.rowCount() == before + 2
+    assert "2 imported" in main_window.statusBar().currentMessage()
+
+
 def test_backup_writes_a_usable_copy(qtbot, main_window, services, tmp_path: Path) -> None:
     with qtbot.waitSignal(main_window.auto_backup.finished, timeout=10_000) as done:
         main_window.backup_action.trigger()  # in the background, into <db dir>/backups
