@@ -24,9 +24,11 @@ from curator.chat_formats.common import (
     ElementError,
     Skipped,
     clean,
+    finished,
     ident,
     iso_time,
     list_field,
+    read_messages,
     type_name,
 )
 
@@ -64,19 +66,10 @@ def conversations(value: Any, file: str, skipped: Skipped) -> Iterator[Conversat
         conversation = Conversation(
             number, conv_id, title or f"Claude {conv_id}".strip(), where=where
         )
-        for index, message in enumerate(chat, 1):
-            position = f"{where}, message {index}"
-            try:
-                parsed = _message(message, position, skipped)
-            except BadElement as exc:
-                yield ElementError(file, number, f"{position}: {exc}")
-                continue
-            if parsed is not None:
-                conversation.messages.append(parsed)
-        if conversation.messages:
-            yield conversation
-        else:
-            skipped["empty conversations"] += 1
+        yield from read_messages(
+            conversation, chat, lambda m, at: _message(m, at, skipped), file, number, f"{where}, "
+        )
+        yield from finished(conversation, skipped, "empty conversations")
 
 
 def _message(message: Any, position: str, skipped: Skipped) -> ChatMessage | None:

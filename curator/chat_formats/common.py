@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import json
 from collections import Counter
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
@@ -76,6 +76,39 @@ class Conversation:
 
 Skipped = Counter
 """What a reader left out on purpose, by kind (``"join messages"``: 4)."""
+
+
+def read_messages(
+    conversation: Conversation,
+    messages: list[Any],
+    read: Callable[[Any, str], ChatMessage | None],
+    file: str,
+    number: int | None,
+    prefix: str = "",
+) -> Iterator[ElementError]:
+    """Read each message into ``conversation``: a bad one is an error at its position
+    (``{prefix}message {index}``) and the others are still read, as bad lines are.
+
+    ``number`` is the element the errors are counted under (the conversation's); None
+    counts them under the message's own index (a file that is one channel).
+    """
+    for index, message in enumerate(messages, 1):
+        position = f"{prefix}message {index}"
+        try:
+            parsed = read(message, position)
+        except BadElement as exc:
+            yield ElementError(file, index if number is None else number, f"{position}: {exc}")
+            continue
+        if parsed is not None:
+            conversation.messages.append(parsed)
+
+
+def finished(conversation: Conversation, skipped: Skipped, empty: str) -> Iterator[Conversation]:
+    """The conversation, unless it holds no message: then it is counted as ``empty``."""
+    if conversation.messages:
+        yield conversation
+    else:
+        skipped[empty] += 1
 
 
 @dataclass(frozen=True)

@@ -25,9 +25,11 @@ from curator.chat_formats.common import (
     ElementError,
     Skipped,
     clean,
+    finished,
     ident,
     iso_time,
     list_field,
+    read_messages,
     type_name,
 )
 
@@ -66,19 +68,8 @@ def conversations(value: Any, file: str, skipped: Skipped) -> Iterator[Conversat
     except BadElement as exc:
         raise BadExport(str(exc)) from None
     conversation.where = f"channel {title}"
-    for index, message in enumerate(raw, 1):
-        position = f"message {index}"
-        try:
-            parsed = _message(message, position, skipped)
-        except BadElement as exc:
-            yield ElementError(file, index, f"{position}: {exc}")
-            continue
-        if parsed is not None:
-            conversation.messages.append(parsed)
-    if conversation.messages:
-        yield conversation
-    else:
-        skipped["empty channels"] += 1
+    yield from read_messages(conversation, raw, lambda m, at: _message(m, at, skipped), file, None)
+    yield from finished(conversation, skipped, "empty channels")
 
 
 def _message(message: Any, position: str, skipped: Skipped) -> ChatMessage | None:

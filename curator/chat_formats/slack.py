@@ -39,10 +39,12 @@ from curator.chat_formats.common import (
     Skipped,
     clean,
     epoch_time,
+    finished,
     ident,
     list_field,
     load_json,
     optional_text,
+    read_messages,
     type_name,
 )
 
@@ -234,19 +236,15 @@ def conversations(
             except BadElement as exc:
                 yield ElementError(file, number, f"{day}: {exc}")
                 continue
-            for index, message in enumerate(messages, 1):
-                position = f"{day}, message {index}"
-                try:
-                    parsed = _message(message, position, users, channel_names, skipped)
-                except BadElement as exc:
-                    yield ElementError(file, number, f"{position}: {exc}")
-                    continue
-                if parsed is not None:
-                    conversation.messages.append(parsed)
-        if conversation.messages:
-            yield conversation
-        else:
-            skipped["empty conversations"] += 1
+            yield from read_messages(
+                conversation,
+                messages,
+                lambda m, at: _message(m, at, users, channel_names, skipped),
+                file,
+                number,
+                f"{day}, ",
+            )
+        yield from finished(conversation, skipped, "empty conversations")
 
 
 def _users(value: Any) -> dict[str, str]:

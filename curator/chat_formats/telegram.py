@@ -27,8 +27,10 @@ from curator.chat_formats.common import (
     Skipped,
     clean,
     epoch_time,
+    finished,
     ident,
     iso_time,
+    read_messages,
     type_name,
 )
 
@@ -95,19 +97,10 @@ def conversations(value: Any, file: str, skipped: Skipped) -> Iterator[Conversat
         conversation = Conversation(
             number, chat_id, title or f"Telegram {chat_id}".strip(), where=where
         )
-        for index, message in enumerate(raw, 1):
-            position = f"{where}, message {index}"
-            try:
-                parsed = _message(message, position, skipped)
-            except BadElement as exc:
-                yield ElementError(file, number, f"{position}: {exc}")
-                continue
-            if parsed is not None:
-                conversation.messages.append(parsed)
-        if conversation.messages:
-            yield conversation
-        else:
-            skipped["empty chats"] += 1
+        yield from read_messages(
+            conversation, raw, lambda m, at: _message(m, at, skipped), file, number, f"{where}, "
+        )
+        yield from finished(conversation, skipped, "empty chats")
 
 
 def text_of(value: Any) -> str:
