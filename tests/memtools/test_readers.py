@@ -341,6 +341,8 @@ def test_cli_format_option_and_exit_codes(
     bad = write(tmp_path, "b.json", {"results": [{"memory": 1}]})
     assert main(["--db", db, "import-knowledge", str(bad)]) == 1
     assert "b.json:1: results[1]: 'memory' must be a string" in capsys.readouterr().err
-    assert main(["--db", db, "import-knowledge", str(path), "--format", "zip"]) == 2
+    with pytest.raises(SystemExit) as usage:  # argparse's usage error
+        main(["--db", db, "import-knowledge", str(path), "--format", "zip"])
+    assert usage.value.code == 2
     err = capsys.readouterr().err
     assert "invalid choice" in err and "Traceback" not in err
