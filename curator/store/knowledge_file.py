@@ -116,13 +116,12 @@ def _parse_timestamp_field(value: Any) -> datetime:
         raise _BadLine(str(exc).replace("'timestamp'", "'distilled'")) from None
 
 
-def _json_array_text(path: Path, any_json: bool = False) -> str | None:
-    """The file decoded as the episode importer decodes an array, if it starts with ``[``
-    (or, ``any_json``, with anything: an object is decoded the same way)."""
+def _json_array_text(path: Path) -> str | None:
+    """The file decoded as the episode importer decodes an array, if it starts with ``[``."""
     data = path.read_bytes()
     if data.startswith(b"\xef\xbb\xbf"):
         data = data[3:]
-    if not any_json and not data.lstrip().startswith(b"["):
+    if not data.lstrip().startswith(b"["):
         return None
     return data.decode("utf-8", "surrogateescape")
 
@@ -231,7 +230,13 @@ def read_knowledge(
         head = text.lstrip()[:1].encode()
     if head.startswith(b"{"):
         if text is None:
-            text = _json_array_text(path, any_json=True) or ""
+            try:  # an object is parsed whole: a bad byte is the file's error, with its place
+                text = path.read_bytes().removeprefix(b"\xef\xbb\xbf").decode("utf-8")
+            except UnicodeDecodeError as exc:
+                result.errors.append(
+                    LineError(str(path), 0, f"invalid UTF-8 at byte {exc.start + 1} of the file")
+                )
+                return result
         tools.read_object(text, result, now, fmt)
     elif head.startswith(b"["):
         if text is None:

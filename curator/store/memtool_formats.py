@@ -278,7 +278,8 @@ def read_object(text: str, result: KnowledgeFile, now: datetime, fmt: str) -> No
     try:
         doc = _loads(text)
     except _BadLine as exc:
-        result.errors.append(LineError(result.path, 1, f"{exc} (file cut off?)"))
+        cut = any(w in str(exc) for w in ("Unterminated", "Expecting"))
+        result.errors.append(LineError(result.path, 1, f"{exc}{' (file cut off?)' * cut}"))
         return
     found = detect(doc)
     if fmt == "auto":

@@ -346,3 +346,23 @@ def test_cli_format_option_and_exit_codes(
     assert usage.value.code == 2
     err = capsys.readouterr().err
     assert "invalid choice" in err and "Traceback" not in err
+
+
+def test_an_object_with_a_byte_that_is_not_utf8_names_the_byte(tmp_path: Path) -> None:
+    raw = b'{"results": [{"memory": "caf\xe9 au lait is what the user drinks each day"}]}'
+    parsed = read_knowledge(write(tmp_path, "latin1.json", raw))
+    assert parsed.items == []
+    assert [(e.line, e.reason) for e in parsed.errors] == [
+        (0, "invalid UTF-8 at byte 27 of the file")
+    ]
+
+
+def test_deep_nesting_is_not_called_a_cut_off_file(tmp_path: Path) -> None:
+    deep = '{"results": ' + "[" * 100_000 + "]" * 100_000 + "}"
+    parsed = read_knowledge(write(tmp_path, "deep.json", deep))
+    assert [e.reason for e in parsed.errors] == ["JSON nested too deeply"]
+
+
+def test_a_byte_order_mark_before_an_object_is_read(tmp_path: Path) -> None:
+    raw = b'\xef\xbb\xbf{"results": [{"memory": "Read even with a byte order mark in front."}]}'
+    assert len(read_knowledge(write(tmp_path, "bom.json", raw)).items) == 1
