@@ -353,7 +353,7 @@ def test_an_object_with_a_byte_that_is_not_utf8_names_the_byte(tmp_path: Path) -
     parsed = read_knowledge(write(tmp_path, "latin1.json", raw))
     assert parsed.items == []
     assert [(e.line, e.reason) for e in parsed.errors] == [
-        (0, "invalid UTF-8 at byte 27 of the file")
+        (0, "invalid UTF-8 at byte 29 of the file")
     ]
 
 
