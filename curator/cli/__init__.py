@@ -171,7 +171,7 @@ class Verb(NamedTuple):
 
 VERBS: dict[str, Verb] = {
     "import": Verb("data", "import episodes from JSONL or JSON files and chat exports"),
-    "export": Verb("data", "print the top-K patterns as the agent receives them"),
+    "export": Verb("data", "print the top-K patterns (Markdown, JSON, Mem0, Letta block)"),
     "stats": Verb("data", "count episodes, patterns, runs"),
     "demo": Verb("data", "fill the database with demo data"),
     "classify": Verb("pipeline", "label pending episodes constitutional / noise / uncategorized"),
@@ -186,7 +186,7 @@ VERBS: dict[str, Verb] = {
     "history": Verb("review", "list commits and undos"),
     "import-knowledge": Verb(
         "knowledge",
-        "stage existing knowledge (JSON list, text lines, Markdown bullets) for review",
+        "stage existing knowledge (JSON list, text, Markdown, Mem0, Letta) for review",
     ),
     "audit": Verb(
         "knowledge", "list stored patterns, identity and axioms with memory-poisoning flags"

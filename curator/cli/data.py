@@ -57,7 +57,21 @@ def register(subparsers: Any, common: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--top", type=integer, default=None, metavar="K", help="default: setting top_k (50)"
     )
-    p.add_argument("--format", choices=("json", "markdown"), default="markdown")
+    p.add_argument(
+        "--format",
+        choices=("json", "markdown", "mem0", "letta-block"),
+        default="markdown",
+        help="markdown: the prompt block; json: the patterns with their scores; mem0: a "
+        "JSON list for Mem0's Memory.add; letta-block: a Letta core-memory block within "
+        "--limit characters",
+    )
+    p.add_argument(
+        "--limit",
+        type=integer,
+        default=None,
+        metavar="N",
+        help="letta-block only: the block's character limit (default 5000)",
+    )
     p.set_defaults(handler=cmd_export)
 
     p = subparsers.add_parser("stats", parents=[common])
@@ -137,8 +151,27 @@ def cmd_import(ctx: CommandContext) -> int:
 def cmd_export(ctx: CommandContext) -> int:
     if ctx.args.top is not None and ctx.args.top < 1:
         raise CuratorError("--top must be at least 1")
+    fmt = ctx.args.format
+    if ctx.args.limit is not None and fmt != "letta-block":
+        raise CuratorError("--limit applies to --format letta-block only")
+    if fmt == "letta-block":
+        from curator.store.memtool_export import DEFAULT_BLOCK_LIMIT, MIN_BLOCK_LIMIT
+
+        limit = DEFAULT_BLOCK_LIMIT if ctx.args.limit is None else ctx.args.limit
+        if limit < MIN_BLOCK_LIMIT:
+            raise CuratorError(f"--limit must be at least {MIN_BLOCK_LIMIT} characters")
     rows = top_k_patterns(ctx.store, k=ctx.args.top)
-    if ctx.json or ctx.args.format == "json":
+    if fmt == "mem0":
+        from curator.store.memtool_export import export_mem0
+
+        ctx.json = True  # the list is the document, with or without --json
+        ctx.emit(export_mem0(ctx.store, rows))
+    elif fmt == "letta-block":
+        from curator.store.memtool_export import export_letta_block
+
+        block = export_letta_block(rows, limit)
+        ctx.emit({"block": block, "limit": limit, "patterns": len(rows)}, block)
+    elif ctx.json or fmt == "json":
         ctx.json = True
         ctx.emit({"patterns": export_json(rows), "count": len(rows)})
     else:

@@ -22,7 +22,9 @@ def register(subparsers: Any, common: argparse.ArgumentParser) -> None:
         "import-knowledge",
         parents=[common, model_parser()],
         description="Read FILE: the seed's JSON list of {pattern, importance, distilled}, "
-        "plain text (one pattern per line) or a Markdown bullet list. The patterns go "
+        "plain text (one pattern per line), a Markdown bullet list, Mem0 memories "
+        "(Memory.get_all()), an OpenMemory export (JSON or zip), a Letta agent file (.af) "
+        "or a JSON list of strings, recognised by content. The patterns go "
         "through the quality and dedup gates and are staged as a run: review it "
         "(`curator review RUN`) and commit it like a distillation. Bad lines are reported "
         "as FILE:LINE: reason; exit code 1 when some were rejected. The configured model "
@@ -31,6 +33,12 @@ def register(subparsers: Any, common: argparse.ArgumentParser) -> None:
         "the file is staged without it.",
     )
     p.add_argument("file", metavar="FILE")
+    p.add_argument(
+        "--format",
+        choices=("auto", "seed", "mem0", "openmemory", "letta", "strings"),
+        default="auto",
+        help="the file's shape; auto (the default) recognises it by content",
+    )
     p.set_defaults(handler=cmd_import_knowledge)
 
     p = subparsers.add_parser(
@@ -88,7 +96,9 @@ def cmd_import_knowledge(ctx: CommandContext) -> int:
 
     backend = _opinion_model(ctx)
     try:
-        report = import_knowledge(ctx.store, ctx.args.file, backend=backend, progress=progress)
+        report = import_knowledge(
+            ctx.store, ctx.args.file, backend=backend, progress=progress, fmt=ctx.args.format
+        )
     finally:
         printer.close()
         if backend is not None:

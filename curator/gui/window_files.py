@@ -96,7 +96,7 @@ class FileMenuMixin(_WindowBase):
         path = self.services.dialogs.open_file_name(
             self,
             "Import knowledge",
-            "Knowledge (*.json *.md *.markdown *.txt);;All files (*)",
+            "Knowledge (*.json *.md *.markdown *.txt *.af *.zip);;All files (*)",
         )
         if path:
             self.import_knowledge(Path(path))

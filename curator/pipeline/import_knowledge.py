@@ -212,15 +212,19 @@ def import_knowledge(
     backend: Backend | None = None,
     progress: ProgressFn | None = None,
     cancelled: CancelledFn | None = None,
+    fmt: str = "auto",
 ) -> KnowledgeImportReport:
     """Stage the patterns of a knowledge file as a run to review (see the module doc).
+
+    ``fmt`` forces the file's shape (:data:`curator.store.memtool_formats.FORMATS`); the
+    id another memory tool gave an item is kept in the run's dedup trace (``source_id``).
 
     ``backend`` is the model asked for its second opinion on each pattern (None: none
     asked, which the run records). ``progress(done, total)`` counts patterns through the
     dedup gate; ``cancelled()`` True stops the import with :class:`ImportCancelled` and
     nothing staged (it also stops the model's calls between two of them).
     """
-    parsed = read_knowledge(path)
+    parsed = read_knowledge(path, fmt=fmt)
     _stop_if_cancelled(cancelled, parsed.path)
     report = KnowledgeImportReport(file=parsed.path, shape=parsed.shape, errors=parsed.errors)
     report.read = len(parsed.items)
@@ -311,6 +315,7 @@ def import_knowledge(
                     "action": decision.action,
                     "ratio": decision.ratio,
                     "target_pattern": target,
+                    **({"source_id": item.source_id} if item.source_id is not None else {}),
                 }
             )
             report.by_action[decision.action] = report.by_action.get(decision.action, 0) + 1

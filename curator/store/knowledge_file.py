@@ -36,7 +36,6 @@ from curator.store.importer import (
     _BadLine,
     _check_depth_and_text,
     _decode,
-    _iter_json_array,
     _open_regular,
     _parse_timestamp,
     _type_name,
@@ -62,12 +61,13 @@ class KnowledgeItem:
     importance: float
     distilled_at: datetime | None  # None: no date in the file (the commit's time is used)
     importance_given: bool = True
+    source_id: str | None = None  # the id another memory tool gave it (memtool_formats)
 
 
 @dataclass
 class KnowledgeFile:
     path: str
-    shape: str  # json | markdown | text
+    shape: str  # json | markdown | text | mem0 | openmemory | letta | strings | none
     items: list[KnowledgeItem] = field(default_factory=list)
     errors: list[LineError] = field(default_factory=list)
 
@@ -124,17 +124,6 @@ def _json_array_text(path: Path) -> str | None:
     if not data.lstrip().startswith(b"["):
         return None
     return data.decode("utf-8", "surrogateescape")
-
-
-def _read_json(text: str, result: KnowledgeFile, now: datetime) -> None:
-    for number, value in _iter_json_array(text):
-        if isinstance(value, _BadLine):
-            result.errors.append(LineError(result.path, number, str(value)))
-            continue
-        try:
-            result.items.append(_item_from_object(value, number, now))
-        except _BadLine as exc:
-            result.errors.append(LineError(result.path, number, str(exc)))
 
 
 def _lines(path: Path, result: KnowledgeFile) -> list[tuple[int, str]]:
@@ -204,11 +193,17 @@ def _read_markdown(lines: list[tuple[int, str]], result: KnowledgeFile) -> None:
     flush()
 
 
-def read_knowledge(path: str | Path, now: datetime | None = None) -> KnowledgeFile:
+def read_knowledge(
+    path: str | Path, now: datetime | None = None, fmt: str = "auto"
+) -> KnowledgeFile:
     """Parse a knowledge file into items and line errors (see the module doc).
 
     ``now`` (default: the current time) is the latest ``distilled`` date accepted.
+    ``fmt`` is one of :data:`curator.store.memtool_formats.FORMATS`: ``auto`` recognises
+    the shape by content; another forces it (a file of another shape is one error).
     """
+    from curator.store import memtool_formats as tools
+
     now = utcnow() if now is None else to_utc(now)
     try:
         # the episode importer's checks: a directory, a FIFO (opened without blocking), a
@@ -221,18 +216,35 @@ def read_knowledge(path: str | Path, now: datetime | None = None) -> KnowledgeFi
         result.errors.append(LineError(str(path), 0, reason))
         return result
     path = Path(path)
+    result = KnowledgeFile(str(path), "json" if fmt in ("auto", "seed") else fmt)
+    text: str | None = None
+    if head.startswith(b"PK\x03\x04"):
+        if fmt not in ("auto", "openmemory"):
+            result.errors.append(LineError(str(path), 0, f"a zip file; {fmt} is read from JSON"))
+            return result
+        result.shape = "openmemory"
+        text = tools.zip_json_text(path.read_bytes(), result)
+        if text is None:
+            return result
+        fmt = "openmemory"
+        head = text.lstrip()[:1].encode()
     if head.startswith(b"{"):
-        result = KnowledgeFile(str(path), "json")
-        result.errors.append(
-            LineError(
-                str(path), 1, "a JSON object; expected an array of {pattern, importance, distilled}"
-            )
-        )
+        if text is None:
+            try:  # an object is parsed whole: a bad byte is the file's error, with its place
+                text = path.read_bytes().removeprefix(b"\xef\xbb\xbf").decode("utf-8")
+            except UnicodeDecodeError as exc:
+                result.errors.append(
+                    LineError(str(path), 0, f"invalid UTF-8 at byte {exc.start + 1} of the file")
+                )
+                return result
+        tools.read_object(text, result, now, fmt)
+    elif head.startswith(b"["):
+        if text is None:
+            text = _json_array_text(path) or ""
+        tools.read_array(text, result, now, fmt)
+    elif fmt != "auto":
+        result.errors.append(LineError(str(path), 1, f"not JSON; {fmt} is read from JSON"))
         return result
-    array_text = _json_array_text(path)
-    if array_text is not None:
-        result = KnowledgeFile(str(path), "json")
-        _read_json(array_text, result, now)
     else:
         probe = KnowledgeFile(str(path), "text")
         lines = _lines(path, probe)
@@ -241,9 +253,9 @@ def read_knowledge(path: str | Path, now: datetime | None = None) -> KnowledgeFi
             result.shape = "markdown"
             _read_markdown(lines, result)
         else:
-            for number, text in lines:
-                if text.strip():
-                    _add(result, number, text)
+            for number, line_text in lines:
+                if line_text.strip():
+                    _add(result, number, line_text)
     if len(result.items) > MAX_ITEMS:
         extra = result.items[MAX_ITEMS:]
         del result.items[MAX_ITEMS:]
