@@ -48,7 +48,10 @@ def _family(
     """One pattern for a family over every language, longest entries first.
 
     The word-start check is written once in front of the alternation, not once per entry:
-    inside a word it fails at once, and the hundreds of entries are not tried there.
+    inside a word it fails at once, and the hundreds of entries are not tried there. The
+    word-end check is written once behind it: a failing check backtracks into the
+    alternation and tries the next entry, exactly as a check behind each entry would, but
+    the letter class is compiled once instead of hundreds of times (a tenth of the time).
     ``stems``: entries start a word but may end inside one ("anulad" for "anuladas").
     """
     entries = sorted(
@@ -58,7 +61,7 @@ def _family(
     after = _AFTER if whole_word and not stems else ""
     bounded = [e for e in entries if whole_word or stems or len(e) < 6]
     free = [e for e in entries if e not in bounded]
-    parts = [_BEFORE + "(?:" + "|".join(f"(?:{e}){after}" for e in bounded) + ")"]
+    parts = [_BEFORE + "(?:" + "|".join(f"(?:{e})" for e in bounded) + ")" + after]
     if free:
         parts.append("(?:" + "|".join(free) + ")")
     return re.compile("|".join(parts))

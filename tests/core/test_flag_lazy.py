@@ -9,9 +9,12 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
+from functools import cache
 from pathlib import Path
+from typing import Any
 
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
@@ -84,9 +87,8 @@ def test_import_compiles_no_family_and_first_readers_build_once() -> None:
     assert any(result["sequential"]), "the texts raised no flag: the probe reads nothing"
 
 
-# The eager definitions the families had before they became lazy: the lazy build must
-# compile exactly these patterns, so no detector result can change.
-EAGER = {
+# The families' definitions: the lazy build must compile exactly these patterns.
+SPECS: dict[str, tuple[str, dict[str, Any]]] = {
     "ignore": ("ignore_verbs", {"whole_word": True}),
     "object": ("rule_objects", {"whole_word": False}),
     "standing": ("standing", {"whole_word": True}),
@@ -109,12 +111,74 @@ EAGER = {
 }
 
 
-def test_the_lazy_build_compiles_the_eager_patterns() -> None:
+def test_the_lazy_build_compiles_every_family_once() -> None:
     built = flag_families._families()
-    for name, (field, options) in EAGER.items():
-        eager = flag_families._family(field, **options)  # type: ignore[arg-type]
-        assert getattr(built, name).pattern == eager.pattern, name
+    for name, (field, options) in SPECS.items():
+        assert getattr(built, name).pattern == flag_families._family(field, **options).pattern
     assert flag_families._families() is built  # compiled once, then reused
+
+
+def _entries(field: str, table: Any) -> list[str]:
+    return sorted({e for lang in table for e in getattr(lang, field)}, key=lambda e: (-len(e), e))
+
+
+@cache
+def _checked_per_entry(field: str, whole_word: bool, table: Any = LANGUAGES) -> re.Pattern[str]:
+    """The family as it was written before: the word-end check behind every entry."""
+    entries = _entries(field, table)
+    after = flag_families._AFTER if whole_word else ""
+    bounded = [e for e in entries if whole_word or len(e) < 6]
+    free = [e for e in entries if e not in bounded]
+    parts = [flag_families._BEFORE + "(?:" + "|".join(f"(?:{e}){after}" for e in bounded) + ")"]
+    if free:
+        parts.append("(?:" + "|".join(free) + ")")
+    return re.compile("|".join(parts))
+
+
+# Word-checked families, with entries that are prefixes of others ("ignore", "ignored"):
+# the cases where the check behind the alternation must backtrack into it.
+CHECKED = [
+    ("ignore_verbs", LANGUAGES),
+    ("directives", LANGUAGES),
+    ("standing", LANGUAGES),
+    ("secret_words", LANGUAGES),
+    ("persona", INTENTS),
+    ("you", INTENTS),
+]
+
+
+def _literal(entry: str) -> str | None:
+    """The text an entry matches when it is a plain phrase ("mot\\s+de\\s+passe")."""
+    text = entry.replace("\\s+", " ")
+    return None if re.search(r"[\\()\[\]?*+|{}.^$]", text) else text
+
+
+PIECES = sorted(
+    {t for field, table in CHECKED for e in _entries(field, table) if (t := _literal(e))}
+)
+
+
+@settings(deadline=None, max_examples=150)
+@given(
+    st.sampled_from(CHECKED),
+    st.lists(
+        st.sampled_from(PIECES) | st.sampled_from([" ", "s", "d", "é", "я", ".", "'", "1", "ing"]),
+        max_size=8,
+    ),
+)
+@example(("ignore_verbs", LANGUAGES), ["ignore", "d", " ", "ignore"])
+@example(("directives", LANGUAGES), ["always", "s", " always"])
+@example(("directives", LANGUAGES), ["di'", "s"])  # "di'" fails its word end, "di" does not
+def test_one_word_end_check_matches_as_one_per_entry(
+    family: tuple[str, Any], pieces: list[str]
+) -> None:
+    """The check written once behind the alternation finds exactly the spans of the check
+    written behind each entry, on texts glued from entries and letters."""
+    field, table = family
+    text = "".join(pieces).casefold()
+    lazy = flag_families._family(field, whole_word=True, table=table)
+    eager = _checked_per_entry(field, True, table)
+    assert [m.span() for m in lazy.finditer(text)] == [m.span() for m in eager.finditer(text)]
 
 
 ENTRIES = sorted(
