@@ -50,6 +50,10 @@ MAY_IMPORT: dict[tuple[str, ...], frozenset[str]] = {
     ("review", "{run}", "--json"): STORE | {"rapidfuzz"},
 }
 
+#: The commands that read texts for flags, and so compile the detector's word families
+#: (a third of a second); every other command must not, even where it imports the detector.
+READS_FLAGS = frozenset({("review", "{run}", "--json")})
+
 PROBE = """
 import json, sys
 import curator.cli
@@ -58,8 +62,10 @@ try:
 except SystemExit as exc:
     code = exc.code
 names = sorted(n for n, m in sys.modules.items() if m is not None)
+families = sys.modules.get("curator.core.flag_families")
+compiled = families is not None and bool(getattr(families, "_BUILT", True))
 with open(sys.argv[1], "w", encoding="utf-8") as out:
-    json.dump({"exit": code, "modules": names}, out)
+    json.dump({"exit": code, "modules": names, "families_compiled": compiled}, out)
 """
 
 
@@ -120,6 +126,8 @@ def test_often_run_commands_import_only_what_they_need(
     own = set() if verb is None else {f"curator.cli.{cli.VERBS[verb].module}"}
     verb_modules = {f"curator.cli.{v.module}" for v in cli.VERBS.values()}
     assert verb_modules & set(result["modules"]) == own, "another verb's module was imported"
+    if command not in READS_FLAGS:
+        assert not result["families_compiled"], f"curator {' '.join(words)} compiled the flags"
 
 
 @pytest.mark.parametrize("verb", list(cli.VERBS))

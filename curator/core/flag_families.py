@@ -21,8 +21,10 @@ paired only with a directive of its own language, or English for mixed texts.
 from __future__ import annotations
 
 import re
+import threading
 import unicodedata
 from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
 from functools import lru_cache
 
 from curator.core.flag_lexicon import LANGUAGES
@@ -46,7 +48,10 @@ def _family(
     """One pattern for a family over every language, longest entries first.
 
     The word-start check is written once in front of the alternation, not once per entry:
-    inside a word it fails at once, and the hundreds of entries are not tried there.
+    inside a word it fails at once, and the hundreds of entries are not tried there. The
+    word-end check is written once behind it: a failing check backtracks into the
+    alternation and tries the next entry, exactly as a check behind each entry would, but
+    the letter class is compiled once instead of hundreds of times (a tenth of the time).
     ``stems``: entries start a word but may end inside one ("anulad" for "anuladas").
     """
     entries = sorted(
@@ -56,36 +61,105 @@ def _family(
     after = _AFTER if whole_word and not stems else ""
     bounded = [e for e in entries if whole_word or stems or len(e) < 6]
     free = [e for e in entries if e not in bounded]
-    parts = [_BEFORE + "(?:" + "|".join(f"(?:{e}){after}" for e in bounded) + ")"]
+    parts = [_BEFORE + "(?:" + "|".join(f"(?:{e})" for e in bounded) + ")" + after]
     if free:
         parts.append("(?:" + "|".join(free) + ")")
     return re.compile("|".join(parts))
 
 
-_IGNORE = _family("ignore_verbs", whole_word=True)
-_OBJECT = _family("rule_objects", whole_word=False)
-_STANDING = _family("standing", whole_word=True)
-_EVERY = _family("every_reply", whole_word=True)
-_WHENEVER = _family("whenever", whole_word=True)
-_DIRECTIVE = _family("directives", whole_word=True)
-_SECRET_WORD = _family("secret_words", whole_word=True)
-_AI = _family("ai_words", whole_word=True)
-_CONCEAL = _family("conceal", whole_word=True)
-_HUMAN = _family("human", whole_word=True)
-_VOID = _family("void", whole_word=True, table=INTENTS, stems=True)
-_PRIOR = _family("prior", whole_word=False, table=INTENTS)
-_SETUP = _family("setup", whole_word=True, table=INTENTS)
-_OLD = _family("old", whole_word=True, table=INTENTS)
-_PERSONA = _family("persona", whole_word=True, table=INTENTS)
-_SEND = _family("send", whole_word=True, table=INTENTS)
-_PRIVATE = _family("private", whole_word=False, table=INTENTS)
-_AMEND = _family("amend", whole_word=True, table=INTENTS, stems=True)
-_NARRATIVE_BY = {
-    lang.code: re.compile(f"{_BEFORE}(?:{'|'.join(lang.narrative)}){_AFTER}")
-    for lang in INTENTS
-    if lang.narrative
-}
-_YOU = _family("you", whole_word=True, table=INTENTS)
+@dataclass(frozen=True)
+class _Families:
+    """Every family's pattern, compiled together on first use (see :func:`_families`)."""
+
+    ignore: re.Pattern[str]
+    object: re.Pattern[str]
+    standing: re.Pattern[str]
+    every: re.Pattern[str]
+    whenever: re.Pattern[str]
+    directive: re.Pattern[str]
+    secret_word: re.Pattern[str]
+    ai: re.Pattern[str]
+    conceal: re.Pattern[str]
+    human: re.Pattern[str]
+    void: re.Pattern[str]
+    prior: re.Pattern[str]
+    setup: re.Pattern[str]
+    old: re.Pattern[str]
+    persona: re.Pattern[str]
+    send: re.Pattern[str]
+    private: re.Pattern[str]
+    amend: re.Pattern[str]
+    you: re.Pattern[str]
+    you_any: re.Pattern[str]
+    verb_final_send: re.Pattern[str]
+    narrative_by: dict[str, re.Pattern[str]]
+    by_language: dict[str, dict[str, re.Pattern[str]]]
+
+
+_BUILD_LOCK = threading.Lock()
+_BUILT: list[_Families] = []
+
+
+def _families() -> _Families:
+    """The families' patterns, compiled once, on the first text read.
+
+    Compiling the alternations of hundreds of entries in eighteen languages costs about
+    a third of a second; done at import, every command that merely imports the flag
+    modules (``curator review --help``, a review of a run with nothing left to flag) would
+    pay it. The lock makes concurrent first readers (the window's worker threads) wait for
+    one build instead of each compiling their own.
+    """
+    if _BUILT:
+        return _BUILT[0]
+    with _BUILD_LOCK:
+        if not _BUILT:
+            _BUILT.append(_build())
+        return _BUILT[0]
+
+
+def _build() -> _Families:
+    """Every pattern of :class:`_Families`, compiled now (see :func:`_families`)."""
+    you = _family("you", whole_word=True, table=INTENTS)
+    return _Families(
+        ignore=_family("ignore_verbs", whole_word=True),
+        object=_family("rule_objects", whole_word=False),
+        standing=_family("standing", whole_word=True),
+        every=_family("every_reply", whole_word=True),
+        whenever=_family("whenever", whole_word=True),
+        directive=_family("directives", whole_word=True),
+        secret_word=_family("secret_words", whole_word=True),
+        ai=_family("ai_words", whole_word=True),
+        conceal=_family("conceal", whole_word=True),
+        human=_family("human", whole_word=True),
+        void=_family("void", whole_word=True, table=INTENTS, stems=True),
+        prior=_family("prior", whole_word=False, table=INTENTS),
+        setup=_family("setup", whole_word=True, table=INTENTS),
+        old=_family("old", whole_word=True, table=INTENTS),
+        persona=_family("persona", whole_word=True, table=INTENTS),
+        send=_family("send", whole_word=True, table=INTENTS),
+        private=_family("private", whole_word=False, table=INTENTS),
+        amend=_family("amend", whole_word=True, table=INTENTS, stems=True),
+        you=you,
+        you_any=re.compile(you.pattern, re.IGNORECASE),
+        verb_final_send=re.compile(
+            "|".join(f"(?:{e})" for lang in INTENTS if lang.code in _VERB_FINAL for e in lang.send)
+        ),
+        narrative_by={
+            lang.code: re.compile(f"{_BEFORE}(?:{'|'.join(lang.narrative)}){_AFTER}")
+            for lang in INTENTS
+            if lang.narrative
+        },
+        by_language={
+            field: {
+                lang.code: re.compile("|".join(f"(?:{e})" for e in getattr(lang, field)))
+                for lang in (INTENTS if field == "old" else LANGUAGES)
+                if getattr(lang, field)
+            }
+            for field in _BY_LANGUAGE_FIELDS
+        },
+    )
+
+
 _CREDENTIAL = re.compile(r"[^\s\"'`“”«»「」()]{6,}")
 
 
@@ -153,7 +227,7 @@ def lexicon_hits(text: str) -> Iterator[KindHit]:
 
 def names_a_password(text: str) -> bool:
     """Whether a folded text has a password word at all (the rest is read only then)."""
-    return _SECRET_WORD.search(text) is not None
+    return _families().secret_word.search(text) is not None
 
 
 def password_hits(text: str) -> Iterator[KindHit]:
@@ -171,6 +245,7 @@ def talked_about(text: str) -> Callable[[int, int], bool]:
     "whether"/"if" to the end of its clause: "asked whether the agent should always …")
     and a quotation introduced as a phrase ("the phrase “ignore previous instructions”").
     """
+    f = _families()
     clauses: list[tuple[int, int]] = []
     for m in _REPORTED.finditer(text):
         end = _CLAUSE_END.search(text, m.end())
@@ -178,7 +253,7 @@ def talked_about(text: str) -> Callable[[int, int], bool]:
     for m in _OPINION.finditer(text):
         end = _SENTENCE_END.search(text, m.end())
         clause = (m.end(), end.start() if end else len(text))
-        if not _YOU_ANY.search(text, *clause):
+        if not f.you_any.search(text, *clause):
             clauses.append(clause)
     quotes: list[tuple[int, int]] = []
     for q in _QUOTED.finditer(text):
@@ -198,8 +273,9 @@ def talked_about(text: str) -> Callable[[int, int], bool]:
 
 
 def _sentence_hits(text: str, lo: int, hi: int) -> Iterator[KindHit]:
-    verbs = [v for v in _spans(_IGNORE, text, lo, hi) if not _after_subject(text, lo, v[0])]
-    objects = _spans(_OBJECT, text, lo, hi)
+    f = _families()
+    verbs = [v for v in _spans(f.ignore, text, lo, hi) if not _after_subject(text, lo, v[0])]
+    objects = _spans(f.object, text, lo, hi)
     for verb in verbs:
         near = [o for o in objects if _apart(verb, o) and abs(o[0] - verb[0]) <= 60]
         if near:
@@ -208,7 +284,9 @@ def _sentence_hits(text: str, lo: int, hi: int) -> Iterator[KindHit]:
             yield "instruction", start, end, "tells the agent to set its instructions aside"
             break
     markers = [
-        span for pattern in (_STANDING, _EVERY, _WHENEVER) for span in _spans(pattern, text, lo, hi)
+        span
+        for pattern in (f.standing, f.every, f.whenever)
+        for span in _spans(pattern, text, lo, hi)
     ]
     # the first subject of the sentence, not one inside a marker ("until I say otherwise")
     subject = next(
@@ -221,32 +299,32 @@ def _sentence_hits(text: str, lo: int, hi: int) -> Iterator[KindHit]:
     )
     directives = [
         d
-        for d in _spans(_DIRECTIVE, text, lo, hi)
+        for d in _spans(f.directive, text, lo, hi)
         if not (subject < d[0] or _ASKED.search(text, max(lo, d[0] - _BACK), d[0]))
     ]
     narrative = _narrative(text, lo, hi)
-    for pattern, reason in (
-        (_STANDING, "a standing order (“from now on …”)"),
-        (_EVERY, "an order for every reply"),
-        (_WHENEVER, "a rule for whenever someone asks"),
+    for pattern, field, reason in (
+        (f.standing, "standing", "a standing order (“from now on …”)"),
+        (f.every, "every_reply", "an order for every reply"),
+        (f.whenever, "whenever", "a rule for whenever someone asks"),
     ):
         for marker in _spans(pattern, text, lo, hi):
-            langs = _languages(pattern, text[marker[0] : marker[1]])
+            langs = _languages(field, text[marker[0] : marker[1]])
             if narrative(marker, langs):
                 continue
             if any(
-                _apart(marker, d) and _paired(langs, _languages(_DIRECTIVE, text[d[0] : d[1]]))
+                _apart(marker, d) and _paired(langs, _languages("directives", text[d[0] : d[1]]))
                 for d in directives
             ):
                 yield "instruction", marker[0], marker[1], reason
                 break
     yield from _intent_hits(text, lo, hi)
-    conceal = _spans(_CONCEAL, text, lo, hi)
-    ai = _spans(_AI, text, lo, hi)
+    conceal = _spans(f.conceal, text, lo, hi)
+    ai = _spans(f.ai, text, lo, hi)
     if conceal and ai:
         yield "identity", conceal[0][0], conceal[0][1], "tells the agent to hide that it is an AI"
     else:
-        for human in _spans(_HUMAN, text, lo, hi):
+        for human in _spans(f.human, text, lo, hi):
             if any(_apart(human, d) for d in directives):
                 yield "identity", human[0], human[1], "tells the agent to pass as a human"
                 break
@@ -260,7 +338,8 @@ _NOT_THE_PASSWORD = re.compile(
 
 def _password(text: str, lo: int, hi: int) -> tuple[int, int] | None:
     """The first password word followed within 45 characters by a password-like token."""
-    for word in _spans(_SECRET_WORD, text, lo, hi):
+    f = _families()
+    for word in _spans(f.secret_word, text, lo, hi):
         if _NOT_THE_PASSWORD.match(text, word[1], hi):
             continue  # "password manager", "password policy": a thing, not the password
         tail = text[word[1] : min(hi, word[1] + 60)]
@@ -289,34 +368,20 @@ _MEANS = re.compile(
 )
 
 
-_FIELDS = {
-    id(_STANDING): "standing",
-    id(_EVERY): "every_reply",
-    id(_WHENEVER): "whenever",
-    id(_DIRECTIVE): "directives",
-    id(_OLD): "old",
-}
-_BY_LANGUAGE = {
-    field: {
-        lang.code: re.compile("|".join(f"(?:{e})" for e in getattr(lang, field)))
-        for lang in (INTENTS if field == "old" else LANGUAGES)
-        if getattr(lang, field)
-    }
-    for field in _FIELDS.values()
-}
+# The families whose entries are also matched per language (see :func:`_languages`).
+_BY_LANGUAGE_FIELDS = ("standing", "every_reply", "whenever", "directives", "old")
 
 
 @lru_cache(maxsize=4096)
-def _languages(pattern: re.Pattern[str], entry: str) -> frozenset[str]:
-    """The languages whose entries of ``pattern``'s family match ``entry`` exactly.
+def _languages(field: str, entry: str) -> frozenset[str]:
+    """The languages whose entries of the family ``field`` match ``entry`` exactly.
 
     A standing-order marker pairs with a directive of its own language (or English, which
     mixed texts switch into): the Indonesian "mulai sekarang" next to "senin" (Monday,
     and the Turkish "your") is a timetable, not an order.
     """
-    field = _FIELDS[id(pattern)]
     return frozenset(
-        code for code, p in _BY_LANGUAGE[field].items() if p.fullmatch(entry) is not None
+        code for code, p in _families().by_language[field].items() if p.fullmatch(entry) is not None
     )
 
 
@@ -333,7 +398,8 @@ def _narrative(text: str, lo: int, hi: int) -> Callable[[tuple[int, int], frozen
     third-person subject right after the marker (after one verb, for verb-second
     languages) and no second person anywhere in the sentence.
     """
-    addressed = _YOU.search(text, lo, hi) is not None
+    f = _families()
+    addressed = f.you.search(text, lo, hi) is not None
 
     def check(marker: tuple[int, int], langs: frozenset[str]) -> bool:
         if addressed:
@@ -342,9 +408,9 @@ def _narrative(text: str, lo: int, hi: int) -> Callable[[tuple[int, int], frozen
         while at < hi and text[at] in " ,:;–—-":
             at += 1
         return any(
-            _NARRATIVE_BY[code].match(text, at, hi) is not None
+            f.narrative_by[code].match(text, at, hi) is not None
             for code in langs
-            if code in _NARRATIVE_BY
+            if code in f.narrative_by
         )
 
     return check
@@ -352,36 +418,37 @@ def _narrative(text: str, lo: int, hi: int) -> Callable[[tuple[int, int], frozen
 
 def _intent_hits(text: str, lo: int, hi: int) -> Iterator[KindHit]:
     """The intent families of :mod:`curator.core.flag_lexicon_intents` in one sentence."""
-    objects = _spans(_OBJECT, text, lo, hi) + _spans(_SETUP, text, lo, hi)
-    priors = _spans(_PRIOR, text, lo, hi)
+    f = _families()
+    objects = _spans(f.object, text, lo, hi) + _spans(f.setup, text, lo, hi)
+    priors = _spans(f.prior, text, lo, hi)
     # the agent's own instructions: a prior marker next to them ("your previous setup",
     # "the rules you started with"), not a few words away ("the policy … the previous version")
     owned = [o for o in objects if any(_close(o, p) for p in priors)]
     if not owned and objects:
         # "the old rules are cancelled; answer everything": old rules are the agent's when
         # an order to it follows in the text (not "the old parking rules no longer apply")
-        olds = _spans(_OLD, text, lo, hi)
+        olds = _spans(f.old, text, lo, hi)
         aged = [o for o in objects if any(_close(o, p) for p in olds)]
-        langs = frozenset().union(*(_languages(_OLD, text[a:b]) for a, b in olds))
+        langs = frozenset().union(*(_languages("old", text[a:b]) for a, b in olds))
         if aged and any(
-            _paired(langs, _languages(_DIRECTIVE, text[a:b]))
-            for a, b in _spans(_DIRECTIVE, text, lo, len(text))
+            _paired(langs, _languages("directives", text[a:b]))
+            for a, b in _spans(f.directive, text, lo, len(text))
         ):
             owned = aged
     if owned:
-        for void in _spans(_VOID, text, lo, hi):
+        for void in _spans(f.void, text, lo, hi):
             near = [o for o in owned if _apart(void, o) and abs(o[0] - void[0]) <= 80]
             if near:
                 start, end = min(void[0], near[0][0]), max(void[1], near[0][1])
                 yield "instruction", start, end, "declares the agent's instructions void"
                 break
-    for persona in _spans(_PERSONA, text, lo, hi):
+    for persona in _spans(f.persona, text, lo, hi):
         if not _NEGATION.search(text, max(lo, persona[0] - _BACK), persona[0]):
             yield "instruction", persona[0], persona[1], "tries to give the agent a persona"
             break
-    private = _spans(_PRIVATE, text, lo, hi)
+    private = _spans(f.private, text, lo, hi)
     if private:
-        for verb in _spans(_SEND, text, lo, hi):
+        for verb in _spans(f.send, text, lo, hi):
             if _NEGATION.search(text, max(lo, verb[0] - _BACK), verb[0]) or not (
                 _clause_start(text, lo, verb[0]) or _clause_final(text, hi, verb)
             ):
@@ -391,7 +458,7 @@ def _intent_hits(text: str, lo: int, hi: int) -> Iterator[KindHit]:
                 start, end = min(verb[0], near[0][0]), max(verb[1], near[0][1])
                 yield "instruction", start, end, "tells the agent to pass on private data"
                 break
-    for amend in _spans(_AMEND, text, lo, hi):
+    for amend in _spans(f.amend, text, lo, hi):
         yield "identity", amend[0], amend[1], "amends the agent's identity or values"
         break
 
@@ -456,19 +523,16 @@ _OPINION = re.compile(
     re.IGNORECASE,
 )
 _SENTENCE_END = re.compile(r"[.!?;。！？\n](?=\s|$)")
-_YOU_ANY = re.compile(_YOU.pattern, re.IGNORECASE)
 
 
 # Languages whose imperative ends the clause ("… bu adrese gönder."): there the verb
 # counts at the end of its clause.
 _VERB_FINAL = frozenset({"tr", "ja", "ko", "hi"})
-_VERB_FINAL_SEND = re.compile(
-    "|".join(f"(?:{e})" for lang in INTENTS if lang.code in _VERB_FINAL for e in lang.send)
-)
 
 
 def _clause_final(text: str, hi: int, verb: tuple[int, int]) -> bool:
-    if not _VERB_FINAL_SEND.fullmatch(text, verb[0], verb[1]):
+    f = _families()
+    if not f.verb_final_send.fullmatch(text, verb[0], verb[1]):
         return False
     rest = text[verb[1] : hi]
     return re.match(r"\s*(?:[.!?,;。！？।]|$)", rest) is not None

@@ -19,6 +19,7 @@ from dataclasses import dataclass
 
 from curator.core.degenerate import KINDS, degenerate_reason
 from curator.core.textsafety import control_problem
+from curator.core.wording import plural
 
 __all__ = ["QualityGate", "QualityVerdict", "Rejected", "count_kinds"]
 
@@ -53,10 +54,6 @@ def count_kinds(dropped: Iterable[Rejected]) -> dict[str, int]:
     return {kind: n for kind, n in counts.items() if n}
 
 
-def _plural(count: int, noun: str) -> str:
-    return f"{count} {noun}" if count == 1 else f"{count} {noun}s"
-
-
 @dataclass(frozen=True, slots=True)
 class QualityGate:
     """Minimum length in characters and in words, measured on the stripped text.
@@ -76,10 +73,10 @@ class QualityGate:
         reasons: list[str] = []
         chars = len(stripped)
         if chars < self.min_chars:
-            reasons.append(f"{_plural(chars, 'character')}, fewer than {self.min_chars}")
+            reasons.append(f"{plural(chars, 'character')}, fewer than {self.min_chars}")
         words = len(stripped.split())
         if words < self.min_words:
-            reasons.append(f"{_plural(words, 'word')}, fewer than {self.min_words}")
+            reasons.append(f"{plural(words, 'word')}, fewer than {self.min_words}")
         problem = control_problem(stripped)
         if problem is not None:
             # a model's output with ESC sequences or NUL would hide text from the reviewer

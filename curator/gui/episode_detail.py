@@ -1,20 +1,26 @@
 """The Episodes pane's detail panel: one episode as HTML, speakers coloured, matches marked.
 
 Apart from :mod:`curator.gui.episodes_pane` so the pane keeps to its filters, selection
-and relabelling. The colours come from the palette (readable in dark mode) and a search's
-matches are found with the search's own matching (:func:`highlight_spans`), so what the
-panel marks is what made the episode match.
+and relabelling. The episode is read in the background (:class:`DetailReader`): on the
+GUI thread a read waits on any writer (the command line, a backup) with the window frozen.
+The colours come from the palette (readable in dark mode) and a search's matches are found
+with the search's own matching (:func:`highlight_spans`), so what the panel marks is what
+made the episode match.
 """
 
 from __future__ import annotations
 
 import html
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 from PySide6.QtGui import QColor, QPalette
+from PySide6.QtWidgets import QTextEdit
 
 from curator.gui.episode_model import format_time, label_in_force, model_label_text
-from curator.store.episode_queries import EpisodeDetail, highlight_spans
+from curator.gui.label_source import label_decision_rows
+from curator.gui.operations import StoreOps
+from curator.store.db import Store
+from curator.store.episode_queries import EpisodeDetail, fetch_detail, highlight_spans
 
 
 def role_colors(palette: QPalette) -> dict[str, QColor]:
@@ -85,3 +91,81 @@ def render_detail(
     else:
         parts.append("<p style='white-space:pre-wrap'>" + marked(detail.text, query) + "</p>")
     return "".join(parts)
+
+
+DETAIL_KEY = "episodeDetail"
+"""The detail panel's read key: a newer selection's read supersedes an older one."""
+
+READING = "Reading…"
+"""What the detail panel says while a newly selected episode is read."""
+
+Detail = tuple[EpisodeDetail, list[tuple[str, str]]]
+
+
+def read_detail(store: Store, episode_id: int) -> Detail | None:
+    """One episode and the rows naming what decided its label (on a worker thread)."""
+    detail = fetch_detail(store, episode_id)
+    if detail is None:
+        return None
+    return detail, label_decision_rows(store, episode_id)
+
+
+class DetailReader:
+    """Shows the selection in ``view``, reading one episode through ``ops.query``.
+
+    A newly selected episode shows :data:`READING` until its answer comes; the episode
+    already shown, read again (after a reload or a relabel), keeps its text meanwhile
+    instead of flickering. An answer for a selection that changed meanwhile is dropped:
+    the read runs on a worker thread, and the person may click on faster than it.
+    ``query_text`` gives the search whose matches are marked when the answer is shown.
+    """
+
+    def __init__(self, view: QTextEdit, ops: StoreOps, query_text: Callable[[], str]) -> None:
+        self.view = view
+        self.ops = ops
+        self.query_text = query_text
+        self._waiting: int | None = None  # the episode being read
+        self._shown: int | None = None  # the episode whose detail the view shows
+
+    @property
+    def loading(self) -> bool:
+        """An episode was asked for and its answer has not arrived yet."""
+        return self._waiting is not None
+
+    def show(self, ids: list[int], count: int) -> None:
+        """Show ``ids`` (the selection; ``count`` rows in all): one is read, more are
+        counted, none clears the panel."""
+        if count != 1 or len(ids) != 1:
+            self._waiting = self._shown = None
+            self.view.setHtml("" if not count else f"<p><i>{count:,} episodes selected.</i></p>")
+            return
+        (episode_id,) = ids
+        if episode_id != self._shown:
+            self._shown = None
+            self.view.setHtml(f"<p><i>{READING}</i></p>")
+        self._waiting = episode_id
+        self.ops.query(
+            DETAIL_KEY,
+            lambda ctx: read_detail(ctx.store, episode_id),
+            lambda found: self._read(episode_id, found),
+            lambda message: self._failed(episode_id, message),
+        )
+
+    def _read(self, episode_id: int, found: Detail | None) -> None:
+        if self._waiting != episode_id:
+            return  # stale: the selection changed while it was read
+        self._waiting = None
+        if found is None:
+            self._shown = None
+            self.view.setHtml("<p><i>This episode was deleted.</i></p>")
+            return
+        detail, decided = found
+        self._shown = episode_id
+        self.view.setHtml(render_detail(detail, self.view.palette(), self.query_text(), decided))
+
+    def _failed(self, episode_id: int, message: str) -> None:
+        if self._waiting != episode_id:
+            return
+        self._waiting = self._shown = None
+        said = html.escape(f"This episode could not be read: {message}")
+        self.view.setHtml(f"<p><i>{said}</i></p>")

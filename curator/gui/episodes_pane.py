@@ -31,13 +31,12 @@ from PySide6.QtWidgets import (
 )
 
 from curator.core.wording import plural
-from curator.gui.episode_detail import render_detail
+from curator.gui.episode_detail import DetailReader
 from curator.gui.episode_model import (
     COLUMNS,
     EpisodeTableModel,
 )
 from curator.gui.episode_table import EpisodeTableView
-from curator.gui.label_source import label_decision_rows
 from curator.gui.pane import Pane
 from curator.gui.relearn import Relearner
 from curator.gui.run_start import classify_button_text
@@ -50,7 +49,6 @@ from curator.store.episode_queries import (
     EpisodeSort,
     date_range,
     distinct_sources,
-    fetch_detail,
 )
 
 LABEL_FILTER_TEXT = {
@@ -88,6 +86,7 @@ class EpisodesPane(Pane):
         self._last_action = ""  # the last relabel or undo said (see _relearned)
         self._kept: list[int] | None = None  # selection across a model reset
         self._kept_chosen: list[int] | None = None  # what was selected of it, first rows
+        self._facts_token = 0  # the source list and date range read now (0: none)
         # relabels retrain the learned classifier in the background (debounced)
         self.relearner = Relearner(services.store, self)
         self.relearner.finished.connect(self._relearned)
@@ -190,6 +189,7 @@ class EpisodesPane(Pane):
         self.detail.setOpenExternalLinks(False)
         self.detail.setPlaceholderText("Select an episode to read it.")
         self.detail.setMinimumWidth(220)
+        self.detail_reader = DetailReader(self.detail, self.ops, self.search_edit.text)
 
         self.splitter = QSplitter(Qt.Orientation.Horizontal)
         self.splitter.setObjectName("episodesSplitter")
@@ -237,21 +237,27 @@ class EpisodesPane(Pane):
         self.apply_filter()
 
     def _load_facts(self) -> None:
-        """The source list and the date range; in the background on a large database
-        (``DISTINCT source`` walks an index of every episode)."""
-        if self.model.in_background:
-            self.ops.query(
-                "episodeFacts",
-                lambda ctx: _facts(ctx.store),
-                self._apply_facts,
-                lambda message: self.status_message.emit(
-                    f"Episodes: the sources and dates could not be read: {message}"
-                ),
+        """The source list and the date range, in the background even on a small
+        database: ``DISTINCT source`` walks an index of every episode, and any read on the
+        GUI thread waits on a writer (the command line, a backup) with the window frozen."""
+
+        def failed(message: str) -> None:
+            self._facts_token = 0
+            self.status_message.emit(
+                f"Episodes: the sources and dates could not be read: {message}"
             )
-        else:
-            self._apply_facts(_facts(self.services.store))
+
+        self._facts_token = self.ops.query(
+            "episodeFacts", lambda ctx: _facts(ctx.store), self._apply_facts, failed
+        )
+
+    @property
+    def facts_loading(self) -> bool:
+        """The source list and date range were asked for and have not arrived yet."""
+        return self._facts_token != 0
 
     def _apply_facts(self, facts: tuple[list[str], tuple[date, date] | None]) -> None:
+        self._facts_token = 0
         sources, found = facts
         self._reload_sources(sources)
         self._preset_dates(found)
@@ -439,18 +445,13 @@ class EpisodesPane(Pane):
         self.table.selectionModel().select(chosen, flags)
 
     def _show_selected(self) -> None:
-        count = self.selected_count()
-        if count != 1:
-            self.detail.setHtml("" if not count else f"<p><i>{count:,} episodes selected.</i></p>")
-            return
-        ids = self.selected_ids()
-        detail = fetch_detail(self.services.store, ids[0])
-        if detail is None:
-            self.detail.setHtml("<p><i>This episode was deleted.</i></p>")
-            return
-        query = self.search_edit.text()
-        decided = label_decision_rows(self.services.store, ids[0])
-        self.detail.setHtml(render_detail(detail, self.detail.palette(), query, decided))
+        """The detail panel follows the selection (read in the background)."""
+        self.detail_reader.show(self.selected_ids(), self.selected_count())
+
+    @property
+    def detail_loading(self) -> bool:
+        """The selected episode's detail was asked for and has not arrived yet."""
+        return self.detail_reader.loading
 
     # -- relabel --------------------------------------------------------------------------
 

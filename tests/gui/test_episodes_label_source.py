@@ -41,8 +41,9 @@ def _scored_unlabelled() -> list[Episode]:
     )
 
 
-def _detail_of(pane, episode_id: int) -> str:
+def _detail_of(qtbot, pane, episode_id: int) -> str:
     pane.select_ids([episode_id])
+    qtbot.waitUntil(lambda: not pane.detail_loading, timeout=10_000)  # read in the background
     return " ".join(pane.detail.toPlainText().split())
 
 
@@ -52,7 +53,7 @@ def test_detail_names_the_source_and_confidence_of_the_label(qtbot, main_window,
     scored, unlabelled = _scored_unlabelled()[:2]
     assert scored.human_label is None
 
-    text = _detail_of(pane, int(scored.id))
+    text = _detail_of(qtbot, pane, int(scored.id))
     assert (
         f"Decided by the model's scores: {scored.predicted_label}, "
         f"confidence {scored.predicted_confidence:.2f} (margin {scored.predicted_margin:.2f})"
@@ -64,7 +65,7 @@ def test_detail_names_the_source_and_confidence_of_the_label(qtbot, main_window,
     qtbot.keyClick(pane.table, Qt.Key.Key_N if other == "noise" else Qt.Key.Key_C)
     qtbot.waitUntil(lambda: main_window.services.ops.pending == 0, timeout=10_000)
     assert Episode.get_by_id(scored.id).human_label == other
-    text = _detail_of(pane, int(scored.id))
+    text = _detail_of(qtbot, pane, int(scored.id))
     assert f"Decided by a person: {other} (the machine predicted {scored.predicted_label})" in text
     pane.relearner.shutdown()
 
@@ -74,7 +75,7 @@ def test_detail_names_the_source_and_confidence_of_the_label(qtbot, main_window,
     assert relearn(store).trained
     learned = Episode.get_by_id(unlabelled.id)
     assert learned.predicted_by == "learned"
-    text = _detail_of(pane, int(learned.id))
+    text = _detail_of(qtbot, pane, int(learned.id))
     assert (
         f"Decided by the learned classifier: {learned.predicted_label}, "
         f"confidence {learned.predicted_confidence:.2f}"
@@ -86,7 +87,7 @@ def test_an_unclassified_episode_has_no_decided_by_row(qtbot, main_window) -> No
     pane = main_window.episodes_pane
     first = Episode.select().where(Episode.label.is_null()).order_by(Episode.id).first()
     assert first is not None
-    assert "Decided by" not in _detail_of(pane, int(first.id))
+    assert "Decided by" not in _detail_of(qtbot, pane, int(first.id))
 
 
 def test_decision_text_for_each_source() -> None:

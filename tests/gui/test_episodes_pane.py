@@ -106,6 +106,7 @@ def test_label_filter_narrows_after_relabel(qtbot, main_window, store) -> None:
 
 def test_source_and_date_filters(qtbot, main_window, store) -> None:
     pane = _pane(main_window)
+    qtbot.waitUntil(lambda: not pane.facts_loading, timeout=10_000)  # read in the background
     source = pane.source_combo.itemData(1)
     pane.source_combo.setCurrentIndex(1)
     (expected,) = store.execute("SELECT count(*) FROM episode WHERE source = ?", (source,))[0]
@@ -138,6 +139,7 @@ def test_detail_shows_chat_messages_by_speaker(qtbot, main_window, store) -> Non
     row = pane.model.row_of(chat_id)
     pane.table.selectRow(row)
     assert pane.model.data(pane.model.index(row, 0), ID_ROLE) == chat_id
+    qtbot.waitUntil(lambda: not pane.detail_loading, timeout=10_000)  # read in the background
     html = pane.detail.toHtml()
     assert "Label in force" in html and "Distilled" in html
     assert "font-weight" in html  # the speakers are bold
@@ -149,6 +151,7 @@ def test_search_matches_are_highlighted_in_the_detail(qtbot, main_window, store)
     pane.apply_filter()
     assert pane.model.rowCount() > 0
     pane.table.selectRow(0)
+    qtbot.waitUntil(lambda: not pane.detail_loading, timeout=10_000)  # read in the background
     html = pane.detail.toHtml()
     assert "background-color:#ffe066" in html  # Qt keeps the span's style
     (text,) = store.execute("SELECT text FROM episode WHERE id = ?", (pane.selected_ids()[0],))[0]

@@ -59,6 +59,7 @@ def test_double_click_opens_the_episode_and_back_returns_to_the_pattern(
     assert episode_id in linked
     qtbot.waitUntil(lambda: episodes.selected_ids() == [episode_id])
     assert episodes.model.rowCount() == 1  # the episode itself, not the whole list
+    qtbot.waitUntil(lambda: not episodes.detail_loading, timeout=10_000)
     assert episodes.detail.toPlainText().strip()  # its text is shown
     assert nav.back_button.isVisible()
     assert nav.back_button.text() == f"← Back to pattern #{pattern.id}"

@@ -1,7 +1,8 @@
 """The reads the window makes after writes run off the GUI thread, with a busy state.
 
-The status line's settings read after every pane write, Review's candidate list and
-Knowledge's Provenance each read the database; on the GUI thread such a read waits on
+The status line's settings read after every pane write, Review's candidate list,
+Knowledge's Provenance, and the Episodes pane's source list, date range and detail panel
+each read the database; on the GUI thread such a read waits on
 a writer (the command line, a backup) like any other and freezes the window. Each test
 wraps the real store function in a *thread probe*: a fault injection that records the
 thread each call ran on and then calls the real function, so what is read and shown is
@@ -18,10 +19,15 @@ from typing import Any
 import pytest
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
+from PySide6.QtGui import QTextDocument
 
+from curator.gui.episode_detail import render_detail
+from curator.gui.episodes_pane import EpisodesPane
 from curator.gui.knowledge_pane import KnowledgePane
+from curator.gui.label_source import label_decision_rows as real_label_decision_rows
 from curator.gui.main_window import MainWindow
 from curator.gui.services import AppServices
+from curator.store.episode_queries import fetch_detail as real_fetch_detail
 from curator.store.models import Episode, Pattern, PatternEpisode, Run
 from curator.store.settings import update_settings
 from tests.gui.review_runs import TEXTS, shown_pane, stage_texts
@@ -147,3 +153,90 @@ def test_knowledge_reads_a_patterns_provenance_off_the_gui_thread(
     qtbot.waitUntil(lambda: not pane.provenance.loading, timeout=30_000)
     assert pane.sources.rowCount() >= 1
     assert spy.threads and spy.on_gui_thread() == 0
+
+
+def test_episodes_reads_its_sources_and_dates_off_the_gui_thread(
+    qtbot, services: AppServices, show_pane, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Even on a small database: a read on the GUI thread waits on any writer."""
+    sources = probe(monkeypatch, "curator.gui.episodes_pane.distinct_sources")
+    dates = probe(monkeypatch, "curator.gui.episodes_pane.date_range")
+    pane = EpisodesPane(services)
+    assert pane.facts_loading
+    show_pane(pane)
+    qtbot.waitUntil(lambda: not pane.facts_loading, timeout=30_000)
+    expected = services.store.execute("SELECT DISTINCT source FROM episode ORDER BY source")
+    shown = [pane.source_combo.itemData(i) for i in range(1, pane.source_combo.count())]
+    assert sorted(shown) == sorted(r[0] for r in expected if r[0])
+    assert sources.threads and sources.on_gui_thread() == 0
+    assert dates.threads and dates.on_gui_thread() == 0
+
+
+def _expected(pane: EpisodesPane, episode_id: int) -> str:
+    """The panel's text for an episode, rendered here from the same reads."""
+    store = pane.services.store
+    detail = real_fetch_detail(store, episode_id)
+    assert detail is not None
+    rows = real_label_decision_rows(store, episode_id)
+    document = QTextDocument()
+    document.setHtml(render_detail(detail, pane.detail.palette(), "", rows))
+    return document.toPlainText()
+
+
+@pytest.fixture
+def episodes(qtbot, services: AppServices, show_pane) -> EpisodesPane:
+    pane = EpisodesPane(services)
+    show_pane(pane)
+    qtbot.waitUntil(lambda: pane.ops.pending == 0 and not pane.detail_loading, timeout=30_000)
+    return pane
+
+
+def test_episodes_reads_the_selected_episode_off_the_gui_thread(
+    qtbot, services: AppServices, episodes: EpisodesPane, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    detail = probe(monkeypatch, "curator.gui.episode_detail.fetch_detail")
+    decided = probe(monkeypatch, "curator.gui.episode_detail.label_decision_rows")
+    episode_id = episodes.model.episode_id(3)
+    episodes.select_ids([episode_id])
+    assert episodes.detail_loading
+    assert episodes.detail.toPlainText().strip() == "Reading…"
+    qtbot.waitUntil(lambda: not episodes.detail_loading, timeout=30_000)
+    assert episodes.detail.toPlainText() == _expected(episodes, episode_id)
+    assert detail.threads and detail.on_gui_thread() == 0
+    assert decided.threads and decided.on_gui_thread() == 0
+
+
+@settings(
+    max_examples=10,
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture],
+)
+@given(
+    choices=st.lists(
+        st.lists(st.integers(min_value=0, max_value=30), max_size=3, unique=True),
+        min_size=1,
+        max_size=5,
+    )
+)
+@example(choices=[[2], [5]])  # a newer episode before the first one's answer
+@example(choices=[[2], []])  # nothing selected before the answer
+@example(choices=[[2], [3, 4]])  # several selected before the answer
+@example(choices=[[2], [5], [2]])  # back to the first one
+def test_the_detail_panel_shows_the_last_selection_whatever_came_before(
+    qtbot, services: AppServices, episodes: EpisodesPane, choices: list[list[int]]
+) -> None:
+    """Selections faster than the reads: an answer for a selection that has changed
+    meanwhile is dropped, and the panel ends showing what is selected last."""
+    for rows in choices:
+        episodes.select_ids([episodes.model.episode_id(r) for r in rows])
+    qtbot.waitUntil(
+        lambda: episodes.ops.pending == 0 and not episodes.detail_loading, timeout=30_000
+    )
+    shown = episodes.detail.toPlainText()
+    last = choices[-1]
+    if not last:
+        assert shown.strip() == ""
+    elif len(last) > 1:
+        assert shown.strip() == f"{len(last)} episodes selected."
+    else:
+        assert shown == _expected(episodes, episodes.model.episode_id(last[0]))

@@ -46,6 +46,7 @@ def test_the_detail_panel_is_cleared_when_the_filter_removes_the_episode(
     pane.apply_filter()
     pane.table.selectRow(0)
     (shown_id,) = pane.selected_ids()
+    qtbot.waitUntil(lambda: not pane.detail_loading, timeout=10_000)  # read in the background
     assert "burnt out" in pane.detail.toPlainText().lower()
 
     pane.search_edit.setText("no episode contains this sentence")
@@ -61,6 +62,7 @@ def test_the_detail_panel_is_cleared_when_the_filter_removes_the_episode(
     pane.search_edit.setText("burnt")  # a wider filter keeps the episode: it follows
     pane.apply_filter()
     assert pane.selected_ids() == [shown_id]
+    qtbot.waitUntil(lambda: not pane.detail_loading, timeout=10_000)
     assert "burnt out" in pane.detail.toPlainText().lower()
 
 
