@@ -210,3 +210,31 @@ def test_any_split_of_the_appends_yields_each_complete_line_once(
                 follower, _ = follow(store, log)
         assert texts(store) == {f"{i} {w}": 1 for i, w in enumerate(words)}
         assert follower.totals.errors == []
+
+
+def test_a_rotation_inside_a_watched_folder_makes_no_second_episode(
+    store: Store, tmp_path: Path
+) -> None:
+    """The rotated name matches the folder's pattern too: it is read as a new file, and
+    its lines are recognised by their content, so each is still one episode."""
+    folder = tmp_path / "logs"
+    folder.mkdir()
+    log = folder / "agent.jsonl"
+    log.write_bytes(line("1") + line("2"))
+    follower, _ = follow(store, folder)
+    follower.poll()
+    append(log, line("3"))
+    log.rename(folder / "agent.1.jsonl")
+    log.write_bytes(line("4"))
+    follower.poll()
+    follower.poll()
+    assert texts(store) == {"1": 1, "2": 1, "3": 1, "4": 1}
+
+
+def test_crlf_lines_and_blank_lines_keep_their_numbers(store: Store, tmp_path: Path) -> None:
+    log = tmp_path / "agent.jsonl"
+    log.write_bytes(line("a").replace(b"\n", b"\r\n") + b"\n   \n" + b"oops\r\n")
+    follower, _ = follow(store, log)
+    follower.poll()
+    assert texts(store) == {"a": 1}
+    assert [e.line for e in follower.totals.errors] == [4]
