@@ -54,13 +54,14 @@ def register(subparsers: Any, common: argparse.ArgumentParser) -> None:
 
 def cmd_watch(ctx: CommandContext) -> int:
     from curator.store.follow import Follower
+    from curator.store.opening import StoreBusyError
 
     args = ctx.args
     follower = Follower(ctx.store, args.paths, ctx.info)
     if args.once:
         follower.poll()
     else:
-        _follow_until_stopped(ctx, follower, args.interval)
+        _follow_until_stopped(ctx, follower, args.interval, StoreBusyError)
     totals = follower.totals
 
     def human() -> str:
@@ -73,9 +74,13 @@ def cmd_watch(ctx: CommandContext) -> int:
     return 1 if totals.errors else 0
 
 
-def _follow_until_stopped(ctx: CommandContext, follower: Any, interval: float) -> None:
+def _follow_until_stopped(
+    ctx: CommandContext, follower: Any, interval: float, busy: type[CuratorError]
+) -> None:
     """Poll until SIGINT or SIGTERM; a signal ends the wait, never a transaction half way
-    (the handler only sets a flag, checked between polls)."""
+    (the handler only sets a flag, checked between polls). A database busy for longer
+    than its timeout is tried again at the next poll (what was committed stays); any
+    other error (a read-only database) stops the follow."""
     stop = threading.Event()
 
     def handle(signum: int, frame: FrameType | None) -> None:
@@ -87,7 +92,7 @@ def _follow_until_stopped(ctx: CommandContext, follower: Any, interval: float) -
         while not stop.is_set():
             try:
                 follower.poll()
-            except CuratorError as exc:  # a busy database: the next poll tries again
+            except busy as exc:
                 ctx.info(f"curator watch: {exc}; trying again")
             stop.wait(interval)
     finally:

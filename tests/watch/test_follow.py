@@ -238,3 +238,17 @@ def test_crlf_lines_and_blank_lines_keep_their_numbers(store: Store, tmp_path: P
     follower.poll()
     assert texts(store) == {"a": 1}
     assert [e.line for e in follower.totals.errors] == [4]
+
+
+def test_a_read_only_database_refuses_the_follow_and_stays_unchanged(tmp_path: Path) -> None:
+    from curator.store.opening import ReadOnlyError
+
+    Store(tmp_path / "db.sqlite").close()
+    log = tmp_path / "agent.jsonl"
+    log.write_bytes(line("a"))
+    with Store(tmp_path / "db.sqlite", read_only=True) as store:
+        follower, _ = follow(store, log)
+        with pytest.raises(ReadOnlyError):
+            follower.poll()
+    with Store(tmp_path / "db.sqlite") as store:
+        assert texts(store) == {} and list(positions(store)) == []

@@ -136,3 +136,37 @@ def test_a_follower_killed_at_random_moments_imports_every_line_once(tmp_path: P
         seen = texts(store)
     assert seen == {f"line {i}": 1 for i in range(written)}
     assert not [e for e in errors if f"{log}:" in e], errors[:3]
+
+
+def test_a_busy_database_is_tried_again_at_the_next_poll(tmp_path: Path) -> None:
+    """Another process holds the write lock longer than the busy timeout: the follower
+    says so, keeps following, and imports the line once the lock is released."""
+    import sqlite3
+
+    db = tmp_path / "db.sqlite"
+    Store(db).close()
+    log = tmp_path / "agent.jsonl"
+    log.write_bytes(line("waited"))
+    holder = sqlite3.connect(db, isolation_level=None)
+    holder.execute("BEGIN IMMEDIATE")
+    err_path = tmp_path / "err.txt"
+    with open(err_path, "w") as err_file:
+        env = {**os.environ, "PYTHONPATH": ROOT, "CURATOR_BUSY_TIMEOUT": "0.1"}
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "curator", "--db", str(db), "watch", "--interval=0.05", log],
+            stdout=subprocess.PIPE,
+            stderr=err_file,
+            text=True,
+            env=env,
+        )
+        try:
+            wait_for(lambda: "trying again" in err_path.read_text(), "the busy note")
+            holder.execute("ROLLBACK")
+            holder.close()
+            wait_for(lambda: count(db) == 1, "the line after the lock")
+            proc.send_signal(signal.SIGTERM)
+            out, _ = proc.communicate(timeout=60)
+        finally:
+            proc.kill()
+    assert proc.returncode == 0 and out.strip().startswith("1 imported")
+    assert "Traceback" not in err_path.read_text()
