@@ -81,6 +81,13 @@ class _Position:
     head_sha256: str
 
 
+def _key(path: str) -> str:
+    """The database key of a path: itself, or, for a name that is not UTF-8 (a POSIX file
+    name is bytes), the name with its stray bytes written as ``\\xNN`` (the database
+    holds text only)."""
+    return os.fsencode(path).decode("utf-8", "backslashreplace")
+
+
 def _head(path: str, length: int) -> tuple[int, str]:
     with open(path, "rb") as handle:
         data = handle.read(length)
@@ -148,7 +155,7 @@ class Follower:
 
     def _load(self, path: str) -> _Position | None:
         with self.store.read():
-            row = FollowState.get_or_none(FollowState.path == path)
+            row = FollowState.get_or_none(FollowState.path == _key(path))
         if row is None:
             return None
         return _Position(
@@ -289,7 +296,7 @@ def _head_of(handle: Any, length: int) -> tuple[int, str]:
 
 def _save(path: str, position: _Position) -> None:
     FollowState.insert(
-        path=path,
+        path=_key(path),
         device=position.device,
         inode=position.inode,
         offset=position.offset,

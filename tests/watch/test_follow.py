@@ -252,3 +252,24 @@ def test_a_read_only_database_refuses_the_follow_and_stays_unchanged(tmp_path: P
             follower.poll()
     with Store(tmp_path / "db.sqlite") as store:
         assert texts(store) == {} and list(positions(store)) == []
+
+
+@settings(deadline=None, max_examples=15)
+@given(name=st.binary(min_size=1, max_size=12).filter(lambda b: b"/" not in b and b"\0" not in b))
+@example(name=b"\xff")
+def test_any_file_name_in_a_watched_folder_is_followed(
+    tmp_path_factory: pytest.TempPathFactory, name: bytes
+) -> None:
+    """File names are bytes on POSIX: one that is not UTF-8 is still followed and its
+    position kept (the database holds text, so the key is an escaped form of the name)."""
+    folder = tmp_path_factory.mktemp("names")
+    path = os.path.join(os.fsencode(folder), name + b".jsonl")
+    with open(path, "wb") as handle:
+        handle.write(line("named"))
+    with Store(folder / "db.sqlite") as store:
+        follower, _ = follow(store, Path(os.fsdecode(folder)))
+        assert follower.poll() == 1
+        with open(path, "ab") as handle:
+            handle.write(line("again"))
+        assert follow(store, Path(os.fsdecode(folder)))[0].poll() == 1
+        assert texts(store) == {"named": 1, "again": 1}
