@@ -188,7 +188,11 @@ class Follower:
                 )
                 position = None
         if position is None:
-            position = _Position(st.st_dev, st.st_ino, 0, 0, 0, hashlib.sha256().hexdigest())
+            # Recorded at first sight, even with no complete line yet: a file rotated away
+            # before its first line was complete is then still found by its start.
+            position = _Position(st.st_dev, st.st_ino, 0, 0, *_head(path, HEAD_BYTES))
+            with self.store.write():
+                _save(path, position)
         self._read(path, path, position)
 
     def _drain_rotated(self, path: str, position: _Position, *, by_inode: bool) -> None:
@@ -234,8 +238,10 @@ class Follower:
                     if len(data) == CHUNK_BYTES:  # one line longer than a chunk
                         data += handle.readline()
                         end = data.rfind(b"\n")
-                    if end < 0:
-                        return  # nothing complete yet: the tail waits for its newline
+                    if end < 0:  # nothing complete yet: the tail waits for its newline
+                        if commit_position and position.head_length < HEAD_BYTES:
+                            self._remember_head(path, position, handle)
+                        return
                 lines = data[: end + 1].split(b"\n")[:-1]
                 episodes, errors = self._parse(source, lines, position.line)
                 new = _Position(
@@ -260,6 +266,15 @@ class Follower:
                 position.offset, position.line = new.offset, new.line
                 if len(data) < CHUNK_BYTES:
                     return
+
+    def _remember_head(self, path: str, position: _Position, handle: Any) -> None:
+        """Record the start of a file that holds only a partial line yet: a copy-truncate
+        before the line is complete is then still told by the start that changed."""
+        length, digest = _head_of(handle, HEAD_BYTES)
+        if length > position.head_length:
+            position.head_length, position.head_sha256 = length, digest
+            with self.store.write():
+                _save(path, position)
 
     @staticmethod
     def _parse(
