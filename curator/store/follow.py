@@ -173,7 +173,7 @@ class Follower:
             return
         if path in self._gone:
             self._gone.discard(path)
-            self._note(f"{path}: there again; following it")
+            self._note(f"{path}: there again (or readable again); following it")
         position = self._load(path)
         if position is not None:
             if (st.st_dev, st.st_ino) != (position.device, position.inode):
