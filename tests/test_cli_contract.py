@@ -50,6 +50,7 @@ MINIMAL_ARGS: dict[str, list[str]] = {
     "backup": [],
     "compact": [],
     "mcp": ["--read-only"],
+    "watch": ["--once", "log.jsonl"],
     "restore": [],
 }
 """A well-formed call of every command that needs a database (the file it names exists)."""

@@ -198,6 +198,7 @@ VERBS: dict[str, Verb] = {
         "recovery", "restore the database from a backup (default: the newest good one)"
     ),
     "settings": Verb("settings_cmd", "show the saved settings, or set KEY=VALUE ..."),
+    "watch": Verb("watch_cmd", "follow JSONL logs an agent writes, importing each new line once"),
     "insights": Verb(
         "insights",
         "agreement of the model and the gate with the human decisions; what-if; forecast",

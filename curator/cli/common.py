@@ -39,6 +39,7 @@ NO_DATABASE = "none"
 DATABASE_USE: dict[str, str] = {
     "demo": CREATES,
     "import": CREATES,
+    "watch": OPENS,
     "import-knowledge": CREATES,
     "gold import": CREATES,
     "gold export": OPENS,

@@ -375,44 +375,9 @@ def import_file(
         return ImportReport(file=str(path), errors=[LineError(str(path), 0, reason)])
     report = ImportReport(file=name, lines=last_line, errors=errors)
     with store.write():
-        seen: set[str] = set()
-        fresh: list[tuple[Any, ...]] = []
-        hashes = [row[_HASH] for row in episodes]
-        existing: set[str] = set()
-        for start in range(0, len(hashes), _INSERT_CHUNK):
-            chunk = hashes[start : start + _INSERT_CHUNK]
-            query = Episode.select(Episode.content_hash).where(Episode.content_hash.in_(chunk))
-            existing.update(row.content_hash for row in query)
-        for row in episodes:
-            if row[_HASH] in existing or row[_HASH] in seen:
-                report.duplicates += 1
-                continue
-            seen.add(row[_HASH])
-            fresh.append(row)
-        imported_at = utcnow()
-        for start in range(0, len(fresh), _INSERT_CHUNK):
-            _check(cancelled, name)
-            if progress is not None and start % PROGRESS_EVERY < _INSERT_CHUNK:
-                progress(start, len(fresh))
-            rows = [
-                {
-                    "external_id": e.external_id,
-                    "content_hash": e.content_hash,
-                    "text": e.text,
-                    "messages": e.messages,
-                    "timestamp": e.timestamp,
-                    "source": e.source,
-                    "metadata": e.metadata,
-                    "imported_at": imported_at,
-                    "classify_truncated": False,
-                }
-                for e in (_unpack(row) for row in fresh[start : start + _INSERT_CHUNK])
-            ]
-            Episode.insert_many(rows).execute()
-            time.sleep(0)  # hand the GIL over between chunks (a window paints meanwhile)
-        report.imported = len(fresh)
-        if progress is not None and fresh:
-            progress(len(fresh), len(fresh))
+        report.imported, report.duplicates = write_parsed(
+            episodes, name=name, progress=progress, cancelled=cancelled
+        )
     return report
 
 
@@ -424,3 +389,54 @@ def import_files(
     A file that cannot be read is reported and the others are still imported.
     """
     return [import_file(store, p, stdin=stdin, chat=chat) for p in paths]
+
+
+def write_parsed(
+    episodes: Sequence[tuple[Any, ...]],
+    *,
+    name: str = "",
+    progress: Progress | None = None,
+    cancelled: Cancelled | None = None,
+) -> tuple[int, int]:
+    """Insert packed episodes (see :func:`_pack`) whose content hash is new: (imported,
+    duplicates). Runs inside the caller's open ``store.write()`` transaction, so a caller
+    can commit other rows with them atomically (a followed log commits its position)."""
+    seen: set[str] = set()
+    fresh: list[tuple[Any, ...]] = []
+    hashes = [row[_HASH] for row in episodes]
+    existing: set[str] = set()
+    for start in range(0, len(hashes), _INSERT_CHUNK):
+        chunk = hashes[start : start + _INSERT_CHUNK]
+        query = Episode.select(Episode.content_hash).where(Episode.content_hash.in_(chunk))
+        existing.update(row.content_hash for row in query)
+    duplicates = 0
+    for row in episodes:
+        if row[_HASH] in existing or row[_HASH] in seen:
+            duplicates += 1
+            continue
+        seen.add(row[_HASH])
+        fresh.append(row)
+    imported_at = utcnow()
+    for start in range(0, len(fresh), _INSERT_CHUNK):
+        _check(cancelled, name)
+        if progress is not None and start % PROGRESS_EVERY < _INSERT_CHUNK:
+            progress(start, len(fresh))
+        rows = [
+            {
+                "external_id": e.external_id,
+                "content_hash": e.content_hash,
+                "text": e.text,
+                "messages": e.messages,
+                "timestamp": e.timestamp,
+                "source": e.source,
+                "metadata": e.metadata,
+                "imported_at": imported_at,
+                "classify_truncated": False,
+            }
+            for e in (_unpack(row) for row in fresh[start : start + _INSERT_CHUNK])
+        ]
+        Episode.insert_many(rows).execute()
+        time.sleep(0)  # hand the GIL over between chunks (a window paints meanwhile)
+    if progress is not None and fresh:
+        progress(len(fresh), len(fresh))
+    return len(fresh), duplicates

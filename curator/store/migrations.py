@@ -120,6 +120,10 @@ MIGRATIONS: tuple[tuple[str, ...], ...] = (
     # guard learned from the reviewer's rejections): stored, so the review shows them
     # without a model call and shows the same ones every time
     ('ALTER TABLE "candidate" ADD COLUMN "guard_flags" TEXT',),
+    # curator watch: where each followed log was read up to, committed with its lines
+    (
+        'CREATE TABLE "follow_state" ("path" TEXT NOT NULL PRIMARY KEY, "device" INTEGER NOT NULL, "inode" INTEGER NOT NULL, "offset" INTEGER NOT NULL, "line" INTEGER NOT NULL, "head_length" INTEGER NOT NULL, "head_sha256" TEXT NOT NULL, "updated_at" TEXT NOT NULL)',
+    ),
 )
 
 LATEST_VERSION = len(MIGRATIONS)

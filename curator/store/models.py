@@ -411,6 +411,28 @@ class EpisodeEmbedding(BaseModel):
         primary_key = CompositeKey("episode", "model_sha256")
 
 
+class FollowState(BaseModel):
+    """How far ``curator watch`` has read one log: committed in the same transaction as
+    the episodes of those lines, so a killed follower neither repeats nor skips a line.
+
+    ``device``/``inode`` and the hash of the file's first ``head_length`` bytes tell the
+    same file from a replacement (rotation, deletion and re-creation, copy-truncate);
+    ``offset`` is the byte after the last complete line read, ``line`` its line number.
+    """
+
+    path = TextField(primary_key=True)
+    device = IntegerField()
+    inode = IntegerField()
+    offset = IntegerField()
+    line = IntegerField()
+    head_length = IntegerField()
+    head_sha256 = TextField()
+    updated_at = UTCDateTimeField(default=utcnow)
+
+    class Meta:
+        table_name = "follow_state"
+
+
 ALL_MODELS: tuple[type[BaseModel], ...] = (
     IdentityVersion,
     Run,
@@ -427,4 +449,5 @@ ALL_MODELS: tuple[type[BaseModel], ...] = (
     Setting,
     LabelBias,
     EpisodeEmbedding,
+    FollowState,
 )
