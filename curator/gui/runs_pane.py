@@ -388,6 +388,8 @@ class RunsPane(Pane):
         run_id = getattr(result, "run_id", None)
         self._live_text.clear()
         label = f"Run #{run_id} {status}" if run_id is not None else f"Run {status}"
+        if message.startswith(f"{status} "):  # "staged 3 candidates…" after "Run #2 staged"
+            message = message[len(status) + 1 :]
         # a cancelled run's bar stays where its text says it stopped
         self.run_progress.finished(status, label + (f": {message}" if message else ""))
         self.status_message.emit(label + ".")

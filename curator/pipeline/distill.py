@@ -53,6 +53,7 @@ from curator.core.dedup import Decision, gate
 from curator.core.degenerate import COUNT_KEYS
 from curator.core.parsing import ParseError, parse_number_array, parse_string_array
 from curator.core.quality import QualityGate, count_kinds
+from curator.core.wording import plural
 from curator.errors import CuratorError
 from curator.llm.backend import Backend, Completion, StopRequested, require_finite
 from curator.llm.grammars import (
@@ -597,8 +598,10 @@ def distill(
 
 def _summary(counts: dict[str, int]) -> str:
     text = (
-        f"staged {counts['candidates']} candidates from {counts['episodes']} episodes in "
-        f"{counts['batches']} batches (ADD {counts['ADD']}, UPDATE {counts['UPDATE']}, "
+        f"staged {plural(counts['candidates'], 'candidate')} from "
+        f"{plural(counts['episodes'], 'episode')} in "
+        f"{plural(counts['batches'], 'batch', 'batches')} "
+        f"(ADD {counts['ADD']}, UPDATE {counts['UPDATE']}, "
         f"SKIP {counts['SKIP']}; {counts['dropped_quality']} dropped by the quality gate"
     )
     kinds = [f"{counts[key]} {kind}" for kind, key in COUNT_KEYS.items() if counts.get(key)]
@@ -608,5 +611,6 @@ def _summary(counts: dict[str, int]) -> str:
         loops = counts["loops_stopped"]
         text += f"; {loops} generation{'' if loops == 1 else 's'} stopped in a loop"
     if counts["failed_batches"]:
-        text += f"; {counts['failed_batches']} batches failed, see the trace"
+        failed = counts["failed_batches"]
+        text += f"; {plural(failed, 'batch', 'batches')} failed, see the trace"
     return text + ")"

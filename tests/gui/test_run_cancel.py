@@ -101,7 +101,7 @@ def test_the_pane_keeps_the_bar_of_the_last_report_after_a_cancel(
     qtbot.addWidget(pane)
     pane._on_progress(Progress("classify", 1, 5, message="episode 7: noise (80%)"))
     pane._on_finished(RunResult(3, "cancelled", {}, "cancelled after 1 of 5 episodes"))
-    assert pane.progress_label.text() == "Run #3 cancelled: cancelled after 1 of 5 episodes"
+    assert pane.progress_label.text() == "Run #3 cancelled: after 1 of 5 episodes"
     assert pane.progress_bar.value() / pane.progress_bar.maximum() == pytest.approx(1 / 5)
 
 
@@ -129,3 +129,15 @@ def test_the_bar_counts_what_the_text_counts_when_episodes_were_skipped(
     pane._on_progress(Progress("classify", 3, 5, message="episode 9: noise (80%)"))
     pane._on_finished(RunResult(5, "cancelled", {}, "cancelled after 2 of 5 episodes"))
     assert pane.progress_bar.value() / pane.progress_bar.maximum() == pytest.approx(2 / 5)
+
+
+def test_the_finished_line_names_the_status_once(qtbot, services: AppServices) -> None:
+    """A run's message starts with its status ("staged 0 candidates…"); the line reads
+    "Run #2 staged: 0 candidates…", not "staged: staged"."""
+    pane = RunsPane(services)
+    qtbot.addWidget(pane)
+    message = "staged 1 candidate from 12 episodes in 2 batches (ADD 1, UPDATE 0, SKIP 0)"
+    pane._on_finished(RunResult(2, "staged", {}, message))
+    assert pane.progress_label.text() == (
+        "Run #2 staged: 1 candidate from 12 episodes in 2 batches (ADD 1, UPDATE 0, SKIP 0)"
+    )
