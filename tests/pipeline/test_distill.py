@@ -220,7 +220,7 @@ def test_unusable_refine_output_is_retried_then_reported(
     result = distill(classified_store, backend, TaskState(), limit=2)  # type: ignore[arg-type]
     assert backend.calls == ["extract", "refine", "refine"]
     assert result.status == "staged" and result.counts["failed_batches"] == 1
-    assert result.counts["candidates"] == 0 and "batches failed" in result.message
+    assert result.counts["candidates"] == 0 and "1 batch failed" in result.message
     steps = list(
         TraceStep.select()
         .where((TraceStep.run == result.run_id) & (TraceStep.step == "refine"))
