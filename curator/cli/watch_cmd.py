@@ -13,6 +13,7 @@ from types import FrameType
 from typing import Any
 
 from curator.cli.common import CommandContext
+from curator.core.wording import plural
 from curator.errors import CuratorError
 
 
@@ -88,7 +89,8 @@ def _follow_until_stopped(
 
     previous = {sig: signal.signal(sig, handle) for sig in (signal.SIGINT, signal.SIGTERM)}
     try:
-        ctx.info(f"curator watch: following {len(follower.paths)} path(s); Ctrl-C stops")
+        following = plural(len(follower.paths), "path")
+        ctx.info(f"curator watch: following {following}; Ctrl-C stops")
         while not stop.is_set():
             try:
                 follower.poll()
