@@ -189,6 +189,10 @@ def test_running_run_is_listed_while_it_runs(qtbot, llm_services, qsettings) -> 
     seen: list[int] = []
     worker.progress.connect(lambda p: seen.append(p.done))
     assert pane.start_classify()  # every pending episode: minutes, cancelled below
+    # A run that long may ask first (the estimate says how long); yes starts it.
+    qtbot.waitUntil(lambda: worker.busy or bool(_questions(llm_services.dialogs)))
+    if _questions(llm_services.dialogs):
+        assert _answer(qtbot, llm_services.dialogs, yes=True).startswith("Classify ")
     qtbot.waitUntil(lambda: len(seen) > 0 and max(seen) >= 2, timeout=RUN_TIMEOUT_MS)
     status = pane.runs.column_index("Status")
     counts = pane.runs.column_index("Counts")
