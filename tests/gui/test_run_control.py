@@ -9,7 +9,6 @@ clicking the real buttons of the real boxes.
 from __future__ import annotations
 
 from collections.abc import Iterator
-from datetime import timedelta
 from pathlib import Path
 
 import pytest
@@ -21,13 +20,13 @@ from curator.gui.main_window import MainWindow
 from curator.gui.runs_pane import RunsPane
 from curator.gui.services import AppServices
 from curator.gui.worker import LlmWorker
-from curator.llm.model_file import resolve_model_path
 from curator.pipeline.run_history import pending_classify_count
 from curator.store.db import Store
 from curator.store.demo import create_demo
-from curator.store.models import Episode, Run, TraceStep, utcnow
+from curator.store.models import Episode, Run
 from curator.store.settings import set_setting
 from tests.conftest import LLM_TEST_SETTINGS
+from tests.gui.measured import record_measured_run
 
 RUN_TIMEOUT_MS = 240_000
 
@@ -76,23 +75,6 @@ def _runs(window: MainWindow) -> RunsPane:
     return pane
 
 
-def _record_measured_run(store: Store, seconds_each: float, episodes: int = 10) -> None:
-    """A finished classify run of the demo model, as the run log records one: each call
-    read 1,000 prompt tokens in ``seconds_each``."""
-    finished = utcnow()
-    with store.write():
-        run = Run.create(
-            kind="classify",
-            status="done",
-            started_at=finished - timedelta(seconds=seconds_each * episodes),
-            finished_at=finished,
-            model_path=str(resolve_model_path(None, None)),
-            stats={"classified": episodes},
-        )
-        for _ in range(episodes):
-            TraceStep.create(run=run.id, step="classify", tokens_in=1000, seconds=seconds_each)
-
-
 # -- the limit ------------------------------------------------------------------------------
 
 
@@ -130,7 +112,7 @@ def test_long_run_asks_with_count_and_measured_speed(qtbot, llm_services, qsetti
     """203 pending demo episodes at a measured 10 s each (1,000 prompt tokens at 100 per
     second): about 34 min, so it asks; no."""
     store = llm_services.store
-    _record_measured_run(store, seconds_each=10.0)
+    record_measured_run(store, seconds_each=10.0)
     pending = pending_classify_count(store)
     runs_before = Run.select().count()
     window = _window(qtbot, llm_services, qsettings)
@@ -150,7 +132,7 @@ def test_long_run_asks_with_count_and_measured_speed(qtbot, llm_services, qsetti
 
 @pytest.mark.llm
 def test_long_run_accepted_starts_it(qtbot, llm_services, qsettings) -> None:
-    _record_measured_run(llm_services.store, seconds_each=10.0)
+    record_measured_run(llm_services.store, seconds_each=10.0)
     window = _window(qtbot, llm_services, qsettings)
     worker = llm_services.worker
     with qtbot.waitSignal(worker.progress, timeout=RUN_TIMEOUT_MS):
@@ -251,6 +233,7 @@ def test_distill_bar_moves_within_a_batch(qtbot, classified_demo, tmp_path, qset
 
 @pytest.mark.llm
 def test_closing_mid_run_asks_and_no_keeps_the_run(qtbot, llm_services, qsettings) -> None:
+    record_measured_run(llm_services.store, seconds_each=0.01)  # starts without a question
     window = _window(qtbot, llm_services, qsettings)
     worker = llm_services.worker
     with qtbot.waitSignal(worker.progress, timeout=RUN_TIMEOUT_MS):
@@ -264,8 +247,8 @@ def test_closing_mid_run_asks_and_no_keeps_the_run(qtbot, llm_services, qsetting
     _answer(qtbot, llm_services.dialogs, yes=True)
     qtbot.waitUntil(lambda: not window.isVisible())
     assert not worker.running
-    (run,) = Run.select().where(Run.kind == "classify")
-    assert run.status == "cancelled"
+    run = Run.select().where(Run.kind == "classify").order_by(Run.id.desc()).first()
+    assert run.status == "cancelled"  # the run the window started (after the recorded one)
 
 
 def test_closing_when_idle_asks_nothing(qtbot, services, qsettings) -> None:
@@ -281,6 +264,7 @@ def test_a_close_kept_open_by_unsaved_edits_asks_about_the_next_run_again(
 ) -> None:
     from tests.gui.questions import answer_question
 
+    record_measured_run(llm_services.store, seconds_each=0.01)  # starts without a question
     window = _window(qtbot, llm_services, qsettings)
     worker = llm_services.worker
     identity = window.pane("identityPane")
@@ -314,6 +298,7 @@ def test_closing_again_after_keep_running_asks_again_without_crashing(
 ) -> None:
     """The answered question deletes itself; asking it a second time once that happened
     used to touch the deleted box (a segmentation fault, the whole process gone)."""
+    record_measured_run(llm_services.store, seconds_each=0.01)  # starts without a question
     window = _window(qtbot, llm_services, qsettings)
     worker = llm_services.worker
     with qtbot.waitSignal(worker.progress, timeout=RUN_TIMEOUT_MS):

@@ -20,6 +20,7 @@ from curator.store.db import Store
 from curator.store.demo import create_demo
 from curator.store.models import Episode, Run, TraceStep
 from curator.store.settings import set_setting
+from tests.gui.measured import record_measured_run
 
 pytestmark = [
     pytest.mark.llm,
@@ -33,6 +34,7 @@ RUN_TIMEOUT_MS = 180_000
 def services(tmp_path: Path) -> Iterator[AppServices]:
     store = Store(tmp_path / "runs.sqlite")
     create_demo(store)
+    record_measured_run(store, seconds_each=0.01)  # runs of every episode start unasked
     services = AppServices(store=store, db_path=store.path, worker=None, dialogs=Dialogs())
     services.worker = LlmWorker(services)
     yield services
@@ -160,6 +162,7 @@ def test_bad_model_file_reports_failure_and_stays_alive(
     set_setting(services.store, "model_path", str(bad))
     shown: list[tuple[str, str]] = []
     pane.show_message = lambda title, text: shown.append((title, text))
+    pane.limit_spin.setValue(1)  # short: an unmeasured model's long run would ask first
     with qtbot.waitSignal(services.worker.failed, timeout=RUN_TIMEOUT_MS):
         assert pane.start_classify()
     assert shown and shown[0][0] == "Run failed"
