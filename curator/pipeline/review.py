@@ -63,7 +63,7 @@ from curator.pipeline.review_views import (
     staged_runs,
 )
 from curator.store.db import Store
-from curator.store.knowledge_file import MAX_PATTERN_CHARS
+from curator.store.knowledge_items import MAX_PATTERN_CHARS
 from curator.store.models import Candidate, DecisionEvent, Pattern, format_utc, utcnow
 from curator.store.settings import Settings, load_settings
 

@@ -47,7 +47,7 @@ from curator.store.json_source import (
     _loads,
     _type_name,
 )
-from curator.store.knowledge_file import (
+from curator.store.knowledge_items import (
     DEFAULT_IMPORTANCE,
     KnowledgeFile,
     KnowledgeItem,

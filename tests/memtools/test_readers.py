@@ -21,7 +21,8 @@ from curator.cli import main
 from curator.pipeline import review
 from curator.pipeline.import_knowledge import import_knowledge
 from curator.store.db import Store
-from curator.store.knowledge_file import MAX_PATTERN_CHARS, read_knowledge
+from curator.store.knowledge_file import read_knowledge
+from curator.store.knowledge_items import MAX_PATTERN_CHARS
 from curator.store.models import Candidate, Run, TraceStep
 
 MEM0 = {

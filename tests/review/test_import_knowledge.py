@@ -14,7 +14,8 @@ from curator.core.dedup import gate
 from curator.pipeline import commit, review
 from curator.pipeline.import_knowledge import import_knowledge
 from curator.store.db import Store
-from curator.store.knowledge_file import MAX_PATTERN_CHARS, read_knowledge
+from curator.store.knowledge_file import read_knowledge
+from curator.store.knowledge_items import MAX_PATTERN_CHARS
 from curator.store.models import Pattern, Run
 from review.conftest import make_pattern
 
