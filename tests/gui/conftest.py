@@ -17,8 +17,11 @@ from PySide6.QtWidgets import QApplication, QWidget
 from curator.gui.errors import Dialogs
 from curator.gui.main_window import MainWindow
 from curator.gui.services import AppServices
+from curator.gui.worker import LlmWorker
 from curator.store.db import Store
 from curator.store.demo import create_demo
+from curator.store.settings import set_setting
+from tests.conftest import LLM_TEST_SETTINGS
 
 OFFSCREEN_ONLY_WARNING = r"^This plugin does not support propagateSizeHints\(\)$"
 """The offscreen platform plugin lacks this window-manager call; Qt warns once per shown
@@ -79,3 +82,17 @@ def show_pane(qtbot) -> Callable[[QWidget], None]:
         widget.refresh()  # type: ignore[attr-defined]
 
     return show
+
+
+@pytest.fixture
+def llm_services(tmp_path: Path, demo_model: Path) -> Iterator[AppServices]:
+    """A demo database with short LLM outputs and a real worker on the demo model."""
+    store = Store(tmp_path / "runs.sqlite")
+    create_demo(store)
+    for key, value in LLM_TEST_SETTINGS.items():
+        set_setting(store, key, value)
+    services = AppServices(store=store, db_path=store.path, worker=None, dialogs=Dialogs())
+    services.worker = LlmWorker(services)
+    yield services
+    services.worker.shutdown()
+    store.close()

@@ -10,43 +10,22 @@ and the run ended "after 1 of 5". After the run the bar read 0 % while the text 
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 from PySide6.QtCore import QSettings, Qt
 
-from curator.gui.errors import Dialogs
 from curator.gui.main_window import MainWindow
 from curator.gui.run_progress import BAR_STEPS
 from curator.gui.runs_pane import RunsPane
 from curator.gui.services import AppServices
-from curator.gui.worker import LlmWorker
 from curator.pipeline.eta import stopped_share
 from curator.pipeline.progress import Progress
 from curator.pipeline.runlog import RunResult
-from curator.store.db import Store
-from curator.store.demo import create_demo
 from curator.store.models import LabelBias
-from curator.store.settings import set_setting
-from tests.conftest import LLM_TEST_SETTINGS
 
 RUN_TIMEOUT_MS = 240_000
-
-
-@pytest.fixture
-def llm_services(tmp_path: Path, demo_model: Path) -> Iterator[AppServices]:
-    store = Store(tmp_path / "runs.sqlite")
-    create_demo(store)
-    for key, value in LLM_TEST_SETTINGS.items():
-        set_setting(store, key, value)
-    services = AppServices(store=store, db_path=store.path, worker=None, dialogs=Dialogs())
-    services.worker = LlmWorker(services)
-    yield services
-    services.worker.shutdown()
-    store.close()
 
 
 @pytest.mark.llm

@@ -8,9 +8,6 @@ clicking the real buttons of the real boxes.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from pathlib import Path
-
 import pytest
 from PySide6.QtCore import QSettings
 from PySide6.QtWidgets import QMessageBox
@@ -22,10 +19,7 @@ from curator.gui.services import AppServices
 from curator.gui.worker import LlmWorker
 from curator.pipeline.run_history import pending_classify_count
 from curator.store.db import Store
-from curator.store.demo import create_demo
 from curator.store.models import Episode, Run
-from curator.store.settings import set_setting
-from tests.conftest import LLM_TEST_SETTINGS
 from tests.gui.measured import record_measured_run
 
 RUN_TIMEOUT_MS = 240_000
@@ -46,19 +40,6 @@ def _answer(qtbot, dialogs: Dialogs, yes: bool) -> str:
     (button,) = [b for b in box.buttons() if b.objectName() == name]
     button.click()
     return text
-
-
-@pytest.fixture
-def llm_services(tmp_path: Path, demo_model: Path) -> Iterator[AppServices]:
-    store = Store(tmp_path / "runs.sqlite")
-    create_demo(store)
-    for key, value in LLM_TEST_SETTINGS.items():
-        set_setting(store, key, value)
-    services = AppServices(store=store, db_path=store.path, worker=None, dialogs=Dialogs())
-    services.worker = LlmWorker(services)
-    yield services
-    services.worker.shutdown()
-    store.close()
 
 
 def _window(qtbot, services: AppServices, qsettings: QSettings) -> MainWindow:

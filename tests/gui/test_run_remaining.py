@@ -8,37 +8,16 @@ marker ``llm``); the pane is the real one, offscreen.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
 
-from curator.gui.errors import Dialogs
 from curator.gui.runs_pane import RunsPane
 from curator.gui.services import AppServices
-from curator.gui.worker import LlmWorker
 from curator.pipeline.eta import UNMEASURED
 from curator.pipeline.progress import Progress
-from curator.store.db import Store
-from curator.store.demo import create_demo
-from curator.store.settings import set_setting
-from tests.conftest import LLM_TEST_SETTINGS
 
 RUN_TIMEOUT_MS = 600_000
 LEFT = re.compile(r"^about \d+(\.\d+)? (s|min|h|days) left$")
-
-
-@pytest.fixture
-def llm_services(tmp_path: Path, demo_model: Path) -> Iterator[AppServices]:
-    store = Store(tmp_path / "runs.sqlite")
-    create_demo(store)
-    for key, value in LLM_TEST_SETTINGS.items():
-        set_setting(store, key, value)
-    services = AppServices(store=store, db_path=store.path, worker=None, dialogs=Dialogs())
-    services.worker = LlmWorker(services)
-    yield services
-    services.worker.shutdown()
-    store.close()
 
 
 @pytest.mark.llm
