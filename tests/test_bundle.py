@@ -104,6 +104,17 @@ def test_version(built: Built, env: dict[str, str]) -> None:
     assert ok(run(built, env, "--version")).stdout.strip() == f"curator {__version__}"
 
 
+def test_every_verb_is_in_the_bundle(built: Built, env: dict[str, str]) -> None:
+    """Each verb's module is imported by name only when that verb runs, which the
+    freezer's import scan cannot follow: every one must be in the bundle all the same."""
+    from curator.cli import VERBS
+
+    for name in VERBS:
+        done = run(built, env, name, "--help")
+        assert done.returncode == 0, f"{name}: {done.stderr[-1500:]}"
+        assert "usage: curator " + name in done.stdout, name
+
+
 def test_demo_classify_stats_with_the_bundled_model(
     built: Built, env: dict[str, str], tmp_path: Path
 ) -> None:
