@@ -74,6 +74,7 @@ from curator.llm.llama_decode import greedy, sampled
 from curator.llm.llama_log import quiet_llama_cpp
 from curator.llm.llama_prompt import PieceTimer, evaluate_pieces
 from curator.llm.model_file import ModelFileError, ModelInfo, read_gguf_info, validate_model_file
+from curator.llm.thread_contention import ContentionGuard
 from curator.llm.threads import (
     Tuning,
     cached_tuning,
@@ -130,6 +131,8 @@ class LlamaCppBackend(GenerationBase):
         self.piece_timer = PieceTimer()
         #: Thread counts measured for this model (None: fixed by the settings).
         self.tuning: Tuning | None = None
+        #: Fewer threads while other processes take the cores (set by load_backend).
+        self.contention: ContentionGuard | None = None
         self._embedder: Any = None  # curator.llm.embeddings.LlamaEmbedder, made on first embed()
         n_layer = int(llama_cpp.llama_model_n_layer(llm.model))
         if llama_cpp.llama_supports_gpu_offload():
@@ -202,6 +205,9 @@ class LlamaCppBackend(GenerationBase):
         """
         with self._exclusive():
             self.tuning = measure(self.llm, self._path, candidate_counts())
+            if self.contention is not None:
+                self.contention.measured = (self.tuning.n_threads, self.tuning.n_threads_batch)
+                self.contention.current = self.contention.measured
             return self.tuning
 
     def embed(
@@ -286,6 +292,8 @@ class LlamaCppBackend(GenerationBase):
         docstring), so a server holding the same cache computes the same values.
         """
         llm = self.llm
+        if self.contention is not None:
+            self.contention.check()
         held = np.asarray(llm._input_ids, dtype=np.int64)
         want = np.asarray(tokens, dtype=np.int64)
         n = min(len(held), len(want))
@@ -502,6 +510,11 @@ def load_backend(settings: BackendSettings, *, validate: bool = True) -> LlamaCp
     except (ValueError, RuntimeError) as exc:
         raise ModelFileError(f"{info.path}: llama.cpp cannot load it ({exc})") from exc
     backend = LlamaCppBackend(llm, settings, info)
+    backend.contention = ContentionGuard(
+        threads,
+        batch_threads,
+        lambda count, batch: llama_cpp.llama_set_n_threads(llm.ctx, count, batch),
+    )
     if settings.n_threads is None and tuning is None:
         tuning = backend.retune()
     backend.tuning = tuning

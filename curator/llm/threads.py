@@ -42,6 +42,7 @@ __all__ = [
     "choose_threads",
     "default_threads",
     "forget_tuning",
+    "machine_busy_seconds",
     "measure",
     "physical_cores",
     "tuning_cache_file",
@@ -128,7 +129,7 @@ def choose_threads(seconds: dict[int, float], *, floor: int, idle: bool) -> int:
     return min(allowed, key=lambda c: (seconds[c], c))
 
 
-def _busy_seconds() -> float | None:
+def machine_busy_seconds() -> float | None:
     """CPU seconds all processes have used since boot (``/proc/stat``), None elsewhere."""
     try:
         with open("/proc/stat", encoding="ascii") as stat:
@@ -147,13 +148,13 @@ class _OthersMeter:
 
     def __enter__(self) -> _OthersMeter:
         self.share: float | None = None
-        self._busy = _busy_seconds()
+        self._busy = machine_busy_seconds()
         self._own = time.process_time()  # every thread of this process, ggml's included
         self._wall = time.perf_counter()
         return self
 
     def __exit__(self, *exc: object) -> None:
-        busy = _busy_seconds()
+        busy = machine_busy_seconds()
         wall = time.perf_counter() - self._wall
         if busy is None or self._busy is None or wall <= 0:
             return

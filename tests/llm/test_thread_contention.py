@@ -1,0 +1,167 @@
+"""Fewer model threads while other processes take the cores (curator.llm.thread_contention).
+
+The spinning-worker slowdown this guards against was measured at 3.5-9 s for a 16-token
+prompt piece with two threads on a busy two-core machine (one thread: about 0.25 s), and
+Cancel waited as long. Here the guard's arithmetic is checked on given CPU counters, and
+its real reading of ``/proc/stat`` against real busy processes started by the test.
+"""
+
+from __future__ import annotations
+
+import multiprocessing
+import os
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from hypothesis import example, given, settings
+from hypothesis import strategies as st
+
+from curator.llm.thread_contention import ContentionGuard, Sample, free_cores, threads_for
+
+
+class Counters:
+    """CPU counters that a test advances by hand (busy seconds of all, own, wall)."""
+
+    def __init__(self) -> None:
+        self.load = 0.0  # the cores other processes keep busy while the guard sleeps
+        self.busy = 100.0
+        self.own = 10.0
+        self.wall = 1000.0
+
+    def advance(self, seconds: float, others_cores: float, own_cores: float = 0.0) -> None:
+        self.wall += seconds
+        self.busy += seconds * (others_cores + own_cores)
+        self.own += seconds * own_cores
+
+
+def _guard(
+    counters: Counters, applied: list[tuple[int, int]], measured: int = 2
+) -> ContentionGuard:
+    return ContentionGuard(
+        measured,
+        measured,
+        lambda a, b: applied.append((a, b)),
+        cpus=2,
+        sample=lambda: counters.busy,
+        own=lambda: counters.own,
+        clock=lambda: counters.wall,
+        sleep=lambda s: counters.advance(s, others_cores=counters.load),
+    )
+
+
+def test_a_busy_machine_gets_one_thread_and_an_idle_one_the_measured_count() -> None:
+    counters = Counters()
+    applied: list[tuple[int, int]] = []
+    guard = _guard(counters, applied)
+    counters.load = 1.9  # others take nearly both cores
+    assert guard.check() == (1, 1)
+    assert applied == [(1, 1)]
+    counters.advance(0.5, others_cores=1.9)
+    assert guard.check() == (1, 1)  # within a second: the last decision stands
+    counters.advance(2.0, others_cores=0.0, own_cores=2.0)  # our own threads do not count
+    assert guard.check() == (2, 2)
+    assert applied == [(1, 1), (2, 2)]
+
+
+def test_after_a_pause_the_guard_looks_at_now_not_at_the_average_since() -> None:
+    counters = Counters()
+    applied: list[tuple[int, int]] = []
+    guard = _guard(counters, applied)
+    counters.load = 0.0
+    assert guard.check() == (2, 2) and applied == []
+    counters.advance(600.0, others_cores=0.0)  # ten idle minutes, then a busy moment
+    counters.load = 2.0
+    assert guard.check() == (1, 1)
+
+
+def test_one_measured_thread_is_never_touched() -> None:
+    counters = Counters()
+    applied: list[tuple[int, int]] = []
+    counters.load = 2.0
+    assert _guard(counters, applied, measured=1).check() == (1, 1)
+    assert applied == []
+
+
+def test_without_proc_stat_nothing_changes() -> None:
+    applied: list[tuple[int, int]] = []
+    guard = ContentionGuard(2, 2, lambda a, b: applied.append((a, b)), sample=lambda: None)
+    assert guard.check() == (2, 2) and applied == []
+
+
+@settings(deadline=None)
+@given(
+    busy=st.floats(0, 1e6),
+    own=st.floats(0, 1e6),
+    wall=st.floats(0, 1e4),
+    cpus=st.integers(-1, 256),
+    measured=st.integers(1, 256),
+)
+@example(busy=0.0, own=5.0, wall=1.0, cpus=2, measured=2)  # own time above the total
+@example(busy=1e6, own=0.0, wall=1e-9, cpus=2, measured=2)
+def test_the_count_is_always_between_one_and_the_measured_one(
+    busy: float, own: float, wall: float, cpus: int, measured: int
+) -> None:
+    free = free_cores(Sample(0.0, 0.0, 0.0), Sample(busy, own, wall), cpus)
+    if free is None:
+        assert wall <= 0 or cpus < 1
+        return
+    assert 0.0 <= free <= cpus
+    assert 1 <= threads_for(free, measured) <= measured
+
+
+def _spin(stop_at: float) -> None:
+    while time.monotonic() < stop_at:
+        pass
+
+
+@pytest.mark.skipif(not Path("/proc/stat").exists(), reason="reads Linux's /proc/stat")
+def test_real_busy_processes_take_the_threads_away() -> None:
+    """Real processes spinning on every CPU, read through the real /proc/stat."""
+    cpus = os.cpu_count() or 1
+    applied: list[tuple[int, int]] = []
+    guard = ContentionGuard(cpus + 1, cpus + 1, lambda a, b: applied.append((a, b)), cpus=cpus)
+    context = multiprocessing.get_context("spawn" if sys.platform == "darwin" else "fork")
+    spinners = [context.Process(target=_spin, args=(time.monotonic() + 30,)) for _ in range(cpus)]
+    for process in spinners:
+        process.start()
+    try:
+        time.sleep(0.3)
+        busy = guard.check()
+        time.sleep(1.1)
+        busy = guard.check()
+    finally:
+        for process in spinners:
+            process.terminate()
+            process.join()
+    # the spinners took (nearly) every core: at most one more than half of them is left
+    assert busy[0] <= max(1, cpus // 2), (busy, applied)
+    assert applied and applied[-1] == busy
+
+
+@pytest.mark.llm
+@pytest.mark.skipif(not Path("/proc/stat").exists(), reason="reads Linux's /proc/stat")
+def test_the_loaded_model_runs_with_the_counts_the_guard_chose(demo_backend: object) -> None:
+    """The real backend checks the load before evaluating a prompt and sets the context's
+    thread counts to the guard's choice (llama.cpp reports them back)."""
+    import llama_cpp
+
+    from curator.llm.llama_cpp_backend import LlamaCppBackend
+
+    assert isinstance(demo_backend, LlamaCppBackend)
+    guard = demo_backend.contention
+    assert guard is not None
+    measured = guard.measured
+    guard.measured = (3, 3)  # as if three threads had been measured fastest
+    try:
+        guard._last = None  # look again now
+        demo_backend.evaluate(demo_backend.tokenize("The agent reviews its logs today."))
+        ctx = demo_backend.llm.ctx
+        chosen = (llama_cpp.llama_n_threads(ctx), llama_cpp.llama_n_threads_batch(ctx))
+        assert chosen == guard.current
+        assert 1 <= chosen[0] <= 3
+    finally:
+        guard.measured = measured
+        guard.current = measured
+        llama_cpp.llama_set_n_threads(demo_backend.llm.ctx, *measured)
