@@ -59,7 +59,7 @@ typecheck: $(STAMP)
 	$(VENV)/bin/mypy
 
 pytest: $(STAMP)
-	QT_QPA_PLATFORM=offscreen $(PY) -m pytest
+	QT_QPA_PLATFORM=offscreen $(PY) -m pytest --durations=40
 
 test: lint typecheck pytest
 

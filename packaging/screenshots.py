@@ -5,7 +5,10 @@ Usage: ``QT_QPA_PLATFORM=offscreen python packaging/screenshots.py docs/screensh
 A temporary database gets the demo data, a few episodes are relabelled the way a person
 would (keys C/N on the Episodes table), the demo model classifies 40 episodes and distils
 12 of them through the window's own worker thread (what the Runs pane's buttons do; a few
-minutes on two CPU cores), an UPDATE is decided in Review (a proposed one accepted with
+minutes on two CPU cores), four patterns are staged from a knowledge file (a reworded
+demo pattern, an exact repeat and two new ones: a run to review whatever the model
+distilled, so the Review screenshot does not depend on the model's output), an UPDATE is
+decided in Review (a proposed one accepted with
 `A`, else `2` and the target picker's nearest pattern) so its diff shows, and the main
 window is grabbed at 1400×900 with each pane in front, then again at 1024×700 (into
 ``1024x700/``). Window state goes to a temporary ini file, never the user's settings.
@@ -13,6 +16,7 @@ window is grabbed at 1400×900 with each pane in front, then again at 1024×700 
 
 from __future__ import annotations
 
+import json
 import os
 import sys
 import tempfile
@@ -33,6 +37,7 @@ from curator.gui.review_pane import ReviewPane
 from curator.gui.runs_pane import RunsPane
 from curator.gui.services import AppServices
 from curator.gui.worker import LlmWorker
+from curator.pipeline.import_knowledge import import_knowledge
 from curator.store.db import Store
 from curator.store.demo import create_demo
 
@@ -73,6 +78,26 @@ def _run(worker: LlmWorker, kind: str, limit: int) -> None:
         raise RuntimeError(f"the worker refused to start {kind}")
     loop.exec()
     worker.finished.disconnect(loop.quit)
+
+
+REVIEW_FILE = [
+    # A demo pattern reworded (an UPDATE), one repeated word for word (a SKIP), two new.
+    "Replies that include a concrete worked example draw more follow-up questions than "
+    "abstract explanations do.",
+    "Posts about local-model quantisation are answered by the same small group of four or "
+    "five users.",
+    "Threads that start with a screenshot of an error get a first answer twice as fast as "
+    "threads that describe it in words.",
+    "Users who thank the agent by name come back to the same thread within a day.",
+]
+
+
+def _stage_review_candidates(store: Store, folder: Path) -> None:
+    """Stage :data:`REVIEW_FILE` as a run to review, the way `import-knowledge` does."""
+    path = folder / "review.json"
+    path.write_text(json.dumps(REVIEW_FILE), encoding="utf-8")
+    report = import_knowledge(store, path)
+    assert report.run_id is not None, report.describe()
 
 
 def _settle(window: MainWindow) -> None:
@@ -163,6 +188,7 @@ def main(out_dir: str) -> int:
         _label_some(window)
         _run(services.worker, "classify", CLASSIFY_LIMIT)
         _run(services.worker, "distill", DISTILL_LIMIT)
+        _stage_review_candidates(store, Path(tmp))
         _show_runs_and_review(window)
         (chat_id,) = store.execute(
             "SELECT id FROM episode WHERE messages IS NOT NULL ORDER BY timestamp DESC LIMIT 1"
