@@ -121,8 +121,13 @@ class StatusBarMixin(_WindowBase):
     # -- background store operations ------------------------------------------------------
 
     def _ops_busy_changed(self, busy: bool) -> None:
-        """A background write started or ended: block conflicting writes meanwhile."""
-        for action in (self.import_action, self.import_knowledge_action, self.undo_action):
+        """A background write started or ended: block conflicting writes meanwhile.
+
+        Undo stays enabled: a disabled action swallows its shortcut, and Ctrl+Z pressed
+        during a minutes-long relabel then did nothing without a word. Enabled, it is
+        refused by the store operations, which names what it waits for.
+        """
+        for action in (self.import_action, self.import_knowledge_action):
             action.setEnabled(not busy)
         self._busy_phase = ""
         if busy:
