@@ -49,6 +49,8 @@ log = logging.getLogger("curator.gui")
 
 MINUTE_MS = 60_000
 CLOSE_LABEL = "Backing up the database before closing…"
+CLOSE_CHECK_LABEL = "Checking the backup before closing…"
+CHECK_PHASE = "checking the copy"
 DIALOG_DELAY_MS = 400
 """A close backup shorter than this shows no dialog (a small database: no flicker)."""
 LABEL = "Backing up the database"
@@ -67,6 +69,7 @@ class AutoBackup(QObject):
     failed = Signal(str)
     _progress = Signal(int, int)  # (done, total) pages, from the backup thread
     _done = Signal(object, object)  # (result | None, error text | None), from the thread
+    _checking = Signal()  # the copy is complete, its check (no progress of its own) begins
 
     def __init__(
         self,
@@ -98,10 +101,12 @@ class AutoBackup(QObject):
         self._last_error: str | None = None
         self._closed = False
         self._shown_percent = -1
+        self._checking_copy = False
         self._timer = QTimer(self)
         self._timer.setInterval(tick_ms)
         self._timer.timeout.connect(self._tick)
         self._progress.connect(self._on_progress)
+        self._checking.connect(self._on_checking)
         self._done.connect(self._on_done)
         if not read_only:  # a read-only database does not change: nothing to back up
             self._timer.start()
@@ -166,6 +171,7 @@ class AutoBackup(QObject):
                 max_total_bytes=bound,
                 progress=ctx.progress,
                 cancelled=lambda: ctx.cancelled,
+                checking=lambda: ctx.phase(CHECK_PHASE),
             )
 
         if self.running or not self.ops.write(LABEL, job, self._delivered):
@@ -180,6 +186,7 @@ class AutoBackup(QObject):
         if self._thread is not None:
             return False
         self._shown_percent = -1
+        self._checking_copy = False
         self._thread = threading.Thread(
             target=self._job,
             args=(only_if_changed, self._max_total_bytes()),
@@ -201,6 +208,7 @@ class AutoBackup(QObject):
                     max_total_bytes=max_total_bytes,
                     progress=self._report,
                     cancelled=self._cancel.is_set,
+                    checking=self._report_checking,
                 )
         except Exception as exc:  # reported in the window, never raised into Qt
             error = one_line(exc)
@@ -211,6 +219,23 @@ class AutoBackup(QObject):
     def _report(self, done: int, total: int) -> None:
         with contextlib.suppress(RuntimeError):
             self._progress.emit(done, total)
+
+    def _report_checking(self) -> None:
+        with contextlib.suppress(RuntimeError):
+            self._checking.emit()
+
+    def _on_checking(self) -> None:
+        """The copy is complete: the bar turns busy and says it checks the copy, since a
+        bar at 99 % for the length of the check looked stuck."""
+        self._checking_copy = True
+        if self.close_dialog is not None:
+            self._show_checking(self.close_dialog)
+        self.status_message.emit(f"{LABEL}: {CHECK_PHASE}…")
+
+    @staticmethod
+    def _show_checking(dialog: QProgressDialog) -> None:
+        dialog.setLabelText(CLOSE_CHECK_LABEL)
+        dialog.setRange(0, 0)
 
     def _on_progress(self, done: int, total: int) -> None:
         percent = 100 * done // total if total else 100
@@ -308,6 +333,8 @@ class AutoBackup(QObject):
         dialog.setAutoReset(False)
         dialog.setValue(max(self._shown_percent, 0))
         dialog.canceled.connect(lambda: self._stop_close_backup("on request"))
+        if self._checking_copy:
+            self._show_checking(dialog)
         self.close_dialog = dialog
         dialog.show()
 

@@ -219,6 +219,7 @@ def take_backup(
     pages: int = STEP_PAGES,
     progress: ProgressFn | None = None,
     cancelled: Callable[[], bool] | None = None,
+    checking: Callable[[], None] | None = None,
 ) -> BackupResult:
     """Copy the database to ``dest_dir`` (default ``<db dir>/backups``) in steps, check it,
     thin out the old backups.
@@ -230,7 +231,10 @@ def take_backup(
     a listed backup is always a good one. ``cancelled`` is asked between steps and during
     the check: when it says True the partial copy is deleted and BackupCancelled raised.
     ``max_total_bytes`` bounds this database's backups by total size as well as by age
-    (:func:`prune_backups`; None: by age only).
+    (:func:`prune_backups`; None: by age only). ``checking()`` is called once the copy is
+    complete, before its ``quick_check``: the check reports no progress of its own and
+    takes about as long as the copy on a large database (measured: some 14 s of a
+    17 s backup of 1.1 GB), so a progress bar must say what it waits for then.
     Raises CuratorError when the copy is not sound (it is deleted) or cannot be written.
     """
     if keep < 1:
@@ -248,7 +252,7 @@ def take_backup(
     final = folder / backup_file_name(db_path, stamp)
     partial = folder / backup_file_name(db_path, stamp, ".partial")
     try:
-        result = _copy_and_check(db_path, partial, read_only, pages, progress, cancelled)
+        result = _copy_and_check(db_path, partial, read_only, pages, progress, cancelled, checking)
     except BackupCancelled:
         _remove_quietly(partial)
         raise
@@ -278,6 +282,7 @@ def _copy_and_check(
     pages: int,
     progress: ProgressFn | None,
     cancelled: Callable[[], bool] | None,
+    checking: Callable[[], None] | None = None,
 ) -> str:
     """The stepped copy into ``partial`` and its ``quick_check`` result text."""
     restarts = 0
@@ -316,6 +321,8 @@ def _copy_and_check(
             source.backup(target, pages=max(pages, 1), progress=step)
             # A self-contained single file: no -wal next to the copy.
             target.execute("PRAGMA journal_mode=DELETE")
+            if checking is not None:
+                checking()
             if cancelled is not None:
                 # A nonzero return interrupts the check (sqlite3.OperationalError).
                 target.set_progress_handler(lambda: int(cancelled()), 10_000)
