@@ -23,6 +23,7 @@ import numpy.typing as npt
 
 from curator.llm.backend import StopCheck, StopRequested
 from curator.llm.llama_log import quiet_llama_cpp
+from curator.llm.thread_contention import ContentionGuard
 from curator.llm.threads import default_threads
 
 EMBED_CTX = 1024
@@ -37,6 +38,8 @@ class LlamaEmbedder:
         self.n_threads = n_threads or default_threads()
         self.n_gpu_layers = n_gpu_layers
         self._llm: Any = None
+        self.contention: ContentionGuard | None = None
+        """Fewer threads while other processes take the cores (as the main context)."""
         self._busy = threading.Lock()
         self.evaluations = 0
         """Texts embedded so far (tests check that cached embeddings are not recomputed)."""
@@ -61,6 +64,12 @@ class LlamaEmbedder:
                 n_threads_batch=self.n_threads,
                 verbose=False,
             )
+            ctx = self._llm.ctx
+            self.contention = ContentionGuard(
+                self.n_threads,
+                self.n_threads,
+                lambda count, batch: llama_cpp.llama_set_n_threads(ctx, count, batch),
+            )
         return self._llm
 
     def embed(
@@ -75,6 +84,8 @@ class LlamaEmbedder:
             for text in texts:
                 if should_stop is not None and should_stop():
                     raise StopRequested
+                if self.contention is not None:
+                    self.contention.check()
                 vector = np.asarray(
                     llm.embed(text if text.strip() else " ", normalize=True, truncate=True),
                     dtype=np.float32,

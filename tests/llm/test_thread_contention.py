@@ -165,3 +165,20 @@ def test_the_loaded_model_runs_with_the_counts_the_guard_chose(demo_backend: obj
         guard.measured = measured
         guard.current = measured
         llama_cpp.llama_set_n_threads(demo_backend.llm.ctx, *measured)
+
+
+@pytest.mark.llm
+def test_the_embedding_context_follows_the_load_too(demo_backend: object) -> None:
+    """Classify's features come from a second llama.cpp context; it had its own fixed
+    thread count and was as slow on a busy machine as the first one was."""
+    import llama_cpp
+
+    from curator.llm.llama_cpp_backend import LlamaCppBackend
+
+    assert isinstance(demo_backend, LlamaCppBackend)
+    demo_backend.embed(["The agent reviews its logs today."])
+    embedder = demo_backend._embedder
+    guard = embedder.contention
+    assert guard is not None
+    ctx = embedder._llm.ctx
+    assert (llama_cpp.llama_n_threads(ctx), llama_cpp.llama_n_threads_batch(ctx)) == guard.current
