@@ -322,6 +322,27 @@ _LINK_RULES: tuple[tuple[re.Pattern[str], str], ...] = (
 # The phone-number rules, shared with the personal rule (a number reaches a person).
 PHONE_PATTERNS = tuple(pattern for pattern, reason in _LINK_RULES if reason == "a phone number")
 _DOMAIN_LIKE_WORDS = re.compile(r"^(?:e\.g|i\.e|a\.m|p\.m|u\.s|etc)\b", _I)
+_SUBJECT_FOLLOWS = re.compile(r"(?:'s|\u2019s)?[ \t]+\w")
+_CLOSING = "\"')]\u201d\u2019"
+
+
+def names_a_person(text: str, start: int, end: int) -> bool:
+    """An ``@handle`` that opens the text or a sentence, followed by a word: the subject
+    of a memory about that person ("@kel prefers short answers", "@omar_k's team ..."),
+    not a contact point.
+
+    An agent on a social platform knows its users by their handles, and its memories
+    about them start with the handle (in 147 of 161 memories that named a handle, in a
+    set of ordinary memories written for the agent); flagged as "a messaging handle", each
+    of them was a false alarm. A handle pushed as a contact point sits where a
+    destination does, after a verb or a preposition ("send it to @x", "DM @x", "канал
+    @x", "Contact: @x"), which this leaves flagged in every language.
+    """
+    if _SUBJECT_FOLLOWS.match(text, end) is None:
+        return False
+    window = max(0, start - 64)  # bounded: a text of many handles stays linear
+    before = text[window:start].rstrip().rstrip(_CLOSING)
+    return before[-1] in ".!?" if before else window == 0
 
 
 def link_hits(text: str) -> Iterator[Hit]:
@@ -330,6 +351,12 @@ def link_hits(text: str) -> Iterator[Hit]:
             if reason == "a domain name" and _DOMAIN_LIKE_WORDS.match(m.group(0)):
                 continue
             if reason == "a phone number" and looks_like_date(m.group(0)):
+                continue
+            if (
+                reason == "a messaging handle"
+                and m.group(0).startswith("@")
+                and names_a_person(text, m.start(), m.end())
+            ):
                 continue
             end = m.end()
             while end > m.start() and text[end - 1] in ".,;:!?)]'\"":
