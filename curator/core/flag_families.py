@@ -160,7 +160,9 @@ def _build() -> _Families:
     )
 
 
-_CREDENTIAL = re.compile(r"[^\s\"'`“”«»「」()]{6,}")
+# A run without spaces or quotes; CJK punctuation ends it too, since those scripts put no
+# space between words ("パスワードを忘れて、家族に聞く" holds no password: "、" is a comma).
+_CREDENTIAL = re.compile(r"[^\s\"'`“”«»「」()\u3000-\u303f\uff01-\uff0f\uff1a-\uff1f]{6,}")
 
 
 # "I post …, reply when people mention me": a verb after a subject describes, an order
@@ -192,6 +194,12 @@ def _apart(a: tuple[int, int], b: tuple[int, int]) -> bool:
     return a[1] <= b[0] or b[1] <= a[0]
 
 
+# Thai, kana, CJK ideographs, Hangul: scripts written without spaces between words.
+_NO_SPACE_SCRIPT = re.compile(
+    r"[\u0e00-\u0e7f\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af]"
+)
+
+
 def _credential(token: str) -> bool:
     """A token that looks like a password: letters with digits or symbols, not a link."""
     token = token.rstrip(".,;:!?。।")
@@ -200,10 +208,18 @@ def _credential(token: str) -> bool:
     if "/" in token or re.search(r"\.[a-z]{2,}$", token, re.IGNORECASE):
         return False  # "verify-acc0unt-center.example/login" is an address, not a password
     has_alpha = any(ch.isalpha() for ch in token)
+    # In scripts without spaces between words a run is a clause, and its commas are
+    # commas ("密码,每次开会都要问前台" after folding): there only digits and symbols count.
+    prose = _NO_SPACE_SCRIPT.search(token) is not None
     # vowel signs and other combining marks belong to the word ("नहीं"), not symbols
     has_other = any(
         ch.isdigit()
-        or (not ch.isalnum() and ch not in "-'" and not unicodedata.category(ch).startswith("M"))
+        or (
+            not ch.isalnum()
+            and ch not in "-'"
+            and not unicodedata.category(ch).startswith("M")
+            and not (prose and unicodedata.category(ch).startswith("P"))
+        )
         for ch in token
     )
     return has_alpha and has_other
