@@ -37,6 +37,7 @@ from curator.gui.services import AppServices
 from curator.gui.settings_pane import SettingsPane
 from curator.gui.window_files import FileMenuMixin
 from curator.gui.window_fit import fit_window
+from curator.gui.window_follow import FollowMixin
 from curator.gui.window_status import StatusBarMixin
 
 log = logging.getLogger("curator.gui")
@@ -79,9 +80,10 @@ def window_title(db_path: Path) -> str:
     return f"{db_path.name} — {APP_DISPLAY_NAME}"
 
 
-class MainWindow(StatusBarMixin, FileMenuMixin, QMainWindow):
-    """The application window (see the module doc); the status bar and the File menu's
-    imports live in :mod:`window_status` and :mod:`window_files`."""
+class MainWindow(StatusBarMixin, FileMenuMixin, FollowMixin, QMainWindow):
+    """The application window (see the module doc); the status bar, the File menu's
+    imports and its follow of logs live in :mod:`window_status`, :mod:`window_files` and
+    :mod:`window_follow`."""
 
     knowledge_imported = Signal(object)  # the KnowledgeImportReport, once it is shown
 
@@ -298,6 +300,8 @@ class MainWindow(StatusBarMixin, FileMenuMixin, QMainWindow):
         file_menu.addAction(self.import_knowledge_action)
         file_menu.addAction(self.export_action)
         file_menu.addAction(self.backup_action)
+        file_menu.addSeparator()
+        self._build_follow(file_menu)
         file_menu.addSeparator()
         file_menu.addAction(self.quit_action)
         edit_menu = bar.addMenu("&Edit")
@@ -551,6 +555,7 @@ class MainWindow(StatusBarMixin, FileMenuMixin, QMainWindow):
             # writer (the CLI) can take the busy timeout to end, and a painted window
             # that ignores every click meanwhile looks hung.
             self.hide()
+            self._shutdown_follow()
             for pane in self.panes:
                 pane.shutdown()
             self.services.ops.shutdown()

@@ -37,7 +37,7 @@ from typing import Any
 from curator.store.db import Store
 from curator.store.importer import _pack, _to_episode, write_parsed
 from curator.store.json_source import LineError, _BadLine, _decode, _loads
-from curator.store.models import FollowState, utcnow
+from curator.store.models import FollowState, Setting, utcnow
 
 HEAD_BYTES = 1024
 """How much of a file's start identifies it (a log's first line or two)."""
@@ -328,3 +328,29 @@ def positions(store: Store) -> Iterator[tuple[str, int, int]]:
         rows = list(FollowState.select().order_by(FollowState.path))
     for row in rows:
         yield row.path, row.offset, row.line
+
+
+FOLLOWED_KEY = "followed_logs"
+"""The setting that holds the logs the window follows on this database (a JSON list)."""
+
+
+def followed_paths(store: Store) -> list[str]:
+    """The logs the window followed on this database when it last ran (absolute paths).
+
+    Kept in the database, beside the positions they are read up to: the window opened
+    on the same database (from any settings profile) resumes the same follow. A damaged
+    value (not a list of text) is no follow, not an error."""
+    with store.read():
+        row = Setting.get_or_none(Setting.key == FOLLOWED_KEY)
+    value = row.value if row is not None else None
+    if not isinstance(value, list):
+        return []
+    return [p for p in value if isinstance(p, str) and p]
+
+
+def remember_followed(store: Store, paths: Sequence[str | Path]) -> list[str]:
+    """Save the logs the window follows (none: the follow was stopped); returns them."""
+    kept = list(dict.fromkeys(os.path.abspath(p) for p in paths))
+    with store.write():
+        Setting.insert(key=FOLLOWED_KEY, value=kept).on_conflict_replace().execute()
+    return kept
