@@ -78,9 +78,9 @@ def cmd_watch(ctx: CommandContext) -> int:
     from curator.store.opening import StoreBusyError
 
     args = ctx.args
-    follower = Follower(ctx.store, args.paths, ctx.info)
-    classifier = _classifier(ctx)
     stop = threading.Event()
+    follower = Follower(ctx.store, args.paths, ctx.info, should_stop=stop.is_set)
+    classifier = _classifier(ctx)
 
     def handle(signum: int, frame: FrameType | None) -> None:
         stop.set()  # only flags: a transaction is never cut half way

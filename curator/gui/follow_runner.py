@@ -165,7 +165,9 @@ class FollowRunner(QObject):
                 paths = self.paths
                 if follower is None or tuple(follower.paths) != tuple(paths):
                     remember_followed(self.store, paths)
-                    follower = Follower(self.store, paths, self.reported.emit)
+                    follower = Follower(
+                        self.store, paths, self.reported.emit, should_stop=stop.is_set
+                    )
                     counted = (0, 0, 0)
                     state = replace(state, paths=paths)
                     self.changed.emit(state)

@@ -106,13 +106,24 @@ class Follower:
     """Polls a fixed set of files and directories; :meth:`poll` reads what is new.
 
     ``report`` receives each note and bad line as one line (a CLI prints it on stderr).
+    ``should_stop`` is asked between two chunks and two files: a stop (SIGTERM, the
+    window's Stop following or its close) then waits for one chunk, not for the rest of
+    a 100 MB log; the next poll goes on from the committed position.
     Not thread-safe: one follower per thread.
     """
 
-    def __init__(self, store: Store, paths: Sequence[str | Path], report: Report) -> None:
+    def __init__(
+        self,
+        store: Store,
+        paths: Sequence[str | Path],
+        report: Report,
+        *,
+        should_stop: Callable[[], bool] | None = None,
+    ) -> None:
         self.store = store
         self.paths = [os.path.abspath(p) for p in paths]
         self.report = report
+        self.should_stop = should_stop or (lambda: False)
         self.totals = FollowTotals()
         self._gone: set[str] = set()
 
@@ -151,6 +162,8 @@ class Follower:
                 self._follow(path)
             except OSError as exc:  # unreadable now (permissions, a vanished share)
                 self._note_once(path, f"{path}: cannot read it ({exc.strerror or exc})")
+            if self.should_stop():  # after a file, so every poll reads at least a chunk
+                break
         return self.totals.imported - before
 
     def _load(self, path: str) -> _Position | None:
@@ -264,7 +277,7 @@ class Follower:
                     self.totals.errors.append(error)
                     self.report(str(error))
                 position.offset, position.line = new.offset, new.line
-                if len(data) < CHUNK_BYTES:
+                if len(data) < CHUNK_BYTES or self.should_stop():
                     return
 
     def _remember_head(self, path: str, position: _Position, handle: Any) -> None:

@@ -7,6 +7,7 @@ agreement (the run recorded as cancelled with what it finished, never left runni
 
 from __future__ import annotations
 
+import argparse
 import contextlib
 import json
 import signal
@@ -17,8 +18,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import example, given, settings
+from hypothesis import strategies as st
 
 from curator.cli import main
+from curator.cli.watch_cmd import _batch
 from curator.store.db import Store
 from tests.watch.conftest import append, line
 from tests.watch.test_watch_cli import spawn
@@ -80,8 +84,26 @@ def test_a_bad_batch_size_is_a_usage_error(
             main(["--db", str(db), "watch", "--classify-every", bad, str(tmp_path)])
         assert exc.value.code == 2
         err = capsys.readouterr().err
-        assert "--classify-every" in err and "Traceback" not in err
+        assert "--classify-every" in err and len(err.strip().splitlines()) == 1
     assert episodes(db) == 0
+
+
+@settings(deadline=None)
+@example(text="1")
+@example(text="100000")
+@example(text="100001")
+@example(text=" 3 ")
+@example(text="1e3")
+@given(text=st.one_of(st.integers(-10, 200_000).map(str), st.text(max_size=8)))
+def test_a_batch_size_is_a_whole_number_from_1_to_100000_or_refused(text: str) -> None:
+    try:
+        value = _batch(text)
+    except argparse.ArgumentTypeError as exc:
+        assert "\n" not in str(exc)
+        with contextlib.suppress(ValueError):
+            assert not 1 <= int(text) <= 100_000
+        return
+    assert value == int(text) and 1 <= value <= 100_000
 
 
 def test_an_unusable_model_is_one_line_and_nothing_is_followed(
