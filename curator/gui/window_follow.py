@@ -106,9 +106,9 @@ class FollowMixin(_WindowBase):
         return self.follow_label.text()
 
     def _follow_changed(self, state: FollowState) -> None:
-        if not state.running:
+        if not state.running and not self.follow_runner.running:  # not a follow restarted
             self._follow_clock.stop()
-            self.stop_follow_action.setEnabled(self.follow_runner.running)
+            self.stop_follow_action.setEnabled(False)
         self._show_follow_state()
 
     def _follow_reported(self, text: str) -> None:
