@@ -10,6 +10,7 @@ window last closed are read (off the GUI thread) and followed again at start.
 
 from __future__ import annotations
 
+import html
 import time
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
@@ -18,6 +19,7 @@ from PySide6.QtCore import QTimer
 from PySide6.QtGui import QAction
 from PySide6.QtWidgets import QFileDialog, QLabel
 
+from curator.core.textsafety import escape_controls
 from curator.core.wording import plural
 from curator.gui.follow_runner import FollowRunner, FollowState, describe
 from curator.store.follow import followed_paths
@@ -30,6 +32,13 @@ if TYPE_CHECKING:
     _WindowBase = QMainWindow
 else:
     _WindowBase = object
+
+
+def one_line(text: str) -> str:
+    """A note as one line: controls shown escaped, a newline (a file name may hold one)
+    written ``\\n``."""
+    return escape_controls(text).replace("\n", "\\n").replace("\t", " ")
+
 
 LOG_FILTER = "Agent logs (*.jsonl *.ndjson);;All files (*)"
 
@@ -113,7 +122,7 @@ class FollowMixin(_WindowBase):
 
     def _follow_reported(self, text: str) -> None:
         """A note or a bad line: shown for a moment, and kept in the label's tooltip."""
-        self.show_message(text)
+        self.show_message(one_line(text))
         self._show_follow_state()
 
     def _show_follow_state(self) -> None:
@@ -128,7 +137,9 @@ class FollowMixin(_WindowBase):
         tip = ["Followed: " + "; ".join(state.paths or runner.paths)]
         if runner.reports:
             tip += ["", "Latest notes and bad lines:", *runner.reports]
-        self.follow_label.setToolTip("\n".join(tip))
+        # Plain text, one line per entry, whatever a file name holds ("<b>", a newline).
+        lines = "<br>".join(html.escape(one_line(t)) for t in tip)
+        self.follow_label.setToolTip(f"<qt>{lines}</qt>")
 
     def _shutdown_follow(self) -> None:
         self._follow_clock.stop()

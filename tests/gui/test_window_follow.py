@@ -184,3 +184,21 @@ def test_the_status_text_is_one_short_line(logs: int, lines: int, bad: int, ago:
     assert f"{lines:,} line" in text and " ago" in text
     assert ("bad line" in text) == (bad > 0)
     assert describe(FollowState(), 0.0) == ""
+
+
+def test_a_log_named_like_markup_with_a_newline_is_shown_as_its_name_on_one_line(
+    qtbot, main_window: MainWindow, tmp_path: Path
+) -> None:
+    """A file name is the agent's to choose: ``<b>`` in it is text, not bold, and a
+    newline in it does not break the status bar's one line."""
+    folder = tmp_path / "logs"
+    folder.mkdir()
+    (folder / "a\n<b>x.jsonl").write_bytes(line("ok") + b"[1]\n")
+    messages: list[str] = []
+    main_window.statusBar().messageChanged.connect(messages.append)
+    main_window.follow_logs([str(folder)])
+    qtbot.waitUntil(lambda: "1 bad line" in main_window.follow_label.text(), timeout=10_000)
+    tip = main_window.follow_label.toolTip()
+    assert "a\\n&lt;b&gt;x.jsonl:2: expected a JSON object" in tip
+    assert "<b>x" not in tip
+    assert messages and all("\n" not in m for m in messages)
