@@ -202,3 +202,17 @@ def test_a_log_named_like_markup_with_a_newline_is_shown_as_its_name_on_one_line
     assert "a\\n&lt;b&gt;x.jsonl:2: expected a JSON object" in tip
     assert "<b>x" not in tip
     assert messages and all("\n" not in m for m in messages)
+
+
+def test_a_log_not_there_yet_is_said_and_followed_once_it_appears(
+    qtbot, main_window: MainWindow, store: Store, tmp_path: Path
+) -> None:
+    log = tmp_path / "later.jsonl"
+    messages: list[str] = []
+    main_window.statusBar().messageChanged.connect(messages.append)
+    main_window.follow_logs([str(log)])
+    qtbot.waitUntil(lambda: any("not there (yet)" in m for m in messages), timeout=10_000)
+    assert main_window.follow_label.text().startswith("following 1 log: 0 lines")
+    log.write_bytes(line("arrived later"))
+    qtbot.waitUntil(lambda: "1 line," in main_window.follow_label.text(), timeout=10_000)
+    assert count_texts(store, "arrived later") == 1
