@@ -1,7 +1,9 @@
 """``curator watch PATH...``: follow the JSON Lines logs an agent writes.
 
 Each complete new line becomes a pending episode once; the follow itself is
-:mod:`curator.store.follow`, imported only when the verb runs.
+:mod:`curator.store.follow`, imported only when the verb runs. With ``--classify-every N``
+the configured model labels the pending episodes in batches of N on a thread of its own
+(:mod:`curator.pipeline.batch_classify`), so the follow goes on reading while it does.
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ from types import FrameType
 from typing import Any
 
 from curator.cli.common import CommandContext
+from curator.cli.pipeline import model_parser
 from curator.core.wording import plural
 from curator.errors import CuratorError
 
@@ -27,10 +30,20 @@ def _interval(text: str) -> float:
     return value
 
 
+def _batch(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+    if not 1 <= value <= 100_000:
+        raise argparse.ArgumentTypeError("must be between 1 and 100000 episodes")
+    return value
+
+
 def register(subparsers: Any, common: argparse.ArgumentParser) -> None:
     p = subparsers.add_parser(
         "watch",
-        parents=[common],
+        parents=[common, model_parser()],
         description="Follow append-only JSON Lines logs (files, or folders of *.jsonl and "
         "*.ndjson files): every complete new line is imported once as a pending episode. "
         "Where each file was read up to is kept in the database with its lines, so a "
@@ -50,6 +63,13 @@ def register(subparsers: Any, common: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--once", action="store_true", help="import what is there now and exit (for cron)"
     )
+    p.add_argument(
+        "--classify-every",
+        type=_batch,
+        metavar="N",
+        help="also label the pending episodes with the configured model, N at a time, "
+        "whenever N are pending (with --once: all of them); the follow goes on meanwhile",
+    )
     p.set_defaults(handler=cmd_watch)
 
 
@@ -58,45 +78,82 @@ def cmd_watch(ctx: CommandContext) -> int:
     from curator.store.opening import StoreBusyError
 
     args = ctx.args
-    follower = Follower(ctx.store, args.paths, ctx.info)
-    if args.once:
-        follower.poll()
-    else:
-        _follow_until_stopped(ctx, follower, args.interval, StoreBusyError)
-    totals = follower.totals
-
-    def human() -> str:
-        return (
-            f"{totals.imported} imported, {totals.duplicates} already present, "
-            f"{len(totals.errors)} rejected"
-        )
-
-    ctx.emit(totals.as_dict(), human)
-    return 1 if totals.errors else 0
-
-
-def _follow_until_stopped(
-    ctx: CommandContext, follower: Any, interval: float, busy: type[CuratorError]
-) -> None:
-    """Poll until SIGINT or SIGTERM; a signal ends the wait, never a transaction half way
-    (the handler only sets a flag, checked between polls). A database busy for longer
-    than its timeout is tried again at the next poll (what was committed stays); any
-    other error (a read-only database) stops the follow."""
     stop = threading.Event()
+    follower = Follower(ctx.store, args.paths, ctx.info, should_stop=stop.is_set)
+    classifier = _classifier(ctx)
 
     def handle(signum: int, frame: FrameType | None) -> None:
-        stop.set()
+        stop.set()  # only flags: a transaction is never cut half way
+        if classifier is not None:
+            classifier.stop_soon()
 
     previous = {sig: signal.signal(sig, handle) for sig in (signal.SIGINT, signal.SIGTERM)}
     try:
-        following = plural(len(follower.paths), "path")
-        ctx.info(f"curator watch: following {following}; Ctrl-C stops")
-        while not stop.is_set():
-            try:
-                follower.poll()
-            except busy as exc:
-                ctx.info(f"curator watch: {exc}; trying again")
-            stop.wait(interval)
+        if args.once:
+            follower.poll()
+            if classifier is not None:
+                classifier.drain()
+        else:
+            _follow_until_stopped(ctx, follower, classifier, stop, args.interval, StoreBusyError)
     finally:
         for sig, handler in previous.items():
             signal.signal(sig, handler)
+        if classifier is not None:
+            classifier.stop()
+            classifier.backend.close()
+    totals = follower.totals
+    document = totals.as_dict()
+    if classifier is not None:
+        document["classify"] = classifier.totals.as_dict()
+
+    def human() -> str:
+        text = (
+            f"{totals.imported} imported, {totals.duplicates} already present, "
+            f"{len(totals.errors)} rejected"
+        )
+        if classifier is not None:
+            batches = classifier.totals
+            text += f"; {batches.classified} classified in {plural(len(batches.runs), 'run')}"
+        return text
+
+    ctx.emit(document, human)
+    failed = classifier is not None and bool(classifier.totals.failure)
+    return 1 if totals.errors or failed else 0
+
+
+def _classifier(ctx: CommandContext) -> Any:
+    """The batch classifier of ``--classify-every``, its model loaded and checked before
+    anything is followed (an unusable model is a one-line error, nothing imported)."""
+    if ctx.args.classify_every is None:
+        return None
+    from curator.cli.pipeline import _load_backend
+    from curator.pipeline.batch_classify import BatchClassifier
+
+    backend = _load_backend(ctx)
+    return BatchClassifier(ctx.store, backend, ctx.args.classify_every, ctx.info)
+
+
+def _follow_until_stopped(
+    ctx: CommandContext,
+    follower: Any,
+    classifier: Any,
+    stop: threading.Event,
+    interval: float,
+    busy: type[CuratorError],
+) -> None:
+    """Poll until ``stop`` (SIGINT or SIGTERM) is set; a signal ends the wait, never a
+    transaction half way. A database busy for longer than its timeout is tried again at
+    the next poll (what was committed stays); any other error (a read-only database)
+    stops the follow. A poll that imported lines nudges the classifier, which runs its
+    batch on its own thread while the polls go on."""
+    following = plural(len(follower.paths), "path")
+    ctx.info(f"curator watch: following {following}; Ctrl-C stops")
+    if classifier is not None:
+        classifier.start()
+    while not stop.is_set():
+        try:
+            if follower.poll() and classifier is not None:
+                classifier.nudge()
+        except busy as exc:
+            ctx.info(f"curator watch: {exc}; trying again")
+        stop.wait(interval)

@@ -33,6 +33,11 @@ MIN_PREVIEW_WIDTH = 160
 TIME_SAMPLE = "2026-12-31 23:59"
 """The widest local time the Time column shows (minutes precision, digits all alike)."""
 
+FIT_ROWS = 50
+"""Rows a column fit reads (about a screenful). Qt's default reads 1,000, and the fit runs
+after every reload: with an agent recording while the window is open, each outside
+change then held the GUI thread for 0.5-1 s formatting rows nobody sees."""
+
 MAX_TIME_WIDTH = 260
 """No fitted column takes more than this, whatever text a damaged row carries."""
 
@@ -64,6 +69,7 @@ class EpisodeTableView(QTableView):
         header = self.horizontalHeader()
         header.setSectionResizeMode(QHeaderView.ResizeMode.Interactive)
         header.setStretchLastSection(True)
+        header.setResizeContentsPrecision(FIT_ROWS)  # the rows sizeHintForColumn reads
         for column, (key, _title) in enumerate(COLUMNS):
             if key in COLUMN_WIDTHS:
                 header.resizeSection(column, COLUMN_WIDTHS[key])

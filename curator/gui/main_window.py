@@ -2,8 +2,10 @@
 
 The window owns no data logic; it wires panes to each other (a pane that wrote emits
 ``data_changed`` and the others reload when next shown) and to the LLM worker. Another
-process (the CLI, a second window) may write the same database, so the window polls
-SQLite's ``data_version`` once a second and reloads the visible pane when it changed.
+process (the CLI, a second window, an agent recording through ``curator mcp``, the
+window's own follow of a log) may write the same database, so the window polls SQLite's
+``data_version`` every :data:`POLL_MS` and reloads the visible pane when it changed: an
+episode recorded by an agent is shown within a second, without a reload by hand.
 """
 
 from __future__ import annotations
@@ -37,6 +39,7 @@ from curator.gui.services import AppServices
 from curator.gui.settings_pane import SettingsPane
 from curator.gui.window_files import FileMenuMixin
 from curator.gui.window_fit import fit_window
+from curator.gui.window_follow import FollowMixin
 from curator.gui.window_status import StatusBarMixin
 
 log = logging.getLogger("curator.gui")
@@ -44,7 +47,9 @@ log = logging.getLogger("curator.gui")
 ORGANIZATION = "MemoryCurator"
 APP_DISPLAY_NAME = "Memory Curator"
 APPLICATION = "curator"
-POLL_MS = 1000
+POLL_MS = 500
+"""How often the window looks for outside commits (a cheap PRAGMA on its own connection):
+half a second, so what an agent records shows within a second, reload included."""
 DEFAULT_SIZE = (1400, 900)
 """The first start's size, shrunk to the screen's free area when that is smaller."""
 
@@ -79,9 +84,10 @@ def window_title(db_path: Path) -> str:
     return f"{db_path.name} — {APP_DISPLAY_NAME}"
 
 
-class MainWindow(StatusBarMixin, FileMenuMixin, QMainWindow):
-    """The application window (see the module doc); the status bar and the File menu's
-    imports live in :mod:`window_status` and :mod:`window_files`."""
+class MainWindow(StatusBarMixin, FileMenuMixin, FollowMixin, QMainWindow):
+    """The application window (see the module doc); the status bar, the File menu's
+    imports and its follow of logs live in :mod:`window_status`, :mod:`window_files` and
+    :mod:`window_follow`."""
 
     knowledge_imported = Signal(object)  # the KnowledgeImportReport, once it is shown
 
@@ -298,6 +304,8 @@ class MainWindow(StatusBarMixin, FileMenuMixin, QMainWindow):
         file_menu.addAction(self.import_knowledge_action)
         file_menu.addAction(self.export_action)
         file_menu.addAction(self.backup_action)
+        file_menu.addSeparator()
+        self._build_follow(file_menu)
         file_menu.addSeparator()
         file_menu.addAction(self.quit_action)
         edit_menu = bar.addMenu("&Edit")
@@ -551,6 +559,7 @@ class MainWindow(StatusBarMixin, FileMenuMixin, QMainWindow):
             # writer (the CLI) can take the busy timeout to end, and a painted window
             # that ignores every click meanwhile looks hung.
             self.hide()
+            self._shutdown_follow()
             for pane in self.panes:
                 pane.shutdown()
             self.services.ops.shutdown()

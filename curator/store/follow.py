@@ -37,7 +37,7 @@ from typing import Any
 from curator.store.db import Store
 from curator.store.importer import _pack, _to_episode, write_parsed
 from curator.store.json_source import LineError, _BadLine, _decode, _loads
-from curator.store.models import FollowState, utcnow
+from curator.store.models import FollowState, Setting, utcnow
 
 HEAD_BYTES = 1024
 """How much of a file's start identifies it (a log's first line or two)."""
@@ -106,13 +106,24 @@ class Follower:
     """Polls a fixed set of files and directories; :meth:`poll` reads what is new.
 
     ``report`` receives each note and bad line as one line (a CLI prints it on stderr).
+    ``should_stop`` is asked between two chunks and two files: a stop (SIGTERM, the
+    window's Stop following or its close) then waits for one chunk, not for the rest of
+    a 100 MB log; the next poll goes on from the committed position.
     Not thread-safe: one follower per thread.
     """
 
-    def __init__(self, store: Store, paths: Sequence[str | Path], report: Report) -> None:
+    def __init__(
+        self,
+        store: Store,
+        paths: Sequence[str | Path],
+        report: Report,
+        *,
+        should_stop: Callable[[], bool] | None = None,
+    ) -> None:
         self.store = store
         self.paths = [os.path.abspath(p) for p in paths]
         self.report = report
+        self.should_stop = should_stop or (lambda: False)
         self.totals = FollowTotals()
         self._gone: set[str] = set()
 
@@ -151,6 +162,8 @@ class Follower:
                 self._follow(path)
             except OSError as exc:  # unreadable now (permissions, a vanished share)
                 self._note_once(path, f"{path}: cannot read it ({exc.strerror or exc})")
+            if self.should_stop():  # after a file, so every poll reads at least a chunk
+                break
         return self.totals.imported - before
 
     def _load(self, path: str) -> _Position | None:
@@ -264,7 +277,7 @@ class Follower:
                     self.totals.errors.append(error)
                     self.report(str(error))
                 position.offset, position.line = new.offset, new.line
-                if len(data) < CHUNK_BYTES:
+                if len(data) < CHUNK_BYTES or self.should_stop():
                     return
 
     def _remember_head(self, path: str, position: _Position, handle: Any) -> None:
@@ -328,3 +341,29 @@ def positions(store: Store) -> Iterator[tuple[str, int, int]]:
         rows = list(FollowState.select().order_by(FollowState.path))
     for row in rows:
         yield row.path, row.offset, row.line
+
+
+FOLLOWED_KEY = "followed_logs"
+"""The setting that holds the logs the window follows on this database (a JSON list)."""
+
+
+def followed_paths(store: Store) -> list[str]:
+    """The logs the window followed on this database when it last ran (absolute paths).
+
+    Kept in the database, beside the positions they are read up to: the window opened
+    on the same database (from any settings profile) resumes the same follow. A damaged
+    value (not a list of text) is no follow, not an error."""
+    with store.read():
+        row = Setting.get_or_none(Setting.key == FOLLOWED_KEY)
+    value = row.value if row is not None else None
+    if not isinstance(value, list):
+        return []
+    return [p for p in value if isinstance(p, str) and p]
+
+
+def remember_followed(store: Store, paths: Sequence[str | Path]) -> list[str]:
+    """Save the logs the window follows (none: the follow was stopped); returns them."""
+    kept = list(dict.fromkeys(os.path.abspath(p) for p in paths))
+    with store.write():
+        Setting.insert(key=FOLLOWED_KEY, value=kept).on_conflict_replace().execute()
+    return kept
