@@ -188,8 +188,9 @@ class FollowRunner(QObject):
                     counted = now
                     self.changed.emit(state)
                 stop.wait(self.interval_s)
-            if run.forget:
-                remember_followed(self.store, [])
+            # Saved again on the way out: a follow stopped before its first poll (the
+            # window closed right after "Follow a log…") must still be resumed next time.
+            remember_followed(self.store, [] if run.forget else self.paths)
             state = replace(state, running=False)
         except Exception as exc:  # a read-only or vanished database: stop, say why
             state = replace(state, running=False, problem=redact(describe_failure(exc)))

@@ -131,6 +131,7 @@ def test_a_follow_that_cannot_write_stops_and_says_why(
     max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
 )
 @example(steps=["follow a", "stop", "follow b"])
+@example(steps=["follow b", "stop", "follow b"])  # closed before the new follow's first poll
 @example(steps=["follow a", "follow a", "stop", "stop", "follow b", "follow a"])
 @given(steps=st.lists(st.sampled_from(["follow a", "follow b", "stop"]), max_size=8))
 def test_any_follow_and_stop_sequence_leaves_the_list_the_window_shows(
@@ -216,3 +217,18 @@ def test_a_log_not_there_yet_is_said_and_followed_once_it_appears(
     log.write_bytes(line("arrived later"))
     qtbot.waitUntil(lambda: "1 line," in main_window.follow_label.text(), timeout=10_000)
     assert count_texts(store, "arrived later") == 1
+
+
+def test_a_follow_closed_before_its_first_poll_is_resumed_next_time(qtbot, tmp_path: Path) -> None:
+    """Follow, Stop, Follow again and close at once: the new follow's thread was still
+    waiting for the stopped one when the window closed, never polled, and the list it
+    should have saved was lost (the stopped one had just forgotten it)."""
+    store = Store(tmp_path / "db.sqlite")
+    log = str(tmp_path / "b.jsonl")
+    runner = FollowRunner(store, interval_s=0.01)
+    runner.follow([log])
+    runner.stop()
+    runner.follow([log])
+    runner.shutdown()  # the window closes before the new thread's first poll
+    assert followed_paths(store) == [log]
+    store.close()
