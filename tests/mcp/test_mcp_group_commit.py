@@ -1,0 +1,155 @@
+"""Concurrent ``record_episode`` calls share a write transaction (group commit).
+
+Every write transaction bumps the database's change counter once
+(:mod:`curator.store.change_marker`), so the counter tells how many commits a burst of
+calls cost. Each call is acknowledged only after the commit that holds its episode.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import anyio
+import pytest
+from hypothesis import example, given, settings
+from hypothesis import strategies as st
+from mcp import Client
+from mcp.types import Implementation
+
+from curator import Curator
+from curator.errors import CuratorError
+from curator.mcp_server.server import ServerOptions, build_server
+from curator.store.db import Store
+
+Counts = Callable[[Path], dict[str, int]]
+
+
+def change_counter(db: Path) -> int:
+    store = Store(db, read_only=True)
+    try:
+        found = store.execute("SELECT value FROM setting WHERE key = 'change_counter'")
+    finally:
+        store.close()
+    return int(found[0][0]) if found else 0
+
+
+def burst(db: Path, texts: list[str], name: str = "burst") -> list[Any]:
+    """Call record_episode once per text, all at once, from one in-process client."""
+
+    async def main() -> list[Any]:
+        results: list[Any] = [None] * len(texts)
+        with Curator(db=db) as curator:
+            server = build_server(curator, ServerOptions(records_per_minute=0))
+            info = Implementation(name=name, version="1")
+            async with Client(server, client_info=info) as client:
+
+                async def one(i: int) -> None:
+                    results[i] = await client.call_tool("record_episode", {"text": texts[i]})
+
+                async with anyio.create_task_group() as group:
+                    for i in range(len(texts)):
+                        group.start_soon(one, i)
+        return results
+
+    return anyio.run(main)
+
+
+def test_a_burst_of_records_costs_fewer_commits_than_calls(
+    memory_db: Path, table_counts: Counts
+) -> None:
+    before_rows = table_counts(memory_db)["episode"]
+    before = change_counter(memory_db)
+    results = burst(memory_db, [f"burst episode {n}" for n in range(60)])
+    assert all(not r.is_error and r.structured_content["created"] for r in results)
+    assert table_counts(memory_db)["episode"] == before_rows + 60
+    commits = change_counter(memory_db) - before
+    assert 1 <= commits <= 30, commits  # one commit per call before group commit
+
+
+def test_the_same_content_twice_in_one_group_is_stored_once(
+    memory_db: Path, table_counts: Counts
+) -> None:
+    before = table_counts(memory_db)["episode"]
+    results = burst(memory_db, ["twice at once"] * 8 + ["once"])
+    ids = {r.structured_content["episode_id"] for r in results[:8]}
+    assert len(ids) == 1
+    assert sum(r.structured_content["created"] for r in results[:8]) == 1
+    assert table_counts(memory_db)["episode"] == before + 2
+
+
+def test_a_bad_record_in_a_group_is_refused_alone(memory_db: Path, table_counts: Counts) -> None:
+    before = table_counts(memory_db)["episode"]
+    results = burst(memory_db, ["fine one", "nul \x00 inside", "fine two", "   "])
+    assert [r.is_error for r in results] == [False, True, False, True]
+    assert "control character" in results[1].content[0].text
+    assert table_counts(memory_db)["episode"] == before + 2
+
+
+def test_record_many_answers_each_item(memory_db: Path, table_counts: Counts) -> None:
+    before = table_counts(memory_db)["episode"]
+    with Curator(db=memory_db) as curator:
+        answers = curator.record_many(
+            [{"text": "a"}, {"text": 5}, {"text": "a"}, {"messages": [{"role": "u"}]}]
+        )
+    assert isinstance(answers[0], dict) and answers[0]["created"]
+    assert isinstance(answers[1], CuratorError) and "text must be a string" in str(answers[1])
+    assert isinstance(answers[2], dict) and not answers[2]["created"]
+    assert answers[2]["episode_id"] == answers[0]["episode_id"]
+    assert isinstance(answers[3], CuratorError)
+    assert table_counts(memory_db)["episode"] == before + 1
+
+
+def test_record_many_on_a_read_only_database_writes_nothing(memory_db: Path) -> None:
+    with Curator(db=memory_db, read_only=True) as curator, pytest.raises(CuratorError):
+        curator.record_many([{"text": "nope"}])
+
+
+ITEM = st.fixed_dictionaries(
+    {},
+    optional={
+        "text": st.one_of(st.text(max_size=30), st.integers(), st.none()),
+        "messages": st.one_of(
+            st.none(),
+            st.lists(st.fixed_dictionaries({"role": st.text(max_size=5)}), max_size=2),
+        ),
+        "source": st.one_of(st.none(), st.text(max_size=10)),
+    },
+)
+
+
+@settings(deadline=None, max_examples=40)
+@given(items=st.lists(ITEM, max_size=8))
+@example(items=[{"text": "x"}, {"text": "x"}, {"text": "\x00"}])
+def test_record_many_agrees_with_record_one_by_one(tmp_path_factory: Any, items: list[Any]) -> None:
+    """A group gives each item the answer a lone call would give, and stores the same rows."""
+    folder = tmp_path_factory.mktemp("group")
+    one, many = folder / "one.db", folder / "many.db"
+    Store(one).close()
+    Store(many).close()
+    alone: list[Any] = []
+    with Curator(db=one) as curator:
+        for item in items:
+            try:
+                alone.append(curator.record(**item))
+            except CuratorError as exc:
+                alone.append(exc)
+    with Curator(db=many) as curator:
+        grouped = curator.record_many(items)
+    assert len(grouped) == len(items)
+    for a, g in zip(alone, grouped, strict=True):
+        assert type(a) is type(g)
+        if isinstance(a, CuratorError):
+            assert str(a) == str(g)
+        else:
+            assert a == g
+
+    def rows(db: Path) -> list[Any]:
+        store = Store(db, read_only=True)
+        try:
+            return store.execute("SELECT id, text, source, metadata FROM episode ORDER BY id")
+        finally:
+            store.close()
+
+    assert rows(one) == rows(many)
