@@ -260,9 +260,7 @@ def main() -> None:
         process, url = start_http(db)
         try:
             anyio.run(reads_over, url, "HTTP", args.calls, base)
-            anyio.run(
-                record_load, url, process.pid, args.records, args.clients, args.in_flight
-            )
+            anyio.run(record_load, url, process.pid, args.records, args.clients, args.in_flight)
         finally:
             process.terminate()
             process.wait(timeout=30)

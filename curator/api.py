@@ -268,9 +268,7 @@ class Curator:
             raise answer
         return answer
 
-    def record_many(
-        self, items: Sequence[Mapping[str, Any]]
-    ) -> list[RecordResult | CuratorError]:
+    def record_many(self, items: Sequence[Mapping[str, Any]]) -> list[RecordResult | CuratorError]:
         """Record several episodes in one write transaction: one answer per item, in order.
 
         Each item holds :meth:`record`'s keyword arguments and gets the answer a lone
