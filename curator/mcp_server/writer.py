@@ -49,6 +49,11 @@ class GroupWriter:
         self._waiting: list[_Waiting] = []
         self._flushing = False
 
+    @property
+    def flushing(self) -> bool:
+        """Whether a leader is writing a group now (later calls join the next group)."""
+        return self._flushing
+
     async def record(self, item: dict[str, Any]) -> RecordResult:
         """The episode's :class:`RecordResult`, once committed; raises what refused it."""
         mine = _Waiting(item)

@@ -153,3 +153,41 @@ def test_record_many_agrees_with_record_one_by_one(tmp_path_factory: Any, items:
             store.close()
 
     assert rows(one) == rows(many)
+
+
+def test_a_cancelled_leader_still_commits_the_group_others_wait_on(memory_db: Path) -> None:
+    """The first caller of a burst writes for all; its client going away (its task
+    cancelled mid-write) must not strand the callers queued behind it."""
+    from curator.mcp_server.writer import GroupWriter
+
+    async def main() -> dict[str, Any]:
+        results: dict[str, Any] = {}
+        with Curator(db=memory_db) as curator, anyio.fail_after(15):
+            writer = GroupWriter(curator)
+            leader_scope = anyio.CancelScope()
+
+            async def leader() -> None:
+                with leader_scope:
+                    results["leader"] = await writer.record({"text": "the leader's episode"})
+
+            async def follower() -> None:
+                results["follower"] = await writer.record({"text": "a follower's episode"})
+
+            async with anyio.create_task_group() as group:
+                group.start_soon(leader)
+                while not writer.flushing:
+                    await anyio.sleep(0)
+                group.start_soon(follower)
+                await anyio.sleep(0)  # the follower has joined the queue
+                leader_scope.cancel()
+        return results
+
+    results = anyio.run(main)
+    assert "leader" not in results  # cancelled: its client is not answered
+    assert results["follower"]["created"]
+    store = Store(memory_db, read_only=True)
+    try:
+        texts = {r[0] for r in store.execute("SELECT text FROM episode")}
+    finally:
+        store.close()
+    assert {"the leader's episode", "a follower's episode"} <= texts
