@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import anyio
+import anyio.lowlevel
 import anyio.to_thread
 
 from curator.api import Curator, RecordResult
@@ -65,6 +66,8 @@ class GroupWriter:
                     await self._flush()
             finally:
                 self._flushing = False
+            # A leader whose client went away has written for the others; it answers no one.
+            await anyio.lowlevel.checkpoint_if_cancelled()
         await mine.done.wait()
         if isinstance(mine.answer, BaseException):
             raise mine.answer
