@@ -23,6 +23,8 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
+import peewee
+
 from curator.core.flags import detect
 from curator.core.scoring import effective_importance
 from curator.errors import CuratorError
@@ -334,7 +336,7 @@ class Curator:
         return RecordResult(episode_id=int(new_id), created=True, flags=kinds, source=parsed.source)
 
 
-_INSERT_FIELDS = (
+_INSERT_FIELDS: tuple[peewee.Field, ...] = (
     Episode.content_hash,
     Episode.text,
     Episode.messages,
