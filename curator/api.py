@@ -3,8 +3,8 @@
 ``from curator import Curator`` → ``Curator(db=path)``. The API keeps the curator's gate
 intact: an agent *reads only committed Knowledge* (:meth:`Curator.knowledge`,
 :meth:`Curator.search_knowledge`) and *writes only pending Episodes*
-(:meth:`Curator.record`, :meth:`Curator.record_many`), which a person classifies, distils, reviews and commits like any
-imported log. Nothing here creates, changes or retires a pattern.
+(:meth:`Curator.record`, :meth:`Curator.record_many`), which a person classifies, distils,
+reviews and commits like any imported log. Nothing here creates, changes or retires a pattern.
 
 Stable means: these names, parameters and the keys of the documents they return keep their
 meaning across releases; new keys may be added. Every refusal is a

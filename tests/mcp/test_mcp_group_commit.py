@@ -191,3 +191,41 @@ def test_a_cancelled_leader_still_commits_the_group_others_wait_on(memory_db: Pa
     finally:
         store.close()
     assert {"the leader's episode", "a follower's episode"} <= texts
+
+
+def test_a_group_whose_commit_fails_is_refused_whole_and_stores_nothing(
+    memory_db: Path, table_counts: Counts
+) -> None:
+    """Another process holds the write lock past the busy timeout: every caller of the
+    group gets the busy error as one sentence, and none of the group is stored."""
+    import sqlite3
+
+    before = table_counts(memory_db)
+    holder = sqlite3.connect(memory_db, isolation_level=None)
+    holder.execute("BEGIN IMMEDIATE")
+
+    async def main() -> list[Any]:
+        results: list[Any] = [None] * 5
+        with Store(memory_db, busy_timeout_s=0.2) as store:
+            server = build_server(Curator.over(store), ServerOptions(records_per_minute=0))
+            async with Client(server) as client:
+
+                async def one(i: int) -> None:
+                    args = {"text": f"blocked {i}"}
+                    results[i] = await client.call_tool("record_episode", args)
+
+                async with anyio.create_task_group() as group:
+                    for i in range(5):
+                        group.start_soon(one, i)
+        return results
+
+    try:
+        results = anyio.run(main)
+    finally:
+        holder.execute("ROLLBACK")
+        holder.close()
+    for result in results:
+        assert result.is_error
+        text = result.content[0].text
+        assert "busy" in text and "\n" not in text, text
+    assert table_counts(memory_db) == before
