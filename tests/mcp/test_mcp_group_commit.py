@@ -229,3 +229,93 @@ def test_a_group_whose_commit_fails_is_refused_whole_and_stores_nothing(
         text = result.content[0].text
         assert "busy" in text and "\n" not in text, text
     assert table_counts(memory_db) == before
+
+
+def test_the_leader_is_answered_with_its_own_group_not_after_the_stream_behind_it(
+    memory_db: Path,
+) -> None:
+    """Calls keep arriving while groups are written: the caller that led the first group
+    gets its answer then, and hands the writing on, instead of writing for everyone who
+    comes after it (its client would wait as long as the stream lasts)."""
+    from curator.mcp_server.writer import GroupWriter
+
+    async def main() -> list[str]:
+        finished: list[str] = []
+        with Curator(db=memory_db) as curator, anyio.fail_after(120):
+            writer = GroupWriter(curator)
+
+            async def record(name: str) -> None:
+                await writer.record({"text": f"stream {name}"})
+                finished.append(name)
+
+            async with anyio.create_task_group() as group:
+                group.start_soon(record, "leader")
+                for n in range(150):
+                    await anyio.sleep(0)
+                    group.start_soon(record, str(n))
+                    await anyio.sleep(0)
+        return finished
+
+    finished = anyio.run(main)
+    assert len(finished) == 151
+    assert finished.index("leader") < 75, finished.index("leader")
+
+
+CALLERS = st.lists(
+    st.tuples(st.integers(0, 3), st.one_of(st.none(), st.integers(0, 6))), min_size=1, max_size=25
+)
+
+
+@settings(deadline=None, max_examples=30)
+@given(callers=CALLERS)
+@example(callers=[(0, 0), (0, None)])
+@example(callers=[(0, None), (1, 1), (1, None), (0, None)])
+def test_any_interleaving_answers_every_caller_that_stays(
+    tmp_path_factory: Any, callers: list[tuple[int, int | None]]
+) -> None:
+    """Callers arrive after a few scheduler turns each, and some are cancelled after a few
+    more (their client went away). No one hangs; every caller that stays is answered with
+    its own committed episode; a cancelled caller's episode is stored once or not at all;
+    nothing else is written."""
+    from curator.mcp_server.writer import GroupWriter
+
+    db = tmp_path_factory.mktemp("interleave") / "m.db"
+    Store(db).close()
+
+    async def main() -> dict[int, Any]:
+        answers: dict[int, Any] = {}
+        with Curator(db=db) as curator, anyio.fail_after(20):
+            writer = GroupWriter(curator, max_group=3)
+
+            async def caller(n: int, delay: int, cancel_after: int | None) -> None:
+                for _ in range(delay):
+                    await anyio.sleep(0)
+                with anyio.CancelScope() as scope:
+                    if cancel_after is not None:
+
+                        async def cancel_later() -> None:
+                            for _ in range(cancel_after):
+                                await anyio.sleep(0)
+                            scope.cancel()
+
+                        group.start_soon(cancel_later)
+                    answers[n] = await writer.record({"text": f"caller {n}"})
+
+            async with anyio.create_task_group() as group:
+                for n, (delay, cancel_after) in enumerate(callers):
+                    group.start_soon(caller, n, delay, cancel_after)
+        return answers
+
+    answers = anyio.run(main)
+    store = Store(db, read_only=True)
+    try:
+        stored = dict(store.execute("SELECT text, id FROM episode"))
+    finally:
+        store.close()
+    for n, (_, cancel_after) in enumerate(callers):
+        text = f"caller {n}"
+        if cancel_after is None:
+            assert n in answers
+        if n in answers:
+            assert answers[n]["created"] and stored[text] == answers[n]["episode_id"]
+    assert set(stored) <= {f"caller {n}" for n in range(len(callers))}
