@@ -176,8 +176,9 @@ def build_server(curator: Curator, options: ServerOptions | None = None) -> MCPS
                 )
 
             item = {"text": text, "messages": messages, "source": source or who}
+            item["timestamp"] = timestamp
             try:
-                return dict(await writer.record(item | {"timestamp": timestamp}))
+                return dict(await writer.record(item))
             except (CuratorError, peewee.PeeweeException) as exc:
                 raise _tool_error(curator, exc) from None
 
