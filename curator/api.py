@@ -3,8 +3,8 @@
 ``from curator import Curator`` → ``Curator(db=path)``. The API keeps the curator's gate
 intact: an agent *reads only committed Knowledge* (:meth:`Curator.knowledge`,
 :meth:`Curator.search_knowledge`) and *writes only pending Episodes*
-(:meth:`Curator.record`), which a person classifies, distils, reviews and commits like any
-imported log. Nothing here creates, changes or retires a pattern.
+(:meth:`Curator.record`, :meth:`Curator.record_many`), which a person classifies, distils,
+reviews and commits like any imported log. Nothing here creates, changes or retires a pattern.
 
 Stable means: these names, parameters and the keys of the documents they return keep their
 meaning across releases; new keys may be added. Every refusal is a
@@ -14,13 +14,16 @@ nothing.
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
+
+import peewee
 
 from curator.core.flags import detect
 from curator.core.scoring import effective_importance
@@ -28,7 +31,7 @@ from curator.errors import CuratorError
 from curator.store.db import Store
 from curator.store.episode_queries import count_episodes, count_pending
 from curator.store.identity import current_identity
-from curator.store.importer import MAX_EPISODE_CHARS, episode_from_object
+from curator.store.importer import MAX_EPISODE_CHARS, ParsedEpisode, episode_from_object
 from curator.store.knowledge import (
     RANK_ORDER,
     PatternRow,
@@ -261,42 +264,112 @@ class Curator:
         once that the text tried, say, to override an axiom. Recording the same content
         (body, source and timestamp) again returns the stored episode, ``created`` False.
         """
-        obj = _episode_object(text, messages, source, timestamp)
-        try:
-            parsed = episode_from_object(obj, 1, utcnow())
-        except ValueError as exc:  # the importer's one-line reason for a bad line
-            raise CuratorError(str(exc)) from None
-        identity = current_identity(self.store)
-        kinds = sorted(
-            {f.kind for f in detect(parsed.text, identity.axioms, identity.identity_text)}
-        )
+        answer = self.record_many(
+            [{"text": text, "messages": messages, "source": source, "timestamp": timestamp}]
+        )[0]
+        if isinstance(answer, CuratorError):
+            raise answer
+        return answer
+
+    def record_many(self, items: Sequence[Mapping[str, Any]]) -> list[RecordResult | CuratorError]:
+        """Record several episodes in one write transaction: one answer per item, in order.
+
+        Each item holds :meth:`record`'s keyword arguments and gets the answer a lone
+        ``record`` call would give: its :class:`RecordResult`, or the
+        :class:`CuratorError` that refused it (a refused item writes nothing and does not
+        stop the others). Why one transaction: a commit costs more than an insert, and
+        writers of one database queue for its single write lock, so an MCP server that
+        collects the calls arriving together and commits them at once (group commit)
+        records many times more episodes a second. Every result is returned only after the
+        commit, so nothing is acknowledged that is not stored; a failed commit raises and
+        stores none of the group.
+        """
+        answers: list[RecordResult | CuratorError] = []
+        checked: list[tuple[int, ParsedEpisode, list[str]]] = []
+        identity = current_identity(self.store) if items else None
+        for place, item in enumerate(items):
+            try:
+                parsed = _parse_episode(item)
+            except CuratorError as exc:
+                answers.append(exc)
+                continue
+            assert identity is not None
+            found = detect(parsed.text, identity.axioms, identity.identity_text)
+            checked.append((place, parsed, sorted({f.kind for f in found})))
+            answers.append(CuratorError("not recorded"))  # replaced below
+        if not checked:
+            return answers
         with self.store.write():
-            # Three columns by the unique index: building the whole model's SELECT cost
-            # more than the rest of the call.
-            found = self.store.execute(
-                "SELECT id, source, metadata FROM episode WHERE content_hash = ?",
-                (parsed.content_hash,),
+            for place, parsed, kinds in checked:
+                answers[place] = self._insert(parsed, kinds)
+        return answers
+
+    def _insert(self, parsed: ParsedEpisode, kinds: list[str]) -> RecordResult:
+        """Insert one checked episode inside the caller's write transaction (or find it)."""
+        # Three columns by the unique index: building the whole model's SELECT cost more
+        # than the rest of the call.
+        found = self.store.execute(
+            "SELECT id, source, metadata FROM episode WHERE content_hash = ?",
+            (parsed.content_hash,),
+        )
+        if found:
+            episode_id, stored_source, stored_metadata = found[0]
+            return RecordResult(
+                episode_id=int(episode_id),
+                created=False,
+                flags=list(json.loads(stored_metadata or "{}").get("flags", [])),
+                source=stored_source,
             )
-            if found:
-                episode_id, stored_source, stored_metadata = found[0]
-                return RecordResult(
-                    episode_id=int(episode_id),
-                    created=False,
-                    flags=list(json.loads(stored_metadata or "{}").get("flags", [])),
-                    source=stored_source,
-                )
-            metadata: dict[str, Any] = {"flags": kinds} if kinds else {}
-            new_id = Episode.insert(
-                content_hash=parsed.content_hash,
-                text=parsed.text,
-                messages=parsed.messages,
-                timestamp=parsed.timestamp,
-                source=parsed.source,
-                metadata=metadata,
-                imported_at=utcnow(),
-                classify_truncated=False,
-            ).execute()
+        metadata: dict[str, Any] = {"flags": kinds} if kinds else {}
+        values = (
+            parsed.content_hash,
+            parsed.text,
+            parsed.messages,
+            parsed.timestamp,
+            parsed.source,
+            metadata,
+            utcnow(),
+            False,
+        )
+        params = tuple(f.db_value(v) for f, v in zip(_INSERT_FIELDS, values, strict=True))
+        new_id = self.store.db.execute_sql(_insert_sql(), params).lastrowid
         return RecordResult(episode_id=int(new_id), created=True, flags=kinds, source=parsed.source)
+
+
+_INSERT_FIELDS: tuple[peewee.Field, ...] = (
+    Episode.content_hash,
+    Episode.text,
+    Episode.messages,
+    Episode.timestamp,
+    Episode.source,
+    Episode.metadata,
+    Episode.imported_at,
+    Episode.classify_truncated,
+)
+"""Every column a recorded episode sets (the model's defaulted ones included)."""
+
+
+@functools.cache
+def _insert_sql() -> str:
+    """The INSERT for :data:`_INSERT_FIELDS`, built by peewee once (the model is bound to a
+    database by then). Building the query per episode cost twice the insert itself."""
+    return str(Episode.insert({f: None for f in _INSERT_FIELDS}).sql()[0])
+
+
+def _parse_episode(item: Mapping[str, Any]) -> ParsedEpisode:
+    """One item of :meth:`Curator.record_many` checked like an imported line."""
+    if not isinstance(item, Mapping):
+        raise CuratorError("each episode must be an object of record's arguments")
+    unknown = set(item) - {"text", "messages", "source", "timestamp"}
+    if unknown:
+        raise CuratorError(f"unknown argument {sorted(unknown)[0]!r} for an episode")
+    obj = _episode_object(
+        item.get("text"), item.get("messages"), item.get("source"), item.get("timestamp")
+    )
+    try:
+        return episode_from_object(obj, 1, utcnow())
+    except ValueError as exc:  # the importer's one-line reason for a bad line
+        raise CuratorError(str(exc)) from None
 
 
 def candidates_waiting(store: Store) -> int:

@@ -7,6 +7,7 @@ other command starts without it.
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from pathlib import Path
 from typing import Any
@@ -69,9 +70,32 @@ def _byte_streams() -> bool:
     )
 
 
-def cmd_mcp(ctx: CommandContext) -> int:
+def _serve_stdio(server: Any) -> None:
+    """Serve over stdio until the client closes its end.
+
+    A client that closes the pipe it reads answers from is gone, whether or not its other
+    pipe is still open: the next answer meets a broken pipe, which ends the serving like
+    the end of input does, quietly. Standard output then points at /dev/null, so the
+    interpreter's last flush at exit does not meet the broken pipe again.
+    """
     import anyio
 
+    try:
+        anyio.run(server.run_stdio_async)
+    except BaseExceptionGroup as group:
+        _gone, rest = group.split((BrokenPipeError, ConnectionResetError))
+        if rest is not None:
+            raise
+    except (BrokenPipeError, ConnectionResetError):
+        pass
+    else:
+        return
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, sys.stdout.fileno())
+    os.close(devnull)
+
+
+def cmd_mcp(ctx: CommandContext) -> int:
     from curator.api import Curator
     from curator.mcp_server.http import (
         default_token_file,
@@ -104,7 +128,7 @@ def cmd_mcp(ctx: CommandContext) -> int:
     )
     server = build_server(Curator.over(store), options)
     if address is None:
-        anyio.run(server.run_stdio_async)
+        _serve_stdio(server)
     else:
         serve_http(server, *address, token=token)
     return 0

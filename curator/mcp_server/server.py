@@ -31,6 +31,7 @@ from curator.core.redact import redact
 from curator.core.textsafety import CONTROLS
 from curator.errors import CuratorError
 from curator.mcp_server.ratelimit import RateLimiter
+from curator.mcp_server.writer import GroupWriter
 
 T = TypeVar("T")
 
@@ -94,21 +95,26 @@ class _CuratorServer(MCPServer):
             raise
 
 
+def _tool_error(curator: Curator, exc: CuratorError | peewee.PeeweeException) -> ToolError:
+    """A refusal or a database failure as a one-sentence tool error, secrets masked."""
+    if isinstance(exc, peewee.PeeweeException):
+        exc = curator.store.explain(exc, "the request")
+    return ToolError(redact(" ".join(str(exc).split())))
+
+
 def _guarded(curator: Curator, call: Callable[[], T]) -> T:
     """Run ``call``; a refusal or a database failure becomes a one-sentence tool error."""
     try:
         return call()
-    except CuratorError as exc:
-        raise ToolError(redact(" ".join(str(exc).split()))) from None
-    except peewee.PeeweeException as exc:
-        error = curator.store.explain(exc, "the request")
-        raise ToolError(redact(" ".join(str(error).split()))) from None
+    except (CuratorError, peewee.PeeweeException) as exc:
+        raise _tool_error(curator, exc) from None
 
 
 def build_server(curator: Curator, options: ServerOptions | None = None) -> MCPServer:
     """The MCP server over ``curator``: its tools and resources (see the module)."""
     options = options or ServerOptions()
     limiter = RateLimiter(options.records_per_minute, options.burst)
+    writer = GroupWriter(curator)
     server = _CuratorServer(
         "memory-curator",
         instructions=INSTRUCTIONS,
@@ -169,14 +175,12 @@ def build_server(curator: Curator, options: ServerOptions | None = None) -> MCPS
                     f"episodes a minute; nothing was recorded, try again in {wait:.1f} s"
                 )
 
-            def record() -> dict[str, Any]:
-                return dict(
-                    curator.record(
-                        text=text, messages=messages, source=source or who, timestamp=timestamp
-                    )
-                )
-
-            return await anyio.to_thread.run_sync(lambda: _guarded(curator, record))
+            item = {"text": text, "messages": messages, "source": source or who}
+            item["timestamp"] = timestamp
+            try:
+                return dict(await writer.record(item))
+            except (CuratorError, peewee.PeeweeException) as exc:
+                raise _tool_error(curator, exc) from None
 
     @server.resource(
         "curator://knowledge",
