@@ -244,7 +244,7 @@ def _read_letta(doc: dict[str, Any], result: KnowledgeFile, now: datetime) -> No
                         continue
                     seen_blocks.add(block_id)
                 try:
-                    for text, source, where in _block_lines(block, f"block{i}"):
+                    for text, source, came_from in _block_lines(block, f"block{i}"):
                         try:
                             item = KnowledgeItem(
                                 i,
@@ -253,7 +253,7 @@ def _read_letta(doc: dict[str, Any], result: KnowledgeFile, now: datetime) -> No
                                 None,
                                 False,
                                 source,
-                                where,
+                                came_from,
                             )
                         except _BadLine as exc:
                             result.errors.append(LineError(result.path, i, f"{name}: {exc}"))

@@ -120,3 +120,18 @@ def test_any_values_give_a_bounded_origin_and_one_line(tool: str, values: dict) 
     line = describe_origin(found)
     assert line and "\n" not in line and "\x1b" not in line
     json.dumps(found)  # stored as JSON
+
+
+def test_a_bad_passage_after_blocks_is_still_named_by_its_place(tmp_path: Path) -> None:
+    """The origin of each block line is built while the blocks are read: the passages
+    read next are still named by their own place in the file."""
+    from curator.store.knowledge_file import read_knowledge
+
+    doc = {
+        "agents": [{"name": "a", "core_memory": [{"label": "human", "value": "Likes tea a lot."}]}],
+        "blocks": [{"label": "persona", "value": "Answers in short sentences always."}],
+        "passages": [{"text": 7}],
+    }
+    parsed = read_knowledge(write(tmp_path, "a.af", doc))
+    assert [e.reason for e in parsed.errors] == ["passages[1]: needs a 'text' string, not a number"]
+    assert [i.origin["block"] for i in parsed.items if i.origin] == ["persona", "human"]
