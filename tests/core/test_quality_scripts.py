@@ -134,3 +134,14 @@ def test_a_long_text_of_a_few_characters_is_too_little_distinct_text(text: str) 
     line of three characters shuffled is junk, not a sentence of one long word."""
     verdict = QualityGate().check(text)
     assert not verdict.ok and verdict.kind in (LOW_VARIETY, REPEATED), verdict
+
+
+def test_a_hostile_megabyte_is_measured_on_its_first_part_only() -> None:
+    """Every character is weighed, so the measure stops after MAX_MEASURED_CHARS: a
+    megabyte of mixed scripts is judged as its first page is (by counting, not timing)."""
+    from curator.core.textmeasure import MAX_MEASURED_CHARS
+
+    text = "a 用 " * 250_000
+    size = measure(text)
+    assert size == measure(text * 4)  # what follows the first part changes nothing
+    assert size.chars == MAX_MEASURED_CHARS
