@@ -120,8 +120,10 @@ def _letta_block(rows: list[PatternRow], limit: int) -> tuple[str, int]:
 def export_text(
     store: Store, rows: list[PatternRow], fmt: str, limit: int = DEFAULT_BLOCK_LIMIT
 ) -> ExportText:
-    """The file the window writes for ``fmt`` (one of :data:`EXPORT_FORMATS`): the same
-    text ``curator export --format FMT`` prints, so a file from either is the same.
+    """The file the window writes for ``fmt`` (one of :data:`EXPORT_FORMATS`), made by
+    the functions ``curator export --format FMT`` prints with: the same Mem0 list, the
+    same Letta block and Markdown; for ``json`` the list of patterns that the command
+    line's document holds under ``patterns``.
 
     ``limit`` applies to ``letta-block`` only; below :data:`MIN_BLOCK_LIMIT` (or an
     unknown format) is a ValueError, as the command line's usage error.
