@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
-from curator.core.textsafety import control_problem
+from curator.core.textsafety import control_problem, escape_controls
 from curator.store.importer import (
     MAX_EPISODE_CHARS,
     LineError,
@@ -337,3 +337,38 @@ def _episode(
             body, conversation.title, None if stamp is None else format_utc(stamp)
         ),
     )
+
+
+FORMAT_NAMES = {
+    "chatgpt": "ChatGPT export",
+    "claude": "Claude export",
+    "telegram": "Telegram export",
+    "discord": "Discord export",
+    "slack": "Slack export",
+    "csv": "CSV file",
+}
+SHOWN_MESSAGE_IDS = 5
+"""Message ids named in the provenance line; the rest are counted."""
+
+
+def describe_import(info: dict[str, Any]) -> str:
+    """One line on where an imported episode came from, from its ``metadata.import``:
+    ``ChatGPT export conversations.json, conversation conv-1, 4 messages (u1, a1b, …)``.
+
+    The metadata of an episode file is the file's own, so a value of any type is shown as
+    text, never trusted to be the shape written here, and controls are shown escaped.
+    """
+    fmt = info.get("format")
+    parts = [f"{FORMAT_NAMES.get(str(fmt), str(fmt or 'export'))} {info.get('file') or '?'}"]
+    conversation = info.get("conversation_id")
+    if conversation not in (None, ""):
+        parts.append(f"conversation {conversation}")
+    ids = info.get("message_ids")
+    if isinstance(ids, list) and ids:
+        named = [str(i) for i in ids[:SHOWN_MESSAGE_IDS] if i is not None]
+        text = f"{len(ids)} message{'s' if len(ids) != 1 else ''}"
+        if named:
+            more = ", …" if len(ids) > SHOWN_MESSAGE_IDS else ""
+            text += f" ({', '.join(named)}{more})"
+        parts.append(text)
+    return " ".join(escape_controls(", ".join(parts)).split())

@@ -18,6 +18,7 @@ from curator.pipeline import commit as commit_api
 from curator.pipeline import labels as labels_api
 from curator.pipeline import review as review_api
 from curator.pipeline.fingerprint import parse_fingerprint
+from curator.store.memtool_origin import describe_origin
 from curator.store.models import LABELS, Candidate, format_local
 
 if TYPE_CHECKING:
@@ -149,6 +150,8 @@ def _candidate_line(v: review_api.CandidateView) -> str:
     )
     for flag in v.flags:
         line += f"\n{'':>14}⚑ {flag.describe()}"
+    if v.origin:
+        line += f"\n{'':>14}from {describe_origin(v.origin)}"
     return line
 
 

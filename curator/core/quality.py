@@ -18,6 +18,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 from curator.core.degenerate import KINDS, degenerate_reason
+from curator.core.textmeasure import measure
 from curator.core.textsafety import control_problem
 from curator.core.wording import plural
 
@@ -59,8 +60,11 @@ class QualityGate:
     """Minimum length in characters and in words, measured on the stripped text.
 
     Words are whitespace-separated tokens, so punctuation attached to a word does not
-    count separately.  Both limits are checked and every failing one is reported; with
-    ``degenerate`` the text is also checked for loops and debris.
+    count separately. Scripts written without spaces (Chinese, Japanese, Thai) and those
+    whose characters carry more than a letter are measured in English-equivalent
+    characters and words (:mod:`curator.core.textmeasure`), so a pattern in them passes
+    or fails as its English translation would. Both limits are checked and every failing
+    one is reported; with ``degenerate`` the text is also checked for loops and debris.
     """
 
     min_chars: int = 30
@@ -71,12 +75,14 @@ class QualityGate:
         """Judge one text; reasons read like ``"27 characters, fewer than 30"``."""
         stripped = text.strip()
         reasons: list[str] = []
-        chars = len(stripped)
-        if chars < self.min_chars:
-            reasons.append(f"{plural(chars, 'character')}, fewer than {self.min_chars}")
-        words = len(stripped.split())
-        if words < self.min_words:
-            reasons.append(f"{plural(words, 'word')}, fewer than {self.min_words}")
+        size = measure(stripped)
+        if size.weighed < self.min_chars:
+            counted = plural(size.chars, "character")
+            if size.weighed != size.chars:  # say why six ideographs are not "6"
+                counted += f" (worth {size.weighed} in this script)"
+            reasons.append(f"{counted}, fewer than {self.min_chars}")
+        if size.words < self.min_words:
+            reasons.append(f"{plural(size.words, 'word')}, fewer than {self.min_words}")
         problem = control_problem(stripped)
         if problem is not None:
             # a model's output with ESC sequences or NUL would hide text from the reviewer

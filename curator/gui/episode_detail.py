@@ -16,6 +16,7 @@ from collections.abc import Callable, Sequence
 from PySide6.QtGui import QColor, QPalette
 from PySide6.QtWidgets import QTextEdit
 
+from curator.chat_formats.common import describe_import
 from curator.gui.episode_model import format_time, label_in_force, model_label_text
 from curator.gui.label_source import label_decision_rows
 from curator.gui.operations import StoreOps
@@ -72,6 +73,8 @@ def render_detail(
         *extra,
         ("Distilled", "yes" if row.distilled else "no"),
     ]
+    if detail.imported is not None:
+        meta.append(("Imported from", describe_import(detail.imported)))
     if detail.classify_truncated:
         meta.append(("Note", "text was truncated for classification"))
     parts = ["<table cellspacing='0' cellpadding='2'>"]

@@ -28,6 +28,7 @@ from curator.gui.diff_view import DiffView
 from curator.gui.flag_view import flags_html, highlight_html
 from curator.gui.review_list import action_name
 from curator.pipeline.review_views import SourceEpisode
+from curator.store.memtool_origin import describe_origin
 from curator.store.models import format_local
 
 
@@ -95,7 +96,13 @@ def candidate_html(c: Any, total: int) -> str:
     return "".join(lines)
 
 
-def sources_html(episodes: list[SourceEpisode]) -> str:
+def sources_html(episodes: list[SourceEpisode], origin: dict[str, Any] | None = None) -> str:
+    """The candidate's provenance: its source episodes, or for knowledge imported from
+    another memory tool, which memory (block line, passage) it was and its dates there."""
+    if origin:
+        shown = html.escape(describe_origin(origin))
+        imported = f"<h4>Imported knowledge</h4><p>From {shown}.</p>"
+        return imported + ("<hr>" + sources_html(episodes) if episodes else "")
     if not episodes:
         return "<p><i>No source episodes recorded.</i></p>"
     parts = []
@@ -215,5 +222,7 @@ class CandidateDetail(QWidget):
             )
             self.diff.clear_diff("Nothing to compare: this candidate would be a new pattern.")
 
-    def show_sources(self, episodes: list[SourceEpisode]) -> None:
-        self.sources.setHtml(sources_html(episodes))
+    def show_sources(
+        self, episodes: list[SourceEpisode], origin: dict[str, Any] | None = None
+    ) -> None:
+        self.sources.setHtml(sources_html(episodes, origin))

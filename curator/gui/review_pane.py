@@ -412,7 +412,8 @@ class ReviewPane(ReviewDecisions, Pane):
         self.panel.show_candidate(c, len(self._candidates))
         if c is not None:
             self.panel.show_sources(
-                review_api.source_episodes(self.services.store, list(c.source_episode_ids))
+                review_api.source_episodes(self.services.store, list(c.source_episode_ids)),
+                c.origin,
             )
 
     def _update_progress(self) -> None:

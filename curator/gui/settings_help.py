@@ -46,10 +46,12 @@ PURPOSE: dict[str, str] = {
     "top_k": "How many of the highest-ranked patterns are put into the agent's prompt.",
     "min_chars": (
         "Quality gate: a distilled candidate shorter than this many characters is dropped "
-        "before review."
+        "before review. A Chinese character counts as 3, kana, Hangul and Thai letters as 2, "
+        "about what each says next to an English letter."
     ),
     "min_words": (
-        "Quality gate: a distilled candidate with fewer words than this is dropped before review."
+        "Quality gate: a distilled candidate with fewer words than this is dropped before "
+        "review. In Chinese, Japanese and Thai (no spaces) a word is 6 of those characters."
     ),
     "untrusted_sources": (
         "Episode sources written by strangers, comma-separated (e.g. dm, replies). A candidate "

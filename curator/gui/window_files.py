@@ -19,7 +19,7 @@ from curator.store.importer import ImportCancelled, ImportReport, import_file
 
 if TYPE_CHECKING:
     from PySide6.QtCore import SignalInstance
-    from PySide6.QtWidgets import QMainWindow, QTabWidget, QWidget
+    from PySide6.QtWidgets import QDialog, QMainWindow, QTabWidget, QWidget
 
     from curator.gui.auto_backup import AutoBackup
     from curator.gui.episodes_pane import EpisodesPane
@@ -151,8 +151,9 @@ class FileMenuMixin(_WindowBase):
     def _knowledge_import_failed(self, message: str) -> None:
         self.services.dialogs.error(self, "Import knowledge", message)
 
-    def export_knowledge(self) -> bool:
-        """File ▸ Export knowledge, written in the background (:mod:`knowledge_export`)."""
+    def export_knowledge(self) -> QDialog:
+        """File ▸ Export knowledge: the format dialog (non-blocking); accepted, the save
+        dialog, then the file written in the background (:mod:`knowledge_export`)."""
         from curator.gui.knowledge_export import export_knowledge
 
         return export_knowledge(self.services, self, self.show_message)

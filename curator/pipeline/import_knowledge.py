@@ -306,6 +306,7 @@ def import_knowledge(
                     "target_revision": target_rev,
                     "distilled_at": item.distilled_at,
                     "guard_flags": guarded[ordinal - 1],
+                    "origin": item.origin,
                 }
             )
             dedup_trace.append(

@@ -54,7 +54,9 @@ class CandidateView:
     ``quality_reasons`` what the quality gate says about it (empty: passes or not edited).
     ``flags`` are the memory-poisoning flags of the effective text, computed now (against
     the current axioms and trust settings); ``flags_seen`` what the reviewer was shown when
-    deciding. ``distilled_at`` is the original date of imported knowledge (None otherwise).
+    deciding. ``distilled_at`` is the original date of imported knowledge (None otherwise);
+    ``origin`` its original ids and dates in the other memory tool
+    (:mod:`curator.store.memtool_origin`; None for our own candidates).
     """
 
     id: int
@@ -88,6 +90,7 @@ class CandidateView:
     flags_seen: list[dict[str, str]] | None = None
     distilled_at: datetime | None = None
     keep_pattern_text: bool = False
+    origin: dict[str, Any] | None = None
 
     @property
     def flagged(self) -> bool:
@@ -236,6 +239,7 @@ def _views(store: Store, candidates: list[Candidate]) -> list[CandidateView]:
                 flags_seen=c.flags_seen,
                 distilled_at=c.distilled_at,
                 keep_pattern_text=bool(c.keep_pattern_text),
+                origin=c.origin,
             )
         )
     return views

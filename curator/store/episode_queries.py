@@ -90,6 +90,8 @@ class EpisodeDetail:
     text: str
     messages: list[dict[str, Any]] | None
     classify_truncated: bool
+    imported: dict[str, Any] | None = None
+    """Where a chat export's episode came from (``metadata.import``); None otherwise."""
 
 
 def escape_like(text: str) -> str:
@@ -443,16 +445,22 @@ def fetch_rows(store: Store, ids: list[int]) -> dict[int, EpisodeRow]:
 
 def fetch_detail(store: Store, episode_id: int) -> EpisodeDetail | None:
     found = store.execute(
-        f"SELECT {_ROW_COLUMNS}, text, messages, classify_truncated FROM episode WHERE id = ?",
+        f"SELECT {_ROW_COLUMNS}, text, messages, classify_truncated, "
+        "json_extract(metadata, '$.import') FROM episode WHERE id = ?",
         (episode_id,),
     )
     if not found:
         return None
     values = found[0]
     messages = json.loads(values[11]) if values[11] else None
+    try:  # metadata is the file's own object: "import" may be anything there
+        imported = json.loads(values[13]) if isinstance(values[13], str) else None
+    except ValueError:
+        imported = None
     return EpisodeDetail(
         row=_row(values[:10]),
         text=str(values[10]),
         messages=messages if isinstance(messages, list) else None,
         classify_truncated=bool(values[12]),
+        imported=imported if isinstance(imported, dict) else None,
     )

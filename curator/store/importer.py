@@ -63,7 +63,8 @@ _INSERT_CHUNK = 500
 
 Progress = Callable[[int, int], None]
 """``progress(done, total)``: lines read of the file's lines, then episodes written of
-those to write. A window shows it; the CLI passes nothing."""
+those to write. A window shows it; the CLI passes nothing. While a chat export is read
+``total`` is 0 (its episodes are not known before): busy, with no share done."""
 
 PROGRESS_EVERY = 2000
 """Lines (and rows) between two progress reports: often enough for a moving bar, rare
@@ -325,8 +326,9 @@ def _parse(
     episodes: list[tuple[Any, ...]] = []
     errors: list[LineError] = []
     last_line = 0
+    counted = items is None  # a chat export's episodes are known only once it is read
     with handle:
-        total = _count_lines(handle) if progress is not None else 0
+        total = _count_lines(handle) if progress is not None and counted else 0
         reported = 0
         if items is None:
             items = read_episodes(handle, name)
@@ -340,9 +342,9 @@ def _parse(
                 _check(cancelled, name)
             if progress is not None and last_line - reported >= PROGRESS_EVERY:
                 reported = last_line
-                progress(last_line, max(total, last_line))
-    if progress is not None:
-        progress(last_line, max(total, last_line))
+                progress(last_line, max(total, last_line) if counted else 0)
+    if progress is not None:  # no total: "busy", rather than a bar full while reading
+        progress(last_line, max(total, last_line) if counted else 0)
     return name, episodes, errors, last_line
 
 

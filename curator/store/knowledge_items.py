@@ -36,6 +36,7 @@ class KnowledgeItem:
     distilled_at: datetime | None  # None: no date in the file (the commit's time is used)
     importance_given: bool = True
     source_id: str | None = None  # the id another memory tool gave it (memtool_formats)
+    origin: dict[str, Any] | None = None  # its original ids and dates (memtool_origin)
 
 
 @dataclass

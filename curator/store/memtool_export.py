@@ -15,12 +15,14 @@ left out.
 
 from __future__ import annotations
 
+import json
 from collections import defaultdict
+from dataclasses import dataclass
 from typing import Any
 
 from curator.core.textsafety import escape_controls
 from curator.store.db import Store
-from curator.store.knowledge import PatternRow
+from curator.store.knowledge import PatternRow, export_json, export_markdown
 from curator.store.models import PatternEpisode
 from curator.store.snapshot import tuples
 
@@ -29,6 +31,21 @@ DEFAULT_BLOCK_LIMIT = 5000
 
 MIN_BLOCK_LIMIT = 80
 """Room for the last line with any count: a smaller limit is a usage error."""
+
+EXPORT_FORMATS = ("markdown", "json", "mem0", "letta-block")
+"""``curator export --format`` and the window's File ▸ Export knowledge, in menu order."""
+
+
+@dataclass(frozen=True, slots=True)
+class ExportText:
+    """One format's text of the ranked patterns: ``written`` of ``total`` patterns went in
+    (fewer only for a Letta block, whose ``limit`` leaves some out)."""
+
+    fmt: str
+    text: str
+    written: int
+    total: int
+    limit: int | None = None
 
 
 def _sources(store: Store, ids: list[int]) -> dict[int, list[int]]:
@@ -72,7 +89,12 @@ def _last_line(left_out: int, total: int, limit: int) -> str:
 
 
 def export_letta_block(rows: list[PatternRow], limit: int = DEFAULT_BLOCK_LIMIT) -> str:
-    """The block text, at most ``limit`` characters (see the module doc).
+    """The block text, at most ``limit`` characters (see the module doc)."""
+    return _letta_block(rows, limit)[0]
+
+
+def _letta_block(rows: list[PatternRow], limit: int) -> tuple[str, int]:
+    """The block text and how many patterns it holds.
 
     Patterns are taken in rank order; one that does not fit is left out and the next,
     shorter ones are still tried, so a long pattern does not keep the rest out.
@@ -90,5 +112,32 @@ def export_letta_block(rows: list[PatternRow], limit: int = DEFAULT_BLOCK_LIMIT)
         if used + cost <= budget:
             lines.append(line)
             used += cost
-    lines.append(_last_line(total - (len(lines)), total, limit))
-    return "\n".join(lines)
+    written = len(lines)
+    lines.append(_last_line(total - written, total, limit))
+    return "\n".join(lines), written
+
+
+def export_text(
+    store: Store, rows: list[PatternRow], fmt: str, limit: int = DEFAULT_BLOCK_LIMIT
+) -> ExportText:
+    """The file the window writes for ``fmt`` (one of :data:`EXPORT_FORMATS`), made by
+    the functions ``curator export --format FMT`` prints with: the same Mem0 list, the
+    same Letta block and Markdown; for ``json`` the list of patterns that the command
+    line's document holds under ``patterns``.
+
+    ``limit`` applies to ``letta-block`` only; below :data:`MIN_BLOCK_LIMIT` (or an
+    unknown format) is a ValueError, as the command line's usage error.
+    """
+    total = len(rows)
+    if fmt == "markdown":
+        return ExportText(fmt, export_markdown(rows), total, total)
+    if fmt == "json":
+        text = json.dumps(export_json(rows), ensure_ascii=False, indent=2) + "\n"
+        return ExportText(fmt, text, total, total)
+    if fmt == "mem0":
+        text = json.dumps(export_mem0(store, rows), ensure_ascii=False, indent=2) + "\n"
+        return ExportText(fmt, text, total, total)
+    if fmt == "letta-block":
+        block, written = _letta_block(rows, limit)
+        return ExportText(fmt, block, written, total, limit)  # the value, as Letta counts it
+    raise ValueError(f"unknown export format {fmt!r}; expected one of {', '.join(EXPORT_FORMATS)}")

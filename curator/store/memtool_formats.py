@@ -55,6 +55,7 @@ from curator.store.knowledge_items import (
     _parse_timestamp_field,
     _text,
 )
+from curator.store.memtool_origin import origin
 from curator.store.models import format_utc
 
 FORMATS = ("auto", "seed", "mem0", "openmemory", "letta", "strings")
@@ -148,7 +149,8 @@ def _memory_item(obj: Any, line: int, now: datetime, fmt: str) -> KnowledgeItem:
     metadata = obj.get("metadata")
     dated = metadata if isinstance(metadata, dict) and "distilled_at" in metadata else obj
     when = _date(dated, ("distilled_at", "created_at"), now)
-    return KnowledgeItem(line, text, importance, when, given, _source_id(fmt, obj.get("id")))
+    kept = origin(fmt, **{k: obj.get(k) for k in ("id", "created_at", "updated_at")})
+    return KnowledgeItem(line, text, importance, when, given, _source_id(fmt, obj.get("id")), kept)
 
 
 def _string_item(value: Any, line: int) -> KnowledgeItem:
@@ -203,8 +205,8 @@ def _listed(doc: dict[str, Any], key: str, where: str, result: KnowledgeFile) ->
     return value
 
 
-def _block_lines(block: Any, label_hint: str) -> Iterator[tuple[str, str]]:
-    """(text, source id) of each non-empty line of a core memory block."""
+def _block_lines(block: Any, label_hint: str) -> Iterator[tuple[str, str, dict[str, Any]]]:
+    """(text, source id, origin) of each non-empty line of a core memory block."""
     if not isinstance(block, dict):
         raise _BadLine(f"expected a block object, found {_type_name(block)}")
     _check_depth_and_text(block, "the block")
@@ -216,7 +218,8 @@ def _block_lines(block: Any, label_hint: str) -> Iterator[tuple[str, str]]:
     for n, line in enumerate(value.splitlines(), 1):
         stripped = _BULLET.sub("", line).strip()
         if stripped:
-            yield stripped, f"letta:block:{label}:{n}"
+            where = origin("letta", block=label, block_id=block.get("id"), line=n)
+            yield stripped, f"letta:block:{label}:{n}", where
 
 
 def _read_letta(doc: dict[str, Any], result: KnowledgeFile, now: datetime) -> None:
@@ -241,10 +244,16 @@ def _read_letta(doc: dict[str, Any], result: KnowledgeFile, now: datetime) -> No
                         continue
                     seen_blocks.add(block_id)
                 try:
-                    for text, source in _block_lines(block, f"block{i}"):
+                    for text, source, came_from in _block_lines(block, f"block{i}"):
                         try:
                             item = KnowledgeItem(
-                                i, _text(text, "the line"), DEFAULT_IMPORTANCE, None, False, source
+                                i,
+                                _text(text, "the line"),
+                                DEFAULT_IMPORTANCE,
+                                None,
+                                False,
+                                source,
+                                came_from,
                             )
                         except _BadLine as exc:
                             result.errors.append(LineError(result.path, i, f"{name}: {exc}"))
@@ -267,6 +276,11 @@ def _read_letta(doc: dict[str, Any], result: KnowledgeFile, now: datetime) -> No
                         _date(passage, ("created_at",), now),
                         False,
                         _source_id("letta:passage", passage.get("id")),
+                        origin(
+                            "letta",
+                            passage_id=passage.get("id"),
+                            created_at=passage.get("created_at"),
+                        ),
                     )
                 )
             except _BadLine as exc:

@@ -124,6 +124,9 @@ MIGRATIONS: tuple[tuple[str, ...], ...] = (
     (
         'CREATE TABLE "follow_state" ("path" TEXT NOT NULL PRIMARY KEY, "device" INTEGER NOT NULL, "inode" INTEGER NOT NULL, "offset" INTEGER NOT NULL, "line" INTEGER NOT NULL, "head_length" INTEGER NOT NULL, "head_sha256" TEXT NOT NULL, "updated_at" TEXT NOT NULL)',
     ),
+    # knowledge imported from another memory tool: its original ids and dates (a JSON
+    # object, curator.store.memtool_origin), shown by the review beside the candidate
+    ('ALTER TABLE "candidate" ADD COLUMN "origin" TEXT',),
 )
 
 LATEST_VERSION = len(MIGRATIONS)

@@ -304,6 +304,9 @@ class Candidate(BaseModel):
     # Flags judged at staging, not recomputed when shown (curator.pipeline.guard): the
     # model's second opinion and the learned guard's; a list of Flag JSON, None: none.
     guard_flags = JSONField(null=True)
+    # Imported from another memory tool: its original ids and dates, as that file wrote
+    # them (curator.store.memtool_origin); None: distilled here, or no origin to keep.
+    origin = JSONField(null=True)
 
 
 class CandidateEpisode(BaseModel):

@@ -180,3 +180,16 @@ def test_not_an_array_is_one_error(store: Store, tmp_path: Path) -> None:
         "not a readable chatgpt export: a ChatGPT export is an array of conversations, "
         "not an object; nothing was imported"
     ]
+
+
+def test_reading_an_export_reports_no_total_it_does_not_know(store: Store, tmp_path: Path) -> None:
+    """A JSON Lines file's lines are counted first, so its progress has a total; a chat
+    export's episodes are not known until it is read, so reading reports none (the
+    window's bar then shows "busy", not a full bar while the reading goes on), and only
+    the write, whose total is known, reports one."""
+    path = write_json(tmp_path / "conversations.json", chatgpt_export())
+    calls: list[tuple[int, int]] = []
+    import_file(store, path, chat=ChatImport(), progress=lambda d, t: calls.append((d, t)))
+    reading = calls[: calls.index(next(c for c in calls if c[1] > 0))]
+    assert reading and all(total == 0 for _, total in reading)
+    assert calls[-1][0] == calls[-1][1] == 2  # the write: both episodes

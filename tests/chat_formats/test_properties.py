@@ -19,6 +19,7 @@ from curator.chat_formats.common import (
     ChatMessage,
     Conversation,
     ElementError,
+    describe_import,
     episodes,
     parse_granularity,
 )
@@ -200,3 +201,24 @@ def test_every_granularity_keeps_every_message_once_in_order(texts: list[str], p
     ids = [i for e in out for i in e.metadata["import"]["message_ids"]]
     assert ids == [str(i) for i in range(1, len(texts) + 1)]
     assert [m["content"] for e in out for m in e.messages] == texts
+
+
+@settings(deadline=None, max_examples=200)
+@given(
+    st.dictionaries(
+        st.text(max_size=20),
+        st.recursive(
+            st.none() | st.booleans() | st.integers() | st.text(),
+            lambda c: st.lists(c, max_size=8) | st.dictionaries(st.text(max_size=5), c, max_size=4),
+            max_leaves=30,
+        ),
+    )
+)
+@example(
+    {"format": "slack", "file": "x.zip", "conversation_id": "C1\x1b[2J", "message_ids": [None] * 9}
+)
+def test_the_provenance_line_of_any_import_metadata_is_one_safe_line(info: dict[str, Any]) -> None:
+    """An episode file's metadata is the file's own: an ``import`` key written by someone
+    else, of any shape, still gives one line without control codes, never an exception."""
+    line = describe_import(info)
+    assert line and "\n" not in line and "\x1b" not in line

@@ -110,6 +110,17 @@ def test_import_reads_a_chat_export_by_its_content(
     qtbot.waitUntil(lambda: services.ops.pending == 0, timeout=10_000)
     assert main_window.episodes_pane.model.rowCount() == before + 2
     assert "2 imported" in main_window.statusBar().currentMessage()
+    # the detail panel says where an imported episode came from: file, conversation, messages
+    pane = main_window.episodes_pane
+    main_window.tabs.setCurrentIndex(0)
+    (lisbon,) = services.store.execute("SELECT id FROM episode WHERE source = 'Lisbon trip ✈️'")[0]
+    pane.table.selectRow(pane.model.row_of(lisbon))
+    qtbot.waitUntil(lambda: "Imported from" in pane.detail.toPlainText(), timeout=10_000)
+    shown = " ".join(pane.detail.toPlainText().split())  # the table's cells wrap
+    assert (
+        f"ChatGPT export {path}, conversation conv-lisbon, "
+        "4 messages (msg-u1, msg-a1b, msg-u2b, msg-a2)" in shown
+    )
 
 
 def test_backup_writes_a_usable_copy(qtbot, main_window, services, tmp_path: Path) -> None:

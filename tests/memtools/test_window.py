@@ -47,6 +47,17 @@ def test_a_letta_agent_file_is_staged_from_the_window(
     review = window.pane("reviewPane")
     qtbot.waitUntil(lambda: len(review.model.rows()) == 3, timeout=30_000)  # type: ignore[attr-defined]
     assert [c.text for c in review.model.rows()][2].startswith("On-call")  # type: ignore[attr-defined]
+    # the reviewer sees which block line or passage each candidate was, and its date
+    review.list_view.setCurrentIndex(review.model.index(2, 0))  # type: ignore[attr-defined]
+    detail = review.sources  # type: ignore[attr-defined]  # the provenance panel
+    qtbot.waitUntil(lambda: "passage-9" in detail.toPlainText(), timeout=30_000)
+    assert "From Letta archival passage passage-9, created 2025-02-10T09:00:00Z." in (
+        detail.toPlainText()
+    )
+    review.list_view.setCurrentIndex(review.model.index(1, 0))  # type: ignore[attr-defined]
+    qtbot.waitUntil(lambda: "line 3" in detail.toPlainText(), timeout=30_000)
+    assert "From Letta core-memory block 'human' (block-1), line 3." in detail.toPlainText()
+    review.list_view.setCurrentIndex(review.model.index(2, 0))  # type: ignore[attr-defined]
     shots = os.environ.get("CURATOR_SHOTS")
     if shots:  # a look at the result, on request
         window.grab().save(str(Path(shots) / "letta-import.png"))
