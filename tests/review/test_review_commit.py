@@ -28,6 +28,8 @@ from review.conftest import (
     make_staged_run,
 )
 
+BOTH_ENGINES = True  # each store test runs on SQLite and on PostgreSQL (conftest)
+
 NEW_TEXTS = (
     "Summaries for the design team should include one screenshot per change.",
     "Database migrations are rehearsed on a copy of production before release.",
