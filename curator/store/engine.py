@@ -26,6 +26,7 @@ parameters (:func:`qmark_to_format`), so no query is written twice.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import os
 import re
@@ -384,6 +385,16 @@ def _postgres_class() -> type[peewee.PostgresqlDatabase]:
     from psycopg.pq import TransactionStatus
     from psycopg.types.json import Json, Jsonb
 
+    class Connection(psycopg.Connection):  # type: ignore[misc,name-defined]
+        """Closed quietly when its thread's connection state is dropped, as SQLite's
+        connections are: peewee keeps one per thread and a worker thread may end without
+        closing it (psycopg would warn)."""
+
+        def __del__(self) -> None:
+            with contextlib.suppress(Exception):
+                if not self.closed:
+                    self.close()
+
     class Adapter(peewee.Psycopg3Adapter):  # type: ignore[misc]
         txn_idle = TransactionStatus.IDLE
         txn_inerror = TransactionStatus.INERROR
@@ -401,7 +412,7 @@ def _postgres_class() -> type[peewee.PostgresqlDatabase]:
             return psycopg.Binary
 
         def connect(self, db: Any, **params: Any) -> Any:
-            return psycopg.connect(db.database, **params)
+            return Connection.connect(db.database, **params)
 
         def server_side_cursor(self, conn: Any) -> Any:
             raise NotImplementedError("server-side cursors are not used")
@@ -419,7 +430,12 @@ def _postgres_class() -> type[peewee.PostgresqlDatabase]:
         def begin(self, isolation_level: Any = None) -> None:
             super().begin(isolation_level)
             if isolation_level is None:
-                self.execute_sql("SELECT pg_advisory_xact_lock(?)", (WRITE_LOCK_KEY,))
+                try:
+                    self.execute_sql("SELECT pg_advisory_xact_lock(?)", (WRITE_LOCK_KEY,))
+                except BaseException:
+                    # as SQLite's failed BEGIN IMMEDIATE: no transaction is left open
+                    self._state.conn.rollback()
+                    raise
 
     return CuratorPostgres
 
