@@ -64,6 +64,24 @@ class PostgresServer:
         with psycopg.connect(self.url("postgres"), autocommit=True) as conn:
             conn.execute(sql)  # type: ignore[arg-type]  # our own literal text
 
+    def admin_in(self, database: str, sql: str) -> None:
+        """One statement in ``database`` (committed)."""
+        from curator.store import pg_driver
+
+        psycopg = pg_driver.load()
+        with psycopg.connect(self.url(database), autocommit=True) as conn:
+            conn.execute(sql)  # type: ignore[arg-type]  # our own literal text
+
+    def tables(self, database: str) -> list[str]:
+        from curator.store import pg_driver
+
+        psycopg = pg_driver.load()
+        with psycopg.connect(self.url(database)) as conn:
+            rows = conn.execute(
+                "SELECT tablename FROM pg_tables WHERE schemaname = 'public' ORDER BY 1"
+            ).fetchall()
+        return [str(r[0]) for r in rows]
+
     def fresh_database(self, template: str = TEMPLATE) -> str:
         """A new database copied from ``template``; returns its name."""
         self.counter += 1

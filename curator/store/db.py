@@ -223,7 +223,9 @@ def explain_database_error(
         )
     if name.startswith(("SQLITE_CORRUPT", "SQLITE_NOTADB")):
         return StoreError(f"{path} is damaged ({exc}); the {what} {outcome}")
-    return StoreError(f"the {what} failed: {exc}; it {outcome}")
+    # PostgreSQL adds CONTEXT and HINT lines to its message: the first one says it
+    reason = (str(exc).strip().splitlines() or [""])[0]
+    return StoreError(f"the {what} failed: {reason}; it {outcome}")
 
 
 class Store:
@@ -536,8 +538,9 @@ class Store:
         return self.dialect.integrity_check(self.db)
 
     def execute(self, sql: str, params: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
-        """Raw read query (for diagnostics and tests)."""
-        return list(self.db.execute_sql(sql, params).fetchall())
+        """Raw query (for diagnostics and tests): its rows, none for a statement without."""
+        cursor = self.db.execute_sql(sql, params)
+        return list(cursor.fetchall()) if cursor.description is not None else []
 
     def close(self) -> None:
         """Close this thread's connection (other threads close their own)."""
