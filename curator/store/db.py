@@ -244,6 +244,7 @@ class Store:
     """
 
     dialect: Dialect = SQLITE
+    db: peewee.Database
 
     def __init__(
         self,

@@ -385,7 +385,7 @@ def _postgres_class() -> type[peewee.PostgresqlDatabase]:
     from psycopg.pq import TransactionStatus
     from psycopg.types.json import Json, Jsonb
 
-    class Connection(psycopg.Connection):  # type: ignore[misc,name-defined]
+    class Connection(psycopg.Connection):  # type: ignore[name-defined]
         """Closed quietly when its thread's connection state is dropped, as SQLite's
         connections are: peewee keeps one per thread and a worker thread may end without
         closing it (psycopg would warn)."""
@@ -395,7 +395,7 @@ def _postgres_class() -> type[peewee.PostgresqlDatabase]:
                 if not self.closed:
                     self.close()
 
-    class Adapter(peewee.Psycopg3Adapter):  # type: ignore[misc]
+    class Adapter(peewee.Psycopg3Adapter):
         txn_idle = TransactionStatus.IDLE
         txn_inerror = TransactionStatus.INERROR
         txn_unknown = TransactionStatus.UNKNOWN
@@ -417,7 +417,7 @@ def _postgres_class() -> type[peewee.PostgresqlDatabase]:
         def server_side_cursor(self, conn: Any) -> Any:
             raise NotImplementedError("server-side cursors are not used")
 
-    class CuratorPostgres(peewee.PostgresqlDatabase):  # type: ignore[misc]
+    class CuratorPostgres(peewee.PostgresqlDatabase):
         """Every transaction but a read snapshot takes the write lock first."""
 
         param = "?"
@@ -434,7 +434,7 @@ def _postgres_class() -> type[peewee.PostgresqlDatabase]:
                     self.execute_sql("SELECT pg_advisory_xact_lock(?)", (WRITE_LOCK_KEY,))
                 except BaseException:
                     # as SQLite's failed BEGIN IMMEDIATE: no transaction is left open
-                    self._state.conn.rollback()
+                    self.connection().rollback()
                     raise
 
     return CuratorPostgres
@@ -445,7 +445,15 @@ def postgres_database(
 ) -> peewee.PostgresqlDatabase:
     """A peewee database for ``url`` whose writes wait ``busy_timeout_s`` for the lock
     (``read_only``: the server refuses every write of its connections)."""
-    cls = _postgres_class()
+    if not hasattr(peewee, "Psycopg3Adapter"):
+        raise CuratorError("a PostgreSQL database needs a peewee with psycopg 3 support")
+    try:
+        cls = _postgres_class()
+    except ImportError as exc:
+        raise CuratorError(
+            f"a PostgreSQL database needs the psycopg package ({exc}): "
+            "pip install 'psycopg[binary]'"
+        ) from None
     options = f"-c lock_timeout={int(busy_timeout_s * 1000)}"
     if read_only:
         options += " -c default_transaction_read_only=on"
