@@ -416,3 +416,44 @@ def test_the_window_is_refused_on_postgresql_before_qt_loads(
     code, _, err = cli(capsys, "--db", "postgresql://ana@127.0.0.1:9/memory")
     assert code == 2 and "window does not open a PostgreSQL database" in err
     assert err.count("\n") == 1
+
+
+def test_settings_are_saved_and_read_back(pg_url: str, capsys: pytest.CaptureFixture[str]) -> None:
+    code, _, err = cli(capsys, "--db", pg_url, "settings", "min_chars=120", "max_output_tokens=64")
+    assert code == 0, err
+    code, out, _ = cli(capsys, "--db", pg_url, "settings", "--json")
+    shown = json.loads(out)
+    assert code == 0 and "120" in json.dumps(shown) and "64" in json.dumps(shown)
+    code, _, err = cli(capsys, "--db", pg_url, "settings", "min_chars=lots")
+    assert code == 2 and err.count("\n") == 1
+
+
+def test_a_connection_dropped_in_the_middle_of_a_commit_applies_nothing(
+    pg_url: str,
+) -> None:
+    """Fault injection on the real server: the 10th new pattern's trigger terminates the
+    committing connection itself (as a server restart or a network cut would end it).
+    The server rolls the commit back; a new connection sees the database as before, and
+    the same commit then applies."""
+    store = Store(pg_url)
+    run_id = _staged(store, 20)
+    store.execute(
+        "CREATE FUNCTION cut_10th() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN "
+        "IF (SELECT count(*) FROM pattern) >= 10 THEN "
+        "PERFORM pg_terminate_backend(pg_backend_pid()); END IF; RETURN NEW; END $$"
+    )
+    store.execute(
+        "CREATE TRIGGER cut_10th BEFORE INSERT ON pattern FOR EACH ROW EXECUTE FUNCTION cut_10th()"
+    )
+    before = logical_dump(store)
+    with pytest.raises(CuratorError) as failed:
+        commit.commit_run(store, run_id)
+    assert "\n" not in str(failed.value) and "nothing changed" in str(failed.value)
+    store.close()
+    store = Store(pg_url)
+    try:
+        assert logical_dump(store) == before
+        store.execute("DROP TRIGGER cut_10th ON pattern")
+        assert commit.commit_run(store, run_id).counts["ADD"] == 20
+    finally:
+        store.close()
