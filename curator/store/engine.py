@@ -202,6 +202,10 @@ class Dialect:
     read_isolation = "DEFERRED"
     """The transaction kind of a consistent read that takes no write lock."""
 
+    def json_value(self, column: str, key: str) -> str:
+        """SQL for the value at ``key`` of the JSON text in ``column`` (names we write)."""
+        return f"json_extract({column}, '$.{key}')"
+
     def set_wait(self, db: peewee.Database, milliseconds: int) -> None:
         """How long this connection's writes wait for another's write lock."""
         db.execute_sql(f"PRAGMA busy_timeout = {int(milliseconds):d}")
@@ -283,6 +287,9 @@ class PostgresDialect(Dialect):
     )
 
     read_isolation = "REPEATABLE READ"
+
+    def json_value(self, column: str, key: str) -> str:
+        return f"({column}::jsonb ->> '{key}')"  # text: the callers convert it
 
     def set_wait(self, db: peewee.Database, milliseconds: int) -> None:
         db.execute_sql(f"SET lock_timeout = {int(milliseconds):d}")

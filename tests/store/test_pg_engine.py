@@ -457,3 +457,17 @@ def test_a_connection_dropped_in_the_middle_of_a_commit_applies_nothing(
         assert commit.commit_run(store, run_id).counts["ADD"] == 20
     finally:
         store.close()
+
+
+def test_insights_of_the_demo_data_are_the_same_on_both_engines(
+    pg_url: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    documents = []
+    for db in (str(tmp_path / "demo.sqlite"), pg_url):
+        assert cli(capsys, "--db", db, "--create", "demo")[0] == 0
+        code, out, err = cli(capsys, "--db", db, "insights", "--json")
+        assert code == 0, err
+        document = json.loads(out)
+        assert document.pop("forecast")  # decay at each call's own clock reading
+        documents.append(document)
+    assert documents[0] == documents[1]
