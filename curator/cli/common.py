@@ -120,7 +120,8 @@ def add_common_options(parser: argparse.ArgumentParser, *, suppress_defaults: bo
         "--db",
         metavar="PATH",
         default=default,
-        help="database file (default: $CURATOR_DB, else the user data directory)",
+        help="database file, or a postgresql://USER@HOST:PORT/NAME URL without a password "
+        "(default: $CURATOR_DB, else the user data directory)",
     )
     parser.add_argument(
         "--json",
