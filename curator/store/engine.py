@@ -10,9 +10,9 @@ and asks the store's :class:`Dialect` for the few things that cannot be written 
 - episode search: SQLite's external-content FTS5 trigram index narrows ``LIKE``; on
   PostgreSQL a ``pg_trgm`` GIN index serves ``ILIKE`` on the ``"C"``-collated text
   column, which folds ASCII letters only: exactly SQLite's ``LIKE``, so both engines
-  return the same episodes for every query (measured on the search tests' cases: the
-  trigram index answers every query the FTS5 one does; ``tsvector`` was rejected because
-  it matches words, not substrings such as ``snake_case`` or ``50%``);
+  return the same episodes in the same order (tests/store/test_pg_engine.py checks it on
+  the search tests' cases and a generated property; ``tsvector`` was rejected because it
+  matches words, not substrings such as ``snake_case`` or ``50%``);
 - the write lock: SQLite's ``BEGIN IMMEDIATE``; on PostgreSQL every write transaction
   takes one transaction-scoped advisory lock first, so writers queue exactly as on SQLite
   (a commit's checks and its writes see one state) and ``lock_timeout`` plays the busy
