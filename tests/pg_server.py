@@ -93,11 +93,16 @@ class PostgresServer:
         self.admin(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
 
     def pg_ctl(self, *args: str) -> None:
-        subprocess.run(
-            [*self.as_user, str(self.bin_dir / "pg_ctl"), "-D", str(self.folder / "data"), *args],
-            check=True,
-            capture_output=True,
-            timeout=120,
+        _run([*self.as_user, str(self.bin_dir / "pg_ctl"), "-D", str(self.folder / "data"), *args])
+
+
+def _run(command: list[str]) -> None:
+    """Run a server tool; a failure says what the tool printed."""
+    done = subprocess.run(command, capture_output=True, text=True, timeout=120, check=False)
+    if done.returncode != 0:
+        raise RuntimeError(
+            f"{' '.join(command)} failed ({done.returncode}): "
+            f"{done.stderr.strip() or done.stdout.strip()}"
         )
 
 
@@ -121,7 +126,7 @@ def running_server() -> Iterator[PostgresServer]:
     as_user = _run_as(folder)
     server = PostgresServer(bin_dir, folder, _free_port(), as_user)
     try:
-        subprocess.run(
+        _run(
             [
                 *as_user,
                 str(bin_dir / "initdb"),
@@ -133,10 +138,7 @@ def running_server() -> Iterator[PostgresServer]:
                 "--encoding=UTF8",
                 "--locale=C.UTF-8",
                 "--no-sync",
-            ],
-            check=True,
-            capture_output=True,
-            timeout=120,
+            ]
         )
         options = (
             f"-h 127.0.0.1 -p {server.port} -k {folder} -c fsync=off "
