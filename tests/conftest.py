@@ -89,3 +89,42 @@ def classified_demo(
     finally:
         store.close()
     return ClassifiedDemo(path, result.run_id, result.status, dict(result.counts))
+
+
+# -- PostgreSQL: one real server per session, a fresh database per test -------------------
+
+
+@pytest.fixture(scope="session")
+def pg_server() -> Iterator[object]:
+    """A throwaway PostgreSQL server (see tests/pg_server.py); skipped without one."""
+    from pg_server import find_binaries, running_server
+
+    if find_binaries() is None:
+        pytest.skip(
+            "PostgreSQL tests need initdb, pg_ctl and postgres (Debian: apt-get install "
+            "postgresql; .ci/run installs it)"
+        )
+    with running_server() as server:
+        from curator.store.db import Store
+
+        Store(server.url("curator_template")).close()  # migrated once, copied per test
+        yield server
+
+
+@pytest.fixture
+def pg_url(pg_server: object) -> Iterator[str]:
+    """A fresh, migrated PostgreSQL database of its own for one test, dropped after it."""
+    from pg_server import PostgresServer
+
+    assert isinstance(pg_server, PostgresServer)
+    name = pg_server.fresh_database()
+    yield pg_server.url(name)
+    pg_server.drop(name)
+
+
+@pytest.fixture(params=["sqlite", "postgresql"])
+def db_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
+    """The same test on both engines: a SQLite file, then a PostgreSQL database."""
+    if request.param == "sqlite":
+        return str(tmp_path / "curator.sqlite")
+    return str(request.getfixturevalue("pg_url"))

@@ -31,16 +31,19 @@ from collections.abc import Collection, Sequence
 from typing import TYPE_CHECKING, Any, NamedTuple, NoReturn
 
 from curator import __version__
-from curator.cli import _no_postgres  # noqa: F401  (first: before peewee is imported)
-from curator.cli.common import (
+from curator.store import pg_driver
+
+pg_driver.hold_back()  # first, before peewee is imported: psycopg only for postgresql://
+
+from curator.cli.common import (  # noqa: E402
     CommandContext,
     OutputError,
     add_common_options,
     ensure_standard_streams,
     print_error_document,
 )
-from curator.core.jsonsafe import dumps
-from curator.errors import CuratorError
+from curator.core.jsonsafe import dumps  # noqa: E402
+from curator.errors import CuratorError  # noqa: E402
 
 if TYPE_CHECKING:
     from _typeshed import SupportsWrite
@@ -326,7 +329,7 @@ def _run(ctx: CommandContext) -> int:
             raise
         error = explain_database_error(
             exc,
-            ctx.db_path,
+            ctx.db_display,
             args.command or "window",
             outcome="stopped; its unfinished transaction was rolled back",
         )

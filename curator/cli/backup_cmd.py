@@ -14,7 +14,6 @@ a read-only connection.
 from __future__ import annotations
 
 import argparse
-from pathlib import Path
 from typing import Any
 
 from curator.cli.common import CommandContext, integer
@@ -53,6 +52,7 @@ def register(subparsers: Any, common: argparse.ArgumentParser) -> None:
 
 def cmd_backup(ctx: CommandContext) -> int:
     folder = user_path(ctx.args.dir, "--dir") if ctx.args.dir else None
+    ctx.db_file("backup")
     store = ctx.store  # refuses a damaged or foreign file before anything is written
     result = take_backup(
         store.path,
@@ -68,6 +68,8 @@ def cmd_backup(ctx: CommandContext) -> int:
 def cmd_compact(ctx: CommandContext) -> int:
     """Never through ``ctx.store``: the compaction needs the only connection to the file
     (this process's own open one would make it refuse itself as "busy")."""
-    report = compact_database(Path(ctx.db_path), missing_message=ctx.missing_database_message())
+    report = compact_database(
+        ctx.db_file("compact"), missing_message=ctx.missing_database_message()
+    )
     ctx.emit(report.to_json(), report.describe())
     return 0

@@ -120,7 +120,8 @@ def add_common_options(parser: argparse.ArgumentParser, *, suppress_defaults: bo
         "--db",
         metavar="PATH",
         default=default,
-        help="database file (default: $CURATOR_DB, else the user data directory)",
+        help="database file, or a postgresql://USER@HOST:PORT/NAME URL without a password "
+        "(default: $CURATOR_DB, else the user data directory)",
     )
     parser.add_argument(
         "--json",
@@ -210,6 +211,27 @@ class CommandContext:
         return resolve_db_path(getattr(self.args, "db", None))
 
     @property
+    def db_display(self) -> str:
+        """The database for messages and documents: a URL never shows its password."""
+        from curator.store.engine import display_url
+
+        location = self.db_path
+        return display_url(location) if isinstance(location, str) else str(location)
+
+    def db_file(self, what: str) -> Path:
+        """The SQLite file, for what works only on a file (backup, restore, compact).
+
+        A PostgreSQL database is refused with the server's own tool for ``what``.
+        """
+        location = self.db_path
+        if isinstance(location, str):
+            raise CuratorError(
+                f"{what} works on a SQLite file; {self.db_display} is a PostgreSQL database: "
+                "use pg_dump and pg_restore for it"
+            )
+        return Path(location)
+
+    @property
     def database_use(self) -> str:
         """This command's row of :data:`DATABASE_USE` (OPENS when it is not listed)."""
         command = getattr(self.args, "command", None) or ""
@@ -232,10 +254,12 @@ class CommandContext:
             # Refuses (exit 2, file untouched) a damaged, foreign or newer database, and
             # opens a read-only one for reading; see curator.store.opening. A missing
             # one is created only by the commands made for it (DATABASE_USE) or --create.
-            path = Path(self.db_path)
-            self._created = [p for p in (path, *path.parents) if not os.path.lexists(p)]
+            location = self.db_path
+            if not isinstance(location, str):  # a file: what opening it may create
+                path = Path(location)
+                self._created = [p for p in (path, *path.parents) if not os.path.lexists(p)]
             self._store = Store(
-                path,
+                location,
                 busy_timeout_s=busy_timeout_from_env(),
                 create=self.create or self.database_use == CREATES,
                 missing_message=self.missing_database_message(),

@@ -194,7 +194,7 @@ def stats_document(ctx: CommandContext) -> dict[str, Any]:
         }
     )
     return {
-        "database": str(ctx.db_path),
+        "database": ctx.db_display,
         "episodes": {
             "total": sum(labels.values()),
             "by_label": {label: labels.get(label, 0) for label in (*LABELS, "unlabelled")},
@@ -240,18 +240,18 @@ def cmd_demo(ctx: CommandContext) -> int:
 
     report = create_demo(ctx.store)
     if not report.created and not ctx.args.if_missing:
-        raise CuratorError(f"{ctx.db_path} already has data; the demo needs an empty database")
+        raise CuratorError(f"{ctx.db_display} already has data; the demo needs an empty database")
     message = (
         f"demo database ready: {report.episodes} episodes, {report.patterns} patterns"
         if report.created
-        else f"{ctx.db_path} already has data; left as it is"
+        else f"{ctx.db_display} already has data; left as it is"
     )
     ctx.emit(
         {
             "created": report.created,
             "episodes": report.episodes,
             "patterns": report.patterns,
-            "database": str(ctx.db_path),
+            "database": ctx.db_display,
         },
         message,
     )
@@ -260,6 +260,11 @@ def cmd_demo(ctx: CommandContext) -> int:
 
 def open_window(ctx: CommandContext) -> int:
     """No subcommand: the desktop window on the resolved database."""
+    if isinstance(ctx.db_path, str):  # refused before Qt is loaded: one line, exit 2
+        raise CuratorError(
+            "the window does not open a PostgreSQL database in this version; use the "
+            "commands (import, classify, review, decide, commit, undo, stats, export) with --db"
+        )
     from curator.gui.app import main as gui_main
 
     return gui_main(ctx.db_path)

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import argparse
 import os
-from pathlib import Path
 from typing import Any
 
 from curator.cli.common import CommandContext
@@ -33,7 +32,7 @@ def register(subparsers: Any, common: argparse.ArgumentParser) -> None:
 
 def cmd_restore(ctx: CommandContext) -> int:
     chosen = user_path(ctx.args.backup, "BACKUP") if ctx.args.backup else None
-    path = Path(ctx.db_path)
+    path = ctx.db_file("restore")
     if not ctx.create and not os.path.exists(path) and not path.parent.is_dir():
         # Putting a lost database back is what restore is for, but into a folder that
         # does not exist it is more likely a mistyped --db: no folder is made unasked.

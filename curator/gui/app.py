@@ -108,6 +108,12 @@ def freeze_startup_heap() -> int:
     return gc.get_freeze_count()
 
 
+WINDOW_NOT_ON_POSTGRES = (
+    "the window does not open a PostgreSQL database in this version (its backups and live "
+    "refresh are made for a SQLite file); use the curator commands with --db for it"
+)
+
+
 def main(db_path: str | os.PathLike[str] | None = None) -> int:
     """Open the window on ``db_path`` (default: ``--db``/``CURATOR_DB``/user data dir).
 
@@ -167,6 +173,8 @@ def main(db_path: str | os.PathLike[str] | None = None) -> int:
             )
 
     try:
+        if isinstance(path, str):
+            raise CuratorError(WINDOW_NOT_ON_POSTGRES)
         show_window(Store(path, busy_timeout_s=busy_timeout_from_env()))
     except DamagedDatabaseError as exc:
         if exc.backup is None:

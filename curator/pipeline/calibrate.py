@@ -74,7 +74,10 @@ def label_bias(
             prompt_sha256=key,
             probabilities=bias,
             inputs=list(CONTENT_FREE_INPUTS),
-        ).on_conflict_replace().execute()
+        ).on_conflict(
+            conflict_target=[LabelBias.model_sha256, LabelBias.prompt_sha256],
+            preserve=[LabelBias.probabilities, LabelBias.inputs, LabelBias.created_at],
+        ).execute()
     return bias
 
 

@@ -332,7 +332,8 @@ def _apply(store: Store, plan: Plan, actor: str, now: datetime) -> ChangesetSumm
         cursor.execute(
             'INSERT INTO "pattern" ("text", "importance", "distilled_at", "rank_key", '
             '"category", "status", "revision", "created_run_id", "updated_run_id", '
-            '"created_at", "updated_at") VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)',
+            '"created_at", "updated_at") VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) '
+            'RETURNING "id"',  # both engines: SQLite 3.35+ and PostgreSQL
             (
                 add.text,
                 add.importance,
@@ -347,7 +348,7 @@ def _apply(store: Store, plan: Plan, actor: str, now: datetime) -> ChangesetSumm
                 stamp,
             ),
         )
-        pid = int(cursor.lastrowid or 0)
+        pid = int(cursor.fetchone()[0])
         recorder.created("pattern", [(pid,)])
         link(pid, add.candidate_id)
     for upd in plan.preview.updates:

@@ -143,7 +143,10 @@ def prepare_features(
                     {"episode": i, "model_sha256": sha, "dim": len(v), "vector": vector_to_blob(v)}
                     for i, v in zip(present, vectors, strict=True)
                 ]
-            ).on_conflict_replace().execute()
+            ).on_conflict(
+                conflict_target=[EpisodeEmbedding.episode, EpisodeEmbedding.model_sha256],
+                preserve=[EpisodeEmbedding.dim, EpisodeEmbedding.vector],
+            ).execute()
         done += len(chunk)
         state.report(Progress(STEP, done, total, message=f"{done} of {total} features"))
     return {"scored": len(unscored), "embedded": len(to_embed)}

@@ -266,12 +266,12 @@ def _label_pairs(store: Store, run_id: int | None) -> list[tuple[int, str, str, 
         )
         rows = store.execute(sql)
     else:
+        label = store.dialect.json_value("t.parsed", "label")
+        confidence = store.dialect.json_value("t.parsed", "confidence")
         sql = (
-            "SELECT e.id, e.human_label, json_extract(t.parsed, '$.label'), "
-            "json_extract(t.parsed, '$.confidence') FROM trace_step t "
+            f"SELECT e.id, e.human_label, {label}, {confidence} FROM trace_step t "
             "JOIN episode e ON e.id = t.episode_id WHERE t.run_id = ? AND t.error = '' "
-            "AND json_extract(t.parsed, '$.label') IS NOT NULL AND e.human_label IS NOT NULL "
-            "ORDER BY t.id"
+            f"AND {label} IS NOT NULL AND e.human_label IS NOT NULL ORDER BY t.id"
         )
         rows = store.execute(sql, (run_id,))
     return [
@@ -320,10 +320,11 @@ def _runs(store: Store) -> dict[int, tuple[str, datetime, str, str]]:
 
 
 def _label_series(store: Store, runs: dict[int, tuple[str, datetime, str, str]]) -> list[RunPoint]:
+    label = store.dialect.json_value("t.parsed", "label")
     sql = (
-        "SELECT t.run_id, e.human_label, json_extract(t.parsed, '$.label') FROM trace_step t "
+        f"SELECT t.run_id, e.human_label, {label} FROM trace_step t "
         "JOIN episode e ON e.id = t.episode_id WHERE t.step = 'classify' AND t.error = '' "
-        "AND e.human_label IS NOT NULL AND json_extract(t.parsed, '$.label') IS NOT NULL"
+        f"AND e.human_label IS NOT NULL AND {label} IS NOT NULL"
     )
     per_run: dict[int, tuple[list[str], list[str]]] = defaultdict(lambda: ([], []))
     for rid, human, model in store.execute(sql):

@@ -470,7 +470,7 @@ def _write_predictions(
             )
             old.update((int(row.id), row.predicted_label) for row in chunk)
         changed = sum(1 for u in updates if old.get(u[0]) != u[1])
-        store.db.connection().executemany(
+        store.db.cursor().executemany(
             "UPDATE episode SET predicted_label = ?, predicted_by = ?, predicted_confidence = ?, "
             "predicted_margin = ?, label = CASE WHEN human_label IS NULL THEN ? ELSE label END, "
             "label_by = CASE WHEN human_label IS NULL THEN 'model' ELSE label_by END "

@@ -32,25 +32,21 @@ from __future__ import annotations
 import contextlib
 import sqlite3
 from pathlib import Path
+from typing import Any
 
+from curator.store.engine import CHANGE_COUNTER_KEY, SQLITE, Dialect
 from curator.store.opening import _connect_without_writing
 
-CHANGE_COUNTER_KEY = "change_counter"
 
-BUMP_SQL = (
-    'INSERT INTO "setting" ("key", "value") VALUES (?, \'1\') '
-    'ON CONFLICT ("key") DO UPDATE SET "value" = CAST('
-    'CASE WHEN CAST("value" AS INTEGER) BETWEEN 0 AND 999999999999999 '
-    'THEN CAST("value" AS INTEGER) + 1 ELSE 1 END AS TEXT)'
-)
-"""One statement, inside the write transaction it counts; the value stays JSON text (a
-whole number). An edited value that is no number, or one so big that adding 1 would turn
-it into a float that no longer grows, starts again at 1."""
+def bump(target: Any, dialect: Dialect = SQLITE) -> None:
+    """Count one committed change (call inside the write transaction, before COMMIT).
 
-
-def bump(conn: sqlite3.Connection) -> None:
-    """Count one committed change (call inside the write transaction, before COMMIT)."""
-    conn.execute(BUMP_SQL, (CHANGE_COUNTER_KEY,))
+    ``target``: the store's peewee database, or a plain ``sqlite3`` connection. One
+    statement (the engine's upsert, :attr:`curator.store.engine.Dialect.bump_sql`); the
+    value stays JSON text (a whole number).
+    """
+    run = getattr(target, "execute_sql", None) or target.execute
+    run(dialect.bump_sql, (CHANGE_COUNTER_KEY,))
 
 
 def read_marker(path: Path) -> str | None:

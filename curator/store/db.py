@@ -1,4 +1,9 @@
-"""Opening the SQLite database: location, pragmas, schema migrations, transactions.
+"""Opening the database: location, pragmas, schema migrations, transactions.
+
+The database is a SQLite file (below) or, named by a ``postgresql://`` URL, a PostgreSQL
+database; what differs between the two engines is asked of the store's dialect
+(:mod:`curator.store.engine`), so the rest of this module and the application are the same
+for both.
 
 One :class:`Store` per process owns the peewee database and binds the models to it.
 peewee keeps one connection per thread, so the GUI thread and the LLM worker thread each
@@ -29,11 +34,26 @@ from curator.core.userpath import user_path
 from curator.errors import CuratorError
 from curator.store import change_marker
 from curator.store.backup_listing import newest_good_backup
-from curator.store.migrations import LATEST_VERSION, MIGRATIONS
+from curator.store.engine import (
+    DISK_FULL,
+    LOCK_NOT_AVAILABLE,
+    POSTGRES,
+    READ_ONLY_TRANSACTION,
+    SQLITE,
+    Dialect,
+    check_postgres_url,
+    display_url,
+    in_transaction,
+    is_postgres_url,
+    postgres_database,
+    sqlstate,
+)
+from curator.store.migrations import LATEST_VERSION
 from curator.store.models import ALL_MODELS
 from curator.store.opening import (
     DamagedDatabaseError,
     FileCheck,
+    ForeignDatabaseError,
     MissingDatabaseError,
     ReadOnlyError,
     SchemaTooNewError,
@@ -76,9 +96,11 @@ def db_path_source(cli_value: str | os.PathLike[str] | None) -> str:
     return "default"
 
 
-def resolve_db_path(cli_value: str | os.PathLike[str] | None) -> Path:
+def resolve_db_path(cli_value: str | os.PathLike[str] | None) -> Path | str:
     """``--db`` wins, then ``CURATOR_DB``, then the per-user default.
 
+    A SQLite file's path, or a ``postgresql://`` URL (a str, made canonical; one with a
+    password given by ``--db`` is refused, see :func:`curator.store.engine.check_postgres_url`).
     An empty ``--db`` is a usage error. A path with a NUL character cannot name a file
     (the operating system would refuse it deep inside SQLite); it is a usage error here,
     in one line.
@@ -99,10 +121,12 @@ def resolve_db_path(cli_value: str | os.PathLike[str] | None) -> Path:
         return default_db_path()
     if "\x00" in os.fspath(raw):
         raise CuratorError(f"the database path given by {source} contains a NUL character")
+    if is_postgres_url(raw):
+        return check_postgres_url(os.fspath(raw), source)
     return user_path(raw, f"the database path given by {source}")
 
 
-def missing_database_message(path: Path, source: str) -> str:
+def missing_database_message(path: Path | str, source: str) -> str:
     """Why a command that may not create a database refuses a missing one, and the way on."""
     if source == "default":
         named = "the default database"
@@ -154,10 +178,14 @@ def _error_name(exc: BaseException) -> str:
     return ""
 
 
-def _lock_error(exc: BaseException, path: Path, busy_timeout_s: float) -> StoreError | None:
+def _lock_error(exc: BaseException, path: Path | str, busy_timeout_s: float) -> StoreError | None:
     name = _error_name(exc)
     text = str(exc).lower()
-    if name.startswith("SQLITE_BUSY") or "database is locked" in text:
+    state = sqlstate(exc)
+    if state == READ_ONLY_TRANSACTION:
+        return ReadOnlyError(f"read-only: {path} cannot be written ({exc})")
+    locked = name.startswith("SQLITE_BUSY") or "database is locked" in text
+    if locked or state == LOCK_NOT_AVAILABLE:
         return StoreBusyError(
             f"busy: another curator process is writing to {path} (waited "
             f"{busy_timeout_s:g} s for it); try again when it has finished"
@@ -169,7 +197,7 @@ def _lock_error(exc: BaseException, path: Path, busy_timeout_s: float) -> StoreE
 
 def explain_database_error(
     exc: BaseException,
-    path: Path,
+    path: Path | str,
     what: str,
     busy_timeout_s: float = BUSY_TIMEOUT_S,
     outcome: str = "was not applied, nothing changed",
@@ -187,14 +215,17 @@ def explain_database_error(
     if lock is not None:
         return lock
     name = _error_name(exc)
-    if name.startswith("SQLITE_FULL") or "disk is full" in str(exc).lower():
+    full = name.startswith("SQLITE_FULL") or sqlstate(exc) == DISK_FULL
+    if full or "disk is full" in str(exc).lower():
         return StoreError(
             f"database or disk is full: the {what} {outcome} ({path}); "
             "free some space and try again"
         )
     if name.startswith(("SQLITE_CORRUPT", "SQLITE_NOTADB")):
         return StoreError(f"{path} is damaged ({exc}); the {what} {outcome}")
-    return StoreError(f"the {what} failed: {exc}; it {outcome}")
+    # PostgreSQL adds CONTEXT and HINT lines to its message: the first one says it
+    reason = (str(exc).strip().splitlines() or [""])[0]
+    return StoreError(f"the {what} failed: {reason}; it {outcome}")
 
 
 class Store:
@@ -205,7 +236,15 @@ class Store:
     process cannot write) opens the database without ever writing it. ``create=False``
     refuses a path where no file exists (MissingDatabaseError, with ``missing_message``)
     instead of creating the database there; a zero-byte file still counts as one to fill.
+
+    ``path`` may be a ``postgresql://`` URL instead (see :meth:`_open_postgres`); then
+    ``dialect`` is PostgreSQL's and ``location`` (for messages) shows the URL without a
+    password. ``path`` then names no file: what works only on a file (backups, compaction)
+    asks ``dialect.is_file`` first.
     """
+
+    dialect: Dialect = SQLITE
+    db: peewee.Database
 
     def __init__(
         self,
@@ -216,8 +255,12 @@ class Store:
         create: bool = True,
         missing_message: str | None = None,
     ):
-        self.path = Path(path)
         self.busy_timeout_s = busy_timeout_s
+        if is_postgres_url(path):
+            self._open_postgres(os.fspath(path), read_only=read_only, create=create)
+            return
+        self.path = Path(path)
+        self.location = str(self.path)
         if not create and not os.path.exists(self.path):  # a dangling link too
             # Before anything else: a missing file gets no folder, no file, no -wal/-shm.
             raise MissingDatabaseError(
@@ -254,6 +297,60 @@ class Store:
             self.db.close()
             raise self.explain(exc, "upgrade of the database") from exc
 
+    def _open_postgres(self, url: str, *, read_only: bool, create: bool) -> None:
+        """Connect, judge the schema and migrate it when due, as for a SQLite file.
+
+        The database itself must exist on the server (the curator never creates one: who
+        may create databases is the server administrator's choice). A database without the
+        curator's schema is filled only where a SQLite file would be created (``create``);
+        one holding tables of another program, or a newer schema, is refused untouched.
+        """
+        self.dialect = POSTGRES
+        self.location = display_url(url)
+        self.path = Path(self.location)  # names no file; messages use ``location``
+        self.read_only = read_only
+        self.db = postgres_database(url, self.busy_timeout_s, read_only=read_only)
+        self.db.bind(ALL_MODELS, bind_refs=False, bind_backrefs=False)
+        try:
+            try:
+                self.db.connect(reuse_if_open=True)
+            except DATABASE_ERRORS as exc:
+                reason = " ".join(str(exc).split())
+                raise StoreError(f"cannot connect to {self.location}: {reason}") from exc
+            version = self.schema_version
+            if version > LATEST_VERSION:
+                raise SchemaTooNewError(
+                    f"{self.location} has schema version {version}, newer than the "
+                    f"{LATEST_VERSION} this version of the application understands; it was "
+                    "not modified. Update the application to open it."
+                )
+            if version == 0:
+                tables = POSTGRES.tables(self.db)
+                if tables:
+                    shown = ", ".join(sorted(tables)[:5])
+                    raise ForeignDatabaseError(
+                        f"{self.location} is not a Memory Curator database (it holds "
+                        f"tables {shown}); it was not modified"
+                    )
+                if not create:
+                    raise MissingDatabaseError(
+                        f"{self.location} holds no curator database yet; nothing was "
+                        "created: pass --create to set it up there"
+                    )
+            if version < LATEST_VERSION:
+                if read_only:
+                    raise ReadOnlyError(
+                        f"read-only: {self.location} has schema version {version} and needs "
+                        f"an upgrade to {LATEST_VERSION}, which needs write access"
+                    )
+                self.migrate()
+        except StoreError:
+            self.db.close()
+            raise
+        except DATABASE_ERRORS as exc:
+            self.db.close()
+            raise self.explain(exc, "upgrade of the database") from exc
+
     def _database(self, found: FileCheck) -> SqliteDatabase:
         pragmas: dict[str, Any] = {
             "foreign_keys": 1,
@@ -285,7 +382,7 @@ class Store:
 
     @property
     def schema_version(self) -> int:
-        return int(self.db.execute_sql("PRAGMA user_version").fetchone()[0])
+        return self.dialect.schema_version(self.db)
 
     def migrate(self, target: int = LATEST_VERSION) -> None:
         """Apply the pending migrations up to ``target`` in one transaction.
@@ -297,14 +394,13 @@ class Store:
             current = self.schema_version
             if current > LATEST_VERSION:
                 raise SchemaTooNewError(
-                    f"{self.path} has schema version {current}, newer than {LATEST_VERSION}"
+                    f"{self.location} has schema version {current}, newer than {LATEST_VERSION}"
                 )
             for version in range(current + 1, target + 1):
-                for statement in MIGRATIONS[version - 1]:
+                for statement in self.dialect.migration(version):
                     self.db.execute_sql(statement)
             if target > current:
-                # PRAGMA takes no parameters; target is an int we computed.
-                self.db.execute_sql(f"PRAGMA user_version = {int(target)}")
+                self.dialect.set_schema_version(self.db, target)
 
     # -- transactions ---------------------------------------------------------------------
 
@@ -323,7 +419,9 @@ class Store:
         """
         db = self.db
         if self.read_only:
-            raise ReadOnlyError(f"read-only: {self.path} is opened read-only; nothing was changed")
+            raise ReadOnlyError(
+                f"read-only: {self.location} is opened read-only; nothing was changed"
+            )
         if db.transaction_depth() > 0:
             with db.atomic():
                 yield
@@ -338,11 +436,12 @@ class Store:
         marker = db.transaction()
         db.push_transaction(marker)
         conn = db.connection()
-        changes_before = conn.total_changes
+        # PostgreSQL keeps no count of changed rows: every write transaction counts
+        changes_before = getattr(conn, "total_changes", None)
         try:
             yield
-            if conn.total_changes != changes_before:
-                change_marker.bump(conn)  # "changed since the newest backup?"
+            if changes_before is None or conn.total_changes != changes_before:
+                change_marker.bump(db, self.dialect)  # "changed since the newest backup?"
         except BaseException as exc:
             db.pop_transaction()
             self._rollback_if_open(exc)
@@ -362,16 +461,16 @@ class Store:
         key press): while the CLI imports or commits, a "busy" message after a moment
         beats a window frozen for the whole busy timeout. The lock error names the wait.
         """
-        self.db.execute_sql(f"PRAGMA busy_timeout = {int(seconds * 1000):d}")
+        self.dialect.set_wait(self.db, int(seconds * 1000))
         try:
             yield
         except StoreBusyError as exc:
             raise StoreBusyError(
-                f"busy: another curator process is writing to {self.path} (waited "
+                f"busy: another curator process is writing to {self.location} (waited "
                 f"{seconds:g} s for it); nothing was changed, try again when it has finished"
             ) from exc
         finally:
-            self.db.execute_sql(f"PRAGMA busy_timeout = {int(self.busy_timeout_s * 1000):d}")
+            self.dialect.set_wait(self.db, int(self.busy_timeout_s * 1000))
 
     @contextmanager
     def write_without_waiting(self) -> Iterator[None]:
@@ -381,12 +480,12 @@ class Store:
         every start, a run's heartbeat): it is simply tried again later.
         """
         waited_ms = int(self.busy_timeout_s * 1000)
-        self.db.execute_sql("PRAGMA busy_timeout = 0")
+        self.dialect.set_wait(self.db, 0)
         try:
             with self.write():
                 yield
         finally:
-            self.db.execute_sql(f"PRAGMA busy_timeout = {waited_ms:d}")
+            self.dialect.set_wait(self.db, waited_ms)
 
     def _rollback_if_open(self, exc: BaseException) -> None:
         """Roll back unless SQLite already did; a failed rollback is noted on ``exc``.
@@ -396,7 +495,7 @@ class Store:
         """
         db = self.db
         conn = db.connection() if not db.is_closed() else None
-        if conn is None or not conn.in_transaction:
+        if conn is None or not in_transaction(conn):
             return
         try:
             db.rollback()
@@ -404,11 +503,11 @@ class Store:
             exc.add_note(f"and the rollback failed: {rollback_exc}")
 
     def _lock_error(self, exc: BaseException) -> StoreError | None:
-        return _lock_error(exc, self.path, self.busy_timeout_s)
+        return _lock_error(exc, self.location, self.busy_timeout_s)
 
     def explain(self, exc: BaseException, what: str) -> CuratorError:
         """A SQLite failure of ``what`` as one readable sentence (the real cause)."""
-        return explain_database_error(exc, self.path, what, self.busy_timeout_s)
+        return explain_database_error(exc, self.location, what, self.busy_timeout_s)
 
     @contextmanager
     def read(self) -> Iterator[None]:
@@ -417,7 +516,7 @@ class Store:
         A deferred transaction: under WAL it never waits for a writer, and every query
         inside sees the same committed state. Inside a write it simply joins it.
         """
-        with self.db.transaction("DEFERRED"):
+        with self.db.transaction(self.dialect.read_isolation):
             yield
 
     @contextmanager
@@ -434,15 +533,15 @@ class Store:
 
     def data_version(self) -> int:
         """Changes when another connection commits: cheap polling for outside changes."""
-        return int(self.db.execute_sql("PRAGMA data_version").fetchone()[0])
+        return self.dialect.data_version(self.db)
 
     def integrity_check(self) -> str:
-        rows = self.db.execute_sql("PRAGMA integrity_check").fetchall()
-        return "\n".join(str(r[0]) for r in rows)
+        return self.dialect.integrity_check(self.db)
 
     def execute(self, sql: str, params: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
-        """Raw read query (for diagnostics and tests)."""
-        return list(self.db.execute_sql(sql, params).fetchall())
+        """Raw query (for diagnostics and tests): its rows, none for a statement without."""
+        cursor = self.db.execute_sql(sql, params)
+        return list(cursor.fetchall()) if cursor.description is not None else []
 
     def close(self) -> None:
         """Close this thread's connection (other threads close their own)."""

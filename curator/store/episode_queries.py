@@ -15,6 +15,7 @@ from datetime import date
 from typing import Any
 
 from curator.store.db import Store
+from curator.store.engine import SQLITE, Dialect
 from curator.store.models import LABELS
 
 LABEL_FILTERS: tuple[str, ...] = ("all", *LABELS, "model", "human", "unlabelled", "uncertain")
@@ -114,13 +115,17 @@ def indexed(text: str) -> bool:
     return len(text.strip()) >= MIN_INDEXED_CHARS
 
 
-def where_clause(flt: EpisodeFilter, *, use_index: bool = True) -> tuple[str, list[Any]]:
-    """SQL ``WHERE`` text and parameters for ``flt`` (``"1"`` when nothing filters).
+def where_clause(
+    flt: EpisodeFilter, *, use_index: bool = True, dialect: Dialect = SQLITE
+) -> tuple[str, list[Any]]:
+    """SQL ``WHERE`` text and parameters for ``flt`` (``"1=1"`` when nothing filters).
 
     A text query always keeps its ``LIKE`` condition, which defines the result (ASCII
     letters case-insensitive, ``%`` and ``_`` literal).  For 3+ characters the trigram
     index narrows the rows first: it matches case-insensitively for every script, so
-    its rows are a superset of LIKE's and LIKE only checks those few.
+    its rows are a superset of LIKE's and LIKE only checks those few. On PostgreSQL the
+    condition is an ``ILIKE`` that its trigram index serves by itself
+    (:class:`curator.store.engine.PostgresDialect`).
     """
     parts: list[str] = []
     params: list[Any] = []
@@ -148,17 +153,18 @@ def where_clause(flt: EpisodeFilter, *, use_index: bool = True) -> tuple[str, li
         parts.append("timestamp <= ?")
         params.append(f"{flt.date_to.isoformat()}T23:59:59.999999+00:00")
     text = flt.text.strip()
-    if text and use_index and indexed(text):
-        parts.append("id IN (SELECT rowid FROM episode_fts WHERE episode_fts MATCH ?)")
-        params.append(match_expression(text))
+    if text and use_index and indexed(text) and dialect.narrows_text:
+        sub, sub_params = dialect.candidates(match_expression(text), f"%{escape_like(text)}%")
+        parts.append(f"id IN ({sub})")
+        params.extend(sub_params)
     if text:
-        parts.append("text LIKE ? ESCAPE '\\'")
+        parts.append(dialect.text_condition)
         params.append(f"%{escape_like(text)}%")
     if flt.ids is not None:
         # Integers we produced, written literally: an id list may exceed SQLite's
         # parameter limit, and ints cannot inject anything.
-        parts.append(f"id IN ({','.join(str(int(i)) for i in flt.ids)})" if flt.ids else "0")
-    return (" AND ".join(parts) if parts else "1"), params
+        parts.append(f"id IN ({','.join(str(int(i)) for i in flt.ids)})" if flt.ids else "1=0")
+    return (" AND ".join(parts) if parts else "1=1"), params
 
 
 def query_ids(store: Store, flt: EpisodeFilter, sort: EpisodeSort) -> list[int]:
@@ -179,7 +185,7 @@ def _ordered_ids(
     if column is None:
         raise ValueError(f"unknown sort key {sort.key!r}")
     direction = "DESC" if sort.descending else "ASC"
-    where, params = where_clause(flt)
+    where, params = where_clause(flt, dialect=store.dialect)
     order = f"{column} {direction}, id {direction}"
     if flt.label == "uncertain":  # a queue: its order is the point, not the clicked column
         order = "predicted_margin ASC, id ASC"
@@ -259,16 +265,14 @@ def query_first_ids(
     column = SORT_KEYS.get(sort.key)
     if column is None or flt.label == "uncertain" or not indexed(text):
         return _ordered_ids(store, flt, sort, limit)
-    probe = store.execute(
-        f"SELECT rowid FROM episode_fts WHERE episode_fts MATCH ? LIMIT {int(walk_above) + 1}",
-        (match_expression(text),),
-    )
+    sub, sub_params = store.dialect.candidates(match_expression(text), f"%{escape_like(text)}%")
+    probe = sorted(store.execute(f"{sub} LIMIT {int(walk_above) + 1}", tuple(sub_params)))
     direction = "DESC" if sort.descending else "ASC"
     order = f"ORDER BY {column} {direction}, id {direction}"
     if len(probe) <= walk_above:
         # every candidate is known: LIKE decides among them (ints we read, written
         # literally, as where_clause does with an id list)
-        where, params = where_clause(flt, use_index=False)
+        where, params = where_clause(flt, use_index=False, dialect=store.dialect)
         known = ",".join(str(int(r[0])) for r in probe) or "NULL"
         sql = f"SELECT id FROM episode WHERE {where} AND id IN ({known}) {order} LIMIT {int(limit)}"
         return [int(r[0]) for r in store.execute(sql, tuple(params))]
@@ -318,22 +322,21 @@ class _Walk:
     def run(self, steps: int, *, use_index: bool) -> list[int] | None:
         """The first ``limit`` matches, or None when ``steps`` index entries (among the
         dates asked for) held fewer; ``use_index``: only index candidates are fetched."""
+        dialect = self.store.dialect
+        hint = dialect.indexed_by(self.index)
         span, span_params = where_clause(
-            EpisodeFilter(date_from=self.flt.date_from, date_to=self.flt.date_to)
+            EpisodeFilter(date_from=self.flt.date_from, date_to=self.flt.date_to), dialect=dialect
         )
         last = self.store.execute(
-            f"SELECT {self.column}, id FROM episode INDEXED BY {self.index} WHERE {span} "
+            f"SELECT {self.column}, id FROM episode{hint} WHERE {span} "
             f"{self.order} LIMIT 1 OFFSET {max(int(steps), 1) - 1}",
             tuple(span_params),
         )
-        where, params = where_clause(self.flt, use_index=use_index)
+        where, params = where_clause(self.flt, use_index=use_index, dialect=dialect)
         if last:
             where += f" AND ({self.column}, id) {'>=' if self.sort.descending else '<='} (?, ?)"
             params += list(last[0])
-        sql = (
-            f"SELECT id FROM episode INDEXED BY {self.index} WHERE {where} {self.order} "
-            f"LIMIT {int(self.limit)}"
-        )
+        sql = f"SELECT id FROM episode{hint} WHERE {where} {self.order} LIMIT {int(self.limit)}"
         found = [int(r[0]) for r in self.store.execute(sql, tuple(params))]
         if len(found) < self.limit and last:  # gave up before the page was full
             return None
@@ -341,16 +344,18 @@ class _Walk:
 
 
 def _by_relevance(store: Store, flt: EpisodeFilter, best_first: bool, cap: str) -> list[int]:
-    """Matching ids by bm25 (lower is better in SQLite), ties by id."""
-    where, params = where_clause(flt, use_index=False)
+    """Matching ids by score (SQLite's bm25; PostgreSQL's trigram word similarity; lower
+    is better), ties by id."""
+    where, params = where_clause(flt, use_index=False, dialect=store.dialect)
     direction = "ASC" if best_first else "DESC"
+    text = flt.text.strip()
+    ranked, ranked_params = store.dialect.ranked(match_expression(text), f"%{escape_like(text)}%")
     sql = (
-        "WITH ranked AS (SELECT rowid AS rid, bm25(episode_fts) AS score FROM episode_fts "
-        "WHERE episode_fts MATCH ?) "
+        f"WITH ranked AS ({ranked}) "
         f"SELECT id FROM episode JOIN ranked ON ranked.rid = episode.id WHERE {where} "
         f"ORDER BY ranked.score {direction}, id {direction}{cap}"
     )
-    rows = store.execute(sql, (match_expression(flt.text.strip()), *params))
+    rows = store.execute(sql, (*ranked_params, *params))
     return [int(r[0]) for r in rows]
 
 

@@ -332,7 +332,18 @@ def _save(path: str, position: _Position) -> None:
         head_length=position.head_length,
         head_sha256=position.head_sha256,
         updated_at=utcnow(),
-    ).on_conflict_replace().execute()
+    ).on_conflict(
+        conflict_target=[FollowState.path],
+        preserve=[
+            FollowState.device,
+            FollowState.inode,
+            FollowState.offset,
+            FollowState.line,
+            FollowState.head_length,
+            FollowState.head_sha256,
+            FollowState.updated_at,
+        ],
+    ).execute()
 
 
 def positions(store: Store) -> Iterator[tuple[str, int, int]]:

@@ -116,6 +116,21 @@ class JSONField(TextField):
         return json.loads(value)
 
 
+class FlagField(BooleanField):
+    """A yes/no stored as the integer 0 or 1 (the column is an INTEGER on both engines).
+
+    SQLite stores a Python bool as 0/1 anyway; PostgreSQL refuses a boolean for its
+    integer column, so the value is written as the integer itself.
+    """
+
+    field_type = "INTEGER"
+
+    def db_value(self, value: Any) -> Any:
+        if value is None:
+            return None
+        return int(bool(value))
+
+
 class BaseModel(Model):
     class Meta:
         legacy_table_names = False
@@ -177,7 +192,7 @@ class Episode(BaseModel):
     label = TextField(null=True, index=True)  # the label in force: human over model
     label_by = TextField(null=True)  # "model" | "human" | None
     label_at = UTCDateTimeField(null=True)
-    classify_truncated = BooleanField(default=False)
+    classify_truncated = FlagField(default=False)
     distilled_at = UTCDateTimeField(null=True, index=True)
     distilled_run = ForeignKeyField(Run, null=True, on_delete="SET NULL", backref="distilled")
     distilled_run_id: int | None  # the raw id (peewee's accessor; no query)
@@ -300,7 +315,7 @@ class Candidate(BaseModel):
     distilled_at = UTCDateTimeField(null=True)
     # UPDATE with an edited text: True keeps the pattern's text (only importance and
     # provenance change); None/False: the reviewer's wording replaces it.
-    keep_pattern_text = BooleanField(null=True)
+    keep_pattern_text = FlagField(null=True)
     # Flags judged at staging, not recomputed when shown (curator.pipeline.guard): the
     # model's second opinion and the learned guard's; a list of Flag JSON, None: none.
     guard_flags = JSONField(null=True)
@@ -332,7 +347,7 @@ class DecisionEvent(BaseModel):
     before = JSONField()
     after = JSONField()
     kind = TextField(default="decide")  # propose (the pipeline's) | decide | undo
-    undone = BooleanField(default=False)  # a decide event reverted by undo_last_decision
+    undone = FlagField(default=False)  # a decide event reverted by undo_last_decision
 
 
 class LabelEvent(BaseModel):
@@ -346,7 +361,7 @@ class LabelEvent(BaseModel):
     at = UTCDateTimeField(default=utcnow)
     before = JSONField()
     after = JSONField()
-    undone = BooleanField(default=False)
+    undone = FlagField(default=False)
 
 
 class Changeset(BaseModel):

@@ -309,7 +309,8 @@ def update_settings(store: Store, changes: Mapping[str, Any]) -> Settings:
                 store.db.execute_sql('DELETE FROM "setting" WHERE "key" = ?', (key,))
             else:
                 store.db.execute_sql(
-                    'INSERT OR REPLACE INTO "setting" ("key", "value") VALUES (?, ?)',
+                    'INSERT INTO "setting" ("key", "value") VALUES (?, ?) '
+                    'ON CONFLICT ("key") DO UPDATE SET "value" = excluded."value"',
                     (key, json.dumps(value, ensure_ascii=False)),
                 )
         if new.decay_rate != old_rate:

@@ -73,7 +73,7 @@ def _q(name: str) -> str:
 
 def table_columns(store: Store, table: str) -> tuple[str, ...]:
     """The table's columns in schema order."""
-    return tuple(str(row[1]) for row in store.execute(f"PRAGMA table_info({_q(table)})"))
+    return store.dialect.columns(store.db, table)
 
 
 def tracked_columns(store: Store, table: str) -> tuple[str, ...]:

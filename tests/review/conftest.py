@@ -33,9 +33,26 @@ PATTERN_TEXTS = (
 )
 
 
+def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    """A module that sets ``BOTH_ENGINES = True`` runs each of its ``store`` tests on a
+    SQLite file and on a PostgreSQL database (the same test, not a copy of it)."""
+    if "store" in metafunc.fixturenames and getattr(metafunc.module, "BOTH_ENGINES", False):
+        metafunc.parametrize("engine", ["sqlite", "postgresql"])
+
+
 @pytest.fixture
-def store(tmp_path: Path) -> Iterator[Store]:
-    db = Store(tmp_path / "curator.sqlite")
+def engine() -> str:
+    """The engine of the ``store`` fixture: SQLite unless the module asks for both."""
+    return "sqlite"
+
+
+@pytest.fixture
+def store(engine: str, tmp_path: Path, request: pytest.FixtureRequest) -> Iterator[Store]:
+    """A new database; ``store.location`` names it for ``--db`` on either engine."""
+    if engine == "sqlite":
+        db = Store(tmp_path / "curator.sqlite")
+    else:
+        db = Store(request.getfixturevalue("pg_url"))
     yield db
     db.close()
 

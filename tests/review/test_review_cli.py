@@ -14,6 +14,8 @@ from curator.store.db import Store
 from curator.store.models import Episode, Pattern, Run
 from review.conftest import candidate_ids, make_episode, make_pattern, make_staged_run, run_python
 
+BOTH_ENGINES = True  # each store test runs on SQLite and on PostgreSQL (conftest)
+
 NEW = "Summaries for the design team should include one screenshot per change."
 
 
@@ -45,7 +47,7 @@ def test_review_lists_and_accepts_all(
     staged: tuple[Store, Run, int], capsys: pytest.CaptureFixture[str]
 ) -> None:
     store, run, target = staged
-    db = str(store.path)
+    db = store.location
     code, doc, _ = cli(capsys, "--db", db, "review", str(run.id), "--json")
     assert code == 0
     assert doc["progress"] == {"total": 2, "reviewed": 0, "unreviewed": 2, "by_action": {}}
@@ -64,7 +66,7 @@ def test_decide_commit_history_undo(
     staged: tuple[Store, Run, int], capsys: pytest.CaptureFixture[str]
 ) -> None:
     store, run, target = staged
-    db = str(store.path)
+    db = store.location
     first, second = candidate_ids(run)
     code, doc, _ = cli(
         capsys, "--db", db, "decide", str(run.id), str(first), "add", "--importance", "0.7",
@@ -105,7 +107,7 @@ def test_conflict_exits_one_naming_the_candidate(
     staged: tuple[Store, Run, int], capsys: pytest.CaptureFixture[str]
 ) -> None:
     store, run, target = staged
-    db = str(store.path)
+    db = store.location
     cli(capsys, "--db", db, "review", str(run.id), "--accept-all")
     edit = run_python(
         "import sys\n"
@@ -123,7 +125,7 @@ def test_conflict_exits_one_naming_the_candidate(
     assert code == 1 and out == ""
     assert err.startswith("curator: error: conflict:") and err.count("\n") == 1
     assert f"candidate {candidate_ids(run)[1]} " in err
-    reopened = Store(store.path)
+    reopened = Store(store.location)
     assert Pattern.select().count() == 1 and Run.get_by_id(run.id).status == "staged"
     reopened.close()
 
@@ -132,7 +134,7 @@ def test_bad_decisions_are_one_line_errors(
     staged: tuple[Store, Run, int], capsys: pytest.CaptureFixture[str]
 ) -> None:
     store, run, _ = staged
-    db = str(store.path)
+    db = store.location
     first = candidate_ids(run)[0]
     code, _, err = cli(capsys, "--db", db, "decide", str(run.id), str(first), "MERGE")
     assert code == 2 and "unknown action" in err
@@ -145,7 +147,7 @@ def test_bad_decisions_are_one_line_errors(
 def test_label_commands(store: Store, capsys: pytest.CaptureFixture[str]) -> None:
     ids = [make_episode(store, model_label="noise", label="noise", label_by="model") for _ in "ab"]
     store.close()
-    db = str(store.path)
+    db = store.location
     code, doc, _ = cli(
         capsys, "--db", db, "label", str(ids[0]), str(ids[1]), "constitutional", "--json"
     )
@@ -158,15 +160,19 @@ def test_label_commands(store: Store, capsys: pytest.CaptureFixture[str]) -> Non
     assert code == 2 and "unknown label" in err
     code, _, err = cli(capsys, "--db", db, "label", "x", "noise")
     assert code == 2 and "not an episode id" in err
-    reopened = Store(store.path)
+    reopened = Store(store.location)
     assert [Episode.get_by_id(i).label for i in ids] == ["constitutional"] * 2
     reopened.close()
 
 
-def test_backup_command_rotates(store: Store, capsys: pytest.CaptureFixture[str]) -> None:
+def test_backup_command_rotates(
+    store: Store, engine: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    if engine != "sqlite":
+        pytest.skip("a PostgreSQL database is backed up with pg_dump (tests/store/test_pg_engine)")
     make_pattern(store, "Retry network calls to the billing API with backoff.")
     store.close()
-    db = str(store.path)
+    db = store.location
     paths = []
     for _ in range(3):
         code, doc, _ = cli(capsys, "--db", db, "backup", "--keep", "2", "--json")

@@ -30,6 +30,8 @@ from review.conftest import (
     run_python,
 )
 
+BOTH_ENGINES = True  # each store test runs on SQLite and on PostgreSQL (conftest)
+
 WORKER = """
 import json, sys, time
 from pathlib import Path
@@ -87,7 +89,7 @@ def test_two_processes_commit_and_relabel_at_once(store: Store, tmp_path: Path) 
     go = tmp_path / "go"
     children = [
         subprocess.Popen(
-            [sys.executable, "-c", WORKER, str(store.path), str(run_id), str(go), json.dumps(eps)],
+            [sys.executable, "-c", WORKER, store.location, str(run_id), str(go), json.dumps(eps)],
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
             text=True,
@@ -154,7 +156,7 @@ def test_pattern_edited_by_another_process_is_a_conflict(store: Store) -> None:
     )
     review.accept_all(store, run.id)
     version = store.data_version()
-    done = run_python(EDITOR, str(store.path), str(target))
+    done = run_python(EDITOR, store.location, str(target))
     assert done.returncode == 0, done.stderr
     assert store.data_version() != version
     before = logical_dump(store)
@@ -170,7 +172,9 @@ from curator.store.db import Store
 from curator.store.models import Setting
 store = Store(sys.argv[1])
 with store.write():
-    Setting.insert(key="held", value=1).on_conflict_replace().execute()
+    Setting.insert(key="held", value=1).on_conflict(
+        conflict_target=[Setting.key], preserve=[Setting.value]
+    ).execute()
     print("LOCKED", flush=True)
     sys.stdin.readline()
 print("RELEASED", flush=True)
@@ -184,7 +188,7 @@ def test_readers_do_not_block_and_writers_wait_for_the_lock(store: Store) -> Non
     )
     (cid,) = candidate_ids(run)
     holder = subprocess.Popen(
-        [sys.executable, "-c", HOLDER, str(store.path)],
+        [sys.executable, "-c", HOLDER, store.location],
         stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,

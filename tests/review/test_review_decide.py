@@ -10,6 +10,8 @@ from curator.store.db import Store
 from curator.store.models import Candidate, DecisionEvent, Pattern
 from review.conftest import PATTERN_TEXTS, candidate_ids, make_patterns, make_staged_run
 
+BOTH_ENGINES = True  # each store test runs on SQLite and on PostgreSQL (conftest)
+
 NEW_TEXT = "Summaries for the design team should include one screenshot per change."
 NEAR_BACKOFF = "Retry network calls to the billing API with exponential backoff and a jitter."
 

@@ -27,6 +27,8 @@ from curator.store.opening import StoreBusyError
 from curator.store.snapshot import logical_dump
 from review.conftest import candidate_ids, make_pattern, make_staged_run
 
+BOTH_ENGINES = True  # each store test runs on SQLite and on PostgreSQL (conftest)
+
 TEXTS = (
     "Summaries for the design team should include one screenshot per change.",
     "Database migrations are rehearsed on a copy of production before release.",

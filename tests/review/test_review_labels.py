@@ -10,6 +10,8 @@ from curator.store.db import Store
 from curator.store.models import Episode, LabelEvent
 from review.conftest import make_episode
 
+BOTH_ENGINES = True  # each store test runs on SQLite and on PostgreSQL (conftest)
+
 
 def _classified(store: Store, n: int) -> list[int]:
     return [

@@ -104,7 +104,7 @@ def test_failed_migration_rolls_back_entirely(
     conn.commit()
     conn.close()
     broken = (MIGRATIONS[0], ("CREATE TABLE half_done (x)", "THIS IS NOT SQL"))
-    monkeypatch.setattr("curator.store.db.MIGRATIONS", broken)
+    monkeypatch.setattr("curator.store.engine.MIGRATIONS", broken)
     with pytest.raises(StoreError):
         Store(path)
     conn = sqlite3.connect(path)

@@ -1,0 +1,495 @@
+"""What differs between the two database engines, SQLite and PostgreSQL, in one place.
+
+The rest of the application writes SQL once, in SQLite's dialect with ``?`` parameters,
+and asks the store's :class:`Dialect` for the few things that cannot be written once:
+
+- where the schema version lives (SQLite's ``PRAGMA user_version``; a one-row
+  ``curator_schema`` table on PostgreSQL) and the migrations' column types (PostgreSQL
+  gets ``BIGINT`` identities, ``DOUBLE PRECISION``, ``BYTEA`` and byte-wise ``"C"``
+  collated text, so text sorts and compares as in SQLite);
+- episode search: SQLite's external-content FTS5 trigram index narrows ``LIKE``; on
+  PostgreSQL a ``pg_trgm`` GIN index serves ``ILIKE`` on the ``"C"``-collated text
+  column, which folds ASCII letters only: exactly SQLite's ``LIKE``, so both engines
+  return the same episodes in the same order (tests/store/test_pg_engine.py checks it on
+  the search tests' cases and a generated property; ``tsvector`` was rejected because it
+  matches words, not substrings such as ``snake_case`` or ``50%``);
+- the write lock: SQLite's ``BEGIN IMMEDIATE``; on PostgreSQL every write transaction
+  takes one transaction-scoped advisory lock first, so writers queue exactly as on SQLite
+  (a commit's checks and its writes see one state) and ``lock_timeout`` plays the busy
+  timeout; reads are ``REPEATABLE READ`` snapshots, as SQLite's deferred transactions;
+- a table's columns, the change counter's upsert, how a failure is named.
+
+The PostgreSQL driver (psycopg 3) is imported only when a ``postgresql://`` URL is opened
+(:mod:`curator.store.pg_driver`), and its cursor takes the application's ``?``
+parameters (:func:`qmark_to_format`), so no query is written twice.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import os
+import re
+from collections.abc import Iterator, Sequence
+from typing import Any
+from urllib.parse import parse_qsl, urlsplit, urlunsplit
+
+import peewee
+
+from curator.errors import CuratorError
+from curator.store.migrations import MIGRATIONS
+
+POSTGRES_SCHEMES = ("postgresql", "postgres")
+
+SSL_MODES = ("disable", "allow", "prefer", "require", "verify-ca", "verify-full")
+
+CHANGE_COUNTER_KEY = "change_counter"
+"""The ``setting`` row every write transaction bumps (:mod:`curator.store.change_marker`)."""
+
+SCHEMA_TABLE = "curator_schema"
+"""PostgreSQL's schema version: one row; SQLite keeps it in ``PRAGMA user_version``."""
+
+WRITE_LOCK_KEY = 0x6375726174  # "curat": the advisory lock every write transaction takes
+
+PASSWORD_FIX = (
+    "put the password in ~/.pgpass (chmod 600), in $PGPASSWORD, or in a service file "
+    "(?service=NAME in ~/.pg_service.conf)"
+)
+
+
+def is_postgres_url(location: str | os.PathLike[str]) -> bool:
+    """Whether ``location`` names a PostgreSQL database rather than a SQLite file."""
+    text = os.fspath(location)
+    if not isinstance(text, str):
+        return False
+    scheme, sep, _ = text.partition("://")
+    return bool(sep) and scheme.lower() in POSTGRES_SCHEMES
+
+
+def check_postgres_url(url: str, source: str) -> str:
+    """``url`` made canonical (``postgresql://``), or a one-line usage error.
+
+    A password given on the command line (``--db``) shows in ``ps`` and in the shell's
+    history, so it is refused with the ways that keep it private; ``$CURATOR_DB`` is only
+    readable by its user and is accepted. TLS parameters (``sslmode``, ``sslrootcert``...)
+    pass through to libpq unchanged; an ``sslmode`` libpq does not know is refused here
+    with the list, rather than by libpq after a connection attempt.
+    """
+    try:
+        parts = urlsplit(url)
+        password = parts.password
+        query = parse_qsl(parts.query, keep_blank_values=True)
+        _ = parts.port  # raises ValueError for a port that is no number
+    except ValueError as exc:
+        raise CuratorError(f"the PostgreSQL URL given by {source} is not valid ({exc})") from None
+    named_password = password is not None or any(k == "password" for k, _ in query)
+    if named_password and source == "--db":
+        raise CuratorError(
+            "a password in the --db URL would show in the process list and the shell "
+            f"history; nothing was opened: {PASSWORD_FIX}"
+        )
+    for key, value in query:
+        if key == "sslmode" and value not in SSL_MODES:
+            raise CuratorError(
+                f"sslmode={value!r} in the PostgreSQL URL is not one of {', '.join(SSL_MODES)}"
+            )
+    if not parts.path.strip("/") and not any(k in ("dbname", "service") for k, _ in query):
+        raise CuratorError(
+            f"the PostgreSQL URL given by {source} names no database "
+            "(postgresql://USER@HOST:PORT/NAME)"
+        )
+    return urlunsplit(("postgresql", *parts[1:]))
+
+
+def display_url(url: str) -> str:
+    """``url`` for messages: the user and host stay, a password never shows."""
+    parts = urlsplit(url)
+    netloc = parts.netloc
+    if parts.password is not None:
+        user, _, host = netloc.rpartition("@")
+        netloc = f"{user.partition(':')[0]}:***@{host}"
+    query = "&".join(
+        f"{k}=***" if k == "password" else f"{k}={v}"
+        for k, v in parse_qsl(parts.query, keep_blank_values=True)
+    )
+    return urlunsplit((parts.scheme, netloc, parts.path, query, parts.fragment))
+
+
+# -- parameters ---------------------------------------------------------------------------
+
+_PARAM_TOKENS = re.compile(r"""("(?:[^"]|"")*"|'(?:[^']|'')*')|(\?)|(%)""")
+
+
+@functools.lru_cache(maxsize=512)
+def qmark_to_format(sql: str) -> str:
+    """SQLite's ``?`` parameters as psycopg's ``%s`` (a literal ``%`` doubled).
+
+    Quoted names and string literals are left as written (their ``%`` doubled too:
+    psycopg reads the whole text for placeholders).
+    """
+
+    def swap(match: re.Match[str]) -> str:
+        quoted = match.group(1)
+        if quoted is not None:
+            return quoted.replace("%", "%%")
+        return "%s" if match.group(2) else "%%"
+
+    return _PARAM_TOKENS.sub(swap, sql)
+
+
+# -- the dialects -------------------------------------------------------------------------
+
+
+class Dialect:
+    """SQLite: the dialect the application's SQL is written in."""
+
+    name = "SQLite"
+    is_file = True
+
+    def schema_version(self, db: peewee.Database) -> int:
+        return int(db.execute_sql("PRAGMA user_version").fetchone()[0])
+
+    def set_schema_version(self, db: peewee.Database, version: int) -> None:
+        # PRAGMA takes no parameters; version is an int we computed.
+        db.execute_sql(f"PRAGMA user_version = {int(version)}")
+
+    def migration(self, version: int) -> tuple[str, ...]:
+        """The statements that bring the schema from ``version - 1`` to ``version``."""
+        return MIGRATIONS[version - 1]
+
+    def columns(self, db: peewee.Database, table: str) -> tuple[str, ...]:
+        """The table's columns in schema order."""
+        quoted = '"' + table.replace('"', '""') + '"'
+        return tuple(str(row[1]) for row in db.execute_sql(f"PRAGMA table_info({quoted})"))
+
+    # episode search -----------------------------------------------------------------------
+
+    text_condition = "text LIKE ? ESCAPE '\\'"
+    """The condition that defines a text search's result (ASCII letters folded)."""
+
+    narrows_text = True
+    """Whether a text search adds the index's candidates as a condition of its own
+    (SQLite's FTS5 table is apart from the episodes; PostgreSQL's index serves ILIKE)."""
+
+    def candidates(self, phrase: str, like: str) -> tuple[str, list[Any]]:
+        """A sub-select of the ids the text index offers for a query (a superset)."""
+        return "SELECT rowid FROM episode_fts WHERE episode_fts MATCH ?", [phrase]
+
+    def indexed_by(self, index: str) -> str:
+        """The hint that makes a walk follow the sort column's index."""
+        return f" INDEXED BY {index}"
+
+    def ranked(self, phrase: str, like: str) -> tuple[str, list[Any]]:
+        """``rid, score`` of the matches, lower scores better (SQLite's bm25)."""
+        return (
+            "SELECT rowid AS rid, bm25(episode_fts) AS score FROM episode_fts "
+            "WHERE episode_fts MATCH ?",
+            [phrase],
+        )
+
+    # bookkeeping ----------------------------------------------------------------------------
+
+    bump_sql = (
+        'INSERT INTO "setting" ("key", "value") VALUES (?, \'1\') '
+        'ON CONFLICT ("key") DO UPDATE SET "value" = CAST('
+        'CASE WHEN CAST("value" AS INTEGER) BETWEEN 0 AND 999999999999999 '
+        'THEN CAST("value" AS INTEGER) + 1 ELSE 1 END AS TEXT)'
+    )
+    """The change counter's bump (:mod:`curator.store.change_marker`): one statement; an
+    edited value that is no number, or one so big that adding 1 would no longer grow it,
+    starts again at 1."""
+
+    read_isolation = "DEFERRED"
+    """The transaction kind of a consistent read that takes no write lock."""
+
+    def json_value(self, column: str, key: str) -> str:
+        """SQL for the value at ``key`` of the JSON text in ``column`` (names we write)."""
+        return f"json_extract({column}, '$.{key}')"
+
+    def set_wait(self, db: peewee.Database, milliseconds: int) -> None:
+        """How long this connection's writes wait for another's write lock."""
+        db.execute_sql(f"PRAGMA busy_timeout = {int(milliseconds):d}")
+
+    def data_version(self, db: peewee.Database) -> int:
+        """A number that changes when another connection commits (cheap polling)."""
+        return int(db.execute_sql("PRAGMA data_version").fetchone()[0])
+
+    def integrity_check(self, db: peewee.Database) -> str:
+        rows = db.execute_sql("PRAGMA integrity_check").fetchall()
+        return "\n".join(str(r[0]) for r in rows)
+
+
+class PostgresDialect(Dialect):
+    """PostgreSQL: its schema version table, column types, trigram search, advisory lock."""
+
+    name = "PostgreSQL"
+    is_file = False
+
+    def schema_version(self, db: peewee.Database) -> int:
+        found = db.execute_sql(
+            "SELECT 1 FROM pg_catalog.pg_tables WHERE schemaname = current_schema() "
+            "AND tablename = ?",
+            (SCHEMA_TABLE,),
+        ).fetchone()
+        if found is None:
+            return 0
+        row = db.execute_sql(f'SELECT max("version") FROM "{SCHEMA_TABLE}"').fetchone()
+        return int(row[0] or 0)
+
+    def set_schema_version(self, db: peewee.Database, version: int) -> None:
+        db.execute_sql(f'CREATE TABLE IF NOT EXISTS "{SCHEMA_TABLE}" ("version" INTEGER NOT NULL)')
+        db.execute_sql(f'DELETE FROM "{SCHEMA_TABLE}"')
+        db.execute_sql(f'INSERT INTO "{SCHEMA_TABLE}" ("version") VALUES (?)', (int(version),))
+
+    def tables(self, db: peewee.Database) -> set[str]:
+        rows = db.execute_sql(
+            "SELECT tablename FROM pg_catalog.pg_tables WHERE schemaname = current_schema()"
+        ).fetchall()
+        return {str(r[0]) for r in rows}
+
+    def migration(self, version: int) -> tuple[str, ...]:
+        special = _PG_MIGRATIONS.get(version)
+        if special is not None:
+            return special
+        return tuple(pg_statement(s) for s in MIGRATIONS[version - 1])
+
+    def columns(self, db: peewee.Database, table: str) -> tuple[str, ...]:
+        rows = db.execute_sql(
+            "SELECT column_name FROM information_schema.columns "
+            "WHERE table_schema = current_schema() AND table_name = ? ORDER BY ordinal_position",
+            (table,),
+        ).fetchall()
+        return tuple(str(r[0]) for r in rows)
+
+    # The text column is collated "C": ILIKE folds ASCII letters only, as SQLite's LIKE.
+    text_condition = "text ILIKE ? ESCAPE '\\'"
+    narrows_text = False
+
+    def candidates(self, phrase: str, like: str) -> tuple[str, list[Any]]:
+        return "SELECT id FROM episode WHERE text ILIKE ? ESCAPE '\\'", [like]
+
+    def indexed_by(self, index: str) -> str:
+        return ""  # the planner chooses the sort column's index by itself
+
+    def ranked(self, phrase: str, like: str) -> tuple[str, list[Any]]:
+        text = phrase[1:-1].replace('""', '"')
+        return (
+            "SELECT id AS rid, -word_similarity(?, text) AS score FROM episode "
+            "WHERE text ILIKE ? ESCAPE '\\'",
+            [text, like],
+        )
+
+    bump_sql = (
+        'INSERT INTO "setting" ("key", "value") VALUES (?, \'1\') '
+        'ON CONFLICT ("key") DO UPDATE SET "value" = CAST('
+        'CASE WHEN "setting"."value" ~ \'^[0-9]{1,15}$\' '
+        'THEN CAST("setting"."value" AS BIGINT) + 1 ELSE 1 END AS TEXT)'
+    )
+
+    read_isolation = "REPEATABLE READ"
+
+    def json_value(self, column: str, key: str) -> str:
+        return f"({column}::jsonb ->> '{key}')"  # text: the callers convert it
+
+    def set_wait(self, db: peewee.Database, milliseconds: int) -> None:
+        db.execute_sql(f"SET lock_timeout = {int(milliseconds):d}")
+
+    def data_version(self, db: peewee.Database) -> int:
+        """The change counter every write transaction bumps (one indexed row)."""
+        row = db.execute_sql(
+            'SELECT "value" FROM "setting" WHERE "key" = ?', (CHANGE_COUNTER_KEY,)
+        ).fetchone()
+        try:
+            return int(row[0]) if row is not None else 0
+        except ValueError:
+            return 0
+
+    def integrity_check(self, db: peewee.Database) -> str:
+        return "ok"  # the server keeps its pages checksummed; nothing to walk from here
+
+
+SQLITE = Dialect()
+POSTGRES = PostgresDialect()
+
+
+def dialect_for(location: str | os.PathLike[str]) -> Dialect:
+    return POSTGRES if is_postgres_url(location) else SQLITE
+
+
+# -- PostgreSQL's schema ------------------------------------------------------------------
+
+_QUOTED_OR_WORD = re.compile(
+    r"""("(?:[^"]|"")*"|'(?:[^']|'')*')"""
+    r"|\b(INTEGER NOT NULL PRIMARY KEY|INTEGER|REAL|BLOB|TEXT)\b"
+)
+_PG_TYPES = {
+    "INTEGER NOT NULL PRIMARY KEY": "BIGINT GENERATED BY DEFAULT AS IDENTITY PRIMARY KEY",
+    "INTEGER": "BIGINT",
+    "REAL": "DOUBLE PRECISION",
+    "BLOB": "BYTEA",
+    "TEXT": 'TEXT COLLATE "C"',
+}
+
+
+def pg_statement(statement: str) -> str:
+    """A migration statement of SQLite's with PostgreSQL's column types."""
+
+    def swap(match: re.Match[str]) -> str:
+        if match.group(1) is not None:
+            return match.group(1)
+        return _PG_TYPES[match.group(2)]
+
+    return _QUOTED_OR_WORD.sub(swap, statement)
+
+
+_PG_MIGRATIONS: dict[int, tuple[str, ...]] = {
+    # 5: the zero-padding repair (PostgreSQL spells instr strpos)
+    5: (
+        'UPDATE "episode" SET "timestamp" = substr(\'000\', 1, 5 - strpos("timestamp", \'-\')) '
+        '|| "timestamp" WHERE strpos("timestamp", \'-\') BETWEEN 2 AND 4',
+    ),
+    # 7: episode search: a trigram GIN index serves ILIKE (pg_trgm is a trusted extension:
+    # the database's owner may create it)
+    7: (
+        "CREATE EXTENSION IF NOT EXISTS pg_trgm",
+        'CREATE INDEX "episode_text_trgm" ON "episode" USING gin ("text" gin_trgm_ops)',
+    ),
+}
+
+
+# -- PostgreSQL's connection --------------------------------------------------------------
+
+
+class _QmarkCursor:
+    """A psycopg cursor that takes ``?`` parameters; its errors become peewee's."""
+
+    def __init__(self, cursor: Any) -> None:
+        self._cursor = cursor
+
+    def execute(self, sql: str, params: Sequence[Any] | None = None) -> _QmarkCursor:
+        with peewee.__exception_wrapper__:  # type: ignore[attr-defined]
+            self._cursor.execute(qmark_to_format(sql), tuple(params or ()))
+        return self
+
+    def executemany(self, sql: str, seq: Any) -> _QmarkCursor:
+        with peewee.__exception_wrapper__:  # type: ignore[attr-defined]
+            self._cursor.executemany(qmark_to_format(sql), [tuple(p) for p in seq])
+        return self
+
+    def __iter__(self) -> Iterator[Any]:
+        return iter(self._cursor)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._cursor, name)
+
+
+@functools.cache
+def _postgres_class() -> type[peewee.PostgresqlDatabase]:
+    """peewee's PostgreSQL database on psycopg 3, imported now (see pg_driver)."""
+    from curator.store import pg_driver
+
+    psycopg = pg_driver.load()
+    from psycopg.pq import TransactionStatus
+    from psycopg.types.json import Json, Jsonb
+
+    class Connection(psycopg.Connection):  # type: ignore[name-defined]
+        """Closed quietly when its thread's connection state is dropped, as SQLite's
+        connections are: peewee keeps one per thread and a worker thread may end without
+        closing it (psycopg would warn)."""
+
+        def __del__(self) -> None:
+            with contextlib.suppress(Exception):
+                if not self.closed:
+                    self.close()
+
+    class Adapter(peewee.Psycopg3Adapter):
+        txn_idle = TransactionStatus.IDLE
+        txn_inerror = TransactionStatus.INERROR
+        txn_unknown = TransactionStatus.UNKNOWN
+
+        def __init__(self) -> None:
+            super().__init__()
+            self.json_type = Json
+            self.jsonb_type = Jsonb
+
+        def check_driver(self) -> None:
+            return None
+
+        def get_binary_type(self) -> Any:
+            return psycopg.Binary
+
+        def connect(self, db: Any, **params: Any) -> Any:
+            return Connection.connect(db.database, **params)
+
+        def server_side_cursor(self, conn: Any) -> Any:
+            raise NotImplementedError("server-side cursors are not used")
+
+    class CuratorPostgres(peewee.PostgresqlDatabase):
+        """Every transaction but a read snapshot takes the write lock first."""
+
+        param = "?"
+        psycopg2_adapter = Adapter
+        psycopg3_adapter = Adapter
+
+        def cursor(self, named_cursor: Any = None) -> Any:
+            return _QmarkCursor(super().cursor())
+
+        def begin(self, isolation_level: Any = None) -> None:
+            super().begin(isolation_level)
+            if isolation_level is None:
+                try:
+                    self.execute_sql("SELECT pg_advisory_xact_lock(?)", (WRITE_LOCK_KEY,))
+                except BaseException:
+                    # as SQLite's failed BEGIN IMMEDIATE: no transaction is left open
+                    self.connection().rollback()
+                    raise
+
+    return CuratorPostgres
+
+
+def postgres_database(
+    url: str, busy_timeout_s: float, *, read_only: bool = False
+) -> peewee.PostgresqlDatabase:
+    """A peewee database for ``url`` whose writes wait ``busy_timeout_s`` for the lock
+    (``read_only``: the server refuses every write of its connections)."""
+    if not hasattr(peewee, "Psycopg3Adapter"):
+        raise CuratorError("a PostgreSQL database needs a peewee with psycopg 3 support")
+    try:
+        cls = _postgres_class()
+    except ImportError as exc:
+        raise CuratorError(
+            f"a PostgreSQL database needs the psycopg package ({exc}): "
+            "pip install 'psycopg[binary]'"
+        ) from None
+    options = f"-c lock_timeout={int(busy_timeout_s * 1000)}"
+    if read_only:
+        options += " -c default_transaction_read_only=on"
+    return cls(url, application_name="curator", options=options, connect_timeout=10)
+
+
+def in_transaction(conn: Any) -> bool:
+    """Whether ``conn`` (either engine's) is inside a transaction."""
+    if hasattr(conn, "in_transaction"):
+        return bool(conn.in_transaction)
+    return int(conn.info.transaction_status) != 0  # psycopg: IDLE is 0
+
+
+def sqlstate(exc: BaseException) -> str:
+    """PostgreSQL's SQLSTATE from anywhere in the chain ("" for SQLite's errors)."""
+    current: BaseException | None = exc
+    seen: list[BaseException] = []
+    while current is not None and current not in seen:
+        seen.append(current)
+        state = getattr(current, "sqlstate", None)
+        if state:
+            return str(state)
+        for arg in current.args:
+            if isinstance(arg, BaseException) and getattr(arg, "sqlstate", None):
+                return str(arg.sqlstate)  # type: ignore[attr-defined]
+        current = current.__cause__ or current.__context__
+    return ""
+
+
+LOCK_NOT_AVAILABLE = "55P03"
+READ_ONLY_TRANSACTION = "25006"
+DISK_FULL = "53100"
