@@ -51,7 +51,7 @@ from curator.pipeline.run_history import (
     run_detail,
     running_runs,
 )
-from curator.store.models import Run
+from curator.store.models import GATE_STEPS, Run
 
 RUN_HISTORY_LIMIT = 500
 """The newest runs listed (older ones stay in the database and the CLI)."""
@@ -511,9 +511,10 @@ class RunsPane(Pane):
         self._trace_run = run.id
         self.trace.set_rows(detail.trace)
         reason = f" ({run.status_reason})" if run.status_reason else ""
+        model_calls = sum(1 for step in detail.trace if step.step not in GATE_STEPS)
         self.run_title.setText(
             f"<b>Run #{run.id}</b> {run.kind}, {run.status}{reason}; "
-            f"{plural(len(detail.trace), 'LLM call')}. {counts_text(run.stats)}"
+            f"{plural(model_calls, 'LLM call')}. {counts_text(run.stats)}"
         )
         if step_id is not None:
             row = self.trace.find_row(lambda t: t.id == step_id)

@@ -247,13 +247,18 @@ class PatternEpisode(BaseModel):
         primary_key = CompositeKey("pattern", "episode")
 
 
+GATE_STEPS = frozenset({"quality", "dedup"})
+"""Trace steps that record a gate's verdicts on a batch: no model was called for them."""
+
+
 class TraceStep(BaseModel):
-    """One LLM call of a run: the prompt hash, raw output, parsed result and timings."""
+    """One LLM call of a run: the prompt hash, raw output, parsed result and timings; or
+    one gate's verdicts (:data:`GATE_STEPS`), which the trace shows in the same order."""
 
     id = AutoField()
     run = ForeignKeyField(Run, on_delete="CASCADE", backref="trace")
     run_id: int  # the raw id (peewee's accessor; no query)
-    step = TextField()  # classify | extract | refine | importance
+    step = TextField()  # classify | extract | refine | importance | a second opinion | a gate
     batch = IntegerField(default=0)
     category = TextField(default="")
     episode = ForeignKeyField(Episode, null=True, on_delete="SET NULL")

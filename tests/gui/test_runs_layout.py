@@ -71,3 +71,32 @@ def test_classify_run_shows_its_scoring_method(qtbot, classified_services, qsett
     tooltip = pane.runs.index(0, method).data(Qt.ItemDataRole.ToolTipRole)
     assert "log-probabilities" in tooltip
     window.close()
+
+
+def test_a_runs_gate_steps_are_not_counted_as_model_calls(
+    qtbot, tmp_path: Path, qsettings: QSettings
+) -> None:
+    """An import of knowledge asks no model: its trace holds the quality and dedup gates'
+    verdicts only, and the run's title said "2 LLM calls"."""
+    import json
+
+    from curator.pipeline.import_knowledge import import_knowledge
+    from curator.store.demo import create_demo
+
+    store = Store(tmp_path / "runs.sqlite")
+    create_demo(store)
+    seed = tmp_path / "patterns.json"
+    seed.write_text(json.dumps(["Users who thank the agent by name come back within a day."]))
+    run_id = import_knowledge(store, seed).run_id
+    services = AppServices(store=store, db_path=store.path, worker=None, dialogs=Dialogs())
+    window = MainWindow(services, qsettings)
+    qtbot.addWidget(window)
+    pane = window.pane("runsPane")
+    assert isinstance(pane, RunsPane)
+    window.tabs.setCurrentWidget(pane)
+    qtbot.waitUntil(lambda: pane.runs.rowCount() >= 1)
+    pane.runs_view.selectRow(pane.runs.find_row(lambda run: run.id == run_id))
+    qtbot.waitUntil(lambda: f"Run #{run_id}</b>" in pane.run_title.text())
+    assert "0 LLM calls" in pane.run_title.text(), pane.run_title.text()
+    window.close()
+    store.close()
