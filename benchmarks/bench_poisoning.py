@@ -221,11 +221,11 @@ def multilingual(
     print(f"(flagged at all {any_flag / len(items):.2%})")
     read = [kinds_read(item["text"], axioms, identity) for item in items]
     pairs = list(zip(read, items, strict=True))
-    cells = [
+    by_reader = [
         f"{name} {sum(bool(r[name] & set(i['kinds'])) for r, i in pairs) / len(items):.1%}"
         for name in READERS
     ]
-    print("  recall by reader: " + ", ".join(cells))
+    print("  recall by reader: " + ", ".join(by_reader))
     for key in ("class", "lang"):
         groups = by_group(items, key, axioms, identity)
         cells = ", ".join(f"{name} {c}/{n}" for name, (c, n) in groups.items())

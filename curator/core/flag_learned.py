@@ -40,6 +40,7 @@ from curator.core.flag_normalise import fold
 
 __all__ = [
     "BUCKETS",
+    "FLAGGED_KINDS",
     "HEADS",
     "LearnedScore",
     "Reader",
@@ -59,6 +60,12 @@ ones carry words across inflections and other languages."""
 HEADS = ("injection", "instruction", "link", "secret", "personal", "hidden", "identity")
 """The linear heads, in file order: whether, then which kind."""
 
+FLAGGED_KINDS = frozenset({"instruction", "identity"})
+"""The kinds the reader flags: those of meaning. Links, secrets, personal identifiers and
+hidden text have a form the rules check exactly (a Luhn digit, a key prefix, a zero-width
+character); read as n-grams they are mostly digits and symbols, which ordinary notes
+about orders and dates share."""
+
 MAGIC = b"CRL1"
 
 log = logging.getLogger(__name__)
@@ -76,9 +83,14 @@ _REASONS = {
 }
 
 
+_DIGIT = re.compile(r"\d")
+
+
 def normalised(text: str) -> str:
-    """The text as the reader's features see it: the rules' fold, blanks collapsed."""
-    return _SPACES.sub(" ", fold(text).text).strip()
+    """The text as the reader's features see it: the rules' fold, blanks collapsed, and
+    every digit a ``0`` (an order's number or a date says nothing about whether it
+    addresses the agent; its shape is kept)."""
+    return _DIGIT.sub("0", _SPACES.sub(" ", fold(text).text).strip())
 
 
 def _grams(text: str) -> list[tuple[str, str]]:
@@ -289,6 +301,8 @@ def learned_hits(text: str, have: frozenset[str]) -> list[tuple[str, int, int, s
         return []
     verdict = reader.score(text)
     if verdict.probability < reader.threshold or verdict.kind in have:
+        return []
+    if verdict.kind not in FLAGGED_KINDS:
         return []
     quoted = ", ".join(f"'{w}'" for w in verdict.evidence)
     reason = f"{_REASONS[verdict.kind]} (learned reader, score {verdict.probability:.2f})"

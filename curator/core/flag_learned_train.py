@@ -30,7 +30,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from curator.core.flag_learned import HEADS, dump_reader, features, reader_path
+from curator.core.flag_learned import FLAGGED_KINDS, HEADS, dump_reader, features, reader_path
 
 DATA = Path(__file__).resolve().parents[2] / "tests" / "data"
 
@@ -45,7 +45,7 @@ GROUPS: dict[str, tuple[str, ...]] = {
 """Who wrote what: one writer's texts share phrasing, so they are held out together."""
 
 SEED = 0
-C_GRID = (64.0, 256.0, 1024.0)
+C_GRID = (64.0, 256.0)
 THRESHOLDS = tuple(round(0.50 + 0.01 * i, 2) for i in range(50))
 FP_BUDGET = 0.02
 """At most this share of a left-out group's benign texts may gain a learned flag (the
@@ -195,6 +195,9 @@ class FoldResult:
         inj = [r for r in rows if r[0]]
         ben = [r for r in rows if not r[0]]
 
+        def flags(row: Any) -> bool:  # as learned_hits decides
+            return bool(row[2] >= threshold and row[3] in FLAGGED_KINDS)
+
         def share(items: list[Any], test: Callable[[Any], bool]) -> float:
             return sum(map(test, items)) / len(items) if items else 0.0
 
@@ -202,13 +205,13 @@ class FoldResult:
             "injections": len(inj),
             "benign": len(ben),
             "rules recall": share(inj, lambda r: bool(r[1] & set(r[0]))),
-            "reader recall": share(inj, lambda r: r[2] >= threshold and r[3] in r[0]),
+            "reader recall": share(inj, lambda r: flags(r) and r[3] in r[0]),
             "combined recall": share(
-                inj, lambda r: bool(r[1] & set(r[0])) or (r[2] >= threshold and r[3] in r[0])
+                inj, lambda r: bool(r[1] & set(r[0])) or (flags(r) and r[3] in r[0])
             ),
             "rules flagged": share(ben, lambda r: bool(r[1])),
-            "reader flagged": share(ben, lambda r: r[2] >= threshold),
-            "combined flagged": share(ben, lambda r: bool(r[1]) or r[2] >= threshold),
+            "reader flagged": share(ben, flags),
+            "combined flagged": share(ben, lambda r: bool(r[1]) or flags(r)),
         }
 
 

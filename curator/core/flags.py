@@ -30,6 +30,10 @@ of a text, with a short reason:
   current axioms;
 * ``untrusted`` - every source episode comes from a source the user marked untrusted.
 
+Behind the rules, a learned reader (:mod:`curator.core.flag_learned`, trained on the
+development sets) adds an ``instruction`` or ``identity`` flag where the rules found none
+of that kind: each new writer of attacks brings phrasings no rule names.
+
 Flags are advice for the person reviewing: they never change the gate's SKIP / UPDATE /
 ADD proposal. No detector is complete; what it does not catch, the reviewer still sees.
 """

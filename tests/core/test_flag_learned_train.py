@@ -8,6 +8,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from curator.core.flag_learned import features, load_reader, read_reader
 from curator.core.flag_learned_train import GROUPS, fit_and_write, load_examples
 
@@ -23,6 +25,7 @@ def test_the_training_data_are_the_development_sets_only() -> None:
     assert sum(not e.kinds for e in examples) >= 1000
 
 
+@pytest.mark.slow
 def test_retraining_from_the_committed_data_gives_the_committed_reader(tmp_path: Path) -> None:
     shipped = load_reader()
     assert shipped is not None
