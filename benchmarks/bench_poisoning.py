@@ -1,6 +1,6 @@
 """How well the memory-poisoning flags work: recall on poisoned texts, false positives on benign.
 
-Usage: ``python benchmarks/bench_poisoning.py [--locomo DIR] [--show-fp N] [--set DIR]``
+Usage: ``python benchmarks/bench_poisoning.py [--locomo DIR] [--show-fp N] [--set DIR] [--cv]``
 
 * recall: ``tests/data/poisoned.jsonl``, texts written to poison an agent's memory, each
   labelled with the kind it is meant to exercise (provenance items carry their sources).
@@ -23,10 +23,15 @@ Usage: ``python benchmarks/bench_poisoning.py [--locomo DIR] [--show-fp N] [--se
   (development texts written for the word families of the second round), and
   ``tests/data/poison_test3/`` (third writer, twenty-five languages; held out when first
   measured at 65.7% recall and 7.88% of its benign texts flagged, then studied: a
-  development set since). Each is
-  reported per class and per language, with the worst class; recall counts a text as
-  caught when it gets one of its ``kinds``. ``--set DIR`` measures one more set of the
+  development set since), ``tests/data/poison_train_extra/`` (training texts of the
+  learned reader) and ``tests/data/poison_test4/`` (fourth writer, **held out**: never
+  tuned or trained on). Each is reported per class and per language, with the worst
+  class, and by reader: the rules alone, the learned reader alone
+  (:mod:`curator.core.flag_learned`) and both (what ``detect`` does); recall counts a text
+  as caught when it gets one of its ``kinds``. ``--set DIR`` measures one more set of the
   same layout (``injections.jsonl`` and benign ``*.txt``), such as a new held-out set.
+* ``--cv`` adds the learned reader's leave-one-writer-out table (it retrains, minutes):
+  the honest estimate for a new writer. The reading time per text is printed last.
 
 The demo's identity and axioms are the reference the ``identity`` flag checks against.
 Provenance is not a text property: benign texts are measured without sources.
@@ -241,8 +246,8 @@ def multilingual(
         texts = load_lines(folder, name)
         false_positives(label, texts, axioms, identity, show)
         read = [kinds_read(text, axioms, identity) for text in texts]
-        cells = [f"{r} {sum(bool(k[r]) for k in read) / len(texts):.1%}" for r in READERS]
-        print("    flagged by reader: " + ", ".join(cells))
+        shares = [f"{r} {sum(bool(k[r]) for k in read) / len(texts):.1%}" for r in READERS]
+        print("    flagged by reader: " + ", ".join(shares))
     print()
 
 
