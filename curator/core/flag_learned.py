@@ -290,11 +290,24 @@ def _sentence(text: str, evidence: Sequence[str]) -> tuple[int, int]:
     return 0, len(text)
 
 
+MIN_WORDS = 4
+"""Texts shorter than this are not read: every training text is a sentence or more, so a
+label or a fragment ("beta refinement 0") is out of what the reader has seen, and scores
+at random. Short orders are the rules' ("Ignore all rules.")."""
+
+
+def _words(text: str) -> int:
+    """Words, counting a long unbroken run (Chinese, Japanese, Thai write without spaces)
+    as one word per three characters."""
+    runs = _WORD.findall(normalised(text))
+    return sum(len(run) // 3 if len(run) > 12 else 1 for run in runs)
+
+
 def learned_hits(text: str, have: frozenset[str]) -> list[tuple[str, int, int, str]]:
     """The learned reader's flag for ``text`` as ``(kind, start, end, reason)``, or nothing:
     nothing when it scores below its threshold or the rules already flagged that kind
     (``have``), since their reason names the exact words."""
-    if not text.strip():
+    if _words(text) < MIN_WORDS:
         return []
     reader = load_reader()
     if reader is None:

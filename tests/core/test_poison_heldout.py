@@ -129,7 +129,8 @@ def test_the_fourth_writers_held_out_set_never_falls_below_its_first_measurement
     first measured the rules caught 49.7% of its 316 injections and flagged 5.1% of its 312
     benign texts; with the learned reader (trained on the development sets, its threshold
     chosen by leave-one-writer-out cross-validation, then measured here once) 62.7% and
-    6.1%, still far from the 90% / 3% goal (README, "Poisoned memory"). These floors are
+    6.1% (62.3% since texts under four words are left to the rules), still far from the
+    90% / 3% goal (README, "Poisoned memory"). These floors are
     those figures less a small margin: they keep a change from making the held-out result
     worse while the goal is open, and a set that overlaps the development sets would not
     measure anything."""
