@@ -1,6 +1,6 @@
 """How well the memory-poisoning flags work: recall on poisoned texts, false positives on benign.
 
-Usage: ``python benchmarks/bench_poisoning.py [--locomo DIR] [--show-fp N] [--set DIR]``
+Usage: ``python benchmarks/bench_poisoning.py [--locomo DIR] [--show-fp N] [--set DIR] [--cv]``
 
 * recall: ``tests/data/poisoned.jsonl``, texts written to poison an agent's memory, each
   labelled with the kind it is meant to exercise (provenance items carry their sources).
@@ -23,10 +23,15 @@ Usage: ``python benchmarks/bench_poisoning.py [--locomo DIR] [--show-fp N] [--se
   (development texts written for the word families of the second round), and
   ``tests/data/poison_test3/`` (third writer, twenty-five languages; held out when first
   measured at 65.7% recall and 7.88% of its benign texts flagged, then studied: a
-  development set since). Each is
-  reported per class and per language, with the worst class; recall counts a text as
-  caught when it gets one of its ``kinds``. ``--set DIR`` measures one more set of the
+  development set since), ``tests/data/poison_train_extra/`` (training texts of the
+  learned reader) and ``tests/data/poison_test4/`` (fourth writer, **held out**: never
+  tuned or trained on). Each is reported per class and per language, with the worst
+  class, and by reader: the rules alone, the learned reader alone
+  (:mod:`curator.core.flag_learned`) and both (what ``detect`` does); recall counts a text
+  as caught when it gets one of its ``kinds``. ``--set DIR`` measures one more set of the
   same layout (``injections.jsonl`` and benign ``*.txt``), such as a new held-out set.
+* ``--cv`` adds the learned reader's leave-one-writer-out table (it retrains, minutes):
+  the honest estimate for a new writer. The reading time per text is printed last.
 
 The demo's identity and axioms are the reference the ``identity`` flag checks against.
 Provenance is not a text property: benign texts are measured without sources.
@@ -38,13 +43,15 @@ import argparse
 import json
 import re
 import sys
+import time
 from collections import Counter
 from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from curator.core.flags import KINDS, detect, provenance_flag
+from curator.core.flag_learned import learned_hits, load_reader
+from curator.core.flags import KINDS, _detect, detect, provenance_flag
 from curator.resources_path import resource_path
 from curator.store.settings import DEFAULTS
 
@@ -177,6 +184,21 @@ def load_lines(folder: str | Path, name: str) -> list[str]:
     return [s.strip() for s in lines if s.strip() and not s.startswith("#")]
 
 
+READERS = ("rules", "learned", "combined")
+"""The rules alone, the learned reader alone, and both (what ``detect`` does)."""
+
+
+def kinds_read(text: str, axioms: list[str], identity: str) -> dict[str, set[str]]:
+    """The kinds each reader flags in ``text``."""
+    rules = {f.kind for f in detect(text, axioms, identity, learned=False)}
+    learned = {hit[0] for hit in learned_hits(text, frozenset())}
+    return {
+        "rules": rules,
+        "learned": learned,
+        "combined": {f.kind for f in detect(text, axioms, identity)},
+    }
+
+
 def caught(item: dict[str, Any], axioms: list[str], identity: str) -> bool:
     """The text got one of the kinds that count for it."""
     return bool({f.kind for f in detect(item["text"], axioms, identity)} & set(item["kinds"]))
@@ -202,6 +224,13 @@ def multilingual(
     any_flag = sum(bool(detect(item["text"], axioms, identity)) for item in items)
     print(f"{title}: {len(items)} injections; recall {hits / len(items):.2%} ", end="")
     print(f"(flagged at all {any_flag / len(items):.2%})")
+    read = [kinds_read(item["text"], axioms, identity) for item in items]
+    pairs = list(zip(read, items, strict=True))
+    by_reader = [
+        f"{name} {sum(bool(r[name] & set(i['kinds'])) for r, i in pairs) / len(items):.1%}"
+        for name in READERS
+    ]
+    print("  recall by reader: " + ", ".join(by_reader))
     for key in ("class", "lang"):
         groups = by_group(items, key, axioms, identity)
         cells = ", ".join(f"{name} {c}/{n}" for name, (c, n) in groups.items())
@@ -214,8 +243,28 @@ def multilingual(
         print(f"    missed [{item['class']}/{item['lang']}]: {item['text'][:90]!r}")
     for name in sorted(p.name for p in (DATA / folder).glob("*.txt")):
         label = f"  {Path(folder).name}/{name}"
-        false_positives(label, load_lines(folder, name), axioms, identity, show)
+        texts = load_lines(folder, name)
+        false_positives(label, texts, axioms, identity, show)
+        read = [kinds_read(text, axioms, identity) for text in texts]
+        shares = [f"{r} {sum(bool(k[r]) for k in read) / len(texts):.1%}" for r in READERS]
+        print("    flagged by reader: " + ", ".join(shares))
     print()
+
+
+def speed(texts: list[str], axioms: list[str], identity: str) -> None:
+    """Milliseconds per text, rules alone and with the learned reader (nothing memoised)."""
+    load_reader()  # read once, as on the first text of a session
+    for learned in (False, True):
+        _detect.cache_clear()
+        start = time.perf_counter()
+        for text in texts:
+            detect(text, axioms, identity, learned=learned)
+        ms = (time.perf_counter() - start) * 1000 / len(texts)
+        print(
+            f"reading time, {'rules and learned reader' if learned else 'rules alone'}: "
+            f"{ms:.2f} ms/text over {len(texts)} texts"
+        )
+    _detect.cache_clear()
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -231,6 +280,11 @@ def main(argv: list[str] | None = None) -> int:
         default=[],
         metavar="DIR",
         help="one more set: DIR/injections.jsonl and benign DIR/*.txt",
+    )
+    parser.add_argument(
+        "--cv",
+        action="store_true",
+        help="also the learned reader's leave-one-writer-out table (retrains; minutes)",
     )
     args = parser.parse_args(argv)
     axioms, identity = demo_identity()
@@ -269,11 +323,32 @@ def main(argv: list[str] | None = None) -> int:
         identity,
         args.show_fp,
     )
+    multilingual(
+        "learned reader's extra training texts, development (poison_train_extra)",
+        "poison_train_extra",
+        axioms,
+        identity,
+        args.show_fp,
+    )
+    multilingual(
+        "fourth writer's set, held out (poison_test4)",
+        "poison_test4",
+        axioms,
+        identity,
+        args.show_fp,
+    )
     for folder in args.set:
         multilingual(f"extra set ({folder.name})", folder, axioms, identity, args.show_fp)
     own = load_benign()
     demo = demo_patterns()
     false_positives("benign (own set + demo patterns)", own + demo, axioms, identity, args.show_fp)
+    speed(own + demo + [i["text"] for i in load_labelled("poison_test3")], axioms, identity)
+    if args.cv:
+        from curator.core import flag_learned_train as training
+
+        results = training.cross_validate(training.load_examples(), training.rule_kinds())
+        c, threshold = training.choose(results)
+        print(training.report(results, c, threshold))
     if args.locomo is not None:
         texts = locomo_observations(args.locomo)
         if not texts:

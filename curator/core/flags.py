@@ -30,6 +30,10 @@ of a text, with a short reason:
   current axioms;
 * ``untrusted`` - every source episode comes from a source the user marked untrusted.
 
+Behind the rules, a learned reader (:mod:`curator.core.flag_learned`, trained on the
+development sets) adds an ``instruction`` or ``identity`` flag where the rules found none
+of that kind: each new writer of attacks brings phrasings no rule names.
+
 Flags are advice for the person reviewing: they never change the gate's SKIP / UPDATE /
 ADD proposal. No detector is complete; what it does not catch, the reviewer still sees.
 """
@@ -51,6 +55,7 @@ from curator.core.flag_families import (
     talked_about,
 )
 from curator.core.flag_identifiers import credential_hits, id_hits, spelled_link_hits
+from curator.core.flag_learned import learned_hits
 from curator.core.flag_normalise import fold, variants
 from curator.core.flag_personal import personal_hits
 from curator.core.flag_rules import (
@@ -283,14 +288,19 @@ def _merge(kind: str, hits: Iterable[Hit], text: str) -> list[Flag]:
     return [Flag(kind, reason, s, e, text[s:e]) for s, e, reason in merged]
 
 
-def detect(text: str, axioms: Sequence[str] = (), identity_text: str = "") -> list[Flag]:
+def detect(
+    text: str, axioms: Sequence[str] = (), identity_text: str = "", *, learned: bool = True
+) -> list[Flag]:
     """Every flag of ``text``, in kind order then text order (empty: nothing found).
 
     ``axioms`` are the agent's current constitutional axioms and ``identity_text`` its
-    identity: statements that contradict them are flagged ``identity``. Results are
-    memoised (the Review pane re-lists a run after every key press; flags are immutable).
+    identity: statements that contradict them are flagged ``identity``. The learned reader
+    (:mod:`curator.core.flag_learned`) adds a flag of a kind the rules did not find;
+    ``learned=False`` reads with the rules alone (what the reader is trained and measured
+    against). Results are memoised (the Review pane re-lists a run after every key press;
+    flags are immutable).
     """
-    return list(_detect(text, tuple(axioms), identity_text))
+    return list(_detect(text, tuple(axioms), identity_text, learned))
 
 
 def _disguised_hits(text: str) -> dict[str, list[Hit]]:
@@ -340,7 +350,9 @@ _OTHERS_REASONS = (
 
 
 @lru_cache(maxsize=8192)
-def _detect(text: str, axioms: tuple[str, ...], identity_text: str) -> tuple[Flag, ...]:
+def _detect(
+    text: str, axioms: tuple[str, ...], identity_text: str, learned: bool
+) -> tuple[Flag, ...]:
     disguised = _disguised_hits(text)
     for kind, start, end, reason in wording_hits(text, identity_name_of(identity_text)):
         disguised[kind].append((start, end, reason))
@@ -365,6 +377,10 @@ def _detect(text: str, axioms: tuple[str, ...], identity_text: str) -> tuple[Fla
         if (not talked(h[0], h[1]) or (h[2] == REPORTED_ORDER and not _asked(text, h[0])))
         and not (h[2].startswith(_OTHERS_REASONS) and done_by_others(text, h[0], name))
     ]
+    if learned:
+        have = frozenset(kind for kind, hits in rules.items() if hits)
+        for kind, start, end, reason in learned_hits(text, have):
+            rules[kind].append((start, end, reason))
     flags: list[Flag] = []
     for kind in TEXT_KINDS:
         flags.extend(_merge(kind, rules[kind], text))

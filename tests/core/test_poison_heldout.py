@@ -125,11 +125,15 @@ def test_the_third_writers_set_covers_twenty_five_languages_and_is_rarely_misrea
 
 
 def test_the_fourth_writers_held_out_set_never_falls_below_its_first_measurement() -> None:
-    """``tests/data/poison_test4/`` is held out: nothing was tuned on it. When first measured
-    the rules caught 49.7% of its 316 injections and flagged 5.1% of its 312 benign texts,
-    far from the 90% / 3% goal (README, "Poisoned memory"). Those figures are recorded, not
-    reached: this keeps a change from making the held-out result worse while the goal is
-    open, and a set that overlaps the development sets would not measure anything."""
+    """``tests/data/poison_test4/`` is held out: nothing was tuned or trained on it. When
+    first measured the rules caught 49.7% of its 316 injections and flagged 5.1% of its 312
+    benign texts; with the learned reader (trained on the development sets, its threshold
+    chosen by leave-one-writer-out cross-validation, then measured here once) 62.7% and
+    6.1% (62.3% since texts under four words are left to the rules), still far from the
+    90% / 3% goal (README, "Poisoned memory"). These floors are
+    those figures less a small margin: they keep a change from making the held-out result
+    worse while the goal is open, and a set that overlaps the development sets would not
+    measure anything."""
     test4 = _injections("poison_test4")
     assert len(test4) >= 250 and len({item["lang"] for item in test4}) >= 20
     others = {
@@ -138,5 +142,5 @@ def test_the_fourth_writers_held_out_set_never_falls_below_its_first_measurement
         for item in _injections(folder)
     }
     assert not others & {item["text"] for item in test4}, "the held-out set overlaps"
-    assert _recall("poison_test4") >= 0.49
-    assert _flagged(_lines("poison_test4", "benign_security.txt")) <= 0.055
+    assert _recall("poison_test4") >= 0.61
+    assert _flagged(_lines("poison_test4", "benign_security.txt")) <= 0.065

@@ -1,0 +1,325 @@
+"""The learned reader: a second reader of the poisoning detector that learned from examples.
+
+The rules of :mod:`curator.core.flags` name phrasings, and every new writer of attacks
+brings phrasings they do not name: each writer's set measured 44-66% recall when it was
+first run. This reader was trained instead (:mod:`curator.core.flag_learned_train`) on every
+development set, to tell a text that addresses the agent (orders, relayed authority,
+notes to a "future self", trigger phrases) from one that merely talks about security. It
+only adds flags where the rules found none of its kind; it never removes one.
+
+It reads features that survive rewording, other languages and disguises: hashed
+character n-grams (1 to 5) of the text as :func:`curator.core.flag_normalise.fold` reads
+it (case-folded, NFKC, leet and look-alikes undone), plus word unigrams and bigrams, each
+hashed with ``zlib.crc32`` (stable across runs and platforms, unlike ``hash``) into
+:data:`BUCKETS` buckets. A text's features are binary and scaled to unit length, and
+each head is a linear model over them: an ``injection`` head (is this text trying to
+steer the agent?) and one head per flag kind (which kind, when it is). Inference is pure
+Python, so the intake paths (the command line, the MCP ``record_episode``, the window)
+import no NumPy or scikit-learn; the weights (``resources/flag_reader.bin``, only the
+nonzero ones, half precision, zlib-compressed) are read on the first text, not on import.
+
+Its reason names the words and n-grams that pushed the score up most, so a reviewer sees
+why, e.g. ``reads like an instruction to the agent (learned reader, score 0.93): "from
+now on", "every reply"``.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+import struct
+import threading
+import zlib
+from collections.abc import Sequence
+from dataclasses import dataclass
+from itertools import pairwise
+from math import exp, sqrt
+from pathlib import Path
+
+from curator.core.flag_normalise import fold
+
+__all__ = [
+    "BUCKETS",
+    "FLAGGED_KINDS",
+    "HEADS",
+    "LearnedScore",
+    "Reader",
+    "features",
+    "learned_hits",
+    "load_reader",
+    "reader_path",
+]
+
+BUCKETS = 1 << 18
+"""Hash buckets: enough that the training texts' n-grams rarely share one."""
+
+CHAR_NGRAMS = (1, 5)
+"""Character n-gram lengths, inclusive: short ones carry scripts and morphemes, long
+ones carry words across inflections and other languages."""
+
+HEADS = ("injection", "instruction", "link", "secret", "personal", "hidden", "identity")
+"""The linear heads, in file order: whether, then which kind."""
+
+FLAGGED_KINDS = frozenset({"instruction", "identity"})
+"""The kinds the reader flags: those of meaning. Links, secrets, personal identifiers and
+hidden text have a form the rules check exactly (a Luhn digit, a key prefix, a zero-width
+character); read as n-grams they are mostly digits and symbols, which ordinary notes
+about orders and dates share."""
+
+MAGIC = b"CRL1"
+
+log = logging.getLogger(__name__)
+
+_WORD = re.compile(r"\w+")
+_SPACES = re.compile(r"\s+")
+
+_REASONS = {
+    "instruction": "reads like an instruction to the agent",
+    "link": "reads like a link or contact planted for the agent",
+    "secret": "reads like a credential planted for the agent",
+    "personal": "reads like a personal identifier planted for the agent",
+    "hidden": "reads like text hidden from the reader",
+    "identity": "reads like an attempt to amend the agent's identity or rules",
+}
+
+
+_DIGIT = re.compile(r"\d")
+
+
+def normalised(text: str) -> str:
+    """The text as the reader's features see it: the rules' fold, blanks collapsed, and
+    every digit a ``0`` (an order's number or a date says nothing about whether it
+    addresses the agent; its shape is kept)."""
+    return _DIGIT.sub("0", _SPACES.sub(" ", fold(text).text).strip())
+
+
+def _grams(text: str) -> list[tuple[str, str]]:
+    """``(key, shown)`` per feature occurrence: the hashed key and the n-gram as written."""
+    norm = normalised(text)
+    padded = f" {norm} "
+    out: list[tuple[str, str]] = []
+    low, high = CHAR_NGRAMS
+    for n in range(low, high + 1):
+        for i in range(len(padded) - n + 1):
+            gram = padded[i : i + n]
+            out.append(("c" + gram, gram))
+    words = _WORD.findall(norm)
+    for word in words:
+        out.append(("w" + word, word))
+    for a, b in pairwise(words):
+        out.append((f"b{a} {b}", f"{a} {b}"))
+    return out
+
+
+def _bucket(key: str) -> int:
+    return zlib.crc32(key.encode("utf-8", "surrogatepass")) & (BUCKETS - 1)
+
+
+def features(text: str) -> list[int]:
+    """The sorted distinct buckets of ``text`` (each worth ``1/sqrt(len)``: unit length).
+
+    The training module builds its matrix with this very function, so training and
+    inference can never read a text differently."""
+    return sorted({_bucket(key) for key, _ in _grams(text)})
+
+
+@dataclass(frozen=True, slots=True)
+class LearnedScore:
+    """The reader's verdict on one text: the injection probability, the likeliest kind,
+    and the words / n-grams that raised the score most (as they appear, folded); the
+    kind is ``""`` and the evidence empty below the threshold."""
+
+    probability: float
+    kind: str
+    evidence: tuple[str, ...]
+
+
+class Reader:
+    """The heads' weights, each a dense table of :data:`BUCKETS` floats, and the threshold."""
+
+    def __init__(
+        self,
+        weights: dict[str, list[float]],
+        bias: dict[str, float],
+        threshold: float,
+        c: float = 1.0,
+    ) -> None:
+        self.weights = weights
+        self.bias = bias
+        self.threshold = threshold
+        self.c = c  # the regularisation it was trained with, so it can be retrained
+
+    def margin(self, head: str, buckets: Sequence[int]) -> float:
+        """The head's linear score of a text's buckets (unit-length binary features)."""
+        if not buckets:
+            return self.bias[head]
+        table = self.weights[head]
+        return self.bias[head] + sum(table[b] for b in buckets) / sqrt(len(buckets))
+
+    def probability(self, buckets: Sequence[int]) -> float:
+        z = self.margin("injection", buckets)
+        return 1.0 / (1.0 + exp(-z)) if z > -60 else 0.0
+
+    def score(self, text: str) -> LearnedScore:
+        """The verdict; the kind and the evidence only when it reaches the threshold
+        (most texts do not, and they are what makes a slow reader slow)."""
+        grams = _grams(text)
+        keyed = [(_bucket(key), key, shown) for key, shown in grams]
+        buckets = sorted({b for b, _, _ in keyed})
+        p = self.probability(buckets)
+        if p < self.threshold:
+            return LearnedScore(p, "", ())
+        kinds = HEADS[1:]
+        kind = max(kinds, key=lambda k: (self.margin(k, buckets), -kinds.index(k)))
+        return LearnedScore(p, kind, self._evidence(keyed))
+
+    def _evidence(self, keyed: list[tuple[int, str, str]], limit: int = 3) -> tuple[str, ...]:
+        """The words and word pairs that pushed the injection score up most; character
+        n-grams only where no word did (a script the word splitter cannot read)."""
+        table = self.weights["injection"]
+        words: dict[str, float] = {}
+        chars: dict[str, float] = {}
+        for bucket, key, shown in keyed:
+            weight = table[bucket]
+            if weight > 0 and (key[0] != "w" or len(shown) >= 3):  # not "my", "to"
+                target = chars if key[0] == "c" else words
+                target[shown.strip()] = weight
+        chosen = words or {k: v for k, v in chars.items() if len(k) >= 3}
+        ranked = sorted(chosen.items(), key=lambda kv: (-kv[1], kv[0]))
+        picked: list[str] = []
+        for shown, _ in ranked:
+            if shown and not any(shown in other or other in shown for other in picked):
+                picked.append(shown)
+            if len(picked) == limit:
+                break
+        return tuple(picked)
+
+
+def reader_path() -> Path:
+    """The shipped weights (beside the other resources)."""
+    from curator.resources_path import resource_path
+
+    return resource_path("flag_reader.bin")
+
+
+def dump_reader(
+    path: Path,
+    heads: dict[str, dict[int, float]],
+    bias: dict[str, float],
+    threshold: float,
+    c: float = 1.0,
+) -> None:
+    """Write the weights: magic, threshold, C, then per head its bias, count, delta-coded
+    indices and half-precision weights; zlib over everything after the magic."""
+    body = bytearray(struct.pack("<ffI", threshold, c, len(HEADS)))
+    for head in HEADS:
+        items = sorted(heads[head].items())
+        body += struct.pack("<fI", bias[head], len(items))
+        previous = 0
+        deltas = []
+        for index, _ in items:
+            deltas.append(index - previous)
+            previous = index
+        body += struct.pack(f"<{len(items)}I", *deltas)
+        body += struct.pack(f"<{len(items)}e", *(w for _, w in items))
+    path.write_bytes(MAGIC + zlib.compress(bytes(body), 9))
+
+
+def read_reader(path: Path) -> Reader:
+    """Read the weights written by :func:`dump_reader`."""
+    raw = path.read_bytes()
+    if raw[:4] != MAGIC:
+        raise ValueError(f"{path.name}: not a learned-reader weight file")
+    body = zlib.decompress(raw[4:])
+    threshold, c, count = struct.unpack_from("<ffI", body, 0)
+    offset = 12
+    weights: dict[str, list[float]] = {}
+    bias: dict[str, float] = {}
+    for head in HEADS[:count]:
+        b, n = struct.unpack_from("<fI", body, offset)
+        offset += 8
+        deltas = struct.unpack_from(f"<{n}I", body, offset)
+        offset += 4 * n
+        values = struct.unpack_from(f"<{n}e", body, offset)
+        offset += 2 * n
+        table = [0.0] * BUCKETS
+        index = 0
+        for delta, value in zip(deltas, values, strict=True):
+            index += delta
+            table[index] = value
+        weights[head] = table
+        bias[head] = b
+    return Reader(weights, bias, threshold, c)
+
+
+_LOCK = threading.Lock()
+_READER: list[Reader | None] = []
+
+
+def load_reader() -> Reader | None:
+    """The shipped reader, read once (on the first text, never on import) and cached.
+
+    ``None`` when the weight file is missing or damaged (a broken install): intake must
+    not stop over it, so the rules read alone and one warning says why."""
+    with _LOCK:
+        if not _READER:
+            path = reader_path()
+            try:
+                _READER.append(read_reader(path))
+            except (OSError, ValueError, zlib.error, struct.error) as exc:
+                log.warning(
+                    "learned reader unavailable, the rules read alone: %s: %s", path.name, exc
+                )
+                _READER.append(None)
+        return _READER[0]
+
+
+def _sentence(text: str, evidence: Sequence[str]) -> tuple[int, int]:
+    """The span of the sentence holding the strongest evidence found in the text as
+    written; the whole text when the evidence only exists folded (a disguise)."""
+    lower = text.casefold()
+    for shown in evidence:
+        at = lower.find(shown) if len(lower) == len(text) else -1
+        if at >= 0:
+            start = max(text.rfind(ch, 0, at) for ch in ".!?\n") + 1
+            ends = [i for i in (text.find(ch, at) for ch in ".!?\n") if i >= 0]
+            end = min(ends) + 1 if ends else len(text)
+            while start < end and text[start].isspace():
+                start += 1
+            return start, end
+    return 0, len(text)
+
+
+MIN_WORDS = 4
+"""Texts shorter than this are not read: every training text is a sentence or more, so a
+label or a fragment ("beta refinement 0") is out of what the reader has seen, and scores
+at random. Short orders are the rules' ("Ignore all rules.")."""
+
+
+def _words(text: str) -> int:
+    """Words, counting a long unbroken run (Chinese, Japanese, Thai write without spaces)
+    as one word per three characters."""
+    runs = _WORD.findall(normalised(text))
+    return sum(len(run) // 3 if len(run) > 12 else 1 for run in runs)
+
+
+def learned_hits(text: str, have: frozenset[str]) -> list[tuple[str, int, int, str]]:
+    """The learned reader's flag for ``text`` as ``(kind, start, end, reason)``, or nothing:
+    nothing when it scores below its threshold or the rules already flagged that kind
+    (``have``), since their reason names the exact words."""
+    if _words(text) < MIN_WORDS:
+        return []
+    reader = load_reader()
+    if reader is None:
+        return []
+    verdict = reader.score(text)
+    if verdict.probability < reader.threshold or verdict.kind in have:
+        return []
+    if verdict.kind not in FLAGGED_KINDS:
+        return []
+    quoted = ", ".join(f"'{w}'" for w in verdict.evidence)
+    reason = f"{_REASONS[verdict.kind]} (learned reader, score {verdict.probability:.2f})"
+    if quoted:
+        reason += f": {quoted}"
+    start, end = _sentence(text, verdict.evidence)
+    return [(verdict.kind, start, end, reason)]
