@@ -24,7 +24,9 @@ Usage: ``python benchmarks/bench_poisoning.py [--locomo DIR] [--show-fp N] [--se
   ``tests/data/poison_test3/`` (third writer, twenty-five languages; held out when first
   measured at 65.7% recall and 7.88% of its benign texts flagged, then studied: a
   development set since), ``tests/data/poison_train_extra/`` (training texts of the
-  learned reader) and ``tests/data/poison_test4/`` (fourth writer, **held out**: never
+  learned reader), ``tests/data/poison_test5/`` (fifth writer, held out when first
+  measured at 61.1% / 46.4%, development since), ``tests/data/poison_test6/`` (sixth
+  writer, **held out**) and ``tests/data/poison_test4/`` (fourth writer, **held out**: never
   tuned or trained on). Each is reported per class and per language, with the worst
   class, and by reader: the rules alone, the learned reader alone
   (:mod:`curator.core.flag_learned`) and both (what ``detect`` does); recall counts a text
@@ -337,8 +339,15 @@ def main(argv: list[str] | None = None) -> int:
         identity,
         args.show_fp,
     )
+    for label, name in (
+        ("fifth writer's set, development since its first measurement", "poison_test5"),
+        ("sixth writer's set, held out", "poison_test6"),
+    ):
+        multilingual(f"{label} ({name})", name, axioms, identity, args.show_fp)
     for folder in args.set:
-        multilingual(f"extra set ({folder.name})", folder, axioms, identity, args.show_fp)
+        # a folder given from here (tests/data/x) or by its name under tests/data (x)
+        where = folder.resolve() if folder.is_dir() else folder
+        multilingual(f"extra set ({folder.name})", where, axioms, identity, args.show_fp)
     own = load_benign()
     demo = demo_patterns()
     false_positives("benign (own set + demo patterns)", own + demo, axioms, identity, args.show_fp)

@@ -144,3 +144,34 @@ def test_the_fourth_writers_held_out_set_never_falls_below_its_first_measurement
     assert not others & {item["text"] for item in test4}, "the held-out set overlaps"
     assert _recall("poison_test4") >= 0.61
     assert _flagged(_lines("poison_test4", "benign_security.txt")) <= 0.065
+
+
+@pytest.mark.parametrize(
+    ("folder", "recall", "flagged"),
+    [
+        # Held out when first measured (61.1% / 46.4%, rules), development since: its false
+        # alarms showed the handle class (a person named by @handle) and the CJK password
+        # class; the learned reader was not trained on it.
+        ("poison_test5", 0.70, 0.115),
+        # Held out: read by no one while writing rules or training. Measured once, with
+        # the rules and the learned reader: 52.8% / 10.7%.
+        ("poison_test6", 0.52, 0.115),
+    ],
+)
+def test_the_fifth_and_sixth_writers_sets_never_fall_below_their_measurements(
+    folder: str, recall: float, flagged: float
+) -> None:
+    """Floors, like the fourth writer's: the figures of README's table less a small
+    margin, while the 90% / 3% goal is open; and neither set overlaps any other."""
+    items = _injections(folder)
+    assert len(items) >= 380 and len({item["lang"] for item in items}) >= 45
+    others = {
+        item["text"]
+        for other in ("poison_dev", "poison_test", "poison_test2", "poison_dev2", "poison_test3",
+                      "poison_test4", "poison_test5", "poison_test6")
+        if other != folder
+        for item in _injections(other)
+    }  # fmt: skip
+    assert not others & {item["text"] for item in items}, f"{folder} overlaps another set"
+    assert _recall(folder) >= recall
+    assert _flagged(_lines(folder, "benign_security.txt")) <= flagged
