@@ -20,11 +20,8 @@ def message(ident: int, method: str, params: dict[str, Any]) -> bytes:
     ).encode()
 
 
-def test_a_stdio_client_that_dies_mid_call_leaves_the_server_ending_cleanly(
-    stdio_params: Callable[..., Any], memory_db: Path, table_counts: Counts
-) -> None:
-    params = stdio_params()
-    before = table_counts(memory_db)["episode"]
+def initialised_server(params: Any, client: str) -> subprocess.Popen[bytes]:
+    """``curator mcp`` over raw pipes, past the MCP handshake (as a client named ``client``)."""
     process = subprocess.Popen(
         [params.command, *params.args],
         stdin=subprocess.PIPE,
@@ -36,11 +33,21 @@ def test_a_stdio_client_that_dies_mid_call_leaves_the_server_ending_cleanly(
     init = {
         "protocolVersion": "2025-06-18",
         "capabilities": {},
-        "clientInfo": {"name": "doomed", "version": "0"},
+        "clientInfo": {"name": client, "version": "0"},
     }
     process.stdin.write(message(1, "initialize", init))
     process.stdin.flush()
     assert json.loads(process.stdout.readline())["id"] == 1
+    return process
+
+
+def test_a_stdio_client_that_dies_mid_call_leaves_the_server_ending_cleanly(
+    stdio_params: Callable[..., Any], memory_db: Path, table_counts: Counts
+) -> None:
+    params = stdio_params()
+    before = table_counts(memory_db)["episode"]
+    process = initialised_server(params, "doomed")
+    assert process.stdin is not None and process.stdout is not None
     process.stdin.write(b'{"jsonrpc": "2.0", "method": "notifications/initialized"}\n')
     call = {"name": "record_episode", "arguments": {"text": "the last words of a client"}}
     process.stdin.write(message(2, "tools/call", call))
@@ -81,22 +88,8 @@ def test_a_stdio_client_that_stops_reading_ends_the_server_cleanly(
     nothing on stderr) instead of crashing with a traceback."""
     params = stdio_params()
     before = table_counts(memory_db)
-    process = subprocess.Popen(
-        [params.command, *params.args],
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        env=params.env,
-    )
+    process = initialised_server(params, "deaf")
     assert process.stdin is not None and process.stdout is not None
-    init = {
-        "protocolVersion": "2025-06-18",
-        "capabilities": {},
-        "clientInfo": {"name": "deaf", "version": "0"},
-    }
-    process.stdin.write(message(1, "initialize", init))
-    process.stdin.flush()
-    assert json.loads(process.stdout.readline())["id"] == 1
     process.stdout.close()
     process.stdin.write(b'{"jsonrpc": "2.0", "method": "notifications/initialized"}\n')
     try:
