@@ -54,13 +54,15 @@ def _flip_ascii_case(rng: random.Random, text: str) -> str:
     return "".join(c.swapcase() if c.isascii() and rng.random() < 0.5 else c for c in text)
 
 
-def _queries(rng: random.Random, texts: list[str], n: int) -> list[str]:
+def random_queries(rng: random.Random, texts: list[str], n: int, min_size: int = 3) -> list[str]:
+    """``n`` pieces of ``texts`` (``min_size`` to 12 characters), half of them with ASCII
+    letters' case flipped at random: the queries the search's result sets are compared on."""
     found: list[str] = []
     while len(found) < n:
         text = rng.choice(texts)
         if len(text) < 3:
             continue
-        size = rng.randint(3, min(12, len(text)))
+        size = rng.randint(min_size, min(12, len(text)))
         start = rng.randrange(len(text) - size + 1)
         piece = text[start : start + size]
         found.append(_flip_ascii_case(rng, piece) if rng.random() < 0.5 else piece)
@@ -72,7 +74,7 @@ def test_same_result_sets_as_like_on_the_demo_data(tmp_path: Path) -> None:
     create_demo(store)
     texts = [str(r[0]) for r in store.execute("SELECT text FROM episode")]
     rng = random.Random(3)
-    queries = [*_queries(rng, texts, 150), "the", "THE", "api", "zzzq", "ing ", " a "]
+    queries = [*random_queries(rng, texts, 150), "the", "THE", "api", "zzzq", "ing ", " a "]
     hits = 0
     for query in queries:
         flt = EpisodeFilter(text=query)
@@ -98,7 +100,7 @@ def test_same_result_sets_as_like_on_punctuation_unicode_and_wildcards(tmp_path:
     texts += ["50% off", "50_ off", "500 off", "snake_case", "snakeXcase", "a\\b%c", "ÉCOLE école"]
     store = Store(tmp_path / "gen.sqlite")
     _insert(store, texts)
-    queries = _queries(rng, texts, 300)
+    queries = random_queries(rng, texts, 300)
     queries += ["50%", "0_ ", "e_c", "\\b%", "%%%", "___", "ÉCO", "éco", "Éco", "ss\u00df"]
     queries += ['"a"', 'a" OR "b', "NEAR(a b)", "abc*", "x:y", "()", "\u03c3\u03c3\u03c3"]
     for query in queries:

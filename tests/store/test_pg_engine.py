@@ -37,6 +37,7 @@ from curator.store.migrations import LATEST_VERSION
 from curator.store.models import Pattern
 from curator.store.opening import SchemaTooNewError
 from curator.store.snapshot import logical_dump
+from tests.store.test_episode_search import random_queries
 
 
 def cli(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
@@ -241,20 +242,6 @@ def _insert(store: Store, texts: list[str]) -> None:
             )
 
 
-def _queries(rng: random.Random, texts: list[str], n: int) -> list[str]:
-    found: list[str] = []
-    while len(found) < n:
-        text = rng.choice(texts)
-        if len(text) < 3:
-            continue
-        size = rng.randint(1, min(12, len(text)))
-        start = rng.randrange(len(text) - size + 1)
-        piece = text[start : start + size]
-        flip = rng.random() < 0.5
-        found.append("".join(c.swapcase() if c.isascii() and flip else c for c in piece))
-    return found
-
-
 SORTS = [EpisodeSort(), EpisodeSort("source", False), EpisodeSort("preview", True)]
 
 
@@ -292,7 +279,7 @@ def test_search_returns_the_same_episodes_on_both_engines(
 ) -> None:
     sqlite, postgres, texts = twin_stores
     rng = random.Random(5)
-    queries = _queries(rng, texts, 150)
+    queries = random_queries(rng, texts, 150, min_size=1)
     queries += ["50%", "0_ ", "e_c", "\\b%", "%%%", "___", "ÉCO", "éco", "Éco", "ss\u00df"]
     queries += ['"a"', 'a" OR "b', "NEAR(a b)", "abc*", "x:y", "()", "\u03c3\u03c3\u03c3", "?"]
     hits = 0
@@ -326,7 +313,13 @@ def test_the_demo_data_is_searched_alike(pg_url: str, tmp_path: Path) -> None:
     try:
         create_demo(postgres)
         texts = [str(r[0]) for r in sqlite.execute("SELECT text FROM episode")]
-        for query in [*_queries(random.Random(3), texts, 60), "the", "THE", "api", "zzzq"]:
+        for query in [
+            *random_queries(random.Random(3), texts, 60, min_size=1),
+            "the",
+            "THE",
+            "api",
+            "zzzq",
+        ]:
             _same(sqlite, postgres, EpisodeFilter(text=query))
     finally:
         sqlite.close()
