@@ -91,6 +91,12 @@ def verbs_of(parser: argparse.ArgumentParser, prefix: tuple[str, ...] = ()) -> l
 
 VERBS = verbs_of(build_parser())
 
+# Commands that run until they are stopped are fuzzed in the form that ends by itself:
+# `watch` reads what is there with --once (following is tests/watch's), and `mcp` serves
+# stdio, which ends with its empty stdin (`--http` serves until stopped: tests/mcp's).
+UNTIL_STOPPED_END = {("watch",): "--once"}
+SERVES_UNTIL_STOPPED = {"--http"}
+
 
 def closed_port() -> int:
     """A loopback port nobody listens on (bound, then released)."""
@@ -266,7 +272,7 @@ def command_lines(draw: st.DrawFn) -> CommandLine:
         for _ in range(draw(count_of(action))):
             words.append(draw(values_for(action, verb)))
     for action in draw(st.lists(st.sampled_from(verb.options or (None,)), max_size=3)):
-        if action is None:
+        if action is None or SERVES_UNTIL_STOPPED & set(action.option_strings):
             continue
         flag = draw(st.sampled_from(action.option_strings))
         if action.nargs == 0:
@@ -277,6 +283,8 @@ def command_lines(draw: st.DrawFn) -> CommandLine:
             words += [flag, value]
         else:
             words.append(f"{flag}={value}")
+    if verb.words in UNTIL_STOPPED_END:
+        words.append(UNTIL_STOPPED_END[verb.words])
     if draw(st.integers(0, 9)) == 0:
         words.insert(draw(st.integers(1, len(words))), draw(st.sampled_from(["--no-such", "-z"])))
     return CommandLine(
