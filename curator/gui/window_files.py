@@ -65,15 +65,22 @@ class FileMenuMixin(_WindowBase):
         Chat exports (ChatGPT, Claude, Telegram, Discord, Slack, CSV) are recognised by
         their content, as ``curator import`` does, with each format's default granularity.
         """
+
+        def read_and_write(ctx: Any) -> ImportReport | ImportCancelled:
+            try:
+                return import_file(
+                    ctx.store,
+                    path,
+                    progress=ctx.progress,
+                    cancelled=lambda: ctx.cancelled,
+                    chat=ChatImport(),
+                )
+            except ImportCancelled as exc:
+                return exc  # not a failure: the person asked for it (Cancel)
+
         return self.services.ops.write(
             f"Importing {path.name}",
-            lambda ctx: import_file(
-                ctx.store,
-                path,
-                progress=ctx.progress,
-                cancelled=lambda: ctx.cancelled,
-                chat=ChatImport(),
-            ),
+            read_and_write,
             lambda report: self._episodes_imported(path, report),
             lambda message: self._import_failed(message),
         )
@@ -81,7 +88,10 @@ class FileMenuMixin(_WindowBase):
     def _import_failed(self, message: str) -> None:
         self.services.dialogs.error(self, "Import", message)
 
-    def _episodes_imported(self, path: Path, report: ImportReport) -> None:
+    def _episodes_imported(self, path: Path, report: ImportReport | ImportCancelled) -> None:
+        if isinstance(report, ImportCancelled):
+            self.show_message(f"Import of {path.name} cancelled; nothing of it was imported.")
+            return
         summary = (
             f"{report.imported} imported, {report.duplicates} duplicates, "
             f"{len(report.errors)} rejected from {path.name}."
