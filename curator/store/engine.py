@@ -32,7 +32,7 @@ import os
 import re
 from collections.abc import Iterator, Sequence
 from typing import Any
-from urllib.parse import parse_qsl, urlsplit, urlunsplit
+from urllib.parse import parse_qsl, unquote_to_bytes, urlsplit, urlunsplit
 
 import peewee
 
@@ -66,6 +66,24 @@ def is_postgres_url(location: str | os.PathLike[str]) -> bool:
     return bool(sep) and scheme.lower() in POSTGRES_SCHEMES
 
 
+_BAD_ESCAPE = re.compile(r"%(?![0-9A-Fa-f]{2})|%00")
+_SPACE = re.compile(r"[ \t\n\v\f\r]")
+
+
+def _malformed(url: str) -> str:
+    """What libpq would refuse in ``url`` with the offending token, which may be the
+    password, quoted in its message ("" when nothing): so it is refused here, unquoted."""
+    if _SPACE.search(url):
+        return "holds a space (write it as %20)"
+    if _BAD_ESCAPE.search(url):
+        return "has a % that starts no %XX escape, or a %00 (write a literal % as %25)"
+    try:
+        unquote_to_bytes(url).decode("utf-8")  # the driver decodes every value
+    except UnicodeDecodeError:
+        return "has %XX escapes that spell no UTF-8 text"
+    return ""
+
+
 def check_postgres_url(url: str, source: str) -> str:
     """``url`` made canonical (``postgresql://``), or a one-line usage error.
 
@@ -75,6 +93,9 @@ def check_postgres_url(url: str, source: str) -> str:
     pass through to libpq unchanged; an ``sslmode`` libpq does not know is refused here
     with the list, rather than by libpq after a connection attempt.
     """
+    flaw = _malformed(url)
+    if flaw:
+        raise CuratorError(f"the PostgreSQL URL given by {source} {flaw}; nothing was opened")
     try:
         parts = urlsplit(url)
         password = parts.password
