@@ -453,6 +453,17 @@ def _postgres_class() -> type[peewee.PostgresqlDatabase]:
         psycopg3_adapter = Adapter
 
         def cursor(self, named_cursor: Any = None) -> Any:
+            # A connection the server ended (a restart, pg_terminate_backend, a network
+            # cut) fails the statement that met the cut; outside a transaction the next
+            # one connects again, so a long-lived process (the MCP server, a follow) is
+            # not broken for good. Inside one it is not replaced: its writes are lost and
+            # the transaction must fail as a whole.
+            if not self.is_closed() and not self.in_transaction():
+                conn = self._state.conn
+                if conn.closed or conn.broken:
+                    with contextlib.suppress(Exception):
+                        conn.close()
+                    self._state.reset()
             return _QmarkCursor(super().cursor())
 
         def begin(self, isolation_level: Any = None) -> None:

@@ -10,9 +10,11 @@ from pathlib import Path
 import pytest
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
+from pg_server import PostgresServer
 
 from curator.cli import main
-from curator.store.db import Store
+from curator.errors import CuratorError
+from curator.store.db import DATABASE_ERRORS, Store
 from curator.store.episode_queries import EpisodeFilter, EpisodeSort, query_ids
 
 
@@ -80,3 +82,51 @@ def test_no_malformed_url_shows_its_password(secret: str, in_query: bool) -> Non
     shown = out.getvalue() + err.getvalue()
     assert code == 2 and shown.count("\n") == 1
     assert secret not in shown
+
+
+@pytest.mark.parametrize("engine", ["sqlite", "postgresql"])
+def test_record_and_record_many_give_the_same_answers_on_both_engines(
+    engine: str, pg_url: str, tmp_path: Path
+) -> None:
+    """The agent's write path (the MCP server's): new ids, duplicates within one group and
+    across groups, and a refused item beside good ones, alike on both engines."""
+    from curator.api import Curator
+
+    curator = Curator(tmp_path / "r.sqlite" if engine == "sqlite" else pg_url, create=True)
+    try:
+        first = curator.record(text="one")
+        assert first["created"] and first["episode_id"] >= 1
+        answers = curator.record_many(
+            [{"text": "two"}, {"text": "one"}, {"text": "bad\x00"}, {"text": "two"}]
+        )
+        assert not isinstance(answers[0], CuratorError) and answers[0]["created"]
+        assert answers[1] == {**first, "created": False}
+        assert isinstance(answers[2], CuratorError) and "NUL" in str(answers[2])
+        assert answers[3] == {**answers[0], "created": False}
+        ids = [r[0] for r in curator.store.execute("SELECT id FROM episode ORDER BY id")]
+        assert ids == [first["episode_id"], answers[0]["episode_id"]]
+    finally:
+        curator.close()
+
+
+def test_a_store_outlives_a_dropped_connection(pg_server: PostgresServer, pg_url: str) -> None:
+    """A long-lived store (the MCP server's, a follow's) whose connection the server ended
+    (a restart, an administrator's pg_terminate_backend, a network cut) connects again
+    for its next statement instead of failing every call until it is restarted."""
+    from curator.api import Curator
+
+    curator = Curator(pg_url)
+    try:
+        assert curator.record(text="before the cut")["created"]
+        pid = int(curator.store.execute("SELECT pg_backend_pid()")[0][0])
+        pg_server.admin(f"SELECT pg_terminate_backend({pid})")
+        for attempt in range(2):
+            try:
+                curator.record(text=f"after the cut {attempt}")
+            except (*DATABASE_ERRORS, CuratorError) as exc:
+                assert attempt == 0 and "\n" not in str(exc)  # the call that met the cut
+        assert curator.record(text="after the cut 2")["created"]
+        texts = [r[0] for r in curator.store.execute("SELECT text FROM episode ORDER BY id")]
+        assert texts[0] == "before the cut" and texts[-1] == "after the cut 2"
+    finally:
+        curator.close()
