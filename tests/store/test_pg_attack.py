@@ -130,3 +130,48 @@ def test_a_store_outlives_a_dropped_connection(pg_server: PostgresServer, pg_url
         assert texts[0] == "before the cut" and texts[-1] == "after the cut 2"
     finally:
         curator.close()
+
+
+def test_writers_recording_the_same_episodes_at_once_store_each_once(pg_url: str) -> None:
+    """Four processes' worth of writers (each its own connection) record the same texts at
+    the same moment: the write lock makes every duplicate check see the others' commits, so
+    each text is stored once and every writer gets its id."""
+    import threading
+
+    from curator.api import Curator
+
+    texts = [f"shared episode {k}" for k in range(40)]
+    seen: list[dict[str, int]] = []
+    errors: list[BaseException] = []
+    start = threading.Barrier(4)
+
+    def writer(order: list[str]) -> None:
+        curator = Curator(pg_url)
+        try:
+            start.wait()
+            ids: dict[str, int] = {}
+            for k in range(0, len(order), 5):
+                answers = curator.record_many([{"text": t} for t in order[k : k + 5]])
+                for text, answer in zip(order[k : k + 5], answers, strict=True):
+                    assert not isinstance(answer, CuratorError)
+                    ids[text] = answer["episode_id"]
+            seen.append(ids)
+        except BaseException as exc:
+            errors.append(exc)
+        finally:
+            curator.close()
+
+    threads = [
+        threading.Thread(target=writer, args=(texts[::step] + texts,)) for step in (1, -1, 2, 3)
+    ]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert not errors, errors
+    assert all(ids == seen[0] for ids in seen) and len(seen) == 4
+    check = Store(pg_url)
+    try:
+        assert check.execute("SELECT count(*) FROM episode")[0][0] == len(texts)
+    finally:
+        check.close()
