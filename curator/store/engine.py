@@ -32,7 +32,7 @@ import os
 import re
 from collections.abc import Iterator, Sequence
 from typing import Any
-from urllib.parse import parse_qsl, unquote_to_bytes, urlsplit, urlunsplit
+from urllib.parse import parse_qsl, unquote_to_bytes, urlsplit
 
 import peewee
 
@@ -100,7 +100,8 @@ def check_postgres_url(url: str, source: str) -> str:
         parts = urlsplit(url)
         password = parts.password
         query = parse_qsl(parts.query, keep_blank_values=True)
-        _ = parts.port  # raises ValueError for a port that is no number
+        if "," not in parts.netloc:  # a list of hosts (h1:5432,h2) is libpq's to read
+            _ = parts.port  # raises ValueError for a port that is no number
     except ValueError as exc:
         raise CuratorError(f"the PostgreSQL URL given by {source} is not valid ({exc})") from None
     named_password = password is not None or any(k == "password" for k, _ in query)
@@ -119,7 +120,9 @@ def check_postgres_url(url: str, source: str) -> str:
             f"the PostgreSQL URL given by {source} names no database "
             "(postgresql://USER@HOST:PORT/NAME)"
         )
-    return urlunsplit(("postgresql", *parts[1:]))
+    # Only the scheme changes: urlunsplit would drop the "//" of an empty host (the
+    # local socket's postgresql:///NAME), which libpq then cannot read.
+    return "postgresql" + url[url.index("://") :]
 
 
 def display_url(url: str) -> str:
@@ -133,7 +136,9 @@ def display_url(url: str) -> str:
         f"{k}=***" if k == "password" else f"{k}={v}"
         for k, v in parse_qsl(parts.query, keep_blank_values=True)
     )
-    return urlunsplit((parts.scheme, netloc, parts.path, query, parts.fragment))
+    shown = f"{parts.scheme}://{netloc}{parts.path}"  # "//" kept for an empty host
+    shown += f"?{query}" if query else ""
+    return shown + (f"#{parts.fragment}" if parts.fragment else "")
 
 
 # -- parameters ---------------------------------------------------------------------------

@@ -14,7 +14,8 @@ from pg_server import PostgresServer
 
 from curator.cli import main
 from curator.errors import CuratorError
-from curator.store.db import DATABASE_ERRORS, Store
+from curator.store.db import DATABASE_ERRORS, Store, resolve_db_path
+from curator.store.engine import display_url
 from curator.store.episode_queries import EpisodeFilter, EpisodeSort, query_ids
 
 
@@ -175,3 +176,36 @@ def test_writers_recording_the_same_episodes_at_once_store_each_once(pg_url: str
         assert check.execute("SELECT count(*) FROM episode")[0][0] == len(texts)
     finally:
         check.close()
+
+
+@pytest.mark.parametrize(
+    ("given", "canonical"),
+    [
+        ("postgresql:///memory", "postgresql:///memory"),
+        ("postgres:///memory?host=/run/postgresql", "postgresql:///memory?host=/run/postgresql"),
+        ("POSTGRES://ana@db/memory", "postgresql://ana@db/memory"),
+        ("postgresql://ana@h1:5433,h2/memory", "postgresql://ana@h1:5433,h2/memory"),
+        ("postgresql://ana@[::1]:5433/memory", "postgresql://ana@[::1]:5433/memory"),
+    ],
+)
+def test_local_socket_and_multi_host_urls_are_kept_as_libpq_reads_them(
+    given: str, canonical: str
+) -> None:
+    """Only the scheme is made canonical: an empty host (the local socket) keeps its
+    ``//`` and a list of hosts is libpq's to read, not a port that is no number."""
+    assert resolve_db_path(given) == canonical
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    scheme=st.sampled_from(["postgresql", "postgres", "PostgreSQL"]),
+    netloc=st.sampled_from(["", "ana@", "ana@db", "db:5432", "[::1]", "h1,h2:6432", "анна@db"]),
+    path=st.text(alphabet="abc_-.", min_size=1, max_size=8),
+    query=st.sampled_from(["", "?sslmode=require", "?host=/run/pg&port=6432", "?service=x"]),
+)
+def test_a_canonical_url_differs_only_in_its_scheme(
+    scheme: str, netloc: str, path: str, query: str
+) -> None:
+    rest = f"://{netloc}/{path}{query}"
+    assert resolve_db_path(scheme + rest) == "postgresql" + rest
+    assert display_url("postgresql" + rest) == "postgresql" + rest  # nothing to hide
