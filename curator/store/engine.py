@@ -464,11 +464,11 @@ def _postgres_class() -> type[peewee.PostgresqlDatabase]:
             # not broken for good. Inside one it is not replaced: its writes are lost and
             # the transaction must fail as a whole.
             if not self.is_closed() and not self.in_transaction():
-                conn = self._state.conn
-                if conn.closed or conn.broken:
+                state = self._state  # type: ignore[attr-defined]  # peewee's, untyped
+                if state.conn.closed or state.conn.broken:
                     with contextlib.suppress(Exception):
-                        conn.close()
-                    self._state.reset()
+                        state.conn.close()
+                    state.reset()
             return _QmarkCursor(super().cursor())
 
         def begin(self, isolation_level: Any = None) -> None:

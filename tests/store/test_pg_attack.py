@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import os
-from contextlib import redirect_stderr, redirect_stdout
+from contextlib import redirect_stderr, redirect_stdout, suppress
 from io import StringIO
 from pathlib import Path
 
@@ -209,3 +209,18 @@ def test_a_canonical_url_differs_only_in_its_scheme(
     rest = f"://{netloc}/{path}{query}"
     assert resolve_db_path(scheme + rest) == "postgresql" + rest
     assert display_url("postgresql" + rest) == "postgresql" + rest  # nothing to hide
+
+
+def test_a_commit_after_a_swallowed_cut_is_never_sent_to_a_new_connection(pg_url: str) -> None:
+    """Fault injection on the real server: a write transaction's connection is cut, and
+    the code inside the transaction swallows that statement's error. The COMMIT must fail
+    (the transaction's writes died with the connection), never succeed on a fresh one."""
+    store = Store(pg_url)
+    try:
+        with pytest.raises(DATABASE_ERRORS), store.write():
+            store.execute("INSERT INTO setting (key, value) VALUES ('cut_probe', 'x')")
+            with suppress(*DATABASE_ERRORS):
+                store.execute("SELECT pg_terminate_backend(pg_backend_pid())")
+        assert store.execute("SELECT count(*) FROM setting WHERE key = 'cut_probe'")[0][0] == 0
+    finally:
+        store.close()
