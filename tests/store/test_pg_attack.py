@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 from contextlib import redirect_stderr, redirect_stdout, suppress
 from io import StringIO
@@ -224,3 +225,20 @@ def test_a_commit_after_a_swallowed_cut_is_never_sent_to_a_new_connection(pg_url
         assert store.execute("SELECT count(*) FROM setting WHERE key = 'cut_probe'")[0][0] == 0
     finally:
         store.close()
+
+
+def test_watch_once_follows_a_log_on_postgresql(
+    pg_url: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The follow's positions are kept on the server too: a second run reads only the
+    line appended since the first."""
+    log = tmp_path / "agent.jsonl"
+    log.write_text("".join(json.dumps({"text": f"line {k}"}) + "\n" for k in range(5)), "utf-8")
+    for appended, expected in ((0, 5), (1, 1)):
+        if appended:
+            with log.open("a", encoding="utf-8") as handle:
+                handle.write(json.dumps({"text": "line 5"}) + "\n")
+        code = main(["--db", pg_url, "watch", str(log), "--once", "--json"])
+        out, err = capsys.readouterr()
+        assert code == 0, err
+        assert json.loads(out)["imported"] == expected
