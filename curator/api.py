@@ -332,7 +332,10 @@ class Curator:
             False,
         )
         params = tuple(f.db_value(v) for f, v in zip(_INSERT_FIELDS, values, strict=True))
-        new_id = self.store.db.execute_sql(_insert_sql(), params).lastrowid
+        # PostgreSQL's driver has no lastrowid: the id comes back by RETURNING there.
+        returning = bool(self.store.db.returning_clause)
+        cursor = self.store.db.execute_sql(_insert_sql(returning), params)
+        new_id = cursor.fetchone()[0] if returning else cursor.lastrowid
         return RecordResult(episode_id=int(new_id), created=True, flags=kinds, source=parsed.source)
 
 
@@ -350,10 +353,15 @@ _INSERT_FIELDS: tuple[peewee.Field, ...] = (
 
 
 @functools.cache
-def _insert_sql() -> str:
-    """The INSERT for :data:`_INSERT_FIELDS`, built by peewee once (the model is bound to a
-    database by then). Building the query per episode cost twice the insert itself."""
-    return str(Episode.insert({f: None for f in _INSERT_FIELDS}).sql()[0])
+def _insert_sql(returning: bool) -> str:
+    """The INSERT for :data:`_INSERT_FIELDS`, built by peewee once per kind (the model is
+    bound to a database by then; both engines take the same ``?`` text), ``returning``
+    the new id where the engine reports it only so. Building the query per episode cost
+    twice the insert itself."""
+    query = Episode.insert({f: None for f in _INSERT_FIELDS})
+    if returning:
+        query = query.returning(Episode.id)
+    return str(query.sql()[0])
 
 
 def _parse_episode(item: Mapping[str, Any]) -> ParsedEpisode:

@@ -32,7 +32,7 @@ import os
 import re
 from collections.abc import Iterator, Sequence
 from typing import Any
-from urllib.parse import parse_qsl, urlsplit, urlunsplit
+from urllib.parse import parse_qsl, unquote_to_bytes, urlsplit
 
 import peewee
 
@@ -66,6 +66,24 @@ def is_postgres_url(location: str | os.PathLike[str]) -> bool:
     return bool(sep) and scheme.lower() in POSTGRES_SCHEMES
 
 
+_BAD_ESCAPE = re.compile(r"%(?![0-9A-Fa-f]{2})|%00")
+_SPACE = re.compile(r"[ \t\n\v\f\r]")
+
+
+def _malformed(url: str) -> str:
+    """What libpq would refuse in ``url`` with the offending token, which may be the
+    password, quoted in its message ("" when nothing): so it is refused here, unquoted."""
+    if _SPACE.search(url):
+        return "holds a space (write it as %20)"
+    if _BAD_ESCAPE.search(url):
+        return "has a % that starts no %XX escape, or a %00 (write a literal % as %25)"
+    try:
+        unquote_to_bytes(url).decode("utf-8")  # the driver decodes every value
+    except UnicodeDecodeError:
+        return "has %XX escapes that spell no UTF-8 text"
+    return ""
+
+
 def check_postgres_url(url: str, source: str) -> str:
     """``url`` made canonical (``postgresql://``), or a one-line usage error.
 
@@ -75,11 +93,15 @@ def check_postgres_url(url: str, source: str) -> str:
     pass through to libpq unchanged; an ``sslmode`` libpq does not know is refused here
     with the list, rather than by libpq after a connection attempt.
     """
+    flaw = _malformed(url)
+    if flaw:
+        raise CuratorError(f"the PostgreSQL URL given by {source} {flaw}; nothing was opened")
     try:
         parts = urlsplit(url)
         password = parts.password
         query = parse_qsl(parts.query, keep_blank_values=True)
-        _ = parts.port  # raises ValueError for a port that is no number
+        if "," not in parts.netloc:  # a list of hosts (h1:5432,h2) is libpq's to read
+            _ = parts.port  # raises ValueError for a port that is no number
     except ValueError as exc:
         raise CuratorError(f"the PostgreSQL URL given by {source} is not valid ({exc})") from None
     named_password = password is not None or any(k == "password" for k, _ in query)
@@ -98,7 +120,9 @@ def check_postgres_url(url: str, source: str) -> str:
             f"the PostgreSQL URL given by {source} names no database "
             "(postgresql://USER@HOST:PORT/NAME)"
         )
-    return urlunsplit(("postgresql", *parts[1:]))
+    # Only the scheme changes: urlunsplit would drop the "//" of an empty host (the
+    # local socket's postgresql:///NAME), which libpq then cannot read.
+    return "postgresql" + url[url.index("://") :]
 
 
 def display_url(url: str) -> str:
@@ -112,7 +136,9 @@ def display_url(url: str) -> str:
         f"{k}=***" if k == "password" else f"{k}={v}"
         for k, v in parse_qsl(parts.query, keep_blank_values=True)
     )
-    return urlunsplit((parts.scheme, netloc, parts.path, query, parts.fragment))
+    shown = f"{parts.scheme}://{netloc}{parts.path}"  # "//" kept for an empty host
+    shown += f"?{query}" if query else ""
+    return shown + (f"#{parts.fragment}" if parts.fragment else "")
 
 
 # -- parameters ---------------------------------------------------------------------------
@@ -432,6 +458,17 @@ def _postgres_class() -> type[peewee.PostgresqlDatabase]:
         psycopg3_adapter = Adapter
 
         def cursor(self, named_cursor: Any = None) -> Any:
+            # A connection the server ended (a restart, pg_terminate_backend, a network
+            # cut) fails the statement that met the cut; outside a transaction the next
+            # one connects again, so a long-lived process (the MCP server, a follow) is
+            # not broken for good. Inside one it is not replaced: its writes are lost and
+            # the transaction must fail as a whole.
+            if not self.is_closed() and not self.in_transaction():
+                state = self._state  # type: ignore[attr-defined]  # peewee's, untyped
+                if state.conn.closed or state.conn.broken:
+                    with contextlib.suppress(Exception):
+                        state.conn.close()
+                    state.reset()
             return _QmarkCursor(super().cursor())
 
         def begin(self, isolation_level: Any = None) -> None:

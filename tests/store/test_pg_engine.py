@@ -299,6 +299,9 @@ def test_search_returns_the_same_episodes_on_both_engines(
 @example(query="%", source=None)
 @example(query="É", source=None)
 @example(query="\\", source="s0")
+@example(query="a\x00", source=None)
+@example(query="\x00%", source="s0")
+@example(query="\U0001f600_\x00", source=None)
 def test_any_query_finds_the_same_episodes_on_both_engines(
     twin_stores: tuple[Store, Store, list[str]], query: str, source: str | None
 ) -> None:
