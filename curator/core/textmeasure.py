@@ -22,9 +22,10 @@ kept more easily than its English translation would be:
 Words are whitespace-separated chunks, as before; a run of a script written without
 spaces (Han, kana, Thai, Lao, Khmer, Myanmar) counts one word per started 6 weighed
 characters, the length of an English word with its space (5.3–6.1 in the same sentences).
-Whitespace *between* two characters of such scripts is not read at all (a tokenizer or a
-justified layout may put it there; the text says the same): a property test holds that a
-Chinese or Japanese text measures the same with spaces anywhere between its characters.
+Whitespace or a zero-width space *between* two characters of such scripts or their
+punctuation (。、「」，) is not read at all (a tokenizer, a segmenter or a justified layout
+may put it there; the text says the same): property tests hold that a Chinese or Japanese
+text measures the same with spaces anywhere between its characters.
 Korean is written with spaces, so its words are counted by them. Only the first
 :data:`MAX_MEASURED_CHARS` characters are measured.
 """
@@ -58,7 +59,11 @@ _SOUTHEAST_MARK_RE = re.compile(
     )
     + "]"
 )
-_INNER_SPACE = re.compile(f"(?<=[{UNSPACED}])\\s+(?=[{UNSPACED}])")
+_CJK_PUNCTUATION = "\u3000-\u303f\uff01-\uff0f\uff1a-\uff20\uff3b-\uff40\uff5b-\uff65"
+"""CJK punctuation (。、「」) and the fullwidth signs (，！？): part of the unspaced text."""
+_INNER_SPACE = re.compile(
+    f"(?<=[{UNSPACED}{_CJK_PUNCTUATION}])[\\s\u200b]+(?=[{UNSPACED}{_CJK_PUNCTUATION}])"
+)
 _RUN = re.compile(f"[{UNSPACED}]+")
 _WORD_CHAR = re.compile(r"\w")
 

@@ -145,3 +145,40 @@ def test_a_hostile_megabyte_is_measured_on_its_first_part_only() -> None:
     size = measure(text)
     assert size == measure(text * 4)  # what follows the first part changes nothing
     assert size.chars == MAX_MEASURED_CHARS
+
+
+_CJK_PUNCTUATED = st.text(
+    alphabet=st.sampled_from(
+        list(
+            "用户喜欢在上班前的早上喝咖啡部署服务器ユーザーはの朝にコーヒーを飲む。、「」，！？：（）"
+        )
+    ),
+    min_size=0,
+    max_size=40,
+)
+
+
+@settings(deadline=None, max_examples=300)
+@given(
+    _CJK_PUNCTUATED,
+    st.lists(st.sampled_from([" ", "\u3000", "\n", "\u200b", " \u200b"]), max_size=40),
+)
+@example("用户喜欢「简短」的回答", [" "] * 10)
+@example("用户喜欢简短的回答。", [" "] * 9)
+@example("咖啡部署服务器喝的早", ["\u200b"] * 9)
+def test_spaces_beside_cjk_punctuation_and_zero_width_spaces_change_nothing(
+    text: str, spaces: list[str]
+) -> None:
+    """The punctuation of Chinese and Japanese (。、「」, fullwidth ，！？) is part of
+    the unspaced text, so a space beside it is as meaningless as one between two
+    ideographs; a zero-width space (a segmenter's word break, invisible) is too. Neither
+    may make a text long enough to pass."""
+    spaced = ""
+    for i, ch in enumerate(text):
+        spaced += ch
+        if i < len(spaces) and i + 1 < len(text):
+            spaced += spaces[i]
+    gate = QualityGate()
+    plain, with_spaces = gate.check(text), gate.check(spaced)
+    assert plain.ok == with_spaces.ok, (plain, with_spaces)
+    assert measure(text) == measure(spaced)
