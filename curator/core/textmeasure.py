@@ -26,7 +26,9 @@ Whitespace or a zero-width space *between* two characters of such scripts or the
 punctuation (。、「」，) is not read at all (a tokenizer, a segmenter or a justified layout
 may put it there; the text says the same): property tests hold that a Chinese or Japanese
 text measures the same with spaces anywhere between its characters.
-Korean is written with spaces, so its words are counted by them. Only the first
+Korean is written with spaces, so its words are counted by them. A text is measured in
+its composed form (NFC): Korean decomposed into jamo, or a letter and its combining
+accent, weighs what the same text composed does. Only the first
 :data:`MAX_MEASURED_CHARS` characters are measured.
 """
 
@@ -113,7 +115,9 @@ def _chunk_words(chunk: str) -> int:
 
 def measure(text: str) -> TextSize:
     """The size of ``text`` as the quality gate judges it (see the module doc)."""
-    read = _INNER_SPACE.sub("", text.strip()[:MAX_MEASURED_CHARS])
+    # composed (NFC): Korean in jamo or an accent as a combining mark is the same text
+    composed = unicodedata.normalize("NFC", text.strip()[:MAX_MEASURED_CHARS])
+    read = _INNER_SPACE.sub("", composed)
     chunks = read.split()
     if _RUN.search(read) is None:  # no unspaced script: words are the chunks
         return TextSize(len(read), _weighed(read), len(chunks))

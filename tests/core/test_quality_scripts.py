@@ -9,6 +9,7 @@ patterns the English tests keep) and real junk a model writes in those scripts.
 from __future__ import annotations
 
 import re
+import unicodedata
 
 import pytest
 from hypothesis import example, given, settings
@@ -166,6 +167,7 @@ _CJK_PUNCTUATED = st.text(
 @example("用户喜欢「简短」的回答", [" "] * 10)
 @example("用户喜欢简短的回答。", [" "] * 9)
 @example("咖啡部署服务器喝的早", ["\u200b"] * 9)
+@example("、、、、に上上上上上上上前", ["\u200b"] * 4 + [" \u200b"] * 2)
 def test_spaces_beside_cjk_punctuation_and_zero_width_spaces_change_nothing(
     text: str, spaces: list[str]
 ) -> None:
@@ -182,3 +184,25 @@ def test_spaces_beside_cjk_punctuation_and_zero_width_spaces_change_nothing(
     plain, with_spaces = gate.check(text), gate.check(spaced)
     assert plain.ok == with_spaces.ok, (plain, with_spaces)
     assert measure(text) == measure(spaced)
+
+
+_COMPOSED = st.text(
+    alphabet=st.sampled_from(list("사용자는짧은답변을선호한다매일아침커피 éàüñçøå")),
+    min_size=0,
+    max_size=40,
+)
+
+
+@settings(deadline=None, max_examples=300)
+@given(_COMPOSED)
+@example("사용자는 짧은 답변을 좋아")
+@example("éééééééééééééééééé ààà üü")
+def test_a_decomposed_text_measures_as_its_composed_form(text: str) -> None:
+    """Korean decomposed into jamo (one syllable, two or three letters; as a file name
+    or a copy from some systems gives it) and Latin with combining accents are the same
+    text as their composed forms: they must not weigh more and pass more easily."""
+    composed = unicodedata.normalize("NFC", text)
+    decomposed = unicodedata.normalize("NFD", text)
+    assert measure(decomposed) == measure(composed)
+    gate = QualityGate()
+    assert gate.check(decomposed).ok == gate.check(composed).ok
