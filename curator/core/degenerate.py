@@ -246,7 +246,11 @@ def _periodic_cover(words: list[str]) -> tuple[float, int, int]:
 
 
 def degenerate_reason(text: str) -> Degenerate | None:
-    """Why ``text`` is not knowledge but the debris of a generation, or None."""
+    """Why ``text`` is not knowledge but the debris of a generation, or None.
+
+    A zero-width space is read as the space it stands for (a segmenter's word break in
+    Thai or Chinese), not as a symbol: it must not make a sentence "mostly symbols"."""
+    text = text.replace("\u200b", " ")  # one for one: the tokens' offsets still hold
     found = text_tokens(text, GATE_MAX_TOKENS)
     words = [w for w, _, _ in found]
     if not words:

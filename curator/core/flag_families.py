@@ -209,8 +209,10 @@ def _credential(token: str) -> bool:
         return False  # "verify-acc0unt-center.example/login" is an address, not a password
     has_alpha = any(ch.isalpha() for ch in token)
     # In scripts without spaces between words a run is a clause, and its commas are
-    # commas ("密码,每次开会都要问前台" after folding): there only digits and symbols count.
+    # commas ("密码,每次开会都要问前台" after folding), its emoji (a pictograph, its skin
+    # tone, its joiner) are a chat's: there only digits and the other symbols count.
     prose = _NO_SPACE_SCRIPT.search(token) is not None
+    prose_only = ("P", "So", "Sk", "Cf")
     # vowel signs and other combining marks belong to the word ("नहीं"), not symbols
     has_other = any(
         ch.isdigit()
@@ -218,7 +220,7 @@ def _credential(token: str) -> bool:
             not ch.isalnum()
             and ch not in "-'"
             and not unicodedata.category(ch).startswith("M")
-            and not (prose and unicodedata.category(ch).startswith("P"))
+            and not (prose and unicodedata.category(ch).startswith(prose_only))
         )
         for ch in token
     )

@@ -33,7 +33,7 @@ import zlib
 from collections.abc import Sequence
 from dataclasses import dataclass
 from itertools import pairwise
-from math import exp, sqrt
+from math import exp, isfinite, sqrt
 from pathlib import Path
 
 from curator.core.flag_normalise import fold
@@ -226,29 +226,50 @@ def dump_reader(
 
 
 def read_reader(path: Path) -> Reader:
-    """Read the weights written by :func:`dump_reader`."""
+    """Read the weights written by :func:`dump_reader`.
+
+    Anything wrong in the file (truncated, another head count, an index past the last
+    bucket, a threshold or weight that is not a finite number, trailing bytes) is refused
+    whole with a one-line ``ValueError``: a reader loaded from it would raise on every
+    text, or flag every text (``p < nan`` is false)."""
     raw = path.read_bytes()
     if raw[:4] != MAGIC:
         raise ValueError(f"{path.name}: not a learned-reader weight file")
-    body = zlib.decompress(raw[4:])
+    try:
+        return _parse(zlib.decompress(raw[4:]))
+    except (zlib.error, struct.error, ValueError) as exc:
+        raise ValueError(f"{path.name}: damaged learned-reader weight file: {exc}") from None
+
+
+def _parse(body: bytes) -> Reader:
     threshold, c, count = struct.unpack_from("<ffI", body, 0)
+    if count != len(HEADS):
+        raise ValueError(f"{count} heads, expected {len(HEADS)}")
+    if not 0.0 < threshold <= 1.0:  # also false for nan
+        raise ValueError(f"threshold {threshold} is not in (0, 1]")
     offset = 12
     weights: dict[str, list[float]] = {}
     bias: dict[str, float] = {}
-    for head in HEADS[:count]:
+    for head in HEADS:
         b, n = struct.unpack_from("<fI", body, offset)
         offset += 8
         deltas = struct.unpack_from(f"<{n}I", body, offset)
         offset += 4 * n
         values = struct.unpack_from(f"<{n}e", body, offset)
         offset += 2 * n
+        if not isfinite(b) or not all(map(isfinite, values)):
+            raise ValueError(f"head {head}: a weight that is not a finite number")
         table = [0.0] * BUCKETS
         index = 0
         for delta, value in zip(deltas, values, strict=True):
             index += delta
+            if index >= BUCKETS:
+                raise ValueError(f"head {head}: bucket {index} past the last")
             table[index] = value
         weights[head] = table
         bias[head] = b
+    if offset != len(body):
+        raise ValueError(f"{len(body) - offset} bytes after the last head")
     return Reader(weights, bias, threshold, c)
 
 

@@ -322,8 +322,16 @@ _LINK_RULES: tuple[tuple[re.Pattern[str], str], ...] = (
 # The phone-number rules, shared with the personal rule (a number reaches a person).
 PHONE_PATTERNS = tuple(pattern for pattern, reason in _LINK_RULES if reason == "a phone number")
 _DOMAIN_LIKE_WORDS = re.compile(r"^(?:e\.g|i\.e|a\.m|p\.m|u\.s|etc)\b", _I)
-_SUBJECT_FOLLOWS = re.compile(r"(?:'s|\u2019s)?[ \t]+\w")
+_SUBJECT_FOLLOWS = re.compile(r"(?:'s|\u2019s)?[^\S\n]+\w")
 _CLOSING = "\"')]\u201d\u2019"
+_SENTENCE_ENDS = ".!?\u3002\uff01\uff1f"  # also 。！？
+# What may stand between a sentence's start and its first word: spaces, a list item's
+# mark, an opening quotation mark or bracket, ¿ ¡, and invisible marks (direction marks
+# and embeddings, a BOM, a zero-width space); the line break is told apart after.
+_OPENERS = re.compile(
+    "[\\s\"'(\\[*\u2022\u2013\u2014\u00ab\u00bf\u00a1\u201c\u2018\u300c\u300e\uff08\\-"
+    "\u200b-\u200f\u202a-\u202e\u2060-\u2069\ufeff]*\\Z"
+)
 
 
 def names_a_person(text: str, start: int, end: int) -> bool:
@@ -341,8 +349,14 @@ def names_a_person(text: str, start: int, end: int) -> bool:
     if _SUBJECT_FOLLOWS.match(text, end) is None:
         return False
     window = max(0, start - 64)  # bounded: a text of many handles stays linear
-    before = text[window:start].rstrip().rstrip(_CLOSING)
-    return before[-1] in ".!?" if before else window == 0
+    before = text[window:start]
+    lead = _OPENERS.search(before)
+    if lead is not None:
+        opened, before = before[lead.start() :], before[: lead.start()]
+        if "\n" in opened and not before.rstrip().endswith((":", "\uff1a")):
+            return True  # a line of its own (a list of memories), not "Contact:\n@x"
+    before = before.rstrip().rstrip(_CLOSING)
+    return before[-1] in _SENTENCE_ENDS if before else window == 0
 
 
 def link_hits(text: str) -> Iterator[Hit]:

@@ -22,10 +22,13 @@ kept more easily than its English translation would be:
 Words are whitespace-separated chunks, as before; a run of a script written without
 spaces (Han, kana, Thai, Lao, Khmer, Myanmar) counts one word per started 6 weighed
 characters, the length of an English word with its space (5.3–6.1 in the same sentences).
-Whitespace *between* two characters of such scripts is not read at all (a tokenizer or a
-justified layout may put it there; the text says the same): a property test holds that a
-Chinese or Japanese text measures the same with spaces anywhere between its characters.
-Korean is written with spaces, so its words are counted by them. Only the first
+Whitespace or a zero-width space *between* two characters of such scripts or their
+punctuation (。、「」，) is not read at all (a tokenizer, a segmenter or a justified layout
+may put it there; the text says the same): property tests hold that a Chinese or Japanese
+text measures the same with spaces anywhere between its characters.
+Korean is written with spaces, so its words are counted by them. A text is measured in
+its composed form (NFC): Korean decomposed into jamo, or a letter and its combining
+accent, weighs what the same text composed does. Only the first
 :data:`MAX_MEASURED_CHARS` characters are measured.
 """
 
@@ -58,7 +61,11 @@ _SOUTHEAST_MARK_RE = re.compile(
     )
     + "]"
 )
-_INNER_SPACE = re.compile(f"(?<=[{UNSPACED}])\\s+(?=[{UNSPACED}])")
+_CJK_PUNCTUATION = "\u3000-\u303f\uff01-\uff0f\uff1a-\uff20\uff3b-\uff40\uff5b-\uff65"
+"""CJK punctuation (。、「」) and the fullwidth signs (，！？): part of the unspaced text."""
+_INNER_SPACE = re.compile(
+    f"(?<=[{UNSPACED}{_CJK_PUNCTUATION}])[\\s\u200b]+(?=[{UNSPACED}{_CJK_PUNCTUATION}])"
+)
 _RUN = re.compile(f"[{UNSPACED}]+")
 _WORD_CHAR = re.compile(r"\w")
 
@@ -108,7 +115,9 @@ def _chunk_words(chunk: str) -> int:
 
 def measure(text: str) -> TextSize:
     """The size of ``text`` as the quality gate judges it (see the module doc)."""
-    read = _INNER_SPACE.sub("", text.strip()[:MAX_MEASURED_CHARS])
+    # composed (NFC): Korean in jamo or an accent as a combining mark is the same text
+    composed = unicodedata.normalize("NFC", text.strip()[:MAX_MEASURED_CHARS])
+    read = _INNER_SPACE.sub("", composed)
     chunks = read.split()
     if _RUN.search(read) is None:  # no unspaced script: words are the chunks
         return TextSize(len(read), _weighed(read), len(chunks))

@@ -81,7 +81,10 @@ def write_export(
     goes to a new file beside the target first, which then replaces it, so a write that
     fails half way (a full disk, a share gone) leaves the file that was there whole.
     """
-    real = target.resolve()
+    try:
+        real = target.resolve()
+    except (OSError, RuntimeError) as exc:  # a symlink loop (RuntimeError before 3.13)
+        raise CuratorError(f"cannot write {target}: {exc}") from None
     if database is not None and _is_database(real, database):
         raise CuratorError(f"cannot write {target}: it is the database; choose another file")
     if real.is_dir():
@@ -93,7 +96,8 @@ def write_export(
     except ValueError as exc:  # a limit or format the dialog does not offer
         raise CuratorError(f"cannot export: {exc}") from None
     text = made.text
-    part = real.with_name(f".{real.name}.{secrets.token_hex(4)}.part")
+    # a short prefix of the name: the longest name a disk allows must not become too long
+    part = real.with_name(f".{real.name[:32]}.{secrets.token_hex(4)}.part")
     try:
         # O_EXCL: a file of that name that is not ours is never opened, let alone written
         fd = os.open(part, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)

@@ -50,9 +50,12 @@ class Sample:
 
 
 def free_cores(before: Sample, after: Sample, cpus: int) -> float | None:
-    """The cores the other processes left free between two samples (None: too close)."""
+    """The cores the other processes left free between two samples (None: too close, or
+    the machine's counter went backwards: a restored checkpoint or a migrated virtual
+    machine says nothing about the load, and reading it as idle would hand every core
+    back to a busy machine)."""
     wall = after.wall - before.wall
-    if wall <= 0 or cpus < 1:
+    if wall <= 0 or cpus < 1 or after.busy < before.busy:
         return None
     others = max(0.0, (after.busy - before.busy) - (after.own - before.own))
     return max(0.0, cpus - others / wall)

@@ -332,6 +332,9 @@ def _copy_and_check(
                 if cancelled is not None and cancelled():
                     raise BackupCancelled(f"backup of {db_path} stopped; nothing was kept") from exc
                 return str(exc)
+            if cancelled is not None and cancelled():
+                # the handler runs only every 10,000 steps: a small copy's check ends first
+                raise BackupCancelled(f"backup of {db_path} stopped; nothing was kept")
             return "\n".join(str(r[0]) for r in rows)
         finally:
             target.close()

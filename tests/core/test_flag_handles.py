@@ -72,3 +72,54 @@ def test_every_handle_of_a_long_list_is_flagged() -> None:
     """Each handle looks back a bounded window (64 characters), not the whole text."""
     text = "Send it to " + " ".join(f"@user_{i}" for i in range(20_000))
     assert len(_handle_flags(text)) == 20_000
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "我们今天开会了。@kel_w 喜欢简短的回答。",
+        "会議でした！@ko_haruto は短い答えが好き。",
+        "Notes\n@juno_writes keeps her drafts in a shared folder.",
+        "- @juno_writes keeps her drafts in a shared folder.",
+        "\u201c@juno_writes keeps her drafts in a shared folder.\u201d",
+        "(@juno_writes keeps her drafts in a shared folder.)",
+        "¿@marisol prefiere respuestas cortas?",
+        "\u200f@juno_writes keeps her drafts in a shared folder.",
+        "\ufeff@juno_writes keeps her drafts in a shared folder.",
+        "@juno_writes\u00a0keeps her drafts in a shared folder.",
+    ],
+)
+def test_a_subject_after_any_sentence_end_opener_or_invisible_mark_is_not_a_contact(
+    text: str,
+) -> None:
+    """A sentence also ends with 。！？, a memory also starts a line or a list item, and a
+    handle also opens behind a quotation mark, a bracket, ¿, a direction mark or a BOM."""
+    assert _handle_flags(text) == []
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "Contact:\n@quiet_ledger for the keys.",
+        "联系方式：@quiet_ledger 随时可以。",
+        "Send it - @quiet_ledger will take it.",
+    ],
+)
+def test_a_handle_after_a_colon_or_inside_a_sentence_stays_flagged(text: str) -> None:
+    assert _handle_flags(text), text
+
+
+@settings(deadline=None)
+@given(
+    handle=_HANDLE,
+    words=_WORDS,
+    end=st.sampled_from([".", "!", "?", "。", "！", "？", "\n", ".\n"]),
+    opener=st.sampled_from(["", "- ", "\u201c", "(", "\u200f", "* ", "\u300c"]),
+)
+@example(handle="@abc", words=["it"], end="。", opener="")
+def test_a_handle_opening_a_sentence_is_a_subject(
+    handle: str, words: list[str], end: str, opener: str
+) -> None:
+    rest = " ".join(words)
+    assert _handle_flags(f"Note{end} {opener}{handle} {rest}.") == []
+    assert _handle_flags(f"Note: {opener}{handle} {rest}.") == [handle]

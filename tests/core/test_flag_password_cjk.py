@@ -56,3 +56,28 @@ def test_clauses_of_han_after_the_password_word_are_never_a_password(
     clauses: list[str], comma: str
 ) -> None:
     assert _secrets("他总是忘记密码" + comma + comma.join(clauses) + "。") == []
+
+
+_EMOJI = st.sampled_from(
+    ["😀", "😂😂", "👍🏽", "👨\u200d👩\u200d👧", "❤️", "★", "♥", "🙏🏻", "\u2728"]
+)
+
+
+@settings(deadline=None)
+@given(clauses=st.lists(_HAN, min_size=1, max_size=3), emoji=st.lists(_EMOJI, max_size=3))
+@example(clauses=["每次开会都要问前台"], emoji=["😀", "😀"])
+@example(clauses=["每次都问前台"], emoji=["👨\u200d👩\u200d👧"])
+@example(clauses=["每次都问前台"], emoji=["👍🏽"])
+def test_emoji_in_a_clause_after_the_password_word_are_not_a_password(
+    clauses: list[str], emoji: list[str]
+) -> None:
+    """A chat message in Chinese often ends its clauses with emoji; in a clause of a
+    script without spaces an emoji (a symbol, its skin tone or its joiner) is no more a
+    password's symbol than the clause's comma is."""
+    text = "他总是忘记密码，" + "，".join(c + "".join(emoji) for c in clauses) + "。"
+    assert _secrets(text) == []
+
+
+def test_an_emoji_beside_a_real_password_leaves_it_a_secret() -> None:
+    assert _secrets("管理员密码是Qx7!mRt2😀，记住它。")
+    assert _secrets("wifi password: hunter2😀 keep it")

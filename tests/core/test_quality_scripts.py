@@ -9,6 +9,7 @@ patterns the English tests keep) and real junk a model writes in those scripts.
 from __future__ import annotations
 
 import re
+import unicodedata
 
 import pytest
 from hypothesis import example, given, settings
@@ -145,3 +146,63 @@ def test_a_hostile_megabyte_is_measured_on_its_first_part_only() -> None:
     size = measure(text)
     assert size == measure(text * 4)  # what follows the first part changes nothing
     assert size.chars == MAX_MEASURED_CHARS
+
+
+_CJK_PUNCTUATED = st.text(
+    alphabet=st.sampled_from(
+        list(
+            "用户喜欢在上班前的早上喝咖啡部署服务器ユーザーはの朝にコーヒーを飲む。、「」，！？：（）"
+        )
+    ),
+    min_size=0,
+    max_size=40,
+)
+
+
+@settings(deadline=None, max_examples=300)
+@given(
+    _CJK_PUNCTUATED,
+    st.lists(st.sampled_from([" ", "\u3000", "\n", "\u200b", " \u200b"]), max_size=40),
+)
+@example("用户喜欢「简短」的回答", [" "] * 10)
+@example("用户喜欢简短的回答。", [" "] * 9)
+@example("咖啡部署服务器喝的早", ["\u200b"] * 9)
+@example("、、、、に上上上上上上上前", ["\u200b"] * 4 + [" \u200b"] * 2)
+def test_spaces_beside_cjk_punctuation_and_zero_width_spaces_change_nothing(
+    text: str, spaces: list[str]
+) -> None:
+    """The punctuation of Chinese and Japanese (。、「」, fullwidth ，！？) is part of
+    the unspaced text, so a space beside it is as meaningless as one between two
+    ideographs; a zero-width space (a segmenter's word break, invisible) is too. Neither
+    may make a text long enough to pass."""
+    spaced = ""
+    for i, ch in enumerate(text):
+        spaced += ch
+        if i < len(spaces) and i + 1 < len(text):
+            spaced += spaces[i]
+    gate = QualityGate()
+    plain, with_spaces = gate.check(text), gate.check(spaced)
+    assert plain.ok == with_spaces.ok, (plain, with_spaces)
+    assert measure(text) == measure(spaced)
+
+
+_COMPOSED = st.text(
+    alphabet=st.sampled_from(list("사용자는짧은답변을선호한다매일아침커피 éàüñçøå")),
+    min_size=0,
+    max_size=40,
+)
+
+
+@settings(deadline=None, max_examples=300)
+@given(_COMPOSED)
+@example("사용자는 짧은 답변을 좋아")
+@example("éééééééééééééééééé ààà üü")
+def test_a_decomposed_text_measures_as_its_composed_form(text: str) -> None:
+    """Korean decomposed into jamo (one syllable, two or three letters; as a file name
+    or a copy from some systems gives it) and Latin with combining accents are the same
+    text as their composed forms: they must not weigh more and pass more easily."""
+    composed = unicodedata.normalize("NFC", text)
+    decomposed = unicodedata.normalize("NFD", text)
+    assert measure(decomposed) == measure(composed)
+    gate = QualityGate()
+    assert gate.check(decomposed).ok == gate.check(composed).ok

@@ -60,3 +60,34 @@ def test_a_write_that_fails_half_way_keeps_the_file_that_was_there(
     ] == ["knowledge.md"]
     assert write_export(store, target, database=store.path).written > 0  # room again: it works
     assert target.read_text(encoding="utf-8").startswith("#")
+
+
+@pytest.mark.parametrize(
+    "name",
+    [
+        "k" * 251 + ".txt",  # 255 bytes: the longest name a file may have
+        "知" * 80 + ".md",  # 243 bytes in UTF-8
+        "k" * 244 + ".json",
+    ],
+)
+def test_the_longest_file_name_a_disk_allows_is_written(
+    store: Store, tmp_path: Path, name: str
+) -> None:
+    """The text goes first to a file beside the target whose name is built from it: a
+    target of the longest allowed name must not fail as "File name too long"."""
+    target = tmp_path / name
+    for fmt in ("markdown", "letta-block"):
+        made = write_export(store, target, database=store.path, fmt=fmt)
+        assert target.read_text(encoding="utf-8") == made.text
+    assert sorted(p.name for p in tmp_path.iterdir() if not p.name.startswith(store.path.name)) == [
+        name
+    ]
+
+
+def test_a_symlink_loop_as_the_target_is_one_clear_error(store: Store, tmp_path: Path) -> None:
+    loop = tmp_path / "loop.md"
+    loop.symlink_to(tmp_path / "loop2.md")
+    (tmp_path / "loop2.md").symlink_to(loop)
+    with pytest.raises(CuratorError, match=f"cannot write {loop}"):
+        write_export(store, loop, database=store.path)
+    assert loop.is_symlink()

@@ -182,3 +182,29 @@ def test_the_embedding_context_follows_the_load_too(demo_backend: object) -> Non
     assert guard is not None
     ctx = embedder._llm.ctx
     assert (llama_cpp.llama_n_threads(ctx), llama_cpp.llama_n_threads_batch(ctx)) == guard.current
+
+
+def test_a_counter_that_goes_backwards_keeps_the_last_decision() -> None:
+    """``/proc/stat`` read lower than before (a restored checkpoint, a migrated virtual
+    machine) says nothing about the load: the busy machine keeps its one thread instead
+    of getting every core back, and the next look measures from the new reading."""
+    counters = Counters()
+    applied: list[tuple[int, int]] = []
+    guard = _guard(counters, applied)
+    counters.load = 2.0
+    assert guard.check() == (1, 1)
+    counters.advance(2.0, others_cores=2.0)
+    counters.busy -= 1000.0  # the reset
+    assert guard.check() == (1, 1)
+    counters.advance(2.0, others_cores=2.0)
+    assert guard.check() == (1, 1)
+    counters.advance(2.0, others_cores=0.0)
+    assert guard.check() == (2, 2)
+    assert applied == [(1, 1), (2, 2)]
+
+
+@settings(deadline=None)
+@given(drop=st.floats(1e-6, 1e9), own=st.floats(0, 1e6), wall=st.floats(1e-9, 1e4))
+@example(drop=1e9, own=0.0, wall=1.0)
+def test_a_busy_counter_below_the_last_says_nothing(drop: float, own: float, wall: float) -> None:
+    assert free_cores(Sample(drop, 0.0, 0.0), Sample(0.0, own, wall), 2) is None
