@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 from curator.cli.common import CommandContext, integer, writing_stdout
 from curator.cli.pipeline import add_server_args
+from curator.core.userpath import part_path
 from curator.errors import CuratorError
 
 if TYPE_CHECKING:  # the pipeline is imported by the handlers: --help stays cheap
@@ -281,9 +282,9 @@ def cmd_gold(ctx: CommandContext) -> int:
         if target.exists():
             raise CuratorError(f"{target} exists; choose a new file name")
         store = ctx.store  # a database that cannot be opened leaves no file behind
-        tmp = target.with_name(target.name + ".part")
+        tmp = part_path(target)
         try:
-            with tmp.open("w", encoding="utf-8") as out:
+            with tmp.open("x", encoding="utf-8") as out:
                 counts = export_gold(store, out)
             tmp.replace(target)
         except OSError as exc:

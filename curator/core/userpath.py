@@ -10,11 +10,12 @@ would then make a folder named ``~name`` in the current directory).
 from __future__ import annotations
 
 import os
+import secrets
 from pathlib import Path
 
 from curator.errors import CuratorError
 
-__all__ = ["user_path"]
+__all__ = ["part_path", "user_path"]
 
 
 def user_path(raw: str | os.PathLike[str], what: str = "the path") -> Path:
@@ -28,3 +29,11 @@ def user_path(raw: str | os.PathLike[str], what: str = "the path") -> Path:
             f"{what} {os.fspath(raw)[:80]!r} starts with {head}, the home of an unknown "
             "user; nothing was opened"
         ) from None
+
+
+def part_path(target: Path) -> Path:
+    """A fresh name beside ``target`` to write it under before renaming it into place.
+
+    Hidden and unique, and short whatever the target's name: the longest name a disk
+    allows (255 bytes) plus ".part" would itself be too long to create."""
+    return target.with_name(f".{target.name[:32]}.{secrets.token_hex(4)}.part")

@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import contextlib
 import os
-import secrets
 import stat
 from collections.abc import Callable
 from pathlib import Path
@@ -31,6 +30,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from curator.core.userpath import part_path
 from curator.errors import CuratorError
 from curator.gui.operations import OpContext
 from curator.gui.services import AppServices
@@ -96,8 +96,7 @@ def write_export(
     except ValueError as exc:  # a limit or format the dialog does not offer
         raise CuratorError(f"cannot export: {exc}") from None
     text = made.text
-    # a short prefix of the name: the longest name a disk allows must not become too long
-    part = real.with_name(f".{real.name[:32]}.{secrets.token_hex(4)}.part")
+    part = part_path(real)
     try:
         # O_EXCL: a file of that name that is not ours is never opened, let alone written
         fd = os.open(part, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)

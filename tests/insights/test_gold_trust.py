@@ -515,3 +515,16 @@ def test_a_row_stored_under_a_foreign_hash_is_not_labelled(
     code, doc = _import(db, gold, capsys)
     assert code == 1 and "holds other text" in doc["errors"][0]
     assert _rows(db) == before
+
+
+@pytest.mark.parametrize("name", ["g" * 249 + ".jsonl", "金" * 80 + ".jsonl"])
+def test_export_to_the_longest_name_a_disk_allows(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], name: str
+) -> None:
+    """The file was written under its own name plus ".part" first: at 251 bytes and more
+    that temporary name was too long to create, and the export failed."""
+    db = _database(tmp_path)
+    gold = tmp_path / name
+    assert main(["--db", str(db), "gold", "export", str(gold)]) == 0, capsys.readouterr().err
+    assert gold.read_text(encoding="utf-8").strip()
+    assert [p.name for p in tmp_path.iterdir() if p.name.endswith(".part")] == []
