@@ -153,11 +153,15 @@ def test_the_loaded_model_runs_with_the_counts_the_guard_chose(demo_backend: obj
     guard = demo_backend.contention
     assert guard is not None
     measured = guard.measured
-    guard.measured = (3, 3)  # as if three threads had been measured fastest
+    ctx = demo_backend.llm.ctx
+    # As if three threads had been measured fastest, and seven were running: whatever the
+    # load, the guard must bring the context down to at most three.
+    guard.measured = (3, 3)
+    llama_cpp.llama_set_n_threads(ctx, 7, 7)
+    guard.current = (7, 7)
     try:
         guard._last = None  # look again now
         demo_backend.evaluate(demo_backend.tokenize("The agent reviews its logs today."))
-        ctx = demo_backend.llm.ctx
         chosen = (llama_cpp.llama_n_threads(ctx), llama_cpp.llama_n_threads_batch(ctx))
         assert chosen == guard.current
         assert 1 <= chosen[0] <= 3
