@@ -1,8 +1,10 @@
-"""Closing the window mid-import cancels the import cleanly, and the window's own writes
-are not mistaken for outside changes while they run."""
+"""Closing the window mid-import, or Cancel in its status bar (a chat export too), cancels
+the import cleanly, and the window's own writes are not mistaken for outside changes while
+they run."""
 
 from __future__ import annotations
 
+import copy
 import json
 import threading
 from pathlib import Path
@@ -13,11 +15,30 @@ from curator.gui.main_window import MainWindow
 from curator.gui.operations import OpContext
 from curator.store.db import Store
 from curator.store.importer import PROGRESS_EVERY
+from tests.chat_formats.exports import chatgpt_export, write_json
 
 
 def _count(store: Store) -> int:
     (count,) = store.execute("SELECT count(*) FROM episode")[0]
     return int(count)
+
+
+def _hold_at_first_progress(window: MainWindow) -> threading.Event:
+    """Keep the window's next write at its first progress report until it is asked to
+    stop (runs on the write's thread, through a direct connection); the event is set
+    once it is held there."""
+    ops = window.services.ops
+    reached = threading.Event()
+
+    def hold(_label: str, done: int, total: int) -> None:
+        if done < total and not reached.is_set():
+            reached.set()
+            job = ops._write
+            assert job is not None and job.ctx is not None
+            job.ctx._cancel.wait(30)
+
+    ops.progressed.connect(hold, Qt.ConnectionType.DirectConnection)
+    return reached
 
 
 def test_closing_mid_import_cancels_it_and_writes_nothing(
@@ -34,18 +55,7 @@ def test_closing_mid_import_cancels_it_and_writes_nothing(
     )
     before = _count(store)
     ops = main_window.services.ops
-    reached = threading.Event()
-
-    def hold(_label: str, done: int, total: int) -> None:
-        # Runs on the import's thread (direct connection): keep the import half way
-        # through reading until the window's close has asked it to stop.
-        if 0 < done < total and not reached.is_set():
-            reached.set()
-            job = ops._write
-            assert job is not None and job.ctx is not None
-            job.ctx._cancel.wait(30)
-
-    ops.progressed.connect(hold, Qt.ConnectionType.DirectConnection)
+    reached = _hold_at_first_progress(main_window)
     assert main_window.import_episodes(path)
     qtbot.waitUntil(reached.is_set, timeout=20_000)
 
@@ -83,3 +93,29 @@ def test_the_poll_ignores_our_own_running_write(qtbot, main_window: MainWindow) 
         release.set()
     qtbot.waitUntil(lambda: ops.pending == 0, timeout=10_000)
     assert main_window.check_for_outside_changes()  # afterwards the change is seen
+
+
+def test_cancel_in_the_status_bar_stops_a_chat_export_import(
+    qtbot, main_window: MainWindow, store: Store, tmp_path: Path
+) -> None:
+    trip = chatgpt_export()[0]
+    conversations = []
+    for i in range(3000):  # a sizeable export: its write reports progress on the way
+        conversation = copy.deepcopy(trip)
+        conversation["id"] = conversation["conversation_id"] = f"conv-{i}"
+        conversation["title"] = f"Trip {i}"
+        conversations.append(conversation)
+    path = write_json(tmp_path / "conversations.json", conversations)
+    before = _count(store)
+    ops = main_window.services.ops
+    reached = _hold_at_first_progress(main_window)
+    assert main_window.import_episodes(path)
+    qtbot.waitUntil(reached.is_set, timeout=60_000)
+    qtbot.waitUntil(main_window.busy_cancel.isVisible, timeout=10_000)
+    qtbot.mouseClick(main_window.busy_cancel, Qt.MouseButton.LeftButton)
+    qtbot.waitUntil(lambda: not ops.busy, timeout=60_000)
+    assert _count(store) == before  # all or nothing: nothing
+    assert not main_window.services.dialogs.shown  # a Cancel asked for is no error
+    assert main_window.statusBar().currentMessage() == (
+        "Import of conversations.json cancelled; nothing of it was imported."
+    )
