@@ -29,6 +29,7 @@ from functools import lru_cache
 
 from curator.core.flag_lexicon import LANGUAGES
 from curator.core.flag_lexicon_intents import INTENTS
+from curator.core.textmeasure import HANGUL, UNSPACED
 
 __all__ = ["lexicon_hits", "names_a_password", "password_hits", "talked_about"]
 
@@ -194,10 +195,10 @@ def _apart(a: tuple[int, int], b: tuple[int, int]) -> bool:
     return a[1] <= b[0] or b[1] <= a[0]
 
 
-# Thai, kana, CJK ideographs, Hangul: scripts written without spaces between words.
-_NO_SPACE_SCRIPT = re.compile(
-    r"[\u0e00-\u0e7f\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af]"
-)
+# Scripts whose runs are prose, not password material: those written without spaces
+# between words (as the quality gate counts them) and Hangul, whose words carry their
+# punctuation ("잊어버려서,") although Korean puts spaces between them.
+_PROSE_SCRIPT = re.compile(f"[{UNSPACED}{HANGUL}]")
 
 
 def _credential(token: str) -> bool:
@@ -211,7 +212,7 @@ def _credential(token: str) -> bool:
     # In scripts without spaces between words a run is a clause, and its commas are
     # commas ("密码,每次开会都要问前台" after folding), its emoji (a pictograph, its skin
     # tone, its joiner) are a chat's: there only digits and the other symbols count.
-    prose = _NO_SPACE_SCRIPT.search(token) is not None
+    prose = _PROSE_SCRIPT.search(token) is not None
     prose_only = ("P", "So", "Sk", "Cf")
     # vowel signs and other combining marks belong to the word ("नहीं"), not symbols
     has_other = any(

@@ -39,17 +39,17 @@ import re
 import unicodedata
 from dataclasses import dataclass
 
-__all__ = ["UNSPACED", "TextSize", "measure"]
+__all__ = ["HANGUL", "UNSPACED", "TextSize", "measure"]
 
 _HAN = "\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\U00020000-\U0003134f"
 _KANA = "\u3040-\u30ff\u31f0-\u31ff\uff66-\uff9f"
 _SOUTHEAST = "\u0e00-\u0eff\u1000-\u109f\u1780-\u17ff"  # Thai, Lao, Myanmar, Khmer
-_HANGUL = "\uac00-\ud7a3"
+HANGUL = "\uac00-\ud7a3"
 UNSPACED = f"{_HAN}{_KANA}{_SOUTHEAST}"
 """Scripts written without spaces between words (a character class's contents)."""
 
 _HAN_RE = re.compile(f"[{_HAN}]")
-_TWO_RE = re.compile(f"[{_KANA}{_HANGUL}]")
+_TWO_RE = re.compile(f"[{_KANA}{HANGUL}]")
 _SOUTHEAST_RE = re.compile(f"[{_SOUTHEAST}]")
 _SOUTHEAST_MARK_RE = re.compile(
     "["
