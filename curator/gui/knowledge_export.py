@@ -31,6 +31,7 @@ from PySide6.QtWidgets import (
 )
 
 from curator.core.userpath import part_path
+from curator.core.wording import plural
 from curator.errors import CuratorError
 from curator.gui.operations import OpContext
 from curator.gui.services import AppServices
@@ -126,17 +127,19 @@ def _is_database(real: Path, database: Path) -> bool:
 
 
 def describe_export(made: ExportText, target: Path) -> str:
-    """The status bar's sentence on a finished export."""
+    """The status bar's sentence on a finished export ("1 pattern", "20 patterns")."""
     if made.fmt == "mem0":
-        return f"Exported {made.written} patterns to {target} as a Mem0 list for Memory.add."
+        return (
+            f"Exported {plural(made.written, 'pattern')} to {target} as a Mem0 list for Memory.add."
+        )
     if made.fmt == "letta-block":
         text = (
-            f"Exported {made.written} of {made.total} patterns to {target} as a Letta "
-            f"block of {len(made.text):,} characters (limit {made.limit:,})"
+            f"Exported {made.written} of {plural(made.total, 'pattern')} to {target} as a "
+            f"Letta block of {len(made.text):,} characters (limit {made.limit:,})"
         )
         left_out = made.total - made.written
         return text + (f"; {left_out} did not fit." if left_out else ".")
-    return f"Exported {made.written} patterns to {target}."
+    return f"Exported {plural(made.written, 'pattern')} to {target}."
 
 
 class ExportDialog(QDialog):
