@@ -226,3 +226,11 @@ class CandidateDetail(QWidget):
         self, episodes: list[SourceEpisode], origin: dict[str, Any] | None = None
     ) -> None:
         self.sources.setHtml(sources_html(episodes, origin))
+
+    def show_sources_reading(self) -> None:
+        self.sources.setHtml("<p><i>Reading the source episodes…</i></p>")
+
+    def show_sources_failed(self, message: str) -> None:
+        self.sources.setHtml(
+            f"<p><i>The source episodes could not be read: {html.escape(message)}</i></p>"
+        )

@@ -87,6 +87,8 @@ class ReviewPane(ReviewDecisions, Pane):
         self._reload_wanted = False
         self._select_after_load: int | None = None
         self._wanted_run: int | None = None  # select_run of a run not listed yet
+        self._sources_wanted: int | None = None  # the candidate whose sources are asked for
+        self._sources_shown: int | None = None  # the candidate whose sources are shown
         self.closing = False
         """The window is closing: the queued writes are finished, no dialog is opened."""
 
@@ -325,7 +327,17 @@ class ReviewPane(ReviewDecisions, Pane):
     @property
     def settled(self) -> bool:
         """No read of the candidates and no decision write is outstanding (tests wait on it)."""
-        return not self.loading and not self.decisions.pending and not self._reload_wanted
+        return (
+            not self.loading
+            and not self.decisions.pending
+            and not self._reload_wanted
+            and not self.sources_loading
+        )
+
+    @property
+    def sources_loading(self) -> bool:
+        """The current candidate's source episodes are being read."""
+        return self._sources_wanted is not None and self._sources_wanted != self._sources_shown
 
     def current_run_id(self) -> int | None:
         data = self.run_combo.currentData()
@@ -410,11 +422,41 @@ class ReviewPane(ReviewDecisions, Pane):
 
     def _show_candidate(self, c: Any | None) -> None:
         self.panel.show_candidate(c, len(self._candidates))
-        if c is not None:
-            self.panel.show_sources(
-                review_api.source_episodes(self.services.store, list(c.source_episode_ids)),
-                c.origin,
-            )
+        self._read_sources(c)
+
+    def _read_sources(self, c: Any | None) -> None:
+        """The candidate's source episodes, read on a worker thread.
+
+        A candidate distilled from thousands of episodes takes a noticeable time to read at
+        300,000 episodes, and moving through the list with the arrow keys must not wait for
+        it: the panel says "Reading…" for a newly selected candidate (the one already shown
+        keeps its sources meanwhile, without flicker), and only the newest read is shown.
+        """
+        if c is None:
+            self._sources_wanted = self._sources_shown = None
+            return
+        wanted = self._sources_wanted = int(c.id)
+        if wanted != self._sources_shown:
+            self._sources_shown = None
+            self.panel.show_sources_reading()
+        ids, origin = list(c.source_episode_ids), c.origin
+        self.ops.query(
+            "review.sources",
+            lambda ctx: review_api.source_episodes(ctx.store, ids),
+            lambda episodes: self._sources_read(wanted, episodes, origin),
+            lambda message: self._sources_failed(wanted, message),
+        )
+
+    def _sources_read(self, wanted: int, episodes: list[Any], origin: Any) -> None:
+        if self._sources_wanted != wanted:
+            return  # the selection moved on while this was read
+        self._sources_shown = wanted
+        self.panel.show_sources(episodes, origin)
+
+    def _sources_failed(self, wanted: int, message: str) -> None:
+        if self._sources_wanted == wanted:
+            self._sources_wanted = self._sources_shown = None
+            self.panel.show_sources_failed(message)
 
     def _update_progress(self) -> None:
         run_id = self.current_run_id()

@@ -327,3 +327,28 @@ def test_preview_html_lists_unreviewed(staged) -> None:
     preview = preview_commit(services.store, ids["run"])
     assert "4 candidates are not reviewed" in preview_html(preview, reviewed_only=False)
     assert "stay staged" in preview_html(preview, reviewed_only=True)
+
+
+def test_sources_are_read_off_the_gui_thread(qtbot, pane: ReviewPane, monkeypatch) -> None:
+    """Selecting a candidate reads its source episodes on a worker thread: the panel says
+    "Reading…" first and shows them when the answer comes (at 300,000 episodes a
+    candidate's sources took noticeable time on the GUI thread)."""
+    import threading
+
+    from curator.pipeline import review as review_api
+
+    threads: list[str] = []
+    real = review_api.source_episodes
+
+    def recording(store, ids):  # records the calling thread; the read itself is real
+        threads.append(threading.current_thread().name)
+        return real(store, ids)
+
+    monkeypatch.setattr(review_api, "source_episodes", recording)
+    key(qtbot, pane, Qt.Key.Key_Down)
+    assert pane.sources_loading
+    assert "Reading" in pane.sources.toPlainText()
+    qtbot.waitUntil(lambda: not pane.sources_loading, timeout=10_000)
+    assert threads and threading.main_thread().name not in threads
+    assert "episode" in pane.sources.toPlainText()
+    assert "Reading" not in pane.sources.toPlainText()
