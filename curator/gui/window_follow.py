@@ -17,10 +17,11 @@ from typing import TYPE_CHECKING
 
 from PySide6.QtCore import QTimer
 from PySide6.QtGui import QAction
-from PySide6.QtWidgets import QFileDialog, QLabel
+from PySide6.QtWidgets import QFileDialog
 
 from curator.core.textsafety import escape_controls
 from curator.core.wording import plural
+from curator.gui.eliding import ElidingLabel
 from curator.gui.follow_runner import FollowRunner, FollowState, describe
 from curator.store.follow import followed_paths
 
@@ -41,6 +42,8 @@ def one_line(text: str) -> str:
 
 
 LOG_FILTER = "Agent logs (*.jsonl *.ndjson);;All files (*)"
+FOLLOW_KEEP = len("following 12 logs: 12,345 lines")
+"""What the follow's state keeps in a narrow window: how many logs and lines."""
 
 
 class FollowMixin(_WindowBase):
@@ -70,7 +73,7 @@ class FollowMixin(_WindowBase):
         self.stop_follow_action.setEnabled(False)
         self.stop_follow_action.triggered.connect(self.stop_following)
         menu.addActions([self.follow_action, self.follow_folder_action, self.stop_follow_action])
-        self.follow_label = QLabel()
+        self.follow_label = ElidingLabel(keep=FOLLOW_KEEP)
         self.follow_label.setObjectName("followLabel")
         self.follow_label.setContentsMargins(8, 0, 8, 0)
         self.follow_label.hide()

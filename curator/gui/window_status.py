@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING
 from PySide6.QtCore import QTimer
 from PySide6.QtWidgets import QLabel, QProgressBar, QPushButton
 
+from curator.gui.eliding import ElidingButton, ElidingLabel
 from curator.gui.model_picker import DEMO_NOTICE, DEMO_SHORT, demo_model_in_use
 from curator.store.settings import Settings, load_settings
 
@@ -61,10 +62,10 @@ class StatusBarMixin(_WindowBase):
     def _build_status_bar(self) -> None:
         bar = self.statusBar()
         # the file name only: a full path would set the window's minimum width
-        self.db_label = QLabel(self.services.db_path.name)
+        self.db_label = ElidingLabel(self.services.db_path.name)
         self.db_label.setObjectName("dbLabel")
         self.db_label.setToolTip(f"Database file: {self.services.db_path}")
-        self.model_label = QLabel("Model: …")  # named once the settings are read
+        self.model_label = ElidingLabel("Model: …")  # named once the settings are read
         self.model_label.setObjectName("modelLabel")
         self.offload_label = QLabel("model not loaded")
         self.offload_label.setObjectName("offloadLabel")
@@ -76,7 +77,7 @@ class StatusBarMixin(_WindowBase):
         )
         self.run_label = QLabel("idle")
         self.run_label.setObjectName("runLabel")
-        self.demo_button = QPushButton(DEMO_SHORT)
+        self.demo_button = ElidingButton(DEMO_SHORT, keep=len("Demo model"))
         self.demo_button.setObjectName("demoNoticeButton")
         self.demo_button.setFlat(True)
         self.demo_button.setToolTip(

@@ -1,0 +1,90 @@
+"""A label and a flat button that, when squeezed, show their text cut with "…".
+
+The status bar holds the database's name, the model, where it runs, the run, the
+followed logs and the demo model's notice. At 800 pixels they do not all fit, and Qt
+then gives each less than its text needs: a plain ``QLabel`` clips its text mid-letter
+and two neighbours overlap ("…last 3 s a‹l: too small…"). These widgets instead ask for
+only a short start of their text as their minimum and paint the rest elided, so a
+narrow window shows "following 1 log: 5 li…" beside "Demo model: too sm…", each
+readable, with the whole text in its tooltip. ``text()`` stays the whole text:
+everything that reads the widget (tests, accessibility) sees what it says, not what fits.
+"""
+
+from __future__ import annotations
+
+from PySide6.QtCore import QSize, Qt
+from PySide6.QtGui import QFontMetrics, QPainter, QPaintEvent
+from PySide6.QtWidgets import QLabel, QPushButton, QStyle, QStyleOptionButton, QStylePainter
+
+ELLIPSIS = "…"
+KEEP = 12
+"""How much of its text a squeezed widget still shows before the "…", by default."""
+
+
+def _elided(metrics: QFontMetrics, text: str, width: int) -> str:
+    """``text`` cut with "…" to ``width`` pixels; whole where it fits (elidedText alone
+    cuts a text measured at exactly its own width, its widths being fractional)."""
+    if metrics.horizontalAdvance(text) <= width:
+        return text
+    return metrics.elidedText(text, Qt.TextElideMode.ElideRight, width)
+
+
+def _short_start(text: str, keep: int) -> str:
+    return text if len(text) <= keep else text[:keep].rstrip() + ELLIPSIS
+
+
+class ElidingLabel(QLabel):
+    """A one-line, plain-text label that elides at the right instead of clipping.
+
+    ``keep`` characters stay readable however narrow the window: the status bar gives
+    way first where the text says least per character.
+    """
+
+    def __init__(self, text: str = "", keep: int = KEEP) -> None:
+        super().__init__(text)
+        self.keep = keep
+        self.setTextFormat(Qt.TextFormat.PlainText)
+
+    def minimumSizeHint(self) -> QSize:
+        margins = self.contentsMargins()
+        width = self.fontMetrics().horizontalAdvance(_short_start(self.text(), self.keep))
+        full = super().minimumSizeHint()
+        return QSize(min(full.width(), width + margins.left() + margins.right()), full.height())
+
+    def shown_text(self) -> str:
+        """The text as painted at the label's present width."""
+        return _elided(self.fontMetrics(), self.text(), self.contentsRect().width())
+
+    def paintEvent(self, _event: QPaintEvent) -> None:
+        painter = QPainter(self)
+        painter.setPen(self.palette().color(self.foregroundRole()))
+        painter.drawText(self.contentsRect(), int(self.alignment()), self.shown_text())
+
+
+class ElidingButton(QPushButton):
+    """A push button whose label elides at the right when the button is squeezed
+    (``keep`` characters stay readable)."""
+
+    def __init__(self, text: str = "", keep: int = KEEP) -> None:
+        super().__init__(text)
+        self.keep = keep
+
+    def _padding(self) -> int:
+        """What the style adds around the text (frame, margins)."""
+        return max(0, self.sizeHint().width() - self.fontMetrics().horizontalAdvance(self.text()))
+
+    def minimumSizeHint(self) -> QSize:
+        start = _short_start(self.text(), self.keep)
+        width = self.fontMetrics().horizontalAdvance(start) + self._padding()
+        full = super().minimumSizeHint()
+        return QSize(min(self.sizeHint().width(), width), full.height())
+
+    def shown_text(self) -> str:
+        """The label as painted at the button's present width."""
+        return _elided(self.fontMetrics(), self.text(), self.width() - self._padding())
+
+    def paintEvent(self, _event: QPaintEvent) -> None:
+        option = QStyleOptionButton()
+        self.initStyleOption(option)
+        option.text = self.shown_text()
+        QStylePainter(self).drawControl(QStyle.ControlElement.CE_PushButton, option)
