@@ -76,7 +76,7 @@ class RunProgress(QWidget):
         """A run was handed to the worker: a busy bar until its first report, and the
         estimate made before it started as the first time left."""
         self.last = None
-        self._remaining = RemainingTime(estimate.seconds)
+        self._remaining = RemainingTime(estimate.seconds, estimate.plan.later_seconds)
         source = estimate.plan.rates.source()
         self._basis = (
             f"Estimated before the run: {estimate.summary()}. {source} "

@@ -91,9 +91,12 @@ def question_for(estimate: RunEstimate) -> str | None:
             f" If every call wrote its whole output budget it would take up to "
             f"{format_duration(plan.worst_seconds)}."
         )
+    later = ""
+    if plan.later_seconds > 0:  # classify's features phase: measured, and said apart
+        later = f", then about {format_duration(plan.later_seconds)} embedding them"
     return (
         f"{verb} {estimate.count:,} {noun} — about {format_duration(estimate.seconds)} "
-        f"({plan.calls:,} {calls} at {plan.speeds()})?\n\n{plan.rates.source()}"
+        f"({plan.calls:,} {calls} at {plan.speeds()}{later})?\n\n{plan.rates.source()}"
         f"{bound} A smaller limit in the Runs pane processes fewer episodes per run; a run "
         "can be cancelled at any time and keeps what it finished."
     )

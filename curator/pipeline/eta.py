@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 
 from curator.pipeline.distill import EXPECTED_TOKENS, MAX_BATCH_EPISODES, STEP_ORDER
 from curator.pipeline.progress import Progress
-from curator.pipeline.run_history import FINISHED_STATUSES, format_duration
+from curator.pipeline.run_history import FEATURES_MS, FINISHED_STATUSES, format_duration
 from curator.store.db import Store
 from curator.store.models import Run, TraceStep
 from curator.store.settings import Settings
@@ -37,6 +37,13 @@ DEFAULT_PROMPT_TOKENS_PER_S = 150.0
 
 DEFAULT_TOKENS_PER_S = 8.0
 """Generation before anything is measured: the same model and machine."""
+
+DEFAULT_FEATURES_S = 0.3
+"""Seconds a classify run's features phase takes per classified episode (embedding it)
+before measured: the demo model's embedding of a short episode on a laptop CPU."""
+
+FEATURE_RUNS = 5
+"""The newest finished classify runs whose features phase makes up its measured pace."""
 
 DEFAULT_PROMPT_TOKENS: dict[str, float] = {
     "classify": 600.0,
@@ -69,6 +76,8 @@ class TokenRates:
     prompt_tokens: dict[str, float] = field(default_factory=lambda: dict(DEFAULT_PROMPT_TOKENS))
     output_tokens: dict[str, float] = field(default_factory=lambda: dict(DEFAULT_OUTPUT_TOKENS))
     episodes_per_batch: float = float(MAX_BATCH_EPISODES)
+    features_per_episode_s: float = DEFAULT_FEATURES_S
+    """Classify's features phase, seconds per classified episode (see :data:`FEATURES_MS`)."""
 
     def call_seconds(self, prompt_tokens: float, output_tokens: float) -> float:
         return prompt_tokens / self.prompt_per_s + output_tokens / self.generate_per_s
@@ -141,8 +150,19 @@ def measured_rates(store: Store, model_path: str) -> TokenRates:
             .order_by(Run.id.desc())
             .limit(5)
         )
+        classify_runs = list(
+            Run.select(Run.stats)
+            .where(
+                (Run.kind == "classify")
+                & (Run.model_path == model_path)
+                & Run.status.in_(FINISHED_STATUSES)
+            )
+            .order_by(Run.id.desc())
+            .limit(FEATURE_RUNS)
+        )
+    features = _features_pace(classify_runs)
     if not rows:
-        return TokenRates()
+        return TokenRates(features_per_episode_s=features)
     samples = [
         (float(max(0, (t_in or 0) - (cached or 0))), float(t_out or 0), float(sec))
         for _, t_in, cached, t_out, sec in rows
@@ -167,8 +187,28 @@ def measured_rates(store: Store, model_path: str) -> TokenRates:
     ]
     per_batch = sum(sizes) / len(sizes) if sizes else float(MAX_BATCH_EPISODES)
     return TokenRates(
-        prompt_per_s, generate_per_s, len(rows), prompt_tokens, output_tokens, max(1.0, per_batch)
+        prompt_per_s,
+        generate_per_s,
+        len(rows),
+        prompt_tokens,
+        output_tokens,
+        max(1.0, per_batch),
+        features,
     )
+
+
+def _features_pace(runs: list[Run]) -> float:
+    """Seconds of the features phase per classified episode over ``runs`` (their stats
+    name both); the default when none timed it. A model server that cannot embed gives a
+    pace near zero, measured like any other."""
+    spent = classified = 0.0
+    for run in runs:
+        stats = run.stats if isinstance(run.stats, dict) else {}
+        ms, count = stats.get(FEATURES_MS), stats.get("classified")
+        if isinstance(ms, int | float) and isinstance(count, int) and count > 0 and ms >= 0:
+            spent += ms / 1000.0
+            classified += count
+    return spent / classified if classified else DEFAULT_FEATURES_S
 
 
 @dataclass(frozen=True)
@@ -183,6 +223,8 @@ class RunPlan:
     worst_seconds: float
     """Every call writes its whole output budget (the bound a looping call runs into)."""
     rates: TokenRates
+    later_seconds: float = 0.0
+    """The part of both figures spent after the calls' phase: classify's features."""
 
     def speeds(self) -> str:
         """The pace the figure rests on. Classify: seconds a call (its prompt is mostly a
@@ -190,7 +232,7 @@ class RunPlan:
         "prompt tokens/s" would read far slower than the model is); distill: the two
         token speeds its generating calls are made of."""
         if self.kind == "classify":
-            each = self.seconds / self.calls if self.calls else 0.0
+            each = (self.seconds - self.later_seconds) / self.calls if self.calls else 0.0
             return f"{each:.1f} s each" if each < 10 else f"{each:.0f} s each"
         prompt = f"{self.rates.prompt_per_s:.0f} prompt tokens/s"
         return f"{prompt}, {self.rates.generate_per_s:.1f} tokens/s"
@@ -222,7 +264,16 @@ def plan_run(kind: str, episodes: int, rates: TokenRates, settings: Settings) ->
         written = min(rates.output_tokens.get(step, 0.0), budgets[step])
         typical += rates.call_seconds(prompt, written)
         worst += rates.call_seconds(prompt, budgets[step])
-    return RunPlan(kind, episodes, units * len(steps), units * typical, units * worst, rates)
+    later = episodes * rates.features_per_episode_s if kind == "classify" else 0.0
+    return RunPlan(
+        kind,
+        episodes,
+        units * len(steps),
+        units * typical + later,
+        units * worst + later,
+        rates,
+        later,
+    )
 
 
 def _family(step: str) -> str:
@@ -240,11 +291,14 @@ class RemainingTime:
     prior's share per item while fewer than :data:`BLEND_ITEMS` are done, less the time
     already spent on the current item (but never below the items not yet started).
     A report of another step or total (classify's features after its episodes) starts
-    the measurement over, without a prior.
+    the measurement over, with ``later_seconds`` (the estimate's share for what follows
+    the first phase, included in ``prior_seconds``) as its prior, or none.
     """
 
-    def __init__(self, prior_seconds: float | None) -> None:
-        self.prior_seconds = prior_seconds
+    def __init__(self, prior_seconds: float | None, later_seconds: float = 0.0) -> None:
+        later = later_seconds if prior_seconds is not None else 0.0
+        self.prior_seconds = None if prior_seconds is None else max(0.0, prior_seconds - later)
+        self._later = max(0.0, later)
         self._phase: tuple[str, int] | None = None
         self._start = 0.0
         self._done = 0
@@ -253,8 +307,9 @@ class RemainingTime:
     def update(self, progress: Progress, now: float) -> float | None:
         phase = (_family(progress.step), progress.total)
         if phase != self._phase:
-            if self._phase is not None:
-                self.prior_seconds = None  # a new phase: the run's estimate does not cover it
+            if self._phase is not None:  # a new phase: the estimate's share for it, if any
+                self.prior_seconds = self._later or None
+                self._later = 0.0
             self._phase = phase
             self._start = self._done_at = now
             self._done = 0
@@ -276,16 +331,16 @@ class RemainingTime:
 
     def remaining(self, now: float) -> float | None:
         """Seconds left at ``now`` (None before anything can be said)."""
-        if self._phase is None:
-            return self.prior_seconds  # not started yet (the model loads): the estimate
+        if self._phase is None:  # not started yet (the model loads): the estimate
+            return None if self.prior_seconds is None else self.prior_seconds + self._later
         per_item = self.per_item()
         if per_item is None:
             return None
         left = self._phase[1] - self._done
         if left <= 0:
-            return 0.0
+            return self._later
         since = max(0.0, now - self._done_at)
-        return max((left - 1) * per_item, left * per_item - since)
+        return max((left - 1) * per_item, left * per_item - since) + self._later
 
 
 def remaining_text(seconds: float | None) -> str:

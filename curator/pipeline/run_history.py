@@ -18,6 +18,10 @@ from curator.store.models import Episode, Run, TraceStep
 FINISHED_STATUSES = ("done", "staged", "committed")
 """Runs that ran to their end: the only ones whose duration says how fast a model is."""
 
+FEATURES_MS = "features_ms"
+"""A classify run's stats key: the milliseconds its features phase took (embedding the
+classified episodes), from which the next run's estimate counts that phase."""
+
 
 def recent_runs(store: Store, limit: int) -> list[Run]:
     """The newest ``limit`` runs, newest first."""

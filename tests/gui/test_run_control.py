@@ -17,7 +17,8 @@ from curator.gui.main_window import MainWindow
 from curator.gui.runs_pane import RunsPane
 from curator.gui.services import AppServices
 from curator.gui.worker import LlmWorker
-from curator.pipeline.run_history import pending_classify_count
+from curator.pipeline.eta import DEFAULT_FEATURES_S
+from curator.pipeline.run_history import format_duration, pending_classify_count
 from curator.store.db import Store
 from curator.store.models import Episode, Run
 from tests.gui.measured import record_measured_run
@@ -99,10 +100,11 @@ def test_long_run_asks_with_count_and_measured_speed(qtbot, llm_services, qsetti
     window = _window(qtbot, llm_services, qsettings)
     assert window.start_classify()
     question = _answer(qtbot, llm_services.dialogs, yes=False)
-    minutes = round(pending * 10 / 60)
+    features = pending * DEFAULT_FEATURES_S  # the features phase, not measured here
     assert question.startswith(
-        f"Classify {pending:,} episodes — about {minutes} min "
-        f"({pending:,} model calls at 10 s each)?"
+        f"Classify {pending:,} episodes — about {format_duration(pending * 10 + features)} "
+        f"({pending:,} model calls at 10 s each, then about {format_duration(features)} "
+        "embedding them)?"
     )
     assert "Measured on this machine from this model's last 10 calls." in question
     qtbot.waitUntil(lambda: _runs(window).classify_button.isEnabled())

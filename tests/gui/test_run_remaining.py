@@ -42,5 +42,10 @@ def test_the_time_left_shows_and_follows_a_real_run(
     assert UNMEASURED in seen[0][2].lower()
     after_one = [text for done, text in classify if done == 1]
     assert after_one and all(LEFT.match(text) for text in after_one)
-    assert [text for done, text in classify if done == 2] == ["finishing"]  # converged: 0 left
+    # Both episodes done: what is left is the features phase's share of the estimate,
+    # and once that phase has finished too, nothing.
+    at_end = [text for done, text in classify if done == 2]
+    assert len(at_end) == 1 and LEFT.match(at_end[0]), at_end
+    features = [(p.done, p.total, text) for p, text, _ in seen if p.step == "features"]
+    assert features and features[-1][0] == features[-1][1] and features[-1][2] == "finishing"
     assert label.text() == "" and label.toolTip() == ""  # the run is over: nothing to count

@@ -101,6 +101,8 @@ def test_twenty_demo_episodes_get_one_of_three_labels(classified_demo, tmp_path:
         counts = classified_demo.counts
         assert sum(counts[label] for label in LABELS) == counts["classified"] == 20
         assert run.stats == counts
+        # The features phase is timed for the next run's estimate (eta.measured_rates).
+        assert counts["features_ms"] > 0 and counts["embedded"] == 20
     finally:
         store.close()
 

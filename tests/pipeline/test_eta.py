@@ -19,6 +19,7 @@ from hypothesis import strategies as st
 
 from curator.pipeline.eta import (
     BLEND_ITEMS,
+    DEFAULT_FEATURES_S,
     DEFAULT_PROMPT_TOKENS_PER_S,
     DEFAULT_TOKENS_PER_S,
     UNMEASURED,
@@ -42,7 +43,13 @@ def store(tmp_path: Path):
     db.close()
 
 
-def _traced_run(store: Store, path: str, kind: str, calls: list[tuple[str, int, int, float]]):
+def _traced_run(
+    store: Store,
+    path: str,
+    kind: str,
+    calls: list[tuple[str, int, int, float]],
+    stats: dict[str, int] | None = None,
+):
     end = utcnow()
     with store.write():
         run = Run.create(
@@ -51,7 +58,8 @@ def _traced_run(store: Store, path: str, kind: str, calls: list[tuple[str, int, 
             started_at=end - timedelta(seconds=60),
             finished_at=end,
             model_path=path,
-            stats={"episodes": 10, "batches": 2} if kind == "distill" else {"classified": 1},
+            stats=stats
+            or ({"episodes": 10, "batches": 2} if kind == "distill" else {"classified": 1}),
         )
         for step, t_in, t_out, seconds in calls:
             TraceStep.create(
@@ -109,7 +117,8 @@ def test_the_plan_counts_three_calls_per_batch_and_bounds_them_by_the_budgets() 
     classify = plan_run("classify", 7, rates, settings)
     assert classify.calls == 7
     assert classify.speeds() == "3.0 s each"
-    assert classify.seconds == classify.worst_seconds == pytest.approx(7 * 3.0)
+    features = 7 * DEFAULT_FEATURES_S  # classify's features phase, at its default pace
+    assert classify.seconds == classify.worst_seconds == pytest.approx(7 * 3.0 + features)
     assert plan_run("distill", 0, rates, settings).seconds == 0
 
 
@@ -208,3 +217,48 @@ def test_a_stopped_run_s_share_is_the_one_its_text_names(total: int, data) -> No
         (done - behind) / total
     )
     assert stopped_share("", None) == 0.0
+
+
+def test_classify_s_features_phase_is_measured_and_counted_in_the_estimate(store: Store) -> None:
+    """At 300,000 episodes a classify of 80 was quoted 5 min and took 12: its features
+    phase (embedding each classified episode) took a third of the run and was not in
+    the estimate. Now the phase's measured pace per episode is part of it."""
+    assert measured_rates(store, "/m/a.gguf").features_per_episode_s == DEFAULT_FEATURES_S
+    call = [("classify", 800, 0, 4.0)]
+    _traced_run(store, "/m/a.gguf", "classify", call, {"classified": 10, "features_ms": 20_000})
+    _traced_run(store, "/m/a.gguf", "classify", call, {"classified": 30, "features_ms": 100_000})
+    _traced_run(store, "/m/a.gguf", "classify", call, {"classified": 0, "features_ms": 9_000})
+    _traced_run(store, "/m/b.gguf", "classify", call, {"classified": 1, "features_ms": 99_000})
+    rates = measured_rates(store, "/m/a.gguf")
+    assert rates.features_per_episode_s == pytest.approx(120.0 / 40)
+    plan = plan_run("classify", 8, rates, Settings())
+    assert plan.later_seconds == pytest.approx(8 * 3.0)
+    assert plan.seconds == pytest.approx(8 * 4.0 + 8 * 3.0)
+    assert plan.speeds() == "4.0 s each"  # the calls' pace, without the features phase
+    assert plan_run("distill", 8, rates, Settings()).later_seconds == 0.0
+
+
+def test_the_remaining_time_counts_the_later_phase_and_then_takes_it_as_its_prior() -> None:
+    tracker = RemainingTime(30.0, later_seconds=10.0)  # 2 episodes of 10 s, then features
+    assert tracker.remaining(0.0) == pytest.approx(30.0)
+    assert tracker.update(Progress("classify", 0, 2), 0.0) == pytest.approx(30.0)
+    assert tracker.update(Progress("classify", 1, 2), 10.0) == pytest.approx(20.0)
+    assert tracker.update(Progress("classify", 2, 2), 20.0) == pytest.approx(10.0)
+    assert tracker.update(Progress("features", 0, 5), 20.0) == pytest.approx(10.0)
+    assert tracker.update(Progress("features", 5, 5), 30.0) == 0.0
+
+
+@settings(deadline=None)
+@given(
+    n=st.integers(min_value=1, max_value=50),
+    per_item=st.floats(min_value=0.01, max_value=100.0),
+    later=st.floats(min_value=0.0, max_value=1000.0),
+)
+@example(n=1, per_item=1.0, later=0.0)
+def test_with_a_right_two_phase_estimate_the_time_left_is_exact(
+    n: int, per_item: float, later: float
+) -> None:
+    tracker = RemainingTime(n * per_item + later, later_seconds=later)
+    for k in range(n + 1):
+        left = tracker.update(Progress("classify", k, n), k * per_item)
+        assert left == pytest.approx((n - k) * per_item + later)
