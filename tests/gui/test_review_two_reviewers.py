@@ -29,8 +29,17 @@ def _decide_as_bob(services: AppServices, candidate_id: int, action: str) -> Non
     """Bob decides from a shell: a real second process (one Store per process)."""
     run_id = Candidate.get_by_id(candidate_id).run_id
     done = subprocess.run(
-        [sys.executable, "-m", "curator", "--db", str(services.store.path), "decide"]
-        + [str(run_id), str(candidate_id), action],
+        [
+            sys.executable,
+            "-m",
+            "curator",
+            "--db",
+            str(services.store.path),
+            "decide",
+            str(run_id),
+            str(candidate_id),
+            action,
+        ],
         capture_output=True,
         text=True,
         timeout=120,
@@ -51,7 +60,7 @@ def test_a_decision_made_by_another_reviewer_since_loading_is_named_and_shown(
     assert pane.decide_current("REJECT")
     qtbot.waitUntil(lambda: bool(shown), timeout=30_000)
     qtbot.waitUntil(lambda: pane.settled, timeout=30_000)
-    (title, text), *_ = shown
+    (_title, text), *_ = shown
     assert f"candidate {first.id} was decided ADD by bob at " in text
     assert "nothing was changed" in text
     stored = Candidate.get_by_id(first.id)
@@ -105,7 +114,9 @@ def test_the_reviewer_name_is_a_settings_field_kept_in_the_profile(
     assert saved_reviewer() == "Ana Lima" and reviewer_name() == "Ana Lima"
     assert profile_path().parent == tmp_path / "profile"
     # nothing of it in the shared database: each reviewer has their own name
-    assert not list(main_window.services.store.execute("SELECT 1 FROM setting WHERE value LIKE '%Ana%'"))
+    assert not list(
+        main_window.services.store.execute("SELECT 1 FROM setting WHERE value LIKE '%Ana%'")
+    )
     warnings: list[str] = []
     main_window.services.dialogs.warning = lambda _parent, _title, text: warnings.append(text)  # type: ignore[method-assign]
     box.name_edit.setText("Ana\x1b[8mLima")
