@@ -303,6 +303,7 @@ def cmd_commit(ctx: CommandContext) -> int:
         ctx.args.run,
         reviewed_only=ctx.args.reviewed_only,
         expect=expect,
+        actor="cli",
     )
     counts = summary.counts
 
@@ -323,7 +324,7 @@ def cmd_commit(ctx: CommandContext) -> int:
 
 
 def cmd_undo(ctx: CommandContext) -> int:
-    summary = commit_api.undo_changeset(ctx.store, ctx.args.changeset)
+    summary = commit_api.undo_changeset(ctx.store, ctx.args.changeset, actor="cli")
     ctx.emit(
         summary.to_json(),
         f"undid changeset {summary.undoes_id} (changeset {summary.id}, "
@@ -452,7 +453,7 @@ def cmd_history(ctx: CommandContext) -> int:
             lines.append(
                 f"{s.id:>5}  {s.created_at:%Y-%m-%d %H:%M:%S}  {s.kind:<6} "
                 f"{f'run {s.run_id}' if s.run_id is not None else 'no run'}  "
-                f"{s.actor}  {counts}{state}"
+                f"{f'{s.reviewer} ({s.actor})' if s.reviewer else s.actor}  {counts}{state}"
             )
         return "\n".join(lines)
 

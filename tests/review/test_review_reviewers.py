@@ -121,6 +121,8 @@ def test_decisions_relabels_and_commits_carry_the_reviewer(
     code, undone, err = cli(capsys, "--db", db, "undo", str(doc["id"]), "--json")
     assert code == 0, err
     assert Changeset.get_by_id(undone["id"]).reviewer == "bob"
+    code, text, _ = cli(capsys, "--db", db, "history")
+    assert code == 0 and "bob (cli)" in text and "ana (cli)" in text
 
 
 # -- conflicts ------------------------------------------------------------------------------
