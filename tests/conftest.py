@@ -13,6 +13,7 @@ import pytest
 # Qt widgets are real but never need a screen: without a display Qt would abort the run.
 os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
 
+
 @pytest.fixture(scope="session", autouse=True)
 def _reviewer_profile(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
     """The reviewer's profile lives in a session folder, never in the user's config dir,

@@ -61,8 +61,8 @@ def check_version(candidate: Candidate, expected: int | None, reviewer: str) -> 
         return  # nobody else's decision would be overwritten
     raise DecisionConflict(
         f"candidate {candidate.id} was {describe_decision(candidate)} since you loaded it "
-        f"(revision {expected}, now {candidate.revision}); nothing was changed: look at it "
-        f"again and decide with revision {candidate.revision} to replace it",
+        f"(revision {expected}, now {candidate.revision}); nothing was changed: see their "
+        "decision, then decide again to replace it",
         int(candidate.id),
         int(candidate.revision),
     )

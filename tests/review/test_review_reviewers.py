@@ -125,6 +125,23 @@ def test_decisions_relabels_and_commits_carry_the_reviewer(
     assert code == 0 and "bob (cli)" in text and "ana (cli)" in text
 
 
+def test_an_unusable_reviewer_name_decides_nothing(
+    store: Store, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    run = _run(store, 1)
+    before = logical_dump(store)
+    monkeypatch.setenv("CURATOR_REVIEWER", "ana\x1b[2K")
+    for argv in (
+        ("decide", str(run.id), str(_ids(run)[0]), "ADD"),
+        ("review", str(run.id), "--accept-all"),
+        ("commit", str(run.id), "--reviewed-only"),
+    ):
+        code, _, err = cli(capsys, "--db", store.location, *argv)
+        assert code == 2 and err.count("\n") == 1, (argv, err)
+        assert err.startswith("curator: error: $CURATOR_REVIEWER contains the control")
+    assert logical_dump(store) == before
+
+
 # -- conflicts ------------------------------------------------------------------------------
 
 
