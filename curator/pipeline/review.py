@@ -44,7 +44,7 @@ from curator.core.flags import Flag
 from curator.core.textsafety import control_problem
 from curator.errors import CuratorError
 from curator.pipeline.flagging import FlagContext, candidate_sources, flag_context, seen_record
-from curator.pipeline.review_versions import DecisionConflict, check_version
+from curator.pipeline.review_versions import DecisionConflict, check_version, own_newest
 
 # The read side lives in review_views; its names are re-exported here on purpose: the
 # command line, the window and scripts use this module as the one review API.
@@ -497,19 +497,27 @@ def _open_decisions() -> Any:
 
 
 def undo_last_decision(
-    store: Store, run_id: int, actor: str = "human", *, edit_first: bool = False
+    store: Store,
+    run_id: int,
+    actor: str = "human",
+    *,
+    edit_first: bool = False,
+    reviewer: str | None = None,
 ) -> CandidateView | None:
-    """Restore the decision state before the run's newest not-yet-undone decision.
+    """Restore the decision state before the reviewer's newest not-yet-undone decision.
 
     Repeated calls walk further back. Decisions of committed candidates are skipped (undo
-    the commit for those). Returns the restored candidate, or None when nothing is left.
-    ``edit_first``: see :func:`undo_decision`.
+    the commit for those), and so are other reviewers' (:func:`own_newest`: a decision of
+    yours that another reviewer has decided over since is a DecisionConflict, not undone).
+    Returns the restored candidate, or None when nothing is left. ``edit_first``: see
+    :func:`undo_decision`.
     """
+    who = reviewer if reviewer is not None else reviewer_name()
     with store.explained_write("undo of the decision"):
         run = require_run(run_id)
         if run.status != "staged":
             return None
-        event = _open_decisions().where(Candidate.run == run_id).first()
+        event = own_newest(_open_decisions().where(Candidate.run == run_id), who)
         if event is None:
             return None
         candidate_id = _undo_event(store, event, actor, edit_first)

@@ -17,11 +17,14 @@ made after the state they saw.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+from typing import Any
+
 from curator.errors import ConflictError
 from curator.pipeline.review_views import TARGETED
-from curator.store.models import Candidate, format_local, utcnow
+from curator.store.models import Candidate, DecisionEvent, format_local, utcnow
 
-__all__ = ["DecisionConflict", "check_version", "describe_decision"]
+__all__ = ["DecisionConflict", "check_version", "describe_decision", "own_newest"]
 
 
 class DecisionConflict(ConflictError):
@@ -66,3 +69,34 @@ def check_version(candidate: Candidate, expected: int | None, reviewer: str) -> 
         int(candidate.id),
         int(candidate.revision),
     )
+
+
+def _mine(event: DecisionEvent, reviewer: str) -> bool:
+    """Whether the decision event is the reviewer's (one recorded before names were kept,
+    without ``decided_via`` in its state, counts as everyone's, as undo treated it)."""
+    after: dict[str, Any] = event.after or {}
+    return "decided_via" not in after or after.get("decided_by") == reviewer
+
+
+def own_newest(events: Iterable[DecisionEvent], reviewer: str) -> DecisionEvent | None:
+    """The reviewer's newest open decision among ``events`` (newest first), for Ctrl+Z.
+
+    Another reviewer's decisions are passed over: taking them back would overwrite a
+    decision unseen. A decision of the reviewer's that someone else decided over since is
+    refused (DecisionConflict): undoing it would restore the state before it over theirs.
+    """
+    newer: set[int] = set()  # candidates with an open decision newer than the one looked at
+    for event in events:
+        cid = int(event.candidate_id)
+        if _mine(event, reviewer):
+            if cid in newer:
+                candidate = Candidate.get_by_id(cid)
+                raise DecisionConflict(
+                    f"candidate {cid} was {describe_decision(candidate)} after your decision; "
+                    "nothing was undone: see their decision, then decide again to replace it",
+                    cid,
+                    int(candidate.revision),
+                )
+            return event
+        newer.add(cid)
+    return None

@@ -190,6 +190,25 @@ def test_an_undo_never_takes_back_a_decision_made_since_by_someone_else(store: S
     assert (row.action, row.decided_by, row.revision) == ("REJECT", "bob", 3)
 
 
+def test_undo_of_the_last_decision_takes_back_your_own_only(store: Store) -> None:
+    """Ctrl+Z in ana's window: bob's newer decision on another candidate is passed over;
+    a decision of hers that bob decided over since is a conflict, and nothing is undone."""
+    run = _run(store)
+    a, b, c = _ids(run)
+    review.decide(store, a, "ADD", reviewer="ana")
+    review.decide(store, b, "REJECT", reviewer="bob")
+    undone = review.undo_last_decision(store, run.id, reviewer="ana")
+    assert undone is not None and undone.id == a and undone.action is None
+    assert Candidate.get_by_id(b).decided_by == "bob"  # bob's stands
+    review.decide(store, c, "ADD", reviewer="ana")
+    review.decide(store, c, "REJECT", reviewer="bob", expect_revision=2)
+    before = logical_dump(store)
+    with pytest.raises(DecisionConflict, match=f"candidate {c} was decided REJECT by bob at "):
+        review.undo_last_decision(store, run.id, reviewer="ana")
+    assert logical_dump(store) == before
+    assert review.undo_last_decision(store, run.id, reviewer="cy") is None  # none of cy's
+
+
 def test_a_commit_applies_the_previewed_decider_not_a_later_one(store: Store) -> None:
     """The same action decided again by someone else changes the fingerprint: the commit
     would record bob's judgement where the preview showed ana's."""
