@@ -13,6 +13,22 @@ import pytest
 # Qt widgets are real but never need a screen: without a display Qt would abort the run.
 os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
 
+
+@pytest.fixture(scope="session", autouse=True)
+def _reviewer_profile(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
+    """The reviewer's profile lives in a session folder, never in the user's config dir,
+    and no ``$CURATOR_REVIEWER`` of the person running the tests leaks into them."""
+    saved = {k: os.environ.get(k) for k in ("CURATOR_CONFIG_DIR", "CURATOR_REVIEWER")}
+    os.environ["CURATOR_CONFIG_DIR"] = str(tmp_path_factory.mktemp("profile"))
+    os.environ.pop("CURATOR_REVIEWER", None)
+    yield
+    for key, value in saved.items():
+        if value is None:
+            os.environ.pop(key, None)
+        else:
+            os.environ[key] = value
+
+
 # -- the LLM pipeline: one real demo model per session ------------------------------------
 
 LLM_TEST_SETTINGS = {"max_output_tokens": 384}

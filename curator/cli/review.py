@@ -52,7 +52,9 @@ def register(subparsers: Any, common: argparse.ArgumentParser) -> None:
         description="ACCEPT takes the proposal as is; SKIP and UPDATE take --target or the "
         "proposed pattern; --text edits the text (re-checked and re-matched; with ADD it is "
         "the new pattern's text, with UPDATE it replaces the target pattern's text on commit), "
-        "--importance sets the importance (0..1).",
+        '--importance sets the importance (0..1). --revision N (the candidate\'s "revision" '
+        "in `curator review --json`) refuses, with exit code 1, to replace a decision another "
+        "reviewer made since you read it.",
     )
     p.add_argument("run", type=integer, metavar="RUN")
     p.add_argument("candidate", type=integer, metavar="CANDIDATE")
@@ -60,6 +62,14 @@ def register(subparsers: Any, common: argparse.ArgumentParser) -> None:
     p.add_argument("--target", type=integer, default=None, metavar="PATTERN_ID")
     p.add_argument("--text", type=utf8_text, default=None)
     p.add_argument("--importance", type=float, default=None)
+    p.add_argument(
+        "--revision",
+        type=integer,
+        default=None,
+        metavar="N",
+        help="the candidate's revision when you read it: another reviewer's decision made "
+        "since is a conflict (exit 1), not overwritten",
+    )
     wording = p.add_mutually_exclusive_group()
     wording.add_argument(
         "--keep-pattern-text",
@@ -214,6 +224,8 @@ def cmd_decide(ctx: CommandContext) -> int:
         text=ctx.args.text,
         importance=ctx.args.importance,
         keep_pattern_text=ctx.args.keep_pattern_text,
+        actor="cli",
+        expect_revision=ctx.args.revision,
     )
 
     def human() -> str:
@@ -291,6 +303,7 @@ def cmd_commit(ctx: CommandContext) -> int:
         ctx.args.run,
         reviewed_only=ctx.args.reviewed_only,
         expect=expect,
+        actor="cli",
     )
     counts = summary.counts
 
@@ -311,7 +324,7 @@ def cmd_commit(ctx: CommandContext) -> int:
 
 
 def cmd_undo(ctx: CommandContext) -> int:
-    summary = commit_api.undo_changeset(ctx.store, ctx.args.changeset)
+    summary = commit_api.undo_changeset(ctx.store, ctx.args.changeset, actor="cli")
     ctx.emit(
         summary.to_json(),
         f"undid changeset {summary.undoes_id} (changeset {summary.id}, "
@@ -440,7 +453,7 @@ def cmd_history(ctx: CommandContext) -> int:
             lines.append(
                 f"{s.id:>5}  {s.created_at:%Y-%m-%d %H:%M:%S}  {s.kind:<6} "
                 f"{f'run {s.run_id}' if s.run_id is not None else 'no run'}  "
-                f"{s.actor}  {counts}{state}"
+                f"{f'{s.reviewer} ({s.actor})' if s.reviewer else s.actor}  {counts}{state}"
             )
         return "\n".join(lines)
 

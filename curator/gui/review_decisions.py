@@ -5,8 +5,11 @@ mixin: these methods act on the pane's current candidate. Every decision is writ
 through :class:`~curator.gui.review_queue.DecisionQueue` (``ops.write``, in key order),
 never on the GUI thread: a key's decision is shown at once and the selection moves on,
 the engine's answer then replaces the row, and a refused write puts the row back and
-says so. While another background write (a commit) holds the database, decisions are
-refused with its name instead of queueing behind it.
+says so. Each write carries the revision the row was loaded with: a decision another
+reviewer made since is refused in one sentence ("candidate 5 was decided ADD by ana at
+14:02 ..."), and the reload shows theirs (:mod:`curator.pipeline.review_versions`).
+While another background write (a commit) holds the database, decisions are refused
+with its name instead of queueing behind it.
 """
 
 from __future__ import annotations
@@ -163,7 +166,7 @@ class ReviewDecisions:
         self._submit(
             "Review",
             c,
-            lambda store: review_api.decide(store, c.id, action),
+            lambda store: review_api.decide(store, c.id, action, expect_revision=c.revision),
             self._recorded,
             failed,
         )
@@ -194,7 +197,9 @@ class ReviewDecisions:
         self._submit(
             "Review",
             c,
-            lambda store: review_api.decide(store, c.id, "UPDATE", target_id=chosen.id),
+            lambda store: review_api.decide(
+                store, c.id, "UPDATE", target_id=chosen.id, expect_revision=c.revision
+            ),
             self._recorded,
         )
         shown = predicted(c, "UPDATE", chosen.id)
@@ -225,7 +230,12 @@ class ReviewDecisions:
             "Review",
             c,
             lambda store: review_api.decide(
-                store, c.id, "UPDATE", target_id=c.target_id, keep_pattern_text=keep_pattern_text
+                store,
+                c.id,
+                "UPDATE",
+                target_id=c.target_id,
+                keep_pattern_text=keep_pattern_text,
+                expect_revision=c.revision,
             ),
             done,
         )
@@ -352,7 +362,12 @@ class ReviewDecisions:
             self._select_if_last(c.id, advance=False)
 
         self._submit(
-            "Undo", c, lambda store: review_api.undo_decision(store, c.id, edit_first=True), done
+            "Undo",
+            c,
+            lambda store: review_api.undo_decision(
+                store, c.id, edit_first=True, expect_revision=c.revision
+            ),
+            done,
         )
         return True
 
@@ -434,7 +449,13 @@ class ReviewDecisions:
             "Edit",
             c,
             lambda store: review_api.decide(
-                store, c.id, verb, target_id=target, text=text, importance=importance
+                store,
+                c.id,
+                verb,
+                target_id=target,
+                text=text,
+                importance=importance,
+                expect_revision=c.revision,
             ),
             done,
         )

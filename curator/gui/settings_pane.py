@@ -46,6 +46,7 @@ from curator.gui.settings_help import shown_value, tooltip
 from curator.gui.settings_parts import (
     PANE_KEYS,
     ModelValidation,
+    ReviewerBox,
     ThreadTuning,
     ValidationSignals,
     describe_model_info,
@@ -61,6 +62,7 @@ from curator.llm.model_file import (
 )
 from curator.llm.server_choice import save_api_key
 from curator.llm.threads import cached_tuning
+from curator.store.profile import save_reviewer
 from curator.store.settings import (
     RULES,
     Settings,
@@ -212,6 +214,7 @@ class SettingsPane(Pane):
         self.backup_max_total.setSuffix(" MB")
         backup_form.addRow("All backups together at most", self.backup_max_total)
         set_tip(backup_form, self.backup_max_total, "backup_max_total_mb")
+        self.reviewer_box = ReviewerBox()
 
         # buttons: below the scrolling form, so they never move
         self.busy = QProgressBar()
@@ -273,6 +276,7 @@ class SettingsPane(Pane):
         column.addLayout(pickers)
         column.addWidget(pipeline_box)
         column.addWidget(backup_box)
+        column.addWidget(self.reviewer_box)
         column.addStretch(1)
         self.form_scroll = QScrollArea()
         self.form_scroll.setObjectName("settingsScroll")
@@ -392,6 +396,10 @@ class SettingsPane(Pane):
         if self.validating or self.saving:
             return
         values = self.collect()
+        problem = self.reviewer_box.problem()
+        if problem is not None:
+            self.services.dialogs.warning(self, "Settings", f"Not saved: {problem}")
+            return
         try:
             # the same rules and messages as the CLI; a broken saved value is replaced
             changed_settings(self.services.store, values)
@@ -415,10 +423,12 @@ class SettingsPane(Pane):
         key = self.backend_box.key_change() if values.get("backend") == "server" else None
         url = values.get("server_url")
         shown = self.collect()  # the form as sent: a change made while saving is kept
+        reviewer = self.reviewer_box.name()
 
         def work(ctx: OpContext) -> Settings:
             if key is not None and url:
                 save_api_key(str(url), key)
+            save_reviewer(reviewer or None)  # the profile's file, not the shared database
             return update_settings(ctx.store, values)
 
         def done(_settings: object) -> None:
@@ -562,6 +572,7 @@ class SettingsPane(Pane):
         self.untrusted_sources.setText(", ".join(values.untrusted_sources))
         self.guard_opinion.setCurrentIndex(self.guard_opinion.findData(values.guard_model_opinion))
         self.guard_threshold.setValue(values.guard_opinion_threshold)
+        self.reviewer_box.load()
         self.show_model_info()
         self.show_thread_tuning()
 

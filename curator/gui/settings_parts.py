@@ -1,5 +1,5 @@
 """The Settings pane's parts: model facts, the background model check and re-tune,
-spin boxes bound to the settings rules, and the GPU note.
+spin boxes bound to the settings rules, the GPU note, and the reviewer's name.
 
 Kept apart from :mod:`curator.gui.settings_pane` so that module stays about the layout
 and the save flow.
@@ -7,6 +7,7 @@ and the save flow.
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import Any
 
@@ -14,6 +15,9 @@ from PySide6.QtCore import QObject, QRunnable, Signal
 from PySide6.QtWidgets import (
     QDoubleSpinBox,
     QFormLayout,
+    QGroupBox,
+    QLabel,
+    QLineEdit,
     QSpinBox,
     QWidget,
 )
@@ -27,6 +31,13 @@ from curator.llm.model_file import (
     validate_model_file,
 )
 from curator.llm.threads import forget_tuning
+from curator.store.profile import (
+    MAX_REVIEWER_CHARS,
+    REVIEWER_ENV,
+    check_reviewer,
+    os_user,
+    saved_reviewer,
+)
 from curator.store.settings import (
     RULES,
 )
@@ -184,3 +195,52 @@ def set_tip(form: QFormLayout, field: QWidget, key: str) -> None:
     label = form.labelForField(field)
     if label is not None:
         label.setToolTip(text)
+
+
+class ReviewerBox(QGroupBox):
+    """The reviewer's name: kept in the person's profile, not in the shared database.
+
+    Several people may curate one database; the name on their decisions, labels and
+    commits is each one's own (:mod:`curator.store.profile`). Empty: the OS user name.
+    ``$CURATOR_REVIEWER``, when set, wins over the field, and the box says so.
+    """
+
+    def __init__(self, parent: QWidget | None = None) -> None:
+        super().__init__("Reviewer", parent)
+        self.name_edit = QLineEdit()
+        self.name_edit.setObjectName("reviewerName")
+        self.name_edit.setMaxLength(MAX_REVIEWER_CHARS)
+        self.name_edit.setPlaceholderText(os_user())
+        self.name_edit.setToolTip(
+            "The name your decisions, relabels and commits carry, so that several people "
+            "curating one database see who decided what. Kept in your profile on this "
+            f"computer; empty: your user name. ${REVIEWER_ENV} overrides it."
+        )
+        self.note = QLabel()
+        self.note.setObjectName("reviewerNote")
+        self.note.setWordWrap(True)
+        form = QFormLayout(self)
+        form.addRow("Your name", self.name_edit)
+        form.addRow("", self.note)
+
+    def load(self) -> None:
+        """Show the saved name and which name is in force."""
+        self.name_edit.setText(saved_reviewer() or "")
+        override = os.environ.get(REVIEWER_ENV, "").strip()
+        self.note.setText(
+            f"${REVIEWER_ENV} is set: your decisions carry “{override}”." if override else ""
+        )
+        self.note.setVisible(bool(override))
+
+    def name(self) -> str:
+        return self.name_edit.text().strip()
+
+    def problem(self) -> str | None:
+        """Why the typed name cannot be saved, or None (empty is fine: the OS user name)."""
+        if not self.name():
+            return None
+        try:
+            check_reviewer(self.name())
+        except CuratorError as exc:
+            return str(exc)
+        return None

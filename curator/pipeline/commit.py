@@ -72,6 +72,7 @@ from curator.store.models import (
     format_utc,
     utcnow,
 )
+from curator.store.profile import reviewer_name
 from curator.store.settings import load_settings
 from curator.store.snapshot import (
     PARENTS_FIRST,
@@ -128,6 +129,8 @@ class ChangesetSummary:
     created_at: datetime
     counts: dict[str, int]
     actor: str = "human"
+    reviewer: str | None = None
+    """The person who committed (curator.store.profile); None: before names were kept."""
     undoes_id: int | None = None
     undone_by_id: int | None = None
     backup: str | None = None
@@ -144,6 +147,7 @@ class ChangesetSummary:
             "created_at": self.created_at.isoformat(),
             "counts": dict(self.counts),
             "actor": self.actor,
+            "reviewer": self.reviewer,
             "undoes_id": self.undoes_id,
             "undone_by_id": self.undone_by_id,
             "backup": self.backup,
@@ -160,6 +164,7 @@ def _summary(cs: Changeset) -> ChangesetSummary:
         created_at=cs.created_at,
         counts={k: int(v) for k, v in summary.get("counts", {}).items()},
         actor=cs.actor,
+        reviewer=cs.reviewer,
         undoes_id=cs.undoes_id,
         undone_by_id=cs.undone_by_id,
         backup=summary.get("backup"),
@@ -285,7 +290,7 @@ def _sources(candidate_ids: list[int]) -> dict[int, list[int]]:
     return sources
 
 
-def _apply(store: Store, plan: Plan, actor: str, now: datetime) -> ChangesetSummary:
+def _apply(store: Store, plan: Plan, actor: str, now: datetime, reviewer: str) -> ChangesetSummary:
     run = plan.run
     rate = load_settings(store).decay_rate
     recorder = _Recorder(store)
@@ -404,7 +409,7 @@ def _apply(store: Store, plan: Plan, actor: str, now: datetime) -> ChangesetSumm
         "flagged": [vars(f) for f in plan.preview.flagged],
     }
     changeset = Changeset.create(
-        run=run.id, kind="commit", actor=actor, created_at=now, summary=summary
+        run=run.id, kind="commit", actor=actor, reviewer=reviewer, created_at=now, summary=summary
     )
     _insert_change_rows(store, changeset.id, rows)
     return _summary(changeset)
@@ -418,6 +423,7 @@ def commit_run(
     actor: str = "human",
     expect: str | None = None,
     now: datetime | None = None,
+    reviewer: str | None = None,
 ) -> ChangesetSummary:
     """Apply the run's reviewed decisions to Knowledge, all at once, as one changeset.
 
@@ -440,7 +446,11 @@ def commit_run(
 
     ``now`` is the commit's time (default: the clock); a preview taken at the same time
     announced exactly the importances and ranks the commit leaves.
+
+    ``reviewer`` is the person recorded on the changeset (None: the profile's name,
+    :func:`curator.store.profile.reviewer_name`); ``actor`` stays the channel.
     """
+    who = reviewer if reviewer is not None else reviewer_name()
     at = utcnow() if now is None else as_utc(now)
     with store.explained_write("commit"):
         # Read again under the write lock: this is the state the writes apply to.
@@ -462,7 +472,7 @@ def commit_run(
                 f"with fingerprint {expect}; nothing was committed"
             )
         _refuse(plan, reviewed_only)
-        summary = _apply(store, plan, actor, at)
+        summary = _apply(store, plan, actor, at, who)
     relearn_after_commit(store)
     return summary
 
@@ -495,13 +505,16 @@ def _rerank_patterns(store: Store, pattern_ids: Sequence[int]) -> None:
     Pattern.bulk_update(rows, fields=[Pattern.rank_key], batch_size=500)
 
 
-def undo_changeset(store: Store, changeset_id: int, actor: str = "human") -> ChangesetSummary:
+def undo_changeset(
+    store: Store, changeset_id: int, actor: str = "human", reviewer: str | None = None
+) -> ChangesetSummary:
     """Restore every row a commit touched to its state before the commit, as a new changeset.
 
     Refused with nothing changed: CuratorError for an undo changeset; ConflictError (exit
     code 1, as for a commit) for a changeset already undone and when any touched row was
-    changed again after the commit.
+    changed again after the commit. ``reviewer``: as for :func:`commit_run`.
     """
+    who = reviewer if reviewer is not None else reviewer_name()
     with store.explained_write("undo"):
         original = Changeset.get_or_none(Changeset.id == changeset_id)
         if original is None:
@@ -553,6 +566,7 @@ def undo_changeset(store: Store, changeset_id: int, actor: str = "human") -> Cha
             run=original.run_id,
             kind="undo",
             actor=actor,
+            reviewer=who,
             created_at=utcnow(),
             summary={"counts": counts},
             undoes=original.id,

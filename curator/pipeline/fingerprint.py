@@ -16,7 +16,12 @@ revision the commit checks it against, the edited text, the importance, the
 keep-the-pattern's-text choice, the flags recorded as seen, and the current revision and
 status of the target pattern (an UPDATE merges into the pattern as it is, and the preview
 showed its importance). A decision undone and made again the same way gives the same
-fingerprint: it is a function of the state, not of its history.
+fingerprint: it is a function of the state, not of its history. Who decided is part of
+the state (several reviewers share a run): a preview that showed ana's ADD does not
+commit bob's ADD made since, which the audit would record as bob's judgement. The
+candidate's revision is not: it counts writes, so an undo and a redo would change it
+while the commit writes the same; the revision guards single decisions
+(:mod:`curator.pipeline.review_versions`).
 
 The "UPDATE refreshes the decay clock" setting is part of it too: it decides whether an
 UPDATE moves the pattern's decay reference, so it changes what the commit writes and what
@@ -64,6 +69,8 @@ class DecisionKey:
     target_revision: int | None
     """The target pattern's revision now (None: no target, or the pattern is gone)."""
     target_status: str | None
+    decided_by: str | None = None
+    """Who made the decision in force (the reviewer's name; None while undecided)."""
 
     def describe(self) -> str:
         """The decision in a few words ("ADD", "UPDATE of pattern 4", "undecided")."""
@@ -111,6 +118,7 @@ def decision_keys(
                 flags_seen=json.dumps(c.flags_seen or [], sort_keys=True),
                 target_revision=int(pattern.revision) if pattern is not None else None,
                 target_status=str(pattern.status) if pattern is not None else None,
+                decided_by=c.decided_by if c.action is not None else None,
             )
         )
     return tuple(sorted(keys, key=_by_id))
@@ -167,6 +175,8 @@ def _change(before: DecisionKey | None, after: DecisionKey | None) -> str:
         return f"pattern {after.target_id}, which {name} targets, changed"
     if before.flags_seen != after.flags_seen:
         return f"{name}'s flags seen changed"
+    if before.decided_by != after.decided_by:
+        return f"{name} was decided again by {after.decided_by}"
     return f"{name} was decided again"
 
 

@@ -103,7 +103,8 @@ def _candidate_lines(store: Store) -> Iterator[dict[str, Any]]:
     rows = store.execute(
         "SELECT c.id, c.text, c.category, c.importance, c.proposed_action, c.proposed_ratio, "
         "c.action, c.final_text FROM candidate c WHERE c.action IS NOT NULL "
-        "AND c.state != 'pending' AND c.decided_by NOT IN ('model', 'cli --accept-all') "
+        "AND c.state != 'pending' "
+        "AND COALESCE(c.decided_via, c.decided_by) NOT IN ('model', 'cli --accept-all') "
         "ORDER BY c.run_id, c.ordinal"
     )
     sources: dict[int, list[str]] = defaultdict(list)
@@ -471,6 +472,7 @@ def _import_candidates(
                 action=doc["decision"],
                 final_text=doc.get("final_text"),
                 decided_by=ACTOR,
+                decided_via=ACTOR,
                 decided_at=utcnow(),
                 state="reviewed",
             )

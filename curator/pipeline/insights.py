@@ -69,7 +69,8 @@ __all__ = [
 ]
 
 BULK_ACTORS = ("cli --accept-all", "model")
-"""``decided_by`` values that are not a person's judgement of one candidate."""
+"""Channels (``decided_via``; ``decided_by`` for rows decided before it existed) whose
+decisions are not a person's judgement of one candidate."""
 
 HISTOGRAM_BINS = 40
 SEED = 0
@@ -284,7 +285,8 @@ def _label_pairs(store: Store, run_id: int | None) -> list[tuple[int, str, str, 
 def _gate_rows(store: Store, run_id: int | None) -> list[tuple[Any, ...]]:
     sql = (
         "SELECT c.id, c.run_id, c.text, c.proposed_action, c.proposed_target_id, "
-        "c.proposed_ratio, c.action, c.decided_by, r.kind FROM candidate c "
+        "c.proposed_ratio, c.action, COALESCE(c.decided_via, c.decided_by), r.kind "
+        "FROM candidate c "
         "JOIN run r ON r.id = c.run_id WHERE c.action IS NOT NULL AND c.state != 'pending'"
     )
     params: tuple[Any, ...] = ()

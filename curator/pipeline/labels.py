@@ -20,6 +20,7 @@ from typing import Any, NamedTuple
 from curator.errors import CuratorError
 from curator.store.db import Store
 from curator.store.models import LABELS, Episode, LabelEvent, format_utc, utcnow
+from curator.store.profile import reviewer_name
 
 _CHUNK = 400
 
@@ -115,6 +116,7 @@ def _state(episode: Any) -> dict[str, Any]:
         "human_label": episode.human_label,
         "label": episode.label,
         "label_by": episode.label_by,
+        "label_reviewer": episode.label_reviewer,
         "label_at": format_utc(episode.label_at) if episode.label_at else None,
         "model_label": episode.model_label,
     }
@@ -138,6 +140,7 @@ class _Row(NamedTuple):
     label_at: datetime | None
     model_label: str | None
     predicted_label: str | None
+    label_reviewer: str | None
 
 
 def _load(episode_ids: Sequence[int], progress: Progress | None = None) -> list[tuple[Any, ...]]:
@@ -159,6 +162,7 @@ def _load(episode_ids: Sequence[int], progress: Progress | None = None) -> list[
             Episode.label_at,
             Episode.model_label,
             Episode.predicted_label,
+            Episode.label_reviewer,
         ).where(Episode.id.in_(ids[start : start + _CHUNK]))
         for row in query.tuples().iterator():
             found[row[0]] = row
@@ -231,8 +235,12 @@ def relabel(
     actor: str = "human",
     progress: Progress | None = None,
     phase: Phase | None = None,
+    reviewer: str | None = None,
 ) -> str:
     """Give the episodes a human label (in force from now on); returns the batch id.
+
+    ``actor`` is the channel, ``reviewer`` the person recorded in ``label_reviewer``
+    (None: :func:`curator.store.profile.reviewer_name`).
 
     One transaction: all of them or none, undone as one step by :func:`undo_last_relabel`.
     ``progress`` and ``phase`` follow it through :data:`RELABEL_PHASES`.
@@ -240,9 +248,17 @@ def relabel(
     if label not in LABELS:
         raise CuratorError(f"unknown label {label!r}; use one of {', '.join(LABELS)}")
 
+    who = reviewer if reviewer is not None else reviewer_name()
+
     def human(episode: Any, now: datetime) -> dict[str, Any]:
         del episode
-        return {"human_label": label, "label": label, "label_by": "human", "label_at": now}
+        return {
+            "human_label": label,
+            "label": label,
+            "label_by": "human",
+            "label_reviewer": who,
+            "label_at": now,
+        }
 
     return _relabel(store, episode_ids, actor, human, progress, phase)
 
@@ -256,6 +272,7 @@ def clear_human_label(store: Store, episode_ids: Sequence[int], actor: str = "hu
             "human_label": None,
             "label": shown,
             "label_by": "model" if shown is not None else None,
+            "label_reviewer": None,
             "label_at": now,
         }
 
@@ -304,6 +321,7 @@ def undo_last_relabel(
                     "human_label": before["human_label"],
                     "label": before["label"],
                     "label_by": before["label_by"],
+                    "label_reviewer": before.get("label_reviewer"),
                     "label_at": label_at,
                 }
             else:
@@ -313,6 +331,7 @@ def undo_last_relabel(
                     "human_label": None,
                     "label": model_label,
                     "label_by": before["label_by"] if same else ("model" if model_label else None),
+                    "label_reviewer": None,
                     "label_at": label_at if same else utcnow(),
                 }
             updates.add(episode.id, values)

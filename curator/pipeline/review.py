@@ -27,6 +27,10 @@ The read side (what a reviewer sees: candidate views, progress, nearest patterns
 Every write goes through ``store.write()`` (one ``BEGIN IMMEDIATE`` transaction) and
 reads the candidate inside it, so two reviewers (window and command line) never act on a
 state the other has just changed, and never fail on a lock upgrade.
+
+Several reviewers: a decision records the person apart from the channel, and a
+reviewer's stale view never overwrites another's decision unseen
+(:mod:`curator.pipeline.review_versions`).
 """
 
 from __future__ import annotations
@@ -40,6 +44,7 @@ from curator.core.flags import Flag
 from curator.core.textsafety import control_problem
 from curator.errors import CuratorError
 from curator.pipeline.flagging import FlagContext, candidate_sources, flag_context, seen_record
+from curator.pipeline.review_versions import DecisionConflict, check_version, own_newest
 
 # The read side lives in review_views; its names are re-exported here on purpose: the
 # command line, the window and scripts use this module as the one review API.
@@ -65,6 +70,7 @@ from curator.pipeline.review_views import (
 from curator.store.db import Store
 from curator.store.knowledge_items import MAX_PATTERN_CHARS
 from curator.store.models import Candidate, DecisionEvent, Pattern, format_utc, utcnow
+from curator.store.profile import reviewer_name
 from curator.store.settings import Settings, load_settings
 
 __all__ = [
@@ -75,6 +81,7 @@ __all__ = [
     "NEAREST_LIMIT",
     "TARGETED",
     "CandidateView",
+    "DecisionConflict",
     "PatternMatch",
     "ReviewProgress",
     "SourceEpisode",
@@ -105,6 +112,7 @@ DECISION_FIELDS = (
     "final_text",
     "final_importance",
     "decided_by",
+    "decided_via",
     "decided_at",
     "state",
     "rematch_action",
@@ -266,6 +274,8 @@ def decide(
     importance: float | None = None,
     keep_pattern_text: bool | None = None,
     actor: str = "human",
+    reviewer: str | None = None,
+    expect_revision: int | None = None,
 ) -> CandidateView:
     """Record a reviewer's decision on one candidate.
 
@@ -278,7 +288,13 @@ def decide(
     edited candidate, whether the commit keeps the pattern's text (True) or writes the
     reviewer's wording (False, the default); None leaves the earlier choice. Raises
     CuratorError and changes nothing on refusal.
+
+    ``actor`` is the channel (recorded as ``decided_via``), ``reviewer`` the person
+    (``decided_by``; None: :func:`reviewer_name`). ``expect_revision``, the candidate's
+    revision when the reviewer loaded it, makes a decision someone else made since a
+    :class:`DecisionConflict` (see the module's docstring).
     """
+    who = reviewer if reviewer is not None else reviewer_name()
     verb = action.strip().upper()
     if verb not in DECIDE_ACTIONS:
         raise CuratorError(f"unknown action {action!r}; use one of {', '.join(DECIDE_ACTIONS)}")
@@ -286,6 +302,7 @@ def decide(
         raise CuratorError(f"importance must be between 0 and 1 (got {importance})")
     with store.explained_write("decision"):
         candidate = _open_candidate(candidate_id)
+        check_version(candidate, expect_revision, who)
         before = decision_state(candidate)
         state = dict(before)
         settings = load_settings(store)
@@ -323,7 +340,9 @@ def decide(
         _resolve(candidate, state, verb, target_id, settings)
         # Deciding a flagged candidate is allowed; that the flags were seen is recorded.
         state["flags_seen"] = seen_record(_flags_now(flag_context(store), candidate, state))
-        state.update(decided_by=actor, decided_at=format_utc(utcnow()), state="reviewed")
+        state.update(
+            decided_by=who, decided_via=actor, decided_at=format_utc(utcnow()), state="reviewed"
+        )
         _record(candidate, before, state, actor, "decide")
     return get_candidate(store, candidate_id)
 
@@ -335,6 +354,7 @@ def accept_all(
     *,
     include_flagged: bool = False,
     only: Collection[int] | None = None,
+    reviewer: str | None = None,
 ) -> int:
     """Accept every unreviewed proposal of the run; returns how many were accepted.
 
@@ -343,8 +363,10 @@ def accept_all(
     :mod:`curator.core.flags`) unless ``include_flagged``: then its flags are recorded as
     seen, as for a single decision. ``only`` limits it to those candidates: the ones a
     confirmation listed, so a candidate that became undecided after it was shown (another
-    reviewer undid its decision) is not accepted unseen.
+    reviewer undid its decision) is not accepted unseen. Only undecided candidates are
+    touched, under the write lock, so it never overwrites anyone's decision.
     """
+    who = reviewer if reviewer is not None else reviewer_name()
     accepted = 0
     with store.explained_write("accept-all"):
         run = require_run(run_id)
@@ -376,7 +398,9 @@ def accept_all(
             except CuratorError:
                 continue
             state["flags_seen"] = seen_record(flags)
-            state.update(decided_by=actor, decided_at=format_utc(now), state="reviewed")
+            state.update(
+                decided_by=who, decided_via=actor, decided_at=format_utc(now), state="reviewed"
+            )
             _write_state(candidate, state)
             events.append(
                 {
@@ -430,7 +454,11 @@ def _undo_edit_only(store: Store, event: DecisionEvent, actor: str) -> bool:
     except CuratorError:
         return False  # the decision needs the edit (a target gone…): undo both at once
     state["flags_seen"] = seen_record(_flags_now(flag_context(store), candidate, state))
-    state.update(decided_by=after.get("decided_by"), decided_at=after.get("decided_at"))
+    state.update(
+        decided_by=after.get("decided_by"),
+        decided_via=after.get("decided_via"),
+        decided_at=after.get("decided_at"),
+    )
     state["state"] = after.get("state")
     _record(candidate, decision_state(candidate), state, actor, "undo")
     DecisionEvent.update(undone=True).where(DecisionEvent.id == event.id).execute()
@@ -469,19 +497,27 @@ def _open_decisions() -> Any:
 
 
 def undo_last_decision(
-    store: Store, run_id: int, actor: str = "human", *, edit_first: bool = False
+    store: Store,
+    run_id: int,
+    actor: str = "human",
+    *,
+    edit_first: bool = False,
+    reviewer: str | None = None,
 ) -> CandidateView | None:
-    """Restore the decision state before the run's newest not-yet-undone decision.
+    """Restore the decision state before the reviewer's newest not-yet-undone decision.
 
     Repeated calls walk further back. Decisions of committed candidates are skipped (undo
-    the commit for those). Returns the restored candidate, or None when nothing is left.
-    ``edit_first``: see :func:`undo_decision`.
+    the commit for those), and so are other reviewers' (:func:`own_newest`: a decision of
+    yours that another reviewer has decided over since is a DecisionConflict, not undone).
+    Returns the restored candidate, or None when nothing is left. ``edit_first``: see
+    :func:`undo_decision`.
     """
+    who = reviewer if reviewer is not None else reviewer_name()
     with store.explained_write("undo of the decision"):
         run = require_run(run_id)
         if run.status != "staged":
             return None
-        event = _open_decisions().where(Candidate.run == run_id).first()
+        event = own_newest(_open_decisions().where(Candidate.run == run_id), who)
         if event is None:
             return None
         candidate_id = _undo_event(store, event, actor, edit_first)
@@ -489,7 +525,13 @@ def undo_last_decision(
 
 
 def undo_decision(
-    store: Store, candidate_id: int, actor: str = "human", *, edit_first: bool = False
+    store: Store,
+    candidate_id: int,
+    actor: str = "human",
+    *,
+    edit_first: bool = False,
+    reviewer: str | None = None,
+    expect_revision: int | None = None,
 ) -> CandidateView | None:
     """Undo the newest decision of one candidate (the reviewer's row, not the run's last).
 
@@ -500,9 +542,13 @@ def undo_decision(
     ``edit_first`` (the window's keys): a decision made together with an edit (the edit
     dialog decides an undecided candidate) is taken back in two steps, the edit first
     and the decision on the next undo, as the reviewer made two choices in it.
+
+    ``expect_revision``: as for :func:`decide`, another reviewer's decision made since
+    that revision is not taken back unseen (DecisionConflict).
     """
+    who = reviewer if reviewer is not None else reviewer_name()
     with store.explained_write("undo of the decision"):
-        _open_candidate(candidate_id)
+        check_version(_open_candidate(candidate_id), expect_revision, who)
         event = _open_decisions().where(Candidate.id == candidate_id).first()
         if event is None:
             return None

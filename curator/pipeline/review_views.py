@@ -74,6 +74,7 @@ class CandidateView:
     final_text: str | None
     final_importance: float | None
     decided_by: str | None
+    """The reviewer's name (rows decided before names were kept: the channel)."""
     decided_at: datetime | None
     state: str
     source_episode_ids: tuple[int, ...]
@@ -91,6 +92,8 @@ class CandidateView:
     distilled_at: datetime | None = None
     keep_pattern_text: bool = False
     origin: dict[str, Any] | None = None
+    decided_via: str | None = None
+    """The channel of the decision: "human" (the window), "cli", "cli --accept-all"..."""
 
     @property
     def flagged(self) -> bool:
@@ -240,6 +243,7 @@ def _views(store: Store, candidates: list[Candidate]) -> list[CandidateView]:
                 distilled_at=c.distilled_at,
                 keep_pattern_text=bool(c.keep_pattern_text),
                 origin=c.origin,
+                decided_via=c.decided_via,
             )
         )
     return views

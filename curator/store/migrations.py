@@ -127,6 +127,16 @@ MIGRATIONS: tuple[tuple[str, ...], ...] = (
     # knowledge imported from another memory tool: its original ids and dates (a JSON
     # object, curator.store.memtool_origin), shown by the review beside the candidate
     ('ALTER TABLE "candidate" ADD COLUMN "origin" TEXT',),
+    # several reviewers on one database: a decision's person ("decided_by", the reviewer's
+    # name) apart from its channel ("decided_via": "window", "cli", "cli --accept-all"...,
+    # which decided_by held until now, so it is copied over); who labelled an episode;
+    # who committed a changeset (curator.store.profile)
+    (
+        'ALTER TABLE "candidate" ADD COLUMN "decided_via" TEXT',
+        'UPDATE "candidate" SET "decided_via" = "decided_by" WHERE "decided_by" IS NOT NULL',
+        'ALTER TABLE "episode" ADD COLUMN "label_reviewer" TEXT',
+        'ALTER TABLE "changeset" ADD COLUMN "reviewer" TEXT',
+    ),
 )
 
 LATEST_VERSION = len(MIGRATIONS)

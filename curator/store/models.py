@@ -191,6 +191,7 @@ class Episode(BaseModel):
     human_label = TextField(null=True)
     label = TextField(null=True, index=True)  # the label in force: human over model
     label_by = TextField(null=True)  # "model" | "human" | None
+    label_reviewer = TextField(null=True)  # the person, when label_by is "human"
     label_at = UTCDateTimeField(null=True)
     classify_truncated = FlagField(default=False)
     distilled_at = UTCDateTimeField(null=True, index=True)
@@ -302,7 +303,11 @@ class Candidate(BaseModel):
     target_ratio = FloatField(null=True)
     final_text = TextField(null=True)
     final_importance = FloatField(null=True)
-    decided_by = TextField(null=True)  # model | human | cli --accept-all
+    # Who decided (the reviewer's name, curator.store.profile) and through what (the
+    # channel: "window", "cli", "window accept-all", "cli --accept-all"); rows decided
+    # before names were kept hold the channel in both.
+    decided_by = TextField(null=True)
+    decided_via = TextField(null=True)
     decided_at = UTCDateTimeField(null=True)
     state = TextField(default="pending")  # pending | reviewed | applied
     revision = IntegerField(default=1)
@@ -376,7 +381,8 @@ class Changeset(BaseModel):
     run = ForeignKeyField(Run, null=True, on_delete="SET NULL", backref="changesets")
     run_id: int | None  # the raw id (peewee's accessor; no query)
     kind = TextField()  # commit | undo
-    actor = TextField(default="human")
+    actor = TextField(default="human")  # the channel: "human" (window), "cli"...
+    reviewer = TextField(null=True)  # the person (curator.store.profile); None: before names
     created_at = UTCDateTimeField(default=utcnow)
     summary = JSONField(default=dict)
     undoes = ForeignKeyField("self", null=True, on_delete="SET NULL", backref="+")

@@ -65,7 +65,7 @@ def test_keys_show_the_decision_at_once_and_write_it_in_order_off_the_gui_thread
     settle(qtbot, pane)
     stored = {c.text: c.action for c in Candidate.select()}
     assert [stored[t] for t in TEXTS] == ["ADD", "REJECT", "ADD"]
-    assert [c.decided_by for c in pane.candidates()] == ["human"] * 3  # the engine's answer
+    assert [c.decided_via for c in pane.candidates()] == ["human"] * 3  # the engine's answer
     ran = services.ops.job_thread_ids[ran_before:]
     assert len(ran) == 3 and threading.get_ident() not in ran
 

@@ -115,7 +115,7 @@ def test_accept_all_asks_before_taking_flagged_candidates(qtbot, pane: ReviewPan
     qtbot.waitUntil(lambda: pane.settled, timeout=30_000)  # written in the background
     decided = {c.text: c for c in pane.candidates()}
     assert decided[PHISHING].action == "ADD" and decided[PHISHING].flags_seen
-    assert decided[PHISHING].decided_by == "window accept-all"
+    assert decided[PHISHING].decided_via == "window accept-all"
 
 
 def test_highlight_html_escapes_and_marks_spans() -> None:

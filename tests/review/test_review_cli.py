@@ -59,7 +59,7 @@ def test_review_lists_and_accepts_all(
 
     code, doc, _ = cli(capsys, "review", str(run.id), "--accept-all", "--db", db, "--json")
     assert code == 0 and doc["accepted"] == 2 and doc["progress"]["reviewed"] == 2
-    assert {c["decided_by"] for c in doc["candidates"]} == {"cli --accept-all"}
+    assert {c["decided_via"] for c in doc["candidates"]} == {"cli --accept-all"}
 
 
 def test_decide_commit_history_undo(

@@ -8,6 +8,7 @@ from curator.errors import CuratorError
 from curator.pipeline import review
 from curator.store.db import Store
 from curator.store.models import Candidate, DecisionEvent, Pattern
+from curator.store.profile import reviewer_name
 from review.conftest import PATTERN_TEXTS, candidate_ids, make_patterns, make_staged_run
 
 BOTH_ENGINES = True  # each store test runs on SQLite and on PostgreSQL (conftest)
@@ -49,15 +50,17 @@ def test_list_candidates_shows_proposals_and_the_matched_pattern(store: Store) -
 
 def test_accept_takes_the_proposal_and_records_an_event(store: Store) -> None:
     patterns, ids = _run_with_three(store)
-    view = review.decide(store, ids[2], "accept", actor="alice")
+    view = review.decide(store, ids[2], "accept", actor="cli", reviewer="alice")
     assert view.action == "UPDATE" and view.target_id == patterns[0]
     assert view.target_ratio == pytest.approx(view.proposed_ratio)
     assert view.decided_by == "alice" and view.decided_at is not None
+    assert view.decided_via == "cli"  # the person and the channel, apart
     assert view.state == "reviewed"
     events = list(DecisionEvent.select().where(DecisionEvent.candidate == ids[2]))
     assert len(events) == 1
     event = events[0]
-    assert event.actor == "alice" and event.kind == "decide"
+    assert event.actor == "cli" and event.kind == "decide"
+    assert event.after["decided_by"] == "alice"
     assert event.before["action"] is None and event.after["action"] == "UPDATE"
     assert event.after["target_id"] == patterns[0]
     # The proposal's basis is the staging revision: no decision-time revision is kept.
@@ -160,7 +163,8 @@ def test_accept_all_and_progress(store: Store) -> None:
     assert (progress.total, progress.reviewed, progress.unreviewed) == (3, 2, 1)
     assert sum(progress.by_action.values()) == 2 and progress.by_action["REJECT"] == 1
     accepted = review.get_candidate(store, ids[1])
-    assert accepted.decided_by == "cli --accept-all"
+    assert accepted.decided_via == "cli --accept-all"
+    assert accepted.decided_by == reviewer_name()  # the profile's name, the OS user's here
     assert accepted.action == accepted.proposed_action
     assert review.get_candidate(store, ids[0]).action == "REJECT"  # decisions are kept
     assert review.get_candidate(store, ids[2]).action is None
