@@ -133,14 +133,23 @@ class BearerTokenGate:
 
 
 def bind(host: str, port: int) -> socket.socket:
-    """A listening socket on (host, port), so the bound port is known before serving."""
+    """A listening socket on (host, port), so the bound port is known before serving.
+
+    It is made a TCP socket by protocol (``IPPROTO_TCP``, not 0) and carries
+    ``TCP_NODELAY``, which the connections it accepts inherit: asyncio turns the option on
+    only for sockets whose protocol says TCP, and without it each answer's body waited for
+    the client's delayed acknowledgement of its headers (up to 40 ms a call, whatever the
+    server did).
+    """
     family = socket.AF_INET6 if ":" in host else socket.AF_INET
     try:
         infos = socket.getaddrinfo(host, port, family, socket.SOCK_STREAM)
     except OSError as exc:
         raise CuratorError(f"cannot listen on {host}:{port}: {exc.strerror or exc}") from None
-    sock = socket.socket(infos[0][0], socket.SOCK_STREAM)
+    family, kind, proto = infos[0][:3]
+    sock = socket.socket(family, kind, proto or socket.IPPROTO_TCP)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
     try:
         sock.bind(infos[0][4])
         sock.listen(128)
