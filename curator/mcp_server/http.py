@@ -175,7 +175,14 @@ def serve_http(
     if not is_loopback(host):
         # Reached by its network name or address: the token is the check, not the Host.
         security = TransportSecuritySettings(enable_dns_rebinding_protection=False)
-    app: Any = server.streamable_http_app(host=host, transport_security=security)
+    # Answers as one JSON document: no tool here sends progress on the way, and an event
+    # stream per call costs a task, a memory stream and a disconnect watcher per request
+    # (about an eighth of the server's CPU per recorded episode); a client that accepts
+    # only JSON is served too. A client that goes away mid-call no longer cancels it: a
+    # record it started is still committed (idempotent, so its retry changes nothing).
+    app: Any = server.streamable_http_app(
+        host=host, transport_security=security, json_response=True
+    )
     if token is not None:
         app = BearerTokenGate(app, token)
     sock = bind(host, port)

@@ -11,13 +11,27 @@ option itself for the connections it accepts.
 
 from __future__ import annotations
 
+import json
+import re
 import socket
+import subprocess
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from types import SimpleNamespace
+from typing import Any
 
+import httpx
 import pytest
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from curator.mcp_server.http import bind
+from curator.store.db import Store
+from curator.store.demo import create_demo
+from tests.mcp.conftest import child_env, curator_command
+
+Counts = Callable[[Path], dict[str, int]]
+Start = Callable[..., Any]
 
 
 def _accepted(listener: socket.socket) -> socket.socket:
@@ -56,3 +70,116 @@ def test_every_loopback_form_binds_a_no_delay_tcp_socket(host: str) -> None:
         assert listener.type == socket.SOCK_STREAM
         assert listener.proto == socket.IPPROTO_TCP
         assert listener.getsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY)
+
+
+# -- answers as one JSON document ---------------------------------------------------------
+
+MODERN = "2026-07-28"
+"""The protocol revision the SDK's client speaks: one self-contained POST per call."""
+
+
+def _envelope(name: str) -> dict[str, Any]:
+    return {
+        "io.modelcontextprotocol/protocolVersion": MODERN,
+        "io.modelcontextprotocol/clientCapabilities": {},
+        "io.modelcontextprotocol/clientInfo": {"name": name, "version": "1"},
+    }
+
+
+def _headers(accept: str, tool: str) -> dict[str, str]:
+    """The routing headers the revision asks for beside the body."""
+    return {
+        "Accept": accept,
+        "MCP-Protocol-Version": MODERN,
+        "Mcp-Method": "tools/call",
+        "Mcp-Name": tool,
+    }
+
+
+def _tool_call(ident: int, tool: str, arguments: dict[str, Any], name: str) -> dict[str, Any]:
+    params = {"name": tool, "arguments": arguments, "_meta": _envelope(name)}
+    return {"jsonrpc": "2.0", "id": ident, "method": "tools/call", "params": params}
+
+
+def test_a_tool_call_is_answered_as_one_json_document(
+    http_server: Start, memory_db: Path, table_counts: Counts
+) -> None:
+    """The answer is ``application/json``, not an event stream opened per call (a task,
+    a stream and a disconnect watcher per request): a client that accepts only JSON is
+    served, and the recorded episode carries the name from the call's envelope."""
+    server = http_server("--rate", "0")
+    before = table_counts(memory_db)["episode"]
+    headers = _headers("application/json", "record_episode")
+    with httpx.Client(timeout=60) as http:
+        body = _tool_call(7, "record_episode", {"text": "answered as plain JSON"}, "json-agent")
+        response = http.post(server.url, json=body, headers=headers)
+    assert response.status_code == 200, response.text
+    assert response.headers["content-type"].startswith("application/json")
+    answer = response.json()
+    assert answer["id"] == 7
+    result = json.loads(answer["result"]["content"][0]["text"])
+    assert result["created"] is True
+    assert result["source"] == "json-agent"
+    assert table_counts(memory_db)["episode"] == before + 1
+
+
+@settings(max_examples=8, deadline=None)
+@given(
+    tool=st.sampled_from(["memory_status", "get_knowledge", "search_knowledge", "no_such"]),
+    accept=st.sampled_from(["application/json", "application/json, text/event-stream"]),
+)
+@example(tool="no_such", accept="application/json")
+def test_every_answer_is_json_whatever_the_tool_or_accept(
+    json_server: Any, tool: str, accept: str
+) -> None:
+    """Reads, errors and unknown tools alike come back as one JSON document."""
+    arguments = {"query": "disk"} if tool == "search_knowledge" else {}
+    headers = _headers(accept, tool)
+    with httpx.Client(timeout=60) as http:
+        response = http.post(
+            json_server.url, json=_tool_call(3, tool, arguments, "reader"), headers=headers
+        )
+    assert response.headers["content-type"].startswith("application/json"), response.text
+    answer = response.json()
+    assert answer["id"] == 3
+    assert ("result" in answer) != ("error" in answer)
+    if tool == "no_such":
+        failed = "error" in answer or answer["result"].get("isError")
+        assert failed
+    else:
+        assert not answer["result"].get("isError"), answer
+
+
+@pytest.fixture(scope="module")
+def json_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
+    """One server for the property above (Hypothesis runs many examples per test)."""
+    db = tmp_path_factory.mktemp("json") / "memory.db"
+    store = Store(db)
+    create_demo(store)
+    store.close()
+    process = subprocess.Popen(
+        curator_command(db, "--http", "127.0.0.1:0"),
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=child_env(),
+    )
+    assert process.stderr is not None
+    url = None
+    for line in process.stderr:
+        found = re.search(r"serving on (http://\S+/mcp)", line)
+        if found:
+            url = found.group(1)
+            break
+    try:
+        assert url is not None, f"the server stopped before serving (exit {process.wait()})"
+        yield SimpleNamespace(url=url)
+    finally:
+        process.terminate()
+        try:
+            process.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
+        process.stderr.close()
