@@ -27,6 +27,12 @@ from curator.errors import CuratorError
 
 TOKEN_FILE_NAME = "mcp-token"
 
+KEEP_ALIVE_S = 30
+"""How long an idle connection is kept open. Longer than clients keep one for reuse
+(httpx, the SDK client's HTTP library, 5 s): a server closing at the same moment a client
+reuses the connection fails that call with a read error, so the client must always be the
+one to give up an idle connection first."""
+
 
 def parse_address(text: str) -> tuple[str, int]:
     """``HOST:PORT`` (``[::1]:PORT`` for IPv6) as (host, port); port 0 picks a free one.
@@ -192,6 +198,8 @@ def serve_http(
     if token is not None:
         line += " (bearer token required)"
     print(announce or line, file=sys.stderr, flush=True)
-    config = uvicorn.Config(app, log_level="warning", lifespan="on")
+    config = uvicorn.Config(
+        app, log_level="warning", lifespan="on", timeout_keep_alive=KEEP_ALIVE_S
+    )
     with contextlib.closing(sock):
         anyio.run(lambda: uvicorn.Server(config).serve(sockets=[sock]))
