@@ -1,7 +1,7 @@
 """Benchmark ``curator mcp`` and ``curator watch``: the agent's reads, writes and log lag.
 
 Usage: ``python benchmarks/bench_mcp.py [--patterns 10000] [--calls 50] [--records 1600]
-[--clients 8] [--in-flight 8] [--lines 60]``
+[--clients 8] [--in-flight 8] [--lines 60] [--parts reads,record,follow]``
 
 A temporary database holds the demo data plus ``--patterns`` generated patterns. Measured,
 all in one run:
@@ -14,7 +14,9 @@ all in one run:
 - ``record_episode`` throughput over HTTP: ``--clients`` SDK clients, each with
   ``--in-flight`` calls outstanding, rate limit off; also the server's CPU time per
   recorded episode (from ``/proc``), which says what one core would sustain whatever else
-  the machine is running (the goal is 500 a second);
+  the machine is running (the goal is 500 a second), and the clients' own CPU time per
+  call: server and clients share the machine, so its cores divided by both is the most
+  this machine can record a second, whatever the server does;
 - the lag from a line appended to a log followed by a real ``curator watch`` child process
   to its episode being readable through ``Curator.status()`` (goal: p95 <= 1 s).
 
@@ -170,6 +172,7 @@ async def record_load(url: str, pid: int, records: int, clients: int, in_flight:
             opened += 1
             if opened == clients:
                 box["cpu"] = server_cpu_s(pid)
+                box["client_cpu"] = server_cpu_s(os.getpid())
                 box["start"] = time.perf_counter()
                 ready.set()
             await ready.wait()
@@ -190,11 +193,15 @@ async def record_load(url: str, pid: int, records: int, clients: int, in_flight:
             group.start_soon(client_task, tag)
     wall = time.perf_counter() - box["start"]
     cpu = server_cpu_s(pid) - box["cpu"]
+    mine = server_cpu_s(os.getpid()) - box["client_cpu"]
     done = per_lane * lanes
+    cores = os.cpu_count() or 1
     print(
         f"record_episode over HTTP, {clients} clients x {in_flight} in flight, {done} episodes: "
         f"{done / wall:.0f} per second; server CPU {cpu / done * 1e3:.2f} ms per episode "
-        f"(one core: {done / cpu:.0f} per second), server busy {cpu / wall * 100:.0f}% of a core"
+        f"(one core: {done / cpu:.0f} per second), server busy {cpu / wall * 100:.0f}% of a core; "
+        f"clients' CPU {mine / done * 1e3:.2f} ms per call (this machine's {cores} cores hold "
+        f"at most {cores * done / (cpu + mine):.0f} per second of server and clients together)"
     )
 
 
@@ -244,27 +251,42 @@ def main() -> None:
     parser.add_argument("--clients", type=int, default=8)
     parser.add_argument("--in-flight", type=int, default=8)
     parser.add_argument("--lines", type=int, default=60)
+    parser.add_argument(
+        "--parts",
+        default="reads,record,follow",
+        help="which measurements to run, comma-separated (default: all three)",
+    )
     args = parser.parse_args()
+    parts = set(args.parts.split(","))
+    if not parts <= {"reads", "record", "follow"}:
+        parser.error("--parts takes reads, record and follow")
     print(f"load average (1 min) {load_average()} on {os.cpu_count()} CPUs")
     with tempfile.TemporaryDirectory() as folder:
         db = Path(folder) / "bench.sqlite"
         build(db, args.patterns)
         print(f"{args.patterns:,} patterns")
-        base = knowledge_reads(db, args.calls)
-        stdio = StdioServerParameters(
-            command=sys.executable,
-            args=["-m", "curator", "--db", str(db), "mcp"],
-            env={"PYTHONPATH": str(ROOT)},
-        )
-        anyio.run(reads_over, stdio, "stdio", args.calls, base)
-        process, url = start_http(db)
-        try:
-            anyio.run(reads_over, url, "HTTP", args.calls, base)
-            anyio.run(record_load, url, process.pid, args.records, args.clients, args.in_flight)
-        finally:
-            process.terminate()
-            process.wait(timeout=30)
-        follow_lag(db, Path(folder), args.lines)
+        base = knowledge_reads(db, args.calls) if "reads" in parts else 0.0
+        if "reads" in parts:
+            stdio = StdioServerParameters(
+                command=sys.executable,
+                args=["-m", "curator", "--db", str(db), "mcp"],
+                env={"PYTHONPATH": str(ROOT)},
+            )
+            anyio.run(reads_over, stdio, "stdio", args.calls, base)
+        if parts & {"reads", "record"}:
+            process, url = start_http(db)
+            try:
+                if "reads" in parts:
+                    anyio.run(reads_over, url, "HTTP", args.calls, base)
+                if "record" in parts:
+                    anyio.run(
+                        record_load, url, process.pid, args.records, args.clients, args.in_flight
+                    )
+            finally:
+                process.terminate()
+                process.wait(timeout=30)
+        if "follow" in parts:
+            follow_lag(db, Path(folder), args.lines)
     print(f"load average (1 min) {load_average()}")
 
 

@@ -30,7 +30,7 @@ from curator.core.scoring import effective_importance
 from curator.errors import CuratorError
 from curator.store.db import Store
 from curator.store.episode_queries import count_episodes, count_pending
-from curator.store.identity import current_identity
+from curator.store.identity import Identity, current_identity
 from curator.store.importer import MAX_EPISODE_CHARS, ParsedEpisode, episode_from_object
 from curator.store.knowledge import (
     RANK_ORDER,
@@ -282,30 +282,56 @@ class Curator:
         collects the calls arriving together and commits them at once (group commit)
         records many times more episodes a second. Every result is returned only after the
         commit, so nothing is acknowledged that is not stored; a failed commit raises and
-        stores none of the group.
+        stores none of the group. The detector reads only content not stored yet (a resent
+        episode is answered with its stored flags), before the write lock is taken.
         """
         answers: list[RecordResult | CuratorError] = []
-        checked: list[tuple[int, ParsedEpisode, list[str]]] = []
-        identity = current_identity(self.store) if items else None
+        parsed_items: list[tuple[int, ParsedEpisode]] = []
         for place, item in enumerate(items):
             try:
-                parsed = _parse_episode(item)
+                parsed_items.append((place, _parse_episode(item)))
             except CuratorError as exc:
                 answers.append(exc)
                 continue
-            assert identity is not None
-            found = detect(parsed.text, identity.axioms, identity.identity_text)
-            checked.append((place, parsed, sorted({f.kind for f in found})))
             answers.append(CuratorError("not recorded"))  # replaced below
-        if not checked:
+        if not parsed_items:
             return answers
+        stored = self._stored_hashes([parsed.content_hash for _, parsed in parsed_items])
+        identity = current_identity(self.store)
+        checked: list[tuple[int, ParsedEpisode, list[str] | None]] = []
+        for place, parsed in parsed_items:
+            kinds = None  # stored already: its stored flags are the answer
+            if parsed.content_hash not in stored:
+                kinds = _flag_kinds(parsed.text, identity.axioms, identity.identity_text)
+            checked.append((place, parsed, kinds))
         with self.store.write():
-            for place, parsed, kinds in checked:
-                answers[place] = self._insert(parsed, kinds)
+            for place, parsed, found_kinds in checked:
+                answers[place] = self._insert(parsed, found_kinds, identity)
         return answers
 
-    def _insert(self, parsed: ParsedEpisode, kinds: list[str]) -> RecordResult:
-        """Insert one checked episode inside the caller's write transaction (or find it)."""
+    def _stored_hashes(self, hashes: Sequence[str]) -> set[str]:
+        """Which of ``hashes`` are stored already (read before the write: the detector
+        then reads only new content, and outside the write lock)."""
+        found: set[str] = set()
+        distinct = sorted(set(hashes))
+        with self.store.read():
+            for start in range(0, len(distinct), 500):  # within any engine's variable limit
+                chunk = distinct[start : start + 500]
+                marks = ", ".join("?" * len(chunk))
+                rows = self.store.execute(
+                    f"SELECT content_hash FROM episode WHERE content_hash IN ({marks})",
+                    tuple(chunk),
+                )
+                found.update(str(row[0]) for row in rows)
+        return found
+
+    def _insert(
+        self, parsed: ParsedEpisode, kinds: list[str] | None, identity: Identity | None = None
+    ) -> RecordResult:
+        """Insert one checked episode inside the caller's write transaction (or find it).
+
+        ``kinds`` None means the content was stored when the group was read: should it be
+        gone by now (a person deleted it meanwhile), it is read by the detector here."""
         # Three columns by the unique index: building the whole model's SELECT cost more
         # than the rest of the call.
         found = self.store.execute(
@@ -320,6 +346,9 @@ class Curator:
                 flags=list(json.loads(stored_metadata or "{}").get("flags", [])),
                 source=stored_source,
             )
+        if kinds is None:
+            identity = identity or current_identity(self.store)
+            kinds = _flag_kinds(parsed.text, identity.axioms, identity.identity_text)
         metadata: dict[str, Any] = {"flags": kinds} if kinds else {}
         values = (
             parsed.content_hash,
@@ -337,6 +366,11 @@ class Curator:
         cursor = self.store.db.execute_sql(_insert_sql(returning), params)
         new_id = cursor.fetchone()[0] if returning else cursor.lastrowid
         return RecordResult(episode_id=int(new_id), created=True, flags=kinds, source=parsed.source)
+
+
+def _flag_kinds(text: str, axioms: Sequence[str], identity_text: str) -> list[str]:
+    """The detector's flag kinds for an episode's text, as stored in its metadata."""
+    return sorted({f.kind for f in detect(text, axioms, identity_text)})
 
 
 _INSERT_FIELDS: tuple[peewee.Field, ...] = (
