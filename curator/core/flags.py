@@ -54,6 +54,7 @@ from curator.core.flag_families import (
     password_hits,
     talked_about,
 )
+from curator.core.flag_grants import grant_hits
 from curator.core.flag_identifiers import credential_hits, id_hits, spelled_link_hits
 from curator.core.flag_learned import learned_hits
 from curator.core.flag_normalise import fold, variants
@@ -358,7 +359,11 @@ def _detect(
         disguised[kind].append((start, end, reason))
     talked = talked_about(text)
     rules = {
-        "instruction": [*instruction_hits(text), *disguised["instruction"]],
+        "instruction": [
+            *instruction_hits(text),
+            *disguised["instruction"],
+            *grant_hits(text, axioms, identity_name_of(identity_text)),
+        ],
         "link": [*link_hits(text), *spelled_link_hits(text)],
         "secret": [*secret_hits(text), *credential_hits(text), *disguised["secret"]],
         "personal": [*personal_hits(text), *id_hits(text)],
