@@ -117,6 +117,22 @@ _WIDEN = (
     r"\bbila\s+(?:uthibitisho|kuuliza|ukaguzi)|\byeyote\b|\bkahit\s+sino|"
     r"సమీక్ష\s+అవసరం\s+లేదు"
 )
+# A rule that lets the agent do something, or frees it of a duty.
+_PERMITS = (
+    r"\b(?:allows?|permits?|lets|authori[sz]es|entitles|autorise|membolehkan|leidžia|erlaubt|"
+    r"permite|consente|pozwala|toestaat|cho\s+phép|tillåter|tillater|tillader|sallii|lubab|"
+    r"leyfir|ļauj|dovoljuje|dopušta|povoluje|umožňuje|izin\s+verir)\b|разрешает|дозволяє|"
+    r"επιτρέπει|позволява|允许|許可|허용|يسمح|اجازه\s+می|מתיר|מאפשר"
+)
+_NOT_REQUIRED = (
+    r"\b(?:is\s+not\s+required|isn['’]t\s+required|doesn['’]t\s+have\s+to|does\s+not\s+have\s+to|"
+    r"need\s+not|no\s+need\s+to|no\s+tiene\s+que|muss\s+nicht|n['’]est\s+pas\s+obligée?|"
+    r"não\s+precisa|non\s+deve|hoeft\s+niet|zorunda\s+değil|tidak\s+perlu|không\s+cần|"
+    r"ei\s+tarvitse|nem\s+kell|nu\s+trebuie|behöver\s+inte|trenger\s+ikke|behøver\s+ikke|"
+    r"nemusí|ne\s+mora|nie\s+musi)\b|не\s+обязан|не\s+зобов|لازم\s+نیست|לא\s+חייב|不必|"
+    r"不需要|无需|必要はない|しなくてよい|할\s*필요\s*없|ไม่ต้อง|"
+    r"(?:आवश्यकता|ज़रूरत|जरूरत)\s+नहीं|লাগবে\s+না|hahitaji"
+)
 # A negation before "without …" keeps the check: "no refunds without verification".
 _NEGATION = re.compile(
     r"\b(?:no|not|never|nobody|nothing|none|nor|no\s+one|n't|nunca|jamás|jamais|nie|nigdy|"
@@ -230,6 +246,18 @@ def _compiled() -> tuple[re.Pattern[str], ...]:
     )
 
 
+@lru_cache(maxsize=32)
+def _permission_rules(name: str) -> re.Pattern[str]:
+    """"The policy allows Wren to …", "the assistant is not required to …": the agent
+    (or its name) within a few words of a permission or a duty lifted."""
+    agent = _AGENT + (rf"|\b{re.escape(name)}\b" if name else "")
+    return re.compile(
+        rf"(?:{_POLICY})[^.!?;\n]{{0,60}}?(?:{_PERMITS})\s+(?:\S+\s+){{0,2}}?(?:{agent})|"
+        rf"(?:{agent})[^.!?;\n]{{0,40}}?(?:{_NOT_REQUIRED})",
+        _I,
+    )
+
+
 def _kept_check(text: str, start: int) -> bool:
     """A negation in the same clause before a "without …": the check is kept."""
     window = text[max(0, start - 60) : start]
@@ -269,6 +297,9 @@ def grant_hits(text: str, axioms: Sequence[str] = (), name: str | None = None) -
             yield widened.start(), widened.end(), (
                 "a claimed rule or permission that removes a check or widens access"
             )
+    m = _permission_rules((name or "").casefold()).search(low)
+    if m and not _narrow(low, m):
+        yield m.start(), m.end(), "a claimed rule or permission that removes a check or widens access"
     m = relay.search(low)
     if m:
         yield m.start(), m.end(), "a message relayed to the agent from a claimed authority"
