@@ -201,3 +201,28 @@ def done_by_others(text: str, start: int, agent_name: str | None = None) -> bool
     if " ".join(low[-2:]) in _SUBJECT_NOUNS or low[-1] in _SUBJECT_NOUNS:
         return True
     return _PLURAL_NOUN.search(last.casefold()) is not None
+
+
+# A quoted order whose sentence explains it ("someone asked where “ignore all previous
+# instructions” came from; I explained prompt injection", "有人问“忽略之前的所有指令”这个梗
+# 是怎么来的，我解释了…") is talked about in any language: the words of explaining, of a
+# joke or meme, or of asking what it means, around the quotation.
+EXPLAINED = re.compile(
+    r"explain\w*|\bmemes?\b|\bjokes?\b|came\s+from|\bwhat\b[^.!?]{0,20}\bmeans|"
+    r"erklär\w*|hereinfallen|\bwitz|expliqu\w*|\bblague|explic\w*|\bbroma|\bchiste|"
+    r"spieg\w*|scherz\w*|battut\w*|wyjaśni\w*|żart\w*|объясн\w*|шутк\w*|\bмем\w*|piada|"
+    r"\buitleg\w*|legde\s+uit|\bgrap\b|giải\s+thích|jelaskan|lelucon|anlat\w*|espri\w*|"
+    r"解释|梗|笑话|説明|ネタ|설명|밈|농담|شرح|نكتة|توضیح|הסבר|समझा|ব্যাখ্যা",
+    re.IGNORECASE,
+)
+_STOPS = ".!?。！？\n"
+
+
+def quote_explained(text: str, start: int, end: int) -> bool:
+    """The sentence around the quotation ``text[start:end]`` explains it (bounded look)."""
+    before = text[max(0, start - 80) : start]
+    after = text[end : end + 120]
+    for stop in _STOPS:
+        before = before.rsplit(stop, 1)[-1]
+        after = after.split(stop, 1)[0]
+    return EXPLAINED.search(before) is not None or EXPLAINED.search(after) is not None

@@ -27,6 +27,7 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 
+from curator.core.flag_context import quote_explained
 from curator.core.flag_lexicon import LANGUAGES
 from curator.core.flag_lexicon_intents import INTENTS
 from curator.core.textmeasure import HANGUL, UNSPACED
@@ -280,7 +281,12 @@ def talked_about(text: str) -> Callable[[int, int], bool]:
         after = text[q.end() : q.end() + 20].casefold()
         told = text[max(0, q.start() - 60) : q.start()]
         told = re.split(r"[.!?;:\n]", told)[-1]  # the quoting sentence, up to the quote
-        if _MENTION.search(before) or _MEANS.search(after) or _NARRATED.search(told):
+        if (
+            _MENTION.search(before)
+            or _MEANS.search(after)
+            or _NARRATED.search(told)
+            or quote_explained(text, *q.span())
+        ):
             quotes.append(q.span())  # with its marks: a hit may start at the mark
 
     def check(start: int, end: int) -> bool:
