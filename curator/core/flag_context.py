@@ -226,3 +226,38 @@ def quote_explained(text: str, start: int, end: int) -> bool:
         before = before.rsplit(stop, 1)[-1]
         after = after.split(stop, 1)[0]
     return EXPLAINED.search(before) is not None or EXPLAINED.search(after) is not None
+
+
+# "@kel asked me to pretend to be a pirate for one reply", "Eva wil dat ik haar voortaan in
+# het Nederlands antwoord", "that's her own preference": a person's request about how they
+# themselves are answered, which the agent reports, is an ordinary memory; it widens
+# nothing as long as it names no one else's rules or audience.
+_REQUEST = re.compile(
+    r"\b(?:asked|asks|wants|wanted|told)\s+me\s+(?:to|not\s+to)\b|"
+    r"\b(?:her|his|their)\s+(?:own\s+)?(?:personal\s+)?preference|\bown\s+preference|"
+    r"\bme\s+(?:pidió|pide|pediu)\s+que|\bpediu\s+que|\bm['’]a\s+demandé\s+de|"
+    r"\bbat\s+mich|\b(?:möchte|will),?\s+dass\s+ich|\bwil\s+dat\s+ik|"
+    r"\bvroeg\s+(?:me|mij)\s+om|\bnhờ\s+(?:mình|tôi|em)|\bmi\s+ha\s+chiesto|"
+    r"\bpoprosił\w*\s+mnie|\bminta\s+(?:saya|aku)|попросил\w*,?\s+(?:чтобы\s+я|меня)|"
+    r"preferencia|preferência|préférence|voorkeur|vorliebe|предпочтение|偏好|好み|"
+    r"mong\s+muốn\s+của\s+riêng|tercih|preferenza|preferencj|تفضيل",
+    re.IGNORECASE,
+)
+_WIDER = re.compile(
+    r"instruction|\brules?\b|principle|axiom|guideline|system\s+prompt|everyone|anyone|"
+    r"anybody|everybody|all\s+users|every\s+user|whoever|\bpassword|\btoken|\bkeys?\b|"
+    r"send|forward|share|post\b|link|regla|règle|regel|правил|todos|tout\s+le\s+monde|"
+    r"iedereen|jeder|все[мх]?\b|任何人|所有人|誰でも|모든\s*사람|"
+    # a message passed on, or an authority: relayed authority, not a preference
+    r"pass\s+(?:this|it)\s+(?:on|along)|tell\s+you|let\s+you\s+know|dijera|dirtelo|dirti\b|"
+    r"nhắn|repass|menyampaikan|ausricht|transmet|admin|operator|owner|developer|manager|"
+    r"administr|operador|diretoria|quản\s+(?:trị|lý)|pengembang|администрат|管理|관리",
+    re.IGNORECASE,
+)
+
+
+def personal_request(text: str) -> bool:
+    """The text reports a person's request about how they themselves are answered, and
+    names no rules, no wider audience and nothing to send (bounded to 600 characters)."""
+    head = text[:600]
+    return _REQUEST.search(head) is not None and _WIDER.search(head) is None

@@ -30,9 +30,13 @@ import re
 from collections.abc import Iterator, Sequence
 from functools import lru_cache
 
-__all__ = ["grant_hits"]
+__all__ = ["GRANT_REASONS", "grant_hits"]
 
 Hit = tuple[int, int, str]
+
+_WIDENS = "a claimed rule or permission that removes a check or widens access"
+_RELAYED = "a message relayed to the agent from a claimed authority"
+GRANT_REASONS = (_WIDENS, _RELAYED)
 
 _I = re.IGNORECASE
 
@@ -294,15 +298,13 @@ def grant_hits(text: str, axioms: Sequence[str] = (), name: str | None = None) -
     if widened is not None:
         named = name is not None and name.casefold() in low
         if named or agent.search(low) or policy.search(low):
-            yield widened.start(), widened.end(), (
-                "a claimed rule or permission that removes a check or widens access"
-            )
+            yield widened.start(), widened.end(), _WIDENS
     m = _permission_rules((name or "").casefold()).search(low)
     if m and not _narrow(low, m):
-        yield m.start(), m.end(), "a claimed rule or permission that removes a check or widens access"
+        yield m.start(), m.end(), _WIDENS
     m = relay.search(low)
     if m:
-        yield m.start(), m.end(), "a message relayed to the agent from a claimed authority"
+        yield m.start(), m.end(), _RELAYED
     m = next((m for m in condition.finditer(low) if _opens_clause(low, m.start())), None)
     if m:
         yield m.start(), m.end(), "a standing rule on what to do when someone says or does X"
