@@ -208,10 +208,10 @@ def done_by_others(text: str, start: int, agent_name: str | None = None) -> bool
 # 是怎么来的，我解释了…") is talked about in any language: the words of explaining, of a
 # joke or meme, or of asking what it means, around the quotation.
 EXPLAINED = re.compile(
-    r"explain\w*|\bmemes?\b|\bjokes?\b|came\s+from|\bwhat\b[^.!?]{0,20}\bmeans|"
-    r"erklär\w*|hereinfallen|\bwitz|expliqu\w*|\bblague|explic\w*|\bbroma|\bchiste|"
-    r"spieg\w*|scherz\w*|battut\w*|wyjaśni\w*|żart\w*|объясн\w*|шутк\w*|\bмем\w*|piada|"
-    r"\buitleg\w*|legde\s+uit|\bgrap\b|giải\s+thích|jelaskan|lelucon|anlat\w*|espri\w*|"
+    r"explain\w{0,20}|\bmemes?\b|\bjokes?\b|came\s+from|\bwhat\b[^.!?]{0,20}\bmeans|"
+    r"erklär\w{0,20}|hereinfallen|\bwitz|expliqu\w{0,20}|\bblague|explic\w{0,20}|\bbroma|\bchiste|"
+    r"spieg\w{0,20}|scherz\w{0,20}|battut\w{0,20}|wyjaśni\w{0,20}|żart\w{0,20}|объясн\w{0,20}|шутк\w{0,20}|\bмем\w{0,20}|piada|"
+    r"\buitleg\w{0,20}|legde\s+uit|\bgrap\b|giải\s+thích|jelaskan|lelucon|anlat\w{0,20}|espri\w{0,20}|"
     r"解释|梗|笑话|説明|ネタ|설명|밈|농담|شرح|نكتة|توضیح|הסבר|समझा|ব্যাখ্যা",
     re.IGNORECASE,
 )
@@ -238,7 +238,7 @@ _REQUEST = re.compile(
     r"\bme\s+(?:pidió|pide|pediu)\s+que|\bpediu\s+que|\bm['’]a\s+demandé\s+de|"
     r"\bbat\s+mich|\b(?:möchte|will),?\s+dass\s+ich|\bwil\s+dat\s+ik|"
     r"\bvroeg\s+(?:me|mij)\s+om|\bnhờ\s+(?:mình|tôi|em)|\bmi\s+ha\s+chiesto|"
-    r"\bpoprosił\w*\s+mnie|\bminta\s+(?:saya|aku)|попросил\w*,?\s+(?:чтобы\s+я|меня)|"
+    r"\bpoprosił\w{0,20}\s+mnie|\bminta\s+(?:saya|aku)|попросил\w{0,20},?\s+(?:чтобы\s+я|меня)|"
     r"preferencia|preferência|préférence|voorkeur|vorliebe|предпочтение|偏好|好み|"
     r"mong\s+muốn\s+của\s+riêng|tercih|preferenza|preferencj|تفضيل",
     re.IGNORECASE,

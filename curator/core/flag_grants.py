@@ -42,11 +42,11 @@ _I = re.IGNORECASE
 
 # The agent, in the languages of the families (casefolded text).
 _AGENT = (
-    r"\b(?:the\s+|an?\s+|our\s+|this\s+)?(?:\w+\s+)?(?:assistant|agent|bot|ai)s?\b|"
-    r"\b(?:asistente|assistent\w*|sprachassistent\w*|assistente|asystent\w*|asistan|asisten|"
-    r"pembantu|avustaja\w*|aðstoðarmað\w*|asszisztens\w*|asistent\w*|pomočnik\w*|pomoćnik\w*|"
-    r"βοηθό\w*|msaidizi)\b|"
-    r"ассистент\w*|асистент\w*|помощник\w*|помічник\w*|помоћник\w*|trợ\s+lý|"
+    r"\b(?:the\s+|an?\s+|our\s+|this\s+)?(?:\w{1,20}\s+)?(?:assistant|agent|bot|ai)s?\b|"
+    r"\b(?:asistente|assistent\w{0,20}|sprachassistent\w{0,20}|assistente|asystent\w{0,20}|asistan|asisten|"
+    r"pembantu|avustaja\w{0,20}|aðstoðarmað\w{0,20}|asszisztens\w{0,20}|asistent\w{0,20}|pomočnik\w{0,20}|pomoćnik\w{0,20}|"
+    r"βοηθό\w{0,20}|msaidizi)\b|"
+    r"ассистент\w{0,20}|асистент\w{0,20}|помощник\w{0,20}|помічник\w{0,20}|помоћник\w{0,20}|trợ\s+lý|"
     r"المساعد|دستیار|העוזר|सहायक|সহকারী|助手|助理|アシスタント|エージェント|"
     r"어시스턴트|비서|에이전트|ผู้ช่วย"
 )
@@ -54,17 +54,17 @@ _AGENT = (
 _POLICY = (
     r"\b(?:polic(?:y|ies)|house\s+rules?|rules?|terms|agreement|agreed|arrangement|charter|"
     r"licen[cs]e|regulations?|standing\s+approval|política|regla|acuerdo|norma|richtlinie|"
-    r"hausregel|regel\w*|vereinbarung|abmachung|politique|règle|accord|charte|regra|acordo|"
-    r"politica|regola|regolamento|accordo|beleid|afspraak|afgesproken|polityk\w*|zasad\w*|"
-    r"umow\w*|regulamin\w*|politikas\w*|kural\w*|kebijakan|aturan|perjanjian|polisi|"
-    r"peraturan|chính\s+sách|quy\s+định|thỏa\s+thuận|sopimu\w*|sääntö\w*|käytäntö\w*|"
-    r"kokkule\w*|heimilisregl\w*|samkomulag\w*|szabály\w*|megállapodás\w*|noteikum\w*|"
-    r"vienošan\w*|taisykl\w*|susitarim\w*|pravil\w*|dogovor\w*|pravidl\w*|dohod\w*|"
-    r"politici\w*|acord\w*|husregel\w*|avtal\w*|aftale\w*|overenskomst\w*|beleid|reël|"
+    r"hausregel|regel\w{0,20}|vereinbarung|abmachung|politique|règle|accord|charte|regra|acordo|"
+    r"politica|regola|regolamento|accordo|beleid|afspraak|afgesproken|polityk\w{0,20}|zasad\w{0,20}|"
+    r"umow\w{0,20}|regulamin\w{0,20}|politikas\w{0,20}|kural\w{0,20}|kebijakan|aturan|perjanjian|polisi|"
+    r"peraturan|chính\s+sách|quy\s+định|thỏa\s+thuận|sopimu\w{0,20}|sääntö\w{0,20}|käytäntö\w{0,20}|"
+    r"kokkule\w{0,20}|heimilisregl\w{0,20}|samkomulag\w{0,20}|szabály\w{0,20}|megállapodás\w{0,20}|noteikum\w{0,20}|"
+    r"vienošan\w{0,20}|taisykl\w{0,20}|susitarim\w{0,20}|pravil\w{0,20}|dogovor\w{0,20}|pravidl\w{0,20}|dohod\w{0,20}|"
+    r"politici\w{0,20}|acord\w{0,20}|husregel\w{0,20}|avtal\w{0,20}|aftale\w{0,20}|overenskomst\w{0,20}|beleid|reël|"
     r"sera|kanuni|makubaliano|patakaran|kasunduan)\b|"
-    r"политик\w*|правил\w*|договорённост\w*|договоренност\w*|принято|κανόν\w*|πολιτικ\w*|"
-    r"συμφων\w*|споразум\w*|سياسة|المتفق|اتفاق|سیاست|توافق|מדיניות|הסכם|נוהל|नीति|नियम|"
-    r"समझौत\S*|নীতি|নিয়ম|政策|规定|惯例|约定|协议|方針|規則|ルール|ことになって|合意|"
+    r"политик\w{0,20}|правил\w{0,20}|договорённост\w{0,20}|договоренност\w{0,20}|принято|κανόν\w{0,20}|πολιτικ\w{0,20}|"
+    r"συμφων\w{0,20}|споразум\w{0,20}|سياسة|المتفق|اتفاق|سیاست|توافق|מדיניות|הסכם|נוהל|नीति|नियम|"
+    r"समझौत\S{0,20}|নীতি|নিয়ম|政策|规定|惯例|约定|协议|方針|規則|ルール|ことになって|合意|"
     r"정책|규칙|합의|นโยบาย|ข้อตกลง"
 )
 # A check removed or access widened.
@@ -85,14 +85,14 @@ _WIDEN = (
     r"\bà\s+(?:quiconque|n['’]importe\s+qui)|"
     r"\bsem\s+(?:nenhuma\s+)?(?:verificação|confirmação|perguntar|verificar|revisão)|"
     r"\b(?:aprovados|abert[oa]s?)\s+automaticamente|\ba\s+qualquer\s+pessoa|"
-    r"\bsenza\s+(?:verifica|conferma|chiedere|controll\w*)|\ba\s+chiunque|"
+    r"\bsenza\s+(?:verifica|conferma|chiedere|controll\w{0,20})|\ba\s+chiunque|"
     r"\bzonder\s+(?:bevestiging|controle|te\s+vragen|verificatie)|\baan\s+iedereen\s+die|"
-    r"\bkrijgt\s+de\s+\w+code|"
+    r"\bkrijgt\s+de\s+\w{1,20}code|"
     r"\bbez\s+(?:potwierdzenia|pytania|weryfikacji|sprawdzania|zgody)|nie\s+pyta\s+o\s+zgod|"
     r"\bkażdemu,?\s+kto|"
     r"без\s+(?:проверки|подтверждения|вопросов|согласования|перевірки|підтвердження|"
     r"провере|потврде|проверка|потвърждение)|любому,?\s+кто|будь-кому|на\s+всеки,?\s+който|"
-    r"\bonaysız|\bdoğrulama\w*\s+olmadan|\bsormadan|"
+    r"\bonaysız|\bdoğrulama\w{0,20}\s+olmadan|\bsormadan|"
     r"\btanpa\s+(?:verifikasi|semakan|konfirmasi|persetujuan|bertanya|pemeriksaan)|"
     r"\b(?:siapa\s+pun|sesiapa)\s+yang|"
     r"không\s+cần\s+(?:xác\s+minh|xác\s+nhận|hỏi)|bất\s+kỳ\s+ai|"
@@ -102,11 +102,11 @@ _WIDEN = (
     r"\bbárkinek|(?:ellenőrzés|megerősítés)\s+nélkül|"
     r"\bikvienam|\bbez\s+(?:apstiprinājuma|pārbaudes|patvirtinimo|patikrinimo|potrditve|"
     r"preverjanja|potvrde|provjere|provere|ověření|potvrzení|overenia|potvrdenia)|"
-    r"\bbet\s+kam|\bvsakomur|\bsvakome|\bkomukoli\w*|\boricui|"
+    r"\bbet\s+kam|\bvsakomur|\bsvakome|\bkomukoli\w{0,20}|\boricui|"
     r"\bfără\s+(?:verificare|confirmare)|"
     r"\butan\s+(?:bekräftelse|bekreftelse|kontroll|att\s+fråga|å\s+spørre)|"
     r"\buden\s+(?:bekræftelse|at\s+spørge)|\b(?:till|åt)\s+vem\s+som\s+helst|"
-    r"\bfor\s+alle\s+\w+\s+som|\bsonder\s+(?:om\s+te\s+vra|bevestiging|kontrole)|"
+    r"\bfor\s+alle\s+\w{1,20}\s+som|\bsonder\s+(?:om\s+te\s+vra|bevestiging|kontrole)|"
     r"χωρίς\s+(?:επιβεβαίωση|έλεγχο)|σε\s+οποιονδήποτε|"
     r"(?:دون|بدون)\s+(?:تحقق|تأكيد|سؤال|إذن)|لأي\s+(?:زائر|شخص|أحد)|"
     r"بدون\s+(?:تأیید|بررسی|پرسیدن)|به\s+هر\s+کسی|"
@@ -140,7 +140,7 @@ _NOT_REQUIRED = (
 # A negation before "without …" keeps the check: "no refunds without verification".
 _NEGATION = re.compile(
     r"\b(?:no|not|never|nobody|nothing|none|nor|no\s+one|n't|nunca|jamás|jamais|nie|nigdy|"
-    r"nooit|geen|niet|kein\w*|nicht|niemals|mai|non|não|asla|jangan|tidak|bukan|đừng|"
+    r"nooit|geen|niet|kein\w{0,20}|nicht|niemals|mai|non|não|asla|jangan|tidak|bukan|đừng|"
     r"aldrei|ekki|soha|nem|nikdy|niciodată|inte|aldrig|ikke|aldri|μην|ποτέ|δεν)\b|"
     r"\bn['’]|не\b|никогда|нельзя|ні\b|ніколи|لا\s|لن\s|ليس|هرگز|לא\s|नहीं|कभी|না|"
     r"不得|禁止|绝不|从不|絶対|しない|않|못|ห้าม|ไม่",
@@ -153,7 +153,7 @@ _WITHOUT_LIKE = re.compile(
 )
 
 _ROLE = (
-    r"admin\w*|operator\w*|owner|manager|developer\w*|dev\s+team|legal|security\s+team|"
+    r"admin\w{0,20}|operator\w{0,20}|owner|manager|developer\w{0,20}|dev\s+team|legal|security\s+team|"
     r"trust\s+(?:and\s+safety\s+)?team|support\s+team|team\s+lead|boss|ceo|cto|"
     r"it\s+(?:department|team)|moderators?|platform"
 )
@@ -175,11 +175,11 @@ _RELAY = (
     r"\bhat\s+mich\s+gebeten,?\s+(?:dir|ihnen|euch)\b|\b(?:lässt|soll)\s+(?:dir\s+)?ausrichten|"
     r"\bmi\s+ha\s+chiesto\s+di\s+(?:dirti|riferirti|passarti|comunicarti)|"
     r"\bvroeg\s+(?:me|mij)\s+(?:om\s+)?(?:je|jou)\b|"
-    r"\bprosił\w*,?\s+(?:mnie,?\s+)?(?:żebym|abym)\s+ci\b|\bkazał\w*\s+(?:ci\s+)?przekazać|"
-    r"просил\w*\s+(?:меня\s+)?(?:передать|сказать)|велел\w*\s+передать|просив\w*\s+передати|"
+    r"\bprosił\w{0,20},?\s+(?:mnie,?\s+)?(?:żebym|abym)\s+ci\b|\bkazał\w{0,20}\s+(?:ci\s+)?przekazać|"
+    r"просил\w{0,20}\s+(?:меня\s+)?(?:передать|сказать)|велел\w{0,20}\s+передать|просив\w{0,20}\s+передати|"
     r"\b(?:iletmemi|söylememi)\s+(?:istedi|rica)|"
-    r"\bprosil\w*,?\s+da\s+ti\s+(?:sporočim|kažem|prenesem)|\bzamolio\w*,?\s+da\s+ti\b|"
-    r"\bpožádal\w*,?\s+(?:abych|ať)\s+ti\b|\bpožiadal\w*,?\s+aby\s+som\s+ti\b|"
+    r"\bprosil\w{0,20},?\s+da\s+ti\s+(?:sporočim|kažem|prenesem)|\bzamolio\w{0,20},?\s+da\s+ti\b|"
+    r"\bpožádal\w{0,20},?\s+(?:abych|ať)\s+ti\b|\bpožiadal\w{0,20},?\s+aby\s+som\s+ti\b|"
     r"\bm-a\s+rugat\s+să[- ]?ți\b|\bmegkért,?\s+hogy\s+(?:mondjam|adjam)|"
     r"\bpyysi\s+(?:minua\s+)?(?:kertomaan|välittämään)|\bpalus\s+(?:mul\s+)?(?:sulle\s+)?"
     r"(?:öelda|edasi)|\blūdza\s+(?:tev\s+)?(?:pateikt|nodot)|\bprašė\s+(?:tau\s+)?"
@@ -187,8 +187,8 @@ _RELAY = (
     r"framföra|sige|si|fortælle|fortelle|meddele)|\bbað\s+mig\s+að\s+(?:segja|koma)|"
     r"から(?:の)?伝言|伝えてほしい|伝えてくれと|让我(?:转告|告诉)你|托我(?:转告|告诉)|转告你|"
     r"전해\s*달래|전해\s*달라고|전달해\s*달라|"
-    r"طلب\S*\s+مني\s+(?:أن\s+)?(?:أخبرك|أبلغك|أنقل)|از\s+من\s+خواست\s+(?:که\s+)?به\s+(?:تو|شما)|"
-    r"ביקש\S*\s+ממני\s+(?:להעביר|לומר|להגיד)|बताने\s+को\s+कहा|বলে\s+দিতে\s+বল|"
+    r"طلب\S{0,20}\s+مني\s+(?:أن\s+)?(?:أخبرك|أبلغك|أنقل)|از\s+من\s+خواست\s+(?:که\s+)?به\s+(?:تو|شما)|"
+    r"ביקש\S{0,20}\s+ממני\s+(?:להעביר|לומר|להגיד)|बताने\s+को\s+कहा|বলে\s+দিতে\s+বল|"
     r"জানাতে\s+বল|\bminta\s+(?:saya\s+)?(?:untuk\s+)?(?:menyampaikan|sampaikan|memberitahu)|"
     r"\bnhờ\s+(?:tôi|mình|em)\s+(?:nhắn|chuyển\s+lời|nói\s+với)|\bameniomba\s+nikuambie|"
     r"μου\s+ζήτησε\s+να\s+σου|помоли\s+(?:ме\s+)?да\s+ти|ฝากบอก|მთხოვა\s+გადმოგცე|\bpinasabi\b"
@@ -206,9 +206,9 @@ _CONDITION = (
     r"\bako\s+(?:netko|neko|nekdo)\b|\b(?:pokud|když|ak)\s+(?:někdo|niekto)\b|"
     r"\bdacă\s+cineva\b|\b(?:om|hvis)\s+(?:någon|nogen|noen)\b|\bas\s+iemand\b|"
     r"\b(?:jika|kalau|apabila)\s+(?:seseorang|ada\s+orang|orang)\b|\bkama\s+mtu\b|"
-    r"\bkung\s+may\b|αν\s+κάποιος|ако\s+някой|ако\s+неко|если\s+(?:\w+\s+)?(?:кто-то|"
-    r"кто-нибудь|кто)\b|якщо\s+хтось|إذا\s+(?:\S+\s+)?(?:أحد|شخص)|اگر\s+کسی|אם\s+מישהו|"
-    r"(?:अगर|यदि)\s+कोई|কেউ\s+\S+(?:\s+\S+)?\s+বললে|யாராவது|如果有人|要是有人|有人[^。]{0,20}?就|"
+    r"\bkung\s+may\b|αν\s+κάποιος|ако\s+някой|ако\s+неко|если\s+(?:\w{1,20}\s+)?(?:кто-то|"
+    r"кто-нибудь|кто)\b|якщо\s+хтось|إذا\s+(?:\S{1,20}\s+)?(?:أحد|شخص)|اگر\s+کسی|אם\s+מישהו|"
+    r"(?:अगर|यदि)\s+कोई|কেউ\s+\S{1,20}(?:\s+\S{1,20})?\s+বললে|யாராவது|如果有人|要是有人|有人[^。]{0,20}?就|"
     r"ユーザーが[^。]{0,30}?(?:たら|れば)|誰かが[^。]{0,30}?(?:たら|れば)|"
     r"누(?:가|군가)\s+[^.]{0,30}?면|ถ้า(?:มี)?ใคร|หากใคร"
 )
@@ -237,7 +237,7 @@ _NOTE_RULE = (
 _EROSION = (
     r"\b(?:doesn['’]t|does\s+not|don['’]t|do\s+not)\s+(?:count|matter|apply)|"
     r"\bis\s+(?:fine|ok|okay|acceptable|harmless|community\s+service|just\s+a\s+game)\b|"
-    r"\b(?:usually|really|actually)\s+want\s+more\b|\bis\s+the\s+\w+\s+strategy\s+now|"
+    r"\b(?:usually|really|actually)\s+want\s+more\b|\bis\s+the\s+\w{1,20}\s+strategy\s+now|"
     r"\bloses\s+followers"
 )
 
@@ -256,7 +256,7 @@ def _permission_rules(name: str) -> re.Pattern[str]:
     (or its name) within a few words of a permission or a duty lifted."""
     agent = _AGENT + (rf"|\b{re.escape(name)}\b" if name else "")
     return re.compile(
-        rf"(?:{_POLICY})[^.!?;\n]{{0,60}}?(?:{_PERMITS})\s+(?:\S+\s+){{0,2}}?(?:{agent})|"
+        rf"(?:{_POLICY})[^.!?;\n]{{0,60}}?(?:{_PERMITS})\s+(?:\S{1,20}\s+){{0,2}}?(?:{agent})|"
         rf"(?:{agent})[^.!?;\n]{{0,40}}?(?:{_NOT_REQUIRED})",
         _I,
     )
@@ -277,13 +277,20 @@ def _stem(word: str) -> str:
     return word[:5]
 
 
+@lru_cache(maxsize=32)
+def _axiom_stems(axioms: tuple[str, ...]) -> tuple[frozenset[str], ...]:
+    return tuple(
+        frozenset(_stem(w) for w in _WORD.findall(a.casefold())) - _COMMON for a in axioms
+    )
+
+
+_COMMON = frozenset({"never", "alway", "when", "their", "them", "what", "whate"})
+
+
 def _shares_axiom(sentence: str, axioms: Sequence[str]) -> bool:
-    words = {_stem(w) for w in _WORD.findall(sentence.casefold())}
-    for axiom in axioms:
-        shared = words & {_stem(w) for w in _WORD.findall(axiom.casefold())}
-        if len(shared - {"never", "alway", "when", "their", "them", "what", "whate"}) >= 1:
-            return True
-    return False
+    """The sentence shares a content word (its first five letters) with an axiom."""
+    words = {_stem(w) for w in _WORD.findall(sentence)}
+    return any(words & stems for stems in _axiom_stems(tuple(axioms)))
 
 
 def grant_hits(text: str, axioms: Sequence[str] = (), name: str | None = None) -> Iterator[Hit]:
@@ -312,7 +319,7 @@ def grant_hits(text: str, axioms: Sequence[str] = (), name: str | None = None) -
     if m and note_rule.search(low):
         yield m.start(), m.end(), "a rule written as the agent's note to its future self"
     if axioms:
-        for m in erosion.finditer(low):
+        for _, m in zip(range(20), erosion.finditer(low), strict=False):  # bounded
             if _shares_axiom(_sentence(low, m.start(), m.end()), axioms):
                 yield m.start(), m.end(), "argues one of the agent's axioms away"
                 break

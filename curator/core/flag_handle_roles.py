@@ -26,8 +26,8 @@ _PERSON_VERB = re.compile(
     r"loved|hates|hated|found|finds|posted|posts|shared|shares|wrote|writes|credited|"
     r"mentioned|thinks|thought|agreed|replied|answered|laughed|joked|complained|"
     r"pidió|dijo|prefiere|quiere|hat\s+gesagt|sagte|möchte|mag|a\s+dit|préfère|veut|"
-    r"disse|prefere|quer|ha\s+detto|preferisce|vuole|zei|wil|powiedział\w*|woli|chce|"
-    r"сказал\w*|попросил\w*|хочет|предпочитает|dedi|istiyor|bilang|ingin|nói|muốn)\b"
+    r"disse|prefere|quer|ha\s+detto|preferisce|vuole|zei|wil|powiedział\w{0,20}|woli|chce|"
+    r"сказал\w{0,20}|попросил\w{0,20}|хочет|предпочитает|dedi|istiyor|bilang|ingin|nói|muốn)\b"
 )
 _JOINED = re.compile(r"(?:\band|&|\by|\bund|\bet|\be|\bи|\ben|\bi|\bva|\bdan)[^\S\n]+\Z")
 _DESTINATION = re.compile(
@@ -35,7 +35,7 @@ _DESTINATION = re.compile(
     r"an|à|al|para|на|канал)[^\S\n]+\Z)",
     re.IGNORECASE,
 )
-_PREVIOUS_HANDLE = re.compile(r"(?<![\w.@+-])@[A-Za-z_][A-Za-z0-9_.]{2,31}[^\S\n]+\S+[^\S\n]+\Z")
+_PREVIOUS_HANDLE = re.compile(r"(?<![\w.@+-])@[A-Za-z_][A-Za-z0-9_.]{2,31}[^\S\n]+\S{1,20}[^\S\n]+\Z")
 
 
 def names_a_person_inside(text: str, start: int, end: int, previous_is_person: bool) -> bool:
