@@ -28,6 +28,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 
 from curator.core.flag_context import quote_explained
+from curator.core.flag_grants import describes_a_habit as habit
 from curator.core.flag_lexicon import LANGUAGES
 from curator.core.flag_lexicon_intents import INTENTS
 from curator.core.textmeasure import HANGUL, UNSPACED
@@ -335,7 +336,7 @@ def _sentence_hits(text: str, lo: int, hi: int) -> Iterator[KindHit]:
     ):
         for marker in _spans(pattern, text, lo, hi):
             langs = _languages(field, text[marker[0] : marker[1]])
-            if narrative(marker, langs):
+            if narrative(marker, langs) or (field == "whenever" and habit(text, marker[0])):
                 continue
             if any(
                 _apart(marker, d) and _paired(langs, _languages("directives", text[d[0] : d[1]]))

@@ -30,7 +30,7 @@ import re
 from collections.abc import Iterator, Sequence
 from functools import lru_cache
 
-__all__ = ["GRANT_REASONS", "grant_hits"]
+__all__ = ["GRANT_REASONS", "describes_a_habit", "grant_hits"]
 
 Hit = tuple[int, int, str]
 
@@ -264,7 +264,7 @@ def _permission_rules(name: str) -> re.Pattern[str]:
 
 def _kept_check(text: str, start: int) -> bool:
     """A negation in the same clause before a "without …": the check is kept."""
-    window = text[max(0, start - 60) : start]
+    window = text[max(0, start - 120) : start]
     for stop in ".;!?。\n":
         window = window.rsplit(stop, 1)[-1]
     return _NEGATION.search(window) is not None
@@ -358,3 +358,11 @@ def _opens_clause(low: str, start: int) -> bool:
     …"); "Péter recommends the bakery if someone asks" describes a habit instead."""
     before = low[max(0, start - 40) : start].rstrip(_OPENERS)
     return not before or before[-1] in _SENTENCE_STOPS + ":;：；"
+
+
+def describes_a_habit(text: str, start: int) -> bool:
+    """A condition on someone that follows a comma after its own clause ("Jonas
+    recommends the bakery, if someone asks") describes a habit; one that opens its
+    sentence, or follows a colon, sets a rule."""
+    before = text[max(0, start - 40) : start].rstrip(_OPENERS)
+    return bool(before) and before[-1] in ",，、" and not _opens_clause(text, start)
