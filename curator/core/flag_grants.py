@@ -137,6 +137,24 @@ _NOT_REQUIRED = (
     r"不需要|无需|必要はない|しなくてよい|할\s*필요\s*없|ไม่ต้อง|"
     r"(?:आवश्यकता|ज़रूरत|जरूरत)\s+नहीं|লাগবে\s+না|hahitaji"
 )
+# Words addressed to AI assistants as a group, inside quoted content: "For AI assistants:",
+# «AI asistentiem:», "Za AI pomočnike:", "KI-Assistenten:", «Αυτόματοι βοηθοί:».
+_TO_AI = (
+    r"(?<!\w)(?:ai|ki|ia|mi|ии|ші|اے\s+آئی)[\s-]{0,2}(?:assistant|agent|bot|model|asistent|"
+    r"pomočnik|pomoćnik|asszisztens|ассистент|помощник|assistente|assistent|modell|"
+    r"معاون|ასისტენტ|助手|アシスタント|어시스턴트)\w{0,10}(?:\s+\S{1,8}){0,2}\s*[:：]|"
+    r"(?<!\w)(?:assistants?|agents?|asistentes|assistentes|assistenti)\s+(?:ia|ai|de\s+ia)\s*[:：]|"
+    r"αυτόματοι\s+βοηθοί\s*[:：]"
+)
+# Instructions declared void in the languages with few texts in the other families.
+_VOID_SMALL = (
+    r"(?:norādījum|noteikum|sääntö|säännö|ohje|szabály|utasítás|navodil|pravil|reglur|"
+    r"fyrirmæl|reegl|juhis|წეს|ინსტრუქცი)\w{0,12}[^.!?\n]{0,80}?"
+    r"(?:vairs\s+nav\s+spēkā|enää\s+noudat|ei\s+enää\s+(?:päde|ole\s+voimassa)|arkistoitu|"
+    r"már\s+nem\s+(?:érvényes|kell)|nem\s+érvényes|ne\s+veljajo\s+več|niso\s+več\s+veljavn|"
+    r"ekki\s+lengur|ei\s+kehti\s+enam|ei\s+ole\s+enam|აღარ)|"
+    r"ni\s+več\s+dolžan|nav\s+vairs\s+jā|ei\s+enää\s+tarvitse|már\s+nem\s+köteles"
+)
 # A negation before "without …" keeps the check: "no refunds without verification".
 _NEGATION = re.compile(
     r"\b(?:no|not|never|nobody|nothing|none|nor|no\s+one|n't|nunca|jamás|jamais|nie|nigdy|"
@@ -250,13 +268,18 @@ def _compiled() -> tuple[re.Pattern[str], ...]:
     )
 
 
+@lru_cache(maxsize=1)
+def _to_ai() -> re.Pattern[str]:
+    return re.compile(rf"{_TO_AI}|{_VOID_SMALL}", _I)
+
+
 @lru_cache(maxsize=32)
 def _permission_rules(name: str) -> re.Pattern[str]:
-    """"The policy allows Wren to …", "the assistant is not required to …": the agent
+    """ "The policy allows Wren to …", "the assistant is not required to …": the agent
     (or its name) within a few words of a permission or a duty lifted."""
     agent = _AGENT + (rf"|\b{re.escape(name)}\b" if name else "")
     return re.compile(
-        rf"(?:{_POLICY})[^.!?;\n]{{0,60}}?(?:{_PERMITS})\s+(?:\S{1,20}\s+){{0,2}}?(?:{agent})|"
+        rf"(?:{_POLICY})[^.!?;\n]{{0,60}}?(?:{_PERMITS})\s+(?:\S{1, 20}\s+){{0,2}}?(?:{agent})|"
         rf"(?:{agent})[^.!?;\n]{{0,40}}?(?:{_NOT_REQUIRED})",
         _I,
     )
@@ -279,9 +302,7 @@ def _stem(word: str) -> str:
 
 @lru_cache(maxsize=32)
 def _axiom_stems(axioms: tuple[str, ...]) -> tuple[frozenset[str], ...]:
-    return tuple(
-        frozenset(_stem(w) for w in _WORD.findall(a.casefold())) - _COMMON for a in axioms
-    )
+    return tuple(frozenset(_stem(w) for w in _WORD.findall(a.casefold())) - _COMMON for a in axioms)
 
 
 _COMMON = frozenset({"never", "alway", "when", "their", "them", "what", "whate"})
@@ -309,6 +330,9 @@ def grant_hits(text: str, axioms: Sequence[str] = (), name: str | None = None) -
     m = _permission_rules((name or "").casefold()).search(low)
     if m and not _narrow(low, m):
         yield m.start(), m.end(), _WIDENS
+    m = _to_ai().search(low)
+    if m:
+        yield m.start(), m.end(), "words addressed to AI assistants (orders hidden in content)"
     m = relay.search(low)
     if m:
         yield m.start(), m.end(), _RELAYED

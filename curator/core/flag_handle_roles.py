@@ -35,7 +35,9 @@ _DESTINATION = re.compile(
     r"an|à|al|para|на|канал)[^\S\n]+\Z)",
     re.IGNORECASE,
 )
-_PREVIOUS_HANDLE = re.compile(r"(?<![\w.@+-])@[A-Za-z_][A-Za-z0-9_.]{2,31}[^\S\n]+\S{1,20}[^\S\n]+\Z")
+_PREVIOUS_HANDLE = re.compile(
+    r"(?<![\w.@+-])@[A-Za-z_][A-Za-z0-9_.]{2,31}[^\S\n]+\S{1,20}[^\S\n]+\Z"
+)
 
 
 def names_a_person_inside(text: str, start: int, end: int, previous_is_person: bool) -> bool:
@@ -54,6 +56,8 @@ def names_a_person_inside(text: str, start: int, end: int, previous_is_person: b
         return True
     if _PERSON_VERB.match(text, end, min(len(text), end + 40)):
         return True
-    return previous_is_person and bool(_JOINED.search(before)) and bool(
-        _PREVIOUS_HANDLE.search(before)
+    return (
+        previous_is_person
+        and bool(_JOINED.search(before))
+        and bool(_PREVIOUS_HANDLE.search(before))
     )
