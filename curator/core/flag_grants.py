@@ -260,17 +260,55 @@ _EROSION = (
 )
 
 
+def _branches(pattern: str) -> list[str]:
+    """The top-level alternatives of ``pattern`` (outside groups and character classes)."""
+    out: list[str] = []
+    depth, start, i, in_class = 0, 0, 0, False
+    while i < len(pattern):
+        c = pattern[i]
+        if c == "\\":
+            i += 2
+            continue
+        if in_class:
+            in_class = c != "]"
+        elif c == "[":
+            in_class = True
+        elif c in "()":
+            depth += 1 if c == "(" else -1
+        elif c == "|" and depth == 0:
+            out.append(pattern[start:i])
+            start = i + 1
+        i += 1
+    out.append(pattern[start:])
+    return out
+
+
+def _fast(pattern: str) -> str:
+    """The same pattern with each ``\\bx…`` alternative written ``x(?<!\\w.)…``.
+
+    An alternation whose every branch opens with a letter lets the engine skip, at each
+    position, the branches that cannot start there; a leading ``\\b`` hides that letter
+    and makes every branch be tried everywhere (three times slower on these families).
+    The look-behind after the letter is the same word boundary."""
+    out = []
+    for branch in _branches(pattern):
+        m = re.match(r"\\b([^\W\d_])", branch)
+        out.append(m.group(1) + r"(?<!\w.)" + branch[3:] if m else branch)
+    return "|".join(out)
+
+
 @lru_cache(maxsize=4)
 def _compiled() -> tuple[re.Pattern[str], ...]:
+    # the text is casefolded first: IGNORECASE would only slow every alternation down
     return tuple(
-        re.compile(p, _I)
+        re.compile(_fast(p))
         for p in (_AGENT, _POLICY, _WIDEN, _RELAY, _CONDITION, _NOTE_HEAD, _NOTE_RULE, _EROSION)
     )
 
 
 @lru_cache(maxsize=1)
 def _to_ai() -> re.Pattern[str]:
-    return re.compile(rf"{_TO_AI}|{_VOID_SMALL}", _I)
+    return re.compile(rf"{_TO_AI}|{_VOID_SMALL}")
 
 
 @lru_cache(maxsize=32)
@@ -281,7 +319,6 @@ def _permission_rules(name: str) -> re.Pattern[str]:
     return re.compile(
         rf"(?:{_POLICY})[^.!?;\n]{{0,60}}?(?:{_PERMITS})\s+(?:\S{1, 20}\s+){{0,2}}?(?:{agent})|"
         rf"(?:{agent})[^.!?;\n]{{0,40}}?(?:{_NOT_REQUIRED})",
-        _I,
     )
 
 
@@ -317,19 +354,19 @@ def _shares_axiom(sentence: str, axioms: Sequence[str]) -> bool:
 def grant_hits(text: str, axioms: Sequence[str] = (), name: str | None = None) -> Iterator[Hit]:
     """``(start, end, reason)`` for each family that reads ``text`` (casefolded inside)."""
     agent, policy, widen, relay, condition, note_head, note_rule, erosion = _compiled()
-    low = text.casefold()
-    if len(low) != len(text):  # a casefold that changes lengths would shift the spans
-        low = text.lower() if len(text.lower()) == len(text) else text
-    widened = next(
-        (m for m in widen.finditer(low) if not _widen_kept(low, m) and not _narrow(low, m)), None
-    )
-    if widened is not None:
-        named = name is not None and name.casefold() in low
-        if named or agent.search(low) or policy.search(low):
+    low = _folded(text)
+    named = name is not None and name != "" and name.casefold() in low
+    # a grant needs the agent, its name or a claimed rule: most texts have none of them
+    if named or agent.search(low) or policy.search(low):
+        widened = next(
+            (m for m in widen.finditer(low) if not _widen_kept(low, m) and not _narrow(low, m)),
+            None,
+        )
+        if widened is not None:
             yield widened.start(), widened.end(), _WIDENS
-    m = _permission_rules((name or "").casefold()).search(low)
-    if m and not _narrow(low, m):
-        yield m.start(), m.end(), _WIDENS
+        m = _permission_rules((name or "").casefold()).search(low)
+        if m and not _narrow(low, m):
+            yield m.start(), m.end(), _WIDENS
     m = _to_ai().search(low)
     if m:
         yield m.start(), m.end(), "words addressed to AI assistants (orders hidden in content)"
@@ -347,6 +384,15 @@ def grant_hits(text: str, axioms: Sequence[str] = (), name: str | None = None) -
             if _shares_axiom(_sentence(low, m.start(), m.end()), axioms):
                 yield m.start(), m.end(), "argues one of the agent's axioms away"
                 break
+
+
+def _folded(text: str) -> str:
+    """The text casefolded character by character, so that spans keep their places
+    ("ß" stays one character; "İ" too)."""
+    low = text.casefold()
+    if len(low) == len(text):
+        return low
+    return "".join(c.casefold() if len(c.casefold()) == 1 else c.lower()[:1] for c in text)
 
 
 def _widen_kept(low: str, m: re.Match[str]) -> bool:
