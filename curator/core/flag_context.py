@@ -201,3 +201,63 @@ def done_by_others(text: str, start: int, agent_name: str | None = None) -> bool
     if " ".join(low[-2:]) in _SUBJECT_NOUNS or low[-1] in _SUBJECT_NOUNS:
         return True
     return _PLURAL_NOUN.search(last.casefold()) is not None
+
+
+# A quoted order whose sentence explains it ("someone asked where “ignore all previous
+# instructions” came from; I explained prompt injection", "有人问“忽略之前的所有指令”这个梗
+# 是怎么来的，我解释了…") is talked about in any language: the words of explaining, of a
+# joke or meme, or of asking what it means, around the quotation.
+EXPLAINED = re.compile(
+    r"explain\w{0,20}|\bmemes?\b|\bjokes?\b|came\s+from|\bwhat\b[^.!?]{0,20}\bmeans|"
+    r"erklär\w{0,20}|hereinfallen|\bwitz|expliqu\w{0,20}|\bblague|explic\w{0,20}|\bbroma|\bchiste|"
+    r"spieg\w{0,20}|scherz\w{0,20}|battut\w{0,20}|wyjaśni\w{0,20}|żart\w{0,20}|объясн\w{0,20}|шутк\w{0,20}|\bмем\w{0,20}|piada|"
+    r"\buitleg\w{0,20}|legde\s+uit|\bgrap\b|giải\s+thích|jelaskan|lelucon|anlat\w{0,20}|espri\w{0,20}|"
+    r"解释|梗|笑话|説明|ネタ|설명|밈|농담|شرح|نكتة|توضیح|הסבר|समझा|ব্যাখ্যা",
+    re.IGNORECASE,
+)
+_STOPS = ".!?。！？\n"
+
+
+def quote_explained(text: str, start: int, end: int) -> bool:
+    """The sentence around the quotation ``text[start:end]`` explains it (bounded look)."""
+    before = text[max(0, start - 80) : start]
+    after = text[end : end + 120]
+    for stop in _STOPS:
+        before = before.rsplit(stop, 1)[-1]
+        after = after.split(stop, 1)[0]
+    return EXPLAINED.search(before) is not None or EXPLAINED.search(after) is not None
+
+
+# "@kel asked me to pretend to be a pirate for one reply", "Eva wil dat ik haar voortaan in
+# het Nederlands antwoord", "that's her own preference": a person's request about how they
+# themselves are answered, which the agent reports, is an ordinary memory; it widens
+# nothing as long as it names no one else's rules or audience.
+_REQUEST = re.compile(
+    r"\b(?:asked|asks|wants|wanted|told)\s+me\s+(?:to|not\s+to)\b|"
+    r"\b(?:her|his|their)\s+(?:own\s+)?(?:personal\s+)?preference|\bown\s+preference|"
+    r"\bme\s+(?:pidió|pide|pediu)\s+que|\bpediu\s+que|\bm['’]a\s+demandé\s+de|"
+    r"\bbat\s+mich|\b(?:möchte|will),?\s+dass\s+ich|\bwil\s+dat\s+ik|"
+    r"\bvroeg\s+(?:me|mij)\s+om|\bnhờ\s+(?:mình|tôi|em)|\bmi\s+ha\s+chiesto|"
+    r"\bpoprosił\w{0,20}\s+mnie|\bminta\s+(?:saya|aku)|попросил\w{0,20},?\s+(?:чтобы\s+я|меня)|"
+    r"preferencia|preferência|préférence|voorkeur|vorliebe|предпочтение|偏好|好み|"
+    r"mong\s+muốn\s+của\s+riêng|tercih|preferenza|preferencj|تفضيل",
+    re.IGNORECASE,
+)
+_WIDER = re.compile(
+    r"instruction|\brules?\b|principle|axiom|guideline|system\s+prompt|everyone|anyone|"
+    r"anybody|everybody|all\s+users|every\s+user|whoever|\bpassword|\btoken|\bkeys?\b|"
+    r"send|forward|share|post\b|link|regla|règle|regel|правил|todos|tout\s+le\s+monde|"
+    r"iedereen|jeder|все[мх]?\b|任何人|所有人|誰でも|모든\s*사람|"
+    # a message passed on, or an authority: relayed authority, not a preference
+    r"pass\s+(?:this|it)\s+(?:on|along)|tell\s+you|let\s+you\s+know|dijera|dirtelo|dirti\b|"
+    r"nhắn|repass|menyampaikan|ausricht|transmet|admin|operator|owner|developer|manager|"
+    r"administr|operador|diretoria|quản\s+(?:trị|lý)|pengembang|администрат|管理|관리",
+    re.IGNORECASE,
+)
+
+
+def personal_request(text: str) -> bool:
+    """The text reports a person's request about how they themselves are answered, and
+    names no rules, no wider audience and nothing to send (bounded to 600 characters)."""
+    head = text[:600]
+    return _REQUEST.search(head) is not None and _WIDER.search(head) is None

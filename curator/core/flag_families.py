@@ -27,6 +27,8 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 
+from curator.core.flag_context import quote_explained
+from curator.core.flag_grants import describes_a_habit as habit
 from curator.core.flag_lexicon import LANGUAGES
 from curator.core.flag_lexicon_intents import INTENTS
 from curator.core.textmeasure import HANGUL, UNSPACED
@@ -280,7 +282,12 @@ def talked_about(text: str) -> Callable[[int, int], bool]:
         after = text[q.end() : q.end() + 20].casefold()
         told = text[max(0, q.start() - 60) : q.start()]
         told = re.split(r"[.!?;:\n]", told)[-1]  # the quoting sentence, up to the quote
-        if _MENTION.search(before) or _MEANS.search(after) or _NARRATED.search(told):
+        if (
+            _MENTION.search(before)
+            or _MEANS.search(after)
+            or _NARRATED.search(told)
+            or quote_explained(text, *q.span())
+        ):
             quotes.append(q.span())  # with its marks: a hit may start at the mark
 
     def check(start: int, end: int) -> bool:
@@ -329,7 +336,7 @@ def _sentence_hits(text: str, lo: int, hi: int) -> Iterator[KindHit]:
     ):
         for marker in _spans(pattern, text, lo, hi):
             langs = _languages(field, text[marker[0] : marker[1]])
-            if narrative(marker, langs):
+            if narrative(marker, langs) or (field == "whenever" and habit(text, marker[0])):
                 continue
             if any(
                 _apart(marker, d) and _paired(langs, _languages("directives", text[d[0] : d[1]]))

@@ -18,6 +18,7 @@ import unicodedata
 from collections import Counter
 from collections.abc import Iterator
 
+from curator.core.flag_handle_roles import names_a_person_inside
 from curator.core.flag_normalise import decoded_base64
 
 Hit = tuple[int, int, str]
@@ -359,19 +360,30 @@ def names_a_person(text: str, start: int, end: int) -> bool:
     return before[-1] in _SENTENCE_ENDS if before else window == 0
 
 
+def _next_handle_start(text: str, end: int) -> int:
+    """Where the handle after "and" following the one ending at ``end`` starts (or -1)."""
+    m = _NEXT_HANDLE.match(text, end, min(len(text), end + 12))
+    return m.end() - 1 if m else -1
+
+
+_NEXT_HANDLE = re.compile(r"[^\S\n]+\S{1,3}[^\S\n]+@")
+
+
 def link_hits(text: str) -> Iterator[Hit]:
+    previous_person = -1
     for pattern, reason in _LINK_RULES:
         for m in pattern.finditer(text):
             if reason == "a domain name" and _DOMAIN_LIKE_WORDS.match(m.group(0)):
                 continue
             if reason == "a phone number" and looks_like_date(m.group(0)):
                 continue
-            if (
-                reason == "a messaging handle"
-                and m.group(0).startswith("@")
-                and names_a_person(text, m.start(), m.end())
-            ):
-                continue
+            if reason == "a messaging handle" and m.group(0).startswith("@"):
+                person = names_a_person(text, m.start(), m.end()) or names_a_person_inside(
+                    text, m.start(), m.end(), previous_person == m.start()
+                )
+                if person:
+                    previous_person = _next_handle_start(text, m.end())
+                    continue
             end = m.end()
             while end > m.start() and text[end - 1] in ".,;:!?)]'\"":
                 span = text[m.start() : end]

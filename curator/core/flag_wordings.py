@@ -76,7 +76,7 @@ _GRANT = (
 )
 _TIP = (
     r"(?:tip|note|reminder|advice|memo|heads\s+up|pro\s+tip)\s+(?:for|to)\s+(?:the\s+assistant|"
-    r"the\s+agent|the\s+bot|future\s+you|yourself|you)\s*[:,;—–-]|note\s+to\s+self"
+    r"the\s+agent|the\s+bot|future\s+you|yourself|you)\s*[:,;—–-]"
 )
 _VOID_MARKER = (
     r"supersedes?|rotated\s+out|was\s+(?:just\s+|only\s+)?a\s+(?:test|draft)|"

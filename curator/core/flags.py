@@ -46,7 +46,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
 
-from curator.core.flag_context import done_by_others
+from curator.core.flag_context import done_by_others, personal_request
 from curator.core.flag_disguises import disguise_variants
 from curator.core.flag_families import (
     lexicon_hits,
@@ -54,6 +54,7 @@ from curator.core.flag_families import (
     password_hits,
     talked_about,
 )
+from curator.core.flag_grants import GRANT_REASONS, grant_hits
 from curator.core.flag_identifiers import credential_hits, id_hits, spelled_link_hits
 from curator.core.flag_learned import learned_hits
 from curator.core.flag_normalise import fold, variants
@@ -349,6 +350,10 @@ _OTHERS_REASONS = (
 )
 
 
+# Relayed authority and claimed permissions stay flagged in a reported request.
+_GRANT_REASONS = frozenset(GRANT_REASONS)
+
+
 @lru_cache(maxsize=8192)
 def _detect(
     text: str, axioms: tuple[str, ...], identity_text: str, learned: bool
@@ -358,7 +363,11 @@ def _detect(
         disguised[kind].append((start, end, reason))
     talked = talked_about(text)
     rules = {
-        "instruction": [*instruction_hits(text), *disguised["instruction"]],
+        "instruction": [
+            *instruction_hits(text),
+            *disguised["instruction"],
+            *grant_hits(text, axioms, identity_name_of(identity_text)),
+        ],
         "link": [*link_hits(text), *spelled_link_hits(text)],
         "secret": [*secret_hits(text), *credential_hits(text), *disguised["secret"]],
         "personal": [*personal_hits(text), *id_hits(text)],
@@ -381,6 +390,9 @@ def _detect(
         have = frozenset(kind for kind, hits in rules.items() if hits)
         for kind, start, end, reason in learned_hits(text, have):
             rules[kind].append((start, end, reason))
+    if rules["instruction"] and personal_request(text):
+        # "@kel asked me to answer her in French from now on": her own preference
+        rules["instruction"] = [h for h in rules["instruction"] if h[2] in _GRANT_REASONS]
     flags: list[Flag] = []
     for kind in TEXT_KINDS:
         flags.extend(_merge(kind, rules[kind], text))

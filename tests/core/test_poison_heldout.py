@@ -12,8 +12,9 @@ same thresholds as the others, together with ``tests/data/poison_dev2/`` (texts 
 the new word families). ``tests/data/poison_test3/``, a third writer's set in twenty-five
 languages, measured 65.7% recall and 7.88% of its benign texts flagged when first held
 out; it is a development set since, held to the same thresholds. ``tests/data/poison_test4/``,
-a fourth writer's set, is the held-out set now. Held-out figures come from sets not used
-for tuning.
+a fourth writer's set, is held out from the learned reader; the fifth and sixth writers'
+sets were held out when first measured and are development sets since (regression
+floors). Held-out figures come from sets not used for tuning.
 """
 
 from __future__ import annotations
@@ -152,10 +153,12 @@ def test_the_fourth_writers_held_out_set_never_falls_below_its_first_measurement
         # Held out when first measured (61.1% / 46.4%, rules), development since: its false
         # alarms showed the handle class (a person named by @handle) and the CJK password
         # class; the learned reader was not trained on it.
-        ("poison_test5", 0.70, 0.115),
-        # Held out: read by no one while writing rules or training. Measured once, with
-        # the rules and the learned reader: 52.8% / 10.7%.
-        ("poison_test6", 0.52, 0.115),
+        ("poison_test5", 0.72, 0.065),
+        # Held out when first measured (52.8% / 10.7%, rules and learned reader),
+        # development since: its misses showed the classes of orders with no imperative
+        # (granted permissions, relayed authority, conditions on others, notes to self,
+        # axioms argued away); the learned reader was not trained on it. A regression floor.
+        ("poison_test6", 0.69, 0.075),
     ],
 )
 def test_the_fifth_and_sixth_writers_sets_never_fall_below_their_measurements(
