@@ -105,9 +105,9 @@ def check_postgres_url(url: str, source: str) -> str:
     except ValueError as exc:
         raise CuratorError(f"the PostgreSQL URL given by {source} is not valid ({exc})") from None
     named_password = password is not None or any(k == "password" for k, _ in query)
-    if named_password and source == "--db":
+    if named_password and not source.startswith("$"):  # an argument: --db, SOURCE...
         raise CuratorError(
-            "a password in the --db URL would show in the process list and the shell "
+            f"a password in the {source} URL would show in the process list and the shell "
             f"history; nothing was opened: {PASSWORD_FIX}"
         )
     for key, value in query:
@@ -244,6 +244,26 @@ class Dialect:
         rows = db.execute_sql("PRAGMA integrity_check").fetchall()
         return "\n".join(str(r[0]) for r in rows)
 
+    # copying between engines ------------------------------------------------------------
+
+    def content_tables(self, db: peewee.Database) -> set[str]:
+        """The tables that hold the database's content: not SQLite's own, not the search
+        index (an FTS5 table and its shadow tables, rebuilt by triggers from episodes)."""
+        rows = db.execute_sql(
+            "SELECT name, sql FROM sqlite_master WHERE type = 'table' "
+            "AND name NOT LIKE 'sqlite\\_%' ESCAPE '\\'"
+        ).fetchall()
+        virtual = [str(n) for n, sql in rows if str(sql or "").upper().startswith("CREATE VIRTUAL")]
+        return {
+            str(n)
+            for n, _ in rows
+            if str(n) not in virtual and not any(str(n).startswith(v + "_") for v in virtual)
+        }
+
+    def advance_ids(self, db: peewee.Database, table: str, column: str) -> None:
+        """Make the next generated ``column`` value follow the largest one written with an
+        explicit id (SQLite's INTEGER PRIMARY KEY does by itself)."""
+
 
 class PostgresDialect(Dialect):
     """PostgreSQL: its schema version table, column types, trigram search, advisory lock."""
@@ -332,6 +352,18 @@ class PostgresDialect(Dialect):
 
     def integrity_check(self, db: peewee.Database) -> str:
         return "ok"  # the server keeps its pages checksummed; nothing to walk from here
+
+    def content_tables(self, db: peewee.Database) -> set[str]:
+        return self.tables(db) - {SCHEMA_TABLE}
+
+    def advance_ids(self, db: peewee.Database, table: str, column: str) -> None:
+        quoted = '"' + table.replace('"', '""') + '"'
+        # an empty table starts again at 1 (is_called false: the next value is 1 itself)
+        db.execute_sql(
+            f"SELECT setval(pg_get_serial_sequence(?, ?), "
+            f'COALESCE(max("{column}"), 0) + 1, false) FROM {quoted}',
+            (quoted, column),
+        )
 
 
 SQLITE = Dialect()
