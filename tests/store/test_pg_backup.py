@@ -122,7 +122,7 @@ def test_backups_belong_to_their_database(
     before = digests(stores[1])
     for s in stores:
         s.close()
-    code, out, err = cli(capsys, "--db", other, "--json", "restore", str(mine[0]))
+    code, _, err = cli(capsys, "--db", other, "--json", "restore", str(mine[0]))
     assert code == 2 and "another database" in err and err.count("\n") == 1
     store = Store(other)
     assert digests(store) == before
