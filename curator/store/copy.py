@@ -89,8 +89,8 @@ class CopiedTable:
 
 
 def _spec(model: type[BaseModel]) -> CopiedTable:
-    meta = model._meta  # type: ignore[attr-defined]  # peewee's, untyped
-    pk = meta.primary_key
+    meta = model._meta
+    pk: Any = meta.primary_key
     if isinstance(pk, CompositeKey):
         key = tuple(meta.fields[name].column_name for name in pk.field_names)
     else:
@@ -110,7 +110,7 @@ def copied_tables() -> tuple[CopiedTable, ...]:
     inserted parents first and deleted children first)."""
     order = graphlib.TopologicalSorter[type[BaseModel]]()
     for model in ALL_MODELS:
-        meta = model._meta  # type: ignore[attr-defined]
+        meta = model._meta
         parents = {
             f.rel_model
             for f in meta.sorted_fields
@@ -355,7 +355,7 @@ def open_apart(location: str | os.PathLike[str], **options: Any) -> Store:
     Opening a store binds the models to it; a command working on two databases at once
     (the copy, a backup through a copy) keeps them bound to the one it opened first.
     """
-    bound = ALL_MODELS[0]._meta.database  # type: ignore[attr-defined]
+    bound = ALL_MODELS[0]._meta.database
     store = Store(location, **options)
     if bound is not None:
         bound.bind(ALL_MODELS, bind_refs=False, bind_backrefs=False)
