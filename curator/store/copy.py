@@ -134,9 +134,9 @@ def _normal(value: Any) -> Any:
 
 
 def _pages(
-    store: Store, table: CopiedTable, columns: tuple[str, ...]
+    store: Store, table: CopiedTable, columns: tuple[str, ...], page_rows: int = PAGE_ROWS
 ) -> Iterator[list[tuple[Any, ...]]]:
-    """The table's rows in key order, :data:`PAGE_ROWS` at a time (keyset paging: each
+    """The table's rows in key order, ``page_rows`` at a time (keyset paging: each
     page starts after the last key read, so no page rereads the table from the start)."""
     select = ", ".join(_q(c) for c in columns)
     order = ", ".join(_q(c) for c in table.key)
@@ -154,14 +154,14 @@ def _pages(
             params = list(after)
         where, more = table.where(extra)
         rows = store.execute(
-            f"SELECT {select} FROM {_q(table.name)}{where} ORDER BY {order} LIMIT {PAGE_ROWS}",
+            f"SELECT {select} FROM {_q(table.name)}{where} ORDER BY {order} LIMIT {int(page_rows)}",
             tuple(params + more),
         )
         if not rows:
             return
         page = [tuple(_normal(v) for v in row) for row in rows]
         yield page
-        if len(rows) < PAGE_ROWS:
+        if len(rows) < page_rows:
             return
         after = tuple(page[-1][i] for i in positions)
 
@@ -172,12 +172,14 @@ def _hash_rows(digest: Any, rows: list[tuple[Any, ...]]) -> None:
         digest.update(b"\n")
 
 
-def table_digest(store: Store, table: CopiedTable, columns: tuple[str, ...]) -> tuple[int, str]:
+def table_digest(
+    store: Store, table: CopiedTable, columns: tuple[str, ...], page_rows: int = PAGE_ROWS
+) -> tuple[int, str]:
     """``(rows, sha256)`` of a table: its rows read in key order, values normalised
     (:func:`_normal`) and written out with ``repr``, the same on both engines."""
     digest = hashlib.sha256(repr(columns).encode("utf-8"))
     count = 0
-    for page in _pages(store, table, columns):
+    for page in _pages(store, table, columns, page_rows):
         count += len(page)
         _hash_rows(digest, page)
     return count, digest.hexdigest()
@@ -251,10 +253,13 @@ def copy_database(
     *,
     force: bool = False,
     progress: ProgressFn | None = None,
+    page_rows: int = PAGE_ROWS,
 ) -> CopyReport:
     """Copy every row of ``source`` into ``dest`` (see the module docstring).
 
-    Raises ConflictError for a destination that holds rows without ``force``, CopyError
+    ``page_rows`` rows are read and written per statement (small in tests, so that the
+    paging itself is exercised). Raises ConflictError for a destination that holds rows
+    without ``force``, CopyError
     when the copy fails or does not verify; the destination is then as it was.
     """
     if dest.read_only:
@@ -281,13 +286,13 @@ def copy_database(
                     where, params = table.where()
                     dest.db.execute_sql(f"DELETE FROM {_q(table.name)}{where}", tuple(params))
             for table in tables:
-                report.tables[table.name] = _copy_table(source, dest, table, progress)
+                report.tables[table.name] = _copy_table(source, dest, table, progress, page_rows)
             for table in tables:
                 if table.generated_id is not None:
                     dest.dialect.advance_ids(dest.db, table.name, table.generated_id)
             for table in tables:
                 columns = source.dialect.columns(source.db, table.name)
-                copied = table_digest(dest, table, columns)
+                copied = table_digest(dest, table, columns, page_rows)
                 if copied != report.tables[table.name]:
                     raise CopyError(
                         f"the copy of {table.name} does not match its source "
@@ -307,7 +312,11 @@ def copy_database(
 
 
 def _copy_table(
-    source: Store, dest: Store, table: CopiedTable, progress: ProgressFn | None
+    source: Store,
+    dest: Store,
+    table: CopiedTable,
+    progress: ProgressFn | None,
+    page_rows: int,
 ) -> tuple[int, str]:
     """Copy one table page by page; its ``(rows, sha256)`` as read from the source."""
     columns = source.dialect.columns(source.db, table.name)
@@ -328,7 +337,7 @@ def _copy_table(
     later: list[tuple[Any, ...]] = []  # (self-reference values..., key...)
     digest = hashlib.sha256(repr(columns).encode("utf-8"))
     done = 0
-    for page in _pages(source, table, columns):
+    for page in _pages(source, table, columns, page_rows):
         _hash_rows(digest, page)
         rows = page
         if deferred:
