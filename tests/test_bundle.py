@@ -115,6 +115,17 @@ def test_every_verb_is_in_the_bundle(built: Built, env: dict[str, str]) -> None:
         assert "usage: curator " + name in done.stdout, name
 
 
+def test_the_bundle_opens_a_postgresql_database(
+    built: Built, env: dict[str, str], pg_url: str, tmp_path: Path
+) -> None:
+    """psycopg (and its compiled libpq) is imported by name only for a postgresql://
+    database, which the freezer's import scan cannot see: the frozen program must still
+    open one, and copy it into a file."""
+    done = ok(run(built, env, "--db", pg_url, "stats", "--json"))
+    assert json.loads(done.stdout)["episodes"]["total"] == 0
+    ok(run(built, env, "copy", pg_url, str(tmp_path / "copy.sqlite")))
+
+
 def test_demo_classify_stats_with_the_bundled_model(
     built: Built, env: dict[str, str], tmp_path: Path
 ) -> None:

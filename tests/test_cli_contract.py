@@ -52,6 +52,7 @@ MINIMAL_ARGS: dict[str, list[str]] = {
     "mcp": ["--read-only"],
     "watch": ["--once", "log.jsonl"],
     "restore": [],
+    "copy": ["copy.sqlite"],
 }
 """A well-formed call of every command that needs a database (the file it names exists)."""
 

@@ -218,6 +218,7 @@ VERBS: dict[str, Verb] = {
     ),
     "backup": Verb("backup_cmd", "back up the database now (checked with quick_check)"),
     "compact": Verb("backup_cmd", "give the space of deleted rows back to the disk (VACUUM)"),
+    "copy": Verb("copy_cmd", "copy the whole database between SQLite and PostgreSQL (verified)"),
     "mcp": Verb("mcp_cmd", "serve knowledge and episode recording to an agent over MCP"),
 }
 """Every verb, in the order ``curator --help`` lists them (one line per verb).

@@ -8,7 +8,8 @@ The same stepped, checked copy the window takes every N minutes of use and on cl
 size (the ``backup_max_total_mb`` setting: the oldest go first). The database
 is opened like every other command opens it, so a damaged or foreign file is refused
 with the same one-line error and left untouched, and a read-only one is backed up from
-a read-only connection.
+a read-only connection. A PostgreSQL database is backed up by
+:mod:`curator.store.pg_backup` (``pg_dump``, or a logical export into a SQLite file).
 """
 
 from __future__ import annotations
@@ -28,7 +29,9 @@ def register(subparsers: Any, common: argparse.ArgumentParser) -> None:
         "backup",
         parents=[common],
         description="Copy the database with SQLite's online backup API, check the copy "
-        "with quick_check and keep it in <db dir>/backups (or --dir). Prints the path, "
+        "with quick_check and keep it in <db dir>/backups (or --dir); a PostgreSQL "
+        "database with pg_dump (custom format) when it is installed, else as a checked "
+        "SQLite export, into the user data folder's backups (or --dir). Prints the path, "
         "size and seconds taken. Old backups are thinned by age: the --keep newest, one "
         "per day for a week, one per week for a month, and the oldest go while all of "
         "them together exceed the backup_max_total_mb setting (the newest always stays).",
@@ -52,8 +55,15 @@ def register(subparsers: Any, common: argparse.ArgumentParser) -> None:
 
 def cmd_backup(ctx: CommandContext) -> int:
     folder = user_path(ctx.args.dir, "--dir") if ctx.args.dir else None
-    ctx.db_file("backup")
     store = ctx.store  # refuses a damaged or foreign file before anything is written
+    if not store.dialect.is_file:
+        from curator.store.pg_backup import take_pg_backup
+
+        result = take_pg_backup(
+            store, folder, keep=ctx.args.keep, max_total_bytes=max_total_bytes_of(store)
+        )
+        ctx.emit(result.to_json(), result.describe())
+        return 0
     result = take_backup(
         store.path,
         read_only=store.read_only,

@@ -65,6 +65,7 @@ DATABASE_USE: dict[str, str] = {
     "backup": OPENS,
     "compact": OPENS,
     "mcp": OPENS,
+    "copy": OPENS,
 }
 """Every command (``"gold import"``: a command and its action) and what it may do with a
 missing database; a test checks that every command of the parser is here. The commands
@@ -202,6 +203,7 @@ class CommandContext:
         self.debug = os.environ.get("CURATOR_DEBUG", "") not in ("", "0")
         self.emitted = False  # a result document is on stdout: a failure adds none
         self._store: Store | None = None
+        self.extra_stores: list[Store] = []  # more databases a command opened (copy)
         self._created: list[Path] = []  # the database file and folders this run made
 
     @property
@@ -336,6 +338,9 @@ class CommandContext:
         self._created = []
 
     def close(self) -> None:
+        for store in self.extra_stores:
+            store.close()
+        self.extra_stores = []
         if self._store is not None:
             self._store.close()
             self._store = None

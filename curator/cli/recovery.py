@@ -2,7 +2,8 @@
 
 It never opens the database through the store (which refuses a damaged file); it only
 reads the backups and the file with read-only checks, then swaps files as described in
-:func:`curator.store.backup.restore_backup`.
+:func:`curator.store.backup.restore_backup`. A PostgreSQL database is opened as every
+command opens it and restored by :func:`curator.store.pg_backup.restore_pg_backup`.
 """
 
 from __future__ import annotations
@@ -24,7 +25,9 @@ def register(subparsers: Any, common: argparse.ArgumentParser) -> None:
         parents=[common],
         description="Check BACKUP (default: the newest backup that passes quick_check), "
         "set the current database file aside (renamed, never deleted) and put a copy of "
-        "the backup in its place, all or nothing. Close the window first.",
+        "the backup in its place, all or nothing. Close the window first. A PostgreSQL "
+        "database is first backed up, then replaced by the backup in one transaction "
+        "(pg_restore for a .pgdump, a copy for a .sqlite export).",
     )
     p.add_argument("backup", nargs="?", metavar="BACKUP", help="backup file to restore")
     p.set_defaults(handler=cmd_restore)
@@ -32,6 +35,15 @@ def register(subparsers: Any, common: argparse.ArgumentParser) -> None:
 
 def cmd_restore(ctx: CommandContext) -> int:
     chosen = user_path(ctx.args.backup, "BACKUP") if ctx.args.backup else None
+    if isinstance(ctx.db_path, str):  # a PostgreSQL database: restored through its server
+        from curator.store.pg_backup import restore_pg_backup
+
+        done = restore_pg_backup(ctx.store, chosen)
+        ctx.emit(
+            {"database": done.database, "backup": str(done.backup), "safety": str(done.safety)},
+            done.message,
+        )
+        return 0
     path = ctx.db_file("restore")
     if not ctx.create and not os.path.exists(path) and not path.parent.is_dir():
         # Putting a lost database back is what restore is for, but into a folder that

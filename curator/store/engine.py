@@ -105,9 +105,9 @@ def check_postgres_url(url: str, source: str) -> str:
     except ValueError as exc:
         raise CuratorError(f"the PostgreSQL URL given by {source} is not valid ({exc})") from None
     named_password = password is not None or any(k == "password" for k, _ in query)
-    if named_password and source == "--db":
+    if named_password and not source.startswith("$"):  # an argument: --db, SOURCE...
         raise CuratorError(
-            "a password in the --db URL would show in the process list and the shell "
+            f"a password in the {source} URL would show in the process list and the shell "
             f"history; nothing was opened: {PASSWORD_FIX}"
         )
     for key, value in query:
@@ -244,6 +244,26 @@ class Dialect:
         rows = db.execute_sql("PRAGMA integrity_check").fetchall()
         return "\n".join(str(r[0]) for r in rows)
 
+    # copying between engines ------------------------------------------------------------
+
+    def content_tables(self, db: peewee.Database) -> set[str]:
+        """The tables that hold the database's content: not SQLite's own, not the search
+        index (an FTS5 table and its shadow tables, rebuilt by triggers from episodes)."""
+        rows = db.execute_sql(
+            "SELECT name, sql FROM sqlite_master WHERE type = 'table' "
+            "AND name NOT LIKE 'sqlite\\_%' ESCAPE '\\'"
+        ).fetchall()
+        virtual = [str(n) for n, sql in rows if str(sql or "").upper().startswith("CREATE VIRTUAL")]
+        return {
+            str(n)
+            for n, _ in rows
+            if str(n) not in virtual and not any(str(n).startswith(v + "_") for v in virtual)
+        }
+
+    def advance_ids(self, db: peewee.Database, table: str, column: str) -> None:
+        """Make the next generated ``column`` value follow the largest one written with an
+        explicit id (SQLite's INTEGER PRIMARY KEY does by itself)."""
+
 
 class PostgresDialect(Dialect):
     """PostgreSQL: its schema version table, column types, trigram search, advisory lock."""
@@ -333,6 +353,18 @@ class PostgresDialect(Dialect):
     def integrity_check(self, db: peewee.Database) -> str:
         return "ok"  # the server keeps its pages checksummed; nothing to walk from here
 
+    def content_tables(self, db: peewee.Database) -> set[str]:
+        return self.tables(db) - {SCHEMA_TABLE}
+
+    def advance_ids(self, db: peewee.Database, table: str, column: str) -> None:
+        quoted = '"' + table.replace('"', '""') + '"'
+        # an empty table starts again at 1 (is_called false: the next value is 1 itself)
+        db.execute_sql(
+            f"SELECT setval(pg_get_serial_sequence(?, ?), "
+            f'COALESCE(max("{column}"), 0) + 1, false) FROM {quoted}',
+            (quoted, column),
+        )
+
 
 SQLITE = Dialect()
 POSTGRES = PostgresDialect()
@@ -409,6 +441,25 @@ class _QmarkCursor:
         return getattr(self._cursor, name)
 
 
+class ConnectionLost(peewee.OperationalError):
+    """The server or the network ended the connection under a statement that could not
+    be sent again (a write, or anything inside a transaction): one sentence, no retry."""
+
+
+_REPEATABLE = re.compile(r"\s*(SELECT|SHOW|BEGIN|SET)\b", re.IGNORECASE)
+"""Statements sent again after a lost idle connection: they change nothing stored."""
+
+
+def _lost_message(exc: BaseException, idle: bool) -> str:
+    reason = (str(exc).strip().splitlines() or ["closed"])[0]
+    done = (
+        "the statement may not have run; try again"
+        if idle
+        else "the transaction it was part of was not applied"
+    )
+    return f"the connection to the PostgreSQL server was lost ({reason}): {done}"
+
+
 @functools.cache
 def _postgres_class() -> type[peewee.PostgresqlDatabase]:
     """peewee's PostgreSQL database on psycopg 3, imported now (see pg_driver)."""
@@ -471,8 +522,41 @@ def _postgres_class() -> type[peewee.PostgresqlDatabase]:
                     state.reset()
             return _QmarkCursor(super().cursor())
 
+        def _lost(self) -> bool:
+            """Whether this thread's connection was ended by the server or the network."""
+            conn = None if self.is_closed() else self._state.conn  # type: ignore[attr-defined]
+            return conn is not None and bool(conn.closed or conn.broken)
+
+        def _idle(self) -> bool:
+            """Whether no transaction is open on the server (nothing would be lost)."""
+            if self.is_closed():
+                return True
+            conn = self._state.conn  # type: ignore[attr-defined]
+            return bool(conn.info.transaction_status == TransactionStatus.IDLE)
+
+        def execute_sql(self, sql: str, params: Any = None) -> Any:
+            # The first statement after the server ended an idle connection (a restart,
+            # pg_terminate_backend, a network cut) is what finds out. Outside a
+            # transaction a read is sent again on a new connection (cursor() makes one);
+            # a write may have run before the cut, and inside a transaction the work
+            # before it is gone: those fail with one sentence that says so.
+            idle = self._idle()
+            try:
+                return super().execute_sql(sql, params)
+            except peewee.OperationalError as exc:
+                if not self._lost():
+                    raise
+                if idle and _REPEATABLE.match(sql) and self.transaction_depth() == 0:
+                    return super().execute_sql(sql, params)
+                raise ConnectionLost(_lost_message(exc, idle)) from exc
+
         def begin(self, isolation_level: Any = None) -> None:
-            super().begin(isolation_level)
+            try:
+                super().begin(isolation_level)
+            except peewee.OperationalError:
+                if not self._lost():
+                    raise
+                super().begin(isolation_level)  # nothing had begun: on a new connection
             if isolation_level is None:
                 try:
                     self.execute_sql("SELECT pg_advisory_xact_lock(?)", (WRITE_LOCK_KEY,))

@@ -209,7 +209,7 @@ def test_import_stats_export_and_search_through_the_command_line(
         store.close()
 
 
-@pytest.mark.parametrize("verb", ["backup", "restore", "compact"])
+@pytest.mark.parametrize("verb", ["compact"])
 def test_file_commands_point_to_pg_dump(
     pg_url: str, verb: str, capsys: pytest.CaptureFixture[str]
 ) -> None:

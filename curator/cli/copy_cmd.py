@@ -1,0 +1,129 @@
+"""``curator copy [SOURCE] DEST``: copy a whole database, SQLite and PostgreSQL either way.
+
+The work is :func:`curator.store.copy.copy_database` (one transaction of the destination,
+verified by counts and content hashes); this module resolves the two locations, opens
+them, prints progress on stderr and the summary. SOURCE defaults to the database every
+command uses (``--db``, ``$CURATOR_DB``, the default) and must exist; DEST is created
+when it is a SQLite file that does not exist yet (and removed again when the copy
+fails), and must be an existing database on a PostgreSQL server (its schema is set up).
+A URL given here may not hold a password, as for ``--db``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import os
+from pathlib import Path
+from typing import Any
+
+from curator.cli.common import CommandContext
+from curator.core.userpath import user_path
+from curator.errors import CuratorError
+
+
+def register(subparsers: Any, common: argparse.ArgumentParser) -> None:
+    """Add the ``copy`` subcommand."""
+    p = subparsers.add_parser(
+        "copy",
+        parents=[common],
+        description="Copy every table of SOURCE (default: the database of --db, "
+        "$CURATOR_DB or the default) into DEST: a SQLite file or a "
+        "postgresql://USER@HOST:PORT/NAME URL, either way round. Ids are kept; each table "
+        "is checked afterwards by its row count and a content hash. All or nothing: a "
+        "failure leaves DEST as it was. A DEST that holds rows is refused unless --force, "
+        "which replaces its content in the same transaction.",
+    )
+    p.add_argument("source", nargs="?", metavar="SOURCE", help="database to copy from")
+    p.add_argument("dest", metavar="DEST", help="database to copy into")
+    p.add_argument(
+        "--force", action="store_true", help="replace the rows DEST holds (empties it first)"
+    )
+    p.set_defaults(handler=cmd_copy)
+
+
+def _location(raw: str, what: str) -> Path | str:
+    """An operand as a SQLite path or a canonical PostgreSQL URL (usage errors: one line)."""
+    from curator.store.engine import check_postgres_url, is_postgres_url
+
+    if not raw:
+        raise CuratorError(f"{what} is empty: give a database file's path or a URL")
+    if "\x00" in raw:
+        raise CuratorError(f"{what} contains a NUL character")
+    if is_postgres_url(raw):
+        return check_postgres_url(raw, what)
+    return user_path(raw, what)
+
+
+def _same(a: Path | str, b: Path | str) -> bool:
+    if isinstance(a, str) or isinstance(b, str):
+        return a == b
+    with contextlib.suppress(OSError):
+        return os.path.samefile(a, b)
+    return a.resolve() == b.resolve()
+
+
+def cmd_copy(ctx: CommandContext) -> int:
+    from curator.store.copy import copy_database, open_apart
+    from curator.store.db import busy_timeout_from_env, missing_database_message
+
+    args = ctx.args
+    if args.source is not None and getattr(args, "db", None):
+        raise CuratorError("give the database to copy as SOURCE or as --db, not both")
+    dest = _location(args.dest, "DEST")
+    if args.source is None:
+        source_location = ctx.db_path
+        source = ctx.store  # refuses a missing, damaged or foreign database
+    else:
+        source_location = _location(args.source, "SOURCE")
+        shown = source_location if isinstance(source_location, Path) else None
+        source = open_apart(
+            source_location,
+            busy_timeout_s=busy_timeout_from_env(),
+            create=False,
+            missing_message=missing_database_message(shown or source_location, "SOURCE"),
+        )
+        ctx.extra_stores.append(source)
+    if _same(source_location, dest):
+        raise CuratorError(f"SOURCE and DEST are the same database ({source.location})")
+    created = []
+    if isinstance(dest, Path):
+        created = [p for p in (dest, *dest.parents) if not os.path.lexists(p)]
+    try:
+        target = open_apart(dest, busy_timeout_s=busy_timeout_from_env(), create=True)
+    except CuratorError:
+        _discard(created)
+        raise
+    ctx.extra_stores.append(target)
+    last: dict[str, int] = {}
+
+    def progress(table: str, done: int, total: int) -> None:
+        # a line per table started and per 10% of a big one: a log, not a bar
+        step = max(total // 10, 10_000)
+        if done == 0 or done == total or done - last.get(table, 0) >= step:
+            last[table] = done
+            ctx.info(f"copy: {table} {done:,}/{total:,}")
+
+    try:
+        report = copy_database(source, target, force=args.force, progress=progress)
+    except BaseException:
+        if created:
+            target.close()
+            _discard(created)
+        raise
+    ctx.emit(report.to_json(), report.describe())
+    return 0
+
+
+def _discard(created: list[Path]) -> None:
+    """Remove the SQLite file (and the folders) this copy made for a destination it then
+    could not fill: a failed copy leaves nothing behind."""
+    if not created:
+        return
+    database, *folders = created
+    for suffix in ("", "-wal", "-shm", "-journal"):
+        with contextlib.suppress(OSError):
+            database.with_name(database.name + suffix).unlink(missing_ok=True)
+    for folder in folders:
+        with contextlib.suppress(OSError):
+            folder.rmdir()

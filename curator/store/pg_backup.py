@@ -1,0 +1,349 @@
+"""Backups of a PostgreSQL database, and restoring one: ``pg_dump`` or a logical export.
+
+A SQLite database is backed up by copying its file (:mod:`curator.store.backup`); a
+PostgreSQL database has no file, so:
+
+- **With ``pg_dump``** on the PATH, a backup is ``pg_dump --format=custom`` (one
+  consistent snapshot of the server, blocking no writer), checked by reading its table of
+  contents back (``pg_restore --list``) before it counts; named ``….pgdump``. Restoring
+  it is ``pg_restore --clean --if-exists --single-transaction`` into the same database:
+  the schema and rows of the backup replace the current ones in one transaction, so a
+  failure changes nothing.
+- **Without it**, a backup is a *logical export*: the whole database copied into a new
+  SQLite file with :func:`curator.store.copy.copy_database` (verified table by table),
+  then checked as any SQLite backup; named ``….sqlite``. It is an ordinary curator
+  database: it opens with ``curator --db FILE`` and ``curator copy`` moves it anywhere.
+  Restoring it is that copy back, replacing every row of the database in one
+  transaction (``copy --force``).
+
+Before a restore replaces anything, a backup of the current state is taken (a restore
+never loses anything, as on SQLite, where the file is set aside). A password of a
+``$CURATOR_DB`` URL reaches the tools through ``PGPASSWORD``, never their command line.
+
+**Whose backup.** A database's backups are named after the database and the identity
+stored in it (``setting`` key ``database_id``, created by its first backup, as on SQLite):
+``pg-NAME-ID-<UTC time>.pgdump``. Retention counts and deletes only the backups with this
+database's identity; a restore of another database's backup is refused. The default
+folder is ``backups`` beside the default SQLite database (the user data folder).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import re
+import shutil
+import subprocess
+import time
+import uuid
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+from urllib.parse import unquote, urlsplit, urlunsplit
+
+from curator.errors import CuratorError
+from curator.store.backup import BackupResult, _timestamp
+from curator.store.backup_identity import DATABASE_ID_KEY
+from curator.store.backup_listing import BACKUP_DIR_NAME, backup_problem
+from curator.store.backup_schedule import RECENT, STAMP_FORMAT, backups_to_keep
+from curator.store.copy import copy_database, open_apart
+from curator.store.db import Store, default_db_path
+from curator.store.models import utcnow
+
+DUMP_SUFFIX = ".pgdump"
+EXPORT_SUFFIX = ".sqlite"
+TOOL_TIMEOUT_S = 3600
+_NAME = re.compile(r"pg-(?P<db>[A-Za-z0-9_.-]*)-(?P<id>[0-9a-f]{12})-(?P<stamp>\d{8}T\d{12}Z)")
+
+
+@dataclass(frozen=True)
+class PgRestoreReport:
+    """A restore that happened: from which backup, and the safety backup taken first."""
+
+    database: str
+    backup: Path
+    safety: Path
+
+    @property
+    def message(self) -> str:
+        return (
+            f"restored {self.database} from {self.backup}; its previous state was backed up "
+            f"as {self.safety}"
+        )
+
+
+def default_pg_backup_dir() -> Path:
+    return default_db_path().parent / BACKUP_DIR_NAME
+
+
+def database_id(store: Store) -> str:
+    """The database's identity, created now (one row) if it has none."""
+    with store.write():
+        rows = store.execute('SELECT "value" FROM "setting" WHERE "key" = ?', (DATABASE_ID_KEY,))
+        if rows:
+            with contextlib.suppress(TypeError, ValueError):
+                value = json.loads(rows[0][0])
+                if isinstance(value, str) and value:
+                    return value
+            store.db.execute_sql('DELETE FROM "setting" WHERE "key" = ?', (DATABASE_ID_KEY,))
+        value = uuid.uuid4().hex
+        store.db.execute_sql(
+            'INSERT INTO "setting" ("key", "value") VALUES (?, ?)',
+            (DATABASE_ID_KEY, json.dumps(value)),
+        )
+        return value
+
+
+def _safe(text: str) -> str:
+    return re.sub(r"[^A-Za-z0-9_.-]", "_", text)[:40]
+
+
+def _prefix(store: Store, own_id: str) -> str:
+    name = urlsplit(store.location).path.strip("/") or "db"
+    return f"pg-{_safe(name)}-{own_id[:12]}-"
+
+
+def backups_of(own_id: str, folder: Path) -> list[Path]:
+    """This database's backups in ``folder`` (by the identity in their names), oldest first."""
+    if not folder.is_dir():
+        return []
+    found = []
+    for path in folder.iterdir():
+        match = _NAME.fullmatch(path.stem)
+        if (
+            match is not None
+            and match["id"] == own_id[:12]
+            and path.suffix in (DUMP_SUFFIX, EXPORT_SUFFIX)
+            and path.is_file()
+        ):
+            found.append(path)
+    return sorted(found, key=lambda p: (_stamp(p), p.name))
+
+
+def _stamp(path: Path) -> datetime:
+    match = _NAME.fullmatch(path.stem)
+    assert match is not None
+    return datetime.strptime(match["stamp"], STAMP_FORMAT).replace(tzinfo=UTC)
+
+
+def _tool_env(url: str) -> tuple[str, dict[str, str]]:
+    """The URL for a tool's command line without its password, and the environment that
+    carries the password instead (``ps`` shows command lines, not environments)."""
+    parts = urlsplit(url)
+    env = dict(os.environ)
+    if parts.password is None:
+        return url, env
+    env["PGPASSWORD"] = unquote(parts.password)
+    user, _, host = parts.netloc.rpartition("@")
+    netloc = f"{user.partition(':')[0]}@{host}"
+    return urlunsplit(parts._replace(netloc=netloc)), env
+
+
+def _run_tool(command: list[str], env: dict[str, str], what: str, outcome: str = "") -> None:
+    """Run a server tool; a failure is one line: ``what`` failed, its first line, ``outcome``."""
+    try:
+        done = subprocess.run(
+            command,
+            env=env,
+            stdin=subprocess.DEVNULL,
+            capture_output=True,
+            text=True,
+            timeout=TOOL_TIMEOUT_S,
+            check=False,
+        )
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        raise CuratorError(f"{what} failed: {exc}{outcome}") from exc
+    if done.returncode != 0:
+        lines = (done.stderr or done.stdout).strip().splitlines() or [f"exit {done.returncode}"]
+        raise CuratorError(f"{what} failed: {lines[0]}{outcome}")
+
+
+def take_pg_backup(
+    store: Store,
+    dest_dir: Path | None = None,
+    *,
+    keep: int = RECENT,
+    max_total_bytes: int | None = None,
+) -> BackupResult:
+    """Back up the PostgreSQL database of ``store`` (see the module docstring)."""
+    if keep < 1:
+        raise CuratorError(f"--keep must be at least 1 (got {keep})")
+    started = time.perf_counter()
+    folder = dest_dir or default_pg_backup_dir()
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise CuratorError(f"cannot create the backup folder {folder}: {exc}") from exc
+    own_id = database_id(store)
+    pg_dump = shutil.which("pg_dump")
+    suffix = DUMP_SUFFIX if pg_dump else EXPORT_SUFFIX
+    name = _prefix(store, own_id) + _timestamp()
+    final = folder / (name + suffix)
+    partial = folder / (name + ".partial")
+    try:
+        if pg_dump:
+            url, env = _tool_env(str(store.db.database))
+            what = f"pg_dump of {store.location}"
+            wait = f"--lock-wait-timeout={int(store.busy_timeout_s * 1000)}"
+            _run_tool([pg_dump, "--format=custom", wait, f"--file={partial}", url], env, what)
+            pg_restore = shutil.which("pg_restore") or "pg_restore"
+            _run_tool([pg_restore, "--list", str(partial)], env, f"the check of {final.name}")
+        else:
+            export = open_apart(partial, busy_timeout_s=store.busy_timeout_s)
+            try:
+                copy_database(store, export)
+                with export.write():  # the export carries the identity of its database
+                    export.db.execute_sql(
+                        'INSERT INTO "setting" ("key", "value") VALUES (?, ?)',
+                        (DATABASE_ID_KEY, json.dumps(own_id)),
+                    )
+                export.db.execute_sql("PRAGMA journal_mode=DELETE")
+            finally:
+                export.close()
+            for side in ("-wal", "-shm"):
+                partial.with_name(partial.name + side).unlink(missing_ok=True)
+            problem = backup_problem(partial)
+            if problem is not None:
+                raise CuratorError(f"the export of {store.location} is not sound: {problem}")
+        partial.replace(final)
+    finally:
+        for path in (partial, *(partial.with_name(partial.name + s) for s in ("-wal", "-shm"))):
+            path.unlink(missing_ok=True)
+    prune_pg_backups(own_id, folder, recent=keep, max_total_bytes=max_total_bytes)
+    return BackupResult(final, final.stat().st_size, time.perf_counter() - started)
+
+
+def prune_pg_backups(
+    own_id: str, folder: Path, *, recent: int = RECENT, max_total_bytes: int | None = None
+) -> list[Path]:
+    """The age rule and the size bound of SQLite's backups, on this database's own."""
+    own = backups_of(own_id, folder)
+    keep = backups_to_keep([_stamp(p) for p in own], utcnow(), recent=recent)
+    deleted = [p for p in own if _stamp(p) not in keep]
+    kept = [p for p in own if _stamp(p) in keep]
+    if max_total_bytes is not None:
+        total = sum(p.stat().st_size for p in kept)
+        for path in kept[:-1]:
+            if total <= max_total_bytes:
+                break
+            total -= path.stat().st_size
+            deleted.append(path)
+    for path in deleted:
+        path.unlink(missing_ok=True)
+    return deleted
+
+
+def restore_pg_backup(
+    store: Store, backup: Path | None = None, backup_dir: Path | None = None
+) -> PgRestoreReport:
+    """Put ``backup`` (default: this database's newest) in place of the database's
+    content, after a safety backup taken into the backup's folder; a backup of another
+    database is refused."""
+    folder = backup_dir or (backup.parent if backup is not None else default_pg_backup_dir())
+    own_id = database_id(store)
+    if backup is None:
+        own = backups_of(own_id, folder)
+        if not own:
+            raise CuratorError(
+                f"no backup of {store.location} was found in {folder}; nothing changed"
+            )
+        backup = own[-1]
+    match = _NAME.fullmatch(backup.stem)
+    if not backup.is_file() or backup.suffix not in (DUMP_SUFFIX, EXPORT_SUFFIX) or not match:
+        raise CuratorError(
+            f"{backup} is not a backup of a PostgreSQL database (pg-NAME-ID-TIME.pgdump or "
+            ".sqlite); nothing changed"
+        )
+    if match["id"] != own_id[:12]:
+        raise CuratorError(
+            f"refused: {backup} is a backup of another database (id {match['id']}), not of "
+            f"{store.location} (id {own_id[:12]}); nothing changed"
+        )
+    if backup.suffix == DUMP_SUFFIX:
+        pg_restore = shutil.which("pg_restore")
+        if pg_restore is None:
+            raise CuratorError(
+                f"{backup} needs pg_restore, which is not installed; nothing changed"
+            )
+        url, env = _tool_env(str(store.db.database))
+        unchanged = "; nothing changed"
+        _run_tool([pg_restore, "--list", str(backup)], env, f"the check of {backup}", unchanged)
+        safety = take_pg_backup(store, folder, keep=10_000).path
+        store.close()  # its connection would hold the tables pg_restore replaces
+        command = [
+            pg_restore,
+            "--clean",
+            "--if-exists",
+            "--single-transaction",
+            "--no-owner",
+            "--exit-on-error",
+            f"--dbname={url}",
+            str(backup),
+        ]
+        _restore_watched(command, env, store, backup, safety)
+    else:
+        problem = backup_problem(backup)
+        if problem is not None:
+            raise CuratorError(f"the backup cannot be restored: {problem}; nothing changed")
+        safety = take_pg_backup(store, folder, keep=10_000).path
+        export = open_apart(backup, read_only=True, create=False)
+        try:
+            copy_database(export, store, force=True)
+        finally:
+            export.close()
+    return PgRestoreReport(store.location, backup, safety)
+
+
+def _restore_watched(
+    command: list[str], env: dict[str, str], store: Store, backup: Path, safety: Path
+) -> None:
+    """Run pg_restore, cancelling it when it waits for a lock longer than the busy timeout.
+
+    A dump sets ``lock_timeout = 0`` first thing, so pg_restore would wait for ever on a
+    table another session reads (a window left open); its statements are watched from
+    ``store``'s own connection instead, and a cancelled restore rolls back as a whole.
+    """
+    tag = f"curator-restore-{uuid.uuid4().hex[:12]}"
+    env = {**env, "PGAPPNAME": tag}
+    unchanged = f"; nothing changed (its previous state is also in {safety})"
+    try:
+        proc = subprocess.Popen(
+            command,
+            env=env,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+    except OSError as exc:
+        raise CuratorError(f"pg_restore of {backup} failed: {exc}{unchanged}") from exc
+    waiting_since: float | None = None
+    cancelled = False
+    while True:
+        try:
+            _, err = proc.communicate(timeout=0.2)
+            break
+        except subprocess.TimeoutExpired:
+            pass
+        rows = store.execute(
+            "SELECT pid FROM pg_stat_activity WHERE application_name = ? "
+            "AND wait_event_type = 'Lock'",
+            (tag,),
+        )
+        if not rows:
+            waiting_since = None
+            continue
+        waiting_since = waiting_since or time.monotonic()
+        if not cancelled and time.monotonic() - waiting_since > store.busy_timeout_s:
+            store.execute("SELECT pg_cancel_backend(?)", (int(rows[0][0]),))
+            cancelled = True
+    if cancelled:
+        raise CuratorError(
+            f"busy: another session holds tables of {store.location} that the restore must "
+            f"replace (waited {store.busy_timeout_s:g} s); close the window or the other "
+            f"program and try again{unchanged}"
+        )
+    if proc.returncode != 0:
+        lines = (err or "").strip().splitlines() or [f"exit {proc.returncode}"]
+        raise CuratorError(f"pg_restore of {backup} failed: {lines[0]}{unchanged}")

@@ -1,0 +1,144 @@
+"""The first call after the server dropped a connection: sent again, or one sentence.
+
+The connections are ended for real: by ``pg_terminate_backend`` from an administrator's
+connection, and by restarting the session's server.
+"""
+
+from __future__ import annotations
+
+import subprocess
+
+import pytest
+from hypothesis import HealthCheck, example, given, settings
+from hypothesis import strategies as st
+from pg_server import PostgresServer
+
+from curator.store.db import Store
+from curator.store.engine import ConnectionLost
+
+
+def cut(server: PostgresServer, store: Store) -> None:
+    pid = int(store.execute("SELECT pg_backend_pid()")[0][0])
+    server.admin(f"SELECT pg_terminate_backend({pid})")
+
+
+def restart(server: PostgresServer) -> None:
+    """Restart the server (its options are kept in postmaster.opts). Its output goes to
+    the null device: a pipe it inherited would hold this call until the session ends."""
+    command = [*server.as_user, str(server.bin_dir / "pg_ctl"), "-D", str(server.folder / "data")]
+    subprocess.run(
+        [*command, "restart", "-m", "fast", "-w"],
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        timeout=120,
+        check=True,
+    )
+
+
+def insert(store: Store, text: str) -> None:
+    store.db.execute_sql("INSERT INTO setting (key, value) VALUES (?, ?)", (text, '"x"'))
+
+
+def keys(store: Store) -> list[str]:
+    rows = store.execute("SELECT key FROM setting WHERE key LIKE 'k%' ORDER BY key")
+    return [str(r[0]) for r in rows]
+
+
+def test_reads_and_transactions_after_a_drop_connect_again(
+    pg_server: PostgresServer, pg_url: str
+) -> None:
+    store = Store(pg_url)
+    try:
+        cut(pg_server, store)
+        assert store.execute("SELECT count(*) FROM episode") == [(0,)]
+        cut(pg_server, store)
+        with store.read():
+            assert store.execute("SELECT count(*) FROM setting")
+        cut(pg_server, store)
+        with store.write():  # nothing had begun: BEGIN is sent again on a new connection
+            insert(store, "k1")
+        assert keys(store) == ["k1"]
+    finally:
+        store.close()
+
+
+def test_a_drop_inside_a_transaction_is_one_sentence_and_applies_nothing(
+    pg_server: PostgresServer, pg_url: str
+) -> None:
+    store = Store(pg_url)
+    try:
+        with pytest.raises(ConnectionLost) as lost, store.write():
+            insert(store, "k1")
+            cut(pg_server, store)
+            insert(store, "k2")
+        message = str(lost.value)
+        assert "\n" not in message and "was not applied" in message
+        assert keys(store) == []  # and the next call works
+    finally:
+        store.close()
+
+
+def test_a_write_outside_a_transaction_is_not_sent_twice(
+    pg_server: PostgresServer, pg_url: str
+) -> None:
+    """A write may have run before the cut: it is not repeated, the caller is told."""
+    store = Store(pg_url)
+    try:
+        cut(pg_server, store)
+        with pytest.raises(ConnectionLost, match="may not have run"):
+            insert(store, "k1")
+        insert(store, "k2")
+        assert keys(store) == ["k2"]
+    finally:
+        store.close()
+
+
+def test_a_server_restart_is_survived(pg_server: PostgresServer, pg_url: str) -> None:
+    store = Store(pg_url)
+    try:
+        with store.write():
+            insert(store, "k1")
+        restart(pg_server)
+        assert keys(store) == ["k1"]
+        with store.write():
+            insert(store, "k2")
+        assert keys(store) == ["k1", "k2"]
+    finally:
+        store.close()
+
+
+@settings(
+    max_examples=10, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(
+    steps=st.lists(
+        st.tuples(st.sampled_from(["read", "write", "snapshot"]), st.booleans()), max_size=8
+    )
+)
+@example(steps=[("write", True), ("write", True), ("read", True)])
+def test_property_every_call_after_a_drop_succeeds_or_says_so_once(
+    pg_server: PostgresServer, pg_url: str, steps: list[tuple[str, bool]]
+) -> None:
+    """Whatever runs after a drop: reads and whole transactions succeed, and what a call
+    reports as written is exactly what the database holds."""
+    store = Store(pg_url)
+    try:
+        with store.write():
+            store.db.execute_sql("DELETE FROM setting WHERE key LIKE 'k%'")
+        written: list[str] = []
+        for number, (kind, drop) in enumerate(steps):
+            if drop:
+                cut(pg_server, store)
+            if kind == "read":
+                assert keys(store) == sorted(written)
+            elif kind == "snapshot":
+                with store.read():
+                    assert keys(store) == sorted(written)
+            else:
+                with store.write():
+                    insert(store, f"k{number:02d}")
+                written.append(f"k{number:02d}")
+        assert keys(store) == sorted(written)
+    finally:
+        store.close()
