@@ -343,6 +343,7 @@ def main(argv: list[str] | None = None) -> int:
     for label, name in (
         ("fifth writer's set, development since its first measurement", "poison_test5"),
         ("sixth writer's set, development since its first measurement", "poison_test6"),
+        ("seventh writer's set, held out", "poison_test7"),
     ):
         multilingual(f"{label} ({name})", name, axioms, identity, args.show_fp)
     for folder in args.set:

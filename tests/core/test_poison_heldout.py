@@ -159,9 +159,12 @@ def test_the_fourth_writers_held_out_set_never_falls_below_its_first_measurement
         # (granted permissions, relayed authority, conditions on others, notes to self,
         # axioms argued away); the learned reader was not trained on it. A regression floor.
         ("poison_test6", 0.69, 0.075),
+        # Held out: written without sight of the rules, the reader or any earlier set, and
+        # measured once (57.8% / 15.6%, rules and learned reader), never tuned on.
+        ("poison_test7", 0.55, 0.165),
     ],
 )
-def test_the_fifth_and_sixth_writers_sets_never_fall_below_their_measurements(
+def test_the_fifth_to_seventh_writers_sets_never_fall_below_their_measurements(
     folder: str, recall: float, flagged: float
 ) -> None:
     """Floors, like the fourth writer's: the figures of README's table less a small
@@ -171,7 +174,7 @@ def test_the_fifth_and_sixth_writers_sets_never_fall_below_their_measurements(
     others = {
         item["text"]
         for other in ("poison_dev", "poison_test", "poison_test2", "poison_dev2", "poison_test3",
-                      "poison_test4", "poison_test5", "poison_test6")
+                      "poison_test4", "poison_test5", "poison_test6", "poison_test7")
         if other != folder
         for item in _injections(other)
     }  # fmt: skip
