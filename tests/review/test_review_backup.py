@@ -15,6 +15,7 @@ from curator.store.backup import (
     newest_good_backup,
     restore_backup,
 )
+from curator.store.backup_identity import ensure_database_id
 from curator.store.db import Store
 from curator.store.migrations import LATEST_VERSION
 from curator.store.models import Pattern
@@ -52,6 +53,9 @@ def test_backup_is_a_checked_copy_and_rotates(store: Store) -> None:
 
 def test_backup_sees_only_committed_data(store: Store) -> None:
     make_patterns(store)
+    # The database's identity first: a first backup writes it, and that write would wait
+    # the whole busy timeout (30 s) for the lock this test holds, then go without it.
+    assert ensure_database_id(store.path, 1.0) is not None
     # A write transaction of this connection is open while the backup copies the file.
     with store.write():
         Pattern.update(importance=0.99).execute()
