@@ -7,33 +7,23 @@ transaction, not any cleanup code of ours.
 
 from __future__ import annotations
 
-import multiprocessing
-import multiprocessing.context
 import random
 import shutil
 import sqlite3
-import time
 from dataclasses import dataclass
 from pathlib import Path
 
+import killable
 import pytest
 
 from curator.pipeline import review
 from curator.store.db import Store
 from curator.store.models import Candidate
 from curator.store.snapshot import logical_dump
-from review import commit_child
 from review.conftest import make_pattern, make_staged_run
 
 KILLS = 40
 CANDIDATES = 2000
-
-
-def _children() -> multiprocessing.context.ForkServerContext:
-    """Children forked by a server that imported the store and the commit once."""
-    context = multiprocessing.get_context("forkserver")
-    context.set_forkserver_preload(commit_child.PRELOAD)
-    return context
 
 
 @dataclass(frozen=True)
@@ -120,33 +110,8 @@ def template(tmp_path_factory: pytest.TempPathFactory) -> Template:
 
 
 def _commit_in_child(path: Path, run_id: int, kill_after: float | None) -> tuple[bool, float]:
-    """Run the commit in a child; kill it ``kill_after`` s after it starts committing.
-
-    The child is a real process of its own, killed with SIGKILL (no handler, no cleanup of
-    ours runs); it reports START and DONE through a pipe, whose messages are each one write.
-    Returns (whether the child had finished the commit, seconds from START to the end).
-    """
-    receive, send = multiprocessing.Pipe(duplex=False)
-    child = _children().Process(target=commit_child.commit_in_child, args=(str(path), run_id, send))
-    child.start()
-    send.close()
-    try:
-        assert receive.poll(120) and receive.recv() == "START", f"exit {child.exitcode}"
-        started = time.perf_counter()
-        if kill_after is not None:
-            time.sleep(kill_after)
-            child.kill()
-        child.join(120)
-        elapsed = time.perf_counter() - started
-        try:
-            finished = receive.poll() and receive.recv() == "DONE"
-        except EOFError:  # killed before DONE: the pipe closed with nothing in it
-            finished = False
-    finally:
-        receive.close()
-    if kill_after is None:
-        assert child.exitcode == 0 and finished, f"exit {child.exitcode}"
-    return finished, elapsed
+    """Commit in a child killed ``kill_after`` s after it starts (see tests/killable.py)."""
+    return killable.run_killed(killable.commit, (str(path), run_id), kill_after)
 
 
 @pytest.mark.slow
