@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import sqlite3
+import threading
 from pathlib import Path
 
 import pytest
@@ -63,6 +64,30 @@ def test_backup_sees_only_committed_data(store: Store) -> None:
     conn = sqlite3.connect(copy)
     assert conn.execute("SELECT max(importance) FROM pattern").fetchone()[0] < 0.99
     conn.close()
+
+
+def test_a_backup_of_a_busy_database_waits_only_the_busy_timeout(
+    store: Store, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Another process holds the write lock: the first backup's one-row identity write
+    waits ``CURATOR_BUSY_TIMEOUT`` (0.2 s here), not the 30 s default, then the copy goes
+    on without the identity."""
+    make_patterns(store)
+    monkeypatch.setenv("CURATOR_BUSY_TIMEOUT", "0.2")
+    holder = sqlite3.connect(store.path, isolation_level=None)
+    holder.execute("BEGIN IMMEDIATE")
+    copies: list[Path] = []
+    worker = threading.Thread(target=lambda: copies.append(backup_database(store)))
+    try:
+        worker.start()
+        worker.join(timeout=10)  # far less than the default: only the setting gets here
+        finished = not worker.is_alive()
+    finally:
+        holder.execute("ROLLBACK")
+        holder.close()
+        worker.join()
+    assert finished, "the backup waited past CURATOR_BUSY_TIMEOUT for the write lock"
+    assert copies and copies[0].exists()
 
 
 def test_sound_or_missing_database_opens(store: Store, tmp_path: Path) -> None:
