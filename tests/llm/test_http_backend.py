@@ -130,7 +130,6 @@ def test_classify_and_distill_through_the_server_end_to_end(
     store = Store(db)
     try:
         set_setting(store, "max_output_tokens", 256)  # short outputs: the mechanism counts
-        set_setting(store, "extract_max_lines", 4)  # as in every distill test (conftest)
     finally:
         store.close()
     assert main(["--db", str(db), "distill", *server, "--limit", "4"]) == 0
