@@ -69,7 +69,7 @@ from curator.store.backup_schedule import (
     stamp_of,
 )
 from curator.store.change_marker import read_marker
-from curator.store.db import BUSY_TIMEOUT_S, DATABASE_ERRORS, Store
+from curator.store.db import BUSY_TIMEOUT_S, DATABASE_ERRORS, Store, busy_timeout_from_env
 from curator.store.models import utcnow
 from curator.store.opening import StoreBusyError, check_file, has_wal, read_only_uri
 from curator.store.settings import SettingsError, load_settings
@@ -247,7 +247,9 @@ def take_backup(
     except OSError as exc:
         raise CuratorError(f"cannot create the backup folder {folder}: {exc}") from exc
     if not read_only:  # before the stamp: this write must not make the next backup due
-        ensure_database_id(db_path, BUSY_TIMEOUT_S)
+        # Best effort (a copy without the identity is still a backup): it waits for the
+        # write lock only as long as any other write of this process would.
+        ensure_database_id(db_path, busy_timeout_from_env())
     stamp = _timestamp()
     final = folder / backup_file_name(db_path, stamp)
     partial = folder / backup_file_name(db_path, stamp, ".partial")

@@ -208,12 +208,15 @@ class _Stub(BaseHTTPRequestHandler):
         if self.mode == "garbage":
             self._send(b"<html>not json at all")
             return
-        self.send_response(200)  # slow: one token, then nothing for a long time
+        if self.path != "/v1/completions":  # slow: the probes of the start get a quick 404
+            self.send_error(404)
+            return
+        self.send_response(200)  # slow: one token, then nothing until the test ends (30 s)
         self.send_header("Content-Type", "text/event-stream")
         self.end_headers()
         self.wfile.write(b'data: {"choices": [{"text": "a", "finish_reason": null}]}\n\n')
         self.wfile.flush()
-        time.sleep(30)
+        self.server.test_over.wait(30)  # type: ignore[attr-defined]
 
 
 @pytest.fixture
@@ -221,9 +224,11 @@ def stub_server(request: pytest.FixtureRequest) -> Iterator[str]:
     handler = type("Handler", (_Stub,), {"mode": request.param})
     server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
     server.daemon_threads = True
+    server.test_over = threading.Event()  # type: ignore[attr-defined]
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()
     yield f"http://127.0.0.1:{server.server_address[1]}"
+    server.test_over.set()  # type: ignore[attr-defined]
     server.shutdown()
     server.server_close()
 

@@ -10,16 +10,12 @@ second absent.
 from __future__ import annotations
 
 import json
-import os
 import random
 import shutil
-import signal
 import sqlite3
-import subprocess
-import sys
-import time
 from pathlib import Path
 
+import killable
 import pytest
 
 from curator.store.db import Store
@@ -27,17 +23,6 @@ from curator.store.db import Store
 KILLS = 30
 LINES = 6000
 BAD_EVERY = 97  # every 97th line is rejected, so "all good lines" is not "all lines"
-REPO_ROOT = Path(__file__).resolve().parents[2]
-
-CHILD = """
-import sys
-from curator.store.db import Store
-from curator.store.importer import import_files
-store = Store(sys.argv[1])
-print("START", flush=True)
-import_files(store, sys.argv[2:])
-print("DONE", flush=True)
-"""
 
 
 def _episode_file(path: Path, source: str) -> int:
@@ -71,28 +56,10 @@ def _by_source(path: Path) -> dict[str, int]:
 
 
 def _import_in_child(db: Path, files: list[Path], kill_after: float | None) -> tuple[bool, float]:
-    env = dict(os.environ)
-    env["PYTHONPATH"] = str(REPO_ROOT) + os.pathsep + env.get("PYTHONPATH", "")
-    child = subprocess.Popen(
-        [sys.executable, "-c", CHILD, str(db), *map(str, files)],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        env=env,
-        cwd=REPO_ROOT,
+    """Import in a child killed ``kill_after`` s after it starts (see tests/killable.py)."""
+    return killable.run_killed(
+        killable.import_episodes, (str(db), list(map(str, files))), kill_after
     )
-    assert child.stdout is not None
-    line = child.stdout.readline()
-    started = time.perf_counter()
-    assert line.strip() == "START", child.communicate()[1]
-    if kill_after is not None:
-        time.sleep(kill_after)
-        child.send_signal(signal.SIGKILL)
-    out, err = child.communicate(timeout=300)
-    elapsed = time.perf_counter() - started
-    if kill_after is None:
-        assert child.returncode == 0 and "DONE" in out, err
-    return "DONE" in out, elapsed
 
 
 @pytest.mark.slow

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import sqlite3
+import threading
 from pathlib import Path
 
 import pytest
@@ -15,6 +16,7 @@ from curator.store.backup import (
     newest_good_backup,
     restore_backup,
 )
+from curator.store.backup_identity import ensure_database_id
 from curator.store.db import Store
 from curator.store.migrations import LATEST_VERSION
 from curator.store.models import Pattern
@@ -52,6 +54,9 @@ def test_backup_is_a_checked_copy_and_rotates(store: Store) -> None:
 
 def test_backup_sees_only_committed_data(store: Store) -> None:
     make_patterns(store)
+    # The database's identity first: a first backup writes it, and that write would wait
+    # the whole busy timeout (30 s) for the lock this test holds, then go without it.
+    assert ensure_database_id(store.path, 1.0) is not None
     # A write transaction of this connection is open while the backup copies the file.
     with store.write():
         Pattern.update(importance=0.99).execute()
@@ -59,6 +64,30 @@ def test_backup_sees_only_committed_data(store: Store) -> None:
     conn = sqlite3.connect(copy)
     assert conn.execute("SELECT max(importance) FROM pattern").fetchone()[0] < 0.99
     conn.close()
+
+
+def test_a_backup_of_a_busy_database_waits_only_the_busy_timeout(
+    store: Store, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Another process holds the write lock: the first backup's one-row identity write
+    waits ``CURATOR_BUSY_TIMEOUT`` (0.2 s here), not the 30 s default, then the copy goes
+    on without the identity."""
+    make_patterns(store)
+    monkeypatch.setenv("CURATOR_BUSY_TIMEOUT", "0.2")
+    holder = sqlite3.connect(store.path, isolation_level=None)
+    holder.execute("BEGIN IMMEDIATE")
+    copies: list[Path] = []
+    worker = threading.Thread(target=lambda: copies.append(backup_database(store)))
+    try:
+        worker.start()
+        worker.join(timeout=10)  # far less than the default: only the setting gets here
+        finished = not worker.is_alive()
+    finally:
+        holder.execute("ROLLBACK")
+        holder.close()
+        worker.join()
+    assert finished, "the backup waited past CURATOR_BUSY_TIMEOUT for the write lock"
+    assert copies and copies[0].exists()
 
 
 def test_sound_or_missing_database_opens(store: Store, tmp_path: Path) -> None:

@@ -9,34 +9,21 @@ from __future__ import annotations
 
 import random
 import shutil
-import signal
 import sqlite3
-import subprocess
-import sys
-import time
 from dataclasses import dataclass
 from pathlib import Path
 
+import killable
 import pytest
 
 from curator.pipeline import review
 from curator.store.db import Store
 from curator.store.models import Candidate
 from curator.store.snapshot import logical_dump
-from review.conftest import REPO_ROOT, make_pattern, make_staged_run, python_env
+from review.conftest import make_pattern, make_staged_run
 
 KILLS = 40
 CANDIDATES = 2000
-
-CHILD = """
-import sys
-from curator.store.db import Store
-from curator.pipeline.commit import commit_run
-store = Store(sys.argv[1])
-print("START", flush=True)
-commit_run(store, int(sys.argv[2]))
-print("DONE", flush=True)
-"""
 
 
 @dataclass(frozen=True)
@@ -123,31 +110,8 @@ def template(tmp_path_factory: pytest.TempPathFactory) -> Template:
 
 
 def _commit_in_child(path: Path, run_id: int, kill_after: float | None) -> tuple[bool, float]:
-    """Run the commit in a child; kill it ``kill_after`` s after it starts committing.
-
-    Returns (whether the child had finished the commit, seconds from START to the end).
-    """
-    child = subprocess.Popen(
-        [sys.executable, "-c", CHILD, str(path), str(run_id)],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        env=python_env(),
-        cwd=REPO_ROOT,
-    )
-    assert child.stdout is not None
-    line = child.stdout.readline()
-    started = time.perf_counter()
-    assert line.strip() == "START", child.communicate()[1]
-    if kill_after is not None:
-        time.sleep(kill_after)
-        child.send_signal(signal.SIGKILL)
-    out, err = child.communicate(timeout=120)
-    elapsed = time.perf_counter() - started
-    finished = "DONE" in out
-    if kill_after is None:
-        assert child.returncode == 0 and finished, err
-    return finished, elapsed
+    """Commit in a child killed ``kill_after`` s after it starts (see tests/killable.py)."""
+    return killable.run_killed(killable.commit, (str(path), run_id), kill_after)
 
 
 @pytest.mark.slow
