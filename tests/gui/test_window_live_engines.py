@@ -32,7 +32,7 @@ location, what = sys.argv[1], sys.argv[2]
 store = Store(location)
 if what == "episode":
     with store.write():
-        Episode.create(content_hash="outside-1", text="user: recorded elsewhere", timestamp=utcnow())
+        Episode.create(content_hash="outside-1", text="user: elsewhere", timestamp=utcnow())
 elif what == "decide":
     review.decide(store, int(sys.argv[3]), "ADD", actor="ana")
 elif what == "commit":  # the rest rejected, then the whole run committed
