@@ -13,6 +13,7 @@ recorded by an agent is shown within a second, without a reload by hand.
 from __future__ import annotations
 
 import logging
+import time
 from pathlib import Path
 from typing import Any
 
@@ -151,6 +152,7 @@ class MainWindow(StatusBarMixin, FileMenuMixin, FollowMixin, QMainWindow):
 
         self._data_version = services.store.data_version()
         self._outside_pending = False
+        self._looked_at = 0.0  # time.monotonic() of the last look for outside changes
         self.change_listener = ChangeListener(services.store.changes(), self)
         self.change_listener.changed.connect(self._outside_change)
         self.poll_timer = QTimer(self)
@@ -214,13 +216,18 @@ class MainWindow(StatusBarMixin, FileMenuMixin, FollowMixin, QMainWindow):
         self.update_status()
 
     def _outside_change(self, change: Change) -> None:
-        """The listener heard a commit (any connection's, ours included)."""
+        """The listener heard a commit (any connection's, ours included): looked at now,
+        or, when the window looked less than :data:`POLL_MS` ago, at the next tick. An
+        agent recording episodes one by one commits many times a second; a reload per
+        commit would redo the pane's queries back to back."""
         self._outside_pending = True
-        self._look_again()
+        if time.monotonic() - self._looked_at >= POLL_MS / 1000:
+            self._look_again()
 
     def _look_again(self) -> None:
         if self._outside_pending and not self.services.ops.busy:
             self._outside_pending = False
+            self._looked_at = time.monotonic()
             self.check_for_outside_changes()
 
     def check_for_outside_changes(self) -> bool:
