@@ -60,7 +60,38 @@ from curator.store.models import (  # noqa: E402
     utcnow,
 )
 
-WORDS = ["deploy", "backup", "status", "update", "user", "prefers", "short", "answers", "config", "production", "window", "incident", "summary", "review", "team", "weekly", "report", "friday", "billing", "retry", "api", "jitter", "files", "confirm", "operator", "on-call", "engineer", "greeting", "name", "conversation"]
+WORDS = [
+    "deploy",
+    "backup",
+    "status",
+    "update",
+    "user",
+    "prefers",
+    "short",
+    "answers",
+    "config",
+    "production",
+    "window",
+    "incident",
+    "summary",
+    "review",
+    "team",
+    "weekly",
+    "report",
+    "friday",
+    "billing",
+    "retry",
+    "api",
+    "jitter",
+    "files",
+    "confirm",
+    "operator",
+    "on-call",
+    "engineer",
+    "greeting",
+    "name",
+    "conversation",
+]
 RARE = [f"zq{n:04d}" for n in range(3000)]
 QUERIES = ("status", "production window", "zq0042", "zq2999 report", "on-call engineer")
 CANDIDATES = 200
