@@ -259,7 +259,7 @@ def pg_full_scans(store: Store, statements: list[tuple[str, tuple[Any, ...]]]) -
                 total = int(store.execute(f'SELECT count(*) FROM "{table}"')[0][0])
                 if read < total // 2:
                     print(
-                        f"  (PostgreSQL: a scan of {table} stopped after {read:,} of {total:,} rows: {shown})"
+                        f"  (PostgreSQL stopped its scan of {table} at {read:,} of {total:,} rows)"
                     )
                     continue
             found.setdefault(table, shown)
