@@ -107,3 +107,12 @@ def test_the_listener_stops_with_the_window(qtbot, main_window: MainWindow) -> N
     assert listener.running
     main_window.close()
     assert not listener.running
+
+
+def test_the_status_bar_names_the_database_without_a_password(
+    main_window: MainWindow, store: Store
+) -> None:
+    tip = main_window.db_label.toolTip()
+    assert tip.endswith(store.location)
+    kind = "Database file" if store.dialect.is_file else "PostgreSQL database"
+    assert tip.startswith(kind)
