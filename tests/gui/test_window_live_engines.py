@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import subprocess
 import sys
+import threading
 
 from curator.gui.main_window import MainWindow
 from curator.gui.review_pane import ReviewPane
@@ -116,3 +117,25 @@ def test_the_status_bar_names_the_database_without_a_password(
     assert tip.endswith(store.location)
     kind = "Database file" if store.dialect.is_file else "PostgreSQL database"
     assert tip.startswith(kind)
+
+
+def test_a_change_heard_during_our_own_write_is_shown_once_it_ends(
+    qtbot, main_window: MainWindow, store: Store
+) -> None:
+    """The listener's news is not dropped while the window cannot reload: it is looked at
+    again after the write, with nothing else happening to prompt it."""
+    pane = main_window.episodes_pane
+    main_window.tabs.setCurrentWidget(pane)
+    with store.read():
+        before = Episode.select().count()
+    qtbot.waitUntil(lambda: pane.model.rowCount() == before, timeout=10_000)
+    ops = main_window.services.ops
+    release = threading.Event()
+    assert ops.write("Holding", lambda ctx: release.wait(60))
+    try:
+        with qtbot.waitSignal(main_window.change_listener.changed, timeout=30_000):
+            outside(store, "episode")
+        assert pane.model.rowCount() == before  # not reloaded under our own write
+    finally:
+        release.set()
+    qtbot.waitUntil(lambda: pane.model.rowCount() == before + 1, timeout=10_000)
