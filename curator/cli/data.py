@@ -259,12 +259,8 @@ def cmd_demo(ctx: CommandContext) -> int:
 
 
 def open_window(ctx: CommandContext) -> int:
-    """No subcommand: the desktop window on the resolved database."""
-    if isinstance(ctx.db_path, str):  # refused before Qt is loaded: one line, exit 2
-        raise CuratorError(
-            "the window does not open a PostgreSQL database in this version; use the "
-            "commands (import, classify, review, decide, commit, undo, stats, export) with --db"
-        )
+    """No subcommand: the desktop window on the resolved database (a file or a
+    PostgreSQL URL, whose password rule :func:`resolve_db_path` has applied already)."""
     from curator.gui.app import main as gui_main
 
     return gui_main(ctx.db_path)

@@ -14,7 +14,6 @@ import logging
 import os
 import sys
 from collections.abc import Mapping
-from pathlib import Path
 
 import peewee
 from PySide6.QtCore import Qt
@@ -108,12 +107,6 @@ def freeze_startup_heap() -> int:
     return gc.get_freeze_count()
 
 
-WINDOW_NOT_ON_POSTGRES = (
-    "the window does not open a PostgreSQL database in this version (its backups and live "
-    "refresh are made for a SQLite file); use the curator commands with --db for it"
-)
-
-
 def main(db_path: str | os.PathLike[str] | None = None) -> int:
     """Open the window on ``db_path`` (default: ``--db``/``CURATOR_DB``/user data dir).
 
@@ -148,7 +141,8 @@ def main(db_path: str | os.PathLike[str] | None = None) -> int:
     def show_window(store: Store) -> None:
         opened.append(store)
         _mark_abandoned_runs(store)
-        services = AppServices(store=store, db_path=Path(path), worker=None, dialogs=dialogs)
+        # store.path: the file, or a PostgreSQL URL as shown (no password) for the title
+        services = AppServices(store=store, db_path=store.path, worker=None, dialogs=dialogs)
         worker = LlmWorker(services)
         workers.append(worker)
         services.worker = worker
@@ -173,8 +167,6 @@ def main(db_path: str | os.PathLike[str] | None = None) -> int:
             )
 
     try:
-        if isinstance(path, str):
-            raise CuratorError(WINDOW_NOT_ON_POSTGRES)
         show_window(Store(path, busy_timeout_s=busy_timeout_from_env()))
     except DamagedDatabaseError as exc:
         if exc.backup is None:

@@ -120,7 +120,9 @@ class AutoBackup(QObject):
             lambda: int(services.settings().backup_interval_minutes),
             services.ops,
             window,
-            read_only=services.store.read_only,
+            # A server's database is not a file to copy on a timer or on close: its
+            # backups are the server's (or `curator backup`'s) business.
+            read_only=services.store.read_only or not services.store.dialect.is_file,
             max_total_mb=lambda: int(services.settings().backup_max_total_mb),
         )
         auto.status_message.connect(window.show_message)  # type: ignore[attr-defined]

@@ -3,14 +3,17 @@
 The window owns no data logic; it wires panes to each other (a pane that wrote emits
 ``data_changed`` and the others reload when next shown) and to the LLM worker. Another
 process (the CLI, a second window, an agent recording through ``curator mcp``, the
-window's own follow of a log) may write the same database, so the window polls SQLite's
-``data_version`` every :data:`POLL_MS` and reloads the visible pane when it changed: an
-episode recorded by an agent is shown within a second, without a reload by hand.
+window's own follow of a log) may write the same database, so the window listens for
+changes on a thread of its own (:class:`~curator.gui.change_listener.ChangeListener`,
+either engine's watcher) and, told of one, reloads the visible pane when the store's
+``data_version`` moved (its own writes leave it where ``_pane_wrote`` put it): an episode
+recorded by an agent is shown within a second, without a reload by hand.
 """
 
 from __future__ import annotations
 
 import logging
+import time
 from pathlib import Path
 from typing import Any
 
@@ -27,6 +30,7 @@ from PySide6.QtWidgets import (
 
 from curator import __version__
 from curator.gui.auto_backup import AutoBackup
+from curator.gui.change_listener import ChangeListener
 from curator.gui.episodes_pane import EpisodesPane
 from curator.gui.identity_pane import IdentityPane
 from curator.gui.insights_pane import InsightsPane
@@ -41,6 +45,7 @@ from curator.gui.window_files import FileMenuMixin
 from curator.gui.window_fit import fit_window
 from curator.gui.window_follow import FollowMixin
 from curator.gui.window_status import StatusBarMixin
+from curator.store.changes import Change
 
 log = logging.getLogger("curator.gui")
 
@@ -48,8 +53,8 @@ ORGANIZATION = "MemoryCurator"
 APP_DISPLAY_NAME = "Memory Curator"
 APPLICATION = "curator"
 POLL_MS = 500
-"""How often the window looks for outside commits (a cheap PRAGMA on its own connection):
-half a second, so what an agent records shows within a second, reload included."""
+"""How soon a change heard while the window could not reload (its own write running, the
+database locked for a moment) is looked at again: no query, a flag, until then."""
 DEFAULT_SIZE = (1400, 900)
 """The first start's size, shrunk to the screen's free area when that is smaller."""
 
@@ -146,9 +151,13 @@ class MainWindow(StatusBarMixin, FileMenuMixin, FollowMixin, QMainWindow):
         self.classify_action.enabledChanged.connect(self.episodes_pane.classify_button.setEnabled)
 
         self._data_version = services.store.data_version()
+        self._outside_pending = False
+        self._looked_at = 0.0  # time.monotonic() of the last look for outside changes
+        self.change_listener = ChangeListener(services.store.changes(), self)
+        self.change_listener.changed.connect(self._outside_change)
         self.poll_timer = QTimer(self)
         self.poll_timer.setInterval(POLL_MS)
-        self.poll_timer.timeout.connect(self.check_for_outside_changes)
+        self.poll_timer.timeout.connect(self._look_again)
         self.poll_timer.start()
         self.auto_backup = AutoBackup.for_window(self)  # every N minutes of use, on close
 
@@ -206,6 +215,21 @@ class MainWindow(StatusBarMixin, FileMenuMixin, FollowMixin, QMainWindow):
         self._refresh(current)
         self.update_status()
 
+    def _outside_change(self, change: Change) -> None:
+        """The listener heard a commit (any connection's, ours included): looked at now,
+        or, when the window looked less than :data:`POLL_MS` ago, at the next tick. An
+        agent recording episodes one by one commits many times a second; a reload per
+        commit would redo the pane's queries back to back."""
+        self._outside_pending = True
+        if time.monotonic() - self._looked_at >= POLL_MS / 1000:
+            self._look_again()
+
+    def _look_again(self) -> None:
+        if self._outside_pending and not self.services.ops.busy:
+            self._outside_pending = False
+            self._looked_at = time.monotonic()
+            self.check_for_outside_changes()
+
     def check_for_outside_changes(self) -> bool:
         """True (and the visible pane reloaded) when another connection committed.
 
@@ -217,10 +241,12 @@ class MainWindow(StatusBarMixin, FileMenuMixin, FollowMixin, QMainWindow):
         reloads what it changed; anything else the next poll after it finds.
         """
         if self.services.ops.busy:
+            self._outside_pending = True  # looked at again once the write is done
             return False
         try:
             version = self.services.store.data_version()
         except Exception:  # a locked/closed database: try again next tick
+            self._outside_pending = True
             return False
         if version == self._data_version:
             return False
@@ -554,6 +580,7 @@ class MainWindow(StatusBarMixin, FileMenuMixin, FollowMixin, QMainWindow):
                 return
             self._closed = True
             self.poll_timer.stop()
+            self.change_listener.shutdown()
             self.save_state()
             # Gone from the screen before the waits below: a write held up by another
             # writer (the CLI) can take the busy timeout to end, and a painted window

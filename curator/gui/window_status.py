@@ -64,7 +64,9 @@ class StatusBarMixin(_WindowBase):
         # the file name only: a full path would set the window's minimum width
         self.db_label = ElidingLabel(self.services.db_path.name)
         self.db_label.setObjectName("dbLabel")
-        self.db_label.setToolTip(f"Database file: {self.services.db_path}")
+        store = self.services.store
+        kind = "Database file" if store.dialect.is_file else f"{store.dialect.name} database"
+        self.db_label.setToolTip(f"{kind}: {store.location}")  # never a password
         self.model_label = ElidingLabel("Model: …")  # named once the settings are read
         self.model_label.setObjectName("modelLabel")
         self.offload_label = QLabel("model not loaded")

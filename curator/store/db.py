@@ -34,6 +34,7 @@ from curator.core.userpath import user_path
 from curator.errors import CuratorError
 from curator.store import change_marker
 from curator.store.backup_listing import newest_good_backup
+from curator.store.changes import ChangeWatcher, PostgresWatcher, SqliteWatcher
 from curator.store.engine import (
     DISK_FULL,
     LOCK_NOT_AVAILABLE,
@@ -245,6 +246,7 @@ class Store:
 
     dialect: Dialect = SQLITE
     db: peewee.Database
+    _url = ""  # PostgreSQL's URL as given (a password included): only for connections
 
     def __init__(
         self,
@@ -309,6 +311,7 @@ class Store:
         self.location = display_url(url)
         self.path = Path(self.location)  # names no file; messages use ``location``
         self.read_only = read_only
+        self._url = url  # for a watcher's connection of its own (never shown)
         self.db = postgres_database(url, self.busy_timeout_s, read_only=read_only)
         self.db.bind(ALL_MODELS, bind_refs=False, bind_backrefs=False)
         try:
@@ -441,6 +444,7 @@ class Store:
         try:
             yield
             if changes_before is None or conn.total_changes != changes_before:
+                self.dialect.announce(db)  # before the bump: it names the tables written
                 change_marker.bump(db, self.dialect)  # "changed since the newest backup?"
         except BaseException as exc:
             db.pop_transaction()
@@ -534,6 +538,13 @@ class Store:
     def data_version(self) -> int:
         """Changes when another connection commits: cheap polling for outside changes."""
         return self.dialect.data_version(self.db)
+
+    def changes(self) -> ChangeWatcher:
+        """A watcher of changes committed by any connection, this store's included, for
+        a thread of its own (:mod:`curator.store.changes`)."""
+        if self.dialect.is_file:
+            return SqliteWatcher(self.path)
+        return PostgresWatcher(self._url)
 
     def integrity_check(self) -> str:
         return self.dialect.integrity_check(self.db)

@@ -264,6 +264,11 @@ class Dialect:
         """Make the next generated ``column`` value follow the largest one written with an
         explicit id (SQLite's INTEGER PRIMARY KEY does by itself)."""
 
+    def announce(self, db: peewee.Database) -> None:
+        """Tell watchers of other connections what this write transaction changed
+        (inside it, before COMMIT). SQLite's watchers poll ``data_version`` instead
+        (:mod:`curator.store.changes`): nothing to send."""
+
 
 class PostgresDialect(Dialect):
     """PostgreSQL: its schema version table, column types, trigram search, advisory lock."""
@@ -364,6 +369,31 @@ class PostgresDialect(Dialect):
             f'COALESCE(max("{column}"), 0) + 1, false) FROM {quoted}',
             (quoted, column),
         )
+
+    announce_sql = (
+        "WITH written AS (SELECT string_agg(relname, ',' ORDER BY relname) AS names "
+        "FROM pg_catalog.pg_stat_xact_user_tables "
+        "WHERE schemaname = current_schema() AND n_tup_ins + n_tup_upd + n_tup_del > 0) "
+        "SELECT {flush}(SELECT pg_notify(?, names) FROM written WHERE names IS NOT NULL)"
+    )
+    """One ``NOTIFY`` naming the tables this transaction wrote rows of (the server's own
+    per-transaction counts: no bookkeeping of ours), none when it wrote no row. The
+    server delivers it at COMMIT and drops it with a ROLLBACK.
+
+    The counts are the connection's pending statistics, which the server flushes at most
+    once a second: without ``pg_stat_force_next_flush()`` (PostgreSQL 15 and later) the
+    next transaction of the same connection would still count this one's rows and name
+    its tables too (the change counter's ``setting`` every time), so the flush is asked
+    for by every write transaction, one that wrote no row included (its bump counts).
+    Before 15 the names are such a superset: a reader refreshes a little more, never
+    less."""
+
+    def announce(self, db: peewee.Database) -> None:
+        from curator.store.changes import CHANNEL
+
+        version = int(db.connection().info.server_version)
+        flush = "pg_stat_force_next_flush(), " if version >= 150000 else ""
+        db.execute_sql(self.announce_sql.format(flush=flush), (CHANNEL,))
 
 
 SQLITE = Dialect()

@@ -450,8 +450,10 @@ def fetch_rows(store: Store, ids: list[int]) -> dict[int, EpisodeRow]:
 
 def fetch_detail(store: Store, episode_id: int) -> EpisodeDetail | None:
     found = store.execute(
-        f"SELECT {_ROW_COLUMNS}, text, messages, classify_truncated, "
-        "json_extract(metadata, '$.import') FROM episode WHERE id = ?",
+        # metadata whole, read here: one episode's, and PostgreSQL's JSON functions refuse
+        # a \u0000 that an import file's metadata may hold (SQLite's would not)
+        f"SELECT {_ROW_COLUMNS}, text, messages, classify_truncated, metadata "
+        "FROM episode WHERE id = ?",
         (episode_id,),
     )
     if not found:
@@ -459,9 +461,10 @@ def fetch_detail(store: Store, episode_id: int) -> EpisodeDetail | None:
     values = found[0]
     messages = json.loads(values[11]) if values[11] else None
     try:  # metadata is the file's own object: "import" may be anything there
-        imported = json.loads(values[13]) if isinstance(values[13], str) else None
+        metadata = json.loads(values[13]) if isinstance(values[13], str) else None
     except ValueError:
-        imported = None
+        metadata = None
+    imported = metadata.get("import") if isinstance(metadata, dict) else None
     return EpisodeDetail(
         row=_row(values[:10]),
         text=str(values[10]),

@@ -46,9 +46,26 @@ def qsettings(tmp_path: Path) -> QSettings:
     return QSettings(str(tmp_path / "window.ini"), QSettings.Format.IniFormat)
 
 
+def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    """A module that sets ``BOTH_ENGINES = True`` runs each of its ``store`` tests (the
+    window's too) on a SQLite file and on a PostgreSQL database: the same test."""
+    if "store" in metafunc.fixturenames and getattr(metafunc.module, "BOTH_ENGINES", False):
+        metafunc.parametrize("engine", ["sqlite", "postgresql"])
+
+
 @pytest.fixture
-def store(tmp_path: Path) -> Iterator[Store]:
-    db = Store(tmp_path / "curator.sqlite")
+def engine() -> str:
+    """The engine of the ``store`` fixture: SQLite unless the module asks for both."""
+    return "sqlite"
+
+
+@pytest.fixture
+def store(engine: str, tmp_path: Path, request: pytest.FixtureRequest) -> Iterator[Store]:
+    """The demo data, in a SQLite file or (``engine``) a PostgreSQL database."""
+    if engine == "sqlite":
+        db = Store(tmp_path / "curator.sqlite")
+    else:
+        db = Store(request.getfixturevalue("pg_url"))
     create_demo(db)
     yield db
     db.close()

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from datetime import timedelta
-from pathlib import Path
 
 import pytest
 from PySide6.QtCore import Qt
@@ -107,8 +106,9 @@ def build_staged_run(store: Store) -> dict[str, int]:
 
 
 @pytest.fixture
-def staged(tmp_path: Path) -> Iterator[tuple[AppServices, dict[str, int]]]:
-    store = Store(tmp_path / "review.sqlite")
+def staged(db_url: str) -> Iterator[tuple[AppServices, dict[str, int]]]:
+    """On both engines: a SQLite file, then a PostgreSQL database."""
+    store = Store(db_url)
     ids = build_staged_run(store)
     yield AppServices(store=store, db_path=store.path, worker=None, dialogs=Dialogs()), ids
     store.close()

@@ -11,6 +11,8 @@ from curator.gui.services import AppServices
 from curator.gui.shortcuts import ShortcutsDialog
 from curator.store.db import Store
 
+BOTH_ENGINES = True  # the window on a SQLite file and on a PostgreSQL database
+
 
 def _pending(store: Store) -> int:
     sql = "SELECT count(*) FROM episode WHERE human_label IS NULL AND model_label IS NULL"

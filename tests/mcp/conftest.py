@@ -16,7 +16,7 @@ import pytest
 from curator.core.scoring import rank_key
 from curator.store.db import Store
 from curator.store.demo import create_demo
-from curator.store.models import Pattern, utcnow
+from curator.store.models import ALL_MODELS, Pattern, utcnow
 
 PATTERNS = [
     ("Check the disk quota before writing large build artifacts.", 0.9),
@@ -25,10 +25,26 @@ PATTERNS = [
 ]
 
 
+def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    """A module that sets ``BOTH_ENGINES = True`` runs each of its ``memory_db`` tests on
+    a SQLite file and on a PostgreSQL database (the same test, not a copy of it)."""
+    if "memory_db" in metafunc.fixturenames and getattr(metafunc.module, "BOTH_ENGINES", False):
+        metafunc.parametrize("engine", ["sqlite", "postgresql"])
+
+
+@pytest.fixture
+def engine() -> str:
+    """The engine of ``memory_db``: SQLite unless the module asks for both."""
+    return "sqlite"
+
+
 @pytest.fixture()
-def memory_db(tmp_path: Path) -> Path:
-    """The demo database plus three patterns with known words and importance."""
-    path = tmp_path / "memory.db"
+def memory_db(engine: str, tmp_path: Path, request: pytest.FixtureRequest) -> Path:
+    """The demo database plus three patterns with known words and importance (on
+    PostgreSQL its URL, which every use here passes on as ``--db`` or to ``Store``)."""
+    path: Any = tmp_path / "memory.db"
+    if engine == "postgresql":
+        path = request.getfixturevalue("pg_url")
     store = Store(path)
     create_demo(store)
     now = utcnow()
@@ -47,7 +63,7 @@ def memory_db(tmp_path: Path) -> Path:
 def _table_counts(path: Path) -> dict[str, int]:
     store = Store(path, read_only=True)
     try:
-        names = [r[0] for r in store.execute("SELECT name FROM sqlite_master WHERE type='table'")]
+        names = [m._meta.table_name for m in ALL_MODELS]  # either engine's
         return {n: int(store.execute(f'SELECT count(*) FROM "{n}"')[0][0]) for n in names}
     finally:
         store.close()

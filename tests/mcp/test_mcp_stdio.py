@@ -15,6 +15,8 @@ from mcp.types import Implementation, TextResourceContents
 Counts = Callable[[Path], dict[str, int]]
 AGENT = Implementation(name="test-agent", version="1.0")
 
+BOTH_ENGINES = True  # each memory_db test on a SQLite file and a PostgreSQL database
+
 
 def run(body: Callable[[Client], Any], params: Any) -> Any:
     async def main() -> Any:

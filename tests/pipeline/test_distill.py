@@ -18,6 +18,7 @@ from curator.pipeline.distill import distill
 from curator.pipeline.distill_plan import distillable_episode_ids
 from curator.pipeline.progress import TaskState
 from curator.store.db import Store
+from curator.store.demo import create_demo
 from curator.store.models import (
     ACTIONS,
     Candidate,
@@ -28,6 +29,8 @@ from curator.store.models import (
     Run,
     TraceStep,
 )
+from curator.store.settings import set_setting
+from tests.conftest import LLM_TEST_SETTINGS
 
 pytestmark = pytest.mark.llm
 
@@ -38,13 +41,46 @@ def knowledge_dump(store: Store) -> list[tuple[Any, ...]]:
     )
 
 
+LABEL_COLUMNS = ("model_label", "model_confidence", "human_label", "label", "label_by")
+
+
+def classified_on_postgres(source: Path, url: str) -> Store:
+    """The classified demo on PostgreSQL: the demo data, the tests' LLM settings, and the
+    labels the session's classification gave each episode (matched by content)."""
+    with Store(source, read_only=True) as sqlite:
+        columns = ", ".join(LABEL_COLUMNS)
+        labels = sqlite.execute(f"SELECT content_hash, {columns} FROM episode")
+    store = Store(url)
+    create_demo(store)
+    for key, value in LLM_TEST_SETTINGS.items():
+        set_setting(store, key, value)
+    assignments = ", ".join(f"{c} = ?" for c in LABEL_COLUMNS)
+    with store.write():
+        for content_hash, *values in labels:
+            store.execute(
+                f"UPDATE episode SET {assignments} WHERE content_hash = ?",
+                (*values, content_hash),
+            )
+    return store
+
+
 @pytest.fixture
-def classified_store(classified_demo, tmp_path: Path):
-    store = Store(classified_demo.copy_to(tmp_path))
+def engine() -> str:
+    """SQLite, unless a test is parametrised over both engines."""
+    return "sqlite"
+
+
+@pytest.fixture
+def classified_store(classified_demo, tmp_path: Path, engine: str, request):
+    if engine == "sqlite":
+        store = Store(classified_demo.copy_to(tmp_path))
+    else:
+        store = classified_on_postgres(classified_demo.path, request.getfixturevalue("pg_url"))
     yield store
     store.close()
 
 
+@pytest.mark.parametrize("engine", ["sqlite", "postgresql"])
 def test_distill_stages_gated_candidates_with_sources(classified_store: Store, demo_backend):
     store = classified_store
     before = knowledge_dump(store)

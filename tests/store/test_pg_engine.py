@@ -406,11 +406,11 @@ def test_classify_with_the_demo_model(pg_url: str, capsys: pytest.CaptureFixture
         store.close()
 
 
-def test_the_window_is_refused_on_postgresql_before_qt_loads(
+def test_the_window_refuses_a_password_in_db_before_qt_loads(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
-    code, _, err = cli(capsys, "--db", "postgresql://ana@127.0.0.1:9/memory")
-    assert code == 2 and "window does not open a PostgreSQL database" in err
+    code, _, err = cli(capsys, "--db", "postgresql://ana:secret@127.0.0.1:9/memory")
+    assert code == 2 and "password in the --db URL" in err and "secret" not in err
     assert err.count("\n") == 1
 
 

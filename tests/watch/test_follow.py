@@ -15,6 +15,12 @@ from curator.store.db import Store
 from curator.store.follow import CHUNK_BYTES, Follower, positions
 from tests.watch.conftest import append, line, texts
 
+BOTH_ENGINES = True  # each store test on a SQLite file and a PostgreSQL database
+SQLITE_ONLY = {
+    # 20 MB in chunks, each committed: over two minutes on PostgreSQL on two busy cores
+    "test_a_20_mb_log_is_read_in_chunks_each_committed",
+}
+
 
 def follow(store: Store, *paths: Path) -> tuple[Follower, list[str]]:
     said: list[str] = []

@@ -1,0 +1,69 @@
+"""The window's ear for other processes' commits: a watcher waited on off the GUI thread.
+
+Another process (the CLI, a second window, an agent recording through ``curator mcp``)
+may write the window's database. How a change is noticed is the engine's business
+(:mod:`curator.store.changes`: SQLite's ``data_version`` polled on a connection of the
+watcher's own, PostgreSQL's ``LISTEN``); here one daemon thread blocks in
+:meth:`~curator.store.changes.ChangeWatcher.wait` and hands each change to the GUI thread
+as the :attr:`ChangeListener.changed` signal. The GUI thread never waits on a socket or
+polls a table, so a slow or unreachable server cannot stall it.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+
+from PySide6.QtCore import QObject, Signal
+
+from curator.store.changes import ChangeWatcher
+
+log = logging.getLogger("curator.gui")
+
+WAIT_S = 0.25
+"""How long one wait blocks: how soon the thread notices it should stop."""
+
+FAILURE_PAUSE_S = 1.0
+"""After a watcher failed unexpectedly: the next try, without a busy loop of errors."""
+
+
+class ChangeListener(QObject):
+    """Runs ``watcher`` on a thread of its own; ``changed`` arrives on the GUI thread."""
+
+    changed = Signal(object)  # curator.store.changes.Change
+
+    def __init__(self, watcher: ChangeWatcher, parent: QObject | None = None) -> None:
+        super().__init__(parent)
+        self._watcher = watcher
+        self._stop = threading.Event()
+        stop = self._stop  # not self: the wrapper is gone by the time this fires
+        self.destroyed.connect(lambda *_: stop.set())
+        self._thread = threading.Thread(target=self._run, name="curator-changes", daemon=True)
+        self._thread.start()
+
+    def _run(self) -> None:
+        watcher = self._watcher
+        try:
+            while not self._stop.is_set():
+                try:
+                    change = watcher.wait(WAIT_S)
+                except Exception:  # never let the ear die: log it and listen again
+                    log.exception("watching the database for changes failed")
+                    self._stop.wait(FAILURE_PAUSE_S)
+                    continue
+                if change is not None and not self._stop.is_set():
+                    try:
+                        self.changed.emit(change)
+                    except RuntimeError:  # the window was deleted without a close
+                        return
+        finally:
+            watcher.close()
+
+    @property
+    def running(self) -> bool:
+        return self._thread.is_alive()
+
+    def shutdown(self) -> None:
+        """Stop listening and wait for the thread (one wait, a fraction of a second)."""
+        self._stop.set()
+        self._thread.join(timeout=WAIT_S * 8)

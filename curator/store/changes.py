@@ -1,0 +1,177 @@
+"""Watching a database for changes made by other connections: one interface, two engines.
+
+The window shows what an agent records through ``curator mcp``, what a colleague decides
+or commits, within a second and without a reload by hand. How a change is noticed is the
+engine's business and lives here, so the window asks one question of either engine,
+:meth:`ChangeWatcher.wait`, on a background thread of its own:
+
+- SQLite has no way to push a change to another process. Its watcher keeps a read-only
+  connection of its own and polls ``PRAGMA data_version`` (a counter in shared memory that
+  moves when another connection commits: no table is read) every :data:`SQLITE_POLL_S`.
+  It cannot say which tables changed.
+- PostgreSQL pushes: every write transaction of the store sends one ``NOTIFY`` on
+  :data:`CHANNEL` (delivered at COMMIT, never for a rolled-back one) naming the tables it
+  changed (:meth:`curator.store.engine.PostgresDialect.announce`), and the watcher
+  ``LISTEN``\\ s on a connection of its own and blocks on its socket until one arrives. A
+  dropped connection is opened again at the next wait, and that wait reports a change of
+  unknown tables: notifications sent meanwhile were lost, so the reader must look again.
+
+Both report the change of any connection, the watcher's owner's own included: the owner
+tells its own writes apart by the store's :meth:`~curator.store.db.Store.data_version`,
+as it did before.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import sqlite3
+import time
+from abc import ABC, abstractmethod
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from curator.store.opening import _connect_without_writing
+
+CHANNEL = "curator_changes"
+"""The PostgreSQL notification channel of the store's writes (one per database)."""
+
+SQLITE_POLL_S = 0.1
+"""How often the SQLite watcher looks at ``data_version`` (a shared-memory read)."""
+
+RECONNECT_PAUSE_S = 0.5
+"""How long a PostgreSQL watcher whose server is gone waits before it tries again."""
+
+
+@dataclass(frozen=True)
+class Change:
+    """Something another connection committed: the tables it changed, when known."""
+
+    tables: frozenset[str] = frozenset()
+    """Empty when the engine cannot say (SQLite, or notifications lost to a reconnect)."""
+
+    def touches(self, *names: str) -> bool:
+        """Whether the change may have touched one of ``names`` (unknown: it may)."""
+        return not self.tables or any(name in self.tables for name in names)
+
+    @staticmethod
+    def from_payload(payload: str) -> Change:
+        """The change named by a notification's payload ("episode,label")."""
+        return Change(frozenset(name for name in payload.split(",") if name))
+
+
+class ChangeWatcher(ABC):
+    """Waits for the next change; one per thread (it owns a connection of its own)."""
+
+    @abstractmethod
+    def wait(self, timeout_s: float) -> Change | None:
+        """The next change, or None when nothing changed within ``timeout_s``."""
+
+    @abstractmethod
+    def close(self) -> None:
+        """Let go of the connection (idempotent)."""
+
+    def __enter__(self) -> ChangeWatcher:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+class SqliteWatcher(ChangeWatcher):
+    """``PRAGMA data_version`` on a read-only connection of its own, polled."""
+
+    def __init__(self, path: Path, poll_s: float = SQLITE_POLL_S) -> None:
+        self._path = path
+        self._poll_s = poll_s
+        self._conn: sqlite3.Connection | None = None
+        self._version: int | None = None
+
+    def _read(self) -> int | None:
+        try:
+            if self._conn is None:
+                self._conn = _connect_without_writing(self._path, 1.0)
+            return int(self._conn.execute("PRAGMA data_version").fetchone()[0])
+        except sqlite3.Error:  # gone or locked for a moment: look again next time
+            self.close()
+            return None
+
+    def wait(self, timeout_s: float) -> Change | None:
+        if self._version is None:
+            self._version = self._read()
+        deadline = time.monotonic() + timeout_s
+        while True:
+            version = self._read()
+            if version is not None and self._version is not None and version != self._version:
+                self._version = version
+                return Change()
+            if version is not None:
+                self._version = version
+            left = deadline - time.monotonic()
+            if left <= 0:
+                return None
+            time.sleep(min(self._poll_s, left))
+
+    def close(self) -> None:
+        if self._conn is not None:
+            with contextlib.suppress(sqlite3.Error):
+                self._conn.close()
+            self._conn = None
+            self._version = None  # a new connection's counter starts anew
+
+
+class PostgresWatcher(ChangeWatcher):
+    """``LISTEN`` on a connection of its own; a wait blocks on its socket."""
+
+    def __init__(self, url: str) -> None:
+        self._url = url
+        self._conn: Any = None
+        self._lost = False
+
+    def _connect(self) -> Any:
+        from curator.store import pg_driver
+
+        psycopg = pg_driver.load()
+        conn = psycopg.connect(
+            self._url, autocommit=True, application_name="curator-watch", connect_timeout=10
+        )
+        conn.execute(f"LISTEN {CHANNEL}")
+        return conn
+
+    def wait(self, timeout_s: float) -> Change | None:
+        from curator.store import pg_driver
+
+        psycopg = pg_driver.load()
+        deadline = time.monotonic() + timeout_s
+        if self._conn is None:
+            try:
+                self._conn = self._connect()
+            except psycopg.Error:
+                time.sleep(min(RECONNECT_PAUSE_S, timeout_s))
+                return None
+            if self._lost:  # what was sent while it was away is lost: look again
+                self._lost = False
+                return Change()
+        try:
+            tables: set[str] = set()
+            seen = False
+            for note in self._conn.notifies(timeout=timeout_s, stop_after=1):
+                seen = True
+                tables |= Change.from_payload(note.payload).tables
+            if not seen:
+                return None
+            # the rest of a burst already on the socket comes as one change
+            for note in self._conn.notifies(timeout=0.0):
+                tables |= Change.from_payload(note.payload).tables
+            return Change(frozenset(tables))
+        except psycopg.Error:
+            self.close()
+            self._lost = True
+            time.sleep(max(0.0, min(RECONNECT_PAUSE_S, deadline - time.monotonic())))
+            return None
+
+    def close(self) -> None:
+        if self._conn is not None:
+            with contextlib.suppress(Exception):
+                self._conn.close()
+            self._conn = None

@@ -1,0 +1,170 @@
+"""Changes made by other connections reach a watcher: the same interface on both engines.
+
+A watcher (:mod:`curator.store.changes`) is what the window waits on in a background
+thread; here a second :class:`Store` (another connection, as another process would have)
+writes, and the first store's watcher must report it within a second, and nothing when
+nothing was committed. On PostgreSQL the notification also names the tables written.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterator
+
+import pytest
+from hypothesis import HealthCheck, example, given, settings
+from hypothesis import strategies as st
+
+from curator.store.changes import Change, ChangeWatcher
+from curator.store.db import Store
+from curator.store.models import ALL_MODELS, Episode, IdentityVersion, Setting, utcnow
+
+WITHIN_S = 1.0
+"""A change must be seen within this; it is a bound on the wait, never a sleep."""
+
+
+@pytest.fixture
+def stores(db_url: str) -> Iterator[tuple[Store, Store]]:
+    """The watching store and a second connection that writes, on one database."""
+    first = Store(db_url)
+    second = Store(db_url)
+    yield first, second
+    second.close()
+    first.close()
+
+
+_serial = iter(range(10**9))
+
+
+def add_episode(store: Store) -> None:
+    n = next(_serial)
+    with store.db.bind_ctx(ALL_MODELS), store.write():  # the models follow the last open
+        Episode.create(content_hash=f"change-{n}", text=f"episode {n}", timestamp=utcnow())
+
+
+def test_a_write_by_another_connection_is_seen(stores: tuple[Store, Store]) -> None:
+    first, second = stores
+    with first.changes() as watcher:
+        assert watcher.wait(0.05) is None  # nothing committed yet
+        thread = threading.Thread(target=add_episode, args=(second,))
+        thread.start()
+        change = watcher.wait(WITHIN_S)
+        thread.join()
+        assert change is not None
+        assert change.touches("episode")
+        assert watcher.wait(0.05) is None  # one commit, one change
+
+
+def test_a_rolled_back_write_is_no_change(stores: tuple[Store, Store]) -> None:
+    first, second = stores
+    with first.changes() as watcher:
+        watcher.wait(0.0)  # the watcher knows where it starts
+        with pytest.raises(RuntimeError), second.db.bind_ctx(ALL_MODELS), second.write():
+            Episode.create(content_hash="gone", text="never committed", timestamp=utcnow())
+            raise RuntimeError("abandon the write")
+        assert watcher.wait(0.3) is None
+        add_episode(second)
+        assert watcher.wait(WITHIN_S) is not None  # and the watcher still works
+
+
+def test_a_burst_of_commits_is_seen_and_then_quiet(stores: tuple[Store, Store]) -> None:
+    first, second = stores
+    with first.changes() as watcher:
+        watcher.wait(0.0)
+        for _ in range(20):
+            add_episode(second)
+        assert watcher.wait(WITHIN_S) is not None
+        while watcher.wait(0.2) is not None:  # SQLite may split a burst in two polls
+            pass
+        assert watcher.wait(0.1) is None
+
+
+def test_the_watcher_owners_own_writes_are_changes_too(stores: tuple[Store, Store]) -> None:
+    """The window tells its own writes apart by data_version; the watcher reports all."""
+    first, _ = stores
+    with first.changes() as watcher:
+        watcher.wait(0.0)
+        add_episode(first)
+        assert watcher.wait(WITHIN_S) is not None
+
+
+# -- PostgreSQL: the tables named -----------------------------------------------------------
+
+TABLES = {
+    "episode": Episode,
+    "setting": Setting,
+    "identity": IdentityVersion,
+}
+
+
+def write_rows(store: Store, kinds: frozenset[str]) -> None:
+    n = next(_serial)
+    with store.db.bind_ctx(ALL_MODELS), store.write():
+        if "episode" in kinds:
+            Episode.create(content_hash=f"prop-{n}", text=f"property {n}", timestamp=utcnow())
+        if "setting" in kinds:
+            Setting.insert(key=f"property-{n}", value="1").execute()
+        if "identity" in kinds:
+            IdentityVersion.create(version=n + 1000, identity_text="me", axioms=[])
+
+
+def drain(watcher: ChangeWatcher) -> None:
+    while watcher.wait(0.05) is not None:
+        pass
+
+
+@settings(
+    max_examples=15,
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture],
+)
+@given(writes=st.lists(st.frozensets(st.sampled_from(sorted(TABLES))), min_size=1, max_size=4))
+@example(writes=[frozenset()])
+@example(writes=[frozenset(), frozenset()])  # an empty write's own counter bump is no change
+@example(writes=[frozenset(TABLES)])
+# one connection writing one table, then another: the second names only its own (the
+# server's pending counts still held the first's until they were flushed)
+@example(writes=[frozenset({"episode"}), frozenset({"identity"}), frozenset({"episode"})])
+def test_postgresql_names_exactly_the_tables_each_transaction_wrote(
+    pg_url: str, writes: list[frozenset[str]]
+) -> None:
+    with Store(pg_url) as first, Store(pg_url) as second, first.changes() as watcher:
+        watcher.wait(0.0)
+        drain(watcher)
+        for kinds in writes:
+            write_rows(second, kinds)
+            change = watcher.wait(WITHIN_S if kinds else 0.2)
+            if not kinds:
+                assert change is None  # a transaction that wrote no row announces nothing
+                continue
+            assert change is not None
+            expected = {TABLES[k]._meta.table_name for k in kinds}  # type: ignore[attr-defined]
+            assert change.tables == expected
+
+
+def test_postgresql_watcher_comes_back_after_its_connection_is_cut(
+    pg_url: str, pg_server: object
+) -> None:
+    """The server ends the watcher's connection (as a restart would): the next waits
+    connect again and report a change of unknown tables, since notifications were lost."""
+    from pg_server import PostgresServer
+
+    assert isinstance(pg_server, PostgresServer)
+    database = pg_url.rsplit("/", 1)[1]
+    with Store(pg_url) as writer, writer.changes() as watcher:
+        assert watcher.wait(0.05) is None
+        pg_server.admin(
+            "SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
+            f"WHERE application_name = 'curator-watch' AND datname = '{database}'"
+        )
+        add_episode(writer)  # sent while the watcher's connection is gone
+        seen: list[Change] = []
+        for _ in range(10):
+            change = watcher.wait(0.2)
+            if change is not None:
+                seen.append(change)
+                break
+        assert seen == [Change()]  # unknown tables: look again
+        add_episode(writer)
+        change = watcher.wait(WITHIN_S)
+        assert change is not None and change.tables == {"episode"}
