@@ -140,26 +140,8 @@ def measured_rates(store: Store, model_path: str) -> TokenRates:
             .order_by(TraceStep.id.desc())
             .limit(TRACE_SAMPLE)
         )
-        batches = list(
-            Run.select(Run.stats)
-            .where(
-                (Run.kind == "distill")
-                & (Run.model_path == model_path)
-                & Run.status.in_(FINISHED_STATUSES)
-            )
-            .order_by(Run.id.desc())
-            .limit(5)
-        )
-        classify_runs = list(
-            Run.select(Run.stats)
-            .where(
-                (Run.kind == "classify")
-                & (Run.model_path == model_path)
-                & Run.status.in_(FINISHED_STATUSES)
-            )
-            .order_by(Run.id.desc())
-            .limit(FEATURE_RUNS)
-        )
+        batches = _finished_runs("distill", model_path, 5)
+        classify_runs = _finished_runs("classify", model_path, FEATURE_RUNS)
     features = _features_pace(classify_runs)
     if not rows:
         return TokenRates(features_per_episode_s=features)
@@ -194,6 +176,18 @@ def measured_rates(store: Store, model_path: str) -> TokenRates:
         output_tokens,
         max(1.0, per_batch),
         features,
+    )
+
+
+def _finished_runs(kind: str, model_path: str, newest: int) -> list[Run]:
+    """The stats of this model's ``newest`` finished runs of ``kind``, newest first."""
+    return list(
+        Run.select(Run.stats)
+        .where(
+            (Run.kind == kind) & (Run.model_path == model_path) & Run.status.in_(FINISHED_STATUSES)
+        )
+        .order_by(Run.id.desc())
+        .limit(newest)
     )
 
 
