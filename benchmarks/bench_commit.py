@@ -47,6 +47,7 @@ import statistics
 import sys
 import tempfile
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
@@ -134,27 +135,39 @@ def stage(store: Store, episodes: int, candidates: int, scattered: bool, seed: i
     targets = iter(rng.sample(range(1, PATTERNS + 1), candidates))
     sources = iter(source_episodes(episodes, 2 * candidates, scattered, rng))
     with store.write():
-        run = Run.create(kind="distill", status="staged")
-        for ordinal in range(candidates):
-            share = ordinal % 10
-            action = "ADD" if share < 6 else "UPDATE" if share < 9 else "SKIP"
-            target = None if action == "ADD" else next(targets)
-            candidate = Candidate.create(
-                run=run.id,
-                ordinal=ordinal,
-                text=f"Candidate {ordinal}: " + " ".join(rng.choices(WORDS, k=12)),
-                importance=0.6,
-                proposed_action=action,
-                proposed_target=target,
-                target_revision=1 if target else None,
-                action=action,
-                target=target,
-                decided_by="human",
-                decided_at=utcnow(),
-                state="reviewed",
-            )
-            for _ in range(2):
-                CandidateEpisode.create(candidate=candidate.id, episode=next(sources))
+        return stage_candidates(rng, candidates, targets, sources, WORDS)
+
+
+def stage_candidates(
+    rng: random.Random,
+    candidates: int,
+    targets: Iterator[int],
+    sources: Iterator[int],
+    words: list[str],
+) -> int:
+    """Inside a write: a staged run of ``candidates`` reviewed ones, six in ten ADD, three
+    UPDATE (of the next of ``targets``), one SKIP, each from two of ``sources``."""
+    run = Run.create(kind="distill", status="staged")
+    for ordinal in range(candidates):
+        share = ordinal % 10
+        action = "ADD" if share < 6 else "UPDATE" if share < 9 else "SKIP"
+        target = None if action == "ADD" else next(targets)
+        candidate = Candidate.create(
+            run=run.id,
+            ordinal=ordinal,
+            text=f"Candidate {ordinal}: " + " ".join(rng.choices(words, k=12)),
+            importance=0.6,
+            proposed_action=action,
+            proposed_target=target,
+            target_revision=1 if target else None,
+            action=action,
+            target=target,
+            decided_by="human",
+            decided_at=utcnow(),
+            state="reviewed",
+        )
+        for _ in range(2):
+            CandidateEpisode.create(candidate=candidate.id, episode=next(sources))
     return int(run.id)
 
 

@@ -43,6 +43,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "tests"))
 
+from bench_commit import stage_candidates  # noqa: E402
 from pg_server import running_server  # noqa: E402
 
 from curator.core.scoring import rank_key  # noqa: E402
@@ -52,11 +53,8 @@ from curator.store.episode_queries import EpisodeFilter, EpisodeSort, query_firs
 from curator.store.importer import import_file  # noqa: E402
 from curator.store.models import (  # noqa: E402
     ALL_MODELS,
-    Candidate,
-    CandidateEpisode,
     Episode,
     Pattern,
-    Run,
     utcnow,
 )
 
@@ -139,28 +137,7 @@ def stage(store: Store, seed: int = 11) -> int:
         ]
         targets = iter(rng.sample(patterns, len(patterns)))
         sources = iter(range(1, 2 * CANDIDATES + 1))
-        run = Run.create(kind="distill", status="staged")
-        for ordinal in range(CANDIDATES):
-            share = ordinal % 10
-            action = "ADD" if share < 6 else "UPDATE" if share < 9 else "SKIP"
-            target = None if action == "ADD" else next(targets)
-            candidate = Candidate.create(
-                run=run.id,
-                ordinal=ordinal,
-                text=f"Candidate {ordinal}: " + " ".join(rng.choices(WORDS, k=12)),
-                importance=0.6,
-                proposed_action=action,
-                proposed_target=target,
-                target_revision=1 if target else None,
-                action=action,
-                target=target,
-                decided_by="human",
-                decided_at=utcnow(),
-                state="reviewed",
-            )
-            for _ in range(2):
-                CandidateEpisode.create(candidate=candidate.id, episode=next(sources))
-    return int(run.id)
+        return stage_candidates(rng, CANDIDATES, targets, sources, WORDS)
 
 
 @contextmanager
