@@ -418,7 +418,7 @@ class EpisodeTableModel(QAbstractTableModel):
     ) -> Any:
         if (
             orientation == Qt.Orientation.Horizontal
-            and role == Qt.ItemDataRole.DisplayRole
+            and role in (Qt.ItemDataRole.DisplayRole, Qt.ItemDataRole.ToolTipRole)
             and 0 <= section < len(COLUMNS)
         ):
             return COLUMNS[section][1]

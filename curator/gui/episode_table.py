@@ -69,6 +69,9 @@ class EpisodeTableView(QTableView):
         header = self.horizontalHeader()
         header.setSectionResizeMode(QHeaderView.ResizeMode.Interactive)
         header.setStretchLastSection(True)
+        # Columns scaled down for Preview's sake (an 800-pixel window) end their titles
+        # in "…" (the whole title is the header's tooltip) instead of clipping both ends.
+        header.setTextElideMode(Qt.TextElideMode.ElideRight)
         header.setResizeContentsPrecision(FIT_ROWS)  # the rows sizeHintForColumn reads
         for column, (key, _title) in enumerate(COLUMNS):
             if key in COLUMN_WIDTHS:
