@@ -205,6 +205,11 @@ class Dialect:
         """The hint that makes a walk follow the sort column's index."""
         return f" INDEXED BY {index}"
 
+    def text_index_only(self, db: peewee.Database) -> contextlib.AbstractContextManager[None]:
+        """Around a statement that must ask the text index, never read the table whole
+        (the first page's probe). SQLite's FTS5 table is the index itself."""
+        return contextlib.nullcontext()
+
     def ranked(self, phrase: str, like: str) -> tuple[str, list[Any]]:
         """``rid, score`` of the matches, lower scores better (SQLite's bm25)."""
         return (
@@ -321,6 +326,31 @@ class PostgresDialect(Dialect):
 
     def indexed_by(self, index: str) -> str:
         return ""  # the planner chooses the sort column's index by itself
+
+    @contextlib.contextmanager
+    def text_index_only(self, db: peewee.Database) -> Iterator[None]:
+        """Sequential scans priced out for the statements inside, in a read snapshot.
+
+        With a LIMIT the planner prices a scan that stops early as cheap, and it guesses
+        a substring's matches from statistics that know nothing of substrings: the probe
+        for a rare phrase read the whole table where the trigram index answers at once
+        (measured at 20,000 episodes: 11 ms scanned, 4.6 ms indexed; common and 3-letter
+        terms are quicker indexed too; a ``MATERIALIZED`` CTE still scans). The setting
+        is transaction-local, and restored at once: later statements of an enclosing
+        read are planned as usual."""
+        with db.transaction(self.read_isolation):
+            before = db.execute_sql(
+                "SELECT current_setting('enable_seqscan'), "
+                "set_config('enable_seqscan', 'off', true)"
+            ).fetchone()[0]
+            restore = "SELECT set_config('enable_seqscan', ?, true)"
+            try:
+                yield
+            except BaseException:
+                with contextlib.suppress(Exception):  # an aborted transaction: rolled back
+                    db.execute_sql(restore, (before,))
+                raise
+            db.execute_sql(restore, (before,))
 
     def ranked(self, phrase: str, like: str) -> tuple[str, list[Any]]:
         text = phrase[1:-1].replace('""', '"')

@@ -243,7 +243,10 @@ def query_first_ids(
     The full list costs time in proportion to the matches: each one is fetched from the
     table, checked with LIKE and sorted (3-7 us each at 1,000,000 episodes). So a text
     query first asks the trigram index for up to ``walk_above`` + 1 candidates (the
-    index stops early). Few candidates: only those are fetched, by id.
+    index stops early; PostgreSQL's planner would rather scan the table under that
+    LIMIT, so the dialect prices scans out for the probe:
+    :meth:`~curator.store.engine.Dialect.text_index_only`). Few candidates: only those
+    are fetched, by id.
 
     Many, and a sort column with an index: that index is walked in display order until
     ``limit`` matched. When the candidates are dense (the probe's ids say how many of
@@ -266,7 +269,8 @@ def query_first_ids(
     if column is None or flt.label == "uncertain" or not indexed(text):
         return _ordered_ids(store, flt, sort, limit)
     sub, sub_params = store.dialect.candidates(match_expression(text), f"%{escape_like(text)}%")
-    probe = sorted(store.execute(f"{sub} LIMIT {int(walk_above) + 1}", tuple(sub_params)))
+    with store.dialect.text_index_only(store.db):
+        probe = sorted(store.execute(f"{sub} LIMIT {int(walk_above) + 1}", tuple(sub_params)))
     direction = "DESC" if sort.descending else "ASC"
     order = f"ORDER BY {column} {direction}, id {direction}"
     if len(probe) <= walk_above:
