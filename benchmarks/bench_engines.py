@@ -219,7 +219,7 @@ def pg_full_scans(store: Store, statements: list[tuple[str, tuple[Any, ...]]]) -
     scan that a LIMIT stopped after a few rows (a term in most episodes: the cheapest
     plan) is told apart from one that read the table; a write is only EXPLAINed. The
     statements are replayed in order in one snapshot, their settings (``set_config``,
-    such as the search probe's, :meth:`curator.store.engine.Dialect.text_index_only`)
+    such as the search probe's, :meth:`curator.store.engine.Dialect.no_table_scan`)
     run again, so each plan is the one its statement got."""
     found: dict[str, str] = {}
     with store.read():

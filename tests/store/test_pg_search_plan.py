@@ -25,6 +25,7 @@ from pg_server import PostgresServer
 
 from curator.store.db import Store
 from curator.store.episode_queries import (
+    RELEVANCE,
     WALK_ABOVE,
     EpisodeFilter,
     EpisodeSort,
@@ -140,6 +141,27 @@ def test_the_probe_reads_the_trigram_index_for_rare_and_common_queries(
 ) -> None:
     [(sql, scanned)] = _probe_plans(big_store, text)
     assert "episode" not in scanned, f"Seq Scan on episode: {sql}"
+
+
+@pytest.mark.parametrize("text", ["production window", "zq0042", "status", "tus"])
+@pytest.mark.parametrize(
+    "sort",
+    [EpisodeSort(), EpisodeSort("source", False), EpisodeSort("preview"), EpisodeSort(RELEVANCE)],
+)
+def test_no_statement_of_a_search_scans_the_episodes(
+    big_store: Store, text: str, sort: EpisodeSort
+) -> None:
+    """The first page (its probe, its walk along the sort column's index, its fetch of
+    known candidates) and the full list, in every order: the same class as the probe,
+    where SQLite asks its trigram or sort index and PostgreSQL's planner read the table
+    (the full list of a rare phrase; the bound of a walk by source)."""
+    plans: list[tuple[str, list[str]]] = []
+    with explaining(big_store, plans):
+        query_first_ids(big_store, EpisodeFilter(text=text), sort)
+        query_ids(big_store, EpisodeFilter(text=text), sort)
+    assert plans
+    scanned = [sql for sql, tables in plans if "episode" in tables]
+    assert not scanned, scanned
 
 
 def test_the_forced_index_stays_with_the_probe(big_store: Store) -> None:
