@@ -217,30 +217,40 @@ def pg_full_scans(store: Store, statements: list[tuple[str, tuple[Any, ...]]]) -
     """The application tables PostgreSQL's plans scan whole, each with the first
     statement that does (shortened). A read is EXPLAINed with ANALYZE, so a sequential
     scan that a LIMIT stopped after a few rows (a term in most episodes: the cheapest
-    plan) is told apart from one that read the table; a write is only EXPLAINed."""
+    plan) is told apart from one that read the table; a write is only EXPLAINed. The
+    statements are replayed in order in one snapshot, their settings (``set_config``,
+    such as the search probe's, :meth:`curator.store.engine.Dialect.no_table_scan`)
+    run again, so each plan is the one its statement got."""
     found: dict[str, str] = {}
-    for sql, params in statements:
-        if not re.match(r"\s*(SELECT|UPDATE|DELETE|WITH)\b", sql, re.I) or "pg_" in sql:
-            continue
-        reads = re.match(r"\s*SELECT\b", sql, re.I) is not None
-        options = "ANALYZE, FORMAT JSON" if reads else "FORMAT JSON"
-        plan = store.db.execute_sql(f"EXPLAIN ({options}) {sql}", params).fetchone()[0]
-        for scan in _seq_scans(plan[0]["Plan"]):
-            table = str(scan.get("Relation Name"))
-            if table not in TABLE_NAMES:
-                continue
-            shown = f"{' '.join(sql.split())[:160]} {params[:3]}"
-            if reads:
-                read = scan["Actual Rows"] * scan["Actual Loops"]
-                read += scan.get("Rows Removed by Filter", 0) * scan["Actual Loops"]
-                total = int(store.execute(f'SELECT count(*) FROM "{table}"')[0][0])
-                if read < total // 2:
-                    print(
-                        f"  (PostgreSQL stopped its scan of {table} at {read:,} of {total:,} rows)"
-                    )
-                    continue
-            found.setdefault(table, shown)
+    with store.read():
+        for sql, params in statements:
+            _explain_one(store, sql, params, found)
     return found
+
+
+def _explain_one(store: Store, sql: str, params: tuple[Any, ...], found: dict[str, str]) -> None:
+    """EXPLAIN one recorded statement (see :func:`pg_full_scans`); a setting runs again."""
+    if "set_config(" in sql:
+        store.db.execute_sql(sql, params)
+        return
+    if not re.match(r"\s*(SELECT|UPDATE|DELETE|WITH)\b", sql, re.I) or "pg_" in sql:
+        return
+    reads = re.match(r"\s*SELECT\b", sql, re.I) is not None
+    options = "ANALYZE, FORMAT JSON" if reads else "FORMAT JSON"
+    plan = store.db.execute_sql(f"EXPLAIN ({options}) {sql}", params).fetchone()[0]
+    for scan in _seq_scans(plan[0]["Plan"]):
+        table = str(scan.get("Relation Name"))
+        if table not in TABLE_NAMES:
+            continue
+        shown = f"{' '.join(sql.split())[:160]} {params[:3]}"
+        if reads:
+            read = scan["Actual Rows"] * scan["Actual Loops"]
+            read += scan.get("Rows Removed by Filter", 0) * scan["Actual Loops"]
+            total = int(store.execute(f'SELECT count(*) FROM "{table}"')[0][0])
+            if read < total // 2:
+                print(f"  (PostgreSQL stopped its scan of {table} at {read:,} of {total:,} rows)")
+                continue
+        found.setdefault(table, shown)
 
 
 def sqlite_full_scans(

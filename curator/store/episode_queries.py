@@ -9,6 +9,7 @@ benchmarks can use the same queries.
 
 from __future__ import annotations
 
+import contextlib
 import json
 from dataclasses import dataclass
 from datetime import date
@@ -190,7 +191,15 @@ def _ordered_ids(
     if flt.label == "uncertain":  # a queue: its order is the point, not the clicked column
         order = "predicted_margin ASC, id ASC"
     sql = f"SELECT id FROM episode WHERE {where} ORDER BY {order}{cap}"
-    return [int(r[0]) for r in store.execute(sql, tuple(params))]
+    with _text_index(store, flt.text):
+        return [int(r[0]) for r in store.execute(sql, tuple(params))]
+
+
+def _text_index(store: Store, text: str) -> contextlib.AbstractContextManager[None]:
+    """A search for ``text`` reads the text index, as SQLite's always does: PostgreSQL's
+    planner guesses a substring's matches badly and would read a rare phrase's episodes
+    from the whole table (:meth:`~curator.store.engine.Dialect.no_table_scan`)."""
+    return store.dialect.no_table_scan(store.db) if indexed(text) else contextlib.nullcontext()
 
 
 FIRST_PAGE = 200
@@ -243,7 +252,10 @@ def query_first_ids(
     The full list costs time in proportion to the matches: each one is fetched from the
     table, checked with LIKE and sorted (3-7 us each at 1,000,000 episodes). So a text
     query first asks the trigram index for up to ``walk_above`` + 1 candidates (the
-    index stops early). Few candidates: only those are fetched, by id.
+    index stops early; PostgreSQL's planner would rather scan the table under that
+    LIMIT, so the dialect prices scans out for the probe:
+    :meth:`~curator.store.engine.Dialect.no_table_scan`). Few candidates: only those
+    are fetched, by id.
 
     Many, and a sort column with an index: that index is walked in display order until
     ``limit`` matched. When the candidates are dense (the probe's ids say how many of
@@ -266,7 +278,8 @@ def query_first_ids(
     if column is None or flt.label == "uncertain" or not indexed(text):
         return _ordered_ids(store, flt, sort, limit)
     sub, sub_params = store.dialect.candidates(match_expression(text), f"%{escape_like(text)}%")
-    probe = sorted(store.execute(f"{sub} LIMIT {int(walk_above) + 1}", tuple(sub_params)))
+    with store.dialect.no_table_scan(store.db):
+        probe = sorted(store.execute(f"{sub} LIMIT {int(walk_above) + 1}", tuple(sub_params)))
     direction = "DESC" if sort.descending else "ASC"
     order = f"ORDER BY {column} {direction}, id {direction}"
     if len(probe) <= walk_above:
@@ -327,17 +340,20 @@ class _Walk:
         span, span_params = where_clause(
             EpisodeFilter(date_from=self.flt.date_from, date_to=self.flt.date_to), dialect=dialect
         )
-        last = self.store.execute(
-            f"SELECT {self.column}, id FROM episode{hint} WHERE {span} "
-            f"{self.order} LIMIT 1 OFFSET {max(int(steps), 1) - 1}",
-            tuple(span_params),
-        )
-        where, params = where_clause(self.flt, use_index=use_index, dialect=dialect)
-        if last:
-            where += f" AND ({self.column}, id) {'>=' if self.sort.descending else '<='} (?, ?)"
-            params += list(last[0])
-        sql = f"SELECT id FROM episode{hint} WHERE {where} {self.order} LIMIT {int(self.limit)}"
-        found = [int(r[0]) for r in self.store.execute(sql, tuple(params))]
+        # an index, as INDEXED BY makes SQLite's walk: PostgreSQL's planner would rather
+        # sort the whole table for a bound thousands of entries along
+        with dialect.no_table_scan(self.store.db):
+            last = self.store.execute(
+                f"SELECT {self.column}, id FROM episode{hint} WHERE {span} "
+                f"{self.order} LIMIT 1 OFFSET {max(int(steps), 1) - 1}",
+                tuple(span_params),
+            )
+            where, params = where_clause(self.flt, use_index=use_index, dialect=dialect)
+            if last:
+                where += f" AND ({self.column}, id) {'>=' if self.sort.descending else '<='} (?, ?)"
+                params += list(last[0])
+            sql = f"SELECT id FROM episode{hint} WHERE {where} {self.order} LIMIT {int(self.limit)}"
+            found = [int(r[0]) for r in self.store.execute(sql, tuple(params))]
         if len(found) < self.limit and last:  # gave up before the page was full
             return None
         return found
@@ -355,7 +371,8 @@ def _by_relevance(store: Store, flt: EpisodeFilter, best_first: bool, cap: str) 
         f"SELECT id FROM episode JOIN ranked ON ranked.rid = episode.id WHERE {where} "
         f"ORDER BY ranked.score {direction}, id {direction}{cap}"
     )
-    rows = store.execute(sql, (*ranked_params, *params))
+    with _text_index(store, text):
+        rows = store.execute(sql, (*ranked_params, *params))
     return [int(r[0]) for r in rows]
 
 
