@@ -122,12 +122,13 @@ def format_duration(seconds: float) -> str:
 
 
 def counts_text(stats: Any, *, skip_zero: bool = True) -> str:
-    """A run's counters on one line ("classified 15 · noise 10 · ..."), methods left out."""
+    """A run's counters on one line ("classified 15 · noise 10 · ..."), methods and the
+    features phase's duration (:data:`FEATURES_MS`, a time, not a count) left out."""
     if not isinstance(stats, dict):
         return ""
     parts = []
     for key, value in stats.items():
-        if key.startswith("scored_") or isinstance(value, bool):
+        if key.startswith("scored_") or key == FEATURES_MS or isinstance(value, bool):
             continue
         if isinstance(value, int | float):
             if skip_zero and not value:

@@ -36,18 +36,12 @@ from curator.store import change_marker
 from curator.store.backup_listing import newest_good_backup
 from curator.store.changes import ChangeWatcher, PostgresWatcher, SqliteWatcher
 from curator.store.engine import (
-    DISK_FULL,
-    LOCK_NOT_AVAILABLE,
     POSTGRES,
-    READ_ONLY_TRANSACTION,
     SQLITE,
     Dialect,
     check_postgres_url,
     display_url,
-    in_transaction,
     is_postgres_url,
-    postgres_database,
-    sqlstate,
 )
 from curator.store.migrations import LATEST_VERSION
 from curator.store.models import ALL_MODELS
@@ -63,6 +57,14 @@ from curator.store.opening import (
     check_file,
     has_wal,
     read_only_uri,
+)
+from curator.store.pg_connection import (
+    DISK_FULL,
+    LOCK_NOT_AVAILABLE,
+    READ_ONLY_TRANSACTION,
+    in_transaction,
+    postgres_database,
+    sqlstate,
 )
 
 __all__ = [

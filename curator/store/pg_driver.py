@@ -6,7 +6,7 @@ jobs, shells and agents pay often, mostly for a SQLite file. :func:`hold_back` (
 the command line before anything imports peewee) marks the drivers absent, so peewee
 takes its "not installed" branch; :func:`load` takes the marks back and imports psycopg
 3 for real when a ``postgresql://`` database is opened
-(:func:`curator.store.engine.postgres_database` hands it to peewee).
+(:func:`curator.store.pg_connection.postgres_database` hands it to peewee).
 
 No imports beyond the standard library: this module runs before everything else.
 """

@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from curator.pipeline.run_history import (
+    counts_text,
     format_duration,
     recent_runs,
     scoring_method_text,
@@ -51,3 +52,10 @@ def test_durations_read_as_a_person_would_say_them() -> None:
     assert format_duration(12 * 60) == "12 min"
     assert format_duration(60_185 * 0.8) == "13 h"
     assert format_duration(4 * 86400) == "4.0 days"
+
+
+def test_counts_leave_out_the_features_phase_duration_and_the_scoring_methods() -> None:
+    """A classify run's stats carry how long its features phase took, for the next
+    estimate; the Runs pane's Counts column read "features_ms 15981" among the counts."""
+    stats = {"classified": 20, "noise": 6, "features_ms": 15_981, "scored_exact": 20, "x": True}
+    assert counts_text(stats) == "classified 20 · noise 6"

@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 from pg_server import PostgresServer
 
 from curator.store.db import Store
-from curator.store.engine import ConnectionLost
+from curator.store.pg_connection import ConnectionLost
 
 
 def cut(server: PostgresServer, store: Store) -> None:
