@@ -262,3 +262,25 @@ def test_with_a_right_two_phase_estimate_the_time_left_is_exact(
     for k in range(n + 1):
         left = tracker.update(Progress("classify", k, n), k * per_item)
         assert left == pytest.approx((n - k) * per_item + later)
+
+
+def test_the_speeds_follow_the_newest_calls_more_than_the_older_ones(store: Store) -> None:
+    """60 calls at a busy load (8 s each), then 20 at an idle one (2 s each): the next
+    run is quoted nearer the idle pace than the plain mean of all 80 (6.5 s) would be.
+    Before, 80 calls at load 12 quoted a run at load 1.8 as 3 min; it took 48 s."""
+    _traced_run(store, "/m/a.gguf", "classify", [("classify", 800, 0, 8.0)] * 60)
+    _traced_run(store, "/m/a.gguf", "classify", [("classify", 800, 0, 2.0)] * 20)
+    each = plan_run("classify", 1, measured_rates(store, "/m/a.gguf"), Settings()).seconds
+    each -= DEFAULT_FEATURES_S
+    assert 2.0 < each < 4.5
+
+
+@settings(deadline=None)
+@given(seconds=st.floats(min_value=0.01, max_value=1000.0), calls=st.integers(1, 60))
+@example(seconds=3.0, calls=1)
+def test_calls_all_of_one_pace_are_fitted_to_that_pace(seconds: float, calls: int) -> None:
+    """Weighing by recency changes nothing when every call took the same time."""
+    from curator.pipeline.eta import _fit
+
+    fitted = _fit([(800.0, 0.0, seconds)] * calls)
+    assert fitted is not None and fitted[0] * 800 == pytest.approx(seconds)
