@@ -9,6 +9,7 @@ embedded) reports a total of 0, and the time left went blank instead of "finishi
 
 from __future__ import annotations
 
+import itertools
 import math
 
 import pytest
@@ -115,3 +116,41 @@ def test_the_time_left_is_never_negative_nan_or_blank_once_something_was_said(
             assert not said or total > 0
             continue
         assert math.isfinite(left) and left >= 0.0
+
+
+@settings(deadline=None)
+@given(
+    n=st.integers(min_value=0, max_value=20),
+    m=st.integers(min_value=0, max_value=20),
+    per_item=st.floats(min_value=0.01, max_value=100.0),
+    later=st.floats(min_value=0.01, max_value=1000.0),
+    looks=st.lists(st.floats(min_value=0.0, max_value=1.0), min_size=1, max_size=4),
+)
+@example(n=2, m=0, per_item=3.0, later=4.0, looks=[0.5])
+def test_with_a_right_estimate_the_time_left_never_grows(
+    n: int, m: int, per_item: float, later: float, looks: list[float]
+) -> None:
+    """Classify's episodes then its features at the estimated pace, each report repeated
+    and the label read at moments between items: the figure only goes down. (A later
+    share of 0 reads as "no estimate" for that phase: nothing is said until it measures.)"""
+    later = later if m else 0.0
+    tracker = RemainingTime(n * per_item + later, later_seconds=later)
+    shown: list[float] = []
+    phases = [
+        ("classify", n, per_item, 0.0),
+        ("features", m, later / m if m else 0.0, n * per_item),
+    ]
+    for step, total, each, start in phases:
+        for k in range(total + 1):
+            at = start + k * each
+            for _ in range(2):  # a repeated report changes nothing
+                left = tracker.update(Progress(step, k, total), at)
+                assert left is not None
+                shown.append(left)
+            if k < total:
+                for f in sorted(looks):
+                    left = tracker.remaining(at + f * each)
+                    assert left is not None
+                    shown.append(left)
+    assert all(b <= a + 1e-6 * max(1.0, a) for a, b in itertools.pairwise(shown))
+    assert shown[-1] == pytest.approx(0.0, abs=1e-6)
