@@ -13,7 +13,11 @@ from hypothesis import strategies as st
 from PySide6.QtCore import Qt
 
 from curator.gui.review_pane import ReviewPane
-from tests.gui.test_review_pane import key, pane, staged  # noqa: F401 (fixtures)
+from tests.gui import test_review_pane as base
+
+staged = base.staged  # the pane's own fixtures: a staged run on both engines, shown
+pane = base.pane
+key = base.key
 
 KEYS = {
     "down": Qt.Key.Key_Down,
