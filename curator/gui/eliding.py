@@ -8,6 +8,8 @@ only a short start of their text as their minimum and paint the rest elided, so 
 narrow window shows "following 1 log: 5 li…" beside "Demo model: too sm…", each
 readable, with the whole text in its tooltip. ``text()`` stays the whole text:
 everything that reads the widget (tests, accessibility) sees what it says, not what fits.
+They are one line: a line break in a text (a database file may be named with one) reads
+as a space, where it painted two lines into one line's height and made the bar taller.
 """
 
 from __future__ import annotations
@@ -29,6 +31,14 @@ def _elided(metrics: QFontMetrics, text: str, width: int) -> str:
     return metrics.elidedText(text, Qt.TextElideMode.ElideRight, width)
 
 
+LINE_BREAKS = str.maketrans(dict.fromkeys("\n\r\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029", " "))
+"""What ``str.splitlines`` breaks at: each reads as a space on the one line."""
+
+
+def one_line(text: str) -> str:
+    return text.translate(LINE_BREAKS)
+
+
 def _short_start(text: str, keep: int) -> str:
     return text if len(text) <= keep else text[:keep].rstrip() + ELLIPSIS
 
@@ -41,9 +51,12 @@ class ElidingLabel(QLabel):
     """
 
     def __init__(self, text: str = "", keep: int = KEEP) -> None:
-        super().__init__(text)
+        super().__init__(one_line(text))
         self.keep = keep
         self.setTextFormat(Qt.TextFormat.PlainText)
+
+    def setText(self, text: str) -> None:
+        super().setText(one_line(text))
 
     def minimumSizeHint(self) -> QSize:
         margins = self.contentsMargins()
@@ -66,8 +79,11 @@ class ElidingButton(QPushButton):
     (``keep`` characters stay readable)."""
 
     def __init__(self, text: str = "", keep: int = KEEP) -> None:
-        super().__init__(text)
+        super().__init__(one_line(text))
         self.keep = keep
+
+    def setText(self, text: str) -> None:
+        super().setText(one_line(text))
 
     def _padding(self) -> int:
         """What the style adds around the text (frame, margins)."""

@@ -19,6 +19,7 @@ from PySide6.QtWidgets import QLabel, QProgressBar, QPushButton
 
 from curator.gui.eliding import ElidingButton, ElidingLabel
 from curator.gui.model_picker import DEMO_NOTICE, DEMO_SHORT, demo_model_in_use
+from curator.gui.status_room import StatusRoom
 from curator.store.settings import Settings, load_settings
 
 if TYPE_CHECKING:
@@ -109,6 +110,17 @@ class StatusBarMixin(_WindowBase):
         bar.addWidget(self.busy_cancel)
         for widget in (self.busy_label, self.busy_bar, self.busy_cancel):
             widget.hide()
+        # A message or a running write gets its room from the eliding parts, the least
+        # urgent first (the followed logs' part is built later: looked up when fitting).
+        self.status_room = StatusRoom(
+            bar,
+            lambda: [
+                getattr(self, name)
+                for name in ("follow_label", "demo_button", "model_label", "db_label")
+                if hasattr(self, name)
+            ],
+            (self.busy_label, self.busy_bar, self.busy_cancel),
+        )
         self._busy_timer = QTimer(self)
         self._busy_timer.setSingleShot(True)
         self._busy_timer.setInterval(BUSY_DELAY_MS)

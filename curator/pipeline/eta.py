@@ -42,6 +42,10 @@ DEFAULT_FEATURES_S = 0.3
 """Seconds a classify run's features phase takes per classified episode (embedding it)
 before measured: the demo model's embedding of a short episode on a laptop CPU."""
 
+MAX_FEATURES_S = 600.0
+"""A features pace beyond this many seconds per episode is a damaged stat, not a measure
+(embedding one episode takes well under a second even on a slow CPU)."""
+
 FEATURE_RUNS = 5
 """The newest finished classify runs whose features phase makes up its measured pace."""
 
@@ -203,12 +207,18 @@ def _finished_runs(kind: str, model_path: str, newest: int) -> list[Run]:
 def _features_pace(runs: list[Run]) -> float:
     """Seconds of the features phase per classified episode over ``runs`` (their stats
     name both); the default when none timed it. A model server that cannot embed gives a
-    pace near zero, measured like any other."""
+    pace near zero, measured like any other. A run whose figures are not a plausible
+    measure (a bool, infinite, negative, or beyond :data:`MAX_FEATURES_S` an episode:
+    stats are JSON anyone may have edited) is left out rather than quoted as "inf days"."""
     spent = classified = 0.0
     for run in runs:
         stats = run.stats if isinstance(run.stats, dict) else {}
         ms, count = stats.get(FEATURES_MS), stats.get("classified")
-        if isinstance(ms, int | float) and isinstance(count, int) and count > 0 and ms >= 0:
+        if isinstance(ms, bool) or isinstance(count, bool):
+            continue
+        if not (isinstance(ms, int | float) and isinstance(count, int) and count > 0):
+            continue
+        if 0 <= ms <= 1000.0 * MAX_FEATURES_S * count:  # false for NaN and infinity too
             spent += ms / 1000.0
             classified += count
     return spent / classified if classified else DEFAULT_FEATURES_S
@@ -336,12 +346,12 @@ class RemainingTime:
         """Seconds left at ``now`` (None before anything can be said)."""
         if self._phase is None:  # not started yet (the model loads): the estimate
             return None if self.prior_seconds is None else self.prior_seconds + self._later
+        left = self._phase[1] - self._done
+        if left <= 0:  # this phase is done (or had nothing to do, a total of 0)
+            return self._later
         per_item = self.per_item()
         if per_item is None:
             return None
-        left = self._phase[1] - self._done
-        if left <= 0:
-            return self._later
         since = max(0.0, now - self._done_at)
         return max((left - 1) * per_item, left * per_item - since) + self._later
 
