@@ -373,7 +373,14 @@ def grant_hits(text: str, axioms: Sequence[str] = (), name: str | None = None) -
     m = relay.search(low)
     if m:
         yield m.start(), m.end(), _RELAYED
-    m = next((m for m in condition.finditer(low) if _opens_clause(low, m.start())), None)
+    m = next(
+        (
+            m
+            for m in condition.finditer(low)
+            if _opens_clause(low, m.start()) and not _named_habit(text, m.end())
+        ),
+        None,
+    )
     if m:
         yield m.start(), m.end(), "a standing rule on what to do when someone says or does X"
     m = note_head.search(low)
@@ -428,6 +435,14 @@ def _opens_clause(low: str, start: int) -> bool:
     …"); "Péter recommends the bakery if someone asks" describes a habit instead."""
     before = low[max(0, start - 40) : start].rstrip(_OPENERS)
     return not before or before[-1] in _SENTENCE_STOPS + ":;：；"
+
+
+def _named_habit(text: str, end: int) -> bool:
+    """The condition's clause goes on with a capitalised word after its comma: a person
+    named as the subject ("Whenever someone mentions the flood, Grandma tells the story
+    of 1998") describes that person's habit; a rule goes on with the order itself, in
+    lower case ("…, reply with the code")."""
+    return 0 < end <= len(text) and text[end - 1].isupper()
 
 
 def describes_a_habit(text: str, start: int) -> bool:

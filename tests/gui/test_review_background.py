@@ -67,7 +67,8 @@ def test_keys_show_the_decision_at_once_and_write_it_in_order_off_the_gui_thread
     assert [stored[t] for t in TEXTS] == ["ADD", "REJECT", "ADD"]
     assert [c.decided_via for c in pane.candidates()] == ["human"] * 3  # the engine's answer
     ran = services.ops.job_thread_ids[ran_before:]
-    assert len(ran) == 3 and threading.get_ident() not in ran
+    # the three writes, and the reads of each shown candidate's sources: none on the GUI thread
+    assert len(ran) >= 3 and threading.get_ident() not in ran
 
 
 def test_a_refused_decision_is_put_back_and_named(
