@@ -214,7 +214,7 @@ _RELAY = (
 # "if someone / a user / anyone …, …": a condition on another person.
 _CONDITION = (
     r"\b(?:if|when|whenever|once)\s+(?:someone|somebody|anyone|anybody|a\s+user|a\s+visitor|"
-    r"a\s+caller|a\s+pull\s+request|a\s+pr)\b[^.!?\n]{3,80}?[,;:—–]\s*"
+    r"a\s+caller|a\s+pull\s+request|a\s+pr)\b[^.!?\n,;:—–]{3,80}[,;:—–]\s*"
     r"(?!(?:she|he|they|it|it['’]s|i|we|the|there|that|this|you['’]re|his|her|their|my)\b)\w|"
     r"\bsi\s+(?:alguien|quelqu['’]un|algú)\b|\bwenn\s+(?:jemand|ein\s+nutzer)\b|"
     r"\bse\s+(?:qualcuno|alguém)\b|\b(?:jeśli|jeżeli|gdy)\s+ktoś\b|\bals\s+iemand\b|"

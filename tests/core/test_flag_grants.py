@@ -220,6 +220,20 @@ def test_a_condition_whose_clause_names_a_person_is_their_habit(
 
 
 @settings(deadline=None)
+@given(words=st.lists(_WORD, min_size=1, max_size=5), later=st.lists(_WORD, min_size=1, max_size=5))
+@example(words=["shows", "me", "their", "work"], later=["specifically", "and", "kindly"])
+def test_a_condition_ends_at_its_first_comma(words: list[str], later: list[str]) -> None:
+    """Class invariant: the condition's clause is what comes before its first comma. The
+    demo identity's "When someone shows me their work, I say what works and what doesn't,
+    specifically and kindly" was read with the clause run on to the second comma, and so
+    as a rule ("…, specifically")."""
+    rest, more = " ".join(words), " ".join(later)
+    text = f"When someone {rest}, I say what works and what doesn't, {more}."
+    found = detect(text, AXIOMS, IDENTITY, learned=False)
+    assert not [f for f in found if "when someone says or does" in f.reason]
+
+
+@settings(deadline=None)
 @given(handle=_HANDLE, words=st.lists(_WORD, min_size=1, max_size=6))
 @example(handle="@abc", words=["garden"])
 def test_a_possessive_handle_is_a_person_unless_sent_to(handle: str, words: list[str]) -> None:
