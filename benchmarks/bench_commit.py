@@ -248,8 +248,8 @@ def gui_gaps_during_backup(path: Path) -> tuple[float, float, float]:
     from PySide6.QtCore import QTimer
     from PySide6.QtWidgets import QApplication
 
-    from curator.gui.auto_backup import AutoBackup
-    from curator.gui.operations import StoreOps
+    from curator.gui.runtime.operations import StoreOps
+    from curator.gui.window.auto_backup import AutoBackup
     from curator.store.backup import BackupResult
 
     app = QApplication.instance() or QApplication([])

@@ -29,8 +29,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QApplication
 
-from curator.gui.episodes_pane import EpisodesPane
-from curator.gui.services import AppServices
+from curator.gui.episodes.episodes_pane import EpisodesPane
+from curator.gui.runtime.services import AppServices
 from curator.store.db import Store
 
 EPISODES = 100_000

@@ -47,9 +47,9 @@ from PySide6.QtCore import QEventLoop, QSettings, QTimer  # noqa: E402
 from PySide6.QtWidgets import QApplication, QPushButton  # noqa: E402
 
 from curator.gui.app import freeze_startup_heap  # noqa: E402
-from curator.gui.main_window import MainWindow  # noqa: E402
-from curator.gui.review_pane import ReviewPane  # noqa: E402
-from curator.gui.services import AppServices  # noqa: E402
+from curator.gui.review.review_pane import ReviewPane  # noqa: E402
+from curator.gui.runtime.services import AppServices  # noqa: E402
+from curator.gui.window.main_window import MainWindow  # noqa: E402
 from curator.pipeline.commit import commit_run, undo_changeset  # noqa: E402
 from curator.pipeline.labels import relabel, undo_last_relabel  # noqa: E402
 from curator.store.backup import list_backups, take_backup  # noqa: E402

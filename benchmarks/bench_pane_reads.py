@@ -40,8 +40,8 @@ from bench_gui_responsiveness import (  # noqa: E402
 from PySide6.QtWidgets import QApplication  # noqa: E402
 
 from curator.core.scoring import rank_key  # noqa: E402
-from curator.gui.knowledge_pane import KnowledgePane  # noqa: E402
-from curator.gui.review_pane import ReviewPane  # noqa: E402
+from curator.gui.knowledge.knowledge_pane import KnowledgePane  # noqa: E402
+from curator.gui.review.review_pane import ReviewPane  # noqa: E402
 from curator.pipeline import review as review_api  # noqa: E402
 from curator.store.db import Store  # noqa: E402
 from curator.store.knowledge import pattern_sources  # noqa: E402

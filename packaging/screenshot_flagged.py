@@ -25,10 +25,10 @@ from PySide6.QtTest import QTest
 from screenshots import review_settled
 
 from curator.gui.app import create_application
-from curator.gui.errors import Dialogs
-from curator.gui.main_window import MainWindow
-from curator.gui.review_pane import ReviewPane
-from curator.gui.services import AppServices
+from curator.gui.review.review_pane import ReviewPane
+from curator.gui.runtime.services import AppServices
+from curator.gui.widgets.errors import Dialogs
+from curator.gui.window.main_window import MainWindow
 from curator.pipeline.import_knowledge import import_knowledge
 from curator.store.db import Store
 from curator.store.demo import create_demo

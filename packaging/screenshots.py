@@ -30,13 +30,13 @@ from PySide6.QtCore import QEventLoop, QItemSelectionModel, QSettings, Qt
 from PySide6.QtTest import QTest
 
 from curator.gui.app import create_application
-from curator.gui.errors import Dialogs
-from curator.gui.knowledge_pane import KnowledgePane
-from curator.gui.main_window import PANES, MainWindow
-from curator.gui.review_pane import ReviewPane
-from curator.gui.runs_pane import RunsPane
-from curator.gui.services import AppServices
-from curator.gui.worker import LlmWorker
+from curator.gui.knowledge.knowledge_pane import KnowledgePane
+from curator.gui.review.review_pane import ReviewPane
+from curator.gui.runs.runs_pane import RunsPane
+from curator.gui.runtime.services import AppServices
+from curator.gui.runtime.worker import LlmWorker
+from curator.gui.widgets.errors import Dialogs
+from curator.gui.window.main_window import PANES, MainWindow
 from curator.pipeline.import_knowledge import import_knowledge
 from curator.store.db import Store
 from curator.store.demo import create_demo

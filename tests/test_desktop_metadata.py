@@ -104,7 +104,7 @@ def test_about_names_the_version_without_distribution_metadata(
     """
     from importlib import metadata
 
-    from curator.gui.main_window import app_version
+    from curator.gui.window.main_window import app_version
 
     def no_metadata(name: str) -> str:
         raise metadata.PackageNotFoundError(name)

@@ -20,9 +20,9 @@ ROOT = Path(__file__).resolve().parent.parent / "curator"
 SPLIT_PARTS = {
     "curator/pipeline/review_views.py": "curator.pipeline.review",
     "curator/pipeline/distill_plan.py": "curator.pipeline.distill",
-    "curator/gui/window_status.py": "curator.gui.main_window",
-    "curator/gui/window_files.py": "curator.gui.main_window",
-    "curator/gui/episode_detail.py": "curator.gui.episodes_pane",
+    "curator/gui/window/window_status.py": "curator.gui.window.main_window",
+    "curator/gui/window/window_files.py": "curator.gui.window.main_window",
+    "curator/gui/episodes/episode_detail.py": "curator.gui.episodes.episodes_pane",
 }
 
 

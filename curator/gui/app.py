@@ -21,7 +21,7 @@ from PySide6.QtGui import QGuiApplication, QIcon
 from PySide6.QtWidgets import QApplication, QStyleFactory
 
 from curator.errors import CuratorError
-from curator.gui.errors import (
+from curator.gui.widgets.errors import (
     Dialogs,
     install_excepthook,
     install_qt_message_handler,
@@ -114,10 +114,10 @@ def main(db_path: str | os.PathLike[str] | None = None) -> int:
     good backup gets the Restore / Quit dialog (:class:`RestoreOffer`), anything else an
     error dialog; a read-only one opens for reading, with a note saying so.
     """
-    from curator.gui.main_window import MainWindow
-    from curator.gui.recovery import RestoreOffer
-    from curator.gui.services import AppServices
-    from curator.gui.worker import LlmWorker
+    from curator.gui.runtime.services import AppServices
+    from curator.gui.runtime.worker import LlmWorker
+    from curator.gui.window.main_window import MainWindow
+    from curator.gui.window.recovery import RestoreOffer
 
     check_display()
     setup_logging()

@@ -170,7 +170,7 @@ class Settings:
     backend: str = "local"  # "local": the model file; "server": server_url
     server_url: str | None = None
     server_model: str | None = None  # None: the server's first model
-    backup_interval_minutes: int = 30  # curator.gui.auto_backup; 0: no automatic backups
+    backup_interval_minutes: int = 30  # curator.gui.window.auto_backup; 0: no automatic backups
     backup_max_total_mb: int = 2000  # curator.store.backup.prune_backups; 0: no size bound
     guard_model_opinion: str = "on"  # on | off | always (curator.pipeline.guard_opinion)
     guard_opinion_threshold: float = 0.5

@@ -14,10 +14,10 @@ import pytest
 from PySide6.QtCore import QSettings
 from PySide6.QtWidgets import QApplication, QWidget
 
-from curator.gui.errors import Dialogs
-from curator.gui.main_window import MainWindow
-from curator.gui.services import AppServices
-from curator.gui.worker import LlmWorker
+from curator.gui.runtime.services import AppServices
+from curator.gui.runtime.worker import LlmWorker
+from curator.gui.widgets.errors import Dialogs
+from curator.gui.window.main_window import MainWindow
 from curator.store.db import Store
 from curator.store.demo import create_demo
 from curator.store.settings import set_setting

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from PySide6.QtCore import QTimer
 
-from curator.gui.services import AppServices
+from curator.gui.runtime.services import AppServices
 
 
 def answer_question(services: AppServices, button: str, tries: int = 500) -> list[str]:

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from curator.gui.review_dialogs import CommitDialog
-from curator.gui.review_pane import ReviewPane
-from curator.gui.services import AppServices
+from curator.gui.review.review_dialogs import CommitDialog
+from curator.gui.review.review_pane import ReviewPane
+from curator.gui.runtime.services import AppServices
 from curator.pipeline.import_knowledge import import_knowledge
 
 TEXTS = (

@@ -6,9 +6,9 @@ import threading
 
 from PySide6.QtWidgets import QSpinBox
 
-from curator.gui.auto_backup import AutoBackup
-from curator.gui.main_window import MainWindow
-from curator.gui.operations import StoreOps
+from curator.gui.runtime.operations import StoreOps
+from curator.gui.window.auto_backup import AutoBackup
+from curator.gui.window.main_window import MainWindow
 from curator.store.backup import BackupResult, list_backups, take_backup
 from curator.store.db import Store
 from curator.store.models import Pattern

@@ -17,14 +17,14 @@ from PySide6.QtCore import QPointF
 from PySide6.QtGui import QColor
 from PySide6.QtWidgets import QApplication
 
-from curator.gui.date_axis import DayAxis
-from curator.gui.decay_chart import CURVE_COLOURS, DecayChart, decay_curve
-from curator.gui.errors import Dialogs
-from curator.gui.forecast_note import leaving_note, ordinal, room_note
-from curator.gui.insights_charts import ForecastChart, RatioHistogram, SeriesChart
-from curator.gui.knowledge_pane import KnowledgePane
-from curator.gui.learning_section import LearningCurveChart
-from curator.gui.services import AppServices
+from curator.gui.insights.insights_charts import ForecastChart, RatioHistogram, SeriesChart
+from curator.gui.insights.learning_section import LearningCurveChart
+from curator.gui.knowledge.decay_chart import CURVE_COLOURS, DecayChart, decay_curve
+from curator.gui.knowledge.knowledge_pane import KnowledgePane
+from curator.gui.runtime.services import AppServices
+from curator.gui.widgets.date_axis import DayAxis
+from curator.gui.widgets.errors import Dialogs
+from curator.gui.widgets.forecast_note import leaving_note, ordinal, room_note
 from curator.pipeline.insights import RunPoint
 from curator.store.db import Store
 
@@ -301,7 +301,7 @@ def test_the_marker_labels_are_not_under_the_legend(qtbot, count: int, size) -> 
 
 def test_no_curve_colour_can_be_taken_for_another_line() -> None:
     """The ninth colour (Tableau red) was the cut-off's red: "#19" read as the cut-off."""
-    from curator.gui.decay_chart import _CUTOFF_COLOUR, _REST_COLOUR
+    from curator.gui.knowledge.decay_chart import _CUTOFF_COLOUR, _REST_COLOUR
 
     lines = [*CURVE_COLOURS, _CUTOFF_COLOUR, _REST_COLOUR[:3]]
     for i, a in enumerate(lines):

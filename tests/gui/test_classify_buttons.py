@@ -15,10 +15,10 @@ from hypothesis import given
 from hypothesis import strategies as st
 from PySide6.QtCore import QSettings
 
-from curator.gui.main_window import MainWindow
-from curator.gui.run_start import classify_button_text
-from curator.gui.runs_pane import LIMIT_KEY
-from curator.gui.services import AppServices
+from curator.gui.runs.run_start import classify_button_text
+from curator.gui.runs.runs_pane import LIMIT_KEY
+from curator.gui.runtime.services import AppServices
+from curator.gui.window.main_window import MainWindow
 
 
 def _loaded(qtbot, window: MainWindow) -> int:

@@ -9,8 +9,8 @@ import pytest
 from PySide6.QtCore import QTimer
 from PySide6.QtWidgets import QApplication, QPushButton, QWidget
 
-from curator.gui.auto_backup import CLOSE_LABEL, AutoBackup
-from curator.gui.operations import StoreOps
+from curator.gui.runtime.operations import StoreOps
+from curator.gui.window.auto_backup import CLOSE_LABEL, AutoBackup
 from curator.store.backup import BackupResult, list_backups
 from curator.store.db import Store
 
@@ -187,7 +187,7 @@ def test_the_copys_check_is_named_instead_of_a_bar_stuck_at_99(qtbot, big: Store
     the copy was done and its quick_check (no progress of its own) ran. The store says
     when the check begins, after the copy's last progress; the dialog then says so and
     turns busy."""
-    from curator.gui.auto_backup import CLOSE_CHECK_LABEL
+    from curator.gui.window.auto_backup import CLOSE_CHECK_LABEL
     from curator.store.backup import take_backup
 
     events: list[str] = []

@@ -12,10 +12,10 @@ from pathlib import Path
 import pytest
 from PySide6.QtWidgets import QWidget
 
-from curator.gui.errors import Dialogs
-from curator.gui.review_commit import CommitBar
-from curator.gui.review_pane import ReviewPane
-from curator.gui.services import AppServices
+from curator.gui.review.review_commit import CommitBar
+from curator.gui.review.review_pane import ReviewPane
+from curator.gui.runtime.services import AppServices
+from curator.gui.widgets.errors import Dialogs
 from curator.pipeline import review
 from curator.store.db import Store
 from curator.store.models import Run, utcnow

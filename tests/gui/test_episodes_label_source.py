@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from PySide6.QtCore import Qt
 
-from curator.gui.label_source import LabelDecision, decision_text
+from curator.gui.episodes.label_source import LabelDecision, decision_text
 from curator.pipeline.labels import relabel
 from curator.pipeline.learn import relearn
 from curator.store.db import Store

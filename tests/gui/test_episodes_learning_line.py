@@ -9,7 +9,7 @@ data without a classify run (no model needed) is the case of the report.
 
 from __future__ import annotations
 
-from curator.gui.main_window import MainWindow
+from curator.gui.window.main_window import MainWindow
 from curator.store.models import Episode
 
 

@@ -7,7 +7,7 @@ from datetime import date
 import pytest
 from PySide6.QtCore import Qt
 
-from curator.gui.episode_model import COLUMNS, ID_ROLE, EpisodeTableModel, indexed
+from curator.gui.episodes.episode_model import COLUMNS, ID_ROLE, EpisodeTableModel, indexed
 from curator.store.episode_queries import (
     EpisodeFilter,
     EpisodeSort,
@@ -240,7 +240,7 @@ def test_the_row_lookup_of_a_background_load_is_built_off_the_gui_thread(
     lookup is built by the query's thread, not by the GUI thread when it is applied."""
     import threading
 
-    import curator.gui.episode_model as episode_model
+    import curator.gui.episodes.episode_model as episode_model
 
     built: list[tuple[int, bool]] = []  # (ids, on the GUI thread)
     real = episode_model.indexed

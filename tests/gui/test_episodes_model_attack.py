@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import random
 
-from curator.gui.episode_model import ID_ROLE, EpisodeTableModel
-from curator.gui.services import AppServices
+from curator.gui.episodes.episode_model import ID_ROLE, EpisodeTableModel
+from curator.gui.runtime.services import AppServices
 from curator.store.episode_queries import (
     RELEVANCE,
     SORT_KEYS,

@@ -5,7 +5,7 @@ from __future__ import annotations
 from PySide6.QtCore import QItemSelectionModel, Qt
 from PySide6.QtWidgets import QApplication
 
-from curator.gui.episode_model import ID_ROLE
+from curator.gui.episodes.episode_model import ID_ROLE
 
 
 def _pane(main_window):

@@ -17,9 +17,9 @@ import pytest
 from PySide6.QtCore import QObject, QThread, Signal, Slot
 from PySide6.QtWidgets import QApplication
 
-from curator.gui.errors import ErrorDialog, install_excepthook, restore_excepthook
-from curator.gui.main_window import MainWindow
-from curator.gui.services import AppServices
+from curator.gui.runtime.services import AppServices
+from curator.gui.widgets.errors import ErrorDialog, install_excepthook, restore_excepthook
+from curator.gui.window.main_window import MainWindow
 
 
 def _error_dialogs(services: AppServices) -> list[ErrorDialog]:
@@ -113,7 +113,7 @@ def test_a_failing_worker_job_is_a_dialog_and_the_worker_carries_on(
     qtbot, services: AppServices, qsettings, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     import curator.llm.llama_cpp_backend as backend_module
-    from curator.gui.worker import LlmWorker
+    from curator.gui.runtime.worker import LlmWorker
 
     def fault_injection_load_backend(settings: Any) -> Any:
         raise OverflowError("injected fault while loading the model")

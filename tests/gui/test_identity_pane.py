@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from PySide6.QtCore import Qt
 
-from curator.gui.identity_pane import axioms_from_text
+from curator.gui.identity.identity_pane import axioms_from_text
 from curator.store.identity import current_identity, identity_versions
 
 

@@ -8,9 +8,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from curator.gui.errors import Dialogs
-from curator.gui.insights_pane import InsightsPane
-from curator.gui.services import AppServices
+from curator.gui.insights.insights_pane import InsightsPane
+from curator.gui.runtime.services import AppServices
+from curator.gui.widgets.errors import Dialogs
 from curator.pipeline.insights import compute_insights
 from curator.pipeline.labels import relabel
 from curator.store.db import Store

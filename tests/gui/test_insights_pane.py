@@ -9,10 +9,10 @@ from pathlib import Path
 import pytest
 from PySide6.QtCore import QSettings, Qt
 
-from curator.gui.errors import Dialogs
-from curator.gui.insights_pane import InsightsPane
-from curator.gui.main_window import MainWindow
-from curator.gui.services import AppServices
+from curator.gui.insights.insights_pane import InsightsPane
+from curator.gui.runtime.services import AppServices
+from curator.gui.widgets.errors import Dialogs
+from curator.gui.window.main_window import MainWindow
 from curator.pipeline.insights import compute_insights
 from curator.store.db import Store
 from curator.store.decay_clock import update_refreshes_decay
@@ -141,7 +141,7 @@ def test_refresh_clock_checkbox_saves_the_setting(
 def test_replay_button_adds_a_replay_run_without_touching_labels(
     qtbot, reviewed_services, show_pane
 ) -> None:
-    from curator.gui.worker import LlmWorker
+    from curator.gui.runtime.worker import LlmWorker
     from curator.pipeline.replay import ReplayResult
 
     services, _ = reviewed_services
@@ -171,7 +171,7 @@ def test_replay_button_adds_a_replay_run_without_touching_labels(
 def test_agreement_chart_explains_itself_without_runs(qtbot) -> None:
     from datetime import UTC, datetime
 
-    from curator.gui.insights_charts import SeriesChart
+    from curator.gui.insights.insights_charts import SeriesChart
     from curator.pipeline.insights import RunPoint
 
     chart = SeriesChart()

@@ -8,13 +8,13 @@ import sys
 import threading
 from typing import Any
 
-from curator.gui.job_runtime import (
+from curator.gui.runtime.job_runtime import (
     DEFERRED_FULL_THRESHOLD,
     JOB_SWITCH_INTERVAL_S,
     jobs_running,
     sharing_with_gui,
 )
-from curator.gui.operations import OpContext, StoreOps
+from curator.gui.runtime.operations import OpContext, StoreOps
 from curator.store.db import Store
 
 

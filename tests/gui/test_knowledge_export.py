@@ -16,8 +16,8 @@ from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QDialogButtonBox
 
 from curator.cli import main
-from curator.gui.knowledge_export import ExportDialog
-from curator.gui.main_window import MainWindow
+from curator.gui.knowledge.knowledge_export import ExportDialog
+from curator.gui.window.main_window import MainWindow
 from curator.store.knowledge import top_k_patterns
 
 

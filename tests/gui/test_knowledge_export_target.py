@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from curator.errors import CuratorError
-from curator.gui.knowledge_export import write_export
+from curator.gui.knowledge.knowledge_export import write_export
 from curator.store.db import Store
 
 

@@ -6,8 +6,8 @@ import json
 import threading
 from pathlib import Path
 
-from curator.gui.knowledge_pane import KnowledgePane
-from curator.gui.review_pane import ReviewPane
+from curator.gui.knowledge.knowledge_pane import KnowledgePane
+from curator.gui.review.review_pane import ReviewPane
 from curator.pipeline import import_knowledge as import_module
 from curator.store.models import Pattern
 
@@ -24,7 +24,7 @@ def test_import_knowledge_runs_off_the_gui_thread_and_opens_review(
         threads.append(threading.current_thread())
         return real(store, path, **options)
 
-    monkeypatch.setattr("curator.gui.window_files.import_knowledge", spy)
+    monkeypatch.setattr("curator.gui.window.window_files.import_knowledge", spy)
     path = tmp_path / "memory.json"
     path.write_text(
         json.dumps(
@@ -90,7 +90,7 @@ def test_knowledge_pane_flagged_filter_retire_and_undo(qtbot, main_window) -> No
 
 
 def test_settings_pane_sets_the_untrusted_sources(qtbot, main_window) -> None:
-    from curator.gui.settings_pane import SettingsPane
+    from curator.gui.settings.settings_pane import SettingsPane
     from curator.store.settings import untrusted_sources
 
     pane = main_window.pane("settingsPane")

@@ -5,9 +5,9 @@ from __future__ import annotations
 from PySide6.QtCore import QSettings
 from PySide6.QtWidgets import QSplitter
 
-from curator.gui.knowledge_pane import KnowledgePane
-from curator.gui.main_window import MainWindow
-from curator.gui.services import AppServices
+from curator.gui.knowledge.knowledge_pane import KnowledgePane
+from curator.gui.runtime.services import AppServices
+from curator.gui.window.main_window import MainWindow
 
 
 def _shown_knowledge(qtbot, window: MainWindow) -> KnowledgePane:

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from PySide6.QtCore import Qt
 
-from curator.gui.knowledge_pane import KnowledgePane
-from curator.gui.main_window import MainWindow
+from curator.gui.knowledge.knowledge_pane import KnowledgePane
+from curator.gui.window.main_window import MainWindow
 from curator.store.models import Episode, Pattern, PatternEpisode, Run
 
 

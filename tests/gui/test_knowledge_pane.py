@@ -12,10 +12,10 @@ import pytest
 from PySide6.QtCore import QPointF, Qt
 
 from curator.core.scoring import rank_key
-from curator.gui.decay_chart import DecayChart
-from curator.gui.errors import Dialogs
-from curator.gui.knowledge_pane import KnowledgePane
-from curator.gui.services import AppServices
+from curator.gui.knowledge.decay_chart import DecayChart
+from curator.gui.knowledge.knowledge_pane import KnowledgePane
+from curator.gui.runtime.services import AppServices
+from curator.gui.widgets.errors import Dialogs
 from curator.store.db import Store
 from curator.store.models import Episode, Pattern, PatternEpisode, Run, utcnow
 from curator.store.settings import set_setting

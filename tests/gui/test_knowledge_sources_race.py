@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from curator.gui.knowledge_sources import NOTHING_SELECTED, ProvenancePanel
-from curator.gui.services import AppServices
+from curator.gui.knowledge.knowledge_sources import NOTHING_SELECTED, ProvenancePanel
+from curator.gui.runtime.services import AppServices
 from curator.store.models import Episode, Pattern, PatternEpisode
 
 

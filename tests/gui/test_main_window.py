@@ -12,8 +12,8 @@ from PySide6.QtCore import QTimer
 from PySide6.QtGui import QGuiApplication
 from PySide6.QtWidgets import QSplitter
 
-from curator.gui.errors import ErrorDialog, install_excepthook
-from curator.gui.main_window import MainWindow
+from curator.gui.widgets.errors import ErrorDialog, install_excepthook
+from curator.gui.window.main_window import MainWindow
 
 
 def test_panes_in_order(main_window) -> None:
@@ -166,7 +166,7 @@ def test_close_is_clean(qtbot, services, qsettings) -> None:
 
 
 def test_close_with_a_worker_joins_its_thread(qtbot, services, qsettings) -> None:
-    from curator.gui.worker import LlmWorker
+    from curator.gui.runtime.worker import LlmWorker
 
     services.worker = LlmWorker(services)
     window = MainWindow(services, qsettings)
@@ -180,7 +180,7 @@ def test_close_with_a_worker_joins_its_thread(qtbot, services, qsettings) -> Non
 
 def test_every_pane_has_its_data_when_first_shown(qtbot, main_window) -> None:
     """No pane waits for a write elsewhere before loading (the demo has 20 patterns)."""
-    from curator.gui.knowledge_pane import KnowledgePane
+    from curator.gui.knowledge.knowledge_pane import KnowledgePane
 
     knowledge = main_window.pane("knowledgePane")
     assert isinstance(knowledge, KnowledgePane)

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from PySide6.QtCore import Qt
 
-from curator.gui.model_picker import DEMO_NOTICE
+from curator.gui.settings.model_picker import DEMO_NOTICE
 from curator.store.settings import load_settings, set_setting
 from tests.llm.model_server import serve
 

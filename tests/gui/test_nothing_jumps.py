@@ -12,11 +12,11 @@ from hypothesis import strategies as st
 from PySide6.QtCore import QItemSelectionModel, Qt
 from PySide6.QtWidgets import QApplication
 
-from curator.gui.episode_model import COLUMNS
-from curator.gui.episodes_pane import EpisodesPane
-from curator.gui.main_window import MainWindow
-from curator.gui.review_list import MIN_CANDIDATE_WIDTH, fitted_widths
-from curator.gui.services import AppServices
+from curator.gui.episodes.episode_model import COLUMNS
+from curator.gui.episodes.episodes_pane import EpisodesPane
+from curator.gui.review.review_list import MIN_CANDIDATE_WIDTH, fitted_widths
+from curator.gui.runtime.services import AppServices
+from curator.gui.window.main_window import MainWindow
 from tests.gui.review_runs import TEXTS, stage_texts
 
 TIME = next(i for i, (key, _title) in enumerate(COLUMNS) if key == "time")

@@ -5,9 +5,9 @@ from __future__ import annotations
 import threading
 from pathlib import Path
 
-from curator.gui.main_window import MainWindow
-from curator.gui.operations import OpContext, StoreOps
-from curator.gui.services import AppServices
+from curator.gui.runtime.operations import OpContext, StoreOps
+from curator.gui.runtime.services import AppServices
+from curator.gui.window.main_window import MainWindow
 from curator.store.db import Store
 from curator.store.models import Episode
 

@@ -21,12 +21,12 @@ from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 from PySide6.QtGui import QTextDocument
 
-from curator.gui.episode_detail import render_detail
-from curator.gui.episodes_pane import EpisodesPane
-from curator.gui.knowledge_pane import KnowledgePane
-from curator.gui.label_source import label_decision_rows as real_label_decision_rows
-from curator.gui.main_window import MainWindow
-from curator.gui.services import AppServices
+from curator.gui.episodes.episode_detail import render_detail
+from curator.gui.episodes.episodes_pane import EpisodesPane
+from curator.gui.episodes.label_source import label_decision_rows as real_label_decision_rows
+from curator.gui.knowledge.knowledge_pane import KnowledgePane
+from curator.gui.runtime.services import AppServices
+from curator.gui.window.main_window import MainWindow
 from curator.store.episode_queries import fetch_detail as real_fetch_detail
 from curator.store.models import Episode, Pattern, PatternEpisode, Run
 from curator.store.settings import update_settings
@@ -61,7 +61,7 @@ def test_status_line_reads_the_settings_off_the_gui_thread_after_a_real_write(
     qtbot, main_window: MainWindow, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     qtbot.waitUntil(lambda: not main_window.status_loading, timeout=30_000)
-    spy = probe(monkeypatch, "curator.gui.window_status.load_settings")
+    spy = probe(monkeypatch, "curator.gui.window.window_status.load_settings")
     pane = main_window.episodes_pane
     busy_when_written: list[bool] = []
     # connected after the window's own slot: it sees the state the window left
@@ -103,7 +103,7 @@ def test_any_sequence_of_pane_writes_reads_the_status_off_the_gui_thread(
     """Whichever panes write, in whatever order, the settings are read in the background
     and the status line ends naming the model saved last (by another process here)."""
     qtbot.waitUntil(lambda: not main_window.status_loading, timeout=30_000)
-    spy = probe(monkeypatch, "curator.gui.window_status.load_settings")
+    spy = probe(monkeypatch, "curator.gui.window.window_status.load_settings")
     store = main_window.services.store
     for index, model in writes:
         update_settings(
@@ -143,7 +143,7 @@ def test_knowledge_reads_a_patterns_provenance_off_the_gui_thread(
         episode = Episode.select().order_by(Episode.id).first()
         pattern = Pattern.select().where(Pattern.status == "active").order_by(Pattern.id).first()
         PatternEpisode.create(pattern=pattern, episode=episode, run=run)
-    spy = probe(monkeypatch, "curator.gui.knowledge_sources.pattern_sources")
+    spy = probe(monkeypatch, "curator.gui.knowledge.knowledge_sources.pattern_sources")
     pane = KnowledgePane(services)
     show_pane(pane)
     qtbot.waitUntil(lambda: pane.ops.pending == 0 and not pane.loading, timeout=30_000)
@@ -159,8 +159,8 @@ def test_episodes_reads_its_sources_and_dates_off_the_gui_thread(
     qtbot, services: AppServices, show_pane, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Even on a small database: a read on the GUI thread waits on any writer."""
-    sources = probe(monkeypatch, "curator.gui.episodes_pane.distinct_sources")
-    dates = probe(monkeypatch, "curator.gui.episodes_pane.date_range")
+    sources = probe(monkeypatch, "curator.gui.episodes.episodes_pane.distinct_sources")
+    dates = probe(monkeypatch, "curator.gui.episodes.episodes_pane.date_range")
     pane = EpisodesPane(services)
     assert pane.facts_loading
     show_pane(pane)
@@ -194,8 +194,8 @@ def episodes(qtbot, services: AppServices, show_pane) -> EpisodesPane:
 def test_episodes_reads_the_selected_episode_off_the_gui_thread(
     qtbot, services: AppServices, episodes: EpisodesPane, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    detail = probe(monkeypatch, "curator.gui.episode_detail.fetch_detail")
-    decided = probe(monkeypatch, "curator.gui.episode_detail.label_decision_rows")
+    detail = probe(monkeypatch, "curator.gui.episodes.episode_detail.fetch_detail")
+    decided = probe(monkeypatch, "curator.gui.episodes.episode_detail.label_decision_rows")
     episode_id = episodes.model.episode_id(3)
     episodes.select_ids([episode_id])
     assert episodes.detail_loading

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from PySide6.QtCore import Qt
 
-from curator.gui.recovery import RestoreOffer
+from curator.gui.window.recovery import RestoreOffer
 from curator.store.backup import backup_database
 from curator.store.db import Store
 from curator.store.demo import create_demo
@@ -88,9 +88,9 @@ def test_a_restore_that_cannot_happen_says_why_and_changes_nothing(
 
 def test_every_pane_reads_a_read_only_database(qtbot, tmp_path: Path, qsettings) -> None:
     """The window on a database opened read-only: every pane loads, nothing is written."""
-    from curator.gui.errors import Dialogs
-    from curator.gui.main_window import MainWindow
-    from curator.gui.services import AppServices
+    from curator.gui.runtime.services import AppServices
+    from curator.gui.widgets.errors import Dialogs
+    from curator.gui.window.main_window import MainWindow
 
     path = tmp_path / "curator.sqlite"
     with Store(path) as store:

@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 from PySide6.QtWidgets import QDialog
 
-from curator.gui.review_pane import ReviewPane
-from curator.gui.services import AppServices
+from curator.gui.review.review_pane import ReviewPane
+from curator.gui.runtime.services import AppServices
 from curator.pipeline import review as review_api
 from curator.pipeline.import_knowledge import import_knowledge
 from curator.store.models import Candidate, Pattern
@@ -308,7 +308,7 @@ def test_a_click_on_the_review_tab_gives_its_keys_to_the_list(
     from PySide6.QtCore import Qt
     from PySide6.QtWidgets import QApplication
 
-    from curator.gui.main_window import MainWindow
+    from curator.gui.window.main_window import MainWindow
 
     window = MainWindow(services, qsettings)
     qtbot.addWidget(window)

@@ -14,8 +14,8 @@ from pathlib import Path
 import pytest
 from PySide6.QtWidgets import QHeaderView, QLabel
 
-from curator.gui.review_pane import ReviewPane
-from curator.gui.services import AppServices
+from curator.gui.review.review_pane import ReviewPane
+from curator.gui.runtime.services import AppServices
 from curator.store.models import Candidate, Pattern
 from tests.gui.review_runs import TEXTS, shown_pane, stage_texts
 

@@ -13,8 +13,8 @@ import pytest
 import shiboken6
 from PySide6.QtWidgets import QDialog
 
-from curator.gui.review_pane import ReviewPane
-from curator.gui.services import AppServices
+from curator.gui.review.review_pane import ReviewPane
+from curator.gui.runtime.services import AppServices
 from tests.gui.review_runs import shown_pane, stage_texts
 
 TEXTS = (

@@ -7,10 +7,10 @@ from pathlib import Path
 
 import pytest
 
-from curator.gui.errors import Dialogs
-from curator.gui.flag_view import highlight_html
-from curator.gui.review_pane import ReviewPane
-from curator.gui.services import AppServices
+from curator.gui.review.review_pane import ReviewPane
+from curator.gui.runtime.services import AppServices
+from curator.gui.widgets.errors import Dialogs
+from curator.gui.widgets.flag_view import highlight_html
 from curator.store.db import Store
 from curator.store.models import Candidate, CandidateEpisode, Episode, Run, utcnow
 

@@ -18,11 +18,11 @@ from PySide6.QtCore import Qt
 from PySide6.QtTest import QTest
 from PySide6.QtWidgets import QDialog, QDialogButtonBox, QWidget
 
-from curator.gui.errors import Dialogs
-from curator.gui.flag_view import FlaggedConfirmDialog
-from curator.gui.review_dialogs import CommitDialog
-from curator.gui.review_pane import ReviewPane
-from curator.gui.services import AppServices
+from curator.gui.review.review_dialogs import CommitDialog
+from curator.gui.review.review_pane import ReviewPane
+from curator.gui.runtime.services import AppServices
+from curator.gui.widgets.errors import Dialogs
+from curator.gui.widgets.flag_view import FlaggedConfirmDialog
 from curator.pipeline import review
 from curator.pipeline.commit import preview_commit
 from curator.store.db import Store

@@ -9,9 +9,9 @@ import pytest
 from PySide6.QtCore import Qt
 
 from curator.core.flags import Flag
-from curator.gui.errors import Dialogs
-from curator.gui.review_pane import ReviewPane
-from curator.gui.services import AppServices
+from curator.gui.review.review_pane import ReviewPane
+from curator.gui.runtime.services import AppServices
+from curator.gui.widgets.errors import Dialogs
 from curator.pipeline.guard_flags import encode
 from curator.pipeline.guard_learn import GuardExamples, learned_flag
 from curator.pipeline.guard_opinion import opinion_flag

@@ -17,9 +17,9 @@ from hypothesis import strategies as st
 from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QApplication
 
-from curator.gui.errors import Dialogs
-from curator.gui.review_pane import ReviewPane
-from curator.gui.services import AppServices
+from curator.gui.review.review_pane import ReviewPane
+from curator.gui.runtime.services import AppServices
+from curator.gui.widgets.errors import Dialogs
 from curator.pipeline import review as review_api
 from curator.store.db import Store
 from tests.gui.test_review_pane import build_staged_run

@@ -17,9 +17,9 @@ import pytest
 from PySide6.QtCore import SIGNAL, Qt
 from PySide6.QtWidgets import QMessageBox
 
-from curator.gui.main_window import MainWindow
-from curator.gui.review_pane import ReviewPane
-from curator.gui.services import AppServices
+from curator.gui.review.review_pane import ReviewPane
+from curator.gui.runtime.services import AppServices
+from curator.gui.window.main_window import MainWindow
 from curator.pipeline.import_knowledge import import_knowledge
 from curator.store.models import Candidate, Changeset, Pattern
 from tests.gui.review_runs import read_preview
@@ -261,7 +261,7 @@ def test_a_decision_while_another_process_writes_is_shown_then_put_back_when_it_
     goes back to undecided with a message saying so (with the decisions made after it)."""
     import sqlite3
 
-    from curator.gui import review_decisions
+    from curator.gui.review import review_decisions
 
     monkeypatch.setattr(review_decisions, "DECISION_WAIT_S", 0.5)
     shown: list[tuple[str, str]] = []

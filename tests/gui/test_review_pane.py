@@ -14,11 +14,11 @@ from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QApplication
 
 from curator.core.scoring import rank_key
-from curator.gui.errors import Dialogs
-from curator.gui.knowledge_pane import KnowledgePane
-from curator.gui.review_dialogs import CommitDialog, preview_html
-from curator.gui.review_pane import ReviewPane
-from curator.gui.services import AppServices
+from curator.gui.knowledge.knowledge_pane import KnowledgePane
+from curator.gui.review.review_dialogs import CommitDialog, preview_html
+from curator.gui.review.review_pane import ReviewPane
+from curator.gui.runtime.services import AppServices
+from curator.gui.widgets.errors import Dialogs
 from curator.pipeline.commit import preview_commit
 from curator.store.db import Store
 from curator.store.models import (

@@ -12,7 +12,7 @@ from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 from PySide6.QtCore import Qt
 
-from curator.gui.review_pane import ReviewPane
+from curator.gui.review.review_pane import ReviewPane
 from tests.gui import test_review_pane as base
 
 staged = base.staged  # the pane's own fixtures: a staged run on both engines, shown

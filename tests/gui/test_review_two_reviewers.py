@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from curator.gui.review_pane import ReviewPane
-from curator.gui.services import AppServices
+from curator.gui.review.review_pane import ReviewPane
+from curator.gui.runtime.services import AppServices
 from curator.store.models import Candidate
 from tests.gui.review_runs import shown_pane, stage_texts
 from tests.review.conftest import python_env
@@ -101,7 +101,7 @@ def test_the_reviewer_name_is_a_settings_field_kept_in_the_profile(
     from curator.store.profile import profile_path, reviewer_name, saved_reviewer
 
     monkeypatch.setenv("CURATOR_CONFIG_DIR", str(tmp_path / "profile"))
-    from curator.gui.settings_pane import SettingsPane
+    from curator.gui.settings.settings_pane import SettingsPane
 
     pane = main_window.pane("settingsPane")
     assert isinstance(pane, SettingsPane)

@@ -16,10 +16,10 @@ from hypothesis import given
 from hypothesis import strategies as st
 from PySide6.QtCore import QSettings, Qt
 
-from curator.gui.main_window import MainWindow
-from curator.gui.run_progress import BAR_STEPS
-from curator.gui.runs_pane import RunsPane
-from curator.gui.services import AppServices
+from curator.gui.runs.run_progress import BAR_STEPS
+from curator.gui.runs.runs_pane import RunsPane
+from curator.gui.runtime.services import AppServices
+from curator.gui.window.main_window import MainWindow
 from curator.pipeline.eta import stopped_share
 from curator.pipeline.progress import Progress
 from curator.pipeline.runlog import RunResult

@@ -12,11 +12,11 @@ import pytest
 from PySide6.QtCore import QSettings
 from PySide6.QtWidgets import QMessageBox
 
-from curator.gui.errors import Dialogs
-from curator.gui.main_window import MainWindow
-from curator.gui.runs_pane import RunsPane
-from curator.gui.services import AppServices
-from curator.gui.worker import LlmWorker
+from curator.gui.runs.runs_pane import RunsPane
+from curator.gui.runtime.services import AppServices
+from curator.gui.runtime.worker import LlmWorker
+from curator.gui.widgets.errors import Dialogs
+from curator.gui.window.main_window import MainWindow
 from curator.pipeline.eta import DEFAULT_FEATURES_S
 from curator.pipeline.run_history import format_duration, pending_classify_count
 from curator.store.db import Store

@@ -11,8 +11,8 @@ import re
 
 import pytest
 
-from curator.gui.runs_pane import RunsPane
-from curator.gui.services import AppServices
+from curator.gui.runs.runs_pane import RunsPane
+from curator.gui.runtime.services import AppServices
 from curator.pipeline.eta import UNMEASURED
 from curator.pipeline.progress import Progress
 

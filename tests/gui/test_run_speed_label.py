@@ -6,7 +6,7 @@ kept the last figure while the next call was still reading its prompt.
 
 from __future__ import annotations
 
-from curator.gui.runs_pane import RunsPane
+from curator.gui.runs.runs_pane import RunsPane
 from curator.pipeline.progress import Progress
 
 

@@ -12,10 +12,10 @@ import pytest
 from PySide6.QtCore import QSettings, Qt
 from PySide6.QtWidgets import QApplication
 
-from curator.gui.errors import Dialogs
-from curator.gui.main_window import MainWindow
-from curator.gui.runs_pane import RunsPane
-from curator.gui.services import AppServices
+from curator.gui.runs.runs_pane import RunsPane
+from curator.gui.runtime.services import AppServices
+from curator.gui.widgets.errors import Dialogs
+from curator.gui.window.main_window import MainWindow
 from curator.store.db import Store
 
 pytestmark = pytest.mark.llm

@@ -12,10 +12,10 @@ from pathlib import Path
 import pytest
 from PySide6.QtCore import Qt, QTimer
 
-from curator.gui.errors import Dialogs
-from curator.gui.runs_pane import RunsPane
-from curator.gui.services import AppServices
-from curator.gui.worker import LlmWorker
+from curator.gui.runs.runs_pane import RunsPane
+from curator.gui.runtime.services import AppServices
+from curator.gui.runtime.worker import LlmWorker
+from curator.gui.widgets.errors import Dialogs
 from curator.store.db import Store
 from curator.store.demo import create_demo
 from curator.store.models import Episode, Run, TraceStep

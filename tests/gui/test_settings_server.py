@@ -205,7 +205,7 @@ def test_test_connection_to_a_dead_port_is_a_plain_error(no_keyring, qtbot, main
 def test_the_worker_runs_on_the_saved_server(
     no_keyring, server_url: str, store, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from curator.gui.worker import _Engine
+    from curator.gui.runtime.worker import _Engine
 
     monkeypatch.setenv(API_KEY_ENV, API_KEY)
     set_setting(store, "server_url", server_url)

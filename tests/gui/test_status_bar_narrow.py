@@ -15,8 +15,8 @@ from pathlib import Path
 import pytest
 from PySide6.QtWidgets import QApplication, QWidget
 
-from curator.gui.eliding import ElidingButton, ElidingLabel
-from curator.gui.main_window import MainWindow
+from curator.gui.widgets.eliding import ElidingButton, ElidingLabel
+from curator.gui.window.main_window import MainWindow
 
 
 def parts(window: MainWindow) -> list[QWidget]:

@@ -21,8 +21,8 @@ from hypothesis import example, given, settings
 from hypothesis import strategies as st
 from PySide6.QtWidgets import QApplication, QLabel, QWidget
 
-from curator.gui.eliding import ElidingButton, ElidingLabel
-from curator.gui.main_window import MainWindow
+from curator.gui.widgets.eliding import ElidingButton, ElidingLabel
+from curator.gui.window.main_window import MainWindow
 
 PARTS = ("follow_label", "demo_button", "db_label", "model_label", "offload_label", "run_label")
 

@@ -13,8 +13,8 @@ import threading
 
 from PySide6.QtCore import Qt
 
-from curator.gui.main_window import MainWindow
-from curator.gui.operations import OpContext
+from curator.gui.runtime.operations import OpContext
+from curator.gui.window.main_window import MainWindow
 
 
 def test_ctrl_z_during_a_running_write_names_what_it_waits_for(

@@ -11,8 +11,8 @@ from pathlib import Path
 
 from PySide6.QtCore import Qt
 
-from curator.gui.main_window import MainWindow
-from curator.gui.operations import OpContext
+from curator.gui.runtime.operations import OpContext
+from curator.gui.window.main_window import MainWindow
 from curator.store.db import Store
 from curator.store.importer import PROGRESS_EVERY
 from tests.chat_formats.exports import chatgpt_export, write_json

@@ -5,10 +5,10 @@ from __future__ import annotations
 
 from PySide6.QtGui import QKeySequence
 
-from curator.gui.episodes_pane import EpisodesPane
-from curator.gui.main_window import MainWindow
-from curator.gui.services import AppServices
-from curator.gui.shortcuts import ShortcutsDialog
+from curator.gui.episodes.episodes_pane import EpisodesPane
+from curator.gui.runtime.services import AppServices
+from curator.gui.window.main_window import MainWindow
+from curator.gui.window.shortcuts import ShortcutsDialog
 from curator.store.db import Store
 
 BOTH_ENGINES = True  # the window on a SQLite file and on a PostgreSQL database

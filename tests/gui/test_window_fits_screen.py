@@ -10,9 +10,9 @@ from hypothesis import strategies as st
 from PySide6.QtCore import QRect, QSettings
 from PySide6.QtWidgets import QApplication
 
-from curator.gui.main_window import MainWindow
-from curator.gui.services import AppServices
-from curator.gui.window_fit import FRAME_ALLOWANCE, fitted_frame
+from curator.gui.runtime.services import AppServices
+from curator.gui.window.main_window import MainWindow
+from curator.gui.window.window_fit import FRAME_ALLOWANCE, fitted_frame
 
 
 def _status_bar_on_screen(window: MainWindow, free: QRect) -> bool:

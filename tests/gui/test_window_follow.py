@@ -16,9 +16,9 @@ from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 from PySide6.QtCore import QSettings, Qt
 
-from curator.gui.follow_runner import FollowRunner, FollowState, describe
-from curator.gui.main_window import MainWindow
-from curator.gui.services import AppServices
+from curator.gui.runtime.services import AppServices
+from curator.gui.window.follow_runner import FollowRunner, FollowState, describe
+from curator.gui.window.main_window import MainWindow
 from curator.store.db import Store
 from curator.store.follow import followed_paths, positions
 from curator.store.models import Episode

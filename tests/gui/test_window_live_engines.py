@@ -13,8 +13,8 @@ import subprocess
 import sys
 import threading
 
-from curator.gui.main_window import MainWindow
-from curator.gui.review_pane import ReviewPane
+from curator.gui.review.review_pane import ReviewPane
+from curator.gui.window.main_window import MainWindow
 from curator.store.changes import Change
 from curator.store.db import Store
 from curator.store.models import Episode

@@ -20,7 +20,7 @@ from mcp import Client, StdioServerParameters
 from mcp.types import Implementation
 from PySide6.QtCore import QTimer
 
-from curator.gui.main_window import MainWindow
+from curator.gui.window.main_window import MainWindow
 from curator.store.db import Store
 from curator.store.models import Episode
 from tests.mcp.conftest import child_env, curator_command

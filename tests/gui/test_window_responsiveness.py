@@ -10,8 +10,8 @@ from pathlib import Path
 from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QMessageBox, QPushButton
 
-from curator.gui.episodes_pane import CONFIRM_ABOVE
-from curator.gui.main_window import MainWindow
+from curator.gui.episodes.episodes_pane import CONFIRM_ABOVE
+from curator.gui.window.main_window import MainWindow
 from curator.store.db import Store
 
 

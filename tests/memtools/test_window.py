@@ -11,9 +11,9 @@ import pytest
 from PySide6.QtCore import QSettings
 from PySide6.QtWidgets import QApplication
 
-from curator.gui.errors import Dialogs
-from curator.gui.main_window import MainWindow
-from curator.gui.services import AppServices
+from curator.gui.runtime.services import AppServices
+from curator.gui.widgets.errors import Dialogs
+from curator.gui.window.main_window import MainWindow
 from curator.store.db import Store
 from memtools.test_readers import LETTA
 

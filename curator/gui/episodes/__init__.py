@@ -1,0 +1,1 @@
+"""The Episodes pane: the table, its model, the detail view and relabelling."""

@@ -1,0 +1,1 @@
+"""The Identity pane: personality and axioms."""

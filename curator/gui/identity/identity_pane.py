@@ -1,0 +1,323 @@
+"""The Identity pane: the agent's identity text and constitutional axioms, versioned.
+
+Saving never edits a version in place: it creates a new one (the distillation runs record
+which version they used). Older versions are shown read-only and can be restored, which
+again creates a new version, so the history only grows.
+
+Edits are never lost silently: while the editor differs from the saved version the tab
+reads "Identity •", an "Unsaved changes" label shows and Save / Revert are enabled; the
+window asks before closing over them (:meth:`IdentityPane.confirm_discard`), and so does
+a reload when another window or the CLI saved a new version meanwhile. Saving and
+restoring run through ``services.ops.write``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from PySide6.QtCore import Qt
+from PySide6.QtGui import QFont
+from PySide6.QtWidgets import (
+    QHBoxLayout,
+    QLabel,
+    QLineEdit,
+    QPlainTextEdit,
+    QPushButton,
+    QSplitter,
+    QTabWidget,
+    QTreeWidget,
+    QTreeWidgetItem,
+    QVBoxLayout,
+    QWidget,
+)
+
+from curator.gui.episodes.episode_model import format_time
+from curator.gui.runtime.operations import OpContext
+from curator.gui.runtime.services import AppServices
+from curator.gui.widgets.pane import Pane
+from curator.store.identity import (
+    Identity,
+    current_identity,
+    identity_versions,
+    save_identity,
+)
+from curator.store.models import IdentityVersion, format_utc
+
+
+def axioms_from_text(text: str) -> list[str]:
+    """One axiom per non-empty line; a leading "1." or "-" is list decoration, dropped."""
+    axioms = []
+    for line in text.splitlines():
+        stripped = line.strip()
+        head, dot, rest = stripped.partition(". ")
+        if dot and head.isdigit():
+            stripped = rest.strip()
+        elif stripped.startswith(("- ", "* ")):
+            stripped = stripped[2:].strip()
+        if stripped:
+            axioms.append(stripped)
+    return axioms
+
+
+class IdentityPane(Pane):
+    def __init__(self, services: AppServices, parent: QWidget | None = None) -> None:
+        super().__init__(services, parent)
+        self.setObjectName("identityPane")
+        self._loaded_version = -1
+        self._saved: tuple[str, str] = ("", "")
+        """The editors' text as loaded from the current version (what "unsaved" compares to)."""
+        self._dirty = False
+        self._title = ""
+
+        # editor (current version)
+        self.identity_edit = QPlainTextEdit()
+        self.identity_edit.setObjectName("identityEdit")
+        self.identity_edit.setPlaceholderText("Who the agent is, in its own words…")
+        self.axioms_edit = QPlainTextEdit()
+        self.axioms_edit.setObjectName("axiomsEdit")
+        self.axioms_edit.setPlaceholderText("One constitutional axiom per line")
+        self.axioms_edit.setToolTip("One axiom per line; blank lines are ignored.")
+        self.note_edit = QLineEdit()
+        self.note_edit.setObjectName("noteEdit")
+        self.note_edit.setPlaceholderText("What changed (optional)")
+        self.save_button = QPushButton("Save as new version")
+        self.save_button.setObjectName("saveIdentityButton")
+        self.save_button.setToolTip("Save the identity and axioms as a new version (Ctrl+S)")
+        self.save_button.setShortcut("Ctrl+S")
+        self.save_button.clicked.connect(self.save)
+        self.revert_button = QPushButton("Revert")
+        self.revert_button.setObjectName("revertIdentityButton")
+        self.revert_button.setToolTip("Drop the unsaved edits and show the current version again")
+        self.revert_button.clicked.connect(self.revert)
+        self.unsaved_label = QLabel("<b>Unsaved changes</b>")
+        self.unsaved_label.setObjectName("identityUnsaved")
+        self.unsaved_label.setToolTip("The editor differs from the current saved version")
+        self.identity_edit.textChanged.connect(self._update_dirty)
+        self.axioms_edit.textChanged.connect(self._update_dirty)
+        self.version_label = QLabel()
+        self.version_label.setObjectName("identityVersionLabel")
+
+        editor = QWidget()
+        form = QVBoxLayout(editor)
+        form.setContentsMargins(0, 0, 0, 0)
+        form.addWidget(self.version_label)
+        form.addWidget(QLabel("<b>Identity</b>"))
+        form.addWidget(self.identity_edit, 3)
+        form.addWidget(QLabel("<b>Constitutional axioms</b> (one per line, blank lines ignored)"))
+        form.addWidget(self.axioms_edit, 2)
+        row = QHBoxLayout()
+        row.addWidget(self.note_edit, 1)
+        row.addWidget(self.unsaved_label)
+        row.addWidget(self.revert_button)
+        row.addWidget(self.save_button)
+        form.addLayout(row)
+
+        # history
+        self.versions = QTreeWidget()
+        self.versions.setObjectName("identityVersions")
+        self.versions.setHeaderLabels(["Version", "Saved", "Note"])
+        self.versions.setRootIsDecorated(False)
+        self.versions.setColumnWidth(0, 70)
+        self.versions.setColumnWidth(1, 130)
+        self.versions.currentItemChanged.connect(self._show_version)
+        self.preview = QPlainTextEdit()
+        self.preview.setObjectName("identityPreview")
+        self.preview.setReadOnly(True)
+        self.preview.setPlaceholderText("Select a version to read it.")
+        font = QFont(self.preview.font())
+        font.setItalic(False)
+        self.preview.setFont(font)
+        self.restore_button = QPushButton("Restore as new version")
+        self.restore_button.setObjectName("restoreIdentityButton")
+        self.restore_button.setEnabled(False)
+        self.restore_button.clicked.connect(self.restore_selected)
+
+        history = QWidget()
+        side = QVBoxLayout(history)
+        side.setContentsMargins(0, 0, 0, 0)
+        side.addWidget(QLabel("<b>Versions</b>"))
+        side.addWidget(self.versions, 2)
+        side.addWidget(self.preview, 3)
+        buttons = QHBoxLayout()
+        buttons.addStretch(1)
+        buttons.addWidget(self.restore_button)
+        side.addLayout(buttons)
+
+        self.splitter = QSplitter(Qt.Orientation.Horizontal)
+        self.splitter.setObjectName("identitySplitter")
+        self.splitter.addWidget(editor)
+        self.splitter.addWidget(history)
+        self.splitter.setSizes([800, 500])
+        layout = QVBoxLayout(self)
+        layout.addWidget(self.splitter)
+        self.refresh()
+
+    # -- actions --------------------------------------------------------------------------
+
+    @property
+    def dirty(self) -> bool:
+        """The editor holds edits that are not saved."""
+        return self._dirty
+
+    def _editor_text(self) -> tuple[str, str]:
+        return self.identity_edit.toPlainText(), self.axioms_edit.toPlainText()
+
+    def _update_dirty(self) -> None:
+        self._dirty = self._editor_text() != self._saved
+        self.unsaved_label.setVisible(self._dirty)
+        self.save_button.setEnabled(self._dirty)
+        self.revert_button.setEnabled(self._dirty)
+        self._mark_tab()
+
+    def _mark_tab(self) -> None:
+        """Mark the window's tab ("Identity •") while there are unsaved edits."""
+        parent = self.parentWidget()
+        tabs = parent.parentWidget() if parent is not None else None
+        if not isinstance(tabs, QTabWidget):
+            return
+        index = tabs.indexOf(self)
+        if index < 0:
+            return
+        if not self._title:
+            self._title = tabs.tabText(index).removesuffix(" •")
+        tabs.setTabText(index, f"{self._title} •" if self._dirty else self._title)
+
+    def _load(self, current: Identity) -> None:
+        self._loaded_version = current.version
+        # a blank line between axioms keeps wrapped long axioms readable
+        self._saved = (current.identity_text, "\n\n".join(current.axioms))
+        self.identity_edit.setPlainText(self._saved[0])
+        self.axioms_edit.setPlainText(self._saved[1])
+        self._update_dirty()
+
+    def revert(self) -> None:
+        """Drop the edits: the current saved version again."""
+        self._load(current_identity(self.services.store))
+        self.status_message.emit("Identity edits dropped.")
+
+    def confirm_discard(self) -> bool:
+        if not self.dirty:
+            return True
+        return self.services.dialogs.ask(
+            self,
+            "Unsaved identity",
+            "The identity has unsaved edits. Discard them?",
+            yes="Discard edits",
+            no="Keep editing",
+        )
+
+    def save(self) -> None:
+        text = self.identity_edit.toPlainText()
+        if not text.strip():
+            self.services.dialogs.warning(self, "Identity", "The identity text is empty.")
+            return
+        axioms = axioms_from_text(self.axioms_edit.toPlainText())
+        note = self.note_edit.text().strip()
+        self._write(
+            "Save identity",
+            lambda ctx: save_identity(ctx.store, text, axioms, note),
+            lambda saved: f"Saved identity version {saved.version}.",
+        )
+
+    def _write(
+        self, label: str, fn: Callable[[OpContext], Identity], said: Callable[[Identity], str]
+    ) -> None:
+        """Save in the background; the editor shows the new version when it is done.
+
+        A save can wait seconds for another writer (the CLI), and the editor stays open
+        meanwhile: what was typed after the click is kept, unsaved and marked so, against
+        the version just saved, rather than replaced by it.
+        """
+        sent, note = self._editor_text(), self.note_edit.text()
+
+        def done(saved: Identity) -> None:
+            if self.note_edit.text() == note:
+                self.note_edit.clear()
+            current = current_identity(self.services.store)
+            if self._editor_text() == sent:
+                self._load(current)
+            else:  # typed while saving: keep it, now compared with the saved version
+                self._loaded_version = current.version
+                self._saved = (current.identity_text, "\n\n".join(current.axioms))
+                self._update_dirty()
+            self.refresh()
+            self.status_message.emit(said(saved))
+            self.data_changed.emit()
+
+        def failed(reason: str) -> None:
+            self.services.dialogs.warning(self, "Identity", f"Not saved: {reason}")
+
+        self.ops.write(label, fn, done, failed)
+
+    def _selected_version(self) -> IdentityVersion | None:
+        item = self.versions.currentItem()
+        if item is None:
+            return None
+        found: IdentityVersion | None = IdentityVersion.get_or_none(
+            IdentityVersion.version == item.data(0, Qt.ItemDataRole.UserRole)
+        )
+        return found
+
+    def _show_version(self) -> None:
+        row = self._selected_version()
+        if row is None:
+            self.preview.clear()
+            self.restore_button.setEnabled(False)
+            return
+        axioms = "\n".join(f"{i}. {a}" for i, a in enumerate(row.axioms, 1))
+        self.preview.setPlainText(f"{row.identity_text.strip()}\n\nAxioms:\n{axioms}")
+        self.restore_button.setEnabled(row.version != current_identity(self.services.store).version)
+
+    def restore_selected(self) -> None:
+        row = self._selected_version()
+        if row is None:
+            return
+        if not self.confirm_discard():
+            return
+        text, axioms, version = row.identity_text, list(row.axioms), row.version
+        self._write(
+            "Restore identity",
+            lambda ctx: save_identity(ctx.store, text, axioms, f"restored from version {version}"),
+            lambda saved: f"Restored version {version} as version {saved.version}.",
+        )
+
+    # -- pane API -------------------------------------------------------------------------
+
+    def _ask_reload(self, version: int) -> bool:
+        return self.services.dialogs.ask(
+            self,
+            "Identity changed elsewhere",
+            f"Identity version {version} was saved elsewhere while you were editing. "
+            "Discard your unsaved edits and show it?",
+            yes=f"Show version {version}",
+            no="Keep my edits",
+        )
+
+    def refresh(self) -> None:
+        """Reload the history; the editor is reloaded only when the current version changed
+        (so a refresh caused by another pane never discards unsaved typing)."""
+        current = current_identity(self.services.store)
+        if current.version != self._loaded_version:
+            if not self.dirty or self._ask_reload(current.version):
+                self._load(current)
+            else:  # keep the edits; they now compare against (and save over) the new one
+                self._loaded_version = current.version
+                self._saved = (current.identity_text, "\n\n".join(current.axioms))
+                self._update_dirty()
+        self.version_label.setText(
+            f"Current version: {current.version}" if current.version else "No identity saved yet."
+        )
+        selected = self.versions.currentItem()
+        keep = selected.data(0, Qt.ItemDataRole.UserRole) if selected is not None else None
+        self.versions.blockSignals(True)
+        self.versions.clear()
+        for row in identity_versions(self.services.store):
+            item = QTreeWidgetItem(
+                [str(row.version), format_time(format_utc(row.created_at)), row.note]
+            )
+            item.setData(0, Qt.ItemDataRole.UserRole, row.version)
+            self.versions.addTopLevelItem(item)
+            if row.version == (keep if keep is not None else current.version):
+                self.versions.setCurrentItem(item)
+        self.versions.blockSignals(False)
+        self._show_version()

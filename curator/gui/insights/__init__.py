@@ -1,0 +1,1 @@
+"""The Insights pane: charts, the confusion matrix and learning."""

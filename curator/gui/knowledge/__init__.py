@@ -1,0 +1,1 @@
+"""The Knowledge pane: patterns, decay, export and provenance."""

@@ -1,0 +1,461 @@
+"""The decay chart: effective importance of the selected patterns over time.
+
+Every plot item is created once in the constructor and only updated with ``setData`` /
+``setValue`` afterwards (the pyqtgraph way to keep redraws cheap). The first
+:data:`CURVE_COLOURS` selected patterns get an item each, in a colour of their own, with a
+legend entry naming them; any further ones go into ONE grey ``PlotDataItem`` separated by
+NaN (``connect="finite"``), so a selection of a thousand patterns is still a dozen scene
+items. The top-K cut-off is a curve, not a line: the K-th pattern's effective importance
+over time (it decays too). Hovering snaps a crosshair to the nearest curve and names it
+with its value (mouse moves reach the chart through a rate-limited ``SignalProxy``, as in
+pyqtgraph's crosshair example). A log scale shows the long tail that a linear axis flattens
+at zero (at 0.95/day a pattern keeps 8 % of its weight after 50 days).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import UTC, datetime
+
+import numpy as np
+import numpy.typing as npt
+import pyqtgraph as pg
+from PySide6.QtCore import QEvent, QPointF, QRectF, Qt, Signal
+from PySide6.QtGui import QColor, QPalette, QResizeEvent
+from PySide6.QtWidgets import QWidget
+
+from curator.core.scoring import decay_series
+from curator.gui.widgets.date_axis import DayAxis
+
+FloatArray = npt.NDArray[np.float64]
+
+#: How close (in pixels) the mouse must be to a curve to snap the crosshair to it.
+_HOVER_PIXELS = 40.0
+#: Values are drawn at least this large, so the log scale never takes log(0).
+_FLOOR = 1e-6
+
+CURVE_COLOURS: tuple[tuple[int, int, int], ...] = (
+    (31, 119, 180),
+    (255, 127, 14),
+    (44, 160, 44),
+    (148, 103, 189),
+    (227, 119, 194),
+    (140, 86, 75),
+    (188, 189, 34),
+    (23, 190, 207),
+)
+"""Tableau's categorical palette, one per curve, less its grey (kept for "the rest") and
+its red (the cut-off's: a red pattern read as the cut-off)."""
+
+_REST_COLOUR = (150, 150, 150, 140)
+_CUTOFF_COLOUR = (200, 60, 40)
+
+
+def _name(pattern_id: int, text: str, limit: int = 30) -> str:
+    flat = " ".join(text.split())
+    short = flat if len(flat) <= limit else flat[: limit - 1] + "…"
+    return f"#{pattern_id} {short}".rstrip()
+
+
+class DecayChart(pg.PlotWidget):
+    """Effective importance against time with today, the horizon and the top-K cut-off."""
+
+    curve_hovered = Signal(int)
+    """The pattern id under the mouse, or -1 when the mouse leaves every curve."""
+
+    def __init__(self, parent: QWidget | None = None) -> None:
+        super().__init__(parent=parent, axisItems={"bottom": DayAxis()})
+        self.setMinimumHeight(200)
+        palette = self.palette()
+        fg = palette.color(QPalette.ColorRole.WindowText)
+        bg = palette.color(QPalette.ColorRole.Base)
+        self.setBackground(bg)
+        plot = self.getPlotItem()
+        for name in ("left", "bottom"):
+            axis = plot.getAxis(name)
+            axis.setPen(fg)
+            axis.setTextPen(fg)
+        plot.setLabel("left", "effective importance")
+        plot.showGrid(x=True, y=True, alpha=0.2)
+        plot.setMenuEnabled(False)
+        plot.hideButtons()
+
+        self.legend = pg.LegendItem(offset=(-10, 10), labelTextColor=fg, labelTextSize="8pt")
+        self.legend.setParentItem(plot.getViewBox())
+        legend_bg = QColor(bg)
+        legend_bg.setAlpha(200)
+        self.legend.setBrush(pg.mkBrush(legend_bg))
+
+        self._items = [
+            pg.PlotDataItem(connect="finite", pen=pg.mkPen(color=c, width=2)) for c in CURVE_COLOURS
+        ]
+        self._rest = pg.PlotDataItem(connect="finite", pen=pg.mkPen(color=_REST_COLOUR, width=1))
+        # The emphasised curve is drawn again, wider, in ITS OWN colour: in one accent
+        # colour for all, the current pattern read as another curve than its legend's.
+        self._highlight = pg.PlotDataItem(connect="finite", pen=pg.mkPen(width=4))
+        self._cutoff = pg.PlotDataItem(
+            pen=pg.mkPen(color=_CUTOFF_COLOUR, width=2, style=Qt.PenStyle.DashLine)
+        )
+        # The legend holds the top right and grows down to half the plot with eleven
+        # entries (half-way up, "today" read "to|day" under it), so both markers are
+        # labelled near the bottom, LEFT of their lines ("in N days" is near the right
+        # edge; left of "today" the curves are high, right of it they are all low).
+        label_bg = QColor(bg)
+        label_bg.setAlpha(220)
+        self._today = pg.InfiniteLine(
+            angle=90,
+            pen=pg.mkPen(color=fg, width=1),
+            label="today",
+            labelOpts={
+                "position": 0.12,
+                "color": fg,
+                "fill": pg.mkBrush(label_bg),
+                "anchors": [(1, 1), (1, 1)],
+            },
+        )
+        self._horizon = pg.InfiniteLine(
+            angle=90,
+            pen=pg.mkPen(color=(220, 150, 30), width=2, style=Qt.PenStyle.DotLine),
+            label="",
+            labelOpts={
+                "position": 0.04,
+                "color": (200, 120, 0),
+                "fill": pg.mkBrush(label_bg),
+                "anchors": [(1, 1), (1, 1)],
+            },
+        )
+        hair = pg.mkPen(color=fg, width=1, style=Qt.PenStyle.DotLine)
+        self._vline = pg.InfiniteLine(angle=90, movable=False, pen=hair)
+        self._hline = pg.InfiniteLine(angle=0, movable=False, pen=hair)
+        self._hover_label = pg.TextItem(color=fg, fill=pg.mkBrush(legend_bg), anchor=(0, 1))
+        for item in (
+            self._rest,
+            *self._items,
+            self._cutoff,
+            self._highlight,
+            self._today,
+            self._horizon,
+            self._vline,
+            self._hline,
+        ):
+            plot.addItem(item)
+        plot.addItem(self._hover_label, ignoreBounds=True)
+        for item in (self._horizon, self._vline, self._hline, self._hover_label):
+            item.hide()
+
+        self._ids: list[int] = []
+        self._names: list[str] = []
+        self._xs: list[FloatArray] = []
+        self._ys: list[FloatArray] = []
+        self._cutoff_k = 0
+        self._highlighted = -1
+        self._pinned = -1  # the table's current pattern: highlighted when no curve is hovered
+        self._log = False
+        self._x_range: tuple[float, float] | None = None
+        self.hover_text = ""
+        """What the crosshair's label says (empty when the mouse is on no curve)."""
+        self._apply_y_range()
+        self._mouse = pg.SignalProxy(self.scene().sigMouseMoved, rateLimit=60, slot=self._proxied)
+
+    # -- data -------------------------------------------------------------------------------
+
+    def set_curves(
+        self,
+        ids: Sequence[int],
+        xs: Sequence[FloatArray],
+        ys: Sequence[FloatArray],
+        names: Sequence[str] | None = None,
+    ) -> None:
+        """Replace the plotted curves: one (x seconds since epoch, y) pair per pattern id."""
+        self._ids = list(ids)
+        self._names = list(names) if names is not None else ["" for _ in self._ids]
+        self._xs = [np.asarray(x, dtype=float) for x in xs]
+        self._ys = [np.maximum(np.asarray(y, dtype=float), _FLOOR) for y in ys]
+        n = len(self._items)
+        for i, item in enumerate(self._items):
+            if i < len(self._ids):
+                item.setData(self._xs[i], self._ys[i], connect="finite")
+                item.show()
+            else:
+                item.setData([], [])
+                item.hide()
+        rest = range(n, len(self._ids))
+        if rest:
+            sep = np.array([np.nan])
+            x_all = np.concatenate([part for i in rest for part in (self._xs[i], sep)])
+            y_all = np.concatenate([part for i in rest for part in (self._ys[i], sep)])
+            self._rest.setData(x_all, y_all, connect="finite")
+            self._rest.show()
+        else:
+            self._rest.setData([], [])
+            self._rest.hide()
+        self._highlighted = self._highlighted if self._highlighted in self._ids else -1
+        self._draw_highlight()
+        self._rebuild_legend()
+
+    def _rebuild_legend(self) -> None:
+        self.legend.clear()
+        for i, item in enumerate(self._items[: len(self._ids)]):
+            self.legend.addItem(item, _name(self._ids[i], self._names[i]))
+        extra = len(self._ids) - len(self._items)
+        if extra > 0:
+            self.legend.addItem(self._rest, f"{extra} more (grey)")
+        if self._cutoff_k > 0:
+            self.legend.addItem(self._cutoff, f"top-{self._cutoff_k} cut-off")
+        self.legend.setVisible(bool(self.legend.items))
+        self._fit_legend()
+
+    def _fit_legend(self) -> None:
+        """Lay the legend out in as many columns (up to three) as it takes to stay in the
+        top half of the plot: one column of eleven entries covered a 1024×700 window's
+        whole chart height, the markers' labels and the curves' right end included."""
+        height = self.getPlotItem().getViewBox().height()
+        rows = len(self.legend.items)
+        line = self.fontMetrics().height() + 6
+        columns = 1
+        while columns < 3 and -(-rows // columns) * line > height / 2:
+            columns += 1
+        if columns != self.legend.columnCount:
+            self.legend.setColumnCount(columns)
+
+    def resizeEvent(self, event: QResizeEvent) -> None:
+        super().resizeEvent(event)
+        if hasattr(self, "legend"):  # None yet while PlotWidget builds itself
+            self._fit_legend()
+
+    def set_x_range(self, start: float, end: float) -> None:
+        """Show ``start``..``end`` (seconds since epoch); the caller leaves room at the right."""
+        self._x_range = (start, max(end, start + 1.0))
+        self.getPlotItem().setXRange(*self._x_range, padding=0.0)
+
+    def set_highlight(self, pattern_id: int) -> None:
+        """Draw ``pattern_id``'s curve emphasised (-1: none); it stays so while the mouse
+        is on no other curve."""
+        self._pinned = pattern_id
+        self._emphasise(pattern_id)
+
+    def _emphasise(self, pattern_id: int) -> None:
+        if pattern_id == self._highlighted:
+            return
+        self._highlighted = pattern_id if pattern_id in self._ids else -1
+        self._draw_highlight()
+
+    @property
+    def highlighted(self) -> int:
+        return self._highlighted
+
+    @property
+    def plotted_ids(self) -> list[int]:
+        return list(self._ids)
+
+    def curve_pens(self) -> list[QColor]:
+        """The colour each coloured curve is drawn in, in selection order."""
+        return [item.opts["pen"].color() for item in self._items[: len(self._ids)]]
+
+    def legend_labels(self) -> list[str]:
+        return [label.text for _sample, label in self.legend.items]
+
+    def set_cutoff(self, xs: FloatArray | None, ys: FloatArray | None, k: int = 0) -> None:
+        """The K-th pattern's effective importance over time (None: fewer than K patterns)."""
+        if xs is None or ys is None or k <= 0:
+            self._cutoff.setData([], [])
+            self._cutoff.hide()
+            self._cutoff_k = 0
+        else:
+            self._cutoff.setData(np.asarray(xs, float), np.maximum(np.asarray(ys, float), _FLOOR))
+            self._cutoff.show()
+            self._cutoff_k = k
+        self._rebuild_legend()
+
+    def cutoff_data(self) -> tuple[FloatArray, FloatArray] | None:
+        """The plotted cut-off curve (data values, not log), or None when hidden."""
+        if self._cutoff_k <= 0:
+            return None
+        # xData/yData are the data as given; getData() would be log10 on a log scale
+        return np.asarray(self._cutoff.xData, float), np.asarray(self._cutoff.yData, float)
+
+    @property
+    def cutoff_k(self) -> int:
+        return self._cutoff_k
+
+    def set_today(self, moment: datetime) -> None:
+        self._today.setValue(moment.timestamp())
+
+    def set_horizon(self, moment: datetime | None, label: str = "") -> None:
+        """The second vertical marker of the "in N days" slider (None hides it)."""
+        if moment is None:
+            self._horizon.hide()
+            return
+        # The label is text, not a format (its braces escaped); it is set after show():
+        # pyqtgraph re-renders a hidden line's label only once it moves while visible,
+        # so a format set while hidden left the placeholder on screen.
+        self._horizon.show()
+        self._horizon.setValue(moment.timestamp())
+        self._horizon.label.setFormat(label.replace("{", "{{").replace("}", "}}"))
+
+    def marker_labels(self) -> list[pg.InfLineLabel]:
+        """The labels of "today" and the horizon (for placement checks)."""
+        return [self._today.label, self._horizon.label]
+
+    def horizon_text(self) -> str:
+        """What the horizon marker says on screen (empty while it is hidden)."""
+        if not self._horizon.isVisible():
+            return ""
+        return str(self._horizon.label.toPlainText())
+
+    # -- log scale --------------------------------------------------------------------------
+
+    def set_log_scale(self, on: bool) -> None:
+        """Logarithmic y axis: the decay's long tail instead of a flat line at zero."""
+        self._log = bool(on)
+        self.getPlotItem().setLogMode(x=False, y=self._log)
+        self._apply_y_range()
+        self._draw_highlight()
+        self._hide_crosshair()
+
+    @property
+    def log_scale(self) -> bool:
+        return self._log
+
+    def _apply_y_range(self) -> None:
+        view = self.getPlotItem().getViewBox()
+        if self._log:
+            view.setLimits(yMin=np.log10(_FLOOR), yMax=0.1)
+            lowest = min((float(np.nanmin(y)) for y in self._ys if y.size), default=0.01)
+            low = max(min(lowest, 0.01), 1e-4)
+            self.getPlotItem().setYRange(np.log10(low), 0.0, padding=0.02)
+        else:
+            view.setLimits(yMin=-0.05, yMax=1.05)
+            self.getPlotItem().setYRange(0.0, 1.0, padding=0.02)
+
+    def _to_view(self, value: float) -> float:
+        return float(np.log10(max(value, _FLOOR))) if self._log else value
+
+    # -- hover ------------------------------------------------------------------------------
+
+    def _colour_of(self, index: int) -> tuple[int, int, int]:
+        """The colour of the ``index``-th selected pattern's curve and legend sample."""
+        if index < len(self._items):
+            return CURVE_COLOURS[index]
+        return _REST_COLOUR[:3]
+
+    def _draw_highlight(self) -> None:
+        if self._highlighted < 0:
+            self._highlight.setData([], [])
+            return
+        i = self._ids.index(self._highlighted)
+        self._highlight.setPen(pg.mkPen(color=self._colour_of(i), width=4))
+        self._highlight.setData(self._xs[i], self._ys[i], connect="finite")
+
+    def drawn_colour(self, pattern_id: int) -> tuple[int, int, int] | None:
+        """The colour ``pattern_id``'s curve shows on screen (its emphasis included), as
+        RGB; None when it is not plotted."""
+        if pattern_id not in self._ids:
+            return None
+        if pattern_id == self._highlighted:
+            colour = self._highlight.opts["pen"].color()
+            return (colour.red(), colour.green(), colour.blue())
+        return self._colour_of(self._ids.index(pattern_id))
+
+    def curve_near(self, x: float, y: float, tolerance_y: float) -> int:
+        """The id of the curve whose value at ``x`` is nearest to ``y`` within tolerance.
+
+        ``y`` and the tolerance are in view units (log10 of the value on a log scale).
+        """
+        found = self._nearest(x, y, tolerance_y)
+        return found[0] if found is not None else -1
+
+    def _nearest(self, x: float, y: float, tolerance_y: float) -> tuple[int, float] | None:
+        best: tuple[int, float] | None = None
+        best_dist = tolerance_y
+        for pid, xs, ys in zip(self._ids, self._xs, self._ys, strict=True):
+            if xs.size == 0 or x < xs[0] or x > xs[-1]:
+                continue
+            value = float(np.interp(x, xs, ys))
+            dist = abs(self._to_view(value) - y)
+            if dist <= best_dist:
+                best, best_dist = (pid, value), dist
+        return best
+
+    def _proxied(self, args: tuple[QPointF]) -> None:
+        self.hover_at(args[0])
+
+    def hover_at(self, scene_pos: QPointF) -> int:
+        """Snap the crosshair to the curve nearest the mouse; returns its id (or -1)."""
+        view = self.getPlotItem().getViewBox()
+        if not self._ids or not view.sceneBoundingRect().contains(scene_pos):
+            self._hide_crosshair()
+            return -1
+        point = view.mapSceneToView(scene_pos)
+        pixel = view.viewPixelSize()  # (x units per pixel, y units per pixel)
+        found = self._nearest(point.x(), point.y(), _HOVER_PIXELS * pixel[1])
+        if found is None:
+            self._hide_crosshair()
+            pid = -1
+        else:
+            pid, value = found
+            y = self._to_view(value)
+            self._vline.setValue(point.x())
+            self._hline.setValue(y)
+            name = _name(pid, self._names[self._ids.index(pid)], 48)
+            when = datetime.fromtimestamp(point.x(), tz=UTC).astimezone()
+            self.hover_text = f"{name}\n{value:.3f} on {when:%Y-%m-%d}"
+            self._hover_label.setText(self.hover_text)
+            self._place_label(scene_pos, view.sceneBoundingRect(), point.x(), y)
+            for item in (self._vline, self._hline, self._hover_label):
+                item.show()
+        shown = pid if pid >= 0 else self._pinned
+        if shown != self._highlighted:
+            self._emphasise(shown)
+            self.curve_hovered.emit(pid)
+        return pid
+
+    def _place_label(self, mouse: QPointF, area: QRectF, x: float, y: float) -> None:
+        """Beside the mouse where it fits: right of it, else left, else at the left edge;
+        above it, or below when the mouse is near the top."""
+        width = self._hover_label.boundingRect().width() + 8
+        below = mouse.y() - area.top() < self._hover_label.boundingRect().height() + 8
+        vertical = 0 if below else 1
+        if mouse.x() + width <= area.right():
+            self._hover_label.setAnchor((0, vertical))
+        elif mouse.x() - width >= area.left():
+            self._hover_label.setAnchor((1, vertical))
+        else:
+            self._hover_label.setAnchor((0, vertical))
+            x = self.getPlotItem().getViewBox().mapSceneToView(QPointF(area.left(), 0)).x()
+        self._hover_label.setPos(x, y)
+
+    def _hide_crosshair(self) -> None:
+        self.hover_text = ""
+        for item in (self._vline, self._hline, self._hover_label):
+            item.hide()
+
+    def leaveEvent(self, event: QEvent) -> None:
+        """The mouse left the chart: no crosshair, the table's pattern emphasised again."""
+        self._hide_crosshair()
+        if self._highlighted != self._pinned:
+            self._emphasise(self._pinned)
+            self.curve_hovered.emit(-1)
+        super().leaveEvent(event)
+
+
+def decay_curve(
+    importance: float,
+    distilled_at: datetime,
+    now: datetime,
+    until: datetime,
+    rate: float,
+    points: int = 120,
+    start: datetime | None = None,
+) -> tuple[FloatArray, FloatArray]:
+    """Sampled effective importance from the distillation (or ``start``) to ``until``.
+
+    The values come from :func:`curator.core.scoring.decay_series`, so the chart shows
+    exactly what the prompt builder computes.
+    """
+    first = distilled_at.timestamp() if start is None else start.timestamp()
+    end = max(until.timestamp(), first + 1.0)
+    xs = np.linspace(first, end, points)
+    offsets = (xs - now.timestamp()) / 86400.0
+    ys = decay_series(importance, distilled_at, offsets, now=now, rate=rate)
+    return xs, np.asarray(ys, dtype=np.float64)

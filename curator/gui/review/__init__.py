@@ -1,0 +1,1 @@
+"""The Review pane: candidates, decisions, the detail view and the commit."""

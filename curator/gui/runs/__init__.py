@@ -1,0 +1,1 @@
+"""The Runs pane: runs, their progress and starting new ones."""

@@ -1,0 +1,1 @@
+"""The background machinery: the LLM worker thread, jobs, operations, shared services."""

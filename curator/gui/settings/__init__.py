@@ -1,0 +1,1 @@
+"""The Settings pane: model, server, reviewer and the rest."""

@@ -1,0 +1,584 @@
+"""The Settings pane: the model (file or server), llama.cpp parameters, the thresholds.
+
+A model file is checked before it is saved: its GGUF header is read at once (name, size,
+quantisation, context length), and on Apply the file is loaded for real in a subprocess by
+:func:`curator.llm.model_file.validate_model_file`. That takes seconds, so it runs on a
+thread pool and the pane shows a busy indicator; the GUI thread never waits for it. A
+file that fails keeps the previous setting, explains why in one sentence, and stays in
+the field so the user can correct the path.
+
+The form scrolls; the Apply / Revert / Restore defaults row sits below it, outside the
+scroll area, so it never moves when a block above changes height (the demo notice, the
+model facts, a download's progress). Saving goes through ``services.ops.write`` (a new
+decay rate re-ranks every pattern); the server's API key goes to the system keyring in
+the same background job, never to the database. Every field's tooltip says what the
+setting does, its range and its default (:mod:`curator.gui.settings.settings_help`).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from PySide6.QtCore import Qt, QThreadPool
+from PySide6.QtWidgets import (
+    QComboBox,
+    QFormLayout,
+    QFrame,
+    QGroupBox,
+    QHBoxLayout,
+    QLabel,
+    QLineEdit,
+    QProgressBar,
+    QPushButton,
+    QScrollArea,
+    QVBoxLayout,
+    QWidget,
+)
+
+from curator.errors import CuratorError
+from curator.gui.runtime.operations import OpContext
+from curator.gui.runtime.services import AppServices
+from curator.gui.settings.model_picker import DEMO_NOTICE, CatalogueBox, LocalModelsBox
+from curator.gui.settings.server_box import BackendBox
+from curator.gui.settings.settings_help import shown_value, tooltip
+from curator.gui.settings.settings_parts import (
+    PANE_KEYS,
+    ModelValidation,
+    ReviewerBox,
+    ThreadTuning,
+    ValidationSignals,
+    describe_model_info,
+    gpu_note,
+    rule_double_spin,
+    rule_spin,
+    set_tip,
+)
+from curator.gui.widgets.pane import Pane
+from curator.llm.backend import BackendSettings
+from curator.llm.model_file import (
+    demo_model_path,
+    read_gguf_info,
+)
+from curator.llm.server_choice import save_api_key
+from curator.llm.threads import cached_tuning
+from curator.store.profile import save_reviewer
+from curator.store.settings import (
+    RULES,
+    Settings,
+    SettingsError,
+    changed_settings,
+    update_settings,
+)
+
+
+class SettingsPane(Pane):
+    def __init__(self, services: AppServices, parent: QWidget | None = None) -> None:
+        super().__init__(services, parent)
+        self.setObjectName("settingsPane")
+        self._pool = QThreadPool(self)
+        self._pool.setMaxThreadCount(1)
+        self._signals = ValidationSignals(self)
+        self._signals.succeeded.connect(self._validation_succeeded)
+        self._signals.failed.connect(self._validation_failed)
+        self._signals.tuned.connect(self._tuned)
+        self._signals.tuning_failed.connect(self._tuning_failed)
+        self._pending: dict[str, Any] | None = None
+        self._saving = False
+
+        # model
+        self.model_edit = QLineEdit()
+        self.model_edit.setObjectName("modelPathEdit")
+        self.model_edit.setPlaceholderText("Empty: the bundled demo model")
+        self.model_edit.editingFinished.connect(self.show_model_info)
+        browse = QPushButton("Browse…")
+        browse.setObjectName("browseModelButton")
+        browse.setToolTip("Choose a GGUF model file")
+        browse.clicked.connect(self.browse_model)
+        demo = QPushButton("Use demo model")
+        demo.setToolTip("Empty the field: the bundled demo model (SmolLM2-135M)")
+        demo.clicked.connect(self._use_demo_model)
+        path_row = QHBoxLayout()
+        path_row.addWidget(self.model_edit, 1)
+        path_row.addWidget(browse)
+        path_row.addWidget(demo)
+        self.model_info = QLabel()
+        self.model_info.setObjectName("modelInfo")
+        self.model_info.setWordWrap(True)
+        self.model_info.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+        self.gpu_layers = rule_spin("n_gpu_layers", special="all layers")
+        self.gpu_layers.setObjectName("gpuLayers")
+        self.gpu_note = QLabel(gpu_note())
+        self.gpu_note.setObjectName("gpuNote")
+        self.gpu_note.setWordWrap(True)
+        self.gpu_note.setVisible(bool(self.gpu_note.text()))
+        gpu_row = QHBoxLayout()
+        gpu_row.addWidget(self.gpu_layers)
+        gpu_row.addWidget(self.gpu_note, 1)
+        self.n_ctx = rule_spin("n_ctx", 512)
+        self.n_ctx.setObjectName("contextSize")
+        self.n_threads = rule_spin("n_threads", special="automatic")
+        self.n_threads.setObjectName("threads")
+        model_box = QGroupBox("Model file")
+        model_form = QFormLayout(model_box)
+        model_form.addRow("Model file", path_row)
+        model_form.addRow("", self.model_info)
+        self.demo_notice = QLabel(f"<b>{DEMO_NOTICE[0].upper()}{DEMO_NOTICE[1:]}</b> below.")
+        self.demo_notice.setObjectName("demoNotice")
+        self.demo_notice.setWordWrap(True)
+        model_form.addRow("", self.demo_notice)
+        model_form.addRow("GPU layers", gpu_row)
+        model_form.addRow("Context size", self.n_ctx)
+        model_form.addRow("Threads", self.n_threads)
+        self.threads_info = QLabel()
+        self.threads_info.setObjectName("threadTuning")
+        self.threads_info.setWordWrap(True)
+        self.retune_button = QPushButton("Re-tune")
+        self.retune_button.setObjectName("retuneButton")
+        self.retune_button.setToolTip(
+            "Time a short prompt and generation with each thread count and keep the fastest"
+        )
+        self.retune_button.clicked.connect(self.retune)
+        tune_row = QHBoxLayout()
+        tune_row.addWidget(self.threads_info, 1)
+        tune_row.addWidget(self.retune_button)
+        model_form.addRow("", tune_row)
+        set_tip(model_form, self.model_edit, "model_path")
+        label = model_form.labelForField(path_row)
+        if label is not None:
+            label.setToolTip(tooltip("model_path"))
+        set_tip(model_form, self.gpu_layers, "n_gpu_layers")
+        label = model_form.labelForField(gpu_row)
+        if label is not None:
+            label.setToolTip(tooltip("n_gpu_layers"))
+        set_tip(model_form, self.n_ctx, "n_ctx")
+        set_tip(model_form, self.n_threads, "n_threads")
+
+        # backend: the model file, or a server
+        self.backend_box = BackendBox(self)
+        self.backend_box.edited.connect(self._backend_edited)
+
+        # pipeline
+        self.skip_threshold = rule_double_spin("skip_threshold", 0.01, 2)
+        self.skip_threshold.setObjectName("skipThreshold")
+        self.update_threshold = rule_double_spin("update_threshold", 0.01, 2)
+        self.update_threshold.setObjectName("updateThreshold")
+        self.decay_rate = rule_double_spin("decay_rate", 0.005, 3)
+        self.decay_rate.setObjectName("decayRate")
+        self.top_k = rule_spin("top_k")
+        self.top_k.setObjectName("topK")
+        self.min_chars = rule_spin("min_chars")
+        self.min_chars.setObjectName("minChars")
+        self.min_words = rule_spin("min_words")
+        self.min_words.setObjectName("minWords")
+        pipeline_box = QGroupBox("Distillation")
+        pipeline_form = QFormLayout(pipeline_box)
+        pipeline_form.addRow("Skip when similarity ≥", self.skip_threshold)
+        pipeline_form.addRow("Update when similarity ≥", self.update_threshold)
+        pipeline_form.addRow("Daily decay factor", self.decay_rate)
+        pipeline_form.addRow("Patterns in the prompt (top K)", self.top_k)
+        pipeline_form.addRow("Quality gate: minimum characters", self.min_chars)
+        pipeline_form.addRow("Quality gate: minimum words", self.min_words)
+        self.untrusted_sources = QLineEdit()
+        self.untrusted_sources.setObjectName("untrustedSources")
+        self.untrusted_sources.setPlaceholderText("none: every source is trusted")
+        pipeline_form.addRow("Untrusted sources", self.untrusted_sources)
+        self.guard_opinion = QComboBox()
+        self.guard_opinion.setObjectName("guardModelOpinion")
+        for choice in RULES["guard_model_opinion"].choices:
+            self.guard_opinion.addItem(shown_value("guard_model_opinion", choice), choice)
+        pipeline_form.addRow("Model's second opinion", self.guard_opinion)
+        self.guard_threshold = rule_double_spin("guard_opinion_threshold", 0.05, 2)
+        self.guard_threshold.setObjectName("guardOpinionThreshold")
+        pipeline_form.addRow("Second opinion flags when p(yes) ≥", self.guard_threshold)
+        for field, key in (
+            (self.skip_threshold, "skip_threshold"),
+            (self.update_threshold, "update_threshold"),
+            (self.decay_rate, "decay_rate"),
+            (self.top_k, "top_k"),
+            (self.min_chars, "min_chars"),
+            (self.min_words, "min_words"),
+            (self.untrusted_sources, "untrusted_sources"),
+            (self.guard_opinion, "guard_model_opinion"),
+            (self.guard_threshold, "guard_opinion_threshold"),
+        ):
+            set_tip(pipeline_form, field, key)
+        self.backup_interval = rule_spin("backup_interval_minutes", 5, special="off")
+        self.backup_interval.setObjectName("backupInterval")
+        backup_box = QGroupBox("Backups")
+        backup_form = QFormLayout(backup_box)
+        backup_form.addRow("Every N minutes of use, and on close", self.backup_interval)
+        set_tip(backup_form, self.backup_interval, "backup_interval_minutes")
+        self.backup_max_total = rule_spin("backup_max_total_mb", 500, special="off")
+        self.backup_max_total.setObjectName("backupMaxTotal")
+        self.backup_max_total.setSuffix(" MB")
+        backup_form.addRow("All backups together at most", self.backup_max_total)
+        set_tip(backup_form, self.backup_max_total, "backup_max_total_mb")
+        self.reviewer_box = ReviewerBox()
+
+        # buttons: below the scrolling form, so they never move
+        self.busy = QProgressBar()
+        self.busy.setObjectName("validationBusy")
+        self.busy.setRange(0, 0)
+        self.busy.setMaximumWidth(160)
+        self.busy.setTextVisible(False)
+        self.busy_label = QLabel("Checking the model file…")
+        for widget in (self.busy, self.busy_label):
+            policy = widget.sizePolicy()
+            policy.setRetainSizeWhenHidden(True)  # showing them must not shift the row
+            widget.setSizePolicy(policy)
+            widget.hide()
+        self.defaults_button = QPushButton("Restore defaults")
+        self.defaults_button.setObjectName("restoreDefaultsButton")
+        self.defaults_button.setToolTip(
+            "Set every setting on this page back to its default (asks first; the API key "
+            "in the keyring is kept)"
+        )
+        self.defaults_button.clicked.connect(self.restore_defaults)
+        self.apply_button = QPushButton("Apply")
+        self.apply_button.setObjectName("applySettingsButton")
+        self.apply_button.setToolTip(
+            "Check and save the settings (a new model file is loaded once)"
+        )
+        self.apply_button.clicked.connect(self.apply)
+        self.apply_button.setDefault(True)
+        self.revert_button = QPushButton("Revert")
+        self.revert_button.setObjectName("revertSettingsButton")
+        self.revert_button.setToolTip("Show the saved settings again, dropping edits")
+        self.revert_button.clicked.connect(self.refresh)
+        buttons = QHBoxLayout()
+        buttons.setContentsMargins(9, 6, 9, 9)
+        buttons.addWidget(self.defaults_button)
+        buttons.addWidget(self.busy)
+        buttons.addWidget(self.busy_label)
+        buttons.addStretch(1)
+        buttons.addWidget(self.revert_button)
+        buttons.addWidget(self.apply_button)
+
+        # models already on this computer, and the catalogue (they fill the model field)
+        self.local_models = LocalModelsBox(self)
+        self.local_models.model_chosen.connect(self.choose_model)
+        self.catalogue = CatalogueBox(self)
+        self.catalogue.model_chosen.connect(self.choose_model)
+        self.catalogue.message.connect(self.status_message)
+        self.catalogue.download_failed.connect(
+            lambda reason: self.services.dialogs.warning(self, "Download failed", reason)
+        )
+        pickers = QHBoxLayout()
+        pickers.addWidget(self.local_models, 1)
+        pickers.addWidget(self.catalogue, 1)
+
+        form = QWidget()
+        form.setObjectName("settingsForm")
+        column = QVBoxLayout(form)
+        column.addWidget(self.backend_box)
+        column.addWidget(model_box)
+        column.addLayout(pickers)
+        column.addWidget(pipeline_box)
+        column.addWidget(backup_box)
+        column.addWidget(self.reviewer_box)
+        column.addStretch(1)
+        self.form_scroll = QScrollArea()
+        self.form_scroll.setObjectName("settingsScroll")
+        self.form_scroll.setWidgetResizable(True)
+        self.form_scroll.setFrameShape(QFrame.Shape.NoFrame)
+        self.form_scroll.setWidget(form)
+        line = QFrame()
+        line.setFrameShape(QFrame.Shape.HLine)
+        line.setFrameShadow(QFrame.Shadow.Sunken)
+        layout = QVBoxLayout(self)
+        layout.setContentsMargins(0, 0, 0, 0)
+        layout.setSpacing(0)
+        layout.addWidget(self.form_scroll, 1)
+        layout.addWidget(line)
+        layout.addLayout(buttons)
+        self.refresh()
+
+    # -- model file -----------------------------------------------------------------------
+
+    def browse_model(self) -> None:
+        path = self.services.dialogs.open_file_name(
+            self, "Choose a model file", "GGUF models (*.gguf);;All files (*)"
+        )
+        if path:
+            self.model_edit.setText(path)
+            self.show_model_info()
+
+    def choose_model(self, path: str) -> None:
+        """A model picked from a list: shown at once, checked and saved on Apply."""
+        self.model_edit.setText(path)
+        self.backend_box.local_radio.setChecked(True)  # a file is picked to be used
+        self.show_model_info()
+        self.status_message.emit(f"{Path(path).name} chosen: press Apply to check and use it.")
+
+    def _use_demo_model(self) -> None:
+        self.model_edit.clear()
+        self.show_model_info()
+
+    def _backend_edited(self) -> None:
+        self.show_model_info()
+
+    def show_model_info(self) -> None:
+        """Read the GGUF header at once (fast) so the user sees what they picked."""
+        self.model_info.setStyleSheet("")
+        self.model_info.setWordWrap(False)
+        path = self.model_edit.text().strip()
+        demo_file = demo_model_path()
+        on_server = self.backend_box.server_radio.isChecked()
+        self.demo_notice.setVisible(
+            not on_server
+            and (not path or (demo_file is not None and Path(path).expanduser() == demo_file))
+        )
+        if not path:
+            demo = demo_file
+            if demo is None:
+                self.model_info.setText("The demo model is not installed: choose a GGUF file.")
+                return
+            try:
+                details = describe_model_info(read_gguf_info(demo))
+            except CuratorError as exc:
+                details = f"Not usable: {exc}"
+            self.model_info.setText(f"The bundled demo model.\n{details}")
+            return
+        try:
+            info = read_gguf_info(Path(path))
+        except CuratorError as exc:
+            self._show_problem(f"Not usable: {exc}")
+            return
+        self.model_info.setText(describe_model_info(info) or "GGUF file")
+
+    def _show_problem(self, text: str) -> None:
+        self.model_info.setWordWrap(True)  # a sentence; the facts are short lines
+        self.model_info.setText(text)
+        self.model_info.setStyleSheet("color: #b00020;")
+
+    @property
+    def validating(self) -> bool:
+        return self._pending is not None
+
+    @property
+    def saving(self) -> bool:
+        return self._saving
+
+    def _set_busy(self, busy: bool, text: str = "Checking the model file…") -> None:
+        self.busy_label.setText(text)
+        self.busy.setVisible(busy)
+        self.busy_label.setVisible(busy)
+        for button in (self.apply_button, self.revert_button, self.defaults_button):
+            button.setEnabled(not busy)
+
+    # -- apply ----------------------------------------------------------------------------
+
+    def collect(self) -> dict[str, Any]:
+        path = self.model_edit.text().strip()
+        return {
+            "model_path": path or None,
+            "n_gpu_layers": self.gpu_layers.value(),
+            "n_ctx": self.n_ctx.value(),
+            "n_threads": self.n_threads.value() or None,
+            "skip_threshold": round(self.skip_threshold.value(), 4),
+            "update_threshold": round(self.update_threshold.value(), 4),
+            "decay_rate": round(self.decay_rate.value(), 4),
+            "top_k": self.top_k.value(),
+            "min_chars": self.min_chars.value(),
+            "min_words": self.min_words.value(),
+            "backup_interval_minutes": self.backup_interval.value(),
+            "backup_max_total_mb": self.backup_max_total.value(),
+            "guard_model_opinion": self.guard_opinion.currentData(),
+            "guard_opinion_threshold": round(self.guard_threshold.value(), 4),
+            "untrusted_sources": sorted(
+                {s.strip().lower() for s in self.untrusted_sources.text().split(",") if s.strip()}
+            ),
+            **self.backend_box.values(),
+        }
+
+    def apply(self) -> None:
+        if self.validating or self.saving:
+            return
+        values = self.collect()
+        problem = self.reviewer_box.problem()
+        if problem is not None:
+            self.services.dialogs.warning(self, "Settings", f"Not saved: {problem}")
+            return
+        try:
+            # the same rules and messages as the CLI; a broken saved value is replaced
+            changed_settings(self.services.store, values)
+        except SettingsError as exc:
+            self.services.dialogs.warning(self, "Settings", f"Not saved: {exc}")
+            return
+        try:
+            current_model = self.services.settings().model_path
+        except SettingsError:
+            current_model = None  # a broken saved value being replaced: check the file
+        if values["model_path"] and values["model_path"] != current_model:
+            self._pending = values
+            self._set_busy(True)
+            self.status_message.emit("Checking the model file…")
+            self._pool.start(ModelValidation(values["model_path"], self._signals))
+            return
+        self._save(values)
+
+    def _save(self, values: dict[str, Any], done_text: str = "Settings saved.") -> None:
+        """Save in the background: the API key to the keyring first, then the values."""
+        key = self.backend_box.key_change() if values.get("backend") == "server" else None
+        url = values.get("server_url")
+        shown = self.collect()  # the form as sent: a change made while saving is kept
+        reviewer = self.reviewer_box.name()
+
+        def work(ctx: OpContext) -> Settings:
+            if key is not None and url:
+                save_api_key(str(url), key)
+            save_reviewer(reviewer or None)  # the profile's file, not the shared database
+            return update_settings(ctx.store, values)
+
+        def done(_settings: object) -> None:
+            self._saving = False
+            self._set_busy(False)
+            if key is not None:
+                self.backend_box.key_saved()
+            said = done_text
+            if self.collect() == shown:
+                self.refresh()
+            else:  # changed while the save waited (for another writer): not reset
+                said += " The changes made since are not saved yet."
+            self.status_message.emit(said)
+            self.data_changed.emit()
+
+        def failed(reason: str) -> None:
+            self._saving = False
+            self._set_busy(False)
+            self.services.dialogs.warning(self, "Settings", f"Not saved: {reason}")
+
+        if key is not None and not url:
+            self.services.dialogs.warning(
+                self, "Settings", "Not saved: the API key needs the server's URL."
+            )
+            return
+        if not self.ops.write("Save settings", work, done, failed):
+            return
+        self._saving = True
+        self._set_busy(True, "Saving…")
+
+    def restore_defaults(self) -> None:
+        """Every setting on this page back to its default, after asking (saved at once)."""
+        if self.validating or self.saving:
+            return
+        self.services.dialogs.confirm(
+            self,
+            "Restore defaults",
+            "Set every setting on this page back to its default and save?\n\n"
+            "The model becomes the bundled demo model, the backend the model file, and the "
+            "thresholds, decay, quality gates and backups their defaults (patterns are "
+            "re-ranked). A saved API key stays in the keyring.",
+            self._restore_defaults,
+            yes_text="Restore defaults",
+        )
+
+    def _restore_defaults(self) -> None:
+        if self.validating or self.saving:
+            return
+        self.backend_box.key_edit.clear()
+        self.backend_box.forget_key = False
+        self._save({key: None for key in PANE_KEYS}, "Settings restored to their defaults.")
+
+    def _validation_succeeded(self, path: str, _result: object) -> None:
+        values, self._pending = self._pending, None
+        self._set_busy(False)
+        if values is None or values["model_path"] != path:
+            return
+        self._save(values)
+
+    def _validation_failed(self, path: str, reason: str) -> None:
+        """Nothing is saved; the path stays in the field (to correct it), with the reason."""
+        self._pending = None
+        self._set_busy(False)
+        self._show_problem(f"Not usable: {reason}")
+        self.status_message.emit("Model file rejected; nothing was saved.")
+        self.services.dialogs.warning(
+            self,
+            "Model file not usable",
+            f"{Path(path).name} cannot be used: {reason}\n\nThe previous model is kept; "
+            "correct the path, choose another file, or press Revert.",
+        )
+
+    # -- threads --------------------------------------------------------------------------
+
+    def _model_path(self) -> Path | None:
+        saved = self.services.settings().model_path
+        return Path(str(saved)).expanduser() if saved else demo_model_path()
+
+    def show_thread_tuning(self) -> None:
+        """The measured thread counts of the saved model (read from the cache file)."""
+        path = self._model_path()
+        tuning = cached_tuning(path, hash_file=False) if path is not None else None
+        if tuning is not None:
+            self.threads_info.setText(f"Automatic threads {tuning.describe()}.")
+        else:
+            self.threads_info.setText("Automatic threads: measured when the model is next loaded.")
+
+    def retune(self) -> None:
+        """Measure again, off the GUI thread; the model's next load uses the new counts."""
+        path = self._model_path()
+        if path is None:
+            self.status_message.emit("No model to tune: choose a model file first.")
+            return
+        worker = self.services.worker
+        if worker is not None and worker.busy:  # it would compete for the same cores
+            self.status_message.emit("Re-tune after the current run has finished.")
+            return
+        values = self.services.settings()
+        settings = BackendSettings(
+            model_path=path,
+            n_gpu_layers=values.n_gpu_layers,
+            n_ctx=512,  # the measurement needs a few dozen tokens
+        )
+        self.retune_button.setEnabled(False)
+        self.threads_info.setText("Measuring thread counts…")
+        self.status_message.emit("Measuring thread counts…")
+        self._pool.start(ThreadTuning(settings, self._signals))
+
+    def _tuned(self, _path: str, tuning: object) -> None:
+        self.retune_button.setEnabled(True)
+        self.show_thread_tuning()
+        worker = self.services.worker
+        if worker is not None:
+            worker.release_model()  # loaded again, with the new counts, by the next run
+        self.status_message.emit(f"Threads {getattr(tuning, 'describe', str)()}.")
+
+    def _tuning_failed(self, path: str, reason: str) -> None:
+        self.retune_button.setEnabled(True)
+        self.show_thread_tuning()
+        self.status_message.emit(f"Re-tune failed for {Path(path).name}: {reason}")
+
+    # -- pane API -------------------------------------------------------------------------
+
+    def refresh(self) -> None:
+        if self.validating or self.saving:
+            return
+        values: Settings = self.services.settings()
+        self.backend_box.load(values)
+        self.model_edit.setText(values.model_path or "")
+        self.gpu_layers.setValue(values.n_gpu_layers)
+        self.n_ctx.setValue(values.n_ctx)
+        self.n_threads.setValue(values.n_threads or 0)
+        self.skip_threshold.setValue(values.skip_threshold)
+        self.update_threshold.setValue(values.update_threshold)
+        self.decay_rate.setValue(values.decay_rate)
+        self.top_k.setValue(values.top_k)
+        self.min_chars.setValue(values.min_chars)
+        self.min_words.setValue(values.min_words)
+        self.backup_interval.setValue(values.backup_interval_minutes)
+        self.backup_max_total.setValue(values.backup_max_total_mb)
+        self.untrusted_sources.setText(", ".join(values.untrusted_sources))
+        self.guard_opinion.setCurrentIndex(self.guard_opinion.findData(values.guard_model_opinion))
+        self.guard_threshold.setValue(values.guard_opinion_threshold)
+        self.reviewer_box.load()
+        self.show_model_info()
+        self.show_thread_tuning()
+
+    def shutdown(self) -> None:
+        """Wait for a running validation or re-tune (called when the window closes)."""
+        self._pool.waitForDone()
+        self.backend_box.shutdown()
+        self.local_models.shutdown()
+        self.catalogue.shutdown()  # cancels a download; its .part file stays for a resume

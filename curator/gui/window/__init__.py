@@ -1,0 +1,1 @@
+"""The main window around the panes: menus, status bar, files, follow, backups, recovery."""
