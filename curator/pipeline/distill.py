@@ -29,8 +29,9 @@ Decisions (documented here because the review and the window rely on them):
 * Which episodes a run takes, and how they are batched: :mod:`curator.pipeline.distill_plan`.
 * Candidate sources: every episode of the candidate's batch (the model does not say
   which episode a pattern came from).
-* The dedup pool grows over the run: a batch is gated against the active patterns plus
-  the candidates ADDed by earlier batches of the same run. A SKIP/UPDATE whose best match
+* The dedup pool grows over the run (:mod:`curator.pipeline.distill_pool`): a batch is
+  gated against the active patterns plus the candidates ADDed by earlier batches of the
+  same run. A SKIP/UPDATE whose best match
   is such an earlier candidate keeps its computed ``proposed_action`` but has
   ``proposed_target`` NULL (it is not a Pattern yet); the matched candidate's ordinal is
   in the ``dedup`` trace step.
@@ -46,7 +47,6 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Sequence
-from dataclasses import dataclass, field
 from typing import Any
 
 from curator.core.dedup import Decision, gate
@@ -70,6 +70,7 @@ from curator.pipeline.distill_plan import (
     plan_batches,
     render_prefix,
 )
+from curator.pipeline.distill_pool import Pool, stage_rows
 from curator.pipeline.guard import StagingGuard, staging_guard
 from curator.pipeline.progress import Cancelled, GenerationRate, Progress, TaskState
 from curator.pipeline.runlog import (
@@ -106,17 +107,6 @@ STEP_ORDER = ("extract", "refine", "importance")
 EXPECTED_TOKENS = {"extract": 400, "refine": 300}
 """About what one call writes (12 observation lines; their JSON rewrite), for the progress
 bar only; importance is bounded by its grammar's own maximum."""
-
-
-@dataclass
-class _Pool:
-    """The dedup pool: active patterns, then this run's ADDed candidates."""
-
-    pattern_ids: list[int]
-    pattern_texts: list[str]
-    pattern_revisions: list[int]
-    added_texts: list[str] = field(default_factory=list)
-    added_ordinals: list[int] = field(default_factory=list)
 
 
 class _Distiller:
@@ -170,7 +160,7 @@ class _Distiller:
             .order_by(Pattern.id)
         )
         rows = tuples(active)
-        self.pool = _Pool([r[0] for r in rows], [r[1] for r in rows], [r[2] for r in rows])
+        self.pool = Pool([r[0] for r in rows], [r[1] for r in rows], [r[2] for r in rows])
 
     # -- one LLM call ----------------------------------------------------------------------
 
@@ -380,10 +370,9 @@ class _Distiller:
     def _gate(self, texts: list[str]) -> list[Decision]:
         if not texts:
             return []
-        pool = self.pool.pattern_texts + self.pool.added_texts
         return gate(
             texts,
-            pool,
+            self.pool.texts(),
             skip=self.settings.skip_threshold,
             update=self.settings.update_threshold,
         )
@@ -397,52 +386,24 @@ class _Distiller:
     ) -> None:
         """Stage the batch's candidates, links and gate traces in ONE transaction."""
         require_finite("importance scores", [importance for importance, _ in scored])
-        pool = self.pool
-        n_patterns = len(pool.pattern_ids)
-        added_before = list(pool.added_ordinals)
-        batch_added: list[tuple[int, str]] = []
-        rows: list[dict[str, Any]] = []
-        dedup_trace: list[dict[str, Any]] = []
-        for text, (importance, decision) in zip(texts, scored, strict=True):
-            ordinal = self.next_ordinal + len(rows)
-            target_id = target_rev = matched = None
-            if decision.target is not None:
-                if decision.target < n_patterns:
-                    target_id = pool.pattern_ids[decision.target]
-                    target_rev = pool.pattern_revisions[decision.target]
-                else:
-                    earlier = added_before + [o for o, _ in batch_added]
-                    matched = earlier[decision.target - n_patterns]
-            if decision.action == "ADD":
-                batch_added.append((ordinal, text))
-            rows.append(
-                {
-                    "run": self.run_id,
-                    "ordinal": ordinal,
-                    "text": text,
-                    "importance": float(importance),
-                    "category": batch.category,
-                    "proposed_action": decision.action,
-                    "proposed_target": target_id,
-                    "proposed_ratio": float(decision.ratio),
-                    "target_revision": target_rev,
-                }
-            )
-            dedup_trace.append(
-                {
-                    "ordinal": ordinal,
-                    "action": decision.action,
-                    "ratio": decision.ratio,
-                    "target_pattern": target_id,
-                    "matched_candidate_ordinal": matched,
-                }
-            )
+        staged = stage_rows(
+            self.pool,
+            run_id=self.run_id,
+            category=batch.category,
+            first_ordinal=self.next_ordinal,
+            texts=texts,
+            scored=scored,
+        )
+        rows = staged.rows
         traces = list(extra_trace)
         guarded = self._guard_flags(batch, rows, traces)
         if rows:
             traces.append(
                 TraceRecord(
-                    step="dedup", batch=batch.index, category=batch.category, parsed=dedup_trace
+                    step="dedup",
+                    batch=batch.index,
+                    category=batch.category,
+                    parsed=staged.dedup_trace,
                 )
             )
         self.episode_ids.extend(batch.episode_ids)
@@ -458,9 +419,7 @@ class _Distiller:
                 TraceStep.create(**trace_fields(self.run_id, record))
             Run.update(stats=self.stats()).where(Run.id == self.run_id).execute()
         # Only now (the rows exist) do this batch's ADDs join the pool of later batches.
-        for ordinal, text in batch_added:
-            pool.added_ordinals.append(ordinal)
-            pool.added_texts.append(text)
+        self.pool.join(staged.added)
         self.next_ordinal += len(rows)
         self.counts["candidates"] += len(rows)
         for row in rows:
