@@ -31,10 +31,9 @@ Decisions (documented here because the review and the window rely on them):
   which episode a pattern came from).
 * The dedup pool grows over the run (:mod:`curator.pipeline.distill_pool`): a batch is
   gated against the active patterns plus the candidates ADDed by earlier batches of the
-  same run. A SKIP/UPDATE whose best match
-  is such an earlier candidate keeps its computed ``proposed_action`` but has
-  ``proposed_target`` NULL (it is not a Pattern yet); the matched candidate's ordinal is
-  in the ``dedup`` trace step.
+  same run. A SKIP/UPDATE whose best match is such an earlier candidate keeps its
+  computed ``proposed_action`` but has ``proposed_target`` NULL (it is not a Pattern
+  yet); the matched candidate's ordinal is in the ``dedup`` trace step.
 * A run that processed episodes ends ``staged`` even with zero candidates (reviewing it
   marks those episodes distilled); a run with nothing to distill ends ``done``.
 * Staged candidates are written in one transaction at the end of each batch, so a
