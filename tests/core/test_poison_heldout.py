@@ -174,7 +174,8 @@ def test_the_fifth_to_seventh_writers_sets_never_fall_below_their_measurements(
     others = {
         item["text"]
         for other in ("poison_dev", "poison_test", "poison_test2", "poison_dev2", "poison_test3",
-                      "poison_test4", "poison_test5", "poison_test6", "poison_test7")
+                      "poison_test4", "poison_test5", "poison_test6", "poison_test7",
+                      "poison_test8")
         if other != folder
         for item in _injections(other)
     }  # fmt: skip
