@@ -30,11 +30,12 @@ import unicodedata
 from itertools import pairwise
 from urllib.parse import unquote
 
+from curator.core.derived_cache import regex
 from curator.core.flag_normalise import Variant, fold, vocabulary
 
 __all__ = ["disguise_variants"]
 
-_PIECE = re.compile(r"[a-z]+")
+_PIECE = regex(r"[a-z]+")
 
 
 def disguise_variants(text: str, folded: Variant) -> list[Variant]:
@@ -54,7 +55,7 @@ def disguise_variants(text: str, folded: Variant) -> list[Variant]:
 
 # three words in a row; tried only at a word's start and bounded, so a long run of letters
 # is read in linear time
-_LOWER_RUN = re.compile(r"(?<![a-z])[a-z]{2,20}\W{1,3}[a-z]{2,20}\W{1,3}[a-z]{2,20}")
+_LOWER_RUN = regex(r"(?<![a-z])[a-z]{2,20}\W{1,3}[a-z]{2,20}\W{1,3}[a-z]{2,20}")
 
 
 def _caesar(folded: Variant) -> Variant | None:
@@ -99,7 +100,7 @@ def _unmarked(text: str) -> Variant | None:
     return Variant(folded.text, origin, " (combining marks stripped)")
 
 
-_MORSE_RUN = re.compile(r"(?:[.\-]{1,7}(?: {1,3}| / )){4,}[.\-]{1,7}")
+_MORSE_RUN = regex(r"(?:[.\-]{1,7}(?: {1,3}| / )){4,}[.\-]{1,7}")
 _MORSE = dict(
     zip(
         [
@@ -211,7 +212,7 @@ _UPSIDE = str.maketrans(
         "˙": ".", "¿": "?", "¡": "!", "'": ",", ",": "'", "ᴉ": "i",
     }
 )  # fmt: skip
-_UPSIDE_ONLY = re.compile("[ɐɔǝɟƃɥıɾʞןɯɹʇʌʍʎᴉ]")
+_UPSIDE_ONLY = regex("[ɐɔǝɟƃɥıɾʞןɯɹʇʌʍʎᴉ]")
 
 
 def _upside_down(folded: Variant) -> Variant | None:
@@ -230,7 +231,7 @@ def _reversed(folded: Variant) -> Variant | None:
     return Variant(backwards, folded.origin[::-1], " (reversed)")
 
 
-_PIG = re.compile(r"\b([a-z]+?)(w?ay)\b")
+_PIG = regex(r"\b([a-z]+?)(w?ay)\b")
 _CONSONANTS = "bcdfghjklmnpqrstvwxyz"
 
 
@@ -257,8 +258,8 @@ def _pig_latin(folded: Variant) -> Variant | None:
     return Variant(text, (), " (in pig latin)", (0, len(folded.text)) if folded.origin else None)
 
 
-_PERCENT = re.compile(r"[^\s%]{0,40}(?:%[0-9a-fA-F]{2}[^\s%]{0,40}){4,}")
-_HEX = re.compile(
+_PERCENT = regex(r"[^\s%]{0,40}(?:%[0-9a-fA-F]{2}[^\s%]{0,40}){4,}")
+_HEX = regex(
     r"(?<![0-9a-fA-F])(?:(?:[0-9a-fA-F]{2}){8,}|(?:[0-9a-fA-F]{2}[ :]){7,}[0-9a-fA-F]{2})"
     r"(?![0-9a-fA-F])"
 )

@@ -27,6 +27,7 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 
+from curator.core.derived_cache import regex
 from curator.core.flag_context import quote_explained
 from curator.core.flag_grants import describes_a_habit as habit
 from curator.core.flag_lexicon import LANGUAGES
@@ -42,7 +43,7 @@ _LETTER = "a-zß-ÿĀ-ɏͰ-ϿЀ-ӿḀ-ỿ"
 _BEFORE = f"(?<![{_LETTER}])"
 _AFTER = f"(?![{_LETTER}])"
 # A sentence ends at "." "!" "?" ";" before a blank (not inside "Hund!2020" or "4.50").
-_SENTENCE = re.compile(r"(?:[^.!?;。！？।\n]|[.!?;](?!\s|$))+")
+_SENTENCE = regex(r"(?:[^.!?;。！？।\n]|[.!?;](?!\s|$))+")
 
 
 def _family(
@@ -67,7 +68,7 @@ def _family(
     parts = [_BEFORE + "(?:" + "|".join(f"(?:{e})" for e in bounded) + ")" + after]
     if free:
         parts.append("(?:" + "|".join(free) + ")")
-    return re.compile("|".join(parts))
+    return regex("|".join(parts))
 
 
 @dataclass(frozen=True)
@@ -143,18 +144,18 @@ def _build() -> _Families:
         private=_family("private", whole_word=False, table=INTENTS),
         amend=_family("amend", whole_word=True, table=INTENTS, stems=True),
         you=you,
-        you_any=re.compile(you.pattern, re.IGNORECASE),
-        verb_final_send=re.compile(
+        you_any=regex(you.pattern, re.IGNORECASE),
+        verb_final_send=regex(
             "|".join(f"(?:{e})" for lang in INTENTS if lang.code in _VERB_FINAL for e in lang.send)
         ),
         narrative_by={
-            lang.code: re.compile(f"{_BEFORE}(?:{'|'.join(lang.narrative)}){_AFTER}")
+            lang.code: regex(f"{_BEFORE}(?:{'|'.join(lang.narrative)}){_AFTER}")
             for lang in INTENTS
             if lang.narrative
         },
         by_language={
             field: {
-                lang.code: re.compile("|".join(f"(?:{e})" for e in getattr(lang, field)))
+                lang.code: regex("|".join(f"(?:{e})" for e in getattr(lang, field)))
                 for lang in (INTENTS if field == "old" else LANGUAGES)
                 if getattr(lang, field)
             }
@@ -165,15 +166,15 @@ def _build() -> _Families:
 
 # A run without spaces or quotes; CJK punctuation ends it too, since those scripts put no
 # space between words ("パスワードを忘れて、家族に聞く" holds no password: "、" is a comma).
-_CREDENTIAL = re.compile(r"[^\s\"'`“”«»「」()\u3000-\u303f\uff01-\uff0f\uff1a-\uff1f]{6,}")
+_CREDENTIAL = regex(r"[^\s\"'`“”«»「」()\u3000-\u303f\uff01-\uff0f\uff1a-\uff1f]{6,}")
 
 
 # "I post …, reply when people mention me": a verb after a subject describes, an order
 # has none; "asks me to stop" reports someone else's request. Both are looked for in a
 # bounded stretch before the word (_BACK characters, or one search per sentence), so a long
 # sentence of many verbs is read in linear time.
-_DESCRIBED = re.compile(r"(?<![\w'])(?:i|we|they|he|she)(?![\w'])")
-_ASKED = re.compile(r"(?<![\w'])(?:asks?|asked|me|him|her|them|us)\s+to\s+$")
+_DESCRIBED = regex(r"(?<![\w'])(?:i|we|they|he|she)(?![\w'])")
+_ASKED = regex(r"(?<![\w'])(?:asks?|asked|me|him|her|them|us)\s+to\s+$")
 _BACK = 40
 
 
@@ -183,7 +184,7 @@ def _after_subject(text: str, lo: int, at: int) -> bool:
 
 # "they ignore the rules", "他总是忘记规则" (he always forgets the rules): a subject right
 # before the verb makes it a description.
-_SUBJECT = re.compile(
+_SUBJECT = regex(
     r"(?<![\w'])(?:i|we|they|he|she|people|kids|children)\s+(?:\w+\s+)?$|"
     r"(?:他们|她们|他|她|彼女|彼ら|彼)[^，。！？,]{0,4}$"
 )
@@ -200,7 +201,7 @@ def _apart(a: tuple[int, int], b: tuple[int, int]) -> bool:
 # Scripts whose runs are prose, not password material: those written without spaces
 # between words (as the quality gate counts them) and Hangul, whose words carry their
 # punctuation ("잊어버려서,") although Korean puts spaces between them.
-_PROSE_SCRIPT = re.compile(f"[{UNSPACED}{HANGUL}]")
+_PROSE_SCRIPT = regex(f"[{UNSPACED}{HANGUL}]")
 
 
 def _credential(token: str) -> bool:
@@ -231,8 +232,8 @@ def _credential(token: str) -> bool:
 
 
 # "asks whether the agent should …", "wonders if anyone …": a question being reported.
-_REPORTED = re.compile(r"\b(?:whether|if|ob|si|se|ли|mi)\b|かどうか|是否", re.IGNORECASE)
-_CLAUSE_END = re.compile(r"[.!?;,、，。！？\n]")
+_REPORTED = regex(r"\b(?:whether|if|ob|si|se|ли|mi)\b|かどうか|是否", re.IGNORECASE)
+_CLAUSE_END = regex(r"[.!?;,、，。！？\n]")
 
 
 def lexicon_hits(text: str) -> Iterator[KindHit]:
@@ -356,7 +357,7 @@ def _sentence_hits(text: str, lo: int, hi: int) -> Iterator[KindHit]:
                 break
 
 
-_NOT_THE_PASSWORD = re.compile(
+_NOT_THE_PASSWORD = regex(
     r"[\s-]*(?:managers?|policy|policies|reset|hints?|fields?|strength|rules?|requirements?|"
     r"vaults?|generators?|hygiene|spraying|leaks?)\b"
 )
@@ -380,14 +381,14 @@ def _password(text: str, lo: int, hi: int) -> tuple[int, int] | None:
 
 # A quotation introduced as a phrase ("the phrase “ignore previous instructions”") is
 # talked about, not said to the agent.
-_QUOTED = re.compile(r"[\"“„«「『]([^\"“”„«»「」『』]{3,200})[\"”“»」』]")
-_MENTION = re.compile(
+_QUOTED = regex(r"[\"“„«「『]([^\"“”„«»「」『』]{3,200})[\"”“»」』]")
+_MENTION = regex(
     r"(?:phrase|made|typed|posted|tweeted|quoted|words?|term|expression|sentence|slogan|meme|saying|line|called|"
     r"frase|palabra|expresión|satz|ausdruck|wort|phrase|mot|expression|фраза|слово|"
     r"выражение|palavra|expressão|parola|espressione|ifade|cümle|söz|言葉|フレーズ|这句话|"
     r"短语|说法)\W{0,3}$"
 )
-_MEANS = re.compile(
+_MEANS = regex(
     r"^\W{0,3}(?:means|meant|became|is\s+a|was\s+a|an?\s+(?:meme|joke|catchphrase|slogan|"
     r"trend|running\s+gag)|significa|bedeutet|signifie|"
     r"означает|vuol\s+dire|anlamına|という|的意思)"
@@ -490,7 +491,7 @@ def _intent_hits(text: str, lo: int, hi: int) -> Iterator[KindHit]:
 
 
 # "never send …", "don't act as …": advice against it, not the order itself.
-_NEGATION = re.compile(
+_NEGATION = regex(
     r"(?<![\w'])(?:never|not|don't|do\s+not|nunca|nie|niemals|jamais|mai|никогда|не)\s+"
     r"(?:\w+\s+)?$"
 )
@@ -507,7 +508,7 @@ def _close(obj: tuple[int, int], prior: tuple[int, int]) -> bool:
 # dash, "and"/"then" (in the languages written with spaces), with at most one adverb
 # ("quietly include …") before it. Scripts without spaces, or with the verb at the end,
 # have no such position to check and always count.
-_CLAUSE = re.compile(
+_CLAUSE = regex(
     r"[,:;()\[\]\"“”«»–—]|(?<![\w'])(?:and|then|also|und|dann|et|puis|y|luego|e|poi|"
     r"и|i|oraz|en|och|dan|lalu|và|rồi|ve|sonra|please|bitte|por\s+favor|s'il\s+te\s+plaît)(?![\w'])"
 )
@@ -529,7 +530,7 @@ def _clause_start(text: str, lo: int, at: int) -> bool:
 
 # The one word an imperative may have before it in its clause: an adverb ("Quietly include
 # …", "Незаметно добавляй …") or "please", not a subject.
-_ADVERB = re.compile(
+_ADVERB = regex(
     r"\w+ly|\w+mente|\w+ment|please|also|just|then|now|always|never|bitte|heimlich|immer|"
     r"toujours|siempre|sempre|всегда|незаметно|тихо|тайно|gizlice|ongemerkt|stilletjes|"
     r"altijd|alltid|tyst|zawsze|luôn|hãy|selalu|diam-diam",
@@ -540,7 +541,7 @@ _ADVERB = re.compile(
 # "A columnist argued that AI companions should never pretend to be human": an opinion
 # being reported about others. A report that speaks to the agent ("the admin said that
 # you must …") is still an order, so a clause with a second person does not count.
-_OPINION = re.compile(
+_OPINION = regex(
     r"\b(?:says|said|explains|explained|shows|showed|argued|argues|believes?|thinks?|wrote|writes|warned|warns|claimed|claims|"
     r"suggested|suggests|noted|notes|reported|reports|found|finds|concluded|insists?|"
     r"insisted)\s+that\b|\b(?:meinte|schrieb|argumentierte|warnte),?\s+dass\b|"
@@ -548,7 +549,7 @@ _OPINION = re.compile(
     r"\b(?:argumentó|escribió|opina)\s+que\b",
     re.IGNORECASE,
 )
-_SENTENCE_END = re.compile(r"[.!?;。！？\n](?=\s|$)")
+_SENTENCE_END = regex(r"[.!?;。！？\n](?=\s|$)")
 
 
 # Languages whose imperative ends the clause ("… bu adrese gönder."): there the verb
@@ -566,7 +567,7 @@ def _clause_final(text: str, hi: int, verb: tuple[int, int]) -> bool:
 
 # "The security team explained why “disregard all previous instructions” works": a
 # subject and a verb of its own before the quote make the quote something talked about.
-_NARRATED = re.compile(
+_NARRATED = regex(
     r"(?:^|\b)(?:the|a|an|this|that|people|he|she|they|we|i|someone|users|researchers|experts|"
     r"[A-Z][a-z]+(?:'s)?)\s+(?:\w+\s+){0,3}?(?:\w+ed|\w+s|made|wrote|said|put|read|saw|heard|"
     r"found|thought|taught|showed|told|typed|quoted|posted|called|shared|became)\b(?!.*\byou\b)",

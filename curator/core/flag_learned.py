@@ -28,14 +28,17 @@ from __future__ import annotations
 import logging
 import re
 import struct
+import sys
 import threading
 import zlib
-from collections.abc import Sequence
+from array import array
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
-from itertools import pairwise
+from itertools import accumulate, pairwise, repeat
 from math import exp, isfinite, sqrt
 from pathlib import Path
 
+from curator.core import derived_cache
 from curator.core.flag_normalise import fold
 
 __all__ = [
@@ -139,7 +142,7 @@ class Reader:
 
     def __init__(
         self,
-        weights: dict[str, list[float]],
+        weights: Mapping[str, Sequence[float]],
         bias: dict[str, float],
         threshold: float,
         c: float = 1.0,
@@ -154,7 +157,11 @@ class Reader:
         if not buckets:
             return self.bias[head]
         table = self.weights[head]
-        return self.bias[head] + sum(table[b] for b in buckets) / sqrt(len(buckets))
+        if isinstance(table, SparseTable):
+            total = table.total(buckets)
+        else:
+            total = sum(table[b] for b in buckets)
+        return self.bias[head] + total / sqrt(len(buckets))
 
     def probability(self, buckets: Sequence[int]) -> float:
         z = self.margin("injection", buckets)
@@ -232,45 +239,132 @@ def read_reader(path: Path) -> Reader:
     bucket, a threshold or weight that is not a finite number, trailing bytes) is refused
     whole with a one-line ``ValueError``: a reader loaded from it would raise on every
     text, or flag every text (``p < nan`` is false)."""
-    raw = path.read_bytes()
+    return _read_bytes(path.read_bytes(), path.name)
+
+
+def _read_bytes(raw: bytes, name: str) -> Reader:
     if raw[:4] != MAGIC:
-        raise ValueError(f"{path.name}: not a learned-reader weight file")
+        raise ValueError(f"{name}: not a learned-reader weight file")
     try:
         return _parse(zlib.decompress(raw[4:]))
     except (zlib.error, struct.error, ValueError) as exc:
-        raise ValueError(f"{path.name}: damaged learned-reader weight file: {exc}") from None
+        raise ValueError(f"{name}: damaged learned-reader weight file: {exc}") from None
+
+
+# A half-precision number is infinite or not a number when its five exponent bits are all
+# set: in the high byte (little-endian, the odd bytes) that is 0x7C-0x7F, or 0xFC-0xFF.
+_NOT_FINITE_HALF = re.compile(rb"[\x7c-\x7f\xfc-\xff]")
 
 
 def _parse(body: bytes) -> Reader:
+    """Check the whole body, then keep each head's bytes to be unpacked on its first use.
+
+    Every check of the format is made here, on the bytes (C-speed scans, no per-weight
+    Python), so a damaged file is still refused whole; unpacking a head's weights into its
+    lookup table waits until a text needs the head (most texts need only ``injection``)."""
     threshold, c, count = struct.unpack_from("<ffI", body, 0)
     if count != len(HEADS):
         raise ValueError(f"{count} heads, expected {len(HEADS)}")
     if not 0.0 < threshold <= 1.0:  # also false for nan
         raise ValueError(f"threshold {threshold} is not in (0, 1]")
     offset = 12
-    weights: dict[str, list[float]] = {}
+    packed: dict[str, tuple[bytes, bytes]] = {}
     bias: dict[str, float] = {}
     for head in HEADS:
         b, n = struct.unpack_from("<fI", body, offset)
         offset += 8
-        deltas = struct.unpack_from(f"<{n}I", body, offset)
+        if offset + 6 * n > len(body):
+            raise ValueError(f"head {head}: {n} weights, the file ends before them")
+        deltas = body[offset : offset + 4 * n]
         offset += 4 * n
-        values = struct.unpack_from(f"<{n}e", body, offset)
+        values = body[offset : offset + 2 * n]
         offset += 2 * n
-        if not isfinite(b) or not all(map(isfinite, values)):
+        if not isfinite(b) or _odd_not_finite(values):
             raise ValueError(f"head {head}: a weight that is not a finite number")
-        table = [0.0] * BUCKETS
-        index = 0
-        for delta, value in zip(deltas, values, strict=True):
-            index += delta
-            if index >= BUCKETS:
-                raise ValueError(f"head {head}: bucket {index} past the last")
-            table[index] = value
-        weights[head] = table
+        last = sum(_uint32s(deltas))  # the deltas are unsigned: the last index is the largest
+        if n and last >= BUCKETS:
+            raise ValueError(f"head {head}: bucket {last} past the last")
+        packed[head] = (deltas, values)
         bias[head] = b
     if offset != len(body):
         raise ValueError(f"{len(body) - offset} bytes after the last head")
-    return Reader(weights, bias, threshold, c)
+    return Reader(_PackedHeads(packed), bias, threshold, c)
+
+
+def _odd_not_finite(values: bytes) -> bool:
+    """Whether a high byte (the odd ones) of the half-precision ``values`` is not finite."""
+    return _NOT_FINITE_HALF.search(values[1::2]) is not None
+
+
+def _uint32s(raw: bytes) -> Sequence[int]:
+    """Little-endian unsigned 32-bit integers, unpacked in C."""
+    numbers = array("I")
+    if numbers.itemsize != 4:  # pragma: no cover - no platform Python supports has this
+        return struct.unpack(f"<{len(raw) // 4}I", raw)
+    numbers.frombytes(raw)
+    if sys.byteorder == "big":  # pragma: no cover - the file is little-endian
+        numbers.byteswap()
+    return numbers
+
+
+class SparseTable(Sequence[float]):
+    """A head's weights: :data:`BUCKETS` floats, all zero but the stored ones."""
+
+    __slots__ = ("_weights",)
+
+    def __init__(self, weights: dict[int, float]) -> None:
+        self._weights = weights
+
+    def __len__(self) -> int:
+        return BUCKETS
+
+    def __getitem__(self, index: int) -> float:  # type: ignore[override]
+        if not 0 <= index < BUCKETS:
+            raise IndexError(index)
+        return self._weights.get(index, 0.0)
+
+    def __iter__(self) -> Iterator[float]:
+        get = self._weights.get
+        return (get(i, 0.0) for i in range(BUCKETS))
+
+    def stored(self) -> Iterator[tuple[int, float]]:
+        """The stored ``(bucket, weight)`` pairs (the rest are zero)."""
+        return iter(self._weights.items())
+
+    def total(self, buckets: Sequence[int]) -> float:
+        """The sum of the weights of ``buckets``, added in their order (as a dense table's
+        ``sum(table[b] for b in buckets)``, to the last bit)."""
+        return sum(map(self._weights.get, buckets, repeat(0.0)))
+
+
+class _PackedHeads(Mapping[str, SparseTable]):
+    """The heads' tables, each unpacked from its checked bytes on first use."""
+
+    def __init__(self, packed: dict[str, tuple[bytes, bytes]]) -> None:
+        self._packed = packed
+        self._tables: dict[str, SparseTable] = {}
+        self._lock = threading.Lock()
+
+    def __getitem__(self, head: str) -> SparseTable:
+        table = self._tables.get(head)
+        if table is None:
+            with self._lock:
+                table = self._tables.get(head)
+                if table is None:
+                    deltas, values = self._packed[head]
+                    halves = struct.unpack(f"<{len(values) // 2}e", values)
+                    # a repeated index (delta 0) keeps its last weight, as a dense table would
+                    table = SparseTable(
+                        dict(zip(accumulate(_uint32s(deltas)), halves, strict=True))
+                    )
+                    self._tables[head] = table
+        return table
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._packed)
+
+    def __len__(self) -> int:
+        return len(self._packed)
 
 
 _LOCK = threading.Lock()
@@ -286,13 +380,58 @@ def load_reader() -> Reader | None:
         if not _READER:
             path = reader_path()
             try:
-                _READER.append(read_reader(path))
+                _READER.append(_load_shipped(path))
             except (OSError, ValueError, zlib.error, struct.error) as exc:
                 log.warning(
                     "learned reader unavailable, the rules read alone: %s: %s", path.name, exc
                 )
                 _READER.append(None)
         return _READER[0]
+
+
+_DENSE_FILE = "flag-reader-dense.bin"
+_DENSE_HEAD = struct.Struct(f"<ff{len(HEADS)}f")
+
+
+def _load_shipped(path: Path) -> Reader:
+    """The shipped reader, from its dense layout in the user cache when that was derived
+    from these very bytes (a few milliseconds), else read, checked and derived now.
+
+    The dense layout is every head's :data:`BUCKETS` weights as 32-bit floats (a half is
+    exactly one of those), so a kept reader scores every text to the last bit as the one
+    read from the file; a changed weight file changes the key and is derived again."""
+    raw = path.read_bytes()
+    key = b"%d:%08x:%d" % (BUCKETS, zlib.crc32(raw), len(raw))
+    kept = derived_cache.load(_DENSE_FILE, key)
+    size = 4 * BUCKETS
+    if kept is not None and len(kept) == _DENSE_HEAD.size + size * len(HEADS):
+        threshold, c, *biases = _DENSE_HEAD.unpack_from(kept, 0)
+        weights: dict[str, Sequence[float]] = {}
+        for i, head in enumerate(HEADS):
+            table = array("f")
+            if table.itemsize == 4:
+                at = _DENSE_HEAD.size + i * size
+                table.frombytes(kept[at : at + size])
+                if sys.byteorder == "big":  # pragma: no cover - kept little-endian
+                    table.byteswap()
+            weights[head] = table
+        if all(len(t) == BUCKETS for t in weights.values()):
+            return Reader(weights, dict(zip(HEADS, biases, strict=True)), threshold, c)
+    reader = _read_bytes(raw, path.name)
+    dense = bytearray(_DENSE_HEAD.pack(reader.threshold, reader.c, *map(reader.bias.get, HEADS)))
+    for head in HEADS:
+        table = array("f", bytes(4 * BUCKETS))
+        weights_of = reader.weights[head]
+        stored = (
+            weights_of.stored() if isinstance(weights_of, SparseTable) else enumerate(weights_of)
+        )
+        for index, weight in stored:
+            table[index] = weight
+        if sys.byteorder == "big":  # pragma: no cover - kept little-endian
+            table.byteswap()
+        dense += table.tobytes()
+    derived_cache.store(_DENSE_FILE, key, bytes(dense))
+    return reader
 
 
 def _sentence(text: str, evidence: Sequence[str]) -> tuple[int, int]:

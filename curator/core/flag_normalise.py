@@ -23,6 +23,7 @@ import unicodedata
 from dataclasses import dataclass, fields
 from functools import lru_cache
 
+from curator.core.derived_cache import regex
 from curator.core.flag_lexicon import LANGUAGES
 from curator.core.flag_lexicon_intents import INTENTS
 
@@ -77,17 +78,17 @@ _SMALL_CAPS = str.maketrans(
 )  # fmt: skip
 # A word with leet symbols inside it ("d!$r3g@rd", "|gn0r3"): "!" and "|" belong to the word
 # only before another of its characters, so "Hello!" keeps its exclamation mark.
-_WORD = re.compile(r"(?:[\w@$+]|[!|](?=[\w@$]))+")
+_WORD = regex(r"(?:[\w@$+]|[!|](?=[\w@$]))+")
 # "F.o.r.g.e.t", "I-G-N-O-R-E", "i🙂g🙂n🙂o🙂r🙂e", "I|G|N|O|R|E": single letters joined by one
 # repeated separator that is not a letter or a blank (an emoji may carry a variation selector)
 # (two letters are enough: "o-n", "m-e"; three and up may be digits: "1-g-n-0-r-3").
-_SEPARATED = re.compile(
+_SEPARATED = regex(
     r"(?<![^\W_])(?:[^\W_](?P<sep>[^\w\s]\ufe0f?|_)[^\W_](?:(?P=sep)[^\W_])+(?:(?P=sep)(?!\S))?"
     r"|[^\W\d_](?P<sep2>[^\w\s]\ufe0f?|_)[^\W\d_])(?![^\W_])"
 )
 # "i g n o r e   a l l": single characters one blank apart, words further apart
-_SPACED = re.compile(r"(?<!\S)\S(?: {1,3}\S){3,}(?!\S)")
-_B64 = re.compile(r"(?<![A-Za-z0-9+/=])[A-Za-z0-9+/]{16,}={0,2}(?![A-Za-z0-9+/=])")
+_SPACED = regex(r"(?<!\S)\S(?: {1,3}\S){3,}(?!\S)")
+_B64 = regex(r"(?<![A-Za-z0-9+/=])[A-Za-z0-9+/]{16,}={0,2}(?![A-Za-z0-9+/=])")
 
 
 def _is_invisible(ch: str) -> bool:
@@ -132,8 +133,8 @@ def _fold_word(m: re.Match[str]) -> str:
 
 
 # a word mixing letters and leet digits, and a digit standing alone as a word ("4 m1m")
-_LEET_WORD = re.compile(r"(?<!\w)(?=\w*[^\W\d_])(?=\w*[01345])\w{3,}")
-_LONE_DIGIT = re.compile(r"(?<![\w.,])[0134](?![\w.,:/%-])")
+_LEET_WORD = regex(r"(?<!\w)(?=\w*[^\W\d_])(?=\w*[01345])\w{3,}")
+_LONE_DIGIT = regex(r"(?<![\w.,])[0134](?![\w.,:/%-])")
 
 
 def _lone_letter(m: re.Match[str]) -> str:

@@ -16,6 +16,8 @@ import re
 from collections.abc import Iterator
 from functools import lru_cache
 
+from curator.core.derived_cache import regex
+
 __all__ = ["REPORTED_ORDER", "hidden_markup_hits", "wording_hits"]
 
 KindHit = tuple[str, int, int, str]
@@ -121,7 +123,7 @@ _NEW_SCRIPTS = (
 REPORTED_ORDER = "tells what the agent should do (an order reported as an observation)"
 # An HTML or Markdown comment, or an element styled not to show: words a reader of the
 # rendered text never sees but the agent reads.
-_HIDDEN_MARKUP = re.compile(
+_HIDDEN_MARKUP = regex(
     r"<!--\s*(?=(?:[^-\s]\s*){10})[\s\S]{0,2000}?(?:-->|$)|"
     r"^[ \t]*\[//\]:\s*#\s*[(\"'][^\n]{3,}|\s\[//\]:\s*#\s*[(\"'][^\n]{3,}|"
     r"<(?:div|span|p|font)\b[^>]{0,200}?style\s*=\s*[\"'][^\"']{0,200}?(?:font-size\s*:\s*0|"
@@ -143,19 +145,19 @@ def _rules(name: str) -> tuple[tuple[str, re.Pattern[str], str], ...]:
     return (
         (
             "instruction",
-            re.compile(rf"(?:{agent})\s+(?:(?:{_ADVERB})\s+){{0,2}}(?:{_MODAL})\b", flags),
+            regex(rf"(?:{agent})\s+(?:(?:{_ADVERB})\s+){{0,2}}(?:{_MODAL})\b", flags),
             REPORTED_ORDER,
         ),
         (
             "instruction",
-            re.compile(
+            regex(
                 rf"(?:{agent})[^\s.。,，]{{0,6}}?(?:应该|应当|ควร|べき|해야)|على\s+المساعد", flags
             ),
             REPORTED_ORDER,
         ),
         (
             "instruction",
-            re.compile(
+            regex(
                 r"switch\s+(?:to|into)\s+(?:your\s+)?(?:\S+\s+){0,2}?"
                 r"(?:persona|character|alter\s+ego|personality)",
                 flags,
@@ -164,33 +166,33 @@ def _rules(name: str) -> tuple[tuple[str, re.Pattern[str], str], ...]:
         ),
         (
             "instruction",
-            re.compile(rf"(?:{agent})[^.;:]{{0,60}}?\s(?:soll|sollte|muss|darf)\b", flags),
+            regex(rf"(?:{agent})[^.;:]{{0,60}}?\s(?:soll|sollte|muss|darf)\b", flags),
             REPORTED_ORDER,
         ),
         (
             "instruction",
-            re.compile(
+            regex(
                 rf"(?:{_WISH})\b(?=[^.!?]{{0,120}}?(?:{_SECOND_PERSON}))[^.;]{{0,50}}?(?:{_FROM_NOW})",
                 flags,
             ),
             "a wish addressed to the agent for every later reply",
         ),
-        ("instruction", re.compile(_GRANT, flags), "a permission granted by a claimed authority"),
-        ("instruction", re.compile(_TIP, flags), "advice addressed to the agent itself"),
+        ("instruction", regex(_GRANT, flags), "a permission granted by a claimed authority"),
+        ("instruction", regex(_TIP, flags), "advice addressed to the agent itself"),
         (
             "instruction",
-            re.compile(
+            regex(
                 rf"(?:{_VOID_MARKER})[^.!?]{{0,80}}?(?:{_INSTRUCTIONS})|"
                 rf"(?:{_INSTRUCTIONS})[^.!?]{{0,80}}?(?:{_VOID_MARKER})",
                 flags,
             ),
             "declares the agent's instructions void",
         ),
-        ("instruction", re.compile(_STANDING, flags), "a standing order for later replies"),
-        ("instruction", re.compile(_NEW_SCRIPTS, flags), "an order to the agent"),
+        ("instruction", regex(_STANDING, flags), "a standing order for later replies"),
+        ("instruction", regex(_NEW_SCRIPTS, flags), "an order to the agent"),
         (
             "identity",
-            re.compile(
+            regex(
                 rf"(?:{_AMEND_HEADING})|(?:{agent})[^.;]{{0,40}}?(?:{_NO_LONGER})|"
                 rf"नया\s+नियम\s*[:：]?[^।]{{0,40}}?(?:{agent}|\bai\b|एआई)",
                 flags,

@@ -39,6 +39,8 @@ import re
 import unicodedata
 from dataclasses import dataclass
 
+from curator.core.derived_cache import regex
+
 __all__ = ["HANGUL", "UNSPACED", "TextSize", "measure"]
 
 _HAN = "\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\U00020000-\U0003134f"
@@ -48,10 +50,10 @@ HANGUL = "\uac00-\ud7a3"
 UNSPACED = f"{_HAN}{_KANA}{_SOUTHEAST}"
 """Scripts written without spaces between words (a character class's contents)."""
 
-_HAN_RE = re.compile(f"[{_HAN}]")
-_TWO_RE = re.compile(f"[{_KANA}{HANGUL}]")
-_SOUTHEAST_RE = re.compile(f"[{_SOUTHEAST}]")
-_SOUTHEAST_MARK_RE = re.compile(
+_HAN_RE = regex(f"[{_HAN}]")
+_TWO_RE = regex(f"[{_KANA}{HANGUL}]")
+_SOUTHEAST_RE = regex(f"[{_SOUTHEAST}]")
+_SOUTHEAST_MARK_RE = regex(
     "["
     + "".join(
         re.escape(ch)
@@ -63,11 +65,11 @@ _SOUTHEAST_MARK_RE = re.compile(
 )
 _CJK_PUNCTUATION = "\u3000-\u303f\uff01-\uff0f\uff1a-\uff20\uff3b-\uff40\uff5b-\uff65"
 """CJK punctuation (。、「」) and the fullwidth signs (，！？): part of the unspaced text."""
-_INNER_SPACE = re.compile(
+_INNER_SPACE = regex(
     f"(?<=[{UNSPACED}{_CJK_PUNCTUATION}])[\\s\u200b]+(?=[{UNSPACED}{_CJK_PUNCTUATION}])"
 )
-_RUN = re.compile(f"[{UNSPACED}]+")
-_WORD_CHAR = re.compile(r"\w")
+_RUN = regex(f"[{UNSPACED}]+")
+_WORD_CHAR = regex(r"\w")
 
 WORD_CHARS = 6
 """Weighed characters per word in a run of an unspaced script (see the module doc)."""
