@@ -107,9 +107,11 @@ def freeze_startup_heap() -> int:
     return gc.get_freeze_count()
 
 
-def main(db_path: str | os.PathLike[str] | None = None) -> int:
+def main(db_path: str | os.PathLike[str] | None = None, source: str | None = None) -> int:
     """Open the window on ``db_path`` (``--db``), else ``$CURATOR_DB``, the profile's
-    database or the default (:func:`curator.store.db.resolve_db_path`).
+    database or the default (:func:`curator.store.db.resolve_db_path`). ``source`` says
+    what chose an already resolved ``db_path`` (the command line resolves it first);
+    the Settings pane shows it.
 
     A database that cannot be opened is never replaced on its own: a damaged one with a
     good backup gets the Restore / Quit dialog (:class:`RestoreOffer`), anything else an
@@ -126,7 +128,7 @@ def main(db_path: str | os.PathLike[str] | None = None) -> int:
     install_qt_message_handler()
     dialogs = Dialogs()
     path = resolve_db_path(db_path)
-    source = db_path_source(db_path)
+    source = source or db_path_source(db_path)
     opened: list[Store] = []
     workers: list[LlmWorker] = []
     windows: list[MainWindow] = []

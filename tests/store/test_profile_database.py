@@ -162,3 +162,23 @@ def test_the_commands_open_the_profiles_database_and_name_it_when_missing(
     _, err = capsys.readouterr()
     assert missing_database_message(gone, "the profile") in err
     assert "(named by the profile" in err and not gone.parent.exists()
+
+
+def test_the_window_command_is_told_what_chose_the_database(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The command line resolves the database before it opens the window, and passes on
+    what chose it, which Settings ▸ Database shows."""
+    import argparse
+
+    from curator.cli.common import CommandContext
+
+    def source(db: str | None) -> str:
+        return CommandContext(argparse.Namespace(db=db)).db_source
+
+    assert source(None) == "default"
+    save_database(str(tmp_path / "chosen.sqlite"))
+    assert source(None) == "the profile"
+    assert source(str(tmp_path / "other.sqlite")) == "--db"
+    monkeypatch.setenv("CURATOR_DB", str(tmp_path / "env.sqlite"))
+    assert source(None) == "$CURATOR_DB"
