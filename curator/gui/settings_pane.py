@@ -444,6 +444,8 @@ class SettingsPane(Pane):
             if key is not None:
                 self.backend_box.key_saved()
             said = done_text
+            if database is not None:
+                said += " The window opens the chosen database at its next start."
             if self.collect() == shown:
                 self.refresh()
             else:  # changed while the save waited (for another writer): not reset

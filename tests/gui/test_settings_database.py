@@ -83,6 +83,8 @@ def test_a_chosen_file_is_checked_and_saved_to_the_profile_not_the_database(
     with Store(other) as second:
         create_demo(second)
         episodes = second.execute("SELECT COUNT(*) FROM episode")[0][0]
+    said: list[str] = []
+    pane.status_message.connect(said.append)
     box = _box(pane)
     found = _check(qtbot, box, str(other))
     assert found == (
@@ -92,6 +94,7 @@ def test_a_chosen_file_is_checked_and_saved_to_the_profile_not_the_database(
     pane.apply()
     qtbot.waitUntil(lambda: services.ops.pending == 0 and not pane.saving, timeout=30_000)
     assert saved_database() == str(other)
+    assert "opens the chosen database at its next start" in said[-1]
     settings_rows = store.execute("SELECT key, value FROM setting")
     assert not any(str(other) in str(row) for row in settings_rows)
     assert box.choice_edit.text() == str(other) and not box.edited()
