@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import os
 import shutil
 from collections.abc import Iterator
@@ -14,19 +15,35 @@ import pytest
 os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
 
 
+_PROFILE_NAMES = itertools.count(1)
+
+
 @pytest.fixture(scope="session", autouse=True)
-def _reviewer_profile(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
-    """The reviewer's profile lives in a session folder, never in the user's config dir,
-    and no ``$CURATOR_REVIEWER`` of the person running the tests leaks into them."""
-    saved = {k: os.environ.get(k) for k in ("CURATOR_CONFIG_DIR", "CURATOR_REVIEWER")}
-    os.environ["CURATOR_CONFIG_DIR"] = str(tmp_path_factory.mktemp("profile"))
+def _profile_base(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
+    """The profile lives in a session folder, never in the user's config dir, and no
+    ``$CURATOR_REVIEWER`` or ``$CURATOR_DB`` of the person running the tests leaks into
+    them (a test that needs one sets it)."""
+    names = ("CURATOR_CONFIG_DIR", "CURATOR_REVIEWER", "CURATOR_DB")
+    saved = {k: os.environ.get(k) for k in names}
+    base = tmp_path_factory.mktemp("profile")
+    os.environ["CURATOR_CONFIG_DIR"] = str(base)
     os.environ.pop("CURATOR_REVIEWER", None)
-    yield
+    os.environ.pop("CURATOR_DB", None)
+    yield base
     for key, value in saved.items():
         if value is None:
             os.environ.pop(key, None)
         else:
             os.environ[key] = value
+
+
+@pytest.fixture(autouse=True)
+def _fresh_profile(_profile_base: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every test starts with no profile: a database or a reviewer name one test saves
+    never reaches another (the CLI and window tests run without --db). The folder is
+    made only when a test saves."""
+    folder = _profile_base / f"test-{next(_PROFILE_NAMES)}"
+    monkeypatch.setenv("CURATOR_CONFIG_DIR", str(folder))
 
 
 # -- the LLM pipeline: one real demo model per session ------------------------------------

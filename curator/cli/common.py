@@ -213,6 +213,13 @@ class CommandContext:
         return resolve_db_path(getattr(self.args, "db", None))
 
     @property
+    def db_source(self) -> str:
+        """What chose the database: ``--db``, ``$CURATOR_DB``, ``the profile``, ``default``."""
+        from curator.store.db import db_path_source
+
+        return db_path_source(getattr(self.args, "db", None))
+
+    @property
     def db_display(self) -> str:
         """The database for messages and documents: a URL never shows its password."""
         from curator.store.engine import display_url
@@ -243,10 +250,9 @@ class CommandContext:
         return DATABASE_USE.get(command, OPENS)
 
     def missing_database_message(self) -> str:
-        from curator.store.db import db_path_source, missing_database_message
+        from curator.store.db import missing_database_message
 
-        source = db_path_source(getattr(self.args, "db", None))
-        return missing_database_message(self.db_path, source)
+        return missing_database_message(self.db_path, self.db_source)
 
     @property
     def store(self) -> Store:

@@ -263,4 +263,4 @@ def open_window(ctx: CommandContext) -> int:
     PostgreSQL URL, whose password rule :func:`resolve_db_path` has applied already)."""
     from curator.gui.app import main as gui_main
 
-    return gui_main(ctx.db_path)
+    return gui_main(ctx.db_path, source=ctx.db_source)

@@ -28,7 +28,7 @@ from curator.gui.widgets.errors import (
     setup_logging,
 )
 from curator.resources_path import resource_path
-from curator.store.db import Store, busy_timeout_from_env, resolve_db_path
+from curator.store.db import Store, busy_timeout_from_env, db_path_source, resolve_db_path
 from curator.store.opening import DamagedDatabaseError
 
 log = logging.getLogger("curator.gui")
@@ -107,8 +107,11 @@ def freeze_startup_heap() -> int:
     return gc.get_freeze_count()
 
 
-def main(db_path: str | os.PathLike[str] | None = None) -> int:
-    """Open the window on ``db_path`` (default: ``--db``/``CURATOR_DB``/user data dir).
+def main(db_path: str | os.PathLike[str] | None = None, source: str | None = None) -> int:
+    """Open the window on ``db_path`` (``--db``), else ``$CURATOR_DB``, the profile's
+    database or the default (:func:`curator.store.db.resolve_db_path`). ``source`` says
+    what chose an already resolved ``db_path`` (the command line resolves it first);
+    the Settings pane shows it.
 
     A database that cannot be opened is never replaced on its own: a damaged one with a
     good backup gets the Restore / Quit dialog (:class:`RestoreOffer`), anything else an
@@ -125,6 +128,7 @@ def main(db_path: str | os.PathLike[str] | None = None) -> int:
     install_qt_message_handler()
     dialogs = Dialogs()
     path = resolve_db_path(db_path)
+    source = source or db_path_source(db_path)
     opened: list[Store] = []
     workers: list[LlmWorker] = []
     windows: list[MainWindow] = []
@@ -142,7 +146,9 @@ def main(db_path: str | os.PathLike[str] | None = None) -> int:
         opened.append(store)
         _mark_abandoned_runs(store)
         # store.path: the file, or a PostgreSQL URL as shown (no password) for the title
-        services = AppServices(store=store, db_path=store.path, worker=None, dialogs=dialogs)
+        services = AppServices(
+            store=store, db_path=store.path, worker=None, dialogs=dialogs, db_source=source
+        )
         worker = LlmWorker(services)
         workers.append(worker)
         services.worker = worker

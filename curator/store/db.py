@@ -37,6 +37,7 @@ from curator.store.backup_listing import newest_good_backup
 from curator.store.changes import ChangeWatcher, PostgresWatcher, SqliteWatcher
 from curator.store.engine import (
     POSTGRES,
+    PROFILE_SOURCE,
     SQLITE,
     Dialect,
     check_postgres_url,
@@ -66,6 +67,7 @@ from curator.store.pg_connection import (
     postgres_database,
     sqlstate,
 )
+from curator.store.profile import saved_database
 
 __all__ = [
     "BUSY_TIMEOUT_S",
@@ -91,33 +93,46 @@ def default_db_path() -> Path:
 
 
 def db_path_source(cli_value: str | os.PathLike[str] | None) -> str:
-    """Where :func:`resolve_db_path` took the path from, for messages ("named by --db")."""
+    """Where :func:`resolve_db_path` took the database from, for messages ("named by
+    --db"): ``--db``, ``$CURATOR_DB``, ``the profile`` or ``default``."""
     if cli_value:
         return "--db"
     if os.environ.get(DB_ENV):
         return f"${DB_ENV}"
+    if saved_database() is not None:
+        return PROFILE_SOURCE
     return "default"
 
 
 def resolve_db_path(cli_value: str | os.PathLike[str] | None) -> Path | str:
-    """``--db`` wins, then ``CURATOR_DB``, then the per-user default.
+    """The database to open; the first of these wins:
+
+    1. ``--db`` (``cli_value``);
+    2. ``$CURATOR_DB``;
+    3. the database saved in the per-user profile (Settings ▸ Database,
+       :func:`curator.store.profile.saved_database`);
+    4. the default, ``curator.sqlite`` in the user data directory.
 
     A SQLite file's path, or a ``postgresql://`` URL (a str, made canonical; one with a
-    password given by ``--db`` is refused, see :func:`curator.store.engine.check_postgres_url`).
-    An empty ``--db`` is a usage error. A path with a NUL character cannot name a file
-    (the operating system would refuse it deep inside SQLite); it is a usage error here,
-    in one line.
+    password given by ``--db`` or saved in the profile is refused, see
+    :func:`curator.store.engine.check_postgres_url`). An empty ``--db`` is a usage error.
+    A path with a NUL character cannot name a file (the operating system would refuse it
+    deep inside SQLite); it is a usage error here, in one line. A profile that cannot be
+    read, or names a database that is no longer valid, is an error too: never a silent
+    switch to the default database.
     """
     if cli_value is not None and not os.fspath(cli_value):
         # Not "no --db": falling back to $CURATOR_DB or the default would open (with
         # --create, make) a database the user never named.
         raise CuratorError(
             "--db is empty: give the database file's path, or leave --db out for "
-            f"${DB_ENV} or the default database"
+            f"${DB_ENV}, the profile's or the default database"
         )
     source = db_path_source(cli_value)
     if cli_value:
         raw: str | os.PathLike[str] = cli_value
+    elif source == PROFILE_SOURCE:
+        raw = saved_database() or ""
     elif source != "default":
         raw = os.environ[DB_ENV]
     else:
@@ -134,6 +149,12 @@ def missing_database_message(path: Path | str, source: str) -> str:
     if source == "default":
         named = "the default database"
         way = "`curator demo`, `curator import FILE`, the window or --create start one"
+    elif source == PROFILE_SOURCE:
+        named = "named by the profile, chosen in Settings ▸ Database"
+        way = (
+            "check the path, choose another database in Settings, or pass --create to "
+            "start a new database there"
+        )
     else:
         named = f"named by {source}"
         way = "check the path, or pass --create to start a new database there"

@@ -58,6 +58,12 @@ PASSWORD_FIX = (
 )
 
 
+PROFILE_SOURCE = "the profile"
+"""The source of a database chosen in Settings and kept in the per-user profile
+(:mod:`curator.store.profile`); a password in its URL is refused as on the command line:
+the profile is a plain file."""
+
+
 def is_postgres_url(location: str | os.PathLike[str]) -> bool:
     """Whether ``location`` names a PostgreSQL database rather than a SQLite file."""
     text = os.fspath(location)
@@ -89,8 +95,9 @@ def check_postgres_url(url: str, source: str) -> str:
     """``url`` made canonical (``postgresql://``), or a one-line usage error.
 
     A password given on the command line (``--db``) shows in ``ps`` and in the shell's
-    history, so it is refused with the ways that keep it private; ``$CURATOR_DB`` is only
-    readable by its user and is accepted. TLS parameters (``sslmode``, ``sslrootcert``...)
+    history, so it is refused with the ways that keep it private, and so is one saved in
+    the profile (:data:`PROFILE_SOURCE`, a plain file); ``$CURATOR_DB`` is only readable
+    by its user and is accepted. TLS parameters (``sslmode``, ``sslrootcert``...)
     pass through to libpq unchanged; an ``sslmode`` libpq does not know is refused here
     with the list, rather than by libpq after a connection attempt.
     """
@@ -106,6 +113,11 @@ def check_postgres_url(url: str, source: str) -> str:
     except ValueError as exc:
         raise CuratorError(f"the PostgreSQL URL given by {source} is not valid ({exc})") from None
     named_password = password is not None or any(k == "password" for k, _ in query)
+    if named_password and source == PROFILE_SOURCE:
+        raise CuratorError(
+            "a password in the database URL would be kept in plain text in the profile; "
+            f"nothing was saved: {PASSWORD_FIX}"
+        )
     if named_password and not source.startswith("$"):  # an argument: --db, SOURCE...
         raise CuratorError(
             f"a password in the {source} URL would show in the process list and the shell "

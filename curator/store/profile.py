@@ -1,4 +1,8 @@
-"""Who is reviewing: the reviewer's name, kept in the person's profile, not the database.
+"""The person's profile: the reviewer's name and the database the window opens.
+
+Both are kept in a small file per OS account, not in the database: the database's
+``setting`` table is shared by everyone who opens it, and which database to open cannot
+be read from the database itself.
 
 Several people may curate one database (a PostgreSQL server shared by a team), so the
 name that goes on every decision, relabel and commit cannot live in the database's
@@ -13,6 +17,14 @@ window's Settings pane. Which name is in force, first match wins:
 ``$CURATOR_CONFIG_DIR`` moves the profile folder (tests, portable installs). A name is
 one line of at most :data:`MAX_REVIEWER_CHARS` printable characters; anything else is
 refused with one sentence and nothing is saved.
+
+The database (``"database"``) is a SQLite file's absolute path or a ``postgresql://`` URL
+without a password (the profile is a plain file: ``~/.pgpass``, ``$PGPASSWORD`` or a
+service file hold the password). It comes after ``--db`` and ``$CURATOR_DB`` and before
+the default database (:func:`curator.store.db.resolve_db_path`). A saved database that
+is no longer valid, or a profile that cannot be read, is an error, never a silent switch
+to another database. Every save writes a file beside the profile and renames it into
+place, so a crash never leaves half a profile.
 """
 
 from __future__ import annotations
@@ -21,15 +33,18 @@ import getpass
 import json
 import os
 from pathlib import Path
+from typing import Any
 
 import platformdirs
 
 from curator.core.textsafety import control_problem
-from curator.core.userpath import part_path
+from curator.core.userpath import part_path, user_path
 from curator.errors import CuratorError
+from curator.store.engine import PROFILE_SOURCE, check_postgres_url, is_postgres_url
 
 REVIEWER_ENV = "CURATOR_REVIEWER"
 CONFIG_DIR_ENV = "CURATOR_CONFIG_DIR"
+DATABASE_KEY = "database"
 MAX_REVIEWER_CHARS = 80
 FALLBACK_REVIEWER = "reviewer"
 """The name when neither the environment, the profile nor the OS names anyone."""
@@ -58,13 +73,31 @@ def check_reviewer(name: str, source: str = "the reviewer name") -> str:
     return cleaned
 
 
-def saved_reviewer() -> str | None:
-    """The name saved in the profile, or None (no profile, or an unreadable one)."""
+def _read_profile() -> dict[str, Any]:
+    """The profile's document; {} when there is none or it cannot be read."""
     try:
         doc = json.loads(profile_path().read_text(encoding="utf-8"))
     except (OSError, ValueError):
-        return None
-    name = doc.get("reviewer") if isinstance(doc, dict) else None
+        return {}
+    return doc if isinstance(doc, dict) else {}
+
+
+def _write_profile(doc: dict[str, Any]) -> None:
+    """Written beside the file and renamed into place: never half a file."""
+    path = profile_path()
+    part = part_path(path)
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        part.write_text(json.dumps(doc, ensure_ascii=False, indent=2), encoding="utf-8")
+        part.replace(path)
+    except OSError as exc:
+        part.unlink(missing_ok=True)
+        raise CuratorError(f"the profile {path} could not be written ({exc.strerror})") from None
+
+
+def saved_reviewer() -> str | None:
+    """The name saved in the profile, or None (no profile, or an unreadable one)."""
+    name = _read_profile().get("reviewer")
     if not isinstance(name, str):
         return None
     try:
@@ -74,28 +107,99 @@ def saved_reviewer() -> str | None:
 
 
 def save_reviewer(name: str | None) -> None:
-    """Save the profile's name (None or "" removes it: the OS user name applies again).
-
-    Written beside the file and renamed into place, so a crash never leaves half a file.
-    """
-    path = profile_path()
-    try:
-        doc = json.loads(path.read_text(encoding="utf-8"))
-        if not isinstance(doc, dict):
-            doc = {}
-    except (OSError, ValueError):
-        doc = {}
+    """Save the profile's name (None or "" removes it: the OS user name applies again)."""
+    doc = _read_profile()
     if name is None or not name.strip():
         doc.pop("reviewer", None)
     else:
         doc["reviewer"] = check_reviewer(name)
+    _write_profile(doc)
+
+
+def check_database(value: str) -> str | None:
+    """The database as the profile keeps it, or CuratorError (one line) when unusable.
+
+    None for an empty value (the default database); a ``postgresql://`` URL made
+    canonical, refused when it names a password; otherwise a SQLite file's absolute path
+    (``~`` expanded), which need not exist yet: the window creates it.
+    """
+    cleaned = value.strip()
+    if not cleaned:
+        return None
     try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        part = part_path(path)
-        part.write_text(json.dumps(doc, ensure_ascii=False, indent=2), encoding="utf-8")
-        part.replace(path)
-    except OSError as exc:
-        raise CuratorError(f"the profile {path} could not be written ({exc.strerror})") from None
+        cleaned.encode("utf-8")
+    except UnicodeEncodeError:
+        raise CuratorError("the database holds characters that are not text") from None
+    if "\x00" in cleaned:
+        raise CuratorError("the database path contains a NUL character")
+    problem = control_problem(cleaned, "the database")
+    if problem is not None:
+        raise CuratorError(problem)
+    if any(char.isspace() and char != " " for char in cleaned):
+        raise CuratorError("the database must be one line, without tabs or line breaks")
+    if is_postgres_url(cleaned):
+        return check_postgres_url(cleaned, PROFILE_SOURCE)
+    path = os.path.abspath(user_path(cleaned, "the database path"))
+    if path != path.strip():
+        raise CuratorError(f"the database path {path!r} ends with a space")
+    if os.path.isdir(path):
+        raise CuratorError(f"{path} is a folder: name the database file in it")
+    return path
+
+
+def saved_database() -> str | None:
+    """The database saved in the profile, or None when it names none.
+
+    A profile that exists but cannot be read, or names a database that is no longer
+    valid, is a CuratorError: falling back to another database would open one the
+    person never chose.
+    """
+    path = profile_path()
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        return None
+    except (OSError, ValueError) as exc:
+        raise CuratorError(
+            f"the profile {path} cannot be read ({exc}); name the database with --db"
+        ) from None
+    try:
+        doc = json.loads(text)
+    except ValueError:
+        doc = None
+    if not isinstance(doc, dict):
+        raise CuratorError(
+            f"the profile {path} is not a JSON object; correct or delete it, or name the "
+            "database with --db"
+        )
+    value = doc.get(DATABASE_KEY)
+    if value is None:
+        return None
+    try:
+        if not isinstance(value, str):
+            raise CuratorError("it is not text")
+        return check_database(value)
+    except CuratorError as exc:
+        raise CuratorError(
+            f"the database saved in the profile {path} is not usable ({exc}); name a "
+            "database with --db and choose another in Settings, or correct the profile"
+        ) from None
+
+
+def save_database(value: str | None) -> str | None:
+    """Save the database the window and the commands open (None or "": the default).
+
+    Returns what was saved (see :func:`check_database`); an unusable value is refused
+    with one sentence and the profile is left as it was.
+    """
+    database = check_database(value or "")
+    doc = _read_profile()
+    if database is None:
+        doc.pop(DATABASE_KEY, None)
+    else:
+        doc[DATABASE_KEY] = database
+    _write_profile(doc)
+    return database
 
 
 def os_user() -> str:

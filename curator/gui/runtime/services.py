@@ -25,6 +25,8 @@ class AppServices:
     db_path: Path
     worker: LlmWorker | None = None
     dialogs: Dialogs = field(default_factory=Dialogs)
+    db_source: str = "default"
+    """What chose the database: "--db", "$CURATOR_DB", "the profile" or "default"."""
     ops: StoreOps = field(init=False)
     """Background store operations (every GUI write and bulk read goes through it)."""
 

@@ -1,4 +1,5 @@
-"""The Settings pane: the model (file or server), llama.cpp parameters, the thresholds.
+"""The Settings pane: the model (file or server), llama.cpp parameters, the thresholds,
+the database the window opens (:mod:`curator.gui.settings.database_box`) and the reviewer.
 
 A model file is checked before it is saved: its GGUF header is read at once (name, size,
 quantisation, context length), and on Apply the file is loaded for real in a subprocess by
@@ -39,6 +40,7 @@ from PySide6.QtWidgets import (
 from curator.errors import CuratorError
 from curator.gui.runtime.operations import OpContext
 from curator.gui.runtime.services import AppServices
+from curator.gui.settings.database_box import DatabaseBox
 from curator.gui.settings.model_picker import DEMO_NOTICE, CatalogueBox, LocalModelsBox
 from curator.gui.settings.server_box import BackendBox
 from curator.gui.settings.settings_help import shown_value, tooltip
@@ -62,7 +64,7 @@ from curator.llm.model_file import (
 )
 from curator.llm.server_choice import save_api_key
 from curator.llm.threads import cached_tuning
-from curator.store.profile import save_reviewer
+from curator.store.profile import save_database, save_reviewer
 from curator.store.settings import (
     RULES,
     Settings,
@@ -215,6 +217,7 @@ class SettingsPane(Pane):
         backup_form.addRow("All backups together at most", self.backup_max_total)
         set_tip(backup_form, self.backup_max_total, "backup_max_total_mb")
         self.reviewer_box = ReviewerBox()
+        self.database_box = DatabaseBox(services)
 
         # buttons: below the scrolling form, so they never move
         self.busy = QProgressBar()
@@ -276,6 +279,7 @@ class SettingsPane(Pane):
         column.addLayout(pickers)
         column.addWidget(pipeline_box)
         column.addWidget(backup_box)
+        column.addWidget(self.database_box)
         column.addWidget(self.reviewer_box)
         column.addStretch(1)
         self.form_scroll = QScrollArea()
@@ -396,7 +400,7 @@ class SettingsPane(Pane):
         if self.validating or self.saving:
             return
         values = self.collect()
-        problem = self.reviewer_box.problem()
+        problem = self.reviewer_box.problem() or self.database_box.problem()
         if problem is not None:
             self.services.dialogs.warning(self, "Settings", f"Not saved: {problem}")
             return
@@ -424,11 +428,14 @@ class SettingsPane(Pane):
         url = values.get("server_url")
         shown = self.collect()  # the form as sent: a change made while saving is kept
         reviewer = self.reviewer_box.name()
+        database = self.database_box.choice() if self.database_box.edited() else None
 
         def work(ctx: OpContext) -> Settings:
             if key is not None and url:
                 save_api_key(str(url), key)
             save_reviewer(reviewer or None)  # the profile's file, not the shared database
+            if database is not None:  # unchanged: a saved choice is left as it is
+                save_database(database)
             return update_settings(ctx.store, values)
 
         def done(_settings: object) -> None:
@@ -437,6 +444,8 @@ class SettingsPane(Pane):
             if key is not None:
                 self.backend_box.key_saved()
             said = done_text
+            if database is not None:
+                said += " The window opens the chosen database at its next start."
             if self.collect() == shown:
                 self.refresh()
             else:  # changed while the save waited (for another writer): not reset
@@ -573,6 +582,7 @@ class SettingsPane(Pane):
         self.guard_opinion.setCurrentIndex(self.guard_opinion.findData(values.guard_model_opinion))
         self.guard_threshold.setValue(values.guard_opinion_threshold)
         self.reviewer_box.load()
+        self.database_box.load()
         self.show_model_info()
         self.show_thread_tuning()
 
@@ -580,5 +590,6 @@ class SettingsPane(Pane):
         """Wait for a running validation or re-tune (called when the window closes)."""
         self._pool.waitForDone()
         self.backend_box.shutdown()
+        self.database_box.shutdown()
         self.local_models.shutdown()
         self.catalogue.shutdown()  # cancels a download; its .part file stays for a resume
