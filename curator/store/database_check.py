@@ -83,6 +83,8 @@ def _check_postgres(url: str, timeout_s: float) -> str:
         except Exception as exc:  # the driver's own errors: one line, never a password
             reason = " ".join(str(exc).split())
             raise CuratorError(f"cannot connect to {where}: {reason}") from None
+        # a server that answers the connection and then stalls a query gives up in time too
+        db.execute_sql(f"SET statement_timeout = {max(1, int(timeout_s * 1000))}")
         info = db.connection().info
         major = int(info.server_version) // 10000
         user = f" as {info.user}" if info.user else ""
