@@ -57,6 +57,7 @@ from curator.gui.settings.settings_parts import (
     set_tip,
 )
 from curator.gui.widgets.pane import Pane
+from curator.gui.widgets.wheel_guard import guard_wheel
 from curator.llm.backend import BackendSettings
 from curator.llm.model_file import (
     demo_model_path,
@@ -287,6 +288,7 @@ class SettingsPane(Pane):
         self.form_scroll.setWidgetResizable(True)
         self.form_scroll.setFrameShape(QFrame.Shape.NoFrame)
         self.form_scroll.setWidget(form)
+        self.wheel_guard = guard_wheel(self.form_scroll, form)
         line = QFrame()
         line.setFrameShape(QFrame.Shape.HLine)
         line.setFrameShadow(QFrame.Shadow.Sunken)
