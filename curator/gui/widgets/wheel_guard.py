@@ -33,7 +33,7 @@ class WheelGuard(QObject):
                 widget.installEventFilter(self)
                 self.guarded.append(widget)
 
-    def eventFilter(self, watched: QObject, event: QEvent) -> bool:  # noqa: N802 (Qt API)
+    def eventFilter(self, watched: QObject, event: QEvent) -> bool:
         if (
             event.type() == QEvent.Type.Wheel
             and isinstance(watched, QWidget)
