@@ -13,13 +13,15 @@ from __future__ import annotations
 
 import difflib
 import heapq
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from functools import partial
 from typing import Final
 
 import numpy as np
 import numpy.typing as npt
 from rapidfuzz.distance import Indel
 
+from curator.core.dedup_match import PLAIN_MAX_LEN, longest_match
 from curator.core.gramcover import GramIndex
 
 __all__ = ["AUTOJUNK_MIN_LEN", "Pool", "Query", "search_row"]
@@ -37,6 +39,7 @@ COVER_BATCH: Final = 32
 #: (``benchmarks/bench_dedup.py --parts``); switching one off never changes a decision.
 EARLY_STOP = True
 COVER = True
+PLAIN_FIND = True
 
 IntArray = npt.NDArray[np.int64]
 
@@ -98,12 +101,15 @@ class Pool:
         """
         a = query.text
         b = self.texts[index]
-        matcher = self._matcher(index, a)
         total = len(a) + len(b)
         if total == 0:
             query.offer(1.0, index)
             return 1.0
-        find = matcher.find_longest_match
+        find: Callable[[int, int, int, int], tuple[int, int, int]]
+        if PLAIN_FIND and len(b) < PLAIN_MAX_LEN:
+            find = partial(longest_match, a, b)  # difflib's block, found faster
+        else:
+            find = self._matcher(index, a).find_longest_match
         queue = [(0, len(a), 0, len(b), min(len(a), len(b)))]
         pending = queue[0][4]
         matched = 0
