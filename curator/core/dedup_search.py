@@ -13,8 +13,7 @@ from __future__ import annotations
 
 import difflib
 import heapq
-from collections.abc import Callable, Sequence
-from functools import partial
+from collections.abc import Sequence
 from typing import Final
 
 import numpy as np
@@ -105,33 +104,34 @@ class Pool:
         if total == 0:
             query.offer(1.0, index)
             return 1.0
-        find: Callable[[int, int, int, int], tuple[int, int, int]]
-        if PLAIN_FIND and len(b) < PLAIN_MAX_LEN:
-            find = partial(longest_match, a, b)  # difflib's block, found faster
-        else:
-            find = self._matcher(index, a).find_longest_match
-        queue = [(0, len(a), 0, len(b), min(len(a), len(b)))]
-        pending = queue[0][4]
+        plain = PLAIN_FIND and len(b) < PLAIN_MAX_LEN  # difflib's block, found faster
+        find = None if plain else self._matcher(index, a).find_longest_match
+        # Regions as (-cap, alo, ahi, blo, bhi), a heap: the region that could add the
+        # most first, it settles a loser soonest.
+        pending = min(len(a), len(b))
+        queue = [(-pending, 0, len(a), 0, len(b))]
         matched = 0
+        best, best_index = query.best, query.best_index
         while queue:
-            # The region that could add the most first: it settles a loser soonest.
-            largest = max(range(len(queue)), key=lambda n: queue[n][4])
-            queue[largest], queue[-1] = queue[-1], queue[largest]
-            alo, ahi, blo, bhi, cap = queue.pop()
-            pending -= cap
-            i, j, k = find(alo, ahi, blo, bhi)
+            neg_cap, alo, ahi, blo, bhi = heapq.heappop(queue)
+            pending += neg_cap
+            if find is None:
+                i, j, k = longest_match(a, b, alo, ahi, blo, bhi)
+            else:
+                i, j, k = find(alo, ahi, blo, bhi)
             if k:
                 matched += k
                 if alo < i and blo < j:
                     cap = region_cap(a, b, alo, i, blo, j)
-                    queue.append((alo, i, blo, j, cap))
+                    heapq.heappush(queue, (-cap, alo, i, blo, j))
                     pending += cap
                 if i + k < ahi and j + k < bhi:
                     cap = region_cap(a, b, i + k, ahi, j + k, bhi)
-                    queue.append((i + k, ahi, j + k, bhi, cap))
+                    heapq.heappush(queue, (-cap, i + k, ahi, j + k, bhi))
                     pending += cap
             bound = 2.0 * (matched + pending) / total
-            if EARLY_STOP and not query.could_improve(bound, index):
+            # Not query.could_improve(bound, index): the best does not move in here.
+            if EARLY_STOP and (bound < best or (bound == best and index >= best_index)):
                 return bound
         ratio = 2.0 * matched / total
         query.offer(ratio, index)
