@@ -38,12 +38,13 @@ PLAIN_MAX_LEN: Final = 200
 
 def longest_match(a: str, b: str, alo: int, ahi: int, blo: int, bhi: int) -> tuple[int, int, int]:
     """difflib's ``find_longest_match(alo, ahi, blo, bhi)`` for ``len(b) < 200``, no junk."""
-    find = b[blo:bhi].find
+    region = b[blo:bhi]
     best_i, best_j, size = alo, blo, 0
-    i = alo
-    while i < ahi - size:
-        j = find(a[i : i + size + 1])
-        if j >= 0:
+    i, stop = alo, ahi  # stop = ahi - size: no longer block starts at or after it
+    while i < stop:
+        if a[i : i + size + 1] in region:  # the operator: cheaper than a method call
+            find = region.find
+            j = find(a[i : i + size + 1])
             size += 1
             while i + size < ahi:
                 found = find(a[i : i + size + 1], j)
@@ -51,6 +52,6 @@ def longest_match(a: str, b: str, alo: int, ahi: int, blo: int, bhi: int) -> tup
                     break
                 j = found
                 size += 1
-            best_i, best_j = i, blo + j
+            best_i, best_j, stop = i, blo + j, ahi - size
         i += 1
     return best_i, best_j, size
