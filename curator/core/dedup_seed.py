@@ -35,6 +35,9 @@ SEED_CANDIDATES: Final = 64
 HINTS: Final = 2
 #: New texts at least this many times longer than the chunk's median text get them.
 HINT_LENGTH: Final = 1.5
+#: ... from pool texts with at least this share of their own words in the new text (a
+#: part of a merge, or a text with a clause appended; a fresh text has none).
+HINT_CONTAINED: Final = 0.6
 
 IntArray = npt.NDArray[np.int64]
 
@@ -133,7 +136,7 @@ def seed_chunk(
         if words is not None and hinted[row]:
             # The best guesses by word overlap get their exact ratio first: the search
             # below starts from their best instead of from the first long pick.
-            for column in words.best(query.text, HINTS).tolist():
+            for column in words.best(query.text, HINTS, HINT_CONTAINED).tolist():
                 if query.could_improve(bounds[row, column], start + column):
                     bounds[row, column] = pool.offer_exact(query, start + column)
         picks = top[row]
