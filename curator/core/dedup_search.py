@@ -1,8 +1,9 @@
 """The search of the dedup gate: exact difflib ratios, paid only where a pair can win.
 
 :class:`Pool` is the growing pool (the existing texts, then the texts ADDed earlier in
-the call) with its caches: difflib's index of each pool text and the cover bound's
-q-gram index of the long ones.  :class:`Query` is one new text and its running best.
+the call) with its caches: difflib's index of each long pool text (short ones need
+none: :mod:`curator.core.dedup_match` finds their blocks) and the cover bound's q-gram
+index of the long ones.  :class:`Query` is one new text and its running best.
 :func:`search_row` visits the candidates of one new text in descending bound order
 and pays an exact ratio (:meth:`Pool.offer_exact`, which stops as soon as a pair
 cannot win) only while the next bound could still beat the best; see

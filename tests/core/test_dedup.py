@@ -276,6 +276,17 @@ _thresholds = st.one_of(
 
 @settings(max_examples=250, deadline=None)
 @given(batch=_batch(), thresholds=_thresholds)
+@example(  # a merge of two pool texts, and a long text against a short look-alike
+    batch=(
+        ["the cat sat on the mat. the dog sat on the log", "abab " * 50, "abab"],
+        ["the cat sat on the mat", "the dog sat on the log", "baba " * 30, "abba"],
+    ),
+    thresholds=(0.95, 0.70),
+)
+@example(  # blocks of equal size in several places: difflib's tie-breaking decides
+    batch=(["ab ba ab ba", "ba ab"], ["ba ab ba ab", "ab ab ba ba", "aabb"]),
+    thresholds=(0.6, 0.3),
+)
 def test_gate_equals_reference(
     batch: tuple[list[str], list[str]], thresholds: tuple[float, float]
 ) -> None:
