@@ -68,29 +68,14 @@ is in ``benchmarks/RESULTS-dedup.md``); switching a part off never changes a dec
 part                         what it buys
 ===========================  ========================================================
 multiset + LCS bounds        the search itself: without them every pair is exact
-word-overlap guesses         long merges 1.57 -> 0.43 s, appended clauses 0.70 ->
-                             0.42 s; about 5 % on the other mixes (its index)
-early stop of exact ratios   fresh texts 0.89 -> 0.73 s, all kinds 0.49 -> 0.40 s
-block search by substring    fresh texts 1.17 -> 0.73 s, all kinds 0.69 -> 0.40 s
+word-overlap guesses         long merges 1.79 -> 0.45 s, appended clauses 0.60 ->
+                             0.41 s; costs about 0.1 s on the other mixes (its index)
+early stop of exact ratios   fresh texts 0.95 -> 0.67 s, all kinds 0.50 -> 0.46 s
+block search by substring    fresh texts 1.38 -> 0.67 s, all kinds 0.67 -> 0.46 s
 cover bound (long texts)     nothing on real observations (few reach 200
                              characters), 2.2x on the generated template mix, whose
                              texts are often long
 ===========================  ========================================================
-
-Where the parts live
---------------------
-This module holds the contract (:func:`reference_gate`), :func:`gate` and
-:func:`nearest`; :mod:`curator.core.dedup_seed` bounds and seeds a chunk of existing
-texts; :mod:`curator.core.dedup_search` holds the pool, the search and the early-stopping
-exact ratio; :mod:`curator.core.dedup_match` the block search for short pool texts;
-:mod:`curator.core.dedup_hint` the word-overlap guesses;
-:mod:`curator.core.charbound` and :mod:`curator.core.gramcover` the two cheap bounds.
-
-The property tests in ``tests/core/test_dedup.py`` check the bounds and compare
-``gate`` with ``reference_gate`` decision by decision on adversarial inputs, merges
-and appended clauses included; ``benchmarks/bench_dedup.py`` measures the speed-up on
-every mix of real observations separately, and with ``--parts`` what each part of the
-gate buys (the table is in ``benchmarks/RESULTS-dedup.md``).
 """
 
 from __future__ import annotations
