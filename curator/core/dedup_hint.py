@@ -44,10 +44,11 @@ class WordIndex:
         self._vocabulary = vocabulary
         self._sizes = sizes
 
-    def best(self, text: str, take: int) -> IntArray:
+    def best(self, text: str, take: int, contained: float = 0.0) -> IntArray:
         """The (at most) ``take`` pool texts sharing the largest share of words with ``text``.
 
-        Best first; pool texts sharing no word are never returned.
+        Best first; pool texts sharing no word, or fewer than ``contained`` of their own
+        words, are never returned.
         """
         if take <= 0 or self._sizes.size == 0:
             return np.zeros(0, dtype=np.int64)
@@ -58,6 +59,9 @@ class WordIndex:
         postings = [self._owners[self._starts[i] : self._starts[i + 1]] for i in ids]
         shared = np.bincount(np.concatenate(postings), minlength=self._sizes.size)
         score = shared / (len(own) + self._sizes)
-        take = min(take, int(np.count_nonzero(shared)))
+        score[shared < np.maximum(contained * self._sizes, 1)] = -1.0
+        take = min(take, int(np.count_nonzero(score >= 0)))
+        if take == 0:
+            return np.zeros(0, dtype=np.int64)
         top = np.argpartition(-score, take - 1)[:take]
         return top[np.argsort(-score[top], kind="stable")].astype(np.int64)

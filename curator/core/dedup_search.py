@@ -1,8 +1,9 @@
 """The search of the dedup gate: exact difflib ratios, paid only where a pair can win.
 
 :class:`Pool` is the growing pool (the existing texts, then the texts ADDed earlier in
-the call) with its caches: difflib's index of each pool text and the cover bound's
-q-gram index of the long ones.  :class:`Query` is one new text and its running best.
+the call) with its caches: difflib's index of each long pool text (short ones need
+none: :mod:`curator.core.dedup_match` finds their blocks) and the cover bound's q-gram
+index of the long ones.  :class:`Query` is one new text and its running best.
 :func:`search_row` visits the candidates of one new text in descending bound order
 and pays an exact ratio (:meth:`Pool.offer_exact`, which stops as soon as a pair
 cannot win) only while the next bound could still beat the best; see
@@ -20,6 +21,7 @@ import numpy as np
 import numpy.typing as npt
 from rapidfuzz.distance import Indel
 
+from curator.core.dedup_match import PLAIN_MAX_LEN, longest_match
 from curator.core.gramcover import GramIndex
 
 __all__ = ["AUTOJUNK_MIN_LEN", "Pool", "Query", "search_row"]
@@ -37,6 +39,7 @@ COVER_BATCH: Final = 32
 #: (``benchmarks/bench_dedup.py --parts``); switching one off never changes a decision.
 EARLY_STOP = True
 COVER = True
+PLAIN_FIND = True
 
 IntArray = npt.NDArray[np.int64]
 
@@ -98,34 +101,38 @@ class Pool:
         """
         a = query.text
         b = self.texts[index]
-        matcher = self._matcher(index, a)
         total = len(a) + len(b)
         if total == 0:
             query.offer(1.0, index)
             return 1.0
-        find = matcher.find_longest_match
-        queue = [(0, len(a), 0, len(b), min(len(a), len(b)))]
-        pending = queue[0][4]
+        plain = PLAIN_FIND and len(b) < PLAIN_MAX_LEN  # difflib's block, found faster
+        find = None if plain else self._matcher(index, a).find_longest_match
+        # Regions as (-cap, alo, ahi, blo, bhi), a heap: the region that could add the
+        # most first, it settles a loser soonest.
+        pending = min(len(a), len(b))
+        queue = [(-pending, 0, len(a), 0, len(b))]
         matched = 0
+        best, best_index = query.best, query.best_index
         while queue:
-            # The region that could add the most first: it settles a loser soonest.
-            largest = max(range(len(queue)), key=lambda n: queue[n][4])
-            queue[largest], queue[-1] = queue[-1], queue[largest]
-            alo, ahi, blo, bhi, cap = queue.pop()
-            pending -= cap
-            i, j, k = find(alo, ahi, blo, bhi)
+            neg_cap, alo, ahi, blo, bhi = heapq.heappop(queue)
+            pending += neg_cap
+            if find is None:
+                i, j, k = longest_match(a, b, alo, ahi, blo, bhi)
+            else:
+                i, j, k = find(alo, ahi, blo, bhi)
             if k:
                 matched += k
                 if alo < i and blo < j:
                     cap = region_cap(a, b, alo, i, blo, j)
-                    queue.append((alo, i, blo, j, cap))
+                    heapq.heappush(queue, (-cap, alo, i, blo, j))
                     pending += cap
                 if i + k < ahi and j + k < bhi:
                     cap = region_cap(a, b, i + k, ahi, j + k, bhi)
-                    queue.append((i + k, ahi, j + k, bhi, cap))
+                    heapq.heappush(queue, (-cap, i + k, ahi, j + k, bhi))
                     pending += cap
             bound = 2.0 * (matched + pending) / total
-            if EARLY_STOP and not query.could_improve(bound, index):
+            # Not query.could_improve(bound, index): the best does not move in here.
+            if EARLY_STOP and (bound < best or (bound == best and index >= best_index)):
                 return bound
         ratio = 2.0 * matched / total
         query.offer(ratio, index)

@@ -33,8 +33,11 @@ SEED_CANDIDATES: Final = 64
 #: Pool texts (best word overlap, :mod:`curator.core.dedup_hint`) whose exact ratio
 #: seeds each new text's search.
 HINTS: Final = 2
-#: New texts at least this many times longer than the chunk's median text get them.
+#: New texts at least this many times longer than the chunk's median text get them,
 HINT_LENGTH: Final = 1.5
+#: from pool texts with at least this share of their own words in the new text (a part
+#: of a merge, or a text with a clause appended; a fresh text has none to offer).
+HINT_CONTAINED: Final = 0.6
 
 IntArray = npt.NDArray[np.int64]
 
@@ -94,9 +97,10 @@ def seed_chunk(
     Every pair gets the character-multiset bound (:mod:`curator.core.charbound`, one
     matrix product), capped by the length bound ``min(len(a), len(b))``.  Each query is
     then seeded by the exact ratios of its :data:`HINTS` best guesses by word overlap
-    (:mod:`curator.core.dedup_hint`) and by the search itself (:func:`search_row`),
-    restricted to its :data:`SEED_CANDIDATES` best multiset bounds (LCS-bounded): the
-    best exact ratio among those picks starts the full search (:meth:`Chunk.finish`).
+    (:mod:`curator.core.dedup_hint`; only pool texts most of whose words it has) and
+    by the search itself (:func:`search_row`), restricted to its
+    :data:`SEED_CANDIDATES` best multiset bounds (LCS-bounded): the best exact ratio
+    among those picks starts the full search (:meth:`Chunk.finish`).
     (A pass that also gave long queries their best long pool texts by the LCS bound
     went: with the word-overlap guesses it no longer paid, see
     ``benchmarks/RESULTS-dedup.md``.)  What the seeding search
@@ -133,7 +137,7 @@ def seed_chunk(
         if words is not None and hinted[row]:
             # The best guesses by word overlap get their exact ratio first: the search
             # below starts from their best instead of from the first long pick.
-            for column in words.best(query.text, HINTS).tolist():
+            for column in words.best(query.text, HINTS, HINT_CONTAINED).tolist():
                 if query.could_improve(bounds[row, column], start + column):
                     bounds[row, column] = pool.offer_exact(query, start + column)
         picks = top[row]

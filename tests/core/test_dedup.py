@@ -10,13 +10,14 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 from rapidfuzz.distance import Indel
 
 from curator.core import dedup, dedup_search, dedup_seed
 from curator.core.dedup import Decision, gate, merge_importance, reference_gate
 from curator.core.dedup_hint import WordIndex
+from curator.core.dedup_match import PLAIN_MAX_LEN, longest_match
 from curator.core.gramcover import GramIndex
 
 # --- semantics (checked on both implementations) -------------------------------------
@@ -174,6 +175,30 @@ def test_exact_ratio_stops_only_when_the_pair_cannot_win(
         assert (query.best, query.best_index) == (best, best_index)
 
 
+@settings(max_examples=400, deadline=None)
+@given(
+    a=st.text(alphabet=st.sampled_from("ab c"), max_size=60)
+    | st.text(alphabet=st.sampled_from("abcdefghij .,A\u00e9\u4e2d"), max_size=250),
+    b=st.text(alphabet=st.sampled_from("ab c"), max_size=60)
+    | st.text(alphabet=st.sampled_from("abcdefghij .,A\u00e9\u4e2d"), max_size=199),
+    cuts=st.tuples(st.floats(0, 1), st.floats(0, 1), st.floats(0, 1), st.floats(0, 1)),
+)
+@example(a="abab", b="baba", cuts=(0.0, 1.0, 0.0, 1.0))
+@example(a="xabcyabcd", b="abcdabc", cuts=(0.0, 1.0, 0.0, 1.0))
+@example(a="aaaa", b="aa", cuts=(0.25, 1.0, 0.5, 1.0))
+@example(a="", b="abc", cuts=(0.0, 1.0, 0.0, 1.0))
+@example(a="the cat sat. " * 19, b="the mat sat on the cat. " * 8, cuts=(0.1, 0.9, 0.2, 0.7))
+def test_longest_match_is_difflibs_block(
+    a: str, b: str, cuts: tuple[float, float, float, float]
+) -> None:
+    """Same block as ``find_longest_match`` on any region, ties included (short ``b``)."""
+    assert len(b) < PLAIN_MAX_LEN
+    alo, ahi = sorted(round(c * len(a)) for c in cuts[:2])
+    blo, bhi = sorted(round(c * len(b)) for c in cuts[2:])
+    expected = difflib.SequenceMatcher(None, a, b).find_longest_match(alo, ahi, blo, bhi)
+    assert longest_match(a, b, alo, ahi, blo, bhi) == tuple(expected)
+
+
 def _count_finds(matcher: difflib.SequenceMatcher[str]) -> list[tuple[int, ...]]:
     """Record the ``find_longest_match`` calls made through ``matcher``."""
     calls: list[tuple[int, ...]] = []
@@ -187,15 +212,23 @@ def _count_finds(matcher: difflib.SequenceMatcher[str]) -> list[tuple[int, ...]]
     return calls
 
 
-def test_exact_ratio_of_a_losing_pair_stops_after_its_first_block() -> None:
+def test_exact_ratio_of_a_losing_pair_stops_after_its_first_block(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     """Why the early stop exists: difflib needs 26 blocks searches for this pair."""
     a = "Users who mention rate limits tend to retry within an hour after a failed payment."
     b = "Customers asking about refunds usually retry within a day when the docs are unclear."
     full = difflib.SequenceMatcher(None, a, b)
     full_calls = _count_finds(full)
     ratio = full.ratio()
+    calls: list[tuple[int, ...]] = []
+
+    def counting(*args: str | int) -> tuple[int, int, int]:
+        calls.append(tuple(x for x in args if isinstance(x, int)))
+        return longest_match(*args)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(dedup_search, "longest_match", counting)
     pool = dedup_search.Pool([b])
-    calls = _count_finds(pool._matcher(0, a))
     query = dedup_search.Query(a)
     query.best, query.best_index = 0.9, -1
     value = pool.offer_exact(query, 0)
@@ -243,6 +276,17 @@ _thresholds = st.one_of(
 
 @settings(max_examples=250, deadline=None)
 @given(batch=_batch(), thresholds=_thresholds)
+@example(  # a merge of two pool texts, and a long text against a short look-alike
+    batch=(
+        ["the cat sat on the mat. the dog sat on the log", "abab " * 50, "abab"],
+        ["the cat sat on the mat", "the dog sat on the log", "baba " * 30, "abba"],
+    ),
+    thresholds=(0.95, 0.70),
+)
+@example(  # blocks of equal size in several places: difflib's tie-breaking decides
+    batch=(["ab ba ab ba", "ba ab"], ["ba ab ba ab", "ab ab ba ba", "aabb"]),
+    thresholds=(0.6, 0.3),
+)
 def test_gate_equals_reference(
     batch: tuple[list[str], list[str]], thresholds: tuple[float, float]
 ) -> None:
