@@ -21,6 +21,7 @@ from curator.cli.common import CommandContext, integer
 from curator.core.userpath import user_path
 from curator.store.backup import DEFAULT_KEEP, max_total_bytes_of, take_backup
 from curator.store.compact import compact_database
+from curator.store.location import DatabaseLocation
 
 
 def register(subparsers: Any, common: argparse.ArgumentParser) -> None:
@@ -56,7 +57,7 @@ def register(subparsers: Any, common: argparse.ArgumentParser) -> None:
 def cmd_backup(ctx: CommandContext) -> int:
     folder = user_path(ctx.args.dir, "--dir") if ctx.args.dir else None
     store = ctx.store  # refuses a damaged or foreign file before anything is written
-    if not store.dialect.is_file:
+    if not DatabaseLocation.of(store).supports_file_backup:
         from curator.store.pg_backup import take_pg_backup
 
         result = take_pg_backup(

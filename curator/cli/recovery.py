@@ -15,6 +15,7 @@ from typing import Any
 from curator.cli.common import CommandContext
 from curator.core.userpath import user_path
 from curator.store.backup import restore_backup
+from curator.store.location import DatabaseLocation
 from curator.store.opening import MissingDatabaseError
 
 
@@ -35,7 +36,7 @@ def register(subparsers: Any, common: argparse.ArgumentParser) -> None:
 
 def cmd_restore(ctx: CommandContext) -> int:
     chosen = user_path(ctx.args.backup, "BACKUP") if ctx.args.backup else None
-    if isinstance(ctx.db_path, str):  # a PostgreSQL database: restored through its server
+    if not DatabaseLocation.named(ctx.db_path).is_local_file:  # restored through its server
         from curator.store.pg_backup import restore_pg_backup
 
         done = restore_pg_backup(ctx.store, chosen)

@@ -82,7 +82,7 @@ from curator.store.snapshot import (
     key_from_dict,
     read_rows,
     tuples,
-    write_row,
+    write_rows,
 )
 
 __all__ = [
@@ -549,13 +549,13 @@ def undo_changeset(
             )
         # Children before parents when removing rows, parents first when restoring them.
         for table in reversed(PARENTS_FIRST):
-            for key, row in keyed.get(table, []):
-                if row.before is None:
-                    write_row(store, table, key, None)
+            gone = [(key, None) for key, row in keyed.get(table, []) if row.before is None]
+            write_rows(store, table, gone)
         for table in PARENTS_FIRST:
-            for key, row in keyed.get(table, []):
-                if row.before is not None:
-                    write_row(store, table, key, row.before)
+            back = [
+                (key, row.before) for key, row in keyed.get(table, []) if row.before is not None
+            ]
+            write_rows(store, table, back)
         restored = [int(key[0]) for key, row in keyed.get("pattern", []) if row.before is not None]
         _rerank_patterns(store, restored)
         counts: dict[str, int] = {"rows": len(change_rows)}

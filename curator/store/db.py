@@ -264,7 +264,7 @@ class Store:
     ``path`` may be a ``postgresql://`` URL instead (see :meth:`_open_postgres`); then
     ``dialect`` is PostgreSQL's and ``location`` (for messages) shows the URL without a
     password. ``path`` then names no file: what works only on a file (backups, compaction)
-    asks ``dialect.is_file`` first.
+    asks first, outside the store through :class:`curator.store.location.DatabaseLocation`.
     """
 
     dialect: Dialect = SQLITE

@@ -248,7 +248,11 @@ class Dialect:
     """The transaction kind of a consistent read that takes no write lock."""
 
     def json_value(self, column: str, key: str) -> str:
-        """SQL for the value at ``key`` of the JSON text in ``column`` (names we write)."""
+        """SQL for the value at ``key`` of the JSON text in ``column`` (names we write).
+
+        A string that spells a NUL character (``\\u0000``, which a model's output may
+        hold) reads up to that character, as SQLite's ``json_extract`` returns it; the
+        stored text keeps the whole document on both engines."""
         return f"json_extract({column}, '$.{key}')"
 
     def set_wait(self, db: peewee.Database, milliseconds: int) -> None:
@@ -386,7 +390,13 @@ class PostgresDialect(Dialect):
     read_isolation = "REPEATABLE READ"
 
     def json_value(self, column: str, key: str) -> str:
-        return f"({column}::jsonb ->> '{key}')"  # text: the callers convert it
+        # jsonb refuses a \u0000 escape (its text holds no NUL): such a document has each
+        # string cut at its first NUL first, which is what SQLite's json_extract reads.
+        readable = (
+            f"CASE WHEN strpos({column}, '\\u0000') = 0 THEN {column} "
+            f"ELSE regexp_replace({column}, '{_NUL_TO_STRING_END}', '\\1\"', 'g') END"
+        )
+        return f"(({readable})::jsonb ->> '{key}')"  # text: the callers convert it
 
     def set_wait(self, db: peewee.Database, milliseconds: int) -> None:
         db.execute_sql(f"SET lock_timeout = {int(milliseconds):d}")
@@ -441,6 +451,10 @@ class PostgresDialect(Dialect):
         flush = "pg_stat_force_next_flush(), " if version >= 150000 else ""
         db.execute_sql(self.announce_sql.format(flush=flush), (CHANNEL,))
 
+
+_NUL_TO_STRING_END = r'(?<!\\)((?:\\\\)*)\\u0000(?:[^"\\]|\\.)*"'
+"""A ``\\u0000`` escape (one not preceded by an escaped backslash) and the rest of its
+JSON string, closing quote included; a PostgreSQL regular expression."""
 
 SQLITE = Dialect()
 POSTGRES = PostgresDialect()

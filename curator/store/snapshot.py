@@ -97,59 +97,90 @@ def key_from_dict(table: str, value: Mapping[str, Any]) -> Key:
     return tuple(value[column] for column in SPECS[table].key)
 
 
+def _select_by_key(
+    store: Store, table: str, columns: tuple[str, ...], keys: list[Key]
+) -> Iterable[Row]:
+    """The rows of ``keys`` (by the key's first column, a chunk of them per statement),
+    each with ``columns``; the caller keeps only the keys it asked for."""
+    select = ", ".join(_q(c) for c in columns)
+    first = SPECS[table].key[0]
+    firsts = list(dict.fromkeys(k[0] for k in keys))
+    for start in range(0, len(firsts), _CHUNK):
+        chunk = firsts[start : start + _CHUNK]
+        marks = ", ".join("?" for _ in chunk)
+        sql = f"SELECT {select} FROM {_q(table)} WHERE {_q(first)} IN ({marks})"
+        for values in store.execute(sql, tuple(chunk)):
+            yield dict(zip(columns, values, strict=True))
+
+
 def read_rows(store: Store, table: str, keys: Iterable[Key]) -> dict[Key, Row | None]:
     """The tracked state of each requested row (None: the row does not exist)."""
     wanted = list(dict.fromkeys(keys))
     result: dict[Key, Row | None] = dict.fromkeys(wanted)
     if not wanted:
         return result
-    spec = SPECS[table]
-    columns = tracked_columns(store, table)
-    select = ", ".join(_q(c) for c in columns)
-    first = spec.key[0]
-    firsts = list(dict.fromkeys(k[0] for k in wanted))
-    for start in range(0, len(firsts), _CHUNK):
-        chunk = firsts[start : start + _CHUNK]
-        marks = ", ".join("?" for _ in chunk)
-        sql = f"SELECT {select} FROM {_q(table)} WHERE {_q(first)} IN ({marks})"
-        for values in store.execute(sql, tuple(chunk)):
-            row = dict(zip(columns, values, strict=True))
-            key = key_of(table, row)
-            if key in result:
-                result[key] = row
+    for row in _select_by_key(store, table, tracked_columns(store, table), wanted):
+        key = key_of(table, row)
+        if key in result:
+            result[key] = row
     return result
 
 
-def write_row(store: Store, table: str, key: Key, state: Mapping[str, Any] | None) -> None:
-    """Make the row's tracked state ``state``: delete it, update it, or re-create it.
+def write_rows(
+    store: Store, table: str, states: Iterable[tuple[Key, Mapping[str, Any] | None]]
+) -> None:
+    """Make each row's tracked state the one given: delete it (None), update it, or
+    re-create it; in the order given, as one statement per row would.
 
-    Must run inside ``store.write()``; the caller orders the calls so foreign keys hold.
+    A few statements for the whole list, whatever its length: which rows exist is read in
+    chunks of keys, and consecutive writes of the same shape are one ``executemany``
+    (psycopg pipelines it to PostgreSQL). The undo of a commit of a few hundred
+    candidates writes a thousand rows and more; one statement each would be as many round
+    trips to a server. Must run inside ``store.write()``; the caller orders the tables so
+    foreign keys hold.
     """
     spec = SPECS[table]
+    items = list(states)
     where = " AND ".join(f"{_q(c)} = ?" for c in spec.key)
-    if state is None:
-        store.db.execute_sql(f"DELETE FROM {_q(table)} WHERE {where}", key)
-        return
-    exists = store.execute(f"SELECT 1 FROM {_q(table)} WHERE {where}", key)
-    values = {c: v for c, v in state.items() if c not in spec.key}
-    if exists:
-        if values:
-            assignments = ", ".join(f"{_q(c)} = ?" for c in values)
-            store.db.execute_sql(
-                f"UPDATE {_q(table)} SET {assignments} WHERE {where}",
-                (*values.values(), *key),
-            )
-        return
-    if spec.columns is not None:
-        raise CuratorError(
-            f"cannot restore {table} {key_dict(table, key)}: the row no longer exists"
-        )
-    columns = list(state)
-    store.db.execute_sql(
-        f"INSERT INTO {_q(table)} ({', '.join(_q(c) for c in columns)}) "
-        f"VALUES ({', '.join('?' for _ in columns)})",
-        tuple(state[c] for c in columns),
+    kept = [key for key, state in items if state is not None]
+    present = (
+        {key_of(table, r) for r in _select_by_key(store, table, spec.key, kept)} if kept else set()
     )
+    batches: list[tuple[str, list[tuple[Any, ...]]]] = []
+
+    def add(sql: str, params: tuple[Any, ...]) -> None:
+        if batches and batches[-1][0] == sql:
+            batches[-1][1].append(params)
+        else:
+            batches.append((sql, [params]))
+
+    for key, state in items:
+        if state is None:
+            add(f"DELETE FROM {_q(table)} WHERE {where}", key)
+            present.discard(key)
+            continue
+        if key in present:
+            values = {c: v for c, v in state.items() if c not in spec.key}
+            if values:
+                assignments = ", ".join(f"{_q(c)} = ?" for c in values)
+                add(f"UPDATE {_q(table)} SET {assignments} WHERE {where}", (*values.values(), *key))
+            continue
+        if spec.columns is not None:
+            raise CuratorError(
+                f"cannot restore {table} {key_dict(table, key)}: the row no longer exists"
+            )
+        columns = list(state)
+        add(
+            f"INSERT INTO {_q(table)} ({', '.join(_q(c) for c in columns)}) "
+            f"VALUES ({', '.join('?' for _ in columns)})",
+            tuple(state[c] for c in columns),
+        )
+        present.add(key)
+    for sql, params in batches:
+        if len(params) == 1:
+            store.db.execute_sql(sql, params[0])
+        else:
+            store.db.cursor().executemany(sql, params)
 
 
 def logical_dump(store: Store) -> dict[str, list[Row]]:

@@ -110,13 +110,16 @@ def test_the_listener_stops_with_the_window(qtbot, main_window: MainWindow) -> N
     assert not listener.running
 
 
-def test_the_status_bar_names_the_database_without_a_password(
+def test_the_status_bar_and_title_name_the_database_without_a_password(
     main_window: MainWindow, store: Store
 ) -> None:
     tip = main_window.db_label.toolTip()
     assert tip.endswith(store.location)
     kind = "Database file" if store.dialect.is_file else "PostgreSQL database"
     assert tip.startswith(kind)
+    name = store.location.rsplit("/", 1)[1]  # the file's name, or the server's database
+    assert main_window.db_label.text() == name
+    assert main_window.windowTitle().startswith(f"{name} — ")
 
 
 def test_a_change_heard_during_our_own_write_is_shown_once_it_ends(

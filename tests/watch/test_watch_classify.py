@@ -3,6 +3,7 @@
 The batches run beside the follow: lines appended while a batch classifies are imported
 before it ends, and a stop mid-batch leaves the positions, the episodes and the run in
 agreement (the run recorded as cancelled with what it finished, never left running).
+Each test runs on a SQLite file and on a PostgreSQL database.
 """
 
 from __future__ import annotations
@@ -11,9 +12,9 @@ import argparse
 import contextlib
 import json
 import signal
-import sqlite3
 import time
 from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -30,21 +31,28 @@ from tests.watch.test_watch_cli import spawn
 pytestmark = pytest.mark.llm
 
 
-def rows(db: Path, sql: str, params: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
-    with contextlib.closing(sqlite3.connect(db, timeout=30)) as conn:
-        return list(conn.execute(sql, params).fetchall())
+@dataclass
+class Database:
+    """The database a test's ``watch`` writes (a SQLite file or a PostgreSQL database),
+    read through a connection of the test's own while the watcher runs."""
+
+    location: str
+    reader: Store
+
+    def rows(self, sql: str, params: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
+        return self.reader.execute(sql, params)
 
 
-def labelled(db: Path) -> int:
-    return int(rows(db, "SELECT count(*) FROM episode WHERE model_label IS NOT NULL")[0][0])
+def labelled(db: Database) -> int:
+    return int(db.rows("SELECT count(*) FROM episode WHERE model_label IS NOT NULL")[0][0])
 
 
-def episodes(db: Path) -> int:
-    return int(rows(db, "SELECT count(*) FROM episode")[0][0])
+def episodes(db: Database) -> int:
+    return int(db.rows("SELECT count(*) FROM episode")[0][0])
 
 
-def running_runs(db: Path) -> list[int]:
-    return [r[0] for r in rows(db, "SELECT id FROM run WHERE status = 'running'")]
+def running_runs(db: Database) -> list[int]:
+    return [r[0] for r in db.rows("SELECT id FROM run WHERE status = 'running'")]
 
 
 def wait_long(predicate: Callable[[], bool], what: str) -> None:
@@ -56,18 +64,23 @@ def wait_long(predicate: Callable[[], bool], what: str) -> None:
 
 
 @pytest.fixture
-def db(tmp_path: Path) -> Iterator[Path]:
-    path = tmp_path / "db.sqlite"
-    Store(path).close()
-    yield path
+def db(db_url: str) -> Iterator[Database]:
+    """Each test on a SQLite file, then on a PostgreSQL database."""
+    reader = Store(db_url)
+    try:
+        yield Database(db_url, reader)
+    finally:
+        reader.close()
 
 
 def test_once_classifies_every_pending_episode_in_batches(
-    db: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    db: Database, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     log = tmp_path / "agent.jsonl"
     log.write_bytes(line("deployed the fix") + line("lunch was good") + line("rolled back"))
-    code = main(["--db", str(db), "--json", "watch", "--once", "--classify-every", "2", str(log)])
+    code = main(
+        ["--db", db.location, "--json", "watch", "--once", "--classify-every", "2", str(log)]
+    )
     document = json.loads(capsys.readouterr().out)
     assert code == 0
     assert document["imported"] == 3
@@ -77,11 +90,11 @@ def test_once_classifies_every_pending_episode_in_batches(
 
 
 def test_a_bad_batch_size_is_a_usage_error(
-    db: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    db: Database, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     for bad in ("0", "-2", "two", "1.5"):
         with pytest.raises(SystemExit) as exc:
-            main(["--db", str(db), "watch", "--classify-every", bad, str(tmp_path)])
+            main(["--db", db.location, "watch", "--classify-every", bad, str(tmp_path)])
         assert exc.value.code == 2
         err = capsys.readouterr().err
         assert "--classify-every" in err and len(err.strip().splitlines()) == 1
@@ -107,7 +120,7 @@ def test_a_batch_size_is_a_whole_number_from_1_to_100000_or_refused(text: str) -
 
 
 def test_an_unusable_model_is_one_line_and_nothing_is_followed(
-    db: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    db: Database, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     log = tmp_path / "agent.jsonl"
     log.write_bytes(line("a"))
@@ -116,7 +129,7 @@ def test_an_unusable_model_is_one_line_and_nothing_is_followed(
     code = main(
         [
             "--db",
-            str(db),
+            db.location,
             "watch",
             "--once",
             "--classify-every",
@@ -134,13 +147,13 @@ def test_an_unusable_model_is_one_line_and_nothing_is_followed(
 
 @pytest.mark.parametrize("sig", [signal.SIGTERM])
 def test_lines_are_read_during_a_batch_and_a_stop_mid_batch_keeps_all_consistent(
-    db: Path, tmp_path: Path, sig: signal.Signals
+    db: Database, tmp_path: Path, sig: signal.Signals
 ) -> None:
     """One model load for both (a batch on this model takes a while): the first batch
     measures the model's label bias first (several full prompts), long enough to append
     a line during it and to stop the follow in the middle of it."""
     log = tmp_path / "agent.jsonl"
-    proc = spawn(db, "--json", "--interval", "0.05", "--classify-every", "2", str(log))
+    proc = spawn(db.location, "--json", "--interval", "0.05", "--classify-every", "2", str(log))
     try:
         append(log, line("one: deployed the fix") + line("two: rolled it back"))
         wait_long(lambda: running_runs(db) != [], "the batch to start")
@@ -157,16 +170,15 @@ def test_lines_are_read_during_a_batch_and_a_stop_mid_batch_keeps_all_consistent
     document = json.loads(out)
     assert document["imported"] == 3
     # The run ended one way or the other, never left running; its labels are its own.
-    statuses = rows(db, "SELECT status FROM run")
+    statuses = db.rows("SELECT status FROM run ORDER BY id")
     assert statuses and all(s in {("cancelled",), ("done",)} for s in statuses)
     assert document["classify"]["statuses"] == [s[0] for s in statuses]
-    orphans = rows(
-        db,
+    orphans = db.rows(
         "SELECT count(*) FROM episode WHERE model_label IS NOT NULL AND (model_run_id IS NULL "
         "OR model_run_id NOT IN (SELECT id FROM run))",
     )
     assert orphans == [(0,)]
     # The follow position agrees with the episodes: a restart reads nothing twice.
-    assert rows(db, "SELECT line FROM follow_state") == [(3,)]
-    assert main(["--db", str(db), "watch", "--once", str(log)]) == 0
+    assert db.rows("SELECT line FROM follow_state") == [(3,)]
+    assert main(["--db", db.location, "watch", "--once", str(log)]) == 0
     assert episodes(db) == 3

@@ -21,7 +21,7 @@ from tests.watch.conftest import append, line, texts
 ROOT = str(Path(curator.__file__).resolve().parents[1])
 
 
-def spawn(db: Path, *args: str, stderr: object = subprocess.PIPE) -> subprocess.Popen[str]:
+def spawn(db: Path | str, *args: str, stderr: object = subprocess.PIPE) -> subprocess.Popen[str]:
     env = {**os.environ, "PYTHONPATH": ROOT}
     return subprocess.Popen(
         [sys.executable, "-m", "curator", "--db", str(db), "watch", *args],

@@ -44,6 +44,7 @@ from PySide6.QtWidgets import QProgressDialog, QWidget
 from curator.gui.runtime.operations import OpContext, StoreOps
 from curator.pipeline.runlog import one_line
 from curator.store.backup import BackupResult, backup_due, take_backup
+from curator.store.location import DatabaseLocation
 
 log = logging.getLogger("curator.gui")
 
@@ -122,7 +123,8 @@ class AutoBackup(QObject):
             window,
             # A server's database is not a file to copy on a timer or on close: its
             # backups are the server's (or `curator backup`'s) business.
-            read_only=services.store.read_only or not services.store.dialect.is_file,
+            read_only=services.store.read_only
+            or not DatabaseLocation.of(services.store).supports_file_backup,
             max_total_mb=lambda: int(services.settings().backup_max_total_mb),
         )
         auto.status_message.connect(window.show_message)  # type: ignore[attr-defined]

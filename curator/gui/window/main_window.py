@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import logging
 import time
-from pathlib import Path
 from typing import Any
 
 from PySide6.QtCore import QByteArray, QSettings, Qt, QTimer, Signal
@@ -46,6 +45,7 @@ from curator.gui.window.window_fit import fit_window
 from curator.gui.window.window_follow import FollowMixin
 from curator.gui.window.window_status import StatusBarMixin
 from curator.store.changes import Change
+from curator.store.location import DatabaseLocation
 
 log = logging.getLogger("curator.gui")
 
@@ -80,13 +80,13 @@ def app_settings() -> QSettings:
     return QSettings(ORGANIZATION, APPLICATION)
 
 
-def window_title(db_path: Path) -> str:
+def window_title(name: str) -> str:
     """The document first, the application once ("demo.sqlite — Memory Curator").
 
     Qt appends the application display name (set in ``app.create_application``) only to
     titles that do not already end with it, so the name is never shown twice.
     """
-    return f"{db_path.name} — {APP_DISPLAY_NAME}"
+    return f"{name} — {APP_DISPLAY_NAME}"
 
 
 class MainWindow(StatusBarMixin, FileMenuMixin, FollowMixin, QMainWindow):
@@ -107,7 +107,7 @@ class MainWindow(StatusBarMixin, FileMenuMixin, FollowMixin, QMainWindow):
         self.services = services
         self.qsettings = qsettings if qsettings is not None else app_settings()
         # Ends with the display name app.py sets: Qt then appends nothing more to it.
-        self.setWindowTitle(window_title(services.db_path))
+        self.setWindowTitle(window_title(DatabaseLocation.of(services.store).display_name))
         self._dirty: set[int] = set()
         self.too_big_for_screen = False
         self._geometry_restored = False

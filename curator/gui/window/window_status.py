@@ -20,6 +20,7 @@ from PySide6.QtWidgets import QLabel, QProgressBar, QPushButton
 from curator.gui.settings.model_picker import DEMO_NOTICE, DEMO_SHORT, demo_model_in_use
 from curator.gui.widgets.eliding import ElidingButton, ElidingLabel
 from curator.gui.window.status_room import StatusRoom
+from curator.store.location import DatabaseLocation
 from curator.store.settings import Settings, load_settings
 
 if TYPE_CHECKING:
@@ -62,12 +63,11 @@ class StatusBarMixin(_WindowBase):
 
     def _build_status_bar(self) -> None:
         bar = self.statusBar()
-        # the file name only: a full path would set the window's minimum width
-        self.db_label = ElidingLabel(self.services.db_path.name)
+        # the name only: a full path would set the window's minimum width
+        where = DatabaseLocation.of(self.services.store)
+        self.db_label = ElidingLabel(where.display_name)
         self.db_label.setObjectName("dbLabel")
-        store = self.services.store
-        kind = "Database file" if store.dialect.is_file else f"{store.dialect.name} database"
-        self.db_label.setToolTip(f"{kind}: {store.location}")  # never a password
+        self.db_label.setToolTip(where.description)  # never a password
         self.model_label = ElidingLabel("Model: …")  # named once the settings are read
         self.model_label.setObjectName("modelLabel")
         self.offload_label = QLabel("model not loaded")
