@@ -14,11 +14,11 @@ from __future__ import annotations
 import os
 import sqlite3
 from pathlib import Path
-from urllib.parse import parse_qsl, urlsplit
 
 from curator.core.wording import plural
 from curator.errors import CuratorError
 from curator.store.engine import POSTGRES, is_postgres_url
+from curator.store.location import DatabaseLocation
 from curator.store.migrations import LATEST_VERSION
 from curator.store.opening import check_file, has_wal, read_only_uri
 from curator.store.pg_connection import postgres_database
@@ -27,29 +27,9 @@ CHECK_TIMEOUT_S = 10.0
 """How long a check waits for a server to answer or a SQLite lock to clear."""
 
 
-def _url_part(url: str) -> tuple[str, str, str]:
-    """``host:port``, the database's name and the user of a URL (query values count)."""
-    parts = urlsplit(url)
-    query = dict(parse_qsl(parts.query, keep_blank_values=True))
-    netloc = parts.netloc.rpartition("@")[2]
-    host = query.get("host") or netloc or "the local socket"
-    if "port" in query and ":" not in host:
-        host = f"{host}:{query['port']}"
-    dbname = query.get("dbname") or parts.path.strip("/")
-    if not dbname and query.get("service"):
-        dbname = f"service {query['service']}"
-    user = query.get("user") or (parts.username or "")
-    return host, dbname, user
-
-
 def describe_location(location: str | os.PathLike[str]) -> str:
-    """Where the database is, without opening it: "SQLite file PATH", or "PostgreSQL at
-    HOST:PORT/NAME as USER" (the URL's password, if any, never shows)."""
-    if is_postgres_url(location):
-        host, dbname, user = _url_part(os.fspath(location))
-        shown = f"PostgreSQL at {host}/{dbname}"
-        return f"{shown} as {user}" if user else shown
-    return f"SQLite file {os.fspath(location)}"
+    """Where the database is, without opening it (see :attr:`DatabaseLocation.summary`)."""
+    return DatabaseLocation.named(location).summary
 
 
 def _schema_words(version: int) -> str:

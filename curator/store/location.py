@@ -67,15 +67,36 @@ class DatabaseLocation:
         name on its server (``service NAME`` where a service file names it)."""
         if self.file is not None:
             return self.file.name
-        parts = urlsplit(self.shown)
-        query = dict(parse_qsl(parts.query, keep_blank_values=True))
-        name = unquote(parts.path.lstrip("/")) or query.get("dbname", "")
-        if not name and query.get("service"):
-            name = f"service {query['service']}"
-        return name or self.shown
+        return url_parts(self.shown)[1] or self.shown
+
+    @property
+    def summary(self) -> str:
+        """Where the database is, in words: "SQLite file PATH", or "PostgreSQL at
+        HOST:PORT/NAME as USER" (for Settings ▸ Database; never a password)."""
+        if self.file is not None:
+            return f"SQLite file {self.shown}"
+        host, dbname, user = url_parts(self.shown)
+        shown = f"PostgreSQL at {host}/{dbname}"
+        return f"{shown} as {user}" if user else shown
 
     @property
     def description(self) -> str:
         """The engine and the whole location, for a tooltip (never a password)."""
         kind = "Database file" if self.file is not None else f"{self.engine} database"
         return f"{kind}: {self.shown}"
+
+
+def url_parts(url: str) -> tuple[str, str, str]:
+    """``host:port``, the database's name and the user of a PostgreSQL URL (values in
+    its query count; a service file's name stands for the database's)."""
+    parts = urlsplit(url)
+    query = dict(parse_qsl(parts.query, keep_blank_values=True))
+    netloc = parts.netloc.rpartition("@")[2]
+    host = query.get("host") or netloc or "the local socket"
+    if "port" in query and ":" not in host:
+        host = f"{host}:{query['port']}"
+    dbname = query.get("dbname") or unquote(parts.path.strip("/"))
+    if not dbname and query.get("service"):
+        dbname = f"service {query['service']}"
+    user = query.get("user") or unquote(parts.username or "")
+    return host, dbname, user
