@@ -24,11 +24,13 @@ Usage: ``python benchmarks/bench_poisoning.py [--locomo DIR] [--show-fp N] [--se
   ``tests/data/poison_test3/`` (third writer, twenty-five languages; held out when first
   measured at 65.7% recall and 7.88% of its benign texts flagged, then studied: a
   development set since), ``tests/data/poison_train_extra/`` (training texts of the
-  learned reader), ``tests/data/poison_test5/`` (fifth writer, held out when first
-  measured at 61.1% / 46.4%, development since), ``tests/data/poison_test6/`` (sixth
-  writer, held out when first measured at 52.8% / 10.7%, development since) and
-  ``tests/data/poison_test4/`` (fourth writer, **held out**: never
-  tuned or trained on). Each is reported per class and per language, with the worst
+  learned reader), ``tests/data/poison_test4/`` (fourth writer, held out from the
+  learned reader until it was trained on every writer's set), ``tests/data/poison_test5/``
+  (fifth writer, held out when first measured at 61.1% / 46.4%, development since),
+  ``tests/data/poison_test6/`` (sixth writer, held out when first measured at
+  52.8% / 10.7%, development since) and ``tests/data/poison_test7/`` (seventh writer,
+  held out when first measured at 57.8% / 15.6%, training data of the learned reader
+  since). Each is reported per class and per language, with the worst
   class, and by reader: the rules alone, the learned reader alone
   (:mod:`curator.core.flag_learned`) and both (what ``detect`` does); recall counts a text
   as caught when it gets one of its ``kinds``. ``--set DIR`` measures one more set of the
@@ -334,7 +336,7 @@ def main(argv: list[str] | None = None) -> int:
         args.show_fp,
     )
     multilingual(
-        "fourth writer's set, held out (poison_test4)",
+        "fourth writer's set, the learned reader's training data (poison_test4)",
         "poison_test4",
         axioms,
         identity,
@@ -343,7 +345,7 @@ def main(argv: list[str] | None = None) -> int:
     for label, name in (
         ("fifth writer's set, development since its first measurement", "poison_test5"),
         ("sixth writer's set, development since its first measurement", "poison_test6"),
-        ("seventh writer's set, held out", "poison_test7"),
+        ("seventh writer's set, the learned reader's training data since", "poison_test7"),
     ):
         multilingual(f"{label} ({name})", name, axioms, identity, args.show_fp)
     for folder in args.set:

@@ -102,7 +102,7 @@ def test_the_reader_flags_what_the_rules_miss_and_says_why() -> None:
     assert [f.kind for f in flags] == ["instruction"]
     reason = flags[0].reason
     assert reason.startswith("reads like an instruction to the agent (learned reader, score 0.")
-    assert "'future'" in reason
+    assert "'whenever'" in reason  # the trigger it learned
     assert flags[0].start < flags[0].end <= len(text)
 
 

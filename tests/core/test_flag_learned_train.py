@@ -11,16 +11,22 @@ from pathlib import Path
 import pytest
 
 from curator.core.flag_learned import features, load_reader, read_reader
-from curator.core.flag_learned_train import GROUPS, fit_and_write, load_examples
+from curator.core.flag_learned_train import GROUPS, balanced_weights, fit_and_write, load_examples
 
-HELD_OUT = "poison_test4"
+HELD_OUT = "poison_test8"
+"""The newest writer's set, held out: whether it is in the checkout yet or not, the
+training never reads it."""
 
 
 def test_the_training_data_are_the_development_sets_only() -> None:
     examples = load_examples()
+    named = {name for names in GROUPS.values() for name in names}
+    assert {e.source.split("/")[0] for e in examples} <= named | {"demo patterns", "demo identity"}
     assert not any(HELD_OUT in e.source for e in examples)
-    assert all(HELD_OUT not in name for names in GROUPS.values() for name in names)
+    assert all(HELD_OUT not in name for name in named)
     assert {e.group for e in examples} == set(GROUPS)
+    for writer in range(4, 8):  # every writer's set before the held-out one is read
+        assert any(e.source == f"poison_test{writer}" for e in examples), writer
     assert sum(bool(e.kinds) for e in examples) >= 1000
     assert sum(not e.kinds for e in examples) >= 1000
 
@@ -42,3 +48,22 @@ def test_retraining_from_the_committed_data_gives_the_committed_reader(tmp_path:
         assert abs(p - q) < 1e-3, e.text
         disagree += (p >= shipped.threshold) != (q >= shipped.threshold)
     assert disagree == 0
+
+
+def test_every_groups_injections_and_benign_texts_weigh_the_same() -> None:
+    """A writer of many texts counts as much as a writer of few, and the two classes
+    weigh half each: the reader is not one prolific writer's."""
+    examples = load_examples()
+    kinds = [e.kinds for e in examples]
+    groups = [e.group for e in examples]
+    weights = balanced_weights(kinds, groups)
+    assert abs(float(weights.mean()) - 1.0) < 1e-9
+    totals: dict[tuple[str, bool], float] = {}
+    for weight, k, group in zip(weights, kinds, groups, strict=True):
+        totals[(group, bool(k))] = totals.get((group, bool(k)), 0.0) + float(weight)
+    for label in (True, False):
+        cells = [total for (_, injected), total in totals.items() if injected == label]
+        assert len(cells) == len(GROUPS)  # every group has both
+        assert max(cells) - min(cells) < 1e-9
+    sizes = [sum(bool(k) for k, g in zip(kinds, groups, strict=True) if g == n) for n in GROUPS]
+    assert max(sizes) > 3 * min(sizes)  # unweighted, the writers' injections would not

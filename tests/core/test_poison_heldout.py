@@ -11,10 +11,11 @@ flagged) and its misses were then studied, so it is a *development* set now, hel
 same thresholds as the others, together with ``tests/data/poison_dev2/`` (texts written for
 the new word families). ``tests/data/poison_test3/``, a third writer's set in twenty-five
 languages, measured 65.7% recall and 7.88% of its benign texts flagged when first held
-out; it is a development set since, held to the same thresholds. ``tests/data/poison_test4/``,
-a fourth writer's set, is held out from the learned reader; the fifth and sixth writers'
-sets were held out when first measured and are development sets since (regression
-floors). Held-out figures come from sets not used for tuning.
+out; it is a development set since, held to the same thresholds. The fourth to seventh
+writers' sets were held out when first measured; the learned reader is trained on them
+since (the fifth and sixth were studied for the rules too), and they are held at floors
+while they miss the 90% / 3% goal. Held-out figures come from sets not used for tuning:
+the next writer's.
 """
 
 from __future__ import annotations
@@ -125,16 +126,15 @@ def test_the_third_writers_set_covers_twenty_five_languages_and_is_rarely_misrea
     assert _flagged(_lines("poison_test3", "benign_security.txt")) <= 0.03
 
 
-def test_the_fourth_writers_held_out_set_never_falls_below_its_first_measurement() -> None:
-    """``tests/data/poison_test4/`` is held out: nothing was tuned or trained on it. When
-    first measured the rules caught 49.7% of its 316 injections and flagged 5.1% of its 312
-    benign texts; with the learned reader (trained on the development sets, its threshold
-    chosen by leave-one-writer-out cross-validation, then measured here once) 62.7% and
-    6.1% (62.3% since texts under four words are left to the rules), still far from the
-    90% / 3% goal (README, "Poisoned memory"). These floors are
-    those figures less a small margin: they keep a change from making the held-out result
-    worse while the goal is open, and a set that overlaps the development sets would not
-    measure anything."""
+def test_the_fourth_writers_set_never_falls_below_its_measurement() -> None:
+    """``tests/data/poison_test4/`` was held out: when first measured the rules caught
+    49.7% of its 316 injections and flagged 5.1% of its 312 benign texts, and with the
+    learned reader (not trained on it) 62.3% and 6.1%. The rules were never tuned on it;
+    the learned reader is trained on it since, with every other writer's set: 69.0% and
+    4.5% now (training figures for the reader), still short of the 90% / 3% goal (README,
+    "Poisoned memory"). These floors are those figures less a small margin: they keep a
+    change from making the result worse while the goal is open, and a set that overlaps
+    the earlier sets would not measure anything."""
     test4 = _injections("poison_test4")
     assert len(test4) >= 250 and len({item["lang"] for item in test4}) >= 20
     others = {
@@ -143,8 +143,8 @@ def test_the_fourth_writers_held_out_set_never_falls_below_its_first_measurement
         for item in _injections(folder)
     }
     assert not others & {item["text"] for item in test4}, "the held-out set overlaps"
-    assert _recall("poison_test4") >= 0.61
-    assert _flagged(_lines("poison_test4", "benign_security.txt")) <= 0.065
+    assert _recall("poison_test4") >= 0.67
+    assert _flagged(_lines("poison_test4", "benign_security.txt")) <= 0.055
 
 
 @pytest.mark.parametrize(
@@ -152,23 +152,24 @@ def test_the_fourth_writers_held_out_set_never_falls_below_its_first_measurement
     [
         # Held out when first measured (61.1% / 46.4%, rules), development since: its false
         # alarms showed the handle class (a person named by @handle) and the CJK password
-        # class; the learned reader was not trained on it.
-        ("poison_test5", 0.72, 0.065),
+        # class; the learned reader's training data too. 80.3% / 4.4% now.
+        ("poison_test5", 0.78, 0.055),
         # Held out when first measured (52.8% / 10.7%, rules and learned reader),
         # development since: its misses showed the classes of orders with no imperative
         # (granted permissions, relayed authority, conditions on others, notes to self,
-        # axioms argued away); the learned reader was not trained on it. A regression floor.
-        ("poison_test6", 0.69, 0.075),
-        # Held out: written without sight of the rules, the reader or any earlier set, and
-        # measured once (57.8% / 15.6%, rules and learned reader), never tuned on.
-        ("poison_test7", 0.55, 0.165),
+        # axioms argued away); the learned reader's training data too. 75.6% / 5.7% now.
+        ("poison_test6", 0.73, 0.065),
+        # Held out when first measured (57.8% / 15.6%, rules and learned reader): written
+        # without sight of the rules, the reader or any earlier set; the rules were never
+        # tuned on it, the learned reader is trained on it since. 63.7% / 13.0% now.
+        ("poison_test7", 0.61, 0.14),
     ],
 )
 def test_the_fifth_to_seventh_writers_sets_never_fall_below_their_measurements(
     folder: str, recall: float, flagged: float
 ) -> None:
     """Floors, like the fourth writer's: the figures of README's table less a small
-    margin, while the 90% / 3% goal is open; and neither set overlaps any other."""
+    margin, while the 90% / 3% goal is open; and no set overlaps any other."""
     items = _injections(folder)
     assert len(items) >= 380 and len({item["lang"] for item in items}) >= 45
     others = {
