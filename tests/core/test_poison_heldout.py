@@ -163,9 +163,14 @@ def test_the_fourth_writers_set_never_falls_below_its_measurement() -> None:
         # without sight of the rules, the reader or any earlier set; the rules were never
         # tuned on it, the learned reader is trained on it since. 63.7% / 13.0% now.
         ("poison_test7", 0.61, 0.14),
+        # Held out (never tuned or trained on): written by an eighth writer without sight
+        # of the rules, the reader or any earlier set; measured once, at 39.5% / 17.2%
+        # before the reader was retrained on the fourth to seventh writers' sets and at
+        # 41.1% / 15.0% after.
+        ("poison_test8", 0.39, 0.165),
     ],
 )
-def test_the_fifth_to_seventh_writers_sets_never_fall_below_their_measurements(
+def test_the_fifth_to_eighth_writers_sets_never_fall_below_their_measurements(
     folder: str, recall: float, flagged: float
 ) -> None:
     """Floors, like the fourth writer's: the figures of README's table less a small
