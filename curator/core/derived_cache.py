@@ -13,27 +13,40 @@ derived again:
 * :func:`load` / :func:`store` - bytes derived from one input (the reader's dense table),
   checked against a key the caller derives from that input.
 
-Every file carries a checksum; a missing, stale, damaged or unwritable cache only costs
-the time it saves. ``$CURATOR_CACHE_DIR`` overrides the user cache directory.
+Every file is signed with a random secret kept beside it (readable by its owner alone,
+:data:`SECRET_FILE`), and only a file this account's runs signed is used: a kept program
+is handed to ``_sre.compile``, which trusts it, so a damaged, foreign or hand-made file
+could otherwise crash the interpreter or match other text than its pattern. A missing,
+stale, damaged, unsigned or unwritable cache only costs the time it saves; where no
+secret can be kept (a folder another account owns the secret of), nothing is kept.
+``$CURATOR_CACHE_DIR`` overrides the user cache directory.
 """
 
 from __future__ import annotations
 
 import atexit
 import contextlib
+import hashlib
+import hmac
 import marshal
 import os
 import re
+import secrets
+import stat
 import sys
 import threading
-import zlib
 from pathlib import Path
 from typing import Any
 
 __all__ = ["cache_dir", "load", "regex", "save_patterns", "store"]
 
 CACHE_ENV = "CURATOR_CACHE_DIR"
-_MAGIC = b"CRC1"
+_MAGIC = b"CRS1"
+SECRET_FILE = "secret"
+_SECRET_BYTES = 32
+_TAG_BYTES = 32
+_SECRETS: dict[Path, bytes] = {}
+"""The secret read or made per cache folder in this run."""
 
 
 def cache_dir() -> Path:
@@ -46,10 +59,72 @@ def cache_dir() -> Path:
     return Path(base)
 
 
-def load(name: str, key: bytes) -> bytes | None:
-    """The bytes kept under ``name`` for ``key``; None when absent, stale or damaged."""
+def _read_secret(path: Path) -> bytes | None:
+    """The secret in ``path`` when it is a plain file of the right size that only this
+    account can read and write (checked on systems with owners and modes); else None."""
+    flags = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_BINARY", 0)
     try:
-        raw = (cache_dir() / name).read_bytes()
+        fd = os.open(path, flags)
+    except OSError:
+        return None
+    try:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode):
+            return None
+        if hasattr(os, "getuid") and (info.st_uid != os.getuid() or info.st_mode & 0o077):
+            return None
+        data = os.read(fd, _SECRET_BYTES + 1)
+    except OSError:
+        return None
+    finally:
+        os.close(fd)
+    return data if len(data) == _SECRET_BYTES else None
+
+
+def _secret(folder: Path, *, create: bool) -> bytes | None:
+    """The folder's signing secret; made (written whole, then linked into place, so two
+    runs making it at once agree on one) when ``create`` and there is none yet."""
+    kept = _SECRETS.get(folder)
+    if kept is not None:
+        return kept
+    path = folder / SECRET_FILE
+    secret = _read_secret(path)
+    if secret is None and create and not os.path.lexists(path):
+        part = folder / f".{SECRET_FILE}.{os.getpid()}.{threading.get_ident()}.part"
+        try:
+            folder.mkdir(parents=True, exist_ok=True)
+            fd = os.open(part, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+            try:
+                os.write(fd, secrets.token_bytes(_SECRET_BYTES))
+            finally:
+                os.close(fd)
+            with contextlib.suppress(FileExistsError):
+                os.link(part, path)
+        except OSError:
+            return None
+        finally:
+            with contextlib.suppress(OSError):
+                part.unlink()
+        secret = _read_secret(path)
+    if secret is not None:
+        _SECRETS[folder] = secret
+    return secret
+
+
+def _tag(secret: bytes, key: bytes, body: bytes) -> bytes:
+    head = _MAGIC + len(key).to_bytes(2, "little") + key
+    return hmac.new(secret, head + body, hashlib.sha256).digest()
+
+
+def load(name: str, key: bytes) -> bytes | None:
+    """The bytes kept under ``name`` for ``key``; None when absent, stale, damaged or
+    not signed with this cache folder's secret."""
+    folder = cache_dir()
+    secret = _secret(folder, create=False)
+    if secret is None:
+        return None
+    try:
+        raw = (folder / name).read_bytes()
     except OSError:
         return None
     head = len(_MAGIC) + 2
@@ -58,21 +133,23 @@ def load(name: str, key: bytes) -> bytes | None:
     size = int.from_bytes(raw[len(_MAGIC) : head], "little")
     if raw[head : head + size] != key:
         return None
-    body = raw[head + size + 4 :]
-    if zlib.crc32(body).to_bytes(4, "little") != raw[head + size : head + size + 4]:
+    tag = raw[head + size : head + size + _TAG_BYTES]
+    body = raw[head + size + _TAG_BYTES :]
+    if not hmac.compare_digest(tag, _tag(secret, key, body)):
         return None
     return body
 
 
 def store(name: str, key: bytes, body: bytes) -> None:
-    """Keep ``body`` under ``name`` for ``key`` (written whole, then renamed into place)."""
+    """Keep ``body`` under ``name`` for ``key`` (signed, written whole, then renamed
+    into place); nothing is kept where no secret can be."""
     folder = cache_dir()
-    data = b"".join(
-        (_MAGIC, len(key).to_bytes(2, "little"), key, zlib.crc32(body).to_bytes(4, "little"), body)
-    )
+    secret = _secret(folder, create=True)
+    if secret is None:
+        return
+    data = b"".join((_MAGIC, len(key).to_bytes(2, "little"), key, _tag(secret, key, body), body))
     part = folder / f".{name}.{os.getpid()}.{threading.get_ident()}.part"
     with contextlib.suppress(OSError):
-        folder.mkdir(parents=True, exist_ok=True)
         try:
             part.write_bytes(data)
             os.replace(part, folder / name)

@@ -33,7 +33,7 @@ import os
 import re
 from collections.abc import Iterator
 from typing import Any
-from urllib.parse import parse_qsl, unquote_to_bytes, urlsplit
+from urllib.parse import SplitResult, parse_qsl, unquote_to_bytes, urlsplit
 
 import peewee
 
@@ -138,9 +138,18 @@ def check_postgres_url(url: str, source: str) -> str:
     return "postgresql" + url[url.index("://") :]
 
 
+def split_url(url: str) -> SplitResult:
+    """``urlsplit(url)``, also for a host with a ``[`` and no ``]`` (or the reverse),
+    which ``urlsplit`` refuses: the URL is still shown and read, never a crash."""
+    try:
+        return urlsplit(url)
+    except ValueError:
+        return urlsplit(url.replace("[", "%5B").replace("]", "%5D"))
+
+
 def display_url(url: str) -> str:
     """``url`` for messages: the user and host stay, a password never shows."""
-    parts = urlsplit(url)
+    parts = split_url(url)
     netloc = parts.netloc
     if parts.password is not None:
         user, _, host = netloc.rpartition("@")
@@ -151,7 +160,9 @@ def display_url(url: str) -> str:
     )
     shown = f"{parts.scheme}://{netloc}{parts.path}"  # "//" kept for an empty host
     shown += f"?{query}" if query else ""
-    return shown + (f"#{parts.fragment}" if parts.fragment else "")
+    # libpq reads no fragment: a "#" typed into the query keeps its password hidden too
+    fragment = re.sub(r"(^|[?&])password=[^&]*", r"\1password=***", parts.fragment)
+    return shown + (f"#{fragment}" if fragment else "")
 
 
 # -- parameters ---------------------------------------------------------------------------

@@ -14,9 +14,9 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
-from urllib.parse import parse_qsl, unquote, urlsplit
+from urllib.parse import parse_qsl, unquote
 
-from curator.store.engine import POSTGRES, SQLITE, display_url, is_postgres_url
+from curator.store.engine import POSTGRES, SQLITE, display_url, is_postgres_url, split_url
 
 if TYPE_CHECKING:
     from curator.store.db import Store
@@ -89,7 +89,7 @@ class DatabaseLocation:
 def url_parts(url: str) -> tuple[str, str, str]:
     """``host:port``, the database's name and the user of a PostgreSQL URL (values in
     its query count; a service file's name stands for the database's)."""
-    parts = urlsplit(url)
+    parts = split_url(url)
     query = dict(parse_qsl(parts.query, keep_blank_values=True))
     netloc = parts.netloc.rpartition("@")[2]
     host = query.get("host") or netloc or "the local socket"

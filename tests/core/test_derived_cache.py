@@ -7,6 +7,7 @@ as the reader read from its file; a damaged or stale cache file is ignored, neve
 
 from __future__ import annotations
 
+import os
 import re
 from collections.abc import Iterator
 from pathlib import Path
@@ -147,3 +148,63 @@ def test_a_damaged_or_stale_dense_reader_is_derived_again(cache: Path, tmp_path:
     changed(other, heads, dict.fromkeys(HEADS, 0.0), 0.5, 1.0)
     small = flag_learned._load_shipped(other)
     assert small.weights["injection"][5] == 0.25 and small.threshold == 0.5
+
+
+def _foreign_file(folder: Path, pattern: str, flags: int, program_of: str) -> bytes:
+    """The pattern file another account's (or a hostile) cache would hold: well formed,
+    its checksum or signature right for its own folder, the program of ``program_of``
+    kept for ``pattern``."""
+    derived_cache._ENTRIES.clear()
+    derived_cache._ENTRIES[(pattern, int(flags))] = derived_cache._entry(program_of, int(flags))
+    derived_cache._STATE.update(loaded=True, dirty=True)
+    with pytest.MonkeyPatch.context() as env:
+        env.setenv(derived_cache.CACHE_ENV, str(folder))
+        derived_cache.save_patterns()
+    derived_cache._ENTRIES.clear()
+    derived_cache._STATE.update(loaded=False, dirty=False)
+    return (folder / "patterns.bin").read_bytes()
+
+
+SIMPLE = ["a", "b", "é", "(?:x|yz)", "[0-9]+", "\\bq\\b", "(?P<n>q)w", "ab*"]
+
+
+@settings(
+    deadline=None, max_examples=40, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(
+    st.sampled_from(SIMPLE),
+    st.sampled_from(SIMPLE),
+    st.sampled_from([0, re.IGNORECASE]),
+    st.text(alphabet="abéxyzq0129 wAB", max_size=20),
+)
+@example("a", "b", 0, "a b")
+@example("\\bq\\b", "[0-9]+", re.IGNORECASE, "q 12")
+def test_a_foreign_pattern_file_is_never_trusted(
+    cache: Path,
+    tmp_path_factory: pytest.TempPathFactory,
+    pattern: str,
+    other: str,
+    flags: int,
+    text: str,
+) -> None:
+    """A file copied from another cache folder, its checksum right but its program
+    another pattern's (a hostile one could crash the interpreter): compiled anew."""
+    elsewhere = tmp_path_factory.mktemp("elsewhere")
+    (cache / "patterns.bin").write_bytes(_foreign_file(elsewhere, pattern, flags, other))
+    assert derived_cache.load("patterns.bin", derived_cache._patterns_key()) is None
+    compiled = derived_cache.regex(pattern, flags)
+    assert compiled == re.compile(pattern, flags)
+    assert compiled.findall(text) == re.compile(pattern, flags).findall(text)
+
+
+@pytest.mark.skipif(not hasattr(os, "getuid"), reason="owners and modes are POSIX")
+def test_a_secret_others_can_read_keeps_nothing(cache: Path) -> None:
+    derived_cache.regex(r"\bkept\b")
+    _reload()
+    assert derived_cache.load("patterns.bin", derived_cache._patterns_key()) is not None
+    secret = cache / derived_cache.SECRET_FILE
+    assert secret.stat().st_mode & 0o077 == 0
+    secret.chmod(0o644)
+    derived_cache._SECRETS.clear()
+    assert derived_cache.load("patterns.bin", derived_cache._patterns_key()) is None
+    assert derived_cache.regex(r"\bkept\b") == re.compile(r"\bkept\b")

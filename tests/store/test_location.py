@@ -71,3 +71,32 @@ def test_a_file_is_named_by_its_file_name(tmp_path: Path) -> None:
     assert where.display_name == "team memory.sqlite"
     assert where.file == path and where.is_local_file and where.supports_file_backup
     assert where.description == f"Database file: {path}"
+
+
+URL_BITS = st.sampled_from(
+    ["u", ":", "@", "/", "?", "#", "%", "%40", "%3A", "[", "]", "::1", "h", "&", "=", " ", "é"]
+)
+SECRET = "S3cr3tPw"
+
+
+@settings(deadline=None, max_examples=300)
+@given(
+    st.sampled_from(["postgresql://", "postgres://"]),
+    # a "/", "?" or "#" ends the user part: what follows it is a name, not a password
+    st.lists(URL_BITS.filter(lambda bit: bit not in "/?#"), max_size=4).map("".join),
+    st.lists(URL_BITS, max_size=4).map("".join),
+    st.lists(URL_BITS, max_size=6).map("".join),
+    st.booleans(),
+)
+@example("postgres://", "", "[", "u", False)  # a "[" with no "]": urlsplit refuses the host
+@example("postgresql://", "u", "h", "]", True)
+def test_any_url_around_a_password_is_shown_without_it_and_never_raises(
+    scheme: str, user: str, host: str, rest: str, in_query: bool
+) -> None:
+    if in_query:
+        url = f"{scheme}{user}@{host}/db?{rest}&password={SECRET}"
+    else:
+        url = f"{scheme}{user}:{SECRET}@{host}/{rest}"
+    where = DatabaseLocation.named(url)
+    for shown in (where.shown, where.display_name, where.summary, where.description):
+        assert SECRET not in shown
