@@ -11,6 +11,7 @@ when it opens it. Qt-free; the pane runs :func:`check_database` on a worker thre
 
 from __future__ import annotations
 
+import math
 import os
 import sqlite3
 from pathlib import Path
@@ -55,7 +56,9 @@ def _check_sqlite(path: Path, timeout_s: float) -> str:
 
 
 def _check_postgres(url: str, timeout_s: float) -> str:
-    db = postgres_database(url, timeout_s, read_only=True)
+    db = postgres_database(
+        url, timeout_s, read_only=True, connect_timeout_s=max(2, math.ceil(timeout_s))
+    )
     where = describe_location(url)
     try:
         try:

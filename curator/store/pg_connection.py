@@ -172,11 +172,21 @@ def _postgres_class() -> type[peewee.PostgresqlDatabase]:
     return CuratorPostgres
 
 
+CONNECT_TIMEOUT_S = 10
+"""How long a connection may take before the server is given up."""
+
+
 def postgres_database(
-    url: str, busy_timeout_s: float, *, read_only: bool = False
+    url: str,
+    busy_timeout_s: float,
+    *,
+    read_only: bool = False,
+    connect_timeout_s: int = CONNECT_TIMEOUT_S,
 ) -> peewee.PostgresqlDatabase:
     """A peewee database for ``url`` whose writes wait ``busy_timeout_s`` for the lock
-    (``read_only``: the server refuses every write of its connections)."""
+    (``read_only``: the server refuses every write of its connections); a server that
+    does not complete the connection within ``connect_timeout_s`` is given up (libpq
+    counts whole seconds and treats less than 2 as 2)."""
     if not hasattr(peewee, "Psycopg3Adapter"):
         raise CuratorError("a PostgreSQL database needs a peewee with psycopg 3 support")
     try:
@@ -189,7 +199,7 @@ def postgres_database(
     options = f"-c lock_timeout={int(busy_timeout_s * 1000)}"
     if read_only:
         options += " -c default_transaction_read_only=on"
-    return cls(url, application_name="curator", options=options, connect_timeout=10)
+    return cls(url, application_name="curator", options=options, connect_timeout=connect_timeout_s)
 
 
 def in_transaction(conn: Any) -> bool:

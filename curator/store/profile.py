@@ -178,6 +178,11 @@ def saved_database() -> str | None:
     try:
         if not isinstance(value, str):
             raise CuratorError("it is not text")
+        written = os.path.expanduser(value.strip())
+        if written and not is_postgres_url(written) and not os.path.isabs(written):
+            # Settings saves absolute paths; a relative one names another file in every
+            # folder a command is started from
+            raise CuratorError(f"{value.strip()!r} is a relative path")
         return check_database(value)
     except CuratorError as exc:
         raise CuratorError(

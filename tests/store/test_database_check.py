@@ -56,3 +56,15 @@ def test_a_file_that_is_no_database_is_one_line(tmp_path: Path) -> None:
     with pytest.raises(CuratorError) as refused:
         check_database(notes)
     assert "not a SQLite database" in str(refused.value) and "\n" not in str(refused.value)
+
+
+def test_a_check_waits_for_a_connection_no_longer_than_its_timeout() -> None:
+    """libpq counts the connect timeout in whole seconds (less than 2 counts as 2): the
+    check passes its own timeout on, rounded up, instead of the store's ten seconds."""
+    from curator.store.pg_connection import CONNECT_TIMEOUT_S, postgres_database
+
+    assert postgres_database("postgresql://h/db", 1.0).connect_params["connect_timeout"] == (
+        CONNECT_TIMEOUT_S
+    )
+    shorter = postgres_database("postgresql://h/db", 1.0, connect_timeout_s=3)
+    assert shorter.connect_params["connect_timeout"] == 3

@@ -182,3 +182,22 @@ def test_the_window_command_is_told_what_chose_the_database(
     assert source(str(tmp_path / "other.sqlite")) == "--db"
     monkeypatch.setenv("CURATOR_DB", str(tmp_path / "env.sqlite"))
     assert source(None) == "$CURATOR_DB"
+
+
+@settings(deadline=None, max_examples=40)
+@given(st.from_regex(r"[a-z][a-z0-9_./-]{0,30}", fullmatch=True).filter(lambda s: "//" not in s))
+@example("rel/x.db")
+@example("./curator.sqlite")
+@example("../up.sqlite")
+def test_a_relative_path_written_into_the_profile_is_refused(relative: str) -> None:
+    """Settings saves absolute paths; a hand-written relative one would open another file
+    in every folder a command starts from, so it is refused, naming the profile."""
+    profile_path().parent.mkdir(parents=True, exist_ok=True)
+    profile_path().write_text(json.dumps({"database": relative}), encoding="utf-8")
+    with pytest.raises(CuratorError, match="relative path") as refused:
+        saved_database()
+    assert "saved in the profile" in str(refused.value)
+    absolute = os.path.abspath(os.path.expanduser("~/" + relative))
+    if not os.path.isdir(absolute):  # a folder is refused for its own reason
+        profile_path().write_text(json.dumps({"database": "~/" + relative}), encoding="utf-8")
+        assert saved_database() == absolute
