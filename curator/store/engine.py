@@ -115,8 +115,8 @@ def check_postgres_url(url: str, source: str) -> str:
     named_password = password is not None or any(k == "password" for k, _ in query)
     if named_password and source == PROFILE_SOURCE:
         raise CuratorError(
-            "a password in the database URL would be kept in plain text in the profile; "
-            f"nothing was saved: {PASSWORD_FIX}"
+            "a password in the database URL cannot be kept in the profile, a plain "
+            f"file: {PASSWORD_FIX}"
         )
     if named_password and not source.startswith("$"):  # an argument: --db, SOURCE...
         raise CuratorError(
