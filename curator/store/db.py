@@ -128,15 +128,16 @@ def resolve_db_path(cli_value: str | os.PathLike[str] | None) -> Path | str:
             "--db is empty: give the database file's path, or leave --db out for "
             f"${DB_ENV}, the profile's or the default database"
         )
-    source = db_path_source(cli_value)
+    raw: str | os.PathLike[str]
     if cli_value:
-        raw: str | os.PathLike[str] = cli_value
-    elif source == PROFILE_SOURCE:
-        raw = saved_database() or ""
-    elif source != "default":
-        raw = os.environ[DB_ENV]
+        raw, source = cli_value, "--db"
+    elif os.environ.get(DB_ENV):
+        raw, source = os.environ[DB_ENV], f"${DB_ENV}"
     else:
-        return default_db_path()
+        saved = saved_database()  # the profile is read once here
+        if saved is None:
+            return default_db_path()
+        raw, source = saved, PROFILE_SOURCE
     if "\x00" in os.fspath(raw):
         raise CuratorError(f"the database path given by {source} contains a NUL character")
     if is_postgres_url(raw):
