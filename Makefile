@@ -12,6 +12,8 @@ PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 DEMO_DB ?= .demo/curator.sqlite
 PREFIX ?= $(HOME)/.local
+# pytest workers: one a core by default; TEST_WORKERS=0 runs the suite in this process.
+TEST_WORKERS ?= auto
 VERSION := $(shell sed -n 's/^__version__ = "\(.*\)"/\1/p' curator/__init__.py)
 DIST_TREE := dist/memory-curator-$(VERSION)
 TARBALL := $(DIST_TREE)-linux-$(shell uname -m).tar.gz
@@ -59,7 +61,7 @@ typecheck: $(STAMP)
 	$(VENV)/bin/mypy
 
 pytest: $(STAMP)
-	QT_QPA_PLATFORM=offscreen $(PY) -m pytest --durations=40
+	QT_QPA_PLATFORM=offscreen $(PY) -m pytest --durations=40 -n $(TEST_WORKERS) --dist loadscope
 
 test: lint typecheck pytest
 

@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import itertools
+import json
 import os
 import shutil
 from collections.abc import Iterator
@@ -101,27 +104,61 @@ class ClassifiedDemo:
         return target
 
 
+def _shared_folder(tmp_path_factory: pytest.TempPathFactory, name: str) -> Path:
+    """A folder every pytest-xdist worker of this run sees (the run's root), or the
+    session's own folder when the suite runs in one process."""
+    base = tmp_path_factory.getbasetemp()
+    root = base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base
+    folder = root / name
+    folder.mkdir(exist_ok=True)
+    return folder
+
+
+@contextlib.contextmanager
+def _only_one_builder(folder: Path) -> Iterator[None]:
+    """Hold ``folder``'s lock: the first worker builds, the others wait and read."""
+    with open(folder / ".lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(lock, fcntl.LOCK_UN)
+
+
 @pytest.fixture(scope="session")
 def classified_demo(
-    tmp_path_factory: pytest.TempPathFactory, demo_backend: object
+    tmp_path_factory: pytest.TempPathFactory, request: pytest.FixtureRequest
 ) -> ClassifiedDemo:
+    """Classified once per test run: the workers of ``pytest -n`` share the one database
+    (the model is greedy, so each would build the same file; building it costs about
+    30 s of CPU). Tests only ever use copies of it."""
+    folder = _shared_folder(tmp_path_factory, "classified-demo")
+    path, summary = folder / "demo.sqlite", folder / "summary.json"
+    with _only_one_builder(folder):
+        if not summary.exists():
+            result = _classify_demo(path, request.getfixturevalue("demo_backend"))
+            summary.write_text(json.dumps(result))
+    saved = json.loads(summary.read_text())
+    return ClassifiedDemo(path, saved["run_id"], saved["status"], saved["counts"])
+
+
+def _classify_demo(path: Path, backend: object) -> dict[str, object]:
     from curator.pipeline.classify import classify_episodes
     from curator.pipeline.progress import TaskState
     from curator.store.db import Store
     from curator.store.demo import create_demo
     from curator.store.settings import set_setting
 
-    path = tmp_path_factory.mktemp("classified") / "demo.sqlite"
     store = Store(path)
     try:
         create_demo(store)
         for key, value in LLM_TEST_SETTINGS.items():
             set_setting(store, key, value)
-        result = classify_episodes(store, demo_backend, TaskState(), limit=20)  # type: ignore[arg-type]
+        result = classify_episodes(store, backend, TaskState(), limit=20)  # type: ignore[arg-type]
         store.execute("PRAGMA wal_checkpoint(TRUNCATE)")  # copies need only the main file
     finally:
         store.close()
-    return ClassifiedDemo(path, result.run_id, result.status, dict(result.counts))
+    return result.as_dict()
 
 
 # -- PostgreSQL: one real server per session, a fresh database per test -------------------

@@ -114,6 +114,23 @@ def _run_as(folder: Path) -> list[str]:
     return ["setpriv", "--reuid=nobody", "--regid=nogroup", "--clear-groups"]
 
 
+def _start_on_a_free_port(server: PostgresServer, attempts: int = 3) -> None:
+    """Start the server on a free port, choosing another when the chosen one was taken
+    between choosing and binding (by another test worker's server, say)."""
+    for attempt in range(attempts):
+        options = (
+            f"-h 127.0.0.1 -p {server.port} -k {server.folder} -c fsync=off "
+            "-c synchronous_commit=off -c full_page_writes=off"
+        )
+        try:
+            server.pg_ctl("start", "-w", "-l", str(server.folder / "server.log"), "-o", options)
+            return
+        except RuntimeError:
+            if attempt == attempts - 1:
+                raise
+            server.port = _free_port()
+
+
 @contextlib.contextmanager
 def running_server() -> Iterator[PostgresServer]:
     """Start a throwaway server and stop it (and remove its folder) afterwards."""
@@ -140,11 +157,7 @@ def running_server() -> Iterator[PostgresServer]:
                 "--no-sync",
             ]
         )
-        options = (
-            f"-h 127.0.0.1 -p {server.port} -k {folder} -c fsync=off "
-            "-c synchronous_commit=off -c full_page_writes=off"
-        )
-        server.pg_ctl("start", "-w", "-l", str(folder / "server.log"), "-o", options)
+        _start_on_a_free_port(server)
         try:
             server.admin(f'CREATE DATABASE "{TEMPLATE}"')
             yield server

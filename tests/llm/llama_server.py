@@ -22,15 +22,8 @@ def _free_port() -> int:
         return int(sock.getsockname()[1])
 
 
-@pytest.fixture(scope="session")
-def llama_server(demo_model: Path) -> Iterator[str]:
-    """``python -m llama_cpp.server`` with the demo model on a free loopback port."""
-    try:
-        import llama_cpp.server.app  # noqa: F401
-    except ImportError as exc:
-        pytest.skip(f"llama-cpp-python's server extra is not installed ({exc})")
-    port = _free_port()
-    process = subprocess.Popen(
+def _start(demo_model: Path, port: int) -> subprocess.Popen[bytes]:
+    return subprocess.Popen(
         [
             sys.executable,
             "-m",
@@ -49,20 +42,42 @@ def llama_server(demo_model: Path) -> Iterator[str]:
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
     )
-    url = f"http://127.0.0.1:{port}"
+
+
+def _ready(process: subprocess.Popen[bytes], url: str) -> bool:
+    """Wait until the server answers (True) or exits (False: its port was taken between
+    choosing and binding, by another test worker's server, say)."""
+    for _ in range(600):  # up to a minute on a busy machine
+        if process.poll() is not None:
+            return False
+        try:
+            headers = {"Authorization": f"Bearer {API_KEY}"}
+            if httpx.get(f"{url}/v1/models", headers=headers, timeout=1).status_code == 200:
+                return True
+        except httpx.TransportError:
+            pass
+        time.sleep(0.1)
+    process.terminate()
+    process.wait(timeout=30)
+    pytest.fail("llama_cpp.server did not start")
+
+
+@pytest.fixture(scope="session")
+def llama_server(demo_model: Path) -> Iterator[str]:
+    """``python -m llama_cpp.server`` with the demo model on a free loopback port."""
     try:
-        for _ in range(600):  # up to a minute on a busy machine
-            if process.poll() is not None:
-                pytest.fail(f"llama_cpp.server exited with {process.returncode}")
-            try:
-                headers = {"Authorization": f"Bearer {API_KEY}"}
-                if httpx.get(f"{url}/v1/models", headers=headers, timeout=1).status_code == 200:
-                    break
-            except httpx.TransportError:
-                pass
-            time.sleep(0.1)
-        else:
-            pytest.fail("llama_cpp.server did not start")
+        import llama_cpp.server.app  # noqa: F401
+    except ImportError as exc:
+        pytest.skip(f"llama-cpp-python's server extra is not installed ({exc})")
+    for _attempt in range(3):
+        port = _free_port()
+        process = _start(demo_model, port)
+        url = f"http://127.0.0.1:{port}"
+        if _ready(process, url):
+            break
+    else:
+        pytest.fail(f"llama_cpp.server exited with {process.returncode}")
+    try:
         yield url
     finally:
         process.terminate()
