@@ -62,17 +62,19 @@ def _runs(window: MainWindow) -> RunsPane:
 
 @pytest.mark.llm
 def test_toolbar_classify_uses_the_runs_pane_limit(qtbot, llm_services, qsettings) -> None:
+    """Limit 3, far short of the 203 pending episodes: a toolbar that ignored the pane's
+    limit (it once ran them all) would classify more, and ask first."""
     window = _window(qtbot, llm_services, qsettings)
-    _runs(window).limit_spin.setValue(15)
+    _runs(window).limit_spin.setValue(3)
     worker = llm_services.worker
     with qtbot.waitSignal(worker.finished, timeout=RUN_TIMEOUT_MS) as finished:
         window.classify_action.trigger()
     result = finished.args[0]
     assert result.status == "done"
-    assert result.counts["classified"] == 15
-    assert Episode.select().where(Episode.model_run == result.run_id).count() == 15
-    assert Run.get_by_id(result.run_id).params["limit"] == 15
-    assert not _questions(llm_services.dialogs)  # 15 episodes: no question
+    assert result.counts["classified"] == 3
+    assert Episode.select().where(Episode.model_run == result.run_id).count() == 3
+    assert Run.get_by_id(result.run_id).params["limit"] == 3
+    assert not _questions(llm_services.dialogs)  # 3 episodes: no question
 
 
 def test_run_limit_survives_a_restart(qtbot, services, qsettings) -> None:
@@ -134,13 +136,13 @@ def test_long_run_accepted_starts_it(qtbot, llm_services, qsettings) -> None:
 def test_classify_output_shows_each_labelled_episode(qtbot, llm_services, qsettings) -> None:
     window = _window(qtbot, llm_services, qsettings)
     pane = _runs(window)
-    pane.limit_spin.setValue(3)
+    pane.limit_spin.setValue(2)
     with qtbot.waitSignal(llm_services.worker.finished, timeout=RUN_TIMEOUT_MS) as finished:
         assert pane.start_classify()
     run_id = finished.args[0].run_id
     lines = pane.output.toPlainText().splitlines()
     labelled = list(Episode.select().where(Episode.model_run == run_id).order_by(Episode.id))
-    assert len(lines) == 3 == len(labelled)
+    assert len(lines) == 2 == len(labelled)
     for episode in labelled:
         assert any(line.startswith(f"#{episode.id} {episode.model_label} (") for line in lines)
 
@@ -181,14 +183,17 @@ def test_running_run_is_listed_while_it_runs(qtbot, llm_services, qsettings) -> 
 
 @pytest.mark.llm
 def test_distill_bar_moves_within_a_batch(qtbot, classified_demo, tmp_path, qsettings) -> None:
-    """Each step and token of the first batch moves the bar (it used to sit at 0 %)."""
+    """Each step and token of the first batch moves the bar (it used to sit at 0 %).
+
+    Limit 3: the first batch is the classified demo's constitutional episodes, and no
+    second batch follows that the test would only wait for."""
     store = Store(classified_demo.copy_to(tmp_path))
     services = AppServices(store=store, db_path=store.path, dialogs=Dialogs())
     services.worker = LlmWorker(services)
     try:
         window = _window(qtbot, services, qsettings)
         pane = _runs(window)
-        pane.limit_spin.setValue(4)
+        pane.limit_spin.setValue(3)
         inside_first_batch: list[tuple[str, int]] = []
 
         def seen(progress) -> None:  # connected after the pane: its bar is already set
