@@ -55,11 +55,24 @@ LLM_TEST_SETTINGS = {"max_output_tokens": 384}
 """Short outputs keep the llm tests fast; the mechanism is what they check."""
 
 
+def _shared_folder(tmp_path_factory: pytest.TempPathFactory, name: str) -> Path:
+    """A folder every pytest-xdist worker of this run sees (the run's root), or the
+    session's own folder when the suite runs in one process."""
+    base = tmp_path_factory.getbasetemp()
+    root = base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base
+    folder = root / name
+    folder.mkdir(exist_ok=True)
+    return folder
+
+
 @pytest.fixture(scope="session", autouse=True)
 def _model_hash_cache(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
-    """Model digests are cached in a session folder, never in the user's cache dir."""
+    """Model digests (and the measured thread counts) are cached in the test run's folder,
+    never in the user's cache dir; the workers of ``pytest -n`` share it, so the demo
+    model is hashed and its threads measured once per run, not once per worker (the
+    cache files are replaced whole, never written in place)."""
     old = os.environ.get("CURATOR_CACHE_DIR")
-    os.environ["CURATOR_CACHE_DIR"] = str(tmp_path_factory.mktemp("model-cache"))
+    os.environ["CURATOR_CACHE_DIR"] = str(_shared_folder(tmp_path_factory, "model-cache"))
     yield
     if old is None:
         os.environ.pop("CURATOR_CACHE_DIR", None)
@@ -102,16 +115,6 @@ class ClassifiedDemo:
         target = folder / "classified.sqlite"
         shutil.copyfile(self.path, target)
         return target
-
-
-def _shared_folder(tmp_path_factory: pytest.TempPathFactory, name: str) -> Path:
-    """A folder every pytest-xdist worker of this run sees (the run's root), or the
-    session's own folder when the suite runs in one process."""
-    base = tmp_path_factory.getbasetemp()
-    root = base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base
-    folder = root / name
-    folder.mkdir(exist_ok=True)
-    return folder
 
 
 @contextlib.contextmanager
