@@ -2,14 +2,15 @@
 
 The three distill steps (extract with the bullet-list grammar and its repeat penalty,
 refine with the string-array grammar, importance with the number-array grammar) run on
-12 demo episodes in three batches twice, once masking the vocabulary with the grammar on every step
-(llama-cpp-python's sampler chain) and once the lazy way; every output text must be
-identical.
+12 demo episodes in three batches, each call made twice, once masking the vocabulary with
+the grammar on every step (llama-cpp-python's sampler chain) and once the lazy way; every
+output text must be identical.
 """
 
 from __future__ import annotations
 
 import json
+from typing import Any
 
 import pytest
 
@@ -20,6 +21,7 @@ from curator.llm.grammars import (
     number_array_max_tokens,
     string_array_grammar,
 )
+from curator.llm.llama_cpp_backend import LlamaCppBackend
 from curator.llm.prompts import load_prompt, numbered
 from curator.pipeline.distill import EXTRACT_REPEAT_PENALTY
 from curator.pipeline.distill_plan import render_prefix
@@ -50,54 +52,86 @@ def _episodes(n: int) -> list[str]:
     return texts
 
 
-def _three_steps(backend, lazy: bool) -> list[str]:
+WAYS = (False, True)
+"""``lazy_grammar`` off (the plain way), then on."""
+
+
+def _complete(backend: LlamaCppBackend, lazy: bool, prefix: str, item: str, **options: Any) -> str:
     backend.lazy_grammar = lazy
+    try:
+        return str(backend.complete(prefix, item, **options).text)
+    finally:
+        backend.lazy_grammar = True
+
+
+def _three_steps(backend: LlamaCppBackend) -> dict[bool, list[str]]:
+    """Each step's outputs, per way. Every call is made the plain way and then at once
+    the lazy way, each way fed its own earlier outputs: while they agree the lazy call's
+    prompt is the one the plain call left in the KV cache, so only the plain call pays
+    for evaluating it (most of the time went there)."""
     prompts = {name: load_prompt(name) for name in ("extract", "refine", "importance")}
     prefix = {
         n: render_prefix(backend, p, EMPTY_IDENTITY, "uncategorized") for n, p in prompts.items()
     }
     episodes = _episodes(EPISODES)
-    outputs: list[str] = []
-    try:
-        for start in range(0, EPISODES, PER_BATCH):
-            item = "\n".join(
-                f"Episode {k + 1}:\n{text}\n"
-                for k, text in enumerate(episodes[start : start + PER_BATCH])
-            )
-            notes = backend.complete(
+    outputs: dict[bool, list[str]] = {lazy: [] for lazy in WAYS}
+    for start in range(0, EPISODES, PER_BATCH):
+        item = "\n".join(
+            f"Episode {k + 1}:\n{text}\n"
+            for k, text in enumerate(episodes[start : start + PER_BATCH])
+        )
+        notes = {
+            lazy: _complete(
+                backend,
+                lazy,
                 prefix["extract"],
                 item,
                 max_tokens=MAX_TOKENS,
                 grammar=bullet_list_grammar(Settings().extract_max_lines),
                 repeat_penalty=EXTRACT_REPEAT_PENALTY,
-            ).text
-            refined = backend.complete(
+            )
+            for lazy in WAYS
+        }
+        refined = {
+            lazy: _complete(
+                backend,
+                lazy,
                 prefix["refine"],
-                notes,
+                notes[lazy],
                 max_tokens=MAX_TOKENS,
                 grammar=string_array_grammar(MAX_TOKENS),
-            ).text
-            try:
-                patterns = parse_string_array(refined) or ["(none)"]
-            except ParseError:  # cut by the token budget: score the notes' lines instead
-                patterns = [line for line in notes.splitlines() if line.strip()] or ["(none)"]
-            patterns = patterns[:4]
-            n = len(patterns)
-            scores = backend.complete(
+            )
+            for lazy in WAYS
+        }
+        patterns = {lazy: _patterns(refined[lazy], notes[lazy]) for lazy in WAYS}
+        scores = {
+            lazy: _complete(
+                backend,
+                lazy,
                 prefix["importance"],
-                numbered(patterns),
-                max_tokens=number_array_max_tokens(n),
-                grammar=number_array_grammar(n),
-            ).text
-            outputs += [notes, refined, scores]
-    finally:
-        backend.lazy_grammar = True
+                numbered(patterns[lazy]),
+                max_tokens=number_array_max_tokens(len(patterns[lazy])),
+                grammar=number_array_grammar(len(patterns[lazy])),
+            )
+            for lazy in WAYS
+        }
+        for lazy in WAYS:
+            outputs[lazy] += [notes[lazy], refined[lazy], scores[lazy]]
     return outputs
 
 
+def _patterns(refined: str, notes: str) -> list[str]:
+    try:
+        patterns = parse_string_array(refined) or ["(none)"]
+    except ParseError:  # cut by the token budget: score the notes' lines instead
+        patterns = [line for line in notes.splitlines() if line.strip()] or ["(none)"]
+    return patterns[:4]
+
+
 def test_three_distill_steps_match_the_plain_grammar_way(demo_backend) -> None:
-    plain = _three_steps(demo_backend, lazy=False)
-    lazy = _three_steps(demo_backend, lazy=True)
+    outputs = _three_steps(demo_backend)
+    plain, lazy = outputs[False], outputs[True]
+    assert len(plain) == 9
     assert lazy == plain
     assert all(plain), plain  # every step wrote something
     assert all(line.startswith("- ") for line in plain[0].splitlines())

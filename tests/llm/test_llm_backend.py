@@ -189,11 +189,11 @@ def test_prompt_batches_are_the_servers_and_never_one_token_pieces() -> None:
 
 
 def test_long_items_are_truncated_by_tokens(demo_model: Path) -> None:
-    """A small context (1024) keeps this fast; the rule is the same for any size."""
+    """A small context (512) keeps this fast; the rule is the same for any size."""
     from curator.llm.backend import BackendSettings
     from curator.llm.llama_cpp_backend import load_backend
 
-    small = load_backend(BackendSettings(model_path=demo_model, n_ctx=1024), validate=False)
+    small = load_backend(BackendSettings(model_path=demo_model, n_ctx=512), validate=False)
     try:
         prefix = small.chat_prefix("Label the text.", "Text:\n")
         head = "The tomatoes on the allotment had brown patches again. " * 100

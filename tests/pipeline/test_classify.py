@@ -152,7 +152,9 @@ def test_long_episodes_are_truncated_and_say_so(tmp_path: Path, demo_model: Path
     from curator.llm.llama_cpp_backend import load_backend
 
     store = Store(tmp_path / "c.sqlite")
-    small = load_backend(BackendSettings(model_path=demo_model, n_ctx=1024), validate=False)
+    # The smallest context the classify prompt fits (427 tokens) with room for an item:
+    # the long episode is evaluated up to n_ctx, so a larger one only costs time.
+    small = load_backend(BackendSettings(model_path=demo_model, n_ctx=512), validate=False)
     try:
         source = tmp_path / "long.jsonl"
         rows = [
