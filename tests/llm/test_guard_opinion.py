@@ -134,7 +134,7 @@ def test_distill_asks_for_each_staged_candidate(demo_backend: Any, tmp_path: Pat
             {
                 "guard_model_opinion": "always",
                 "guard_opinion_threshold": 0.0,
-                "max_output_tokens": 384,
+                "max_output_tokens": 64,  # enough for a candidate to judge
             },
         )
         result = distill(store, demo_backend, TaskState(), categories=("uncategorized",))

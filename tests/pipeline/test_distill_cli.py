@@ -15,7 +15,7 @@ def test_distill_command_stages_a_run(
     classified_demo, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     db = str(classified_demo.copy_to(tmp_path))
-    code = main(["--db", db, "distill", "--category", "constitutional", "--limit", "2", "--json"])
+    code = main(["--db", db, "distill", "--category", "constitutional", "--limit", "1", "--json"])
     out, err = capsys.readouterr()
     assert code == 0, err
     result = json.loads(out)  # stdout holds exactly one JSON document

@@ -85,7 +85,7 @@ def test_distill_with_nan_weights_fails_the_run_and_stages_nothing(
     db = classified_demo.copy_to(tmp_path)
     before = row_counts(db)
     result = run_case(
-        ["--db", str(db), "distill", "--model", str(nan_model), "--limit", "4"],
+        ["--db", str(db), "distill", "--model", str(nan_model), "--limit", "1"],
         Expect(code=2, message=NON_FINITE, db=db),
     )
     assert "Traceback" not in result.stderr
