@@ -21,10 +21,11 @@ from typing import Any
 
 import pytest
 
+from curator.pipeline.distill_plan import distillable_episode_ids
 from curator.store.db import Store
 from curator.store.demo import create_demo
 from curator.store.liveness import ABANDON_AFTER, mark_abandoned_runs, this_host
-from curator.store.models import Run, utcnow
+from curator.store.models import DISTILLABLE_LABELS, Run, utcnow
 from reliability.harness import Expect, run_case, run_curator
 
 SLOW = [pytest.mark.llm, pytest.mark.slow]
@@ -92,6 +93,16 @@ def _episode_ids(db: Path, run_id: int) -> list[int]:
     return [int(e) for e in json.loads(stats).get("episode_ids", [])]
 
 
+def _distillable(db: Path) -> list[int]:
+    """The episodes a distill run may take: labelled for it, neither distilled nor claimed."""
+    store = Store(db)
+    try:
+        ids = (distillable_episode_ids(store, label) for label in DISTILLABLE_LABELS)
+        return sorted(i for some in ids for i in some)
+    finally:
+        store.close()
+
+
 @pytest.fixture
 def demo_db(tmp_path: Path) -> Path:
     path = tmp_path / "demo.sqlite"
@@ -108,6 +119,8 @@ def test_sigterm_during_distill_cancels_and_distill_restarts(
     tmp_path: Path, classified_demo: Any
 ) -> None:
     db = classified_demo.copy_to(tmp_path)
+    pending = _distillable(db)
+    assert pending
     # One episode, in both runs: the second takes the one the cancelled run had.
     proc = _start(db, "distill", "--limit", "1", "--json")
     _wait_for(proc, "extract 0/")
@@ -119,15 +132,15 @@ def test_sigterm_during_distill_cancels_and_distill_restarts(
     assert doc["status"] == "cancelled"
     first = doc["run_id"]
     assert _runs(db)[-1][:3] == (first, "distill", "cancelled")
-    cancelled_episodes = _episode_ids(db, first)
+    # the episode the cancelled run was distilling is free again, as is every other
+    assert _distillable(db) == pending
 
     again = run_curator(["--db", str(db), "--json", "distill", "--limit", "1"], timeout=600)
     assert again.code == 0, again.stderr
     second = json.loads(again.stdout)
     assert second["status"] == "staged"
-    # the cancelled run's episodes were free again: distilled by the second run
-    assert set(cancelled_episodes) <= set(_episode_ids(db, second["run_id"]))
-    assert _episode_ids(db, second["run_id"])
+    distilled = _episode_ids(db, second["run_id"])
+    assert distilled and set(distilled) <= set(pending)
 
 
 STOP_SIGNALS = [("SIGINT", 130), ("SIGTERM", 143), ("SIGHUP", 129)]
