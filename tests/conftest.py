@@ -138,7 +138,9 @@ def classified_demo(
     folder = _shared_folder(tmp_path_factory, "classified-demo")
     path, summary = folder / "demo.sqlite", folder / "summary.json"
     with _only_one_builder(folder):
-        if not summary.exists():
+        if not summary.exists():  # none yet, or a worker's build failed half-way
+            for leftover in (path, path.with_name(path.name + "-wal")):
+                leftover.unlink(missing_ok=True)
             result = _classify_demo(path, request.getfixturevalue("demo_backend"))
             summary.write_text(json.dumps(result))
     saved = json.loads(summary.read_text())
