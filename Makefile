@@ -61,7 +61,7 @@ typecheck: $(STAMP)
 	$(VENV)/bin/mypy
 
 pytest: $(STAMP)
-	QT_QPA_PLATFORM=offscreen $(PY) -m pytest --durations=40 -n $(TEST_WORKERS) --dist loadscope
+	QT_QPA_PLATFORM=offscreen $(PY) -m pytest --durations=40 -n $(TEST_WORKERS) --dist loadfile
 
 test: lint typecheck pytest
 

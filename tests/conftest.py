@@ -14,6 +14,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.llm.llama_server import llama_server  # noqa: F401 (one llama.cpp server a session)
+
 # Qt widgets are real but never need a screen: without a display Qt would abort the run.
 os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
 
@@ -59,7 +61,9 @@ def _shared_folder(tmp_path_factory: pytest.TempPathFactory, name: str) -> Path:
     """A folder every pytest-xdist worker of this run sees (the run's root), or the
     session's own folder when the suite runs in one process."""
     base = tmp_path_factory.getbasetemp()
-    root = base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base
+    # A local worker's folder is <run>/popen-gwN; anything else keeps to its own folder.
+    local_worker = os.environ.get("PYTEST_XDIST_WORKER") and base.name.startswith("popen-")
+    root = base.parent if local_worker else base
     folder = root / name
     folder.mkdir(exist_ok=True)
     return folder
@@ -68,9 +72,10 @@ def _shared_folder(tmp_path_factory: pytest.TempPathFactory, name: str) -> Path:
 @pytest.fixture(scope="session", autouse=True)
 def _model_hash_cache(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
     """Model digests (and the measured thread counts) are cached in the test run's folder,
-    never in the user's cache dir; the workers of ``pytest -n`` share it, so the demo
-    model is hashed and its threads measured once per run, not once per worker (the
-    cache files are replaced whole, never written in place)."""
+    never in the user's cache dir; the workers of ``pytest -n`` share it, so a worker that
+    loads the demo model after another finds its digest and thread counts kept (the cache
+    files are replaced whole, never written in place: two writers at once cost a
+    re-measure at worst). A test that checks the cache itself sets a folder of its own."""
     old = os.environ.get("CURATOR_CACHE_DIR")
     os.environ["CURATOR_CACHE_DIR"] = str(_shared_folder(tmp_path_factory, "model-cache"))
     yield

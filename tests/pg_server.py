@@ -122,12 +122,14 @@ def _start_on_a_free_port(server: PostgresServer, attempts: int = 3) -> None:
             f"-h 127.0.0.1 -p {server.port} -k {server.folder} -c fsync=off "
             "-c synchronous_commit=off -c full_page_writes=off"
         )
+        log = server.folder / "server.log"
         try:
-            server.pg_ctl("start", "-w", "-l", str(server.folder / "server.log"), "-o", options)
+            server.pg_ctl("start", "-w", "-l", str(log), "-o", options)
             return
-        except RuntimeError:
-            if attempt == attempts - 1:
-                raise
+        except RuntimeError as exc:
+            said = log.read_text(errors="replace") if log.exists() else ""
+            if "already in use" not in said or attempt == attempts - 1:
+                raise RuntimeError(f"{exc}\n{said[-2000:]}") from exc
             server.port = _free_port()
 
 

@@ -22,7 +22,7 @@ from PySide6.QtCore import Qt
 from curator.llm.http_backend import API_KEY_ENV, SERVER_ENV, HttpBackend, public_url
 from curator.llm.server_choice import KEYRING_SERVICE, choose_server
 from curator.store.settings import load_settings, set_setting
-from tests.llm.llama_server import API_KEY, llama_server  # noqa: F401 (its fixture)
+from tests.llm.llama_server import API_KEY
 
 SECRET = "sk-curator-test-0123456789abcdef"
 

@@ -3,6 +3,7 @@ shared by the llm and GUI tests: import it where it is used)."""
 
 from __future__ import annotations
 
+import os
 import socket
 import subprocess
 import sys
@@ -13,7 +14,8 @@ from pathlib import Path
 import httpx
 import pytest
 
-API_KEY = "test-key-not-a-secret"
+API_KEY = f"test-key-not-a-secret-{os.getpid()}"
+"""Per process: a server of another test worker on the same port never answers for ours."""
 
 
 def _free_port() -> int:
@@ -53,13 +55,20 @@ def _ready(process: subprocess.Popen[bytes], url: str) -> bool:
         try:
             headers = {"Authorization": f"Bearer {API_KEY}"}
             if httpx.get(f"{url}/v1/models", headers=headers, timeout=1).status_code == 200:
-                return True
+                return process.poll() is None
         except httpx.TransportError:
             pass
         time.sleep(0.1)
-    process.terminate()
-    process.wait(timeout=30)
     pytest.fail("llama_cpp.server did not start")
+
+
+def _stop(process: subprocess.Popen[bytes]) -> None:
+    process.terminate()
+    try:
+        process.wait(timeout=30)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        process.wait()
 
 
 @pytest.fixture(scope="session")
@@ -73,12 +82,16 @@ def llama_server(demo_model: Path) -> Iterator[str]:
         port = _free_port()
         process = _start(demo_model, port)
         url = f"http://127.0.0.1:{port}"
-        if _ready(process, url):
+        try:
+            started = _ready(process, url)
+        except BaseException:
+            _stop(process)
+            raise
+        if started:
             break
     else:
         pytest.fail(f"llama_cpp.server exited with {process.returncode}")
     try:
         yield url
     finally:
-        process.terminate()
-        process.wait(timeout=30)
+        _stop(process)

@@ -112,7 +112,11 @@ def test_llama_cpp_rejection_is_reported_not_crashed(demo_model: Path, tmp_path:
     assert "xlama" in message  # llama.cpp's own reason is passed on
 
 
-def test_hash_is_cached_by_path_size_and_mtime(tmp_path: Path) -> None:
+def test_hash_is_cached_by_path_size_and_mtime(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A cache of its own: the run's shared one is rewritten by other workers meanwhile.
+    monkeypatch.setenv("CURATOR_CACHE_DIR", str(tmp_path / "cache"))
     path = tmp_path / "m.gguf"
     path.write_bytes(b"GGUF" + b"\0" * 100)
     digest = model_sha256(path)
