@@ -1,5 +1,5 @@
 """A real llama-cpp-python server on loopback with the demo model, once a session (a fixture
-shared by the llm and GUI tests: import it where it is used)."""
+shared by the llm and GUI tests: tests/conftest.py imports it)."""
 
 from __future__ import annotations
 
