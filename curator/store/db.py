@@ -92,16 +92,25 @@ def default_db_path() -> Path:
     return Path(platformdirs.user_data_dir(APP_NAME, appauthor=False)) / "curator.sqlite"
 
 
+def _db_choice(
+    cli_value: str | os.PathLike[str] | None,
+) -> tuple[str | os.PathLike[str] | None, str]:
+    """The database named first (``--db``, ``$CURATOR_DB``, the profile) and where it was
+    named; ``(None, "default")`` when none is. The one place that order lives."""
+    if cli_value:
+        return cli_value, "--db"
+    if os.environ.get(DB_ENV):
+        return os.environ[DB_ENV], f"${DB_ENV}"
+    saved = saved_database()
+    if saved is not None:
+        return saved, PROFILE_SOURCE
+    return None, "default"
+
+
 def db_path_source(cli_value: str | os.PathLike[str] | None) -> str:
     """Where :func:`resolve_db_path` took the database from, for messages ("named by
     --db"): ``--db``, ``$CURATOR_DB``, ``the profile`` or ``default``."""
-    if cli_value:
-        return "--db"
-    if os.environ.get(DB_ENV):
-        return f"${DB_ENV}"
-    if saved_database() is not None:
-        return PROFILE_SOURCE
-    return "default"
+    return _db_choice(cli_value)[1]
 
 
 def resolve_db_path(cli_value: str | os.PathLike[str] | None) -> Path | str:
@@ -128,16 +137,9 @@ def resolve_db_path(cli_value: str | os.PathLike[str] | None) -> Path | str:
             "--db is empty: give the database file's path, or leave --db out for "
             f"${DB_ENV}, the profile's or the default database"
         )
-    raw: str | os.PathLike[str]
-    if cli_value:
-        raw, source = cli_value, "--db"
-    elif os.environ.get(DB_ENV):
-        raw, source = os.environ[DB_ENV], f"${DB_ENV}"
-    else:
-        saved = saved_database()  # the profile is read once here
-        if saved is None:
-            return default_db_path()
-        raw, source = saved, PROFILE_SOURCE
+    raw, source = _db_choice(cli_value)  # the profile is read once here
+    if raw is None:
+        return default_db_path()
     if "\x00" in os.fspath(raw):
         raise CuratorError(f"the database path given by {source} contains a NUL character")
     if is_postgres_url(raw):
