@@ -14,6 +14,8 @@ from pathlib import Path
 import httpx
 import pytest
 
+from tests.processes import stop
+
 API_KEY = f"test-key-not-a-secret-{os.getpid()}"
 """Per process: a server of another test worker on the same port never answers for ours."""
 
@@ -62,15 +64,6 @@ def _ready(process: subprocess.Popen[bytes], url: str) -> bool:
     pytest.fail("llama_cpp.server did not start")
 
 
-def _stop(process: subprocess.Popen[bytes]) -> None:
-    process.terminate()
-    try:
-        process.wait(timeout=30)
-    except subprocess.TimeoutExpired:
-        process.kill()
-        process.wait()
-
-
 @pytest.fixture(scope="session")
 def llama_server(demo_model: Path) -> Iterator[str]:
     """``python -m llama_cpp.server`` with the demo model on a free loopback port."""
@@ -85,7 +78,7 @@ def llama_server(demo_model: Path) -> Iterator[str]:
         try:
             started = _ready(process, url)
         except BaseException:
-            _stop(process)
+            stop(process, grace_s=30)
             raise
         if started:
             break
@@ -94,4 +87,4 @@ def llama_server(demo_model: Path) -> Iterator[str]:
     try:
         yield url
     finally:
-        _stop(process)
+        stop(process, grace_s=30)

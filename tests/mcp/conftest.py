@@ -17,6 +17,7 @@ from curator.core.scoring import rank_key
 from curator.store.db import Store
 from curator.store.demo import create_demo
 from curator.store.models import ALL_MODELS, Pattern, utcnow
+from tests.processes import stop
 
 PATTERNS = [
     ("Check the disk quota before writing large build artifacts.", 0.9),
@@ -123,12 +124,7 @@ def http_server(memory_db: Path) -> Iterator[Callable[..., HttpServer]]:
 
     yield start
     for process in started:
-        process.terminate()
-        try:
-            process.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait()
+        stop(process)
         if process.stderr is not None:
             process.stderr.close()
 

@@ -30,6 +30,7 @@ from curator.mcp_server.http import bind
 from curator.store.db import Store
 from curator.store.demo import create_demo
 from tests.mcp.conftest import child_env, curator_command
+from tests.processes import stop
 
 Counts = Callable[[Path], dict[str, int]]
 Start = Callable[..., Any]
@@ -177,12 +178,7 @@ def json_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
         assert url is not None, f"the server stopped before serving (exit {process.wait()})"
         yield SimpleNamespace(url=url)
     finally:
-        process.terminate()
-        try:
-            process.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait()
+        stop(process)
         process.stderr.close()
 
 
