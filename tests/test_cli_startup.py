@@ -50,6 +50,12 @@ MAY_IMPORT: dict[tuple[str, ...], frozenset[str]] = {
     ("review", "{run}", "--json"): STORE | {"rapidfuzz"},
 }
 
+WRITERS = frozenset(
+    {"curator.pipeline.commit", "curator.pipeline.commit_preview", "curator.pipeline.labels"}
+)
+"""The commit, its preview (a ranking of every pattern) and relabelling: no command below
+writes, and ``review --json`` reads the fingerprint without building the preview."""
+
 #: The commands that read texts for flags, and so compile the detector's word families
 #: (a third of a second); every other command must not, even where it imports the detector.
 READS_FLAGS = frozenset({("review", "{run}", "--json")})
@@ -126,6 +132,8 @@ def test_often_run_commands_import_only_what_they_need(
     own = set() if verb is None else {f"curator.cli.{cli.VERBS[verb].module}"}
     verb_modules = {f"curator.cli.{v.module}" for v in cli.VERBS.values()}
     assert verb_modules & set(result["modules"]) == own, "another verb's module was imported"
+    writers = sorted(WRITERS & set(result["modules"]))
+    assert not writers, f"curator {' '.join(words)} imported {writers}"
     if command not in READS_FLAGS:
         assert not result["families_compiled"], f"curator {' '.join(words)} compiled the flags"
 

@@ -14,15 +14,18 @@ from typing import TYPE_CHECKING, Any
 from curator.cli.common import CommandContext, integer, utf8_text
 from curator.core.wording import plural
 from curator.errors import CuratorError
-from curator.pipeline import commit as commit_api
-from curator.pipeline import labels as labels_api
 from curator.pipeline import review as review_api
+from curator.pipeline.commit_reads import run_fingerprint
 from curator.pipeline.fingerprint import parse_fingerprint
 from curator.store.memtool_origin import describe_origin
 from curator.store.models import LABELS, Candidate, format_local
 
 if TYPE_CHECKING:
+    from curator.pipeline.commit_preview import CommitPreview
     from curator.pipeline.learn import LearnReport
+
+# The commit, its preview and the labels are imported by the verbs that use them:
+# ``review --json`` runs from cron jobs and agents, and pays only for what it reads.
 
 
 def register(subparsers: Any, common: argparse.ArgumentParser) -> None:
@@ -176,7 +179,7 @@ def cmd_review(ctx: CommandContext) -> int:
     with store.read():  # the list and its fingerprint describe one state
         views = review_api.list_candidates(store, run_id)
         progress = review_api.review_progress(store, run_id)
-        fingerprint = commit_api.preview_commit(store, run_id).fingerprint
+        fingerprint = run_fingerprint(store, run_id)
     flagged_open = [v.id for v in views if v.flags and not v.reviewed]
     doc: dict[str, Any] = {
         "run_id": run_id,
@@ -250,7 +253,7 @@ def cmd_decide(ctx: CommandContext) -> int:
     return 0
 
 
-def prompt_lines(preview: commit_api.CommitPreview) -> list[str]:
+def prompt_lines(preview: CommitPreview) -> list[str]:
     """The preview's effect on the prompt: one line per touched pattern, then those pushed out.
 
     Stored importance says what the row will hold; effective importance and rank say what
@@ -287,7 +290,9 @@ def cmd_commit(ctx: CommandContext) -> int:
     if ctx.args.preview and expect is not None:
         raise CuratorError("--expect goes with a commit; --preview prints the fingerprint")
     if ctx.args.preview:
-        preview = commit_api.preview_commit(store, ctx.args.run)
+        from curator.pipeline.commit_preview import preview_commit
+
+        preview = preview_commit(store, ctx.args.run)
         counts = preview.counts()
         ctx.emit(
             preview.to_json(),
@@ -298,6 +303,8 @@ def cmd_commit(ctx: CommandContext) -> int:
             + "".join(f"\n{line}" for line in prompt_lines(preview)),
         )
         return 1 if preview.conflicts else 0
+    from curator.pipeline import commit as commit_api
+
     summary = commit_api.commit_run(
         store,
         ctx.args.run,
@@ -324,6 +331,8 @@ def cmd_commit(ctx: CommandContext) -> int:
 
 
 def cmd_undo(ctx: CommandContext) -> int:
+    from curator.pipeline import commit as commit_api
+
     summary = commit_api.undo_changeset(ctx.store, ctx.args.changeset, actor="cli")
     ctx.emit(
         summary.to_json(),
@@ -334,6 +343,8 @@ def cmd_undo(ctx: CommandContext) -> int:
 
 
 def cmd_label(ctx: CommandContext) -> int:
+    from curator.pipeline import labels as labels_api
+
     store = ctx.store
     items: list[str] = list(ctx.args.items)
     if ctx.args.next_uncertain is not None:
@@ -437,6 +448,8 @@ def _episode_ids(items: list[str]) -> list[int]:
 def cmd_history(ctx: CommandContext) -> int:
     if ctx.args.limit < 1:
         raise CuratorError("--limit must be at least 1")
+    from curator.pipeline import commit as commit_api
+
     rows = commit_api.history(ctx.store, limit=ctx.args.limit)
 
     def human() -> str:

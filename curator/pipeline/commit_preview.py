@@ -34,14 +34,12 @@ from curator.core.scoring import (
     rank_key,
     standing_key,
 )
-from curator.errors import CuratorError
+from curator.pipeline.commit_reads import read_open
 from curator.pipeline.fingerprint import DecisionKey, decision_keys, fingerprint
 from curator.store.db import Store
 from curator.store.decay_clock import update_refreshes_decay
 from curator.store.models import Candidate, Pattern, Run, utcnow
 from curator.store.settings import load_settings
-
-_CHUNK = 400
 
 
 @dataclass(frozen=True)
@@ -197,21 +195,9 @@ class Plan:
 
 def plan_commit(store: Store, run_id: int) -> Plan:
     """Read the run's open candidates and their targets; call inside one transaction."""
-    run = Run.get_or_none(Run.id == run_id)
-    if run is None:
-        raise CuratorError(f"there is no run {run_id}")
-    open_candidates = list(
-        Candidate.select()
-        .where((Candidate.run == run_id) & (Candidate.state != "applied"))
-        .order_by(Candidate.ordinal)
-    )
+    run, open_candidates, patterns = read_open(run_id)
     apply = [c for c in open_candidates if c.action is not None]
     unreviewed = len(open_candidates) - len(apply)
-    target_ids = sorted({t for c in apply if (t := c.target_id) is not None})
-    patterns: dict[int, Pattern] = {}
-    for start in range(0, len(target_ids), _CHUNK):
-        for p in Pattern.select().where(Pattern.id.in_(target_ids[start : start + _CHUNK])):
-            patterns[p.id] = p
     keys = decision_keys(open_candidates, patterns)
     refresh = update_refreshes_decay(store)
     preview = CommitPreview(

@@ -68,8 +68,14 @@ from curator.pipeline.review_views import (
     staged_runs,
 )
 from curator.store.db import Store
-from curator.store.knowledge_items import MAX_PATTERN_CHARS
-from curator.store.models import Candidate, DecisionEvent, Pattern, format_utc, utcnow
+from curator.store.models import (
+    MAX_PATTERN_CHARS,
+    Candidate,
+    DecisionEvent,
+    Pattern,
+    format_utc,
+    utcnow,
+)
 from curator.store.profile import reviewer_name
 from curator.store.settings import Settings, load_settings
 

@@ -19,10 +19,7 @@ from curator.store.importer import (
     _parse_timestamp,
     _type_name,
 )
-from curator.store.models import format_utc
-
-MAX_PATTERN_CHARS = 4000
-"""A pattern is a short statement; anything longer is not knowledge but a pasted document."""
+from curator.store.models import MAX_PATTERN_CHARS, format_utc
 
 DEFAULT_IMPORTANCE = 0.5
 """For plain text and Markdown (no score) and JSON elements without one."""

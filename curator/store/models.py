@@ -41,6 +41,9 @@ DISTILLABLE_LABELS = ("constitutional", "uncategorized")
 
 ACTIONS = ("SKIP", "UPDATE", "ADD")
 
+MAX_PATTERN_CHARS = 4000
+"""A pattern is a short statement; anything longer is not knowledge but a pasted document."""
+
 
 def utcnow() -> datetime:
     """The current time as an aware UTC datetime (the only clock the store uses)."""

@@ -21,6 +21,7 @@ from hypothesis import strategies as st
 from curator.errors import ConflictError, CuratorError
 from curator.pipeline import commit, review
 from curator.pipeline import fingerprint as fp
+from curator.pipeline.commit_reads import run_fingerprint
 from curator.store.db import Store
 from curator.store.models import Candidate, Pattern
 from curator.store.opening import StoreBusyError
@@ -276,8 +277,10 @@ def test_commit_applies_exactly_the_previewed_state_or_refuses(
             ids = candidate_ids(run)
             _play(store, ids, seen)
             shown = commit.preview_commit(store, run.id)
+            assert run_fingerprint(store, run.id) == shown.fingerprint  # what review prints
             _play(store, ids, meanwhile)
             now = commit.preview_commit(store, run.id)
+            assert run_fingerprint(store, run.id) == now.fingerprint
             before = logical_dump(store)
             try:
                 commit.commit_run(store, run.id, reviewed_only=True, expect=shown.fingerprint)
