@@ -390,7 +390,70 @@ def load_reader() -> Reader | None:
 
 
 _DENSE_FILE = "flag-reader-dense.bin"
+"""The kept dense layout's first file: threshold, C, the biases and the injection head,
+which every text needs; each other head has a file of its own (:func:`_head_file`)."""
 _DENSE_HEAD = struct.Struct(f"<ff{len(HEADS)}f")
+_TABLE_BYTES = 4 * BUCKETS
+
+
+def _head_file(head: str) -> str:
+    return _DENSE_FILE if head == HEADS[0] else f"flag-reader-dense-{head}.bin"
+
+
+def _table(body: bytes) -> array[float] | None:
+    """A head's dense table from its kept bytes (little-endian 32-bit floats)."""
+    table = array("f")
+    if table.itemsize != 4 or len(body) != _TABLE_BYTES:  # pragma: no cover - no such Python
+        return None
+    table.frombytes(body)
+    if sys.byteorder == "big":  # pragma: no cover - kept little-endian
+        table.byteswap()
+    return table
+
+
+def _dense_bytes(table: Sequence[float]) -> bytes:
+    dense = array("f", bytes(_TABLE_BYTES))
+    stored = table.stored() if isinstance(table, SparseTable) else enumerate(table)
+    for index, weight in stored:
+        dense[index] = weight
+    if sys.byteorder == "big":  # pragma: no cover - kept little-endian
+        dense.byteswap()
+    return dense.tobytes()
+
+
+class _KeptHeads(Mapping[str, Sequence[float]]):
+    """The heads' dense tables from the user cache, each read when a text first needs it:
+    most texts need only the injection head (a seventh of the layout), so a command that
+    flags a few texts reads a megabyte, not seven. A head whose kept file is missing or
+    damaged is unpacked from the weight file's bytes and kept again."""
+
+    def __init__(self, raw: bytes, name: str, key: bytes, injection: array[float]) -> None:
+        self._raw, self._name, self._key = raw, name, key
+        self._tables: dict[str, Sequence[float]] = {HEADS[0]: injection}
+        self._lock = threading.Lock()
+
+    def __getitem__(self, head: str) -> Sequence[float]:
+        table = self._tables.get(head)
+        if table is not None:
+            return table
+        if head not in HEADS:
+            raise KeyError(head)
+        with self._lock:
+            table = self._tables.get(head)
+            if table is None:
+                kept = derived_cache.load(_head_file(head), self._key)
+                table = _table(kept) if kept is not None else None
+                if table is None:
+                    table = _read_bytes(self._raw, self._name).weights[head]
+                    derived_cache.store(_head_file(head), self._key, _dense_bytes(table))
+                self._tables[head] = table
+        return table
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(HEADS)
+
+    def __len__(self) -> int:
+        return len(HEADS)
 
 
 def _load_shipped(path: Path) -> Reader:
@@ -403,34 +466,19 @@ def _load_shipped(path: Path) -> Reader:
     raw = path.read_bytes()
     key = b"%d:%08x:%d" % (BUCKETS, zlib.crc32(raw), len(raw))
     kept = derived_cache.load(_DENSE_FILE, key)
-    size = 4 * BUCKETS
-    if kept is not None and len(kept) == _DENSE_HEAD.size + size * len(HEADS):
+    if kept is not None and len(kept) == _DENSE_HEAD.size + _TABLE_BYTES:
         threshold, c, *biases = _DENSE_HEAD.unpack_from(kept, 0)
-        weights: dict[str, Sequence[float]] = {}
-        for i, head in enumerate(HEADS):
-            table = array("f")
-            if table.itemsize == 4:
-                at = _DENSE_HEAD.size + i * size
-                table.frombytes(kept[at : at + size])
-                if sys.byteorder == "big":  # pragma: no cover - kept little-endian
-                    table.byteswap()
-            weights[head] = table
-        if all(len(t) == BUCKETS for t in weights.values()):
-            return Reader(weights, dict(zip(HEADS, biases, strict=True)), threshold, c)
+        injection = _table(kept[_DENSE_HEAD.size :])
+        if injection is not None:
+            heads = _KeptHeads(raw, path.name, key, injection)
+            return Reader(heads, dict(zip(HEADS, biases, strict=True)), threshold, c)
     reader = _read_bytes(raw, path.name)
-    dense = bytearray(_DENSE_HEAD.pack(reader.threshold, reader.c, *map(reader.bias.get, HEADS)))
     for head in HEADS:
-        table = array("f", bytes(4 * BUCKETS))
-        weights_of = reader.weights[head]
-        stored = (
-            weights_of.stored() if isinstance(weights_of, SparseTable) else enumerate(weights_of)
-        )
-        for index, weight in stored:
-            table[index] = weight
-        if sys.byteorder == "big":  # pragma: no cover - kept little-endian
-            table.byteswap()
-        dense += table.tobytes()
-    derived_cache.store(_DENSE_FILE, key, bytes(dense))
+        body = _dense_bytes(reader.weights[head])
+        if head == HEADS[0]:
+            bias = [reader.bias[name] for name in HEADS]
+            body = _DENSE_HEAD.pack(reader.threshold, reader.c, *bias) + body
+        derived_cache.store(_head_file(head), key, body)
     return reader
 
 

@@ -150,6 +150,30 @@ def test_a_damaged_or_stale_dense_reader_is_derived_again(cache: Path, tmp_path:
     assert small.weights["injection"][5] == 0.25 and small.threshold == 0.5
 
 
+def test_a_head_is_read_when_a_text_first_needs_it(cache: Path) -> None:
+    """The other heads' tables are files of their own, read on first use; one damaged is
+    unpacked from the weight file instead (same scores) and kept again."""
+    from_file = read_reader(reader_path())
+    flag_learned._load_shipped(reader_path())
+    path = cache / flag_learned._head_file("identity")
+    raw = bytearray(path.read_bytes())
+    raw[len(raw) // 2] ^= 0x40
+    path.write_bytes(bytes(raw))
+    kept = flag_learned._load_shipped(reader_path())
+    assert not isinstance(kept.weights["injection"], flag_learned.SparseTable)
+    assert isinstance(kept.weights["identity"], flag_learned.SparseTable)  # from the file
+    assert not isinstance(kept.weights["instruction"], flag_learned.SparseTable)
+    for text in TEXTS:
+        buckets = features(text)
+        for head in HEADS:
+            assert kept.margin(head, buckets) == from_file.margin(head, buckets)
+    again = flag_learned._load_shipped(reader_path())
+    assert not isinstance(again.weights["identity"], flag_learned.SparseTable)  # kept again
+    assert again.margin("identity", features(TEXTS[0])) == from_file.margin(
+        "identity", features(TEXTS[0])
+    )
+
+
 def _foreign_file(folder: Path, pattern: str, flags: int, program_of: str) -> bytes:
     """The pattern file another account's (or a hostile) cache would hold: well formed,
     its checksum or signature right for its own folder, the program of ``program_of``
