@@ -31,6 +31,7 @@ from collections.abc import Collection, Sequence
 from typing import TYPE_CHECKING, Any, NamedTuple, NoReturn
 
 from curator import __version__
+from curator.core import kept_code
 from curator.store import pg_driver
 
 pg_driver.hold_back()  # first, before peewee is imported: psycopg only for postgresql://
@@ -256,6 +257,8 @@ def build_parser(modules: Collection[str] | None = None) -> argparse.ArgumentPar
         dest="command", metavar="COMMAND", parser_class=_Parser, action=_VerbParsers
     )
     wanted = {verb.module for verb in VERBS.values()} if modules is None else set(modules)
+    if wanted:
+        kept_code.install()  # before a verb's classes are defined: their methods compiled once
     for name, verb in VERBS.items():
         if name in subparsers.choices:
             continue
@@ -312,6 +315,7 @@ def _run(ctx: CommandContext) -> int:
     args = ctx.args
     try:
         if args.command is None:
+            kept_code.install()
             from curator.cli.data import open_window
 
             return open_window(ctx)

@@ -1,0 +1,116 @@
+"""The methods ``@dataclass`` generates, compiled once and kept between runs.
+
+Python 3.11's :mod:`dataclasses` writes each class's ``__init__``, ``__repr__``,
+``__eq__`` (and for frozen classes ``__setattr__``, ``__delattr__``, ``__hash__``) as
+source text and compiles it with ``exec`` while the module defining the class is
+imported: about a millisecond a class. ``curator review --json`` imports some thirty
+such classes, a fifth of its start-up, paid again at every start by the cron jobs, shells
+and agents that run the command often, although the text only changes with the code.
+
+:func:`install` (called by the command line before it imports anything else of ours)
+gives the :mod:`dataclasses` module an ``exec`` of its own that looks the source text up
+among the code objects compiled by earlier runs and compiles only what is new; the code
+objects are kept in the user cache (:mod:`curator.core.derived_cache`: signed with this
+account's secret, keyed by the bytecode version, so another Python or a foreign file is
+never used). A kept code object is exactly what ``exec`` would have compiled from the same
+text (the file name ``<string>``, no inherited ``__future__`` flags, as ``exec`` in
+:mod:`dataclasses` compiles), run with the same globals and locals, so a class is built
+the same either way; only the compiling is skipped.
+
+The hook is installed by the command line only: a program that imports ``curator`` as a
+library keeps its :mod:`dataclasses` untouched.
+"""
+
+from __future__ import annotations
+
+import atexit
+import builtins
+import marshal
+import sys
+import threading
+from types import CodeType
+from typing import Any
+
+__all__ = ["install", "save"]
+
+_FILE = "dataclass-code.bin"
+_LIMIT = 4000
+"""More kept sources than this (older versions' classes pile up): keep this run's."""
+
+_LOCK = threading.Lock()
+_KEPT: dict[str, CodeType] = {}
+_USED: set[str] = set()
+_STATE = {"installed": False, "loaded": False, "dirty": False}
+
+
+def _key() -> bytes:
+    import importlib.util
+
+    return sys.implementation.cache_tag.encode() + b"-" + importlib.util.MAGIC_NUMBER
+
+
+def _load() -> None:
+    """Read the kept code objects (on the first class, so ``--version`` reads nothing)."""
+    from curator.core import derived_cache
+
+    _STATE["loaded"] = True
+    body = derived_cache.load(_FILE, _key())
+    if body is None:
+        return
+    try:
+        kept = marshal.loads(body)
+    except (EOFError, ValueError, TypeError):
+        return
+    if isinstance(kept, dict):
+        _KEPT.update(
+            (source, code)
+            for source, code in kept.items()
+            if isinstance(source, str) and isinstance(code, CodeType)
+        )
+
+
+def _compiled(source: str) -> CodeType:
+    with _LOCK:
+        if not _STATE["loaded"]:
+            _load()
+        code = _KEPT.get(source)
+        _USED.add(source)
+    if code is None:
+        code = compile(source, "<string>", "exec", dont_inherit=True)
+        with _LOCK:
+            _KEPT[source] = code
+            if not _STATE["dirty"]:
+                _STATE["dirty"] = True
+                atexit.register(save)
+    return code
+
+
+def _kept_exec(source: Any, globals: Any = None, locals: Any = None, /) -> None:
+    """``exec`` as :mod:`dataclasses` calls it, with the compiled text kept."""
+    if isinstance(source, str):
+        source = _compiled(source)
+    builtins.exec(source, globals, locals)
+
+
+def install() -> None:
+    """Give :mod:`dataclasses` the keeping ``exec`` (once; before classes are defined)."""
+    if _STATE["installed"]:
+        return
+    import dataclasses
+
+    _STATE["installed"] = True
+    dataclasses.exec = _kept_exec  # type: ignore[attr-defined]
+
+
+def save() -> None:
+    """Write the kept code objects if this run compiled any anew (also run at exit)."""
+    with _LOCK:
+        if not _STATE["dirty"]:
+            return
+        _STATE["dirty"] = False
+        kept = dict(_KEPT)
+        if len(kept) > _LIMIT:
+            kept = {source: code for source, code in kept.items() if source in _USED}
+    from curator.core import derived_cache
+
+    derived_cache.store(_FILE, _key(), marshal.dumps(kept))
