@@ -23,6 +23,22 @@ os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
 _PROFILE_NAMES = itertools.count(1)
 
 
+def pytest_xdist_auto_num_workers(config: pytest.Config) -> int:
+    """``-n auto``: one worker per CPU this process may use, within a container's quota.
+
+    pytest-xdist counts the CPUs the process may run on; a container limited by a CPU
+    quota (cgroup v2 ``cpu.max``) still shows all of the host's, and a worker per host
+    CPU would leave each a sliver of the quota."""
+    cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+    try:
+        quota, period = Path("/sys/fs/cgroup/cpu.max").read_text().split()[:2]
+        if quota != "max":
+            cpus = min(cpus or 1, max(1, int(quota) // int(period)))
+    except (OSError, ValueError):
+        pass  # no cgroup v2 quota
+    return max(1, cpus or 1)
+
+
 @pytest.fixture(scope="session", autouse=True)
 def _profile_base(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
     """The profile lives in a session folder, never in the user's config dir, and no
@@ -142,11 +158,18 @@ def classified_demo(
     30 s of CPU). Tests only ever use copies of it."""
     folder = _shared_folder(tmp_path_factory, "classified-demo")
     path, summary = folder / "demo.sqlite", folder / "summary.json"
+    failed = folder / "failed.txt"
     with _only_one_builder(folder):
-        if not summary.exists():  # none yet, or a worker's build failed half-way
+        if failed.exists():  # the same model on the same data fails the same way: once
+            raise RuntimeError(f"building the classified demo failed: {failed.read_text()}")
+        if not summary.exists():  # none yet, or a worker was killed half-way
             for leftover in (path, path.with_name(path.name + "-wal")):
                 leftover.unlink(missing_ok=True)
-            result = _classify_demo(path, request.getfixturevalue("demo_backend"))
+            try:
+                result = _classify_demo(path, request.getfixturevalue("demo_backend"))
+            except Exception as exc:
+                failed.write_text(f"{type(exc).__name__}: {exc}")
+                raise
             summary.write_text(json.dumps(result))
     saved = json.loads(summary.read_text())
     return ClassifiedDemo(path, saved["run_id"], saved["status"], saved["counts"])
