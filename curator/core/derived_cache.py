@@ -35,6 +35,7 @@ import secrets
 import stat
 import sys
 import threading
+from array import array
 from pathlib import Path
 from typing import Any
 
@@ -160,7 +161,9 @@ def store(name: str, key: bytes, body: bytes) -> None:
 
 # -- compiled patterns ----------------------------------------------------------------------
 
-_Entry = tuple[int, list[int], int, dict[str, int], tuple[str | None, ...]]
+_Entry = tuple[int, bytes, int, dict[str, int], tuple[str | None, ...]]
+"""What ``_sre.compile`` takes, the program packed as machine words (``array("I")``): a
+list of a few hundred thousand ints took most of the time reading the file."""
 
 _PATTERNS_FILE = "patterns.bin"
 _LOCK = threading.Lock()
@@ -174,7 +177,7 @@ _STATE: dict[str, Any] = {"loaded": False, "dirty": False, "usable": True}
 def _patterns_key() -> bytes:
     import _sre
 
-    return f"{sys.implementation.cache_tag}-{_sre.MAGIC}-{_sre.CODESIZE}".encode()
+    return f"{sys.implementation.cache_tag}-{_sre.MAGIC}-{_sre.CODESIZE}-{sys.byteorder}-I".encode()
 
 
 def _load_patterns() -> None:
@@ -232,17 +235,18 @@ def _entry(pattern: str, flags: int) -> _Entry:
     for name, index in groupindex.items():
         indexgroup[index] = name
     state_flags = int(flags | parsed.state.flags)
-    # the opcodes are int subclasses (named constants): kept as plain ints
-    program = [int(op) for op in code]
+    program = array("I", code).tobytes()  # words of _sre.CODESIZE, in the key
     return (state_flags, program, int(parsed.state.groups - 1), groupindex, tuple(indexgroup))
 
 
 def _from_entry(pattern: str, entry: _Entry) -> re.Pattern[str]:
     import _sre
 
-    state_flags, code, groups, groupindex, indexgroup = entry
+    state_flags, packed, groups, groupindex, indexgroup = entry
+    code = array("I")
+    code.frombytes(packed)
     compiled: re.Pattern[str] = _sre.compile(
-        pattern, state_flags, code, groups, groupindex, indexgroup
+        pattern, state_flags, code.tolist(), groups, groupindex, indexgroup
     )
     return compiled
 
