@@ -278,12 +278,13 @@ def variants(text: str) -> list[Variant]:
 def vocabulary() -> frozenset[str]:
     """Every plain word (four letters and up) of the rules' word families, and the common
     words: what a disguised word is checked against to decide how to read it."""
-    words: set[str] = set(_COMMON)
+    entries: list[str] = []
     for table in (LANGUAGES, INTENTS):
         for lang in table:
             for field in fields(lang):
                 value = getattr(lang, field.name)
                 if isinstance(value, tuple):
-                    for entry in value:
-                        words.update(re.findall(r"(?<![\\?])[a-z]{4,}", entry))
-    return frozenset(words)
+                    entries.extend(value)
+    # one scan of all entries, a line each (a word never spans the line break)
+    found = re.findall(r"(?<![\\?])[a-z]{4,}", "\n".join(entries))
+    return frozenset(_COMMON).union(found)
