@@ -195,6 +195,8 @@ def _load_patterns() -> None:
 
 def regex(pattern: str, flags: int = 0) -> re.Pattern[str]:
     """``re.compile(pattern, flags)``, its program kept between runs (see the module)."""
+    if not isinstance(pattern, str | bytes):  # a compiled pattern: re hands it back
+        return re.compile(pattern, flags)
     flags = int(flags)
     with _LOCK:
         if not _STATE["loaded"]:
@@ -213,9 +215,14 @@ def regex(pattern: str, flags: int = 0) -> re.Pattern[str]:
         compiled = _from_entry(pattern, entry)
     except re.error:
         raise
-    except Exception:  # the internals differ in this Python: compile as re does, uncached
+    except Exception:
+        # Flags re refuses (LOCALE with a str), a pattern already compiled: re.compile
+        # raises or answers as it does for any caller, and the cache stays in use. Only
+        # where re.compile succeeds and the internals did not do they differ in this
+        # Python: compile as re does from then on, uncached.
+        compiled = re.compile(pattern, flags)
         _STATE["usable"] = False
-        return re.compile(pattern, flags)
+        return compiled
     with _LOCK:
         _ENTRIES[(pattern, flags)] = entry
         if not _STATE["dirty"]:

@@ -11,6 +11,7 @@ import os
 import re
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 from hypothesis import HealthCheck, example, given, settings
@@ -232,3 +233,44 @@ def test_a_secret_others_can_read_keeps_nothing(cache: Path) -> None:
     derived_cache._SECRETS.clear()
     assert derived_cache.load("patterns.bin", derived_cache._patterns_key()) is None
     assert derived_cache.regex(r"\bkept\b") == re.compile(r"\bkept\b")
+
+
+BAD_FLAGS = [re.LOCALE, re.UNICODE | re.ASCII, re.UNICODE, 0]
+
+
+@settings(
+    deadline=None, max_examples=40, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(
+    st.one_of(st.text(alphabet="ab(?:)[]+", max_size=5), st.binary(max_size=3)),
+    st.sampled_from(BAD_FLAGS),
+)
+@example("a", re.LOCALE)  # ValueError: LOCALE with a str pattern
+@example(b"a", re.UNICODE)  # ValueError: UNICODE with a bytes pattern
+def test_a_call_re_refuses_raises_as_re_does_and_the_cache_stays_in_use(
+    cache: Path, source: str | bytes, flags: int
+) -> None:
+    """A caller's mistake is the caller's: the error ``re.compile`` raises, and the patterns
+    compiled after it are still kept (a refused call once turned the cache off for the
+    rest of the run)."""
+    try:
+        expected: re.Pattern[Any] | BaseException = re.compile(source, flags)
+    except Exception as exc:  # whatever re raises, regex must raise too
+        expected = exc
+    try:
+        got: re.Pattern[Any] | BaseException = derived_cache.regex(source, flags)  # type: ignore[arg-type]
+    except Exception as exc:  # whatever re raises, regex must raise too
+        got = exc
+    if isinstance(expected, BaseException):
+        assert type(got) is type(expected) and str(got) == str(expected)
+    else:
+        assert got == expected
+    assert derived_cache._STATE["usable"]
+    derived_cache.regex(r"\bstill kept\b")
+    assert (r"\bstill kept\b", 0) in derived_cache._ENTRIES
+
+
+def test_a_compiled_pattern_is_handed_back_and_the_cache_stays_in_use(cache: Path) -> None:
+    compiled = re.compile(r"\bq\b")
+    assert derived_cache.regex(compiled) is re.compile(compiled)  # type: ignore[arg-type]
+    assert derived_cache._STATE["usable"]
