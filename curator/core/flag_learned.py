@@ -400,6 +400,13 @@ def _head_file(head: str) -> str:
     return _DENSE_FILE if head == HEADS[0] else f"flag-reader-dense-{head}.bin"
 
 
+def _head_key(key: bytes, head: str) -> bytes:
+    """A head's file is signed for its head too: the tables are all the same size, so one
+    head's kept file copied or renamed into another's place would otherwise be read as
+    that head's weights (and score every text wrongly)."""
+    return key + b":" + head.encode()
+
+
 def _table(body: bytes) -> array[float] | None:
     """A head's dense table from its kept bytes (little-endian 32-bit floats)."""
     table = array("f")
@@ -430,6 +437,8 @@ class _KeptHeads(Mapping[str, Sequence[float]]):
     def __init__(self, raw: bytes, name: str, key: bytes, injection: array[float]) -> None:
         self._raw, self._name, self._key = raw, name, key
         self._tables: dict[str, Sequence[float]] = {HEADS[0]: injection}
+        self._parsed: Reader | None = None
+        """The weight file read, once, for the heads whose kept files are unusable."""
         self._lock = threading.Lock()
 
     def __getitem__(self, head: str) -> Sequence[float]:
@@ -441,11 +450,14 @@ class _KeptHeads(Mapping[str, Sequence[float]]):
         with self._lock:
             table = self._tables.get(head)
             if table is None:
-                kept = derived_cache.load(_head_file(head), self._key)
+                key = _head_key(self._key, head)
+                kept = derived_cache.load(_head_file(head), key)
                 table = _table(kept) if kept is not None else None
                 if table is None:
-                    table = _read_bytes(self._raw, self._name).weights[head]
-                    derived_cache.store(_head_file(head), self._key, _dense_bytes(table))
+                    if self._parsed is None:
+                        self._parsed = _read_bytes(self._raw, self._name)
+                    table = self._parsed.weights[head]
+                    derived_cache.store(_head_file(head), key, _dense_bytes(table))
                 self._tables[head] = table
         return table
 
@@ -465,7 +477,7 @@ def _load_shipped(path: Path) -> Reader:
     read from the file; a changed weight file changes the key and is derived again."""
     raw = path.read_bytes()
     key = b"%d:%08x:%d" % (BUCKETS, zlib.crc32(raw), len(raw))
-    kept = derived_cache.load(_DENSE_FILE, key)
+    kept = derived_cache.load(_DENSE_FILE, _head_key(key, HEADS[0]))
     if kept is not None and len(kept) == _DENSE_HEAD.size + _TABLE_BYTES:
         threshold, c, *biases = _DENSE_HEAD.unpack_from(kept, 0)
         injection = _table(kept[_DENSE_HEAD.size :])
@@ -478,7 +490,7 @@ def _load_shipped(path: Path) -> Reader:
         if head == HEADS[0]:
             bias = [reader.bias[name] for name in HEADS]
             body = _DENSE_HEAD.pack(reader.threshold, reader.c, *bias) + body
-        derived_cache.store(_head_file(head), key, body)
+        derived_cache.store(_head_file(head), _head_key(key, head), body)
     return reader
 
 

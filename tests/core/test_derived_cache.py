@@ -175,6 +175,54 @@ def test_a_head_is_read_when_a_text_first_needs_it(cache: Path) -> None:
     )
 
 
+OTHER_HEADS = HEADS[1:]
+
+
+@settings(
+    deadline=None, max_examples=12, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(
+    st.lists(
+        st.tuples(st.sampled_from(OTHER_HEADS), st.sampled_from(OTHER_HEADS)).filter(
+            lambda pair: pair[0] != pair[1]
+        ),
+        min_size=1,
+        max_size=3,
+    )
+)
+@example([("link", "instruction")])
+def test_a_heads_file_in_another_heads_place_is_not_read_as_that_head(
+    cache: Path, moves: list[tuple[str, str]]
+) -> None:
+    """Every head's table has the same size and the same weight file under it: one head's
+    kept file copied or renamed into another's place (a sync tool, a hand-tidied cache)
+    is refused and that head unpacked from the weight file, so the scores stay the file's.
+    The weight file is read once however many heads need it."""
+    from_file = read_reader(reader_path())
+    flag_learned._load_shipped(reader_path())
+    files = {head: (cache / flag_learned._head_file(head)).read_bytes() for head in HEADS}
+    for source, target in moves:
+        (cache / flag_learned._head_file(target)).write_bytes(files[source])
+    kept = flag_learned._load_shipped(reader_path())
+    reads: list[str] = []
+    real = flag_learned._read_bytes
+
+    def counting(raw: bytes, name: str) -> flag_learned.Reader:  # fault injection: a spy
+        reads.append(name)
+        return real(raw, name)
+
+    with pytest.MonkeyPatch.context() as spy:
+        spy.setattr(flag_learned, "_read_bytes", counting)
+        for text in TEXTS:
+            buckets = features(text)
+            for head in HEADS:
+                assert kept.margin(head, buckets) == from_file.margin(head, buckets), head
+    assert len(reads) == 1
+    again = flag_learned._load_shipped(reader_path())  # each kept again under its own name
+    for head in HEADS:
+        assert not isinstance(again.weights[head], flag_learned.SparseTable)
+
+
 def _foreign_file(folder: Path, pattern: str, flags: int, program_of: str) -> bytes:
     """The pattern file another account's (or a hostile) cache would hold: well formed,
     its checksum or signature right for its own folder, the program of ``program_of``
