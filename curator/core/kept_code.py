@@ -17,8 +17,11 @@ text (the file name ``<string>``, no inherited ``__future__`` flags, as ``exec``
 :mod:`dataclasses` compiles), run with the same globals and locals, so a class is built
 the same either way; only the compiling is skipped.
 
-The hook is installed by the command line only: a program that imports ``curator`` as a
-library keeps its :mod:`dataclasses` untouched.
+The hook is installed by the ``curator`` command (:mod:`curator.cli`, when it builds a
+verb's parser or opens the window), the one process that is all ours: a program that
+uses ``curator`` as a library (:class:`curator.Curator`) keeps its :mod:`dataclasses`
+untouched. (``curator-gui`` imports the window's modules before it could install it, and
+does without.)
 """
 
 from __future__ import annotations
