@@ -1,7 +1,7 @@
 """Benchmark ``curator mcp`` and ``curator watch``: the agent's reads, writes and log lag.
 
 Usage: ``python benchmarks/bench_mcp.py [--patterns 10000] [--calls 50] [--records 1600]
-[--clients 8] [--in-flight 8] [--lines 60] [--parts reads,record,follow]``
+[--clients 8] [--in-flight 8] [--lines 60] [--parts reads,record,follow] [--kinds sdk,raw]``
 
 A temporary database holds the demo data plus ``--patterns`` generated patterns. Measured,
 all in one run:
@@ -11,12 +11,17 @@ all in one run:
   streamable HTTP (each server a real ``curator mcp`` child process). "Transport" is a
   no-op call, ``memory_status``, over the same client in the same run; the goal is
   ``get_knowledge p95 <= 2 x in-process p95 + transport p95``;
-- ``record_episode`` throughput over HTTP: ``--clients`` SDK clients, each with
+- ``record_episode`` throughput over HTTP: ``--clients`` clients, each with
   ``--in-flight`` calls outstanding, rate limit off; also the server's CPU time per
   recorded episode (from ``/proc``), which says what one core would sustain whatever else
   the machine is running (the goal is 500 a second), and the clients' own CPU time per
   call: server and clients share the machine, so its cores divided by both is the most
-  this machine can record a second, whatever the server does;
+  this machine can record a second, whatever the server does. Two kinds of client, each
+  against a fresh server and reported on its own line (``--kinds``): ``sdk``, the SDK's
+  own ``Client``, and ``raw``, an agent that speaks the protocol directly: the same
+  JSON-RPC POSTs (headers, envelope, client name) sent with plain ``httpx``. The SDK's
+  client spends more CPU per call than the server, so on a small machine it measures
+  mostly itself; the raw client leaves the cores to the server;
 - the lag from a line appended to a log followed by a real ``curator watch`` child process
   to its episode being readable through ``Curator.status()`` (goal: p95 <= 1 s).
 
@@ -27,6 +32,7 @@ figures move with it.
 from __future__ import annotations
 
 import argparse
+import itertools
 import json
 import os
 import re
@@ -35,14 +41,23 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 import anyio
+import httpx
 from mcp import Client, StdioServerParameters
+from mcp.types import Implementation
+from mcp.types.version import LATEST_MODERN_VERSION
+from mcp_types import (
+    CLIENT_CAPABILITIES_META_KEY,
+    CLIENT_INFO_META_KEY,
+    PROTOCOL_VERSION_META_KEY,
+)
 
 from curator import Curator
 from curator.core.scoring import rank_key
@@ -156,8 +171,74 @@ async def reads_over(target: Any, name: str, calls: int, base: float) -> None:
     )
 
 
-async def record_load(url: str, pid: int, records: int, clients: int, in_flight: int) -> None:
-    """``clients`` SDK clients with ``in_flight`` calls each, recording distinct texts."""
+SDK_CLIENT_NAME = "bench-sdk"
+RAW_CLIENT_NAME = "bench-raw"
+RAW_HEADERS = {
+    "accept": "application/json, text/event-stream",
+    "content-type": "application/json",
+    "mcp-protocol-version": LATEST_MODERN_VERSION,
+    "mcp-method": "tools/call",
+    "mcp-name": "record_episode",
+}
+"""What the SDK's client sends with a ``tools/call`` (``Mcp-Name`` names the tool)."""
+RAW_ENVELOPE = {
+    PROTOCOL_VERSION_META_KEY: LATEST_MODERN_VERSION,
+    CLIENT_INFO_META_KEY: {"name": RAW_CLIENT_NAME, "version": "1"},
+    CLIENT_CAPABILITIES_META_KEY: {},
+}
+"""The per-request envelope of the 2026-07-28 revision: the client's name rides in it."""
+
+Record = Callable[[str], Awaitable[dict[str, Any]]]
+
+
+@asynccontextmanager
+async def sdk_recorder(url: str, in_flight: int) -> AsyncIterator[tuple[str, Record]]:
+    """``record(text)`` through the SDK's own client; answers its structured content."""
+    del in_flight  # the SDK's client pools its connections itself
+    info = Implementation(name=SDK_CLIENT_NAME, version="1")
+    async with Client(url, read_timeout_seconds=120, client_info=info) as client:
+
+        async def record(text: str) -> dict[str, Any]:
+            result = await client.call_tool("record_episode", {"text": text})
+            if result.is_error or result.structured_content is None:
+                raise SystemExit(f"record_episode failed: {result.content}")
+            return result.structured_content
+
+        yield SDK_CLIENT_NAME, record
+
+
+@asynccontextmanager
+async def raw_recorder(url: str, in_flight: int) -> AsyncIterator[tuple[str, Record]]:
+    """``record(text)`` as the same JSON-RPC POST the SDK's client sends, with plain httpx
+    (one kept-alive connection per call in flight)."""
+    limits = httpx.Limits(max_connections=in_flight, max_keepalive_connections=in_flight)
+    ids = itertools.count(1)
+    async with httpx.AsyncClient(limits=limits, timeout=120) as http:
+
+        async def record(text: str) -> dict[str, Any]:
+            params = {"name": "record_episode", "arguments": {"text": text}, "_meta": RAW_ENVELOPE}
+            body = {"jsonrpc": "2.0", "id": next(ids), "method": "tools/call", "params": params}
+            answer = await http.post(url, content=json.dumps(body), headers=RAW_HEADERS)
+            result = answer.json().get("result") if answer.status_code == 200 else None
+            if not result or result.get("isError") or "structuredContent" not in result:
+                raise SystemExit(f"record_episode failed: {answer.status_code} {answer.text}")
+            return dict(result["structuredContent"])
+
+        yield RAW_CLIENT_NAME, record
+
+
+RECORDERS = {"sdk": sdk_recorder, "raw": raw_recorder}
+KIND_NAMES = {
+    "sdk": "the SDK's client",
+    "raw": "raw JSON-RPC over httpx",
+}
+
+
+async def record_load(
+    kind: str, url: str, pid: int, records: int, clients: int, in_flight: int
+) -> None:
+    """``clients`` clients of ``kind`` with ``in_flight`` calls each, recording distinct
+    texts; every episode must come back attributed to the client's own name."""
     lanes = clients * in_flight
     per_lane = max(1, records // lanes)
     ready = anyio.Event()
@@ -166,9 +247,11 @@ async def record_load(url: str, pid: int, records: int, clients: int, in_flight:
 
     async def client_task(tag: int) -> None:
         nonlocal opened
-        async with Client(url, read_timeout_seconds=120) as client:
+        async with RECORDERS[kind](url, in_flight) as (name, record):
             # Warm the detector, the connections and the worker threads before timing.
-            await client.call_tool("record_episode", {"text": f"warm {tag} {time.time_ns()}"})
+            warm = await record(f"warm {tag} {time.time_ns()}")
+            if warm.get("source") != name or not warm.get("created"):
+                raise SystemExit(f"{kind}: recorded as {warm}, not a new episode from {name!r}")
             opened += 1
             if opened == clients:
                 box["cpu"] = server_cpu_s(pid)
@@ -179,10 +262,7 @@ async def record_load(url: str, pid: int, records: int, clients: int, in_flight:
 
             async def lane(j: int) -> None:
                 for i in range(per_lane):
-                    text = f"bench {tag}.{j}.{i} {time.time_ns()}"
-                    result = await client.call_tool("record_episode", {"text": text})
-                    if result.is_error:
-                        raise SystemExit(f"record_episode failed: {result.content}")
+                    await record(f"bench {tag}.{j}.{i} {time.time_ns()}")
 
             async with anyio.create_task_group() as group:
                 for j in range(in_flight):
@@ -197,11 +277,12 @@ async def record_load(url: str, pid: int, records: int, clients: int, in_flight:
     done = per_lane * lanes
     cores = os.cpu_count() or 1
     print(
-        f"record_episode over HTTP, {clients} clients x {in_flight} in flight, {done} episodes: "
-        f"{done / wall:.0f} per second; server CPU {cpu / done * 1e3:.2f} ms per episode "
-        f"(one core: {done / cpu:.0f} per second), server busy {cpu / wall * 100:.0f}% of a core; "
-        f"clients' CPU {mine / done * 1e3:.2f} ms per call (this machine's {cores} cores hold "
-        f"at most {cores * done / (cpu + mine):.0f} per second of server and clients together)"
+        f"record_episode over HTTP, {KIND_NAMES[kind]}, {clients} clients x {in_flight} in "
+        f"flight, {done} episodes: {done / wall:.0f} per second; server CPU "
+        f"{cpu / done * 1e3:.2f} ms per episode (one core: {done / cpu:.0f} per second), "
+        f"server busy {cpu / wall * 100:.0f}% of a core; clients' CPU {mine / done * 1e3:.2f} ms "
+        f"per call (this machine's {cores} cores hold at most {cores * done / (cpu + mine):.0f} "
+        f"per second of server and clients together)"
     )
 
 
@@ -252,6 +333,11 @@ def main() -> None:
     parser.add_argument("--in-flight", type=int, default=8)
     parser.add_argument("--lines", type=int, default=60)
     parser.add_argument(
+        "--kinds",
+        default="sdk,raw",
+        help="record's clients, comma-separated: sdk (the SDK's Client), raw (plain httpx)",
+    )
+    parser.add_argument(
         "--parts",
         default="reads,record,follow",
         help="which measurements to run, comma-separated (default: all three)",
@@ -260,6 +346,9 @@ def main() -> None:
     parts = set(args.parts.split(","))
     if not parts <= {"reads", "record", "follow"}:
         parser.error("--parts takes reads, record and follow")
+    kinds = args.kinds.split(",")
+    if not set(kinds) <= set(RECORDERS):
+        parser.error("--kinds takes sdk and raw")
     print(f"load average (1 min) {load_average()} on {os.cpu_count()} CPUs")
     with tempfile.TemporaryDirectory() as folder:
         db = Path(folder) / "bench.sqlite"
@@ -273,15 +362,25 @@ def main() -> None:
                 env={"PYTHONPATH": str(ROOT)},
             )
             anyio.run(reads_over, stdio, "stdio", args.calls, base)
-        if parts & {"reads", "record"}:
+        if "reads" in parts:
             process, url = start_http(db)
             try:
-                if "reads" in parts:
-                    anyio.run(reads_over, url, "HTTP", args.calls, base)
-                if "record" in parts:
-                    anyio.run(
-                        record_load, url, process.pid, args.records, args.clients, args.in_flight
-                    )
+                anyio.run(reads_over, url, "HTTP", args.calls, base)
+            finally:
+                process.terminate()
+                process.wait(timeout=30)
+        for kind in kinds if "record" in parts else []:
+            process, url = start_http(db)  # each kind against a fresh server
+            try:
+                anyio.run(
+                    record_load,
+                    kind,
+                    url,
+                    process.pid,
+                    args.records,
+                    args.clients,
+                    args.in_flight,
+                )
             finally:
                 process.terminate()
                 process.wait(timeout=30)

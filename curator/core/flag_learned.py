@@ -93,29 +93,62 @@ def normalised(text: str) -> str:
     """The text as the reader's features see it: the rules' fold, blanks collapsed, and
     every digit a ``0`` (an order's number or a date says nothing about whether it
     addresses the agent; its shape is kept)."""
-    return _DIGIT.sub("0", _SPACES.sub(" ", fold(text).text).strip())
+    return _normalised_fold(fold(text).text)
+
+
+def _normalised_fold(folded: str) -> str:
+    """:func:`normalised` of a text whose fold is ``folded`` (the detector folds every text
+    once already; folding it again was a tenth of its time on a short line)."""
+    return _DIGIT.sub("0", _SPACES.sub(" ", folded).strip())
 
 
 def _grams(text: str) -> list[tuple[str, str]]:
     """``(key, shown)`` per feature occurrence: the hashed key and the n-gram as written."""
-    norm = normalised(text)
+    keys, shown = _grams_of(normalised(text))
+    return list(zip(keys, shown, strict=True))
+
+
+def _grams_of(norm: str) -> tuple[list[str], list[str]]:
+    """The hashed keys of a normalised text's feature occurrences, and beside each the
+    n-gram as written: character n-grams by length, then words, then word pairs."""
     padded = f" {norm} "
-    out: list[tuple[str, str]] = []
     low, high = CHAR_NGRAMS
-    for n in range(low, high + 1):
-        for i in range(len(padded) - n + 1):
-            gram = padded[i : i + n]
-            out.append(("c" + gram, gram))
+    shown = [padded[i : i + n] for n in range(low, high + 1) for i in range(len(padded) - n + 1)]
+    keys = ["c" + gram for gram in shown]
     words = _WORD.findall(norm)
-    for word in words:
-        out.append(("w" + word, word))
-    for a, b in pairwise(words):
-        out.append((f"b{a} {b}", f"{a} {b}"))
-    return out
+    keys += ["w" + word for word in words]
+    shown += words
+    pairs = [f"{a} {b}" for a, b in pairwise(words)]
+    keys += ["b" + pair for pair in pairs]
+    shown += pairs
+    return keys, shown
 
 
 def _bucket(key: str) -> int:
     return zlib.crc32(key.encode("utf-8", "surrogatepass")) & (BUCKETS - 1)
+
+
+_KNOWN_BUCKETS: dict[str, int] = {}
+_KNOWN_MAX = 1 << 16
+"""Keys whose bucket was hashed already, at most this many (about 8 MB): a text's short
+character n-grams are mostly the ones every other text has, and a look-up costs a tenth of
+hashing one again. Full, the table starts over."""
+
+
+def _buckets(keys: list[str]) -> list[int]:
+    """Each key's bucket (:func:`_bucket`), in order."""
+    known = _KNOWN_BUCKETS
+    found = list(map(known.get, keys))
+    if None not in found:
+        return found  # type: ignore[return-value]
+    if len(known) + len(keys) > _KNOWN_MAX:
+        known.clear()
+    out: list[int] = []
+    for key, bucket in zip(keys, found, strict=True):
+        if bucket is None:
+            bucket = known[key] = _bucket(key)
+        out.append(bucket)
+    return out
 
 
 def features(text: str) -> list[int]:
@@ -135,6 +168,20 @@ class LearnedScore:
     probability: float
     kind: str
     evidence: tuple[str, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class _Reading:
+    """A text read: its probability and kind (``""`` below the threshold), and what its
+    evidence is drawn from, (bucket, key, n-gram as written) per feature occurrence."""
+
+    probability: float
+    kind: str
+    reader: Reader
+    keyed: list[tuple[int, str, str]]
+
+    def evidence(self) -> tuple[str, ...]:
+        return self.reader._evidence(self.keyed)
 
 
 class Reader:
@@ -159,8 +206,8 @@ class Reader:
         table = self.weights[head]
         if isinstance(table, SparseTable):
             total = table.total(buckets)
-        else:
-            total = sum(table[b] for b in buckets)
+        else:  # the same additions in the same order as a generator's, without one
+            total = sum(map(table.__getitem__, buckets))
         return self.bias[head] + total / sqrt(len(buckets))
 
     def probability(self, buckets: Sequence[int]) -> float:
@@ -170,15 +217,23 @@ class Reader:
     def score(self, text: str) -> LearnedScore:
         """The verdict; the kind and the evidence only when it reaches the threshold
         (most texts do not, and they are what makes a slow reader slow)."""
-        grams = _grams(text)
-        keyed = [(_bucket(key), key, shown) for key, shown in grams]
-        buckets = sorted({b for b, _, _ in keyed})
+        verdict = self._read(normalised(text))
+        if not verdict.kind:
+            return LearnedScore(verdict.probability, "", ())
+        return LearnedScore(verdict.probability, verdict.kind, verdict.evidence())
+
+    def _read(self, norm: str) -> _Reading:
+        """The probability and kind of a normalised text; its evidence on request (the
+        detector asks only when the kind is one it flags, and not flagged already)."""
+        keys, shown = _grams_of(norm)
+        bucket_list = _buckets(keys)
+        buckets = sorted(set(bucket_list))
         p = self.probability(buckets)
         if p < self.threshold:
-            return LearnedScore(p, "", ())
+            return _Reading(p, "", self, [])
         kinds = HEADS[1:]
         kind = max(kinds, key=lambda k: (self.margin(k, buckets), -kinds.index(k)))
-        return LearnedScore(p, kind, self._evidence(keyed))
+        return _Reading(p, kind, self, list(zip(bucket_list, keys, shown, strict=True)))
 
     def _evidence(self, keyed: list[tuple[int, str, str]], limit: int = 3) -> tuple[str, ...]:
         """The words and word pairs that pushed the injection score up most; character
@@ -519,27 +574,37 @@ at random. Short orders are the rules' ("Ignore all rules.")."""
 def _words(text: str) -> int:
     """Words, counting a long unbroken run (Chinese, Japanese, Thai write without spaces)
     as one word per three characters."""
-    runs = _WORD.findall(normalised(text))
+    return _word_count(normalised(text))
+
+
+def _word_count(norm: str) -> int:
+    """:func:`_words` of a normalised text."""
+    runs = _WORD.findall(norm)
     return sum(len(run) // 3 if len(run) > 12 else 1 for run in runs)
 
 
-def learned_hits(text: str, have: frozenset[str]) -> list[tuple[str, int, int, str]]:
+def learned_hits(
+    text: str, have: frozenset[str], folded: str | None = None
+) -> list[tuple[str, int, int, str]]:
     """The learned reader's flag for ``text`` as ``(kind, start, end, reason)``, or nothing:
     nothing when it scores below its threshold or the rules already flagged that kind
-    (``have``), since their reason names the exact words."""
-    if _words(text) < MIN_WORDS:
+    (``have``), since their reason names the exact words. ``folded`` is ``fold(text).text``
+    where the caller has it already."""
+    norm = _normalised_fold(fold(text).text if folded is None else folded)
+    if _word_count(norm) < MIN_WORDS:
         return []
     reader = load_reader()
     if reader is None:
         return []
-    verdict = reader.score(text)
+    verdict = reader._read(norm)
     if verdict.probability < reader.threshold or verdict.kind in have:
         return []
     if verdict.kind not in FLAGGED_KINDS:
         return []
-    quoted = ", ".join(f"'{w}'" for w in verdict.evidence)
+    evidence = verdict.evidence()
+    quoted = ", ".join(f"'{w}'" for w in evidence)
     reason = f"{_REASONS[verdict.kind]} (learned reader, score {verdict.probability:.2f})"
     if quoted:
         reason += f": {quoted}"
-    start, end = _sentence(text, verdict.evidence)
+    start, end = _sentence(text, evidence)
     return [(verdict.kind, start, end, reason)]

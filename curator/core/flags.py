@@ -305,9 +305,10 @@ def detect(
     return list(_detect(text, tuple(axioms), identity_text, learned))
 
 
-def _disguised_hits(text: str) -> dict[str, list[Hit]]:
+def _disguised_hits(text: str) -> tuple[dict[str, list[Hit]], str]:
     """Hits found in the text's variants (folded, ROT13, decoded base64) and by the
-    multilingual families, mapped back to the original text, per kind, in a fixed order."""
+    multilingual families, mapped back to the original text, per kind, in a fixed order;
+    and the text's fold (the learned reader reads it too)."""
     found: dict[str, list[Hit]] = {kind: [] for kind in TEXT_KINDS}
     found_variants = variants(text)
     # passwords are read with their digits as written (only where a password word is)
@@ -329,7 +330,7 @@ def _disguised_hits(text: str) -> dict[str, list[Hit]]:
                 continue
             s, e = variant.span(start, end)
             found[kind].append((s, e, reason + variant.note))
-    return found
+    return found, found_variants[0].text
 
 
 # "Users noted that the assistant should …" is an order reported as an observation (a
@@ -359,7 +360,7 @@ _GRANT_REASONS = frozenset(GRANT_REASONS)
 def _detect(
     text: str, axioms: tuple[str, ...], identity_text: str, learned: bool
 ) -> tuple[Flag, ...]:
-    disguised = _disguised_hits(text)
+    disguised, folded = _disguised_hits(text)
     for kind, start, end, reason in wording_hits(text, identity_name_of(identity_text)):
         disguised[kind].append((start, end, reason))
     talked = talked_about(text)
@@ -389,7 +390,7 @@ def _detect(
     ]
     if learned:
         have = frozenset(kind for kind, hits in rules.items() if hits)
-        for kind, start, end, reason in learned_hits(text, have):
+        for kind, start, end, reason in learned_hits(text, have, folded):
             rules[kind].append((start, end, reason))
     if rules["instruction"] and personal_request(text):
         # "@kel asked me to answer her in French from now on": her own preference
