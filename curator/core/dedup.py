@@ -111,6 +111,9 @@ DEFAULT_UPDATE: Final = 0.70
 #: Pool columns per rapidfuzz ``cdist`` call: bounds the bound matrix to
 #: ``len(new) * _CHUNK`` int32 cells however large the pool is.
 _CHUNK: Final = 16384
+#: Texts ADDed earlier in the batch (best bound first) whose exact ratio is started
+#: before the last chunk's LCS pass; the others are searched together with that chunk.
+ADDED_FIRST: Final = 1
 
 
 @dataclass(frozen=True, slots=True)
@@ -221,20 +224,24 @@ def gate(
 
     decisions: list[Decision] = []
     added: list[str] = []
+    added_lengths: list[int] = []
     for row_index, query in enumerate(queries):
-        for start, stop in _chunks(len(added), _CHUNK):
-            columns = added[start:stop]
-            row = lcs_bounds([query.text], columns, workers)[0]
-            lengths = np.fromiter((len(t) for t in columns), dtype=np.int64, count=len(columns))
-            search_row(query, pool, row, n_existing + start, lengths, workers)
-        if last is not None:
-            # A near-duplicate ADDed earlier in the batch raises the best before the
-            # last chunk's LCS pass, which then bounds far fewer pairs.
-            last.finish(row_index, query, pool, workers)
+        row = lcs_bounds([query.text], added, workers)[0] if added else np.zeros(0)
+        lengths = np.asarray(added_lengths, dtype=np.int64)
+        if last is None:
+            search_row(query, pool, row, n_existing, lengths, workers)
+        else:
+            # The ADDed texts with the best bounds first: a near-duplicate from the same
+            # batch raises the best before the last chunk's LCS pass, which then bounds
+            # far fewer pairs; the rest of them join that chunk's search, in one order.
+            search_row(query, pool, row, n_existing, lengths, workers, ADDED_FIRST)
+            last.finish(row_index, query, pool, workers, row, lengths)
+        query.partial.clear()  # the pairs left paused cannot win
         decision = _decide(query.best, query.best_index, skip, update)
         decisions.append(decision)
         if decision.action == "ADD":
             added.append(query.text)
+            added_lengths.append(len(query.text))
             pool.texts.append(query.text)
     return decisions
 
