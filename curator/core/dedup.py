@@ -33,25 +33,29 @@ once.  Each new text is seeded first by the exact ratios of its two best guesses
 word overlap (:mod:`curator.core.dedup_hint`: a guess, not a bound; it finds the
 parts of a long merge of observations, which the character bounds rank behind every
 longer pool text), then by the search below, run on a few picks only: its best
-multiset bounds, LCS-bounded.  The LCS bound (rapidfuzz) is then computed only for the
-pairs whose multiset bound still reaches that seed, and the cover bound only for long
-texts that reach the front of the search.  Every bound is a true upper bound on
+multiset bounds, LCS-bounded, of which only the best is started (and finished).  The
+LCS bound (rapidfuzz) is then computed only for the pairs whose multiset bound still
+reaches that seed, and the cover bound only for long texts that reach the front of the
+search.  Every bound is a true upper bound on
 difflib's ratio, so which of them a pair ends up with changes the time, never the
 answer.
 
 Search order
 ------------
 For each new text the candidates are visited in descending bound order (ties by
-ascending pool index) and the exact ratio is computed only while the next bound
-could still beat, or tie at an earlier index, the best exact ratio found so far.
-That yields the exact maximum and the exact earliest argmax, which the contract
-needs even for ADD decisions (``.ratio`` is always the best ratio over the pool).
-Exact ratios are difflib's: the bounds only decide which pairs can be skipped.  An
-exact ratio runs difflib's own block recursion and stops as soon as the blocks found
-plus the LCS of each region still to search cannot beat the best
-(:meth:`Pool.offer_exact`): most visited pairs lose, and a loser is usually known
-after a few block searches instead of ten.  For a pool text shorter than 200
-characters each block is found by substring search
+ascending pool index), and a pair's exact ratio is pursued only while its bound could
+still beat, or tie at an earlier index, the best exact ratio found so far.  That
+yields the exact maximum and the exact earliest argmax, which the contract needs even
+for ADD decisions (``.ratio`` is always the best ratio over the pool).  Exact ratios
+are difflib's: the bounds only decide which pairs can be skipped.  An exact ratio runs
+difflib's own block recursion one block search at a time (:meth:`Pool.step`); after
+each, the blocks found plus the LCS of each region still to search bound the pair.
+The search always spends the next block search on the pair whose bound is the
+highest, pausing one as soon as another's bound is higher: most visited pairs lose,
+a loser is usually known after a few block searches instead of ten, and a pair that
+would only have been the best until a better one turned up is no longer finished
+(each block search goes to a pair whose bound reaches the final best).  For a pool
+text shorter than 200 characters each block is found by substring search
 (:func:`curator.core.dedup_match.longest_match`: the same block as difflib's
 ``find_longest_match``, ties included, about twice as fast); longer ones use difflib's
 method, whose autojunk makes its blocks differ from plain common substrings.  The

@@ -247,9 +247,10 @@ def search_row(
     columns = candidates[order]
     bounds = row[columns].tolist()
     indices = (columns + offset).tolist()
-    sizes = lengths[columns].tolist()
-    is_long = [COVER and size >= AUTOJUNK_MIN_LEN for size in sizes]
-    long_positions = [k for k, flag in enumerate(is_long) if flag]
+    sizes = lengths[columns]
+    long_mask = sizes >= AUTOJUNK_MIN_LEN if COVER else np.zeros(sizes.size, dtype=np.bool_)
+    is_long: list[bool] = long_mask.tolist()
+    long_positions: list[int] = np.flatnonzero(long_mask).tolist()
     covered_upto = 0  # long_positions[:covered_upto] have left the list for the queue
     batch = COVER_BATCH
     # (-bound, pool index), a heap: the long pairs with their cover bound, and the
@@ -277,7 +278,7 @@ def search_row(
                 covered_upto += len(chosen)
                 batch *= 2
                 picked = [k for k in chosen if query.could_improve(bounds[k], indices[k])]
-                totals = [len(query.text) + sizes[k] for k in picked]
+                totals = [len(query.text) + int(sizes[k]) for k in picked]
                 # Below this many matched characters a pair cannot reach the best
                 # (two less than the exact threshold: float rounding cannot matter).
                 need = [max(0, int(query.best * total / 2) - 2) for total in totals]
