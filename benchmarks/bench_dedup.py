@@ -278,7 +278,6 @@ PARTS: dict[str, tuple[object, str, object]] = {
     "word-overlap seeds": (dedup_seed, "HINTS", 0),
     "cover bound": (dedup_search, "COVER", False),
     "early stop": (dedup_search, "EARLY_STOP", False),
-    "best-first block searches": (dedup_search, "BEST_FIRST", False),
     "block search by substring": (dedup_search, "PLAIN_FIND", False),
 }
 

@@ -33,7 +33,7 @@ once.  Each new text is seeded first by the exact ratios of its two best guesses
 word overlap (:mod:`curator.core.dedup_hint`: a guess, not a bound; it finds the
 parts of a long merge of observations, which the character bounds rank behind every
 longer pool text), then by the search below, run on a few picks only: its best
-multiset bounds, LCS-bounded, of which only the best is started (and finished).  The
+multiset bounds, LCS-bounded, of which only the best gets its exact ratio.  The
 LCS bound (rapidfuzz) is then computed only for the pairs whose multiset bound still
 reaches that seed, and the cover bound only for long texts that reach the front of the
 search.  Every bound is a true upper bound on
@@ -43,19 +43,16 @@ answer.
 Search order
 ------------
 For each new text the candidates are visited in descending bound order (ties by
-ascending pool index), and a pair's exact ratio is pursued only while its bound could
-still beat, or tie at an earlier index, the best exact ratio found so far.  That
-yields the exact maximum and the exact earliest argmax, which the contract needs even
-for ADD decisions (``.ratio`` is always the best ratio over the pool).  Exact ratios
-are difflib's: the bounds only decide which pairs can be skipped.  An exact ratio runs
-difflib's own block recursion one block search at a time (:meth:`Pool.step`); after
-each, the blocks found plus the LCS of each region still to search bound the pair.
-The search always spends the next block search on the pair whose bound is the
-highest, pausing one as soon as another's bound is higher: most visited pairs lose,
-a loser is usually known after a few block searches instead of ten, and a pair that
-would only have been the best until a better one turned up is no longer finished
-(each block search goes to a pair whose bound reaches the final best).  For a pool
-text shorter than 200 characters each block is found by substring search
+ascending pool index) and the exact ratio is computed only while the next bound
+could still beat, or tie at an earlier index, the best exact ratio found so far.
+That yields the exact maximum and the exact earliest argmax, which the contract
+needs even for ADD decisions (``.ratio`` is always the best ratio over the pool).
+Exact ratios are difflib's: the bounds only decide which pairs can be skipped.  An
+exact ratio runs difflib's own block recursion and stops as soon as the blocks found
+plus the LCS of each region still to search cannot beat the best
+(:meth:`Pool.offer_exact`): most visited pairs lose, and a loser is usually known
+after a few block searches instead of ten.  For a pool text shorter than 200
+characters each block is found by substring search
 (:func:`curator.core.dedup_match.longest_match`: the same block as difflib's
 ``find_longest_match``, ties included, about twice as fast); longer ones use difflib's
 method, whose autojunk makes its blocks differ from plain common substrings.  The
@@ -115,7 +112,7 @@ DEFAULT_UPDATE: Final = 0.70
 #: Pool columns per rapidfuzz ``cdist`` call: bounds the bound matrix to
 #: ``len(new) * _CHUNK`` int32 cells however large the pool is.
 _CHUNK: Final = 16384
-#: Texts ADDed earlier in the batch (best bound first) whose exact ratio is started
+#: Texts ADDed earlier in the batch (best bound first) that get their exact ratio
 #: before the last chunk's LCS pass; the others are searched together with that chunk.
 ADDED_FIRST: Final = 1
 
@@ -240,7 +237,6 @@ def gate(
             # far fewer pairs; the rest of them join that chunk's search, in one order.
             search_row(query, pool, row, n_existing, lengths, workers, ADDED_FIRST)
             last.finish(row_index, query, pool, workers, row, lengths)
-        query.partial.clear()  # the pairs left paused cannot win
         decision = _decide(query.best, query.best_index, skip, update)
         decisions.append(decision)
         if decision.action == "ADD":

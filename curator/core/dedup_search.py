@@ -3,13 +3,11 @@
 :class:`Pool` is the growing pool (the existing texts, then the texts ADDed earlier in
 the call) with its caches: difflib's index of each long pool text (short ones need
 none: :mod:`curator.core.dedup_match` finds their blocks) and the cover bound's q-gram
-index of the long ones.  :class:`Query` is one new text, its running best and the
-pairs whose exact ratio was started and paused (:class:`Partial`).
-:func:`search_row` visits the candidates of one new text best bound first and runs
-difflib's block recursion one block search at a time (:meth:`Pool.step`), always on
-the pair whose bound is the highest, until the best pair is exact and no other bound
-can beat it; see :mod:`curator.core.dedup` for why the bounds are sound and the result
-exact.
+index of the long ones.  :class:`Query` is one new text and its running best.
+:func:`search_row` visits the candidates of one new text in descending bound order
+and pays an exact ratio (:meth:`Pool.offer_exact`, which stops as soon as a pair
+cannot win) only while the next bound could still beat the best; see
+:mod:`curator.core.dedup` for why the bounds are sound and the result exact.
 """
 
 from __future__ import annotations
@@ -42,7 +40,6 @@ COVER_BATCH: Final = 32
 EARLY_STOP = True
 COVER = True
 PLAIN_FIND = True
-BEST_FIRST = True
 
 IntArray = npt.NDArray[np.int64]
 
@@ -92,65 +89,54 @@ class Pool:
         """Offer difflib's ratio of ``query.text`` and ``pool[index]`` to ``query``.
 
         Returns that ratio, or, when the pair cannot win, possibly only an upper bound
-        on it that is already too low to improve the query's best (the pair's search
-        is then kept, paused, in ``query.partial``).  It runs :meth:`step` until the
-        pair is exact or cannot win.
+        on it that is already too low to improve the query's best.  It runs difflib's
+        own ``get_matching_blocks`` recursion (the matcher's ``find_longest_match`` on
+        each region) but stops as soon as the blocks found plus an upper bound on what
+        the pending regions can still add cannot beat the query's best.  The matched
+        count of a region is at most the LCS of its two slices (its blocks are a
+        common subsequence of them), so stopping never hides a pair that could win;
+        when it does not stop, the sum of the block sizes is the one difflib adds up
+        (the order in which regions are processed does not change which blocks are
+        found) and the ratio is difflib's formula on it, bit for bit.
         """
-        while True:
-            value, done = self.step(query, index)
-            if done or (EARLY_STOP and not query.could_improve(value, index)):
-                return value
-
-    def step(self, query: Query, index: int) -> tuple[float, bool]:
-        """One block search of the pair ``query.text`` x ``pool[index]``.
-
-        Runs difflib's own ``get_matching_blocks`` recursion (the matcher's
-        ``find_longest_match`` on each region) one region at a time, the region that
-        could add the most first, and returns ``(bound, False)``: the blocks found
-        plus an upper bound on what the pending regions can still add (the LCS of
-        each region's two slices: its blocks are a common subsequence of them), or
-        ``(ratio, True)`` once no region is left: the sum of the block sizes is the
-        one difflib adds up (the order in which regions are processed does not change
-        which blocks are found), and the ratio is difflib's formula on it, bit for
-        bit, offered to ``query``.  A paused pair waits in ``query.partial``, so the
-        search can move to whichever pair has the highest bound and come back.
-        """
-        state = query.partial.get(index)
-        if state is None:
-            a, b = query.text, self.texts[index]
-            if not a and not b:
-                query.offer(1.0, index)
-                return 1.0, True
-            # Short pool texts: difflib's block, found faster by substring search.
-            matcher = None if PLAIN_FIND and len(b) < PLAIN_MAX_LEN else self._matcher(index, a)
-            state = query.partial[index] = Partial(a, b, matcher)
-        a, b, queue = state.a, state.b, state.queue
-        neg_cap, alo, ahi, blo, bhi = heapq.heappop(queue)
-        pending = state.pending + neg_cap
-        if state.matcher is None:
-            i, j, k = longest_match(a, b, alo, ahi, blo, bhi)
-        else:
-            state.matcher.set_seq1(a)  # another query may have used it since
-            i, j, k = state.matcher.find_longest_match(alo, ahi, blo, bhi)
-        matched = state.matched
-        if k:
-            matched += k
-            state.matched = matched
-            if alo < i and blo < j:
-                cap = region_cap(a, b, alo, i, blo, j)
-                heapq.heappush(queue, (-cap, alo, i, blo, j))
-                pending += cap
-            if i + k < ahi and j + k < bhi:
-                cap = region_cap(a, b, i + k, ahi, j + k, bhi)
-                heapq.heappush(queue, (-cap, i + k, ahi, j + k, bhi))
-                pending += cap
-        state.pending = pending
-        if queue:
-            return 2.0 * (matched + pending) / state.total, False
-        del query.partial[index]
-        ratio = 2.0 * matched / state.total
+        a = query.text
+        b = self.texts[index]
+        total = len(a) + len(b)
+        if total == 0:
+            query.offer(1.0, index)
+            return 1.0
+        plain = PLAIN_FIND and len(b) < PLAIN_MAX_LEN  # difflib's block, found faster
+        find = None if plain else self._matcher(index, a).find_longest_match
+        # Regions as (-cap, alo, ahi, blo, bhi), a heap: the region that could add the
+        # most first, it settles a loser soonest.
+        pending = min(len(a), len(b))
+        queue = [(-pending, 0, len(a), 0, len(b))]
+        matched = 0
+        best, best_index = query.best, query.best_index
+        while queue:
+            neg_cap, alo, ahi, blo, bhi = heapq.heappop(queue)
+            pending += neg_cap
+            if find is None:
+                i, j, k = longest_match(a, b, alo, ahi, blo, bhi)
+            else:
+                i, j, k = find(alo, ahi, blo, bhi)
+            if k:
+                matched += k
+                if alo < i and blo < j:
+                    cap = region_cap(a, b, alo, i, blo, j)
+                    heapq.heappush(queue, (-cap, alo, i, blo, j))
+                    pending += cap
+                if i + k < ahi and j + k < bhi:
+                    cap = region_cap(a, b, i + k, ahi, j + k, bhi)
+                    heapq.heappush(queue, (-cap, i + k, ahi, j + k, bhi))
+                    pending += cap
+            bound = 2.0 * (matched + pending) / total
+            # Not query.could_improve(bound, index): the best does not move in here.
+            if EARLY_STOP and (bound < best or (bound == best and index >= best_index)):
+                return bound
+        ratio = 2.0 * matched / total
         query.offer(ratio, index)
-        return ratio, True
+        return ratio
 
     def _matcher(self, index: int, a: str) -> difflib.SequenceMatcher[str]:
         matcher = self._matchers.get(index)
@@ -172,36 +158,15 @@ def region_cap(a: str, b: str, alo: int, ahi: int, blo: int, bhi: int) -> int:
     return int(Indel.similarity(a[alo:ahi], b[blo:bhi])) // 2
 
 
-class Partial:
-    """One pair's block recursion, paused between two block searches (:meth:`Pool.step`).
-
-    ``queue`` holds the regions still to search as ``(-cap, alo, ahi, blo, bhi)``, a
-    heap; ``pending`` is the sum of their caps, ``matched`` the blocks found so far.
-    """
-
-    __slots__ = ("a", "b", "matched", "matcher", "pending", "queue", "total")
-
-    def __init__(self, a: str, b: str, matcher: difflib.SequenceMatcher[str] | None) -> None:
-        self.a, self.b, self.matcher = a, b, matcher
-        self.total = len(a) + len(b)
-        self.pending = min(len(a), len(b))
-        self.queue = [(-self.pending, 0, len(a), 0, len(b))]
-        self.matched = 0
-
-
 class Query:
-    """One new text and its running best (``best_index < 0`` while nothing was seen).
+    """One new text and its running best (``best_index < 0`` while nothing was seen)."""
 
-    ``partial`` holds the pairs whose exact ratio was started and paused.
-    """
-
-    __slots__ = ("best", "best_index", "partial", "text")
+    __slots__ = ("best", "best_index", "text")
 
     def __init__(self, text: str) -> None:
         self.text = text
         self.best = -1.0
         self.best_index = -1
-        self.partial: dict[int, Partial] = {}
 
     def could_improve(self, bound: float, index: int) -> bool:
         """Whether a candidate with this upper bound might replace the current best."""
@@ -225,18 +190,14 @@ def search_row(
 
     ``row[c]`` is an upper bound for pool index ``offset + c`` (``-inf``: not a
     candidate here) and ``lengths[c]`` that text's length.  The candidates that could
-    beat the query's best are visited by descending bound, then ascending index.  A
-    visited pair gets block searches (:meth:`Pool.step`) while its bound is still the
-    highest; once another pair's bound is higher it is paused, back in a queue at the
-    bound its blocks have reached, and the other pair goes on.  So every block search
-    is paid on a pair whose bound reaches the final best: a pair that would only have
-    been the best until a better one turned up is not finished.  The search ends when
-    the next bound cannot beat, or tie at an earlier index, the best exact ratio.  Long
-    pool texts (autojunk) reaching the front get the cover bound
-    (:mod:`curator.core.gramcover`), with the next ones that could still win in growing
-    batches, and re-enter through the same queue.  ``budget``: at most this many pairs
-    are started (the seeding search); the ones started go on to the end.  Every tighter
-    bound and exact ratio found is written back into ``row``.
+    beat the query's best are visited by descending bound, then ascending index, and
+    the exact ratio is computed (:meth:`Pool.offer_exact`, which stops early once a
+    pair cannot win) only while the next bound can beat, or tie at an earlier index,
+    the best ratio found so far.  Long pool texts (autojunk) reaching the front get
+    the cover bound (:mod:`curator.core.gramcover`), with the next ones that could
+    still win in growing batches, and re-enter through a queue ordered the same way.
+    ``budget``: at most this many pairs get an exact ratio (the seeding search).  Every
+    tighter bound and exact ratio found is written back into ``row``.
     """
     if row.size == 0:
         return
@@ -253,9 +214,7 @@ def search_row(
     long_positions: list[int] = np.flatnonzero(long_mask).tolist()
     covered_upto = 0  # long_positions[:covered_upto] have left the list for the queue
     batch = COVER_BATCH
-    # (-bound, pool index), a heap: the long pairs with their cover bound, and the
-    # pairs whose exact ratio was started, at the bound their search has reached.
-    queue: list[tuple[float, int]] = []
+    queue: list[tuple[float, int]] = []  # (-cover bound, pool index), a heap
     position = 0
     while True:
         while (
@@ -292,31 +251,9 @@ def search_row(
             position += 1
         else:
             break
-        if index == query.best_index:
-            continue  # exact already, and the best
-        if budget is not None and index not in query.partial:
-            if budget <= 0:
-                position = len(bounds)  # only the pairs started go on
-                continue
-            budget -= 1
-        if not (EARLY_STOP and BEST_FIRST):
+        if index != query.best_index:
+            if budget is not None:
+                if budget <= 0:
+                    break
+                budget -= 1
             row[index - offset] = pool.offer_exact(query, index)
-            continue
-        # One block search, then back into the queue at its new bound: the pair
-        # with the highest bound is always the one searched, so a pair that would
-        # have been the best only until a better one turned up is not finished.
-        cap = row[index - offset]
-        rival = (-bounds[position], indices[position]) if position < len(bounds) else None
-        if queue and (rival is None or queue[0] < rival):
-            rival = queue[0]
-        while True:
-            value, done = pool.step(query, index)
-            if done:
-                break
-            value = min(value, cap)
-            if not query.could_improve(value, index):
-                break
-            if rival is not None and rival < (-value, index):
-                heapq.heappush(queue, (-value, index))
-                break
-        row[index - offset] = value

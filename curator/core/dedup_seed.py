@@ -39,9 +39,9 @@ HINT_LENGTH: Final = 1.5
 #: of a merge, or a text with a clause appended; a fresh text has none to offer).
 HINT_CONTAINED: Final = 0.6
 
-#: Pairs among those picks whose exact ratio the seeding search starts (best bound
-#: first): the seed is the best of them.  More raised the seed a little but paid for
-#: exact ratios that the full search, with its LCS bounds, mostly proves needless.
+#: Pairs among those picks that get their exact ratio in the seeding search (best
+#: bound first): the seed is the best of them.  More raised the seed a little but paid
+#: for exact ratios that the full search, with its LCS bounds, mostly proves needless.
 SEED_PAIRS: Final = 1
 
 IntArray = npt.NDArray[np.int64]

@@ -238,86 +238,43 @@ def test_exact_ratio_of_a_losing_pair_stops_after_its_first_block(
 
 @settings(max_examples=150, deadline=None)
 @given(
-    data=st.data(),
-    schedule=st.lists(st.integers(0, 10**6), max_size=400),
-    cache_size=st.sampled_from([1, 8192]),
-)
-def test_paused_block_searches_give_difflibs_ratio(
-    data: st.DataObject, schedule: list[int], cache_size: int
-) -> None:
-    """Block searches of many pairs, interleaved in any order, still give difflib's ratio.
-
-    Two new texts share the pool (and its cached matchers of long texts, evicted at
-    once with a cache of one): a pair paused and resumed after the other query used the
-    same matcher must not search with the other query's text.  Every bound on the way
-    is at least the pair's ratio, and the ratio is difflib's bit for bit.
-    """
-    pool_texts = data.draw(st.lists(_text(), min_size=1, max_size=3))
-    queries = [
-        dedup_search.Query(data.draw(st.one_of(_text(), _variant(pool_texts[0])))) for _ in range(2)
-    ]
-    pool = dedup_search.Pool(pool_texts)
-    pairs = [(q, k) for q in queries for k in range(len(pool_texts))]
-    expected = {
-        (id(q), k): difflib.SequenceMatcher(None, q.text, pool_texts[k]).ratio() for q, k in pairs
-    }
-    steps = iter(schedule)
-    with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(dedup_search, "MATCHER_CACHE_SIZE", cache_size)
-        while pairs:
-            query, k = pairs[next(steps, 0) % len(pairs)]
-            value, done = pool.step(query, k)
-            assert value >= expected[(id(query), k)]
-            if done:
-                assert value == expected[(id(query), k)]  # bit for bit
-                pairs.remove((query, k))
-    for query in queries:
-        assert not query.partial
-        exact = [expected[(id(query), k)] for k in range(len(pool_texts))]
-        assert (query.best, query.best_index) == (max(exact), exact.index(max(exact)))
-
-
-@settings(max_examples=150, deadline=None)
-@given(
     a=_text(),
     pool_texts=st.lists(_text(), min_size=1, max_size=6),
     budget=st.sampled_from([None, 0, 1, 2]),
 )
-def test_every_block_search_is_on_a_pair_that_can_reach_the_final_best(
+def test_search_with_a_budget_pays_at_most_that_many_exact_ratios(
     a: str, pool_texts: list[str], budget: int | None
 ) -> None:
-    """The search pays a block search only on a pair whose bound reaches the final best.
+    """The seeding search: at most ``budget`` exact ratios, the best bounds first.
 
-    It used to finish every pair that beat the best so far, even when a better pair
-    came next and made most of those block searches useless.  Now a pair is searched
-    only while its bound is the highest, and the final best pair's bound never falls
-    below its ratio, so no block search is paid on a pair already beaten by it.
+    Without a budget the search finds the exact best and its earliest index; with one
+    it pays at most that many exact ratios, and the query's best is the best of those
+    (a seed, not yet the answer).
     """
     pool = dedup_search.Pool(pool_texts)
     query = dedup_search.Query(a)
     row = dedup_seed.lcs_bounds([a], pool_texts, workers=1)[0]
     lengths = np.asarray([len(t) for t in pool_texts], dtype=np.int64)
-    stepped: list[float] = []  # the pair's bound when a block search was paid on it
-    original = dedup_search.Pool.step
+    offered: list[int] = []
+    original = dedup_search.Pool.offer_exact
 
-    def recording(self: dedup_search.Pool, q: dedup_search.Query, index: int) -> object:
-        state = q.partial.get(index)
-        stepped.append(
-            row[index] if state is None else 2 * (state.matched + state.pending) / state.total
-        )
+    def counting(self: dedup_search.Pool, q: dedup_search.Query, index: int) -> float:
+        offered.append(index)
         return original(self, q, index)
 
     with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(dedup_search.Pool, "step", recording)
-        dedup_search.search_row(query, pool, row, 0, lengths, workers=1, budget=budget)
+        patch.setattr(dedup_search.Pool, "offer_exact", counting)
+        dedup_search.search_row(query, pool, row.copy(), 0, lengths, workers=1, budget=budget)
     exact = [difflib.SequenceMatcher(None, a, t).ratio() for t in pool_texts]
     if budget is None:
         assert (query.best, query.best_index) == (max(exact), exact.index(max(exact)))
-        assert all(bound >= query.best for bound in stepped)
-    elif budget == 0:
-        assert not stepped and query.best_index == -1
-    else:  # the seeding search: the best of the pairs it started, each finished
-        assert query.best in exact and len(query.partial) <= budget
+        return
+    assert len(offered) <= budget
+    if offered:
+        best = max(exact[k] for k in offered)
+        assert (query.best, query.best_index) == (best, min(k for k in offered if exact[k] == best))
+    else:
+        assert query.best_index == -1
 
 
 # --- gate == reference_gate ----------------------------------------------------------
@@ -409,9 +366,13 @@ def test_gate_equals_reference_on_sentences(
     assert gate(new, existing) == reference_gate(new, existing)
 
 
+@pytest.mark.parametrize(("seed_pairs", "added_first"), [(1, 1), (0, 0), (3, 10**6)])
 def test_gate_equals_reference_across_chunks_and_cache_evictions(
-    monkeypatch: pytest.MonkeyPatch,
+    monkeypatch: pytest.MonkeyPatch, seed_pairs: int, added_first: int
 ) -> None:
+    """Any seeding budget, and the ADDed texts searched first or with the last chunk."""
+    monkeypatch.setattr(dedup_seed, "SEED_PAIRS", seed_pairs)
+    monkeypatch.setattr(dedup, "ADDED_FIRST", added_first)
     monkeypatch.setattr(dedup, "_CHUNK", 3)
     monkeypatch.setattr(dedup_search, "MATCHER_CACHE_SIZE", 2)
     monkeypatch.setattr(dedup_search, "COVER_BATCH", 1)
@@ -476,33 +437,30 @@ def _appended(rng: random.Random, pool: list[str]) -> str:
 
 
 @pytest.mark.parametrize("shape", [_merge, _appended], ids=["merge", "appended clause"])
-def test_texts_containing_an_observation_pay_few_block_searches(
+def test_texts_containing_an_observation_pay_few_exact_ratios(
     monkeypatch: pytest.MonkeyPatch, shape: Callable[[random.Random, list[str]], str]
 ) -> None:
-    """A merge of observations, or one with a clause appended, needs few block searches.
+    """A merge of observations, or one with a clause appended, needs few exact ratios.
 
     Against such a text nearly every shorter pool text reaches its length bound, so the
     character bounds rank the pool by length; the seeding used to pay a long exact
     ratio for each of its picks before it met the observation inside (about 12 per
-    merge and 4.6 per appended clause here; without the guesses the search still pays
-    about 16 and 8 block searches per text).  The word-overlap guesses give the
-    observations inside their exact ratio first: one or two block searches each.
+    merge and 4.6 per appended clause here).  The word-overlap guesses give the
+    observations inside their exact ratio first.
     """
     existing = _real_observations()
     rng = random.Random(5)
     new = [shape(rng, existing) for _ in range(12)]
-    searches: list[int] = []  # one per block search (difflib's find_longest_match)
-    original = dedup_search.Pool.step
+    offered: list[int] = []
+    original = dedup_search.Pool.offer_exact
 
-    def counting(
-        self: dedup_search.Pool, query: dedup_search.Query, index: int
-    ) -> tuple[float, bool]:
-        searches.append(index)
+    def counting(self: dedup_search.Pool, query: dedup_search.Query, index: int) -> float:
+        offered.append(index)
         return original(self, query, index)
 
-    monkeypatch.setattr(dedup_search.Pool, "step", counting)
+    monkeypatch.setattr(dedup_search.Pool, "offer_exact", counting)
     decisions = gate(new, existing)
-    assert searches and len(searches) <= 3 * len(new), len(searches)
+    assert len(offered) <= 2 * len(new), len(offered)
     monkeypatch.undo()
     assert decisions == reference_gate(new, existing)
 
