@@ -62,17 +62,21 @@ is what the proofs above and the tests establish.
 What each part buys
 -------------------
 Gate CPU seconds on real observations (``benchmarks/bench_dedup.py --parts``, the
-development source, 200 new x 10,000 existing; the full table, at 100 x 1,000 too,
-is in ``benchmarks/RESULTS-dedup.md``); switching a part off never changes a decision:
+development source, 200 new x 10,000 existing unless noted; the full table, at
+100 x 1,000 too, is in ``benchmarks/RESULTS-dedup.md``); switching a part off never
+changes a decision:
 
 ===========================  ========================================================
 part                         what it buys
 ===========================  ========================================================
 multiset + LCS bounds        the search itself: without them every pair is exact
-word-overlap guesses         long merges 1.79 -> 0.45 s, appended clauses 0.60 ->
-                             0.41 s; costs about 0.1 s on the other mixes (its index)
-early stop of exact ratios   fresh texts 0.95 -> 0.67 s, all kinds 0.50 -> 0.46 s
-block search by substring    fresh texts 1.38 -> 0.67 s, all kinds 0.67 -> 0.46 s
+word-overlap guesses         long merges 0.71 -> 0.45 s; costs 0.05-0.12 s on the
+                             mixes without long texts (its word index)
+one seed pair                fresh texts 0.21 -> 0.18 s at 100 x 1,000 (the seeding
+                             no longer searches all 64 picks); within noise here
+ADDed texts in chunk order   fresh texts 0.67 -> 0.58 s, all kinds 0.48 -> 0.38 s
+early stop of exact ratios   fresh texts 0.88 -> 0.58 s, all kinds 0.51 -> 0.38 s
+block search by substring    fresh texts 0.99 -> 0.58 s, all kinds 0.64 -> 0.38 s
 cover bound (long texts)     nothing on real observations (few reach 200
                              characters), 2.2x on the generated template mix, whose
                              texts are often long
@@ -200,9 +204,10 @@ def gate(
 
     The pool's ``existing`` part is bounded and seeded for all new texts at once in
     column chunks (memory stays bounded for any pool size); the ADDed part depends on
-    earlier decisions, so it is searched one new text at a time, in order, before the
-    rest of the last chunk.  The best is a maximum with the earliest index winning
-    ties, whatever order the pairs are offered in, so the searches combine exactly.
+    earlier decisions, so it is searched one new text at a time, in order: its best
+    bound first (before the last chunk's LCS pass), the rest together with the last
+    chunk.  The best is a maximum with the earliest index winning ties, whatever order
+    the pairs are offered in, so the searches combine exactly.
     """
     queries = [Query(text) for text in new]
     if not queries:
