@@ -44,7 +44,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from curator.core import dedup_search, dedup_seed  # noqa: E402
+from curator.core import dedup, dedup_search, dedup_seed  # noqa: E402
 from curator.core.dedup import Decision, gate, reference_gate  # noqa: E402
 
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+")
@@ -276,6 +276,8 @@ def run_case(new: list[str], existing: list[str], plain_rows: int, repeats: int)
 #: Parts of the gate that can be switched off (module, attribute, value when off).
 PARTS: dict[str, tuple[object, str, object]] = {
     "word-overlap seeds": (dedup_seed, "HINTS", 0),
+    "one-pair seeding": (dedup_seed, "SEED_PAIRS", None),
+    "ADDed texts in the chunk's order": (dedup, "ADDED_FIRST", 10**9),
     "cover bound": (dedup_search, "COVER", False),
     "early stop": (dedup_search, "EARLY_STOP", False),
     "block search by substring": (dedup_search, "PLAIN_FIND", False),

@@ -33,9 +33,10 @@ once.  Each new text is seeded first by the exact ratios of its two best guesses
 word overlap (:mod:`curator.core.dedup_hint`: a guess, not a bound; it finds the
 parts of a long merge of observations, which the character bounds rank behind every
 longer pool text), then by the search below, run on a few picks only: its best
-multiset bounds, LCS-bounded.  The LCS bound (rapidfuzz) is then computed only for the
-pairs whose multiset bound still reaches that seed, and the cover bound only for long
-texts that reach the front of the search.  Every bound is a true upper bound on
+multiset bounds, LCS-bounded, of which only the best gets its exact ratio.  The
+LCS bound (rapidfuzz) is then computed only for the pairs whose multiset bound still
+reaches that seed, and the cover bound only for long texts that reach the front of the
+search.  Every bound is a true upper bound on
 difflib's ratio, so which of them a pair ends up with changes the time, never the
 answer.
 
@@ -61,17 +62,21 @@ is what the proofs above and the tests establish.
 What each part buys
 -------------------
 Gate CPU seconds on real observations (``benchmarks/bench_dedup.py --parts``, the
-development source, 200 new x 10,000 existing; the full table, at 100 x 1,000 too,
-is in ``benchmarks/RESULTS-dedup.md``); switching a part off never changes a decision:
+development source, 200 new x 10,000 existing unless noted; the full table, at
+100 x 1,000 too, is in ``benchmarks/RESULTS-dedup.md``); switching a part off never
+changes a decision:
 
 ===========================  ========================================================
 part                         what it buys
 ===========================  ========================================================
 multiset + LCS bounds        the search itself: without them every pair is exact
-word-overlap guesses         long merges 1.79 -> 0.45 s, appended clauses 0.60 ->
-                             0.41 s; costs about 0.1 s on the other mixes (its index)
-early stop of exact ratios   fresh texts 0.95 -> 0.67 s, all kinds 0.50 -> 0.46 s
-block search by substring    fresh texts 1.38 -> 0.67 s, all kinds 0.67 -> 0.46 s
+word-overlap guesses         long merges 0.71 -> 0.45 s; costs 0.05-0.12 s on the
+                             mixes without long texts (its word index)
+one seed pair                fresh texts 0.21 -> 0.18 s at 100 x 1,000 (the seeding
+                             no longer searches all 64 picks); within noise here
+ADDed texts in chunk order   fresh texts 0.67 -> 0.58 s, all kinds 0.48 -> 0.38 s
+early stop of exact ratios   fresh texts 0.88 -> 0.58 s, all kinds 0.51 -> 0.38 s
+block search by substring    fresh texts 0.99 -> 0.58 s, all kinds 0.64 -> 0.38 s
 cover bound (long texts)     nothing on real observations (few reach 200
                              characters), 2.2x on the generated template mix, whose
                              texts are often long
@@ -111,6 +116,9 @@ DEFAULT_UPDATE: Final = 0.70
 #: Pool columns per rapidfuzz ``cdist`` call: bounds the bound matrix to
 #: ``len(new) * _CHUNK`` int32 cells however large the pool is.
 _CHUNK: Final = 16384
+#: Texts ADDed earlier in the batch (best bound first) that get their exact ratio
+#: before the last chunk's LCS pass; the others are searched together with that chunk.
+ADDED_FIRST: Final = 1
 
 
 @dataclass(frozen=True, slots=True)
@@ -196,9 +204,10 @@ def gate(
 
     The pool's ``existing`` part is bounded and seeded for all new texts at once in
     column chunks (memory stays bounded for any pool size); the ADDed part depends on
-    earlier decisions, so it is searched one new text at a time, in order, before the
-    rest of the last chunk.  The best is a maximum with the earliest index winning
-    ties, whatever order the pairs are offered in, so the searches combine exactly.
+    earlier decisions, so it is searched one new text at a time, in order: its best
+    bound first (before the last chunk's LCS pass), the rest together with the last
+    chunk.  The best is a maximum with the earliest index winning ties, whatever order
+    the pairs are offered in, so the searches combine exactly.
     """
     queries = [Query(text) for text in new]
     if not queries:
@@ -221,20 +230,23 @@ def gate(
 
     decisions: list[Decision] = []
     added: list[str] = []
+    added_lengths: list[int] = []
     for row_index, query in enumerate(queries):
-        for start, stop in _chunks(len(added), _CHUNK):
-            columns = added[start:stop]
-            row = lcs_bounds([query.text], columns, workers)[0]
-            lengths = np.fromiter((len(t) for t in columns), dtype=np.int64, count=len(columns))
-            search_row(query, pool, row, n_existing + start, lengths, workers)
-        if last is not None:
-            # A near-duplicate ADDed earlier in the batch raises the best before the
-            # last chunk's LCS pass, which then bounds far fewer pairs.
-            last.finish(row_index, query, pool, workers)
+        row = lcs_bounds([query.text], added, workers)[0] if added else np.zeros(0)
+        lengths = np.asarray(added_lengths, dtype=np.int64)
+        if last is None:
+            search_row(query, pool, row, n_existing, lengths, workers)
+        else:
+            # The ADDed texts with the best bounds first: a near-duplicate from the same
+            # batch raises the best before the last chunk's LCS pass, which then bounds
+            # far fewer pairs; the rest of them join that chunk's search, in one order.
+            search_row(query, pool, row, n_existing, lengths, workers, ADDED_FIRST)
+            last.finish(row_index, query, pool, workers, row, lengths)
         decision = _decide(query.best, query.best_index, skip, update)
         decisions.append(decision)
         if decision.action == "ADD":
             added.append(query.text)
+            added_lengths.append(len(query.text))
             pool.texts.append(query.text)
     return decisions
 

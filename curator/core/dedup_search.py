@@ -184,6 +184,7 @@ def search_row(
     offset: int,
     lengths: IntArray,
     workers: int,
+    budget: int | None = None,
 ) -> None:
     """Fold the exact best over one chunk of pool columns into ``query``.
 
@@ -195,7 +196,8 @@ def search_row(
     the best ratio found so far.  Long pool texts (autojunk) reaching the front get
     the cover bound (:mod:`curator.core.gramcover`), with the next ones that could
     still win in growing batches, and re-enter through a queue ordered the same way.
-    Every tighter bound and exact ratio found is written back into ``row``.
+    ``budget``: at most this many pairs get an exact ratio (the seeding search).  Every
+    tighter bound and exact ratio found is written back into ``row``.
     """
     if row.size == 0:
         return
@@ -206,9 +208,10 @@ def search_row(
     columns = candidates[order]
     bounds = row[columns].tolist()
     indices = (columns + offset).tolist()
-    sizes = lengths[columns].tolist()
-    is_long = [COVER and size >= AUTOJUNK_MIN_LEN for size in sizes]
-    long_positions = [k for k, flag in enumerate(is_long) if flag]
+    sizes = lengths[columns]
+    long_mask = sizes >= AUTOJUNK_MIN_LEN if COVER else np.zeros(sizes.size, dtype=np.bool_)
+    is_long: list[bool] = long_mask.tolist()
+    long_positions: list[int] = np.flatnonzero(long_mask).tolist()
     covered_upto = 0  # long_positions[:covered_upto] have left the list for the queue
     batch = COVER_BATCH
     queue: list[tuple[float, int]] = []  # (-cover bound, pool index), a heap
@@ -234,7 +237,7 @@ def search_row(
                 covered_upto += len(chosen)
                 batch *= 2
                 picked = [k for k in chosen if query.could_improve(bounds[k], indices[k])]
-                totals = [len(query.text) + sizes[k] for k in picked]
+                totals = [len(query.text) + int(sizes[k]) for k in picked]
                 # Below this many matched characters a pair cannot reach the best
                 # (two less than the exact threshold: float rounding cannot matter).
                 need = [max(0, int(query.best * total / 2) - 2) for total in totals]
@@ -249,4 +252,8 @@ def search_row(
         else:
             break
         if index != query.best_index:
+            if budget is not None:
+                if budget <= 0:
+                    break
+                budget -= 1
             row[index - offset] = pool.offer_exact(query, index)

@@ -39,6 +39,11 @@ HINT_LENGTH: Final = 1.5
 #: of a merge, or a text with a clause appended; a fresh text has none to offer).
 HINT_CONTAINED: Final = 0.6
 
+#: Pairs among those picks that get their exact ratio in the seeding search (best
+#: bound first): the seed is the best of them.  More raised the seed a little but paid
+#: for exact ratios that the full search, with its LCS bounds, mostly proves needless.
+SEED_PAIRS: Final = 1
+
 IntArray = npt.NDArray[np.int64]
 
 
@@ -99,8 +104,9 @@ def seed_chunk(
     then seeded by the exact ratios of its :data:`HINTS` best guesses by word overlap
     (:mod:`curator.core.dedup_hint`; only pool texts most of whose words it has) and
     by the search itself (:func:`search_row`), restricted to its
-    :data:`SEED_CANDIDATES` best multiset bounds (LCS-bounded): the best exact ratio
-    among those picks starts the full search (:meth:`Chunk.finish`).
+    :data:`SEED_CANDIDATES` best multiset bounds (LCS-bounded) and to the
+    :data:`SEED_PAIRS` best of those: the best exact ratio found starts the full
+    search (:meth:`Chunk.finish`).
     (A pass that also gave long queries their best long pool texts by the LCS bound
     went: with the word-overlap guesses it no longer paid, see
     ``benchmarks/RESULTS-dedup.md``.)  What the seeding search
@@ -143,7 +149,7 @@ def seed_chunk(
         picks = top[row]
         masked.fill(-np.inf)
         masked[picks] = bounds[row, picks]
-        search_row(query, pool, masked, start, len_c, workers)
+        search_row(query, pool, masked, start, len_c, workers, SEED_PAIRS)
         bounds[row, picks] = masked[picks]
 
     return Chunk(start, bounds, done, columns, len_c)
@@ -167,12 +173,23 @@ class Chunk:
         self.columns[:] = columns
         self.lengths = lengths
 
-    def finish(self, row: int, query: Query, pool: Pool, workers: int) -> None:
+    def finish(
+        self,
+        row: int,
+        query: Query,
+        pool: Pool,
+        workers: int,
+        after: npt.NDArray[np.float64] | None = None,
+        after_lengths: IntArray | None = None,
+    ) -> None:
         """LCS-bound the pairs that still reach the query's best, then search the row.
 
         Only pairs whose multiset bound reaches the best *now* get the (costlier) LCS
         bound; the others keep the multiset bound, a true upper bound too and already
-        below a ratio the query has, so the search never visits them.
+        below a ratio the query has, so the search never visits them.  ``after`` holds
+        bounds for the pool indices that follow this chunk (the texts ADDed earlier in
+        the batch, when this chunk ends ``existing``): they are searched in the same
+        descending order, so no pair is paid for that a better one would have pruned.
         """
         bounds = self.bounds[row]
         cols = np.flatnonzero((bounds >= query.best) & ~self.done[row])
@@ -188,4 +205,9 @@ class Chunk:
             total = len(query.text) + self.lengths[cols]
             lcs = as_ratios(np.asarray(doubled, dtype=np.int64), total)
             bounds[cols] = np.minimum(bounds[cols], lcs)
-        search_row(query, pool, bounds, self.start, self.lengths, workers)
+        if after is not None and after_lengths is not None and after.size:
+            bounds = np.concatenate([bounds, after])
+            lengths = np.concatenate([self.lengths, after_lengths])
+        else:
+            lengths = self.lengths
+        search_row(query, pool, bounds, self.start, lengths, workers)

@@ -236,6 +236,47 @@ def test_exact_ratio_of_a_losing_pair_stops_after_its_first_block(
     assert len(calls) == 1 < len(full_calls)
 
 
+@settings(max_examples=150, deadline=None)
+@given(
+    a=_text(),
+    pool_texts=st.lists(_text(), min_size=1, max_size=6),
+    budget=st.sampled_from([None, 0, 1, 2]),
+)
+def test_search_with_a_budget_pays_at_most_that_many_exact_ratios(
+    a: str, pool_texts: list[str], budget: int | None
+) -> None:
+    """The seeding search: at most ``budget`` exact ratios, the best bounds first.
+
+    Without a budget the search finds the exact best and its earliest index; with one
+    it pays at most that many exact ratios, and the query's best is the best of those
+    (a seed, not yet the answer).
+    """
+    pool = dedup_search.Pool(pool_texts)
+    query = dedup_search.Query(a)
+    row = dedup_seed.lcs_bounds([a], pool_texts, workers=1)[0]
+    lengths = np.asarray([len(t) for t in pool_texts], dtype=np.int64)
+    offered: list[int] = []
+    original = dedup_search.Pool.offer_exact
+
+    def counting(self: dedup_search.Pool, q: dedup_search.Query, index: int) -> float:
+        offered.append(index)
+        return original(self, q, index)
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(dedup_search.Pool, "offer_exact", counting)
+        dedup_search.search_row(query, pool, row.copy(), 0, lengths, workers=1, budget=budget)
+    exact = [difflib.SequenceMatcher(None, a, t).ratio() for t in pool_texts]
+    if budget is None:
+        assert (query.best, query.best_index) == (max(exact), exact.index(max(exact)))
+        return
+    assert len(offered) <= budget
+    if offered:
+        best = max(exact[k] for k in offered)
+        assert (query.best, query.best_index) == (best, min(k for k in offered if exact[k] == best))
+    else:
+        assert query.best_index == -1
+
+
 # --- gate == reference_gate ----------------------------------------------------------
 
 
@@ -325,9 +366,13 @@ def test_gate_equals_reference_on_sentences(
     assert gate(new, existing) == reference_gate(new, existing)
 
 
+@pytest.mark.parametrize(("seed_pairs", "added_first"), [(1, 1), (0, 0), (3, 10**6)])
 def test_gate_equals_reference_across_chunks_and_cache_evictions(
-    monkeypatch: pytest.MonkeyPatch,
+    monkeypatch: pytest.MonkeyPatch, seed_pairs: int, added_first: int
 ) -> None:
+    """Any seeding budget, and the ADDed texts searched first or with the last chunk."""
+    monkeypatch.setattr(dedup_seed, "SEED_PAIRS", seed_pairs)
+    monkeypatch.setattr(dedup, "ADDED_FIRST", added_first)
     monkeypatch.setattr(dedup, "_CHUNK", 3)
     monkeypatch.setattr(dedup_search, "MATCHER_CACHE_SIZE", 2)
     monkeypatch.setattr(dedup_search, "COVER_BATCH", 1)
