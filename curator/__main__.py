@@ -2,6 +2,6 @@
 
 import sys
 
-from curator.cli import main
+from curator.cli import run
 
-sys.exit(main())
+sys.exit(run())

@@ -242,3 +242,21 @@ def test_two_step_parse_is_the_full_parse(words: list[str]) -> None:
     finally:
         cli._Parser.json_output = False
     assert lazy == full
+
+
+def test_the_program_leaves_as_before(demo: tuple[Path, int], tmp_path: Path) -> None:
+    """``python -m curator`` freezes what is alive before Python's shutdown (:func:`run`):
+    its output is whole and its exit handlers still run (the kept code is written)."""
+    db, _ = demo
+    env = dict(os.environ, PYTHONPATH=str(ROOT), CURATOR_CACHE_DIR=str(tmp_path))
+    done = subprocess.run(
+        [sys.executable, "-m", "curator", "--db", str(db), "stats", "--json"],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout)["episodes"]["total"] > 0
+    assert (tmp_path / "dataclass-code.bin").exists()

@@ -96,8 +96,6 @@ class _Families:
     you: re.Pattern[str]
     you_any: re.Pattern[str]
     verb_final_send: re.Pattern[str]
-    narrative_by: dict[str, re.Pattern[str]]
-    by_language: dict[str, dict[str, re.Pattern[str]]]
 
 
 _BUILD_LOCK = threading.Lock()
@@ -148,20 +146,32 @@ def _build() -> _Families:
         verb_final_send=regex(
             "|".join(f"(?:{e})" for lang in INTENTS if lang.code in _VERB_FINAL for e in lang.send)
         ),
-        narrative_by={
-            lang.code: regex(f"{_BEFORE}(?:{'|'.join(lang.narrative)}){_AFTER}")
-            for lang in INTENTS
-            if lang.narrative
-        },
-        by_language={
-            field: {
-                lang.code: regex("|".join(f"(?:{e})" for e in getattr(lang, field)))
-                for lang in (INTENTS if field == "old" else LANGUAGES)
-                if getattr(lang, field)
-            }
-            for field in _BY_LANGUAGE_FIELDS
-        },
     )
+
+
+@lru_cache(maxsize=1)
+def _narrative_by() -> dict[str, re.Pattern[str]]:
+    """Per language, a third-person subject after a standing-order marker (see
+    :func:`_narrative`); compiled when a text first has such a marker, as few do."""
+    return {
+        lang.code: regex(f"{_BEFORE}(?:{'|'.join(lang.narrative)}){_AFTER}")
+        for lang in INTENTS
+        if lang.narrative
+    }
+
+
+@lru_cache(maxsize=1)
+def _by_language() -> dict[str, dict[str, re.Pattern[str]]]:
+    """Each family of :data:`_BY_LANGUAGE_FIELDS`, per language (see :func:`_languages`):
+    a hundred patterns, compiled when a text first has a standing-order marker."""
+    return {
+        field: {
+            lang.code: regex("|".join(f"(?:{e})" for e in getattr(lang, field)))
+            for lang in (INTENTS if field == "old" else LANGUAGES)
+            if getattr(lang, field)
+        }
+        for field in _BY_LANGUAGE_FIELDS
+    }
 
 
 # A run without spaces or quotes; CJK punctuation ends it too, since those scripts put no
@@ -408,7 +418,7 @@ def _languages(field: str, entry: str) -> frozenset[str]:
     and the Turkish "your") is a timetable, not an order.
     """
     return frozenset(
-        code for code, p in _families().by_language[field].items() if p.fullmatch(entry) is not None
+        code for code, p in _by_language()[field].items() if p.fullmatch(entry) is not None
     )
 
 
@@ -425,8 +435,7 @@ def _narrative(text: str, lo: int, hi: int) -> Callable[[tuple[int, int], frozen
     third-person subject right after the marker (after one verb, for verb-second
     languages) and no second person anywhere in the sentence.
     """
-    f = _families()
-    addressed = f.you.search(text, lo, hi) is not None
+    addressed = _families().you.search(text, lo, hi) is not None
 
     def check(marker: tuple[int, int], langs: frozenset[str]) -> bool:
         if addressed:
@@ -434,10 +443,11 @@ def _narrative(text: str, lo: int, hi: int) -> Callable[[tuple[int, int], frozen
         at = marker[1]
         while at < hi and text[at] in " ,:;–—-":
             at += 1
+        narrative_by = _narrative_by()
         return any(
-            f.narrative_by[code].match(text, at, hi) is not None
+            narrative_by[code].match(text, at, hi) is not None
             for code in langs
-            if code in f.narrative_by
+            if code in narrative_by
         )
 
     return check
