@@ -258,17 +258,29 @@ def _from_entry(pattern: str, entry: _Entry) -> re.Pattern[str]:
     return compiled
 
 
+def to_write(
+    lock: threading.Lock, state: dict[str, Any], entries: dict[Any, Any], used: set[Any], limit: int
+) -> dict[Any, Any] | None:
+    """What a table of kept entries has to write, taken under its ``lock``: None when this
+    run added nothing (``state["dirty"]``, then cleared), else a copy of the entries, only
+    those this run used when there are more than ``limit`` (older versions' pile up)."""
+    with lock:
+        if not state["dirty"]:
+            return None
+        state["dirty"] = False
+        kept = dict(entries)
+    if len(kept) > limit:
+        kept = {key: entry for key, entry in kept.items() if key in used}
+    return kept
+
+
 def save_patterns() -> None:
     """Write the kept programs if this run compiled any anew (also run at exit)."""
-    with _LOCK:
-        if not _STATE["dirty"]:
-            return
-        _STATE["dirty"] = False
-        kept = dict(_ENTRIES)
-        if len(kept) > _LIMIT:
-            kept = {key: entry for key, entry in kept.items() if key in _USED}
-        try:
-            body = marshal.dumps(kept)
-        except ValueError:  # pragma: no cover - every kept part is a plain int, str or dict
-            return
+    kept = to_write(_LOCK, _STATE, _ENTRIES, _USED, _LIMIT)
+    if kept is None:
+        return
+    try:
+        body = marshal.dumps(kept)
+    except ValueError:  # pragma: no cover - every kept part is a plain int, str or dict
+        return
     store(_PATTERNS_FILE, _patterns_key(), body)

@@ -107,13 +107,8 @@ def install() -> None:
 
 def save() -> None:
     """Write the kept code objects if this run compiled any anew (also run at exit)."""
-    with _LOCK:
-        if not _STATE["dirty"]:
-            return
-        _STATE["dirty"] = False
-        kept = dict(_KEPT)
-        if len(kept) > _LIMIT:
-            kept = {source: code for source, code in kept.items() if source in _USED}
     from curator.core import derived_cache
 
-    derived_cache.store(_FILE, _key(), marshal.dumps(kept))
+    kept = derived_cache.to_write(_LOCK, _STATE, _KEPT, _USED, _LIMIT)
+    if kept is not None:
+        derived_cache.store(_FILE, _key(), marshal.dumps(kept))
