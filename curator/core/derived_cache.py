@@ -180,17 +180,22 @@ def _patterns_key() -> bytes:
     return f"{sys.implementation.cache_tag}-{_sre.MAGIC}-{_sre.CODESIZE}-{sys.byteorder}-I".encode()
 
 
-def _load_patterns() -> None:
-    _STATE["loaded"] = True
-    body = load(_PATTERNS_FILE, _patterns_key())
+def load_table(name: str, key: bytes) -> dict[Any, Any]:
+    """The table of kept entries under ``name`` for ``key`` (see :func:`to_write`); empty
+    when absent, stale, damaged or unsigned."""
+    body = load(name, key)
     if body is None:
-        return
+        return {}
     try:
         kept = marshal.loads(body)
     except (EOFError, ValueError, TypeError):
-        return
-    if isinstance(kept, dict):
-        _ENTRIES.update(kept)
+        return {}
+    return kept if isinstance(kept, dict) else {}
+
+
+def _load_patterns() -> None:
+    _STATE["loaded"] = True
+    _ENTRIES.update(load_table(_PATTERNS_FILE, _patterns_key()))
 
 
 def regex(pattern: str, flags: int = 0) -> re.Pattern[str]:

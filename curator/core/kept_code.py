@@ -57,19 +57,11 @@ def _load() -> None:
     from curator.core import derived_cache
 
     _STATE["loaded"] = True
-    body = derived_cache.load(_FILE, _key())
-    if body is None:
-        return
-    try:
-        kept = marshal.loads(body)
-    except (EOFError, ValueError, TypeError):
-        return
-    if isinstance(kept, dict):
-        _KEPT.update(
-            (source, code)
-            for source, code in kept.items()
-            if isinstance(source, str) and isinstance(code, CodeType)
-        )
+    _KEPT.update(
+        (source, code)
+        for source, code in derived_cache.load_table(_FILE, _key()).items()
+        if isinstance(source, str) and isinstance(code, CodeType)
+    )
 
 
 def _compiled(source: str) -> CodeType:
