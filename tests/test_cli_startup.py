@@ -259,4 +259,4 @@ def test_the_program_leaves_as_before(demo: tuple[Path, int], tmp_path: Path) ->
     )
     assert done.returncode == 0, done.stderr
     assert json.loads(done.stdout)["episodes"]["total"] > 0
-    assert (tmp_path / "dataclass-code.bin").exists()
+    assert (tmp_path / "dataclass-code-data.bin").exists()

@@ -259,7 +259,8 @@ def build_parser(modules: Collection[str] | None = None) -> argparse.ArgumentPar
     )
     wanted = {verb.module for verb in VERBS.values()} if modules is None else set(modules)
     if wanted:
-        kept_code.install()  # before a verb's classes are defined: their methods compiled once
+        # before a verb's classes are defined: their methods compiled once, kept per verb
+        kept_code.install(next(iter(wanted)) if len(wanted) == 1 else "all")
     for name, verb in VERBS.items():
         if name in subparsers.choices:
             continue
@@ -331,7 +332,7 @@ def _run(ctx: CommandContext) -> int:
     args = ctx.args
     try:
         if args.command is None:
-            kept_code.install()
+            kept_code.install("window")
             from curator.cli.data import open_window
 
             return open_window(ctx)

@@ -36,14 +36,17 @@ from typing import Any
 
 __all__ = ["install", "save"]
 
-_FILE = "dataclass-code.bin"
+_FILE = "dataclass-code-{program}.bin"
+"""One table per program (a verb's module, the window): each start reads only the code of
+the classes it defines (the window's table is four times a command's, and reading it
+would cost a command more than compiling its own)."""
 _LIMIT = 4000
 """More kept sources than this (older versions' classes pile up): keep this run's."""
 
 _LOCK = threading.Lock()
 _KEPT: dict[str, CodeType] = {}
 _USED: set[str] = set()
-_STATE = {"installed": False, "loaded": False, "dirty": False}
+_STATE: dict[str, Any] = {"installed": False, "loaded": False, "dirty": False, "file": ""}
 
 
 def _key() -> bytes:
@@ -59,7 +62,7 @@ def _load() -> None:
     _STATE["loaded"] = True
     _KEPT.update(
         (source, code)
-        for source, code in derived_cache.load_table(_FILE, _key()).items()
+        for source, code in derived_cache.load_table(_STATE["file"], _key()).items()
         if isinstance(source, str) and isinstance(code, CodeType)
     )
 
@@ -87,13 +90,14 @@ def _kept_exec(source: Any, globals: Any = None, locals: Any = None, /) -> None:
     builtins.exec(source, globals, locals)
 
 
-def install() -> None:
-    """Give :mod:`dataclasses` the keeping ``exec`` (once; before classes are defined)."""
+def install(program: str) -> None:
+    """Give :mod:`dataclasses` the keeping ``exec`` (once; before classes are defined),
+    keeping the code in ``program``'s table (an identifier: a verb's module, ``window``)."""
     if _STATE["installed"]:
         return
     import dataclasses
 
-    _STATE["installed"] = True
+    _STATE.update(installed=True, file=_FILE.format(program=program))
     dataclasses.exec = _kept_exec  # type: ignore[attr-defined]
 
 
@@ -103,4 +107,4 @@ def save() -> None:
 
     kept = derived_cache.to_write(_LOCK, _STATE, _KEPT, _USED, _LIMIT)
     if kept is not None:
-        derived_cache.store(_FILE, _key(), marshal.dumps(kept))
+        derived_cache.store(_STATE["file"], _key(), marshal.dumps(kept))

@@ -32,9 +32,11 @@ def hooked(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
     monkeypatch.setenv(derived_cache.CACHE_ENV, str(tmp_path))
     monkeypatch.setattr(kept_code, "_KEPT", {})
     monkeypatch.setattr(kept_code, "_USED", set())
-    monkeypatch.setattr(kept_code, "_STATE", {"installed": False, "loaded": False, "dirty": False})
+    monkeypatch.setattr(
+        kept_code, "_STATE", {"installed": False, "loaded": False, "dirty": False, "file": ""}
+    )
     monkeypatch.setattr(derived_cache, "_SECRETS", {})
-    kept_code.install()
+    kept_code.install("test")
     yield tmp_path
     if hasattr(dataclasses, "exec"):
         del dataclasses.exec
@@ -131,7 +133,7 @@ def test_the_next_run_reads_its_code_and_compiles_nothing(hooked: Path) -> None:
         y: int = 0
 
     kept_code.save()
-    path = hooked / kept_code._FILE
+    path = hooked / "dataclass-code-test.bin"
     assert path.exists()
     sources = set(kept_code._KEPT)
     kept_code._KEPT.clear()
@@ -169,7 +171,7 @@ def test_a_file_of_another_python_or_damaged_is_not_used(
         x: int
 
     kept_code.save()
-    path = hooked / kept_code._FILE
+    path = hooked / "dataclass-code-test.bin"
     with monkeypatch.context() as other_python:
         other_python.setattr(kept_code, "_key", lambda: b"cpython-999-\x00\x00\r\n")
         kept_code._KEPT.clear()
@@ -202,4 +204,4 @@ def test_only_the_command_line_installs_the_hook(tmp_path: Path) -> None:
         "print(hasattr(dataclasses, 'exec'))"
     )
     assert _probe(command, tmp_path) == "True"
-    assert (tmp_path / kept_code._FILE).exists()  # written at exit
+    assert (tmp_path / "dataclass-code-review.bin").exists()  # written at exit, per verb
