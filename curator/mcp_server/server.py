@@ -21,12 +21,9 @@ from typing import Any, TypeVar
 
 import anyio.to_thread
 import peewee
-from mcp.server._otel import OpenTelemetryMiddleware
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
-from mcp.shared.inbound import find_invalid_x_mcp_header, x_mcp_header_map
 from mcp.types import CallToolResult, InputRequiredResult, ToolAnnotations
-from opentelemetry.trace import ProxyTracerProvider, get_tracer_provider
 from pydantic import ValidationError
 
 from curator import __version__
@@ -87,8 +84,32 @@ def _one_sentence(exc: ValidationError) -> str:
 
 def _declares_headers(schema: dict[str, Any]) -> bool:
     """Whether ``schema`` declares an ``Mcp-Param-*`` header the SDK could check a call's
-    headers against: a valid ``x-mcp-header`` annotation (an invalid one checks nothing)."""
+    headers against: a valid ``x-mcp-header`` annotation (an invalid one checks nothing).
+    The helpers are the SDK's own, not public: an SDK without them is checked as always."""
+    try:
+        from mcp.shared.inbound import find_invalid_x_mcp_header, x_mcp_header_map
+    except ImportError:
+        return True
     return find_invalid_x_mcp_header(schema) is None and bool(x_mcp_header_map(schema))
+
+
+def _drop_idle_tracing(server: MCPServer) -> None:
+    """Drop the SDK's OpenTelemetry middleware when no tracer is configured.
+
+    The span it opens around every message then records nothing, yet costs about a tenth
+    of its work per recorded episode; dropping it from the list is the SDK's documented
+    opt-out. A server started with a tracer provider (``OTEL_PYTHON_TRACER_PROVIDER``,
+    ``opentelemetry-instrument``) keeps its spans. The middleware's module is not public:
+    an SDK without it keeps its list as it is."""
+    try:
+        from mcp.server._otel import OpenTelemetryMiddleware
+        from opentelemetry.trace import ProxyTracerProvider, get_tracer_provider
+    except ImportError:
+        return
+    if isinstance(get_tracer_provider(), ProxyTracerProvider):
+        server.middleware[:] = [
+            m for m in server.middleware if not isinstance(m, OpenTelemetryMiddleware)
+        ]
 
 
 class _CuratorServer(MCPServer):
@@ -162,15 +183,7 @@ def build_server(curator: Curator, options: ServerOptions | None = None) -> MCPS
         version=__version__,
         log_level="WARNING",
     )
-    if isinstance(get_tracer_provider(), ProxyTracerProvider):
-        # No OpenTelemetry tracer is configured, so the span the SDK opens around every
-        # message records nothing, yet costs about a tenth of its work per recorded
-        # episode; the SDK's documented opt-out is dropping it from this list. A server
-        # started with a tracer provider (OTEL_PYTHON_TRACER_PROVIDER, or
-        # opentelemetry-instrument) keeps its spans.
-        server.middleware[:] = [
-            m for m in server.middleware if not isinstance(m, OpenTelemetryMiddleware)
-        ]
+    _drop_idle_tracing(server)
     reading = ToolAnnotations(read_only_hint=True, idempotent_hint=True, open_world_hint=False)
 
     @server.tool(annotations=reading)
