@@ -3,9 +3,10 @@
 Benchmark, not a test: each command runs as a fresh process against a real SQLite demo
 database (with one staged run of candidates for ``review``), in N rounds that start each
 command and ``python -c pass`` once in turn; the median wall time is printed next to the
-baseline's, which no command can beat. Goal: every command within 0.15 s of the baseline on an idle machine.
-The commands run from compiled bytecode with a warm cache, as an installed copy does
-after its first start; the first ``review`` with an empty cache is printed apart.
+baseline's, which no command can beat. Goal: every command within 0.15 s of the
+baseline on an idle machine. The commands run from compiled bytecode with a warm cache,
+as an installed copy does after its first start; the first ``review`` with an empty
+cache is printed apart.
 
     python benchmarks/bench_startup.py [--runs N]
 
