@@ -264,7 +264,11 @@ def _from_entry(pattern: str, entry: _Entry) -> re.Pattern[str]:
 
 
 def to_write(
-    lock: threading.Lock, state: dict[str, Any], entries: dict[Any, Any], used: set[Any], limit: int
+    lock: contextlib.AbstractContextManager[Any],
+    state: dict[str, Any],
+    entries: dict[Any, Any],
+    used: set[Any],
+    limit: int,
 ) -> dict[Any, Any] | None:
     """What a table of kept entries has to write, taken under its ``lock``: None when this
     run added nothing (``state["dirty"]``, then cleared), else a copy of the entries, only

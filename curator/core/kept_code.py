@@ -43,7 +43,9 @@ would cost a command more than compiling its own)."""
 _LIMIT = 4000
 """More kept sources than this (older versions' classes pile up): keep this run's."""
 
-_LOCK = threading.Lock()
+_LOCK = threading.RLock()
+"""Reentrant: reading the table imports (the cache folder's lookup) under it, and a class
+defined by such an import comes back through the hook."""
 _KEPT: dict[str, CodeType] = {}
 _USED: set[str] = set()
 _STATE: dict[str, Any] = {"installed": False, "loaded": False, "dirty": False, "file": ""}
