@@ -27,7 +27,6 @@ from pathlib import Path
 from typing import Any
 
 import peewee
-import platformdirs
 from peewee import SqliteDatabase
 
 from curator.core.userpath import user_path
@@ -89,6 +88,8 @@ _SQLITE_ERRORS = DATABASE_ERRORS
 
 def default_db_path() -> Path:
     """The database in the user's data directory (created on first use)."""
+    import platformdirs  # only where no database is named: cron jobs name theirs
+
     return Path(platformdirs.user_data_dir(APP_NAME, appauthor=False)) / "curator.sqlite"
 
 

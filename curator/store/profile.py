@@ -35,8 +35,6 @@ import os
 from pathlib import Path
 from typing import Any
 
-import platformdirs
-
 from curator.core.textsafety import control_problem
 from curator.core.userpath import part_path, user_path
 from curator.errors import CuratorError
@@ -52,9 +50,11 @@ FALLBACK_REVIEWER = "reviewer"
 
 def profile_path() -> Path:
     """The profile file (it may not exist yet)."""
-    base = os.environ.get(CONFIG_DIR_ENV) or platformdirs.user_config_dir(
-        "memory-curator", appauthor=False
-    )
+    base = os.environ.get(CONFIG_DIR_ENV)
+    if not base:
+        import platformdirs  # only where the profile is read: a named database needs none
+
+        base = platformdirs.user_config_dir("memory-curator", appauthor=False)
     return Path(base) / "profile.json"
 
 
