@@ -73,7 +73,14 @@ from curator.llm.generation import (
 from curator.llm.llama_decode import greedy, sampled
 from curator.llm.llama_log import quiet_llama_cpp
 from curator.llm.llama_prompt import PieceTimer, evaluate_pieces
-from curator.llm.model_file import ModelFileError, ModelInfo, read_gguf_info, validate_model_file
+from curator.llm.model_file import (
+    ModelFileError,
+    ModelInfo,
+    model_sha256,
+    read_gguf_info,
+    validate_model_file,
+)
+from curator.llm.prompt_states import MIN_TOKENS, PromptStates
 from curator.llm.thread_contention import ContentionGuard
 from curator.llm.threads import (
     Tuning,
@@ -134,6 +141,8 @@ class LlamaCppBackend(GenerationBase):
         #: Fewer threads while other processes take the cores (set by load_backend).
         self.contention: ContentionGuard | None = None
         self._embedder: Any = None  # curator.llm.embeddings.LlamaEmbedder, made on first embed()
+        #: Prompt heads kept on disk between processes (None: never kept nor restored).
+        self.prompt_states: PromptStates | None = None
         n_layer = int(llama_cpp.llama_model_n_layer(llm.model))
         if llama_cpp.llama_supports_gpu_offload():
             wanted = settings.n_gpu_layers
@@ -283,8 +292,10 @@ class LlamaCppBackend(GenerationBase):
             body = body[:n_head] + self._marker + body[n_item - (keep - n_head) :]
         return head + body + tail, truncated, n_item
 
-    def _sync(self, tokens: list[int], should_stop: StopCheck | None) -> int:
-        """Make the context hold exactly ``tokens``; returns how many were reused.
+    def _sync(self, tokens: list[int], should_stop: StopCheck | None, head: int = 0) -> int:
+        """Make the context hold exactly ``tokens``; returns how many were not evaluated
+        now (reused from the context, or restored from a kept state of the first ``head``
+        tokens: :mod:`curator.llm.prompt_states`).
 
         At least the last two tokens are always evaluated, so the last one's logits are
         current and never come from a batch of one, and the batches are those of
@@ -299,13 +310,38 @@ class LlamaCppBackend(GenerationBase):
         n = min(len(held), len(want))
         diff = np.flatnonzero(held[:n] != want[:n])
         common = int(diff[0]) if diff.size else n
-        reused = min(common, max(0, len(tokens) - 2))
-        llm.n_tokens = reused  # eval() drops everything after n_tokens from the KV cache
+        reused = cached = min(common, max(0, len(tokens) - 2))
         timer = self.piece_timer if should_stop is not None else None
+        states = self.prompt_states
+        if states is not None and reused < head and MIN_TOKENS <= head <= len(tokens) - 2:
+            cached = self._head(states, tokens[:head], reused, timer, should_stop)
+            reused = head
+        llm.n_tokens = reused  # eval() drops everything after n_tokens from the KV cache
         if not evaluate_pieces(
             tokens, reused, llm.n_batch, timer, llm.eval, self._decode_last, should_stop
         ):
             raise _Stopped
+        return cached
+
+    def _head(
+        self,
+        states: PromptStates,
+        head: list[int],
+        reused: int,
+        timer: PieceTimer | None,
+        should_stop: StopCheck | None,
+    ) -> int:
+        """The context holds ``head`` afterwards: restored from a kept state, or evaluated
+        alone (from ``reused`` on) and then kept. Returns how many of its tokens were not
+        evaluated now."""
+        llm = self.llm
+        if states.restore(head):
+            return len(head)
+        reused = min(reused, llm.n_tokens)  # a refused state leaves the context empty
+        llm.n_tokens = reused
+        if not evaluate_pieces(head, reused, llm.n_batch, timer, llm.eval, llm.eval, should_stop):
+            raise _Stopped
+        states.keep(head)
         return reused
 
     def _decode_last(self, final: list[int]) -> None:
@@ -390,7 +426,7 @@ class LlamaCppBackend(GenerationBase):
         answer_start, _ = self._answer_start(answer_prefix)
         longest = max(label_tokens, key=len)
         tokens, truncated, n_item = self._build(prefix, item, len(longest), answer_start)
-        cached = self._sync(tokens, should_stop)
+        cached = self._sync(tokens, should_stop, len(self._prefix_tokens(prefix)))
         position = self.llm.n_tokens
         # Copied before any continuation's decode overwrites the logits buffer.
         first = _log_softmax(self.logits(self._last_index))
@@ -449,7 +485,9 @@ class LlamaCppBackend(GenerationBase):
         gen = Generation(request, max(1, min(request.max_tokens, self.n_ctx - len(tokens))))
         cached = 0
         try:
-            cached = self._sync(tokens, request.should_stop)
+            cached = self._sync(
+                tokens, request.should_stop, len(self._prefix_tokens(request.prefix))
+            )
         except _Stopped:
             reason = "cancelled"
         else:
@@ -510,6 +548,11 @@ def load_backend(settings: BackendSettings, *, validate: bool = True) -> LlamaCp
     except (ValueError, RuntimeError) as exc:
         raise ModelFileError(f"{info.path}: llama.cpp cannot load it ({exc})") from exc
     backend = LlamaCppBackend(llm, settings, info)
+    backend.prompt_states = PromptStates(
+        llm,
+        lambda: model_sha256(info.path),
+        (n_ctx, settings.n_gpu_layers, bool(settings.flash_attn)),
+    )
     backend.contention = ContentionGuard(
         threads,
         batch_threads,

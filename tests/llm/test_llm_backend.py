@@ -168,13 +168,20 @@ def test_scores_do_not_depend_on_the_cache_or_the_batches(
     first, second = demo_texts(2)
     demo_backend.classify(classify_prefix, first, LABELS)
     on_prefix = demo_backend.classify(classify_prefix, second, LABELS)
-    demo_backend.llm.reset()  # an empty cache: the whole prompt is evaluated
-    cold = demo_backend.classify(classify_prefix, second, LABELS)
-    demo_backend.llm.reset()
-    pieces = demo_backend.classify(classify_prefix, second, LABELS, should_stop=lambda: False)
+    states, demo_backend.prompt_states = demo_backend.prompt_states, None
+    try:
+        demo_backend.llm.reset()  # an empty cache and no kept head: the whole prompt
+        cold = demo_backend.classify(classify_prefix, second, LABELS)
+        demo_backend.llm.reset()
+        pieces = demo_backend.classify(classify_prefix, second, LABELS, should_stop=lambda: False)
+    finally:
+        demo_backend.prompt_states = states
+    demo_backend.llm.reset()  # the head restored from the kept state, the rest evaluated
+    restored = demo_backend.classify(classify_prefix, second, LABELS)
     assert on_prefix.cached_tokens > 0 and cold.cached_tokens == pieces.cached_tokens == 0
+    assert restored.cached_tokens > 0
     assert cold.tokens_in > FIRST_PIECE + 1  # really cut into pieces
-    assert cold.logprobs == on_prefix.logprobs == pieces.logprobs
+    assert cold.logprobs == on_prefix.logprobs == pieces.logprobs == restored.logprobs
 
 
 def test_prompt_batches_are_the_servers_and_never_one_token_pieces() -> None:
