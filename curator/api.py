@@ -29,6 +29,7 @@ from curator.core.flags import detect
 from curator.core.scoring import effective_importance
 from curator.errors import CuratorError
 from curator.store.db import Store
+from curator.store.engine import in_chunks
 from curator.store.episode_queries import count_episodes, count_pending
 from curator.store.identity import Identity, current_identity
 from curator.store.importer import MAX_EPISODE_CHARS, ParsedEpisode, episode_from_object
@@ -315,8 +316,7 @@ class Curator:
         found: set[str] = set()
         distinct = sorted(set(hashes))
         with self.store.read():
-            for start in range(0, len(distinct), 500):  # within any engine's variable limit
-                chunk = distinct[start : start + 500]
+            for chunk in in_chunks(distinct):
                 marks = ", ".join("?" * len(chunk))
                 rows = self.store.execute(
                     f"SELECT content_hash FROM episode WHERE content_hash IN ({marks})",

@@ -12,6 +12,9 @@ derived again:
   ``re.compile`` builds (patterns compare equal by their program, and tests hold it).
 * :func:`load` / :func:`store` - bytes derived from one input (the reader's dense table),
   checked against a key the caller derives from that input.
+* :class:`KeptTable` - many small derived entries in one file, read whole on first use
+  and written whole at exit when the run added any: the programs :func:`regex` keeps, and
+  the dataclass methods :mod:`curator.core.kept_code` keeps.
 
 Every file is signed with a random secret kept beside it (readable by its owner alone,
 :data:`SECRET_FILE`), and only a file this account's runs signed is used: a kept program
@@ -36,10 +39,11 @@ import stat
 import sys
 import threading
 from array import array
+from collections.abc import Callable, Hashable
 from pathlib import Path
-from typing import Any
+from typing import Any, Generic, TypeVar
 
-__all__ = ["cache_dir", "load", "regex", "save_patterns", "store"]
+__all__ = ["KeptTable", "cache_dir", "load", "regex", "save_patterns", "store"]
 
 CACHE_ENV = "CURATOR_CACHE_DIR"
 _MAGIC = b"CRS1"
@@ -159,29 +163,14 @@ def store(name: str, key: bytes, body: bytes) -> None:
                 part.unlink()
 
 
-# -- compiled patterns ----------------------------------------------------------------------
+# -- tables of kept entries ----------------------------------------------------------------
 
-_Entry = tuple[int, bytes, int, dict[str, int], tuple[str | None, ...]]
-"""What ``_sre.compile`` takes, the program packed as machine words (``array("I")``): a
-list of a few hundred thousand ints took most of the time reading the file."""
-
-_PATTERNS_FILE = "patterns.bin"
-_LOCK = threading.Lock()
-_ENTRIES: dict[tuple[str, int], _Entry] = {}
-_USED: set[tuple[str, int]] = set()
-_LIMIT = 5000
-"""More kept programs than this (patterns of older versions pile up): keep this run's."""
-_STATE: dict[str, Any] = {"loaded": False, "dirty": False, "usable": True}
-
-
-def _patterns_key() -> bytes:
-    import _sre
-
-    return f"{sys.implementation.cache_tag}-{_sre.MAGIC}-{_sre.CODESIZE}-{sys.byteorder}-I".encode()
+_K = TypeVar("_K", bound=Hashable)
+_V = TypeVar("_V")
 
 
 def load_table(name: str, key: bytes) -> dict[Any, Any]:
-    """The table of kept entries under ``name`` for ``key`` (see :func:`to_write`); empty
+    """The table of entries kept under ``name`` for ``key`` (a marshalled dict); empty
     when absent, stale, damaged or unsigned."""
     body = load(name, key)
     if body is None:
@@ -193,9 +182,103 @@ def load_table(name: str, key: bytes) -> dict[Any, Any]:
     return kept if isinstance(kept, dict) else {}
 
 
-def _load_patterns() -> None:
-    _STATE["loaded"] = True
-    _ENTRIES.update(load_table(_PATTERNS_FILE, _patterns_key()))
+class KeptTable(Generic[_K, _V]):
+    """Entries derived from the code, kept between runs in one signed file ``name``.
+
+    The file is read whole on the first :meth:`get` (so a run that needs none reads
+    nothing) and written whole, signed for :attr:`key` (``key()``: what the entries are
+    derived from, such as the Python version), then renamed into place (:func:`store`)
+    at exit, when the run :meth:`put` any entry anew. Where more than ``limit`` are kept
+    (older versions' entries pile up), only those this run used are written.
+
+    Every read and change of the table is taken under ``lock``; :meth:`load` runs under it
+    too, so a caller whose reading can come back to the table (kept_code's: the cache
+    folder's lookup imports modules whose classes go through its hook) passes an RLock.
+    ``accept(key, entry)`` drops entries of another type from a read file.
+    """
+
+    def __init__(
+        self,
+        name: str,
+        key: Callable[[], bytes],
+        limit: int,
+        lock: contextlib.AbstractContextManager[Any],
+        accept: Callable[[Any, Any], bool] | None = None,
+    ) -> None:
+        self.name = name
+        self.key = key
+        self.limit = limit
+        self.lock = lock
+        self.accept = accept
+        self.entries: dict[_K, _V] = {}
+        self.used: set[_K] = set()
+        self.loaded = False
+        self.dirty = False
+
+    def load(self) -> None:
+        """Read the kept entries into the table (marked loaded first: see the class)."""
+        self.loaded = True
+        kept = load_table(self.name, self.key())
+        accept = self.accept
+        self.entries.update(
+            kept if accept is None else {k: v for k, v in kept.items() if accept(k, v)}
+        )
+
+    def get(self, key: _K) -> _V | None:
+        """The entry kept for ``key`` (reading the file on the first call), marked used."""
+        with self.lock:
+            if not self.loaded:
+                self.load()
+            self.used.add(key)
+            return self.entries.get(key)
+
+    def put(self, key: _K, entry: _V) -> None:
+        """Keep ``entry`` for ``key``; the table is written at exit (or by :meth:`save`)."""
+        with self.lock:
+            self.entries[key] = entry
+            if not self.dirty:
+                self.dirty = True
+                atexit.register(self.save)
+
+    def save(self) -> None:
+        """Write the table if this run added an entry since it was last written."""
+        with self.lock:
+            if not self.dirty:
+                return
+            self.dirty = False
+            kept = dict(self.entries)
+        if len(kept) > self.limit:
+            kept = {key: entry for key, entry in kept.items() if key in self.used}
+        try:
+            body = marshal.dumps(kept)
+        except ValueError:  # pragma: no cover - every kept entry is a marshallable value
+            return
+        store(self.name, self.key(), body)
+
+
+# -- compiled patterns ----------------------------------------------------------------------
+
+_Entry = tuple[int, bytes, int, dict[str, int], tuple[str | None, ...]]
+"""What ``_sre.compile`` takes, the program packed as machine words (``array("I")``): a
+list of a few hundred thousand ints took most of the time reading the file."""
+
+_PATTERNS_FILE = "patterns.bin"
+_LIMIT = 5000
+"""More kept programs than this (patterns of older versions pile up): keep this run's."""
+_STATE: dict[str, Any] = {"usable": True}
+"""``usable``: this Python's ``re`` internals are the ones :func:`_entry` expects."""
+
+
+def _patterns_key() -> bytes:
+    import _sre
+
+    return f"{sys.implementation.cache_tag}-{_sre.MAGIC}-{_sre.CODESIZE}-{sys.byteorder}-I".encode()
+
+
+_PATTERNS: KeptTable[tuple[str, int], _Entry] = KeptTable(
+    _PATTERNS_FILE, _patterns_key, _LIMIT, threading.Lock()
+)
+"""The kept programs by pattern and flags."""
 
 
 def regex(pattern: str, flags: int = 0) -> re.Pattern[str]:
@@ -203,11 +286,7 @@ def regex(pattern: str, flags: int = 0) -> re.Pattern[str]:
     if not isinstance(pattern, str | bytes):  # a compiled pattern: re hands it back
         return re.compile(pattern, flags)
     flags = int(flags)
-    with _LOCK:
-        if not _STATE["loaded"]:
-            _load_patterns()
-        entry = _ENTRIES.get((pattern, flags))
-        _USED.add((pattern, flags))
+    entry = _PATTERNS.get((pattern, flags))
     if entry is not None:
         try:
             return _from_entry(pattern, entry)
@@ -228,11 +307,7 @@ def regex(pattern: str, flags: int = 0) -> re.Pattern[str]:
         compiled = re.compile(pattern, flags)
         _STATE["usable"] = False
         return compiled
-    with _LOCK:
-        _ENTRIES[(pattern, flags)] = entry
-        if not _STATE["dirty"]:
-            _STATE["dirty"] = True
-            atexit.register(save_patterns)
+    _PATTERNS.put((pattern, flags), entry)
     return compiled
 
 
@@ -263,33 +338,6 @@ def _from_entry(pattern: str, entry: _Entry) -> re.Pattern[str]:
     return compiled
 
 
-def to_write(
-    lock: contextlib.AbstractContextManager[Any],
-    state: dict[str, Any],
-    entries: dict[Any, Any],
-    used: set[Any],
-    limit: int,
-) -> dict[Any, Any] | None:
-    """What a table of kept entries has to write, taken under its ``lock``: None when this
-    run added nothing (``state["dirty"]``, then cleared), else a copy of the entries, only
-    those this run used when there are more than ``limit`` (older versions' pile up)."""
-    with lock:
-        if not state["dirty"]:
-            return None
-        state["dirty"] = False
-        kept = dict(entries)
-    if len(kept) > limit:
-        kept = {key: entry for key, entry in kept.items() if key in used}
-    return kept
-
-
 def save_patterns() -> None:
     """Write the kept programs if this run compiled any anew (also run at exit)."""
-    kept = to_write(_LOCK, _STATE, _ENTRIES, _USED, _LIMIT)
-    if kept is None:
-        return
-    try:
-        body = marshal.dumps(kept)
-    except ValueError:  # pragma: no cover - every kept part is a plain int, str or dict
-        return
-    store(_PATTERNS_FILE, _patterns_key(), body)
+    _PATTERNS.save()

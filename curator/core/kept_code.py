@@ -10,12 +10,12 @@ and agents that run the command often, although the text only changes with the c
 :func:`install` (called by the command line before it imports anything else of ours)
 gives the :mod:`dataclasses` module an ``exec`` of its own that looks the source text up
 among the code objects compiled by earlier runs and compiles only what is new; the code
-objects are kept in the user cache (:mod:`curator.core.derived_cache`: signed with this
-account's secret, keyed by the bytecode version, so another Python or a foreign file is
-never used). A kept code object is exactly what ``exec`` would have compiled from the same
-text (the file name ``<string>``, no inherited ``__future__`` flags, as ``exec`` in
-:mod:`dataclasses` compiles), run with the same globals and locals, so a class is built
-the same either way; only the compiling is skipped.
+objects are kept in the user cache (a :class:`~curator.core.derived_cache.KeptTable`:
+signed with this account's secret, keyed by the bytecode version, so another Python or a
+foreign file is never used). A kept code object is exactly what ``exec`` would have
+compiled from the same text (the file name ``<string>``, no inherited ``__future__``
+flags, as ``exec`` in :mod:`dataclasses` compiles), run with the same globals and locals,
+so a class is built the same either way; only the compiling is skipped.
 
 The hook is installed by the ``curator`` command (:mod:`curator.cli`, when it builds a
 verb's parser or opens the window), the one process that is all ours: a program that
@@ -26,13 +26,14 @@ does without.)
 
 from __future__ import annotations
 
-import atexit
 import builtins
-import marshal
 import sys
 import threading
 from types import CodeType
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from curator.core.derived_cache import KeptTable
 
 __all__ = ["install", "save"]
 
@@ -46,9 +47,8 @@ _LIMIT = 4000
 _LOCK = threading.RLock()
 """Reentrant: reading the table imports (the cache folder's lookup) under it, and a class
 defined by such an import comes back through the hook."""
-_KEPT: dict[str, CodeType] = {}
-_USED: set[str] = set()
-_STATE: dict[str, Any] = {"installed": False, "loaded": False, "dirty": False, "file": ""}
+_TABLE: KeptTable[str, CodeType] | None = None
+"""The kept code objects by source text; made by :func:`install` (the hook's table)."""
 
 
 def _key() -> bytes:
@@ -57,31 +57,19 @@ def _key() -> bytes:
     return sys.implementation.cache_tag.encode() + b"-" + importlib.util.MAGIC_NUMBER
 
 
-def _load() -> None:
-    """Read the kept code objects (on the first class, so ``--version`` reads nothing)."""
-    from curator.core import derived_cache
-
-    _STATE["loaded"] = True
-    _KEPT.update(
-        (source, code)
-        for source, code in derived_cache.load_table(_STATE["file"], _key()).items()
-        if isinstance(source, str) and isinstance(code, CodeType)
-    )
+def _is_code(source: object, code: object) -> bool:
+    return isinstance(source, str) and isinstance(code, CodeType)
 
 
 def _compiled(source: str) -> CodeType:
-    with _LOCK:
-        if not _STATE["loaded"]:
-            _load()
-        code = _KEPT.get(source)
-        _USED.add(source)
+    """The code object of ``source``: kept (the table is read on the first class, so
+    ``--version`` reads nothing), else compiled now and kept."""
+    table = _TABLE
+    assert table is not None, "the hook runs only once installed"
+    code = table.get(source)
     if code is None:
         code = compile(source, "<string>", "exec", dont_inherit=True)
-        with _LOCK:
-            _KEPT[source] = code
-            if not _STATE["dirty"]:
-                _STATE["dirty"] = True
-                atexit.register(save)
+        table.put(source, code)
     return code
 
 
@@ -95,18 +83,18 @@ def _kept_exec(source: Any, globals: Any = None, locals: Any = None, /) -> None:
 def install(program: str) -> None:
     """Give :mod:`dataclasses` the keeping ``exec`` (once; before classes are defined),
     keeping the code in ``program``'s table (an identifier: a verb's module, ``window``)."""
-    if _STATE["installed"]:
+    global _TABLE
+    if _TABLE is not None:
         return
     import dataclasses
 
-    _STATE.update(installed=True, file=_FILE.format(program=program))
+    from curator.core.derived_cache import KeptTable
+
+    _TABLE = KeptTable(_FILE.format(program=program), _key, _LIMIT, _LOCK, accept=_is_code)
     dataclasses.exec = _kept_exec  # type: ignore[attr-defined]
 
 
 def save() -> None:
     """Write the kept code objects if this run compiled any anew (also run at exit)."""
-    from curator.core import derived_cache
-
-    kept = derived_cache.to_write(_LOCK, _STATE, _KEPT, _USED, _LIMIT)
-    if kept is not None:
-        derived_cache.store(_STATE["file"], _key(), marshal.dumps(kept))
+    if _TABLE is not None:
+        _TABLE.save()

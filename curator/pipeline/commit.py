@@ -60,6 +60,7 @@ from curator.pipeline.commit_preview import (
 from curator.pipeline.fingerprint import DecisionsChangedError, refuse_if_changed
 from curator.pipeline.guard_learn import relearn_after_commit
 from curator.store.db import Store
+from curator.store.engine import in_chunks
 from curator.store.models import (
     Candidate,
     CandidateEpisode,
@@ -105,8 +106,6 @@ __all__ = [
 ]
 """The preview and its parts live in :mod:`curator.pipeline.commit_preview`; they are
 named here too, where the commit's callers look for them."""
-
-_CHUNK = 400
 
 UNDOABLE_KINDS = ("commit", "retire")
 """Changesets :func:`undo_changeset` restores: a run's commit, a retirement of patterns."""
@@ -279,10 +278,10 @@ def _insert_change_rows(store: Store, changeset_id: int, rows: list[dict[str, An
 
 def _sources(candidate_ids: list[int]) -> dict[int, list[int]]:
     sources: dict[int, list[int]] = {cid: [] for cid in candidate_ids}
-    for start in range(0, len(candidate_ids), _CHUNK):
+    for chunk in in_chunks(candidate_ids):
         query = (
             CandidateEpisode.select(CandidateEpisode.candidate, CandidateEpisode.episode)
-            .where(CandidateEpisode.candidate.in_(candidate_ids[start : start + _CHUNK]))
+            .where(CandidateEpisode.candidate.in_(chunk))
             .order_by(CandidateEpisode.candidate, CandidateEpisode.episode)
         )
         for cid, eid in tuples(query):
@@ -310,9 +309,9 @@ def _apply(store: Store, plan: Plan, actor: str, now: datetime, reviewer: str) -
 
     linked: set[tuple[int, int]] = set()
     targets = sorted({t for c in plan.apply if (t := c.target_id) is not None})
-    for start in range(0, len(targets), _CHUNK):
+    for chunk in in_chunks(targets):
         query = PatternEpisode.select(PatternEpisode.pattern, PatternEpisode.episode).where(
-            PatternEpisode.pattern.in_(targets[start : start + _CHUNK])
+            PatternEpisode.pattern.in_(chunk)
         )
         linked.update((int(p), int(e)) for p, e in tuples(query))
 
@@ -385,14 +384,12 @@ def _apply(store: Store, plan: Plan, actor: str, now: datetime, reviewer: str) -
     )
     recorder.created("pattern_episode", new_links)
     ordered = sorted(episode_ids)
-    for start in range(0, len(ordered), _CHUNK):
+    for chunk in in_chunks(ordered):
         Episode.update(distilled_at=now, distilled_run=run.id).where(
-            Episode.id.in_(ordered[start : start + _CHUNK])
+            Episode.id.in_(chunk)
         ).execute()
-    for start in range(0, len(candidate_ids), _CHUNK):
-        Candidate.update(state="applied").where(
-            Candidate.id.in_(candidate_ids[start : start + _CHUNK])
-        ).execute()
+    for chunk in in_chunks(candidate_ids):
+        Candidate.update(state="applied").where(Candidate.id.in_(chunk)).execute()
     unreviewed = plan.preview.unreviewed
     if unreviewed:
         Run.update(

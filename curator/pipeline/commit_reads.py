@@ -14,12 +14,10 @@ from curator.errors import CuratorError
 from curator.pipeline.fingerprint import decision_keys, fingerprint
 from curator.store.db import Store
 from curator.store.decay_clock import update_refreshes_decay
+from curator.store.engine import in_chunks
 from curator.store.models import Candidate, Pattern, Run
 
 __all__ = ["OpenDecisions", "read_open", "run_fingerprint"]
-
-_CHUNK = 400
-"""Target ids per ``IN (...)`` query: under every engine's limit on bound parameters."""
 
 OpenDecisions = tuple[Run, list[Candidate], dict[int, Pattern]]
 """The run, its open candidates in order, and their target patterns by id."""
@@ -39,8 +37,8 @@ def read_open(run_id: int) -> OpenDecisions:
         {t for c in open_candidates if c.action is not None and (t := c.target_id) is not None}
     )
     patterns: dict[int, Pattern] = {}
-    for start in range(0, len(target_ids), _CHUNK):
-        for p in Pattern.select().where(Pattern.id.in_(target_ids[start : start + _CHUNK])):
+    for chunk in in_chunks(target_ids):
+        for p in Pattern.select().where(Pattern.id.in_(chunk)):
             patterns[p.id] = p
     return run, open_candidates, patterns
 

@@ -19,12 +19,11 @@ from typing import Any
 from curator.core.flags import Flag, detect, provenance_flag
 from curator.pipeline.guard_flags import stored_flags
 from curator.store.db import Store
+from curator.store.engine import in_chunks
 from curator.store.identity import current_identity
 from curator.store.models import CandidateEpisode, Episode, PatternEpisode
 from curator.store.settings import untrusted_sources
 from curator.store.snapshot import tuples
-
-_CHUNK = 500
 
 
 @dataclass(frozen=True)
@@ -59,12 +58,8 @@ def _sources(link: Any, owner: Any, owner_ids: Iterable[int]) -> dict[int, list[
     """
     ids = list(owner_ids)
     result: dict[int, list[str]] = {i: [] for i in ids}
-    for start in range(0, len(ids), _CHUNK):
-        query = (
-            link.select(owner, Episode.source)
-            .join(Episode)
-            .where(owner.in_(ids[start : start + _CHUNK]))
-        )
+    for chunk in in_chunks(ids):
+        query = link.select(owner, Episode.source).join(Episode).where(owner.in_(chunk))
         for owner_id, source in tuples(query):
             result[int(owner_id)].append(str(source or ""))
     return result

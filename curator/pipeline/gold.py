@@ -46,6 +46,7 @@ from curator.core.whatif import GATE_DECISIONS
 from curator.errors import CuratorError
 from curator.pipeline.labels import relabel
 from curator.store.db import Store
+from curator.store.engine import in_chunks
 from curator.store.importer import (
     LineError,
     ParsedEpisode,
@@ -338,9 +339,6 @@ def import_gold(store: Store, path: Path) -> GoldReport:
     return report
 
 
-_CHUNK = 500
-"""Hashes per ``IN (...)`` lookup and rows per insert: far below SQLite's variable limit."""
-
 _Stored = tuple[int, str, str, str | None]
 """An episode row as the import needs it: id, text, source, human label."""
 
@@ -350,13 +348,12 @@ def _stored_rows(store: Store, hashes: Iterable[str]) -> dict[str, _Stored]:
     per line cost milliseconds each)."""
     found: dict[str, _Stored] = {}
     unique = list(dict.fromkeys(hashes))
-    for start in range(0, len(unique), _CHUNK):
-        chunk = tuple(unique[start : start + _CHUNK])
+    for chunk in in_chunks(unique):
         marks = ",".join("?" * len(chunk))
         for eid, chash, text, source, human in store.execute(
             "SELECT id, content_hash, text, source, human_label FROM episode "
             f"WHERE content_hash IN ({marks})",
-            chunk,
+            tuple(chunk),
         ):
             found[str(chash)] = (int(eid), str(text), str(source), human)
     return found
@@ -388,7 +385,7 @@ def _import_episodes(
         else:
             matched.append((episode, found))
     new = list({id(e): e for e in adding.values()}.values())
-    for start in range(0, len(new), _CHUNK):
+    for chunk in in_chunks(new):
         Episode.insert_many(
             [
                 {
@@ -401,7 +398,7 @@ def _import_episodes(
                     "metadata": e.parsed.metadata,
                     "classify_truncated": False,
                 }
-                for e in new[start : start + _CHUNK]
+                for e in chunk
             ]
         ).execute()
     report.episodes_added += len(new)

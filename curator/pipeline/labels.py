@@ -19,10 +19,9 @@ from typing import Any, NamedTuple
 
 from curator.errors import CuratorError
 from curator.store.db import Store
+from curator.store.engine import IN_LIST_SIZE, in_chunks
 from curator.store.models import LABELS, Episode, LabelEvent, format_utc, utcnow
 from curator.store.profile import reviewer_name
-
-_CHUNK = 400
 
 Progress = Callable[[int, int], None]
 """``progress(done, total)`` steps; a window shows it, the CLI passes nothing."""
@@ -99,8 +98,7 @@ class _Updates:
         done = reported = 0
         for key, ids in self.groups.items():
             values = dict(key)
-            for start in range(0, len(ids), _CHUNK):
-                chunk = ids[start : start + _CHUNK]
+            for chunk in in_chunks(ids):
                 Episode.update(**values).where(Episode.id.in_(chunk)).execute()
                 time.sleep(0)  # hand the GIL over between chunks (a window paints meanwhile)
                 done += len(chunk)
@@ -151,7 +149,7 @@ def _load(episode_ids: Sequence[int], progress: Progress | None = None) -> list[
     if not ids:
         raise CuratorError("no episodes given")
     found: dict[int, tuple[Any, ...]] = {}
-    for start in range(0, len(ids), _CHUNK):
+    for start in range(0, len(ids), IN_LIST_SIZE):
         if start:
             time.sleep(0)  # hand the GIL over between chunks
         query = Episode.select(
@@ -163,7 +161,7 @@ def _load(episode_ids: Sequence[int], progress: Progress | None = None) -> list[
             Episode.model_label,
             Episode.predicted_label,
             Episode.label_reviewer,
-        ).where(Episode.id.in_(ids[start : start + _CHUNK]))
+        ).where(Episode.id.in_(ids[start : start + IN_LIST_SIZE]))
         for row in query.tuples().iterator():
             found[row[0]] = row
         if progress is not None:
@@ -206,7 +204,7 @@ def _relabel(
             afters.append(_after(before, values))
         updates.apply()
         steps.begin(2)
-        for start in range(0, len(rows), _CHUNK):
+        for start in range(0, len(rows), IN_LIST_SIZE):
             events = [
                 {
                     "episode": rows[i][0],
@@ -216,7 +214,7 @@ def _relabel(
                     "before": befores[i],
                     "after": afters[i],
                 }
-                for i in range(start, min(start + _CHUNK, len(rows)))
+                for i in range(start, min(start + IN_LIST_SIZE, len(rows)))
             ]
             LabelEvent.insert_many(events).execute()
             done = start + len(events)

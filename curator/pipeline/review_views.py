@@ -23,6 +23,7 @@ from curator.core.quality import QualityGate
 from curator.errors import CuratorError
 from curator.pipeline.flagging import candidate_sources, flag_context
 from curator.store.db import Store
+from curator.store.engine import in_chunks
 from curator.store.models import Candidate, CandidateEpisode, Episode, Pattern, Run
 from curator.store.settings import Settings, load_settings
 from curator.store.snapshot import tuples
@@ -181,8 +182,7 @@ def _views(store: Store, candidates: list[Candidate]) -> list[CandidateView]:
         return []
     ids = [c.id for c in candidates]
     sources: dict[int, list[int]] = {i: [] for i in ids}
-    for start in range(0, len(ids), 500):
-        chunk = ids[start : start + 500]
+    for chunk in in_chunks(ids):
         links = (
             CandidateEpisode.select(CandidateEpisode.candidate, CandidateEpisode.episode)
             .where(CandidateEpisode.candidate.in_(chunk))

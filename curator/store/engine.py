@@ -31,8 +31,8 @@ import contextlib
 import functools
 import os
 import re
-from collections.abc import Iterator
-from typing import Any
+from collections.abc import Iterator, Sequence
+from typing import Any, TypeVar
 from urllib.parse import SplitResult, parse_qsl, unquote_to_bytes, urlsplit
 
 import peewee
@@ -62,6 +62,25 @@ PROFILE_SOURCE = "the profile"
 """The source of a database chosen in Settings and kept in the per-user profile
 (:mod:`curator.store.profile`); a password in its URL is refused as on the command line:
 the profile is a plain file."""
+
+IN_LIST_SIZE = 400
+"""Keys per ``IN (...)`` list (and rows per multi-row ``INSERT``): one bound parameter
+each (a row: one per column), so a long list of ids is read or written a chunk at a time.
+
+Both engines cap the parameters of one statement: SQLite at ``SQLITE_MAX_VARIABLE_NUMBER``
+(32,766 since 3.32; 999 before), PostgreSQL at 65,535 (the wire protocol's 16-bit count).
+400 keys stay under even the old SQLite limit, and 400 rows of a few columns under the
+current one; a chunk is still large enough that a list of thousands costs a handful of
+statements, not one round trip to a server per key."""
+
+_T = TypeVar("_T")
+
+
+def in_chunks(items: Sequence[_T], size: int = IN_LIST_SIZE) -> Iterator[Sequence[_T]]:
+    """``items`` in consecutive slices of at most ``size`` (:data:`IN_LIST_SIZE`), in order;
+    nothing for an empty sequence."""
+    for start in range(0, len(items), size):
+        yield items[start : start + size]
 
 
 def is_postgres_url(location: str | os.PathLike[str]) -> bool:

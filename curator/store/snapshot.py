@@ -21,11 +21,10 @@ from typing import Any
 from curator.errors import CuratorError
 from curator.store.change_marker import CHANGE_COUNTER_KEY
 from curator.store.db import Store
+from curator.store.engine import in_chunks
 
 Row = dict[str, Any]
 Key = tuple[Any, ...]
-
-_CHUNK = 500  # keys per IN (...) list: far below SQLite's variable limit
 
 
 @dataclass(frozen=True)
@@ -105,8 +104,7 @@ def _select_by_key(
     select = ", ".join(_q(c) for c in columns)
     first = SPECS[table].key[0]
     firsts = list(dict.fromkeys(k[0] for k in keys))
-    for start in range(0, len(firsts), _CHUNK):
-        chunk = firsts[start : start + _CHUNK]
+    for chunk in in_chunks(firsts):
         marks = ", ".join("?" for _ in chunk)
         sql = f"SELECT {select} FROM {_q(table)} WHERE {_q(first)} IN ({marks})"
         for values in store.execute(sql, tuple(chunk)):

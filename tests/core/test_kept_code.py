@@ -30,16 +30,25 @@ ROOT = Path(__file__).resolve().parents[2]
 def hooked(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
     """The hook installed on an empty cache folder, taken off again afterwards."""
     monkeypatch.setenv(derived_cache.CACHE_ENV, str(tmp_path))
-    monkeypatch.setattr(kept_code, "_KEPT", {})
-    monkeypatch.setattr(kept_code, "_USED", set())
-    monkeypatch.setattr(
-        kept_code, "_STATE", {"installed": False, "loaded": False, "dirty": False, "file": ""}
-    )
+    monkeypatch.setattr(kept_code, "_TABLE", None)
     monkeypatch.setattr(derived_cache, "_SECRETS", {})
     kept_code.install("test")
     yield tmp_path
     if hasattr(dataclasses, "exec"):
         del dataclasses.exec
+
+
+def _table() -> derived_cache.KeptTable[str, Any]:
+    """The hook's table (installed by the fixture)."""
+    table = kept_code._TABLE
+    assert table is not None
+    return table
+
+
+def _next_run() -> None:
+    """As a new process would: forget the table, read the file again on the next class."""
+    _table().entries.clear()
+    _table().loaded = _table().dirty = False
 
 
 def _spec(
@@ -112,14 +121,13 @@ def test_a_class_from_kept_code_is_the_class_a_fresh_compile_builds(
     kw_only: bool,
 ) -> None:
     spec = _spec(names, defaults, frozen, slots, kw_only)
-    kept_code._KEPT.clear()
+    _table().entries.clear()
     first = _build(spec)  # compiled now, and kept
-    assert kept_code._KEPT, "nothing went through the hook"
+    assert _table().entries, "nothing went through the hook"
     kept_code.save()
-    kept_code._KEPT.clear()
-    kept_code._STATE.update(loaded=False, dirty=False)  # the next run: read back, signed
+    _next_run()  # read back, signed
     second = _build(spec)
-    assert kept_code._STATE["loaded"] and not kept_code._STATE["dirty"]  # nothing compiled
+    assert _table().loaded and not _table().dirty  # nothing compiled
     for name in ("__init__", "__repr__", "__eq__"):
         fresh, kept = getattr(first, name), getattr(second, name)
         assert fresh.__code__.co_code == kept.__code__.co_code
@@ -135,11 +143,10 @@ def test_the_next_run_reads_its_code_and_compiles_nothing(hooked: Path) -> None:
     kept_code.save()
     path = hooked / "dataclass-code-test.bin"
     assert path.exists()
-    sources = set(kept_code._KEPT)
-    kept_code._KEPT.clear()
-    kept_code._STATE.update(loaded=False, dirty=False)
-    kept_code._load()
-    assert set(kept_code._KEPT) == sources
+    sources = set(_table().entries)
+    _next_run()
+    _table().load()
+    assert set(_table().entries) == sources
     compiled: list[str] = []
     real = compile
 
@@ -155,7 +162,7 @@ def test_the_next_run_reads_its_code_and_compiles_nothing(hooked: Path) -> None:
             x: int
             y: int = 0
 
-    assert compiled == [] and not kept_code._STATE["dirty"]
+    assert compiled == [] and not _table().dirty
     assert (
         Point(1) == Point(1, 0)
         and repr(Point(2))
@@ -173,18 +180,18 @@ def test_a_file_of_another_python_or_damaged_is_not_used(
     kept_code.save()
     path = hooked / "dataclass-code-test.bin"
     with monkeypatch.context() as other_python:
-        other_python.setattr(kept_code, "_key", lambda: b"cpython-999-\x00\x00\r\n")
-        kept_code._KEPT.clear()
-        kept_code._load()
-        assert kept_code._KEPT == {}  # another bytecode version: another key
-    kept_code._load()
-    assert kept_code._KEPT  # this one's: read
-    kept_code._KEPT.clear()
+        other_python.setattr(_table(), "key", lambda: b"cpython-999-\x00\x00\r\n")
+        _table().entries.clear()
+        _table().load()
+        assert _table().entries == {}  # another bytecode version: another key
+    _table().load()
+    assert _table().entries  # this one's: read
+    _table().entries.clear()
     raw = bytearray(path.read_bytes())
     raw[-10] ^= 0x01
     path.write_bytes(bytes(raw))
-    kept_code._load()
-    assert kept_code._KEPT == {}  # the signature no longer matches
+    _table().load()
+    assert _table().entries == {}  # the signature no longer matches
 
 
 def _probe(code: str, cache: Path) -> str:

@@ -14,9 +14,10 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from curator.errors import CuratorError
-from curator.pipeline import commit, commit_reads, review
+from curator.pipeline import commit, review
 from curator.pipeline.commit_reads import run_fingerprint
 from curator.store.db import Store
+from curator.store.engine import IN_LIST_SIZE
 from curator.store.models import Pattern
 from curator.store.settings import set_setting
 from review.conftest import candidate_ids, make_pattern, make_staged_run
@@ -95,7 +96,7 @@ def test_review_and_the_commit_preview_print_one_fingerprint(
 
 
 def test_more_targets_than_one_query_holds(store: Store) -> None:
-    count = commit_reads._CHUNK + 37
+    count = IN_LIST_SIZE + 37
     run_id, ids, patterns = _staged(store, count)
     for i, (cid, pid) in enumerate(zip(ids, patterns, strict=True)):
         review.decide(store, cid, ("UPDATE", "SKIP")[i % 2], target_id=pid)
