@@ -24,9 +24,9 @@ version, the CPU features llama.cpp was built for and the context settings that 
 the arithmetic (context size, GPU layers, flash attention). The files are signed like
 every derived file (:mod:`curator.core.derived_cache`): llama.cpp trusts the bytes it is
 handed, so a damaged or foreign file is never passed to it, and a signed file llama.cpp
-still refuses is dropped and the head evaluated. At most :data:`KEEP` states are kept
-(the least recently used go first), none larger than :data:`MAX_BYTES`. A missing,
-stale or unwritable cache costs only the time it saves.
+still refuses is dropped and the head evaluated. At most :data:`KEEP` states, together
+below :data:`TOTAL_BYTES`, are kept (the least recently used go first), none larger than
+:data:`MAX_BYTES`. A missing, stale or unwritable cache costs only the time it saves.
 """
 
 from __future__ import annotations
@@ -43,7 +43,7 @@ import numpy as np
 
 from curator.core import derived_cache
 
-__all__ = ["KEEP", "MAX_BYTES", "MIN_TOKENS", "PromptStates"]
+__all__ = ["KEEP", "MAX_BYTES", "MIN_TOKENS", "TOTAL_BYTES", "PromptStates"]
 
 MIN_TOKENS: Final = 64
 """Shorter heads are not kept: evaluating them costs less than reading a file."""
@@ -51,6 +51,8 @@ KEEP: Final = 8
 """States kept per cache folder; the least recently used beyond it are deleted."""
 MAX_BYTES: Final = 512 * 1024 * 1024
 """A larger state (a long head on a large model) is not kept."""
+TOTAL_BYTES: Final = 1024 * 1024 * 1024
+"""The states kept together stay below this (the least recently used go first)."""
 _PREFIX: Final = "prompt-state-"
 _SUFFIX: Final = ".bin"
 _FORMAT: Final = b"curator prompt state 1"
@@ -143,14 +145,18 @@ def _forget(name: str) -> None:
 
 
 def _evict() -> None:
-    """Delete the least recently used states beyond :data:`KEEP`."""
+    """Delete the least recently used states beyond :data:`KEEP` or :data:`TOTAL_BYTES`."""
     folder = derived_cache.cache_dir()
-    found: list[tuple[float, str]] = []
+    found: list[tuple[float, int, str]] = []
     with contextlib.suppress(OSError), os.scandir(folder) as entries:
         for entry in entries:
             if entry.name.startswith(_PREFIX) and entry.name.endswith(_SUFFIX):
                 with contextlib.suppress(OSError):
-                    found.append((entry.stat().st_mtime, entry.name))
+                    status = entry.stat()
+                    found.append((status.st_mtime, status.st_size, entry.name))
     found.sort(reverse=True)
-    for _, name in found[KEEP:]:
-        _forget(name)
+    total = 0
+    for count, (_, size, name) in enumerate(found):
+        total += size
+        if count >= KEEP or total > TOTAL_BYTES:
+            _forget(name)
