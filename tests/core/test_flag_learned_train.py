@@ -13,7 +13,7 @@ import pytest
 from curator.core.flag_learned import features, load_reader, read_reader
 from curator.core.flag_learned_train import GROUPS, balanced_weights, fit_and_write, load_examples
 
-HELD_OUT = "poison_test8"
+HELD_OUT = "poison_test9"
 """The newest writer's set, held out: whether it is in the checkout yet or not, the
 training never reads it."""
 
