@@ -55,6 +55,12 @@ def _classify_prefix(backend: LlamaCppBackend) -> str:
     return backend.chat_prefix(system, user_start)
 
 
+def _short_prefix(backend: LlamaCppBackend) -> str:
+    """A head just above the kept minimum: the mechanism, at a tenth of the classify
+    prompt's evaluation."""
+    return backend.chat_prefix("Label the text. " + "Answer with one word only. " * 9, "Text:\n")
+
+
 def _states(cache: Path) -> list[Path]:
     return sorted(cache.glob("prompt-state-*.bin"))
 
@@ -85,7 +91,7 @@ def test_a_new_backend_restores_the_head_and_scores_the_same(load, cache: Path) 
 def test_a_generation_after_a_restored_head_is_the_same(load, cache: Path) -> None:
     plain = load()
     plain.prompt_states = None
-    prefix = _classify_prefix(plain)
+    prefix = _short_prefix(plain)
     expected = plain.complete(prefix, EPISODE, max_tokens=24, temperature=0.0)
     load().complete(prefix, EPISODE, max_tokens=24, temperature=0.0)  # keeps the head
     again = load()
@@ -97,7 +103,7 @@ def test_a_generation_after_a_restored_head_is_the_same(load, cache: Path) -> No
 
 def test_other_context_settings_never_restore_the_state(load, cache: Path) -> None:
     first = load(n_ctx=1024)
-    prefix = _classify_prefix(first)
+    prefix = _short_prefix(first)
     first.classify(prefix, EPISODE, LABELS)
     other = load(n_ctx=2048)
     scores = other.classify(prefix, EPISODE, LABELS)
@@ -108,7 +114,7 @@ def test_other_context_settings_never_restore_the_state(load, cache: Path) -> No
 
 def test_a_file_that_is_not_a_signed_state_is_never_handed_to_llama_cpp(load, cache: Path) -> None:
     first = load()
-    prefix = _classify_prefix(first)
+    prefix = _short_prefix(first)
     expected = first.classify(prefix, EPISODE, LABELS)
     (path,) = _states(cache)
     path.write_bytes(b"\x00" * 64 + path.read_bytes()[64:])  # damaged: the signature fails
@@ -125,7 +131,7 @@ def test_a_signed_state_llama_cpp_refuses_is_dropped_and_the_head_evaluated(
     disk could leave one) is refused by llama.cpp; the context is left empty, the file
     is deleted and the head evaluated, with the same scores."""
     first = load()
-    prefix = _classify_prefix(first)
+    prefix = _short_prefix(first)
     expected = first.classify(prefix, EPISODE, LABELS)
     states = first.prompt_states
     assert states is not None
