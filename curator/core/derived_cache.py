@@ -121,16 +121,38 @@ def _tag(secret: bytes, key: bytes, body: bytes) -> bytes:
     return hmac.new(secret, head + body, hashlib.sha256).digest()
 
 
-def load(name: str, key: bytes) -> bytes | None:
-    """The bytes kept under ``name`` for ``key``; None when absent, stale, damaged or
-    not signed with this cache folder's secret."""
+def _read_plain(path: Path, limit: int | None) -> bytes | None:
+    """The bytes of ``path`` when it is a plain file (no link: every kept file is written
+    by :func:`store`) of at most ``limit`` bytes; a pipe or device in its place is
+    neither waited on nor read without end."""
+    flags = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_BINARY", 0)
+    flags |= getattr(os, "O_NONBLOCK", 0)
+    try:
+        fd = os.open(path, flags)
+    except OSError:
+        return None
+    try:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode) or (limit is not None and info.st_size > limit):
+            return None
+        with os.fdopen(os.dup(fd), "rb") as handle:
+            return handle.read() if limit is None else handle.read(limit + 1)
+    except OSError:
+        return None
+    finally:
+        os.close(fd)
+
+
+def load(name: str, key: bytes, limit: int | None = None) -> bytes | None:
+    """The bytes kept under ``name`` for ``key``; None when absent, stale, damaged,
+    not signed with this cache folder's secret, not a plain file or, with ``limit``,
+    a file larger than that."""
     folder = cache_dir()
     secret = _secret(folder, create=False)
     if secret is None:
         return None
-    try:
-        raw = (folder / name).read_bytes()
-    except OSError:
+    raw = _read_plain(folder / name, limit)
+    if raw is None or (limit is not None and len(raw) > limit):
         return None
     head = len(_MAGIC) + 2
     if raw[: len(_MAGIC)] != _MAGIC or len(raw) < head:

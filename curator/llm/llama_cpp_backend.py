@@ -312,13 +312,31 @@ class LlamaCppBackend(GenerationBase):
         common = int(diff[0]) if diff.size else n
         reused = cached = min(common, max(0, len(tokens) - 2))
         timer = self.piece_timer if should_stop is not None else None
+        # Evaluated whole from here, the prompt's last token is a batch of one exactly
+        # when this holds; evaluated as a head and a rest it must be so too, and no
+        # other token may be (the head's and the rest's batches start elsewhere).
+        lone = (len(tokens) - reused) % llm.n_batch == 1
+        parts: bool | None = None
         states = self.prompt_states
-        if states is not None and reused < head and MIN_TOKENS <= head <= len(tokens) - 2:
+        if (
+            states is not None
+            and head >= MIN_TOKENS
+            and head - reused >= 2
+            and len(tokens) - head >= (3 if lone else 2)
+        ):
             cached = self._head(states, tokens[:head], reused, timer, should_stop)
             reused = head
+            parts = lone
         llm.n_tokens = reused  # eval() drops everything after n_tokens from the KV cache
         if not evaluate_pieces(
-            tokens, reused, llm.n_batch, timer, llm.eval, self._decode_last, should_stop
+            tokens,
+            reused,
+            llm.n_batch,
+            timer,
+            llm.eval,
+            self._decode_last,
+            should_stop,
+            lone=parts,
         ):
             raise _Stopped
         return cached
@@ -339,7 +357,9 @@ class LlamaCppBackend(GenerationBase):
             return len(head)
         reused = min(reused, llm.n_tokens)  # a refused state leaves the context empty
         llm.n_tokens = reused
-        if not evaluate_pieces(head, reused, llm.n_batch, timer, llm.eval, llm.eval, should_stop):
+        if not evaluate_pieces(
+            head, reused, llm.n_batch, timer, llm.eval, llm.eval, should_stop, lone=False
+        ):
             raise _Stopped
         states.keep(head)
         return reused

@@ -34,18 +34,24 @@ measured pace then shrinks the pieces further; 16 tokens take at most about 0.6 
 slowest machine measured (36 ms a token), within the one-second cancel."""
 
 
-def next_cut(pos: int, start: int, end: int, n_batch: int, size: int) -> int:
+def next_cut(
+    pos: int, start: int, end: int, n_batch: int, size: int, *, lone_end: bool = True
+) -> int:
     """Where the piece that begins at ``pos`` ends, for tokens ``start:end``.
 
     At most ``size`` tokens (at least :data:`MIN_PIECE`), never across the end of one of
     ``Llama.generate``'s ``n_batch`` batches counted from ``start``, and never leaving a
     piece of one token before such an end (it joins this piece). A batch of the server's
-    own of one token stays one token: the server evaluates it so.
+    own of one token stays one token: the server evaluates it so; with ``lone_end``
+    False it does not either (it joins this piece, or this piece leaves it a second
+    token where it is a whole ``n_batch`` already).
     """
     batch_end = min(end, start + ((pos - start) // n_batch + 1) * n_batch)
     cut = min(pos + max(MIN_PIECE, size), batch_end)
     if batch_end - cut == 1:
         cut = batch_end
+    if not lone_end and end - cut == 1:
+        cut = end if cut - pos < n_batch else cut - 1
     return cut
 
 
@@ -99,21 +105,32 @@ def evaluate_pieces(
     evaluate: Callable[[Sequence[int]], None],
     decode_last: Callable[[list[int]], None],
     should_stop: StopCheck | None,
+    *,
+    lone: bool | None = None,
 ) -> bool:
     """Evaluate ``tokens[start:]`` piece by piece, checking ``should_stop`` before each.
 
     ``evaluate`` runs one piece, ``decode_last`` the last one (whose logits are kept).
     Without a ``timer`` (nobody can cancel) the pieces are whole ``n_batch`` batches.
+    ``lone`` None: the batches of ``Llama.generate`` from ``start`` (its last token alone
+    when they leave it alone); False: no piece of one token (at least two tokens to
+    evaluate); True: none but the last token, evaluated alone (at least three). A
+    prompt evaluated in two parts (a kept head, then the rest) so has exactly the one
+    batch of one token it has when evaluated whole.
     Returns False when ``should_stop`` turned true (the context then holds the pieces
     evaluated so far), True when the whole prompt was evaluated.
     """
     end = len(tokens)
+    split = end - 1 if lone else end
     pos = start
     while pos < end:
         if should_stop is not None and should_stop():
             return False
         size = n_batch if timer is None else timer.size(n_batch)
-        cut = next_cut(pos, start, end, n_batch, size)
+        if pos >= split:
+            cut = end
+        else:
+            cut = next_cut(pos, start, split, n_batch, size, lone_end=lone is None)
         began = time.perf_counter()
         if cut == end:
             decode_last(list(tokens[pos:end]))

@@ -36,6 +36,7 @@ import ctypes
 import hashlib
 import os
 import platform
+import time
 from collections.abc import Sequence
 from typing import Any, Final
 
@@ -56,6 +57,10 @@ TOTAL_BYTES: Final = 1024 * 1024 * 1024
 _PREFIX: Final = "prompt-state-"
 _SUFFIX: Final = ".bin"
 _FORMAT: Final = b"curator prompt state 1"
+_OVERHEAD: Final = 1024
+"""More than a signed file's header and signature take beside the state."""
+_PART_AGE_S: Final = 3600.0
+"""A part file this old was left by a writer that was killed: no write takes so long."""
 
 
 class PromptStates:
@@ -101,7 +106,7 @@ class PromptStates:
         none (or llama.cpp refused it: the context is then left empty)."""
         key = self._key(tokens)
         name = self._name(key)
-        body = derived_cache.load(name, key)
+        body = derived_cache.load(name, key, MAX_BYTES + _OVERHEAD)
         if body is None:
             return False
         import llama_cpp
@@ -145,12 +150,19 @@ def _forget(name: str) -> None:
 
 
 def _evict() -> None:
-    """Delete the least recently used states beyond :data:`KEEP` or :data:`TOTAL_BYTES`."""
+    """Delete the least recently used states beyond :data:`KEEP` or :data:`TOTAL_BYTES`,
+    and the part files of writers killed before they finished."""
     folder = derived_cache.cache_dir()
     found: list[tuple[float, int, str]] = []
+    stale = time.time() - _PART_AGE_S
     with contextlib.suppress(OSError), os.scandir(folder) as entries:
         for entry in entries:
-            if entry.name.startswith(_PREFIX) and entry.name.endswith(_SUFFIX):
+            if entry.name.startswith("." + _PREFIX) and entry.name.endswith(".part"):
+                # left by a writer killed while it wrote (store removes its own)
+                with contextlib.suppress(OSError):
+                    if entry.stat(follow_symlinks=False).st_mtime < stale:
+                        _forget(entry.name)
+            elif entry.name.startswith(_PREFIX) and entry.name.endswith(_SUFFIX):
                 with contextlib.suppress(OSError):
                     status = entry.stat()
                     found.append((status.st_mtime, status.st_size, entry.name))
