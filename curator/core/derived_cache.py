@@ -64,26 +64,38 @@ def cache_dir() -> Path:
     return Path(base)
 
 
-def _read_secret(path: Path) -> bytes | None:
-    """The secret in ``path`` when it is a plain file of the right size that only this
-    account can read and write (checked on systems with owners and modes); else None."""
+def _read_plain(path: Path, limit: int | None, *, private: bool = False) -> bytes | None:
+    """The bytes of ``path`` when it is a plain file (no link: every kept file is written
+    by :func:`store`) of at most ``limit`` bytes (None: any size), and with ``private``
+    one that only this account can read and write (checked on systems with owners and
+    modes); else None. A pipe or device in its place is neither waited on nor read
+    without end."""
     flags = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_BINARY", 0)
+    flags |= getattr(os, "O_NONBLOCK", 0)
     try:
         fd = os.open(path, flags)
     except OSError:
         return None
     try:
         info = os.fstat(fd)
-        if not stat.S_ISREG(info.st_mode):
+        if not stat.S_ISREG(info.st_mode) or (limit is not None and info.st_size > limit):
             return None
-        if hasattr(os, "getuid") and (info.st_uid != os.getuid() or info.st_mode & 0o077):
+        foreign = hasattr(os, "getuid") and (info.st_uid != os.getuid() or info.st_mode & 0o077)
+        if private and foreign:
             return None
-        data = os.read(fd, _SECRET_BYTES + 1)
+        with os.fdopen(os.dup(fd), "rb") as handle:
+            data = handle.read() if limit is None else handle.read(limit + 1)
     except OSError:
         return None
     finally:
         os.close(fd)
-    return data if len(data) == _SECRET_BYTES else None
+    return data if limit is None or len(data) <= limit else None
+
+
+def _read_secret(path: Path) -> bytes | None:
+    """The secret in ``path`` when it is a private plain file of the right size."""
+    data = _read_plain(path, _SECRET_BYTES, private=True)
+    return data if data is not None and len(data) == _SECRET_BYTES else None
 
 
 def _secret(folder: Path, *, create: bool) -> bytes | None:
@@ -121,28 +133,6 @@ def _tag(secret: bytes, key: bytes, body: bytes) -> bytes:
     return hmac.new(secret, head + body, hashlib.sha256).digest()
 
 
-def _read_plain(path: Path, limit: int | None) -> bytes | None:
-    """The bytes of ``path`` when it is a plain file (no link: every kept file is written
-    by :func:`store`) of at most ``limit`` bytes; a pipe or device in its place is
-    neither waited on nor read without end."""
-    flags = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_BINARY", 0)
-    flags |= getattr(os, "O_NONBLOCK", 0)
-    try:
-        fd = os.open(path, flags)
-    except OSError:
-        return None
-    try:
-        info = os.fstat(fd)
-        if not stat.S_ISREG(info.st_mode) or (limit is not None and info.st_size > limit):
-            return None
-        with os.fdopen(os.dup(fd), "rb") as handle:
-            return handle.read() if limit is None else handle.read(limit + 1)
-    except OSError:
-        return None
-    finally:
-        os.close(fd)
-
-
 def load(name: str, key: bytes, limit: int | None = None) -> bytes | None:
     """The bytes kept under ``name`` for ``key``; None when absent, stale, damaged,
     not signed with this cache folder's secret, not a plain file or, with ``limit``,
@@ -152,7 +142,7 @@ def load(name: str, key: bytes, limit: int | None = None) -> bytes | None:
     if secret is None:
         return None
     raw = _read_plain(folder / name, limit)
-    if raw is None or (limit is not None and len(raw) > limit):
+    if raw is None:
         return None
     head = len(_MAGIC) + 2
     if raw[: len(_MAGIC)] != _MAGIC or len(raw) < head:
