@@ -84,6 +84,8 @@ def test_wheel_in_a_clean_venv_runs_demo_and_classify(wheel: Path, tmp_path: Pat
     # llama.cpp is compiled for this machine by `make` (never with AMX, which a kernel may
     # leave disabled: SIGILL) and kept beside the environment; the clean environment takes
     # that build rather than compiling its own or reusing a cached one made with other flags.
+    # --no-compile: byte-compiling every installed module (Qt, SciPy) was a fifth of the
+    # install's time, and Python compiles what it imports anyway.
     built = Path(sys.prefix) / "wheels"
     llama = [f"--find-links={built}", f"llama-cpp-python=={version('llama-cpp-python')}"]
     installed = subprocess.run(
@@ -93,6 +95,7 @@ def test_wheel_in_a_clean_venv_runs_demo_and_classify(wheel: Path, tmp_path: Pat
             "pip",
             "install",
             "-q",
+            "--no-compile",
             f"{wheel}[demo]",
             *(llama if built.is_dir() else []),
         ],

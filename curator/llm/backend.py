@@ -88,6 +88,10 @@ class BackendSettings:
     flash_attn: bool = False
     seed: int = 42
     temperature: float = 0.0
+    n_batch: int = 512
+    """Prompt tokens a llama.cpp batch holds. Not a saved setting: 512 (llama.cpp's own
+    default) everywhere; the batch split's edge cases (a token evaluated alone past a
+    multiple of it) are the same at any size, so tests reach them with shorter prompts."""
 
 
 def backend_settings(settings: Any, model_path: Path) -> BackendSettings:

@@ -558,7 +558,7 @@ def load_backend(settings: BackendSettings, *, validate: bool = True) -> LlamaCp
             model_path=str(info.path),
             n_gpu_layers=settings.n_gpu_layers,
             n_ctx=n_ctx,
-            n_batch=512,
+            n_batch=settings.n_batch,
             n_threads=threads,
             n_threads_batch=batch_threads,
             flash_attn=settings.flash_attn,
@@ -571,7 +571,7 @@ def load_backend(settings: BackendSettings, *, validate: bool = True) -> LlamaCp
     backend.prompt_states = PromptStates(
         llm,
         lambda: model_sha256(info.path),
-        (n_ctx, settings.n_gpu_layers, bool(settings.flash_attn)),
+        (n_ctx, settings.n_gpu_layers, bool(settings.flash_attn), settings.n_batch),
     )
     backend.contention = ContentionGuard(
         threads,

@@ -21,7 +21,7 @@ a kept state (``tests/llm/test_prompt_states.py``).
 A state is only valid for the computation that made it, so its key is everything that
 decides the values: the model file's SHA-256, the head's tokens, llama-cpp-python's
 version, the CPU features llama.cpp was built for and the context settings that change
-the arithmetic (context size, GPU layers, flash attention). The files are signed like
+the arithmetic (context size, GPU layers, flash attention, batch size). The files are signed like
 every derived file (:mod:`curator.core.derived_cache`): llama.cpp trusts the bytes it is
 handed, so a damaged or foreign file is never passed to it, and a signed file llama.cpp
 still refuses is dropped and the head evaluated. At most :data:`KEEP` states, together

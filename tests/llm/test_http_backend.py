@@ -127,7 +127,8 @@ def test_classify_and_distill_through_the_server_end_to_end(
 ) -> None:
     db = _demo_db(tmp_path / "demo.sqlite")
     server = ["--server", llama_server, "--api-key", API_KEY]
-    assert main(["--db", str(db), "classify", *server, "--limit", "6"]) == 0
+    # Few episodes: each verb's whole path through the server is the point, not volume.
+    assert main(["--db", str(db), "classify", *server, "--limit", "3"]) == 0
     store = Store(db)
     try:
         # Short outputs: the mechanism counts. Every step still runs (extract, refine, the
@@ -136,8 +137,8 @@ def test_classify_and_distill_through_the_server_end_to_end(
         set_setting(store, "max_output_tokens", 128)
     finally:
         store.close()
-    assert main(["--db", str(db), "distill", *server, "--limit", "4"]) == 0
-    assert main(["--db", str(db), "replay", *server, "--limit", "2"]) == 0
+    assert main(["--db", str(db), "distill", *server, "--limit", "2"]) == 0
+    assert main(["--db", str(db), "replay", *server, "--limit", "1"]) == 0
     conn = sqlite3.connect(db)
     try:
         runs = conn.execute(
@@ -155,7 +156,7 @@ def test_classify_and_distill_through_the_server_end_to_end(
     for _, _, path, name, _params in runs:
         assert path == llama_server and name.endswith(".gguf")
     assert "log-probabilities" in json.loads(runs[0][4])["method"]
-    assert labelled == 6
+    assert labelled == 3
     assert API_KEY not in dump  # the key is never stored
 
 

@@ -1,7 +1,11 @@
 """Prompt heads kept on disk (curator.llm.prompt_states) at the edges of the batch
 split, with the real demo model and real files: whatever the lengths of the head and of
 the rest, a kept or restored head gives the same logits, to the last bit, as a backend
-that keeps nothing and evaluates the prompt whole."""
+that keeps nothing and evaluates the prompt whole.
+
+The edges are multiples of the batch size, so most cases load the model with batches of
+:data:`SMALL_BATCH` tokens: the same edges with prompts about a fifth as long (the prompt
+evaluation is what these tests spend their time on). One case keeps the product's 512."""
 
 from __future__ import annotations
 
@@ -25,27 +29,41 @@ from curator.llm.prompt_states import MIN_TOKENS
 pytestmark = pytest.mark.llm
 
 N_CTX = 2048
+SMALL_BATCH = 96
+"""Above MIN_TOKENS, so a head can end on either side of a batch edge."""
+PRODUCT_BATCH = BackendSettings.n_batch
+assert MIN_TOKENS < SMALL_BATCH < PRODUCT_BATCH
+
+
+def _load(model: Path, n_batch: int = SMALL_BATCH) -> LlamaCppBackend:
+    return load_backend(
+        BackendSettings(model_path=model, n_ctx=N_CTX, n_threads=2, n_batch=n_batch),
+        validate=False,
+    )
 
 
 @pytest.fixture(scope="module")
-def plain(demo_model: Path) -> Iterator[LlamaCppBackend]:
-    """A backend that keeps and restores nothing: the reference."""
-    backend = load_backend(
-        BackendSettings(model_path=demo_model, n_ctx=N_CTX, n_threads=2), validate=False
-    )
-    backend.prompt_states = None
-    yield backend
-    backend.close()
+def plains(demo_model: Path) -> Iterator[dict[int, LlamaCppBackend]]:
+    """Backends that keep and restore nothing, the reference, one per batch size."""
+    loaded: dict[int, LlamaCppBackend] = {}
+    for n_batch in (SMALL_BATCH, PRODUCT_BATCH):
+        loaded[n_batch] = _load(demo_model, n_batch)
+        loaded[n_batch].prompt_states = None
+    yield loaded
+    for backend in loaded.values():
+        backend.close()
+
+
+@pytest.fixture(scope="module")
+def plain(plains: dict[int, LlamaCppBackend]) -> LlamaCppBackend:
+    """The reference with batches of SMALL_BATCH tokens."""
+    return plains[SMALL_BATCH]
 
 
 @pytest.fixture(scope="module")
 def text(plain: LlamaCppBackend) -> list[int]:
     """Plenty of ordinary tokens to cut prompts from."""
     return plain.tokenize(" ".join(f"word{i} is here, then" for i in range(800)))
-
-
-def _load(model: Path) -> LlamaCppBackend:
-    return load_backend(BackendSettings(model_path=model, n_ctx=N_CTX, n_threads=2), validate=False)
 
 
 def _last_logits(backend: LlamaCppBackend, tokens: list[int], head: int) -> npt.NDArray[np.float32]:
@@ -55,14 +73,16 @@ def _last_logits(backend: LlamaCppBackend, tokens: list[int], head: int) -> npt.
 
 
 def _check(plain: LlamaCppBackend, model: Path, cache: Path, tokens: list[int], head: int) -> None:
-    """Keeping and restoring ``tokens[:head]`` gives the logits of evaluating them whole."""
+    """Keeping and restoring ``tokens[:head]`` gives the logits of evaluating them whole
+    (with ``plain``'s batch size)."""
     expected = _last_logits(plain, tokens, 0)
-    keeper = _load(model)
+    n_batch = plain.llm.n_batch
+    keeper = _load(model, n_batch)
     try:
         kept = _last_logits(keeper, tokens, head)
     finally:
         keeper.close()
-    restorer = _load(model)
+    restorer = _load(model, n_batch)
     try:
         restored = _last_logits(restorer, tokens, head)
     finally:
@@ -72,34 +92,42 @@ def _check(plain: LlamaCppBackend, model: Path, cache: Path, tokens: list[int], 
 
 
 @pytest.mark.parametrize(
-    ("head", "rest"),
+    ("n_batch", "head", "rest"),
     [
-        (64, 513),  # the rest is one token past n_batch: alone only after a kept head
-        (511, 2),  # the whole prompt is one past n_batch: its last token alone without one
-        (513, 2),  # the head alone is one past n_batch: one of its tokens alone
+        (SMALL_BATCH, 64, SMALL_BATCH + 1),  # the rest one past n_batch: alone after a head
+        (SMALL_BATCH, SMALL_BATCH - 1, 2),  # the prompt one past n_batch: its last token alone
+        (SMALL_BATCH, SMALL_BATCH + 1, 2),  # the head one past n_batch: one of its tokens alone
+        (PRODUCT_BATCH, PRODUCT_BATCH - 1, 2),  # the same edge at the product's batch size
     ],
 )
 def test_a_kept_head_never_changes_which_token_is_evaluated_alone(
-    plain: LlamaCppBackend,
+    plains: dict[int, LlamaCppBackend],
     text: list[int],
     demo_model: Path,
     tmp_path: Path,
     monkeypatch: pytest.MonkeyPatch,
+    n_batch: int,
     head: int,
     rest: int,
 ) -> None:
     """llama.cpp computes a batch of one token by another path; the head's own batches
     must not add one, nor take away the one the whole prompt has."""
     monkeypatch.setenv(derived_cache.CACHE_ENV, str(tmp_path / "cache"))
-    _check(plain, demo_model, tmp_path / "cache", text[: head + rest], head)
+    _check(plains[n_batch], demo_model, tmp_path / "cache", text[: head + rest], head)
 
 
 @settings(
     max_examples=8, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
 )
 @given(
-    head=st.one_of(st.integers(MIN_TOKENS, 600), st.sampled_from([510, 511, 512, 513, 514])),
-    rest=st.one_of(st.integers(0, 520), st.sampled_from([0, 1, 2, 3, 511, 512, 513, 514])),
+    head=st.one_of(
+        st.integers(MIN_TOKENS, 2 * SMALL_BATCH + 8),
+        st.sampled_from([SMALL_BATCH + d for d in (-2, -1, 0, 1, 2)]),
+    ),
+    rest=st.one_of(
+        st.integers(0, SMALL_BATCH + 8),
+        st.sampled_from([0, 1, 2, 3, *(SMALL_BATCH + d for d in (-1, 0, 1, 2))]),
+    ),
 )
 def test_any_split_into_head_and_rest_scores_as_the_whole_prompt(
     plain: LlamaCppBackend,
@@ -127,8 +155,8 @@ def test_a_cancel_in_the_middle_of_the_head_keeps_no_state_and_changes_no_score(
     restoring what that call kept score as a backend that keeps nothing."""
     cache = tmp_path / "cache"
     monkeypatch.setenv(derived_cache.CACHE_ENV, str(cache))
-    tokens = text[:600]
-    head = 530
+    tokens = text[:300]
+    head = 250  # three pieces (16 tokens, then at most a batch each) end inside it
     expected = _last_logits(plain, tokens, 0)
     backend = _load(demo_model)
     try:
