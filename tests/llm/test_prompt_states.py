@@ -36,8 +36,8 @@ def load(demo_model: Path, cache: Path) -> Iterator[object]:
     """Loads backends on the demo model (fixed threads: no thread measurement)."""
     loaded: list[LlamaCppBackend] = []
 
-    def make(n_ctx: int = 1024) -> LlamaCppBackend:
-        settings = BackendSettings(model_path=demo_model, n_ctx=n_ctx, n_threads=2)
+    def make(n_ctx: int = 1024, n_batch: int = BackendSettings.n_batch) -> LlamaCppBackend:
+        settings = BackendSettings(model_path=demo_model, n_ctx=n_ctx, n_threads=2, n_batch=n_batch)
         backend = load_backend(settings, validate=False)
         loaded.append(backend)
         return backend
@@ -105,11 +105,11 @@ def test_other_context_settings_never_restore_the_state(load, cache: Path) -> No
     first = load(n_ctx=1024)
     prefix = _short_prefix(first)
     first.classify(prefix, EPISODE, LABELS)
-    other = load(n_ctx=2048)
-    scores = other.classify(prefix, EPISODE, LABELS)
-    assert other.prompt_states is not None and other.prompt_states.restored == 0
-    assert scores.cached_tokens == 0
-    assert len(_states(cache)) == 2  # one per computation
+    for kept, other in enumerate((load(n_ctx=2048), load(n_batch=96)), start=2):
+        scores = other.classify(prefix, EPISODE, LABELS)
+        assert other.prompt_states is not None and other.prompt_states.restored == 0
+        assert scores.cached_tokens == 0
+        assert len(_states(cache)) == kept  # one per computation
 
 
 def test_a_file_that_is_not_a_signed_state_is_never_handed_to_llama_cpp(load, cache: Path) -> None:
