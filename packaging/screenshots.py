@@ -202,7 +202,7 @@ def main(out_dir: str) -> int:
             QTest.qWait(300)
             for index, (_name, title, _cls) in enumerate(PANES):
                 window.tabs.setCurrentIndex(index)
-                QTest.qWait(150)
+                _settle(window)  # a pane shown reads in the background (Settings: the model)
                 path = folder / f"{title.lower()}.png"
                 window.grab().save(str(path))
                 print(path)

@@ -71,8 +71,8 @@ def test_bad_model_file_is_refused_and_previous_kept(
     bad = tmp_path / "broken.gguf"
     bad.write_bytes(content)
     pane.model_edit.setText(str(bad))
-    pane.show_model_info()
-    assert pane.model_info.text().startswith("Not usable")
+    pane.show_model_info()  # the header is read off the GUI thread
+    qtbot.waitUntil(lambda: pane.model_info.text().startswith("Not usable"))
     qtbot.mouseClick(pane.apply_button, Qt.MouseButton.LeftButton)
     assert pane.busy.isVisible() or services.dialogs.shown
     qtbot.waitUntil(lambda: not pane.validating, timeout=30_000)
@@ -86,6 +86,28 @@ def test_bad_model_file_is_refused_and_previous_kept(
     assert pane.apply_button.isEnabled()
 
 
+def test_the_model_header_is_read_off_the_gui_thread(
+    qtbot, main_window, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A tokenizer's header is hundreds of thousands of strings: the pane describes the
+    model from a read on another thread (the real reader, its threads noted)."""
+    from curator.gui.settings import settings_pane
+
+    threads: list[int] = []
+    real = settings_pane.read_gguf_info
+
+    def noted(path: Path) -> object:
+        threads.append(threading.get_ident())
+        return real(path)
+
+    monkeypatch.setattr(settings_pane, "read_gguf_info", noted)
+    pane = _pane(main_window)
+    pane.model_edit.clear()  # the bundled demo model
+    pane.show_model_info()
+    qtbot.waitUntil(lambda: pane.model_info.text().startswith("The bundled demo model."))
+    assert threads and threading.get_ident() not in threads
+
+
 @pytest.mark.llm
 def test_demo_model_file_validates_off_the_gui_thread(qtbot, main_window, store) -> None:
     from curator.llm.model_file import demo_model_path
@@ -95,7 +117,7 @@ def test_demo_model_file_validates_off_the_gui_thread(qtbot, main_window, store)
     pane = _pane(main_window)
     pane.model_edit.setText(str(demo))
     pane.show_model_info()
-    assert "Quantisation" in pane.model_info.text()
+    qtbot.waitUntil(lambda: "Quantisation" in pane.model_info.text())
     pane.apply()
     assert pane.validating and pane.busy.isVisible()  # returned at once, still checking
     qtbot.waitUntil(lambda: not pane.validating, timeout=120_000)

@@ -74,6 +74,20 @@ from curator.store.settings import (
     update_settings,
 )
 
+MODEL_INFO_QUERY = "settings.model_info"
+
+
+def _describe_model(path: Path, *, bundled: bool) -> tuple[str, bool]:
+    """What the Settings pane says about a model file, and whether it is usable (the words
+    for a file that is not are a sentence). The bundled demo model is named as such."""
+    try:
+        details = describe_model_info(read_gguf_info(path)) or "GGUF file"
+    except CuratorError as exc:
+        if not bundled:
+            return f"Not usable: {exc}", False
+        details = f"Not usable: {exc}"
+    return (f"The bundled demo model.\n{details}" if bundled else details), True
+
 
 class SettingsPane(Pane):
     def __init__(self, services: AppServices, parent: QWidget | None = None) -> None:
@@ -325,7 +339,9 @@ class SettingsPane(Pane):
         self.show_model_info()
 
     def show_model_info(self) -> None:
-        """Read the GGUF header at once (fast) so the user sees what they picked."""
+        """Describe the chosen model from its GGUF header, read off the GUI thread: a
+        tokenizer of a few hundred thousand strings takes tens of milliseconds to walk
+        past, and a file on a slow or network disk longer. Only the newest read is shown."""
         self.model_info.setStyleSheet("")
         self.model_info.setWordWrap(False)
         path = self.model_edit.text().strip()
@@ -335,23 +351,25 @@ class SettingsPane(Pane):
             not on_server
             and (not path or (demo_file is not None and Path(path).expanduser() == demo_file))
         )
-        if not path:
-            demo = demo_file
-            if demo is None:
-                self.model_info.setText("The demo model is not installed: choose a GGUF file.")
-                return
-            try:
-                details = describe_model_info(read_gguf_info(demo))
-            except CuratorError as exc:
-                details = f"Not usable: {exc}"
-            self.model_info.setText(f"The bundled demo model.\n{details}")
+        if not path and demo_file is None:
+            self.model_info.setText("The demo model is not installed: choose a GGUF file.")
             return
-        try:
-            info = read_gguf_info(Path(path))
-        except CuratorError as exc:
-            self._show_problem(f"Not usable: {exc}")
-            return
-        self.model_info.setText(describe_model_info(info) or "GGUF file")
+        target = Path(path) if path else demo_file
+        assert target is not None
+        self.model_info.setText("Reading the model file…")
+        self.services.ops.query(
+            MODEL_INFO_QUERY,
+            lambda ctx: _describe_model(target, bundled=not path),
+            self._model_described,
+            lambda message: self._show_problem(f"Not usable: {message}"),
+        )
+
+    def _model_described(self, described: tuple[str, bool]) -> None:
+        text, usable = described
+        if usable:
+            self.model_info.setText(text)
+        else:
+            self._show_problem(text)
 
     def _show_problem(self, text: str) -> None:
         self.model_info.setWordWrap(True)  # a sentence; the facts are short lines
