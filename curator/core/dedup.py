@@ -51,10 +51,15 @@ Exact ratios are difflib's: the bounds only decide which pairs can be skipped.  
 exact ratio runs difflib's own block recursion and stops as soon as the blocks found
 plus the LCS of each region still to search cannot beat the best
 (:meth:`Pool.offer_exact`): most visited pairs lose, and a loser is usually known
-after a few block searches instead of ten.  For a pool text shorter than 200
-characters each block is found by substring search
+after a few block searches instead of ten.  Regions whose matched count the LCS
+settles need no block search: none beside a block as long as its region's LCS, none
+in a region with no common character, and one character (its exact count) in a region
+whose LCS is 1 (:func:`curator.core.dedup_search.settled`).  For a pool text shorter
+than 200 characters each block is found by substring search
 (:func:`curator.core.dedup_match.longest_match`: the same block as difflib's
-``find_longest_match``, ties included, about twice as fast); longer ones use difflib's
+``find_longest_match``, ties included, about twice as fast; one test of a
+three-character piece rules out several starts at once, and the search ends at a block
+as long as the region's LCS); longer ones use difflib's
 method, whose autojunk makes its blocks differ from plain common substrings.  The
 bounds must never be below difflib's ratio (a loose bound merely costs time), which
 is what the proofs above and the tests establish.
@@ -62,25 +67,31 @@ is what the proofs above and the tests establish.
 What each part buys
 -------------------
 Gate CPU seconds on real observations (``benchmarks/bench_dedup.py --parts``, the
-development source, 200 new x 10,000 existing unless noted; the full table, at
-100 x 1,000 too, is in ``benchmarks/RESULTS-dedup.md``); switching a part off never
-changes a decision:
+development source, 200 new x 10,000 existing unless noted, a loaded machine: under
+about 1.3x is noise; the full table, at 100 x 1,000 too, is in
+``benchmarks/RESULTS-dedup.md``); switching a part off never changes a decision:
 
 ===========================  ========================================================
 part                         what it buys
 ===========================  ========================================================
 multiset + LCS bounds        the search itself: without them every pair is exact
-word-overlap guesses         long merges 0.71 -> 0.45 s; costs 0.05-0.12 s on the
+word-overlap guesses         long merges 1.49 -> 0.76 s; costs 0.1-0.15 s on the
                              mixes without long texts (its word index)
-one seed pair                fresh texts 0.21 -> 0.18 s at 100 x 1,000 (the seeding
-                             no longer searches all 64 picks); within noise here
-ADDed texts in chunk order   fresh texts 0.67 -> 0.58 s, all kinds 0.48 -> 0.38 s
-early stop of exact ratios   fresh texts 0.88 -> 0.58 s, all kinds 0.51 -> 0.38 s
-block search by substring    fresh texts 0.99 -> 0.58 s, all kinds 0.64 -> 0.38 s
+one seed pair                fresh texts 1.03 -> 0.86 s (the seeding no longer
+                             searches all 64 picks)
+ADDed texts in chunk order   fresh texts 0.93 -> 0.86 s (0.67 -> 0.58 s when measured
+                             at a lower load)
+early stop of exact ratios   fresh texts 1.37 -> 0.86 s, all kinds 0.90 -> 0.75 s
+block search by substring    fresh texts 1.75 -> 0.86 s, all kinds 1.07 -> 0.75 s
+settled regions, pieces      fresh texts 1.03 -> 0.79 s, held-out 2.78 -> 2.13 s
+                             (against the gate without them, in one process; block
+                             searches 16,631 -> 8,644 and 44,951 -> 30,046)
 cover bound (long texts)     nothing on real observations (few reach 200
                              characters), 2.2x on the generated template mix, whose
                              texts are often long
 ===========================  ========================================================
+
+CPU time is the measure throughout: the machine the numbers come from is shared.
 """
 
 from __future__ import annotations

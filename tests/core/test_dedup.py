@@ -14,7 +14,7 @@ from hypothesis import example, given, settings
 from hypothesis import strategies as st
 from rapidfuzz.distance import Indel
 
-from curator.core import dedup, dedup_search, dedup_seed
+from curator.core import dedup, dedup_match, dedup_search, dedup_seed
 from curator.core.dedup import Decision, gate, merge_importance, reference_gate
 from curator.core.dedup_hint import WordIndex
 from curator.core.dedup_match import PLAIN_MAX_LEN, longest_match
@@ -150,7 +150,7 @@ def test_bounds_are_upper_bounds(data: st.DataObject) -> None:
     data=st.data(),
     best=st.one_of(st.just(-1.0), st.floats(0, 1)),
     best_index=st.integers(-1, 2),
-    cheap_cap=st.sampled_from([0, 4, 10**6]),
+    cheap_cap=st.sampled_from([0, 1, 4, 10**6]),
 )
 def test_exact_ratio_stops_only_when_the_pair_cannot_win(
     data: st.DataObject, best: float, best_index: int, cheap_cap: int
@@ -182,21 +182,69 @@ def test_exact_ratio_stops_only_when_the_pair_cannot_win(
     b=st.text(alphabet=st.sampled_from("ab c"), max_size=60)
     | st.text(alphabet=st.sampled_from("abcdefghij .,A\u00e9\u4e2d"), max_size=199),
     cuts=st.tuples(st.floats(0, 1), st.floats(0, 1), st.floats(0, 1), st.floats(0, 1)),
+    piece=st.sampled_from([dedup_match.PIECE, 1, 2, 4, 7]),
 )
-@example(a="abab", b="baba", cuts=(0.0, 1.0, 0.0, 1.0))
-@example(a="xabcyabcd", b="abcdabc", cuts=(0.0, 1.0, 0.0, 1.0))
-@example(a="aaaa", b="aa", cuts=(0.25, 1.0, 0.5, 1.0))
-@example(a="", b="abc", cuts=(0.0, 1.0, 0.0, 1.0))
-@example(a="the cat sat. " * 19, b="the mat sat on the cat. " * 8, cuts=(0.1, 0.9, 0.2, 0.7))
+@example(a="abab", b="baba", cuts=(0.0, 1.0, 0.0, 1.0), piece=dedup_match.PIECE)
+@example(a="xabcyabcd", b="abcdabc", cuts=(0.0, 1.0, 0.0, 1.0), piece=dedup_match.PIECE)
+@example(a="aaaa", b="aa", cuts=(0.25, 1.0, 0.5, 1.0), piece=dedup_match.PIECE)
+@example(a="", b="abc", cuts=(0.0, 1.0, 0.0, 1.0), piece=dedup_match.PIECE)
+@example(
+    a="the cat sat. " * 19,
+    b="the mat sat on the cat. " * 8,
+    cuts=(0.1, 0.9, 0.2, 0.7),
+    piece=dedup_match.PIECE,
+)
+@example(a="abcdxabcdefxabcdefgh", b="zabcdefgzabcdefghq", cuts=(0.0, 1.0, 0.0, 1.0), piece=3)
+@example(a="xyzabcxyzabcdxy", b="abcdxyzab", cuts=(0.0, 1.0, 0.0, 1.0), piece=2)
 def test_longest_match_is_difflibs_block(
-    a: str, b: str, cuts: tuple[float, float, float, float]
+    a: str, b: str, cuts: tuple[float, float, float, float], piece: int
 ) -> None:
-    """Same block as ``find_longest_match`` on any region, ties included (short ``b``)."""
+    """Same block as ``find_longest_match`` on any region, ties included (short ``b``).
+
+    Also with other piece lengths than the module's: the starts it rules out together
+    must never hold a longer block, whatever the piece; and with a ``limit`` that is
+    the region's LCS or more, as the search passes its caps.
+    """
     assert len(b) < PLAIN_MAX_LEN
     alo, ahi = sorted(round(c * len(a)) for c in cuts[:2])
     blo, bhi = sorted(round(c * len(b)) for c in cuts[2:])
     expected = difflib.SequenceMatcher(None, a, b).find_longest_match(alo, ahi, blo, bhi)
-    assert longest_match(a, b, alo, ahi, blo, bhi) == tuple(expected)
+    lcs = Indel.similarity(a[alo:ahi], b[blo:bhi]) // 2
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(dedup_match, "PIECE", piece)
+        assert longest_match(a, b, alo, ahi, blo, bhi) == tuple(expected)
+        for limit in (lcs, lcs + 1, expected.size):
+            assert longest_match(a, b, alo, ahi, blo, bhi, limit) == tuple(expected)
+
+
+@settings(max_examples=400, deadline=None)
+@given(
+    a=st.text(alphabet=st.sampled_from("ab c"), max_size=40)
+    | st.text(alphabet=st.sampled_from("abcdefghij .,A\u00e9"), max_size=250),
+    b=st.text(alphabet=st.sampled_from("ab c"), max_size=40)
+    | st.text(alphabet=st.sampled_from("abcdefghij .,A\u00e9"), max_size=199),
+    cuts=st.tuples(st.floats(0, 1), st.floats(0, 1), st.floats(0, 1), st.floats(0, 1)),
+    cheap_cap=st.sampled_from([0, 1, 4]),
+)
+@example(a="xa", b="ay", cuts=(0.5, 1.0, 0.0, 0.5), cheap_cap=1)
+@example(a="abc", b="xbz", cuts=(0.0, 1.0, 0.0, 1.0), cheap_cap=1)
+def test_region_caps_bound_difflib_and_settled_ones_are_exact(
+    a: str, b: str, cuts: tuple[float, float, float, float], cheap_cap: int
+) -> None:
+    """A region's cap is at least what difflib matches there; a settled one equals it.
+
+    For a short ``b`` (no popular characters) difflib's blocks in a region are those of
+    the two slices on their own.
+    """
+    alo, ahi = sorted(round(c * len(a)) for c in cuts[:2])
+    blo, bhi = sorted(round(c * len(b)) for c in cuts[2:])
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(dedup_search, "CHEAP_CAP", cheap_cap)
+        cap = dedup_search.region_cap(a, b, alo, ahi, blo, bhi)
+    matched = _matched(a[alo:ahi], b[blo:bhi])
+    assert cap >= matched
+    if dedup_search.settled(cap, short=True):
+        assert matched == cap
 
 
 def _count_finds(matcher: difflib.SequenceMatcher[str]) -> list[tuple[int, ...]]:
