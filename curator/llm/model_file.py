@@ -289,9 +289,28 @@ def describe_file_start(head: bytes) -> str:
     return f"this one begins with the bytes {head.hex(' ').upper()}"
 
 
+def _open_regular(p: Path) -> BinaryIO:
+    """``p`` opened for reading, refused unless it is a regular file when opened.
+
+    Opening a FIFO for reading waits for a writer, for ever: one put in the file's place
+    after :func:`read_gguf_info`'s check would hang the reader (and whoever waits for
+    it), so the file is opened without waiting and what was opened is checked."""
+    nonblock = getattr(os, "O_NONBLOCK", 0)
+    fd = os.open(p, os.O_RDONLY | getattr(os, "O_BINARY", 0) | nonblock)
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise ModelFileError(f"{_shown(p)} is not a file")
+        if nonblock:
+            os.set_blocking(fd, True)
+        return os.fdopen(fd, "rb")
+    except BaseException:
+        os.close(fd)
+        raise
+
+
 def _read_gguf_info(p: Path) -> ModelInfo:
-    size = p.stat().st_size
-    with p.open("rb") as handle:
+    with _open_regular(p) as handle:
+        size = os.fstat(handle.fileno()).st_size
         reader = _Reader(handle, p)
         magic = handle.read(4)
         if magic != GGUF_MAGIC:

@@ -7,6 +7,8 @@ import threading
 from pathlib import Path
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 from PySide6.QtCore import QPoint, Qt
 from PySide6.QtWidgets import (
     QAbstractButton,
@@ -309,3 +311,108 @@ def test_a_change_made_while_a_save_waits_is_kept_in_the_form(
     assert load_settings(store).decay_rate == pytest.approx(DEFAULTS.decay_rate)
     assert pane.decay_rate.value() == pytest.approx(0.9)  # before: reset to the saved value
     assert pane.top_k.value() == 25
+
+
+def _held_reads(monkeypatch: pytest.MonkeyPatch) -> threading.Event:
+    """Fault injection: the pane's header reads wait for the returned event (a slow disk),
+    so that every read of a sequence of edits is still pending when the last is made."""
+    from curator.gui.settings import settings_pane
+
+    gate = threading.Event()
+    real = settings_pane.read_gguf_info
+
+    def held(path: Path) -> object:
+        gate.wait(30)
+        return real(path)
+
+    monkeypatch.setattr(settings_pane, "read_gguf_info", held)
+    return gate
+
+
+@settings(
+    max_examples=15,
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
+)
+@given(edits=st.lists(st.sampled_from(["model", "broken", "none", "unknown home"]), min_size=1))
+def test_the_newest_model_path_is_described_whatever_was_pending(
+    qtbot, main_window, services, demo_model: Path, tmp_path: Path, edits: list[str]
+) -> None:
+    """Edits made while reads of earlier paths are pending (held: fault injection, and the
+    demo package reported missing: fault injection) end with the words for the last one,
+    also when those are shown at once, without a read."""
+    from curator.gui.settings import settings_pane
+
+    broken = tmp_path / "broken.gguf"
+    broken.write_bytes(b"not a model")
+    typed = {
+        "model": str(demo_model),
+        "broken": str(broken),
+        "none": "",
+        "unknown home": "~no-such-user-here/model.gguf",
+    }
+    pane = _pane(main_window)
+    with pytest.MonkeyPatch.context() as patch:
+        gate = _held_reads(patch)
+        patch.setattr(settings_pane, "demo_model_path", lambda: None)
+        for edit in edits:
+            pane.model_edit.setText(typed[edit])
+            pane.show_model_info()
+        gate.set()
+        assert services.ops.wait()
+        qtbot.waitUntil(lambda: services.ops.pending == 0)
+    text = pane.model_info.text()
+    expected = {
+        "model": "Name: ",
+        "broken": f"Not usable: {broken} is not a GGUF model file",
+        "none": "The demo model is not installed",
+        "unknown home": "Not usable: the model path '~no-such-user-here/model.gguf' starts",
+    }[edits[-1]]
+    assert text.startswith(expected), text
+    assert not services.dialogs.shown
+
+
+def test_a_model_path_in_the_home_of_an_unknown_user_is_refused_in_words(
+    qtbot, main_window, services
+) -> None:
+    """``~name/...`` of a user the system does not know has no home: the pane says so
+    (Python's expanduser raised RuntimeError in the slot, an internal error)."""
+    pane = _pane(main_window)
+    pane.model_edit.setText("~no-such-user-here/model.gguf")
+    pane.show_model_info()
+    assert services.ops.wait()
+    qtbot.wait(50)
+    assert pane.model_info.text().startswith(
+        "Not usable: the model path '~no-such-user-here/model.gguf' starts with"
+    )
+    assert not pane.demo_notice.isVisible()
+    assert not services.dialogs.shown
+
+
+def test_a_refused_model_stays_refused_when_an_older_header_read_ends_later(
+    qtbot, main_window, services, demo_model: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Apply's check refuses the file (llama.cpp's refusal injected: fault injection) while
+    the header read of the same edit is still pending (held: fault injection): the reason
+    stays shown, not the header's facts, which would read as if the file were usable."""
+    from curator.gui.settings import settings_parts
+    from curator.llm.model_file import ModelFileError
+
+    def refused(path: Path) -> object:
+        raise ModelFileError(f"{path}: llama.cpp cannot load it (injected)")
+
+    monkeypatch.setattr(settings_parts, "validate_model_file", refused)
+    pane = _pane(main_window)
+    assert services.ops.wait()
+    qtbot.waitUntil(lambda: services.ops.pending == 0)
+    gate = _held_reads(monkeypatch)
+    pane.model_edit.setText(str(demo_model))
+    pane.show_model_info()
+    pane.apply()
+    qtbot.waitUntil(lambda: not pane.validating, timeout=30_000)
+    assert "llama.cpp cannot load it" in pane.model_info.text()
+    gate.set()
+    assert services.ops.wait()
+    qtbot.waitUntil(lambda: services.ops.pending == 0)
+    assert pane.model_info.text().startswith("Not usable: "), pane.model_info.text()
+    assert "llama.cpp cannot load it" in pane.model_info.text()

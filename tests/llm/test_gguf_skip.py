@@ -84,3 +84,44 @@ def test_the_demo_models_header_reads_the_same_either_way(
 
     monkeypatch.setattr(_Reader, "skip_strings", one_by_one)
     assert model_file.read_gguf_info(demo_model) == blocks
+
+
+def test_a_fifo_swapped_in_after_the_check_is_refused_not_waited_on(tmp_path: Path) -> None:
+    """The header reader opens the file it checked without ever waiting on a FIFO (opening
+    one for reading waits for a writer for ever, and the Settings pane and the window's
+    close would wait on that read). The swap between the check and the open is made by a
+    fault injection: the check of the path replaces the file by a FIFO once it has passed."""
+    import os
+    import threading
+
+    path = tmp_path / "model.gguf"
+    path.write_bytes(b"GGUF")
+    real_is_file = Path.is_file
+
+    def swapped_after_check(self: Path) -> bool:
+        answer = real_is_file(self)
+        if self == path and answer:
+            path.unlink()
+            os.mkfifo(path)
+        return answer
+
+    outcome: list[BaseException | object] = []
+
+    def read() -> None:
+        try:
+            outcome.append(model_file.read_gguf_info(path))
+        except BaseException as exc:
+            outcome.append(exc)
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(Path, "is_file", swapped_after_check)
+        reader = threading.Thread(target=read, daemon=True)
+        reader.start()
+        reader.join(10)
+    if reader.is_alive():  # release the blocked open so the thread ends
+        with open(path, "wb"):
+            pass
+        reader.join(10)
+        pytest.fail("the header reader waited on a FIFO")
+    assert len(outcome) == 1 and isinstance(outcome[0], ModelFileError)
+    assert "is not a file" in str(outcome[0])

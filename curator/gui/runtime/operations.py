@@ -173,6 +173,11 @@ class StoreOps(QObject):
         self._latest[key] = job.token
         return job.token
 
+    def forget(self, key: str) -> None:
+        """Deliver nothing more for ``key``: a request still running was superseded by
+        something shown at once (its result would describe what is no longer asked)."""
+        self._latest.pop(key, None)
+
     def cancel(self) -> None:
         """Ask the running write to stop at its next check of ``ctx.cancelled``."""
         if self._write is not None and self._write.ctx is not None:

@@ -37,6 +37,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from curator.core.userpath import user_path
 from curator.errors import CuratorError
 from curator.gui.runtime.operations import OpContext
 from curator.gui.runtime.services import AppServices
@@ -342,20 +343,23 @@ class SettingsPane(Pane):
         """Describe the chosen model from its GGUF header, read off the GUI thread: a
         tokenizer of a few hundred thousand strings takes tens of milliseconds to walk
         past, and a file on a slow or network disk longer. Only the newest read is shown."""
+        self.services.ops.forget(MODEL_INFO_QUERY)  # a read still pending is for an older path
         self.model_info.setStyleSheet("")
         self.model_info.setWordWrap(False)
         path = self.model_edit.text().strip()
         demo_file = demo_model_path()
         on_server = self.backend_box.server_radio.isChecked()
-        self.demo_notice.setVisible(
-            not on_server
-            and (not path or (demo_file is not None and Path(path).expanduser() == demo_file))
-        )
-        if not path and demo_file is None:
+        try:
+            chosen = user_path(path, "the model path") if path else None
+        except CuratorError as exc:  # ~name of an unknown user
+            self.demo_notice.setVisible(False)
+            self._show_problem(f"Not usable: {exc}")
+            return
+        self.demo_notice.setVisible(not on_server and (chosen is None or chosen == demo_file))
+        target = chosen or demo_file
+        if target is None:
             self.model_info.setText("The demo model is not installed: choose a GGUF file.")
             return
-        target = Path(path) if path else demo_file
-        assert target is not None
         self.model_info.setText("Reading the model file…")
         self.services.ops.query(
             MODEL_INFO_QUERY,
@@ -521,6 +525,7 @@ class SettingsPane(Pane):
         """Nothing is saved; the path stays in the field (to correct it), with the reason."""
         self._pending = None
         self._set_busy(False)
+        self.services.ops.forget(MODEL_INFO_QUERY)  # the header's facts would read as usable
         self._show_problem(f"Not usable: {reason}")
         self.status_message.emit("Model file rejected; nothing was saved.")
         self.services.dialogs.warning(
