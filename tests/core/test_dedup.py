@@ -175,13 +175,22 @@ def test_exact_ratio_stops_only_when_the_pair_cannot_win(
         assert (query.best, query.best_index) == (best, best_index)
 
 
+def _texts(small: int, large: int, alphabet: str) -> st.SearchStrategy[str]:
+    """Texts of few letters (many repeats) or of a wider alphabet, up to ``large``."""
+    return st.text(alphabet=st.sampled_from("ab c"), max_size=small) | st.text(
+        alphabet=st.sampled_from(alphabet), max_size=large
+    )
+
+
+_CUTS = st.tuples(*(st.floats(0, 1) for _ in range(4)))
+"""Where a region starts and ends in each text, as fractions of its length."""
+
+
 @settings(max_examples=400, deadline=None)
 @given(
-    a=st.text(alphabet=st.sampled_from("ab c"), max_size=60)
-    | st.text(alphabet=st.sampled_from("abcdefghij .,A\u00e9\u4e2d"), max_size=250),
-    b=st.text(alphabet=st.sampled_from("ab c"), max_size=60)
-    | st.text(alphabet=st.sampled_from("abcdefghij .,A\u00e9\u4e2d"), max_size=199),
-    cuts=st.tuples(st.floats(0, 1), st.floats(0, 1), st.floats(0, 1), st.floats(0, 1)),
+    a=_texts(60, 250, "abcdefghij .,A\u00e9\u4e2d"),
+    b=_texts(60, 199, "abcdefghij .,A\u00e9\u4e2d"),
+    cuts=_CUTS,
     piece=st.sampled_from([dedup_match.PIECE, 1, 2, 4, 7]),
 )
 @example(a="abab", b="baba", cuts=(0.0, 1.0, 0.0, 1.0), piece=dedup_match.PIECE)
@@ -219,11 +228,9 @@ def test_longest_match_is_difflibs_block(
 
 @settings(max_examples=400, deadline=None)
 @given(
-    a=st.text(alphabet=st.sampled_from("ab c"), max_size=40)
-    | st.text(alphabet=st.sampled_from("abcdefghij .,A\u00e9"), max_size=250),
-    b=st.text(alphabet=st.sampled_from("ab c"), max_size=40)
-    | st.text(alphabet=st.sampled_from("abcdefghij .,A\u00e9"), max_size=199),
-    cuts=st.tuples(st.floats(0, 1), st.floats(0, 1), st.floats(0, 1), st.floats(0, 1)),
+    a=_texts(40, 250, "abcdefghij .,A\u00e9"),
+    b=_texts(40, 199, "abcdefghij .,A\u00e9"),
+    cuts=_CUTS,
     cheap_cap=st.sampled_from([0, 1, 4]),
 )
 @example(a="xa", b="ay", cuts=(0.5, 1.0, 0.0, 0.5), cheap_cap=1)
