@@ -81,6 +81,9 @@ def test_classify_stores_raw_and_calibrated_scores_and_embeddings(store, classif
 def test_embeddings_and_bias_are_computed_once_per_episode_and_model(store, demo_backend) -> None:
     sha = current_model_sha256(store)
     ids = [int(e.id) for e in Episode.select(Episode.id).where(Episode.model_label.is_null(False))]
+    # The embedder is made on a backend's first embedding: here only if this worker built
+    # the classified demo database (another pytest-xdist worker may have), so make it now.
+    demo_backend.embed(["an embedding made before the count starts"])
     embedder = demo_backend._embedder
     before = embedder.evaluations
     bias_row = LabelBias.get(LabelBias.model_sha256 == sha)
