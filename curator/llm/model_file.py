@@ -31,6 +31,7 @@ from typing import Any, BinaryIO
 
 import platformdirs
 
+from curator.core.regular_file import NotRegularFile, open_regular
 from curator.core.userpath import user_path
 from curator.errors import CuratorError
 
@@ -189,14 +190,8 @@ class _Reader:
             raise ModelFileError(f"{self.path}: corrupt GGUF header (string of {n} bytes)")
         return self.read(n).decode("utf-8", errors="replace")
 
-    def skip_string(self) -> None:
-        n = self.unpack("<Q")
-        if n > _MAX_STRING:
-            raise ModelFileError(f"{self.path}: corrupt GGUF header (string of {n} bytes)")
-        self.handle.seek(n, os.SEEK_CUR)
-
     def skip_strings(self, count: int) -> None:
-        """Skip ``count`` length-prefixed strings, as :meth:`skip_string` ``count`` times.
+        """Skip ``count`` length-prefixed strings (each a u64 length, then its bytes).
 
         The vocabulary and merges of a tokenizer are hundreds of thousands of short
         strings (the demo model's about 98,000, Llama 3's about 410,000): a read and a
@@ -289,27 +284,12 @@ def describe_file_start(head: bytes) -> str:
     return f"this one begins with the bytes {head.hex(' ').upper()}"
 
 
-def _open_regular(p: Path) -> BinaryIO:
-    """``p`` opened for reading, refused unless it is a regular file when opened.
-
-    Opening a FIFO for reading waits for a writer, for ever: one put in the file's place
-    after :func:`read_gguf_info`'s check would hang the reader (and whoever waits for
-    it), so the file is opened without waiting and what was opened is checked."""
-    nonblock = getattr(os, "O_NONBLOCK", 0)
-    fd = os.open(p, os.O_RDONLY | getattr(os, "O_BINARY", 0) | nonblock)
-    try:
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
-            raise ModelFileError(f"{_shown(p)} is not a file")
-        if nonblock:
-            os.set_blocking(fd, True)
-        return os.fdopen(fd, "rb")
-    except BaseException:
-        os.close(fd)
-        raise
-
-
 def _read_gguf_info(p: Path) -> ModelInfo:
-    with _open_regular(p) as handle:
+    try:  # a FIFO put in the file's place after read_gguf_info's check is not waited on
+        handle = open_regular(p)
+    except NotRegularFile:
+        raise ModelFileError(f"{_shown(p)} is not a file") from None
+    with handle:
         size = os.fstat(handle.fileno()).st_size
         reader = _Reader(handle, p)
         magic = handle.read(4)

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import json
 import math
-import os
 import re
 import stat
 from collections.abc import Iterable, Iterator
@@ -22,6 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, BinaryIO
 
+from curator.core.regular_file import NotRegularFile, open_regular
 from curator.core.textsafety import control_problem
 
 MAX_NESTING = 64
@@ -291,15 +291,12 @@ def _file_kind(mode: int) -> str:
 
 
 def _open_regular(path: str | Path) -> BinaryIO:
-    """Open a regular file for reading, refusing anything else without blocking.
-
-    ``O_NONBLOCK`` makes opening a named pipe with no writer return at once (a plain open
-    would wait for ever); the file type is then checked on the open descriptor, so what is
-    checked is what is read.
-    """
-    flags = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_BINARY", 0)
+    """Open a regular file for reading, refusing anything else without blocking
+    (:func:`curator.core.regular_file.open_regular`), each refusal in a few words."""
     try:
-        fd = os.open(path, flags)
+        return open_regular(path)
+    except NotRegularFile as exc:
+        raise _Unreadable(_file_kind(exc.mode)) from None
     except FileNotFoundError:
         raise _Unreadable("no such file") from None
     except IsADirectoryError:
@@ -308,16 +305,6 @@ def _open_regular(path: str | Path) -> BinaryIO:
         raise _Unreadable("permission denied") from None
     except OSError as exc:
         raise _Unreadable(f"cannot open it ({exc.strerror or exc})") from None
-    try:
-        mode = os.fstat(fd).st_mode
-        if not stat.S_ISREG(mode):
-            raise _Unreadable(_file_kind(mode))
-        if hasattr(os, "set_blocking"):
-            os.set_blocking(fd, True)
-        return os.fdopen(fd, "rb")
-    except BaseException:
-        os.close(fd)
-        raise
 
 
 def _count_lines(handle: BinaryIO) -> int:

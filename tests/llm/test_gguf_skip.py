@@ -1,10 +1,12 @@
 """Skipping a GGUF header's string arrays in blocks ends exactly where skipping them one by
 one does, for any lengths and any block size: the same offset after the array, the same
-error for a truncated or corrupt one (``_Reader.skip_strings`` against ``skip_string``)."""
+error for a truncated or corrupt one (``_Reader.skip_strings`` against
+:func:`_skip_string`, the way the reader skipped them before)."""
 
 from __future__ import annotations
 
 import io
+import os
 import struct
 from pathlib import Path
 
@@ -13,9 +15,17 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from curator.llm import model_file
-from curator.llm.model_file import ModelFileError, _Reader
+from curator.llm.model_file import _MAX_STRING, ModelFileError, _Reader
 
 PATH = Path("model.gguf")
+
+
+def _skip_string(reader: _Reader) -> None:
+    """The reference: one string skipped with a read of its length and a seek."""
+    n = reader.unpack("<Q")
+    if n > _MAX_STRING:
+        raise ModelFileError(f"{reader.path}: corrupt GGUF header (string of {n} bytes)")
+    reader.handle.seek(n, os.SEEK_CUR)
 
 
 def _strings(lengths: list[int]) -> bytes:
@@ -27,7 +37,7 @@ def _one_by_one(data: bytes, count: int) -> tuple[int, str]:
     reader = _Reader(handle, PATH)  # type: ignore[arg-type]
     try:
         for _ in range(count):
-            reader.skip_string()
+            _skip_string(reader)
         reader.read(4)  # what follows the array (a short file fails here, as below)
     except ModelFileError as exc:
         return -1, str(exc)
@@ -80,7 +90,7 @@ def test_the_demo_models_header_reads_the_same_either_way(
 
     def one_by_one(self: _Reader, count: int) -> None:
         for _ in range(count):
-            self.skip_string()
+            _skip_string(self)
 
     monkeypatch.setattr(_Reader, "skip_strings", one_by_one)
     assert model_file.read_gguf_info(demo_model) == blocks
