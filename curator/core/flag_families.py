@@ -28,6 +28,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 
 from curator.core.derived_cache import regex
+from curator.core.flag_alternation import regrouped
 from curator.core.flag_context import quote_explained
 from curator.core.flag_grants import describes_a_habit as habit
 from curator.core.flag_lexicon import LANGUAGES
@@ -49,7 +50,37 @@ _SENTENCE = regex(r"(?:[^.!?;。！？।\n]|[.!?;](?!\s|$))+")
 def _family(
     field: str, *, whole_word: bool, table: Sequence[object] = LANGUAGES, stems: bool = False
 ) -> re.Pattern[str]:
-    """One pattern for a family over every language, longest entries first.
+    """One pattern for a family over every language: :func:`_family_listed` regrouped by
+    first character (:func:`curator.core.flag_alternation.regrouped`), which finds the
+    same matches but rejects a position where no entry can start (a blank, a digit) on one
+    test and tries one group of entries, not hundreds, where one can."""
+    bounded, free, after = _family_parts(field, whole_word=whole_word, table=table, stems=stems)
+    source = regrouped(bounded, free, _BEFORE, after)
+    if source is None:
+        return _family_listed(field, whole_word=whole_word, table=table, stems=stems)
+    return regex(source)
+
+
+def _family_parts(
+    field: str, *, whole_word: bool, table: Sequence[object], stems: bool
+) -> tuple[list[str], list[str], str]:
+    """A family's entries, longest first: those checked at a word start, those that may
+    start inside a word, and the word-end check behind the first."""
+    entries = sorted(
+        {entry for lang in table for entry in getattr(lang, field)},
+        key=lambda e: (-len(e), e),
+    )
+    after = _AFTER if whole_word and not stems else ""
+    bounded = [e for e in entries if whole_word or stems or len(e) < 6]
+    free = [e for e in entries if e not in bounded]
+    return bounded, free, after
+
+
+def _family_listed(
+    field: str, *, whole_word: bool, table: Sequence[object] = LANGUAGES, stems: bool = False
+) -> re.Pattern[str]:
+    """A family as one alternation of its entries, longest first: the reference
+    :func:`_family` is tested against (and what it falls back to).
 
     The word-start check is written once in front of the alternation, not once per entry:
     inside a word it fails at once, and the hundreds of entries are not tried there. The
@@ -58,13 +89,7 @@ def _family(
     the letter class is compiled once instead of hundreds of times (a tenth of the time).
     ``stems``: entries start a word but may end inside one ("anulad" for "anuladas").
     """
-    entries = sorted(
-        {entry for lang in table for entry in getattr(lang, field)},
-        key=lambda e: (-len(e), e),
-    )
-    after = _AFTER if whole_word and not stems else ""
-    bounded = [e for e in entries if whole_word or stems or len(e) < 6]
-    free = [e for e in entries if e not in bounded]
+    bounded, free, after = _family_parts(field, whole_word=whole_word, table=table, stems=stems)
     parts = [_BEFORE + "(?:" + "|".join(f"(?:{e})" for e in bounded) + ")" + after]
     if free:
         parts.append("(?:" + "|".join(free) + ")")
@@ -122,6 +147,9 @@ def _families() -> _Families:
 def _build() -> _Families:
     """Every pattern of :class:`_Families`, compiled now (see :func:`_families`)."""
     you = _family("you", whole_word=True, table=INTENTS)
+    # the listed form under IGNORECASE: regrouped by first character, "D" and "d" would
+    # head two groups that both match at one position, out of the entries' order
+    you_listed = _family_listed("you", whole_word=True, table=INTENTS)
     return _Families(
         ignore=_family("ignore_verbs", whole_word=True),
         object=_family("rule_objects", whole_word=False),
@@ -142,7 +170,7 @@ def _build() -> _Families:
         private=_family("private", whole_word=False, table=INTENTS),
         amend=_family("amend", whole_word=True, table=INTENTS, stems=True),
         you=you,
-        you_any=regex(you.pattern, re.IGNORECASE),
+        you_any=regex(you_listed.pattern, re.IGNORECASE),
         verb_final_send=regex(
             "|".join(f"(?:{e})" for lang in INTENTS if lang.code in _VERB_FINAL for e in lang.send)
         ),
@@ -312,7 +340,9 @@ def talked_about(text: str) -> Callable[[int, int], bool]:
 def _sentence_hits(text: str, lo: int, hi: int) -> Iterator[KindHit]:
     f = _families()
     verbs = [v for v in _spans(f.ignore, text, lo, hi) if not _after_subject(text, lo, v[0])]
-    objects = _spans(f.object, text, lo, hi)
+    # a family is searched only where its spans can matter (the objects of a verb found,
+    # the AI words beside a concealing verb): the hits are the same, the searches fewer
+    objects = _spans(f.object, text, lo, hi) if verbs else []
     for verb in verbs:
         near = [o for o in objects if _apart(verb, o) and abs(o[0] - verb[0]) <= 60]
         if near:
@@ -320,11 +350,15 @@ def _sentence_hits(text: str, lo: int, hi: int) -> Iterator[KindHit]:
             end = max(verb[1], near[0][1])
             yield "instruction", start, end, "tells the agent to set its instructions aside"
             break
-    markers = [
-        span
-        for pattern in (f.standing, f.every, f.whenever)
-        for span in _spans(pattern, text, lo, hi)
+    found = [
+        (_spans(pattern, text, lo, hi), field, reason)
+        for pattern, field, reason in (
+            (f.standing, "standing", "a standing order (“from now on …”)"),
+            (f.every, "every_reply", "an order for every reply"),
+            (f.whenever, "whenever", "a rule for whenever someone asks"),
+        )
     ]
+    markers = [span for spans, _, _ in found for span in spans]
     # the first subject of the sentence, not one inside a marker ("until I say otherwise")
     subject = next(
         (
@@ -339,13 +373,10 @@ def _sentence_hits(text: str, lo: int, hi: int) -> Iterator[KindHit]:
         for d in _spans(f.directive, text, lo, hi)
         if not (subject < d[0] or _ASKED.search(text, max(lo, d[0] - _BACK), d[0]))
     ]
-    narrative = _narrative(text, lo, hi)
-    for pattern, field, reason in (
-        (f.standing, "standing", "a standing order (“from now on …”)"),
-        (f.every, "every_reply", "an order for every reply"),
-        (f.whenever, "whenever", "a rule for whenever someone asks"),
-    ):
-        for marker in _spans(pattern, text, lo, hi):
+    narrative = _narrative(text, lo, hi) if markers else None
+    for spans, field, reason in found:
+        for marker in spans:
+            assert narrative is not None  # there is a marker
             langs = _languages(field, text[marker[0] : marker[1]])
             if narrative(marker, langs) or (field == "whenever" and habit(text, marker[0])):
                 continue
@@ -357,7 +388,7 @@ def _sentence_hits(text: str, lo: int, hi: int) -> Iterator[KindHit]:
                 break
     yield from _intent_hits(text, lo, hi)
     conceal = _spans(f.conceal, text, lo, hi)
-    ai = _spans(f.ai, text, lo, hi)
+    ai = _spans(f.ai, text, lo, hi) if conceal else []
     if conceal and ai:
         yield "identity", conceal[0][0], conceal[0][1], "tells the agent to hide that it is an AI"
     else:
@@ -457,7 +488,7 @@ def _intent_hits(text: str, lo: int, hi: int) -> Iterator[KindHit]:
     """The intent families of :mod:`curator.core.flag_lexicon_intents` in one sentence."""
     f = _families()
     objects = _spans(f.object, text, lo, hi) + _spans(f.setup, text, lo, hi)
-    priors = _spans(f.prior, text, lo, hi)
+    priors = _spans(f.prior, text, lo, hi) if objects else []  # owned needs an object
     # the agent's own instructions: a prior marker next to them ("your previous setup",
     # "the rules you started with"), not a few words away ("the policy … the previous version")
     owned = [o for o in objects if any(_close(o, p) for p in priors)]

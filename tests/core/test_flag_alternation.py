@@ -1,0 +1,120 @@
+"""The families regrouped by first character find exactly what the listed families find.
+
+:func:`curator.core.flag_families._family_listed` (one alternation of the entries, longest
+first) is the reference: the regrouped pattern :func:`curator.core.flag_families._family`
+builds must give the same spans on every text, over every window the rules search in.
+"""
+
+from __future__ import annotations
+
+import re
+from functools import cache
+from typing import Any
+
+from hypothesis import example, given, settings
+from hypothesis import strategies as st
+
+from curator.core import flag_families
+from curator.core.flag_alternation import first_characters, regrouped
+from curator.core.flag_lexicon import LANGUAGES
+from curator.core.flag_lexicon_intents import INTENTS
+
+SPECS: dict[str, tuple[str, dict[str, Any]]] = {
+    "ignore": ("ignore_verbs", {"whole_word": True}),
+    "object": ("rule_objects", {"whole_word": False}),
+    "standing": ("standing", {"whole_word": True}),
+    "every": ("every_reply", {"whole_word": True}),
+    "whenever": ("whenever", {"whole_word": True}),
+    "directive": ("directives", {"whole_word": True}),
+    "secret_word": ("secret_words", {"whole_word": True}),
+    "ai": ("ai_words", {"whole_word": True}),
+    "conceal": ("conceal", {"whole_word": True}),
+    "human": ("human", {"whole_word": True}),
+    "void": ("void", {"whole_word": True, "table": INTENTS, "stems": True}),
+    "prior": ("prior", {"whole_word": False, "table": INTENTS}),
+    "setup": ("setup", {"whole_word": True, "table": INTENTS}),
+    "old": ("old", {"whole_word": True, "table": INTENTS}),
+    "persona": ("persona", {"whole_word": True, "table": INTENTS}),
+    "send": ("send", {"whole_word": True, "table": INTENTS}),
+    "private": ("private", {"whole_word": False, "table": INTENTS}),
+    "amend": ("amend", {"whole_word": True, "table": INTENTS, "stems": True}),
+    "you": ("you", {"whole_word": True, "table": INTENTS}),
+}
+
+
+@cache
+def _pair(name: str) -> tuple[re.Pattern[str], re.Pattern[str]]:
+    field, options = SPECS[name]
+    return flag_families._family(field, **options), flag_families._family_listed(field, **options)
+
+
+def _plain(entry: str) -> str:
+    """An entry as text it could match: blanks for ``\\s+``, the rest of the syntax dropped."""
+    return re.sub(r"[\\()\[\]?*+|{}.^$:]", "", entry.replace("\\s+", " ").replace("\\w*", "x"))
+
+
+PIECES = sorted(
+    {
+        _plain(entry)
+        for table in (LANGUAGES, INTENTS)
+        for lang in table
+        for field, _ in SPECS.values()
+        for entry in getattr(lang, field, ())
+    }
+)
+
+
+def test_every_family_is_regrouped() -> None:
+    """No family falls back to its listed form (the fast one is what the rules run)."""
+    for name in SPECS:
+        fast, listed = _pair(name)
+        assert fast.pattern != listed.pattern, name
+
+
+@settings(deadline=None, max_examples=300)
+@given(
+    st.sampled_from(sorted(SPECS)),
+    st.lists(
+        st.sampled_from(PIECES)
+        | st.sampled_from([" ", "  ", "s", "d", "é", "я", ".", "'", "1", "ing", "-", "\n", "x"])
+        | st.text(max_size=4),
+        max_size=10,
+    ),
+    st.integers(0, 12),
+    st.integers(0, 12),
+)
+@example("ignore", ["ignore", "d", " ", "ignore"], 0, 0)
+@example("directive", ["always", "s", " always"], 0, 0)
+@example("standing", ["from now on"], 0, 0)
+@example("standing", ["now on"], 0, 0)
+@example("object", ["xinstructions"], 1, 0)
+@example("whenever", ["cada vez que alguien"], 0, 0)
+def test_the_regrouped_family_finds_what_the_listed_one_finds(
+    name: str, pieces: list[str], lo: int, cut: int
+) -> None:
+    text = "".join(pieces)
+    folded = text.casefold()
+    fast, listed = _pair(name)
+    for subject in (text, folded):
+        hi = max(lo, len(subject) - cut)
+        got = [m.span() for m in fast.finditer(subject, lo, hi)]
+        assert got == [m.span() for m in listed.finditer(subject, lo, hi)]
+        assert [m.span() for m in fast.finditer(subject)] == [
+            m.span() for m in listed.finditer(subject)
+        ]
+
+
+def test_first_characters_keep_the_order_of_choices() -> None:
+    assert first_characters("(?:each|every)\\s+time") == [
+        ("e", "ach\\s+time"),
+        ("e", "very\\s+time"),
+    ]
+    assert first_characters("(?:from\\s+)?now") == [("f", "rom\\s+now"), ("n", "ow")]
+    assert first_characters("word") == [("w", "ord")]
+    assert first_characters("a|b(?:c|d)") == [("a", ""), ("b", "(?:c|d)")]
+
+
+def test_first_characters_refuse_what_they_cannot_rewrite() -> None:
+    for entry in ("a?b", "\\w+", "(?:a|b)*c", "[ab]c", "(?=a)a", "(?:a)??b", "", "(?:|a)", "(a)b"):
+        assert first_characters(entry) is None, entry
+    assert regrouped(["a?b"], [], "(?<![a-z])", "") is None
