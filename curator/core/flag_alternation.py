@@ -89,6 +89,10 @@ def _split(entry: str) -> tuple[list[str], int] | None:
 def first_characters(entry: str) -> list[tuple[str, str]] | None:
     """``entry`` as alternatives ``(first character, rest)``, tried in this order exactly as
     ``entry``'s own choices are; ``None`` where it starts with another construct."""
+    if "|" not in entry and entry and entry[0] not in _META and entry[1:2] not in _QUANTIFIER:
+        # most entries: one choice, a plain first character (the scan below answers the
+        # same, character by character, and the families' first use waits for it)
+        return [(entry[0], entry[1:])]
     split = _split(entry)
     if split is None:
         return None
