@@ -25,13 +25,25 @@ order; a greedy ``(?:a)?b`` what ``ab|b`` tries). An entry this module cannot re
 (another construct first: a class, a lookaround, a quantified first character) leaves
 its family listed as written (:func:`regrouped` answers ``None``). The tests compare the
 two forms on generated texts.
+
+Rewriting the nineteen families takes about 30 ms of Python, paid by every process that
+reads a text (each ``curator review``): :func:`kept_regrouped` keeps the rewritten
+patterns between runs (a :class:`~curator.core.derived_cache.KeptTable` keyed by this
+module's own code, so a changed rewriting is simply done again).
 """
 
 from __future__ import annotations
 
+import hashlib
+import marshal
 import re
+import sys
+import threading
+from functools import cache
 
-__all__ = ["first_characters", "regrouped"]
+from curator.core.derived_cache import KeptTable
+
+__all__ = ["first_characters", "kept_regrouped", "regrouped"]
 
 _META = frozenset("\\[](){}.*+?^$|")
 _QUANTIFIER = frozenset("*+?{")
@@ -160,3 +172,30 @@ def regrouped(bounded: list[str], free: list[str], before: str, after: str) -> s
         )
         parts.append(f"{head}(?=[{starts}])(?:{body}){end}")
     return "|".join(parts) if parts else None
+
+
+@cache
+def _rewriting_key() -> bytes:
+    """What a kept rewriting is derived from: the code of this module's functions (and
+    the bytecode version that code is for)."""
+    codes = (_class_end, _split, first_characters, _all, regrouped)
+    digest = hashlib.sha256(b"".join(marshal.dumps(f.__code__) for f in codes)).hexdigest()
+    return f"{sys.implementation.cache_tag}-{digest}".encode()
+
+
+_Key = tuple[tuple[str, ...], tuple[str, ...], str, str]
+_KEPT: KeptTable[_Key, str | None] = KeptTable(
+    "regrouped.bin", _rewriting_key, 200, threading.Lock()
+)
+"""The rewritten alternations by their entries and checks."""
+
+
+def kept_regrouped(bounded: list[str], free: list[str], before: str, after: str) -> str | None:
+    """:func:`regrouped`, its answer kept between runs (see the module)."""
+    key = (tuple(bounded), tuple(free), before, after)
+    kept = _KEPT.get(key)
+    if isinstance(kept, str):
+        return kept
+    source = regrouped(bounded, free, before, after)
+    _KEPT.put(key, source)
+    return source

@@ -28,7 +28,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 
 from curator.core.derived_cache import regex
-from curator.core.flag_alternation import regrouped
+from curator.core.flag_alternation import kept_regrouped
 from curator.core.flag_context import quote_explained
 from curator.core.flag_grants import describes_a_habit as habit
 from curator.core.flag_lexicon import LANGUAGES
@@ -51,11 +51,11 @@ def _family(
     field: str, *, whole_word: bool, table: Sequence[object] = LANGUAGES, stems: bool = False
 ) -> re.Pattern[str]:
     """One pattern for a family over every language: :func:`_family_listed` regrouped by
-    first character (:func:`curator.core.flag_alternation.regrouped`), which finds the
+    first character (:func:`curator.core.flag_alternation.kept_regrouped`), which finds the
     same matches but rejects a position where no entry can start (a blank, a digit) on one
     test and tries one group of entries, not hundreds, where one can."""
     bounded, free, after = _family_parts(field, whole_word=whole_word, table=table, stems=stems)
-    source = regrouped(bounded, free, _BEFORE, after)
+    source = kept_regrouped(bounded, free, _BEFORE, after)
     if source is None:
         return _family_listed(field, whole_word=whole_word, table=table, stems=stems)
     return regex(source)

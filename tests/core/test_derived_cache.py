@@ -326,3 +326,27 @@ def test_a_compiled_pattern_is_handed_back_and_the_cache_stays_in_use(cache: Pat
     compiled = re.compile(r"\bq\b")
     assert derived_cache.regex(compiled) is re.compile(compiled)  # type: ignore[arg-type]
     assert derived_cache._STATE["usable"]
+
+
+def test_the_rewritten_families_are_kept_and_read_back(
+    cache: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A later run takes a family's rewriting from the file instead of rewriting again;
+    what it reads back is what the rewriting gives."""
+    from curator.core import flag_alternation
+
+    table = flag_alternation._KEPT
+    monkeypatch.setattr(table, "entries", {})
+    monkeypatch.setattr(table, "used", set())
+    monkeypatch.setattr(table, "loaded", False)
+    monkeypatch.setattr(table, "dirty", False)
+    args = (["ignore", "forget"], ["disregard"], "(?<!\\w)", "(?!\\w)")
+    expected = flag_alternation.regrouped(*args)
+    assert flag_alternation.kept_regrouped(*args) == expected
+    table.save()
+    assert (cache / "regrouped.bin").exists()
+    table.entries.clear()
+    table.loaded = False
+    # fault injection: a rewriting that would fail shows whether the kept answer is used
+    monkeypatch.setattr(flag_alternation, "regrouped", lambda *a: pytest.fail("rewritten"))
+    assert flag_alternation.kept_regrouped(*args) == expected
