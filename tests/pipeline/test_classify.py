@@ -153,7 +153,9 @@ def test_long_episodes_are_truncated_and_say_so(tmp_path: Path, demo_model: Path
 
     store = Store(tmp_path / "c.sqlite")
     # The smallest context the classify prompt fits (427 tokens) with room for an item:
-    # the long episode is evaluated up to n_ctx, so a larger one only costs time.
+    # the long episode is evaluated up to n_ctx, so a larger one only costs time. The
+    # episode (641 tokens) is longer than the context but shorter than the embedding's
+    # 1,024: its features cost no more tokens than the truncation needs.
     small = load_backend(BackendSettings(model_path=demo_model, n_ctx=512), validate=False)
     try:
         source = tmp_path / "long.jsonl"
@@ -162,7 +164,7 @@ def test_long_episodes_are_truncated_and_say_so(tmp_path: Path, demo_model: Path
             {
                 "id": "long",
                 "timestamp": "2026-01-02T00:00:00Z",
-                "content": "We talked about seedlings and frost again. " * 150,
+                "content": "We talked about seedlings and frost again. " * 80,
             },
         ]
         source.write_text("\n".join(json.dumps(r) for r in rows) + "\n", encoding="utf-8")
