@@ -39,7 +39,9 @@ import marshal
 import re
 import sys
 import threading
+from collections.abc import Iterator
 from functools import cache
+from types import CodeType, ModuleType
 
 from curator.core.derived_cache import KeptTable
 
@@ -174,12 +176,41 @@ def regrouped(bounded: list[str], free: list[str], before: str, after: str) -> s
     return "|".join(parts) if parts else None
 
 
+_REWRITING = (_class_end, _split, first_characters, _all, regrouped)
+"""The functions a rewriting is computed by."""
+
+
+def _constants() -> bytes:
+    """The module's constants the rewriting reads (``_META``, ``_MAX_ALTERNATIVES`` …),
+    by name: the functions' code names them but does not hold their values, and a
+    rewriting changed only in one must not be answered by the file of the old one. A set
+    is written sorted (its order changes with the hash seed, the key must not)."""
+    names = sorted({name for f in _REWRITING for name in _names(f.__code__)})
+    values: list[str] = []
+    for name in names:
+        value = globals().get(name)
+        if value is None or callable(value) or isinstance(value, ModuleType):
+            continue
+        if isinstance(value, frozenset | set):
+            value = sorted(value)
+        values.append(f"{name}={value!r}")
+    return "\n".join(values).encode()
+
+
+def _names(code: CodeType) -> Iterator[str]:
+    """The global names ``code`` and the code nested in it (comprehensions) read."""
+    yield from code.co_names
+    for const in code.co_consts:
+        if isinstance(const, CodeType):
+            yield from _names(const)
+
+
 @cache
 def _rewriting_key() -> bytes:
     """What a kept rewriting is derived from: the code of this module's functions (and
-    the bytecode version that code is for)."""
-    codes = (_class_end, _split, first_characters, _all, regrouped)
-    digest = hashlib.sha256(b"".join(marshal.dumps(f.__code__) for f in codes)).hexdigest()
+    the bytecode version that code is for) and the constants they read."""
+    code = b"".join(marshal.dumps(f.__code__) for f in _REWRITING)
+    digest = hashlib.sha256(code + b"\0" + _constants()).hexdigest()
     return f"{sys.implementation.cache_tag}-{digest}".encode()
 
 

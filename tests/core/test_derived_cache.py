@@ -350,3 +350,57 @@ def test_the_rewritten_families_are_kept_and_read_back(
     # fault injection: a rewriting that would fail shows whether the kept answer is used
     monkeypatch.setattr(flag_alternation, "regrouped", lambda *a: pytest.fail("rewritten"))
     assert flag_alternation.kept_regrouped(*args) == expected
+
+
+def test_a_rewriting_changed_only_in_a_constant_is_not_read_back(
+    cache: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The file a run kept is keyed by the constants the rewriting reads, not only by its
+    functions' code (which names ``_QUANTIFIER`` but does not hold its value): a version
+    whose constants differ rewrites again instead of reading the other's patterns."""
+    from curator.core import flag_alternation
+
+    table = flag_alternation._KEPT
+    monkeypatch.setattr(table, "entries", {})
+    monkeypatch.setattr(table, "used", set())
+    monkeypatch.setattr(table, "loaded", False)
+    monkeypatch.setattr(table, "dirty", False)
+    args = (["a?b", "cd"], [], "(?<!x)", "(?!x)")
+    assert flag_alternation.regrouped(*args) is None  # "a?b": an optional first character
+    flag_alternation._rewriting_key.cache_clear()
+    with monkeypatch.context() as patched:
+        # another version: "?" missing from the quantifiers, "a?b" split at "a"
+        patched.setattr(flag_alternation, "_QUANTIFIER", frozenset("*+{"))
+        stale = flag_alternation.kept_regrouped(*args)
+        assert stale is not None
+        table.save()
+        flag_alternation._rewriting_key.cache_clear()
+    table.entries.clear()
+    table.loaded = False
+    try:
+        assert flag_alternation.kept_regrouped(*args) is None
+    finally:
+        flag_alternation._rewriting_key.cache_clear()
+
+
+@settings(deadline=None, max_examples=60)
+@given(
+    st.sampled_from(["_META", "_QUANTIFIER", "_MAX_ALTERNATIVES"]),
+    st.frozensets(st.characters(codec="ascii"), max_size=6) | st.integers(0, 200),
+)
+def test_the_rewriting_key_covers_every_constant_it_reads(name: str, value: Any) -> None:
+    """Whatever constant of the rewriting takes whatever other value, the key changes."""
+    from curator.core import flag_alternation
+
+    original = getattr(flag_alternation, name)
+    if value == original or type(value) is not type(original):
+        return
+    flag_alternation._rewriting_key.cache_clear()
+    key = flag_alternation._rewriting_key()
+    try:
+        setattr(flag_alternation, name, value)
+        flag_alternation._rewriting_key.cache_clear()
+        assert flag_alternation._rewriting_key() != key
+    finally:
+        setattr(flag_alternation, name, original)
+        flag_alternation._rewriting_key.cache_clear()
