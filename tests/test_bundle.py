@@ -17,6 +17,7 @@ import tarfile
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -113,6 +114,57 @@ def test_every_verb_is_in_the_bundle(built: Built, env: dict[str, str]) -> None:
         done = run(built, env, name, "--help")
         assert done.returncode == 0, f"{name}: {done.stderr[-1500:]}"
         assert "usage: curator " + name in done.stdout, name
+
+
+def test_the_bundle_serves_mcp_to_the_sdks_client(
+    built: Built, env: dict[str, str], tmp_path: Path
+) -> None:
+    """``--help`` imports a verb's parser only; the MCP server needs the SDK and what it
+    validates and speaks HTTP with (pydantic, httpx2, uvicorn's protocols) at run time:
+    an agent spawning the bundle, or connecting to it over HTTP, gets a working server."""
+    import anyio
+    from mcp import Client, StdioServerParameters
+    from mcp.types import Implementation
+
+    db = tmp_path / "memory.sqlite"
+    ok(run(built, env, "--db", str(db), "demo"))
+    stdio = StdioServerParameters(
+        command=str(built.launcher), args=["--db", str(db), "mcp"], env=env, cwd=env["HOME"]
+    )
+    http = subprocess.Popen(
+        [str(built.launcher), "--db", str(db), "mcp", "--http", "127.0.0.1:0"],
+        env=env,
+        cwd=env["HOME"],
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert http.stderr is not None
+        announced = http.stderr.readline()
+        found = re.search(r"serving on (http://\S+/mcp)", announced)
+        assert found, f"{announced}{http.stderr.read() if http.poll() is not None else ''}"
+
+        async def call(target: Any, name: str) -> tuple[set[str], Any, Any]:
+            agent = Implementation(name=name, version="1.0")
+            async with Client(target, client_info=agent, read_timeout_seconds=120) as client:
+                tools = {tool.name for tool in (await client.list_tools()).tools}
+                text = f"Build passed, reported by {name}."
+                recorded = await client.call_tool("record_episode", {"text": text})
+                status = await client.call_tool("memory_status", {})
+                return tools, recorded.structured_content, status.structured_content
+
+        for target, name in ((stdio, "stdio-agent"), (found.group(1), "http-agent")):
+            tools, recorded, status = anyio.run(call, target, name)
+            assert {"get_knowledge", "record_episode", "memory_status"} <= tools, name
+            assert recorded["created"] and recorded["source"] == name
+            assert status["pending_classification"] >= 1
+    finally:
+        http.terminate()
+        http.wait(timeout=30)
+        if http.stderr is not None:
+            http.stderr.close()
 
 
 def test_the_bundle_opens_a_postgresql_database(
