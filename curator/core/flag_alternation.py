@@ -215,18 +215,18 @@ def _rewriting_key() -> bytes:
 
 
 _Key = tuple[tuple[str, ...], tuple[str, ...], str, str]
-_KEPT: KeptTable[_Key, str | None] = KeptTable(
-    "regrouped.bin", _rewriting_key, 200, threading.Lock()
-)
+_KEPT: KeptTable[_Key, str] = KeptTable("regrouped.bin", _rewriting_key, 200, threading.Lock())
 """The rewritten alternations by their entries and checks."""
 
 
 def kept_regrouped(bounded: list[str], free: list[str], before: str, after: str) -> str | None:
-    """:func:`regrouped`, its answer kept between runs (see the module)."""
+    """:func:`regrouped`, its answer kept between runs (see the module); an alternation
+    that cannot be regrouped is kept as ``""`` (no pattern is empty), so a later run
+    neither tries again nor writes the table again."""
     key = (tuple(bounded), tuple(free), before, after)
     kept = _KEPT.get(key)
     if isinstance(kept, str):
-        return kept
+        return kept or None
     source = regrouped(bounded, free, before, after)
-    _KEPT.put(key, source)
+    _KEPT.put(key, source or "")
     return source

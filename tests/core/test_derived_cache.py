@@ -341,8 +341,12 @@ def test_the_rewritten_families_are_kept_and_read_back(
     monkeypatch.setattr(table, "loaded", False)
     monkeypatch.setattr(table, "dirty", False)
     args = (["ignore", "forget"], ["disregard"], "(?<!\\w)", "(?!\\w)")
+    # a class first: not regrouped, and that answer is kept as well
+    listed = (["[ab]c", "forget"], [], "(?<!\\w)", "(?!\\w)")
     expected = flag_alternation.regrouped(*args)
+    assert expected is not None and flag_alternation.regrouped(*listed) is None
     assert flag_alternation.kept_regrouped(*args) == expected
+    assert flag_alternation.kept_regrouped(*listed) is None
     table.save()
     assert (cache / "regrouped.bin").exists()
     table.entries.clear()
@@ -350,6 +354,8 @@ def test_the_rewritten_families_are_kept_and_read_back(
     # fault injection: a rewriting that would fail shows whether the kept answer is used
     monkeypatch.setattr(flag_alternation, "regrouped", lambda *a: pytest.fail("rewritten"))
     assert flag_alternation.kept_regrouped(*args) == expected
+    assert flag_alternation.kept_regrouped(*listed) is None
+    assert not table.dirty  # nothing new: the file is not written again
 
 
 def test_a_rewriting_changed_only_in_a_constant_is_not_read_back(
