@@ -362,3 +362,61 @@ def test_no_qt_warning_filter_is_blind() -> None:
     ):
         assert QT_WARNING.search(line), line
     assert not QT_WARNING.search("2026-01-01 12:00:00 INFO curator.gui: started")
+
+
+def _spec_excludes() -> list[str]:
+    """The module names ``packaging/curator.spec`` leaves out of the bundle."""
+    import ast
+
+    tree = ast.parse((ROOT / "packaging" / "curator.spec").read_text(encoding="utf-8"))
+    for node in ast.walk(tree):
+        if isinstance(node, ast.keyword) and node.arg == "excludes":
+            return [ast.literal_eval(item) for item in node.value.elts]  # type: ignore[attr-defined]
+    raise AssertionError("the spec names no excludes")
+
+
+def _runtime_modules() -> dict[str, str]:
+    """Every top-level module of the distributions the application needs at run time (its
+    own requirements without extras, and theirs, recursively), with the distribution."""
+    from importlib import metadata
+
+    from packaging.requirements import Requirement
+
+    found: dict[str, str] = {}
+    seen: set[str] = set()
+    todo = ["memory-curator"]
+    while todo:
+        name = todo.pop()
+        key = name.lower().replace("_", "-")
+        if key in seen:
+            continue
+        seen.add(key)
+        try:
+            dist = metadata.distribution(name)
+        except metadata.PackageNotFoundError:
+            continue  # an optional requirement of a dependency, not installed
+        if key != "memory-curator":
+            for file in dist.files or ():
+                top = file.parts[0]
+                if file.suffix == ".py" or (top.isidentifier() and len(file.parts) > 1):
+                    found.setdefault(top.removesuffix(".py"), dist.metadata["Name"])
+        for text in dist.requires or ():
+            requirement = Requirement(text)
+            if requirement.marker is None or requirement.marker.evaluate({"extra": ""}):
+                todo.append(requirement.name)
+    return found
+
+
+def test_the_bundle_leaves_out_nothing_the_application_needs() -> None:
+    """A module left out of the bundle must be one no run-time dependency brings: the MCP
+    SDK needs pydantic and httpx2, and leaving them out broke ``curator mcp`` in the
+    bundle while every verb's ``--help`` still worked. The demo model's package and a
+    module's tools (``llama_cpp.server``) are left out on purpose: not run-time imports."""
+    needed = _runtime_modules()
+    assert {"PySide6", "llama_cpp", "mcp", "pydantic", "sklearn"} <= needed.keys()
+    clashes = {
+        name: needed[name.split(".")[0]]
+        for name in _spec_excludes()
+        if "." not in name and name in needed
+    }
+    assert not clashes, f"left out of the bundle but needed at run time: {clashes}"
