@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import re
 from functools import cache
-from typing import Any
 
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
@@ -18,33 +17,12 @@ from curator.core import flag_families
 from curator.core.flag_alternation import first_characters, regrouped
 from curator.core.flag_lexicon import LANGUAGES
 from curator.core.flag_lexicon_intents import INTENTS
-
-SPECS: dict[str, tuple[str, dict[str, Any]]] = {
-    "ignore": ("ignore_verbs", {"whole_word": True}),
-    "object": ("rule_objects", {"whole_word": False}),
-    "standing": ("standing", {"whole_word": True}),
-    "every": ("every_reply", {"whole_word": True}),
-    "whenever": ("whenever", {"whole_word": True}),
-    "directive": ("directives", {"whole_word": True}),
-    "secret_word": ("secret_words", {"whole_word": True}),
-    "ai": ("ai_words", {"whole_word": True}),
-    "conceal": ("conceal", {"whole_word": True}),
-    "human": ("human", {"whole_word": True}),
-    "void": ("void", {"whole_word": True, "table": INTENTS, "stems": True}),
-    "prior": ("prior", {"whole_word": False, "table": INTENTS}),
-    "setup": ("setup", {"whole_word": True, "table": INTENTS}),
-    "old": ("old", {"whole_word": True, "table": INTENTS}),
-    "persona": ("persona", {"whole_word": True, "table": INTENTS}),
-    "send": ("send", {"whole_word": True, "table": INTENTS}),
-    "private": ("private", {"whole_word": False, "table": INTENTS}),
-    "amend": ("amend", {"whole_word": True, "table": INTENTS, "stems": True}),
-    "you": ("you", {"whole_word": True, "table": INTENTS}),
-}
+from tests.core.flag_cases import FAMILY_SPECS
 
 
 @cache
 def _pair(name: str) -> tuple[re.Pattern[str], re.Pattern[str]]:
-    field, options = SPECS[name]
+    field, options = FAMILY_SPECS[name]
     return flag_families._family(field, **options), flag_families._family_listed(field, **options)
 
 
@@ -58,7 +36,7 @@ PIECES = sorted(
         _plain(entry)
         for table in (LANGUAGES, INTENTS)
         for lang in table
-        for field, _ in SPECS.values()
+        for field, _ in FAMILY_SPECS.values()
         for entry in getattr(lang, field, ())
     }
 )
@@ -66,14 +44,14 @@ PIECES = sorted(
 
 def test_every_family_is_regrouped() -> None:
     """No family falls back to its listed form (the fast one is what the rules run)."""
-    for name in SPECS:
+    for name in FAMILY_SPECS:
         fast, listed = _pair(name)
         assert fast.pattern != listed.pattern, name
 
 
 @settings(deadline=None, max_examples=300)
 @given(
-    st.sampled_from(sorted(SPECS)),
+    st.sampled_from(sorted(FAMILY_SPECS)),
     st.lists(
         st.sampled_from(PIECES)
         | st.sampled_from([" ", "  ", "s", "d", "é", "я", ".", "'", "1", "ing", "-", "\n", "x"])

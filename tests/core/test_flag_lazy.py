@@ -23,6 +23,7 @@ from curator.core import flag_families
 from curator.core.flag_lexicon import LANGUAGES
 from curator.core.flag_lexicon_intents import INTENTS
 from curator.core.flags import detect
+from tests.core.flag_cases import FAMILY_SPECS
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -87,33 +88,9 @@ def test_import_compiles_no_family_and_first_readers_build_once() -> None:
     assert any(result["sequential"]), "the texts raised no flag: the probe reads nothing"
 
 
-# The families' definitions: the lazy build must compile exactly these patterns.
-SPECS: dict[str, tuple[str, dict[str, Any]]] = {
-    "ignore": ("ignore_verbs", {"whole_word": True}),
-    "object": ("rule_objects", {"whole_word": False}),
-    "standing": ("standing", {"whole_word": True}),
-    "every": ("every_reply", {"whole_word": True}),
-    "whenever": ("whenever", {"whole_word": True}),
-    "directive": ("directives", {"whole_word": True}),
-    "secret_word": ("secret_words", {"whole_word": True}),
-    "ai": ("ai_words", {"whole_word": True}),
-    "conceal": ("conceal", {"whole_word": True}),
-    "human": ("human", {"whole_word": True}),
-    "void": ("void", {"whole_word": True, "table": INTENTS, "stems": True}),
-    "prior": ("prior", {"whole_word": False, "table": INTENTS}),
-    "setup": ("setup", {"whole_word": True, "table": INTENTS}),
-    "old": ("old", {"whole_word": True, "table": INTENTS}),
-    "persona": ("persona", {"whole_word": True, "table": INTENTS}),
-    "send": ("send", {"whole_word": True, "table": INTENTS}),
-    "private": ("private", {"whole_word": False, "table": INTENTS}),
-    "amend": ("amend", {"whole_word": True, "table": INTENTS, "stems": True}),
-    "you": ("you", {"whole_word": True, "table": INTENTS}),
-}
-
-
 def test_the_lazy_build_compiles_every_family_once() -> None:
     built = flag_families._families()
-    for name, (field, options) in SPECS.items():
+    for name, (field, options) in FAMILY_SPECS.items():
         assert getattr(built, name).pattern == flag_families._family(field, **options).pattern
     assert flag_families._families() is built  # compiled once, then reused
 
