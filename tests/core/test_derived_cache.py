@@ -18,7 +18,7 @@ from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 import curator.core.flag_learned as flag_learned
-from curator.core import derived_cache, flag_families
+from curator.core import derived_cache, flag_alternation, flag_families
 from curator.core.flag_learned import HEADS, features, read_reader, reader_path
 
 
@@ -328,18 +328,23 @@ def test_a_compiled_pattern_is_handed_back_and_the_cache_stays_in_use(cache: Pat
     assert derived_cache._STATE["usable"]
 
 
-def test_the_rewritten_families_are_kept_and_read_back(
-    cache: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """A later run takes a family's rewriting from the file instead of rewriting again;
-    what it reads back is what the rewriting gives."""
-    from curator.core import flag_alternation
-
+@pytest.fixture
+def regrouped_table(cache: Path, monkeypatch: pytest.MonkeyPatch) -> Any:
+    """The kept rewritings' table, empty and unread, as a new process finds it."""
     table = flag_alternation._KEPT
     monkeypatch.setattr(table, "entries", {})
     monkeypatch.setattr(table, "used", set())
     monkeypatch.setattr(table, "loaded", False)
     monkeypatch.setattr(table, "dirty", False)
+    return table
+
+
+def test_the_rewritten_families_are_kept_and_read_back(
+    cache: Path, regrouped_table: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A later run takes a family's rewriting from the file instead of rewriting again;
+    what it reads back is what the rewriting gives."""
+    table = regrouped_table
     args = (["ignore", "forget"], ["disregard"], "(?<!\\w)", "(?!\\w)")
     # a class first: not regrouped, and that answer is kept as well
     listed = (["[ab]c", "forget"], [], "(?<!\\w)", "(?!\\w)")
@@ -359,18 +364,12 @@ def test_the_rewritten_families_are_kept_and_read_back(
 
 
 def test_a_rewriting_changed_only_in_a_constant_is_not_read_back(
-    cache: Path, monkeypatch: pytest.MonkeyPatch
+    regrouped_table: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """The file a run kept is keyed by the constants the rewriting reads, not only by its
     functions' code (which names ``_QUANTIFIER`` but does not hold its value): a version
     whose constants differ rewrites again instead of reading the other's patterns."""
-    from curator.core import flag_alternation
-
-    table = flag_alternation._KEPT
-    monkeypatch.setattr(table, "entries", {})
-    monkeypatch.setattr(table, "used", set())
-    monkeypatch.setattr(table, "loaded", False)
-    monkeypatch.setattr(table, "dirty", False)
+    table = regrouped_table
     args = (["a?b", "cd"], [], "(?<!x)", "(?!x)")
     assert flag_alternation.regrouped(*args) is None  # "a?b": an optional first character
     flag_alternation._rewriting_key.cache_clear()
@@ -396,8 +395,6 @@ def test_a_rewriting_changed_only_in_a_constant_is_not_read_back(
 )
 def test_the_rewriting_key_covers_every_constant_it_reads(name: str, value: Any) -> None:
     """Whatever constant of the rewriting takes whatever other value, the key changes."""
-    from curator.core import flag_alternation
-
     original = getattr(flag_alternation, name)
     if value == original or type(value) is not type(original):
         return
