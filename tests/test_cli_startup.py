@@ -41,8 +41,8 @@ STORE = BASE | {"peewee", "platformdirs"}
 MAY_IMPORT: dict[tuple[str, ...], frozenset[str]] = {
     ("--version",): BASE,
     ("--help",): BASE,
-    ("stats", "--help"): STORE,
-    ("export", "--help"): STORE,
+    ("stats", "--help"): BASE,
+    ("export", "--help"): BASE,
     ("review", "--help"): STORE | {"rapidfuzz"},
     ("stats",): STORE,
     ("export",): STORE,
@@ -242,6 +242,35 @@ def test_two_step_parse_is_the_full_parse(words: list[str]) -> None:
     finally:
         cli._Parser.json_output = False
     assert lazy == full
+
+
+def test_verbs_defined_over_their_stand_ins_make_the_full_parser() -> None:
+    """The second step defines the verb in the parser of the first (no second build):
+    every verb so defined, in any order, reads and helps as the full parser's, and the
+    verbs are listed in the same order."""
+    parser = cli.build_parser(modules=())
+    modules = list(dict.fromkeys(v.module for v in cli.VERBS.values()))
+    for module in reversed(modules):
+        cli.define_verbs(parser, module)
+    assert parser.format_help() == FULL.format_help()
+    mine, full = _verbs(parser), _verbs(FULL)
+    assert list(mine) == list(full)
+    assert {n: p.format_help() for n, p in mine.items()} == {
+        n: p.format_help() for n, p in full.items()
+    }
+
+
+def test_the_terminal_width_is_read_as_shutil_reads_it(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Help is wrapped to the width :mod:`shutil` would give argparse, without it."""
+    import shutil
+
+    for columns in ("", "0", "-3", "abc", "40", "132"):
+        monkeypatch.setenv("COLUMNS", columns)
+        assert cli.terminal_columns() == shutil.get_terminal_size().columns
+    monkeypatch.delenv("COLUMNS")
+    assert cli.terminal_columns() == shutil.get_terminal_size().columns
 
 
 def test_the_program_leaves_as_before(demo: tuple[Path, int], tmp_path: Path) -> None:

@@ -60,6 +60,25 @@ class UsageExit(SystemExit):
         self.message = message
 
 
+def terminal_columns() -> int:
+    """``shutil.get_terminal_size().columns``, without importing :mod:`shutil`.
+
+    argparse asks :mod:`shutil` for the width whenever a parser adds an argument, and
+    :mod:`shutil` imports the archive modules (``lzma``, ``bz2``): a few milliseconds of
+    every start for a number read the same way here (``$COLUMNS``, else the terminal on
+    stdout, else 80)."""
+    try:
+        columns = int(os.environ.get("COLUMNS", ""))
+    except ValueError:
+        columns = 0
+    if columns <= 0:
+        try:
+            columns = os.get_terminal_size(sys.__stdout__.fileno()).columns  # type: ignore[union-attr]
+        except (AttributeError, ValueError, OSError):
+            columns = 0
+    return columns or 80
+
+
 class HelpFormatter(argparse.HelpFormatter):
     """One escaping rule for every help text: ``%%`` is a percent sign, ``%(prog)s`` the
     program.
@@ -68,6 +87,17 @@ class HelpFormatter(argparse.HelpFormatter):
     only when it happens to contain ``%(prog)``; so the same "95%%" rendered as "95%" in
     one place and literally in the other. Here descriptions are formatted too.
     """
+
+    def __init__(
+        self,
+        prog: str,
+        indent_increment: int = 2,
+        max_help_position: int = 24,
+        width: int | None = None,
+    ) -> None:
+        if width is None:
+            width = terminal_columns() - 2  # as argparse does
+        super().__init__(prog, indent_increment, max_help_position, width)
 
     def _format_text(self, text: str) -> str:
         if "%" in text and "%(prog)" not in text:
@@ -85,6 +115,8 @@ class _Parser(argparse.ArgumentParser):
     """
 
     json_output = False
+    verbs: _Verbs | None = None
+    """The top parser's verbs (set by :func:`build_parser`)."""
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         kwargs.setdefault("formatter_class", HelpFormatter)
@@ -230,20 +262,40 @@ the modules (which import the store, the pipeline and their libraries)."""
 
 
 class _VerbParsers(argparse._SubParsersAction):
-    """The verbs' subparsers action: a verb's ``--help`` line comes from :data:`VERBS`."""
+    """The verbs' subparsers action: a verb's ``--help`` line comes from :data:`VERBS`;
+    a verb defined by its module replaces its stand-in (see :func:`_parse`)."""
 
     def add_parser(self, name: str, **kwargs: Any) -> argparse.ArgumentParser:
         kwargs.setdefault("help", VERBS[name].help)
+        parsers = self._name_parser_map  # also argparse's ``choices``: changed in place
+        order = list(parsers)
+        stand_in = [a for a in self._choices_actions if a.dest == name]
+        if stand_in:
+            del parsers[name]
         parser: argparse.ArgumentParser = super().add_parser(name, **kwargs)
+        if stand_in:  # the verb where the stand-in was, in --help's and errors' order
+            position = self._choices_actions.index(stand_in[0])
+            self._choices_actions[position] = self._choices_actions.pop()
+            ordered = {n: parsers[n] for n in order}
+            parsers.clear()
+            parsers.update(ordered)
         return parser
 
 
-def build_parser(modules: Collection[str] | None = None) -> argparse.ArgumentParser:
+class _Verbs(NamedTuple):
+    """What :func:`define_verbs` needs of a built parser: its subparsers and the options
+    every verb shares."""
+
+    subparsers: _VerbParsers
+    common: argparse.ArgumentParser
+
+
+def build_parser(modules: Collection[str] | None = None) -> _Parser:
     """The ``curator`` parser with the verbs of ``modules`` (default: all) fully defined.
 
     Every other verb is a stand-in that accepts anything (its words are left over): it
-    shows in the ``--help`` list and names the verb, and :func:`main` then builds the
-    parser again with that verb's module. So a command imports only its own module.
+    shows in the ``--help`` list and names the verb, and :func:`main` then defines that
+    verb with its module (:func:`define_verbs`). So a command imports only its own module.
     """
     common = _Parser(add_help=False)
     add_common_options(common, suppress_defaults=True)
@@ -257,6 +309,8 @@ def build_parser(modules: Collection[str] | None = None) -> argparse.ArgumentPar
     subparsers = parser.add_subparsers(
         dest="command", metavar="COMMAND", parser_class=_Parser, action=_VerbParsers
     )
+    assert isinstance(subparsers, _VerbParsers)
+    verbs = parser.verbs = _Verbs(subparsers, common)
     wanted = {verb.module for verb in VERBS.values()} if modules is None else set(modules)
     if wanted:
         # before a verb's classes are defined: their methods compiled once, kept per verb
@@ -265,19 +319,33 @@ def build_parser(modules: Collection[str] | None = None) -> argparse.ArgumentPar
         if name in subparsers.choices:
             continue
         if verb.module in wanted:
-            module = importlib.import_module(f"{__name__}.{verb.module}")
-            module.register(subparsers, common)
+            _define_module(verbs, verb.module)
         else:
             subparsers.add_parser(name, add_help=False)
     return parser
 
 
+def _define_module(verbs: _Verbs, module_name: str) -> None:
+    module = importlib.import_module(f"{__name__}.{module_name}")
+    module.register(verbs.subparsers, verbs.common)
+
+
+def define_verbs(parser: _Parser, module_name: str) -> None:
+    """Define the verbs of ``module_name`` in ``parser`` (made by :func:`build_parser`
+    with stand-ins), each replacing its stand-in: the same parser as
+    ``build_parser(modules=(module_name,))``, without building the rest again."""
+    assert parser.verbs is not None, "a parser made by build_parser"
+    kept_code.install(module_name)
+    _define_module(parser.verbs, module_name)
+
+
 def _parse(arguments: list[str]) -> argparse.Namespace:
     """Parse in two steps: find the verb with stand-ins, then parse with its module."""
-    args, _ = build_parser(modules=()).parse_known_args(arguments)
-    if args.command is None:
-        return build_parser(modules=()).parse_args(arguments)
-    return build_parser(modules=(VERBS[args.command].module,)).parse_args(arguments)
+    parser = build_parser(modules=())
+    args, _ = parser.parse_known_args(arguments)
+    if args.command is not None:
+        define_verbs(parser, VERBS[args.command].module)
+    return parser.parse_args(arguments)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

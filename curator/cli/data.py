@@ -1,4 +1,8 @@
-"""Data subcommands: import, export, stats, demo; and opening the window."""
+"""Data subcommands: import, export, stats, demo; and opening the window.
+
+Each command imports the store's modules it uses when it runs, not with this module:
+``curator stats --help`` then starts without the database layer, and ``stats`` without
+the knowledge export's."""
 
 from __future__ import annotations
 
@@ -9,8 +13,6 @@ from typing import Any
 
 from curator.cli.common import CommandContext, integer
 from curator.errors import CuratorError
-from curator.store.knowledge import export_json, export_markdown, top_k_patterns
-from curator.store.models import LABELS, Candidate, Episode, Pattern, Run
 
 
 def register(subparsers: Any, common: argparse.ArgumentParser) -> None:
@@ -149,6 +151,8 @@ def cmd_import(ctx: CommandContext) -> int:
 
 
 def cmd_export(ctx: CommandContext) -> int:
+    from curator.store.knowledge import export_json, export_markdown, top_k_patterns
+
     if ctx.args.top is not None and ctx.args.top < 1:
         raise CuratorError("--top must be at least 1")
     fmt = ctx.args.format
@@ -180,6 +184,8 @@ def cmd_export(ctx: CommandContext) -> int:
 
 
 def stats_document(ctx: CommandContext) -> dict[str, Any]:
+    from curator.store.models import LABELS, Candidate, Episode, Pattern, Run
+
     store = ctx.store
     labels: Counter[str] = Counter(
         {

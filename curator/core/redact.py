@@ -22,6 +22,7 @@ screen), backspaces or a right-to-left override that makes a message say somethi
 
 from __future__ import annotations
 
+import functools
 import re
 import unicodedata
 
@@ -32,22 +33,29 @@ garble messages, and a key that short is guessable anyway."""
 
 _SECRETS: set[str] = set()
 
-# scheme://userinfo@ : the userinfo may hold anything but "/", "?", "#", "@" and spaces;
-# the last "@" before the host ends it (RFC 3986: "@" cannot appear in the host).
-_URL_USERINFO = re.compile(r"(?i)(?<![a-z0-9+.\-])([a-z][a-z0-9+.\-]{0,31}://)[^/?#@\s]*@")
-_AUTH_HEADER = re.compile(
-    r"(?i)\b(authorization|proxy-authorization)([\"']?\s*[:=]\s*[\"']?)"
-    r"(?:(bearer|basic|token)\s+)?"
-    r"[^\s,;'\"]+"
-)
-# Names that are secrets wherever they stand (``password=…`` in a message), and generic
-# names that are secrets only as a URL's query parameter (``?key=…``): a message such as
-# "expected KEY=VALUE" must stay readable.
-_SECRET_PARAM = re.compile(
-    r"(?i)(\b)(api[_-]?key|access[_-]?token|client[_-]?secret|password|passwd|secret)"
-    r"=([^&#\s'\"]+)"
-    r"|([?&;])(token|key|sig|signature)=([^&#\s'\"]+)"
-)
+
+@functools.cache
+def _patterns() -> tuple[re.Pattern[str], re.Pattern[str], re.Pattern[str]]:
+    """URL credentials, authorization values and secret parameters: compiled on the
+    first text that needs them, not on import (every command imports this module; few
+    have a message to redact)."""
+    # scheme://userinfo@ : the userinfo may hold anything but "/", "?", "#", "@" and
+    # spaces; the last "@" before the host ends it (RFC 3986: "@" is not in a host).
+    userinfo = re.compile(r"(?i)(?<![a-z0-9+.\-])([a-z][a-z0-9+.\-]{0,31}://)[^/?#@\s]*@")
+    auth_header = re.compile(
+        r"(?i)\b(authorization|proxy-authorization)([\"']?\s*[:=]\s*[\"']?)"
+        r"(?:(bearer|basic|token)\s+)?"
+        r"[^\s,;'\"]+"
+    )
+    # Names that are secrets wherever they stand (``password=…`` in a message), and
+    # generic names that are secrets only as a URL's query parameter (``?key=…``): a
+    # message such as "expected KEY=VALUE" must stay readable.
+    secret_param = re.compile(
+        r"(?i)(\b)(api[_-]?key|access[_-]?token|client[_-]?secret|password|passwd|secret)"
+        r"=([^&#\s'\"]+)"
+        r"|([?&;])(token|key|sig|signature)=([^&#\s'\"]+)"
+    )
+    return userinfo, auth_header, secret_param
 
 
 def redact(text: str) -> str:
@@ -56,12 +64,13 @@ def redact(text: str) -> str:
         return text
     for secret in sorted(_SECRETS, key=len, reverse=True):
         text = text.replace(secret, MASK)
-    text = _URL_USERINFO.sub(lambda m: f"{m.group(1)}{MASK}@", text)
-    text = _AUTH_HEADER.sub(
+    userinfo, auth_header, secret_param = _patterns()
+    text = userinfo.sub(lambda m: f"{m.group(1)}{MASK}@", text)
+    text = auth_header.sub(
         lambda m: f"{m.group(1)}{m.group(2)}{m.group(3) + ' ' if m.group(3) else ''}{MASK}",
         text,
     )
-    return _SECRET_PARAM.sub(
+    return secret_param.sub(
         lambda m: (
             f"{m.group(1)}{m.group(2)}={MASK}" if m.group(2) else f"{m.group(4)}{m.group(5)}={MASK}"
         ),
@@ -71,7 +80,7 @@ def redact(text: str) -> str:
 
 def has_url_credentials(url: str) -> bool:
     """Whether ``url`` carries a user name or password before its host."""
-    return _URL_USERINFO.search(url.strip()) is not None
+    return _patterns()[0].search(url.strip()) is not None
 
 
 def remember_secret(secret: str | None) -> None:

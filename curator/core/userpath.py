@@ -10,7 +10,6 @@ would then make a folder named ``~name`` in the current directory).
 from __future__ import annotations
 
 import os
-import secrets
 from pathlib import Path
 
 from curator.errors import CuratorError
@@ -36,4 +35,4 @@ def part_path(target: Path) -> Path:
 
     Hidden and unique, and short whatever the target's name: the longest name a disk
     allows (255 bytes) plus ".part" would itself be too long to create."""
-    return target.with_name(f".{target.name[:32]}.{secrets.token_hex(4)}.part")
+    return target.with_name(f".{target.name[:32]}.{os.urandom(4).hex()}.part")
