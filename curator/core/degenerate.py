@@ -37,7 +37,7 @@ import unicodedata
 import zlib
 from dataclasses import dataclass
 
-from curator.core.derived_cache import regex
+from curator.core.derived_cache import TEXT_PATTERNS_FILE, regex
 
 __all__ = [
     "COUNT_KEYS",
@@ -67,7 +67,7 @@ COUNT_KEYS = {
 _SCRIPT_CHARS = "\u0e00-\u0e7f\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff"
 """Thai, kana and Han: scripts written without spaces, where each character is a token
 (otherwise a whole Japanese sentence would be one "word", and too little distinct text)."""
-_TOKEN = regex(f"[{_SCRIPT_CHARS}]|[^\\W{_SCRIPT_CHARS}]+|[^\\w\\s]")
+_TOKEN = regex(f"[{_SCRIPT_CHARS}]|[^\\W{_SCRIPT_CHARS}]+|[^\\w\\s]", kept_in=TEXT_PATTERNS_FILE)
 _DIGITS = re.compile(r"\d+")
 
 LOOP_MIN_TOKENS = 30

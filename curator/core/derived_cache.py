@@ -9,12 +9,16 @@ derived again:
 
 * :func:`regex` - ``re.compile`` whose compiled program is kept per pattern,
   flags and Python version (``_sre.MAGIC``); a kept program gives the very pattern object
-  ``re.compile`` builds (patterns compare equal by their program, and tests hold it).
+  ``re.compile`` builds (patterns compare equal by their program, and tests hold it). The
+  detector's programs (most of a megabyte) and the few of the store and the text
+  measures (:data:`TEXT_PATTERNS_FILE`) are kept in two files, so a command that reads
+  no text for flags does not read the detector's.
 * :func:`load` / :func:`store` - bytes derived from one input (the reader's dense table),
   checked against a key the caller derives from that input.
 * :class:`KeptTable` - many small derived entries in one file, read whole on first use
-  and written whole at exit when the run added any: the programs :func:`regex` keeps, and
-  the dataclass methods :mod:`curator.core.kept_code` keeps.
+  and written whole at exit when the run added any: the programs :func:`regex` keeps,
+  the dataclass methods :mod:`curator.core.kept_code` keeps and the flags
+  :mod:`curator.core.kept_flags` keeps.
 
 Every file is signed with a random secret kept beside it (readable by its owner alone,
 :data:`SECRET_FILE`), and only a file this account's runs signed is used: a kept program
@@ -34,7 +38,6 @@ import hmac
 import marshal
 import os
 import re
-import secrets
 import stat
 import sys
 import threading
@@ -112,7 +115,7 @@ def _secret(folder: Path, *, create: bool) -> bytes | None:
             folder.mkdir(parents=True, exist_ok=True)
             fd = os.open(part, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
             try:
-                os.write(fd, secrets.token_bytes(_SECRET_BYTES))
+                os.write(fd, os.urandom(_SECRET_BYTES))  # what secrets.token_bytes reads
             finally:
                 os.close(fd)
             with contextlib.suppress(FileExistsError):
@@ -290,15 +293,34 @@ def _patterns_key() -> bytes:
 _PATTERNS: KeptTable[tuple[str, int], _Entry] = KeptTable(
     _PATTERNS_FILE, _patterns_key, _LIMIT, threading.Lock()
 )
-"""The kept programs by pattern and flags."""
+"""The kept programs by pattern and flags (the detector's: most of a megabyte)."""
+
+TEXT_PATTERNS_FILE = "text-patterns.bin"
+"""The programs of the text measures and the quality gate, kept apart from the
+detector's: a command that shows a run without reading it for flags (its flags kept by
+:mod:`curator.core.kept_flags`) then reads a small file, not the detector's programs."""
+
+_PATTERN_TABLES: dict[str, KeptTable[tuple[str, int], _Entry]] = {_PATTERNS_FILE: _PATTERNS}
+_TABLES_LOCK = threading.Lock()
 
 
-def regex(pattern: str, flags: int = 0) -> re.Pattern[str]:
-    """``re.compile(pattern, flags)``, its program kept between runs (see the module)."""
+def _pattern_table(name: str) -> KeptTable[tuple[str, int], _Entry]:
+    with _TABLES_LOCK:
+        table = _PATTERN_TABLES.get(name)
+        if table is None:
+            table = KeptTable(name, _patterns_key, _LIMIT, threading.Lock())
+            _PATTERN_TABLES[name] = table
+        return table
+
+
+def regex(pattern: str, flags: int = 0, *, kept_in: str = _PATTERNS_FILE) -> re.Pattern[str]:
+    """``re.compile(pattern, flags)``, its program kept between runs (see the module) in
+    the file ``kept_in``."""
     if not isinstance(pattern, str | bytes):  # a compiled pattern: re hands it back
         return re.compile(pattern, flags)
     flags = int(flags)
-    entry = _PATTERNS.get((pattern, flags))
+    table = _pattern_table(kept_in)
+    entry = table.get((pattern, flags))
     if entry is not None:
         try:
             return _from_entry(pattern, entry)
@@ -319,7 +341,7 @@ def regex(pattern: str, flags: int = 0) -> re.Pattern[str]:
         compiled = re.compile(pattern, flags)
         _STATE["usable"] = False
         return compiled
-    _PATTERNS.put((pattern, flags), entry)
+    table.put((pattern, flags), entry)
     return compiled
 
 
@@ -352,4 +374,7 @@ def _from_entry(pattern: str, entry: _Entry) -> re.Pattern[str]:
 
 def save_patterns() -> None:
     """Write the kept programs if this run compiled any anew (also run at exit)."""
-    _PATTERNS.save()
+    with _TABLES_LOCK:
+        tables = list(_PATTERN_TABLES.values())
+    for table in tables:
+        table.save()

@@ -42,7 +42,6 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
 
@@ -68,6 +67,7 @@ from curator.core.flag_rules import (
     link_hits,
     secret_hits,
 )
+from curator.core.flag_type import KINDS, TEXT_KINDS, Flag, flag_kinds, provenance_flag, short
 from curator.core.flag_wordings import REPORTED_ORDER, hidden_markup_hits, wording_hits
 
 __all__ = [
@@ -78,62 +78,6 @@ __all__ = [
     "flag_kinds",
     "provenance_flag",
 ]
-
-TEXT_KINDS = ("instruction", "link", "secret", "personal", "hidden", "identity")
-KINDS = (*TEXT_KINDS, "untrusted")
-
-KIND_LABELS = {
-    "instruction": "instruction to the agent",
-    "link": "link or contact",
-    "secret": "credential or secret",
-    "personal": "personal identifier",
-    "hidden": "hidden text",
-    "identity": "amends identity or axioms",
-    "untrusted": "untrusted sources only",
-}
-
-
-@dataclass(frozen=True, slots=True)
-class Flag:
-    """One finding: its kind, a short reason, and the span ``text[start:end]`` it is about.
-
-    ``start == end`` for flags about the whole text (the provenance flag).
-    """
-
-    kind: str
-    reason: str
-    start: int
-    end: int
-    match: str = ""
-
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "kind": self.kind,
-            "reason": self.reason,
-            "start": self.start,
-            "end": self.end,
-            "match": self.match,
-        }
-
-    @classmethod
-    def from_json(cls, doc: dict[str, Any]) -> Flag:
-        return cls(
-            str(doc["kind"]),
-            str(doc["reason"]),
-            int(doc["start"]),
-            int(doc["end"]),
-            str(doc.get("match", "")),
-        )
-
-    def describe(self) -> str:
-        where = f": “{_short(self.match)}”" if self.match else ""
-        return f"{self.kind}: {self.reason}{where}"
-
-
-def _short(s: str, limit: int = 40) -> str:
-    flat = " ".join(s.split())
-    return flat if len(flat) <= limit else flat[: limit - 1] + "…"
-
 
 # -- identity and axioms --------------------------------------------------------------------
 
@@ -253,7 +197,7 @@ def _identity_hits(text: str, axioms: Sequence[str], identity_name: str | None) 
                 (
                     permission.start(),
                     permission.end(),
-                    f"contradicts axiom {number} (“{_short(axiom, 60)}”); shares "
+                    f"contradicts axiom {number} (“{short(axiom, 60)}”); shares "
                     + ", ".join(sorted(shared)[:4]),
                 )
             )
@@ -399,18 +343,3 @@ def _detect(
     for kind in TEXT_KINDS:
         flags.extend(_merge(kind, rules[kind], text))
     return tuple(flags)
-
-
-def provenance_flag(sources: Sequence[str], untrusted: Iterable[str]) -> Flag | None:
-    """The ``untrusted`` flag when every source (at least one) is an untrusted source."""
-    bad = {s.strip().lower() for s in untrusted}
-    if not sources or not all(s.strip().lower() in bad for s in sources):
-        return None
-    names = ", ".join(sorted({s or "(none)" for s in sources}))
-    return Flag("untrusted", f"every source episode is from an untrusted source ({names})", 0, 0)
-
-
-def flag_kinds(flags: Iterable[Flag]) -> list[str]:
-    """The distinct kinds, in :data:`KINDS` order."""
-    present = {f.kind for f in flags}
-    return [k for k in KINDS if k in present]

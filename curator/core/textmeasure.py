@@ -39,7 +39,7 @@ import re
 import unicodedata
 from dataclasses import dataclass
 
-from curator.core.derived_cache import regex
+from curator.core.derived_cache import TEXT_PATTERNS_FILE, regex
 
 __all__ = ["HANGUL", "UNSPACED", "TextSize", "measure"]
 
@@ -50,9 +50,9 @@ HANGUL = "\uac00-\ud7a3"
 UNSPACED = f"{_HAN}{_KANA}{_SOUTHEAST}"
 """Scripts written without spaces between words (a character class's contents)."""
 
-_HAN_RE = regex(f"[{_HAN}]")
-_TWO_RE = regex(f"[{_KANA}{HANGUL}]")
-_SOUTHEAST_RE = regex(f"[{_SOUTHEAST}]")
+_HAN_RE = regex(f"[{_HAN}]", kept_in=TEXT_PATTERNS_FILE)
+_TWO_RE = regex(f"[{_KANA}{HANGUL}]", kept_in=TEXT_PATTERNS_FILE)
+_SOUTHEAST_RE = regex(f"[{_SOUTHEAST}]", kept_in=TEXT_PATTERNS_FILE)
 _SOUTHEAST_MARK_RE = regex(
     "["
     + "".join(
@@ -61,15 +61,17 @@ _SOUTHEAST_MARK_RE = regex(
         for ch in map(chr, range(lo, hi + 1))
         if unicodedata.category(ch).startswith("M")
     )
-    + "]"
+    + "]",
+    kept_in=TEXT_PATTERNS_FILE,
 )
 _CJK_PUNCTUATION = "\u3000-\u303f\uff01-\uff0f\uff1a-\uff20\uff3b-\uff40\uff5b-\uff65"
 """CJK punctuation (。、「」) and the fullwidth signs (，！？): part of the unspaced text."""
 _INNER_SPACE = regex(
-    f"(?<=[{UNSPACED}{_CJK_PUNCTUATION}])[\\s\u200b]+(?=[{UNSPACED}{_CJK_PUNCTUATION}])"
+    f"(?<=[{UNSPACED}{_CJK_PUNCTUATION}])[\\s\u200b]+(?=[{UNSPACED}{_CJK_PUNCTUATION}])",
+    kept_in=TEXT_PATTERNS_FILE,
 )
-_RUN = regex(f"[{UNSPACED}]+")
-_WORD_CHAR = regex(r"\w")
+_RUN = regex(f"[{UNSPACED}]+", kept_in=TEXT_PATTERNS_FILE)
+_WORD_CHAR = regex(r"\w", kept_in=TEXT_PATTERNS_FILE)
 
 WORD_CHARS = 6
 """Weighed characters per word in a run of an unspaced script (see the module doc)."""

@@ -17,7 +17,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from curator.core.flags import Flag, detect
+from curator.core.flag_type import Flag
+from curator.core.flags import detect
 from curator.errors import CuratorError
 from curator.pipeline.commit import (
     ChangesetSummary,

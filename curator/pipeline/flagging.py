@@ -3,7 +3,9 @@
 The detector (:mod:`curator.core.flags`) is pure; this module gives it what it checks
 against, read when the flags are computed: the *current* identity and axioms, the
 sources marked untrusted in Settings, and each text's source episodes. Flags are
-computed when shown, never stored, so a changed axiom or trust setting applies at once;
+computed when shown, never stored in the database, so a changed axiom or trust setting
+applies at once (a text's flags read before for the same axioms and identity come from
+:mod:`curator.core.kept_flags`, which is keyed by both);
 what a reviewer saw when deciding is kept in ``Candidate.flags_seen``. The guard's
 judgements made at staging (the model's second opinion, the learned guard; see
 :mod:`curator.pipeline.guard`) are the exception: stored on the candidate, they follow
@@ -16,7 +18,8 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from curator.core.flags import Flag, detect, provenance_flag
+from curator.core.flag_type import Flag, provenance_flag
+from curator.core.kept_flags import detect_kept
 from curator.pipeline.guard_flags import stored_flags
 from curator.store.db import Store
 from curator.store.engine import in_chunks
@@ -37,7 +40,7 @@ class FlagContext:
     def flags(self, text: str, sources: Sequence[str] = (), stored: Any = None) -> list[Flag]:
         """The text's flags, plus ``untrusted`` when every source is untrusted, then the
         guard's flags ``stored`` at staging (``Candidate.guard_flags``)."""
-        found = detect(text, self.axioms, self.identity_text)
+        found = detect_kept(text, self.axioms, self.identity_text)
         provenance = provenance_flag(list(sources), self.untrusted)
         if provenance is not None:
             found.append(provenance)

@@ -21,7 +21,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from curator.core.flags import Flag
+from curator.core.flag_type import Flag
 from curator.llm.backend import Backend, StopCheck
 from curator.pipeline.guard_flags import encode
 from curator.pipeline.guard_learn import LearnedGuard, guard_examples, guard_status, train_guard

@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from curator.core.flags import Flag
+from curator.core.flag_type import Flag
 
 MODEL_KIND = "model"
 """The flag kind of the configured model's second opinion."""

@@ -29,7 +29,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from curator.core.flags import Flag
+from curator.core.flag_type import Flag
 from curator.core.redact import redact
 from curator.pipeline.guard_flags import LEARNED_KIND, replace_kind
 from curator.store.db import Store

@@ -29,7 +29,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from curator.core.flags import Flag
+from curator.core.flag_type import Flag
 from curator.llm.backend import Backend, StopCheck, require_finite
 from curator.llm.http_backend import SERVER_ENV
 from curator.llm.model_file import DEMO_FILE, MODEL_ENV, demo_model_path

@@ -40,7 +40,7 @@ from collections.abc import Collection
 from datetime import datetime
 from typing import Any
 
-from curator.core.flags import Flag
+from curator.core.flag_type import Flag
 from curator.core.textsafety import control_problem
 from curator.errors import CuratorError
 from curator.pipeline.flagging import FlagContext, candidate_sources, flag_context, seen_record

@@ -18,7 +18,7 @@ from typing import Any
 
 from peewee import fn
 
-from curator.core.flags import Flag
+from curator.core.flag_type import Flag
 from curator.core.quality import QualityGate
 from curator.errors import CuratorError
 from curator.pipeline.flagging import candidate_sources, flag_context

@@ -16,16 +16,17 @@ dates instead of waiting for a month of backups.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterable, Sequence
 from datetime import UTC, datetime
+
+from curator.core.derived_cache import TEXT_PATTERNS_FILE, regex
 
 RECENT = 10
 DAYS = 7
 WEEKS = 4
 
 STAMP_FORMAT = "%Y%m%dT%H%M%S%fZ"
-_STAMP = re.compile(r"-(\d{8}T\d{12}Z)\.sqlite$")
+_STAMP = regex(r"-(\d{8}T\d{12}Z)\.sqlite$", kept_in=TEXT_PATTERNS_FILE)
 
 
 def stamp_of(name: str) -> datetime | None:

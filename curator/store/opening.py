@@ -27,16 +27,16 @@ user's back: the message names the newest backup that passes ``quick_check`` and
 
 from __future__ import annotations
 
-import re
 import sqlite3
 from dataclasses import dataclass
 from pathlib import Path
 
+from curator.core.derived_cache import TEXT_PATTERNS_FILE, regex
 from curator.errors import CuratorError
 from curator.store.migrations import LATEST_VERSION, MIGRATIONS
 
 SQLITE_MAGIC = b"SQLite format 3\x00"
-_CREATE_TABLE = re.compile(r'^CREATE TABLE "([^"]+)"')
+_CREATE_TABLE = regex(r'^CREATE TABLE "([^"]+)"', kept_in=TEXT_PATTERNS_FILE)
 
 
 class StoreError(CuratorError):

@@ -18,6 +18,7 @@ from typing import Any
 
 import peewee
 
+from curator.core.derived_cache import TEXT_PATTERNS_FILE, regex
 from curator.errors import CuratorError
 from curator.store.engine import WRITE_LOCK_KEY, qmark_to_format
 
@@ -50,7 +51,7 @@ class ConnectionLost(peewee.OperationalError):
     be sent again (a write, or anything inside a transaction): one sentence, no retry."""
 
 
-_REPEATABLE = re.compile(r"\s*(SELECT|SHOW|BEGIN|SET)\b", re.IGNORECASE)
+_REPEATABLE = regex(r"\s*(SELECT|SHOW|BEGIN|SET)\b", re.IGNORECASE, kept_in=TEXT_PATTERNS_FILE)
 """Statements sent again after a lost idle connection: they change nothing stored."""
 
 

@@ -119,7 +119,7 @@ def test_accept_all_asks_before_taking_flagged_candidates(qtbot, pane: ReviewPan
 
 
 def test_highlight_html_escapes_and_marks_spans() -> None:
-    from curator.core.flags import Flag
+    from curator.core.flag_type import Flag
 
     text = "a <b> link x.example/y end"
     flag = Flag("link", "a domain name", 11, 22, "x.example/y")

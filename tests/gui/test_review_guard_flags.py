@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from PySide6.QtCore import Qt
 
-from curator.core.flags import Flag
+from curator.core.flag_type import Flag
 from curator.gui.review.review_pane import ReviewPane
 from curator.gui.runtime.services import AppServices
 from curator.gui.widgets.errors import Dialogs

@@ -9,7 +9,7 @@ from typing import Any
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from curator.core.flags import Flag
+from curator.core.flag_type import Flag
 from curator.pipeline import review
 from curator.pipeline.flagging import FlagContext
 from curator.pipeline.guard_flags import GUARD_KINDS, encode, replace_kind, stored_flags

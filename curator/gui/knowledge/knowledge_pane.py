@@ -31,7 +31,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from curator.core.flags import Flag
+from curator.core.flag_type import Flag
 from curator.gui.knowledge.decay_chart import DecayChart, decay_curve
 from curator.gui.knowledge.knowledge_sources import ProvenancePanel
 from curator.gui.runtime.operations import OpContext

@@ -15,7 +15,7 @@ from datetime import datetime
 from PySide6.QtCore import QModelIndex, Signal
 from PySide6.QtWidgets import QAbstractItemView, QLabel, QTableView, QVBoxLayout, QWidget
 
-from curator.core.flags import Flag
+from curator.core.flag_type import Flag
 from curator.core.wording import agree, plural
 from curator.gui.runtime.operations import StoreOps
 from curator.gui.widgets.flag_view import FLAG_MARK

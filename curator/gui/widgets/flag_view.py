@@ -16,7 +16,7 @@ from typing import Any
 from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QDialog, QDialogButtonBox, QTextBrowser, QVBoxLayout, QWidget
 
-from curator.core.flags import KIND_LABELS, Flag
+from curator.core.flag_type import KIND_LABELS, Flag
 from curator.core.wording import agree, plural
 from curator.gui.widgets.errors import cancel_by_default
 from curator.pipeline.guard_flags import GUARD_KIND_LABELS
