@@ -289,3 +289,22 @@ def test_the_program_leaves_as_before(demo: tuple[Path, int], tmp_path: Path) ->
     assert done.returncode == 0, done.stderr
     assert json.loads(done.stdout)["episodes"]["total"] > 0
     assert (tmp_path / "dataclass-code-data.bin").exists()
+
+
+def test_argparse_messages_are_translated_once_as_gettext_translates_them() -> None:
+    """The command line keeps each argparse message's translation (start-up cost): the
+    kept answer is gettext's."""
+    import gettext
+
+    cli.build_parser(modules=())
+    translate = argparse._  # type: ignore[attr-defined]
+    for message in (
+        "show this help message and exit",
+        "options",
+        "usage: ",
+        "%(prog)s: error: %(message)s\n",
+    ):
+        assert translate(message) == gettext.gettext(message)
+    before = translate.cache_info().hits
+    cli.build_parser(modules=())
+    assert translate.cache_info().hits > before

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import functools
 import gc
 import importlib
 import os
@@ -290,6 +291,20 @@ class _Verbs(NamedTuple):
     common: argparse.ArgumentParser
 
 
+def _memoise_argparse_messages() -> None:
+    """Translate each of argparse's own messages once per process, not at every use.
+
+    argparse passes every message it builds a parser with ("show this help message and
+    exit", "options", ...) to :func:`gettext.gettext`, which looks for a catalogue on disk
+    each time (a few file-system lookups per call, sixty calls for the verbs' stand-ins):
+    a few milliseconds of every start. The answer for a message does not change while
+    the process runs, so it is kept; the command line is the one program that does this
+    (as :mod:`curator.core.kept_code` does for :mod:`dataclasses`)."""
+    translate = argparse._  # type: ignore[attr-defined]
+    if not isinstance(translate, functools._lru_cache_wrapper):
+        argparse._ = functools.lru_cache(maxsize=1024)(translate)  # type: ignore[attr-defined]
+
+
 def build_parser(modules: Collection[str] | None = None) -> _Parser:
     """The ``curator`` parser with the verbs of ``modules`` (default: all) fully defined.
 
@@ -297,6 +312,7 @@ def build_parser(modules: Collection[str] | None = None) -> _Parser:
     shows in the ``--help`` list and names the verb, and :func:`main` then defines that
     verb with its module (:func:`define_verbs`). So a command imports only its own module.
     """
+    _memoise_argparse_messages()
     common = _Parser(add_help=False)
     add_common_options(common, suppress_defaults=True)
     parser = _Parser(
