@@ -308,3 +308,12 @@ def test_argparse_messages_are_translated_once_as_gettext_translates_them() -> N
     before = translate.cache_info().hits
     cli.build_parser(modules=())
     assert translate.cache_info().hits > before
+
+
+def test_a_verb_defined_twice_is_a_conflict_and_only_stand_ins_are_replaced() -> None:
+    parser = cli.build_parser(modules=())
+    assert parser.verbs is not None
+    subparsers = parser.verbs.subparsers
+    subparsers.add_parser("stats")  # the stand-in, replaced
+    with pytest.raises(argparse.ArgumentError, match="conflicting subparser"):
+        subparsers.add_parser("stats")

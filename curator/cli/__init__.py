@@ -266,20 +266,32 @@ class _VerbParsers(argparse._SubParsersAction):
     """The verbs' subparsers action: a verb's ``--help`` line comes from :data:`VERBS`;
     a verb defined by its module replaces its stand-in (see :func:`_parse`)."""
 
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.stand_ins: set[str] = set()
+        """The verbs standing in, not defined by their module yet."""
+
+    def add_stand_in(self, name: str) -> None:
+        """A stand-in for ``name`` that accepts anything, until its module defines it."""
+        self.add_parser(name, add_help=False)
+        self.stand_ins.add(name)
+
     def add_parser(self, name: str, **kwargs: Any) -> argparse.ArgumentParser:
         kwargs.setdefault("help", VERBS[name].help)
+        if name not in self.stand_ins:  # a name defined twice is argparse's conflict, as always
+            parser: argparse.ArgumentParser = super().add_parser(name, **kwargs)
+            return parser
+        self.stand_ins.discard(name)
         parsers = self._name_parser_map  # also argparse's ``choices``: changed in place
         order = list(parsers)
-        stand_in = [a for a in self._choices_actions if a.dest == name]
-        if stand_in:
-            del parsers[name]
-        parser: argparse.ArgumentParser = super().add_parser(name, **kwargs)
-        if stand_in:  # the verb where the stand-in was, in --help's and errors' order
-            position = self._choices_actions.index(stand_in[0])
-            self._choices_actions[position] = self._choices_actions.pop()
-            ordered = {n: parsers[n] for n in order}
-            parsers.clear()
-            parsers.update(ordered)
+        position = next(i for i, a in enumerate(self._choices_actions) if a.dest == name)
+        del parsers[name]
+        parser = super().add_parser(name, **kwargs)
+        # the verb where its stand-in was, in --help's and errors' order
+        self._choices_actions[position] = self._choices_actions.pop()
+        ordered = {n: parsers[n] for n in order}
+        parsers.clear()
+        parsers.update(ordered)
         return parser
 
 
@@ -337,7 +349,7 @@ def build_parser(modules: Collection[str] | None = None) -> _Parser:
         if verb.module in wanted:
             _define_module(verbs, verb.module)
         else:
-            subparsers.add_parser(name, add_help=False)
+            subparsers.add_stand_in(name)
     return parser
 
 
