@@ -10,8 +10,6 @@ from __future__ import annotations
 import json
 import os
 import re
-import subprocess
-import sys
 from functools import cache
 from pathlib import Path
 from typing import Any
@@ -24,6 +22,7 @@ from curator.core.flag_lexicon import LANGUAGES
 from curator.core.flag_lexicon_intents import INTENTS
 from curator.core.flags import detect
 from tests.core.flag_cases import FAMILY_SPECS
+from tests.processes import python_json
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -67,17 +66,7 @@ TEXTS = [
 
 def _probe(texts: list[str]) -> dict[str, object]:
     env = dict(os.environ, PYTHONPATH=str(ROOT))
-    done = subprocess.run(
-        [sys.executable, "-c", PROBE, json.dumps(texts)],
-        env=env,
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=True,
-    )
-    result: dict[str, object] = json.loads(done.stdout)
-    return result
+    return python_json(PROBE, json.dumps(texts), env=env, cwd=ROOT)
 
 
 def test_import_compiles_no_family_and_first_readers_build_once() -> None:

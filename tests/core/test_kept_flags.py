@@ -8,11 +8,8 @@ process that finds every text kept does not load the detector at all.
 
 from __future__ import annotations
 
-import json
 import os
 import shutil
-import subprocess
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -23,6 +20,7 @@ from hypothesis import strategies as st
 import curator.resources_path
 from curator.core import kept_flags
 from curator.core.flags import detect
+from tests.processes import python_json
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -160,18 +158,10 @@ def test_the_detector_is_made_of_curator_core_alone() -> None:
         "before = set(sys.modules)\n"
         "from curator.core.flags import detect\n"
         f"for t in {TEXTS!r}: detect(t, {AXIOMS!r}, {IDENTITY!r})\n"
-        "print(json.dumps(sorted(m for m in set(sys.modules) - before "
-        "if m.startswith('curator'))))\n"
+        "print(json.dumps({'modules': sorted(m for m in set(sys.modules) - before "
+        "if m.startswith('curator'))}))\n"
     )
-    done = subprocess.run(
-        [sys.executable, "-c", probe],
-        env=dict(os.environ, PYTHONPATH=str(ROOT)),
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=True,
-    )
-    ours = json.loads(done.stdout)
+    ours = python_json(probe, env=dict(os.environ, PYTHONPATH=str(ROOT)))["modules"]
     assert "curator.core.flags" in ours
     outside = [m for m in ours if not m.startswith("curator.core.")]
     # the package markers and where the weights are found (the weights are in the key)
@@ -188,19 +178,7 @@ def test_a_process_with_every_text_kept_does_not_load_the_detector(tmp_path: Pat
     )
     env = dict(os.environ, PYTHONPATH=str(ROOT), CURATOR_CACHE_DIR=str(tmp_path))
 
-    def run() -> dict[str, object]:
-        done = subprocess.run(
-            [sys.executable, "-c", probe],
-            env=env,
-            capture_output=True,
-            text=True,
-            timeout=120,
-            check=True,
-        )
-        result: dict[str, object] = json.loads(done.stdout)
-        return result
-
-    first, second = run(), run()
+    first, second = python_json(probe, env=env), python_json(probe, env=env)
     assert first["loaded"] is True and second["loaded"] is False
     expected = [[f.describe() for f in detect(t, AXIOMS, IDENTITY)] for t in TEXTS]
     assert first["found"] == second["found"] == expected
