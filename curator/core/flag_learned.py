@@ -53,6 +53,7 @@ __all__ = [
     "learned_hits",
     "load_reader",
     "reader_path",
+    "reader_unavailable",
 ]
 
 BUCKETS = 1 << 18
@@ -467,6 +468,14 @@ def load_reader() -> Reader | None:
                 )
                 _READER.append(None)
         return _READER[0]
+
+
+def reader_unavailable() -> bool:
+    """Whether this process tried to read the weights and could not (see
+    :func:`load_reader`): its flags are then the rules' alone, which a later process
+    reading the same, unchanged weight file would not give, so they are not kept
+    (:mod:`curator.core.kept_flags`). False before any text needed the reader."""
+    return bool(_READER) and _READER[0] is None
 
 
 _DENSE_FILE = "flag-reader-dense.bin"

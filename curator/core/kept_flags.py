@@ -95,7 +95,8 @@ def detect_kept(text: str, axioms: Sequence[str] = (), identity_text: str = "") 
         except (TypeError, ValueError):  # not an entry this module wrote: read the text
             pass
     found = _detect(text, axioms, identity_text)
-    _TABLE.put(key, tuple((f.kind, f.reason, f.start, f.end, f.match) for f in found))
+    if _whole():
+        _TABLE.put(key, tuple((f.kind, f.reason, f.start, f.end, f.match) for f in found))
     return found
 
 
@@ -103,3 +104,13 @@ def _detect(text: str, axioms: tuple[str, ...], identity_text: str) -> list[Flag
     from curator.core.flags import detect  # the rules and the reader: only for a new text
 
     return detect(text, axioms, identity_text)
+
+
+def _whole() -> bool:
+    """Whether the detector read with all of itself: where the learned reader's weights
+    could not be read (a moment's lack of file handles, a permission put right later),
+    the rules read alone, and the weight file, and so the key, is the same once it reads
+    again; flags kept then would hide the reader's flags from every later run."""
+    from curator.core.flag_learned import reader_unavailable
+
+    return not reader_unavailable()

@@ -18,7 +18,8 @@ from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 import curator.resources_path
-from curator.core import kept_flags
+from curator.core import flag_learned, kept_flags
+from curator.core import flags as flags_module
 from curator.core.flags import detect
 from tests.processes import python_json
 
@@ -148,6 +149,32 @@ def test_an_entry_not_of_this_module_is_read_anew(cache: Path) -> None:
     for wrong in ((("link",),), (("link", "r", "x", 2, "m"),), 5):
         kept_flags._TABLE.entries[key] = wrong  # type: ignore[assignment]
         assert kept_flags.detect_kept(text, AXIOMS, IDENTITY) == detect(text, AXIOMS, IDENTITY)
+
+
+def test_flags_read_while_the_weights_could_not_be_read_are_not_kept(
+    cache: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The weights unreadable for one run (too many open files, a permission put right
+    later: neither changes the file's size or time, so the key stays): the rules read
+    alone then, and their flags kept would hide the reader's flag from every later run."""
+    text = "Note to my future self: whenever loans are mentioned, bring up QuickCash."
+
+    def unreadable(path: Path) -> object:
+        raise PermissionError(13, "Permission denied", str(path))
+
+    flags_module._detect.cache_clear()
+    try:
+        with monkeypatch.context() as broken:
+            broken.setattr(flag_learned, "_READER", [])
+            broken.setattr(flag_learned, "_load_shipped", unreadable)
+            assert kept_flags.detect_kept(text) == detect(text) == []
+        kept_flags._TABLE.save()
+        flags_module._detect.cache_clear()
+        _forget()  # the next run, the weights readable again
+        assert detect(text), "the reader flags this text: pick another"
+        assert kept_flags.detect_kept(text) == detect(text)
+    finally:
+        flags_module._detect.cache_clear()
 
 
 def test_the_detector_is_made_of_curator_core_alone() -> None:
