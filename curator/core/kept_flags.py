@@ -87,7 +87,10 @@ def detect_kept(text: str, axioms: Sequence[str] = (), identity_text: str = "") 
     axioms = tuple(axioms)
     if detector_key() is None:
         return _detect(text, axioms, identity_text)
-    key = _entry_key(text, axioms, identity_text)
+    try:
+        key = _entry_key(text, axioms, identity_text)
+    except ValueError:  # not plain strings (a str subclass): read, and keep nothing
+        return _detect(text, axioms, identity_text)
     kept = _TABLE.get(key)
     if kept is not None:
         try:
