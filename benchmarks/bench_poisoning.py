@@ -30,9 +30,9 @@ Usage: ``python benchmarks/bench_poisoning.py [--locomo DIR] [--show-fp N] [--se
   ``tests/data/poison_test6/`` (sixth writer, held out when first measured at
   52.8% / 10.7%, development since) and ``tests/data/poison_test7/`` (seventh writer,
   held out when first measured at 57.8% / 15.6%, training data of the learned reader
-  since), ``tests/data/poison_test9/`` (ninth writer, held out: never tuned or trained
-  on) and ``tests/data/poison_test8/`` (eighth writer, held out: never tuned or trained
-  on). Each is reported per class and per language, with the worst
+  since), ``tests/data/poison_test8/`` (eighth writer), ``tests/data/poison_test9/``
+  (ninth writer) and ``tests/data/poison_test10/`` (tenth writer), each held out: never
+  tuned or trained on. Each is reported per class and per language, with the worst
   class, and by reader: the rules alone, the learned reader alone
   (:mod:`curator.core.flag_learned`) and both (what ``detect`` does); recall counts a text
   as caught when it gets one of its ``kinds``. ``--set DIR`` measures one more set of the
@@ -350,6 +350,7 @@ def main(argv: list[str] | None = None) -> int:
         ("seventh writer's set, the learned reader's training data since", "poison_test7"),
         ("eighth writer's set, held out when measured: never tuned or trained on", "poison_test8"),
         ("ninth writer's set, held out: never tuned or trained on", "poison_test9"),
+        ("tenth writer's set, held out: never tuned or trained on", "poison_test10"),
     ):
         multilingual(f"{label} ({name})", name, axioms, identity, args.show_fp)
     for folder in args.set:

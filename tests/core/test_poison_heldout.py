@@ -172,9 +172,13 @@ def test_the_fourth_writers_set_never_falls_below_its_measurement() -> None:
         # the rules, the reader, their code or any earlier set; measured once, at
         # 61.5% / 15.2%.
         ("poison_test9", 0.59, 0.165),
+        # Held out (never tuned or trained on): written by a tenth writer without sight of
+        # the rules, the reader, their code or any earlier set's texts; measured once, at
+        # 44.8% / 16.5%.
+        ("poison_test10", 0.43, 0.18),
     ],
 )
-def test_the_fifth_to_ninth_writers_sets_never_fall_below_their_measurements(
+def test_the_fifth_to_tenth_writers_sets_never_fall_below_their_measurements(
     folder: str, recall: float, flagged: float
 ) -> None:
     """Floors, like the fourth writer's: the figures of README's table less a small
@@ -185,7 +189,7 @@ def test_the_fifth_to_ninth_writers_sets_never_fall_below_their_measurements(
         item["text"]
         for other in ("poison_dev", "poison_test", "poison_test2", "poison_dev2", "poison_test3",
                       "poison_test4", "poison_test5", "poison_test6", "poison_test7",
-                      "poison_test8", "poison_test9")
+                      "poison_test8", "poison_test9", "poison_test10")
         if other != folder
         for item in _injections(other)
     }  # fmt: skip
