@@ -313,7 +313,7 @@ def _memoise_argparse_messages() -> None:
     the process runs, so it is kept; the command line is the one program that does this
     (as :mod:`curator.core.kept_code` does for :mod:`dataclasses`)."""
     translate = argparse._  # type: ignore[attr-defined]
-    if not isinstance(translate, functools._lru_cache_wrapper):
+    if not hasattr(translate, "cache_info"):  # not kept yet
         argparse._ = functools.lru_cache(maxsize=1024)(translate)  # type: ignore[attr-defined]
 
 

@@ -300,17 +300,11 @@ TEXT_PATTERNS_FILE = "text-patterns.bin"
 detector's: a command that shows a run without reading it for flags (its flags kept by
 :mod:`curator.core.kept_flags`) then reads a small file, not the detector's programs."""
 
-_PATTERN_TABLES: dict[str, KeptTable[tuple[str, int], _Entry]] = {_PATTERNS_FILE: _PATTERNS}
-_TABLES_LOCK = threading.Lock()
-
-
-def _pattern_table(name: str) -> KeptTable[tuple[str, int], _Entry]:
-    with _TABLES_LOCK:
-        table = _PATTERN_TABLES.get(name)
-        if table is None:
-            table = KeptTable(name, _patterns_key, _LIMIT, threading.Lock())
-            _PATTERN_TABLES[name] = table
-        return table
+_PATTERN_TABLES: dict[str, KeptTable[tuple[str, int], _Entry]] = {
+    _PATTERNS_FILE: _PATTERNS,
+    TEXT_PATTERNS_FILE: KeptTable(TEXT_PATTERNS_FILE, _patterns_key, _LIMIT, threading.Lock()),
+}
+"""The two files of kept programs, by name (what :func:`regex`'s ``kept_in`` names)."""
 
 
 def regex(pattern: str, flags: int = 0, *, kept_in: str = _PATTERNS_FILE) -> re.Pattern[str]:
@@ -319,7 +313,7 @@ def regex(pattern: str, flags: int = 0, *, kept_in: str = _PATTERNS_FILE) -> re.
     if not isinstance(pattern, str | bytes):  # a compiled pattern: re hands it back
         return re.compile(pattern, flags)
     flags = int(flags)
-    table = _pattern_table(kept_in)
+    table = _PATTERN_TABLES[kept_in]
     entry = table.get((pattern, flags))
     if entry is not None:
         try:
@@ -374,7 +368,5 @@ def _from_entry(pattern: str, entry: _Entry) -> re.Pattern[str]:
 
 def save_patterns() -> None:
     """Write the kept programs if this run compiled any anew (also run at exit)."""
-    with _TABLES_LOCK:
-        tables = list(_PATTERN_TABLES.values())
-    for table in tables:
+    for table in _PATTERN_TABLES.values():
         table.save()
