@@ -209,4 +209,21 @@ def serve_http(
         access_log=False,
     )
     with contextlib.closing(sock):
-        anyio.run(lambda: uvicorn.Server(config).serve(sockets=[sock]))
+        anyio.run(
+            lambda: uvicorn.Server(config).serve(sockets=[sock]),
+            backend_options=event_loop_options(),
+        )
+
+
+def event_loop_options() -> dict[str, bool]:
+    """anyio's asyncio options: uvloop's event loop where it is installed.
+
+    uvloop (with httptools, which uvicorn picks by itself when installed) takes about a
+    fifth off the server's CPU per request (``benchmarks/bench_mcp.py``); without it
+    (Windows, or an environment that lacks it) the standard loop serves the same.
+    """
+    try:
+        import uvloop  # noqa: F401  (named here so that the frozen bundle carries it)
+    except ImportError:
+        return {}
+    return {"use_uvloop": True}

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import ipaddress
 import os
+import re
 import stat
+import subprocess
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -22,6 +24,8 @@ from mcp.types import Implementation
 
 from curator.errors import CuratorError
 from curator.mcp_server.http import is_loopback, load_or_create_token, parse_address
+from tests.mcp.conftest import HttpServer, child_env, curator_command
+from tests.processes import stop
 
 Counts = Callable[[Path], dict[str, int]]
 Start = Callable[..., Any]
@@ -107,6 +111,60 @@ def test_two_clients_at_once_each_keep_their_name(
     assert len(results) == 20 and all(r["created"] for r in results)
     assert {r["source"] for r in results} == {"agent-a", "agent-b"}
     assert table_counts(memory_db)["episode"] == before + 20
+
+
+def _loaded_libraries(pid: int) -> str:
+    return Path(f"/proc/{pid}/maps").read_text()
+
+
+@pytest.mark.skipif(not Path("/proc/self/maps").exists(), reason="reads /proc/PID/maps")
+def test_the_http_server_runs_on_uvloop_and_httptools(http_server: Start) -> None:
+    """Both are dependencies (uvicorn's "standard" set): about a fifth less server CPU per
+    request than asyncio's loop and h11 (``benchmarks/bench_mcp.py``)."""
+    server = http_server()
+    status = call(server, lambda client: client.call_tool("memory_status", {}))
+    assert "episodes" in status.structured_content
+    maps = _loaded_libraries(server.process.pid)
+    assert "uvloop/loop." in maps
+    assert "httptools/parser/parser." in maps
+
+
+@pytest.mark.skipif(not Path("/proc/self/maps").exists(), reason="reads /proc/PID/maps")
+def test_without_uvloop_and_httptools_the_server_serves_the_same(
+    tmp_path: Path, memory_db: Path, table_counts: Counts
+) -> None:
+    """Where they cannot be imported (Windows has no uvloop; an environment may lack
+    either), asyncio's loop and h11 serve. Fault injection: two modules that raise
+    ``ImportError`` stand first on the child's path."""
+    blocked = tmp_path / "blocked"
+    blocked.mkdir()
+    for name in ("uvloop", "httptools"):
+        (blocked / f"{name}.py").write_text('raise ImportError("not installed here")\n')
+    env = child_env()
+    env["PYTHONPATH"] = str(blocked) + os.pathsep + env["PYTHONPATH"]
+    process = subprocess.Popen(
+        curator_command(memory_db, "--http", "127.0.0.1:0"),
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=env,
+    )
+    try:
+        assert process.stderr is not None
+        found = re.search(r"serving on (http://\S+/mcp)", process.stderr.readline())
+        assert found, process.stderr.read() if process.poll() is not None else "no announce"
+        server = HttpServer(found.group(1), process, "")
+        before = table_counts(memory_db)["episode"]
+        answer = call(server, lambda client: client.call_tool("record_episode", {"text": "h11"}))
+        assert answer.structured_content["created"]
+        assert table_counts(memory_db)["episode"] == before + 1
+        maps = _loaded_libraries(process.pid)
+        assert "uvloop/loop." not in maps and "httptools/parser/parser." not in maps
+    finally:
+        stop(process)
+        if process.stderr is not None:
+            process.stderr.close()
 
 
 def test_token_required_refuses_missing_and_wrong_tokens(
