@@ -33,6 +33,13 @@ KEEP_ALIVE_S = 30
 reuses the connection fails that call with a read error, so the client must always be the
 one to give up an idle connection first."""
 
+MAX_HEAD_BYTES = 64 * 1024
+"""The most a request's line and headers may take: an MCP call's are well under 2 KiB.
+h11 has such a cap of its own; httptools has none, and it builds a header's value by
+concatenation, so one long header cost CPU with the square of its length (128 MiB: 28 s
+of the event loop, every other client stalled) and many short ones about 17 times their
+size in memory, all before the bearer token is checked."""
+
 
 def parse_address(text: str) -> tuple[str, int]:
     """``HOST:PORT`` (``[::1]:PORT`` for IPv6) as (host, port); port 0 picks a free one.
@@ -207,6 +214,7 @@ def serve_http(
         timeout_keep_alive=KEEP_ALIVE_S,
         proxy_headers=False,
         access_log=False,
+        http=http_protocol(),
     )
     with contextlib.closing(sock):
         anyio.run(
@@ -227,3 +235,61 @@ def event_loop_options() -> dict[str, bool]:
     except ImportError:
         return {}
     return {"use_uvloop": True}
+
+
+def http_protocol() -> Any:
+    """uvicorn's httptools protocol with a request's head cut at :data:`MAX_HEAD_BYTES`
+    (answered 431 and closed), or ``"h11"`` where httptools cannot be imported."""
+    try:
+        from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
+    except ImportError:
+        return "h11"
+
+    class HeadLimitedHttpTools(HttpToolsProtocol):
+        # Checked twice: while a head is still incomplete, by the bytes read for it (which
+        # keeps httptools from ever accumulating more than a read past the cap), and once
+        # it is complete, by its parsed size (a read that completes a head may also carry
+        # a body or the next request, so its length says nothing then).
+        _head_bytes = 0
+        _in_head = True
+        _refused = False
+
+        def data_received(self, data: bytes) -> None:
+            if self._in_head:
+                self._head_bytes += len(data)
+            super().data_received(data)
+            if self._in_head and self._head_bytes > MAX_HEAD_BYTES:
+                self._refuse_head()
+
+        def on_headers_complete(self) -> None:
+            self._in_head = False
+            self._head_bytes = 0
+            size = len(self.url) + sum(len(n) + len(v) + 4 for n, v in self.headers)
+            if self._refused or size > MAX_HEAD_BYTES:
+                self._refuse_head()
+                return
+            super().on_headers_complete()
+
+        def on_body(self, body: bytes) -> None:
+            if not self._refused:
+                super().on_body(body)
+
+        def on_message_complete(self) -> None:
+            if not self._refused:
+                self._in_head = True
+                super().on_message_complete()
+
+        def _refuse_head(self) -> None:
+            if self._refused or self.transport.is_closing():
+                return
+            self._refused = True
+            msg = f"request line and headers over {MAX_HEAD_BYTES // 1024} KiB".encode()
+            self.transport.write(
+                b"HTTP/1.1 431 Request Header Fields Too Large\r\n"
+                b"content-type: text/plain; charset=utf-8\r\n"
+                b"content-length: " + str(len(msg)).encode() + b"\r\n"
+                b"connection: close\r\n\r\n" + msg
+            )
+            self.transport.close()
+
+    return HeadLimitedHttpTools
