@@ -21,9 +21,12 @@ import socket
 import stat
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from curator.errors import CuratorError
+
+if TYPE_CHECKING:
+    import asyncio
 
 TOKEN_FILE_NAME = "mcp-token"
 
@@ -39,6 +42,20 @@ h11 has such a cap of its own; httptools has none, and it builds a header's valu
 concatenation, so one long header cost CPU with the square of its length (128 MiB: 28 s
 of the event loop, every other client stalled) and many short ones about 17 times their
 size in memory, all before the bearer token is checked."""
+
+SHUTDOWN_GRACE_S = 5
+"""On SIGTERM or Ctrl+C, how long calls in progress may take to finish before they are
+cut: a peer that stops in the middle of a body would otherwise keep the server up until
+its read deadline, and one on the standard library's parser (which has none) for ever. A
+record cut there is either committed or not at all (one transaction), and a retry of it
+changes nothing."""
+
+REQUEST_READ_S = 30.0
+"""The most a request may take to arrive, from its first byte (or from the connection's
+opening) to its last: a peer that sends a head or a body a byte at a time, or opens a
+connection and sends nothing, is closed then (408 while its head is incomplete), instead
+of holding a connection, and a file descriptor, for as long as it likes. The keep-alive
+limit only counts between requests."""
 
 
 def parse_address(text: str) -> tuple[str, int]:
@@ -117,17 +134,20 @@ class BearerTokenGate:
 
     def __init__(self, app: Any, token: str) -> None:
         self.app = app
-        self._expected = f"Bearer {token}".encode()
+        self._expected = token.encode()
 
     async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
-        given = dict(scope.get("headers") or ()).get(b"authorization", b"")
-        if hmac.compare_digest(given, self._expected):
+        given = [v for k, v in scope.get("headers") or () if k.lower() == b"authorization"]
+        if len(given) == 1 and self._accepts(given[0]):
             await self.app(scope, receive, send)
             return
-        reason = "a wrong bearer token" if given else "no bearer token"
+        if len(given) > 1:
+            reason = "more than one Authorization header"
+        else:
+            reason = "a wrong bearer token" if given else "no bearer token"
         body = json.dumps(
             {"error": f"refused: {reason}; send Authorization: Bearer TOKEN from the token file"}
         ).encode()
@@ -143,6 +163,13 @@ class BearerTokenGate:
             }
         )
         await send({"type": "http.response.body", "body": body})
+
+    def _accepts(self, value: bytes) -> bool:
+        """``Bearer TOKEN``, the scheme in any case (RFC 9110, 11.1), the token exact."""
+        scheme, _, token = value.partition(b" ")
+        # compared whatever the scheme, so the time taken says nothing about the token
+        same = hmac.compare_digest(token, self._expected)
+        return same and scheme.lower() == b"bearer"
 
 
 def bind(host: str, port: int) -> socket.socket:
@@ -212,6 +239,7 @@ def serve_http(
         log_level="warning",
         lifespan="on",
         timeout_keep_alive=KEEP_ALIVE_S,
+        timeout_graceful_shutdown=SHUTDOWN_GRACE_S,
         proxy_headers=False,
         access_log=False,
         http=http_protocol(),
@@ -239,20 +267,36 @@ def event_loop_options() -> dict[str, bool]:
 
 def http_protocol() -> Any:
     """uvicorn's httptools protocol with a request's head cut at :data:`MAX_HEAD_BYTES`
-    (answered 431 and closed), or ``"h11"`` where httptools cannot be imported."""
+    (answered 431 and closed) and its arrival at :data:`REQUEST_READ_S` (408 or closed),
+    or ``"h11"`` where httptools cannot be imported."""
     try:
         from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
     except ImportError:
         return "h11"
 
     class HeadLimitedHttpTools(HttpToolsProtocol):
-        # Checked twice: while a head is still incomplete, by the bytes read for it (which
-        # keeps httptools from ever accumulating more than a read past the cap), and once
-        # it is complete, by its parsed size (a read that completes a head may also carry
-        # a body or the next request, so its length says nothing then).
+        # The head is checked twice: while it is still incomplete, by the bytes read for
+        # it (which keeps httptools from ever accumulating more than a read past the cap),
+        # and once it is complete, by its parsed size (a read that completes a head may
+        # also carry a body or the next request, so its length says nothing then).
+        # The read deadline is set when the connection opens and when a request's first
+        # byte arrives, and lifted when its last byte has.
         _head_bytes = 0
         _in_head = True
         _refused = False
+        _read_deadline: asyncio.TimerHandle | None = None
+
+        def connection_made(self, transport: Any) -> None:
+            super().connection_made(transport)
+            self._set_read_deadline()
+
+        def connection_lost(self, exc: Exception | None) -> None:
+            self._lift_read_deadline()
+            super().connection_lost(exc)
+
+        def on_message_begin(self) -> None:
+            self._set_read_deadline()
+            super().on_message_begin()
 
         def data_received(self, data: bytes) -> None:
             if self._in_head:
@@ -275,17 +319,42 @@ def http_protocol() -> Any:
                 super().on_body(body)
 
         def on_message_complete(self) -> None:
+            self._lift_read_deadline()
             if not self._refused:
                 self._in_head = True
                 super().on_message_complete()
+
+        def _set_read_deadline(self) -> None:
+            self._lift_read_deadline()
+            self._read_deadline = self.loop.call_later(REQUEST_READ_S, self._read_too_slow)
+
+        def _lift_read_deadline(self) -> None:
+            if self._read_deadline is not None:
+                self._read_deadline.cancel()
+                self._read_deadline = None
+
+        def _read_too_slow(self) -> None:
+            self._read_deadline = None
+            if self.transport.is_closing():
+                return
+            if self._in_head:  # nothing answered yet on this request: say why
+                self._refused = True
+                what = f"request not received within {REQUEST_READ_S:g} s"
+                self._answer_and_close(b"408 Request Timeout", what)
+            else:  # the app has the request: it sees the peer go
+                self.transport.close()
 
         def _refuse_head(self) -> None:
             if self._refused or self.transport.is_closing():
                 return
             self._refused = True
-            msg = f"request line and headers over {MAX_HEAD_BYTES // 1024} KiB".encode()
+            what = f"request line and headers over {MAX_HEAD_BYTES // 1024} KiB"
+            self._answer_and_close(b"431 Request Header Fields Too Large", what)
+
+        def _answer_and_close(self, status: bytes, text: str) -> None:
+            msg = text.encode()
             self.transport.write(
-                b"HTTP/1.1 431 Request Header Fields Too Large\r\n"
+                b"HTTP/1.1 " + status + b"\r\n"
                 b"content-type: text/plain; charset=utf-8\r\n"
                 b"content-length: " + str(len(msg)).encode() + b"\r\n"
                 b"connection: close\r\n\r\n" + msg

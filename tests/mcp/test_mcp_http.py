@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ipaddress
+import json
 import os
 import re
 import stat
@@ -188,6 +189,55 @@ def test_token_required_refuses_missing_and_wrong_tokens(
     recorded = call(server, body, token=token)
     assert not recorded.is_error
     assert table_counts(memory_db)["episode"] == before["episode"] + 1
+
+
+_TOKEN = "tok3n-Secret_value"
+_VALUES = st.one_of(
+    st.sampled_from(["Bearer", "bearer", "BEARER", "BeArEr", "Basic", "Token", ""]).map(
+        lambda scheme: f"{scheme} {_TOKEN}"
+    ),
+    st.sampled_from([_TOKEN, f"Bearer  {_TOKEN}", f"Bearer\t{_TOKEN}", f"Bearer {_TOKEN} "]),
+    st.text(max_size=30).map(lambda t: f"Bearer {t}"),
+)
+_NAMES = st.sampled_from([b"authorization", b"Authorization", b"AUTHORIZATION", b"x-authorization"])
+
+
+@settings(max_examples=200, deadline=None)
+@given(headers=st.lists(st.tuples(_NAMES, _VALUES), max_size=3))
+@example(headers=[(b"authorization", f"bearer {_TOKEN}")])
+@example(headers=[(b"authorization", "Bearer wrong"), (b"authorization", f"Bearer {_TOKEN}")])
+def test_the_gate_takes_exactly_one_bearer_token_in_any_case_of_its_scheme(
+    headers: list[tuple[bytes, str]],
+) -> None:
+    """RFC 9110: the scheme's case does not matter; the token's does. Two Authorization
+    headers are refused, whichever holds the token (a proxy and the server could each
+    read another one)."""
+    from curator.mcp_server.http import BearerTokenGate
+
+    passed: list[bool] = []
+
+    async def app(scope: Any, receive: Any, send: Any) -> None:
+        passed.append(True)
+
+    sent: list[Any] = []
+
+    async def send(message: Any) -> None:
+        sent.append(message)
+
+    async def receive() -> Any:
+        return {"type": "http.request", "body": b""}
+
+    raw = [(name, value.encode("utf-8", "surrogatepass")) for name, value in headers]
+    scope = {"type": "http", "headers": raw}
+    anyio.run(BearerTokenGate(app, _TOKEN), scope, receive, send)
+    given_values = [value for name, value in raw if name.lower() == b"authorization"]
+    scheme, _, token = given_values[0].partition(b" ") if given_values else (b"", b"", b"")
+    expected = len(given_values) == 1 and scheme.lower() == b"bearer" and token == _TOKEN.encode()
+    assert bool(passed) == expected
+    if not expected:
+        assert sent[0]["status"] == 401
+        reason = json.loads(sent[1]["body"])["error"]
+        assert reason.startswith("refused: ") and _TOKEN not in reason
 
 
 def test_the_token_is_kept_between_starts(tmp_path: Path) -> None:

@@ -78,6 +78,7 @@ class _Transport(asyncio.Transport):
         super().__init__()
         self.written = b""
         self.closed = False
+        self.closed_by_server = False
 
     def write(self, data: Any) -> None:
         self.written += bytes(data)
@@ -158,3 +159,101 @@ def test_a_head_is_refused_exactly_when_over_the_cap_however_it_arrives(
     else:
         assert transport.written.startswith(b"HTTP/1.1 431 "), transport.written[:100]
         assert transport.closed and seen == []
+
+
+def _after_a_pause(
+    monkeypatch: pytest.MonkeyPatch, data: bytes, pause: float = 0.3
+) -> tuple[_Transport, list[Any]]:
+    """``data`` fed to a fresh connection, then the server left alone for ``pause`` s
+    with a read deadline of 0.05 s: the transport and the scopes the app was called with."""
+    import uvicorn
+    from uvicorn.server import ServerState
+
+    from curator.mcp_server import http
+
+    monkeypatch.setattr(http, "REQUEST_READ_S", 0.05)
+    protocol_class = http_protocol()
+    if protocol_class == "h11":
+        pytest.skip("httptools is not installed")
+    seen: list[Any] = []
+
+    async def app(scope: Any, receive: Any, send: Any) -> None:
+        seen.append(scope)
+        await send({"type": "http.response.start", "status": 204, "headers": []})
+        await send({"type": "http.response.body", "body": b""})
+
+    async def main() -> _Transport:
+        config = uvicorn.Config(app, http=protocol_class, lifespan="off", log_level="error")
+        config.load()
+        protocol = protocol_class(config=config, server_state=ServerState(), app_state={})
+        transport = _Transport()
+        protocol.connection_made(transport)
+        if data:
+            protocol.data_received(data)
+        await asyncio.sleep(pause)
+        transport.closed_by_server = transport.closed
+        if not transport.closed:
+            protocol.connection_lost(None)  # the peer goes: the connection's timers stop
+        return transport
+
+    return asyncio.run(main()), seen
+
+
+@pytest.mark.parametrize(
+    "data",
+    [
+        b"",  # a connection that says nothing
+        b"POST /mcp HTTP/1.1\r\nHost: x\r\nContent-Le",  # half a head
+    ],
+    ids=["nothing", "half-a-head"],
+)
+def test_a_request_that_does_not_arrive_in_time_is_answered_408_and_closed(
+    monkeypatch: pytest.MonkeyPatch, data: bytes
+) -> None:
+    """A peer sending a head a byte at a time held its connection (and a file
+    descriptor) for as long as it liked: the keep-alive limit counts only between
+    requests."""
+    transport, seen = _after_a_pause(monkeypatch, data)
+    assert transport.written.startswith(b"HTTP/1.1 408 "), transport.written[:100]
+    assert b"not received within 0.05 s" in transport.written
+    assert transport.closed_by_server and seen == []
+
+
+def test_a_body_that_does_not_arrive_in_time_closes_the_connection(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    head = b"POST /mcp HTTP/1.1\r\nHost: x\r\nContent-Length: 100\r\n\r\n"
+    transport, _ = _after_a_pause(monkeypatch, head + b"{" * 10)
+    assert transport.closed_by_server
+    assert not transport.written.startswith(b"HTTP/1.1 408")  # the app owns the answer
+
+
+def test_a_request_that_arrives_in_time_is_served_and_not_cut_later(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The deadline is lifted once the request is in: a keep-alive connection idle after
+    its answer is the keep-alive limit's business."""
+    request = b"POST /mcp HTTP/1.1\r\nHost: x\r\nContent-Length: 2\r\n\r\n{}"
+    transport, seen = _after_a_pause(monkeypatch, request)
+    assert len(seen) == 1
+    assert transport.written.startswith(b"HTTP/1.1 204 ")
+    assert b"408" not in transport.written
+    assert not transport.closed_by_server
+
+
+def test_sigterm_stops_a_server_whose_peer_stopped_in_the_middle_of_a_body(
+    http_server: Start,
+) -> None:
+    """The peer holds a request open (its head in, its body not); the server still stops
+    within its shutdown grace, not at the peer's pleasure."""
+    import signal
+
+    server = http_server()
+    parts = urlparse(server.url)
+    with socket.create_connection((parts.hostname, parts.port), timeout=10) as sock:
+        sock.sendall(_head(server.url, b"Content-Length: 100\r\n\r\n{"))
+        time.sleep(0.5)  # the request reaches the app, which waits for the rest
+        started = time.monotonic()
+        server.process.send_signal(signal.SIGTERM)
+        server.process.wait(timeout=20)
+        assert time.monotonic() - started < 15
