@@ -40,7 +40,10 @@ def test_retraining_from_the_committed_data_gives_the_committed_reader(tmp_path:
     retrained = read_reader(tmp_path / "reader.bin")
     assert retrained.threshold == shipped.threshold
     for head in model.heads:
-        assert retrained.bias[head] == shipped.bias[head]
+        # The same solver on another processor adds in another order (its vector width),
+        # and stops within its tolerance elsewhere: the fifth or sixth digit moves
+        # (-5.555696 here against -5.555640 shipped; 0.980680 against 0.980681).
+        assert retrained.bias[head] == pytest.approx(shipped.bias[head], rel=1e-4, abs=1e-4)
     disagree = 0
     for e in examples:
         buckets = features(e.text)
