@@ -281,6 +281,7 @@ PARTS: dict[str, tuple[object, str, object]] = {
     "cover bound": (dedup_search, "COVER", False),
     "early stop": (dedup_search, "EARLY_STOP", False),
     "block search by substring": (dedup_search, "PLAIN_FIND", False),
+    "compiled block search": (dedup_search, "COMPILED_FIND", False),
 }
 
 

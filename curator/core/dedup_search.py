@@ -21,6 +21,7 @@ import numpy as np
 import numpy.typing as npt
 from rapidfuzz.distance import Indel
 
+from curator.core import difflib_engine
 from curator.core.dedup_match import PLAIN_MAX_LEN, longest_match
 from curator.core.gramcover import GramIndex
 
@@ -29,7 +30,9 @@ __all__ = ["AUTOJUNK_MIN_LEN", "Pool", "Query", "region_cap", "search_row", "set
 #: difflib switches on its autojunk heuristic for second sequences this long.
 AUTOJUNK_MIN_LEN: Final = 200
 #: Cached ``SequenceMatcher`` objects (one per pool text, holding difflib's index of
-#: the pool text).  Bounded so that a huge pool cannot grow memory without limit.
+#: the pool text; about 3 KB for a compiled one of a 110-character text, so at most
+#: about 25 MB while a gate runs).  Bounded so that a huge pool cannot grow memory
+#: without limit.
 MATCHER_CACHE_SIZE: Final = 8192
 #: Regions whose shorter side has at most this many characters (but more than one) are
 #: bounded by that length, the others by their LCS (a one-character side is checked).
@@ -42,6 +45,9 @@ COVER_BATCH: Final = 32
 EARLY_STOP = True
 COVER = True
 PLAIN_FIND = True
+#: difflib's block search, compiled (:mod:`curator.core.difflib_engine`), for every pool
+#: text; where it is not installed, the search in Python (``PLAIN_FIND``) and difflib's.
+COMPILED_FIND = difflib_engine.COMPILED
 
 IntArray = npt.NDArray[np.int64]
 
@@ -117,7 +123,8 @@ class Pool:
             query.offer(1.0, index)
             return 1.0
         short = len(b) < AUTOJUNK_MIN_LEN  # no popular characters: blocks are substrings
-        plain = PLAIN_FIND and len(b) < PLAIN_MAX_LEN  # difflib's block, found faster
+        # difflib's block: compiled, else (short texts) by substring search, else difflib's
+        plain = not COMPILED_FIND and PLAIN_FIND and len(b) < PLAIN_MAX_LEN
         find = None if plain else self._matcher(index, a).find_longest_match
         # Regions as (-cap, alo, ahi, blo, bhi), a heap: the region that could add the
         # most first, it settles a loser soonest.
@@ -165,7 +172,8 @@ class Pool:
         if matcher is None:
             if len(self._matchers) >= MATCHER_CACHE_SIZE:
                 self._matchers.pop(next(iter(self._matchers)))
-            matcher = difflib.SequenceMatcher(None, a, self.texts[index])
+            kind = difflib_engine.SequenceMatcher if COMPILED_FIND else difflib.SequenceMatcher
+            matcher = kind(None, a, self.texts[index])
             self._matchers[index] = matcher
         else:
             matcher.set_seq1(a)

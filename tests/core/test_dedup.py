@@ -270,7 +270,9 @@ def _count_finds(matcher: difflib.SequenceMatcher[str]) -> list[tuple[int, ...]]
 def test_exact_ratio_of_a_losing_pair_stops_after_its_first_block(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    """Why the early stop exists: difflib needs 26 blocks searches for this pair."""
+    """Why the early stop exists: difflib needs 26 blocks searches for this pair (counted
+    on the search in Python, which the compiled matcher replaces where installed)."""
+    monkeypatch.setattr(dedup_search, "COMPILED_FIND", False)
     a = "Users who mention rate limits tend to retry within an hour after a failed payment."
     b = "Customers asking about refunds usually retry within a day when the docs are unclear."
     full = difflib.SequenceMatcher(None, a, b)
@@ -386,11 +388,15 @@ _thresholds = st.one_of(
 def test_gate_equals_reference(
     batch: tuple[list[str], list[str]], thresholds: tuple[float, float]
 ) -> None:
+    """With the compiled block search where installed, and with the search in Python."""
     new, existing = batch
     skip, update = thresholds
     expected = reference_gate(new, existing, skip=skip, update=update)
     actual = gate(new, existing, skip=skip, update=update)
     assert actual == expected  # action, target and the exact float ratio
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(dedup_search, "COMPILED_FIND", not dedup_search.COMPILED_FIND)
+        assert gate(new, existing, skip=skip, update=update) == expected
 
 
 _SAMPLE = (
