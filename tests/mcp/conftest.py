@@ -105,14 +105,14 @@ def http_server(memory_db: Path) -> Iterator[Callable[..., HttpServer]]:
     """
     started: list[subprocess.Popen[str]] = []
 
-    def start(*args: str, db: Path = memory_db) -> HttpServer:
+    def start(*args: str, db: Path = memory_db, env: dict[str, str] | None = None) -> HttpServer:
         process = subprocess.Popen(
             curator_command(db, "--http", "127.0.0.1:0", *args),
             stdin=subprocess.DEVNULL,
             stdout=subprocess.DEVNULL,
             stderr=subprocess.PIPE,
             text=True,
-            env=child_env(),
+            env=env or child_env(),
         )
         started.append(process)
         assert process.stderr is not None

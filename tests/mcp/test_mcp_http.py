@@ -5,9 +5,7 @@ from __future__ import annotations
 import ipaddress
 import json
 import os
-import re
 import stat
-import subprocess
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -25,8 +23,7 @@ from mcp.types import Implementation
 
 from curator.errors import CuratorError
 from curator.mcp_server.http import is_loopback, load_or_create_token, parse_address
-from tests.mcp.conftest import HttpServer, child_env, curator_command
-from tests.processes import stop
+from tests.mcp.conftest import child_env
 
 Counts = Callable[[Path], dict[str, int]]
 Start = Callable[..., Any]
@@ -132,7 +129,7 @@ def test_the_http_server_runs_on_uvloop_and_httptools(http_server: Start) -> Non
 
 @pytest.mark.skipif(not Path("/proc/self/maps").exists(), reason="reads /proc/PID/maps")
 def test_without_uvloop_and_httptools_the_server_serves_the_same(
-    tmp_path: Path, memory_db: Path, table_counts: Counts
+    http_server: Start, tmp_path: Path, memory_db: Path, table_counts: Counts
 ) -> None:
     """Where they cannot be imported (Windows has no uvloop; an environment may lack
     either), asyncio's loop and h11 serve. Fault injection: two modules that raise
@@ -143,29 +140,13 @@ def test_without_uvloop_and_httptools_the_server_serves_the_same(
         (blocked / f"{name}.py").write_text('raise ImportError("not installed here")\n')
     env = child_env()
     env["PYTHONPATH"] = str(blocked) + os.pathsep + env["PYTHONPATH"]
-    process = subprocess.Popen(
-        curator_command(memory_db, "--http", "127.0.0.1:0"),
-        stdin=subprocess.DEVNULL,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE,
-        text=True,
-        env=env,
-    )
-    try:
-        assert process.stderr is not None
-        found = re.search(r"serving on (http://\S+/mcp)", process.stderr.readline())
-        assert found, process.stderr.read() if process.poll() is not None else "no announce"
-        server = HttpServer(found.group(1), process, "")
-        before = table_counts(memory_db)["episode"]
-        answer = call(server, lambda client: client.call_tool("record_episode", {"text": "h11"}))
-        assert answer.structured_content["created"]
-        assert table_counts(memory_db)["episode"] == before + 1
-        maps = _loaded_libraries(process.pid)
-        assert "uvloop/loop." not in maps and "httptools/parser/parser." not in maps
-    finally:
-        stop(process)
-        if process.stderr is not None:
-            process.stderr.close()
+    server = http_server(env=env)
+    before = table_counts(memory_db)["episode"]
+    answer = call(server, lambda client: client.call_tool("record_episode", {"text": "h11"}))
+    assert answer.structured_content["created"]
+    assert table_counts(memory_db)["episode"] == before + 1
+    maps = _loaded_libraries(server.process.pid)
+    assert "uvloop/loop." not in maps and "httptools/parser/parser." not in maps
 
 
 def test_token_required_refuses_missing_and_wrong_tokens(

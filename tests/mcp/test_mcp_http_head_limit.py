@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import itertools
 import socket
 import time
 from typing import Any
@@ -99,9 +100,10 @@ class _Transport(asyncio.Transport):
         pass
 
 
-def _feed(head_size: int, body_size: int, cuts: list[int]) -> tuple[_Transport, list[Any]]:
-    """A request with a head of ``head_size`` bytes and a body of ``body_size``, fed to
-    the protocol cut at ``cuts``; the transport and the scopes the app was called with."""
+def _drive(chunks: list[bytes], pause: float = 0.0) -> tuple[_Transport, list[Any]]:
+    """``chunks`` fed, one read each, to a fresh connection of the real protocol (a test
+    double stands in for the socket), then the loop left to run for ``pause`` s: the
+    transport and the scopes the app was called with."""
     import uvicorn
     from uvicorn.server import ServerState
 
@@ -115,27 +117,33 @@ def _feed(head_size: int, body_size: int, cuts: list[int]) -> tuple[_Transport, 
         await send({"type": "http.response.start", "status": 204, "headers": []})
         await send({"type": "http.response.body", "body": b""})
 
-    head = b"POST /mcp HTTP/1.1\r\nHost: x\r\nContent-Length: %d\r\nX-Pad: " % body_size
-    pad = max(0, head_size - len(head) - 4)
-    data = head + b"a" * pad + b"\r\n\r\n" + b"b" * body_size
-
     async def main() -> _Transport:
         config = uvicorn.Config(app, http=protocol_class, lifespan="off", log_level="error")
         config.load()
         protocol = protocol_class(config=config, server_state=ServerState(), app_state={})
         transport = _Transport()
         protocol.connection_made(transport)
-        start = 0
-        for cut in sorted({c % (len(data) + 1) for c in cuts} | {len(data)}):
+        for chunk in chunks:
             if transport.is_closing():
                 break
-            if cut > start:
-                protocol.data_received(data[start:cut])
-                start = cut
-        await asyncio.sleep(0)
+            protocol.data_received(chunk)
+        await asyncio.sleep(pause)
+        transport.closed_by_server = transport.closed
+        if not transport.closed:
+            protocol.connection_lost(None)  # the peer goes: the connection's timers stop
         return transport
 
     return asyncio.run(main()), seen
+
+
+def _feed(head_size: int, body_size: int, cuts: list[int]) -> tuple[_Transport, list[Any]]:
+    """A request with a head of ``head_size`` bytes and a body of ``body_size``, fed to
+    the protocol cut at ``cuts``; the transport and the scopes the app was called with."""
+    head = b"POST /mcp HTTP/1.1\r\nHost: x\r\nContent-Length: %d\r\nX-Pad: " % body_size
+    pad = max(0, head_size - len(head) - 4)
+    data = head + b"a" * pad + b"\r\n\r\n" + b"b" * body_size
+    edges = [0, *sorted({c % (len(data) + 1) for c in cuts} | {len(data)})]
+    return _drive([data[a:b] for a, b in itertools.pairwise(edges) if b > a])
 
 
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -165,38 +173,11 @@ def _after_a_pause(
     monkeypatch: pytest.MonkeyPatch, data: bytes, pause: float = 0.3
 ) -> tuple[_Transport, list[Any]]:
     """``data`` fed to a fresh connection, then the server left alone for ``pause`` s
-    with a read deadline of 0.05 s: the transport and the scopes the app was called with."""
-    import uvicorn
-    from uvicorn.server import ServerState
-
+    with a read deadline of 0.05 s."""
     from curator.mcp_server import http
 
     monkeypatch.setattr(http, "REQUEST_READ_S", 0.05)
-    protocol_class = http_protocol()
-    if protocol_class == "h11":
-        pytest.skip("httptools is not installed")
-    seen: list[Any] = []
-
-    async def app(scope: Any, receive: Any, send: Any) -> None:
-        seen.append(scope)
-        await send({"type": "http.response.start", "status": 204, "headers": []})
-        await send({"type": "http.response.body", "body": b""})
-
-    async def main() -> _Transport:
-        config = uvicorn.Config(app, http=protocol_class, lifespan="off", log_level="error")
-        config.load()
-        protocol = protocol_class(config=config, server_state=ServerState(), app_state={})
-        transport = _Transport()
-        protocol.connection_made(transport)
-        if data:
-            protocol.data_received(data)
-        await asyncio.sleep(pause)
-        transport.closed_by_server = transport.closed
-        if not transport.closed:
-            protocol.connection_lost(None)  # the peer goes: the connection's timers stop
-        return transport
-
-    return asyncio.run(main()), seen
+    return _drive([data] if data else [], pause)
 
 
 @pytest.mark.parametrize(
