@@ -1,13 +1,13 @@
 """difflib's ``SequenceMatcher``, compiled where it can be.
 
 The dedup gate's contract is the standard library's ``difflib.SequenceMatcher`` ratio, and
-almost all of the gate's remaining time is difflib's block search
-(``find_longest_match``), a loop in Python.  ``cydifflib`` is the same module compiled with
-Cython: the same code, so the same blocks, ties and ratios to the last bit
+on its hardest batches (texts close to nothing in memory) half of the gate's time was the
+block search (``find_longest_match``), a loop in Python.  ``cydifflib`` is the same module
+compiled with Cython: the same code, so the same blocks, ties and ratios to the last bit
 (``tests/core/test_difflib_engine.py`` holds the two equal on generated texts, long ones
-with difflib's popular characters included).  Measured on the block searches of a real
-batch, it finds each block about 3.5 times faster than the gate's own search in Python
-(:mod:`curator.core.dedup_match`), and a whole ratio about 5 times faster than difflib.
+with difflib's popular characters included).  It finds a block 2 to 3.5 times faster than
+the gate's own search in Python (:mod:`curator.core.dedup_match`), and a whole ratio
+about 5 times faster than difflib (``benchmarks/RESULTS-dedup.md``).
 
 It is a dependency wherever it publishes a wheel (CPython 3.11 to 3.13 on Linux, macOS and
 Windows); elsewhere the standard library's matcher serves and :data:`COMPILED` is false,

@@ -254,9 +254,10 @@ def serve_http(
 def event_loop_options() -> dict[str, bool]:
     """anyio's asyncio options: uvloop's event loop where it is installed.
 
-    uvloop (with httptools, which uvicorn picks by itself when installed) takes about a
-    fifth off the server's CPU per request (``benchmarks/bench_mcp.py``); without it
-    (Windows, or an environment that lacks it) the standard loop serves the same.
+    uvloop with httptools (which :func:`http_protocol` picks where installed) takes 12 to
+    14 % off the server's CPU per recorded episode (``benchmarks/RESULTS-mcp-record.md``);
+    without it (Windows, or an environment that lacks it) the standard loop serves the
+    same.
     """
     try:
         import uvloop  # noqa: F401  (named here so that the frozen bundle carries it)

@@ -117,8 +117,8 @@ def _loaded_libraries(pid: int) -> str:
 
 @pytest.mark.skipif(not Path("/proc/self/maps").exists(), reason="reads /proc/PID/maps")
 def test_the_http_server_runs_on_uvloop_and_httptools(http_server: Start) -> None:
-    """Both are dependencies (uvicorn's "standard" set): about a fifth less server CPU per
-    request than asyncio's loop and h11 (``benchmarks/bench_mcp.py``)."""
+    """Both are dependencies (uvicorn's "standard" set): 12 to 14 % less server CPU per
+    recorded episode than asyncio's loop and h11 (``benchmarks/RESULTS-mcp-record.md``)."""
     server = http_server()
     status = call(server, lambda client: client.call_tool("memory_status", {}))
     assert "episodes" in status.structured_content
