@@ -305,6 +305,11 @@ def http_protocol() -> Any:
             super().data_received(data)
             if self._in_head and self._head_bytes > MAX_HEAD_BYTES:
                 self._refuse_head()
+            elif self._in_head and self._read_deadline is None and not self._serving():
+                # Bytes between requests that begin none (httptools skips CR and LF
+                # there) cancelled uvicorn's keep-alive limit: without a deadline the
+                # connection would be held for ever.
+                self._set_read_deadline()
 
         def on_headers_complete(self) -> None:
             self._in_head = False
@@ -334,9 +339,19 @@ def http_protocol() -> Any:
                 self._read_deadline.cancel()
                 self._read_deadline = None
 
+        def _serving(self) -> bool:
+            """Whether an earlier request's call is still running on this connection."""
+            return self.cycle is not None and not self.cycle.response_complete
+
         def _read_too_slow(self) -> None:
             self._read_deadline = None
             if self.transport.is_closing():
+                return
+            if self.flow.read_paused or (self._in_head and self._serving()):
+                # The server holds this request up, not the peer: a pipelined request
+                # waits (its reading paused) for the call before it, which must not be
+                # cut, nor answered with this request's 408. Its time starts again.
+                self._set_read_deadline()
                 return
             if self._in_head:  # nothing answered yet on this request: say why
                 self._refused = True

@@ -1,0 +1,149 @@
+"""``curator mcp --http``: the read deadline on keep-alive and pipelined connections.
+
+Bytes that begin no request (CR and LF between requests, which httptools skips) cancelled
+uvicorn's keep-alive limit while no read deadline was set: one ``\\r\\n`` after an answer
+held the connection for ever. And the deadline of a pipelined request ran while the server
+itself held that request up (behind a call still running): a partial second request had
+its 408 written before the first one's answer, which was then lost, and a second request
+whose body the server had not read yet closed the connection under the first call.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from curator.mcp_server import http
+from tests.mcp.test_mcp_http_head_limit import _Transport
+
+DEADLINE_S = 0.05
+
+
+class _PausingTransport(_Transport):
+    """Records each write, and whether reading is paused (the peer's bytes then wait)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.paused = False
+        self.writes: list[bytes] = []
+
+    def write(self, data: Any) -> None:
+        if not self.closed:  # a closed transport sends nothing more
+            self.writes.append(bytes(data))
+            super().write(data)
+
+    def pause_reading(self) -> None:
+        self.paused = True
+
+    def resume_reading(self) -> None:
+        self.paused = False
+
+
+def _serve(
+    monkeypatch: pytest.MonkeyPatch,
+    feeds: list[tuple[float, bytes]],
+    *,
+    call_s: float = 0.0,
+    keep_alive_s: float = 0.1,
+    total_s: float = 0.6,
+) -> _PausingTransport:
+    """Each ``(at, data)`` fed at ``at`` s (later while reading is paused) to a connection
+    whose app echoes the body after ``call_s`` s; the transport after ``total_s`` s."""
+    import uvicorn
+    from uvicorn.server import ServerState
+
+    monkeypatch.setattr(http, "REQUEST_READ_S", DEADLINE_S)
+    protocol_class = http.http_protocol()
+    if protocol_class == "h11":
+        pytest.skip("httptools is not installed")
+
+    async def app(scope: Any, receive: Any, send: Any) -> None:
+        body = b""
+        while True:
+            message = await receive()
+            body += message.get("body", b"")
+            if not message.get("more_body"):
+                break
+        await asyncio.sleep(call_s)
+        headers = [(b"content-length", str(len(body)).encode())]
+        await send({"type": "http.response.start", "status": 200, "headers": headers})
+        await send({"type": "http.response.body", "body": body})
+
+    async def main() -> _PausingTransport:
+        config = uvicorn.Config(
+            app,
+            http=protocol_class,
+            lifespan="off",
+            log_level="error",
+            timeout_keep_alive=keep_alive_s,
+        )
+        config.load()
+        protocol = protocol_class(config=config, server_state=ServerState(), app_state={})
+        transport = _PausingTransport()
+        protocol.connection_made(transport)
+        loop = asyncio.get_running_loop()
+        start = loop.time()
+        pending = list(feeds)
+        while loop.time() - start < total_s:
+            due = pending and loop.time() - start >= pending[0][0]
+            if due and not transport.paused and not transport.closed:
+                protocol.data_received(pending.pop(0)[1])
+            await asyncio.sleep(0.005)
+        transport.closed_by_server = transport.closed
+        if not transport.closed:
+            protocol.connection_lost(None)  # the peer goes: the connection's timers stop
+        return transport
+
+    return asyncio.run(main())
+
+
+def _request(body: bytes) -> bytes:
+    return b"POST /mcp HTTP/1.1\r\nHost: x\r\nContent-Length: %d\r\n\r\n%s" % (len(body), body)
+
+
+@settings(
+    max_examples=15,
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture],
+)
+@given(stray=st.text(st.sampled_from("\r\n"), min_size=1, max_size=6).map(str.encode))
+def test_bytes_between_requests_do_not_keep_a_connection_open_for_ever(
+    monkeypatch: pytest.MonkeyPatch, stray: bytes
+) -> None:
+    transport = _serve(monkeypatch, [(0.0, _request(b"{}")), (0.02, stray)], total_s=0.5)
+    assert transport.written.startswith(b"HTTP/1.1 200 ")
+    assert transport.closed_by_server  # by the read deadline, not held for ever
+
+
+def test_a_partial_pipelined_request_does_not_take_the_answer_of_the_one_before(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The first request arrived whole; its call outlasts the second one's deadline."""
+    transport = _serve(
+        monkeypatch, [(0.0, _request(b"one") + b"POST /mcp HTT")], call_s=0.2, total_s=0.5
+    )
+    assert transport.written.startswith(b"HTTP/1.1 200 OK\r\n"), transport.written[:80]
+    assert transport.writes[1] == b"one"
+    assert transport.written.endswith(b"not received within 0.05 s")  # then its own 408
+    assert transport.closed_by_server
+
+
+def test_a_call_is_not_cut_by_a_pipelined_request_whose_body_the_server_has_not_read(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The second request's body is held back by the server (reading paused until the
+    first call answers), not by its peer: both are answered."""
+    second_head = b"POST /mcp HTTP/1.1\r\nHost: x\r\nContent-Length: 3\r\n\r\n"
+    transport = _serve(
+        monkeypatch,
+        [(0.0, _request(b"one")), (0.02, second_head), (0.03, b"two")],
+        call_s=0.2,
+        total_s=0.8,
+    )
+    assert transport.writes[1:2] == [b"one"], transport.writes
+    assert transport.writes[3:4] == [b"two"], transport.writes
+    assert b"408" not in transport.written
