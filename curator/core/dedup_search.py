@@ -30,10 +30,12 @@ __all__ = ["AUTOJUNK_MIN_LEN", "Pool", "Query", "region_cap", "search_row", "set
 #: difflib switches on its autojunk heuristic for second sequences this long.
 AUTOJUNK_MIN_LEN: Final = 200
 #: Cached ``SequenceMatcher`` objects (one per pool text, holding difflib's index of
-#: the pool text; about 3 KB for a compiled one of a 110-character text, so at most
-#: about 25 MB while a gate runs).  Bounded so that a huge pool cannot grow memory
-#: without limit.
+#: the pool text), at most this many, and holding pool texts of at most
+#: ``MATCHER_CACHE_CHARS`` characters together: a compiled matcher takes about 3 KB
+#: plus 12 bytes a character of its text (6 KB at 110 characters, 243 KB at 20,000),
+#: so the cache stays under about 50 MB while a gate runs, whatever the texts' length.
 MATCHER_CACHE_SIZE: Final = 8192
+MATCHER_CACHE_CHARS: Final = 2_000_000
 #: Regions whose shorter side has at most this many characters (but more than one) are
 #: bounded by that length, the others by their LCS (a one-character side is checked).
 #: 4 saved rapidfuzz calls; with settled regions (:func:`settled`) exact caps pay more.
@@ -58,6 +60,7 @@ class Pool:
     def __init__(self, existing: Sequence[str]) -> None:
         self.texts: list[str] = list(existing)
         self._matchers: dict[int, difflib.SequenceMatcher[str]] = {}
+        self._matcher_chars = 0  # the length of the pool texts in ``_matchers``
         self._existing = len(self.texts)
         self._grams: GramIndex | None = None
         self._gram_slot: IntArray = np.zeros(0, dtype=np.int64)
@@ -170,8 +173,15 @@ class Pool:
     def _matcher(self, index: int, a: str) -> difflib.SequenceMatcher[str]:
         matcher = self._matchers.get(index)
         if matcher is None:
-            if len(self._matchers) >= MATCHER_CACHE_SIZE:
-                self._matchers.pop(next(iter(self._matchers)))
+            size = len(self.texts[index])
+            while self._matchers and (
+                len(self._matchers) >= MATCHER_CACHE_SIZE
+                or self._matcher_chars + size > MATCHER_CACHE_CHARS
+            ):
+                oldest = next(iter(self._matchers))
+                del self._matchers[oldest]
+                self._matcher_chars -= len(self.texts[oldest])
+            self._matcher_chars += size
             kind = difflib_engine.SequenceMatcher if COMPILED_FIND else difflib.SequenceMatcher
             matcher = kind(None, a, self.texts[index])
             self._matchers[index] = matcher

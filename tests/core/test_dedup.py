@@ -436,6 +436,7 @@ def test_gate_equals_reference_across_chunks_and_cache_evictions(
     monkeypatch.setattr(dedup, "ADDED_FIRST", added_first)
     monkeypatch.setattr(dedup, "_CHUNK", 3)
     monkeypatch.setattr(dedup_search, "MATCHER_CACHE_SIZE", 2)
+    monkeypatch.setattr(dedup_search, "MATCHER_CACHE_CHARS", 300)  # fewer for long texts
     monkeypatch.setattr(dedup_search, "COVER_BATCH", 1)
     base = [
         "users retry after a rate limit error",
@@ -535,3 +536,30 @@ def test_word_index_ranks_the_parts_of_a_merge_first() -> None:
     assert index.best("unknown words only", 3).size == 0
     assert index.best("zebra", 0).size == 0
     assert WordIndex([]).best("zebra", 3).size == 0
+
+
+@settings(max_examples=100, deadline=None)
+@given(
+    lengths=st.lists(st.integers(0, 400), min_size=1, max_size=12),
+    visits=st.lists(st.integers(0, 11), max_size=40),
+    size=st.integers(1, 4),
+    chars=st.integers(0, 600),
+)
+def test_the_matcher_cache_keeps_within_its_count_and_its_characters(
+    lengths: list[int], visits: list[int], size: int, chars: int
+) -> None:
+    """A compiled matcher grows with its text (243 KB at 20,000 characters): the cache is
+    bounded by the characters it holds as well as by its count (one text longer than the
+    whole budget is still held alone, for the pair at hand)."""
+    pool = dedup_search.Pool(["ab c" * (n // 4) + "x" * (n % 4) for n in lengths])
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(dedup_search, "MATCHER_CACHE_SIZE", size)
+        patch.setattr(dedup_search, "MATCHER_CACHE_CHARS", chars)
+        for visit in visits:
+            index = visit % len(lengths)
+            matcher = pool._matcher(index, "abc")
+            assert matcher.b == pool.texts[index]
+            held = [len(pool.texts[i]) for i in pool._matchers]
+            assert pool._matcher_chars == sum(held)
+            assert len(held) <= size
+            assert sum(held) <= chars or len(held) == 1
