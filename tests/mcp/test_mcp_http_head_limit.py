@@ -20,7 +20,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from curator.mcp_server.http import MAX_HEAD_BYTES, http_protocol
+from curator.mcp_server.http import MAX_HEAD_BYTES
+from tests.mcp.protocol_driver import FakeTransport, connect, hang_up
 from tests.mcp.test_mcp_http import call
 
 Start = Any
@@ -74,42 +75,9 @@ def test_an_oversized_head_is_refused_and_the_server_keeps_serving(
     assert server.process.poll() is None
 
 
-class _Transport(asyncio.Transport):
-    def __init__(self) -> None:
-        super().__init__()
-        self.written = b""
-        self.closed = False
-        self.closed_by_server = False
-
-    def write(self, data: Any) -> None:
-        self.written += bytes(data)
-
-    def close(self) -> None:
-        self.closed = True
-
-    def is_closing(self) -> bool:
-        return self.closed
-
-    def get_extra_info(self, name: str, default: Any = None) -> Any:
-        return {"peername": ("127.0.0.1", 1), "sockname": ("127.0.0.1", 2)}.get(name, default)
-
-    def pause_reading(self) -> None:
-        pass
-
-    def resume_reading(self) -> None:
-        pass
-
-
-def _drive(chunks: list[bytes], pause: float = 0.0) -> tuple[_Transport, list[Any]]:
-    """``chunks`` fed, one read each, to a fresh connection of the real protocol (a test
-    double stands in for the socket), then the loop left to run for ``pause`` s: the
-    transport and the scopes the app was called with."""
-    import uvicorn
-    from uvicorn.server import ServerState
-
-    protocol_class = http_protocol()
-    if protocol_class == "h11":
-        pytest.skip("httptools is not installed")
+def _drive(chunks: list[bytes], pause: float = 0.0) -> tuple[FakeTransport, list[Any]]:
+    """``chunks`` fed, one read each, to a fresh connection, then the loop left to run for
+    ``pause`` s: the transport and the scopes the app was called with."""
     seen: list[Any] = []
 
     async def app(scope: Any, receive: Any, send: Any) -> None:
@@ -117,26 +85,21 @@ def _drive(chunks: list[bytes], pause: float = 0.0) -> tuple[_Transport, list[An
         await send({"type": "http.response.start", "status": 204, "headers": []})
         await send({"type": "http.response.body", "body": b""})
 
-    async def main() -> _Transport:
-        config = uvicorn.Config(app, http=protocol_class, lifespan="off", log_level="error")
-        config.load()
-        protocol = protocol_class(config=config, server_state=ServerState(), app_state={})
-        transport = _Transport()
-        protocol.connection_made(transport)
+    async def main() -> FakeTransport:
+        transport = FakeTransport()
+        protocol = connect(app, transport)
         for chunk in chunks:
             if transport.is_closing():
                 break
             protocol.data_received(chunk)
         await asyncio.sleep(pause)
-        transport.closed_by_server = transport.closed
-        if not transport.closed:
-            protocol.connection_lost(None)  # the peer goes: the connection's timers stop
+        hang_up(protocol, transport)
         return transport
 
     return asyncio.run(main()), seen
 
 
-def _feed(head_size: int, body_size: int, cuts: list[int]) -> tuple[_Transport, list[Any]]:
+def _feed(head_size: int, body_size: int, cuts: list[int]) -> tuple[FakeTransport, list[Any]]:
     """A request with a head of ``head_size`` bytes and a body of ``body_size``, fed to
     the protocol cut at ``cuts``; the transport and the scopes the app was called with."""
     head = b"POST /mcp HTTP/1.1\r\nHost: x\r\nContent-Length: %d\r\nX-Pad: " % body_size
@@ -171,7 +134,7 @@ def test_a_head_is_refused_exactly_when_over_the_cap_however_it_arrives(
 
 def _after_a_pause(
     monkeypatch: pytest.MonkeyPatch, data: bytes, pause: float = 0.3
-) -> tuple[_Transport, list[Any]]:
+) -> tuple[FakeTransport, list[Any]]:
     """``data`` fed to a fresh connection, then the server left alone for ``pause`` s
     with a read deadline of 0.05 s."""
     from curator.mcp_server import http

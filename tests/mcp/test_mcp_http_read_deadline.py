@@ -18,29 +18,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from curator.mcp_server import http
-from tests.mcp.test_mcp_http_head_limit import _Transport
+from tests.mcp.protocol_driver import FakeTransport, connect, hang_up
 
 DEADLINE_S = 0.05
-
-
-class _PausingTransport(_Transport):
-    """Records each write, and whether reading is paused (the peer's bytes then wait)."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.paused = False
-        self.writes: list[bytes] = []
-
-    def write(self, data: Any) -> None:
-        if not self.closed:  # a closed transport sends nothing more
-            self.writes.append(bytes(data))
-            super().write(data)
-
-    def pause_reading(self) -> None:
-        self.paused = True
-
-    def resume_reading(self) -> None:
-        self.paused = False
 
 
 def _serve(
@@ -50,16 +30,10 @@ def _serve(
     call_s: float = 0.0,
     keep_alive_s: float = 0.1,
     total_s: float = 0.6,
-) -> _PausingTransport:
+) -> FakeTransport:
     """Each ``(at, data)`` fed at ``at`` s (later while reading is paused) to a connection
     whose app echoes the body after ``call_s`` s; the transport after ``total_s`` s."""
-    import uvicorn
-    from uvicorn.server import ServerState
-
     monkeypatch.setattr(http, "REQUEST_READ_S", DEADLINE_S)
-    protocol_class = http.http_protocol()
-    if protocol_class == "h11":
-        pytest.skip("httptools is not installed")
 
     async def app(scope: Any, receive: Any, send: Any) -> None:
         body = b""
@@ -73,18 +47,9 @@ def _serve(
         await send({"type": "http.response.start", "status": 200, "headers": headers})
         await send({"type": "http.response.body", "body": body})
 
-    async def main() -> _PausingTransport:
-        config = uvicorn.Config(
-            app,
-            http=protocol_class,
-            lifespan="off",
-            log_level="error",
-            timeout_keep_alive=keep_alive_s,
-        )
-        config.load()
-        protocol = protocol_class(config=config, server_state=ServerState(), app_state={})
-        transport = _PausingTransport()
-        protocol.connection_made(transport)
+    async def main() -> FakeTransport:
+        transport = FakeTransport()
+        protocol = connect(app, transport, timeout_keep_alive=keep_alive_s)
         loop = asyncio.get_running_loop()
         start = loop.time()
         pending = list(feeds)
@@ -93,9 +58,7 @@ def _serve(
             if due and not transport.paused and not transport.closed:
                 protocol.data_received(pending.pop(0)[1])
             await asyncio.sleep(0.005)
-        transport.closed_by_server = transport.closed
-        if not transport.closed:
-            protocol.connection_lost(None)  # the peer goes: the connection's timers stop
+        hang_up(protocol, transport)
         return transport
 
     return asyncio.run(main())
