@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import contextlib
 import sqlite3
+import threading
 import time
 from abc import ABC, abstractmethod
 from dataclasses import dataclass
@@ -63,6 +64,19 @@ class Change:
 class ChangeWatcher(ABC):
     """Waits for the next change; one per thread (it owns a connection of its own)."""
 
+    def __init__(self) -> None:
+        self._interrupted = threading.Event()
+
+    def interrupt(self) -> None:
+        """End the current wait and every later one at once (from any thread): a window
+        that closes does not wait out a poll interval. PostgreSQL's wait on its socket
+        still ends only at its timeout."""
+        self._interrupted.set()
+
+    def _pause(self, seconds: float) -> bool:
+        """Sleep up to ``seconds``; False when interrupted."""
+        return not self._interrupted.wait(max(0.0, seconds))
+
     @abstractmethod
     def wait(self, timeout_s: float) -> Change | None:
         """The next change, or None when nothing changed within ``timeout_s``."""
@@ -82,6 +96,7 @@ class SqliteWatcher(ChangeWatcher):
     """``PRAGMA data_version`` on a read-only connection of its own, polled."""
 
     def __init__(self, path: Path, poll_s: float = SQLITE_POLL_S) -> None:
+        super().__init__()
         self._path = path
         self._poll_s = poll_s
         self._conn: sqlite3.Connection | None = None
@@ -108,9 +123,8 @@ class SqliteWatcher(ChangeWatcher):
             if version is not None:
                 self._version = version
             left = deadline - time.monotonic()
-            if left <= 0:
+            if left <= 0 or not self._pause(min(self._poll_s, left)):
                 return None
-            time.sleep(min(self._poll_s, left))
 
     def close(self) -> None:
         if self._conn is not None:
@@ -124,6 +138,7 @@ class PostgresWatcher(ChangeWatcher):
     """``LISTEN`` on a connection of its own; a wait blocks on its socket."""
 
     def __init__(self, url: str) -> None:
+        super().__init__()
         self._url = url
         self._conn: Any = None
         self._lost = False
@@ -147,7 +162,7 @@ class PostgresWatcher(ChangeWatcher):
             try:
                 self._conn = self._connect()
             except psycopg.Error:
-                time.sleep(min(RECONNECT_PAUSE_S, timeout_s))
+                self._pause(min(RECONNECT_PAUSE_S, timeout_s))
                 return None
             if self._lost:  # what was sent while it was away is lost: look again
                 self._lost = False
@@ -167,7 +182,7 @@ class PostgresWatcher(ChangeWatcher):
         except psycopg.Error:
             self.close()
             self._lost = True
-            time.sleep(max(0.0, min(RECONNECT_PAUSE_S, deadline - time.monotonic())))
+            self._pause(min(RECONNECT_PAUSE_S, deadline - time.monotonic()))
             return None
 
     def close(self) -> None:

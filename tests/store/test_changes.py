@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 from hypothesis import HealthCheck, example, given, settings
@@ -53,6 +54,33 @@ def test_a_write_by_another_connection_is_seen(stores: tuple[Store, Store]) -> N
         assert change is not None
         assert change.touches("episode")
         assert watcher.wait(0.05) is None  # one commit, one change
+
+
+def test_an_interrupt_ends_a_sqlite_wait_at_once(tmp_path: Path) -> None:
+    """A closing window interrupts its watcher rather than waiting out the poll: a wait of
+    a minute ends as soon as another thread interrupts it, and later waits return at once."""
+    store = Store(tmp_path / "curator.sqlite")
+    try:
+        with store.changes() as watcher:
+            started = threading.Event()
+            results: list[Change | None] = []
+
+            def wait_long() -> None:
+                started.set()
+                results.append(watcher.wait(60.0))
+
+            thread = threading.Thread(target=wait_long, daemon=True)
+            thread.start()
+            started.wait()
+            watcher.interrupt()
+            thread.join(timeout=10.0)
+            assert not thread.is_alive(), "the interrupted wait went on"
+            assert results == [None]
+            results.clear()
+            wait_long()  # interrupted for good: no minute's wait here either
+            assert results == [None]
+    finally:
+        store.close()
 
 
 def test_a_rolled_back_write_is_no_change(stores: tuple[Store, Store]) -> None:

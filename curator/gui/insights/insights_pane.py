@@ -105,15 +105,24 @@ class InsightsPane(Pane):
 
         self.sections = QTabWidget()
         self.sections.setObjectName("insightsSections")
+        self._built = False  # the sections' charts and tables: made when first loaded
+
+        layout = QVBoxLayout(self)
+        layout.addLayout(top)
+        layout.addWidget(self.sections, 1)
+
+    def _build_sections(self) -> None:
+        """The sections, made on the first load rather than with the window: their six
+        charts took half of the window's construction, for a pane most sessions never
+        open (the window loads a pane when it is first shown)."""
+        if self._built:
+            return
+        self._built = True
         self.sections.addTab(self._build_agreement(), "Model vs human")
         self.sections.addTab(self._build_gate(), "Gate and thresholds")
         self.sections.addTab(self._build_forecast(), "Decay forecast")
         self.learning = LearningSection()
         self.add_section(self.learning, "Learning")
-
-        layout = QVBoxLayout(self)
-        layout.addLayout(top)
-        layout.addWidget(self.sections, 1)
 
     def add_section(self, widget: QWidget, title: str) -> int:
         """Add a tab (a later feature's figures); returns its index."""
@@ -284,6 +293,7 @@ class InsightsPane(Pane):
 
     def refresh(self) -> None:
         """Recompute every figure on the pool thread; the newest request wins."""
+        self._build_sections()
         run_id = self.run_combo.currentData()
         floor, new, days = self.floor_spin.value(), self.new_spin.value(), self.days_spin.value()
 

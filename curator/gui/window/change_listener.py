@@ -37,7 +37,12 @@ class ChangeListener(QObject):
         self._watcher = watcher
         self._stop = threading.Event()
         stop = self._stop  # not self: the wrapper is gone by the time this fires
-        self.destroyed.connect(lambda *_: stop.set())
+
+        def destroyed(*_: object) -> None:
+            stop.set()
+            watcher.interrupt()
+
+        self.destroyed.connect(destroyed)
         self._thread = threading.Thread(target=self._run, name="curator-changes", daemon=True)
         self._thread.start()
 
@@ -64,6 +69,8 @@ class ChangeListener(QObject):
         return self._thread.is_alive()
 
     def shutdown(self) -> None:
-        """Stop listening and wait for the thread (one wait, a fraction of a second)."""
+        """Stop listening and wait for the thread: at once on SQLite (the wait is
+        interrupted), within one wait on PostgreSQL."""
         self._stop.set()
+        self._watcher.interrupt()
         self._thread.join(timeout=WAIT_S * 8)
