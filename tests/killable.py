@@ -19,8 +19,17 @@ from curator.pipeline.commit import commit_run
 from curator.store.db import Store
 from curator.store.importer import import_files
 
-#: What the fork server imports before it forks the first child.
-PRELOAD = ["curator.store.db", "curator.store.importer", "curator.pipeline.commit", __name__]
+#: What the fork server imports before it forks the first child. The commit's guard
+#: relearning (after its transaction) imports scikit-learn on first use: imported in every
+#: child, that was most of a child's time, so most kills landed after the transaction.
+PRELOAD = [
+    "curator.store.db",
+    "curator.store.importer",
+    "curator.pipeline.commit",
+    "sklearn.feature_extraction.text",
+    "sklearn.linear_model",
+    __name__,
+]
 
 
 def commit(path: str, run_id: int, report: Connection) -> None:
