@@ -133,12 +133,6 @@ def _pack(episode: ParsedEpisode) -> tuple[Any, ...]:
     )
 
 
-def _unpack(row: tuple[Any, ...]) -> ParsedEpisode:
-    values = dict(zip(_PARSED_FIELDS, row, strict=True))
-    values["metadata"] = values["metadata"] or {}
-    return ParsedEpisode(**values)
-
-
 # -- field validation -----------------------------------------------------------------------
 
 
