@@ -405,7 +405,12 @@ def _insert_episodes(packed: Sequence[tuple[Any, ...]], imported_at: datetime) -
     The query builder spent more than half of an import making the SQL text of each
     500-row insert, value by value; here the text is the same for every full chunk. One
     statement of many rows, not ``executemany`` of one-row statements: SQLite ran those
-    four times slower (the full-text triggers and indexes per statement)."""
+    four times slower (the full-text triggers and indexes per statement).
+
+    Sent through ``execute_sql`` as the query builder sends it, not a bare cursor: so a
+    SQLite error is peewee's (``peewee.OperationalError`` for a full disk, as before) and
+    a PostgreSQL connection cut under the import is
+    :class:`~curator.store.pg_connection.ConnectionLost`'s sentence."""
     meta = Episode._meta
     fields_ = [meta.fields[name] for name in _INSERTED]
     at = meta.fields["imported_at"].db_value(imported_at)
@@ -417,7 +422,7 @@ def _insert_episodes(packed: Sequence[tuple[Any, ...]], imported_at: datetime) -
         for field_, i in zip(fields_, where, strict=True):
             params.append(field_.db_value(row[i] if i != metadata else row[i] or {}))
         params += (at, untruncated)
-    meta.database.cursor().execute(_INSERT_HEAD + ", ".join([_ROW_PLACES] * len(packed)), params)
+    meta.database.execute_sql(_INSERT_HEAD + ", ".join([_ROW_PLACES] * len(packed)), params)
 
 
 def write_parsed(

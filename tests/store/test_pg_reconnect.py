@@ -7,6 +7,7 @@ connection, and by restarting the session's server.
 from __future__ import annotations
 
 import subprocess
+from pathlib import Path
 
 import pytest
 from hypothesis import HealthCheck, example, given, settings
@@ -14,6 +15,7 @@ from hypothesis import strategies as st
 from pg_server import PostgresServer
 
 from curator.store.db import Store
+from curator.store.importer import import_file
 from curator.store.pg_connection import ConnectionLost
 
 
@@ -75,6 +77,29 @@ def test_a_drop_inside_a_transaction_is_one_sentence_and_applies_nothing(
         message = str(lost.value)
         assert "\n" not in message and "was not applied" in message
         assert keys(store) == []  # and the next call works
+    finally:
+        store.close()
+
+
+def test_a_drop_under_an_import_is_one_sentence_and_imports_nothing(
+    pg_server: PostgresServer, pg_url: str, tmp_path: Path
+) -> None:
+    """The import's multi-row INSERT meets the cut as any statement does: ConnectionLost,
+    not psycopg's bare error, and the file's transaction applies nothing."""
+    store = Store(pg_url)
+    path = tmp_path / "episodes.jsonl"
+    path.write_text("".join(f'{{"text": "episode {i}"}}\n' for i in range(3)), "utf-8")
+
+    def cut_before_the_insert() -> bool:  # asked before every chunk is written
+        cut(pg_server, store)
+        return False
+
+    try:
+        with pytest.raises(ConnectionLost, match="was not applied") as lost:
+            import_file(store, path, cancelled=cut_before_the_insert)
+        assert "\n" not in str(lost.value)
+        assert store.execute("SELECT count(*) FROM episode") == [(0,)]
+        assert import_file(store, path).imported == 3  # and the next import works
     finally:
         store.close()
 

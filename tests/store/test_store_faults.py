@@ -115,6 +115,9 @@ def test_disk_full_during_import_raises_the_real_cause(demo_db: Path, tmp_path: 
         import_file(store, _episodes_file(tmp_path / "big.jsonl", 400))
     text = str(info.value)
     assert "full" in text and "no transaction is active" not in text
+    # peewee's error, as every other statement of the store raises (the import's one
+    # multi-row INSERT is sent through execute_sql, not a bare cursor)
+    assert isinstance(info.value, peewee.OperationalError)
     assert not store.db.connection().in_transaction
     assert Episode.select().count() == episodes
     assert store.integrity_check() == "ok"
