@@ -26,8 +26,9 @@ from curator.store.engine import WRITE_LOCK_KEY, qmark_to_format
 class _QmarkCursor:
     """A psycopg cursor that takes ``?`` parameters; its errors become peewee's."""
 
-    def __init__(self, cursor: Any) -> None:
+    def __init__(self, cursor: Any, database: Any = None) -> None:
         self._cursor = cursor
+        self._database = database  # for executemany's lost connection (see there)
 
     def execute(self, sql: str, params: Sequence[Any] | None = None) -> _QmarkCursor:
         with peewee.__exception_wrapper__:  # type: ignore[attr-defined]
@@ -35,8 +36,18 @@ class _QmarkCursor:
         return self
 
     def executemany(self, sql: str, seq: Any) -> _QmarkCursor:
-        with peewee.__exception_wrapper__:  # type: ignore[attr-defined]
-            self._cursor.executemany(qmark_to_format(sql), [tuple(p) for p in seq])
+        """The bulk writes (a commit's change rows, an undo, a copy) call this directly,
+        not through ``execute_sql``: a connection lost under one is the same sentence
+        (:class:`ConnectionLost`) as under any statement, not psycopg's bare message."""
+        database = self._database
+        idle = database is None or database._idle()
+        try:
+            with peewee.__exception_wrapper__:  # type: ignore[attr-defined]
+                self._cursor.executemany(qmark_to_format(sql), [tuple(p) for p in seq])
+        except peewee.OperationalError as exc:
+            if database is None or not database._lost():
+                raise
+            raise ConnectionLost(_lost_message(exc, idle)) from exc
         return self
 
     def __iter__(self) -> Iterator[Any]:
@@ -125,7 +136,7 @@ def _postgres_class() -> type[peewee.PostgresqlDatabase]:
                     with contextlib.suppress(Exception):
                         state.conn.close()
                     state.reset()
-            return _QmarkCursor(super().cursor())
+            return _QmarkCursor(super().cursor(), self)
 
         def _lost(self) -> bool:
             """Whether this thread's connection was ended by the server or the network."""

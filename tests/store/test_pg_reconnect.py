@@ -65,15 +65,23 @@ def test_reads_and_transactions_after_a_drop_connect_again(
         store.close()
 
 
+def insert_many(store: Store, text: str) -> None:
+    """The bulk writes' way (a commit's change rows, an undo, a copy): a bare cursor."""
+    rows = [(f"{text}-{i}", '"x"') for i in range(3)]
+    store.db.cursor().executemany("INSERT INTO setting (key, value) VALUES (?, ?)", rows)
+
+
+@pytest.mark.parametrize("write", [insert, insert_many], ids=["execute_sql", "executemany"])
 def test_a_drop_inside_a_transaction_is_one_sentence_and_applies_nothing(
-    pg_server: PostgresServer, pg_url: str
+    pg_server: PostgresServer, pg_url: str, write: object
 ) -> None:
+    assert callable(write)
     store = Store(pg_url)
     try:
         with pytest.raises(ConnectionLost) as lost, store.write():
             insert(store, "k1")
             cut(pg_server, store)
-            insert(store, "k2")
+            write(store, "k2")
         message = str(lost.value)
         assert "\n" not in message and "was not applied" in message
         assert keys(store) == []  # and the next call works
