@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 from PySide6.QtCore import QSettings, Qt
+from PySide6.QtWidgets import QStyle
 
 from curator.gui.insights.insights_pane import InsightsPane
 from curator.gui.runtime.services import AppServices
@@ -187,3 +188,31 @@ def test_agreement_chart_explains_itself_without_runs(qtbot) -> None:
     chart.set_series([point])
     assert not chart.empty and chart.empty_label.isHidden()
     assert chart.getPlotItem().getAxis("left").isVisible()
+
+
+@pytest.mark.parametrize("size", [(1400, 900), (800, 600)])
+def test_every_matrix_header_fits_its_section(pane: InsightsPane, qtbot, size) -> None:
+    """No header line of either matrix is cut, in the default window or a small one."""
+    pane.resize(*size)
+    for table in (pane.label_table, pane.gate_table):
+        tabs = pane.sections
+        (page,) = [i for i in range(tabs.count()) if tabs.widget(i).isAncestorOf(table)]
+        tabs.setCurrentIndex(page)
+        qtbot.waitUntil(table.isVisible)
+        qtbot.wait(20)  # the layout settles on the next turn of the event loop
+        model = table.model()
+        for orientation, header, count in (
+            (Qt.Orientation.Horizontal, table.horizontalHeader(), model.columnCount()),
+            (Qt.Orientation.Vertical, table.verticalHeader(), model.rowCount()),
+        ):
+            for section in range(count):
+                text = model.headerData(section, orientation)
+                margin = header.style().pixelMetric(QStyle.PixelMetric.PM_HeaderMargin)
+                lines = text.split("\n")
+                need = max(map(header.fontMetrics().horizontalAdvance, lines)) + 2 * margin
+                room = (
+                    header.sectionSize(section)
+                    if orientation == Qt.Orientation.Horizontal
+                    else header.width()
+                )
+                assert need <= room, f"{table.objectName()}: {text!r} needs {need} px, has {room}"

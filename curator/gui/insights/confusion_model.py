@@ -76,8 +76,10 @@ class ConfusionModel(QAbstractTableModel):
     ) -> Any:
         if role != Qt.ItemDataRole.DisplayRole or not (0 <= section < len(self.labels)):
             return None
+        # Who decided on one line, what on the next: on one line, "model: uncategorized"
+        # was cut to "del: uncategori" in a column of a narrow window.
         horizontal = orientation == Qt.Orientation.Horizontal
-        prefix = f"{self._columns_title}: " if horizontal else "human: "
+        prefix = f"{self._columns_title}:\n" if horizontal else "human:\n"
         return prefix + self.labels[section]
 
     def flags(self, index: AnyIndex) -> Qt.ItemFlag:
