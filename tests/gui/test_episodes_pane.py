@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from PySide6.QtCore import QItemSelectionModel, Qt
-from PySide6.QtWidgets import QApplication
+from PySide6.QtWidgets import QApplication, QLabel
 
 from curator.gui.episodes.episode_model import ID_ROLE
 
@@ -220,3 +220,27 @@ def test_squeezed_column_titles_end_in_an_ellipsis_with_the_title_as_tooltip(
         squeezed += header.sectionSize(column) < header.fontMetrics().horizontalAdvance(title)
     assert squeezed >= 1  # the case this is about: some title does not fit
     assert header.textElideMode() == Qt.TextElideMode.ElideRight
+
+
+def test_typed_letters_read_no_rows_and_ctrl_f_goes_to_the_search(qtbot, main_window) -> None:
+    """Qt's type-ahead reads every row for a match (at 110,000 episodes, 5 s a key): the
+    table has none; the search field, one Ctrl+F away, searches instead."""
+    pane = _pane(main_window)
+    pane.model.page_size = 20  # many pages even in the demo's 203 episodes
+    pane.refresh()  # the reload drops the pages read at the former size
+    qtbot.waitUntil(lambda: not pane.model.loading, timeout=10_000)
+    pane.table.setFocus()
+    _select_rows(pane, [1])
+    pane.table.grab()  # the visible rows are read now, not during the keys
+    fetched, chosen = pane.model.pages_fetched, pane.selected_ids()
+
+    for key in (Qt.Key.Key_L, Qt.Key.Key_I, Qt.Key.Key_Z, Qt.Key.Key_2):
+        qtbot.keyClick(pane.table, key)
+
+    assert pane.model.pages_fetched == fetched
+    assert pane.selected_ids() == chosen
+    pane.search_edit.setText("old text")
+    qtbot.keyClick(pane.table, Qt.Key.Key_F, Qt.KeyboardModifier.ControlModifier)
+    assert pane.search_edit.hasFocus()
+    assert pane.search_edit.selectedText() == "old text"  # typed over at once
+    assert "search" in pane.findChild(QLabel, "keyHint").text()

@@ -130,6 +130,12 @@ class EpisodeTableView(QTableView):
         if not self.user_sized:
             self.fit_columns()
 
+    def keyboardSearch(self, search: str) -> None:
+        """No type-ahead: Qt's looks for a row starting with the typed letters by reading
+        every row (``match`` over the model), and at 110,000 episodes each key then held
+        the window for 5 s, fetching the whole table page by page. The search field
+        (Ctrl+F) searches the episodes' text instead, in the background."""
+
     def keyPressEvent(self, event: QKeyEvent) -> None:
         modifiers = event.modifiers() & ~Qt.KeyboardModifier.KeypadModifier
         if modifiers in (Qt.KeyboardModifier.NoModifier, Qt.KeyboardModifier.ShiftModifier):

@@ -16,6 +16,7 @@ from datetime import date
 from typing import Any
 
 from PySide6.QtCore import QDate, QItemSelection, QItemSelectionModel, Qt, QTimer, Signal
+from PySide6.QtGui import QKeySequence, QShortcut
 from PySide6.QtWidgets import (
     QCheckBox,
     QComboBox,
@@ -200,9 +201,14 @@ class EpisodesPane(Pane):
         self.splitter.setChildrenCollapsible(False)  # the detail cannot be dragged away
         self.splitter.setSizes([840, 460])
 
+        find = QKeySequence(QKeySequence.StandardKey.Find)
+        self.find_shortcut = QShortcut(find, self)
+        self.find_shortcut.setContext(Qt.ShortcutContext.WidgetWithChildrenShortcut)
+        self.find_shortcut.activated.connect(self.focus_search)
         hint = QLabel(
             "Keys: <b>C</b> constitutional · <b>N</b> noise · <b>U</b> uncategorized · "
-            "<b>Backspace</b> undo last relabel"
+            "<b>Backspace</b> undo last relabel · "
+            f"<b>{find.toString(QKeySequence.SequenceFormat.NativeText)}</b> search"
         )
         hint.setObjectName("keyHint")
         hint.setWordWrap(True)
@@ -420,6 +426,11 @@ class EpisodesPane(Pane):
             else:
                 merged.append((first, last))
         return merged
+
+    def focus_search(self) -> None:
+        """Ctrl+F: into the search field, its text selected to be typed over."""
+        self.search_edit.setFocus(Qt.FocusReason.ShortcutFocusReason)
+        self.search_edit.selectAll()
 
     def selected_count(self) -> int:
         return sum(last - first + 1 for first, last in self._selected_spans())
