@@ -19,6 +19,7 @@ read-only: reads work, and every write says "read-only: ..." (exit 2).
 
 from __future__ import annotations
 
+import contextlib
 import os
 import sqlite3
 from collections.abc import Iterator
@@ -48,6 +49,7 @@ from curator.store.models import ALL_MODELS
 from curator.store.opening import (
     DamagedDatabaseError,
     FileCheck,
+    FileReplacedError,
     ForeignDatabaseError,
     MissingDatabaseError,
     ReadOnlyError,
@@ -256,6 +258,16 @@ def explain_database_error(
     return StoreError(f"the {what} failed: {reason}; it {outcome}")
 
 
+def _file_identity(path: Path) -> tuple[int, int] | None:
+    """The device and inode ``path`` names now (``None``: nothing there, or no file such
+    as SQLite's ``:memory:``)."""
+    try:
+        found = os.stat(path)
+    except (OSError, ValueError):
+        return None
+    return found.st_dev, found.st_ino
+
+
 class Store:
     """The application's database: judged, opened, migrated if needed, bound to the models.
 
@@ -274,6 +286,7 @@ class Store:
     dialect: Dialect = SQLITE
     db: peewee.Database
     _url = ""  # PostgreSQL's URL as given (a password included): only for connections
+    _opened_file: tuple[int, int] | None = None  # the file's device and inode when opened
 
     def __init__(
         self,
@@ -325,6 +338,9 @@ class Store:
         except _SQLITE_ERRORS as exc:
             self.db.close()
             raise self.explain(exc, "upgrade of the database") from exc
+        # by its absolute path: a process that changes its folder still names this file
+        self._file_path = Path(os.path.abspath(self.path))
+        self._opened_file = _file_identity(self._file_path)
 
     def _open_postgres(self, url: str, *, read_only: bool, create: bool) -> None:
         """Connect, judge the schema and migrate it when due, as for a SQLite file.
@@ -463,6 +479,12 @@ class Store:
             if lock is None:
                 raise
             raise lock from exc
+        try:
+            self._check_same_file()
+        except FileReplacedError as exc:
+            self._rollback_if_open(exc)
+            self._settle_moved_wal()
+            raise
         marker = db.transaction()
         db.push_transaction(marker)
         conn = db.connection()
@@ -483,6 +505,33 @@ class Store:
         except BaseException as exc:
             self._rollback_if_open(exc)
             raise
+
+    def _check_same_file(self) -> None:
+        """Refuse to write when the path no longer names the file opened (checked with
+        the write lock held, so no writer of ours can be half-way through a replacement).
+
+        A long-lived process (the MCP server, the window, the API) keeps its connection:
+        after the file was deleted it went on acknowledging episodes into an unlinked
+        file, and after a replacement its writes reached the new file through the
+        ``-wal`` named by path, damaging it."""
+        opened = self._opened_file
+        if opened is None or opened == _file_identity(self._file_path):
+            return
+        raise FileReplacedError(
+            f"{self.location} was deleted, moved or replaced since this program opened it; "
+            "nothing was written: open the database again"
+        )
+
+    def _settle_moved_wal(self) -> None:
+        """Empty this connection's ``-wal`` into the file it belongs to (the one opened).
+
+        SQLite names the ``-wal`` by path: left full, it would be read as the log of
+        whatever file now lies at the path (a replacement read our episodes as its own),
+        and SQLite does not delete it when the connection closes on a moved file. Written
+        back into the old file and truncated, it is empty for any later opener."""
+        # if it fails, nothing more can be done here: the error raised says what happened
+        with contextlib.suppress(*_SQLITE_ERRORS):
+            self.db.execute_sql("PRAGMA wal_checkpoint(TRUNCATE)")
 
     @contextmanager
     def waiting_at_most(self, seconds: float) -> Iterator[None]:

@@ -88,6 +88,12 @@ class ReadOnlyError(StoreError):
     """A write to a database that can only be read (file, folder or open mode)."""
 
 
+class FileReplacedError(StoreError):
+    """The path no longer names the file this process opened (deleted, moved or replaced
+    since): a write would go to the old file, or through its ``-wal``, named by path, into
+    the new one and damage it. Nothing is written; the database must be opened again."""
+
+
 class StoreBusyError(StoreError):
     """Another process held the write lock for the whole busy timeout (exit code 1)."""
 

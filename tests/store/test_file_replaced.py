@@ -1,0 +1,96 @@
+"""A database file deleted, moved or replaced under an open store is never written.
+
+A long-lived process (the MCP server, the window, the Python API) keeps its connection.
+After a deletion it went on acknowledging episodes into an unlinked file; after a
+replacement its writes reached the new file through the ``-wal`` that SQLite names by
+path, and damaged it.
+"""
+
+from __future__ import annotations
+
+import os
+import sqlite3
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from curator import Curator
+from curator.errors import CuratorError
+from curator.store.db import Store
+from curator.store.opening import FileReplacedError
+
+
+def _episodes(path: Path) -> int:
+    with sqlite3.connect(path) as conn:
+        assert conn.execute("PRAGMA integrity_check").fetchone() == ("ok",)
+        return int(conn.execute("SELECT count(*) FROM episode").fetchone()[0])
+
+
+def _deleted(path: Path, other: Path) -> None:
+    path.unlink()
+
+
+def _moved(path: Path, other: Path) -> None:
+    path.rename(path.with_name("moved.sqlite"))
+
+
+def _replaced(path: Path, other: Path) -> None:
+    os.replace(other, path)
+
+
+@pytest.mark.parametrize("change", [_deleted, _moved, _replaced], ids=lambda f: f.__name__)
+def test_a_write_after_the_file_changed_is_refused_and_writes_nothing(
+    tmp_path: Path, change: Callable[[Path, Path], None]
+) -> None:
+    path, other = tmp_path / "memory.sqlite", tmp_path / "other.sqlite"
+    with Curator(db=other, create=True) as fresh:
+        fresh.record(text="the other database's only episode")
+    memory = Curator(db=path, create=True)
+    for i in range(20):  # enough to leave pages in the -wal
+        memory.record(text=f"before the change {i} " + "z" * 2000)
+
+    change(path, other)
+
+    with pytest.raises(CuratorError, match="deleted, moved or replaced") as refused:
+        memory.record(text="after the change")
+    assert isinstance(refused.value, FileReplacedError)
+    assert str(path) in str(refused.value)
+    memory.close()
+    if change is _replaced:  # the file now at the path is whole, with its own episode only
+        assert _episodes(path) == 1
+    else:  # nothing left at the path that a database created there later would read
+        assert not path.exists()
+        wal = Path(f"{path}-wal")
+        assert not wal.exists() or wal.stat().st_size == 0
+
+
+def test_the_same_file_written_through_another_path_is_still_written(tmp_path: Path) -> None:
+    """A hard link or a second name for the same file is the same database."""
+    path = tmp_path / "memory.sqlite"
+    store = Store(path)
+    os.link(path, tmp_path / "alias.sqlite")
+    with store.write():
+        store.execute("UPDATE setting SET value = value WHERE 0")
+    store.close()
+
+
+def test_an_in_memory_store_is_not_checked(tmp_path: Path) -> None:
+    store = Store(":memory:")
+    with store.write():
+        store.execute("UPDATE setting SET value = value WHERE 0")
+    store.close()
+
+
+def test_a_process_that_changes_its_folder_still_writes(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A store opened by a relative path names the file it opened, not the path's
+    meaning in whatever folder the process is in now."""
+    monkeypatch.chdir(tmp_path)
+    store = Store("memory.sqlite")
+    (tmp_path / "elsewhere").mkdir()
+    monkeypatch.chdir(tmp_path / "elsewhere")
+    with store.write():
+        store.execute("UPDATE setting SET value = value WHERE 0")
+    store.close()
