@@ -115,6 +115,8 @@ class Curator:
     def __init__(
         self, db: str | os.PathLike[str], *, read_only: bool = False, create: bool = False
     ) -> None:
+        if not isinstance(db, str | os.PathLike) or isinstance(db, bytes):
+            raise CuratorError(f"db must be a path or a postgresql:// URL, not {db!r:.80}")
         self.store = Store(db, read_only=read_only, create=create)
 
     @classmethod
@@ -272,7 +274,23 @@ class Curator:
             raise answer
         return answer
 
-    def record_many(self, items: Sequence[Mapping[str, Any]]) -> list[RecordResult | CuratorError]:
+    def screen(self, item: Mapping[str, Any]) -> list[str]:
+        """The detector's flag kinds for one of :meth:`record_many`'s items, checked as it
+        checks them (a refused item raises its :class:`CuratorError`), against the current
+        identity, without writing anything.
+
+        For a caller that records long episodes beside short ones: the MCP server screens
+        a long one on a thread of its own before it joins a group commit, so that the
+        detector's seconds on a megabyte text hold up only the client that sent it."""
+        parsed = _parse_episode(item)
+        identity = current_identity(self.store)
+        return _flag_kinds(parsed.text, identity.axioms, identity.identity_text)
+
+    def record_many(
+        self,
+        items: Sequence[Mapping[str, Any]],
+        screened: Sequence[list[str] | None] | None = None,
+    ) -> list[RecordResult | CuratorError]:
         """Record several episodes in one write transaction: one answer per item, in order.
 
         Each item holds :meth:`record`'s keyword arguments and gets the answer a lone
@@ -285,6 +303,7 @@ class Curator:
         commit, so nothing is acknowledged that is not stored; a failed commit raises and
         stores none of the group. The detector reads only content not stored yet (a resent
         episode is answered with its stored flags), before the write lock is taken.
+        ``screened`` gives, per item, its kinds from :meth:`screen` (``None``: read here).
         """
         answers: list[RecordResult | CuratorError] = []
         parsed_items: list[tuple[int, ParsedEpisode]] = []
@@ -303,7 +322,12 @@ class Curator:
         for place, parsed in parsed_items:
             kinds = None  # stored already: its stored flags are the answer
             if parsed.content_hash not in stored:
-                kinds = _flag_kinds(parsed.text, identity.axioms, identity.identity_text)
+                given = screened[place] if screened is not None else None
+                kinds = (
+                    given
+                    if given is not None
+                    else _flag_kinds(parsed.text, identity.axioms, identity.identity_text)
+                )
             checked.append((place, parsed, kinds))
         with self.store.write():
             for place, parsed, found_kinds in checked:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from curator.core.textsafety import escape_controls
+
 
 class CuratorError(Exception):
     """An expected failure explained in one readable sentence (no traceback shown).
@@ -13,7 +15,9 @@ class CuratorError(Exception):
     exit_code = 2
 
     def __init__(self, message: str, *, exit_code: int | None = None) -> None:
-        super().__init__(message)
+        # Every message shows its control characters, never obeys them: a path or a text
+        # quoted in it may carry an ESC sequence, and an API user prints the message.
+        super().__init__(escape_controls(message))
         if exit_code is not None:
             self.exit_code = exit_code
 

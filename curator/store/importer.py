@@ -30,6 +30,7 @@ import itertools
 import json
 import sys
 import time
+import unicodedata
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field, fields
 from datetime import datetime
@@ -178,6 +179,12 @@ def _parse_messages(value: Any) -> list[dict[str, str]]:
     return messages
 
 
+def _visible(text: str) -> bool:
+    """Whether ``text`` shows anything: not only blanks and invisible format characters
+    (zero-width spaces, a byte-order mark), which make an episode of nothing."""
+    return any(not c.isspace() and unicodedata.category(c) != "Cf" for c in text)
+
+
 def render_messages(messages: Sequence[dict[str, str]]) -> str:
     """Plain text of a chat: one ``speaker: content`` block per message."""
     lines = []
@@ -211,17 +218,23 @@ def episode_from_object(obj: Any, line: int, now: datetime) -> ParsedEpisode:
     messages: list[dict[str, str]] | None = None
     if key == "messages":
         messages = _parse_messages(obj["messages"])
+        if not any(_visible(m["content"]) for m in messages):
+            raise _BadLine("every message's 'content' is empty")
         text = render_messages(messages)
         body: Any = messages
+        # what is stored: the rendered text names a speaker by 'name' and leaves its
+        # 'role' out, so a megabyte role once passed a limit that measured the text only
+        size = max(len(text), sum(sum(map(len, m.values())) for m in messages))
     else:
         value = obj[key]
         if not isinstance(value, str):
             raise _BadLine(f"{key!r} must be a string, not {_type_name(value)}")
-        if not value.strip():
+        if not _visible(value):
             raise _BadLine(f"{key!r} is empty")
         text = body = value
-    if len(text) > MAX_EPISODE_CHARS:
-        raise _BadLine(f"episode is {len(text):,} characters, over the {MAX_EPISODE_CHARS:,} limit")
+        size = len(text)
+    if size > MAX_EPISODE_CHARS:
+        raise _BadLine(f"episode is {size:,} characters, over the {MAX_EPISODE_CHARS:,} limit")
 
     raw_id = obj.get("id")
     if raw_id is not None and (not isinstance(raw_id, str | int) or isinstance(raw_id, bool)):

@@ -46,9 +46,18 @@ class _BadLine(ValueError):
 
 
 def _type_name(value: Any) -> str:
-    return {dict: "an object", list: "an array", str: "a string", bool: "a boolean"}.get(
-        type(value), "null" if value is None else "a number"
-    )
+    """What ``value`` is, in JSON's words; a Python value JSON has no word for (a value
+    given through the API: a date, a tuple) by its own type's name."""
+    if value is None:
+        return "null"
+    for kind, name in ((bool, "a boolean"), (str, "a string"), (dict, "an object")):
+        if isinstance(value, kind):
+            return name
+    if isinstance(value, list):
+        return "an array"
+    if isinstance(value, int | float):
+        return "a number"
+    return f"a {type(value).__name__}"
 
 
 # -- JSON decoding with the hostile cases turned into clear errors --------------------------
@@ -118,7 +127,9 @@ def _check_depth_and_text(value: Any, where: str, depth: int = 0) -> None:
     elif isinstance(value, dict):
         for key, item in value.items():
             _check_depth_and_text(key, where, depth + 1)
-            _check_depth_and_text(item, where, depth + 1)
+            # a field of the object itself is named: "the episode's 'source' contains …"
+            inner = f"{where}'s {key!r}" if depth == 0 and isinstance(key, str) else where
+            _check_depth_and_text(item, inner, depth + 1)
     elif isinstance(value, list):
         for item in value:
             _check_depth_and_text(item, where, depth + 1)

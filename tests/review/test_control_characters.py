@@ -51,8 +51,8 @@ def test_import_knowledge_refuses_controls_with_file_and_line(
     code = main(["--db", str(_db(tmp_path)), "import-knowledge", str(path)])
     out, err = capsys.readouterr()
     assert code == 1 and "1 staged" in out
-    assert f"{path}:5: the element contains the control character U+001B (ESC)" in err
-    assert f"{path}:8: the element contains the control character U+0000 (NUL)" in err
+    assert f"{path}:5: the element's 'pattern' contains the control character U+001B (ESC)" in err
+    assert f"{path}:8: the element's 'pattern' contains the control character U+0000 (NUL)" in err
     assert RAW.search(out + err) is None
     text = tmp_path / "notes.txt"
     text.write_bytes(f"{PLAIN}\n{ERASING}\n".encode())

@@ -1,0 +1,95 @@
+"""What an episode may be at intake (import, watch, ``record``): its whole stored size
+within the limit, something visible in it, refusals that name what they got."""
+
+from __future__ import annotations
+
+import datetime
+from pathlib import Path
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from curator import Curator
+from curator.errors import CuratorError
+from curator.store import importer
+from curator.store.importer import episode_from_object
+from curator.store.json_source import _BadLine
+
+NOW = datetime.datetime(2026, 12, 4, tzinfo=datetime.UTC)
+
+
+def test_a_role_or_a_name_counts_toward_the_size_limit() -> None:
+    """The rendered text names a speaker by 'name' and leaves the role out: a megabyte
+    role once passed a limit that measured the text only (a 100 MB row was stored)."""
+    bloated = [{"role": "r" * 600_000, "content": "hi", "name": "a"} for _ in range(2)]
+    with pytest.raises(_BadLine, match="over the 1,000,000 limit"):
+        episode_from_object({"messages": bloated}, 1, NOW)
+
+
+fields = st.text(alphabet="ab ", max_size=60)
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    st.lists(
+        st.fixed_dictionaries(
+            {"role": fields.filter(str.strip), "content": fields},
+            optional={"name": fields},
+        ),
+        min_size=1,
+        max_size=4,
+    )
+)
+def test_an_accepted_chat_is_within_the_limit_in_every_field(
+    messages: list[dict[str, str]],
+) -> None:
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(importer, "MAX_EPISODE_CHARS", 100)
+        try:
+            parsed = episode_from_object({"messages": messages}, 1, NOW)
+        except _BadLine:
+            return
+    assert parsed.messages is not None
+    assert len(parsed.text) <= 100
+    assert sum(len(v) for m in parsed.messages for v in m.values()) <= 100
+
+
+@pytest.mark.parametrize(
+    "obj",
+    [
+        {"text": "\u200b\u200b\ufeff"},
+        {"text": " \u2060 \n"},
+        {"messages": [{"role": "user", "content": ""}] * 3},
+        {"messages": [{"role": "user", "content": "  \u200b"}]},
+    ],
+)
+def test_an_episode_of_nothing_visible_is_refused(obj: dict[str, object]) -> None:
+    with pytest.raises(_BadLine, match="empty"):
+        episode_from_object(obj, 1, NOW)
+
+
+def test_one_visible_message_is_enough() -> None:
+    chat = [{"role": "user", "content": ""}, {"role": "assistant", "content": "Noted."}]
+    assert episode_from_object({"messages": chat}, 1, NOW).text == "user: \nassistant: Noted."
+
+
+def test_api_refusals_name_what_they_got(tmp_path: Path) -> None:
+    with Curator(db=tmp_path / "memory.sqlite", create=True) as memory:
+        with pytest.raises(CuratorError, match=r"not a date$"):
+            memory.record(text="x", timestamp=datetime.date(2024, 1, 1))  # type: ignore[arg-type]
+        with pytest.raises(CuratorError, match=r"not a tuple$"):
+            memory.record(messages=(("role", "user"),))  # type: ignore[arg-type]
+        with pytest.raises(CuratorError, match=r"^the episode's 'source' contains"):
+            memory.record(text="x", source="a\x1b[31mred")
+    for db in (5, b"memory.sqlite"):
+        with pytest.raises(CuratorError, match="db must be a path"):
+            Curator(db=db)  # type: ignore[arg-type]
+
+
+def test_no_message_carries_a_raw_control_character(tmp_path: Path) -> None:
+    with pytest.raises(CuratorError) as refused:
+        Curator(db=tmp_path / "a\x00b\x1b[2Jc.sqlite")
+    assert "\\x1b[2J" in str(refused.value)
+    assert "\x1b" not in str(refused.value) and "\x00" not in str(refused.value)
+    assert str(CuratorError("bell\x07 and \x9b")) == "bell\\x07 and \\x9b"
