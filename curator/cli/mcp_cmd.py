@@ -80,8 +80,10 @@ def _serve_stdio(server: Any) -> None:
     """
     import anyio
 
+    from curator.mcp_server.stdio import serve_stdio
+
     try:
-        anyio.run(server.run_stdio_async)
+        anyio.run(serve_stdio, server)
     except BaseExceptionGroup as group:
         _gone, rest = group.split((BrokenPipeError, ConnectionResetError))
         if rest is not None:
