@@ -14,7 +14,6 @@ from typing import Any
 
 import anyio
 from mcp.server.stdio import stdio_server
-from mcp.shared._context_streams import create_context_streams
 from mcp.shared.message import SessionMessage
 from mcp.types import ErrorData, JSONRPCError
 from pydantic import ValidationError
@@ -42,11 +41,24 @@ def unreadable_answer(exc: Exception) -> JSONRPCError:
     )
 
 
+def _stream_pair() -> tuple[Any, Any]:
+    """The kind of stream the SDK's transports hand a server (carrying each message's
+    context), or anyio's plain one where a later SDK moved it: the same messages pass."""
+    try:
+        from mcp.shared._context_streams import create_context_streams
+    except ImportError:
+        return anyio.create_memory_object_stream[SessionMessage | Exception](0)
+    return create_context_streams[SessionMessage | Exception](0)
+
+
 async def serve_stdio(server: Any) -> None:
     """Run ``server`` (the SDK's ``MCPServer``) over stdio until the client's input ends."""
-    lowlevel = server._lowlevel_server
+    lowlevel = getattr(server, "_lowlevel_server", None)
+    if lowlevel is None:  # a later SDK: serve as it does, unanswered lines and all
+        await server.run_stdio_async()
+        return
     async with stdio_server() as (from_client, to_client):
-        send, receive = create_context_streams[SessionMessage | Exception](0)
+        send, receive = _stream_pair()
 
         async def pass_on() -> None:
             async with send:
