@@ -22,6 +22,13 @@ PARSE_ERROR = -32700
 INVALID_REQUEST = -32600
 
 
+def is_blank_line(exc: Exception) -> bool:
+    """Whether the unreadable line was empty or blank: a keep-alive, not a message."""
+    errors = exc.errors() if isinstance(exc, ValidationError) else []
+    found = errors[0].get("input") if errors else None
+    return isinstance(found, str) and not found.strip()
+
+
 def unreadable_answer(exc: Exception) -> JSONRPCError:
     """The JSON-RPC error for a line the transport could not read as a message."""
     errors = exc.errors() if isinstance(exc, ValidationError) else []
@@ -36,7 +43,7 @@ def unreadable_answer(exc: Exception) -> JSONRPCError:
         id=None,
         error=ErrorData(
             code=INVALID_REQUEST,
-            message="Invalid Request: one JSON-RPC message object per line (no batches)",
+            message="Invalid Request: not a JSON-RPC 2.0 message object (one a line, no batches)",
         ),
     )
 
@@ -64,7 +71,8 @@ async def serve_stdio(server: Any) -> None:
             async with send:
                 async for item in from_client:
                     if isinstance(item, Exception):
-                        await to_client.send(SessionMessage(unreadable_answer(item)))
+                        if not is_blank_line(item):
+                            await to_client.send(SessionMessage(unreadable_answer(item)))
                     else:
                         await send.send(item)
 

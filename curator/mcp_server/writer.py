@@ -43,9 +43,9 @@ def _length(item: dict[str, Any]) -> int:
     text, messages = item.get("text"), item.get("messages")
     if isinstance(text, str):
         return len(text)
-    if isinstance(messages, list):
-        contents = (m.get("content") for m in messages if isinstance(m, dict))
-        return sum(len(c) for c in contents if isinstance(c, str))
+    if isinstance(messages, list):  # a speaker's role or name is read as well
+        fields = (v for m in messages if isinstance(m, dict) for v in m.values())
+        return sum(len(v) for v in fields if isinstance(v, str))
     return 0
 
 
@@ -73,6 +73,9 @@ class GroupWriter:
         self._max_group = max_group
         self._waiting: list[_Waiting] = []
         self._flushing = False
+        self._screening: anyio.CapacityLimiter | None = None
+        """One long episode screened at a time: forty at once (anyio's threads) shared the
+        interpreter with the group's writer and held a short episode for 14 s."""
 
     @property
     def flushing(self) -> bool:
@@ -82,11 +85,16 @@ class GroupWriter:
     async def record(self, item: dict[str, Any]) -> RecordResult:
         """The episode's :class:`RecordResult`, once committed; raises what refused it.
 
-        A long episode is screened first, on a thread of its own: in the group, the
-        detector's seconds on a megabyte text held every other client's episode (37 s)."""
+        A long episode is screened first, on a thread of its own (one at a time): in the
+        group, the detector's seconds on a megabyte text held every other client's
+        episode (37 s)."""
         kinds = None
         if _length(item) > SCREEN_ALONE_CHARS:
-            kinds = await anyio.to_thread.run_sync(self._curator.screen, item)
+            if self._screening is None:  # made in the event loop it limits
+                self._screening = anyio.CapacityLimiter(1)
+            kinds = await anyio.to_thread.run_sync(
+                self._curator.screen, item, limiter=self._screening
+            )
         mine = _Waiting(item, kinds)
         self._waiting.append(mine)
         try:

@@ -19,9 +19,11 @@ read-only: reads work, and every write says "read-only: ..." (exit 2).
 
 from __future__ import annotations
 
+import atexit
 import contextlib
 import os
 import sqlite3
+import weakref
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -258,6 +260,20 @@ def explain_database_error(
     return StoreError(f"the {what} failed: {reason}; it {outcome}")
 
 
+_OPEN_STORES: weakref.WeakSet[Store] = weakref.WeakSet()
+"""SQLite stores opened by this process: at its exit, a store whose file was moved or
+replaced while it was open gets its ``-wal`` emptied, closed or not (a server stopped
+with Ctrl+C never closes its store)."""
+
+
+@atexit.register
+def _settle_moved_files_at_exit() -> None:
+    for store in list(_OPEN_STORES):
+        with contextlib.suppress(Exception):  # at exit: nothing to tell anyone any more
+            if not store.db.is_closed():
+                store._settle_if_moved()
+
+
 def _file_identity(path: Path) -> tuple[int, int] | None:
     """The device and inode ``path`` names now (``None``: nothing there, or no file such
     as SQLite's ``:memory:``)."""
@@ -341,6 +357,7 @@ class Store:
         # by its absolute path: a process that changes its folder still names this file
         self._file_path = Path(os.path.abspath(self.path))
         self._opened_file = _file_identity(self._file_path)
+        _OPEN_STORES.add(self)  # settled at exit too, if never closed
 
     def _open_postgres(self, url: str, *, read_only: bool, create: bool) -> None:
         """Connect, judge the schema and migrate it when due, as for a SQLite file.
@@ -631,9 +648,20 @@ class Store:
         return list(cursor.fetchall()) if cursor.description is not None else []
 
     def close(self) -> None:
-        """Close this thread's connection (other threads close their own)."""
+        """Close this thread's connection (other threads close their own).
+
+        A file deleted, moved or replaced meanwhile gets its ``-wal`` emptied first:
+        SQLite leaves the log of a moved file where it is when the connection closes, and
+        the file now at the path would read it as its own (a replacement showed the old
+        file's episodes instead of its own)."""
         if not self.db.is_closed():
+            self._settle_if_moved()
             self.db.close()
+
+    def _settle_if_moved(self) -> None:
+        opened = self._opened_file
+        if opened is not None and opened != _file_identity(self._file_path):
+            self._settle_moved_wal()
 
     def __enter__(self) -> Store:
         return self

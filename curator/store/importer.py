@@ -179,10 +179,26 @@ def _parse_messages(value: Any) -> list[dict[str, str]]:
     return messages
 
 
+_UNSEEN_CATEGORIES = frozenset({"Cf", "Mn", "Me"})
+"""Format characters (zero-width spaces, a byte-order mark, tags) and marks, which show
+nothing without a letter to sit on (a variation selector is a mark too)."""
+_BLANK_LETTERS = frozenset("\u115f\u1160\u3164\uffa0\u2800")
+"""Letters and a symbol drawn as nothing: the Hangul fillers and the blank braille cell."""
+_SHOWN_FORMATS = frozenset(
+    "\u0600\u0601\u0602\u0603\u0604\u0605\u06dd\u070f\u08e2\U000110bd\U000110cd"
+)
+"""Format characters drawn as a sign (the prepended concatenation marks: an Arabic or
+Kaithi number sign)."""
+
+
 def _visible(text: str) -> bool:
-    """Whether ``text`` shows anything: not only blanks and invisible format characters
-    (zero-width spaces, a byte-order mark), which make an episode of nothing."""
-    return any(not c.isspace() and unicodedata.category(c) != "Cf" for c in text)
+    """Whether ``text`` shows anything: not only blanks, format characters, lone marks
+    and blank letters, which make an episode of nothing."""
+    return any(
+        c in _SHOWN_FORMATS
+        or not (c.isspace() or c in _BLANK_LETTERS or unicodedata.category(c) in _UNSEEN_CATEGORIES)
+        for c in text
+    )
 
 
 def render_messages(messages: Sequence[dict[str, str]]) -> str:

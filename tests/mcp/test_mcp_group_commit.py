@@ -321,9 +321,11 @@ def test_any_interleaving_answers_every_caller_that_stays(
     assert set(stored) <= {f"caller {n}" for n in range(len(callers))}
 
 
-def test_a_long_episode_holds_up_no_other_clients_record(memory_db: Path) -> None:
+@pytest.mark.parametrize("where", ["text", "name"])
+def test_a_long_episode_holds_up_no_other_clients_record(memory_db: Path, where: str) -> None:
     """The detector reads a long episode on a thread of its own before it joins a group:
-    in the group, a megabyte text held every other client's episode for 37 s."""
+    in the group, a megabyte text held every other client's episode for 37 s. A chat's
+    speaker name is read by the detector too, so it counts toward "long"."""
     from curator.mcp_server.writer import GroupWriter
 
     long_text = " ".join(
@@ -337,17 +339,22 @@ def test_a_long_episode_holds_up_no_other_clients_record(memory_db: Path) -> Non
             writer = GroupWriter(curator)
 
             async def record(name: str, text: str) -> None:
-                await writer.record({"text": text, "source": name})
+                item: dict[str, Any] = {"text": text, "source": name}
+                if name == "long" and where == "name":
+                    chat = [{"role": "user", "name": text, "content": "noted"}]
+                    item = {"messages": chat, "source": name}
+                await writer.record(item)
                 done.append(name)
 
             async with anyio.create_task_group() as group:
-                group.start_soon(record, "long", long_text)
+                group.start_soon(record, "long", long_text)  # as text, or a speaker's name
                 await anyio.sleep(0.05)  # the long one is being read by now
                 group.start_soon(record, "short", "The short note of another client.")
 
     anyio.run(main)
     assert done == ["short", "long"]
-    with Curator(db=memory_db) as curator:
-        flags = curator.record_many([{"text": long_text, "source": "long"}])[0]
-    assert not isinstance(flags, CuratorError)
-    assert flags["created"] is False and "instruction" in flags["flags"]  # screened, stored
+    if where == "text":
+        with Curator(db=memory_db) as curator:
+            flags = curator.record_many([{"text": long_text, "source": "long"}])[0]
+        assert not isinstance(flags, CuratorError)
+        assert flags["created"] is False and "instruction" in flags["flags"]  # screened

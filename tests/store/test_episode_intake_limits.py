@@ -62,11 +62,23 @@ def test_an_accepted_chat_is_within_the_limit_in_every_field(
         {"text": " \u2060 \n"},
         {"messages": [{"role": "user", "content": ""}] * 3},
         {"messages": [{"role": "user", "content": "  \u200b"}]},
+        {"text": "\u3164\u115f\u1160\uffa0"},  # the Hangul fillers
+        {"text": "\u2800\u2800"},  # blank braille cells
+        {"text": "\u0301\u0301"},  # marks with nothing to sit on
+        {"text": "\ufe0f\U000e0100\u034f\u17b4"},  # variation selectors, joiners
     ],
 )
 def test_an_episode_of_nothing_visible_is_refused(obj: dict[str, object]) -> None:
     with pytest.raises(_BadLine, match="empty"):
         episode_from_object(obj, 1, NOW)
+
+
+@pytest.mark.parametrize(
+    "text", ["\u0600", "\U000110bd", "\U0001f468\u200d\U0001f469", "\u0645\u200c\u06cc"]
+)
+def test_a_sign_drawn_alone_or_a_joined_word_is_something(text: str) -> None:
+    """A number sign is a format character drawn as a sign; joiners join letters."""
+    assert episode_from_object({"text": text}, 1, NOW).text == text
 
 
 def test_one_visible_message_is_enough() -> None:

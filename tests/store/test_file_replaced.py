@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import os
 import sqlite3
+import subprocess
+import sys
 from collections.abc import Callable
 from pathlib import Path
 
@@ -94,3 +96,44 @@ def test_a_process_that_changes_its_folder_still_writes(
     with store.write():
         store.execute("UPDATE setting SET value = value WHERE 0")
     store.close()
+
+
+def _fill_then_replace(path: Path, other: Path) -> Curator:
+    with Curator(db=other, create=True) as fresh:
+        fresh.record(text="the other database's only episode")
+    memory = Curator(db=path, create=True)
+    for i in range(20):
+        memory.record(text=f"before the change {i} " + "z" * 2000)
+    os.replace(other, path)
+    return memory
+
+
+def test_a_store_closed_after_its_file_was_replaced_leaves_the_new_file_its_own(
+    tmp_path: Path,
+) -> None:
+    """No write needed: SQLite leaves a moved file's -wal at the path when it closes."""
+    path = tmp_path / "memory.sqlite"
+    memory = _fill_then_replace(path, tmp_path / "other.sqlite")
+    memory.close()
+    assert _episodes(path) == 1
+
+
+def test_a_process_that_exits_without_closing_leaves_the_new_file_its_own(tmp_path: Path) -> None:
+    path, other = tmp_path / "memory.sqlite", tmp_path / "other.sqlite"
+    script = (
+        "import sys; from pathlib import Path\n"
+        "from tests.store.test_file_replaced import _fill_then_replace\n"
+        "memory = _fill_then_replace(Path(sys.argv[1]), Path(sys.argv[2]))\n"
+        "raise SystemExit(0)  # no close: a server stopped by its user\n"
+    )
+    root = Path(__file__).resolve().parents[2]
+    done = subprocess.run(
+        [sys.executable, "-c", script, str(path), str(other)],
+        cwd=root,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert _episodes(path) == 1
