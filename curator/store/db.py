@@ -292,6 +292,8 @@ class Store:
     process cannot write) opens the database without ever writing it. ``create=False``
     refuses a path where no file exists (MissingDatabaseError, with ``missing_message``)
     instead of creating the database there; a zero-byte file still counts as one to fill.
+    A write after the file was deleted, moved or replaced is refused (FileReplacedError):
+    the store writes only the file it opened.
 
     ``path`` may be a ``postgresql://`` URL instead (see :meth:`_open_postgres`); then
     ``dialect`` is PostgreSQL's and ``location`` (for messages) shows the URL without a
