@@ -17,7 +17,7 @@ from hypothesis import strategies as st
 
 from curator import __version__
 from curator.cli import main
-from curator.store.db import DB_ENV
+from curator.store.db_choice import DB_ENV
 
 
 def _exit_of(argv: list[str]) -> int:

@@ -423,7 +423,7 @@ def run() -> int:
 
 def _run(ctx: CommandContext) -> int:
     """Run the command; every failure becomes its exit code and one line (see the module)."""
-    from curator.store.db import DATABASE_ERRORS, explain_database_error
+    from curator.store.db_errors import DATABASE_ERRORS, explain_database_error
 
     args = ctx.args
     try:

@@ -208,14 +208,14 @@ class CommandContext:
 
     @property
     def db_path(self) -> Any:
-        from curator.store.db import resolve_db_path
+        from curator.store.db_choice import resolve_db_path
 
         return resolve_db_path(getattr(self.args, "db", None))
 
     @property
     def db_source(self) -> str:
         """What chose the database: ``--db``, ``$CURATOR_DB``, ``the profile``, ``default``."""
-        from curator.store.db import db_path_source
+        from curator.store.db_choice import db_path_source
 
         return db_path_source(getattr(self.args, "db", None))
 
@@ -250,14 +250,15 @@ class CommandContext:
         return DATABASE_USE.get(command, OPENS)
 
     def missing_database_message(self) -> str:
-        from curator.store.db import missing_database_message
+        from curator.store.db_choice import missing_database_message
 
         return missing_database_message(self.db_path, self.db_source)
 
     @property
     def store(self) -> Store:
         if self._store is None:
-            from curator.store.db import Store, busy_timeout_from_env
+            from curator.store.db import Store
+            from curator.store.db_choice import busy_timeout_from_env
 
             # Refuses (exit 2, file untouched) a damaged, foreign or newer database, and
             # opens a read-only one for reading; see curator.store.opening. A missing

@@ -65,7 +65,7 @@ def _same(a: Path | str, b: Path | str) -> bool:
 
 def cmd_copy(ctx: CommandContext) -> int:
     from curator.store.copy import copy_database, open_apart
-    from curator.store.db import busy_timeout_from_env, missing_database_message
+    from curator.store.db_choice import busy_timeout_from_env, missing_database_message
 
     args = ctx.args
     if args.source is not None and getattr(args, "db", None):

@@ -28,7 +28,8 @@ from curator.gui.widgets.errors import (
     setup_logging,
 )
 from curator.resources_path import resource_path
-from curator.store.db import Store, busy_timeout_from_env, db_path_source, resolve_db_path
+from curator.store.db import Store
+from curator.store.db_choice import busy_timeout_from_env, db_path_source, resolve_db_path
 from curator.store.opening import DamagedDatabaseError
 
 log = logging.getLogger("curator.gui")
@@ -109,7 +110,7 @@ def freeze_startup_heap() -> int:
 
 def main(db_path: str | os.PathLike[str] | None = None, source: str | None = None) -> int:
     """Open the window on ``db_path`` (``--db``), else ``$CURATOR_DB``, the profile's
-    database or the default (:func:`curator.store.db.resolve_db_path`). ``source`` says
+    database or the default (:func:`curator.store.db_choice.resolve_db_path`). ``source`` says
     what chose an already resolved ``db_path`` (the command line resolves it first);
     the Settings pane shows it.
 

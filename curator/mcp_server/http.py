@@ -96,7 +96,7 @@ def is_loopback(host: str) -> bool:
 
 def default_token_file() -> Path:
     """``mcp-token`` next to the default database, in the app's data folder."""
-    from curator.store.db import default_db_path
+    from curator.store.db_choice import default_db_path
 
     return default_db_path().parent / TOKEN_FILE_NAME
 

@@ -69,7 +69,9 @@ from curator.store.backup_schedule import (
     stamp_of,
 )
 from curator.store.change_marker import read_marker
-from curator.store.db import BUSY_TIMEOUT_S, DATABASE_ERRORS, Store, busy_timeout_from_env
+from curator.store.db import Store
+from curator.store.db_choice import BUSY_TIMEOUT_S, busy_timeout_from_env
+from curator.store.db_errors import DATABASE_ERRORS
 from curator.store.models import utcnow
 from curator.store.opening import StoreBusyError, check_file, has_wal, read_only_uri
 from curator.store.settings import SettingsError, load_settings

@@ -40,7 +40,8 @@ from peewee import AutoField, CompositeKey, ForeignKeyField
 
 from curator.errors import ConflictError, CuratorError
 from curator.store.backup_identity import DATABASE_ID_KEY
-from curator.store.db import DATABASE_ERRORS, Store
+from curator.store.db import Store
+from curator.store.db_errors import DATABASE_ERRORS
 from curator.store.engine import CHANGE_COUNTER_KEY
 from curator.store.models import ALL_MODELS, BaseModel, Setting
 

@@ -22,7 +22,6 @@ from __future__ import annotations
 import atexit
 import contextlib
 import os
-import sqlite3
 import weakref
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -32,17 +31,16 @@ from typing import Any
 import peewee
 from peewee import SqliteDatabase
 
-from curator.core.userpath import user_path
 from curator.errors import CuratorError
 from curator.store import change_marker
 from curator.store.backup_listing import newest_good_backup
 from curator.store.changes import ChangeWatcher, PostgresWatcher, SqliteWatcher
+from curator.store.db_choice import BUSY_TIMEOUT_S
+from curator.store.db_errors import DATABASE_ERRORS, explain_database_error, lock_error
 from curator.store.engine import (
     POSTGRES,
-    PROFILE_SOURCE,
     SQLITE,
     Dialect,
-    check_postgres_url,
     display_url,
     is_postgres_url,
 )
@@ -63,17 +61,11 @@ from curator.store.opening import (
     read_only_uri,
 )
 from curator.store.pg_connection import (
-    DISK_FULL,
-    LOCK_NOT_AVAILABLE,
-    READ_ONLY_TRANSACTION,
     in_transaction,
     postgres_database,
-    sqlstate,
 )
-from curator.store.profile import saved_database
 
 __all__ = [
-    "BUSY_TIMEOUT_S",
     "MissingDatabaseError",
     "ReadOnlyError",
     "SchemaTooNewError",
@@ -81,106 +73,6 @@ __all__ = [
     "StoreBusyError",
     "StoreError",
 ]
-
-APP_NAME = "memory-curator"
-DB_ENV = "CURATOR_DB"
-BUSY_ENV = "CURATOR_BUSY_TIMEOUT"
-BUSY_TIMEOUT_S = 30.0
-DATABASE_ERRORS = (peewee.DatabaseError, sqlite3.DatabaseError)
-_SQLITE_ERRORS = DATABASE_ERRORS
-
-
-def default_db_path() -> Path:
-    """The database in the user's data directory (created on first use)."""
-    import platformdirs  # only where no database is named: cron jobs name theirs
-
-    return Path(platformdirs.user_data_dir(APP_NAME, appauthor=False)) / "curator.sqlite"
-
-
-def _db_choice(
-    cli_value: str | os.PathLike[str] | None,
-) -> tuple[str | os.PathLike[str] | None, str]:
-    """The database named first (``--db``, ``$CURATOR_DB``, the profile) and where it was
-    named; ``(None, "default")`` when none is. The one place that order lives."""
-    if cli_value:
-        return cli_value, "--db"
-    if os.environ.get(DB_ENV):
-        return os.environ[DB_ENV], f"${DB_ENV}"
-    saved = saved_database()
-    if saved is not None:
-        return saved, PROFILE_SOURCE
-    return None, "default"
-
-
-def db_path_source(cli_value: str | os.PathLike[str] | None) -> str:
-    """Where :func:`resolve_db_path` took the database from, for messages ("named by
-    --db"): ``--db``, ``$CURATOR_DB``, ``the profile`` or ``default``."""
-    return _db_choice(cli_value)[1]
-
-
-def resolve_db_path(cli_value: str | os.PathLike[str] | None) -> Path | str:
-    """The database to open; the first of these wins:
-
-    1. ``--db`` (``cli_value``);
-    2. ``$CURATOR_DB``;
-    3. the database saved in the per-user profile (Settings ▸ Database,
-       :func:`curator.store.profile.saved_database`);
-    4. the default, ``curator.sqlite`` in the user data directory.
-
-    A SQLite file's path, or a ``postgresql://`` URL (a str, made canonical; one with a
-    password given by ``--db`` or saved in the profile is refused, see
-    :func:`curator.store.engine.check_postgres_url`). An empty ``--db`` is a usage error.
-    A path with a NUL character cannot name a file (the operating system would refuse it
-    deep inside SQLite); it is a usage error here, in one line. A profile that cannot be
-    read, or names a database that is no longer valid, is an error too: never a silent
-    switch to the default database.
-    """
-    if cli_value is not None and not os.fspath(cli_value):
-        # Not "no --db": falling back to $CURATOR_DB or the default would open (with
-        # --create, make) a database the user never named.
-        raise CuratorError(
-            "--db is empty: give the database file's path, or leave --db out for "
-            f"${DB_ENV}, the profile's or the default database"
-        )
-    raw, source = _db_choice(cli_value)  # the profile is read once here
-    if raw is None:
-        return default_db_path()
-    if "\x00" in os.fspath(raw):
-        raise CuratorError(f"the database path given by {source} contains a NUL character")
-    if is_postgres_url(raw):
-        return check_postgres_url(os.fspath(raw), source)
-    return user_path(raw, f"the database path given by {source}")
-
-
-def missing_database_message(path: Path | str, source: str) -> str:
-    """Why a command that may not create a database refuses a missing one, and the way on."""
-    if source == "default":
-        named = "the default database"
-        way = "`curator demo`, `curator import FILE`, the window or --create start one"
-    elif source == PROFILE_SOURCE:
-        named = "named by the profile, chosen in Settings ▸ Database"
-        way = (
-            "check the path, choose another database in Settings, or pass --create to "
-            "start a new database there"
-        )
-    else:
-        named = f"named by {source}"
-        way = "check the path, or pass --create to start a new database there"
-    return f"no database at {path} ({named}); nothing was created: {way}"
-
-
-def busy_timeout_from_env() -> float:
-    """``CURATOR_BUSY_TIMEOUT`` (seconds) or the default: how long a write waits for the lock."""
-    raw = os.environ.get(BUSY_ENV, "").strip()
-    if not raw:
-        return BUSY_TIMEOUT_S
-    try:
-        value = float(raw)
-    except ValueError:
-        raise CuratorError(f"{BUSY_ENV} must be a number of seconds (got {raw!r})") from None
-    if not 0 <= value <= 3600:
-        raise CuratorError(f"{BUSY_ENV} must be between 0 and 3600 seconds (got {raw})")
-    return value
 
 
 def is_writable(path: Path) -> bool:
@@ -195,69 +87,6 @@ def is_writable(path: Path) -> bool:
     if not os.access(folder, os.W_OK | os.X_OK):
         return False
     return not path.exists() or os.access(path, os.W_OK)
-
-
-def _error_name(exc: BaseException) -> str:
-    """SQLite's error name from anywhere in the chain (peewee wraps sqlite3's errors)."""
-    current: BaseException | None = exc
-    seen: list[BaseException] = []
-    while current is not None and current not in seen:
-        seen.append(current)
-        name = getattr(current, "sqlite_errorname", "")
-        if name:
-            return str(name)
-        current = current.__cause__ or current.__context__
-    return ""
-
-
-def _lock_error(exc: BaseException, path: Path | str, busy_timeout_s: float) -> StoreError | None:
-    name = _error_name(exc)
-    text = str(exc).lower()
-    state = sqlstate(exc)
-    if state == READ_ONLY_TRANSACTION:
-        return ReadOnlyError(f"read-only: {path} cannot be written ({exc})")
-    locked = name.startswith("SQLITE_BUSY") or "database is locked" in text
-    if locked or state == LOCK_NOT_AVAILABLE:
-        return StoreBusyError(
-            f"busy: another curator process is writing to {path} (waited "
-            f"{busy_timeout_s:g} s for it); try again when it has finished"
-        )
-    if name.startswith("SQLITE_READONLY") or "readonly database" in text:
-        return ReadOnlyError(f"read-only: {path} cannot be written ({exc})")
-    return None
-
-
-def explain_database_error(
-    exc: BaseException,
-    path: Path | str,
-    what: str,
-    busy_timeout_s: float = BUSY_TIMEOUT_S,
-    outcome: str = "was not applied, nothing changed",
-) -> CuratorError:
-    """A SQLite failure of ``what`` as one readable sentence naming the real cause.
-
-    The real cause is searched in the whole exception chain: a busy database, a read-only
-    file, a full disk, damage; anything else is reported with SQLite's own words.
-    ``outcome`` says what became of the work ("was not applied, nothing changed" for one
-    transaction).
-    """
-    if isinstance(exc, CuratorError):
-        return exc
-    lock = _lock_error(exc, path, busy_timeout_s)
-    if lock is not None:
-        return lock
-    name = _error_name(exc)
-    full = name.startswith("SQLITE_FULL") or sqlstate(exc) == DISK_FULL
-    if full or "disk is full" in str(exc).lower():
-        return StoreError(
-            f"database or disk is full: the {what} {outcome} ({path}); "
-            "free some space and try again"
-        )
-    if name.startswith(("SQLITE_CORRUPT", "SQLITE_NOTADB")):
-        return StoreError(f"{path} is damaged ({exc}); the {what} {outcome}")
-    # PostgreSQL adds CONTEXT and HINT lines to its message: the first one says it
-    reason = (str(exc).strip().splitlines() or [""])[0]
-    return StoreError(f"the {what} failed: {reason}; it {outcome}")
 
 
 _OPEN_STORES: weakref.WeakSet[Store] = weakref.WeakSet()
@@ -353,7 +182,7 @@ class Store:
         except StoreError:
             self.db.close()
             raise
-        except _SQLITE_ERRORS as exc:
+        except DATABASE_ERRORS as exc:
             self.db.close()
             raise self.explain(exc, "upgrade of the database") from exc
         # by its absolute path: a process that changes its folder still names this file
@@ -493,7 +322,7 @@ class Store:
             return
         try:
             db.begin()
-        except _SQLITE_ERRORS as exc:
+        except DATABASE_ERRORS as exc:
             lock = self._lock_error(exc)
             if lock is None:
                 raise
@@ -549,7 +378,7 @@ class Store:
         and SQLite does not delete it when the connection closes on a moved file. Written
         back into the old file and truncated, it is empty for any later opener."""
         # if it fails, nothing more can be done here: the error raised says what happened
-        with contextlib.suppress(*_SQLITE_ERRORS):
+        with contextlib.suppress(*DATABASE_ERRORS):
             self.db.execute_sql("PRAGMA wal_checkpoint(TRUNCATE)")
 
     @contextmanager
@@ -598,11 +427,11 @@ class Store:
             return
         try:
             db.rollback()
-        except _SQLITE_ERRORS as rollback_exc:  # the original error still says what happened
+        except DATABASE_ERRORS as rollback_exc:  # the original error still says what happened
             exc.add_note(f"and the rollback failed: {rollback_exc}")
 
     def _lock_error(self, exc: BaseException) -> StoreError | None:
-        return _lock_error(exc, self.location, self.busy_timeout_s)
+        return lock_error(exc, self.location, self.busy_timeout_s)
 
     def explain(self, exc: BaseException, what: str) -> CuratorError:
         """A SQLite failure of ``what`` as one readable sentence (the real cause)."""
@@ -627,7 +456,7 @@ class Store:
         try:
             with self.write():
                 yield
-        except _SQLITE_ERRORS as exc:
+        except DATABASE_ERRORS as exc:
             raise self.explain(exc, what) from exc
 
     def data_version(self) -> int:

@@ -48,7 +48,8 @@ from curator.store.backup_identity import DATABASE_ID_KEY
 from curator.store.backup_listing import BACKUP_DIR_NAME, backup_problem
 from curator.store.backup_schedule import RECENT, STAMP_FORMAT, backups_to_keep
 from curator.store.copy import copy_database, open_apart
-from curator.store.db import Store, default_db_path
+from curator.store.db import Store
+from curator.store.db_choice import default_db_path
 from curator.store.models import utcnow
 
 DUMP_SUFFIX = ".pgdump"

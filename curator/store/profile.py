@@ -21,7 +21,7 @@ refused with one sentence and nothing is saved.
 The database (``"database"``) is a SQLite file's absolute path or a ``postgresql://`` URL
 without a password (the profile is a plain file: ``~/.pgpass``, ``$PGPASSWORD`` or a
 service file hold the password). It comes after ``--db`` and ``$CURATOR_DB`` and before
-the default database (:func:`curator.store.db.resolve_db_path`). A saved database that
+the default database (:func:`curator.store.db_choice.resolve_db_path`). A saved database that
 is no longer valid, or a profile that cannot be read, is an error, never a silent switch
 to another database. Every save writes a file beside the profile and renames it into
 place, so a crash never leaves half a profile.

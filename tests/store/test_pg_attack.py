@@ -15,7 +15,9 @@ from pg_server import PostgresServer
 
 from curator.cli import main
 from curator.errors import CuratorError
-from curator.store.db import DATABASE_ERRORS, Store, resolve_db_path
+from curator.store.db import Store
+from curator.store.db_choice import resolve_db_path
+from curator.store.db_errors import DATABASE_ERRORS
 from curator.store.engine import display_url
 from curator.store.episode_queries import EpisodeFilter, EpisodeSort, query_ids
 

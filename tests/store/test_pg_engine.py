@@ -22,7 +22,8 @@ from pg_server import PostgresServer
 from curator.cli import main
 from curator.errors import CuratorError
 from curator.pipeline import commit, review
-from curator.store.db import Store, resolve_db_path
+from curator.store.db import Store
+from curator.store.db_choice import resolve_db_path
 from curator.store.demo import create_demo
 from curator.store.engine import display_url, qmark_to_format
 from curator.store.episode_queries import (

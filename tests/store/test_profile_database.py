@@ -16,8 +16,8 @@ from hypothesis import strategies as st
 
 from curator.cli import main
 from curator.errors import CuratorError
-from curator.store.db import (
-    Store,
+from curator.store.db import Store
+from curator.store.db_choice import (
     db_path_source,
     default_db_path,
     missing_database_message,

@@ -2,7 +2,7 @@
 
 It shows the database this window is on (the engine; the file, or the server, database
 and user, never a password) and what chose it: ``--db``, ``$CURATOR_DB``, the profile or
-the default (:func:`curator.store.db.resolve_db_path`). Below, the database the window
+the default (:func:`curator.store.db_choice.resolve_db_path`). Below, the database the window
 opens next time: a SQLite file (typed, or chosen with Browse) or a ``postgresql://`` URL
 without a password, kept in the per-user profile (:mod:`curator.store.profile`), never
 in the database's own settings. The pane's Apply saves it; it takes effect at the next
@@ -34,7 +34,7 @@ from PySide6.QtWidgets import (
 from curator.errors import CuratorError
 from curator.gui.runtime.services import AppServices
 from curator.store.database_check import check_database, describe_location
-from curator.store.db import DB_ENV, default_db_path
+from curator.store.db_choice import DB_ENV, default_db_path
 from curator.store.engine import PASSWORD_FIX, PROFILE_SOURCE
 from curator.store.profile import check_database as check_choice
 from curator.store.profile import saved_database

@@ -1,0 +1,90 @@
+"""A database failure said in one sentence that names its real cause.
+
+Busy (another process holds the write lock), read-only, a full disk, a damaged file: the
+cause is searched in the whole exception chain (peewee wraps sqlite3's and psycopg's
+errors), on both engines (SQLite's error names, PostgreSQL's SQLSTATE codes), so every
+command and pane reports the same failure the same way.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from pathlib import Path
+
+import peewee
+
+from curator.errors import CuratorError
+from curator.store.db_choice import BUSY_TIMEOUT_S
+from curator.store.opening import ReadOnlyError, StoreBusyError, StoreError
+from curator.store.pg_connection import (
+    DISK_FULL,
+    LOCK_NOT_AVAILABLE,
+    READ_ONLY_TRANSACTION,
+    sqlstate,
+)
+
+DATABASE_ERRORS = (peewee.DatabaseError, sqlite3.DatabaseError)
+"""What a database failure is raised as, whichever layer raises it."""
+
+
+def _error_name(exc: BaseException) -> str:
+    """SQLite's error name from anywhere in the chain (peewee wraps sqlite3's errors)."""
+    current: BaseException | None = exc
+    seen: list[BaseException] = []
+    while current is not None and current not in seen:
+        seen.append(current)
+        name = getattr(current, "sqlite_errorname", "")
+        if name:
+            return str(name)
+        current = current.__cause__ or current.__context__
+    return ""
+
+
+def lock_error(exc: BaseException, path: Path | str, busy_timeout_s: float) -> StoreError | None:
+    name = _error_name(exc)
+    text = str(exc).lower()
+    state = sqlstate(exc)
+    if state == READ_ONLY_TRANSACTION:
+        return ReadOnlyError(f"read-only: {path} cannot be written ({exc})")
+    locked = name.startswith("SQLITE_BUSY") or "database is locked" in text
+    if locked or state == LOCK_NOT_AVAILABLE:
+        return StoreBusyError(
+            f"busy: another curator process is writing to {path} (waited "
+            f"{busy_timeout_s:g} s for it); try again when it has finished"
+        )
+    if name.startswith("SQLITE_READONLY") or "readonly database" in text:
+        return ReadOnlyError(f"read-only: {path} cannot be written ({exc})")
+    return None
+
+
+def explain_database_error(
+    exc: BaseException,
+    path: Path | str,
+    what: str,
+    busy_timeout_s: float = BUSY_TIMEOUT_S,
+    outcome: str = "was not applied, nothing changed",
+) -> CuratorError:
+    """A SQLite failure of ``what`` as one readable sentence naming the real cause.
+
+    The real cause is searched in the whole exception chain: a busy database, a read-only
+    file, a full disk, damage; anything else is reported with SQLite's own words.
+    ``outcome`` says what became of the work ("was not applied, nothing changed" for one
+    transaction).
+    """
+    if isinstance(exc, CuratorError):
+        return exc
+    lock = lock_error(exc, path, busy_timeout_s)
+    if lock is not None:
+        return lock
+    name = _error_name(exc)
+    full = name.startswith("SQLITE_FULL") or sqlstate(exc) == DISK_FULL
+    if full or "disk is full" in str(exc).lower():
+        return StoreError(
+            f"database or disk is full: the {what} {outcome} ({path}); "
+            "free some space and try again"
+        )
+    if name.startswith(("SQLITE_CORRUPT", "SQLITE_NOTADB")):
+        return StoreError(f"{path} is damaged ({exc}); the {what} {outcome}")
+    # PostgreSQL adds CONTEXT and HINT lines to its message: the first one says it
+    reason = (str(exc).strip().splitlines() or [""])[0]
+    return StoreError(f"the {what} failed: {reason}; it {outcome}")
