@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import re
 
-from curator.core.derived_cache import regex
+from curator.core.regex_gate import gated
 
 __all__ = ["done_by_others"]
 
@@ -99,28 +99,28 @@ _AGENT_WORDS = frozenset(
         "bạn",
     ]
 )
-_CLAUSE_BREAK = regex(r"[.!?;:,()\[\]\"“”«»「」。、！？；：，\n—–]")
-_SENTENCE_BREAK = regex(r"[.!?。！？\n]")
-_WORD = regex(r"[^\W\d_][\w'’-]*")
+_CLAUSE_BREAK = gated(r"[.!?;:,()\[\]\"“”«»「」。、！？；：，\n—–]")
+_SENTENCE_BREAK = gated(r"[.!?。！？\n]")
+_WORD = gated(r"[^\W\d_][\w'’-]*")
 # "told the players to", "asked everyone to": an order given to someone else
-_TOLD_OTHERS = regex(
+_TOLD_OTHERS = gated(
     r"(?<![\w'])(?:told|tells?|asked|asks|instructed|instructs|reminded|reminds|warned|"
     r"urged|encouraged|made)\s+(?!you\b|me\b)(?:\w+\s+){0,2}?(?:to|not\s+to)\s+$",
     re.IGNORECASE,
 )
 # "every player has to pretend", "each guest must act as"
-_EACH_HAS_TO = regex(
+_EACH_HAS_TO = gated(
     r"(?<![\w'])(?:every|each|all|the|a|our|their)\s+(?!assistant\b|agent\b|bot\b)\w+\s+"
     r"(?:has|have|had|needs?|needed|got)\s+to\s+$",
     re.IGNORECASE,
 )
 # CJK and Hangul: a topic or subject particle after a name, no second person in the clause
-_CJK_SUBJECT = regex(
+_CJK_SUBJECT = gated(
     r"(?:さん|くん|君|ちゃん|様|氏|先生)[はが]|[\u4e00-\u9fff\u3040-\u30ff]{1,6}(?<!から)(?<!今後)(?<!以降)(?<!今)[はが]|"
     r"(?:小|老)[\u4e00-\u9fff](?=[\u4e00-\u9fff]{0,3}$)|(?:他们|她们|他|她|有人|别人|彼ら|彼女|彼)|"
     r"[\uac00-\ud7a3]{1,5}\s*(?:씨는|씨가|님은|님이)"
 )
-_CJK_YOU = regex(r"あなた|君は|お前|你|您|너|당신|あんた")
+_CJK_YOU = gated(r"あなた|君は|お前|你|您|너|당신|あんた")
 # Subjects that are not plural nouns in -s: Vietnamese, Indonesian, Turkish, pronouns
 _SUBJECT_NOUNS = frozenset(
     (
@@ -156,13 +156,13 @@ _SUBJECT_NOUNS = frozenset(
         "клиенты",
     )
 )
-_PLURAL_NOUN = regex(r"[a-z]{3,}(?:s|es)$")
-_POSSESSIVE = regex(
+_PLURAL_NOUN = gated(r"[a-z]{3,}(?:s|es)$")
+_POSSESSIVE = gated(
     r"^(?:her|his|their|my|our|its|su|sus|son|sa|ses|leur|leurs|sein|seine|ihr|ihre|"
     r"suo|sua|loro|seu|sua|его|её|их|jego|jej|ich)$",
     re.IGNORECASE,
 )
-_ADVERB_TAIL = regex(
+_ADVERB_TAIL = gated(
     r"^(?:often|usually|sometimes|always|regularly|routinely|frequently|still|also|just|"
     r"siempre|souvent|häufig|oft|immer|spesso|sempre|muitas|часто|всегда|luôn|thường|"
     r"hay|vẫn|selalu|sering|vaak|ofta|często|zawsze|sık\s+sık)$",
@@ -209,7 +209,7 @@ def done_by_others(text: str, start: int, agent_name: str | None = None) -> bool
 # instructions” came from; I explained prompt injection", "有人问“忽略之前的所有指令”这个梗
 # 是怎么来的，我解释了…") is talked about in any language: the words of explaining, of a
 # joke or meme, or of asking what it means, around the quotation.
-EXPLAINED = regex(
+EXPLAINED = gated(
     r"explain\w{0,20}|\bmemes?\b|\bjokes?\b|came\s+from|\bwhat\b[^.!?]{0,20}\bmeans|"
     r"erklär\w{0,20}|hereinfallen|\bwitz|expliqu\w{0,20}|\bblague|explic\w{0,20}|\bbroma|\bchiste|"
     r"spieg\w{0,20}|scherz\w{0,20}|battut\w{0,20}|wyjaśni\w{0,20}|żart\w{0,20}|объясн\w{0,20}|шутк\w{0,20}|\bмем\w{0,20}|piada|"
@@ -234,7 +234,7 @@ def quote_explained(text: str, start: int, end: int) -> bool:
 # het Nederlands antwoord", "that's her own preference": a person's request about how they
 # themselves are answered, which the agent reports, is an ordinary memory; it widens
 # nothing as long as it names no one else's rules or audience.
-_REQUEST = regex(
+_REQUEST = gated(
     r"\b(?:asked|asks|wants|wanted|told)\s+me\s+(?:to|not\s+to)\b|"
     r"\b(?:her|his|their)\s+(?:own\s+)?(?:personal\s+)?preference|\bown\s+preference|"
     r"\bme\s+(?:pidió|pide|pediu)\s+que|\bpediu\s+que|\bm['’]a\s+demandé\s+de|"
@@ -245,7 +245,7 @@ _REQUEST = regex(
     r"mong\s+muốn\s+của\s+riêng|tercih|preferenza|preferencj|تفضيل",
     re.IGNORECASE,
 )
-_WIDER = regex(
+_WIDER = gated(
     r"instruction|\brules?\b|principle|axiom|guideline|system\s+prompt|everyone|anyone|"
     r"anybody|everybody|all\s+users|every\s+user|whoever|\bpassword|\btoken|\bkeys?\b|"
     r"send|forward|share|post\b|link|regla|règle|regel|правил|todos|tout\s+le\s+monde|"

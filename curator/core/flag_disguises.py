@@ -30,12 +30,12 @@ import unicodedata
 from itertools import pairwise
 from urllib.parse import unquote
 
-from curator.core.derived_cache import regex
 from curator.core.flag_normalise import Variant, fold, vocabulary
+from curator.core.regex_gate import gated
 
 __all__ = ["disguise_variants"]
 
-_PIECE = regex(r"[a-z]+")
+_PIECE = gated(r"[a-z]+")
 
 
 def disguise_variants(text: str, folded: Variant) -> list[Variant]:
@@ -55,7 +55,7 @@ def disguise_variants(text: str, folded: Variant) -> list[Variant]:
 
 # three words in a row; tried only at a word's start and bounded, so a long run of letters
 # is read in linear time
-_LOWER_RUN = regex(r"(?<![a-z])[a-z]{2,20}\W{1,3}[a-z]{2,20}\W{1,3}[a-z]{2,20}")
+_LOWER_RUN = gated(r"(?<![a-z])[a-z]{2,20}\W{1,3}[a-z]{2,20}\W{1,3}[a-z]{2,20}")
 
 
 def _caesar(folded: Variant) -> Variant | None:
@@ -70,7 +70,7 @@ def _caesar(folded: Variant) -> Variant | None:
     joined = " ".join(words)
     best, best_known = 0, plain + 1  # a shift must read better than the text
     for shift, table in enumerate(_SHIFTS, 1):
-        known = sum(w in vocab for w in joined.translate(table).split())
+        known = sum(map(vocab.__contains__, joined.translate(table).split()))
         if known > best_known:
             best, best_known = shift, known
     if not best or best_known < 2:
@@ -85,7 +85,7 @@ _SHIFTS = tuple(str.maketrans(_ABC, _ABC[n:] + _ABC[:n]) for n in range(1, 26))
 
 def _unmarked(text: str) -> Variant | None:
     """The text without its combining marks, when marks are piled on as a disguise."""
-    if sum(unicodedata.category(ch) == "Mn" for ch in text) < 3:
+    if sum(map("Mn".__eq__, map(unicodedata.category, text))) < 3:
         return None
     out: list[str] = []
     where: list[int] = []
@@ -100,7 +100,7 @@ def _unmarked(text: str) -> Variant | None:
     return Variant(folded.text, origin, " (combining marks stripped)")
 
 
-_MORSE_RUN = regex(r"(?:[.\-]{1,7}(?: {1,3}| / )){4,}[.\-]{1,7}")
+_MORSE_RUN = gated(r"(?:[.\-]{1,7}(?: {1,3}| / )){4,}[.\-]{1,7}")
 _MORSE = dict(
     zip(
         [
@@ -159,8 +159,7 @@ def _morse(text: str) -> Variant | None:
 
 
 def _known(words: list[str]) -> int:
-    vocab = vocabulary()
-    return sum(w in vocab for w in words)
+    return sum(map(vocabulary().__contains__, words))
 
 
 def _rejoined(folded: Variant) -> Variant | None:
@@ -212,7 +211,7 @@ _UPSIDE = str.maketrans(
         "˙": ".", "¿": "?", "¡": "!", "'": ",", ",": "'", "ᴉ": "i",
     }
 )  # fmt: skip
-_UPSIDE_ONLY = regex("[ɐɔǝɟƃɥıɾʞןɯɹʇʌʍʎᴉ]")
+_UPSIDE_ONLY = gated("[ɐɔǝɟƃɥıɾʞןɯɹʇʌʍʎᴉ]")
 
 
 def _upside_down(folded: Variant) -> Variant | None:
@@ -231,7 +230,7 @@ def _reversed(folded: Variant) -> Variant | None:
     return Variant(backwards, folded.origin[::-1], " (reversed)")
 
 
-_PIG = regex(r"\b([a-z]+?)(w?ay)\b")
+_PIG = gated(r"\b([a-z]+?)(w?ay)\b")
 _CONSONANTS = "bcdfghjklmnpqrstvwxyz"
 
 
@@ -258,8 +257,8 @@ def _pig_latin(folded: Variant) -> Variant | None:
     return Variant(text, (), " (in pig latin)", (0, len(folded.text)) if folded.origin else None)
 
 
-_PERCENT = regex(r"[^\s%]{0,40}(?:%[0-9a-fA-F]{2}[^\s%]{0,40}){4,}")
-_HEX = regex(
+_PERCENT = gated(r"[^\s%]{0,40}(?:%[0-9a-fA-F]{2}[^\s%]{0,40}){4,}")
+_HEX = gated(
     r"(?<![0-9a-fA-F])(?:(?:[0-9a-fA-F]{2}){8,}|(?:[0-9a-fA-F]{2}[ :]){7,}[0-9a-fA-F]{2})"
     r"(?![0-9a-fA-F])"
 )

@@ -27,12 +27,12 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 
-from curator.core.derived_cache import regex
 from curator.core.flag_alternation import kept_regrouped
 from curator.core.flag_context import quote_explained
 from curator.core.flag_grants import describes_a_habit as habit
 from curator.core.flag_lexicon import LANGUAGES
 from curator.core.flag_lexicon_intents import INTENTS
+from curator.core.regex_gate import GatedPattern, gated
 from curator.core.textmeasure import HANGUL, UNSPACED
 
 __all__ = ["lexicon_hits", "names_a_password", "password_hits", "talked_about"]
@@ -44,12 +44,12 @@ _LETTER = "a-zß-ÿĀ-ɏͰ-ϿЀ-ӿḀ-ỿ"
 _BEFORE = f"(?<![{_LETTER}])"
 _AFTER = f"(?![{_LETTER}])"
 # A sentence ends at "." "!" "?" ";" before a blank (not inside "Hund!2020" or "4.50").
-_SENTENCE = regex(r"(?:[^.!?;。！？।\n]|[.!?;](?!\s|$))+")
+_SENTENCE = gated(r"(?:[^.!?;。！？।\n]|[.!?;](?!\s|$))+")
 
 
 def _family(
     field: str, *, whole_word: bool, table: Sequence[object] = LANGUAGES, stems: bool = False
-) -> re.Pattern[str]:
+) -> GatedPattern:
     """One pattern for a family over every language: :func:`_family_listed` regrouped by
     first character (:func:`curator.core.flag_alternation.kept_regrouped`), which finds the
     same matches but rejects a position where no entry can start (a blank, a digit) on one
@@ -58,7 +58,7 @@ def _family(
     source = kept_regrouped(bounded, free, _BEFORE, after)
     if source is None:
         return _family_listed(field, whole_word=whole_word, table=table, stems=stems)
-    return regex(source)
+    return gated(source)
 
 
 def _family_parts(
@@ -78,7 +78,7 @@ def _family_parts(
 
 def _family_listed(
     field: str, *, whole_word: bool, table: Sequence[object] = LANGUAGES, stems: bool = False
-) -> re.Pattern[str]:
+) -> GatedPattern:
     """A family as one alternation of its entries, longest first: the reference
     :func:`_family` is tested against (and what it falls back to).
 
@@ -93,34 +93,34 @@ def _family_listed(
     parts = [_BEFORE + "(?:" + "|".join(f"(?:{e})" for e in bounded) + ")" + after]
     if free:
         parts.append("(?:" + "|".join(free) + ")")
-    return regex("|".join(parts))
+    return gated("|".join(parts))
 
 
 @dataclass(frozen=True)
 class _Families:
     """Every family's pattern, compiled together on first use (see :func:`_families`)."""
 
-    ignore: re.Pattern[str]
-    object: re.Pattern[str]
-    standing: re.Pattern[str]
-    every: re.Pattern[str]
-    whenever: re.Pattern[str]
-    directive: re.Pattern[str]
-    secret_word: re.Pattern[str]
-    ai: re.Pattern[str]
-    conceal: re.Pattern[str]
-    human: re.Pattern[str]
-    void: re.Pattern[str]
-    prior: re.Pattern[str]
-    setup: re.Pattern[str]
-    old: re.Pattern[str]
-    persona: re.Pattern[str]
-    send: re.Pattern[str]
-    private: re.Pattern[str]
-    amend: re.Pattern[str]
-    you: re.Pattern[str]
-    you_any: re.Pattern[str]
-    verb_final_send: re.Pattern[str]
+    ignore: GatedPattern
+    object: GatedPattern
+    standing: GatedPattern
+    every: GatedPattern
+    whenever: GatedPattern
+    directive: GatedPattern
+    secret_word: GatedPattern
+    ai: GatedPattern
+    conceal: GatedPattern
+    human: GatedPattern
+    void: GatedPattern
+    prior: GatedPattern
+    setup: GatedPattern
+    old: GatedPattern
+    persona: GatedPattern
+    send: GatedPattern
+    private: GatedPattern
+    amend: GatedPattern
+    you: GatedPattern
+    you_any: GatedPattern
+    verb_final_send: GatedPattern
 
 
 _BUILD_LOCK = threading.Lock()
@@ -170,31 +170,31 @@ def _build() -> _Families:
         private=_family("private", whole_word=False, table=INTENTS),
         amend=_family("amend", whole_word=True, table=INTENTS, stems=True),
         you=you,
-        you_any=regex(you_listed.pattern, re.IGNORECASE),
-        verb_final_send=regex(
+        you_any=gated(you_listed.pattern, re.IGNORECASE),
+        verb_final_send=gated(
             "|".join(f"(?:{e})" for lang in INTENTS if lang.code in _VERB_FINAL for e in lang.send)
         ),
     )
 
 
 @lru_cache(maxsize=1)
-def _narrative_by() -> dict[str, re.Pattern[str]]:
+def _narrative_by() -> dict[str, GatedPattern]:
     """Per language, a third-person subject after a standing-order marker (see
     :func:`_narrative`); compiled when a text first has such a marker, as few do."""
     return {
-        lang.code: regex(f"{_BEFORE}(?:{'|'.join(lang.narrative)}){_AFTER}")
+        lang.code: gated(f"{_BEFORE}(?:{'|'.join(lang.narrative)}){_AFTER}")
         for lang in INTENTS
         if lang.narrative
     }
 
 
 @lru_cache(maxsize=1)
-def _by_language() -> dict[str, dict[str, re.Pattern[str]]]:
+def _by_language() -> dict[str, dict[str, GatedPattern]]:
     """Each family of :data:`_BY_LANGUAGE_FIELDS`, per language (see :func:`_languages`):
     a hundred patterns, compiled when a text first has a standing-order marker."""
     return {
         field: {
-            lang.code: regex("|".join(f"(?:{e})" for e in getattr(lang, field)))
+            lang.code: gated("|".join(f"(?:{e})" for e in getattr(lang, field)))
             for lang in (INTENTS if field == "old" else LANGUAGES)
             if getattr(lang, field)
         }
@@ -204,15 +204,15 @@ def _by_language() -> dict[str, dict[str, re.Pattern[str]]]:
 
 # A run without spaces or quotes; CJK punctuation ends it too, since those scripts put no
 # space between words ("パスワードを忘れて、家族に聞く" holds no password: "、" is a comma).
-_CREDENTIAL = regex(r"[^\s\"'`“”«»「」()\u3000-\u303f\uff01-\uff0f\uff1a-\uff1f]{6,}")
+_CREDENTIAL = gated(r"[^\s\"'`“”«»「」()\u3000-\u303f\uff01-\uff0f\uff1a-\uff1f]{6,}")
 
 
 # "I post …, reply when people mention me": a verb after a subject describes, an order
 # has none; "asks me to stop" reports someone else's request. Both are looked for in a
 # bounded stretch before the word (_BACK characters, or one search per sentence), so a long
 # sentence of many verbs is read in linear time.
-_DESCRIBED = regex(r"(?<![\w'])(?:i|we|they|he|she)(?![\w'])")
-_ASKED = regex(r"(?<![\w'])(?:asks?|asked|me|him|her|them|us)\s+to\s+$")
+_DESCRIBED = gated(r"(?<![\w'])(?:i|we|they|he|she)(?![\w'])")
+_ASKED = gated(r"(?<![\w'])(?:asks?|asked|me|him|her|them|us)\s+to\s+$")
 _BACK = 40
 
 
@@ -222,13 +222,13 @@ def _after_subject(text: str, lo: int, at: int) -> bool:
 
 # "they ignore the rules", "他总是忘记规则" (he always forgets the rules): a subject right
 # before the verb makes it a description.
-_SUBJECT = regex(
+_SUBJECT = gated(
     r"(?<![\w'])(?:i|we|they|he|she|people|kids|children)\s+(?:\w+\s+)?$|"
     r"(?:他们|她们|他|她|彼女|彼ら|彼)[^，。！？,]{0,4}$"
 )
 
 
-def _spans(pattern: re.Pattern[str], text: str, lo: int, hi: int) -> list[tuple[int, int]]:
+def _spans(pattern: GatedPattern, text: str, lo: int, hi: int) -> list[tuple[int, int]]:
     return [m.span() for m in pattern.finditer(text, lo, hi)]
 
 
@@ -239,7 +239,7 @@ def _apart(a: tuple[int, int], b: tuple[int, int]) -> bool:
 # Scripts whose runs are prose, not password material: those written without spaces
 # between words (as the quality gate counts them) and Hangul, whose words carry their
 # punctuation ("잊어버려서,") although Korean puts spaces between them.
-_PROSE_SCRIPT = regex(f"[{UNSPACED}{HANGUL}]")
+_PROSE_SCRIPT = gated(f"[{UNSPACED}{HANGUL}]")
 
 
 def _credential(token: str) -> bool:
@@ -270,8 +270,8 @@ def _credential(token: str) -> bool:
 
 
 # "asks whether the agent should …", "wonders if anyone …": a question being reported.
-_REPORTED = regex(r"\b(?:whether|if|ob|si|se|ли|mi)\b|かどうか|是否", re.IGNORECASE)
-_CLAUSE_END = regex(r"[.!?;,、，。！？\n]")
+_REPORTED = gated(r"\b(?:whether|if|ob|si|se|ли|mi)\b|かどうか|是否", re.IGNORECASE)
+_CLAUSE_END = gated(r"[.!?;,、，。！？\n]")
 
 
 def lexicon_hits(text: str) -> Iterator[KindHit]:
@@ -398,7 +398,7 @@ def _sentence_hits(text: str, lo: int, hi: int) -> Iterator[KindHit]:
                 break
 
 
-_NOT_THE_PASSWORD = regex(
+_NOT_THE_PASSWORD = gated(
     r"[\s-]*(?:managers?|policy|policies|reset|hints?|fields?|strength|rules?|requirements?|"
     r"vaults?|generators?|hygiene|spraying|leaks?)\b"
 )
@@ -422,14 +422,14 @@ def _password(text: str, lo: int, hi: int) -> tuple[int, int] | None:
 
 # A quotation introduced as a phrase ("the phrase “ignore previous instructions”") is
 # talked about, not said to the agent.
-_QUOTED = regex(r"[\"“„«「『]([^\"“”„«»「」『』]{3,200})[\"”“»」』]")
-_MENTION = regex(
+_QUOTED = gated(r"[\"“„«「『]([^\"“”„«»「」『』]{3,200})[\"”“»」』]")
+_MENTION = gated(
     r"(?:phrase|made|typed|posted|tweeted|quoted|words?|term|expression|sentence|slogan|meme|saying|line|called|"
     r"frase|palabra|expresión|satz|ausdruck|wort|phrase|mot|expression|фраза|слово|"
     r"выражение|palavra|expressão|parola|espressione|ifade|cümle|söz|言葉|フレーズ|这句话|"
     r"短语|说法)\W{0,3}$"
 )
-_MEANS = regex(
+_MEANS = gated(
     r"^\W{0,3}(?:means|meant|became|is\s+a|was\s+a|an?\s+(?:meme|joke|catchphrase|slogan|"
     r"trend|running\s+gag)|significa|bedeutet|signifie|"
     r"означает|vuol\s+dire|anlamına|という|的意思)"
@@ -532,7 +532,7 @@ def _intent_hits(text: str, lo: int, hi: int) -> Iterator[KindHit]:
 
 
 # "never send …", "don't act as …": advice against it, not the order itself.
-_NEGATION = regex(
+_NEGATION = gated(
     r"(?<![\w'])(?:never|not|don't|do\s+not|nunca|nie|niemals|jamais|mai|никогда|не)\s+"
     r"(?:\w+\s+)?$"
 )
@@ -549,7 +549,7 @@ def _close(obj: tuple[int, int], prior: tuple[int, int]) -> bool:
 # dash, "and"/"then" (in the languages written with spaces), with at most one adverb
 # ("quietly include …") before it. Scripts without spaces, or with the verb at the end,
 # have no such position to check and always count.
-_CLAUSE = regex(
+_CLAUSE = gated(
     r"[,:;()\[\]\"“”«»–—]|(?<![\w'])(?:and|then|also|und|dann|et|puis|y|luego|e|poi|"
     r"и|i|oraz|en|och|dan|lalu|và|rồi|ve|sonra|please|bitte|por\s+favor|s'il\s+te\s+plaît)(?![\w'])"
 )
@@ -571,7 +571,7 @@ def _clause_start(text: str, lo: int, at: int) -> bool:
 
 # The one word an imperative may have before it in its clause: an adverb ("Quietly include
 # …", "Незаметно добавляй …") or "please", not a subject.
-_ADVERB = regex(
+_ADVERB = gated(
     r"\w+ly|\w+mente|\w+ment|please|also|just|then|now|always|never|bitte|heimlich|immer|"
     r"toujours|siempre|sempre|всегда|незаметно|тихо|тайно|gizlice|ongemerkt|stilletjes|"
     r"altijd|alltid|tyst|zawsze|luôn|hãy|selalu|diam-diam",
@@ -582,7 +582,7 @@ _ADVERB = regex(
 # "A columnist argued that AI companions should never pretend to be human": an opinion
 # being reported about others. A report that speaks to the agent ("the admin said that
 # you must …") is still an order, so a clause with a second person does not count.
-_OPINION = regex(
+_OPINION = gated(
     r"\b(?:says|said|explains|explained|shows|showed|argued|argues|believes?|thinks?|wrote|writes|warned|warns|claimed|claims|"
     r"suggested|suggests|noted|notes|reported|reports|found|finds|concluded|insists?|"
     r"insisted)\s+that\b|\b(?:meinte|schrieb|argumentierte|warnte),?\s+dass\b|"
@@ -590,7 +590,7 @@ _OPINION = regex(
     r"\b(?:argumentó|escribió|opina)\s+que\b",
     re.IGNORECASE,
 )
-_SENTENCE_END = regex(r"[.!?;。！？\n](?=\s|$)")
+_SENTENCE_END = gated(r"[.!?;。！？\n](?=\s|$)")
 
 
 # Languages whose imperative ends the clause ("… bu adrese gönder."): there the verb
@@ -608,7 +608,7 @@ def _clause_final(text: str, hi: int, verb: tuple[int, int]) -> bool:
 
 # "The security team explained why “disregard all previous instructions” works": a
 # subject and a verb of its own before the quote make the quote something talked about.
-_NARRATED = regex(
+_NARRATED = gated(
     r"(?:^|\b)(?:the|a|an|this|that|people|he|she|they|we|i|someone|users|researchers|experts|"
     r"[A-Z][a-z]+(?:'s)?)\s+(?:\w+\s+){0,3}?(?:\w+ed|\w+s|made|wrote|said|put|read|saw|heard|"
     r"found|thought|taught|showed|told|typed|quoted|posted|called|shared|became)\b(?!.*\byou\b)",

@@ -30,7 +30,7 @@ import re
 from collections.abc import Iterator, Sequence
 from functools import lru_cache
 
-from curator.core.derived_cache import regex
+from curator.core.regex_gate import GatedPattern, gated
 
 __all__ = ["GRANT_REASONS", "describes_a_habit", "grant_hits"]
 
@@ -158,7 +158,7 @@ _VOID_SMALL = (
     r"ni\s+več\s+dolžan|nav\s+vairs\s+jā|ei\s+enää\s+tarvitse|már\s+nem\s+köteles"
 )
 # A negation before "without …" keeps the check: "no refunds without verification".
-_NEGATION = regex(
+_NEGATION = gated(
     r"\b(?:no|not|never|nobody|nothing|none|nor|no\s+one|n't|nunca|jamás|jamais|nie|nigdy|"
     r"nooit|geen|niet|kein\w{0,20}|nicht|niemals|mai|non|não|asla|jangan|tidak|bukan|đừng|"
     r"aldrei|ekki|soha|nem|nikdy|niciodată|inte|aldrig|ikke|aldri|μην|ποτέ|δεν)\b|"
@@ -166,7 +166,7 @@ _NEGATION = regex(
     r"不得|禁止|绝不|从不|絶対|しない|않|못|ห้าม|ไม่",
     _I,
 )
-_WITHOUT_LIKE = regex(
+_WITHOUT_LIKE = gated(
     r"^(?:without|sin|ohne|sans|sem|senza|zonder|bez|без|tanpa|ilman|ilma|án|fără|utan|uden|"
     r"sonder|χωρίς|دون|بدون|בלי|ללא|बिना)",
     _I,
@@ -300,25 +300,25 @@ def _fast(pattern: str) -> str:
 
 
 @lru_cache(maxsize=4)
-def _compiled() -> tuple[re.Pattern[str], ...]:
+def _compiled() -> tuple[GatedPattern, ...]:
     # the text is casefolded first: IGNORECASE would only slow every alternation down
     return tuple(
-        regex(_fast(p))
+        gated(_fast(p))
         for p in (_AGENT, _POLICY, _WIDEN, _RELAY, _CONDITION, _NOTE_HEAD, _NOTE_RULE, _EROSION)
     )
 
 
 @lru_cache(maxsize=1)
-def _to_ai() -> re.Pattern[str]:
-    return regex(rf"{_TO_AI}|{_VOID_SMALL}")
+def _to_ai() -> GatedPattern:
+    return gated(rf"{_TO_AI}|{_VOID_SMALL}")
 
 
 @lru_cache(maxsize=32)
-def _permission_rules(name: str) -> re.Pattern[str]:
+def _permission_rules(name: str) -> GatedPattern:
     """ "The policy allows Wren to …", "the assistant is not required to …": the agent
     (or its name) within a few words of a permission or a duty lifted."""
     agent = _AGENT + (rf"|\b{re.escape(name)}\b" if name else "")
-    return regex(
+    return gated(
         rf"(?:{_POLICY})[^.!?;\n]{{0,60}}?(?:{_PERMITS})\s+(?:\S{1, 20}\s+){{0,2}}?(?:{agent})|"
         rf"(?:{agent})[^.!?;\n]{{0,40}}?(?:{_NOT_REQUIRED})",
     )
@@ -332,7 +332,7 @@ def _kept_check(text: str, start: int) -> bool:
     return _NEGATION.search(window) is not None
 
 
-_WORD = regex(r"[a-z]{4,}")
+_WORD = gated(r"[a-z]{4,}")
 
 
 def _stem(word: str) -> str:
@@ -409,7 +409,7 @@ def _widen_kept(low: str, m: re.Match[str]) -> bool:
 
 
 # "… and only those", "nothing else": a narrow permission the owner gave, not a widening.
-_NARROW = regex(
+_NARROW = gated(
     r"\b(?:and\s+)?only\s+(?:those|these|that|this|them|for\s+(?:me|him|her|us))\b|"
     r"\bnothing\s+else\b|\bno\s+other\b",
     _I,

@@ -17,13 +17,13 @@ from __future__ import annotations
 
 import re
 
-from curator.core.derived_cache import regex
+from curator.core.regex_gate import gated
 
 __all__ = ["names_a_person_inside"]
 
-_POSSESSIVE = regex(r"(?:'s|\u2019s|'|\u2019)[^\S\n]+\w")
+_POSSESSIVE = gated(r"(?:'s|\u2019s|'|\u2019)[^\S\n]+\w")
 # What a person does with words or taste: the handle is the clause's subject.
-_PERSON_VERB = regex(
+_PERSON_VERB = gated(
     r"[^\S\n]+(?:said|says|asked|asks|wants|wanted|prefers|preferred|likes|liked|loves|"
     r"loved|hates|hated|found|finds|posted|posts|shared|shares|wrote|writes|credited|"
     r"mentioned|thinks|thought|agreed|replied|answered|laughed|joked|complained|"
@@ -31,13 +31,13 @@ _PERSON_VERB = regex(
     r"disse|prefere|quer|ha\s+detto|preferisce|vuole|zei|wil|powiedział\w{0,20}|woli|chce|"
     r"сказал\w{0,20}|попросил\w{0,20}|хочет|предпочитает|dedi|istiyor|bilang|ingin|nói|muốn)\b"
 )
-_JOINED = regex(r"(?:\band|&|\by|\bund|\bet|\be|\bи|\ben|\bi|\bva|\bdan)[^\S\n]+\Z")
-_DESTINATION = regex(
+_JOINED = gated(r"(?:\band|&|\by|\bund|\bet|\be|\bи|\ben|\bi|\bva|\bdan)[^\S\n]+\Z")
+_DESTINATION = gated(
     r"(?:\b(?:to|dm|pm|message|msg|contact|ping|follow|reach|text|via|join|tag|cc|bcc|at|"
     r"an|à|al|para|на|канал)[^\S\n]+\Z)",
     re.IGNORECASE,
 )
-_PREVIOUS_HANDLE = regex(r"(?<![\w.@+-])@[A-Za-z_][A-Za-z0-9_.]{2,31}[^\S\n]+\S{1,20}[^\S\n]+\Z")
+_PREVIOUS_HANDLE = gated(r"(?<![\w.@+-])@[A-Za-z_][A-Za-z0-9_.]{2,31}[^\S\n]+\S{1,20}[^\S\n]+\Z")
 
 
 def names_a_person_inside(text: str, start: int, end: int, previous_is_person: bool) -> bool:

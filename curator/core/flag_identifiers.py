@@ -16,7 +16,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator
 
-from curator.core.derived_cache import regex
+from curator.core.regex_gate import GatedPattern, gated
 
 __all__ = ["cpf_ok", "credential_hits", "id_hits", "pesel_ok", "spelled_link_hits", "verhoeff_ok"]
 
@@ -25,9 +25,9 @@ _I = re.IGNORECASE
 
 _DOT = r"(?:dot|punto|ponto|point|punkt|точка|nokta|titik|chấm)"
 _AT = r"(?:at|arroba|chiocciola|arobase|klammeraffe|собака|małpa)"
-_LINK_RULES: tuple[tuple[re.Pattern[str], str], ...] = (
+_LINK_RULES: tuple[tuple[GatedPattern, str], ...] = (
     (
-        regex(
+        gated(
             rf"(?<![a-z0-9-])[a-z0-9-]{{2,63}}\s{{1,5}}\(?{_DOT}\)?\s{{1,5}}[a-z]{{2,63}}"
             r"(?:\s{1,5}\(?(?:slash|barra)\)?\s{1,5}\w+)+",
             _I,
@@ -35,7 +35,7 @@ _LINK_RULES: tuple[tuple[re.Pattern[str], str], ...] = (
         "a web address spelled out in words",
     ),
     (
-        regex(
+        gated(
             rf"(?<![a-z0-9._-])[a-z0-9._-]{{2,64}}\s{{0,5}}[(\[]\s{{0,5}}{_AT}\s{{0,5}}[)\]]\s{{0,5}}"
             rf"[a-z0-9-]{{2,63}}(?:\s{{0,5}}[(\[]\s{{0,5}}{_DOT}\s{{0,5}}[)\]]\s{{0,5}}"
             rf"[a-z0-9-]{{2,63}}){{1,8}}",
@@ -44,24 +44,24 @@ _LINK_RULES: tuple[tuple[re.Pattern[str], str], ...] = (
         "an e-mail address spelled out in words",
     ),
     (
-        regex(r"(?<![\w@])@[a-z0-9_]{2,64}@[a-z0-9-]{1,63}(?:\.[a-z0-9-]{1,63}){1,8}", _I),
+        gated(r"(?<![\w@])@[a-z0-9_]{2,64}@[a-z0-9-]{1,63}(?:\.[a-z0-9-]{1,63}){1,8}", _I),
         "a fediverse handle (@user@host)",
     ),
     (
-        regex(
+        gated(
             r"\bon\s+(?:discord|telegram|signal|skype|snapchat|kik|threema|matrix|steam)\s+"
             r"(?:as|under|@)\s+@?[\w.#-]{3,}",
             _I,
         ),
         "a messaging id",
     ),
-    (regex(r"(?:微信号?|vx|wechat\s*id)[:：\s]*[a-z][\w-]{5,19}", _I), "a WeChat id"),
+    (gated(r"(?:微信号?|vx|wechat\s*id)[:：\s]*[a-z][\w-]{5,19}", _I), "a WeChat id"),
 )
 
 _WORDS12 = r"(?:[a-z]{3,8}[\s,]+){11,23}[a-z]{3,8}"
-_SECRET_RULES: tuple[tuple[re.Pattern[str], str], ...] = (
+_SECRET_RULES: tuple[tuple[GatedPattern, str], ...] = (
     (
-        regex(
+        gated(
             r"\b(?:wpa2?|wi-?fi|wlan|ssid|network)\b[^.\n]{0,40}?\b(?:key|password|passphrase|"
             r"pass|pw)\b\s*(?:is\s+|[:=]\s*)?[^\s,;.]*\d[^\s,;]{3,}|"
             r"\bwpa2?\s+(?:key|password|passphrase)\s*(?:is\s+|[:=]\s*)?\S{6,}",
@@ -70,14 +70,14 @@ _SECRET_RULES: tuple[tuple[re.Pattern[str], str], ...] = (
         "a Wi-Fi key",
     ),
     (
-        regex(
+        gated(
             rf"\b(?:recovery|seed|secret|backup|mnemonic)\s+(?:phrase|words)\b[^:\n]{{0,40}}[:\-]?\s*{_WORDS12}",
             _I,
         ),
         "a wallet seed or recovery phrase",
     ),
     (
-        regex(
+        gated(
             r"\b(?:2fa|two-factor|mfa|backup|recovery)\s+(?:backup\s+)?codes?\b[^\n]{0,40}?"
             r"\d{4}[- ]?\d{4}(?:\s*,\s*\d{4}[- ]?\d{4})+",
             _I,
@@ -85,7 +85,7 @@ _SECRET_RULES: tuple[tuple[re.Pattern[str], str], ...] = (
         "2FA backup codes",
     ),
     (
-        regex(r"\b[a-z][a-z0-9+.-]{1,20}://[^\s:/@]+:[^\s@/]{3,}@[^\s/]+", _I),
+        gated(r"\b[a-z][a-z0-9+.-]{1,20}://[^\s:/@]+:[^\s@/]{3,}@[^\s/]+", _I),
         "a connection string with a user and password",
     ),
 )
@@ -158,36 +158,36 @@ def verhoeff_ok(digits: str) -> bool:
     return check == 0
 
 
-_CPF = regex(r"(?<![\d.-])\d{3}\.?\d{3}\.?\d{3}-?\d{2}(?![\d-])")
-_ELEVEN = regex(r"(?<!\d)\d{11}(?!\d)")
-_CHINA = regex(r"(?<![\dA-Za-z])\d{17}[\dXx](?![\dA-Za-z])")
-_AADHAAR = regex(r"(?<![\d ])[2-9]\d{3} ?\d{4} ?\d{4}(?![\d])")
-_CPF_NAME = regex(r"\bcpf\b", _I)
-_PESEL_NAME = regex(r"\bpesel\w*", _I)
-_AADHAAR_NAME = regex(r"aadhaar|aadhar|आधार|uidai", _I)
+_CPF = gated(r"(?<![\d.-])\d{3}\.?\d{3}\.?\d{3}-?\d{2}(?![\d-])")
+_ELEVEN = gated(r"(?<!\d)\d{11}(?!\d)")
+_CHINA = gated(r"(?<![\dA-Za-z])\d{17}[\dXx](?![\dA-Za-z])")
+_AADHAAR = gated(r"(?<![\d ])[2-9]\d{3} ?\d{4} ?\d{4}(?![\d])")
+_CPF_NAME = gated(r"\bcpf\b", _I)
+_PESEL_NAME = gated(r"\bpesel\w*", _I)
+_AADHAAR_NAME = gated(r"aadhaar|aadhar|आधार|uidai", _I)
 
 
-def _named(text: str, at: int, name: re.Pattern[str]) -> bool:
+def _named(text: str, at: int, name: GatedPattern) -> bool:
     """The number's name within the forty characters before it."""
     return name.search(text, max(0, at - 40), at) is not None
 
 
-_ID_RULES: tuple[tuple[re.Pattern[str], str], ...] = (
+_ID_RULES: tuple[tuple[GatedPattern, str], ...] = (
     (
-        regex(r"(?<!\d)\d{2}(?:0[1-9]|1[0-2])(?:0[1-9]|[12]\d|3[01])-[1-8]\d{6}(?!\d)"),
+        gated(r"(?<!\d)\d{2}(?:0[1-9]|1[0-2])(?:0[1-9]|[12]\d|3[01])-[1-8]\d{6}(?!\d)"),
         "a Korean resident registration number",
     ),
     (
-        regex(r"(?:паспорт\w*|passport)[^\d\n]{0,20}\d{2}\s?\d{2}\s?№?\s?\d{6}(?!\d)", _I),
+        gated(r"(?:паспорт\w*|passport)[^\d\n]{0,20}\d{2}\s?\d{2}\s?№?\s?\d{6}(?!\d)", _I),
         "a passport series and number",
     ),
     (
-        regex(r"(?:身份证|居民身份证)号?码?\D{0,6}\d{17}[\dXx](?![\dA-Za-z])"),
+        gated(r"(?:身份证|居民身份证)号?码?\D{0,6}\d{17}[\dXx](?![\dA-Za-z])"),
         "a Chinese resident ID number",
     ),
-    (regex(r"〒\s?\d{3}-?\d{4}[^\n。]{0,40}"), "a postal address (〒)"),
+    (gated(r"〒\s?\d{3}-?\d{4}[^\n。]{0,40}"), "a postal address (〒)"),
     (
-        regex(r"(?:aadhaar|आधार)[^\d\n]{0,20}[2-9]\d{3}\s?\d{4}\s?\d{4}(?!\d)", _I),
+        gated(r"(?:aadhaar|आधार)[^\d\n]{0,20}[2-9]\d{3}\s?\d{4}\s?\d{4}(?!\d)", _I),
         "an Aadhaar number",
     ),
 )

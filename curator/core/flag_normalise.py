@@ -23,9 +23,9 @@ import unicodedata
 from dataclasses import dataclass, fields
 from functools import lru_cache
 
-from curator.core.derived_cache import regex
 from curator.core.flag_lexicon import LANGUAGES
 from curator.core.flag_lexicon_intents import INTENTS
+from curator.core.regex_gate import GatedPattern, gated
 
 __all__ = ["Variant", "decoded_base64", "fold", "variants", "vocabulary"]
 
@@ -78,17 +78,17 @@ _SMALL_CAPS = str.maketrans(
 )  # fmt: skip
 # A word with leet symbols inside it ("d!$r3g@rd", "|gn0r3"): "!" and "|" belong to the word
 # only before another of its characters, so "Hello!" keeps its exclamation mark.
-_WORD = regex(r"(?:[\w@$+]|[!|](?=[\w@$]))+")
+_WORD = gated(r"(?:[\w@$+]|[!|](?=[\w@$]))+")
 # "F.o.r.g.e.t", "I-G-N-O-R-E", "i🙂g🙂n🙂o🙂r🙂e", "I|G|N|O|R|E": single letters joined by one
 # repeated separator that is not a letter or a blank (an emoji may carry a variation selector)
 # (two letters are enough: "o-n", "m-e"; three and up may be digits: "1-g-n-0-r-3").
-_SEPARATED = regex(
+_SEPARATED = gated(
     r"(?<![^\W_])(?:[^\W_](?P<sep>[^\w\s]\ufe0f?|_)[^\W_](?:(?P=sep)[^\W_])+(?:(?P=sep)(?!\S))?"
     r"|[^\W\d_](?P<sep2>[^\w\s]\ufe0f?|_)[^\W\d_])(?![^\W_])"
 )
 # "i g n o r e   a l l": single characters one blank apart, words further apart
-_SPACED = regex(r"(?<!\S)\S(?: {1,3}\S){3,}(?!\S)")
-_B64 = regex(r"(?<![A-Za-z0-9+/=])[A-Za-z0-9+/]{16,}={0,2}(?![A-Za-z0-9+/=])")
+_SPACED = gated(r"(?<!\S)\S(?: {1,3}\S){3,}(?!\S)")
+_B64 = gated(r"(?<![A-Za-z0-9+/=])[A-Za-z0-9+/]{16,}={0,2}(?![A-Za-z0-9+/=])")
 
 
 def _is_invisible(ch: str) -> bool:
@@ -96,16 +96,18 @@ def _is_invisible(ch: str) -> bool:
 
 
 def _rewrite_words(
-    text: str, origin: list[int], pattern: re.Pattern[str], change: object
+    text: str, origin: list[int], pattern: GatedPattern, change: object
 ) -> tuple[str, list[int]]:
     """Replace each match of ``pattern`` by ``change(match)``, keeping the origin map."""
     out: list[str] = []
     where: list[int] = []
     last = 0
     for m in pattern.finditer(text):
+        new = change(m)  # type: ignore[operator]
+        if new == m.group(0):
+            continue  # unchanged: it stays in the stretch copied with the next change
         out.append(text[last : m.start()])
         where.extend(origin[last : m.start()])
-        new = change(m)  # type: ignore[operator]
         if len(new) == m.end() - m.start():
             where.extend(origin[m.start() : m.end()])
         else:  # spaced letters joined: the new characters are the match's word characters
@@ -124,6 +126,8 @@ def _rewrite_words(
 
 def _fold_word(m: re.Match[str]) -> str:
     word = m.group(0)
+    if word.isascii() and (word.isalpha() or word.isdigit()):
+        return word  # most words: no look-alike letter, no leet digit beside a letter
     has_alpha = any(ch.isalpha() for ch in word)
     if any(ch.isascii() and ch.isalpha() for ch in word) and not word.isascii():
         word = word.translate(_LOOKALIKE)
@@ -133,8 +137,8 @@ def _fold_word(m: re.Match[str]) -> str:
 
 
 # a word mixing letters and leet digits, and a digit standing alone as a word ("4 m1m")
-_LEET_WORD = regex(r"(?<!\w)(?=\w*[^\W\d_])(?=\w*[01345])\w{3,}")
-_LONE_DIGIT = regex(r"(?<![\w.,])[0134](?![\w.,:/%-])")
+_LEET_WORD = gated(r"(?<!\w)(?=\w*[^\W\d_])(?=\w*[01345])\w{3,}")
+_LONE_DIGIT = gated(r"(?<![\w.,])[0134](?![\w.,:/%-])")
 
 
 def _lone_letter(m: re.Match[str]) -> str:

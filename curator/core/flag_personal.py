@@ -13,8 +13,8 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator
 
-from curator.core.derived_cache import regex
 from curator.core.flag_rules import PHONE_PATTERNS, Hit, looks_like_date
+from curator.core.regex_gate import GatedPattern, gated
 
 _I = re.IGNORECASE
 
@@ -48,23 +48,23 @@ _STREET = (
     r"terrace|close|crescent|square|sq|highway|hwy|parkway|pkwy|strasse|straße|gasse|weg|"
     r"rue|calle|via)"
 )
-_CARD = regex(r"(?<![\d-])\d(?:[ -]?\d){12,18}(?![\d-])")
-_IBAN = regex(r"\b[A-Z]{2}\d{2}(?: ?[A-Z0-9]{4}){2,7}(?: ?[A-Z0-9]{1,4})?\b")
-_PERSONAL_RULES: tuple[tuple[re.Pattern[str], str], ...] = (
+_CARD = gated(r"(?<![\d-])\d(?:[ -]?\d){12,18}(?![\d-])")
+_IBAN = gated(r"\b[A-Z]{2}\d{2}(?: ?[A-Z0-9]{4}){2,7}(?: ?[A-Z0-9]{1,4})?\b")
+_PERSONAL_RULES: tuple[tuple[GatedPattern, str], ...] = (
     (
-        regex(r"\b\d{1,5}[a-z]?\s+(?:[A-Z][\w'-]+\s+){1,3}" + _STREET + r"\b\.?", _I),
+        gated(r"\b\d{1,5}[a-z]?\s+(?:[A-Z][\w'-]+\s+){1,3}" + _STREET + r"\b\.?", _I),
         "a postal address",
     ),
-    (regex(r"\b(?:P\.?\s?O\.?\s+Box|Postfach)\s+\d+", _I), "a postal address"),
-    (regex(r"\b(?:apt|apartment|suite|flat)\s*#?\s*\d+[A-Z]?\b", _I), "a postal address"),
+    (gated(r"\b(?:P\.?\s?O\.?\s+Box|Postfach)\s+\d+", _I), "a postal address"),
+    (gated(r"\b(?:apt|apartment|suite|flat)\s*#?\s*\d+[A-Z]?\b", _I), "a postal address"),
     (
-        regex(r"\b[A-Z]{1,2}\d[A-Z\d]?\s\d[A-Z]{2}\b|\b[A-Z][a-z]+,\s+[A-Z]{2}\s+\d{5}\b"),
+        gated(r"\b[A-Z]{1,2}\d[A-Z\d]?\s\d[A-Z]{2}\b|\b[A-Z][a-z]+,\s+[A-Z]{2}\s+\d{5}\b"),
         "a postcode",
     ),
-    (regex(r"(?<![\d-])\d{3}-\d{2}-\d{4}(?![\d-])"), "a social security number"),
+    (gated(r"(?<![\d-])\d{3}-\d{2}-\d{4}(?![\d-])"), "a social security number"),
     (
         # "her passport number is X4481923", "Reisepassnummer C01X00T47"
-        regex(
+        gated(
             r"\b(?:passport|reisepass\w*|pass(?:nummer)?|pasaporte|passeport|passaporto|"
             r"passaporte|паспорт\w*|pasaport|paspoort|pass|id\s+card|ausweis\w*|dni|nie)\s*"
             r"(?:number|no\.?|num|nummer|número|numéro|numero|номер|numarası|nr\.?|#)?\s*"
@@ -73,10 +73,10 @@ _PERSONAL_RULES: tuple[tuple[re.Pattern[str], str], ...] = (
         ),
         "a passport or ID number",
     ),
-    (regex(r"(?:护照|パスポート)[^\n。]{0,8}?[A-Z]{0,2}\d{6,9}"), "a passport or ID number"),
+    (gated(r"(?:护照|パスポート)[^\n。]{0,8}?[A-Z]{0,2}\d{6,9}"), "a passport or ID number"),
     (
         # "Lindenstraße 12", "Keizersgracht 123", "Storgatan 5": the street name, then the number
-        regex(
+        gated(
             r"\b[A-ZÄÖÜÅ][\wäöüßåé-]*(?:straße|strasse|str\.|weg|gasse|platz|allee|damm|ufer|"
             r"straat|gracht|laan|plein|kade|gatan|vägen|gata|väg|ulica|caddesi|sokak|sokağı)"
             r"\s+\d{1,4}[a-z]?\b",
@@ -85,7 +85,7 @@ _PERSONAL_RULES: tuple[tuple[re.Pattern[str], str], ...] = (
     ),
     (
         # "12 rue de la Paix", "calle Mayor 5", "via Roma 10", "rua Augusta, 200"
-        regex(
+        gated(
             r"\b\d{1,4}(?:\s*bis)?,?\s+(?:rue|avenue|boulevard|bd|chemin|allée|place|impasse|"
             r"quai)\s+(?:de\s+la\s+|de\s+l'|du\s+|des\s+|de\s+)?[A-ZÉ][\w'-]+|"
             r"\b(?:calle|avenida|avda\.?|plaza|paseo|via|viale|piazza|corso|rua|travessa|"
@@ -96,12 +96,12 @@ _PERSONAL_RULES: tuple[tuple[re.Pattern[str], str], ...] = (
     ),
     (
         # "10969 Berlin", "75008 Paris", "1012 AB Amsterdam" after a street and a comma
-        regex(r"(?<=,\s)(?:\d{5}|\d{4}\s?[A-Z]{2}|\d{2}-\d{3})\s+[A-ZÄÖÜ][a-zäöüß]+\b"),
+        gated(r"(?<=,\s)(?:\d{5}|\d{4}\s?[A-Z]{2}|\d{2}-\d{3})\s+[A-ZÄÖÜ][a-zäöüß]+\b"),
         "a postcode",
     ),
-    (regex(r"\bsort\s+code\s*:?\s*\d{2}-\d{2}-\d{2}\b", _I), "a bank sort code"),
+    (gated(r"\bsort\s+code\s*:?\s*\d{2}-\d{2}-\d{2}\b", _I), "a bank sort code"),
     (
-        regex(
+        gated(
             r"\b(?:account|acct|routing|member|customer|policy|passport|licen[cs]e|"
             r"national\s+id|id|tax\s+id|ssn|iban|bsb|aba)\s*(?:number|no\.?|num|#)?\s*"
             r"(?:is|:|#)?\s*\d[\d -]{5,}\d",

@@ -18,9 +18,9 @@ import unicodedata
 from collections import Counter
 from collections.abc import Iterator
 
-from curator.core.derived_cache import regex
 from curator.core.flag_handle_roles import names_a_person_inside
 from curator.core.flag_normalise import decoded_base64
+from curator.core.regex_gate import GatedPattern, gated
 
 Hit = tuple[int, int, str]
 
@@ -43,9 +43,9 @@ _ROLE_REASON = "tries to give the agent a role"
 # A sentence start is "[.!?;\n]" then blanks that are not newlines ([^\S\n]*): with \s* a
 # run of newlines was rescanned from each of its newlines, quadratic in the run's length
 # (4,000 blank lines took seconds); the last newline of a run still starts the sentence.
-_INSTRUCTION_RULES: tuple[tuple[re.Pattern[str], str], ...] = (
+_INSTRUCTION_RULES: tuple[tuple[GatedPattern, str], ...] = (
     (
-        regex(
+        gated(
             r"\b(?:ignore|disregard|forget|override|bypass)\s+(?:all\s+|any\s+|the\s+|your\s+|"
             r"every\s+)*(?:previous|prior|above|earlier|preceding|former|original|existing|"
             r"other|system)?\s*(?:instructions?|rules?|prompts?|guidelines?|directives?|"
@@ -57,7 +57,7 @@ _INSTRUCTION_RULES: tuple[tuple[re.Pattern[str], str], ...] = (
     (
         # "your original instructions are void", "everything above this line is obsolete":
         # the instructions of the agent (qualified so: not "the old parking rules") annulled
-        regex(
+        gated(
             r"\b(?:(?:your|the\s+(?:previous|prior|earlier|original|initial|above|system))\s+"
             r"(?:\w+\s+)?(?:instructions?|rules|directions|guidelines|directives|prompt|"
             r"programming|constraints)|(?:previous|prior|earlier|original|initial)\s+"
@@ -70,15 +70,15 @@ _INSTRUCTION_RULES: tuple[tuple[re.Pattern[str], str], ...] = (
         "declares the agent's instructions void",
     ),
     (
-        regex(r"\b(?:going\s+forward|in\s+(?:the\s+)?future|next\s+time)\s*,?\s+" + _AGENT, _I),
+        gated(r"\b(?:going\s+forward|in\s+(?:the\s+)?future|next\s+time)\s*,?\s+" + _AGENT, _I),
         "a standing order for future conversations",
     ),
     (
-        regex(r"(?:^|[.!?;\n][^\S\n]*)(?:always|never)\s+[a-z]{3,}\b", _I),
+        gated(r"(?:^|[.!?;\n][^\S\n]*)(?:always|never)\s+[a-z]{3,}\b", _I),
         "an imperative sentence (“Always …” / “Never …”)",
     ),
     (
-        regex(
+        gated(
             r"\b" + _AGENT + r"\s+(?:must|should|shall|have\s+to|has\s+to|needs?\s+to|"
             r"are\s+to|is\s+to|are\s+required\s+to|is\s+required\s+to|will\s+now|"
             r"ought\s+to|had\s+better)\b(?!\s+not\s+be\s+surprised)",
@@ -87,7 +87,7 @@ _INSTRUCTION_RULES: tuple[tuple[re.Pattern[str], str], ...] = (
         "an instruction addressed to the agent",
     ),
     (
-        regex(
+        gated(
             r"\b(?:always|never)\s+(?:\w+\s+){0,2}?" + _VERB + r"\b[^.!?\n]{0,80}?"
             r"\bwhen(?:ever)?\s+(?:asked|someone|somebody|anyone|a\s+user|the\s+user|users?|"
             r"people|you|they|he|she)\b",
@@ -96,7 +96,7 @@ _INSTRUCTION_RULES: tuple[tuple[re.Pattern[str], str], ...] = (
         "an “always/never … when asked” rule",
     ),
     (
-        regex(
+        gated(
             r"(?:^|[.!?:;\n][^\S\n]*|\"\s*)(?:always|never|do\s+not|don't|please|make\s+sure\s+to|"
             r"be\s+sure\s+to|remember\s+to)\s+" + _VERB + r"\b",
             _I,
@@ -104,7 +104,7 @@ _INSTRUCTION_RULES: tuple[tuple[re.Pattern[str], str], ...] = (
         "an imperative sentence (an order, not an observation)",
     ),
     (
-        regex(
+        gated(
             r"(?:^|[.!?:;\n][^\S\n]*)(?:reply|respond|answer|send|forward|recommend|share|tell|"
             r"direct|refer|link|promote|ignore|report)\s+(?:to\s+)?(?:every|all|any|each)\b",
             _I,
@@ -112,7 +112,7 @@ _INSTRUCTION_RULES: tuple[tuple[re.Pattern[str], str], ...] = (
         "an imperative sentence (an order, not an observation)",
     ),
     (
-        regex(
+        gated(
             r"(?:^|[.!?:;\n][^\S\n]*)" + _VERB + r"\s+(?:\w+\s+){0,3}?(?:to|with|at|via)\s+"
             r"(?:https?://|www\.|\S+@\S+|\+?\d)",
             _I,
@@ -122,7 +122,7 @@ _INSTRUCTION_RULES: tuple[tuple[re.Pattern[str], str], ...] = (
     (
         # Addressed to the agent, not a topic: "prompt injection" or "jailbreak" alone is
         # what security people talk about; "reveal your system prompt" is an attack.
-        regex(
+        gated(
             r"\b(?:(?:reveal|show|print|repeat|output|leak|share|display|dump|disclose|paste|"
             r"tell\s+(?:me|us))\s+(?:me\s+|us\s+)?(?:your|the)\s+(?:\w+\s+)?(?:system\s+prompt|"
             r"system\s+message|hidden\s+(?:prompt|instructions?|text)|initial\s+instructions|"
@@ -141,7 +141,7 @@ _INSTRUCTION_RULES: tuple[tuple[re.Pattern[str], str], ...] = (
         "talks about the agent's prompt or role",
     ),
     (
-        regex(
+        gated(
             r"\b(?:act\s+as|pretend\s+(?:to\s+be|you\s+are)|role-?play\s+as|you\s+are\s+now|"
             r"you\s+are\s+no\s+longer|from\s+here\s+on\s+you\s+are|simulate\s+being)\b",
             _I,
@@ -149,7 +149,7 @@ _INSTRUCTION_RULES: tuple[tuple[re.Pattern[str], str], ...] = (
         _ROLE_REASON,
     ),
     (
-        regex(
+        gated(
             r"<\|[a-z_]{2,30}\|>|<\|?/?(?:system|user|assistant|im_start|im_end|endoftext|"
             r"eot_id|start_header_id|end_header_id|begin_of_text)\|?>|\[/?INST\]|<<\s*/?SYS\s*>>|"
             r"</?s>|<start_of_turn>|<end_of_turn>|^[^\S\n]*#{2,}[^\S\n]*(?:system|instruction|response)\b|"
@@ -159,7 +159,7 @@ _INSTRUCTION_RULES: tuple[tuple[re.Pattern[str], str], ...] = (
         "a chat-template or role token",
     ),
     (
-        regex(
+        gated(
             r"</?(?:tool_call|tool_use|function_call|function|invoke|tool)\b[^>]*>|"
             r"\"(?:function_call|tool_calls?|arguments|tool_name)\"\s*:|"
             r"\{\s*\"name\"\s*:\s*\"[^\"]+\"\s*,\s*\"(?:arguments|parameters)\"",
@@ -168,7 +168,7 @@ _INSTRUCTION_RULES: tuple[tuple[re.Pattern[str], str], ...] = (
         "tool-call syntax",
     ),
     (
-        regex(
+        gated(
             r"```|\b(?:curl|wget)\s+-?\S|\brm\s+-[rf]+\b|\bsudo\s+\w|\|\s*(?:ba|z)?sh\b|"
             r"\$\([^)]*\)|\beval\s*\(|\bexec\s*\(|\bos\.system\b|\bsubprocess\.|"
             r"\bimport\s+(?:os|subprocess|socket|requests)\b|\bpowershell\b|\bchmod\s+\+x\b|"
@@ -182,13 +182,13 @@ _INSTRUCTION_RULES: tuple[tuple[re.Pattern[str], str], ...] = (
 
 # A third-person subject right before a role phrase: "attackers pretend to be …",
 # "kids pretend they are …", "the actor who acts as …".
-_THEY = regex(
+_THEY = gated(
     r"\b(?:they|he|she|we|i|who|that|people|kids|children|[a-z]+(?:ers|ists|ors|ians))\s+"
     r"(?:often\s+|sometimes\s+|usually\s+|may\s+|can\s+|will\s+|would\s+|often\s+)?$|"
     r"\b(?:was|were|been|is|are)\s+(?:asked|told|instructed|prompted|made)\s+to\s+$",
     _I,
 )
-_NEGATED = regex(r"\b(?:never|not|n't|no\s+longer|refuses?\s+to)\s*(?:\w+\s+)?$", _I)
+_NEGATED = gated(r"\b(?:never|not|n't|no\s+longer|refuses?\s+to)\s*(?:\w+\s+)?$", _I)
 
 
 def instruction_hits(text: str) -> Iterator[Hit]:
@@ -217,19 +217,19 @@ _TLDS = (
 # whitespace run is bounded: an unbounded one next to another could split a long blank
 # stretch in every way (quadratic), and an address is never spelled with more.
 _SPELLED_DOT = r"(?:\s{0,5}\(dot\)\s{0,5}|\s{0,5}\[dot\]\s{0,5}|\s{1,5}dot\s{1,5})"
-_LINK_RULES: tuple[tuple[re.Pattern[str], str], ...] = (
+_LINK_RULES: tuple[tuple[GatedPattern, str], ...] = (
     (
         # bounded, possessive runs: unbounded ones rescanned the rest of the text from every "!["
-        regex(r"!\[[^\]\n]{0,500}+\]\([^)\s]{1,2000}+[^)]{0,2000}+\)", _I),
+        gated(r"!\[[^\]\n]{0,500}+\]\([^)\s]{1,2000}+[^)]{0,2000}+\)", _I),
         "a markdown image (can leak data on load)",
     ),
     (
-        regex(r"\b(?:https?|hxxps?|ftp|file|data|ipfs)\s*(?::|\[:\])\s*//\S+", _I),
+        gated(r"\b(?:https?|hxxps?|ftp|file|data|ipfs)\s*(?::|\[:\])\s*//\S+", _I),
         "a link",
     ),
-    (regex(r"\bwww\s*(?:\.|\[\.\]|\(\.\))\s*[\w-]+\S*", _I), "a link"),
+    (gated(r"\bwww\s*(?:\.|\[\.\]|\(\.\))\s*[\w-]+\S*", _I), "a link"),
     (
-        regex(
+        gated(
             r"\b[\w.+-]{1,64}@[\w-]{1,63}(?:(?:\.|\[\.\]|\(\.\))[\w-]{1,63}){0,8}"
             r"(?:\.|\[\.\]|\(\.\))"
             r"(?:" + _TLDS + r")\b",
@@ -239,7 +239,7 @@ _LINK_RULES: tuple[tuple[re.Pattern[str], str], ...] = (
     ),
     (
         # obfuscated: "name [at] host.com", "name (at) host (dot) com", "name at host dot com"
-        regex(
+        gated(
             r"\b[\w.+-]{1,64}\s*(?:\[at\]|\(at\))\s*[\w-]{1,63}(?:\s*(?:\.|\[\.\]|\(\.\)|"
             r"\[dot\]|\(dot\)|\s+dot\s+)\s*[\w-]{1,63}){1,8}|"
             r"\b[\w-]{1,64}(?:\s+dot\s+[\w-]{1,63}){0,8}\s+at\s+[\w-]{1,63}"
@@ -250,7 +250,7 @@ _LINK_RULES: tuple[tuple[re.Pattern[str], str], ...] = (
         "an e-mail address",
     ),
     (
-        regex(
+        gated(
             r"\b(?:[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?(?:\.|\[\.\]|\(\.\))){1,8}(?:" + _TLDS + r")"
             r"(?![\w-])(?:/\S*)?",
             _I,
@@ -258,7 +258,7 @@ _LINK_RULES: tuple[tuple[re.Pattern[str], str], ...] = (
         "a domain name",
     ),
     (
-        regex(
+        gated(
             r"\b(?:t\.me|wa\.me|discord\.gg|bit\.ly|tinyurl)\b|"
             r"\b(?:telegram|whatsapp|signal|discord|wechat|kik|snapchat)\b[^.\n]{0,30}?@\w{3,}",
             _I,
@@ -268,18 +268,18 @@ _LINK_RULES: tuple[tuple[re.Pattern[str], str], ...] = (
     (
         # "@leakbot", "DM @helpdesk_real": a handle is a contact point like an address;
         # an e-mail address is not one (its "@" follows a word character)
-        regex(r"(?<![\w.@+-])@[A-Za-z_][A-Za-z0-9_.]{2,31}(?<!\.)(?![\w@])"),
+        gated(r"(?<![\w.@+-])@[A-Za-z_][A-Za-z0-9_.]{2,31}(?<!\.)(?![\w@])"),
         "a messaging handle",
     ),
     (
-        regex(r"\b(?:discord|telegram|signal|skype|kik)\b[^.\n]{0,20}?\b\w{3,32}#\d{4}\b", _I),
+        gated(r"\b(?:discord|telegram|signal|skype|kik)\b[^.\n]{0,20}?\b\w{3,32}#\d{4}\b", _I),
         "a messaging handle",
     ),
     (
         # "Find me on Signal, username maria.91", "WeChat ID: lm_8823", "Skype me: live:.cid…":
         # a messaging app, then an id-like name (with a digit, "_" or "."; a plain word is
         # no handle: "the line: busy")
-        regex(
+        gated(
             r"\b(?:signal|wechat|weixin|line|skype|telegram|tg|whatsapp|discord|threema|kik|"
             r"snapchat|snap|instagram|insta|ig|viber|qq|icq|matrix|session|tiktok|wire)\b"
             r"[^\n.]{0,25}?(?:\bid\b|\busername\b|\buser\s*name\b|\bhandle\b|\bnick\w*|:)"
@@ -290,7 +290,7 @@ _LINK_RULES: tuple[tuple[re.Pattern[str], str], ...] = (
     ),
     (
         # "example dot com slash promo": an address spelled out (not "the dot com bubble")
-        regex(
+        gated(
             r"(?<![\w-])(?!(?:the|a|an|this|that|of)\b)[\w-]{2,63}"
             r"(?:" + _SPELLED_DOT + r"[\w-]{1,63}){0,3}"
             r"" + _SPELLED_DOT + r"(?:" + _TLDS + r")\b"
@@ -301,7 +301,7 @@ _LINK_RULES: tuple[tuple[re.Pattern[str], str], ...] = (
         "a link spelled out",
     ),
     (
-        regex(
+        gated(
             r"(?<![\w+])(?:\+|00)\d{1,3}[\s.-]?\(?\d{1,4}\)?(?:[\s.-]?\d{2,4}){2,4}(?!\w)|"
             r"(?<![\w+-])\(\d{3}\)\s?\d{3}[\s.-]\d{4}(?!\w)|"
             r"(?<![\w+-])\d{3}[.-]\d{3}[.-]\d{4}(?![\w-])|"
@@ -310,7 +310,7 @@ _LINK_RULES: tuple[tuple[re.Pattern[str], str], ...] = (
         "a phone number",
     ),
     (
-        regex(
+        gated(
             r"\b(?:call|text|phone|ring|whatsapp|sms|tel|mobile|cell)\b[^.\n]{0,20}?"
             r"(?<!\d)\d(?:[\s.-]?\d){7,13}(?!\d)",
             _I,
@@ -321,14 +321,14 @@ _LINK_RULES: tuple[tuple[re.Pattern[str], str], ...] = (
 
 # The phone-number rules, shared with the personal rule (a number reaches a person).
 PHONE_PATTERNS = tuple(pattern for pattern, reason in _LINK_RULES if reason == "a phone number")
-_DOMAIN_LIKE_WORDS = regex(r"^(?:e\.g|i\.e|a\.m|p\.m|u\.s|etc)\b", _I)
-_SUBJECT_FOLLOWS = regex(r"(?:'s|\u2019s)?[^\S\n]+\w")
+_DOMAIN_LIKE_WORDS = gated(r"^(?:e\.g|i\.e|a\.m|p\.m|u\.s|etc)\b", _I)
+_SUBJECT_FOLLOWS = gated(r"(?:'s|\u2019s)?[^\S\n]+\w")
 _CLOSING = "\"')]\u201d\u2019"
 _SENTENCE_ENDS = ".!?\u3002\uff01\uff1f"  # also 。！？
 # What may stand between a sentence's start and its first word: spaces, a list item's
 # mark, an opening quotation mark or bracket, ¿ ¡, and invisible marks (direction marks
 # and embeddings, a BOM, a zero-width space); the line break is told apart after.
-_OPENERS = regex(
+_OPENERS = gated(
     "[\\s\"'(\\[*\u2022\u2013\u2014\u00ab\u00bf\u00a1\u201c\u2018\u300c\u300e\uff08\\-"
     "\u200b-\u200f\u202a-\u202e\u2060-\u2069\ufeff]*\\Z"
 )
@@ -365,7 +365,7 @@ def _next_handle_start(text: str, end: int) -> int:
     return m.end() - 1 if m else -1
 
 
-_NEXT_HANDLE = regex(r"[^\S\n]+\S{1,3}[^\S\n]+@")
+_NEXT_HANDLE = gated(r"[^\S\n]+\S{1,3}[^\S\n]+@")
 
 
 def link_hits(text: str) -> Iterator[Hit]:
@@ -402,20 +402,20 @@ def looks_like_date(s: str) -> bool:
 
 # -- credentials and secrets ----------------------------------------------------------------
 
-_SECRET_RULES: tuple[tuple[re.Pattern[str], str], ...] = (
-    (regex(r"\bsk-(?:proj-|ant-|live-)?[A-Za-z0-9_-]{16,}"), "an API key (sk-…)"),
-    (regex(r"\b(?:sk|rk|pk)_(?:live|test)_[A-Za-z0-9]{16,}"), "a payment API key"),
-    (regex(r"\bgh[pousr]_[A-Za-z0-9]{20,}|\bgithub_pat_[A-Za-z0-9_]{20,}"), "a GitHub token"),
-    (regex(r"\b(?:AKIA|ASIA)[0-9A-Z]{16}\b"), "an AWS access key"),
-    (regex(r"\bAIza[0-9A-Za-z_-]{30,}"), "a Google API key"),
-    (regex(r"\bxox[abprs]-[A-Za-z0-9-]{10,}"), "a Slack token"),
-    (regex(r"\bglpat-[A-Za-z0-9_-]{16,}"), "a GitLab token"),
-    (regex(r"\bhf_[A-Za-z0-9]{20,}"), "a Hugging Face token"),
-    (regex(r"\beyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}"), "a JWT"),
-    (regex(r"-----BEGIN [A-Z ]*PRIVATE KEY-----"), "a private key"),
+_SECRET_RULES: tuple[tuple[GatedPattern, str], ...] = (
+    (gated(r"\bsk-(?:proj-|ant-|live-)?[A-Za-z0-9_-]{16,}"), "an API key (sk-…)"),
+    (gated(r"\b(?:sk|rk|pk)_(?:live|test)_[A-Za-z0-9]{16,}"), "a payment API key"),
+    (gated(r"\bgh[pousr]_[A-Za-z0-9]{20,}|\bgithub_pat_[A-Za-z0-9_]{20,}"), "a GitHub token"),
+    (gated(r"\b(?:AKIA|ASIA)[0-9A-Z]{16}\b"), "an AWS access key"),
+    (gated(r"\bAIza[0-9A-Za-z_-]{30,}"), "a Google API key"),
+    (gated(r"\bxox[abprs]-[A-Za-z0-9-]{10,}"), "a Slack token"),
+    (gated(r"\bglpat-[A-Za-z0-9_-]{16,}"), "a GitLab token"),
+    (gated(r"\bhf_[A-Za-z0-9]{20,}"), "a Hugging Face token"),
+    (gated(r"\beyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}"), "a JWT"),
+    (gated(r"-----BEGIN [A-Z ]*PRIVATE KEY-----"), "a private key"),
     (
         # "the door code for the flat is 7391", "OTP code 552 901", "Türcode 4711"
-        regex(
+        gated(
             r"\b(?:(?:door|gate|alarm|entry|access|safe|lock|garage|building|wi-?fi|otp|"
             r"verification|security|2fa|one-time|sms|login|confirmation|unlock|bank)\s+"
             r"(?:code|pin|passcode|number)|pin(?:\s+(?:code|number))?|passcode|otp|"
@@ -436,7 +436,7 @@ _SECRET_RULES: tuple[tuple[re.Pattern[str], str], ...] = (
     ),
     (
         # "login for the admin panel is root / hunter2": a user name and a password
-        regex(
+        gated(
             r"\b(?:login|log-in|user(?:name)?|credentials?|admin|account)\b[^.\n]{0,40}?"
             r"(?<![\w/])[\w.@-]{2,32}\s*/\s*(?=[^\s/]*\d)[^\s/]{4,}",
             _I,
@@ -444,7 +444,7 @@ _SECRET_RULES: tuple[tuple[re.Pattern[str], str], ...] = (
         "a user name and password",
     ),
     (
-        regex(
+        gated(
             r"\b(?:password|passwd|passcode|pwd|pin|api[\s_-]?key|secret(?:[\s_-]?key)?|"
             r"access[\s_-]?token|auth[\s_-]?token|bearer|token|2fa\s+code|otp|"
             r"recovery\s+(?:code|phrase)|seed\s+phrase|mnemonic)"
@@ -457,7 +457,7 @@ _SECRET_RULES: tuple[tuple[re.Pattern[str], str], ...] = (
 
 _GIVEN = "a password or key given in the text"
 # A plain word after "password is" that says where or how it is, not what it is.
-_NOT_A_VALUE = regex(
+_NOT_A_VALUE = gated(
     r"(?:is|was|=|:)\s*[\"'`]?(?:[a-z]+(?:ed|ing|ly)|the|a|an|not|never|now|also|still|"
     r"required|optional|secret|shared|written|hidden|empty|blank|weak|strong|long|short|too|"
     r"very|easy|hard|correct|wrong|incorrect|case|on|in|at|for|stored|saved|printed|taped|"
@@ -465,7 +465,7 @@ _NOT_A_VALUE = regex(
     r"lost|broken|forgotten|given|written|reused|leaked|compromised|wrong)$",
     _I,
 )
-_TOKEN = regex(r"[A-Za-z0-9+/_=-]{24,}")
+_TOKEN = gated(r"[A-Za-z0-9+/_=-]{24,}")
 
 
 def shannon_entropy(s: str) -> float:
@@ -497,12 +497,12 @@ def secret_hits(text: str) -> Iterator[Hit]:
 
 # -- hidden text ----------------------------------------------------------------------------
 
-_ZERO_WIDTH = regex("[\u200b\u200c\u200d\u2060\u2061\u2062\u2063\u2064\ufeff\u180e\u00ad\u034f]+")
-_BIDI = regex("[\u202a-\u202e\u2066-\u2069\u200e\u200f\u061c]+")
-_TAGS = regex("[\U000e0000-\U000e007f]+")
-_PRIVATE = regex("[\ue000-\uf8ff\U000f0000-\U000ffffd]+")
-_WORD = regex(r"\w+", re.UNICODE)
-_BASE64 = regex(r"(?<![A-Za-z0-9+/=])[A-Za-z0-9+/]{14,}={0,2}(?![A-Za-z0-9+/=])")
+_ZERO_WIDTH = gated("[\u200b\u200c\u200d\u2060\u2061\u2062\u2063\u2064\ufeff\u180e\u00ad\u034f]+")
+_BIDI = gated("[\u202a-\u202e\u2066-\u2069\u200e\u200f\u061c]+")
+_TAGS = gated("[\U000e0000-\U000e007f]+")
+_PRIVATE = gated("[\ue000-\uf8ff\U000f0000-\U000ffffd]+")
+_WORD = gated(r"\w+", re.UNICODE)
+_BASE64 = gated(r"(?<![A-Za-z0-9+/=])[A-Za-z0-9+/]{14,}={0,2}(?![A-Za-z0-9+/=])")
 
 
 def _script(ch: str) -> str:
@@ -558,9 +558,12 @@ def hidden_hits(text: str) -> Iterator[Hit]:
         yield m.start(), m.end(), "invisible Unicode tag characters (hidden ASCII)"
     for m in _PRIVATE.finditer(text):
         yield m.start(), m.end(), "private-use characters"
-    for m in _WORD.finditer(text):
+    for m in () if text.isascii() else _WORD.finditer(text):
         # Latin next to kana, CJK or Hangul ("SNSに", "TRPG에서") is ordinary mixed
-        # writing: only letters that can pass for each other (Latin, Cyrillic, Greek) mix
+        # writing: only letters that can pass for each other (Latin, Cyrillic, Greek) mix.
+        # A word of ASCII is of one alphabet (no look-alike is ASCII).
+        if m.group(0).isascii():
+            continue
         scripts = {_script(ch) for ch in m.group(0)} - {"", "OTHER"}
         if "LOOKALIKE" in scripts or (len(scripts) > 1 and "LATIN" in scripts):
             yield m.start(), m.end(), "a word mixing alphabets (look-alike letters)"

@@ -16,7 +16,7 @@ import re
 from collections.abc import Iterator
 from functools import lru_cache
 
-from curator.core.derived_cache import regex
+from curator.core.regex_gate import GatedPattern, gated
 
 __all__ = ["REPORTED_ORDER", "hidden_markup_hits", "wording_hits"]
 
@@ -123,7 +123,7 @@ _NEW_SCRIPTS = (
 REPORTED_ORDER = "tells what the agent should do (an order reported as an observation)"
 # An HTML or Markdown comment, or an element styled not to show: words a reader of the
 # rendered text never sees but the agent reads.
-_HIDDEN_MARKUP = regex(
+_HIDDEN_MARKUP = gated(
     r"<!--\s*(?=(?:[^-\s]\s*){10})[\s\S]{0,2000}?(?:-->|$)|"
     r"^[ \t]*\[//\]:\s*#\s*[(\"'][^\n]{3,}|\s\[//\]:\s*#\s*[(\"'][^\n]{3,}|"
     r"<(?:div|span|p|font)\b[^>]{0,200}?style\s*=\s*[\"'][^\"']{0,200}?(?:font-size\s*:\s*0|"
@@ -139,25 +139,25 @@ def hidden_markup_hits(text: str) -> Iterator[tuple[int, int, str]]:
 
 
 @lru_cache(maxsize=32)
-def _rules(name: str) -> tuple[tuple[str, re.Pattern[str], str], ...]:
+def _rules(name: str) -> tuple[tuple[str, GatedPattern, str], ...]:
     agent = _AGENT_WORDS + (f"|{re.escape(name.casefold())}" if name else "")
     flags = re.IGNORECASE
     return (
         (
             "instruction",
-            regex(rf"(?:{agent})\s+(?:(?:{_ADVERB})\s+){{0,2}}(?:{_MODAL})\b", flags),
+            gated(rf"(?:{agent})\s+(?:(?:{_ADVERB})\s+){{0,2}}(?:{_MODAL})\b", flags),
             REPORTED_ORDER,
         ),
         (
             "instruction",
-            regex(
+            gated(
                 rf"(?:{agent})[^\s.。,，]{{0,6}}?(?:应该|应当|ควร|べき|해야)|على\s+المساعد", flags
             ),
             REPORTED_ORDER,
         ),
         (
             "instruction",
-            regex(
+            gated(
                 r"switch\s+(?:to|into)\s+(?:your\s+)?(?:\S+\s+){0,2}?"
                 r"(?:persona|character|alter\s+ego|personality)",
                 flags,
@@ -166,33 +166,33 @@ def _rules(name: str) -> tuple[tuple[str, re.Pattern[str], str], ...]:
         ),
         (
             "instruction",
-            regex(rf"(?:{agent})[^.;:]{{0,60}}?\s(?:soll|sollte|muss|darf)\b", flags),
+            gated(rf"(?:{agent})[^.;:]{{0,60}}?\s(?:soll|sollte|muss|darf)\b", flags),
             REPORTED_ORDER,
         ),
         (
             "instruction",
-            regex(
+            gated(
                 rf"(?:{_WISH})\b(?=[^.!?]{{0,120}}?(?:{_SECOND_PERSON}))[^.;]{{0,50}}?(?:{_FROM_NOW})",
                 flags,
             ),
             "a wish addressed to the agent for every later reply",
         ),
-        ("instruction", regex(_GRANT, flags), "a permission granted by a claimed authority"),
-        ("instruction", regex(_TIP, flags), "advice addressed to the agent itself"),
+        ("instruction", gated(_GRANT, flags), "a permission granted by a claimed authority"),
+        ("instruction", gated(_TIP, flags), "advice addressed to the agent itself"),
         (
             "instruction",
-            regex(
+            gated(
                 rf"(?:{_VOID_MARKER})[^.!?]{{0,80}}?(?:{_INSTRUCTIONS})|"
                 rf"(?:{_INSTRUCTIONS})[^.!?]{{0,80}}?(?:{_VOID_MARKER})",
                 flags,
             ),
             "declares the agent's instructions void",
         ),
-        ("instruction", regex(_STANDING, flags), "a standing order for later replies"),
-        ("instruction", regex(_NEW_SCRIPTS, flags), "an order to the agent"),
+        ("instruction", gated(_STANDING, flags), "a standing order for later replies"),
+        ("instruction", gated(_NEW_SCRIPTS, flags), "an order to the agent"),
         (
             "identity",
-            regex(
+            gated(
                 rf"(?:{_AMEND_HEADING})|(?:{agent})[^.;]{{0,40}}?(?:{_NO_LONGER})|"
                 rf"नया\s+नियम\s*[:：]?[^।]{{0,40}}?(?:{agent}|\bai\b|एआई)",
                 flags,

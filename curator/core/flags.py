@@ -45,7 +45,6 @@ from collections.abc import Iterable, Sequence
 from functools import lru_cache
 from typing import Any
 
-from curator.core.derived_cache import regex
 from curator.core.flag_context import done_by_others, personal_request
 from curator.core.flag_disguises import disguise_variants
 from curator.core.flag_families import (
@@ -69,6 +68,7 @@ from curator.core.flag_rules import (
 )
 from curator.core.flag_type import KINDS, TEXT_KINDS, Flag, flag_kinds, provenance_flag, short
 from curator.core.flag_wordings import REPORTED_ORDER, hidden_markup_hits, wording_hits
+from curator.core.regex_gate import gated
 
 __all__ = [
     "KINDS",
@@ -94,12 +94,12 @@ _STOP_WORDS = """
     agent agents ai assistant bot model"""
 _STOP = frozenset(re.findall(r"[a-z]+", _STOP_WORDS))
 
-_AGENT_REF = regex(
+_AGENT_REF = gated(
     r"\b(?:the\s+agent|agent|the\s+assistant|assistant|the\s+bot|the\s+ai|you|your|yourself|"
     r"itself|it\s+(?:may|can|should|must|is|no\s+longer|does\s+not|doesn't|need))\b",
     re.IGNORECASE,
 )
-_PERMISSION = regex(
+_PERMISSION = gated(
     r"\b(?:may|can|could|should|must|is\s+(?:allowed|permitted|free|encouraged|expected)\s+to|"
     r"are\s+(?:allowed|permitted|free|encouraged)\s+to|"
     r"(?:it\s+is|it's)\s+(?:fine|ok|okay|acceptable|good|better|safe)\b|"
@@ -109,7 +109,7 @@ _PERMISSION = regex(
     r"set\s+aside|waive|suspend)\b",
     re.IGNORECASE,
 )
-_AMEND = regex(
+_AMEND = gated(
     r"\b(?:new|updated|revised|amended|additional|extra|real|true|secret)\s+"
     r"(?:axioms?|core\s+values?|principles?|constitution|identity|directives?|name|purpose)\b|"
     # "the axioms no longer …", "your rules no longer …" (not "the parking rules no longer")
@@ -141,7 +141,7 @@ def _content(text: str) -> set[str]:
     return {_stem(w) for w in re.findall(r"[a-z]+", text.lower()) if w not in _STOP and len(w) > 2}
 
 
-_REPORTED = regex(r"\b(?:whether|if)\b[^.!?;]*$", re.IGNORECASE)
+_REPORTED = gated(r"\b(?:whether|if)\b[^.!?;]*$", re.IGNORECASE)
 
 
 def _reported(text: str, at: int) -> bool:
@@ -151,8 +151,8 @@ def _reported(text: str, at: int) -> bool:
 
 # "Our team replaced the old guidelines": a past-tense verb after its own subject tells
 # what someone did; "replace your principles" or "has replaced your principles" amends.
-_PAST_VERB = regex(r"\w+ed\b|rewrote\b|overrode\b", re.IGNORECASE)
-_DOER = regex(r"\b(?!has\b|have\b|had\b|been\b|you\b)[a-z]+\s+$", re.IGNORECASE)
+_PAST_VERB = gated(r"\w+ed\b|rewrote\b|overrode\b", re.IGNORECASE)
+_DOER = gated(r"\b(?!has\b|have\b|had\b|been\b|you\b)[a-z]+\s+$", re.IGNORECASE)
 
 
 def _done_by_others(text: str, m: re.Match[str]) -> bool:
@@ -168,7 +168,7 @@ def _identity_hits(text: str, axioms: Sequence[str], identity_name: str | None) 
         if not _reported(text, m.start()) and not _done_by_others(text, m)
     ]
     if identity_name:  # "Wren is a licensed therapist": a new identity under the agent's name
-        named = regex(
+        named = gated(
             rf"\b{re.escape(identity_name)}\s+(?:is|has\s+become)\s+(?:now\s+|actually\s+|"
             r"really\s+|secretly\s+)?(?:a|an)\s+(?:licensed|certified|qualified|registered|"
             r"human|real\s+person|person)\b",
@@ -279,7 +279,7 @@ def _disguised_hits(text: str) -> tuple[dict[str, list[Hit]], str]:
 
 # "Users noted that the assistant should …" is an order reported as an observation (a
 # reported opinion does not excuse it); "whether the assistant should …" asks.
-_WHETHER = regex(r"\b(?:whether|if|ob|si|se|ли)\b[^.!?;]*$", re.IGNORECASE)
+_WHETHER = gated(r"\b(?:whether|if|ob|si|se|ли)\b[^.!?;]*$", re.IGNORECASE)
 
 
 def _asked(text: str, at: int) -> bool:
