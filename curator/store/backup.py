@@ -73,7 +73,7 @@ from curator.store.db import Store
 from curator.store.db_choice import BUSY_TIMEOUT_S, busy_timeout_from_env
 from curator.store.db_errors import DATABASE_ERRORS
 from curator.store.models import utcnow
-from curator.store.opening import StoreBusyError, check_file, has_wal, read_only_uri
+from curator.store.opening import StoreBusyError, check_file, file_name, has_wal, read_only_uri
 from curator.store.settings import SettingsError, load_settings
 
 try:
@@ -311,7 +311,7 @@ def _copy_and_check(
         uri = read_only_uri(db_path, immutable=not has_wal(db_path))
         source = sqlite3.connect(uri, uri=True, timeout=BUSY_TIMEOUT_S)
     else:
-        source = sqlite3.connect(str(db_path), timeout=BUSY_TIMEOUT_S)
+        source = sqlite3.connect(file_name(db_path), timeout=BUSY_TIMEOUT_S)
     try:
         if source.execute("PRAGMA journal_mode").fetchone()[0] == "wal":
             # One snapshot for the whole copy. In WAL mode a read transaction blocks no
@@ -320,7 +320,7 @@ def _copy_and_check(
             # once per episode) would make SQLite start the copy from the beginning.
             source.execute("BEGIN")
             source.execute("SELECT count(*) FROM sqlite_master").fetchone()
-        target = sqlite3.connect(str(partial))
+        target = sqlite3.connect(file_name(partial))
         try:
             source.backup(target, pages=max(pages, 1), progress=step)
             # A self-contained single file: no -wal next to the copy.

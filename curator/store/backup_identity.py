@@ -40,7 +40,7 @@ import uuid
 from pathlib import Path
 
 from curator.store.backup_schedule import stamp_of
-from curator.store.opening import _connect_without_writing
+from curator.store.opening import _connect_without_writing, file_name
 
 DATABASE_ID_KEY = "database_id"
 _STAMP = r"\d{8}T\d{12}Z"
@@ -141,7 +141,7 @@ def ensure_database_id(path: Path, timeout: float) -> str | None:
     if existing is not None:
         return existing
     try:
-        conn = sqlite3.connect(str(path), timeout=timeout, isolation_level=None)
+        conn = sqlite3.connect(file_name(path), timeout=timeout, isolation_level=None)
     except sqlite3.Error:
         return None
     try:

@@ -268,6 +268,10 @@ def copy_database(
     started = time.perf_counter()
     tables = copied_tables()
     report = CopyReport(source.location, dest.location)
+    if source.dialect is dest.dialect and source.dialect.same_database(source.db, dest.db):
+        raise CuratorError(
+            f"SOURCE and DEST are the same database ({dest.location}); nothing was copied"
+        )
     for store in (source, dest):
         problem = schema_problem(store, tables)
         if problem is not None:

@@ -43,6 +43,7 @@ from curator.store.engine import (
     Dialect,
     display_url,
     is_postgres_url,
+    without_password,
 )
 from curator.store.migrations import LATEST_VERSION
 from curator.store.models import ALL_MODELS
@@ -57,8 +58,10 @@ from curator.store.opening import (
     StoreBusyError,
     StoreError,
     check_file,
+    file_name,
     has_wal,
     read_only_uri,
+    special_name,
 )
 from curator.store.pg_connection import (
     in_transaction,
@@ -148,6 +151,9 @@ class Store:
         if is_postgres_url(path):
             self._open_postgres(os.fspath(path), read_only=read_only, create=create)
             return
+        special = special_name(os.fspath(path))
+        if special is not None:
+            raise StoreError(special)
         self.path = Path(path)
         self.location = str(self.path)
         if not create and not os.path.exists(self.path):  # a dangling link too
@@ -209,7 +215,7 @@ class Store:
             try:
                 self.db.connect(reuse_if_open=True)
             except DATABASE_ERRORS as exc:
-                reason = " ".join(str(exc).split())
+                reason = without_password(" ".join(str(exc).split()), url)
                 raise StoreError(f"cannot connect to {self.location}: {reason}") from exc
             version = self.schema_version
             if version > LATEST_VERSION:
@@ -258,7 +264,7 @@ class Store:
                 name, uri=True, timeout=self.busy_timeout_s, pragmas={**pragmas, "query_only": 1}
             )
         return SqliteDatabase(
-            str(self.path),
+            file_name(self.path),
             timeout=self.busy_timeout_s,
             # every transaction, peewee's atomic() included, takes the write lock up front
             lock_type="IMMEDIATE",

@@ -31,9 +31,10 @@ import contextlib
 import functools
 import os
 import re
+import secrets
 from collections.abc import Iterator, Sequence
 from typing import Any, TypeVar
-from urllib.parse import SplitResult, parse_qsl, unquote_to_bytes, urlsplit
+from urllib.parse import SplitResult, parse_qsl, unquote, unquote_to_bytes, urlsplit
 
 import peewee
 
@@ -99,7 +100,23 @@ _SPACE = regex(r"[ \t\n\v\f\r]", kept_in=TEXT_PATTERNS_FILE)
 
 def _malformed(url: str) -> str:
     """What libpq would refuse in ``url`` with the offending token, which may be the
-    password, quoted in its message ("" when nothing): so it is refused here, unquoted."""
+    password, quoted in its message ("" when nothing): so it is refused here, unquoted.
+
+    A password holding an unescaped ``@``, ``/``, ``?`` or ``#`` ends the user part
+    where URL readers disagree (libpq at the first ``@`` or ``/``, Python at the last
+    ``@``): the rest of the password is then read as a host, a port, a database name or
+    a parameter, and every error names it. An ``@`` is therefore refused anywhere but
+    once before the host, and a port that is no number without quoting it."""
+    after_scheme = url.partition("://")[2]
+    ends = [at for at in map(after_scheme.find, "/?#") if at >= 0]
+    authority = after_scheme[: min(ends, default=len(after_scheme))]
+    beyond = after_scheme[len(authority) :]
+    if authority.count("@") > 1 or "@" in beyond:
+        return (
+            "has an @ where only the one before the host may be (write an @ of a user "
+            "name, password or database name as %40, and a / ? or # of a password as "
+            "%2F %3F %23)"
+        )
     if _SPACE.search(url):
         return "holds a space (write it as %20)"
     if _BAD_ESCAPE.search(url):
@@ -130,8 +147,14 @@ def check_postgres_url(url: str, source: str) -> str:
         query = parse_qsl(parts.query, keep_blank_values=True)
         if "," not in parts.netloc:  # a list of hosts (h1:5432,h2) is libpq's to read
             _ = parts.port  # raises ValueError for a port that is no number
-    except ValueError as exc:
-        raise CuratorError(f"the PostgreSQL URL given by {source} is not valid ({exc})") from None
+    except ValueError:
+        # Python's message quotes the token (a port that is no number may be the rest
+        # of a password holding a / ? or #): it is never shown.
+        raise CuratorError(
+            f"the PostgreSQL URL given by {source} is not valid: its host, port or "
+            "brackets cannot be read (a port is a number; a : / ? # or @ of a user name "
+            "or password is written %3A %2F %3F %23 %40); nothing was opened"
+        ) from None
     named_password = password is not None or any(k == "password" for k, _ in query)
     if named_password and source == PROFILE_SOURCE:
         raise CuratorError(
@@ -165,6 +188,22 @@ def split_url(url: str) -> SplitResult:
         return urlsplit(url)
     except ValueError:
         return urlsplit(url.replace("[", "%5B").replace("]", "%5D"))
+
+
+def without_password(text: str, url: str) -> str:
+    """``text`` (a driver's message about ``url``) with the URL's password, as written and
+    decoded, shown as ``***``: whatever the driver's message quotes, the password is not
+    shown."""
+    parts = split_url(url)
+    secrets_in_url = [parts.password or ""]
+    secrets_in_url += [
+        v for k, v in parse_qsl(parts.query, keep_blank_values=True) if k == "password"
+    ]
+    for secret in secrets_in_url:
+        for written in {secret, unquote(secret)}:
+            if written:
+                text = text.replace(written, "***")
+    return text
 
 
 def display_url(url: str) -> str:
@@ -318,6 +357,19 @@ class Dialect:
         """Make the next generated ``column`` value follow the largest one written with an
         explicit id (SQLite's INTEGER PRIMARY KEY does by itself)."""
 
+    def same_database(self, db: peewee.Database, other: peewee.Database) -> bool:
+        """Whether two open connections reach one database, however it was named (a
+        link, a second path, another spelling of a server's address)."""
+        files = [
+            str(each.execute_sql("PRAGMA database_list").fetchone()[2]) for each in (db, other)
+        ]
+        if not all(files):  # an in-memory database: only itself
+            return db is other
+        try:
+            return os.path.samefile(*files)
+        except OSError:
+            return os.path.realpath(files[0]) == os.path.realpath(files[1])
+
     def announce(self, db: peewee.Database) -> None:
         """Tell watchers of other connections what this write transaction changed
         (inside it, before COMMIT). SQLite's watchers poll ``data_version`` instead
@@ -329,6 +381,21 @@ class PostgresDialect(Dialect):
 
     name = "PostgreSQL"
     is_file = False
+
+    def same_database(self, db: peewee.Database, other: peewee.Database) -> bool:
+        """Asked of the server, not of the URLs (``localhost`` and ``127.0.0.1``, a port
+        in the host list or a socket folder name one database many ways): a session
+        lock one connection holds, which the other cannot take, is held in its database
+        (an advisory lock belongs to one database of a server)."""
+        key = secrets.randbits(62)
+        db.execute_sql("SELECT pg_advisory_lock(?)", (key,))
+        try:
+            taken = bool(other.execute_sql("SELECT pg_try_advisory_lock(?)", (key,)).fetchone()[0])
+            if taken:
+                other.execute_sql("SELECT pg_advisory_unlock(?)", (key,))
+        finally:
+            db.execute_sql("SELECT pg_advisory_unlock(?)", (key,))
+        return not taken
 
     def schema_version(self, db: peewee.Database) -> int:
         found = db.execute_sql(

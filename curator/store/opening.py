@@ -27,6 +27,7 @@ user's back: the message names the newest backup that passes ``quick_check`` and
 
 from __future__ import annotations
 
+import os
 import sqlite3
 from dataclasses import dataclass
 from pathlib import Path
@@ -123,6 +124,31 @@ class FileCheck:
     @property
     def needs_migration(self) -> bool:
         return self.version < LATEST_VERSION
+
+
+def file_name(path: Path) -> str:
+    """The name SQLite is given for the database file ``path``: absolute, so that no file's
+    name is read as one of SQLite's own (``:memory:``, a ``file:`` URI, which this build
+    of SQLite reads as a URI even when not asked to)."""
+    return os.path.abspath(path)
+
+
+def special_name(raw: str) -> str | None:
+    """Why ``raw``, a database named by a person, names no database file (None: it
+    does). ``:memory:`` and ``file:`` URIs mean something else to SQLite; opened as it
+    reads them, a copy "into" ``:memory:`` reported success and kept nothing, and
+    ``file:x.sqlite`` opened ``x.sqlite`` itself."""
+    if raw == ":memory:":
+        return (
+            "':memory:' is SQLite's name for a database kept in memory only, which is lost "
+            "when the program ends; give a database file's path"
+        )
+    if raw.startswith("file:"):
+        return (
+            f"{raw[:80]!r} is a SQLite URI, which the curator does not open: give the "
+            "database file's path (a full one for a file whose name starts with file:)"
+        )
+    return None
 
 
 def read_only_uri(path: Path, *, immutable: bool) -> str:

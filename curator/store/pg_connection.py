@@ -12,7 +12,11 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import os
 import re
+import socket
+import threading
+import time
 from collections.abc import Iterator, Sequence
 from typing import Any
 
@@ -20,7 +24,83 @@ import peewee
 
 from curator.core.derived_cache import TEXT_PATTERNS_FILE, regex
 from curator.errors import CuratorError
+from curator.store.db_choice import BUSY_ENV
 from curator.store.engine import WRITE_LOCK_KEY, qmark_to_format
+
+ANSWER_MARGIN_S = 60.0
+"""How long past its lock wait (the busy timeout) a statement may go unanswered before
+the server is taken for gone (:class:`_Deadlines`)."""
+
+
+class _Deadlines:
+    """The statements in flight on every connection, and a watchdog thread that gives up
+    the ones the server has not answered by their deadline.
+
+    A server that stopped answering after the connection was made (frozen, its machine
+    gone, a proxy between that kept the TCP connection open) would otherwise hold the
+    statement for ever: libpq's connect timeout covers the connection only, TCP keepalive
+    probes are answered by the peer's kernel while the server process is stopped, and a
+    statement timeout is the server's own. Giving up shuts the socket down; libpq then
+    reports the connection lost, which the store turns into one sentence
+    (:class:`ConnectionLost`) naming the wait. A statement finishing as it is given up is
+    safe either way: the shutdown and the end of the statement take the same lock.
+    """
+
+    def __init__(self) -> None:
+        self._cond = threading.Condition()
+        self._running: dict[int, tuple[float, Any]] = {}
+        self._given_up: dict[int, float] = {}
+        self._thread: threading.Thread | None = None
+
+    @contextlib.contextmanager
+    def watching(self, conn: Any, seconds: float) -> Iterator[None]:
+        key = id(conn)
+        with self._cond:
+            self._running[key] = (time.monotonic() + seconds, conn)
+            self._given_up.pop(key, None)
+            if self._thread is None:
+                self._thread = threading.Thread(
+                    target=self._watch, name="postgres-deadlines", daemon=True
+                )
+                self._thread.start()
+        try:
+            yield
+        finally:
+            with self._cond:
+                self._running.pop(key, None)
+
+    def given_up(self, conn: Any) -> float | None:
+        """The seconds ``conn``'s last statement waited when it was given up (None: it
+        was not)."""
+        with self._cond:
+            return self._given_up.get(id(conn))
+
+    def _watch(self) -> None:
+        # Once a second, not woken per statement: a deadline is a minute or more away
+        # when it is set, and a bulk write sends thousands of statements.
+        while True:
+            with self._cond:
+                self._cond.wait(1.0)
+                now = time.monotonic()
+                for key, (due, conn) in list(self._running.items()):
+                    if now >= due:
+                        del self._running[key]
+                        self._given_up[key] = now - due
+                        _shut_down(conn)
+
+
+def _shut_down(conn: Any) -> None:
+    """End ``conn``'s socket under libpq (a duplicate descriptor is shut down: the socket
+    is the same, and libpq's own descriptor stays valid until it closes it)."""
+    with contextlib.suppress(Exception):
+        duplicate = socket.socket(fileno=os.dup(conn.pgconn.socket))
+        try:
+            duplicate.shutdown(socket.SHUT_RDWR)
+        finally:
+            duplicate.close()
+
+
+_DEADLINES = _Deadlines()
 
 
 class _QmarkCursor:
@@ -31,9 +111,16 @@ class _QmarkCursor:
         self._database = database  # for executemany's lost connection (see there)
 
     def execute(self, sql: str, params: Sequence[Any] | None = None) -> _QmarkCursor:
-        with peewee.__exception_wrapper__:  # type: ignore[attr-defined]
+        with self._answered(), peewee.__exception_wrapper__:  # type: ignore[attr-defined]
             self._cursor.execute(qmark_to_format(sql), tuple(params or ()))
         return self
+
+    def _answered(self) -> contextlib.AbstractContextManager[None]:
+        """The statement watched for an answer by its deadline (:class:`_Deadlines`)."""
+        seconds = getattr(self._database, "answer_deadline_s", None)
+        if seconds is None:
+            return contextlib.nullcontext()
+        return _DEADLINES.watching(self._cursor.connection, seconds)
 
     def executemany(self, sql: str, seq: Any) -> _QmarkCursor:
         """The bulk writes (a commit's change rows, an undo, a copy) call this directly,
@@ -42,12 +129,12 @@ class _QmarkCursor:
         database = self._database
         idle = database is None or database._idle()
         try:
-            with peewee.__exception_wrapper__:  # type: ignore[attr-defined]
+            with self._answered(), peewee.__exception_wrapper__:  # type: ignore[attr-defined]
                 self._cursor.executemany(qmark_to_format(sql), [tuple(p) for p in seq])
         except peewee.OperationalError as exc:
             if database is None or not database._lost():
                 raise
-            raise ConnectionLost(_lost_message(exc, idle)) from exc
+            raise ConnectionLost(_lost_message(exc, idle, database)) from exc
         return self
 
     def __iter__(self) -> Iterator[Any]:
@@ -66,13 +153,20 @@ _REPEATABLE = regex(r"\s*(SELECT|SHOW|BEGIN|SET)\b", re.IGNORECASE, kept_in=TEXT
 """Statements sent again after a lost idle connection: they change nothing stored."""
 
 
-def _lost_message(exc: BaseException, idle: bool) -> str:
+def _lost_message(exc: BaseException, idle: bool, database: Any = None) -> str:
     reason = (str(exc).strip().splitlines() or ["closed"])[0]
     done = (
         "the statement may not have run; try again"
         if idle
         else "the transaction it was part of was not applied"
     )
+    if database is not None and database._given_up():
+        waited = database.answer_deadline_s
+        return (
+            f"the PostgreSQL server sent no answer for {waited:g} s (its lock wait, "
+            f"${BUSY_ENV}, plus {ANSWER_MARGIN_S:g} s), so the connection was "
+            f"given up: {done}"
+        )
     return f"the connection to the PostgreSQL server was lost ({reason}): {done}"
 
 
@@ -121,6 +215,8 @@ def _postgres_class() -> type[peewee.PostgresqlDatabase]:
         """Every transaction but a read snapshot takes the write lock first."""
 
         param = "?"
+        answer_deadline_s: float | None = None
+        """How long a statement may go unanswered (set per database: :class:`_Deadlines`)."""
         psycopg2_adapter = Adapter
         psycopg3_adapter = Adapter
 
@@ -143,6 +239,11 @@ def _postgres_class() -> type[peewee.PostgresqlDatabase]:
             conn = None if self.is_closed() else self._state.conn  # type: ignore[attr-defined]
             return conn is not None and bool(conn.closed or conn.broken)
 
+        def _given_up(self) -> bool:
+            """Whether this thread's connection was given up for want of an answer."""
+            conn = None if self.is_closed() else self._state.conn  # type: ignore[attr-defined]
+            return conn is not None and _DEADLINES.given_up(conn) is not None
+
         def _idle(self) -> bool:
             """Whether no transaction is open on the server (nothing would be lost)."""
             if self.is_closed():
@@ -162,23 +263,30 @@ def _postgres_class() -> type[peewee.PostgresqlDatabase]:
             except peewee.OperationalError as exc:
                 if not self._lost():
                     raise
-                if idle and _REPEATABLE.match(sql) and self.transaction_depth() == 0:
+                # a server that did not answer is not asked again: it would most likely
+                # not answer again, and the caller would wait a second deadline
+                again = idle and _REPEATABLE.match(sql) and self.transaction_depth() == 0
+                if again and not self._given_up():
                     return super().execute_sql(sql, params)
-                raise ConnectionLost(_lost_message(exc, idle)) from exc
+                raise ConnectionLost(_lost_message(exc, idle, self)) from exc
 
         def begin(self, isolation_level: Any = None) -> None:
             try:
                 super().begin(isolation_level)
-            except peewee.OperationalError:
+            except peewee.OperationalError as exc:
                 if not self._lost():
                     raise
+                if self._given_up():
+                    raise ConnectionLost(_lost_message(exc, True, self)) from exc
                 super().begin(isolation_level)  # nothing had begun: on a new connection
             if isolation_level is None:
                 try:
                     self.execute_sql("SELECT pg_advisory_xact_lock(?)", (WRITE_LOCK_KEY,))
                 except BaseException:
-                    # as SQLite's failed BEGIN IMMEDIATE: no transaction is left open
-                    self.connection().rollback()
+                    # as SQLite's failed BEGIN IMMEDIATE: no transaction is left open (on
+                    # a connection that is gone, none is: its error is the one to raise)
+                    if not self._lost():
+                        self.connection().rollback()
                     raise
 
     return CuratorPostgres
@@ -211,7 +319,9 @@ def postgres_database(
     options = f"-c lock_timeout={int(busy_timeout_s * 1000)}"
     if read_only:
         options += " -c default_transaction_read_only=on"
-    return cls(url, application_name="curator", options=options, connect_timeout=connect_timeout_s)
+    db = cls(url, application_name="curator", options=options, connect_timeout=connect_timeout_s)
+    db.answer_deadline_s = busy_timeout_s + ANSWER_MARGIN_S  # type: ignore[attr-defined]
+    return db
 
 
 def in_transaction(conn: Any) -> bool:

@@ -35,4 +35,12 @@ def load() -> ModuleType:
         if sys.modules.get(name, ...) is None:
             del sys.modules[name]
         _held.discard(name)
-    return importlib.import_module("psycopg")
+    import logging
+
+    module = importlib.import_module("psycopg")
+    # psycopg logs at WARNING what it could not clean up after an error it raises anyway
+    # ("error ignored terminating <psycopg.Pipeline ...>" after a refused value): with no
+    # handler configured Python prints that on stderr beside the one-line error the
+    # store makes of the raised error. Its errors are all raised, so only those stay.
+    logging.getLogger("psycopg").setLevel(logging.ERROR)
+    return module

@@ -374,3 +374,38 @@ def test_copy_refuses_a_read_only_destination(tmp_path: Path) -> None:
         copy_database(source, readonly)
     source.close()
     readonly.close()
+
+
+def test_one_database_under_other_names_is_refused(
+    pg_server: PostgresServer, pg_url: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """SOURCE and DEST that reach one database, however they are written (another host
+    name, parameters, a second path to one file), are refused before anything is written:
+    with --force a copy onto itself would empty the database it reads."""
+    store = open_apart(pg_url)
+    fill(store, random.Random(31), at_least=1)
+    held = digests(store)
+    store.close()
+    name = pg_url.rsplit("/", 1)[1]
+    port = pg_server.port
+    for spelling in (
+        f"postgresql://postgres@localhost:{port}/{name}",
+        f"postgresql://postgres@127.0.0.1:{port}/{name}?sslmode=disable",
+        f"postgresql://postgres@/{name}?host=127.0.0.1&port={port}",
+    ):
+        code, _, err = cli(capsys, "copy", pg_url, spelling, "--force")
+        assert code == 2 and "the same database" in err and err.count("\n") == 1, err
+    check = open_apart(pg_url)
+    assert digests(check) == held
+    check.close()
+    # a file under a second name (a symbolic link), through the library as the API would
+    db = tmp_path / "a.sqlite"
+    fill_store = Store(db)
+    fill(fill_store, random.Random(32), at_least=1)
+    (tmp_path / "alias.sqlite").symlink_to(db)
+    alias = Store(tmp_path / "alias.sqlite")
+    with pytest.raises(CuratorError, match="the same database"):
+        copy_database(fill_store, alias, force=True)
+    assert digests(fill_store) == digests(alias)
+    alias.close()
+    fill_store.close()

@@ -77,13 +77,6 @@ def test_the_same_file_written_through_another_path_is_still_written(tmp_path: P
     store.close()
 
 
-def test_an_in_memory_store_is_not_checked(tmp_path: Path) -> None:
-    store = Store(":memory:")
-    with store.write():
-        store.execute("UPDATE setting SET value = value WHERE 0")
-    store.close()
-
-
 def test_a_process_that_changes_its_folder_still_writes(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

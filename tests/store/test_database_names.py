@@ -1,0 +1,89 @@
+"""A database named by a person is a file's path or a PostgreSQL URL, nothing SQLite or a
+URL reader would take for something else.
+
+SQLite reads ``:memory:`` as a database that vanishes with the program and (as built here)
+any name starting with ``file:`` as a URI: a copy "into" ``:memory:`` reported success and
+kept nothing, and ``file:x.sqlite`` opened ``x.sqlite`` itself. A password holding an
+unescaped ``@ / ? #`` ends the URL's user part where Python and libpq disagree, and the
+rest of the password then appeared in errors as a host, a port or a parameter.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from urllib.parse import urlsplit
+
+import pytest
+from hypothesis import HealthCheck, example, given, settings
+from hypothesis import strategies as st
+from pg_server import _free_port
+
+from curator import Curator
+from curator.cli import main
+from curator.errors import CuratorError
+from curator.store.db import Store
+from curator.store.engine import check_postgres_url, display_url
+
+SPECIAL = [":memory:", "file:x.sqlite", "file:x.sqlite?mode=memory", "file::memory:"]
+
+
+@pytest.mark.parametrize("name", SPECIAL)
+def test_sqlite_special_names_are_refused_everywhere(
+    name: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    source = tmp_path / "a.sqlite"
+    Store(source).close()
+    before = sorted(os.listdir(tmp_path))
+    with pytest.raises(CuratorError, match=r"memory only|SQLite URI"):
+        Store(name)
+    with pytest.raises(CuratorError, match=r"memory only|SQLite URI"):
+        Curator(db=name, create=True)
+    for argv in (["copy", str(source), name, "--force"], ["--db", name, "--create", "stats"]):
+        code = main(argv)
+        err = capsys.readouterr().err
+        assert code == 2 and err.count("\n") == 1 and "Traceback" not in err, (argv, err)
+    assert sorted(os.listdir(tmp_path)) == before  # nothing made, x.sqlite not touched
+
+
+def test_a_file_whose_name_starts_with_file_is_a_file_by_its_full_path(tmp_path: Path) -> None:
+    """SQLite is given every file's absolute path, so no name is read as a URI."""
+    odd = tmp_path / "file:notes.sqlite"
+    store = Store(odd)
+    store.close()
+    assert odd.is_file() and not (tmp_path / "notes.sqlite").exists()
+
+
+_SECRET = "SECRETX"
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    st.text(alphabet="ab1:@/?#[]%!$&=+,;.~-", max_size=6),
+    st.text(alphabet="ab1:@/?#[]%!$&=+,;.~-", max_size=6),
+    st.sampled_from(["$CURATOR_DB", "--db"]),
+)
+@example("hunter@2024", "", "$CURATOR_DB")
+@example("Tr0ub4dor/", "", "$CURATOR_DB")
+@example("12?", "", "--db")
+@example("12#", "@x", "--db")
+def test_no_password_shows_in_any_message(before: str, after: str, source: str) -> None:
+    """Whatever characters a password holds unescaped: refused or connected to (here a
+    port nobody listens on), no message shows it; what is accepted is read by Python as
+    libpq reads it (one @, before the host)."""
+    password = before + _SECRET + after
+    url = f"postgresql://ana:{password}@127.0.0.1:{_free_port()}/db"
+    try:
+        checked = check_postgres_url(url, source)
+    except CuratorError as exc:
+        assert _SECRET not in str(exc)
+        return
+    assert _SECRET not in display_url(checked)
+    authority = checked.partition("://")[2].split("/", 1)[0]
+    assert authority.count("@") <= 1 and "@" not in checked.partition("://")[2][len(authority) :]
+    if source == "--db":  # accepted: then no password was seen, and none is sent
+        assert urlsplit(checked).password is None
+    with pytest.raises(CuratorError) as failed:
+        Store(checked)
+    assert _SECRET not in str(failed.value)
