@@ -36,7 +36,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from curator.core.flag_learned import FLAGGED_KINDS, HEADS, dump_reader, features, reader_path
+from curator.core.flag_learned import FLAGGED_KINDS, HEADS, features, reader_path
+from curator.core.flag_reader_file import dump_reader
 
 DATA = Path(__file__).resolve().parents[2] / "tests" / "data"
 

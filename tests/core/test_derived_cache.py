@@ -18,6 +18,7 @@ from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 import curator.core.flag_learned as flag_learned
+import curator.core.flag_reader_file as flag_reader_file
 from curator.core import derived_cache, flag_alternation, flag_families
 from curator.core.flag_learned import HEADS, features, read_reader, reader_path
 
@@ -118,9 +119,9 @@ def test_the_kept_reader_scores_every_text_as_the_file(
 ) -> None:
     from_file = read_reader(reader_path())
     derived = flag_learned._load_shipped(reader_path())  # reads the file, keeps the layout
-    assert (cache / flag_learned._DENSE_FILE).exists()
+    assert (cache / flag_reader_file._DENSE_FILE).exists()
     kept = flag_learned._load_shipped(reader_path())  # from the kept layout
-    assert not isinstance(kept.weights["injection"], flag_learned.SparseTable)
+    assert not isinstance(kept.weights["injection"], flag_reader_file.SparseTable)
     for reader in (derived, kept):
         assert (reader.threshold, reader.c, reader.bias) == (
             from_file.threshold,
@@ -136,18 +137,18 @@ def test_the_kept_reader_scores_every_text_as_the_file(
 
 def test_a_damaged_or_stale_dense_reader_is_derived_again(cache: Path, tmp_path: Path) -> None:
     flag_learned._load_shipped(reader_path())
-    path = cache / flag_learned._DENSE_FILE
+    path = cache / flag_reader_file._DENSE_FILE
     raw = bytearray(path.read_bytes())
     raw[len(raw) // 2] ^= 0x40  # one weight changed: the checksum refuses the file
     path.write_bytes(bytes(raw))
     reread = flag_learned._load_shipped(reader_path())
-    assert isinstance(reread.weights["injection"], flag_learned.SparseTable)
+    assert isinstance(reread.weights["injection"], flag_reader_file.SparseTable)
     # another weight file (a retrained reader) is another key: never the kept layout
     other = tmp_path / "other" / "flag_reader.bin"
     other.parent.mkdir()
     other.write_bytes(reader_path().read_bytes())
     flag_learned._load_shipped(other)
-    changed = flag_learned.dump_reader
+    changed = flag_reader_file.dump_reader
     heads = {head: {5: 0.25} for head in HEADS}
     changed(other, heads, dict.fromkeys(HEADS, 0.0), 0.5, 1.0)
     small = flag_learned._load_shipped(other)
@@ -159,20 +160,20 @@ def test_a_head_is_read_when_a_text_first_needs_it(cache: Path) -> None:
     unpacked from the weight file instead (same scores) and kept again."""
     from_file = read_reader(reader_path())
     flag_learned._load_shipped(reader_path())
-    path = cache / flag_learned._head_file("identity")
+    path = cache / flag_reader_file._head_file("identity")
     raw = bytearray(path.read_bytes())
     raw[len(raw) // 2] ^= 0x40
     path.write_bytes(bytes(raw))
     kept = flag_learned._load_shipped(reader_path())
-    assert not isinstance(kept.weights["injection"], flag_learned.SparseTable)
-    assert isinstance(kept.weights["identity"], flag_learned.SparseTable)  # from the file
-    assert not isinstance(kept.weights["instruction"], flag_learned.SparseTable)
+    assert not isinstance(kept.weights["injection"], flag_reader_file.SparseTable)
+    assert isinstance(kept.weights["identity"], flag_reader_file.SparseTable)  # from the file
+    assert not isinstance(kept.weights["instruction"], flag_reader_file.SparseTable)
     for text in TEXTS:
         buckets = features(text)
         for head in HEADS:
             assert kept.margin(head, buckets) == from_file.margin(head, buckets)
     again = flag_learned._load_shipped(reader_path())
-    assert not isinstance(again.weights["identity"], flag_learned.SparseTable)  # kept again
+    assert not isinstance(again.weights["identity"], flag_reader_file.SparseTable)  # kept again
     assert again.margin("identity", features(TEXTS[0])) == from_file.margin(
         "identity", features(TEXTS[0])
     )
@@ -203,19 +204,19 @@ def test_a_heads_file_in_another_heads_place_is_not_read_as_that_head(
     The weight file is read once however many heads need it."""
     from_file = read_reader(reader_path())
     flag_learned._load_shipped(reader_path())
-    files = {head: (cache / flag_learned._head_file(head)).read_bytes() for head in HEADS}
+    files = {head: (cache / flag_reader_file._head_file(head)).read_bytes() for head in HEADS}
     for source, target in moves:
-        (cache / flag_learned._head_file(target)).write_bytes(files[source])
+        (cache / flag_reader_file._head_file(target)).write_bytes(files[source])
     kept = flag_learned._load_shipped(reader_path())
     reads: list[str] = []
-    real = flag_learned._read_bytes
+    real = flag_reader_file._read_bytes
 
-    def counting(raw: bytes, name: str) -> flag_learned.Reader:  # fault injection: a spy
+    def counting(raw: bytes, name: str) -> flag_reader_file.Weights:  # fault injection: a spy
         reads.append(name)
         return real(raw, name)
 
     with pytest.MonkeyPatch.context() as spy:
-        spy.setattr(flag_learned, "_read_bytes", counting)
+        spy.setattr(flag_reader_file, "_read_bytes", counting)
         for text in TEXTS:
             buckets = features(text)
             for head in HEADS:
@@ -223,7 +224,7 @@ def test_a_heads_file_in_another_heads_place_is_not_read_as_that_head(
     assert len(reads) == 1
     again = flag_learned._load_shipped(reader_path())  # each kept again under its own name
     for head in HEADS:
-        assert not isinstance(again.weights[head], flag_learned.SparseTable)
+        assert not isinstance(again.weights[head], flag_reader_file.SparseTable)
 
 
 def _foreign_file(folder: Path, pattern: str, flags: int, program_of: str) -> bytes:

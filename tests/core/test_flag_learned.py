@@ -23,7 +23,6 @@ import curator.core.flag_learned as flag_learned
 from curator.core.flag_learned import (
     BUCKETS,
     HEADS,
-    dump_reader,
     features,
     learned_hits,
     load_reader,
@@ -31,6 +30,7 @@ from curator.core.flag_learned import (
     reader_path,
 )
 from curator.core.flag_normalise import fold
+from curator.core.flag_reader_file import dump_reader
 from curator.core.flags import detect
 
 ROOT = Path(__file__).resolve().parents[2]
