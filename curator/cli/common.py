@@ -222,7 +222,7 @@ class CommandContext:
     @property
     def db_display(self) -> str:
         """The database for messages and documents: a URL never shows its password."""
-        from curator.store.engine import display_url
+        from curator.store.pg_url import display_url
 
         location = self.db_path
         return display_url(location) if isinstance(location, str) else str(location)

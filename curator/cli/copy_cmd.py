@@ -44,7 +44,7 @@ def register(subparsers: Any, common: argparse.ArgumentParser) -> None:
 
 def _location(raw: str, what: str) -> Path | str:
     """An operand as a SQLite path or a canonical PostgreSQL URL (usage errors: one line)."""
-    from curator.store.engine import check_postgres_url, is_postgres_url
+    from curator.store.pg_url import check_postgres_url, is_postgres_url
 
     if not raw:
         raise CuratorError(f"{what} is empty: give a database file's path or a URL")

@@ -18,11 +18,12 @@ from pathlib import Path
 
 from curator.core.wording import plural
 from curator.errors import CuratorError
-from curator.store.engine import POSTGRES, is_postgres_url
+from curator.store.engine import POSTGRES
 from curator.store.location import DatabaseLocation
 from curator.store.migrations import LATEST_VERSION
 from curator.store.opening import check_file, has_wal, read_only_uri
 from curator.store.pg_connection import postgres_database
+from curator.store.pg_url import is_postgres_url
 
 CHECK_TIMEOUT_S = 10.0
 """How long a check waits for a server to answer or a SQLite lock to clear."""

@@ -37,14 +37,7 @@ from curator.store.backup_listing import newest_good_backup
 from curator.store.changes import ChangeWatcher, PostgresWatcher, SqliteWatcher
 from curator.store.db_choice import BUSY_TIMEOUT_S
 from curator.store.db_errors import DATABASE_ERRORS, explain_database_error, lock_error
-from curator.store.engine import (
-    POSTGRES,
-    SQLITE,
-    Dialect,
-    display_url,
-    is_postgres_url,
-    without_password,
-)
+from curator.store.engine import POSTGRES, SQLITE, Dialect
 from curator.store.migrations import LATEST_VERSION
 from curator.store.models import ALL_MODELS
 from curator.store.opening import (
@@ -67,6 +60,7 @@ from curator.store.pg_connection import (
     in_transaction,
     postgres_database,
 )
+from curator.store.pg_url import display_url, is_postgres_url, without_password
 
 __all__ = [
     "MissingDatabaseError",

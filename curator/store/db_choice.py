@@ -14,7 +14,7 @@ from pathlib import Path
 
 from curator.core.userpath import user_path
 from curator.errors import CuratorError
-from curator.store.engine import PROFILE_SOURCE, check_postgres_url, is_postgres_url
+from curator.store.pg_url import PROFILE_SOURCE, check_postgres_url, is_postgres_url
 from curator.store.profile import saved_database
 
 APP_NAME = "memory-curator"
@@ -62,7 +62,7 @@ def resolve_db_path(cli_value: str | os.PathLike[str] | None) -> Path | str:
 
     A SQLite file's path, or a ``postgresql://`` URL (a str, made canonical; one with a
     password given by ``--db`` or saved in the profile is refused, see
-    :func:`curator.store.engine.check_postgres_url`). An empty ``--db`` is a usage error.
+    :func:`curator.store.pg_url.check_postgres_url`). An empty ``--db`` is a usage error.
     A path with a NUL character cannot name a file (the operating system would refuse it
     deep inside SQLite); it is a usage error here, in one line. A profile that cannot be
     read, or names a database that is no longer valid, is an error too: never a silent

@@ -34,17 +34,12 @@ import re
 import secrets
 from collections.abc import Iterator, Sequence
 from typing import Any, TypeVar
-from urllib.parse import SplitResult, parse_qsl, unquote, unquote_to_bytes, urlsplit
 
 import peewee
 
 from curator.core.derived_cache import TEXT_PATTERNS_FILE, regex
-from curator.errors import CuratorError
 from curator.store.migrations import MIGRATIONS
-
-POSTGRES_SCHEMES = ("postgresql", "postgres")
-
-SSL_MODES = ("disable", "allow", "prefer", "require", "verify-ca", "verify-full")
+from curator.store.pg_url import is_postgres_url
 
 CHANGE_COUNTER_KEY = "change_counter"
 """The ``setting`` row every write transaction bumps (:mod:`curator.store.change_marker`)."""
@@ -53,17 +48,6 @@ SCHEMA_TABLE = "curator_schema"
 """PostgreSQL's schema version: one row; SQLite keeps it in ``PRAGMA user_version``."""
 
 WRITE_LOCK_KEY = 0x6375726174  # "curat": the advisory lock every write transaction takes
-
-PASSWORD_FIX = (
-    "put the password in ~/.pgpass (chmod 600), in $PGPASSWORD, or in a service file "
-    "(?service=NAME in ~/.pg_service.conf)"
-)
-
-
-PROFILE_SOURCE = "the profile"
-"""The source of a database chosen in Settings and kept in the per-user profile
-(:mod:`curator.store.profile`); a password in its URL is refused as on the command line:
-the profile is a plain file."""
 
 IN_LIST_SIZE = 400
 """Keys per ``IN (...)`` list (and rows per multi-row ``INSERT``): one bound parameter
@@ -83,145 +67,6 @@ def in_chunks(items: Sequence[_T], size: int = IN_LIST_SIZE) -> Iterator[Sequenc
     nothing for an empty sequence."""
     for start in range(0, len(items), size):
         yield items[start : start + size]
-
-
-def is_postgres_url(location: str | os.PathLike[str]) -> bool:
-    """Whether ``location`` names a PostgreSQL database rather than a SQLite file."""
-    text = os.fspath(location)
-    if not isinstance(text, str):
-        return False
-    scheme, sep, _ = text.partition("://")
-    return bool(sep) and scheme.lower() in POSTGRES_SCHEMES
-
-
-_BAD_ESCAPE = regex(r"%(?![0-9A-Fa-f]{2})|%00", kept_in=TEXT_PATTERNS_FILE)
-_SPACE = regex(r"[ \t\n\v\f\r]", kept_in=TEXT_PATTERNS_FILE)
-
-
-def _malformed(url: str) -> str:
-    """What libpq would refuse in ``url`` with the offending token, which may be the
-    password, quoted in its message ("" when nothing): so it is refused here, unquoted.
-
-    A password holding an unescaped ``@``, ``/``, ``?`` or ``#`` ends the user part
-    where URL readers disagree (libpq at the first ``@`` or ``/``, Python at the last
-    ``@``): the rest of the password is then read as a host, a port, a database name or
-    a parameter, and every error names it. An ``@`` is therefore refused anywhere but
-    once before the host, and a port that is no number without quoting it."""
-    after_scheme = url.partition("://")[2]
-    ends = [at for at in map(after_scheme.find, "/?#") if at >= 0]
-    authority = after_scheme[: min(ends, default=len(after_scheme))]
-    beyond = after_scheme[len(authority) :]
-    if authority.count("@") > 1 or "@" in beyond:
-        return (
-            "has an @ where only the one before the host may be (write an @ of a user "
-            "name, password or database name as %40, and a / ? or # of a password as "
-            "%2F %3F %23)"
-        )
-    if _SPACE.search(url):
-        return "holds a space (write it as %20)"
-    if _BAD_ESCAPE.search(url):
-        return "has a % that starts no %XX escape, or a %00 (write a literal % as %25)"
-    try:
-        unquote_to_bytes(url).decode("utf-8")  # the driver decodes every value
-    except UnicodeDecodeError:
-        return "has %XX escapes that spell no UTF-8 text"
-    return ""
-
-
-def check_postgres_url(url: str, source: str) -> str:
-    """``url`` made canonical (``postgresql://``), or a one-line usage error.
-
-    A password given on the command line (``--db``) shows in ``ps`` and in the shell's
-    history, so it is refused with the ways that keep it private, and so is one saved in
-    the profile (:data:`PROFILE_SOURCE`, a plain file); ``$CURATOR_DB`` is only readable
-    by its user and is accepted. TLS parameters (``sslmode``, ``sslrootcert``...)
-    pass through to libpq unchanged; an ``sslmode`` libpq does not know is refused here
-    with the list, rather than by libpq after a connection attempt.
-    """
-    flaw = _malformed(url)
-    if flaw:
-        raise CuratorError(f"the PostgreSQL URL given by {source} {flaw}; nothing was opened")
-    try:
-        parts = urlsplit(url)
-        password = parts.password
-        query = parse_qsl(parts.query, keep_blank_values=True)
-        if "," not in parts.netloc:  # a list of hosts (h1:5432,h2) is libpq's to read
-            _ = parts.port  # raises ValueError for a port that is no number
-    except ValueError:
-        # Python's message quotes the token (a port that is no number may be the rest
-        # of a password holding a / ? or #): it is never shown.
-        raise CuratorError(
-            f"the PostgreSQL URL given by {source} is not valid: its host, port or "
-            "brackets cannot be read (a port is a number; a : / ? # or @ of a user name "
-            "or password is written %3A %2F %3F %23 %40); nothing was opened"
-        ) from None
-    named_password = password is not None or any(k == "password" for k, _ in query)
-    if named_password and source == PROFILE_SOURCE:
-        raise CuratorError(
-            "a password in the database URL cannot be kept in the profile, a plain "
-            f"file: {PASSWORD_FIX}"
-        )
-    if named_password and not source.startswith("$"):  # an argument: --db, SOURCE...
-        raise CuratorError(
-            f"a password in the {source} URL would show in the process list and the shell "
-            f"history; nothing was opened: {PASSWORD_FIX}"
-        )
-    for key, value in query:
-        if key == "sslmode" and value not in SSL_MODES:
-            raise CuratorError(
-                f"sslmode={value!r} in the PostgreSQL URL is not one of {', '.join(SSL_MODES)}"
-            )
-    if not parts.path.strip("/") and not any(k in ("dbname", "service") for k, _ in query):
-        raise CuratorError(
-            f"the PostgreSQL URL given by {source} names no database "
-            "(postgresql://USER@HOST:PORT/NAME)"
-        )
-    # Only the scheme changes: urlunsplit would drop the "//" of an empty host (the
-    # local socket's postgresql:///NAME), which libpq then cannot read.
-    return "postgresql" + url[url.index("://") :]
-
-
-def split_url(url: str) -> SplitResult:
-    """``urlsplit(url)``, also for a host with a ``[`` and no ``]`` (or the reverse),
-    which ``urlsplit`` refuses: the URL is still shown and read, never a crash."""
-    try:
-        return urlsplit(url)
-    except ValueError:
-        return urlsplit(url.replace("[", "%5B").replace("]", "%5D"))
-
-
-def without_password(text: str, url: str) -> str:
-    """``text`` (a driver's message about ``url``) with the URL's password, as written and
-    decoded, shown as ``***``: whatever the driver's message quotes, the password is not
-    shown."""
-    parts = split_url(url)
-    secrets_in_url = [parts.password or ""]
-    secrets_in_url += [
-        v for k, v in parse_qsl(parts.query, keep_blank_values=True) if k == "password"
-    ]
-    for secret in secrets_in_url:
-        for written in {secret, unquote(secret)}:
-            if written:
-                text = text.replace(written, "***")
-    return text
-
-
-def display_url(url: str) -> str:
-    """``url`` for messages: the user and host stay, a password never shows."""
-    parts = split_url(url)
-    netloc = parts.netloc
-    if parts.password is not None:
-        user, _, host = netloc.rpartition("@")
-        netloc = f"{user.partition(':')[0]}:***@{host}"
-    query = "&".join(
-        f"{k}=***" if k == "password" else f"{k}={v}"
-        for k, v in parse_qsl(parts.query, keep_blank_values=True)
-    )
-    shown = f"{parts.scheme}://{netloc}{parts.path}"  # "//" kept for an empty host
-    shown += f"?{query}" if query else ""
-    # libpq reads no fragment: a "#" typed into the query keeps its password hidden too
-    fragment = re.sub(r"(^|[?&])password=[^&]*", r"\1password=***", parts.fragment)
-    return shown + (f"#{fragment}" if fragment else "")
 
 
 # -- parameters ---------------------------------------------------------------------------

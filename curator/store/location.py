@@ -16,7 +16,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 from urllib.parse import parse_qsl, unquote
 
-from curator.store.engine import POSTGRES, SQLITE, display_url, is_postgres_url, split_url
+from curator.store.engine import POSTGRES, SQLITE
+from curator.store.pg_url import display_url, is_postgres_url, split_url
 
 if TYPE_CHECKING:
     from curator.store.db import Store

@@ -38,7 +38,7 @@ from typing import Any
 from curator.core.textsafety import control_problem
 from curator.core.userpath import part_path, user_path
 from curator.errors import CuratorError
-from curator.store.engine import PROFILE_SOURCE, check_postgres_url, is_postgres_url
+from curator.store.pg_url import PROFILE_SOURCE, check_postgres_url, is_postgres_url
 
 REVIEWER_ENV = "CURATOR_REVIEWER"
 CONFIG_DIR_ENV = "CURATOR_CONFIG_DIR"

@@ -20,8 +20,8 @@ from curator.gui.settings.settings_pane import SettingsPane
 from curator.gui.widgets.errors import Dialogs
 from curator.store.db import Store
 from curator.store.demo import create_demo
-from curator.store.engine import PASSWORD_FIX
 from curator.store.migrations import LATEST_VERSION
+from curator.store.pg_url import PASSWORD_FIX
 from curator.store.profile import profile_path, saved_database
 
 CHECK_WAIT_MS = 30_000

@@ -23,7 +23,7 @@ from curator import Curator
 from curator.cli import main
 from curator.errors import CuratorError
 from curator.store.db import Store
-from curator.store.engine import check_postgres_url, display_url
+from curator.store.pg_url import check_postgres_url, display_url
 
 SPECIAL = [":memory:", "file:x.sqlite", "file:x.sqlite?mode=memory", "file::memory:"]
 

@@ -18,8 +18,8 @@ from curator.errors import CuratorError
 from curator.store.db import Store
 from curator.store.db_choice import resolve_db_path
 from curator.store.db_errors import DATABASE_ERRORS
-from curator.store.engine import display_url
 from curator.store.episode_queries import EpisodeFilter, EpisodeSort, query_ids
+from curator.store.pg_url import display_url
 
 
 @pytest.mark.parametrize(

@@ -25,7 +25,7 @@ from curator.pipeline import commit, review
 from curator.store.db import Store
 from curator.store.db_choice import resolve_db_path
 from curator.store.demo import create_demo
-from curator.store.engine import display_url, qmark_to_format
+from curator.store.engine import qmark_to_format
 from curator.store.episode_queries import (
     RELEVANCE,
     EpisodeFilter,
@@ -37,6 +37,7 @@ from curator.store.episode_queries import (
 from curator.store.migrations import LATEST_VERSION
 from curator.store.models import Pattern
 from curator.store.opening import SchemaTooNewError
+from curator.store.pg_url import display_url
 from curator.store.snapshot import logical_dump
 from tests.store.test_episode_search import random_queries
 

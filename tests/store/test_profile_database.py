@@ -24,7 +24,7 @@ from curator.store.db_choice import (
     resolve_db_path,
 )
 from curator.store.demo import create_demo
-from curator.store.engine import PASSWORD_FIX
+from curator.store.pg_url import PASSWORD_FIX
 from curator.store.profile import (
     check_database,
     profile_path,

@@ -35,7 +35,7 @@ from curator.errors import CuratorError
 from curator.gui.runtime.services import AppServices
 from curator.store.database_check import check_database, describe_location
 from curator.store.db_choice import DB_ENV, default_db_path
-from curator.store.engine import PASSWORD_FIX, PROFILE_SOURCE
+from curator.store.pg_url import PASSWORD_FIX, PROFILE_SOURCE
 from curator.store.profile import check_database as check_choice
 from curator.store.profile import saved_database
 
