@@ -205,6 +205,7 @@ class Store:
         self._url = url  # for a watcher's connection of its own (never shown)
         self.db = postgres_database(url, self.busy_timeout_s, read_only=read_only)
         self.db.bind(ALL_MODELS, bind_refs=False, bind_backrefs=False)
+        what = "reading of the database's schema"
         try:
             try:
                 self.db.connect(reuse_if_open=True)
@@ -237,13 +238,14 @@ class Store:
                         f"read-only: {self.location} has schema version {version} and needs "
                         f"an upgrade to {LATEST_VERSION}, which needs write access"
                     )
+                what = "upgrade of the database"
                 self.migrate()
         except StoreError:
             self.db.close()
             raise
         except DATABASE_ERRORS as exc:
             self.db.close()
-            raise self.explain(exc, "upgrade of the database") from exc
+            raise self.explain(exc, what) from exc
 
     def _database(self, found: FileCheck) -> SqliteDatabase:
         pragmas: dict[str, Any] = {
