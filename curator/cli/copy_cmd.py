@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from curator.cli.common import CommandContext
-from curator.core.userpath import user_path
+from curator.core.userpath import sqlite_special_name, user_path
 from curator.errors import CuratorError
 
 
@@ -52,6 +52,9 @@ def _location(raw: str, what: str) -> Path | str:
         raise CuratorError(f"{what} contains a NUL character")
     if is_postgres_url(raw):
         return check_postgres_url(raw, what)
+    special = sqlite_special_name(raw)
+    if special is not None:
+        raise CuratorError(f"{what}: {special}")
     return user_path(raw, what)
 
 

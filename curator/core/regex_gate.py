@@ -252,7 +252,8 @@ class GatedPattern:
     def cannot_match(self, text: str, pos: int = 0, endpos: int = sys.maxsize) -> bool:
         """Whether ``text[pos:endpos]``, where a match would lie, holds none of the needed
         words: then no match is there."""
-        end = min(endpos, len(text))
+        pos = max(pos, 0)  # as re reads them: a negative position is the text's start
+        end = max(min(endpos, len(text)), 0)
         if end - pos < MIN_TEXT:
             return False
         words = self._words if self._words_known else self.words

@@ -14,7 +14,7 @@ from pathlib import Path
 
 from curator.errors import CuratorError
 
-__all__ = ["part_path", "user_path"]
+__all__ = ["part_path", "sqlite_special_name", "user_path"]
 
 
 def user_path(raw: str | os.PathLike[str], what: str = "the path") -> Path:
@@ -36,3 +36,23 @@ def part_path(target: Path) -> Path:
     Hidden and unique, and short whatever the target's name: the longest name a disk
     allows (255 bytes) plus ".part" would itself be too long to create."""
     return target.with_name(f".{target.name[:32]}.{os.urandom(4).hex()}.part")
+
+
+def sqlite_special_name(raw: str) -> str | None:
+    """Why ``raw``, a database named by a person as typed, names no database file (None:
+    it does). ``:memory:`` and ``file:`` URIs mean something else to SQLite; opened as it
+    reads them, a copy "into" ``:memory:`` reported success and kept nothing, and
+    ``file:x.sqlite`` opened ``x.sqlite`` itself. Asked of the text as typed, before it
+    becomes a path: ``./:memory:`` and ``./file:x`` name files, and are opened as such
+    (by their absolute paths, :func:`curator.store.opening.file_name`)."""
+    if raw == ":memory:":
+        return (
+            "':memory:' is SQLite's name for a database kept in memory only, which is lost "
+            "when the program ends; give a database file's path"
+        )
+    if raw.startswith("file:"):
+        return (
+            f"{raw[:80]!r} is a SQLite URI, which the curator does not open: give the "
+            "database file's path (a full one for a file whose name starts with file:)"
+        )
+    return None

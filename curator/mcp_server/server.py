@@ -150,7 +150,7 @@ class _CuratorServer(MCPServer):
 def _tool_error(curator: Curator, exc: CuratorError | peewee.PeeweeException) -> ToolError:
     """A refusal or a database failure as a one-sentence tool error, secrets masked."""
     if isinstance(exc, peewee.PeeweeException):
-        exc = curator.store.explain(exc, "the request")
+        exc = curator.store.explain(exc, "request")
     return ToolError(redact(" ".join(str(exc).split())))
 
 

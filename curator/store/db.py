@@ -31,6 +31,7 @@ from typing import Any
 import peewee
 from peewee import SqliteDatabase
 
+from curator.core.userpath import sqlite_special_name
 from curator.errors import CuratorError
 from curator.store import change_marker
 from curator.store.backup_listing import newest_good_backup
@@ -54,13 +55,17 @@ from curator.store.opening import (
     file_name,
     has_wal,
     read_only_uri,
-    special_name,
 )
 from curator.store.pg_connection import (
     in_transaction,
     postgres_database,
 )
-from curator.store.pg_url import display_url, is_postgres_url, without_password
+from curator.store.pg_url import (
+    check_postgres_url,
+    display_url,
+    is_postgres_url,
+    without_password,
+)
 
 __all__ = [
     "MissingDatabaseError",
@@ -145,8 +150,8 @@ class Store:
         if is_postgres_url(path):
             self._open_postgres(os.fspath(path), read_only=read_only, create=create)
             return
-        special = special_name(os.fspath(path))
-        if special is not None:
+        special = sqlite_special_name(path) if isinstance(path, str) else None
+        if special is not None:  # a Path is a file's path by construction: opened as one
             raise StoreError(special)
         self.path = Path(path)
         self.location = str(self.path)
@@ -198,6 +203,9 @@ class Store:
         curator's schema is filled only where a SQLite file would be created (``create``);
         one holding tables of another program, or a newer schema, is refused untouched.
         """
+        # Every URL, also one a program hands the API: what libpq would refuse by quoting
+        # a piece of it (the password perhaps) is refused here without quoting it.
+        url = check_postgres_url(url, "the caller", password_allowed=True)
         self.dialect = POSTGRES
         self.location = display_url(url)
         self.path = Path(self.location)  # names no file; messages use ``location``

@@ -12,7 +12,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from curator.core.userpath import user_path
+from curator.core.userpath import sqlite_special_name, user_path
 from curator.errors import CuratorError
 from curator.store.pg_url import PROFILE_SOURCE, check_postgres_url, is_postgres_url
 from curator.store.profile import saved_database
@@ -82,6 +82,9 @@ def resolve_db_path(cli_value: str | os.PathLike[str] | None) -> Path | str:
         raise CuratorError(f"the database path given by {source} contains a NUL character")
     if is_postgres_url(raw):
         return check_postgres_url(os.fspath(raw), source)
+    special = sqlite_special_name(os.fspath(raw))
+    if special is not None:
+        raise CuratorError(f"the database given by {source}: {special}")
     return user_path(raw, f"the database path given by {source}")
 
 

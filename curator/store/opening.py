@@ -133,24 +133,6 @@ def file_name(path: Path) -> str:
     return os.path.abspath(path)
 
 
-def special_name(raw: str) -> str | None:
-    """Why ``raw``, a database named by a person, names no database file (None: it
-    does). ``:memory:`` and ``file:`` URIs mean something else to SQLite; opened as it
-    reads them, a copy "into" ``:memory:`` reported success and kept nothing, and
-    ``file:x.sqlite`` opened ``x.sqlite`` itself."""
-    if raw == ":memory:":
-        return (
-            "':memory:' is SQLite's name for a database kept in memory only, which is lost "
-            "when the program ends; give a database file's path"
-        )
-    if raw.startswith("file:"):
-        return (
-            f"{raw[:80]!r} is a SQLite URI, which the curator does not open: give the "
-            "database file's path (a full one for a file whose name starts with file:)"
-        )
-    return None
-
-
 def read_only_uri(path: Path, *, immutable: bool) -> str:
     """A URI that opens ``path`` without ever writing it (or creating files when immutable)."""
     uri = f"{path.resolve().as_uri()}?mode=ro"

@@ -76,11 +76,11 @@ class _Deadlines:
             return self._given_up.get(id(conn))
 
     def _watch(self) -> None:
-        # Once a second, not woken per statement: a deadline is a minute or more away
+        # Four times a second, not woken per statement: a deadline is a minute or more away
         # when it is set, and a bulk write sends thousands of statements.
         while True:
             with self._cond:
-                self._cond.wait(1.0)
+                self._cond.wait(0.25)
                 now = time.monotonic()
                 for key, (due, conn) in list(self._running.items()):
                     if now >= due:
@@ -102,6 +102,15 @@ def _shut_down(conn: Any) -> None:
 
 _DEADLINES = _Deadlines()
 
+ANSWERED_ROWS = 1000
+"""Rows of a bulk write sent, and answered, under one deadline."""
+
+_SCHEMA_CHANGE = regex(
+    r"\s*(?:CREATE|ALTER|DROP|REINDEX|VACUUM|ANALYZE|CLUSTER)\b",
+    re.IGNORECASE,
+    kept_in=TEXT_PATTERNS_FILE,
+)
+
 
 class _QmarkCursor:
     """A psycopg cursor that takes ``?`` parameters; its errors become peewee's."""
@@ -111,14 +120,16 @@ class _QmarkCursor:
         self._database = database  # for executemany's lost connection (see there)
 
     def execute(self, sql: str, params: Sequence[Any] | None = None) -> _QmarkCursor:
-        with self._answered(), peewee.__exception_wrapper__:  # type: ignore[attr-defined]
+        with self._answered(sql), peewee.__exception_wrapper__:  # type: ignore[attr-defined]
             self._cursor.execute(qmark_to_format(sql), tuple(params or ()))
         return self
 
-    def _answered(self) -> contextlib.AbstractContextManager[None]:
-        """The statement watched for an answer by its deadline (:class:`_Deadlines`)."""
+    def _answered(self, sql: str) -> contextlib.AbstractContextManager[None]:
+        """The statement watched for an answer by its deadline (:class:`_Deadlines`); a
+        change of the schema is not (a migration builds an index over every episode, which
+        may take longer on a large database, and sends nothing meanwhile)."""
         seconds = getattr(self._database, "answer_deadline_s", None)
-        if seconds is None:
+        if seconds is None or _SCHEMA_CHANGE.match(sql):
             return contextlib.nullcontext()
         return _DEADLINES.watching(self._cursor.connection, seconds)
 
@@ -129,8 +140,13 @@ class _QmarkCursor:
         database = self._database
         idle = database is None or database._idle()
         try:
-            with self._answered(), peewee.__exception_wrapper__:  # type: ignore[attr-defined]
-                self._cursor.executemany(qmark_to_format(sql), [tuple(p) for p in seq])
+            statement = qmark_to_format(sql)
+            rows = [tuple(p) for p in seq]
+            # Watched a chunk at a time: a server answering a long bulk write steadily is
+            # not one that stopped answering (the deadline is for an answer, not the work).
+            for start in range(0, max(len(rows), 1), ANSWERED_ROWS):
+                with self._answered(sql), peewee.__exception_wrapper__:  # type: ignore[attr-defined]
+                    self._cursor.executemany(statement, rows[start : start + ANSWERED_ROWS])
         except peewee.OperationalError as exc:
             if database is None or not database._lost():
                 raise

@@ -55,7 +55,12 @@ def _malformed(url: str) -> str:
     where URL readers disagree (libpq at the first ``@`` or ``/``, Python at the last
     ``@``): the rest of the password is then read as a host, a port, a database name or
     a parameter, and every error names it. An ``@`` is therefore refused anywhere but
-    once before the host, and a port that is no number without quoting it."""
+    once before the host, and a port that is no number without quoting it. A ``#``
+    ends the URL for Python but not for libpq (``?password=a#b`` is the password
+    ``a#b`` to libpq and ``a`` to Python): refused wherever it is. A parameter without
+    ``=`` is the rest of a value that held an ``&``: refused too."""
+    if "#" in url:
+        return "holds a # (write it as %23)"
     after_scheme = url.partition("://")[2]
     ends = [at for at in map(after_scheme.find, "/?#") if at >= 0]
     authority = after_scheme[: min(ends, default=len(after_scheme))]
@@ -66,6 +71,9 @@ def _malformed(url: str) -> str:
             "name, password or database name as %40, and a / ? or # of a password as "
             "%2F %3F %23)"
         )
+    query = after_scheme.partition("?")[2]
+    if query and any("=" not in part for part in query.split("&")):
+        return "has a parameter without = (write an & inside a value as %26)"
     if _SPACE.search(url):
         return "holds a space (write it as %20)"
     if _BAD_ESCAPE.search(url):
@@ -77,7 +85,7 @@ def _malformed(url: str) -> str:
     return ""
 
 
-def check_postgres_url(url: str, source: str) -> str:
+def check_postgres_url(url: str, source: str, *, password_allowed: bool | None = None) -> str:
     """``url`` made canonical (``postgresql://``), or a one-line usage error.
 
     A password given on the command line (``--db``) shows in ``ps`` and in the shell's
@@ -86,6 +94,10 @@ def check_postgres_url(url: str, source: str) -> str:
     by its user and is accepted. TLS parameters (``sslmode``, ``sslrootcert``...)
     pass through to libpq unchanged; an ``sslmode`` libpq does not know is refused here
     with the list, rather than by libpq after a connection attempt.
+
+    ``password_allowed`` overrides the rule by source: the store checks every URL it is
+    given (:class:`~curator.store.db.Store`, which the Python API opens directly) with
+    a password allowed, as a program's own string shows in no process list.
     """
     flaw = _malformed(url)
     if flaw:
@@ -105,12 +117,16 @@ def check_postgres_url(url: str, source: str) -> str:
             "or password is written %3A %2F %3F %23 %40); nothing was opened"
         ) from None
     named_password = password is not None or any(k == "password" for k, _ in query)
-    if named_password and source == PROFILE_SOURCE:
+    if password_allowed is None:
+        password_allowed = source.startswith("$") and source != PROFILE_SOURCE
+    if named_password and password_allowed:
+        pass
+    elif named_password and source == PROFILE_SOURCE:
         raise CuratorError(
             "a password in the database URL cannot be kept in the profile, a plain "
             f"file: {PASSWORD_FIX}"
         )
-    if named_password and not source.startswith("$"):  # an argument: --db, SOURCE...
+    elif named_password:  # an argument: --db, SOURCE...
         raise CuratorError(
             f"a password in the {source} URL would show in the process list and the shell "
             f"history; nothing was opened: {PASSWORD_FIX}"

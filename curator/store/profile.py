@@ -36,7 +36,7 @@ from pathlib import Path
 from typing import Any
 
 from curator.core.textsafety import control_problem
-from curator.core.userpath import part_path, user_path
+from curator.core.userpath import part_path, sqlite_special_name, user_path
 from curator.errors import CuratorError
 from curator.store.pg_url import PROFILE_SOURCE, check_postgres_url, is_postgres_url
 
@@ -139,6 +139,9 @@ def check_database(value: str) -> str | None:
         raise CuratorError("the database must be one line, without tabs or line breaks")
     if is_postgres_url(cleaned):
         return check_postgres_url(cleaned, PROFILE_SOURCE)
+    special = sqlite_special_name(cleaned)
+    if special is not None:
+        raise CuratorError(special)
     path = os.path.abspath(user_path(cleaned, "the database path"))
     if path != path.strip():
         raise CuratorError(f"the database path {path!r} ends with a space")

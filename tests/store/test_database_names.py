@@ -55,25 +55,52 @@ def test_a_file_whose_name_starts_with_file_is_a_file_by_its_full_path(tmp_path:
     assert odd.is_file() and not (tmp_path / "notes.sqlite").exists()
 
 
+def test_a_name_typed_as_a_relative_path_is_a_file(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``./:memory:`` and ``./file:x`` say "a file here": they are opened as files."""
+    monkeypatch.chdir(tmp_path)
+    assert main(["--db", "./:memory:", "--create", "stats"]) == 0
+    source = tmp_path / ":memory:"
+    assert source.is_file()
+    assert main(["copy", "./:memory:", "./file:copy.sqlite"]) == 0
+    assert (tmp_path / "file:copy.sqlite").is_file() and not (tmp_path / "copy.sqlite").exists()
+    capsys.readouterr()
+
+
 _SECRET = "SECRETX"
 
 
-@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(
     st.text(alphabet="ab1:@/?#[]%!$&=+,;.~-", max_size=6),
     st.text(alphabet="ab1:@/?#[]%!$&=+,;.~-", max_size=6),
-    st.sampled_from(["$CURATOR_DB", "--db"]),
+    st.sampled_from(["$CURATOR_DB", "--db", "the API"]),
+    st.sampled_from(["user part", "password parameter"]),
 )
-@example("hunter@2024", "", "$CURATOR_DB")
-@example("Tr0ub4dor/", "", "$CURATOR_DB")
-@example("12?", "", "--db")
-@example("12#", "@x", "--db")
-def test_no_password_shows_in_any_message(before: str, after: str, source: str) -> None:
-    """Whatever characters a password holds unescaped: refused or connected to (here a
-    port nobody listens on), no message shows it; what is accepted is read by Python as
-    libpq reads it (one @, before the host)."""
+@example("hunter@2024", "", "$CURATOR_DB", "user part")
+@example("Tr0ub4dor/", "", "$CURATOR_DB", "user part")
+@example("12?", "", "--db", "user part")
+@example("12#", "@x", "--db", "user part")
+@example("hun/ter", "", "the API", "user part")
+@example("hun#", "", "$CURATOR_DB", "password parameter")
+@example("hunter2&", "", "$CURATOR_DB", "password parameter")
+def test_no_password_shows_in_any_message(before: str, after: str, source: str, where: str) -> None:
+    """Whatever characters a password holds unescaped, in the user part or a
+    ``password=`` parameter, given by the environment, the command line or a program
+    through the API: refused or connected to (here a port nobody listens on), no message
+    shows it; what is accepted is read by Python as libpq reads it."""
     password = before + _SECRET + after
-    url = f"postgresql://ana:{password}@127.0.0.1:{_free_port()}/db"
+    port = _free_port()
+    if where == "user part":
+        url = f"postgresql://ana:{password}@127.0.0.1:{port}/db"
+    else:
+        url = f"postgresql://ana@127.0.0.1:{port}/db?password={password}"
+    if source == "the API":
+        with pytest.raises(CuratorError) as refused:
+            Curator(db=url)
+        assert _SECRET not in str(refused.value)
+        return
     try:
         checked = check_postgres_url(url, source)
     except CuratorError as exc:

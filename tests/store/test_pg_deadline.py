@@ -105,3 +105,19 @@ def test_a_bulk_write_in_a_transaction_is_given_up_and_not_applied(store: Store)
     assert isinstance(raised, ConnectionLost)
     assert "sent no answer" in str(raised) and "was not applied" in str(raised)
     assert store.execute("SELECT count(*) FROM setting WHERE key LIKE 'k_'") == [(0,)]
+
+
+def test_a_long_bulk_write_answered_steadily_is_not_given_up(
+    pg_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The deadline is for an answer, not for the work: 60,000 rows take longer than it
+    in all, and are answered a chunk at a time."""
+    monkeypatch.setattr(pg_connection, "ANSWER_MARGIN_S", 0.5)
+    store = Store(pg_url, busy_timeout_s=0.1)  # a chunk is answered within 0.6 s
+    try:
+        rows = [(f"bulk{i}", '"x"') for i in range(60_000)]
+        with store.write():
+            store.db.cursor().executemany("INSERT INTO setting (key, value) VALUES (?, ?)", rows)
+        assert store.execute("SELECT count(*) FROM setting WHERE key LIKE 'bulk%'") == [(60_000,)]
+    finally:
+        store.close()
