@@ -55,6 +55,8 @@ _FOLD_TABLE: dict[int, int] | None = None
 _FOLDED: dict[str, str] = {}
 _FOLDED_MAX = 16
 """Folded texts kept: the detector asks many expressions about one text in a row."""
+_FOLDED_CHARS = 4_000_000
+"""At most this many characters of them (a megabyte episode is still kept while read)."""
 
 
 def _fold_table() -> dict[int, int] | None:
@@ -89,7 +91,7 @@ def case_folded(text: str) -> str:
         return found
     table = _fold_table()
     folded = _fold(text, table) if table else text
-    if len(_FOLDED) >= _FOLDED_MAX:
+    if len(_FOLDED) >= _FOLDED_MAX or sum(map(len, _FOLDED)) + len(text) > _FOLDED_CHARS:
         _FOLDED.clear()
     _FOLDED[text] = folded
     return folded

@@ -49,7 +49,7 @@ class _Deadlines:
     def __init__(self) -> None:
         self._cond = threading.Condition()
         self._running: dict[int, tuple[float, Any]] = {}
-        self._given_up: dict[int, float] = {}
+        self._given_up: set[int] = set()
         self._thread: threading.Thread | None = None
 
     @contextlib.contextmanager
@@ -57,7 +57,7 @@ class _Deadlines:
         key = id(conn)
         with self._cond:
             self._running[key] = (time.monotonic() + seconds, conn)
-            self._given_up.pop(key, None)
+            self._given_up.discard(key)
             if self._thread is None:
                 self._thread = threading.Thread(
                     target=self._watch, name="postgres-deadlines", daemon=True
@@ -69,11 +69,10 @@ class _Deadlines:
             with self._cond:
                 self._running.pop(key, None)
 
-    def given_up(self, conn: Any) -> float | None:
-        """The seconds ``conn``'s last statement waited when it was given up (None: it
-        was not)."""
+    def given_up(self, conn: Any) -> bool:
+        """Whether ``conn``'s last statement was given up."""
         with self._cond:
-            return self._given_up.get(id(conn))
+            return id(conn) in self._given_up
 
     def _watch(self) -> None:
         # Four times a second, not woken per statement: a deadline is a minute or more away
@@ -85,7 +84,7 @@ class _Deadlines:
                 for key, (due, conn) in list(self._running.items()):
                     if now >= due:
                         del self._running[key]
-                        self._given_up[key] = now - due
+                        self._given_up.add(key)
                         _shut_down(conn)
 
 
@@ -258,7 +257,7 @@ def _postgres_class() -> type[peewee.PostgresqlDatabase]:
         def _given_up(self) -> bool:
             """Whether this thread's connection was given up for want of an answer."""
             conn = None if self.is_closed() else self._state.conn  # type: ignore[attr-defined]
-            return conn is not None and _DEADLINES.given_up(conn) is not None
+            return conn is not None and _DEADLINES.given_up(conn)
 
         def _idle(self) -> bool:
             """Whether no transaction is open on the server (nothing would be lost)."""
