@@ -73,6 +73,7 @@ bench: $(STAMP)
 	QT_QPA_PLATFORM=offscreen $(PY) benchmarks/bench_episode_table.py
 	QT_QPA_PLATFORM=offscreen $(PY) benchmarks/bench_gui_responsiveness.py
 	$(PY) benchmarks/bench_poisoning.py
+	$(PY) benchmarks/bench_detector.py
 	QT_QPA_PLATFORM=offscreen $(PY) benchmarks/bench_commit.py
 
 screenshots: $(STAMP)
