@@ -274,15 +274,19 @@ class Curator:
             raise answer
         return answer
 
-    def screen(self, item: Mapping[str, Any]) -> list[str]:
+    def screen(self, item: Mapping[str, Any]) -> list[str] | None:
         """The detector's flag kinds for one of :meth:`record_many`'s items, checked as it
         checks them (a refused item raises its :class:`CuratorError`), against the current
-        identity, without writing anything.
+        identity, without writing anything; ``None`` for content stored already, which
+        :meth:`record_many` answers with its stored flags (a resent megabyte text is not
+        read again).
 
         For a caller that records long episodes beside short ones: the MCP server screens
         a long one on a thread of its own before it joins a group commit, so that the
         detector's seconds on a megabyte text hold up only the client that sent it."""
         parsed = _parse_episode(item)
+        if self._stored_hashes([parsed.content_hash]):
+            return None
         identity = current_identity(self.store)
         return _flag_kinds(parsed.text, identity.axioms, identity.identity_text)
 
@@ -322,12 +326,9 @@ class Curator:
         for place, parsed in parsed_items:
             kinds = None  # stored already: its stored flags are the answer
             if parsed.content_hash not in stored:
-                given = screened[place] if screened is not None else None
-                kinds = (
-                    given
-                    if given is not None
-                    else _flag_kinds(parsed.text, identity.axioms, identity.identity_text)
-                )
+                kinds = screened[place] if screened is not None else None
+                if kinds is None:
+                    kinds = _flag_kinds(parsed.text, identity.axioms, identity.identity_text)
             checked.append((place, parsed, kinds))
         with self.store.write():
             for place, parsed, found_kinds in checked:

@@ -58,14 +58,6 @@ def _location(raw: str, what: str) -> Path | str:
     return user_path(raw, what)
 
 
-def _same(a: Path | str, b: Path | str) -> bool:
-    if isinstance(a, str) or isinstance(b, str):
-        return a == b
-    with contextlib.suppress(OSError):
-        return os.path.samefile(a, b)
-    return a.resolve() == b.resolve()
-
-
 def cmd_copy(ctx: CommandContext) -> int:
     from curator.store.copy import copy_database, open_apart
     from curator.store.db_choice import busy_timeout_from_env, missing_database_message
@@ -75,7 +67,6 @@ def cmd_copy(ctx: CommandContext) -> int:
         raise CuratorError("give the database to copy as SOURCE or as --db, not both")
     dest = _location(args.dest, "DEST")
     if args.source is None:
-        source_location = ctx.db_path
         source = ctx.store  # refuses a missing, damaged or foreign database
     else:
         source_location = _location(args.source, "SOURCE")
@@ -87,8 +78,7 @@ def cmd_copy(ctx: CommandContext) -> int:
             missing_message=missing_database_message(shown or source_location, "SOURCE"),
         )
         ctx.extra_stores.append(source)
-    if _same(source_location, dest):
-        raise CuratorError(f"SOURCE and DEST are the same database ({source.location})")
+    # one database under two names is refused by copy_database, asked of the databases
     created = []
     if isinstance(dest, Path):
         created = [p for p in (dest, *dest.parents) if not os.path.lexists(p)]

@@ -89,8 +89,7 @@ def case_folded(text: str) -> str:
     found = _FOLDED.get(text)
     if found is not None:
         return found
-    table = _fold_table()
-    folded = _fold(text, table) if table else text
+    folded = _fold_word(text)
     if len(_FOLDED) >= _FOLDED_MAX or sum(map(len, _FOLDED)) + len(text) > _FOLDED_CHARS:
         _FOLDED.clear()
     _FOLDED[text] = folded
@@ -98,6 +97,7 @@ def case_folded(text: str) -> str:
 
 
 def _fold_word(word: str) -> str:
+    """:func:`case_folded`, not kept (a pattern's words, a text)."""
     table = _fold_table()
     return _fold(word, table) if table else word
 

@@ -106,8 +106,7 @@ def _settle_moved_files_at_exit() -> None:
 
 
 def _file_identity(path: Path) -> tuple[int, int] | None:
-    """The device and inode ``path`` names now (``None``: nothing there, or no file such
-    as SQLite's ``:memory:``)."""
+    """The device and inode ``path`` names now (``None``: nothing there)."""
     try:
         found = os.stat(path)
     except (OSError, ValueError):
@@ -191,7 +190,7 @@ class Store:
             self.db.close()
             raise self.explain(exc, "upgrade of the database") from exc
         # by its absolute path: a process that changes its folder still names this file
-        self._file_path = Path(os.path.abspath(self.path))
+        self._file_path = Path(file_name(self.path))
         self._opened_file = _file_identity(self._file_path)
         _OPEN_STORES.add(self)  # settled at exit too, if never closed
 
@@ -372,8 +371,7 @@ class Store:
         after the file was deleted it went on acknowledging episodes into an unlinked
         file, and after a replacement its writes reached the new file through the
         ``-wal`` named by path, damaging it."""
-        opened = self._opened_file
-        if opened is None or opened == _file_identity(self._file_path):
+        if not self._moved():
             return
         raise FileReplacedError(
             f"{self.location} was deleted, moved or replaced since this program opened it; "
@@ -499,9 +497,13 @@ class Store:
             self._settle_if_moved()
             self.db.close()
 
-    def _settle_if_moved(self) -> None:
+    def _moved(self) -> bool:
+        """Whether the path no longer names the file opened (deleted, moved, replaced)."""
         opened = self._opened_file
-        if opened is not None and opened != _file_identity(self._file_path):
+        return opened is not None and opened != _file_identity(self._file_path)
+
+    def _settle_if_moved(self) -> None:
+        if self._moved():
             self._settle_moved_wal()
 
     def __enter__(self) -> Store:
