@@ -1,0 +1,180 @@
+"""``pg_dump`` and ``pg_restore`` against a server that stops answering are given up.
+
+The server is reached through a loopback proxy that forwards every byte until it is told
+to stall: from then on, a new connection gets a set number of the server's bytes and then
+nothing, while both sockets stay open (a frozen server or a proxy that keeps the
+connection but forwards nothing; the kernel would still answer keepalive probes). The
+answer margin is shortened for the test (it is a minute in use).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import random
+import shutil
+import socket
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+from urllib.parse import urlsplit, urlunsplit
+
+import pytest
+
+from curator.errors import CuratorError
+from curator.store import pg_connection
+from curator.store.db import Store
+from curator.store.pg_backup import backups_of, database_id, restore_pg_backup, take_pg_backup
+from tests.store.test_copy import digests, fill
+
+pytestmark = pytest.mark.skipif(
+    shutil.which("pg_dump") is None or shutil.which("pg_restore") is None,
+    reason="pg_dump and pg_restore are not installed",
+)
+
+
+class StallingProxy:
+    """A TCP proxy to ``target``. Once :meth:`stall` was called, a new connection whose
+    startup message names ``marker`` (any, without one) stops after ``server_bytes`` of
+    the server's bytes or ``client_bytes`` of the client's: from then on nothing passes
+    either way, and both sockets stay open."""
+
+    def __init__(self, target: tuple[str, int]) -> None:
+        self.target = target
+        self.listener = socket.create_server(("127.0.0.1", 0))
+        self.port = self.listener.getsockname()[1]
+        self.rule: tuple[int | None, int | None, bytes] | None = None
+        self.sockets: list[socket.socket] = []
+        threading.Thread(target=self._accept, daemon=True).start()
+
+    def stall(
+        self, *, server_bytes: int | None = None, client_bytes: int | None = None, marker: str = ""
+    ) -> None:
+        self.rule = (server_bytes, client_bytes, marker.encode())
+
+    def _accept(self) -> None:
+        while True:
+            try:
+                client, _ = self.listener.accept()
+            except OSError:
+                return
+            server = socket.create_connection(self.target)
+            self.sockets += [client, server]
+            stalled = threading.Event()
+            server_limit, client_limit, marker = self.rule or (None, None, b"")
+            if self.rule is None:
+                marker = b"\0never\0"  # no rule yet: never stalls
+            for args in (
+                (server, client, server_limit, b"", stalled),
+                (client, server, client_limit, marker, stalled),
+            ):
+                threading.Thread(target=self._pump, args=args, daemon=True).start()
+
+    @staticmethod
+    def _pump(
+        source: socket.socket,
+        sink: socket.socket,
+        limit: int | None,
+        marker: bytes,
+        stalled: threading.Event,
+    ) -> None:
+        sent = 0
+        head = b""  # the client's first bytes, while the marker is looked for
+        with contextlib.suppress(OSError):
+            data = source.recv(65536)
+            while not stalled.is_set():
+                if not data:
+                    sink.shutdown(socket.SHUT_WR)
+                    return
+                if marker:  # SSL request first, then the startup message with the name
+                    head += data
+                    if marker in head:
+                        marker = b""
+                    elif len(head) > 4096:  # not the connection named: never stalls
+                        marker, limit, stalled = b"", None, threading.Event()
+                if not marker and limit is not None and sent + len(data) > limit:
+                    sink.sendall(data[: max(0, limit - sent)])
+                    stalled.set()  # both directions stop; the sockets stay open
+                    return
+                sink.sendall(data)
+                sent += len(data)
+                data = source.recv(65536)
+
+    def close(self) -> None:
+        """Ends every connection (a shutdown wakes the pumps blocked on them)."""
+        for sock in [self.listener, *self.sockets]:
+            with contextlib.suppress(OSError):
+                sock.shutdown(socket.SHUT_RDWR)
+            sock.close()
+
+    def url(self, url: str) -> str:
+        parts = urlsplit(url)
+        user = parts.netloc.rpartition("@")[0]
+        return urlunsplit(parts._replace(netloc=f"{user}@127.0.0.1:{self.port}"))
+
+
+@pytest.fixture
+def proxy(pg_url: str) -> Iterator[StallingProxy]:
+    parts = urlsplit(pg_url)
+    opened = StallingProxy((parts.hostname or "127.0.0.1", parts.port or 5432))
+    yield opened
+    opened.close()
+
+
+@pytest.fixture(autouse=True)
+def _short_margin(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    monkeypatch.setattr(pg_connection, "ANSWER_MARGIN_S", 1.0)
+    monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "data"))
+
+
+# 0: the server never answers the connection; 2,000: it stops in the middle of the
+# dump's catalogue reads (an empty database's dump reads about 50 KB of them).
+@pytest.mark.parametrize("server_bytes", [0, 2_000])
+def test_a_backup_from_a_server_that_stops_answering_is_given_up(
+    pg_url: str, proxy: StallingProxy, tmp_path: Path, server_bytes: int
+) -> None:
+    store = Store(proxy.url(pg_url), busy_timeout_s=0.5)  # silent for 1.5 s: given up
+    try:
+        folder = tmp_path / "backups"
+        proxy.stall(server_bytes=server_bytes)
+        with pytest.raises(CuratorError) as raised:
+            take_pg_backup(store, folder)
+        message = str(raised.value)
+        assert message.startswith("pg_dump of ") and "\n" not in message
+        assert "sent no answer for 1.5 s" in message and "given up" in message
+        assert list(folder.iterdir()) == []  # no backup, no partial file
+    finally:
+        store.close()
+
+
+def test_a_restore_into_a_server_that_stops_answering_changes_nothing(
+    pg_url: str, proxy: StallingProxy, tmp_path: Path
+) -> None:
+    folder = tmp_path / "backups"
+    store = Store(pg_url, busy_timeout_s=0.5)
+    try:
+        fill(store, random.Random(3), at_least=1)
+        backup = take_pg_backup(store, folder).path
+        store.execute("INSERT INTO setting (key, value) VALUES ('after', '1')")
+        before = digests(store)
+        own = database_id(store)
+    finally:
+        store.close()
+    through = Store(proxy.url(pg_url), busy_timeout_s=0.5)
+    # pg_restore's connection (its application name) stalls in the middle of the
+    # restore's statements; the safety backup and the lock watch pass.
+    proxy.stall(client_bytes=3_000, marker="curator-restore-")
+    try:
+        with pytest.raises(CuratorError) as raised:
+            restore_pg_backup(through, backup)
+    finally:
+        through.close()
+        proxy.close()  # the server sees the stalled connection end: it rolls back
+    message = str(raised.value)
+    assert message.startswith("pg_restore of ") and "sent no answer for 1.5 s" in message
+    assert "nothing changed" in message and "\n" not in message
+    store = Store(pg_url)
+    try:
+        assert digests(store) == before  # one transaction, never committed
+        assert len(backups_of(own, folder)) == 2  # the backup and the safety backup
+    finally:
+        store.close()
