@@ -137,7 +137,7 @@ def test_classify_and_distill_through_the_server_end_to_end(
         set_setting(store, "max_output_tokens", 128)
     finally:
         store.close()
-    assert main(["--db", str(db), "distill", *server, "--limit", "2"]) == 0
+    assert main(["--db", str(db), "distill", *server, "--limit", "1"]) == 0
     assert main(["--db", str(db), "replay", *server, "--limit", "1"]) == 0
     conn = sqlite3.connect(db)
     try:
