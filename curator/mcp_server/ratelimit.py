@@ -4,6 +4,12 @@ An agent stuck in a loop can call ``record_episode`` thousands of times a second
 call is a pending Episode a person will have to look at. Every client name gets its own
 bucket of ``burst`` tokens that refills at ``per_minute / 60`` tokens a second; a call
 that finds the bucket empty is refused (nothing written) with the wait it needs.
+
+A client names itself, so a flood can come under a new name at every call. Such a flood
+must not grow the server's memory without end: a bucket that has refilled to ``burst``
+is the same as no bucket, so full ones are dropped whenever the number kept has doubled
+since the last sweep (amortised O(1) a call). What stays is at most the clients seen
+within one refill time (``burst / rate``), and every client keeps its exact limit.
 """
 
 from __future__ import annotations
@@ -33,6 +39,7 @@ class RateLimiter:
     clock: Callable[[], float] = time.monotonic
     _buckets: dict[str, _Bucket] = field(default_factory=dict)
     _lock: threading.Lock = field(default_factory=threading.Lock)
+    _sweep_at: int = 1024  # the number of buckets at which full ones are next dropped
 
     def take(self, client: str) -> float | None:
         if self.per_minute <= 0:
@@ -40,6 +47,8 @@ class RateLimiter:
         rate = self.per_minute / 60.0
         now = self.clock()
         with self._lock:
+            if len(self._buckets) >= self._sweep_at:
+                self._drop_full(now, rate)
             bucket = self._buckets.setdefault(client, _Bucket(float(self.burst), now))
             bucket.tokens = min(float(self.burst), bucket.tokens + (now - bucket.stamp) * rate)
             bucket.stamp = now
@@ -47,3 +56,18 @@ class RateLimiter:
                 bucket.tokens -= 1.0
                 return None
             return (1.0 - bucket.tokens) / rate
+
+    def tracked(self) -> int:
+        """How many clients' buckets are kept now."""
+        with self._lock:
+            return len(self._buckets)
+
+    def _drop_full(self, now: float, rate: float) -> None:
+        full = [
+            name
+            for name, bucket in self._buckets.items()
+            if bucket.tokens + (now - bucket.stamp) * rate >= self.burst
+        ]
+        for name in full:
+            del self._buckets[name]
+        self._sweep_at = max(1024, 2 * len(self._buckets))

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections import deque
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -67,6 +68,40 @@ def test_never_more_than_burst_plus_what_time_refilled(
         else:
             assert (limiter.take("c") or 0) > 0  # a refusal always names a wait
     assert granted <= burst + clock.now * per_minute / 60 + 1e-9
+
+
+@settings(deadline=None, max_examples=50)
+@given(
+    per_minute=st.integers(60, 6_000),
+    burst=st.integers(1, 20),
+    calls=st.lists(st.tuples(st.integers(0, 3), st.floats(0, 0.05, allow_nan=False)), max_size=60),
+)
+def test_a_flood_under_new_names_keeps_memory_bounded_and_each_limit_exact(
+    per_minute: int, burst: int, calls: list[tuple[int, float]]
+) -> None:
+    """Every call under a new name (the worst case for memory), mixed with calls of a few
+    steady clients: buckets that refilled are dropped, so what is kept stays within the
+    clients seen in one refill time plus the sweep's slack, and no steady client ever gets
+    more than its burst plus what time refilled."""
+    clock = Clock()
+    limiter = RateLimiter(per_minute=per_minute, burst=burst, clock=clock)
+    refill_s = burst / (per_minute / 60)
+    seen: deque[float] = deque()  # when the flood's names were used, within a refill time
+    most_recent = 0
+    granted = [0] * 4
+    for number in range(3_000):
+        steady, step = calls[number % len(calls)] if calls else (0, 0.01)
+        clock.now += step + 0.001
+        limiter.take(f"flood-{number}")
+        seen.append(clock.now)
+        while clock.now - seen[0] > refill_s:
+            seen.popleft()
+        most_recent = max(most_recent, len(seen))
+        if limiter.take(f"steady-{steady}") is None:
+            granted[steady] += 1
+        assert limiter.tracked() <= max(1024, 2 * (most_recent + 4)) + 1
+    for count in granted:
+        assert count <= burst + clock.now * per_minute / 60 + 1e-9
 
 
 def record_as(db: Path, name: str, **arguments: Any) -> Any:
