@@ -34,32 +34,26 @@ import json
 import os
 import re
 import shutil
-import subprocess
 import time
 import uuid
-from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 from urllib.parse import unquote, urlsplit, urlunsplit
 
 from curator.errors import CuratorError
-from curator.store import pg_connection
 from curator.store.backup import BackupResult, _timestamp
 from curator.store.backup_identity import DATABASE_ID_KEY
 from curator.store.backup_listing import BACKUP_DIR_NAME, backup_problem
 from curator.store.backup_schedule import RECENT, STAMP_FORMAT, backups_to_keep
 from curator.store.copy import copy_database, open_apart
 from curator.store.db import Store
-from curator.store.db_choice import BUSY_ENV, default_db_path
+from curator.store.db_choice import default_db_path
 from curator.store.models import utcnow
+from curator.store.pg_tool_watch import Activity, run_watched, tool_tag
 
 DUMP_SUFFIX = ".pgdump"
 EXPORT_SUFFIX = ".sqlite"
-#: A server tool's whole run, where its progress cannot be watched (see _watched_tool).
-TOOL_TIMEOUT_S = 3600
-#: How often a running server tool is looked at.
-WATCH_TICK_S = 0.2
 _NAME = re.compile(r"pg-(?P<db>[A-Za-z0-9_.-]*)-(?P<id>[0-9a-f]{12})-(?P<stamp>\d{8}T\d{12}Z)")
 
 
@@ -146,93 +140,15 @@ def _tool_env(url: str) -> tuple[str, dict[str, str]]:
     return urlunsplit(parts._replace(netloc=netloc)), env
 
 
-def _tool_io(pid: int) -> int | None:
-    """Bytes the process has read and written so far (sockets, pipes and files), from
-    ``/proc/PID/io``; None where that cannot be read (not Linux)."""
-    try:
-        text = Path(f"/proc/{pid}/io").read_text(encoding="ascii")
-    except (OSError, UnicodeDecodeError):
-        return None
-    fields = dict(line.partition(":")[::2] for line in text.splitlines())
-    try:
-        return int(fields["rchar"]) + int(fields["wchar"])
-    except (KeyError, ValueError):
-        return None
-
-
-def _watched_tool(
-    command: list[str],
-    env: dict[str, str],
-    what: str,
-    outcome: str,
-    silence_s: float,
-    on_tick: Callable[[int], None] | None = None,
-) -> tuple[int, str]:
-    """Run a server tool to its end: its exit status and its first message line.
-
-    A server that stops answering (frozen, or behind a proxy that keeps the connection
-    but forwards nothing) would hold the tool, and this command, for as long as the
-    connection lasts: the kernel still answers keepalive probes. So the tool is watched
-    as the store's statements are (:mod:`curator.store.pg_connection`): when it has read
-    and written no byte for ``silence_s`` (the lock wait plus the answer margin), it is
-    killed and the backup or restore fails in one sentence. Where a process's byte
-    counts cannot be read, the whole run is bounded by :data:`TOOL_TIMEOUT_S` instead.
-    ``on_tick(pid)`` runs between looks (every :data:`WATCH_TICK_S`).
-    """
-    try:
-        proc = subprocess.Popen(
-            command,
-            env=env,
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            text=True,
-        )
-    except OSError as exc:
-        raise CuratorError(f"{what} failed: {exc}{outcome}") from exc
-    started = moved = time.monotonic()
-    last: int | None = None
-    try:
-        while True:
-            try:
-                out, err = proc.communicate(timeout=WATCH_TICK_S)
-            except subprocess.TimeoutExpired:
-                pass
-            else:
-                lines = (err or out).strip().splitlines() or [f"exit {proc.returncode}"]
-                return proc.returncode, lines[0]
-            now = time.monotonic()
-            io = _tool_io(proc.pid)
-            if io is not None and io != last:
-                last, moved = io, now
-            if last is not None and now - moved > silence_s:
-                raise CuratorError(
-                    f"{what} failed: the PostgreSQL server sent no answer for "
-                    f"{silence_s:g} s (its lock wait, ${BUSY_ENV}, plus "
-                    f"{pg_connection.ANSWER_MARGIN_S:g} s), so it was given up{outcome}"
-                )
-            if now - started > TOOL_TIMEOUT_S:
-                raise CuratorError(f"{what} failed: not done after {TOOL_TIMEOUT_S} s{outcome}")
-            if on_tick is not None:
-                on_tick(proc.pid)
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.communicate()
-
-
 def _run_tool(
     command: list[str], env: dict[str, str], store: Store, what: str, outcome: str = ""
 ) -> None:
-    """Run a server tool; a failure is one line: ``what`` failed, its first line, ``outcome``."""
-    code, first_line = _watched_tool(command, env, what, outcome, _silence_s(store))
+    """Run a server tool (:func:`~curator.store.pg_tool_watch.run_watched`); a failure is
+    one line: ``what`` failed, its first line, ``outcome``."""
+    tag = tool_tag(Path(command[0]).name.replace("_", "-"))
+    code, first_line = run_watched(command, env, store, what, outcome, tag)
     if code != 0:
         raise CuratorError(f"{what} failed: {first_line}{outcome}")
-
-
-def _silence_s(store: Store) -> float:
-    """How long a tool may go without a byte from or to the server: as a statement."""
-    return store.busy_timeout_s + pg_connection.ANSWER_MARGIN_S
 
 
 def take_pg_backup(
@@ -383,29 +299,24 @@ def _restore_watched(
     table another session reads (a window left open); its statements are watched from
     ``store``'s own connection instead, and a cancelled restore rolls back as a whole.
     """
-    tag = f"curator-restore-{uuid.uuid4().hex[:12]}"
-    env = {**env, "PGAPPNAME": tag}
+    tag = tool_tag("restore")
     unchanged = f"; nothing changed (its previous state is also in {safety})"
     waiting_since: float | None = None
     cancelled = False
 
-    def watch_locks(_pid: int) -> None:
+    def watch_locks(rows: Activity) -> None:
         nonlocal waiting_since, cancelled
-        rows = store.execute(
-            "SELECT pid FROM pg_stat_activity WHERE application_name = ? "
-            "AND wait_event_type = 'Lock'",
-            (tag,),
-        )
-        if not rows:
+        waiting = [pid for pid, _state, kind, *_ in rows if kind == "Lock"]
+        if not waiting:
             waiting_since = None
             return
         waiting_since = waiting_since or time.monotonic()
         if not cancelled and time.monotonic() - waiting_since > store.busy_timeout_s:
-            store.execute("SELECT pg_cancel_backend(?)", (int(rows[0][0]),))
+            store.execute("SELECT pg_cancel_backend(?)", (int(waiting[0]),))
             cancelled = True
 
     what = f"pg_restore of {backup}"
-    code, first_line = _watched_tool(command, env, what, unchanged, _silence_s(store), watch_locks)
+    code, first_line = run_watched(command, env, store, what, unchanged, tag, watch_locks)
     if cancelled:
         raise CuratorError(
             f"busy: another session holds tables of {store.location} that the restore must "

@@ -10,10 +10,12 @@ answer margin is shortened for the test (it is a minute in use).
 from __future__ import annotations
 
 import contextlib
+import os
 import random
 import shutil
 import socket
 import threading
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from urllib.parse import urlsplit, urlunsplit
@@ -32,6 +34,10 @@ pytestmark = pytest.mark.skipif(
 )
 
 
+#: The answers of a connection that :attr:`StallingProxy.delay_s` holds back.
+DELAYED_ANSWERS = 6
+
+
 class StallingProxy:
     """A TCP proxy to ``target``. Once :meth:`stall` was called, a new connection whose
     startup message names ``marker`` (any, without one) stops after ``server_bytes`` of
@@ -43,6 +49,7 @@ class StallingProxy:
         self.listener = socket.create_server(("127.0.0.1", 0))
         self.port = self.listener.getsockname()[1]
         self.rule: tuple[int | None, int | None, bytes] | None = None
+        self.delay_s = 0.0  # before each of the first answers of a new connection
         self.sockets: list[socket.socket] = []
         threading.Thread(target=self._accept, daemon=True).start()
 
@@ -64,8 +71,8 @@ class StallingProxy:
             if self.rule is None:
                 marker = b"\0never\0"  # no rule yet: never stalls
             for args in (
-                (server, client, server_limit, b"", stalled),
-                (client, server, client_limit, marker, stalled),
+                (server, client, server_limit, b"", stalled, self.delay_s),
+                (client, server, client_limit, marker, stalled, 0.0),
             ):
                 threading.Thread(target=self._pump, args=args, daemon=True).start()
 
@@ -76,8 +83,10 @@ class StallingProxy:
         limit: int | None,
         marker: bytes,
         stalled: threading.Event,
+        delay_s: float,
     ) -> None:
         sent = 0
+        delayed = 0 if delay_s else DELAYED_ANSWERS
         head = b""  # the client's first bytes, while the marker is looked for
         with contextlib.suppress(OSError):
             data = source.recv(65536)
@@ -95,6 +104,9 @@ class StallingProxy:
                     sink.sendall(data[: max(0, limit - sent)])
                     stalled.set()  # both directions stop; the sockets stay open
                     return
+                if delayed < DELAYED_ANSWERS:
+                    time.sleep(delay_s)
+                    delayed += 1
                 sink.sendall(data)
                 sent += len(data)
                 data = source.recv(65536)
@@ -142,6 +154,57 @@ def test_a_backup_from_a_server_that_stops_answering_is_given_up(
         assert message.startswith("pg_dump of ") and "\n" not in message
         assert "sent no answer for 1.5 s" in message and "given up" in message
         assert list(folder.iterdir()) == []  # no backup, no partial file
+    finally:
+        store.close()
+
+
+def test_a_slow_server_that_keeps_answering_is_waited_for(
+    pg_url: str, proxy: StallingProxy, tmp_path: Path
+) -> None:
+    """The server's first answers reach each tool late (0.4 s each, longer than the
+    deadline in all): the tools move, so neither is given up, however long the whole."""
+    store = Store(pg_url, busy_timeout_s=0.5)
+    try:
+        fill(store, random.Random(5), at_least=1)
+        before = digests(store)
+    finally:
+        store.close()
+    folder = tmp_path / "backups"
+    through = Store(proxy.url(pg_url), busy_timeout_s=0.5)  # silent for 1.5 s: given up
+    try:
+        proxy.delay_s = 0.4
+        started = time.monotonic()
+        backup = take_pg_backup(through, folder).path
+        assert time.monotonic() - started > DELAYED_ANSWERS * 0.4 > 1.5
+        restore_pg_backup(through, backup)
+    finally:
+        through.close()
+    store = Store(pg_url)
+    try:
+        assert digests(store) == before
+    finally:
+        store.close()
+
+
+def test_a_tool_that_hangs_with_a_child_is_given_up_at_once(
+    pg_url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A pg_dump (here a stand-in script: a fault no real one can be made to show) that
+    starts a child and waits without a byte: the deadline applies, and the kill reaches
+    the child, whose open pipes would otherwise hold the command."""
+    tools = tmp_path / "bin"
+    tools.mkdir()
+    fake = tools / "pg_dump"
+    fake.write_text("#!/bin/sh\nsleep 600\necho never\n")
+    fake.chmod(0o755)
+    monkeypatch.setenv("PATH", f"{tools}:{os.environ['PATH']}")
+    store = Store(pg_url, busy_timeout_s=0.5)
+    try:
+        started = time.monotonic()
+        with pytest.raises(CuratorError, match=r"sent no answer for 1\.5 s"):
+            take_pg_backup(store, tmp_path / "backups")
+        assert time.monotonic() - started < 60
+        assert list((tmp_path / "backups").iterdir()) == []
     finally:
         store.close()
 

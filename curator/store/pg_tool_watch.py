@@ -1,0 +1,155 @@
+"""``pg_dump`` and ``pg_restore`` held to the deadline the store's own statements keep.
+
+A server that stops answering (frozen, its machine gone, a proxy that keeps the connection
+but forwards nothing) would hold a tool, and the backup or restore that runs it, for as
+long as the connection lasts: the kernel still answers keepalive probes. The store's
+statements are given up after the lock wait plus the answer margin
+(:mod:`curator.store.pg_connection`); a tool is watched to the same deadline, from both
+ends, every :data:`WATCH_TICK_S`:
+
+- **the tool** (Linux): its context switches and its file reads and writes
+  (``/proc/PID/status``, ``/proc/PID/io``). A tool that receives even a few bytes is woken
+  for them; one blocked on a silent socket is never woken. (Socket traffic itself is not
+  counted by ``/proc/PID/io``, and a trickle of bytes costs too little CPU to show.)
+- **the server**, asked on the store's own connection (``pg_stat_activity``, by the
+  application name the tool connects with): a new statement of the tool's, a change of
+  what its backend waits for, or a backend at work on something other than the client
+  (a long ``CREATE INDEX`` of a restore) is progress; a backend that waits on the client,
+  or no backend at all, is not. A server that does not answer this question within the
+  store's deadline is a server that stopped answering: the look itself is given up.
+
+When neither end has moved for the lock wait plus the answer margin, the tool (and any
+process it started: it runs in a session of its own) is killed and the command fails in
+one sentence. A slow tool on a slow link moves, so it is never given up, however long its
+whole run.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import subprocess
+import time
+import uuid
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+import peewee
+
+from curator.errors import CuratorError
+from curator.store import pg_connection
+from curator.store.db import Store
+from curator.store.db_choice import BUSY_ENV
+
+__all__ = ["WATCH_TICK_S", "Activity", "run_watched", "tool_tag"]
+
+#: How often a running tool and its backend are looked at.
+WATCH_TICK_S = 0.2
+#: After a kill, how long the tool's pipes may take to close.
+REAP_S = 5.0
+
+#: The tool's backends as ``pg_stat_activity`` shows them:
+#: ``(pid, state, wait_event_type, wait_event, query_start)``.
+Activity = Sequence[tuple[Any, ...]]
+
+
+def tool_tag(kind: str) -> str:
+    """An application name unique to one run of a tool (``PGAPPNAME``)."""
+    return f"curator-{kind}-{uuid.uuid4().hex[:12]}"
+
+
+def _tool_motion(pid: int) -> tuple[str, ...] | None:
+    """What moves while the tool works, or None where it cannot be read.
+
+    Its context switches (``/proc/PID/status``: a tool blocked on a silent socket is never
+    woken; one that receives even a few bytes is, at each) and its file bytes
+    (``/proc/PID/io``). Socket traffic itself is not counted by ``/proc/PID/io``.
+    """
+    try:
+        status = Path(f"/proc/{pid}/status").read_text(encoding="ascii", errors="replace")
+        io = Path(f"/proc/{pid}/io").read_text(encoding="ascii")
+    except (OSError, UnicodeDecodeError):
+        return None
+    wanted = ("voluntary_ctxt_switches", "nonvoluntary_ctxt_switches", "rchar", "wchar")
+    lines = (line.partition(":") for line in (*status.splitlines(), *io.splitlines()))
+    return tuple(value.strip() for key, _, value in lines if key in wanted)
+
+
+def _server_busy(rows: Activity) -> bool:
+    """Whether a backend of the tool is at work on something other than its client."""
+    return any(state == "active" and kind != "Client" for _pid, state, kind, *_ in rows)
+
+
+def _silence_s(store: Store) -> float:
+    return store.busy_timeout_s + pg_connection.ANSWER_MARGIN_S
+
+
+def run_watched(
+    command: list[str],
+    env: dict[str, str],
+    store: Store,
+    what: str,
+    outcome: str,
+    tag: str,
+    on_look: Callable[[Activity], None] | None = None,
+) -> tuple[int, str]:
+    """Run a tool that connects as ``tag``: its exit status and first message line.
+
+    ``on_look(rows)`` sees the tool's backends at every look (the restore's lock watch).
+    A failure of the watch itself is one sentence ending in ``outcome``.
+    """
+    try:
+        proc = subprocess.Popen(
+            command,
+            env={**env, "PGAPPNAME": tag},
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            start_new_session=True,  # the kill reaches whatever it starts
+        )
+    except OSError as exc:
+        raise CuratorError(f"{what} failed: {exc}{outcome}") from exc
+    silence = _silence_s(store)
+    moved = time.monotonic()
+    last: tuple[object, ...] = ()
+    try:
+        while True:
+            try:
+                out, err = proc.communicate(timeout=WATCH_TICK_S)
+            except subprocess.TimeoutExpired:
+                pass
+            else:
+                lines = (err or out).strip().splitlines() or [f"exit {proc.returncode}"]
+                return proc.returncode, lines[0][:500]
+            try:
+                rows = store.execute(
+                    "SELECT pid, state, wait_event_type, wait_event, query_start "
+                    "FROM pg_stat_activity WHERE application_name = ?",
+                    (tag,),
+                )
+            except (peewee.DatabaseError, CuratorError) as exc:
+                if proc.poll() is not None:
+                    continue  # it ended meanwhile: its own outcome counts
+                reason = (str(exc).strip().splitlines() or ["the server did not answer"])[0]
+                raise CuratorError(f"{what} failed: {reason}{outcome}") from exc
+            now = time.monotonic()
+            seen = (_tool_motion(proc.pid), tuple(map(tuple, rows)))
+            if seen != last or _server_busy(rows):
+                last, moved = seen, now
+            elif now - moved > silence:
+                raise CuratorError(
+                    f"{what} failed: the PostgreSQL server sent no answer for {silence:g} s "
+                    f"(its lock wait, ${BUSY_ENV}, plus {pg_connection.ANSWER_MARGIN_S:g} s), "
+                    f"so it was given up{outcome}"
+                )
+            if on_look is not None:
+                on_look(rows)
+    finally:
+        if proc.poll() is None:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(proc.pid, signal.SIGKILL)
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                proc.communicate(timeout=REAP_S)
