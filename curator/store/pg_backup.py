@@ -50,7 +50,13 @@ from curator.store.copy import copy_database, open_apart
 from curator.store.db import Store
 from curator.store.db_choice import default_db_path
 from curator.store.models import utcnow
-from curator.store.pg_tool_watch import Activity, run_watched, tool_tag
+from curator.store.pg_tool_watch import (
+    Activity,
+    ToolGivenUp,
+    may_have_committed,
+    run_watched,
+    tool_tag,
+)
 
 DUMP_SUFFIX = ".pgdump"
 EXPORT_SUFFIX = ".sqlite"
@@ -316,7 +322,15 @@ def _restore_watched(
             cancelled = True
 
     what = f"pg_restore of {backup}"
-    code, first_line = run_watched(command, env, store, what, unchanged, tag, watch_locks)
+    try:
+        code, first_line = run_watched(command, env, store, what, "", tag, watch_locks)
+    except ToolGivenUp as exc:
+        if may_have_committed(exc.rows):  # asked to commit, then silent: either may be
+            raise CuratorError(
+                f"{exc}; it had asked the server to commit, so the restore may have been "
+                f"applied: check the database (its previous state is in {safety})"
+            ) from exc
+        raise CuratorError(f"{exc}{unchanged}") from exc
     if cancelled:
         raise CuratorError(
             f"busy: another session holds tables of {store.location} that the restore must "

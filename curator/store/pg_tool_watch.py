@@ -30,9 +30,11 @@ import contextlib
 import os
 import signal
 import subprocess
+import sys
+import threading
 import time
 import uuid
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -43,7 +45,14 @@ from curator.store import pg_connection
 from curator.store.db import Store
 from curator.store.db_choice import BUSY_ENV
 
-__all__ = ["WATCH_TICK_S", "Activity", "run_watched", "tool_tag"]
+__all__ = [
+    "WATCH_TICK_S",
+    "Activity",
+    "ToolGivenUp",
+    "may_have_committed",
+    "run_watched",
+    "tool_tag",
+]
 
 #: How often a running tool and its backend are looked at.
 WATCH_TICK_S = 0.2
@@ -51,8 +60,48 @@ WATCH_TICK_S = 0.2
 REAP_S = 5.0
 
 #: The tool's backends as ``pg_stat_activity`` shows them:
-#: ``(pid, state, wait_event_type, wait_event, query_start)``.
+#: ``(pid, state, wait_event_type, wait_event, query_start, the query's start)``.
 Activity = Sequence[tuple[Any, ...]]
+#: Signals that end a watched tool with the command: SIGINT arrives as KeyboardInterrupt;
+#: these would end the command without its clean-up (the tool, in a session of its own,
+#: would go on, and a backup would leave its partial file).
+ENDING_SIGNALS = ("SIGTERM", "SIGHUP")
+
+
+class ToolGivenUp(CuratorError):
+    """The tool was killed unfinished; ``rows`` is what the server last showed of it."""
+
+    def __init__(self, message: str, rows: Activity) -> None:
+        super().__init__(message)
+        self.rows = rows
+
+
+def may_have_committed(rows: Activity) -> bool:
+    """Whether the tool had asked the server to commit (a restore may then be applied)."""
+    return any(str(row[5] or "").lstrip().upper().startswith("COMMIT") for row in rows)
+
+
+@contextlib.contextmanager
+def _signals_end_the_tool(what: str) -> Iterator[None]:
+    """SIGTERM and SIGHUP end the command as SystemExit (128 + the signal), so that the
+    tool is killed and partial files removed on the way out (main thread only)."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def stop(signum: int, _frame: object) -> None:
+        name = signal.Signals(signum).name
+        with contextlib.suppress(OSError):
+            sys.stderr.write(f"curator: {name}: {what} was stopped\n")
+        raise SystemExit(128 + signum)
+
+    wanted = [getattr(signal, name) for name in ENDING_SIGNALS if hasattr(signal, name)]
+    previous = {sig: signal.signal(sig, stop) for sig in wanted}
+    try:
+        yield
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
 
 
 def tool_tag(kind: str) -> str:
@@ -108,6 +157,8 @@ def run_watched(
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
             text=True,
+            encoding="utf-8",
+            errors="replace",  # a server's message in another encoding is still one line
             start_new_session=True,  # the kill reaches whatever it starts
         )
     except OSError as exc:
@@ -115,41 +166,44 @@ def run_watched(
     silence = _silence_s(store)
     moved = time.monotonic()
     last: tuple[object, ...] = ()
-    try:
-        while True:
-            try:
-                out, err = proc.communicate(timeout=WATCH_TICK_S)
-            except subprocess.TimeoutExpired:
-                pass
-            else:
-                lines = (err or out).strip().splitlines() or [f"exit {proc.returncode}"]
-                return proc.returncode, lines[0][:500]
-            try:
-                rows = store.execute(
-                    "SELECT pid, state, wait_event_type, wait_event, query_start "
-                    "FROM pg_stat_activity WHERE application_name = ?",
-                    (tag,),
-                )
-            except (peewee.DatabaseError, CuratorError) as exc:
-                if proc.poll() is not None:
-                    continue  # it ended meanwhile: its own outcome counts
-                reason = (str(exc).strip().splitlines() or ["the server did not answer"])[0]
-                raise CuratorError(f"{what} failed: {reason}{outcome}") from exc
-            now = time.monotonic()
-            seen = (_tool_motion(proc.pid), tuple(map(tuple, rows)))
-            if seen != last or _server_busy(rows):
-                last, moved = seen, now
-            elif now - moved > silence:
-                raise CuratorError(
-                    f"{what} failed: the PostgreSQL server sent no answer for {silence:g} s "
-                    f"(its lock wait, ${BUSY_ENV}, plus {pg_connection.ANSWER_MARGIN_S:g} s), "
-                    f"so it was given up{outcome}"
-                )
-            if on_look is not None:
-                on_look(rows)
-    finally:
-        if proc.poll() is None:
-            with contextlib.suppress(ProcessLookupError):
-                os.killpg(proc.pid, signal.SIGKILL)
-            with contextlib.suppress(subprocess.TimeoutExpired):
-                proc.communicate(timeout=REAP_S)
+    rows: Activity = ()
+    with _signals_end_the_tool(what):
+        try:
+            while True:
+                try:
+                    out, err = proc.communicate(timeout=WATCH_TICK_S)
+                except subprocess.TimeoutExpired:
+                    pass
+                else:
+                    lines = (err or out).strip().splitlines() or [f"exit {proc.returncode}"]
+                    return proc.returncode, lines[0][:500]
+                try:
+                    rows = store.execute(
+                        "SELECT pid, state, wait_event_type, wait_event, query_start, "
+                        "left(query, 16) FROM pg_stat_activity WHERE application_name = ?",
+                        (tag,),
+                    )
+                except (peewee.DatabaseError, CuratorError) as exc:
+                    if proc.poll() is not None:
+                        continue  # it ended meanwhile: its own outcome counts
+                    reason = (str(exc).strip().splitlines() or ["the server did not answer"])[0]
+                    raise ToolGivenUp(f"{what} failed: {reason}{outcome}", rows) from exc
+                now = time.monotonic()
+                seen = (_tool_motion(proc.pid), tuple(map(tuple, rows)))
+                if seen != last or _server_busy(rows):
+                    last, moved = seen, now
+                elif now - moved > silence:
+                    raise ToolGivenUp(
+                        f"{what} failed: the PostgreSQL server sent no answer for {silence:g} s "
+                        f"(its lock wait, ${BUSY_ENV}, plus {pg_connection.ANSWER_MARGIN_S:g} s), "
+                        f"so it was given up{outcome}",
+                        rows,
+                    )
+                if on_look is not None:
+                    on_look(rows)
+        finally:
+            if proc.poll() is None:
+                with contextlib.suppress(ProcessLookupError):
+                    os.killpg(proc.pid, signal.SIGKILL)
+                with contextlib.suppress(subprocess.TimeoutExpired):
+                    proc.communicate(timeout=REAP_S)

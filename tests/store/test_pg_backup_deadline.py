@@ -13,7 +13,10 @@ import contextlib
 import os
 import random
 import shutil
+import signal
 import socket
+import subprocess
+import sys
 import threading
 import time
 from collections.abc import Iterator
@@ -49,6 +52,7 @@ class StallingProxy:
         self.listener = socket.create_server(("127.0.0.1", 0))
         self.port = self.listener.getsockname()[1]
         self.rule: tuple[int | None, int | None, bytes] | None = None
+        self.client_after = b""  # stall once a client chunk with these bytes has passed
         self.delay_s = 0.0  # before each of the first answers of a new connection
         self.sockets: list[socket.socket] = []
         threading.Thread(target=self._accept, daemon=True).start()
@@ -71,8 +75,8 @@ class StallingProxy:
             if self.rule is None:
                 marker = b"\0never\0"  # no rule yet: never stalls
             for args in (
-                (server, client, server_limit, b"", stalled, self.delay_s),
-                (client, server, client_limit, marker, stalled, 0.0),
+                (server, client, server_limit, b"", stalled, self.delay_s, b""),
+                (client, server, client_limit, marker, stalled, 0.0, self.client_after),
             ):
                 threading.Thread(target=self._pump, args=args, daemon=True).start()
 
@@ -84,6 +88,7 @@ class StallingProxy:
         marker: bytes,
         stalled: threading.Event,
         delay_s: float,
+        after: bytes,
     ) -> None:
         sent = 0
         delayed = 0 if delay_s else DELAYED_ANSWERS
@@ -109,6 +114,9 @@ class StallingProxy:
                     delayed += 1
                 sink.sendall(data)
                 sent += len(data)
+                if not marker and after and after in data:
+                    stalled.set()  # it passed; nothing more either way
+                    return
                 data = source.recv(65536)
 
     def close(self) -> None:
@@ -241,3 +249,93 @@ def test_a_restore_into_a_server_that_stops_answering_changes_nothing(
         assert len(backups_of(own, folder)) == 2  # the backup and the safety backup
     finally:
         store.close()
+
+
+def test_a_restore_silent_after_its_commit_says_it_may_be_applied(
+    pg_url: str, proxy: StallingProxy, tmp_path: Path
+) -> None:
+    """pg_restore's COMMIT reaches the server, its answer never comes back: the restore
+    may well be applied, so the message must not say that nothing changed."""
+    folder = tmp_path / "backups"
+    store = Store(pg_url, busy_timeout_s=0.5)
+    try:
+        fill(store, random.Random(6), at_least=1)
+        backup = take_pg_backup(store, folder).path
+        restored = digests(store)
+        store.execute("INSERT INTO setting (key, value) VALUES ('after', '1')")
+    finally:
+        store.close()
+    through = Store(proxy.url(pg_url), busy_timeout_s=0.5)
+    proxy.client_after = b"COMMIT"
+    proxy.stall(marker="curator-restore-")
+    try:
+        with pytest.raises(CuratorError) as raised:
+            restore_pg_backup(through, backup)
+    finally:
+        through.close()
+        proxy.close()
+    message = str(raised.value)
+    assert "may have been applied" in message and "nothing changed" not in message
+    assert "\n" not in message
+    store = Store(pg_url)
+    try:
+        assert digests(store) == restored  # the server did commit it
+    finally:
+        store.close()
+
+
+def _stand_in_pg_dump(folder: Path, body: str) -> dict[str, str]:
+    """A PATH whose pg_dump is a script (a fault no real one can be made to show)."""
+    folder.mkdir()
+    fake = folder / "pg_dump"
+    fake.write_text("#!/bin/sh\n" + body)
+    fake.chmod(0o755)
+    return {**os.environ, "PATH": f"{folder}:{os.environ['PATH']}"}
+
+
+def test_a_message_that_is_not_utf8_is_still_one_sentence(
+    pg_url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    env = _stand_in_pg_dump(tmp_path / "bin", "printf 'pg_dump: error: caf\\351\\n' >&2\nexit 1\n")
+    monkeypatch.setenv("PATH", env["PATH"])
+    store = Store(pg_url)
+    try:
+        with pytest.raises(CuratorError, match="pg_dump: error: caf\ufffd") as raised:
+            take_pg_backup(store, tmp_path / "backups")
+        assert "\n" not in str(raised.value)
+    finally:
+        store.close()
+
+
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGHUP])
+def test_a_backup_ended_by_a_signal_leaves_no_tool_and_no_partial_file(
+    pg_url: str, tmp_path: Path, sig: signal.Signals
+) -> None:
+    """The tool runs in a session of its own (so that its kill reaches its children); a
+    signal that ends the command must end it too, and the partial file must go."""
+    marker = tmp_path / "started"
+    body = (
+        'for a in "$@"; do case "$a" in --file=*) echo part > "${a#--file=}";; esac; done\n'
+        f"echo $$ > {marker}\nsleep 600\n"
+    )
+    env = _stand_in_pg_dump(tmp_path / "bin", body)
+    folder = tmp_path / "backups"
+    command = [sys.executable, "-m", "curator", "--db", pg_url, "backup", "--dir", str(folder)]
+    proc = subprocess.Popen(command, env=env, stderr=subprocess.PIPE, text=True)
+    try:
+        deadline = time.monotonic() + 60
+        while not marker.exists() or not marker.read_text().strip():
+            assert time.monotonic() < deadline and proc.poll() is None
+            time.sleep(0.05)
+        tool = int(marker.read_text())
+        proc.send_signal(sig)
+        _, err = proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == 128 + sig, err
+    assert f"{sig.name}: pg_dump of" in err
+    assert list(folder.iterdir()) == []
+    time.sleep(0.2)
+    with pytest.raises(ProcessLookupError):
+        os.kill(tool, 0)  # the stand-in is gone (and its sleep with it)
