@@ -183,7 +183,7 @@ def run_watched(
                         "left(query, 16) FROM pg_stat_activity WHERE application_name = ?",
                         (tag,),
                     )
-                except (peewee.DatabaseError, CuratorError) as exc:
+                except (peewee.PeeweeException, CuratorError) as exc:
                     if proc.poll() is not None:
                         continue  # it ended meanwhile: its own outcome counts
                     reason = (str(exc).strip().splitlines() or ["the server did not answer"])[0]
