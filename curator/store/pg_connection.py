@@ -168,6 +168,15 @@ _REPEATABLE = regex(r"\s*(SELECT|SHOW|BEGIN|SET)\b", re.IGNORECASE, kept_in=TEXT
 """Statements sent again after a lost idle connection: they change nothing stored."""
 
 
+def no_answer(waited: float) -> str:
+    """Why a connection or a server tool was given up (the deadline, and where it comes
+    from); the caller says what became of its work."""
+    return (
+        f"the PostgreSQL server sent no answer for {waited:g} s (its lock wait, "
+        f"${BUSY_ENV}, plus {ANSWER_MARGIN_S:g} s)"
+    )
+
+
 def _lost_message(exc: BaseException, idle: bool, database: Any = None) -> str:
     reason = (str(exc).strip().splitlines() or ["closed"])[0]
     done = (
@@ -176,12 +185,7 @@ def _lost_message(exc: BaseException, idle: bool, database: Any = None) -> str:
         else "the transaction it was part of was not applied"
     )
     if database is not None and database._given_up():
-        waited = database.answer_deadline_s
-        return (
-            f"the PostgreSQL server sent no answer for {waited:g} s (its lock wait, "
-            f"${BUSY_ENV}, plus {ANSWER_MARGIN_S:g} s), so the connection was "
-            f"given up: {done}"
-        )
+        return f"{no_answer(database.answer_deadline_s)}, so the connection was given up: {done}"
     return f"the connection to the PostgreSQL server was lost ({reason}): {done}"
 
 

@@ -41,9 +41,8 @@ from typing import Any
 import peewee
 
 from curator.errors import CuratorError
-from curator.store import pg_connection
 from curator.store.db import Store
-from curator.store.db_choice import BUSY_ENV
+from curator.store.pg_connection import no_answer
 
 __all__ = [
     "WATCH_TICK_S",
@@ -101,7 +100,8 @@ def _signals_end_the_tool(what: str) -> Iterator[None]:
         yield
     finally:
         for sig, handler in previous.items():
-            signal.signal(sig, handler)
+            # None: a handler set outside Python, which cannot be put back; the default
+            signal.signal(sig, signal.SIG_DFL if handler is None else handler)
 
 
 def tool_tag(kind: str) -> str:
@@ -129,10 +129,6 @@ def _tool_motion(pid: int) -> tuple[str, ...] | None:
 def _server_busy(rows: Activity) -> bool:
     """Whether a backend of the tool is at work on something other than its client."""
     return any(state == "active" and kind != "Client" for _pid, state, kind, *_ in rows)
-
-
-def _silence_s(store: Store) -> float:
-    return store.busy_timeout_s + pg_connection.ANSWER_MARGIN_S
 
 
 def run_watched(
@@ -163,7 +159,7 @@ def run_watched(
         )
     except OSError as exc:
         raise CuratorError(f"{what} failed: {exc}{outcome}") from exc
-    silence = _silence_s(store)
+    silence: float = store.db.answer_deadline_s  # type: ignore[attr-defined]
     moved = time.monotonic()
     last: tuple[object, ...] = ()
     rows: Activity = ()
@@ -194,10 +190,7 @@ def run_watched(
                     last, moved = seen, now
                 elif now - moved > silence:
                     raise ToolGivenUp(
-                        f"{what} failed: the PostgreSQL server sent no answer for {silence:g} s "
-                        f"(its lock wait, ${BUSY_ENV}, plus {pg_connection.ANSWER_MARGIN_S:g} s), "
-                        f"so it was given up{outcome}",
-                        rows,
+                        f"{what} failed: {no_answer(silence)}, so it was given up{outcome}", rows
                     )
                 if on_look is not None:
                     on_look(rows)
