@@ -481,6 +481,12 @@ def run_child_check(path: str) -> int:
         # llama.cpp would block for ever opening a FIFO (or a device) that nobody writes
         if not stat.S_ISREG(os.stat(path).st_mode):
             raise ModelFileError(f"{_shown(Path(path))} is not a regular file")
+        # The parent has NumPy loaded when it loads the model, and the order in which
+        # shared libraries arrive can decide whether llama.cpp's load crashes (seen with
+        # a CUDA build: it crashed after NumPy, never without it). The trial load
+        # arrives in the parent's order, so such a crash ends this child, not the window.
+        import numpy  # noqa: F401
+
         from curator.llm.llama_log import silence
 
         sink = silence(echo_errors=os.environ.get(CHECK_ERRORS_ENV) == "1")

@@ -60,3 +60,27 @@ def test_a_curator_folder_in_the_working_directory_is_not_imported(
     monkeypatch.chdir(tmp_path)
     info = validate_model_file(demo_model)
     assert info.metadata["llama.cpp"]["n_layer"] == 30
+
+
+def test_the_child_loads_numpy_before_llama_cpp(demo_model: Path, tmp_path: Path) -> None:
+    """The trial load meets the shared libraries in the parent's order.
+
+    The parent always has NumPy loaded when it loads a model; on a machine where a CUDA
+    build of llama.cpp crashed while loading any model after NumPy (and never without
+    it), a child that loaded llama.cpp first passed its check and the parent then died.
+    """
+    command, env = child_check_command(demo_model)
+    done = subprocess.run(
+        command,
+        env={**env, "PYTHONPROFILEIMPORTTIME": "1"},
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    # one line per finished import, "import time: self | cumulative | name" (nested indented)
+    names = [ln.rsplit("|", 1)[1].strip() for ln in done.stderr.splitlines() if "|" in ln]
+    assert "numpy" in names and "llama_cpp.llama_cpp" in names
+    assert names.index("numpy") < names.index("llama_cpp.llama_cpp")
