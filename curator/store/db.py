@@ -121,7 +121,8 @@ class Store:
     is committed as a whole or not at all. ``read_only=True`` (or a file or folder this
     process cannot write) opens the database without ever writing it. ``create=False``
     refuses a path where no file exists (MissingDatabaseError, with ``missing_message``)
-    instead of creating the database there; a zero-byte file still counts as one to fill.
+    instead of creating the database there, and an empty one (zero bytes, or SQLite
+    without a table) instead of filling it.
     A write after the file was deleted, moved or replaced is refused (FileReplacedError):
     the store writes only the file it opened.
 
@@ -164,6 +165,13 @@ class Store:
         except DamagedDatabaseError as exc:
             # refused as it is; the message also says which backup would put it back
             raise exc.naming(newest_good_backup(self.path)) from exc
+        if not create and found.version == 0:
+            # Zero bytes (`touch`, a copy that failed) or SQLite with no tables: nobody's
+            # database yet, and a command that may not create one must not fill it either.
+            raise MissingDatabaseError(
+                f"{self.path} is empty (no database in it); nothing was written: "
+                "pass --create to start a new database in it"
+            )
         self.read_only = read_only or (found.exists and not is_writable(self.path))
         if not found.exists and (read_only or not is_writable(self.path)):
             raise ReadOnlyError(f"read-only: {self.path} does not exist and cannot be created here")

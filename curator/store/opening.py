@@ -6,7 +6,8 @@ no ``-wal`` is next to it (nothing is locked or created), ``mode=ro`` when there
 the committed pages in the WAL are read too). The verdict is one of:
 
 - **new**: absent, zero bytes, or a SQLite file with ``user_version`` 0 and no schema at
-  all: ours to initialise;
+  all: ours to initialise where the caller may create a database (otherwise refused by
+  :class:`curator.store.db.Store`, untouched);
 - **ours**: ``user_version`` between 1 and ``LATEST_VERSION`` and every table the
   migrations up to that version create is present (tables of our own a user added are
   tolerated, as Firefox tolerates extra tables in places.sqlite);

@@ -19,7 +19,7 @@ import peewee
 import pytest
 
 from curator.errors import CuratorError
-from curator.store.db import ReadOnlyError, Store, StoreBusyError
+from curator.store.db import MissingDatabaseError, ReadOnlyError, Store, StoreBusyError
 from curator.store.demo import create_demo
 from curator.store.importer import import_file
 from curator.store.migrations import LATEST_VERSION, MIGRATIONS
@@ -94,6 +94,20 @@ def test_an_empty_sqlite_file_is_ours_to_initialise(tmp_path: Path) -> None:
     for name in ("empty.db", "zero.db"):
         with Store(tmp_path / name) as store:
             assert store.schema_version == LATEST_VERSION
+
+
+def test_an_empty_file_is_not_filled_where_no_database_may_be_created(tmp_path: Path) -> None:
+    """`touch notes.txt; curator --db notes.txt export` once filled notes.txt with a schema
+    and printed an empty memory, exit 0: an empty file is nobody's database yet."""
+    _sqlite_file(tmp_path / "empty.db", "PRAGMA user_version = 0")
+    (tmp_path / "zero.db").write_bytes(b"")
+    for name in ("empty.db", "zero.db"):
+        path = tmp_path / name
+        before = _digest(path)
+        for read_only in (False, True):
+            with pytest.raises(MissingDatabaseError, match=r"is empty.*--create"):
+                Store(path, create=False, read_only=read_only)
+        assert _digest(path) == before and _siblings_absent(path)
 
 
 # -- item 8: a full disk reports the real cause, nothing half-written ---------------------
