@@ -117,7 +117,13 @@ class Curator:
     ) -> None:
         if not isinstance(db, str | os.PathLike) or isinstance(db, bytes):
             raise CuratorError(f"db must be a path or a postgresql:// URL, not {db!r:.80}")
-        self.store = Store(db, read_only=read_only, create=create)
+        self.store = Store(
+            db,
+            read_only=read_only,
+            create=create,
+            empty_message=f"{db} is empty (no database in it); nothing was written: "
+            "Curator(db, create=True) starts a new database in it",
+        )
 
     @classmethod
     def over(cls, store: Store) -> Curator:

@@ -11,6 +11,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shlex
@@ -122,6 +123,62 @@ def test_a_missing_database_is_refused_and_nothing_is_created(
         assert "--create" in err
     assert err.count("\n") == 1 and err.startswith("curator: error: ")
     assert json.loads(out) == {"error": err.removeprefix("curator: error: ").strip(), "exit": 2}
+    assert tree(inputs) == before
+
+
+def _empty_file(path: Path, kind: str) -> None:
+    """Zero bytes (``touch``), or SQLite without a table (one made and dropped)."""
+    if kind == "zero bytes":
+        path.write_bytes(b"")
+        return
+    import sqlite3
+
+    with contextlib.closing(sqlite3.connect(path)) as conn:
+        conn.execute("CREATE TABLE t (x)")
+        conn.execute("DROP TABLE t")
+        conn.commit()
+
+
+@pytest.mark.parametrize("command", sorted(MINIMAL_ARGS))
+@pytest.mark.parametrize("kind", ["zero bytes", "sqlite without a table"])
+def test_an_empty_file_is_refused_and_left_as_it_was(
+    command: str, kind: str, inputs: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`touch notes.txt; curator --db notes.txt export` once filled notes.txt with the
+    schema and printed an empty memory (exit 0); `compact` rewrote an empty SQLite file."""
+    _empty_file(inputs / "empty.db", kind)
+    before = (tree(inputs), (inputs / "empty.db").read_bytes())
+    code, out, err = run_cli(capsys, "--db", "empty.db", "--json", command, *MINIMAL_ARGS[command])
+    assert code == 2, err
+    if command == "restore":
+        assert "no good backup" in err  # it puts a backup back; there is none here
+    elif command == "compact":
+        assert "empty.db is empty (no database in it); nothing changed" in err
+    else:
+        assert "empty.db (named by --db) is empty (no database in it); nothing was written" in err
+        assert "--create" in err
+    assert json.loads(out) == {"error": err.removeprefix("curator: error: ").strip(), "exit": 2}
+    assert (tree(inputs), (inputs / "empty.db").read_bytes()) == before
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [["gold", "import", "no-such-gold.jsonl"], ["--create", "run", "99"], ["--create", "stats"]],
+    ids=["creating-command-refused", "create-then-refused", "create-then-done"],
+)
+def test_a_zero_byte_file_filled_by_a_refused_command_gets_its_zero_bytes_back(
+    argv: list[str], inputs: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    (inputs / "empty.db").write_bytes(b"")
+    before = tree(inputs)
+    code, _, err = run_cli(capsys, "--db", "empty.db", *argv)
+    if argv[-1] == "stats":  # done: the database it was asked to start stays
+        assert code == 0, err
+        with Store(inputs / "empty.db", create=False) as store:
+            assert store.schema_version > 0
+        return
+    assert code == 2, err
+    assert (inputs / "empty.db").stat().st_size == 0
     assert tree(inputs) == before
 
 

@@ -205,6 +205,7 @@ class CommandContext:
         self._store: Store | None = None
         self.extra_stores: list[Store] = []  # more databases a command opened (copy)
         self._created: list[Path] = []  # the database file and folders this run made
+        self._was_empty: Path | None = None  # the database file, when it had zero bytes
 
     @property
     def db_path(self) -> Any:
@@ -254,6 +255,11 @@ class CommandContext:
 
         return missing_database_message(self.db_path, self.db_source)
 
+    def empty_database_message(self) -> str:
+        from curator.store.db_choice import empty_database_message
+
+        return empty_database_message(self.db_path, self.db_source)
+
     @property
     def store(self) -> Store:
         if self._store is None:
@@ -267,11 +273,15 @@ class CommandContext:
             if not isinstance(location, str):  # a file: what opening it may create
                 path = Path(location)
                 self._created = [p for p in (path, *path.parents) if not os.path.lexists(p)]
+                with contextlib.suppress(OSError):
+                    if path.is_file() and path.stat().st_size == 0:
+                        self._was_empty = path.resolve()
             self._store = Store(
                 location,
                 busy_timeout_s=busy_timeout_from_env(),
                 create=self.create or self.database_use == CREATES,
                 missing_message=self.missing_database_message(),
+                empty_message=self.empty_database_message(),
             )
             self._mark_abandoned_runs(self._store)
         return self._store
@@ -330,8 +340,17 @@ class CommandContext:
         A command allowed to create a database opens (and so creates) it before it checks
         the rest of its input; when it then refuses, the new file holds nothing but the
         schema, and removing it (and the folders made for it) keeps the promise that a
-        refusal changes nothing.
+        refusal changes nothing. A file that had zero bytes is given its zero bytes back.
         """
+        if self._was_empty is not None and self._store is not None and self._store.initialised:
+            # It had zero bytes (`touch`): back to zero bytes, without SQLite's side files.
+            self.close()
+            with contextlib.suppress(OSError):
+                os.truncate(self._was_empty, 0)
+            for suffix in ("-wal", "-shm", "-journal"):
+                with contextlib.suppress(OSError):
+                    self._was_empty.with_name(self._was_empty.name + suffix).unlink(missing_ok=True)
+            self._was_empty = None
         if not self._created:
             return
         self.close()

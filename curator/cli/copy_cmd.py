@@ -60,7 +60,11 @@ def _location(raw: str, what: str) -> Path | str:
 
 def cmd_copy(ctx: CommandContext) -> int:
     from curator.store.copy import copy_database, open_apart
-    from curator.store.db_choice import busy_timeout_from_env, missing_database_message
+    from curator.store.db_choice import (
+        busy_timeout_from_env,
+        empty_database_message,
+        missing_database_message,
+    )
 
     args = ctx.args
     if args.source is not None and getattr(args, "db", None):
@@ -76,6 +80,7 @@ def cmd_copy(ctx: CommandContext) -> int:
             busy_timeout_s=busy_timeout_from_env(),
             create=False,
             missing_message=missing_database_message(shown or source_location, "SOURCE"),
+            empty_message=empty_database_message(shown or source_location, "SOURCE"),
         )
         ctx.extra_stores.append(source)
     # one database under two names is refused by copy_database, asked of the databases

@@ -38,11 +38,13 @@ def list_backups(db_path: Path, backup_dir: Path | None = None) -> list[Path]:
 def backup_problem(backup: Path) -> str | None:
     """Why ``backup`` cannot be restored (None when it can): read-only checks only."""
     try:
-        check_file(backup)
+        found = check_file(backup)
     except CuratorError as exc:
         return str(exc)
     if not backup.is_file() or backup.stat().st_size == 0:
         return f"{backup} is empty or missing"
+    if found.empty:  # SQLite without a table: restoring it would put an empty memory back
+        return f"{backup} is an empty database (no tables)"
     return None
 
 

@@ -27,6 +27,7 @@ All or nothing, and only on our own, idle databases:
 from __future__ import annotations
 
 import contextlib
+import os
 import sqlite3
 import time
 from dataclasses import dataclass
@@ -80,9 +81,11 @@ def compact_database(path: Path, *, missing_message: str | None = None) -> Compa
     while another process has it open, CuratorError when SQLite fails (nothing changed).
     """
     path = database_file(path)
-    found = check_file(path)  # refuses a foreign or damaged file
-    if not found.exists:
+    if not os.path.exists(path):  # a dangling link too
         raise MissingDatabaseError(missing_message or f"no database at {path}; nothing changed")
+    found = check_file(path)  # refuses a foreign or damaged file
+    if found.empty:  # zero bytes, or SQLite without a table: nobody's database to compact
+        raise MissingDatabaseError(f"{path} is empty (no database in it); nothing changed")
     started = time.perf_counter()
     before = database_bytes(path)
     try:

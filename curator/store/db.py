@@ -122,7 +122,7 @@ class Store:
     process cannot write) opens the database without ever writing it. ``create=False``
     refuses a path where no file exists (MissingDatabaseError, with ``missing_message``)
     instead of creating the database there, and an empty one (zero bytes, or SQLite
-    without a table) instead of filling it.
+    without a table) instead of filling it (``empty_message``, where one could be made).
     A write after the file was deleted, moved or replaced is refused (FileReplacedError):
     the store writes only the file it opened.
 
@@ -136,6 +136,7 @@ class Store:
     db: peewee.Database
     _url = ""  # PostgreSQL's URL as given (a password included): only for connections
     _opened_file: tuple[int, int] | None = None  # the file's device and inode when opened
+    initialised = False
 
     def __init__(
         self,
@@ -145,6 +146,7 @@ class Store:
         read_only: bool = False,
         create: bool = True,
         missing_message: str | None = None,
+        empty_message: str | None = None,
     ):
         self.busy_timeout_s = busy_timeout_s
         if is_postgres_url(path):
@@ -165,13 +167,19 @@ class Store:
         except DamagedDatabaseError as exc:
             # refused as it is; the message also says which backup would put it back
             raise exc.naming(newest_good_backup(self.path)) from exc
-        if not create and found.version == 0:
+        if not create and found.empty:
             # Zero bytes (`touch`, a copy that failed) or SQLite with no tables: nobody's
             # database yet, and a command that may not create one must not fill it either.
+            # The caller's way on (--create, create=True) only where a database could be made.
+            could = not read_only and is_writable(self.path)
             raise MissingDatabaseError(
-                f"{self.path} is empty (no database in it); nothing was written: "
-                "pass --create to start a new database in it"
+                empty_message
+                if empty_message and could
+                else f"{self.path} is empty (no database in it); nothing was written"
             )
+        #: The database was made by this open (the file was empty): what a refused command
+        #: may take back (:meth:`curator.cli.common.CommandContext.discard_created`).
+        self.initialised = found.empty
         self.read_only = read_only or (found.exists and not is_writable(self.path))
         if not found.exists and (read_only or not is_writable(self.path)):
             raise ReadOnlyError(f"read-only: {self.path} does not exist and cannot be created here")

@@ -88,21 +88,33 @@ def resolve_db_path(cli_value: str | os.PathLike[str] | None) -> Path | str:
     return user_path(raw, f"the database path given by {source}")
 
 
+def _named_and_way(source: str, there: str) -> tuple[str, str]:
+    """Where a database's path came from, and how a database is started ``there``."""
+    if source == "default":
+        return "the default database", (
+            "`curator demo`, `curator import FILE`, the window or --create start one"
+        )
+    if source == PROFILE_SOURCE:
+        return "named by the profile, chosen in Settings ▸ Database", (
+            "check the path, choose another database in Settings, or pass --create to "
+            f"start a new database {there}"
+        )
+    if source == "SOURCE":  # a copy's source is read, never made
+        return "named by SOURCE", "check the path: a copy's source must be a database"
+    return f"named by {source}", f"check the path, or pass --create to start a new database {there}"
+
+
 def missing_database_message(path: Path | str, source: str) -> str:
     """Why a command that may not create a database refuses a missing one, and the way on."""
-    if source == "default":
-        named = "the default database"
-        way = "`curator demo`, `curator import FILE`, the window or --create start one"
-    elif source == PROFILE_SOURCE:
-        named = "named by the profile, chosen in Settings ▸ Database"
-        way = (
-            "check the path, choose another database in Settings, or pass --create to "
-            "start a new database there"
-        )
-    else:
-        named = f"named by {source}"
-        way = "check the path, or pass --create to start a new database there"
+    named, way = _named_and_way(source, "there")
     return f"no database at {path} ({named}); nothing was created: {way}"
+
+
+def empty_database_message(path: Path | str, source: str) -> str:
+    """Why a command that may not create a database refuses an empty file (zero bytes, or
+    SQLite without a table), and the way on."""
+    named, way = _named_and_way(source, "in it")
+    return f"{path} ({named}) is empty (no database in it); nothing was written: {way}"
 
 
 def busy_timeout_from_env() -> float:

@@ -126,6 +126,11 @@ class FileCheck:
     def needs_migration(self) -> bool:
         return self.version < LATEST_VERSION
 
+    @property
+    def empty(self) -> bool:
+        """Absent, zero bytes, or SQLite without a table: no database in it yet."""
+        return self.version == 0
+
 
 def file_name(path: Path) -> str:
     """The name SQLite is given for the database file ``path``: absolute, so that no file's

@@ -19,6 +19,7 @@ import peewee
 import pytest
 
 from curator.errors import CuratorError
+from curator.store.backup_listing import backup_problem
 from curator.store.db import MissingDatabaseError, ReadOnlyError, Store, StoreBusyError
 from curator.store.demo import create_demo
 from curator.store.importer import import_file
@@ -104,10 +105,20 @@ def test_an_empty_file_is_not_filled_where_no_database_may_be_created(tmp_path: 
     for name in ("empty.db", "zero.db"):
         path = tmp_path / name
         before = _digest(path)
-        for read_only in (False, True):
-            with pytest.raises(MissingDatabaseError, match=r"is empty.*--create"):
-                Store(path, create=False, read_only=read_only)
+        with pytest.raises(MissingDatabaseError, match=r"^the caller's way on$"):
+            Store(path, create=False, empty_message="the caller's way on")
+        # opened for reading, no database can be started in it: no way on offered
+        with pytest.raises(
+            MissingDatabaseError, match=r"is empty \(no database in it\); nothing was written$"
+        ):
+            Store(path, create=False, read_only=True, empty_message="the caller's way on")
         assert _digest(path) == before and _siblings_absent(path)
+
+
+def test_an_empty_sqlite_file_is_no_backup_to_restore(tmp_path: Path) -> None:
+    """Restoring it once replaced a real database with an empty memory (exit 0)."""
+    empty = _sqlite_file(tmp_path / "empty.db", "CREATE TABLE t (x)", "DROP TABLE t")
+    assert backup_problem(empty) == f"{empty} is an empty database (no tables)"
 
 
 # -- item 8: a full disk reports the real cause, nothing half-written ---------------------
