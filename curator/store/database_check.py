@@ -42,8 +42,10 @@ def _schema_words(version: int) -> str:
 
 def _check_sqlite(path: Path, timeout_s: float) -> str:
     found = check_file(path, timeout=timeout_s)  # refuses a damaged, foreign or newer file
-    if not found.exists:
+    if not path.exists():
         return f"No database at {path} yet: the window creates it there when it opens."
+    if found.empty:  # zero bytes, or SQLite without a table (as PostgreSQL's check says)
+        return f"{path} is empty: no curator tables yet; the window sets them up when it opens."
     uri = read_only_uri(path, immutable=not has_wal(path))
     try:
         conn = sqlite3.connect(uri, uri=True, timeout=timeout_s)

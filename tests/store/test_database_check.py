@@ -58,6 +58,23 @@ def test_a_file_that_is_no_database_is_one_line(tmp_path: Path) -> None:
     assert "not a SQLite database" in str(refused.value) and "\n" not in str(refused.value)
 
 
+def test_an_empty_file_is_named_empty_not_unreadable(tmp_path: Path) -> None:
+    """An empty SQLite file was "cannot read ...: no such table: episode"."""
+    zero = tmp_path / "zero.db"
+    zero.write_bytes(b"")
+    empty = tmp_path / "empty.db"
+    with sqlite3.connect(empty) as conn:
+        conn.execute("CREATE TABLE t (x)")
+        conn.execute("DROP TABLE t")
+    conn.close()
+    for path in (zero, empty):
+        before = path.read_bytes()
+        assert check_database(path) == (
+            f"{path} is empty: no curator tables yet; the window sets them up when it opens."
+        )
+        assert path.read_bytes() == before
+
+
 def test_a_check_waits_for_a_connection_no_longer_than_its_timeout() -> None:
     """libpq counts the connect timeout in whole seconds (less than 2 counts as 2): the
     check passes its own timeout on, rounded up, instead of the store's ten seconds."""
