@@ -109,7 +109,8 @@ class Curator:
     """One curator database, opened for an agent: read Knowledge, record Episodes.
 
     ``read_only=True`` opens the database without ever writing it (``record`` is then
-    refused). A missing database is refused unless ``create=True``.
+    refused). A missing or empty database (zero bytes, or SQLite without a table) is
+    refused unless ``create=True``.
     """
 
     def __init__(
