@@ -11,8 +11,8 @@ without quoting it (:func:`_malformed`).
 
 from __future__ import annotations
 
+import functools
 import os
-import re
 from urllib.parse import SplitResult, parse_qsl, unquote, unquote_to_bytes, urlsplit
 
 from curator.core.derived_cache import TEXT_PATTERNS_FILE, regex
@@ -26,6 +26,79 @@ PASSWORD_FIX = (
     "put the password in ~/.pgpass (chmod 600), in $PGPASSWORD, or in a service file "
     "(?service=NAME in ~/.pg_service.conf)"
 )
+
+
+SECRET_KEYS = frozenset(
+    {"password", "sslpassword", "oauth_client_secret", "scram_client_key", "scram_server_key"}
+)
+"""libpq's parameters whose values are secrets: never shown, and refused where a password is."""
+
+_KNOWN_KEYWORDS = frozenset(
+    {
+        "application_name",
+        "channel_binding",
+        "client_encoding",
+        "connect_timeout",
+        "dbname",
+        "fallback_application_name",
+        "gssdelegation",
+        "gssencmode",
+        "gsslib",
+        "host",
+        "hostaddr",
+        "keepalives",
+        "keepalives_count",
+        "keepalives_idle",
+        "keepalives_interval",
+        "krbsrvname",
+        "load_balance_hosts",
+        "max_protocol_version",
+        "min_protocol_version",
+        "oauth_client_id",
+        "oauth_client_secret",
+        "oauth_issuer",
+        "oauth_scope",
+        "options",
+        "passfile",
+        "password",
+        "port",
+        "replication",
+        "require_auth",
+        "requirepeer",
+        "scram_client_key",
+        "scram_server_key",
+        "service",
+        "ssl_max_protocol_version",
+        "ssl_min_protocol_version",
+        "sslcert",
+        "sslcertmode",
+        "sslcompression",
+        "sslcrl",
+        "sslcrldir",
+        "sslkey",
+        "sslkeylogfile",
+        "sslmode",
+        "sslnegotiation",
+        "sslpassword",
+        "sslrootcert",
+        "sslsni",
+        "target_session_attrs",
+        "tcp_user_timeout",
+        "user",
+    }
+)
+"""libpq 18's connection keywords: the list where the driver cannot be asked."""
+
+
+@functools.cache
+def libpq_keywords() -> frozenset[str]:
+    """The connection keywords of the libpq the driver loads (a newer one knows more)."""
+    try:
+        from psycopg import pq
+
+        return frozenset(o.keyword.decode() for o in pq.Conninfo.get_defaults()) or _KNOWN_KEYWORDS
+    except Exception:  # no driver, or one that cannot load its libpq: the known list
+        return _KNOWN_KEYWORDS
 
 
 PROFILE_SOURCE = "the profile"
@@ -58,7 +131,9 @@ def _malformed(url: str) -> str:
     once before the host, and a port that is no number without quoting it. A ``#``
     ends the URL for Python but not for libpq (``?password=a#b`` is the password
     ``a#b`` to libpq and ``a`` to Python): refused wherever it is. A parameter without
-    ``=`` is the rest of a value that held an ``&``: refused too."""
+    ``=``, or one libpq does not know (an empty name too), is the rest of a value that
+    held an ``&`` (``password=ab&cd=x``): refused too, named only where no secret comes
+    before it (``sslmod=require`` is a typo worth naming)."""
     if "#" in url:
         return "holds a # (write it as %23)"
     after_scheme = url.partition("://")[2]
@@ -74,6 +149,13 @@ def _malformed(url: str) -> str:
     query = after_scheme.partition("?")[2]
     if query and any("=" not in part for part in query.split("&")):
         return "has a parameter without = (write an & inside a value as %26)"
+    after_secret = False
+    for part in query.split("&") if query else ():
+        key = unquote(part.partition("=")[0])
+        if key not in libpq_keywords():
+            named = "" if after_secret or not key.isidentifier() else f" ({key!r})"
+            return f"has a parameter libpq does not know{named} (write an & inside a value as %26)"
+        after_secret = after_secret or key in SECRET_KEYS
     if _SPACE.search(url):
         return "holds a space (write it as %20)"
     if _BAD_ESCAPE.search(url):
@@ -116,7 +198,7 @@ def check_postgres_url(url: str, source: str, *, password_allowed: bool | None =
             "brackets cannot be read (a port is a number; a : / ? # or @ of a user name "
             "or password is written %3A %2F %3F %23 %40); nothing was opened"
         ) from None
-    named_password = password is not None or any(k == "password" for k, _ in query)
+    named_password = password is not None or any(k in SECRET_KEYS for k, _ in query)
     if password_allowed is None:
         password_allowed = source.startswith("$") and source != PROFILE_SOURCE
     if named_password and password_allowed:
@@ -162,13 +244,22 @@ def without_password(text: str, url: str) -> str:
     parts = split_url(url)
     secrets_in_url = [parts.password or ""]
     secrets_in_url += [
-        v for k, v in parse_qsl(parts.query, keep_blank_values=True) if k == "password"
+        v for k, v in parse_qsl(parts.query, keep_blank_values=True) if k in SECRET_KEYS
     ]
     for secret in secrets_in_url:
         for written in {secret, unquote(secret)}:
             if written:
                 text = text.replace(written, "***")
     return text
+
+
+def _shown_query(query: str) -> str:
+    """A query for messages: a secret's value, and a parameter libpq does not know (the
+    rest of a value that held an ``&``), are not shown."""
+    return "&".join(
+        f"{k}=***" if k in SECRET_KEYS else f"{k}={v}" if k in libpq_keywords() else "***"
+        for k, v in parse_qsl(query, keep_blank_values=True)
+    )
 
 
 def display_url(url: str) -> str:
@@ -178,12 +269,9 @@ def display_url(url: str) -> str:
     if parts.password is not None:
         user, _, host = netloc.rpartition("@")
         netloc = f"{user.partition(':')[0]}:***@{host}"
-    query = "&".join(
-        f"{k}=***" if k == "password" else f"{k}={v}"
-        for k, v in parse_qsl(parts.query, keep_blank_values=True)
-    )
+    query = _shown_query(parts.query)
     shown = f"{parts.scheme}://{netloc}{parts.path}"  # "//" kept for an empty host
     shown += f"?{query}" if query else ""
     # libpq reads no fragment: a "#" typed into the query keeps its password hidden too
-    fragment = re.sub(r"(^|[?&])password=[^&]*", r"\1password=***", parts.fragment)
+    fragment = _shown_query(parts.fragment)
     return shown + (f"#{fragment}" if fragment else "")

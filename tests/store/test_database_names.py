@@ -85,6 +85,9 @@ _SECRET = "SECRETX"
 @example("hun/ter", "", "the API", "user part")
 @example("hun#", "", "$CURATOR_DB", "password parameter")
 @example("hunter2&", "", "$CURATOR_DB", "password parameter")
+@example("&=", "", "the API", "password parameter")  # "password=&=SECRETX": a nameless one
+@example("&=", "", "$CURATOR_DB", "password parameter")
+@example("ab&cd=", "", "$CURATOR_DB", "password parameter")  # "cd=SECRETX": unknown to libpq
 def test_no_password_shows_in_any_message(before: str, after: str, source: str, where: str) -> None:
     """Whatever characters a password holds unescaped, in the user part or a
     ``password=`` parameter, given by the environment, the command line or a program
@@ -114,3 +117,28 @@ def test_no_password_shows_in_any_message(before: str, after: str, source: str, 
     with pytest.raises(CuratorError) as failed:
         Store(checked)
     assert _SECRET not in str(failed.value)
+
+
+@pytest.mark.parametrize(
+    "key", ["password", "sslpassword", "oauth_client_secret", "scram_client_key"]
+)
+def test_every_secret_parameter_is_a_password(key: str) -> None:
+    """libpq takes more secrets than ``password``: each is refused where a password is,
+    and never shown."""
+    url = f"postgresql://ana@127.0.0.1:5/db?{key}={_SECRET}&sslmode=require"
+    with pytest.raises(CuratorError, match="would show in the process list") as refused:
+        check_postgres_url(url, "--db")
+    assert _SECRET not in str(refused.value)
+    shown = display_url(check_postgres_url(url, "$CURATOR_DB"))
+    assert shown == f"postgresql://ana@127.0.0.1:5/db?{key}=***&sslmode=require"
+
+
+def test_a_parameter_libpq_does_not_know_is_named_unless_a_secret_comes_before_it() -> None:
+    with pytest.raises(CuratorError, match=r"does not know \('sslmod'\)"):
+        check_postgres_url("postgresql://ana@h/db?sslmod=require", "--db")
+    with pytest.raises(CuratorError, match=r"does not know \(write") as refused:
+        check_postgres_url(f"postgresql://ana@h/db?password=x&{_SECRET}=1", "$CURATOR_DB")
+    assert _SECRET not in str(refused.value)
+    assert display_url(f"postgresql://ana@h/db?sslmode=require&{_SECRET}=1") == (
+        "postgresql://ana@h/db?sslmode=require&***"
+    )
