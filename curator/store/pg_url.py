@@ -213,10 +213,11 @@ def check_postgres_url(url: str, source: str, *, password_allowed: bool | None =
             f"a password in the {source} URL would show in the process list and the shell "
             f"history; nothing was opened: {PASSWORD_FIX}"
         )
-    for key, value in query:
+    for (key, value), hidden in zip(query, _after_secret(query), strict=True):
         if key == "sslmode" and value not in SSL_MODES:
+            shown = "***" if hidden else repr(value)
             raise CuratorError(
-                f"sslmode={value!r} in the PostgreSQL URL is not one of {', '.join(SSL_MODES)}"
+                f"sslmode={shown} in the PostgreSQL URL is not one of {', '.join(SSL_MODES)}"
             )
     if not parts.path.strip("/") and not any(k in ("dbname", "service") for k, _ in query):
         raise CuratorError(
@@ -243,8 +244,9 @@ def without_password(text: str, url: str) -> str:
     shown."""
     parts = split_url(url)
     secrets_in_url = [parts.password or ""]
+    query = parse_qsl(parts.query, keep_blank_values=True)
     secrets_in_url += [
-        v for k, v in parse_qsl(parts.query, keep_blank_values=True) if k in SECRET_KEYS
+        v for (k, v), hidden in zip(query, _after_secret(query), strict=True) if hidden
     ]
     for secret in secrets_in_url:
         for written in {secret, unquote(secret)}:
@@ -253,12 +255,24 @@ def without_password(text: str, url: str) -> str:
     return text
 
 
+def _after_secret(query: list[tuple[str, str]]) -> list[bool]:
+    """For each parameter, whether its value is hidden: a secret's, and every value after
+    one (``password=ab&port=cd`` may be the password ``ab&port=cd`` unescaped)."""
+    hidden, seen = [], False
+    for key, _ in query:
+        seen = seen or key in SECRET_KEYS
+        hidden.append(seen)
+    return hidden
+
+
 def _shown_query(query: str) -> str:
-    """A query for messages: a secret's value, and a parameter libpq does not know (the
-    rest of a value that held an ``&``), are not shown."""
+    """A query for messages: a secret's value and the values after it (see
+    :func:`_after_secret`), and a parameter libpq does not know (the rest of a value that
+    held an ``&``), are not shown."""
+    pairs = parse_qsl(query, keep_blank_values=True)
     return "&".join(
-        f"{k}=***" if k in SECRET_KEYS else f"{k}={v}" if k in libpq_keywords() else "***"
-        for k, v in parse_qsl(query, keep_blank_values=True)
+        "***" if k not in libpq_keywords() else f"{k}=***" if hidden else f"{k}={v}"
+        for (k, v), hidden in zip(pairs, _after_secret(pairs), strict=True)
     )
 
 

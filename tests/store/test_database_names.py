@@ -23,7 +23,7 @@ from curator import Curator
 from curator.cli import main
 from curator.errors import CuratorError
 from curator.store.db import Store
-from curator.store.pg_url import check_postgres_url, display_url
+from curator.store.pg_url import check_postgres_url, display_url, without_password
 
 SPECIAL = [":memory:", "file:x.sqlite", "file:x.sqlite?mode=memory", "file::memory:"]
 
@@ -130,7 +130,21 @@ def test_every_secret_parameter_is_a_password(key: str) -> None:
         check_postgres_url(url, "--db")
     assert _SECRET not in str(refused.value)
     shown = display_url(check_postgres_url(url, "$CURATOR_DB"))
-    assert shown == f"postgresql://ana@127.0.0.1:5/db?{key}=***&sslmode=require"
+    # a value after a secret may be its rest (an & unescaped): hidden too
+    assert shown == f"postgresql://ana@127.0.0.1:5/db?{key}=***&sslmode=***"
+
+
+def test_values_after_a_secret_are_never_quoted() -> None:
+    """``password=ab&port=SECRETX`` may be the password ``ab&port=SECRETX`` unescaped."""
+    url = f"postgresql://ana@127.0.0.1:5/db?password=ab&sslmode={_SECRET}"
+    with pytest.raises(CuratorError, match=r"sslmode=\*\*\* in") as refused:
+        check_postgres_url(url, "$CURATOR_DB")
+    assert _SECRET not in str(refused.value)
+    url = f"postgresql://ana@127.0.0.1:5/db?sslmode=require&password=ab&port={_SECRET}"
+    assert (
+        display_url(url) == "postgresql://ana@127.0.0.1:5/db?sslmode=require&password=***&port=***"
+    )
+    assert without_password(f"invalid port number: {_SECRET}", url) == "invalid port number: ***"
 
 
 def test_a_parameter_libpq_does_not_know_is_named_unless_a_secret_comes_before_it() -> None:
