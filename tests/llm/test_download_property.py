@@ -22,7 +22,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from curator.llm.download import DownloadError, DownloadLimits, download_model
@@ -114,6 +114,7 @@ def server() -> Iterator[tuple[str, list[list[tuple[str, bool, int | None, int]]
     resume=st.none() | st.integers(0, N + 20),
     knows=st.sampled_from(["size", "sha", "both"]),
 )
+@example(steps=[("honest", False, 0, 0)], resume=0, knows="sha")  # empty body, empty .part
 def test_a_download_keeps_the_exact_file_or_nothing(
     server: tuple[str, list[list[tuple[str, bool, int | None, int]]]],
     steps: list[tuple[str, bool, int | None, int]],
@@ -149,8 +150,10 @@ def test_a_download_keeps_the_exact_file_or_nothing(
                 # .part left by an earlier attempt cannot be judged
                 if resume is None or resume <= N or knows != "sha":
                     assert DATA.startswith(kept), message
-            if resume is not None and resume <= N and not may_reset:
-                # a refused answer loses nothing: the earlier prefix is still there
+            if resume and resume <= N and not may_reset:
+                # a refused answer loses nothing: the earlier prefix is still there (an
+                # empty .part saved nothing: after a body that could not be judged, a
+                # checksum that disagrees drops it, and nothing is lost)
                 assert part.exists() and part.stat().st_size >= resume, message
         else:
             assert result.path.read_bytes() == DATA
