@@ -88,6 +88,9 @@ _SECRET = "SECRETX"
 @example("&=", "", "the API", "password parameter")  # "password=&=SECRETX": a nameless one
 @example("&=", "", "$CURATOR_DB", "password parameter")
 @example("ab&cd=", "", "$CURATOR_DB", "password parameter")  # "cd=SECRETX": unknown to libpq
+@example("ab&port=", "", "$CURATOR_DB", "password parameter")  # libpq quotes a bad port
+@example("ab&sslmode=", "", "the API", "password parameter")  # so does the sslmode check
+@example("ab&host=", "", "$CURATOR_DB", "password parameter")
 def test_no_password_shows_in_any_message(before: str, after: str, source: str, where: str) -> None:
     """Whatever characters a password holds unescaped, in the user part or a
     ``password=`` parameter, given by the environment, the command line or a program
