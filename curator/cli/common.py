@@ -341,26 +341,19 @@ class CommandContext:
         the rest of its input; when it then refuses, the new file holds nothing but the
         schema, and removing it (and the folders made for it) keeps the promise that a
         refusal changes nothing. A file that had zero bytes is given its zero bytes back.
+        Only what holds nothing of another process (:mod:`curator.store.take_back`).
         """
+        from curator.store.take_back import take_back
+
         if self._was_empty is not None and self._store is not None and self._store.initialised:
-            # It had zero bytes (`touch`): back to zero bytes, without SQLite's side files.
             self.close()
-            with contextlib.suppress(OSError):
-                os.truncate(self._was_empty, 0)
-            for suffix in ("-wal", "-shm", "-journal"):
-                with contextlib.suppress(OSError):
-                    self._was_empty.with_name(self._was_empty.name + suffix).unlink(missing_ok=True)
+            take_back(self._was_empty, zero_bytes=True)
             self._was_empty = None
         if not self._created:
             return
         self.close()
         database, *folders = self._created
-        for suffix in ("", "-wal", "-shm", "-journal"):
-            with contextlib.suppress(OSError):
-                database.with_name(database.name + suffix).unlink(missing_ok=True)
-        for folder in folders:  # innermost first; a folder something else uses stays
-            with contextlib.suppress(OSError):
-                folder.rmdir()
+        take_back(database, folders)
         self._created = []
 
     def close(self) -> None:

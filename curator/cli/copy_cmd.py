@@ -12,7 +12,6 @@ A URL given here may not hold a password, as for ``--db``.
 from __future__ import annotations
 
 import argparse
-import contextlib
 import os
 from pathlib import Path
 from typing import Any
@@ -114,14 +113,11 @@ def cmd_copy(ctx: CommandContext) -> int:
 
 
 def _discard(created: list[Path]) -> None:
-    """Remove the SQLite file (and the folders) this copy made for a destination it then
-    could not fill: a failed copy leaves nothing behind."""
-    if not created:
-        return
-    database, *folders = created
-    for suffix in ("", "-wal", "-shm", "-journal"):
-        with contextlib.suppress(OSError):
-            database.with_name(database.name + suffix).unlink(missing_ok=True)
-    for folder in folders:
-        with contextlib.suppress(OSError):
-            folder.rmdir()
+    """Take back the SQLite file (and the folders) this copy made for a destination it
+    then could not fill: a failed copy leaves nothing behind, unless another process has
+    filled that file meanwhile (:mod:`curator.store.take_back`)."""
+    from curator.store.take_back import take_back
+
+    if created:
+        database, *folders = created
+        take_back(database, folders)

@@ -163,7 +163,7 @@ class Store:
                 missing_message or f"no database at {self.path}; nothing was created"
             )
         try:
-            found = check_file(self.path)
+            found = check_file(self.path, timeout=busy_timeout_s)  # a lock: as long as a write
         except DamagedDatabaseError as exc:
             # refused as it is; the message also says which backup would put it back
             raise exc.naming(newest_good_backup(self.path)) from exc

@@ -210,7 +210,8 @@ def check_file(path: Path, *, timeout: float = 5.0) -> FileCheck:
         name = getattr(exc, "sqlite_errorname", "")
         if name.startswith(("SQLITE_BUSY", "SQLITE_LOCKED")):
             raise StoreBusyError(
-                f"busy: another curator process is writing to {path}; try again later"
+                f"busy: another curator process is writing to {path} (waited {timeout:g} s "
+                "for it); try again later"
             ) from exc
         raise DamagedDatabaseError(path, _damage_text(exc)) from exc
     finally:

@@ -261,3 +261,20 @@ def test_a_transaction_sqlite_rolled_back_itself_reports_the_original_error(
         assert 0.25 not in {p.importance for p in Pattern.select()}  # nothing half-written
         with store.write():  # the connection is usable again
             Pattern.update(importance=0.5).execute()
+
+
+def test_a_lock_held_at_open_is_waited_for_as_long_as_the_busy_timeout_says(
+    demo_db: Path,
+) -> None:
+    """The open's read-only check waited a fixed 5 s for an exclusive lock whatever the
+    busy timeout, and its message did not say it had waited."""
+    holder = sqlite3.connect(demo_db, isolation_level=None)
+    holder.execute("PRAGMA locking_mode = EXCLUSIVE")
+    holder.execute("BEGIN EXCLUSIVE")
+    try:
+        with pytest.raises(StoreBusyError, match=r"busy: .* \(waited 0\.2 s for it\)"):
+            Store(demo_db, busy_timeout_s=0.2)
+    finally:
+        holder.close()
+    with Store(demo_db, busy_timeout_s=0.2) as store:
+        assert store.schema_version == LATEST_VERSION

@@ -1,0 +1,91 @@
+"""Taking back a database a refused command made, and only while nobody else has used it.
+
+A command that may create a database (``demo``, the imports, ``--create``, ``copy``'s
+DEST) opens, and so makes, it before it reads the rest of its input; when it then fails,
+the new file holds nothing but the schema, and removing it (or giving a file that had
+zero bytes its zero bytes back) keeps the promise that a refusal changes nothing.
+
+But "this process made it" is decided from what the path held before the open, and a
+second process may have made, or filled, the same path meanwhile: two copies into one new
+DEST, or an import beside a copy. Removing the file then deleted the other process's
+database after it had reported success. So the file is taken back only when, with
+SQLite's write lock held (taken without waiting: a process writing it keeps it), it holds
+no row beyond what the schema itself writes. A file that another process has merely
+opened is still removed (its next write is refused: the store writes only the file it
+opened, see :class:`curator.store.db.FileReplacedError`).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import sqlite3
+from collections.abc import Sequence
+from pathlib import Path
+
+from curator.store.opening import file_name
+
+#: Tables the schema fills by itself (a setting row and the full-text index's own data).
+_SCHEMA_ROWS = ("setting", "episode_fts_")
+
+_SIDE_FILES = ("-wal", "-shm", "-journal")
+
+
+def _holds_nothing_of_anyone(path: Path) -> sqlite3.Connection | None:
+    """An open connection holding the write lock when ``path`` holds no data; else None."""
+    try:
+        conn = sqlite3.connect(file_name(path), timeout=0, isolation_level=None)
+    except sqlite3.Error:
+        return None
+    try:
+        conn.execute("BEGIN IMMEDIATE")  # a process writing it keeps it: never waited for
+        tables = [
+            str(row[0])
+            for row in conn.execute(
+                "SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%'"
+            )
+        ]
+        for table in tables:
+            if table.startswith(_SCHEMA_ROWS):
+                continue
+            quoted = table.replace('"', '""')
+            if conn.execute(f'SELECT 1 FROM "{quoted}" LIMIT 1').fetchone() is not None:
+                conn.close()
+                return None
+        return conn
+    except sqlite3.Error:
+        conn.close()
+        return None
+
+
+def take_back(database: Path, folders: Sequence[Path] = (), *, zero_bytes: bool = False) -> bool:
+    """Remove ``database`` (and its side files, then the empty ``folders``, innermost
+    first), or with ``zero_bytes`` truncate it to the zero bytes it had, when it holds
+    nothing of anyone (see the module docstring). True when it was taken back."""
+    if not os.path.exists(database):  # (a name the system refuses: nothing was made)
+        for folder in folders:
+            with contextlib.suppress(OSError):
+                folder.rmdir()
+        return True
+    conn = _holds_nothing_of_anyone(database)
+    if conn is None:
+        return False
+    if zero_bytes:
+        # closed first: a closing connection checkpoints its WAL into the file, which
+        # would undo the truncation
+        conn.close()
+        with contextlib.suppress(OSError):
+            os.truncate(database, 0)
+    else:
+        try:  # removed while the write lock is held: no writer slips in between
+            with contextlib.suppress(OSError):
+                database.unlink()
+        finally:
+            conn.close()
+    for suffix in _SIDE_FILES:
+        with contextlib.suppress(OSError):
+            database.with_name(database.name + suffix).unlink(missing_ok=True)
+    for folder in folders:  # a folder something else uses stays
+        with contextlib.suppress(OSError):
+            folder.rmdir()
+    return True
