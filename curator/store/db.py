@@ -204,7 +204,8 @@ class Store:
             raise
         except DATABASE_ERRORS as exc:
             self.db.close()
-            raise self.explain(exc, "upgrade of the database") from exc
+            made = "upgrade" if found.exists and not found.empty else "creation"
+            raise self.explain(exc, f"{made} of the database") from exc
         # by its absolute path: a process that changes its folder still names this file
         self._file_path = Path(file_name(self.path))
         self._opened_file = _file_identity(self._file_path)
