@@ -245,13 +245,19 @@ def without_password(text: str, url: str) -> str:
     parts = split_url(url)
     secrets_in_url = [parts.password or ""]
     query = parse_qsl(parts.query, keep_blank_values=True)
-    secrets_in_url += [
-        v for (k, v), hidden in zip(query, _after_secret(query), strict=True) if hidden
-    ]
+    secrets_in_url += [v for k, v in query if k in SECRET_KEYS]
     for secret in secrets_in_url:
         for written in {secret, unquote(secret)}:
             if written:
                 text = text.replace(written, "***")
+    # A value after a secret may be the secret's rest (see _after_secret): hidden where
+    # the driver quotes it ("cd" in 'invalid integer value "cd" for ... "port"'), and
+    # anywhere once it is long enough not to stand for digits of a port or an address.
+    for (key, value), hidden in zip(query, _after_secret(query), strict=True):
+        if hidden and key not in SECRET_KEYS and value:
+            text = text.replace(f'"{value}"', '"***"')
+            if len(value) >= 4:
+                text = text.replace(value, "***")
     return text
 
 

@@ -148,6 +148,11 @@ def test_values_after_a_secret_are_never_quoted() -> None:
         display_url(url) == "postgresql://ana@127.0.0.1:5/db?sslmode=require&password=***&port=***"
     )
     assert without_password(f"invalid port number: {_SECRET}", url) == "invalid port number: ***"
+    short = "postgresql://ana@127.0.0.1:5/db?password=ab&port=1"  # the rest, quoted: hidden
+    told = 'invalid integer value "1" for connection option "port" at 127.0.0.1'
+    assert without_password(told, short) == (
+        'invalid integer value "***" for connection option "port" at 127.0.0.1'
+    )
 
 
 def test_a_parameter_libpq_does_not_know_is_named_unless_a_secret_comes_before_it() -> None:
