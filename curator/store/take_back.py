@@ -23,10 +23,13 @@ import sqlite3
 from collections.abc import Sequence
 from pathlib import Path
 
+from curator.store.engine import CHANGE_COUNTER_KEY
 from curator.store.opening import file_name
 
-#: Tables the schema fills by itself (a setting row and the full-text index's own data).
-_SCHEMA_ROWS = ("setting", "episode_fts_")
+#: Tables the schema fills by itself: the full-text index's own data. (The ``setting``
+#: table's one row of its own, the change counter at 1, is judged apart: a setting saved
+#: by ``curator settings`` is someone's, and so is any count of changes above it.)
+_SCHEMA_ROWS = ("episode_fts_",)
 
 _SIDE_FILES = ("-wal", "-shm", "-journal")
 
@@ -49,7 +52,12 @@ def _holds_nothing_of_anyone(path: Path) -> sqlite3.Connection | None:
             if table.startswith(_SCHEMA_ROWS):
                 continue
             quoted = table.replace('"', '""')
-            if conn.execute(f'SELECT 1 FROM "{quoted}" LIMIT 1').fetchone() is not None:
+            if table == "setting":  # all but the change counter as the schema sets it
+                query = f'SELECT 1 FROM "{quoted}" WHERE NOT (key = ? AND value = ?) LIMIT 1'
+                found = conn.execute(query, (CHANGE_COUNTER_KEY, "1")).fetchone()
+            else:
+                found = conn.execute(f'SELECT 1 FROM "{quoted}" LIMIT 1').fetchone()
+            if found is not None:
                 conn.close()
                 return None
         return conn

@@ -53,6 +53,19 @@ def test_a_database_with_rows_of_anyone_stays(demo_db: Path) -> None:
     assert demo_db.read_bytes() == before
 
 
+def test_a_setting_someone_saved_keeps_the_database(tmp_path: Path) -> None:
+    """`curator --create settings top_k=7` exits 0 having saved only a setting; a failing
+    command beside it removed that database (4 of 30 tries) or truncated it (6 of 25)."""
+    database = _schema_only(tmp_path / "new.sqlite")
+    with sqlite3.connect(database) as conn:
+        conn.execute("INSERT INTO setting (key, value) VALUES ('top_k', '7')")
+    conn.close()
+    assert not take_back(database)
+    assert not take_back(database, zero_bytes=True)
+    with Store(database, create=False) as store:
+        assert store.db.execute_sql("SELECT value FROM setting WHERE key = 'top_k'").fetchone()
+
+
 def test_a_database_another_process_is_writing_stays(tmp_path: Path) -> None:
     database = _schema_only(tmp_path / "new.sqlite")
     writer = sqlite3.connect(database, isolation_level=None)
