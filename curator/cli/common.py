@@ -24,6 +24,7 @@ from curator.errors import CuratorError
 
 if TYPE_CHECKING:  # the store (and peewee) is imported on first use: --help stays cheap
     from curator.store.db import Store
+    from curator.store.take_back import Made
 
 Handler = Callable[["CommandContext"], int]
 
@@ -204,8 +205,7 @@ class CommandContext:
         self.emitted = False  # a result document is on stdout: a failure adds none
         self._store: Store | None = None
         self.extra_stores: list[Store] = []  # more databases a command opened (copy)
-        self._created: list[Path] = []  # the database file and folders this run made
-        self._was_empty: Path | None = None  # the database file, when it had zero bytes
+        self._made: Made | None = None  # what opening the database file may have made
 
     @property
     def db_path(self) -> Any:
@@ -271,11 +271,9 @@ class CommandContext:
             # one is created only by the commands made for it (DATABASE_USE) or --create.
             location = self.db_path
             if not isinstance(location, str):  # a file: what opening it may create
-                path = Path(location)
-                self._created = [p for p in (path, *path.parents) if not os.path.lexists(p)]
-                with contextlib.suppress(OSError):
-                    if path.is_file() and path.stat().st_size == 0:
-                        self._was_empty = path.resolve()
+                from curator.store.take_back import Made
+
+                self._made = Made.before_opening(Path(location))
             self._store = Store(
                 location,
                 busy_timeout_s=busy_timeout_from_env(),
@@ -343,18 +341,10 @@ class CommandContext:
         refusal changes nothing. A file that had zero bytes is given its zero bytes back.
         Only what holds nothing of another process (:mod:`curator.store.take_back`).
         """
-        from curator.store.take_back import take_back
-
-        if self._was_empty is not None and self._store is not None and self._store.initialised:
+        if self._made is not None:
             self.close()
-            take_back(self._was_empty, zero_bytes=True)
-            self._was_empty = None
-        if not self._created:
-            return
-        self.close()
-        database, *folders = self._created
-        take_back(database, folders)
-        self._created = []
+            self._made.take_back()
+            self._made = None
 
     def close(self) -> None:
         for store in self.extra_stores:

@@ -12,7 +12,6 @@ A URL given here may not hold a password, as for ``--db``.
 from __future__ import annotations
 
 import argparse
-import os
 from pathlib import Path
 from typing import Any
 
@@ -64,6 +63,7 @@ def cmd_copy(ctx: CommandContext) -> int:
         empty_database_message,
         missing_database_message,
     )
+    from curator.store.take_back import Made
 
     args = ctx.args
     if args.source is not None and getattr(args, "db", None):
@@ -83,13 +83,11 @@ def cmd_copy(ctx: CommandContext) -> int:
         )
         ctx.extra_stores.append(source)
     # one database under two names is refused by copy_database, asked of the databases
-    created = []
-    if isinstance(dest, Path):
-        created = [p for p in (dest, *dest.parents) if not os.path.lexists(p)]
+    made = Made.before_opening(dest) if isinstance(dest, Path) else Made()
     try:
         target = open_apart(dest, busy_timeout_s=busy_timeout_from_env(), create=True)
     except CuratorError:
-        _discard(created)
+        made.take_back()
         raise
     ctx.extra_stores.append(target)
     last: dict[str, int] = {}
@@ -104,20 +102,8 @@ def cmd_copy(ctx: CommandContext) -> int:
     try:
         report = copy_database(source, target, force=args.force, progress=progress)
     except BaseException:
-        if created:
-            target.close()
-            _discard(created)
+        target.close()  # a failed copy leaves nothing behind that nobody else has filled
+        made.take_back()
         raise
     ctx.emit(report.to_json(), report.describe())
     return 0
-
-
-def _discard(created: list[Path]) -> None:
-    """Take back the SQLite file (and the folders) this copy made for a destination it
-    then could not fill: a failed copy leaves nothing behind, unless another process has
-    filled that file meanwhile (:mod:`curator.store.take_back`)."""
-    from curator.store.take_back import take_back
-
-    if created:
-        database, *folders = created
-        take_back(database, folders)

@@ -136,7 +136,6 @@ class Store:
     db: peewee.Database
     _url = ""  # PostgreSQL's URL as given (a password included): only for connections
     _opened_file: tuple[int, int] | None = None  # the file's device and inode when opened
-    initialised = False
 
     def __init__(
         self,
@@ -177,9 +176,6 @@ class Store:
                 if empty_message and could
                 else f"{self.path} is empty (no database in it); nothing was written"
             )
-        #: The database was made by this open (the file was empty): what a refused command
-        #: may take back (:meth:`curator.cli.common.CommandContext.discard_created`).
-        self.initialised = found.empty
         self.read_only = read_only or (found.exists and not is_writable(self.path))
         if not found.exists and (read_only or not is_writable(self.path)):
             raise ReadOnlyError(f"read-only: {self.path} does not exist and cannot be created here")
@@ -204,8 +200,8 @@ class Store:
             raise
         except DATABASE_ERRORS as exc:
             self.db.close()
-            made = "upgrade" if found.exists and not found.empty else "creation"
-            raise self.explain(exc, f"{made} of the database") from exc
+            what = "creation" if found.empty else "upgrade"
+            raise self.explain(exc, f"{what} of the database") from exc
         # by its absolute path: a process that changes its folder still names this file
         self._file_path = Path(file_name(self.path))
         self._opened_file = _file_identity(self._file_path)

@@ -21,6 +21,7 @@ import contextlib
 import os
 import sqlite3
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 
 from curator.store.engine import CHANGE_COUNTER_KEY
@@ -70,30 +71,53 @@ def take_back(database: Path, folders: Sequence[Path] = (), *, zero_bytes: bool 
     """Remove ``database`` (and its side files, then the empty ``folders``, innermost
     first), or with ``zero_bytes`` truncate it to the zero bytes it had, when it holds
     nothing of anyone (see the module docstring). True when it was taken back."""
-    if not os.path.exists(database):  # (a name the system refuses: nothing was made)
-        for folder in folders:
-            with contextlib.suppress(OSError):
-                folder.rmdir()
-        return True
-    conn = _holds_nothing_of_anyone(database)
-    if conn is None:
-        return False
-    if zero_bytes:
-        # closed first: a closing connection checkpoints its WAL into the file, which
-        # would undo the truncation
-        conn.close()
-        with contextlib.suppress(OSError):
-            os.truncate(database, 0)
-    else:
-        try:  # removed while the write lock is held: no writer slips in between
-            with contextlib.suppress(OSError):
-                database.unlink()
-        finally:
+    if os.path.exists(database):  # (not for a name the system refuses: nothing was made)
+        conn = _holds_nothing_of_anyone(database)
+        if conn is None:
+            return False
+        if zero_bytes:
+            # closed first: a closing connection checkpoints its WAL into the file, which
+            # would undo the truncation
             conn.close()
-    for suffix in _SIDE_FILES:
-        with contextlib.suppress(OSError):
-            database.with_name(database.name + suffix).unlink(missing_ok=True)
+            with contextlib.suppress(OSError):
+                os.truncate(database, 0)
+        else:
+            try:  # removed while the write lock is held: no writer slips in between
+                with contextlib.suppress(OSError):
+                    database.unlink()
+            finally:
+                conn.close()
+        for suffix in _SIDE_FILES:
+            with contextlib.suppress(OSError):
+                database.with_name(database.name + suffix).unlink(missing_ok=True)
     for folder in folders:  # a folder something else uses stays
         with contextlib.suppress(OSError):
             folder.rmdir()
     return True
+
+
+@dataclass(frozen=True)
+class Made:
+    """What opening a database file at a path may make, judged before the open: the
+    missing file and folders (the file first, then its folders innermost first), or the
+    file that has zero bytes."""
+
+    missing: tuple[Path, ...] = ()
+    zero_bytes: Path | None = None
+
+    @classmethod
+    def before_opening(cls, path: Path) -> Made:
+        missing = tuple(p for p in (path, *path.parents) if not os.path.lexists(p))
+        with contextlib.suppress(OSError):
+            if path.is_file() and path.stat().st_size == 0:
+                return cls(missing, path.resolve())
+        return cls(missing)
+
+    def take_back(self) -> None:
+        """Give back what the open made (see :func:`take_back`), once the caller has
+        closed its own connections to the file."""
+        with contextlib.suppress(OSError):  # still zero bytes: nothing was made, nothing to do
+            if self.zero_bytes is not None and self.zero_bytes.stat().st_size > 0:
+                take_back(self.zero_bytes, zero_bytes=True)
+        if self.missing:
+            take_back(self.missing[0], self.missing[1:])

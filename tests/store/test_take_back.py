@@ -18,7 +18,7 @@ import pytest
 
 from curator.store.db import Store
 from curator.store.demo import create_demo
-from curator.store.take_back import take_back
+from curator.store.take_back import Made, take_back
 
 
 @pytest.fixture
@@ -117,3 +117,19 @@ def test_two_copies_into_one_new_destination_never_lose_the_one_that_succeeded(
                 episodes = store.db.execute_sql("SELECT COUNT(*) FROM episode").fetchone()[0]
             assert episodes == 203, outcomes
     assert successes  # the race is run, not skipped
+
+
+def test_a_zero_byte_file_nothing_filled_is_not_touched(tmp_path: Path) -> None:
+    """A command refused before it wrote (`stats` on an empty file) leaves the file and
+    whatever lies beside it (a stale -wal) as they were."""
+    database = tmp_path / "empty.sqlite"
+    database.write_bytes(b"")
+    stale = tmp_path / "empty.sqlite-wal"
+    stale.write_bytes(b"not ours")
+    made = Made.before_opening(database)
+    assert made.zero_bytes == database.resolve() and made.missing == ()
+    made.take_back()
+    assert database.stat().st_size == 0 and stale.read_bytes() == b"not ours"
+    _schema_only(database)  # now filled by a command that then failed: given back
+    made.take_back()
+    assert database.stat().st_size == 0 and _siblings(database) == []
