@@ -33,72 +33,18 @@ SECRET_KEYS = frozenset(
 )
 """libpq's parameters whose values are secrets: never shown, and refused where a password is."""
 
-_KNOWN_KEYWORDS = frozenset(
-    {
-        "application_name",
-        "channel_binding",
-        "client_encoding",
-        "connect_timeout",
-        "dbname",
-        "fallback_application_name",
-        "gssdelegation",
-        "gssencmode",
-        "gsslib",
-        "host",
-        "hostaddr",
-        "keepalives",
-        "keepalives_count",
-        "keepalives_idle",
-        "keepalives_interval",
-        "krbsrvname",
-        "load_balance_hosts",
-        "max_protocol_version",
-        "min_protocol_version",
-        "oauth_client_id",
-        "oauth_client_secret",
-        "oauth_issuer",
-        "oauth_scope",
-        "options",
-        "passfile",
-        "password",
-        "port",
-        "replication",
-        "require_auth",
-        "requirepeer",
-        "scram_client_key",
-        "scram_server_key",
-        "service",
-        "ssl_max_protocol_version",
-        "ssl_min_protocol_version",
-        "sslcert",
-        "sslcertmode",
-        "sslcompression",
-        "sslcrl",
-        "sslcrldir",
-        "sslkey",
-        "sslkeylogfile",
-        "sslmode",
-        "sslnegotiation",
-        "sslpassword",
-        "sslrootcert",
-        "sslsni",
-        "target_session_attrs",
-        "tcp_user_timeout",
-        "user",
-    }
-)
-"""libpq 18's connection keywords: the list where the driver cannot be asked."""
-
 
 @functools.cache
-def libpq_keywords() -> frozenset[str]:
-    """The connection keywords of the libpq the driver loads (a newer one knows more)."""
+def libpq_keywords() -> frozenset[str] | None:
+    """The connection keywords of the libpq the driver loads (a newer one knows more);
+    None where the driver cannot be asked (no connection can be made then either: no
+    parameter is judged, and no value shown)."""
     try:
         from psycopg import pq
 
-        return frozenset(o.keyword.decode() for o in pq.Conninfo.get_defaults()) or _KNOWN_KEYWORDS
-    except Exception:  # no driver, or one that cannot load its libpq: the known list
-        return _KNOWN_KEYWORDS
+        return frozenset(o.keyword.decode() for o in pq.Conninfo.get_defaults()) or None
+    except Exception:  # no driver, or one that cannot load its libpq
+        return None
 
 
 PROFILE_SOURCE = "the profile"
@@ -149,13 +95,12 @@ def _malformed(url: str) -> str:
     query = after_scheme.partition("?")[2]
     if query and any("=" not in part for part in query.split("&")):
         return "has a parameter without = (write an & inside a value as %26)"
-    after_secret = False
-    for part in query.split("&") if query else ():
-        key = unquote(part.partition("=")[0])
-        if key not in libpq_keywords():
-            named = "" if after_secret or not key.isidentifier() else f" ({key!r})"
+    known = libpq_keywords()
+    keys = [(unquote(part.partition("=")[0]), "") for part in query.split("&")] if query else []
+    for (key, _), hidden in zip(keys, _after_secret(keys), strict=True):
+        if known is not None and key not in known:
+            named = "" if hidden or not key.isidentifier() else f" ({key!r})"
             return f"has a parameter libpq does not know{named} (write an & inside a value as %26)"
-        after_secret = after_secret or key in SECRET_KEYS
     if _SPACE.search(url):
         return "holds a space (write it as %20)"
     if _BAD_ESCAPE.search(url):
@@ -276,8 +221,11 @@ def _shown_query(query: str) -> str:
     :func:`_after_secret`), and a parameter libpq does not know (the rest of a value that
     held an ``&``), are not shown."""
     pairs = parse_qsl(query, keep_blank_values=True)
+    known = libpq_keywords()
+    if known is None:  # nothing can be judged: no value is shown
+        return "&".join(f"{k}=***" for k, _ in pairs)
     return "&".join(
-        "***" if k not in libpq_keywords() else f"{k}=***" if hidden else f"{k}={v}"
+        "***" if k not in known else f"{k}=***" if hidden else f"{k}={v}"
         for (k, v), hidden in zip(pairs, _after_secret(pairs), strict=True)
     )
 

@@ -164,3 +164,16 @@ def test_a_parameter_libpq_does_not_know_is_named_unless_a_secret_comes_before_i
     assert display_url(f"postgresql://ana@h/db?sslmode=require&{_SECRET}=1") == (
         "postgresql://ana@h/db?sslmode=require&***"
     )
+
+
+def test_where_the_driver_cannot_be_asked_no_value_is_shown(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Fault injection (a libpq the driver cannot load cannot be provoked with the real
+    package installed): no parameter is judged unknown, and no value is shown."""
+    from curator.store import pg_url
+
+    monkeypatch.setattr(pg_url, "libpq_keywords", lambda: None)
+    url = f"postgresql://ana@h/db?sslmode=require&x={_SECRET}"
+    assert check_postgres_url(url, "$CURATOR_DB") == url
+    assert display_url(url) == "postgresql://ana@h/db?sslmode=***&x=***"
