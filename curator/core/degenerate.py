@@ -38,6 +38,7 @@ import zlib
 from dataclasses import dataclass
 
 from curator.core.derived_cache import TEXT_PATTERNS_FILE, regex
+from curator.core.textmeasure import without_inner_spaces
 
 __all__ = [
     "COUNT_KEYS",
@@ -251,7 +252,9 @@ def degenerate_reason(text: str) -> Degenerate | None:
     """Why ``text`` is not knowledge but the debris of a generation, or None.
 
     A zero-width space is read as the space it stands for (a segmenter's word break in
-    Thai or Chinese), not as a symbol: it must not make a sentence "mostly symbols"."""
+    Thai or Chinese), not as a symbol: it must not make a sentence "mostly symbols"; and a
+    space inside an unspaced script (beside 、, between two ideographs) splits no chunk
+    of the digits rule, as it adds no word to the quality gate's count."""
     text = text.replace("\u200b", " ")  # one for one: the tokens' offsets still hold
     found = text_tokens(text, GATE_MAX_TOKENS)
     words = [w for w, _, _ in found]
@@ -263,7 +266,7 @@ def degenerate_reason(text: str) -> Degenerate | None:
         copies = round(cover * len(words) / period)
         shown = unit if len(unit) <= 50 else unit[:47] + "..."
         return Degenerate(REPEATED, f"{REPEATED}: {shown!r} {copies} times")
-    chunks = text.split()
+    chunks = without_inner_spaces(text).split()  # a space beside 、 splits nothing
     lettered = [c for c in chunks if sum(map(_is_letter, c)) >= 2]
     visible = "".join(chunks)
     letters = sum(map(_is_letter, visible))

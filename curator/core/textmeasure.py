@@ -41,7 +41,7 @@ from dataclasses import dataclass
 
 from curator.core.derived_cache import TEXT_PATTERNS_FILE, regex
 
-__all__ = ["HANGUL", "UNSPACED", "TextSize", "measure"]
+__all__ = ["HANGUL", "UNSPACED", "TextSize", "measure", "without_inner_spaces"]
 
 _HAN = "\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\U00020000-\U0003134f"
 _KANA = "\u3040-\u30ff\u31f0-\u31ff\uff66-\uff9f"
@@ -117,11 +117,18 @@ def _chunk_words(chunk: str) -> int:
     return words
 
 
+def without_inner_spaces(text: str) -> str:
+    """``text`` without the spaces between two characters of an unspaced script or its
+    punctuation (a zero-width space included): they mean nothing there, so no rule that
+    splits a text at its spaces may count them (a space beside 、 is not a word break)."""
+    return _INNER_SPACE.sub("", text)
+
+
 def measure(text: str) -> TextSize:
     """The size of ``text`` as the quality gate judges it (see the module doc)."""
     # composed (NFC): Korean in jamo or an accent as a combining mark is the same text
     composed = unicodedata.normalize("NFC", text.strip()[:MAX_MEASURED_CHARS])
-    read = _INNER_SPACE.sub("", composed)
+    read = without_inner_spaces(composed)
     chunks = read.split()
     if _RUN.search(read) is None:  # no unspaced script: words are the chunks
         return TextSize(len(read), _weighed(read), len(chunks))

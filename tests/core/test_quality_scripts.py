@@ -168,6 +168,7 @@ _CJK_PUNCTUATED = st.text(
 @example("用户喜欢简短的回答。", [" "] * 9)
 @example("咖啡部署服务器喝的早", ["\u200b"] * 9)
 @example("、、、、に上上上上上上上前", ["\u200b"] * 4 + [" \u200b"] * 2)
+@example("、、、、、、、、、、に上上上上上前", [" ", " "])  # the digits rule's chunks
 def test_spaces_beside_cjk_punctuation_and_zero_width_spaces_change_nothing(
     text: str, spaces: list[str]
 ) -> None:
