@@ -147,7 +147,7 @@ class _QmarkCursor:
                 with self._answered(sql), peewee.__exception_wrapper__:  # type: ignore[attr-defined]
                     self._cursor.executemany(statement, rows[start : start + ANSWERED_ROWS])
         except peewee.OperationalError as exc:
-            if database is None or not database._lost():
+            if database is None or not database._lost(exc):
                 raise
             raise ConnectionLost(_lost_message(exc, idle, database)) from exc
         return self
@@ -187,6 +187,14 @@ def _lost_message(exc: BaseException, idle: bool, database: Any = None) -> str:
     if database is not None and database._given_up():
         return f"{no_answer(database.answer_deadline_s)}, so the connection was given up: {done}"
     return f"the connection to the PostgreSQL server was lost ({reason}): {done}"
+
+
+def _client_side(exc: BaseException | None, psycopg: Any) -> bool:
+    """Whether ``exc`` (peewee's wrapper or psycopg's own) is an operational error the
+    client raised itself, without a SQLSTATE from the server (see ``_lost``)."""
+    while exc is not None and not isinstance(exc, psycopg.Error):
+        exc = exc.__cause__ or exc.__context__  # peewee's wrapper: psycopg's is inside
+    return isinstance(exc, psycopg.OperationalError) and exc.sqlstate is None
 
 
 @functools.cache
@@ -253,10 +261,22 @@ def _postgres_class() -> type[peewee.PostgresqlDatabase]:
                     state.reset()
             return _QmarkCursor(super().cursor(), self)
 
-        def _lost(self) -> bool:
-            """Whether this thread's connection was ended by the server or the network."""
+        def _lost(self, exc: BaseException | None = None) -> bool:
+            """Whether this thread's connection was ended by the server or the network
+            (``exc``: the error a statement just met).
+
+            psycopg may see the hang-up before libpq does: its wait raises "connection
+            socket closed" while the connection's status still says it is fine. Every
+            error the server sends has a SQLSTATE; one without is the client's own (the
+            socket, libpq's input), after which the connection cannot be used again, so
+            it is closed here and counts as lost."""
             conn = None if self.is_closed() else self._state.conn  # type: ignore[attr-defined]
-            return conn is not None and bool(conn.closed or conn.broken)
+            if conn is None:
+                return False
+            if not (conn.closed or conn.broken) and _client_side(exc, psycopg):
+                with contextlib.suppress(Exception):
+                    conn.close()
+            return bool(conn.closed or conn.broken)
 
         def _given_up(self) -> bool:
             """Whether this thread's connection was given up for want of an answer."""
@@ -280,7 +300,7 @@ def _postgres_class() -> type[peewee.PostgresqlDatabase]:
             try:
                 return super().execute_sql(sql, params)
             except peewee.OperationalError as exc:
-                if not self._lost():
+                if not self._lost(exc):
                     raise
                 # a server that did not answer is not asked again: it would most likely
                 # not answer again, and the caller would wait a second deadline
@@ -293,7 +313,7 @@ def _postgres_class() -> type[peewee.PostgresqlDatabase]:
             try:
                 super().begin(isolation_level)
             except peewee.OperationalError as exc:
-                if not self._lost():
+                if not self._lost(exc):
                     raise
                 if self._given_up():
                     raise ConnectionLost(_lost_message(exc, True, self)) from exc
