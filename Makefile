@@ -12,7 +12,8 @@ PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 DEMO_DB ?= .demo/curator.sqlite
 PREFIX ?= $(HOME)/.local
-# pytest workers: one a core by default; TEST_WORKERS=0 runs the suite in this process.
+# pytest workers: one a core and one more by default (tests/conftest.py says why);
+# TEST_WORKERS=0 runs the suite in this process.
 TEST_WORKERS ?= auto
 VERSION := $(shell sed -n 's/^__version__ = "\(.*\)"/\1/p' curator/__init__.py)
 DIST_TREE := dist/memory-curator-$(VERSION)
