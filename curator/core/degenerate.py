@@ -38,7 +38,12 @@ import zlib
 from dataclasses import dataclass
 
 from curator.core.derived_cache import TEXT_PATTERNS_FILE, regex
-from curator.core.textmeasure import without_inner_spaces
+from curator.core.textmeasure import (
+    MAX_MEASURED_CHARS,
+    UNSPACED,
+    readable,
+    without_inner_spaces,
+)
 
 __all__ = [
     "COUNT_KEYS",
@@ -65,9 +70,10 @@ COUNT_KEYS = {
 }
 """The run counter of each kind (a distill run's stats)."""
 
-_SCRIPT_CHARS = "\u0e00-\u0e7f\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff"
-"""Thai, kana and Han: scripts written without spaces, where each character is a token
-(otherwise a whole Japanese sentence would be one "word", and too little distinct text)."""
+_SCRIPT_CHARS = UNSPACED
+"""Scripts written without spaces (Han, kana, Thai, Lao, Khmer, Myanmar: the quality
+gate's own list), where each character is a token (otherwise a whole Japanese sentence
+would be one "word", and too little distinct text)."""
 _TOKEN = regex(f"[{_SCRIPT_CHARS}]|[^\\W{_SCRIPT_CHARS}]+|[^\\w\\s]", kept_in=TEXT_PATTERNS_FILE)
 _DIGITS = re.compile(r"\d+")
 
@@ -254,8 +260,9 @@ def degenerate_reason(text: str) -> Degenerate | None:
     A zero-width space is read as the space it stands for (a segmenter's word break in
     Thai or Chinese), not as a symbol: it must not make a sentence "mostly symbols"; and a
     space inside an unspaced script (beside 、, between two ideographs) splits no chunk
-    of the digits rule, as it adds no word to the quality gate's count."""
-    text = text.replace("\u200b", " ")  # one for one: the tokens' offsets still hold
+    of the digits rule, as it adds no word to the quality gate's count. Invisible format
+    characters (a word joiner, a byte-order mark) are not read at all."""
+    text = readable(text[:MAX_MEASURED_CHARS]).replace("\u200b", " ")  # as measured
     found = text_tokens(text, GATE_MAX_TOKENS)
     words = [w for w, _, _ in found]
     if not words:
@@ -266,7 +273,9 @@ def degenerate_reason(text: str) -> Degenerate | None:
         copies = round(cover * len(words) / period)
         shown = unit if len(unit) <= 50 else unit[:47] + "..."
         return Degenerate(REPEATED, f"{REPEATED}: {shown!r} {copies} times")
-    chunks = without_inner_spaces(text).split()  # a space beside 、 splits nothing
+    # the digits rule reads what the tokens did (a hostile megabyte costs a page)
+    window = text[: found[-1][2]] if len(found) == GATE_MAX_TOKENS else text
+    chunks = without_inner_spaces(window).split()  # a space beside 、 splits nothing
     lettered = [c for c in chunks if sum(map(_is_letter, c)) >= 2]
     visible = "".join(chunks)
     letters = sum(map(_is_letter, visible))

@@ -22,10 +22,14 @@ kept more easily than its English translation would be:
 Words are whitespace-separated chunks, as before; a run of a script written without
 spaces (Han, kana, Thai, Lao, Khmer, Myanmar) counts one word per started 6 weighed
 characters, the length of an English word with its space (5.3–6.1 in the same sentences).
-Whitespace or a zero-width space *between* two characters of such scripts or their
-punctuation (。、「」，) is not read at all (a tokenizer, a segmenter or a justified layout
+Whitespace or a zero-width space *between* two characters of such scripts, or beside
+their punctuation (。、「」，), is not read at all (a tokenizer, a segmenter or a justified layout
 may put it there; the text says the same): property tests hold that a Chinese or Japanese
 text measures the same with spaces anywhere between its characters.
+Punctuation of those scripts separates words and is none itself ("Alpha、Beta" is two
+words, as "Alpha 、 Beta" is). Invisible format characters (a word joiner, a byte-order
+mark, a zero-width joiner; Unicode's ``Cf``, except the zero-width space, which is a word
+break) are not read either: they add no length and split nothing.
 Korean is written with spaces, so its words are counted by them. A text is measured in
 its composed form (NFC): Korean decomposed into jamo, or a letter and its combining
 accent, weighs what the same text composed does. Only the first
@@ -41,7 +45,7 @@ from dataclasses import dataclass
 
 from curator.core.derived_cache import TEXT_PATTERNS_FILE, regex
 
-__all__ = ["HANGUL", "UNSPACED", "TextSize", "measure", "without_inner_spaces"]
+__all__ = ["HANGUL", "UNSPACED", "TextSize", "measure", "readable", "without_inner_spaces"]
 
 _HAN = "\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\U00020000-\U0003134f"
 _KANA = "\u3040-\u30ff\u31f0-\u31ff\uff66-\uff9f"
@@ -64,10 +68,35 @@ _SOUTHEAST_MARK_RE = regex(
     + "]",
     kept_in=TEXT_PATTERNS_FILE,
 )
-_CJK_PUNCTUATION = "\u3000-\u303f\uff01-\uff0f\uff1a-\uff20\uff3b-\uff40\uff5b-\uff65"
-"""CJK punctuation (。、「」) and the fullwidth signs (，！？): part of the unspaced text."""
+_CJK_PUNCTUATION = "\u30a0\u30fb\u3000-\u303f\uff01-\uff0f\uff1a-\uff20\uff3b-\uff40\uff5b-\uff65"
+"""CJK punctuation (。、「」, the katakana middle dot ・) and the fullwidth signs (，！？): part
+of the unspaced text."""
 _INNER_SPACE = regex(
-    f"(?<=[{UNSPACED}{_CJK_PUNCTUATION}])[\\s\u200b]+(?=[{UNSPACED}{_CJK_PUNCTUATION}])",
+    f"(?<=[{UNSPACED}{_CJK_PUNCTUATION}])[\\s\u200b]+(?=[{UNSPACED}{_CJK_PUNCTUATION}])"
+    f"|(?<=[{_CJK_PUNCTUATION}])[\\s\u200b]+|[\\s\u200b]+(?=[{_CJK_PUNCTUATION}])",
+    kept_in=TEXT_PATTERNS_FILE,
+)
+"""Whitespace not read: between two characters of an unspaced script, and beside its
+punctuation whatever is on the other side ("Alpha 、 Beta" reads as "Alpha、Beta")."""
+_CJK_PUNCTUATION_RE = regex(f"[{_CJK_PUNCTUATION}]", kept_in=TEXT_PATTERNS_FILE)
+#: Blocks holding Unicode's format characters (``Cf``); each character is checked
+#: against this Python's Unicode tables, so a version that adds or drops one is followed.
+_FORMAT_BLOCKS = (
+    (0x00AD, 0x00AD), (0x0600, 0x0605), (0x061C, 0x061C), (0x06DD, 0x06DD),
+    (0x070F, 0x070F), (0x0890, 0x0891), (0x08E2, 0x08E2), (0x180E, 0x180E),
+    (0x200C, 0x200F), (0x202A, 0x202E), (0x2060, 0x206F), (0xFEFF, 0xFEFF),
+    (0xFFF9, 0xFFFB), (0x110BD, 0x110BD), (0x110CD, 0x110CD), (0x13430, 0x1345F),
+    (0x1BCA0, 0x1BCA3), (0x1D173, 0x1D17A), (0xE0001, 0xE0001), (0xE0020, 0xE007F),
+)  # fmt: skip
+_INVISIBLE = regex(
+    "["
+    + "".join(
+        re.escape(chr(code))
+        for lo, hi in _FORMAT_BLOCKS
+        for code in range(lo, hi + 1)
+        if unicodedata.category(chr(code)) == "Cf"
+    )
+    + "]",
     kept_in=TEXT_PATTERNS_FILE,
 )
 _RUN = regex(f"[{UNSPACED}]+", kept_in=TEXT_PATTERNS_FILE)
@@ -117,6 +146,13 @@ def _chunk_words(chunk: str) -> int:
     return words
 
 
+def readable(text: str) -> str:
+    """``text`` without its invisible format characters (see the module doc): a word
+    joiner or a zero-width joiner between two letters neither lengthens the text nor
+    splits it; the zero-width space stays (a word break)."""
+    return _INVISIBLE.sub("", text)
+
+
 def without_inner_spaces(text: str) -> str:
     """``text`` without the spaces between two characters of an unspaced script or its
     punctuation (a zero-width space included): they mean nothing there, so no rule that
@@ -127,9 +163,9 @@ def without_inner_spaces(text: str) -> str:
 def measure(text: str) -> TextSize:
     """The size of ``text`` as the quality gate judges it (see the module doc)."""
     # composed (NFC): Korean in jamo or an accent as a combining mark is the same text
-    composed = unicodedata.normalize("NFC", text.strip()[:MAX_MEASURED_CHARS])
+    composed = unicodedata.normalize("NFC", readable(text.strip()[:MAX_MEASURED_CHARS]))
     read = without_inner_spaces(composed)
-    chunks = read.split()
+    chunks = _CJK_PUNCTUATION_RE.sub(" ", read).split()  # 、 separates words, is none
     if _RUN.search(read) is None:  # no unspaced script: words are the chunks
         return TextSize(len(read), _weighed(read), len(chunks))
     return TextSize(len(read), _weighed(read), sum(map(_chunk_words, chunks)))

@@ -207,3 +207,72 @@ def test_a_decomposed_text_measures_as_its_composed_form(text: str) -> None:
     assert measure(decomposed) == measure(composed)
     gate = QualityGate()
     assert gate.check(decomposed).ok == gate.check(composed).ok
+
+
+def _interleave(text: str, marks: list[str]) -> str:
+    """``text`` with ``marks[i]`` after its character ``i`` (never after the last)."""
+    return "".join(ch + (marks[i] if i < len(marks) and i + 1 < len(text) else "")
+                   for i, ch in enumerate(text))  # fmt: skip
+
+
+def _same_verdict_and_size(text: str, other: str) -> None:
+    gate = QualityGate()
+    assert gate.check(text).ok == gate.check(other).ok, (gate.check(text), gate.check(other))
+    assert measure(text) == measure(other)
+
+
+_UNSPACED_SCRIPTS = st.sampled_from(
+    [
+        "用户喜欢在上班前的早上喝咖啡部署服务器每天夜里两点重启",
+        "ﾕｰｻﾞｰﾊｼｺﾞﾄﾉﾏｴﾉｱｻﾆｺｰﾋｰｦﾉﾑﾉｶﾞｽｷﾃﾞｽ",  # halfwidth katakana
+        "𠀀𠀁𠀂𠀃𠀄𠀅𠀆𠀇𠀈𠀉𠀊",  # Han, extension B
+        "ㇰㇱㇲㇳㇴㇵㇶㇷㇸㇹㇺㇻㇼㇽㇾㇿ",  # katakana phonetic extensions
+        "ລູກສາວຂອງຜູ້ໃຊ້ແພ້ຖົ່ວດິນ",  # Lao
+        "ကော်ဖီကိုမနက်တိုင်းသောက်တယ်",  # Myanmar
+    ]
+).flatmap(lambda chars: st.lists(st.sampled_from(chars), min_size=3, max_size=40).map("".join))
+
+
+@settings(deadline=None, max_examples=150)
+@given(
+    _UNSPACED_SCRIPTS,
+    st.lists(
+        st.sampled_from([" ", "\u3000", "\n", "\u200b", "\u2060", "\ufeff", "\u200d", " \u2060"]),
+        max_size=40,
+    ),
+)
+@example("ﾕｰｻﾞｰﾊｼｺﾞﾄﾉﾏｴﾉｱｻﾆｺｰﾋｰｦﾉﾑﾉｶﾞｽｷﾃﾞｽ", [" "] * 40)  # one "word" to the tokens
+@example("用户喜欢在上班前的", ["\u2060"] * 8)  # a word joiner made it long enough
+@example("用户喜欢在上班前的早上喝咖啡", ["\u2060\u2060 "] * 13)  # "mostly symbols"
+def test_spaces_and_invisible_characters_in_any_unspaced_script_change_nothing(
+    text: str, marks: list[str]
+) -> None:
+    """Every script the measure reads without spaces is one token a character to the
+    debris rules too, and an invisible format character (a word joiner, a byte-order
+    mark, a zero-width joiner) neither lengthens a text nor splits it."""
+    _same_verdict_and_size(text, _interleave(text, marks))
+
+
+@settings(deadline=None, max_examples=100)
+@given(
+    st.lists(st.sampled_from(["Python", "TypeScript", "Kotlin", "Alpha", "Go"]), min_size=2),
+    st.sampled_from(["、", "。", "，", "・", "「"]),
+    st.sampled_from([" ", "\u3000", "\u200b", "  "]),
+)
+@example(["Alpha", "Beta", "Gamma", "Delta", "Epsilon"], "、", " ")
+def test_spaces_beside_cjk_punctuation_between_latin_words_change_nothing(
+    words: list[str], mark: str, space: str
+) -> None:
+    """CJK punctuation separates words and is none itself: "Alpha、Beta" is two words, as
+    "Alpha 、 Beta" is, whatever the spaces beside the mark."""
+    _same_verdict_and_size(mark.join(words), (space + mark + space).join(words))
+
+
+@pytest.mark.parametrize("unit", [" 、", "、 ", "\u3000、", " 12:34", "\u2060"])
+def test_the_debris_rules_read_a_bounded_start_of_a_hostile_megabyte(unit: str) -> None:
+    """Each rule reads at most the first GATE_MAX_TOKENS tokens (or MAX_MEASURED_CHARS
+    characters), so what follows them changes nothing (by counting, not timing)."""
+    from curator.core.degenerate import GATE_MAX_TOKENS, degenerate_reason
+
+    start = "用户喜欢在上班前的早上喝咖啡。" + unit * GATE_MAX_TOKENS * 2
+    assert degenerate_reason(start + unit * 500_000) == degenerate_reason(start + "a" * 10**6)
