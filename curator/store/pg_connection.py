@@ -14,6 +14,7 @@ import contextlib
 import functools
 import os
 import re
+import select
 import socket
 import threading
 import time
@@ -177,16 +178,44 @@ def no_answer(waited: float) -> str:
     )
 
 
-def _lost_message(exc: BaseException, idle: bool, database: Any = None) -> str:
+def _lost_message(
+    exc: BaseException, idle: bool, database: Any = None, *, committing: bool = False
+) -> str:
     reason = (str(exc).strip().splitlines() or ["closed"])[0]
-    done = (
-        "the statement may not have run; try again"
-        if idle
-        else "the transaction it was part of was not applied"
-    )
+    if committing:
+        done = "it was lost at the commit, so whether the transaction was applied is not known"
+    elif idle:
+        done = "the statement may not have run; try again"
+    else:
+        done = "the transaction it was part of was not applied"
     if database is not None and database._given_up():
         return f"{no_answer(database.answer_deadline_s)}, so the connection was given up: {done}"
     return f"the connection to the PostgreSQL server was lost ({reason}): {done}"
+
+
+_SESSION_SET = regex(
+    r"\s*SET\s+(?!LOCAL\b|TRANSACTION\b|SESSION\s+CHARACTERISTICS\b)(?:SESSION\s+)?(\w+)",
+    re.IGNORECASE,
+    kept_in=TEXT_PATTERNS_FILE,
+)
+"""A setting of the session (``SET lock_timeout = 0``), kept for its next connection."""
+
+
+def _socket_gone(conn: Any) -> bool:
+    """Whether ``conn``'s socket has hung up or failed, polled without waiting (where
+    the platform cannot poll, the error that asked is trusted)."""
+    poll = getattr(select, "poll", None)
+    if poll is None:
+        return True
+    hang_up = getattr(select, "POLLRDHUP", 0)
+    try:
+        poller = poll()
+        poller.register(conn.pgconn.socket, select.POLLIN | hang_up)
+        events = poller.poll(0)
+    except Exception:  # no socket any more
+        return True
+    bad = select.POLLHUP | select.POLLERR | select.POLLNVAL | hang_up
+    return any(mask & bad for _, mask in events)
 
 
 def _client_side(exc: BaseException | None, psycopg: Any) -> bool:
@@ -253,13 +282,21 @@ def _postgres_class() -> type[peewee.PostgresqlDatabase]:
             # one connects again, so a long-lived process (the MCP server, a follow) is
             # not broken for good. Inside one it is not replaced: its writes are lost and
             # the transaction must fail as a whole.
+            settings: dict[str, str] = {}
             if not self.is_closed() and not self.in_transaction():
                 state = self._state  # type: ignore[attr-defined]  # peewee's, untyped
                 if state.conn.closed or state.conn.broken:
+                    settings = dict(getattr(state.conn, "session_settings", {}))
                     with contextlib.suppress(Exception):
                         state.conn.close()
                     state.reset()
-            return _QmarkCursor(super().cursor(), self)
+            cursor = super().cursor()
+            if settings:  # the new connection gets the old one's (a write's lock wait)
+                conn = self._state.conn  # type: ignore[attr-defined]
+                for statement in settings.values():
+                    conn.execute(statement)
+                conn.session_settings = settings
+            return _QmarkCursor(cursor, self)
 
         def _lost(self, exc: BaseException | None = None) -> bool:
             """Whether this thread's connection was ended by the server or the network
@@ -267,13 +304,18 @@ def _postgres_class() -> type[peewee.PostgresqlDatabase]:
 
             psycopg may see the hang-up before libpq does: its wait raises "connection
             socket closed" while the connection's status still says it is fine. Every
-            error the server sends has a SQLSTATE; one without is the client's own (the
-            socket, libpq's input), after which the connection cannot be used again, so
-            it is closed here and counts as lost."""
+            error the server sends has a SQLSTATE; one without is the client's own, and
+            when the socket has hung up too (a client-side limit, such as libpq's 65,535
+            parameters, leaves it working) the connection cannot be used again: it is
+            closed here and counts as lost."""
             conn = None if self.is_closed() else self._state.conn  # type: ignore[attr-defined]
             if conn is None:
                 return False
-            if not (conn.closed or conn.broken) and _client_side(exc, psycopg):
+            if (
+                not (conn.closed or conn.broken)
+                and _client_side(exc, psycopg)
+                and _socket_gone(conn)
+            ):
                 with contextlib.suppress(Exception):
                     conn.close()
             return bool(conn.closed or conn.broken)
@@ -298,16 +340,37 @@ def _postgres_class() -> type[peewee.PostgresqlDatabase]:
             # before it is gone: those fail with one sentence that says so.
             idle = self._idle()
             try:
-                return super().execute_sql(sql, params)
+                cursor = super().execute_sql(sql, params)
             except peewee.OperationalError as exc:
                 if not self._lost(exc):
                     raise
                 # a server that did not answer is not asked again: it would most likely
                 # not answer again, and the caller would wait a second deadline
                 again = idle and _REPEATABLE.match(sql) and self.transaction_depth() == 0
-                if again and not self._given_up():
-                    return super().execute_sql(sql, params)
-                raise ConnectionLost(_lost_message(exc, idle, self)) from exc
+                if not again or self._given_up():
+                    raise ConnectionLost(_lost_message(exc, idle, self)) from exc
+                cursor = self._once_more(
+                    lambda: super(CuratorPostgres, self).execute_sql(sql, params)
+                )
+            setting = _SESSION_SET.match(sql)
+            if setting and self.transaction_depth() == 0 and not self.in_transaction():
+                # kept for a connection made after this one is lost (see cursor())
+                conn = self._state.conn  # type: ignore[attr-defined]
+                kept = getattr(conn, "session_settings", None)
+                if kept is None:
+                    kept = conn.session_settings = {}
+                kept[setting.group(1).lower()] = sql
+            return cursor
+
+        def _once_more(self, call: Any) -> Any:
+            """``call`` after a lost connection, on a new one: its own failure to connect
+            or to be answered is the same one sentence, never psycopg's bare error."""
+            try:
+                return call()
+            except peewee.OperationalError as exc:
+                if self._lost(exc) or self.is_closed():
+                    raise ConnectionLost(_lost_message(exc, True, self)) from exc
+                raise
 
         def begin(self, isolation_level: Any = None) -> None:
             try:
@@ -317,7 +380,9 @@ def _postgres_class() -> type[peewee.PostgresqlDatabase]:
                     raise
                 if self._given_up():
                     raise ConnectionLost(_lost_message(exc, True, self)) from exc
-                super().begin(isolation_level)  # nothing had begun: on a new connection
+                # nothing had begun: on a new connection
+                self._once_more(lambda: super(CuratorPostgres, self).begin(isolation_level))
+            self._state.snapshot = isolation_level is not None  # type: ignore[attr-defined]
             if isolation_level is None:
                 try:
                     self.execute_sql("SELECT pg_advisory_xact_lock(?)", (WRITE_LOCK_KEY,))
@@ -327,6 +392,26 @@ def _postgres_class() -> type[peewee.PostgresqlDatabase]:
                     if not self._lost():
                         self.connection().rollback()
                     raise
+
+        def commit(self) -> None:
+            """A connection lost at COMMIT: a read snapshot has nothing to apply (the
+            server ends it with the connection); a write cannot know whether it was
+            applied, and says so in one sentence."""
+            try:
+                super().commit()
+            except peewee.OperationalError as exc:
+                if not self._lost(exc):
+                    raise
+                if getattr(self._state, "snapshot", False):  # type: ignore[attr-defined]
+                    return
+                raise ConnectionLost(_lost_message(exc, False, self, committing=True)) from exc
+
+        def rollback(self) -> None:
+            """On a lost connection there is nothing to roll back: the server ended the
+            transaction with it (the error that found the loss is the one raised)."""
+            if self._lost():
+                return
+            super().rollback()
 
     return CuratorPostgres
 

@@ -6,11 +6,15 @@ connection, and by restarting the session's server.
 
 from __future__ import annotations
 
+import contextlib
+import os
+import socket
 import subprocess
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
+import peewee
 import psycopg
 import pytest
 from hypothesis import HealthCheck, example, given, settings
@@ -144,22 +148,47 @@ def test_a_server_restart_is_survived(pg_server: PostgresServer, pg_url: str) ->
         store.close()
 
 
-def hang_up_seen_first(store: Store) -> None:
-    """Fault injection: the next statement meets psycopg's "connection socket closed".
+def hang_up_seen_first(store: Store, at: str | None = None) -> None:
+    """Fault injection: a statement meets psycopg's "connection socket closed".
 
     psycopg's wait raises it when its poll sees the hang-up before libpq has read it, so
     the connection's status still says it is fine. With a real cut that happens only
     when the statement is sent just as the ended backend goes (the property test below
-    met it once in many runs); this stand-in for the wait makes it happen once, now."""
+    met it once in many runs); this stand-in for the wait makes it happen once: at the
+    next statement, or at the next one starting with ``at``. The socket is shut down
+    first, as the server's hang-up would have left it."""
     conn: Any = store.db.connection()
-    real = conn.wait
+    real_wait, real_cursor = conn.wait, conn.cursor
 
     def wait(gen: Any, *args: Any, **kwargs: Any) -> Any:
-        conn.wait = real
+        conn.wait = real_wait
         gen.close()
+        with socket.socket(fileno=os.dup(conn.pgconn.socket)) as duplicate:
+            duplicate.shutdown(socket.SHUT_RDWR)
         raise psycopg.OperationalError("connection socket closed")
 
-    conn.wait = wait
+    if at is None:
+        conn.wait = wait
+        return
+
+    class Armed:
+        """psycopg's cursor, arming the hang-up when the statement starts with ``at``."""
+
+        def __init__(self, cursor: Any) -> None:
+            self._cursor = cursor
+
+        def execute(self, query: Any, *rest: Any, **named: Any) -> Any:
+            if at is not None and str(query).lstrip().upper().startswith(at):
+                conn.cursor, conn.wait = real_cursor, wait
+            return self._cursor.execute(query, *rest, **named)
+
+        def __getattr__(self, name: str) -> Any:
+            return getattr(self._cursor, name)
+
+        def __iter__(self) -> Any:
+            return iter(self._cursor)
+
+    conn.cursor = lambda *args, **kwargs: Armed(real_cursor(*args, **kwargs))
 
 
 def _read(store: Store) -> object:
@@ -226,5 +255,89 @@ def test_property_every_call_after_a_drop_succeeds_or_says_so_once(
                     insert(store, f"k{number:02d}")
                 written.append(f"k{number:02d}")
         assert keys(store) == sorted(written)
+    finally:
+        store.close()
+
+
+def _pid(store: Store) -> int:
+    return int(store.execute("SELECT pg_backend_pid()")[0][0])
+
+
+def test_a_hang_up_at_commit_says_what_is_known(pg_url: str) -> None:
+    """A write lost at its COMMIT may or may not be applied, and says so; a snapshot
+    lost at its COMMIT has read what it read (nothing of it was to be applied)."""
+    store = Store(pg_url)
+    try:
+        lost = "whether the transaction was applied is not known"
+        with pytest.raises(ConnectionLost, match=lost), store.write():
+            insert(store, "k1")
+            hang_up_seen_first(store, at="COMMIT")
+        with store.write():  # and the next transaction works
+            insert(store, "k2")
+        with store.read():
+            hang_up_seen_first(store, at="COMMIT")
+            seen = keys(store)
+        assert seen == keys(store) and "k2" in seen
+    finally:
+        store.close()
+
+
+def test_a_second_loss_on_the_new_connection_is_one_sentence(pg_url: str) -> None:
+    store = Store(pg_url)
+    try:
+        for call in (_read, _snapshot):
+            hang_up_seen_first(store)
+            with pytest.raises(ConnectionLost, match="may not have run"), _hanging_up_again(store):
+                call(store)
+        assert keys(store) == []
+    finally:
+        store.close()
+
+
+@contextlib.contextmanager
+def _hanging_up_again(store: Store) -> Iterator[None]:
+    """Every new connection the store makes meets a hang-up at its first statement."""
+    database: Any = store.db
+    real_connect = database._connect
+
+    def connect(*args: Any, **kwargs: Any) -> Any:
+        conn = real_connect(*args, **kwargs)
+        database._state.set_connection(conn)  # as peewee would, so the injection finds it
+        hang_up_seen_first(store)
+        return conn
+
+    database._connect = connect
+    try:
+        yield
+    finally:
+        database._connect = real_connect
+
+
+def test_a_client_side_error_on_a_working_socket_keeps_the_connection(pg_url: str) -> None:
+    """libpq refuses more than 65,535 parameters without asking the server: an error
+    without a SQLSTATE, on a socket that still works, is not a lost connection."""
+    store = Store(pg_url)
+    try:
+        pid = _pid(store)
+        marks = ", ".join(["?"] * 70_000)
+        with pytest.raises(peewee.OperationalError, match="65535") as raised:
+            store.execute(f"SELECT 1 WHERE 1 IN ({marks})", tuple(range(70_000)))
+        assert not isinstance(raised.value, ConnectionLost)
+        assert _pid(store) == pid
+    finally:
+        store.close()
+
+
+def test_a_new_connection_keeps_the_session_settings(pg_url: str) -> None:
+    """A write that must not wait sets lock_timeout to 0; a BEGIN sent again on a new
+    connection after a hang-up still does not wait."""
+    store = Store(pg_url)
+    try:
+        store.db.execute_sql("SET lock_timeout = 0")
+        hang_up_seen_first(store, at="BEGIN")
+        with store.write():
+            assert store.execute("SHOW lock_timeout") == [("0",)]
+            insert(store, "k1")
+        assert keys(store) == ["k1"]
     finally:
         store.close()
