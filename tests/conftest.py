@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 
+from tests import bundle_build
 from tests.llm.llama_server import llama_server  # noqa: F401 (one llama.cpp server a session)
 
 # Qt widgets are real but never need a screen: without a display Qt would abort the run.
@@ -152,6 +153,33 @@ def _only_one_builder(folder: Path) -> Iterator[None]:
             yield
         finally:
             fcntl.flock(lock, fcntl.LOCK_UN)
+
+
+def pytest_sessionfinish(session: pytest.Session) -> None:
+    """The run's desktop build goes once every worker is done (here: the process that
+    runs no test, or the only one; see ``tests/bundle_build.py``)."""
+    factory = getattr(session.config, "_tmp_path_factory", None)  # pytest's own
+    if not hasattr(session.config, "workerinput") and factory is not None:
+        bundle_build.remove(factory.getbasetemp() / "desktop-build")
+
+
+@pytest.fixture(scope="session")
+def desktop_build(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The run's one desktop build (``tests/bundle_build.py``): its folder."""
+    return _shared_folder(tmp_path_factory, "desktop-build")
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _desktop_build_with_the_run(
+    request: pytest.FixtureRequest, desktop_build: Path
+) -> Iterator[None]:
+    """Start the desktop build when the run starts, if its tests are selected: it uses
+    the time the workers leave idle instead of running alone at the end."""
+    if any(item.nodeid.startswith(bundle_build.MODULE) for item in request.session.items):
+        with _only_one_builder(desktop_build):
+            bundle_build.start(desktop_build)
+    yield
+    bundle_build.reap()
 
 
 @pytest.fixture(scope="session")

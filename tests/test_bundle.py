@@ -1,6 +1,7 @@
 """The desktop build: built the way `make dist` builds it, then run as a user would.
 
-One build per module (about a minute of CPU) into a temporary folder; every test runs the
+One build per run (about a minute of CPU), started with the run into its shared temporary
+folder (``tests/bundle_build.py``); every test runs the
 frozen program, never this checkout's Python, in an environment with its own HOME and
 XDG folders, so nothing of the user's is read or written.
 """
@@ -23,9 +24,9 @@ import pytest
 
 from curator import __version__
 from curator.llm.model_file import DEMO_FILE, DEMO_PACKAGE
+from tests import bundle_build
 
 ROOT = Path(__file__).resolve().parent.parent
-BUILD = ROOT / "packaging" / "build_dist.py"
 INSTALLER = ROOT / "packaging" / "desktop_install.py"
 APP_ID = "io.github.memorycurator"
 ICON_SIZES = (16, 24, 32, 48, 64, 128, 256, 512)
@@ -47,22 +48,12 @@ class Built:
 
 
 @pytest.fixture(scope="module")
-def built(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Built]:
-    out = tmp_path_factory.mktemp("dist")
-    started = time.monotonic()
-    done = subprocess.run(
-        ["nice", sys.executable, str(BUILD), str(out), "--work", str(out / "work")],
-        capture_output=True,
-        text=True,
-        timeout=900,
-        check=False,
-    )
-    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
-    # Reported (pytest -s / -rP), never asserted: see benchmarks/ for speed.
-    print(f"build_dist.py: {time.monotonic() - started:.0f} s\n{done.stdout}")
-    shutil.rmtree(out / "work")
-    yield Built(out)
-    shutil.rmtree(out)  # half a gigabyte; pytest would keep it for three sessions
+def built(desktop_build: Path) -> Iterator[Built]:
+    """The build started with the run (``tests/bundle_build.py``), once it has ended."""
+    status, log = bundle_build.wait(desktop_build)
+    assert status == 0, log[-6000:]
+    print(f"build_dist.py:\n{log}")  # reported (pytest -s / -rP), never asserted
+    yield Built(desktop_build / "out")  # removed when the run ends (bundle_build.remove)
 
 
 @pytest.fixture

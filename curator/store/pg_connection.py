@@ -353,7 +353,7 @@ def _postgres_class() -> type[peewee.PostgresqlDatabase]:
                     lambda: super(CuratorPostgres, self).execute_sql(sql, params)
                 )
             setting = _SESSION_SET.match(sql)
-            if setting and self.transaction_depth() == 0 and not self.in_transaction():
+            if setting and self.transaction_depth() == 0:
                 # kept for a connection made after this one is lost (see cursor())
                 conn = self._state.conn  # type: ignore[attr-defined]
                 kept = getattr(conn, "session_settings", None)
