@@ -2,10 +2,12 @@
 
 The build (PyInstaller, about a minute of one core) used to start when its module's
 turn came, near the end of the run: niced, it crawled while the other workers still had
-tests, and then ran alone with the other cores idle. Started with the run instead, still
-niced, it uses the time the workers leave idle (waiting for servers, children and
-deadlines) and is done by the time its tests come. One worker starts it, into the run's
-shared folder; the worker that runs the module waits for its exit status.
+tests, and its module's worker waited for all of it (151 s of setup in one fresh-clone
+run). Started with the run instead, still niced, it gets the time the workers leave idle
+(waiting for servers, children and deadlines); behind three busy workers that is not
+enough to finish it before its module comes, which then waits for the rest (57 s of
+setup). One worker starts it, into the run's shared folder; the worker that runs the
+module waits for its exit status.
 """
 
 from __future__ import annotations

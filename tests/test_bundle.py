@@ -48,12 +48,13 @@ class Built:
 
 
 @pytest.fixture(scope="module")
-def built(desktop_build: Path) -> Iterator[Built]:
-    """The build started with the run (``tests/bundle_build.py``), once it has ended."""
+def built(desktop_build: Path) -> Built:
+    """The build started with the run (``tests/bundle_build.py``), once it has ended; it
+    is removed when the run ends (``bundle_build.remove``)."""
     status, log = bundle_build.wait(desktop_build)
     assert status == 0, log[-6000:]
     print(f"build_dist.py:\n{log}")  # reported (pytest -s / -rP), never asserted
-    yield Built(desktop_build / "out")  # removed when the run ends (bundle_build.remove)
+    return Built(desktop_build / "out")
 
 
 @pytest.fixture

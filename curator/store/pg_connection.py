@@ -294,7 +294,8 @@ def _postgres_class() -> type[peewee.PostgresqlDatabase]:
             if settings:  # the new connection gets the old one's (a write's lock wait)
                 conn = self._state.conn  # type: ignore[attr-defined]
                 for statement in settings.values():
-                    conn.execute(statement)
+                    with peewee.__exception_wrapper__:  # type: ignore[attr-defined]
+                        conn.execute(statement)
                 conn.session_settings = settings
             return _QmarkCursor(cursor, self)
 

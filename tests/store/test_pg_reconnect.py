@@ -183,7 +183,7 @@ def hang_up_seen_first(store: Store, at: str | None = None) -> Callable[[], None
             self._cursor = cursor
 
         def execute(self, query: Any, *rest: Any, **named: Any) -> Any:
-            if at is not None and str(query).lstrip().upper().startswith(at):
+            if str(query).lstrip().upper().startswith(at):
                 conn.cursor, conn.wait = real_cursor, wait
             return self._cursor.execute(query, *rest, **named)
 
