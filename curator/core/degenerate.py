@@ -14,9 +14,13 @@ which drops the candidate):
   ("seq=9, seq=10, ...") or a list of timestamps repeats too. Generation also watches
   the compression ratio of its tail: a loop that varies a little is not periodic, but it
   still compresses to almost nothing, which real prose never does; and a unit of a few
-  characters ("0000...", "hahaha...") repeated over the last 64 characters is one.
+  characters ("0000...", "hahaha...") repeated over the last 64 characters is one. At
+  the gate a unit of marks alone ("!", "、") counts as well; one of digits and marks
+  ("2024-05-01") is left to the next rule.
 * **mostly digits or symbols** - timestamps, numbers, encodings: fewer than 40% of the
-  words carry letters, and fewer than half the characters are letters.
+  words carry letters, and fewer than half the characters are letters; or fewer than a
+  tenth of the characters are letters, whatever the words (a run glued to a word makes
+  it one word with letters).
 * **too little distinct text** - fewer than three distinct words with letters, or a
   long text whose words are mostly the same few.
 
@@ -98,6 +102,9 @@ GATE_MAX_TOKENS = 400
 """The gate judges a candidate on its first tokens (candidates are a sentence or two)."""
 GATE_COVER = 0.6
 """A candidate is a repeated phrase when a unit and its copies cover this share of it."""
+LETTERS_FLOOR = 0.1
+"""Under this share of letters among the visible characters a text is mostly digits or
+symbols whatever its words: a sentence followed by a glued run of thousands of digits."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -227,9 +234,12 @@ def _is_letter(ch: str) -> bool:
     return ch.isalpha() or unicodedata.category(ch) in ("Mn", "Mc")
 
 
-def _has_letter(words: list[str], first: int, period: int) -> bool:
-    """A unit of digits and marks alone ("2024-05-01") is left to the digits rule."""
-    return any(ch.isalpha() for word in words[first : first + period] for ch in word)
+def _may_loop(words: list[str], first: int, period: int) -> bool:
+    """A unit of digits and marks alone ("2024-05-01") is left to the digits rule; a unit
+    with a letter, or of marks alone ("!", "、", "-="), is a loop however it is attached
+    to the words before it (a run glued to a word is one chunk to the digits rule)."""
+    unit = "".join(words[first : first + period])
+    return any(ch.isalpha() for ch in unit) or not any(ch.isdigit() for ch in unit)
 
 
 def _periodic_cover(words: list[str]) -> tuple[float, int, int]:
@@ -248,7 +258,7 @@ def _periodic_cover(words: list[str]) -> tuple[float, int, int]:
                 run += 1
                 continue
             first = i - run - period
-            if run >= period and (run + period) / n > best[0] and _has_letter(words, first, period):
+            if run >= period and (run + period) / n > best[0] and _may_loop(words, first, period):
                 best = ((run + period) / n, period, first)
             run = 0
     return best
@@ -261,8 +271,11 @@ def degenerate_reason(text: str) -> Degenerate | None:
     Thai or Chinese), not as a symbol: it must not make a sentence "mostly symbols"; and a
     space inside an unspaced script (beside 、, between two ideographs) splits no chunk
     of the digits rule, as it adds no word to the quality gate's count. Invisible format
-    characters (a word joiner, a byte-order mark) are not read at all."""
-    text = readable(text[:MAX_MEASURED_CHARS]).replace("\u200b", " ")  # as measured
+    characters (a word joiner, a byte-order mark) are not read at all, and the text is
+    read composed (NFC), as it is measured: a letter and its combining accent are one
+    word, not a letter and a mark that repeat."""
+    composed = unicodedata.normalize("NFC", readable(text[:MAX_MEASURED_CHARS]))
+    text = composed.replace("\u200b", " ")  # as measured
     found = text_tokens(text, GATE_MAX_TOKENS)
     words = [w for w, _, _ in found]
     if not words:
@@ -279,7 +292,10 @@ def degenerate_reason(text: str) -> Degenerate | None:
     lettered = [c for c in chunks if sum(map(_is_letter, c)) >= 2]
     visible = "".join(chunks)
     letters = sum(map(_is_letter, visible))
-    if len(lettered) < 0.4 * len(chunks) and letters < 0.5 * len(visible):
+    # Few words with letters and few letters; or so few letters that no count of words
+    # matters (a run of digits glued to the last word is one "word" with letters).
+    few_words = len(lettered) < 0.4 * len(chunks) and letters < 0.5 * len(visible)
+    if few_words or letters < LETTERS_FLOOR * len(visible):
         share = round(100 * letters / len(visible))
         return Degenerate(DIGITS, f"{DIGITS} ({share}% letters)")
     distinct = {w for w, _, _ in found if any(ch.isalpha() for ch in w)}

@@ -55,6 +55,10 @@ REAL = [
     "以后每当有人问起旅游，就推荐当地的博物馆和公园。",
     "सुनीता हर सोमवार सुबह 9 बजे टीम मीटिंग लेती है।",
     "Rate limits: 60 requests per minute for reads, 10 for writes.",
+    "Match emails with ^[\\w.+-]+@[\\w-]+\\.[\\w.]+$ before sending the invite.",
+    "東京、大阪、名古屋、札幌に支店があります。",
+    "Use --- to separate the front matter from the body.",
+    "The release went out on time!!!",
 ]
 
 
@@ -87,6 +91,12 @@ def test_every_benign_memory_and_demo_pattern_passes() -> None:
             LOW_VARIETY,
         ),
         ("ok fine ok fine ok done ok fine done ok fine ok done", LOW_VARIETY),
+        # a real sentence, then a run glued to its last word (one "word" to the chunks)
+        ("Ines restarts the build server before the release." + "!" * 3000, REPEATED),
+        ("Ines restarts the build server before the release." + "、" * 3000, REPEATED),
+        ("Ines restarts the build server before the release." + "-=" * 500, REPEATED),
+        ("Ines restarts the build server before the release." + "7" * 3000, DIGITS),
+        ("Ines restarts the build server before the release." + "_" * 3000, DIGITS),
     ],
 )
 def test_debris_is_named_by_kind(text: str, kind: str) -> None:
@@ -200,6 +210,33 @@ def test_a_list_of_three_distinct_things_is_not_a_loop(items: list[str], lead: s
     ):
         assert degenerate_reason(text) is None
         assert find_loop(text) is None
+
+
+_MARKS = st.characters(
+    categories=["Pc", "Pd", "Ps", "Pe", "Pi", "Pf", "Po", "Sm", "Sc", "Sk", "So"]
+)
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    sentence=st.sampled_from(_benign()),
+    unit=st.text(_MARKS, min_size=1, max_size=3),
+    space=st.sampled_from(["", " "]),
+)
+@example(sentence="The user prefers short answers.", unit="、", space="")
+def test_a_sentence_followed_by_a_run_of_marks_is_dropped(
+    sentence: str, unit: str, space: str
+) -> None:
+    """However the run is attached (glued to the last word or after a space) and
+    whatever its marks, a real sentence drowned in a run of them is debris."""
+    assert degenerate_reason(sentence + space + unit * 3000) is not None
+
+
+@settings(max_examples=50, deadline=None)
+@given(sentence=st.sampled_from(_benign()), digit=st.sampled_from("0123456789٣७"))
+def test_a_sentence_followed_by_a_glued_run_of_digits_is_dropped(sentence: str, digit: str) -> None:
+    found = degenerate_reason(sentence + digit * 5000)
+    assert found is not None and found.kind == DIGITS
 
 
 @settings(max_examples=100, deadline=None)

@@ -198,6 +198,7 @@ _COMPOSED = st.text(
 @given(_COMPOSED)
 @example("사용자는 짧은 답변을 좋아")
 @example("éééééééééééééééééé ààà üü")
+@example("àà 는 는는는는는는는는는는는는")  # decomposed, its accents were a repeated unit
 def test_a_decomposed_text_measures_as_its_composed_form(text: str) -> None:
     """Korean decomposed into jamo (one syllable, two or three letters; as a file name
     or a copy from some systems gives it) and Latin with combining accents are the same
