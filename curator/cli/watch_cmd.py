@@ -96,6 +96,7 @@ def cmd_watch(ctx: CommandContext) -> int:
         else:
             _follow_until_stopped(ctx, follower, classifier, stop, args.interval, StoreBusyError)
     finally:
+        follower.close()
         for sig, handler in previous.items():
             signal.signal(sig, handler)
         if classifier is not None:

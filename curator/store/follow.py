@@ -14,8 +14,12 @@ What happens to a file between two polls is told by its identity and its head:
   is read from the offset first (the lines written just before the copy), then the
   file is read again from its start;
 - another inode at the path: it was rotated by rename, or deleted and created again.
-  The old file, found beside it by its inode and head, is read to its end first; then
-  the new file from its start;
+  The old file, through the descriptor still held from the last look (or found beside
+  it by its inode), is read to its end first, and on while it grows
+  (:data:`RETIRED_S`); then the new file from its start;
+- either rotation: the log's other rotated copies modified since the last commit are
+  read whole too (:mod:`curator.store.follow_files`): generations that came and went
+  between two looks;
 - gone: reported once, and followed again when it comes back.
 
 Episodes keep the importer's identity (a hash of their content), so a line read twice
@@ -26,15 +30,16 @@ a bad one is reported as ``FILE:LINE: reason`` and the follow goes on.
 
 from __future__ import annotations
 
-import hashlib
 import os
-import stat
+import time
 from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
+from curator.core.regular_file import NotRegularFile, open_regular
 from curator.store.db import Store
+from curator.store.follow_files import head_of, identity, recent_copies, siblings
 from curator.store.importer import _pack, _to_episode, write_parsed
 from curator.store.json_source import LineError, _BadLine, _decode, _loads
 from curator.store.models import FollowState, Setting, utcnow
@@ -45,6 +50,15 @@ HEAD_BYTES = 1024
 CHUNK_BYTES = 4 * 1024 * 1024
 """Bytes read per transaction: a 100 MB log is imported in bounded memory, and each
 chunk's lines are committed with the position after them."""
+
+MAX_LINE_BYTES = 16 * 1024 * 1024
+"""A longer line is rejected (``FILE:LINE``) and skipped without being held in memory:
+an episode holds at most 1,000,000 characters, which no line of this size can be
+under. Until its newline comes, only the bytes written since the last look are read."""
+
+RETIRED_S = 60.0
+"""How long a file rotated away by rename is still read while it grows: an agent that
+holds its log open writes on into the renamed file until it is told to reopen it."""
 
 SUFFIXES = (".jsonl", ".ndjson")
 """The files a followed directory's listing contributes."""
@@ -79,6 +93,18 @@ class _Position:
     line: int
     head_length: int
     head_sha256: str
+    committed: float = 0.0
+    """When it was last committed (seconds since the epoch)."""
+
+
+@dataclass
+class _Retired:
+    """A file rotated away by rename, still open and read while it grows."""
+
+    path: str  # the followed path it was
+    handle: BinaryIO
+    position: _Position
+    grew: float  # time.monotonic() of its last new line
 
 
 def _key(path: str) -> str:
@@ -88,28 +114,21 @@ def _key(path: str) -> str:
     return os.fsencode(path).decode("utf-8", "backslashreplace")
 
 
-def _head(path: str, length: int) -> tuple[int, str]:
-    with open(path, "rb") as handle:
-        data = handle.read(length)
-    return len(data), hashlib.sha256(data).hexdigest()
-
-
-def _same_head(path: str, position: _Position) -> bool:
-    try:
-        length, digest = _head(path, position.head_length)
-    except OSError:
-        return False
-    return length == position.head_length and digest == position.head_sha256
-
-
 class Follower:
     """Polls a fixed set of files and directories; :meth:`poll` reads what is new.
+
+    Each file is opened once per look, without waiting (a named pipe put where a log
+    was is said once, never waited on), and everything about it (its identity, size and
+    head) is read from that one descriptor, so a rotation between the check and the
+    read cannot make it read one file at the other's offset. The descriptor is kept
+    until the next look: a log renamed away is still read through it, for
+    :data:`RETIRED_S` while it grows.
 
     ``report`` receives each note and bad line as one line (a CLI prints it on stderr).
     ``should_stop`` is asked between two chunks and two files: a stop (SIGTERM, the
     window's Stop following or its close) then waits for one chunk, not for the rest of
     a 100 MB log; the next poll goes on from the committed position.
-    Not thread-safe: one follower per thread.
+    Not thread-safe: one follower per thread. :meth:`close` closes what it holds open.
     """
 
     def __init__(
@@ -126,6 +145,23 @@ class Follower:
         self.should_stop = should_stop or (lambda: False)
         self.totals = FollowTotals()
         self._gone: set[str] = set()
+        self._open: dict[str, BinaryIO] = {}
+        self._retired: list[_Retired] = []
+        self._scanned: dict[tuple[int, int, int], int] = {}
+        """(device, inode, line start) of a line longer than a chunk -> where its
+        newline was last looked for (the next look reads on from there)."""
+
+    def close(self) -> None:
+        """Close the files held open between two looks (a follower dropped without it
+        closes them when it is collected)."""
+        for handle in [*self._open.values(), *(r.handle for r in self._retired)]:
+            handle.close()
+        self._open.clear()
+        self._retired.clear()
+
+    def __del__(self) -> None:
+        if hasattr(self, "_retired"):  # not half built
+            self.close()
 
     # -- which files ------------------------------------------------------------------
 
@@ -163,7 +199,8 @@ class Follower:
             except OSError as exc:  # unreadable now (permissions, a vanished share)
                 self._note_once(path, f"{path}: cannot read it ({exc.strerror or exc})")
             if self.should_stop():  # after a file, so every poll reads at least a chunk
-                break
+                return self.totals.imported - before
+        self._read_retired()
         return self.totals.imported - before
 
     def _load(self, path: str) -> _Position | None:
@@ -172,29 +209,54 @@ class Follower:
         if row is None:
             return None
         return _Position(
-            row.device, row.inode, row.offset, row.line, row.head_length, row.head_sha256
+            row.device,
+            row.inode,
+            row.offset,
+            row.line,
+            row.head_length,
+            row.head_sha256,
+            row.updated_at.timestamp(),
         )
 
     def _follow(self, path: str) -> None:
         try:
-            st = os.stat(path)
+            handle = open_regular(path)
         except FileNotFoundError:
             self._note_once(path, f"{path}: not there (yet); followed when it appears")
+            held = self._open.get(path)  # renamed away, no new file yet: read it on
+            position = self._load(path)
+            if (
+                held is not None
+                and position is not None
+                and identity(held) == (position.device, position.inode)
+            ):
+                self._read(held, path, path, position)
             return
-        if not stat.S_ISREG(st.st_mode):
+        except NotRegularFile:
             self._note_once(path, f"{path}: not a regular file; not followed")
             return
+        try:
+            self._follow_open(path, handle)
+        except BaseException:
+            handle.close()
+            raise
+
+    def _follow_open(self, path: str, handle: BinaryIO) -> None:
         if path in self._gone:
             self._gone.discard(path)
             self._note(f"{path}: there again (or readable again); following it")
+        st = os.fstat(handle.fileno())
         position = self._load(path)
         if position is not None:
             if (st.st_dev, st.st_ino) != (position.device, position.inode):
-                self._drain_rotated(path, position, by_inode=True)
+                self._drain_renamed(path, position, (st.st_dev, st.st_ino))
                 self._note(f"{path}: a new file (rotated or recreated); read from its start")
                 position = None
-            elif st.st_size < position.offset or not _same_head(path, position):
-                self._drain_rotated(path, position, by_inode=False)
+            elif st.st_size < position.offset or head_of(handle, position.head_length) != (
+                position.head_length,
+                position.head_sha256,
+            ):
+                self._drain_copied(path, position)
                 self._note(
                     f"{path}: truncated or rewritten (size {st.st_size:,} bytes, "
                     f"read up to {position.offset:,}); read again from its start"
@@ -203,87 +265,193 @@ class Follower:
         if position is None:
             # Recorded at first sight, even with no complete line yet: a file rotated away
             # before its first line was complete is then still found by its start.
-            position = _Position(st.st_dev, st.st_ino, 0, 0, *_head(path, HEAD_BYTES))
+            head = head_of(handle, HEAD_BYTES)
+            position = _Position(st.st_dev, st.st_ino, 0, 0, *head, time.time())
             with self.store.write():
                 _save(path, position)
-        self._read(path, path, position)
+        held = self._open.pop(path, None)
+        if held is not None:
+            held.close()
+        self._open[path] = handle
+        self._read(handle, path, path, position)
 
-    def _drain_rotated(self, path: str, position: _Position, *, by_inode: bool) -> None:
-        """Read the rest of the file ``path`` was before it was rotated, if it is beside it.
+    # -- rotations --------------------------------------------------------------------
 
-        Renamed: the same inode under another name. Copied then truncated: another file
-        whose head matches and which is longer than what was read. Lines of it already
+    def _drain_renamed(self, path: str, position: _Position, new: tuple[int, int]) -> None:
+        """Another file is at ``path``: read the rest of the one it was, through the
+        descriptor still held (or, after a restart, found beside it by its inode and
+        head), then every rotated copy modified since the last commit that was never
+        seen (the log was rotated more than once between two looks)."""
+        old = (position.device, position.inode)
+        held = self._open.pop(path, None)
+        if held is not None and identity(held) == old:
+            self._note(f"{path}: reading the rest of the file rotated away")
+            kept = _resumed(held, position)
+            self._read(held, path, path, kept, commit_position=False)
+            self._retired.append(_Retired(path, held, kept, time.monotonic()))
+        else:
+            if held is not None:
+                held.close()
+            self._drain_copy(path, position, by_inode=True)
+        self._read_recent(path, position, {old, new})
+
+    def _drain_copied(self, path: str, position: _Position) -> None:
+        """``path`` was truncated or rewritten: read the rest of its copy beside it (its
+        head matches), then the other rotated copies modified since the last commit."""
+        copied = self._drain_copy(path, position, by_inode=False)
+        skip = {(position.device, position.inode)} | ({copied} if copied else set())
+        self._read_recent(path, position, skip)
+
+    def _drain_copy(
+        self, path: str, position: _Position, *, by_inode: bool
+    ) -> tuple[int, int] | None:
+        """Read the rest of the file ``path`` was before it was rotated, if it is beside it:
+        the same inode under another name (renamed), or a file whose head matches and
+        which is longer than what was read (copied then truncated). Lines already
         imported are found by their content hash, so reading a candidate twice is safe.
-        """
-        folder = os.path.dirname(path)
-        try:
-            names = sorted(os.listdir(folder))
-        except OSError:
-            return
-        for name in names:
-            other = os.path.join(folder, name)
-            if other == path:
+        The identity of the file read, if one was."""
+        for other, st in siblings(path):
+            same_inode = (st.st_dev, st.st_ino) == (position.device, position.inode)
+            if by_inode != same_inode or (not by_inode and st.st_size <= position.offset):
                 continue
             try:
-                st = os.stat(other)
+                with open_regular(other) as handle:
+                    resumed = _resumed(handle, position)
+                    if not by_inode and resumed.offset == 0:  # not its copy
+                        continue
+                    self._note(f"{path}: reading the rest of its rotated copy {other}")
+                    self._read(handle, other, path, resumed, commit_position=False)
+                    return st.st_dev, st.st_ino
+            except (OSError, NotRegularFile):
+                continue
+        return None
+
+    def _read_recent(self, path: str, position: _Position, skip: set[tuple[int, int]]) -> None:
+        """Read whole every rotated copy of ``path`` modified since ``position`` was
+        committed, other than those ``skip`` names: generations of the log that came and
+        went between two looks."""
+        for other, st in recent_copies(path, position.committed, skip):
+            try:
+                with open_regular(other) as handle:
+                    self._note(f"{path}: reading {other}, rotated since the last look")
+                    head = head_of(handle, HEAD_BYTES)
+                    whole = _Position(st.st_dev, st.st_ino, 0, 0, *head)
+                    self._read(handle, other, path, whole, commit_position=False)
+            except (OSError, NotRegularFile):
+                continue
+
+    def _read_retired(self) -> None:
+        """Read on in the files rotated away by rename while they grow; close the ones
+        quiet for :data:`RETIRED_S`."""
+        now = time.monotonic()
+        kept: list[_Retired] = []
+        for retired in self._retired:
+            before = retired.position.offset
+            try:
+                self._read(
+                    retired.handle, retired.path, retired.path, retired.position,
+                    commit_position=False,
+                )  # fmt: skip
             except OSError:
-                continue
-            if not stat.S_ISREG(st.st_mode) or st.st_size <= position.offset:
-                continue
-            same_inode = (st.st_dev, st.st_ino) == (position.device, position.inode)
-            if (same_inode if by_inode else True) and _same_head(other, position):
-                self._note(f"{path}: reading the rest of its rotated copy {other}")
-                self._read(other, path, position, commit_position=False)
-                return
+                retired.grew = -RETIRED_S  # unreadable now: let it go
+            if retired.position.offset != before:
+                retired.grew = now
+            if now - retired.grew < RETIRED_S:
+                kept.append(retired)
+            else:
+                retired.handle.close()
+        self._retired = kept
+
+    # -- reading ----------------------------------------------------------------------
 
     def _read(
-        self, source: str, path: str, position: _Position, *, commit_position: bool = True
+        self,
+        handle: BinaryIO,
+        source: str,
+        path: str,
+        position: _Position,
+        *,
+        commit_position: bool = True,
     ) -> None:
-        """Read ``source`` from ``position`` to its last complete line, chunk by chunk,
-        committing each chunk's episodes with the position after it (for ``path``)."""
-        with open(source, "rb") as handle:
-            st = os.fstat(handle.fileno())
-            while True:
-                handle.seek(position.offset)
-                data = handle.read(CHUNK_BYTES)
-                end = data.rfind(b"\n")
-                if end < 0:
-                    if len(data) == CHUNK_BYTES:  # one line longer than a chunk
-                        data += handle.readline()
-                        end = data.rfind(b"\n")
-                    if end < 0:  # nothing complete yet: the tail waits for its newline
-                        if commit_position and position.head_length < HEAD_BYTES:
-                            self._remember_head(path, position, handle)
-                        return
-                lines = data[: end + 1].split(b"\n")[:-1]
-                episodes, errors = self._parse(source, lines, position.line)
-                new = _Position(
-                    st.st_dev,
-                    st.st_ino,
-                    position.offset + end + 1,
-                    position.line + len(lines),
-                    position.head_length,
-                    position.head_sha256,
-                )
-                if new.head_length < HEAD_BYTES:
-                    new.head_length, new.head_sha256 = _head_of(handle, HEAD_BYTES)
-                with self.store.write():
-                    imported, duplicates = write_parsed(episodes, name=path)
-                    if commit_position:
-                        _save(path, new)
-                self.totals.imported += imported
-                self.totals.duplicates += duplicates
-                for error in errors:
-                    self.totals.errors.append(error)
-                    self.report(str(error))
-                position.offset, position.line = new.offset, new.line
-                if len(data) < CHUNK_BYTES or self.should_stop():
-                    return
+        """Read ``handle`` (named ``source`` in reports) from ``position`` to its last
+        complete line, chunk by chunk, committing each chunk's episodes with the
+        position after it (for ``path``)."""
+        device, inode = identity(handle)
+        while True:
+            line = (device, inode, position.offset)
+            waited = line in self._scanned  # a long line already read up to its tail
+            handle.seek(position.offset)
+            data = b"" if waited else handle.read(CHUNK_BYTES)
+            end = data.rfind(b"\n")
+            skipped: LineError | None = None
+            if waited or (end < 0 and len(data) == CHUNK_BYTES):  # a line over a chunk
+                line_end = self._newline_after(handle, line)
+                if line_end >= 0 and line_end + 1 - position.offset <= MAX_LINE_BYTES:
+                    handle.seek(position.offset)
+                    data = handle.read(line_end + 1 - position.offset)
+                    end = len(data) - 1
+                elif line_end >= 0:
+                    skipped = LineError(
+                        source,
+                        position.line + 1,
+                        f"a line of {line_end + 1 - position.offset:,} bytes, over the "
+                        f"{MAX_LINE_BYTES:,} a line may have; skipped",
+                    )
+                    data, end = b"", line_end - position.offset
+            if end < 0:  # nothing complete yet: the tail waits for its newline
+                if commit_position and position.head_length < HEAD_BYTES:
+                    self._remember_head(path, position, handle)
+                return
+            lines = data[: end + 1].split(b"\n")[:-1] if skipped is None else []
+            episodes, errors = self._parse(source, lines, position.line)
+            if skipped is not None:
+                errors.append(skipped)
+            new = _Position(
+                device,
+                inode,
+                position.offset + end + 1,
+                position.line + (len(lines) if skipped is None else 1),
+                position.head_length,
+                position.head_sha256,
+                time.time(),
+            )
+            if new.head_length < HEAD_BYTES:
+                new.head_length, new.head_sha256 = head_of(handle, HEAD_BYTES)
+            with self.store.write():
+                imported, duplicates = write_parsed(episodes, name=path)
+                if commit_position:
+                    _save(path, new)
+            self.totals.imported += imported
+            self.totals.duplicates += duplicates
+            for error in errors:
+                self.totals.errors.append(error)
+                self.report(str(error))
+            position.offset, position.line = new.offset, new.line
+            position.committed = new.committed
+            if (skipped is None and len(data) < CHUNK_BYTES) or self.should_stop():
+                return
 
-    def _remember_head(self, path: str, position: _Position, handle: Any) -> None:
+    def _newline_after(self, handle: BinaryIO, line: tuple[int, int, int]) -> int:
+        """The offset of the newline that ends the line starting at ``line[2]``, or -1
+        while it has none; read a chunk at a time, from where the last look stopped."""
+        start = line[2]
+        at = self._scanned.get(line, start)
+        while True:
+            handle.seek(at)
+            data = handle.read(CHUNK_BYTES)
+            found = data.find(b"\n")
+            if found >= 0:
+                self._scanned.pop(line, None)
+                return at + found
+            at += len(data)
+            if len(data) < CHUNK_BYTES:
+                self._scanned = {line: at}  # only the line being waited for
+                return -1
+
+    def _remember_head(self, path: str, position: _Position, handle: BinaryIO) -> None:
         """Record the start of a file that holds only a partial line yet: a copy-truncate
         before the line is complete is then still told by the start that changed."""
-        length, digest = _head_of(handle, HEAD_BYTES)
+        length, digest = head_of(handle, HEAD_BYTES)
         if length > position.head_length:
             position.head_length, position.head_sha256 = length, digest
             with self.store.write():
@@ -314,12 +482,16 @@ class Follower:
         return episodes, errors
 
 
-def _head_of(handle: Any, length: int) -> tuple[int, str]:
-    here = handle.tell()
-    handle.seek(0)
-    data = handle.read(length)
-    handle.seek(here)
-    return len(data), hashlib.sha256(data).hexdigest()
+def _resumed(handle: BinaryIO, position: _Position) -> _Position:
+    """Where to read on in a file the log was: at ``position``, or from its start if it
+    was truncated or rewritten since (shorter than what was read, or another head)
+    before it was rotated away. Lines read twice are one episode all the same."""
+    size = os.fstat(handle.fileno()).st_size
+    head = (position.head_length, position.head_sha256)
+    if size >= position.offset and head_of(handle, position.head_length) == head:
+        return replace(position)
+    st = os.fstat(handle.fileno())
+    return _Position(st.st_dev, st.st_ino, 0, 0, *head_of(handle, HEAD_BYTES))
 
 
 def _save(path: str, position: _Position) -> None:

@@ -164,6 +164,8 @@ class FollowRunner(QObject):
             while not stop.is_set():
                 paths = self.paths
                 if follower is None or tuple(follower.paths) != tuple(paths):
+                    if follower is not None:
+                        follower.close()
                     remember_followed(self.store, paths)
                     follower = Follower(
                         self.store, paths, self.reported.emit, should_stop=stop.is_set
@@ -195,6 +197,8 @@ class FollowRunner(QObject):
         except Exception as exc:  # a read-only or vanished database: stop, say why
             state = replace(state, running=False, problem=redact(describe_failure(exc)))
         finally:
+            if follower is not None:
+                follower.close()
             self.store.close()  # this thread's connection
             self.changed.emit(state)
 

@@ -1,0 +1,93 @@
+"""The files around a followed log: its rotated copies, told by identity, head and time.
+
+:mod:`curator.store.follow` reads a log through one open descriptor and decides what
+happened to it from that descriptor alone. When the log was rotated, the lines it had
+not read yet are in other files: the renamed old file (found by its device and inode),
+the copy of a copy-truncate (found by its first bytes), and, when the log was rotated
+more than once between two looks, whole generations it never saw. Those are the rotated
+copies modified since its last commit (:func:`recent_copies`). Each is looked for in the
+log's folder and, for a log named through a symbolic link, in its target's folder, where
+a rotation renames it.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import stat
+from collections.abc import Iterator
+from typing import BinaryIO
+
+__all__ = ["COMPRESSED", "Found", "head_of", "identity", "recent_copies", "siblings"]
+
+COMPRESSED = (".gz", ".bz2", ".xz", ".zst", ".lz4", ".zip", ".br")
+"""Rotated copies that a rotation compressed: not JSON Lines, never read."""
+
+MTIME_SLACK_S = 2.0
+"""A copy modified this long before the last commit still counts as modified since it
+(file systems keep modification times coarser than the clock that stamped the commit)."""
+
+Found = tuple[str, os.stat_result]
+"""A file beside the log: its path and what ``stat`` said of it."""
+
+
+def identity(handle: BinaryIO) -> tuple[int, int]:
+    """The device and inode of an open file: what it is, whatever its name is now."""
+    st = os.fstat(handle.fileno())
+    return st.st_dev, st.st_ino
+
+
+def head_of(handle: BinaryIO, length: int) -> tuple[int, str]:
+    """The length and SHA-256 of the first ``length`` bytes of an open file (its current
+    offset is kept)."""
+    here = handle.tell()
+    handle.seek(0)
+    data = handle.read(length)
+    handle.seek(here)
+    return len(data), hashlib.sha256(data).hexdigest()
+
+
+def _folders(path: str) -> list[tuple[str, str]]:
+    """``(folder, name)`` of the log as named and, through a symbolic link, as it is."""
+    named = (os.path.dirname(path), os.path.basename(path))
+    target = os.path.realpath(path)
+    real = (os.path.dirname(target), os.path.basename(target))
+    return [named] if real == named else [named, real]
+
+
+def siblings(path: str) -> Iterator[Found]:
+    """Every regular file beside the log (in its folder and its link target's folder),
+    itself excluded; a folder that cannot be listed gives nothing."""
+    seen: set[tuple[int, int]] = set()
+    for folder, name in _folders(path):
+        try:
+            names = sorted(os.listdir(folder or "."))
+        except OSError:
+            continue
+        for other_name in names:
+            if other_name == name:
+                continue
+            other = os.path.join(folder, other_name)
+            try:
+                st = os.stat(other)
+            except OSError:
+                continue
+            if stat.S_ISREG(st.st_mode) and (st.st_dev, st.st_ino) not in seen:
+                seen.add((st.st_dev, st.st_ino))
+                yield other, st
+
+
+def recent_copies(path: str, since: float, skip: set[tuple[int, int]]) -> list[Found]:
+    """The log's rotated copies (``agent.jsonl.1``, ``agent.jsonl-20261204``: its name
+    and more, not compressed) modified since ``since`` (seconds since the epoch), oldest
+    first, except the files ``skip`` names by identity."""
+    names = {name for _, name in _folders(path)}
+    found = [
+        (other, st)
+        for other, st in siblings(path)
+        if any(os.path.basename(other).startswith(name) for name in names)
+        and not other.endswith(COMPRESSED)
+        and (st.st_dev, st.st_ino) not in skip
+        and st.st_mtime >= since - MTIME_SLACK_S
+    ]
+    return sorted(found, key=lambda item: (item[1].st_mtime, item[0]))

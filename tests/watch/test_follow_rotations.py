@@ -1,0 +1,244 @@
+"""Rotations a follower meets in the field: through a link, with the agent writing on into
+the renamed file, several between two looks, and files that stop being logs. Real files,
+a real database; every complete line once."""
+
+from __future__ import annotations
+
+import os
+import shutil
+from pathlib import Path
+
+import pytest
+from hypothesis import example, given, settings
+from hypothesis import strategies as st
+
+from curator.store.db import Store
+from curator.store.follow import CHUNK_BYTES, MAX_LINE_BYTES, Follower
+from tests.watch.conftest import append, line, texts
+
+
+def follow(store: Store, *paths: Path) -> tuple[Follower, list[str]]:
+    said: list[str] = []
+    return Follower(store, list(paths), said.append), said
+
+
+def _copytruncate(log: Path, copy: Path) -> None:
+    shutil.copyfile(log, copy)
+    with open(log, "r+b") as handle:
+        handle.truncate(0)
+
+
+@pytest.mark.parametrize("rotation", ["rename", "copytruncate"])
+def test_a_log_named_through_a_link_is_rotated_in_its_targets_folder(
+    store: Store, tmp_path: Path, rotation: str
+) -> None:
+    real, links = tmp_path / "real", tmp_path / "links"
+    real.mkdir()
+    links.mkdir()
+    log = real / "agent.jsonl"
+    log.write_bytes(line("1") + line("2"))
+    (links / "agent.jsonl").symlink_to(log)
+    follower, _ = follow(store, links / "agent.jsonl")
+    follower.poll()
+    append(log, line("3"))  # after the last look, just before the rotation
+    if rotation == "rename":
+        log.rename(real / "agent.jsonl.1")
+        log.write_bytes(line("4"))
+    else:
+        _copytruncate(log, real / "agent.jsonl.1")
+        append(log, line("4"))
+    follower.poll()
+    assert texts(store) == {"1": 1, "2": 1, "3": 1, "4": 1}
+
+
+def test_lines_the_agent_writes_on_into_the_renamed_file_are_read(
+    store: Store, tmp_path: Path
+) -> None:
+    """logrotate renames the log and creates a new one, then tells the agent to reopen
+    it: until then the agent finishes its half line, and writes more, in the old file."""
+    log = tmp_path / "agent.jsonl"
+    log.write_bytes(line("1"))
+    agent = open(log, "ab")  # noqa: SIM115 - the agent's descriptor, kept across the rotation
+    agent.write(line("2")[:9])
+    agent.flush()
+    follower, _ = follow(store, log)
+    follower.poll()
+    log.rename(tmp_path / "agent.jsonl.1")
+    log.write_bytes(line("4"))
+    follower.poll()
+    agent.write(line("2")[9:] + line("3"))
+    agent.close()
+    follower.poll()
+    assert texts(store) == {"1": 1, "2": 1, "3": 1, "4": 1}
+    follower.close()
+
+
+def test_a_log_rotated_away_into_another_folder_is_read_to_its_end(
+    store: Store, tmp_path: Path
+) -> None:
+    log = tmp_path / "agent.jsonl"
+    log.write_bytes(line("1"))
+    (tmp_path / "old").mkdir()
+    follower, _ = follow(store, log)
+    follower.poll()
+    append(log, line("2"))
+    log.rename(tmp_path / "old" / "agent.jsonl.1")  # logrotate's olddir
+    log.write_bytes(line("3"))
+    follower.poll()
+    assert texts(store) == {"1": 1, "2": 1, "3": 1}
+
+
+@pytest.mark.parametrize("rotation", ["rename", "copytruncate"])
+@pytest.mark.parametrize("restarted", [False, True])
+def test_two_rotations_between_two_looks_lose_no_generation(
+    store: Store, tmp_path: Path, rotation: str, restarted: bool
+) -> None:
+    log = tmp_path / "agent.jsonl"
+    log.write_bytes(line("1"))
+    follower, _ = follow(store, log)
+    follower.poll()
+    for generation in ("2", "3"):
+        append(log, line(generation))
+        for older in sorted(tmp_path.glob("agent.jsonl.*"), reverse=True):
+            older.rename(f"{log}.{int(older.suffix[1:]) + 1}")
+        if rotation == "rename":
+            log.rename(f"{log}.1")
+            log.write_bytes(b"")
+        else:
+            _copytruncate(log, Path(f"{log}.1"))
+    append(log, line("4"))
+    if restarted:
+        follower, _ = follow(store, log)
+    follower.poll()
+    assert texts(store) == {"1": 1, "2": 1, "3": 1, "4": 1}
+
+
+def test_a_named_pipe_put_where_the_log_was_is_said_once_and_never_waited_on(
+    store: Store, tmp_path: Path
+) -> None:
+    log = tmp_path / "agent.jsonl"
+    log.write_bytes(line("1"))
+    follower, said = follow(store, log)
+    follower.poll()
+    log.unlink()
+    os.mkfifo(log)
+    for _ in range(3):
+        follower.poll()  # opened without waiting for a writer: returns at once
+    assert [s for s in said if "not a regular file" in s] == [
+        f"{log}: not a regular file; not followed"
+    ]
+    log.unlink()
+    log.write_bytes(line("2"))
+    follower.poll()
+    assert texts(store) == {"1": 1, "2": 1}
+
+
+def test_a_link_loop_is_said_once(store: Store, tmp_path: Path) -> None:
+    log = tmp_path / "agent.jsonl"
+    os.symlink(tmp_path / "other", log)
+    os.symlink(log, tmp_path / "other")
+    follower, said = follow(store, log)
+    for _ in range(4):
+        follower.poll()
+    assert len(said) == 1 and "cannot read it" in said[0]
+
+
+def test_a_line_over_the_limit_is_skipped_without_being_held(store: Store, tmp_path: Path) -> None:
+    """A sparse file: 16 MiB and more of one line, then a good line. The long line is
+    one FILE:LINE error; the follow goes on with the next line."""
+    log = tmp_path / "agent.jsonl"
+    with open(log, "wb") as handle:
+        handle.truncate(MAX_LINE_BYTES + 1)
+    follower, _ = follow(store, log)
+    follower.poll()  # no newline yet: waits, having read it once
+    assert texts(store) == {} and follower.totals.errors == []
+    append(log, b"\n" + line("after"))
+    follower.poll()
+    assert texts(store) == {"after": 1}
+    [error] = follower.totals.errors
+    assert str(error) == (
+        f"{log}:1: a line of {MAX_LINE_BYTES + 2:,} bytes, over the {MAX_LINE_BYTES:,} a "
+        "line may have; skipped"
+    )
+
+
+def test_a_long_line_still_unfinished_is_read_on_from_where_the_last_look_stopped(
+    store: Store, tmp_path: Path
+) -> None:
+    """Each look reads only what was written since the last one (counted: the reads of
+    the file), not the whole unfinished line again."""
+    log = tmp_path / "agent.jsonl"
+    log.write_bytes(b'{"text": "' + b"x" * (3 * CHUNK_BYTES))
+    follower, _ = follow(store, log)
+    follower.poll()
+    reads: list[int] = []
+    real_read = Follower._newline_after
+
+    def counting(self: Follower, handle, where):  # type: ignore[no-untyped-def]
+        start = self._scanned.get(where, where[2])
+        reads.append(start)
+        return real_read(self, handle, where)
+
+    Follower._newline_after = counting  # type: ignore[method-assign]
+    try:
+        append(log, b"y" * 10)
+        follower.poll()
+    finally:
+        Follower._newline_after = real_read  # type: ignore[method-assign]
+    assert reads == [3 * CHUNK_BYTES + 10]
+    append(log, b'"}\n')
+    follower.poll()
+    assert follower.totals.errors != [] or texts(store) != {}
+
+
+_steps = st.lists(
+    st.sampled_from(["append", "poll", "restart", "rename", "copytruncate"]),
+    min_size=1,
+    max_size=25,
+)
+
+
+@settings(deadline=None, max_examples=30)
+@given(steps=_steps)
+@example(steps=["append", "rename", "append", "rename", "append"])
+@example(steps=["append", "copytruncate", "append", "copytruncate", "restart", "append"])
+def test_any_number_of_rotations_between_two_looks_loses_no_line(
+    tmp_path_factory: pytest.TempPathFactory, steps: list[str]
+) -> None:
+    """Rotations of numbered copies (``.1`` becomes ``.2``: logrotate's way) with no look
+    between them, restarts of the follower anywhere: every line written is one episode.
+    One look comes between a copy-truncate and lines written into a log the follower
+    last saw empty: a file whose start was nothing is grown by anything, so its copy and
+    truncation cannot be told from growth (README, "A followed log")."""
+    folder = tmp_path_factory.mktemp("rotations")
+    log = folder / "agent.jsonl"
+    log.write_bytes(b"")
+    written = 0
+    with Store(folder / "db.sqlite") as store:
+        follower = Follower(store, [log], lambda _: None)
+        follower.poll()  # the first look: what was rotated away before it is not this log's
+        seen_empty = True
+        for step in steps:
+            if step == "copytruncate" and seen_empty and log.stat().st_size:
+                follower.poll()
+                seen_empty = False
+            if step in ("rename", "copytruncate"):
+                for older in sorted(folder.glob("agent.jsonl.*"), key=lambda p: -int(p.suffix[1:])):
+                    older.rename(f"{log}.{int(older.suffix[1:]) + 1}")
+                if step == "rename":
+                    log.rename(f"{log}.1")
+                    log.write_bytes(b"")
+                else:
+                    _copytruncate(log, Path(f"{log}.1"))
+            elif step == "append":
+                append(log, line(f"line {written} of the log"))
+                written += 1
+            elif step == "poll":
+                follower.poll()
+                seen_empty = log.stat().st_size == 0
+            else:
+                follower.close()
+                follower = Follower(store, [log], lambda _: None)
+        follower.poll()
+        follower.close()
+        assert texts(store) == {f"line {i} of the log": 1 for i in range(written)}
