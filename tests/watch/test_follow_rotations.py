@@ -7,13 +7,16 @@ from __future__ import annotations
 import os
 import shutil
 from pathlib import Path
+from typing import Any, BinaryIO
 
 import pytest
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
+from curator.core.regular_file import open_regular
+from curator.store import follow as follow_module
 from curator.store.db import Store
-from curator.store.follow import CHUNK_BYTES, MAX_LINE_BYTES, Follower
+from curator.store.follow import CHUNK_BYTES, HEAD_BYTES, MAX_LINE_BYTES, Follower
 from tests.watch.conftest import append, line, texts
 
 
@@ -162,33 +165,50 @@ def test_a_line_over_the_limit_is_skipped_without_being_held(store: Store, tmp_p
     )
 
 
+class _CountingFile:
+    """A file whose reads are counted (the bytes a look reads)."""
+
+    def __init__(self, handle: BinaryIO, counted: list[int]) -> None:
+        self._handle, self._counted = handle, counted
+
+    def read(self, size: int = -1) -> bytes:
+        data = self._handle.read(size)
+        self._counted.append(len(data))
+        return data
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._handle, name)
+
+    def __enter__(self) -> _CountingFile:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._handle.close()
+
+
 def test_a_long_line_still_unfinished_is_read_on_from_where_the_last_look_stopped(
-    store: Store, tmp_path: Path
+    store: Store, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """Each look reads only what was written since the last one (counted: the reads of
-    the file), not the whole unfinished line again."""
+    """Each look reads what was written since the last one (the bytes it reads are
+    counted), not the whole unfinished line again; the line, once complete, is judged."""
     log = tmp_path / "agent.jsonl"
     log.write_bytes(b'{"text": "' + b"x" * (3 * CHUNK_BYTES))
     follower, _ = follow(store, log)
     follower.poll()
-    reads: list[int] = []
-    real_read = Follower._newline_after
-
-    def counting(self: Follower, handle, where):  # type: ignore[no-untyped-def]
-        start = self._scanned.get(where, where[2])
-        reads.append(start)
-        return real_read(self, handle, where)
-
-    Follower._newline_after = counting  # type: ignore[method-assign]
-    try:
-        append(log, b"y" * 10)
-        follower.poll()
-    finally:
-        Follower._newline_after = real_read  # type: ignore[method-assign]
-    assert reads == [3 * CHUNK_BYTES + 10]
+    counted: list[int] = []
+    monkeypatch.setattr(
+        follow_module, "open_regular", lambda path: _CountingFile(open_regular(path), counted)
+    )
+    append(log, b"y" * 10)
+    follower.poll()
+    assert sum(counted) < 2 * HEAD_BYTES + 10  # the heads it checks, and the new bytes
+    counted.clear()
+    follower.poll()
+    assert sum(counted) < 2 * HEAD_BYTES
     append(log, b'"}\n')
     follower.poll()
-    assert follower.totals.errors != [] or texts(store) != {}
+    assert [str(e).split(": ")[0] for e in follower.totals.errors] == [f"{log}:1"]
+    assert "over the 1,000,000 limit" in str(follower.totals.errors[0])
 
 
 _steps = st.lists(
