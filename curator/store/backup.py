@@ -52,6 +52,7 @@ from curator.store.backup_identity import (
     database_file,
     ensure_database_id,
     foreign_backup_problem,
+    foreign_target_problem,
     named_backups,
     read_database_id,
 )
@@ -73,7 +74,14 @@ from curator.store.db import Store
 from curator.store.db_choice import BUSY_TIMEOUT_S, busy_timeout_from_env
 from curator.store.db_errors import DATABASE_ERRORS
 from curator.store.models import utcnow
-from curator.store.opening import StoreBusyError, check_file, file_name, has_wal, read_only_uri
+from curator.store.opening import (
+    ReadOnlyError,
+    StoreBusyError,
+    check_file,
+    file_name,
+    has_wal,
+    read_only_uri,
+)
 from curator.store.settings import SettingsError, load_settings
 
 try:
@@ -399,11 +407,15 @@ def restore_backup(path: Path, backup: Path | None = None) -> RestoreReport:
     problem = backup_problem(backup)
     if problem is not None:
         raise CuratorError(f"the backup cannot be restored: {problem}; nothing changed")
-    foreign = foreign_backup_problem(path, backup)
+    foreign = foreign_backup_problem(path, backup) or foreign_target_problem(path)
     if foreign is not None:
         raise CuratorError(f"refused: {foreign}")
     if path.is_dir():
         raise CuratorError(f"{path} is a folder, not a database file; nothing changed")
+    if path.is_file() and not os.access(path, os.W_OK):
+        # The folder may be writable, which would let the file be renamed aside and a
+        # writable copy put in its place: what this user may not write stays as it is.
+        raise ReadOnlyError(f"read-only: {path} cannot be written by this user; nothing changed")
     stamp = _timestamp()
     partial = path.with_name(f"{path.name}.restoring-{stamp}")
     try:

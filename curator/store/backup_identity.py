@@ -40,7 +40,15 @@ import uuid
 from pathlib import Path
 
 from curator.store.backup_schedule import stamp_of
-from curator.store.opening import _connect_without_writing, file_name
+from curator.store.opening import (
+    DamagedDatabaseError,
+    ForeignDatabaseError,
+    SchemaTooNewError,
+    StoreError,
+    _connect_without_writing,
+    check_file,
+    file_name,
+)
 
 DATABASE_ID_KEY = "database_id"
 _STAMP = r"\d{8}T\d{12}Z"
@@ -182,3 +190,42 @@ def foreign_backup_problem(db_path: Path, backup: Path) -> str | None:
         f"{backup} is a backup of another database (id {theirs[:12]}), not of {db_path} "
         f"(id {own_id[:12]}); nothing changed"
     )
+
+
+#: The starts of files that are something else than a database, damaged or not.
+_OTHER_FORMATS = (
+    b"\x89PNG",
+    b"\xff\xd8\xff",
+    b"GIF8",
+    b"%PDF",
+    b"PK\x03\x04",
+    b"\x1f\x8b",
+    b"\x7fELF",
+)
+
+
+def foreign_target_problem(db_path: Path) -> str | None:
+    """Why the file at ``db_path`` must not be set aside for a backup (None: it may be).
+
+    Restore exists to replace a damaged database, so a file that does not open is not
+    refused for that alone; but a file that is plainly not ours is: another program's
+    SQLite database, a newer version's, text (a SQLite file, damaged or not, has NUL
+    bytes in its first page; text has none) or a file of another known format."""
+    try:
+        check_file(db_path)
+    except (ForeignDatabaseError, SchemaTooNewError) as exc:
+        return f"{exc}"
+    except DamagedDatabaseError:
+        try:
+            with db_path.open("rb") as handle:
+                first = handle.read(4096)
+        except OSError:
+            return None
+        if first.startswith(_OTHER_FORMATS) or (first and b"\x00" not in first):
+            return (
+                f"{db_path} is not a database file (it holds text or another format); "
+                "it was not modified"
+            )
+    except StoreError:
+        return None  # a folder, a pipe, an unreadable file: the restore says which
+    return None

@@ -112,6 +112,7 @@ class Case:
     env: dict[str, str] = field(default_factory=dict)
     busy: bool = False  # a second connection holds the write lock while it runs
     read_only: bool = False  # file 444, folder 555, unprivileged child
+    writable_folder: bool = False  # with read_only: the folder stays writable
     after: Callable[[Path], None] | None = None  # extra checks on the folder
 
 
@@ -157,6 +158,24 @@ def _truncated(folder: Path, template: Path) -> None:
 def _truncated_with_backup(folder: Path, template: Path) -> None:
     _truncated(folder, template)
     _good_backup(folder / "db.sqlite", template)
+
+
+def _with_a_good_backup(build: Callable[[Path, Path], None]) -> Callable[[Path, Path], None]:
+    """``build``'s files, and beside them a good backup of a demo database."""
+
+    def both(folder: Path, template: Path) -> None:
+        build(folder, template)
+        _good_backup(folder / "db.sqlite", template)
+
+    return both
+
+
+def _text(folder: Path, _: Path) -> None:
+    (folder / "db.sqlite").write_text("my notes, not a database\n", encoding="utf-8")
+
+
+def _png(folder: Path, _: Path) -> None:
+    (folder / "db.sqlite").write_bytes(b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR" + bytes(64))
 
 
 def _random_body(folder: Path, template: Path) -> None:
@@ -300,6 +319,28 @@ CASES = [
         0,
         after=_check_restored,
     ),
+    # Restore replaces a damaged database of ours, never a file that is plainly not one
+    *(
+        Case(
+            f"restore-onto-{name}", _with_a_good_backup(build), ("restore",), 2, r"refused: ", True
+        )
+        for name, build in (
+            ("foreign", _foreign),
+            ("text", _text),
+            ("png", _png),
+            ("newer", _newer),
+        )
+    ),
+    Case(
+        "restore-read-only-file",
+        _with_a_good_backup(_truncated),
+        ("restore",),
+        2,
+        r"read-only: .* cannot be written by this user; nothing changed",
+        foreign=True,
+        read_only=True,
+        writable_folder=True,
+    ),
     Case("read-only-stats", _copy_demo, ("stats",), 0, foreign=True, read_only=True),
     Case(
         "read-only-export",
@@ -351,10 +392,14 @@ def case_dir() -> Iterator[Path]:
     shutil.rmtree(folder)
 
 
-def _make_read_only(folder: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    for path in folder.iterdir():
-        path.chmod(stat.S_IRUSR | stat.S_IRGRP | stat.S_IROTH)
-    folder.chmod(0o555)
+def _make_read_only(folder: Path, monkeypatch: pytest.MonkeyPatch, *, whole: bool) -> None:
+    if whole:
+        for path in folder.iterdir():
+            path.chmod(stat.S_IRUSR | stat.S_IRGRP | stat.S_IROTH)
+        folder.chmod(0o555)
+    else:  # the database file only: its folder stays writable
+        (folder / "db.sqlite").chmod(stat.S_IRUSR | stat.S_IRGRP | stat.S_IROTH)
+        folder.chmod(0o777)
     if os.geteuid() == 0:
         # root ignores permission bits: the child gives up the capabilities that let it
         bound = functools.partial(subprocess.run, preexec_fn=_drop_permission_override)
@@ -381,7 +426,7 @@ def test_hostile_database(
         *(a.replace("{db}", str(db)).replace("{dir}", str(case_dir)) for a in case.argv),
     ]
     if case.read_only:
-        _make_read_only(case_dir, monkeypatch)
+        _make_read_only(case_dir, monkeypatch, whole=not case.writable_folder)
     foreign_digest = sha256_of(db)
     holder = None
     if case.busy:

@@ -15,12 +15,12 @@ from pathlib import Path
 from typing import Any
 
 import peewee
-import psycopg
 import pytest
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 from pg_server import PostgresServer
 
+from curator.store import pg_driver
 from curator.store.db import Store
 from curator.store.importer import import_file
 from curator.store.pg_connection import ConnectionLost
@@ -167,7 +167,8 @@ def hang_up_seen_first(store: Store, at: str | None = None) -> Callable[[], None
         gen.close()
         with socket.socket(fileno=os.dup(conn.pgconn.socket)) as duplicate:
             duplicate.shutdown(socket.SHUT_RDWR)
-        raise psycopg.OperationalError("connection socket closed")
+        # the driver as the store imports it (a module the command line holds back)
+        raise pg_driver.load().OperationalError("connection socket closed")
 
     def disarm() -> None:
         conn.cursor, conn.wait = real_cursor, real_wait
