@@ -10,16 +10,24 @@ writes that error for each such line; every readable message passes as it was.
 
 from __future__ import annotations
 
+import json
+import re
 from typing import Any
 
 import anyio
 from mcp.server.stdio import stdio_server
 from mcp.shared.message import SessionMessage
-from mcp.types import ErrorData, JSONRPCError
+from mcp.types import (
+    ErrorData,
+    JSONRPCError,
+    JSONRPCNotification,
+    jsonrpc_message_adapter,
+)
 from pydantic import ValidationError
 
 PARSE_ERROR = -32700
 INVALID_REQUEST = -32600
+_SURROGATE = re.compile("[\ud800-\udfff]")
 
 
 def is_blank_line(exc: Exception) -> bool:
@@ -48,6 +56,92 @@ def unreadable_answer(exc: Exception) -> JSONRPCError:
     )
 
 
+def read_anyway(exc: Exception) -> tuple[Any, JSONRPCError | None]:
+    """A line the SDK's parser refused but JSON allows: a ``\\ud800`` escape, a lone
+    surrogate, which Python's parser reads and pydantic's does not. ``(message, None)``
+    to pass on: an ``initialize`` whose client name or version holds one (they are
+    cleaned, as a client's name always is); ``(None, error)`` answering any other message
+    holding one, or a JSON object of no known shape, under its own id where it has one
+    that can be written back; ``(None, None)`` for a line that is not JSON at all.
+
+    Such a message is refused whole rather than passed on: a lone surrogate is no text,
+    and the server could not even write an answer that quotes it (its id, a method or a
+    resource's name), so it would stop."""
+    errors = exc.errors() if isinstance(exc, ValidationError) else []
+    line = errors[0].get("input") if errors and errors[0].get("type") == "json_invalid" else None
+    if not isinstance(line, str | bytes):
+        return None, None
+    try:
+        found = json.loads(line)
+    except ValueError:
+        return None, None
+    given = _echoable(found.get("id")) if isinstance(found, dict) else None
+    if isinstance(found, dict) and found.get("method") == "initialize":
+        params = found.get("params")
+        if isinstance(params, dict) and isinstance(params.get("clientInfo"), dict):
+            params["clientInfo"] = _without_lone_surrogates(params["clientInfo"])
+    if _has_lone_surrogate(found):
+        return None, _invalid(given, LONE_SURROGATE)
+    try:
+        return jsonrpc_message_adapter.validate_python(found, by_name=False), None
+    except ValidationError:
+        return None, _invalid(given, "not a JSON-RPC 2.0 message object")
+
+
+LONE_SURROGATE = (
+    "the message holds a lone surrogate (a \\ud800-\\udfff escape not in a pair), which is "
+    "not Unicode; nothing was done"
+)
+
+
+def _has_lone_surrogate(value: Any) -> bool:
+    if isinstance(value, str):
+        return _SURROGATE.search(value) is not None
+    if isinstance(value, dict):
+        return any(_has_lone_surrogate(k) or _has_lone_surrogate(v) for k, v in value.items())
+    if isinstance(value, list):
+        return any(_has_lone_surrogate(v) for v in value)
+    return False
+
+
+def _without_lone_surrogates(value: Any) -> Any:
+    if isinstance(value, str):
+        return _SURROGATE.sub("\ufffd", value)
+    if isinstance(value, dict):
+        return {_without_lone_surrogates(k): _without_lone_surrogates(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_without_lone_surrogates(v) for v in value]
+    return value
+
+
+def request_without_id(message: Any) -> JSONRPCError | None:
+    """The answer to a request whose id is missing or neither a string nor an integer
+    (``1.5``, ``true``, ``null``): the SDK reads it as a notification and drops it, and
+    its sender would wait for ever. Every notification's method starts with
+    ``notifications/``; a request's method never does."""
+    if isinstance(message, JSONRPCNotification) and not message.method.startswith("notifications/"):
+        return _invalid(None, "a request needs an id that is a string or an integer")
+    return None
+
+
+def _echoable(given: Any) -> str | int | None:
+    """``given`` as an answer's id if it is one JSON-RPC allows and that can be written
+    (a string with a lone surrogate cannot), else None."""
+    if isinstance(given, int) and not isinstance(given, bool):
+        return given
+    if isinstance(given, str) and _SURROGATE.search(given) is None:
+        return given
+    return None
+
+
+def _invalid(given: str | int | None, why: str) -> JSONRPCError:
+    return JSONRPCError(
+        jsonrpc="2.0",
+        id=given,
+        error=ErrorData(code=INVALID_REQUEST, message=f"Invalid Request: {why}"),
+    )
+
+
 def _stream_pair() -> tuple[Any, Any]:
     """The kind of stream the SDK's transports hand a server (carrying each message's
     context), or anyio's plain one where a later SDK moved it: the same messages pass."""
@@ -71,8 +165,16 @@ async def serve_stdio(server: Any) -> None:
             async with send:
                 async for item in from_client:
                     if isinstance(item, Exception):
-                        if not is_blank_line(item):
-                            await to_client.send(SessionMessage(unreadable_answer(item)))
+                        if is_blank_line(item):
+                            continue
+                        message, refused = read_anyway(item)
+                        if message is not None:
+                            await send.send(SessionMessage(message))
+                        else:
+                            answer = refused or unreadable_answer(item)
+                            await to_client.send(SessionMessage(answer))
+                    elif (refused := request_without_id(item.message)) is not None:
+                        await to_client.send(SessionMessage(refused))
                     else:
                         await send.send(item)
 

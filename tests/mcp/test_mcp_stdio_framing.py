@@ -31,24 +31,11 @@ INIT = {
 STATUS = {"jsonrpc": "2.0", "method": "tools/call", "params": {"name": "memory_status"}}
 
 
-@pytest.mark.parametrize(
-    ("line", "code"),
-    [
-        (b"this is not json", -32700),
-        (b'{"jsonrpc": "2.0", "id": 1, "method": ', -32700),
-        (json.dumps([{"jsonrpc": "2.0", "id": 2, "method": "tools/list"}]).encode(), -32600),
-        (b'{"jsonrpc": "1.0", "id": 3}', -32600),
-        (b"42", -32600),
-        (b"   ", None),  # a blank line keeps a pipe alive: nothing to answer
-    ],
-)
-def test_a_line_that_is_no_message_gets_an_error_and_the_server_goes_on(
-    tmp_path: Path, line: bytes, code: int | None
-) -> None:
+def _exchange(tmp_path: Path, lines: list[Any], last: int) -> list[dict[str, Any]]:
+    """Send ``lines`` to ``curator mcp`` on a demo database; its answers, read until the
+    one with id ``last`` (then its input is closed: the end)."""
     db = tmp_path / "memory.sqlite"
     assert main(["--db", str(db), "demo"]) == 0
-    initialized = {"jsonrpc": "2.0", "method": "notifications/initialized"}
-    lines = [INIT, initialized, line, {**STATUS, "id": 9}]
     server = subprocess.Popen(
         [sys.executable, "-m", "curator", "--db", str(db), "mcp"],
         stdin=subprocess.PIPE,
@@ -64,20 +51,80 @@ def test_a_line_that_is_no_message_gets_an_error_and_the_server_goes_on(
             server.stdin.write(b"\n")
         server.stdin.flush()
         answers: list[dict[str, Any]] = []
-        while not answers or answers[-1].get("id") != 9:  # the last call's answer
+        while not answers or answers[-1].get("id") != last:
             answer = server.stdout.readline()
             assert answer, server.communicate(timeout=30)[1].decode()[-2000:]
             answers.append(json.loads(answer))
-        _, stderr = server.communicate(timeout=30)  # closes its input: the end
+        _, stderr = server.communicate(timeout=30)
+        assert server.returncode == 0 and b"Traceback" not in stderr, stderr[-2000:]
     finally:
         watchdog.cancel()
         if server.poll() is None:
             server.kill()
+    return answers
+
+
+@pytest.mark.parametrize(
+    ("line", "code"),
+    [
+        (b"this is not json", -32700),
+        (b'{"jsonrpc": "2.0", "id": 1, "method": ', -32700),
+        (json.dumps([{"jsonrpc": "2.0", "id": 2, "method": "tools/list"}]).encode(), -32600),
+        (b'{"jsonrpc": "1.0", "id": 3}', -32600),
+        (b"42", -32600),
+        (b"   ", None),  # a blank line keeps a pipe alive: nothing to answer
+        # a request whose id is no string or integer, or missing: read as a notification
+        # by the SDK and dropped, its sender waited for ever
+        (b'{"jsonrpc": "2.0", "id": 1.5, "method": "tools/list"}', -32600),
+        (b'{"jsonrpc": "2.0", "id": null, "method": "tools/list"}', -32600),
+        (b'{"jsonrpc": "2.0", "method": "ping"}', -32600),
+        # JSON that pydantic's parser refuses (a lone surrogate escape) and no message
+        (b'{"jsonrpc": "2.0", "id": "\\ud800", "result": 5, "method": 7}', -32600),
+    ],
+)
+def test_a_line_that_is_no_message_gets_an_error_and_the_server_goes_on(
+    tmp_path: Path, line: bytes, code: int | None
+) -> None:
+    initialized = {"jsonrpc": "2.0", "method": "notifications/initialized"}
+    answers = _exchange(tmp_path, [INIT, initialized, line, {**STATUS, "id": 9}], 9)
     if code is None:
         assert [a.get("id") for a in answers] == [0, 9]
     else:
         assert [a.get("id") for a in answers] == [0, None, 9]
         assert answers[1]["error"]["code"] == code
     assert "episodes" in answers[-1]["result"]["content"][0]["text"]
-    assert server.returncode == 0
-    assert b"Traceback" not in stderr
+
+
+_SURROGATE = "\\ud800"  # as a JSON escape: valid JSON, no Unicode text
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        '{"jsonrpc": "2.0", "id": 7, "method": "tools/call", "params": {"name": '
+        '"record_episode", "arguments": {"text": "hello %s world, a long enough text"}}}',
+        '{"jsonrpc": "2.0", "id": 7, "method": "tools/call", "params": {"name": '
+        '"record_episode", "arguments": {"text": "a long enough text", "source": "s%s"}}}',
+        '{"jsonrpc": "2.0", "id": 7, "method": "pi%sng"}',
+        '{"jsonrpc": "2.0", "id": 7, "method": "tools/call", "params": {"name": "x%s"}}',
+        '{"jsonrpc": "2.0", "id": 7, "method": "resources/read", "params": {"uri": "c://%s"}}',
+        '{"jsonrpc": "2.0", "id": 7, "method": "tools/call", "params": {"name": '
+        '"memory_status", "arguments": {"k%s": 1}}}',
+        '{"jsonrpc": "2.0", "id": "seven%s", "method": "ping"}',
+    ],
+)
+def test_a_lone_surrogate_anywhere_is_refused_under_its_id_and_the_server_goes_on(
+    tmp_path: Path, line: str
+) -> None:
+    """``\\ud800`` is valid JSON (Python and JavaScript write it) that the SDK's parser
+    refused: the request went unanswered, or an answer quoting it (an id, a method, a
+    resource) stopped the server. Now it is refused under its id (null when the id itself
+    holds one), and a client name holding one is cleaned, not refused."""
+    hello = json.dumps(INIT).replace('"framing"', f'"agent{_SURROGATE}"').encode()
+    initialized = {"jsonrpc": "2.0", "method": "notifications/initialized"}
+    ping = {"jsonrpc": "2.0", "id": 99, "method": "ping"}
+    answers = _exchange(tmp_path, [hello, initialized, (line % _SURROGATE).encode(), ping], 99)
+    assert [a.get("id") for a in answers] == [0, None if "seven" in line else 7, 99]
+    assert "result" in answers[0]
+    assert answers[1]["error"]["code"] == -32600
+    assert "lone surrogate" in answers[1]["error"]["message"]
