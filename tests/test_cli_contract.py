@@ -483,3 +483,57 @@ def test_a_path_the_system_refuses_is_one_line_and_exit_two(
     assert "File name too long" in err and err.count("\n") == 1 and len(err) < 400
     assert json.loads(out)["exit"] == 2
     assert tree(tmp_path) == before
+
+
+@pytest.mark.parametrize("exists", [True, False])
+def test_a_stdout_that_cannot_encode_a_character_escapes_it(tmp_path: Path, exists: bool) -> None:
+    """``PYTHONIOENCODING=ascii`` (or a C locale's ASCII) and a path with ``ü``: the JSON
+    document is still one valid document (``\\u00fc``), where the write used to raise
+    UnicodeEncodeError (exit 3, and no document at all for a failure)."""
+    folder = tmp_path / "ü"
+    folder.mkdir()
+    db = folder / "x.sqlite"
+    if exists:
+        assert main(["--db", str(db), "--create", "stats"]) == 0
+    env = {**os.environ, "PYTHONIOENCODING": "ascii"}
+    done = subprocess.run(
+        [sys.executable, "-m", "curator", "--db", str(db), "--json", "stats"],
+        capture_output=True,
+        env=env,
+        timeout=120,
+        check=False,
+    )
+    assert done.returncode == (0 if exists else 2), done.stderr.decode(errors="replace")
+    document = json.loads(done.stdout.decode("ascii"))
+    assert str(db) in (document["database"] if exists else document["error"])
+    assert len(done.stderr.decode("ascii").splitlines()) == (0 if exists else 1)
+
+
+@pytest.mark.parametrize("signame", ["SIGTERM", "SIGHUP"])
+def test_sigterm_or_sighup_cleans_up_as_ctrl_c_does(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, signame: str
+) -> None:
+    """A backup's half-written copy is removed and the command ends with 128 + the
+    signal and one line. Fault injection: the signal is sent from inside the copy, once
+    its file exists (a real backup of a small database ends before a signal could be
+    timed into it)."""
+    import signal
+
+    import curator.store.backup as backup_module
+
+    db = tmp_path / "db.sqlite"
+    assert main(["--db", str(db), "demo"]) == 0
+    real_copy = backup_module._copy_and_check
+    signum = getattr(signal, signame)
+
+    def copy_then_signal(db_path: Path, partial: Path, *args: object, **kwargs: object) -> str:
+        result = real_copy(db_path, partial, *args, **kwargs)  # type: ignore[arg-type]
+        assert partial.exists()
+        os.kill(os.getpid(), signum)
+        return result
+
+    monkeypatch.setattr(backup_module, "_copy_and_check", copy_then_signal)
+    before = signal.getsignal(signum)
+    assert main(["--db", str(db), "backup", "--dir", str(tmp_path / "bk")]) == 128 + signum
+    assert signal.getsignal(signum) == before  # the command's handler went with it
+    assert sorted(p.name for p in (tmp_path / "bk").iterdir()) == []

@@ -14,8 +14,9 @@ Conventions shared by all commands:
   too: ``{"error": "...", "exit": N}``, whatever failed (a usage error included);
 - errors are one readable line on stderr, never a traceback (``CURATOR_DEBUG=1`` shows it);
 - exit codes: 0 success, 1 some input rejected or a conflict (or the output could not be
-  written), 2 usage or unusable input (nothing changed), 130 interrupted, 141 the reader
-  of stdout went away; 3 only for an internal error, a bug to report;
+  written), 2 usage or unusable input (nothing changed), 130 interrupted (143 and 129:
+  stopped by SIGTERM or SIGHUP, cleaned up after as Ctrl-C is), 141 the reader of stdout
+  went away; 3 only for an internal error, a bug to report;
 - a missing database is created only by the commands made for it (see
   :data:`curator.cli.common.DATABASE_USE`) or with ``--create``.
 """
@@ -45,6 +46,7 @@ from curator.cli.common import (  # noqa: E402
     ensure_standard_streams,
     print_error_document,
 )
+from curator.cli.stop_signals import Stopped, stopping_like_ctrl_c  # noqa: E402
 from curator.core.jsonsafe import dumps  # noqa: E402
 from curator.errors import CuratorError  # noqa: E402
 
@@ -432,7 +434,11 @@ def _run(ctx: CommandContext) -> int:
             from curator.cli.data import open_window
 
             return open_window(ctx)
-        code: int = args.handler(ctx)
+        if args.command == "mcp":  # a server: the SDK's event loop ends it on its own terms
+            code: int = args.handler(ctx)
+        else:
+            with stopping_like_ctrl_c():
+                code = args.handler(ctx)
         return code
     except OutputError as exc:  # stdout is unusable: the error goes to stderr only
         ctx.json = False
@@ -457,6 +463,9 @@ def _run(ctx: CommandContext) -> int:
         # The reader went away (e.g. `curator export | head`): not an error worth a message.
         _discard_stdout()
         return 141
+    except Stopped as exc:  # SIGTERM or SIGHUP, cleaned up after as Ctrl-C is
+        ctx.fail(str(exc), exc.exit_code)
+        return exc.exit_code
     except KeyboardInterrupt:
         ctx.fail("interrupted", 130)
         return 130

@@ -8,6 +8,7 @@ created), not hand the agent the empty memory of a database made on the spot.
 from __future__ import annotations
 
 import argparse
+import codecs
 import contextlib
 import errno
 import io
@@ -182,6 +183,32 @@ def ensure_standard_streams() -> None:
         sys.stdout = _ClosedOutput()
     if sys.stderr is None:
         sys.stderr = open(os.devnull, "w", encoding="utf-8")  # noqa: SIM115 - for the process
+    for stream in (sys.stdout, sys.stderr):
+        # A stream whose encoding cannot write a character (PYTHONIOENCODING=ascii, a C
+        # locale's ASCII) writes it as \uXXXX: still one line, still valid JSON, where
+        # it raised UnicodeEncodeError from whatever printed a path or a text.
+        if isinstance(stream, io.TextIOWrapper) and stream.errors == "strict":
+            stream.reconfigure(errors=_ESCAPE_ERRORS)
+
+
+def _escape_as_json(exc: UnicodeError) -> tuple[str, int]:
+    """The codec error handler of :func:`ensure_standard_streams`: each character the
+    encoding cannot write as JSON's ``\\uXXXX`` (a surrogate pair above U+FFFF)."""
+    if not isinstance(exc, UnicodeEncodeError):
+        raise exc
+    escaped = []
+    for ch in exc.object[exc.start : exc.end]:
+        code = ord(ch)
+        if code > 0xFFFF:
+            code -= 0x10000
+            escaped.append(f"\\u{0xD800 + (code >> 10):04x}\\u{0xDC00 + (code & 0x3FF):04x}")
+        else:
+            escaped.append(f"\\u{code:04x}")
+    return "".join(escaped), exc.end
+
+
+_ESCAPE_ERRORS = "curator-json-escape"
+codecs.register_error(_ESCAPE_ERRORS, _escape_as_json)
 
 
 def print_error_document(message: str, exit_code: int) -> None:
