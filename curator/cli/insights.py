@@ -7,6 +7,7 @@ Both print :func:`curator.pipeline.insights.compute_insights`; ``--json`` is its
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -279,14 +280,24 @@ def cmd_gold(ctx: CommandContext) -> int:
             ctx.info(f"exported {counts['episodes']} episodes, {counts['candidates']} candidates")
             return 0
         target = Path(args.file)
-        if target.exists():
-            raise CuratorError(f"{target} exists; choose a new file name")
+        exists = f"{target} exists; choose a new file name"
+        if os.path.lexists(target):  # a link too, even one that leads nowhere or in a loop
+            raise CuratorError(exists)
         store = ctx.store  # a database that cannot be opened leaves no file behind
         tmp = part_path(target)
         try:
             with tmp.open("x", encoding="utf-8") as out:
                 counts = export_gold(store, out)
-            tmp.replace(target)
+            try:
+                os.link(tmp, target)  # never over a name made meanwhile, whatever it is
+            except FileExistsError:
+                raise CuratorError(exists) from None
+            except OSError:  # a file system without hard links: checked once more
+                if os.path.lexists(target):
+                    raise CuratorError(exists) from None
+                tmp.replace(target)
+            finally:
+                tmp.unlink(missing_ok=True)
         except OSError as exc:
             tmp.unlink(missing_ok=True)
             raise CuratorError(f"cannot write {target}: {exc}") from exc

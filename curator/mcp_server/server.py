@@ -29,6 +29,7 @@ from pydantic import ValidationError
 from curator import __version__
 from curator.api import Curator
 from curator.core.redact import redact
+from curator.core.textmeasure import readable
 from curator.core.textsafety import CONTROLS
 from curator.errors import CuratorError
 from curator.mcp_server.ratelimit import RateLimiter
@@ -238,7 +239,9 @@ def build_server(curator: Curator, options: ServerOptions | None = None) -> MCPS
                     f"episodes a minute; nothing was recorded, try again in {wait:.1f} s"
                 )
 
-            item = {"text": text, "messages": messages, "source": source or who}
+            # a source of blanks or invisible characters names nobody: the client does
+            named = source is not None and readable(source).replace("\u200b", " ").strip()
+            item = {"text": text, "messages": messages, "source": source if named else who}
             item["timestamp"] = timestamp
             try:
                 return dict(await writer.record(item))

@@ -243,3 +243,25 @@ def test_sigterm_during_an_import_leaves_all_or_nothing(tmp_path: Path) -> None:
         assert count == 20000
     else:
         assert proc.returncode in (-signal.SIGTERM, 143) and count == 0
+
+
+@pytest.mark.parametrize("kind", ["dangling", "into-a-missing-folder", "loop", "fifo"])
+def test_gold_export_never_replaces_a_name_that_exists(tmp_path: Path, kind: str) -> None:
+    """A link that leads nowhere or in a loop, a named pipe: each is a name that exists
+    (``exists()`` said no for the links, and the export's rename replaced them)."""
+    db = _episodes_db(tmp_path, [{"text": "one", "timestamp": "2026-01-01T00:00:00Z"}])
+    target = tmp_path / "gold.jsonl"
+    if kind == "dangling":
+        target.symlink_to(tmp_path / "nothing.jsonl")
+    elif kind == "into-a-missing-folder":
+        target.symlink_to(tmp_path / "no" / "such" / "gold.jsonl")
+    elif kind == "loop":
+        target.symlink_to(tmp_path / "other")
+        (tmp_path / "other").symlink_to(target)
+    else:
+        os.mkfifo(target)
+    before = os.lstat(target)
+    assert main(["--db", str(db), "gold", "export", str(target)]) == 2
+    after = os.lstat(target)
+    assert (after.st_ino, after.st_mode) == (before.st_ino, before.st_mode)
+    assert sorted(p.name for p in tmp_path.iterdir() if p.name.endswith(".part")) == []

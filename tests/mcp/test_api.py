@@ -61,6 +61,15 @@ def test_missing_database_is_refused_and_not_created(tmp_path: Path) -> None:
     assert not (tmp_path / "nothing.db").exists()
 
 
+@pytest.mark.parametrize("create", [False, True])
+def test_a_path_with_a_nul_character_is_a_curator_error(tmp_path: Path, create: bool) -> None:
+    """Every refusal of the API is a CuratorError (the system's call raised ValueError)."""
+    for db in (f"{tmp_path}/a\x00b.sqlite", tmp_path / "a\x00b.sqlite"):
+        with pytest.raises(CuratorError, match="NUL character"):
+            Curator(db=db, create=create)
+    assert list(tmp_path.iterdir()) == []
+
+
 def test_record_inserts_a_pending_episode_once(memory_db: Path, table_counts: Counts) -> None:
     before = table_counts(memory_db)
     with Curator(db=memory_db) as curator:

@@ -149,3 +149,14 @@ def test_any_client_name_records_the_episode(tmp_path_factory: Any, name: str) -
     assert not result.is_error, result.content
     source = result.structured_content["source"]
     assert source and len(source) <= 100 and source == " ".join(source.split())
+
+
+@pytest.mark.parametrize("given", ["   ", "\u200b", "\u2060 \t"])
+def test_a_source_of_blanks_or_invisible_characters_is_the_clients_name(
+    memory_db: Path, given: str
+) -> None:
+    """``source`` names who recorded the episode; one that names nobody is no better
+    than none (it was stored empty)."""
+    result = record_as(memory_db, "agent-x", text="an episode with an empty source", source=given)
+    assert not result.is_error, result.content
+    assert result.structured_content["source"] == "agent-x"
