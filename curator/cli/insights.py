@@ -7,6 +7,7 @@ Both print :func:`curator.pipeline.insights.compute_insights`; ``--json`` is its
 from __future__ import annotations
 
 import argparse
+import errno
 import os
 import sys
 from pathlib import Path
@@ -263,6 +264,10 @@ def cmd_replay(ctx: CommandContext) -> int:
     return stops.exit_code if result.status == "cancelled" else 0
 
 
+_NO_HARD_LINKS = {errno.EPERM, errno.EOPNOTSUPP, errno.ENOTSUP, errno.EXDEV, errno.EMLINK}
+"""What ``link`` says on a file system that has no hard links (or none for this file)."""
+
+
 def cmd_gold(ctx: CommandContext) -> int:
     from curator.pipeline.gold import export_gold, import_gold
 
@@ -281,7 +286,11 @@ def cmd_gold(ctx: CommandContext) -> int:
             return 0
         target = Path(args.file)
         exists = f"{target} exists; choose a new file name"
-        if os.path.lexists(target):  # a link too, even one that leads nowhere or in a loop
+        try:
+            os.lstat(target)  # a link too, even one that leads nowhere or in a loop
+        except FileNotFoundError:
+            pass  # a new name, as it must be (a name the system refuses raises here)
+        else:
             raise CuratorError(exists)
         store = ctx.store  # a database that cannot be opened leaves no file behind
         tmp = part_path(target)
@@ -292,8 +301,10 @@ def cmd_gold(ctx: CommandContext) -> int:
                 os.link(tmp, target)  # never over a name made meanwhile, whatever it is
             except FileExistsError:
                 raise CuratorError(exists) from None
-            except OSError:  # a file system without hard links: checked once more
-                if os.path.lexists(target):
+            except OSError as exc:
+                if exc.errno not in _NO_HARD_LINKS:
+                    raise
+                if os.path.lexists(target):  # a file system without them: checked again
                     raise CuratorError(exists) from None
                 tmp.replace(target)
             finally:

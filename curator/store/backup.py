@@ -62,6 +62,7 @@ from curator.store.backup_listing import (
     list_backups,
     newest_good_backup,
 )
+from curator.store.backup_partials import claimed, sweep_stale
 from curator.store.backup_schedule import (
     RECENT,
     STAMP_FORMAT,
@@ -260,11 +261,17 @@ def take_backup(
         # Best effort (a copy without the identity is still a backup): it waits for the
         # write lock only as long as any other write of this process would.
         ensure_database_id(db_path, busy_timeout_from_env())
+    sweep_stale(folder, db_path)  # what a killed backup of it left (backup_partials)
     stamp = _timestamp()
     final = folder / backup_file_name(db_path, stamp)
     partial = folder / backup_file_name(db_path, stamp, ".partial")
     try:
-        result = _copy_and_check(db_path, partial, read_only, pages, progress, cancelled, checking)
+        with claimed(partial):
+            result = _copy_and_check(
+                db_path, partial, read_only, pages, progress, cancelled, checking
+            )
+            if result == "ok":
+                partial.replace(final)  # while still claimed: never swept half way
     except BackupCancelled:
         _remove_quietly(partial)
         raise
@@ -282,7 +289,6 @@ def take_backup(
             f"backup of {db_path} failed its quick_check ({result.splitlines()[0]}); "
             "the copy was deleted"
         )
-    partial.replace(final)
     prune_backups(db_path, folder, recent=keep, max_total_bytes=max_total_bytes)
     return BackupResult(final, final.stat().st_size, time.perf_counter() - started)
 
