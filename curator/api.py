@@ -119,9 +119,7 @@ class Curator:
         if not isinstance(db, str | os.PathLike) or isinstance(db, bytes):
             raise CuratorError(f"db must be a path or a postgresql:// URL, not {db!r:.80}")
         if "\x00" in os.fspath(db):  # no file has one; the system's call would raise
-            raise CuratorError(
-                f"db {os.fspath(db)!r:.80} holds a NUL character: no file is named so"
-            )
+            raise CuratorError(f"db {os.fspath(db)!r} holds a NUL character: no file has one")
         self.store = Store(
             db,
             read_only=read_only,
