@@ -60,6 +60,9 @@ RETIRED_S = 60.0
 """How long a file rotated away by rename is still read while it grows: an agent that
 holds its log open writes on into the renamed file until it is told to reopen it."""
 
+MAX_RETIRED = 32
+"""At most this many files rotated away are held open at once (the quietest go first)."""
+
 SUFFIXES = (".jsonl", ".ndjson")
 """The files a followed directory's listing contributes."""
 
@@ -150,6 +153,9 @@ class Follower:
         self._scanned: dict[tuple[int, int, int], int] = {}
         """(device, inode, line start) of a line longer than a chunk -> where its
         newline was last looked for (the next look reads on from there)."""
+        self._known: dict[tuple[int, int], _Position] = {}
+        """How far each file this follower read was read (by identity): a rotated copy
+        it already read is read on from there, not again from its start."""
 
     def close(self) -> None:
         """Close the files held open between two looks (a follower dropped without it
@@ -193,13 +199,16 @@ class Follower:
     def poll(self) -> int:
         """Read every followed file up to its last complete line; the lines imported."""
         before = self.totals.imported
-        for path in self._files():
+        files = self._files()
+        for path in files:
             try:
                 self._follow(path)
             except OSError as exc:  # unreadable now (permissions, a vanished share)
                 self._note_once(path, f"{path}: cannot read it ({exc.strerror or exc})")
             if self.should_stop():  # after a file, so every poll reads at least a chunk
                 return self.totals.imported - before
+        for gone in set(self._open) - set(files):  # left a followed folder: read on a while
+            self._retire(gone)
         self._read_retired()
         return self.totals.imported - before
 
@@ -223,14 +232,7 @@ class Follower:
             handle = open_regular(path)
         except FileNotFoundError:
             self._note_once(path, f"{path}: not there (yet); followed when it appears")
-            held = self._open.get(path)  # renamed away, no new file yet: read it on
-            position = self._load(path)
-            if (
-                held is not None
-                and position is not None
-                and identity(held) == (position.device, position.inode)
-            ):
-                self._read(held, path, path, position)
+            self._retire(path)  # renamed away or deleted: read on while it grows
             return
         except NotRegularFile:
             self._note_once(path, f"{path}: not a regular file; not followed")
@@ -256,6 +258,7 @@ class Follower:
                 position.head_length,
                 position.head_sha256,
             ):
+                self._scanned = {k: v for k, v in self._scanned.items() if k[:2] != st_id(st)}
                 self._drain_copied(path, position)
                 self._note(
                     f"{path}: truncated or rewritten (size {st.st_size:,} bytes, "
@@ -272,10 +275,40 @@ class Follower:
         held = self._open.pop(path, None)
         if held is not None:
             held.close()
-        self._open[path] = handle
-        self._read(handle, path, path, position)
+        if path in self.paths:  # named: held until the next look (a folder's are not)
+            self._open[path] = handle
+            self._read(handle, path, path, position)
+        else:
+            with handle:
+                self._read(handle, path, path, position)
 
     # -- rotations --------------------------------------------------------------------
+
+    def _retire(self, path: str) -> None:
+        """The file held for ``path`` is no longer at it: read it to its last complete
+        line (its position committed, as it is still the file that position names), then
+        on while it grows (:meth:`_read_retired`), then close it; a deleted file's space
+        is freed then."""
+        held = self._open.pop(path, None)
+        if held is None:
+            return
+        position = self._load(path)
+        if position is None or identity(held) != (position.device, position.inode):
+            held.close()
+            return
+        try:
+            self._read(held, path, path, position)
+        except BaseException:
+            held.close()
+            raise
+        self._keep_retired(_Retired(path, held, position, time.monotonic()))
+
+    def _keep_retired(self, retired: _Retired) -> None:
+        """Keep ``retired`` open, closing the quietest beyond :data:`MAX_RETIRED`."""
+        self._retired.append(retired)
+        self._retired.sort(key=lambda r: r.grew)
+        while len(self._retired) > MAX_RETIRED:
+            self._retired.pop(0).handle.close()
 
     def _drain_renamed(self, path: str, position: _Position, new: tuple[int, int]) -> None:
         """Another file is at ``path``: read the rest of the one it was, through the
@@ -288,7 +321,7 @@ class Follower:
             self._note(f"{path}: reading the rest of the file rotated away")
             kept = _resumed(held, position)
             self._read(held, path, path, kept, commit_position=False)
-            self._retired.append(_Retired(path, held, kept, time.monotonic()))
+            self._keep_retired(_Retired(path, held, kept, time.monotonic()))
         else:
             if held is not None:
                 held.close()
@@ -315,15 +348,27 @@ class Follower:
             if by_inode != same_inode or (not by_inode and st.st_size <= position.offset):
                 continue
             try:
-                with open_regular(other) as handle:
-                    resumed = _resumed(handle, position)
-                    if not by_inode and resumed.offset == 0:  # not its copy
-                        continue
-                    self._note(f"{path}: reading the rest of its rotated copy {other}")
-                    self._read(handle, other, path, resumed, commit_position=False)
-                    return st.st_dev, st.st_ino
+                handle = open_regular(other)
             except (OSError, NotRegularFile):
                 continue
+            try:
+                resumed = _resumed(handle, position)
+                if not by_inode and resumed.offset == 0:  # not its copy
+                    handle.close()
+                    continue
+                self._note(f"{path}: reading the rest of its rotated copy {other}")
+                self._read(handle, other, path, resumed, commit_position=False)
+            except OSError:
+                handle.close()
+                continue
+            except BaseException:
+                handle.close()
+                raise
+            if by_inode:  # the renamed log: its writer may still write on into it
+                self._keep_retired(_Retired(path, handle, resumed, time.monotonic()))
+            else:
+                handle.close()
+            return st.st_dev, st.st_ino
         return None
 
     def _read_recent(self, path: str, position: _Position, skip: set[tuple[int, int]]) -> None:
@@ -333,10 +378,17 @@ class Follower:
         for other, st in recent_copies(path, position.committed, skip):
             try:
                 with open_regular(other) as handle:
-                    self._note(f"{path}: reading {other}, rotated since the last look")
-                    head = head_of(handle, HEAD_BYTES)
-                    whole = _Position(st.st_dev, st.st_ino, 0, 0, *head)
-                    self._read(handle, other, path, whole, commit_position=False)
+                    if identity(handle) != st_id(st):  # replaced since it was listed
+                        continue
+                    known = self._known.get(st_id(st))
+                    if known is not None:  # read before: on from there, if it is the same
+                        start = _resumed(handle, known)
+                    else:
+                        head = head_of(handle, HEAD_BYTES)
+                        start = _Position(st.st_dev, st.st_ino, 0, 0, *head)
+                    if start.offset < st.st_size:
+                        self._note(f"{path}: reading {other}, rotated since the last look")
+                        self._read(handle, other, path, start, commit_position=False)
             except (OSError, NotRegularFile):
                 continue
 
@@ -375,7 +427,21 @@ class Follower:
     ) -> None:
         """Read ``handle`` (named ``source`` in reports) from ``position`` to its last
         complete line, chunk by chunk, committing each chunk's episodes with the
-        position after it (for ``path``)."""
+        position after it (for ``path``); remember how far it was read."""
+        try:
+            self._read_lines(handle, source, path, position, commit_position)
+        finally:
+            if position.head_length:  # a file with nothing in it yet is nothing to know
+                self._known[identity(handle)] = replace(position)
+
+    def _read_lines(
+        self,
+        handle: BinaryIO,
+        source: str,
+        path: str,
+        position: _Position,
+        commit_position: bool,
+    ) -> None:
         device, inode = identity(handle)
         while True:
             line = (device, inode, position.offset)
@@ -436,6 +502,8 @@ class Follower:
         while it has none; read a chunk at a time, from where the last look stopped."""
         start = line[2]
         at = self._scanned.get(line, start)
+        if at > os.fstat(handle.fileno()).st_size:  # shorter since: read it all again
+            at = start
         while True:
             handle.seek(at)
             data = handle.read(CHUNK_BYTES)
@@ -445,7 +513,7 @@ class Follower:
                 return at + found
             at += len(data)
             if len(data) < CHUNK_BYTES:
-                self._scanned = {line: at}  # only the line being waited for
+                self._scanned[line] = at  # one entry a file waiting for a newline
                 return -1
 
     def _remember_head(self, path: str, position: _Position, handle: BinaryIO) -> None:
@@ -480,6 +548,11 @@ class Follower:
                 else:
                     episodes.append(_pack(item))
         return episodes, errors
+
+
+def st_id(st: os.stat_result) -> tuple[int, int]:
+    """The device and inode ``stat`` gave: a file's identity."""
+    return st.st_dev, st.st_ino
 
 
 def _resumed(handle: BinaryIO, position: _Position) -> _Position:

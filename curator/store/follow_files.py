@@ -14,18 +14,22 @@ from __future__ import annotations
 
 import hashlib
 import os
+import re
 import stat
 from collections.abc import Iterator
 from typing import BinaryIO
 
-__all__ = ["COMPRESSED", "Found", "head_of", "identity", "recent_copies", "siblings"]
+__all__ = ["Found", "head_of", "identity", "recent_copies", "siblings"]
 
-COMPRESSED = (".gz", ".bz2", ".xz", ".zst", ".lz4", ".zip", ".br")
-"""Rotated copies that a rotation compressed: not JSON Lines, never read."""
+ROTATED_SUFFIX = re.compile(r"[.\-_][0-9][0-9.\-_:T]*")
+"""What a rotation adds to a log's name: ``.1``, ``-20261204``, ``.2026-12-04T10:00``.
+Anything else (``.gz``, ``.debug.jsonl``) is another file, never read as a copy."""
 
-MTIME_SLACK_S = 2.0
-"""A copy modified this long before the last commit still counts as modified since it
-(file systems keep modification times coarser than the clock that stamped the commit)."""
+MTIME_SLACK_S = 60.0
+"""A copy modified this long before the last commit still counts as modified since it:
+file systems keep coarser times than the clock that stamped the commit, and a writer on
+another machine (a shared folder) has a clock of its own. A copy read whole is not read
+again by the same follower while it stays as it was."""
 
 Found = tuple[str, os.stat_result]
 """A file beside the log: its path and what ``stat`` said of it."""
@@ -57,7 +61,8 @@ def _folders(path: str) -> list[tuple[str, str]]:
 
 def siblings(path: str) -> Iterator[Found]:
     """Every regular file beside the log (in its folder and its link target's folder),
-    itself excluded; a folder that cannot be listed gives nothing."""
+    itself excluded; a folder that cannot be listed gives nothing. A symbolic link is
+    none (a rotation makes none, and one may lead anywhere)."""
     seen: set[tuple[int, int]] = set()
     for folder, name in _folders(path):
         try:
@@ -69,7 +74,7 @@ def siblings(path: str) -> Iterator[Found]:
                 continue
             other = os.path.join(folder, other_name)
             try:
-                st = os.stat(other)
+                st = os.lstat(other)
             except OSError:
                 continue
             if stat.S_ISREG(st.st_mode) and (st.st_dev, st.st_ino) not in seen:
@@ -79,14 +84,21 @@ def siblings(path: str) -> Iterator[Found]:
 
 def recent_copies(path: str, since: float, skip: set[tuple[int, int]]) -> list[Found]:
     """The log's rotated copies (``agent.jsonl.1``, ``agent.jsonl-20261204``: its name
-    and more, not compressed) modified since ``since`` (seconds since the epoch), oldest
-    first, except the files ``skip`` names by identity."""
+    and :data:`ROTATED_SUFFIX`) modified since ``since`` (seconds since the epoch),
+    oldest first, except the files ``skip`` names by identity."""
     names = {name for _, name in _folders(path)}
+
+    def rotated(other: str) -> bool:
+        base = os.path.basename(other)
+        return any(
+            base.startswith(name) and ROTATED_SUFFIX.fullmatch(base[len(name) :]) is not None
+            for name in names
+        )
+
     found = [
         (other, st)
         for other, st in siblings(path)
-        if any(os.path.basename(other).startswith(name) for name in names)
-        and not other.endswith(COMPRESSED)
+        if rotated(other)
         and (st.st_dev, st.st_ino) not in skip
         and st.st_mtime >= since - MTIME_SLACK_S
     ]

@@ -262,3 +262,67 @@ def test_any_number_of_rotations_between_two_looks_loses_no_line(
         follower.poll()
         follower.close()
         assert texts(store) == {f"line {i} of the log": 1 for i in range(written)}
+
+
+def test_only_the_logs_rotated_copies_are_read_as_copies(store: Store, tmp_path: Path) -> None:
+    """A file whose name merely starts with the log's (``agent.jsonl.debug.jsonl``) is
+    another file, and a link among the copies may lead anywhere: neither is read."""
+    log = tmp_path / "agent.jsonl"
+    log.write_bytes(line("1"))
+    (tmp_path / "agent.jsonl.debug.jsonl").write_bytes(line("foreign"))
+    (tmp_path / "secret").mkdir()
+    (tmp_path / "secret" / "private.jsonl").write_bytes(line("private"))
+    (tmp_path / "agent.jsonl.7").symlink_to(tmp_path / "secret" / "private.jsonl")
+    follower, _ = follow(store, log)
+    follower.poll()
+    log.rename(tmp_path / "agent.jsonl.1")
+    log.write_bytes(line("2"))
+    follower.poll()
+    assert texts(store) == {"1": 1, "2": 1}
+
+
+def test_a_copy_read_before_is_read_on_not_again(store: Store, tmp_path: Path) -> None:
+    """Two renames, each seen: the oldest generation is not read again from its start
+    (its bad line is said once)."""
+    log = tmp_path / "agent.jsonl"
+    log.write_bytes(b"not json\n" + line("1"))
+    follower, _ = follow(store, log)
+    follower.poll()
+    for generation in ("2", "3"):
+        for older in sorted(tmp_path.glob("agent.jsonl.*"), reverse=True):
+            older.rename(f"{log}.{int(older.suffix[1:]) + 1}")
+        log.rename(f"{log}.1")
+        log.write_bytes(line(generation))
+        follower.poll()
+    assert texts(store) == {"1": 1, "2": 1, "3": 1}
+    assert len(follower.totals.errors) == 1
+
+
+def test_a_folder_of_many_logs_holds_no_descriptor_between_looks(
+    store: Store, tmp_path: Path
+) -> None:
+    for day in range(40):
+        (tmp_path / f"day-{day:02}.jsonl").write_bytes(line(f"day {day}"))
+    follower, _ = follow(store, tmp_path)
+    before = len(os.listdir("/proc/self/fd"))
+    follower.poll()
+    for day in range(37):
+        (tmp_path / f"day-{day:02}.jsonl").unlink()
+    follower.poll()
+    assert len(os.listdir("/proc/self/fd")) <= before + 1
+    assert len(texts(store)) == 40
+
+
+def test_a_long_line_cut_away_by_a_copy_truncate_leaves_no_stale_wait(
+    store: Store, tmp_path: Path
+) -> None:
+    log = tmp_path / "agent.jsonl"
+    log.write_bytes(b'{"text": "' + b"x" * (2 * CHUNK_BYTES))  # waiting for its end
+    follower, _ = follow(store, log)
+    follower.poll()
+    shutil.copyfile(log, tmp_path / "agent.jsonl.1.gz")  # a copy nobody reads
+    with open(log, "r+b") as handle:
+        handle.truncate(0)
+    append(log, b"".join(line(f"new {i}") for i in range(5)))
+    follower.poll()
+    assert texts(store) == {f"new {i}": 1 for i in range(5)}
