@@ -56,52 +56,88 @@ def unreadable_answer(exc: Exception) -> JSONRPCError:
     )
 
 
-def read_anyway(exc: Exception) -> tuple[Any, JSONRPCError | None]:
+def read_anyway(exc: Exception) -> tuple[str, Any]:
     """A line the SDK's parser refused but JSON allows: a ``\\ud800`` escape, a lone
-    surrogate, which Python's parser reads and pydantic's does not. ``(message, None)``
-    to pass on: an ``initialize`` whose client name or version holds one (they are
-    cleaned, as a client's name always is); ``(None, error)`` answering any other message
-    holding one, or a JSON object of no known shape, under its own id where it has one
-    that can be written back; ``(None, None)`` for a line that is not JSON at all.
+    surrogate, which Python's parser reads and pydantic's does not; or nesting deeper
+    than pydantic's parser goes. What to do with it:
+
+    - ``("pass", message)``: an ``initialize`` whose client name or version holds a lone
+      surrogate (cleaned, as a client's name always is);
+    - ``("answer", error)``: a request holding one anywhere, nested more than
+      :data:`MAX_NESTING` levels, or of no known shape: refused under its own id where
+      it has one that can be written back;
+    - ``("drop", None)``: the same from a notification or a response, which JSON-RPC
+      never answers;
+    - ``("unreadable", None)``: a line that is not JSON at all.
 
     Such a message is refused whole rather than passed on: a lone surrogate is no text,
     and the server could not even write an answer that quotes it (its id, a method or a
-    resource's name), so it would stop."""
+    resource's name), so it would stop; and reading deeper nesting would exhaust the
+    interpreter's stack, which stopped it too."""
     errors = exc.errors() if isinstance(exc, ValidationError) else []
     line = errors[0].get("input") if errors and errors[0].get("type") == "json_invalid" else None
     if not isinstance(line, str | bytes):
-        return None, None
+        return "unreadable", None
     try:
         found = json.loads(line)
+    except RecursionError:  # deeper than Python's parser goes: a request or not, unknown
+        return "answer", _invalid(None, f"nested more than {MAX_NESTING} levels deep")
     except ValueError:
-        return None, None
+        return "unreadable", None
+    request = isinstance(found, dict) and "method" in found and "id" in found
     given = _echoable(found.get("id")) if isinstance(found, dict) else None
-    if isinstance(found, dict) and found.get("method") == "initialize":
-        params = found.get("params")
+    depth, lone = _inspect(found)
+    if depth <= MAX_NESTING and isinstance(found, dict) and found.get("method") == "initialize":
+        params = found.get("params")  # nested no deeper than MAX_NESTING: safe to clean
         if isinstance(params, dict) and isinstance(params.get("clientInfo"), dict):
             params["clientInfo"] = _without_lone_surrogates(params["clientInfo"])
-    if _has_lone_surrogate(found):
-        return None, _invalid(given, LONE_SURROGATE)
-    try:
-        return jsonrpc_message_adapter.validate_python(found, by_name=False), None
-    except ValidationError:
-        return None, _invalid(given, "not a JSON-RPC 2.0 message object")
+            depth, lone = _inspect(found)
+    problem = (
+        f"nested more than {MAX_NESTING} levels deep"
+        if depth > MAX_NESTING
+        else LONE_SURROGATE
+        if lone
+        else None
+    )
+    if problem is None:
+        try:
+            return "pass", jsonrpc_message_adapter.validate_python(found, by_name=False)
+        except ValidationError:
+            problem = "not a JSON-RPC 2.0 message object"
+    if isinstance(found, dict) and not request and ("method" in found or "id" in found):
+        return "drop", None  # a notification or a response: never answered
+    return "answer", _invalid(given, problem)
 
 
 LONE_SURROGATE = (
     "the message holds a lone surrogate (a \\ud800-\\udfff escape not in a pair), which is "
     "not Unicode; nothing was done"
 )
+MAX_NESTING = 250
+"""The deepest nesting of a message read here: about where the SDK's own parser stops
+(pydantic's refuses a line nested 254 levels), so a message is read or refused alike
+whichever parser reads it."""
 
 
-def _has_lone_surrogate(value: Any) -> bool:
-    if isinstance(value, str):
-        return _SURROGATE.search(value) is not None
-    if isinstance(value, dict):
-        return any(_has_lone_surrogate(k) or _has_lone_surrogate(v) for k, v in value.items())
-    if isinstance(value, list):
-        return any(_has_lone_surrogate(v) for v in value)
-    return False
+def _inspect(value: Any) -> tuple[int, bool]:
+    """How deep ``value`` nests (counted up to just past :data:`MAX_NESTING`) and whether
+    a text in it (a key or a value) holds a lone surrogate; without recursion."""
+    deepest, stack = 0, [(value, 1)]
+    while stack:
+        item, depth = stack.pop()
+        if isinstance(item, str):
+            if _SURROGATE.search(item) is not None:
+                return deepest, True
+        elif isinstance(item, dict | list):
+            deepest = max(deepest, depth)
+            if deepest > MAX_NESTING:
+                return deepest, False
+            pairs = item.items() if isinstance(item, dict) else ((None, v) for v in item)
+            for key, child in pairs:
+                stack.append((child, depth + 1))
+                if key is not None:
+                    stack.append((key, depth + 1))
+    return deepest, False
 
 
 def _without_lone_surrogates(value: Any) -> Any:
@@ -167,11 +203,11 @@ async def serve_stdio(server: Any) -> None:
                     if isinstance(item, Exception):
                         if is_blank_line(item):
                             continue
-                        message, refused = read_anyway(item)
-                        if message is not None:
-                            await send.send(SessionMessage(message))
-                        else:
-                            answer = refused or unreadable_answer(item)
+                        what, found = read_anyway(item)
+                        if what == "pass":
+                            await send.send(SessionMessage(found))
+                        elif what != "drop":
+                            answer = found or unreadable_answer(item)
                             await to_client.send(SessionMessage(answer))
                     elif (refused := request_without_id(item.message)) is not None:
                         await to_client.send(SessionMessage(refused))

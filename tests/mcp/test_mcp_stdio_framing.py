@@ -128,3 +128,34 @@ def test_a_lone_surrogate_anywhere_is_refused_under_its_id_and_the_server_goes_o
     assert "result" in answers[0]
     assert answers[1]["error"]["code"] == -32600
     assert "lone surrogate" in answers[1]["error"]["message"]
+
+
+_DEEP = "[" * 1000 + "1" + "]" * 1000
+_PING_X = '{"jsonrpc": "2.0", "id": 7, "method": "ping", "params": {"x": '
+
+
+@pytest.mark.parametrize(
+    ("line", "answered"),
+    [
+        # deeper than any parser here goes: answered, and the server goes on (it stopped)
+        (_PING_X + _DEEP + "}}", None),
+        (_PING_X + _DEEP[700:-700] + "}}", 7),  # 300 deep: read by Python's parser only
+        # JSON-RPC never answers a notification or a response, refused or not
+        ('{"jsonrpc": "2.0", "method": "notifications/progress", "params": {"m": "%s"}}', "none"),
+        ('{"jsonrpc": "2.0", "method": "notifications/whatever", "params": {"m": "%s"}}', "none"),
+        ('{"jsonrpc": "2.0", "id": 18, "result": {"x": "%s"}}', "none"),
+    ],
+)
+def test_deep_nesting_is_refused_and_notifications_are_never_answered(
+    tmp_path: Path, line: str, answered: int | str | None
+) -> None:
+    initialized = {"jsonrpc": "2.0", "method": "notifications/initialized"}
+    ping = {"jsonrpc": "2.0", "id": 99, "method": "ping"}
+    text = line % _SURROGATE if "%s" in line else line
+    answers = _exchange(tmp_path, [INIT, initialized, text.encode(), ping], 99)
+    if answered == "none":
+        assert [a.get("id") for a in answers] == [0, 99]
+    else:
+        assert [a.get("id") for a in answers] == [0, answered, 99]
+        assert answers[1]["error"]["code"] == -32600
+        assert "nested more than" in answers[1]["error"]["message"]
