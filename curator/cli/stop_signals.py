@@ -38,7 +38,14 @@ class Stopped(KeyboardInterrupt):
 
 
 def _stop(signum: int, frame: FrameType | None) -> None:
+    """Raise :class:`Stopped` once; the signals that follow are ignored until the block
+    ends, so a second one cannot cut short the cleanup the first one started (SIGKILL
+    still ends the process at once)."""
     del frame
+    for name in ("SIGTERM", "SIGHUP"):
+        other = getattr(signal, name, None)
+        if other is not None and signal.getsignal(other) is _stop:
+            signal.signal(other, signal.SIG_IGN)
     raise Stopped(signum)
 
 

@@ -439,8 +439,8 @@ def restore_backup(path: Path, backup: Path | None = None) -> RestoreReport:
     except BaseException:
         _remove_quietly(partial)
         raise
-    label = _aside_label(path)
     try:
+        label = _aside_label(path)  # reads the file (quick_check): a stop may come here
         with _exclusive_use(path), _signals_held():
             moved = _set_aside(path, stamp, label)
             try:

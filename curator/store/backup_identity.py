@@ -192,16 +192,34 @@ def foreign_backup_problem(db_path: Path, backup: Path) -> str | None:
     )
 
 
-#: The starts of files that are something else than a database, damaged or not.
+#: The starts of files that are something else than a database, damaged or not: images,
+#: documents, archives and compressed files, sound, executables, UTF-16 text's marks.
 _OTHER_FORMATS = (
-    b"\x89PNG",
-    b"\xff\xd8\xff",
-    b"GIF8",
-    b"%PDF",
-    b"PK\x03\x04",
-    b"\x1f\x8b",
-    b"\x7fELF",
-)
+    b"\x89PNG", b"\xff\xd8\xff", b"GIF8", b"%PDF", b"%!PS", b"{\\rtf", b"PK\x03\x04",
+    b"\xd0\xcf\x11\xe0", b"\x1f\x8b", b"BZh", b"\xfd7zXZ\x00", b"\x28\xb5\x2f\xfd",
+    b"7z\xbc\xaf\x27\x1c", b"Rar!", b"\x7fELF", b"ID3", b"OggS", b"RIFF", b"fLaC",
+    b"\xff\xfe", b"\xfe\xff",
+)  # fmt: skip
+
+
+def _looks_like_text(first: bytes) -> bool:
+    """Text, as no SQLite file's first page is: no NUL byte at all (UTF-8, Latin-1), or
+    UTF-16 without its mark (every other byte NUL, the others printable), or a tar
+    archive (its header's ``ustar`` at byte 257)."""
+    if not first:
+        return False
+    if b"\x00" not in first or first[257:262] == b"ustar":
+        return True
+    pairs = [first[i : i + 2] for i in range(0, min(len(first), 1024) - 1, 2)]
+    for zero in (0, 1):  # big-endian or little-endian
+        printable = sum(
+            1
+            for pair in pairs
+            if pair[zero] == 0 and (32 <= pair[1 - zero] < 127 or pair[1 - zero] in b"\t\n\r")
+        )
+        if printable >= 0.9 * len(pairs):
+            return True
+    return False
 
 
 def foreign_target_problem(db_path: Path) -> str | None:
@@ -221,7 +239,7 @@ def foreign_target_problem(db_path: Path) -> str | None:
                 first = handle.read(4096)
         except OSError:
             return None
-        if first.startswith(_OTHER_FORMATS) or (first and b"\x00" not in first):
+        if first.startswith(_OTHER_FORMATS) or _looks_like_text(first):
             return (
                 f"{db_path} is not a database file (it holds text or another format); "
                 "it was not modified"

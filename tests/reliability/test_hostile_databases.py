@@ -174,6 +174,14 @@ def _text(folder: Path, _: Path) -> None:
     (folder / "db.sqlite").write_text("my notes, not a database\n", encoding="utf-8")
 
 
+def _utf16(folder: Path, _: Path) -> None:  # NUL bytes, as a damaged SQLite file has
+    (folder / "db.sqlite").write_bytes(("my notes, not a database\n" * 40).encode("utf-16-le"))
+
+
+def _xz(folder: Path, _: Path) -> None:
+    (folder / "db.sqlite").write_bytes(b"\xfd7zXZ\x00\x00\x04" + bytes(200))
+
+
 def _png(folder: Path, _: Path) -> None:
     (folder / "db.sqlite").write_bytes(b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR" + bytes(64))
 
@@ -327,7 +335,9 @@ CASES = [
         for name, build in (
             ("foreign", _foreign),
             ("text", _text),
+            ("utf16", _utf16),
             ("png", _png),
+            ("xz", _xz),
             ("newer", _newer),
         )
     ),
