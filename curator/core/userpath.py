@@ -55,4 +55,11 @@ def sqlite_special_name(raw: str) -> str | None:
             f"{raw[:80]!r} is a SQLite URI, which the curator does not open: give the "
             "database file's path (a full one for a file whose name starts with file:)"
         )
+    if raw.lower().startswith(("sqlite:", "sqlite3:")):
+        # SQLAlchemy's and others' URLs: as a path, a nested folder "sqlite:" was made
+        return (
+            f"{raw[:80]!r} is a database URL of another tool, which the curator does not "
+            "read: give the database file's path (a full one for a file whose name starts "
+            "with sqlite:)"
+        )
     return None

@@ -25,7 +25,16 @@ from curator.errors import CuratorError
 from curator.store.db import Store
 from curator.store.pg_url import check_postgres_url, display_url, without_password
 
-SPECIAL = [":memory:", "file:x.sqlite", "file:x.sqlite?mode=memory", "file::memory:"]
+SPECIAL = [
+    ":memory:",
+    "file:x.sqlite",
+    "file:x.sqlite?mode=memory",
+    "file::memory:",
+    # another tool's URLs: as paths they made nested folders ("./sqlite:/tmp/x.sqlite")
+    "sqlite:////tmp/x.sqlite",
+    "sqlite:///x.sqlite",
+    "SQLite3:x.sqlite",
+]
 
 
 @pytest.mark.parametrize("name", SPECIAL)
@@ -36,9 +45,9 @@ def test_sqlite_special_names_are_refused_everywhere(
     source = tmp_path / "a.sqlite"
     Store(source).close()
     before = sorted(os.listdir(tmp_path))
-    with pytest.raises(CuratorError, match=r"memory only|SQLite URI"):
+    with pytest.raises(CuratorError, match=r"memory only|SQLite URI|URL of another tool"):
         Store(name)
-    with pytest.raises(CuratorError, match=r"memory only|SQLite URI"):
+    with pytest.raises(CuratorError, match=r"memory only|SQLite URI|URL of another tool"):
         Curator(db=name, create=True)
     for argv in (["copy", str(source), name, "--force"], ["--db", name, "--create", "stats"]):
         code = main(argv)

@@ -31,6 +31,18 @@ def _copytruncate(log: Path, copy: Path) -> None:
         handle.truncate(0)
 
 
+def _rotate(log: Path, how: str) -> None:
+    """logrotate's way: ``.N`` becomes ``.N+1``, then the log becomes ``.1`` (``rename``:
+    a new empty log is created; ``copytruncate``: the log is copied, then emptied)."""
+    for older in sorted(log.parent.glob(f"{log.name}.*"), key=lambda p: -int(p.suffix[1:])):
+        older.rename(f"{log}.{int(older.suffix[1:]) + 1}")
+    if how == "rename":
+        log.rename(f"{log}.1")
+        log.write_bytes(b"")
+    else:
+        _copytruncate(log, Path(f"{log}.1"))
+
+
 @pytest.mark.parametrize("rotation", ["rename", "copytruncate"])
 def test_a_log_named_through_a_link_is_rotated_in_its_targets_folder(
     store: Store, tmp_path: Path, rotation: str
@@ -102,13 +114,7 @@ def test_two_rotations_between_two_looks_lose_no_generation(
     follower.poll()
     for generation in ("2", "3"):
         append(log, line(generation))
-        for older in sorted(tmp_path.glob("agent.jsonl.*"), reverse=True):
-            older.rename(f"{log}.{int(older.suffix[1:]) + 1}")
-        if rotation == "rename":
-            log.rename(f"{log}.1")
-            log.write_bytes(b"")
-        else:
-            _copytruncate(log, Path(f"{log}.1"))
+        _rotate(log, rotation)
     append(log, line("4"))
     if restarted:
         follower, _ = follow(store, log)
@@ -243,13 +249,7 @@ def test_any_number_of_rotations_between_two_looks_loses_no_line(
                 follower.poll()
                 seen_empty = False
             if step in ("rename", "copytruncate"):
-                for older in sorted(folder.glob("agent.jsonl.*"), key=lambda p: -int(p.suffix[1:])):
-                    older.rename(f"{log}.{int(older.suffix[1:]) + 1}")
-                if step == "rename":
-                    log.rename(f"{log}.1")
-                    log.write_bytes(b"")
-                else:
-                    _copytruncate(log, Path(f"{log}.1"))
+                _rotate(log, step)
             elif step == "append":
                 append(log, line(f"line {written} of the log"))
                 written += 1
@@ -289,9 +289,7 @@ def test_a_copy_read_before_is_read_on_not_again(store: Store, tmp_path: Path) -
     follower, _ = follow(store, log)
     follower.poll()
     for generation in ("2", "3"):
-        for older in sorted(tmp_path.glob("agent.jsonl.*"), reverse=True):
-            older.rename(f"{log}.{int(older.suffix[1:]) + 1}")
-        log.rename(f"{log}.1")
+        _rotate(log, "rename")
         log.write_bytes(line(generation))
         follower.poll()
     assert texts(store) == {"1": 1, "2": 1, "3": 1}
