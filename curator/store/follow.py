@@ -39,7 +39,7 @@ from typing import Any, BinaryIO
 
 from curator.core.regular_file import NotRegularFile, open_regular
 from curator.store.db import Store
-from curator.store.follow_files import head_of, identity, recent_copies, siblings
+from curator.store.follow_files import head_of, identity, recent_copies, siblings, st_id
 from curator.store.importer import _pack, _to_episode, write_parsed
 from curator.store.json_source import LineError, _BadLine, _decode, _loads
 from curator.store.models import FollowState, Setting, utcnow
@@ -98,6 +98,11 @@ class _Position:
     head_sha256: str
     committed: float = 0.0
     """When it was last committed (seconds since the epoch)."""
+
+    @property
+    def identity(self) -> tuple[int, int]:
+        """The device and inode of the file it is a position in."""
+        return self.device, self.inode
 
 
 @dataclass
@@ -250,8 +255,8 @@ class Follower:
         st = os.fstat(handle.fileno())
         position = self._load(path)
         if position is not None:
-            if (st.st_dev, st.st_ino) != (position.device, position.inode):
-                self._drain_renamed(path, position, (st.st_dev, st.st_ino))
+            if st_id(st) != position.identity:
+                self._drain_renamed(path, position, st_id(st))
                 self._note(f"{path}: a new file (rotated or recreated); read from its start")
                 position = None
             elif st.st_size < position.offset or head_of(handle, position.head_length) != (
@@ -268,8 +273,7 @@ class Follower:
         if position is None:
             # Recorded at first sight, even with no complete line yet: a file rotated away
             # before its first line was complete is then still found by its start.
-            head = head_of(handle, HEAD_BYTES)
-            position = _Position(st.st_dev, st.st_ino, 0, 0, *head, time.time())
+            position = _at_start(handle, committed=time.time())
             with self.store.write():
                 _save(path, position)
         held = self._open.pop(path, None)
@@ -293,7 +297,7 @@ class Follower:
         if held is None:
             return
         position = self._load(path)
-        if position is None or identity(held) != (position.device, position.inode):
+        if position is None or identity(held) != position.identity:
             held.close()
             return
         try:
@@ -315,7 +319,7 @@ class Follower:
         descriptor still held (or, after a restart, found beside it by its inode and
         head), then every rotated copy modified since the last commit that was never
         seen (the log was rotated more than once between two looks)."""
-        old = (position.device, position.inode)
+        old = position.identity
         held = self._open.pop(path, None)
         if held is not None and identity(held) == old:
             self._note(f"{path}: reading the rest of the file rotated away")
@@ -332,7 +336,7 @@ class Follower:
         """``path`` was truncated or rewritten: read the rest of its copy beside it (its
         head matches), then the other rotated copies modified since the last commit."""
         copied = self._drain_copy(path, position, by_inode=False)
-        skip = {(position.device, position.inode)} | ({copied} if copied else set())
+        skip = {position.identity} | ({copied} if copied else set())
         self._read_recent(path, position, skip)
 
     def _drain_copy(
@@ -344,7 +348,7 @@ class Follower:
         imported are found by their content hash, so reading a candidate twice is safe.
         The identity of the file read, if one was."""
         for other, st in siblings(path):
-            same_inode = (st.st_dev, st.st_ino) == (position.device, position.inode)
+            same_inode = st_id(st) == position.identity
             if by_inode != same_inode or (not by_inode and st.st_size <= position.offset):
                 continue
             try:
@@ -368,24 +372,21 @@ class Follower:
                 self._keep_retired(_Retired(path, handle, resumed, time.monotonic()))
             else:
                 handle.close()
-            return st.st_dev, st.st_ino
+            return st_id(st)
         return None
 
     def _read_recent(self, path: str, position: _Position, skip: set[tuple[int, int]]) -> None:
-        """Read whole every rotated copy of ``path`` modified since ``position`` was
-        committed, other than those ``skip`` names: generations of the log that came and
-        went between two looks."""
+        """Read every rotated copy of ``path`` modified since ``position`` was committed,
+        other than those ``skip`` names (generations of the log that came and went
+        between two looks): from its start, or on from where this follower stopped."""
         for other, st in recent_copies(path, position.committed, skip):
             try:
                 with open_regular(other) as handle:
                     if identity(handle) != st_id(st):  # replaced since it was listed
                         continue
                     known = self._known.get(st_id(st))
-                    if known is not None:  # read before: on from there, if it is the same
-                        start = _resumed(handle, known)
-                    else:
-                        head = head_of(handle, HEAD_BYTES)
-                        start = _Position(st.st_dev, st.st_ino, 0, 0, *head)
+                    # read before: on from there, if it is still the same file
+                    start = _resumed(handle, known) if known else _at_start(handle)
                     if start.offset < st.st_size:
                         self._note(f"{path}: reading {other}, rotated since the last look")
                         self._read(handle, other, path, start, commit_position=False)
@@ -550,11 +551,6 @@ class Follower:
         return episodes, errors
 
 
-def st_id(st: os.stat_result) -> tuple[int, int]:
-    """The device and inode ``stat`` gave: a file's identity."""
-    return st.st_dev, st.st_ino
-
-
 def _resumed(handle: BinaryIO, position: _Position) -> _Position:
     """Where to read on in a file the log was: at ``position``, or from its start if it
     was truncated or rewritten since (shorter than what was read, or another head)
@@ -563,8 +559,13 @@ def _resumed(handle: BinaryIO, position: _Position) -> _Position:
     head = (position.head_length, position.head_sha256)
     if size >= position.offset and head_of(handle, position.head_length) == head:
         return replace(position)
-    st = os.fstat(handle.fileno())
-    return _Position(st.st_dev, st.st_ino, 0, 0, *head_of(handle, HEAD_BYTES))
+    return _at_start(handle)
+
+
+def _at_start(handle: BinaryIO, committed: float = 0.0) -> _Position:
+    """The position before the first line of an open file."""
+    device, inode = identity(handle)
+    return _Position(device, inode, 0, 0, *head_of(handle, HEAD_BYTES), committed)
 
 
 def _save(path: str, position: _Position) -> None:

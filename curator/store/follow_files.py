@@ -19,7 +19,7 @@ import stat
 from collections.abc import Iterator
 from typing import BinaryIO
 
-__all__ = ["Found", "head_of", "identity", "recent_copies", "siblings"]
+__all__ = ["Found", "head_of", "identity", "recent_copies", "siblings", "st_id"]
 
 ROTATED_SUFFIX = re.compile(r"[.\-_][0-9][0-9.\-_:T]*")
 """What a rotation adds to a log's name: ``.1``, ``-20261204``, ``.2026-12-04T10:00``.
@@ -35,10 +35,14 @@ Found = tuple[str, os.stat_result]
 """A file beside the log: its path and what ``stat`` said of it."""
 
 
-def identity(handle: BinaryIO) -> tuple[int, int]:
-    """The device and inode of an open file: what it is, whatever its name is now."""
-    st = os.fstat(handle.fileno())
+def st_id(st: os.stat_result) -> tuple[int, int]:
+    """The device and inode ``stat`` gave: a file's identity, whatever its name is now."""
     return st.st_dev, st.st_ino
+
+
+def identity(handle: BinaryIO) -> tuple[int, int]:
+    """The identity (:func:`st_id`) of an open file."""
+    return st_id(os.fstat(handle.fileno()))
 
 
 def head_of(handle: BinaryIO, length: int) -> tuple[int, str]:
@@ -77,8 +81,8 @@ def siblings(path: str) -> Iterator[Found]:
                 st = os.lstat(other)
             except OSError:
                 continue
-            if stat.S_ISREG(st.st_mode) and (st.st_dev, st.st_ino) not in seen:
-                seen.add((st.st_dev, st.st_ino))
+            if stat.S_ISREG(st.st_mode) and st_id(st) not in seen:
+                seen.add(st_id(st))
                 yield other, st
 
 
@@ -98,8 +102,6 @@ def recent_copies(path: str, since: float, skip: set[tuple[int, int]]) -> list[F
     found = [
         (other, st)
         for other, st in siblings(path)
-        if rotated(other)
-        and (st.st_dev, st.st_ino) not in skip
-        and st.st_mtime >= since - MTIME_SLACK_S
+        if rotated(other) and st_id(st) not in skip and st.st_mtime >= since - MTIME_SLACK_S
     ]
     return sorted(found, key=lambda item: (item[1].st_mtime, item[0]))
