@@ -5,7 +5,10 @@ known shape) to the server as an exception, and the server logs it and answers n
 a client waiting for its reply then waits for ever. JSON-RPC asks for an error with a
 null id (``-32700`` for text that is not JSON, ``-32600`` for anything else); HTTP
 already answers so. :func:`serve_stdio` sits between the transport and the server and
-writes that error for each such line; every readable message passes as it was.
+writes that error for each such line. Two kinds of line the SDK mishandles are answered
+here too: JSON its parser refuses (a lone surrogate, nesting past its depth:
+:func:`read_anyway`) and a request without a usable id, which it reads as a notification
+(:func:`request_without_id`). Every other message passes as it was.
 """
 
 from __future__ import annotations
@@ -122,22 +125,22 @@ whichever parser reads it."""
 def _inspect(value: Any) -> tuple[int, bool]:
     """How deep ``value`` nests (counted up to just past :data:`MAX_NESTING`) and whether
     a text in it (a key or a value) holds a lone surrogate; without recursion."""
-    deepest, stack = 0, [(value, 1)]
+    deepest, lone, stack = 0, False, [(value, 1)]
     while stack:
         item, depth = stack.pop()
         if isinstance(item, str):
-            if _SURROGATE.search(item) is not None:
-                return deepest, True
+            # the walk goes on: the depth is what makes cleaning a name safe
+            lone = lone or _SURROGATE.search(item) is not None
         elif isinstance(item, dict | list):
             deepest = max(deepest, depth)
             if deepest > MAX_NESTING:
-                return deepest, False
+                return deepest, lone
             pairs = item.items() if isinstance(item, dict) else ((None, v) for v in item)
             for key, child in pairs:
                 stack.append((child, depth + 1))
                 if key is not None:
                     stack.append((key, depth + 1))
-    return deepest, False
+    return deepest, lone
 
 
 def _without_lone_surrogates(value: Any) -> Any:

@@ -140,6 +140,13 @@ _PING_X = '{"jsonrpc": "2.0", "id": 7, "method": "ping", "params": {"x": '
         # deeper than any parser here goes: answered, and the server goes on (it stopped)
         (_PING_X + _DEEP + "}}", None),
         (_PING_X + _DEEP[700:-700] + "}}", 7),  # 300 deep: read by Python's parser only
+        # a client name to clean beside 800 levels: measured before it is cleaned
+        (
+            '{"jsonrpc": "2.0", "id": 7, "method": "initialize", "params": {"protocolVersion": '
+            '"2025-06-18", "capabilities": {}, "clientInfo": {"name": "a%s", "version": "1", '
+            '"x": ' + _DEEP[100:-100] + "}}}",
+            7,
+        ),
         # JSON-RPC never answers a notification or a response, refused or not
         ('{"jsonrpc": "2.0", "method": "notifications/progress", "params": {"m": "%s"}}', "none"),
         ('{"jsonrpc": "2.0", "method": "notifications/whatever", "params": {"m": "%s"}}', "none"),
