@@ -143,8 +143,9 @@ _PING_X = '{"jsonrpc": "2.0", "id": 7, "method": "ping", "params": {"x": '
         # a client name to clean beside 800 levels: measured before it is cleaned
         (
             '{"jsonrpc": "2.0", "id": 7, "method": "initialize", "params": {"protocolVersion": '
-            '"2025-06-18", "capabilities": {}, "clientInfo": {"name": "a%s", "version": "1", '
-            '"x": ' + _DEEP[100:-100] + "}}}",
+            '"2025-06-18", "capabilities": {}, "clientInfo": {"x": '
+            + _DEEP[100:-100]
+            + ', "name": "a%s", "version": "1"}}}',
             7,
         ),
         # JSON-RPC never answers a notification or a response, refused or not
