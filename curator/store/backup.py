@@ -52,9 +52,9 @@ from curator.store.backup_identity import (
     database_file,
     ensure_database_id,
     foreign_backup_problem,
-    foreign_target_problem,
     named_backups,
     read_database_id,
+    target_verdict,
 )
 from curator.store.backup_listing import (
     backup_problem,
@@ -78,7 +78,6 @@ from curator.store.models import utcnow
 from curator.store.opening import (
     ReadOnlyError,
     StoreBusyError,
-    check_file,
     file_name,
     has_wal,
     read_only_uri,
@@ -413,7 +412,8 @@ def restore_backup(path: Path, backup: Path | None = None) -> RestoreReport:
     problem = backup_problem(backup)
     if problem is not None:
         raise CuratorError(f"the backup cannot be restored: {problem}; nothing changed")
-    foreign = foreign_backup_problem(path, backup) or foreign_target_problem(path)
+    not_ours, label = target_verdict(path)
+    foreign = foreign_backup_problem(path, backup) or not_ours
     if foreign is not None:
         raise CuratorError(f"refused: {foreign}")
     if path.is_dir():
@@ -440,7 +440,6 @@ def restore_backup(path: Path, backup: Path | None = None) -> RestoreReport:
         _remove_quietly(partial)
         raise
     try:
-        label = _aside_label(path)  # reads the file (quick_check): a stop may come here
         with _exclusive_use(path), _signals_held():
             moved = _set_aside(path, stamp, label)
             try:
@@ -532,15 +531,6 @@ def _signals_held() -> Iterator[None]:
             signal.signal(signum, signal.SIG_DFL if handler is None else handler)
         for signum in dict.fromkeys(received):
             signal.raise_signal(signum)
-
-
-def _aside_label(path: Path) -> str:
-    """ "replaced" for a sound database of ours, "damaged" for anything else."""
-    try:
-        check_file(path)
-    except CuratorError:
-        return "damaged"
-    return "replaced"
 
 
 def _set_aside(path: Path, stamp: str, label: str) -> list[tuple[Path, Path]]:

@@ -222,8 +222,11 @@ def _looks_like_text(first: bytes) -> bool:
     return False
 
 
-def foreign_target_problem(db_path: Path) -> str | None:
-    """Why the file at ``db_path`` must not be set aside for a backup (None: it may be).
+def target_verdict(db_path: Path) -> tuple[str | None, str]:
+    """Why the file at ``db_path`` must not be set aside for a backup (None: it may be),
+    and the label it is set aside under: ``replaced`` for a sound database of ours,
+    ``damaged`` for anything else. One look (the file's ``quick_check`` costs 0.2 s a
+    quarter gigabyte), made before the copy.
 
     Restore exists to replace a damaged database, so a file that does not open is not
     refused for that alone; but a file that is plainly not ours is: another program's
@@ -232,18 +235,19 @@ def foreign_target_problem(db_path: Path) -> str | None:
     try:
         check_file(db_path)
     except (ForeignDatabaseError, SchemaTooNewError) as exc:
-        return f"{exc}"
+        return f"{exc}", "damaged"
     except DamagedDatabaseError:
         try:
             with db_path.open("rb") as handle:
                 first = handle.read(4096)
         except OSError:
-            return None
+            return None, "damaged"
         if first.startswith(_OTHER_FORMATS) or _looks_like_text(first):
             return (
                 f"{db_path} is not a database file (it holds text or another format); "
                 "it was not modified"
-            )
+            ), "damaged"
+        return None, "damaged"
     except StoreError:
-        return None  # a folder, a pipe, an unreadable file: the restore says which
-    return None
+        return None, "damaged"  # a folder, a pipe, a busy file: the restore says which
+    return None, "replaced"
