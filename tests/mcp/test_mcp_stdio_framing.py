@@ -15,6 +15,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import example, given, settings
+from hypothesis import strategies as st
 
 from curator.cli import main
 
@@ -167,3 +169,48 @@ def test_deep_nesting_is_refused_and_notifications_are_never_answered(
         assert [a.get("id") for a in answers] == [0, answered, 99]
         assert answers[1]["error"]["code"] == -32600
         assert "nested more than" in answers[1]["error"]["message"]
+
+
+_TEXTS = st.text(alphabet=st.characters(codec=None), max_size=6) | st.sampled_from(
+    ["\ud800", "a\udfff", "initialize", "notifications/x", "tools/call"]
+)
+_JSON = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | _TEXTS,
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(_TEXTS, inner, max_size=3),
+    max_leaves=12,
+)
+_MESSAGES = st.fixed_dictionaries(
+    {"jsonrpc": st.just("2.0")},
+    optional={"id": _JSON, "method": _TEXTS, "params": _JSON, "result": _JSON},
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(message=_MESSAGES | _JSON, depth=st.integers(0, 3000))
+@example(message={"jsonrpc": "2.0", "id": 1, "method": "ping"}, depth=3000)  # past any limit
+@example(message={"jsonrpc": "2.0", "id": "\ud800", "method": "initialize"}, depth=300)
+def test_any_json_the_sdk_refuses_is_passed_answered_or_dropped_never_raised(
+    message: Any, depth: int
+) -> None:
+    """The framing's own reading, in process: whatever JSON the SDK's parser refuses
+    (lone surrogates anywhere, any nesting), it passes a message on, answers with an
+    error that can be written, or drops a notification or response; it never raises."""
+    from mcp.types import jsonrpc_message_adapter
+    from pydantic import ValidationError
+
+    from curator.mcp_server.stdio import read_anyway
+
+    if isinstance(message, dict):  # a message with a value nested ``depth`` deep
+        head, _ = json.dumps({**message, "deep": 0}).rsplit("0}", 1)
+        line = head + "[" * depth + "]" * depth + "}"
+    else:
+        line = "[" * depth + json.dumps(message) + "]" * depth
+    try:
+        jsonrpc_message_adapter.validate_json(line, by_name=False)
+        return  # the SDK reads it: not the framing's to judge
+    except ValidationError as exc:
+        what, found = read_anyway(exc)
+    assert what in ("pass", "answer", "drop", "unreadable")
+    if what == "answer":
+        found.model_dump_json()  # a lone surrogate in the answer would stop the server
+        assert "\n" not in found.error.message
