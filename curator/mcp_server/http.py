@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from curator.errors import CuratorError
+from curator.mcp_server.http_errors import OneSentenceErrors
 
 if TYPE_CHECKING:
     import asyncio
@@ -220,8 +221,8 @@ def serve_http(
     # (about an eighth of the server's CPU per recorded episode); a client that accepts
     # only JSON is served too. A client that goes away mid-call no longer cancels it: a
     # record it started is still committed (idempotent, so its retry changes nothing).
-    app: Any = server.streamable_http_app(
-        host=host, transport_security=security, json_response=True
+    app: Any = OneSentenceErrors(
+        server.streamable_http_app(host=host, transport_security=security, json_response=True)
     )
     if token is not None:
         app = BearerTokenGate(app, token)

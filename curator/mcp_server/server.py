@@ -24,7 +24,7 @@ import peewee
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 from mcp.types import CallToolResult, InputRequiredResult, ToolAnnotations
-from pydantic import ValidationError
+from pydantic import StrictInt, ValidationError
 
 from curator import __version__
 from curator.api import Curator
@@ -188,7 +188,9 @@ def build_server(curator: Curator, options: ServerOptions | None = None) -> MCPS
     reading = ToolAnnotations(read_only_hint=True, idempotent_hint=True, open_world_hint=False)
 
     @server.tool(annotations=reading)
-    async def get_knowledge(top_k: int | None = None, query: str | None = None) -> dict[str, Any]:
+    async def get_knowledge(
+        top_k: StrictInt | None = None, query: str | None = None
+    ) -> dict[str, Any]:
         """The agent's knowledge block: the top K committed patterns by effective importance
         (importance decayed by age), as text for a prompt plus a structured list. With
         `query`, the top K by relevance × effective importance."""
@@ -197,7 +199,7 @@ def build_server(curator: Curator, options: ServerOptions | None = None) -> MCPS
         )
 
     @server.tool(annotations=reading)
-    async def search_knowledge(query: str, limit: int = 10) -> dict[str, Any]:
+    async def search_knowledge(query: str, limit: StrictInt = 10) -> dict[str, Any]:
         """Committed patterns matching `query`, best first (relevance × effective importance)."""
         found = await anyio.to_thread.run_sync(
             lambda: _guarded(curator, lambda: curator.search_knowledge(query, limit))

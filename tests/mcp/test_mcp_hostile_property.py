@@ -4,6 +4,8 @@ The property runs the real server in-process through the SDK's own client (the s
 code paths as stdio and HTTP, without a process per example). Arguments are drawn per
 tool from the names it takes and from names it does not, with values of every JSON
 type: huge and negative numbers, NUL and control characters, long texts, nested lists.
+A call that is answered held arguments its tool's published input schema allows: what
+the schema says is what the server takes (no ``true`` or ``"5"`` for an integer).
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import anyio
+import jsonschema
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 from mcp import Client
@@ -80,6 +83,9 @@ def one_sentence(text: str) -> bool:
 @example(call=("get_knowledge", {"top_k": -1}))
 @example(call=("get_knowledge", {"top_k": 2**70}))
 @example(call=("get_knowledge", {"top_k": 1.5}))
+@example(call=("get_knowledge", {"top_k": True}))
+@example(call=("get_knowledge", {"top_k": "5"}))
+@example(call=("search_knowledge", {"query": "disk", "limit": 2.0}))
 @example(call=("search_knowledge", {"query": "\x00", "limit": 10}))
 @example(call=("record_episode", {"text": "x" * 300_000}))
 @example(call=("record_episode", {"messages": [{"role": "user", "content": "\x00"}]}))
@@ -99,12 +105,13 @@ def test_any_call_is_answered_or_refused_in_one_sentence(
             server = build_server(curator, ServerOptions())
             info = Implementation(name="hostile", version="1")
             async with Client(server, client_info=info) as client:
+                schemas = {t.name: t.input_schema for t in (await client.list_tools()).tools}
                 try:
-                    return await client.call_tool(name, arguments)
+                    return schemas, await client.call_tool(name, arguments)
                 except MCPError as exc:  # a protocol-level refusal is an MCP error too
-                    return exc
+                    return schemas, exc
 
-    answer = anyio.run(main)
+    schemas, answer = anyio.run(main)
     after = snapshot(db)
     if isinstance(answer, MCPError):
         assert one_sentence(answer.error.message), answer.error.message
@@ -115,6 +122,7 @@ def test_any_call_is_answered_or_refused_in_one_sentence(
         assert after == before, "a refused call wrote to the database"
         return
     assert name in TOOLS
+    jsonschema.validate(arguments, schemas[name])  # taken, so the schema allows it
     if name == "record_episode":
         assert len(after) == len(before) + 1
         assert after[-1][0] == answer.structured_content["episode_id"]
