@@ -532,14 +532,14 @@ def test_sigterm_or_sighup_cleans_up_as_ctrl_c_does(
         os.kill(os.getpid(), signum)
         return result
 
-    real_remove = backup_module._remove_quietly
+    real_remove = backup_module.remove_quietly
 
     def signalled_again_while_cleaning_up(path: Path) -> None:
         os.kill(os.getpid(), signum)  # a second signal: must not cut the cleanup short
         real_remove(path)
 
     monkeypatch.setattr(backup_module, "_copy_and_check", copy_then_signal)
-    monkeypatch.setattr(backup_module, "_remove_quietly", signalled_again_while_cleaning_up)
+    monkeypatch.setattr(backup_module, "remove_quietly", signalled_again_while_cleaning_up)
     before = signal.getsignal(signum)
     assert main(["--db", str(db), "backup", "--dir", str(tmp_path / "bk")]) == 128 + signum
     assert signal.getsignal(signum) == before  # the command's handler went with it

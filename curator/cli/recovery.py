@@ -2,7 +2,7 @@
 
 It never opens the database through the store (which refuses a damaged file); it only
 reads the backups and the file with read-only checks, then swaps files as described in
-:func:`curator.store.backup.restore_backup`. A PostgreSQL database is opened as every
+:func:`curator.store.restore.restore_backup`. A PostgreSQL database is opened as every
 command opens it and restored by :func:`curator.store.pg_backup.restore_pg_backup`.
 """
 
@@ -14,9 +14,9 @@ from typing import Any
 
 from curator.cli.common import CommandContext
 from curator.core.userpath import user_path
-from curator.store.backup import restore_backup
 from curator.store.location import DatabaseLocation
 from curator.store.opening import MissingDatabaseError
+from curator.store.restore import restore_backup
 
 
 def register(subparsers: Any, common: argparse.ArgumentParser) -> None:

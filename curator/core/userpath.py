@@ -14,7 +14,7 @@ from pathlib import Path
 
 from curator.errors import CuratorError
 
-__all__ = ["part_path", "sqlite_special_name", "user_path"]
+__all__ = ["name_room", "part_path", "sqlite_special_name", "user_path"]
 
 
 def user_path(raw: str | os.PathLike[str], what: str = "the path") -> Path:
@@ -63,3 +63,20 @@ def sqlite_special_name(raw: str) -> str | None:
             "with sqlite:)"
         )
     return None
+
+
+def name_room(folder: Path, longest: str) -> tuple[int, int] | None:
+    """(bytes, limit) when the file name ``longest`` is longer than ``folder``'s file
+    system allows (``folder``, or the nearest folder above it that exists), else None:
+    what a database's name must leave room for (its ``-wal``, its backups' time stamps)
+    is said before anything is written, not as the operating system's "File name too
+    long" half way."""
+    existing = folder
+    while not existing.exists() and existing.parent != existing:
+        existing = existing.parent
+    try:
+        limit = os.pathconf(existing, "PC_NAME_MAX")
+    except (OSError, ValueError, AttributeError):  # no pathconf (Windows): the common limit
+        limit = 255
+    size = len(os.fsencode(longest))
+    return (size, limit) if size > limit else None

@@ -13,54 +13,32 @@ kept is :mod:`curator.store.backup_schedule`; which backups are a database's own
 file name and an id stored inside, so two databases in one folder never prune or restore
 each other's) is :mod:`curator.store.backup_identity`.
 
-A damaged database is never replaced at start (opening refuses it and names the newest
-good backup); only an explicit restore (``curator restore`` or the window's dialog)
-replaces it, and even then it is never deleted: it is renamed aside together with its
-``-wal`` and ``-shm`` files (which belong to it; a WAL file left next to a new database
-of the same name would be replayed into it). Like Anki's "Restore backup", the current
-file is set aside whether or not it is damaged, so a restore never loses anything.
-
-A restore refuses while another process has the database open (the window, a running
-``distill``): that process would go on writing into the file set aside, so its work
-would vanish from the restored database, and when its connection closed SQLite would
-delete the ``-wal`` file *by name*, i.e. the restored database's. Every connection to a
-WAL database holds a shared POSIX lock on SQLite's lock bytes of the main file while it
-is open, so the restore takes the same bytes exclusively for the swap (as SQLite's own
-EXCLUSIVE lock would): it fails at once when anyone holds them, and nobody can open the
-database while the files are renamed.
+Restoring a backup in place of the database is :mod:`curator.store.restore`.
 """
 
 from __future__ import annotations
 
 import contextlib
-import errno
-import os
-import shutil
-import signal
 import sqlite3
 import time
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from curator.core.userpath import name_room
 from curator.errors import CuratorError
 from curator.store.backup_identity import (
     backup_file_name,
     belongs_to,
     database_file,
     ensure_database_id,
-    foreign_backup_problem,
     named_backups,
     read_database_id,
-    target_verdict,
 )
 from curator.store.backup_listing import (
-    backup_problem,
     default_backup_dir,
     list_backups,
-    newest_good_backup,
 )
 from curator.store.backup_partials import claimed, sweep_stale
 from curator.store.backup_schedule import (
@@ -76,18 +54,11 @@ from curator.store.db_choice import BUSY_TIMEOUT_S, busy_timeout_from_env
 from curator.store.db_errors import DATABASE_ERRORS
 from curator.store.models import utcnow
 from curator.store.opening import (
-    ReadOnlyError,
-    StoreBusyError,
     file_name,
     has_wal,
     read_only_uri,
 )
 from curator.store.settings import SettingsError, load_settings
-
-try:
-    import fcntl
-except ImportError:  # pragma: no cover - Windows: no POSIX locks to test
-    fcntl = None  # type: ignore[assignment]
 
 DEFAULT_KEEP = RECENT
 STEP_PAGES = 1024
@@ -121,7 +92,7 @@ class BackupResult:
         return f"backup: {self.path} ({self.size / 1e6:,.1f} MB, {self.seconds:.2f} s)"
 
 
-def _timestamp() -> str:
+def backup_stamp() -> str:
     """UTC with microseconds: sorts as text, unique for backups taken in a row."""
     return utcnow().strftime(STAMP_FORMAT)
 
@@ -178,7 +149,7 @@ def prune_backups(
     kept: list[Path] = []
     for path, stamp in dated.items():
         if stamp is not None and stamp not in keep:
-            _remove_quietly(path)
+            remove_quietly(path)
             deleted.append(path)
         else:
             kept.append(path)
@@ -192,7 +163,7 @@ def prune_backups(
     for path in kept[:-1]:  # oldest first (list_backups' order); never the newest
         if total <= max_total_bytes:
             break
-        _remove_quietly(path)
+        remove_quietly(path)
         deleted.append(path)
         total -= sizes.get(path, 0)
     return deleted
@@ -252,6 +223,8 @@ def take_backup(
     db_path = database_file(db_path)  # a link: the file it names, its backups
     started = time.perf_counter()
     folder = dest_dir or default_backup_dir(db_path)
+    # SQLite adds "-journal" to the partial copy's name: the longest of the names
+    names_fit(folder, backup_file_name(db_path, backup_stamp(), ".partial-journal"), "backup")
     try:
         folder.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
@@ -261,7 +234,7 @@ def take_backup(
         # write lock only as long as any other write of this process would.
         ensure_database_id(db_path, busy_timeout_from_env())
     sweep_stale(folder, db_path)  # what a killed backup of it left (backup_partials)
-    stamp = _timestamp()
+    stamp = backup_stamp()
     final = folder / backup_file_name(db_path, stamp)
     partial = folder / backup_file_name(db_path, stamp, ".partial")
     try:
@@ -270,26 +243,28 @@ def take_backup(
                 db_path, partial, read_only, pages, progress, cancelled, checking
             )
             if result == "ok":
+                # the size first: once renamed, another run's pruning may delete it
+                size = partial.stat().st_size
                 partial.replace(final)  # while still claimed: never swept half way
     except BackupCancelled:
-        _remove_quietly(partial)
+        remove_quietly(partial)
         raise
     except sqlite3.Error as exc:
-        _remove_quietly(partial)
+        remove_quietly(partial)
         if cancelled is not None and cancelled():
             raise BackupCancelled(f"backup of {db_path} stopped; nothing was kept") from exc
         raise CuratorError(f"backup of {db_path} failed: {exc}") from exc
     except BaseException:
-        _remove_quietly(partial)
+        remove_quietly(partial)
         raise
     if result != "ok":
-        _remove_quietly(partial)
+        remove_quietly(partial)
         raise CuratorError(
             f"backup of {db_path} failed its quick_check ({result.splitlines()[0]}); "
             "the copy was deleted"
         )
     prune_backups(db_path, folder, recent=keep, max_total_bytes=max_total_bytes)
-    return BackupResult(final, final.stat().st_size, time.perf_counter() - started)
+    return BackupResult(final, size, time.perf_counter() - started)
 
 
 def _copy_and_check(
@@ -359,187 +334,18 @@ def _copy_and_check(
         source.close()
 
 
-def _remove_quietly(path: Path) -> None:
+def remove_quietly(path: Path) -> None:
     with contextlib.suppress(FileNotFoundError):
         path.unlink()
 
 
-@dataclass(frozen=True)
-class RestoreReport:
-    """A restore that happened: what was put back and where the previous file went."""
-
-    path: Path  # the database, now the restored copy
-    backup: Path  # the backup it was copied from (left as it was)
-    moved: tuple[Path, ...]  # the previous database and its -wal/-shm, renamed aside
-
-    @property
-    def message(self) -> str:
-        aside = f"; the previous file was set aside as {self.moved[0]}" if self.moved else ""
-        return f"restored {self.path} from {self.backup}{aside}"
-
-
-def _fsync_folder(folder: Path) -> None:
-    """Make a rename durable (POSIX); a no-op where folders cannot be opened."""
-    try:
-        fd = os.open(folder, os.O_RDONLY)
-    except OSError:
-        return
-    try:
-        os.fsync(fd)
-    except OSError:
-        pass
-    finally:
-        os.close(fd)
-
-
-def restore_backup(path: Path, backup: Path | None = None) -> RestoreReport:
-    """Put ``backup`` (default: the newest good one) in place of the database ``path``.
-
-    All or nothing: the backup is checked, copied to a temporary file in the database's
-    folder, flushed to disk and checked again; only then are the current file and its
-    ``-wal``/``-shm`` renamed aside (never deleted) and the copy renamed into place, an
-    atomic step. A failure before that leaves every file as it was; a failure of the final
-    rename puts the previous files back. The window must not have the database open. A
-    backup holding another database's id is refused, whatever its name. A ``path`` that
-    is a link restores the file it names; the link stays.
-    """
-    path = database_file(path)
-    if backup is None:
-        backup = newest_good_backup(path)
-        if backup is None:
-            folder = default_backup_dir(path)
-            raise CuratorError(f"no good backup of {path} was found in {folder}; nothing changed")
-    problem = backup_problem(backup)
-    if problem is not None:
-        raise CuratorError(f"the backup cannot be restored: {problem}; nothing changed")
-    not_ours, label = target_verdict(path)
-    foreign = foreign_backup_problem(path, backup) or not_ours
-    if foreign is not None:
-        raise CuratorError(f"refused: {foreign}")
-    if path.is_dir():
-        raise CuratorError(f"{path} is a folder, not a database file; nothing changed")
-    if path.is_file() and not os.access(path, os.W_OK):
-        # The folder may be writable, which would let the file be renamed aside and a
-        # writable copy put in its place: what this user may not write stays as it is.
-        raise ReadOnlyError(f"read-only: {path} cannot be written by this user; nothing changed")
-    stamp = _timestamp()
-    partial = path.with_name(f"{path.name}.restoring-{stamp}")
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        with backup.open("rb") as source, partial.open("xb") as target:
-            shutil.copyfileobj(source, target, 1024 * 1024)
-            target.flush()
-            os.fsync(target.fileno())
-        problem = backup_problem(partial)
-        if problem is not None:
-            raise CuratorError(f"the copy of {backup} is not sound ({problem}); nothing changed")
-    except OSError as exc:
-        _remove_quietly(partial)
-        raise CuratorError(f"cannot restore {backup} to {path}: {exc}; nothing changed") from exc
-    except BaseException:
-        _remove_quietly(partial)
-        raise
-    try:
-        with _exclusive_use(path), _signals_held():
-            moved = _set_aside(path, stamp, label)
-            try:
-                partial.replace(path)
-            except OSError as exc:
-                for original, aside in moved:
-                    aside.replace(original)
-                raise CuratorError(
-                    f"cannot restore {backup} to {path}: {exc}; nothing changed"
-                ) from exc
-    except BaseException:
-        _remove_quietly(partial)
-        raise
-    _fsync_folder(path.parent)
-    return RestoreReport(path=path, backup=backup, moved=tuple(aside for _, aside in moved))
-
-
-def _siblings(path: Path) -> list[Path]:
-    return [path.with_name(path.name + suffix) for suffix in ("", "-wal", "-shm")]
-
-
-# SQLite's lock bytes in the main file (os_unix.c): PENDING, RESERVED, then 510 SHARED.
-_LOCK_START = 0x40000000
-_LOCK_LENGTH = 512
-
-
-@contextmanager
-def _exclusive_use(path: Path) -> Iterator[None]:
-    """Hold SQLite's lock bytes of ``path`` exclusively, or refuse: it is open elsewhere.
-
-    Must be entered after the last SQLite connection this process had to ``path`` was
-    closed and must not open one inside: closing any descriptor of a file drops every
-    POSIX lock this process holds on it.
-    """
-    if fcntl is None or not path.is_file():
-        yield
-        return
-    try:
-        fd = os.open(path, os.O_RDWR)
-    except OSError:
-        fd = -1  # a file we cannot open for writing: the rename decides
-    if fd < 0:
-        yield
-        return
-    try:
-        try:
-            fcntl.lockf(fd, fcntl.LOCK_EX | fcntl.LOCK_NB, _LOCK_LENGTH, _LOCK_START)
-        except OSError as exc:
-            if exc.errno not in (errno.EACCES, errno.EAGAIN):
-                raise CuratorError(f"cannot lock {path}: {exc}; nothing changed") from exc
-            raise StoreBusyError(
-                f"busy: {path} is open in another process (the window or a curator "
-                "command); close it and run restore again; nothing changed"
-            ) from None
-        yield
-    finally:
-        os.close(fd)
-
-
-@contextmanager
-def _signals_held() -> Iterator[None]:
-    """Hold SIGINT/SIGTERM/SIGHUP until the swap is done, then deliver them as they were.
-
-    Between renaming the database aside and renaming the copy into place the path holds
-    no database; a process stopped there left none, and the next start would have created
-    an empty one in its place. A signal mask would not do: it is per thread, and a
-    process-directed signal goes to any thread that does not block it. So for the few
-    renames the handlers only note the signal, which is raised again afterwards (to the
-    previous handler or the default action). Handlers can be set from the main thread
-    only; elsewhere the swap runs unprotected.
-    """
-    names = ("SIGINT", "SIGTERM", "SIGHUP")
-    wanted = [getattr(signal, n) for n in names if hasattr(signal, n)]
-    received: list[int] = []
-
-    def note(signum: int, _frame: object) -> None:
-        received.append(signum)
-
-    try:
-        previous = {signum: signal.signal(signum, note) for signum in wanted}
-    except ValueError:  # not the main thread
-        yield
-        return
-    try:
-        yield
-    finally:
-        for signum, handler in previous.items():
-            # None: a handler set outside Python, which cannot be put back; the default
-            signal.signal(signum, signal.SIG_DFL if handler is None else handler)
-        for signum in dict.fromkeys(received):
-            signal.raise_signal(signum)
-
-
-def _set_aside(path: Path, stamp: str, label: str) -> list[tuple[Path, Path]]:
-    """Rename the database and its -wal/-shm aside (damaged or not: never deleted)."""
-    moved: list[tuple[Path, Path]] = []
-    for source in _siblings(path):
-        if source.exists():
-            suffix = source.name[len(path.name) :]
-            target = path.with_name(f"{path.name}.{label}-{stamp}{suffix}")
-            source.rename(target)
-            moved.append((source, target))
-    return moved
+def names_fit(folder: Path, longest: str, what: str) -> None:
+    """Refuse, before anything is written, a name the file system cannot hold: a database
+    name near the limit (255 bytes on most) leaves no room for a backup's time stamp."""
+    over = name_room(folder, longest)
+    if over is not None:
+        raise CuratorError(
+            f"cannot {what}: the database's name is too long for the names a {what} writes "
+            f"beside it ({over[0]} bytes, at most {over[1]} here); rename it to a shorter "
+            "one; nothing changed"
+        )

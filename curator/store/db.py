@@ -31,7 +31,7 @@ from typing import Any
 import peewee
 from peewee import SqliteDatabase
 
-from curator.core.userpath import sqlite_special_name
+from curator.core.userpath import name_room, sqlite_special_name
 from curator.errors import CuratorError
 from curator.store import change_marker
 from curator.store.backup_listing import newest_good_backup
@@ -185,6 +185,13 @@ class Store:
                 f"upgrade to {LATEST_VERSION}, which needs write access"
             )
         if not found.exists:
+            over = name_room(self.path.parent, self.path.name + "-journal")
+            if over is not None:  # SQLite's own answer: "unable to open database file"
+                raise StoreError(
+                    f"cannot create {self.path}: its name leaves no room for SQLite's "
+                    f"-wal and -journal files beside it ({over[0]} bytes with the longer, "
+                    f"at most {over[1]} here); choose a shorter name"
+                )
             try:
                 self.path.parent.mkdir(parents=True, exist_ok=True)
             except OSError as exc:

@@ -42,7 +42,7 @@ from pathlib import Path
 from urllib.parse import unquote, urlsplit, urlunsplit
 
 from curator.errors import CuratorError
-from curator.store.backup import BackupResult, _timestamp
+from curator.store.backup import BackupResult, backup_stamp
 from curator.store.backup_identity import DATABASE_ID_KEY
 from curator.store.backup_listing import BACKUP_DIR_NAME, backup_problem
 from curator.store.backup_schedule import RECENT, STAMP_FORMAT, backups_to_keep
@@ -176,7 +176,7 @@ def take_pg_backup(
     own_id = database_id(store)
     pg_dump = shutil.which("pg_dump")
     suffix = DUMP_SUFFIX if pg_dump else EXPORT_SUFFIX
-    name = _prefix(store, own_id) + _timestamp()
+    name = _prefix(store, own_id) + backup_stamp()
     final = folder / (name + suffix)
     partial = folder / (name + ".partial")
     try:

@@ -478,7 +478,7 @@ def test_import_knowledge_names_why_a_source_cannot_be_read(
 _RESTORE_KILLED_MIDWAY = """
 import os, signal, sys
 from pathlib import Path
-import curator.store.backup as backup
+import curator.store.restore as backup
 
 set_aside = backup._set_aside
 

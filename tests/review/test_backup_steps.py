@@ -15,12 +15,12 @@ from curator.store.backup import (
     BackupCancelled,
     backup_due,
     list_backups,
-    restore_backup,
     take_backup,
 )
 from curator.store.backup_schedule import STAMP_FORMAT
 from curator.store.db import Store
 from curator.store.models import Pattern, utcnow
+from curator.store.restore import restore_backup
 from review.conftest import make_patterns
 
 

@@ -10,17 +10,14 @@ from pathlib import Path
 import pytest
 
 from curator.errors import CuratorError
-from curator.store.backup import (
-    backup_database,
-    list_backups,
-    newest_good_backup,
-    restore_backup,
-)
+from curator.store.backup import backup_database, list_backups
 from curator.store.backup_identity import ensure_database_id
+from curator.store.backup_listing import newest_good_backup
 from curator.store.db import Store
 from curator.store.migrations import LATEST_VERSION
 from curator.store.models import Pattern
 from curator.store.opening import DamagedDatabaseError, check_file
+from curator.store.restore import restore_backup
 from review.conftest import make_patterns
 
 

@@ -17,10 +17,10 @@ from PySide6.QtGui import QGuiApplication
 from PySide6.QtWidgets import QAbstractButton, QMessageBox, QWidget
 
 from curator.errors import CuratorError
-from curator.store.backup import restore_backup
 from curator.store.db import Store
 from curator.store.db_choice import busy_timeout_from_env
 from curator.store.opening import DamagedDatabaseError
+from curator.store.restore import restore_backup
 
 
 class RestoreOffer(QMessageBox):
