@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from curator.errors import CuratorError
-from curator.mcp_server.http_errors import OneSentenceErrors
+from curator.mcp_server.http_errors import OneSentenceErrors, quiet_departed_clients
 
 if TYPE_CHECKING:
     import asyncio
@@ -226,6 +226,7 @@ def serve_http(
     )
     if token is not None:
         app = BearerTokenGate(app, token)
+    quiet_departed_clients()
     sock = bind(host, port)
     bound_host, bound_port = sock.getsockname()[:2]
     shown = f"[{bound_host}]" if ":" in bound_host else bound_host

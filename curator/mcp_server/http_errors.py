@@ -7,11 +7,16 @@ pydantic's documentation, under ``-32602`` (invalid params). JSON-RPC calls that
 invalid request (``-32600``), and the stdio transport already says so in one sentence
 (:mod:`curator.mcp_server.stdio`). :class:`OneSentenceErrors` rewrites such an answer on
 its way out; every other response passes untouched, byte for byte and chunk by chunk.
+
+A client that goes away before its request has arrived is no error of the server's, yet
+the SDK logged each as one with a traceback on stderr (``ClientDisconnect``);
+:func:`quiet_departed_clients` keeps those records out of the log.
 """
 
 from __future__ import annotations
 
 import json
+import logging
 from typing import Any
 
 from mcp.types import INVALID_REQUEST
@@ -90,3 +95,27 @@ def _rewritten(body: bytes) -> bytes:
         return body
     error["code"], error["message"] = INVALID_REQUEST, NOT_A_MESSAGE
     return json.dumps(found).encode()
+
+
+class _DepartedClients(logging.Filter):
+    """Drops a record whose exception is a client gone before its request arrived."""
+
+    def __init__(self, kinds: tuple[type[BaseException], ...]) -> None:
+        super().__init__()
+        self.kinds = kinds
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        found = record.exc_info[1] if record.exc_info else None
+        return not isinstance(found, self.kinds)
+
+
+def quiet_departed_clients() -> None:
+    """Keep the SDK's tracebacks for clients that hung up mid-request off every handler
+    of the root logger (where the SDK's ``configure_logging`` puts its own)."""
+    try:
+        from starlette.requests import ClientDisconnect
+    except ImportError:  # a later starlette: nothing known to quiet
+        return
+    for handler in logging.getLogger().handlers:
+        if not any(isinstance(f, _DepartedClients) for f in handler.filters):
+            handler.addFilter(_DepartedClients((ClientDisconnect,)))

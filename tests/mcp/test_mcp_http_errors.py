@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import itertools
 import json
+import socket
+import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -132,3 +134,24 @@ def test_a_multi_line_error_in_chunks_becomes_one_sentence() -> None:
     assert found["error"] == {"code": -32600, "message": NOT_A_MESSAGE}
     headers = dict(sent[0]["headers"])
     assert int(headers[b"content-length"]) == len(_body(sent))
+
+
+def test_a_client_gone_mid_request_leaves_no_traceback(http_server: Start) -> None:
+    """Hung up before the body was all sent (or any of it): the SDK logged each as a
+    server error with a traceback; the server now says nothing and goes on serving."""
+    server = http_server()
+    host, port = server.url.split("//")[1].split("/")[0].rsplit(":", 1)
+    head = (
+        f"POST /mcp HTTP/1.1\r\nHost: {host}:{port}\r\n"
+        "Accept: application/json, text/event-stream\r\nContent-Type: application/json\r\n"
+        "Content-Length: 1000\r\n\r\n"
+    ).encode()
+    for sent in (b"", b'{"jsonrpc": "2.0", '):
+        with socket.create_connection((host, int(port))) as peer:
+            peer.sendall(head + sent)
+            time.sleep(0.2)  # the server is reading the body when the peer goes
+    answer = httpx.post(server.url, content=b"[]", headers=HEADERS, timeout=30)
+    assert answer.status_code == 400  # still serving
+    server.process.terminate()
+    _, stderr = server.process.communicate(timeout=30)
+    assert "Traceback" not in stderr and "ClientDisconnect" not in stderr, stderr[-2000:]
