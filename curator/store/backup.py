@@ -40,7 +40,7 @@ from curator.store.backup_listing import (
     default_backup_dir,
     list_backups,
 )
-from curator.store.backup_partials import claimed, sweep_stale
+from curator.store.backup_partials import ClaimTaken, claimed, sweep_stale
 from curator.store.backup_schedule import (
     RECENT,
     STAMP_FORMAT,
@@ -133,6 +133,7 @@ def prune_backups(
     *,
     recent: int = RECENT,
     max_total_bytes: int | None = None,
+    taken: Path | None = None,
 ) -> list[Path]:
     """Delete the backups the age rule (:func:`backups_to_keep`) does not keep, then, while
     this database's backups together exceed ``max_total_bytes``, the oldest of them; the
@@ -141,6 +142,8 @@ def prune_backups(
     The size bound is why a 700 MB database does not fill the disk with ten copies in a
     day: the age rule alone keeps up to ``recent`` + 7 + 4 of them. Only this database's
     own backups are counted and deleted (another database's in the same folder are not).
+    ``taken``, the backup just made, is never deleted: a backup named for a later time
+    (the clock set back, a copy renamed by hand) must not make the new one the oldest.
     """
     dated = {p: stamp_of(p.name) for p in list_backups(db_path, backup_dir)}
     stamps = [s for s in dated.values() if s is not None]
@@ -148,7 +151,9 @@ def prune_backups(
     deleted: list[Path] = []
     kept: list[Path] = []
     for path, stamp in dated.items():
-        if stamp is not None and stamp not in keep:
+        if taken is not None and path == taken:
+            kept.append(path)
+        elif stamp is not None and stamp not in keep:
             remove_quietly(path)
             deleted.append(path)
         else:
@@ -161,6 +166,8 @@ def prune_backups(
             sizes[path] = path.stat().st_size
     total = sum(sizes.values())
     for path in kept[:-1]:  # oldest first (list_backups' order); never the newest
+        if path == taken:
+            continue
         if total <= max_total_bytes:
             break
         remove_quietly(path)
@@ -254,6 +261,8 @@ def take_backup(
         if cancelled is not None and cancelled():
             raise BackupCancelled(f"backup of {db_path} stopped; nothing was kept") from exc
         raise CuratorError(f"backup of {db_path} failed: {exc}") from exc
+    except ClaimTaken:
+        raise  # the name is another run's: its file is not this run's to remove
     except BaseException:
         remove_quietly(partial)
         raise
@@ -263,7 +272,7 @@ def take_backup(
             f"backup of {db_path} failed its quick_check ({result.splitlines()[0]}); "
             "the copy was deleted"
         )
-    prune_backups(db_path, folder, recent=keep, max_total_bytes=max_total_bytes)
+    prune_backups(db_path, folder, recent=keep, max_total_bytes=max_total_bytes, taken=final)
     return BackupResult(final, size, time.perf_counter() - started)
 
 

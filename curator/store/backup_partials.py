@@ -25,12 +25,15 @@ import stat
 from collections.abc import Iterator
 from pathlib import Path
 
+from curator.errors import CuratorError
+from curator.store.backup_identity import read_database_id
+
 try:
     import fcntl
 except ImportError:  # pragma: no cover - not POSIX
     fcntl = None  # type: ignore[assignment]
 
-__all__ = ["claimed", "sweep_stale", "sweep_stale_restores"]
+__all__ = ["ClaimTaken", "claimed", "sweep_stale", "sweep_stale_restores"]
 
 _STAMP = re.compile(r"\d{8}T\d{12}Z")
 """The time in a backup's name (:func:`curator.store.backup.backup_stamp`)."""
@@ -42,41 +45,70 @@ of a file drops every POSIX lock the process holds on it, SQLite's own on the co
 writing included, and two backups may run at once in one process (the window's)."""
 
 
+class ClaimTaken(CuratorError):
+    """Another backup or restore of this database took the same name first (started in
+    the same microsecond): its file is left alone, and this one may simply run again."""
+
+
 @contextlib.contextmanager
 def claimed(partial: Path) -> Iterator[None]:
-    """Create ``partial`` (it must not exist) and hold its lock until the block ends."""
-    fd = os.open(partial, os.O_RDWR | os.O_CREAT | os.O_EXCL, 0o644)
+    """Create ``partial`` (it must not exist) and hold its lock until the block ends;
+    :class:`ClaimTaken` when it exists (it is someone else's: never removed here).
+
+    The name counts as this process's from before the file exists, so a sweep on another
+    thread never meets it between its creation and its lock."""
     key = partial.absolute()
+    if key in _CLAIMED_HERE:
+        raise ClaimTaken(f"{partial.name} is being written by this process; run again")
     _CLAIMED_HERE.add(key)
     try:
-        if fcntl is not None:
-            fcntl.flock(fd, fcntl.LOCK_EX)
-        yield
+        try:
+            fd = os.open(partial, os.O_RDWR | os.O_CREAT | os.O_EXCL, 0o644)
+        except FileExistsError:
+            raise ClaimTaken(
+                f"{partial.name} was started at the same moment by another run; run again"
+            ) from None
+        try:
+            if fcntl is not None:
+                fcntl.flock(fd, fcntl.LOCK_EX)
+            yield
+        finally:
+            os.close(fd)
     finally:
         _CLAIMED_HERE.discard(key)
-        os.close(fd)
 
 
 def sweep_stale(folder: Path, db_path: Path) -> list[Path]:
     """Remove the partial backups of ``db_path`` in ``folder`` that no process is writing
-    (and their ``-journal``); the files removed."""
-    return _sweep(folder, f"{db_path.name}-", ".partial")
+    (and their side files); the files removed."""
+    return _sweep(folder, f"{db_path.name}-", ".partial", db_path)
 
 
 def sweep_stale_restores(db_path: Path) -> list[Path]:
     """Remove the copies of a backup that a restore of ``db_path`` was putting in place
     (``NAME.restoring-<time>``, beside it) when it was killed; the files removed."""
-    return _sweep(db_path.parent, f"{db_path.name}.restoring-", "")
+    return _sweep(db_path.parent, f"{db_path.name}.restoring-", "", db_path)
 
 
-def _sweep(folder: Path, prefix: str, suffix: str) -> list[Path]:
-    """Remove ``prefix<time>suffix`` files in ``folder`` whose lock can be taken."""
+_SIDE_FILES = ("-journal", "-wal", "-shm")
+
+
+def _sweep(folder: Path, prefix: str, suffix: str, db_path: Path) -> list[Path]:
+    """Remove ``prefix<time>suffix`` files in ``folder`` that are plainly a killed run's
+    copy of ``db_path``: a regular file whose lock can be taken, with no ``-wal`` or
+    ``-shm`` beside it (a database someone uses, or used, under that name), holding no
+    other database's identity (a copy of ``db_path`` holds its identity, or none yet when
+    it was cut short; where ``db_path``'s own cannot be read, a copy that holds one is
+    left). What cannot be removed (another user's file in a shared folder) is left, and
+    the run goes on. A database without an identity, closed, named exactly as such a
+    copy (``NAME.restoring-<time to the microsecond>Z``), is taken for one."""
     if fcntl is None:
         return []
     try:
         names = os.listdir(folder)
     except OSError:
         return []
+    own_id: str | None = None
     removed: list[Path] = []
     for name in names:
         stamp = name[len(prefix) : len(name) - len(suffix)]
@@ -85,6 +117,8 @@ def _sweep(folder: Path, prefix: str, suffix: str) -> list[Path]:
         path = folder / name
         if path.absolute() in _CLAIMED_HERE:
             continue  # this process is writing it
+        if any(os.path.lexists(f"{path}{side}") for side in ("-wal", "-shm")):
+            continue  # a database in use, or one with state of its own: not a bare copy
         try:
             fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
         except OSError:
@@ -96,9 +130,18 @@ def _sweep(folder: Path, prefix: str, suffix: str) -> list[Path]:
                 fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
             except OSError:
                 continue  # a backup is writing it
-            for leftover in (path, path.with_name(name + "-journal")):
-                with contextlib.suppress(FileNotFoundError):
-                    leftover.unlink()
+            if own_id is None:
+                own_id = (read_database_id(db_path) if db_path.is_file() else None) or ""
+            theirs = read_database_id(path)
+            if theirs is not None and theirs != own_id:
+                continue  # another database of ours that happens to bear such a name
+            try:
+                path.unlink()
+            except OSError:
+                continue
+            for side in _SIDE_FILES:
+                with contextlib.suppress(OSError):
+                    os.unlink(f"{path}{side}")
             removed.append(path)
         finally:
             os.close(fd)

@@ -29,6 +29,7 @@ import errno
 import os
 import shutil
 import signal
+import sqlite3
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -38,16 +39,13 @@ from curator.errors import CuratorError
 from curator.store.backup import backup_stamp, names_fit, remove_quietly
 from curator.store.backup_identity import database_file, foreign_backup_problem, target_verdict
 from curator.store.backup_listing import backup_problem, default_backup_dir, newest_good_backup
-from curator.store.backup_partials import claimed, sweep_stale_restores
+from curator.store.backup_partials import ClaimTaken, claimed, sweep_stale_restores
 from curator.store.opening import ReadOnlyError, StoreBusyError
 
 try:
     import fcntl
 except ImportError:  # pragma: no cover - Windows: no POSIX locks to test
     fcntl = None  # type: ignore[assignment]
-
-_LONGEST_LABEL = "replaced"
-"""The longest of the labels a restore sets the current file aside under (``damaged``)."""
 
 
 @dataclass(frozen=True)
@@ -91,8 +89,9 @@ def restore_backup(path: Path, backup: Path | None = None) -> RestoreReport:
     """
     path = database_file(path)
     stamp = backup_stamp()
-    # the longest name a restore writes: the current file's -wal set aside
-    names_fit(path.parent, f"{path.name}.{_LONGEST_LABEL}-{stamp}-wal", "restore")
+    # the longest name a restore writes: its copy's journal (".restoring-" is longer than
+    # any label the current file is set aside under)
+    names_fit(path.parent, f"{path.name}.restoring-{stamp}-journal", "restore")
     sweep_stale_restores(path)  # what a killed restore of it left (backup_partials)
     if backup is None:
         backup = newest_good_backup(path)
@@ -119,12 +118,17 @@ def restore_backup(path: Path, backup: Path | None = None) -> RestoreReport:
         path.parent.mkdir(parents=True, exist_ok=True)
         with claimed(partial):  # held until it is the database: a later restore sweeps it
             moved = _put_in_place(backup, path, partial, stamp, label)
+    except ClaimTaken:
+        raise  # the name is another run's: its file is not this run's to remove
     except OSError as exc:
         remove_quietly(partial)
         raise CuratorError(f"cannot restore {backup} to {path}: {exc}; nothing changed") from exc
     except BaseException:
         remove_quietly(partial)
         raise
+    finally:
+        for side in ("-wal", "-shm", "-journal"):  # of the copy, once folded in or dropped
+            remove_quietly(partial.with_name(partial.name + side))
     _fsync_folder(path.parent)
     return RestoreReport(path=path, backup=backup, moved=tuple(aside for _, aside in moved))
 
@@ -134,10 +138,8 @@ def _put_in_place(
 ) -> list[tuple[Path, Path]]:
     """Copy ``backup`` into ``partial`` (claimed, empty), check the copy, then swap it in
     for ``path``; the files set aside, as (former name, name now)."""
-    with backup.open("rb") as source, partial.open("r+b") as target:
-        shutil.copyfileobj(source, target, 1024 * 1024)
-        target.flush()
-        os.fsync(target.fileno())
+    _copy(backup, partial)
+    _fold_side_files(backup, partial)
     problem = backup_problem(partial)
     if problem is not None:
         raise CuratorError(f"the copy of {backup} is not sound ({problem}); nothing changed")
@@ -153,6 +155,49 @@ def _put_in_place(
     return moved
 
 
+def _copy(source: Path, target: Path) -> None:
+    """``source``'s bytes into ``target`` (existing), flushed to disk."""
+    with source.open("rb") as reading, target.open("r+b") as writing:
+        shutil.copyfileobj(reading, writing, 1024 * 1024)
+        writing.flush()
+        os.fsync(writing.fileno())
+
+
+def _fold_side_files(backup: Path, partial: Path) -> None:
+    """Bring into the copy what ``backup``'s own ``-wal`` (or hot ``-journal``) holds.
+
+    The checks read a file together with its ``-wal``, so a file set aside by an earlier
+    restore (``PATH.replaced-<time>`` and its ``-wal``) checked sound and was then copied
+    without its last commits. A WAL belongs to its database by the salts in its header,
+    not by its name: copied beside the copy, it is checkpointed into it (a hot journal is
+    rolled back by the first read), and the side files go."""
+    sides = [s for s in ("-wal", "-journal") if _size(backup.with_name(backup.name + s)) > 0]
+    if not sides:
+        return
+    for side in sides:
+        target = partial.with_name(partial.name + side)
+        target.touch(exist_ok=False)
+        _copy(backup.with_name(backup.name + side), target)
+    conn = sqlite3.connect(partial, isolation_level=None)
+    try:
+        conn.execute("SELECT count(*) FROM sqlite_master").fetchone()
+        conn.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()
+    except sqlite3.Error as exc:
+        raise CuratorError(
+            f"the backup's {'/'.join(sides)} could not be brought into its copy ({exc}); "
+            "nothing changed"
+        ) from exc
+    finally:
+        conn.close()
+
+
+def _size(path: Path) -> int:
+    try:
+        return path.stat().st_size
+    except OSError:
+        return 0
+
+
 def _same_file(a: Path, b: Path) -> bool:
     try:
         return a.samefile(b)
@@ -161,7 +206,9 @@ def _same_file(a: Path, b: Path) -> bool:
 
 
 def _siblings(path: Path) -> list[Path]:
-    return [path.with_name(path.name + suffix) for suffix in ("", "-wal", "-shm")]
+    # a hot -journal belongs to the file as a -wal does: left beside the restored copy it
+    # would be rolled back into it (a database whose writer died in a transaction)
+    return [path.with_name(path.name + suffix) for suffix in ("", "-wal", "-shm", "-journal")]
 
 
 # SQLite's lock bytes in the main file (os_unix.c): PENDING, RESERVED, then 510 SHARED.

@@ -5,7 +5,10 @@ and backups taken at the same time that prune each other's. Real SQLite files.""
 from __future__ import annotations
 
 import os
+import shutil
 import sqlite3
+import subprocess
+import sys
 import tempfile
 import threading
 from pathlib import Path
@@ -17,7 +20,8 @@ from hypothesis import strategies as st
 from curator.errors import CuratorError
 from curator.store import restore as restore_module
 from curator.store.backup import backup_stamp, list_backups, take_backup
-from curator.store.backup_partials import claimed
+from curator.store.backup_identity import ensure_database_id
+from curator.store.backup_partials import ClaimTaken, claimed
 from curator.store.db import Store
 from curator.store.models import Pattern, utcnow
 from curator.store.opening import StoreError
@@ -153,3 +157,112 @@ def test_backups_at_the_same_time_keeping_one_all_succeed(tmp_path: Path) -> Non
             thread.join()
         assert failures == []
         assert list_backups(db)
+
+
+def _crash_after(db: Path, texts: list[str], mode: str, *, in_a_transaction: bool) -> None:
+    """Add a pattern per text in a child that then dies without closing or committing
+    what is open (as ``kill -9`` would): what SQLite leaves on disk (a -wal, a hot
+    -journal) stays."""
+    script = (
+        "import os, sqlite3, sys\n"
+        "c = sqlite3.connect(sys.argv[1], isolation_level=None)\n"
+        f"c.execute('PRAGMA journal_mode={mode}')\n"
+        "c.execute('PRAGMA wal_autocheckpoint=0')\n"
+        "c.execute('PRAGMA cache_size=1')\n"
+        "cols = [r[1] for r in c.execute('PRAGMA table_info(pattern)')]\n"
+        "cols = [n for n in cols if n not in ('id', 'text')]\n"
+        "copy = 'INSERT INTO pattern (text, %s) SELECT ?, %s FROM pattern LIMIT 1' % "
+        "(', '.join(cols), ', '.join(cols))\n"
+        + ("c.execute('BEGIN')\n" if in_a_transaction else "")
+        + "for text in sys.argv[2:]:\n"
+        "    c.execute(copy, (text,))\n"
+        "os._exit(0)\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", script, str(db), *texts], capture_output=True, check=False
+    )
+    assert done.returncode == 0, done.stderr
+
+
+def test_a_backup_with_a_wal_of_its_own_is_restored_with_its_commits(tmp_path: Path) -> None:
+    """A file set aside by an earlier restore keeps its -wal beside it; restoring it (an
+    undo) must bring back what that -wal holds, which the checks already read."""
+    source = _database(tmp_path / "source.db")
+    _crash_after(source, ["only in the wal"], "WAL", in_a_transaction=False)
+    assert (tmp_path / "source.db-wal").stat().st_size > 0
+    expected = _patterns(source)  # read through the -wal
+    assert "only in the wal" in expected
+    target = _database(tmp_path / "target.db", "target's own")
+    with sqlite3.connect(target) as conn:  # the same database, as a restore needs
+        conn.execute("UPDATE setting SET value = (SELECT value FROM setting) WHERE 0")
+    report = restore_backup(target, source)
+    assert _patterns(target) == expected
+    assert report.moved
+    assert not [p for p in tmp_path.iterdir() if ".restoring-" in p.name]
+
+
+def test_a_hot_journal_is_set_aside_with_its_database(tmp_path: Path) -> None:
+    """A writer that died in a transaction left a hot -journal: it belongs to the file
+    set aside (which needs it), never to the restored copy (which it would damage)."""
+    db = _database(tmp_path / "j.db")
+    backup = take_backup(db).path
+    with sqlite3.connect(db) as conn:
+        conn.execute("PRAGMA journal_mode=DELETE")
+    many = [f"row {i} " + "x" * 2000 for i in range(60)]
+    _crash_after(db, many, "DELETE", in_a_transaction=True)
+    assert (tmp_path / "j.db-journal").stat().st_size > 0
+    report = restore_backup(db, backup)
+    assert not (tmp_path / "j.db-journal").exists()
+    assert any(p.name.endswith("-journal") for p in report.moved)
+    with sqlite3.connect(db) as conn:
+        assert conn.execute("PRAGMA quick_check").fetchone()[0] == "ok"
+    assert _patterns(db) == ["kept"]
+
+
+def test_a_backup_named_for_a_later_time_never_prunes_the_new_one(tmp_path: Path) -> None:
+    db = _database(tmp_path / "k.db")
+    first = take_backup(db).path
+    later = first.with_name("k.db-20991231T235959000000Z.sqlite")  # the clock was set back
+    shutil.copyfile(first, later)
+    result = take_backup(db, keep=1)
+    assert result.path.is_file(), "the backup just taken was pruned"
+
+
+def test_restore_without_a_backup_skips_a_link_to_the_database_itself(tmp_path: Path) -> None:
+    db = _database(tmp_path / "h.db")
+    good = take_backup(db).path
+    os.link(db, good.with_name("h.db-20991231T235959000000Z.sqlite"))
+    report = restore_backup(db)
+    assert report.backup == good
+
+
+def test_a_sweep_leaves_another_database_that_bears_a_copys_name(tmp_path: Path) -> None:
+    db = _database(tmp_path / "s.db")
+    backup = take_backup(db).path
+    closed = _database(tmp_path / f"s.db.restoring-{backup_stamp()}", "another database")
+    ensure_database_id(closed, 5.0)  # another database of ours: an identity of its own
+    in_use = _database(tmp_path / f"s.db.restoring-{backup_stamp()}", "one in use")
+    holder = sqlite3.connect(in_use)
+    holder.execute("PRAGMA journal_mode=WAL")
+    holder.execute("SELECT count(*) FROM pattern").fetchone()
+    try:
+        restore_backup(db, backup)
+        assert _patterns(closed) == ["another database"]
+        assert in_use.exists() and (tmp_path / f"{in_use.name}-wal").exists()
+    finally:
+        holder.close()
+
+
+def test_a_name_claimed_twice_is_refused_and_the_first_claim_keeps_its_file(
+    tmp_path: Path,
+) -> None:
+    partial = tmp_path / f"x.db-{backup_stamp()}.partial"
+    with claimed(partial):
+        with pytest.raises(ClaimTaken), claimed(partial):
+            pass
+        assert partial.exists()
+    outside = tmp_path / f"x.db-{backup_stamp()}.partial"
+    outside.write_bytes(b"another run's")
+    with pytest.raises(ClaimTaken), claimed(outside):
+        pass
+    assert outside.read_bytes() == b"another run's"
