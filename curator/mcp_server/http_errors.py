@@ -25,12 +25,16 @@ NOT_A_MESSAGE = (
     "Invalid Request: not a JSON-RPC 2.0 message (one object a request, with "
     '"jsonrpc": "2.0", a method, an id, and params that are an object; no batches)'
 )
+SDK_REPORT = "Validation error:"
+"""How the transport's report on a body of no known message shape begins: only that is
+rewritten (another error, a valid request's, keeps its code and its words)."""
 MAX_HELD_BYTES = 64 * 1024
 """The most of an error's body held to be read: the SDK's reports are a few KiB."""
 
 
 class OneSentenceErrors:
-    """ASGI middleware: a JSON error answer of more than one line becomes one sentence."""
+    """ASGI middleware: the transport's report on a body that is no JSON-RPC message
+    becomes one sentence."""
 
     def __init__(self, app: Any) -> None:
         self.app = app
@@ -81,17 +85,17 @@ def _may_need_rewriting(start: dict[str, Any]) -> bool:
 
 
 def _rewritten(body: bytes) -> bytes:
-    """``body`` with a multi-line JSON-RPC error message made one sentence; anything else
-    (another JSON document, a message of one line already) as it was."""
+    """``body`` with the transport's report on a body that is no message made one
+    sentence; anything else (another error, another JSON document) as it was."""
     try:
         found = json.loads(body)
-    except ValueError:
+    except (ValueError, RecursionError):  # not JSON, or nested past the parser's depth
         return body
     error = found.get("error") if isinstance(found, dict) else None
     if not isinstance(error, dict):
         return body
     message = error.get("message")
-    if not isinstance(message, str) or "\n" not in message:
+    if not isinstance(message, str) or not message.startswith(SDK_REPORT):
         return body
     error["code"], error["message"] = INVALID_REQUEST, NOT_A_MESSAGE
     return json.dumps(found).encode()

@@ -17,17 +17,17 @@ import json
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, TypeVar
+from typing import Annotated, Any, TypeVar
 
 import anyio.to_thread
 import peewee
 from mcp.server.mcpserver import Context, MCPServer
-from mcp.server.mcpserver.exceptions import ToolError
+from mcp.server.mcpserver.exceptions import ResourceError, ToolError
 from mcp.types import CallToolResult, InputRequiredResult, ToolAnnotations
-from pydantic import StrictInt, ValidationError
+from pydantic import Field, StrictInt, ValidationError
 
 from curator import __version__
-from curator.api import Curator
+from curator.api import MAX_TOP_K, Curator
 from curator.core.redact import redact
 from curator.core.textmeasure import readable
 from curator.core.textsafety import CONTROLS
@@ -43,6 +43,10 @@ INSTRUCTIONS = (
     "recorded episode is only a pending log entry: it reaches the knowledge block only "
     "after a person has reviewed and committed what was learned from it."
 )
+
+Count = Annotated[StrictInt, Field(json_schema_extra={"minimum": 1, "maximum": MAX_TOP_K})]
+"""A number of patterns: an integer (not ``true``, ``"5"`` or ``2.0``), its range published
+in the tool's schema and checked by :class:`curator.api.Curator` (one sentence)."""
 
 DEFAULT_CLIENT = "mcp-client"
 """The source of an episode from a client that gave no name in its handshake."""
@@ -72,6 +76,12 @@ def client_name(ctx: Context[Any, Any]) -> str:
     valid = name.encode("utf-8", "ignore").decode("utf-8")
     cleaned = " ".join(CONTROLS.sub("", valid).split())[:100].strip()
     return cleaned or DEFAULT_CLIENT
+
+
+def _one_line(text: str) -> str:
+    """``text`` with its line breaks and runs of blanks made one space: an error that
+    quotes what the client sent stays one line, whatever was sent."""
+    return " ".join(text.split())
 
 
 def _one_sentence(exc: ValidationError) -> str:
@@ -145,6 +155,13 @@ class _CuratorServer(MCPServer):
         except ToolError as exc:
             if isinstance(exc.__cause__, ValidationError):
                 raise ToolError(_one_sentence(exc.__cause__)) from None
+            raise ToolError(_one_line(str(exc))) from None  # "Unknown tool: a\nb", say
+
+    async def read_resource(self, uri: Any, context: Any = None) -> Any:
+        try:
+            return await super().read_resource(uri, context)
+        except ResourceError as exc:  # "Unknown resource: curator://x\ny": the client's own
+            exc.args = (_one_line(str(exc)),)  # the same kind (its code), its cause kept
             raise
 
 
@@ -188,9 +205,7 @@ def build_server(curator: Curator, options: ServerOptions | None = None) -> MCPS
     reading = ToolAnnotations(read_only_hint=True, idempotent_hint=True, open_world_hint=False)
 
     @server.tool(annotations=reading)
-    async def get_knowledge(
-        top_k: StrictInt | None = None, query: str | None = None
-    ) -> dict[str, Any]:
+    async def get_knowledge(top_k: Count | None = None, query: str | None = None) -> dict[str, Any]:
         """The agent's knowledge block: the top K committed patterns by effective importance
         (importance decayed by age), as text for a prompt plus a structured list. With
         `query`, the top K by relevance × effective importance."""
@@ -199,7 +214,7 @@ def build_server(curator: Curator, options: ServerOptions | None = None) -> MCPS
         )
 
     @server.tool(annotations=reading)
-    async def search_knowledge(query: str, limit: StrictInt = 10) -> dict[str, Any]:
+    async def search_knowledge(query: str, limit: Count = 10) -> dict[str, Any]:
         """Committed patterns matching `query`, best first (relevance × effective importance)."""
         found = await anyio.to_thread.run_sync(
             lambda: _guarded(curator, lambda: curator.search_knowledge(query, limit))

@@ -10,6 +10,7 @@ the schema says is what the server takes (no ``true`` or ``"5"`` for an integer)
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -55,7 +56,7 @@ VALUES = st.recursive(
 
 @st.composite
 def calls(draw: st.DrawFn) -> tuple[str, dict[str, Any]]:
-    name = draw(st.sampled_from([*TOOLS, "no_such_tool", "record_episodes", ""]))
+    name = draw(st.sampled_from([*TOOLS, "no_such_tool", "record_episodes", "", "no\nsuch\ttool"]))
     keys = draw(
         st.lists(
             st.sampled_from([*TOOLS.get(name, []), "top_k", "extra", "role"]) | st.text(max_size=6),
@@ -91,6 +92,7 @@ def one_sentence(text: str) -> bool:
 @example(call=("record_episode", {"messages": [{"role": "user", "content": "\x00"}]}))
 @example(call=("record_episode", {"text": "ok", "timestamp": 5}))
 @example(call=("no_such_tool", {}))
+@example(call=("get\nknowledge\n", {}))
 @example(call=("memory_status", {"extra": 1}))
 def test_any_call_is_answered_or_refused_in_one_sentence(
     tmp_path_factory: Any, call: tuple[str, dict[str, Any]]
@@ -128,3 +130,29 @@ def test_any_call_is_answered_or_refused_in_one_sentence(
         assert after[-1][0] == answer.structured_content["episode_id"]
     else:
         assert after == before, f"{name} is a read and wrote to the database"
+
+
+def test_published_counts_say_their_range_and_unknown_resources_one_line(
+    tmp_path: Path,
+) -> None:
+    """The schemas give top_k and limit their range (1 to 1000, what the server takes),
+    and an unknown resource's name, newlines and all, comes back on one line."""
+    db = tmp_path / "m.db"
+    Store(db).close()
+
+    async def main() -> tuple[dict[str, Any], MCPError]:
+        with Curator(db=db) as curator:
+            server = build_server(curator, ServerOptions())
+            async with Client(server) as client:
+                schemas = {t.name: t.input_schema for t in (await client.list_tools()).tools}
+                try:
+                    await client.read_resource("curator://x\ny\nz")
+                except MCPError as exc:
+                    return schemas, exc
+                raise AssertionError("an unknown resource was read")
+
+    schemas, refused = anyio.run(main)
+    for tool, name in (("get_knowledge", "top_k"), ("search_knowledge", "limit")):
+        found = json.dumps(schemas[tool]["properties"][name])
+        assert '"minimum": 1' in found and '"maximum": 1000' in found, found
+    assert one_sentence(refused.error.message), refused.error.message

@@ -16,6 +16,7 @@ from typing import Any
 
 import anyio
 import httpx
+import pytest
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
@@ -126,14 +127,29 @@ def test_anything_but_a_multi_line_error_passes_byte_for_byte(
     assert sent[-1].get("more_body", False) is False
 
 
-def test_a_multi_line_error_in_chunks_becomes_one_sentence() -> None:
-    report = {"jsonrpc": "2.0", "id": None, "error": {"code": -32602, "message": "a\nb\nc"}}
+def test_the_transports_report_in_chunks_becomes_one_sentence() -> None:
+    message = "Validation error: 4 validation errors for union[...]\nJSONRPCRequest\n  x"
+    report = {"jsonrpc": "2.0", "id": None, "error": {"code": -32602, "message": message}}
     raw = json.dumps(report).encode()
     sent = _relay(400, b"application/json; charset=utf-8", [raw[:10], raw[10:]])
     found = json.loads(_body(sent))
     assert found["error"] == {"code": -32600, "message": NOT_A_MESSAGE}
     headers = dict(sent[0]["headers"])
     assert int(headers[b"content-length"]) == len(_body(sent))
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        # another error keeps its code and words (a valid request's, say)
+        json.dumps({"jsonrpc": "2.0", "id": 7, "error": {"code": -32602, "message": "a\nb"}}),
+        "[" * 100_000 + "]" * 100_000,  # past the parser's depth: passed on, not raised
+        '{"error": {"message": "Validation error: x"}, "n": ' + "9" * 5000 + "}",
+    ],
+)
+def test_other_error_bodies_pass_as_they_came(body: str) -> None:
+    raw = body.encode()
+    assert _body(_relay(400, b"application/json", [raw])) == raw
 
 
 def test_a_client_gone_mid_request_leaves_no_traceback(http_server: Start) -> None:
