@@ -23,7 +23,8 @@ import anyio.to_thread
 import peewee
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ResourceError, ToolError
-from mcp.types import CallToolResult, InputRequiredResult, ToolAnnotations
+from mcp.shared.exceptions import MCPError
+from mcp.types import INVALID_PARAMS, CallToolResult, InputRequiredResult, ToolAnnotations
 from pydantic import Field, StrictInt, ValidationError
 
 from curator import __version__
@@ -156,6 +157,16 @@ class _CuratorServer(MCPServer):
             if isinstance(exc.__cause__, ValidationError):
                 raise ToolError(_one_sentence(exc.__cause__)) from None
             raise ToolError(_one_line(str(exc))) from None  # "Unknown tool: a\nb", say
+
+    async def get_prompt(
+        self, name: str, arguments: dict[str, Any] | None = None, context: Any = None
+    ) -> Any:
+        """This server has no prompts: asking for one is refused in one line, where the
+        SDK raised ValueError, which its dispatcher logged with a traceback."""
+        manager = getattr(self, "_prompt_manager", None)
+        if manager is not None and manager.get_prompt(name) is None:
+            raise MCPError(INVALID_PARAMS, _one_line(f"Unknown prompt: {name}"))
+        return await super().get_prompt(name, arguments, context)
 
     async def read_resource(self, uri: Any, context: Any = None) -> Any:
         try:

@@ -11,12 +11,14 @@ the schema says is what the server takes (no ``true`` or ``"5"`` for an integer)
 from __future__ import annotations
 
 import json
+import logging
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import anyio
 import jsonschema
+import pytest
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 from mcp import Client
@@ -156,3 +158,24 @@ def test_published_counts_say_their_range_and_unknown_resources_one_line(
         found = json.dumps(schemas[tool]["properties"][name])
         assert '"minimum": 1' in found and '"maximum": 1000' in found, found
     assert one_sentence(refused.error.message), refused.error.message
+
+
+def test_an_unknown_prompt_is_one_line_and_logs_no_traceback(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    db = tmp_path / "m.db"
+    Store(db).close()
+
+    async def main() -> MCPError:
+        with Curator(db=db) as curator:
+            async with Client(build_server(curator, ServerOptions())) as client:
+                try:
+                    await client.get_prompt("no\nsuch prompt")
+                except MCPError as exc:
+                    return exc
+                raise AssertionError("a prompt that does not exist was served")
+
+    with caplog.at_level(logging.INFO):
+        refused = anyio.run(main)
+    assert one_sentence(refused.error.message), refused.error.message
+    assert not [r for r in caplog.records if r.exc_info], caplog.text
