@@ -48,8 +48,13 @@ __all__ = ["KEEP", "MAX_BYTES", "MIN_TOKENS", "TOTAL_BYTES", "PromptStates"]
 
 MIN_TOKENS: Final = 64
 """Shorter heads are not kept: evaluating them costs less than reading a file."""
-KEEP: Final = 8
-"""States kept per cache folder; the least recently used beyond it are deleted."""
+KEEP: Final = 32
+"""States kept per cache folder; the least recently used beyond it are deleted. One
+person's work alone uses about ten heads (classify's; extract, refine and importance for
+each category distilled; the guard's opinion), more with a second identity or model: at
+8 the heads evicted each other and every new process evaluated some again (the test
+suite, 14 heads and more in one cache, ended each run with exactly 8 kept). The size
+bound (:data:`TOTAL_BYTES`) is what limits a large model's states."""
 MAX_BYTES: Final = 512 * 1024 * 1024
 """A larger state (a long head on a large model) is not kept."""
 TOTAL_BYTES: Final = 1024 * 1024 * 1024

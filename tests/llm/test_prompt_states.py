@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from curator.core import derived_cache
+from curator.llm import prompt_states
 from curator.llm.backend import BackendSettings
 from curator.llm.llama_cpp_backend import LlamaCppBackend, load_backend
 from curator.llm.prompt_states import KEEP, MIN_TOKENS
@@ -149,18 +150,23 @@ def test_a_signed_state_llama_cpp_refuses_is_dropped_and_the_head_evaluated(
     assert derived_cache.load(path.name, key) == whole  # evaluated again and kept whole
 
 
-def test_only_the_most_recently_used_states_are_kept(load, cache: Path) -> None:
+def test_only_the_most_recently_used_states_are_kept(
+    load, cache: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    assert KEEP >= 16  # what one person's heads need (see KEEP): the rule, tested below
+    keep = 4  # the same rule with fewer heads to evaluate
+    monkeypatch.setattr(prompt_states, "KEEP", keep)
     backend = load()
     heads = [
         backend.chat_prefix(
             f"Variant {i}: label the text. " + "Be brief and exact. " * 12, "Text:\n"
         )
-        for i in range(KEEP + 2)
+        for i in range(keep + 2)
     ]
     for prefix in heads:
         assert backend.count_prompt_tokens(prefix) - len(backend._tail) >= MIN_TOKENS
         backend.classify(prefix, "ping", LABELS)
-    assert len(_states(cache)) == KEEP
+    assert len(_states(cache)) == keep
     # the newest head is still kept: a new backend restores it
     later = load()
     later.classify(heads[-1], "ping", LABELS)
