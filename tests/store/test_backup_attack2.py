@@ -19,22 +19,12 @@ from pathlib import Path
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from store.pattern_files import database_with, pattern_texts
 
 from curator.cli import main
 from curator.store.backup import list_backups
 from curator.store.db import Store
 from curator.store.models import Pattern, utcnow
-
-
-def _database(path: Path, text: str) -> Path:
-    with Store(path) as store, store.write():
-        Pattern.create(text=text, importance=0.5, distilled_at=utcnow(), rank_key=0.5)
-    return path
-
-
-def _patterns(path: Path) -> list[str]:
-    with sqlite3.connect(path) as conn:
-        return [r[0] for r in conn.execute("SELECT text FROM pattern ORDER BY id")]
 
 
 def _run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, dict[str, object]]:
@@ -51,7 +41,7 @@ def _add(path: Path, text: str) -> None:
 def test_restore_through_a_link_restores_the_database_not_the_link(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    real = _database(tmp_path / "real.sqlite", "before")
+    real = database_with(tmp_path / "real.sqlite", "before")
     link = tmp_path / "link.sqlite"
     link.symlink_to(real.name)
     assert _run(capsys, "--db", str(link), "backup")[0] == 0
@@ -59,13 +49,13 @@ def test_restore_through_a_link_restores_the_database_not_the_link(
     code, doc = _run(capsys, "--db", str(link), "restore")
     assert code == 0, doc
     assert link.is_symlink() and link.resolve() == real.resolve()
-    assert _patterns(real) == ["before"]
+    assert pattern_texts(real) == ["before"]
 
 
 def test_a_link_and_its_target_share_their_backups(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    real = _database(tmp_path / "real.sqlite", "one")
+    real = database_with(tmp_path / "real.sqlite", "one")
     link = tmp_path / "other-name.sqlite"
     link.symlink_to(real)
     assert _run(capsys, "--db", str(real), "backup")[0] == 0
@@ -78,7 +68,7 @@ def test_a_link_and_its_target_share_their_backups(
 def test_a_copy_neither_prunes_nor_picks_the_originals_backups(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    original = _database(tmp_path / "original.sqlite", "original")
+    original = database_with(tmp_path / "original.sqlite", "original")
     assert _run(capsys, "--db", str(original), "backup")[0] == 0
     copy = tmp_path / "copy.sqlite"
     shutil.copyfile(original, copy)  # same id inside: cp
@@ -90,7 +80,7 @@ def test_a_copy_neither_prunes_nor_picks_the_originals_backups(
     _add(copy, "later")
     code, doc = _run(capsys, "--db", str(copy), "restore")
     assert code == 0, doc
-    assert _patterns(copy) == ["original", "only in the copy"]  # its own, not the original's
+    assert pattern_texts(copy) == ["original", "only in the copy"]  # its own, not the original's
 
 
 @settings(
@@ -112,7 +102,7 @@ def test_any_chain_of_links_restores_the_file_at_its_end(
     the file at its end, and every link is left as it was."""
     with tempfile.TemporaryDirectory() as tmp:
         folder = Path(tmp)
-        real = _database(folder / f"{name}.sqlite", "before")
+        real = database_with(folder / f"{name}.sqlite", "before")
         links = []
         target = real
         for i in range(depth):
@@ -125,7 +115,7 @@ def test_any_chain_of_links_restores_the_file_at_its_end(
         code, doc = _run(capsys, "--db", str(target), "restore")
         assert code == 0, doc
         assert all(link.is_symlink() for link in links)
-        assert _patterns(real) == ["before"]
+        assert pattern_texts(real) == ["before"]
         assert sorted(os.listdir(folder / "backups")) == [p.name for p in list_backups(real)]
 
 
@@ -140,7 +130,7 @@ def test_a_renamed_database_restores_its_old_backups_by_name_and_prunes_none(
     """Renamed after a backup: the old backups keep the old name, so ``restore`` without
     BACKUP and retention do not see them (nothing is lost), and naming one restores it
     (the id inside is the database's)."""
-    old = _database(tmp_path / "old.sqlite", "before")
+    old = database_with(tmp_path / "old.sqlite", "before")
     assert _run(capsys, "--db", str(old), "backup")[0] == 0
     backup = _only_backup(old)
     new = tmp_path / "new.sqlite"
@@ -151,7 +141,7 @@ def test_a_renamed_database_restores_its_old_backups_by_name_and_prunes_none(
     assert backup.exists()
     code, doc = _run(capsys, "--db", str(new), "restore", str(backup))
     assert code == 0, doc
-    assert _patterns(new) == ["before"]
+    assert pattern_texts(new) == ["before"]
 
 
 def _set_id(path: Path, value: str | None) -> None:
@@ -167,7 +157,7 @@ def _set_id(path: Path, value: str | None) -> None:
 def test_a_backup_whose_id_was_tampered_is_never_restored_as_another_databases(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], tampered: str
 ) -> None:
-    db = _database(tmp_path / "db.sqlite", "before")
+    db = database_with(tmp_path / "db.sqlite", "before")
     assert _run(capsys, "--db", str(db), "backup")[0] == 0
     backup = _only_backup(db)
     _set_id(backup, tampered)
@@ -179,13 +169,13 @@ def test_a_backup_whose_id_was_tampered_is_never_restored_as_another_databases(
         assert db.read_bytes() == before
     else:  # no readable id: the name decides, and the name is this database's
         assert code == 0, doc
-        assert _patterns(db) == ["before"]
+        assert pattern_texts(db) == ["before"]
 
 
 def test_a_backup_of_a_newer_schema_is_refused_and_nothing_changes(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    db = _database(tmp_path / "db.sqlite", "before")
+    db = database_with(tmp_path / "db.sqlite", "before")
     assert _run(capsys, "--db", str(db), "backup")[0] == 0
     backup = _only_backup(db)
     with sqlite3.connect(backup) as conn:
@@ -194,14 +184,14 @@ def test_a_backup_of_a_newer_schema_is_refused_and_nothing_changes(
     before = sorted(os.listdir(tmp_path))
     code, doc = _run(capsys, "--db", str(db), "restore", str(backup))
     assert code == 2 and "newer" in str(doc["error"])
-    assert sorted(os.listdir(tmp_path)) == before and _patterns(db) == ["before"]
+    assert sorted(os.listdir(tmp_path)) == before and pattern_texts(db) == ["before"]
 
 
 @pytest.mark.parametrize("keep", [str(2**63 - 1), "1000000"])
 def test_a_huge_keep_keeps_everything(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], keep: str
 ) -> None:
-    db = _database(tmp_path / "db.sqlite", "one")
+    db = database_with(tmp_path / "db.sqlite", "one")
     for _ in range(3):
         code, doc = _run(capsys, "--db", str(db), "backup", "--keep", keep)
         assert code == 0, doc
@@ -213,8 +203,8 @@ def test_two_databases_of_one_name_in_other_folders_share_a_backup_folder(
 ) -> None:
     """``a/curator.sqlite`` and ``b/curator.sqlite`` backed up into one ``--dir``: the
     names are the same, the ids decide; each keeps and restores only its own."""
-    a = _database(tmp_path / "a" / "curator.sqlite", "a")
-    b = _database(tmp_path / "b" / "curator.sqlite", "b")
+    a = database_with(tmp_path / "a" / "curator.sqlite", "a")
+    b = database_with(tmp_path / "b" / "curator.sqlite", "b")
     shared = tmp_path / "shared"
     for db in (a, b, a, b):
         assert _run(capsys, "--db", str(db), "backup", "--dir", str(shared), "--keep", "1")[0] == 0
@@ -222,6 +212,6 @@ def test_two_databases_of_one_name_in_other_folders_share_a_backup_folder(
     _add(a, "a later")
     code, doc = _run(capsys, "--db", str(a), "restore", str(list_backups(a, shared)[-1]))
     assert code == 0, doc
-    assert _patterns(a) == ["a"]
+    assert pattern_texts(a) == ["a"]
     code, doc = _run(capsys, "--db", str(b), "restore", str(list_backups(a, shared)[-1]))
-    assert code == 2 and _patterns(b) == ["b"]
+    assert code == 2 and pattern_texts(b) == ["b"]

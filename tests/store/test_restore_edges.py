@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from store.pattern_files import database_with, pattern_texts
 
 from curator.errors import CuratorError
 from curator.store import restore as restore_module
@@ -23,20 +24,8 @@ from curator.store.backup import backup_stamp, list_backups, take_backup
 from curator.store.backup_identity import ensure_database_id
 from curator.store.backup_partials import ClaimTaken, claimed
 from curator.store.db import Store
-from curator.store.models import Pattern, utcnow
 from curator.store.opening import StoreError
 from curator.store.restore import restore_backup
-
-
-def _database(path: Path, text: str = "kept") -> Path:
-    with Store(path) as store, store.write():
-        Pattern.create(text=text, importance=0.5, distilled_at=utcnow(), rank_key=0.5)
-    return path
-
-
-def _patterns(path: Path) -> list[str]:
-    with sqlite3.connect(path) as conn:
-        return [r[0] for r in conn.execute("SELECT text FROM pattern ORDER BY id")]
 
 
 def _name_max(folder: Path) -> int:
@@ -55,7 +44,7 @@ def test_a_name_too_long_for_a_backup_is_refused_before_anything_is_written(
     sentence, and a refusal leaves no backup folder behind."""
     folder = Path(tempfile.mkdtemp(dir=tmp_path))  # one a example
     size = _name_max(folder) - spare
-    db = _database(folder / ("d" * (size - len(".db")) + ".db"))
+    db = database_with(folder / ("d" * (size - len(".db")) + ".db"))
     try:
         result = take_backup(db)
     except CuratorError as exc:
@@ -64,7 +53,7 @@ def test_a_name_too_long_for_a_backup_is_refused_before_anything_is_written(
         assert sorted(p.name for p in folder.iterdir()) == [db.name]
     else:
         assert result.path.is_file() and list_backups(db) == [result.path]
-    assert _patterns(db) == ["kept"]
+    assert pattern_texts(db) == ["kept"]
 
 
 @pytest.mark.parametrize("spare", range(len("-journal")))
@@ -80,16 +69,16 @@ def test_a_database_whose_side_files_cannot_be_named_is_not_created(
 
 def test_a_name_too_long_for_a_restore_is_refused_and_nothing_moves(tmp_path: Path) -> None:
     spare = len(".replaced-") + len(backup_stamp()) + len("-wal") - 1
-    db = _database(tmp_path / ("r" * (_name_max(tmp_path) - spare - 3) + ".db"))
-    backup = _database(tmp_path / "b.sqlite", "from the backup")
+    db = database_with(tmp_path / ("r" * (_name_max(tmp_path) - spare - 3) + ".db"))
+    backup = database_with(tmp_path / "b.sqlite", "from the backup")
     with pytest.raises(CuratorError, match="too long"):
         restore_backup(db, backup)
     assert sorted(p.name for p in tmp_path.iterdir()) == sorted([db.name, backup.name])
-    assert _patterns(db) == ["kept"]
+    assert pattern_texts(db) == ["kept"]
 
 
 def test_restoring_the_database_onto_itself_is_refused(tmp_path: Path) -> None:
-    db = _database(tmp_path / "self.db")
+    db = database_with(tmp_path / "self.db")
     link = tmp_path / "another-name.db"
     link.symlink_to(db.name)
     for same in (db, link):
@@ -99,7 +88,7 @@ def test_restoring_the_database_onto_itself_is_refused(tmp_path: Path) -> None:
 
 
 def test_a_copy_left_by_a_killed_restore_is_swept_and_a_held_one_is_not(tmp_path: Path) -> None:
-    db = _database(tmp_path / "m.db")
+    db = database_with(tmp_path / "m.db")
     backup = take_backup(db).path
     # what a restore killed with SIGKILL leaves: its copy, which no process holds
     left = tmp_path / f"m.db.restoring-{backup_stamp()}"
@@ -111,13 +100,13 @@ def test_a_copy_left_by_a_killed_restore_is_swept_and_a_held_one_is_not(tmp_path
         report = restore_backup(db, backup)
         assert not left.exists() and held.exists() and other.exists()
     assert report.moved and report.moved[0].name.startswith("m.db.replaced-")
-    assert _patterns(db) == ["kept"]
+    assert pattern_texts(db) == ["kept"]
 
 
 def test_a_set_aside_that_fails_half_way_puts_back_what_it_moved(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    db = _database(tmp_path / "w.db")
+    db = database_with(tmp_path / "w.db")
     backup = take_backup(db).path
     (tmp_path / "w.db-wal").write_bytes(b"")  # a -wal left empty (as PERSIST_WAL leaves it)
     (tmp_path / "w.db-shm").write_bytes(b"\0" * 32768)
@@ -132,13 +121,13 @@ def test_a_set_aside_that_fails_half_way_puts_back_what_it_moved(
     with pytest.raises(CuratorError, match="nothing changed"):
         restore_backup(db, backup)
     assert sorted(p.name for p in tmp_path.iterdir() if p.is_file()) == files
-    assert _patterns(db) == ["kept"]
+    assert pattern_texts(db) == ["kept"]
 
 
 def test_backups_at_the_same_time_keeping_one_all_succeed(tmp_path: Path) -> None:
     """Eight backups at once with ``keep=1``: each prunes the others', and none fails
     because another deleted its file before it said how big it was."""
-    db = _database(tmp_path / "busy.db")
+    db = database_with(tmp_path / "busy.db")
     failures: list[BaseException] = []
 
     def one(start: threading.Barrier) -> None:
@@ -187,24 +176,24 @@ def _crash_after(db: Path, texts: list[str], mode: str, *, in_a_transaction: boo
 def test_a_backup_with_a_wal_of_its_own_is_restored_with_its_commits(tmp_path: Path) -> None:
     """A file set aside by an earlier restore keeps its -wal beside it; restoring it (an
     undo) must bring back what that -wal holds, which the checks already read."""
-    source = _database(tmp_path / "source.db")
+    source = database_with(tmp_path / "source.db")
     _crash_after(source, ["only in the wal"], "WAL", in_a_transaction=False)
     assert (tmp_path / "source.db-wal").stat().st_size > 0
-    expected = _patterns(source)  # read through the -wal
+    expected = pattern_texts(source)  # read through the -wal
     assert "only in the wal" in expected
-    target = _database(tmp_path / "target.db", "target's own")
+    target = database_with(tmp_path / "target.db", "target's own")
     with sqlite3.connect(target) as conn:  # the same database, as a restore needs
         conn.execute("UPDATE setting SET value = (SELECT value FROM setting) WHERE 0")
     report = restore_backup(target, source)
-    assert _patterns(target) == expected
+    assert pattern_texts(target) == expected
     assert report.moved
     assert not [p for p in tmp_path.iterdir() if ".restoring-" in p.name]
 
 
-def test_a_hot_journal_is_set_aside_with_its_database(tmp_path: Path) -> None:
+def test_a_hot_journal_is_set_aside_with_itsdatabase_with(tmp_path: Path) -> None:
     """A writer that died in a transaction left a hot -journal: it belongs to the file
     set aside (which needs it), never to the restored copy (which it would damage)."""
-    db = _database(tmp_path / "j.db")
+    db = database_with(tmp_path / "j.db")
     backup = take_backup(db).path
     with sqlite3.connect(db) as conn:
         conn.execute("PRAGMA journal_mode=DELETE")
@@ -216,11 +205,11 @@ def test_a_hot_journal_is_set_aside_with_its_database(tmp_path: Path) -> None:
     assert any(p.name.endswith("-journal") for p in report.moved)
     with sqlite3.connect(db) as conn:
         assert conn.execute("PRAGMA quick_check").fetchone()[0] == "ok"
-    assert _patterns(db) == ["kept"]
+    assert pattern_texts(db) == ["kept"]
 
 
 def test_a_backup_named_for_a_later_time_never_prunes_the_new_one(tmp_path: Path) -> None:
-    db = _database(tmp_path / "k.db")
+    db = database_with(tmp_path / "k.db")
     first = take_backup(db).path
     later = first.with_name("k.db-20991231T235959000000Z.sqlite")  # the clock was set back
     shutil.copyfile(first, later)
@@ -229,7 +218,7 @@ def test_a_backup_named_for_a_later_time_never_prunes_the_new_one(tmp_path: Path
 
 
 def test_restore_without_a_backup_skips_a_link_to_the_database_itself(tmp_path: Path) -> None:
-    db = _database(tmp_path / "h.db")
+    db = database_with(tmp_path / "h.db")
     good = take_backup(db).path
     os.link(db, good.with_name("h.db-20991231T235959000000Z.sqlite"))
     report = restore_backup(db)
@@ -237,17 +226,17 @@ def test_restore_without_a_backup_skips_a_link_to_the_database_itself(tmp_path: 
 
 
 def test_a_sweep_leaves_another_database_that_bears_a_copys_name(tmp_path: Path) -> None:
-    db = _database(tmp_path / "s.db")
+    db = database_with(tmp_path / "s.db")
     backup = take_backup(db).path
-    closed = _database(tmp_path / f"s.db.restoring-{backup_stamp()}", "another database")
+    closed = database_with(tmp_path / f"s.db.restoring-{backup_stamp()}", "another database")
     ensure_database_id(closed, 5.0)  # another database of ours: an identity of its own
-    in_use = _database(tmp_path / f"s.db.restoring-{backup_stamp()}", "one in use")
+    in_use = database_with(tmp_path / f"s.db.restoring-{backup_stamp()}", "one in use")
     holder = sqlite3.connect(in_use)
     holder.execute("PRAGMA journal_mode=WAL")
     holder.execute("SELECT count(*) FROM pattern").fetchone()
     try:
         restore_backup(db, backup)
-        assert _patterns(closed) == ["another database"]
+        assert pattern_texts(closed) == ["another database"]
         assert in_use.exists() and (tmp_path / f"{in_use.name}-wal").exists()
     finally:
         holder.close()
