@@ -1,4 +1,4 @@
-"""Every error the HTTP transport writes is one sentence, as every tool error is.
+"""The HTTP transport's refusal of a body that is no JSON-RPC message is one sentence.
 
 The SDK's streamable HTTP transport answers a body that is JSON but not a JSON-RPC
 message (a batch, ``params`` that is a list, a missing ``method``) with pydantic's whole

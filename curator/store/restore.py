@@ -4,9 +4,10 @@ recovery dialog).
 A damaged database is never replaced at start (opening refuses it and names the newest
 good backup); only an explicit restore (``curator restore`` or the window's dialog)
 replaces it, and even then it is never deleted: it is renamed aside together with its
-``-wal`` and ``-shm`` files (which belong to it; a WAL file left next to a new database
-of the same name would be replayed into it). Like Anki's "Restore backup", the current
-file is set aside whether or not it is damaged, so a restore never loses anything.
+``-wal`` and ``-shm`` files and a hot ``-journal`` (which belong to it; a WAL file left
+next to a new database of the same name would be replayed into it). Like Anki's
+"Restore backup", the current file is set aside whether or not it is damaged, so a
+restore never loses anything.
 
 A restore refuses while another process has the database open (the window, a running
 ``distill``): that process would go on writing into the file set aside, so its work
@@ -54,7 +55,7 @@ class RestoreReport:
 
     path: Path  # the database, now the restored copy
     backup: Path  # the backup it was copied from (left as it was)
-    moved: tuple[Path, ...]  # the previous database and its -wal/-shm, renamed aside
+    moved: tuple[Path, ...]  # the previous database and its side files, renamed aside
 
     @property
     def message(self) -> str:
@@ -126,9 +127,6 @@ def restore_backup(path: Path, backup: Path | None = None) -> RestoreReport:
     except BaseException:
         remove_quietly(partial)
         raise
-    finally:
-        for side in ("-wal", "-shm", "-journal"):  # of the copy, once folded in or dropped
-            remove_quietly(partial.with_name(partial.name + side))
     _fsync_folder(path.parent)
     return RestoreReport(path=path, backup=backup, moved=tuple(aside for _, aside in moved))
 
@@ -139,7 +137,11 @@ def _put_in_place(
     """Copy ``backup`` into ``partial`` (claimed, empty), check the copy, then swap it in
     for ``path``; the files set aside, as (former name, name now)."""
     _copy(backup, partial)
-    _fold_side_files(backup, partial)
+    try:
+        _fold_side_files(backup, partial)
+    finally:  # the copy's own, while it is still claimed: folded in, or dropped with it
+        for side in ("-wal", "-shm", "-journal"):
+            remove_quietly(partial.with_name(partial.name + side))
     problem = backup_problem(partial)
     if problem is not None:
         raise CuratorError(f"the copy of {backup} is not sound ({problem}); nothing changed")
