@@ -95,9 +95,10 @@ _SIDE_FILES = ("-journal", "-wal", "-shm")
 
 def _sweep(folder: Path, prefix: str, suffix: str, db_path: Path) -> list[Path]:
     """Remove ``prefix<time>suffix`` files in ``folder`` that are plainly a killed run's
-    copy of ``db_path``: a regular file whose lock can be taken, with no ``-wal`` or
-    ``-shm`` beside it (a database someone uses, or used, under that name), holding no
-    other database's identity (a copy of ``db_path`` holds its identity, or none yet when
+    copy of ``db_path``: a regular file whose lock can be taken, that no connection has
+    open as a WAL database (its ``-shm``'s lock; a restore killed while it folded a
+    backup's ``-wal`` into its copy left the copy's ``-wal`` and ``-shm``, open by no one),
+    holding no other database's identity (a copy of ``db_path`` holds its identity, or none yet when
     it was cut short; where ``db_path``'s own cannot be read, a copy that holds one is
     left). What cannot be removed (another user's file in a shared folder) is left, and
     the run goes on. A database without an identity, closed, named exactly as such a
@@ -117,8 +118,8 @@ def _sweep(folder: Path, prefix: str, suffix: str, db_path: Path) -> list[Path]:
         path = folder / name
         if path.absolute() in _CLAIMED_HERE:
             continue  # this process is writing it
-        if any(os.path.lexists(f"{path}{side}") for side in ("-wal", "-shm")):
-            continue  # a database in use, or one with state of its own: not a bare copy
+        if _open_elsewhere(path):
+            continue  # a database someone has open under that name: not a copy
         try:
             fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
         except OSError:
@@ -146,3 +147,39 @@ def _sweep(folder: Path, prefix: str, suffix: str, db_path: Path) -> list[Path]:
         finally:
             os.close(fd)
     return removed
+
+
+# SQLite's "dead man switch" byte in a -shm (os_unix.c: UNIX_SHM_BASE 120 + 8 locks):
+# every connection to a WAL database holds a shared lock on it while it is open.
+_SHM_DMS = 128
+
+
+def _open_elsewhere(path: Path) -> bool:
+    """Whether a connection (of any process) has ``path`` open as a WAL database.
+
+    This process's own are found by its open files first: probing a file it has open
+    would drop its locks on it (closing any descriptor of a file drops them all)."""
+    if fcntl is None:
+        return False
+    shm = os.path.realpath(f"{path}-shm")
+    with contextlib.suppress(OSError):
+        for fd_name in os.listdir("/proc/self/fd"):
+            with contextlib.suppress(OSError):
+                if os.readlink(f"/proc/self/fd/{fd_name}") == shm:
+                    return True
+    try:
+        fd = os.open(f"{path}-shm", os.O_RDWR | os.O_NOFOLLOW | os.O_NONBLOCK)
+    except FileNotFoundError:
+        return False
+    except OSError:
+        return True  # a -shm this user cannot lock: leave the file to whoever can
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            return True
+        try:
+            fcntl.lockf(fd, fcntl.LOCK_EX | fcntl.LOCK_NB, 1, _SHM_DMS)
+        except OSError:
+            return True
+        return False
+    finally:
+        os.close(fd)  # the probe's lock goes with it

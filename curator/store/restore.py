@@ -170,16 +170,18 @@ def _fold_side_files(backup: Path, partial: Path) -> None:
 
     The checks read a file together with its ``-wal``, so a file set aside by an earlier
     restore (``PATH.replaced-<time>`` and its ``-wal``) checked sound and was then copied
-    without its last commits. A WAL belongs to its database by the salts in its header,
-    not by its name: copied beside the copy, it is checkpointed into it (a hot journal is
-    rolled back by the first read), and the side files go."""
-    sides = [s for s in ("-wal", "-journal") if _size(backup.with_name(backup.name + s)) > 0]
+    without its last commits. SQLite reads the ``-wal`` beside the file a link names, and
+    replays whatever ``-wal`` it finds there: copied beside the copy, the same ``-wal`` is
+    checkpointed into it (a hot journal is rolled back by the first read), so the copy
+    holds what the checks read, and the side files go."""
+    source = Path(os.path.realpath(backup))  # where SQLite looks for a link's -wal
+    sides = [s for s in ("-wal", "-journal") if _size(source.with_name(source.name + s)) > 0]
     if not sides:
         return
     for side in sides:
         target = partial.with_name(partial.name + side)
         target.touch(exist_ok=False)
-        _copy(backup.with_name(backup.name + side), target)
+        _copy(source.with_name(source.name + side), target)
     conn = sqlite3.connect(partial, isolation_level=None)
     try:
         conn.execute("SELECT count(*) FROM sqlite_master").fetchone()

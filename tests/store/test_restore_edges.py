@@ -255,3 +255,61 @@ def test_a_name_claimed_twice_is_refused_and_the_first_claim_keeps_its_file(
     with pytest.raises(ClaimTaken), claimed(outside):
         pass
     assert outside.read_bytes() == b"another run's"
+
+
+def test_a_backup_named_by_a_link_brings_the_wal_beside_its_target(tmp_path: Path) -> None:
+    """SQLite reads the -wal beside the file a link names; the restore's copy must hold
+    the same, not the main file alone (nor a -wal beside the link, which SQLite skips)."""
+    (tmp_path / "kept").mkdir()
+    source = database_with(tmp_path / "kept" / "snap.db")
+    _crash_after(source, ["only in the wal"], "WAL", in_a_transaction=False)
+    link = tmp_path / "snap-link.db"
+    link.symlink_to(source)
+    expected = pattern_texts(link)
+    assert "only in the wal" in expected
+    target = database_with(tmp_path / "target.db", "target's own")
+    restore_backup(target, link)
+    assert pattern_texts(target) == expected
+
+
+def test_the_copy_a_restore_killed_while_folding_left_is_swept(tmp_path: Path) -> None:
+    """Killed while it brought a backup's -wal into its copy: the copy, its -wal and its
+    -shm are left, open by no one; the next restore removes all three."""
+    db = database_with(tmp_path / "f.db")
+    backup = take_backup(db).path
+    left = tmp_path / f"f.db.restoring-{backup_stamp()}"
+    shutil.copyfile(backup, left)
+    _crash_after(left, ["in the killed fold"], "WAL", in_a_transaction=False)
+    assert (tmp_path / f"{left.name}-wal").exists()
+    restore_backup(db, backup)
+    assert sorted(p.name for p in tmp_path.iterdir() if left.name in p.name) == []
+
+
+def test_a_database_held_open_by_another_process_under_a_copys_name_stays(
+    tmp_path: Path,
+) -> None:
+    db = database_with(tmp_path / "o.db")
+    backup = take_backup(db).path
+    held = database_with(tmp_path / f"o.db.restoring-{backup_stamp()}", "held elsewhere")
+    holder = subprocess.Popen(
+        [
+            sys.executable,
+            "-c",
+            "import sqlite3, sys\n"
+            "c = sqlite3.connect(sys.argv[1])\n"
+            "c.execute('PRAGMA journal_mode=WAL')\n"
+            "c.execute('SELECT count(*) FROM pattern').fetchone()\n"
+            "print('open', flush=True)\n"
+            "sys.stdin.read()\n",
+            str(held),
+        ],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert holder.stdout is not None and holder.stdout.readline().strip() == "open"
+        restore_backup(db, backup)
+        assert pattern_texts(held) == ["held elsewhere"]
+    finally:
+        holder.communicate("", timeout=30)
