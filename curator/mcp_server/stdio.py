@@ -24,6 +24,8 @@ from mcp.types import (
     ErrorData,
     JSONRPCError,
     JSONRPCNotification,
+    JSONRPCRequest,
+    JSONRPCResponse,
     jsonrpc_message_adapter,
 )
 from pydantic import ValidationError
@@ -191,32 +193,78 @@ def _stream_pair() -> tuple[Any, Any]:
     return create_context_streams[SessionMessage | Exception](0)
 
 
+EOF_GRACE_S = 30.0
+"""After the client's input ends, how long requests already read may take to be answered
+before the server stops: a script that writes its requests and closes its end of the pipe
+gets every answer (the server stopped at once, and about half went unanswered)."""
+
+
+class _NotingAnswers:
+    """The server's write stream, noting which requests have been answered."""
+
+    def __init__(self, inner: Any) -> None:
+        self.inner = inner
+        self.waiting: set[str | int] = set()
+
+    async def send(self, item: Any) -> None:
+        message = getattr(item, "message", None)
+        if isinstance(message, JSONRPCResponse | JSONRPCError) and message.id is not None:
+            self.waiting.discard(message.id)
+        await self.inner.send(item)
+
+    async def __aenter__(self) -> _NotingAnswers:
+        await self.inner.__aenter__()
+        return self
+
+    async def __aexit__(self, *exc: object) -> Any:
+        return await self.inner.__aexit__(*exc)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.inner, name)
+
+
 async def serve_stdio(server: Any) -> None:
-    """Run ``server`` (the SDK's ``MCPServer``) over stdio until the client's input ends."""
+    """Run ``server`` (the SDK's ``MCPServer``) over stdio until the client's input ends
+    and the requests read before then are answered (at most :data:`EOF_GRACE_S`)."""
     lowlevel = getattr(server, "_lowlevel_server", None)
     if lowlevel is None:  # a later SDK: serve as it does, unanswered lines and all
         await server.run_stdio_async()
         return
-    async with stdio_server() as (from_client, to_client):
+    async with stdio_server() as (from_client, raw_to_client):
         send, receive = _stream_pair()
+        to_client = _NotingAnswers(raw_to_client)
 
         async def pass_on() -> None:
             async with send:
-                async for item in from_client:
-                    if isinstance(item, Exception):
-                        if is_blank_line(item):
-                            continue
-                        what, found = read_anyway(item)
-                        if what == "pass":
-                            await send.send(SessionMessage(found))
-                        elif what != "drop":
-                            answer = found or unreadable_answer(item)
-                            await to_client.send(SessionMessage(answer))
-                    elif (refused := request_without_id(item.message)) is not None:
-                        await to_client.send(SessionMessage(refused))
-                    else:
-                        await send.send(item)
+                await _forward(from_client, send, to_client)
+                with anyio.move_on_after(EOF_GRACE_S):
+                    while to_client.waiting:
+                        await anyio.sleep(0.01)
 
         async with anyio.create_task_group() as group:
             group.start_soon(pass_on)
             await lowlevel.run(receive, to_client, lowlevel.create_initialization_options())
+
+
+async def _forward(from_client: Any, send: Any, to_client: _NotingAnswers) -> None:
+    """Pass the client's messages on until its input ends, answering what is refused."""
+    async for item in from_client:
+        if isinstance(item, Exception):
+            if is_blank_line(item):
+                continue
+            what, found = read_anyway(item)
+            if what == "pass":
+                _note_request(found, to_client)
+                await send.send(SessionMessage(found))
+            elif what != "drop":
+                await to_client.send(SessionMessage(found or unreadable_answer(item)))
+        elif (refused := request_without_id(item.message)) is not None:
+            await to_client.send(SessionMessage(refused))
+        else:
+            _note_request(item.message, to_client)
+            await send.send(item)
+
+
+def _note_request(message: Any, to_client: _NotingAnswers) -> None:
+    if isinstance(message, JSONRPCRequest):
+        to_client.waiting.add(message.id)

@@ -214,3 +214,26 @@ def test_any_json_the_sdk_refuses_is_passed_answered_or_dropped_never_raised(
     if what == "answer":
         found.model_dump_json()  # a lone surrogate in the answer would stop the server
         assert "\n" not in found.error.message
+
+
+def test_requests_written_before_the_input_ends_are_all_answered(tmp_path: Path) -> None:
+    """A script writes its requests and closes the pipe: the server stopped at the end
+    of its input, and about half of them went unanswered (63 of 120 in six runs)."""
+    db = tmp_path / "memory.sqlite"
+    assert main(["--db", str(db), "demo"]) == 0
+    calls = [
+        {"jsonrpc": "2.0", "id": i, "method": "tools/call", "params": {"name": name}}
+        for i, name in enumerate(["memory_status", "get_knowledge"] * 10, start=1)
+    ]
+    initialized = {"jsonrpc": "2.0", "method": "notifications/initialized"}
+    lines = [INIT, initialized, *calls, {"jsonrpc": "2.0", "id": 99, "method": "ping"}]
+    done = subprocess.run(
+        [sys.executable, "-m", "curator", "--db", str(db), "mcp"],
+        input="".join(json.dumps(line) + "\n" for line in lines).encode(),
+        capture_output=True,
+        timeout=120,
+        check=False,
+    )
+    answered = {json.loads(line)["id"] for line in done.stdout.splitlines() if line.strip()}
+    assert answered == {0, 99, *range(1, 21)}, done.stderr[-2000:]
+    assert done.returncode == 0 and b"Traceback" not in done.stderr
