@@ -13,6 +13,7 @@ here too: JSON its parser refuses (a lone surrogate, nesting past its depth:
 
 from __future__ import annotations
 
+import contextlib
 import json
 import re
 from typing import Any
@@ -266,5 +267,11 @@ async def _forward(from_client: Any, send: Any, to_client: _NotingAnswers) -> No
 
 
 def _note_request(message: Any, to_client: _NotingAnswers) -> None:
+    """A request now waits for its answer; one the client cancels waits no more (the
+    server answers no cancelled request)."""
     if isinstance(message, JSONRPCRequest):
         to_client.waiting.add(message.id)
+    elif isinstance(message, JSONRPCNotification) and message.method == "notifications/cancelled":
+        params = message.params if isinstance(message.params, dict) else {}
+        with contextlib.suppress(TypeError):  # an id that is no id: nothing was waiting
+            to_client.waiting.discard(params.get("requestId"))

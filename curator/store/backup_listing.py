@@ -52,12 +52,13 @@ def newest_good_backup(path: Path, backup_dir: Path | None = None) -> Path | Non
     """The newest backup of ``path`` that passes ``quick_check`` and holds our schema (a
     file in the backup folder that is the database itself, a hard link, is none)."""
     for candidate in reversed(list_backups(path, backup_dir)):
-        if not _is_the_database(candidate, path) and backup_problem(candidate) is None:
+        if not is_the_database(candidate, path) and backup_problem(candidate) is None:
             return candidate
     return None
 
 
-def _is_the_database(candidate: Path, path: Path) -> bool:
+def is_the_database(candidate: Path, path: Path) -> bool:
+    """Whether ``candidate`` is the file ``path`` names (a link, a hard link, itself)."""
     try:
         return candidate.samefile(path)
     except OSError:

@@ -39,7 +39,12 @@ from pathlib import Path
 from curator.errors import CuratorError
 from curator.store.backup import backup_stamp, names_fit, remove_quietly
 from curator.store.backup_identity import database_file, foreign_backup_problem, target_verdict
-from curator.store.backup_listing import backup_problem, default_backup_dir, newest_good_backup
+from curator.store.backup_listing import (
+    backup_problem,
+    default_backup_dir,
+    is_the_database,
+    newest_good_backup,
+)
 from curator.store.backup_partials import ClaimTaken, claimed, sweep_stale_restores
 from curator.store.opening import ReadOnlyError, StoreBusyError
 
@@ -102,7 +107,7 @@ def restore_backup(path: Path, backup: Path | None = None) -> RestoreReport:
     problem = backup_problem(backup)
     if problem is not None:
         raise CuratorError(f"the backup cannot be restored: {problem}; nothing changed")
-    if _same_file(backup, path):
+    if is_the_database(backup, path):
         raise CuratorError(f"{backup} is the database itself, not a backup of it; nothing changed")
     not_ours, label = target_verdict(path)
     foreign = foreign_backup_problem(path, backup) or not_ours
@@ -200,13 +205,6 @@ def _size(path: Path) -> int:
         return path.stat().st_size
     except OSError:
         return 0
-
-
-def _same_file(a: Path, b: Path) -> bool:
-    try:
-        return a.samefile(b)
-    except OSError:  # one of them is missing: not the same
-        return False
 
 
 def _siblings(path: Path) -> list[Path]:
