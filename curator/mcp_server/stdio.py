@@ -208,10 +208,10 @@ class _NotingAnswers:
         self.waiting: set[str | int] = set()
 
     async def send(self, item: Any) -> None:
+        await self.inner.send(item)  # taken by the writer: only now is it answered
         message = getattr(item, "message", None)
         if isinstance(message, JSONRPCResponse | JSONRPCError) and message.id is not None:
             self.waiting.discard(message.id)
-        await self.inner.send(item)
 
     async def __aenter__(self) -> _NotingAnswers:
         await self.inner.__aenter__()
