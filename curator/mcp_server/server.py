@@ -180,7 +180,7 @@ def _tool_error(curator: Curator, exc: CuratorError | peewee.PeeweeException) ->
     """A refusal or a database failure as a one-sentence tool error, secrets masked."""
     if isinstance(exc, peewee.PeeweeException):
         exc = curator.store.explain(exc, "request")
-    return ToolError(redact(" ".join(str(exc).split())))
+    return ToolError(redact(_one_line(str(exc))))
 
 
 def _guarded(curator: Curator, call: Callable[[], T]) -> T:
