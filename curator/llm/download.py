@@ -235,6 +235,10 @@ class _Transfer:
                     if plan.action == "discard":
                         _unlink(self.part)
                         self.resumed_from = 0
+                        # a size a server announced described the bytes just dropped; the
+                        # next answer starts afresh (a lying first answer, then a 416 that
+                        # contradicts it, must not cap a correct second download)
+                        self.expected = self.entry.size_bytes
                         return False
                     if plan.start == 0:
                         self.resumed_from = 0

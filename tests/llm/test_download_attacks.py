@@ -174,6 +174,19 @@ def test_416_on_a_truncated_part_discards_it_and_starts_again(
     assert result.path.read_bytes() == DATA and result.resumed_from == 0
 
 
+def test_a_size_announced_before_a_restart_is_forgotten(tmp_path: Path) -> None:
+    """A first answer claims three bytes more than it sends; the resume's 416 says the
+    file is what was sent, so the .part goes and the download starts again. The size the
+    first answer claimed described the bytes just dropped: the honest 200 that follows,
+    with its own Content-Length, is taken (it was refused as "N bytes, N + 3 expected")."""
+    n = len(DATA)
+    lying = Reply(206, {"Content-Range": f"bytes 0-{n - 1}/{n + 3}"}, DATA)
+    with rogue(then(always(lying), honest(DATA))) as (url, log):
+        result = download_model(entry_for(url, size=None), tmp_path)
+    assert log.ranges == [None, n, None]
+    assert result.path.read_bytes() == DATA and result.resumed_from == 0
+
+
 def test_416_with_the_announced_size_completes_the_part(tmp_path: Path) -> None:
     (tmp_path / "tiny.gguf.part").write_bytes(DATA)
     with rogue(honest(DATA)) as (url, log):

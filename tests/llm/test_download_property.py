@@ -115,6 +115,9 @@ def server() -> Iterator[tuple[str, list[list[tuple[str, bool, int | None, int]]
     knows=st.sampled_from(["size", "sha", "both"]),
 )
 @example(steps=[("honest", False, 0, 0)], resume=0, knows="sha")  # empty body, empty .part
+@example(  # a lying total, then a 416 saying otherwise: the size it claimed is forgotten
+    steps=[("wrong_total", False, None, 0), ("honest", False, None, 1)], resume=None, knows="sha"
+)
 def test_a_download_keeps_the_exact_file_or_nothing(
     server: tuple[str, list[list[tuple[str, bool, int | None, int]]]],
     steps: list[tuple[str, bool, int | None, int]],
@@ -149,7 +152,15 @@ def test_a_download_keeps_the_exact_file_or_nothing(
                 # an over-long .part is dropped when the size is known; without it, the
                 # .part left by an earlier attempt cannot be judged
                 if resume is None or resume <= N or knows != "sha":
-                    assert DATA.startswith(kept), message
+                    if knows == "sha" and any(k == "wrong_total" for k, *_ in steps):
+                        # Knowing only the checksum, a client takes the size a server
+                        # announces; after a lie of N + 3, a body with no Content-Length
+                        # and garbage after it is a prefix as far as anyone can tell (the
+                        # checksum drops it at the end). Within the true size, though, no
+                        # byte may be wrong, and nothing beyond the size a server claimed.
+                        assert DATA.startswith(kept[:N]) and len(kept) <= N + 3, message
+                    else:
+                        assert DATA.startswith(kept), message
             if resume and resume <= N and not may_reset:
                 # a refused answer loses nothing: the earlier prefix is still there (an
                 # empty .part saved nothing: after a body that could not be judged, a
