@@ -23,7 +23,7 @@ import numpy.typing as npt
 
 from curator.llm.backend import StopCheck, StopRequested
 from curator.llm.llama_log import quiet_llama_cpp
-from curator.llm.thread_contention import ContentionGuard
+from curator.llm.thread_contention import ContentionGuard, for_context
 from curator.llm.threads import default_threads
 
 EMBED_CTX = 1024
@@ -64,12 +64,7 @@ class LlamaEmbedder:
                 n_threads_batch=self.n_threads,
                 verbose=False,
             )
-            ctx = self._llm.ctx
-            self.contention = ContentionGuard(
-                self.n_threads,
-                self.n_threads,
-                lambda count, batch: llama_cpp.llama_set_n_threads(ctx, count, batch),
-            )
+            self.contention = for_context(self._llm.ctx, self.n_threads, self.n_threads)
         return self._llm
 
     def embed(

@@ -81,7 +81,7 @@ from curator.llm.model_file import (
     validate_model_file,
 )
 from curator.llm.prompt_states import MIN_TOKENS, PromptStates
-from curator.llm.thread_contention import ContentionGuard
+from curator.llm.thread_contention import ContentionGuard, for_context
 from curator.llm.threads import (
     Tuning,
     cached_tuning,
@@ -573,11 +573,7 @@ def load_backend(settings: BackendSettings, *, validate: bool = True) -> LlamaCp
         lambda: model_sha256(info.path),
         (n_ctx, settings.n_gpu_layers, bool(settings.flash_attn), settings.n_batch),
     )
-    backend.contention = ContentionGuard(
-        threads,
-        batch_threads,
-        lambda count, batch: llama_cpp.llama_set_n_threads(llm.ctx, count, batch),
-    )
+    backend.contention = for_context(llm.ctx, threads, batch_threads)
     if settings.n_threads is None and tuning is None:
         tuning = backend.retune()
     backend.tuning = tuning

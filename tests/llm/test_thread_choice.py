@@ -103,15 +103,20 @@ def test_measuring_on_a_busy_machine_keeps_two_threads(
     demo_backend, demo_model: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Real other work on every CPU while the real model is measured."""
+    import llama_cpp
+
     monkeypatch.setenv("CURATOR_CACHE_DIR", str(tmp_path))
     spin = "import time\nend = time.time() + 60\nwhile time.time() < end: pass\n"
     spinners = [subprocess.Popen([sys.executable, "-c", spin]) for _ in range(len(usable_cpus()))]
+    ctx = demo_backend.llm.ctx
+    before = (llama_cpp.llama_n_threads(ctx), llama_cpp.llama_n_threads_batch(ctx))
     try:
         tuning = threads.measure(demo_backend.llm, demo_model, [1, 2])
     finally:
         for spinner in spinners:
             spinner.kill()
             spinner.wait()
+        llama_cpp.llama_set_n_threads(ctx, *before)  # the session's model, as it was
     demo_backend.llm.reset()
     assert tuning.others_share is not None and tuning.others_share >= IDLE_SHARE
     assert not tuning.idle and "busy" in tuning.describe()

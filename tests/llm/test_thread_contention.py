@@ -84,6 +84,41 @@ def test_one_measured_thread_is_never_touched() -> None:
     assert applied == []
 
 
+def test_counts_set_behind_the_guards_back_are_read_and_corrected() -> None:
+    """A thread measurement on the same context sets its own counts: the guard reads the
+    context's counts, so a busy machine gets its one thread back at the next look (it
+    believed its own last choice, and a context left at two spun for the rest of the
+    process), and more than measured is undone before the call, whatever the interval."""
+    counters = Counters()
+    applied: list[tuple[int, int]] = []
+    context = [2, 2]
+
+    def apply(a: int, b: int) -> None:
+        applied.append((a, b))
+        context[:] = [a, b]
+
+    guard = ContentionGuard(
+        2,
+        2,
+        apply,
+        actual=lambda: (context[0], context[1]),
+        cpus=2,
+        sample=lambda: counters.busy,
+        own=lambda: counters.own,
+        clock=lambda: counters.wall,
+        sleep=lambda s: counters.advance(s, others_cores=counters.load),
+    )
+    counters.load = 2.0
+    assert guard.check() == (1, 1) and context == [1, 1]
+    context[:] = [2, 2]  # a measurement ends by applying what it chose
+    counters.advance(1.5, others_cores=2.0)
+    assert guard.check() == (1, 1) and context == [1, 1]
+    context[:] = [7, 7]
+    counters.advance(0.1, others_cores=2.0)  # within a second of the last look
+    assert guard.check() == (2, 2) and context == [2, 2]
+    assert applied == [(1, 1), (1, 1), (2, 2)]
+
+
 def test_without_proc_stat_nothing_changes() -> None:
     applied: list[tuple[int, int]] = []
     guard = ContentionGuard(2, 2, lambda a, b: applied.append((a, b)), sample=lambda: None)
@@ -154,11 +189,11 @@ def test_the_loaded_model_runs_with_the_counts_the_guard_chose(demo_backend: obj
     assert guard is not None
     measured = guard.measured
     ctx = demo_backend.llm.ctx
-    # As if three threads had been measured fastest, and seven were running: whatever the
-    # load, the guard must bring the context down to at most three.
+    # As if three threads had been measured fastest, and something else had set seven
+    # without telling the guard: whatever the load, the guard must bring the context
+    # down to at most three.
     guard.measured = (3, 3)
     llama_cpp.llama_set_n_threads(ctx, 7, 7)
-    guard.current = (7, 7)
     try:
         guard._last = None  # look again now
         demo_backend.evaluate(demo_backend.tokenize("The agent reviews its logs today."))
