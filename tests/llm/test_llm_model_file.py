@@ -6,6 +6,7 @@ import hashlib
 import json
 import os
 import struct
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -24,25 +25,24 @@ from curator.llm.model_file import (
 from curator.store.db import Store
 from curator.store.settings import load_settings, set_setting
 
+CORRUPTIONS: dict[str, Callable[[bytes], bytes]] = {
+    "random": lambda data: os.urandom(64 * 1024),
+    "text": lambda data: b"this is a text file, not a model\n" * 10,
+    "empty": lambda data: b"",
+    "truncated_half": lambda data: data[: len(data) // 2],
+    "truncated_tail": lambda data: data[:-4096],
+    "header_only": lambda data: data[:2000],
+    "bad_version": lambda data: data[:4] + struct.pack("<I", 99) + data[8:4096],
+}
+"""The unusable files a user might point the app at, made from the demo model's bytes."""
 
-def corrupt_copies(demo: Path, folder: Path) -> dict[str, Path]:
-    """The unusable files a user might point the app at."""
-    data = demo.read_bytes()
-    files = {
-        "random": os.urandom(64 * 1024),
-        "text": b"this is a text file, not a model\n" * 10,
-        "empty": b"",
-        "truncated_half": data[: len(data) // 2],
-        "truncated_tail": data[:-4096],
-        "header_only": data[:2000],
-        "bad_version": data[:4] + struct.pack("<I", 99) + data[8:4096],
-    }
-    paths = {}
-    for name, content in files.items():
-        path = folder / f"{name}.gguf"
-        path.write_bytes(content)
-        paths[name] = path
-    return paths
+
+def corrupt_copy(demo: Path, folder: Path, name: str) -> Path:
+    """One of :data:`CORRUPTIONS` as a file (only the one asked for: the truncated copies
+    are tens of megabytes each)."""
+    path = folder / f"{name}.gguf"
+    path.write_bytes(CORRUPTIONS[name](demo.read_bytes()))
+    return path
 
 
 def with_architecture(demo: Path, target: Path, arch: bytes) -> Path:
@@ -82,7 +82,7 @@ def test_header_of_the_demo_model(demo_model: Path) -> None:
 def test_unusable_files_are_one_line_errors(
     demo_model: Path, tmp_path: Path, name: str, reason: str
 ) -> None:
-    path = corrupt_copies(demo_model, tmp_path)[name]
+    path = corrupt_copy(demo_model, tmp_path, name)
     with pytest.raises(ModelFileError) as caught:
         validate_model_file(path)
     message = str(caught.value)

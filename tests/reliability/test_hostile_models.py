@@ -138,6 +138,25 @@ def demo_bytes(demo_model: Path) -> bytes:
 
 
 @pytest.fixture(scope="module")
+def case_model(
+    tmp_path_factory: pytest.TempPathFactory, demo_bytes: bytes
+) -> Callable[[ModelCase], Path]:
+    """Each case's model, made once for both commands (the damaged copies are up to the
+    demo model's 94 MiB each; the commands only read them)."""
+    base = tmp_path_factory.mktemp("model-cases")
+    made: dict[str, Path] = {}
+
+    def model(case: ModelCase) -> Path:
+        if case.name not in made:
+            folder = base / case.name
+            folder.mkdir()
+            made[case.name] = case.build(folder, demo_bytes)
+        return made[case.name]
+
+    return model
+
+
+@pytest.fixture(scope="module")
 def template(tmp_path_factory: pytest.TempPathFactory) -> Path:
     path = tmp_path_factory.mktemp("hostile-models") / "template.sqlite"
     store = Store(path)
@@ -167,11 +186,9 @@ def _settings_rows(db: Path) -> list[tuple[str, str]]:
 @pytest.mark.parametrize("case", MODEL_CASES, ids=[c.name for c in MODEL_CASES])
 @pytest.mark.parametrize("command", ["classify", "distill"])
 def test_unusable_model_file_is_refused_before_anything_is_written(
-    case: ModelCase, command: str, db: Path, tmp_path: Path, demo_bytes: bytes
+    case: ModelCase, command: str, db: Path, case_model: Callable[[ModelCase], Path]
 ) -> None:
-    folder = tmp_path / "models"
-    folder.mkdir()
-    model = case.build(folder, demo_bytes)
+    model = case_model(case)
     result = run_case(
         ["--db", str(db), command, "--model", str(model), "--limit", "2"],
         Expect(code=2, message=case.message, db=db, unchanged_counts=True),
