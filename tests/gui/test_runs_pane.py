@@ -49,25 +49,45 @@ def pane(qtbot, services: AppServices, show_pane) -> RunsPane:
     return widget
 
 
+SCHEDSTAT = Path("/proc/thread-self/schedstat")
+
+
+def _runqueue_wait_s() -> float:
+    """Seconds this thread has spent ready to run but waiting for a core (Linux's
+    schedstat; 0.0 where the kernel does not say)."""
+    try:
+        return int(SCHEDSTAT.read_text().split()[1]) / 1e9
+    except (OSError, IndexError, ValueError):
+        return 0.0
+
+
 class GapMeter:
-    """Ticks a 20 ms QTimer on the GUI thread and records the longest gap between ticks."""
+    """Ticks a 20 ms QTimer on the GUI thread and records the longest gap between ticks
+    that the GUI thread itself caused: the time it spent waiting for a core (the other
+    test workers hold both) is taken out, since a busy machine delays a thread that does
+    nothing. Work on the GUI thread, or a wait for a lock or a reply there, still counts
+    (the thread is running, or asleep, not waiting for a core); one run saw a 270 ms gap
+    that was the machine's."""
 
     def __init__(self) -> None:
         self.timer = QTimer()
         self.timer.setInterval(20)
         self.timer.timeout.connect(self._tick)
         self.last = 0.0
+        self.last_wait = 0.0
         self.max_gap = 0.0
+        self.max_wall_gap = 0.0
         self.ticks = 0
 
     def start(self) -> None:
-        self.last = time.perf_counter()
+        self.last, self.last_wait = time.perf_counter(), _runqueue_wait_s()
         self.timer.start()
 
     def _tick(self) -> None:
-        now = time.perf_counter()
-        self.max_gap = max(self.max_gap, now - self.last)
-        self.last = now
+        now, wait = time.perf_counter(), _runqueue_wait_s()
+        self.max_wall_gap = max(self.max_wall_gap, now - self.last)
+        self.max_gap = max(self.max_gap, (now - self.last) - (wait - self.last_wait))
+        self.last, self.last_wait = now, wait
         self.ticks += 1
 
     def stop(self) -> None:
@@ -118,7 +138,10 @@ def test_gui_thread_never_blocked_during_a_run(qtbot, pane: RunsPane) -> None:
     with qtbot.waitSignal(pane.worker.finished, timeout=RUN_TIMEOUT_MS):
         assert pane.start_classify()
     meter.stop()
-    print(f"longest GUI-thread gap during the run: {meter.max_gap * 1000:.0f} ms")
+    print(
+        f"longest GUI-thread gap during the run: {meter.max_gap * 1000:.0f} ms "
+        f"({meter.max_wall_gap * 1000:.0f} ms with the waits for a core)"
+    )
     assert meter.ticks > 10
     assert meter.max_gap < 0.200, f"GUI thread blocked for {meter.max_gap * 1000:.0f} ms"
 
