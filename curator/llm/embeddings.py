@@ -64,7 +64,7 @@ class LlamaEmbedder:
                 n_threads_batch=self.n_threads,
                 verbose=False,
             )
-            self.contention = for_context(self._llm.ctx, self.n_threads, self.n_threads)
+            self.contention = for_context(self._llm, self.n_threads, self.n_threads)
         return self._llm
 
     def embed(

@@ -573,7 +573,7 @@ def load_backend(settings: BackendSettings, *, validate: bool = True) -> LlamaCp
         lambda: model_sha256(info.path),
         (n_ctx, settings.n_gpu_layers, bool(settings.flash_attn), settings.n_batch),
     )
-    backend.contention = for_context(llm.ctx, threads, batch_threads)
+    backend.contention = for_context(llm, threads, batch_threads)
     if settings.n_threads is None and tuning is None:
         tuning = backend.retune()
     backend.tuning = tuning

@@ -25,6 +25,7 @@ import os
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 from curator.llm.threads import machine_busy_seconds
 
@@ -149,17 +150,23 @@ class ContentionGuard:
         return self.current
 
 
-def for_context(ctx: object, threads: int, batch_threads: int) -> ContentionGuard:
-    """The guard of one llama.cpp context: it sets that context's thread counts and reads
-    them back before each decision."""
+def for_context(llm: Any, threads: int, batch_threads: int) -> ContentionGuard:
+    """The guard of one ``llama_cpp.Llama``'s context: it sets that context's thread counts
+    and reads them back before each decision. The context is looked up at each use: once
+    the model is closed there is none (llama.cpp would read freed memory), and the guard
+    leaves it alone."""
     import llama_cpp
 
     def actual() -> tuple[int, int]:
+        ctx = llm.ctx
+        if not ctx:
+            return guard.current
         return int(llama_cpp.llama_n_threads(ctx)), int(llama_cpp.llama_n_threads_batch(ctx))
 
-    return ContentionGuard(
-        threads,
-        batch_threads,
-        lambda count, batch: llama_cpp.llama_set_n_threads(ctx, count, batch),
-        actual=actual,
-    )
+    def apply(count: int, batch: int) -> None:
+        ctx = llm.ctx
+        if ctx:
+            llama_cpp.llama_set_n_threads(ctx, count, batch)
+
+    guard = ContentionGuard(threads, batch_threads, apply, actual=actual)
+    return guard

@@ -223,6 +223,22 @@ def test_the_embedding_context_follows_the_load_too(demo_backend: object) -> Non
     assert (llama_cpp.llama_n_threads(ctx), llama_cpp.llama_n_threads_batch(ctx)) == guard.current
 
 
+@pytest.mark.llm
+def test_a_closed_model_is_left_alone(demo_model: Path) -> None:
+    """Once the model is closed its context is gone: the guard neither reads nor sets the
+    counts of freed memory (llama.cpp would crash the process)."""
+    from curator.llm.backend import BackendSettings
+    from curator.llm.llama_cpp_backend import load_backend
+
+    backend = load_backend(BackendSettings(model_path=demo_model, n_ctx=256, n_threads=2))
+    guard = backend.contention
+    assert guard is not None
+    backend.close()
+    guard._last = None
+    guard.measured = (1, 1)  # counts above these would be undone at once, if it could
+    assert guard.check() == guard.current
+
+
 def test_a_counter_that_goes_backwards_keeps_the_last_decision() -> None:
     """``/proc/stat`` read lower than before (a restored checkpoint, a migrated virtual
     machine) says nothing about the load: the busy machine keeps its one thread instead
