@@ -61,7 +61,11 @@ lint: $(STAMP)
 typecheck: $(STAMP)
 	$(VENV)/bin/mypy
 
+# The package's bytecode is written first: where PYTHONDONTWRITEBYTECODE is set, each of
+# the suite's several hundred child processes (the CLI, servers, kill victims) would
+# otherwise compile every module it imports again (about 0.07 s of CPU each).
 pytest: $(STAMP)
+	$(PY) -m compileall -q curator tests > /dev/null
 	QT_QPA_PLATFORM=offscreen $(PY) -m pytest --durations=40 -n $(TEST_WORKERS) --dist loadfile
 
 test: lint typecheck pytest
