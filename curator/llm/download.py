@@ -252,13 +252,14 @@ class _Transfer:
         return plan.limit is None or written == plan.limit
 
     def _plan(self, response: httpx.Response, offset: int) -> Plan:
+        # A 416's total is the server's latest word on the size: only the catalogue's size
+        # overrides it, not an earlier answer's claim (a first answer claiming three bytes
+        # more than it sent, then an honest 416, dropped a complete .part).
+        status = response.status_code
+        expected = self.entry.size_bytes if status == 416 else self.expected
         try:
             plan = plan_answer(
-                response.status_code,
-                response.headers,
-                offset,
-                self.expected,
-                self.limits.hard_cap_bytes,
+                status, response.headers, offset, expected, self.limits.hard_cap_bytes
             )
         except DownloadError as exc:
             kept = f"{offset} bytes kept in {self.part.name}" if offset else "nothing was saved"

@@ -13,8 +13,10 @@ each answer is checked *before* a byte is written, by :func:`plan_answer`:
   download starts again from byte 0 (the ``.part`` is replaced), unless its
   ``Content-Length`` contradicts the catalogue's size, which is refused.
 * ``416 Range Not Satisfiable`` is never taken on trust as "already complete": the
-  ``.part`` is kept only when its size is the expected size; otherwise it is discarded
-  and the download starts again from byte 0.
+  ``.part`` is kept only when its size is the expected size (the catalogue's; without
+  one, the size the 416 states, the server's latest word, which the checksum then
+  checks); otherwise it is discarded and the download starts again from byte 0, having
+  forgotten any size an earlier answer announced.
 
 Every body is also capped while it is written: at the catalogue's ``size_bytes``, else at
 the size the server announced, else at :data:`HARD_CAP_BYTES` (64 GiB, larger than any
@@ -169,18 +171,26 @@ def plan_answer(
         )
     _check_total(total, expected)
     size = expected if expected is not None else total
+    _check_cap(size if size is not None else last + 1, expected, hard_cap)
     return Plan("write", start=first, limit=min(last + 1, size or last + 1), total=size)
 
 
 def _whole(length: int | None, expected: int | None, hard_cap: int) -> Plan:
     _check_total(length, expected)
     size = expected if expected is not None else length
-    if expected is None and size is not None and size > hard_cap:
+    if size is not None:
+        _check_cap(size, expected, hard_cap)
+    return Plan("write", start=0, limit=size, total=size)
+
+
+def _check_cap(size: int, expected: int | None, hard_cap: int) -> None:
+    """A download without a published size takes at most ``hard_cap`` bytes, whatever
+    the answer (a 200's length or a 206's range) says."""
+    if expected is None and size > hard_cap:
         raise DownloadError(
             f"the server offers {size:,} bytes, more than the {hard_cap:,} a download "
             "without a published size may take"
         )
-    return Plan("write", start=0, limit=size, total=size)
 
 
 def _check_total(total: int | None, expected: int | None) -> None:

@@ -11,23 +11,23 @@ The thread counts measured for a model (:mod:`curator.llm.threads`) say what is 
 *while that measurement ran*. :class:`ContentionGuard` keeps them honest as the machine's
 load changes: before each model call it looks at how much CPU the *other* processes used
 since the last look (``/proc/stat`` less this process's own CPU time, the same measure
-the tuning uses), and runs with at most as many threads as there are free cores, never
-fewer than one and never more than the measured counts. It costs two small file reads a
-call, at most once a second; after a pause (no call for :data:`STALE_S`) it looks over a
-short window first (:data:`PROBE_S`), so a run that starts on a busy machine starts with
-the right count. Where ``/proc/stat`` does not exist (not Linux) it changes nothing.
+the tuning uses), and runs with at most as many threads as there are free cores among
+those this process may run on (its affinity), never fewer than one and never more than the
+measured counts. It costs two small file reads a call, at most once a second; after a
+pause (no call for :data:`STALE_S`) it looks over a short window first (:data:`PROBE_S`),
+so a run that starts on a busy machine starts with the right count. Where ``/proc/stat``
+does not exist (not Linux) it changes nothing.
 """
 
 from __future__ import annotations
 
 import logging
-import os
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from curator.llm.threads import machine_busy_seconds
+from curator.llm.threads import machine_busy_seconds, usable_cpus
 
 __all__ = ["ContentionGuard", "Sample", "for_context", "free_cores", "threads_for"]
 
@@ -96,7 +96,7 @@ class ContentionGuard:
         self.current = (threads, batch_threads)
         self._apply = apply
         self._actual = actual
-        self._cpus = cpus or os.cpu_count() or 1
+        self._cpus = cpus or len(usable_cpus()) or 1  # its affinity: pinned, fewer
         self._sample_busy = sample
         self._own = own
         self._clock = clock
@@ -112,10 +112,10 @@ class ContentionGuard:
         if self._actual is not None:
             self.current = self._actual()
             capped = (
-                min(self.current[0], self.measured[0]),
-                min(self.current[1], self.measured[1]),
+                max(1, min(self.current[0], self.measured[0])),
+                max(1, min(self.current[1], self.measured[1])),
             )
-            if capped != self.current:  # more than measured is never right: at once
+            if capped != self.current:  # more than measured (or none) is never right
                 self._apply(*capped)
                 self.current = capped
         if self.measured == (1, 1):

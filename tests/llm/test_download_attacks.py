@@ -175,16 +175,32 @@ def test_416_on_a_truncated_part_discards_it_and_starts_again(
 
 
 def test_a_size_announced_before_a_restart_is_forgotten(tmp_path: Path) -> None:
-    """A first answer claims three bytes more than it sends; the resume's 416 says the
-    file is what was sent, so the .part goes and the download starts again. The size the
-    first answer claimed described the bytes just dropped: the honest 200 that follows,
-    with its own Content-Length, is taken (it was refused as "N bytes, N + 3 expected")."""
+    """A first answer claims three bytes more than the file and sends ten bytes fewer; the
+    resume's 416 says the file is complete at its real size, so the .part (short of it)
+    goes and the download starts again. The size the first answer claimed described the
+    bytes just dropped: the honest 200 that follows, with its own Content-Length, is taken
+    (it was refused as "N bytes, N + 3 expected")."""
+    n = len(DATA)
+    answers = [
+        Reply(206, {"Content-Range": f"bytes 0-{n - 1}/{n + 3}"}, DATA[: n - 10]),
+        Reply(416, {"Content-Range": f"bytes */{n}"}),
+    ]
+    with rogue(lambda start: answers.pop(0) if answers else honest(DATA)(start)) as (url, log):
+        result = download_model(entry_for(url, size=None), tmp_path)
+    assert log.ranges == [None, n - 10, None]
+    assert result.path.read_bytes() == DATA and result.resumed_from == 0
+
+
+def test_a_416_at_the_real_size_completes_despite_an_earlier_claim(tmp_path: Path) -> None:
+    """After a first answer claiming three bytes more than it sent, an honest 416 at the
+    size of the .part is the server's latest word: the .part is complete, and the
+    checksum confirms it (it was dropped, and with it every byte saved)."""
     n = len(DATA)
     lying = Reply(206, {"Content-Range": f"bytes 0-{n - 1}/{n + 3}"}, DATA)
     with rogue(then(always(lying), honest(DATA))) as (url, log):
         result = download_model(entry_for(url, size=None), tmp_path)
-    assert log.ranges == [None, n, None]
-    assert result.path.read_bytes() == DATA and result.resumed_from == 0
+    assert log.ranges == [None, n]
+    assert result.path.read_bytes() == DATA
 
 
 def test_416_with_the_announced_size_completes_the_part(tmp_path: Path) -> None:
@@ -227,8 +243,20 @@ def test_an_entry_without_a_size_is_capped_by_the_hard_cap(tmp_path: Path) -> No
     assert list(tmp_path.iterdir()) == []
 
 
-def test_an_announced_size_over_the_hard_cap_is_refused_before_writing(tmp_path: Path) -> None:
-    huge = always(Reply(200, {"Content-Length": str(10**12)}, DATA))
+@pytest.mark.parametrize(
+    "headers",
+    [
+        {"Content-Length": str(10**12)},
+        {"Content-Range": f"bytes 0-{10**12 - 1}/{10**12}"},  # a 206: the cap held for 200s only
+        {"Content-Range": f"bytes 0-{10**12 - 1}/*"},
+    ],
+    ids=["200-length", "206-total", "206-no-total"],
+)
+def test_an_announced_size_over_the_hard_cap_is_refused_before_writing(
+    tmp_path: Path, headers: dict[str, str]
+) -> None:
+    status = 200 if "Content-Length" in headers else 206
+    huge = always(Reply(status, headers, DATA))
     limits = DownloadLimits(hard_cap_bytes=10**9)
     with (
         rogue(huge) as (url, _),

@@ -51,6 +51,21 @@ def _guard(
     )
 
 
+def _guard_on_this_machine(
+    counters: Counters, applied: list[tuple[int, int]], measured: int = 2
+) -> ContentionGuard:
+    """As :func:`_guard`, with the CPUs counted as the guard counts them by itself."""
+    return ContentionGuard(
+        measured,
+        measured,
+        lambda a, b: applied.append((a, b)),
+        sample=lambda: counters.busy,
+        own=lambda: counters.own,
+        clock=lambda: counters.wall,
+        sleep=lambda s: counters.advance(s, others_cores=counters.load),
+    )
+
+
 def test_a_busy_machine_gets_one_thread_and_an_idle_one_the_measured_count() -> None:
     counters = Counters()
     applied: list[tuple[int, int]] = []
@@ -117,6 +132,39 @@ def test_counts_set_behind_the_guards_back_are_read_and_corrected() -> None:
     counters.advance(0.1, others_cores=2.0)  # within a second of the last look
     assert guard.check() == (2, 2) and context == [2, 2]
     assert applied == [(1, 1), (1, 1), (2, 2)]
+
+
+@pytest.mark.skipif(
+    not hasattr(os, "sched_setaffinity") or len(os.sched_getaffinity(0)) < 2,
+    reason="needs two CPUs to pin to one",
+)
+def test_a_process_pinned_to_one_cpu_gets_one_thread_on_an_idle_machine() -> None:
+    """The free cores are counted among the CPUs this process may run on: pinned to one
+    of two idle CPUs, two threads would spin on that one (the machine's count said 2)."""
+    counters = Counters()
+    applied: list[tuple[int, int]] = []
+    allowed = os.sched_getaffinity(0)
+    os.sched_setaffinity(0, {min(allowed)})
+    try:
+        guard = _guard_on_this_machine(counters, applied)
+        counters.load = 0.0
+        assert guard.check() == (1, 1) and applied == [(1, 1)]
+    finally:
+        os.sched_setaffinity(0, allowed)
+
+
+def test_no_threads_set_behind_the_guards_back_becomes_one_at_once() -> None:
+    applied: list[tuple[int, int]] = []
+    context = [0, -3]
+
+    def apply(a: int, b: int) -> None:
+        applied.append((a, b))
+        context[:] = [a, b]
+
+    guard = ContentionGuard(
+        2, 2, apply, actual=lambda: (context[0], context[1]), cpus=2, sample=lambda: None
+    )
+    assert guard.check() == (1, 1) and applied == [(1, 1)]
 
 
 def test_without_proc_stat_nothing_changes() -> None:
