@@ -37,28 +37,15 @@ class Counters:
 
 
 def _guard(
-    counters: Counters, applied: list[tuple[int, int]], measured: int = 2
+    counters: Counters, applied: list[tuple[int, int]], measured: int = 2, cpus: int | None = 2
 ) -> ContentionGuard:
+    """A guard on the given counters; ``cpus`` None: the CPUs counted as the guard counts
+    them by itself."""
     return ContentionGuard(
         measured,
         measured,
         lambda a, b: applied.append((a, b)),
-        cpus=2,
-        sample=lambda: counters.busy,
-        own=lambda: counters.own,
-        clock=lambda: counters.wall,
-        sleep=lambda s: counters.advance(s, others_cores=counters.load),
-    )
-
-
-def _guard_on_this_machine(
-    counters: Counters, applied: list[tuple[int, int]], measured: int = 2
-) -> ContentionGuard:
-    """As :func:`_guard`, with the CPUs counted as the guard counts them by itself."""
-    return ContentionGuard(
-        measured,
-        measured,
-        lambda a, b: applied.append((a, b)),
+        cpus=cpus,
         sample=lambda: counters.busy,
         own=lambda: counters.own,
         clock=lambda: counters.wall,
@@ -146,7 +133,7 @@ def test_a_process_pinned_to_one_cpu_gets_one_thread_on_an_idle_machine() -> Non
     allowed = os.sched_getaffinity(0)
     os.sched_setaffinity(0, {min(allowed)})
     try:
-        guard = _guard_on_this_machine(counters, applied)
+        guard = _guard(counters, applied, cpus=None)
         counters.load = 0.0
         assert guard.check() == (1, 1) and applied == [(1, 1)]
     finally:
