@@ -115,7 +115,7 @@ def server() -> Iterator[tuple[str, list[list[tuple[str, bool, int | None, int]]
     knows=st.sampled_from(["size", "sha", "both"]),
 )
 @example(steps=[("honest", False, 0, 0)], resume=0, knows="sha")  # empty body, empty .part
-@example(  # a lying total, then a 416 saying otherwise: the size it claimed is forgotten
+@example(  # a lying total, then an honest 416 at the size sent: the 416's total is taken
     steps=[("wrong_total", False, None, 0), ("honest", False, None, 1)], resume=None, knows="sha"
 )
 def test_a_download_keeps_the_exact_file_or_nothing(

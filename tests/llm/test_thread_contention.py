@@ -37,14 +37,26 @@ class Counters:
 
 
 def _guard(
-    counters: Counters, applied: list[tuple[int, int]], measured: int = 2, cpus: int | None = 2
+    counters: Counters,
+    applied: list[tuple[int, int]],
+    measured: int = 2,
+    cpus: int | None = 2,
+    context: list[int] | None = None,
 ) -> ContentionGuard:
     """A guard on the given counters; ``cpus`` None: the CPUs counted as the guard counts
-    them by itself."""
+    them by itself. With a ``context`` (its two counts), the guard sets it and reads it
+    back, as it does a real model's."""
+
+    def apply(a: int, b: int) -> None:
+        applied.append((a, b))
+        if context is not None:
+            context[:] = [a, b]
+
     return ContentionGuard(
         measured,
         measured,
-        lambda a, b: applied.append((a, b)),
+        apply,
+        actual=None if context is None else lambda: (context[0], context[1]),
         cpus=cpus,
         sample=lambda: counters.busy,
         own=lambda: counters.own,
@@ -94,22 +106,7 @@ def test_counts_set_behind_the_guards_back_are_read_and_corrected() -> None:
     counters = Counters()
     applied: list[tuple[int, int]] = []
     context = [2, 2]
-
-    def apply(a: int, b: int) -> None:
-        applied.append((a, b))
-        context[:] = [a, b]
-
-    guard = ContentionGuard(
-        2,
-        2,
-        apply,
-        actual=lambda: (context[0], context[1]),
-        cpus=2,
-        sample=lambda: counters.busy,
-        own=lambda: counters.own,
-        clock=lambda: counters.wall,
-        sleep=lambda s: counters.advance(s, others_cores=counters.load),
-    )
+    guard = _guard(counters, applied, context=context)
     counters.load = 2.0
     assert guard.check() == (1, 1) and context == [1, 1]
     context[:] = [2, 2]  # a measurement ends by applying what it chose
@@ -148,6 +145,7 @@ def test_no_threads_set_behind_the_guards_back_becomes_one_at_once() -> None:
         applied.append((a, b))
         context[:] = [a, b]
 
+    # No load reading at all (sample None): only the correction itself can act.
     guard = ContentionGuard(
         2, 2, apply, actual=lambda: (context[0], context[1]), cpus=2, sample=lambda: None
     )
