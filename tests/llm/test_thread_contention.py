@@ -179,6 +179,34 @@ def test_the_count_is_always_between_one_and_the_measured_one(
     assert 1 <= threads_for(free, measured) <= measured
 
 
+_step = st.tuples(
+    st.one_of(st.none(), st.tuples(st.integers(-5, 300), st.integers(-5, 300))),
+    st.floats(0.0, 3.0),  # seconds until the next call
+    st.floats(0.0, 2.0),  # the cores the other processes keep busy meanwhile
+)
+
+
+@settings(deadline=None)
+@given(measured=st.integers(1, 8), steps=st.lists(_step, min_size=1, max_size=30))
+def test_whatever_sets_the_counts_the_context_runs_within_the_bounds_after_each_check(
+    measured: int, steps: list[tuple[tuple[int, int] | None, float, float]]
+) -> None:
+    """Counts set behind the guard's back (any values, at any moment), any load, any
+    pace of calls: after each check the context runs with what the guard says, at least
+    one thread and at most the measured count."""
+    counters = Counters()
+    applied: list[tuple[int, int]] = []
+    context = [measured, measured]
+    guard = _guard(counters, applied, measured=measured, context=context)
+    for set_behind, seconds, load in steps:
+        if set_behind is not None:
+            context[:] = list(set_behind)
+        counters.load = load
+        counters.advance(seconds, others_cores=load)
+        assert guard.check() == (context[0], context[1])
+        assert all(1 <= count <= measured for count in context)
+
+
 def _spin(stop_at: float) -> None:
     while time.monotonic() < stop_at:
         pass
