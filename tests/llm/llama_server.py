@@ -20,13 +20,15 @@ API_KEY = f"test-key-not-a-secret-{os.getpid()}"
 """Per process: a server of another test worker on the same port never answers for ours."""
 
 
-def _free_port() -> int:
+def free_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         return int(sock.getsockname()[1])
 
 
-def _start(demo_model: Path, port: int) -> subprocess.Popen[bytes]:
+def start_server(demo_model: Path, port: int) -> subprocess.Popen[bytes]:
+    """``python -m llama_cpp.server`` with the demo model on ``port`` (the session's, or a
+    test's own that it may kill)."""
     return subprocess.Popen(
         [
             sys.executable,
@@ -56,7 +58,7 @@ def _start(demo_model: Path, port: int) -> subprocess.Popen[bytes]:
     )
 
 
-def _ready(process: subprocess.Popen[bytes], url: str) -> bool:
+def wait_ready(process: subprocess.Popen[bytes], url: str) -> bool:
     """Wait until the server answers (True) or exits (False: its port was taken between
     choosing and binding, by another test worker's server, say)."""
     for _ in range(600):  # up to a minute on a busy machine
@@ -80,11 +82,11 @@ def llama_server(demo_model: Path) -> Iterator[str]:
     except ImportError as exc:
         pytest.skip(f"llama-cpp-python's server extra is not installed ({exc})")
     for _attempt in range(3):
-        port = _free_port()
-        process = _start(demo_model, port)
+        port = free_port()
+        process = start_server(demo_model, port)
         url = f"http://127.0.0.1:{port}"
         try:
-            started = _ready(process, url)
+            started = wait_ready(process, url)
         except BaseException:
             stop(process, grace_s=30)
             raise

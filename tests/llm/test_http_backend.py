@@ -9,15 +9,12 @@ from __future__ import annotations
 import json
 import socket
 import sqlite3
-import subprocess
-import sys
 import threading
 import time
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
-import httpx
 import pytest
 
 from curator.cli import main
@@ -27,7 +24,7 @@ from curator.store.db import Store
 from curator.store.demo import create_demo
 from curator.store.models import LABELS, Episode, Run
 from curator.store.settings import set_setting
-from tests.llm.llama_server import API_KEY, _free_port
+from tests.llm.llama_server import API_KEY, free_port, start_server, wait_ready
 
 pytestmark = pytest.mark.llm
 
@@ -181,7 +178,7 @@ def test_connection_refused_is_one_line_and_exit_2(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     db = _demo_db(tmp_path / "demo.sqlite")
-    url = f"http://127.0.0.1:{_free_port()}"
+    url = f"http://127.0.0.1:{free_port()}"
     assert main(["--db", str(db), "classify", "--server", url]) == 2
     err = capsys.readouterr().err
     assert "connection refused" in err and len(err.strip().splitlines()) == 1
@@ -277,33 +274,12 @@ def test_server_killed_mid_run_fails_the_run_and_keeps_what_was_done(
     from curator.pipeline.classify import classify_episodes
     from curator.pipeline.progress import TaskState
 
-    port = _free_port()
-    process = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "llama_cpp.server",
-            "--model",
-            str(demo_model),
-            "--port",
-            str(port),
-            "--host",
-            "127.0.0.1",
-            "--n_ctx",
-            "2048",
-        ],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
+    port = free_port()
+    process = start_server(demo_model, port)
     url = f"http://127.0.0.1:{port}"
     try:
-        for _ in range(600):
-            try:
-                if httpx.get(f"{url}/v1/models", timeout=1).status_code == 200:
-                    break
-            except httpx.TransportError:
-                time.sleep(0.1)
-        backend = HttpBackend(url, n_ctx=2048, retries=0)
+        assert wait_ready(process, url), f"llama_cpp.server exited with {process.poll()}"
+        backend = HttpBackend(url, api_key=API_KEY, n_ctx=2048, retries=0)
         store = Store(_demo_db(tmp_path / "demo.sqlite"))
         done: list[int] = []
 
