@@ -21,13 +21,14 @@ from tests.llm.llama_server import llama_server  # noqa: F401 (one llama.cpp ser
 # Qt widgets are real but never need a screen: without a display Qt would abort the run.
 os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
 
-# NumPy asks the kernel for transparent huge pages for every large array, and on a virtual
-# machine whose freed memory goes back to its host each new huge page is first faulted in
-# by the host, then zeroed: llama-cpp-python's server computes log-probabilities over its
-# whole context with fresh arrays per request, and spent 23 s of system time on the first
-# three episodes of one classify run (4 s with ordinary pages; the llm server tests, 38 s
-# and 11 s, the same answers). Set before anything imports NumPy, for this process and
-# every child a test starts (the servers included); one already imported is told too.
+# NumPy asks the kernel for transparent huge pages for every large array. On a virtual
+# machine that hands freed memory back to its host (a balloon's free page reporting) a
+# fresh huge page costs far more than its zeroing: llama-cpp-python's server computes
+# log-probabilities over its whole context, in fresh arrays, on every request, and spent
+# 23 s of system time on the first three episodes of one classify run, 59 % of its samples
+# in the kernel zeroing huge pages (4 s with ordinary pages; test_http_backend.py alone,
+# 38 s and 11 s; the same answers). Set before anything imports NumPy, for this process
+# and every child a test starts (the servers included); one already imported is told too.
 os.environ.setdefault("NUMPY_MADVISE_HUGEPAGE", "0")
 if "numpy" in sys.modules:  # a plugin imported it first
     from numpy._core.multiarray import _set_madvise_hugepage

@@ -26,9 +26,7 @@ def free_port() -> int:
         return int(sock.getsockname()[1])
 
 
-def start_server(demo_model: Path, port: int) -> subprocess.Popen[bytes]:
-    """``python -m llama_cpp.server`` with the demo model on ``port`` (the session's, or a
-    test's own that it may kill)."""
+def _start(demo_model: Path, port: int) -> subprocess.Popen[bytes]:
     return subprocess.Popen(
         [
             sys.executable,
@@ -58,7 +56,7 @@ def start_server(demo_model: Path, port: int) -> subprocess.Popen[bytes]:
     )
 
 
-def wait_ready(process: subprocess.Popen[bytes], url: str) -> bool:
+def _ready(process: subprocess.Popen[bytes], url: str) -> bool:
     """Wait until the server answers (True) or exits (False: its port was taken between
     choosing and binding, by another test worker's server, say)."""
     for _ in range(600):  # up to a minute on a busy machine
@@ -74,26 +72,32 @@ def wait_ready(process: subprocess.Popen[bytes], url: str) -> bool:
     pytest.fail("llama_cpp.server did not start")
 
 
-@pytest.fixture(scope="session")
-def llama_server(demo_model: Path) -> Iterator[str]:
-    """``python -m llama_cpp.server`` with the demo model on a free loopback port."""
-    try:
-        import llama_cpp.server.app  # noqa: F401
-    except ImportError as exc:
-        pytest.skip(f"llama-cpp-python's server extra is not installed ({exc})")
+def start_ready(demo_model: Path) -> tuple[subprocess.Popen[bytes], str]:
+    """``python -m llama_cpp.server`` with the demo model on a free loopback port, once it
+    answers, and its URL (the session's server, or a test's own that it may kill). A port
+    taken between choosing and binding is chosen again, up to three times."""
     for _attempt in range(3):
         port = free_port()
-        process = start_server(demo_model, port)
+        process = _start(demo_model, port)
         url = f"http://127.0.0.1:{port}"
         try:
-            started = wait_ready(process, url)
+            started = _ready(process, url)
         except BaseException:
             stop(process, grace_s=30)
             raise
         if started:
-            break
-    else:
-        pytest.fail(f"llama_cpp.server exited with {process.returncode}")
+            return process, url
+    pytest.fail(f"llama_cpp.server exited with {process.returncode}")
+
+
+@pytest.fixture(scope="session")
+def llama_server(demo_model: Path) -> Iterator[str]:
+    """The session's server (:func:`start_ready`)."""
+    try:
+        import llama_cpp.server.app  # noqa: F401
+    except ImportError as exc:
+        pytest.skip(f"llama-cpp-python's server extra is not installed ({exc})")
+    process, url = start_ready(demo_model)
     try:
         yield url
     finally:

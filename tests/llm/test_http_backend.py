@@ -24,7 +24,7 @@ from curator.store.db import Store
 from curator.store.demo import create_demo
 from curator.store.models import LABELS, Episode, Run
 from curator.store.settings import set_setting
-from tests.llm.llama_server import API_KEY, free_port, start_server, wait_ready
+from tests.llm.llama_server import API_KEY, free_port, start_ready
 
 pytestmark = pytest.mark.llm
 
@@ -274,11 +274,8 @@ def test_server_killed_mid_run_fails_the_run_and_keeps_what_was_done(
     from curator.pipeline.classify import classify_episodes
     from curator.pipeline.progress import TaskState
 
-    port = free_port()
-    process = start_server(demo_model, port)
-    url = f"http://127.0.0.1:{port}"
+    process, url = start_ready(demo_model)
     try:
-        assert wait_ready(process, url), f"llama_cpp.server exited with {process.poll()}"
         backend = HttpBackend(url, api_key=API_KEY, n_ctx=2048, retries=0)
         store = Store(_demo_db(tmp_path / "demo.sqlite"))
         done: list[int] = []
