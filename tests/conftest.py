@@ -8,7 +8,6 @@ import itertools
 import json
 import os
 import shutil
-import sys
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -27,13 +26,9 @@ os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
 # log-probabilities over its whole context, in fresh arrays, on every request, and spent
 # 23 s of system time on the first three episodes of one classify run, 59 % of its samples
 # in the kernel zeroing huge pages (4 s with ordinary pages; test_http_backend.py alone,
-# 38 s and 11 s; the same answers). Set before anything imports NumPy, for this process
-# and every child a test starts (the servers included); one already imported is told too.
+# 38 s and 11 s; the same answers). NumPy reads it when imported, which no plugin does
+# before this file: set here, it holds for this process and every child a test starts.
 os.environ.setdefault("NUMPY_MADVISE_HUGEPAGE", "0")
-if "numpy" in sys.modules:  # a plugin imported it first
-    from numpy._core.multiarray import _set_madvise_hugepage
-
-    _set_madvise_hugepage(os.environ["NUMPY_MADVISE_HUGEPAGE"] != "0")
 
 
 _PROFILE_NAMES = itertools.count(1)
