@@ -13,14 +13,14 @@ Why it is one matrix product
 ----------------------------
 ``min(x, y)`` is the number of thresholds ``t = 0, 1, 2, ...`` with ``x > t`` and
 ``y > t``, a dot product of two 0/1 "unary" vectors; summed over the buckets, the
-whole intersection matrix is ``A @ B.T``, which BLAS computes for millions of pairs in
-milliseconds.  To keep the vectors short, large counts use coarser thresholds
-``t_0 = 0 < t_1 < ... < t_m`` with weight ``t_(k+1) - t_k`` on the query side (the
-last threshold's weight reaches the largest count present): if ``t_j < min(x, y) <=
-t_(j+1)`` the weighted sum is ``t_(j+1) >= min(x, y)``, still an upper bound, and exact
-wherever the thresholds are consecutive integers (every count below :data:`_UNARY`).
-All entries are small integers, so the product is exact in float32 (float64 when the
-counts could reach 2**24).
+whole intersection matrix is ``A @ B`` (``B`` holding one pool text per column), which
+BLAS computes for millions of pairs in milliseconds.  To keep the vectors short, large
+counts use coarser thresholds ``t_0 = 0 < t_1 < ... < t_m`` with weight ``t_(k+1) - t_k``
+on the query side (the last threshold's weight reaches the largest count present): if
+``t_j < min(x, y) <= t_(j+1)`` the weighted sum is ``t_(j+1) >= min(x, y)``, still an
+upper bound, and exact wherever the thresholds are consecutive integers (every count
+below :data:`_UNARY`). All entries are small integers, so the product is exact in
+float32 (float64 when the counts could reach 2**24).
 """
 
 from __future__ import annotations
@@ -98,13 +98,30 @@ class Levels:
         return (counts[:, self.buckets] > self.thresholds).astype(self.dtype) * self.weights
 
     def indicators(self, counts: Int32Array) -> FloatArray:
-        """Pool side: ``[count > threshold]`` per column."""
-        return (counts[:, self.buckets] > self.thresholds).astype(self.dtype)
+        """Pool side, transposed: ``[count > threshold]``, one row per column of
+        :meth:`weighted` and one column per text, shape ``(columns, len(counts))``.
+
+        Built column-major because that is the cheap way: the pool is the large side
+        (10,000 texts by about a thousand columns is 37 MB of float32), and gathering
+        whole rows of the transposed counts, then comparing them into a float32 array
+        in one pass, took a third to a tenth of the time of gathering single counts
+        from each text's row and converting the comparison afterwards (0.035-0.046 s
+        against 0.08-0.33 s on the held-out fresh batch at 200 x 10,000). Counts are
+        compared as 16-bit integers where every count fits.
+        """
+        small = counts.size == 0 or int(counts.max()) < 2**15
+        by_bucket = np.ascontiguousarray(counts.T, dtype=np.int16 if small else np.int32)
+        gathered = by_bucket[self.buckets]
+        out = np.empty(gathered.shape, dtype=self.dtype)
+        np.greater(
+            gathered, self.thresholds.astype(gathered.dtype)[:, None], out=out, casting="unsafe"
+        )
+        return out
 
 
 def intersections(weighted: FloatArray, indicators: FloatArray) -> npt.NDArray[np.int64]:
     """Upper bounds on ``LCS(query, text)`` for every pair, as int64 (exact float32 sums)."""
-    product = weighted @ indicators.T
+    product = weighted @ indicators
     return np.rint(product).astype(np.int64)
 
 
@@ -122,7 +139,7 @@ def ratio_bounds(
     by the integer total (both are exact in float64), but built in place: the matrix
     can have millions of cells, and every temporary of that size costs time.
     """
-    bounds = (weighted @ indicators.T).astype(np.float64)
+    bounds = (weighted @ indicators).astype(np.float64)
     np.rint(bounds, out=bounds)
     np.minimum(bounds, len_p[None, :], out=bounds)
     np.minimum(bounds, len_q[:, None], out=bounds)
