@@ -169,9 +169,13 @@ def store(name: str, key: bytes, body: bytes) -> None:
         return
     data = b"".join((_MAGIC, len(key).to_bytes(2, "little"), key, _tag(secret, key, body), body))
     part = folder / f".{name}.{os.getpid()}.{threading.get_ident()}.part"
+    # A new file of our own, never through whatever already has that name: a link
+    # planted there by anyone who can write to the folder would be written through.
+    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0)
     with contextlib.suppress(OSError):
         try:
-            part.write_bytes(data)
+            with os.fdopen(os.open(part, flags | getattr(os, "O_BINARY", 0), 0o600), "wb") as out:
+                out.write(data)
             os.replace(part, folder / name)
         finally:
             with contextlib.suppress(OSError):
