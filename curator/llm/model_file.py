@@ -34,6 +34,7 @@ import platformdirs
 from curator.core.regular_file import NotRegularFile, open_regular
 from curator.core.userpath import user_path
 from curator.errors import CuratorError
+from curator.llm.model_check_cache import passed_before, remember_pass, trial
 
 MODEL_ENV = "CURATOR_MODEL"
 CACHE_ENV = "CURATOR_CACHE_DIR"
@@ -394,25 +395,33 @@ def validate_model_file(path: str | os.PathLike[str], timeout_s: float = 120) ->
     """Header check, then a trial load by llama.cpp in a child process.
 
     Returns the header's :class:`ModelInfo` (with what the trial load learned under
-    ``metadata["llama.cpp"]``); raises :class:`ModelFileError` with a one-line reason
-    when the file is unusable, including when llama.cpp aborts or hangs while loading.
+    ``metadata["llama.cpp"]``). The header is read every time; the trial load is skipped
+    for a file that passed it unchanged with the same llama.cpp
+    (:mod:`curator.llm.model_check_cache`). Raises :class:`ModelFileError` with a
+    one-line reason when the file is unusable, including when llama.cpp aborts or hangs
+    while loading.
     """
     info = read_gguf_info(path)
-    command, env = child_check_command(info.path)
-    try:
-        proc = subprocess.run(
-            command,
-            env=env,
-            capture_output=True,
-            text=True,
-            errors="replace",
-            timeout=timeout_s,
-            check=False,
-        )
-    except subprocess.TimeoutExpired as exc:
-        raise ModelFileError(
-            f"{info.path}: llama.cpp did not finish loading it within {timeout_s:g} s"
-        ) from exc
+    kept = passed_before(info.path)  # this very file passed with this llama.cpp before
+    if kept is not None:
+        return replace(info, metadata={**info.metadata, "llama.cpp": kept})
+    with trial(info.path) as tried:  # the child loads the very file stamped here
+        command, env = child_check_command(tried.target)
+        try:
+            proc = subprocess.run(
+                command,
+                env=env,
+                capture_output=True,
+                text=True,
+                errors="replace",
+                timeout=timeout_s,
+                check=False,
+                pass_fds=tried.pass_fds,
+            )
+        except subprocess.TimeoutExpired as exc:
+            raise ModelFileError(
+                f"{info.path}: llama.cpp did not finish loading it within {timeout_s:g} s"
+            ) from exc
     result: dict[str, Any] | None = None
     for line in proc.stdout.splitlines():
         if line.startswith(_CHECK_MARKER):
@@ -420,10 +429,12 @@ def validate_model_file(path: str | os.PathLike[str], timeout_s: float = 120) ->
                 result = json.loads(line[len(_CHECK_MARKER) :])
     if proc.returncode == 0 and result is not None and result.get("ok"):
         loaded = {k: v for k, v in result.items() if k != "ok"}
+        remember_pass(info.path, loaded, tried)
         return replace(info, metadata={**info.metadata, "llama.cpp": loaded})
     # llama.cpp's log names the cause ("unknown model architecture: 'x'"); the Python
     # exception only says that loading failed, so the log line is preferred.
     reason = _reason_from_log(proc.stderr) or (result or {}).get("reason") or ""
+    reason = reason.replace(str(tried.target), str(info.path))  # the name, not the descriptor
     if proc.returncode < 0:
         try:
             signame = signal.Signals(-proc.returncode).name

@@ -95,7 +95,10 @@ def test_missing_file(tmp_path: Path) -> None:
         validate_model_file(tmp_path / "nope.gguf")
 
 
-def test_validation_loads_the_demo_model_in_a_child(demo_model: Path) -> None:
+def test_validation_loads_the_demo_model_in_a_child(
+    demo_model: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("CURATOR_CACHE_DIR", str(tmp_path / "cache"))  # no kept verdict
     info = validate_model_file(demo_model)
     loaded = info.metadata["llama.cpp"]
     assert loaded["n_layer"] == 30 and loaded["n_params"] > 100_000_000

@@ -53,6 +53,7 @@ def test_a_curator_folder_in_the_working_directory_is_not_imported(
     demo_model: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """The child runs the parent's code, not whatever `curator/` the current folder holds."""
+    monkeypatch.setenv("CURATOR_CACHE_DIR", str(tmp_path / "cache"))  # no kept verdict
     decoy = tmp_path / "curator"
     decoy.mkdir()
     (decoy / "__init__.py").write_text("raise SystemExit('the decoy package was imported')\n")
