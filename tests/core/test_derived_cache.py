@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 import re
+import threading
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -408,3 +409,15 @@ def test_the_rewriting_key_covers_every_constant_it_reads(name: str, value: Any)
     finally:
         setattr(flag_alternation, name, original)
         flag_alternation._rewriting_key.cache_clear()
+
+
+def test_the_cache_never_writes_through_a_link_planted_at_its_part_name(
+    cache: Path, tmp_path_factory: pytest.TempPathFactory
+) -> None:
+    derived_cache.store("planted", b"key", b"first")  # makes the folder and its secret
+    victim = tmp_path_factory.mktemp("elsewhere") / "victim.txt"
+    victim.write_text("precious")
+    part = derived_cache.cache_dir() / f".planted.{os.getpid()}.{threading.get_ident()}.part"
+    part.symlink_to(victim)
+    derived_cache.store("planted", b"key", b"second")
+    assert victim.read_text() == "precious"
