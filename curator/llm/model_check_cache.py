@@ -20,12 +20,17 @@ verdict may have changed:
   no file time until the kernel writes it back. A pass is kept only when nobody has the
   file open for writing, or mapped writable, before the trial and after it (a read lease,
   ``F_SETLEASE``, is granted only then; it needs the file's owner, so another account's
-  file is always tried);
+  file is always tried; a lease broken by a writer while it is held signals ``SIGURG``,
+  whose default is to be ignored, not ``SIGIO``, whose default ends the process). And only
+  on file systems that stamp a file at the first write through a mapping
+  (:data:`STAMPING_FILE_SYSTEMS`): tmpfs, for one, lets a mapping read first be written
+  without any time moving, so a file there is always tried;
 * the llama.cpp that loaded it: the interpreter or frozen application
   (``sys.executable``), llama-cpp-python's version, its Python files and shared
   libraries (and a library folder named by ``LLAMA_CPP_LIB_PATH``), stamped like the
   model file, NumPy's version (the child loads NumPy first, as the parent does), and the
-  ``GGML_*``/``LLAMA_*`` environment.
+  ``GGML_*``/``LLAMA_*`` environment and the dynamic loader's (``LD_LIBRARY_PATH``,
+  ``LD_PRELOAD``).
 
 Only passes are kept, only on Linux (where the two checks above exist), and only for a
 file that was left alone for :data:`SETTLE_S` before its trial: a refused file is tried
@@ -62,6 +67,10 @@ A file still being written (a download, a copy) is the usual case, and it only c
 one more trial next time."""
 
 _FD_FOLDER = Path("/proc/self/fd")
+
+STAMPING_FILE_SYSTEMS = frozenset({"ext2", "ext3", "ext4", "xfs", "btrfs", "f2fs"})
+"""File systems whose page-fault path stamps the file's times at the first write through
+a shared mapping (``page_mkwrite``); files on any other are never remembered."""
 
 
 class Trial(NamedTuple):
@@ -111,8 +120,14 @@ def _llama_build() -> list[Any]:
     named = os.environ.get("LLAMA_CPP_LIB_PATH")
     if named:
         build.append(["LLAMA_CPP_LIB_PATH", named, _folder_stamps(Path(named))])
-    build.append(sorted((k, v) for k, v in os.environ.items() if k.startswith(("GGML_", "LLAMA_"))))
+    build.append(sorted((k, v) for k, v in os.environ.items() if _shapes_the_load(k)))
     return build
+
+
+def _shapes_the_load(variable: str) -> bool:
+    """Environment variables that can change what a trial load runs: llama.cpp's and
+    ggml's own, and the dynamic loader's (another library found first)."""
+    return variable.startswith(("GGML_", "LLAMA_")) or variable in ("LD_LIBRARY_PATH", "LD_PRELOAD")
 
 
 def _key(path: Path, st: os.stat_result) -> bytes:
@@ -124,13 +139,31 @@ def _no_writers(fd: int) -> bool:
     only then, and only to the file's owner); False where that cannot be known."""
     try:
         import fcntl  # POSIX only; the callers run only where /proc/self/fd exists
+        import signal
 
+        fcntl.fcntl(fd, fcntl.F_SETSIG, signal.SIGURG)  # a broken lease must not end us
         fcntl.fcntl(fd, fcntl.F_SETLEASE, fcntl.F_RDLCK)
     except (OSError, AttributeError, ImportError):
         return False
     with contextlib.suppress(OSError):
         fcntl.fcntl(fd, fcntl.F_SETLEASE, fcntl.F_UNLCK)
     return True
+
+
+def _stamping_file_system(device: int) -> bool:
+    """Whether the file system mounted on ``device`` is one of
+    :data:`STAMPING_FILE_SYSTEMS` (``/proc/self/mountinfo``; False when unknown)."""
+    wanted = f"{os.major(device)}:{os.minor(device)}"
+    try:
+        lines = Path("/proc/self/mountinfo").read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        return False
+    kinds = set()
+    for line in lines.splitlines():
+        fields = line.split()
+        if len(fields) > 2 and fields[2] == wanted and " - " in line:
+            kinds.add(line.split(" - ", 1)[1].split()[0])
+    return bool(kinds) and kinds <= STAMPING_FILE_SYSTEMS
 
 
 def _open_stamped(path: Path) -> tuple[int, os.stat_result] | None:
@@ -163,7 +196,8 @@ def trial(path: Path) -> Iterator[Trial]:
     fd, st = opened
     try:
         settled = time.time_ns() - st.st_ctime_ns >= SETTLE_S * 1e9
-        key = _key(path, st) if settled and _no_writers(fd) else None
+        stamped = settled and _stamping_file_system(st.st_dev)
+        key = _key(path, st) if stamped and _no_writers(fd) else None
         yield Trial(_FD_FOLDER / str(fd), (fd,), key)
     finally:
         os.close(fd)
@@ -179,6 +213,8 @@ def passed_before(path: Path) -> dict[str, Any] | None:
         return None
     fd, st = opened
     try:
+        if not _stamping_file_system(st.st_dev):
+            return None
         body = derived_cache.load(_entry_name(path), _key(path, st), limit=1 << 16)
         if body is None or not _no_writers(fd):
             return None

@@ -50,6 +50,14 @@ def refusing_child(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(model_file, "child_check_command", lambda path: (command, dict(os.environ)))
 
 
+def remembered(model: Path) -> None:
+    """The precondition of a test that a change makes the file tried again: it was kept
+    (skipped where the test folder is on a file system whose files are never kept)."""
+    if not model_check_cache._stamping_file_system(os.stat(model).st_dev):
+        pytest.skip("the test folder's file system does not stamp mapped writes")
+    assert model_check_cache.passed_before(model.resolve()) is not None
+
+
 def copy_of(demo_model: Path, tmp_path: Path, name: str = "m.gguf") -> Path:
     target = tmp_path / name
     shutil.copyfile(demo_model, target)
@@ -60,6 +68,7 @@ def test_a_file_that_passed_is_not_tried_again(
     demo_model: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     first = validate_model_file(demo_model)
+    remembered(demo_model)
     refusing_child(monkeypatch)
     again = validate_model_file(demo_model)
     assert again.metadata["llama.cpp"] == first.metadata["llama.cpp"]
@@ -73,6 +82,7 @@ def test_a_file_changed_in_place_with_its_old_times_is_tried_again(
     llama.cpp is asked again, and refuses."""
     model = copy_of(demo_model, tmp_path)
     validate_model_file(model)
+    remembered(model)
     before = os.stat(model)
     with model.open("r+b") as handle:
         data = handle.read()
@@ -91,6 +101,7 @@ def test_a_file_replaced_by_another_is_tried_again(
 ) -> None:
     model = copy_of(demo_model, tmp_path)
     validate_model_file(model)
+    remembered(model)
     os.replace(copy_of(demo_model, tmp_path, "other.gguf"), model)  # same bytes, new file
     refusing_child(monkeypatch)
     with pytest.raises(ModelFileError, match="cannot load it"):
@@ -258,3 +269,78 @@ def test_a_library_rewritten_with_its_old_size_and_times_changes_the_build(
         handle.write(b"junk")
     os.utime(library, ns=(old.st_atime_ns, old.st_mtime_ns))
     assert model_check_cache._folder_stamps(tmp_path) != before
+
+
+SHM = Path("/dev/shm")
+
+
+@pytest.mark.skipif(
+    not SHM.is_dir() or not os.access(SHM, os.W_OK), reason="no /dev/shm to write to"
+)
+def test_a_file_on_tmpfs_is_never_remembered(
+    demo_model: Path, tmp_path: Path, fresh_copies_count: None
+) -> None:
+    """On tmpfs a page read through a shared mapping can then be written without any file
+    time moving, even after the mapping is gone: a pass there is never kept."""
+    folder = SHM / f"curator-test-{os.getpid()}-{tmp_path.name}"
+    folder.mkdir()
+    try:
+        model = copy_of(demo_model, folder)
+        if model_check_cache._stamping_file_system(os.stat(model).st_dev):
+            pytest.skip("/dev/shm is not tmpfs here")
+        validate_model_file(model)
+        assert model_check_cache.passed_before(model.resolve()) is None
+        with model.open("r+b") as handle, mmap.mmap(handle.fileno(), 0) as mapped:
+            at = mapped.find(ARCH_KEY) + len(ARCH_KEY) + 4 + 8
+            assert mapped[at : at + 1] == b"l"  # read first: the page is mapped
+            mapped[at : at + 1] = b"x"
+        with pytest.raises(ModelFileError, match="xlama"):
+            validate_model_file(model)
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+def test_the_file_systems_of_the_test_folder_and_of_proc_are_told_apart(tmp_path: Path) -> None:
+    """/proc is never a file system whose files are kept; the checkout's usually is."""
+    assert not model_check_cache._stamping_file_system(os.stat("/proc/self").st_dev)
+
+
+LEASE_BROKEN = r"""
+import fcntl, os, subprocess, sys, time
+from curator.llm import model_check_cache
+
+path = sys.argv[1]
+real = fcntl.fcntl
+
+
+def leasing(fd, cmd, arg=0):
+    done = real(fd, cmd, arg)
+    if cmd == fcntl.F_SETLEASE and arg == fcntl.F_RDLCK:
+        # fault injection: another process opens the file for writing while the lease is held
+        subprocess.run([sys.executable, "-c",
+                        "import os, sys\n"
+                        "try:\n os.close(os.open(sys.argv[1], os.O_WRONLY | os.O_NONBLOCK))\n"
+                        "except OSError:\n pass", path])
+        time.sleep(0.3)  # the lease break's signal arrives meanwhile
+    return done
+
+
+fcntl.fcntl = leasing
+fd = os.open(path, os.O_RDONLY)
+print("writers:", not model_check_cache._no_writers(fd))
+print("alive")
+"""
+
+
+def test_a_writer_breaking_the_lease_does_not_end_the_process(tmp_path: Path) -> None:
+    """A lease broken while held signals its holder: SIGIO would end the window."""
+    target = tmp_path / "m.gguf"
+    target.write_bytes(b"GGUF" + bytes(64))
+    done = subprocess.run(
+        [sys.executable, "-c", LEASE_BROKEN, str(target)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env={**os.environ, "PYTHONPATH": str(Path(model_file.__file__).resolve().parents[2])},
+    )
+    assert done.returncode == 0 and "alive" in done.stdout, (done.returncode, done.stderr)
