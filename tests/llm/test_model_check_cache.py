@@ -58,6 +58,14 @@ def remembered(model: Path) -> None:
     assert model_check_cache.passed_before(model.resolve()) is not None
 
 
+@pytest.fixture
+def kept_demo(demo_model: Path) -> dict[str, object]:
+    """The demo model validated once and kept; what its trial load learned."""
+    info = validate_model_file(demo_model)
+    remembered(demo_model)
+    return dict(info.metadata["llama.cpp"])
+
+
 def copy_of(demo_model: Path, tmp_path: Path, name: str = "m.gguf") -> Path:
     target = tmp_path / name
     shutil.copyfile(demo_model, target)
@@ -65,13 +73,11 @@ def copy_of(demo_model: Path, tmp_path: Path, name: str = "m.gguf") -> Path:
 
 
 def test_a_file_that_passed_is_not_tried_again(
-    demo_model: Path, monkeypatch: pytest.MonkeyPatch
+    demo_model: Path, kept_demo: dict[str, object], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    first = validate_model_file(demo_model)
-    remembered(demo_model)
     refusing_child(monkeypatch)
     again = validate_model_file(demo_model)
-    assert again.metadata["llama.cpp"] == first.metadata["llama.cpp"]
+    assert again.metadata["llama.cpp"] == kept_demo
     assert again.metadata["llama.cpp"]["n_layer"] == 30
 
 
@@ -120,8 +126,9 @@ def test_a_file_changed_moments_ago_is_not_remembered(
         validate_model_file(model)
 
 
-def test_another_llama_cpp_tries_again(demo_model: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    validate_model_file(demo_model)
+def test_another_llama_cpp_tries_again(
+    demo_model: Path, kept_demo: dict[str, object], monkeypatch: pytest.MonkeyPatch
+) -> None:
     build = model_check_cache._llama_build()
     monkeypatch.setattr(model_check_cache, "_llama_build", lambda: [*build, "another build"])
     refusing_child(monkeypatch)
@@ -141,10 +148,11 @@ def test_a_refused_file_is_never_remembered(demo_model: Path, tmp_path: Path) ->
     assert not list(Path(os.environ["CURATOR_CACHE_DIR"]).glob("model-check-*"))
 
 
-def test_the_kept_verdict_is_the_childs_own_report(demo_model: Path, own_cache: Path) -> None:
-    info = validate_model_file(demo_model)
+def test_the_kept_verdict_is_the_childs_own_report(
+    demo_model: Path, own_cache: Path, kept_demo: dict[str, object]
+) -> None:
     assert len(list(own_cache.glob("model-check-*"))) == 1
-    assert model_check_cache.passed_before(demo_model.resolve()) == info.metadata["llama.cpp"]
+    assert model_check_cache.passed_before(demo_model.resolve()) == kept_demo
 
 
 @settings(
@@ -159,11 +167,13 @@ def test_the_kept_verdict_is_the_childs_own_report(demo_model: Path, own_cache: 
     )
 )
 def test_a_forged_or_damaged_verdict_is_never_taken(
-    demo_model: Path, own_cache: Path, damage: bytes | tuple[int, bytes]
+    demo_model: Path,
+    own_cache: Path,
+    kept_demo: dict[str, object],
+    damage: bytes | tuple[int, bytes],
 ) -> None:
     """Whatever the kept file holds other than what this account's run signed, the file
     is tried again: a verdict nobody earned would let a crashing model into the window."""
-    validate_model_file(demo_model)
     (kept,) = own_cache.glob("model-check-*")
     original = kept.read_bytes()
     try:
@@ -249,9 +259,8 @@ def test_a_name_pointed_elsewhere_during_the_trial_is_not_believed(
 
 
 def test_another_llama_library_folder_tries_again(
-    demo_model: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    demo_model: Path, kept_demo: dict[str, object], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    validate_model_file(demo_model)
     monkeypatch.setenv("LLAMA_CPP_LIB_PATH", str(tmp_path))
     refusing_child(monkeypatch)
     with pytest.raises(ModelFileError, match="cannot load it"):
