@@ -76,6 +76,23 @@ def copy_of(demo_model: Path, tmp_path: Path, name: str = "m.gguf") -> Path:
     return target
 
 
+def architecture_at(data: bytes | bytearray | mmap.mmap) -> int:
+    """Where the value of general.architecture ("llama") starts: after the key, its
+    value type (u32) and the string's length (u64)."""
+    at = data.find(ARCH_KEY) + len(ARCH_KEY) + 4 + 8
+    assert data[at : at + 5] == b"llama"
+    return at
+
+
+def refused_copy(demo_model: Path, target: Path) -> Path:
+    """A copy whose header parses but whose architecture llama.cpp refuses ("xlama")."""
+    data = bytearray(demo_model.read_bytes())
+    at = architecture_at(data)
+    data[at : at + 1] = b"x"
+    target.write_bytes(bytes(data))
+    return target
+
+
 def test_a_file_that_passed_is_not_tried_again(
     demo_model: Path, kept_demo: dict[str, object], monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -96,8 +113,7 @@ def test_a_file_changed_in_place_with_its_old_times_is_tried_again(
     before = os.stat(model)
     with model.open("r+b") as handle:
         data = handle.read()
-        at = data.index(ARCH_KEY) + len(ARCH_KEY) + 4 + 8
-        handle.seek(at)
+        handle.seek(architecture_at(data))
         handle.write(b"x")  # "llama" -> "xlama"
     os.utime(model, ns=(before.st_atime_ns, before.st_mtime_ns))
     after = os.stat(model)
@@ -141,11 +157,7 @@ def test_another_llama_cpp_tries_again(
 
 
 def test_a_refused_file_is_never_remembered(demo_model: Path, tmp_path: Path) -> None:
-    model = copy_of(demo_model, tmp_path)
-    data = bytearray(model.read_bytes())
-    at = data.index(ARCH_KEY) + len(ARCH_KEY) + 4 + 8
-    data[at : at + 1] = b"x"
-    model.write_bytes(bytes(data))
+    model = refused_copy(demo_model, tmp_path / "m.gguf")
     for _ in range(2):
         with pytest.raises(ModelFileError, match="xlama"):
             validate_model_file(model)
@@ -215,7 +227,7 @@ def test_a_file_mapped_writable_is_never_remembered(
     kernel writes it back: while such a mapping exists, a pass is not kept."""
     model = copy_of(demo_model, tmp_path)
     with model.open("r+b") as handle, mmap.mmap(handle.fileno(), 0) as mapped:
-        at = mapped.find(ARCH_KEY) + len(ARCH_KEY) + 4 + 8
+        at = architecture_at(mapped)
         mapped[at : at + 1] = b"l"  # the page written once: later writes fault no more
         validate_model_file(model)  # the file is still good
         before = os.stat(model)
@@ -235,12 +247,7 @@ def test_a_name_pointed_elsewhere_during_the_trial_is_not_believed(
     bad_dir, good_dir = tmp_path / "models", tmp_path / "elsewhere"
     bad_dir.mkdir()
     good_dir.mkdir()
-    model = bad_dir / "m.gguf"
-    shutil.copyfile(demo_model, model)
-    data = bytearray(model.read_bytes())
-    at = data.index(ARCH_KEY) + len(ARCH_KEY) + 4 + 8
-    data[at : at + 1] = b"x"
-    model.write_bytes(bytes(data))
+    model = refused_copy(demo_model, bad_dir / "m.gguf")
     shutil.copyfile(demo_model, good_dir / "m.gguf")
     real_run = subprocess.run
 
@@ -304,7 +311,7 @@ def test_a_file_on_tmpfs_is_never_remembered(
         validate_model_file(model)
         assert model_check_cache.passed_before(model.resolve()) is None
         with model.open("r+b") as handle, mmap.mmap(handle.fileno(), 0) as mapped:
-            at = mapped.find(ARCH_KEY) + len(ARCH_KEY) + 4 + 8
+            at = architecture_at(mapped)
             assert mapped[at : at + 1] == b"l"  # read first: the page is mapped
             mapped[at : at + 1] = b"x"
         with pytest.raises(ModelFileError, match="xlama"):
