@@ -46,15 +46,15 @@ import contextlib
 import hashlib
 import json
 import os
-import stat
 import sys
 import time
 from collections.abc import Iterator
 from importlib.util import find_spec
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import Any, BinaryIO, NamedTuple
 
 from curator.core import derived_cache
+from curator.core.regular_file import NotRegularFile, open_regular
 
 __all__ = ["SETTLE_S", "Trial", "passed_before", "remember_pass", "trial"]
 
@@ -166,22 +166,13 @@ def _stamping_file_system(device: int) -> bool:
     return bool(kinds) and kinds <= STAMPING_FILE_SYSTEMS
 
 
-def _open_stamped(path: Path) -> tuple[int, os.stat_result] | None:
-    """A read-only descriptor of ``path`` and its status; None for anything but a
-    regular file (a FIFO is not waited on)."""
+def _opened(path: Path) -> BinaryIO | None:
+    """``path`` opened for reading when it is a regular file (a FIFO is not waited on:
+    :func:`curator.core.regular_file.open_regular`); None otherwise."""
     try:
-        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
-    except OSError:
+        return open_regular(path)
+    except (OSError, NotRegularFile):
         return None
-    try:
-        st = os.fstat(fd)
-    except OSError:
-        os.close(fd)
-        return None
-    if not stat.S_ISREG(st.st_mode):
-        os.close(fd)
-        return None
-    return fd, st
 
 
 @contextlib.contextmanager
@@ -189,37 +180,32 @@ def trial(path: Path) -> Iterator[Trial]:
     """What the trial load of ``path`` (resolved) loads: on Linux the very file opened
     here, by descriptor, with the key of that file when a pass may be remembered; else
     the name itself, never remembered."""
-    opened = _open_stamped(path) if _FD_FOLDER.is_dir() else None
-    if opened is None:
+    handle = _opened(path) if _FD_FOLDER.is_dir() else None
+    if handle is None:
         yield Trial(path, (), None)
         return
-    fd, st = opened
-    try:
+    with handle:
+        fd = handle.fileno()
+        st = os.fstat(fd)
         settled = time.time_ns() - st.st_ctime_ns >= SETTLE_S * 1e9
         stamped = settled and _stamping_file_system(st.st_dev)
         key = _key(path, st) if stamped and _no_writers(fd) else None
         yield Trial(_FD_FOLDER / str(fd), (fd,), key)
-    finally:
-        os.close(fd)
 
 
 def passed_before(path: Path) -> dict[str, Any] | None:
     """What the trial load of ``path`` (resolved) learned, when this very file passed it
     with this very llama.cpp and nothing writes to it now; None otherwise."""
-    if not _FD_FOLDER.is_dir():
+    handle = _opened(path) if _FD_FOLDER.is_dir() else None
+    if handle is None:
         return None
-    opened = _open_stamped(path)
-    if opened is None:
-        return None
-    fd, st = opened
-    try:
+    with handle:
+        st = os.fstat(handle.fileno())
         if not _stamping_file_system(st.st_dev):
             return None
         body = derived_cache.load(_entry_name(path), _key(path, st), limit=1 << 16)
-        if body is None or not _no_writers(fd):
+        if body is None or not _no_writers(handle.fileno()):
             return None
-    finally:
-        os.close(fd)
     try:
         loaded = json.loads(body)
     except ValueError:
@@ -232,13 +218,11 @@ def remember_pass(path: Path, loaded: dict[str, Any], tried: Trial) -> None:
     file may be remembered and ``path`` still leads to it, unchanged and unwritten."""
     if tried.key is None or len(tried.key) > 60_000:
         return
-    opened = _open_stamped(path)
-    if opened is None:
+    handle = _opened(path)
+    if handle is None:
         return
-    fd, st = opened
-    try:
-        if _key(path, st) != tried.key or not _no_writers(fd):
+    with handle:
+        unchanged = _key(path, os.fstat(handle.fileno())) == tried.key
+        if not unchanged or not _no_writers(handle.fileno()):
             return
-    finally:
-        os.close(fd)
     derived_cache.store(_entry_name(path), tried.key, json.dumps(loaded).encode("utf-8"))
