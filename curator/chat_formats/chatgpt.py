@@ -29,7 +29,9 @@ from curator.chat_formats.common import (
     Skipped,
     clean,
     epoch_time,
+    finished,
     ident,
+    read_messages,
     type_name,
 )
 
@@ -52,14 +54,20 @@ def conversations(value: Any, file: str, skipped: Skipped) -> Iterator[Conversat
     for number, item in enumerate(value, 1):
         where = f"conversation {number}"
         try:
-            conversation = _conversation(item, number, where, file, skipped)
+            conversation, nodes = _conversation(item, number, where)
         except BadElement as exc:
             yield ElementError(file, number, f"{where}: {exc}")
             continue
-        if isinstance(conversation, ElementError) or conversation.messages:
-            yield conversation
-        else:
-            skipped["empty conversations"] += 1
+        # A bad message is an error at its place; the rest of the branch is still read.
+        yield from read_messages(
+            conversation,
+            nodes,
+            lambda node, position: _message(node[1], node[0], position, skipped),
+            file,
+            number,
+            prefix=f"{where}, ",
+        )
+        yield from finished(conversation, skipped, "empty conversations")
 
 
 def branch(mapping: dict[str, Any], current: str) -> list[str]:
@@ -82,9 +90,8 @@ def branch(mapping: dict[str, Any], current: str) -> list[str]:
     return path
 
 
-def _conversation(
-    item: Any, number: int, where: str, file: str, skipped: Skipped
-) -> Conversation | ElementError:
+def _conversation(item: Any, number: int, where: str) -> tuple[Conversation, list[tuple[str, Any]]]:
+    """The conversation (no messages yet) and its branch's messages, as (node id, message)."""
     if not isinstance(item, dict):
         raise BadElement(f"must be an object, not {type_name(item)}")
     mapping = item.get("mapping")
@@ -92,27 +99,16 @@ def _conversation(
         raise BadElement(f"'mapping' must be an object, not {type_name(mapping)}")
     current = item.get("current_node")
     if current is None and not mapping:
-        return Conversation(number, ident(item.get("id")), "", where=where)
+        return Conversation(number, ident(item.get("id")), "", where=where), []
     if not isinstance(current, str):
         raise BadElement(f"'current_node' must be a node id string, not {type_name(current)}")
     title = item.get("title")
     title = clean(title.strip(), "the title") if isinstance(title, str) else ""
     conv_id = ident(item.get("conversation_id", item.get("id")))
     conversation = Conversation(number, conv_id, title or f"ChatGPT {conv_id}".strip(), where=where)
-    index = 0  # messages are numbered along the branch, from the root
-    for node_id in branch(mapping, current):
-        message = mapping[node_id].get("message")
-        if message is None:  # the root: structure, nothing to read
-            continue
-        index += 1
-        position = f"{where}, message {index}"
-        try:
-            parsed = _message(message, node_id, position, skipped)
-        except BadElement as exc:
-            return ElementError(file, number, f"{position}: {exc}")
-        if parsed is not None:
-            conversation.messages.append(parsed)
-    return conversation
+    # messages are numbered along the branch, from the root; the root holds none
+    nodes = [(node_id, mapping[node_id].get("message")) for node_id in branch(mapping, current)]
+    return conversation, [(node_id, message) for node_id, message in nodes if message is not None]
 
 
 def _message(message: Any, node_id: str, position: str, skipped: Skipped) -> ChatMessage | None:

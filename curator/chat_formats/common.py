@@ -29,6 +29,7 @@ from curator.store.importer import (
     ParsedEpisode,
     content_hash,
     render_messages,
+    stored_size,
 )
 from curator.store.models import format_utc, to_utc
 
@@ -306,12 +307,13 @@ def _episode(
             entry["name"] = m.name
         body.append(entry)
     text = render_messages(body)
-    if len(text) > MAX_EPISODE_CHARS:
+    size = stored_size(text, body)
+    if size > MAX_EPISODE_CHARS:
         span = f"messages {group[0].position.split()[-1]}-{group[-1].position.split()[-1]}"
         return ElementError(
             file,
             conversation.number,
-            f"{conversation.where}, {span}: episode is {len(text):,} characters, over the "
+            f"{conversation.where}, {span}: episode is {size:,} characters, over the "
             f"{MAX_EPISODE_CHARS:,} limit (import it with a smaller --per, e.g. window:20)",
         )
     stamps = [m.timestamp for m in group if m.timestamp is not None]

@@ -47,6 +47,7 @@ from curator.chat_formats.common import (
     read_messages,
     type_name,
 )
+from curator.core.zip_errors import ZIP_READ_ERRORS
 
 NAME = "slack"
 DEFAULT_PER = "window 20"
@@ -87,7 +88,7 @@ def is_export_zip(path: Path) -> bool:
             return False
         with zipfile.ZipFile(path) as archive:
             names = {PurePosixPath(n).name for n in archive.namelist()}
-    except (OSError, zipfile.BadZipFile, ValueError):
+    except ZIP_READ_ERRORS:
         return False
     return "users.json" in names and any(name in names for name in LISTS)
 
@@ -109,7 +110,7 @@ def read_zip(path: Path) -> dict[str, bytes]:
     """Every ``.json`` member of the zip, by name, within the limits (:class:`BadExport`)."""
     try:
         archive = zipfile.ZipFile(path)
-    except (zipfile.BadZipFile, ValueError) as exc:
+    except ZIP_READ_ERRORS as exc:
         raise BadExport(f"not a readable zip ({exc})") from None
     contents: dict[str, bytes] = {}
     total = 0
@@ -148,7 +149,7 @@ def _inflate(archive: zipfile.ZipFile, info: zipfile.ZipInfo, room: int) -> byte
                         f"{limit // (1024 * 1024):,} MiB (a zip bomb?); refused"
                     )
                 chunks.append(chunk)
-    except (zipfile.BadZipFile, OSError, EOFError, RuntimeError, NotImplementedError) as exc:
+    except ZIP_READ_ERRORS as exc:
         raise BadExport(f"the zip member {info.filename[:80]!r} cannot be read ({exc})") from None
     return b"".join(chunks)
 
@@ -156,6 +157,14 @@ def _inflate(archive: zipfile.ZipFile, info: zipfile.ZipInfo, room: int) -> byte
 def zip_files(path: Path) -> Files:
     contents = read_zip(path)
     prefix = _common_prefix(list(contents))
+    # A member outside the export's folder (a second export in the same zip) would either
+    # be read under another's name or never: refused, never silently dropped or merged.
+    outside = next((name for name in contents if not name.startswith(prefix)), None)
+    if outside is not None:
+        raise BadExport(
+            f"the zip member {outside[:80]!r} is outside the export's folder "
+            f"{prefix[:80]!r} (one export a zip); refused"
+        )
     stripped = {name[len(prefix) :]: data for name, data in contents.items()}
     return Files(sorted(stripped), stripped.__getitem__)
 

@@ -31,7 +31,7 @@ import json
 import sys
 import time
 import unicodedata
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, fields
 from datetime import datetime
 from pathlib import Path
@@ -220,6 +220,16 @@ def content_hash(body: Any, source: str, timestamp: str | None) -> str:
     return hashlib.sha256(canonical.encode("utf-8")).hexdigest()
 
 
+def stored_size(text: str, messages: Sequence[Mapping[str, str]] | None = None) -> int:
+    """The characters an episode stores, as :data:`MAX_EPISODE_CHARS` counts them: its
+    text, or its messages' every value where that is more (the rendered text names a
+    speaker by 'name' and leaves its 'role' out, so a megabyte role once passed a limit
+    that measured the text only). Every intake measures with this one function."""
+    if not messages:
+        return len(text)
+    return max(len(text), sum(sum(map(len, m.values())) for m in messages))
+
+
 def episode_from_object(obj: Any, line: int, now: datetime) -> ParsedEpisode:
     """Validate one decoded JSON value as an episode (raises ``_BadLine``)."""
     if not isinstance(obj, dict):
@@ -238,9 +248,7 @@ def episode_from_object(obj: Any, line: int, now: datetime) -> ParsedEpisode:
             raise _BadLine("every message's 'content' is empty")
         text = render_messages(messages)
         body: Any = messages
-        # what is stored: the rendered text names a speaker by 'name' and leaves its
-        # 'role' out, so a megabyte role once passed a limit that measured the text only
-        size = max(len(text), sum(sum(map(len, m.values())) for m in messages))
+        size = stored_size(text, messages)
     else:
         value = obj[key]
         if not isinstance(value, str):

@@ -39,6 +39,7 @@ from datetime import datetime
 from pathlib import PurePosixPath
 from typing import Any
 
+from curator.core.zip_errors import ZIP_READ_ERRORS
 from curator.store.json_source import (
     LineError,
     _BadLine,
@@ -342,7 +343,7 @@ def zip_json_text(data: bytes, result: KnowledgeFile) -> str | None:
                 return None
             with archive.open(names[0]) as member:
                 raw = member.read(MAX_ZIP_JSON_BYTES + 1)
-    except (zipfile.BadZipFile, zipfile.LargeZipFile, OSError, EOFError, ValueError) as exc:
+    except ZIP_READ_ERRORS as exc:
         result.errors.append(LineError(result.path, 0, f"an unreadable zip ({exc})"))
         return None
     if len(raw) > MAX_ZIP_JSON_BYTES:

@@ -99,6 +99,25 @@ def test_a_bad_conversation_is_numbered_and_the_others_are_imported(
     [
         (lambda m: m["u1"].update(parent="a2"), "the branch to 'current_node' loops at node"),
         (lambda m: m.pop("u2b"), "node 'u2b' on the branch to 'current_node' is missing"),
+    ],
+)
+def test_a_broken_tree_refuses_its_conversation_with_its_position(
+    store: Store, tmp_path: Path, change, reason: str
+) -> None:
+    """Without a whole branch there is no order to read the messages in."""
+    data = chatgpt_export()
+    change(data[0]["mapping"])
+    path = write_json(tmp_path / "conversations.json", data)
+    report = import_file(store, path, chat=ChatImport())
+    assert report.imported == 1  # the Kyoto conversation
+    assert len(report.errors) == 1
+    assert str(report.errors[0]).startswith(f"{path}: conversation 1")
+    assert reason in str(report.errors[0])
+
+
+@pytest.mark.parametrize(
+    ("change", "reason"),
+    [
         (lambda m: m["a2"]["message"].update(author="assistant"), "message 5: 'author' must be"),
         (
             lambda m: m["a2"]["message"]["content"].update(parts="text"),
@@ -112,19 +131,31 @@ def test_a_bad_conversation_is_numbered_and_the_others_are_imported(
             lambda m: m["a2"]["message"]["content"].update(parts=["bell \x07"]),
             "message 5: the message contains",
         ),
+        (lambda m: m["a1b"]["message"].update(author="assistant"), "message 3: 'author' must be"),
     ],
 )
-def test_broken_trees_and_wrong_types_are_refused_with_their_position(
+def test_a_bad_message_is_refused_with_its_position_and_the_rest_is_imported(
     store: Store, tmp_path: Path, change, reason: str
 ) -> None:
+    """As in every other reader: the bad message is the error, the rest of its branch
+    is still the conversation (per message, each of the others is an episode)."""
     data = chatgpt_export()
     change(data[0]["mapping"])
     path = write_json(tmp_path / "conversations.json", data)
     report = import_file(store, path, chat=ChatImport())
-    assert report.imported == 1  # the Kyoto conversation
+    assert report.imported == 2  # Lisbon without the bad message, and Kyoto
     assert len(report.errors) == 1
-    assert str(report.errors[0]).startswith(f"{path}: conversation 1")
+    assert str(report.errors[0]).startswith(f"{path}: conversation 1, message ")
     assert reason in str(report.errors[0])
+    lisbon = episodes(store)[0]
+    assert len(lisbon.messages) == 3
+    per_message = tmp_path / "per-message.sqlite"
+    other = Store(per_message)
+    try:
+        each = import_file(other, path, chat=ChatImport(per=parse_granularity("message")))
+        assert (each.imported, len(each.errors)) == (6, 1)  # 7 messages, one refused
+    finally:
+        other.close()
 
 
 def test_an_enormous_message_is_rejected_with_its_position(store: Store, tmp_path: Path) -> None:
@@ -136,7 +167,7 @@ def test_an_enormous_message_is_rejected_with_its_position(store: Store, tmp_pat
         f"{path}: conversation 1, message 5: the message is 1,000,001 characters, "
         "over the 1,000,000 limit"
     ]
-    assert report.imported == 1
+    assert report.imported == 2  # Lisbon without that message, and Kyoto
 
 
 def test_a_conversation_over_the_limit_as_a_whole_asks_for_a_smaller_per(
@@ -193,3 +224,24 @@ def test_reading_an_export_reports_no_total_it_does_not_know(store: Store, tmp_p
     reading = calls[: calls.index(next(c for c in calls if c[1] > 0))]
     assert reading and all(total == 0 for _, total in reading)
     assert calls[-1][0] == calls[-1][1] == 2  # the write: both episodes
+
+
+def test_the_limit_counts_roles_and_names_too(store: Store, tmp_path: Path) -> None:
+    """What is stored is measured, as in episode files: roles of 900,000 characters
+    behind a tool's short name pass no limit that measures the text shown."""
+    role = "r" * 900_000
+    mapping = {
+        "a": gpt_node("a", None, role + "a", "hi a", children=["b"]),
+        "b": gpt_node("b", "a", role + "b", "hi b", children=["c"]),
+        "c": gpt_node("c", "b", role + "c", "hi c"),
+    }
+    for node in mapping.values():
+        node["message"]["author"]["name"] = "tool"
+    path = write_json(
+        tmp_path / "c.json", [{"title": "t", "mapping": mapping, "current_node": "c"}]
+    )
+    report = import_file(store, path, chat=ChatImport())
+    assert report.imported == 0 and episodes(store) == []
+    assert "messages 1-3: episode is 2,700,027 characters, over the 1,000,000 limit" in str(
+        report.errors[0]
+    )
