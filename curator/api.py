@@ -25,6 +25,7 @@ from typing import Any
 
 import peewee
 
+from curator.core.flag_type import TEXT_KINDS
 from curator.core.flags import detect
 from curator.core.scoring import effective_importance
 from curator.errors import CuratorError
@@ -318,6 +319,8 @@ class Curator:
         episode is answered with its stored flags), before the write lock is taken.
         ``screened`` gives, per item, its kinds from :meth:`screen` (``None``: read here).
         """
+        if screened is not None:
+            _check_screened(screened, len(items))
         answers: list[RecordResult | CuratorError] = []
         parsed_items: list[tuple[int, ParsedEpisode]] = []
         for place, item in enumerate(items):
@@ -430,6 +433,27 @@ def _insert_sql(returning: bool) -> str:
     if returning:
         query = query.returning(Episode.id)
     return str(query.sql()[0])
+
+
+def _check_screened(screened: Any, count: int) -> None:
+    """``record_many``'s ``screened``: one entry an item, each ``None`` or a list of the
+    detector's kinds (:data:`~curator.core.flag_type.TEXT_KINDS`), else nothing is
+    written. A string is refused though it is a sequence: its letters would be stored as
+    flags."""
+    if isinstance(screened, str | bytes) or not isinstance(screened, Sequence):
+        raise CuratorError(
+            f"'screened' must be a list with an entry for each item, not {type(screened).__name__}"
+        )
+    if len(screened) != count:
+        raise CuratorError(f"'screened' has {len(screened)} entries for {count} items")
+    for place, kinds in enumerate(screened):
+        if kinds is None:
+            continue
+        if not isinstance(kinds, list) or any(k not in TEXT_KINDS for k in kinds):
+            raise CuratorError(
+                f"'screened' entry {place} must be None or a list of the detector's kinds "
+                f"({', '.join(TEXT_KINDS)})"
+            )
 
 
 def _parse_episode(item: Mapping[str, Any]) -> ParsedEpisode:

@@ -116,10 +116,18 @@ class _Retired:
 
 
 def _key(path: str) -> str:
-    """The database key of a path: itself, or, for a name that is not UTF-8 (a POSIX file
-    name is bytes), the name with its stray bytes written as ``\\xNN`` (the database
-    holds text only)."""
-    return os.fsencode(path).decode("utf-8", "backslashreplace")
+    """The database key of an absolute path: itself, or, for a name that is not UTF-8 (a
+    POSIX file name is bytes; the database holds text only), ``bytes:`` and the name with
+    each backslash doubled and each stray byte written as ``\\xNN``.
+
+    One key a path, and never another path's: the escapes cannot be confused with a
+    backslash of the name itself, and every other key starts with ``/``.
+    """
+    raw = os.fsencode(path)
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError:
+        return "bytes:" + raw.replace(b"\\", b"\\\\").decode("utf-8", "backslashreplace")
 
 
 class Follower:

@@ -228,3 +228,36 @@ def test_a_recorded_episode_reads_back_through_the_model(memory_db: Path) -> Non
     assert row.metadata == ({"flags": result["flags"]} if result["flags"] else {})
     assert row.imported_at.tzinfo is not None and row.classify_truncated is False
     assert row.label is None and row.model_label is None and row.human_label is None
+
+
+@pytest.mark.parametrize(
+    ("screened", "said"),
+    [
+        ("instruction", "'screened' must be a list"),
+        ([["link"]], "'screened' has 1 entries for 2 items"),
+        ([["link"], "link"], "'screened' entry 1 must be None or a list"),
+        ([["link"], ["untrusted"]], "'screened' entry 1 must be None or a list"),
+        ([None, [3]], "'screened' entry 1 must be None or a list"),
+    ],
+)
+def test_record_many_refuses_a_bad_screened_and_writes_nothing(
+    memory_db: Path, table_counts: Counts, screened: object, said: str
+) -> None:
+    """``screened`` is a public argument: a wrong one would store its letters as flags or
+    fail half-way; it is refused whole, before anything is written."""
+    before = table_counts(memory_db)
+    items = [{"text": "first note of the batch"}, {"text": "second note of the batch"}]
+    with Curator(db=memory_db) as curator, pytest.raises(CuratorError, match=said):
+        curator.record_many(items, screened=screened)  # type: ignore[arg-type]
+    assert table_counts(memory_db) == before
+
+
+def test_times_are_kept_to_the_microsecond(memory_db: Path) -> None:
+    """As PostgreSQL keeps them: digits past the sixth are dropped (documented), so one
+    text recorded twice less than a microsecond apart is one episode."""
+    with Curator(db=memory_db) as curator:
+        first = curator.record(text="ping", timestamp="2024-01-01T00:00:00.1234567Z")
+        again = curator.record(text="ping", timestamp="2024-01-01T00:00:00.1234568Z")
+        later = curator.record(text="ping", timestamp="2024-01-01T00:00:00.123457Z")
+    assert first["created"] and not again["created"] and later["created"]
+    assert again["episode_id"] == first["episode_id"] != later["episode_id"]

@@ -12,7 +12,7 @@ from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from curator.store.db import Store
-from curator.store.follow import CHUNK_BYTES, Follower, positions
+from curator.store.follow import CHUNK_BYTES, Follower, _key, positions
 from tests.watch.conftest import append, line, texts
 
 BOTH_ENGINES = True  # each store test on a SQLite file and a PostgreSQL database
@@ -279,3 +279,31 @@ def test_any_file_name_in_a_watched_folder_is_followed(
             handle.write(line("again"))
         assert follow(store, Path(os.fsdecode(folder)))[0].poll() == 1
         assert texts(store) == {"named": 1, "again": 1}
+
+
+NAME = st.binary(min_size=1, max_size=10).filter(lambda b: b"/" not in b and b"\0" not in b)
+
+
+@settings(deadline=None, max_examples=300)
+@given(first=NAME, second=NAME)
+@example(first=b"a\xff", second=b"a\\xff")
+@example(first=b"\xff", second=b"bytes:\xff")
+def test_two_file_names_never_share_a_position(first: bytes, second: bytes) -> None:
+    """A name that is not UTF-8 is kept escaped: the escape of one name is never another
+    name, with its own backslashes or not."""
+    if first == second:
+        return
+    paths = [os.fsdecode(b"/logs/" + name) for name in (first, second)]
+    assert _key(paths[0]) != _key(paths[1])
+
+
+def test_a_name_and_the_escape_of_another_are_followed_apart(store: Store, tmp_path: Path) -> None:
+    folder = os.fsencode(tmp_path / "logs")
+    os.mkdir(folder)
+    for name, text in ((b"a\xff.jsonl", "raw"), (b"a\\xff.jsonl", "escaped")):
+        with open(os.path.join(folder, name), "wb") as handle:
+            handle.write(line(text))
+    follower, said = follow(store, Path(os.fsdecode(folder)))
+    assert follower.poll() == 2
+    assert follower.poll() == 0 and said == []  # no "new file": each kept its own place
+    assert len(list(positions(store))) == 2
