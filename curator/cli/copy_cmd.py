@@ -12,6 +12,7 @@ A URL given here may not hold a password, as for ``--db``.
 from __future__ import annotations
 
 import argparse
+import contextlib
 from pathlib import Path
 from typing import Any
 
@@ -63,6 +64,7 @@ def cmd_copy(ctx: CommandContext) -> int:
         empty_database_message,
         missing_database_message,
     )
+    from curator.store.db_errors import DATABASE_ERRORS
     from curator.store.take_back import Made
 
     args = ctx.args
@@ -102,7 +104,11 @@ def cmd_copy(ctx: CommandContext) -> int:
     try:
         report = copy_database(source, target, force=args.force, progress=progress)
     except BaseException:
-        target.close()  # a failed copy leaves nothing behind that nobody else has filled
+        # a failed copy leaves nothing behind that nobody else has filled: an empty
+        # PostgreSQL database loses the schema set up for it, a new file is removed
+        with contextlib.suppress(CuratorError, *DATABASE_ERRORS):
+            target.take_back_schema()
+        target.close()
         made.take_back()
         raise
     ctx.emit(report.to_json(), report.describe())

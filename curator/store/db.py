@@ -38,7 +38,7 @@ from curator.store.backup_listing import newest_good_backup
 from curator.store.changes import ChangeWatcher, PostgresWatcher, SqliteWatcher
 from curator.store.db_choice import BUSY_TIMEOUT_S
 from curator.store.db_errors import DATABASE_ERRORS, explain_database_error, lock_error
-from curator.store.engine import POSTGRES, SQLITE, Dialect
+from curator.store.engine import POSTGRES, SQLITE, Dialect, SchemaObjects
 from curator.store.migrations import LATEST_VERSION
 from curator.store.models import ALL_MODELS
 from curator.store.opening import (
@@ -55,6 +55,7 @@ from curator.store.opening import (
     file_name,
     has_wal,
     read_only_uri,
+    stat_or_none,
 )
 from curator.store.pg_connection import (
     in_transaction,
@@ -82,7 +83,7 @@ def is_writable(path: Path) -> bool:
 
     Judged on the real file behind a symbolic link: SQLite writes its siblings there.
     """
-    path = path.resolve()
+    path = Path(os.path.realpath(path))  # never raises: a loop of links was refused before
     folder = path.parent
     while not folder.exists() and folder != folder.parent:
         folder = folder.parent  # a folder still to be created: its nearest existing parent
@@ -136,6 +137,7 @@ class Store:
     db: peewee.Database
     _url = ""  # PostgreSQL's URL as given (a password included): only for connections
     _opened_file: tuple[int, int] | None = None  # the file's device and inode when opened
+    _made_here: SchemaObjects | None = None  # an empty database's objects before its schema
 
     def __init__(
         self,
@@ -156,8 +158,10 @@ class Store:
             raise StoreError(special)
         self.path = Path(path)
         self.location = str(self.path)
-        if not create and not os.path.exists(self.path):  # a dangling link too
-            # Before anything else: a missing file gets no folder, no file, no -wal/-shm.
+        # Before anything else: a name the system refuses (a loop of links, a folder that
+        # may not be searched, a name too long) is said as such, not called missing.
+        if not create and stat_or_none(self.path) is None:  # a dangling link too
+            # A missing file gets no folder, no file, no -wal/-shm.
             raise MissingDatabaseError(
                 missing_message or f"no database at {self.path}; nothing was created"
             )
@@ -266,6 +270,8 @@ class Store:
                         f"an upgrade to {LATEST_VERSION}, which needs write access"
                     )
                 what = "upgrade of the database"
+                if version == 0:  # an empty database: what the schema adds can be taken back
+                    self._made_here = POSTGRES.schema_objects(self.db)
                 self.migrate()
         except StoreError:
             self.db.close()
@@ -273,6 +279,19 @@ class Store:
         except DATABASE_ERRORS as exc:
             self.db.close()
             raise self.explain(exc, what) from exc
+
+    def take_back_schema(self) -> bool:
+        """Drop what this open added to an empty PostgreSQL database (its tables, the
+        extensions it created), leaving the database as it was before: for a command that
+        set the schema up for a write that then failed (``curator copy``). False, and
+        nothing done, where this open found a schema already (or the file is SQLite's,
+        whose files the caller takes back)."""
+        before = self._made_here
+        if before is None:
+            return False
+        self.dialect.take_back(self.db, before)
+        self._made_here = None
+        return True
 
     def _database(self, found: FileCheck) -> SqliteDatabase:
         pragmas: dict[str, Any] = {

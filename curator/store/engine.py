@@ -94,6 +94,10 @@ def qmark_to_format(sql: str) -> str:
 # -- the dialects -------------------------------------------------------------------------
 
 
+SchemaObjects = tuple[frozenset[str], frozenset[str]]
+"""A database's tables and extensions (:meth:`Dialect.schema_objects`)."""
+
+
 class Dialect:
     """SQLite: the dialect the application's SQL is written in."""
 
@@ -161,6 +165,24 @@ class Dialect:
 
     read_isolation = "DEFERRED"
     """The transaction kind of a consistent read that takes no write lock."""
+
+    def schema_objects(self, db: peewee.Database) -> SchemaObjects:
+        """What a schema set up in an empty database may add (PostgreSQL's: tables and
+        extensions). A SQLite file holds nothing else: the file itself is taken back
+        (:mod:`curator.store.take_back`), so nothing is recorded here."""
+        del db
+        return frozenset(), frozenset()
+
+    def take_back(self, db: peewee.Database, before: SchemaObjects) -> None:
+        """Drop what was added since ``before`` (:meth:`schema_objects`)."""
+        del db, before
+
+    def sort(self, column: str, descending: bool, nullable: bool = True) -> str:
+        """``column`` in an ORDER BY, empty values where SQLite puts them: first going up,
+        last going down (SQLite's own order, so nothing is added here). ``nullable``
+        False: a NOT NULL column, which gets no NULLS clause (PostgreSQL would not walk
+        its index in an order spelled with one)."""
+        return f"{column} {'DESC' if descending else 'ASC'}"
 
     def json_value(self, column: str, key: str) -> str:
         """SQL for the value at ``key`` of the JSON text in ``column`` (names we write).
@@ -264,6 +286,21 @@ class PostgresDialect(Dialect):
         ).fetchall()
         return {str(r[0]) for r in rows}
 
+    def schema_objects(self, db: peewee.Database) -> SchemaObjects:
+        """The tables of the current schema and the database's extensions, now."""
+        extensions = db.execute_sql("SELECT extname FROM pg_catalog.pg_extension").fetchall()
+        return frozenset(self.tables(db)), frozenset(str(r[0]) for r in extensions)
+
+    def take_back(self, db: peewee.Database, before: SchemaObjects) -> None:
+        """Drop, in one transaction, the tables and extensions added since ``before``
+        (:meth:`schema_objects`); what was there before is not touched."""
+        tables, extensions = self.schema_objects(db)
+        with db.atomic():
+            for table in sorted(tables - before[0]):
+                db.execute_sql(f'DROP TABLE IF EXISTS "{table}" CASCADE')
+            for extension in sorted(extensions - before[1]):
+                db.execute_sql(f'DROP EXTENSION IF EXISTS "{extension}"')
+
     def migration(self, version: int) -> tuple[str, ...]:
         special = _PG_MIGRATIONS.get(version)
         if special is not None:
@@ -331,6 +368,12 @@ class PostgresDialect(Dialect):
     )
 
     read_isolation = "REPEATABLE READ"
+
+    def sort(self, column: str, descending: bool, nullable: bool = True) -> str:
+        if not nullable:
+            return super().sort(column, descending, nullable)
+        # PostgreSQL puts NULLs last going up: said, so both engines list alike
+        return f"{column} {'DESC NULLS LAST' if descending else 'ASC NULLS FIRST'}"
 
     def json_value(self, column: str, key: str) -> str:
         # jsonb refuses a \u0000 escape (its text holds no NUL): such a document has each

@@ -35,6 +35,16 @@ SORT_KEYS: dict[str, str] = {
 }
 """Sortable columns by key; values are column names written by us, never user input."""
 
+NOT_NULL_SORT_KEYS = frozenset({"time", "source", "preview"})
+"""Sort keys whose column is never empty: ordered as they are, so PostgreSQL walks
+their index (the others say where their empty values go: :meth:`Dialect.sort`)."""
+
+
+def _sort(store: Store, key: str, descending: bool) -> str:
+    """The ORDER BY term of a sort key, empty values placed alike on both engines."""
+    return store.dialect.sort(SORT_KEYS[key], descending, key not in NOT_NULL_SORT_KEYS)
+
+
 RELEVANCE = "relevance"
 """Sort key: best bm25 match first (with a text query of :data:`MIN_INDEXED_CHARS`+
 characters; otherwise newest first)."""
@@ -187,9 +197,9 @@ def _ordered_ids(
         raise ValueError(f"unknown sort key {sort.key!r}")
     direction = "DESC" if sort.descending else "ASC"
     where, params = where_clause(flt, dialect=store.dialect)
-    order = f"{column} {direction}, id {direction}"
+    order = f"{_sort(store, sort.key, sort.descending)}, id {direction}"
     if flt.label == "uncertain":  # a queue: its order is the point, not the clicked column
-        order = "predicted_margin ASC, id ASC"
+        order = f"{store.dialect.sort('predicted_margin', False)}, id ASC"
     sql = f"SELECT id FROM episode WHERE {where} ORDER BY {order}{cap}"
     with _text_index(store, flt.text):
         return [int(r[0]) for r in store.execute(sql, tuple(params))]
@@ -281,7 +291,7 @@ def query_first_ids(
     with store.dialect.no_table_scan(store.db):
         probe = sorted(store.execute(f"{sub} LIMIT {int(walk_above) + 1}", tuple(sub_params)))
     direction = "DESC" if sort.descending else "ASC"
-    order = f"ORDER BY {column} {direction}, id {direction}"
+    order = f"ORDER BY {_sort(store, sort.key, sort.descending)}, id {direction}"
     if len(probe) <= walk_above:
         # every candidate is known: LIKE decides among them (ints we read, written
         # literally, as where_clause does with an id list)

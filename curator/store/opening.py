@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import os
 import sqlite3
+import stat
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -169,6 +170,23 @@ def _first_line(text: str) -> str:
     return stripped.splitlines()[0] if stripped else "quick_check failed"
 
 
+def stat_or_none(path: Path) -> os.stat_result | None:
+    """``os.stat(path)``, links followed; None when nothing is there (no such name, or a
+    link to nothing, which a new database may be created through).
+
+    Any other refusal (a folder on the way that may not be searched, a loop of links, a
+    name longer than the system allows, a file where a folder should be) is a
+    :class:`StoreError` in one sentence: ``Path.exists()`` would call some of them
+    "missing" and raise others as they are.
+    """
+    try:
+        return os.stat(path)
+    except FileNotFoundError:
+        return None
+    except OSError as exc:
+        raise StoreError(f"cannot use {path}: {exc.strerror or exc}") from exc
+
+
 def check_file(path: Path, *, timeout: float = 5.0) -> FileCheck:
     """Judge ``path`` read-only; raise a StoreError that says why it may not be opened.
 
@@ -176,15 +194,16 @@ def check_file(path: Path, *, timeout: float = 5.0) -> FileCheck:
     lists backups (which judges each backup with this function), and the open adds the
     newest good backup to the error (:meth:`DamagedDatabaseError.naming`).
     """
-    if path.is_dir():
-        raise StoreError(f"{path} is a folder, not a database file")
-    if not path.exists():
+    found = stat_or_none(path)
+    if found is None:
         return FileCheck(path, exists=False, version=0, wal=False)
-    if not path.is_file():
+    if stat.S_ISDIR(found.st_mode):
+        raise StoreError(f"{path} is a folder, not a database file")
+    if not stat.S_ISREG(found.st_mode):
         # a FIFO would block the first read for ever; a device is nobody's database
         raise StoreError(f"{path} is not a regular file (a pipe, socket or device); not opened")
+    size = found.st_size
     try:
-        size = path.stat().st_size
         with path.open("rb") as handle:
             header = handle.read(100)
     except OSError as exc:

@@ -105,13 +105,22 @@ def _safe(text: str) -> str:
     return re.sub(r"[^A-Za-z0-9_.-]", "_", text)[:40]
 
 
+def name_part(store: Store) -> str:
+    """The database's name as its backups' file names hold it."""
+    return _safe(urlsplit(store.location).path.strip("/") or "db")
+
+
 def _prefix(store: Store, own_id: str) -> str:
-    name = urlsplit(store.location).path.strip("/") or "db"
-    return f"pg-{_safe(name)}-{own_id[:12]}-"
+    return f"pg-{name_part(store)}-{own_id[:12]}-"
 
 
-def backups_of(own_id: str, folder: Path) -> list[Path]:
-    """This database's backups in ``folder`` (by the identity in their names), oldest first."""
+def backups_of(own_id: str, folder: Path, database: str | None = None) -> list[Path]:
+    """This database's backups in ``folder`` (by the identity in their names), oldest first.
+
+    ``database`` (its name as file names hold it, :func:`name_part`) must match too where
+    given: a database made from another with ``CREATE DATABASE ... TEMPLATE`` carries the
+    other's identity, and must neither restore nor thin out the other's backups.
+    """
     if not folder.is_dir():
         return []
     found = []
@@ -120,6 +129,7 @@ def backups_of(own_id: str, folder: Path) -> list[Path]:
         if (
             match is not None
             and match["id"] == own_id[:12]
+            and (database is None or match["db"] == database)
             and path.suffix in (DUMP_SUFFIX, EXPORT_SUFFIX)
             and path.is_file()
         ):
@@ -210,15 +220,22 @@ def take_pg_backup(
     finally:
         for path in (partial, *(partial.with_name(partial.name + s) for s in ("-wal", "-shm"))):
             path.unlink(missing_ok=True)
-    prune_pg_backups(own_id, folder, recent=keep, max_total_bytes=max_total_bytes)
+    prune_pg_backups(
+        own_id, folder, recent=keep, max_total_bytes=max_total_bytes, database=name_part(store)
+    )
     return BackupResult(final, final.stat().st_size, time.perf_counter() - started)
 
 
 def prune_pg_backups(
-    own_id: str, folder: Path, *, recent: int = RECENT, max_total_bytes: int | None = None
+    own_id: str,
+    folder: Path,
+    *,
+    recent: int = RECENT,
+    max_total_bytes: int | None = None,
+    database: str | None = None,
 ) -> list[Path]:
     """The age rule and the size bound of SQLite's backups, on this database's own."""
-    own = backups_of(own_id, folder)
+    own = backups_of(own_id, folder, database)
     keep = backups_to_keep([_stamp(p) for p in own], utcnow(), recent=recent)
     deleted = [p for p in own if _stamp(p) not in keep]
     kept = [p for p in own if _stamp(p) in keep]
@@ -243,7 +260,7 @@ def restore_pg_backup(
     folder = backup_dir or (backup.parent if backup is not None else default_pg_backup_dir())
     own_id = database_id(store)
     if backup is None:
-        own = backups_of(own_id, folder)
+        own = backups_of(own_id, folder, name_part(store))
         if not own:
             raise CuratorError(
                 f"no backup of {store.location} was found in {folder}; nothing changed"

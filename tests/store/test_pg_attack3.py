@@ -1,0 +1,150 @@
+"""PostgreSQL where it behaved otherwise than SQLite, or than it said: a database cloned
+with ``CREATE DATABASE ... TEMPLATE`` and its original's backups, a failed copy into an
+empty database, an importance another program wrote, and where empty values sort.
+"""
+
+from __future__ import annotations
+
+import random
+from datetime import timedelta
+from pathlib import Path
+
+import pytest
+from pg_server import PostgresServer
+
+from curator.cli import main
+from curator.store.db import Store
+from curator.store.episode_queries import SORT_KEYS, EpisodeFilter, EpisodeSort, query_ids
+from curator.store.knowledge import top_k_patterns
+from curator.store.models import Episode, utcnow
+from curator.store.opening import StoreError
+from curator.store.pg_backup import backups_of, database_id, default_pg_backup_dir
+from tests.review.conftest import make_pattern
+from tests.store.test_copy import digests, fill
+from tests.store.test_pg_backup import tools  # noqa: F401 - the fixture, both ways
+
+
+@pytest.fixture(autouse=True)
+def _data_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "data"))
+
+
+def cli(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
+    code = main(list(argv))
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def test_a_clone_neither_restores_nor_thins_out_its_originals_backups(
+    tools: str,  # noqa: F811 - the fixture
+    pg_server: PostgresServer,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """A clone carries its original's identity; the database's name tells their backups
+    apart. Without a backup of its own the clone has nothing to restore."""
+    alpha = pg_server.fresh_database()
+    store = Store(pg_server.url(alpha))
+    fill(store, random.Random(3), at_least=2)
+    store.close()
+    folder = default_pg_backup_dir()  # where restore looks without a BACKUP
+    assert cli(capsys, "--db", pg_server.url(alpha), "backup")[0] == 0
+    beta = f"{alpha}_clone"
+    pg_server.admin(f'CREATE DATABASE "{beta}" TEMPLATE "{alpha}"')
+    try:
+        clone = Store(pg_server.url(beta))
+        held = digests(clone)
+        clone.close()
+        code, _, err = cli(capsys, "--db", pg_server.url(beta), "restore")
+        assert code == 2 and "no backup of" in err, err
+        code, _, err = cli(capsys, "--db", pg_server.url(beta), "backup", "--keep", "1")
+        assert code == 0, err
+        store = Store(pg_server.url(alpha))
+        own = backups_of(database_id(store), folder)
+        store.close()
+        assert sorted(p.name.split("-")[1] for p in own) == sorted([alpha, beta])
+        clone = Store(pg_server.url(beta))
+        assert digests(clone) == held
+        clone.close()
+    finally:
+        pg_server.drop(beta)
+
+
+def test_a_failed_copy_leaves_an_empty_database_empty(
+    pg_server: PostgresServer, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The schema set up for the copy goes with it (PostgreSQL's text cannot hold the NUL
+    a SQLite file can): no table, no extension left behind, as a new file is removed."""
+    source = Store(tmp_path / "src.sqlite")
+    fill(source, random.Random(9), at_least=1)
+    source.execute(
+        "UPDATE episode SET text = ? WHERE id = (SELECT max(id) FROM episode)", ("a\x00b",)
+    )
+    source.close()
+    empty = pg_server.fresh_database(template="template0")
+    try:
+        before = (pg_server.tables(empty), _extensions(pg_server, empty))
+        code, _, err = cli(capsys, "copy", str(tmp_path / "src.sqlite"), pg_server.url(empty))
+        said = err.strip().splitlines()[-1]  # after the progress lines
+        assert code == 1 and said.endswith("was left as it was"), err
+        assert (pg_server.tables(empty), _extensions(pg_server, empty)) == before
+    finally:
+        pg_server.drop(empty)
+
+
+def _extensions(pg_server: PostgresServer, database: str) -> list[str]:
+    from curator.store import pg_driver
+
+    psycopg = pg_driver.load()
+    with psycopg.connect(pg_server.url(database), autocommit=True) as conn:
+        return sorted(str(r[0]) for r in conn.execute("SELECT extname FROM pg_extension"))
+
+
+@pytest.mark.parametrize("value", ["NaN", "Infinity", "-0.5", "1.5"])
+def test_an_importance_another_program_wrote_is_said_in_one_sentence(
+    pg_server: PostgresServer, pg_url: str, capsys: pytest.CaptureFixture[str], value: str
+) -> None:
+    store = Store(pg_url)
+    with store.write():
+        for n in range(3):
+            make_pattern(store, f"pattern {n} says something useful about the agent's work")
+    (first,) = store.execute("SELECT min(id) FROM pattern")[0]
+    store.execute(f"UPDATE pattern SET importance = '{value}' WHERE id = ?", (first,))
+    with pytest.raises(StoreError, match=rf"^pattern {first} holds importance "):
+        top_k_patterns(store)
+    store.close()
+    for args in (["export"], ["export", "--format", "json"]):
+        code, _, err = cli(capsys, "--db", pg_url, *args)
+        assert code == 2 and err.count("\n") == 1 and f"pattern {first} holds" in err, err
+
+
+def test_empty_values_sort_alike_on_both_engines(pg_url: str, tmp_path: Path) -> None:
+    """SQLite puts NULLs first going up and last going down; PostgreSQL the other way,
+    unless told: the episode list is the same on both, for every sort key."""
+    lite = Store(tmp_path / "lite.sqlite")
+    rng = random.Random(11)
+    labels = [None, "noise", "constitutional", "uncategorized"]
+    with lite.write():
+        for n in range(60):
+            Episode.create(
+                content_hash=f"h{n}",
+                text=f"episode {n} " + rng.choice(["alpha", "beta", "gamma"]),
+                timestamp=utcnow() - timedelta(minutes=rng.randrange(5)),
+                source=rng.choice(["", "a", "b"]),
+                label=rng.choice(labels),
+                human_label=rng.choice(labels),
+                model_label=rng.choice(labels),
+                model_confidence=rng.choice([None, 0.5, 0.9]),
+            )
+    lite.close()
+    assert main(["copy", str(tmp_path / "lite.sqlite"), pg_url, "--force"]) == 0
+    stores = [Store(tmp_path / "lite.sqlite"), Store(pg_url)]
+    try:
+        for key in SORT_KEYS:
+            for descending in (False, True):
+                sort = EpisodeSort(key, descending)
+                orders = [query_ids(s, EpisodeFilter(), sort) for s in stores]
+                assert orders[0] == orders[1], (key, descending)
+    finally:
+        for s in stores:
+            s.close()
