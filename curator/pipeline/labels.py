@@ -17,10 +17,12 @@ from collections.abc import Callable, Sequence
 from datetime import datetime
 from typing import Any, NamedTuple
 
+from peewee import SQL, fn
+
 from curator.errors import CuratorError
 from curator.store.db import Store
 from curator.store.engine import IN_LIST_SIZE, in_chunks
-from curator.store.models import LABELS, Episode, LabelEvent, format_utc, utcnow
+from curator.store.models import LABELS, Episode, LabelEvent, format_moment, format_utc, utcnow
 from curator.store.profile import reviewer_name
 
 Progress = Callable[[int, int], None]
@@ -180,11 +182,14 @@ def _relabel(
     new_state: Any,
     progress: Progress | None = None,
     phase: Phase | None = None,
+    reviewer: str | None = None,
 ) -> str:
     """Apply ``new_state(episode, now) -> dict`` to each episode as one undoable batch.
 
     The events' states are kept as dicts of plain values (untracked by the collector);
-    the event rows themselves are built a chunk at a time when inserted."""
+    the event rows themselves are built a chunk at a time when inserted. Each event's
+    ``after`` names the person who made the batch (``REVIEWER_KEY``), whose undo it is."""
+    who = reviewer if reviewer is not None else reviewer_name()
     batch = uuid.uuid4().hex
     steps = _Steps(len(set(episode_ids)), progress, phase)
     with store.explained_write("relabel"):
@@ -201,7 +206,7 @@ def _relabel(
             values = new_state(episode, now)
             updates.add(episode.id, values)
             befores.append(before)
-            afters.append(_after(before, values))
+            afters.append({**_after(before, values), REVIEWER_KEY: who})
         updates.apply()
         steps.begin(2)
         for start in range(0, len(rows), IN_LIST_SIZE):
@@ -258,11 +263,14 @@ def relabel(
             "label_at": now,
         }
 
-    return _relabel(store, episode_ids, actor, human, progress, phase)
+    return _relabel(store, episode_ids, actor, human, progress, phase, who)
 
 
-def clear_human_label(store: Store, episode_ids: Sequence[int], actor: str = "human") -> str:
-    """Drop the human labels: the predicted (else the model's) label is in force again."""
+def clear_human_label(
+    store: Store, episode_ids: Sequence[int], actor: str = "human", reviewer: str | None = None
+) -> str:
+    """Drop the human labels: the predicted (else the model's) label is in force again.
+    ``reviewer``: who did it (None: :func:`curator.store.profile.reviewer_name`)."""
 
     def model(episode: Any, now: datetime) -> dict[str, Any]:
         shown = episode.predicted_label or episode.model_label  # the combination, if any
@@ -274,28 +282,34 @@ def clear_human_label(store: Store, episode_ids: Sequence[int], actor: str = "hu
             "label_at": now,
         }
 
-    return _relabel(store, episode_ids, actor, model)
+    return _relabel(store, episode_ids, actor, model, reviewer=reviewer)
 
 
 def undo_last_relabel(
-    store: Store, progress: Progress | None = None, phase: Phase | None = None
+    store: Store,
+    progress: Progress | None = None,
+    phase: Phase | None = None,
+    reviewer: str | None = None,
 ) -> list[int]:
-    """Undo the newest relabel batch not yet undone; returns the episode ids ([] if none).
+    """Undo ``reviewer``'s newest relabel batch not yet undone; returns the episode ids
+    ([] if none). ``reviewer`` None: :func:`curator.store.profile.reviewer_name`.
+
+    As undoing the last decision does: other reviewers' newer batches are passed over
+    (never silently undone), and a batch of which someone else has relabelled an episode
+    since is refused with that in one sentence (its undo would overwrite their label).
+    Batches from before the reviewer was recorded are anyone's.
 
     The human label is restored exactly. Where no human label was in force before, the
     model's *current* label is put back in force: a classification run after the relabel
     may have changed it, and undoing a person's action must not resurrect a stale one.
     """
+    me = reviewer if reviewer is not None else reviewer_name()
     with store.explained_write("undo of the relabel"):
-        newest = (
-            LabelEvent.select(LabelEvent.batch)
-            .where(LabelEvent.undone == False)  # noqa: E712 - peewee expression
-            .order_by(LabelEvent.id.desc())
-            .first()
-        )
-        if newest is None:
+        batch = _newest_own_batch(me)
+        if batch is None:
             return []
-        in_batch = LabelEvent.batch == newest.batch
+        in_batch = LabelEvent.batch == batch
+        _refuse_if_relabelled_since(in_batch)
         steps = _Steps(LabelEvent.select().where(in_batch).count(), progress, phase)
         steps.begin(0)
         query = (
@@ -339,3 +353,48 @@ def undo_last_relabel(
         steps.begin(3)
     steps.saved()
     return sorted(episodes)
+
+
+REVIEWER_KEY = "reviewer"
+"""The key of a LabelEvent's ``after`` that names who made its batch."""
+
+
+def _newest_own_batch(me: str) -> str | None:
+    """The newest batch not yet undone that ``me`` made (or that names nobody)."""
+    newest = (
+        LabelEvent.select(LabelEvent.batch, fn.MAX(LabelEvent.id).alias("last"))
+        .where(LabelEvent.undone == False)  # noqa: E712 - peewee expression
+        .group_by(LabelEvent.batch)
+        .order_by(SQL("last").desc())
+        .tuples()
+    )
+    for batch, _last in newest.iterator():
+        first = LabelEvent.select(LabelEvent.after).where(LabelEvent.batch == batch).limit(1).get()
+        if first.after.get(REVIEWER_KEY, me) == me:
+            return str(batch)
+    return None
+
+
+def _refuse_if_relabelled_since(in_batch: Any) -> None:
+    """Refuse the undo when another batch not undone, newer than this one, relabelled one
+    of its episodes: this reviewer's own newer batches are undone first, so it is
+    someone else's."""
+    mine = LabelEvent.select(LabelEvent.episode).where(in_batch)
+    last = LabelEvent.select(fn.MAX(LabelEvent.id)).where(in_batch).scalar()
+    later = (
+        LabelEvent.select(LabelEvent.episode, LabelEvent.after, LabelEvent.at)
+        .where(
+            (LabelEvent.id > last)
+            & (LabelEvent.undone == False)  # noqa: E712 - peewee expression
+            & LabelEvent.episode.in_(mine)
+        )
+        .order_by(LabelEvent.id)
+        .first()
+    )
+    if later is not None:
+        who = later.after.get(REVIEWER_KEY) or "someone"
+        raise CuratorError(
+            f"episode {later.episode_id} was relabelled by {who} at "
+            f"{format_moment(later.at)} since your relabel; nothing was undone: undo theirs "
+            "first, or relabel it again"
+        )

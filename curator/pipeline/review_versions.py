@@ -22,7 +22,7 @@ from typing import Any
 
 from curator.errors import ConflictError
 from curator.pipeline.review_views import TARGETED
-from curator.store.models import Candidate, DecisionEvent, format_local, utcnow
+from curator.store.models import Candidate, DecisionEvent, format_moment
 
 __all__ = ["DecisionConflict", "check_version", "describe_decision", "own_newest"]
 
@@ -49,9 +49,7 @@ def describe_decision(candidate: Candidate) -> str:
     if candidate.decided_by:
         what += f" by {candidate.decided_by}"
     if candidate.decided_at is not None:
-        when = format_local(candidate.decided_at)  # "YYYY-MM-DD HH:MM", local time
-        today = format_local(utcnow())[:10]
-        what += f" at {when[11:] if when.startswith(today) else when}"
+        what += f" at {format_moment(candidate.decided_at)}"
     return what
 
 

@@ -89,6 +89,13 @@ def format_local(value: datetime, *, seconds: bool = False) -> str:
     return f"{local.year:04d}-{local:%m-%d %H:%M}" + (f":{local:%S}" if seconds else "")
 
 
+def format_moment(value: datetime) -> str:
+    """When something happened, as a sentence names it: ``HH:MM`` today, else
+    ``YYYY-MM-DD HH:MM``, local time."""
+    when = format_local(value)
+    return when[11:] if when.startswith(format_local(utcnow())[:10]) else when
+
+
 class UTCDateTimeField(TextField):
     """An aware datetime stored as fixed-width ISO 8601 UTC text."""
 

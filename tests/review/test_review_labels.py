@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from curator.errors import CuratorError
 from curator.pipeline import labels
@@ -121,3 +123,106 @@ def test_a_large_relabel_and_its_undo_hold_no_per_row_objects_for_the_collector(
     assert len(growth) >= 2  # mid-relabel and mid-undo, in every phase
     assert all(g < 250 for g in growth), growth  # not one per row
     assert Episode.get_by_id(ids[0]).human_label is None
+
+
+# -- several reviewers: each undoes their own --------------------------------------------
+
+
+def _labels(ids: list[int]) -> list[tuple[str | None, str | None]]:
+    rows = {e.id: e for e in Episode.select().where(Episode.id.in_(ids))}
+    return [(rows[i].human_label, rows[i].label_reviewer) for i in ids]
+
+
+def test_undo_takes_back_your_own_newest_relabel_passing_over_anothers(store: Store) -> None:
+    ids = _classified(store, 2)
+    labels.relabel(store, ids[:1], "noise", reviewer="ana")
+    labels.relabel(store, ids[1:], "constitutional", reviewer="bob")
+    assert labels.undo_last_relabel(store, reviewer="ana") == ids[:1]
+    assert _labels(ids) == [(None, None), ("constitutional", "bob")]
+    assert labels.undo_last_relabel(store, reviewer="ana") == []  # bob's is not hers
+    assert labels.undo_last_relabel(store, reviewer="bob") == ids[1:]
+    labels.relabel(store, ids, "noise", reviewer="ana")
+    labels.clear_human_label(store, ids[:1], reviewer="bob")  # a clear is its person's too
+    with pytest.raises(CuratorError, match="relabelled by bob"):
+        labels.undo_last_relabel(store, reviewer="ana")
+    assert labels.undo_last_relabel(store, reviewer="bob") == ids[:1]
+    assert labels.undo_last_relabel(store, reviewer="ana") == sorted(ids)
+
+
+def test_an_undo_over_someone_elses_later_relabel_is_refused_in_one_sentence(
+    store: Store,
+) -> None:
+    ids = _classified(store, 2)
+    labels.relabel(store, ids, "noise", reviewer="ana")
+    labels.relabel(store, ids[1:], "constitutional", reviewer="bob")
+    with pytest.raises(CuratorError) as refused:
+        labels.undo_last_relabel(store, reviewer="ana")
+    said = str(refused.value)
+    assert said.startswith(f"episode {ids[1]} was relabelled by bob at ") and "\n" not in said
+    assert "nothing was undone" in said
+    assert _labels(ids) == [("noise", "ana"), ("constitutional", "bob")]
+    assert labels.undo_last_relabel(store, reviewer="bob") == ids[1:]  # theirs first
+    assert labels.undo_last_relabel(store, reviewer="ana") == sorted(ids)
+    assert _labels(ids) == [(None, None), (None, None)]
+
+
+def test_a_batch_from_before_reviewers_were_recorded_is_anyones(store: Store) -> None:
+    ids = _classified(store, 1)
+    labels.relabel(store, ids, "noise", reviewer="ana")
+    for event in LabelEvent.select():
+        event.after = {k: v for k, v in event.after.items() if k != labels.REVIEWER_KEY}
+        event.save()
+    assert labels.undo_last_relabel(store, reviewer="bob") == ids
+
+
+@settings(
+    max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(
+    steps=st.lists(
+        st.tuples(
+            st.sampled_from(["ana", "bob"]),
+            st.sampled_from(["relabel", "clear", "undo"]),
+            st.sets(st.integers(0, 3), min_size=1),
+        ),
+        min_size=1,
+        max_size=8,
+    )
+)
+def test_an_undo_never_changes_a_label_another_reviewer_set(
+    store: Store, steps: list[tuple[str, str, set[int]]]
+) -> None:
+    """Any interleaving of two reviewers' relabels, clears and undos: an undo changes
+    only episodes whose newest relabel not undone is the undoer's own, or refuses."""
+    ids = _classified(store, 4)
+    LabelEvent.delete().execute()
+    with store.write():
+        Episode.update(human_label=None, label="noise", label_by="model").where(
+            Episode.id.in_(ids)
+        ).execute()
+    for who, action, chosen in steps:
+        picked = [ids[i] for i in sorted(chosen)]
+        if action == "relabel":
+            labels.relabel(store, picked, "constitutional", reviewer=who)
+        elif action == "clear":
+            labels.clear_human_label(store, picked, reviewer=who)
+        else:
+            newest = _newest_relabeller(ids)
+            before = _labels(ids)
+            try:
+                undone = labels.undo_last_relabel(store, reviewer=who)
+            except CuratorError:
+                assert _labels(ids) == before
+                continue
+            for episode_id, old, new in zip(ids, before, _labels(ids), strict=True):
+                if old != new:
+                    assert episode_id in undone and newest[episode_id] in (who, None)
+
+
+def _newest_relabeller(ids: list[int]) -> dict[int, str | None]:
+    """Per episode, who made its newest relabel not undone (None: nobody)."""
+    found: dict[int, str | None] = dict.fromkeys(ids)
+    query = LabelEvent.select().where(LabelEvent.undone == False).order_by(LabelEvent.id)  # noqa: E712
+    for event in query:
+        found[event.episode_id] = event.after.get(labels.REVIEWER_KEY)
+    return found
