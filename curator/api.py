@@ -319,8 +319,10 @@ class Curator:
         episode is answered with its stored flags), before the write lock is taken.
         ``screened`` gives, per item, its kinds from :meth:`screen` (``None``: read here).
         """
+        items = list(items)  # a generator too, counted against ``screened``
         if screened is not None:
             _check_screened(screened, len(items))
+            screened = [None if kinds is None else sorted(set(kinds)) for kinds in screened]
         answers: list[RecordResult | CuratorError] = []
         parsed_items: list[tuple[int, ParsedEpisode]] = []
         for place, item in enumerate(items):

@@ -32,6 +32,7 @@ from curator.chat_formats.common import (
     load_json,
     parse_granularity,
 )
+from curator.core.zip_errors import is_zip
 from curator.store.importer import LineError, ParsedEpisode
 from curator.store.models import utcnow
 
@@ -76,6 +77,8 @@ def _sniff(path: Path, mapping: dict[str, str]) -> tuple[str, Any]:
             head = handle.read(_SNIFF_BYTES)
     except OSError:
         return "jsonl", _NOT_READ
+    if is_zip(head, path):  # a zip that is no Slack export, or a damaged one: said as such
+        return "slack", _NOT_READ
     text = head.lstrip(b"\xef\xbb\xbf").decode("utf-8", "replace")
     start = text.lstrip()[:1]
     if start not in ("{", "["):

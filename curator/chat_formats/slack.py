@@ -47,7 +47,7 @@ from curator.chat_formats.common import (
     read_messages,
     type_name,
 )
-from curator.core.zip_errors import ZIP_READ_ERRORS
+from curator.core.zip_errors import ZIP_READ_ERRORS, zip_reason
 
 NAME = "slack"
 DEFAULT_PER = "window 20"
@@ -111,7 +111,7 @@ def read_zip(path: Path) -> dict[str, bytes]:
     try:
         archive = zipfile.ZipFile(path)
     except ZIP_READ_ERRORS as exc:
-        raise BadExport(f"not a readable zip ({exc})") from None
+        raise BadExport(f"not a readable zip ({zip_reason(exc)})") from None
     contents: dict[str, bytes] = {}
     total = 0
     with archive:
@@ -150,12 +150,25 @@ def _inflate(archive: zipfile.ZipFile, info: zipfile.ZipInfo, room: int) -> byte
                     )
                 chunks.append(chunk)
     except ZIP_READ_ERRORS as exc:
-        raise BadExport(f"the zip member {info.filename[:80]!r} cannot be read ({exc})") from None
+        raise BadExport(
+            f"the zip member {info.filename[:80]!r} cannot be read ({zip_reason(exc)})"
+        ) from None
     return b"".join(chunks)
 
 
 def zip_files(path: Path) -> Files:
     contents = read_zip(path)
+    lists = [name for name in contents if PurePosixPath(name).name == "users.json"]
+    if not lists:
+        raise BadExport(
+            "a zip without a Slack export's users.json (the only export read from a zip is "
+            "Slack's: unpack another and import its file)"
+        )
+    if len(lists) > 1:  # one export a zip: a second one would be merged or dropped
+        raise BadExport(
+            f"the zip holds {len(lists)} exports ({', '.join(repr(n[:80]) for n in lists[:3])}); "
+            "import each on its own"
+        )
     prefix = _common_prefix(list(contents))
     # A member outside the export's folder (a second export in the same zip) would either
     # be read under another's name or never: refused, never silently dropped or merged.

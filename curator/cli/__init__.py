@@ -176,11 +176,6 @@ def _wants_json(arguments: Sequence[str]) -> bool:
     return False
 
 
-def _shown_path(name: object, limit: int = 120) -> str:
-    text = str(name)
-    return text if len(text) <= limit else f"{text[: limit // 2]}…{text[-limit // 3 :]}"
-
-
 def describe_os_error(exc: OSError) -> str:
     """One line for an OSError no command explained: the path (shortened) and the reason.
 
@@ -191,7 +186,9 @@ def describe_os_error(exc: OSError) -> str:
     reason = exc.strerror or str(exc)
     if exc.filename is None:
         return reason
-    return f"cannot use {_shown_path(exc.filename)}: {reason}"
+    from curator.core.userpath import shown_path
+
+    return f"cannot use {shown_path(exc.filename)}: {reason}"
 
 
 def _discard_stdout() -> None:

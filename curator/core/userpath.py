@@ -17,6 +17,13 @@ from curator.errors import CuratorError
 __all__ = ["name_room", "part_path", "sqlite_special_name", "user_path"]
 
 
+def shown_path(name: object, limit: int = 120) -> str:
+    """A path for a message: whole, or its start and end around "…" when longer than
+    ``limit`` (a name the system refuses as too long would fill the terminal)."""
+    text = str(name)
+    return text if len(text) <= limit else f"{text[: limit // 2]}…{text[-limit // 3 :]}"
+
+
 def user_path(raw: str | os.PathLike[str], what: str = "the path") -> Path:
     """``raw`` as a Path with a leading ``~`` or ``~name`` expanded (CuratorError, exit 2,
     for the home of an unknown user)."""

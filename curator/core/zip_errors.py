@@ -10,11 +10,12 @@ headers. A reader that catches fewer crashes on a zip a user hands it.
 from __future__ import annotations
 
 import lzma
+import os
 import zipfile
 import zlib
 from typing import Final
 
-__all__ = ["ZIP_READ_ERRORS"]
+__all__ = ["ZIP_READ_ERRORS", "is_zip", "zip_reason"]
 
 ZIP_READ_ERRORS: Final = (
     zipfile.BadZipFile,
@@ -27,3 +28,31 @@ ZIP_READ_ERRORS: Final = (
     zlib.error,
     lzma.LZMAError,
 )
+
+
+ZIP_MAGIC: Final = (b"PK\x03\x04", b"PK\x05\x06", b"PK\x07\x08")
+"""How a zip starts: a member, an empty archive's directory, a split archive."""
+
+
+def is_zip(head: bytes, path: str | os.PathLike[str]) -> bool:
+    """Whether the file whose first bytes are ``head`` is a zip: by its start, or (a
+    program stub before it) by the directory at its end. A damaged zip still starts
+    like one, so it is read as a zip and refused as one, not as lines of text."""
+    if head.startswith(ZIP_MAGIC):
+        return True
+    try:
+        return zipfile.is_zipfile(path)
+    except OSError:
+        return False
+
+
+def zip_reason(exc: BaseException) -> str:
+    """What went wrong with a zip, in a few words (``zipfile`` names an encrypted member
+    by the repr of its whole entry)."""
+    if isinstance(exc, RuntimeError) and "encrypted" in str(exc):
+        return "it is encrypted"
+    if isinstance(exc, NotImplementedError):
+        return f"a compression method this program cannot read ({exc})"
+    if isinstance(exc, zlib.error | lzma.LZMAError):
+        return f"damaged compressed data ({exc})"
+    return str(exc) or type(exc).__name__

@@ -176,19 +176,21 @@ class _CuratorServer(MCPServer):
             raise
 
 
-def _tool_error(curator: Curator, exc: CuratorError | peewee.PeeweeException) -> ToolError:
-    """A refusal or a database failure as a one-sentence tool error, secrets masked."""
+def _said(curator: Curator, exc: CuratorError | peewee.PeeweeException) -> str:
+    """A refusal or a database failure in one sentence, secrets masked."""
     if isinstance(exc, peewee.PeeweeException):
         exc = curator.store.explain(exc, "request")
-    return ToolError(redact(_one_line(str(exc))))
+    return redact(_one_line(str(exc)))
 
 
-def _guarded(curator: Curator, call: Callable[[], T]) -> T:
-    """Run ``call``; a refusal or a database failure becomes a one-sentence tool error."""
+def _guarded(curator: Curator, call: Callable[[], T], kind: type[Exception] = ToolError) -> T:
+    """Run ``call``; a refusal or a database failure becomes a one-sentence error of
+    ``kind``: a tool's, or a resource's (``ResourceError``; anything else a resource
+    raises the SDK answers with its URI alone, and logs a traceback)."""
     try:
         return call()
     except (CuratorError, peewee.PeeweeException) as exc:
-        raise _tool_error(curator, exc) from None
+        raise kind(_said(curator, exc)) from None
 
 
 def _warm_the_detector() -> None:
@@ -274,7 +276,7 @@ def build_server(curator: Curator, options: ServerOptions | None = None) -> MCPS
             try:
                 return dict(await writer.record(item))
             except (CuratorError, peewee.PeeweeException) as exc:
-                raise _tool_error(curator, exc) from None
+                raise ToolError(_said(curator, exc)) from None
 
     @server.resource(
         "curator://knowledge",
@@ -284,7 +286,7 @@ def build_server(curator: Curator, options: ServerOptions | None = None) -> MCPS
     )
     async def knowledge_block() -> str:
         block = await anyio.to_thread.run_sync(
-            lambda: _guarded(curator, lambda: curator.knowledge())
+            lambda: _guarded(curator, lambda: curator.knowledge(), ResourceError)
         )
         return str(block["text"])
 
@@ -295,7 +297,9 @@ def build_server(curator: Curator, options: ServerOptions | None = None) -> MCPS
         mime_type="application/json",
     )
     async def identity() -> str:
-        found = await anyio.to_thread.run_sync(lambda: _guarded(curator, curator.identity))
+        found = await anyio.to_thread.run_sync(
+            lambda: _guarded(curator, curator.identity, ResourceError)
+        )
         return json.dumps(found, ensure_ascii=False, indent=2)
 
     return server

@@ -38,7 +38,7 @@ from curator.pipeline.commit_reads import read_open
 from curator.pipeline.fingerprint import DecisionKey, decision_keys, fingerprint
 from curator.store.db import Store
 from curator.store.decay_clock import update_refreshes_decay
-from curator.store.models import Candidate, Pattern, Run, utcnow
+from curator.store.models import Candidate, Pattern, Run, checked_importance, utcnow
 from curator.store.settings import load_settings
 
 
@@ -395,7 +395,10 @@ def _active_rows(store: Store) -> dict[int, tuple[float, datetime, float]]:
         'SELECT "id", "importance", "distilled_at", "rank_key" FROM "pattern" WHERE "status" = ?',
         ("active",),
     )
-    return {int(pid): (float(imp), parse(when), float(key)) for pid, imp, when, key in cursor}
+    return {
+        int(pid): (float(checked_importance(imp)), parse(when), float(key))
+        for pid, imp, when, key in cursor
+    }
 
 
 def with_effect(store: Store, preview: CommitPreview, now: datetime | None = None) -> CommitPreview:

@@ -53,7 +53,7 @@ from curator.core.whatif import (
 from curator.pipeline import learn
 from curator.store.db import Store
 from curator.store.decay_clock import update_refreshes_decay
-from curator.store.models import LABELS, Run, utcnow
+from curator.store.models import LABELS, Run, checked_importance, utcnow
 from curator.store.settings import load_settings
 
 __all__ = [
@@ -358,8 +358,8 @@ def _patterns(store: Store) -> list[tuple[PatternAge, PatternAge]]:
         refresh = max(d, datetime.fromisoformat(updated)) if updated_run is not None else d
         out.append(
             (
-                PatternAge(int(pid), float(importance), keep, str(text)),
-                PatternAge(int(pid), float(importance), refresh, str(text)),
+                PatternAge(int(pid), float(checked_importance(importance)), keep, str(text)),
+                PatternAge(int(pid), float(checked_importance(importance)), refresh, str(text)),
             )
         )
     return out

@@ -78,6 +78,14 @@ __all__ = [
 ]
 
 
+def _remove_empty(folders: list[Path]) -> None:
+    """Remove the folders an open that failed created (``a/../b``: the missing ``a``
+    made to reach a ``b`` that is no database), innermost first; one in use stays."""
+    for folder in folders:
+        with contextlib.suppress(OSError):
+            folder.rmdir()
+
+
 def is_writable(path: Path) -> bool:
     """Whether this process may write ``path`` and create its ``-wal``/``-shm`` siblings.
 
@@ -85,11 +93,11 @@ def is_writable(path: Path) -> bool:
     """
     path = Path(os.path.realpath(path))  # never raises: a loop of links was refused before
     folder = path.parent
-    while not folder.exists() and folder != folder.parent:
+    while not os.path.exists(folder) and folder != folder.parent:  # os.path's never raises
         folder = folder.parent  # a folder still to be created: its nearest existing parent
     if not os.access(folder, os.W_OK | os.X_OK):
         return False
-    return not path.exists() or os.access(path, os.W_OK)
+    return not os.path.exists(path) or os.access(path, os.W_OK)
 
 
 _OPEN_STORES: weakref.WeakSet[Store] = weakref.WeakSet()
@@ -196,9 +204,17 @@ class Store:
                     f"-wal and -journal files beside it ({over[0]} bytes with the longer, "
                     f"at most {over[1]} here); choose a shorter name"
                 )
+        made: list[Path] = []  # folders this open creates, innermost first
+        if not found.exists:
+            made = [  # by their names: one through ".." may be another, older folder
+                f
+                for f in (self.path.parent, *self.path.parent.parents)
+                if ".." not in f.parts and not f.exists()
+            ]
             try:
                 self.path.parent.mkdir(parents=True, exist_ok=True)
             except OSError as exc:
+                _remove_empty(made)  # those made before the one refused
                 raise StoreError(f"cannot create the folder of {self.path}: {exc}") from exc
         self.db = self._database(found)
         self.db.bind(ALL_MODELS, bind_refs=False, bind_backrefs=False)
@@ -208,9 +224,11 @@ class Store:
                 self._prepare(found)
         except StoreError:
             self.db.close()
+            _remove_empty(made)
             raise
         except DATABASE_ERRORS as exc:
             self.db.close()
+            _remove_empty(made)
             what = "creation" if found.empty else "upgrade"
             raise self.explain(exc, f"{what} of the database") from exc
         # by its absolute path: a process that changes its folder still names this file

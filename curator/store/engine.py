@@ -489,6 +489,9 @@ _PG_MIGRATIONS: dict[int, tuple[str, ...]] = {
         "CREATE EXTENSION IF NOT EXISTS pg_trgm",
         'CREATE INDEX "episode_text_trgm" ON "episode" USING gin ("text" gin_trgm_ops)',
     ),
+    # 14: the label sort's order (Dialect.sort: NULLs first going up), walked as SQLite
+    # walks its "episode_label" index
+    14: ('CREATE INDEX "episode_label_order" ON "episode" ("label" ASC NULLS FIRST, "id")',),
 }
 
 

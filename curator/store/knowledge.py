@@ -31,7 +31,6 @@ from curator.core.scoring import decay_reference, effective_importance, standing
 from curator.core.textsafety import escape_controls
 from curator.store.db import Store
 from curator.store.models import Changeset, Episode, Pattern, PatternEpisode, Run, utcnow
-from curator.store.opening import StoreError
 from curator.store.settings import load_settings
 from curator.store.snapshot import tuples
 
@@ -77,17 +76,6 @@ def active_patterns(
     return _rows(store, now, k, rate, limit=None)
 
 
-def _check_importance(pattern_id: int, importance: float) -> None:
-    """An importance this program never stores (PostgreSQL holds NaN and infinities,
-    written there by another program) is said in one sentence, not ranked by chance."""
-    if not 0.0 <= importance <= 1.0:  # NaN fails both comparisons
-        raise StoreError(
-            f"pattern {pattern_id} holds importance {importance!r}, not a number from 0 to 1 "
-            "(another program wrote it); set it right, e.g. UPDATE pattern SET importance = "
-            f"0.5 WHERE id = {pattern_id}, and try again"
-        )
-
-
 def top_k_patterns(
     store: Store, k: int | None = None, now: datetime | None = None, rate: float | None = None
 ) -> list[PatternRow]:
@@ -126,7 +114,6 @@ def _rows(
         ordered = itertools.islice(ordered, max(0, count))
     rows = []
     for rank, p in enumerate(ordered, 1):
-        _check_importance(p.id, p.importance)
         rows.append(
             PatternRow(
                 id=p.id,

@@ -28,6 +28,7 @@ import re
 from datetime import datetime
 from pathlib import Path
 
+from curator.core.zip_errors import is_zip
 from curator.store.importer import (
     LineError,
     _BadLine,
@@ -151,7 +152,7 @@ def read_knowledge(
     path = Path(path)
     result = KnowledgeFile(str(path), "json" if fmt in ("auto", "seed") else fmt)
     text: str | None = None
-    if head.startswith(b"PK\x03\x04"):
+    if is_zip(head, path):
         if fmt not in ("auto", "openmemory"):
             result.errors.append(LineError(str(path), 0, f"a zip file; {fmt} is read from JSON"))
             return result

@@ -39,7 +39,7 @@ from datetime import datetime
 from pathlib import PurePosixPath
 from typing import Any
 
-from curator.core.zip_errors import ZIP_READ_ERRORS
+from curator.core.zip_errors import ZIP_READ_ERRORS, zip_reason
 from curator.store.json_source import (
     LineError,
     _BadLine,
@@ -335,16 +335,21 @@ def zip_json_text(data: bytes, result: KnowledgeFile) -> str | None:
     """
     try:
         with zipfile.ZipFile(io.BytesIO(data)) as archive:
-            names = [n for n in archive.namelist() if PurePosixPath(n).name == "memories.json"]
-            if not names:
+            names = [
+                info.filename
+                for info in archive.infolist()
+                if not info.is_dir() and PurePosixPath(info.filename).name == "memories.json"
+            ]
+            if len(names) != 1:
+                said = "without" if not names else f"with {len(names)} files named"
                 result.errors.append(
-                    LineError(result.path, 0, "a zip without memories.json (OpenMemory's export)")
+                    LineError(result.path, 0, f"a zip {said} memories.json (OpenMemory's export)")
                 )
                 return None
             with archive.open(names[0]) as member:
                 raw = member.read(MAX_ZIP_JSON_BYTES + 1)
     except ZIP_READ_ERRORS as exc:
-        result.errors.append(LineError(result.path, 0, f"an unreadable zip ({exc})"))
+        result.errors.append(LineError(result.path, 0, f"an unreadable zip ({zip_reason(exc)})"))
         return None
     if len(raw) > MAX_ZIP_JSON_BYTES:
         result.errors.append(

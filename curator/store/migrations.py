@@ -137,6 +137,10 @@ MIGRATIONS: tuple[tuple[str, ...], ...] = (
         'ALTER TABLE "episode" ADD COLUMN "label_reviewer" TEXT',
         'ALTER TABLE "changeset" ADD COLUMN "reviewer" TEXT',
     ),
+    # the episode list sorted by label: unlabelled episodes first going up, on both
+    # engines. SQLite's index on "label" holds that order already (NULLs first, then the
+    # id); PostgreSQL's puts NULLs last, so it gets an index of its own (engine.py)
+    (),
 )
 
 LATEST_VERSION = len(MIGRATIONS)

@@ -32,6 +32,7 @@ from peewee import (
 )
 
 from curator.core.scoring import as_utc
+from curator.store.opening import StoreError
 
 LABELS = ("constitutional", "noise", "uncategorized")
 """The three episode labels of step 0, in the order the prompts list them."""
@@ -141,6 +142,28 @@ class FlagField(BooleanField):
         return int(bool(value))
 
 
+def checked_importance(value: Any, table: str = "pattern", column: str = "importance") -> Any:
+    """``value`` as read from ``table.column``, refused in one sentence outside [0, 1]
+    (PostgreSQL stores NaN and infinities, which another program may write; this one
+    never does): the one check of every read, :class:`ImportanceField`'s and a raw
+    query's, rather than ranking or charting such a value by chance. None passes."""
+    if value is not None and not 0.0 <= value <= 1.0:  # NaN fails both comparisons
+        raise StoreError(
+            f"a {table} holds {column} {value!r}, not a number from 0 to 1 (another program "
+            f"wrote it); find it with SELECT id, {column} FROM {table} WHERE NOT {column} "
+            "BETWEEN 0 AND 1, set it right and try again"
+        )
+    return value
+
+
+class ImportanceField(FloatField):
+    """An importance, in [0, 1]: :func:`checked_importance` on every read."""
+
+    def python_value(self, value: Any) -> Any:
+        table = self.model._meta.table_name
+        return checked_importance(super().python_value(value), table, self.column_name)
+
+
 class BaseModel(Model):
     class Meta:
         legacy_table_names = False
@@ -230,7 +253,7 @@ class Pattern(BaseModel):
 
     id = AutoField()
     text = TextField()
-    importance = FloatField()
+    importance = ImportanceField()
     distilled_at = UTCDateTimeField()
     rank_key = FloatField()
     category = TextField(default="uncategorized")
@@ -300,7 +323,7 @@ class Candidate(BaseModel):
     run_id: int  # the raw id (peewee's accessor; no query)
     ordinal = IntegerField()
     text = TextField()
-    importance = FloatField()
+    importance = FloatField()  # as scored; clamped when committed (a pattern's is checked)
     category = TextField(default="uncategorized")
     proposed_action = TextField()
     proposed_target = ForeignKeyField(Pattern, null=True, on_delete="SET NULL")

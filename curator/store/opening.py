@@ -35,6 +35,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from curator.core.derived_cache import TEXT_PATTERNS_FILE, regex
+from curator.core.userpath import shown_path
 from curator.errors import CuratorError
 from curator.store.migrations import LATEST_VERSION, MIGRATIONS
 
@@ -184,7 +185,7 @@ def stat_or_none(path: Path) -> os.stat_result | None:
     except FileNotFoundError:
         return None
     except OSError as exc:
-        raise StoreError(f"cannot use {path}: {exc.strerror or exc}") from exc
+        raise StoreError(f"cannot use {shown_path(path)}: {exc.strerror or exc}") from exc
 
 
 def check_file(path: Path, *, timeout: float = 5.0) -> FileCheck:

@@ -30,6 +30,7 @@ folder is ``backups`` beside the default SQLite database (the user data folder).
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import json
 import os
 import re
@@ -102,7 +103,14 @@ def database_id(store: Store) -> str:
 
 
 def _safe(text: str) -> str:
-    return re.sub(r"[^A-Za-z0-9_.-]", "_", text)[:40]
+    """``text`` as a file name may hold it: itself when it is made of letters, digits,
+    ``_.-`` and has at most 40 of them; else those characters (others as ``_``) cut to 31,
+    then ``.`` and 8 hex digits of its hash, so two names never share a file name
+    (``prod@1`` and ``prod_401``, two long names that begin alike)."""
+    if len(text) <= 40 and re.fullmatch(r"[A-Za-z0-9_.-]*", text):
+        return text
+    digest = hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:8]
+    return re.sub(r"[^A-Za-z0-9_.-]", "_", text)[:31] + "." + digest
 
 
 def name_part(store: Store) -> str:
@@ -276,6 +284,13 @@ def restore_pg_backup(
         raise CuratorError(
             f"refused: {backup} is a backup of another database (id {match['id']}), not of "
             f"{store.location} (id {own_id[:12]}); nothing changed"
+        )
+    if match["db"] != name_part(store):
+        raise CuratorError(
+            f"refused: {backup} is a backup of the database {match['db']}, not of "
+            f"{store.location} (one made from the other carries its identity); nothing "
+            f"changed. If it is this database's under an old name, rename the file to "
+            f"pg-{name_part(store)}-{match['id']}-{match['stamp']}{backup.suffix}"
         )
     if backup.suffix == DUMP_SUFFIX:
         pg_restore = shutil.which("pg_restore")

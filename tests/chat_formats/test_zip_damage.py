@@ -138,13 +138,69 @@ def test_a_zip_damaged_anywhere_is_read_or_refused_in_one_line(
             assert error and "\n" not in error
 
 
-def test_a_slack_zip_with_a_second_export_beside_its_own_is_refused(tmp_path: Path) -> None:
+@pytest.mark.parametrize(
+    ("prefixes", "extra", "said"),
+    [
+        (("export1/", "export2/"), {}, "the zip holds 2 exports ('export1/users.json'"),
+        (("", "other/"), {}, "the zip holds 2 exports ('users.json', 'other/users.json')"),
+        (("a/",), {"b/general/2024-05-01.json": []}, "'b/general/2024-05-01.json' is outside"),
+        ((), {"conversations.json": []}, "a zip without a Slack export's users.json"),
+    ],
+)
+def test_a_zip_that_is_not_one_slack_export_is_refused_in_one_line(
+    tmp_path: Path, prefixes: tuple[str, ...], extra: dict[str, object], said: str
+) -> None:
+    """A second export (beside, or inside the first's folder), a file outside the
+    export's folder, another program's zip: refused whole, never merged or dropped."""
     path = tmp_path / "two.zip"
     with zipfile.ZipFile(path, "w") as archive:
-        for prefix in ("export1/", "export2/"):
+        for prefix in prefixes:
             for name, value in slack_files().items():
                 archive.writestr(prefix + name, json.dumps(value))
+        for name, value in extra.items():
+            archive.writestr(name, json.dumps(value))
     with Store(tmp_path / "db.sqlite") as store:
         (error,) = _read_slack(store, path)
-        assert "'export2/" in error and "outside the export's folder 'export1/'" in error
+        assert said in error and "\n" not in error, error
         assert episodes(store) == []
+
+
+@pytest.mark.parametrize("start", [b"PK\x03\x04", b"PK\x05\x06"])
+def test_a_damaged_zip_is_recognised_as_a_zip_and_refused_in_one_line(
+    tmp_path: Path, start: bytes
+) -> None:
+    """Without --format: a file that starts like a zip is one, damaged or not, and is
+    refused as such, never read line by line as text."""
+    path = tmp_path / "export.zip"
+    path.write_bytes(start + bytes(range(256)) * 8)
+    with Store(tmp_path / "db.sqlite") as store:
+        report = import_file(store, path, chat=ChatImport())
+        (error,) = [str(e) for e in report.errors]
+        assert error.startswith(f"{path}: not a readable slack export: not a readable zip (")
+        knowledge = _read_openmemory(store, path)
+        assert len(knowledge) == 1 and "an unreadable zip" in knowledge[0], knowledge
+
+
+@pytest.mark.parametrize(
+    ("names", "said"),
+    [
+        (["a/memories.json", "b/memories.json"], "a zip with 2 files named memories.json"),
+        (["memories.json/", "x/memories.json"], None),  # the folder entry is no file
+    ],
+)
+def test_openmemory_reads_the_one_memories_json_of_its_zip(
+    tmp_path: Path, names: list[str], said: str | None
+) -> None:
+    path = tmp_path / "export.zip"
+    with zipfile.ZipFile(path, "w") as archive:
+        for name in names:
+            if name.endswith("/"):
+                archive.writestr(zipfile.ZipInfo(name), b"")
+            else:
+                archive.writestr(name, json.dumps(OPENMEMORY))
+    with Store(tmp_path / "db.sqlite") as store:
+        errors = _read_openmemory(store, path)
+    if said is None:
+        assert all("memories.json" not in e for e in errors), errors
+    else:
+        assert len(errors) == 1 and said in errors[0], errors

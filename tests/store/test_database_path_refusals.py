@@ -21,6 +21,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from curator import Curator
+from curator.core.userpath import shown_path
 from curator.errors import CuratorError
 from curator.store.db import Store
 from curator.store.opening import StoreError
@@ -62,7 +63,7 @@ def test_the_api_says_why_the_system_refuses_the_path(
     before = _listing(tmp_path)
     with pytest.raises(StoreError) as refused:
         Curator(db=str(path), create=create)
-    assert str(refused.value) == f"cannot use {path}: {reason}"
+    assert str(refused.value) == f"cannot use {shown_path(path)}: {reason}"
     assert _listing(tmp_path) == before
 
 
