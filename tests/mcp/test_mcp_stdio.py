@@ -10,7 +10,10 @@ from typing import Any
 import anyio
 import pytest
 from mcp import Client
+from mcp.shared.exceptions import MCPError
 from mcp.types import Implementation, TextResourceContents
+
+from curator.store.db import Store
 
 Counts = Callable[[Path], dict[str, int]]
 AGENT = Implementation(name="test-agent", version="1.0")
@@ -198,3 +201,23 @@ def test_stdio_without_byte_streams_is_refused_in_one_line(
     assert code == 2
     assert "byte streams" in err.getvalue() and err.getvalue().count("\n") == 1
     assert table_counts(memory_db) == before
+
+
+def test_a_refused_read_is_one_sentence_from_tools_and_resources(
+    stdio_params: Callable[..., Any], memory_db: Path, engine: str
+) -> None:
+    """A value this program never writes (a NaN importance, which PostgreSQL stores; on
+    SQLite an importance over 1): the tools and the resources answer with the sentence,
+    never 'Error reading resource' and a traceback."""
+    bad = "'NaN'" if engine == "postgresql" else "1.5"
+    with Store(memory_db) as store:
+        store.execute(f"UPDATE pattern SET importance = {bad}")  # whichever is read
+
+    async def body(client: Client) -> list[str]:
+        said = [error_text(await client.call_tool("get_knowledge", {"top_k": 3}))]
+        with pytest.raises(MCPError) as refused:
+            await client.read_resource("curator://knowledge")
+        return [*said, str(refused.value)]
+
+    for text in run(body, stdio_params()):
+        assert "a pattern holds importance " in text and "\n" not in text, text
