@@ -25,18 +25,7 @@ from curator.store.opening import StoreError
 from curator.store.pg_backup import _NAME, _safe, backups_of, database_id, default_pg_backup_dir
 from tests.review.conftest import make_pattern
 from tests.store.test_copy import digests, fill
-from tests.store.test_pg_backup import tools  # noqa: F401 - the fixture, both ways
-
-
-@pytest.fixture(autouse=True)
-def _data_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "data"))
-
-
-def cli(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
-    code = main(list(argv))
-    out, err = capsys.readouterr()
-    return code, out, err
+from tests.store.test_pg_backup import _data_home, cli, tools  # noqa: F401 - the fixtures
 
 
 @pytest.mark.parametrize("long", [False, True])
