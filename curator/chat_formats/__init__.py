@@ -75,9 +75,10 @@ def _sniff(path: Path, mapping: dict[str, str]) -> tuple[str, Any]:
             return "slack", _NOT_READ
         with path.open("rb") as handle:
             head = handle.read(_SNIFF_BYTES)
+            zipped = is_zip(head, handle)
     except OSError:
         return "jsonl", _NOT_READ
-    if is_zip(head, path):  # a zip that is no Slack export, or a damaged one: said as such
+    if zipped:  # a zip that is no Slack export, or a damaged one: said as such
         return "slack", _NOT_READ
     text = head.lstrip(b"\xef\xbb\xbf").decode("utf-8", "replace")
     start = text.lstrip()[:1]

@@ -10,10 +10,9 @@ headers. A reader that catches fewer crashes on a zip a user hands it.
 from __future__ import annotations
 
 import lzma
-import os
 import zipfile
 import zlib
-from typing import Final
+from typing import BinaryIO, Final
 
 __all__ = ["ZIP_READ_ERRORS", "is_zip", "zip_reason"]
 
@@ -34,14 +33,15 @@ ZIP_MAGIC: Final = (b"PK\x03\x04", b"PK\x05\x06", b"PK\x07\x08")
 """How a zip starts: a member, an empty archive's directory, a split archive."""
 
 
-def is_zip(head: bytes, path: str | os.PathLike[str]) -> bool:
-    """Whether the file whose first bytes are ``head`` is a zip: by its start, or (a
-    program stub before it) by the directory at its end. A damaged zip still starts
-    like one, so it is read as a zip and refused as one, not as lines of text."""
+def is_zip(head: bytes, handle: BinaryIO) -> bool:
+    """Whether the open file ``handle``, whose first bytes are ``head``, is a zip: by its
+    start, or (a program stub before it) by the directory at its end (read through the
+    same handle: the name may lead elsewhere by now, a named pipe say). A damaged zip
+    still starts like one, so it is read as a zip and refused as one, not as text."""
     if head.startswith(ZIP_MAGIC):
         return True
     try:
-        return zipfile.is_zipfile(path)
+        return zipfile.is_zipfile(handle)
     except OSError:
         return False
 

@@ -209,7 +209,7 @@ class Store:
             made = [  # by their names: one through ".." may be another, older folder
                 f
                 for f in (self.path.parent, *self.path.parent.parents)
-                if ".." not in f.parts and not f.exists()
+                if ".." not in f.parts and not os.path.exists(f)
             ]
             try:
                 self.path.parent.mkdir(parents=True, exist_ok=True)

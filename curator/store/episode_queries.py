@@ -199,7 +199,7 @@ def _ordered_ids(
     where, params = where_clause(flt, dialect=store.dialect)
     order = f"{_sort(store, sort.key, sort.descending)}, id {direction}"
     if flt.label == "uncertain":  # a queue: its order is the point, not the clicked column
-        order = f"{store.dialect.sort('predicted_margin', False)}, id ASC"
+        order = "predicted_margin ASC, id ASC"  # never empty in the queue: its index walks
     sql = f"SELECT id FROM episode WHERE {where} ORDER BY {order}{cap}"
     with _text_index(store, flt.text):
         return [int(r[0]) for r in store.execute(sql, tuple(params))]

@@ -144,6 +144,7 @@ def read_knowledge(
         # device or a name the system refuses is one error with its real reason
         with _open_regular(path) as handle:
             head = handle.read(64).lstrip(b"\xef\xbb\xbf").lstrip()
+            zipped = is_zip(head, handle)
     except _Unreadable as exc:
         result = KnowledgeFile(str(path), "none")
         reason = str(exc).split(" (pipe it into", 1)[0]  # that hint is for episodes
@@ -152,7 +153,7 @@ def read_knowledge(
     path = Path(path)
     result = KnowledgeFile(str(path), "json" if fmt in ("auto", "seed") else fmt)
     text: str | None = None
-    if is_zip(head, path):
+    if zipped:
         if fmt not in ("auto", "openmemory"):
             result.errors.append(LineError(str(path), 0, f"a zip file; {fmt} is read from JSON"))
             return result
