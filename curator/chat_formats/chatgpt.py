@@ -62,10 +62,11 @@ def conversations(value: Any, file: str, skipped: Skipped) -> Iterator[Conversat
         yield from read_messages(
             conversation,
             nodes,
-            lambda node, position: _message(node[1], node[0], position, skipped),
+            lambda node, position, counted: _message(node[1], node[0], position, counted),
             file,
             number,
             prefix=f"{where}, ",
+            skipped=skipped,
         )
         yield from finished(conversation, skipped, "empty conversations")
 

@@ -82,24 +82,31 @@ Skipped = Counter
 def read_messages(
     conversation: Conversation,
     messages: list[Any],
-    read: Callable[[Any, str], ChatMessage | None],
+    read: Callable[[Any, str, Skipped], ChatMessage | None],
     file: str,
     number: int | None,
     prefix: str = "",
+    *,
+    skipped: Skipped,
 ) -> Iterator[ElementError]:
     """Read each message into ``conversation``: a bad one is an error at its position
     (``{prefix}message {index}``) and the others are still read, as bad lines are.
 
     ``number`` is the element the errors are counted under (the conversation's); None
-    counts them under the message's own index (a file that is one channel).
+    counts them under the message's own index (a file that is one channel). ``read``
+    counts what it leaves out of a message in the counter it is given, which joins
+    ``skipped`` only when the message is read: a refused message's parts are not
+    reported as left out of what was imported.
     """
     for index, message in enumerate(messages, 1):
         position = f"{prefix}message {index}"
+        counted: Skipped = Counter()
         try:
-            parsed = read(message, position)
+            parsed = read(message, position, counted)
         except BadElement as exc:
             yield ElementError(file, index if number is None else number, f"{position}: {exc}")
             continue
+        skipped.update(counted)
         if parsed is not None:
             conversation.messages.append(parsed)
 

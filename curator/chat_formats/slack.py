@@ -261,10 +261,11 @@ def conversations(
             yield from read_messages(
                 conversation,
                 messages,
-                lambda m, at: _message(m, at, users, channel_names, skipped),
+                lambda m, at, counted: _message(m, at, users, channel_names, counted),
                 file,
                 number,
                 f"{day}, ",
+                skipped=skipped,
             )
         yield from finished(conversation, skipped, "empty conversations")
 

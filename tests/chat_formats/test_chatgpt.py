@@ -245,3 +245,21 @@ def test_the_limit_counts_roles_and_names_too(store: Store, tmp_path: Path) -> N
     assert "messages 1-3: episode is 2,700,027 characters, over the 1,000,000 limit" in str(
         report.errors[0]
     )
+
+
+def test_a_refused_message_is_not_counted_as_left_out(store: Store, tmp_path: Path) -> None:
+    """What a message left out is counted once the message is read: a message refused
+    for a later part counts none of its earlier parts as named or left out."""
+    data = chatgpt_export()[:1]
+    data[0]["mapping"]["u1"]["message"]["content"]["parts"] = [
+        {"content_type": "image_asset_pointer"},
+        5,
+    ]
+    path = write_json(tmp_path / "conversations.json", data)
+    chat = ChatImport()
+    report = import_file(store, path, chat=chat)
+    assert [str(e).split(": ", 1)[1] for e in report.errors] == [
+        "conversation 1, message 2: a part must be a string or an object, not a number"
+    ]
+    assert "non-text parts (named)" not in chat.skipped[str(path)]
+    assert chat.skipped[str(path)]["messages without text"] == 1  # the empty system prompt
