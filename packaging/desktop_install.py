@@ -22,11 +22,18 @@ anything, on the first such file. Installing again replaces the previous install
 Uninstalling removes the listed files, the bundle, and the folders the installation
 created if they are empty; the user's data (database, settings, logs) is not touched.
 Uses only the standard library, so it runs with any Python 3.11, without the venv.
+
+The manifest is written before the first file and again as each one lands, so an
+install stopped any way (``kill -9`` included) can be uninstalled. It keeps each file's
+SHA-256 (a launcher: where it points): a file changed since, or replaced by someone
+else's, is no longer ours and is left alone, by uninstall and by a new install alike. Only
+the names an installation can have are removed, whatever a damaged manifest lists.
 """
 
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
 import os
 import shutil
@@ -54,14 +61,21 @@ def default_prefix() -> Path:
     return Path.home() / ".local"
 
 
+def desktop_string(text: str) -> str:
+    """``text`` as a string value of a desktop entry: backslashes written twice (the
+    spec's escapes; ``\\s`` would read as a space)."""
+    return text.replace("\\", "\\\\")
+
+
 def desktop_exec_quote(path: Path) -> str:
-    """``path`` as one argument of an ``Exec`` key (Desktop Entry spec, "The Exec key")."""
-    text = str(path)
+    """``path`` as one argument of an ``Exec`` key (Desktop Entry spec, "The Exec key"):
+    ``%`` doubled (a field code otherwise), quoted where a character needs it."""
+    text = str(path).replace("%", "%%")
     if not any(c in text for c in " \t\n\"'\\><~|&;$*?#()`="):
         return text
     quoted = "".join("\\" + c if c in '"`$\\' else c for c in text)
     # The key's value is itself a string with escapes: each backslash is written twice.
-    return '"' + quoted.replace("\\", "\\\\") + '"'
+    return '"' + desktop_string(quoted) + '"'
 
 
 def entry_for(source: Path, executable: Path) -> str:
@@ -72,7 +86,7 @@ def entry_for(source: Path, executable: Path) -> str:
             continue
         lines.append(line)
         if line.startswith("Type="):
-            lines.append(f"TryExec={executable}")
+            lines.append(f"TryExec={desktop_string(str(executable))}")
             lines.append(f"Exec={desktop_exec_quote(executable)}")
     return "\n".join(lines) + "\n"
 
@@ -104,83 +118,173 @@ def make_parents(path: Path, created: list[str]) -> None:
         created.append(str(folder))
 
 
-def read_manifest(bundle: Path) -> dict[str, list[str]] | None:
+def sha256_of(path: Path) -> str:
+    digest = hashlib.sha256()
+    with path.open("rb") as handle:
+        for block in iter(lambda: handle.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+Entry = dict[str, str]
+"""A manifest's file: ``path``, and ``sha256`` (a copy) or ``link`` (the launcher)."""
+
+
+def is_ours(entry: Entry) -> bool:
+    """Whether the file is still what the installation wrote: the same content, or the
+    launcher still pointing at the bundle (a file changed or replaced since is the user's
+    or another program's). An entry of an older manifest, which kept names only, is
+    judged by its name alone."""
+    path = Path(entry["path"])
+    if "link" in entry:
+        return path.is_symlink() and os.readlink(path) == entry["link"]
+    if path.is_symlink() or not path.is_file():
+        return False
+    return "sha256" not in entry or sha256_of(path) == entry["sha256"]
+
+
+def allowed_names(prefix: Path, data: Path) -> tuple[set[Path], Path]:
+    """The names an installation can have outside its bundle (the launcher, the desktop
+    entry and metainfo), and the icon folder whose ``APP_ID.*`` files it may have."""
+    names = {
+        prefix / "bin" / EXECUTABLE,
+        data / "applications" / f"{APP_ID}.desktop",
+        data / "metainfo" / f"{APP_ID}.metainfo.xml",
+    }
+    return names, data / "icons"
+
+
+def read_manifest(bundle: Path, prefix: Path, data: Path) -> dict[str, list[Entry]] | None:
+    """The manifest, checked: a damaged one, or one naming anything an installation cannot
+    have (another folder, ``..``), is refused in one sentence, and nothing is removed."""
     path = bundle / MANIFEST
     if not path.is_file():
         return None
     try:
         loaded = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError) as exc:
+    except (OSError, ValueError, RecursionError) as exc:
         raise InstallError(f"{path}: unreadable ({exc}); remove {bundle} by hand") from exc
-    return {"files": list(loaded.get("files", [])), "dirs": list(loaded.get("dirs", []))}
+    damaged = InstallError(f"{path} is damaged; nothing was removed: remove {bundle} by hand")
+    if not isinstance(loaded, dict):
+        raise damaged
+    files, dirs = loaded.get("files", []), loaded.get("dirs", [])
+    if not isinstance(files, list) or not isinstance(dirs, list):
+        raise damaged
+    names, icons = allowed_names(prefix, data)
+    entries: list[Entry] = []
+    for item in files:
+        entry = {"path": item} if isinstance(item, str) else item
+        if not isinstance(entry, dict) or not all(
+            isinstance(k, str) and isinstance(v, str) for k, v in entry.items()
+        ):
+            raise damaged
+        target = Path(entry.get("path", ""))
+        inside = target in names or (
+            target.is_relative_to(icons) and target.name.startswith(APP_ID + ".")
+        )
+        if not target.is_absolute() or ".." in target.parts or not inside:
+            raise InstallError(
+                f"{path} lists {str(target)[:200]!r}, which no installation has; nothing was "
+                f"removed: remove {bundle} by hand"
+            )
+        entries.append(entry)
+    roots = (prefix, data)
+    folders: list[Entry] = []
+    for item in dirs:
+        folder = Path(item) if isinstance(item, str) else None
+        if folder is None or not folder.is_absolute() or ".." in folder.parts:
+            raise damaged
+        if any(folder.is_relative_to(root) for root in roots):  # others are never removed
+            folders.append({"path": str(folder)})
+    return {"files": entries, "dirs": folders}
+
+
+def write_manifest(bundle: Path, files: list[Entry], dirs: list[str]) -> None:
+    """Replace the manifest whole (a reader never sees half of one)."""
+    part = bundle / (MANIFEST + ".part")
+    part.write_text(json.dumps({"files": files, "dirs": dirs}, indent=1) + "\n", "utf-8")
+    part.replace(bundle / MANIFEST)
 
 
 def install(tree: Path, prefix: Path, data: Path) -> list[str]:
     """Copy the tree's bundle and desktop files into place; returns what was written."""
+    if any(c in str(p) for p in (prefix, data) for c in "\n\r"):
+        raise InstallError(
+            "the prefix or the data folder holds a line break; nothing was installed"
+        )
     source_bundle = tree / "lib" / BUNDLE_NAME
     if not (source_bundle / EXECUTABLE).is_file():
         raise InstallError(f"{tree} holds no bundle (run make dist first)")
     bundle = prefix / "lib" / BUNDLE_NAME
     plan = planned_files(tree, data)
-    previous = read_manifest(bundle)
+    previous = read_manifest(bundle, prefix, data)
     if previous is None and bundle.exists():
         raise InstallError(f"{bundle} exists and was not installed by this script; left alone")
-    ours = set(previous["files"]) if previous else set()
+    ours = {e["path"] for e in previous["files"] if is_ours(e)} if previous else set()
     for _, target in plan:
         if (target.exists() or target.is_symlink()) and str(target) not in ours:
-            raise InstallError(f"{target} exists and is not ours; nothing was installed")
+            raise InstallError(
+                f"{target} exists and is not ours (or was changed since it was installed); "
+                "nothing was installed"
+            )
     if previous is not None:
-        uninstall(prefix)
+        uninstall(prefix, data)
 
     created: list[str] = []
-    files: list[str] = []
+    files: list[Entry] = []
     make_parents(bundle, created)
-    shutil.copytree(source_bundle, bundle, symlinks=True)
+    bundle.mkdir()
+    write_manifest(bundle, files, created)  # first: a stopped install can be uninstalled
+    shutil.copytree(source_bundle, bundle, symlinks=True, dirs_exist_ok=True)
     executable = bundle / EXECUTABLE
-    try:
-        for source, target in plan:
-            make_parents(target, created)
-            if source.suffix == ".desktop":
-                target.write_text(entry_for(source, executable), encoding="utf-8")
-            else:
-                shutil.copyfile(source, target)
-            files.append(str(target))
-        launcher = prefix / "bin" / EXECUTABLE
-        if launcher.exists() or launcher.is_symlink():
-            print(f"note: {launcher} exists and is not ours: no launcher on PATH", file=sys.stderr)
+    for source, target in plan:
+        make_parents(target, created)
+        if source.suffix == ".desktop":
+            content = entry_for(source, executable).encode("utf-8")
         else:
-            make_parents(launcher, created)
-            launcher.symlink_to(executable)
-            files.append(str(launcher))
-    finally:
-        # Also after a failure half-way: uninstall can then remove what was written.
-        manifest = {"files": files, "dirs": created}
-        (bundle / MANIFEST).write_text(json.dumps(manifest, indent=1) + "\n", encoding="utf-8")
-    return [str(bundle), *files]
+            content = source.read_bytes()
+        # listed first, then put in place whole: stopped any way, the name holds nothing
+        # or exactly what the manifest says
+        files.append({"path": str(target), "sha256": hashlib.sha256(content).hexdigest()})
+        write_manifest(bundle, files, created)
+        part = target.with_name(f".{target.name}.part")
+        part.write_bytes(content)
+        part.replace(target)
+    launcher = prefix / "bin" / EXECUTABLE
+    if launcher.exists() or launcher.is_symlink():
+        print(f"note: {launcher} exists and is not ours: no launcher on PATH", file=sys.stderr)
+    else:
+        make_parents(launcher, created)
+        files.append({"path": str(launcher), "link": str(executable)})
+        write_manifest(bundle, files, created)
+        launcher.symlink_to(executable)
+    return [str(bundle), *(e["path"] for e in files)]
 
 
-def uninstall(prefix: Path) -> list[str]:
-    """Remove what :func:`install` listed in the manifest; returns what was removed."""
+def uninstall(prefix: Path, data: Path) -> list[str]:
+    """Remove what :func:`install` listed in the manifest and is still as it wrote it;
+    returns what was removed. A file changed or replaced since is left, with a note."""
     bundle = prefix / "lib" / BUNDLE_NAME
-    manifest = read_manifest(bundle)
+    manifest = read_manifest(bundle, prefix, data)
     if manifest is None:
         return []
     removed = []
-    for name in manifest["files"]:
-        path = Path(name)
-        launcher = path.is_symlink() and path.name == EXECUTABLE
-        if launcher and Path(os.readlink(path)) != bundle / EXECUTABLE:
-            continue  # replaced since by someone else's curator: theirs now
-        if path.is_symlink() or path.is_file():
-            path.unlink()
-            removed.append(name)
+    for entry in manifest["files"]:
+        path = Path(entry["path"])
+        if not (path.exists() or path.is_symlink()):
+            continue
+        if not is_ours(entry):
+            print(f"note: {path} was changed or replaced since: left alone", file=sys.stderr)
+            continue
+        path.unlink()
+        removed.append(str(path))
     shutil.rmtree(bundle)
     removed.append(str(bundle))
-    for name in sorted(manifest["dirs"], key=len, reverse=True):
-        folder = Path(name)
-        if folder.is_dir() and not any(folder.iterdir()):
+    for entry in sorted(manifest["dirs"], key=lambda e: len(e["path"]), reverse=True):
+        folder = Path(entry["path"])
+        if folder.is_dir() and not folder.is_symlink() and not any(folder.iterdir()):
             folder.rmdir()
-            removed.append(name)
+            removed.append(str(folder))
     return removed
 
 
@@ -204,7 +308,7 @@ def main(argv: list[str] | None = None) -> int:
             for name in written[1:]:
                 print(f"  {name}")
         else:
-            removed = uninstall(prefix)
+            removed = uninstall(prefix, data)
             if not removed:
                 print(f"nothing installed in {prefix / 'lib' / BUNDLE_NAME}")
             for name in removed:

@@ -7,6 +7,7 @@ temporary ones, found through $XDG_DATA_HOME and --prefix as the Makefile passes
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -170,3 +171,105 @@ def test_make_targets_pass_prefix_and_data_home(user: User) -> None:
     )
     assert done.returncode == 0, done.stderr
     assert f"nothing installed in {user.prefix / 'lib' / 'memory-curator'}" in done.stdout
+
+
+# -- what is no longer ours, a damaged manifest, a stopped install ----------------------
+
+
+def _manifest(user: User) -> Path:
+    return user.prefix / "lib" / "memory-curator" / "install-manifest.json"
+
+
+def test_a_file_changed_or_replaced_since_is_left_by_uninstall_and_install(
+    user: User, tmp_path: Path
+) -> None:
+    """The user edited the desktop entry; another tool put its own `curator` in place of
+    the launcher: both are theirs now. Uninstall leaves them, a new install refuses."""
+    tree = make_tree(tmp_path)
+    assert user.run("install", str(tree)).returncode == 0
+    entry = user.data / "applications" / f"{APP_ID}.desktop"
+    entry.write_text(entry.read_text() + "X-Mine=yes\n")
+    launcher = user.prefix / "bin" / "curator"
+    launcher.unlink()
+    launcher.write_text("#!/bin/sh\necho theirs\n")
+    again = user.run("install", str(tree))
+    assert again.returncode == 1 and "was changed since it was installed" in again.stderr
+    removed = user.run("uninstall")
+    assert removed.returncode == 0
+    assert "X-Mine=yes" in entry.read_text() and "theirs" in launcher.read_text()
+    assert removed.stderr.count("changed or replaced since: left alone") == 2
+
+
+@pytest.mark.parametrize(
+    "files",
+    [
+        ["/etc/hostname"],
+        ["{prefix}/lib/memory-curator/../../../victim.txt"],
+        ["{data}/applications/other.desktop"],
+        "ab",
+        [1],
+        None,
+    ],
+)
+def test_a_damaged_manifest_removes_nothing(user: User, tmp_path: Path, files: object) -> None:
+    """Only the names an installation can have are removed: a manifest listing another
+    file, a path out through '..', or of the wrong shape is refused in one line."""
+    assert user.run("install", str(make_tree(tmp_path))).returncode == 0
+    victim = user.home / "victim.txt"
+    victim.write_text("mine")
+    if isinstance(files, list):
+        files = [
+            f.format(prefix=user.prefix, data=user.data) if isinstance(f, str) else f for f in files
+        ]
+    _manifest(user).write_text(json.dumps({"files": files, "dirs": []}))
+    before = user.snapshot()
+    done = user.run("uninstall")
+    assert done.returncode == 1 and done.stderr.count("\n") == 1, done.stderr
+    assert "nothing was removed" in done.stderr
+    assert user.snapshot() == before
+
+
+def test_an_install_stopped_half_way_is_uninstalled(user: User, tmp_path: Path) -> None:
+    """The manifest is written before the first file and after each: whatever landed
+    is listed (here: killed after the desktop entry), and uninstall takes it back."""
+    before = user.snapshot()
+    tree = make_tree(tmp_path)
+    assert user.run("install", str(tree)).returncode == 0
+    manifest = json.loads(_manifest(user).read_text())
+    manifest["files"] = manifest["files"][:1]  # as a kill after the first file leaves it
+    (user.prefix / "bin" / "curator").unlink()
+    for entry in json.loads(_manifest(user).read_text())["files"][1:]:
+        Path(entry["path"]).unlink(missing_ok=True)
+    _manifest(user).write_text(json.dumps(manifest))
+    assert user.run("uninstall").returncode == 0
+    assert user.snapshot() == before
+    assert user.run("install", str(tree)).returncode == 0
+
+
+@pytest.mark.parametrize("name", ["100%u", "back\\slash"])
+def test_odd_prefixes_are_written_as_the_desktop_entry_spec_says(
+    user: User, tmp_path: Path, name: str
+) -> None:
+    prefix = tmp_path / name
+    done = subprocess.run(
+        [
+            sys.executable,
+            str(INSTALLER),
+            "install",
+            str(make_tree(tmp_path)),
+            "--prefix",
+            str(prefix),
+        ],
+        env={**os.environ, "HOME": str(user.home), "XDG_DATA_HOME": str(user.data)},
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    lines = (user.data / "applications" / f"{APP_ID}.desktop").read_text().splitlines()
+    executable = str(prefix / "lib" / "memory-curator" / "curator")
+    if "%" in name:
+        assert f"Exec={executable.replace('%', '%%')}" in lines
+    else:
+        assert f"TryExec={executable.replace(chr(92), chr(92) * 2)}" in lines
