@@ -12,10 +12,12 @@ reaches the server.
 from __future__ import annotations
 
 import contextlib
+import errno
 import hmac
 import ipaddress
 import json
 import os
+import re
 import secrets
 import socket
 import stat
@@ -102,31 +104,65 @@ def default_token_file() -> Path:
     return default_db_path().parent / TOKEN_FILE_NAME
 
 
+TOKEN_RULE = re.compile(r"[!-~]{16,512}")
+"""A token: one line of 16 to 512 printable ASCII characters, no space (a generated one
+is 43 of letters, digits, ``-`` and ``_``)."""
+
+
 def load_or_create_token(path: Path) -> str:
     """The bearer token kept in ``path``, generated (mode 0600) when the file is missing.
 
-    Refused when the file can be read or written by others than its owner, or is empty:
-    a token others could read protects nothing.
+    Refused, in one sentence that never shows what the file holds: a link (never followed:
+    it could lead to a private key), anything but a regular file, a file of another user
+    or one others may read or write, a folder others may write in (they could replace
+    the file), and content that is no token.
     """
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
-        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
     except FileExistsError:
         pass
     else:
         with os.fdopen(fd, "w", encoding="utf-8") as handle:
             handle.write(secrets.token_urlsafe(32) + "\n")
-    mode = path.stat().st_mode
-    if not stat.S_ISREG(mode):
-        raise CuratorError(f"the token file {path} is not a regular file")
-    if mode & 0o077:
+    folder = path.parent.stat()
+    if folder.st_mode & 0o022 and not folder.st_mode & stat.S_ISVTX:  # /tmp's sticky bit
         raise CuratorError(
-            f"the token file {path} can be read by other users (mode {stat.S_IMODE(mode):o}); "
-            f"run chmod 600 on it"
+            f"the folder of the token file {path} can be written by other users; keep the "
+            "token in a folder only you can write"
         )
-    token = path.read_text(encoding="utf-8").strip()
-    if not token:
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+    except OSError as exc:
+        link = exc.errno == errno.ELOOP
+        reason = "is a link; it must be a file of its own" if link else exc.strerror
+        raise CuratorError(f"the token file {path} {reason}") from None
+    with os.fdopen(fd, "rb") as handle:
+        found = os.fstat(handle.fileno())
+        if not stat.S_ISREG(found.st_mode):
+            raise CuratorError(f"the token file {path} is not a regular file")
+        if found.st_uid != os.geteuid():
+            raise CuratorError(
+                f"the token file {path} belongs to another user (uid {found.st_uid}); "
+                "delete it to get a new token of your own"
+            )
+        if found.st_mode & 0o077:
+            raise CuratorError(
+                f"the token file {path} can be read by other users (mode "
+                f"{stat.S_IMODE(found.st_mode):o}); run chmod 600 on it"
+            )
+        raw = handle.read(4096)
+    try:
+        token: str | None = raw.decode("utf-8").strip()
+    except UnicodeDecodeError:
+        token = None
+    if token == "":
         raise CuratorError(f"the token file {path} is empty; delete it to get a new token")
+    if token is None or not TOKEN_RULE.fullmatch(token):
+        raise CuratorError(
+            f"the token file {path} does not hold a token (one line of 16 to 512 printable "
+            "characters, no space); delete it to get a new token"
+        )
     return token
 
 

@@ -243,6 +243,77 @@ def test_an_empty_token_file_is_refused(tmp_path: Path) -> None:
         load_or_create_token(path)
 
 
+SECRET = "-----BEGIN OPENSSH PRIVATE KEY----- never shown"
+
+
+def _link_to_a_private_file(folder: Path) -> Path:
+    key = folder / "id_ed25519"
+    key.write_text(SECRET + "\n")
+    key.chmod(0o600)
+    (folder / "mcp-token").symlink_to(key)
+    return folder / "mcp-token"
+
+
+def _garbage(folder: Path) -> Path:
+    path = folder / "mcp-token"
+    path.write_bytes(b"\xff\xfe" + SECRET.encode() + b"\x00")
+    path.chmod(0o600)
+    return path
+
+
+def _short(folder: Path) -> Path:
+    path = folder / "mcp-token"
+    path.write_text("abc " + SECRET + "\n")
+    path.chmod(0o600)
+    return path
+
+
+def _in_a_folder_others_write(folder: Path) -> Path:
+    shared = folder / "shared"
+    shared.mkdir()
+    shared.chmod(0o777)  # no sticky bit: anyone may replace the file
+    path = shared / "mcp-token"
+    path.write_text("a" * 43 + "\n")
+    path.chmod(0o600)
+    return path
+
+
+def _another_users(folder: Path) -> Path:
+    if os.geteuid() != 0:
+        pytest.skip("planting a file as another user needs root")
+    shared = folder / "shared"
+    shared.mkdir()
+    shared.chmod(0o1777)  # /tmp's kind: others create, nobody replaces
+    path = shared / "mcp-token"
+    path.write_text("a" * 43 + "\n")
+    path.chmod(0o600)
+    os.chown(path, 65534, 65534)
+    return path
+
+
+@pytest.mark.parametrize(
+    ("make", "said"),
+    [
+        (_link_to_a_private_file, "is a link"),
+        (_garbage, "does not hold a token"),
+        (_short, "does not hold a token"),
+        (_in_a_folder_others_write, "can be written by other users"),
+        (_another_users, "belongs to another user"),
+    ],
+)
+def test_a_token_file_that_is_not_safely_yours_is_refused_without_showing_it(
+    tmp_path: Path, make: Callable[[Path], Path], said: str
+) -> None:
+    """A link is never followed (it could lead to a private key, which would then be the
+    token); a file another user planted, or one in a folder others may write, is
+    refused; content that is no token is refused; nothing of what it holds is shown."""
+    path = make(tmp_path)
+    with pytest.raises(CuratorError) as refused:
+        load_or_create_token(path)
+    assert said in str(refused.value) and "\n" not in str(refused.value)
+    assert "PRIVATE" not in str(refused.value) and "aaaa" not in str(refused.value)
+
+
 @pytest.mark.parametrize(
     ("host", "loopback"),
     [
