@@ -29,9 +29,13 @@ place, so a crash never leaves half a profile.
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import getpass
 import json
 import os
+import stat
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -59,13 +63,24 @@ def profile_path() -> Path:
 
 
 def check_reviewer(name: str, source: str = "the reviewer name") -> str:
-    """``name`` without surrounding blanks, or CuratorError (one line) when unusable."""
+    """``name`` without surrounding blanks, or CuratorError (one line) when unusable.
+
+    Printable characters only (``str.isprintable``): no control or format character (a
+    right-to-left override would make one name look like another), no line or paragraph
+    separator, no byte that is not text (a name from the environment that is not UTF-8).
+    """
     cleaned = name.strip()
     if not cleaned:
         raise CuratorError(f"{source} is empty; give the name your decisions should carry")
     problem = control_problem(cleaned, source)
     if problem is not None or "\n" in cleaned:
         raise CuratorError(problem or f"{source} must be one line")
+    odd = next((c for c in cleaned if not c.isprintable()), None)
+    if odd is not None:
+        raise CuratorError(
+            f"{source} holds U+{ord(odd):04X}, which is not a printable character; "
+            "use letters, digits, spaces and punctuation"
+        )
     if len(cleaned) > MAX_REVIEWER_CHARS:
         raise CuratorError(
             f"{source} is {len(cleaned)} characters; at most {MAX_REVIEWER_CHARS} are allowed"
@@ -73,13 +88,44 @@ def check_reviewer(name: str, source: str = "the reviewer name") -> str:
     return cleaned
 
 
-def _read_profile() -> dict[str, Any]:
-    """The profile's document; {} when there is none or it cannot be read."""
+MAX_PROFILE_BYTES = 1 << 20
+"""A profile is a few lines: a larger file is not one (and is not read whole)."""
+
+
+def _load_profile(path: Path) -> dict[str, Any] | None:
+    """The profile's document, None when there is none; CuratorError (one sentence) when
+    it exists and is not a profile. Opened without waiting (a named pipe put in its place
+    never blocks a command) and judged on what was opened: a regular file, at most
+    :data:`MAX_PROFILE_BYTES`, a JSON object (nesting too deep is no profile either)."""
+    unusable = f"the profile {path} is not a JSON object; correct or delete it"
     try:
-        doc = json.loads(profile_path().read_text(encoding="utf-8"))
-    except (OSError, ValueError):
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
+    except FileNotFoundError:
+        return None
+    except OSError as exc:
+        raise CuratorError(f"the profile {path} cannot be read ({exc.strerror})") from None
+    with os.fdopen(fd, "rb") as handle:
+        if not stat.S_ISREG(os.fstat(handle.fileno()).st_mode):
+            raise CuratorError(f"the profile {path} is not a regular file; delete it")
+        raw = handle.read(MAX_PROFILE_BYTES + 1)
+    if len(raw) > MAX_PROFILE_BYTES:
+        raise CuratorError(unusable)
+    try:
+        doc = json.loads(raw.decode("utf-8"))
+    except (ValueError, RecursionError):
+        raise CuratorError(unusable) from None
+    if not isinstance(doc, dict):
+        raise CuratorError(unusable)
+    return doc
+
+
+def _read_profile() -> dict[str, Any]:
+    """The profile's document; {} when there is none or it cannot be read (a reviewer name
+    is then the next rule's: a hand-edited profile never blocks a decision)."""
+    try:
+        return _load_profile(profile_path()) or {}
+    except CuratorError:
         return {}
-    return doc if isinstance(doc, dict) else {}
 
 
 def _write_profile(doc: dict[str, Any]) -> None:
@@ -95,6 +141,30 @@ def _write_profile(doc: dict[str, Any]) -> None:
         raise CuratorError(f"the profile {path} could not be written ({exc.strerror})") from None
 
 
+@contextlib.contextmanager
+def _profile_changed() -> Iterator[dict[str, Any]]:
+    """The profile's document to change, then written: one process at a time (a lock on
+    its folder), so two saves at once never lose one; a profile that exists and is
+    not one is refused, never replaced (what it held would be lost)."""
+    path = profile_path()
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        lock = os.open(path.parent, os.O_RDONLY | os.O_DIRECTORY)  # its folder: no file left
+    except OSError as exc:
+        raise CuratorError(f"the profile {path} could not be written ({exc.strerror})") from None
+    try:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        try:
+            doc = _load_profile(path)
+        except CuratorError as exc:
+            raise CuratorError(f"{exc}; nothing was saved") from None
+        doc = doc if doc is not None else {}
+        yield doc
+        _write_profile(doc)
+    finally:
+        os.close(lock)  # closing releases the lock
+
+
 def saved_reviewer() -> str | None:
     """The name saved in the profile, or None (no profile, or an unreadable one)."""
     name = _read_profile().get("reviewer")
@@ -108,12 +178,12 @@ def saved_reviewer() -> str | None:
 
 def save_reviewer(name: str | None) -> None:
     """Save the profile's name (None or "" removes it: the OS user name applies again)."""
-    doc = _read_profile()
-    if name is None or not name.strip():
-        doc.pop("reviewer", None)
-    else:
-        doc["reviewer"] = check_reviewer(name)
-    _write_profile(doc)
+    checked = None if name is None or not name.strip() else check_reviewer(name)
+    with _profile_changed() as doc:
+        if checked is None:
+            doc.pop("reviewer", None)
+        else:
+            doc["reviewer"] = checked
 
 
 def check_database(value: str) -> str | None:
@@ -159,22 +229,11 @@ def saved_database() -> str | None:
     """
     path = profile_path()
     try:
-        text = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
+        doc = _load_profile(path)
+    except CuratorError as exc:
+        raise CuratorError(f"{exc}, or name the database with --db") from None
+    if doc is None:
         return None
-    except (OSError, ValueError) as exc:
-        raise CuratorError(
-            f"the profile {path} cannot be read ({exc}); name the database with --db"
-        ) from None
-    try:
-        doc = json.loads(text)
-    except ValueError:
-        doc = None
-    if not isinstance(doc, dict):
-        raise CuratorError(
-            f"the profile {path} is not a JSON object; correct or delete it, or name the "
-            "database with --db"
-        )
     value = doc.get(DATABASE_KEY)
     if value is None:
         return None
@@ -201,12 +260,11 @@ def save_database(value: str | None) -> str | None:
     with one sentence and the profile is left as it was.
     """
     database = check_database(value or "")
-    doc = _read_profile()
-    if database is None:
-        doc.pop(DATABASE_KEY, None)
-    else:
-        doc[DATABASE_KEY] = database
-    _write_profile(doc)
+    with _profile_changed() as doc:
+        if database is None:
+            doc.pop(DATABASE_KEY, None)
+        else:
+            doc[DATABASE_KEY] = database
     return database
 
 

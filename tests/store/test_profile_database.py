@@ -8,7 +8,11 @@ from __future__ import annotations
 
 import json
 import os
+import stat
+import subprocess
+import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 from hypothesis import example, given, settings
@@ -27,6 +31,7 @@ from curator.store.demo import create_demo
 from curator.store.pg_url import PASSWORD_FIX
 from curator.store.profile import (
     check_database,
+    check_reviewer,
     profile_path,
     save_database,
     save_reviewer,
@@ -201,3 +206,71 @@ def test_a_relative_path_written_into_the_profile_is_refused(relative: str) -> N
     if not os.path.isdir(absolute):  # a folder is refused for its own reason
         profile_path().write_text(json.dumps({"database": "~/" + relative}), encoding="utf-8")
         assert saved_database() == absolute
+
+
+# -- a profile that is not one, and two saves at once ------------------------------------
+
+
+def _fifo() -> None:
+    os.mkfifo(profile_path())
+
+
+def _nested() -> None:
+    profile_path().write_text("[" * 100_000, encoding="utf-8")
+
+
+def _damaged() -> None:
+    profile_path().write_text('{"database": "/a/b.sqlite", "reviewer": "ana",}', "utf-8")
+
+
+def _huge() -> None:
+    profile_path().write_text('{"x": "' + "y" * (2 << 20) + '"}', encoding="utf-8")
+
+
+@pytest.mark.parametrize("make", [_fifo, _nested, _damaged, _huge])
+def test_a_profile_that_is_not_one_is_said_at_once_and_never_replaced(make: Any) -> None:
+    """A named pipe is never waited on, nesting never ends in a RecursionError, and a save
+    never writes over what a damaged profile held (the database chosen in it)."""
+    profile_path().parent.mkdir(parents=True)
+    make()
+    kind = os.stat(profile_path()).st_mode
+    before = None if stat.S_ISFIFO(kind) else profile_path().read_bytes()
+    with pytest.raises(CuratorError) as refused:
+        saved_database()
+    assert "\n" not in str(refused.value) and "--db" in str(refused.value)
+    assert saved_reviewer() is None  # a decision still gets the next rule's name
+    for save in (lambda: save_reviewer("Ana"), lambda: save_database("/tmp/x.sqlite")):
+        with pytest.raises(CuratorError, match="nothing was saved"):
+            save()
+    if before is not None:
+        assert profile_path().read_bytes() == before
+
+
+def test_two_processes_saving_at_once_lose_neither_save(tmp_path: Path) -> None:
+    """Each save reads, changes and writes the profile under a lock: one process's
+    reviewer and another's database, 60 saves each, both last ones kept."""
+    script = (
+        "import sys\n"
+        "from curator.store.profile import save_database, save_reviewer\n"
+        "for n in range(60):\n"
+        "    if sys.argv[1] == 'reviewer':\n"
+        "        save_reviewer(f'ana-{n}')\n"
+        "    else:\n"
+        "        save_database(sys.argv[2] + f'/db-{n}.sqlite')\n"
+    )
+    saves = [
+        subprocess.Popen([sys.executable, "-c", script, kind, str(tmp_path)])
+        for kind in ("reviewer", "database")
+    ]
+    assert [p.wait(timeout=120) for p in saves] == [0, 0]
+    assert _profile_doc() == {"reviewer": "ana-59", "database": str(tmp_path / "db-59.sqlite")}
+
+
+@pytest.mark.parametrize(
+    "name", ["\u202eanA", "ana\u2028bob", "ana\u200bbob", "\ufeffana", "ana\tbob", "ana\udcffbob"]
+)
+def test_a_reviewer_name_of_characters_that_do_not_print_is_refused(name: str) -> None:
+    with pytest.raises(CuratorError, match="not a printable character"):
+        check_reviewer(name)
+    with pytest.raises(CuratorError):
+        save_reviewer(name)
