@@ -158,6 +158,8 @@ def read_manifest(bundle: Path, prefix: Path, data: Path) -> dict[str, list[Entr
     """The manifest, checked: a damaged one, or one naming anything an installation cannot
     have (another folder, ``..``), is refused in one sentence, and nothing is removed."""
     path = bundle / MANIFEST
+    if bundle.is_symlink():
+        raise InstallError(f"{bundle} is a link, not an installation; remove it by hand")
     if not path.is_file():
         return None
     try:
@@ -172,8 +174,11 @@ def read_manifest(bundle: Path, prefix: Path, data: Path) -> dict[str, list[Entr
         raise damaged
     names, icons = allowed_names(prefix, data)
     entries: list[Entry] = []
+    launcher = prefix / "bin" / EXECUTABLE
     for item in files:
         entry = {"path": item} if isinstance(item, str) else item
+        if isinstance(item, str) and Path(item) == launcher:  # an older manifest's launcher
+            entry = {"path": item, "link": str(bundle / EXECUTABLE)}
         if not isinstance(entry, dict) or not all(
             isinstance(k, str) and isinstance(v, str) for k, v in entry.items()
         ):
@@ -188,15 +193,36 @@ def read_manifest(bundle: Path, prefix: Path, data: Path) -> dict[str, list[Entr
                 f"removed: remove {bundle} by hand"
             )
         entries.append(entry)
-    roots = (prefix, data)
+    # The folders an installation may have made: those above its own names, up to the
+    # prefix and the data folder, through no link (a link's target is someone's place).
+    above = {bundle.parent, *(name.parent for name in names)}
+    above |= {a for folder in list(above) for a in folder.parents}
+    theme = icons / "hicolor"
+    above |= {icons, theme}
     folders: list[Entry] = []
     for item in dirs:
         folder = Path(item) if isinstance(item, str) else None
         if folder is None or not folder.is_absolute() or ".." in folder.parts:
             raise damaged
-        if any(folder.is_relative_to(root) for root in roots):  # others are never removed
+        inside = any(folder == root or folder.is_relative_to(root) for root in (prefix, data))
+        icon_folder = folder.parent.parent == theme and folder.name == "apps"
+        icon_folder |= folder.parent == theme  # hicolor/48x48, hicolor/scalable
+        made = folder in above or icon_folder
+        if made and inside and not _through_a_link(folder, (prefix, data)):
             folders.append({"path": str(folder)})
     return {"files": entries, "dirs": folders}
+
+
+def _through_a_link(folder: Path, roots: tuple[Path, ...]) -> bool:
+    """Whether ``folder`` or a folder between it and its root is a symbolic link."""
+    for root in roots:
+        if folder == root or folder.is_relative_to(root):
+            here = folder
+            while here != root:
+                if here.is_symlink():
+                    return True
+                here = here.parent
+    return False
 
 
 def write_manifest(bundle: Path, files: list[Entry], dirs: list[str]) -> None:
@@ -247,8 +273,10 @@ def install(tree: Path, prefix: Path, data: Path) -> list[str]:
         # or exactly what the manifest says
         files.append({"path": str(target), "sha256": hashlib.sha256(content).hexdigest()})
         write_manifest(bundle, files, created)
-        part = target.with_name(f".{target.name}.part")
-        part.write_bytes(content)
+        part = target.with_name(f".{target.name}.{os.urandom(4).hex()}.part")
+        fd = os.open(part, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o644)
+        with os.fdopen(fd, "wb") as handle:  # a new file of its own: never through a link
+            handle.write(content)
         part.replace(target)
     launcher = prefix / "bin" / EXECUTABLE
     if launcher.exists() or launcher.is_symlink():
@@ -278,6 +306,10 @@ def uninstall(prefix: Path, data: Path) -> list[str]:
             continue
         path.unlink()
         removed.append(str(path))
+    for entry in manifest["files"]:  # what an install stopped before a rename left
+        for part in Path(entry["path"]).parent.glob(f".{Path(entry['path']).name}.*.part"):
+            if part.is_file() and not part.is_symlink():
+                part.unlink()
     shutil.rmtree(bundle)
     removed.append(str(bundle))
     for entry in sorted(manifest["dirs"], key=lambda e: len(e["path"]), reverse=True):

@@ -273,3 +273,62 @@ def test_odd_prefixes_are_written_as_the_desktop_entry_spec_says(
         assert f"Exec={executable.replace('%', '%%')}" in lines
     else:
         assert f"TryExec={executable.replace(chr(92), chr(92) * 2)}" in lines
+
+
+def test_a_manifest_never_removes_a_folder_the_installation_did_not_make(
+    user: User, tmp_path: Path
+) -> None:
+    """Folders listed by a damaged manifest: the user's own (empty ones too), one reached
+    through a link, the prefix's siblings: only folders above an installation's own names
+    are removed, and none through a link."""
+    assert user.run("install", str(make_tree(tmp_path))).returncode == 0
+    outside = tmp_path / "outside"
+    (outside / "photos").mkdir(parents=True)
+    (user.prefix / "lnk").symlink_to(outside)
+    mine = [user.data / "keyrings", user.prefix / "state"]
+    for folder in mine:
+        folder.mkdir()
+    manifest = json.loads(_manifest(user).read_text())
+    manifest["dirs"] += [*map(str, mine), str(user.prefix / "lnk" / "photos")]
+    _manifest(user).write_text(json.dumps(manifest))
+    assert user.run("uninstall").returncode == 0
+    assert all(folder.is_dir() for folder in mine) and (outside / "photos").is_dir()
+
+
+def test_a_planted_part_file_never_leads_the_install_to_another_file(
+    user: User, tmp_path: Path
+) -> None:
+    thesis = user.home / "thesis.tex"
+    thesis.write_text("mine")
+    for n in range(3):  # whatever the name: the part file is new and of its own
+        link = user.data / "applications" / f".{APP_ID}.desktop.{n:08x}.part"
+        link.symlink_to(thesis)
+    assert user.run("install", str(make_tree(tmp_path))).returncode == 0
+    assert thesis.read_text() == "mine"
+    assert not (user.data / "applications" / f"{APP_ID}.desktop").is_symlink()
+
+
+def test_an_older_manifest_of_names_only_still_removes_its_launcher(
+    user: User, tmp_path: Path
+) -> None:
+    before = user.snapshot()
+    assert user.run("install", str(make_tree(tmp_path))).returncode == 0
+    manifest = json.loads(_manifest(user).read_text())
+    manifest["files"] = [entry["path"] for entry in manifest["files"]]  # the older format
+    _manifest(user).write_text(json.dumps(manifest))
+    assert user.run("uninstall").returncode == 0
+    assert user.snapshot() == before
+
+
+def test_a_bundle_that_is_a_link_is_refused_before_anything_is_removed(
+    user: User, tmp_path: Path
+) -> None:
+    assert user.run("install", str(make_tree(tmp_path))).returncode == 0
+    bundle = user.prefix / "lib" / "memory-curator"
+    moved = tmp_path / "elsewhere"
+    bundle.rename(moved)
+    bundle.symlink_to(moved)
+    before = user.snapshot()
+    done = user.run("uninstall")
+    assert done.returncode == 1 and "is a link, not an installation" in done.stderr
+    assert user.snapshot() == before

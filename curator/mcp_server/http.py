@@ -104,6 +104,8 @@ def default_token_file() -> Path:
     return default_db_path().parent / TOKEN_FILE_NAME
 
 
+MAX_TOKEN_FILE_BYTES = 1024
+"""A token file holds one token and a line end: anything longer is not one."""
 TOKEN_RULE = re.compile(r"[!-~]{16,512}")
 """A token: one line of 16 to 512 printable ASCII characters, no space (a generated one
 is 43 of letters, digits, ``-`` and ``_``)."""
@@ -119,26 +121,29 @@ def load_or_create_token(path: Path) -> str:
     """
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
+        folder = path.parent.stat()
+    except OSError as exc:
+        raise CuratorError(f"the token file {path} cannot be kept there ({exc.strerror})") from None
+    if folder.st_mode & 0o022 and not folder.st_mode & stat.S_ISVTX:  # /tmp's sticky bit
+        raise CuratorError(  # judged first: nothing is left in such a folder
+            f"the folder of the token file {path} can be written by other users; keep the "
+            "token in a folder only you can write"
+        )
+    try:
         fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
     except FileExistsError:
         pass
     else:
         with os.fdopen(fd, "w", encoding="utf-8") as handle:
             handle.write(secrets.token_urlsafe(32) + "\n")
-    folder = path.parent.stat()
-    if folder.st_mode & 0o022 and not folder.st_mode & stat.S_ISVTX:  # /tmp's sticky bit
-        raise CuratorError(
-            f"the folder of the token file {path} can be written by other users; keep the "
-            "token in a folder only you can write"
-        )
     try:
         fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
     except OSError as exc:
         link = exc.errno == errno.ELOOP
         reason = "is a link; it must be a file of its own" if link else exc.strerror
         raise CuratorError(f"the token file {path} {reason}") from None
-    with os.fdopen(fd, "rb") as handle:
-        found = os.fstat(handle.fileno())
+    try:
+        found = os.fstat(fd)  # on the descriptor: a folder cannot even be wrapped as a file
         if not stat.S_ISREG(found.st_mode):
             raise CuratorError(f"the token file {path} is not a regular file")
         if found.st_uid != os.geteuid():
@@ -151,7 +156,11 @@ def load_or_create_token(path: Path) -> str:
                 f"the token file {path} can be read by other users (mode "
                 f"{stat.S_IMODE(found.st_mode):o}); run chmod 600 on it"
             )
-        raw = handle.read(4096)
+        raw = os.read(fd, MAX_TOKEN_FILE_BYTES + 1)
+    finally:
+        os.close(fd)
+    if len(raw) > MAX_TOKEN_FILE_BYTES:
+        raw = b"\xff"  # a token file is one line: more than this is none
     try:
         token: str | None = raw.decode("utf-8").strip()
     except UnicodeDecodeError:

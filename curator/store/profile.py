@@ -35,6 +35,8 @@ import getpass
 import json
 import os
 import stat
+import time
+import unicodedata
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -62,6 +64,16 @@ def profile_path() -> Path:
     return Path(base) / "profile.json"
 
 
+BLANK_LOOKING = frozenset("\u115f\u1160\u3164\uffa0\u2800")
+"""Letters and symbols that draw nothing: the Hangul fillers and the braille blank."""
+
+
+def _shows(char: str) -> bool:
+    """Whether ``char`` draws something of its own: a letter, digit, punctuation or
+    symbol (a combining mark alone does not), and not one that looks blank."""
+    return unicodedata.category(char)[0] in "LNPS" and char not in BLANK_LOOKING
+
+
 def check_reviewer(name: str, source: str = "the reviewer name") -> str:
     """``name`` without surrounding blanks, or CuratorError (one line) when unusable.
 
@@ -80,6 +92,11 @@ def check_reviewer(name: str, source: str = "the reviewer name") -> str:
         raise CuratorError(
             f"{source} holds U+{ord(odd):04X}, which is not a printable character; "
             "use letters, digits, spaces and punctuation"
+        )
+    if not any(_shows(c) for c in cleaned):
+        raise CuratorError(
+            f"{source} shows nothing (only marks or blank-looking characters); use letters, "
+            "digits or punctuation that tell reviewers apart"
         )
     if len(cleaned) > MAX_REVIEWER_CHARS:
         raise CuratorError(
@@ -141,6 +158,27 @@ def _write_profile(doc: dict[str, Any]) -> None:
         raise CuratorError(f"the profile {path} could not be written ({exc.strerror})") from None
 
 
+LOCK_WAIT_S = 10.0
+"""How long a save waits for another's (a save takes milliseconds)."""
+
+
+def _take_lock(fd: int, path: Path) -> None:
+    """The profile's lock, waited for at most :data:`LOCK_WAIT_S`: a program that holds
+    it for longer is named in one sentence, and nothing waits for ever."""
+    deadline = time.monotonic() + LOCK_WAIT_S
+    while True:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            return
+        except BlockingIOError:
+            if time.monotonic() > deadline:
+                raise CuratorError(
+                    f"another program has held the profile {path} for {LOCK_WAIT_S:g} s; "
+                    "nothing was saved: try again"
+                ) from None
+            time.sleep(0.02)
+
+
 @contextlib.contextmanager
 def _profile_changed() -> Iterator[dict[str, Any]]:
     """The profile's document to change, then written: one process at a time (a lock on
@@ -153,7 +191,7 @@ def _profile_changed() -> Iterator[dict[str, Any]]:
     except OSError as exc:
         raise CuratorError(f"the profile {path} could not be written ({exc.strerror})") from None
     try:
-        fcntl.flock(lock, fcntl.LOCK_EX)
+        _take_lock(lock, path)
         try:
             doc = _load_profile(path)
         except CuratorError as exc:

@@ -291,9 +291,23 @@ def _another_users(folder: Path) -> Path:
     return path
 
 
+def _a_folder(folder: Path) -> Path:
+    (folder / "token.d").mkdir()
+    return folder / "token.d"
+
+
+def _over_long(folder: Path) -> Path:
+    path = folder / "mcp-token"
+    path.write_text("a" * 43 + "\n" * 5000 + "junk\n")
+    path.chmod(0o600)
+    return path
+
+
 @pytest.mark.parametrize(
     ("make", "said"),
     [
+        (_a_folder, "is not a regular file"),
+        (_over_long, "does not hold a token"),
         (_link_to_a_private_file, "is a link"),
         (_garbage, "does not hold a token"),
         (_short, "does not hold a token"),
@@ -415,3 +429,12 @@ def test_hostile_calls_over_http_are_one_sentence_and_write_nothing(
     assert isinstance(too_big, MCPError)
     assert not alive.is_error
     assert table_counts(memory_db) == before
+
+
+def test_no_token_is_left_in_a_folder_others_may_write(tmp_path: Path) -> None:
+    shared = tmp_path / "shared"
+    shared.mkdir()
+    shared.chmod(0o777)
+    with pytest.raises(CuratorError, match="can be written by other users"):
+        load_or_create_token(shared / "mcp-token")
+    assert list(shared.iterdir()) == []

@@ -274,3 +274,33 @@ def test_a_reviewer_name_of_characters_that_do_not_print_is_refused(name: str) -
         check_reviewer(name)
     with pytest.raises(CuratorError):
         save_reviewer(name)
+
+
+@pytest.mark.parametrize("name", ["\u0301\u0301", "\u3164", "\u2800", " \u3164\u0301 "])
+def test_a_reviewer_name_that_shows_nothing_is_refused(name: str) -> None:
+    with pytest.raises(CuratorError, match="shows nothing"):
+        check_reviewer(name)
+
+
+def test_a_save_waits_for_another_programs_lock_a_bounded_time(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Another program holding the profile's lock: the save says so after the wait
+    (here shortened), never hangs, and writes nothing."""
+    import fcntl
+
+    from curator.store import profile
+
+    save_reviewer("Ana")
+    before = profile_path().read_bytes()
+    monkeypatch.setattr(profile, "LOCK_WAIT_S", 0.3)
+    holder = os.open(profile_path().parent, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        fcntl.flock(holder, fcntl.LOCK_EX)
+        with pytest.raises(CuratorError, match="another program has held the profile"):
+            save_reviewer("Bob")
+    finally:
+        os.close(holder)
+    assert profile_path().read_bytes() == before
+    save_reviewer("Bob")
+    assert saved_reviewer() == "Bob"
