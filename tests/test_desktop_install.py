@@ -57,10 +57,10 @@ class User:
         (self.prefix / "bin").mkdir(parents=True)
         (self.prefix / "bin" / "other-tool").write_text("#!/bin/sh\n")
 
-    def run(self, *args: str) -> subprocess.CompletedProcess[str]:
+    def run(self, *args: str, prefix: Path | None = None) -> subprocess.CompletedProcess[str]:
         env = {**os.environ, "HOME": str(self.home), "XDG_DATA_HOME": str(self.data)}
         return subprocess.run(
-            [sys.executable, str(INSTALLER), *args, "--prefix", str(self.prefix)],
+            [sys.executable, str(INSTALLER), *args, "--prefix", str(prefix or self.prefix)],
             env=env,
             capture_output=True,
             text=True,
@@ -251,21 +251,7 @@ def test_odd_prefixes_are_written_as_the_desktop_entry_spec_says(
     user: User, tmp_path: Path, name: str
 ) -> None:
     prefix = tmp_path / name
-    done = subprocess.run(
-        [
-            sys.executable,
-            str(INSTALLER),
-            "install",
-            str(make_tree(tmp_path)),
-            "--prefix",
-            str(prefix),
-        ],
-        env={**os.environ, "HOME": str(user.home), "XDG_DATA_HOME": str(user.data)},
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=False,
-    )
+    done = user.run("install", str(make_tree(tmp_path)), prefix=prefix)
     assert done.returncode == 0, done.stderr
     lines = (user.data / "applications" / f"{APP_ID}.desktop").read_text().splitlines()
     executable = str(prefix / "lib" / "memory-curator" / "curator")
