@@ -111,6 +111,18 @@ TOKEN_RULE = re.compile(r"[!-~]{16,512}")
 is 43 of letters, digits, ``-`` and ``_``)."""
 
 
+def _others_may_write(folder: os.stat_result) -> bool:
+    """Whether users other than this one may replace a file in ``folder``: anyone (unless
+    the folder is sticky, as ``/tmp``, where only a file's owner may), or a group other
+    than this user's own (a umask of 002 makes folders writable by the user's private
+    group, which holds the user alone)."""
+    if folder.st_mode & stat.S_ISVTX:
+        return False
+    if folder.st_mode & 0o002:
+        return True
+    return bool(folder.st_mode & 0o020) and folder.st_gid != os.getegid()
+
+
 def load_or_create_token(path: Path) -> str:
     """The bearer token kept in ``path``, generated (mode 0600) when the file is missing.
 
@@ -124,7 +136,7 @@ def load_or_create_token(path: Path) -> str:
         folder = path.parent.stat()
     except OSError as exc:
         raise CuratorError(f"the token file {path} cannot be kept there ({exc.strerror})") from None
-    if folder.st_mode & 0o022 and not folder.st_mode & stat.S_ISVTX:  # /tmp's sticky bit
+    if _others_may_write(folder):
         raise CuratorError(  # judged first: nothing is left in such a folder
             f"the folder of the token file {path} can be written by other users; keep the "
             "token in a folder only you can write"

@@ -438,3 +438,20 @@ def test_no_token_is_left_in_a_folder_others_may_write(tmp_path: Path) -> None:
     with pytest.raises(CuratorError, match="can be written by other users"):
         load_or_create_token(shared / "mcp-token")
     assert list(shared.iterdir()) == []
+
+
+def test_a_folder_only_the_users_own_group_may_write_keeps_the_token(tmp_path: Path) -> None:
+    """A umask of 002 makes folders writable by the user's private group: that is the
+    user alone, and the token is kept; a folder of another group is refused."""
+    own = tmp_path / "own"
+    own.mkdir()
+    os.chown(own, os.geteuid(), os.getegid())
+    own.chmod(0o775)
+    assert len(load_or_create_token(own / "mcp-token")) >= 32
+    if os.geteuid() == 0:
+        shared = tmp_path / "shared"
+        shared.mkdir()
+        os.chown(shared, 0, 65534)
+        shared.chmod(0o775)
+        with pytest.raises(CuratorError, match="can be written by other users"):
+            load_or_create_token(shared / "mcp-token")
