@@ -71,8 +71,6 @@ def _sniff(path: Path, mapping: dict[str, str]) -> tuple[str, Any]:
     try:
         if path.is_dir():
             return ("slack" if slack.is_export_folder(path) else "jsonl"), _NOT_READ
-        if slack.is_export_zip(path):
-            return "slack", _NOT_READ
         with path.open("rb") as handle:
             head = handle.read(_SNIFF_BYTES)
             zipped = is_zip(head, handle)

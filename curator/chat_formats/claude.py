@@ -67,13 +67,7 @@ def conversations(value: Any, file: str, skipped: Skipped) -> Iterator[Conversat
             number, conv_id, title or f"Claude {conv_id}".strip(), where=where
         )
         yield from read_messages(
-            conversation,
-            chat,
-            lambda m, at, counted: _message(m, at, counted),
-            file,
-            number,
-            f"{where}, ",
-            skipped=skipped,
+            conversation, chat, _message, file, number, f"{where}, ", skipped=skipped
         )
         yield from finished(conversation, skipped, "empty conversations")
 

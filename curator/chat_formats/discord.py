@@ -68,14 +68,7 @@ def conversations(value: Any, file: str, skipped: Skipped) -> Iterator[Conversat
     except BadElement as exc:
         raise BadExport(str(exc)) from None
     conversation.where = f"channel {title}"
-    yield from read_messages(
-        conversation,
-        raw,
-        lambda m, at, counted: _message(m, at, counted),
-        file,
-        None,
-        skipped=skipped,
-    )
+    yield from read_messages(conversation, raw, _message, file, None, skipped=skipped)
     yield from finished(conversation, skipped, "empty channels")
 
 

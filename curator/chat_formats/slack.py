@@ -82,17 +82,6 @@ def is_export_folder(path: Path) -> bool:
     )
 
 
-def is_export_zip(path: Path) -> bool:
-    try:
-        if not zipfile.is_zipfile(path):
-            return False
-        with zipfile.ZipFile(path) as archive:
-            names = {PurePosixPath(n).name for n in archive.namelist()}
-    except ZIP_READ_ERRORS:
-        return False
-    return "users.json" in names and any(name in names for name in LISTS)
-
-
 def open_folder(path: Path) -> Files:
     """The folder's ``.json`` files; a link that leads out of the folder refuses it (the
     folder's path traversal: a ``general/2024-05-01.json`` that is ``~/.ssh/...``)."""

@@ -98,13 +98,7 @@ def conversations(value: Any, file: str, skipped: Skipped) -> Iterator[Conversat
             number, chat_id, title or f"Telegram {chat_id}".strip(), where=where
         )
         yield from read_messages(
-            conversation,
-            raw,
-            lambda m, at, counted: _message(m, at, counted),
-            file,
-            number,
-            f"{where}, ",
-            skipped=skipped,
+            conversation, raw, _message, file, number, f"{where}, ", skipped=skipped
         )
         yield from finished(conversation, skipped, "empty chats")
 
