@@ -145,12 +145,11 @@ def _read_profile() -> dict[str, Any]:
         return {}
 
 
-def _write_profile(doc: dict[str, Any]) -> None:
-    """Written beside the file and renamed into place: never half a file."""
-    path = profile_path()
+def _write_profile(path: Path, doc: dict[str, Any]) -> None:
+    """Written beside the file and renamed into place: never half a file (its folder
+    exists: :func:`_profile_changed` made it to lock it)."""
     part = part_path(path)
     try:
-        path.parent.mkdir(parents=True, exist_ok=True)
         part.write_text(json.dumps(doc, ensure_ascii=False, indent=2), encoding="utf-8")
         part.replace(path)
     except OSError as exc:
@@ -198,7 +197,7 @@ def _profile_changed() -> Iterator[dict[str, Any]]:
             raise CuratorError(f"{exc}; nothing was saved") from None
         doc = doc if doc is not None else {}
         yield doc
-        _write_profile(doc)
+        _write_profile(path, doc)
     finally:
         os.close(lock)  # closing releases the lock
 
