@@ -356,10 +356,11 @@ def _patterns(store: Store) -> list[tuple[PatternAge, PatternAge]]:
         d = datetime.fromisoformat(distilled)
         keep = min(d, datetime.fromisoformat(created)) if updated_run is not None else d
         refresh = max(d, datetime.fromisoformat(updated)) if updated_run is not None else d
+        weight = float(checked_importance(importance))
         out.append(
             (
-                PatternAge(int(pid), float(checked_importance(importance)), keep, str(text)),
-                PatternAge(int(pid), float(checked_importance(importance)), refresh, str(text)),
+                PatternAge(int(pid), weight, keep, str(text)),
+                PatternAge(int(pid), weight, refresh, str(text)),
             )
         )
     return out
