@@ -244,3 +244,74 @@ def test_typed_letters_read_no_rows_and_ctrl_f_goes_to_the_search(qtbot, main_wi
     assert pane.search_edit.hasFocus()
     assert pane.search_edit.selectedText() == "old text"  # typed over at once
     assert "search" in pane.findChild(QLabel, "keyHint").text()
+
+
+def _text_of(store, episode_id: int) -> str:
+    return str(store.execute("SELECT text FROM episode WHERE id = ?", (episode_id,))[0][0])
+
+
+def test_down_in_the_search_enters_the_results_at_their_first_row(qtbot, main_window) -> None:
+    """Tab walks through six filters between the search and the table; Down goes
+    straight to the first result, which the detail panel then shows."""
+    pane = _pane(main_window)
+    qtbot.waitUntil(lambda: not pane.model.loading, timeout=10_000)
+    pane.table.selectionModel().clearSelection()
+    pane.table.setCurrentIndex(pane.model.index(-1, -1))
+    pane.focus_search()
+    qtbot.waitUntil(pane.search_edit.hasFocus)
+
+    qtbot.keyClick(pane.search_edit, Qt.Key.Key_Down)
+
+    assert pane.table.hasFocus()
+    first = pane.model.episode_id(0)
+    assert pane.selected_ids() == [first]
+    qtbot.waitUntil(lambda: bool(pane.detail.toPlainText().strip()), timeout=10_000)
+
+
+def test_down_right_after_typing_enters_the_new_results_not_the_old_ones(
+    qtbot, main_window, store
+) -> None:
+    """On a large database the search runs in the background after a typing pause;
+    Down pressed before it ends selects the first row of the text typed once it is
+    in, never a row of the list it replaces."""
+    pane = _pane(main_window)
+    qtbot.waitUntil(lambda: not pane.model.loading, timeout=10_000)
+    pane.model.async_above = 0  # what a database of more than ASYNC_ABOVE episodes does
+    old_first = pane.model.episode_id(0)
+    seen: list[list[int]] = []
+    pane.table.selectionModel().selectionChanged.connect(
+        lambda *_: seen.append(pane.selected_ids())
+    )
+    pane.table.selectionModel().clearSelection()
+    pane.focus_search()
+    qtbot.waitUntil(pane.search_edit.hasFocus)
+    word = "webhook"
+    assert word not in _text_of(store, old_first).casefold()
+
+    qtbot.keyClicks(pane.search_edit, word)
+    qtbot.keyClick(pane.search_edit, Qt.Key.Key_Down)  # before the typing pause is over
+
+    assert pane.table.hasFocus()
+    qtbot.waitUntil(lambda: not pane.model.loading and bool(pane.selected_ids()), timeout=10_000)
+    (chosen,) = pane.selected_ids()
+    assert chosen == pane.model.episode_id(0)
+    assert word in _text_of(store, chosen).casefold()
+    assert all(old_first not in ids for ids in seen)
+
+
+def test_down_in_the_search_keeps_a_selection_and_shift_down_stays_in_the_field(
+    qtbot, main_window
+) -> None:
+    pane = _pane(main_window)
+    qtbot.waitUntil(lambda: not pane.model.loading, timeout=10_000)
+    _select_rows(pane, [5])
+    chosen = pane.selected_ids()
+    pane.focus_search()
+    qtbot.waitUntil(pane.search_edit.hasFocus)
+
+    qtbot.keyClick(pane.search_edit, Qt.Key.Key_Down, Qt.KeyboardModifier.ShiftModifier)
+    assert pane.search_edit.hasFocus()  # Shift+Down selects text in the field, as before
+    qtbot.keyClick(pane.search_edit, Qt.Key.Key_PageDown)
+
+    assert pane.table.hasFocus()
+    assert pane.selected_ids() == chosen

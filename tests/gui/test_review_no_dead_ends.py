@@ -105,6 +105,28 @@ def test_update_without_a_proposed_pattern_opens_the_picker_and_commit_updates_t
     assert not messages
 
 
+def test_down_in_the_pickers_search_goes_to_the_nearest_pattern_of_the_text_typed(
+    qtbot, pane: ReviewPane
+) -> None:
+    """Down in the picker's search moves into its list (before: Tab, or the mouse),
+    and a search still waiting for the typing pause is ranked at once."""
+    select(pane, 3)
+    press(qtbot, pane, Qt.Key.Key_2)
+    picker = pane.target_dialog
+    assert picker is not None
+    qtbot.waitUntil(lambda: len(picker.matches) > 1)
+    qtbot.waitUntil(picker.search.hasFocus)
+
+    qtbot.keyClicks(picker.search, "worked example")
+    qtbot.keyClick(picker.search, Qt.Key.Key_Down)
+
+    assert picker.list.hasFocus()
+    qtbot.waitUntil(lambda: [m.id for m in picker.matches] == [1], timeout=5_000)
+    assert picker.chosen() is not None and picker.chosen().id == 1
+    qtbot.keyClick(picker.list, Qt.Key.Key_Return)  # the list's Return is the dialog's OK
+    assert row(pane, 3).target_id == 1
+
+
 def _edit(qtbot, pane: ReviewPane, text: str, importance: float) -> None:
     press(qtbot, pane, Qt.Key.Key_E)
     dialog = pane.edit_dialog

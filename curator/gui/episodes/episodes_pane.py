@@ -42,6 +42,7 @@ from curator.gui.episodes.relearn import Relearner
 from curator.gui.runs.run_start import classify_button_text
 from curator.gui.runtime.services import AppServices
 from curator.gui.widgets.pane import Pane
+from curator.gui.widgets.search_keys import DownIntoResults
 from curator.store.db import Store
 from curator.store.episode_queries import (
     LABEL_FILTERS,
@@ -182,6 +183,9 @@ class EpisodesPane(Pane):
         self.table.show_model(self.model)
         header = self.table.horizontalHeader()
         self.table.relabel_requested.connect(self.relabel_selected)
+        # Down in the search field: into the results (entered once they are in).
+        self._enter_results = False
+        self.search_keys = DownIntoResults(self.search_edit, self.table, self._settle_search)
         self.table.undo_requested.connect(self.undo_relabel)
 
         # detail
@@ -406,6 +410,18 @@ class EpisodesPane(Pane):
         self._show_selected()
         if not self.table.user_sized:
             self.table.fit_columns()  # to the rows now shown
+        if self._enter_results:
+            self._enter_results = False
+            if self.table.hasFocus() and not self.table.selectionModel().hasSelection():
+                self.search_keys.enter()
+
+    def _settle_search(self) -> bool:
+        """Down in the search field: a search still waiting for the typing pause runs now;
+        True while its rows (or any reload's) are still to come, to be entered then."""
+        if self._search_timer.isActive():
+            self.apply_filter()
+        self._enter_results = self.model.loading
+        return self._enter_results
 
     # -- selection and detail -------------------------------------------------------------
 

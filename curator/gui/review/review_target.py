@@ -31,6 +31,7 @@ from curator.core.wording import plural
 from curator.gui.review.review_list import flat
 from curator.gui.runtime.operations import OpContext, StoreOps
 from curator.gui.widgets.diff_view import DiffView
+from curator.gui.widgets.search_keys import DownIntoResults
 from curator.pipeline import review_views
 from curator.pipeline.review_views import PatternMatch
 
@@ -100,6 +101,7 @@ class TargetPicker(QDialog):
         self._timer.setInterval(SEARCH_DELAY_MS)
         self._timer.timeout.connect(self.rank)
         self.search.textChanged.connect(self._timer.start)
+        DownIntoResults(self.search, self.list, self._settle)  # Down: into the list
         self.search.setFocus()
         self.rank()
 
@@ -111,6 +113,14 @@ class TargetPicker(QDialog):
             return review_views.nearest_patterns(ctx.store, text, search)
 
         self._ops.query(self._key, ranked, self._show_matches, self._failed)
+
+    def _settle(self) -> bool:
+        """Down in the search: a search waiting for the typing pause runs now (its
+        ranking makes its first pattern current when it comes, as every ranking does)."""
+        if self._timer.isActive():
+            self._timer.stop()
+            self.rank()
+        return False
 
     def done(self, result: int) -> None:
         self._closed = True  # a ranking delivered after this finds no widgets to fill
