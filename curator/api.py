@@ -447,7 +447,7 @@ def _check_screened(screened: Any, count: int) -> None:
             f"'screened' must be a list with an entry for each item, not {type(screened).__name__}"
         )
     if len(screened) != count:
-        raise CuratorError(f"'screened' has {len(screened)} entries for {count} items")
+        raise CuratorError(f"'screened' has {len(screened):,} entries for {count:,} items")
     for place, kinds in enumerate(screened):
         if kinds is None:
             continue

@@ -125,8 +125,8 @@ def cmd_import(ctx: CommandContext) -> int:
 
     def human() -> str:
         lines = [
-            f"{r.file}: {r.imported} imported, {r.duplicates} already present, "
-            f"{len(r.errors)} rejected"
+            f"{r.file}: {r.imported:,} imported, {r.duplicates:,} already present, "
+            f"{len(r.errors):,} rejected"
             for r in reports
         ]
         return "\n".join(lines)
@@ -233,7 +233,7 @@ def cmd_stats(ctx: CommandContext) -> int:
                 f"distilled {e['distilled']}",
                 f"patterns:  {p['active']} active, {p['retired']} retired",
                 f"runs:      {r['total']} ({by_status}); "
-                f"{doc['candidates_pending']} candidates awaiting review",
+                f"{doc['candidates_pending']:,} candidates awaiting review",
             ]
         )
 
@@ -248,7 +248,7 @@ def cmd_demo(ctx: CommandContext) -> int:
     if not report.created and not ctx.args.if_missing:
         raise CuratorError(f"{ctx.db_display} already has data; the demo needs an empty database")
     message = (
-        f"demo database ready: {report.episodes} episodes, {report.patterns} patterns"
+        f"demo database ready: {report.episodes:,} episodes, {report.patterns:,} patterns"
         if report.created
         else f"{ctx.db_display} already has data; left as it is"
     )

@@ -142,8 +142,8 @@ def render(insights: Insights) -> str:
     lines.append("")
     lines += _matrix("Gate proposals vs review decisions", gate)
     lines.append(
-        f"{len(gate['overrides'])} overrides; {gate['bulk_decisions_left_out']} bulk decisions "
-        f"left out; {gate['quality_drops']} texts dropped by the quality gate"
+        f"{len(gate['overrides']):,} overrides; {gate['bulk_decisions_left_out']:,} bulk decisions "
+        f"left out; {gate['quality_drops']:,} texts dropped by the quality gate"
     )
     for o in gate["overrides"][:20]:
         lines.append(
@@ -157,8 +157,8 @@ def render(insights: Insights) -> str:
     )
     q = gate["quality_what_if"]
     lines.append(
-        f"quality gate >= {q['min_chars']} characters and >= {q['min_words']} words: "
-        f"{q['traced_drops']} dropped at distillation"
+        f"quality gate >= {q['min_chars']:,} characters and >= {q['min_words']:,} words: "
+        f"{q['traced_drops']:,} dropped at distillation"
     )
     lines.append("")
     lines.append("Agreement per run")
@@ -197,7 +197,7 @@ def _learning(insights: Insights) -> list[str]:
     else:
         lines.append(
             f"  cross-validated accuracy {_num(sources.cv_accuracy)} on "
-            f"{sources.cv_labels} human labels"
+            f"{sources.cv_labels:,} human labels"
         )
     hint = sources.curve_hint()
     if hint:
@@ -282,7 +282,9 @@ def cmd_gold(ctx: CommandContext) -> int:
             with writing_stdout():
                 counts = export_gold(ctx.store, sys.stdout)
                 sys.stdout.flush()
-            ctx.info(f"exported {counts['episodes']} episodes, {counts['candidates']} candidates")
+            ctx.info(
+                f"exported {counts['episodes']:,} episodes, {counts['candidates']:,} candidates"
+            )
             return 0
         target = Path(args.file)
         exists = f"{target} exists; choose a new file name"
@@ -317,7 +319,7 @@ def cmd_gold(ctx: CommandContext) -> int:
             raise
         ctx.emit(
             {"file": str(target), **counts},
-            f"exported {counts['episodes']} episodes and {counts['candidates']} candidates "
+            f"exported {counts['episodes']:,} episodes and {counts['candidates']:,} candidates "
             f"to {target}",
         )
         return 0
@@ -326,10 +328,10 @@ def cmd_gold(ctx: CommandContext) -> int:
 
     def human() -> str:
         lines = [
-            f"{report.episodes_added} episodes added, {report.labels_set} labels set, "
-            f"{report.labels_same} already there, {len(report.conflicts)} conflicts kept; "
-            f"{report.candidates_added} candidates added, {report.candidates_present} "
-            f"already there; {len(report.errors)} lines rejected"
+            f"{report.episodes_added:,} episodes added, {report.labels_set:,} labels set, "
+            f"{report.labels_same:,} already there, {len(report.conflicts):,} conflicts kept; "
+            f"{report.candidates_added:,} candidates added, {report.candidates_present:,} "
+            f"already there; {len(report.errors):,} lines rejected"
         ]
         lines += [f"  {c}" for c in report.conflicts[:20]]
         lines += [f"  {e}" for e in report.errors[:20]]

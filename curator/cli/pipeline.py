@@ -354,7 +354,7 @@ def distill_outcome(result: RunResult) -> str:
     if counts.get("candidates", 0) > 0:
         return human + f"\nreview it with: curator review {run_id}"
     if episodes > 0:
-        read = "1 episode" if episodes == 1 else f"{episodes} episodes"
+        read = "1 episode" if episodes == 1 else f"{episodes:,} episodes"
         them = "it" if episodes == 1 else "them"
         return human + (
             f"\nnothing to review: no candidate came out of {read}; "

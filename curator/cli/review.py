@@ -337,7 +337,7 @@ def cmd_undo(ctx: CommandContext) -> int:
     ctx.emit(
         summary.to_json(),
         f"undid changeset {summary.undoes_id} (changeset {summary.id}, "
-        f"{summary.counts.get('rows', 0)} rows restored)",
+        f"{summary.counts.get('rows', 0):,} rows restored)",
     )
     return 0
 

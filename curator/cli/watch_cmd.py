@@ -109,8 +109,8 @@ def cmd_watch(ctx: CommandContext) -> int:
 
     def human() -> str:
         text = (
-            f"{totals.imported} imported, {totals.duplicates} already present, "
-            f"{len(totals.errors)} rejected"
+            f"{totals.imported:,} imported, {totals.duplicates:,} already present, "
+            f"{len(totals.errors):,} rejected"
         )
         if classifier is not None:
             batches = classifier.totals

@@ -403,7 +403,7 @@ def main(argv: list[str] | None = None) -> int:
         if args.cv:
             print(report(results, c, threshold))
     fit_and_write(args.out or reader_path(), c, threshold, examples)
-    print(f"trained on {len(examples)} texts: C={c:g}, threshold {threshold:.2f}")
+    print(f"trained on {len(examples):,} texts: C={c:g}, threshold {threshold:.2f}")
     return 0
 
 

@@ -338,7 +338,7 @@ def parse_string_array_detailed(text: str) -> StringArray:
         kinds = sorted({_kind(item) for item in array})
         raise ParseError(
             what,
-            f"an array of {len(array)} items with no string ({', '.join(kinds)})",
+            f"an array of {len(array):,} items with no string ({', '.join(kinds)})",
             position,
             _snippet(text, position),
         )

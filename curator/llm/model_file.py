@@ -227,7 +227,7 @@ class _Reader:
             return self.unpack(_SCALARS[vtype])
         if vtype == _STRING:
             text = self.string()
-            return text if len(text) <= _KEEP_STRING else f"<{len(text)} characters>"
+            return text if len(text) <= _KEEP_STRING else f"<{len(text):,} characters>"
         if vtype == _ARRAY:
             item_type = self.unpack("<I")
             count = self.unpack("<Q")

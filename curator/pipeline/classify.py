@@ -101,7 +101,9 @@ def classify_episodes(
         state=state,
         stats=counts,  # the same dict: the run's stats are the counts as they stand
     ) as run:
-        run.cancel_message = lambda: f"cancelled after {counts['classified']} of {total} episodes"
+        run.cancel_message = lambda: (
+            f"cancelled after {counts['classified']:,} of {total:,} episodes"
+        )
         _classify_all(store, backend, state, run.id, ids, prefix, prompt, counts)
     if run.status == "cancelled":
         return RunResult(run.id, "cancelled", counts, run.message)
@@ -122,7 +124,7 @@ def _classify_all(
     tokens_evaluated = 0
     seconds = 0.0
     total = len(ids)
-    state.report(Progress(STEP, 0, total, message=f"{total} episodes to classify"))
+    state.report(Progress(STEP, 0, total, message=f"{total:,} episodes to classify"))
     sha = str(model_provenance(backend)["model_sha256"])
     try:
         bias = label_bias(
@@ -243,7 +245,7 @@ def _output_line(episode_id: int, label: str, confidence: float, text: str) -> s
 
 def _summary(counts: dict[str, int]) -> str:
     parts = ", ".join(f"{counts[label]} {label}" for label in LABELS)
-    text = f"classified {counts['classified']} episodes: {parts}"
+    text = f"classified {counts['classified']:,} episodes: {parts}"
     if counts["truncated"]:
         text += f" ({counts['truncated']} truncated to fit the context)"
     return text

@@ -211,7 +211,7 @@ def _refuse(plan: Plan, reviewed_only: bool) -> None:
         shown = "; ".join(c.describe() for c in preview.conflicts[:10])
         more = len(preview.conflicts) - 10
         raise ConflictError(
-            f"conflict: {len(preview.conflicts)} candidate"
+            f"conflict: {len(preview.conflicts):,} candidate"
             f"{'s' if len(preview.conflicts) != 1 else ''} of run {plan.run.id} target "
             f"patterns changed since review: {shown}{f'; and {more} more' if more > 0 else ''}"
             ". Nothing was applied; decide them again with an explicit target"
@@ -393,7 +393,7 @@ def _apply(store: Store, plan: Plan, actor: str, now: datetime, reviewer: str) -
     unreviewed = plan.preview.unreviewed
     if unreviewed:
         Run.update(
-            status_reason=f"partly committed; {unreviewed} candidates still to review"
+            status_reason=f"partly committed; {unreviewed:,} candidates still to review"
         ).where(Run.id == run.id).execute()
     else:
         Run.update(status="committed", status_reason="").where(Run.id == run.id).execute()

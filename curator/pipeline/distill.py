@@ -194,7 +194,7 @@ class _Distiller:
 
         def report(per_s: float = 0.0) -> None:
             within = (index + min(produced / expected, 0.95)) / len(STEP_ORDER)
-            message = f"{label}, {produced} tokens" if produced else label
+            message = f"{label}, {produced:,} tokens" if produced else label
             state.report(
                 Progress(step, self.batches_done, self.n_batches, per_s, message, within=within)
             )
@@ -238,7 +238,7 @@ class _Distiller:
             "episode_ids": batch.episode_ids,
         }
         if c.loop is not None:
-            details["loop"] = f"stopped after {c.tokens_out} tokens: {c.loop.describe()}"
+            details["loop"] = f"stopped after {c.tokens_out:,} tokens: {c.loop.describe()}"
         add_trace(
             self.store,
             self.run_id,
@@ -325,9 +325,9 @@ class _Distiller:
         except ParseError:
             return None
         if len(got) < n:
-            note = f"repaired: {len(got)} scores for {n} patterns, padded with {PAD_IMPORTANCE}"
+            note = f"repaired: {len(got):,} scores for {n:,} patterns, padded with {PAD_IMPORTANCE}"
             return got + [PAD_IMPORTANCE] * (n - len(got)), note
-        return got[:n], f"repaired: {len(got)} scores for {n} patterns, extra ones dropped"
+        return got[:n], f"repaired: {len(got):,} scores for {n:,} patterns, extra ones dropped"
 
     # -- gates and staging -----------------------------------------------------------------
 
@@ -429,7 +429,7 @@ class _Distiller:
                 "stage",
                 self.batches_done,
                 self.n_batches,
-                message=f"batch {batch.index + 1}/{self.n_batches}: {len(rows)} candidates",
+                message=f"batch {batch.index + 1}/{self.n_batches}: {len(rows):,} candidates",
             )
         )
 
@@ -532,7 +532,7 @@ def distill(
         run.stats = worker.stats()
         run.cancel_message = lambda: (
             f"cancelled after {worker.batches_done} of {len(batches)} batches "
-            f"({worker.counts['candidates']} candidates kept)"
+            f"({worker.counts['candidates']:,} candidates kept)"
         )
         state.report(Progress("extract", 0, len(batches), message=f"{len(batches)} batches"))
         try:
@@ -560,7 +560,7 @@ def _summary(counts: dict[str, int]) -> str:
         f"{plural(counts['episodes'], 'episode')} in "
         f"{plural(counts['batches'], 'batch', 'batches')} "
         f"(ADD {counts['ADD']}, UPDATE {counts['UPDATE']}, "
-        f"SKIP {counts['SKIP']}; {counts['dropped_quality']} dropped by the quality gate"
+        f"SKIP {counts['SKIP']:,}; {counts['dropped_quality']:,} dropped by the quality gate"
     )
     kinds = [f"{counts[key]} {kind}" for kind, key in COUNT_KEYS.items() if counts.get(key)]
     if kinds:

@@ -89,7 +89,7 @@ def guard_examples(store: Store) -> GuardExamples:
 
 def guard_status(examples: GuardExamples) -> str:
     """One line: whether the learned guard flags, and what it learned from or still needs."""
-    counts = f"{len(examples.rejected)} rejected, {len(examples.accepted)} accepted"
+    counts = f"{len(examples.rejected):,} rejected, {len(examples.accepted):,} accepted"
     if not examples.enough:
         return (
             f"the learned guard waits for more committed decisions ({counts}; "
@@ -144,7 +144,7 @@ def learned_flag(p: float, examples: GuardExamples, closest: str, similarity: fl
     return Flag(
         LEARNED_KIND,
         f"resembles texts you rejected (p {p:.2f}, learned from "
-        f"{len(examples.rejected)} rejected and {len(examples.accepted)} accepted; "
+        f"{len(examples.rejected):,} rejected and {len(examples.accepted):,} accepted; "
         f"closest, similarity {similarity:.2f}: “{short}”)",
         0,
         0,

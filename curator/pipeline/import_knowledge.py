@@ -194,9 +194,10 @@ class KnowledgeImportReport:
     def describe(self) -> str:
         actions = ", ".join(f"{self.by_action.get(a, 0)} {a}" for a in ("ADD", "UPDATE", "SKIP"))
         text = (
-            f"{self.file} ({self.shape}): {self.read} patterns read, {self.staged} staged"
+            f"{self.file} ({self.shape}): {self.read:,} patterns read, {self.staged:,} staged"
             f"{f' as run {self.run_id}' if self.run_id is not None else ''} ({actions}); "
-            f"{len(self.dropped_quality)} dropped by the quality gate, {len(self.errors)} rejected"
+            f"{len(self.dropped_quality):,} dropped by the quality gate, "
+            f"{len(self.errors):,} rejected"
         )
         if self.undated:
             text += f"; {self.undated} without a date (dated when committed)"

@@ -93,13 +93,13 @@ class LearnReport:
         if not self.trained:
             if self.unusable:
                 text = (
-                    f"not enough human labels to learn yet: {sum(self.given.values())} given "
-                    f"({_counts(self.given)}), {sum(self.human_labels.values())} usable "
+                    f"not enough human labels to learn yet: {sum(self.given.values()):,} given "
+                    f"({_counts(self.given)}), {sum(self.human_labels.values()):,} usable "
                     f"({counts}); {MIN_PER_CLASS} per label needed"
                 )
             else:
                 text = (
-                    f"not enough human labels to learn yet: {sum(self.given.values())} given "
+                    f"not enough human labels to learn yet: {sum(self.given.values()):,} given "
                     f"({counts}); {MIN_PER_CLASS} per label needed"
                 )
         else:
@@ -109,8 +109,8 @@ class LearnReport:
                 else f", cross-validated accuracy {self.cv_accuracy:.2f}"
             )
             text = (
-                f"learned from {self.cv_labels} human labels ({counts}){acc}; "
-                f"{self.predicted} episodes predicted, {self.changed} changed"
+                f"learned from {plural(self.cv_labels, 'human label')} ({counts}){acc}; "
+                f"{plural(self.predicted, 'episode')} predicted, {self.changed:,} changed"
             )
         return text + self._unusable_note()
 
@@ -126,12 +126,12 @@ class LearnReport:
                 "their episodes have no features from the current model yet; a classify "
                 f"run computes them once every label has {MIN_PER_CLASS} human labels"
             )
-        shown = ", ".join(f"{n} {label}" for label, n in unused.items())
+        shown = ", ".join(f"{n:,} {label}" for label, n in unused.items())
         return f"; {plural(sum(unused.values()), 'human label')} not usable yet ({shown}): {why}"
 
 
 def _counts(per_label: dict[str, int]) -> str:
-    return ", ".join(f"{per_label.get(k, 0)} {k}" for k in LABELS)
+    return ", ".join(f"{per_label.get(k, 0):,} {k}" for k in LABELS)
 
 
 def given_labels(store: Store) -> dict[str, int]:

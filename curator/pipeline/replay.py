@@ -138,7 +138,10 @@ def replay_labels(
                     current_m.append(str(model))
                 state.report(Progress("replay", done, len(ids), message=f"episode {episode_id}"))
         except Cancelled:
-            status, message = "cancelled", f"cancelled after {len(humans)} of {len(ids)} episodes"
+            status, message = (
+                "cancelled",
+                f"cancelled after {len(humans):,} of {len(ids):,} episodes",
+            )
         replay = confusion(humans, replayed, LABELS)
         current = confusion(current_h, current_m, LABELS)
         run.stats = {

@@ -84,8 +84,8 @@ def export_mem0(store: Store, rows: list[PatternRow]) -> list[dict[str, Any]]:
 
 def _last_line(left_out: int, total: int, limit: int) -> str:
     if not left_out:
-        return f"(all {total} patterns fit in {limit} characters)"
-    return f"({left_out} of {total} patterns did not fit in {limit} characters)"
+        return f"(all {total:,} patterns fit in {limit:,} characters)"
+    return f"({left_out:,} of {total:,} patterns did not fit in {limit:,} characters)"
 
 
 def export_letta_block(rows: list[PatternRow], limit: int = DEFAULT_BLOCK_LIMIT) -> str:

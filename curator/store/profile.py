@@ -100,7 +100,7 @@ def check_reviewer(name: str, source: str = "the reviewer name") -> str:
         )
     if len(cleaned) > MAX_REVIEWER_CHARS:
         raise CuratorError(
-            f"{source} is {len(cleaned)} characters; at most {MAX_REVIEWER_CHARS} are allowed"
+            f"{source} is {len(cleaned):,} characters; at most {MAX_REVIEWER_CHARS} are allowed"
         )
     return cleaned
 

@@ -99,7 +99,9 @@ def test_letta_block_fits_the_limit_and_says_what_was_left_out(
     assert lines[-1] == "(2 of 4 patterns did not fit in 200 characters)"
     code, out, _ = run_cli(capsys, "--db", db, "export", "--format", "letta-block", "--json")
     doc = json.loads(out)
-    assert doc["limit"] == 5000 and doc["block"].endswith("(all 4 patterns fit in 5000 characters)")
+    assert doc["limit"] == 5000 and doc["block"].endswith(
+        "(all 4 patterns fit in 5,000 characters)"
+    )
 
 
 @pytest.mark.parametrize(

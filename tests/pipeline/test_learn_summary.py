@@ -18,7 +18,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from curator.pipeline.labels import relabel, undo_last_relabel
-from curator.pipeline.learn import MIN_PER_CLASS, relearn
+from curator.pipeline.learn import MIN_PER_CLASS, LearnReport, relearn
 from curator.store.db import Store
 from curator.store.demo import create_demo
 from curator.store.models import LABELS, Episode
@@ -113,3 +113,40 @@ def test_the_summary_always_adds_up_to_what_the_person_did(
             assert "not usable yet" in text
     finally:
         db.close()
+
+
+def test_large_counts_are_written_as_every_other_count_in_the_window() -> None:
+    """A relabel of 120,203 episodes was announced as "120,203" and then counted as
+    "120203 given" in the same status line."""
+    waiting = LearnReport(
+        trained=False,
+        human_labels={},
+        predicted=0,
+        changed=0,
+        cv_accuracy=None,
+        cv_labels=0,
+        model_sha256="",
+        given={"uncategorized": 120_203, "noise": 1_000},
+    )
+    assert waiting.summary().startswith(
+        "not enough human labels to learn yet: 121,203 given "
+        "(0 constitutional, 1,000 noise, 120,203 uncategorized), 0 usable"
+    )
+    assert "121,203 human labels not usable yet (1,000 noise, 120,203 uncategorized)" in (
+        waiting.summary()
+    )
+    learned = LearnReport(
+        trained=True,
+        human_labels={"constitutional": 3_000, "noise": 4_000, "uncategorized": 5_000},
+        predicted=250_000,
+        changed=12_345,
+        cv_accuracy=0.9,
+        cv_labels=12_000,
+        model_sha256="ab",
+        given={"constitutional": 3_000, "noise": 4_000, "uncategorized": 5_000},
+    )
+    assert learned.summary() == (
+        "learned from 12,000 human labels (3,000 constitutional, 4,000 noise, 5,000 "
+        "uncategorized), cross-validated accuracy 0.90; 250,000 episodes predicted, "
+        "12,345 changed"
+    )

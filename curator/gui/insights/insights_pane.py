@@ -358,8 +358,8 @@ class InsightsPane(Pane):
         g = ins.gate_kappa
         self.gate_summary.setText(
             f"Agreement {pct(ins.gate.accuracy())} · Cohen's κ {num(g.kappa)} "
-            f"(95% {num(g.low)} – {num(g.high)}) · {len(ins.overrides)} overrides · "
-            f"{ins.quality_drops} texts dropped by the quality gate"
+            f"(95% {num(g.low)} – {num(g.high)}) · {len(ins.overrides):,} overrides · "
+            f"{ins.quality_drops:,} texts dropped by the quality gate"
         )
         self.overrides.set_rows(ins.overrides)
         self.histogram.set_histogram(ins.histogram_edges, ins.histogram)
@@ -427,7 +427,7 @@ class InsightsPane(Pane):
         self.quality_label.setText(
             f"Would drop {sum(q.dropped_by_decision.values())} of {q.reviewed} reviewed "
             f"candidates ({lost} the reviewers added or merged); would let through "
-            f"{q.admitted} of {q.traced_drops} texts dropped at distillation."
+            f"{q.admitted:,} of {q.traced_drops:,} texts dropped at distillation."
         )
 
     # -- actions ----------------------------------------------------------------------------

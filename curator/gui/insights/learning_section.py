@@ -117,13 +117,13 @@ class LearningSection(QWidget):
         else:
             self.accuracy_label.setText(
                 f"Cross-validated accuracy <b>{num(sources.cv_accuracy)}</b> on "
-                f"{sources.cv_labels} human labels ({per_class}). The curve: the classifier "
+                f"{sources.cv_labels:,} human labels ({per_class}). The curve: the classifier "
                 f"trained on k labels per label, tested on the rest, mean of a few draws. "
                 + sources.next_point_hint()
             )
         total = sum(sources.decided.values())
         parts = [
-            f"{SOURCE_NAMES.get(name, name)} <b>{count}</b>"
+            f"{SOURCE_NAMES.get(name, name)} <b>{count:,}</b>"
             for name, count in sources.decided.items()
         ]
-        self.sources_label.setText(f"Who decided the {total} labels shown: " + " · ".join(parts))
+        self.sources_label.setText(f"Who decided the {total:,} labels shown: " + " · ".join(parts))

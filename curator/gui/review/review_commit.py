@@ -47,10 +47,10 @@ def commit_name(summary: ChangesetSummary) -> str:
 
 def counts_text(counts: dict[str, int]) -> str:
     parts = [
-        f"{counts.get('ADD', 0)} added",
+        f"{counts.get('ADD', 0):,} added",
         f"{counts.get('UPDATE', 0)} updated",
         plural(counts.get("SKIP", 0), "duplicate"),
-        f"{counts.get('REJECT', 0)} rejected",
+        f"{counts.get('REJECT', 0):,} rejected",
     ]
     return ", ".join(parts)
 

@@ -188,7 +188,7 @@ def preview_html(preview: CommitPreview, reviewed_only: bool) -> str:
         f"<p>Run #{preview.run_id}: <b>{len(preview.adds)}</b> new "
         f"{'pattern' if len(preview.adds) == 1 else 'patterns'}, "
         f"<b>{len(preview.updates)}</b> {'update' if len(preview.updates) == 1 else 'updates'}, "
-        f"{plural(len(preview.skips), 'duplicate')} skipped, {len(preview.rejects)} rejected.</p>"
+        f"{plural(len(preview.skips), 'duplicate')} skipped, {len(preview.rejects):,} rejected.</p>"
     ]
     if effect is not None and (preview.adds or preview.updates):
         clock = "refreshes" if effect.refresh_clock else "does not refresh"

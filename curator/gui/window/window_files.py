@@ -93,8 +93,8 @@ class FileMenuMixin(_WindowBase):
             self.show_message(f"Import of {path.name} cancelled; nothing of it was imported.")
             return
         summary = (
-            f"{report.imported} imported, {report.duplicates} duplicates, "
-            f"{len(report.errors)} rejected from {path.name}."
+            f"{report.imported:,} imported, {report.duplicates:,} duplicates, "
+            f"{len(report.errors):,} rejected from {path.name}."
         )
         self.show_message(summary)
         self._list_rejected("Import", summary, report.errors)
