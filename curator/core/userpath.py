@@ -10,6 +10,7 @@ would then make a folder named ``~name`` in the current directory).
 from __future__ import annotations
 
 import os
+import re
 from pathlib import Path
 
 from curator.errors import CuratorError
@@ -69,7 +70,41 @@ def sqlite_special_name(raw: str) -> str | None:
             "read: give the database file's path (a full one for a file whose name starts "
             "with sqlite:)"
         )
-    return None
+    return _mistyped_connection(raw)
+
+
+_URL_FORM = "postgresql://USER@HOST:PORT/NAME"
+
+
+def _mistyped_connection(raw: str) -> str | None:
+    """Why ``raw`` is a PostgreSQL connection written wrong rather than a file's path
+    (None: it may be a path). Taken for a path, ``postgresql:/ana:pw@host/db`` made the
+    folders ``postgresql:/ana:pw@host`` and every message printed the password; so each
+    of these is refused, and quoted with anything that may be a password masked:
+
+    * a PostgreSQL scheme without its ``//`` (``postgresql:/…``, ``postgres:…``);
+    * ``USER:PASSWORD@HOST…`` without a scheme;
+    * libpq's ``key=value`` connection string (``host=… dbname=…``).
+    """
+    text = raw.strip()
+    lowered = text.lower()
+    if lowered.startswith(("postgresql:", "postgres:")):
+        what = "a PostgreSQL URL written without its //"
+    elif re.match(r"[^/\s:@]+:[^/\s@]*@[^/\s@]", text):
+        what = "a PostgreSQL URL without postgresql://"
+    elif re.match(
+        r"(?i)(?:\w+\s*=\s*(?:'[^']*'|\S+)\s*)*(?:host|hostaddr|dbname|service)\s*=", text
+    ):
+        what = "a key=value connection string, which the curator does not read"
+    else:
+        return None
+    from curator.core.redact import shown_url
+
+    return (
+        f"{shown_url(text, 80)!r} looks like {what}: write {_URL_FORM} (the password in "
+        "~/.pgpass or $PGPASSWORD), or give a database file's path (./NAME for a file "
+        "whose name only looks like one)"
+    )
 
 
 def name_room(folder: Path, longest: str) -> tuple[int, int] | None:

@@ -36,7 +36,7 @@ from typing import Any
 
 import platformdirs
 
-from curator.core.redact import shown_url
+from curator.core.redact import redact, shown_url
 from curator.errors import CuratorError
 from curator.llm.target_lock import LOCK_SUFFIX, target_lock
 from curator.resources_path import resource_path
@@ -84,18 +84,21 @@ class CatalogueEntry:
     """Where the URL (and checksum, if any) was taken from."""
 
     def as_dict(self) -> dict[str, Any]:
+        """The entry as ``models list`` prints it: the URL and its source with any
+        credentials or signed parameters masked, as every download message shows them
+        (the download itself uses :attr:`url`)."""
         return {
             "name": self.name,
             "title": self.title,
             "file": self.file,
-            "url": self.url,
+            "url": redact(self.url),
             "size_bytes": self.size_bytes,
             "sha256": self.sha256,
             "ram_gb": self.ram_gb,
             "context_length": self.context_length,
             "licence": self.licence,
             "note": self.note,
-            "source": self.source,
+            "source": redact(self.source),
         }
 
 

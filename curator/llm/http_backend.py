@@ -28,12 +28,14 @@ tokenizing, label scoring, generation).
 
 from __future__ import annotations
 
+import dataclasses
 import time
 from collections.abc import Sequence
 from typing import Any
 
 import httpx
 
+from curator.core.redact import mask_secrets
 from curator.core.server_url import api_key_problem, server_base_url, server_url_problem
 from curator.llm.backend import (
     Completion,
@@ -192,7 +194,7 @@ class HttpBackend(GenerationBase):
             stop_reason = "cancelled"
         finally:
             events.close()  # abandons the request: the server stops generating
-        return gen.completion(
+        done = gen.completion(
             stop_reason,
             tokens_in=tokens_in,
             cached_tokens=0,
@@ -200,6 +202,9 @@ class HttpBackend(GenerationBase):
             truncated=truncated,
             item_tokens=item_tokens,
         )
+        # The key sent may come back split over several events: masked in the whole text.
+        masked = mask_secrets(done.text)
+        return done if masked == done.text else dataclasses.replace(done, text=masked)
 
     def _score(
         self,
@@ -422,7 +427,7 @@ class HttpBackend(GenerationBase):
         if room <= 0:
             raise ServerError(
                 f"the prompt does not fit the context of the model at {self.url} "
-                f"({self._n_ctx} tokens)"
+                f"({self._n_ctx:,} tokens)"
             )
         keep = max(0, int(len(item) * room / item_tokens) - len(TRUNCATION_MARKER))
         head = keep // 2

@@ -15,6 +15,7 @@ import json
 import math
 from typing import Any
 
+from curator.core.redact import scrubbed
 from curator.llm.server_http import ServerError
 
 MISSING: Any = object()
@@ -37,7 +38,7 @@ def parse_object(body: bytes, where: str) -> Fields:
         raise ServerError(f"malformed response from {where}: not JSON") from None
     if not isinstance(data, dict):
         raise ServerError(f"malformed response from {where}: not an object")
-    return Fields(data, where)
+    return Fields(scrubbed(data), where)
 
 
 class Fields:

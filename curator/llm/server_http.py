@@ -31,7 +31,7 @@ from urllib.parse import urlsplit
 
 import httpx
 
-from curator.core.redact import one_line, redact, remember_secret
+from curator.core.redact import one_line, redact, remember_secret, scrubbed
 from curator.errors import CuratorError
 from curator.llm.backend import StopCheck
 
@@ -362,7 +362,7 @@ def _event(payload: bytes, where: str) -> dict[str, Any]:
         raise ServerError(f"malformed response from {where}: a stream event is not JSON") from None
     if not isinstance(event, dict):
         raise ServerError(f"malformed response from {where}: a stream event is not an object")
-    return event
+    return scrubbed(event)  # no remembered key enters the program from an answer
 
 
 def _next(

@@ -40,7 +40,7 @@ import uuid
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
-from urllib.parse import unquote, urlsplit, urlunsplit
+from urllib.parse import urlsplit
 
 from curator.errors import CuratorError
 from curator.store.backup import BackupResult, backup_stamp
@@ -58,6 +58,7 @@ from curator.store.pg_tool_watch import (
     run_watched,
     tool_tag,
 )
+from curator.store.pg_url import SECRET_KEYS
 
 DUMP_SUFFIX = ".pgdump"
 EXPORT_SUFFIX = ".sqlite"
@@ -152,16 +153,30 @@ def _stamp(path: Path) -> datetime:
 
 
 def _tool_env(url: str) -> tuple[str, dict[str, str]]:
-    """The URL for a tool's command line without its password, and the environment that
-    carries the password instead (``ps`` shows command lines, not environments)."""
-    parts = urlsplit(url)
+    """The connection for a tool's command line without any secret, and the environment
+    that carries the password instead (``ps`` shows command lines, not environments).
+
+    Every form of a secret counts, not only ``user:password@``: libpq reads
+    ``?password=`` (and ``?sslpassword=`` ...) from the query as well, so the URL is
+    parsed as libpq parses it and rebuilt from its other parameters. A secret other than
+    the password has no environment variable to go through and is refused, with the fix.
+    """
+    from psycopg.conninfo import conninfo_to_dict, make_conninfo
+
+    params = {k: str(v) for k, v in conninfo_to_dict(url).items() if v is not None}
     env = dict(os.environ)
-    if parts.password is None:
+    password = params.pop("password", None)
+    others = sorted(SECRET_KEYS & params.keys())
+    if others:
+        raise CuratorError(
+            f"the database URL holds {', '.join(others)}, which pg_dump and pg_restore "
+            "would show in their command line; put it in a service file (?service=NAME in "
+            "~/.pg_service.conf); nothing changed"
+        )
+    if password is None:
         return url, env
-    env["PGPASSWORD"] = unquote(parts.password)
-    user, _, host = parts.netloc.rpartition("@")
-    netloc = f"{user.partition(':')[0]}@{host}"
-    return urlunsplit(parts._replace(netloc=netloc)), env
+    env["PGPASSWORD"] = password
+    return make_conninfo(**params), env
 
 
 def _run_tool(

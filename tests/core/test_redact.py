@@ -2,10 +2,23 @@
 
 from __future__ import annotations
 
-from hypothesis import given
+import json
+from urllib.parse import quote, quote_plus
+
+import pytest
+from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from curator.core.redact import MASK, has_url_credentials, redact
+import curator.core.redact as redact_module
+from curator.core.redact import (
+    MASK,
+    MIN_SECRET_CHARS,
+    PREFIX_CHARS,
+    has_url_credentials,
+    redact,
+    remember_secret,
+    scrubbed,
+)
 
 
 def test_url_credentials_are_masked_and_the_host_kept() -> None:
@@ -51,3 +64,97 @@ def test_a_generic_name_is_masked_only_as_a_query_parameter() -> None:
     assert redact("token=abc in the docs") == "token=abc in the docs"
     assert redact("https://h/m.gguf?token=abc&x=1") == f"https://h/m.gguf?token={MASK}&x=1"
     assert redact("client_secret=s3") == f"client_secret={MASK}"
+
+
+# -- remembered secrets, however they come back ------------------------------------------
+
+_key = st.text(
+    alphabet=st.characters(codec="utf-8", exclude_categories=("Cs", "Cc")),
+    min_size=MIN_SECRET_CHARS,
+    max_size=120,
+).filter(lambda k: len(" ".join(k.split())) >= MIN_SECRET_CHARS)
+
+
+@pytest.fixture
+def remembered(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Secrets remembered in a test are forgotten after it (they are the process's)."""
+    monkeypatch.setattr(redact_module, "_SECRETS", set())
+    monkeypatch.setattr(redact_module, "_FORMS", [])
+
+
+@settings(
+    max_examples=80, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(
+    key=_key,
+    form=st.sampled_from(["raw", "percent", "plus", "json", "collapsed"]),
+    cut=st.integers(min_value=PREFIX_CHARS, max_value=200),
+    before=st.text(max_size=20),
+)
+def test_a_remembered_key_is_masked_in_every_form_and_at_every_cut(
+    remembered: None, key: str, form: str, cut: int, before: str
+) -> None:
+    redact_module._SECRETS.clear()
+    redact_module._FORMS.clear()
+    remember_secret(key)
+    written = {
+        "raw": key,
+        "percent": quote(key, safe=""),
+        "plus": quote_plus(key, safe=""),
+        "json": json.dumps(key)[1:-1],
+        "collapsed": " ".join(key.split()),
+    }[form]
+    shown = written[:cut]
+    if len(shown) < MIN_SECRET_CHARS:
+        return
+    out = redact(f"{before}got '{shown}...'")
+    assert shown[:PREFIX_CHARS] not in out
+    assert scrubbed({"id": [f"x{shown}"], shown: 1}) == {"id": [f"x{MASK}"], MASK: 1}
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "?api_token=Vx7Q",
+        "&private_token=Vx7Q",
+        "#token=Vx7Q",
+        "?X-Amz-Signature=Vx7Q",
+        "&X-Amz-Credential=Vx7Q",
+        "?hf_token=Vx7Q",
+        "?auth=Vx7Q",
+        "&sig=Vx7Q",
+        "?pass=Vx7Q",
+        "?pwd=Vx7Q",
+        "?session=Vx7Q",
+        "?code=Vx7Q",
+        "?apiKey=Vx7Q",
+        "?aws_secret_access_key=Vx7Q",
+        "refresh_token=Vx7Q",
+        "id_token=Vx7Q",
+        "access_key=Vx7Q",
+        "secret_key=Vx7Q",
+        "jwt=Vx7Q",
+        "sslpassword=Vx7Q",
+        "password='Vx7Q with spaces'",
+        'password = "Vx7Q Vx7Q"',
+        "x_pwd=Vx7Q",
+    ],
+)
+def test_every_secret_parameter_name_is_masked(text: str) -> None:
+    out = redact(f"see {text} end")
+    assert "Vx7Q" not in out and MASK in out and out.endswith(" end")
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "max_tokens=128",
+        "n_ctx=4096",
+        "expected KEY=VALUE",
+        "token=abc in the docs",
+        "sslmode=require",
+        "limit=5",
+    ],
+)
+def test_names_that_hold_no_secret_stay_readable(text: str) -> None:
+    assert redact(text) == text

@@ -11,19 +11,29 @@ overrides, and a gzip answer that expands far past the byte budget.
 from __future__ import annotations
 
 import gzip
+import json
 import unicodedata
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler
+from urllib.parse import quote
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from curator.core.redact import shown_url
+from curator.core.redact import MASK, shown_url
 from curator.core.server_url import server_base_url, server_url_problem
 from curator.llm.http_backend import HttpBackend, ServerError, ServerLimits
 from curator.llm.server_choice import choose_server
-from tests.llm.hostile_server import HostileServer, Responder, answer, hostile_server
+from tests.llm.hostile_server import (
+    HostileServer,
+    Responder,
+    answer,
+    event,
+    hostile_server,
+    raw,
+    tokenizer_routes,
+)
 
 SHORT = ServerLimits(connect_s=2.0, answer_s=2.0, token_s=0.01, template_s=1.0)
 KEY = "sk-live-0123456789abcdef"
@@ -133,6 +143,63 @@ def test_an_api_key_echoed_by_the_server_never_reaches_a_message(
     with pytest.raises(ServerError, match="n_ctx") as caught:
         HttpBackend(server.url, api_key=KEY, limits=SHORT)
     assert KEY not in str(caught.value) and KEY[:12] not in str(caught.value)
+
+
+LONG_KEY = "sk-proj-" + "A1b2C3d4" * 12
+
+
+def _echo_forms(key: str) -> list[str]:
+    return [
+        f"model-for-{key}",
+        f"m-{quote(key, safe='')}",
+        f"m-{json.dumps(key)}",
+        f"m-{' '.join(key.split())}",
+    ]
+
+
+@pytest.mark.parametrize("key", [KEY, LONG_KEY, 'sk-ab+cd/ef=gh"ij\\kl  1234'])
+def test_a_model_id_that_echoes_the_key_in_any_form_is_masked_wherever_it_goes(
+    server: HostileServer, key: str
+) -> None:
+    """A model id is quoted in messages, stored on runs and printed by `curator run`:
+    it enters the program with the key masked, in every form the server may write it,
+    before anything cuts it short."""
+    for echoed in _echo_forms(key):
+        server.reset({"GET /v1/models": answer({"data": [{"id": echoed}]})})
+        backend = HttpBackend(server.url, api_key=key, limits=SHORT)
+        try:
+            assert key[:12] not in backend.model and MASK in backend.model
+        finally:
+            backend.close()
+        with pytest.raises(ServerError, match="is not served") as caught:
+            HttpBackend(server.url, api_key=key, model="other", limits=SHORT)
+        assert key[:12] not in str(caught.value)
+        assert json.dumps(key)[1:13] not in str(caught.value)
+
+
+def test_a_long_key_echoed_in_a_field_the_message_cuts_short_shows_none_of_it(
+    server: HostileServer,
+) -> None:
+    server.reset({"GET /props": answer({"default_generation_settings": {"n_ctx": LONG_KEY}})})
+    with pytest.raises(ServerError, match="n_ctx") as caught:
+        HttpBackend(server.url, api_key=LONG_KEY, limits=SHORT)
+    assert LONG_KEY[:12] not in str(caught.value)
+
+
+def test_a_key_generated_across_several_stream_events_is_masked_in_the_text(
+    server: HostileServer,
+) -> None:
+    """Generated text is stored in traces and printed by `curator run`: a key the model
+    writes, token by token, is masked in the whole text, not only within one event."""
+    pieces = [KEY[i : i + 3] for i in range(0, len(KEY), 3)]
+    stream = [event("remember "), *(event(p) for p in pieces), event(" now", "stop")]
+    server.reset({**tokenizer_routes(), "POST /v1/completions": raw(lambda: stream)})
+    backend = HttpBackend(server.url, api_key=KEY, limits=SHORT)
+    try:
+        done = backend.complete("p", "x", max_tokens=64)
+    finally:
+        backend.close()
+    assert done.text == f"remember {MASK} now"
 
 
 # -- hostile text in messages ---------------------------------------------------------

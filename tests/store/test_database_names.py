@@ -34,7 +34,16 @@ SPECIAL = [
     "sqlite:////tmp/x.sqlite",
     "sqlite:///x.sqlite",
     "SQLite3:x.sqlite",
+    # PostgreSQL connections written wrong: as paths they made folders named after the
+    # password, and every message printed it
+    "postgresql:/ana:SECRETX@127.0.0.1/memory",
+    "Postgres:ana@db.example/memory",
+    "ana:SECRETX@127.0.0.1:55432/memory",
+    "host=127.0.0.1 user=ana password='SECRETX but spaced' dbname=memory",
+    "dbname=memory",
+    "service=curator",
 ]
+REFUSED = r"memory only|SQLite URI|URL of another tool|PostgreSQL URL|key=value connection"
 
 
 @pytest.mark.parametrize("name", SPECIAL)
@@ -45,14 +54,21 @@ def test_sqlite_special_names_are_refused_everywhere(
     source = tmp_path / "a.sqlite"
     Store(source).close()
     before = sorted(os.listdir(tmp_path))
-    with pytest.raises(CuratorError, match=r"memory only|SQLite URI|URL of another tool"):
+    with pytest.raises(CuratorError, match=REFUSED) as caught:
         Store(name)
-    with pytest.raises(CuratorError, match=r"memory only|SQLite URI|URL of another tool"):
+    assert "SECRETX" not in str(caught.value)
+    with pytest.raises(CuratorError, match=REFUSED):
         Curator(db=name, create=True)
-    for argv in (["copy", str(source), name, "--force"], ["--db", name, "--create", "stats"]):
+    monkeypatch.setenv("CURATOR_DB", name)
+    for argv in (
+        ["copy", str(source), name, "--force"],
+        ["--db", name, "--create", "stats"],
+        ["--create", "stats"],  # named by $CURATOR_DB
+    ):
         code = main(argv)
         err = capsys.readouterr().err
         assert code == 2 and err.count("\n") == 1 and "Traceback" not in err, (argv, err)
+        assert "SECRETX" not in err
     assert sorted(os.listdir(tmp_path)) == before  # nothing made, x.sqlite not touched
 
 
