@@ -165,9 +165,8 @@ class StatusBarMixin(_WindowBase):
         if total > 0:
             self.busy_bar.setRange(0, total)
             self.busy_bar.setValue(min(done, total))
-        if self._busy_phase:  # steps of phases, not items: the phase and a percentage
-            percent = f" {100 * done // total}%" if total else ""
-            self.busy_label.setText(f"{label}: {self._busy_phase}…{percent}")
+        if self._busy_phase:  # steps of phases, not items: the phase (its bar: the percentage)
+            self.busy_label.setText(f"{label}: {self._busy_phase}…")
         else:
             self.busy_label.setText(f"{label}… {done:,}/{total:,}" if total else f"{label}…")
 
