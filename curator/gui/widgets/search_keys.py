@@ -56,11 +56,14 @@ class DownIntoResults(QObject):
         return True
 
     def enter(self) -> None:
-        """Focus the results; the first row becomes current (and selected) when none is."""
+        """Focus the results; the first row becomes current and selected when nothing is
+        selected (a view given the focus may hold a current cell that is not selected:
+        the detail beside it would still say "select an episode")."""
         view = self._view
         view.setFocus(Qt.FocusReason.TabFocusReason)
-        model = view.model()
-        if model is None or view.currentIndex().isValid() or model.rowCount() == 0:
+        model, selection = view.model(), view.selectionModel()
+        if model is None or model.rowCount() == 0:
             return
-        first = model.index(0, 0)
-        view.setCurrentIndex(first)
+        if selection is not None and selection.hasSelection():
+            return
+        view.setCurrentIndex(model.index(0, 0))
