@@ -8,12 +8,14 @@ import threading
 from pathlib import Path
 
 import pytest
-from PySide6.QtCore import QTimer
+from PySide6.QtCore import Qt, QTimer
 from PySide6.QtGui import QGuiApplication
 from PySide6.QtWidgets import QSplitter
 
 from curator.gui.widgets.errors import ErrorDialog, install_excepthook
 from curator.gui.window.main_window import MainWindow
+
+CTRL = Qt.KeyboardModifier.ControlModifier
 
 
 def test_panes_in_order(main_window) -> None:
@@ -29,6 +31,27 @@ def test_panes_in_order(main_window) -> None:
     ]
     titles = [main_window.tabs.tabText(i) for i in range(main_window.tabs.count())]
     assert titles == ["Episodes", "Review", "Knowledge", "Identity", "Runs", "Settings", "Insights"]
+
+
+def test_ctrl_page_down_and_up_step_through_the_panes_from_a_focused_table(
+    qtbot, main_window
+) -> None:
+    """With the Episodes table focused, Ctrl+PgDown moved the table's cursor instead of
+    going to the next pane, as it does in browsers and editors."""
+    main_window.tabs.setCurrentIndex(0)
+    table = main_window.episodes_pane.table
+    table.setFocus()
+    qtbot.waitUntil(table.hasFocus)
+    cursor = table.currentIndex()
+    qtbot.keyClick(table, Qt.Key.Key_PageDown, Qt.KeyboardModifier.ControlModifier)
+    assert main_window.tabs.currentIndex() == 1
+    assert main_window.episodes_pane.table.currentIndex() == cursor
+    last = main_window.tabs.count() - 1
+    main_window.tabs.setCurrentIndex(last)
+    qtbot.keyClick(main_window.tabs.currentWidget(), Qt.Key.Key_PageDown, CTRL)
+    assert main_window.tabs.currentIndex() == 0  # round the end
+    qtbot.keyClick(main_window.tabs.currentWidget(), Qt.Key.Key_PageUp, CTRL)
+    assert main_window.tabs.currentIndex() == last
 
 
 def test_status_bar_shows_database_and_model(qtbot, main_window, services) -> None:

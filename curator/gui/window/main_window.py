@@ -322,6 +322,19 @@ class MainWindow(StatusBarMixin, FileMenuMixin, FollowMixin, QMainWindow):
                 f"Ctrl+{index + 1}",
             )
             self.pane_actions.append(action)
+        # Ctrl+PgDown/PgUp switch tabs in browsers and editors; QTabWidget takes them
+        # only while the focus is on its tab bar, and a focused table moved its cursor
+        # with them instead. As the window's own shortcuts they work from any pane.
+        self.next_pane_action = self._action(
+            "&Next pane", lambda: self._step_pane(1), "Ctrl+PgDown", "nextPane"
+        )
+        self.previous_pane_action = self._action(
+            "&Previous pane", lambda: self._step_pane(-1), "Ctrl+PgUp", "previousPane"
+        )
+
+    def _step_pane(self, step: int) -> None:
+        """The next or previous pane, round the end."""
+        self.tabs.setCurrentIndex((self.tabs.currentIndex() + step) % self.tabs.count())
 
     def _build_menus(self) -> None:
         bar = self.menuBar()
@@ -340,6 +353,7 @@ class MainWindow(StatusBarMixin, FileMenuMixin, FollowMixin, QMainWindow):
         run_menu.addActions([self.classify_action, self.distill_action, self.cancel_action])
         view_menu = bar.addMenu("&View")
         view_menu.addActions(self.pane_actions)
+        view_menu.addActions([self.next_pane_action, self.previous_pane_action])
         view_menu.addSeparator()
         view_menu.addAction(self.provenance.back_action)
         help_menu = bar.addMenu("&Help")
