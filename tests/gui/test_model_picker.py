@@ -94,7 +94,7 @@ def test_catalogue_download_fills_the_model_field(qtbot, main_window, tmp_path, 
         box.catalogue_path = _catalogue(tmp_path, url + "/model.gguf", data)
         box.directory = tmp_path / "models"
         box.reload()
-        assert box.table.item(0, 4).text() == "not downloaded"
+        assert box.table.item(0, 1).text() == "not downloaded"
         box.table.selectRow(0)
         qtbot.mouseClick(box.download_button, Qt.MouseButton.LeftButton)
         assert box.downloading and box.cancel_button.isEnabled()
@@ -104,7 +104,7 @@ def test_catalogue_download_fills_the_model_field(qtbot, main_window, tmp_path, 
     assert "checksum verified" in box.status.text()
     assert pane.model_edit.text() == str(target)
     assert target.read_bytes() == data
-    assert box.table.item(0, 4).text() == "downloaded"
+    assert box.table.item(0, 1).text() == "downloaded"
 
 
 def test_catalogue_download_can_be_cancelled(qtbot, main_window, services, tmp_path, demo_model):
@@ -124,7 +124,7 @@ def test_catalogue_download_can_be_cancelled(qtbot, main_window, services, tmp_p
     assert "cancelled" in box.status.text()
     assert not services.dialogs.shown  # a cancel is not an error
     assert not (tmp_path / "models" / "demo.gguf").exists()
-    assert box.table.item(0, 4).text().startswith("partial")
+    assert box.table.item(0, 1).text().startswith("partial")
     assert pane.model_edit.text() == ""
 
 
@@ -148,3 +148,20 @@ def test_checksum_mismatch_is_a_dialog_and_leaves_nothing(
     assert "checksum mismatch" in services.dialogs.shown[-1].text()
     assert list((tmp_path / "models").iterdir()) == []
     assert pane.model_edit.text() == ""
+
+
+def test_every_catalogue_models_state_shows_whole_beside_its_name(qtbot, main_window) -> None:
+    """The state came last, behind long licence names, wrapped into two lines and cut at
+    the row's height ("not" above a clipped "downloaded")."""
+    pane = _settings_pane(main_window)
+    box = pane.catalogue
+    box.reload()
+    table = box.table
+    assert table.rowCount() > 0 and not table.wordWrap()
+    assert table.horizontalHeaderItem(1).text() == "State"
+    metrics = table.fontMetrics()
+    for row in range(table.rowCount()):
+        state = table.item(row, 1).text()
+        assert state and metrics.horizontalAdvance(state) < table.columnWidth(1)
+    # the whole State column lies inside the visible part of the table
+    assert table.columnViewportPosition(1) + table.columnWidth(1) <= table.viewport().width()

@@ -110,6 +110,8 @@ def _table(columns: list[str], name: str) -> QTableWidget:
     table.setEditTriggers(QAbstractItemView.EditTrigger.NoEditTriggers)
     table.horizontalHeader().setStretchLastSection(True)
     table.verticalHeader().setVisible(False)
+    # One line a row: a wrapped cell ("not / downloaded") was clipped at the row's height.
+    table.setWordWrap(False)
     table.setMaximumHeight(160)
     return table
 
@@ -220,7 +222,8 @@ class CatalogueBox(QGroupBox):
         self._signals.downloaded.connect(self._downloaded)
         self._signals.failed.connect(self._failed)
         self._signals.cancelled.connect(self._cancelled)
-        self.table = _table(["Model", "RAM", "Context", "Licence", "State"], "catalogueModels")
+        # The state beside the name: last, behind a long licence, it was cut off.
+        self.table = _table(["Model", "State", "RAM", "Context", "Licence"], "catalogueModels")
         self.progress = QProgressBar()
         self.progress.setObjectName("downloadProgress")
         self.progress.setRange(0, 1000)
@@ -260,10 +263,10 @@ class CatalogueBox(QGroupBox):
             [
                 [
                     e.title,
-                    f"{e.ram_gb:g} GB",
-                    str(e.context_length),
-                    e.licence,
                     entry_state(e, self.directory),
+                    f"{e.ram_gb:g} GB",
+                    f"{e.context_length:,}",
+                    e.licence,
                 ]
                 for e in self.entries
             ],
