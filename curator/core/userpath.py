@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import os
 import re
+import shlex
 from pathlib import Path
 
 from curator.errors import CuratorError
@@ -75,28 +76,67 @@ def sqlite_special_name(raw: str) -> str | None:
 
 _URL_FORM = "postgresql://USER@HOST:PORT/NAME"
 
+_LIBPQ_KEYS = frozenset(
+    {
+        "host",
+        "hostaddr",
+        "port",
+        "dbname",
+        "user",
+        "password",
+        "passfile",
+        "service",
+        "sslmode",
+        "sslpassword",
+        "options",
+        "application_name",
+        "connect_timeout",
+    }
+)
+"""libpq's common connection keywords: two of them as ``key=value`` words, and nothing
+else, make a connection string, not a file's name."""
+
+
+def _connection_string(text: str) -> bool:
+    """Whether ``text`` reads as libpq's ``key=value`` connection string: a password
+    given that way, or two words or more that are all ``key=value`` with a known key
+    (``host=x.sqlite`` alone stays a file's name). Read word by word, never by a pattern
+    that could backtrack."""
+    try:
+        words = shlex.split(text)
+    except ValueError:  # an unbalanced quote
+        words = text.split()
+    keys = [w.split("=", 1)[0].strip().casefold() for w in words if "=" in w]
+    if any(k in ("password", "sslpassword") for k in keys):
+        return True
+    return len(words) >= 2 and len(keys) == len(words) and any(k in _LIBPQ_KEYS for k in keys)
+
 
 def _mistyped_connection(raw: str) -> str | None:
-    """Why ``raw`` is a PostgreSQL connection written wrong rather than a file's path
+    """Why ``raw`` is a database connection written wrong rather than a file's path
     (None: it may be a path). Taken for a path, ``postgresql:/ana:pw@host/db`` made the
     folders ``postgresql:/ana:pw@host`` and every message printed the password; so each
     of these is refused, and quoted with anything that may be a password masked:
 
+    * any URL (``scheme://…``: ``postgres+psycopg://``, ``jdbc:postgresql://``, a
+      misspelt scheme), which is never a file's path here;
     * a PostgreSQL scheme without its ``//`` (``postgresql:/…``, ``postgres:…``);
-    * ``USER:PASSWORD@HOST…`` without a scheme;
-    * libpq's ``key=value`` connection string (``host=… dbname=…``).
+    * ``USER:PASSWORD@HOST…`` without a scheme (``//user:pw@host`` too);
+    * libpq's ``key=value`` connection string (:func:`_connection_string`).
+
+    A name that is an existing file is that file, whatever it looks like (a database
+    made before this check, or on purpose), and ``./NAME`` always names a file.
     """
     text = raw.strip()
-    lowered = text.lower()
-    if lowered.startswith(("postgresql:", "postgres:")):
-        what = "a PostgreSQL URL written without its //"
-    elif re.match(r"[^/\s:@]+:[^/\s@]*@[^/\s@]", text):
+    if "://" in text or re.match(r"(?i)postgres\w*\s*[:/+]", text):
+        what = "a URL the curator does not read"
+    elif re.match(r"/*[^/\s:@]+:[^\s@]*@", text):
         what = "a PostgreSQL URL without postgresql://"
-    elif re.match(
-        r"(?i)(?:\w+\s*=\s*(?:'[^']*'|\S+)\s*)*(?:host|hostaddr|dbname|service)\s*=", text
-    ):
+    elif _connection_string(text):
         what = "a key=value connection string, which the curator does not read"
     else:
+        return None
+    if os.path.lexists(raw):
         return None
     from curator.core.redact import shown_url
 

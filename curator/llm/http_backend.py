@@ -28,14 +28,13 @@ tokenizing, label scoring, generation).
 
 from __future__ import annotations
 
-import dataclasses
 import time
 from collections.abc import Sequence
 from typing import Any
 
 import httpx
 
-from curator.core.redact import mask_secrets
+from curator.core.secret_forms import SecretHold
 from curator.core.server_url import api_key_problem, server_base_url, server_url_problem
 from curator.llm.backend import (
     Completion,
@@ -166,6 +165,9 @@ class HttpBackend(GenerationBase):
         if request.grammar is not None and self.kind in ("llama_cpp.server", "llama-server"):
             body["grammar"] = request.grammar  # other servers: the client-side parsers decide
         gen = Generation(request, max_tokens)
+        # The key sent may come back one token at a time: what may be its beginning waits
+        # for the rest, so the live output, the loop watch and the text all see it masked.
+        hold = SecretHold()
         stop_reason = "stop"
         tokens_in = 0
         events = self._http.stream(
@@ -186,7 +188,7 @@ class HttpBackend(GenerationBase):
                 tokens_in = _prompt_tokens(event, tokens_in)
                 # Counted here: a server may ignore max_tokens. Its own "stop" on the
                 # last allowed token still means the answer ended by itself.
-                why = gen.take(text) if text else gen.check()
+                why = gen.take(hold.feed(text)) if text else gen.check()
                 if why is not None:
                     stop_reason = "stop" if why == "length" and finish == "stop" else why
                     break
@@ -194,7 +196,8 @@ class HttpBackend(GenerationBase):
             stop_reason = "cancelled"
         finally:
             events.close()  # abandons the request: the server stops generating
-        done = gen.completion(
+        gen.take(hold.flush(), count=False)
+        return gen.completion(
             stop_reason,
             tokens_in=tokens_in,
             cached_tokens=0,
@@ -202,9 +205,6 @@ class HttpBackend(GenerationBase):
             truncated=truncated,
             item_tokens=item_tokens,
         )
-        # The key sent may come back split over several events: masked in the whole text.
-        masked = mask_secrets(done.text)
-        return done if masked == done.text else dataclasses.replace(done, text=masked)
 
     def _score(
         self,

@@ -15,7 +15,7 @@ import json
 import math
 from typing import Any
 
-from curator.core.redact import scrubbed
+from curator.core.secret_forms import scrubbed
 from curator.llm.server_http import ServerError
 
 MISSING: Any = object()
@@ -38,7 +38,10 @@ def parse_object(body: bytes, where: str) -> Fields:
         raise ServerError(f"malformed response from {where}: not JSON") from None
     if not isinstance(data, dict):
         raise ServerError(f"malformed response from {where}: not an object")
-    return Fields(scrubbed(data), where)
+    try:
+        return Fields(scrubbed(data), where)
+    except RecursionError:  # nested deeper than the key can be looked for in
+        raise ServerError(f"malformed response from {where}: nested too deeply") from None
 
 
 class Fields:

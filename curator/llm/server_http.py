@@ -31,7 +31,8 @@ from urllib.parse import urlsplit
 
 import httpx
 
-from curator.core.redact import one_line, redact, remember_secret, scrubbed
+from curator.core.redact import one_line, redact
+from curator.core.secret_forms import remember_secret, scrubbed
 from curator.errors import CuratorError
 from curator.llm.backend import StopCheck
 
@@ -362,7 +363,12 @@ def _event(payload: bytes, where: str) -> dict[str, Any]:
         raise ServerError(f"malformed response from {where}: a stream event is not JSON") from None
     if not isinstance(event, dict):
         raise ServerError(f"malformed response from {where}: a stream event is not an object")
-    return scrubbed(event)  # no remembered key enters the program from an answer
+    try:
+        return scrubbed(event)  # no remembered key enters the program from an answer
+    except RecursionError:
+        raise ServerError(
+            f"malformed response from {where}: a stream event nested too deeply"
+        ) from None
 
 
 def _next(

@@ -2,20 +2,22 @@
 
 from __future__ import annotations
 
+import base64
+import html
 import json
+from collections.abc import Callable
 from urllib.parse import quote, quote_plus
 
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-import curator.core.redact as redact_module
-from curator.core.redact import (
-    MASK,
+import curator.core.secret_forms as secret_forms
+from curator.core.redact import MASK, has_url_credentials, redact
+from curator.core.secret_forms import (
     MIN_SECRET_CHARS,
     PREFIX_CHARS,
-    has_url_credentials,
-    redact,
+    SecretHold,
     remember_secret,
     scrubbed,
 )
@@ -78,8 +80,8 @@ _key = st.text(
 @pytest.fixture
 def remembered(monkeypatch: pytest.MonkeyPatch) -> None:
     """Secrets remembered in a test are forgotten after it (they are the process's)."""
-    monkeypatch.setattr(redact_module, "_SECRETS", set())
-    monkeypatch.setattr(redact_module, "_FORMS", [])
+    monkeypatch.setattr(secret_forms, "_SECRETS", set())
+    monkeypatch.setattr(secret_forms, "_FORMS", [])
 
 
 @settings(
@@ -94,8 +96,8 @@ def remembered(monkeypatch: pytest.MonkeyPatch) -> None:
 def test_a_remembered_key_is_masked_in_every_form_and_at_every_cut(
     remembered: None, key: str, form: str, cut: int, before: str
 ) -> None:
-    redact_module._SECRETS.clear()
-    redact_module._FORMS.clear()
+    secret_forms._SECRETS.clear()
+    secret_forms._FORMS.clear()
     remember_secret(key)
     written = {
         "raw": key,
@@ -135,6 +137,14 @@ def test_a_remembered_key_is_masked_in_every_form_and_at_every_cut(
         "secret_key=Vx7Q",
         "jwt=Vx7Q",
         "sslpassword=Vx7Q",
+        "--password=Vx7Q",
+        "--api-key=Vx7Q",
+        "-password=Vx7Q",
+        "?access%5Ftoken=Vx7Q",
+        ";jsessionid=Vx7Q",
+        "?hmac=Vx7Q",
+        "db_pwd=Vx7Q",
+        "http://ana:p@ss-Vx7Q@host/m.gguf",
         "password='Vx7Q with spaces'",
         'password = "Vx7Q Vx7Q"',
         "x_pwd=Vx7Q",
@@ -154,7 +164,70 @@ def test_every_secret_parameter_name_is_masked(text: str) -> None:
         "token=abc in the docs",
         "sslmode=require",
         "limit=5",
+        "prompt_tokens=7",
+        "sort_key=date",
+        "primary_key=id",
+        "cache_key=abc",
+        "key_path=/etc/x",
+        "token_count=5",
+        "session_count=3",
+        "auth_method=basic",
+        "pass_count=2",
+        "signatures_count=4",
+        "meeting-secretary=Ana",
+        "PWD=/home/ana",
+        "no database at fp/sort_key=date.sqlite",
+        "write postgresql://USER@HOST:PORT/NAME",
+        "postgresql://USER:PASSWORD@HOST/NAME",
     ],
 )
 def test_names_that_hold_no_secret_stay_readable(text: str) -> None:
     assert redact(text) == text
+
+
+def test_a_key_streamed_a_few_characters_at_a_time_is_never_shown(remembered: None) -> None:
+    """What a model writes reaches the live output piece by piece: the pieces that may
+    begin the key wait for the rest, so no piece of it is given on."""
+    key = "sk-TokKey1234567890abcd"
+    remember_secret(key)
+    text = f"the key {key} always; again {key[:15]}"
+    hold, shown = SecretHold(), []
+    for i in range(0, len(text), 3):
+        shown.append(hold.feed(text[i : i + 3]))
+    shown.append(hold.flush())
+    assert "".join(shown) == f"the key {MASK} always; again {MASK}"
+    assert all(key[:PREFIX_CHARS] not in "".join(shown[: i + 1]) for i in range(len(shown)))
+
+
+@pytest.mark.parametrize(
+    "written",
+    [
+        lambda k: k.replace("/", "\\/"),
+        lambda k: k.replace("/", "%2f"),
+        lambda k: k.upper(),
+        lambda k: html.escape(k),
+        lambda k: base64.b64encode(k.encode()).decode(),
+        lambda k: k[:20] + "\\u0026" + k[21:],
+    ],
+    ids=["json-slash", "lower-hex", "capitals", "html", "base64", "escape-inside"],
+)
+def test_no_more_than_the_first_characters_of_a_key_written_otherwise_show(
+    remembered: None, written: Callable[[str], str]
+) -> None:
+    key = "wJalrXUtnFEMI/K7MDENG/bPxR&CYEXAMPLEKEY"
+    remember_secret(key)
+    out = redact(f"answered '{written(key)}' here")
+    assert out.endswith("' here") and MASK in out
+    shown = out.split("'")[1].replace(MASK, "")
+    assert len(shown) < 4, out
+
+
+def test_an_answer_nested_deeper_than_python_recurses_is_refused_not_a_crash(
+    remembered: None,
+) -> None:
+    remember_secret("sk-NestKey1234567890")
+    deep: object = "x"
+    for _ in range(5_000):
+        deep = [deep]
+    with pytest.raises(RecursionError):
+        scrubbed(deep)

@@ -22,6 +22,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from curator.core.redact import MASK, shown_url
+from curator.core.secret_forms import PREFIX_CHARS
 from curator.core.server_url import server_base_url, server_url_problem
 from curator.llm.http_backend import HttpBackend, ServerError, ServerLimits
 from curator.llm.server_choice import choose_server
@@ -200,6 +201,27 @@ def test_a_key_generated_across_several_stream_events_is_masked_in_the_text(
     finally:
         backend.close()
     assert done.text == f"remember {MASK} now"
+
+
+def test_a_key_the_model_repeats_in_a_loop_is_masked_live_in_the_loop_and_in_the_text(
+    server: HostileServer,
+) -> None:
+    """The live output (the Runs pane), the loop record (stored in the trace and fed to
+    the next step) and the text all come from the same pieces, masked as they stream."""
+    line = f"- The key is {KEY}.\n"
+    text = line * 80
+    stream = [event(text[i : i + 3]) for i in range(0, len(text), 3)]
+    server.reset({**tokenizer_routes(), "POST /v1/completions": raw(lambda: stream)})
+    backend = HttpBackend(server.url, api_key=KEY, limits=SHORT)
+    live: list[str] = []
+    try:
+        done = backend.complete("p", "x", max_tokens=2_000, on_token=live.append)
+    finally:
+        backend.close()
+    assert done.stop_reason == "loop" and done.loop is not None
+    for shown in ("".join(live), done.text, done.loop.unit, done.loop.describe()):
+        assert KEY[:PREFIX_CHARS] not in shown and MASK in shown, shown
+    assert done.text[: done.loop.start] + done.loop.unit in done.text + done.loop.unit
 
 
 # -- hostile text in messages ---------------------------------------------------------

@@ -40,10 +40,18 @@ SPECIAL = [
     "Postgres:ana@db.example/memory",
     "ana:SECRETX@127.0.0.1:55432/memory",
     "host=127.0.0.1 user=ana password='SECRETX but spaced' dbname=memory",
-    "dbname=memory",
-    "service=curator",
+    "user=ana password=SECRETX",
+    "postgres+psycopg://ana:SECRETX@h/db",
+    "postgresq://ana:SECRETX@h/db",
+    "postgresql//ana:SECRETX@h/db",
+    "jdbc:postgresql://h/db?user=ana&password=SECRETX",
+    " postgresql ://ana:SECRETX@h/db",
+    "ana:p/wSECRETX@host/db",
+    "//ana:SECRETX@h/db",
 ]
-REFUSED = r"memory only|SQLite URI|URL of another tool|PostgreSQL URL|key=value connection"
+REFUSED = (
+    r"memory only|SQLite URI|URL of another tool|PostgreSQL URL|key=value connection|a URL the"
+)
 
 
 @pytest.mark.parametrize("name", SPECIAL)
@@ -202,3 +210,27 @@ def test_where_the_driver_cannot_be_asked_no_value_is_shown(
     url = f"postgresql://ana@h/db?sslmode=require&x={_SECRET}"
     assert check_postgres_url(url, "$CURATOR_DB") == url
     assert display_url(url) == "postgresql://ana@h/db?sslmode=***&x=***"
+
+
+@pytest.mark.parametrize(
+    "name",
+    ["host=x.sqlite", "notes=2026.sqlite", "dbname=old.sqlite", "a:b@c.sqlite", "postgres:x"],
+)
+def test_odd_names_that_are_files_open_as_files(
+    name: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """One key=value word is a file's name; a name that looks like a connection but is
+    an existing file (made before the check, or as ./NAME) is that file."""
+    monkeypatch.chdir(tmp_path)
+    assert main(["--db", f"./{name}", "--create", "stats"]) == 0
+    assert (tmp_path / name).is_file()
+    assert main(["--db", name, "stats"]) == 0
+    capsys.readouterr()
+
+
+def test_a_long_run_of_key_value_words_is_judged_at_once() -> None:
+    """The check reads words, not a backtracking pattern: "v=10" sixteen times took 27 s."""
+    from curator.core.userpath import sqlite_special_name
+
+    for name in ("v=10" * 5_000, "v=10 " * 5_000, "a:" * 5_000 + "@"):
+        sqlite_special_name(name)  # a deadline would be a timed test: the suite's own is
