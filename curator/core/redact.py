@@ -33,7 +33,16 @@ from curator.core.secret_forms import MASK, mask_secrets
 # Which parameters hold secrets, by the parts of their names (``X-Amz-Signature``,
 # ``hf_token``, ``apiKey``, ``--api-key``): decided by the name, so that a message's
 # ordinary ``sort_key=date``, ``session_count=3`` or ``max_tokens=128`` stays readable.
-_SECRET_WORDS = ("password", "passwd", "passphrase", "apikey")
+_SECRET_WORDS = (
+    "password",
+    "passwd",
+    "passphrase",
+    "passcode",
+    "apikey",
+    "apitoken",
+    "accesstoken",
+    "authtoken",
+)
 """Secret wherever they stand, also inside a longer part (``sslpassword``)."""
 _SECRET_PARTS = frozenset({"secret", "secrets", "credential", "credentials", "signature", "jwt"})
 """Secret as a part of their own (``client_secret``, but not ``secretary``)."""
@@ -41,7 +50,9 @@ _KEY_OWNERS = frozenset(
     {"api", "access", "secret", "private", "client", "auth", "master", "signing", "x"}
 )
 """``…_key`` is a secret after one of these (``access_key``, not ``sort_key``)."""
-_IN_A_QUERY = frozenset(
+_SECRET_LAST = frozenset({"token", "pwd", "sig", "sessionid"})
+"""A name ending in one of these holds a secret (``hf_token``, ``db_pwd``)."""
+_ALONE_IN_A_QUERY = frozenset(
     {
         "token",
         "key",
@@ -49,6 +60,7 @@ _IN_A_QUERY = frozenset(
         "auth",
         "pass",
         "pwd",
+        "pw",
         "session",
         "sessionid",
         "jsessionid",
@@ -56,28 +68,32 @@ _IN_A_QUERY = frozenset(
         "hmac",
         "otp",
         "pin",
+        "bearer",
     }
 )
-"""Secret as a URL's query parameter even alone (``?key=``, ``;jsessionid=``)."""
-_PLACEHOLDER = re.compile(r"[A-Z][A-Z_]*(?::[A-Z][A-Z_]*)?")
-"""``USER`` or ``USER:PASSWORD`` in a URL a message gives as an example: no secret."""
+"""Secret as a URL's query parameter or a command-line option even alone (``?key=``,
+``;jsessionid=``, ``--token=``), but not as a part (``?country_code=``, ``?key_id=``)."""
+_PLACEHOLDERS = frozenset({"USER", "USERNAME", "NAME", "USER:PASSWORD", "USER:PASS"})
+"""The user parts of example URLs in messages (``postgresql://USER@HOST``): no secret."""
 
 
 def _name_parts(name: str) -> list[str]:
     spaced = re.sub(r"([a-z0-9])([A-Z])", r"\1 \2", unquote(name))
-    return [p for p in re.split(r"[\s_.\-]+", spaced.casefold()) if p]
+    return [p for p in re.split(r"[\s_.\-\[\]]+", spaced.casefold()) if p]
 
 
 def _secret_name(name: str, in_query: bool) -> bool:
+    """Whether the value after ``name`` is a secret (``in_query``: the name follows
+    ``?``, ``&``, ``;`` or ``#``, or is a ``--option``)."""
     parts = _name_parts(name)
     if any(p in _SECRET_PARTS or any(w in p for w in _SECRET_WORDS) for p in parts):
         return True
-    if in_query and any(p in _IN_A_QUERY for p in parts):
+    if in_query and len(parts) == 1 and parts[0] in _ALONE_IN_A_QUERY:
         return True
     if len(parts) < 2:
         return False
     last, before = parts[-1], parts[-2]
-    return last in ("token", "pwd") or (last == "key" and before in _KEY_OWNERS)
+    return last in _SECRET_LAST or (last == "key" and before in _KEY_OWNERS)
 
 
 @functools.cache
@@ -93,27 +109,39 @@ def _patterns() -> tuple[re.Pattern[str], re.Pattern[str], re.Pattern[str]]:
         r"(?:(bearer|basic|token)\s+)?"
         r"[^\s,;'\"]+"
     )
-    # name=value, also quoted ('a b') as libpq's key=value strings write values with
-    # blanks, and --name=value as a command line writes an option; whether the value is
-    # a secret is decided by the name (_secret_name).
+    # name=value (and "name": value, as JSON writes it), the value also quoted ('a b',
+    # as libpq's key=value strings write values with blanks; to the line's end when the
+    # quote is not closed); --name=value as a command line writes an option. Whether
+    # the value is a secret is decided by the name (_secret_name).
     parameter = re.compile(
-        r"(?P<before>[?&;#]|(?<![\w.%\-]))(?P<name>-{0,2}[A-Za-z][\w.%\-]{0,63})"
-        r"(?P<eq>\s*=\s*)"
-        r"(?P<value>'(?:[^'\\]|\\.)*'|\"(?:[^\"\\]|\\.)*\"|[^&#\s'\"]+)"
+        r"(?P<before>[?&;#]|(?<![\w.%\-\]]))(?P<name>-{0,2}[A-Za-z%][\w.%\-\[\]]{0,63})"
+        r"(?P<eq>[ \t]*=[ \t]*|\"[ \t]*:[ \t]*)"
+        r"(?P<value>'(?:[^'\\\n]|\\.)*'?|\"(?:[^\"\\\n]|\\.)*\"?|[^\s'\"]+)"
     )
     return userinfo, auth_header, parameter
 
 
 def _masked_userinfo(m: re.Match[str]) -> str:
-    if _PLACEHOLDER.fullmatch(m[2]):
+    if m[2] in _PLACEHOLDERS:
         return m[0]
     return f"{m[1]}{MASK}@"
 
 
 def _masked_parameter(m: re.Match[str]) -> str:
-    if not _secret_name(m["name"], m["before"] in ("?", "&", ";", "#")):
-        return m[0]
-    return f"{m['before']}{m['name']}{m['eq']}{MASK}"
+    before, name, value = m["before"], m["name"], m["value"]
+    in_query = before in ("?", "&", ";", "#")
+    rest = ""
+    if in_query and value[:1] not in ("'", '"'):
+        # in a URL the value ends at the next parameter, which is judged on its own
+        cut = re.search(r"[&#;]", value)
+        if cut is not None:
+            value, rest = (
+                value[: cut.start()],
+                _patterns()[2].sub(_masked_parameter, value[cut.start() :]),
+            )
+    if not _secret_name(name, in_query or name.startswith("-")):
+        return f"{before}{name}{m['eq']}{value}{rest}"
+    return f"{before}{name}{m['eq']}{MASK}{rest}"
 
 
 def redact(text: str) -> str:

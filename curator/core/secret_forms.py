@@ -51,6 +51,15 @@ def remember_secret(secret: str | None) -> None:
         _FORMS[:] = sorted({f for s in _SECRETS for f in _forms(s)}, key=len, reverse=True)
 
 
+def _lower(text: str) -> str:
+    """``text`` in lower case, one character for one: the few letters whose lower case
+    is longer ("İ") stay as they are, so positions in the two texts agree."""
+    lowered = text.lower()
+    if len(lowered) == len(text):
+        return lowered
+    return "".join(c if len(c.lower()) != 1 else c.lower() for c in text)
+
+
 def _forms(secret: str) -> set[str]:
     escaped = json.dumps(secret)[1:-1]
     encoded = quote(secret, safe="")
@@ -66,14 +75,12 @@ def _forms(secret: str) -> set[str]:
         " ".join(secret.split()),
         base64.b64encode(secret.encode("utf-8", "surrogatepass")).decode("ascii"),
     }
-    # lower-cased for texts compared in lower case; as written too, for the texts whose
-    # lower case changes their length ("İ" is two characters in lower case), which are
-    # compared as written
-    return {v for f in forms if len(f) >= MIN_SECRET_CHARS for v in (f, f.lower())}
+    return {_lower(f) for f in forms if len(f) >= MIN_SECRET_CHARS}
 
 
 def _pieces(text: str, lowered: str, form: str) -> list[tuple[int, int]]:
-    """Where ``form`` (lower-cased) begins in ``lowered`` and how far its piece goes."""
+    """Where ``form`` begins in ``lowered`` (``text`` in lower case) and how far its
+    piece goes."""
     head = form[:PREFIX_CHARS]
     found = []
     at = lowered.find(head)
@@ -90,30 +97,38 @@ def _pieces(text: str, lowered: str, form: str) -> list[tuple[int, int]]:
     return found
 
 
-def mask_secrets(text: str) -> str:
-    """``text`` with each remembered secret masked, in every form it may come back in
-    (in any letter case). The pieces of all forms are found in the text as it is and
-    merged, so forms that share a beginning mask the longest piece."""
-    if not _FORMS or not text:
-        return text
-    lowered = text.lower()
-    if len(lowered) != len(text):  # a few letters lower-case to two: compare as written
-        lowered = text
+def _spans(text: str) -> list[tuple[int, int]]:
+    """The pieces of every remembered secret in ``text``, merged where they overlap or
+    touch, in order: forms that share a beginning mask the longest piece."""
+    lowered = _lower(text)
     pieces = sorted(
         p for form in _FORMS if form[:PREFIX_CHARS] in lowered for p in _pieces(text, lowered, form)
     )
-    if not pieces:
-        return text
+    merged: list[tuple[int, int]] = []
+    for start, end in pieces:
+        if merged and start <= merged[-1][1]:
+            merged[-1] = (merged[-1][0], max(merged[-1][1], end))
+        else:
+            merged.append((start, end))
+    return merged
+
+
+def _masked(text: str, spans: list[tuple[int, int]]) -> str:
     out: list[str] = []
     shown_up_to = 0
-    for start, end in pieces:
-        if start < shown_up_to:  # overlaps the piece before: one mask for both
-            shown_up_to = max(shown_up_to, end)
-            continue
+    for start, end in spans:
         out.extend((text[shown_up_to:start], MASK))
         shown_up_to = end
     out.append(text[shown_up_to:])
     return "".join(out)
+
+
+def mask_secrets(text: str) -> str:
+    """``text`` with each remembered secret masked, in every form it may come back in,
+    in any letter case."""
+    if not _FORMS or not text:
+        return text
+    return _masked(text, _spans(text))
 
 
 def scrubbed(value: Any) -> Any:
@@ -132,10 +147,15 @@ def scrubbed(value: Any) -> Any:
 
 
 class SecretHold:
-    """Generated text, streamed: each piece is given on at once except what may be the
-    beginning of a remembered secret, which waits for the pieces after it. A key written
-    one token at a time then reaches the screen, the loop watch and the stored text
-    masked, never as its first tokens."""
+    """Generated text, streamed: each piece is given on at once except what may still
+    become, or go on as, a remembered secret, which waits for the pieces after it. A key
+    written one token at a time then reaches the screen, the loop watch and the stored
+    text masked, never as its first tokens.
+
+    What is given on is always a beginning of the whole text masked as one: the pieces
+    are found in all the text so far, and the text is cut before any piece that reaches
+    its end (it may go on) and before any end that may begin a form.
+    """
 
     def __init__(self) -> None:
         self._held = ""
@@ -145,15 +165,20 @@ class SecretHold:
         if not _FORMS:
             return piece
         text = self._held + piece
-        lowered = text.lower() if len(text.lower()) == len(text) else text
-        keep = 0
+        lowered = _lower(text)
+        cut = len(text)
         for form in _FORMS:
-            for size in range(min(len(text), len(form) - 1), keep, -1):
-                if form.startswith(lowered[-size:]):
-                    keep = size
+            for size in range(min(len(text), len(form) - 1), 0, -1):
+                if len(text) - size < cut and form.startswith(lowered[-size:]):
+                    cut = len(text) - size
                     break
-        shown = mask_secrets(text[: len(text) - keep])
-        self._held = text[len(text) - keep :]
+        spans = _spans(text)
+        for start, end in spans:
+            if end >= cut or end == len(text):  # may go on: wait for the next pieces
+                cut = min(cut, start)
+                break
+        shown = _masked(text[:cut], [(a, b) for a, b in spans if b <= cut])
+        self._held = text[cut:]
         return shown
 
     def flush(self) -> str:

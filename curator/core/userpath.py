@@ -102,8 +102,17 @@ def _connection_string(text: str) -> bool:
     given that way, or two words or more that are all ``key=value`` with a known key
     (``host=x.sqlite`` alone stays a file's name). Read word by word, never by a pattern
     that could backtrack."""
+    sides = text.split("=")  # libpq allows blanks around "=": gone, without a pattern
+    text = "=".join(
+        side.lstrip(" \t") if i else side
+        for i, side in enumerate(
+            s.rstrip(" \t") if i < len(sides) - 1 else s for i, s in enumerate(sides)
+        )
+    )
     try:
-        words = shlex.split(text)
+        # no path is longer than PATH_MAX (4,096): past it, shlex's word building (which
+        # grows each word a character at a time) is not worth its quadratic time
+        words = shlex.split(text) if len(text) <= 4096 else text.split()
     except ValueError:  # an unbalanced quote
         words = text.split()
     keys = [w.split("=", 1)[0].strip().casefold() for w in words if "=" in w]
@@ -128,9 +137,12 @@ def _mistyped_connection(raw: str) -> str | None:
     made before this check, or on purpose), and ``./NAME`` always names a file.
     """
     text = raw.strip()
-    if "://" in text or re.match(r"(?i)postgres\w*\s*[:/+]", text):
+    if "://" in text or re.match(r"(?i)postgres\w*\s*(?::|//)", text):
         what = "a URL the curator does not read"
-    elif re.match(r"/*[^/\s:@]+:[^\s@]*@", text):
+    elif re.match(r"/*[A-Za-z_][^/\\\s:@]*:[^\s@]*@", text) and not re.match(
+        r"[A-Za-z]:[\\/]",
+        text,  # a drive letter (C:\\…), not a user
+    ):
         what = "a PostgreSQL URL without postgresql://"
     elif _connection_string(text):
         what = "a key=value connection string, which the curator does not read"

@@ -145,6 +145,14 @@ def test_a_remembered_key_is_masked_in_every_form_and_at_every_cut(
         "?hmac=Vx7Q",
         "db_pwd=Vx7Q",
         "http://ana:p@ss-Vx7Q@host/m.gguf",
+        "--token=Vx7Q",
+        "?bearer=Vx7Q",
+        "?passcode=Vx7Q",
+        "apitoken=Vx7Q",
+        "?user[password]=Vx7Q",
+        "?%70assword=Vx7Q",
+        '"password": "Vx7Q"',
+        "postgresql://POSTGRES:Vx7Q@db/x",
         "password='Vx7Q with spaces'",
         'password = "Vx7Q Vx7Q"',
         "x_pwd=Vx7Q",
@@ -179,6 +187,8 @@ def test_every_secret_parameter_name_is_masked(text: str) -> None:
         "no database at fp/sort_key=date.sqlite",
         "write postgresql://USER@HOST:PORT/NAME",
         "postgresql://USER:PASSWORD@HOST/NAME",
+        "https://h/p?country_code=US&key_id=7&pin_count=2&sort_key=date",
+        "password =\n\nNext heading",
     ],
 )
 def test_names_that_hold_no_secret_stay_readable(text: str) -> None:
@@ -231,3 +241,44 @@ def test_an_answer_nested_deeper_than_python_recurses_is_refused_not_a_crash(
         deep = [deep]
     with pytest.raises(RecursionError):
         scrubbed(deep)
+
+
+_streamed = st.sampled_from(list('ab-kS3İ /"&x'))
+
+
+@settings(
+    max_examples=300, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(
+    keys=st.lists(st.text(alphabet=_streamed, min_size=8, max_size=30), min_size=1, max_size=3),
+    filler=st.lists(st.text(alphabet=_streamed, max_size=12), max_size=6),
+    cuts=st.lists(st.integers(0, 200), max_size=30),
+    upper=st.booleans(),
+)
+def test_streamed_text_shows_exactly_the_whole_text_masked_and_never_a_key(
+    remembered: None, keys: list[str], filler: list[str], cuts: list[int], upper: bool
+) -> None:
+    """Short keys, keys that begin or end like each other, periodic keys, capitals and
+    letters whose lower case is longer, split anywhere: what the live output shows, piece
+    by piece, is a beginning of the whole text masked as one, and never a key's start."""
+    secret_forms._SECRETS.clear()
+    secret_forms._FORMS.clear()
+    for key in keys:
+        remember_secret(key)
+    parts = []
+    for i, words in enumerate(filler):
+        key = keys[i % len(keys)]
+        parts += [words, key.upper() if upper else key]
+    text = "".join(parts)
+    points = sorted({c for c in cuts if c < len(text)})
+    hold, shown = SecretHold(), ""
+    for a, b in zip([0, *points], [*points, len(text)], strict=True):
+        shown += hold.feed(text[a:b])
+        assert not any(
+            secret_forms._lower(k)[:PREFIX_CHARS] in secret_forms._lower(shown) for k in keys
+        )
+    assert shown + hold.flush() == secret_forms.mask_secrets(text)
+
+
+def test_a_quoted_secret_left_open_is_masked_to_the_line_end() -> None:
+    assert redact('password="Vx7Q and more\nnext line') == "password=***\nnext line"

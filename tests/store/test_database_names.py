@@ -48,6 +48,8 @@ SPECIAL = [
     " postgresql ://ana:SECRETX@h/db",
     "ana:p/wSECRETX@host/db",
     "//ana:SECRETX@h/db",
+    "host = /var/run/postgresql dbname = mem password = SECRETX",
+    "password = SECRETX",
 ]
 REFUSED = (
     r"memory only|SQLite URI|URL of another tool|PostgreSQL URL|key=value connection|a URL the"
@@ -214,7 +216,17 @@ def test_where_the_driver_cannot_be_asked_no_value_is_shown(
 
 @pytest.mark.parametrize(
     "name",
-    ["host=x.sqlite", "notes=2026.sqlite", "dbname=old.sqlite", "a:b@c.sqlite", "postgres:x"],
+    [
+        "host=x.sqlite",
+        "notes=2026.sqlite",
+        "dbname=old.sqlite",
+        "a:b@c.sqlite",
+        "postgres:x",
+        "postgres/curator.sqlite",
+        "postgresql_backups/mem.db",
+        "postgres+old.sqlite",
+        "10:30@office.sqlite",
+    ],
 )
 def test_odd_names_that_are_files_open_as_files(
     name: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
