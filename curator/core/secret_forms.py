@@ -37,7 +37,8 @@ message that cuts a long value short ("sk-proj-A1b2C3d4...") must not show most 
 
 _SECRETS: set[str] = set()
 _FORMS: list[str] = []
-"""Every way a remembered secret may come back (also lower-cased), longest first."""
+"""Every way a remembered secret may come back, in lower case (:func:`_lower`), longest
+first."""
 
 _KEY_LIKE_STOP = re.compile(r"[\s\"'<>()\[\]{},;`]")
 """Characters that end a key written in some escaped form (see the module)."""
