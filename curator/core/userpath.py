@@ -75,6 +75,8 @@ def sqlite_special_name(raw: str) -> str | None:
 
 
 _URL_FORM = "postgresql://USER@HOST:PORT/NAME"
+_DRIVE = re.compile(r"[A-Za-z]:[\\/]")
+"""A drive letter (``C:\\…``) before a colon, not a user name."""
 
 _LIBPQ_KEYS = frozenset(
     {
@@ -102,13 +104,14 @@ def _connection_string(text: str) -> bool:
     given that way, or two words or more that are all ``key=value`` with a known key
     (``host=x.sqlite`` alone stays a file's name). Read word by word, never by a pattern
     that could backtrack."""
-    sides = text.split("=")  # libpq allows blanks around "=": gone, without a pattern
-    text = "=".join(
-        side.lstrip(" \t") if i else side
-        for i, side in enumerate(
-            s.rstrip(" \t") if i < len(sides) - 1 else s for i, s in enumerate(sides)
-        )
-    )
+    # libpq allows blanks around "=": taken out side by side, without a pattern
+    sides = text.split("=")
+    for i in range(len(sides)):
+        if i > 0:
+            sides[i] = sides[i].lstrip(" \t")
+        if i < len(sides) - 1:
+            sides[i] = sides[i].rstrip(" \t")
+    text = "=".join(sides)
     try:
         # no path is longer than PATH_MAX (4,096): past it, shlex's word building (which
         # grows each word a character at a time) is not worth its quadratic time
@@ -139,10 +142,7 @@ def _mistyped_connection(raw: str) -> str | None:
     text = raw.strip()
     if "://" in text or re.match(r"(?i)postgres\w*\s*(?::|//)", text):
         what = "a URL the curator does not read"
-    elif re.match(r"/*[A-Za-z_][^/\\\s:@]*:[^\s@]*@", text) and not re.match(
-        r"[A-Za-z]:[\\/]",
-        text,  # a drive letter (C:\\…), not a user
-    ):
+    elif re.match(r"/*[A-Za-z_][^/\\\s:@]*:[^\s@]*@", text) and not _DRIVE.match(text):
         what = "a PostgreSQL URL without postgresql://"
     elif _connection_string(text):
         what = "a key=value connection string, which the curator does not read"
