@@ -81,23 +81,43 @@ def may_have_committed(rows: Activity) -> bool:
 
 
 @contextlib.contextmanager
-def _signals_end_the_tool(what: str) -> Iterator[None]:
+def _signals_end_the_tool(what: str) -> Iterator[Callable[[], None]]:
     """SIGTERM and SIGHUP end the command as SystemExit (128 + the signal), so that the
-    tool is killed and partial files removed on the way out (main thread only)."""
-    if threading.current_thread() is not threading.main_thread():
-        yield
-        return
+    tool is killed and partial files removed on the way out (main thread only).
 
-    def stop(signum: int, _frame: object) -> None:
+    The handlers are in place before the tool starts, but only *armed* (the callable
+    yielded) once the caller holds the tool's process inside the ``try`` whose
+    ``finally`` kills it: a signal that arrives while the tool is being started waits
+    until then. Before, one arriving between the start and the handlers ended the
+    command with the tool left running in its own session."""
+    if threading.current_thread() is not threading.main_thread():
+        yield lambda: None
+        return
+    pending: list[int] = []
+    armed = False
+
+    def end(signum: int) -> None:
         name = signal.Signals(signum).name
         with contextlib.suppress(OSError):
             sys.stderr.write(f"curator: {name}: {what} was stopped\n")
         raise SystemExit(128 + signum)
 
+    def stop(signum: int, _frame: object) -> None:
+        if not armed:
+            pending.append(signum)
+            return
+        end(signum)
+
+    def arm() -> None:
+        nonlocal armed
+        armed = True
+        if pending:
+            end(pending[0])
+
     wanted = [getattr(signal, name) for name in ENDING_SIGNALS if hasattr(signal, name)]
     previous = {sig: signal.signal(sig, stop) for sig in wanted}
     try:
-        yield
+        yield arm
     finally:
         for sig, handler in previous.items():
             # None: a handler set outside Python, which cannot be put back; the default
@@ -145,26 +165,27 @@ def run_watched(
     ``on_look(rows)`` sees the tool's backends at every look (the restore's lock watch).
     A failure of the watch itself is one sentence ending in ``outcome``.
     """
-    try:
-        proc = subprocess.Popen(
-            command,
-            env={**env, "PGAPPNAME": tag},
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            text=True,
-            encoding="utf-8",
-            errors="replace",  # a server's message in another encoding is still one line
-            start_new_session=True,  # the kill reaches whatever it starts
-        )
-    except OSError as exc:
-        raise CuratorError(f"{what} failed: {exc}{outcome}") from exc
     silence: float = store.db.answer_deadline_s  # type: ignore[attr-defined]
-    moved = time.monotonic()
     last: tuple[object, ...] = ()
     rows: Activity = ()
-    with _signals_end_the_tool(what):
+    with _signals_end_the_tool(what) as arm:
         try:
+            proc = subprocess.Popen(
+                command,
+                env={**env, "PGAPPNAME": tag},
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                text=True,
+                encoding="utf-8",
+                errors="replace",  # a server's message in another encoding is one line
+                start_new_session=True,  # the kill reaches whatever it starts
+            )
+        except OSError as exc:
+            raise CuratorError(f"{what} failed: {exc}{outcome}") from exc
+        moved = time.monotonic()
+        try:
+            arm()  # a signal that came while the tool started ends it now
             while True:
                 try:
                     out, err = proc.communicate(timeout=WATCH_TICK_S)
