@@ -50,9 +50,6 @@ def _bare_counts(source: str) -> list[tuple[int, str]]:
                 continue
             if part.conversion != -1:
                 continue
-            text = ast.get_source_segment(source, part.value) or ""
-            if text in _NOT_COUNTS or text.startswith(_WORD_MAKERS):
-                continue
             if isinstance(part.value, ast.Name) and part.value.id.isupper():
                 continue
             after = [p.value if isinstance(p, ast.Constant) else None for p in parts[i + 1 :]]
@@ -62,7 +59,11 @@ def _bare_counts(source: str) -> list[tuple[int, str]]:
             counted = _COUNTED.match(nxt) is not None
             if nxt == _OF and len(after) > 2 and isinstance(after[2], str):
                 counted = _COUNTED.match(after[2]) is not None
-            if counted:
+            if not counted:
+                continue
+            # the placeholder's own text last: get_source_segment reads the whole source
+            text = ast.get_source_segment(source, part.value) or ""
+            if text not in _NOT_COUNTS and not text.startswith(_WORD_MAKERS):
                 found.append((part.value.lineno, text))
     return found
 
