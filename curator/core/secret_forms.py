@@ -19,12 +19,8 @@ recognised: no message here cuts a value that way.
 
 from __future__ import annotations
 
-import base64
-import html
-import json
 import re
 from typing import Any
-from urllib.parse import quote, quote_plus
 
 MASK = "***"
 MIN_SECRET_CHARS = 8
@@ -62,6 +58,13 @@ def _lower(text: str) -> str:
 
 
 def _forms(secret: str) -> set[str]:
+    # imported here: every command imports this module (through the redaction of its
+    # messages), few ever remember a key
+    import base64
+    import html
+    import json
+    from urllib.parse import quote, quote_plus
+
     escaped = json.dumps(secret)[1:-1]
     encoded = quote(secret, safe="")
     forms = {
