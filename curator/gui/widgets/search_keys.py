@@ -3,8 +3,8 @@
 A search field and the list it filters sit one above the other, but Tab walks through
 every control between them (the Episodes pane has six filters in the way), so a person
 at the keyboard could type a search and not reach its first result without the mouse.
-Down, or Page Down, in the field moves the focus into the results and makes the first
-one current unless one already is, as a browser's address bar or a mail client's quick
+Down, or Page Down, in the field moves the focus into the results and selects the
+first one unless a result is already selected, as a browser's address bar or a mail client's quick
 filter do. Every other key stays the field's: Up and Down have no meaning in a one-line
 field, and Return keeps its meaning (a dialog's default button).
 """
