@@ -39,6 +39,7 @@ from curator.gui.episodes.episode_model import (
 )
 from curator.gui.episodes.episode_table import EpisodeTableView
 from curator.gui.episodes.relearn import Relearner
+from curator.gui.episodes.view_anchor import scroll_to_anchor, view_anchor
 from curator.gui.runs.run_start import classify_button_text
 from curator.gui.runtime.services import AppServices
 from curator.gui.widgets.pane import Pane
@@ -88,6 +89,7 @@ class EpisodesPane(Pane):
         self._last_action = ""  # the last relabel or undo said (see _relearned)
         self._kept: list[int] | None = None  # selection across a model reset
         self._kept_chosen: list[int] | None = None  # what was selected of it, first rows
+        self._kept_current: int | None = None  # the keyboard's current episode, the same
         self._facts_token = 0  # the source list and date range read now (0: none)
         # relabels retrain the learned classifier in the background (debounced)
         self.relearner = Relearner(services.store, self)
@@ -393,19 +395,24 @@ class EpisodesPane(Pane):
         """A reset drops the selection without a signal: keep what to select again."""
         self._kept = self.selected_ids()
         self._kept_chosen = None
+        current = self.table.currentIndex()
+        self._kept_current = self.model.episode_id(current.row()) if current.isValid() else None
 
     def _loaded(self) -> None:
         """A load arrived: select again what is still shown, so the detail panel follows
         the filter (an episode the filter removed is no longer shown there)."""
         kept, self._kept = self._kept, None
         chosen, self._kept_chosen = self._kept_chosen, None
+        current, self._kept_current = self._kept_current, None
         if kept is not None and (chosen is None or chosen == self.selected_ids()):
             self.select_ids(kept)
+            self._make_current(current)
             if not self.model.complete:
                 # the rest of the rows may hold more of them: select them again when it
                 # comes, unless the user chose something else meanwhile
                 self._kept = kept
                 self._kept_chosen = self.selected_ids()
+                self._kept_current = current
         self._update_count()
         self._show_selected()
         if not self.table.user_sized:
@@ -414,6 +421,16 @@ class EpisodesPane(Pane):
             self._enter_results = False
             if self.table.hasFocus() and not self.table.selectionModel().hasSelection():
                 self.search_keys.enter()
+
+    def _make_current(self, episode_id: int | None) -> None:
+        """The keyboard's current row back on ``episode_id`` where it is still shown (a
+        reset forgets it, and Down then went on from the first row), selection unchanged."""
+        row = None if episode_id is None else self.model.row_of(episode_id)
+        if row is not None:
+            index = self.model.index(row, 0)
+            self.table.selectionModel().setCurrentIndex(
+                index, QItemSelectionModel.SelectionFlag.NoUpdate
+            )
 
     def _settle_search(self) -> bool:
         """Down in the search field: a search still waiting for the typing pause runs now;
@@ -611,14 +628,15 @@ class EpisodesPane(Pane):
     # -- pane API -------------------------------------------------------------------------
 
     def refresh(self, then: Callable[[], None] | None = None) -> None:
-        """Reload after a change elsewhere, keeping selection and scroll position;
-        ``then()`` runs once the rows are in."""
+        """Reload after a change elsewhere, keeping the selection and the reader's place
+        (:mod:`curator.gui.episodes.view_anchor`); ``then()`` runs once the rows are in."""
         scroll = self.table.verticalScrollBar().value()
+        anchor = view_anchor(self.table)
         self._load_facts()
 
         def restore(reset: bool) -> None:
             if reset:
-                self.table.verticalScrollBar().setValue(scroll)
+                scroll_to_anchor(self.table, anchor, scroll)
             if then is not None:
                 then()
 

@@ -1,0 +1,131 @@
+"""The reader keeps their place while episodes arrive (an agent recording, a followed log).
+
+Episodes are recorded through the Python API on a connection of their own, as an agent's
+would be; the window hears the change and reloads the table. The episode being read stays
+selected, current and on the same row of the screen; Down goes on from it; with nothing
+selected the top row of the view stays on top, and at the very top the arrivals show.
+"""
+
+from __future__ import annotations
+
+import itertools
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from PySide6.QtCore import QItemSelectionModel, Qt
+from PySide6.QtWidgets import QApplication, QTableView
+
+from curator import Curator
+from curator.gui.episodes.episodes_pane import EpisodesPane
+from curator.gui.window.main_window import MainWindow
+from curator.store.db import Store
+
+_numbers = itertools.count()
+
+
+def _arrive(qtbot, pane: EpisodesPane, store: Store, count: int) -> None:
+    """``count`` new episodes from another connection; waits until the table shows them."""
+    before = pane.model.rowCount()
+    with Curator(store.path) as agent:
+        for _ in range(count):
+            agent.record(f"an episode recorded while the person reads, number {next(_numbers)}")
+    qtbot.waitUntil(lambda: pane.model.rowCount() == before + count, timeout=10_000)
+    qtbot.waitUntil(lambda: not pane.model.loading, timeout=10_000)
+    QApplication.processEvents()
+
+
+def _top(table: QTableView) -> int:
+    return table.rowAt(0)
+
+
+def _select(pane: EpisodesPane, row: int) -> int:
+    index = pane.model.index(row, 0)
+    pane.table.selectionModel().setCurrentIndex(
+        index,
+        QItemSelectionModel.SelectionFlag.ClearAndSelect | QItemSelectionModel.SelectionFlag.Rows,
+    )
+    return pane.model.episode_id(row)
+
+
+def _scroll_to_row(pane: EpisodesPane, row: int) -> None:
+    pane.table.scrollTo(pane.model.index(row, 0), QTableView.ScrollHint.PositionAtTop)
+    QApplication.processEvents()
+    assert _top(pane.table) == row
+
+
+@pytest.fixture
+def pane(qtbot, main_window: MainWindow) -> EpisodesPane:
+    pane = main_window.episodes_pane
+    main_window.tabs.setCurrentWidget(pane)
+    qtbot.waitUntil(lambda: pane.model.rowCount() > 60 and not pane.model.loading)
+    pane.table.setFocus()
+    return pane
+
+
+def test_the_episode_being_read_stays_on_its_row_and_down_goes_on_from_it(
+    qtbot, pane: EpisodesPane, store: Store
+) -> None:
+    """Newest first (the default order), at the top of the list: the arrivals come in
+    above the episode being read, which must not move on the screen."""
+    reading = _select(pane, 5)
+    below = pane.model.episode_id(6)
+    _arrive(qtbot, pane, store, 12)
+
+    row = pane.model.row_of(reading)
+    assert row == 17  # twelve newer episodes above it
+    assert row - _top(pane.table) == 5  # the same row of the screen
+    assert pane.selected_ids() == [reading]
+    assert pane.table.currentIndex().row() == row
+
+    qtbot.keyClick(pane.table, Qt.Key.Key_Down)
+    assert pane.selected_ids() == [below]  # on from the episode read, not the first row
+
+
+def test_with_nothing_selected_the_top_row_of_the_view_stays_on_top(
+    qtbot, pane: EpisodesPane, store: Store
+) -> None:
+    _scroll_to_row(pane, 30)
+    first_shown = pane.model.episode_id(30)
+    _arrive(qtbot, pane, store, 7)
+    assert pane.model.row_of(first_shown) == 37
+    assert _top(pane.table) == 37
+
+
+def test_at_the_very_top_with_nothing_selected_the_arrivals_show(
+    qtbot, pane: EpisodesPane, store: Store
+) -> None:
+    newest_before = pane.model.episode_id(0)
+    _arrive(qtbot, pane, store, 3)
+    assert _top(pane.table) == 0
+    assert pane.model.row_of(newest_before) == 3  # the three new ones above it, on screen
+
+
+@settings(
+    max_examples=12,
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
+)
+@given(
+    column=st.sampled_from([0, 1, 5]),  # Time, Source, Preview: arrivals land anywhere
+    order=st.sampled_from([Qt.SortOrder.AscendingOrder, Qt.SortOrder.DescendingOrder]),
+    top=st.integers(0, 40),
+    offset=st.integers(0, 12),
+    count=st.integers(1, 6),
+)
+def test_in_any_order_the_selected_episode_keeps_its_row_of_the_screen(
+    qtbot, pane: EpisodesPane, store: Store, column, order, top, offset, count
+) -> None:
+    pane.table.sortByColumn(column, order)
+    qtbot.waitUntil(lambda: not pane.model.loading, timeout=10_000)
+    QApplication.processEvents()
+    _scroll_to_row(pane, top)
+    reading = _select(pane, top + offset)
+    _arrive(qtbot, pane, store, count)
+
+    row = pane.model.row_of(reading)
+    assert row is not None
+    assert pane.selected_ids() == [reading]
+    assert pane.table.currentIndex().row() == row
+    # where the rows above allow it (the list cannot scroll above its first row)
+    assert row - _top(pane.table) == min(offset, row)
