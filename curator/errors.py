@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from curator.core.textsafety import escape_controls
+from curator.core.textsafety import one_line
 
 
 class CuratorError(Exception):
@@ -15,9 +15,10 @@ class CuratorError(Exception):
     exit_code = 2
 
     def __init__(self, message: str, *, exit_code: int | None = None) -> None:
-        # Every message shows its control characters, never obeys them: a path or a text
-        # quoted in it may carry an ESC sequence, and an API user prints the message.
-        super().__init__(escape_controls(message))
+        # Every message is one line that shows its control characters, never obeys them:
+        # a path or a value quoted in it may carry an ESC sequence, a line break or a
+        # direction override, and may be as long as a file (see textsafety.one_line).
+        super().__init__(one_line(message))
         if exit_code is not None:
             self.exit_code = exit_code
 

@@ -33,12 +33,14 @@ from typing import Final
 
 __all__ = [
     "CONTROLS",
+    "LAYOUT",
     "UnsafeText",
     "control_name",
     "control_problem",
     "escape_controls",
     "escape_json_controls",
     "has_controls",
+    "one_line",
     "require_clean",
 ]
 
@@ -52,11 +54,16 @@ _NAMES: Final = {
     0x08: "BS",
     0x0B: "VT",
     0x0C: "FF",
+    0x09: "tab",
+    0x0A: "line feed",
     0x0D: "CR",
     0x1B: "ESC",
     0x7F: "DEL",
     0x85: "NEL",
     0x9B: "CSI",
+    0x2028: "line separator",
+    0x2029: "paragraph separator",
+    0x202E: "right-to-left override",
 }
 
 
@@ -105,6 +112,31 @@ def escape_controls(text: str) -> str:
     terminal would act on (ESC sequences, CR, NUL, C1 controls) is shown, not obeyed.
     """
     return CONTROLS.sub(lambda m: f"\\x{ord(m.group()):02x}", text)
+
+
+#: What else breaks a line or turns it around: line and paragraph separators, and the
+#: marks and overrides of text direction (a right-to-left override shows "exe.txt" as
+#: "txt.exe").
+LAYOUT: Final = re.compile("[\n\t\r\u2028\u2029\u200e\u200f\u202a-\u202e\u2066-\u2069]")
+_LAYOUT_NAMES: Final = {"\n": "\\n", "\t": "\\t", "\r": "\\r"}
+
+MAX_MESSAGE_CHARS: Final = 1000
+"""The longest a one-line message gets: a quoted 100,000-character value is cut in its
+middle, so the message's start (what failed) and end (what to do) both stay."""
+
+
+def one_line(text: str) -> str:
+    """``text`` as one line a person can read: every control, line break, tab and
+    direction mark written as a visible escape (``\\n``, ``\\x1b``, ``\\u202e``),
+    and at most :data:`MAX_MESSAGE_CHARS` characters, cut in the middle."""
+    shown = LAYOUT.sub(
+        lambda m: _LAYOUT_NAMES.get(m.group()) or f"\\u{ord(m.group()):04x}",
+        escape_controls(text.replace("\r\n", "\\r\\n")),
+    )
+    if len(shown) > MAX_MESSAGE_CHARS:
+        keep = MAX_MESSAGE_CHARS - 40
+        shown = f"{shown[: keep * 2 // 3]} … {shown[-(keep - keep * 2 // 3) :]}"
+    return shown
 
 
 def escape_json_controls(document: str) -> str:
