@@ -18,14 +18,26 @@ import functools
 import json
 import os
 import re
+import unicodedata
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
 import peewee
+from peewee import fn
 
-from curator.core.flag_type import TEXT_KINDS
+from curator.api_checks import (
+    MAX_MESSAGES,
+    MAX_QUERY_CHARS,
+    MAX_TOP_K,
+    check_db,
+    check_flag,
+    check_query,
+    check_top_k,
+    episode_items,
+    parse_episode,
+)
 from curator.core.flags import detect
 from curator.core.scoring import effective_importance
 from curator.errors import CuratorError
@@ -33,7 +45,7 @@ from curator.store.db import Store
 from curator.store.engine import in_chunks
 from curator.store.episode_queries import count_episodes, count_pending
 from curator.store.identity import Identity, current_identity
-from curator.store.importer import MAX_EPISODE_CHARS, ParsedEpisode, episode_from_object
+from curator.store.importer import ParsedEpisode, speaker_spans
 from curator.store.knowledge import (
     RANK_ORDER,
     PatternRow,
@@ -41,18 +53,20 @@ from curator.store.knowledge import (
     export_markdown,
     top_k_patterns,
 )
-from curator.store.models import Candidate, Changeset, Episode, Pattern, Run, format_utc, utcnow
+from curator.store.models import (
+    Candidate,
+    Changeset,
+    Episode,
+    Pattern,
+    Run,
+    format_utc,
+    to_utc,
+    utcnow,
+)
 from curator.store.settings import load_settings
 from curator.store.snapshot import tuples
 
-MAX_TOP_K = 1000
-"""The most patterns one read returns: a prompt holds tens, not thousands."""
-
-MAX_QUERY_CHARS = 1000
-"""A longer query is refused: it is a question, not a document."""
-
-MAX_MESSAGES = 1000
-"""The most chat messages one recorded episode may hold."""
+__all__ = ["MAX_MESSAGES", "MAX_QUERY_CHARS", "MAX_TOP_K", "Curator", "RecordResult", "Screening"]
 
 _WORD = re.compile(r"\w+", re.UNICODE)
 
@@ -73,7 +87,10 @@ class _Scored:
 
 
 def _words(text: str) -> set[str]:
-    return {w.casefold() for w in _WORD.findall(text)}
+    """The words of ``text``, compared in one form: composed and compatibility-folded
+    (NFKC: an accent typed as a combining mark, as macOS writes it, or full-width letters
+    match the plain word) and case-folded."""
+    return {w.casefold() for w in _WORD.findall(unicodedata.normalize("NFKC", text))}
 
 
 def relevance(query: str, text: str) -> float:
@@ -88,22 +105,25 @@ def relevance(query: str, text: str) -> float:
     return len(wanted & _words(text)) / len(wanted)
 
 
-def _check_top_k(top_k: Any, name: str = "top_k") -> int:
-    if isinstance(top_k, bool) or not isinstance(top_k, int):
-        raise CuratorError(f"{name} must be a whole number from 1 to {MAX_TOP_K}")
-    if not 1 <= top_k <= MAX_TOP_K:
-        raise CuratorError(f"{name} must be from 1 to {MAX_TOP_K}, not {top_k}")
-    return top_k
+@dataclass(frozen=True, slots=True)
+class Screening:
+    """What :meth:`Curator.screen` found for one episode, for :meth:`Curator.record_many`.
+
+    Made only by ``screen``: it names the content and the identity it was read against,
+    and ``record_many`` takes it only for that content and that identity (else it reads
+    the text again), so no caller can hand in flags of its own choosing."""
+
+    content_hash: str
+    identity_version: int
+    kinds: tuple[str, ...]
+    _seal: object = field(repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        if self._seal is not _SEAL:
+            raise CuratorError("a Screening is made by Curator.screen only")
 
 
-def _check_query(query: Any) -> str:
-    if not isinstance(query, str):
-        raise CuratorError("query must be a string")
-    if len(query) > MAX_QUERY_CHARS:
-        raise CuratorError(f"query is {len(query):,} characters, over the {MAX_QUERY_CHARS} limit")
-    if not _words(query):
-        raise CuratorError("query has no words to search for")
-    return query
+_SEAL = object()
 
 
 class Curator:
@@ -117,14 +137,12 @@ class Curator:
     def __init__(
         self, db: str | os.PathLike[str], *, read_only: bool = False, create: bool = False
     ) -> None:
-        if not isinstance(db, str | os.PathLike) or isinstance(db, bytes):
-            raise CuratorError(f"db must be a path or a postgresql:// URL, not {db!r:.80}")
-        if "\x00" in os.fspath(db):  # no file has one; the system's call would raise
-            raise CuratorError(f"db {os.fspath(db)!r} holds a NUL character: no file has one")
+        db = check_db(db)
+        self._closed = False
         self.store = Store(
             db,
-            read_only=read_only,
-            create=create,
+            read_only=check_flag(read_only, "read_only"),
+            create=check_flag(create, "create"),
             empty_message=f"{db} is empty (no database in it); nothing was written: "
             "Curator(db, create=True) starts a new database in it",
         )
@@ -134,13 +152,24 @@ class Curator:
         """A Curator on a store the caller has opened (and closes): the CLI's own."""
         curator = cls.__new__(cls)
         curator.store = store
+        curator._closed = False
         return curator
 
     def close(self) -> None:
+        """Close the database; every later call is refused (it reopened it before)."""
+        self._closed = True
         self.store.close()
 
     def __enter__(self) -> Curator:
         return self
+
+    def _open(self) -> Store:
+        """The store, refusing a closed Curator, and a database file deleted, moved or
+        replaced since it was opened (reads answered from the unlinked file before)."""
+        if self._closed:
+            raise CuratorError("this Curator is closed: open the database again")
+        self.store.check_same_file("read")
+        return self.store
 
     def __exit__(self, *_: object) -> None:
         self.close()
@@ -159,16 +188,17 @@ class Curator:
         no word of the query are left out. Each pattern then also carries ``relevance`` and
         ``score``, and its ``rank`` is its place in this answer.
         """
-        k = None if top_k is None else _check_top_k(top_k)
+        store = self._open()
+        k = None if top_k is None else check_top_k(top_k)
         if query is None:
-            with self.store.read():
+            with store.read():
                 rows = top_k_patterns(self.store, k=k)
             return {
                 "text": export_markdown(rows),
                 "patterns": export_json(rows),
                 "count": len(rows),
             }
-        scored = self._ranked(_check_query(query), k or self._top_k())
+        scored = self._ranked(check_query(query, _words), k or self._top_k())
         rows = [s.row for s in scored]
         patterns = export_json(rows)
         for doc, s in zip(patterns, scored, strict=True):
@@ -178,7 +208,7 @@ class Curator:
 
     def search_knowledge(self, query: str, limit: int = 10) -> list[dict[str, Any]]:
         """Active patterns matching ``query``, best first (the ranking of :meth:`knowledge`)."""
-        return list(self.knowledge(top_k=_check_top_k(limit, "limit"), query=query)["patterns"])
+        return list(self.knowledge(top_k=check_top_k(limit, "limit"), query=query)["patterns"])
 
     def _top_k(self) -> int:
         return load_settings(self.store).top_k
@@ -229,7 +259,7 @@ class Curator:
 
     def identity(self) -> dict[str, Any]:
         """The current identity text and its axioms (version 0: none saved yet)."""
-        identity = current_identity(self.store)
+        identity = current_identity(self._open())
         return {
             "version": identity.version,
             "identity": identity.identity_text,
@@ -240,22 +270,37 @@ class Curator:
         """Counts an agent (or its operator) may want: what is stored and what waits.
 
         ``episodes``, ``pending_classification`` (neither labelled by a person nor the
-        model), ``candidates_waiting`` (staged, undecided), ``patterns_active`` and
-        ``last_commit`` (the newest committed changeset's time, or None).
+        model), ``candidates_waiting`` (staged, undecided), ``patterns_active``,
+        ``last_commit`` (the newest committed changeset's time, or None) and
+        ``knowledge_changed`` (the last time Knowledge was written, by a commit, an undo,
+        a retirement or an edit, or None: an agent that keeps the block refreshes it when
+        this moves; decay changes the block day by day without a write).
         """
-        with self.store.read():
+        store = self._open()
+        with store.read():
             last = (
                 Changeset.select(Changeset.created_at)
                 .where(Changeset.kind == "commit")
                 .order_by(Changeset.created_at.desc())
-                .first(self.store.db)
+                .first(store.db)
             )
+            changed = [
+                Changeset.select(fn.MAX(Changeset.created_at)).scalar(),
+                Pattern.select(fn.MAX(Pattern.updated_at)).scalar(),
+            ]
+            # SQLite answers MAX with the stored text, PostgreSQL with a datetime
+            times = [
+                to_utc(t) if isinstance(t, datetime) else Changeset.created_at.python_value(t)
+                for t in changed
+                if t is not None
+            ]
             return {
-                "episodes": count_episodes(self.store),
-                "pending_classification": count_pending(self.store),
-                "candidates_waiting": candidates_waiting(self.store),
+                "episodes": count_episodes(store),
+                "pending_classification": count_pending(store),
+                "candidates_waiting": candidates_waiting(store),
                 "patterns_active": Pattern.select().where(Pattern.status == "active").count(),
                 "last_commit": None if last is None else format_utc(last.created_at),
+                "knowledge_changed": format_utc(max(times)) if times else None,
             }
 
     # -- writing -------------------------------------------------------------------------------
@@ -284,8 +329,8 @@ class Curator:
             raise answer
         return answer
 
-    def screen(self, item: Mapping[str, Any]) -> list[str] | None:
-        """The detector's flag kinds for one of :meth:`record_many`'s items, checked as it
+    def screen(self, item: Mapping[str, Any]) -> Screening | None:
+        """The detector's reading of one of :meth:`record_many`'s items, checked as it
         checks them (a refused item raises its :class:`CuratorError`), against the current
         identity, without writing anything; ``None`` for content stored already, which
         :meth:`record_many` answers with its stored flags (a resent megabyte text is not
@@ -294,16 +339,16 @@ class Curator:
         For a caller that records long episodes beside short ones: the MCP server screens
         a long one on a thread of its own before it joins a group commit, so that the
         detector's seconds on a megabyte text hold up only the client that sent it."""
-        parsed = _parse_episode(item)
+        self._open()
+        parsed = parse_episode(item)
         if self._stored_hashes([parsed.content_hash]):
             return None
         identity = current_identity(self.store)
-        return _flag_kinds(parsed.text, identity.axioms, identity.identity_text)
+        kinds = _flag_kinds(parsed, identity)
+        return Screening(parsed.content_hash, identity.version, tuple(kinds), _SEAL)
 
     def record_many(
-        self,
-        items: Sequence[Mapping[str, Any]],
-        screened: Sequence[list[str] | None] | None = None,
+        self, items: Sequence[Mapping[str, Any]], screened: Sequence[Screening | None] = ()
     ) -> list[RecordResult | CuratorError]:
         """Record several episodes in one write transaction: one answer per item, in order.
 
@@ -317,17 +362,19 @@ class Curator:
         commit, so nothing is acknowledged that is not stored; a failed commit raises and
         stores none of the group. The detector reads only content not stored yet (a resent
         episode is answered with its stored flags), before the write lock is taken.
-        ``screened`` gives, per item, its kinds from :meth:`screen` (``None``: read here).
+        ``screened`` holds :meth:`screen`'s answers, matched to the items by content; one
+        read against another identity, or not made by ``screen``, is not used.
         """
-        items = list(items)  # a generator too, counted against ``screened``
-        if screened is not None:
-            _check_screened(screened, len(items))
-            screened = [None if kinds is None else sorted(set(kinds)) for kinds in screened]
+        self._open()
+        items = episode_items(items)
+        known = {
+            s.content_hash: s for s in screened if isinstance(s, Screening)
+        }  # anything else is ignored: the text is read here
         answers: list[RecordResult | CuratorError] = []
         parsed_items: list[tuple[int, ParsedEpisode]] = []
         for place, item in enumerate(items):
             try:
-                parsed_items.append((place, _parse_episode(item)))
+                parsed_items.append((place, parse_episode(item)))
             except CuratorError as exc:
                 answers.append(exc)
                 continue
@@ -340,9 +387,11 @@ class Curator:
         for place, parsed in parsed_items:
             kinds = None  # stored already: its stored flags are the answer
             if parsed.content_hash not in stored:
-                kinds = screened[place] if screened is not None else None
-                if kinds is None:
-                    kinds = _flag_kinds(parsed.text, identity.axioms, identity.identity_text)
+                screening = known.get(parsed.content_hash)
+                if screening is not None and screening.identity_version == identity.version:
+                    kinds = list(screening.kinds)
+                else:
+                    kinds = _flag_kinds(parsed, identity)
             checked.append((place, parsed, kinds))
         with self.store.write():
             for place, parsed, found_kinds in checked:
@@ -386,8 +435,7 @@ class Curator:
                 source=stored_source,
             )
         if kinds is None:
-            identity = identity or current_identity(self.store)
-            kinds = _flag_kinds(parsed.text, identity.axioms, identity.identity_text)
+            kinds = _flag_kinds(parsed, identity or current_identity(self.store))
         metadata: dict[str, Any] = {"flags": kinds} if kinds else {}
         values = (
             parsed.content_hash,
@@ -407,9 +455,15 @@ class Curator:
         return RecordResult(episode_id=int(new_id), created=True, flags=kinds, source=parsed.source)
 
 
-def _flag_kinds(text: str, axioms: Sequence[str], identity_text: str) -> list[str]:
-    """The detector's flag kinds for an episode's text, as stored in its metadata."""
-    return sorted({f.kind for f in detect(text, axioms, identity_text)})
+def _flag_kinds(parsed: ParsedEpisode, identity: Identity) -> list[str]:
+    """The detector's flag kinds for an episode, as stored in its metadata: the flags of
+    its text, but for those that lie wholly in the speakers the rendering of a chat wrote
+    (:func:`~curator.store.importer.speaker_spans`)."""
+    flags = detect(parsed.text, identity.axioms, identity.identity_text)
+    if parsed.messages:
+        spans = speaker_spans(parsed.messages)
+        flags = [f for f in flags if not any(s <= f.start and f.end <= e for s, e in spans)]
+    return sorted({f.kind for f in flags})
 
 
 _INSERT_FIELDS: tuple[peewee.Field, ...] = (
@@ -437,43 +491,6 @@ def _insert_sql(returning: bool) -> str:
     return str(query.sql()[0])
 
 
-def _check_screened(screened: Any, count: int) -> None:
-    """``record_many``'s ``screened``: one entry an item, each ``None`` or a list of the
-    detector's kinds (:data:`~curator.core.flag_type.TEXT_KINDS`), else nothing is
-    written. A string is refused though it is a sequence: its letters would be stored as
-    flags."""
-    if isinstance(screened, str | bytes) or not isinstance(screened, Sequence):
-        raise CuratorError(
-            f"'screened' must be a list with an entry for each item, not {type(screened).__name__}"
-        )
-    if len(screened) != count:
-        raise CuratorError(f"'screened' has {len(screened):,} entries for {count:,} items")
-    for place, kinds in enumerate(screened):
-        if kinds is None:
-            continue
-        if not isinstance(kinds, list) or any(k not in TEXT_KINDS for k in kinds):
-            raise CuratorError(
-                f"'screened' entry {place} must be None or a list of the detector's kinds "
-                f"({', '.join(TEXT_KINDS)})"
-            )
-
-
-def _parse_episode(item: Mapping[str, Any]) -> ParsedEpisode:
-    """One item of :meth:`Curator.record_many` checked like an imported line."""
-    if not isinstance(item, Mapping):
-        raise CuratorError("each episode must be an object of record's arguments")
-    unknown = set(item) - {"text", "messages", "source", "timestamp"}
-    if unknown:
-        raise CuratorError(f"unknown argument {sorted(unknown)[0]!r} for an episode")
-    obj = _episode_object(
-        item.get("text"), item.get("messages"), item.get("source"), item.get("timestamp")
-    )
-    try:
-        return episode_from_object(obj, 1, utcnow())
-    except ValueError as exc:  # the importer's one-line reason for a bad line
-        raise CuratorError(str(exc)) from None
-
-
 def candidates_waiting(store: Store) -> int:
     """Candidates of staged runs that no one has decided yet (the review queue)."""
     return int(
@@ -482,34 +499,3 @@ def candidates_waiting(store: Store) -> int:
         .where((Run.status == "staged") & Candidate.action.is_null())
         .count()
     )
-
-
-def _episode_object(text: Any, messages: Any, source: Any, timestamp: Any) -> dict[str, Any]:
-    """The arguments as the importer's JSON object, refusing what it cannot say clearly."""
-    if (text is None) == (messages is None):
-        raise CuratorError("give either text or messages, not both and not neither")
-    if text is not None and not isinstance(text, str):
-        raise CuratorError("text must be a string")
-    if isinstance(text, str) and len(text) > MAX_EPISODE_CHARS:
-        raise CuratorError(
-            f"the episode is {len(text):,} characters, over the {MAX_EPISODE_CHARS:,} limit"
-        )
-    if messages is not None:
-        if not isinstance(messages, list | tuple):
-            raise CuratorError("messages must be a list of {role, content} objects")
-        if len(messages) > MAX_MESSAGES:
-            raise CuratorError(f"{len(messages):,} messages, over the {MAX_MESSAGES:,} limit")
-    if source is not None and not isinstance(source, str):
-        raise CuratorError("source must be a string")
-    if isinstance(source, str) and len(source) > 200:
-        raise CuratorError("source is longer than 200 characters")
-    if isinstance(timestamp, datetime):
-        timestamp = timestamp.isoformat()
-    obj: dict[str, Any] = {"source": source or ""}
-    if text is not None:
-        obj["text"] = text
-    else:
-        obj["messages"] = list(messages)
-    if timestamp is not None:
-        obj["timestamp"] = timestamp
-    return obj

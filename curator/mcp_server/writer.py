@@ -26,7 +26,7 @@ import anyio
 import anyio.lowlevel
 import anyio.to_thread
 
-from curator.api import Curator, RecordResult
+from curator.api import Curator, RecordResult, Screening
 from curator.errors import CuratorError
 
 MAX_GROUP = 256
@@ -52,8 +52,8 @@ def _length(item: dict[str, Any]) -> int:
 @dataclass
 class _Waiting:
     item: dict[str, Any]
-    kinds: list[str] | None = None
-    """The detector's kinds, read before the group (a long episode), or ``None``."""
+    kinds: Screening | None = None
+    """The detector's reading, made before the group (a long episode), or ``None``."""
     wake: anyio.Event = field(default_factory=anyio.Event)
     """Set when the answer is in, or when this caller is to lead the next group."""
     answer: RecordResult | BaseException | None = None

@@ -394,7 +394,7 @@ class Store:
                 raise
             raise lock from exc
         try:
-            self._check_same_file()
+            self.check_same_file()
         except FileReplacedError as exc:
             self._rollback_if_open(exc)
             self._settle_moved_wal()
@@ -420,9 +420,11 @@ class Store:
             self._rollback_if_open(exc)
             raise
 
-    def _check_same_file(self) -> None:
-        """Refuse to write when the path no longer names the file opened (checked with
-        the write lock held, so no writer of ours can be half-way through a replacement).
+    def check_same_file(self, doing: str = "written") -> None:
+        """Refuse when the path no longer names the file opened: before a write (checked
+        with the write lock held, so no writer of ours can be half-way through a
+        replacement), and before the API's reads (``doing="read"``), which answered from
+        the deleted file.
 
         A long-lived process (the MCP server, the window, the API) keeps its connection:
         after the file was deleted it went on acknowledging episodes into an unlinked
@@ -432,7 +434,7 @@ class Store:
             return
         raise FileReplacedError(
             f"{self.location} was deleted, moved or replaced since this program opened it; "
-            "nothing was written: open the database again"
+            f"nothing was {doing}: open the database again"
         )
 
     def _settle_moved_wal(self) -> None:

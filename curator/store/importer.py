@@ -37,6 +37,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any, BinaryIO
 
+from curator.core.textsafety import LAYOUT, control_name
 from curator.errors import CuratorError
 from curator.store.db import Store
 from curator.store.json_source import (
@@ -210,6 +211,31 @@ def render_messages(messages: Sequence[dict[str, str]]) -> str:
     return "\n".join(lines)
 
 
+#: The roles chat formats and agent frameworks give their turns: shown as a speaker they
+#: are the rendering's structure (see :func:`speaker_spans`).
+CHAT_ROLES = frozenset({"user", "assistant", "system", "developer", "tool", "function", "model"})
+
+
+def speaker_spans(messages: Sequence[Mapping[str, str]]) -> list[tuple[int, int]]:
+    """Where :func:`render_messages` wrote a message's own role as its speaker
+    (``assistant: ``), as ``(start, end)`` in the rendered text.
+
+    Those characters are the curator's layout of a chat, not text anyone sent: the
+    detector's "chat-template or role token" found them in every recorded chat with an
+    assistant turn. A speaker taken from a message's ``name``, or an unknown role, is the
+    sender's own text and has no span; a role line inside a message's content is not at
+    a span either, so a turn faked inside a message is still found."""
+    spans: list[tuple[int, int]] = []
+    at = 0
+    for m in messages:
+        speaker = m.get("name") or m["role"]
+        prefix = len(speaker) + 2
+        if not m.get("name") and speaker.casefold() in CHAT_ROLES:
+            spans.append((at, at + prefix))
+        at += prefix + len(m["content"]) + 1
+    return spans
+
+
 def content_hash(body: Any, source: str, timestamp: str | None) -> str:
     canonical = json.dumps(
         {"body": body, "source": source, "timestamp": timestamp},
@@ -266,6 +292,12 @@ def episode_from_object(obj: Any, line: int, now: datetime) -> ParsedEpisode:
     source = obj.get("source", "")
     if not isinstance(source, str):
         raise _BadLine(f"'source' must be a string, not {_type_name(source)}")
+    breaker = LAYOUT.search(source.strip())
+    if breaker is not None:  # a source is one name on one line, shown as it reads
+        raise _BadLine(
+            f"'source' holds {control_name(breaker.group())}: a source is a name on one "
+            "line, without line breaks, tabs or direction marks"
+        )
     metadata = obj.get("metadata", {})
     if metadata is None:
         metadata = {}
@@ -419,9 +451,32 @@ def import_files(
 ) -> list[ImportReport]:
     """Import several files; each is its own all-or-nothing transaction.
 
-    A file that cannot be read is reported and the others are still imported.
+    A file that cannot be read is reported and the others are still imported. A failure
+    that stops the whole import (a database busy for the whole timeout, a full disk)
+    after some files were committed raises :class:`ImportStopped`, which names them: the
+    message "nothing changed" alone hid 3,000 episodes committed from the first file.
     """
-    return [import_file(store, p, stdin=stdin, chat=chat) for p in paths]
+    reports: list[ImportReport] = []
+    for path in paths:
+        try:
+            reports.append(import_file(store, path, stdin=stdin, chat=chat))
+        except CuratorError as exc:
+            if not any(r.imported for r in reports):
+                raise
+            raise ImportStopped(reports, str(path), exc) from exc
+    return reports
+
+
+class ImportStopped(CuratorError):
+    """An import of several files stopped at ``failed`` after ``done`` were committed."""
+
+    def __init__(self, done: list[ImportReport], failed: str, cause: CuratorError) -> None:
+        kept = ", ".join(f"{r.file} ({r.imported:,} imported)" for r in done if r.imported)
+        super().__init__(
+            f"{failed}: {cause}; the files before it stay imported: {kept}",
+            exit_code=cause.exit_code,
+        )
+        self.done = done
 
 
 _INSERTED = ("external_id", "content_hash", "text", "messages", "timestamp", "source", "metadata")

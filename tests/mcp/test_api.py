@@ -12,9 +12,11 @@ from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from curator import Curator
+from curator.api import Screening
 from curator.cli import main
 from curator.errors import CuratorError
 from curator.store.importer import MAX_EPISODE_CHARS
+from tests.mcp.test_mcp_intake_detector import INJECTION
 
 Counts = Callable[[Path], dict[str, int]]
 
@@ -230,26 +232,36 @@ def test_a_recorded_episode_reads_back_through_the_model(memory_db: Path) -> Non
     assert row.label is None and row.model_label is None and row.human_label is None
 
 
-@pytest.mark.parametrize(
-    ("screened", "said"),
-    [
-        ("instruction", "'screened' must be a list"),
-        ([["link"]], "'screened' has 1 entries for 2 items"),
-        ([["link"], "link"], "'screened' entry 1 must be None or a list"),
-        ([["link"], ["untrusted"]], "'screened' entry 1 must be None or a list"),
-        ([None, [3]], "'screened' entry 1 must be None or a list"),
-    ],
-)
-def test_record_many_refuses_a_bad_screened_and_writes_nothing(
-    memory_db: Path, table_counts: Counts, screened: object, said: str
+@pytest.mark.parametrize("screened", [[["link"], ["secret"]], [[], []], ["instruction", None]])
+def test_record_many_reads_every_text_whose_screening_it_did_not_make(
+    memory_db: Path, screened: object
 ) -> None:
-    """``screened`` is a public argument: a wrong one would store its letters as flags or
-    fail half-way; it is refused whole, before anything is written."""
-    before = table_counts(memory_db)
-    items = [{"text": "first note of the batch"}, {"text": "second note of the batch"}]
-    with Curator(db=memory_db) as curator, pytest.raises(CuratorError, match=said):
-        curator.record_many(items, screened=screened)  # type: ignore[arg-type]
-    assert table_counts(memory_db) == before
+    """Flags a caller hands in are never stored: only :meth:`Curator.screen`'s own answer
+    stands for a text's reading, so an agent cannot record an injection as clean or a
+    clean text as flagged."""
+    items = [{"text": INJECTION}, {"text": "a plain note about the weather"}]
+    with Curator(db=memory_db) as curator:
+        answers = curator.record_many(items, screened=screened)  # type: ignore[arg-type]
+    assert isinstance(answers[0], dict) and "instruction" in answers[0]["flags"]
+    assert isinstance(answers[1], dict) and answers[1]["flags"] == []
+
+
+def test_a_screening_stands_only_for_its_own_text_and_identity(memory_db: Path) -> None:
+    with Curator(db=memory_db) as curator:
+        clean = curator.screen({"text": "a plain note about the weather"})
+        assert clean is not None and clean.kinds == ()
+        with pytest.raises(CuratorError, match=r"made by Curator\.screen only"):
+            Screening(clean.content_hash, clean.identity_version, (), object())
+        # another text's screening does not stand for the injection
+        answer = curator.record_many([{"text": INJECTION}], screened=[clean])[0]
+        assert isinstance(answer, dict) and "instruction" in answer["flags"]
+        # a screening read against an older identity is read again
+        stale = curator.screen({"text": "a second plain note"})
+        assert stale is not None
+        object.__setattr__(stale, "kinds", ("secret",))  # as if read before an identity edit
+        object.__setattr__(stale, "identity_version", stale.identity_version - 1)
+        answer = curator.record_many([{"text": "a second plain note"}], screened=[stale])[0]
+        assert isinstance(answer, dict) and answer["flags"] == []
 
 
 def test_times_are_kept_to_the_microsecond(memory_db: Path) -> None:

@@ -85,9 +85,9 @@ def test_content_gone_between_the_look_and_the_write_is_still_read(memory_db: Pa
     """Content found stored when the group was read, but deleted before its write (a
     person removing it meanwhile), is read by the detector at the insert: it is never
     stored without its flags."""
-    from curator.api import _parse_episode
+    from curator.api_checks import parse_episode
 
-    parsed = _parse_episode({"text": INJECTION, "source": "agent"})
+    parsed = parse_episode({"text": INJECTION, "source": "agent"})
     with Curator(db=memory_db) as curator, curator.store.write():
         answer = curator._insert(parsed, None)
     assert answer["created"] is True

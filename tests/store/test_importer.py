@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
+import io
 import json
+import sqlite3
 from pathlib import Path
 
 import pytest
 
 from curator.store.db import Store
-from curator.store.importer import import_file
+from curator.store.importer import ImportStopped, import_file, import_files
 from curator.store.models import Episode
 
 
@@ -210,3 +212,42 @@ def test_a_large_import_holds_no_per_line_objects_for_the_collector(
     assert report.imported == 4500
     assert growth  # reported while reading and while writing
     assert max(growth) < 1000, growth  # one insert chunk's rows at most, not one per line
+
+
+class LockingInput(io.BytesIO):
+    """Standard input that takes the database's write lock in another connection when it
+    is first read (fault injection: a second writer arriving between two files, at a
+    moment a real process cannot be made to hit)."""
+
+    def __init__(self, data: bytes, db: Path) -> None:
+        super().__init__(data)
+        self.db, self.holder = db, None
+
+    def read(self, size: int | None = -1) -> bytes:
+        if self.holder is None:
+            self.holder = sqlite3.connect(self.db, isolation_level=None)
+            self.holder.execute("BEGIN IMMEDIATE")
+        return super().read(size)
+
+
+def test_a_busy_database_stops_the_import_naming_the_files_it_kept(tmp_path: Path) -> None:
+    """``import A -``: A is committed, then the lock is taken elsewhere and standard input
+    waits for it in vain. The error names A and its count: "nothing changed" hid them."""
+    path = tmp_path / "busy.sqlite"
+    store = Store(path, busy_timeout_s=0.2)
+    first = write_jsonl(tmp_path / "first.jsonl", chat_sessions(3))
+    stdin = LockingInput(b'{"content": "a note after the first file"}\n', path)
+    try:
+        with pytest.raises(ImportStopped) as stopped:
+            import_files(store, [first, "-"], stdin=stdin)
+    finally:
+        assert stdin.holder is not None
+        stdin.holder.execute("ROLLBACK")
+        stdin.holder.close()
+    said = str(stopped.value)
+    assert said.startswith("-: busy: another curator process is writing")
+    assert said.endswith(f"the files before it stay imported: {first} (3 imported)")
+    assert stopped.value.exit_code == 1
+    with store.read():
+        assert Episode.select().count() == 3
+    store.close()
