@@ -30,6 +30,7 @@ from curator.chat_formats.common import (
     clean,
     epoch_time,
     finished,
+    first_objects,
     ident,
     read_messages,
     type_name,
@@ -41,11 +42,9 @@ _TEXT_FIELD = {"code": "text", "execution_output": "text", "tether_quote": "text
 
 
 def looks_like(value: Any) -> bool:
-    """An array whose first object has ``mapping`` and ``current_node``."""
-    first = (
-        next((v for v in value if isinstance(v, dict)), None) if isinstance(value, list) else None
-    )
-    return first is not None and "mapping" in first and "current_node" in first
+    """An array one of whose first objects has ``mapping`` and ``current_node``: one damaged
+    conversation at the start does not make the whole export a file of episodes."""
+    return any("mapping" in v and "current_node" in v for v in first_objects(value))
 
 
 def conversations(value: Any, file: str, skipped: Skipped) -> Iterator[Conversation | ElementError]:

@@ -25,6 +25,7 @@ from curator.chat_formats.common import (
     Skipped,
     clean,
     finished,
+    first_objects,
     ident,
     iso_time,
     list_field,
@@ -38,11 +39,9 @@ _ROLES = {"human": "user", "assistant": "assistant"}
 
 
 def looks_like(value: Any) -> bool:
-    """An array whose first object has ``chat_messages`` and a ``uuid``."""
-    first = (
-        next((v for v in value if isinstance(v, dict)), None) if isinstance(value, list) else None
-    )
-    return first is not None and "chat_messages" in first and "uuid" in first
+    """An array one of whose first objects has ``chat_messages`` and a ``uuid``: one damaged
+    conversation at the start does not make the whole export a file of episodes."""
+    return any("chat_messages" in v and "uuid" in v for v in first_objects(value))
 
 
 def conversations(value: Any, file: str, skipped: Skipped) -> Iterator[Conversation | ElementError]:
@@ -81,7 +80,11 @@ def _message(message: Any, position: str, skipped: Skipped) -> ChatMessage | Non
     text = message.get("text")
     if text is not None and not isinstance(text, str):
         raise BadElement(f"'text' must be a string, not {type_name(text)}")
-    pieces = [text] if text and text.strip() else _content_texts(message.get("content"), skipped)
+    if text and text.strip():
+        pieces = [text]
+        _count_unread(message.get("content"), skipped)
+    else:
+        pieces = _content_texts(message.get("content"), skipped)
     for key in ("attachments", "files"):
         items = list_field(message, key)
         for attached in items:
@@ -99,6 +102,17 @@ def _message(message: Any, position: str, skipped: Skipped) -> ChatMessage | Non
         timestamp=iso_time(message.get("created_at"), "created_at"),
         position=position,
     )
+
+
+def _count_unread(content: Any, skipped: Skipped) -> None:
+    """A message read from its ``text``: the items of its ``content`` that are not text
+    (an artifact's ``tool_use``, a tool's result) are not in it; counted as left out, so
+    the import's report says so (they vanished without a word before). Not added to the
+    text: that would change the identity of every such message imported before."""
+    if isinstance(content, list):
+        unread = sum(1 for item in content if isinstance(item, dict) and item.get("type") != "text")
+        if unread:
+            skipped["non-text content beside the text (left out)"] += unread
 
 
 def _content_texts(content: Any, skipped: Skipped) -> list[str]:

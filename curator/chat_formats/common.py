@@ -15,6 +15,7 @@ not part of the conversation) in :class:`Skipped`, and the import reports the co
 
 from __future__ import annotations
 
+import itertools
 import json
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator
@@ -150,6 +151,17 @@ def parse_granularity(text: str) -> Granularity:
 
 
 # -- small readers for the fields every format has -------------------------------------------
+
+
+LOOKED_AT = 20
+"""How many of an array's first objects recognising a format reads."""
+
+
+def first_objects(value: Any) -> list[dict[str, Any]]:
+    """The first :data:`LOOKED_AT` objects of an array (none for anything else)."""
+    if not isinstance(value, list):
+        return []
+    return list(itertools.islice((v for v in value if isinstance(v, dict)), LOOKED_AT))
 
 
 def type_name(value: Any) -> str:

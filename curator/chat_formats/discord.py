@@ -76,6 +76,8 @@ def _message(message: Any, position: str, skipped: Skipped) -> ChatMessage | Non
     if not isinstance(message, dict):
         raise BadElement(f"must be an object, not {type_name(message)}")
     kind = message.get("type", "Default")
+    if not isinstance(kind, str):  # a wrong type is an error, not a kind left out
+        raise BadElement(f"'type' must be a string, not {type_name(kind)}")
     if kind not in _KEPT_TYPES:
         skipped[f"system messages ({kind})"] += 1
         return None

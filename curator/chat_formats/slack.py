@@ -24,6 +24,7 @@ refuses the whole file. Sizes are enforced while inflating, not trusted from the
 
 from __future__ import annotations
 
+import os
 import re
 import zipfile
 from collections.abc import Callable, Iterator
@@ -92,7 +93,21 @@ def open_folder(path: Path) -> Files:
             raise BadExport(f"{file.relative_to(path).as_posix()!r} leads outside the export")
         if file.is_file():
             names.append(file.relative_to(path).as_posix())
-    return Files(sorted(names), lambda name: (path / name).read_bytes())
+    return Files(sorted(names), lambda name: _read_file(path / name))
+
+
+def _read_file(file: Path) -> bytes:
+    """One file of an export folder, within the zip member's limit: a day file of
+    gigabytes was read whole, and the import ended in an out-of-memory failure."""
+    with file.open("rb") as handle:
+        too_big = os.fstat(handle.fileno()).st_size > MAX_MEMBER_BYTES
+        data = b"" if too_big else handle.read(MAX_MEMBER_BYTES + 1)  # it may grow meanwhile
+    if too_big or len(data) > MAX_MEMBER_BYTES:
+        raise BadExport(  # reported as the file's error (its name leads), the rest read
+            f"over {MAX_MEMBER_BYTES // (1024 * 1024):,} MiB, more than a day of a channel "
+            "holds; not read"
+        )
+    return data
 
 
 def read_zip(path: Path) -> dict[str, bytes]:
@@ -114,6 +129,9 @@ def read_zip(path: Path) -> dict[str, bytes]:
                 raise BadExport(f"the zip member {name[:80]!r} points outside the export; refused")
             if info.is_dir() or not name.endswith(".json"):
                 continue
+            # Zips made on Windows may separate folders with backslashes: read as the
+            # folders they are (else every channel's day files were passed over in silence)
+            name = "/".join(parts)
             if name in contents:
                 raise BadExport(f"the zip holds {name[:80]!r} twice; refused")
             data = _inflate(archive, info, MAX_TOTAL_BYTES - total)

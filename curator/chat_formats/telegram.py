@@ -123,7 +123,10 @@ def text_of(value: Any) -> str:
 def _message(message: Any, position: str, skipped: Skipped) -> ChatMessage | None:
     if not isinstance(message, dict):
         raise BadElement(f"must be an object, not {type_name(message)}")
-    if message.get("type", "message") != "message":
+    kind = message.get("type", "message")
+    if not isinstance(kind, str):  # a wrong type is an error, not a service message
+        raise BadElement(f"'type' must be a string, not {type_name(kind)}")
+    if kind != "message":
         skipped["service messages"] += 1
         return None
     pieces = [text_of(message.get("text", ""))]

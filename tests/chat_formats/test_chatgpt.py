@@ -204,6 +204,38 @@ def test_a_truncated_export_is_one_error_and_nothing_is_imported(
     assert "(file cut off?)" in str(report.errors[0])
 
 
+@pytest.mark.parametrize("indent", [None, 2], ids=["compact", "indented"])
+def test_a_cut_off_export_is_one_error_when_its_keys_start_after_64_kib(
+    store: Store, tmp_path: Path, indent: int | None
+) -> None:
+    """Found without ``--format``: a first conversation over 64 KiB pushed the keys that
+    say "ChatGPT" past the start that was looked at, and the file was read as episodes,
+    one error a conversation."""
+    export = chatgpt_export()
+    long_title = "x" * 70_000
+    export = [{**export[0], "title": long_title}, *export * 20]
+    text = json.dumps(export, indent=indent)
+    path = tmp_path / "conversations.json"
+    path.write_text(text[:-40], "utf-8")
+    report = import_file(store, path, chat=ChatImport())
+    assert len(report.errors) == 1 and report.imported == 0
+    assert "not a readable chatgpt export: invalid JSON" in str(report.errors[0])
+
+
+def test_a_damaged_first_conversation_does_not_hide_the_export(
+    store: Store, tmp_path: Path
+) -> None:
+    """Recognised by any of its first conversations: without the first one's
+    ``current_node`` the whole export was read as episodes and every conversation
+    refused."""
+    export = chatgpt_export()
+    damaged = {k: v for k, v in export[0].items() if k != "current_node"}
+    path = write_json(tmp_path / "conversations.json", [damaged, *export[1:]])
+    report = import_file(store, path, chat=ChatImport())
+    assert report.imported == 1  # the second (the third is empty)
+    assert [e.reason.split(":")[0] for e in report.errors] == ["conversation 1"]
+
+
 def test_not_an_array_is_one_error(store: Store, tmp_path: Path) -> None:
     path = write_json(tmp_path / "c.json", {"conversations": chatgpt_export()})
     report = import_file(store, path, chat=ChatImport(format="chatgpt"))

@@ -77,6 +77,21 @@ def test_claude_bad_messages_are_numbered(store: Store, tmp_path: Path, change, 
     assert episodes(store)[0].source == "Résumé review"
 
 
+def test_claude_items_beside_a_text_are_counted_as_left_out(store: Store, tmp_path: Path) -> None:
+    """A message read from its ``text`` (as real exports of artifacts look): the
+    ``tool_use`` of its ``content`` is not in the text, and the report says so."""
+    data = claude_export()
+    data[0]["chat_messages"][1]["content"] = [
+        {"type": "text", "text": "Your summary is strong; shorten section 2."},
+        {"type": "tool_use", "name": "artifacts", "input": {"content": "print('cv')"}},
+    ]
+    chat = ChatImport()
+    path = write_json(tmp_path / "conversations.json", data)
+    assert import_file(store, path, chat=chat).imported == 2
+    assert chat.skipped[str(path)]["non-text content beside the text (left out)"] == 1
+    assert "shorten section 2." in episodes(store)[0].text
+
+
 # -- Telegram ---------------------------------------------------------------------------------
 
 
@@ -119,6 +134,7 @@ def test_telegram_full_export_reads_every_chat_and_left_chats(store: Store, tmp_
         (lambda m: m.update(text=[{"type": "bold"}]), "a 'text' entity must be a string"),
         (lambda m: m.update(date_unixtime="noon"), "'date_unixtime' 'noon' is not a number"),
         (lambda m: m.update(text="\x1b[8m hidden"), "contains"),
+        (lambda m: m.update(type=None), "'type' must be a string, not null"),
     ],
 )
 def test_telegram_bad_messages_are_numbered(store: Store, tmp_path: Path, change, reason) -> None:

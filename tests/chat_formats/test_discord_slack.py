@@ -61,6 +61,7 @@ def test_discord_channel_messages_bots_attachments_and_system_messages(
         (lambda m: m.update(timestamp=12), "message 3: 'timestamp' must be an ISO 8601 string"),
         (lambda m: m.update(attachments={}), "message 3: 'attachments' must be an array"),
         (lambda m: m.update(embeds="x"), "message 3: 'embeds' must be an array, not a string"),
+        (lambda m: m.update(type=["Default"]), "message 3: 'type' must be a string, not an array"),
     ],
 )
 def test_discord_bad_messages_are_numbered(store: Store, tmp_path: Path, change, reason) -> None:
@@ -224,3 +225,31 @@ def test_a_zip_with_a_member_twice_is_refused(store: Store, tmp_path: Path) -> N
         "nothing was imported"
     ]
     assert episodes(store) == []
+
+
+def test_a_zip_made_on_windows_reads_its_folders(store: Store, tmp_path: Path) -> None:
+    """Backslashes between folders (some Windows zip tools write them): the same export.
+    Before, every channel's day file was passed over and the import said 0 imported."""
+    path = tmp_path / "windows.zip"
+    with zipfile.ZipFile(path, "w") as archive:
+        for name, content in slack_files().items():
+            archive.writestr(name.replace("/", "\\"), json.dumps(content))
+    report = import_file(store, path, chat=ChatImport())
+    assert (report.imported, report.errors) == (2, [])
+    _slack_expectations(store)
+
+
+def test_a_day_file_over_the_member_limit_is_reported_and_the_rest_read(
+    store: Store, tmp_path: Path
+) -> None:
+    """A folder's file gets the zip member's limit: a sparse file of 300 MiB is refused
+    from its size, never read (a day file of gigabytes ran the import out of memory)."""
+    folder = write_slack_folder(tmp_path / "export")
+    with (folder / "general" / "2024-05-09.json").open("wb") as huge:
+        huge.truncate(slack.MAX_MEMBER_BYTES + 1)
+    report = import_file(store, folder, chat=ChatImport())
+    assert [str(e) for e in report.errors] == [
+        f"{folder}: general/2024-05-09.json: over 256 MiB, more than a day of a channel "
+        "holds; not read"
+    ]
+    assert report.imported == 2
