@@ -236,8 +236,8 @@ def build_server(curator: Curator, options: ServerOptions | None = None) -> MCPS
 
     @server.tool(annotations=reading)
     async def memory_status() -> dict[str, Any]:
-        """Counts: episodes, pending classification, candidates waiting for review, the last
-        commit."""
+        """Counts: episodes, pending classification, candidates waiting for review; the last
+        commit, and the last time Knowledge changed (refresh a kept block when it moves)."""
         return await anyio.to_thread.run_sync(lambda: _guarded(curator, curator.status))
 
     if not options.read_only:
