@@ -19,7 +19,7 @@ import itertools
 import json
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from typing import Any
 
@@ -295,7 +295,39 @@ def episodes(
     fmt: str,
     now: datetime,
 ) -> Iterator[ParsedEpisode | LineError]:
-    """Cut each conversation into episodes; errors pass through in file order."""
+    """Cut each conversation into episodes; errors pass through in file order.
+
+    Two episodes of one file with the same content, source and time but other message
+    ids (three photos of an album sent in one second, one per episode; the same words
+    twice in a CSV) are two episodes: the later one's identity also holds its message ids.
+    Before, the second was counted "already present" and lost. Only such a repeat changes
+    identity, so every other episode keeps the one it was imported with before, and the
+    same file imported again derives the same identities (nothing twice)."""
+    first_ids: dict[str, list[str | None]] = {}
+    for episode in _cut(conversations, per=per, file=file, fmt=fmt, now=now):
+        if isinstance(episode, ParsedEpisode):
+            ids = episode.metadata["import"]["message_ids"]
+            seen = first_ids.setdefault(episode.content_hash, ids)
+            if seen is not ids and seen != ids and any(ids):
+                episode = replace(
+                    episode,
+                    content_hash=content_hash(
+                        {"repeat_of": episode.content_hash, "message_ids": ids},
+                        episode.source,
+                        None,
+                    ),
+                )
+        yield episode
+
+
+def _cut(
+    conversations: Iterable[Conversation | ElementError],
+    *,
+    per: Granularity,
+    file: str,
+    fmt: str,
+    now: datetime,
+) -> Iterator[ParsedEpisode | LineError]:
     for item in conversations:
         if isinstance(item, LineError):
             yield item

@@ -166,3 +166,20 @@ def test_telegram_truncated_is_one_error(store: Store, tmp_path: Path) -> None:
     report = import_file(store, path, chat=ChatImport(format="telegram"))
     assert len(report.errors) == 1 and "(file cut off?)" in report.errors[0].reason
     assert episodes(store) == []
+
+
+def test_repeats_with_their_own_message_ids_are_each_kept(store: Store, tmp_path: Path) -> None:
+    """An album of three photos sent in one second, one episode a message: three
+    episodes (the second and third were "already present" and lost), and the same file
+    again adds none of them twice."""
+    data = telegram_full()
+    photo = {"type": "message", "date": "2024-02-02T08:00:00", "date_unixtime": "1706860800",
+             "from": "Lee", "from_id": "user3", "text": "", "photo": "photos/p.jpg"}  # fmt: skip
+    data["chats"]["list"][1]["messages"] = [{"id": n, **photo} for n in (11, 12, 13)]
+    path = write_json(tmp_path / "result.json", data)
+    per_message = parse_granularity("message")
+    first = import_file(store, path, chat=ChatImport(per=per_message))
+    albums = [e for e in episodes(store) if e.source == "Work"]
+    assert len(albums) == 3 and len({e.content_hash for e in albums}) == 3
+    again = import_file(store, path, chat=ChatImport(per=per_message))
+    assert (again.imported, again.duplicates) == (0, first.imported)
