@@ -129,3 +129,36 @@ def test_in_any_order_the_selected_episode_keeps_its_row_of_the_screen(
     assert pane.table.currentIndex().row() == row
     # where the rows above allow it (the list cannot scroll above its first row)
     assert row - _top(pane.table) == min(offset, row)
+
+
+def test_a_new_order_keeps_the_current_episode_in_view(qtbot, pane: EpisodesPane) -> None:
+    """Not a live arrival: a new order shows the selected episode where it now stands
+    (as file managers do), current for the keyboard. Before, the scroll bar kept its
+    value and showed whatever rows now stood there."""
+    _scroll_to_row(pane, 40)
+    reading = _select(pane, 45)
+    pane.table.sortByColumn(0, Qt.SortOrder.AscendingOrder)
+    qtbot.waitUntil(lambda: not pane.model.loading and pane.model.row_of(reading) != 45)
+    QApplication.processEvents()
+    row = pane.model.row_of(reading)
+    assert row is not None and pane.table.currentIndex().row() == row
+    assert pane.selected_ids() == [reading]
+    shown = pane.table.rowAt(0), pane.table.rowAt(pane.table.viewport().height() - 1)
+    assert shown[0] <= row <= shown[1]
+
+
+@pytest.mark.parametrize("words", ["the", ""])
+def test_a_new_search_starts_at_its_first_result(
+    qtbot, pane: EpisodesPane, words: str
+) -> None:
+    """Typed while scrolled down, a search showed its 40th result first."""
+    pane.search_edit.setText("the")
+    pane.apply_filter()
+    qtbot.waitUntil(lambda: not pane.model.loading)
+    _scroll_to_row(pane, 40)
+    _select(pane, 45)
+    pane.search_edit.setText(words + " a" if words else "")
+    pane.apply_filter()
+    qtbot.waitUntil(lambda: not pane.model.loading)
+    QApplication.processEvents()
+    assert _top(pane.table) == 0

@@ -15,9 +15,18 @@ from collections.abc import Callable
 from datetime import date
 from typing import Any
 
-from PySide6.QtCore import QDate, QItemSelection, QItemSelectionModel, Qt, QTimer, Signal
+from PySide6.QtCore import (
+    QDate,
+    QItemSelection,
+    QItemSelectionModel,
+    QModelIndex,
+    Qt,
+    QTimer,
+    Signal,
+)
 from PySide6.QtGui import QKeySequence, QShortcut
 from PySide6.QtWidgets import (
+    QAbstractItemView,
     QCheckBox,
     QComboBox,
     QDateEdit,
@@ -90,6 +99,7 @@ class EpisodesPane(Pane):
         self._kept: list[int] | None = None  # selection across a model reset
         self._kept_chosen: list[int] | None = None  # what was selected of it, first rows
         self._kept_current: int | None = None  # the keyboard's current episode, the same
+        self._shown_query: tuple[object, object] | None = None  # the filter and order shown
         self._facts_token = 0  # the source list and date range read now (0: none)
         # relabels retrain the learned classifier in the background (debounced)
         self.relearner = Relearner(services.store, self)
@@ -413,6 +423,7 @@ class EpisodesPane(Pane):
                 self._kept = kept
                 self._kept_chosen = self.selected_ids()
                 self._kept_current = current
+        self._start_where_the_query_starts()
         self._update_count()
         self._show_selected()
         if not self.table.user_sized:
@@ -422,15 +433,40 @@ class EpisodesPane(Pane):
             if self.table.hasFocus() and not self.table.selectionModel().hasSelection():
                 self.search_keys.enter()
 
+    def _start_where_the_query_starts(self) -> None:
+        """Rows of a new filter or search start at their top (the scroll bar kept its
+        value, and a search typed while scrolled down showed its 40th result first); a
+        new order keeps the current episode in view, as file managers do, else its top.
+        A reload of the same query keeps the reader's place (see ``refresh``)."""
+        query = (self.model.filter, self.model.sort_spec)
+        before, self._shown_query = self._shown_query, query
+        if before is None or before == query:
+            return
+        current = self.table.currentIndex()
+        reordered = before[0] == query[0] and self.model.sort_spec.key != RELEVANCE
+        selected = current.isValid() and self.table.selectionModel().isRowSelected(
+            current.row(), QModelIndex()
+        )
+        if reordered and selected:
+            self.table.scrollTo(current, QAbstractItemView.ScrollHint.PositionAtCenter)
+        else:
+            self.table.scrollToTop()
+
     def _make_current(self, episode_id: int | None) -> None:
         """The keyboard's current row back on ``episode_id`` where it is still shown (a
         reset forgets it, and Down then went on from the first row), selection unchanged."""
         row = None if episode_id is None else self.model.row_of(episode_id)
-        if row is not None:
-            index = self.model.index(row, 0)
+        if row is None:
+            return
+        # without scrolling to it: a new filter or search shows its first rows
+        auto_scroll = self.table.hasAutoScroll()
+        self.table.setAutoScroll(False)
+        try:
             self.table.selectionModel().setCurrentIndex(
-                index, QItemSelectionModel.SelectionFlag.NoUpdate
+                self.model.index(row, 0), QItemSelectionModel.SelectionFlag.NoUpdate
             )
+        finally:
+            self.table.setAutoScroll(auto_scroll)
 
     def _settle_search(self) -> bool:
         """Down in the search field: a search still waiting for the typing pause runs now;
