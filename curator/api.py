@@ -15,14 +15,17 @@ nothing.
 from __future__ import annotations
 
 import functools
+import hashlib
 import json
 import os
 import re
+import threading
 import unicodedata
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from collections import OrderedDict
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 from datetime import datetime
-from typing import Any
+from typing import Any, Concatenate, ParamSpec, TypeVar
 
 import peewee
 from peewee import fn
@@ -45,7 +48,7 @@ from curator.store.db import Store
 from curator.store.engine import in_chunks
 from curator.store.episode_queries import count_episodes, count_pending
 from curator.store.identity import Identity, current_identity
-from curator.store.importer import ParsedEpisode, speaker_spans
+from curator.store.importer import ParsedEpisode, detector_text
 from curator.store.knowledge import (
     RANK_ORDER,
     PatternRow,
@@ -86,11 +89,23 @@ class _Scored:
     score: float
 
 
+#: Marks that combine with the letter before them, and the invisible format characters
+#: (zero-width space, soft hyphen, word joiner, ...) that split or hide a word's letters.
+_UNSEEN = re.compile(
+    "[\u0300-\u036f\u1ab0-\u1aff\u1dc0-\u1dff\u20d0-\u20ff\ufe20-\ufe2f"
+    "\u00ad\u061c\u180e\u200b-\u200f\u202a-\u202e\u2060-\u2064\u2066-\u206f\ufeff]"
+)
+
+
 def _words(text: str) -> set[str]:
-    """The words of ``text``, compared in one form: composed and compatibility-folded
-    (NFKC: an accent typed as a combining mark, as macOS writes it, or full-width letters
-    match the plain word) and case-folded."""
-    return {w.casefold() for w in _WORD.findall(unicodedata.normalize("NFKC", text))}
+    """The words of ``text``, compared in one form: case-folded, in compatibility form
+    (full-width letters and ligatures are plain letters), without accents or invisible
+    characters. "İzmir", "IZMIR" and "izmir" are one word; so are "café" typed with a
+    combining accent (as macOS writes it) and "cafe", and "of\u200bfice" and "office"."""
+    if text.isascii():
+        return set(_WORD.findall(text.lower()))
+    folded = unicodedata.normalize("NFKD", text.casefold())
+    return set(_WORD.findall(_UNSEEN.sub("", folded)))
 
 
 def relevance(query: str, text: str) -> float:
@@ -107,23 +122,45 @@ def relevance(query: str, text: str) -> float:
 
 @dataclass(frozen=True, slots=True)
 class Screening:
-    """What :meth:`Curator.screen` found for one episode, for :meth:`Curator.record_many`.
+    """That :meth:`Curator.screen` read one episode: pass it on to
+    :meth:`Curator.record_many` so the text is not read again.
 
-    Made only by ``screen``: it names the content and the identity it was read against,
-    and ``record_many`` takes it only for that content and that identity (else it reads
-    the text again), so no caller can hand in flags of its own choosing."""
+    It carries no verdict a caller could change: the Curator that made it keeps the
+    detector's kinds itself, keyed by the content and the identity they were read
+    against, and ``record_many`` takes only what it kept (a copy, a changed or made-up
+    Screening, one from another Curator or database, or one read against another
+    identity just means the text is read again). ``kinds`` is for the caller to look at."""
 
     content_hash: str
-    identity_version: int
     kinds: tuple[str, ...]
-    _seal: object = field(repr=False, compare=False)
-
-    def __post_init__(self) -> None:
-        if self._seal is not _SEAL:
-            raise CuratorError("a Screening is made by Curator.screen only")
 
 
-_SEAL = object()
+_KEPT_SCREENINGS = 4096
+"""Screenings a Curator keeps for ``record_many`` (a caller that screens and never
+records does not grow it beyond this)."""
+
+
+_P = ParamSpec("_P")
+_T = TypeVar("_T")
+
+
+def _explained(
+    method: Callable[Concatenate[Curator, _P], _T],
+) -> Callable[Concatenate[Curator, _P], _T]:
+    """A database that fails under a call (damaged in place while open: "database disk
+    image is malformed") is one sentence, as every refusal is, not the driver's error."""
+
+    @functools.wraps(method)
+    def call(self: Curator, *args: _P.args, **kwargs: _P.kwargs) -> _T:
+        try:
+            return method(self, *args, **kwargs)
+        except peewee.DatabaseError as exc:
+            raise CuratorError(
+                f"{self.store.location}: the database failed ({exc}); nothing was written; "
+                "restore a backup (curator restore) if it stays damaged"
+            ) from exc
+
+    return call
 
 
 class Curator:
@@ -171,11 +208,18 @@ class Curator:
         self.store.check_same_file("read")
         return self.store
 
+    def _kept_screenings(self) -> OrderedDict[str, tuple[str, tuple[str, ...]]]:
+        kept = self.__dict__.get("_screenings")
+        if kept is None:
+            kept = self.__dict__.setdefault("_screenings", OrderedDict())
+        return kept
+
     def __exit__(self, *_: object) -> None:
         self.close()
 
     # -- reading -----------------------------------------------------------------------------
 
+    @_explained
     def knowledge(self, top_k: int | None = None, query: str | None = None) -> dict[str, Any]:
         """The knowledge block the agent receives: ``{"text", "patterns", "count"}``.
 
@@ -257,6 +301,7 @@ class Curator:
             scored.append(_Scored(row, rel, score))
         return scored
 
+    @_explained
     def identity(self) -> dict[str, Any]:
         """The current identity text and its axioms (version 0: none saved yet)."""
         identity = current_identity(self._open())
@@ -266,6 +311,7 @@ class Curator:
             "axioms": list(identity.axioms),
         }
 
+    @_explained
     def status(self) -> dict[str, Any]:
         """Counts an agent (or its operator) may want: what is stored and what waits.
 
@@ -274,7 +320,8 @@ class Curator:
         ``last_commit`` (the newest committed changeset's time, or None) and
         ``knowledge_changed`` (the last time Knowledge was written, by a commit, an undo,
         a retirement or an edit, or None: an agent that keeps the block refreshes it when
-        this moves; decay changes the block day by day without a write).
+        this moves; decay, and a new ``top_k`` or decay rate in Settings, change the block
+        without moving it).
         """
         store = self._open()
         with store.read():
@@ -329,6 +376,7 @@ class Curator:
             raise answer
         return answer
 
+    @_explained
     def screen(self, item: Mapping[str, Any]) -> Screening | None:
         """The detector's reading of one of :meth:`record_many`'s items, checked as it
         checks them (a refused item raises its :class:`CuratorError`), against the current
@@ -344,9 +392,15 @@ class Curator:
         if self._stored_hashes([parsed.content_hash]):
             return None
         identity = current_identity(self.store)
-        kinds = _flag_kinds(parsed, identity)
-        return Screening(parsed.content_hash, identity.version, tuple(kinds), _SEAL)
+        kinds = tuple(_flag_kinds(parsed, identity))
+        kept = self._kept_screenings()
+        with _SCREENINGS_LOCK:
+            kept[parsed.content_hash] = (_identity_key(identity), kinds)
+            while len(kept) > _KEPT_SCREENINGS:
+                kept.popitem(last=False)
+        return Screening(parsed.content_hash, kinds)
 
+    @_explained
     def record_many(
         self, items: Sequence[Mapping[str, Any]], screened: Sequence[Screening | None] = ()
     ) -> list[RecordResult | CuratorError]:
@@ -362,14 +416,12 @@ class Curator:
         commit, so nothing is acknowledged that is not stored; a failed commit raises and
         stores none of the group. The detector reads only content not stored yet (a resent
         episode is answered with its stored flags), before the write lock is taken.
-        ``screened`` holds :meth:`screen`'s answers, matched to the items by content; one
-        read against another identity, or not made by ``screen``, is not used.
+        ``screened`` holds :meth:`screen`'s answers: an item whose content this Curator
+        screened against the current identity is not read again (see :class:`Screening`).
         """
         self._open()
         items = episode_items(items)
-        known = {
-            s.content_hash: s for s in screened if isinstance(s, Screening)
-        }  # anything else is ignored: the text is read here
+        wanted = _screened_hashes(screened)
         answers: list[RecordResult | CuratorError] = []
         parsed_items: list[tuple[int, ParsedEpisode]] = []
         for place, item in enumerate(items):
@@ -387,16 +439,27 @@ class Curator:
         for place, parsed in parsed_items:
             kinds = None  # stored already: its stored flags are the answer
             if parsed.content_hash not in stored:
-                screening = known.get(parsed.content_hash)
-                if screening is not None and screening.identity_version == identity.version:
-                    kinds = list(screening.kinds)
-                else:
+                kinds = self._take_screening(parsed.content_hash, wanted, identity)
+                if kinds is None:
                     kinds = _flag_kinds(parsed, identity)
             checked.append((place, parsed, kinds))
         with self.store.write():
             for place, parsed, found_kinds in checked:
                 answers[place] = self._insert(parsed, found_kinds, identity)
         return answers
+
+    def _take_screening(
+        self, content_hash: str, wanted: set[str], identity: Identity
+    ) -> list[str] | None:
+        """The kinds this Curator's ``screen`` kept for the content, if the caller passed
+        its Screening and the identity is the one it was read against."""
+        if content_hash not in wanted:
+            return None
+        with _SCREENINGS_LOCK:
+            kept = self._kept_screenings().pop(content_hash, None)
+        if kept is None or kept[0] != _identity_key(identity):
+            return None
+        return list(kept[1])
 
     def _stored_hashes(self, hashes: Sequence[str]) -> set[str]:
         """Which of ``hashes`` are stored already (read before the write: the detector
@@ -456,14 +519,29 @@ class Curator:
 
 
 def _flag_kinds(parsed: ParsedEpisode, identity: Identity) -> list[str]:
-    """The detector's flag kinds for an episode, as stored in its metadata: the flags of
-    its text, but for those that lie wholly in the speakers the rendering of a chat wrote
-    (:func:`~curator.store.importer.speaker_spans`)."""
-    flags = detect(parsed.text, identity.axioms, identity.identity_text)
-    if parsed.messages:
-        spans = speaker_spans(parsed.messages)
-        flags = [f for f in flags if not any(s <= f.start and f.end <= e for s, e in spans)]
-    return sorted({f.kind for f in flags})
+    """The detector's flag kinds for an episode, as stored in its metadata: of its text,
+    or for a chat of :func:`~curator.store.importer.detector_text` (its messages without
+    the speakers the curator itself writes)."""
+    text = parsed.text if not parsed.messages else detector_text(parsed.messages)
+    return sorted({f.kind for f in detect(text, identity.axioms, identity.identity_text)})
+
+
+_SCREENINGS_LOCK = threading.Lock()
+
+
+def _identity_key(identity: Identity) -> str:
+    """What a screening was read against: the identity's text and axioms themselves (a
+    version number repeats after a restore)."""
+    return hashlib.sha256(repr((identity.identity_text, identity.axioms)).encode()).hexdigest()
+
+
+def _screened_hashes(screened: Any) -> set[str]:
+    """The contents ``record_many``'s caller says were screened (a hint: see Screening)."""
+    if isinstance(screened, Screening):
+        screened = [screened]
+    if not isinstance(screened, list | tuple):
+        raise CuratorError("screened must be a list of Curator.screen's answers")
+    return {s.content_hash for s in screened if type(s) is Screening}
 
 
 _INSERT_FIELDS: tuple[peewee.Field, ...] = (

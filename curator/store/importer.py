@@ -37,7 +37,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any, BinaryIO
 
-from curator.core.textsafety import LAYOUT, control_name
+from curator.core.textsafety import NAME_BREAKERS, control_name
 from curator.errors import CuratorError
 from curator.store.db import Store
 from curator.store.json_source import (
@@ -212,28 +212,28 @@ def render_messages(messages: Sequence[dict[str, str]]) -> str:
 
 
 #: The roles chat formats and agent frameworks give their turns: shown as a speaker they
-#: are the rendering's structure (see :func:`speaker_spans`).
+#: are the rendering's structure (see :func:`detector_text`).
 CHAT_ROLES = frozenset({"user", "assistant", "system", "developer", "tool", "function", "model"})
 
 
-def speaker_spans(messages: Sequence[Mapping[str, str]]) -> list[tuple[int, int]]:
-    """Where :func:`render_messages` wrote a message's own role as its speaker
-    (``assistant: ``), as ``(start, end)`` in the rendered text.
+def detector_text(messages: Sequence[Mapping[str, str]]) -> str:
+    """What the poisoned-memory detector reads of a chat: :func:`render_messages`'s text
+    without the speakers the curator itself writes (a message's own role, as
+    ``assistant: ``), which are the layout of a chat, not anything anyone sent.
 
-    Those characters are the curator's layout of a chat, not text anyone sent: the
-    detector's "chat-template or role token" found them in every recorded chat with an
-    assistant turn. A speaker taken from a message's ``name``, or an unknown role, is the
-    sender's own text and has no span; a role line inside a message's content is not at
-    a span either, so a turn faked inside a message is still found."""
-    spans: list[tuple[int, int]] = []
-    at = 0
+    Read with them, every recorded chat with an assistant turn was flagged as holding a
+    chat-template token; and those flags, dropped afterwards, had kept the learned reader
+    from reading the chat at all. A speaker taken from a message's ``name``, or a role
+    no chat format uses, is the sender's own text and stays; a role line inside a
+    message's content is content, and is read as such."""
+    lines = []
     for m in messages:
         speaker = m.get("name") or m["role"]
-        prefix = len(speaker) + 2
         if not m.get("name") and speaker.casefold() in CHAT_ROLES:
-            spans.append((at, at + prefix))
-        at += prefix + len(m["content"]) + 1
-    return spans
+            lines.append(m["content"])
+        else:
+            lines.append(f"{speaker}: {m['content']}")
+    return "\n".join(lines)
 
 
 def content_hash(body: Any, source: str, timestamp: str | None) -> str:
@@ -292,7 +292,7 @@ def episode_from_object(obj: Any, line: int, now: datetime) -> ParsedEpisode:
     source = obj.get("source", "")
     if not isinstance(source, str):
         raise _BadLine(f"'source' must be a string, not {_type_name(source)}")
-    breaker = LAYOUT.search(source.strip())
+    breaker = NAME_BREAKERS.search(source.strip())
     if breaker is not None:  # a source is one name on one line, shown as it reads
         raise _BadLine(
             f"'source' holds {control_name(breaker.group())}: a source is a name on one "
@@ -470,12 +470,13 @@ def import_files(
 class ImportStopped(CuratorError):
     """An import of several files stopped at ``failed`` after ``done`` were committed."""
 
+    exit_code = 1
+
     def __init__(self, done: list[ImportReport], failed: str, cause: CuratorError) -> None:
         kept = ", ".join(f"{r.file} ({r.imported:,} imported)" for r in done if r.imported)
-        super().__init__(
-            f"{failed}: {cause}; the files before it stay imported: {kept}",
-            exit_code=cause.exit_code,
-        )
+        # exit 1 whatever stopped it: some of the work was done and is kept (2 and 3 say
+        # that nothing changed)
+        super().__init__(f"{failed}: {cause}; the files before it stay imported: {kept}")
         self.done = done
 
 
