@@ -35,6 +35,7 @@ __all__ = [
     "CONTROLS",
     "LAYOUT",
     "UnsafeText",
+    "as_one_line",
     "control_name",
     "control_problem",
     "escape_controls",
@@ -114,10 +115,15 @@ def escape_controls(text: str) -> str:
     return CONTROLS.sub(lambda m: f"\\x{ord(m.group()):02x}", text)
 
 
-#: What else breaks a line or turns it around: line and paragraph separators, and the
-#: marks and overrides of text direction (a right-to-left override shows "exe.txt" as
-#: "txt.exe").
-LAYOUT: Final = re.compile("[\n\t\r\u2028\u2029\u200e\u200f\u202a-\u202e\u2066-\u2069]")
+#: What else breaks a line, turns it around or cannot be seen: line and paragraph
+#: separators, the marks and overrides of text direction (a right-to-left override shows
+#: "exe.txt" as "txt.exe"), the invisible format characters (zero-width space and
+#: joiners, soft hyphen, word joiner, byte order mark, tags: "te\u200bxt" reads "text"),
+#: and lone surrogates (no UTF-8 encoder writes them, so printing the message failed).
+LAYOUT: Final = re.compile(
+    "[\n\t\r\u2028\u2029\u00ad\u061c\u180e\u200b-\u200f\u202a-\u202e\u2060-\u2064"
+    "\u2066-\u206f\ufeff\ufff9-\ufffb\U000e0000-\U000e007f\ud800-\udfff]"
+)
 _LAYOUT_NAMES: Final = {"\n": "\\n", "\t": "\\t", "\r": "\\r"}
 
 MAX_MESSAGE_CHARS: Final = 1000
@@ -130,13 +136,35 @@ def one_line(text: str) -> str:
     direction mark written as a visible escape (``\\n``, ``\\x1b``, ``\\u202e``),
     and at most :data:`MAX_MESSAGE_CHARS` characters, cut in the middle."""
     shown = LAYOUT.sub(
-        lambda m: _LAYOUT_NAMES.get(m.group()) or f"\\u{ord(m.group()):04x}",
+        lambda m: _LAYOUT_NAMES.get(m.group()) or _escaped(m.group()),
         escape_controls(text.replace("\r\n", "\\r\\n")),
     )
     if len(shown) > MAX_MESSAGE_CHARS:
         keep = MAX_MESSAGE_CHARS - 40
         shown = f"{shown[: keep * 2 // 3]} … {shown[-(keep - keep * 2 // 3) :]}"
     return shown
+
+
+#: What a name on one line of a table must not hold: line breaks and tabs, and the marks
+#: and overrides of text direction. Joiners and tags stay: an emoji family is joined by
+#: U+200D, a flag of Scotland is made of tags, and Persian writes U+200C inside words.
+NAME_BREAKERS: Final = re.compile(
+    "[\n\t\r\u0085\u2028\u2029\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]"
+)
+
+
+def as_one_line(name: str) -> str:
+    """A name (a chat's title, a channel) for one line of a table: line breaks and tabs as
+    spaces, direction marks left out."""
+    return NAME_BREAKERS.sub(lambda m: " " if m.group() in _LINE_BREAKS else "", name).strip()
+
+
+_LINE_BREAKS: Final = "\n\t\r\u0085\u2028\u2029"
+
+
+def _escaped(char: str) -> str:
+    code = ord(char)
+    return f"\\u{code:04x}" if code <= 0xFFFF else f"\\U{code:08x}"
 
 
 def escape_json_controls(document: str) -> str:

@@ -12,12 +12,16 @@ from curator.core.flags import detect
 from curator.core.quality import QualityGate
 from curator.core.textsafety import (
     CONTROLS,
+    LAYOUT,
+    MAX_MESSAGE_CHARS,
     UnsafeText,
+    as_one_line,
     control_problem,
     escape_controls,
     escape_json_controls,
     require_clean,
 )
+from curator.errors import CuratorError
 
 REFUSED = [chr(c) for c in (*range(0x00, 0x09), *range(0x0B, 0x20), *range(0x7F, 0xA0))]
 
@@ -74,3 +78,22 @@ def test_a_crlf_line_end_is_text_and_a_lone_cr_is_refused() -> None:
     assert escape_controls("a\r\nb") == "a\r\nb"
     assert control_problem("shown\rhidden") is not None
     assert escape_controls("a\r\r\nb") == "a\\x0d\r\nb"
+
+
+@given(st.text(max_size=3000))
+def test_every_error_message_is_one_printable_line(text: str) -> None:
+    """Whatever a message quotes (a path, a key, a text): one line, no control, line
+    break, direction mark, invisible character or lone surrogate left as it is, at most
+    1,000 characters, and printable as UTF-8."""
+    said = str(CuratorError(f"refused {text} here"))
+    assert len(said) <= MAX_MESSAGE_CHARS
+    assert LAYOUT.search(said) is None and CONTROLS.search(said) is None
+    said.encode("utf-8")  # a lone surrogate made print() fail
+    if len(text) < 500 and not LAYOUT.search(text) and not CONTROLS.search(text):
+        assert said == f"refused {text} here"  # nothing else is touched
+
+
+def test_a_name_on_one_line() -> None:
+    assert as_one_line(" Proj\nect\t\u202e#1 \u2028x ") == "Proj ect #1  x"
+    family = "Family \U0001f468\u200d\U0001f469\u200d\U0001f467"
+    assert as_one_line(family) == family  # joiners make one emoji of three
