@@ -95,6 +95,8 @@ def _sniff(path: Path, mapping: dict[str, str]) -> tuple[str, Any]:
     except OSError:
         return "jsonl", _NOT_READ
     except BadExport:  # cut off or damaged: its keys still say what it was meant to be
+        if _later_line_is_whole(data):  # JSON Lines whose first line is bad or long
+            return "jsonl", _NOT_READ
         return _by_keys(data), _NOT_READ
     found = detect_value(value)
     return (found, value) if found else ("jsonl", _NOT_READ)
@@ -106,6 +108,27 @@ _SIGNATURES = (
     ("discord", ('"guild"', '"channel"', '"messages"')),
     ("telegram", ('"messages"', '"date_unixtime"')),
 )
+
+
+def _later_line_is_whole(data: bytes, lines: int = 5) -> bool:
+    """Whether one of the lines after the first few is a whole JSON object: a file of
+    JSON Lines (one document, cut off or not, has no such line). Its first line may be
+    damaged or over 64 KiB; read as one damaged export it was refused whole when a later
+    episode's keys looked like an export's."""
+    start = data.find(b"\n") + 1
+    for _ in range(lines):
+        if start <= 0 or start >= len(data):
+            return False
+        end = data.find(b"\n", start)
+        line = data[start : end if end >= 0 else len(data)].strip()
+        if line.startswith(b"{"):
+            try:
+                if isinstance(load_json(line), dict):
+                    return True
+            except BadExport:
+                pass
+        start = end + 1 if end >= 0 else -1
+    return False
 
 
 def _by_keys(data: bytes) -> str:

@@ -30,8 +30,8 @@ from curator.chat_formats.common import (
     clean,
     epoch_time,
     finished,
-    first_objects,
     ident,
+    looks_like_most,
     read_messages,
     type_name,
 )
@@ -42,9 +42,11 @@ _TEXT_FIELD = {"code": "text", "execution_output": "text", "tether_quote": "text
 
 
 def looks_like(value: Any) -> bool:
-    """An array one of whose first objects has ``mapping`` and ``current_node``: one damaged
-    conversation at the start does not make the whole export a file of episodes."""
-    return any("mapping" in v and "current_node" in v for v in first_objects(value))
+    """An array at least half of whose first objects have ``mapping`` and ``current_node``:
+    one damaged conversation at the start does not make the whole export a file of
+    episodes, and one episode holding those keys does not make a file of episodes an
+    export."""
+    return looks_like_most(value, lambda v: "mapping" in v and "current_node" in v)
 
 
 def conversations(value: Any, file: str, skipped: Skipped) -> Iterator[Conversation | ElementError]:

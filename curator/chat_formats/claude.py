@@ -25,10 +25,10 @@ from curator.chat_formats.common import (
     Skipped,
     clean,
     finished,
-    first_objects,
     ident,
     iso_time,
     list_field,
+    looks_like_most,
     read_messages,
     type_name,
 )
@@ -39,9 +39,11 @@ _ROLES = {"human": "user", "assistant": "assistant"}
 
 
 def looks_like(value: Any) -> bool:
-    """An array one of whose first objects has ``chat_messages`` and a ``uuid``: one damaged
-    conversation at the start does not make the whole export a file of episodes."""
-    return any("chat_messages" in v and "uuid" in v for v in first_objects(value))
+    """An array at least half of whose first objects have ``chat_messages`` and a ``uuid``:
+    one damaged conversation at the start does not make the whole export a file of
+    episodes, and one episode holding those keys does not make a file of episodes an
+    export."""
+    return looks_like_most(value, lambda v: "chat_messages" in v and "uuid" in v)
 
 
 def conversations(value: Any, file: str, skipped: Skipped) -> Iterator[Conversation | ElementError]:

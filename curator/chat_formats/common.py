@@ -23,7 +23,7 @@ from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from typing import Any
 
-from curator.core.textsafety import control_problem, escape_controls
+from curator.core.textsafety import as_one_line, control_problem, escape_controls
 from curator.store.importer import (
     MAX_EPISODE_CHARS,
     LineError,
@@ -157,11 +157,14 @@ LOOKED_AT = 20
 """How many of an array's first objects recognising a format reads."""
 
 
-def first_objects(value: Any) -> list[dict[str, Any]]:
-    """The first :data:`LOOKED_AT` objects of an array (none for anything else)."""
+def looks_like_most(value: Any, test: Callable[[dict[str, Any]], bool]) -> bool:
+    """Whether at least half of the first :data:`LOOKED_AT` objects of an array (and at
+    least one) pass ``test``."""
     if not isinstance(value, list):
-        return []
-    return list(itertools.islice((v for v in value if isinstance(v, dict)), LOOKED_AT))
+        return False
+    objects = list(itertools.islice((v for v in value if isinstance(v, dict)), LOOKED_AT))
+    passing = sum(1 for v in objects if test(v))
+    return passing > 0 and 2 * passing >= len(objects)
 
 
 def type_name(value: Any) -> str:
@@ -295,52 +298,38 @@ def episodes(
     fmt: str,
     now: datetime,
 ) -> Iterator[ParsedEpisode | LineError]:
-    """Cut each conversation into episodes; errors pass through in file order.
+    """Cut each conversation into episodes; errors pass through in file order."""
+    first_ids: dict[str, list[str | None]] = {}
+    for item in conversations:
+        if isinstance(item, LineError):
+            yield item
+            continue
+        for group in _groups(item.messages, per):
+            episode = _episode(item, group, per, file, fmt, now)
+            yield _told_apart(episode, first_ids) if isinstance(episode, ParsedEpisode) else episode
 
-    Two episodes of one file with the same content, source and time but other message
+
+def _groups(messages: list[ChatMessage], per: Granularity) -> list[list[ChatMessage]]:
+    if per.kind == "message":
+        return [[m] for m in messages]
+    if per.kind == "window":
+        return [messages[i : i + per.size] for i in range(0, len(messages), per.size)]
+    return [messages] if messages else []
+
+
+def _told_apart(episode: ParsedEpisode, first_ids: dict[str, list[str | None]]) -> ParsedEpisode:
+    """Two episodes of one file with the same content, source and time but other message
     ids (three photos of an album sent in one second, one per episode; the same words
     twice in a CSV) are two episodes: the later one's identity also holds its message ids.
     Before, the second was counted "already present" and lost. Only such a repeat changes
     identity, so every other episode keeps the one it was imported with before, and the
     same file imported again derives the same identities (nothing twice)."""
-    first_ids: dict[str, list[str | None]] = {}
-    for episode in _cut(conversations, per=per, file=file, fmt=fmt, now=now):
-        if isinstance(episode, ParsedEpisode):
-            ids = episode.metadata["import"]["message_ids"]
-            seen = first_ids.setdefault(episode.content_hash, ids)
-            if seen is not ids and seen != ids and any(ids):
-                episode = replace(
-                    episode,
-                    content_hash=content_hash(
-                        {"repeat_of": episode.content_hash, "message_ids": ids},
-                        episode.source,
-                        None,
-                    ),
-                )
-        yield episode
-
-
-def _cut(
-    conversations: Iterable[Conversation | ElementError],
-    *,
-    per: Granularity,
-    file: str,
-    fmt: str,
-    now: datetime,
-) -> Iterator[ParsedEpisode | LineError]:
-    for item in conversations:
-        if isinstance(item, LineError):
-            yield item
-            continue
-        messages = item.messages
-        if per.kind == "message":
-            groups = [[m] for m in messages]
-        elif per.kind == "window":
-            groups = [messages[i : i + per.size] for i in range(0, len(messages), per.size)]
-        else:
-            groups = [messages] if messages else []
-        for group in groups:
-            yield _episode(item, group, per, file, fmt, now)
+    ids = episode.metadata["import"]["message_ids"]
+    seen = first_ids.setdefault(episode.content_hash, ids)
+    if seen is ids or seen == ids or not any(ids):
+        return episode
+    repeat = {"repeat_of": episode.content_hash, "message_ids": ids}
+    return replace(episode, content_hash=content_hash(repeat, episode.source, None))
 
 
 def _episode(
@@ -378,17 +367,16 @@ def _episode(
             "per": str(per),
         }
     }
+    source = as_one_line(conversation.title)  # a title over two lines, or turned around
     return ParsedEpisode(
         line=conversation.number,
         external_id=group[0].id if len(group) == 1 and group[0].id else None,
         text=text,
         messages=body,
         timestamp=stamp if stamp is not None else now,
-        source=conversation.title,
+        source=source,
         metadata=metadata,
-        content_hash=content_hash(
-            body, conversation.title, None if stamp is None else format_utc(stamp)
-        ),
+        content_hash=content_hash(body, source, None if stamp is None else format_utc(stamp)),
     )
 
 

@@ -89,10 +89,15 @@ def open_folder(path: Path) -> Files:
     root = path.resolve()
     names: list[str] = []
     for file in path.rglob("*.json"):
-        if not file.resolve().is_relative_to(root):
-            raise BadExport(f"{file.relative_to(path).as_posix()!r} leads outside the export")
+        name = file.relative_to(path).as_posix()
+        try:
+            inside = file.resolve().is_relative_to(root)
+        except (OSError, RuntimeError):  # a link that loops (RuntimeError before 3.13)
+            raise BadExport(f"{name!r} is a link that cannot be followed (a loop?)") from None
+        if not inside:
+            raise BadExport(f"{name!r} leads outside the export")
         if file.is_file():
-            names.append(file.relative_to(path).as_posix())
+            names.append(name)
     return Files(sorted(names), lambda name: _read_file(path / name))
 
 

@@ -236,6 +236,34 @@ def test_a_damaged_first_conversation_does_not_hide_the_export(
     assert [e.reason.split(":")[0] for e in report.errors] == ["conversation 1"]
 
 
+def test_episode_files_holding_an_exports_keys_stay_episode_files(
+    store: Store, tmp_path: Path
+) -> None:
+    """Episodes whose metadata happens to hold ChatGPT's key names: a JSON Lines file whose
+    first line is damaged, and a JSON array with one such episode among twenty, are still
+    episode files (one was refused whole, the other read as a broken export)."""
+    keys = {"mapping": None, "current_node": None}
+    lines = ["{damaged"] + [
+        json.dumps({"content": f"note {n}", "metadata": keys}) for n in range(1, 10)
+    ]
+    jsonl = tmp_path / "episodes.jsonl"
+    jsonl.write_text("\n".join(lines) + "\n", "utf-8")
+    report = import_file(store, jsonl, chat=ChatImport())
+    assert (report.imported, [e.line for e in report.errors]) == (9, [1])
+    array = [{"content": f"item {n}"} for n in range(19)]
+    array.insert(3, {"content": "item with keys", **keys})
+    report = import_file(store, write_json(tmp_path / "array.json", array), chat=ChatImport())
+    assert (report.imported, report.errors) == (20, [])
+
+
+def test_a_title_over_two_lines_is_a_source_on_one(store: Store, tmp_path: Path) -> None:
+    export = chatgpt_export()
+    export[0]["title"] = "Lisbon\ntrip\t\u202eplan"
+    report = import_file(store, write_json(tmp_path / "c.json", export), chat=ChatImport())
+    assert report.errors == []
+    assert "Lisbon trip plan" in {e.source for e in episodes(store)}
+
+
 def test_not_an_array_is_one_error(store: Store, tmp_path: Path) -> None:
     path = write_json(tmp_path / "c.json", {"conversations": chatgpt_export()})
     report = import_file(store, path, chat=ChatImport(format="chatgpt"))

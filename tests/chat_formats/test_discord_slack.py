@@ -253,3 +253,14 @@ def test_a_day_file_over_the_member_limit_is_reported_and_the_rest_read(
         "holds; not read"
     ]
     assert report.imported == 2
+
+
+def test_a_link_that_loops_in_a_slack_folder_is_one_error(store: Store, tmp_path: Path) -> None:
+    folder = write_slack_folder(tmp_path / "export")
+    loop = folder / "general" / "2024-05-09.json"
+    loop.symlink_to(loop)
+    report = import_file(store, folder, chat=ChatImport())
+    assert [e.reason for e in report.errors] == [
+        "not a readable slack export: 'general/2024-05-09.json' is a link that cannot be "
+        "followed (a loop?); nothing was imported"
+    ]

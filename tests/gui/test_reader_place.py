@@ -148,9 +148,7 @@ def test_a_new_order_keeps_the_current_episode_in_view(qtbot, pane: EpisodesPane
 
 
 @pytest.mark.parametrize("words", ["the", ""])
-def test_a_new_search_starts_at_its_first_result(
-    qtbot, pane: EpisodesPane, words: str
-) -> None:
+def test_a_new_search_starts_at_its_first_result(qtbot, pane: EpisodesPane, words: str) -> None:
     """Typed while scrolled down, a search showed its 40th result first."""
     pane.search_edit.setText("the")
     pane.apply_filter()
