@@ -20,6 +20,7 @@ from curator import Curator
 from curator.gui.episodes.episodes_pane import EpisodesPane
 from curator.gui.window.main_window import MainWindow
 from curator.store.db import Store
+from curator.store.models import Episode
 
 _numbers = itertools.count()
 
@@ -160,3 +161,77 @@ def test_a_new_search_starts_at_its_first_result(qtbot, pane: EpisodesPane, word
     qtbot.waitUntil(lambda: not pane.model.loading)
     QApplication.processEvents()
     assert _top(pane.table) == 0
+
+
+def _record(store: Store, count: int) -> None:
+    with Curator(store.path) as agent:
+        for _ in range(count):
+            agent.record(f"an episode recorded while the person reads, number {next(_numbers)}")
+
+
+def _background(pane: EpisodesPane) -> None:
+    """Reads run off the GUI thread as at 100,000 episodes (the rows arrive later)."""
+    pane.model.async_above = 0
+    assert pane.model.in_background
+
+
+def test_the_place_is_taken_when_the_rows_come_not_when_they_were_asked_for(
+    qtbot, pane: EpisodesPane, store: Store
+) -> None:
+    """A reload in the background: the reader scrolls on and picks another episode while
+    it runs; the place kept is theirs then (the one before the wait threw them back)."""
+    _background(pane)
+    _scroll_to_row(pane, 20)
+    _select(pane, 22)
+    _record(store, 4)
+    pane.refresh()
+    _scroll_to_row(pane, 60)  # meanwhile
+    chosen = _select(pane, 63)
+    qtbot.waitUntil(lambda: pane.model.row_of(chosen) == 67 and not pane.model.loading)
+    QApplication.processEvents()
+    assert _top(pane.table) == 64 and pane.selected_ids() == [chosen]
+
+
+def test_a_new_search_then_a_reload_still_starts_at_the_first_result(
+    qtbot, pane: EpisodesPane, store: Store
+) -> None:
+    _background(pane)
+    _scroll_to_row(pane, 40)
+    pane.search_edit.setText("the")
+    pane.apply_filter()  # a new search
+    _record(store, 2)
+    pane.refresh()  # asked before the filter's rows came
+    qtbot.waitUntil(lambda: not pane.model.loading)
+    QApplication.processEvents()
+    assert _top(pane.table) == 0
+
+
+def test_a_deleted_top_row_hands_the_place_to_the_row_below_it(
+    qtbot, pane: EpisodesPane, store: Store
+) -> None:
+    _scroll_to_row(pane, 40)
+    gone, below = pane.model.episode_id(40), pane.model.episode_id(41)
+    with store.write():
+        Episode.delete().where(Episode.id == gone).execute()
+    _record(store, 10)
+    pane.refresh()
+    qtbot.waitUntil(lambda: pane.model.row_of(gone) is None and not pane.model.loading)
+    QApplication.processEvents()
+    row = pane.model.row_of(below)
+    assert row == 50  # ten new above it, one gone
+    height = pane.table.verticalHeader().defaultSectionSize()
+    assert pane.table.rowViewportPosition(row) == height  # where it stood, one row down
+
+
+def test_scrolled_by_pixels_the_row_keeps_its_height(
+    qtbot, pane: EpisodesPane, store: Store
+) -> None:
+    table = pane.table
+    table.setVerticalScrollMode(QTableView.ScrollMode.ScrollPerPixel)
+    height = table.verticalHeader().defaultSectionSize()
+    table.verticalScrollBar().setValue(30 * height + height // 2)
+    QApplication.processEvents()
+    reading = _select(pane, 34)
+    y = table.rowViewportPosition(34)
+    _arrive(qtbot, pane, store, 6)
+    assert table.rowViewportPosition(pane.model.row_of(reading)) == y

@@ -48,7 +48,7 @@ from curator.gui.episodes.episode_model import (
 )
 from curator.gui.episodes.episode_table import EpisodeTableView
 from curator.gui.episodes.relearn import Relearner
-from curator.gui.episodes.view_anchor import scroll_to_anchor, view_anchor
+from curator.gui.episodes.view_anchor import ViewAnchor, scroll_to_anchor, view_anchor
 from curator.gui.runs.run_start import classify_button_text
 from curator.gui.runtime.services import AppServices
 from curator.gui.widgets.pane import Pane
@@ -100,6 +100,8 @@ class EpisodesPane(Pane):
         self._kept_chosen: list[int] | None = None  # what was selected of it, first rows
         self._kept_current: int | None = None  # the keyboard's current episode, the same
         self._shown_query: tuple[object, object] | None = None  # the filter and order shown
+        self._new_query = False  # the rows just shown answer another filter or order
+        self._kept_anchor: ViewAnchor | None = None  # the reader's place when rows were replaced
         self._facts_token = 0  # the source list and date range read now (0: none)
         # relabels retrain the learned classifier in the background (debounced)
         self.relearner = Relearner(services.store, self)
@@ -407,6 +409,7 @@ class EpisodesPane(Pane):
         self._kept_chosen = None
         current = self.table.currentIndex()
         self._kept_current = self.model.episode_id(current.row()) if current.isValid() else None
+        self._kept_anchor = view_anchor(self.table)  # now: the reader may have moved meanwhile
 
     def _loaded(self) -> None:
         """A load arrived: select again what is still shown, so the detail panel follows
@@ -440,7 +443,8 @@ class EpisodesPane(Pane):
         A reload of the same query keeps the reader's place (see ``refresh``)."""
         query = (self.model.filter, self.model.sort_spec)
         before, self._shown_query = self._shown_query, query
-        if before is None or before == query:
+        self._new_query = before is not None and before != query
+        if before is None or not self._new_query:
             return
         current = self.table.currentIndex()
         reordered = before[0] == query[0] and self.model.sort_spec.key != RELEVANCE
@@ -666,13 +670,12 @@ class EpisodesPane(Pane):
     def refresh(self, then: Callable[[], None] | None = None) -> None:
         """Reload after a change elsewhere, keeping the selection and the reader's place
         (:mod:`curator.gui.episodes.view_anchor`); ``then()`` runs once the rows are in."""
-        scroll = self.table.verticalScrollBar().value()
-        anchor = view_anchor(self.table)
         self._load_facts()
 
         def restore(reset: bool) -> None:
-            if reset:
-                scroll_to_anchor(self.table, anchor, scroll)
+            # a new filter or order that came meanwhile starts at its own place instead
+            if reset and not self._new_query:
+                scroll_to_anchor(self.table, self._kept_anchor)
             if then is not None:
                 then()
 
