@@ -176,6 +176,7 @@ class Curator:
     ) -> None:
         db = check_db(db)
         self._closed = False
+        self._screenings: OrderedDict[str, tuple[str, tuple[str, ...]]] = OrderedDict()
         self.store = Store(
             db,
             read_only=check_flag(read_only, "read_only"),
@@ -190,6 +191,7 @@ class Curator:
         curator = cls.__new__(cls)
         curator.store = store
         curator._closed = False
+        curator._screenings = OrderedDict()
         return curator
 
     def close(self) -> None:
@@ -207,12 +209,6 @@ class Curator:
             raise CuratorError("this Curator is closed: open the database again")
         self.store.check_same_file("read")
         return self.store
-
-    def _kept_screenings(self) -> OrderedDict[str, tuple[str, tuple[str, ...]]]:
-        kept = self.__dict__.get("_screenings")
-        if kept is None:
-            kept = self.__dict__.setdefault("_screenings", OrderedDict())
-        return kept
 
     def __exit__(self, *_: object) -> None:
         self.close()
@@ -393,7 +389,7 @@ class Curator:
             return None
         identity = current_identity(self.store)
         kinds = tuple(_flag_kinds(parsed, identity))
-        kept = self._kept_screenings()
+        kept = self._screenings  # what this Curator read: record_many trusts only this
         with _SCREENINGS_LOCK:
             kept[parsed.content_hash] = (_identity_key(identity), kinds)
             while len(kept) > _KEPT_SCREENINGS:
@@ -456,7 +452,7 @@ class Curator:
         if content_hash not in wanted:
             return None
         with _SCREENINGS_LOCK:
-            kept = self._kept_screenings().pop(content_hash, None)
+            kept = self._screenings.pop(content_hash, None)
         if kept is None or kept[0] != _identity_key(identity):
             return None
         return list(kept[1])
