@@ -34,6 +34,8 @@ from typing import Final
 __all__ = [
     "CONTROLS",
     "LAYOUT",
+    "MAX_MESSAGE_CHARS",
+    "NAME_BREAKERS",
     "UnsafeText",
     "as_one_line",
     "control_name",
@@ -132,9 +134,10 @@ middle, so the message's start (what failed) and end (what to do) both stay."""
 
 
 def one_line(text: str) -> str:
-    """``text`` as one line a person can read: every control, line break, tab and
-    direction mark written as a visible escape (``\\n``, ``\\x1b``, ``\\u202e``),
-    and at most :data:`MAX_MESSAGE_CHARS` characters, cut in the middle."""
+    """``text`` as one line a person can read and print: every control, line break, tab,
+    direction mark, invisible character and lone surrogate written as a visible escape
+    (``\\n``, ``\\x1b``, ``\\u202e``, ``\\u200b``, ``\\ud800``), and at most
+    :data:`MAX_MESSAGE_CHARS` characters, cut in the middle."""
     shown = LAYOUT.sub(
         lambda m: _LAYOUT_NAMES.get(m.group()) or _escaped(m.group()),
         escape_controls(text.replace("\r\n", "\\r\\n")),
