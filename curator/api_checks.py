@@ -122,9 +122,14 @@ class _Reader:
             self.open.discard(id(value))
 
     def key(self, key: object) -> str:
-        if not _is(key, str):
-            raise CuratorError(f"{self.where} has a key that is not a string ({described(key)})")
-        return str.__str__(key)
+        return _key(key, self.where)
+
+
+def _key(key: object, where: str) -> str:
+    """A mapping's key as plain text; a key of another type is refused."""
+    if not _is(key, str):
+        raise CuratorError(f"{where} has a key that is not a string ({described(key)})")
+    return str.__str__(key)
 
 
 def _pairs(mapping: Mapping[Any, Any]) -> list[tuple[Any, Any]]:
@@ -236,9 +241,7 @@ def parse_episode(item: Any) -> ParsedEpisode:
         raise CuratorError(f"the episode could not be read ({type(exc).__name__})") from None
     fields: dict[str, Any] = {}
     for key, value in pairs:
-        if not _is(key, str):
-            raise CuratorError(f"the episode has a key that is not a string ({described(key)})")
-        name = str.__str__(key)
+        name = _key(key, "the episode")
         if name not in EPISODE_KEYS:
             raise CuratorError(f"unknown argument {described(name)} for an episode")
         fields[name] = _stamp(value) if name == "timestamp" else plain(value, name)

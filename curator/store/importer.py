@@ -204,11 +204,16 @@ def _visible(text: str) -> bool:
 
 def render_messages(messages: Sequence[dict[str, str]]) -> str:
     """Plain text of a chat: one ``speaker: content`` block per message."""
-    lines = []
-    for m in messages:
-        speaker = m.get("name") or m["role"]
-        lines.append(f"{speaker}: {m['content']}")
-    return "\n".join(lines)
+    return "\n".join(_block(m, roles_shown=True) for m in messages)
+
+
+def _block(message: Mapping[str, str], *, roles_shown: bool) -> str:
+    """One message as ``speaker: content``, or (``roles_shown`` False) its content alone
+    where the speaker is the message's own role (see :func:`detector_text`)."""
+    speaker = message.get("name") or message["role"]
+    if not roles_shown and not message.get("name") and speaker.casefold() in CHAT_ROLES:
+        return message["content"]
+    return f"{speaker}: {message['content']}"
 
 
 #: The roles chat formats and agent frameworks give their turns: shown as a speaker they
@@ -226,14 +231,7 @@ def detector_text(messages: Sequence[Mapping[str, str]]) -> str:
     from reading the chat at all. A speaker taken from a message's ``name``, or a role
     no chat format uses, is the sender's own text and stays; a role line inside a
     message's content is content, and is read as such."""
-    lines = []
-    for m in messages:
-        speaker = m.get("name") or m["role"]
-        if not m.get("name") and speaker.casefold() in CHAT_ROLES:
-            lines.append(m["content"])
-        else:
-            lines.append(f"{speaker}: {m['content']}")
-    return "\n".join(lines)
+    return "\n".join(_block(m, roles_shown=False) for m in messages)
 
 
 def content_hash(body: Any, source: str, timestamp: str | None) -> str:
