@@ -159,8 +159,8 @@ def test_episodes_reads_its_sources_and_dates_off_the_gui_thread(
     qtbot, services: AppServices, show_pane, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Even on a small database: a read on the GUI thread waits on any writer."""
-    sources = probe(monkeypatch, "curator.gui.episodes.episodes_pane.distinct_sources")
-    dates = probe(monkeypatch, "curator.gui.episodes.episodes_pane.date_range")
+    sources = probe(monkeypatch, "curator.gui.episodes.episode_filters.distinct_sources")
+    dates = probe(monkeypatch, "curator.gui.episodes.episode_filters.date_range")
     pane = EpisodesPane(services)
     assert pane.facts_loading
     show_pane(pane)

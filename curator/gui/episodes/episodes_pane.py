@@ -12,27 +12,21 @@ and the scroll position stay where the user left them.
 from __future__ import annotations
 
 from collections.abc import Callable
-from datetime import date
 from typing import Any
 
 from PySide6.QtCore import (
-    QDate,
     QItemSelection,
     QItemSelectionModel,
     QModelIndex,
     Qt,
-    QTimer,
     Signal,
 )
 from PySide6.QtGui import QKeySequence, QShortcut
 from PySide6.QtWidgets import (
     QAbstractItemView,
     QCheckBox,
-    QComboBox,
-    QDateEdit,
     QHBoxLayout,
     QLabel,
-    QLineEdit,
     QPushButton,
     QSplitter,
     QTextBrowser,
@@ -42,6 +36,7 @@ from PySide6.QtWidgets import (
 
 from curator.core.wording import plural
 from curator.gui.episodes.episode_detail import DetailReader
+from curator.gui.episodes.episode_filters import EpisodeFilters
 from curator.gui.episodes.episode_model import (
     COLUMNS,
     EpisodeTableModel,
@@ -53,36 +48,17 @@ from curator.gui.runs.run_start import classify_button_text
 from curator.gui.runtime.services import AppServices
 from curator.gui.widgets.pane import Pane
 from curator.gui.widgets.search_keys import DownIntoResults
-from curator.store.db import Store
 from curator.store.episode_queries import (
-    LABEL_FILTERS,
     RELEVANCE,
     EpisodeFilter,
     EpisodeSort,
-    date_range,
-    distinct_sources,
 )
-
-LABEL_FILTER_TEXT = {
-    "all": "All labels",
-    "constitutional": "Constitutional",
-    "noise": "Noise",
-    "uncategorized": "Uncategorized",
-    "model": "Labelled by the model",
-    "human": "Labelled by a human",
-    "unlabelled": "Unlabelled",
-    "uncertain": "Uncertain first",
-}
 
 COUNT_SAMPLES = ("Searching…", f"{999_999_999:,} episodes ({999_999_999:,}+ shown)")
 """The widest texts of the match count (it has a fixed width, see the constructor)."""
 
 CONFIRM_ABOVE = 200
 """A relabel of more rows than this asks first (a stray Ctrl+A then a key is easy)."""
-
-
-def _facts(store: Store) -> tuple[list[str], tuple[date, date] | None]:
-    return distinct_sources(store), date_range(store)
 
 
 class EpisodesPane(Pane):
@@ -102,34 +78,22 @@ class EpisodesPane(Pane):
         self._shown_query: tuple[object, object] | None = None  # the filter and order shown
         self._new_query = False  # the rows just shown answer another filter or order
         self._kept_anchor: ViewAnchor | None = None  # the reader's place when rows were replaced
-        self._facts_token = 0  # the source list and date range read now (0: none)
         # relabels retrain the learned classifier in the background (debounced)
         self.relearner = Relearner(services.store, self)
         self.relearner.finished.connect(self._relearned)
         self.relearner.failed.connect(lambda msg: self.status_message.emit(f"Learning: {msg}"))
 
         # filters
-        self.label_combo = QComboBox()
-        self.label_combo.setObjectName("labelFilter")
-        for key in LABEL_FILTERS:
-            self.label_combo.addItem(LABEL_FILTER_TEXT[key], key)
-        self.source_combo = QComboBox()
-        self.source_combo.setObjectName("sourceFilter")
-        self.source_combo.setMinimumContentsLength(12)
-        self.date_check = QCheckBox("From")
-        self.date_check.setObjectName("dateFilterEnabled")
-        self.date_from = QDateEdit()
-        self.date_from.setObjectName("dateFrom")
-        self.date_to = QDateEdit()
-        self.date_to.setObjectName("dateTo")
-        for edit in (self.date_from, self.date_to):
-            edit.setCalendarPopup(True)
-            edit.setDisplayFormat("yyyy-MM-dd")
-            edit.setEnabled(False)
-        self.search_edit = QLineEdit()
-        self.search_edit.setObjectName("searchEdit")
-        self.search_edit.setPlaceholderText("Search text…")
-        self.search_edit.setClearButtonEnabled(True)
+        self.filters = EpisodeFilters(self.ops, self)
+        self.filters.changed.connect(self.apply_filter)
+        self.filters.status_message.connect(self.status_message)
+        self.search_edit = self.filters.search_edit
+        self.label_combo = self.filters.label_combo
+        self.source_combo = self.filters.source_combo
+        self.date_check = self.filters.date_check
+        self.date_from = self.filters.date_from
+        self.date_to = self.filters.date_to
+        self.ids_button = self.filters.ids_button
         self.count_label = QLabel()
         self.count_label.setObjectName("countLabel")
         # Its text changes with every search: at its own width it moved the search box
@@ -156,32 +120,10 @@ class EpisodesPane(Pane):
         banner.addWidget(self.classify_button)
         banner.addStretch(1)
         self.empty_state.hide()
-        # Set by another pane (Insights: one confusion-matrix cell): only these episodes.
-        self._ids: tuple[int, ...] | None = None
-        self.ids_button = QPushButton()
-        self.ids_button.setObjectName("clearIdsFilterButton")
-        self.ids_button.setToolTip("Show all episodes again")
-        self.ids_button.clicked.connect(lambda: self.show_ids(None))
-        self.ids_button.hide()
-
-        self._search_timer = QTimer(self)
-        self._search_timer.setSingleShot(True)
-        self._search_timer.setInterval(250)
-        self._search_timer.timeout.connect(self.apply_filter)
-
         # Two rows, so the pane fits a 1024 px wide window: the search with its sort and
         # count, then the filters with the next action (classify) at the end.
         search_row = QHBoxLayout()
         search_row.addWidget(self.search_edit, 1)
-        filters = QHBoxLayout()
-        filters.addWidget(self.label_combo)
-        filters.addWidget(self.source_combo)
-        filters.addWidget(self.date_check)
-        filters.addWidget(self.date_from)
-        filters.addWidget(QLabel("to"))
-        filters.addWidget(self.date_to)
-        filters.addWidget(self.ids_button)
-        filters.addStretch(1)
         self.relevance_check = QCheckBox("Best match first")
         self.relevance_check.setObjectName("relevanceSort")
         self.relevance_check.setToolTip(
@@ -234,130 +176,35 @@ class EpisodesPane(Pane):
         layout = QVBoxLayout(self)
         layout.addWidget(self.empty_state)
         layout.addLayout(search_row)
-        layout.addLayout(filters)
+        layout.addLayout(self.filters.filter_row())
         layout.addWidget(self.splitter, 1)
         layout.addWidget(hint)
 
-        self.label_combo.currentIndexChanged.connect(self.apply_filter)
-        self.source_combo.currentIndexChanged.connect(self.apply_filter)
-        self.date_check.toggled.connect(self._date_toggled)
-        self.date_from.dateChanged.connect(self.apply_filter)
-        self.date_to.dateChanged.connect(self.apply_filter)
-        self.search_edit.textChanged.connect(self._search_timer.start)
         self.relevance_check.toggled.connect(self._relevance_toggled)
         header.sortIndicatorChanged.connect(self._column_sort_chosen)
         self.table.selectionModel().selectionChanged.connect(self._show_selected)
         self.model.modelAboutToBeReset.connect(self._remember_selection)
         self.model.loaded.connect(self._loaded)
 
-        self._load_facts()
+        self.filters.load_facts()
         self.model.set_query(self.current_filter())
 
     # -- filters --------------------------------------------------------------------------
 
-    def _date_toggled(self, enabled: bool) -> None:
-        self.date_from.setEnabled(enabled)
-        self.date_to.setEnabled(enabled)
-        self.apply_filter()
-
-    def _load_facts(self) -> None:
-        """The source list and the date range, in the background even on a small
-        database: ``DISTINCT source`` walks an index of every episode, and any read on the
-        GUI thread waits on a writer (the command line, a backup) with the window frozen."""
-
-        def failed(message: str) -> None:
-            self._facts_token = 0
-            self.status_message.emit(
-                f"Episodes: the sources and dates could not be read: {message}"
-            )
-
-        self._facts_token = self.ops.query(
-            "episodeFacts", lambda ctx: _facts(ctx.store), self._apply_facts, failed
-        )
-
     @property
     def facts_loading(self) -> bool:
         """The source list and date range were asked for and have not arrived yet."""
-        return self._facts_token != 0
-
-    def _apply_facts(self, facts: tuple[list[str], tuple[date, date] | None]) -> None:
-        self._facts_token = 0
-        sources, found = facts
-        self._reload_sources(sources)
-        self._preset_dates(found)
-
-    def _preset_dates(self, found: tuple[date, date] | None) -> None:
-        """While the date filter is off, its range follows the data (first to last day)."""
-        if self.date_check.isChecked():
-            return
-        first, last = found if found is not None else (date.today(), date.today())
-        for edit, day in ((self.date_from, first), (self.date_to, last)):
-            edit.blockSignals(True)
-            edit.setDate(QDate(day.year, day.month, day.day))
-            edit.blockSignals(False)
-
-    def _reload_sources(self, sources: list[str]) -> None:
-        current = self.source_combo.currentData()
-        self.source_combo.blockSignals(True)
-        self.source_combo.clear()
-        self.source_combo.addItem("All sources", None)
-        for source in sources:
-            self.source_combo.addItem(source or "(none)", source)
-        found = self.source_combo.findData(current)
-        self.source_combo.setCurrentIndex(max(found, 0))
-        self.source_combo.blockSignals(False)
+        return self.filters.facts_loading
 
     def current_filter(self) -> EpisodeFilter:
-        dates: tuple[date | None, date | None] = (None, None)
-        if self.date_check.isChecked():
-            start = self.date_from.date().toPython()
-            end = self.date_to.date().toPython()
-            assert isinstance(start, date) and isinstance(end, date)
-            dates = (start, end)
-        return EpisodeFilter(
-            label=str(self.label_combo.currentData()),
-            source=self.source_combo.currentData(),
-            date_from=dates[0],
-            date_to=dates[1],
-            text=self.search_edit.text(),
-            ids=self._ids,
-        )
+        return self.filters.current()
 
     def show_ids(self, ids: list[int] | None, title: str = "") -> None:
-        """Show only ``ids`` (None: all again).
-
-        Asked for from elsewhere (a provenance jump, an Insights cell), so the search,
-        label, source and date filters are cleared first: on top of them the episodes
-        asked for could be filtered out and the list would open empty.
-        """
-        if ids is not None:
-            self._clear_filters()
-        self._ids = None if ids is None else tuple(ids)
-        self.ids_button.setText(f"{title or 'Selected episodes'} ✕")
-        self.ids_button.setVisible(ids is not None)
-        self.apply_filter()
-
-    def _clear_filters(self) -> None:
-        """Search, label, source and date back to "everything", without a query each."""
-        cleared = bool(self.search_edit.text()) or self.date_check.isChecked()
-        cleared = cleared or self.label_combo.currentIndex() > 0
-        cleared = cleared or self.source_combo.currentIndex() > 0
-        widgets = (self.search_edit, self.label_combo, self.source_combo, self.date_check)
-        for widget in widgets:
-            widget.blockSignals(True)
-        self.search_edit.clear()
-        self.label_combo.setCurrentIndex(0)
-        self.source_combo.setCurrentIndex(0)
-        self.date_check.setChecked(False)
-        for widget in widgets:
-            widget.blockSignals(False)
-        self.date_from.setEnabled(False)
-        self.date_to.setEnabled(False)
-        if cleared:
-            self.status_message.emit("Episodes: filters cleared to show the episodes asked for.")
+        """Show only ``ids`` (None: all again), the other filters cleared first."""
+        self.filters.show_ids(ids, title)
 
     def apply_filter(self) -> None:
-        self._search_timer.stop()
+        self.filters.stop_typing()
         self._query(self.current_filter())
 
     def _query(self, flt: EpisodeFilter, sort: EpisodeSort | None = None) -> None:
@@ -475,7 +322,7 @@ class EpisodesPane(Pane):
     def _settle_search(self) -> bool:
         """Down in the search field: a search still waiting for the typing pause runs now;
         True while its rows (or any reload's) are still to come, to be entered then."""
-        if self._search_timer.isActive():
+        if self.filters.typing:
             self.apply_filter()
         self._enter_results = self.model.loading
         return self._enter_results
@@ -670,7 +517,7 @@ class EpisodesPane(Pane):
     def refresh(self, then: Callable[[], None] | None = None) -> None:
         """Reload after a change elsewhere, keeping the selection and the reader's place
         (:mod:`curator.gui.episodes.view_anchor`); ``then()`` runs once the rows are in."""
-        self._load_facts()
+        self.filters.load_facts()
 
         def restore(reset: bool) -> None:
             # a new filter or order that came meanwhile starts at its own place instead
