@@ -32,7 +32,7 @@ from __future__ import annotations
 
 import os
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, BinaryIO
@@ -40,9 +40,10 @@ from typing import Any, BinaryIO
 from curator.core.regular_file import NotRegularFile, open_regular
 from curator.store.db import Store
 from curator.store.follow_files import head_of, identity, recent_copies, siblings, st_id
+from curator.store.follow_state import Position, load_position, save_position
 from curator.store.importer import _pack, _to_episode, write_parsed
 from curator.store.json_source import LineError, _BadLine, _decode, _loads
-from curator.store.models import FollowState, Setting, utcnow
+from curator.store.models import utcnow
 
 HEAD_BYTES = 1024
 """How much of a file's start identifies it (a log's first line or two)."""
@@ -89,45 +90,13 @@ class FollowTotals:
 
 
 @dataclass
-class _Position:
-    device: int
-    inode: int
-    offset: int
-    line: int
-    head_length: int
-    head_sha256: str
-    committed: float = 0.0
-    """When it was last committed (seconds since the epoch)."""
-
-    @property
-    def identity(self) -> tuple[int, int]:
-        """The device and inode of the file it is a position in."""
-        return self.device, self.inode
-
-
-@dataclass
 class _Retired:
     """A file rotated away by rename, still open and read while it grows."""
 
     path: str  # the followed path it was
     handle: BinaryIO
-    position: _Position
+    position: Position
     grew: float  # time.monotonic() of its last new line
-
-
-def _key(path: str) -> str:
-    """The database key of an absolute path: itself, or, for a name that is not UTF-8 (a
-    POSIX file name is bytes; the database holds text only), ``bytes:`` and the name with
-    each backslash doubled and each stray byte written as ``\\xNN``.
-
-    One key a path, and never another path's: the escapes cannot be confused with a
-    backslash of the name itself, and every other key starts with ``/``.
-    """
-    raw = os.fsencode(path)
-    try:
-        return raw.decode("utf-8")
-    except UnicodeDecodeError:
-        return "bytes:" + raw.replace(b"\\", b"\\\\").decode("utf-8", "backslashreplace")
 
 
 class Follower:
@@ -166,7 +135,7 @@ class Follower:
         self._scanned: dict[tuple[int, int, int], int] = {}
         """(device, inode, line start) of a line longer than a chunk -> where its
         newline was last looked for (the next look reads on from there)."""
-        self._known: dict[tuple[int, int], _Position] = {}
+        self._known: dict[tuple[int, int], Position] = {}
         """How far each file this follower read was read (by identity): a rotated copy
         it already read is read on from there, not again from its start."""
 
@@ -225,21 +194,6 @@ class Follower:
         self._read_retired()
         return self.totals.imported - before
 
-    def _load(self, path: str) -> _Position | None:
-        with self.store.read():
-            row = FollowState.get_or_none(FollowState.path == _key(path))
-        if row is None:
-            return None
-        return _Position(
-            row.device,
-            row.inode,
-            row.offset,
-            row.line,
-            row.head_length,
-            row.head_sha256,
-            row.updated_at.timestamp(),
-        )
-
     def _follow(self, path: str) -> None:
         try:
             handle = open_regular(path)
@@ -261,7 +215,7 @@ class Follower:
             self._gone.discard(path)
             self._note(f"{path}: there again (or readable again); following it")
         st = os.fstat(handle.fileno())
-        position = self._load(path)
+        position = load_position(self.store, path)
         if position is not None:
             if st_id(st) != position.identity:
                 self._drain_renamed(path, position, st_id(st))
@@ -283,7 +237,7 @@ class Follower:
             # before its first line was complete is then still found by its start.
             position = _at_start(handle, committed=time.time())
             with self.store.write():
-                _save(path, position)
+                save_position(path, position)
         held = self._open.pop(path, None)
         if held is not None:
             held.close()
@@ -304,7 +258,7 @@ class Follower:
         held = self._open.pop(path, None)
         if held is None:
             return
-        position = self._load(path)
+        position = load_position(self.store, path)
         if position is None or identity(held) != position.identity:
             held.close()
             return
@@ -322,7 +276,7 @@ class Follower:
         while len(self._retired) > MAX_RETIRED:
             self._retired.pop(0).handle.close()
 
-    def _drain_renamed(self, path: str, position: _Position, new: tuple[int, int]) -> None:
+    def _drain_renamed(self, path: str, position: Position, new: tuple[int, int]) -> None:
         """Another file is at ``path``: read the rest of the one it was, through the
         descriptor still held (or, after a restart, found beside it by its inode and
         head), then every rotated copy modified since the last commit that was never
@@ -340,7 +294,7 @@ class Follower:
             self._drain_copy(path, position, by_inode=True)
         self._read_recent(path, position, {old, new})
 
-    def _drain_copied(self, path: str, position: _Position) -> None:
+    def _drain_copied(self, path: str, position: Position) -> None:
         """``path`` was truncated or rewritten: read the rest of its copy beside it (its
         head matches), then the other rotated copies modified since the last commit."""
         copied = self._drain_copy(path, position, by_inode=False)
@@ -348,7 +302,7 @@ class Follower:
         self._read_recent(path, position, skip)
 
     def _drain_copy(
-        self, path: str, position: _Position, *, by_inode: bool
+        self, path: str, position: Position, *, by_inode: bool
     ) -> tuple[int, int] | None:
         """Read the rest of the file ``path`` was before it was rotated, if it is beside it:
         the same inode under another name (renamed), or a file whose head matches and
@@ -383,7 +337,7 @@ class Follower:
             return st_id(st)
         return None
 
-    def _read_recent(self, path: str, position: _Position, skip: set[tuple[int, int]]) -> None:
+    def _read_recent(self, path: str, position: Position, skip: set[tuple[int, int]]) -> None:
         """Read every rotated copy of ``path`` modified since ``position`` was committed,
         other than those ``skip`` names (generations of the log that came and went
         between two looks): from its start, or on from where this follower stopped."""
@@ -430,7 +384,7 @@ class Follower:
         handle: BinaryIO,
         source: str,
         path: str,
-        position: _Position,
+        position: Position,
         *,
         commit_position: bool = True,
     ) -> None:
@@ -448,7 +402,7 @@ class Follower:
         handle: BinaryIO,
         source: str,
         path: str,
-        position: _Position,
+        position: Position,
         commit_position: bool,
     ) -> None:
         device, inode = identity(handle)
@@ -481,7 +435,7 @@ class Follower:
             episodes, errors = self._parse(source, lines, position.line)
             if skipped is not None:
                 errors.append(skipped)
-            new = _Position(
+            new = Position(
                 device,
                 inode,
                 position.offset + end + 1,
@@ -495,7 +449,7 @@ class Follower:
             with self.store.write():
                 imported, duplicates = write_parsed(episodes, name=path)
                 if commit_position:
-                    _save(path, new)
+                    save_position(path, new)
             self.totals.imported += imported
             self.totals.duplicates += duplicates
             for error in errors:
@@ -525,14 +479,14 @@ class Follower:
                 self._scanned[line] = at  # one entry a file waiting for a newline
                 return -1
 
-    def _remember_head(self, path: str, position: _Position, handle: BinaryIO) -> None:
+    def _remember_head(self, path: str, position: Position, handle: BinaryIO) -> None:
         """Record the start of a file that holds only a partial line yet: a copy-truncate
         before the line is complete is then still told by the start that changed."""
         length, digest = head_of(handle, HEAD_BYTES)
         if length > position.head_length:
             position.head_length, position.head_sha256 = length, digest
             with self.store.write():
-                _save(path, position)
+                save_position(path, position)
 
     @staticmethod
     def _parse(
@@ -559,7 +513,7 @@ class Follower:
         return episodes, errors
 
 
-def _resumed(handle: BinaryIO, position: _Position) -> _Position:
+def _resumed(handle: BinaryIO, position: Position) -> Position:
     """Where to read on in a file the log was: at ``position``, or from its start if it
     was truncated or rewritten since (shorter than what was read, or another head)
     before it was rotated away. Lines read twice are one episode all the same."""
@@ -570,65 +524,7 @@ def _resumed(handle: BinaryIO, position: _Position) -> _Position:
     return _at_start(handle)
 
 
-def _at_start(handle: BinaryIO, committed: float = 0.0) -> _Position:
+def _at_start(handle: BinaryIO, committed: float = 0.0) -> Position:
     """The position before the first line of an open file."""
     device, inode = identity(handle)
-    return _Position(device, inode, 0, 0, *head_of(handle, HEAD_BYTES), committed)
-
-
-def _save(path: str, position: _Position) -> None:
-    FollowState.insert(
-        path=_key(path),
-        device=position.device,
-        inode=position.inode,
-        offset=position.offset,
-        line=position.line,
-        head_length=position.head_length,
-        head_sha256=position.head_sha256,
-        updated_at=utcnow(),
-    ).on_conflict(
-        conflict_target=[FollowState.path],
-        preserve=[
-            FollowState.device,
-            FollowState.inode,
-            FollowState.offset,
-            FollowState.line,
-            FollowState.head_length,
-            FollowState.head_sha256,
-            FollowState.updated_at,
-        ],
-    ).execute()
-
-
-def positions(store: Store) -> Iterator[tuple[str, int, int]]:
-    """Every followed file's path, byte offset and line number, as committed."""
-    with store.read():
-        rows = list(FollowState.select().order_by(FollowState.path))
-    for row in rows:
-        yield row.path, row.offset, row.line
-
-
-FOLLOWED_KEY = "followed_logs"
-"""The setting that holds the logs the window follows on this database (a JSON list)."""
-
-
-def followed_paths(store: Store) -> list[str]:
-    """The logs the window followed on this database when it last ran (absolute paths).
-
-    Kept in the database, beside the positions they are read up to: the window opened
-    on the same database (from any settings profile) resumes the same follow. A damaged
-    value (not a list of text) is no follow, not an error."""
-    with store.read():
-        row = Setting.get_or_none(Setting.key == FOLLOWED_KEY)
-    value = row.value if row is not None else None
-    if not isinstance(value, list):
-        return []
-    return [p for p in value if isinstance(p, str) and p]
-
-
-def remember_followed(store: Store, paths: Sequence[str | Path]) -> list[str]:
-    """Save the logs the window follows (none: the follow was stopped); returns them."""
-    kept = list(dict.fromkeys(os.path.abspath(p) for p in paths))
-    with store.write():
-        Setting.insert(key=FOLLOWED_KEY, value=kept).on_conflict_replace().execute()
-    return kept
+    return Position(device, inode, 0, 0, *head_of(handle, HEAD_BYTES), committed)

@@ -20,7 +20,7 @@ from curator.gui.runtime.services import AppServices
 from curator.gui.window.follow_runner import FollowRunner, FollowState, describe
 from curator.gui.window.main_window import MainWindow
 from curator.store.db import Store
-from curator.store.follow import followed_paths, positions
+from curator.store.follow_state import followed_paths, positions
 from curator.store.models import Episode
 
 

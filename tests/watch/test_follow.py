@@ -12,7 +12,8 @@ from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from curator.store.db import Store
-from curator.store.follow import CHUNK_BYTES, Follower, _key, positions
+from curator.store.follow import CHUNK_BYTES, Follower
+from curator.store.follow_state import key_of, positions
 from tests.watch.conftest import append, line, texts
 
 BOTH_ENGINES = True  # each store test on a SQLite file and a PostgreSQL database
@@ -294,7 +295,7 @@ def test_two_file_names_never_share_a_position(first: bytes, second: bytes) -> N
     if first == second:
         return
     paths = [os.fsdecode(b"/logs/" + name) for name in (first, second)]
-    assert _key(paths[0]) != _key(paths[1])
+    assert key_of(paths[0]) != key_of(paths[1])
 
 
 def test_a_name_and_the_escape_of_another_are_followed_apart(store: Store, tmp_path: Path) -> None:

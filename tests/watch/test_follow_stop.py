@@ -17,7 +17,8 @@ from hypothesis import strategies as st
 
 from curator.store import follow as follow_module
 from curator.store.db import Store
-from curator.store.follow import Follower, positions
+from curator.store.follow import Follower
+from curator.store.follow_state import positions
 from tests.watch.conftest import line, texts
 
 

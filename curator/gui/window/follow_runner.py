@@ -9,7 +9,7 @@ as one line; a bad line never stops the follow. The episodes it commits are an o
 change to the window's own connection, so the window's database poll reloads the visible
 pane as it does for the CLI.
 
-Which logs are followed is saved in the database (:func:`~curator.store.follow.
+Which logs are followed is saved in the database (:func:`~curator.store.follow_state.
 remember_followed`), by the follow thread itself: the window opened again on the same
 database resumes them, and Stop following forgets them. A window that closes stops the
 thread but keeps the list.
@@ -29,7 +29,8 @@ from curator.core.redact import redact
 from curator.core.wording import plural
 from curator.gui.runtime.operations import describe_failure
 from curator.store.db import Store
-from curator.store.follow import Follower, remember_followed
+from curator.store.follow import Follower
+from curator.store.follow_state import remember_followed
 from curator.store.opening import StoreBusyError
 
 POLL_S = 0.5

@@ -23,7 +23,7 @@ from curator.core.textsafety import escape_controls
 from curator.core.wording import plural
 from curator.gui.widgets.eliding import ElidingLabel
 from curator.gui.window.follow_runner import FollowRunner, FollowState, describe
-from curator.store.follow import followed_paths
+from curator.store.follow_state import followed_paths
 
 if TYPE_CHECKING:
     from PySide6.QtWidgets import QMainWindow, QMenu
