@@ -383,7 +383,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         # off the parser so --help does not show it; being an option of the program itself
         # (not `python -c`) it works in a frozen build too. Imported only here: the
         # model-file module is not needed by any other start.
-        from curator.llm.model_file import CHECK_OPTION, run_child_check
+        from curator.llm.model_trial import CHECK_OPTION, run_child_check
 
         if arguments[0] == CHECK_OPTION:
             return run_child_check(arguments[1])

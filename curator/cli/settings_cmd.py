@@ -48,7 +48,7 @@ def cmd_settings(ctx: CommandContext) -> int:
         candidate = changed_settings(ctx.store, changes)  # refuse before any check
         path = changes.get("model_path")
         if candidate.model_path and path is not None:
-            from curator.llm.model_file import validate_model_file
+            from curator.llm.model_trial import validate_model_file
 
             validate_model_file(candidate.model_path)
         settings = update_settings(ctx.store, changes)

@@ -78,8 +78,8 @@ from curator.llm.model_file import (
     ModelInfo,
     model_sha256,
     read_gguf_info,
-    validate_model_file,
 )
+from curator.llm.model_trial import validate_model_file
 from curator.llm.prompt_states import MIN_TOKENS, PromptStates
 from curator.llm.thread_contention import ContentionGuard, for_context
 from curator.llm.threads import (

@@ -1,6 +1,6 @@
 """Model files that passed the trial load, remembered until the file or llama.cpp changes.
 
-:func:`curator.llm.model_file.validate_model_file` loads every model in a child process
+:func:`curator.llm.model_trial.validate_model_file` loads every model in a child process
 before this process does, so that a file that crashes llama.cpp ends the child, not the
 window. The trial load reads the whole model and evaluates a token: a third of a second
 for the demo model, seconds and gigabytes of reading for a 7B one, paid again by every

@@ -19,7 +19,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from curator.llm import llama_log
-from curator.llm.model_file import CHECK_ERRORS_ENV, child_check_command
+from curator.llm.model_trial import CHECK_ERRORS_ENV, child_check_command
 
 # What the CLI itself writes on stderr during `demo` and `classify` (progress and info).
 OWN_LINE = re.compile(r"^(model: |classify \d+/\d+|features \d+/\d+|threads: )")

@@ -20,8 +20,8 @@ from curator.llm.model_file import (
     model_sha256,
     read_gguf_info,
     resolve_model_path,
-    validate_model_file,
 )
+from curator.llm.model_trial import validate_model_file
 from curator.store.db import Store
 from curator.store.settings import load_settings, set_setting
 

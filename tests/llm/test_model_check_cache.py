@@ -21,8 +21,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from curator.core import derived_cache
-from curator.llm import model_check_cache, model_file
-from curator.llm.model_file import ModelFileError, validate_model_file
+from curator.llm import model_check_cache, model_trial
+from curator.llm.model_file import ModelFileError
+from curator.llm.model_trial import validate_model_file
 
 pytestmark = pytest.mark.llm
 
@@ -47,7 +48,9 @@ def fresh_copies_count(monkeypatch: pytest.MonkeyPatch) -> None:
 def refusing_child(monkeypatch: pytest.MonkeyPatch) -> None:
     """Fault injection: every later trial load refuses the file."""
     command = [sys.executable, "-c", "import sys; sys.exit(3)"]
-    monkeypatch.setattr(model_file, "child_check_command", lambda path: (command, dict(os.environ)))
+    monkeypatch.setattr(
+        model_trial, "child_check_command", lambda path: (command, dict(os.environ))
+    )
 
 
 def remembered(model: Path) -> None:
@@ -261,10 +264,10 @@ def test_a_name_pointed_elsewhere_during_the_trial_is_not_believed(
             os.rename(bad_dir, good_dir)
             os.rename(tmp_path / "aside", bad_dir)
 
-    monkeypatch.setattr(model_file.subprocess, "run", swapping_run)
+    monkeypatch.setattr(model_trial.subprocess, "run", swapping_run)
     with pytest.raises(ModelFileError, match="xlama"):
         validate_model_file(model)
-    monkeypatch.setattr(model_file.subprocess, "run", real_run)
+    monkeypatch.setattr(model_trial.subprocess, "run", real_run)
     with pytest.raises(ModelFileError, match="xlama"):
         validate_model_file(model)
 
@@ -361,6 +364,6 @@ def test_a_writer_breaking_the_lease_does_not_end_the_process(tmp_path: Path) ->
         capture_output=True,
         text=True,
         timeout=60,
-        env={**os.environ, "PYTHONPATH": str(Path(model_file.__file__).resolve().parents[2])},
+        env={**os.environ, "PYTHONPATH": str(Path(model_trial.__file__).resolve().parents[2])},
     )
     assert done.returncode == 0 and "alive" in done.stdout, (done.returncode, done.stderr)

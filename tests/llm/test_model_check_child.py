@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from curator.cli import main
-from curator.llm.model_file import CHECK_OPTION, child_check_command, validate_model_file
+from curator.llm.model_trial import CHECK_OPTION, child_check_command, validate_model_file
 
 MARKER = "CURATOR-MODEL-CHECK "
 

@@ -3,7 +3,7 @@ the database the window opens (:mod:`curator.gui.settings.database_box`) and the
 
 A model file is checked before it is saved: its GGUF header is read at once (name, size,
 quantisation, context length), and on Apply the file is loaded for real in a subprocess by
-:func:`curator.llm.model_file.validate_model_file`. That takes seconds, so it runs on a
+:func:`curator.llm.model_trial.validate_model_file`. That takes seconds, so it runs on a
 thread pool and the pane shows a busy indicator; the GUI thread never waits for it. A
 file that fails keeps the previous setting, explains why in one sentence, and stays in
 the field so the user can correct the path.

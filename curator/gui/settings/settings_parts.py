@@ -26,10 +26,8 @@ from curator.errors import CuratorError
 from curator.gui.settings.settings_help import tooltip
 from curator.llm.backend import BackendSettings
 from curator.llm.llama_cpp_backend import load_backend
-from curator.llm.model_file import (
-    ModelInfo,
-    validate_model_file,
-)
+from curator.llm.model_file import ModelInfo
+from curator.llm.model_trial import validate_model_file
 from curator.llm.threads import forget_tuning
 from curator.store.profile import (
     MAX_REVIEWER_CHARS,
