@@ -157,6 +157,8 @@ def _candidate_line(v: review_api.CandidateView) -> str:
     text = " ".join(v.effective_text.split())
     if len(text) > 70:
         text = text[:69] + "…"
+    if v.action == "UPDATE" and v.final_text is not None:
+        text += " [text kept]" if v.keep_pattern_text else " [rewords the pattern]"
     line = (
         f"{v.id:>6}  {v.ordinal:>4}  {proposal:<22} {decision:<14} "
         f"{v.effective_importance:.2f}  {'⚑' if v.flags else ' '} {text}"
@@ -253,6 +255,19 @@ def cmd_decide(ctx: CommandContext) -> int:
     return 0
 
 
+def text_lines(preview: CommitPreview) -> list[str]:
+    """What each UPDATE writes as its pattern's text: the reviewer's wording, or nothing
+    (the pattern's text kept, the edit only informing the decision)."""
+    lines = []
+    for u in preview.updates:
+        where = f"update #{u.pattern_id} (candidate {u.candidate_id})"
+        if u.new_text is not None:
+            lines.append(f"{where}: its text becomes: {' '.join(u.new_text.split())}")
+        elif u.kept_edit is not None:
+            lines.append(f"{where}: its text stays; the edited wording is not written")
+    return lines
+
+
 def prompt_lines(preview: CommitPreview) -> list[str]:
     """The preview's effect on the prompt: one line per touched pattern, then those pushed out.
 
@@ -300,6 +315,7 @@ def cmd_commit(ctx: CommandContext) -> int:
             + f"; fingerprint {preview.fingerprint}"
             + "".join(f"\nconflict: {c.describe()}" for c in preview.conflicts)
             + "".join(f"\nflagged: {f.describe()}" for f in preview.flagged)
+            + "".join(f"\n{line}" for line in text_lines(preview))
             + "".join(f"\n{line}" for line in prompt_lines(preview)),
         )
         return 1 if preview.conflicts else 0

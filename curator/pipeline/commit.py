@@ -59,6 +59,7 @@ from curator.pipeline.commit_preview import (
 )
 from curator.pipeline.fingerprint import DecisionsChangedError, refuse_if_changed
 from curator.pipeline.guard_learn import relearn_after_commit
+from curator.pipeline.undo_dependents import dependents
 from curator.store.db import Store
 from curator.store.engine import in_chunks
 from curator.store.models import (
@@ -543,6 +544,19 @@ def undo_changeset(
             raise ConflictError(
                 f"cannot undo changeset {changeset_id}: {len(changed)} of its rows changed "
                 f"since ({shown}{more}); undo the later changes first"
+            )
+        added = [int(key[0]) for key, row in keyed.get("pattern", []) if row.before is None]
+        users = dependents(
+            added,
+            {key for key, _ in keyed.get("candidate", [])},
+            {key for key, _ in keyed.get("pattern_episode", [])},
+        )
+        if users:
+            shown = "; ".join(users[:10])
+            more = f"; and {len(users) - 10} more" if len(users) > 10 else ""
+            raise ConflictError(
+                f"cannot undo changeset {changeset_id}: a pattern it added is used since: "
+                f"{shown}{more}; undo that commit or decide those candidates again first"
             )
         # Children before parents when removing rows, parents first when restoring them.
         for table in reversed(PARENTS_FIRST):

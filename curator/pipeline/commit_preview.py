@@ -36,6 +36,7 @@ from curator.core.scoring import (
 )
 from curator.pipeline.commit_reads import read_open
 from curator.pipeline.fingerprint import DecisionKey, decision_keys, fingerprint
+from curator.pipeline.stale_adds import newer_matches
 from curator.store.db import Store
 from curator.store.decay_clock import update_refreshes_decay
 from curator.store.models import Candidate, Pattern, Run, checked_importance, utcnow
@@ -209,11 +210,14 @@ def plan_commit(store: Store, run_id: int) -> Plan:
         refresh_clock=refresh,
     )
     rewording: dict[int, tuple[int, str]] = {}  # pattern -> (candidate, edited text)
+    stale = _decided_before_newer(store, run, [c for c in apply if c.action == "ADD"])
     for c in apply:
         flagged = _flagged_decision(c)
         if flagged is not None:
             preview.flagged.append(flagged)
-        if c.action == "ADD":
+        if c.id in stale:
+            preview.conflicts.append(stale[c.id])
+        elif c.action == "ADD":
             text = c.final_text if c.final_text is not None else c.text
             preview.adds.append(
                 PreviewAdd(c.id, text, candidate_importance(c), c.category, c.distilled_at)
@@ -259,6 +263,21 @@ def plan_commit(store: Store, run_id: int) -> Plan:
         else:
             preview.conflicts.append(Conflict(c.id, None, f"unknown action {c.action!r}"))
     return Plan(run=run, preview=preview, apply=apply, patterns=patterns)
+
+
+def _decided_before_newer(store: Store, run: Run, adds: list[Candidate]) -> dict[int, Conflict]:
+    """The ADDs decided before a pattern they now match was committed (a stale proposal
+    accepted: :mod:`curator.pipeline.stale_adds`), each as its conflict."""
+    texts = [c.final_text if c.final_text is not None else c.text for c in adds]
+    newer = newer_matches(run, texts, load_settings(store))
+    conflicts = {}
+    for c, match in zip(adds, newer, strict=True):
+        decided = as_utc(c.decided_at) if c.decided_at is not None else None
+        if match is not None and (decided is None or decided < match.created_at):
+            conflicts[c.id] = Conflict(
+                c.id, match.pattern_id, f"{match.describe()}; decide it again"
+            )
+    return conflicts
 
 
 def _check_target(c: Candidate, patterns: dict[int, Pattern]) -> Conflict | None:

@@ -19,7 +19,9 @@ explicit target is therefore how a reviewer resolves a conflict.
 
 A proposal to SKIP or UPDATE an earlier candidate of the same run (the pipeline leaves
 its target empty: it is not a pattern yet) is accepted as a SKIP with nothing to link, so
-a text is never added twice; UPDATE needs a pattern and is refused without one.
+a text is never added twice; UPDATE needs a pattern and is refused without one. A
+proposal whose pattern was removed since (its commit undone) is refused as SKIP too: the
+text it called known is no longer in memory.
 
 The read side (what a reviewer sees: candidate views, progress, nearest patterns) is
 :mod:`curator.pipeline.review_views`; this module re-exports it.
@@ -44,6 +46,7 @@ from curator.core.flag_type import Flag
 from curator.core.textsafety import control_problem
 from curator.errors import CuratorError
 from curator.pipeline.flagging import FlagContext, candidate_sources, flag_context, seen_record
+from curator.pipeline.review_resolve import FINAL_ACTIONS, resolve
 from curator.pipeline.review_versions import DecisionConflict, check_version, own_newest
 
 # The read side lives in review_views; its names are re-exported here on purpose: the
@@ -61,23 +64,22 @@ from curator.pipeline.review_views import (
     get_candidate,
     list_candidates,
     nearest_patterns,
-    quality_gate,
     require_run,
     review_progress,
     source_episodes,
     staged_runs,
 )
+from curator.pipeline.stale_adds import newer_matches
 from curator.store.db import Store
 from curator.store.models import (
     MAX_PATTERN_CHARS,
     Candidate,
     DecisionEvent,
-    Pattern,
     format_utc,
     utcnow,
 )
 from curator.store.profile import reviewer_name
-from curator.store.settings import Settings, load_settings
+from curator.store.settings import load_settings
 
 __all__ = [
     "DECIDE_ACTIONS",
@@ -108,7 +110,6 @@ __all__ = [
     "undo_last_decision",
 ]
 
-FINAL_ACTIONS = ("SKIP", "UPDATE", "ADD", "REJECT")
 DECIDE_ACTIONS = ("ACCEPT", *FINAL_ACTIONS)
 
 DECISION_FIELDS = (
@@ -188,88 +189,6 @@ def _record(
     )
 
 
-def _active_pattern(pattern_id: int) -> Pattern:
-    pattern = Pattern.get_or_none(Pattern.id == pattern_id)
-    if pattern is None or pattern.status != "active":
-        state = "does not exist" if pattern is None else f"is {pattern.status}"
-        raise CuratorError(f"pattern {pattern_id} {state}; choose an active pattern")
-    return pattern
-
-
-def _resolve(
-    candidate: Candidate,
-    state: dict[str, Any],
-    verb: str,
-    target_id: int | None,
-    settings: Settings,
-) -> None:
-    """Set action, target, target_ratio and decision_target_revision in ``state``."""
-    # On use: the dedup engine (numpy) is not needed to list a run.
-    from curator.core.dedup import pair_ratio
-
-    final_text: str | None = state["final_text"]
-    if final_text is not None:
-        p_action = state["rematch_action"] or "ADD"
-        p_target = state["rematch_target_id"]
-        p_ratio = state["rematch_ratio"]
-    else:
-        p_action = candidate.proposed_action
-        p_target = candidate.proposed_target_id
-        p_ratio = candidate.proposed_ratio
-    action = p_action if verb == "ACCEPT" else verb
-    if action not in FINAL_ACTIONS:
-        raise CuratorError(f"candidate {candidate.id} has an unknown proposal {action!r}")
-    if verb == "ACCEPT" and target_id is not None:
-        raise CuratorError("ACCEPT takes the proposal as is; give SKIP or UPDATE with a target")
-    state["action"] = action
-    if action not in TARGETED:
-        if target_id is not None:
-            raise CuratorError(f"{action} takes no target pattern")
-        state.update(target_id=None, target_ratio=None, decision_target_revision=None)
-    else:
-        # Where the target comes from decides which revision the commit checks: the
-        # staging-time one for the pipeline's proposal, the current one otherwise.
-        chosen: int | None
-        if target_id is not None:
-            chosen, basis = target_id, "reviewer"
-        elif p_target is not None:
-            chosen, basis = int(p_target), ("rematch" if final_text is not None else "proposal")
-        else:
-            chosen, basis = candidate.proposed_target_id, "proposal"
-        if chosen is None:
-            within_run = final_text is None and candidate.target_revision is None
-            if action == "UPDATE" and not (verb == "ACCEPT" and within_run):
-                gone = "the proposed one no longer exists" if not within_run else "none proposed"
-                raise CuratorError(
-                    f"candidate {candidate.id}: UPDATE needs a target pattern ({gone}); choose one"
-                )
-            # A duplicate with nothing to link: of an earlier candidate of the same run
-            # (not a pattern yet), or of a pattern deleted since. Nothing is added twice.
-            state.update(
-                action="SKIP", target_id=None, target_ratio=None, decision_target_revision=None
-            )
-            return
-        pattern = _active_pattern(chosen)
-        if chosen == p_target and p_ratio is not None:
-            ratio = float(p_ratio)
-        else:
-            ratio = pair_ratio(
-                final_text if final_text is not None else candidate.text, pattern.text
-            )
-        state.update(
-            target_id=chosen,
-            target_ratio=ratio,
-            decision_target_revision=None if basis == "proposal" else pattern.revision,
-        )
-    if final_text is not None and action in ("ADD", "UPDATE"):
-        verdict = quality_gate(settings).check(final_text)
-        if not verdict.ok:
-            raise CuratorError(
-                f"candidate {candidate.id}: the edited text fails the quality gate "
-                f"({'; '.join(verdict.reasons)}); it cannot be {action}ed"
-            )
-
-
 def decide(
     store: Store,
     candidate_id: int,
@@ -343,7 +262,7 @@ def decide(
             state["keep_pattern_text"] = keep_pattern_text
         if state["final_text"] is None:
             state["keep_pattern_text"] = None  # nothing to choose without an edit
-        _resolve(candidate, state, verb, target_id, settings)
+        resolve(candidate, state, verb, target_id, settings)
         # Deciding a flagged candidate is allowed; that the flags were seen is recorded.
         state["flags_seen"] = seen_record(_flags_now(flag_context(store), candidate, state))
         state.update(
@@ -351,6 +270,13 @@ def decide(
         )
         _record(candidate, before, state, actor, "decide")
     return get_candidate(store, candidate_id)
+
+
+def _accepted_action(candidate: Candidate) -> str:
+    """What accepting the candidate's proposal decides (its edit's re-match, if edited)."""
+    if candidate.final_text is not None:
+        return str(candidate.rematch_action or "ADD")
+    return str(candidate.proposed_action)
 
 
 def accept_all(
@@ -387,6 +313,11 @@ def accept_all(
         if only is not None:
             wanted = set(only)
             pending = [c for c in pending if c.id in wanted]
+        # an ADD that a pattern committed since staging now matches waits for a person
+        adds = [c for c in pending if _accepted_action(c) == "ADD"]
+        newer = newer_matches(run, [c.final_text or c.text for c in adds], settings)
+        stale = {c.id for c, match in zip(adds, newer, strict=True) if match is not None}
+        pending = [c for c in pending if c.id not in stale]
         now = utcnow()
         events = []
         flagger = flag_context(store)
@@ -400,7 +331,7 @@ def accept_all(
             before = decision_state(candidate)
             state = dict(before)
             try:
-                _resolve(candidate, state, "ACCEPT", None, settings)
+                resolve(candidate, state, "ACCEPT", None, settings, check_newer=False)
             except CuratorError:
                 continue
             state["flags_seen"] = seen_record(flags)
@@ -456,7 +387,7 @@ def _undo_edit_only(store: Store, event: DecisionEvent, actor: str) -> bool:
     verb = "ACCEPT" if follows_rematch else str(after["action"])
     target = None if follows_rematch else after.get("target_id")
     try:
-        _resolve(candidate, state, verb, target, load_settings(store))
+        resolve(candidate, state, verb, target, load_settings(store))
     except CuratorError:
         return False  # the decision needs the edit (a target gone…): undo both at once
     state["flags_seen"] = seen_record(_flags_now(flag_context(store), candidate, state))

@@ -184,3 +184,33 @@ def test_backup_command_rotates(
     assert code == 0 and re.fullmatch(r"backup: \S+\.sqlite \([\d.,]+ MB, [\d.]+ s\)\n", text)
     code, _, err = cli(capsys, "--db", db, "backup", "--keep", "0")
     assert code == 2 and "at least 1" in err
+
+
+def test_the_text_an_update_writes_is_shown_before_the_commit(
+    staged: tuple[Store, Run, int], capsys: pytest.CaptureFixture[str]
+) -> None:
+    """An edit kept aside and an edit that rewords the pattern read apart in the list and
+    in the preview: the preview names the text the commit writes."""
+    store, run, target = staged
+    db = store.location
+    _, second = candidate_ids(run)
+    kept = "Retry billing calls with backoff; the wording here is only a note."
+    code, _, err = cli(
+        capsys, "--db", db, "decide", str(run.id), str(second), "UPDATE",
+        "--target", str(target), "--text", kept, "--keep-pattern-text",
+    )  # fmt: skip
+    assert code == 0, err
+    code, text, _ = cli(capsys, "--db", db, "review", str(run.id))
+    assert "[text kept]" in text and "[rewords the pattern]" not in text
+    code, text, _ = cli(capsys, "--db", db, "commit", str(run.id), "--preview")
+    assert f"update #{target} (candidate {second}): its text stays" in text
+    reworded = "Retry network calls to the billing API with exponential backoff."
+    code, _, err = cli(
+        capsys, "--db", db, "decide", str(run.id), str(second), "UPDATE",
+        "--target", str(target), "--text", reworded, "--use-my-wording",
+    )  # fmt: skip
+    assert code == 0, err
+    code, text, _ = cli(capsys, "--db", db, "review", str(run.id))
+    assert "[rewords the pattern]" in text
+    code, text, _ = cli(capsys, "--db", db, "commit", str(run.id), "--preview")
+    assert f"update #{target} (candidate {second}): its text becomes: {reworded}" in text

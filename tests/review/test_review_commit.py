@@ -285,7 +285,11 @@ def test_empty_staged_run_commits(store: Store) -> None:
     assert Episode.get_by_id(idle[0]).distilled_run_id == run.id
 
 
-def test_undone_add_makes_a_later_proposal_on_it_a_conflict(store: Store) -> None:
+def test_an_undo_is_refused_while_a_later_decision_targets_the_pattern_it_added(
+    store: Store,
+) -> None:
+    """Undoing the ADD would clear the later decision's target without a word (the
+    foreign key's ON DELETE); the decision is changed first, then the undo goes."""
     run = make_staged_run(store, [{"text": NEW_TEXTS[0], "importance": 0.4}])
     review.accept_all(store, run.id)
     first = commit.commit_run(store, run.id)
@@ -294,6 +298,59 @@ def test_undone_add_makes_a_later_proposal_on_it_a_conflict(store: Store) -> Non
     (cid,) = candidate_ids(later)
     assert review.get_candidate(store, cid).proposed_target_id == added
     review.accept_all(store, later.id)
-    commit.undo_changeset(store, first.id)  # deletes the pattern the later run targets
-    with pytest.raises(ConflictError, match=f"candidate {cid} .*deleted"):
-        commit.commit_run(store, later.id)
+    before = logical_dump(store)
+    with pytest.raises(ConflictError, match=f"candidate {cid} of run {later.id} .*not committed"):
+        commit.undo_changeset(store, first.id)
+    assert logical_dump(store) == before
+    review.decide(store, cid, "REJECT")
+    commit.undo_changeset(store, first.id)
+    assert Pattern.get_or_none(Pattern.id == added) is None
+
+
+def test_an_undo_is_refused_while_a_later_commit_skipped_into_the_pattern_it_added(
+    store: Store,
+) -> None:
+    """A later SKIP links the pattern without changing it: its commit is undone first
+    (the undo of the ADD had cleared that commit's links and made it undoable never)."""
+    run = make_staged_run(store, [{"text": NEW_TEXTS[0], "importance": 0.4}])
+    review.accept_all(store, run.id)
+    first = commit.commit_run(store, run.id)
+    added = Pattern.get(Pattern.text == NEW_TEXTS[0]).id
+    later = make_staged_run(
+        store, [{"text": NEW_TEXTS[0] + " ", "action": "SKIP", "target": added, "ratio": 0.99}]
+    )
+    review.accept_all(store, later.id)
+    second = commit.commit_run(store, later.id)
+    before = logical_dump(store)
+    with pytest.raises(ConflictError, match=r"SKIP into pattern \d+, committed"):
+        commit.undo_changeset(store, first.id)
+    assert logical_dump(store) == before
+    commit.undo_changeset(store, second.id)  # its SKIP is decided again, not committed
+    (cid,) = candidate_ids(later)
+    with pytest.raises(ConflictError, match=f"candidate {cid} .*not committed"):
+        commit.undo_changeset(store, first.id)
+    review.decide(store, cid, "REJECT")
+    commit.undo_changeset(store, first.id)
+    assert Pattern.get_or_none(Pattern.id == added) is None
+
+
+def test_a_skip_proposed_into_a_pattern_undone_since_cannot_be_accepted(store: Store) -> None:
+    """What the proposal called known is in memory nowhere once its pattern's commit is
+    undone: accepting the SKIP would lose it (accept-all leaves it for a person)."""
+    run = make_staged_run(store, [{"text": NEW_TEXTS[0], "importance": 0.4}])
+    review.accept_all(store, run.id)
+    first = commit.commit_run(store, run.id)
+    added = Pattern.get(Pattern.text == NEW_TEXTS[0]).id
+    later = make_staged_run(
+        store, [{"text": NEW_TEXTS[0] + " ", "action": "SKIP", "target": added, "ratio": 0.99}]
+    )
+    (cid,) = candidate_ids(later)
+    commit.undo_changeset(store, first.id)  # a proposal does not hold the undo back
+    assert review.accept_all(store, later.id) == 0
+    with pytest.raises(CuratorError, match="no longer exists"):
+        review.decide(store, cid, "ACCEPT")
+    with pytest.raises(CuratorError, match="no longer exists"):
+        review.decide(store, cid, "SKIP")
+    review.decide(store, cid, "ADD")
+    commit.commit_run(store, later.id)
+    assert Pattern.get(Pattern.created_run == later.id).text == NEW_TEXTS[0] + " "

@@ -57,10 +57,17 @@ print(json.dumps({"changeset": changeset, "last": last}))
 """
 
 
+TAILS = {
+    "alpha": "keep this detail of the work in mind.",
+    "beta": "deploys wait for a green build on Fridays.",
+}
+"""Each run's own wording: a run's ADDs must not be near duplicates of the other's, or
+the second commit would rightly find them stale (curator.pipeline.stale_adds)."""
+
+
 def _run(store: Store, prefix: str, patterns: list[int]) -> Run:
     specs: list[dict[str, object]] = [
-        {"text": f"{prefix} pattern {i}: keep this detail of the work in mind.", "action": "ADD"}
-        for i in range(300)
+        {"text": f"{prefix} pattern {i}: {TAILS[prefix]}", "action": "ADD"} for i in range(300)
     ]
     specs += [
         {"text": f"{prefix} refinement {i}", "action": "UPDATE", "target": p, "importance": 0.9}

@@ -32,9 +32,10 @@ from curator.pipeline import review as review_api
 def predicted(c: Any, verb: str, target_id: int | None = None) -> Any:
     """The candidate view as :func:`review_api.decide` will record ``verb`` (no edit).
 
-    The engine's rules (``_resolve``): ACCEPT takes the proposal (the re-match when the
-    text was edited); SKIP/UPDATE take the given target or the proposal's; ADD and
-    REJECT take none. The engine's answer replaces this view when the write is done.
+    The engine's rules (:func:`curator.pipeline.review_resolve.resolve`): ACCEPT takes
+    the proposal (the re-match when the text was edited); SKIP/UPDATE take the given
+    target or the proposal's; ADD and REJECT take none. The engine's answer replaces this
+    view when the write is done.
     """
     if c.final_text is not None:
         p_action, p_target = c.rematch_action or "ADD", c.rematch_target_id

@@ -1,0 +1,83 @@
+"""ADD proposals that went stale: a near-duplicate pattern was committed after staging.
+
+The dedup gate proposes against the patterns there are when a run is staged. Two runs
+staged before either is committed (two distills, ``import-knowledge`` twice) can each
+propose to ADD the same text; once the first is committed, the second's ADD would put
+the same knowledge into the prompt twice. So an ADD is checked again against the active
+patterns committed since its run started (another run's, not its own), by the gate itself
+and the thresholds in force: where the gate would now propose SKIP or UPDATE,
+
+- accepting the proposal is refused (:func:`curator.pipeline.review.decide`): the
+  reviewer SKIPs into the newer pattern, UPDATEs it, or ADDs explicitly, which is their
+  call made with that pattern there;
+- an ADD decided before that pattern was committed is a conflict of the commit, to be
+  decided again (:mod:`curator.pipeline.commit_preview`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from typing import TYPE_CHECKING
+
+from curator.core.scoring import as_utc
+from curator.store.models import Pattern, Run
+from curator.store.settings import Settings
+
+if TYPE_CHECKING:
+    from curator.core.dedup import Decision
+
+
+@dataclass(frozen=True)
+class NewerMatch:
+    """The pattern committed since staging that an ADD's text now matches."""
+
+    pattern_id: int
+    ratio: float
+    created_at: datetime
+
+    def describe(self) -> str:
+        return (
+            f"pattern {self.pattern_id}, committed since this run was staged, is nearly the "
+            f"same text (ratio {self.ratio:.2f})"
+        )
+
+
+def newer_matches(run: Run, texts: Sequence[str], settings: Settings) -> list[NewerMatch | None]:
+    """For each text, the pattern committed since ``run`` started that the gate would now
+    SKIP it into or UPDATE (None: still an ADD). Call inside a transaction."""
+    if not texts:
+        return []
+    pool = list(
+        Pattern.select(Pattern.id, Pattern.text, Pattern.created_at)
+        .where(
+            (Pattern.status == "active")
+            & (Pattern.created_at > run.started_at)
+            & ((Pattern.created_run.is_null()) | (Pattern.created_run != run.id))
+        )
+        .order_by(Pattern.id)
+    )
+    if not pool:
+        return [None] * len(texts)
+    from curator.core.dedup import gate  # on use: numpy is not needed to list a run
+
+    pool_texts = [p.text for p in pool]
+
+    def decide(batch: list[str]) -> list[Decision]:
+        return gate(
+            batch, pool_texts, skip=settings.skip_threshold, update=settings.update_threshold
+        )
+
+    decisions = decide(list(texts))
+    found: list[NewerMatch | None] = []
+    for text, decision in zip(texts, decisions, strict=True):
+        if decision.target is not None and decision.target >= len(pool):
+            # matched another of these texts first: asked alone, against the pool only
+            decision = decide([text])[0]
+        if decision.action == "ADD" or decision.target is None:
+            found.append(None)
+            continue
+        p = pool[decision.target]
+        found.append(NewerMatch(int(p.id), float(decision.ratio), as_utc(p.created_at)))
+    return found
