@@ -126,11 +126,14 @@ def copied_tables() -> tuple[CopiedTable, ...]:
 
 def _normal(value: Any) -> Any:
     """One value as both engines return it: a flag as its integer, a BYTEA's memoryview
-    as bytes; text, integers, floats and NULL as they are."""
+    as bytes, -0.0 as 0.0 (SQLite stores a negative zero as zero; PostgreSQL keeps its
+    sign, and the two are one number); text, integers, other floats and NULL as they are."""
     if isinstance(value, bool):
         return int(value)
     if isinstance(value, memoryview | bytearray):
         return bytes(value)
+    if isinstance(value, float) and value == 0.0:
+        return 0.0
     return value
 
 

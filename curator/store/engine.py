@@ -404,12 +404,19 @@ class PostgresDialect(Dialect):
         return self.tables(db) - {SCHEMA_TABLE}
 
     def advance_ids(self, db: peewee.Database, table: str, column: str) -> None:
+        """Only ever forward: ``setval`` is not undone by a rollback, so a copy that fails
+        after it (its check, a signal, a lost connection) leaves the sequence where it
+        put it while the rows come back. Set back to the copied rows' largest id, every
+        later insert collided with a row the rollback restored."""
         quoted = '"' + table.replace('"', '""') + '"'
-        # an empty table starts again at 1 (is_called false: the next value is 1 itself)
+        sequence = db.execute_sql("SELECT pg_get_serial_sequence(?, ?)", (quoted, column))
+        name = sequence.fetchone()[0]  # schema-qualified and quoted by the server
+        last, called = db.execute_sql(f"SELECT last_value, is_called FROM {name}").fetchone()
+        following = int(last) + 1 if called else int(last)
+        # is_called false: the next value is the one set itself
         db.execute_sql(
-            f"SELECT setval(pg_get_serial_sequence(?, ?), "
-            f'COALESCE(max("{column}"), 0) + 1, false) FROM {quoted}',
-            (quoted, column),
+            f'SELECT setval(?, GREATEST(COALESCE(max("{column}"), 0) + 1, ?), false) FROM {quoted}',
+            (name, following),
         )
 
     announce_sql = (

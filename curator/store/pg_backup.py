@@ -44,7 +44,7 @@ from urllib.parse import urlsplit
 
 from curator.errors import CuratorError
 from curator.store.backup import BackupResult, backup_stamp
-from curator.store.backup_identity import DATABASE_ID_KEY
+from curator.store.backup_identity import DATABASE_ID_KEY, read_database_id
 from curator.store.backup_listing import BACKUP_DIR_NAME, backup_problem
 from curator.store.backup_schedule import RECENT, STAMP_FORMAT, backups_to_keep
 from curator.store.copy import copy_database, open_apart
@@ -334,6 +334,12 @@ def restore_pg_backup(
         problem = backup_problem(backup)
         if problem is not None:
             raise CuratorError(f"the backup cannot be restored: {problem}; nothing changed")
+        theirs = read_database_id(backup)  # the name says one thing; the content decides
+        if theirs is not None and theirs != own_id:
+            raise CuratorError(
+                f"refused: {backup} is a backup of another database (id {theirs[:12]}), not "
+                f"of {store.location} (id {own_id[:12]}); nothing changed"
+            )
         safety = take_pg_backup(store, folder, keep=10_000).path
         export = open_apart(backup, read_only=True, create=False)
         try:

@@ -301,6 +301,54 @@ def test_a_value_the_server_refuses_fails_the_copy_in_one_line(tmp_path: Path, p
     dest.close()
 
 
+def test_a_copy_that_fails_after_setting_the_ids_leaves_every_sequence_ahead(
+    tmp_path: Path, pg_url: str
+) -> None:
+    """A real failure after the sequences were set: an integer column of SQLite holding
+    1.5 is copied as 2, so the copy's check refuses it. ``setval`` is not undone by the
+    rollback that brings the rows back: set to the copied rows' ids it left every later
+    insert colliding with a restored row. Each sequence must stay ahead of its table."""
+    source = Store(tmp_path / "src.sqlite")
+    fill(source, random.Random(11), at_least=1, most=1)
+    source.execute("UPDATE pattern SET revision = 1.5")
+    dest = open_apart(pg_url)
+    fill(dest, random.Random(12), at_least=3, most=3)
+    with dest.write():  # as a database whose rows were written by the application
+        for table in copied_tables():
+            if table.generated_id is not None:
+                dest.dialect.advance_ids(dest.db, table.name, table.generated_id)
+    held = digests(dest)
+    with pytest.raises(CopyError, match="does not match its source"):
+        copy_database(source, dest, force=True)
+    assert digests(dest) == held
+    for table in copied_tables():
+        if table.generated_id is None:
+            continue
+        name = _q(table.name)
+        (largest,) = dest.execute(f"SELECT COALESCE(max({_q(table.generated_id)}), 0) FROM {name}")[
+            0
+        ]
+        (following,) = dest.execute(
+            "SELECT nextval(pg_get_serial_sequence(?, ?))", (name, table.generated_id)
+        )[0]
+        assert following > largest, table.name
+    source.close()
+    dest.close()
+
+
+def test_a_negative_zero_copies_as_the_zero_sqlite_keeps(tmp_path: Path, pg_url: str) -> None:
+    """PostgreSQL keeps the sign of -0.0, SQLite stores it as 0.0: one number, one hash
+    (the copy to SQLite, and so a backup without pg_dump, failed on it every time)."""
+    source = open_apart(pg_url)
+    fill(source, random.Random(13), at_least=1, most=1)
+    source.execute("UPDATE candidate SET importance = ?", (-0.0,))
+    dest = Store(tmp_path / "dest.sqlite")
+    copy_database(source, dest)
+    assert digests(dest) == digests(source)
+    source.close()
+    dest.close()
+
+
 # -- the command ------------------------------------------------------------------------------
 
 

@@ -129,6 +129,35 @@ def test_backups_belong_to_their_database(
     store.close()
 
 
+def test_a_backup_renamed_as_another_databases_is_refused_by_its_content(
+    pg_server: PostgresServer,
+    pg_url: str,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """The name of a logical export says whose it is; the identity inside decides (a
+    file renamed, by hand or by a tool, replaced the whole content of the other)."""
+    monkeypatch.setenv("PATH", str(tmp_path))  # no pg_dump: logical exports
+    other = pg_server.url(pg_server.fresh_database())
+    folder = tmp_path / "shared"
+    for url in (pg_url, other):
+        assert cli(capsys, "--db", url, "backup", "--dir", str(folder))[0] == 0
+    stores = [Store(pg_url), Store(other)]
+    mine, theirs = (backups_of(database_id(s), folder)[0] for s in stores)
+    before = digests(stores[1])
+    for s in stores:
+        s.close()
+    disguised = folder / theirs.name
+    theirs.unlink()
+    mine.rename(disguised)  # pg_url's backup under other's name
+    code, _, err = cli(capsys, "--db", other, "restore", str(disguised))
+    assert code == 2 and "is a backup of another database" in err and err.count("\n") == 1
+    store = Store(other)
+    assert digests(store) == before
+    store.close()
+
+
 @needs_pg_dump
 def test_a_damaged_dump_is_refused_before_anything_changes(
     pg_url: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
