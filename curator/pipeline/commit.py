@@ -213,9 +213,9 @@ def _refuse(plan: Plan, reviewed_only: bool) -> None:
         more = len(preview.conflicts) - 10
         raise ConflictError(
             f"conflict: {len(preview.conflicts):,} candidate"
-            f"{'s' if len(preview.conflicts) != 1 else ''} of run {plan.run.id} target "
-            f"patterns changed since review: {shown}{f'; and {more} more' if more > 0 else ''}"
-            ". Nothing was applied; decide them again with an explicit target"
+            f"{'s' if len(preview.conflicts) != 1 else ''} of run {plan.run.id} no longer "
+            f"hold as decided: {shown}{f'; and {more} more' if more > 0 else ''}. Nothing "
+            "was applied; decide them again (an explicit target takes a pattern as it is now)"
         )
 
 
