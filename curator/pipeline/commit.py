@@ -503,6 +503,12 @@ def _rerank_patterns(store: Store, pattern_ids: Sequence[int]) -> None:
     Pattern.bulk_update(rows, fields=[Pattern.rank_key], batch_size=500)
 
 
+def _first_ten(items: list[str], separator: str) -> str:
+    """The first ten of ``items`` and how many more, for a one-line refusal."""
+    more = f"{separator}and {len(items) - 10} more" if len(items) > 10 else ""
+    return separator.join(items[:10]) + more
+
+
 def undo_changeset(
     store: Store, changeset_id: int, actor: str = "human", reviewer: str | None = None
 ) -> ChangesetSummary:
@@ -539,11 +545,9 @@ def undo_changeset(
                 if _comparable(table, current[key]) != _comparable(table, row.after):
                     changed.append(f"{table} {'/'.join(str(v) for v in key)}")
         if changed:
-            shown = ", ".join(changed[:10])
-            more = f" and {len(changed) - 10} more" if len(changed) > 10 else ""
             raise ConflictError(
                 f"cannot undo changeset {changeset_id}: {len(changed)} of its rows changed "
-                f"since ({shown}{more}); undo the later changes first"
+                f"since ({_first_ten(changed, ', ')}); undo the later changes first"
             )
         added = [int(key[0]) for key, row in keyed.get("pattern", []) if row.before is None]
         users = dependents(
@@ -552,11 +556,10 @@ def undo_changeset(
             {key for key, _ in keyed.get("pattern_episode", [])},
         )
         if users:
-            shown = "; ".join(users[:10])
-            more = f"; and {len(users) - 10} more" if len(users) > 10 else ""
             raise ConflictError(
                 f"cannot undo changeset {changeset_id}: a pattern it added is used since: "
-                f"{shown}{more}; undo that commit or decide those candidates again first"
+                f"{_first_ten(users, '; ')}; undo that commit or decide those candidates again "
+                "first"
             )
         # Children before parents when removing rows, parents first when restoring them.
         for table in reversed(PARENTS_FIRST):

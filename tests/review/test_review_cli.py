@@ -194,23 +194,23 @@ def test_the_text_an_update_writes_is_shown_before_the_commit(
     store, run, target = staged
     db = store.location
     _, second = candidate_ids(run)
-    kept = "Retry billing calls with backoff; the wording here is only a note."
-    code, _, err = cli(
-        capsys, "--db", db, "decide", str(run.id), str(second), "UPDATE",
-        "--target", str(target), "--text", kept, "--keep-pattern-text",
-    )  # fmt: skip
-    assert code == 0, err
-    code, text, _ = cli(capsys, "--db", db, "review", str(run.id))
-    assert "[text kept]" in text and "[rewords the pattern]" not in text
-    code, text, _ = cli(capsys, "--db", db, "commit", str(run.id), "--preview")
-    assert f"update #{target} (candidate {second}): its text stays" in text
     reworded = "Retry network calls to the billing API with exponential backoff."
-    code, _, err = cli(
-        capsys, "--db", db, "decide", str(run.id), str(second), "UPDATE",
-        "--target", str(target), "--text", reworded, "--use-my-wording",
-    )  # fmt: skip
-    assert code == 0, err
-    code, text, _ = cli(capsys, "--db", db, "review", str(run.id))
-    assert "[rewords the pattern]" in text
-    code, text, _ = cli(capsys, "--db", db, "commit", str(run.id), "--preview")
-    assert f"update #{target} (candidate {second}): its text becomes: {reworded}" in text
+    cases = (
+        (
+            "Retry billing calls with backoff; the wording here is only a note.",
+            "--keep-pattern-text",
+            "[text kept]",
+            "its text stays",
+        ),
+        (reworded, "--use-my-wording", "[rewords the pattern]", f"its text becomes: {reworded}"),
+    )
+    for edited, choice, marker, written in cases:
+        code, _, err = cli(
+            capsys, "--db", db, "decide", str(run.id), str(second), "UPDATE",
+            "--target", str(target), "--text", edited, choice,
+        )  # fmt: skip
+        assert code == 0, err
+        code, listed, _ = cli(capsys, "--db", db, "review", str(run.id))
+        assert marker in listed and listed.count("[") == 1
+        code, preview, _ = cli(capsys, "--db", db, "commit", str(run.id), "--preview")
+        assert f"update #{target} (candidate {second}): {written}" in preview

@@ -285,15 +285,26 @@ def test_empty_staged_run_commits(store: Store) -> None:
     assert Episode.get_by_id(idle[0]).distilled_run_id == run.id
 
 
+def _committed_add(store: Store) -> tuple[commit.ChangesetSummary, int]:
+    """A commit that ADDed ``NEW_TEXTS[0]``, and that pattern's id."""
+    run = make_staged_run(store, [{"text": NEW_TEXTS[0], "importance": 0.4}])
+    review.accept_all(store, run.id)
+    first = commit.commit_run(store, run.id)
+    return first, Pattern.get(Pattern.text == NEW_TEXTS[0]).id
+
+
+def _skip_into(store: Store, pattern_id: int) -> Run:
+    """A staged run proposing to SKIP a near copy of ``NEW_TEXTS[0]`` into the pattern."""
+    spec = {"text": NEW_TEXTS[0] + " ", "action": "SKIP", "target": pattern_id, "ratio": 0.99}
+    return make_staged_run(store, [spec])
+
+
 def test_an_undo_is_refused_while_a_later_decision_targets_the_pattern_it_added(
     store: Store,
 ) -> None:
     """Undoing the ADD would clear the later decision's target without a word (the
     foreign key's ON DELETE); the decision is changed first, then the undo goes."""
-    run = make_staged_run(store, [{"text": NEW_TEXTS[0], "importance": 0.4}])
-    review.accept_all(store, run.id)
-    first = commit.commit_run(store, run.id)
-    added = Pattern.get(Pattern.text == NEW_TEXTS[0]).id
+    first, added = _committed_add(store)
     later = make_staged_run(store, [{"text": NEW_TEXTS[0] + " Indeed.", "importance": 0.9}])
     (cid,) = candidate_ids(later)
     assert review.get_candidate(store, cid).proposed_target_id == added
@@ -312,13 +323,8 @@ def test_an_undo_is_refused_while_a_later_commit_skipped_into_the_pattern_it_add
 ) -> None:
     """A later SKIP links the pattern without changing it: its commit is undone first
     (the undo of the ADD had cleared that commit's links and made it undoable never)."""
-    run = make_staged_run(store, [{"text": NEW_TEXTS[0], "importance": 0.4}])
-    review.accept_all(store, run.id)
-    first = commit.commit_run(store, run.id)
-    added = Pattern.get(Pattern.text == NEW_TEXTS[0]).id
-    later = make_staged_run(
-        store, [{"text": NEW_TEXTS[0] + " ", "action": "SKIP", "target": added, "ratio": 0.99}]
-    )
+    first, added = _committed_add(store)
+    later = _skip_into(store, added)
     review.accept_all(store, later.id)
     second = commit.commit_run(store, later.id)
     before = logical_dump(store)
@@ -337,13 +343,8 @@ def test_an_undo_is_refused_while_a_later_commit_skipped_into_the_pattern_it_add
 def test_a_skip_proposed_into_a_pattern_undone_since_cannot_be_accepted(store: Store) -> None:
     """What the proposal called known is in memory nowhere once its pattern's commit is
     undone: accepting the SKIP would lose it (accept-all leaves it for a person)."""
-    run = make_staged_run(store, [{"text": NEW_TEXTS[0], "importance": 0.4}])
-    review.accept_all(store, run.id)
-    first = commit.commit_run(store, run.id)
-    added = Pattern.get(Pattern.text == NEW_TEXTS[0]).id
-    later = make_staged_run(
-        store, [{"text": NEW_TEXTS[0] + " ", "action": "SKIP", "target": added, "ratio": 0.99}]
-    )
+    first, added = _committed_add(store)
+    later = _skip_into(store, added)
     (cid,) = candidate_ids(later)
     commit.undo_changeset(store, first.id)  # a proposal does not hold the undo back
     assert review.accept_all(store, later.id) == 0
