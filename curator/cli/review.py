@@ -203,6 +203,12 @@ def cmd_review(ctx: CommandContext) -> int:
                     f"({', '.join(str(i) for i in flagged_open)}): decide each with "
                     "`curator decide`, or accept them too with --include-flagged"
                 )
+            held = [v.id for v in views if not v.flags and not v.reviewed]
+            if held:
+                lines.append(
+                    f"left {plural(len(held), 'candidate')} undecided whose proposal no longer "
+                    f"holds ({', '.join(str(i) for i in held)}): `curator decide` says why"
+                )
         lines.append(f"{'ID':>6}  {'#':>4}  {'PROPOSAL':<22} {'DECISION':<14} IMP     TEXT")
         lines += [_candidate_line(v) for v in views]
         lines.append(

@@ -125,3 +125,33 @@ def test_highlight_html_escapes_and_marks_spans() -> None:
     flag = Flag("link", "a domain name", 11, 22, "x.example/y")
     html = highlight_html(text, [flag])
     assert html.startswith("a &lt;b&gt; link <span") and "x.example/y</span> end" in html
+
+
+def test_accept_all_says_how_many_it_left_whose_proposal_no_longer_holds(
+    qtbot, tmp_path: Path, show_pane
+) -> None:
+    """The clean ADD's text was committed by another run since staging: accept-all leaves
+    it with the flagged ones, and the status line counts it apart from them."""
+    from curator.core.scoring import rank_key
+    from curator.store.models import Pattern
+
+    store = Store(tmp_path / "stale.sqlite")
+    build(store)
+    now = utcnow()
+    Pattern.create(text=CLEAN, importance=0.5, distilled_at=now, rank_key=rank_key(0.5, now))
+    widget = ReviewPane(AppServices(store=store, db_path=store.path, dialogs=Dialogs()))
+    show_pane(widget)
+    qtbot.waitUntil(lambda: widget.settled, timeout=30_000)
+    said: list[str] = []
+    widget.status_message.connect(said.append)
+    with qtbot.waitSignal(widget.data_changed, timeout=30_000):
+        assert widget.accept_all()
+    qtbot.waitUntil(lambda: widget.settled, timeout=30_000)
+    assert said[-1] == (
+        "Accepted 0 proposals; 2 flagged candidates left undecided; 1 candidate left "
+        "undecided whose proposal no longer holds (deciding one says why)."
+    )
+    assert all(c.action is None for c in widget.candidates())
+    if widget.flagged_dialog is not None:
+        widget.flagged_dialog.reject()
+    store.close()

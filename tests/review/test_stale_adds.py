@@ -9,7 +9,7 @@ from curator.pipeline import commit, review
 from curator.pipeline.commit_preview import preview_commit
 from curator.store.db import Store
 from curator.store.models import Pattern, Run
-from review.conftest import candidate_ids, make_staged_run
+from review.conftest import candidate_ids, cli, make_staged_run
 
 BOTH_ENGINES = True
 
@@ -72,3 +72,16 @@ def test_the_runs_own_earlier_commit_is_not_a_newer_pattern(store: Store) -> Non
 
 def store_run(run_id: int) -> Run:
     return Run.get_by_id(run_id)
+
+
+def test_the_command_line_says_which_it_left_and_why(
+    store: Store, capsys: pytest.CaptureFixture[str]
+) -> None:
+    first, second = _two_runs(store)
+    review.accept_all(store, first)
+    commit.commit_run(store, first)
+    stale, _ = candidate_ids(store_run(second))
+    code, text, err = cli(capsys, "--db", store.location, "review", str(second), "--accept-all")
+    assert code == 0, err
+    assert "accepted 1 proposal" in text
+    assert f"left 1 candidate undecided whose proposal no longer holds ({stale})" in text

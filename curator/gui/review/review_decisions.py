@@ -265,17 +265,20 @@ class ReviewDecisions:
             return review_api.accept_all(ctx.store, run_id, actor="window accept-all")
 
         def done(accepted: Any) -> None:
+            undecided = [c for c in self._candidates if c.action is None]  # as it was
             self._load_candidates()
             self.data_changed.emit()
-            flagged = [c for c in self._candidates if c.flags and c.action is None]
-            self.status_message.emit(
-                f"Accepted {plural(int(accepted), 'proposal')}"
-                + (
-                    f"; {plural(len(flagged), 'flagged candidate')} left undecided."
-                    if flagged
-                    else "."
+            flagged = [c for c in undecided if c.flags]
+            held = len(undecided) - len(flagged) - int(accepted)
+            said = [f"Accepted {plural(int(accepted), 'proposal')}"]
+            if flagged:
+                said.append(f"{plural(len(flagged), 'flagged candidate')} left undecided")
+            if held > 0:
+                said.append(
+                    f"{plural(held, 'candidate')} left undecided whose proposal no longer "
+                    "holds (deciding one says why)"
                 )
-            )
+            self.status_message.emit("; ".join(said) + ".")
             if flagged:
                 dialog = FlaggedConfirmDialog(flagged, self._dialog_parent())
                 listed = [c.id for c in flagged]
