@@ -197,13 +197,15 @@ def cmd_review(ctx: CommandContext) -> int:
         lines = []
         if accepted is not None:
             lines.append(f"accepted {plural(accepted, 'proposal')}")
-            if flagged_open:
+            if flagged_open and not ctx.args.include_flagged:
                 lines.append(
                     f"left {plural(len(flagged_open), 'flagged candidate')} undecided "
                     f"({', '.join(str(i) for i in flagged_open)}): decide each with "
                     "`curator decide`, or accept them too with --include-flagged"
                 )
-            held = [v.id for v in views if not v.flags and not v.reviewed]
+            held = [
+                v.id for v in views if not v.reviewed and (ctx.args.include_flagged or not v.flags)
+            ]
             if held:
                 lines.append(
                     f"left {plural(len(held), 'candidate')} undecided whose proposal no longer "

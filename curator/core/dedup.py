@@ -213,13 +213,15 @@ def gate(
     skip: float = DEFAULT_SKIP,
     update: float = DEFAULT_UPDATE,
     workers: int = -1,
+    grow: bool = True,
 ) -> list[Decision]:
     """Decide SKIP / UPDATE / ADD for each new text; same result as :func:`reference_gate`.
 
     ``best >= skip`` -> SKIP the new text (it is already known); ``best >= update`` ->
     UPDATE the target (see :func:`merge_importance`); otherwise ADD, and the new text
-    joins the pool for the texts after it.  ``workers`` is passed to rapidfuzz
-    (``-1``: all cores) and affects speed only.
+    joins the pool for the texts after it (``grow=False``: it does not; each text is
+    then decided against ``existing`` alone, as if it came alone).  ``workers`` is
+    passed to rapidfuzz (``-1``: all cores) and affects speed only.
 
     The pool's ``existing`` part is bounded and seeded for all new texts at once in
     column chunks (memory stays bounded for any pool size); the ADDed part depends on
@@ -263,7 +265,7 @@ def gate(
             last.finish(row_index, query, pool, workers, row, lengths)
         decision = _decide(query.best, query.best_index, skip, update)
         decisions.append(decision)
-        if decision.action == "ADD":
+        if decision.action == "ADD" and grow:
             added.append(query.text)
             added_lengths.append(len(query.text))
             pool.texts.append(query.text)

@@ -266,14 +266,14 @@ def plan_commit(store: Store, run_id: int) -> Plan:
 
 
 def _decided_before_newer(store: Store, run: Run, adds: list[Candidate]) -> dict[int, Conflict]:
-    """The ADDs decided before a pattern they now match was committed (a stale proposal
+    """The ADDs decided before a pattern they now match was written (a stale proposal
     accepted: :mod:`curator.pipeline.stale_adds`), each as its conflict."""
     texts = [c.final_text if c.final_text is not None else c.text for c in adds]
     newer = newer_matches(run, texts, load_settings(store))
     conflicts = {}
     for c, match in zip(adds, newer, strict=True):
         decided = as_utc(c.decided_at) if c.decided_at is not None else None
-        if match is not None and (decided is None or decided < match.created_at):
+        if match is not None and (decided is None or decided < match.written_at):
             conflicts[c.id] = Conflict(
                 c.id, match.pattern_id, f"{match.describe()}; decide it again"
             )

@@ -75,6 +75,7 @@ from curator.store.models import (
     MAX_PATTERN_CHARS,
     Candidate,
     DecisionEvent,
+    Pattern,
     format_utc,
     utcnow,
 )
@@ -405,6 +406,23 @@ def _undo_edit_only(store: Store, event: DecisionEvent, actor: str) -> bool:
     return True
 
 
+def _standing(state: dict[str, Any]) -> dict[str, Any]:
+    """An earlier decision state as it can stand now: a pattern removed since (its commit
+    undone) is no target. A decision into it is no decision (the candidate is undecided
+    again, its edit kept); a re-match into it keeps its action only, which cannot be
+    accepted (:func:`curator.pipeline.review_resolve.resolve` says why)."""
+    named = [state[k] for k in ("target_id", "rematch_target_id") if state.get(k) is not None]
+    present = {p.id for p in Pattern.select(Pattern.id).where(Pattern.id.in_(named))}
+    kept = dict(state)
+    if kept.get("rematch_target_id") is not None and kept["rematch_target_id"] not in present:
+        kept["rematch_target_id"] = None
+    if kept.get("target_id") is not None and kept["target_id"] not in present:
+        undecided = ("action", "target_id", "target_ratio", "decision_target_revision")
+        kept.update(dict.fromkeys(undecided), state="pending", flags_seen=None)
+        kept.update(decided_by=None, decided_via=None, decided_at=None)
+    return kept
+
+
 def _undo_event(store: Store, event: DecisionEvent, actor: str, edit_first: bool = False) -> int:
     """Restore the state before ``event`` (inside store.write()); returns the candidate id.
 
@@ -413,7 +431,7 @@ def _undo_event(store: Store, event: DecisionEvent, actor: str, edit_first: bool
         return int(event.candidate_id)
     candidate = Candidate.get_by_id(event.candidate_id)
     before = decision_state(candidate)
-    restored = {name: event.before.get(name) for name in DECISION_FIELDS}
+    restored = _standing({name: event.before.get(name) for name in DECISION_FIELDS})
     _record(candidate, before, restored, actor, "undo")
     DecisionEvent.update(undone=True).where(DecisionEvent.id == event.id).execute()
     return int(candidate.id)

@@ -39,7 +39,7 @@ def resolve(
 ) -> None:
     """Set action, target, target_ratio and decision_target_revision in ``state``.
 
-    ``check_newer``: an accepted ADD is checked against the patterns committed since
+    ``check_newer``: an accepted ADD is checked against the patterns written since
     staging (:mod:`curator.pipeline.stale_adds`); False where the caller checked it."""
     # On use: the dedup engine (numpy) is not needed to list a run.
     from curator.core.dedup import pair_ratio
@@ -66,6 +66,14 @@ def resolve(
             )
     if verb == "ACCEPT" and target_id is not None:
         raise CuratorError("ACCEPT takes the proposal as is; give SKIP or UPDATE with a target")
+    rematch_gone = final_text is not None and p_action in TARGETED and p_target is None
+    if rematch_gone and action in TARGETED and target_id is None:
+        # A re-match names a pattern always; none left means its commit was undone.
+        raise CuratorError(
+            f"candidate {candidate.id}: the pattern its edited text matched no longer exists "
+            "(the commit that added it was undone); edit the text again to match it anew, "
+            "ADD it, REJECT it or choose a pattern"
+        )
     state["action"] = action
     if action not in TARGETED:
         if target_id is not None:

@@ -563,3 +563,18 @@ def test_the_matcher_cache_keeps_within_its_count_and_its_characters(
             assert pool._matcher_chars == sum(held)
             assert len(held) <= size
             assert sum(held) <= chars or len(held) == 1
+
+
+@settings(max_examples=60, deadline=None)
+@given(data=st.data())
+def test_a_gate_that_does_not_grow_decides_each_text_as_if_it_came_alone(
+    data: st.DataObject,
+) -> None:
+    """``grow=False`` (a re-check of texts that are not patterns): no text is compared
+    with another of the batch, so each decision is the one it gets alone."""
+    pool = data.draw(st.lists(_text(), min_size=0, max_size=6))
+    first = data.draw(_text())
+    new = [first, *data.draw(st.lists(_variant(first), min_size=1, max_size=4))]
+    together = gate(new, pool, workers=1, grow=False)
+    assert together == [gate([text], pool, workers=1)[0] for text in new]
+    assert all(d.target is None or d.target < len(pool) for d in together)

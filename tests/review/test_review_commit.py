@@ -355,3 +355,40 @@ def test_a_skip_proposed_into_a_pattern_undone_since_cannot_be_accepted(store: S
     review.decide(store, cid, "ADD")
     commit.commit_run(store, later.id)
     assert Pattern.get(Pattern.created_run == later.id).text == NEW_TEXTS[0] + " "
+
+
+def test_an_edit_that_matched_a_pattern_undone_since_cannot_be_accepted_into_another(
+    store: Store,
+) -> None:
+    """The edited text re-matched the ADDed pattern; once its commit is undone, accepting
+    took the unedited proposal's target instead (another pattern, another subject) or
+    SKIPped into nothing. Edited again, it re-matches what there is now."""
+    other = make_patterns(store)[0]
+    first, added = _committed_add(store)
+    later = make_staged_run(
+        store, [{"text": "Unrelated wording.", "action": "SKIP", "target": other, "ratio": 0.96}]
+    )
+    (cid,) = candidate_ids(later)
+    review.decide(store, cid, "REJECT", text=NEW_TEXTS[0] + " ")
+    assert review.get_candidate(store, cid).rematch_target_id == added
+    commit.undo_changeset(store, first.id)
+    for verb in ("ACCEPT", "SKIP"):
+        with pytest.raises(CuratorError, match="its edited text matched no longer exists"):
+            review.decide(store, cid, verb)
+    assert review.decide(store, cid, "ACCEPT", text=NEW_TEXTS[0] + "  ").action == "ADD"
+
+
+def test_taking_back_a_decision_into_a_pattern_undone_since_leaves_it_undecided(
+    store: Store,
+) -> None:
+    """The decision before named a pattern removed since: restoring it failed on the
+    foreign key, and every older decision of the run could no longer be taken back."""
+    first, added = _committed_add(store)
+    later = _skip_into(store, added)
+    (cid,) = candidate_ids(later)
+    review.decide(store, cid, "SKIP")
+    review.decide(store, cid, "ADD")  # as the undo's refusal asks
+    commit.undo_changeset(store, first.id)
+    back = review.undo_last_decision(store, later.id)
+    assert back is not None and back.action is None and back.target_id is None
+    assert back.state == "pending"

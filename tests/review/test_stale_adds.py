@@ -9,7 +9,7 @@ from curator.pipeline import commit, review
 from curator.pipeline.commit_preview import preview_commit
 from curator.store.db import Store
 from curator.store.models import Pattern, Run
-from review.conftest import candidate_ids, cli, make_staged_run
+from review.conftest import candidate_ids, cli, make_pattern, make_staged_run
 
 BOTH_ENGINES = True
 
@@ -35,7 +35,7 @@ def test_accepting_an_add_that_a_later_commit_made_a_duplicate_is_refused(store:
     stale, fresh = candidate_ids(store_run(second))
     assert review.accept_all(store, second) == 1  # the fresh one; the stale one waits
     assert review.get_candidate(store, stale).action is None
-    with pytest.raises(CuratorError, match=r"committed since this run was staged.*ratio 1\.00"):
+    with pytest.raises(CuratorError, match=r"written since this run was staged.*ratio 1\.00"):
         review.decide(store, stale, "ACCEPT")
     review.decide(store, stale, "ADD")  # a person's explicit call, with the pattern there
     commit.commit_run(store, second)
@@ -85,3 +85,19 @@ def test_the_command_line_says_which_it_left_and_why(
     assert code == 0, err
     assert "accepted 1 proposal" in text
     assert f"left 1 candidate undecided whose proposal no longer holds ({stale})" in text
+
+
+def test_a_pattern_reworded_since_staging_into_the_same_text_is_newer_too(store: Store) -> None:
+    """Another run's UPDATE gave an old pattern this ADD's wording after staging."""
+    old = make_pattern(store, "Status reports are sent at the end of each week.", 0.4)
+    run = make_staged_run(store, [{"text": TEXT, "importance": 0.7}])
+    (cid,) = candidate_ids(run)
+    rewording = make_staged_run(
+        store, [{"text": "Status reports go out weekly.", "action": "UPDATE", "target": old}]
+    )
+    (rid,) = candidate_ids(rewording)
+    review.decide(store, rid, "UPDATE", target_id=old, text=TEXT, keep_pattern_text=False)
+    commit.commit_run(store, rewording.id)
+    assert Pattern.get_by_id(old).text == TEXT
+    with pytest.raises(CuratorError, match=f"pattern {old}, written since this run was staged"):
+        review.decide(store, cid, "ACCEPT")

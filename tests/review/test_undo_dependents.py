@@ -13,7 +13,7 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from curator.errors import ConflictError, CuratorError
@@ -25,10 +25,12 @@ from review.conftest import candidate_ids, make_staged_run
 
 OPS = st.lists(
     st.one_of(
-        st.tuples(st.just("stage"), st.sampled_from(["ADD", "SKIP", "UPDATE"]), st.integers(0, 9)),
-        st.tuples(st.just("commit"), st.integers(0, 9)),
-        st.tuples(st.just("undo"), st.integers(0, 9)),
-        st.tuples(st.just("reject"), st.integers(0, 9)),
+        st.tuples(st.just("stage"), st.sampled_from(["ADD", "SKIP", "UPDATE"]), st.integers(0, 3)),
+        st.tuples(st.just("commit"), st.integers(0, 3)),
+        st.tuples(st.just("undo"), st.integers(0, 3)),
+        st.tuples(st.just("reject"), st.integers(0, 3)),
+        st.tuples(st.just("add"), st.integers(0, 3)),
+        st.tuples(st.just("back"), st.integers(0, 3)),
     ),
     min_size=3,
     max_size=14,
@@ -58,6 +60,18 @@ def _decisions(outside: set[int]) -> dict[int, tuple[Any, ...]]:
 
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(ops=OPS)
+# a decision into the ADDed pattern, changed to ADD so the commit's undo may go, then
+# taken back: the decision before named a pattern removed by then
+@example(
+    ops=[
+        ("stage", "ADD", 0),
+        ("commit", 0),
+        ("stage", "SKIP", 0),
+        ("add", 1),
+        ("undo", 0),
+        ("back", 1),
+    ]
+)
 def test_an_undo_changes_nothing_another_commit_or_decision_holds(
     ops: list[tuple[Any, ...]],
 ) -> None:
@@ -89,11 +103,14 @@ def _play(store: Store, ops: list[tuple[Any, ...]]) -> None:
                 commit.commit_run(store, run_id)
             except CuratorError:
                 continue  # a conflict or nothing decided: refused as a whole
-        elif op[0] == "reject" and staged:
+        elif op[0] in ("reject", "add") and staged:
             run = Run.get_by_id(staged[op[1] % len(staged)])
             for cid in candidate_ids(run):
                 if Candidate.get_by_id(cid).state != "applied":
-                    review.decide(store, cid, "REJECT")
+                    review.decide(store, cid, op[0].upper())
+        elif op[0] == "back" and staged:
+            # the decision before may name a pattern removed since: never a database error
+            review.undo_last_decision(store, staged[op[1] % len(staged)])
         elif op[0] == "undo":
             commits = list(
                 Changeset.select()

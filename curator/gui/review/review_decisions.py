@@ -44,6 +44,11 @@ committing) before it is reported as not recorded: the window does not freeze me
 but a decision shown for longer than this without being in the database would mislead."""
 
 
+def _undecided(ctx: OpContext, run_id: int) -> list[Any]:
+    """The run's candidates left undecided, read after the write (in the background)."""
+    return [c for c in review_api.list_candidates(ctx.store, run_id) if c.action is None]
+
+
 class ReviewDecisions:
     """Decision slots of :class:`~curator.gui.review.review_pane.ReviewPane` (a mixin)."""
 
@@ -261,15 +266,16 @@ class ReviewDecisions:
         if run_id is None:
             return False
 
-        def accept(ctx: OpContext) -> int:
-            return review_api.accept_all(ctx.store, run_id, actor="window accept-all")
+        def accept(ctx: OpContext) -> tuple[int, list[Any]]:
+            accepted = review_api.accept_all(ctx.store, run_id, actor="window accept-all")
+            return accepted, _undecided(ctx, run_id)
 
-        def done(accepted: Any) -> None:
-            undecided = [c for c in self._candidates if c.action is None]  # as it was
+        def done(result: Any) -> None:
+            accepted, undecided = result
             self._load_candidates()
             self.data_changed.emit()
             flagged = [c for c in undecided if c.flags]
-            held = len(undecided) - len(flagged) - int(accepted)
+            held = len(undecided) - len(flagged)
             said = [f"Accepted {plural(int(accepted), 'proposal')}"]
             if flagged:
                 said.append(f"{plural(len(flagged), 'flagged candidate')} left undecided")
@@ -296,15 +302,22 @@ class ReviewDecisions:
         that became undecided since (undone elsewhere) was not shown, so it stays.
         """
 
-        def accept(ctx: OpContext) -> int:
-            return review_api.accept_all(
+        def accept(ctx: OpContext) -> tuple[int, list[Any]]:
+            accepted = review_api.accept_all(
                 ctx.store, run_id, actor="window accept-all", include_flagged=True, only=listed
             )
+            left = [c for c in _undecided(ctx, run_id) if c.flags]
+            return accepted, [c for c in left if listed is None or c.id in listed]
 
-        def done(accepted: Any) -> None:
-            self.status_message.emit(
-                f"Accepted {plural(int(accepted), 'flagged proposal')} after confirmation."
-            )
+        def done(result: Any) -> None:
+            accepted, held = result
+            said = f"Accepted {plural(int(accepted), 'flagged proposal')} after confirmation"
+            if held:
+                said += (
+                    f"; {plural(len(held), 'candidate')} left undecided whose proposal no "
+                    "longer holds (deciding one says why)"
+                )
+            self.status_message.emit(said + ".")
             self._load_candidates()
             self.data_changed.emit()
 
