@@ -151,6 +151,8 @@ def _candidate_line(v: review_api.CandidateView) -> str:
     proposal = v.proposed_action
     if v.proposed_target_id is not None:
         proposal += f" #{v.proposed_target_id} ({v.proposed_ratio:.2f})"
+    if v.newer_target_id is not None:  # gone stale: a pattern written since matches it
+        proposal += f", now #{v.newer_target_id} ({v.newer_ratio or 0.0:.2f})"
     decision = v.action or "-"
     if v.action in review_api.TARGETED and v.target_id is not None:
         decision += f" #{v.target_id}"

@@ -60,6 +60,7 @@ from curator.pipeline.review_views import (
     SourceEpisode,
     StagedRun,
     TextCheck,
+    accepted_action,
     check_text,
     get_candidate,
     list_candidates,
@@ -273,13 +274,6 @@ def decide(
     return get_candidate(store, candidate_id)
 
 
-def _accepted_action(candidate: Candidate) -> str:
-    """What accepting the candidate's proposal decides (its edit's re-match, if edited)."""
-    if candidate.final_text is not None:
-        return str(candidate.rematch_action or "ADD")
-    return str(candidate.proposed_action)
-
-
 def accept_all(
     store: Store,
     run_id: int,
@@ -315,7 +309,7 @@ def accept_all(
             wanted = set(only)
             pending = [c for c in pending if c.id in wanted]
         # an ADD that a pattern committed since staging now matches waits for a person
-        adds = [c for c in pending if _accepted_action(c) == "ADD"]
+        adds = [c for c in pending if accepted_action(c) == "ADD"]
         newer = newer_matches(run, [c.final_text or c.text for c in adds], settings)
         stale = {c.id for c, match in zip(adds, newer, strict=True) if match is not None}
         pending = [c for c in pending if c.id not in stale]

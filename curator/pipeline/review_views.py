@@ -22,6 +22,7 @@ from curator.core.flag_type import Flag
 from curator.core.quality import QualityGate
 from curator.errors import CuratorError
 from curator.pipeline.flagging import candidate_sources, flag_context
+from curator.pipeline.stale_adds import NewerMatch, newer_matches
 from curator.store.db import Store
 from curator.store.engine import in_chunks
 from curator.store.models import Candidate, CandidateEpisode, Episode, Pattern, Run
@@ -95,6 +96,11 @@ class CandidateView:
     origin: dict[str, Any] | None = None
     decided_via: str | None = None
     """The channel of the decision: "human" (the window), "cli", "cli --accept-all"..."""
+    newer_target_id: int | None = None
+    """An ADD's stale proposal: the pattern written since staging that the gate would now
+    SKIP it into or UPDATE (:mod:`curator.pipeline.stale_adds`); None: none."""
+    newer_ratio: float | None = None
+    newer_text: str | None = None
 
     @property
     def flagged(self) -> bool:
@@ -199,11 +205,14 @@ def _views(store: Store, candidates: list[Candidate]) -> list[CandidateView]:
         )
         for pid, text, importance, status in tuples(rows):
             patterns[pid] = (text, importance, status)
-    gate_ = quality_gate(load_settings(store))
+    settings = load_settings(store)
+    gate_ = quality_gate(settings)
     flagger = flag_context(store)
     names = candidate_sources(ids)
+    newer = _newer(candidates, settings)
     views = []
     for c in candidates:
+        match = newer.get(c.id)
         target = shown[c.id]
         info = patterns.get(target) if target is not None else None
         reasons: tuple[str, ...] = ()
@@ -244,9 +253,38 @@ def _views(store: Store, candidates: list[Candidate]) -> list[CandidateView]:
                 keep_pattern_text=bool(c.keep_pattern_text),
                 origin=c.origin,
                 decided_via=c.decided_via,
+                newer_target_id=match[0].pattern_id if match else None,
+                newer_ratio=match[0].ratio if match else None,
+                newer_text=match[1] if match else None,
             )
         )
     return views
+
+
+def accepted_action(candidate: Candidate) -> str:
+    """What accepting the candidate's proposal decides (its edit's re-match, if edited)."""
+    if candidate.final_text is not None:
+        return str(candidate.rematch_action or "ADD")
+    return str(candidate.proposed_action)
+
+
+def _newer(candidates: list[Candidate], settings: Settings) -> dict[int, tuple[NewerMatch, str]]:
+    """The open ADDs (decided, or to be by accepting) that a pattern written since their
+    run was staged now matches, with that pattern's text."""
+    adds: dict[int, list[Candidate]] = {}
+    for c in candidates:
+        action = c.action if c.action is not None else accepted_action(c)
+        if c.state != "applied" and action == "ADD":
+            adds.setdefault(int(c.run_id), []).append(c)
+    found: dict[int, tuple[NewerMatch, str]] = {}
+    for run_id, group in adds.items():
+        texts = [c.final_text if c.final_text is not None else c.text for c in group]
+        for c, match in zip(
+            group, newer_matches(Run.get_by_id(run_id), texts, settings), strict=True
+        ):
+            if match is not None:
+                found[c.id] = (match, Pattern.get_by_id(match.pattern_id).text)
+    return found
 
 
 def list_candidates(store: Store, run_id: int) -> list[CandidateView]:

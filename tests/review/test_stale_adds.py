@@ -33,6 +33,10 @@ def test_accepting_an_add_that_a_later_commit_made_a_duplicate_is_refused(store:
     review.accept_all(store, first)
     commit.commit_run(store, first)
     stale, fresh = candidate_ids(store_run(second))
+    shown = {v.id: v for v in review.list_candidates(store, second)}
+    written = Pattern.get(Pattern.text == TEXT).id
+    assert (shown[stale].newer_target_id, shown[stale].newer_text) == (written, TEXT)
+    assert shown[fresh].newer_target_id is None
     assert review.accept_all(store, second) == 1  # the fresh one; the stale one waits
     assert review.get_candidate(store, stale).action is None
     with pytest.raises(CuratorError, match=r"written since this run was staged.*ratio 1\.00"):
@@ -84,6 +88,7 @@ def test_the_command_line_says_which_it_left_and_why(
     code, text, err = cli(capsys, "--db", store.location, "review", str(second), "--accept-all")
     assert code == 0, err
     assert "accepted 1 proposal" in text
+    assert f"ADD, now #{Pattern.get(Pattern.text == TEXT).id} (1.00)" in text
     assert f"left 1 candidate undecided whose proposal no longer holds ({stale})" in text
 
 

@@ -145,6 +145,8 @@ class ReviewDecisions:
         """The pattern UPDATE takes without a choice (what the engine would use), if any."""
         if c.final_text is not None and c.rematch_target_id is not None:
             return int(c.rematch_target_id)
+        if c.newer_target_id is not None:  # an ADD gone stale: the pattern written since
+            return int(c.newer_target_id)
         return int(c.proposed_target_id) if c.proposed_target_id is not None else None
 
     def decide_current(self, action: str) -> bool:
@@ -168,14 +170,18 @@ class ReviewDecisions:
             else:
                 self.show_message("Review", f"Candidate #{c.ordinal} was not decided: {message}")
 
+        # an ADD gone stale: SKIP and UPDATE go into the pattern written since
+        newer = c.newer_target_id if action in ("SKIP", "UPDATE") else None
         self._submit(
             "Review",
             c,
-            lambda store: review_api.decide(store, c.id, action, expect_revision=c.revision),
+            lambda store: review_api.decide(
+                store, c.id, action, target_id=newer, expect_revision=c.revision
+            ),
             self._recorded,
             failed,
         )
-        shown = predicted(c, action)
+        shown = predicted(c, action, newer)
         self._patch(shown)
         self._decided(shown, action)
         return True

@@ -215,6 +215,16 @@ class CandidateDetail(QWidget):
             else:
                 labels = ("Existing", "Candidate")
             self.diff.set_texts(c.target_text, c.effective_text, labels=labels)
+        elif c.newer_target_id is not None and c.newer_text is not None:
+            self.match_label.setText(
+                f"Pattern #{c.newer_target_id}, written since this run was staged: similarity "
+                f"ratio <b>{c.newer_ratio or 0.0:.3f}</b>. Adding it is no longer what the "
+                "gate proposes: <b>1</b> skips into it, <b>2</b> updates it, <b>3</b> adds "
+                "it all the same."
+            )
+            self.diff.set_texts(
+                c.newer_text, c.effective_text, labels=("Written since", "Candidate")
+            )
         else:
             self.match_label.setText(
                 f"No existing pattern is similar (best ratio {ratio:.3f}). "
