@@ -43,6 +43,7 @@ from datetime import datetime
 from typing import Any
 
 from curator.core.flag_type import Flag
+from curator.core.scoring import as_utc
 from curator.core.textsafety import control_problem
 from curator.errors import CuratorError
 from curator.pipeline.flagging import FlagContext, candidate_sources, flag_context, seen_record
@@ -375,7 +376,9 @@ def _undo_edit_only(store: Store, event: DecisionEvent, actor: str) -> bool:
     if all(after.get(name) == prior.get(name) for name in EDIT_FIELDS):
         return False
     candidate = Candidate.get_by_id(event.candidate_id)
-    state = {name: prior.get(name) for name in DECISION_FIELDS}
+    state = _standing(store, {name: prior.get(name) for name in DECISION_FIELDS}, event.at)
+    if _standing(store, dict(after), event.at).get("target_id") != after.get("target_id"):
+        return False  # the decision's pattern is gone (or another under its id): undo both
     follows_rematch = after.get("rematch_action") == after["action"] and (
         after.get("rematch_target_id") == after.get("target_id")
     )
@@ -400,13 +403,20 @@ def _undo_edit_only(store: Store, event: DecisionEvent, actor: str) -> bool:
     return True
 
 
-def _standing(state: dict[str, Any]) -> dict[str, Any]:
-    """An earlier decision state as it can stand now: a pattern removed since (its commit
-    undone) is no target. A decision into it is no decision (the candidate is undecided
-    again, its edit kept); a re-match into it keeps its action only, which cannot be
-    accepted (:func:`curator.pipeline.review_resolve.resolve` says why)."""
+def _standing(store: Store, state: dict[str, Any], recorded: datetime) -> dict[str, Any]:
+    """An earlier decision state (recorded at ``recorded``) as it can stand now: a pattern
+    removed since (its commit undone) is no target. A decision into it is no decision (the
+    candidate is undecided again, its edit kept); a re-match into it keeps its action only,
+    which cannot be accepted (:func:`curator.pipeline.review_resolve.resolve` says why).
+
+    SQLite gives the highest id of a removed row to the next row: a pattern written after
+    the state was recorded is another pattern under the same id, so it counts as removed
+    (PostgreSQL's sequences never give an id twice; there the clocks of several machines
+    need not be compared)."""
     named = [state[k] for k in ("target_id", "rematch_target_id") if state.get(k) is not None]
-    present = {p.id for p in Pattern.select(Pattern.id).where(Pattern.id.in_(named))}
+    rows = Pattern.select(Pattern.id, Pattern.created_at).where(Pattern.id.in_(named))
+    reused = store.dialect.is_file
+    present = {p.id for p in rows if not reused or as_utc(p.created_at) <= as_utc(recorded)}
     kept = dict(state)
     if kept.get("rematch_target_id") is not None and kept["rematch_target_id"] not in present:
         kept["rematch_target_id"] = None
@@ -425,7 +435,9 @@ def _undo_event(store: Store, event: DecisionEvent, actor: str, edit_first: bool
         return int(event.candidate_id)
     candidate = Candidate.get_by_id(event.candidate_id)
     before = decision_state(candidate)
-    restored = _standing({name: event.before.get(name) for name in DECISION_FIELDS})
+    restored = _standing(
+        store, {name: event.before.get(name) for name in DECISION_FIELDS}, event.at
+    )
     _record(candidate, before, restored, actor, "undo")
     DecisionEvent.update(undone=True).where(DecisionEvent.id == event.id).execute()
     return int(candidate.id)

@@ -392,3 +392,48 @@ def test_taking_back_a_decision_into_a_pattern_undone_since_leaves_it_undecided(
     back = review.undo_last_decision(store, later.id)
     assert back is not None and back.action is None and back.target_id is None
     assert back.state == "pending"
+
+
+def test_a_decision_taken_back_never_names_another_pattern_under_a_reused_id(
+    store: Store,
+) -> None:
+    """SQLite gives the highest id of a removed pattern to the next one: the decision
+    before named the removed pattern, and restored it named another (its commit then
+    linked or rewrote an unrelated pattern)."""
+    first, added = _committed_add(store)
+    later = _skip_into(store, added)
+    (cid,) = candidate_ids(later)
+    review.decide(store, cid, "SKIP")
+    review.decide(store, cid, "ADD")
+    commit.undo_changeset(store, first.id)
+    other = make_staged_run(store, [{"text": "Tabs indent the recipes of a Makefile."}])
+    review.accept_all(store, other.id)
+    commit.commit_run(store, other.id)
+    if store.dialect.is_file:
+        assert Pattern.get(Pattern.created_run == other.id).id == added  # the id, again
+    back = review.undo_last_decision(store, later.id, edit_first=True)
+    assert back is not None and back.action is None and back.target_id is None
+
+
+def test_taking_back_an_edit_whose_re_match_was_removed_never_fails(store: Store) -> None:
+    """The window's undo takes an edit back first: the state before it, undecided with an
+    earlier edit, named a re-matched pattern removed since, and writing it failed on the
+    foreign key (every Backspace and Ctrl+Z of the run with it)."""
+    first, into = _committed_add(store)
+    second = make_staged_run(store, [{"text": NEW_TEXTS[1], "importance": 0.4}])
+    review.accept_all(store, second.id)
+    matched = commit.commit_run(store, second.id)
+    later = make_staged_run(store, [{"text": "Unrelated wording of another kind."}])
+    (cid,) = candidate_ids(later)
+    review.decide(store, cid, "SKIP", target_id=into, text=NEW_TEXTS[1] + " ")
+    review.decide(store, cid, "REJECT")
+    review.decide(store, cid, "ADD")  # so that the first commit may be undone
+    commit.undo_changeset(store, first.id)
+    review.undo_decision(store, cid)  # ADD back to REJECT
+    review.undo_decision(store, cid)  # REJECT back to SKIP into a pattern gone: undecided
+    undecided = review.get_candidate(store, cid)
+    assert undecided.action is None and undecided.rematch_target_id is not None
+    review.decide(store, cid, "REJECT", text="Yet another wording entirely, long enough.")
+    commit.undo_changeset(store, matched.id)  # the re-match's pattern goes too
+    back = review.undo_decision(store, cid, edit_first=True)
+    assert back.rematch_target_id is None

@@ -31,6 +31,7 @@ OPS = st.lists(
         st.tuples(st.just("reject"), st.integers(0, 3)),
         st.tuples(st.just("add"), st.integers(0, 3)),
         st.tuples(st.just("back"), st.integers(0, 3)),
+        st.tuples(st.just("edit"), st.integers(0, 3)),
     ),
     min_size=3,
     max_size=14,
@@ -110,7 +111,16 @@ def _play(store: Store, ops: list[tuple[Any, ...]]) -> None:
                     review.decide(store, cid, op[0].upper())
         elif op[0] == "back" and staged:
             # the decision before may name a pattern removed since: never a database error
-            review.undo_last_decision(store, staged[op[1] % len(staged)])
+            # (the window's undo takes an edit back first)
+            run_id = staged[op[1] % len(staged)]
+            review.undo_last_decision(store, run_id, edit_first=op[1] % 2 == 0)
+        elif op[0] == "edit" and staged:
+            # an edit that re-matches a pattern there is now (a REJECT keeps it a proposal)
+            active = [p.text for p in Pattern.select().where(Pattern.status == "active")]
+            run = Run.get_by_id(staged[op[1] % len(staged)])
+            for cid in candidate_ids(run):
+                if active and Candidate.get_by_id(cid).state != "applied":
+                    review.decide(store, cid, "REJECT", text=active[-1] + " Indeed.")
         elif op[0] == "undo":
             commits = list(
                 Changeset.select()
