@@ -309,7 +309,7 @@ def accept_all(
         if only is not None:
             wanted = set(only)
             pending = [c for c in pending if c.id in wanted]
-        # an ADD that a pattern committed since staging now matches waits for a person
+        # an ADD that a pattern written since staging now matches waits for a person
         adds = [c for c in pending if accepted_action(c) == "ADD"]
         newer = newer_matches(run, [c.final_text or c.text for c in adds], settings)
         stale = {c.id for c, match in zip(adds, newer, strict=True) if match is not None}
