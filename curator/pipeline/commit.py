@@ -328,7 +328,12 @@ def _apply(store: Store, plan: Plan, actor: str, now: datetime, reviewer: str) -
     texts: dict[int, str] = {}
     by_id = {c.id: c for c in plan.apply}
     cursor = store.db.cursor()
-    stamp = format_utc(now)
+    # When the rows are written, under the write lock: ``now`` (the commit's time for
+    # decay) may be a preview's, taken before. A pattern's written time orders it against
+    # decisions (curator.pipeline.review, curator.pipeline.stale_adds): SQLite gives a
+    # removed pattern's id to the next one, told apart by this time.
+    written = utcnow()
+    stamp = format_utc(written)
     for add in plan.preview.adds:
         # At most the commit's own time: a staged date can be ahead of this clock (a
         # run staged before the clock was set back, or by an older version), and decay
@@ -377,7 +382,7 @@ def _apply(store: Store, plan: Plan, actor: str, now: datetime, reviewer: str) -
             rank_key=rank_key(importance[pid], reference, rate=rate),
             revision=p.revision + 1,
             updated_run=run.id,
-            updated_at=now,
+            updated_at=written,
         ).where(Pattern.id == pid).execute()
     cursor.executemany(
         'INSERT INTO "pattern_episode" ("pattern_id", "episode_id", "run_id") VALUES (?, ?, ?)',

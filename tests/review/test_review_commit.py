@@ -18,6 +18,7 @@ from curator.store.models import (
     Pattern,
     PatternEpisode,
     Run,
+    utcnow,
 )
 from curator.store.snapshot import logical_dump
 from review.conftest import (
@@ -404,11 +405,14 @@ def test_a_decision_taken_back_never_names_another_pattern_under_a_reused_id(
     later = _skip_into(store, added)
     (cid,) = candidate_ids(later)
     review.decide(store, cid, "SKIP")
-    review.decide(store, cid, "ADD")
-    commit.undo_changeset(store, first.id)
     other = make_staged_run(store, [{"text": "Tabs indent the recipes of a Makefile."}])
     review.accept_all(store, other.id)
-    commit.commit_run(store, other.id)
+    previewed = utcnow()  # a preview of the other run, taken before the decision below
+    review.decide(store, cid, "ADD")
+    commit.undo_changeset(store, first.id)
+    # committed with the preview's time: the pattern's written time is still when it is
+    # written, after the decision (stamped with the preview's, it passed for the old one)
+    commit.commit_run(store, other.id, now=previewed)
     if store.dialect.is_file:
         assert Pattern.get(Pattern.created_run == other.id).id == added  # the id, again
     back = review.undo_last_decision(store, later.id, edit_first=True)

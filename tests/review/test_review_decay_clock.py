@@ -47,7 +47,8 @@ def test_on_moves_the_clock_and_undo_restores_it(store: Store) -> None:
     summary = commit.commit_run(store, run.id)  # type: ignore[attr-defined]
     after = Pattern.get_by_id(pid)
     assert started <= after.distilled_at <= utcnow()
-    assert after.distilled_at == after.updated_at
+    # the decay clock is the commit's time; the row's written time is taken under the lock
+    assert after.distilled_at <= after.updated_at <= utcnow()
     assert after.rank_key == pytest.approx(rank_key(after.importance, after.distilled_at))
     assert after.rank_key > before.rank_key
     commit.undo_changeset(store, summary.id)
