@@ -209,14 +209,19 @@ def _refuse(plan: Plan, reviewed_only: bool) -> None:
     if reviewed_only and not plan.apply:
         raise CuratorError(f"run {plan.run.id} has no reviewed candidates to commit")
     if preview.conflicts:
-        shown = "; ".join(c.describe() for c in preview.conflicts[:10])
-        more = len(preview.conflicts) - 10
+        shown = _first_ten([c.describe() for c in preview.conflicts], "; ")
         raise ConflictError(
             f"conflict: {len(preview.conflicts):,} candidate"
             f"{'s' if len(preview.conflicts) != 1 else ''} of run {plan.run.id} no longer "
-            f"hold as decided: {shown}{f'; and {more} more' if more > 0 else ''}. Nothing "
-            "was applied; decide them again (an explicit target takes a pattern as it is now)"
+            f"hold as decided: {shown}. Nothing was applied; decide them again (an explicit "
+            "target takes a pattern as it is now)"
         )
+
+
+def _first_ten(items: list[str], separator: str) -> str:
+    """The first ten of ``items`` and how many more, for a one-line refusal."""
+    more = f"{separator}and {len(items) - 10} more" if len(items) > 10 else ""
+    return separator.join(items[:10]) + more
 
 
 # -- committing ---------------------------------------------------------------------------
@@ -506,12 +511,6 @@ def _rerank_patterns(store: Store, pattern_ids: Sequence[int]) -> None:
     for row in rows:
         row.rank_key = rank_key(row.importance, row.distilled_at, rate=rate)
     Pattern.bulk_update(rows, fields=[Pattern.rank_key], batch_size=500)
-
-
-def _first_ten(items: list[str], separator: str) -> str:
-    """The first ten of ``items`` and how many more, for a one-line refusal."""
-    more = f"{separator}and {len(items) - 10} more" if len(items) > 10 else ""
-    return separator.join(items[:10]) + more
 
 
 def undo_changeset(

@@ -377,7 +377,8 @@ def _undo_edit_only(store: Store, event: DecisionEvent, actor: str) -> bool:
         return False
     candidate = Candidate.get_by_id(event.candidate_id)
     state = _standing(store, {name: prior.get(name) for name in DECISION_FIELDS}, event.at)
-    if _standing(store, dict(after), event.at).get("target_id") != after.get("target_id"):
+    kept = after.get("target_id")
+    if kept is not None and not _still_there(store, [kept], event.at):
         return False  # the decision's pattern is gone (or another under its id): undo both
     follows_rematch = after.get("rematch_action") == after["action"] and (
         after.get("rematch_target_id") == after.get("target_id")
@@ -407,16 +408,9 @@ def _standing(store: Store, state: dict[str, Any], recorded: datetime) -> dict[s
     """An earlier decision state (recorded at ``recorded``) as it can stand now: a pattern
     removed since (its commit undone) is no target. A decision into it is no decision (the
     candidate is undecided again, its edit kept); a re-match into it keeps its action only,
-    which cannot be accepted (:func:`curator.pipeline.review_resolve.resolve` says why).
-
-    SQLite gives the highest id of a removed row to the next row: a pattern written after
-    the state was recorded is another pattern under the same id, so it counts as removed
-    (PostgreSQL's sequences never give an id twice; there the clocks of several machines
-    need not be compared)."""
+    which cannot be accepted (:func:`curator.pipeline.review_resolve.resolve` says why)."""
     named = [state[k] for k in ("target_id", "rematch_target_id") if state.get(k) is not None]
-    rows = Pattern.select(Pattern.id, Pattern.created_at).where(Pattern.id.in_(named))
-    reused = store.dialect.is_file
-    present = {p.id for p in rows if not reused or as_utc(p.created_at) <= as_utc(recorded)}
+    present = _still_there(store, named, recorded)
     kept = dict(state)
     if kept.get("rematch_target_id") is not None and kept["rematch_target_id"] not in present:
         kept["rematch_target_id"] = None
@@ -425,6 +419,16 @@ def _standing(store: Store, state: dict[str, Any], recorded: datetime) -> dict[s
         kept.update(dict.fromkeys(undecided), state="pending", flags_seen=None)
         kept.update(decided_by=None, decided_via=None, decided_at=None)
     return kept
+
+
+def _still_there(store: Store, pattern_ids: list[int], recorded: datetime) -> set[int]:
+    """Which of the patterns a state recorded at ``recorded`` named are those patterns
+    still. Where the engine gives a removed row's id to the next row (SQLite), a pattern
+    written after the state was recorded is another one under the same id; elsewhere
+    (PostgreSQL's sequences) the clocks of several machines need not be compared."""
+    rows = Pattern.select(Pattern.id, Pattern.created_at).where(Pattern.id.in_(pattern_ids))
+    reused = store.dialect.reuses_ids
+    return {p.id for p in rows if not reused or as_utc(p.created_at) <= as_utc(recorded)}
 
 
 def _undo_event(store: Store, event: DecisionEvent, actor: str, edit_first: bool = False) -> int:

@@ -253,9 +253,9 @@ def _views(store: Store, candidates: list[Candidate]) -> list[CandidateView]:
                 keep_pattern_text=bool(c.keep_pattern_text),
                 origin=c.origin,
                 decided_via=c.decided_via,
-                newer_target_id=match[0].pattern_id if match else None,
-                newer_ratio=match[0].ratio if match else None,
-                newer_text=match[1] if match else None,
+                newer_target_id=match.pattern_id if match else None,
+                newer_ratio=match.ratio if match else None,
+                newer_text=match.text if match else None,
             )
         )
     return views
@@ -268,22 +268,22 @@ def accepted_action(candidate: Candidate) -> str:
     return str(candidate.proposed_action)
 
 
-def _newer(candidates: list[Candidate], settings: Settings) -> dict[int, tuple[NewerMatch, str]]:
+def _newer(candidates: list[Candidate], settings: Settings) -> dict[int, NewerMatch]:
     """The open ADDs (decided, or to be by accepting) that a pattern written since their
-    run was staged now matches, with that pattern's text."""
+    run was staged now matches."""
     adds: dict[int, list[Candidate]] = {}
     for c in candidates:
         action = c.action if c.action is not None else accepted_action(c)
         if c.state != "applied" and action == "ADD":
             adds.setdefault(int(c.run_id), []).append(c)
-    found: dict[int, tuple[NewerMatch, str]] = {}
+    found: dict[int, NewerMatch] = {}
     for run_id, group in adds.items():
         texts = [c.final_text if c.final_text is not None else c.text for c in group]
         for c, match in zip(
             group, newer_matches(Run.get_by_id(run_id), texts, settings), strict=True
         ):
             if match is not None:
-                found[c.id] = (match, Pattern.get_by_id(match.pattern_id).text)
+                found[c.id] = match
     return found
 
 

@@ -36,6 +36,7 @@ class NewerMatch:
     ratio: float
     written_at: datetime
     """When the pattern got the text matched (added, or reworded by an UPDATE)."""
+    text: str
 
     def describe(self) -> str:
         return (
@@ -85,5 +86,5 @@ def newer_matches(run: Run, texts: Sequence[str], settings: Settings) -> list[Ne
             continue
         p = pool[decision.target]
         changed = max(as_utc(p.created_at), as_utc(p.updated_at))
-        found.append(NewerMatch(int(p.id), float(decision.ratio), changed))
+        found.append(NewerMatch(int(p.id), float(decision.ratio), changed, p.text))
     return found

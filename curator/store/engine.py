@@ -103,6 +103,9 @@ class Dialect:
 
     name = "SQLite"
     is_file = True
+    reuses_ids = True
+    """A removed row's id is given to the next row when it was the highest (an INTEGER
+    PRIMARY KEY without AUTOINCREMENT): an id kept elsewhere may come to name another row."""
 
     def schema_version(self, db: peewee.Database) -> int:
         return int(db.execute_sql("PRAGMA user_version").fetchone()[0])
@@ -248,6 +251,7 @@ class PostgresDialect(Dialect):
 
     name = "PostgreSQL"
     is_file = False
+    reuses_ids = False  # a sequence never gives an id twice
 
     def same_database(self, db: peewee.Database, other: peewee.Database) -> bool:
         """Asked of the server, not of the URLs (``localhost`` and ``127.0.0.1``, a port
