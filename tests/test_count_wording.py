@@ -18,11 +18,14 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent / "curator"
 
 _NOUN = (
-    r"(?:episodes?|patterns?|labels|human labels|candidates?|runs|lines|messages|memories"
-    r"|texts|items|rows|decisions|scores|entries|characters|tokens|imported|rejected"
-    r"|added|dropped|accepted|duplicates|staged|words|overrides|conflicts)\b"
+    r"(?:(?:new|unreviewed|other|pending|human)\s+)?"
+    r"(?:episodes?|patterns?|labels?|candidates?|runs?|lines?|messages?|memories|texts?"
+    r"|items?|rows?|decisions?|scores?|entries|entry|characters?|tokens?|imported|rejected"
+    r"|added|dropped|accepted|duplicates?|staged|words?|overrides?|conflicts?|generations?"
+    r"|updates?|models?|calls?|files?|bytes|pairs?|batch(?:es)?)\b"
 )
-_COUNTED = re.compile(r"^ " + _NOUN)
+#: A counted noun after a placeholder, HTML tags between them left aside ("{n}</b> new").
+_COUNTED = re.compile(r"^(?:</?\w+>)* " + _NOUN)
 _OF = " of "
 #: Placeholders before such a noun that hold words, not numbers (``generated`` is a
 #: rate already written as text).
@@ -35,6 +38,9 @@ _NOT_COUNTS = {
     "p.id",
     "run",
     "generated",
+    "list_name",
+    "kind.capitalize()",
+    "worker.kind",
 }
 _WORD_MAKERS = ("agree(", "ordinal(", "_listed(", "plural(")
 
@@ -85,3 +91,55 @@ def test_every_count_in_a_message_is_grouped_by_thousands() -> None:
         for line, text in _bare_counts(path.read_text(encoding="utf-8"))
     ]
     assert not bare, "write these counts as {n:,} (or with plural()):\n" + "\n".join(bare)
+
+
+def _is_one_test(test: ast.expr) -> bool:
+    return (
+        isinstance(test, ast.Compare)
+        and len(test.ops) == 1
+        and isinstance(test.ops[0], ast.Eq | ast.NotEq)
+        and any(
+            isinstance(side, ast.Constant) and side.value == 1
+            for side in (test.left, *test.comparators)
+        )
+    )
+
+
+def _is_words(node: ast.expr) -> bool:
+    return isinstance(node, ast.JoinedStr) or (
+        isinstance(node, ast.Constant) and isinstance(node.value, str)
+    )
+
+
+def _hand_made_plurals(source: str) -> list[int]:
+    """Lines choosing between two words by ``n == 1`` (``'s' if n != 1 else ''``)."""
+    return sorted(
+        node.lineno
+        for node in ast.walk(ast.parse(source))
+        if isinstance(node, ast.IfExp)
+        and _is_one_test(node.test)
+        and _is_words(node.body)
+        and _is_words(node.orelse)
+    )
+
+
+def test_the_scan_finds_hand_made_plurals() -> None:
+    source = (
+        "a = f\"{n} message{'s' if n != 1 else ''}\"\n"
+        'b = "episode" if count == 1 else "episodes"\n'
+        "c = first if len(xs) == 1 else rest\n"
+        'd = None if attempt == 1 else "x"\n'
+        'e = plural(n, "episode")\n'
+    )
+    assert _hand_made_plurals(source) == [1, 2]
+
+
+def test_every_plural_is_made_by_plural_or_agree() -> None:
+    """A word chosen by hand next to a count drifts from the rule plural() keeps (its
+    count went out bare as "1200 messages" while plural() writes "1,200 messages")."""
+    made = [
+        f"{path.relative_to(ROOT.parent)}:{line}"
+        for path in sorted(ROOT.rglob("*.py"))
+        for line in _hand_made_plurals(path.read_text(encoding="utf-8"))
+    ]
+    assert not made, "write these with plural() or agree():\n" + "\n".join(made)

@@ -24,6 +24,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from curator.core.textsafety import as_one_line, control_problem, escape_controls
+from curator.core.wording import plural
 from curator.store.importer import (
     MAX_EPISODE_CHARS,
     LineError,
@@ -407,7 +408,7 @@ def describe_import(info: dict[str, Any]) -> str:
     ids = info.get("message_ids")
     if isinstance(ids, list) and ids:
         named = [str(i) for i in ids[:SHOWN_MESSAGE_IDS] if i is not None]
-        text = f"{len(ids)} message{'s' if len(ids) != 1 else ''}"
+        text = plural(len(ids), "message")
         if named:
             more = ", …" if len(ids) > SHOWN_MESSAGE_IDS else ""
             text += f" ({', '.join(named)}{more})"

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 from curator.cli.common import CommandContext, integer, writing_stdout
 from curator.cli.pipeline import add_server_args
 from curator.core.userpath import part_path
+from curator.core.wording import plural
 from curator.errors import CuratorError
 
 if TYPE_CHECKING:  # the pipeline is imported by the handlers: --help stays cheap
@@ -108,7 +109,7 @@ def _pct(value: float | None) -> str:
 def _matrix(title: str, doc: dict[str, Any]) -> list[str]:
     labels: list[str] = doc["labels"]
     width = max(len(label) for label in labels) + 2
-    lines = [f"{title} ({doc['total']} pairs; rows human, columns model)"]
+    lines = [f"{title} ({plural(doc['total'], 'pair')}; rows human, columns model)"]
     lines.append(" " * width + "".join(f"{label[:14]:>15}" for label in labels))
     for label, counts, pcts in zip(labels, doc["counts"], doc["row_percent"], strict=True):
         cells = "".join(

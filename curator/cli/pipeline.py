@@ -22,6 +22,7 @@ from typing import Any
 
 from curator.cli.common import CommandContext, integer
 from curator.core.textsafety import escape_controls
+from curator.core.wording import agree, plural
 from curator.errors import CuratorError
 from curator.llm.backend import backend_settings
 from curator.pipeline.progress import Progress, TaskState, speed_text
@@ -354,8 +355,8 @@ def distill_outcome(result: RunResult) -> str:
     if counts.get("candidates", 0) > 0:
         return human + f"\nreview it with: curator review {run_id}"
     if episodes > 0:
-        read = "1 episode" if episodes == 1 else f"{episodes:,} episodes"
-        them = "it" if episodes == 1 else "them"
+        read = plural(episodes, "episode")
+        them = agree(episodes, "it", "them")
         return human + (
             f"\nnothing to review: no candidate came out of {read}; "
             f"`curator commit {run_id}` marks {them} distilled, not to be tried again"

@@ -138,7 +138,7 @@ def _parse(body: bytes) -> Weights:
         packed[head] = (deltas, values)
         bias[head] = b
     if offset != len(body):
-        raise ValueError(f"{len(body) - offset} bytes after the last head")
+        raise ValueError(f"{len(body) - offset:,} bytes after the last head")
     return Weights(_PackedHeads(packed), bias, threshold, c)
 
 

@@ -301,7 +301,7 @@ def entry_state(entry: CatalogueEntry, directory: Path | None = None) -> str:
         return "downloaded"
     part = partial_path(entry, directory)
     if part.is_file():
-        return f"partial ({part.stat().st_size} bytes)"
+        return f"partial ({part.stat().st_size:,} bytes)"
     return "not downloaded"
 
 

@@ -200,7 +200,7 @@ class _Transfer:
         kept = _size(self.part)
         raise DownloadError(
             f"download of {self.entry.name} interrupted ({why}); "
-            f"{kept} bytes kept in {self.part.name}, run it again to resume"
+            f"{kept:,} bytes kept in {self.part.name}, run it again to resume"
         )
 
     def _prepare(self) -> int:
@@ -262,7 +262,7 @@ class _Transfer:
                 status, response.headers, offset, expected, self.limits.hard_cap_bytes
             )
         except DownloadError as exc:
-            kept = f"{offset} bytes kept in {self.part.name}" if offset else "nothing was saved"
+            kept = f"{offset:,} bytes kept in {self.part.name}" if offset else "nothing was saved"
             raise DownloadError(f"{self._failed(str(exc))}; {kept}") from None
         if self.expected is None and plan.total is not None:
             self.expected = plan.total  # later answers must agree with this one
@@ -287,7 +287,7 @@ class _Transfer:
                 if len(chunk) > limit - done:
                     out.close()
                     self._truncate(plan.start)
-                    kept = f"{plan.start} bytes kept in {self.part.name}"
+                    kept = f"{plan.start:,} bytes kept in {self.part.name}"
                     raise DownloadError(
                         self._failed(f"the server sent more than the {limit:,} bytes expected")
                         + f"; the download was stopped, {kept}"
@@ -326,7 +326,7 @@ class _Transfer:
             reason = "cancel"
         if reason is None:
             return
-        kept = f"{_size(self.part)} bytes kept in {self.part.name}"
+        kept = f"{_size(self.part):,} bytes kept in {self.part.name}"
         if reason == "cancel":
             raise DownloadCancelled(
                 f"download of {self.entry.name} cancelled; {kept} to resume later"
@@ -430,7 +430,7 @@ def _finish(
     if entry.size_bytes is not None and size != entry.size_bytes:
         part.unlink(missing_ok=True)
         raise ChecksumMismatch(
-            f"{entry.name}: downloaded {size} bytes, the catalogue says {entry.size_bytes}; "
+            f"{entry.name}: downloaded {size:,} bytes, the catalogue says {entry.size_bytes:,}; "
             "the file was deleted"
         )
     try:

@@ -179,7 +179,7 @@ class _Reader:
     def string(self) -> str:
         n = self.unpack("<Q")
         if n > _MAX_STRING:
-            raise ModelFileError(f"{self.path}: corrupt GGUF header (string of {n} bytes)")
+            raise ModelFileError(f"{self.path}: corrupt GGUF header (string of {n:,} bytes)")
         return self.read(n).decode("utf-8", errors="replace")
 
     def skip_strings(self, count: int) -> None:
@@ -201,7 +201,9 @@ class _Reader:
                 remaining -= 1
             if at > len(block):  # a string runs past the block: seek over the rest of it
                 if n > _MAX_STRING:
-                    raise ModelFileError(f"{self.path}: corrupt GGUF header (string of {n} bytes)")
+                    raise ModelFileError(
+                        f"{self.path}: corrupt GGUF header (string of {n:,} bytes)"
+                    )
                 handle.seek(at - len(block), os.SEEK_CUR)
                 block, at = b"", 0
             if remaining:
@@ -354,8 +356,8 @@ def _check_tensor_table(
     data_start = (position + alignment - 1) // alignment * alignment
     if n_tensors and data_start + end_needed > size:
         raise ModelFileError(
-            f"{path}: the GGUF file is truncated ({size} bytes, its tensors need "
-            f"{data_start + end_needed})"
+            f"{path}: the GGUF file is truncated ({size:,} bytes, its tensors need "
+            f"{data_start + end_needed:,})"
         )
     return [TensorEntry(name, ttype, data_start + offset, n) for name, ttype, offset, n in rows]
 

@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from curator.core.server_url import api_key_problem, server_url_problem
+from curator.core.wording import plural
 from curator.errors import CuratorError
 from curator.llm.backend import GenerationRate
 from curator.llm.http_backend import API_KEY_ENV, SERVER_ENV, HttpBackend, public_url
@@ -211,7 +212,7 @@ class ServerProbe:
     def describe(self) -> str:
         speed = f", {self.tokens_per_s:.0f} tokens/s" if self.tokens_per_s else ""
         others = len(self.models) - 1
-        more = f" (and {others} other model{'s' if others != 1 else ''})" if others > 0 else ""
+        more = f" (and {plural(others, 'other model')})" if others > 0 else ""
         return (
             f"Connected to {self.kind} at {self.url}: model {self.model}{more}. "
             f"One classification took {self.classify_s:.2f} s{speed}; labels are scored "

@@ -39,6 +39,7 @@ from datetime import datetime
 from typing import Any
 
 from curator.core.scoring import as_utc, merge_importance, rank_key
+from curator.core.wording import plural
 from curator.errors import ConflictError, CuratorError
 from curator.pipeline.commit_preview import (
     CommitPreview,
@@ -202,8 +203,8 @@ def _refuse(plan: Plan, reviewed_only: bool) -> None:
         raise CuratorError(f"run {plan.run.id} is {plan.run.status}, not staged: nothing to commit")
     if preview.unreviewed and not reviewed_only:
         raise UnreviewedError(
-            f"run {plan.run.id} has {preview.unreviewed} unreviewed candidate"
-            f"{'s' if preview.unreviewed != 1 else ''}; review them or commit with "
+            f"run {plan.run.id} has {plural(preview.unreviewed, 'unreviewed candidate')}; "
+            "review them or commit with "
             "--reviewed-only"
         )
     if reviewed_only and not plan.apply:
@@ -211,8 +212,8 @@ def _refuse(plan: Plan, reviewed_only: bool) -> None:
     if preview.conflicts:
         shown = _first_ten([c.describe() for c in preview.conflicts], "; ")
         raise ConflictError(
-            f"conflict: {len(preview.conflicts):,} candidate"
-            f"{'s' if len(preview.conflicts) != 1 else ''} of run {plan.run.id} no longer "
+            f"conflict: {plural(len(preview.conflicts), 'candidate')} of run {plan.run.id} "
+            "no longer "
             f"hold as decided: {shown}. Nothing was applied; decide them again (an explicit "
             "target takes a pattern as it is now)"
         )

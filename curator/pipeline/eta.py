@@ -24,6 +24,7 @@ import math
 import re
 from dataclasses import dataclass, field
 
+from curator.core.wording import plural
 from curator.pipeline.distill import EXPECTED_TOKENS, MAX_BATCH_EPISODES, STEP_ORDER
 from curator.pipeline.progress import Progress
 from curator.pipeline.run_history import FEATURES_MS, FINISHED_STATUSES, format_duration
@@ -93,8 +94,7 @@ class TokenRates:
     def source(self) -> str:
         if not self.calls:
             return f"{UNMEASURED[0].upper()}{UNMEASURED[1:]}."
-        calls = "call" if self.calls == 1 else "calls"
-        return f"Measured on this machine from this model's last {self.calls:,} {calls}."
+        return f"Measured on this machine from this model's last {plural(self.calls, 'call')}."
 
 
 def _fit(samples: list[tuple[float, float, float]]) -> tuple[float, float] | None:

@@ -355,6 +355,6 @@ def names_fit(folder: Path, longest: str, what: str) -> None:
     if over is not None:
         raise CuratorError(
             f"cannot {what}: the database's name is too long for the names a {what} writes "
-            f"beside it ({over[0]} bytes, at most {over[1]} here); rename it to a shorter "
+            f"beside it ({over[0]:,} bytes, at most {over[1]:,} here); rename it to a shorter "
             "one; nothing changed"
         )

@@ -201,8 +201,8 @@ class Store:
             if over is not None:  # SQLite's own answer: "unable to open database file"
                 raise StoreError(
                     f"cannot create {self.path}: its name leaves no room for SQLite's "
-                    f"-wal and -journal files beside it ({over[0]} bytes with the longer, "
-                    f"at most {over[1]} here); choose a shorter name"
+                    f"-wal and -journal files beside it ({over[0]:,} bytes with the longer, "
+                    f"at most {over[1]:,} here); choose a shorter name"
                 )
         made: list[Path] = []  # folders this open creates, innermost first
         if not found.exists:

@@ -341,7 +341,7 @@ def zip_json_text(data: bytes, result: KnowledgeFile) -> str | None:
                 if not info.is_dir() and PurePosixPath(info.filename).name == "memories.json"
             ]
             if len(names) != 1:
-                said = "without" if not names else f"with {len(names)} files named"
+                said = "without" if not names else f"with {len(names):,} files named"
                 result.errors.append(
                     LineError(result.path, 0, f"a zip {said} memories.json (OpenMemory's export)")
                 )

@@ -36,6 +36,7 @@ from pathlib import Path
 
 from curator.core.derived_cache import TEXT_PATTERNS_FILE, regex
 from curator.core.userpath import shown_path
+from curator.core.wording import agree
 from curator.errors import CuratorError
 from curator.store.migrations import LATEST_VERSION, MIGRATIONS
 
@@ -266,7 +267,7 @@ def _listing(names: set[str] | frozenset[str], prefix: str = "") -> str:
     text = ", ".join(shown[:5]) + (f" and {len(shown) - 5} more" if len(shown) > 5 else "")
     if not shown:
         return "indexes or views but no tables"
-    label = "table" if len(shown) == 1 else "tables"
+    label = agree(len(shown), "table", "tables")
     return f"{prefix} {label} {text}".strip()
 
 

@@ -123,7 +123,7 @@ def test_206_with_a_wrong_content_range_is_refused_and_keeps_the_part(
         pytest.raises(DownloadError, match=message) as info,
     ):
         download_model(entry_for(url, size=None, sha=None), tmp_path)
-    assert "5000 bytes kept in tiny.gguf.part" in str(info.value)
+    assert "5,000 bytes kept in tiny.gguf.part" in str(info.value)
     assert (tmp_path / "tiny.gguf.part").read_bytes() == DATA[:5000]
     assert not (tmp_path / "tiny.gguf").exists()
 

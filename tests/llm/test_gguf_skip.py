@@ -24,7 +24,7 @@ def _skip_string(reader: _Reader) -> None:
     """The reference: one string skipped with a read of its length and a seek."""
     n = reader.unpack("<Q")
     if n > _MAX_STRING:
-        raise ModelFileError(f"{reader.path}: corrupt GGUF header (string of {n} bytes)")
+        raise ModelFileError(f"{reader.path}: corrupt GGUF header (string of {n:,} bytes)")
     reader.handle.seek(n, os.SEEK_CUR)
 
 

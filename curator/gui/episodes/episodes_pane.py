@@ -34,7 +34,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from curator.core.wording import plural
+from curator.core.wording import agree, plural
 from curator.gui.episodes.episode_detail import DetailReader
 from curator.gui.episodes.episode_filters import EpisodeFilters
 from curator.gui.episodes.episode_model import (
@@ -236,7 +236,7 @@ class EpisodesPane(Pane):
         pending = self.model.pending_classification
         self.classify_button.setText(classify_button_text(pending, self._run_limit))
         self.pending_label.setText(
-            f"{pending:,} episode{'s have' if pending != 1 else ' has'} no label yet:"
+            f"{plural(pending, 'episode')} {agree(pending, 'has', 'have')} no label yet:"
         )
         self.empty_state.setVisible(pending > 0)
 

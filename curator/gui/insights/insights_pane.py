@@ -36,6 +36,7 @@ from PySide6.QtWidgets import (
 )
 
 from curator.core.whatif import GATE_DECISIONS, WhatIf
+from curator.core.wording import plural
 from curator.gui.insights.confusion_model import ConfusionModel
 from curator.gui.insights.insights_charts import (
     ForecastChart,
@@ -329,13 +330,10 @@ class InsightsPane(Pane):
 
     @staticmethod
     def _state_text(ins: Insights) -> str:
-        def count(n: int, noun: str) -> str:
-            return f"{n} {noun}{'' if n == 1 else 's'}"
-
         return (
-            f"{count(ins.labels.total, 'labelled pair')}, "
-            f"{count(ins.gate.total, 'reviewed candidate')} "
-            f"({count(ins.bulk_decisions, 'bulk decision')} left out)"
+            f"{plural(ins.labels.total, 'labelled pair')}, "
+            f"{plural(ins.gate.total, 'reviewed candidate')} "
+            f"({plural(ins.bulk_decisions, 'bulk decision')} left out)"
         )
 
     # -- drawing ----------------------------------------------------------------------------

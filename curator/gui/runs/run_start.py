@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from curator.core.wording import plural
+from curator.core.wording import agree, plural
 from curator.llm.model_file import ModelFileError, resolve_model_path
 from curator.pipeline.eta import UNMEASURED, RunPlan, measured_rates, plan_run
 from curator.pipeline.run_history import (
@@ -82,9 +82,9 @@ def question_for(estimate: RunEstimate) -> str | None:
     if estimate.seconds <= CONFIRM_ABOVE_S:
         return None
     verb = "Classify" if estimate.kind == "classify" else "Distill"
-    noun = "episode" if estimate.count == 1 else "episodes"
+    noun = agree(estimate.count, "episode", "episodes")
     plan = estimate.plan
-    calls = "model call" if plan.calls == 1 else "model calls"
+    calls = agree(plan.calls, "model call", "model calls")
     bound = ""
     if plan.worst_seconds > plan.seconds * 1.05:
         bound = (
@@ -105,7 +105,7 @@ def question_for(estimate: RunEstimate) -> str | None:
 def classify_button_text(pending: int, limit: int | None) -> str:
     """The Episodes pane's Classify button: the number a click classifies, and of how many
     when the Runs pane's limit cuts the run short ("Classify 5 of 194 pending episodes")."""
-    noun = "episode" if pending == 1 else "episodes"
+    noun = agree(pending, "episode", "episodes")
     if limit is not None and limit < pending:
         return f"Classify {limit:,} of {pending:,} pending {noun}"
     return f"Classify {pending:,} pending {noun}"

@@ -7,7 +7,7 @@ one f-string per case wrote for an empty database, a single pattern and small to
 
 from __future__ import annotations
 
-from curator.core.wording import plural
+from curator.core.wording import agree, plural
 
 __all__ = ["leaving_note", "ordinal", "plural", "room_note"]
 
@@ -49,9 +49,9 @@ def leaving_note(leaving: int, days: int, top_k: int, cutoff: float) -> str:
             f"{within.capitalize()} no prompt pattern falls below today's cut-off "
             f"({cutoff:.3f}, the {ordinal(top_k)} pattern's value now)."
         )
-    verb = "falls" if leaving == 1 else "fall"
+    verb = agree(leaving, "falls", "fall")
     return (
         f"{plural(leaving, 'prompt pattern')} {verb} below today's cut-off ({cutoff:.3f}) "
         f"{within}: a new pattern as strong as the {ordinal(top_k)} today would push "
-        f"{'it' if leaving == 1 else 'them'} out."
+        f"{agree(leaving, 'it', 'them')} out."
     )
