@@ -44,6 +44,7 @@ __all__ = [
     "escape_json_controls",
     "has_controls",
     "one_line",
+    "pattern_line",
     "require_clean",
 ]
 
@@ -98,6 +99,24 @@ def control_problem(text: str, where: str = "the text") -> str | None:
         f"{where} contains the control character {control_name(found.group())} at "
         f"character {found.start() + 1} (only newline, tab and CRLF line ends are allowed)"
     )
+
+
+#: What ends a line inside a pattern: CRLF, CR, LF, the Unicode line and paragraph
+#: separators, and tabs (a tab lays text out; a pattern is a run of words).
+_PATTERN_BREAKS: Final = re.compile("\r\n|[\r\n\t\u2028\u2029]")
+
+
+def pattern_line(text: str) -> str:
+    """``text`` as the one line a pattern is: its line breaks and tabs become single spaces.
+
+    A pattern is one item of the agent's prompt list: every review view shows it on one
+    line, so a line break kept in it would reach the agent as structure the reviewer
+    never saw (``\\n## Identity`` opens a section in the prompt). Edits, the model's
+    patterns and the commit all go through this one rule. Other controls (VT, FF,
+    U+001C-U+001E, NEL) stay, where :func:`control_problem` refuses them by name.
+    """
+    parts = (part.strip() for part in _PATTERN_BREAKS.split(text))
+    return " ".join(part for part in parts if part)
 
 
 def require_clean(text: str, where: str = "the text") -> str:

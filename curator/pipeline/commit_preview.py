@@ -34,6 +34,7 @@ from curator.core.scoring import (
     rank_key,
     standing_key,
 )
+from curator.core.textsafety import pattern_line
 from curator.pipeline.commit_reads import read_open
 from curator.pipeline.fingerprint import DecisionKey, decision_keys, fingerprint
 from curator.pipeline.stale_adds import newer_matches
@@ -218,7 +219,8 @@ def plan_commit(store: Store, run_id: int) -> Plan:
         if c.id in stale:
             preview.conflicts.append(stale[c.id])
         elif c.action == "ADD":
-            text = c.final_text if c.final_text is not None else c.text
+            # one line, as the review showed it (a run staged before the rule may hold more)
+            text = pattern_line(c.final_text if c.final_text is not None else c.text)
             preview.adds.append(
                 PreviewAdd(c.id, text, candidate_importance(c), c.category, c.distilled_at)
             )
@@ -240,7 +242,9 @@ def plan_commit(store: Store, run_id: int) -> Plan:
             # The reviewer chose per candidate: their wording replaces the pattern's text,
             # or (keep_pattern_text) the edit only informed the decision and importance.
             keep = bool(c.keep_pattern_text)
-            new_text = c.final_text if (c.final_text is not None and not keep) else None
+            new_text = (
+                pattern_line(c.final_text) if (c.final_text is not None and not keep) else None
+            )
             kept_edit = c.final_text if (c.final_text is not None and keep) else None
             if new_text is not None:
                 other = rewording.setdefault(p.id, (c.id, new_text))

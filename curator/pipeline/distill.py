@@ -52,6 +52,7 @@ from curator.core.dedup import Decision, gate
 from curator.core.degenerate import COUNT_KEYS
 from curator.core.parsing import ParseError, parse_number_array, parse_string_array
 from curator.core.quality import QualityGate, count_kinds
+from curator.core.textsafety import pattern_line
 from curator.core.wording import plural
 from curator.errors import CuratorError
 from curator.llm.backend import Backend, Completion, StopRequested, require_finite
@@ -280,7 +281,7 @@ class _Distiller:
         for attempt in (1, 2):
             c = self._call("refine", batch, prefix, notes, budget, grammar, attempt)
             try:
-                items = [text.strip() for text in parse_string_array(c.text)]
+                items = [pattern_line(text) for text in parse_string_array(c.text)]
             except ParseError as exc:
                 self._trace("refine", batch, c, attempt, None, one_line(exc))
                 self.counts["retries"] += attempt == 1
@@ -531,10 +532,13 @@ def distill(
         worker.guard = guard
         run.stats = worker.stats()
         run.cancel_message = lambda: (
-            f"cancelled after {worker.batches_done} of {len(batches)} batches "
+            f"cancelled after {worker.batches_done:,} of "
+            f"{plural(len(batches), 'batch', 'batches')} "
             f"({worker.counts['candidates']:,} candidates kept)"
         )
-        state.report(Progress("extract", 0, len(batches), message=f"{len(batches)} batches"))
+        state.report(
+            Progress("extract", 0, len(batches), message=plural(len(batches), "batch", "batches"))
+        )
         try:
             for batch in batches:
                 worker.run_batch(batch)
@@ -567,7 +571,7 @@ def _summary(counts: dict[str, int]) -> str:
         text += f": {', '.join(kinds)}"
     if counts.get("loops_stopped"):
         loops = counts["loops_stopped"]
-        text += f"; {loops} generation{'' if loops == 1 else 's'} stopped in a loop"
+        text += f"; {plural(loops, 'generation')} stopped in a loop"
     if counts["failed_batches"]:
         failed = counts["failed_batches"]
         text += f"; {plural(failed, 'batch', 'batches')} failed, see the trace"

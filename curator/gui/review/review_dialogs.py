@@ -15,7 +15,6 @@ pasted into it becomes a space in the decision.
 from __future__ import annotations
 
 import html
-import re
 from typing import Any
 
 from PySide6.QtCore import QEvent, QObject, Qt, QTimer
@@ -32,6 +31,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from curator.core.textsafety import pattern_line
 from curator.core.wording import agree, plural
 from curator.gui.review.review_list import action_name
 from curator.gui.widgets.diff_view import DiffView
@@ -112,7 +112,7 @@ class EditDialog(QDialog):
 
     def rematch(self) -> None:
         """Show what the gates say about the current text (the same check ``decide`` runs)."""
-        text = one_line(self.text_edit.toPlainText())
+        text = pattern_line(self.text_edit.toPlainText())
         ok = self.buttons.button(QDialogButtonBox.StandardButton.Ok)
         ok.setEnabled(bool(text))
         if not text:
@@ -164,15 +164,7 @@ class EditDialog(QDialog):
 
     def decision(self) -> tuple[str, float]:
         """(text, importance) for ``review.decide(..., "ACCEPT", text=, importance=)``."""
-        return one_line(self.text_edit.toPlainText()), round(self.importance.value(), 4)
-
-
-def one_line(text: str) -> str:
-    """The edited text as the one line a pattern is: line breaks become single spaces."""
-    # Only CR and LF: other separators ``splitlines`` knows (U+001C, U+2028…) stay in the
-    # text, where the engine refuses them with their name instead of hiding them here.
-    parts = (part.strip() for part in re.split(r"\r\n|\r|\n", text))
-    return " ".join(part for part in parts if part)
+        return pattern_line(self.text_edit.toPlainText()), round(self.importance.value(), 4)
 
 
 def preview_html(preview: CommitPreview, reviewed_only: bool) -> str:
@@ -185,9 +177,9 @@ def preview_html(preview: CommitPreview, reviewed_only: bool) -> str:
     """
     effect = preview.effect
     parts = [
-        f"<p>Run #{preview.run_id}: <b>{len(preview.adds)}</b> new "
-        f"{'pattern' if len(preview.adds) == 1 else 'patterns'}, "
-        f"<b>{len(preview.updates)}</b> {'update' if len(preview.updates) == 1 else 'updates'}, "
+        f"<p>Run #{preview.run_id}: <b>{len(preview.adds):,}</b> new "
+        f"{agree(len(preview.adds), 'pattern', 'patterns')}, "
+        f"<b>{len(preview.updates):,}</b> {agree(len(preview.updates), 'update', 'updates')}, "
         f"{plural(len(preview.skips), 'duplicate')} skipped, {len(preview.rejects):,} rejected.</p>"
     ]
     if effect is not None and (preview.adds or preview.updates):
