@@ -50,10 +50,10 @@ from curator.store.episode_queries import count_episodes, count_pending
 from curator.store.identity import Identity, current_identity
 from curator.store.importer import ParsedEpisode, detector_text
 from curator.store.knowledge import (
-    RANK_ORDER,
     PatternRow,
     export_json,
     export_markdown,
+    standing_order,
     top_k_patterns,
 )
 from curator.store.models import (
@@ -256,8 +256,8 @@ class Curator:
     def _ranked(self, query: str, k: int) -> list[_Scored]:
         """Score every active pattern on its text alone, then build rows for the matches.
 
-        Only (id, text, ...) tuples are read, in prompt order so that equal scores keep it
-        (the sort is stable); effective importance is computed for matching patterns only.
+        Only (id, text, ...) tuples are read; equal scores keep the prompt's order
+        (:func:`standing_order`); effective importance is computed for matching patterns only.
         A pattern's ``rank`` here is its place in this answer.
         """
         wanted = _words(query)
@@ -266,18 +266,15 @@ class Curator:
         columns = (Pattern.id, Pattern.text, Pattern.importance, Pattern.distilled_at)
         extra = (Pattern.category, Pattern.status, Pattern.revision)
         with self.store.read():
-            found = tuples(
-                Pattern.select(*columns, *extra)
-                .where(Pattern.status == "active")
-                .order_by(*RANK_ORDER)
-            )
+            found = tuples(Pattern.select(*columns, *extra).where(Pattern.status == "active"))
         matches: list[tuple[float, float, float, tuple[Any, ...]]] = []
         for values in found:
             rel = len(wanted & _words(values[1])) / len(wanted)
             if rel > 0:
                 effective = effective_importance(values[2], values[3], now=now, rate=rate)
                 matches.append((rel * effective, rel, effective, values))
-        matches.sort(key=lambda m: -m[0])
+        # equal scores in the prompt's own order (a stored key ranks a future date wrongly)
+        matches.sort(key=lambda m: (-m[0], *standing_order(m[3][2], m[3][3], m[3][0], now, rate)))
         scored = []
         for place, (score, rel, effective, values) in enumerate(matches[:k], 1):
             pattern_id, text, importance, distilled_at, category, status, revision = values

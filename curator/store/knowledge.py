@@ -132,6 +132,16 @@ def _rows(
     return rows
 
 
+def standing_order(
+    importance: float, distilled_at: datetime, pattern_id: int, now: datetime, rate: float
+) -> tuple[float, float, int]:
+    """The prompt's order as a sort key: the shown value's key, descending, then the newer
+    decay reference, then the lower id (a future date counts as ``now``, where its frozen
+    value puts it). Every ranking of patterns breaks its ties by it."""
+    key = standing_key(importance, distilled_at, now, rate)
+    return (-key, -decay_reference(distilled_at, now).timestamp(), pattern_id)
+
+
 def _merge_future(ranked: Any, future: list[Any], now: datetime, rate: float) -> Iterator[Any]:
     """The indexed order with the future-dated rows put where their shown value ranks.
 
@@ -147,8 +157,7 @@ def _merge_future(ranked: Any, future: list[Any], now: datetime, rate: float) ->
         return (-p.rank_key, -p.distilled_at.timestamp(), p.id)
 
     def standing(p: Any) -> tuple[float, float, int]:
-        key = standing_key(p.importance, p.distilled_at, now, rate)
-        return (-key, -decay_reference(p.distilled_at, now).timestamp(), p.id)
+        return standing_order(p.importance, p.distilled_at, p.id, now, rate)
 
     future.sort(key=standing)
     decorated = heapq.merge(

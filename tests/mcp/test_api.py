@@ -302,3 +302,41 @@ def test_times_are_kept_to_the_microsecond(memory_db: Path) -> None:
         later = curator.record(text="ping", timestamp="2024-01-01T00:00:00.123457Z")
     assert first["created"] and not again["created"] and later["created"]
     assert again["episode_id"] == first["episode_id"] != later["episode_id"]
+
+
+_TIE_DATES = st.sampled_from([-400, -3, -1, 0, 2, 30, 3000])  # days from now; future too
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(st.tuples(st.sampled_from([0.0, 0.5, 0.9]), _TIE_DATES), min_size=2, max_size=7))
+@example([(0.5, 3000), (0.5, 30), (0.5, 2)])  # future dates: the stored key misranks them
+def test_a_query_breaks_ties_in_the_prompts_order(
+    tmp_path_factory: pytest.TempPathFactory, rows: list[tuple[float, int]]
+) -> None:
+    """Patterns a query scores alike come in the order the export gives them: with
+    ``top_k=1`` the agent gets the pattern the prompt's rule names."""
+    from datetime import timedelta
+
+    from curator.core.scoring import rank_key
+    from curator.store.db import Store
+    from curator.store.models import Pattern, utcnow
+
+    path = tmp_path_factory.mktemp("ties") / "curator.sqlite"
+    store = Store(path)
+    now = utcnow()
+    with store.write():
+        for number, (importance, days) in enumerate(rows):
+            when = now + timedelta(days=days)
+            Pattern.create(
+                text=f"zebra crossings note {number}",
+                importance=importance,
+                distilled_at=when,
+                rank_key=rank_key(importance, when),
+            )
+    store.close()
+    with Curator(db=path) as curator:
+        shown = [p["id"] for p in curator.knowledge(top_k=50)["patterns"]]
+        asked = [p["id"] for p in curator.knowledge(top_k=50, query="zebra")["patterns"]]
+        first = curator.knowledge(top_k=1, query="zebra")["patterns"]
+    assert asked == shown  # every pattern has the word: the same relevance for all
+    assert [p["id"] for p in first] == shown[:1]
