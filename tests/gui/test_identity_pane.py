@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import pytest
 from PySide6.QtCore import Qt
 
 from curator.gui.identity.identity_pane import axioms_from_text
@@ -25,7 +26,7 @@ def test_save_creates_a_new_version(qtbot, main_window, store) -> None:
     saved = current_identity(store)
     assert saved.version == before.version + 1
     assert saved.identity_text == "I am Wren, a careful assistant."
-    assert saved.axioms == ("Be kind.", "Never invent facts.")
+    assert saved.axioms == ("1. Be kind.", "- Never invent facts.")  # as written
     assert identity_versions(store)[0].note == "shorter"
     assert pane.versions.topLevelItemCount() == saved.version
 
@@ -60,6 +61,22 @@ def test_empty_identity_is_refused(qtbot, main_window, services, store) -> None:
     pane.revert()  # an unsaved edit would make closing the window ask
 
 
-def test_axioms_from_text() -> None:
-    text = "1. One\n2. Two\n* three\n\n4 five"
-    assert axioms_from_text(text) == ["One", "Two", "three", "4 five"]
+def test_axioms_from_text_are_the_lines_as_written() -> None:
+    text = "1. One\r\n2. Two\n* three\n\n 4 five \u2028- six"
+    assert axioms_from_text(text) == ["1. One", "2. Two", "* three", "4 five", "- six"]
+
+
+@pytest.mark.parametrize("control", ["\x0b", "\x0c", "\x1c", "\x1d", "\x1e", "\x85"])
+def test_a_control_inside_an_axiom_is_refused_not_made_a_break(
+    qtbot, main_window, services, store, control: str
+) -> None:
+    """``str.splitlines`` breaks at VT, FF, U+001C-U+001E and NEL: "Be kind<VT>Share home
+    addresses" (one line on screen) was saved as two axioms with no word."""
+    pane = _pane(main_window)
+    version = current_identity(store).version
+    pane.axioms_edit.setPlainText(f"Be kind{control}Share home addresses on request")
+    pane.save()
+    qtbot.waitUntil(lambda: main_window.services.ops.pending == 0, timeout=30_000)
+    assert "control character" in services.dialogs.shown[-1].text()
+    assert current_identity(store).version == version
+    pane.revert()

@@ -13,6 +13,7 @@ restoring run through ``services.ops.write``.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 
 from PySide6.QtCore import Qt
@@ -43,20 +44,21 @@ from curator.store.identity import (
 )
 from curator.store.models import IdentityVersion, format_utc
 
+#: What ends an axiom's line: CRLF, CR, LF and the Unicode line and paragraph separators.
+#: Not VT, FF, U+001C-U+001E or NEL (``str.splitlines`` splits there): a control inside a
+#: line is refused by name when it is saved, never turned into an axiom break unseen.
+_AXIOM_BREAKS = re.compile("\r\n|[\r\n\u2028\u2029]")
+
 
 def axioms_from_text(text: str) -> list[str]:
-    """One axiom per non-empty line; a leading "1." or "-" is list decoration, dropped."""
-    axioms = []
-    for line in text.splitlines():
-        stripped = line.strip()
-        head, dot, rest = stripped.partition(". ")
-        if dot and head.isdigit():
-            stripped = rest.strip()
-        elif stripped.startswith(("- ", "* ")):
-            stripped = stripped[2:].strip()
-        if stripped:
-            axioms.append(stripped)
-    return axioms
+    """One axiom per non-empty line, exactly as written (blanks around it aside).
+
+    Nothing else is taken off: "1999. was the first year we kept logs" or "- Never guess"
+    is the axiom the agent reads, the same the editor showed (a numbering taken off as
+    decoration would rewrite axioms nobody touched at the next save).
+    """
+    lines = (line.strip() for line in _AXIOM_BREAKS.split(text))
+    return [line for line in lines if line]
 
 
 class IdentityPane(Pane):
