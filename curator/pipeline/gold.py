@@ -12,7 +12,9 @@ a file back into another database:
 * a missing episode is added with its label;
 * candidates go into one run of kind ``gold`` (status ``done``: never committed to
   Knowledge), so Insights counts them with the other reviewed decisions; a candidate
-  already imported (same text, proposal and decision) is not added twice.
+  already in the database (every field the export writes but its source episodes, the
+  same decision taken twice counted twice) is not added again, so exporting a gold set
+  and importing it into the same database, or into another and back, adds nothing.
 
 An episode line is matched by its content, never by what the file claims: its identity
 is the episode importer's own hash of the line's body, source and timestamp
@@ -34,7 +36,7 @@ like the episode importer. A BOM and CRLF line ends are read as written.
 from __future__ import annotations
 
 import json
-from collections import defaultdict
+from collections import Counter, defaultdict
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field, replace
 from datetime import datetime
@@ -63,6 +65,7 @@ from curator.store.importer import (
 from curator.store.models import (
     ACTIONS,
     LABELS,
+    MAX_PATTERN_CHARS,
     Candidate,
     CandidateEpisode,
     Episode,
@@ -178,6 +181,12 @@ def _check_candidate(doc: dict[str, Any]) -> dict[str, Any]:
         problem = control_problem(value, f"'{name}'") if isinstance(value, str) else None
         if problem is not None:
             raise _BadLine(problem)
+        if name != "category" and isinstance(value, str) and len(value) > MAX_PATTERN_CHARS:
+            # the limit of every other way a pattern's text comes in
+            raise _BadLine(
+                f"'{name}' is {len(value):,} characters, over the {MAX_PATTERN_CHARS:,} "
+                "a pattern may have"
+            )
     for name, allowed in (("proposed_action", ACTIONS), ("decision", GATE_DECISIONS)):
         if not isinstance(doc.get(name), str) or doc[name] not in allowed:
             raise _BadLine(f"'{name}' must be one of {', '.join(allowed)}")
@@ -434,26 +443,40 @@ def _set_labels(
         report.labels_set += len(ids)
 
 
+def _candidate_key(doc: dict[str, Any]) -> str:
+    """A decided candidate's fields as stored (the file's defaults filled in), without its
+    source episodes: a database that lacks some of them links fewer, and its export of
+    the same decision must still be the same decision."""
+    return json.dumps(
+        [
+            doc["text"],
+            doc.get("final_text"),
+            str(doc.get("category") or "uncategorized"),
+            float(doc.get("importance", 0.5)),
+            doc["proposed_action"],
+            float(doc.get("proposed_ratio", 0.0)),
+            doc["decision"],
+        ]
+    )
+
+
 def _import_candidates(
     store: Store, docs: list[dict[str, Any]], path: Path, report: GoldReport
 ) -> None:
     if not docs:
         return
-    present = {
-        (str(t), str(p), str(a))
-        for t, p, a in store.execute(
-            "SELECT c.text, c.proposed_action, c.action FROM candidate c JOIN run r "
-            "ON r.id = c.run_id WHERE r.kind = 'gold'"
-        )
-    }
+    # Every decided candidate the export would write, as a multiset of its fields: a
+    # file exported from this database (or from one imported from it) adds nothing, and
+    # two decisions that differ in any field, or the same decision taken twice, stay apart.
+    present = Counter(_candidate_key(line) for line in _candidate_lines(store))
     with store.write():
         run: Run | None = None
         for ordinal, doc in enumerate(docs):
-            key = (doc["text"], doc["proposed_action"], doc["decision"])
-            if key in present:
+            key = _candidate_key(doc)
+            if present[key] > 0:
+                present[key] -= 1
                 report.candidates_present += 1
                 continue
-            present.add(key)
             if run is None:
                 run = Run.create(
                     kind="gold", status="done", params={"file": path.name}, finished_at=utcnow()
