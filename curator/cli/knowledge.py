@@ -156,13 +156,37 @@ def cmd_audit(ctx: CommandContext) -> int:
     return 0
 
 
-def cmd_retire(ctx: CommandContext) -> int:
-    from curator.pipeline.audit import retire_patterns
+#: Retired patterns the command line names with their text (the rest are counted).
+RETIRED_SHOWN = 20
 
-    summary = retire_patterns(ctx.store, ctx.args.patterns)
+
+def cmd_retire(ctx: CommandContext) -> int:
+    from curator.core.flag_type import short
+    from curator.core.textsafety import escape_controls
+    from curator.pipeline.audit import retire_patterns
+    from curator.store.models import Pattern
+
+    summary = retire_patterns(ctx.store, ctx.args.patterns, actor="cli")
+    retired = summary.counts["retired"]
+    # the texts, so a person sees what an id named (an id of a removed pattern is reused)
+    with ctx.store.read():
+        texts = [
+            f"  #{p.id} {escape_controls(short(p.text, 100))}"
+            for p in Pattern.select(Pattern.id, Pattern.text)
+            .where(Pattern.id.in_(sorted(set(ctx.args.patterns))))
+            .order_by(Pattern.id)
+            .limit(RETIRED_SHOWN)
+        ]
+    more = [f"  … and {retired - RETIRED_SHOWN:,} more"] if retired > RETIRED_SHOWN else []
     ctx.emit(
         summary.to_json(),
-        f"retired {plural(len(ctx.args.patterns), 'pattern')} as changeset {summary.id}; "
-        f"undo with: curator undo {summary.id}",
+        "\n".join(
+            [
+                f"retired {plural(retired, 'pattern')} as changeset {summary.id}; "
+                f"undo with: curator undo {summary.id}",
+                *texts,
+                *more,
+            ]
+        ),
     )
     return 0

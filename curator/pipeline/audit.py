@@ -13,11 +13,11 @@ reference) and ``instruction`` when the text is an axiom: axioms are rules by de
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from curator.core.flag_type import Flag
+from curator.core.flag_type import Flag, short
 from curator.core.flags import detect
 from curator.errors import CuratorError
 from curator.pipeline.commit import (
@@ -30,6 +30,7 @@ from curator.pipeline.flagging import flag_context, pattern_sources
 from curator.store.db import Store
 from curator.store.identity import current_identity
 from curator.store.models import Changeset, Pattern, PatternEpisode, Run, utcnow
+from curator.store.profile import reviewer_name
 from curator.store.snapshot import tuples
 
 
@@ -134,13 +135,23 @@ def audit(store: Store) -> AuditReport:
 
 
 def retire_patterns(
-    store: Store, pattern_ids: Sequence[int], actor: str = "human", reason: str = "audit"
+    store: Store,
+    pattern_ids: Sequence[int],
+    actor: str = "human",
+    reason: str = "audit",
+    *,
+    reviewer: str | None = None,
+    shown: Mapping[int, str] | None = None,
 ) -> ChangesetSummary:
     """Retire active patterns (out of the prompt, kept for provenance) as one changeset.
 
     Undo it like a commit (:func:`curator.pipeline.commit.undo_changeset`). Refused, with
-    nothing changed, when a pattern does not exist or is not active.
+    nothing changed, when a pattern does not exist or is not active, or when ``shown``
+    (each id's text as the person saw it) no longer holds: an id names another text once
+    the pattern was reworded, or once it was removed and SQLite gave its id to the next
+    one. ``actor`` is the channel, ``reviewer`` the person (None: :func:`reviewer_name`).
     """
+    who = reviewer if reviewer is not None else reviewer_name()
     wanted = sorted(set(pattern_ids))
     if not wanted:
         raise CuratorError("give at least one pattern to retire")
@@ -151,6 +162,11 @@ def retire_patterns(
                 raise CuratorError(f"there is no pattern {pid}")
             if found[pid].status != "active":
                 raise CuratorError(f"pattern {pid} is {found[pid].status}, not active")
+            if shown is not None and shown.get(pid) != found[pid].text:
+                raise CuratorError(
+                    f"pattern {pid} is no longer the one shown: it now reads "
+                    f"{short(found[pid].text, 80)!r}; nothing was retired, look again"
+                )
         recorder = _Recorder(store)
         recorder.existing("pattern", [(pid,) for pid in wanted])
         now = utcnow()
@@ -162,6 +178,7 @@ def retire_patterns(
             run=None,
             kind="retire",
             actor=actor,
+            reviewer=who,
             created_at=now,
             summary={
                 "counts": {"retired": len(wanted), "rows": len(rows)},

@@ -107,3 +107,25 @@ def test_settings_pane_sets_the_untrusted_sources(qtbot, main_window) -> None:
     assert untrusted_sources(main_window.services.store) == frozenset()
     pane.refresh()
     assert pane.untrusted_sources.text() == ""
+
+
+def test_retire_selected_refuses_a_pattern_changed_since_it_was_shown(
+    qtbot, main_window, services
+) -> None:
+    """The selection names ids as of the last refresh: a pattern reworded (or removed and
+    its id reused) since then is not retired unseen."""
+    store = main_window.services.store
+    pane = main_window.pane("knowledgePane")
+    assert isinstance(pane, KnowledgePane)
+    main_window.tabs.setCurrentWidget(pane)
+    qtbot.waitUntil(lambda: pane.ops.pending == 0 and not pane.loading, timeout=30_000)
+    first = pane.patterns.rows()[0].id
+    pane.select_patterns([first])
+    with store.write():  # another writer, between the refresh and the click
+        Pattern.update(text="Meetings are moved only with a day's notice.").where(
+            Pattern.id == first
+        ).execute()
+    assert pane.retire_selected()
+    qtbot.waitUntil(lambda: pane.ops.pending == 0 and not pane.loading, timeout=30_000)
+    assert Pattern.get_by_id(first).status == "active"
+    assert "is no longer the one shown" in services.dialogs.shown[-1].text()

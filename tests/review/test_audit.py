@@ -101,3 +101,40 @@ def test_the_demo_knowledge_and_identity_are_clean(store: Store) -> None:
     create_demo(store)
     report = audit(store)
     assert report.patterns_checked == 20 and report.entries == []
+
+
+def test_a_retirement_of_what_was_shown_is_refused_once_the_id_names_another_text(
+    store: Store,
+) -> None:
+    """SQLite gives a removed pattern's id to the next one: the window's selection (or a
+    list read earlier) then names a pattern nobody chose."""
+    ids = _setup(store)
+    gone = ids["dms"]  # the newest: its id is the one SQLite gives next
+    seen = {gone: FROM_DMS}
+    with store.write():  # removed (as an undone ADD is), and its id given to a new pattern
+        Pattern.delete().where(Pattern.id == gone).execute()
+    reused = make_pattern(store, "Weekly status reports are best when blockers come first.")
+    assert store.dialect.reuses_ids and reused == gone
+    with pytest.raises(CuratorError, match=f"pattern {gone} is no longer the one shown"):
+        retire_patterns(store, [gone], shown=seen)
+    assert Pattern.get_by_id(gone).status == "active"
+    fresh = {gone: Pattern.get_by_id(gone).text}
+    assert retire_patterns(store, [gone], shown=fresh).counts["retired"] == 1
+
+
+def test_cli_retire_counts_each_pattern_once_names_them_and_who(
+    store: Store, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    ids = _setup(store)
+    store.close()
+    monkeypatch.setenv("CURATOR_REVIEWER", "ana")
+    db = str(store.path)
+    pid = ids["poisoned"]
+    assert main(["--db", db, "retire", str(pid), str(pid), str(pid)]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith("retired 1 pattern as changeset")
+    assert f"  #{pid} {POISONED[:60]}" in out
+    assert main(["--db", db, "--json", "history"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    latest = doc[0] if isinstance(doc, list) else doc["changesets"][0]
+    assert (latest["actor"], latest["reviewer"]) == ("cli", "ana")

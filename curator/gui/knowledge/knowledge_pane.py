@@ -438,6 +438,9 @@ class KnowledgePane(Pane):
         if not ids:
             self.status_message.emit("Select the patterns to retire first.")
             return False
+        # what the person saw: refused if an id names another text by the time it runs
+        chosen = set(ids)
+        shown = {row.id: row.text for row in self._rows if row.id in chosen}
 
         def done(changeset_id: int) -> None:
             self.status_message.emit(
@@ -449,7 +452,7 @@ class KnowledgePane(Pane):
 
         return self._start_write(
             f"Retiring {plural(len(ids), 'pattern')}",
-            lambda ctx: retire_patterns(ctx.store, ids).id,
+            lambda ctx: retire_patterns(ctx.store, ids, shown=shown).id,
             done,
         )
 
