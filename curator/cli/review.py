@@ -468,7 +468,7 @@ def _episode_ids(items: list[str]) -> list[int]:
             ids.append(integer(item))
         except argparse.ArgumentTypeError:
             raise CuratorError(f"not an episode id: {item[:40]!r}") from None
-    return ids
+    return list(dict.fromkeys(ids))  # an id given twice is one episode, counted once
 
 
 def cmd_history(ctx: CommandContext) -> int:

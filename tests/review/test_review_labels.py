@@ -226,3 +226,19 @@ def _newest_relabeller(ids: list[int]) -> dict[int, str | None]:
     for event in query:
         found[event.episode_id] = event.after.get(labels.REVIEWER_KEY)
     return found
+
+
+def test_the_command_line_counts_an_episode_given_twice_once(
+    store: Store, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import json
+
+    from curator.cli import main
+
+    episode = make_episode(store)
+    store.close()
+    thrice = [str(episode)] * 3
+    assert main(["--db", store.location, "label", *thrice, "noise", "--no-relearn"]) == 0
+    assert capsys.readouterr().out.startswith("labelled 1 episode noise")
+    assert main(["--db", store.location, "--json", "label", *thrice, "--clear"]) == 0
+    assert json.loads(capsys.readouterr().out)["episodes"] == [episode]
