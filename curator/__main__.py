@@ -2,6 +2,6 @@
 
 import sys
 
-from curator.cli import run
+from curator.launch import run
 
 sys.exit(run())

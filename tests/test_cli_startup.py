@@ -235,7 +235,7 @@ FULL = cli.build_parser()
 @example([])
 def test_two_step_parse_is_the_full_parse(words: list[str]) -> None:
     """Finding the verb first and loading only its module parses like the full parser."""
-    cli._Parser.json_output = cli._wants_json(words)
+    cli._Parser.json_output = cli.wants_json(words)
     try:
         full = _outcome(FULL.parse_args, words)
         lazy = _outcome(cli._parse, words)

@@ -35,6 +35,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple, NoReturn
 
 from curator import __version__
 from curator.core import kept_code
+from curator.launch import INTERRUPTED, wants_json
 from curator.store import pg_driver
 
 pg_driver.hold_back()  # first, before peewee is imported: psycopg only for postgresql://
@@ -160,20 +161,6 @@ class _VersionAction(argparse.Action):
             sys.stdout.write(text + "\n")
             sys.stdout.flush()
         parser.exit()
-
-
-def _wants_json(arguments: Sequence[str]) -> bool:
-    """Whether ``--json`` (or an abbreviation argparse accepts) is among the options.
-
-    Looked up in the raw arguments because a usage error stops argparse before it has
-    set anything; arguments after ``--`` are operands, not options.
-    """
-    for argument in arguments:
-        if argument == "--":
-            return False
-        if len(argument) >= 3 and "--json".startswith(argument):
-            return True
-    return False
 
 
 def describe_os_error(exc: OSError) -> str:
@@ -387,22 +374,33 @@ def main(argv: Sequence[str] | None = None) -> int:
 
         if arguments[0] == CHECK_OPTION:
             return run_child_check(arguments[1])
-    _Parser.json_output = _wants_json(arguments)
+    _Parser.json_output = wants_json(arguments)
     try:
         args = _parse(arguments)
     except UsageExit as exc:
-        if _wants_json(arguments):
+        if wants_json(arguments):
             print_error_document(exc.message, 2)
         raise
     ctx = CommandContext(args)
     code = 3
     try:
         code = _run(ctx)
-        return code
     finally:
+        code = _close(ctx, code)
+    return code
+
+
+def _close(ctx: CommandContext, code: int) -> int:
+    """Close what the command opened; a Ctrl-C meanwhile is exit 130 in one line (the
+    command's document, when it wrote one, stays the only one)."""
+    try:
         if code == 2:
             ctx.discard_created()
         ctx.close()
+    except KeyboardInterrupt:
+        ctx.fail("interrupted", INTERRUPTED)
+        return INTERRUPTED
+    return code
 
 
 def run() -> int:

@@ -1,0 +1,56 @@
+"""The ``curator`` program's entry point: a Ctrl-C at any moment ends it as exit 130, one line.
+
+The command's modules take a few tenths of a second to import and its arguments are
+parsed before any command runs; a Ctrl-C there raised ``KeyboardInterrupt`` out of the
+program: a traceback instead of ``curator: error: interrupted``, and with ``--json`` no
+document on stdout. This module imports nothing of the curator's before it can catch it.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import sys
+from collections.abc import Sequence
+
+__all__ = ["INTERRUPTED", "run", "wants_json"]
+
+#: The exit status of a command stopped by Ctrl-C (128 + SIGINT), as the shell's own.
+INTERRUPTED = 130
+
+
+def wants_json(arguments: Sequence[str]) -> bool:
+    """Whether ``--json`` (or an abbreviation argparse accepts) is among the options.
+
+    Looked up in the raw arguments because a usage error (or a Ctrl-C) stops argparse
+    before it has set anything; arguments after ``--`` are operands, not options.
+    """
+    for argument in arguments:
+        if argument == "--":
+            return False
+        if len(argument) >= 3 and "--json".startswith(argument):
+            return True
+    return False
+
+
+def interrupted(arguments: Sequence[str]) -> int:
+    """Say that the command was interrupted before it wrote anything: stderr, and the
+    ``--json`` error document on stdout."""
+    with contextlib.suppress(OSError, ValueError):
+        print("curator: error: interrupted", file=sys.stderr, flush=True)
+    if wants_json(arguments):
+        with contextlib.suppress(OSError, ValueError):
+            document = {"error": "interrupted", "exit": INTERRUPTED}
+            sys.stdout.write(json.dumps(document, indent=2) + "\n")
+            sys.stdout.flush()
+    return INTERRUPTED
+
+
+def run() -> int:
+    """The ``curator`` program: :func:`curator.cli.run`, its imports included."""
+    try:
+        from curator.cli import run as command
+
+        return command()
+    except KeyboardInterrupt:  # before the command could: nothing was written
+        return interrupted(sys.argv[1:])
