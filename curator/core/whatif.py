@@ -8,10 +8,12 @@ dragging a threshold line in Insights recomputes it for every reviewed candidate
 Where it is exact, and where it is not: within one run the pool grows with the run's own
 ADDs. A candidate whose best match was an earlier candidate of the same run (stored as a
 SKIP/UPDATE without a pattern target) depends on that earlier candidate having been ADDed;
-if other thresholds no longer ADD it, the real gate would compare against a smaller pool.
-Such candidates are counted in ``WhatIf.pool_dependent`` so the figure says how many could
-differ; every other candidate gets exactly the real gate's decision (tested against
-:func:`curator.core.dedup.gate`). An empty pool (ratio 0 and no possible match) always ADDs.
+if other thresholds no longer ADD it, the real gate would compare against a smaller pool,
+and a candidate the thresholds make an ADD grows the pool of every later one. The
+candidates that could differ (:func:`pool_dependent`) are counted in
+``WhatIf.pool_dependent`` so the figure says how many; every other candidate gets exactly
+the real gate's decision (tested against :func:`curator.core.dedup.gate`). An empty pool
+(ratio 0 and no possible match) always ADDs.
 
 The quality gate is the same idea on text length: which reviewed candidates a stricter
 gate would have dropped (and what the human had decided for them), and which traced drops
@@ -31,6 +33,7 @@ __all__ = [
     "GatedCandidate",
     "QualityWhatIf",
     "WhatIf",
+    "pool_dependent",
     "propose",
     "quality_what_if",
     "threshold_what_if",
@@ -61,6 +64,7 @@ class GatedCandidate:
     human: str  # SKIP | UPDATE | ADD | REJECT
     pool_empty: bool = False
     same_run_match: bool = False  # best match was an earlier candidate of its own run
+    run_id: int | None = None  # its run (a changed ADD there can change its match)
 
 
 @dataclass(frozen=True)
@@ -106,11 +110,33 @@ def threshold_what_if(candidates: Sequence[GatedCandidate], skip: float, update:
         changed=sum(changed),
         agree_before=sum(c.proposed == c.human for c in candidates),
         agree_after=sum(p == c.human for p, c in zip(proposals, candidates, strict=True)),
-        pool_dependent=sum(
-            flag and c.same_run_match for flag, c in zip(changed, candidates, strict=True)
-        ),
+        pool_dependent=len(pool_dependent(candidates, proposals)),
         matrix=matrix,
     )
+
+
+def pool_dependent(candidates: Sequence[GatedCandidate], proposals: Sequence[str]) -> list[int]:
+    """The positions whose real result could differ from ``proposals`` (in run order).
+
+    Within a run the pool holds the run's earlier ADDs. Once an earlier candidate of the
+    run loses its ADD, its ratio can only fall for a candidate that matched an earlier
+    candidate of its run, and for an ADD (whose best match is not stored) that would no
+    longer be one; once an earlier candidate becomes an ADD, any later one not already a
+    SKIP may match it better (its ratio can only rise). Every other candidate sees the
+    pool it was gated against and gets the real decision.
+    """
+    lost: set[int | None] = set()
+    gained: set[int | None] = set()
+    found = []
+    for position, (c, p) in enumerate(zip(candidates, proposals, strict=True)):
+        falls = c.same_run_match or (c.proposed == "ADD" and p != "ADD")
+        if (falls and c.run_id in lost) or (c.run_id in gained and p != "SKIP"):
+            found.append(position)
+        if c.proposed == "ADD" and p != "ADD":
+            lost.add(c.run_id)
+        elif c.proposed != "ADD" and p == "ADD":
+            gained.add(c.run_id)
+    return found
 
 
 @dataclass(frozen=True)

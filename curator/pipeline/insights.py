@@ -68,6 +68,9 @@ __all__ = [
     "compute_insights",
 ]
 
+#: Run kinds whose gate compares each candidate with the run's earlier ADDs too.
+SELF_GATED_RUNS = frozenset({"distill", "import"})
+
 BULK_ACTORS = ("cli --accept-all", "model")
 """Channels (``decided_via``; ``decided_by`` for rows decided before it existed) whose
 decisions are not a person's judgement of one candidate."""
@@ -461,6 +464,13 @@ def compute_insights(
         if action not in GATE_DECISIONS or proposed not in GATE_DECISIONS:
             continue
         ratio = float(ratio)
+        # a SKIP/UPDATE without a pattern matched an earlier candidate of its run (runs
+        # that gate against their own ADDs: distill and import-knowledge)
+        same_run = kind in SELF_GATED_RUNS and proposed in ("SKIP", "UPDATE") and target is None
+        if same_run and proposed == "UPDATE" and action == "SKIP":
+            # nothing can be updated before it is committed: accepting such a proposal
+            # records a SKIP (review_resolve), which is the proposal taken, not overridden
+            action = "UPDATE"
         gated.append(
             GatedCandidate(
                 id=int(cid),
@@ -468,10 +478,8 @@ def compute_insights(
                 proposed=str(proposed),
                 human=str(action),
                 pool_empty=proposed == "ADD" and ratio == 0.0,
-                # a distill run's SKIP/UPDATE without a pattern matched an earlier candidate
-                same_run_match=kind == "distill"
-                and proposed in ("SKIP", "UPDATE")
-                and target is None,
+                same_run_match=same_run,
+                run_id=int(rid),
             )
         )
         reviewed_texts.append((str(text), str(action)))

@@ -5,9 +5,17 @@ from __future__ import annotations
 import random
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from curator.core.dedup import gate
-from curator.core.whatif import GatedCandidate, propose, quality_what_if, threshold_what_if
+from curator.core.whatif import (
+    GatedCandidate,
+    pool_dependent,
+    propose,
+    quality_what_if,
+    threshold_what_if,
+)
 
 _SENTENCES = (
     "user prefers short answers in the morning and asks about weather before meetings "
@@ -45,7 +53,8 @@ def _stored(existing: list[str], new: list[str]) -> list[GatedCandidate]:
     decisions = gate(new, existing)
     out = []
     for i, d in enumerate(decisions):
-        same_run = d.target is not None and d.target >= len(existing)
+        # as stored: an ADD keeps its ratio, not its best match
+        same_run = d.action != "ADD" and d.target is not None and d.target >= len(existing)
         out.append(
             GatedCandidate(
                 id=i,
@@ -132,3 +141,39 @@ def test_quality_what_if() -> None:
     assert q.admitted == 1  # the second traced drop has 7 words and 42 characters
     loose = quality_what_if(reviewed, dropped, min_chars=1, min_words=1)
     assert loose.admitted == 2 and sum(loose.dropped_by_decision.values()) == 0
+
+
+@pytest.mark.parametrize("seed", [1, 2, 3, 5, 6, 7])
+@pytest.mark.parametrize(("skip", "update"), [*THRESHOLDS, (0.6, 0.3), (0.99, 0.95)])
+def test_every_candidate_the_what_if_cannot_know_is_counted(
+    seed: int, skip: float, update: float
+) -> None:
+    """Where the what-if differs from the real gate over a whole run, the candidate is one
+    of those it counts as depending on the run's pool (a lost ADD or a new one before it)."""
+    existing, new = _dataset(seed)
+    stored = _stored(existing, new)
+    what = threshold_what_if(stored, skip, update)
+    real = [d.action for d in gate(new, existing, skip=skip, update=update)]
+    wrong = {i for i, (o, t) in enumerate(zip(what.proposals, real, strict=True)) if o != t}
+    counted = set(pool_dependent(stored, what.proposals))
+    assert wrong <= counted
+    assert what.pool_dependent == len(counted)
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    seed=st.integers(0, 100_000),
+    update=st.floats(0.05, 0.95),
+    gap=st.floats(0.0, 0.5),
+)
+def test_the_what_if_is_exact_wherever_it_does_not_count_a_candidate(
+    seed: int, update: float, gap: float
+) -> None:
+    existing, new = _dataset(seed)
+    skip = min(1.0, update + gap)
+    stored = _stored(existing, new)
+    what = threshold_what_if(stored, skip, update)
+    real = [d.action for d in gate(new, existing, skip=skip, update=update)]
+    counted = set(pool_dependent(stored, what.proposals))
+    for i, (ours, theirs) in enumerate(zip(what.proposals, real, strict=True)):
+        assert ours == theirs or i in counted, f"candidate {i}"

@@ -91,3 +91,33 @@ def test_json_has_no_nan_even_when_empty(tmp_path: Path) -> None:
     assert doc["labels"]["kappa"] is None and doc["labels"]["accuracy"] is None
     assert doc["forecast"]["keep_clock"]["prompt_full"] is False
     assert "NaN" not in text
+
+
+def test_accepting_an_update_of_an_earlier_candidate_is_not_an_override(tmp_path: Path) -> None:
+    """An import (or distill) run gates each text against its own earlier ADDs too; the
+    UPDATE of one not yet committed is recorded as a SKIP when accepted. It was listed
+    as the reviewer overriding the gate, though every proposal was taken."""
+    from curator.pipeline import review
+    from curator.pipeline.import_knowledge import import_knowledge
+    from curator.pipeline.insights import SELF_GATED_RUNS
+
+    first = "Release notes are read more when each change names who asked for it."
+    second = "Release notes get read more often when each change names the person who asked."
+    assert 0.70 <= gate([second], [first])[0].ratio < 0.95  # an UPDATE of the first
+    path = tmp_path / "notes.txt"
+    path.write_text(f"{first}\n{second}\n", encoding="utf-8")
+    store = Store(tmp_path / "curator.sqlite")
+    try:
+        report = import_knowledge(store, path)
+        assert report.run_id is not None and "import" in SELF_GATED_RUNS
+        views = review.list_candidates(store, report.run_id)
+        assert [v.proposed_action for v in views] == ["ADD", "UPDATE"]
+        for view in views:
+            review.decide(store, view.id, "ACCEPT")
+        assert Candidate.get_by_id(views[1].id).action == "SKIP"  # nothing to update yet
+        found = compute_insights(store)
+    finally:
+        store.close()
+    assert found.overrides == [] and found.gate.accuracy() == 1.0
+    # the what-if knows the second matched an earlier candidate of its run
+    assert [g.same_run_match for g in found.gated] == [False, True]
