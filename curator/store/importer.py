@@ -41,6 +41,7 @@ from curator.core.textsafety import NAME_BREAKERS, control_name
 from curator.errors import CuratorError
 from curator.store.db import Store
 from curator.store.json_source import (
+    PIPE_HINT,
     STDIN,
     STDIN_NAME,
     LineError,
@@ -432,7 +433,8 @@ def import_file(
     try:
         name, episodes, errors, last_line = _parse(path, stdin, progress, cancelled, chat)
     except _Unreadable as exc:
-        return ImportReport(file=str(path), errors=[LineError(str(path), 0, str(exc))])
+        reason = str(exc) + (PIPE_HINT if exc.pipe else "")  # this reader takes stdin
+        return ImportReport(file=str(path), errors=[LineError(str(path), 0, reason)])
     except OSError as exc:  # a read failing half way (EIO, a vanished network share)
         reason = f"cannot read it ({exc.strerror or exc}); nothing of it was imported"
         return ImportReport(file=str(path), errors=[LineError(str(path), 0, reason)])

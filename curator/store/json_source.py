@@ -288,12 +288,20 @@ STDIN_NAME = "<stdin>"
 class _Unreadable(Exception):
     """The file as a whole cannot be read; the message says why, in a few words."""
 
+    def __init__(self, reason: str, *, pipe: bool = False) -> None:
+        super().__init__(reason)
+        self.pipe = pipe  # a named pipe: a reader of standard input can say what to do
+
+
+#: What a reader of standard input adds to a named pipe's refusal.
+PIPE_HINT = " (pipe it into 'curator import -' instead)"
+
 
 def _file_kind(mode: int) -> str:
     if stat.S_ISDIR(mode):
         return "is a directory"
     if stat.S_ISFIFO(mode):
-        return "is a named pipe, not a regular file (pipe it into 'curator import -' instead)"
+        return "is a named pipe, not a regular file"
     if stat.S_ISCHR(mode) or stat.S_ISBLK(mode):
         return "is a device, not a regular file"
     if stat.S_ISSOCK(mode):
@@ -307,7 +315,7 @@ def _open_regular(path: str | Path) -> BinaryIO:
     try:
         return open_regular(path)
     except NotRegularFile as exc:
-        raise _Unreadable(_file_kind(exc.mode)) from None
+        raise _Unreadable(_file_kind(exc.mode), pipe=stat.S_ISFIFO(exc.mode)) from None
     except FileNotFoundError:
         raise _Unreadable("no such file") from None
     except IsADirectoryError:

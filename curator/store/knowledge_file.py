@@ -147,8 +147,7 @@ def read_knowledge(
             zipped = is_zip(head, handle)
     except _Unreadable as exc:
         result = KnowledgeFile(str(path), "none")
-        reason = str(exc).split(" (pipe it into", 1)[0]  # that hint is for episodes
-        result.errors.append(LineError(str(path), 0, reason))
+        result.errors.append(LineError(str(path), 0, str(exc)))
         return result
     path = Path(path)
     result = KnowledgeFile(str(path), "json" if fmt in ("auto", "seed") else fmt)
