@@ -29,6 +29,7 @@ all use it.
 from __future__ import annotations
 
 import re
+import unicodedata
 from typing import Final
 
 __all__ = [
@@ -46,6 +47,7 @@ __all__ = [
     "one_line",
     "pattern_line",
     "require_clean",
+    "visible",
 ]
 
 #: Every C0 control except tab (U+0009), newline (U+000A) and the CR of a CRLF line end,
@@ -90,14 +92,47 @@ def control_name(char: str) -> str:
 def control_problem(text: str, where: str = "the text") -> str | None:
     """The reason ``text`` is refused, or ``None`` when it is clean.
 
-    The position is 1-based in characters, so a person can find it in an editor.
+    The position is 1-based in characters, so a person can find it in an editor. A lone
+    surrogate (half of a pair, which no UTF-8 text can hold: storing it failed with a raw
+    codec error) is refused the same way.
     """
     found = CONTROLS.search(text)
     if found is None:
-        return None
+        half = _SURROGATES.search(text)
+        if half is None:
+            return None
+        return (
+            f"{where} contains a lone surrogate, U+{ord(half.group()):04X}, at character "
+            f"{half.start() + 1} (half of a character pair, which UTF-8 cannot hold)"
+        )
     return (
         f"{where} contains the control character {control_name(found.group())} at "
         f"character {found.start() + 1} (only newline, tab and CRLF line ends are allowed)"
+    )
+
+
+_SURROGATES: Final = re.compile("[\ud800-\udfff]")
+
+
+_UNSEEN_CATEGORIES: Final = frozenset({"Cf", "Mn", "Me"})
+"""Format characters (zero-width spaces, a byte-order mark, tags) and marks, which show
+nothing without a letter to sit on (a variation selector is a mark too)."""
+_BLANK_LETTERS: Final = frozenset("\u115f\u1160\u3164\uffa0\u2800")
+"""Letters and a symbol drawn as nothing: the Hangul fillers and the blank braille cell."""
+_SHOWN_FORMATS: Final = frozenset(
+    "\u0600\u0601\u0602\u0603\u0604\u0605\u06dd\u070f\u08e2\U000110bd\U000110cd"
+)
+"""Format characters drawn as a sign (the prepended concatenation marks: an Arabic or
+Kaithi number sign)."""
+
+
+def visible(text: str) -> bool:
+    """Whether ``text`` shows anything: not only blanks, format characters, lone marks
+    and blank letters (an episode, an identity or an axiom of nothing)."""
+    return any(
+        c in _SHOWN_FORMATS
+        or not (c.isspace() or c in _BLANK_LETTERS or unicodedata.category(c) in _UNSEEN_CATEGORIES)
+        for c in text
     )
 
 

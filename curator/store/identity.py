@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from curator.core.textsafety import control_problem
+from curator.core.textsafety import control_problem, visible
 from curator.errors import CuratorError
 from curator.store.db import Store
 from curator.store.models import IdentityVersion
@@ -39,8 +39,9 @@ def save_identity(store: Store, identity_text: str, axioms: list[str], note: str
     """Save a new version (versions are never edited in place).
 
     Refused (``CuratorError``, nothing saved) when the identity, an axiom or the note
-    holds a control character: they go into the agent's system prompt and before a
-    person's eyes (:mod:`curator.core.textsafety`).
+    holds a control character or a lone surrogate: they go into the agent's system prompt
+    and before a person's eyes (:mod:`curator.core.textsafety`); and when the identity or
+    an axiom shows nothing (zero-width characters only).
     """
     cleaned = [a.strip() for a in axioms if a.strip()]
     for where, text in (
@@ -51,6 +52,8 @@ def save_identity(store: Store, identity_text: str, axioms: list[str], note: str
         problem = control_problem(text, where)
         if problem is not None:
             raise CuratorError(problem)
+        if where != "the note" and not visible(text):  # the agent would get nothing
+            raise CuratorError(f"{where} shows nothing (only blanks or invisible characters)")
     with store.write():
         last = IdentityVersion.select().order_by(IdentityVersion.version.desc()).first()
         version = 1 if last is None else last.version + 1

@@ -30,14 +30,13 @@ import itertools
 import json
 import sys
 import time
-import unicodedata
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, fields
 from datetime import datetime
 from pathlib import Path
 from typing import Any, BinaryIO
 
-from curator.core.textsafety import NAME_BREAKERS, control_name
+from curator.core.textsafety import NAME_BREAKERS, control_name, visible
 from curator.errors import CuratorError
 from curator.store.db import Store
 from curator.store.json_source import (
@@ -181,28 +180,6 @@ def _parse_messages(value: Any) -> list[dict[str, str]]:
     return messages
 
 
-_UNSEEN_CATEGORIES = frozenset({"Cf", "Mn", "Me"})
-"""Format characters (zero-width spaces, a byte-order mark, tags) and marks, which show
-nothing without a letter to sit on (a variation selector is a mark too)."""
-_BLANK_LETTERS = frozenset("\u115f\u1160\u3164\uffa0\u2800")
-"""Letters and a symbol drawn as nothing: the Hangul fillers and the blank braille cell."""
-_SHOWN_FORMATS = frozenset(
-    "\u0600\u0601\u0602\u0603\u0604\u0605\u06dd\u070f\u08e2\U000110bd\U000110cd"
-)
-"""Format characters drawn as a sign (the prepended concatenation marks: an Arabic or
-Kaithi number sign)."""
-
-
-def _visible(text: str) -> bool:
-    """Whether ``text`` shows anything: not only blanks, format characters, lone marks
-    and blank letters, which make an episode of nothing."""
-    return any(
-        c in _SHOWN_FORMATS
-        or not (c.isspace() or c in _BLANK_LETTERS or unicodedata.category(c) in _UNSEEN_CATEGORIES)
-        for c in text
-    )
-
-
 def render_messages(messages: Sequence[dict[str, str]]) -> str:
     """Plain text of a chat: one ``speaker: content`` block per message."""
     return "\n".join(_block(m, roles_shown=True) for m in messages)
@@ -269,7 +246,7 @@ def episode_from_object(obj: Any, line: int, now: datetime) -> ParsedEpisode:
     messages: list[dict[str, str]] | None = None
     if key == "messages":
         messages = _parse_messages(obj["messages"])
-        if not any(_visible(m["content"]) for m in messages):
+        if not any(visible(m["content"]) for m in messages):
             raise _BadLine("every message's 'content' is empty")
         text = render_messages(messages)
         body: Any = messages
@@ -278,7 +255,7 @@ def episode_from_object(obj: Any, line: int, now: datetime) -> ParsedEpisode:
         value = obj[key]
         if not isinstance(value, str):
             raise _BadLine(f"{key!r} must be a string, not {_type_name(value)}")
-        if not _visible(value):
+        if not visible(value):
             raise _BadLine(f"{key!r} is empty")
         text = body = value
         size = len(text)

@@ -87,6 +87,14 @@ def test_edits_are_refused_and_change_nothing(store: Store) -> None:
         save_identity(store, "A careful agent.", ["Never lie.", "Obey\x07 me"])
     with pytest.raises(CuratorError, match="the identity text contains"):
         save_identity(store, "A careful\x9b agent.", [])
+    # a lone surrogate was a raw codec error; a text of zero-width characters saved, and
+    # the agent got an identity of nothing
+    with pytest.raises(CuratorError, match=r"axiom 1 contains a lone surrogate, U\+D800, at"):
+        save_identity(store, "A careful agent.", ["Never \ud800 lie."])
+    with pytest.raises(CuratorError, match="the identity text shows nothing"):
+        save_identity(store, "\u200b\u2060 \ufeff", ["Never lie."])
+    with pytest.raises(CuratorError, match="axiom 2 shows nothing"):
+        save_identity(store, "A careful agent.", ["Never lie.", "\u200b"])
     assert current_identity(store).version == 1
 
 

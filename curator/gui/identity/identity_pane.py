@@ -32,6 +32,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from curator.core.textsafety import visible
 from curator.gui.episodes.episode_model import format_time
 from curator.gui.runtime.operations import OpContext
 from curator.gui.runtime.services import AppServices
@@ -210,7 +211,7 @@ class IdentityPane(Pane):
 
     def save(self) -> None:
         text = self.identity_edit.toPlainText()
-        if not text.strip():
+        if not visible(text):  # blanks or zero-width characters only: nothing to read
             self.services.dialogs.warning(self, "Identity", "The identity text is empty.")
             return
         axioms = axioms_from_text(self.axioms_edit.toPlainText())
