@@ -529,9 +529,16 @@ def undo_changeset(
         if original is None:
             raise CuratorError(f"there is no changeset {changeset_id}")
         if original.kind not in UNDOABLE_KINDS:
+            undone = Changeset.get_or_none(Changeset.id == original.undoes_id)
+            if undone is not None and undone.kind == "retire":
+                redo = "retire those patterns again"
+            elif original.run_id is not None:
+                redo = f"commit run {original.run_id} again"
+            else:
+                redo = "make the change again"
             raise CuratorError(
-                f"changeset {changeset_id} is an {original.kind}; only commits can be undone, and "
-                "retirements (commit the run again instead)"
+                f"changeset {changeset_id} is an {original.kind}; only commits and retirements "
+                f"can be undone (to redo what it took back, {redo})"
             )
         if original.undone_by_id is not None:
             raise ConflictError(

@@ -72,6 +72,8 @@ def test_retire_is_an_undoable_changeset(store: Store) -> None:
     assert Pattern.get_by_id(ids["clean"]).status == "active"  # refused as a whole
     undo = commit.undo_changeset(store, summary.id)
     assert undo.undoes_id == summary.id
+    with pytest.raises(CuratorError, match=r"\(to redo what it took back, retire those patterns"):
+        commit.undo_changeset(store, undo.id)
     restored = Pattern.get_by_id(ids["poisoned"])
     assert restored.status == "active" and restored.revision == 1
 
