@@ -326,17 +326,17 @@ def cmd_gold(ctx: CommandContext) -> int:
         return 0
     report = import_gold(ctx.store, Path(args.file))
     doc = report.as_dict()
+    # every rejected line and kept conflict on stderr, as the other imports report theirs
+    for problem in [*report.errors, *report.conflicts]:
+        ctx.info(problem)
 
     def human() -> str:
-        lines = [
+        return (
             f"{report.episodes_added:,} episodes added, {report.labels_set:,} labels set, "
             f"{report.labels_same:,} already there, {len(report.conflicts):,} conflicts kept; "
             f"{report.candidates_added:,} candidates added, {report.candidates_present:,} "
             f"already there; {len(report.errors):,} lines rejected"
-        ]
-        lines += [f"  {c}" for c in report.conflicts[:20]]
-        lines += [f"  {e}" for e in report.errors[:20]]
-        return "\n".join(lines)
+        )
 
     ctx.emit(doc, human)
     return 1 if report.errors else 0

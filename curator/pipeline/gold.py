@@ -279,8 +279,10 @@ def _read_lines(path: Path) -> list[bytes]:
         raise CuratorError(f"cannot read {path}: {exc.strerror or exc}") from None
     if lines and not lines[-1]:
         lines.pop()
-    if not lines or not lines[0].strip():
+    if not any(line.strip() for line in lines):
         raise CuratorError(f"{path} is empty, not a gold set")
+    if not lines[0].strip():
+        raise CuratorError(f"{path} is not a gold set (line 1 is blank, not its header)")
     return lines
 
 

@@ -117,3 +117,29 @@ def test_cli_export_refuses_to_overwrite(
     assert main(["--db", str(r.path), "gold", "export", str(out)]) == 2
     assert out.read_bytes() == before
     assert "exists" in capsys.readouterr().err
+
+
+def test_every_rejected_line_is_on_stderr(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The plain report listed the first 20 of 30 bad lines, on stdout, with no word of
+    the rest; the other imports write every bad line to stderr."""
+    gold = tmp_path / "gold.jsonl"
+    header = json.dumps({"format": "memory-curator gold set", "version": 1})
+    gold.write_text("\n".join([header, *["{not json"] * 30]) + "\n", encoding="utf-8")
+    assert main(["--db", str(tmp_path / "g.sqlite"), "gold", "import", str(gold)]) == 1
+    out, err = capsys.readouterr()
+    assert "30 lines rejected" in out and str(gold) not in out
+    assert [line.removeprefix(f"{gold}:").split(":")[0] for line in err.splitlines()] == [
+        str(n) for n in range(2, 32)
+    ]
+
+
+def test_a_blank_first_line_is_not_called_empty(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    gold = tmp_path / "gold.jsonl"
+    header = json.dumps({"format": "memory-curator gold set", "version": 1})
+    gold.write_text(f"\n{header}\n", encoding="utf-8")
+    assert main(["--db", str(tmp_path / "g.sqlite"), "gold", "import", str(gold)]) == 2
+    assert "line 1 is blank, not its header" in capsys.readouterr().err
