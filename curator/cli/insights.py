@@ -314,7 +314,7 @@ def cmd_gold(ctx: CommandContext) -> int:
                 tmp.unlink(missing_ok=True)
         except OSError as exc:
             tmp.unlink(missing_ok=True)
-            raise CuratorError(f"cannot write {target}: {exc}") from exc
+            raise CuratorError(f"cannot write {target}: {exc.strerror or exc}") from exc
         except BaseException:  # a failed read, Ctrl-C: no half-written .part stays
             tmp.unlink(missing_ok=True)
             raise

@@ -235,7 +235,8 @@ def take_backup(
     try:
         folder.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
-        raise CuratorError(f"cannot create the backup folder {folder}: {exc}") from exc
+        reason = exc.strerror or exc
+        raise CuratorError(f"cannot create the backup folder {folder}: {reason}") from exc
     if not read_only:  # before the stamp: this write must not make the next backup due
         # Best effort (a copy without the identity is still a backup): it waits for the
         # write lock only as long as any other write of this process would.

@@ -215,7 +215,8 @@ class Store:
                 self.path.parent.mkdir(parents=True, exist_ok=True)
             except OSError as exc:
                 _remove_empty(made)  # those made before the one refused
-                raise StoreError(f"cannot create the folder of {self.path}: {exc}") from exc
+                reason = exc.strerror or exc
+                raise StoreError(f"cannot create the folder of {self.path}: {reason}") from exc
         self.db = self._database(found)
         self.db.bind(ALL_MODELS, bind_refs=False, bind_backrefs=False)
         try:

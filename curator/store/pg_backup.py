@@ -205,7 +205,8 @@ def take_pg_backup(
     try:
         folder.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
-        raise CuratorError(f"cannot create the backup folder {folder}: {exc}") from exc
+        reason = exc.strerror or exc
+        raise CuratorError(f"cannot create the backup folder {folder}: {reason}") from exc
     own_id = database_id(store)
     pg_dump = shutil.which("pg_dump")
     suffix = DUMP_SUFFIX if pg_dump else EXPORT_SUFFIX

@@ -128,7 +128,8 @@ def restore_backup(path: Path, backup: Path | None = None) -> RestoreReport:
         raise  # the name is another run's: its file is not this run's to remove
     except OSError as exc:
         remove_quietly(partial)
-        raise CuratorError(f"cannot restore {backup} to {path}: {exc}; nothing changed") from exc
+        reason = exc.strerror or exc
+        raise CuratorError(f"cannot restore {backup} to {path}: {reason}; nothing changed") from exc
     except BaseException:
         remove_quietly(partial)
         raise
@@ -241,7 +242,8 @@ def _exclusive_use(path: Path) -> Iterator[None]:
             fcntl.lockf(fd, fcntl.LOCK_EX | fcntl.LOCK_NB, _LOCK_LENGTH, _LOCK_START)
         except OSError as exc:
             if exc.errno not in (errno.EACCES, errno.EAGAIN):
-                raise CuratorError(f"cannot lock {path}: {exc}; nothing changed") from exc
+                reason = exc.strerror or exc
+                raise CuratorError(f"cannot lock {path}: {reason}; nothing changed") from exc
             raise StoreBusyError(
                 f"busy: {path} is open in another process (the window or a curator "
                 "command); close it and run restore again; nothing changed"

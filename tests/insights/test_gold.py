@@ -143,3 +143,14 @@ def test_a_blank_first_line_is_not_called_empty(
     gold.write_text(f"\n{header}\n", encoding="utf-8")
     assert main(["--db", str(tmp_path / "g.sqlite"), "gold", "import", str(gold)]) == 2
     assert "line 1 is blank, not its header" in capsys.readouterr().err
+
+
+def test_an_export_that_cannot_be_written_names_the_file_asked_for(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """It named the hidden part file it writes first ('.x.jsonl.23ee001e.part')."""
+    db = str(tmp_path / "g.sqlite")
+    target = tmp_path / "no-such-folder" / "x.jsonl"
+    assert main(["--db", db, "--create", "gold", "export", str(target)]) == 2
+    err = capsys.readouterr().err
+    assert f"cannot write {target}: No such file or directory" in err and ".part" not in err

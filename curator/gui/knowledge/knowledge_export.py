@@ -85,7 +85,8 @@ def write_export(
     try:
         real = target.resolve()
     except (OSError, RuntimeError) as exc:  # a symlink loop (RuntimeError before 3.13)
-        raise CuratorError(f"cannot write {target}: {exc}") from None
+        reason = getattr(exc, "strerror", None) or exc
+        raise CuratorError(f"cannot write {target}: {reason}") from None
     if database is not None and _is_database(real, database):
         raise CuratorError(f"cannot write {target}: it is the database; choose another file")
     if real.is_dir():
@@ -111,7 +112,7 @@ def write_export(
             part.unlink(missing_ok=True)
             raise
     except OSError as exc:
-        raise CuratorError(f"cannot write {target}: {exc}") from None
+        raise CuratorError(f"cannot write {target}: {exc.strerror or exc}") from None
     return made
 
 
