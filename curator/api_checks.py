@@ -194,7 +194,9 @@ def check_query(query: Any, has_words: Any) -> str:
     if problem is not None:
         raise CuratorError(problem)
     if len(query) > MAX_QUERY_CHARS:
-        raise CuratorError(f"query is {len(query):,} characters, over the {MAX_QUERY_CHARS} limit")
+        raise CuratorError(
+            f"query is {len(query):,} characters, over the {MAX_QUERY_CHARS:,} limit"
+        )
     if not has_words(query):
         raise CuratorError("query has no words to search for")
     return query

@@ -104,6 +104,13 @@ def _short(text: str, limit: int = 60) -> str:
     return text if len(text) <= limit else f"{text[:limit]}... ({len(text):,} characters)"
 
 
+def _spelled(value: Any) -> str:
+    """A value as a person wrote it in a setting (``true``, ``null``), not as Python's repr."""
+    if value is None or isinstance(value, bool):
+        return json.dumps(value)
+    return repr(value)
+
+
 def check_value(key: str, value: Any) -> tuple[Any, str | None]:
     """``(value converted to the key's type, None)`` or ``(value, one-line problem)``."""
     rule = RULES.get(key)
@@ -127,15 +134,15 @@ def check_value(key: str, value: Any) -> tuple[Any, str | None]:
             return value, f"{name} must be a list of names"
         return tuple(sorted({v.strip().lower() for v in value if v.strip()})), None
     if isinstance(value, bool) or not isinstance(value, (int, float)):
-        return value, f"{name} must be a number, got {_short(repr(value))}"
+        return value, f"{name} must be a number, got {_short(_spelled(value))}"
     if rule.kind is int:
         if isinstance(value, float) and not value.is_integer():
-            return value, f"{name} must be a whole number, got {_short(repr(value))}"
+            return value, f"{name} must be a whole number, got {_short(_spelled(value))}"
         value = int(value)
     else:
         value = float(value)
         if not math.isfinite(value):
-            return value, f"{name} must be a finite number, got {_short(repr(value))}"
+            return value, f"{name} must be a finite number, got {_short(_spelled(value))}"
     if rule.low is not None and rule.high is not None and not rule.low <= value <= rule.high:
         return value, (
             f"{name} must be between {_number(rule.low)} and {_number(rule.high)}, "

@@ -44,7 +44,8 @@ def test_defaults_are_valid_and_cover_every_rule() -> None:
         ("n_ctx", 200000, r"between 512 and 131072"),
         ("n_ctx", 4096.5, r"whole number"),
         ("n_ctx", "4096", r"must be a number"),
-        ("n_ctx", True, r"must be a number"),
+        ("n_ctx", True, r"must be a number, got true$"),  # as written, not Python's True
+        ("top_k", None, r"must be set"),
         ("n_threads", 0, r"threads \(n_threads\) must be between 1 and 256, got 0"),
         ("n_gpu_layers", -2, r"between -1 and 9999"),
         ("decay_rate", 1.5, r"between 0.5 and 1"),
