@@ -6,7 +6,7 @@ proposal and ratio, the decision, the source episodes by content hash). Import r
 a file back into another database:
 
 * an episode already present (same content hash) gets the human label if it has none
-  (through :func:`curator.pipeline.labels.relabel`, so Edit > Undo relabel takes it back);
+  (one relabel batch for the whole file, so one Edit > Undo relabel takes it back);
   a different human label already there is kept and reported as a conflict, never
   overwritten;
 * a missing episode is added with its label;
@@ -46,7 +46,7 @@ from typing import Any, TextIO
 from curator.core.textsafety import control_problem
 from curator.core.whatif import GATE_DECISIONS
 from curator.errors import CuratorError
-from curator.pipeline.labels import relabel
+from curator.pipeline.labels import relabel_each
 from curator.store.db import Store
 from curator.store.engine import in_chunks
 from curator.store.importer import (
@@ -426,7 +426,7 @@ def _set_labels(
     """A label only where the episode has none; a different one already there (or set by
     an earlier line of this file) is a conflict, kept and listed."""
     in_force: dict[int, str | None] = {}
-    to_set: dict[str, list[int]] = defaultdict(list)
+    to_set: dict[int, str] = {}  # episode -> label: one batch, one undo
     for episode, chash in matched:
         eid, _text, _source, human = stored[chash]
         current = in_force.get(eid, human)
@@ -439,10 +439,10 @@ def _set_labels(
             )
         else:
             in_force[eid] = episode.label
-            to_set[episode.label].append(eid)
-    for label, ids in to_set.items():
-        relabel(store, ids, label, actor=ACTOR)
-        report.labels_set += len(ids)
+            to_set[eid] = episode.label
+    if to_set:
+        relabel_each(store, to_set, actor=ACTOR)
+        report.labels_set += len(to_set)
 
 
 def _candidate_key(doc: dict[str, Any]) -> str:

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import time
 import uuid
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime
 from typing import Any, NamedTuple
 
@@ -231,6 +231,34 @@ def _relabel(
     return batch
 
 
+def _human(label_of: Callable[[int], str], who: str) -> Callable[[Any, datetime], dict[str, Any]]:
+    """The state of an episode given a human label by ``who`` (``label_of(episode id)``)."""
+
+    def state(episode: Any, now: datetime) -> dict[str, Any]:
+        label = label_of(episode.id)
+        return {
+            "human_label": label,
+            "label": label,
+            "label_by": "human",
+            "label_reviewer": who,
+            "label_at": now,
+        }
+
+    return state
+
+
+def relabel_each(
+    store: Store, labels: Mapping[int, str], actor: str = "human", reviewer: str | None = None
+) -> str:
+    """Give each episode its own human label, as one batch (one undo takes them all back,
+    as :func:`relabel` does for one label); returns the batch id."""
+    unknown = sorted({label for label in labels.values() if label not in LABELS})
+    if unknown:
+        raise CuratorError(f"unknown label {unknown[0]!r}; use one of {', '.join(LABELS)}")
+    who = reviewer if reviewer is not None else reviewer_name()
+    return _relabel(store, list(labels), actor, _human(labels.__getitem__, who), reviewer=who)
+
+
 def relabel(
     store: Store,
     episode_ids: Sequence[int],
@@ -252,18 +280,7 @@ def relabel(
         raise CuratorError(f"unknown label {label!r}; use one of {', '.join(LABELS)}")
 
     who = reviewer if reviewer is not None else reviewer_name()
-
-    def human(episode: Any, now: datetime) -> dict[str, Any]:
-        del episode
-        return {
-            "human_label": label,
-            "label": label,
-            "label_by": "human",
-            "label_reviewer": who,
-            "label_at": now,
-        }
-
-    return _relabel(store, episode_ids, actor, human, progress, phase, who)
+    return _relabel(store, episode_ids, actor, _human(lambda _id: label, who), progress, phase, who)
 
 
 def clear_human_label(

@@ -154,3 +154,23 @@ def test_an_export_that_cannot_be_written_names_the_file_asked_for(
     assert main(["--db", db, "--create", "gold", "export", str(target)]) == 2
     err = capsys.readouterr().err
     assert f"cannot write {target}: No such file or directory" in err and ".part" not in err
+
+
+def test_one_undo_takes_back_every_label_a_gold_import_set(
+    reviewed: tuple[Store, Reviewed], tmp_path: Path
+) -> None:
+    """The labels went in one batch per label value: three undos for one import."""
+    source, _ = reviewed
+    gold = tmp_path / "gold.jsonl"
+    _export(source, gold)
+    source.close()
+    target = Store(tmp_path / "other.sqlite")
+    try:
+        report = import_gold(target, gold)
+        labelled = sorted(e.id for e in Episode.select().where(Episode.human_label.is_null(False)))
+        assert report.labels_set == len(labelled) == 16
+        assert len({e.human_label for e in Episode.select()}) == 3
+        assert sorted(undo_last_relabel(target)) == labelled
+        assert Episode.select().where(Episode.human_label.is_null(False)).count() == 0
+    finally:
+        target.close()
