@@ -336,6 +336,12 @@ def cmd_gold(ctx: CommandContext) -> int:
             f"{report.labels_same:,} already there, {len(report.conflicts):,} conflicts kept; "
             f"{report.candidates_added:,} candidates added, {report.candidates_present:,} "
             f"already there; {len(report.errors):,} lines rejected"
+            + (
+                f"; {plural(report.sources_missing, 'source episode')} of the candidates "
+                "not in this database (those links left out)"
+                if report.sources_missing
+                else ""
+            )
         )
 
     ctx.emit(doc, human)

@@ -157,6 +157,7 @@ class GoldReport:
     candidates_present: int = 0
     errors: list[str] = field(default_factory=list)
     run_id: int | None = None
+    sources_missing: int = 0  # candidates' source episodes not in this database
 
     def as_dict(self) -> dict[str, Any]:
         return {
@@ -168,6 +169,7 @@ class GoldReport:
             "candidates_already_there": self.candidates_present,
             "errors": self.errors,
             "run_id": self.run_id,
+            "sources_missing": self.sources_missing,
         }
 
 
@@ -498,12 +500,18 @@ def _import_candidates(
                 decided_at=utcnow(),
                 state="reviewed",
             )
-            hashes = list(doc.get("episodes", []))
+            hashes = set(doc.get("episodes", []))
             if hashes:
-                found = Episode.select(Episode.id).where(Episode.content_hash.in_(hashes))
-                CandidateEpisode.insert_many(
-                    [{"candidate": c.id, "episode": e.id} for e in found]
-                ).execute()
+                found = [
+                    e.id for e in Episode.select(Episode.id).where(Episode.content_hash.in_(hashes))
+                ]
+                if found:
+                    CandidateEpisode.insert_many(
+                        [{"candidate": c.id, "episode": e} for e in found]
+                    ).execute()
+                # a source the file names but does not hold (not human-labelled where it
+                # came from), and this database lacks: the link cannot be kept; said so
+                report.sources_missing += len(hashes) - len(found)
             report.candidates_added += 1
         if run is not None:
             report.run_id = int(run.id)

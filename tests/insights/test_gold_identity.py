@@ -115,3 +115,15 @@ def test_a_candidate_text_over_a_patterns_limit_is_a_bad_line(tmp_path: Path) ->
     assert report.candidates_added == 1
     assert [e.split(": ", 1)[0].rsplit(":", 1)[1] for e in report.errors] == ["2", "3"]
     assert all("over the 4,000 a pattern may have" in e for e in report.errors)
+
+
+def test_a_source_episode_this_database_lacks_is_counted_not_dropped_unseen(
+    tmp_path: Path,
+) -> None:
+    gold = tmp_path / "gold.jsonl"
+    line = _line({"episodes": ["0" * 64, "1" * 64]})
+    gold.write_text(f"{_header(tmp_path)}\n{json.dumps(line)}\n", encoding="utf-8")
+    with _open(tmp_path / "s.sqlite") as store:
+        report = import_gold(store, gold)
+    assert (report.candidates_added, report.sources_missing) == (1, 2)
+    assert report.as_dict()["sources_missing"] == 2
