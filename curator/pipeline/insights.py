@@ -53,7 +53,7 @@ from curator.core.whatif import (
 from curator.pipeline import learn
 from curator.store.db import Store
 from curator.store.decay_clock import update_refreshes_decay
-from curator.store.models import LABELS, Run, checked_importance, utcnow
+from curator.store.models import LABELS, Run, checked_importance, checked_time, utcnow
 from curator.store.settings import load_settings
 
 __all__ = [
@@ -320,7 +320,7 @@ def _runs(store: Store) -> dict[int, tuple[str, datetime, str, str]]:
         text = ", ".join(
             f"{name} v{(info or {}).get('version', '?')}" for name, info in sorted(versions.items())
         )
-        out[int(rid)] = (str(kind), datetime.fromisoformat(started), str(model), text)
+        out[int(rid)] = (str(kind), checked_time(started, "run", "started_at"), str(model), text)
     return out
 
 
@@ -356,9 +356,12 @@ def _patterns(store: Store) -> list[tuple[PatternAge, PatternAge]]:
     )
     out: list[tuple[PatternAge, PatternAge]] = []
     for pid, importance, distilled, created, updated, updated_run, text in rows:
-        d = datetime.fromisoformat(distilled)
-        keep = min(d, datetime.fromisoformat(created)) if updated_run is not None else d
-        refresh = max(d, datetime.fromisoformat(updated)) if updated_run is not None else d
+        d = checked_time(distilled, "pattern", "distilled_at")
+        if updated_run is not None:
+            keep = min(d, checked_time(created, "pattern", "created_at"))
+            refresh = max(d, checked_time(updated, "pattern", "updated_at"))
+        else:
+            keep = refresh = d
         weight = float(checked_importance(importance))
         out.append(
             (

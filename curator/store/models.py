@@ -110,7 +110,7 @@ class UTCDateTimeField(TextField):
     def python_value(self, value: Any) -> Any:
         if value is None:
             return None
-        return to_utc(datetime.fromisoformat(value))
+        return checked_time(value, self.model._meta.table_name, self.column_name)
 
 
 class JSONField(TextField):
@@ -147,13 +147,30 @@ def checked_importance(value: Any, table: str = "pattern", column: str = "import
     (PostgreSQL stores NaN and infinities, which another program may write; this one
     never does): the one check of every read, :class:`ImportanceField`'s and a raw
     query's, rather than ranking or charting such a value by chance. None passes."""
-    if value is not None and not 0.0 <= value <= 1.0:  # NaN fails both comparisons
+    if value is None:
+        return value
+    number = isinstance(value, int | float) and not isinstance(value, bool)
+    if not number or not 0.0 <= value <= 1.0:  # NaN fails both comparisons; text is no number
         raise StoreError(
             f"a {table} holds {column} {value!r}, not a number from 0 to 1 (another program "
             f"wrote it); find it with SELECT id, {column} FROM {table} WHERE NOT {column} "
             "BETWEEN 0 AND 1, set it right and try again"
         )
     return value
+
+
+def checked_time(value: Any, table: str, column: str) -> datetime:
+    """A stored date and time (ISO 8601 text) as an aware UTC datetime, refused in one
+    sentence when it is none (another program wrote it): the one parse of every read,
+    :class:`UTCDateTimeField`'s and a raw query's."""
+    try:
+        return to_utc(datetime.fromisoformat(value))
+    except (TypeError, ValueError):
+        raise StoreError(
+            f"a {table} holds {column} {str(value)[:40]!r}, not a date and time (another "
+            f"program wrote it); find it with SELECT id, {column} FROM {table}, set it right "
+            "and try again"
+        ) from None
 
 
 class ImportanceField(FloatField):
