@@ -1,6 +1,6 @@
 """Memory Curator: curate the long-term memory of an autonomous LLM agent."""
 
-from typing import TYPE_CHECKING
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing: a Ctrl-C may come
 
 __version__ = "0.1.0"
 """The one place the version is written: pyproject.toml reads it, ``curator --version``

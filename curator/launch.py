@@ -8,10 +8,12 @@ document on stdout. This module imports nothing of the curator's before it can c
 
 from __future__ import annotations
 
-import contextlib
-import json
 import sys
-from collections.abc import Sequence
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing: a Ctrl-C may come
+
+if TYPE_CHECKING:
+    from collections.abc import Sequence
 
 __all__ = ["INTERRUPTED", "run", "wants_json"]
 
@@ -35,14 +37,15 @@ def wants_json(arguments: Sequence[str]) -> bool:
 
 def interrupted(arguments: Sequence[str]) -> int:
     """Say that the command was interrupted before it wrote anything: stderr, and the
-    ``--json`` error document on stdout."""
-    with contextlib.suppress(OSError, ValueError):
+    ``--json`` error document on stdout (written as ``json.dumps`` would, importing
+    nothing: a second Ctrl-C may come at any moment)."""
+    try:
         print("curator: error: interrupted", file=sys.stderr, flush=True)
-    if wants_json(arguments):
-        with contextlib.suppress(OSError, ValueError):
-            document = {"error": "interrupted", "exit": INTERRUPTED}
-            sys.stdout.write(json.dumps(document, indent=2) + "\n")
+        if wants_json(arguments):
+            sys.stdout.write(f'{{\n  "error": "interrupted",\n  "exit": {INTERRUPTED}\n}}\n')
             sys.stdout.flush()
+    except (OSError, ValueError, KeyboardInterrupt):
+        pass
     return INTERRUPTED
 
 

@@ -230,6 +230,7 @@ class CommandContext:
         self.create: bool = bool(getattr(args, "create", False))
         self.debug = os.environ.get("CURATOR_DEBUG", "") not in ("", "0")
         self.emitted = False  # a result document is on stdout: a failure adds none
+        self.failed = False  # a failure was said: one line, one document per run
         self._store: Store | None = None
         self.extra_stores: list[Store] = []  # more databases a command opened (copy)
         self._made: Made | None = None  # what opening the database file may have made
@@ -337,10 +338,15 @@ class CommandContext:
         """
         with writing_stdout():
             if self.json:
-                sys.stdout.write(escape_json_controls(dumps(document)) + "\n")
+                text = escape_json_controls(dumps(document)) + "\n"
+                # from its first byte: a failure now (a Ctrl-C while a reader is slow)
+                # must not append a second document to the part already out
+                self.emitted = True
+                sys.stdout.write(text)
             elif human is not None:
                 text = human() if callable(human) else human
                 if text:
+                    self.emitted = True
                     print(escape_controls(text))
             sys.stdout.flush()
         self.emitted = True
@@ -352,11 +358,16 @@ class CommandContext:
     def fail(self, message: str, exit_code: int) -> None:
         """The one-line error on stderr, and with ``--json`` its document on stdout.
 
-        The document is printed only when no result was (exactly one document per run).
+        The document is printed only when no result was (exactly one document per run),
+        and only the first failure is said (a second Ctrl-C while the first is handled).
         """
+        if self.failed:
+            return
+        self.failed = True
         first_line = escape_controls(redact(" ".join(message.split()).strip()))
         print(f"curator: error: {first_line}", file=sys.stderr, flush=True)
         if self.json and not self.emitted:
+            self.emitted = True
             print_error_document(first_line, exit_code)
 
     def discard_created(self) -> None:
