@@ -69,6 +69,9 @@ from curator.store.models import (
 from curator.store.settings import load_settings
 from curator.store.snapshot import tuples
 
+#: Scores equal to this many decimals are a tie, broken by the prompt's order.
+SCORE_DECIMALS = 12
+
 __all__ = ["MAX_MESSAGES", "MAX_QUERY_CHARS", "MAX_TOP_K", "Curator", "RecordResult", "Screening"]
 
 _WORD = re.compile(r"\w+", re.UNICODE)
@@ -273,8 +276,14 @@ class Curator:
             if rel > 0:
                 effective = effective_importance(values[2], values[3], now=now, rate=rate)
                 matches.append((rel * effective, rel, effective, values))
-        # equal scores in the prompt's own order (a stored key ranks a future date wrongly)
-        matches.sort(key=lambda m: (-m[0], *standing_order(m[3][2], m[3][3], m[3][0], now, rate)))
+        # Equal scores in the prompt's own order (a stored key ranks a future date wrongly).
+        # Equal as shown, to 12 decimals: 0.3 x 1/3 and 0.1 x 1 differ in the last bit.
+        matches.sort(
+            key=lambda m: (
+                -round(m[0], SCORE_DECIMALS),
+                *standing_order(m[3][2], m[3][3], m[3][0], now, rate),
+            )
+        )
         scored = []
         for place, (score, rel, effective, values) in enumerate(matches[:k], 1):
             pattern_id, text, importance, distilled_at, category, status, revision = values

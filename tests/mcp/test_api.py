@@ -340,3 +340,35 @@ def test_a_query_breaks_ties_in_the_prompts_order(
         first = curator.knowledge(top_k=1, query="zebra")["patterns"]
     assert asked == shown  # every pattern has the word: the same relevance for all
     assert [p["id"] for p in first] == shown[:1]
+
+
+def test_scores_equal_but_for_the_last_bit_are_a_tie(tmp_path: Path) -> None:
+    """0.3 x 1/3 and 0.1 x 3/3 are one score written twice; the answer followed the
+    rounding, against the prompt's order, and with top_k=1 named the other pattern."""
+    from datetime import timedelta
+
+    from curator.core.scoring import rank_key
+    from curator.store.db import Store
+    from curator.store.models import Pattern, utcnow
+
+    path = tmp_path / "curator.sqlite"
+    store = Store(path)
+    when = utcnow() - timedelta(days=2)
+    with store.write():
+        ids = [
+            Pattern.create(
+                text=text, importance=weight, distilled_at=when, rank_key=rank_key(weight, when)
+            ).id
+            for text, weight in (
+                ("Harbour pilots board early on foggy days.", 0.3),
+                ("Harbour lighthouse keepers log every gale.", 0.1),
+            )
+        ]
+    store.close()
+    with Curator(db=path) as curator:
+        prompt = [p["id"] for p in curator.knowledge(top_k=50)["patterns"]]
+        answer = curator.knowledge(top_k=50, query="harbour lighthouse gale")["patterns"]
+        first = curator.knowledge(top_k=1, query="harbour lighthouse gale")["patterns"]
+    assert prompt == ids
+    assert answer[0]["score"] == answer[1]["score"]
+    assert [p["id"] for p in answer] == prompt and [p["id"] for p in first] == ids[:1]
