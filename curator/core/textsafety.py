@@ -47,6 +47,7 @@ __all__ = [
     "one_line",
     "pattern_line",
     "require_clean",
+    "strip_blanks",
     "visible",
 ]
 
@@ -150,8 +151,21 @@ def pattern_line(text: str) -> str:
     patterns and the commit all go through this one rule. Other controls (VT, FF,
     U+001C-U+001E, NEL) stay, where :func:`control_problem` refuses them by name.
     """
-    parts = (part.strip() for part in _PATTERN_BREAKS.split(text))
+    parts = (strip_blanks(part) for part in _PATTERN_BREAKS.split(text))
     return " ".join(part for part in parts if part)
+
+
+#: Every character ``str.isspace`` knows except the controls :data:`CONTROLS` refuses
+#: (VT, FF, U+001C-U+001F, NEL): what may be taken off a line's ends.
+BLANKS: Final = "".join(
+    c for c in map(chr, range(0x3000 + 1)) if c.isspace() and not CONTROLS.fullmatch(c)
+)
+
+
+def strip_blanks(text: str) -> str:
+    """``text`` without blanks at its ends; a control there stays, to be refused by name
+    (``str.strip`` took VT or NEL off the end of a line unseen)."""
+    return text.strip(BLANKS)
 
 
 def require_clean(text: str, where: str = "the text") -> str:

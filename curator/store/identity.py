@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from curator.core.textsafety import control_problem, visible
+from curator.core.textsafety import control_problem, strip_blanks, visible
 from curator.errors import CuratorError
 from curator.store.db import Store
 from curator.store.models import IdentityVersion
@@ -43,7 +43,8 @@ def save_identity(store: Store, identity_text: str, axioms: list[str], note: str
     and before a person's eyes (:mod:`curator.core.textsafety`); and when the identity or
     an axiom shows nothing (zero-width characters only).
     """
-    cleaned = [a.strip() for a in axioms if a.strip()]
+    # blanks off the ends; a control there stays, refused below by name
+    cleaned = [strip_blanks(a) for a in axioms if strip_blanks(a)]
     for where, text in (
         ("the identity text", identity_text),
         *((f"axiom {n}", a) for n, a in enumerate(cleaned, 1)),

@@ -8,11 +8,13 @@ prompt section) while every review view showed one line.
 
 from __future__ import annotations
 
+import pytest
 from hypothesis import example, given
 from hypothesis import strategies as st
 
 from curator.api import Curator
-from curator.core.textsafety import pattern_line
+from curator.core.textsafety import pattern_line, strip_blanks
+from curator.errors import CuratorError
 from curator.pipeline import commit, review
 from curator.store.db import Store
 from curator.store.models import Candidate, Pattern
@@ -28,9 +30,20 @@ FRESH = "Weekly status reports are most useful when they list blockers before pr
 def test_a_pattern_line_has_no_break_and_keeps_every_word(text: str) -> None:
     line = pattern_line(text)
     assert not any(char in line for char in BREAKS)
-    assert line == line.strip()
+    assert line == strip_blanks(line)
     assert line.split() == text.split()  # the same words, in the same order
     assert pattern_line(line) == line
+    assert line.count("\x0b") == text.count("\x0b")  # a control stays, to be refused
+
+
+@pytest.mark.parametrize("control", ["\x0b", "\x0c", "\x85", "\x1c", "\x1d"])
+def test_a_control_beside_a_line_break_is_refused_not_taken_off(store: Store, control: str) -> None:
+    """The ends of each line were stripped of every kind of blank: VT or NEL before a
+    line break vanished while the same character mid-line was refused by name."""
+    run = make_staged_run(store, [{"text": FRESH}])
+    (cid,) = candidate_ids(run)
+    with pytest.raises(CuratorError, match="contains the control character"):
+        review.decide(store, cid, "ADD", text=f"Prefer small commits{control}\nover large ones.")
 
 
 def _committed_texts(store: Store, run_id: int) -> list[str]:

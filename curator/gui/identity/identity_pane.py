@@ -32,7 +32,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from curator.core.textsafety import visible
+from curator.core.textsafety import strip_blanks, visible
 from curator.gui.episodes.episode_model import format_time
 from curator.gui.runtime.operations import OpContext
 from curator.gui.runtime.services import AppServices
@@ -58,7 +58,7 @@ def axioms_from_text(text: str) -> list[str]:
     is the axiom the agent reads, the same the editor showed (a numbering taken off as
     decoration would rewrite axioms nobody touched at the next save).
     """
-    lines = (line.strip() for line in _AXIOM_BREAKS.split(text))
+    lines = (strip_blanks(line) for line in _AXIOM_BREAKS.split(text))
     return [line for line in lines if line]
 
 
