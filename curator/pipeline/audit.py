@@ -162,7 +162,9 @@ def retire_patterns(
                 raise CuratorError(f"there is no pattern {pid}")
             if found[pid].status != "active":
                 raise CuratorError(f"pattern {pid} is {found[pid].status}, not active")
-            if shown is not None and shown.get(pid) != found[pid].text:
+            if shown is not None and pid not in shown:
+                raise CuratorError(f"pattern {pid} was not among those shown; nothing was retired")
+            if shown is not None and shown[pid] != found[pid].text:
                 raise CuratorError(
                     f"pattern {pid} is no longer the one shown: it now reads "
                     f"{short(found[pid].text, 80)!r}; nothing was retired, look again"

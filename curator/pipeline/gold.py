@@ -456,9 +456,9 @@ def _candidate_key(doc: dict[str, Any]) -> str:
             doc["text"],
             doc.get("final_text"),
             str(doc.get("category") or "uncategorized"),
-            float(doc.get("importance", 0.5)),
+            float(doc.get("importance", 0.5)) + 0.0,  # -0.0 is stored, and read, as 0.0
             doc["proposed_action"],
-            float(doc.get("proposed_ratio", 0.0)),
+            float(doc.get("proposed_ratio", 0.0)) + 0.0,
             doc["decision"],
         ]
     )

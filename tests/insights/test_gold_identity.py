@@ -25,6 +25,7 @@ from curator.store.models import MAX_PATTERN_CHARS
 TEXT = "Release notes are read more when each change names who asked for it."
 VARIANTS: list[dict[str, object]] = [
     {},
+    {"importance": -0.0, "proposed_ratio": -0.0},  # stored, and read back, as 0.0
     {"final_text": "Release notes name who asked for each change."},
     {"proposed_ratio": 0.71},
     {"importance": 0.9},
