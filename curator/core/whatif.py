@@ -64,7 +64,7 @@ class GatedCandidate:
     human: str  # SKIP | UPDATE | ADD | REJECT
     pool_empty: bool = False
     same_run_match: bool = False  # best match was an earlier candidate of its own run
-    run_id: int | None = None  # its run (a changed ADD there can change its match)
+    run_id: int | None = None  # its run, whose ADDs it was gated against (None: no pool)
 
 
 @dataclass(frozen=True)
@@ -98,9 +98,24 @@ class WhatIf:
         }
 
 
-def threshold_what_if(candidates: Sequence[GatedCandidate], skip: float, update: float) -> WhatIf:
-    """Recompute every proposal with other thresholds and score it against the human."""
+def threshold_what_if(
+    candidates: Sequence[GatedCandidate],
+    skip: float,
+    update: float,
+    *,
+    runs: Sequence[GatedCandidate] | None = None,
+) -> WhatIf:
+    """Recompute every proposal with other thresholds and score it against the human.
+
+    ``runs``: every candidate of the candidates' runs, in order (those left out of the
+    scoring too), for :func:`pool_dependent`; None when ``candidates`` are whole runs."""
     proposals = tuple(propose(c.ratio, skip, update, pool_empty=c.pool_empty) for c in candidates)
+    if runs is None:
+        dependent = len(pool_dependent(candidates, proposals))
+    else:
+        everyone = [propose(c.ratio, skip, update, pool_empty=c.pool_empty) for c in runs]
+        flagged = {runs[i].id for i in pool_dependent(runs, everyone)}
+        dependent = sum(c.id in flagged for c in candidates)
     changed = [p != c.proposed for p, c in zip(proposals, candidates, strict=True)]
     matrix = confusion([c.human for c in candidates], list(proposals), GATE_DECISIONS)
     return WhatIf(
@@ -110,7 +125,7 @@ def threshold_what_if(candidates: Sequence[GatedCandidate], skip: float, update:
         changed=sum(changed),
         agree_before=sum(c.proposed == c.human for c in candidates),
         agree_after=sum(p == c.human for p, c in zip(proposals, candidates, strict=True)),
-        pool_dependent=len(pool_dependent(candidates, proposals)),
+        pool_dependent=dependent,
         matrix=matrix,
     )
 
@@ -122,17 +137,24 @@ def pool_dependent(candidates: Sequence[GatedCandidate], proposals: Sequence[str
     run loses its ADD, its ratio can only fall for a candidate that matched an earlier
     candidate of its run, and for an ADD (whose best match is not stored) that would no
     longer be one; once an earlier candidate becomes an ADD, any later one not already a
-    SKIP may match it better (its ratio can only rise). Every other candidate sees the
-    pool it was gated against and gets the real decision.
+    SKIP may match it better (its ratio can only rise). A candidate counted here may
+    itself become or stop being an ADD, so it counts as both for the ones after it.
+    Every other candidate sees the pool it was gated against and gets the real decision.
+    ``candidates`` must be whole runs, each in its order: a candidate left out (undecided,
+    or decided in bulk) still had its place in the pool.
     """
     lost: set[int | None] = set()
     gained: set[int | None] = set()
     found = []
     for position, (c, p) in enumerate(zip(candidates, proposals, strict=True)):
+        if c.run_id is None:  # gated alone (a gold set's): no pool of its run
+            continue
         falls = c.same_run_match or (c.proposed == "ADD" and p != "ADD")
         if (falls and c.run_id in lost) or (c.run_id in gained and p != "SKIP"):
             found.append(position)
-        if c.proposed == "ADD" and p != "ADD":
+            lost.add(c.run_id)  # what it really becomes is not known
+            gained.add(c.run_id)
+        elif c.proposed == "ADD" and p != "ADD":
             lost.add(c.run_id)
         elif c.proposed != "ADD" and p == "ADD":
             gained.add(c.run_id)

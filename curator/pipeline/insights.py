@@ -201,6 +201,7 @@ class Insights:
     gate: Confusion
     gate_kappa: KappaInterval
     gated: list[GatedCandidate]
+    runs: list[GatedCandidate]  # every candidate of the self-gated runs, in order
     overrides: list[Override]
     bulk_decisions: int
     quality_drops: int
@@ -223,7 +224,7 @@ class Insights:
 
     def what_if_at(self, skip: float, update: float) -> WhatIf:
         """The gate proposals under other thresholds (no store access: for live dragging)."""
-        return threshold_what_if(self.gated, skip, update)
+        return threshold_what_if(self.gated, skip, update, runs=self.runs)
 
     def quality_at(self, min_chars: int, min_words: int) -> QualityWhatIf:
         return quality_what_if(self.reviewed_texts, self.dropped_texts, min_chars, min_words)
@@ -297,6 +298,36 @@ def _gate_rows(store: Store, run_id: int | None) -> list[tuple[Any, ...]]:
         sql += " AND c.run_id = ?"
         params = (run_id,)
     return store.execute(sql + " ORDER BY c.run_id, c.ordinal", params)
+
+
+def _whole_runs(store: Store, run_id: int | None) -> list[GatedCandidate]:
+    """Every candidate of the runs gated against their own ADDs, in order, decided or not:
+    the pool each proposal was made against (the what-if's :func:`pool_dependent`)."""
+    kinds = sorted(SELF_GATED_RUNS)
+    sql = (
+        "SELECT c.id, c.run_id, c.proposed_action, c.proposed_target_id, c.proposed_ratio "
+        "FROM candidate c JOIN run r ON r.id = c.run_id "
+        f"WHERE r.kind IN ({', '.join('?' * len(kinds))})"
+    )
+    params: tuple[Any, ...] = tuple(kinds)
+    if run_id is not None:
+        sql += " AND c.run_id = ?"
+        params += (run_id,)
+    return [
+        GatedCandidate(
+            id=int(cid),
+            ratio=float(ratio),
+            proposed=str(proposed),
+            human="",
+            pool_empty=proposed == "ADD" and float(ratio) == 0.0,
+            same_run_match=proposed in ("SKIP", "UPDATE") and target is None,
+            run_id=int(rid),
+        )
+        for cid, rid, proposed, target, ratio in store.execute(
+            sql + " ORDER BY c.run_id, c.ordinal", params
+        )
+        if proposed in GATE_DECISIONS
+    ]
 
 
 def _dropped_texts(store: Store, run_id: int | None) -> list[str]:
@@ -482,13 +513,14 @@ def compute_insights(
                 human=str(action),
                 pool_empty=proposed == "ADD" and ratio == 0.0,
                 same_run_match=same_run,
-                run_id=int(rid),
+                run_id=int(rid) if kind in SELF_GATED_RUNS else None,
             )
         )
         reviewed_texts.append((str(text), str(action)))
         if action != proposed:
             overrides.append(Override(int(cid), int(rid), str(text), proposed, action, ratio))
     gate = confusion([g.human for g in gated], [g.proposed for g in gated], GATE_DECISIONS)
+    whole_runs = _whole_runs(store, run_id)
 
     series = _label_series(store, runs) if run_id is None else []
     if run_id is None:
@@ -526,13 +558,14 @@ def compute_insights(
         gate=gate,
         gate_kappa=bootstrap_kappa(gate.counts, seed=SEED),
         gated=gated,
+        runs=whole_runs,
         overrides=overrides,
         bulk_decisions=bulk,
         quality_drops=len(dropped),
         series=series,
         skip=skip,
         update=update,
-        what_if=threshold_what_if(gated, skip, update),
+        what_if=threshold_what_if(gated, skip, update, runs=whole_runs),
         quality=quality_what_if(reviewed_texts, dropped, settings.min_chars, settings.min_words),
         reviewed_texts=reviewed_texts,
         dropped_texts=dropped,

@@ -63,6 +63,7 @@ def _stored(existing: list[str], new: list[str]) -> list[GatedCandidate]:
                 human=random.Random(i).choice(["SKIP", "UPDATE", "ADD", "REJECT"]),
                 pool_empty=not existing and i == 0,
                 same_run_match=same_run,
+                run_id=1,
             )
         )
     return out
@@ -177,3 +178,40 @@ def test_the_what_if_is_exact_wherever_it_does_not_count_a_candidate(
     counted = set(pool_dependent(stored, what.proposals))
     for i, (ours, theirs) in enumerate(zip(what.proposals, real, strict=True)):
         assert ours == theirs or i in counted, f"candidate {i}"
+
+
+def test_a_change_the_what_if_cannot_know_counts_for_the_candidates_after_it() -> None:
+    """The second matched the first of its run and really becomes an ADD, which the third
+    then matches: the third's result changes too (it was not counted)."""
+    existing = ["prefers short agent agent short"]
+    new = ["never short agent", "never changes agent", "never answers meetings"]
+    stored = _stored(existing, new)
+    what = threshold_what_if(stored, 0.8, 0.6)
+    real = [d.action for d in gate(new, existing, skip=0.8, update=0.6)]
+    wrong = {i for i, (o, t) in enumerate(zip(what.proposals, real, strict=True)) if o != t}
+    assert wrong and wrong <= set(pool_dependent(stored, what.proposals))
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    seed=st.integers(0, 100_000),
+    update=st.floats(0.05, 0.95),
+    gap=st.floats(0.0, 0.5),
+    left_out=st.sets(st.integers(0, 39), max_size=20),
+)
+def test_candidates_left_out_of_the_scores_still_count_for_the_pool(
+    seed: int, update: float, gap: float, left_out: set[int]
+) -> None:
+    """Undecided candidates and bulk decisions are not scored, but they had their place
+    in the run's pool: with ``runs`` the what-if still knows every scored one it cannot."""
+    existing, new = _dataset(seed)
+    skip = min(1.0, update + gap)
+    whole = _stored(existing, new)
+    scored = [c for c in whole if c.id not in left_out]
+    what = threshold_what_if(scored, skip, update, runs=whole)
+    real = {d_id: d.action for d_id, d in enumerate(gate(new, existing, skip=skip, update=update))}
+    proposals = [propose(c.ratio, skip, update, pool_empty=c.pool_empty) for c in whole]
+    counted = {whole[i].id for i in pool_dependent(whole, proposals)}
+    for c, ours in zip(scored, what.proposals, strict=True):
+        assert ours == real[c.id] or c.id in counted, f"candidate {c.id}"
+    assert what.pool_dependent == sum(c.id in counted for c in scored)
