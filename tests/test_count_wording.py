@@ -143,3 +143,71 @@ def test_every_plural_is_made_by_plural_or_agree() -> None:
         for line in _hand_made_plurals(path.read_text(encoding="utf-8"))
     ]
     assert not made, "write these with plural() or agree():\n" + "\n".join(made)
+
+
+_PLURAL_NOUN = re.compile(
+    r"^(?:</?\w+>)* (?:episodes|patterns|candidates|labels|lines|messages|texts|overrides"
+    r"|conflicts|duplicates|rows|runs|decisions|pairs|batches|files|scores|proposals"
+    r"|entries|items|memories|changesets|versions|flags|axioms)\b"
+)
+#: Placeholders before a plural noun that are never 1: limits exceeded, columns of a
+#: table (aligned, the header names the unit), rates, words, a sample text's width.
+_ALWAYS_MANY = {
+    "len(messages)",  # over a limit of many
+    "kind",
+    "999_999_999",
+    "options.records_per_minute",
+    "len(names)",  # only when it is not 1
+    "said",
+}
+#: Words that make the count many: a limit passed, or "all" (its one case said apart).
+_BOUND_BEFORE = re.compile(r"(?:than the|over the|at most|more than|limit|all)\s*$")
+
+
+def _counts_without_plural(source: str) -> list[tuple[int, str]]:
+    found = []
+    for node in ast.walk(ast.parse(source)):
+        if not isinstance(node, ast.JoinedStr):
+            continue
+        parts = node.values
+        for i, part in enumerate(parts[:-1]):
+            after = parts[i + 1]
+            if not isinstance(part, ast.FormattedValue) or not isinstance(after, ast.Constant):
+                continue
+            if not isinstance(after.value, str) or not _PLURAL_NOUN.match(after.value):
+                continue
+            spec = part.format_spec
+            if spec is not None and not (
+                len(spec.values) == 1 and getattr(spec.values[0], "value", None) == ","
+            ):
+                continue  # aligned: a column of a table
+            if isinstance(part.value, ast.Name) and part.value.id.isupper():
+                continue
+            before = parts[i - 1] if i else None
+            if isinstance(before, ast.Constant) and _BOUND_BEFORE.search(str(before.value)):
+                continue
+            text = ast.get_source_segment(source, part.value) or ""
+            if text not in _ALWAYS_MANY and not text.startswith(_WORD_MAKERS):
+                found.append((part.value.lineno, text))
+    return found
+
+
+def test_the_scan_finds_a_count_before_a_plural_noun() -> None:
+    source = (
+        'a = f"{n:,} episodes added"\n'
+        "b = f\"{plural(n, 'episode')} added, {m:>5} rows\"\n"
+        'c = f"over the {n:,} messages, {LIMIT} lines, at most {k:,} lines"\n'
+        'd = f"<b>{n}</b> candidates"\n'
+    )
+    assert _counts_without_plural(source) == [(1, "n"), (4, "n")]
+
+
+def test_every_count_before_a_noun_agrees_with_it() -> None:
+    """ "1 candidates added", "exported 0 episodes and 1 candidates": a count that may be
+    1 goes through plural(), which writes the noun as the count needs it."""
+    bare = [
+        f"{path.relative_to(ROOT.parent)}:{line}: {{{text}}}"
+        for path in sorted(ROOT.rglob("*.py"))
+        for line, text in _counts_without_plural(path.read_text(encoding="utf-8"))
+    ]
+    assert not bare, "write these with plural():\n" + "\n".join(bare)

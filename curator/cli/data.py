@@ -12,6 +12,7 @@ from collections import Counter
 from typing import Any
 
 from curator.cli.common import CommandContext, integer
+from curator.core.wording import plural
 from curator.errors import CuratorError
 
 
@@ -233,7 +234,7 @@ def cmd_stats(ctx: CommandContext) -> int:
                 f"distilled {e['distilled']}",
                 f"patterns:  {p['active']} active, {p['retired']} retired",
                 f"runs:      {r['total']} ({by_status}); "
-                f"{doc['candidates_pending']:,} candidates awaiting review",
+                f"{plural(doc['candidates_pending'], 'candidate')} awaiting review",
             ]
         )
 
@@ -248,7 +249,8 @@ def cmd_demo(ctx: CommandContext) -> int:
     if not report.created and not ctx.args.if_missing:
         raise CuratorError(f"{ctx.db_display} already has data; the demo needs an empty database")
     message = (
-        f"demo database ready: {report.episodes:,} episodes, {report.patterns:,} patterns"
+        f"demo database ready: {plural(report.episodes, 'episode')}, "
+        f"{plural(report.patterns, 'pattern')}"
         if report.created
         else f"{ctx.db_display} already has data; left as it is"
     )

@@ -143,8 +143,9 @@ def render(insights: Insights) -> str:
     lines.append("")
     lines += _matrix("Gate proposals vs review decisions", gate)
     lines.append(
-        f"{len(gate['overrides']):,} overrides; {gate['bulk_decisions_left_out']:,} bulk decisions "
-        f"left out; {gate['quality_drops']:,} texts dropped by the quality gate"
+        f"{plural(len(gate['overrides']), 'override')}; "
+        f"{plural(gate['bulk_decisions_left_out'], 'bulk decision')} left out; "
+        f"{plural(gate['quality_drops'], 'text')} dropped by the quality gate"
     )
     for o in gate["overrides"][:20]:
         lines.append(
@@ -257,8 +258,9 @@ def cmd_replay(ctx: CommandContext) -> int:
         doc["gate"] = what.to_json()
         g = doc["gate"]
         lines.append(
-            f"  gate at SKIP >= {skip:.2f}, UPDATE >= {update:.2f}: {g['changed']} of "
-            f"{g['candidates']} proposals change; agreement {_pct(g['agreement_before'])} -> "
+            f"  gate at SKIP >= {skip:.2f}, UPDATE >= {update:.2f}: {g['changed']:,} of "
+            f"{plural(g['candidates'], 'proposal')} change; "
+            f"agreement {_pct(g['agreement_before'])} -> "
             f"{_pct(g['agreement_after'])}"
         )
     ctx.emit(doc, "\n".join(lines))
@@ -284,7 +286,8 @@ def cmd_gold(ctx: CommandContext) -> int:
                 counts = export_gold(ctx.store, sys.stdout)
                 sys.stdout.flush()
             ctx.info(
-                f"exported {counts['episodes']:,} episodes, {counts['candidates']:,} candidates"
+                f"exported {plural(counts['episodes'], 'episode')}, "
+                f"{plural(counts['candidates'], 'candidate')}"
             )
             return 0
         target = Path(args.file)
@@ -320,8 +323,8 @@ def cmd_gold(ctx: CommandContext) -> int:
             raise
         ctx.emit(
             {"file": str(target), **counts},
-            f"exported {counts['episodes']:,} episodes and {counts['candidates']:,} candidates "
-            f"to {target}",
+            f"exported {plural(counts['episodes'], 'episode')} and "
+            f"{plural(counts['candidates'], 'candidate')} to {target}",
         )
         return 0
     report = import_gold(ctx.store, Path(args.file))
@@ -332,10 +335,11 @@ def cmd_gold(ctx: CommandContext) -> int:
 
     def human() -> str:
         return (
-            f"{report.episodes_added:,} episodes added, {report.labels_set:,} labels set, "
-            f"{report.labels_same:,} already there, {len(report.conflicts):,} conflicts kept; "
-            f"{report.candidates_added:,} candidates added, {report.candidates_present:,} "
-            f"already there; {len(report.errors):,} lines rejected"
+            f"{plural(report.episodes_added, 'episode')} added, "
+            f"{plural(report.labels_set, 'label')} set, {report.labels_same:,} already there, "
+            f"{plural(len(report.conflicts), 'conflict')} kept; "
+            f"{plural(report.candidates_added, 'candidate')} added, {report.candidates_present:,} "
+            f"already there; {plural(len(report.errors), 'line')} rejected"
             + (
                 f"; {plural(report.sources_missing, 'source episode')} of the candidates "
                 "not in this database (those links left out)"

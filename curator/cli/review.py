@@ -363,7 +363,7 @@ def cmd_undo(ctx: CommandContext) -> int:
     ctx.emit(
         summary.to_json(),
         f"undid changeset {summary.undoes_id} (changeset {summary.id}, "
-        f"{summary.counts.get('rows', 0):,} rows restored)",
+        f"{plural(summary.counts.get('rows', 0), 'row')} restored)",
     )
     return 0
 

@@ -38,6 +38,7 @@ from typing import Any
 
 from curator.core.flag_learned import FLAGGED_KINDS, HEADS, features, reader_path
 from curator.core.flag_reader_file import dump_reader
+from curator.core.wording import plural
 
 DATA = Path(__file__).resolve().parents[2] / "tests" / "data"
 
@@ -403,7 +404,7 @@ def main(argv: list[str] | None = None) -> int:
         if args.cv:
             print(report(results, c, threshold))
     fit_and_write(args.out or reader_path(), c, threshold, examples)
-    print(f"trained on {len(examples):,} texts: C={c:g}, threshold {threshold:.2f}")
+    print(f"trained on {plural(len(examples), 'text')}: C={c:g}, threshold {threshold:.2f}")
     return 0
 
 

@@ -45,6 +45,8 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Final
 
+from curator.core.wording import plural
+
 __all__ = [
     "DroppedItem",
     "ParseError",
@@ -338,7 +340,7 @@ def parse_string_array_detailed(text: str) -> StringArray:
         kinds = sorted({_kind(item) for item in array})
         raise ParseError(
             what,
-            f"an array of {len(array):,} items with no string ({', '.join(kinds)})",
+            f"an array of {plural(len(array), 'item')} with no string ({', '.join(kinds)})",
             position,
             _snippet(text, position),
         )

@@ -19,6 +19,7 @@ import time
 from collections.abc import Sequence
 from typing import Any
 
+from curator.core.wording import plural
 from curator.llm.backend import Backend, StopRequested, require_finite
 from curator.llm.prompts import load_prompt, numbered
 from curator.pipeline.calibrate import label_bias
@@ -102,7 +103,7 @@ def classify_episodes(
         stats=counts,  # the same dict: the run's stats are the counts as they stand
     ) as run:
         run.cancel_message = lambda: (
-            f"cancelled after {counts['classified']:,} of {total:,} episodes"
+            f"cancelled after {counts['classified']:,} of {plural(total, 'episode')}"
         )
         _classify_all(store, backend, state, run.id, ids, prefix, prompt, counts)
     if run.status == "cancelled":
@@ -124,7 +125,7 @@ def _classify_all(
     tokens_evaluated = 0
     seconds = 0.0
     total = len(ids)
-    state.report(Progress(STEP, 0, total, message=f"{total:,} episodes to classify"))
+    state.report(Progress(STEP, 0, total, message=f"{plural(total, 'episode')} to classify"))
     sha = str(model_provenance(backend)["model_sha256"])
     try:
         bias = label_bias(
@@ -245,7 +246,7 @@ def _output_line(episode_id: int, label: str, confidence: float, text: str) -> s
 
 def _summary(counts: dict[str, int]) -> str:
     parts = ", ".join(f"{counts[label]} {label}" for label in LABELS)
-    text = f"classified {counts['classified']:,} episodes: {parts}"
+    text = f"classified {plural(counts['classified'], 'episode')}: {parts}"
     if counts["truncated"]:
         text += f" ({counts['truncated']} truncated to fit the context)"
     return text

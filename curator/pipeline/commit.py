@@ -405,7 +405,7 @@ def _apply(store: Store, plan: Plan, actor: str, now: datetime, reviewer: str) -
     unreviewed = plan.preview.unreviewed
     if unreviewed:
         Run.update(
-            status_reason=f"partly committed; {unreviewed:,} candidates still to review"
+            status_reason=f"partly committed; {plural(unreviewed, 'candidate')} still to review"
         ).where(Run.id == run.id).execute()
     else:
         Run.update(status="committed", status_reason="").where(Run.id == run.id).execute()

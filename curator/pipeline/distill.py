@@ -326,9 +326,14 @@ class _Distiller:
         except ParseError:
             return None
         if len(got) < n:
-            note = f"repaired: {len(got):,} scores for {n:,} patterns, padded with {PAD_IMPORTANCE}"
+            note = (
+                f"repaired: {plural(len(got), 'score')} for {plural(n, 'pattern')}, "
+                f"padded with {PAD_IMPORTANCE}"
+            )
             return got + [PAD_IMPORTANCE] * (n - len(got)), note
-        return got[:n], f"repaired: {len(got):,} scores for {n:,} patterns, extra ones dropped"
+        return got[
+            :n
+        ], f"repaired: {plural(len(got), 'score')} for {plural(n, 'pattern')}, extra ones dropped"
 
     # -- gates and staging -----------------------------------------------------------------
 
@@ -430,7 +435,9 @@ class _Distiller:
                 "stage",
                 self.batches_done,
                 self.n_batches,
-                message=f"batch {batch.index + 1}/{self.n_batches}: {len(rows):,} candidates",
+                message=(
+                    f"batch {batch.index + 1}/{self.n_batches}: {plural(len(rows), 'candidate')}"
+                ),
             )
         )
 
@@ -534,7 +541,7 @@ def distill(
         run.cancel_message = lambda: (
             f"cancelled after {worker.batches_done:,} of "
             f"{plural(len(batches), 'batch', 'batches')} "
-            f"({worker.counts['candidates']:,} candidates kept)"
+            f"({plural(worker.counts['candidates'], 'candidate')} kept)"
         )
         state.report(
             Progress("extract", 0, len(batches), message=plural(len(batches), "batch", "batches"))

@@ -34,6 +34,7 @@ from typing import Any
 
 from curator.core.dedup import Action, Decision, gate, pair_ratio
 from curator.core.quality import QualityGate
+from curator.core.wording import plural
 from curator.llm.backend import Backend
 from curator.pipeline.guard import staging_guard
 from curator.pipeline.runlog import model_provenance, trace_fields
@@ -194,7 +195,8 @@ class KnowledgeImportReport:
     def describe(self) -> str:
         actions = ", ".join(f"{self.by_action.get(a, 0)} {a}" for a in ("ADD", "UPDATE", "SKIP"))
         text = (
-            f"{self.file} ({self.shape}): {self.read:,} patterns read, {self.staged:,} staged"
+            f"{self.file} ({self.shape}): {plural(self.read, 'pattern')} read, "
+            f"{self.staged:,} staged"
             f"{f' as run {self.run_id}' if self.run_id is not None else ''} ({actions}); "
             f"{len(self.dropped_quality):,} dropped by the quality gate, "
             f"{len(self.errors):,} rejected"

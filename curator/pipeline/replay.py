@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from curator.core.agreement import Confusion, bootstrap_kappa, confusion
+from curator.core.wording import plural
 from curator.llm.backend import Backend, StopRequested
 from curator.llm.prompts import load_prompt, numbered
 from curator.pipeline.progress import Cancelled, Progress, TaskState
@@ -140,7 +141,7 @@ def replay_labels(
         except Cancelled:
             status, message = (
                 "cancelled",
-                f"cancelled after {len(humans):,} of {len(ids):,} episodes",
+                f"cancelled after {len(humans):,} of {plural(len(ids), 'episode')}",
             )
         replay = confusion(humans, replayed, LABELS)
         current = confusion(current_h, current_m, LABELS)

@@ -38,6 +38,7 @@ from typing import Any
 
 from peewee import AutoField, CompositeKey, ForeignKeyField
 
+from curator.core.wording import plural
 from curator.errors import ConflictError, CuratorError
 from curator.store.backup_identity import DATABASE_ID_KEY
 from curator.store.db import Store
@@ -225,9 +226,9 @@ class CopyReport:
         }
 
     def describe(self) -> str:
-        replaced = f", replacing {self.replaced_rows:,} rows" if self.replaced_rows else ""
+        replaced = f", replacing {plural(self.replaced_rows, 'row')}" if self.replaced_rows else ""
         return (
-            f"copied {self.rows:,} rows in {len(self.tables)} tables from {self.source} to "
+            f"copied {plural(self.rows, 'row')} in {len(self.tables)} tables from {self.source} to "
             f"{self.dest}{replaced} ({self.seconds:.2f} s); counts and content hashes match"
         )
 
@@ -304,7 +305,7 @@ def copy_database(
                 if copied != report.tables[table.name]:
                     raise CopyError(
                         f"the copy of {table.name} does not match its source "
-                        f"({copied[0]:,} rows against {report.tables[table.name][0]:,}, or "
+                        f"({plural(copied[0], 'row')} against {report.tables[table.name][0]:,}, or "
                         "different content); nothing was copied"
                     )
     except CuratorError:

@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from curator.core.textsafety import escape_controls
+from curator.core.wording import agree, plural
 from curator.store.db import Store
 from curator.store.knowledge import PatternRow, export_json, export_markdown
 from curator.store.models import PatternEpisode
@@ -84,8 +85,9 @@ def export_mem0(store: Store, rows: list[PatternRow]) -> list[dict[str, Any]]:
 
 def _last_line(left_out: int, total: int, limit: int) -> str:
     if not left_out:
-        return f"(all {total:,} patterns fit in {limit:,} characters)"
-    return f"({left_out:,} of {total:,} patterns did not fit in {limit:,} characters)"
+        fit = agree(total, "the pattern fits", f"all {total:,} patterns fit")
+        return f"({fit} in {limit:,} characters)"
+    return f"({left_out:,} of {plural(total, 'pattern')} did not fit in {limit:,} characters)"
 
 
 def export_letta_block(rows: list[PatternRow], limit: int = DEFAULT_BLOCK_LIMIT) -> str:

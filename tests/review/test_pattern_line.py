@@ -79,3 +79,10 @@ def test_a_staged_text_with_line_breaks_commits_as_the_line_the_review_showed(
         ).execute()
     review.decide(store, cid, "ACCEPT")
     assert _committed_texts(store, run.id)[-1] == "Blockers first. Then progress."
+
+
+def test_the_blanks_are_every_space_but_the_refused_controls() -> None:
+    from curator.core.textsafety import BLANKS, CONTROLS
+
+    every = [chr(c) for c in range(0x110000) if chr(c).isspace()]
+    assert "".join(c for c in every if not CONTROLS.fullmatch(c)) == BLANKS

@@ -270,7 +270,7 @@ def test_two_processes_saving_at_once_lose_neither_save(tmp_path: Path) -> None:
     "name", ["\u202eanA", "ana\u2028bob", "ana\u200bbob", "\ufeffana", "ana\tbob", "ana\udcffbob"]
 )
 def test_a_reviewer_name_of_characters_that_do_not_print_is_refused(name: str) -> None:
-    with pytest.raises(CuratorError, match="not a printable character"):
+    with pytest.raises(CuratorError, match=r"not a printable character|a lone surrogate"):
         check_reviewer(name)
     with pytest.raises(CuratorError):
         save_reviewer(name)

@@ -17,6 +17,7 @@ from PySide6.QtGui import QColor, QPalette
 from PySide6.QtWidgets import QTextEdit
 
 from curator.chat_formats.common import describe_import
+from curator.core.wording import plural
 from curator.gui.episodes.episode_model import format_time, label_in_force, model_label_text
 from curator.gui.episodes.label_source import label_decision_rows
 from curator.gui.runtime.operations import StoreOps
@@ -140,7 +141,9 @@ class DetailReader:
         counted, none clears the panel."""
         if count != 1 or len(ids) != 1:
             self._waiting = self._shown = None
-            self.view.setHtml("" if not count else f"<p><i>{count:,} episodes selected.</i></p>")
+            self.view.setHtml(
+                "" if not count else f"<p><i>{plural(count, 'episode')} selected.</i></p>"
+            )
             return
         (episode_id,) = ids
         if episode_id != self._shown:

@@ -232,7 +232,7 @@ class EpisodesPane(Pane):
     def _update_count(self) -> None:
         total = self.model.total
         shown = f"{self.model.rowCount():,}" + ("" if self.model.complete else "+")
-        self.count_label.setText(f"{total:,} episodes ({shown} shown)")
+        self.count_label.setText(f"{plural(total, 'episode')} ({shown} shown)")
         pending = self.model.pending_classification
         self.classify_button.setText(classify_button_text(pending, self._run_limit))
         self.pending_label.setText(
@@ -398,7 +398,7 @@ class EpisodesPane(Pane):
             self.services.dialogs.confirm(
                 self,
                 "Relabel",
-                f"Relabel {len(ids):,} episodes as {label}?\n\n"
+                f"Relabel {plural(len(ids), 'episode')} as {label}?\n\n"
                 "One step: Backspace or Ctrl+Z undoes it.",
                 lambda: self.start_relabel(ids, label, after),
                 yes_text="Relabel",

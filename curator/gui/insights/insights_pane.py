@@ -36,7 +36,7 @@ from PySide6.QtWidgets import (
 )
 
 from curator.core.whatif import GATE_DECISIONS, WhatIf
-from curator.core.wording import plural
+from curator.core.wording import agree, plural
 from curator.gui.insights.confusion_model import ConfusionModel
 from curator.gui.insights.insights_charts import (
     ForecastChart,
@@ -356,8 +356,8 @@ class InsightsPane(Pane):
         g = ins.gate_kappa
         self.gate_summary.setText(
             f"Agreement {pct(ins.gate.accuracy())} · Cohen's κ {num(g.kappa)} "
-            f"(95% {num(g.low)} – {num(g.high)}) · {len(ins.overrides):,} overrides · "
-            f"{ins.quality_drops:,} texts dropped by the quality gate"
+            f"(95% {num(g.low)} – {num(g.high)}) · {plural(len(ins.overrides), 'override')} · "
+            f"{plural(ins.quality_drops, 'text')} dropped by the quality gate"
         )
         self.overrides.set_rows(ins.overrides)
         self.histogram.set_histogram(ins.histogram_edges, ins.histogram)
@@ -407,12 +407,16 @@ class InsightsPane(Pane):
             valid and (skip, update) != (self.insights.skip, self.insights.update)
         )
         text = (
-            f"SKIP ≥ {skip:.2f}, UPDATE ≥ {update:.2f}: {what.changed} of {what.total} proposals "
-            f"change; agreement with the reviewers {pct(doc['agreement_before'])} → "  # type: ignore[arg-type]
+            f"SKIP ≥ {skip:.2f}, UPDATE ≥ {update:.2f}: {what.changed:,} of "
+            f"{plural(what.total, 'proposal')} change; agreement with the reviewers "
+            f"{pct(doc['agreement_before'])} → "  # type: ignore[arg-type]
             f"{pct(doc['agreement_after'])}, κ {num(what.matrix.kappa())}"  # type: ignore[arg-type]
         )
         if what.pool_dependent:
-            text += f" ({what.pool_dependent} depend on earlier candidates of their run)"
+            text += (
+                f" ({what.pool_dependent:,} {agree(what.pool_dependent, 'depends', 'depend')} "
+                "on earlier candidates of their run)"
+            )
         if not valid:
             text += ". The SKIP threshold must be above the UPDATE threshold."
         self.what_if_label.setText(text)
@@ -425,7 +429,7 @@ class InsightsPane(Pane):
         self.quality_label.setText(
             f"Would drop {sum(q.dropped_by_decision.values())} of {q.reviewed} reviewed "
             f"candidates ({lost} the reviewers added or merged); would let through "
-            f"{q.admitted:,} of {q.traced_drops:,} texts dropped at distillation."
+            f"{q.admitted:,} of {plural(q.traced_drops, 'text')} dropped at distillation."
         )
 
     # -- actions ----------------------------------------------------------------------------

@@ -16,6 +16,7 @@ from PySide6.QtCore import Qt
 from PySide6.QtGui import QPalette
 from PySide6.QtWidgets import QLabel, QStackedWidget, QVBoxLayout, QWidget
 
+from curator.core.wording import plural
 from curator.gui.insights.insights_charts import _style, series_item
 from curator.gui.insights.insights_parts import num
 from curator.pipeline.insights import Insights
@@ -126,4 +127,6 @@ class LearningSection(QWidget):
             f"{SOURCE_NAMES.get(name, name)} <b>{count:,}</b>"
             for name, count in sources.decided.items()
         ]
-        self.sources_label.setText(f"Who decided the {total:,} labels shown: " + " · ".join(parts))
+        self.sources_label.setText(
+            f"Who decided the {plural(total, 'label')} shown: " + " · ".join(parts)
+        )

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from curator.chat_formats import ChatImport
+from curator.core.wording import plural
 from curator.pipeline.import_knowledge import import_knowledge
 from curator.store.importer import ImportCancelled, ImportReport, import_file
 
@@ -93,7 +94,7 @@ class FileMenuMixin(_WindowBase):
             self.show_message(f"Import of {path.name} cancelled; nothing of it was imported.")
             return
         summary = (
-            f"{report.imported:,} imported, {report.duplicates:,} duplicates, "
+            f"{report.imported:,} imported, {plural(report.duplicates, 'duplicate')}, "
             f"{len(report.errors):,} rejected from {path.name}."
         )
         self.show_message(summary)
