@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import ast
 import re
+from collections.abc import Callable
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent / "curator"
@@ -74,6 +75,15 @@ def _bare_counts(source: str) -> list[tuple[int, str]]:
     return found
 
 
+def _everywhere(scan: Callable[[str], list[tuple[int, str]]]) -> list[str]:
+    """``FILE:LINE: {placeholder}`` for what ``scan`` finds in each module of the package."""
+    return [
+        f"{path.relative_to(ROOT.parent)}:{line}: {{{text}}}"
+        for path in sorted(ROOT.rglob("*.py"))
+        for line, text in scan(path.read_text(encoding="utf-8"))
+    ]
+
+
 def test_the_scan_finds_each_kind_of_bare_count() -> None:
     source = (
         'a = f"{n} episodes"\n'
@@ -85,11 +95,7 @@ def test_the_scan_finds_each_kind_of_bare_count() -> None:
 
 
 def test_every_count_in_a_message_is_grouped_by_thousands() -> None:
-    bare = [
-        f"{path.relative_to(ROOT.parent)}:{line}: {{{text}}}"
-        for path in sorted(ROOT.rglob("*.py"))
-        for line, text in _bare_counts(path.read_text(encoding="utf-8"))
-    ]
+    bare = _everywhere(_bare_counts)
     assert not bare, "write these counts as {n:,} (or with plural()):\n" + "\n".join(bare)
 
 
@@ -137,11 +143,7 @@ def test_the_scan_finds_hand_made_plurals() -> None:
 def test_every_plural_is_made_by_plural_or_agree() -> None:
     """A word chosen by hand next to a count drifts from the rule plural() keeps (its
     count went out bare as "1200 messages" while plural() writes "1,200 messages")."""
-    made = [
-        f"{path.relative_to(ROOT.parent)}:{line}"
-        for path in sorted(ROOT.rglob("*.py"))
-        for line in _hand_made_plurals(path.read_text(encoding="utf-8"))
-    ]
+    made = _everywhere(lambda source: [(line, "") for line in _hand_made_plurals(source)])
     assert not made, "write these with plural() or agree():\n" + "\n".join(made)
 
 
@@ -205,9 +207,5 @@ def test_the_scan_finds_a_count_before_a_plural_noun() -> None:
 def test_every_count_before_a_noun_agrees_with_it() -> None:
     """ "1 candidates added", "exported 0 episodes and 1 candidates": a count that may be
     1 goes through plural(), which writes the noun as the count needs it."""
-    bare = [
-        f"{path.relative_to(ROOT.parent)}:{line}: {{{text}}}"
-        for path in sorted(ROOT.rglob("*.py"))
-        for line, text in _counts_without_plural(path.read_text(encoding="utf-8"))
-    ]
+    bare = _everywhere(_counts_without_plural)
     assert not bare, "write these with plural():\n" + "\n".join(bare)
