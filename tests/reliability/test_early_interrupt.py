@@ -26,6 +26,9 @@ MOMENTS = ["curator.cli", "curator.cli.data", "curator.store.db"]
 
 CHILD = """
 import builtins, importlib, os, signal, sys
+# as a terminal starts a program: a process started in the background of a shell that
+# is not interactive inherits SIGINT ignored, and Python then keeps it ignored
+signal.signal(signal.SIGINT, signal.default_int_handler)
 target, argv = sys.argv[1], sys.argv[2:]
 real_import, real_module = builtins.__import__, importlib.import_module
 def send(name):
