@@ -103,7 +103,9 @@ def _episode_lines(store: Store) -> Iterator[dict[str, Any]]:
         yield doc
 
 
-def _candidate_lines(store: Store) -> Iterator[dict[str, Any]]:
+def _candidate_lines(store: Store, *, sources: bool = True) -> Iterator[dict[str, Any]]:
+    """The decided candidates as the file writes them; ``sources=False`` leaves out their
+    source episodes (the import's identity of a decision does not read them)."""
     rows = store.execute(
         "SELECT c.id, c.text, c.category, c.importance, c.proposed_action, c.proposed_ratio, "
         "c.action, c.final_text FROM candidate c WHERE c.action IS NOT NULL "
@@ -111,12 +113,13 @@ def _candidate_lines(store: Store) -> Iterator[dict[str, Any]]:
         "AND COALESCE(c.decided_via, c.decided_by) NOT IN ('model', 'cli --accept-all') "
         "ORDER BY c.run_id, c.ordinal"
     )
-    sources: dict[int, list[str]] = defaultdict(list)
-    for cid, chash in store.execute(
-        "SELECT ce.candidate_id, e.content_hash FROM candidate_episode ce "
-        "JOIN episode e ON e.id = ce.episode_id ORDER BY ce.candidate_id, e.id"
-    ):
-        sources[int(cid)].append(str(chash))
+    linked: dict[int, list[str]] = defaultdict(list)
+    if sources:
+        for cid, chash in store.execute(
+            "SELECT ce.candidate_id, e.content_hash FROM candidate_episode ce "
+            "JOIN episode e ON e.id = ce.episode_id ORDER BY ce.candidate_id, e.id"
+        ):
+            linked[int(cid)].append(str(chash))
     for cid, text, category, importance, proposed, ratio, action, final_text in rows:
         yield {
             "kind": "candidate",
@@ -127,7 +130,7 @@ def _candidate_lines(store: Store) -> Iterator[dict[str, Any]]:
             "proposed_ratio": ratio,
             "decision": action,
             "final_text": final_text,
-            "episodes": sources.get(int(cid), []),
+            "episodes": linked.get(int(cid), []),
         }
 
 
@@ -472,7 +475,7 @@ def _import_candidates(
     # Every decided candidate the export would write, as a multiset of its fields: a
     # file exported from this database (or from one imported from it) adds nothing, and
     # two decisions that differ in any field, or the same decision taken twice, stay apart.
-    present = Counter(_candidate_key(line) for line in _candidate_lines(store))
+    present = Counter(_candidate_key(line) for line in _candidate_lines(store, sources=False))
     with store.write():
         run: Run | None = None
         for ordinal, doc in enumerate(docs):
