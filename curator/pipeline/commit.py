@@ -204,8 +204,7 @@ def _refuse(plan: Plan, reviewed_only: bool) -> None:
     if preview.unreviewed and not reviewed_only:
         raise UnreviewedError(
             f"run {plan.run.id} has {plural(preview.unreviewed, 'unreviewed candidate')}; "
-            "review them or commit with "
-            "--reviewed-only"
+            "review them or commit with --reviewed-only"
         )
     if reviewed_only and not plan.apply:
         raise CuratorError(f"run {plan.run.id} has no reviewed candidates to commit")
@@ -213,9 +212,8 @@ def _refuse(plan: Plan, reviewed_only: bool) -> None:
         shown = _first_ten([c.describe() for c in preview.conflicts], "; ")
         raise ConflictError(
             f"conflict: {plural(len(preview.conflicts), 'candidate')} of run {plan.run.id} "
-            "no longer "
-            f"hold as decided: {shown}. Nothing was applied; decide them again (an explicit "
-            "target takes a pattern as it is now)"
+            f"no longer hold as decided: {shown}. Nothing was applied; decide them again "
+            "(an explicit target takes a pattern as it is now)"
         )
 
 

@@ -44,7 +44,7 @@ def save_identity(store: Store, identity_text: str, axioms: list[str], note: str
     an axiom shows nothing (zero-width characters only).
     """
     # blanks off the ends; a control there stays, refused below by name
-    cleaned = [strip_blanks(a) for a in axioms if strip_blanks(a)]
+    cleaned = [kept for a in axioms if (kept := strip_blanks(a))]
     for where, text in (
         ("the identity text", identity_text),
         *((f"axiom {n}", a) for n, a in enumerate(cleaned, 1)),
