@@ -88,6 +88,7 @@ bench: $(STAMP)
 	$(PY) benchmarks/bench_poisoning.py
 	$(PY) benchmarks/bench_detector.py
 	QT_QPA_PLATFORM=offscreen $(PY) benchmarks/bench_commit.py
+	$(PY) benchmarks/bench_whatif.py
 
 screenshots: $(STAMP)
 	QT_QPA_PLATFORM=offscreen $(PY) packaging/screenshots.py docs/screenshots

@@ -47,8 +47,8 @@ from curator.core.whatif import (
     GatedCandidate,
     QualityWhatIf,
     WhatIf,
+    WhatIfTable,
     quality_what_if,
-    threshold_what_if,
 )
 from curator.pipeline import learn
 from curator.store.db import Store
@@ -202,6 +202,7 @@ class Insights:
     gate_kappa: KappaInterval
     gated: list[GatedCandidate]
     runs: list[GatedCandidate]  # every candidate of the self-gated runs, in order
+    what_ifs: WhatIfTable  # ``gated`` against ``runs``, for what-ifs while a line is dragged
     overrides: list[Override]
     bulk_decisions: int
     quality_drops: int
@@ -224,7 +225,7 @@ class Insights:
 
     def what_if_at(self, skip: float, update: float) -> WhatIf:
         """The gate proposals under other thresholds (no store access: for live dragging)."""
-        return threshold_what_if(self.gated, skip, update, runs=self.runs)
+        return self.what_ifs.at(skip, update)
 
     def quality_at(self, min_chars: int, min_words: int) -> QualityWhatIf:
         return quality_what_if(self.reviewed_texts, self.dropped_texts, min_chars, min_words)
@@ -521,6 +522,7 @@ def compute_insights(
             overrides.append(Override(int(cid), int(rid), str(text), proposed, action, ratio))
     gate = confusion([g.human for g in gated], [g.proposed for g in gated], GATE_DECISIONS)
     whole_runs = _whole_runs(store, run_id)
+    what_ifs = WhatIfTable(gated, whole_runs)
 
     series = _label_series(store, runs) if run_id is None else []
     if run_id is None:
@@ -565,7 +567,8 @@ def compute_insights(
         series=series,
         skip=skip,
         update=update,
-        what_if=threshold_what_if(gated, skip, update, runs=whole_runs),
+        what_ifs=what_ifs,
+        what_if=what_ifs.at(skip, update),
         quality=quality_what_if(reviewed_texts, dropped, settings.min_chars, settings.min_words),
         reviewed_texts=reviewed_texts,
         dropped_texts=dropped,

@@ -10,11 +10,14 @@ from hypothesis import strategies as st
 
 from curator.core.dedup import gate
 from curator.core.whatif import (
+    GATE_DECISIONS,
     GatedCandidate,
+    WhatIfTable,
     pool_dependent,
     propose,
     quality_what_if,
     threshold_what_if,
+    walk_what_if,
 )
 
 _SENTENCES = (
@@ -215,3 +218,63 @@ def test_candidates_left_out_of_the_scores_still_count_for_the_pool(
     for c, ours in zip(scored, what.proposals, strict=True):
         assert ours == real[c.id] or c.id in counted, f"candidate {c.id}"
     assert what.pool_dependent == sum(c.id in counted for c in scored)
+
+
+# -- the table against the walk ---------------------------------------------------------------
+
+_STORED = st.sampled_from(["SKIP", "UPDATE", "ADD", "REJECT", "MERGE"])  # MERGE: not a decision
+_CANDIDATE = st.builds(
+    GatedCandidate,
+    id=st.integers(0, 30),  # repeats: ids are the caller's, the table must not assume them unique
+    ratio=st.one_of(st.floats(0.0, 1.0), st.sampled_from([0.0, 0.6, 0.8, 0.95, 1.0])),
+    proposed=_STORED,
+    human=st.sampled_from(GATE_DECISIONS),
+    pool_empty=st.booleans(),
+    same_run_match=st.booleans(),
+    run_id=st.one_of(st.none(), st.integers(1, 4)),  # runs interleaved, and gated alone
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    whole=st.lists(_CANDIDATE, max_size=40),
+    scored=st.lists(st.integers(0, 39), max_size=40),
+    extra=st.lists(_CANDIDATE, max_size=3),
+    thresholds=st.lists(st.floats(0.0, 1.0), min_size=2, max_size=2),
+    with_runs=st.booleans(),
+)
+def test_the_table_answers_what_the_walk_answers(
+    whole: list[GatedCandidate],
+    scored: list[int],
+    extra: list[GatedCandidate],
+    thresholds: list[float],
+    with_runs: bool,
+) -> None:
+    """:class:`WhatIfTable` (arrays, for a dragged line) equals :func:`walk_what_if` (one
+    candidate at a time, the rules as written) on any candidates: runs interleaved and
+    gated alone, repeated ids, stored proposals outside the decisions, scored candidates
+    a subset of the runs or not in them at all, thresholds in either order."""
+    skip, update = thresholds
+    if with_runs:
+        chosen = [whole[i] for i in scored if i < len(whole)] + extra
+        table, walk = WhatIfTable(chosen, whole), walk_what_if(chosen, skip, update, runs=whole)
+    else:
+        table, walk = WhatIfTable(whole), walk_what_if(whole, skip, update)
+    ours = table.at(skip, update)
+    assert (ours.proposals, ours.changed, ours.agree_before, ours.agree_after) == (
+        walk.proposals,
+        walk.changed,
+        walk.agree_before,
+        walk.agree_after,
+    )
+    assert ours.pool_dependent == walk.pool_dependent
+    assert ours.matrix.labels == walk.matrix.labels
+    assert ours.matrix.counts.tolist() == walk.matrix.counts.tolist()
+
+
+def test_a_human_decision_outside_the_decisions_is_refused_by_both() -> None:
+    odd = [GatedCandidate(1, 0.5, "ADD", "MERGE", run_id=1)]
+    with pytest.raises(ValueError, match="MERGE"):
+        WhatIfTable(odd)
+    with pytest.raises(ValueError, match="MERGE"):
+        walk_what_if(odd, 0.9, 0.7)
