@@ -19,7 +19,7 @@ from dataclasses import dataclass
 
 from curator.core.degenerate import KINDS, degenerate_reason
 from curator.core.textmeasure import measure
-from curator.core.textsafety import control_problem
+from curator.core.textsafety import SHOWS_NOTHING, control_problem, visible
 from curator.core.wording import plural
 
 __all__ = ["QualityGate", "QualityVerdict", "Rejected", "count_kinds"]
@@ -83,6 +83,8 @@ class QualityGate:
             reasons.append(f"{counted}, fewer than {self.min_chars}")
         if size.words < self.min_words:
             reasons.append(f"{plural(size.words, 'word')}, fewer than {self.min_words}")
+        if stripped and not visible(stripped):
+            reasons.append(SHOWS_NOTHING)  # zero-width characters: a blank row to review
         problem = control_problem(stripped)
         if problem is not None:
             # a model's output with ESC sequences or NUL would hide text from the reviewer

@@ -127,6 +127,11 @@ _SHOWN_FORMATS: Final = frozenset(
 Kaithi number sign)."""
 
 
+SHOWS_NOTHING: Final = "shows nothing: only blanks and invisible characters"
+"""Why a pattern that :func:`visible` finds empty is refused: the reviewer would see a
+blank row while the agent's prompt got the invisible characters."""
+
+
 def visible(text: str) -> bool:
     """Whether ``text`` shows anything: not only blanks, format characters, lone marks
     and blank letters (an episode, an identity or an axiom of nothing)."""

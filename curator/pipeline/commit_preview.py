@@ -34,7 +34,7 @@ from curator.core.scoring import (
     rank_key,
     standing_key,
 )
-from curator.core.textsafety import pattern_line
+from curator.core.textsafety import SHOWS_NOTHING, pattern_line, visible
 from curator.pipeline.commit_reads import read_open
 from curator.pipeline.fingerprint import DecisionKey, decision_keys, fingerprint
 from curator.pipeline.stale_adds import newer_matches
@@ -221,6 +221,9 @@ def plan_commit(store: Store, run_id: int) -> Plan:
         elif c.action == "ADD":
             # one line, as the review showed it (a run staged before the rule may hold more)
             text = pattern_line(c.final_text if c.final_text is not None else c.text)
+            if not visible(text):  # staged before the quality gate refused such a text
+                preview.conflicts.append(Conflict(c.id, None, f"its text {SHOWS_NOTHING}"))
+                continue
             preview.adds.append(
                 PreviewAdd(c.id, text, candidate_importance(c), c.category, c.distilled_at)
             )

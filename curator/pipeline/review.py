@@ -44,7 +44,7 @@ from typing import Any
 
 from curator.core.flag_type import Flag
 from curator.core.scoring import as_utc
-from curator.core.textsafety import control_problem, pattern_line
+from curator.core.textsafety import SHOWS_NOTHING, control_problem, pattern_line, visible
 from curator.errors import CuratorError
 from curator.pipeline.flagging import FlagContext, candidate_sources, flag_context, seen_record
 from curator.pipeline.review_resolve import FINAL_ACTIONS, resolve
@@ -238,6 +238,8 @@ def decide(
             cleaned = pattern_line(text)  # one line, as every view shows it
             if not cleaned:
                 raise CuratorError("the edited text is empty; REJECT the candidate instead")
+            if not visible(cleaned):
+                raise CuratorError(f"the edited text {SHOWS_NOTHING}; REJECT the candidate instead")
             problem = control_problem(cleaned, "the edited text")
             if problem is not None:
                 raise CuratorError(problem)

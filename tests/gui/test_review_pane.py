@@ -11,7 +11,7 @@ from datetime import timedelta
 
 import pytest
 from PySide6.QtCore import Qt
-from PySide6.QtWidgets import QApplication
+from PySide6.QtWidgets import QApplication, QDialogButtonBox
 
 from curator.core.scoring import rank_key
 from curator.gui.knowledge.knowledge_pane import KnowledgePane
@@ -208,6 +208,26 @@ def test_edit_dialog_text_with_a_control_character_is_refused(qtbot, pane: Revie
     qtbot.waitUntil(lambda: pane.settled, timeout=30_000)  # written in the background
     qtbot.waitUntil(lambda: bool(messages), timeout=30_000)
     assert "U+001B (ESC)" in messages[-1][1]
+    after = next(c for c in pane.candidates() if c.ordinal == 3)
+    assert (after.final_text, after.action) == (before.final_text, before.action)
+
+
+def test_edit_dialog_text_that_shows_nothing_cannot_be_taken(qtbot, pane: ReviewPane) -> None:
+    """Zero-width characters and blanks: the dialog says so and neither OK nor Return
+    takes the text (the reviewer would see an empty row, the agent hidden characters)."""
+    pane._select_row(2)  # the ADD candidate
+    before = next(c for c in pane.candidates() if c.ordinal == 3)
+    key(qtbot, pane, Qt.Key.Key_E)
+    dialog = pane.edit_dialog
+    assert dialog is not None
+    dialog.text_edit.setPlainText("\u200b\u2060 \u200d\ufeff \u3164")
+    dialog.rematch()
+    ok = dialog.buttons.button(QDialogButtonBox.StandardButton.Ok)
+    assert not ok.isEnabled()
+    assert "shows nothing" in dialog.match_label.text()
+    qtbot.keyClick(dialog.text_edit, Qt.Key.Key_Return)
+    assert dialog.isVisible()
+    dialog.reject()
     after = next(c for c in pane.candidates() if c.ordinal == 3)
     assert (after.final_text, after.action) == (before.final_text, before.action)
 

@@ -31,7 +31,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from curator.core.textsafety import pattern_line
+from curator.core.textsafety import SHOWS_NOTHING, pattern_line, visible
 from curator.core.wording import agree, plural
 from curator.gui.review.review_list import action_name
 from curator.gui.widgets.diff_view import DiffView
@@ -105,7 +105,7 @@ class EditDialog(QDialog):
             and event.key() in (Qt.Key.Key_Return, Qt.Key.Key_Enter)
         ):
             ok = self.buttons.button(QDialogButtonBox.StandardButton.Ok)
-            if ok.isEnabled() and self.text_edit.toPlainText().strip():
+            if ok.isEnabled() and visible(pattern_line(self.text_edit.toPlainText())):
                 self.accept()
             return True
         return super().eventFilter(watched, event)
@@ -114,9 +114,10 @@ class EditDialog(QDialog):
         """Show what the gates say about the current text (the same check ``decide`` runs)."""
         text = pattern_line(self.text_edit.toPlainText())
         ok = self.buttons.button(QDialogButtonBox.StandardButton.Ok)
-        ok.setEnabled(bool(text))
-        if not text:
-            self.match_label.setText("The text is empty; reject the candidate instead.")
+        ok.setEnabled(visible(text))
+        if not visible(text):
+            said = "is empty" if not text else SHOWS_NOTHING
+            self.match_label.setText(f"The text {said}; reject the candidate instead.")
             self.diff.clear_diff()
             return
         self.rematching = True

@@ -1,0 +1,87 @@
+"""A pattern that shows nothing never reaches the agent.
+
+Zero-width characters, blanks and lone marks pass every length limit and every control
+check, yet a review view shows the row empty while the agent's prompt would get the
+invisible characters (a carrier for hidden text). The quality gate drops such a text
+wherever candidates are made (distillation, import-knowledge), an edit to one is refused,
+and a run staged before the rule cannot commit one.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from curator.cli import main
+from curator.core.quality import QualityGate
+from curator.core.textsafety import SHOWS_NOTHING, visible
+from curator.errors import ConflictError, CuratorError
+from curator.pipeline import review
+from curator.pipeline.commit import commit_run
+from curator.store.db import Store
+from curator.store.models import Candidate, Pattern
+from review.conftest import candidate_ids, make_staged_run
+
+# each one invisible: format characters, a blank letter, lone combining marks, blanks
+UNSEEN = "\u200b\u200c\u200d\u2060\u2063\ufeff\u3164\u115f\u0301\u034f \u00a0\u2009"
+PLAIN = "The operator reads status updates first thing in the morning before standup."
+
+
+def _invisible(length: int) -> str:
+    """Invisible characters long enough and worded enough for any length limit."""
+    return " ".join(UNSEEN[i % len(UNSEEN)] * 3 for i in range(length))
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    unseen=st.text(st.sampled_from(UNSEEN), min_size=1, max_size=120),
+    shown=st.text(st.characters(codec="utf-8"), max_size=3),
+)
+def test_the_quality_gate_drops_a_text_exactly_when_it_shows_nothing(
+    unseen: str, shown: str
+) -> None:
+    """With no length limit (an empty text is refused before the gate everywhere)."""
+    gate = QualityGate(min_chars=0, min_words=0, degenerate=False)  # no other reason
+    if unseen.strip():
+        assert SHOWS_NOTHING in gate.check(unseen).reasons
+    mixed = (unseen + shown).strip()
+    assert (SHOWS_NOTHING in gate.check(mixed).reasons) == (bool(mixed) and not visible(mixed))
+
+
+def test_import_knowledge_drops_a_pattern_of_nothing(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = tmp_path / "seed.json"
+    path.write_text(json.dumps([PLAIN, _invisible(20)]), encoding="utf-8")
+    db = tmp_path / "curator.sqlite"
+    assert main(["--db", str(db), "import-knowledge", str(path)]) == 0
+    out, err = capsys.readouterr()
+    assert "1 staged" in out and "1 dropped by the quality gate" in out
+    assert SHOWS_NOTHING in err
+    with Store(db):
+        assert [c.text for c in Candidate.select()] == [PLAIN]
+
+
+def test_an_edit_to_nothing_is_refused_and_changes_nothing(store: Store) -> None:
+    run = make_staged_run(store, [{"text": PLAIN}])
+    cid = candidate_ids(run)[0]
+    before = Candidate.get_by_id(cid).__data__
+    with pytest.raises(CuratorError, match=f"the edited text {SHOWS_NOTHING}; REJECT"):
+        review.decide(store, cid, "ADD", text=_invisible(8))
+    assert Candidate.get_by_id(cid).__data__ == before
+
+
+def test_a_run_staged_before_the_rule_cannot_commit_one(store: Store) -> None:
+    run = make_staged_run(store, [{"text": PLAIN}, {"text": _invisible(8), "action": "ADD"}])
+    for cid in candidate_ids(run):
+        review.decide(store, cid, "ACCEPT")
+    with pytest.raises(ConflictError, match=f"its text {SHOWS_NOTHING}"):
+        commit_run(store, run.id, actor="test")
+    assert Pattern.select().count() == 0  # nothing applied, the visible one neither
+    review.decide(store, candidate_ids(run)[1], "REJECT")
+    commit_run(store, run.id, actor="test")
+    assert [p.text for p in Pattern.select()] == [PLAIN]
