@@ -249,6 +249,9 @@ def plan_commit(store: Store, run_id: int) -> Plan:
                 pattern_line(c.final_text) if (c.final_text is not None and not keep) else None
             )
             kept_edit = c.final_text if (c.final_text is not None and keep) else None
+            if new_text is not None and not visible(new_text):  # edited before the rule
+                preview.conflicts.append(Conflict(c.id, p.id, f"its edit {SHOWS_NOTHING}"))
+                continue
             if new_text is not None:
                 other = rewording.setdefault(p.id, (c.id, new_text))
                 if other[1] != new_text:

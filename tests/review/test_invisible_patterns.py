@@ -85,3 +85,20 @@ def test_a_run_staged_before_the_rule_cannot_commit_one(store: Store) -> None:
     review.decide(store, candidate_ids(run)[1], "REJECT")
     commit_run(store, run.id, actor="test")
     assert [p.text for p in Pattern.select()] == [PLAIN]
+
+
+def test_an_update_edited_to_nothing_before_the_rule_cannot_commit(store: Store) -> None:
+    run = make_staged_run(store, [{"text": PLAIN}])
+    review.decide(store, candidate_ids(run)[0], "ACCEPT")
+    commit_run(store, run.id, actor="test")
+    target = Pattern.get().id
+    again = make_staged_run(
+        store, [{"text": PLAIN + " Weekly.", "action": "UPDATE", "target": target}]
+    )
+    cid = candidate_ids(again)[0]
+    review.decide(store, cid, "ACCEPT")
+    # an edit written by an older version, which did not refuse it
+    Candidate.update(final_text=_invisible(8)).where(Candidate.id == cid).execute()
+    with pytest.raises(ConflictError, match=f"its edit {SHOWS_NOTHING}"):
+        commit_run(store, again.id, actor="test")
+    assert [p.text for p in Pattern.select()] == [PLAIN]
