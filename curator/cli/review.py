@@ -12,6 +12,7 @@ import dataclasses
 from typing import TYPE_CHECKING, Any
 
 from curator.cli.common import CommandContext, integer, utf8_text
+from curator.core.textsafety import one_line
 from curator.core.wording import plural
 from curator.errors import CuratorError
 from curator.pipeline import review as review_api
@@ -156,7 +157,7 @@ def _candidate_line(v: review_api.CandidateView) -> str:
     decision = v.action or "-"
     if v.action in review_api.TARGETED and v.target_id is not None:
         decision += f" #{v.target_id}"
-    text = " ".join(v.effective_text.split())
+    text = " ".join(one_line(v.effective_text).split())  # what draws as nothing, escaped
     if len(text) > 70:
         text = text[:69] + "…"
     if v.action == "UPDATE" and v.final_text is not None:

@@ -501,6 +501,18 @@ _ZERO_WIDTH = gated("[\u200b\u200c\u200d\u2060\u2061\u2062\u2063\u2064\ufeff\u18
 _BIDI = gated("[\u202a-\u202e\u2066-\u2069\u200e\u200f\u061c]+")
 _TAGS = gated("[\U000e0000-\U000e007f]+")
 _PRIVATE = gated("[\ue000-\uf8ff\U000f0000-\U000ffffd]+")
+# Drawn as nothing by every renderer, assigned to nothing yet: only a carrier of hidden data.
+_UNASSIGNED_IGNORABLE = gated(
+    "[\u2065\ufff0-\ufff8\ufffc\U000e0080-\U000e00ff\U000e01f0-\U000e0fff]+"
+)
+# One variation selector picks the look of the character before it (an emoji's colour);
+# a run of them carries bytes (one selector each) that nothing shows.
+_SELECTOR_RUN = gated("[\ufe00-\ufe0f\U000e0100-\U000e01ef]{2,}")
+# Letters drawn as empty space: a run of them pads a line so that what follows falls past
+# a list's cut, or makes a text look empty. A blank braille cell between braille cells is
+# a space in braille.
+_BLANK_LETTERS = gated("[\u115f\u1160\u3164\uffa0\u2800]+")
+_BRAILLE = frozenset(chr(c) for c in range(0x2801, 0x2900))
 _WORD = gated(r"\w+", re.UNICODE)
 _BASE64 = gated(r"(?<![A-Za-z0-9+/=])[A-Za-z0-9+/]{14,}={0,2}(?![A-Za-z0-9+/=])")
 
@@ -558,6 +570,14 @@ def hidden_hits(text: str) -> Iterator[Hit]:
         yield m.start(), m.end(), "invisible Unicode tag characters (hidden ASCII)"
     for m in _PRIVATE.finditer(text):
         yield m.start(), m.end(), "private-use characters"
+    for m in _UNASSIGNED_IGNORABLE.finditer(text):
+        yield m.start(), m.end(), "invisible unassigned characters (hidden data)"
+    for m in _SELECTOR_RUN.finditer(text):
+        yield m.start(), m.end(), "a run of variation selectors (hidden data)"
+    for m in _BLANK_LETTERS.finditer(text):
+        s, e = m.span()
+        if not (m.group() == "\u2800" * (e - s) and _between_braille(text, s, e)):
+            yield s, e, "blank letters (shown as empty space)"
     for m in () if text.isascii() else _WORD.finditer(text):
         # Latin next to kana, CJK or Hangul ("SNSに", "TRPG에서") is ordinary mixed
         # writing: only letters that can pass for each other (Latin, Cyrillic, Greek) mix.
@@ -573,6 +593,10 @@ def hidden_hits(text: str) -> Iterator[Hit]:
             yield m.start(), m.end(), "a base64 blob that decodes to text"
         elif len(token) >= 48 and shannon_entropy(token) >= 4.5:
             yield m.start(), m.end(), "a base64-like blob"
+
+
+def _between_braille(text: str, start: int, end: int) -> bool:
+    return start > 0 and end < len(text) and {text[start - 1], text[end]} <= _BRAILLE
 
 
 def control_hits(text: str) -> Iterator[Hit]:

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 
 from curator.core.degenerate import KINDS, degenerate_reason
 from curator.core.textmeasure import measure
-from curator.core.textsafety import SHOWS_NOTHING, control_problem, visible
+from curator.core.textsafety import SHOWS_NOTHING, control_problem, strip_blanks, visible
 from curator.core.wording import plural
 
 __all__ = ["QualityGate", "QualityVerdict", "Rejected", "count_kinds"]
@@ -73,7 +73,7 @@ class QualityGate:
 
     def check(self, text: str) -> QualityVerdict:
         """Judge one text; reasons read like ``"27 characters, fewer than 30"``."""
-        stripped = text.strip()
+        stripped = strip_blanks(text)  # a control at an end stays, to be refused by name
         reasons: list[str] = []
         size = measure(stripped)
         if size.weighed < self.min_chars:

@@ -120,6 +120,19 @@ _UNSEEN_CATEGORIES: Final = frozenset({"Cf", "Mn", "Me"})
 nothing without a letter to sit on (a variation selector is a mark too)."""
 _BLANK_LETTERS: Final = frozenset("\u115f\u1160\u3164\uffa0\u2800")
 """Letters and a symbol drawn as nothing: the Hangul fillers and the blank braille cell."""
+_IGNORABLE_RANGES: Final = (
+    (0x00AD, 0x00AD), (0x034F, 0x034F), (0x061C, 0x061C), (0x115F, 0x1160), (0x17B4, 0x17B5),
+    (0x180B, 0x180F), (0x200B, 0x200F), (0x202A, 0x202E), (0x2060, 0x206F), (0x3164, 0x3164),
+    (0xFE00, 0xFE0F), (0xFEFF, 0xFEFF), (0xFFA0, 0xFFA0), (0xFFF0, 0xFFF8),
+    (0x1BCA0, 0x1BCA3), (0x1D173, 0x1D17A), (0xE0000, 0xE0FFF),
+)  # fmt: skip
+"""Unicode's Default_Ignorable_Code_Point (DerivedCoreProperties.txt), first and last of
+each range: what a renderer draws as nothing whatever the font, the code points not yet
+assigned among them included (U+2065, U+FFF0-U+FFF8, U+E0080 and up), which no category
+test finds (they are ``Cn``)."""
+IGNORABLE: Final = frozenset(
+    chr(c) for first, last in _IGNORABLE_RANGES for c in range(first, last + 1)
+)
 _SHOWN_FORMATS: Final = frozenset(
     "\u0600\u0601\u0602\u0603\u0604\u0605\u06dd\u070f\u08e2\U000110bd\U000110cd"
 )
@@ -137,7 +150,13 @@ def visible(text: str) -> bool:
     and blank letters (an episode, an identity or an axiom of nothing)."""
     return any(
         c in _SHOWN_FORMATS
-        or not (c.isspace() or c in _BLANK_LETTERS or unicodedata.category(c) in _UNSEEN_CATEGORIES)
+        or not (
+            c.isspace()
+            or c in _BLANK_LETTERS
+            or c in IGNORABLE
+            or c == "\ufffc"  # the object replacement character, for an object not there
+            or unicodedata.category(c) in _UNSEEN_CATEGORIES
+        )
         for c in text
     )
 
@@ -196,10 +215,15 @@ def escape_controls(text: str) -> str:
 #: separators, the marks and overrides of text direction (a right-to-left override shows
 #: "exe.txt" as "txt.exe"), the invisible format characters (zero-width space and
 #: joiners, soft hyphen, word joiner, byte order mark, tags: "te\u200bxt" reads "text"),
-#: and lone surrogates (no UTF-8 encoder writes them, so printing the message failed).
+#: the rest of what draws as nothing (the default-ignorable code points, assigned or not,
+#: and the blank letters; not the variation selectors, which follow an emoji or an
+#: ideograph in ordinary writing), and lone surrogates (no UTF-8 encoder writes them, so
+#: printing the message failed).
 LAYOUT: Final = re.compile(
-    "[\n\t\r\u2028\u2029\u00ad\u061c\u180e\u200b-\u200f\u202a-\u202e\u2060-\u2064"
-    "\u2066-\u206f\ufeff\ufff9-\ufffb\U000e0000-\U000e007f\ud800-\udfff]"
+    "[\n\t\r\u2028\u2029\u00ad\u034f\u061c\u115f\u1160\u17b4\u17b5\u180b-\u180e"
+    "\u200b-\u200f\u202a-\u202e\u2060-\u206f\u2800\u3164\ufeff\uffa0\ufff0-\ufffc"
+    "\U0001bca0-\U0001bca3\U0001d173-\U0001d17a\U000e0000-\U000e00ff\U000e01f0-\U000e0fff"
+    "\ud800-\udfff]"
 )
 _LAYOUT_NAMES: Final = {"\n": "\\n", "\t": "\\t", "\r": "\\r"}
 
