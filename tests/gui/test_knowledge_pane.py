@@ -12,7 +12,7 @@ import pytest
 from PySide6.QtCore import QPointF, Qt
 
 from curator.core.scoring import rank_key
-from curator.gui.knowledge.decay_chart import DecayChart
+from curator.gui.knowledge.decay_chart import GREY_POINTS, DecayChart
 from curator.gui.knowledge.knowledge_pane import KnowledgePane
 from curator.gui.runtime.services import AppServices
 from curator.gui.widgets.errors import Dialogs
@@ -143,6 +143,8 @@ def test_chart_gives_each_selected_curve_its_own_pen_and_a_legend_entry(
     extra = N_PATTERNS - len(chart._items)
     _rx, ry = chart._rest.getData()
     assert np.isnan(ry).sum() == extra
+    # grey curves are background: fewer samples each (a thousand of 120 took 180-260 ms)
+    assert len(ry) == extra * (GREY_POINTS + 1)
     assert f"{extra} more (grey)" in chart.legend_labels()
     pane.select_patterns([rows[1].id])
     assert chart.plotted_ids == [rows[1].id]

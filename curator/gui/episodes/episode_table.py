@@ -14,6 +14,7 @@ from PySide6.QtGui import QKeyEvent, QResizeEvent
 from PySide6.QtWidgets import QAbstractItemView, QHeaderView, QStyle, QTableView, QWidget
 
 from curator.gui.episodes.episode_model import COLUMNS
+from curator.gui.widgets.qt_models import FIT_ROWS
 
 RELABEL_KEYS: dict[int, str] = {
     Qt.Key.Key_C: "constitutional",
@@ -33,10 +34,6 @@ MIN_PREVIEW_WIDTH = 160
 TIME_SAMPLE = "2026-12-31 23:59"
 """The widest local time the Time column shows (minutes precision, digits all alike)."""
 
-FIT_ROWS = 50
-"""Rows a column fit reads (about a screenful). Qt's default reads 1,000, and the fit runs
-after every reload: with an agent recording while the window is open, each outside
-change then held the GUI thread for 0.5-1 s formatting rows nobody sees."""
 
 MAX_TIME_WIDTH = 260
 """No fitted column takes more than this, whatever text a damaged row carries."""

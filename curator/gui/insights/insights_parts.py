@@ -13,7 +13,7 @@ from PySide6.QtWidgets import QAbstractItemView, QHeaderView, QTableView
 from curator.core.forecast import ForecastPattern
 from curator.gui.insights.confusion_model import ConfusionModel
 from curator.gui.insights.insights_charts import ForecastChart
-from curator.gui.widgets.qt_models import Column
+from curator.gui.widgets.qt_models import FIT_ROWS, Column
 from curator.pipeline.insights import Override
 
 
@@ -75,6 +75,7 @@ def table_view(model: Any, name: str) -> QTableView:
     view.setSelectionBehavior(QAbstractItemView.SelectionBehavior.SelectItems)
     view.setSelectionMode(QAbstractItemView.SelectionMode.SingleSelection)
     view.setWordWrap(False)
+    view.horizontalHeader().setResizeContentsPrecision(FIT_ROWS)  # not one row per pattern
     return view
 
 

@@ -29,6 +29,11 @@ from curator.gui.widgets.date_axis import DayAxis
 
 FloatArray = npt.NDArray[np.float64]
 
+GREY_POINTS = 24
+"""Samples of a grey curve (a selected pattern past the coloured ones), against 120 of a
+coloured one: a thousand grey curves of 120 points each (Ctrl+A in Knowledge) held the GUI
+thread 180-260 ms painting them; a decay curve is smooth, and a grey one is background."""
+
 #: How close (in pixels) the mouse must be to a curve to snap the crosshair to it.
 _HOVER_PIXELS = 40.0
 #: Values are drawn at least this large, so the log scale never takes log(0).

@@ -32,14 +32,19 @@ from PySide6.QtWidgets import (
 )
 
 from curator.core.flag_type import Flag
-from curator.gui.knowledge.decay_chart import DecayChart, decay_curve
+from curator.gui.knowledge.decay_chart import (
+    CURVE_COLOURS,
+    GREY_POINTS,
+    DecayChart,
+    decay_curve,
+)
 from curator.gui.knowledge.knowledge_sources import ProvenancePanel
 from curator.gui.runtime.operations import OpContext
 from curator.gui.runtime.services import AppServices
 from curator.gui.widgets.flag_view import FLAG_MARK
 from curator.gui.widgets.forecast_note import leaving_note, plural, room_note
 from curator.gui.widgets.pane import Pane
-from curator.gui.widgets.qt_models import Column, RowTableModel
+from curator.gui.widgets.qt_models import FIT_ROWS, Column, RowTableModel
 from curator.pipeline.audit import audit, retire_patterns
 from curator.pipeline.commit import undo_changeset
 from curator.store.db import Store
@@ -153,6 +158,7 @@ class KnowledgePane(Pane):
         self.table.verticalHeader().setVisible(False)
         self.table.setWordWrap(False)
         self.table.setTextElideMode(Qt.TextElideMode.ElideRight)
+        self.table.horizontalHeader().setResizeContentsPrecision(FIT_ROWS)  # a row a pattern
         header = self.table.horizontalHeader()
         header.setSectionResizeMode(QHeaderView.ResizeMode.Interactive)
         header.setStretchLastSection(False)
@@ -506,7 +512,17 @@ class KnowledgePane(Pane):
         until = now + timedelta(days=days * 1.12 + 2)
         by_id = {r.id: r for r in self._rows}
         chosen = [by_id[i] for i in self.selected_ids() if i in by_id]
-        curves = [decay_curve(r.importance, r.distilled_at, now, until, self._rate) for r in chosen]
+        curves = [
+            decay_curve(
+                r.importance,
+                r.distilled_at,
+                now,
+                until,
+                self._rate,
+                points=120 if n < len(CURVE_COLOURS) else GREY_POINTS,
+            )
+            for n, r in enumerate(chosen)
+        ]
         self.chart.set_curves(
             [r.id for r in chosen],
             [c[0] for c in curves],

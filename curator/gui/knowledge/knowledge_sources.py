@@ -19,7 +19,7 @@ from curator.core.flag_type import Flag
 from curator.core.wording import agree, plural
 from curator.gui.runtime.operations import StoreOps
 from curator.gui.widgets.flag_view import FLAG_MARK
-from curator.gui.widgets.qt_models import Column, RowTableModel
+from curator.gui.widgets.qt_models import FIT_ROWS, Column, RowTableModel
 from curator.store.knowledge import SourceRow, pattern_sources
 from curator.store.models import format_local
 
@@ -68,6 +68,7 @@ class ProvenancePanel(QWidget):
         self.view.setSelectionMode(QAbstractItemView.SelectionMode.SingleSelection)
         self.view.verticalHeader().setVisible(False)
         self.view.horizontalHeader().setStretchLastSection(True)
+        self.view.horizontalHeader().setResizeContentsPrecision(FIT_ROWS)
         for col, width in enumerate((64, 124, 70, 90)):
             self.view.setColumnWidth(col, width)
         self.view.doubleClicked.connect(self._activated)

@@ -16,7 +16,7 @@ from PySide6.QtGui import QBrush, QColor, QPalette, QResizeEvent
 from PySide6.QtWidgets import QAbstractItemView, QHeaderView, QTableView, QWidget
 
 from curator.gui.widgets.flag_view import FLAG_MARK, flags_tooltip
-from curator.gui.widgets.qt_models import Column, RowTableModel
+from curator.gui.widgets.qt_models import FIT_ROWS, Column, RowTableModel
 
 ACTION_NAMES = {
     "ACCEPT": "Accept proposal",
@@ -167,9 +167,9 @@ class CandidateList(QTableView):
         header = self.horizontalHeader()
         header.setStretchLastSection(True)
         header.setSectionResizeMode(QHeaderView.ResizeMode.Interactive)
-        # Measured over the visible rows only: over every row (Qt measures up to 1,000)
-        # each decision's repaint re-read the whole run, 160 ms per key at 400 candidates.
-        header.setResizeContentsPrecision(0)
+        # Measured over a screenful: over every row (Qt measures up to 1,000) each
+        # decision's repaint re-read the whole run, 160 ms per key at 400 candidates.
+        header.setResizeContentsPrecision(FIT_ROWS)
         # The text takes the room that is left and is elided (the detail shows it whole),
         # so the list never needs a horizontal scroll bar.
         header.setSectionResizeMode(len(CANDIDATE_COLUMNS) - 1, QHeaderView.ResizeMode.Stretch)

@@ -30,6 +30,7 @@ from PySide6.QtWidgets import (
 
 from curator.core.wording import plural
 from curator.errors import CuratorError
+from curator.gui.widgets.qt_models import FIT_ROWS
 from curator.llm.catalogue import CatalogueEntry, entry_state, load_catalogue
 from curator.llm.discovery import LocalModel, find_local_models
 from curator.llm.download import DownloadCancelled, DownloadResult, Progress, download_model
@@ -109,6 +110,7 @@ def _table(columns: list[str], name: str) -> QTableWidget:
     table.setSelectionMode(QAbstractItemView.SelectionMode.SingleSelection)
     table.setEditTriggers(QAbstractItemView.EditTrigger.NoEditTriggers)
     table.horizontalHeader().setStretchLastSection(True)
+    table.horizontalHeader().setResizeContentsPrecision(FIT_ROWS)
     table.verticalHeader().setVisible(False)
     # One line a row: a wrapped cell ("not / downloaded") was clipped at the row's height.
     table.setWordWrap(False)
