@@ -9,12 +9,12 @@ user drags a column the table stops fitting: the user's widths win.
 
 from __future__ import annotations
 
-from PySide6.QtCore import QAbstractItemModel, QItemSelectionModel, Qt, Signal
+from PySide6.QtCore import QAbstractItemModel, Qt, Signal
 from PySide6.QtGui import QKeyEvent, QResizeEvent
 from PySide6.QtWidgets import QAbstractItemView, QHeaderView, QStyle, QTableView, QWidget
 
 from curator.gui.episodes.episode_model import COLUMNS
-from curator.gui.widgets.qt_models import FIT_ROWS
+from curator.gui.widgets.qt_models import FIT_ROWS, headers_ignore_selection
 
 RELABEL_KEYS: dict[int, str] = {
     Qt.Key.Key_C: "constitutional",
@@ -73,13 +73,7 @@ class EpisodeTableView(QTableView):
         for column, (key, _title) in enumerate(COLUMNS):
             if key in COLUMN_WIDTHS:
                 header.resizeSection(column, COLUMN_WIDTHS[key])
-        # Qt's header paints each section asking the selection model whether that whole
-        # column is selected, which checks every selected cell: after Ctrl+A on 100,000
-        # rows that is 600,000 flags() calls per repaint (seconds). The headers get a
-        # selection model of their own, always empty; the table's selection is unchanged.
-        for side in (header, self.verticalHeader()):
-            side.setHighlightSections(False)
-            side.setSelectionModel(QItemSelectionModel(model, side))
+        headers_ignore_selection(self)
         header.sectionResized.connect(self.section_resized)
         header.setSortIndicator(0, Qt.SortOrder.DescendingOrder)
         self.setSortingEnabled(True)

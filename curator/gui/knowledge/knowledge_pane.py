@@ -44,7 +44,7 @@ from curator.gui.runtime.services import AppServices
 from curator.gui.widgets.flag_view import FLAG_MARK
 from curator.gui.widgets.forecast_note import leaving_note, plural, room_note
 from curator.gui.widgets.pane import Pane
-from curator.gui.widgets.qt_models import FIT_ROWS, Column, RowTableModel
+from curator.gui.widgets.qt_models import FIT_ROWS, Column, RowTableModel, headers_ignore_selection
 from curator.pipeline.audit import audit, retire_patterns
 from curator.pipeline.commit import undo_changeset
 from curator.store.db import Store
@@ -159,6 +159,7 @@ class KnowledgePane(Pane):
         self.table.setWordWrap(False)
         self.table.setTextElideMode(Qt.TextElideMode.ElideRight)
         self.table.horizontalHeader().setResizeContentsPrecision(FIT_ROWS)  # a row a pattern
+        headers_ignore_selection(self.table)  # Ctrl+A: no header repaint reads every cell
         header = self.table.horizontalHeader()
         header.setSectionResizeMode(QHeaderView.ResizeMode.Interactive)
         header.setStretchLastSection(False)

@@ -15,12 +15,14 @@ from typing import Any, Generic, TypeVar
 
 from PySide6.QtCore import (
     QAbstractTableModel,
+    QItemSelectionModel,
     QModelIndex,
     QObject,
     QPersistentModelIndex,
     Qt,
 )
 from PySide6.QtGui import QBrush, QFont
+from PySide6.QtWidgets import QTableView
 
 R = TypeVar("R")
 
@@ -32,6 +34,19 @@ FIT_ROWS = 50
 Qt's default reads 1,000, and 0 ("the visible rows") reads every row of a view not yet
 shown: a fit after a reload held the GUI thread 0.3-1 s formatting rows nobody sees (the
 episode table with an agent recording, a classify run's trace, the decay forecast)."""
+
+
+def headers_ignore_selection(view: QTableView) -> None:
+    """Give ``view``'s headers a selection model of their own, always empty.
+
+    Qt's header paints each section asking the selection model whether that whole column
+    (or row) is selected, which checks every selected cell: after Ctrl+A on 100,000 rows
+    that is 600,000 ``flags()`` calls a repaint (seconds), and on the Knowledge table's
+    1,051 patterns 180 ms. The table's own selection is unchanged."""
+    model = view.model()
+    for side in (view.horizontalHeader(), view.verticalHeader()):
+        side.setHighlightSections(False)
+        side.setSelectionModel(QItemSelectionModel(model, side))
 
 
 @dataclass(frozen=True)
