@@ -22,7 +22,7 @@ from curator.core.textmeasure import measure
 from curator.core.textsafety import SHOWS_NOTHING, control_problem, strip_blanks, visible
 from curator.core.wording import plural
 
-__all__ = ["QualityGate", "QualityVerdict", "Rejected", "count_kinds"]
+__all__ = ["Measured", "QualityGate", "QualityVerdict", "Rejected", "count_kinds", "measured"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -56,6 +56,33 @@ def count_kinds(dropped: Iterable[Rejected]) -> dict[str, int]:
 
 
 @dataclass(frozen=True, slots=True)
+class Measured:
+    """What the gate reads of a text whatever its limits: the text without blanks at its
+    ends, its size (:func:`curator.core.textmeasure.measure`), and the reasons it fails
+    under any limits (it shows nothing, it holds a control character). Read once, a text
+    is judged at other limits with two comparisons (the quality what-if in Insights)."""
+
+    text: str
+    chars: int
+    weighed: int
+    words: int
+    refusals: tuple[str, ...]
+
+
+def measured(text: str) -> Measured:
+    stripped = strip_blanks(text)  # a control at an end stays, to be refused by name
+    size = measure(stripped)
+    refusals: list[str] = []
+    if stripped and not visible(stripped):
+        refusals.append(SHOWS_NOTHING)  # zero-width characters: a blank row to review
+    problem = control_problem(stripped)
+    if problem is not None:
+        # a model's output with ESC sequences or NUL would hide text from the reviewer
+        refusals.append(problem)
+    return Measured(stripped, size.chars, size.weighed, size.words, tuple(refusals))
+
+
+@dataclass(frozen=True, slots=True)
 class QualityGate:
     """Minimum length in characters and in words, measured on the stripped text.
 
@@ -73,9 +100,8 @@ class QualityGate:
 
     def check(self, text: str) -> QualityVerdict:
         """Judge one text; reasons read like ``"27 characters, fewer than 30"``."""
-        stripped = strip_blanks(text)  # a control at an end stays, to be refused by name
+        size = measured(text)
         reasons: list[str] = []
-        size = measure(stripped)
         if size.weighed < self.min_chars:
             counted = plural(size.chars, "character")
             if size.weighed != size.chars:  # say why six ideographs are not "6"
@@ -83,14 +109,9 @@ class QualityGate:
             reasons.append(f"{counted}, fewer than {self.min_chars}")
         if size.words < self.min_words:
             reasons.append(f"{plural(size.words, 'word')}, fewer than {self.min_words}")
-        if stripped and not visible(stripped):
-            reasons.append(SHOWS_NOTHING)  # zero-width characters: a blank row to review
-        problem = control_problem(stripped)
-        if problem is not None:
-            # a model's output with ESC sequences or NUL would hide text from the reviewer
-            reasons.append(problem)
+        reasons += size.refusals
         # Only a text long enough is judged as debris: a fragment already has its reason.
-        found = degenerate_reason(stripped) if self.degenerate and not reasons else None
+        found = degenerate_reason(size.text) if self.degenerate and not reasons else None
         if found is not None:
             reasons.append(found.reason)
         kind = found.kind if found is not None else None

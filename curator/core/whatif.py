@@ -30,11 +30,12 @@ import numpy as np
 import numpy.typing as npt
 
 from curator.core.agreement import Confusion, confusion
-from curator.core.quality import QualityGate
+from curator.core.quality import measured
 
 __all__ = [
     "GATE_DECISIONS",
     "GatedCandidate",
+    "QualityTable",
     "QualityWhatIf",
     "WhatIf",
     "WhatIfTable",
@@ -345,18 +346,51 @@ def quality_what_if(
     min_chars: int,
     min_words: int,
 ) -> QualityWhatIf:
-    """``reviewed``: (candidate text, human decision); ``dropped_texts``: the traced drops."""
-    quality = QualityGate(min_chars, min_words, degenerate=False)  # the length limits only
-    by_decision = dict.fromkeys(GATE_DECISIONS, 0)
-    for text, decision in reviewed:
-        if not quality.check(text).ok:
-            by_decision[decision] = by_decision.get(decision, 0) + 1
-    admitted = sum(quality.check(text).ok for text in dropped_texts)
-    return QualityWhatIf(
-        min_chars=min_chars,
-        min_words=min_words,
-        reviewed=len(reviewed),
-        dropped_by_decision=by_decision,
-        traced_drops=len(dropped_texts),
-        admitted=admitted,
-    )
+    """``reviewed``: (candidate text, human decision); ``dropped_texts``: the traced drops.
+    For many limits over the same texts (a spin box stepped), build a
+    :class:`QualityTable` once and ask it."""
+    return QualityTable(reviewed, dropped_texts).at(min_chars, min_words)
+
+
+class QualityTable:
+    """Texts read once (:func:`curator.core.quality.measured`), for the quality what-if at
+    any limits by array comparisons: :meth:`QualityGate.check
+    <curator.core.quality.QualityGate.check>` of every text again took 1.9 s at 100,000
+    reviewed candidates, on the GUI thread at each step of a spin box. The length limits
+    only, as the gate without its degenerate-text check judges them."""
+
+    def __init__(self, reviewed: Sequence[tuple[str, str]], dropped_texts: Sequence[str]) -> None:
+        self._decisions = list(dict.fromkeys([*GATE_DECISIONS, *(d for _, d in reviewed)]))
+        code = {d: i for i, d in enumerate(self._decisions)}
+        self._decision = np.array([code[d] for _, d in reviewed], dtype=np.intp)
+        self._reviewed = self._columns([text for text, _ in reviewed])
+        self._dropped = self._columns(dropped_texts)
+
+    @staticmethod
+    def _columns(texts: Sequence[str]) -> tuple[npt.NDArray[np.int64], ...]:
+        sizes = [measured(text) for text in texts]
+        return (
+            np.array([s.weighed for s in sizes], dtype=np.int64),
+            np.array([s.words for s in sizes], dtype=np.int64),
+            np.array([bool(s.refusals) for s in sizes], dtype=np.int64),
+        )
+
+    @staticmethod
+    def _passes(
+        columns: tuple[npt.NDArray[np.int64], ...], min_chars: int, min_words: int
+    ) -> npt.NDArray[np.bool_]:
+        weighed, words, refused = columns
+        return (weighed >= min_chars) & (words >= min_words) & (refused == 0)
+
+    def at(self, min_chars: int, min_words: int) -> QualityWhatIf:
+        """The what-if at these limits."""
+        kept = self._passes(self._reviewed, min_chars, min_words)
+        counts = np.bincount(self._decision[~kept], minlength=len(self._decisions))
+        return QualityWhatIf(
+            min_chars=min_chars,
+            min_words=min_words,
+            reviewed=len(self._decision),
+            dropped_by_decision={d: int(n) for d, n in zip(self._decisions, counts, strict=True)},
+            traced_drops=len(self._dropped[0]),
+            admitted=int(self._passes(self._dropped, min_chars, min_words).sum()),
+        )

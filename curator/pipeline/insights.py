@@ -45,10 +45,10 @@ from curator.core.forecast import Forecast, PatternAge, forecast
 from curator.core.whatif import (
     GATE_DECISIONS,
     GatedCandidate,
+    QualityTable,
     QualityWhatIf,
     WhatIf,
     WhatIfTable,
-    quality_what_if,
 )
 from curator.pipeline import learn
 from curator.store.db import Store
@@ -211,6 +211,7 @@ class Insights:
     update: float
     what_if: WhatIf
     quality: QualityWhatIf
+    qualities: QualityTable  # the texts below read once, for the quality what-if's spin boxes
     reviewed_texts: list[tuple[str, str]]
     dropped_texts: list[str]
     histogram_edges: list[float]
@@ -228,7 +229,7 @@ class Insights:
         return self.what_ifs.at(skip, update)
 
     def quality_at(self, min_chars: int, min_words: int) -> QualityWhatIf:
-        return quality_what_if(self.reviewed_texts, self.dropped_texts, min_chars, min_words)
+        return self.qualities.at(min_chars, min_words)
 
     def to_json(self) -> dict[str, object]:
         return {
@@ -545,6 +546,7 @@ def compute_insights(
         histogram[decision] = [int(v) for v in counts]
 
     dropped = _dropped_texts(store, run_id)
+    qualities = QualityTable(reviewed_texts, dropped)
     aged = _patterns(store)
     k = settings.top_k
     rate = settings.decay_rate
@@ -569,7 +571,8 @@ def compute_insights(
         update=update,
         what_ifs=what_ifs,
         what_if=what_ifs.at(skip, update),
-        quality=quality_what_if(reviewed_texts, dropped, settings.min_chars, settings.min_words),
+        quality=qualities.at(settings.min_chars, settings.min_words),
+        qualities=qualities,
         reviewed_texts=reviewed_texts,
         dropped_texts=dropped,
         histogram_edges=edges,

@@ -9,9 +9,11 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from curator.core.dedup import gate
+from curator.core.quality import QualityGate
 from curator.core.whatif import (
     GATE_DECISIONS,
     GatedCandidate,
+    QualityTable,
     WhatIfTable,
     pool_dependent,
     propose,
@@ -278,3 +280,37 @@ def test_a_human_decision_outside_the_decisions_is_refused_by_both() -> None:
         WhatIfTable(odd)
     with pytest.raises(ValueError, match="MERGE"):
         walk_what_if(odd, 0.9, 0.7)
+
+
+_TEXTS = st.text(
+    st.one_of(
+        st.sampled_from("ab cd\u200b\u3164\x1b\t日本語\u0e01\u2065 \xa0"),
+        st.characters(codec="utf-8"),
+    ),
+    max_size=60,
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    reviewed=st.lists(st.tuples(_TEXTS, st.sampled_from([*GATE_DECISIONS, "MERGE"])), max_size=20),
+    dropped=st.lists(_TEXTS, max_size=10),
+    min_chars=st.integers(-1, 40),
+    min_words=st.integers(-1, 8),
+)
+def test_the_quality_table_judges_as_the_gate_does(
+    reviewed: list[tuple[str, str]], dropped: list[str], min_chars: int, min_words: int
+) -> None:
+    """:class:`QualityTable` (texts read once, compared as arrays) against the gate's own
+    verdict on every text, at any limits, on any text: invisible, controls, scripts
+    measured by weight, decisions outside the gate's."""
+    gate = QualityGate(min_chars, min_words, degenerate=False)
+    expected = dict.fromkeys(GATE_DECISIONS, 0)
+    for text, decision in reviewed:
+        if not gate.check(text).ok:
+            expected[decision] = expected.get(decision, 0) + 1
+    ours = QualityTable(reviewed, dropped).at(min_chars, min_words)
+    counted = {d: n for d, n in ours.dropped_by_decision.items() if n or d in GATE_DECISIONS}
+    assert counted == expected
+    assert ours.admitted == sum(gate.check(text).ok for text in dropped)
+    assert (ours.reviewed, ours.traced_drops) == (len(reviewed), len(dropped))
