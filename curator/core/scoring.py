@@ -203,7 +203,9 @@ def decay_matrix(
 ) -> FloatArray:
     """Effective importances of many patterns at many offsets, shape ``(patterns, days)``.
 
-    Vectorised with numpy so a chart of thousands of patterns stays cheap.
+    Vectorised with numpy so a chart of thousands of patterns stays cheap. ``days`` is one
+    row of offsets for every pattern, or a row per pattern (shape ``(patterns, n)``: each
+    curve sampled over its own span).
     """
     import numpy as np
 
@@ -213,14 +215,18 @@ def decay_matrix(
         raise ValueError("importances and distilled_at must be 1-D and of the same length")
     if np.isnan(weights).any():
         raise ValueError("importance is NaN")
-    offsets = np.asarray(days, dtype=np.float64).reshape(-1)
+    offsets = np.asarray(days, dtype=np.float64)
+    if offsets.ndim != 2:
+        offsets = offsets.reshape(1, -1)
+    elif offsets.shape[0] != len(weights):
+        raise ValueError("a row of days per pattern, or one row for all of them")
     current_now = _now(now)
     never = np.array([when is None for when in distilled_at], dtype=bool)
     ages = np.array(
         [0.0 if when is None else days_between(when, current_now) for when in distilled_at],
         dtype=np.float64,
     )
-    age_grid = np.maximum(ages[:, None] + offsets[None, :], 0.0)
+    age_grid = np.maximum(ages[:, None] + offsets, 0.0)
     age_grid[never, :] = 0.0  # no decay
     decayed = weights[:, None] * np.power(rate, age_grid)
     return np.clip(decayed, 0.0, 1.0)

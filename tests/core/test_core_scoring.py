@@ -173,6 +173,17 @@ def test_decay_matrix_shape_and_rows() -> None:
         decay_matrix([0.5], [], [0.0], now=NOW)
 
 
+def test_decay_matrix_takes_a_row_of_days_per_pattern() -> None:
+    """Each curve over its own span (the decay chart's grey curves, a matrix at once)."""
+    dates = [NOW - timedelta(days=1), None, NOW - timedelta(days=100)]
+    days = np.array([[-1.0, 0.0, 3.0], [0.0, 1.0, 2.0], [-100.0, -50.0, 7.5]])
+    matrix = decay_matrix([0.5, 0.7, 1.0], dates, days, now=NOW)
+    for row, (imp, when) in enumerate(zip([0.5, 0.7, 1.0], dates, strict=True)):
+        np.testing.assert_array_equal(matrix[row], decay_series(imp, when, days[row], now=NOW))
+    with pytest.raises(ValueError, match="a row of days per pattern"):
+        decay_matrix([0.5, 0.7], dates[:2], days, now=NOW)
+
+
 # --- rank_key -------------------------------------------------------------------------
 
 

@@ -12,7 +12,7 @@ import pytest
 from PySide6.QtCore import QPointF, Qt
 
 from curator.core.scoring import rank_key
-from curator.gui.knowledge.decay_chart import GREY_POINTS, DecayChart
+from curator.gui.knowledge.decay_chart import GREY_POINTS, DecayChart, decay_curve, decay_curves
 from curator.gui.knowledge.knowledge_pane import KnowledgePane
 from curator.gui.runtime.services import AppServices
 from curator.gui.widgets.errors import Dialogs
@@ -314,3 +314,17 @@ def test_provenance_is_read_off_the_gui_thread_with_a_loading_state(
     assert "\n1 source episode from run #" in pane.source_title.text()
     ran = pane.ops.job_thread_ids[ran_before:]
     assert ran and threading.get_ident() not in ran
+
+
+def test_grey_curves_at_once_are_the_curves_one_at_a_time() -> None:
+    """The grey curves of a Ctrl+A come from one matrix; each row is its pattern's own
+    curve (the same samples, the same values)."""
+    now = utcnow()
+    until = now + timedelta(days=40)
+    dates = [now - timedelta(days=d) for d in (0.0, 3.5, 90.0, 400.0)]
+    importances = [1.0, 0.5, 0.8, 0.05]
+    xs, ys = decay_curves(importances, dates, now, until, 0.95, GREY_POINTS)
+    for row, (imp, when) in enumerate(zip(importances, dates, strict=True)):
+        x, y = decay_curve(imp, when, now, until, 0.95, points=GREY_POINTS)
+        np.testing.assert_allclose(xs[row], x, rtol=0, atol=1e-3)  # seconds since 1970
+        np.testing.assert_allclose(ys[row], y, rtol=1e-9, atol=1e-12)

@@ -24,7 +24,7 @@ from PySide6.QtCore import QEvent, QPointF, QRectF, Qt, Signal
 from PySide6.QtGui import QColor, QPalette, QResizeEvent
 from PySide6.QtWidgets import QWidget
 
-from curator.core.scoring import decay_series
+from curator.core.scoring import decay_matrix, decay_series
 from curator.gui.widgets.date_axis import DayAxis
 
 FloatArray = npt.NDArray[np.float64]
@@ -442,6 +442,26 @@ class DecayChart(pg.PlotWidget):
             self._emphasise(self._pinned)
             self.curve_hovered.emit(-1)
         super().leaveEvent(event)
+
+
+def decay_curves(
+    importances: Sequence[float],
+    distilled_at: Sequence[datetime],
+    now: datetime,
+    until: datetime,
+    rate: float,
+    points: int,
+) -> tuple[FloatArray, FloatArray]:
+    """:func:`decay_curve` of many patterns at once, a row each (x, y): one matrix of
+    :func:`curator.core.scoring.decay_matrix`, where a call per pattern cost 1,051 loops
+    in Python on a Ctrl+A."""
+    firsts = np.array([when.timestamp() for when in distilled_at], dtype=np.float64)
+    ends = np.maximum(until.timestamp(), firsts + 1.0)
+    steps = np.linspace(0.0, 1.0, points)
+    xs = firsts[:, None] + (ends - firsts)[:, None] * steps[None, :]
+    offsets = (xs - now.timestamp()) / 86400.0
+    ys = decay_matrix(importances, list(distilled_at), offsets, now=now, rate=rate)
+    return xs, np.asarray(ys, dtype=np.float64)
 
 
 def decay_curve(

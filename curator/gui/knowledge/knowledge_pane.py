@@ -37,6 +37,7 @@ from curator.gui.knowledge.decay_chart import (
     GREY_POINTS,
     DecayChart,
     decay_curve,
+    decay_curves,
 )
 from curator.gui.knowledge.knowledge_sources import ProvenancePanel
 from curator.gui.runtime.operations import OpContext
@@ -513,17 +514,20 @@ class KnowledgePane(Pane):
         until = now + timedelta(days=days * 1.12 + 2)
         by_id = {r.id: r for r in self._rows}
         chosen = [by_id[i] for i in self.selected_ids() if i in by_id]
+        coloured, grey = chosen[: len(CURVE_COLOURS)], chosen[len(CURVE_COLOURS) :]
         curves = [
-            decay_curve(
-                r.importance,
-                r.distilled_at,
+            decay_curve(r.importance, r.distilled_at, now, until, self._rate) for r in coloured
+        ]
+        if grey:  # a Ctrl+A of a thousand patterns: one matrix, not a call each
+            gxs, gys = decay_curves(
+                [r.importance for r in grey],
+                [r.distilled_at for r in grey],
                 now,
                 until,
                 self._rate,
-                points=120 if n < len(CURVE_COLOURS) else GREY_POINTS,
+                GREY_POINTS,
             )
-            for n, r in enumerate(chosen)
-        ]
+            curves += list(zip(gxs, gys, strict=True))
         self.chart.set_curves(
             [r.id for r in chosen],
             [c[0] for c in curves],
