@@ -122,3 +122,31 @@ def test_closing_the_window_writes_the_decisions_still_queued(
     services.ops.shutdown()
     stored = {c.text: c.action for c in Candidate.select()}
     assert [stored[t] for t in TEXTS] == ["ADD", "REJECT", "ADD"]
+
+
+def test_the_last_commit_is_read_off_the_gui_thread_at_every_write(
+    qtbot, pane: ReviewPane, services: AppServices, staged: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The undo button names the newest commit. It was read at every start and end of
+    any write, on the GUI thread: a round trip to a PostgreSQL server each time."""
+    from curator.gui.review import review_commit
+    from curator.pipeline import commit as commit_api
+    from curator.pipeline import review as review_api
+
+    settle(qtbot, pane)
+    read_on: list[int] = []
+    real = commit_api.last_commit
+
+    def spied(store, run_id=None):  # the real read, its thread noted
+        read_on.append(threading.get_ident())
+        return real(store, run_id)
+
+    monkeypatch.setattr(review_commit.commit_api, "last_commit", spied)
+    review_api.accept_all(services.store, staged)
+    summary = commit_api.commit_run(services.store, staged, actor="test")
+    pane.commits.update_buttons()
+    qtbot.waitUntil(lambda: pane.commits.undo_button.isEnabled(), timeout=30_000)
+    assert read_on and threading.get_ident() not in read_on
+    assert pane.last_commit() is not None and pane.last_commit().id == summary.id
+    tip = pane.commits.undo_button.toolTip()
+    assert tip.startswith(f"Undo {review_commit.commit_name(summary)}, committed")

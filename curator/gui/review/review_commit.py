@@ -128,14 +128,26 @@ class CommitBar(QObject):
     # -- state ------------------------------------------------------------------------------
 
     def update_buttons(self) -> None:
-        busy = self.services.ops.busy
+        """The buttons at once from what was read last; the newest commit read again in
+        the background. This runs at every start and end of a write: read here, it cost
+        a round trip to a PostgreSQL server on the GUI thread each time. "Undo last
+        commit" reads it again when pressed, so a stale tooltip never decides an undo."""
         run_id = self._run_id()
-        self.commit_button.setEnabled(run_id is not None and not busy)
-        self.last = commit_api.last_commit(self.services.store, run_id)
-        self.undo_button.setEnabled(self.last is not None and not busy)
+        self.commit_button.setEnabled(run_id is not None and not self.services.ops.busy)
+        self._show_last(self.last)
+        self.services.ops.query(
+            "review.last-commit",
+            lambda ctx: commit_api.last_commit(ctx.store, run_id),
+            self._show_last,
+            lambda _text: None,  # the buttons keep what they showed; Undo reads it again
+        )
+
+    def _show_last(self, last: ChangesetSummary | None) -> None:
+        self.last = last
+        self.undo_button.setEnabled(last is not None and not self.services.ops.busy)
         self.undo_button.setToolTip(
-            f"Undo {commit_name(self.last)}, committed {format_local(self.last.created_at)}"
-            if self.last is not None
+            f"Undo {commit_name(last)}, committed {format_local(last.created_at)}"
+            if last is not None
             else "Nothing committed yet"
         )
 
