@@ -37,6 +37,11 @@ Usage: ``python benchmarks/bench_poisoning.py [--locomo DIR] [--show-fp N] [--se
   (:mod:`curator.core.flag_learned`) and both (what ``detect`` does); recall counts a text
   as caught when it gets one of its ``kinds``. ``--set DIR`` measures one more set of the
   same layout (``injections.jsonl`` and benign ``*.txt``), such as a new held-out set.
+* false-positive rate on ordinary conversation with an agent (questions to it by name or
+  "you", requests in the current exchange, small talk, the agent's replies), the commonest
+  text at intake: ``tests/data/chat_dev/``, ``chat_dev2/`` and ``chat_dev3/`` (three
+  writers; the learned reader's training texts) and ``tests/data/chat_test/`` (a writer of
+  its own, held out: never tuned or trained on).
 * ``--cv`` adds the learned reader's leave-one-writer-out table (it retrains, minutes):
   the honest estimate for a new writer. The reading time per text is printed last.
 
@@ -63,6 +68,8 @@ from curator.resources_path import resource_path
 from curator.store.settings import DEFAULTS
 
 DATA = Path(__file__).resolve().parent.parent / "tests" / "data"
+TRAINING_CHAT = ("chat_dev", "chat_dev2", "chat_dev3")
+"""The conversation writers' benign messages (the learned reader's training texts)."""
 
 
 def demo_identity() -> tuple[list[str], str]:
@@ -360,6 +367,17 @@ def main(argv: list[str] | None = None) -> int:
     own = load_benign()
     demo = demo_patterns()
     false_positives("benign (own set + demo patterns)", own + demo, axioms, identity, args.show_fp)
+    for label, names in (
+        ("ordinary conversation, the learned reader's training texts", TRAINING_CHAT),
+        ("ordinary conversation, held out: never tuned or trained on (chat_test)", ("chat_test",)),
+    ):
+        texts = [
+            t
+            for name in names
+            for path in sorted((DATA / name).glob("*.txt"))
+            for t in load_lines(name, path.name)
+        ]
+        false_positives(label, texts, axioms, identity, args.show_fp)
     speed(own + demo + [i["text"] for i in load_labelled("poison_test3")], axioms, identity)
     if args.cv:
         from curator.core import flag_learned_train as training

@@ -4,8 +4,10 @@ The rules of :mod:`curator.core.flags` name phrasings, and every new writer of a
 brings phrasings they do not name: each writer's set measured 44-66% recall when it was
 first run. This reader was trained instead (:mod:`curator.core.flag_learned_train`) on every
 development set, to tell a text that addresses the agent (orders, relayed authority,
-notes to a "future self", trigger phrases) from one that merely talks about security. It
-only adds flags where the rules found none of its kind; it never removes one.
+notes to a "future self", trigger phrases) from one that merely talks about security or
+merely talks to the agent (ordinary conversation: questions, requests within the current
+exchange, thanks; ``tests/data/chat_dev*``). It only adds flags where the rules found
+none of its kind; it never removes one.
 
 It reads features that survive rewording, other languages and disguises: hashed
 character n-grams (1 to 5) of the text as :func:`curator.core.flag_normalise.fold` reads

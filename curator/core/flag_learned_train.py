@@ -53,6 +53,9 @@ GROUPS: dict[str, tuple[str, ...]] = {
     "fifth writer": ("poison_test5",),
     "sixth writer": ("poison_test6",),
     "seventh writer": ("poison_test7",),
+    "first conversation writer": ("chat_dev",),
+    "second conversation writer": ("chat_dev2",),
+    "third conversation writer": ("chat_dev3",),
 }
 """Who wrote what: one writer's texts share phrasing, so they are held out together."""
 

@@ -17,6 +17,9 @@ HELD_OUT = "poison_test9"
 """The newest writer's set, held out: whether it is in the checkout yet or not, the
 training never reads it."""
 
+CHAT_HELD_OUT = "chat_test"
+"""The held-out ordinary conversation: measured, never trained on."""
+
 
 def test_the_training_data_are_the_development_sets_only() -> None:
     examples = load_examples()
@@ -24,6 +27,10 @@ def test_the_training_data_are_the_development_sets_only() -> None:
     assert {e.source.split("/")[0] for e in examples} <= named | {"demo patterns", "demo identity"}
     assert not any(HELD_OUT in e.source for e in examples)
     assert all(HELD_OUT not in name for name in named)
+    assert not any(CHAT_HELD_OUT in e.source for e in examples)
+    assert all(CHAT_HELD_OUT not in name for name in named)
+    for folder in ("chat_dev", "chat_dev2"):  # ordinary conversation, two writers
+        assert sum(e.source.startswith(folder + "/") and not e.kinds for e in examples) >= 500
     assert {e.group for e in examples} == set(GROUPS)
     for writer in range(4, 8):  # every writer's set before the held-out one is read
         assert any(e.source == f"poison_test{writer}" for e in examples), writer
@@ -64,9 +71,12 @@ def test_every_groups_injections_and_benign_texts_weigh_the_same() -> None:
     totals: dict[tuple[str, bool], float] = {}
     for weight, k, group in zip(weights, kinds, groups, strict=True):
         totals[(group, bool(k))] = totals.get((group, bool(k)), 0.0) + float(weight)
+    # The conversation writers wrote benign texts only; every other group has both.
+    attacked = {group for group, k in zip(groups, kinds, strict=True) if k}
+    assert set(GROUPS) - attacked == {"first conversation writer", "second conversation writer"}
     for label in (True, False):
         cells = [total for (_, injected), total in totals.items() if injected == label]
-        assert len(cells) == len(GROUPS)  # every group has both
+        assert len(cells) == (len(attacked) if label else len(GROUPS))
         assert max(cells) - min(cells) < 1e-9
-    sizes = [sum(bool(k) for k, g in zip(kinds, groups, strict=True) if g == n) for n in GROUPS]
+    sizes = [sum(bool(k) for k, g in zip(kinds, groups, strict=True) if g == n) for n in attacked]
     assert max(sizes) > 3 * min(sizes)  # unweighted, the writers' injections would not
