@@ -216,3 +216,36 @@ def test_ordinary_conversation_with_agents_is_rarely_flagged() -> None:
     assert len(training) >= 1500
     assert not training & set(held_out), "the held-out conversation overlaps the training"
     assert _flagged(held_out) <= 0.035
+
+
+ADDRESSES = (
+    ("hey wren, ", ""),
+    ("Wren: ", ""),
+    ("@wren ", ""),
+    ("wren!! ", ""),
+    ("ok so ", ""),
+    ("Hi Wren 👋 ", ""),
+    ("", " thanks wren!"),
+    ("", " lol"),
+    ("", " 🙏"),
+    ("", " - wren?"),
+)
+"""Ways of addressing the agent or typing in a chat, before or after a message."""
+
+
+def test_addressing_the_agent_rarely_makes_a_message_an_order() -> None:
+    """Every held-out benign message that is not flagged alone, in every form of address:
+    the agent's name or a chat's style alone must not read as an order. The reader trained on
+    memories alone flipped 296 of 3,590 (8.2%); the shipped one flips 70 of 3,910 (1.8%),
+    most of them a Latin-script "wren" before a message in Japanese or Chinese, whose few
+    word features let the name weigh in. Held at that, less a small margin."""
+    axioms, identity = _demo()
+    alone = [t for t in _lines("chat_test", "benign_chat.txt") if not detect(t, axioms, identity)]
+    forms = [before + text + after for text in alone for before, after in ADDRESSES]
+    flipped = [
+        form
+        for form in forms
+        if any("learned reader" in f.reason for f in detect(form, axioms, identity))
+    ]
+    assert len(forms) >= 3500
+    assert len(flipped) / len(forms) <= 0.025, flipped[:5]
