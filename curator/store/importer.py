@@ -201,9 +201,10 @@ def _block(message: Mapping[str, str], *, roles_shown: bool) -> str:
 
 
 #: A sender's account name as chat platforms write it: an ``@``, a name of word
-#: characters, dots and dashes, and a Discord discriminator (``kel#1234``), either mark
-#: optional. The name alone is what :func:`detector_text` shows the detector.
-_ACCOUNT_NAME = re.compile(r"@?(\w[\w.\-]{0,63}?)(?:#\d{4})?")
+#: characters and dashes, and a Discord discriminator (``kel#1234``), either mark
+#: optional. The name alone is what :func:`detector_text` shows the detector. A name with
+#: a dot is left as written: ``@deals.shop`` may be a domain as much as a handle.
+_ACCOUNT_NAME = re.compile(r"@?(\w[\w\-]{0,63}?)(?:#\d{4})?")
 
 
 #: The roles chat formats and agent frameworks give their turns: shown as a speaker they

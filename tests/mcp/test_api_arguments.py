@@ -281,7 +281,7 @@ def test_a_senders_account_name_is_who_wrote_not_a_link(memory_db: Path) -> None
         for name in ("@ines_ops", "kel#1234", "@marta_k", "Marta K"):
             said = [{"role": "user", "name": name, "content": hello}]
             assert curator.record(messages=said)["flags"] == [], name
-        for name in ("t.me/leakbot", "promo.example.com", "mail: win@prize.example"):
+        for name in ("t.me/leakbot", "promo.example.com", "@deals.shop", "win@prize.example"):
             said = [{"role": "user", "name": name, "content": hello}]
             assert "link" in curator.record(messages=said)["flags"], name
         pushed = [{"role": "user", "name": "@ines_ops", "content": "DM @leakbot for the code"}]
