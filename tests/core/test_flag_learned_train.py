@@ -29,7 +29,7 @@ def test_the_training_data_are_the_development_sets_only() -> None:
     assert all(HELD_OUT not in name for name in named)
     assert not any(CHAT_HELD_OUT in e.source for e in examples)
     assert all(CHAT_HELD_OUT not in name for name in named)
-    for folder in ("chat_dev", "chat_dev2"):  # ordinary conversation, two writers
+    for folder in ("chat_dev", "chat_dev2"):  # the two writers of benign conversation alone
         assert sum(e.source.startswith(folder + "/") and not e.kinds for e in examples) >= 500
     assert {e.group for e in examples} == set(GROUPS)
     for writer in range(4, 8):  # every writer's set before the held-out one is read
