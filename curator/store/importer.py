@@ -190,21 +190,24 @@ def _block(message: Mapping[str, str], *, roles_shown: bool) -> str:
     """One message as ``speaker: content``, or (``roles_shown`` False) its content alone
     where the speaker is the message's own role, and an account name as its bare name
     (see :func:`detector_text`)."""
-    speaker = message.get("name") or message["role"]
+    name = message.get("name")
+    speaker = name or message["role"]
     if not roles_shown:
-        if not message.get("name") and speaker.casefold() in CHAT_ROLES:
+        if not name and speaker.casefold() in CHAT_ROLES:
             return message["content"]
-        account = _ACCOUNT_NAME.fullmatch(speaker)
+        account = _ACCOUNT_NAME.fullmatch(name) if name else None
         if account:
-            speaker = account[1]
+            speaker = account[1] if account[2] is None else f"{account[1]} {account[2]}"
     return f"{speaker}: {message['content']}"
 
 
-#: A sender's account name as chat platforms write it: an ``@``, a name of word
-#: characters and dashes, and a Discord discriminator (``kel#1234``), either mark
-#: optional. The name alone is what :func:`detector_text` shows the detector. A name with
-#: a dot is left as written: ``@deals.shop`` may be a domain as much as a handle.
-_ACCOUNT_NAME = re.compile(r"@?(\w[\w\-]{0,63}?)(?:#\d{4})?")
+#: A sender's account name as chat platforms write it: an optional ``@``, a name of word
+#: characters and dashes, and an optional Discord discriminator (``kel#1234``).
+#: :func:`detector_text` shows the detector ``kel`` and ``kel 1234``: the name and its
+#: digits stay (a PIN shaped as a discriminator is still read as one; look-alike digits
+#: do not match and stay as written). A name with a dot is left as written:
+#: ``@deals.shop`` may be a domain as much as a handle.
+_ACCOUNT_NAME = re.compile(r"@?(\w[\w\-]{0,63})(?:#([0-9]{4}))?")
 
 
 #: The roles chat formats and agent frameworks give their turns: shown as a speaker they
@@ -221,10 +224,13 @@ def detector_text(messages: Sequence[Mapping[str, str]]) -> str:
     chat-template token; and those flags, dropped afterwards, had kept the learned reader
     from reading the chat at all. A speaker taken from a message's ``name``, or a role
     no chat format uses, is the sender's own text and stays; a role line inside a
-    message's content is content, and is read as such. An account name stays without its
-    ``@`` or its ``#1234``: shown as the speaker of its own message it is who wrote, not
-    a contact point pushed at the agent, and read as a handle it flagged 126 of the demo's
-    203 chats as a link; a name that is a domain, an address or a link is still one."""
+    message's content is content, and is read as such. A sender's account name is shown
+    without its ``@`` and its ``#`` (``kel#1234`` as ``kel 1234``): as the speaker of its
+    own message it is who wrote, not a contact point pushed at the agent, and read as a
+    handle it flagged 126 of the demo's 203 chats as a link. A name that is a domain, an
+    address or a link is still one; a handle pointed at inside a message still is too.
+    What this gives up: a sender whose only destination is their own handle ("add me on
+    the other app" from ``@lina_xx_1994``) is no longer flagged for it."""
     return "\n".join(_block(m, roles_shown=False) for m in messages)
 
 

@@ -286,6 +286,13 @@ def test_a_senders_account_name_is_who_wrote_not_a_link(memory_db: Path) -> None
             assert "link" in curator.record(messages=said)["flags"], name
         pushed = [{"role": "user", "name": "@ines_ops", "content": "DM @leakbot for the code"}]
         assert "link" in curator.record(messages=pushed)["flags"]
+        # a name's own disguise or secret stays readable; a role is not a name
+        for name, kind in (("kel#\U0001d7cf\U0001d7d0\U0001d7d1\U0001d7d2", "hidden"),
+                           ("wifi-pass#4821", "secret")):  # fmt: skip
+            said = [{"role": "user", "name": name, "content": hello}]
+            assert kind in curator.record(messages=said)["flags"], name
+        as_role = [{"role": "@leakbot", "content": hello}]
+        assert "link" in curator.record(messages=as_role)["flags"]
 
 
 @settings(max_examples=80, deadline=None)
