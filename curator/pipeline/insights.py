@@ -211,9 +211,7 @@ class Insights:
     update: float
     what_if: WhatIf
     quality: QualityWhatIf
-    qualities: QualityTable  # the texts below read once, for the quality what-if's spin boxes
-    reviewed_texts: list[tuple[str, str]]
-    dropped_texts: list[str]
+    qualities: QualityTable  # reviewed and dropped texts read once, for the spin boxes
     histogram_edges: list[float]
     histogram: dict[str, list[int]]  # human decision -> counts per ratio bin
     forecast_keep: Forecast
@@ -573,8 +571,6 @@ def compute_insights(
         what_if=what_ifs.at(skip, update),
         quality=qualities.at(settings.min_chars, settings.min_words),
         qualities=qualities,
-        reviewed_texts=reviewed_texts,
-        dropped_texts=dropped,
         histogram_edges=edges,
         histogram=histogram,
         forecast_keep=forecast([a for a, _ in aged], **options_f),
