@@ -63,13 +63,16 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from curator.core.flag_learned import learned_hits, load_reader
+from curator.core.flag_learned_train import GROUPS
 from curator.core.flags import KINDS, _detect, detect, provenance_flag
 from curator.resources_path import resource_path
 from curator.store.settings import DEFAULTS
 
 DATA = Path(__file__).resolve().parent.parent / "tests" / "data"
-TRAINING_CHAT = ("chat_dev", "chat_dev2", "chat_dev3")
-"""The conversation writers' benign messages (the learned reader's training texts)."""
+TRAINING_CHAT = tuple(
+    name for group, names in GROUPS.items() if "conversation" in group for name in names
+)
+"""The conversation writers' folders, as the learned reader's training names them."""
 
 
 def demo_identity() -> tuple[list[str], str]:
