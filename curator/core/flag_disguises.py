@@ -165,27 +165,36 @@ def _known(words: list[str]) -> int:
 def _rejoined(folded: Variant) -> Variant | None:
     """Neighbouring pieces joined when the join is a known word and a piece is not."""
     vocab = vocabulary()
-    pieces = list(_PIECE.finditer(folded.text))
+    text = folded.text
+    pieces = list(_PIECE.finditer(text))
+    # each piece's word, whether it is known, and whether the next one is a blank or a
+    # hyphen after it: read once per piece (the loop below tries every piece as a start)
+    words = [p.group(0) for p in pieces]
+    known = list(map(vocab.__contains__, words))
+    joinable = [text[a.end() : b.start()] in (" ", "-") for a, b in pairwise(pieces)]
+    joinable.append(False)  # the last piece has no neighbour
     out: list[str] = []
     where: list[int] = []
     last = 0
     i = 0
     joins = 0
-    while i < len(pieces):
+    count = len(pieces)
+    while i < count:
         best = 0
-        for n in (3, 2):
-            group = pieces[i : i + n]
-            if len(group) < n or any(
-                folded.text[a.end() : b.start()] not in (" ", "-") for a, b in pairwise(group)
-            ):
-                continue
-            word = "".join(p.group(0) for p in group)
-            if word in vocab and any(p.group(0) not in vocab for p in group):
-                best = n
-                break
+        if not joinable[i]:
+            pass
+        elif (
+            i + 2 < count
+            and joinable[i + 1]
+            and not (known[i] and known[i + 1] and known[i + 2])
+            and words[i] + words[i + 1] + words[i + 2] in vocab
+        ):
+            best = 3
+        elif not (known[i] and known[i + 1]) and words[i] + words[i + 1] in vocab:
+            best = 2
         if best:
             group = pieces[i : i + best]
-            out.append(folded.text[last : group[0].start()])
+            out.append(text[last : group[0].start()])
             where.extend(folded.origin[last : group[0].start()])
             for p in group:
                 out.append(p.group(0))

@@ -34,7 +34,7 @@ import threading
 import zlib
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from itertools import pairwise
+from itertools import pairwise, repeat
 from math import exp, sqrt
 from operator import itemgetter
 from pathlib import Path
@@ -121,6 +121,29 @@ def _grams_of(norm: str) -> tuple[list[str], list[str]]:
 
 def _bucket(key: str) -> int:
     return zlib.crc32(key.encode("utf-8", "surrogatepass")) & _MASK
+
+
+# A key is its kind's letter and its n-gram: the CRC of the letter, carried on into the
+# n-gram's bytes, is the key's CRC without the key being built.
+_CHAR_CRC, _WORD_CRC, _PAIR_CRC = (zlib.crc32(kind) for kind in (b"c", b"w", b"b"))
+
+
+def _distinct_buckets(norm: str) -> list[int]:
+    """``sorted(set(_buckets(_grams_of(norm)[0])))``: the distinct buckets a text is scored
+    by, each distinct n-gram hashed once (a 400-character text has about 2,200 n-gram
+    occurrences, of which most short ones repeat) and no key string built."""
+    padded = f" {norm} "
+    low, high = CHAR_NGRAMS
+    chars = {padded[i : i + n] for n in range(low, high + 1) for i in range(len(padded) - n + 1)}
+    words = _WORD.findall(norm)
+    pairs = {f"{a} {b}" for a, b in pairwise(words)}
+    found: set[int] = set()
+    try:
+        for grams, crc in ((chars, _CHAR_CRC), (set(words), _WORD_CRC), (pairs, _PAIR_CRC)):
+            found.update(map(_MASK.__and__, map(zlib.crc32, map(str.encode, grams), repeat(crc))))
+    except UnicodeEncodeError:  # a lone surrogate, which only "surrogatepass" encodes
+        return sorted({_bucket(key) for key in _grams_of(norm)[0]})
+    return sorted(found)
 
 
 _MASK = BUCKETS - 1
@@ -251,16 +274,15 @@ class Reader:
     def _read(self, norm: str) -> _Reading:
         """The probability and kind of a normalised text; its evidence on request (the
         detector asks only when the kind is one it flags, and not flagged already)."""
-        keys, shown = _grams_of(norm)
-        bucket_list = _buckets(keys)
-        buckets = sorted(set(bucket_list))
+        buckets = _distinct_buckets(norm)
         pick = _picker(buckets)
         p = self._probability(buckets, pick)
         if p < self.threshold:
             return _Reading(p, "", self, [])
         kinds = HEADS[1:]
         kind = max(kinds, key=lambda k: (self._margin(k, buckets, pick), -kinds.index(k)))
-        return _Reading(p, kind, self, list(zip(bucket_list, keys, shown, strict=True)))
+        keys, shown = _grams_of(norm)  # the evidence names n-grams as written
+        return _Reading(p, kind, self, list(zip(_buckets(keys), keys, shown, strict=True)))
 
     def _evidence(self, keyed: list[tuple[int, str, str]], limit: int = 3) -> tuple[str, ...]:
         """The words and word pairs that pushed the injection score up most; character

@@ -172,6 +172,7 @@ def test_the_fast_reading_is_the_plain_definition(text: str, have: frozenset[str
     assert learned_hits(text, have, fold(text).text) == learned_hits(text, have)
     keys = [key for key, _ in flag_learned._grams(text)]
     assert flag_learned._buckets(keys) == [flag_learned._bucket(key) for key in keys]
+    assert flag_learned._distinct_buckets(flag_learned.normalised(text)) == features(text)
 
 
 def test_the_bucket_table_starts_over_when_full(monkeypatch: pytest.MonkeyPatch) -> None:
