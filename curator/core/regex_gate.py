@@ -222,7 +222,7 @@ class GatedPattern:
     Answers as the compiled pattern does (``search``, ``finditer``, ``findall``, ``sub``,
     ``subn``, ``split``; ``match`` and ``fullmatch`` try one place and are not gated)."""
 
-    __slots__ = ("_compiled", "_flags", "_source", "_words", "_words_known")
+    __slots__ = ("_compiled", "_flags", "_source", "_whole", "_words", "_words_known")
 
     def __init__(self, compiled: re.Pattern[str], source: str, flags: int) -> None:
         self._compiled = compiled
@@ -230,6 +230,9 @@ class GatedPattern:
         self._flags = flags
         self._words: tuple[str, ...] | None = None
         self._words_known = False
+        # (text, whether the whole text lacks the needed words) for the last text read
+        # in parts: the flag rules read a text sentence by sentence with the same text
+        self._whole: tuple[str, bool] | None = None
 
     @property
     def compiled(self) -> re.Pattern[str]:
@@ -263,6 +266,14 @@ class GatedPattern:
             return False
         folded = case_folded(text)
         if pos > 0 or end < len(folded):
+            # no needed word in the whole text: none in any part of it (decided once a
+            # text; one tuple written at once, so another thread reads a whole pair)
+            whole = self._whole
+            if whole is None or whole[0] is not text:
+                whole = (text, not any(map(folded.__contains__, words)))
+                self._whole = whole
+            if whole[1]:
+                return True
             folded = folded[pos:end]
         return not any(map(folded.__contains__, words))
 

@@ -159,6 +159,26 @@ def test_a_gated_expression_answers_as_the_expression(data: st.DataObject | None
     assert pattern.split(text) == plain.split(text)
 
 
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.data())
+def test_texts_read_in_parts_in_turn_answer_as_the_expression(data: st.DataObject) -> None:
+    """The gate decides once a text whether the whole of it lacks the needed words, and
+    keeps that for the text's parts: reading two texts' parts in turn (the detector reads
+    one text sentence by sentence, and another thread may read another text meanwhile)
+    answers for each text as the expression does."""
+    pattern = data.draw(st.sampled_from([p for p in PATTERNS if p.words]))
+    texts = [
+        data.draw(_text_for(pattern)),
+        "An ordinary note about the day, long enough to be gated. " * data.draw(st.integers(1, 3)),
+    ]
+    for _ in range(6):
+        text = texts[data.draw(st.integers(0, 1))]
+        pos = data.draw(st.integers(1, len(text)))
+        endpos = data.draw(st.integers(pos, len(text)))
+        found = [m.span() for m in pattern.finditer(text, pos, endpos)]
+        assert found == [m.span() for m in pattern.compiled.finditer(text, pos, endpos)]
+
+
 @pytest.fixture
 def kept_words(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
     """An empty cache folder and a fresh in-process table of kept words."""
