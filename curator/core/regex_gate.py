@@ -57,6 +57,11 @@ _FOLDED_MAX = 16
 """Folded texts kept: the detector asks many expressions about one text in a row."""
 _FOLDED_CHARS = 4_000_000
 """At most this many characters of them (a megabyte episode is still kept while read)."""
+_FOLDED_LOCK = threading.Lock()
+"""Taken to change :data:`_FOLDED` and its count: several threads read texts at once
+(the MCP server's writer and its screening thread, the window's jobs)."""
+_folded_chars = 0
+"""Characters of the texts in :data:`_FOLDED`."""
 
 
 def _fold_table() -> dict[int, int] | None:
@@ -86,13 +91,17 @@ def _fold(text: str, table: dict[int, int]) -> str:
 
 def case_folded(text: str) -> str:
     """``text`` with each character replaced by its case representative (same length)."""
+    global _folded_chars
     found = _FOLDED.get(text)
     if found is not None:
         return found
     folded = _fold_word(text)
-    if len(_FOLDED) >= _FOLDED_MAX or sum(map(len, _FOLDED)) + len(text) > _FOLDED_CHARS:
-        _FOLDED.clear()
-    _FOLDED[text] = folded
+    with _FOLDED_LOCK:
+        if len(_FOLDED) >= _FOLDED_MAX or _folded_chars + len(text) > _FOLDED_CHARS:
+            _FOLDED.clear()
+            _folded_chars = 0
+        if _FOLDED.setdefault(text, folded) is folded:
+            _folded_chars += len(text)
     return folded
 
 

@@ -20,6 +20,7 @@ recognised: no message here cuts a value that way.
 from __future__ import annotations
 
 import re
+import threading
 from typing import Any
 
 MASK = "***"
@@ -32,9 +33,12 @@ PREFIX_CHARS = 12
 message that cuts a long value short ("sk-proj-A1b2C3d4...") must not show most of a key."""
 
 _SECRETS: set[str] = set()
-_FORMS: list[str] = []
+_FORMS: tuple[str, ...] = ()
 """Every way a remembered secret may come back, in lower case (:func:`_lower`), longest
-first."""
+first. Replaced whole, never changed in place: a reader on another thread iterates the
+tuple it found, never a list being rewritten under it."""
+_LOCK = threading.Lock()
+"""Taken to remember a secret (the set is read whole to make the forms)."""
 
 _KEY_LIKE_STOP = re.compile(r"[\s\"'<>()\[\]{},;`]")
 """Characters that end a key written in some escaped form (see the module)."""
@@ -43,9 +47,14 @@ _KEY_LIKE_STOP = re.compile(r"[\s\"'<>()\[\]{},;`]")
 def remember_secret(secret: str | None) -> None:
     """Mask ``secret`` (an API key this program sends) from now on, for the life of the
     process: a key once sent may come back in any later answer."""
-    if secret and len(secret) >= MIN_SECRET_CHARS and secret not in _SECRETS:
-        _SECRETS.add(secret)
-        _FORMS[:] = sorted({f for s in _SECRETS for f in _forms(s)}, key=len, reverse=True)
+    global _FORMS
+    if not secret or len(secret) < MIN_SECRET_CHARS:
+        return
+    with _LOCK:
+        if secret not in _SECRETS:
+            _SECRETS.add(secret)
+            forms = {f for s in _SECRETS for f in _forms(s)}
+            _FORMS = tuple(sorted(forms, key=len, reverse=True))
 
 
 def _lower(text: str) -> str:

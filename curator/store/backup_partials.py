@@ -22,6 +22,7 @@ import contextlib
 import os
 import re
 import stat
+import threading
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -43,6 +44,7 @@ _CLAIMED_HERE: set[Path] = set()
 """The files this process holds claimed. A sweep never opens one: closing any descriptor
 of a file drops every POSIX lock the process holds on it, SQLite's own on the copy it is
 writing included, and two backups may run at once in one process (the window's)."""
+_CLAIM_LOCK = threading.Lock()
 
 
 class ClaimTaken(CuratorError):
@@ -58,9 +60,10 @@ def claimed(partial: Path) -> Iterator[None]:
     The name counts as this process's from before the file exists, so a sweep on another
     thread never meets it between its creation and its lock."""
     key = partial.absolute()
-    if key in _CLAIMED_HERE:
-        raise ClaimTaken(f"{partial.name} is being written by this process; run again")
-    _CLAIMED_HERE.add(key)
+    with _CLAIM_LOCK:  # one thread's claim: a loser must not drop the winner's
+        if key in _CLAIMED_HERE:
+            raise ClaimTaken(f"{partial.name} is being written by this process; run again")
+        _CLAIMED_HERE.add(key)
     try:
         try:
             fd = os.open(partial, os.O_RDWR | os.O_CREAT | os.O_EXCL, 0o644)

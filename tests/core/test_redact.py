@@ -81,7 +81,7 @@ _key = st.text(
 def remembered(monkeypatch: pytest.MonkeyPatch) -> None:
     """Secrets remembered in a test are forgotten after it (they are the process's)."""
     monkeypatch.setattr(secret_forms, "_SECRETS", set())
-    monkeypatch.setattr(secret_forms, "_FORMS", [])
+    monkeypatch.setattr(secret_forms, "_FORMS", ())
 
 
 @settings(
@@ -97,7 +97,7 @@ def test_a_remembered_key_is_masked_in_every_form_and_at_every_cut(
     remembered: None, key: str, form: str, cut: int, before: str
 ) -> None:
     secret_forms._SECRETS.clear()
-    secret_forms._FORMS.clear()
+    secret_forms._FORMS = ()
     remember_secret(key)
     written = {
         "raw": key,
@@ -262,7 +262,7 @@ def test_streamed_text_shows_exactly_the_whole_text_masked_and_never_a_key(
     letters whose lower case is longer, split anywhere: what the live output shows, piece
     by piece, is a beginning of the whole text masked as one, and never a key's start."""
     secret_forms._SECRETS.clear()
-    secret_forms._FORMS.clear()
+    secret_forms._FORMS = ()
     for key in keys:
         remember_secret(key)
     parts = []

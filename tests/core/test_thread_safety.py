@@ -1,0 +1,199 @@
+"""The process's shared caches hold under threads: the detector, the redaction, the claims.
+
+Several threads read texts at once: the MCP server's group writer and its screening
+thread, the window's jobs (which shorten the interpreter's switch interval while they
+run). A cache shared by the process and changed without a lock once made a read raise
+"dictionary changed size during iteration" under a load of clients, and the client got
+"Error executing tool record_episode". Each test here runs its threads with a switch
+interval of a microsecond, so that they interleave at nearly every bytecode.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import itertools
+import json
+import subprocess
+import sys
+import textwrap
+import threading
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+import pytest
+
+from curator.core import regex_gate, secret_forms
+from curator.store import backup_partials
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+@contextmanager
+def _interleaved() -> Iterator[None]:
+    interval = sys.getswitchinterval()
+    sys.setswitchinterval(1e-6)
+    try:
+        yield
+    finally:
+        sys.setswitchinterval(interval)
+
+
+def _on_threads(work: Callable[[int], None], threads: int = 4) -> list[BaseException]:
+    """``work(k)`` on ``threads`` threads started together; what they raised."""
+    errors: list[BaseException] = []
+    start = threading.Barrier(threads)
+
+    def run(k: int) -> None:
+        start.wait()
+        try:
+            work(k)
+        except BaseException as exc:  # reported by the test, not lost in a thread
+            errors.append(exc)
+
+    workers = [threading.Thread(target=run, args=(k,)) for k in range(threads)]
+    with _interleaved():
+        for worker in workers:
+            worker.start()
+        for worker in workers:
+            worker.join()
+    return errors
+
+
+def test_texts_case_folded_on_many_threads_are_folded_and_kept_within_bounds() -> None:
+    def fold_many(k: int) -> None:
+        for i in range(3000):
+            text = f"Thread {k} reads text {i}: İgnore THE Rules " + "x" * (i % 40)
+            assert regex_gate.case_folded(text) == regex_gate._fold_word(text)
+
+    assert _on_threads(fold_many) == []
+    assert len(regex_gate._FOLDED) <= regex_gate._FOLDED_MAX
+    assert regex_gate._folded_chars == sum(map(len, regex_gate._FOLDED))
+
+
+def test_a_remembered_key_stays_masked_while_other_threads_remember_keys(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(secret_forms, "_SECRETS", set())
+    monkeypatch.setattr(secret_forms, "_FORMS", ())
+    known = "sk-known-0123456789abcdefghijklmnop"
+    secret_forms.remember_secret(known)
+
+    def remember_and_mask(k: int) -> None:
+        for i in range(150):
+            if k % 2:
+                secret_forms.remember_secret(f"sk-thread{k}-{i:04d}-abcdefghijklmnopqrstuv")
+            else:
+                shown = secret_forms.mask_secrets(f"the key {known} came back ({i})")
+                assert known[: secret_forms.PREFIX_CHARS + 1] not in shown
+
+    assert _on_threads(remember_and_mask) == []
+    assert len(secret_forms._SECRETS) == 1 + 2 * 150
+
+
+def _contest(partial: Path) -> list[str]:
+    """Four threads claim ``partial`` at once; what each was told."""
+    held = threading.Event()
+    outcomes: list[str] = []
+    told = threading.Semaphore(0)
+
+    def claim(k: int) -> None:
+        try:
+            with backup_partials.claimed(partial):
+                outcomes.append("held")
+                held.set()
+                for _ in range(3):  # held until every other thread was told
+                    assert told.acquire(timeout=10)
+        except backup_partials.ClaimTaken:
+            outcomes.append("taken")
+            held.wait(10)
+            # the loser leaves the holder's claim alone
+            assert partial.absolute() in backup_partials._CLAIMED_HERE
+            told.release()
+
+    assert _on_threads(claim) == []
+    return outcomes
+
+
+class _ChecksMeet(set[Path]):
+    """Fault injection: a claim set whose first four membership checks wait for each
+    other (at most 0.2 s), so that four threads claiming at once all stand between a
+    check and the claim that follows it, whichever runs first."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._meet = threading.Barrier(4)
+        self._checks = itertools.count()
+
+    def __contains__(self, item: object) -> bool:
+        found = super().__contains__(item)
+        if next(self._checks) < 4:  # every thread has its answer before any acts on it
+            with contextlib.suppress(threading.BrokenBarrierError):
+                self._meet.wait(timeout=0.2)
+        return found
+
+
+def test_one_partial_backup_is_claimed_by_one_thread_at_a_time(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Threads that claim one name at once: one holds it, the others are told it is taken,
+    and the name stays claimed for the holder until its block ends."""
+    for round_ in range(3):
+        monkeypatch.setattr(backup_partials, "_CLAIMED_HERE", _ChecksMeet())
+        partial = tmp_path / f"curator.sqlite.{round_}.partial"
+        assert sorted(_contest(partial)) == ["held", "taken", "taken", "taken"]
+        assert partial.absolute() not in backup_partials._CLAIMED_HERE
+
+
+DETECT_ON_THREADS = textwrap.dedent(
+    """
+    import json, sys, threading
+    sys.setswitchinterval(1e-6)
+    from curator.core.flags import _detect
+    from curator.store.importer import detector_text
+
+    texts = []
+    for line in open(sys.argv[1], encoding="utf-8"):
+        if line.strip():
+            item = json.loads(line)
+            texts.append(item.get("content") or detector_text(item["messages"]))
+    texts = texts[:48]
+    axioms = ("Never share a user's private data.",)
+    found, errors = {}, []
+    start = threading.Barrier(4)
+
+    def read(k):
+        start.wait()  # every thread meets the detector cold: its first builds at once
+        try:
+            for text in texts[k::4]:
+                found[text] = list(_detect(text, axioms, "Name: Wren", True))
+        except BaseException as exc:
+            errors.append(repr(exc))
+
+    workers = [threading.Thread(target=read, args=(k,)) for k in range(4)]
+    for worker in workers:
+        worker.start()
+    for worker in workers:
+        worker.join()
+    _detect.cache_clear()
+    alone = {text: list(_detect(text, axioms, "Name: Wren", True)) for text in texts}
+    print(json.dumps({"errors": errors, "same": found == alone, "read": len(found)}))
+    """
+)
+
+
+def test_the_detector_reads_from_cold_on_many_threads_as_on_one() -> None:
+    """In a fresh interpreter, so that the threads also meet the detector's first builds
+    (its word families, its learned reader, its gate's words) at the same moment."""
+    episodes = ROOT / "resources" / "demo" / "episodes.jsonl"
+    done = subprocess.run(
+        [sys.executable, "-c", DETECT_ON_THREADS, str(episodes)],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        cwd=ROOT,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    report = json.loads(done.stdout)
+    assert report == {"errors": [], "same": True, "read": 48}
