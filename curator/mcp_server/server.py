@@ -8,12 +8,15 @@ axioms.
 Every failure is a tool error the model can read: one sentence, no traceback, secrets
 masked (:func:`curator.core.redact.redact`), and nothing written. Arguments the SDK's
 schema check rejects (a string for ``top_k``) get one sentence too, naming the argument,
-instead of pydantic's multi-line report.
+instead of pydantic's multi-line report. A failure of the server itself (a bug) tells the
+client only that, and goes with its traceback to the server's log (stderr), where the
+person running it can see why.
 """
 
 from __future__ import annotations
 
 import json
+import logging
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -22,7 +25,7 @@ from typing import Annotated, Any, TypeVar
 import anyio.to_thread
 import peewee
 from mcp.server.mcpserver import Context, MCPServer
-from mcp.server.mcpserver.exceptions import ResourceError, ToolError
+from mcp.server.mcpserver.exceptions import ResourceError, ToolError, UnexpectedToolError
 from mcp.shared.exceptions import MCPError
 from mcp.types import INVALID_PARAMS, CallToolResult, InputRequiredResult, ToolAnnotations
 from pydantic import Field, StrictInt, ValidationError
@@ -37,6 +40,15 @@ from curator.mcp_server.ratelimit import RateLimiter
 from curator.mcp_server.writer import GroupWriter
 
 T = TypeVar("T")
+
+log = logging.getLogger(__name__)
+
+RECORD_FAILED = (
+    "the server failed while recording (an internal error, written to its log); nothing "
+    "was recorded: try again"
+)
+"""What a client is told when ``record_episode`` fails for a reason of the server's own:
+the group commit stores none of a failed group (:mod:`curator.mcp_server.writer`)."""
 
 INSTRUCTIONS = (
     "Long-term memory curated by a person. Read the agent's committed knowledge with "
@@ -153,6 +165,8 @@ class _CuratorServer(MCPServer):
     ) -> CallToolResult | InputRequiredResult:
         try:
             return await super().call_tool(name, arguments, context)
+        except UnexpectedToolError:
+            raise  # its message is already generic; the SDK logs it with its traceback
         except ToolError as exc:
             if isinstance(exc.__cause__, ValidationError):
                 raise ToolError(_one_sentence(exc.__cause__)) from None
@@ -277,6 +291,9 @@ def build_server(curator: Curator, options: ServerOptions | None = None) -> MCPS
                 return dict(await writer.record(item))
             except (CuratorError, peewee.PeeweeException) as exc:
                 raise ToolError(_said(curator, exc)) from None
+            except Exception:
+                log.exception("record_episode failed")
+                raise ToolError(RECORD_FAILED) from None
 
     @server.resource(
         "curator://knowledge",
