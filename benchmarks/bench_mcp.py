@@ -37,6 +37,7 @@ figures move with it.
 from __future__ import annotations
 
 import argparse
+import collections
 import itertools
 import json
 import os
@@ -45,6 +46,7 @@ import statistics
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
@@ -112,21 +114,42 @@ def child_env() -> dict[str, str]:
     return {**os.environ, "PYTHONPATH": str(ROOT)}
 
 
-def start_http(db: Path) -> tuple[subprocess.Popen[str], str]:
-    command = [sys.executable, "-m", "curator", "--db", str(db), "mcp"]
-    process = subprocess.Popen(
-        [*command, "--http", "127.0.0.1:0", "--rate", "0"],
-        stderr=subprocess.PIPE,
-        stdout=subprocess.DEVNULL,
-        text=True,
-        env=child_env(),
-    )
-    assert process.stderr is not None
-    for line in process.stderr:
-        found = re.search(r"(http://\S+/mcp)", line)
-        if found:
-            return process, found.group(1)
-    raise SystemExit(f"the HTTP server did not start (exit {process.wait()})")
+class HttpServer:
+    """A ``curator mcp --http`` child: its address, and the last lines it wrote to stderr
+    (read for as long as it runs: a pipe nobody reads stalls a server that logs)."""
+
+    def __init__(self, db: Path) -> None:
+        command = [sys.executable, "-m", "curator", "--db", str(db), "mcp"]
+        self.process = subprocess.Popen(
+            [*command, "--http", "127.0.0.1:0", "--rate", "0"],
+            stderr=subprocess.PIPE,
+            stdout=subprocess.DEVNULL,
+            text=True,
+            env=child_env(),
+        )
+        self.said: collections.deque[str] = collections.deque(maxlen=40)
+        assert self.process.stderr is not None
+        for line in self.process.stderr:
+            self.said.append(line)
+            found = re.search(r"(http://\S+/mcp)", line)
+            if found:
+                self.url = found.group(1)
+                self._drainer = threading.Thread(target=self._drain, daemon=True)
+                self._drainer.start()
+                return
+        raise SystemExit(f"the HTTP server did not start (exit {self.process.wait()})")
+
+    def _drain(self) -> None:
+        assert self.process.stderr is not None
+        for line in self.process.stderr:
+            self.said.append(line)
+
+    def stop(self, failed: bool) -> None:
+        self.process.terminate()
+        self.process.wait(timeout=30)
+        self._drainer.join(timeout=10)  # what it wrote last is in the pipe still
+        if failed:
+            print("the server's last words:\n" + "".join(self.said), file=sys.stderr)
 
 
 def server_cpu_s(pid: int) -> float:
@@ -408,29 +431,31 @@ def main() -> None:
             )
             anyio.run(reads_over, stdio, "stdio", args.calls, base)
         if "reads" in parts:
-            process, url = start_http(db)
+            server = HttpServer(db)
+            failed = True
             try:
-                anyio.run(reads_over, url, "HTTP", args.calls, base)
+                anyio.run(reads_over, server.url, "HTTP", args.calls, base)
+                failed = False
             finally:
-                process.terminate()
-                process.wait(timeout=30)
+                server.stop(failed)
         rates: dict[tuple[str, str], float] = {}
         for what, kind in itertools.product(texts, kinds) if "record" in parts else []:
-            process, url = start_http(db)  # each kind against a fresh server
+            server = HttpServer(db)  # each kind against a fresh server
+            failed = True
             try:
                 rates[kind, what] = anyio.run(
                     record_load,
                     kind,
                     what,
-                    url,
-                    process.pid,
+                    server.url,
+                    server.process.pid,
                     args.records,
                     args.clients,
                     args.in_flight,
                 )
+                failed = False
             finally:
-                process.terminate()
-                process.wait(timeout=30)
+                server.stop(failed)
         if rates:
             (kind, what), worst = min(rates.items(), key=lambda item: item[1])
             verdict = "met" if worst >= 500 else "not met"
