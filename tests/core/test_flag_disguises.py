@@ -16,12 +16,12 @@ _PIECE = gated(r"[a-z]+")
 
 def rejoined_by_definition(folded: Variant) -> Variant | None:
     """Split words joined, spelled out: at each piece, the three pieces from it, else the
-    two, a blank or a hyphen apart, whose join is a known word and not all known alone."""
+    two, a blank or a hyphen apart, whose join is a known word and not all known alone;
+    a join drops the separators between its pieces (and their places)."""
     vocab = vocabulary()
     pieces = list(_PIECE.finditer(folded.text))
-    out: list[str] = []
-    where: list[int] = []
-    last = i = joins = 0
+    dropped: set[int] = set()
+    i = 0
     while i < len(pieces):
         best = 0
         for n in (3, 2):
@@ -34,23 +34,14 @@ def rejoined_by_definition(folded: Variant) -> Variant | None:
             if word in vocab and any(p.group(0) not in vocab for p in group):
                 best = n
                 break
-        if best:
-            group = pieces[i : i + best]
-            out.append(folded.text[last : group[0].start()])
-            where.extend(folded.origin[last : group[0].start()])
-            for p in group:
-                out.append(p.group(0))
-                where.extend(folded.origin[p.start() : p.end()])
-            last = group[-1].end()
-            joins += 1
-            i += best
-        else:
-            i += 1
-    if not joins:
+        for a, b in pairwise(pieces[i : i + best]):
+            dropped.update(range(a.end(), b.start()))
+        i += best or 1
+    if not dropped:  # every join drops a separator
         return None
-    out.append(folded.text[last:])
-    where.extend(folded.origin[last:])
-    return Variant("".join(out), tuple(where), " (split words joined)")
+    kept = [k for k in range(len(folded.text)) if k not in dropped]
+    text = "".join(folded.text[k] for k in kept)
+    return Variant(text, tuple(folded.origin[k] for k in kept), " (split words joined)")
 
 
 def _split(word: str, cuts: list[int], separators: list[str]) -> str:
