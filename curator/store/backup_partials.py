@@ -139,13 +139,19 @@ def _sweep(folder: Path, prefix: str, suffix: str, db_path: Path) -> list[Path]:
             theirs = read_database_id(path)
             if theirs is not None and theirs != own_id:
                 continue  # another database of ours that happens to bear such a name
-            try:
-                path.unlink()
-            except OSError:
-                continue
-            for side in _SIDE_FILES:
-                with contextlib.suppress(OSError):
-                    os.unlink(f"{path}{side}")
+            # The name may have been claimed since it was looked at (a thread of this
+            # process made the file anew and has not locked it yet): looked at again,
+            # and removed, under the claims' lock, so no claim comes in between.
+            with _CLAIM_LOCK:
+                if path.absolute() in _CLAIMED_HERE:
+                    continue
+                try:
+                    path.unlink()
+                except OSError:
+                    continue
+                for side in _SIDE_FILES:
+                    with contextlib.suppress(OSError):
+                        os.unlink(f"{path}{side}")
             removed.append(path)
         finally:
             os.close(fd)

@@ -145,6 +145,50 @@ def test_one_partial_backup_is_claimed_by_one_thread_at_a_time(
         assert partial.absolute() not in backup_partials._CLAIMED_HERE
 
 
+def test_a_sweep_leaves_a_name_claimed_after_it_looked(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A sweep looked at a stale partial's name, unclaimed then; before it removes the
+    file, a thread of this process claims the name anew (the file is then that thread's,
+    made but not locked yet): the sweep must leave it."""
+    db = tmp_path / "curator.sqlite"
+    db.write_bytes(b"")
+    partial = tmp_path / "curator.sqlite-20260101T000000000000Z.partial"
+    partial.write_bytes(b"")
+    read_id = backup_partials.read_database_id
+
+    def claimed_meanwhile(path: Path) -> str | None:  # fault injection: the other thread
+        if path == partial:
+            backup_partials._CLAIMED_HERE.add(partial.absolute())
+        return read_id(path)
+
+    monkeypatch.setattr(backup_partials, "read_database_id", claimed_meanwhile)
+    try:
+        assert backup_partials.sweep_stale(tmp_path, db) == []
+        assert partial.exists()
+    finally:
+        monkeypatch.undo()
+        backup_partials._CLAIMED_HERE.discard(partial.absolute())
+    assert backup_partials.sweep_stale(tmp_path, db) == [partial]  # unclaimed: stale
+
+
+def test_threads_silencing_llama_cpp_at_once_share_one_sink() -> None:
+    from curator.llm import llama_log
+
+    sinks: list[object] = []
+    before = llama_log._sink, llama_log._callback
+    llama_log._sink = None  # as in a process that has not silenced llama.cpp yet
+    try:
+        assert _on_threads(lambda _: sinks.append(llama_log.silence()), threads=8) == []
+        assert len({id(sink) for sink in sinks}) == 1 and sinks[0] is llama_log._sink
+    finally:
+        if before[0] is not None:  # this process's sink and callback back in place
+            import llama_cpp
+
+            llama_log._sink, llama_log._callback = before
+            llama_cpp.llama_log_set(before[1], None)
+
+
 DETECT_ON_THREADS = textwrap.dedent(
     """
     import json, sys, threading
