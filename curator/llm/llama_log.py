@@ -69,6 +69,9 @@ class LogSink:
 
 _sink: LogSink | None = None
 _callback: Any = None  # the ctypes function pointer: must live as long as the process
+_SILENCE_LOCK = threading.Lock()
+"""Taken to install the sink: threads that load their first models at once (the
+window's jobs) must share one, not each install its own and leave the others deaf."""
 
 
 def silence(*, echo_errors: bool = False) -> LogSink:
@@ -76,9 +79,15 @@ def silence(*, echo_errors: bool = False) -> LogSink:
 
     A later call only changes ``echo_errors``; the sink and its kept log stay.
     """
-    global _sink, _callback
     import llama_cpp  # its import installs llama-cpp-python's callback: replace it after
 
+    with _SILENCE_LOCK:
+        return _installed(llama_cpp, echo_errors)
+
+
+def _installed(llama_cpp: Any, echo_errors: bool) -> LogSink:
+    """:func:`silence`'s work, under its lock."""
+    global _sink, _callback
     if _sink is None:
         debug = os.environ.get("CURATOR_DEBUG", "") not in ("", "0")
         # A copy of stderr as it is now: llama-cpp-python points fd 2 at the null device
