@@ -283,7 +283,6 @@ def serve_http(
     )
     if token is not None:
         app = BearerTokenGate(app, token)
-    quiet_departed_clients()
     sock = bind(host, port)
     bound_host, bound_port = sock.getsockname()[:2]
     shown = f"[{bound_host}]" if ":" in bound_host else bound_host
@@ -303,6 +302,7 @@ def serve_http(
         access_log=False,
         http=http_protocol(),
     )
+    quiet_departed_clients()  # on the handlers the Config has just set up
     with contextlib.closing(sock):
         anyio.run(
             lambda: uvicorn.Server(config).serve(sockets=[sock]),

@@ -114,12 +114,16 @@ class _DepartedClients(logging.Filter):
 
 
 def quiet_departed_clients() -> None:
-    """Keep the SDK's tracebacks for clients that hung up mid-request off every handler
-    of the root logger (where the SDK's ``configure_logging`` puts its own)."""
+    """Keep the tracebacks for clients that hung up mid-request off every handler of the
+    root logger (where the SDK's ``configure_logging`` puts its own) and of uvicorn's (its
+    own handler writes "Exception in ASGI application" when the exception leaves the
+    application: the modern protocol's requests read their body there). Called once
+    uvicorn's ``Config`` has set up its logging, whose handlers it replaces."""
     try:
         from starlette.requests import ClientDisconnect
     except ImportError:  # a later starlette: nothing known to quiet
         return
-    for handler in logging.getLogger().handlers:
-        if not any(isinstance(f, _DepartedClients) for f in handler.filters):
-            handler.addFilter(_DepartedClients((ClientDisconnect,)))
+    for name in ("", "uvicorn", "uvicorn.error"):
+        for handler in logging.getLogger(name).handlers:
+            if not any(isinstance(f, _DepartedClients) for f in handler.filters):
+                handler.addFilter(_DepartedClients((ClientDisconnect,)))

@@ -152,7 +152,18 @@ def test_other_error_bodies_pass_as_they_came(body: str) -> None:
     assert _body(_relay(400, b"application/json", [raw])) == raw
 
 
-def test_a_client_gone_mid_request_leaves_no_traceback(http_server: Start) -> None:
+@pytest.mark.parametrize(
+    "protocol",
+    [
+        "",  # an older client's request: the SDK reads its body in the transport
+        # the modern protocol's headers: its body is read in the application, whose
+        # exception uvicorn's own handler wrote as "Exception in ASGI application"
+        "Mcp-Protocol-Version: 2026-07-28\r\nMcp-Method: tools/call\r\n"
+        "Mcp-Name: record_episode\r\n",
+    ],
+    ids=["plain", "modern headers"],
+)
+def test_a_client_gone_mid_request_leaves_no_traceback(http_server: Start, protocol: str) -> None:
     """Hung up before the body was all sent (or any of it): the SDK logged each as a
     server error with a traceback; the server now says nothing and goes on serving."""
     server = http_server()
@@ -160,7 +171,7 @@ def test_a_client_gone_mid_request_leaves_no_traceback(http_server: Start) -> No
     head = (
         f"POST /mcp HTTP/1.1\r\nHost: {host}:{port}\r\n"
         "Accept: application/json, text/event-stream\r\nContent-Type: application/json\r\n"
-        "Content-Length: 1000\r\n\r\n"
+        f"{protocol}Content-Length: 1000\r\n\r\n"
     ).encode()
     for sent in (b"", b'{"jsonrpc": "2.0", '):
         with socket.create_connection((host, int(port))) as peer:
