@@ -19,8 +19,10 @@ it ends; SQLite's own locks on the file are of another kind and do not meet them
 from __future__ import annotations
 
 import contextlib
+import errno
 import os
 import re
+import secrets
 import stat
 import threading
 from collections.abc import Iterator
@@ -66,19 +68,59 @@ def claimed(partial: Path) -> Iterator[None]:
         _CLAIMED_HERE.add(key)
     try:
         try:
-            fd = os.open(partial, os.O_RDWR | os.O_CREAT | os.O_EXCL, 0o644)
+            fd = _created_locked(partial)
         except FileExistsError:
             raise ClaimTaken(
                 f"{partial.name} was started at the same moment by another run; run again"
             ) from None
         try:
-            if fcntl is not None:
-                fcntl.flock(fd, fcntl.LOCK_EX)
             yield
         finally:
             os.close(fd)
     finally:
         _CLAIMED_HERE.discard(key)
+
+
+_NO_LINKS = frozenset({errno.EPERM, errno.EOPNOTSUPP, errno.ENOTSUP, errno.EMLINK, errno.ENOSYS})
+"""What ``link`` says on a file system without hard links (FAT, some network mounts)."""
+
+
+def _created_locked(partial: Path) -> int:
+    """A descriptor of ``partial``, created (``FileExistsError`` where it exists) and
+    locked before any other process can open it by its name.
+
+    Created in place and then locked, it stood unlocked for two system calls, and a sweep
+    in another process (two backups of one database at once) that opened it then took
+    its lock, found a file of no database and removed it under the writer. So it is made
+    under a private name, locked, and linked into place (a link fails where the name
+    exists): whoever opens ``partial`` finds it locked. A process killed between the
+    private file's creation and its removal (a few system calls) leaves an empty
+    ``.claim-…`` file beside it.
+    Where the file system has no hard links, the file is created in place and locked at
+    once, as before."""
+    if fcntl is None:
+        return os.open(partial, os.O_RDWR | os.O_CREAT | os.O_EXCL, 0o644)
+    private = partial.with_name(f".claim-{secrets.token_hex(8)}")  # short: any name fits
+    fd = os.open(private, os.O_RDWR | os.O_CREAT | os.O_EXCL, 0o644)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        try:
+            os.link(private, partial)
+        except OSError as exc:
+            if isinstance(exc, FileExistsError) or exc.errno not in _NO_LINKS:
+                raise
+            os.close(fd)
+            fd = -1
+            fd = os.open(partial, os.O_RDWR | os.O_CREAT | os.O_EXCL, 0o644)
+            fcntl.flock(fd, fcntl.LOCK_EX)
+    except BaseException:
+        if fd >= 0:
+            os.close(fd)
+        raise
+    finally:
+        with contextlib.suppress(OSError):
+            os.unlink(private)
+    return fd
 
 
 def sweep_stale(folder: Path, db_path: Path) -> list[Path]:

@@ -11,8 +11,11 @@ interval of a microsecond, so that they interleave at nearly every bytecode.
 from __future__ import annotations
 
 import contextlib
+import errno
+import fcntl
 import itertools
 import json
+import os
 import subprocess
 import sys
 import textwrap
@@ -20,6 +23,7 @@ import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -170,6 +174,57 @@ def test_a_sweep_leaves_a_name_claimed_after_it_looked(
         monkeypatch.undo()
         backup_partials._CLAIMED_HERE.discard(partial.absolute())
     assert backup_partials.sweep_stale(tmp_path, db) == [partial]  # unclaimed: stale
+
+
+class _ForeignSweepBeforeLocking:
+    """Fault injection: ``fcntl`` for :mod:`curator.store.backup_partials` whose first
+    blocking lock (the claim's) first lets a sweep run as another process would see it
+    (this process's claims unknown to it): two backups of one database at once."""
+
+    def __init__(self, folder: Path, db: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+        self.folder, self.db, self.monkeypatch = folder, db, monkeypatch
+        self.swept: list[Path] | None = None
+
+    def flock(self, fd: int, operation: int) -> None:
+        if self.swept is None and not operation & fcntl.LOCK_NB:
+            claims = backup_partials._CLAIMED_HERE
+            self.monkeypatch.setattr(backup_partials, "_CLAIMED_HERE", set())
+            try:
+                self.swept = backup_partials.sweep_stale(self.folder, self.db)
+            finally:
+                self.monkeypatch.setattr(backup_partials, "_CLAIMED_HERE", claims)
+        fcntl.flock(fd, operation)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(fcntl, name)
+
+
+def test_a_sweep_in_another_process_never_meets_a_claimed_partial_unlocked(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    db = tmp_path / "curator.sqlite"
+    db.write_bytes(b"")
+    partial = tmp_path / "curator.sqlite-20260101T000000000000Z.partial"
+    foreign = _ForeignSweepBeforeLocking(tmp_path, db, monkeypatch)
+    monkeypatch.setattr(backup_partials, "fcntl", foreign)
+    with backup_partials.claimed(partial):
+        assert foreign.swept == [] and partial.exists()
+    assert sorted(p.name for p in tmp_path.iterdir()) == [db.name, partial.name]
+
+
+def test_a_claim_where_the_file_system_has_no_hard_links(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def no_links(*_: object, **__: object) -> None:  # fault injection: FAT, a network mount
+        raise OSError(errno.EPERM, "Operation not permitted")
+
+    partial = tmp_path / "curator.sqlite-20260101T000000000000Z.partial"
+    monkeypatch.setattr(os, "link", no_links)
+    with backup_partials.claimed(partial):
+        assert partial.exists()
+        with pytest.raises(backup_partials.ClaimTaken), backup_partials.claimed(partial):
+            pass  # held, by name, as before
+    assert [p.name for p in tmp_path.iterdir()] == [partial.name]  # no private file left
 
 
 def test_threads_silencing_llama_cpp_at_once_share_one_sink() -> None:
