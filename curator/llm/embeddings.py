@@ -22,7 +22,7 @@ import numpy as np
 import numpy.typing as npt
 
 from curator.llm.backend import StopCheck, StopRequested
-from curator.llm.llama_log import quiet_llama_cpp
+from curator.llm.llama_log import one_load_at_a_time, quiet_llama_cpp
 from curator.llm.thread_contention import ContentionGuard, for_context
 from curator.llm.threads import default_threads
 
@@ -52,18 +52,19 @@ class LlamaEmbedder:
         if self._llm is None:
             llama_cpp = quiet_llama_cpp()  # no "pooling_type" warning on the terminal
 
-            self._llm = llama_cpp.Llama(
-                model_path=str(self.model_path),
-                embedding=True,
-                pooling_type=llama_cpp.LLAMA_POOLING_TYPE_MEAN,
-                n_ctx=EMBED_CTX,
-                n_batch=EMBED_CTX,
-                n_ubatch=EMBED_CTX,
-                n_gpu_layers=self.n_gpu_layers,
-                n_threads=self.n_threads,
-                n_threads_batch=self.n_threads,
-                verbose=False,
-            )
+            with one_load_at_a_time():
+                self._llm = llama_cpp.Llama(
+                    model_path=str(self.model_path),
+                    embedding=True,
+                    pooling_type=llama_cpp.LLAMA_POOLING_TYPE_MEAN,
+                    n_ctx=EMBED_CTX,
+                    n_batch=EMBED_CTX,
+                    n_ubatch=EMBED_CTX,
+                    n_gpu_layers=self.n_gpu_layers,
+                    n_threads=self.n_threads,
+                    n_threads_batch=self.n_threads,
+                    verbose=False,
+                )
             self.contention = for_context(self._llm, self.n_threads, self.n_threads)
         return self._llm
 

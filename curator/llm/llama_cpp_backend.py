@@ -71,7 +71,7 @@ from curator.llm.generation import (
     label_softmax,
 )
 from curator.llm.llama_decode import greedy, sampled
-from curator.llm.llama_log import quiet_llama_cpp
+from curator.llm.llama_log import one_load_at_a_time, quiet_llama_cpp
 from curator.llm.llama_prompt import PieceTimer, evaluate_pieces
 from curator.llm.model_file import (
     ModelFileError,
@@ -554,17 +554,18 @@ def load_backend(settings: BackendSettings, *, validate: bool = True) -> LlamaCp
     if info.context_length and (n_ctx <= 0 or n_ctx > info.context_length):
         n_ctx = info.context_length
     try:
-        llm = llama_cpp.Llama(
-            model_path=str(info.path),
-            n_gpu_layers=settings.n_gpu_layers,
-            n_ctx=n_ctx,
-            n_batch=settings.n_batch,
-            n_threads=threads,
-            n_threads_batch=batch_threads,
-            flash_attn=settings.flash_attn,
-            seed=settings.seed,
-            verbose=False,
-        )
+        with one_load_at_a_time():
+            llm = llama_cpp.Llama(
+                model_path=str(info.path),
+                n_gpu_layers=settings.n_gpu_layers,
+                n_ctx=n_ctx,
+                n_batch=settings.n_batch,
+                n_threads=threads,
+                n_threads_batch=batch_threads,
+                flash_attn=settings.flash_attn,
+                seed=settings.seed,
+                verbose=False,
+            )
     except (ValueError, RuntimeError) as exc:
         raise ModelFileError(f"{info.path}: llama.cpp cannot load it ({exc})") from exc
     backend = LlamaCppBackend(llm, settings, info)

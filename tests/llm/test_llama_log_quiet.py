@@ -162,3 +162,52 @@ def test_check_model_by_hand_prints_only_its_result_line(tmp_path: Path) -> None
         command, env=env, cwd=tmp_path, capture_output=True, text=True, timeout=120, check=False
     )
     assert again.returncode == 1 and "error loading model" in again.stderr
+
+
+LOADS_AT_ONCE = """
+import os, sys, threading
+sys.setswitchinterval(1e-6)
+from pathlib import Path
+from curator.llm.backend import BackendSettings
+from curator.llm.llama_cpp_backend import load_backend
+from curator.llm.model_file import demo_model_path
+
+def where() -> tuple[str, str]:
+    return os.readlink("/proc/self/fd/1"), os.readlink("/proc/self/fd/2")
+
+before = where()
+start = threading.Barrier(3)
+
+def load() -> None:
+    start.wait()
+    settings = BackendSettings(model_path=Path(demo_model_path()), n_ctx=256, n_threads=1)
+    load_backend(settings, validate=False).close()
+
+loaders = [threading.Thread(target=load) for _ in range(3)]
+for loader in loaders:
+    loader.start()
+for loader in loaders:
+    loader.join()
+print("stdout still here", where() == before, flush=True)
+print("stderr still here", file=sys.stderr, flush=True)
+"""
+
+
+@pytest.mark.llm
+@pytest.mark.skipif(not Path("/proc/self/fd").is_dir(), reason="reads /proc/self/fd")
+def test_threads_loading_models_at_once_leave_stdout_and_stderr_in_place() -> None:
+    """llama-cpp-python points fds 1 and 2 at the null device during a quiet load and puts
+    back the copies it took: loads at once on several threads put the null device back,
+    and the process's own output vanished from then on."""
+    command, env = child_check_command(Path("unused"))
+    done = subprocess.run(
+        [command[0], "-P", "-c", LOADS_AT_ONCE],  # the check child's interpreter and path
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.strip() == "stdout still here True"
+    assert "stderr still here" in done.stderr
