@@ -15,14 +15,11 @@ validated by size and modification time: a changed file is hashed again.
 
 from __future__ import annotations
 
-import contextlib
 import hashlib
 import importlib.util
-import json
 import os
 import struct
 import sys
-import tempfile
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, BinaryIO
@@ -32,6 +29,7 @@ import platformdirs
 from curator.core.regular_file import NotRegularFile, open_regular
 from curator.core.userpath import user_path
 from curator.errors import CuratorError
+from curator.llm.json_cache import change_entry, read_entries
 
 MODEL_ENV = "CURATOR_MODEL"
 CACHE_ENV = "CURATOR_CACHE_DIR"
@@ -398,12 +396,7 @@ def model_sha256(path: str | os.PathLike[str]) -> str:
     st = p.stat()
     key = str(p)
     cache_path = hash_cache_file()
-    cache: dict[str, Any] = {}
-    with contextlib.suppress(OSError, ValueError):
-        loaded = json.loads(cache_path.read_text(encoding="utf-8"))
-        if isinstance(loaded, dict):
-            cache = loaded
-    entry = cache.get(key)
+    entry = read_entries(cache_path).get(key)
     if (
         isinstance(entry, dict)
         and entry.get("size") == st.st_size
@@ -416,13 +409,8 @@ def model_sha256(path: str | os.PathLike[str]) -> str:
         for chunk in iter(lambda: handle.read(1 << 20), b""):
             digest.update(chunk)
     value = digest.hexdigest()
-    cache[key] = {"size": st.st_size, "mtime_ns": st.st_mtime_ns, "sha256": value}
-    with contextlib.suppress(OSError):  # a read-only cache dir only costs speed
-        cache_path.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(dir=cache_path.parent, prefix=".model-sha256-")
-        with os.fdopen(fd, "w", encoding="utf-8") as out:
-            json.dump(cache, out, indent=1, sort_keys=True)
-        os.replace(tmp, cache_path)
+    entry = {"size": st.st_size, "mtime_ns": st.st_mtime_ns, "sha256": value}
+    change_entry(cache_path, key, entry)  # a read-only cache dir only costs speed
     return value
 
 

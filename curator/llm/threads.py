@@ -26,13 +26,13 @@ import contextlib
 import json
 import os
 import platform
-import tempfile
 import time
 from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from curator.llm.json_cache import change_entry, read_entries
 from curator.llm.model_file import hash_cache_file, model_sha256
 
 __all__ = [
@@ -192,21 +192,7 @@ def _known_key(model_path: str | os.PathLike[str]) -> str | None:
 
 
 def _read() -> dict[str, Any]:
-    with contextlib.suppress(OSError, ValueError):
-        loaded = json.loads(tuning_cache_file().read_text(encoding="utf-8"))
-        if isinstance(loaded, dict):
-            return loaded
-    return {}
-
-
-def _write(cache: dict[str, Any]) -> None:
-    path = tuning_cache_file()
-    with contextlib.suppress(OSError):  # a read-only cache dir only costs a re-measure
-        path.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".thread-tuning-")
-        with os.fdopen(fd, "w", encoding="utf-8") as out:
-            json.dump(cache, out, indent=1, sort_keys=True)
-        os.replace(tmp, path)
+    return read_entries(tuning_cache_file())
 
 
 def cached_tuning(model_path: str | os.PathLike[str], *, hash_file: bool = True) -> Tuning | None:
@@ -228,9 +214,7 @@ def cached_tuning(model_path: str | os.PathLike[str], *, hash_file: bool = True)
 
 def forget_tuning(model_path: str | os.PathLike[str]) -> None:
     """Drop the saved choice, so that the next load measures again."""
-    cache = _read()
-    if cache.pop(_key(model_path), None) is not None:
-        _write(cache)
+    change_entry(tuning_cache_file(), _key(model_path), None)
 
 
 def candidate_counts(cpus: int | None = None) -> list[int]:
@@ -286,7 +270,5 @@ def measure(llm: Any, model_path: str | os.PathLike[str], counts: list[int]) -> 
         rule=RULE,
     )
     llama_cpp.llama_set_n_threads(llm.ctx, tuning.n_threads, tuning.n_threads_batch)
-    cache = _read()
-    cache[_key(model_path)] = asdict(tuning)
-    _write(cache)
-    return tuning
+    change_entry(tuning_cache_file(), _key(model_path), asdict(tuning))  # a read-only
+    return tuning  # cache dir only costs a measure next time

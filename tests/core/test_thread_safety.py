@@ -227,6 +227,43 @@ def test_a_claim_where_the_file_system_has_no_hard_links(
     assert [p.name for p in tmp_path.iterdir()] == [partial.name]  # no private file left
 
 
+def test_model_digests_computed_at_once_on_threads_and_processes_are_all_kept(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Each writer used to write back the whole file as it had read it: 16 digests
+    computed by 8 threads at once left 3 or 4 in the cache."""
+    from curator.llm import model_file
+    from curator.llm.json_cache import read_entries
+
+    monkeypatch.setenv(model_file.CACHE_ENV, str(tmp_path / "cache"))
+    models = []
+    for i in range(24):
+        path = tmp_path / f"m{i}.gguf"
+        path.write_bytes(i.to_bytes(4, "little") * 4096)
+        models.append(path)
+    other = subprocess.Popen(  # another process hashing the last eight meanwhile
+        [sys.executable, "-c", HASH_IN_ANOTHER_PROCESS, *map(str, models[16:])],
+        env={**os.environ, model_file.CACHE_ENV: str(tmp_path / "cache")},
+        cwd=ROOT,
+    )
+    try:
+        assert _on_threads(lambda k: [model_file.model_sha256(p) for p in models[k:16:8]], 8) == []
+    finally:
+        assert other.wait(timeout=120) == 0
+    entries = read_entries(model_file.hash_cache_file())
+    assert sorted(entries) == sorted(str(p.resolve()) for p in models)
+
+
+HASH_IN_ANOTHER_PROCESS = textwrap.dedent(
+    """
+    import sys
+    from curator.llm.model_file import model_sha256
+    for path in sys.argv[1:]:
+        model_sha256(path)
+    """
+)
+
+
 def test_threads_silencing_llama_cpp_at_once_share_one_sink() -> None:
     from curator.llm import llama_log
 
