@@ -270,5 +270,6 @@ def measure(llm: Any, model_path: str | os.PathLike[str], counts: list[int]) -> 
         rule=RULE,
     )
     llama_cpp.llama_set_n_threads(llm.ctx, tuning.n_threads, tuning.n_threads_batch)
-    change_entry(tuning_cache_file(), _key(model_path), asdict(tuning))  # a read-only
-    return tuning  # cache dir only costs a measure next time
+    # a read-only cache dir only costs a measure next time
+    change_entry(tuning_cache_file(), _key(model_path), asdict(tuning))
+    return tuning
