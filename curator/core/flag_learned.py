@@ -148,34 +148,15 @@ def _distinct_buckets(norm: str) -> list[int]:
 
 _MASK = BUCKETS - 1
 
-_KNOWN_BUCKETS: dict[str, int] = {}
-_KNOWN_MAX = 1 << 16
-"""Buckets of short texts' keys, at most this many (about 8 MB): a one-line note's
-n-grams are mostly ones other notes had, and a look-up costs a third of hashing again.
-Full, the table starts over."""
-_SHORT_KEYS = 512
-"""Texts with more keys than this (about 100 characters) are hashed without the table:
-most of their long n-grams are new, and looking them up first only adds."""
-
 
 def _buckets(keys: list[str]) -> list[int]:
-    """Each key's bucket (:func:`_bucket`), in order: looked up for a short text, else
-    encoded, hashed and masked in C, a tenth of a microsecond a key (a loop in Python
-    cost five times that)."""
-    short = len(keys) <= _SHORT_KEYS
-    if short:
-        found = list(map(_KNOWN_BUCKETS.get, keys))
-        if None not in found:
-            return found  # type: ignore[return-value]
+    """Each key's bucket (:func:`_bucket`), in order: encoded, hashed and masked in C, a
+    tenth of a microsecond a key (a loop in Python cost five times that). Only a flagged
+    text's evidence needs them per occurrence; a score reads :func:`_distinct_buckets`."""
     try:
-        buckets = list(map(_MASK.__and__, map(zlib.crc32, map(str.encode, keys))))
+        return list(map(_MASK.__and__, map(zlib.crc32, map(str.encode, keys))))
     except UnicodeEncodeError:  # a lone surrogate, which only "surrogatepass" encodes
-        buckets = [_bucket(key) for key in keys]
-    if short:
-        if len(_KNOWN_BUCKETS) + len(keys) > _KNOWN_MAX:
-            _KNOWN_BUCKETS.clear()
-        _KNOWN_BUCKETS.update(zip(keys, buckets, strict=True))
-    return buckets
+        return [_bucket(key) for key in keys]
 
 
 def features(text: str) -> list[int]:

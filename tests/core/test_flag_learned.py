@@ -173,21 +173,3 @@ def test_the_fast_reading_is_the_plain_definition(text: str, have: frozenset[str
     keys = [key for key, _ in flag_learned._grams(text)]
     assert flag_learned._buckets(keys) == [flag_learned._bucket(key) for key in keys]
     assert flag_learned._distinct_buckets(flag_learned.normalised(text)) == features(text)
-
-
-def test_the_bucket_table_starts_over_when_full(monkeypatch: pytest.MonkeyPatch) -> None:
-    """A full table of known buckets is emptied, never grown past its bound; a long
-    text's keys are hashed without it; the buckets stay right either way."""
-    monkeypatch.setattr(flag_learned, "_KNOWN_MAX", 64)
-    monkeypatch.setattr(flag_learned, "_KNOWN_BUCKETS", {})
-    long_text = "a longer text, well past the keys a short one has, to read. " * 8
-    for text in ["first text to read here", "a second and longer text to read after it"]:
-        keys = [key for key, _ in flag_learned._grams(text)]
-        assert flag_learned._buckets(keys) == [flag_learned._bucket(key) for key in keys]
-        assert flag_learned._buckets(keys) == [flag_learned._bucket(key) for key in keys]
-        assert len(flag_learned._KNOWN_BUCKETS) <= max(64, len(keys))
-    held = dict(flag_learned._KNOWN_BUCKETS)
-    keys = [key for key, _ in flag_learned._grams(long_text)]
-    assert len(keys) > flag_learned._SHORT_KEYS
-    assert flag_learned._buckets(keys) == [flag_learned._bucket(key) for key in keys]
-    assert held == flag_learned._KNOWN_BUCKETS
