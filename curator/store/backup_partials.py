@@ -95,9 +95,8 @@ def _created_locked(partial: Path) -> int:
     under a private name, locked, and linked into place (a link fails where the name
     exists): whoever opens ``partial`` finds it locked. A process killed between the
     private file's creation and its removal (a few system calls) leaves an empty
-    ``.claim-…`` file beside it.
-    Where the file system has no hard links, the file is created in place and locked at
-    once, as before."""
+    ``.claim-…`` file beside it. Where the file system has no hard links, the file is
+    created in place and locked at once, as before."""
     if fcntl is None:
         return os.open(partial, os.O_RDWR | os.O_CREAT | os.O_EXCL, 0o644)
     private = partial.with_name(f".claim-{secrets.token_hex(8)}")  # short: any name fits
@@ -181,9 +180,10 @@ def _sweep(folder: Path, prefix: str, suffix: str, db_path: Path) -> list[Path]:
             theirs = read_database_id(path)
             if theirs is not None and theirs != own_id:
                 continue  # another database of ours that happens to bear such a name
-            # The name may have been claimed since it was looked at (a thread of this
-            # process made the file anew and has not locked it yet): looked at again,
-            # and removed, under the claims' lock, so no claim comes in between.
+            # The name may have been claimed since it was looked at: looked at again,
+            # and removed, under the claims' lock, so no claim comes in between. (A claim
+            # is locked before it has its name, so this matters where the file system
+            # has no hard links and a claim is made in place, then locked.)
             with _CLAIM_LOCK:
                 if path.absolute() in _CLAIMED_HERE:
                     continue
