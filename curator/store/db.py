@@ -22,6 +22,7 @@ from __future__ import annotations
 import atexit
 import contextlib
 import os
+import threading
 import weakref
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -104,11 +105,16 @@ _OPEN_STORES: weakref.WeakSet[Store] = weakref.WeakSet()
 """SQLite stores opened by this process: at its exit, a store whose file was moved or
 replaced while it was open gets its ``-wal`` emptied, closed or not (a server stopped
 with Ctrl+C never closes its store)."""
+_OPEN_STORES_LOCK = threading.Lock()
+"""Taken to add to :data:`_OPEN_STORES` and to list it: a thread still opening a store at
+exit (a daemon thread) must not change the set while it is read."""
 
 
 @atexit.register
 def _settle_moved_files_at_exit() -> None:
-    for store in list(_OPEN_STORES):
+    with _OPEN_STORES_LOCK:
+        stores = list(_OPEN_STORES)
+    for store in stores:
         with contextlib.suppress(Exception):  # at exit: nothing to tell anyone any more
             if not store.db.is_closed():
                 store._settle_if_moved()
@@ -235,7 +241,8 @@ class Store:
         # by its absolute path: a process that changes its folder still names this file
         self._file_path = Path(file_name(self.path))
         self._opened_file = _file_identity(self._file_path)
-        _OPEN_STORES.add(self)  # settled at exit too, if never closed
+        with _OPEN_STORES_LOCK:
+            _OPEN_STORES.add(self)  # settled at exit too, if never closed
 
     def _open_postgres(self, url: str, *, read_only: bool, create: bool) -> None:
         """Connect, judge the schema and migrate it when due, as for a SQLite file.

@@ -15,26 +15,32 @@ from __future__ import annotations
 
 import importlib
 import sys
+import threading
 from types import ModuleType
 
 _DRIVERS = ("psycopg", "psycopg2", "psycopg2cffi")
 _held: set[str] = set()
+_HELD_LOCK = threading.Lock()
+"""Taken to change the marks: two threads opening PostgreSQL databases at once (the
+window's jobs) would both find a mark and both remove it, and one would raise."""
 
 
 def hold_back() -> None:
     """Mark the drivers absent for peewee's import (only those nothing imported yet)."""
-    for name in _DRIVERS:
-        if name not in sys.modules:
-            sys.modules[name] = None  # type: ignore[assignment]
-            _held.add(name)
+    with _HELD_LOCK:
+        for name in _DRIVERS:
+            if name not in sys.modules:
+                sys.modules[name] = None  # type: ignore[assignment]
+                _held.add(name)
 
 
 def load() -> ModuleType:
     """psycopg 3, imported now (the marks of :func:`hold_back` are taken back first)."""
-    for name in list(_held):
-        if sys.modules.get(name, ...) is None:
-            del sys.modules[name]
-        _held.discard(name)
+    with _HELD_LOCK:
+        for name in list(_held):
+            if sys.modules.get(name, ...) is None:
+                del sys.modules[name]
+            _held.discard(name)
     import logging
 
     module = importlib.import_module("psycopg")
