@@ -60,6 +60,35 @@ def test_import_with_bad_lines_exits_one_and_names_them(
     assert "1 imported" in out
 
 
+def test_an_import_of_only_unreadable_files_leaves_no_new_database(
+    tmp_path: Path, episodes_file: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    db = tmp_path / "new" / "c.sqlite"
+    missing, folder = str(tmp_path / "missing.jsonl"), str(tmp_path)
+    code, out, err = run_cli(capsys, "--db", str(db), "import", missing, folder)
+    assert code == 1 and "missing.jsonl: no such file" in err and "is a directory" in err
+    assert "0 imported" in out
+    assert not (tmp_path / "new").exists()  # neither the file nor the folder made for it
+    # one readable file among them: the database is made and keeps it
+    code, out, _ = run_cli(capsys, "--db", str(db), "import", missing, str(episodes_file))
+    assert code == 1 and "5 imported" in out and db.exists()
+    # an existing database is never taken back, whatever the import met
+    code, _, _ = run_cli(capsys, "--db", str(db), "import", missing)
+    assert code == 1 and db.exists()
+    code, out, _ = run_cli(capsys, "--db", str(db), "--json", "stats")
+    assert code == 0 and json.loads(out)["episodes"]["total"] == 5
+
+
+@pytest.mark.parametrize("verb", ["import", "import-knowledge", "gold import"])
+def test_each_importing_verb_given_a_missing_file_leaves_no_new_database(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], verb: str
+) -> None:
+    db = tmp_path / "new" / "c.sqlite"
+    code, _, err = run_cli(capsys, "--db", str(db), *verb.split(), str(tmp_path / "gone.txt"))
+    assert code in (1, 2) and "no such file" in err
+    assert not (tmp_path / "new").exists()
+
+
 def test_stats_and_export(
     tmp_path: Path, episodes_file: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -394,7 +394,7 @@ def _close(ctx: CommandContext, code: int) -> int:
     """Close what the command opened; a Ctrl-C meanwhile is exit 130 in one line (the
     command's document, when it wrote one, stays the only one)."""
     try:
-        if code == 2:
+        if code != 0:  # failed: a database it created and wrote nothing into goes again
             ctx.discard_created()
         ctx.close()
     except KeyboardInterrupt:

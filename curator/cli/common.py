@@ -371,13 +371,15 @@ class CommandContext:
             print_error_document(first_line, exit_code)
 
     def discard_created(self) -> None:
-        """A refused command (exit 2) takes back the database it created on opening.
+        """A failed command takes back the database it created on opening.
 
         A command allowed to create a database opens (and so creates) it before it checks
-        the rest of its input; when it then refuses, the new file holds nothing but the
-        schema, and removing it (and the folders made for it) keeps the promise that a
-        refusal changes nothing. A file that had zero bytes is given its zero bytes back.
-        Only what holds nothing of another process (:mod:`curator.store.take_back`).
+        the rest of its input; when it then refuses (exit 2), or every file it was named
+        was unreadable (exit 1), the new file holds nothing but the schema, and removing
+        it (and the folders made for it) keeps the promise that a failure changes nothing.
+        A file that had zero bytes is given its zero bytes back. Only what holds nothing,
+        of this command or of another process (:mod:`curator.store.take_back`): an import
+        that kept one file of three keeps its database.
         """
         if self._made is not None:
             self.close()
