@@ -215,10 +215,14 @@ def _learning(insights: Insights) -> list[str]:
 
 
 def cmd_replay(ctx: CommandContext) -> int:
-    from curator.cli.pipeline import _load_backend, _run_with_signals
+    """Replay the gold set with a model, and with --skip/--update the gate.
+
+    Without a gold set the model part is refused before any model loads; the gate's part
+    needs no labels of episodes (it replays reviewed candidates), so with --skip/--update
+    it is still shown, with ``"replay": null`` in the document."""
     from curator.llm.prompts import PromptError, load_prompt
     from curator.pipeline.insights import compute_insights
-    from curator.pipeline.replay import replay_labels
+    from curator.pipeline.replay import NO_GOLD, has_gold
     from curator.store.settings import load_settings
 
     args = ctx.args
@@ -234,6 +238,33 @@ def cmd_replay(ctx: CommandContext) -> int:
         load_prompt("classify", args.prompt_version)
     except PromptError as exc:
         raise CuratorError(str(exc)) from exc
+    code = 0
+    if has_gold(ctx.store):
+        doc, lines, code = _replay_model(ctx)
+    elif gate_replay:
+        doc, lines = {"replay": None}, ["model not replayed: no episode has a human label yet"]
+    else:
+        raise CuratorError(NO_GOLD)
+    if gate_replay:
+        what = compute_insights(ctx.store).what_if_at(skip, update)
+        doc["gate"] = what.to_json()
+        g = doc["gate"]
+        lines.append(
+            f"  gate at SKIP >= {skip:.2f}, UPDATE >= {update:.2f}: {g['changed']:,} of "
+            f"{plural(g['candidates'], 'proposal')} change; "
+            f"agreement {_pct(g['agreement_before'])} -> "
+            f"{_pct(g['agreement_after'])}"
+        )
+    ctx.emit(doc, "\n".join(lines))
+    return code
+
+
+def _replay_model(ctx: CommandContext) -> tuple[dict[str, Any], list[str], int]:
+    """The gold set classified again: the document, its lines, the exit code."""
+    from curator.cli.pipeline import _load_backend, _run_with_signals
+    from curator.pipeline.replay import replay_labels
+
+    args = ctx.args
     backend = _load_backend(ctx)
     try:
         result, stops = _run_with_signals(
@@ -253,18 +284,7 @@ def cmd_replay(ctx: CommandContext) -> int:
             f"  {name:<13} {part['total']:>5} episodes  accuracy {_pct(part['accuracy'])}  "
             f"kappa {_num(part['kappa'])} ({_num(interval['low'])} .. {_num(interval['high'])})"
         )
-    if gate_replay:
-        what = compute_insights(ctx.store).what_if_at(skip, update)
-        doc["gate"] = what.to_json()
-        g = doc["gate"]
-        lines.append(
-            f"  gate at SKIP >= {skip:.2f}, UPDATE >= {update:.2f}: {g['changed']:,} of "
-            f"{plural(g['candidates'], 'proposal')} change; "
-            f"agreement {_pct(g['agreement_before'])} -> "
-            f"{_pct(g['agreement_after'])}"
-        )
-    ctx.emit(doc, "\n".join(lines))
-    return stops.exit_code if result.status == "cancelled" else 0
+    return doc, lines, stops.exit_code if result.status == "cancelled" else 0
 
 
 _NO_HARD_LINKS = {errno.EPERM, errno.EOPNOTSUPP, errno.ENOTSUP, errno.EXDEV, errno.EMLINK}

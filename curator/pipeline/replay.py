@@ -20,6 +20,7 @@ from typing import Any
 
 from curator.core.agreement import Confusion, bootstrap_kappa, confusion
 from curator.core.wording import plural
+from curator.errors import CuratorError
 from curator.llm.backend import Backend, StopRequested
 from curator.llm.prompts import load_prompt, numbered
 from curator.pipeline.progress import Cancelled, Progress, TaskState
@@ -28,7 +29,14 @@ from curator.store.db import Store
 from curator.store.identity import current_identity
 from curator.store.models import LABELS, TraceStep
 
-__all__ = ["ReplayResult", "gold_episode_ids", "replay_labels"]
+__all__ = [
+    "NO_GOLD",
+    "ReplayResult",
+    "gold_episode_ids",
+    "has_gold",
+    "replay_labels",
+    "require_gold",
+]
 
 STEP = "classify"
 """Replay traces are classify steps (of a run of kind ``replay``): Insights reads both."""
@@ -64,6 +72,21 @@ def gold_episode_ids(store: Store, limit: int | None = None) -> list[int]:
     return [int(r[0]) for r in store.execute(sql)]
 
 
+NO_GOLD = "nothing to replay: no episode has a human label yet; label some, then replay"
+
+
+def has_gold(store: Store) -> bool:
+    """Whether any episode has a human label (a replay has something to classify)."""
+    return bool(store.execute("SELECT 1 FROM episode WHERE human_label IS NOT NULL LIMIT 1"))
+
+
+def require_gold(store: Store) -> None:
+    """Refuse a replay without a gold set before a model is loaded or a run recorded:
+    an empty replay run only took seconds of a model load and cluttered Insights."""
+    if not has_gold(store):
+        raise CuratorError(NO_GOLD)
+
+
 def replay_labels(
     store: Store,
     backend: Backend,
@@ -72,7 +95,11 @@ def replay_labels(
     limit: int | None = None,
     prompt_version: int | None = None,
 ) -> ReplayResult:
-    """Classify the gold set again (see the module docstring); cancellable per episode."""
+    """Classify the gold set again (see the module docstring); cancellable per episode.
+
+    Without a gold set, :func:`require_gold`'s error (its callers check before loading
+    the backend)."""
+    require_gold(store)
     identity = current_identity(store)
     prompt = load_prompt("classify", prompt_version)
     system, user_start = prompt.render(

@@ -169,6 +169,31 @@ def test_replay_button_adds_a_replay_run_without_touching_labels(
         services.worker.shutdown()
 
 
+def test_replay_button_without_a_gold_set_says_so_and_loads_no_model(
+    qtbot, services: AppServices, show_pane
+) -> None:
+    """The demo has no human label: the click is answered at once, by the worker's own
+    check, with no model loaded and no run recorded."""
+    from curator.gui.runtime.worker import LlmWorker
+    from curator.pipeline.replay import NO_GOLD
+
+    services.worker = LlmWorker(services)
+    loaded: list[str] = []
+    services.worker.model_loaded.connect(loaded.append)  # a load says so before its run
+    try:
+        pane = InsightsPane(services)
+        with qtbot.waitSignal(pane.loaded, timeout=20000):
+            show_pane(pane)
+        with qtbot.waitSignal(services.worker.failed, timeout=20000) as failed:
+            qtbot.mouseClick(pane.replay_button, Qt.MouseButton.LeftButton)
+        assert failed.args == [NO_GOLD]
+        assert loaded == []
+        assert services.store.execute("SELECT count(*) FROM run")[0][0] == 0
+        qtbot.waitUntil(pane.replay_button.isEnabled, timeout=5000)
+    finally:
+        services.worker.shutdown()
+
+
 def test_agreement_chart_explains_itself_without_runs(qtbot) -> None:
     from datetime import UTC, datetime
 

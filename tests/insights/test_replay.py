@@ -8,10 +8,11 @@ from pathlib import Path
 import pytest
 
 from curator.cli import main
+from curator.errors import CuratorError
 from curator.pipeline.insights import compute_insights
 from curator.pipeline.labels import relabel
 from curator.pipeline.progress import TaskState
-from curator.pipeline.replay import replay_labels
+from curator.pipeline.replay import NO_GOLD, replay_labels
 from curator.store.db import Store
 
 pytestmark = pytest.mark.llm
@@ -68,3 +69,27 @@ def test_replay_cli_json(
     doc = json.loads(capsys.readouterr().out)
     assert doc["replay"]["total"] == 3 and doc["current_model"]["total"] == 3
     assert doc["gate"]["skip"] == 0.9 and doc["gate"]["candidates"] == 0
+
+
+def test_replay_without_a_gold_set_is_refused_before_a_model_loads(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """No human label: exit 2 and no run, before the model (here: a file that is not
+    there, which a load would have named instead); the gate's part needs none."""
+    db = str(tmp_path / "c.sqlite")
+    assert main(["--db", db, "demo"]) == 0
+    capsys.readouterr()
+    model = str(tmp_path / "no-such-model.gguf")
+    assert main(["--db", db, "--json", "replay", "--model", model]) == 2
+    out, err = capsys.readouterr()
+    assert json.loads(out)["error"] == NO_GOLD and "no-such-model" not in err
+    assert main(["--db", db, "--json", "replay", "--model", model, "--skip", "0.9"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["replay"] is None and doc["gate"]["skip"] == 0.9
+    store = Store(Path(db))
+    try:
+        assert store.execute("SELECT count(*) FROM run WHERE kind = 'replay'")[0][0] == 0
+        with pytest.raises(CuratorError, match="nothing to replay"):
+            replay_labels(store, None, TaskState())  # type: ignore[arg-type]  # never reached
+    finally:
+        store.close()

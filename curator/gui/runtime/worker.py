@@ -109,6 +109,10 @@ class _Engine(QObject):
         self._pending_progress = None
         result: object
         try:
+            if kind == "replay":  # no gold set: said at once, no model loaded for it
+                from curator.pipeline.replay import require_gold
+
+                require_gold(self._store)
             backend = self._ensure_backend()
             if kind == "classify":
                 from curator.pipeline.classify import classify_episodes
