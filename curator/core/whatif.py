@@ -225,7 +225,9 @@ class WhatIfTable:
         self._empty = np.array([c.pool_empty for c in candidates], dtype=bool)
         self._proposed = _codes((c.proposed for c in candidates), strict=False)
         self._human = _codes((c.human for c in candidates), strict=True)
-        self._pool = _Pool(candidates)
+        # the candidates' own pool only where no ``runs`` give it (sorting it is most of
+        # the table's build at 100,000 candidates)
+        self._pool = _Pool(candidates) if runs is None else None
         self._runs: tuple[npt.NDArray[np.float64], npt.NDArray[np.bool_], _Pool] | None = None
         # With ``runs``, a scored candidate counts when a candidate of ``runs`` with its id
         # does: the ids of ``runs`` numbered 0..n-1 (``_run_id_of``), each scored one's
@@ -258,9 +260,10 @@ class WhatIfTable:
     def at(self, skip: float, update: float) -> WhatIf:
         """The what-if at these thresholds."""
         proposals = self._propose(self._ratio, self._empty, skip, update)
-        if self._runs is None:
+        if self._pool is not None:
             dependent = int(self._pool.dependent(proposals).sum())
         else:
+            assert self._runs is not None  # the constructor gives one or the other
             ratios, empty, pool = self._runs
             found = pool.dependent(self._propose(ratios, empty, skip, update))
             flagged = np.zeros(self._ids + 1, dtype=bool)
