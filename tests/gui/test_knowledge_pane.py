@@ -151,6 +151,32 @@ def test_chart_gives_each_selected_curve_its_own_pen_and_a_legend_entry(
     assert len(chart.legend_labels()) == 2  # the pattern and the cut-off
 
 
+def test_a_selection_is_read_from_its_ranges_and_lays_the_legend_out_once(
+    qtbot, pane: KnowledgePane, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Ctrl+A, then rows taken out with Ctrl+click: the ids are the selected rows' (read
+    from the selection's ranges, not cell by cell), and each change lays the legend out
+    once (it was twice: the curves, then the cut-off)."""
+    layouts: list[int] = []
+    rebuild = pane.chart._rebuild_legend
+    monkeypatch.setattr(pane.chart, "_rebuild_legend", lambda: (layouts.append(1), rebuild()))
+    pane.table.selectAll()
+    rows = pane.pattern_rows()
+    shown = [pane.patterns.row_at(n) for n in range(pane.patterns.rowCount())]
+    assert sorted(pane.selected_ids()) == sorted(r.id for r in rows)
+    assert len(layouts) == 1
+    for n in (2, 7):  # out of the middle: the selection is three ranges now
+        rect = pane.table.visualRect(pane.patterns.index(n, 0))
+        qtbot.mouseClick(
+            pane.table.viewport(), Qt.MouseButton.LeftButton,
+            Qt.KeyboardModifier.ControlModifier, rect.center(),
+        )  # fmt: skip
+    kept = [r.id for n, r in enumerate(shown) if r is not None and n not in (2, 7)]
+    assert pane.selected_ids() == kept
+    assert sorted(pane.chart.plotted_ids) == sorted(kept)
+    assert len(layouts) == 3
+
+
 def test_cutoff_curve_is_the_kth_pattern_over_time_and_follows_k(
     qtbot, pane: KnowledgePane
 ) -> None:

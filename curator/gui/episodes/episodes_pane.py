@@ -47,6 +47,7 @@ from curator.gui.episodes.view_anchor import ViewAnchor, scroll_to_anchor, view_
 from curator.gui.runs.run_start import classify_button_text
 from curator.gui.runtime.services import AppServices
 from curator.gui.widgets.pane import Pane
+from curator.gui.widgets.qt_models import selected_spans
 from curator.gui.widgets.search_keys import DownIntoResults
 from curator.store.episode_queries import (
     RELEVANCE,
@@ -330,22 +331,8 @@ class EpisodesPane(Pane):
     # -- selection and detail -------------------------------------------------------------
 
     def _selected_spans(self) -> list[tuple[int, int]]:
-        """The selected rows as sorted, merged (first, last) pairs, read from the
-        selection's ranges: Ctrl+A on 100,000 rows is one pair, not 100,000 indexes."""
-        selection = self.table.selectionModel().selection()
-        count = self.model.rowCount()
-        spans = sorted(
-            (part.top(), min(part.bottom(), count - 1))
-            for part in (selection.at(i) for i in range(selection.count()))
-            if part.top() < count
-        )
-        merged: list[tuple[int, int]] = []
-        for first, last in spans:
-            if merged and first <= merged[-1][1] + 1:
-                merged[-1] = (merged[-1][0], max(merged[-1][1], last))
-            else:
-                merged.append((first, last))
-        return merged
+        """The selected rows as (first, last) pairs: Ctrl+A on 100,000 rows is one."""
+        return selected_spans(self.table)
 
     def focus_search(self) -> None:
         """Ctrl+F: into the search field, its text selected to be typed over."""

@@ -261,7 +261,12 @@ class DecayChart(pg.PlotWidget):
         return [label.text for _sample, label in self.legend.items]
 
     def set_cutoff(self, xs: FloatArray | None, ys: FloatArray | None, k: int = 0) -> None:
-        """The K-th pattern's effective importance over time (None: fewer than K patterns)."""
+        """The K-th pattern's effective importance over time (None: fewer than K patterns).
+
+        The legend is laid out again only when its cut-off entry changes: the pane sets
+        the curves and then the cut-off on every selection, and a second layout of the
+        legend was most of a Ctrl+A's time on a thousand patterns."""
+        before = self._cutoff_k
         if xs is None or ys is None or k <= 0:
             self._cutoff.setData([], [])
             self._cutoff.hide()
@@ -270,7 +275,8 @@ class DecayChart(pg.PlotWidget):
             self._cutoff.setData(np.asarray(xs, float), np.maximum(np.asarray(ys, float), _FLOOR))
             self._cutoff.show()
             self._cutoff_k = k
-        self._rebuild_legend()
+        if self._cutoff_k != before:
+            self._rebuild_legend()
 
     def cutoff_data(self) -> tuple[FloatArray, FloatArray] | None:
         """The plotted cut-off curve (data values, not log), or None when hidden."""

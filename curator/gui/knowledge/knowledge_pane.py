@@ -45,7 +45,13 @@ from curator.gui.runtime.services import AppServices
 from curator.gui.widgets.flag_view import FLAG_MARK
 from curator.gui.widgets.forecast_note import leaving_note, plural, room_note
 from curator.gui.widgets.pane import Pane
-from curator.gui.widgets.qt_models import FIT_ROWS, Column, RowTableModel, headers_ignore_selection
+from curator.gui.widgets.qt_models import (
+    FIT_ROWS,
+    Column,
+    RowTableModel,
+    headers_ignore_selection,
+    selected_spans,
+)
 from curator.pipeline.audit import audit, retire_patterns
 from curator.pipeline.commit import undo_changeset
 from curator.store.db import Store
@@ -395,7 +401,7 @@ class KnowledgePane(Pane):
     # -- selection --------------------------------------------------------------------------
 
     def selected_ids(self) -> list[int]:
-        rows = sorted({i.row() for i in self.table.selectionModel().selectedRows()})
+        rows = (n for first, last in selected_spans(self.table) for n in range(first, last + 1))
         return [r.id for r in (self.patterns.row_at(n) for n in rows) if r is not None]
 
     def current_id(self) -> int | None:

@@ -49,6 +49,29 @@ def headers_ignore_selection(view: QTableView) -> None:
         side.setSelectionModel(QItemSelectionModel(model, side))
 
 
+def selected_spans(view: QTableView) -> list[tuple[int, int]]:
+    """The selected rows of a row-selecting ``view`` as sorted, merged (first, last)
+    pairs, read from the selection's ranges.
+
+    ``selectedRows()`` asks the model for every selected cell's flags in Python: after
+    Ctrl+A that was 100 ms on the Knowledge table's 1,000 patterns, and on 100,000
+    episodes one range here is one pair."""
+    selection = view.selectionModel().selection()
+    count = view.model().rowCount()
+    spans = sorted(
+        (part.top(), min(part.bottom(), count - 1))
+        for part in (selection.at(i) for i in range(selection.count()))
+        if part.top() < count
+    )
+    merged: list[tuple[int, int]] = []
+    for first, last in spans:
+        if merged and first <= merged[-1][1] + 1:
+            merged[-1] = (merged[-1][0], max(merged[-1][1], last))
+        else:
+            merged.append((first, last))
+    return merged
+
+
 @dataclass(frozen=True)
 class Column(Generic[R]):
     """One column: its header, how to get the sort value, and how to display it."""
