@@ -54,6 +54,7 @@ from curator.store.db_choice import BUSY_TIMEOUT_S, busy_timeout_from_env
 from curator.store.db_errors import DATABASE_ERRORS
 from curator.store.models import utcnow
 from curator.store.opening import (
+    connect_existing,
     file_name,
     has_wal,
     read_only_uri,
@@ -309,7 +310,7 @@ def _copy_and_check(
         uri = read_only_uri(db_path, immutable=not has_wal(db_path))
         source = sqlite3.connect(uri, uri=True, timeout=BUSY_TIMEOUT_S)
     else:
-        source = sqlite3.connect(file_name(db_path), timeout=BUSY_TIMEOUT_S)
+        source = connect_existing(db_path, timeout=BUSY_TIMEOUT_S)
     try:
         if source.execute("PRAGMA journal_mode").fetchone()[0] == "wal":
             # One snapshot for the whole copy. In WAL mode a read transaction blocks no

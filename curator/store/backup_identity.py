@@ -47,7 +47,7 @@ from curator.store.opening import (
     StoreError,
     _connect_without_writing,
     check_file,
-    file_name,
+    connect_existing,
 )
 
 DATABASE_ID_KEY = "database_id"
@@ -149,7 +149,7 @@ def ensure_database_id(path: Path, timeout: float) -> str | None:
     if existing is not None:
         return existing
     try:
-        conn = sqlite3.connect(file_name(path), timeout=timeout, isolation_level=None)
+        conn = connect_existing(path, timeout=timeout, isolation_level=None)
     except sqlite3.Error:
         return None
     try:

@@ -36,7 +36,12 @@ from typing import Any
 
 from curator.errors import CuratorError
 from curator.store.backup_identity import database_file
-from curator.store.opening import MissingDatabaseError, StoreBusyError, check_file, file_name
+from curator.store.opening import (
+    MissingDatabaseError,
+    StoreBusyError,
+    check_file,
+    connect_existing,
+)
 
 
 @dataclass(frozen=True)
@@ -89,7 +94,7 @@ def compact_database(path: Path, *, missing_message: str | None = None) -> Compa
     started = time.perf_counter()
     before = database_bytes(path)
     try:
-        conn = sqlite3.connect(file_name(path), timeout=0, isolation_level=None)
+        conn = connect_existing(path, timeout=0, isolation_level=None)
     except sqlite3.Error as exc:
         raise CuratorError(f"cannot open {path}: {exc}; nothing changed") from exc
     try:

@@ -53,6 +53,7 @@ from curator.store.opening import (
     StoreBusyError,
     StoreError,
     check_file,
+    existing_file_uri,
     file_name,
     has_wal,
     read_only_uri,
@@ -241,6 +242,12 @@ class Store:
         # by its absolute path: a process that changes its folder still names this file
         self._file_path = Path(file_name(self.path))
         self._opened_file = _file_identity(self._file_path)
+        if not self.read_only:
+            # Each thread opens a connection of its own: once the file exists, never by a
+            # name that would create it. A window's background read after the file was
+            # deleted made a new empty one, and Backup now copied that as a good backup.
+            self.db.database = existing_file_uri(self._file_path)
+            self.db.connect_params["uri"] = True
         with _OPEN_STORES_LOCK:
             _OPEN_STORES.add(self)  # settled at exit too, if never closed
 
@@ -417,9 +424,14 @@ class Store:
             if changes_before is None or conn.total_changes != changes_before:
                 self.dialect.announce(db)  # before the bump: it names the tables written
                 change_marker.bump(db, self.dialect)  # "changed since the newest backup?"
+            # again before the commit: a file deleted while a long write ran would take
+            # the work with it, reported as done
+            self.check_same_file()
         except BaseException as exc:
             db.pop_transaction()
             self._rollback_if_open(exc)
+            if isinstance(exc, FileReplacedError):
+                self._settle_moved_wal()
             raise
         db.pop_transaction()
         try:

@@ -33,6 +33,7 @@ import sqlite3
 import stat
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from curator.core.derived_cache import TEXT_PATTERNS_FILE, regex
 from curator.core.userpath import shown_path
@@ -140,6 +141,19 @@ def file_name(path: Path) -> str:
     name is read as one of SQLite's own (``:memory:``, a ``file:`` URI, which this build
     of SQLite reads as a URI even when not asked to)."""
     return os.path.abspath(path)
+
+
+def existing_file_uri(path: Path) -> str:
+    """A URI that opens the file at absolute ``path`` to read and write, never creating
+    it (SQLite's ``mode=rw``): "unable to open database file" where it is gone."""
+    return f"{path.as_uri()}?mode=rw"
+
+
+def connect_existing(path: Path, **options: Any) -> sqlite3.Connection:
+    """A plain ``sqlite3`` connection to the database file at ``path`` that exists: where
+    it is gone, ``sqlite3.OperationalError`` ("unable to open database file") instead of
+    a new empty file in its place (which a backup then copied as a good one)."""
+    return sqlite3.connect(existing_file_uri(Path(file_name(path))), uri=True, **options)
 
 
 def read_only_uri(path: Path, *, immutable: bool) -> str:

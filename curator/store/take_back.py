@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from curator.store.engine import CHANGE_COUNTER_KEY
-from curator.store.opening import file_name
+from curator.store.opening import connect_existing
 
 #: Tables the schema fills by itself: the full-text index's own data. (The ``setting``
 #: table's one row of its own, the change counter at 1, is judged apart: a setting saved
@@ -38,7 +38,7 @@ _SIDE_FILES = ("-wal", "-shm", "-journal")
 def _holds_nothing_of_anyone(path: Path) -> sqlite3.Connection | None:
     """An open connection holding the write lock when ``path`` holds no data; else None."""
     try:
-        conn = sqlite3.connect(file_name(path), timeout=0, isolation_level=None)
+        conn = connect_existing(path, timeout=0, isolation_level=None)
     except sqlite3.Error:
         return None
     try:

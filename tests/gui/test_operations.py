@@ -160,3 +160,22 @@ def test_the_window_says_which_write_waits_for_which(qtbot, main_window: MainWin
     assert text == "Importing episodes.jsonl: wait until “Relabelling” has finished."
     release.set()
     qtbot.waitUntil(lambda: not main_window.services.ops.busy)
+
+
+def test_a_job_after_the_file_was_deleted_says_so(qtbot, tmp_path: Path) -> None:
+    """SQLite says "unable to open database file" (or, before, "no such table" from the
+    empty file a read made): the message names the cause, and the path stays empty."""
+    path = tmp_path / "gone.sqlite"
+    store = Store(path)
+    try:
+        ops = StoreOps(store)
+        path.unlink()
+        errors: list[str] = []
+        ops.query("count", count_episodes, lambda _n: errors.append("delivered"), errors.append)
+        assert ops.write("Backup", lambda ctx: ctx.store.execute("SELECT 1"), None, errors.append)
+        qtbot.waitUntil(lambda: len(errors) == 2)
+        for message in errors:
+            assert message.startswith(f"{path} was deleted, moved or replaced"), message
+        assert not path.exists()
+    finally:
+        store.close()

@@ -8,10 +8,12 @@ path, and damaged it.
 
 from __future__ import annotations
 
+import ast
 import os
 import sqlite3
 import subprocess
 import sys
+import threading
 from collections.abc import Callable
 from pathlib import Path
 
@@ -130,3 +132,81 @@ def test_a_process_that_exits_without_closing_leaves_the_new_file_its_own(tmp_pa
     )
     assert done.returncode == 0, done.stderr[-2000:]
     assert _episodes(path) == 1
+
+
+@pytest.mark.parametrize("change", [_deleted, _moved, _replaced], ids=lambda f: f.__name__)
+def test_a_file_changed_while_a_write_runs_takes_nothing_with_it(
+    tmp_path: Path, change: Callable[[Path, Path], None]
+) -> None:
+    """The check before the commit too: a long write (a 20,000-episode relabel) whose
+    file was deleted half way was reported done, and its work went with the file."""
+    path, other = tmp_path / "memory.sqlite", tmp_path / "other.sqlite"
+    with Curator(db=other, create=True) as fresh:
+        fresh.record(text="the other database's only episode")
+    memory = Curator(db=path, create=True)
+    memory.record(text="before the change")
+    store = memory.store
+    with pytest.raises(FileReplacedError), store.write():
+        store.execute("UPDATE episode SET source = 'changed in the write'")
+        change(path, other)
+    if path.exists():  # replaced: the new file is untouched and still its own
+        assert _episodes(path) == 1
+    memory.close()
+
+
+def test_no_connection_of_an_open_store_makes_a_file_where_it_was_deleted(
+    tmp_path: Path,
+) -> None:
+    """Each thread opens its own connection: one opened after the file was deleted made
+    a new empty file at the path, and a backup copied that empty file as a good one."""
+    from curator.store.backup import take_backup
+
+    path = tmp_path / "memory.sqlite"
+    with Curator(db=path, create=True) as memory:
+        memory.record(text="an episode")
+        store = memory.store
+        path.unlink()
+        raised: list[BaseException] = []
+
+        def read() -> None:
+            try:
+                store.execute("SELECT count(*) FROM episode")
+            except BaseException as exc:
+                raised.append(exc)
+            finally:
+                store.close()
+
+        reader = threading.Thread(target=read)
+        reader.start()
+        reader.join()
+        assert len(raised) == 1 and "unable to open database file" in str(raised[0])
+        with pytest.raises(CuratorError, match="unable to open database file"):
+            take_backup(path)
+        assert not path.exists() and not list((tmp_path / "backups").glob("*.sqlite"))
+
+
+CREATES_ON_PURPOSE = {
+    "curator/store/backup.py": "the backup's partial copy, a file of its own",
+    "curator/store/restore.py": "the restore's partial copy, a file of its own",
+}
+"""Modules whose plain ``sqlite3.connect`` makes a new file on purpose."""
+
+
+def test_every_connection_to_a_database_that_exists_never_creates_one() -> None:
+    """Each ``sqlite3.connect`` in the package opens a URI (``mode=rw`` or ``mode=ro``:
+    :func:`curator.store.opening.connect_existing`, ``read_only_uri``), unless its module
+    makes a new file on purpose; the store's own connections are held by the test above."""
+    root = Path(__file__).resolve().parents[2]
+    plain: dict[str, int] = {}
+    for path in sorted((root / "curator").rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if not (isinstance(node, ast.Call) and ast.unparse(node.func) == "sqlite3.connect"):
+                continue
+            uri = any(
+                k.arg == "uri" and isinstance(k.value, ast.Constant) and k.value.value is True
+                for k in node.keywords
+            )
+            if not uri:
+                module = path.relative_to(root).as_posix()
+                plain[module] = plain.get(module, 0) + 1
+    assert plain == dict.fromkeys(CREATES_ON_PURPOSE, 1)

@@ -220,11 +220,21 @@ class StoreOps(QObject):
                 result = job.fn(job.ctx)
         except Exception as exc:  # delivered to the GUI as one line, never raised into Qt
             log.info("operation %r failed", job.label, exc_info=True)
-            error = describe_failure(exc)
+            error = self._file_gone() or describe_failure(exc)
         finally:
             self.store.close()  # this thread's own connection
         with contextlib.suppress(RuntimeError):
             self._delivered.emit(job.token, result, error)
+
+    def _file_gone(self) -> str | None:
+        """The cause, when the database file was deleted, moved or replaced since the
+        window opened it: a job then fails with SQLite's "unable to open database file"
+        or "no such table", which says nothing of why."""
+        try:
+            self.store.check_same_file("done")
+        except CuratorError as gone:
+            return str(gone)
+        return None
 
     # -- back on the GUI thread -----------------------------------------------------------
 
