@@ -165,6 +165,7 @@ class Store:
         empty_message: str | None = None,
     ):
         self.busy_timeout_s = busy_timeout_s
+        self._own_bumps = threading.local()  # this thread's committed bumps (data_version)
         if is_postgres_url(path):
             self._open_postgres(os.fspath(path), read_only=read_only, create=create)
             return
@@ -419,11 +420,13 @@ class Store:
         conn = db.connection()
         # PostgreSQL keeps no count of changed rows: every write transaction counts
         changes_before = getattr(conn, "total_changes", None)
+        bumped = False
         try:
             yield
             if changes_before is None or conn.total_changes != changes_before:
                 self.dialect.announce(db)  # before the bump: it names the tables written
                 change_marker.bump(db, self.dialect)  # "changed since the newest backup?"
+                bumped = True
             # again before the commit: a file deleted while a long write ran would take
             # the work with it, reported as done
             self.check_same_file()
@@ -439,6 +442,8 @@ class Store:
         except BaseException as exc:
             self._rollback_if_open(exc)
             raise
+        if bumped:
+            self._own_bumps.count = getattr(self._own_bumps, "count", 0) + 1
 
     def check_same_file(self, doing: str = "written") -> None:
         """Refuse when the path no longer names the file opened: before a write (checked
@@ -547,8 +552,14 @@ class Store:
             raise self.explain(exc, what) from exc
 
     def data_version(self) -> int:
-        """Changes when another connection commits: cheap polling for outside changes."""
-        return self.dialect.data_version(self.db)
+        """Changes when another connection commits, never for this thread's own commits:
+        cheap polling for outside changes. SQLite's ``data_version`` is so by itself;
+        PostgreSQL's is the change counter, less the bumps this thread committed (the
+        window's one-row writes on its own thread were each read as an outside change)."""
+        version = self.dialect.data_version(self.db)
+        if self.dialect.is_file:
+            return version
+        return version - int(getattr(self._own_bumps, "count", 0))
 
     def changes(self) -> ChangeWatcher:
         """A watcher of changes committed by any connection, this store's included, for

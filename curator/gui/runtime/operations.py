@@ -93,12 +93,15 @@ class _Job:
     key: str | None  # queries only
     ctx: OpContext | None = None
     thread: threading.Thread | None = None
+    others_committed: bool = True
+    """A write's: whether another connection committed while it ran (unknown: True)."""
 
 
 class StoreOps(QObject):
     """Runs store operations off the GUI thread and delivers their results on it."""
 
     busy_changed = Signal(bool)  # a write started (True) / ended (False)
+    write_finished = Signal(bool)  # a write succeeded; whether others committed meanwhile
     started = Signal(str)  # the write's label
     progressed = Signal(str, int, int)  # label, done, total
     phased = Signal(str, str)  # label, the phase it is at (OpContext.phase)
@@ -217,7 +220,12 @@ class StoreOps(QObject):
         error: str | None = None
         try:
             with sharing_with_gui():  # no full collections, short GIL slices: see job_runtime
+                # a write looks before and after: its own commits move the window's
+                # data_version, and only it can tell whether anyone else's did meanwhile
+                before = self.store.data_version() if job.key is None else None
                 result = job.fn(job.ctx)
+                if before is not None:
+                    job.others_committed = self.store.data_version() != before
         except Exception as exc:  # delivered to the GUI as one line, never raised into Qt
             log.info("operation %r failed", job.label, exc_info=True)
             error = self._file_gone() or describe_failure(exc)
@@ -253,6 +261,8 @@ class StoreOps(QObject):
         if stale or self._closed:
             return
         try:
+            if error is None and job.key is None:
+                self.write_finished.emit(job.others_committed)
             if error is not None:
                 if job.on_failed is not None:
                     job.on_failed(str(error))

@@ -150,8 +150,12 @@ class MainWindow(StatusBarMixin, FileMenuMixin, FollowMixin, QMainWindow):
         self.episodes_pane.classify_button.setEnabled(self.classify_action.isEnabled())
         self.classify_action.enabledChanged.connect(self.episodes_pane.classify_button.setEnabled)
 
-        self._data_version = services.store.data_version()
+        self._data_version: int | None = services.store.data_version()
         self._outside_pending = False
+        self._unseen_at_write = False
+        self._own_write_seen = False
+        services.ops.busy_changed.connect(self._write_starts)
+        services.ops.write_finished.connect(self._job_wrote)
         self._looked_at = 0.0  # time.monotonic() of the last look for outside changes
         self.change_listener = ChangeListener(services.store.changes(), self)
         self.change_listener.changed.connect(self._outside_change)
@@ -190,8 +194,32 @@ class MainWindow(StatusBarMixin, FileMenuMixin, FollowMixin, QMainWindow):
     def _pane_wrote(self, source: QWidget) -> None:
         """A pane committed something: the others reload when next shown."""
         self._dirty.update(i for i, p in enumerate(self.panes) if p is not source)
-        self._data_version = self.services.store.data_version()
+        if self._own_write_seen:  # the job's write this pane reloaded for, nobody else's
+            self._own_write_seen = False
+            self._data_version = self._version_now()
         self.update_status()
+
+    def _write_starts(self, busy: bool) -> None:
+        if busy:  # what another connection committed before it, not yet looked at
+            self._unseen_at_write = self._version_now() != self._data_version
+
+    def _job_wrote(self, others_committed: bool) -> None:
+        """A job's write committed (its result is delivered next, and the pane that asked
+        for it says :meth:`_pane_wrote` once it reloaded). The job's connection is
+        another connection, so its commits move :meth:`Store.data_version` as an outside
+        one's would: they are taken as seen only when nobody else committed, neither
+        while it ran (the job's own look) nor before it, unseen. Taking them as seen
+        regardless swallowed the episodes an agent recorded meanwhile: the window never
+        showed them. A write no pane reloaded for is left to the next look."""
+        self._own_write_seen = not (others_committed or self._unseen_at_write)
+        self._outside_pending = self._outside_pending or not self._own_write_seen
+        self._unseen_at_write = False
+
+    def _version_now(self) -> int | None:
+        try:
+            return self.services.store.data_version()
+        except Exception:  # a locked, closed or vanished database: "changed", look again
+            return None
 
     def _pane_shown(self, index: int) -> None:
         if index in self._dirty:
@@ -243,6 +271,7 @@ class MainWindow(StatusBarMixin, FileMenuMixin, FollowMixin, QMainWindow):
         if self.services.ops.busy:
             self._outside_pending = True  # looked at again once the write is done
             return False
+        self._own_write_seen = False  # a job's write no pane reloaded for: looked at now
         try:
             version = self.services.store.data_version()
         except Exception:  # a locked/closed database: try again next tick
