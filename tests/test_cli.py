@@ -204,3 +204,16 @@ def test_window_without_display_is_a_one_line_error(tmp_path: Path) -> None:
     )
     assert proc.returncode == 2
     assert proc.stderr.count("\n") == 1 and "QT_QPA_PLATFORM=offscreen" in proc.stderr
+
+
+def test_the_window_program_takes_the_command_lines_arguments(tmp_path: Path) -> None:
+    """``curator-gui`` (the program without a console, for desktops) is ``curator``: its
+    own entry took no arguments, so ``curator-gui --db FILE`` opened the default database
+    instead of FILE, and said nothing."""
+    program = Path(sys.executable).with_name("curator-gui")
+    db = tmp_path / "named.sqlite"
+    done = subprocess.run(
+        [str(program), "--db", str(db), "stats"], capture_output=True, text=True, timeout=120
+    )
+    assert done.returncode == 2
+    assert f"no database at {db} (named by --db)" in done.stderr
