@@ -298,3 +298,27 @@ def test_closing_again_after_keep_running_asks_again_without_crashing(
     assert not window.close()
     _answer(qtbot, llm_services.dialogs, yes=True)
     qtbot.waitUntil(lambda: not window.isVisible(), timeout=RUN_TIMEOUT_MS)
+
+
+def test_a_failed_run_is_said_in_one_dialog(qtbot, services, qsettings) -> None:
+    """The window's dialog and the Runs pane's own box both said a failed run: two
+    dialogs, one on the other. (A replay without a gold set fails at once, no model.)"""
+    from PySide6.QtWidgets import QLabel
+
+    from curator.pipeline.replay import NO_GOLD
+
+    services.worker = LlmWorker(services)
+    try:
+        window = _window(qtbot, services, qsettings)
+        with qtbot.waitSignal(services.worker.failed, timeout=20_000):
+            assert services.worker.start_replay(None)
+        qtbot.wait(200)  # every queued slot of the signal has run
+
+        def says(dialog: object) -> bool:
+            texts = [label.text() for label in dialog.findChildren(QLabel)]  # type: ignore[attr-defined]
+            return any(NO_GOLD in text for text in texts)
+
+        assert len([d for d in services.dialogs.shown if says(d)]) == 1
+        assert "failed" in window.run_label.text()
+    finally:
+        services.worker.shutdown()

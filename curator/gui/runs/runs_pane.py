@@ -401,11 +401,12 @@ class RunsPane(Pane):
         self.data_changed.emit()
 
     def _on_failed(self, message: str) -> None:
+        """The bar says it; the one dialog is the window's (a run started from Insights
+        or the toolbar fails too), not a second one on top of it."""
         self._live_text.clear()
         self.run_progress.failed(message)
         self.refresh()
         self.data_changed.emit()
-        self.show_message("Run failed", message)
 
     def _on_model_loaded(self, description: str) -> None:
         text = f"Model loaded: {description}" if description else "Model loaded"
