@@ -215,6 +215,28 @@ def test_agreement_chart_explains_itself_without_runs(qtbot) -> None:
     assert chart.getPlotItem().getAxis("left").isVisible()
 
 
+def test_calibration_chart_explains_itself_without_pairs(qtbot) -> None:
+    from curator.core.agreement import CalibrationBin
+    from curator.gui.insights.insights_charts import ReliabilityChart
+
+    chart = ReliabilityChart()
+    qtbot.addWidget(chart)
+    chart.resize(500, 260)
+    chart.show()
+    qtbot.waitExposed(chart)
+    empty_bins = [CalibrationBin(0.0, 0.5, 0, None, None), CalibrationBin(0.5, 1.0, 0, None, None)]
+    chart.set_bins(empty_bins)
+    assert chart.note.empty and chart.note.label.isVisible()
+    assert "Nothing to calibrate yet" in chart.note.label.text()
+    assert chart.note.label.geometry() == chart.rect()
+    assert not chart.getPlotItem().getAxis("left").isVisible()
+    assert not any(curve.isVisible() for curve in chart.getPlotItem().listDataItems())
+    chart.set_bins([CalibrationBin(0.5, 1.0, 12, 0.8, 0.75)])
+    assert not chart.note.empty and chart.note.label.isHidden()
+    assert all(curve.isVisible() for curve in chart.getPlotItem().listDataItems())
+    assert chart.getPlotItem().getAxis("left").isVisible()
+
+
 @pytest.mark.parametrize("size", [(1400, 900), (800, 600)])
 def test_every_matrix_header_fits_its_section(pane: InsightsPane, qtbot, size) -> None:
     """No header line of either matrix is cut, in the default window or a small one."""

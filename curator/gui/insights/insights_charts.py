@@ -60,6 +60,47 @@ def _style(plot: pg.PlotWidget, left: str, bottom: str) -> None:
     plot.setMinimumHeight(180)
 
 
+class EmptyNote:
+    """What a chart with nothing to plot yet will show, said in its place: two bare axes
+    (and a lone diagonal) told a new user nothing."""
+
+    def __init__(self, plot: pg.PlotWidget, text: str, name: str) -> None:
+        self._plot = plot
+        self.label = QLabel(text, plot)
+        self.label.setObjectName(name)
+        self.label.setWordWrap(True)
+        self.label.setAlignment(Qt.AlignmentFlag.AlignCenter)
+        self.label.setMargin(16)
+        self.set_empty(True)
+
+    @property
+    def empty(self) -> bool:
+        return not self.label.isHidden()
+
+    def set_empty(self, empty: bool) -> None:
+        item = self._plot.getPlotItem()
+        for name in ("left", "bottom"):
+            item.showAxis(name, not empty)
+        item.showGrid(x=not empty, y=not empty, alpha=0.2)
+        if item.legend is not None:
+            item.legend.setVisible(not empty)
+        for curve in item.listDataItems():
+            curve.setVisible(not empty)
+        self.label.setVisible(empty)
+        self.fit()
+
+    def fit(self) -> None:
+        """Cover the chart (call from its ``resizeEvent``)."""
+        self.label.setGeometry(self._plot.rect())
+
+
+RELIABILITY_EMPTY = (
+    "Nothing to calibrate yet. Once episodes you labelled by hand have been classified, "
+    "each point here is how often the model agreed with you at a confidence; on the "
+    "dashed diagonal its confidence is honest."
+)
+
+
 class ReliabilityChart(pg.PlotWidget):
     """Observed agreement per confidence bin against the diagonal of perfect calibration."""
 
@@ -79,10 +120,18 @@ class ReliabilityChart(pg.PlotWidget):
             pen=pg.mkPen((70, 130, 200), width=2), symbol="o", symbolBrush=(70, 130, 200)
         )
         item.addItem(self.points)
+        self.note = EmptyNote(self, RELIABILITY_EMPTY, "reliabilityEmptyLabel")
 
     def set_bins(self, bins: Sequence[CalibrationBin]) -> None:
         shown = [b for b in bins if b.count and b.mean_confidence is not None]
         self.points.setData([b.mean_confidence for b in shown], [b.agreement for b in shown])
+        self.note.set_empty(not shown)
+
+    def resizeEvent(self, event: QResizeEvent) -> None:
+        super().resizeEvent(event)
+        note = getattr(self, "note", None)  # None while PlotWidget builds itself
+        if note is not None:
+            note.fit()
 
 
 SERIES_EMPTY = (
@@ -106,14 +155,8 @@ class SeriesChart(pg.PlotWidget):
         self.gate = series_item(1, "gate")
         item.addItem(self.labels)
         item.addItem(self.gate)
-        # Until a run has been scored there is nothing to plot: say what will appear
-        # instead of showing two bare axes.
-        self.empty_label = QLabel(SERIES_EMPTY, self)
-        self.empty_label.setObjectName("seriesEmptyLabel")
-        self.empty_label.setWordWrap(True)
-        self.empty_label.setAlignment(Qt.AlignmentFlag.AlignCenter)
-        self.empty_label.setMargin(16)
-        self._set_empty(True)
+        self.note = EmptyNote(self, SERIES_EMPTY, "seriesEmptyLabel")
+        self.empty_label = self.note.label
 
     def set_series(self, points: Sequence[RunPoint]) -> None:
         times: list[float] = []
@@ -125,27 +168,17 @@ class SeriesChart(pg.PlotWidget):
         if times:
             # runs minutes apart still span days on the axis: its ticks stay dates
             self.getPlotItem().setXRange(*DayAxis.widen(min(times), max(times)), padding=0.05)
-        self._set_empty(not times)
+        self.note.set_empty(not times)
 
     @property
     def empty(self) -> bool:
-        return not self.empty_label.isHidden()
-
-    def _set_empty(self, empty: bool) -> None:
-        item = self.getPlotItem()
-        for name in ("left", "bottom"):
-            item.showAxis(name, not empty)
-        item.showGrid(x=not empty, y=not empty, alpha=0.2)
-        if item.legend is not None:
-            item.legend.setVisible(not empty)
-        self.empty_label.setVisible(empty)
-        self.empty_label.setGeometry(self.rect())
+        return self.note.empty
 
     def resizeEvent(self, event: QResizeEvent) -> None:
         super().resizeEvent(event)
-        label = getattr(self, "empty_label", None)  # None while PlotWidget builds itself
-        if label is not None:
-            label.setGeometry(self.rect())
+        note = getattr(self, "note", None)  # None while PlotWidget builds itself
+        if note is not None:
+            note.fit()
 
 
 class RatioHistogram(pg.PlotWidget):
