@@ -310,8 +310,10 @@ def test_a_failed_run_is_said_in_one_dialog(qtbot, services, qsettings) -> None:
     services.worker = LlmWorker(services)
     try:
         window = _window(qtbot, services, qsettings)
+        insights = window.pane("insightsPane")
+        window.tabs.setCurrentWidget(insights)
         with qtbot.waitSignal(services.worker.failed, timeout=20_000):
-            assert services.worker.start_replay(None)
+            insights.replay_button.click()  # type: ignore[attr-defined]
         qtbot.wait(200)  # every queued slot of the signal has run
 
         def says(dialog: object) -> bool:
@@ -320,5 +322,6 @@ def test_a_failed_run_is_said_in_one_dialog(qtbot, services, qsettings) -> None:
 
         assert len([d for d in services.dialogs.shown if says(d)]) == 1
         assert "failed" in window.run_label.text()
+        assert window.statusBar().currentMessage() == ""  # no "Replaying…" left
     finally:
         services.worker.shutdown()

@@ -465,6 +465,7 @@ class MainWindow(StatusBarMixin, FileMenuMixin, FollowMixin, QMainWindow):
         self.refresh_all()
 
     def _run_failed(self, message: str) -> None:
+        self.statusBar().clearMessage()  # "Replaying the gold set…" is over: the dialog says why
         self.run_label.setText("idle (last run failed)")
         self.services.dialogs.error(self, "Run failed", message)
         self.refresh_all()
