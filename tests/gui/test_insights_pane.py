@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 from PySide6.QtCore import QSettings, Qt
-from PySide6.QtWidgets import QStyle
+from PySide6.QtWidgets import QStyle, QWidget
 
 from curator.gui.insights.insights_pane import InsightsPane
 from curator.gui.runtime.services import AppServices
@@ -194,6 +194,13 @@ def test_replay_button_without_a_gold_set_says_so_and_loads_no_model(
         services.worker.shutdown()
 
 
+def _shown(qtbot, chart: QWidget) -> None:
+    qtbot.addWidget(chart)
+    chart.resize(500, 260)
+    chart.show()
+    qtbot.waitExposed(chart)
+
+
 def test_agreement_chart_explains_itself_without_runs(qtbot) -> None:
     from datetime import UTC, datetime
 
@@ -201,10 +208,7 @@ def test_agreement_chart_explains_itself_without_runs(qtbot) -> None:
     from curator.pipeline.insights import RunPoint
 
     chart = SeriesChart()
-    qtbot.addWidget(chart)
-    chart.resize(500, 260)
-    chart.show()
-    qtbot.waitExposed(chart)
+    _shown(qtbot, chart)
     chart.set_series([])
     assert chart.empty and chart.empty_label.isVisible()
     assert "No run has been scored yet" in chart.empty_label.text()
@@ -220,10 +224,7 @@ def test_calibration_chart_explains_itself_without_pairs(qtbot) -> None:
     from curator.gui.insights.insights_charts import ReliabilityChart
 
     chart = ReliabilityChart()
-    qtbot.addWidget(chart)
-    chart.resize(500, 260)
-    chart.show()
-    qtbot.waitExposed(chart)
+    _shown(qtbot, chart)
     empty_bins = [CalibrationBin(0.0, 0.5, 0, None, None), CalibrationBin(0.5, 1.0, 0, None, None)]
     chart.set_bins(empty_bins)
     assert chart.note.empty and chart.note.label.isVisible()
