@@ -205,12 +205,13 @@ class Curator:
     def __enter__(self) -> Curator:
         return self
 
-    def _open(self) -> Store:
+    def _open(self, doing: str = "read") -> Store:
         """The store, refusing a closed Curator, and a database file deleted, moved or
-        replaced since it was opened (reads answered from the unlinked file before)."""
+        replaced since it was opened (reads answered from the unlinked file before);
+        ``doing`` ("read", "written") is what the refusal says did not happen."""
         if self._closed:
             raise CuratorError("this Curator is closed: open the database again")
-        self.store.check_same_file("read")
+        self.store.check_same_file(doing)
         return self.store
 
     def __exit__(self, *_: object) -> None:
@@ -389,7 +390,7 @@ class Curator:
         For a caller that records long episodes beside short ones: the MCP server screens
         a long one on a thread of its own before it joins a group commit, so that the
         detector's seconds on a megabyte text hold up only the client that sent it."""
-        self._open()
+        self._open("written")
         parsed = parse_episode(item)
         if self._stored_hashes([parsed.content_hash]):
             return None
@@ -421,7 +422,7 @@ class Curator:
         ``screened`` holds :meth:`screen`'s answers: an item whose content this Curator
         screened against the current identity is not read again (see :class:`Screening`).
         """
-        self._open()
+        self._open("written")
         items = episode_items(items)
         wanted = _screened_hashes(screened)
         answers: list[RecordResult | CuratorError] = []

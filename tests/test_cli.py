@@ -217,3 +217,17 @@ def test_the_window_program_takes_the_command_lines_arguments(tmp_path: Path) ->
     )
     assert done.returncode == 2
     assert f"no database at {db} (named by --db)" in done.stderr
+
+
+def test_a_failed_import_through_a_link_to_nothing_leaves_nothing_behind(
+    tmp_path: Path, episodes_file: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """SQLite follows the link and makes the file it names: that file is what a failure
+    takes back (the link itself was there before, and stays)."""
+    target, link = tmp_path / "target.sqlite", tmp_path / "link.sqlite"
+    link.symlink_to(target.name)
+    code, _, err = run_cli(capsys, "--db", str(link), "import", str(tmp_path / "gone.jsonl"))
+    assert code == 1 and "no such file" in err
+    assert not target.exists() and link.is_symlink()
+    code, out, _ = run_cli(capsys, "--db", str(link), "import", str(episodes_file))
+    assert code == 0 and "5 imported" in out and target.is_file()

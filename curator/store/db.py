@@ -39,7 +39,7 @@ from curator.store.backup_listing import newest_good_backup
 from curator.store.changes import ChangeWatcher, PostgresWatcher, SqliteWatcher
 from curator.store.db_choice import BUSY_TIMEOUT_S
 from curator.store.db_errors import DATABASE_ERRORS, explain_database_error, lock_error
-from curator.store.engine import POSTGRES, SQLITE, Dialect, SchemaObjects
+from curator.store.engine import POSTGRES, SQLITE, Dialect, SchemaObjects, read_change_counter
 from curator.store.migrations import LATEST_VERSION
 from curator.store.models import ALL_MODELS
 from curator.store.opening import (
@@ -121,13 +121,14 @@ def _settle_moved_files_at_exit() -> None:
                 store._settle_if_moved()
 
 
-def _file_identity(path: Path) -> tuple[int, int] | None:
-    """The device and inode ``path`` names now (``None``: nothing there)."""
+def _file_identity(path: Path) -> tuple[int, int, bool] | None:
+    """The device and inode ``path`` names now, and whether the file holds any byte
+    (``None``: nothing there)."""
     try:
         found = os.stat(path)
     except (OSError, ValueError):
         return None
-    return found.st_dev, found.st_ino
+    return found.st_dev, found.st_ino, found.st_size > 0
 
 
 class Store:
@@ -151,7 +152,7 @@ class Store:
     dialect: Dialect = SQLITE
     db: peewee.Database
     _url = ""  # PostgreSQL's URL as given (a password included): only for connections
-    _opened_file: tuple[int, int] | None = None  # the file's device and inode when opened
+    _opened_file: tuple[int, int, bool] | None = None  # the file as opened (_file_identity)
     _made_here: SchemaObjects | None = None  # an empty database's objects before its schema
 
     def __init__(
@@ -561,6 +562,11 @@ class Store:
             return version
         return version - int(getattr(self._own_bumps, "count", 0))
 
+    def change_counter(self) -> int:
+        """The count of the application's writes (:mod:`change_marker`): unlike
+        :meth:`data_version`, the same number whichever connection reads it."""
+        return read_change_counter(self.db)
+
     def changes(self) -> ChangeWatcher:
         """A watcher of changes committed by any connection, this store's included, for
         a thread of its own (:mod:`curator.store.changes`)."""
@@ -588,9 +594,16 @@ class Store:
             self.db.close()
 
     def _moved(self) -> bool:
-        """Whether the path no longer names the file opened (deleted, moved, replaced)."""
+        """Whether the path no longer names the file opened (deleted, moved, replaced,
+        emptied)."""
         opened = self._opened_file
-        return opened is not None and opened != _file_identity(self._file_path)
+        if opened is None:
+            return False
+        now = _file_identity(self._file_path)
+        # the same file emptied (truncated to nothing) counts as replaced: writes to it
+        # were acknowledged and then lost with the -wal SQLite deletes; a file that was
+        # empty when opened (all of it still in the -wal) may gain its first bytes
+        return now is None or now[:2] != opened[:2] or (opened[2] and not now[2])
 
     def _settle_if_moved(self) -> None:
         if self._moved():

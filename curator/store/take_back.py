@@ -107,7 +107,9 @@ class Made:
 
     @classmethod
     def before_opening(cls, path: Path) -> Made:
-        missing = tuple(p for p in (path, *path.parents) if not os.path.lexists(p))
+        # a link to nothing: the open makes the file it names (SQLite follows links)
+        made = Path(os.path.realpath(path)) if os.path.islink(path) else path
+        missing = tuple(p for p in (made, *made.parents) if not os.path.lexists(p))
         with contextlib.suppress(OSError):
             if path.is_file() and path.stat().st_size == 0:
                 return cls(missing, path.resolve())

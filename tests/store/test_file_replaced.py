@@ -59,7 +59,7 @@ def test_a_write_after_the_file_changed_is_refused_and_writes_nothing(
     with pytest.raises(CuratorError, match="deleted, moved or replaced") as refused:
         memory.record(text="after the change")
     assert isinstance(refused.value, FileReplacedError)
-    assert str(path) in str(refused.value)
+    assert str(path) in str(refused.value) and "nothing was written" in str(refused.value)
     memory.close()
     if change is _replaced:  # the file now at the path is whole, with its own episode only
         assert _episodes(path) == 1
@@ -210,3 +210,23 @@ def test_every_connection_to_a_database_that_exists_never_creates_one() -> None:
                 module = path.relative_to(root).as_posix()
                 plain[module] = plain.get(module, 0) + 1
     assert plain == dict.fromkeys(CREATES_ON_PURPOSE, 1)
+
+
+@pytest.mark.parametrize("reopened", [False, True], ids=["created", "reopened"])
+def test_a_file_emptied_under_an_open_store_takes_no_more_writes(
+    tmp_path: Path, reopened: bool
+) -> None:
+    """Truncated to nothing (the same file: its device and inode unchanged), it took
+    writes that were acknowledged and then lost with the ``-wal`` SQLite deleted."""
+    path = tmp_path / "memory.sqlite"
+    memory = Curator(db=path, create=True)
+    memory.record(text="before the file was emptied")
+    if reopened:
+        memory.close()
+        memory = Curator(db=path)
+    os.truncate(path, 0)
+    try:
+        with pytest.raises(FileReplacedError):
+            memory.record(text="after the file was emptied")
+    finally:
+        memory.close()
