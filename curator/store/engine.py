@@ -42,6 +42,20 @@ from curator.store.migrations import MIGRATIONS
 from curator.store.pg_url import is_postgres_url
 
 CHANGE_COUNTER_KEY = "change_counter"
+
+
+def read_change_counter(db: peewee.Database) -> int:
+    """The counter every write of the application bumps (:mod:`change_marker`): the same
+    number from every connection, of either engine (0 before the first write)."""
+    row = db.execute_sql(
+        'SELECT "value" FROM "setting" WHERE "key" = ?', (CHANGE_COUNTER_KEY,)
+    ).fetchone()
+    try:
+        return int(row[0]) if row is not None else 0
+    except ValueError:
+        return 0
+
+
 """The ``setting`` row every write transaction bumps (:mod:`curator.store.change_marker`)."""
 
 SCHEMA_TABLE = "curator_schema"
@@ -393,13 +407,7 @@ class PostgresDialect(Dialect):
 
     def data_version(self, db: peewee.Database) -> int:
         """The change counter every write transaction bumps (one indexed row)."""
-        row = db.execute_sql(
-            'SELECT "value" FROM "setting" WHERE "key" = ?', (CHANGE_COUNTER_KEY,)
-        ).fetchone()
-        try:
-            return int(row[0]) if row is not None else 0
-        except ValueError:
-            return 0
+        return read_change_counter(db)
 
     def integrity_check(self, db: peewee.Database) -> str:
         return "ok"  # the server keeps its pages checksummed; nothing to walk from here

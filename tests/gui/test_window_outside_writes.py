@@ -108,3 +108,25 @@ def test_what_another_process_committed_unseen_before_a_write_is_not_taken_as_se
     assert ops.write("Write", write, lambda _: main_window._pane_wrote(pane))
     qtbot.waitUntil(lambda: not ops.busy, timeout=20_000)
     assert main_window.check_for_outside_changes()
+
+
+def test_what_another_process_commits_as_a_write_of_the_window_is_delivered_is_shown(
+    qtbot, main_window: MainWindow, store: Store, tmp_path: Path
+) -> None:
+    """The commit lands after the write's own last look and before the pane has said
+    it wrote: the change counter, the same on every connection, tells."""
+    pane = main_window.episodes_pane
+    main_window.tabs.setCurrentWidget(pane)
+    qtbot.waitUntil(lambda: not pane.model.loading and pane.model.total > 0, timeout=20_000)
+    before = pane.model.total
+    ops = main_window.services.ops
+    # after the window's own slot, before the write's result is delivered to the pane
+    ops.write_finished.connect(lambda *_: _import_elsewhere(store, tmp_path))
+
+    def write(ctx: OpContext) -> None:
+        with ctx.store.write():
+            ctx.store.execute("UPDATE episode SET source = 'relabelled' WHERE id = 1")
+
+    assert ops.write("Write", write, lambda _: main_window._pane_wrote(pane))
+    qtbot.waitUntil(lambda: not ops.busy, timeout=20_000)
+    qtbot.waitUntil(lambda: pane.model.total == before + OUTSIDE, timeout=10_000)

@@ -95,13 +95,16 @@ class _Job:
     thread: threading.Thread | None = None
     others_committed: bool = True
     """A write's: whether another connection committed while it ran (unknown: True)."""
+    counter: int | None = None
+    """A write's: the store's change counter once it was done (see Store.change_counter)."""
 
 
 class StoreOps(QObject):
     """Runs store operations off the GUI thread and delivers their results on it."""
 
     busy_changed = Signal(bool)  # a write started (True) / ended (False)
-    write_finished = Signal(bool)  # a write succeeded; whether others committed meanwhile
+    # a write succeeded: whether others committed meanwhile, the change counter after it
+    write_finished = Signal(bool, object)
     started = Signal(str)  # the write's label
     progressed = Signal(str, int, int)  # label, done, total
     phased = Signal(str, str)  # label, the phase it is at (OpContext.phase)
@@ -226,6 +229,7 @@ class StoreOps(QObject):
                 result = job.fn(job.ctx)
                 if before is not None:
                     job.others_committed = self.store.data_version() != before
+                    job.counter = self.store.change_counter()
         except Exception as exc:  # delivered to the GUI as one line, never raised into Qt
             log.info("operation %r failed", job.label, exc_info=True)
             error = self._file_gone() or describe_failure(exc)
@@ -262,7 +266,7 @@ class StoreOps(QObject):
             return
         try:
             if error is None and job.key is None:
-                self.write_finished.emit(job.others_committed)
+                self.write_finished.emit(job.others_committed, job.counter)
             if error is not None:
                 if job.on_failed is not None:
                     job.on_failed(str(error))

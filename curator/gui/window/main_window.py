@@ -154,6 +154,7 @@ class MainWindow(StatusBarMixin, FileMenuMixin, FollowMixin, QMainWindow):
         self._outside_pending = False
         self._unseen_at_write = False
         self._own_write_seen = False
+        self._own_write_counter: int | None = None
         services.ops.busy_changed.connect(self._write_starts)
         services.ops.write_finished.connect(self._job_wrote)
         self._looked_at = 0.0  # time.monotonic() of the last look for outside changes
@@ -196,24 +197,38 @@ class MainWindow(StatusBarMixin, FileMenuMixin, FollowMixin, QMainWindow):
         self._dirty.update(i for i, p in enumerate(self.panes) if p is not source)
         if self._own_write_seen:  # the job's write this pane reloaded for, nobody else's
             self._own_write_seen = False
-            self._data_version = self._version_now()
+            version = self._version_now()  # first: a commit between the two is not in it
+            counter = self._counter_now()
+            if counter is not None and counter == self._own_write_counter:  # none since
+                self._data_version = version
+            else:
+                self._outside_pending = True
         self.update_status()
 
     def _write_starts(self, busy: bool) -> None:
         if busy:  # what another connection committed before it, not yet looked at
             self._unseen_at_write = self._version_now() != self._data_version
 
-    def _job_wrote(self, others_committed: bool) -> None:
+    def _job_wrote(self, others_committed: bool, counter: int | None) -> None:
         """A job's write committed (its result is delivered next, and the pane that asked
         for it says :meth:`_pane_wrote` once it reloaded). The job's connection is
         another connection, so its commits move :meth:`Store.data_version` as an outside
         one's would: they are taken as seen only when nobody else committed, neither
         while it ran (the job's own look) nor before it, unseen. Taking them as seen
         regardless swallowed the episodes an agent recorded meanwhile: the window never
-        showed them. A write no pane reloaded for is left to the next look."""
+        showed them. A write no pane reloaded for is left to the next look; and between
+        the job's last look and the pane's word, the change counter (the same number on
+        every connection) tells whether another process's write came in."""
         self._own_write_seen = not (others_committed or self._unseen_at_write)
+        self._own_write_counter = counter
         self._outside_pending = self._outside_pending or not self._own_write_seen
         self._unseen_at_write = False
+
+    def _counter_now(self) -> int | None:
+        try:
+            return self.services.store.change_counter()
+        except Exception:  # a locked, closed or vanished database: "changed", look again
+            return None
 
     def _version_now(self) -> int | None:
         try:
