@@ -79,8 +79,10 @@ def cmd_backup(ctx: CommandContext) -> int:
 def cmd_compact(ctx: CommandContext) -> int:
     """Never through ``ctx.store``: the compaction needs the only connection to the file
     (this process's own open one would make it refuse itself as "busy")."""
-    report = compact_database(
-        ctx.db_file("compact"), missing_message=ctx.missing_database_message()
-    )
+    path = ctx.db_file("compact")
+    missing = ctx.missing_database_message()
+    if ctx.create:  # a new database has nothing to compact: the usual way on is no way
+        missing = f"no database at {path}; nothing was created (--create does not apply to compact)"
+    report = compact_database(path, missing_message=missing)
     ctx.emit(report.to_json(), report.describe())
     return 0

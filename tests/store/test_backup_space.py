@@ -277,6 +277,19 @@ def test_compact_refuses_a_file_that_is_not_a_curator_database(
     assert path.read_bytes() == before and sorted(p.name for p in tmp_path.iterdir()) == listing
 
 
+@pytest.mark.parametrize("create", [[], ["--create"]])
+def test_compact_of_a_missing_database_says_what_to_do(
+    create: list[str], tmp_path: Path, capsys
+) -> None:
+    """With --create given, "pass --create" was the advice: compaction makes nothing."""
+    path = tmp_path / "missing.sqlite"
+    assert main(["--db", str(path), *create, "compact"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and f"no database at {path}" in err
+    assert ("pass --create" in err) != bool(create)
+    assert not path.exists()
+
+
 def test_compact_refuses_while_another_process_has_the_database_open(store: Store, capsys) -> None:
     with store.write():
         store.db.execute_sql("DELETE FROM pattern WHERE id > 5")
