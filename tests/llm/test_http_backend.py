@@ -20,6 +20,7 @@ import pytest
 from curator.cli import main
 from curator.llm.http_backend import HttpBackend, ServerError, public_url
 from curator.llm.prompts import load_prompt
+from curator.pipeline.labels import relabel
 from curator.store.db import Store
 from curator.store.demo import create_demo
 from curator.store.models import LABELS, Episode, Run
@@ -135,6 +136,12 @@ def test_classify_and_distill_through_the_server_end_to_end(
     finally:
         store.close()
     assert main(["--db", str(db), "distill", *server, "--limit", "1"]) == 0
+    store = Store(db)
+    try:  # a gold set of one for the replay (without one it is refused before any model)
+        (first,) = store.execute("SELECT min(id) FROM episode WHERE model_label IS NOT NULL")
+        relabel(store, [int(first[0])], "noise")
+    finally:
+        store.close()
     assert main(["--db", str(db), "replay", *server, "--limit", "1"]) == 0
     conn = sqlite3.connect(db)
     try:
