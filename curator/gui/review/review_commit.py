@@ -120,7 +120,12 @@ class CommitBar(QObject):
         layout.addWidget(self.reviewed_only)
         layout.addWidget(self.commit_button)
         layout.addWidget(self.undo_button)
-        services.ops.busy_changed.connect(lambda _busy: self.update_buttons())
+        # a method of this object, not a lambda: the connection goes with the bar when
+        # its pane is destroyed, and a write delivered later never reaches deleted buttons
+        services.ops.busy_changed.connect(self._busy_changed)
+
+    def _busy_changed(self, _busy: bool) -> None:
+        self.update_buttons()
 
     def show_message(self, title: str, text: str) -> None:
         self._show_message(title, text)
