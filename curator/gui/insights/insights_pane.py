@@ -95,7 +95,9 @@ class InsightsPane(Pane):
         worker = services.worker
         self.replay_button.setEnabled(worker is not None)
         if worker is not None:
-            worker.busy_changed.connect(lambda busy: self.replay_button.setEnabled(not busy))
+            # a method of this pane, not a lambda: the connection goes with the pane, and
+            # the shared worker never reaches a destroyed pane's button
+            worker.busy_changed.connect(self._worker_busy)
             worker.finished.connect(self._run_finished)
         top = QHBoxLayout()
         top.addWidget(QLabel("Show"))
@@ -491,6 +493,9 @@ class InsightsPane(Pane):
             self.refresh()
 
         self._write("Saving the decay clock setting", work, saved)
+
+    def _worker_busy(self, busy: bool) -> None:
+        self.replay_button.setEnabled(not busy)
 
     def start_replay(self) -> None:
         worker = self.services.worker
