@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import os
 from pathlib import Path
 from typing import Any
 
@@ -84,14 +85,16 @@ def cmd_copy(ctx: CommandContext) -> int:
             empty_message=empty_database_message(shown or source_location, "SOURCE"),
         )
         ctx.extra_stores.append(source)
-    # one database under two names is refused by copy_database, asked of the databases
+    # one database under two names is refused by copy_database, asked of the databases;
+    # two names of one existing file are refused before DEST is opened, which would
+    # give it a -wal of its own beside the source's
+    if isinstance(dest, Path) and source.dialect.is_file:
+        with contextlib.suppress(OSError):
+            if os.path.samefile(source.path, dest):
+                raise CuratorError(
+                    f"SOURCE and DEST are the same database ({dest}); nothing was copied"
+                )
     made = Made.before_opening(dest) if isinstance(dest, Path) else Made()
-    try:
-        target = open_apart(dest, busy_timeout_s=busy_timeout_from_env(), create=True)
-    except CuratorError:
-        made.take_back()
-        raise
-    ctx.extra_stores.append(target)
     last: dict[str, int] = {}
 
     def progress(table: str, done: int, total: int) -> None:
@@ -101,14 +104,19 @@ def cmd_copy(ctx: CommandContext) -> int:
             last[table] = done
             ctx.info(f"copy: {table} {done:,}/{total:,}")
 
+    target = None
     try:
+        target = open_apart(dest, busy_timeout_s=busy_timeout_from_env(), create=True)
+        ctx.extra_stores.append(target)
         report = copy_database(source, target, force=args.force, progress=progress)
     except BaseException:
-        # a failed copy leaves nothing behind that nobody else has filled: an empty
-        # PostgreSQL database loses the schema set up for it, a new file is removed
-        with contextlib.suppress(CuratorError, *DATABASE_ERRORS):
-            target.take_back_schema()
-        target.close()
+        # A failed or stopped copy (Ctrl-C, SIGTERM: at any moment, its opening
+        # included) leaves nothing behind that nobody else has filled: an empty
+        # PostgreSQL database loses the schema set up for it, a new file is removed.
+        if target is not None:
+            with contextlib.suppress(CuratorError, *DATABASE_ERRORS):
+                target.take_back_schema()
+            target.close()
         made.take_back()
         raise
     ctx.emit(report.to_json(), report.describe())

@@ -40,7 +40,7 @@ from curator.store.backup_listing import (
     default_backup_dir,
     list_backups,
 )
-from curator.store.backup_partials import ClaimTaken, claimed, sweep_stale
+from curator.store.backup_partials import COPY_SIDE_FILES, ClaimTaken, claimed, sweep_stale
 from curator.store.backup_schedule import (
     RECENT,
     STAMP_FORMAT,
@@ -256,20 +256,20 @@ def take_backup(
                 size = partial.stat().st_size
                 partial.replace(final)  # while still claimed: never swept half way
     except BackupCancelled:
-        remove_quietly(partial)
+        remove_copy(partial)
         raise
     except sqlite3.Error as exc:
-        remove_quietly(partial)
+        remove_copy(partial)
         if cancelled is not None and cancelled():
             raise BackupCancelled(f"backup of {db_path} stopped; nothing was kept") from exc
         raise CuratorError(f"backup of {db_path} failed: {exc}") from exc
     except ClaimTaken:
         raise  # the name is another run's: its file is not this run's to remove
     except BaseException:
-        remove_quietly(partial)
+        remove_copy(partial)
         raise
     if result != "ok":
-        remove_quietly(partial)
+        remove_copy(partial)
         raise CuratorError(
             f"backup of {db_path} failed its quick_check ({result.splitlines()[0]}); "
             "the copy was deleted"
@@ -348,6 +348,13 @@ def _copy_and_check(
 def remove_quietly(path: Path) -> None:
     with contextlib.suppress(FileNotFoundError):
         path.unlink()
+
+
+def remove_copy(partial: Path) -> None:
+    """Remove a copy this run was writing, and the files SQLite keeps beside it: a copy
+    stopped by a full disk left its ``-journal``, which nothing removed later."""
+    for name in (partial.name, *(partial.name + side for side in COPY_SIDE_FILES)):
+        remove_quietly(partial.with_name(name))
 
 
 def names_fit(folder: Path, longest: str, what: str) -> None:

@@ -134,7 +134,8 @@ def sweep_stale_restores(db_path: Path) -> list[Path]:
     return _sweep(db_path.parent, f"{db_path.name}.restoring-", "", db_path)
 
 
-_SIDE_FILES = ("-journal", "-wal", "-shm")
+#: The files SQLite keeps beside a database it writes (a copy's too).
+COPY_SIDE_FILES = ("-journal", "-wal", "-shm")
 
 
 def _sweep(folder: Path, prefix: str, suffix: str, db_path: Path) -> list[Path]:
@@ -191,12 +192,36 @@ def _sweep(folder: Path, prefix: str, suffix: str, db_path: Path) -> list[Path]:
                     path.unlink()
                 except OSError:
                     continue
-                for side in _SIDE_FILES:
+                for side in COPY_SIDE_FILES:
                     with contextlib.suppress(OSError):
                         os.unlink(f"{path}{side}")
             removed.append(path)
         finally:
             os.close(fd)
+    removed += _sweep_orphans(folder, names, prefix, suffix)
+    return removed
+
+
+def _sweep_orphans(folder: Path, names: list[str], prefix: str, suffix: str) -> list[Path]:
+    """Remove the side files of copies that are gone (a copy stopped by a full disk was
+    removed, and its ``-journal`` stayed): no database is left for them to belong to."""
+    removed: list[Path] = []
+    present = set(names)
+    for name in names:
+        side = next((s for s in COPY_SIDE_FILES if name.endswith(suffix + s)), None)
+        if side is None or not name.startswith(prefix):
+            continue
+        copy = name[: -len(side)]
+        if copy in present or not _STAMP.fullmatch(copy[len(prefix) : len(copy) - len(suffix)]):
+            continue
+        path = folder / name
+        with _CLAIM_LOCK:  # a claim makes its copy first: none in between
+            if (folder / copy).absolute() in _CLAIMED_HERE or os.path.lexists(folder / copy):
+                continue
+            with contextlib.suppress(OSError):
+                if stat.S_ISREG(os.lstat(path).st_mode):
+                    path.unlink()
+                    removed.append(path)
     return removed
 
 

@@ -22,7 +22,9 @@ from __future__ import annotations
 import atexit
 import contextlib
 import os
+import sys
 import threading
+import traceback
 import weakref
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -241,6 +243,15 @@ class Store:
             _remove_empty(made)
             what = "creation" if found.empty else "upgrade"
             raise self.explain(exc, f"{what} of the database") from exc
+        except BaseException:
+            # Stopped while it opened (Ctrl-C, SIGTERM): the connection goes too, or its
+            # lock kept the half-made file from being taken back by the caller. The
+            # statement it was running is held by the traceback's frames, and SQLite keeps
+            # a connection closed under a live statement (and its lock) until that goes.
+            traceback.clear_frames(sys.exc_info()[2])
+            self.db.close()
+            _remove_empty(made)
+            raise
         # by its absolute path: a process that changes its folder still names this file
         self._file_path = Path(file_name(self.path))
         self._opened_file = _file_identity(self._file_path)

@@ -244,9 +244,7 @@ class Dialect:
     def same_database(self, db: peewee.Database, other: peewee.Database) -> bool:
         """Whether two open connections reach one database, however it was named (a
         link, a second path, another spelling of a server's address)."""
-        files = [
-            str(each.execute_sql("PRAGMA database_list").fetchone()[2]) for each in (db, other)
-        ]
+        files = [_main_file(each) for each in (db, other)]
         if not all(files):  # an in-memory database: only itself
             return db is other
         try:
@@ -258,6 +256,19 @@ class Dialect:
         """Tell watchers of other connections what this write transaction changed
         (inside it, before COMMIT). SQLite's watchers poll ``data_version`` instead
         (:mod:`curator.store.changes`): nothing to send."""
+
+
+def _main_file(db: peewee.Database) -> str:
+    """The file of a connection's main database, as the file system names it: read as
+    bytes, since a name that is not UTF-8 cannot be read as text (empty: in memory)."""
+    connection = db.connection()
+    text_factory = connection.text_factory
+    connection.text_factory = bytes
+    try:
+        raw = connection.execute("PRAGMA database_list").fetchone()[2]
+    finally:
+        connection.text_factory = text_factory
+    return os.fsdecode(raw) if raw else ""
 
 
 class PostgresDialect(Dialect):

@@ -37,7 +37,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from curator.errors import CuratorError
-from curator.store.backup import backup_stamp, names_fit, remove_quietly
+from curator.store.backup import backup_stamp, names_fit, remove_copy, remove_quietly
 from curator.store.backup_identity import database_file, foreign_backup_problem, target_verdict
 from curator.store.backup_listing import (
     backup_problem,
@@ -45,7 +45,7 @@ from curator.store.backup_listing import (
     is_the_database,
     newest_good_backup,
 )
-from curator.store.backup_partials import ClaimTaken, claimed, sweep_stale_restores
+from curator.store.backup_partials import COPY_SIDE_FILES, ClaimTaken, claimed, sweep_stale_restores
 from curator.store.opening import ReadOnlyError, StoreBusyError
 
 try:
@@ -94,6 +94,11 @@ def restore_backup(path: Path, backup: Path | None = None) -> RestoreReport:
     is a link restores the file it names; the link stays.
     """
     path = database_file(path)
+    if path.exists() and not path.is_file() and not path.is_dir():
+        # never renamed aside for a file: a pipe, a socket or a device is nobody's database
+        raise CuratorError(
+            f"{path} is not a regular file (a pipe, socket or device); nothing changed"
+        )
     stamp = backup_stamp()
     # the longest name a restore writes: its copy's journal (".restoring-" is longer than
     # any label the current file is set aside under)
@@ -127,11 +132,11 @@ def restore_backup(path: Path, backup: Path | None = None) -> RestoreReport:
     except ClaimTaken:
         raise  # the name is another run's: its file is not this run's to remove
     except OSError as exc:
-        remove_quietly(partial)
+        remove_copy(partial)
         reason = exc.strerror or exc
         raise CuratorError(f"cannot restore {backup} to {path}: {reason}; nothing changed") from exc
     except BaseException:
-        remove_quietly(partial)
+        remove_copy(partial)
         raise
     _fsync_folder(path.parent)
     return RestoreReport(path=path, backup=backup, moved=tuple(aside for _, aside in moved))
@@ -146,7 +151,7 @@ def _put_in_place(
     try:
         _fold_side_files(backup, partial)
     finally:  # the copy's own, while it is still claimed: folded in, or dropped with it
-        for side in ("-wal", "-shm", "-journal"):
+        for side in COPY_SIDE_FILES:
             remove_quietly(partial.with_name(partial.name + side))
     problem = backup_problem(partial)
     if problem is not None:

@@ -85,3 +85,24 @@ def test_a_killed_writer_lets_go_of_its_partial_copy(tmp_path: Path) -> None:
         assert time.monotonic() < deadline
         time.sleep(0.01)
     assert not partial.exists()
+
+
+def test_a_journal_whose_copy_is_gone_is_swept_by_the_next_backup(tmp_path: Path) -> None:
+    """A copy stopped by a full disk was removed and its -journal stayed (now the copy's
+    side files go with it): no later backup removed such a journal. Another database's,
+    or one not named for a time, is not touched."""
+    db = _demo(tmp_path)
+    folder = tmp_path / "backups"
+    folder.mkdir()
+    orphan = folder / f"db.sqlite-{STAMP}.partial-journal"
+    orphan.write_bytes(b"the journal of a copy that is gone")
+    kept = [
+        folder / f"other.sqlite-{STAMP}.partial-journal",
+        folder / "db.sqlite-not-a-time.partial-journal",
+        folder / f"db.sqlite-{STAMP}.sqlite-journal",
+    ]
+    for path in kept:
+        path.write_bytes(b"someone else's")
+    assert main(["--db", str(db), "backup", "--dir", str(folder)]) == 0
+    assert not orphan.exists()
+    assert all(path.read_bytes() == b"someone else's" for path in kept)

@@ -9,6 +9,7 @@ PostgreSQL server (tests/pg_server.py).
 from __future__ import annotations
 
 import json
+import os
 import random
 from pathlib import Path
 from typing import Any
@@ -397,6 +398,43 @@ def test_the_command_refuses_what_it_cannot_do_and_creates_nothing(
         assert err.count("\n") == 1 and "pw123" not in err + out
         assert json.loads(out)["exit"] == 2
         assert sorted(p.name for p in tmp_path.iterdir()) == before
+
+
+def test_a_second_name_of_the_source_file_is_refused_before_dest_is_opened(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A hard link, a symbolic link, another spelling: opened as DEST, a second name of
+    the source file got a -wal of its own beside the source's before the refusal."""
+    db = tmp_path / "a.sqlite"
+    Store(db).close()
+    os.link(db, tmp_path / "hard.sqlite")
+    (tmp_path / "soft.sqlite").symlink_to("a.sqlite")
+    before = sorted(p.name for p in tmp_path.iterdir())
+    for dest in ("hard.sqlite", "soft.sqlite", "./a.sqlite"):
+        code, _, err = cli(capsys, "copy", str(db), str(tmp_path / dest), "--force")
+        assert code == 2 and "the same database" in err and err.count("\n") == 1, (dest, err)
+        assert sorted(p.name for p in tmp_path.iterdir()) == before, dest
+
+
+def test_files_whose_names_are_not_utf8_copy_both_ways(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A name with a byte that is not UTF-8 is a file's name like any other (the other
+    commands open it): the copy's same-database check read it as text and failed."""
+    odd = tmp_path / os.fsdecode(b"odd-\xff.sqlite")
+    plain = tmp_path / "plain.sqlite"
+    store = Store(odd)
+    fill(store, random.Random(33), at_least=1)
+    held = digests(store)
+    store.close()
+    assert cli(capsys, "copy", str(odd), str(plain))[0] == 0
+    back = tmp_path / os.fsdecode(b"back-\xfe.sqlite")
+    assert cli(capsys, "copy", str(plain), str(back))[0] == 0
+    copied = Store(back)
+    assert digests(copied) == held
+    copied.close()
+    code, _, err = cli(capsys, "copy", str(odd), str(odd), "--force")
+    assert code == 2 and "the same database" in err
 
 
 def test_a_failed_copy_into_a_new_file_leaves_no_file(

@@ -87,6 +87,36 @@ def test_restoring_the_database_onto_itself_is_refused(tmp_path: Path) -> None:
     assert sorted(p.name for p in tmp_path.iterdir()) == ["another-name.db", "self.db"]
 
 
+@pytest.mark.parametrize("kind", ["fifo", "socket", "link to a fifo"])
+def test_a_restore_onto_a_pipe_or_socket_is_refused_and_it_stays(tmp_path: Path, kind: str) -> None:
+    """A ``--db`` naming a pipe, a socket or a device is nobody's database: it is never
+    renamed aside for a file (a character device would have been, /dev/null included)."""
+    import socket
+
+    backup = database_with(tmp_path / "b.sqlite", "from the backup")
+    special = tmp_path / "special"
+    listener = None
+    if kind == "socket":
+        listener = socket.socket(socket.AF_UNIX)
+        listener.bind(str(special))
+    else:
+        os.mkfifo(special)
+    target = special
+    if kind == "link to a fifo":
+        target = tmp_path / "link"
+        target.symlink_to(special.name)
+    try:
+        with pytest.raises(CuratorError, match="not a regular file") as info:
+            restore_backup(target, backup)
+        assert "\n" not in str(info.value)
+        names = sorted(p.name for p in tmp_path.iterdir())
+        assert names == sorted(["b.sqlite", "special", *(["link"] if target != special else [])])
+        assert not special.is_file() and special.exists()
+    finally:
+        if listener is not None:
+            listener.close()
+
+
 def test_a_copy_left_by_a_killed_restore_is_swept_and_a_held_one_is_not(tmp_path: Path) -> None:
     db = database_with(tmp_path / "m.db")
     backup = take_backup(db).path
