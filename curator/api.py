@@ -212,6 +212,7 @@ class Curator:
         if self._closed:
             raise CuratorError("this Curator is closed: open the database again")
         self.store.check_same_file(doing)
+        self.store.see_outside_writes()  # a read-only one reads what was committed since
         return self.store
 
     def __exit__(self, *_: object) -> None:
@@ -251,8 +252,12 @@ class Curator:
         return {"text": export_markdown(rows), "patterns": patterns, "count": len(rows)}
 
     def search_knowledge(self, query: str, limit: int = 10) -> list[dict[str, Any]]:
-        """Active patterns matching ``query``, best first (the ranking of :meth:`knowledge`)."""
-        return list(self.knowledge(top_k=check_top_k(limit, "limit"), query=query)["patterns"])
+        """Active patterns matching ``query``, best first (the ranking of :meth:`knowledge`).
+
+        The query is required here (``None`` is refused as any other non-string is: it
+        would have meant the unranked block of :meth:`knowledge`)."""
+        checked = check_query(query, _words)
+        return list(self.knowledge(top_k=check_top_k(limit, "limit"), query=checked)["patterns"])
 
     def _top_k(self) -> int:
         return load_settings(self.store).top_k

@@ -257,6 +257,23 @@ def bind(host: str, port: int) -> socket.socket:
     return sock
 
 
+def loopback_security(host: str) -> Any:
+    """The Host and Origin check of a server reached only from this machine, which asks
+    for no token: a web page whose name a DNS rebinding points at the address must not
+    reach it. The SDK turns the check on by itself only for three spellings of loopback
+    (``127.0.0.1``, ``localhost``, ``::1``); every other one (``127.0.0.2``,
+    ``0:0:0:0:0:0:0:1``, ``LOCALHOST``) was served to any Host, without a token."""
+    from mcp.server.transport_security import TransportSecuritySettings
+
+    spelled = f"[{host}]" if ":" in host else host
+    names = sorted({"127.0.0.1", "localhost", "[::1]", spelled, spelled.lower()})
+    return TransportSecuritySettings(
+        enable_dns_rebinding_protection=True,
+        allowed_hosts=[form for name in names for form in (name, f"{name}:*")],
+        allowed_origins=[form for name in names for form in (f"http://{name}", f"http://{name}:*")],
+    )
+
+
 def serve_http(
     server: Any, host: str, port: int, *, token: str | None, announce: Any = None
 ) -> None:
@@ -269,8 +286,9 @@ def serve_http(
     import uvicorn
     from mcp.server.transport_security import TransportSecuritySettings
 
-    security = None
-    if not is_loopback(host):
+    if is_loopback(host):
+        security = loopback_security(host)
+    else:
         # Reached by its network name or address: the token is the check, not the Host.
         security = TransportSecuritySettings(enable_dns_rebinding_protection=False)
     # Answers as one JSON document: no tool here sends progress on the way, and an event

@@ -34,7 +34,7 @@ from curator import __version__
 from curator.api import MAX_TOP_K, Curator
 from curator.core.redact import redact
 from curator.core.textmeasure import readable
-from curator.core.textsafety import CONTROLS
+from curator.core.textsafety import CONTROLS, as_one_line, visible
 from curator.errors import CuratorError
 from curator.mcp_server.ratelimit import RateLimiter
 from curator.mcp_server.writer import GroupWriter
@@ -77,9 +77,11 @@ class ServerOptions:
 def client_name(ctx: Context[Any, Any]) -> str:
     """The client's name from the MCP handshake, cleaned to be an episode's source.
 
-    Control characters and lone surrogates are dropped and the name is cut at 100
-    characters: it is the client's own say, shown to a reviewer, and must not hide text
-    or get its episodes refused.
+    Control characters, lone surrogates and the marks and overrides of text direction
+    are dropped and the name is cut at 100 characters: it is the client's own say, shown
+    to a reviewer, and must not hide text or get its episodes refused (a source may not
+    hold a direction mark, and a Hebrew name ending in one refused every record). A name
+    that shows nothing is no name.
     """
     try:
         params = ctx.session.client_params
@@ -87,8 +89,8 @@ def client_name(ctx: Context[Any, Any]) -> str:
         params = None
     name = params.client_info.name if params is not None and params.client_info else ""
     valid = name.encode("utf-8", "ignore").decode("utf-8")
-    cleaned = " ".join(CONTROLS.sub("", valid).split())[:100].strip()
-    return cleaned or DEFAULT_CLIENT
+    cleaned = " ".join(as_one_line(CONTROLS.sub("", valid)).split())[:100].strip()
+    return cleaned if visible(cleaned) else DEFAULT_CLIENT
 
 
 def _one_line(text: str) -> str:

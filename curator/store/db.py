@@ -255,6 +255,9 @@ class Store:
         # by its absolute path: a process that changes its folder still names this file
         self._file_path = Path(file_name(self.path))
         self._opened_file = _file_identity(self._file_path)
+        self._read_views = threading.local()  # what each thread's read-only connection saw
+        if self.read_only:
+            self._read_views.seen = self._file_view()
         if not self.read_only:
             # Each thread opens a connection of its own: once the file exists, never by a
             # name that would create it. A window's background read after the file was
@@ -548,8 +551,39 @@ class Store:
         A deferred transaction: under WAL it never waits for a writer, and every query
         inside sees the same committed state. Inside a write it simply joins it.
         """
+        self.see_outside_writes()
         with self.db.transaction(self.dialect.read_isolation):
             yield
+
+    def _file_view(self) -> tuple[int, int, bool] | None:
+        """The file's size and modification time, and whether a ``-wal`` lies beside it."""
+        try:
+            found = os.stat(self._file_path)
+        except (OSError, ValueError):
+            return None
+        return found.st_size, found.st_mtime_ns, has_wal(self._file_path)
+
+    def see_outside_writes(self) -> None:
+        """A read-only store reads what others committed since it opened.
+
+        Without a ``-wal`` beside the file, a read-only connection opens it ``immutable``
+        (nothing is locked or created next to it); but such a connection takes the file
+        as unchanging. A ``Curator(read_only=True)`` kept open while an agent recorded
+        episodes read the counts of the moment it opened, then called the healthy file
+        damaged ("restore a backup"). So this thread's connection is opened again, as
+        the file now is (``immutable`` without a ``-wal``, a plain read-only one with
+        it), whenever the file's size, time or ``-wal`` changed since it last looked;
+        never inside a transaction. A checkpoint that rewrites the file during one
+        immutable read is not seen (a writer checkpoints while its ``-wal`` exists, which
+        this looks for first)."""
+        if not (self.read_only and self.dialect.is_file) or self.db.in_transaction():
+            return
+        now = self._file_view()
+        if now is None or getattr(self._read_views, "seen", None) == now:
+            return
+        self.db.close()
+        self.db.database = read_only_uri(self._file_path, immutable=not now[2])
+        self._read_views.seen = now
 
     @contextmanager
     def explained_write(self, what: str) -> Iterator[None]:

@@ -99,15 +99,21 @@ class HttpServer:
 
 @pytest.fixture()
 def http_server(memory_db: Path) -> Iterator[Callable[..., HttpServer]]:
-    """Start ``curator mcp --http 127.0.0.1:0 ARGS`` and return its URL (read from stderr).
+    """Start ``curator mcp --http HOST:0 ARGS`` (``127.0.0.1`` unless ``host`` says
+    otherwise) and return its URL (read from stderr).
 
     Every server started is stopped (SIGTERM, then SIGKILL) at the end of the test.
     """
     started: list[subprocess.Popen[str]] = []
 
-    def start(*args: str, db: Path = memory_db, env: dict[str, str] | None = None) -> HttpServer:
+    def start(
+        *args: str,
+        db: Path = memory_db,
+        env: dict[str, str] | None = None,
+        host: str = "127.0.0.1",
+    ) -> HttpServer:
         process = subprocess.Popen(
-            curator_command(db, "--http", "127.0.0.1:0", *args),
+            curator_command(db, "--http", f"{host}:0", *args),
             stdin=subprocess.DEVNULL,
             stdout=subprocess.DEVNULL,
             stderr=subprocess.PIPE,

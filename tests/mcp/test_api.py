@@ -152,10 +152,63 @@ def test_bad_top_k_is_refused(memory_db: Path, top_k: object) -> None:
         curator.knowledge(top_k=top_k)  # type: ignore[arg-type]
 
 
-@pytest.mark.parametrize("query", ["", "   ", "!!!", "q" * 5000, 5])
+@pytest.mark.parametrize("query", ["", "   ", "!!!", "q" * 5000, 5, None, b"disk"])
 def test_bad_query_is_refused(memory_db: Path, query: object) -> None:
     with Curator(db=memory_db) as curator, pytest.raises(CuratorError, match="query"):
         curator.search_knowledge(query, 5)  # type: ignore[arg-type]
+
+
+_WRITER = """
+import sys
+from curator import Curator
+from curator.core.scoring import rank_key
+from curator.store.models import Pattern, utcnow
+
+with Curator(db=sys.argv[1]) as writer:
+    for i in range(int(sys.argv[2])):
+        writer.record(text=f"episode {i} of {sys.argv[3]!r} " + "word " * 300)
+    with writer.store.write():
+        now = utcnow()
+        key = rank_key(0.99, now)
+        Pattern.create(text=sys.argv[3], importance=0.99, distilled_at=now, rank_key=key)
+    if sys.argv[4] == "stay":  # open, its -wal beside the file, until told to go
+        print("written", flush=True)
+        sys.stdin.readline()
+"""
+
+
+def test_a_read_only_curator_kept_open_reads_what_others_commit(memory_db: Path) -> None:
+    """Opened with no -wal beside the file (``immutable``), a reader took the file as
+    unchanging: after another process recorded and committed it still counted what it saw
+    at opening, then called the healthy file damaged. Now it reads each commit: by a
+    writer gone again, and by one still open (its -wal beside the file)."""
+    for side in ("-wal", "-shm"):
+        assert not memory_db.with_name(memory_db.name + side).exists()
+    with Curator(db=memory_db, read_only=True) as reader:
+        episodes = reader.status()["episodes"]
+        patterns = reader.knowledge()["count"]
+        subprocess.run(
+            [sys.executable, "-c", _WRITER, str(memory_db), "30", "Committed later.", "go"],
+            check=True,
+            timeout=120,
+        )
+        assert reader.status()["episodes"] == episodes + 30
+        assert "Committed later." in reader.knowledge(top_k=50)["text"]
+        with subprocess.Popen(
+            [sys.executable, "-c", _WRITER, str(memory_db), "5", "While it writes.", "stay"],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            text=True,
+        ) as writer:
+            assert writer.stdout is not None and writer.stdin is not None
+            assert writer.stdout.readline() == "written\n"
+            assert reader.status()["episodes"] == episodes + 35
+            assert "While it writes." in reader.knowledge(top_k=50)["text"]
+            writer.stdin.write("\n")
+            writer.stdin.close()
+            assert writer.wait(timeout=60) == 0
+        assert reader.status()["episodes"] == episodes + 35
+        assert reader.knowledge(top_k=50)["count"] == patterns + 2
 
 
 def test_read_only_refuses_record(memory_db: Path, table_counts: Counts) -> None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import ipaddress
 import json
 import os
+import socket
 import stat
 from collections.abc import Callable
 from pathlib import Path
@@ -344,6 +345,38 @@ def test_a_token_file_that_is_not_safely_yours_is_refused_without_showing_it(
 )
 def test_loopback_decides_whether_a_token_is_needed(host: str, loopback: bool) -> None:
     assert is_loopback(host) is loopback
+
+
+@pytest.mark.parametrize("host", ["127.0.0.2", "LOCALHOST", "0:0:0:0:0:0:0:1"])
+def test_every_loopback_spelling_keeps_web_pages_out(
+    http_server: Start, memory_db: Path, table_counts: Counts, host: str
+) -> None:
+    """A server that asks no token checks the Host and the Origin (DNS rebinding: a page
+    whose name now points at this machine), however loopback was written: the SDK
+    checks them by itself only for 127.0.0.1, localhost and ::1, and these three took a
+    page's records."""
+    if ":" in host and not socket.has_ipv6:
+        pytest.skip("no IPv6 on this machine")
+    before = table_counts(memory_db)
+    try:
+        server = http_server(host=host)
+    except AssertionError as exc:  # a machine without an IPv6 loopback
+        pytest.skip(f"cannot serve on {host}: {exc}")
+    page = {"Host": "evil.example:80", "Origin": "http://evil.example"}
+    answer = httpx.post(server.url, json=INIT, headers={**HEADERS, **page}, timeout=30)
+    assert answer.status_code == 421, answer.text
+    origin = {"Origin": "http://evil.example"}  # the right Host, a page's Origin
+    answer = httpx.post(server.url, json=INIT, headers={**HEADERS, **origin}, timeout=30)
+    assert answer.status_code == 403, answer.text
+    own = httpx.post(server.url, json=INIT, headers=HEADERS, timeout=30)
+    assert own.status_code == 200, own.text
+    given = f"[{host}]" if ":" in host else host  # the address as it was written
+    port = server.url.rsplit(":", 1)[1].split("/")[0]
+    spelled = httpx.post(
+        server.url, json=INIT, headers={**HEADERS, "Host": f"{given}:{port}"}, timeout=30
+    )
+    assert spelled.status_code == 200, spelled.text
+    assert table_counts(memory_db) == before
 
 
 def test_a_non_loopback_bind_without_a_usable_token_is_refused(
