@@ -241,7 +241,7 @@ class Store:
         except DATABASE_ERRORS as exc:
             self.db.close()
             _remove_empty(made)
-            what = "creation" if found.empty else "upgrade"
+            what = "creation" if found.empty else "upgrade" if found.needs_migration else "opening"
             raise self.explain(exc, f"{what} of the database") from exc
         except BaseException:
             # Stopped while it opened (Ctrl-C, SIGTERM): the connection goes too, or its

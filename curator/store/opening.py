@@ -248,6 +248,10 @@ def check_file(path: Path, *, timeout: float = 5.0) -> FileCheck:
                 f"busy: another curator process is writing to {path} (waited {timeout:g} s "
                 "for it); try again later"
             ) from exc
+        if name and not name.startswith(("SQLITE_CORRUPT", "SQLITE_NOTADB")):
+            # The disk or the system failed the read (an I/O error, no memory, no room for
+            # the -shm): not damage, which would send the person to an older backup.
+            raise StoreError(f"cannot read {path}: {exc}; it was not modified") from exc
         raise DamagedDatabaseError(path, _damage_text(exc)) from exc
     finally:
         conn.close()

@@ -469,3 +469,34 @@ def test_hostile_database(
         assert sha256_of(db) == foreign_digest
     if case.after is not None:
         case.after(case_dir)
+
+
+def _limit_file_size() -> None:
+    """In the child before exec: no file may grow past 5,000 bytes (the -shm SQLite makes
+    is 32 KiB), as a full quota fails a write. SIGXFSZ would kill the child first."""
+    import resource
+    import signal
+
+    signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+    resource.setrlimit(resource.RLIMIT_FSIZE, (5000, 5000))
+
+
+def test_a_healthy_database_the_system_cannot_read_is_not_called_damaged(
+    case_dir: Path, demo_template: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A read the system fails (an I/O error: here a file-size limit, a real one, that
+    stops SQLite making its -shm) is not damage: "damaged" sends the person to restore
+    an older backup, losing what was written since. Twice: the second open finds the
+    side files the first one left."""
+    _copy_demo(case_dir, demo_template)
+    db = case_dir / "db.sqlite"
+    counts = row_counts(db)
+    limited = functools.partial(subprocess.run, preexec_fn=_limit_file_size)
+    monkeypatch.setattr(subprocess, "run", limited)
+    for _ in range(2):
+        result = run_case(["--db", str(db), "stats"], Expect(code=2))
+        assert "damaged" not in result.stderr and "restore" not in result.stderr, result.stderr
+        assert "disk I/O error" in result.stderr and "upgrade" not in result.stderr
+    monkeypatch.undo()
+    assert row_counts(db) == counts
+    run_case(["--db", str(db), "stats"], Expect(code=0, db=db))
