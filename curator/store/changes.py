@@ -32,7 +32,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from curator.store.opening import _connect_without_writing
+from curator.store.opening import _connect_without_writing, file_view
 
 CHANNEL = "curator_changes"
 """The PostgreSQL notification channel of the store's writes (one per database)."""
@@ -100,22 +100,41 @@ class SqliteWatcher(ChangeWatcher):
         self._path = path
         self._poll_s = poll_s
         self._conn: sqlite3.Connection | None = None
+        self._view: tuple[int, int, bool] | None = None  # the file as its connection met it
         self._version: int | None = None
 
     def _read(self) -> int | None:
         try:
             if self._conn is None:
+                self._view = file_view(self._path)
                 self._conn = _connect_without_writing(self._path, 1.0)
             return int(self._conn.execute("PRAGMA data_version").fetchone()[0])
         except sqlite3.Error:  # gone or locked for a moment: look again next time
             self.close()
             return None
 
+    def _file_changed(self) -> bool:
+        """Whether the file changed under a connection that takes it as unchanging.
+
+        Without a ``-wal`` beside the file the connection is ``immutable`` (nothing is
+        created next to a file this user may not write), and its ``data_version`` never
+        moves: a read-only window never saw another process's writes. Its size, time or
+        new ``-wal`` says so instead; the connection is then made again as the file is."""
+        if self._conn is None or self._view is None or self._view[2]:
+            return False  # none yet, or a plain read-only one, whose counter moves
+        if file_view(self._path) == self._view:
+            return False
+        self.close()
+        return True
+
     def wait(self, timeout_s: float) -> Change | None:
         if self._version is None:
             self._version = self._read()
         deadline = time.monotonic() + timeout_s
         while True:
+            if self._file_changed():
+                self._version = self._read()
+                return Change()
             version = self._read()
             if version is not None and self._version is not None and version != self._version:
                 self._version = version

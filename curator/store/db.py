@@ -57,6 +57,7 @@ from curator.store.opening import (
     check_file,
     existing_file_uri,
     file_name,
+    file_view,
     has_wal,
     read_only_uri,
     stat_or_none,
@@ -257,7 +258,7 @@ class Store:
         self._opened_file = _file_identity(self._file_path)
         self._read_views = threading.local()  # what each thread's read-only connection saw
         if self.read_only:
-            self._read_views.seen = self._file_view()
+            self._read_views.seen = file_view(self._file_path)
         if not self.read_only:
             # Each thread opens a connection of its own: once the file exists, never by a
             # name that would create it. A window's background read after the file was
@@ -555,14 +556,6 @@ class Store:
         with self.db.transaction(self.dialect.read_isolation):
             yield
 
-    def _file_view(self) -> tuple[int, int, bool] | None:
-        """The file's size and modification time, and whether a ``-wal`` lies beside it."""
-        try:
-            found = os.stat(self._file_path)
-        except (OSError, ValueError):
-            return None
-        return found.st_size, found.st_mtime_ns, has_wal(self._file_path)
-
     def see_outside_writes(self) -> None:
         """A read-only store reads what others committed since it opened.
 
@@ -578,7 +571,7 @@ class Store:
         this looks for first)."""
         if not (self.read_only and self.dialect.is_file) or self.db.in_transaction():
             return
-        now = self._file_view()
+        now = file_view(self._file_path)
         if now is None or getattr(self._read_views, "seen", None) == now:
             return
         self.db.close()

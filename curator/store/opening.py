@@ -176,6 +176,16 @@ def has_wal(path: Path) -> bool:
     return _sibling(path.resolve(), "-wal").exists()
 
 
+def file_view(path: Path) -> tuple[int, int, bool] | None:
+    """The file's size and modification time, and whether a ``-wal`` lies beside it: what
+    changes when another process writes a file read ``immutable`` (None: not there)."""
+    try:
+        found = os.stat(path)
+    except (OSError, ValueError):
+        return None
+    return found.st_size, found.st_mtime_ns, has_wal(path)
+
+
 def _connect_without_writing(path: Path, timeout: float) -> sqlite3.Connection:
     wal = has_wal(path)
     return sqlite3.connect(read_only_uri(path, immutable=not wal), uri=True, timeout=timeout)

@@ -83,6 +83,38 @@ def test_an_interrupt_ends_a_sqlite_wait_at_once(tmp_path: Path) -> None:
         store.close()
 
 
+def test_a_read_only_watch_of_a_file_without_a_wal_sees_another_process_write(
+    tmp_path: Path,
+) -> None:
+    """With no -wal beside the file a read-only watch is ``immutable`` (nothing is made
+    beside a file this user may not write), and its counter never moved: a read-only
+    window never showed what another process wrote. The file's size, time or new -wal
+    say it; so does a write by a writer still open (its -wal beside the file)."""
+    path = tmp_path / "curator.sqlite"
+    Store(path).close()
+    assert not path.with_name(path.name + "-wal").exists()
+    reader = Store(path, read_only=True)
+    try:
+        with reader.changes() as watcher:
+            assert watcher.wait(0.05) is None
+            writer = Store(path)
+            try:
+                add_episode(writer)
+                assert watcher.wait(WITHIN_S) is not None  # its -wal appeared
+                assert watcher.wait(0.05) is None
+                add_episode(writer)
+                assert watcher.wait(WITHIN_S) is not None  # a plain read-only one now
+            finally:
+                writer.close()
+            assert watcher.wait(0.05) is None  # a close commits nothing
+            other = Store(path)
+            add_episode(other)
+            other.close()
+            assert watcher.wait(WITHIN_S) is not None
+    finally:
+        reader.close()
+
+
 def test_a_rolled_back_write_is_no_change(stores: tuple[Store, Store]) -> None:
     first, second = stores
     with first.changes() as watcher:
