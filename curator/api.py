@@ -45,6 +45,7 @@ from curator.core.flags import detect
 from curator.core.scoring import effective_importance
 from curator.errors import CuratorError
 from curator.store.db import Store
+from curator.store.db_errors import explain_database_error
 from curator.store.engine import in_chunks
 from curator.store.episode_queries import count_episodes, count_pending
 from curator.store.identity import Identity, current_identity
@@ -150,17 +151,22 @@ _T = TypeVar("_T")
 def _explained(
     method: Callable[Concatenate[Curator, _P], _T],
 ) -> Callable[Concatenate[Curator, _P], _T]:
-    """A database that fails under a call (damaged in place while open: "database disk
-    image is malformed") is one sentence, as every refusal is, not the driver's error."""
+    """A database that fails under a call is one sentence, as every refusal is, not the
+    driver's error, and says the real cause as the command line does
+    (:func:`~curator.store.db_errors.explain_database_error`): damaged in place while
+    open ("database disk image is malformed"), busy, full, or a connection lost at
+    COMMIT, after which the call may have been applied (it said "nothing was written"
+    and sent the caller to restore a backup)."""
 
     @functools.wraps(method)
     def call(self: Curator, *args: _P.args, **kwargs: _P.kwargs) -> _T:
         try:
             return method(self, *args, **kwargs)
         except peewee.DatabaseError as exc:
-            raise CuratorError(
-                f"{self.store.location}: the database failed ({exc}); nothing was written; "
-                "restore a backup (curator restore) if it stays damaged"
+            what = f"{method.__name__} call"
+            store = self.store
+            raise explain_database_error(
+                exc, store.location, what, store.busy_timeout_s, outcome="was not done"
             ) from exc
 
     return call

@@ -219,6 +219,10 @@ def relearn_after_commit(store: Store) -> GuardReport | None:
     next staging or ``curator classify --relearn`` learns again), never raised."""
     try:
         return relearn_guard(store)
-    except Exception:  # the commit is done: it must not be reported as failed
-        log.exception("the learned guard could not relearn after the commit")
+    except Exception as exc:  # the commit is done: it must not be reported as failed
+        # one line (a traceback after "committed" read as a failed commit); the chain
+        # for whoever turns debug logging on
+        reason = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
+        log.warning("the learned guard could not relearn after the commit: %s", reason)
+        log.debug("the relearning's failure", exc_info=True)
         return None

@@ -164,10 +164,15 @@ class PostgresWatcher(ChangeWatcher):
 
     def _connect(self) -> Any:
         from curator.store import pg_driver
+        from curator.store.pg_connection import CONNECT_TIMEOUT_S, url_settings, whole_seconds
 
         psycopg = pg_driver.load()
+        given = url_settings(self._url)  # the URL's own connection settings kept
         conn = psycopg.connect(
-            self._url, autocommit=True, application_name="curator-watch", connect_timeout=10
+            self._url,
+            autocommit=True,
+            application_name=given.get("application_name") or "curator-watch",
+            connect_timeout=whole_seconds(given.get("connect_timeout")) or CONNECT_TIMEOUT_S,
         )
         conn.execute(f"LISTEN {CHANNEL}")
         return conn

@@ -42,7 +42,7 @@ from curator.core.wording import plural
 from curator.errors import ConflictError, CuratorError
 from curator.store.backup_identity import DATABASE_ID_KEY
 from curator.store.db import Store
-from curator.store.db_errors import DATABASE_ERRORS
+from curator.store.db_errors import DATABASE_ERRORS, commit_outcome_unknown
 from curator.store.engine import CHANGE_COUNTER_KEY
 from curator.store.models import ALL_MODELS, BaseModel, Setting
 
@@ -312,6 +312,11 @@ def copy_database(
         raise
     except DATABASE_ERRORS as exc:
         reason = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
+        if commit_outcome_unknown(exc) is not None:  # the copy may be in DEST, whole
+            raise CopyError(
+                f"the copy from {source.location} to {dest.location} may have been "
+                f"applied: {reason}; look at {dest.location} before copying again"
+            ) from exc
         raise CopyError(
             f"the copy from {source.location} to {dest.location} failed: {reason}; "
             f"{dest.location} was left as it was"

@@ -20,6 +20,7 @@ from curator.store.pg_connection import (
     DISK_FULL,
     LOCK_NOT_AVAILABLE,
     READ_ONLY_TRANSACTION,
+    CommitOutcomeUnknown,
     sqlstate,
 )
 
@@ -38,6 +39,18 @@ def _error_name(exc: BaseException) -> str:
             return str(name)
         current = current.__cause__ or current.__context__
     return ""
+
+
+def commit_outcome_unknown(exc: BaseException) -> CommitOutcomeUnknown | None:
+    """The lost COMMIT anywhere in the chain (peewee and the callers wrap it), or None."""
+    current: BaseException | None = exc
+    seen: list[BaseException] = []
+    while current is not None and current not in seen:
+        if isinstance(current, CommitOutcomeUnknown):
+            return current
+        seen.append(current)
+        current = current.__cause__ or current.__context__
+    return None
 
 
 def lock_error(exc: BaseException, path: Path | str, busy_timeout_s: float) -> StoreError | None:
@@ -73,6 +86,11 @@ def explain_database_error(
     """
     if isinstance(exc, CuratorError):
         return exc
+    unknown = commit_outcome_unknown(exc)
+    if unknown is not None:  # applied or not: no outcome may be claimed
+        return StoreError(
+            f"the {what} may have been applied: {unknown}; look before doing it again"
+        )
     lock = lock_error(exc, path, busy_timeout_s)
     if lock is not None:
         return lock

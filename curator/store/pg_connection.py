@@ -165,6 +165,13 @@ class ConnectionLost(peewee.OperationalError):
     be sent again (a write, or anything inside a transaction): one sentence, no retry."""
 
 
+class CommitOutcomeUnknown(ConnectionLost):
+    """The connection ended after COMMIT was sent and before the server answered: the
+    transaction may have been applied. Nothing may say it was not (the message names
+    the doubt, and :func:`curator.store.db_errors.explain_database_error` adds no
+    outcome of its own)."""
+
+
 _REPEATABLE = regex(r"\s*(SELECT|SHOW|BEGIN|SET)\b", re.IGNORECASE, kept_in=TEXT_PATTERNS_FILE)
 """Statements sent again after a lost idle connection: they change nothing stored."""
 
@@ -405,7 +412,9 @@ def _postgres_class() -> type[peewee.PostgresqlDatabase]:
                     raise
                 if getattr(self._state, "snapshot", False):  # type: ignore[attr-defined]
                     return
-                raise ConnectionLost(_lost_message(exc, False, self, committing=True)) from exc
+                raise CommitOutcomeUnknown(
+                    _lost_message(exc, False, self, committing=True)
+                ) from exc
 
         def rollback(self) -> None:
             """On a lost connection there is nothing to roll back: the server ended the
@@ -419,6 +428,38 @@ def _postgres_class() -> type[peewee.PostgresqlDatabase]:
 
 CONNECT_TIMEOUT_S = 10
 """How long a connection may take before the server is given up."""
+
+
+def url_settings(url: str) -> dict[str, str]:
+    """What the URL, and libpq's variables (``PGOPTIONS``, ``PGCONNECT_TIMEOUT``,
+    ``PGAPPNAME``), set of the parameters the curator also sets. Given as arguments, the
+    curator's replaced them: a URL's ``options=-csearch_path=other`` put the tables in
+    ``public``, and its ``connect_timeout`` was 10 s whatever it said."""
+    from curator.store import pg_driver
+
+    try:
+        parsed = pg_driver.load().conninfo.conninfo_to_dict(url)
+    except Exception:  # libpq says what is wrong with the URL when it connects
+        parsed = {}
+    given = {key: str(value) for key, value in parsed.items() if value is not None}
+    for key, variable in (
+        ("options", "PGOPTIONS"),
+        ("connect_timeout", "PGCONNECT_TIMEOUT"),
+        ("application_name", "PGAPPNAME"),
+    ):
+        if not given.get(key) and os.environ.get(variable):
+            given[key] = os.environ[variable]
+    return given
+
+
+def whole_seconds(text: str | None) -> int | None:
+    """A positive whole number of seconds, or None (no deadline, 0, or not a number:
+    every connection keeps one, the curator's own)."""
+    try:
+        seconds = int(str(text).strip())
+    except ValueError:
+        return None
+    return seconds if seconds > 0 else None
 
 
 def postgres_database(
@@ -441,10 +482,21 @@ def postgres_database(
             f"a PostgreSQL database needs the psycopg package ({exc}): "
             "pip install 'psycopg[binary]'"
         ) from None
-    options = f"-c lock_timeout={int(busy_timeout_s * 1000)}"
+    own = f"-c lock_timeout={int(busy_timeout_s * 1000)}"
     if read_only:
-        options += " -c default_transaction_read_only=on"
-    db = cls(url, application_name="curator", options=options, connect_timeout=connect_timeout_s)
+        own += " -c default_transaction_read_only=on"
+    given = url_settings(url)
+    db = cls(
+        url,
+        application_name=given.get("application_name") or "curator",
+        # after the URL's own (a search_path, a statement_timeout): the lock wait and
+        # read-only, which the curator's promises rest on, are the curator's
+        options=" ".join(part for part in (given.get("options", ""), own) if part),
+        connect_timeout=whole_seconds(given.get("connect_timeout")) or connect_timeout_s,
+        # the text is Unicode: a database whose default is LATIN1 turned an emoji into
+        # a Python error; the server now says which character it cannot store
+        client_encoding="UTF8",
+    )
     db.answer_deadline_s = busy_timeout_s + ANSWER_MARGIN_S  # type: ignore[attr-defined]
     return db
 

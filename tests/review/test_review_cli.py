@@ -214,3 +214,34 @@ def test_the_text_an_update_writes_is_shown_before_the_commit(
         assert marker in listed and listed.count("[") == 1
         code, preview, _ = cli(capsys, "--db", db, "commit", str(run.id), "--preview")
         assert f"update #{target} (candidate {second}): {written}" in preview
+
+
+def test_a_relearning_that_fails_after_a_commit_is_one_line_and_the_commit_stands(
+    staged: tuple[Store, Run, int],
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """The commit is done before the learned guard relearns; a relearning that fails
+    (the connection lost at its own COMMIT, on PostgreSQL) printed four chained
+    tracebacks after "committed", which read as a failed commit. Now one warning line.
+    Fault injection (a test double, named as such): the relearning raises what such a
+    cut raises, a message of several lines."""
+    from curator.pipeline import guard_learn
+    from curator.store.pg_connection import ConnectionLost
+
+    def cut(_store: Store) -> None:
+        raise ConnectionLost("the connection was lost: not known\nCONTEXT: the server's line")
+
+    monkeypatch.setattr(guard_learn, "relearn_guard", cut)
+    store, run, _ = staged
+    db = store.location
+    assert cli(capsys, "--db", db, "review", str(run.id), "--accept-all")[0] == 0
+    with caplog.at_level("WARNING"):  # what reaches stderr (the last-resort handler)
+        code, doc, err = cli(capsys, "--db", db, "commit", str(run.id), "--json")
+    assert code == 0 and doc["kind"] == "commit", err
+    said = [r for r in caplog.records if r.levelname == "WARNING"]
+    assert [r.getMessage() for r in said] == [
+        "the learned guard could not relearn after the commit: the connection was lost: not known"
+    ]
+    assert said[0].exc_info is None  # no traceback

@@ -148,15 +148,18 @@ def test_a_server_restart_is_survived(pg_server: PostgresServer, pg_url: str) ->
         store.close()
 
 
-def hang_up_seen_first(store: Store, at: str | None = None) -> Callable[[], None]:
+def hang_up_seen_first(
+    store: Store, at: str | None = None, after: str | None = None
+) -> Callable[[], None]:
     """Fault injection: a statement meets psycopg's "connection socket closed".
 
     psycopg's wait raises it when its poll sees the hang-up before libpq has read it, so
     the connection's status still says it is fine. With a real cut that happens only
     when the statement is sent just as the ended backend goes (the property test below
     met it once in many runs); this stand-in for the wait makes it happen once: at the
-    next statement, or at the next one starting with ``at``. The socket is shut down
-    first, as the server's hang-up would have left it. Returns what disarms it."""
+    next statement, or at the next one starting with ``at`` (once one starting with
+    ``after`` was sent, where given). The socket is shut down first, as the server's
+    hang-up would have left it. Returns what disarms it."""
     if store.db.connection().closed:  # lost before: armed on the one the next call uses
         store.execute("SELECT 1")
     conn: Any = store.db.connection()
@@ -177,6 +180,8 @@ def hang_up_seen_first(store: Store, at: str | None = None) -> Callable[[], None
         conn.wait = wait
         return disarm
 
+    met: list[str] = []
+
     class Armed:
         """psycopg's cursor, arming the hang-up when the statement starts with ``at``."""
 
@@ -184,7 +189,10 @@ def hang_up_seen_first(store: Store, at: str | None = None) -> Callable[[], None
             self._cursor = cursor
 
         def execute(self, query: Any, *rest: Any, **named: Any) -> Any:
-            if str(query).lstrip().upper().startswith(at):
+            statement = str(query).lstrip().upper()
+            if after is not None and statement.startswith(after):
+                met.append(after)
+            if statement.startswith(at) and (after is None or met):
                 conn.cursor, conn.wait = real_cursor, wait
             return self._cursor.execute(query, *rest, **named)
 
@@ -276,9 +284,14 @@ def test_a_hang_up_at_commit_says_what_is_known(pg_url: str) -> None:
     store = Store(pg_url)
     try:
         lost = "whether the transaction was applied is not known"
-        with pytest.raises(ConnectionLost, match=lost), store.write():
+        with pytest.raises(ConnectionLost, match=lost) as caught, store.write():
             insert(store, "k1")
             hang_up_seen_first(store, at="COMMIT")
+        # said by the commands (and the window) with no outcome of their own: "was not
+        # applied, nothing changed" was added to it, after commits the server applied
+        said = str(store.explain(caught.value, "commit"))
+        assert lost in said and "may have been applied" in said, said
+        assert "not applied" not in said and "nothing changed" not in said, said
         with store.write():  # and the next transaction works
             insert(store, "k2")
         with store.read():
@@ -287,6 +300,24 @@ def test_a_hang_up_at_commit_says_what_is_known(pg_url: str) -> None:
         assert seen == keys(store) and "k2" in seen
     finally:
         store.close()
+
+
+def test_the_api_says_a_record_lost_at_its_commit_may_be_stored(pg_url: str) -> None:
+    """The API said "nothing was written; restore a backup" of a record the server had
+    stored. It says the record may be stored; recording it again stores it once."""
+    from curator import Curator
+    from curator.errors import CuratorError
+
+    with Curator(db=pg_url, create=True) as curator:
+        before = curator.status()["episodes"]
+        hang_up_seen_first(curator.store, at="COMMIT", after="INSERT")
+        with pytest.raises(CuratorError) as caught:
+            curator.record(text="lost at its commit, stored all the same")
+        said = str(caught.value)
+        assert "may have been applied" in said and "\n" not in said, said
+        assert "restore" not in said and "nothing was written" not in said, said
+        curator.record(text="lost at its commit, stored all the same")  # idempotent
+        assert curator.status()["episodes"] == before + 1
 
 
 def test_a_second_loss_on_the_new_connection_is_one_sentence(pg_url: str) -> None:
