@@ -164,7 +164,7 @@ class PostgresWatcher(ChangeWatcher):
 
     def _connect(self) -> Any:
         from curator.store import pg_driver
-        from curator.store.pg_connection import CONNECT_TIMEOUT_S, url_settings, whole_seconds
+        from curator.store.pg_url import CONNECT_TIMEOUT_S, url_settings, whole_seconds
 
         psycopg = pg_driver.load()
         given = url_settings(self._url)  # the URL's own connection settings kept

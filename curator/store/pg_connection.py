@@ -27,6 +27,7 @@ from curator.core.derived_cache import TEXT_PATTERNS_FILE, regex
 from curator.errors import CuratorError
 from curator.store.db_choice import BUSY_ENV
 from curator.store.engine import WRITE_LOCK_KEY, qmark_to_format
+from curator.store.pg_url import CONNECT_TIMEOUT_S, url_settings, whole_seconds
 
 ANSWER_MARGIN_S = 60.0
 """How long past its lock wait (the busy timeout) a statement may go unanswered before
@@ -424,42 +425,6 @@ def _postgres_class() -> type[peewee.PostgresqlDatabase]:
             super().rollback()
 
     return CuratorPostgres
-
-
-CONNECT_TIMEOUT_S = 10
-"""How long a connection may take before the server is given up."""
-
-
-def url_settings(url: str) -> dict[str, str]:
-    """What the URL, and libpq's variables (``PGOPTIONS``, ``PGCONNECT_TIMEOUT``,
-    ``PGAPPNAME``), set of the parameters the curator also sets. Given as arguments, the
-    curator's replaced them: a URL's ``options=-csearch_path=other`` put the tables in
-    ``public``, and its ``connect_timeout`` was 10 s whatever it said."""
-    from curator.store import pg_driver
-
-    try:
-        parsed = pg_driver.load().conninfo.conninfo_to_dict(url)
-    except Exception:  # libpq says what is wrong with the URL when it connects
-        parsed = {}
-    given = {key: str(value) for key, value in parsed.items() if value is not None}
-    for key, variable in (
-        ("options", "PGOPTIONS"),
-        ("connect_timeout", "PGCONNECT_TIMEOUT"),
-        ("application_name", "PGAPPNAME"),
-    ):
-        if not given.get(key) and os.environ.get(variable):
-            given[key] = os.environ[variable]
-    return given
-
-
-def whole_seconds(text: str | None) -> int | None:
-    """A positive whole number of seconds, or None (no deadline, 0, or not a number:
-    every connection keeps one, the curator's own)."""
-    try:
-        seconds = int(str(text).strip())
-    except ValueError:
-        return None
-    return seconds if seconds > 0 else None
 
 
 def postgres_database(

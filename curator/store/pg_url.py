@@ -243,3 +243,39 @@ def display_url(url: str) -> str:
     # libpq reads no fragment: a "#" typed into the query keeps its password hidden too
     fragment = _shown_query(parts.fragment)
     return shown + (f"#{fragment}" if fragment else "")
+
+
+CONNECT_TIMEOUT_S = 10
+"""How long a connection may take before the server is given up."""
+
+
+def url_settings(url: str) -> dict[str, str]:
+    """What the URL, and libpq's variables (``PGOPTIONS``, ``PGCONNECT_TIMEOUT``,
+    ``PGAPPNAME``), set of the parameters the curator also sets. Given as arguments, the
+    curator's replaced them: a URL's ``options=-csearch_path=other`` put the tables in
+    ``public``, and its ``connect_timeout`` was 10 s whatever it said."""
+    from curator.store import pg_driver
+
+    try:
+        parsed = pg_driver.load().conninfo.conninfo_to_dict(url)
+    except Exception:  # libpq says what is wrong with the URL when it connects
+        parsed = {}
+    given = {key: str(value) for key, value in parsed.items() if value is not None}
+    for key, variable in (
+        ("options", "PGOPTIONS"),
+        ("connect_timeout", "PGCONNECT_TIMEOUT"),
+        ("application_name", "PGAPPNAME"),
+    ):
+        if not given.get(key) and os.environ.get(variable):
+            given[key] = os.environ[variable]
+    return given
+
+
+def whole_seconds(text: str | None) -> int | None:
+    """A positive whole number of seconds, or None (no deadline, 0, or not a number:
+    every connection keeps one, the curator's own)."""
+    try:
+        seconds = int(str(text).strip())
+    except ValueError:
+        return None
+    return seconds if seconds > 0 else None
