@@ -26,6 +26,7 @@ from typing import Any
 
 from curator.chat_formats import chatgpt, claude, csv_map, discord, slack, telegram
 from curator.chat_formats.common import (
+    FORMAT_NAMES,
     BadExport,
     Granularity,
     episodes,
@@ -177,7 +178,9 @@ class ChatImport:
                 conversations = module.conversations(value, name, skipped)
             else:
                 conversations = _conversations(path, name, fmt, self.mapping, skipped)
-            yield from episodes(conversations, per=per, file=name, fmt=fmt, now=utcnow())
+            yield from episodes(
+                conversations, per=per, file=name, fmt=fmt, now=utcnow(), skipped=skipped
+            )
         except BadExport as exc:
             yield LineError(name, 0, f"not a readable {fmt} export: {exc}; nothing was imported")
         except OSError as exc:
@@ -211,4 +214,13 @@ def _conversations(
     if fmt == "csv":
         return csv_map.conversations(data, name, mapping, skipped)
     module = {m.NAME: m for m in JSON_FORMATS}[fmt]
-    return module.conversations(load_json(data), name, skipped)
+    value = load_json(data)
+    found = detect_value(value)
+    if found is not None and found != fmt and not module.looks_like(value):
+        # another format's shape read as this one's: a Discord export read as Telegram
+        # counted its messages as "service messages" and imported nothing, exit 0
+        raise BadExport(
+            f"it is a {FORMAT_NAMES[found]}, not a {FORMAT_NAMES[fmt]} "
+            f"(give --format {found}, or leave --format out)"
+        )
+    return module.conversations(value, name, skipped)

@@ -23,7 +23,7 @@ from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from typing import Any
 
-from curator.core.textsafety import as_one_line, control_problem, escape_controls
+from curator.core.textsafety import as_one_line, control_problem, escape_controls, visible
 from curator.core.wording import plural
 from curator.store.importer import (
     MAX_EPISODE_CHARS,
@@ -183,7 +183,7 @@ def load_json(data: bytes) -> Any:
     except UnicodeDecodeError as exc:
         raise BadExport(f"invalid UTF-8 at byte {exc.start + 1}") from None
     try:
-        return json.loads(text, parse_constant=_reject_constant)
+        return json.loads(text, parse_constant=_reject_constant, object_pairs_hook=_one_each)
     except RecursionError:
         raise BadExport("JSON nested too deeply") from None
     except json.JSONDecodeError as exc:
@@ -196,6 +196,17 @@ def load_json(data: bytes) -> Any:
         ) from None
     except ValueError as exc:
         raise BadExport(f"invalid JSON: {exc}") from None
+
+
+def _one_each(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    """An object whose keys are all different (a key given twice lost its first value
+    unsaid: a conversation's first list of messages), as an episode file's lines are."""
+    obj = dict(pairs)
+    if len(obj) != len(pairs):
+        seen: set[str] = set()
+        twice = next(key for key, _ in pairs if key in seen or seen.add(key))  # type: ignore[func-returns-value]
+        raise ValueError(f"the key {twice!r} is given twice in one object")
+    return obj
 
 
 def _reject_constant(name: str) -> Any:
@@ -266,9 +277,15 @@ def iso_time(value: Any, key: str) -> datetime | None:
     if text.endswith(("Z", "z")):
         text = text[:-1] + "+00:00"
     try:
-        return to_utc(datetime.fromisoformat(text))
-    except (ValueError, OverflowError):
+        parsed = datetime.fromisoformat(text)
+    except ValueError:
         raise BadElement(f"'{key}' {value[:40]!r} is not an ISO 8601 time") from None
+    try:
+        return to_utc(parsed)
+    except (ValueError, OverflowError):  # 0001-01-01 at +01:00 is before year 1 in UTC
+        raise BadElement(
+            f"'{key}' {value[:40]!r} is outside the range 0001-01-01 to 9999-12-31 in UTC"
+        ) from None
 
 
 def clean(text: str, what: str) -> str:
@@ -298,16 +315,55 @@ def episodes(
     file: str,
     fmt: str,
     now: datetime,
+    skipped: Skipped | None = None,
 ) -> Iterator[ParsedEpisode | LineError]:
-    """Cut each conversation into episodes; errors pass through in file order."""
+    """Cut each conversation into episodes; errors pass through in file order.
+
+    Every text a conversation brings into the store (its id and name, each message's id,
+    role, sender and text) is checked here, once for every format, as an episode file's
+    fields are: a lone surrogate stopped the whole import with an internal error, and a
+    control character in an id, a sender or a name was stored. A conversation whose id or
+    name is refused is one error; a message so refused is an error at its place, and the
+    rest of its conversation is still read. A message that shows nothing (zero-width
+    characters only) is left out and counted, as an empty one is."""
     first_ids: dict[str, list[str | None]] = {}
     for item in conversations:
         if isinstance(item, LineError):
             yield item
             continue
+        yield from _checked(item, file, skipped if skipped is not None else Counter())
         for group in _groups(item.messages, per):
             episode = _episode(item, group, per, file, fmt, now)
             yield _told_apart(episode, first_ids) if isinstance(episode, ParsedEpisode) else episode
+
+
+def _checked(conversation: Conversation, file: str, skipped: Skipped) -> Iterator[ElementError]:
+    """The errors of ``conversation``'s stored texts (see :func:`episodes`); what is
+    refused leaves ``conversation`` (a refused conversation keeps no message)."""
+    where = conversation.where or f"conversation {conversation.number}"
+    try:
+        clean(conversation.id, "the conversation's id")
+        clean(conversation.title, "the conversation's name")
+    except BadElement as exc:
+        conversation.messages.clear()
+        yield ElementError(file, conversation.number, f"{where}: {exc}")
+        return
+    kept: list[ChatMessage] = []
+    for message in conversation.messages:
+        at = ", ".join(p for p in (conversation.where, message.position) if p) or where
+        try:
+            clean(message.id, "the message's id")
+            clean(message.role, "the role")
+            clean(message.name or "", "the sender's name")
+            clean(message.content, "the text")
+        except BadElement as exc:
+            yield ElementError(file, conversation.number, f"{at}: {exc}")
+            continue
+        if visible(message.content):
+            kept.append(message)
+        else:
+            skipped["messages that show nothing"] += 1
+    conversation.messages[:] = kept
 
 
 def _groups(messages: list[ChatMessage], per: Granularity) -> list[list[ChatMessage]]:

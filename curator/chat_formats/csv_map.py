@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import csv
 import io
+import re
 from collections.abc import Iterator
 from datetime import datetime
 
@@ -104,6 +105,11 @@ def _read(
         raise BadExport(f"the header row is not CSV ({exc})") from None
     columns = {name: i for i, name in reversed(list(enumerate(header)))}
     chosen = {key: mapping.get(key, key) for key in FIELDS}
+    used = set(chosen.values())
+    twice = sorted({name for name in header if name in used and header.count(name) > 1})
+    if twice:  # which of the two holds the text? Read, one of them was lost unsaid
+        named = ", ".join(repr(name) for name in twice)
+        raise BadExport(f"the header names the column {named} twice; rename one of them")
     missing = [f"{mapping[k]!r}" for k in mapping if mapping[k] not in columns]
     if missing or chosen["content"] not in columns:
         absent = ", ".join(missing) or repr(chosen["content"])
@@ -136,6 +142,19 @@ def _read(
     yield from groups.values()
 
 
+_SECONDS = re.compile(r"[+-]?(\d+(\.\d*)?|\.\d+)([eE][+-]?\d+)?")
+_BASIC_DATE = re.compile(r"\d{8}")
+
+
+def _time(raw: str) -> datetime | None:
+    """Seconds since 1970, or an ISO 8601 time. Eight digits are a basic ISO date
+    (``20240501``), not 231 days of 1970; a number out of range (milliseconds, say) says
+    so, as an ISO time out of range does (both were "not an ISO 8601 time")."""
+    if _SECONDS.fullmatch(raw) and not _BASIC_DATE.fullmatch(raw):
+        return epoch_time(float(raw), "timestamp")
+    return iso_time(raw, "timestamp")
+
+
 def _row(
     row: list[str], header: list[str], index: dict[str, int], line: int
 ) -> tuple[str, ChatMessage]:
@@ -148,10 +167,7 @@ def _row(
     stamp: datetime | None = None
     raw_time = cell.get("timestamp", "").strip()
     if raw_time:
-        try:
-            stamp = epoch_time(float(raw_time), "timestamp")
-        except ValueError:
-            stamp = iso_time(raw_time, "timestamp")
+        stamp = _time(raw_time)
     source = clean(cell.get("source", "").strip(), "the source")
     key = cell.get("conversation", "").strip() or source
     name = cell.get("name", "").strip()

@@ -204,10 +204,15 @@ def _common_prefix(names: list[str]) -> str:
 
 
 def _json(files: Files, name: str) -> Any:
+    """One file of the export, read; a file that cannot be read (its permissions, or
+    removed since the folder was listed) is that file's error, as a damaged one is: it
+    stopped the export half way, naming neither the file nor the channels left unread."""
     try:
         return load_json(files.read(name))
     except BadExport as exc:
         raise BadElement(str(exc)) from None
+    except OSError as exc:
+        raise BadElement(f"cannot read it ({exc.strerror or exc})") from None
 
 
 def conversations(

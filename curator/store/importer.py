@@ -322,6 +322,20 @@ def episode_from_object(obj: Any, line: int, now: datetime) -> ParsedEpisode:
 _HEAD_BYTES = 4096
 
 
+_WIDE_MARKS = (
+    (b"\xff\xfe\x00\x00", "UTF-32"),
+    (b"\x00\x00\xfe\xff", "UTF-32"),
+    (b"\xff\xfe", "UTF-16"),
+    (b"\xfe\xff", "UTF-16"),
+)
+
+
+def _wide_encoding(head: bytes) -> str | None:
+    """UTF-16 or UTF-32 when the file starts with its byte order mark (as an editor or a
+    spreadsheet saves "Unicode" text), else None."""
+    return next((name for mark, name in _WIDE_MARKS if head.startswith(mark)), None)
+
+
 def read_episodes(handle: BinaryIO, name: str) -> Iterator[ParsedEpisode | LineError]:
     """Parse an open file into episodes and line errors, in file order.
 
@@ -330,6 +344,10 @@ def read_episodes(handle: BinaryIO, name: str) -> Iterator[ParsedEpisode | LineE
     """
     now = utcnow()
     head = handle.read(_HEAD_BYTES)
+    wide = _wide_encoding(head)
+    if wide is not None:  # every line would be an error of its own, none saying why
+        yield LineError(name, 1, f"the file is {wide} text, not UTF-8; save it as UTF-8")
+        return
     items: Iterable[tuple[int, Any | _BadLine]]
     if head.lstrip(b"\xef\xbb\xbf").lstrip().startswith(b"["):
         data = head + handle.read()

@@ -171,7 +171,7 @@ def test_a_forced_format_that_does_not_fit_is_one_error_exit_one(
     db = tmp_path / "c.sqlite"
     code, _, err = run(capsys, "--db", str(db), "import", str(path), "--format", "discord")
     assert code == 1
-    assert "not a readable discord export: a DiscordChatExporter file is an object" in err
+    assert "not a readable discord export: it is a Claude export, not a Discord" in err
     assert "Traceback" not in err and not db.exists()
 
 
@@ -248,3 +248,66 @@ def test_a_named_pipe_is_refused_not_waited_on(
     )
     assert code == 1
     assert f"{pipe}: " in err and "named pipe" in err
+
+
+def test_another_formats_export_forced_as_telegram_is_one_error(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A Discord export read as Telegram counted its messages as service messages and
+    imported nothing with exit 0."""
+    path = write_json(tmp_path / "d.json", discord_export())
+    db = tmp_path / "c.sqlite"
+    code, _, err = run(capsys, "--db", str(db), "import", str(path), "--format", "telegram")
+    assert code == 1 and "it is a Discord export, not a Telegram export" in err, err
+    assert "nothing was imported" in err and not db.exists()
+
+
+def test_a_key_given_twice_in_an_export_is_refused_not_half_read(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The second ``chat_messages`` replaced the first unsaid: one list was lost."""
+    export = json.dumps(claude_export()[:1])
+    doubled = export.replace('"chat_messages":', '"chat_messages": [], "chat_messages":', 1)
+    path = tmp_path / "c.json"
+    path.write_text(doubled, "utf-8")
+    code, _, err = run(capsys, "--db", str(tmp_path / "c.sqlite"), "import", str(path))
+    assert code == 1 and "the key 'chat_messages' is given twice in one object" in err, err
+
+
+def test_a_csv_header_naming_a_used_column_twice_is_refused(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = tmp_path / "t.csv"
+    path.write_text("content,source,content\nfirst,ops,second\n", "utf-8")
+    code, _, err = run(capsys, "--db", str(tmp_path / "c.sqlite"), "import", str(path))
+    assert code == 1 and "names the column 'content' twice" in err, err
+
+
+def test_a_utf16_file_is_one_error_not_one_a_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = tmp_path / "export.json"
+    path.write_bytes(json.dumps(chatgpt_export(), indent=1).encode("utf-16"))
+    code, _, err = run(capsys, "--db", str(tmp_path / "c.sqlite"), "import", str(path))
+    assert code == 1 and "is UTF-16 text, not UTF-8" in err, err
+    assert len([line for line in err.splitlines() if "not UTF-8" in line]) == 1
+
+
+def test_csv_times_eight_digits_are_a_date_and_out_of_range_says_so(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = tmp_path / "t.csv"
+    path.write_text(
+        "when,content\n20240501,a day\n1714560000000,milliseconds\n"
+        "0001-01-01T00:00:00+01:00,before year one\n1714557660,seconds\n",
+        "utf-8",
+    )
+    db = tmp_path / "c.sqlite"
+    code, _, err = run(capsys, "--db", str(db), "import", str(path), "--map", "timestamp=when")
+    assert code == 1
+    assert "t.csv:3: 'timestamp' 1714560000000.0 is out of range" in err, err
+    assert "t.csv:4: 'timestamp' '0001-01-01T00:00:00+01:00' is outside the range" in err, err
+    with sqlite3.connect(db) as conn:
+        stamps = dict(conn.execute("SELECT text, timestamp FROM episode"))
+    assert stamps["user: a day"].startswith("2024-05-01T00:00:00")
+    assert stamps["user: seconds"].startswith("2024-05-01T10:01:00")
