@@ -6,6 +6,7 @@ import json
 import os
 import sqlite3
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -262,35 +263,33 @@ def test_another_formats_export_forced_as_telegram_is_one_error(
     assert "nothing was imported" in err and not db.exists()
 
 
-def test_a_key_given_twice_in_an_export_is_refused_not_half_read(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str]
-) -> None:
-    """The second ``chat_messages`` replaced the first unsaid: one list was lost."""
+def _doubled_key() -> bytes:
     export = json.dumps(claude_export()[:1])
-    doubled = export.replace('"chat_messages":', '"chat_messages": [], "chat_messages":', 1)
-    path = tmp_path / "c.json"
-    path.write_text(doubled, "utf-8")
-    code, _, err = run(capsys, "--db", str(tmp_path / "c.sqlite"), "import", str(path))
-    assert code == 1 and "the key 'chat_messages' is given twice in one object" in err, err
+    return export.replace('"chat_messages":', '"chat_messages": [], "chat_messages":', 1).encode()
 
 
-def test_a_csv_header_naming_a_used_column_twice_is_refused(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+@pytest.mark.parametrize(
+    ("name", "content", "said"),
+    [
+        # the second list replaced the first unsaid
+        ("c.json", _doubled_key, "the key 'chat_messages' is given twice in one object"),
+        # which column holds the text? one was lost unsaid
+        ("t.csv", lambda: b"content,source,content\nfirst,ops,second\n", "column 'content' twice"),
+        # one error a line, none saying why
+        ("e.json", lambda: json.dumps(chatgpt_export()).encode("utf-16"), "UTF-16 text, not UTF-8"),
+    ],
+    ids=["key given twice", "csv column twice", "utf-16"],
+)
+def test_a_fault_of_the_whole_file_is_one_error_and_nothing_imported(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], name: str, content: Any, said: str
 ) -> None:
-    path = tmp_path / "t.csv"
-    path.write_text("content,source,content\nfirst,ops,second\n", "utf-8")
-    code, _, err = run(capsys, "--db", str(tmp_path / "c.sqlite"), "import", str(path))
-    assert code == 1 and "names the column 'content' twice" in err, err
-
-
-def test_a_utf16_file_is_one_error_not_one_a_line(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str]
-) -> None:
-    path = tmp_path / "export.json"
-    path.write_bytes(json.dumps(chatgpt_export(), indent=1).encode("utf-16"))
-    code, _, err = run(capsys, "--db", str(tmp_path / "c.sqlite"), "import", str(path))
-    assert code == 1 and "is UTF-16 text, not UTF-8" in err, err
-    assert len([line for line in err.splitlines() if "not UTF-8" in line]) == 1
+    path = tmp_path / name
+    path.write_bytes(content())
+    db = tmp_path / "c.sqlite"
+    code, _, err = run(capsys, "--db", str(db), "import", str(path))
+    assert code == 1 and said in err, err
+    assert len([line for line in err.splitlines() if said in line]) == 1
+    assert not db.exists()
 
 
 def test_csv_times_eight_digits_are_a_date_and_out_of_range_says_so(
