@@ -159,9 +159,10 @@ class StoreOps(QObject):
         if self._write is not None:
             self.refused.emit(label, self._write.label)
             return False
-        job = self._start(label, fn, on_done, on_failed, key=None)
-        self._write = job
-        self.busy_changed.emit(True)
+        # Said before its thread starts: the window looks at the data version when a
+        # write starts, and a quick job had already committed when it was said after
+        # (on a loaded machine), so the window took its own write for someone else's.
+        self._start(label, fn, on_done, on_failed, key=None, announce=True)
         self.started.emit(label)
         return True
 
@@ -196,6 +197,7 @@ class StoreOps(QObject):
         on_done: Done | None,
         on_failed: Failed | None,
         key: str | None,
+        announce: bool = False,
     ) -> _Job:
         job = _Job(next(self._tokens), label, fn, on_done, on_failed, key)
         job.ctx = OpContext(self.store, label, self._report, _report_phase=self._report_phase)
@@ -203,7 +205,17 @@ class StoreOps(QObject):
             target=self._run, args=(job,), name=f"op-{label}"[:60], daemon=True
         )
         self._jobs[job.token] = job
-        job.thread.start()
+        if announce:  # the write: busy before anything of it can run
+            self._write = job
+            self.busy_changed.emit(True)
+        try:
+            job.thread.start()
+        except BaseException:  # no thread to be had: nothing runs, nothing stays busy
+            del self._jobs[job.token]
+            if announce:
+                self._write = None
+                self.busy_changed.emit(False)
+            raise
         return job
 
     # -- the job thread -------------------------------------------------------------------
