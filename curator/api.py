@@ -45,7 +45,6 @@ from curator.core.flags import detect
 from curator.core.scoring import effective_importance
 from curator.errors import CuratorError
 from curator.store.db import Store
-from curator.store.db_errors import explain_database_error
 from curator.store.engine import in_chunks
 from curator.store.episode_queries import count_episodes, count_pending
 from curator.store.identity import Identity, current_identity
@@ -156,18 +155,20 @@ def _explained(
     (:func:`~curator.store.db_errors.explain_database_error`): damaged in place while
     open ("database disk image is malformed"), busy, full, or a connection lost at
     COMMIT, after which the call may have been applied (it said "nothing was written"
-    and sent the caller to restore a backup)."""
+    and sent the caller to restore a backup). A read-only read that met another
+    program's rewrite of the file (see :meth:`Store.changed_under_read`) is made again,
+    once: it was called damaged."""
 
     @functools.wraps(method)
     def call(self: Curator, *args: _P.args, **kwargs: _P.kwargs) -> _T:
-        try:
-            return method(self, *args, **kwargs)
-        except peewee.DatabaseError as exc:
-            what = f"{method.__name__} call"
-            store = self.store
-            raise explain_database_error(
-                exc, store.location, what, store.busy_timeout_s, outcome="was not done"
-            ) from exc
+        for again in (True, False):
+            try:
+                return method(self, *args, **kwargs)
+            except peewee.DatabaseError as exc:
+                if again and self.store.changed_under_read(exc):
+                    continue  # a read-only read met another program's rewrite: read anew
+                raise self.store.explain(exc, f"{method.__name__} call", "was not done") from exc
+        raise AssertionError("unreachable")  # the second try returns or raises
 
     return call
 

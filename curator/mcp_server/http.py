@@ -265,8 +265,12 @@ def loopback_security(host: str) -> Any:
     ``0:0:0:0:0:0:0:1``, ``LOCALHOST``) was served to any Host, without a token."""
     from mcp.server.transport_security import TransportSecuritySettings
 
-    spelled = f"[{host}]" if ":" in host else host
-    names = sorted({"127.0.0.1", "localhost", "[::1]", spelled, spelled.lower()})
+    forms = {host, host.lower()}
+    with contextlib.suppress(ValueError):  # an address: its short and its full spelling too
+        address = ipaddress.ip_address(host)
+        forms |= {address.compressed, address.exploded}
+    spelled = {f"[{form}]" if ":" in form else form for form in forms}
+    names = sorted({"127.0.0.1", "localhost", "[::1]", *spelled})
     return TransportSecuritySettings(
         enable_dns_rebinding_protection=True,
         allowed_hosts=[form for name in names for form in (name, f"{name}:*")],

@@ -40,7 +40,12 @@ from curator.store import change_marker
 from curator.store.backup_listing import newest_good_backup
 from curator.store.changes import ChangeWatcher, PostgresWatcher, SqliteWatcher
 from curator.store.db_choice import BUSY_TIMEOUT_S
-from curator.store.db_errors import DATABASE_ERRORS, explain_database_error, lock_error
+from curator.store.db_errors import (
+    DATABASE_ERRORS,
+    explain_database_error,
+    is_damage,
+    lock_error,
+)
 from curator.store.engine import POSTGRES, SQLITE, Dialect, SchemaObjects, read_change_counter
 from curator.store.migrations import LATEST_VERSION
 from curator.store.models import ALL_MODELS
@@ -541,9 +546,26 @@ class Store:
     def _lock_error(self, exc: BaseException) -> StoreError | None:
         return lock_error(exc, self.location, self.busy_timeout_s)
 
-    def explain(self, exc: BaseException, what: str) -> CuratorError:
+    def explain(
+        self, exc: BaseException, what: str, outcome: str = "was not applied, nothing changed"
+    ) -> CuratorError:
         """A SQLite failure of ``what`` as one readable sentence (the real cause)."""
-        return explain_database_error(exc, self.location, what, self.busy_timeout_s)
+        if self.changed_under_read(exc):
+            return StoreError(
+                f"{self.location} changed while it was read (another program wrote it); "
+                f"the {what} {outcome}: try again"
+            )
+        return explain_database_error(exc, self.location, what, self.busy_timeout_s, outcome)
+
+    def changed_under_read(self, exc: BaseException) -> bool:
+        """Whether ``exc`` is a read-only ``immutable`` connection meeting a file that
+        another program rewrote during the read (its checkpoint, a VACUUM): SQLite says
+        "malformed", but the file is sound, and read again it answers. Said "damaged",
+        it sent its person to an older backup."""
+        if not (self.read_only and self.dialect.is_file) or not is_damage(exc):
+            return False
+        seen = getattr(self._read_views, "seen", None)
+        return seen is not None and not seen[2] and file_view(self._file_path) != seen
 
     @contextmanager
     def read(self) -> Iterator[None]:

@@ -53,6 +53,11 @@ def commit_outcome_unknown(exc: BaseException) -> CommitOutcomeUnknown | None:
     return None
 
 
+def is_damage(exc: BaseException) -> bool:
+    """Whether SQLite called the file damaged (its corruption or not-a-database codes)."""
+    return _error_name(exc).startswith(("SQLITE_CORRUPT", "SQLITE_NOTADB"))
+
+
 def lock_error(exc: BaseException, path: Path | str, busy_timeout_s: float) -> StoreError | None:
     name = _error_name(exc)
     text = str(exc).lower()
@@ -101,7 +106,7 @@ def explain_database_error(
             f"database or disk is full: the {what} {outcome} ({path}); "
             "free some space and try again"
         )
-    if name.startswith(("SQLITE_CORRUPT", "SQLITE_NOTADB")):
+    if is_damage(exc):
         return StoreError(f"{path} is damaged ({exc}); the {what} {outcome}")
     # PostgreSQL adds CONTEXT and HINT lines to its message: the first one says it
     reason = (str(exc).strip().splitlines() or [""])[0]

@@ -261,6 +261,10 @@ def url_settings(url: str) -> dict[str, str]:
     except Exception:  # libpq says what is wrong with the URL when it connects
         parsed = {}
     given = {key: str(value) for key, value in parsed.items() if value is not None}
+    service = given.get("service") or os.environ.get("PGSERVICE")
+    if service:  # a service entry's settings come after the URL's, before the variables'
+        for key, value in _service_entry(service).items():
+            given.setdefault(key, value)
     for key, variable in (
         ("options", "PGOPTIONS"),
         ("connect_timeout", "PGCONNECT_TIMEOUT"),
@@ -269,6 +273,28 @@ def url_settings(url: str) -> dict[str, str]:
         if not given.get(key) and os.environ.get(variable):
             given[key] = os.environ[variable]
     return given
+
+
+def _service_entry(name: str) -> dict[str, str]:
+    """The settings of service ``name`` in the first connection service file that has
+    it, as libpq looks: ``$PGSERVICEFILE`` or ``~/.pg_service.conf``, then
+    ``$PGSYSCONFDIR/pg_service.conf`` (empty: none, or a file that cannot be read; libpq
+    then says what is wrong when it connects)."""
+    import configparser
+    from pathlib import Path
+
+    own = os.environ.get("PGSERVICEFILE") or str(Path.home() / ".pg_service.conf")
+    system = os.environ.get("PGSYSCONFDIR", "/etc/postgresql-common")
+    for path in (own, str(Path(system) / "pg_service.conf")):
+        parser = configparser.ConfigParser(interpolation=None, strict=False)
+        parser.optionxform = str  # type: ignore[assignment,method-assign]  # keys as written
+        try:
+            if not parser.read(path, encoding="utf-8") or not parser.has_section(name):
+                continue
+        except (configparser.Error, OSError, UnicodeDecodeError):
+            continue
+        return dict(parser.items(name))
+    return {}
 
 
 def whole_seconds(text: str | None) -> int | None:

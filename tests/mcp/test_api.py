@@ -211,6 +211,48 @@ def test_a_read_only_curator_kept_open_reads_what_others_commit(memory_db: Path)
         assert reader.knowledge(top_k=50)["count"] == patterns + 2
 
 
+_REWRITER = """
+import sqlite3, sys
+from curator import Curator
+
+with Curator(db=sys.argv[1]) as writer:
+    writer.record_many([{"text": f"more {i} " + "q" * 3000, "source": "b"} for i in range(300)])
+conn = sqlite3.connect(sys.argv[1])
+conn.execute("DELETE FROM episode WHERE source = 'a'")
+conn.commit()
+conn.execute("VACUUM")
+conn.close()
+"""
+
+
+def test_a_read_only_read_that_meets_a_rewrite_is_read_again_not_called_damaged(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An immutable read-only connection takes no lock: another program's checkpoint or
+    VACUUM during one read made SQLite say "malformed", and the call said the healthy
+    file was damaged. It is read again, once. Fault injection of timing (named as
+    such): the other program runs inside the call's read, where a slow read would
+    meet it."""
+    import curator.api as api
+
+    db = tmp_path / "a.sqlite"
+    with Curator(db=db, create=True) as seed:
+        seed.record_many([{"text": f"seed {i} " + "w" * 1500, "source": "a"} for i in range(300)])
+    for side in ("-wal", "-shm"):
+        assert not db.with_name(db.name + side).exists()
+    counted = api.count_episodes
+
+    def meanwhile(store: Any) -> int:
+        subprocess.run([sys.executable, "-c", _REWRITER, str(db)], check=True, timeout=120)
+        return counted(store)
+
+    with Curator(db=db, read_only=True) as reader:
+        monkeypatch.setattr(api, "count_episodes", meanwhile)
+        status = reader.status()  # raised "... is damaged (database disk image is malformed)"
+        monkeypatch.undo()
+        assert status["episodes"] == reader.status()["episodes"] == 300
+
+
 def test_read_only_refuses_record(memory_db: Path, table_counts: Counts) -> None:
     before = table_counts(memory_db)
     with Curator(db=memory_db, read_only=True) as curator, pytest.raises(CuratorError):

@@ -10,6 +10,7 @@ encoding defaults to LATIN1 turned an emoji into a Python error (exit 3, "a bug"
 from __future__ import annotations
 
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 from pg_server import PostgresServer
@@ -98,3 +99,26 @@ def test_a_latin1_database_refuses_what_it_cannot_store_in_one_sentence(
             assert curator.status()["episodes"] == before
     finally:
         pg_server.drop(name)
+
+
+def test_a_service_entrys_settings_are_kept_as_the_urls_are(
+    pg_server: PostgresServer, pg_url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``?service=NAME`` names an entry of the connection service file; its ``options``
+    and ``application_name`` were replaced by the curator's, as the URL's were."""
+    name = pg_url.rsplit("/", 1)[1]
+    service = tmp_path / "pg_service.conf"
+    service.write_text(
+        "[agents]\n"
+        f"host=127.0.0.1\nport={pg_server.port}\nuser=postgres\ndbname={name}\n"
+        "options=-c statement_timeout=1234\napplication_name=from-service\n",
+        "utf-8",
+    )
+    monkeypatch.setenv("PGSERVICEFILE", str(service))
+    store = Store("postgresql:///?service=agents")
+    try:
+        assert store.execute("SHOW statement_timeout") == [("1234ms",)]
+        assert store.execute("SHOW application_name") == [("from-service",)]
+        assert store.execute("SHOW lock_timeout")[0][0] != "0"
+    finally:
+        store.close()
