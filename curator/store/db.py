@@ -175,6 +175,7 @@ class Store:
     ):
         self.busy_timeout_s = busy_timeout_s
         self._own_bumps = threading.local()  # this thread's committed bumps (data_version)
+        self._read_views = threading.local()  # what each thread's read-only connection saw
         if is_postgres_url(path):
             self._open_postgres(os.fspath(path), read_only=read_only, create=create)
             return
@@ -261,7 +262,6 @@ class Store:
         # by its absolute path: a process that changes its folder still names this file
         self._file_path = Path(file_name(self.path))
         self._opened_file = _file_identity(self._file_path)
-        self._read_views = threading.local()  # what each thread's read-only connection saw
         if self.read_only:
             self._read_views.seen = file_view(self._file_path)
         if not self.read_only:
@@ -588,9 +588,9 @@ class Store:
         damaged ("restore a backup"). So this thread's connection is opened again, as
         the file now is (``immutable`` without a ``-wal``, a plain read-only one with
         it), whenever the file's size, time or ``-wal`` changed since it last looked;
-        never inside a transaction. A checkpoint that rewrites the file during one
-        immutable read is not seen (a writer checkpoints while its ``-wal`` exists, which
-        this looks for first)."""
+        never inside a transaction. A checkpoint or a VACUUM that rewrites the file during
+        one immutable read makes SQLite say "malformed": :meth:`changed_under_read` tells
+        that from damage."""
         if not (self.read_only and self.dialect.is_file) or self.db.in_transaction():
             return
         now = file_view(self._file_path)
