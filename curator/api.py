@@ -167,7 +167,7 @@ def _explained(
             except peewee.DatabaseError as exc:
                 if again and self.store.changed_under_read(exc):
                     continue  # a read-only read met another program's rewrite: read anew
-                raise self.store.explain(exc, f"{method.__name__} call", "was not done") from exc
+                raise self.store.explain(exc, f"{method.__name__}() call", "was not done") from exc
         raise AssertionError("unreachable")  # the second try returns or raises
 
     return call

@@ -346,7 +346,7 @@ def read_episodes(handle: BinaryIO, name: str) -> Iterator[ParsedEpisode | LineE
     head = handle.read(_HEAD_BYTES)
     wide = _wide_encoding(head)
     if wide is not None:  # every line would be an error of its own, none saying why
-        yield LineError(name, 1, f"the file is {wide} text, not UTF-8; save it as UTF-8")
+        yield LineError(name, 1, f"the file is in {wide}, not UTF-8; save it as UTF-8")
         return
     items: Iterable[tuple[int, Any | _BadLine]]
     if head.lstrip(b"\xef\xbb\xbf").lstrip().startswith(b"["):

@@ -276,7 +276,7 @@ def _doubled_key() -> bytes:
         # which column holds the text? one was lost unsaid
         ("t.csv", lambda: b"content,source,content\nfirst,ops,second\n", "column 'content' twice"),
         # one error a line, none saying why
-        ("e.json", lambda: json.dumps(chatgpt_export()).encode("utf-16"), "UTF-16 text, not UTF-8"),
+        ("e.json", lambda: json.dumps(chatgpt_export()).encode("utf-16"), "in UTF-16, not UTF-8"),
     ],
     ids=["key given twice", "csv column twice", "utf-16"],
 )
