@@ -40,7 +40,7 @@ from curator.store.backup_listing import (
     default_backup_dir,
     list_backups,
 )
-from curator.store.backup_partials import COPY_SIDE_FILES, ClaimTaken, claimed, sweep_stale
+from curator.store.backup_partials import ClaimTaken, claimed, sweep_stale
 from curator.store.backup_schedule import (
     RECENT,
     STAMP_FORMAT,
@@ -58,6 +58,7 @@ from curator.store.opening import (
     file_name,
     has_wal,
     read_only_uri,
+    remove_side_files,
 )
 from curator.store.settings import SettingsError, load_settings
 
@@ -353,8 +354,8 @@ def remove_quietly(path: Path) -> None:
 def remove_copy(partial: Path) -> None:
     """Remove a copy this run was writing, and the files SQLite keeps beside it: a copy
     stopped by a full disk left its ``-journal``, which nothing removed later."""
-    for name in (partial.name, *(partial.name + side for side in COPY_SIDE_FILES)):
-        remove_quietly(partial.with_name(name))
+    remove_quietly(partial)
+    remove_side_files(partial)
 
 
 def names_fit(folder: Path, longest: str, what: str) -> None:

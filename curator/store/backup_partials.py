@@ -30,6 +30,7 @@ from pathlib import Path
 
 from curator.errors import CuratorError
 from curator.store.backup_identity import read_database_id
+from curator.store.opening import SIDE_FILES, remove_side_files
 
 try:
     import fcntl
@@ -134,10 +135,6 @@ def sweep_stale_restores(db_path: Path) -> list[Path]:
     return _sweep(db_path.parent, f"{db_path.name}.restoring-", "", db_path)
 
 
-#: The files SQLite keeps beside a database it writes (a copy's too).
-COPY_SIDE_FILES = ("-journal", "-wal", "-shm")
-
-
 def _sweep(folder: Path, prefix: str, suffix: str, db_path: Path) -> list[Path]:
     """Remove ``prefix<time>suffix`` files in ``folder`` that are plainly a killed run's
     copy of ``db_path``: a regular file whose lock can be taken, that no connection has
@@ -192,9 +189,7 @@ def _sweep(folder: Path, prefix: str, suffix: str, db_path: Path) -> list[Path]:
                     path.unlink()
                 except OSError:
                     continue
-                for side in COPY_SIDE_FILES:
-                    with contextlib.suppress(OSError):
-                        os.unlink(f"{path}{side}")
+                remove_side_files(path)
             removed.append(path)
         finally:
             os.close(fd)
@@ -208,7 +203,7 @@ def _sweep_orphans(folder: Path, names: list[str], prefix: str, suffix: str) -> 
     removed: list[Path] = []
     present = set(names)
     for name in names:
-        side = next((s for s in COPY_SIDE_FILES if name.endswith(suffix + s)), None)
+        side = next((s for s in SIDE_FILES if name.endswith(suffix + s)), None)
         if side is None or not name.startswith(prefix):
             continue
         copy = name[: -len(side)]

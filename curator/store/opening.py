@@ -28,6 +28,7 @@ user's back: the message names the newest backup that passes ``quick_check`` and
 
 from __future__ import annotations
 
+import contextlib
 import os
 import sqlite3
 import stat
@@ -174,6 +175,18 @@ def has_wal(path: Path) -> bool:
     open the file ``immutable``, reading stale (even empty) tables.
     """
     return _sibling(path.resolve(), "-wal").exists()
+
+
+SIDE_FILES = ("-wal", "-shm", "-journal")
+"""The files SQLite keeps beside a database it writes (named by its name plus these)."""
+
+
+def remove_side_files(path: Path) -> None:
+    """Remove what SQLite kept beside ``path`` (a file gone, or taken back, or a copy that
+    failed); what cannot be removed stays."""
+    for suffix in SIDE_FILES:
+        with contextlib.suppress(OSError):
+            path.with_name(path.name + suffix).unlink(missing_ok=True)
 
 
 def file_view(path: Path) -> tuple[int, int, bool] | None:

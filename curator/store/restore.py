@@ -37,7 +37,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from curator.errors import CuratorError
-from curator.store.backup import backup_stamp, names_fit, remove_copy, remove_quietly
+from curator.store.backup import backup_stamp, names_fit, remove_copy
 from curator.store.backup_identity import database_file, foreign_backup_problem, target_verdict
 from curator.store.backup_listing import (
     backup_problem,
@@ -45,8 +45,8 @@ from curator.store.backup_listing import (
     is_the_database,
     newest_good_backup,
 )
-from curator.store.backup_partials import COPY_SIDE_FILES, ClaimTaken, claimed, sweep_stale_restores
-from curator.store.opening import ReadOnlyError, StoreBusyError
+from curator.store.backup_partials import ClaimTaken, claimed, sweep_stale_restores
+from curator.store.opening import SIDE_FILES, ReadOnlyError, StoreBusyError, remove_side_files
 
 try:
     import fcntl
@@ -151,8 +151,7 @@ def _put_in_place(
     try:
         _fold_side_files(backup, partial)
     finally:  # the copy's own, while it is still claimed: folded in, or dropped with it
-        for side in COPY_SIDE_FILES:
-            remove_quietly(partial.with_name(partial.name + side))
+        remove_side_files(partial)
     problem = backup_problem(partial)
     if problem is not None:
         raise CuratorError(f"the copy of {backup} is not sound ({problem}); nothing changed")
@@ -216,7 +215,7 @@ def _size(path: Path) -> int:
 def _siblings(path: Path) -> list[Path]:
     # a hot -journal belongs to the file as a -wal does: left beside the restored copy it
     # would be rolled back into it (a database whose writer died in a transaction)
-    return [path.with_name(path.name + suffix) for suffix in ("", "-wal", "-shm", "-journal")]
+    return [path.with_name(path.name + suffix) for suffix in ("", *SIDE_FILES)]
 
 
 # SQLite's lock bytes in the main file (os_unix.c): PENDING, RESERVED, then 510 SHARED.

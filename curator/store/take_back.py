@@ -25,14 +25,12 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from curator.store.engine import CHANGE_COUNTER_KEY
-from curator.store.opening import connect_existing
+from curator.store.opening import connect_existing, remove_side_files
 
 #: Tables the schema fills by itself: the full-text index's own data. (The ``setting``
 #: table's one row of its own, the change counter at 1, is judged apart: a setting saved
 #: by ``curator settings`` is someone's, and so is any count of changes above it.)
 _SCHEMA_ROWS = ("episode_fts_",)
-
-_SIDE_FILES = ("-wal", "-shm", "-journal")
 
 
 def _holds_nothing_of_anyone(path: Path) -> sqlite3.Connection | None:
@@ -87,9 +85,7 @@ def take_back(database: Path, folders: Sequence[Path] = (), *, zero_bytes: bool 
                     database.unlink()
             finally:
                 conn.close()
-        for suffix in _SIDE_FILES:
-            with contextlib.suppress(OSError):
-                database.with_name(database.name + suffix).unlink(missing_ok=True)
+        remove_side_files(database)
     for folder in folders:  # a folder something else uses stays
         with contextlib.suppress(OSError):
             folder.rmdir()
