@@ -161,14 +161,16 @@ def _explained(
 
     @functools.wraps(method)
     def call(self: Curator, *args: _P.args, **kwargs: _P.kwargs) -> _T:
-        for again in (True, False):
-            try:
-                return method(self, *args, **kwargs)
-            except peewee.DatabaseError as exc:
-                if again and self.store.changed_under_read(exc):
-                    continue  # a read-only read met another program's rewrite: read anew
-                raise self.store.explain(exc, f"{method.__name__}() call", "was not done") from exc
-        raise AssertionError("unreachable")  # the second try returns or raises
+        what = f"{method.__name__}() call"
+        try:
+            return method(self, *args, **kwargs)
+        except peewee.DatabaseError as exc:
+            if not self.store.changed_under_read(exc):
+                raise self.store.explain(exc, what, "was not done") from exc
+        try:  # a read-only read met another program's rewrite of the file: read anew, once
+            return method(self, *args, **kwargs)
+        except peewee.DatabaseError as exc:
+            raise self.store.explain(exc, what, "was not done") from exc
 
     return call
 

@@ -42,6 +42,7 @@ from curator.store.changes import ChangeWatcher, PostgresWatcher, SqliteWatcher
 from curator.store.db_choice import BUSY_TIMEOUT_S
 from curator.store.db_errors import (
     DATABASE_ERRORS,
+    DEFAULT_OUTCOME,
     explain_database_error,
     is_damage,
     lock_error,
@@ -547,7 +548,7 @@ class Store:
         return lock_error(exc, self.location, self.busy_timeout_s)
 
     def explain(
-        self, exc: BaseException, what: str, outcome: str = "was not applied, nothing changed"
+        self, exc: BaseException, what: str, outcome: str = DEFAULT_OUTCOME
     ) -> CuratorError:
         """A SQLite failure of ``what`` as one readable sentence (the real cause)."""
         if self.changed_under_read(exc):

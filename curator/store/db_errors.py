@@ -9,13 +9,14 @@ command and pane reports the same failure the same way.
 from __future__ import annotations
 
 import sqlite3
+from collections.abc import Iterator
 from pathlib import Path
 
 import peewee
 
 from curator.errors import CuratorError
 from curator.store.db_choice import BUSY_TIMEOUT_S
-from curator.store.opening import ReadOnlyError, StoreBusyError, StoreError
+from curator.store.opening import DAMAGE_CODES, ReadOnlyError, StoreBusyError, StoreError
 from curator.store.pg_connection import (
     DISK_FULL,
     LOCK_NOT_AVAILABLE,
@@ -28,34 +29,35 @@ DATABASE_ERRORS = (peewee.DatabaseError, sqlite3.DatabaseError)
 """What a database failure is raised as, whichever layer raises it."""
 
 
-def _error_name(exc: BaseException) -> str:
-    """SQLite's error name from anywhere in the chain (peewee wraps sqlite3's errors)."""
+DEFAULT_OUTCOME = "was not applied, nothing changed"
+"""What became of one transaction that failed."""
+
+
+def _chain(exc: BaseException) -> Iterator[BaseException]:
+    """``exc`` and what it was raised from or during, once each (peewee and the callers
+    wrap the driver's errors)."""
     current: BaseException | None = exc
     seen: list[BaseException] = []
     while current is not None and current not in seen:
         seen.append(current)
-        name = getattr(current, "sqlite_errorname", "")
-        if name:
-            return str(name)
+        yield current
         current = current.__cause__ or current.__context__
-    return ""
+
+
+def _error_name(exc: BaseException) -> str:
+    """SQLite's error name from anywhere in the chain."""
+    names = (str(getattr(e, "sqlite_errorname", "")) for e in _chain(exc))
+    return next((name for name in names if name), "")
 
 
 def commit_outcome_unknown(exc: BaseException) -> CommitOutcomeUnknown | None:
-    """The lost COMMIT anywhere in the chain (peewee and the callers wrap it), or None."""
-    current: BaseException | None = exc
-    seen: list[BaseException] = []
-    while current is not None and current not in seen:
-        if isinstance(current, CommitOutcomeUnknown):
-            return current
-        seen.append(current)
-        current = current.__cause__ or current.__context__
-    return None
+    """The lost COMMIT anywhere in the chain, or None."""
+    return next((e for e in _chain(exc) if isinstance(e, CommitOutcomeUnknown)), None)
 
 
 def is_damage(exc: BaseException) -> bool:
     """Whether SQLite called the file damaged (its corruption or not-a-database codes)."""
-    return _error_name(exc).startswith(("SQLITE_CORRUPT", "SQLITE_NOTADB"))
+    return _error_name(exc).startswith(DAMAGE_CODES)
 
 
 def lock_error(exc: BaseException, path: Path | str, busy_timeout_s: float) -> StoreError | None:
@@ -80,7 +82,7 @@ def explain_database_error(
     path: Path | str,
     what: str,
     busy_timeout_s: float = BUSY_TIMEOUT_S,
-    outcome: str = "was not applied, nothing changed",
+    outcome: str = DEFAULT_OUTCOME,
 ) -> CuratorError:
     """A SQLite failure of ``what`` as one readable sentence naming the real cause.
 

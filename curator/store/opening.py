@@ -177,6 +177,10 @@ def has_wal(path: Path) -> bool:
     return _sibling(path.resolve(), "-wal").exists()
 
 
+DAMAGE_CODES = ("SQLITE_CORRUPT", "SQLITE_NOTADB")
+"""The SQLite error names (and their extended forms) that mean the file is damaged; any
+other failure to read it is the disk's or the system's, not the file's."""
+
 SIDE_FILES = ("-wal", "-shm", "-journal")
 """The files SQLite keeps beside a database it writes (named by its name plus these)."""
 
@@ -271,7 +275,7 @@ def check_file(path: Path, *, timeout: float = 5.0) -> FileCheck:
                 f"busy: another curator process is writing to {path} (waited {timeout:g} s "
                 "for it); try again later"
             ) from exc
-        if name and not name.startswith(("SQLITE_CORRUPT", "SQLITE_NOTADB")):
+        if name and not name.startswith(DAMAGE_CODES):
             # The disk or the system failed the read (an I/O error, no memory, no room for
             # the -shm): not damage, which would send the person to an older backup.
             raise StoreError(f"cannot read {path}: {exc}; it was not modified") from exc
