@@ -350,13 +350,13 @@ def _checked(conversation: Conversation, file: str, skipped: Skipped) -> Iterato
         return
     kept: list[ChatMessage] = []
     for message in conversation.messages:
-        at = ", ".join(p for p in (conversation.where, message.position) if p) or where
         try:
             clean(message.id, "the message's id")
             clean(message.role, "the role")
             clean(message.name or "", "the sender's name")
             clean(message.content, "the text")
         except BadElement as exc:
+            at = ", ".join(p for p in (conversation.where, message.position) if p) or where
             yield ElementError(file, conversation.number, f"{at}: {exc}")
             continue
         if visible(message.content):
