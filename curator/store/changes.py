@@ -16,14 +16,19 @@ engine's business and lives here, so the window asks one question of either engi
   dropped connection is opened again at the next wait, and that wait reports a change of
   unknown tables: notifications sent meanwhile were lost, so the reader must look again.
 
-Both report the change of any connection, the watcher's owner's own included: the owner
-tells its own writes apart by the store's :meth:`~curator.store.db.Store.data_version`,
-as it did before.
+Both report the change of any connection, the watcher's owner's own included. On SQLite
+the owner tells its own writes apart by the store's
+:meth:`~curator.store.db.Store.data_version` (a shared-memory read). On PostgreSQL that
+read is a round trip to the server, which a window must not make on its GUI thread (a
+remote or unreachable server would stall it on every change heard): the watcher reads the
+change counter on its own connection after each notification and hands it over with the
+change (:attr:`Change.counter`, :attr:`ChangeWatcher.counts_changes`).
 """
 
 from __future__ import annotations
 
 import contextlib
+import logging
 import sqlite3
 import threading
 import time
@@ -32,7 +37,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from curator.store.engine import CHANGE_COUNTER_KEY, counter_value
 from curator.store.opening import _connect_without_writing, file_view
+
+log = logging.getLogger(__name__)
 
 CHANNEL = "curator_changes"
 """The PostgreSQL notification channel of the store's writes (one per database)."""
@@ -50,6 +58,10 @@ class Change:
 
     tables: frozenset[str] = frozenset()
     """Empty when the engine cannot say (SQLite, or notifications lost to a reconnect)."""
+    counter: int | None = None
+    """The store's change counter (:meth:`~curator.store.db.Store.change_counter`) read
+    after the change, by a watcher that :attr:`~ChangeWatcher.counts_changes`; None where
+    the watcher does not read it or the read failed."""
 
     def touches(self, *names: str) -> bool:
         """Whether the change may have touched one of ``names`` (unknown: it may)."""
@@ -63,6 +75,10 @@ class Change:
 
 class ChangeWatcher(ABC):
     """Waits for the next change; one per thread (it owns a connection of its own)."""
+
+    counts_changes = False
+    """Whether each change carries the store's change counter (:attr:`Change.counter`),
+    read on the watcher's own connection, so that its owner need not read it."""
 
     def __init__(self) -> None:
         self._interrupted = threading.Event()
@@ -156,6 +172,8 @@ class SqliteWatcher(ChangeWatcher):
 class PostgresWatcher(ChangeWatcher):
     """``LISTEN`` on a connection of its own; a wait blocks on its socket."""
 
+    counts_changes = True
+
     def __init__(self, url: str) -> None:
         super().__init__()
         self._url = url
@@ -190,7 +208,7 @@ class PostgresWatcher(ChangeWatcher):
                 return None
             if self._lost:  # what was sent while it was away is lost: look again
                 self._lost = False
-                return Change()
+                return Change(counter=self._counter())
         try:
             tables: set[str] = set()
             seen = False
@@ -202,12 +220,25 @@ class PostgresWatcher(ChangeWatcher):
             # the rest of a burst already on the socket comes as one change
             for note in self._conn.notifies(timeout=0.0):
                 tables |= Change.from_payload(note.payload).tables
-            return Change(frozenset(tables))
+            return Change(frozenset(tables), self._counter())
         except psycopg.Error:
             self.close()
             self._lost = True
             self._pause(min(RECONNECT_PAUSE_S, deadline - time.monotonic()))
             return None
+
+    def _counter(self) -> int | None:
+        """The change counter as this connection reads it after the notifications
+        (autocommit: the latest committed value); None when the read fails (the next
+        wait finds the connection closed and opens it again)."""
+        try:
+            row = self._conn.execute(
+                'SELECT "value" FROM "setting" WHERE "key" = %s', (CHANGE_COUNTER_KEY,)
+            ).fetchone()
+        except Exception:  # a dropped connection, a dropped table: unknown, look again
+            log.debug("reading the change counter failed", exc_info=True)
+            return None
+        return counter_value(row)
 
     def close(self) -> None:
         if self._conn is not None:

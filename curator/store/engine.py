@@ -50,9 +50,14 @@ def read_change_counter(db: peewee.Database) -> int:
     row = db.execute_sql(
         'SELECT "value" FROM "setting" WHERE "key" = ?', (CHANGE_COUNTER_KEY,)
     ).fetchone()
+    return counter_value(row)
+
+
+def counter_value(row: Sequence[Any] | None) -> int:
+    """The change counter from its ``setting`` row (none yet, or not a number: 0)."""
     try:
         return int(row[0]) if row is not None else 0
-    except ValueError:
+    except (TypeError, ValueError):
         return 0
 
 

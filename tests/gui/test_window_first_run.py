@@ -19,8 +19,14 @@ def _pending(store: Store) -> int:
     return int(store.execute(sql)[0][0])
 
 
+def loaded(qtbot, pane: EpisodesPane) -> None:
+    """The pane's rows and counts read: on a server they always come from the background."""
+    qtbot.waitUntil(lambda: not pane.model.loading and pane.ops.pending == 0, timeout=10_000)
+
+
 def test_pending_episodes_offer_classify_as_a_button(qtbot, main_window: MainWindow, store):
     pane = main_window.episodes_pane
+    loaded(qtbot, pane)
     pending = _pending(store)
     assert pending > 0
     button = pane.classify_button
@@ -37,6 +43,7 @@ def test_no_button_once_everything_is_classified(qtbot, main_window: MainWindow,
     with store.write():
         store.execute("UPDATE episode SET model_label = 'noise' WHERE model_label IS NULL")
     main_window.episodes_pane.refresh()
+    loaded(qtbot, main_window.episodes_pane)
     assert not main_window.episodes_pane.classify_button.isVisible()
 
 
@@ -46,6 +53,7 @@ def test_the_detail_panel_is_cleared_when_the_filter_removes_the_episode(
     pane = main_window.episodes_pane
     pane.search_edit.setText("burnt out")
     pane.apply_filter()
+    loaded(qtbot, pane)
     pane.table.selectRow(0)
     (shown_id,) = pane.selected_ids()
     qtbot.waitUntil(lambda: not pane.detail_loading, timeout=10_000)  # read in the background
@@ -53,16 +61,19 @@ def test_the_detail_panel_is_cleared_when_the_filter_removes_the_episode(
 
     pane.search_edit.setText("no episode contains this sentence")
     pane.apply_filter()
+    loaded(qtbot, pane)
     assert pane.model.rowCount() == 0
     assert pane.detail.toPlainText().strip() == ""
 
     pane.search_edit.setText("burnt out")  # back: nothing is selected, nothing shown
     pane.apply_filter()
+    loaded(qtbot, pane)
     assert pane.selected_ids() == [] and pane.detail.toPlainText().strip() == ""
 
     pane.select_ids([shown_id])
     pane.search_edit.setText("burnt")  # a wider filter keeps the episode: it follows
     pane.apply_filter()
+    loaded(qtbot, pane)
     assert pane.selected_ids() == [shown_id]
     qtbot.waitUntil(lambda: not pane.detail_loading, timeout=10_000)
     assert "burnt out" in pane.detail.toPlainText().lower()
@@ -82,6 +93,7 @@ def test_preview_stays_on_screen_at_1024x700(qtbot, services: AppServices) -> No
     assert pane.splitter.objectName() == "episodesSplitter"  # the window saves its sizes
     assert not pane.splitter.childrenCollapsible()
     assert pane.detail.width() >= 200
+    loaded(qtbot, pane)  # its rows' read delivered before the database goes
 
 
 def test_f1_lists_every_shortcut(qtbot, main_window: MainWindow) -> None:

@@ -200,6 +200,8 @@ def test_postgresql_names_exactly_the_tables_each_transaction_wrote(
             assert change is not None
             expected = {TABLES[k]._meta.table_name for k in kinds}  # type: ignore[attr-defined]
             assert change.tables == expected
+            # the counter after the change, read on the watcher's own connection
+            assert change.counter == second.change_counter() == first.change_counter()
 
 
 def test_postgresql_watcher_comes_back_after_its_connection_is_cut(
@@ -224,7 +226,9 @@ def test_postgresql_watcher_comes_back_after_its_connection_is_cut(
             if change is not None:
                 seen.append(change)
                 break
-        assert seen == [Change()]  # unknown tables: look again
+        # unknown tables: look again; the counter already counts the lost write
+        assert seen == [Change(counter=writer.change_counter())]
         add_episode(writer)
         change = watcher.wait(WITHIN_S)
         assert change is not None and change.tables == {"episode"}
+        assert change.counter == writer.change_counter()

@@ -16,7 +16,8 @@ in display order (:func:`~curator.store.episode_queries.query_first_ids`, millis
 even when a search matches tens of thousands of episodes), then the whole list, whose
 cost grows with the number of matches, appended to it (``complete`` says whether it has
 come), then the counts. Smaller databases answer within a frame and are loaded at once,
-which keeps the view free of a visible round trip. Page fetches (200 rows by primary
+which keeps the view free of a visible round trip; a database on a server never is (every
+read of it is a round trip over the network). Page fetches (200 rows by primary
 key) stay on the GUI thread: they are what scrolling needs now, and take about a
 millisecond.
 """
@@ -127,8 +128,12 @@ class EpisodeTableModel(QAbstractTableModel):
         super().__init__(parent)
         self._store = store
         self.ops = ops
-        self.async_above = ASYNC_ABOVE
-        self.total = count_episodes(store) if ops is not None else 0
+        # A server's every read is a round trip (a remote one's, tens of milliseconds;
+        # an unreachable one's, seconds): its id and count queries always run off the GUI
+        # thread, however few the episodes. A SQLite file answers a small one in a frame.
+        local = store.dialect.is_file
+        self.async_above = ASYNC_ABOVE if local else -1
+        self.total = count_episodes(store) if ops is not None and local else 0
         """All episodes, whatever the filter, as of the last load."""
         self.pending_classification = 0
         """Episodes waiting for classification, as of the last load."""

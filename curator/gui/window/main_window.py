@@ -150,7 +150,16 @@ class MainWindow(StatusBarMixin, FileMenuMixin, FollowMixin, QMainWindow):
         self.episodes_pane.classify_button.setEnabled(self.classify_action.isEnabled())
         self.classify_action.enabledChanged.connect(self.episodes_pane.classify_button.setEnabled)
 
-        self._data_version: int | None = services.store.data_version()
+        watcher = services.store.changes()
+        # PostgreSQL's watcher reads the change counter on its own thread with every
+        # change it hears: the GUI thread then makes no round trip to the server to tell
+        # its own writes from others' (SQLite's data_version is a shared-memory read).
+        self._counts_heard = watcher.counts_changes
+        self._data_version: int | None = (
+            services.store.change_counter() if self._counts_heard else services.store.data_version()
+        )
+        self._heard: int | None = self._data_version
+        """The change counter of the last change heard (a watcher that counts changes)."""
         self._outside_pending = False
         self._unseen_at_write = False
         self._own_write_seen = False
@@ -158,7 +167,7 @@ class MainWindow(StatusBarMixin, FileMenuMixin, FollowMixin, QMainWindow):
         services.ops.busy_changed.connect(self._write_starts)
         services.ops.write_finished.connect(self._job_wrote)
         self._looked_at = 0.0  # time.monotonic() of the last look for outside changes
-        self.change_listener = ChangeListener(services.store.changes(), self)
+        self.change_listener = ChangeListener(watcher, self)
         self.change_listener.changed.connect(self._outside_change)
         self.poll_timer = QTimer(self)
         self.poll_timer.setInterval(POLL_MS)
@@ -195,7 +204,16 @@ class MainWindow(StatusBarMixin, FileMenuMixin, FollowMixin, QMainWindow):
     def _pane_wrote(self, source: QWidget) -> None:
         """A pane committed something: the others reload when next shown."""
         self._dirty.update(i for i, p in enumerate(self.panes) if p is not source)
-        if self._own_write_seen:  # the job's write this pane reloaded for, nobody else's
+        if self._own_write_seen and self._counts_heard:
+            # Counters heard so far up to the write's own: nobody else's commit came after
+            # it (one during or before it is the job's own look and ``_unseen_at_write``).
+            self._own_write_seen = False
+            own, heard = self._own_write_counter, self._heard
+            if own is not None and heard is not None and heard <= own:
+                self._data_version = max(own, self._data_version or 0)
+            else:
+                self._outside_pending = True
+        elif self._own_write_seen:  # the job's write this pane reloaded for, nobody else's
             self._own_write_seen = False
             version = self._version_now()  # first: a commit between the two is not in it
             counter = self._counter_now()
@@ -231,6 +249,8 @@ class MainWindow(StatusBarMixin, FileMenuMixin, FollowMixin, QMainWindow):
             return None
 
     def _version_now(self) -> int | None:
+        if self._counts_heard:
+            return self._heard
         try:
             return self.services.store.data_version()
         except Exception:  # a locked, closed or vanished database: "changed", look again
@@ -264,6 +284,8 @@ class MainWindow(StatusBarMixin, FileMenuMixin, FollowMixin, QMainWindow):
         agent recording episodes one by one commits many times a second; a reload per
         commit would redo the pane's queries back to back."""
         self._outside_pending = True
+        if self._counts_heard:
+            self._heard = change.counter
         if time.monotonic() - self._looked_at >= POLL_MS / 1000:
             self._look_again()
 
@@ -287,12 +309,15 @@ class MainWindow(StatusBarMixin, FileMenuMixin, FollowMixin, QMainWindow):
             self._outside_pending = True  # looked at again once the write is done
             return False
         self._own_write_seen = False  # a job's write no pane reloaded for: looked at now
-        try:
-            version = self.services.store.data_version()
-        except Exception:  # a locked/closed database: try again next tick
-            self._outside_pending = True
-            return False
-        if version == self._data_version:
+        if self._counts_heard:
+            version = self._heard  # None: the counter could not be read, so look again
+        else:
+            try:
+                version = self.services.store.data_version()
+            except Exception:  # a locked/closed database: try again next tick
+                self._outside_pending = True
+                return False
+        if version is not None and version == self._data_version:
             return False
         self._data_version = version
         worker = self.services.worker

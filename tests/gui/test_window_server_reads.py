@@ -1,0 +1,131 @@
+"""A window on a database server sends it nothing from the GUI thread but page reads.
+
+Every statement to PostgreSQL is a round trip over the network: tens of milliseconds to a
+remote server, seconds to one that stopped answering. The window hears other processes'
+writes, tells its own writes from theirs and reloads the Episodes pane; on a server each
+of those reads (the change counter, the id list, the counts) runs off the GUI thread, and
+only the page of rows the view is drawing is read on it. A *statement probe* (a fault
+injection around peewee's ``execute_sql`` that records the thread and the statement, then
+runs it) watches the GUI thread while other processes and the window itself write.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import threading
+from collections.abc import Iterator
+from typing import Any
+
+import peewee
+import pytest
+
+from curator.gui.window.main_window import MainWindow
+from curator.store.db import Store
+from curator.store.models import Episode
+from tests.review.conftest import REPO_ROOT, python_env
+
+PAGE_READ = "SELECT id, timestamp, source, label, label_by, model_label, model_confidence"
+"""The one statement a view may need at once: the rows it is drawing, by primary key."""
+
+
+RECORDER = """
+import sys
+from curator import Curator
+
+with Curator(db=sys.argv[1]) as memory:
+    for i in range(int(sys.argv[3])):
+        memory.record(f"note {i} from writer {sys.argv[2]}", source="burst")
+"""
+
+
+def record(store: Store, writer: int, notes: int) -> None:
+    """Another process records ``notes`` episodes through the Python API."""
+    done = subprocess.run(
+        [sys.executable, "-c", RECORDER, store.location, str(writer), str(notes)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env=python_env(),
+        cwd=REPO_ROOT,
+    )
+    assert done.returncode == 0, done.stderr
+
+
+@pytest.fixture
+def engine() -> str:
+    return "postgresql"
+
+
+class StatementProbe:
+    """Fault injection: records every statement the GUI thread runs, then runs it."""
+
+    def __init__(self) -> None:
+        self.on_gui_thread: list[str] = []
+        self.elsewhere = 0
+
+    def install(self, monkeypatch: pytest.MonkeyPatch) -> None:
+        real = peewee.Database.execute_sql
+        probe = self
+
+        def execute_sql(db: peewee.Database, sql: str, *args: Any, **kwargs: Any) -> Any:
+            if threading.current_thread() is threading.main_thread():
+                probe.on_gui_thread.append(" ".join(str(sql).split()))
+            else:
+                probe.elsewhere += 1
+            return real(db, sql, *args, **kwargs)
+
+        monkeypatch.setattr(peewee.Database, "execute_sql", execute_sql)
+
+    def not_page_reads(self) -> list[str]:
+        return [sql for sql in self.on_gui_thread if not sql.startswith(PAGE_READ)]
+
+
+@pytest.fixture
+def probe(monkeypatch: pytest.MonkeyPatch) -> Iterator[StatementProbe]:
+    found = StatementProbe()
+    found.install(monkeypatch)
+    yield found
+
+
+def count(store: Store) -> int:
+    with store.read():
+        return int(Episode.select().count())
+
+
+def test_outside_writes_and_our_own_are_read_off_the_gui_thread(
+    qtbot, main_window: MainWindow, store: Store, probe: StatementProbe
+) -> None:
+    pane = main_window.episodes_pane
+    main_window.tabs.setCurrentWidget(pane)
+    before = count(store)
+    qtbot.waitUntil(lambda: pane.model.rowCount() == before and not pane.model.loading)
+    probe.on_gui_thread.clear()
+
+    record(store, 0, 1)  # another process records an episode
+    qtbot.waitUntil(lambda: pane.model.rowCount() == before + 1, timeout=10_000)
+    pane.select_ids([pane.model.episode_id(0)])
+    pane.relabel_selected("noise")  # the window's own write, then its reload
+    qtbot.waitUntil(lambda: not main_window.services.ops.busy and not pane.model.loading)
+    record(store, 1, 1)  # and one more, after the window's own write
+    qtbot.waitUntil(lambda: pane.model.rowCount() == before + 2, timeout=10_000)
+
+    assert probe.elsewhere > 0  # the probe sees the reads that ran elsewhere
+    assert probe.not_page_reads() == []
+
+
+def test_a_burst_of_outside_writes_is_shown_with_no_read_on_the_gui_thread(
+    qtbot, main_window: MainWindow, store: Store, probe: StatementProbe
+) -> None:
+    pane = main_window.episodes_pane
+    main_window.tabs.setCurrentWidget(pane)
+    before = count(store)
+    qtbot.waitUntil(lambda: pane.model.rowCount() == before and not pane.model.loading)
+    probe.on_gui_thread.clear()
+    writers = [threading.Thread(target=record, args=(store, n, 20)) for n in range(3)]
+    for writer in writers:
+        writer.start()
+    while any(writer.is_alive() for writer in writers):
+        qtbot.wait(20)
+    qtbot.waitUntil(lambda: pane.model.rowCount() == before + 60, timeout=10_000)
+    assert probe.not_page_reads() == []
