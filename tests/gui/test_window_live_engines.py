@@ -48,8 +48,13 @@ store.close()
 
 def outside(store: Store, *args: str) -> None:
     """Another process writes (``store.location`` names the database for either engine)."""
+    another_process(WRITER, store.location, *args)
+
+
+def another_process(script: str, *args: str) -> None:
+    """Run ``script`` in a process of its own, from the checkout, and expect it to succeed."""
     done = subprocess.run(
-        [sys.executable, "-c", WRITER, store.location, *args],
+        [sys.executable, "-c", script, *args],
         capture_output=True,
         text=True,
         timeout=120,

@@ -11,8 +11,6 @@ runs it) watches the GUI thread while other processes and the window itself writ
 
 from __future__ import annotations
 
-import subprocess
-import sys
 import threading
 from collections.abc import Iterator
 from typing import Any
@@ -20,10 +18,11 @@ from typing import Any
 import peewee
 import pytest
 
+from curator.gui.episodes.episodes_pane import EpisodesPane
 from curator.gui.window.main_window import MainWindow
 from curator.store.db import Store
 from curator.store.models import Episode
-from tests.review.conftest import REPO_ROOT, python_env
+from tests.gui.test_window_live_engines import another_process
 
 PAGE_READ = "SELECT id, timestamp, source, label, label_by, model_label, model_confidence"
 """The one statement a view may need at once: the rows it is drawing, by primary key."""
@@ -41,15 +40,7 @@ with Curator(db=sys.argv[1]) as memory:
 
 def record(store: Store, writer: int, notes: int) -> None:
     """Another process records ``notes`` episodes through the Python API."""
-    done = subprocess.run(
-        [sys.executable, "-c", RECORDER, store.location, str(writer), str(notes)],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        env=python_env(),
-        cwd=REPO_ROOT,
-    )
-    assert done.returncode == 0, done.stderr
+    another_process(RECORDER, store.location, str(writer), str(notes))
 
 
 @pytest.fixture
@@ -93,13 +84,24 @@ def count(store: Store) -> int:
         return int(Episode.select().count())
 
 
-def test_outside_writes_and_our_own_are_read_off_the_gui_thread(
-    qtbot, main_window: MainWindow, store: Store, probe: StatementProbe
-) -> None:
+@pytest.fixture
+def shown(qtbot, main_window: MainWindow, store: Store) -> tuple[EpisodesPane, int]:
+    """The Episodes pane in view and loaded, and how many episodes it shows."""
     pane = main_window.episodes_pane
     main_window.tabs.setCurrentWidget(pane)
     before = count(store)
     qtbot.waitUntil(lambda: pane.model.rowCount() == before and not pane.model.loading)
+    return pane, before
+
+
+def test_outside_writes_and_our_own_are_read_off_the_gui_thread(
+    qtbot,
+    main_window: MainWindow,
+    store: Store,
+    probe: StatementProbe,
+    shown: tuple[EpisodesPane, int],
+) -> None:
+    pane, before = shown
     probe.on_gui_thread.clear()
 
     record(store, 0, 1)  # another process records an episode
@@ -115,12 +117,9 @@ def test_outside_writes_and_our_own_are_read_off_the_gui_thread(
 
 
 def test_a_burst_of_outside_writes_is_shown_with_no_read_on_the_gui_thread(
-    qtbot, main_window: MainWindow, store: Store, probe: StatementProbe
+    qtbot, store: Store, probe: StatementProbe, shown: tuple[EpisodesPane, int]
 ) -> None:
-    pane = main_window.episodes_pane
-    main_window.tabs.setCurrentWidget(pane)
-    before = count(store)
-    qtbot.waitUntil(lambda: pane.model.rowCount() == before and not pane.model.loading)
+    pane, before = shown
     probe.on_gui_thread.clear()
     writers = [threading.Thread(target=record, args=(store, n, 20)) for n in range(3)]
     for writer in writers:
