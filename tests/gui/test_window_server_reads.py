@@ -19,9 +19,13 @@ import peewee
 import pytest
 
 from curator.gui.episodes.episodes_pane import EpisodesPane
+from curator.gui.review.review_pane import ReviewPane
 from curator.gui.window.main_window import MainWindow
+from curator.pipeline import review
+from curator.store.changes import PostgresWatcher
 from curator.store.db import Store
 from curator.store.models import Episode
+from tests.gui.test_review_pane import build_staged_run
 from tests.gui.test_window_live_engines import another_process
 
 PAGE_READ = "SELECT id, timestamp, source, label, label_by, model_label, model_confidence"
@@ -128,3 +132,50 @@ def test_a_burst_of_outside_writes_is_shown_with_no_read_on_the_gui_thread(
         qtbot.wait(20)
     qtbot.waitUntil(lambda: pane.model.rowCount() == before + 60, timeout=10_000)
     assert probe.not_page_reads() == []
+
+
+def test_a_colleagues_decision_heard_only_after_my_own_write_is_still_shown(
+    qtbot, main_window: MainWindow, store: Store, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The watcher hears a colleague's commit late (a slow server's answer, held here by
+    a fault injection on its counter read), and my own decision commits meanwhile: the
+    counter my write reports already counts the colleague's commit, so the window must
+    not take everything up to it for its own."""
+    ids = build_staged_run(store)
+    pane = main_window.pane("reviewPane")
+    assert isinstance(pane, ReviewPane)
+    main_window.tabs.setCurrentWidget(pane)
+    qtbot.waitUntil(lambda: pane.settled and pane.current_run_id() == ids["run"], timeout=30_000)
+    mine, theirs = [c for c in pane.candidates() if c.action is None][:2]
+    pane._select_row(pane.model.find_row(lambda row: row.id == mine.id))
+    assert pane.current_candidate().id == mine.id
+    held, reading = threading.Event(), threading.Event()
+    real = PostgresWatcher._counter
+
+    def late(watcher: PostgresWatcher) -> int | None:
+        reading.set()
+        held.wait(30)
+        return real(watcher)
+
+    monkeypatch.setattr(PostgresWatcher, "_counter", late)
+    try:
+        colleague = threading.Thread(target=decide_elsewhere, args=(store, theirs.id))
+        colleague.start()
+        colleague.join(60)
+        qtbot.waitUntil(reading.is_set, timeout=10_000)  # heard, its counter not yet read
+        assert pane.decide_current("REJECT")
+        qtbot.waitUntil(lambda: not main_window.services.ops.busy and pane.settled)
+    finally:
+        held.set()
+
+    def decided(candidate: int) -> str | None:
+        return next(c.action for c in pane.candidates() if c.id == candidate)
+
+    qtbot.waitUntil(lambda: pane.settled and decided(theirs.id) == "REJECT", timeout=10_000)
+    assert decided(mine.id) == "REJECT"
+
+
+def decide_elsewhere(store: Store, candidate: int) -> None:
+    """A colleague's decision, on a connection of its own."""
+    with Store(store.location) as colleague:
+        review.decide(colleague, candidate, "REJECT", actor="ana")

@@ -97,6 +97,8 @@ class _Job:
     """A write's: whether another connection committed while it ran (unknown: True)."""
     counter: int | None = None
     """A write's: the store's change counter once it was done (see Store.change_counter)."""
+    counter_before: int | None = None
+    """A write's: the change counter as it began, before its own commits (unknown: None)."""
 
 
 class StoreOps(QObject):
@@ -104,7 +106,8 @@ class StoreOps(QObject):
 
     busy_changed = Signal(bool)  # a write started (True) / ended (False)
     # a write succeeded: whether others committed meanwhile, the change counter after it
-    write_finished = Signal(bool, object)
+    # and as it began
+    write_finished = Signal(bool, object, object)
     started = Signal(str)  # the write's label
     progressed = Signal(str, int, int)  # label, done, total
     phased = Signal(str, str)  # label, the phase it is at (OpContext.phase)
@@ -238,6 +241,8 @@ class StoreOps(QObject):
                 # a write looks before and after: its own commits move the window's
                 # data_version, and only it can tell whether anyone else's did meanwhile
                 before = self.store.data_version() if job.key is None else None
+                if before is not None:  # after data_version: a commit between is in one
+                    job.counter_before = self.store.change_counter()
                 result = job.fn(job.ctx)
                 if before is not None:
                     job.others_committed = self.store.data_version() != before
@@ -278,7 +283,7 @@ class StoreOps(QObject):
             return
         try:
             if error is None and job.key is None:
-                self.write_finished.emit(job.others_committed, job.counter)
+                self.write_finished.emit(job.others_committed, job.counter, job.counter_before)
             if error is not None:
                 if job.on_failed is not None:
                     job.on_failed(str(error))

@@ -206,7 +206,7 @@ class MainWindow(StatusBarMixin, FileMenuMixin, FollowMixin, QMainWindow):
         self._dirty.update(i for i, p in enumerate(self.panes) if p is not source)
         if self._own_write_seen and self._counts_heard:
             # Counters heard so far up to the write's own: nobody else's commit came after
-            # it (one during or before it is the job's own look and ``_unseen_at_write``).
+            # it (one during or before it is the job's own look, see _job_wrote).
             self._own_write_seen = False
             own, heard = self._own_write_counter, self._heard
             if own is not None and heard is not None and heard <= own:
@@ -227,7 +227,9 @@ class MainWindow(StatusBarMixin, FileMenuMixin, FollowMixin, QMainWindow):
         if busy:  # what another connection committed before it, not yet looked at
             self._unseen_at_write = self._version_now() != self._data_version
 
-    def _job_wrote(self, others_committed: bool, counter: int | None) -> None:
+    def _job_wrote(
+        self, others_committed: bool, counter: int | None, counter_before: int | None
+    ) -> None:
         """A job's write committed (its result is delivered next, and the pane that asked
         for it says :meth:`_pane_wrote` once it reloaded). The job's connection is
         another connection, so its commits move :meth:`Store.data_version` as an outside
@@ -236,8 +238,17 @@ class MainWindow(StatusBarMixin, FileMenuMixin, FollowMixin, QMainWindow):
         regardless swallowed the episodes an agent recorded meanwhile: the window never
         showed them. A write no pane reloaded for is left to the next look; and between
         the job's last look and the pane's word, the change counter (the same number on
-        every connection) tells whether another process's write came in."""
-        self._own_write_seen = not (others_committed or self._unseen_at_write)
+        every connection) tells whether another process's write came in.
+
+        On a server the window knows only the counters its watcher has heard, which lag
+        the commits: one not yet heard when the write began would otherwise be taken for
+        the write's own. The job's own read of the counter as it began says it: anything
+        but the counter the window last looked at is a commit it has not shown."""
+        unseen = self._unseen_at_write
+        if self._counts_heard and (counter_before is None or counter_before != self._data_version):
+            unseen = True
+            self._data_version = None  # the next look reloads, whatever it has heard
+        self._own_write_seen = not (others_committed or unseen)
         self._own_write_counter = counter
         self._outside_pending = self._outside_pending or not self._own_write_seen
         self._unseen_at_write = False
