@@ -9,13 +9,16 @@ from curator.gui.identity.identity_pane import axioms_from_text
 from curator.store.identity import current_identity, identity_versions
 
 
-def _pane(main_window):
+def _pane(main_window, qtbot=None):
     main_window.tabs.setCurrentIndex(3)
-    return main_window.pane("identityPane")
+    pane = main_window.pane("identityPane")
+    if qtbot is not None:  # read in the background: shown once it has come
+        qtbot.waitUntil(lambda: not pane.loading, timeout=30_000)
+    return pane
 
 
 def test_save_creates_a_new_version(qtbot, main_window, store) -> None:
-    pane = _pane(main_window)
+    pane = _pane(main_window, qtbot)
     before = current_identity(store)
     assert pane.identity_edit.toPlainText() == before.identity_text
     pane.identity_edit.setPlainText("I am Wren, a careful assistant.")
@@ -32,7 +35,7 @@ def test_save_creates_a_new_version(qtbot, main_window, store) -> None:
 
 
 def test_old_version_is_read_only_and_restorable(qtbot, main_window, store) -> None:
-    pane = _pane(main_window)
+    pane = _pane(main_window, qtbot)
     original = current_identity(store)
     pane.identity_edit.setPlainText("A different identity.")
     pane.save()
@@ -52,7 +55,7 @@ def test_old_version_is_read_only_and_restorable(qtbot, main_window, store) -> N
 
 
 def test_empty_identity_is_refused(qtbot, main_window, services, store) -> None:
-    pane = _pane(main_window)
+    pane = _pane(main_window, qtbot)
     version = current_identity(store).version
     pane.identity_edit.setPlainText("   ")
     pane.save()
@@ -72,7 +75,7 @@ def test_a_control_inside_an_axiom_is_refused_not_made_a_break(
 ) -> None:
     """``str.splitlines`` breaks at VT, FF, U+001C-U+001E and NEL: "Be kind<VT>Share home
     addresses" (one line on screen) was saved as two axioms with no word."""
-    pane = _pane(main_window)
+    pane = _pane(main_window, qtbot)
     version = current_identity(store).version
     pane.axioms_edit.setPlainText(f"Be kind{control}Share home addresses on request")
     pane.save()

@@ -10,9 +10,10 @@ from curator.store.identity import current_identity, save_identity
 from tests.gui.questions import answer_question
 
 
-def _pane(main_window):
+def _pane(main_window, qtbot):
     pane = main_window.pane("identityPane")
     main_window.tabs.setCurrentWidget(pane)
+    qtbot.waitUntil(lambda: not pane.loading, timeout=30_000)  # read in the background
     return pane
 
 
@@ -25,7 +26,7 @@ def _wait_for_ops(qtbot, services) -> None:
 
 
 def test_an_edit_shows_the_unsaved_marker_until_saved(qtbot, main_window, services, store):
-    pane = _pane(main_window)
+    pane = _pane(main_window, qtbot)
     assert not pane.dirty and not pane.unsaved_label.isVisible()
     assert not pane.save_button.isEnabled() and _tab_text(main_window, pane) == "Identity"
     before = current_identity(store)
@@ -46,7 +47,7 @@ def test_an_edit_shows_the_unsaved_marker_until_saved(qtbot, main_window, servic
 
 
 def test_revert_drops_the_edit(qtbot, main_window, store) -> None:
-    pane = _pane(main_window)
+    pane = _pane(main_window, qtbot)
     original = pane.identity_edit.toPlainText()
     pane.identity_edit.setPlainText("scratch")
     qtbot.mouseClick(pane.revert_button, Qt.MouseButton.LeftButton)
@@ -54,7 +55,7 @@ def test_revert_drops_the_edit(qtbot, main_window, store) -> None:
 
 
 def test_discarding_asks_and_declining_keeps_the_edit(qtbot, main_window, services) -> None:
-    pane = _pane(main_window)
+    pane = _pane(main_window, qtbot)
     assert pane.confirm_discard()  # nothing to lose: no question
     pane.identity_edit.setPlainText("An edit worth keeping.")
 
@@ -69,7 +70,7 @@ def test_discarding_asks_and_declining_keeps_the_edit(qtbot, main_window, servic
 
 
 def test_closing_the_window_over_an_edit_asks(qtbot, main_window, services) -> None:
-    pane = _pane(main_window)
+    pane = _pane(main_window, qtbot)
     pane.identity_edit.setPlainText("Not saved yet.")
     asked = answer_question(services, "Keep editing")
     main_window.close()
@@ -81,12 +82,13 @@ def test_closing_the_window_over_an_edit_asks(qtbot, main_window, services) -> N
 def test_a_version_saved_elsewhere_asks_before_replacing_the_edit(
     qtbot, main_window, services, store
 ) -> None:
-    pane = _pane(main_window)
+    pane = _pane(main_window, qtbot)
     pane.identity_edit.setPlainText("My unsaved wording.")
     elsewhere = save_identity(store, "Saved by the CLI meanwhile.", ["Be brief."])
 
     asked = answer_question(services, "Keep my edits")
     pane.refresh()
+    qtbot.waitUntil(lambda: not pane.loading, timeout=30_000)
     assert asked and f"version {elsewhere.version}" in asked[0]
     assert pane.identity_edit.toPlainText() == "My unsaved wording." and pane.dirty
 
@@ -94,6 +96,7 @@ def test_a_version_saved_elsewhere_asks_before_replacing_the_edit(
     answer_question(services, f"Show version {elsewhere.version + 1}")
     save_identity(store, "A second outside save.", ["Be brief."])
     pane.refresh()
+    qtbot.waitUntil(lambda: not pane.loading, timeout=30_000)
     assert pane.identity_edit.toPlainText() == "A second outside save." and not pane.dirty
 
 
@@ -101,7 +104,7 @@ def test_typing_while_a_save_waits_is_kept(qtbot, main_window, services, store) 
     """A save held up by another writer (the CLI) must not wipe what was typed meanwhile."""
     import sqlite3
 
-    pane = _pane(main_window)
+    pane = _pane(main_window, qtbot)
     before = current_identity(store)
     pane.identity_edit.setPlainText("Saved part.")
     outside = sqlite3.connect(str(store.path))  # another process holding the write lock

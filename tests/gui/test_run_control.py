@@ -256,6 +256,7 @@ def test_a_close_kept_open_by_unsaved_edits_asks_about_the_next_run_again(
     window = _window(qtbot, llm_services, qsettings)
     worker = llm_services.worker
     identity = window.pane("identityPane")
+    qtbot.waitUntil(lambda: not identity.loading)  # type: ignore[attr-defined]
     identity.identity_edit.setPlainText("An edit not saved yet.")  # type: ignore[attr-defined]
     with qtbot.waitSignal(worker.progress, timeout=RUN_TIMEOUT_MS):
         assert window.start_classify()

@@ -4,6 +4,11 @@ Saving never edits a version in place: it creates a new one (the distillation ru
 which version they used). Older versions are shown read-only and can be restored, which
 again creates a new version, so the history only grows.
 
+The current version and the history are read in the background (``services.ops.query``,
+:attr:`IdentityPane.loading` while a read runs), never on the GUI thread: on a database
+server every read is a round trip. Until the first read arrives the editors are read-only,
+so nothing is typed over a text still on its way.
+
 Edits are never lost silently: while the editor differs from the saved version the tab
 reads "Identity •", an "Unsaved changes" label shows and Save / Revert are enabled; the
 window asks before closing over them (:meth:`IdentityPane.confirm_discard`), and so does
@@ -15,6 +20,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
+from dataclasses import dataclass
 
 from PySide6.QtCore import Qt
 from PySide6.QtGui import QFont
@@ -45,6 +51,22 @@ from curator.store.identity import (
 )
 from curator.store.models import IdentityVersion, format_utc
 
+QUERY_KEY = "identity"
+"""The pane's read of the current version and the history (the newest request wins)."""
+
+
+@dataclass(frozen=True)
+class IdentityHistory:
+    """What the pane shows, read in one background job."""
+
+    current: Identity
+    versions: list[IdentityVersion]  # newest first
+
+
+def read_history(ctx: OpContext) -> IdentityHistory:
+    return IdentityHistory(current_identity(ctx.store), list(identity_versions(ctx.store)))
+
+
 #: What ends an axiom's line: CRLF, CR, LF and the Unicode line and paragraph separators.
 #: Not VT, FF, U+001C-U+001E or NEL (``str.splitlines`` splits there): a control inside a
 #: line is refused by name when it is saved, never turned into an axiom break unseen.
@@ -67,6 +89,9 @@ class IdentityPane(Pane):
         super().__init__(services, parent)
         self.setObjectName("identityPane")
         self._loaded_version = -1
+        self._history: IdentityHistory | None = None
+        """The last read of the current version and the history (None: not read yet)."""
+        self._reading = 0  # token of the read not delivered yet (0: none)
         self._saved: tuple[str, str] = ("", "")
         """The editors' text as loaded from the current version (what "unsaved" compares to)."""
         self._dirty = False
@@ -153,6 +178,7 @@ class IdentityPane(Pane):
         self.splitter.setSizes([800, 500])
         layout = QVBoxLayout(self)
         layout.addWidget(self.splitter)
+        self._set_editable(False)  # until the first read arrives
         self.refresh()
 
     # -- actions --------------------------------------------------------------------------
@@ -193,9 +219,21 @@ class IdentityPane(Pane):
         self.axioms_edit.setPlainText(self._saved[1])
         self._update_dirty()
 
+    def _set_editable(self, editable: bool) -> None:
+        for editor in (self.identity_edit, self.axioms_edit):
+            editor.setReadOnly(not editable)
+
+    @property
+    def loading(self) -> bool:
+        """A read of the current version and the history is on its way."""
+        return self._reading != 0
+
     def revert(self) -> None:
-        """Drop the edits: the current saved version again."""
-        self._load(current_identity(self.services.store))
+        """Drop the edits: the current saved version again (as last read; a newer one
+        saved elsewhere meanwhile comes with the reload that change causes)."""
+        if self._history is None:
+            return  # nothing read yet, nothing typed (the editors are read-only)
+        self._load(self._history.current)
         self.status_message.emit("Identity edits dropped.")
 
     def confirm_discard(self) -> bool:
@@ -236,14 +274,13 @@ class IdentityPane(Pane):
         def done(saved: Identity) -> None:
             if self.note_edit.text() == note:
                 self.note_edit.clear()
-            current = current_identity(self.services.store)
             if self._editor_text() == sent:
-                self._load(current)
+                self._load(saved)
             else:  # typed while saving: keep it, now compared with the saved version
-                self._loaded_version = current.version
-                self._saved = (current.identity_text, "\n\n".join(current.axioms))
+                self._loaded_version = saved.version
+                self._saved = (saved.identity_text, "\n\n".join(saved.axioms))
                 self._update_dirty()
-            self.refresh()
+            self.refresh()  # the history, and any version saved elsewhere since
             self.status_message.emit(said(saved))
             self.data_changed.emit()
 
@@ -254,12 +291,10 @@ class IdentityPane(Pane):
 
     def _selected_version(self) -> IdentityVersion | None:
         item = self.versions.currentItem()
-        if item is None:
+        if item is None or self._history is None:
             return None
-        found: IdentityVersion | None = IdentityVersion.get_or_none(
-            IdentityVersion.version == item.data(0, Qt.ItemDataRole.UserRole)
-        )
-        return found
+        version = item.data(0, Qt.ItemDataRole.UserRole)
+        return next((row for row in self._history.versions if row.version == version), None)
 
     def _show_version(self) -> None:
         row = self._selected_version()
@@ -269,7 +304,7 @@ class IdentityPane(Pane):
             return
         axioms = "\n".join(f"{i}. {a}" for i, a in enumerate(row.axioms, 1))
         self.preview.setPlainText(f"{row.identity_text.strip()}\n\nAxioms:\n{axioms}")
-        self.restore_button.setEnabled(row.version != current_identity(self.services.store).version)
+        self.restore_button.setEnabled(row.version != self._loaded_version)
 
     def restore_selected(self) -> None:
         row = self._selected_version()
@@ -297,11 +332,27 @@ class IdentityPane(Pane):
         )
 
     def refresh(self) -> None:
-        """Reload the history; the editor is reloaded only when the current version changed
+        """Read the current version and the history in the background; :meth:`_show_read`
+        shows them."""
+        self._reading = self.ops.query(QUERY_KEY, read_history, self._show_read, self._read_failed)
+
+    def _read_failed(self, reason: str) -> None:
+        self._reading = 0
+        self.services.dialogs.error(self, "Identity", f"The identity could not be read: {reason}")
+
+    def _show_read(self, history: IdentityHistory) -> None:
+        """Show the history; the editor is reloaded only when the current version changed
         (so a refresh caused by another pane never discards unsaved typing)."""
-        current = current_identity(self.services.store)
+        self._reading = 0
+        first = self._history is None
+        self._history = history
+        current = history.current
+        if first:
+            self._set_editable(True)
         if current.version != self._loaded_version:
-            if not self.dirty or self._ask_reload(current.version):
+            # text set before the first read (read-only editors take it from code alone)
+            # is kept without a question: nothing was saved elsewhere, it is the first look
+            if not self.dirty or (not first and self._ask_reload(current.version)):
                 self._load(current)
             else:  # keep the edits; they now compare against (and save over) the new one
                 self._loaded_version = current.version
@@ -314,7 +365,7 @@ class IdentityPane(Pane):
         keep = selected.data(0, Qt.ItemDataRole.UserRole) if selected is not None else None
         self.versions.blockSignals(True)
         self.versions.clear()
-        for row in identity_versions(self.services.store):
+        for row in history.versions:
             item = QTreeWidgetItem(
                 [str(row.version), format_time(format_utc(row.created_at)), row.note]
             )
