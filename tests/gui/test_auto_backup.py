@@ -62,6 +62,7 @@ def test_backup_now_and_close_back_up_from_the_window(
 
 def test_the_interval_is_set_in_the_settings_pane(qtbot, main_window, store: Store) -> None:
     pane = main_window.pane("settingsPane")
+    qtbot.waitUntil(lambda: not pane.loading, timeout=30_000)  # read in the background
     box = pane.findChild(QSpinBox, "backupInterval")
     assert box.value() == 30 and box.specialValueText() == "off"
     box.setValue(0)

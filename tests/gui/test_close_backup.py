@@ -170,6 +170,7 @@ def test_the_size_bound_is_set_in_the_settings_pane(qtbot, main_window, store: S
     from curator.store.settings import load_settings
 
     pane = main_window.pane("settingsPane")
+    qtbot.waitUntil(lambda: not pane.loading, timeout=30_000)  # read in the background
     box = pane.findChild(QSpinBox, "backupMaxTotal")
     assert box.value() == 2000 and box.specialValueText() == "off"
     box.setValue(1500)

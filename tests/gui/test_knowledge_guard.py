@@ -96,6 +96,7 @@ def test_settings_pane_sets_the_untrusted_sources(qtbot, main_window) -> None:
     pane = main_window.pane("settingsPane")
     assert isinstance(pane, SettingsPane)
     pane.refresh()
+    qtbot.waitUntil(lambda: not pane.loading, timeout=30_000)  # read in the background
     assert pane.untrusted_sources.text() == "dm, replies"
     pane.untrusted_sources.setText(" DM, timeline ,, ")
     pane.apply()

@@ -20,9 +20,11 @@ def _no_model_env(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("CURATOR_MODEL", raising=False)
 
 
-def _settings_pane(main_window):
+def _settings_pane(main_window, qtbot):
     main_window.show_settings()
-    return main_window.pane("settingsPane")
+    pane = main_window.pane("settingsPane")
+    qtbot.waitUntil(lambda: not pane.loading, timeout=30_000)  # read in the background
+    return pane
 
 
 def test_demo_model_notice_in_status_bar_and_settings(qtbot, main_window, store, tmp_path):
@@ -36,6 +38,7 @@ def test_demo_model_notice_in_status_bar_and_settings(qtbot, main_window, store,
     qtbot.mouseClick(button, Qt.MouseButton.LeftButton)
     pane = main_window.pane("settingsPane")
     assert main_window.tabs.currentWidget() is pane
+    qtbot.waitUntil(lambda: not pane.loading, timeout=30_000)  # read in the background
     assert pane.demo_notice.isVisible()
     assert "pick or download a model" in pane.demo_notice.text()
 
@@ -44,12 +47,13 @@ def test_demo_model_notice_in_status_bar_and_settings(qtbot, main_window, store,
     main_window.update_status()
     qtbot.waitUntil(lambda: not main_window.status_loading, timeout=30_000)
     pane.refresh()
+    qtbot.waitUntil(lambda: not pane.loading, timeout=30_000)
     assert not button.isVisible()
     assert not pane.demo_notice.isVisible()
 
 
 def test_local_model_is_picked_without_a_copy(qtbot, main_window, store, tmp_path, demo_model):
-    pane = _settings_pane(main_window)
+    pane = _settings_pane(main_window, qtbot)
     gguf = tmp_path / "lms" / "pub" / "repo" / "own.gguf"
     gguf.parent.mkdir(parents=True)
     shutil.copyfile(demo_model, gguf)
@@ -87,7 +91,7 @@ def _catalogue(tmp_path: Path, url: str, data: bytes) -> Path:
 
 
 def test_catalogue_download_fills_the_model_field(qtbot, main_window, tmp_path, demo_model):
-    pane = _settings_pane(main_window)
+    pane = _settings_pane(main_window, qtbot)
     data = demo_model.read_bytes()
     box = pane.catalogue
     with serve(data) as (url, _):
@@ -108,7 +112,7 @@ def test_catalogue_download_fills_the_model_field(qtbot, main_window, tmp_path, 
 
 
 def test_catalogue_download_can_be_cancelled(qtbot, main_window, services, tmp_path, demo_model):
-    pane = _settings_pane(main_window)
+    pane = _settings_pane(main_window, qtbot)
     data = demo_model.read_bytes()
     box = pane.catalogue
     with serve(data) as (url, state):
@@ -131,7 +135,7 @@ def test_catalogue_download_can_be_cancelled(qtbot, main_window, services, tmp_p
 def test_checksum_mismatch_is_a_dialog_and_leaves_nothing(
     qtbot, main_window, services, tmp_path, demo_model
 ):
-    pane = _settings_pane(main_window)
+    pane = _settings_pane(main_window, qtbot)
     data = demo_model.read_bytes()
     box = pane.catalogue
     with serve(data) as (url, _):
@@ -153,7 +157,7 @@ def test_checksum_mismatch_is_a_dialog_and_leaves_nothing(
 def test_every_catalogue_models_state_shows_whole_beside_its_name(qtbot, main_window) -> None:
     """The state came last, behind long licence names, wrapped into two lines and cut at
     the row's height ("not" above a clipped "downloaded")."""
-    pane = _settings_pane(main_window)
+    pane = _settings_pane(main_window, qtbot)
     box = pane.catalogue
     box.reload()
     table = box.table

@@ -80,6 +80,7 @@ def test_stored_guard_flags_are_shown_marked_and_confirmed(
 def test_settings_pane_edits_the_guard_settings(qtbot, main_window, services, store) -> None:
     pane = main_window.pane("settingsPane")
     main_window.tabs.setCurrentWidget(pane)
+    qtbot.waitUntil(lambda: not pane.loading, timeout=30_000)  # read in the background
     assert pane.guard_opinion.currentData() == "on"
     assert pane.guard_threshold.value() == pytest.approx(0.5)
     pane.guard_opinion.setCurrentIndex(pane.guard_opinion.findData("always"))

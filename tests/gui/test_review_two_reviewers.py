@@ -106,6 +106,7 @@ def test_the_reviewer_name_is_a_settings_field_kept_in_the_profile(
     pane = main_window.pane("settingsPane")
     assert isinstance(pane, SettingsPane)
     pane.refresh()
+    qtbot.waitUntil(lambda: not pane.loading, timeout=30_000)  # read in the background
     box = pane.reviewer_box
     assert box.name_edit.text() == "" and box.name_edit.placeholderText()
     box.name_edit.setText("  Ana Lima ")

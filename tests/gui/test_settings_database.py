@@ -34,6 +34,7 @@ def pane(qtbot, services: AppServices) -> Iterator[SettingsPane]:
     widget.resize(1400, 900)
     widget.show()
     qtbot.waitExposed(widget)
+    qtbot.waitUntil(lambda: not widget.loading, timeout=30_000)  # read in the background
     yield widget
     widget.shutdown()
 

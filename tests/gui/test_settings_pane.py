@@ -23,10 +23,16 @@ from PySide6.QtWidgets import (
 from curator.store.settings import DEFAULTS, load_settings, set_setting
 
 
-def _pane(main_window):
+def _pane(main_window, qtbot):
     pane = main_window.pane("settingsPane")
     main_window.tabs.setCurrentWidget(pane)
+    _read(qtbot, pane)
     return pane
+
+
+def _read(qtbot, pane) -> None:
+    """The saved values are read in the background: the form is filled once they came."""
+    qtbot.waitUntil(lambda: not pane.loading, timeout=30_000)
 
 
 def _saved(qtbot, services) -> None:
@@ -35,7 +41,7 @@ def _saved(qtbot, services) -> None:
 
 
 def test_apply_saves_all_values(qtbot, main_window, services, store) -> None:
-    pane = _pane(main_window)
+    pane = _pane(main_window, qtbot)
     pane.top_k.setValue(25)
     pane.decay_rate.setValue(0.9)
     pane.n_threads.setValue(2)
@@ -49,7 +55,7 @@ def test_apply_saves_all_values(qtbot, main_window, services, store) -> None:
 
 
 def test_skip_threshold_must_exceed_update_threshold(qtbot, main_window, services, store):
-    pane = _pane(main_window)
+    pane = _pane(main_window, qtbot)
     pane.skip_threshold.setValue(0.6)
     pane.update_threshold.setValue(0.8)
     pane.top_k.setValue(7)
@@ -66,10 +72,11 @@ def test_skip_threshold_must_exceed_update_threshold(qtbot, main_window, service
 def test_bad_model_file_is_refused_and_previous_kept(
     qtbot, main_window, services, store, tmp_path: Path, content: bytes
 ) -> None:
-    pane = _pane(main_window)
+    pane = _pane(main_window, qtbot)
     previous = str(tmp_path / "previous.gguf")
     set_setting(store, "model_path", previous)
     pane.refresh()
+    _read(qtbot, pane)
     bad = tmp_path / "broken.gguf"
     bad.write_bytes(content)
     pane.model_edit.setText(str(bad))
@@ -103,7 +110,7 @@ def test_the_model_header_is_read_off_the_gui_thread(
         return real(path)
 
     monkeypatch.setattr(settings_pane, "read_gguf_info", noted)
-    pane = _pane(main_window)
+    pane = _pane(main_window, qtbot)
     pane.model_edit.clear()  # the bundled demo model
     pane.show_model_info()
     qtbot.waitUntil(lambda: pane.model_info.text().startswith("The bundled demo model."))
@@ -116,7 +123,7 @@ def test_demo_model_file_validates_off_the_gui_thread(qtbot, main_window, store)
 
     demo = demo_model_path()
     assert demo is not None
-    pane = _pane(main_window)
+    pane = _pane(main_window, qtbot)
     pane.model_edit.setText(str(demo))
     pane.show_model_info()
     qtbot.waitUntil(lambda: "Quantisation" in pane.model_info.text())
@@ -132,7 +139,7 @@ def test_window_and_cli_refuse_the_same_values_with_the_same_message(
 ) -> None:
     from curator.cli import main
 
-    pane = _pane(main_window)
+    pane = _pane(main_window, qtbot)
     pane.skip_threshold.setValue(0.6)
     pane.update_threshold.setValue(0.8)
     pane.apply()
@@ -154,10 +161,10 @@ def test_window_and_cli_refuse_the_same_values_with_the_same_message(
     assert load_settings(store).skip_threshold == pytest.approx(0.95)  # nothing saved
 
 
-def test_window_spin_boxes_enforce_the_same_bounds_as_the_cli(main_window) -> None:
+def test_window_spin_boxes_enforce_the_same_bounds_as_the_cli(qtbot, main_window) -> None:
     from curator.store.settings import RULES
 
-    pane = _pane(main_window)
+    pane = _pane(main_window, qtbot)
     boxes = {
         "n_gpu_layers": pane.gpu_layers,
         "n_ctx": pane.n_ctx,
@@ -186,8 +193,9 @@ def test_retune_measures_off_the_gui_thread_and_shows_the_counts(
     monkeypatch.setenv("CURATOR_CACHE_DIR", str(tmp_path))
     demo = demo_model_path()
     assert demo is not None
-    pane = _pane(main_window)
+    pane = _pane(main_window, qtbot)
     pane.refresh()
+    _read(qtbot, pane)
     assert "measured when the model is next loaded" in pane.threads_info.text()
     qtbot.mouseClick(pane.retune_button, Qt.MouseButton.LeftButton)
     assert not pane.retune_button.isEnabled()  # returned at once, still measuring
@@ -199,7 +207,7 @@ def test_retune_measures_off_the_gui_thread_and_shows_the_counts(
 
 
 def test_the_error_for_a_text_file_reads_as_words(qtbot, main_window, services, tmp_path):
-    pane = _pane(main_window)
+    pane = _pane(main_window, qtbot)
     bad = tmp_path / "notes.gguf"
     bad.write_bytes(b"not a model, just notes\n" * 20)
     pane.model_edit.setText(str(bad))
@@ -211,7 +219,7 @@ def test_the_error_for_a_text_file_reads_as_words(qtbot, main_window, services, 
 
 
 def test_apply_stays_put_when_the_model_block_changes_height(qtbot, main_window) -> None:
-    pane = _pane(main_window)
+    pane = _pane(main_window, qtbot)
     before = pane.apply_button.mapTo(pane, QPoint(0, 0))
     pane.model_info.setText("\n".join(f"line {i}" for i in range(12)))
     pane.demo_notice.setVisible(not pane.demo_notice.isVisible())
@@ -237,8 +245,8 @@ def _fields(pane: QWidget) -> list[QWidget]:
     return found
 
 
-def test_every_settings_field_has_a_tooltip_with_range_and_default(main_window) -> None:
-    pane = _pane(main_window)
+def test_every_settings_field_has_a_tooltip_with_range_and_default(qtbot, main_window) -> None:
+    pane = _pane(main_window, qtbot)
     fields = _fields(pane)
     assert len(fields) >= 15
     missing = [f.objectName() or type(f).__name__ for f in fields if not f.toolTip().strip()]
@@ -252,10 +260,10 @@ def test_every_settings_field_has_a_tooltip_with_range_and_default(main_window) 
         assert button.toolTip()
 
 
-def test_gpu_layers_all_is_explained_where_there_is_no_gpu(main_window) -> None:
+def test_gpu_layers_all_is_explained_where_there_is_no_gpu(qtbot, main_window) -> None:
     import llama_cpp
 
-    pane = _pane(main_window)
+    pane = _pane(main_window, qtbot)
     cpu_only = not llama_cpp.llama_supports_gpu_offload()
     assert pane.gpu_note.isVisibleTo(pane) == cpu_only
     if cpu_only:
@@ -272,8 +280,9 @@ def _question(services):
 def test_restore_defaults_asks_first(qtbot, main_window, services, store) -> None:
     set_setting(store, "top_k", 7)
     set_setting(store, "decay_rate", 0.8)
-    pane = _pane(main_window)
+    pane = _pane(main_window, qtbot)
     pane.refresh()
+    _read(qtbot, pane)
 
     qtbot.mouseClick(pane.defaults_button, Qt.MouseButton.LeftButton)
     box = _question(services)
@@ -295,7 +304,7 @@ def test_a_change_made_while_a_save_waits_is_kept_in_the_form(
     """A save held up by another writer (the CLI) must not reset what was changed meanwhile."""
     import sqlite3
 
-    pane = _pane(main_window)
+    pane = _pane(main_window, qtbot)
     pane.top_k.setValue(25)
     outside = sqlite3.connect(str(store.path))  # another process holding the write lock
     outside.execute("BEGIN IMMEDIATE")
@@ -351,7 +360,7 @@ def test_the_newest_model_path_is_described_whatever_was_pending(
         "none": "",
         "unknown home": "~no-such-user-here/model.gguf",
     }
-    pane = _pane(main_window)
+    pane = _pane(main_window, qtbot)
     with pytest.MonkeyPatch.context() as patch:
         gate = _held_reads(patch)
         patch.setattr(settings_pane, "demo_model_path", lambda: None)
@@ -377,7 +386,7 @@ def test_a_model_path_in_the_home_of_an_unknown_user_is_refused_in_words(
 ) -> None:
     """``~name/...`` of a user the system does not know has no home: the pane says so
     (Python's expanduser raised RuntimeError in the slot, an internal error)."""
-    pane = _pane(main_window)
+    pane = _pane(main_window, qtbot)
     pane.model_edit.setText("~no-such-user-here/model.gguf")
     pane.show_model_info()
     assert services.ops.wait()
@@ -402,7 +411,7 @@ def test_a_refused_model_stays_refused_when_an_older_header_read_ends_later(
         raise ModelFileError(f"{path}: llama.cpp cannot load it (injected)")
 
     monkeypatch.setattr(settings_parts, "validate_model_file", refused)
-    pane = _pane(main_window)
+    pane = _pane(main_window, qtbot)
     assert services.ops.wait()
     qtbot.waitUntil(lambda: services.ops.pending == 0)
     gate = _held_reads(monkeypatch)

@@ -82,11 +82,18 @@ def _free_port() -> int:
         return int(sock.getsockname()[1])
 
 
-def _pane(main_window):
+def _pane(main_window, qtbot):
     pane = main_window.pane("settingsPane")
     main_window.tabs.setCurrentWidget(pane)
     pane.refresh()
+    _read(qtbot, pane)
+    _read(qtbot, pane)
     return pane
+
+
+def _read(qtbot, pane) -> None:
+    """The saved values are read in the background: the form is filled once they came."""
+    qtbot.waitUntil(lambda: not pane.loading, timeout=30_000)
 
 
 def _choose_server(qtbot, pane, url: str, model: str = "") -> None:
@@ -108,7 +115,7 @@ def _database_bytes(path: Path) -> bytes:
 
 
 def test_the_selector_saves_the_server_settings(no_keyring, qtbot, main_window, services, store):
-    pane = _pane(main_window)
+    pane = _pane(main_window, qtbot)
     box = pane.backend_box
     assert box.local_radio.isChecked() and not box.url_edit.isEnabled()
     _choose_server(qtbot, pane, "http://127.0.0.1:8080", "smollm")
@@ -134,7 +141,7 @@ def test_the_selector_saves_the_server_settings(no_keyring, qtbot, main_window, 
 def test_without_a_keyring_the_key_field_points_to_the_environment(
     no_keyring, qtbot, main_window
 ) -> None:
-    pane = _pane(main_window)
+    pane = _pane(main_window, qtbot)
     _choose_server(qtbot, pane, "http://127.0.0.1:8080")
     box = pane.backend_box
     assert not box.key_edit.isEnabled()
@@ -144,7 +151,7 @@ def test_without_a_keyring_the_key_field_points_to_the_environment(
 def test_the_key_goes_to_the_keyring_never_to_the_database(
     memory_keyring, qtbot, main_window, services, store
 ) -> None:
-    pane = _pane(main_window)
+    pane = _pane(main_window, qtbot)
     _choose_server(qtbot, pane, "http://127.0.0.1:8080")
     box = pane.backend_box
     assert box.key_edit.isEnabled()
@@ -164,7 +171,7 @@ def test_the_key_goes_to_the_keyring_never_to_the_database(
 
 
 def test_a_url_with_a_password_is_refused(no_keyring, qtbot, main_window, services, store):
-    pane = _pane(main_window)
+    pane = _pane(main_window, qtbot)
     _choose_server(qtbot, pane, "http://me:hunter2@127.0.0.1:8080")
     pane.apply()
     assert "must not contain a user name or password" in services.dialogs.shown[-1].text()
@@ -177,7 +184,7 @@ def test_test_connection_reports_the_server_its_models_and_speed(
     no_keyring, server_url: str, qtbot, main_window, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv(API_KEY_ENV, API_KEY)  # no keyring here: the environment's key
-    pane = _pane(main_window)
+    pane = _pane(main_window, qtbot)
     _choose_server(qtbot, pane, server_url)
     box = pane.backend_box
     qtbot.mouseClick(box.test_button, Qt.MouseButton.LeftButton)
@@ -191,7 +198,7 @@ def test_test_connection_reports_the_server_its_models_and_speed(
 
 def test_test_connection_to_a_dead_port_is_a_plain_error(no_keyring, qtbot, main_window):
     url = f"http://127.0.0.1:{_free_port()}"
-    pane = _pane(main_window)
+    pane = _pane(main_window, qtbot)
     _choose_server(qtbot, pane, url)
     box = pane.backend_box
     qtbot.mouseClick(box.test_button, Qt.MouseButton.LeftButton)

@@ -26,6 +26,7 @@ def pane(qtbot, services: AppServices) -> Iterator[SettingsPane]:
     widget.resize(800, 420)  # short: the page scrolls
     widget.show()
     qtbot.waitExposed(widget)
+    qtbot.waitUntil(lambda: not widget.loading, timeout=30_000)  # read in the background
     yield widget
     widget.shutdown()
 

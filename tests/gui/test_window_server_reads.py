@@ -179,3 +179,31 @@ def decide_elsewhere(store: Store, candidate: int) -> None:
     """A colleague's decision, on a connection of its own."""
     with Store(store.location) as colleague:
         review.decide(colleague, candidate, "REJECT", actor="ana")
+
+
+@pytest.mark.parametrize(
+    "name",
+    [
+        "episodesPane",
+        "reviewPane",
+        "knowledgePane",
+        "identityPane",
+        "runsPane",
+        "insightsPane",
+        "settingsPane",
+    ],
+)
+def test_every_pane_in_view_reloads_an_outside_change_off_the_gui_thread(
+    qtbot, main_window: MainWindow, store: Store, probe: StatementProbe, name: str
+) -> None:
+    """Shown, then reloaded for another process's write: no pane reads on the GUI thread
+    (the Episodes table's page of rows aside)."""
+    assert main_window.tabs.count() == 7  # a new pane joins the list above
+    pane = main_window.pane(name)
+    main_window.tabs.setCurrentWidget(pane)
+    ops = main_window.services.ops
+    qtbot.waitUntil(lambda: ops.pending == 0 and not main_window.status_loading)
+    with qtbot.waitSignal(main_window.change_listener.changed, timeout=10_000):
+        record(store, 0, 1)
+    qtbot.waitUntil(lambda: not main_window._outside_pending and ops.pending == 0)
+    assert probe.not_page_reads() == []

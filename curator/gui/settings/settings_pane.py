@@ -14,6 +14,12 @@ model facts, a download's progress). Saving goes through ``services.ops.write`` 
 decay rate re-ranks every pattern); the server's API key goes to the system keyring in
 the same background job, never to the database. Every field's tooltip says what the
 setting does, its range and its default (:mod:`curator.gui.settings.settings_help`).
+
+The saved values are read in the background whenever the pane is reloaded (shown, Revert,
+another process's change while it is in view; :attr:`SettingsPane.loading` meanwhile), and
+what needs them later (the thread tuning shown, Re-tune) uses that read: on a database
+server every read is a round trip. Apply alone checks the form against the saved values
+on the GUI thread, once, when the user asks.
 """
 
 from __future__ import annotations
@@ -72,10 +78,12 @@ from curator.store.settings import (
     Settings,
     SettingsError,
     changed_settings,
+    load_settings,
     update_settings,
 )
 
 MODEL_INFO_QUERY = "settings.model_info"
+VALUES_QUERY = "settings.values"
 
 
 def _describe_model(path: Path, *, bundled: bool) -> tuple[str, bool]:
@@ -94,6 +102,9 @@ class SettingsPane(Pane):
     def __init__(self, services: AppServices, parent: QWidget | None = None) -> None:
         super().__init__(services, parent)
         self.setObjectName("settingsPane")
+        self._values: Settings | None = None
+        """The saved settings as last read (None: not read yet)."""
+        self._reading = 0  # token of the read of the saved values not delivered yet
         self._pool = QThreadPool(self)
         self._pool.setMaxThreadCount(1)
         self._signals = ValidationSignals(self)
@@ -434,10 +445,8 @@ class SettingsPane(Pane):
         except SettingsError as exc:
             self.services.dialogs.warning(self, "Settings", f"Not saved: {exc}")
             return
-        try:
-            current_model = self.services.settings().model_path
-        except SettingsError:
-            current_model = None  # a broken saved value being replaced: check the file
+        # the model as last read (none read: a broken saved value being replaced)
+        current_model = self._values.model_path if self._values is not None else None
         if values["model_path"] and values["model_path"] != current_model:
             self._pending = values
             self._set_busy(True)
@@ -538,7 +547,7 @@ class SettingsPane(Pane):
     # -- threads --------------------------------------------------------------------------
 
     def _model_path(self) -> Path | None:
-        saved = self.services.settings().model_path
+        saved = self._values.model_path if self._values is not None else None
         return Path(str(saved)).expanduser() if saved else demo_model_path()
 
     def show_thread_tuning(self) -> None:
@@ -560,7 +569,7 @@ class SettingsPane(Pane):
         if worker is not None and worker.busy:  # it would compete for the same cores
             self.status_message.emit("Re-tune after the current run has finished.")
             return
-        values = self.services.settings()
+        values = self._values if self._values is not None else Settings()
         settings = BackendSettings(
             model_path=path,
             n_gpu_layers=values.n_gpu_layers,
@@ -586,10 +595,28 @@ class SettingsPane(Pane):
 
     # -- pane API -------------------------------------------------------------------------
 
+    @property
+    def loading(self) -> bool:
+        """A read of the saved values is on its way."""
+        return self._reading != 0
+
     def refresh(self) -> None:
+        """Read the saved values in the background; :meth:`_show_values` fills the form."""
         if self.validating or self.saving:
             return
-        values: Settings = self.services.settings()
+        self._reading = self.ops.query(
+            VALUES_QUERY, lambda ctx: load_settings(ctx.store), self._show_values, self._read_failed
+        )
+
+    def _read_failed(self, reason: str) -> None:
+        self._reading = 0
+        self.services.dialogs.error(self, "Settings", f"The settings could not be read: {reason}")
+
+    def _show_values(self, values: Settings) -> None:
+        self._reading = 0
+        if self.validating or self.saving:
+            return  # the form is being applied; it is read again once that is done
+        self._values = values
         self.backend_box.load(values)
         self.model_edit.setText(values.model_path or "")
         self.gpu_layers.setValue(values.n_gpu_layers)
