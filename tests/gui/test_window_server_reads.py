@@ -12,21 +12,30 @@ runs it) watches the GUI thread while other processes and the window itself writ
 from __future__ import annotations
 
 import threading
-from collections.abc import Iterator
-from typing import Any
+import time
+from collections.abc import Callable, Iterator
+from typing import Any, TypeVar
 
 import peewee
 import pytest
+from hypothesis import HealthCheck, example, given, settings
+from hypothesis import strategies as st
 
+from curator import Curator
 from curator.gui.episodes.episodes_pane import EpisodesPane
 from curator.gui.review.review_pane import ReviewPane
 from curator.gui.window.main_window import MainWindow
 from curator.pipeline import review
+from curator.pipeline.labels import relabel
 from curator.store.changes import PostgresWatcher
 from curator.store.db import Store
 from curator.store.models import Episode
 from tests.gui.test_review_pane import build_staged_run
 from tests.gui.test_window_live_engines import another_process
+
+T = TypeVar("T")
+
+ROWS_SQL = "SELECT id, label FROM episode ORDER BY id"
 
 PAGE_READ = "SELECT id, timestamp, source, label, label_by, model_label, model_confidence"
 """The one statement a view may need at once: the rows it is drawing, by primary key."""
@@ -207,3 +216,106 @@ def test_every_pane_in_view_reloads_an_outside_change_off_the_gui_thread(
         record(store, 0, 1)
     qtbot.waitUntil(lambda: not main_window._outside_pending and ops.pending == 0)
     assert probe.not_page_reads() == []
+
+
+def elsewhere(store: Store, work: Callable[[Store], T]) -> T:
+    """``work`` on another connection, on a thread of its own; its result."""
+    found: list[T] = []
+
+    def run() -> None:
+        with Store(store.location) as other:
+            found.append(work(other))
+
+    thread = threading.Thread(target=run)
+    thread.start()
+    thread.join(60)
+    assert found, "the other connection's work failed"
+    return found[0]
+
+
+def record_one(other: Store) -> None:
+    with Curator(db=other.location) as memory:
+        memory.record(f"an outside note {time.monotonic_ns()}")
+
+
+def relabel_last(label: str) -> Callable[[Store], None]:
+    def work(other: Store) -> None:
+        (last,) = other.execute("SELECT max(id) FROM episode")
+        relabel(other, [int(last[0])], label)
+
+    return work
+
+
+def drop_watcher(other: Store) -> None:
+    other.execute(
+        "SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
+        "WHERE application_name = 'curator-watch' AND datname = current_database()"
+    )
+
+
+def rows_in(other: Store) -> list[tuple[int, str | None]]:
+    return [(int(i), label) for i, label in other.execute(ROWS_SQL)]
+
+
+LABELS = ("noise", "constitutional", "uncategorized")
+STEPS = ("record", "relabel", "mine", "late", "drop")
+
+
+@settings(
+    max_examples=6,
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture],
+)
+@given(steps=st.lists(st.sampled_from(STEPS), min_size=1, max_size=6))
+@example(steps=["late", "record", "mine"])  # heard late, then the window's own write
+@example(steps=["drop", "relabel", "mine"])  # the watcher away, then the window's own write
+def test_any_interleaving_of_outside_writes_and_ours_ends_showing_the_database(
+    qtbot,
+    main_window: MainWindow,
+    store: Store,
+    shown: tuple[EpisodesPane, int],
+    monkeypatch: pytest.MonkeyPatch,
+    steps: list[str],
+) -> None:
+    """Other connections record and relabel, the window relabels, the watcher hears late
+    (a fault injection holding its counter read) or loses its connection, in any order:
+    once all is settled the Episodes pane shows what the database holds."""
+    pane = shown[0]
+    # the retrain after a relabel reloads the pane by itself: off, so only the window's
+    # bookkeeping of changes heard and its own writes can bring the outside ones in
+    monkeypatch.setattr(pane.relearner, "schedule", lambda: None)
+    held = threading.Event()
+    real = PostgresWatcher._counter
+
+    def late(watcher: PostgresWatcher) -> int | None:
+        held.wait(30)
+        return real(watcher)
+
+    ops = main_window.services.ops
+    try:
+        for n, step in enumerate(steps):
+            label = LABELS[n % len(LABELS)]
+            if step == "record":
+                elsewhere(store, record_one)
+            elif step == "relabel":
+                elsewhere(store, relabel_last(label))
+            elif step == "mine":
+                pane.select_ids([pane.model.episode_id(0)])
+                pane.relabel_selected(label)
+                qtbot.waitUntil(lambda: not ops.busy, timeout=30_000)
+            elif step == "late":
+                monkeypatch.setattr(PostgresWatcher, "_counter", late)
+            else:
+                elsewhere(store, drop_watcher)
+    finally:
+        held.set()
+        monkeypatch.setattr(PostgresWatcher, "_counter", real)
+
+    def shown_rows() -> list[tuple[int, str | None]]:
+        rows = (pane.model.row_data(r) for r in range(pane.model.rowCount()))
+        return sorted((row.id, row.label) for row in rows if row is not None)
+
+    qtbot.waitUntil(
+        lambda: not ops.busy and ops.pending == 0 and shown_rows() == elsewhere(store, rows_in),
+        timeout=15_000,
+    )
