@@ -1,10 +1,10 @@
-"""A window on a database server sends it nothing from the GUI thread but page reads.
+"""A window on a database server sends it nothing from the GUI thread.
 
 Every statement to PostgreSQL is a round trip over the network: tens of milliseconds to a
 remote server, seconds to one that stopped answering. The window hears other processes'
-writes, tells its own writes from theirs and reloads the Episodes pane; on a server each
-of those reads (the change counter, the id list, the counts) runs off the GUI thread, and
-only the page of rows the view is drawing is read on it. A *statement probe* (a fault
+writes, tells its own writes from theirs and reloads the pane in view; on a server each
+of those reads (the change counter, the id list, the counts, the page of rows the table
+is drawing, every other pane's reads) runs off the GUI thread. A *statement probe* (a fault
 injection around peewee's ``execute_sql`` that records the thread and the statement, then
 runs it) watches the GUI thread while other processes and the window itself write.
 """
@@ -22,6 +22,7 @@ from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from curator import Curator
+from curator.gui.episodes import episode_model
 from curator.gui.episodes.episodes_pane import EpisodesPane
 from curator.gui.review.review_pane import ReviewPane
 from curator.gui.window.main_window import MainWindow
@@ -36,9 +37,6 @@ from tests.gui.test_window_live_engines import another_process
 T = TypeVar("T")
 
 ROWS_SQL = "SELECT id, label FROM episode ORDER BY id"
-
-PAGE_READ = "SELECT id, timestamp, source, label, label_by, model_label, model_confidence"
-"""The one statement a view may need at once: the rows it is drawing, by primary key."""
 
 
 RECORDER = """
@@ -80,9 +78,6 @@ class StatementProbe:
             return real(db, sql, *args, **kwargs)
 
         monkeypatch.setattr(peewee.Database, "execute_sql", execute_sql)
-
-    def not_page_reads(self) -> list[str]:
-        return [sql for sql in self.on_gui_thread if not sql.startswith(PAGE_READ)]
 
 
 @pytest.fixture
@@ -126,7 +121,7 @@ def test_outside_writes_and_our_own_are_read_off_the_gui_thread(
     qtbot.waitUntil(lambda: pane.model.rowCount() == before + 2, timeout=10_000)
 
     assert probe.elsewhere > 0  # the probe sees the reads that ran elsewhere
-    assert probe.not_page_reads() == []
+    assert probe.on_gui_thread == []
 
 
 def test_a_burst_of_outside_writes_is_shown_with_no_read_on_the_gui_thread(
@@ -140,7 +135,7 @@ def test_a_burst_of_outside_writes_is_shown_with_no_read_on_the_gui_thread(
     while any(writer.is_alive() for writer in writers):
         qtbot.wait(20)
     qtbot.waitUntil(lambda: pane.model.rowCount() == before + 60, timeout=10_000)
-    assert probe.not_page_reads() == []
+    assert probe.on_gui_thread == []
 
 
 def test_a_colleagues_decision_heard_only_after_my_own_write_is_still_shown(
@@ -205,8 +200,7 @@ def decide_elsewhere(store: Store, candidate: int) -> None:
 def test_every_pane_in_view_reloads_an_outside_change_off_the_gui_thread(
     qtbot, main_window: MainWindow, store: Store, probe: StatementProbe, name: str
 ) -> None:
-    """Shown, then reloaded for another process's write: no pane reads on the GUI thread
-    (the Episodes table's page of rows aside)."""
+    """Shown, then reloaded for another process's write: no pane reads on the GUI thread."""
     assert main_window.tabs.count() == 7  # a new pane joins the list above
     pane = main_window.pane(name)
     main_window.tabs.setCurrentWidget(pane)
@@ -215,7 +209,7 @@ def test_every_pane_in_view_reloads_an_outside_change_off_the_gui_thread(
     with qtbot.waitSignal(main_window.change_listener.changed, timeout=10_000):
         record(store, 0, 1)
     qtbot.waitUntil(lambda: not main_window._outside_pending and ops.pending == 0)
-    assert probe.not_page_reads() == []
+    assert probe.on_gui_thread == []
 
 
 def elsewhere(store: Store, work: Callable[[Store], T]) -> T:
@@ -319,3 +313,44 @@ def test_any_interleaving_of_outside_writes_and_ours_ends_showing_the_database(
         lambda: not ops.busy and ops.pending == 0 and shown_rows() == elsewhere(store, rows_in),
         timeout=15_000,
     )
+
+
+def test_a_page_on_its_way_shows_that_it_is_and_an_unreadable_one_says_so_once(
+    qtbot, shown: tuple[EpisodesPane, int], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """On a server the table's rows come in the background too: "…" until they arrive;
+    a page that cannot be read shows "(not read)" until the next reload, said once."""
+    pane = shown[0]
+    model = pane.model
+    preview = model.index(0, model.columnCount() - 1)
+    real = episode_model.fetch_rows
+    opened = threading.Event()
+
+    def held(*args: Any) -> Any:  # fault injection: a slow server
+        assert opened.wait(30)
+        return real(*args)
+
+    monkeypatch.setattr(episode_model, "fetch_rows", held)
+    model.reload()  # the same ids: the rows are read again
+    qtbot.waitUntil(lambda: not model.loading)
+    assert model.data(preview) == episode_model.PENDING_TEXT
+    opened.set()
+    qtbot.waitUntil(lambda: model.data(preview) not in (episode_model.PENDING_TEXT, None))
+    expected = model.data(preview)
+
+    said: list[str] = []
+    pane.status_message.connect(said.append)
+
+    def unreadable(*args: Any) -> Any:  # fault injection: the server went away
+        raise OSError("server closed the connection unexpectedly")
+
+    monkeypatch.setattr(episode_model, "fetch_rows", unreadable)
+    model.reload()
+    qtbot.waitUntil(lambda: model.data(preview) == episode_model.UNREAD_TEXT)
+    for row in range(min(model.rowCount(), 50)):  # painted again: asked again? no
+        model.data(model.index(row, 0))
+    qtbot.waitUntil(lambda: pane.ops.pending == 0)
+    assert len([line for line in said if "closed the connection" in line]) == 1
+    monkeypatch.setattr(episode_model, "fetch_rows", real)
+    model.reload()
+    qtbot.waitUntil(lambda: model.data(preview) == expected)

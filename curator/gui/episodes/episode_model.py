@@ -19,7 +19,10 @@ come), then the counts. Smaller databases answer within a frame and are loaded a
 which keeps the view free of a visible round trip; a database on a server never is (every
 read of it is a round trip over the network). Page fetches (200 rows by primary
 key) stay on the GUI thread: they are what scrolling needs now, and take about a
-millisecond.
+millisecond. On a database server they do not: every read is a round trip, so a page not
+yet read is asked for in the background (one :meth:`StoreOps.query` per page) and its rows
+show :data:`PENDING_TEXT` until it arrives; a page that cannot be read shows
+:data:`UNREAD_TEXT` until the next reload, and the pane says why once.
 """
 
 from __future__ import annotations
@@ -70,6 +73,15 @@ at 20,000 episodes a text search takes ~15 ms, at 300,000 several hundred)."""
 
 QUERY_KEY = "episodeTable"
 """The :meth:`StoreOps.query` key of the table's loads (a newer load replaces an older)."""
+
+PAGE_KEY = "episodeTable.page"
+"""The key prefix of a page's background read on a server (one key per page)."""
+
+PENDING_TEXT = "…"
+"""A row whose page is being read from the server."""
+
+UNREAD_TEXT = "(not read)"
+"""A row whose page could not be read (until the next reload)."""
 
 Loaded = Callable[[bool], None]
 """Called after a load is applied with whether the model was reset."""
@@ -132,6 +144,9 @@ class EpisodeTableModel(QAbstractTableModel):
         # an unreachable one's, seconds): its id and count queries always run off the GUI
         # thread, however few the episodes. A SQLite file answers a small one in a frame.
         local = store.dialect.is_file
+        self._pages_in_background = not local and ops is not None
+        self._asked: set[int] = set()  # pages being read in the background
+        self._unread: set[int] = set()  # pages whose read failed, until the next reload
         self.async_above = ASYNC_ABOVE if local else -1
         self.total = count_episodes(store) if ops is not None and local else 0
         """All episodes, whatever the filter, as of the last load."""
@@ -260,6 +275,7 @@ class EpisodeTableModel(QAbstractTableModel):
             self.beginInsertRows(QModelIndex(), shown, len(ids) - 1)
             self._ids, self._row_of = ids, row_of
             self._pages.pop(shown // self.page_size, None)  # a cached page cut short
+            self._asked.discard(shown // self.page_size)
             self.endInsertRows()
         return False
 
@@ -298,7 +314,7 @@ class EpisodeTableModel(QAbstractTableModel):
     def _reload_to(self, rows: Rows) -> bool:
         ids = rows[0]
         if ids == self._ids:
-            self._pages.clear()
+            self._forget_pages()
             if ids:
                 self.dataChanged.emit(self.index(0, 0), self.index(len(ids) - 1, len(COLUMNS) - 1))
             return False
@@ -306,7 +322,14 @@ class EpisodeTableModel(QAbstractTableModel):
 
     def _set_ids(self, rows: Rows) -> None:
         self._ids, self._row_of = rows
+        self._forget_pages()
+
+    def _forget_pages(self) -> None:
+        """Every page is read again when next shown (a read on its way is dropped when
+        it arrives: its ids are no longer the page's)."""
         self._pages.clear()
+        self._asked.clear()
+        self._unread.clear()
 
     def refresh_ids(self, episode_ids: Iterable[int]) -> None:
         """Forget the cached rows of ``episode_ids`` and repaint just those rows.
@@ -321,6 +344,7 @@ class EpisodeTableModel(QAbstractTableModel):
             rows = sorted({self._row_of[i] for i in ids if i in self._row_of})
             for page in {row // self.page_size for row in rows}:
                 self._pages.pop(page, None)
+                self._asked.discard(page)
         else:
             changed = set(ids)
             rows = []
@@ -330,6 +354,7 @@ class EpisodeTableModel(QAbstractTableModel):
                 hit = [first + n for n, i in enumerate(page_ids) if i in changed]
                 if hit:
                     del self._pages[page]
+                    self._asked.discard(page)
                     rows += hit
         last_column = len(COLUMNS) - 1
         # one dataChanged per contiguous run of rows
@@ -347,14 +372,63 @@ class EpisodeTableModel(QAbstractTableModel):
         if cached is not None:
             self._pages.move_to_end(page)
             return cached
-        ids = self._ids[page * self.page_size : (page + 1) * self.page_size]
-        found = fetch_rows(self._store, ids)
+        ids = self._page_ids(page)
+        return self._keep(page, ids, fetch_rows(self._store, ids))
+
+    def _page_ids(self, page: int) -> list[int]:
+        return self._ids[page * self.page_size : (page + 1) * self.page_size]
+
+    def _keep(
+        self, page: int, ids: list[int], found: dict[int, EpisodeRow]
+    ) -> list[EpisodeRow | None]:
         rows = [found.get(i) for i in ids]
         self.pages_fetched += 1
         self._pages[page] = rows
         while len(self._pages) > self.max_pages:
             self._pages.popitem(last=False)
         return rows
+
+    def _shown_row(self, row: int) -> EpisodeRow | str | None:
+        """What a painted row shows: its row read, or (on a server, while its page is not
+        read yet) the text that says so; the page is then asked for in the background."""
+        page = row // self.page_size
+        if not self._pages_in_background or page in self._pages:
+            return self.row_data(row)
+        if page in self._unread:
+            return UNREAD_TEXT
+        if page not in self._asked:
+            self._ask_page(page)
+        return PENDING_TEXT
+
+    def _ask_page(self, page: int) -> None:
+        assert self.ops is not None
+        ids = self._page_ids(page)
+        self._asked.add(page)
+
+        def arrived(found: dict[int, EpisodeRow]) -> None:
+            if page not in self._asked or self._page_ids(page) != ids:
+                return  # reloaded or reset meanwhile: asked again when painted
+            self._asked.discard(page)
+            self._keep(page, ids, found)
+            self._repaint(page)
+
+        def failed(message: str) -> None:
+            if page not in self._asked or self._page_ids(page) != ids:
+                return
+            self._asked.discard(page)
+            self._unread.add(page)
+            self._repaint(page)
+            self.load_failed.emit(message)
+
+        self.ops.query(
+            f"{PAGE_KEY}.{page}", lambda ctx: fetch_rows(ctx.store, ids), arrived, failed
+        )
+
+    def _repaint(self, page: int) -> None:
+        first = page * self.page_size
+        last = min(len(self._ids), first + self.page_size) - 1
+        if last >= first:
+            self.dataChanged.emit(self.index(first, 0), self.index(last, len(COLUMNS) - 1))
 
     def row_data(self, row: int) -> EpisodeRow | None:
         if not 0 <= row < len(self._ids):
@@ -393,9 +467,11 @@ class EpisodeTableModel(QAbstractTableModel):
             return self._ids[index.row()]
         if role not in (Qt.ItemDataRole.DisplayRole, Qt.ItemDataRole.ToolTipRole):
             return None
-        row = self.row_data(index.row())
+        row = self._shown_row(index.row())
         if row is None:
             return "(deleted)" if role == Qt.ItemDataRole.DisplayRole else None
+        if isinstance(row, str):  # its page is on its way, or could not be read
+            return row if role == Qt.ItemDataRole.DisplayRole else None
         key = COLUMNS[index.column()][0]
         if role == Qt.ItemDataRole.ToolTipRole:
             if key == "preview":
