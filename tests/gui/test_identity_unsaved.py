@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import threading
 
-from PySide6.QtCore import Qt
+from PySide6.QtCore import Qt, QTimer
 
 from curator.store.identity import current_identity, save_identity
 from tests.gui.questions import answer_question
@@ -125,3 +125,69 @@ def test_typing_while_a_save_waits_is_kept(qtbot, main_window, services, store) 
     assert pane.dirty and pane.unsaved_label.isVisible()
     assert _tab_text(main_window, pane) == "Identity •"
     pane.revert()  # the window closes without a question at teardown
+
+
+def test_a_version_saved_while_the_question_is_open_is_asked_about_after_it(
+    qtbot, main_window, services, store
+) -> None:
+    """The question runs its own event loop: a read of a newer version delivered inside it
+    is shown once the question is answered (asked about in turn), never applied under it
+    and then overwritten by the older read that asked."""
+    pane = _pane(main_window, qtbot)
+    pane.identity_edit.setPlainText("My unsaved wording.")
+    second = save_identity(store, "Saved elsewhere first.", ["A."])
+    asked: list[str] = []
+    third: list[object] = []
+
+    def open_question() -> object | None:
+        boxes = [d for d in services.dialogs.shown if d.objectName() == "questionBox"]
+        shown = [box for box in boxes if box.isVisible()]
+        return shown[-1] if shown else None
+
+    def click(box: object, text: str) -> None:
+        """Press ``text``; a question without it is closed unanswered (the test fails)."""
+        buttons = [b for b in box.buttons() if b.text() == text]  # type: ignore[attr-defined]
+        if buttons:
+            buttons[0].click()
+        else:
+            box.reject()  # type: ignore[attr-defined]
+
+    polls = [2000]  # 20 s of looks, then any open question is closed: a failure, no hang
+
+    def answer() -> None:
+        box = open_question()
+        polls[0] -= 1
+        if polls[0] < 0:
+            if box is not None:
+                box.reject()  # type: ignore[attr-defined]
+            return
+        if box is None or (third and pane.loading):  # not asked yet, or its read not here
+            QTimer.singleShot(10, answer)
+            return
+        if not third:
+            asked.append(box.text())  # type: ignore[attr-defined]
+            third.append(save_identity(store, "Saved elsewhere again.", ["B."]))
+            pane.refresh()  # delivered inside the open question's event loop
+            QTimer.singleShot(10, answer)
+        elif len(asked) == 1:
+            click(box, "Keep my edits")
+            asked.append("")
+            QTimer.singleShot(10, answer)
+        else:
+            asked[1] = box.text()  # type: ignore[attr-defined]
+            click(box, f"Show version {third[0].version}")  # type: ignore[attr-defined]
+
+    QTimer.singleShot(0, answer)
+    pane.refresh()
+    qtbot.waitUntil(
+        lambda: len(asked) == 2 and asked[1] != "" and not pane.loading and not open_question(),
+        timeout=30_000,
+    )
+    latest = third[0]
+    try:
+        assert f"version {second.version}" in asked[0]
+        assert f"version {latest.version}" in asked[1]  # type: ignore[attr-defined]
+        assert pane.identity_edit.toPlainText() == "Saved elsewhere again." and not pane.dirty
+        assert pane.version_label.text() == f"Current version: {latest.version}"  # type: ignore[attr-defined]
+    finally:
+        pane.revert()  # the window closes without a question at teardown

@@ -89,9 +89,14 @@ class IdentityPane(Pane):
         super().__init__(services, parent)
         self.setObjectName("identityPane")
         self._loaded_version = -1
+        self._baseline: Identity | None = None
+        """The version the editor compares against (and Revert shows); None: none read."""
         self._history: IdentityHistory | None = None
         """The last read of the current version and the history (None: not read yet)."""
         self._reading = 0  # token of the read not delivered yet (0: none)
+        self._saving = False  # a save of this pane is on its way
+        self._asking = False  # the "saved elsewhere" question is open
+        self._deferred: IdentityHistory | None = None  # a read that came while it was
         self._saved: tuple[str, str] = ("", "")
         """The editors' text as loaded from the current version (what "unsaved" compares to)."""
         self._dirty = False
@@ -179,6 +184,7 @@ class IdentityPane(Pane):
         layout = QVBoxLayout(self)
         layout.addWidget(self.splitter)
         self._set_editable(False)  # until the first read arrives
+        self._update_dirty()
         self.refresh()
 
     # -- actions --------------------------------------------------------------------------
@@ -194,8 +200,9 @@ class IdentityPane(Pane):
     def _update_dirty(self) -> None:
         self._dirty = self._editor_text() != self._saved
         self.unsaved_label.setVisible(self._dirty)
-        self.save_button.setEnabled(self._dirty)
-        self.revert_button.setEnabled(self._dirty)
+        ready = self._baseline is not None  # nothing to save over or revert to before
+        self.save_button.setEnabled(self._dirty and ready)
+        self.revert_button.setEnabled(self._dirty and ready)
         self._mark_tab()
 
     def _mark_tab(self) -> None:
@@ -212,12 +219,17 @@ class IdentityPane(Pane):
         tabs.setTabText(index, f"{self._title} •" if self._dirty else self._title)
 
     def _load(self, current: Identity) -> None:
-        self._loaded_version = current.version
-        # a blank line between axioms keeps wrapped long axioms readable
-        self._saved = (current.identity_text, "\n\n".join(current.axioms))
+        self._compare_with(current)
         self.identity_edit.setPlainText(self._saved[0])
         self.axioms_edit.setPlainText(self._saved[1])
         self._update_dirty()
+
+    def _compare_with(self, current: Identity) -> None:
+        """Make ``current`` the version the editor's text is compared with (edits kept)."""
+        self._baseline = current
+        self._loaded_version = current.version
+        # a blank line between axioms keeps wrapped long axioms readable
+        self._saved = (current.identity_text, "\n\n".join(current.axioms))
 
     def _set_editable(self, editable: bool) -> None:
         for editor in (self.identity_edit, self.axioms_edit):
@@ -229,11 +241,11 @@ class IdentityPane(Pane):
         return self._reading != 0
 
     def revert(self) -> None:
-        """Drop the edits: the current saved version again (as last read; a newer one
-        saved elsewhere meanwhile comes with the reload that change causes)."""
-        if self._history is None:
+        """Drop the edits: the version they were compared with (a newer one saved
+        elsewhere meanwhile comes with the reload that change causes)."""
+        if self._baseline is None:
             return  # nothing read yet, nothing typed (the editors are read-only)
-        self._load(self._history.current)
+        self._load(self._baseline)
         self.status_message.emit("Identity edits dropped.")
 
     def confirm_discard(self) -> bool:
@@ -272,22 +284,24 @@ class IdentityPane(Pane):
         sent, note = self._editor_text(), self.note_edit.text()
 
         def done(saved: Identity) -> None:
+            self._saving = False
             if self.note_edit.text() == note:
                 self.note_edit.clear()
             if self._editor_text() == sent:
                 self._load(saved)
             else:  # typed while saving: keep it, now compared with the saved version
-                self._loaded_version = saved.version
-                self._saved = (saved.identity_text, "\n\n".join(saved.axioms))
+                self._compare_with(saved)
                 self._update_dirty()
             self.refresh()  # the history, and any version saved elsewhere since
             self.status_message.emit(said(saved))
             self.data_changed.emit()
 
         def failed(reason: str) -> None:
+            self._saving = False
             self.services.dialogs.warning(self, "Identity", f"Not saved: {reason}")
+            self.refresh()
 
-        self.ops.write(label, fn, done, failed)
+        self._saving = self.ops.write(label, fn, done, failed)
 
     def _selected_version(self) -> IdentityVersion | None:
         item = self.versions.currentItem()
@@ -322,6 +336,13 @@ class IdentityPane(Pane):
     # -- pane API -------------------------------------------------------------------------
 
     def _ask_reload(self, version: int) -> bool:
+        self._asking = True
+        try:
+            return self._ask(version)
+        finally:
+            self._asking = False
+
+    def _ask(self, version: int) -> bool:
         return self.services.dialogs.ask(
             self,
             "Identity changed elsewhere",
@@ -344,19 +365,23 @@ class IdentityPane(Pane):
         """Show the history; the editor is reloaded only when the current version changed
         (so a refresh caused by another pane never discards unsaved typing)."""
         self._reading = 0
+        if self._asking:  # delivered inside the question's own event loop: after it
+            self._deferred = history
+            return
         first = self._history is None
         self._history = history
         current = history.current
         if first:
             self._set_editable(True)
-        if current.version != self._loaded_version:
+        # While this pane's own save is on its way the editor is left alone: the version
+        # read may be that save's, and the save's end sets what the editor compares with.
+        if current.version != self._loaded_version and not self._saving:
             # text set before the first read (read-only editors take it from code alone)
             # is kept without a question: nothing was saved elsewhere, it is the first look
             if not self.dirty or (not first and self._ask_reload(current.version)):
                 self._load(current)
             else:  # keep the edits; they now compare against (and save over) the new one
-                self._loaded_version = current.version
-                self._saved = (current.identity_text, "\n\n".join(current.axioms))
+                self._compare_with(current)
                 self._update_dirty()
         self.version_label.setText(
             f"Current version: {current.version}" if current.version else "No identity saved yet."
@@ -375,3 +400,6 @@ class IdentityPane(Pane):
                 self.versions.setCurrentItem(item)
         self.versions.blockSignals(False)
         self._show_version()
+        deferred, self._deferred = self._deferred, None
+        if deferred is not None:  # newer than what was just shown
+            self._show_read(deferred)

@@ -17,9 +17,11 @@ setting does, its range and its default (:mod:`curator.gui.settings.settings_hel
 
 The saved values are read in the background whenever the pane is reloaded (shown, Revert,
 another process's change while it is in view; :attr:`SettingsPane.loading` meanwhile), and
-what needs them later (the thread tuning shown, Re-tune) uses that read: on a database
-server every read is a round trip. Apply alone checks the form against the saved values
-on the GUI thread, once, when the user asks.
+what needs them later (the thread tuning shown, Re-tune) uses that read or what a save
+returned: on a database server every read is a round trip. Apply, Revert and Restore
+defaults wait for the first read. A reload fills the form only while it holds no edits
+(another process's change never overwrites what the user is typing; Revert does). Apply
+alone checks the form against the saved values on the GUI thread, once, when pressed.
 """
 
 from __future__ import annotations
@@ -105,6 +107,9 @@ class SettingsPane(Pane):
         self._values: Settings | None = None
         """The saved settings as last read (None: not read yet)."""
         self._reading = 0  # token of the read of the saved values not delivered yet
+        self._filled: tuple[Any, ...] | None = None
+        """The form as the last read filled it: a form that differs holds the user's
+        edits, which a reload (another process's change) never overwrites."""
         self._pool = QThreadPool(self)
         self._pool.setMaxThreadCount(1)
         self._signals = ValidationSignals(self)
@@ -275,7 +280,7 @@ class SettingsPane(Pane):
         self.revert_button = QPushButton("Revert")
         self.revert_button.setObjectName("revertSettingsButton")
         self.revert_button.setToolTip("Show the saved settings again, dropping edits")
-        self.revert_button.clicked.connect(self.refresh)
+        self.revert_button.clicked.connect(self.revert)
         buttons = QHBoxLayout()
         buttons.setContentsMargins(9, 6, 9, 9)
         buttons.addWidget(self.defaults_button)
@@ -324,6 +329,8 @@ class SettingsPane(Pane):
         layout.addWidget(self.form_scroll, 1)
         layout.addWidget(line)
         layout.addLayout(buttons)
+        for button in (self.apply_button, self.revert_button, self.defaults_button):
+            button.setEnabled(False)  # until the saved values have been read
         self.refresh()
 
     # -- model file -----------------------------------------------------------------------
@@ -432,8 +439,8 @@ class SettingsPane(Pane):
         }
 
     def apply(self) -> None:
-        if self.validating or self.saving:
-            return
+        if self.validating or self.saving or self._values is None:
+            return  # (not read yet: the form holds no saved values to change)
         values = self.collect()
         problem = self.reviewer_box.problem() or self.database_box.problem()
         if problem is not None:
@@ -471,15 +478,17 @@ class SettingsPane(Pane):
                 save_database(database)
             return update_settings(ctx.store, values)
 
-        def done(_settings: object) -> None:
+        def done(saved: Settings) -> None:
             self._saving = False
             self._set_busy(False)
+            self._values = saved  # what is in force now, whatever the form shows
             if key is not None:
                 self.backend_box.key_saved()
             said = done_text
             if database is not None:
                 said += " The window opens the chosen database at its next start."
             if self.collect() == shown:
+                self._filled = None  # the form is what was saved: filled anew
                 self.refresh()
             else:  # changed while the save waited (for another writer): not reset
                 said += " The changes made since are not saved yet."
@@ -612,11 +621,28 @@ class SettingsPane(Pane):
         self._reading = 0
         self.services.dialogs.error(self, "Settings", f"The settings could not be read: {reason}")
 
+    def revert(self) -> None:
+        """Drop the edits: the saved values, read again."""
+        self._filled = None
+        self.refresh()
+
+    def _form(self) -> tuple[Any, ...]:
+        return self.collect(), self.reviewer_box.name(), self.database_box.choice()
+
     def _show_values(self, values: Settings) -> None:
         self._reading = 0
         if self.validating or self.saving:
             return  # the form is being applied; it is read again once that is done
+        changed = values != self._values
         self._values = values
+        if self._filled is not None and self._form() != self._filled:
+            if changed:
+                self.status_message.emit(
+                    "Settings were saved elsewhere; your edits are kept (Revert shows "
+                    "the saved values)."
+                )
+            self.show_thread_tuning()
+            return
         self.backend_box.load(values)
         self.model_edit.setText(values.model_path or "")
         self.gpu_layers.setValue(values.n_gpu_layers)
@@ -637,6 +663,8 @@ class SettingsPane(Pane):
         self.database_box.load()
         self.show_model_info()
         self.show_thread_tuning()
+        self._filled = self._form()
+        self._set_busy(False)  # Apply, Revert and Restore defaults: there is a form now
 
     def shutdown(self) -> None:
         """Wait for a running validation or re-tune (called when the window closes)."""
