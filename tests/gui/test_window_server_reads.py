@@ -345,12 +345,45 @@ def test_a_page_on_its_way_shows_that_it_is_and_an_unreadable_one_says_so_once(
         raise OSError("server closed the connection unexpectedly")
 
     monkeypatch.setattr(episode_model, "fetch_rows", unreadable)
+    monkeypatch.setattr(model, "page_size", 20)  # many pages: scrolling far
     model.reload()
     qtbot.waitUntil(lambda: model.data(preview) == episode_model.UNREAD_TEXT)
-    for row in range(min(model.rowCount(), 50)):  # painted again: asked again? no
-        model.data(model.index(row, 0))
-    qtbot.waitUntil(lambda: pane.ops.pending == 0)
+    for _ in range(2):  # every page painted, then painted again
+        for row in range(0, model.rowCount(), model.page_size):
+            model.data(model.index(row, 0))
+        qtbot.waitUntil(lambda: pane.ops.pending == 0)
     assert len([line for line in said if "closed the connection" in line]) == 1
     monkeypatch.setattr(episode_model, "fetch_rows", real)
     model.reload()
     qtbot.waitUntil(lambda: model.data(preview) == expected)
+
+
+def test_a_page_read_before_a_relabel_of_many_rows_is_read_again(
+    qtbot, shown: tuple[EpisodesPane, int], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A relabel of more rows than the cache holds forgets only the cached pages it
+    touched: a page read before it and answered after it must not be kept."""
+    pane = shown[0]
+    model = pane.model
+    monkeypatch.setattr(pane.relearner, "schedule", lambda: None)  # no reload after it
+    monkeypatch.setattr(model, "max_pages", 1)  # every episode: more than the cache holds
+    label = model.index(0, [key for key, _ in episode_model.COLUMNS].index("label"))
+    real = episode_model.fetch_rows
+    opened, reading = threading.Event(), threading.Event()
+
+    def held(*args: Any) -> Any:  # fault injection: read now, answered late
+        found = real(*args)
+        reading.set()
+        assert opened.wait(30)
+        return found
+
+    monkeypatch.setattr(episode_model, "fetch_rows", held)
+    model.reload()
+    qtbot.waitUntil(lambda: not model.loading)
+    assert model.data(label) == episode_model.PENDING_TEXT
+    qtbot.waitUntil(reading.is_set)
+    monkeypatch.setattr(episode_model, "fetch_rows", real)
+    assert pane.start_relabel(model.ids, "noise")
+    qtbot.waitUntil(lambda: not pane.ops.busy)
+    opened.set()
+    qtbot.waitUntil(lambda: str(model.data(label)).startswith("noise"))

@@ -147,6 +147,7 @@ class EpisodeTableModel(QAbstractTableModel):
         self._pages_in_background = not local and ops is not None
         self._asked: set[int] = set()  # pages being read in the background
         self._unread: set[int] = set()  # pages whose read failed, until the next reload
+        self._failure_said = False  # a page's failure was said since the last reload
         self.async_above = ASYNC_ABOVE if local else -1
         self.total = count_episodes(store) if ops is not None and local else 0
         """All episodes, whatever the filter, as of the last load."""
@@ -330,6 +331,7 @@ class EpisodeTableModel(QAbstractTableModel):
         self._pages.clear()
         self._asked.clear()
         self._unread.clear()
+        self._failure_said = False
 
     def refresh_ids(self, episode_ids: Iterable[int]) -> None:
         """Forget the cached rows of ``episode_ids`` and repaint just those rows.
@@ -354,8 +356,13 @@ class EpisodeTableModel(QAbstractTableModel):
                 hit = [first + n for n, i in enumerate(page_ids) if i in changed]
                 if hit:
                     del self._pages[page]
-                    self._asked.discard(page)
                     rows += hit
+            # a page on its way may hold changed rows read before the change: its answer
+            # is dropped, and the page painted again (and so asked for again)
+            in_flight, self._asked = self._asked, set()
+            for page in sorted(in_flight):
+                first = page * self.page_size
+                rows += range(first, min(len(self._ids), first + self.page_size))
         last_column = len(COLUMNS) - 1
         # one dataChanged per contiguous run of rows
         start = prev = None
@@ -418,7 +425,9 @@ class EpisodeTableModel(QAbstractTableModel):
             self._asked.discard(page)
             self._unread.add(page)
             self._repaint(page)
-            self.load_failed.emit(message)
+            if not self._failure_said:  # once, however many pages the view paints
+                self._failure_said = True
+                self.load_failed.emit(message)
 
         self.ops.query(
             f"{PAGE_KEY}.{page}", lambda ctx: fetch_rows(ctx.store, ids), arrived, failed
