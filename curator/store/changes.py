@@ -10,8 +10,9 @@ engine's business and lives here, so the window asks one question of either engi
   moves when another connection commits: no table is read) every :data:`SQLITE_POLL_S`.
   It cannot say which tables changed.
 - PostgreSQL pushes: every write transaction of the store sends one ``NOTIFY`` on
-  :data:`CHANNEL` (delivered at COMMIT, never for a rolled-back one) naming the tables it
-  changed (:meth:`curator.store.engine.PostgresDialect.announce`), and the watcher
+  :data:`~curator.store.engine.CHANNEL` (delivered at COMMIT, never for a rolled-back
+  one) naming the tables it changed
+  (:meth:`curator.store.engine.PostgresDialect.announce`), and the watcher
   ``LISTEN``\\ s on a connection of its own and blocks on its socket until one arrives. A
   dropped connection is opened again at the next wait, and that wait reports a change of
   unknown tables: notifications sent meanwhile were lost, so the reader must look again.
@@ -37,13 +38,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from curator.store.engine import CHANGE_COUNTER_KEY, counter_value
+from curator.store.engine import CHANGE_COUNTER_KEY, CHANNEL, counter_value
 from curator.store.opening import _connect_without_writing, file_view
 
 log = logging.getLogger(__name__)
-
-CHANNEL = "curator_changes"
-"""The PostgreSQL notification channel of the store's writes (one per database)."""
 
 SQLITE_POLL_S = 0.1
 """How often the SQLite watcher looks at ``data_version`` (a shared-memory read)."""

@@ -41,6 +41,10 @@ from curator.core.derived_cache import TEXT_PATTERNS_FILE, regex
 from curator.store.migrations import MIGRATIONS
 from curator.store.pg_url import is_postgres_url
 
+CHANNEL = "curator_changes"
+"""The PostgreSQL notification channel of the store's writes (one per database; the
+watchers of :mod:`curator.store.changes` listen on it)."""
+
 CHANGE_COUNTER_KEY = "change_counter"
 
 
@@ -466,8 +470,6 @@ class PostgresDialect(Dialect):
     less."""
 
     def announce(self, db: peewee.Database) -> None:
-        from curator.store.changes import CHANNEL
-
         version = int(db.connection().info.server_version)
         flush = "pg_stat_force_next_flush(), " if version >= 150000 else ""
         db.execute_sql(self.announce_sql.format(flush=flush), (CHANNEL,))
