@@ -215,3 +215,24 @@ def test_after_apply_the_pane_uses_what_was_saved(
     qtbot.waitUntil(lambda: services.ops.pending == 0 and not pane.saving, timeout=30_000)
     assert load_settings(store).model_path is None
     assert pane._model_path() == settings_pane.demo_model_path()
+
+
+def test_a_broken_saved_value_is_said_and_apply_still_repairs_it(
+    qtbot, services: AppServices, store: Store
+) -> None:
+    """The first read fails on a value that is not JSON: the dialog names it, and Apply
+    saves a good one over it, as ``curator settings top_k=…`` does."""
+    with store.write():
+        store.execute("""DELETE FROM "setting" WHERE "key" = 'top_k'""")
+        store.execute("""INSERT INTO "setting" ("key", "value") VALUES ('top_k', '{')""")
+    pane = SettingsPane(services)
+    qtbot.addWidget(pane)
+    pane.show()
+    qtbot.waitUntil(lambda: not pane.loading, timeout=30_000)
+    assert "top_k" in getattr(services.dialogs.shown[-1], "message", "")
+    assert pane.apply_button.isEnabled()
+    pane.top_k.setValue(12)
+    pane.apply()
+    qtbot.waitUntil(lambda: not pane.saving and services.ops.pending == 0, timeout=30_000)
+    assert load_settings(store).top_k == 12
+    pane.shutdown()

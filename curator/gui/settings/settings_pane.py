@@ -76,6 +76,7 @@ from curator.llm.server_choice import save_api_key
 from curator.llm.threads import cached_tuning
 from curator.store.profile import save_database, save_reviewer
 from curator.store.settings import (
+    DEFAULTS,
     RULES,
     Settings,
     SettingsError,
@@ -107,6 +108,9 @@ class SettingsPane(Pane):
         self._values: Settings | None = None
         """The saved settings as last read (None: not read yet)."""
         self._reading = 0  # token of the read of the saved values not delivered yet
+        self._answered = False
+        """A read has come back, with values or with an error (a broken saved value: the
+        form keeps the defaults, and Apply saves over it, as the command line does)."""
         self._filled: tuple[Any, ...] | None = None
         """The form as the last read filled it: a form that differs holds the user's
         edits, which a reload (another process's change) never overwrites."""
@@ -439,7 +443,7 @@ class SettingsPane(Pane):
         }
 
     def apply(self) -> None:
-        if self.validating or self.saving or self._values is None:
+        if self.validating or self.saving or not self._answered:
             return  # (not read yet: the form holds no saved values to change)
         values = self.collect()
         problem = self.reviewer_box.problem() or self.database_box.problem()
@@ -578,7 +582,7 @@ class SettingsPane(Pane):
         if worker is not None and worker.busy:  # it would compete for the same cores
             self.status_message.emit("Re-tune after the current run has finished.")
             return
-        values = self._values if self._values is not None else Settings()
+        values = self._values if self._values is not None else DEFAULTS
         settings = BackendSettings(
             model_path=path,
             n_gpu_layers=values.n_gpu_layers,
@@ -619,6 +623,8 @@ class SettingsPane(Pane):
 
     def _read_failed(self, reason: str) -> None:
         self._reading = 0
+        if not self._answered:  # a broken saved value: Apply saves the form over it
+            self._fill(DEFAULTS)
         self.services.dialogs.error(self, "Settings", f"The settings could not be read: {reason}")
 
     def revert(self) -> None:
@@ -643,6 +649,10 @@ class SettingsPane(Pane):
                 )
             self.show_thread_tuning()
             return
+        self._fill(values)
+
+    def _fill(self, values: Settings) -> None:
+        """The form shows ``values``; Apply, Revert and Restore defaults act on it."""
         self.backend_box.load(values)
         self.model_edit.setText(values.model_path or "")
         self.gpu_layers.setValue(values.n_gpu_layers)
@@ -664,6 +674,7 @@ class SettingsPane(Pane):
         self.show_model_info()
         self.show_thread_tuning()
         self._filled = self._form()
+        self._answered = True
         self._set_busy(False)  # Apply, Revert and Restore defaults: there is a form now
 
     def shutdown(self) -> None:
