@@ -13,9 +13,11 @@ engine's business and lives here, so the window asks one question of either engi
   :data:`~curator.store.engine.CHANNEL` (delivered at COMMIT, never for a rolled-back
   one) naming the tables it changed
   (:meth:`curator.store.engine.PostgresDialect.announce`), and the watcher
-  ``LISTEN``\\ s on a connection of its own and blocks on its socket until one arrives. A
-  dropped connection is opened again at the next wait, and that wait reports a change of
-  unknown tables: notifications sent meanwhile were lost, so the reader must look again.
+  ``LISTEN``\\ s on a connection of its own and blocks on its socket until one arrives. The
+  wait that first listens reports a change of unknown tables, and so does the wait that
+  opens a dropped connection again: what was committed before it listened, or sent while
+  it was away, was not heard, so the reader must look again (with the counter it starts
+  from, which a window needs without reading it on its GUI thread).
 
 Both report the change of any connection, the watcher's owner's own included. On SQLite
 the owner tells its own writes apart by the store's
@@ -176,7 +178,6 @@ class PostgresWatcher(ChangeWatcher):
         super().__init__()
         self._url = url
         self._conn: Any = None
-        self._lost = False
 
     def _connect(self) -> Any:
         from curator.store import pg_driver
@@ -204,9 +205,9 @@ class PostgresWatcher(ChangeWatcher):
             except psycopg.Error:
                 self._pause(min(RECONNECT_PAUSE_S, timeout_s))
                 return None
-            if self._lost:  # what was sent while it was away is lost: look again
-                self._lost = False
-                return Change(counter=self._counter())
+            # what was sent before it listened (its first wait, or a reconnect) was not
+            # heard: look again
+            return Change(counter=self._counter())
         try:
             tables: set[str] = set()
             seen = False
@@ -221,7 +222,6 @@ class PostgresWatcher(ChangeWatcher):
             return Change(frozenset(tables), self._counter())
         except psycopg.Error:
             self.close()
-            self._lost = True
             self._pause(min(RECONNECT_PAUSE_S, deadline - time.monotonic()))
             return None
 

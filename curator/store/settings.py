@@ -286,15 +286,22 @@ def changed_settings(store: Store, changes: Mapping[str, Any]) -> Settings:
     by saving a new one, so a broken setting never locks the user out of the command
     that fixes it.
     """
+    return settings_with(_saved_values(store, skip=frozenset(changes)), changes)
+
+
+def settings_with(saved: Mapping[str, Any], changes: Mapping[str, Any]) -> Settings:
+    """What the settings would be with ``changes`` over ``saved`` (validated; nothing read
+    or written): a window checks its form against the values it last read, with no
+    round trip to the database on its GUI thread; the save checks them again."""
     for key, value in changes.items():
         if value is None and key in RULES:
             continue
         _, problem = check_value(key, value)
         if problem is not None:
             raise SettingsError(problem)
-    saved = _saved_values(store, skip=frozenset(changes))
     given = {key: value for key, value in changes.items() if value is not None}
-    return _validated({**saved, **given})
+    kept = {key: value for key, value in saved.items() if key not in changes}
+    return _validated({**kept, **given})
 
 
 def update_settings(store: Store, changes: Mapping[str, Any]) -> Settings:

@@ -20,17 +20,23 @@ import peewee
 import pytest
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
+from PySide6.QtCore import QSettings
 
 from curator import Curator
 from curator.gui.episodes import episode_model
 from curator.gui.episodes.episodes_pane import EpisodesPane
 from curator.gui.review.review_pane import ReviewPane
+from curator.gui.runs.runs_pane import RunsPane
+from curator.gui.runtime.services import AppServices
+from curator.gui.runtime.worker import LlmWorker
+from curator.gui.settings.settings_pane import SettingsPane
 from curator.gui.window.main_window import MainWindow
 from curator.pipeline import review
 from curator.pipeline.labels import relabel
 from curator.store.changes import PostgresWatcher
 from curator.store.db import Store
 from curator.store.models import Episode
+from curator.store.settings import load_settings
 from tests.gui.test_review_pane import build_staged_run
 from tests.gui.test_window_live_engines import another_process
 
@@ -387,3 +393,84 @@ def test_a_page_read_before_a_relabel_of_many_rows_is_read_again(
     qtbot.waitUntil(lambda: not pane.ops.busy)
     opened.set()
     qtbot.waitUntil(lambda: str(model.data(label)).startswith("noise"))
+
+
+@pytest.mark.llm
+def test_the_window_built_running_and_closed_on_a_server_reads_nothing_on_the_gui_thread(
+    qtbot, store: Store, qsettings: QSettings, probe: StatementProbe
+) -> None:
+    """From its construction to its close, a classify run started in it included, every
+    read of the window runs elsewhere (the first read of the change counter, the run's
+    settings, the backup interval on close were the last ones on the GUI thread)."""
+    worker = LlmWorker(store)
+    services = AppServices(store=store, db_path=store.path, worker=worker)
+    window = MainWindow(services, qsettings)
+    qtbot.addWidget(window)
+    window.show()
+    qtbot.waitExposed(window)
+    ops = services.ops
+    qtbot.waitUntil(lambda: ops.pending == 0 and not window.status_loading, timeout=10_000)
+    runs = window.pane("runsPane")
+    assert isinstance(runs, RunsPane)
+    window.tabs.setCurrentWidget(runs)
+    runs.limit_spin.setValue(1)
+    with qtbot.waitSignal(worker.finished, timeout=120_000) as finished:
+        assert runs.start_classify()
+    assert finished.args[0].status == "done"
+    qtbot.waitUntil(lambda: ops.pending == 0, timeout=10_000)
+    window.close()
+    worker.shutdown()
+    assert probe.elsewhere > 0
+    assert probe.on_gui_thread == []
+
+
+def test_a_commit_made_before_the_watcher_listens_is_shown(
+    qtbot, services: AppServices, qsettings: QSettings, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The window's first load and its watcher's LISTEN race: an episode an agent records
+    after the one and before the other sends a notification nobody hears. The watcher's
+    first change (the counter it starts from) brings it in."""
+    store = services.store
+    real = PostgresWatcher._connect
+    listening = threading.Event()
+
+    def slow(watcher: PostgresWatcher) -> Any:  # fault injection: a slow first connect
+        assert listening.wait(30)
+        return real(watcher)
+
+    monkeypatch.setattr(PostgresWatcher, "_connect", slow)
+    window = MainWindow(services, qsettings)
+    qtbot.addWidget(window)
+    window.show()
+    qtbot.waitExposed(window)
+    pane = window.episodes_pane
+    window.tabs.setCurrentWidget(pane)
+    before = count(store)
+    qtbot.waitUntil(lambda: pane.model.rowCount() == before and not pane.model.loading)
+    record(store, 0, 1)  # nobody listens yet
+    listening.set()
+    qtbot.waitUntil(lambda: pane.model.rowCount() == before + 1, timeout=10_000)
+    window.close()
+
+
+def test_settings_apply_checks_the_form_without_a_round_trip(
+    qtbot, main_window: MainWindow, store: Store, probe: StatementProbe
+) -> None:
+    """Apply checks the form against the values last read, and the save (in the
+    background) checks them again: neither a refusal nor a save sends the server anything
+    from the GUI thread."""
+    pane = main_window.pane("settingsPane")
+    assert isinstance(pane, SettingsPane)
+    main_window.tabs.setCurrentWidget(pane)
+    qtbot.waitUntil(lambda: not pane.loading and main_window.services.ops.pending == 0)
+    probe.on_gui_thread.clear()
+    pane.skip_threshold.setValue(0.6)  # below the UPDATE threshold: refused
+    pane.update_threshold.setValue(0.8)
+    pane.apply()
+    assert "Not saved" in main_window.services.dialogs.shown[-1].text()
+    pane.skip_threshold.setValue(0.9)
+    pane.top_k.setValue(7)
+    pane.apply()
+    qtbot.waitUntil(lambda: not pane.saving and main_window.services.ops.pending == 0)
+    assert elsewhere(store, lambda other: load_settings(other).top_k) == 7
+    assert probe.on_gui_thread == []

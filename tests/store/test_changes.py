@@ -46,7 +46,8 @@ def add_episode(store: Store) -> None:
 def test_a_write_by_another_connection_is_seen(stores: tuple[Store, Store]) -> None:
     first, second = stores
     with first.changes() as watcher:
-        assert watcher.wait(0.05) is None  # nothing committed yet
+        watcher.wait(0.0)  # the watcher knows where it starts
+        assert watcher.wait(0.05) is None  # nothing committed since
         thread = threading.Thread(target=add_episode, args=(second,))
         thread.start()
         change = watcher.wait(WITHIN_S)
@@ -214,6 +215,8 @@ def test_postgresql_watcher_comes_back_after_its_connection_is_cut(
     assert isinstance(pg_server, PostgresServer)
     database = pg_url.rsplit("/", 1)[1]
     with Store(pg_url) as writer, writer.changes() as watcher:
+        # the first wait says where it starts: nothing was heard before it listened
+        assert watcher.wait(0.05) == Change(counter=writer.change_counter())
         assert watcher.wait(0.05) is None
         pg_server.admin(
             "SELECT pg_terminate_backend(pid) FROM pg_stat_activity "

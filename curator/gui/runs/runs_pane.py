@@ -52,6 +52,7 @@ from curator.pipeline.run_history import (
     running_runs,
 )
 from curator.store.models import GATE_STEPS, Run
+from curator.store.settings import load_settings
 
 RUN_HISTORY_LIMIT = 500
 """The newest runs listed (older ones stay in the database and the CLI)."""
@@ -290,13 +291,13 @@ class RunsPane(Pane):
             self.status_message.emit("A run is already in progress.")
             return False
         limit = self.limit()
-        settings = self.services.settings()
         self._starting = kind
         self._update_buttons()
         self.progress_label.setText(f"Counting the episodes to {kind}…")
         self.ops.query(
             "runs-estimate",
-            lambda ctx: estimate_run(ctx.store, kind, limit, settings.model_path),
+            # the settings too: on a server even their read is a round trip
+            lambda ctx: estimate_run(ctx.store, kind, limit, load_settings(ctx.store).model_path),
             self._estimated,
             self._estimate_failed,
         )

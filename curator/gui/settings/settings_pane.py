@@ -80,8 +80,8 @@ from curator.store.settings import (
     RULES,
     Settings,
     SettingsError,
-    changed_settings,
     load_settings,
+    settings_with,
     update_settings,
 )
 
@@ -450,9 +450,11 @@ class SettingsPane(Pane):
         if problem is not None:
             self.services.dialogs.warning(self, "Settings", f"Not saved: {problem}")
             return
+        # the same rules and messages as the CLI, against the values last read (none
+        # read: a broken saved value being replaced); the save checks them again
+        saved = self._values.as_dict() if self._values is not None else {}
         try:
-            # the same rules and messages as the CLI; a broken saved value is replaced
-            changed_settings(self.services.store, values)
+            settings_with(saved, values)
         except SettingsError as exc:
             self.services.dialogs.warning(self, "Settings", f"Not saved: {exc}")
             return

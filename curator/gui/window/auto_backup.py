@@ -283,7 +283,7 @@ class AutoBackup(QObject):
             return
         self._closed = True
         self._timer.stop()
-        if self._thread is None and self._interval() and not self.read_only:
+        if self._thread is None and not self.read_only and self._interval():
             try:
                 due = backup_due(self.db_path)
             except OSError:

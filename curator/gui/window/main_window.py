@@ -154,9 +154,12 @@ class MainWindow(StatusBarMixin, FileMenuMixin, FollowMixin, QMainWindow):
         # PostgreSQL's watcher reads the change counter on its own thread with every
         # change it hears: the GUI thread then makes no round trip to the server to tell
         # its own writes from others' (SQLite's data_version is a shared-memory read).
+        # Its first change, once it listens, says the counter it starts from: until then
+        # the counter the panes show is unknown (None), and that change reloads the pane
+        # in view, so a commit made before the watcher listened is shown too.
         self._counts_heard = watcher.counts_changes
         self._data_version: int | None = (
-            services.store.change_counter() if self._counts_heard else services.store.data_version()
+            None if self._counts_heard else services.store.data_version()
         )
         self._heard: int | None = self._data_version
         """The change counter of the last change heard (a watcher that counts changes)."""
