@@ -19,7 +19,12 @@ from PySide6.QtWidgets import QApplication
 
 from curator.gui.insights.insights_charts import ForecastChart, RatioHistogram, SeriesChart
 from curator.gui.insights.learning_section import LearningCurveChart
-from curator.gui.knowledge.decay_chart import CURVE_COLOURS, DecayChart, decay_curve
+from curator.gui.knowledge.decay_chart import (
+    _REST_COLOUR,
+    CURVE_COLOURS,
+    DecayChart,
+    decay_curve,
+)
 from curator.gui.knowledge.knowledge_pane import KnowledgePane
 from curator.gui.runtime.services import AppServices
 from curator.gui.widgets.date_axis import DayAxis
@@ -85,7 +90,7 @@ def test_the_emphasised_curve_is_drawn_in_its_legend_colour(qtbot) -> None:
     assert chart.drawn_colour(target) == legend[target]
     # and on screen: the pixels under the middle of the curve
     index = chart.plotted_ids.index(target)
-    xs, ys = chart._xs[index], chart._ys[index]
+    xs, ys = chart.curve(index)
     middle = len(xs) // 2
     view = chart.getPlotItem().getViewBox()
     point = chart.mapFromScene(view.mapViewToScene(QPointF(xs[middle], ys[middle])))
@@ -115,6 +120,8 @@ def test_every_curve_is_drawn_in_its_legend_colour(qtbot, count: int, pick: int)
         expected = legend.get(pid)
         if expected is None:  # one of the grey rest: its legend line is "N more (grey)"
             expected = _rgb(rest[0].item.opts["pen"].color())
+            if pid == chart.highlighted:  # the grey at full strength, out of the rest
+                expected = _REST_COLOUR
         assert chart.drawn_colour(pid) == expected
     chart.deleteLater()
 
@@ -202,7 +209,7 @@ def test_forecast_and_decay_charts_use_the_day_axis(qtbot) -> None:
 def test_drawn_colour_of_an_unknown_id_is_none(qtbot) -> None:
     chart = _chart(qtbot, 1)
     assert chart.drawn_colour(999) is None
-    assert np.isfinite(chart._ys[0]).all()
+    assert np.isfinite(chart.curve(0)[1]).all()
 
 
 def test_an_empty_database_is_worded_as_empty(qtbot, tmp_path, show_pane) -> None:
@@ -301,9 +308,9 @@ def test_the_marker_labels_are_not_under_the_legend(qtbot, count: int, size) -> 
 
 def test_no_curve_colour_can_be_taken_for_another_line() -> None:
     """The ninth colour (Tableau red) was the cut-off's red: "#19" read as the cut-off."""
-    from curator.gui.knowledge.decay_chart import _CUTOFF_COLOUR, _REST_COLOUR
+    from curator.gui.knowledge.decay_chart import _CUTOFF_COLOUR
 
-    lines = [*CURVE_COLOURS, _CUTOFF_COLOUR, _REST_COLOUR[:3]]
+    lines = [*CURVE_COLOURS, _CUTOFF_COLOUR, _REST_COLOUR]
     for i, a in enumerate(lines):
         for b in lines[i + 1 :]:
             assert sum((x - y) ** 2 for x, y in zip(a, b, strict=True)) ** 0.5 > 60, (a, b)

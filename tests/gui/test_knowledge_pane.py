@@ -218,7 +218,7 @@ def test_log_scale_toggles(pane: KnowledgePane) -> None:
     # hovering works in log units too: the curve's value 60 days ahead, far below 0.05
     when = pane.now().timestamp() + 60 * 86400
     pane.days_spin.setValue(90)
-    value = float(np.interp(when, chart._xs[0], chart._ys[0]))
+    value = float(np.interp(when, *chart.curve(0)))
     assert value < 0.05
     scene = plot.getViewBox().mapViewToScene(QPointF(when, np.log10(value)))
     assert chart.hover_at(scene) == rows[-1].id
@@ -354,3 +354,32 @@ def test_grey_curves_at_once_are_the_curves_one_at_a_time() -> None:
         x, y = decay_curve(imp, when, now, until, 0.95, points=GREY_POINTS)
         np.testing.assert_allclose(xs[row], x, rtol=0, atol=1e-3)  # seconds since 1970
         np.testing.assert_allclose(ys[row], y, rtol=1e-9, atol=1e-12)
+
+
+def test_hovering_long_and_short_patterns_keeps_the_chart_still(
+    qtbot, pane: KnowledgePane, services: AppServices
+) -> None:
+    """The line under the chart names the hovered pattern on one line: wrapped, a long
+    pattern grew it by a line, and the chart above jumped as the mouse moved."""
+    long = "A pattern that goes on and on about deployments, rollbacks and on-call. " * 4
+    with services.store.write():
+        ids = [int(pattern.id) for pattern in Pattern.select(Pattern.id)]
+        Pattern.update(text=long).where(Pattern.id.in_(ids[::2])).execute()
+    pane.resize(900, 700)
+    pane.refresh()
+    settle(qtbot, pane)
+    pane.table.selectAll()
+    chart = pane.chart
+    qtbot.waitUntil(lambda: len(chart.plotted_ids) == N_PATTERNS)
+    height = chart.height()
+    area = chart.getPlotItem().getViewBox().sceneBoundingRect()
+    named: set[str] = set()
+    for fx in np.linspace(0.05, 0.95, 9):
+        for fy in np.linspace(0.02, 0.98, 25):
+            point = QPointF(area.left() + fx * area.width(), area.top() + fy * area.height())
+            chart.hover_at(point)
+            qtbot.wait(1)  # the layout's turn
+            named.add(pane.hover_label.text())
+            assert chart.height() == height
+    assert any(long[:40] in text for text in named)  # long and short ones were named
+    assert any("Pattern number" in text for text in named)

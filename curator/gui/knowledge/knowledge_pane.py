@@ -42,6 +42,7 @@ from curator.gui.knowledge.decay_chart import (
 from curator.gui.knowledge.knowledge_sources import ProvenancePanel
 from curator.gui.runtime.operations import OpContext
 from curator.gui.runtime.services import AppServices
+from curator.gui.widgets.eliding import ElidingLabel
 from curator.gui.widgets.flag_view import FLAG_MARK
 from curator.gui.widgets.forecast_note import leaving_note, plural, room_note
 from curator.gui.widgets.pane import Pane
@@ -220,8 +221,9 @@ class KnowledgePane(Pane):
         self.forecast_note.setObjectName("forecastNote")
         self.forecast_note.setWordWrap(True)
         self.forecast_note.setAlignment(Qt.AlignmentFlag.AlignTop | Qt.AlignmentFlag.AlignLeft)
-        self.hover_label = QLabel(" ")
-        self.hover_label.setWordWrap(True)
+        # one line, elided: a wrapped one grew a line for a long pattern, and the chart
+        # above it jumped (and drew its 5,000 grey curves again) as the mouse moved
+        self.hover_label = ElidingLabel(" ")
         self.summary = QLabel()
         self.summary.setWordWrap(True)
         self.flagged_only = QCheckBox(f"{FLAG_MARK} flagged")
