@@ -89,6 +89,7 @@ bench: $(STAMP)
 	$(PY) benchmarks/bench_detector.py
 	QT_QPA_PLATFORM=offscreen $(PY) benchmarks/bench_commit.py
 	$(PY) benchmarks/bench_whatif.py
+	QT_QPA_PLATFORM=offscreen $(PY) benchmarks/bench_decay_chart.py
 
 screenshots: $(STAMP)
 	QT_QPA_PLATFORM=offscreen $(PY) packaging/screenshots.py docs/screenshots

@@ -1,10 +1,10 @@
 """The decay chart with thousands of selected patterns (Ctrl+A in Knowledge).
 
 The grey curves past the coloured ones are one matrix: the hover finds the nearest of
-them in one pass (a loop of ``np.interp`` per curve took 33 ms a mouse move at 5,000),
-they are drawn with an opaque pen (a translucent one made Qt outline the whole path
-before filling it: 330 ms a paint), and the label naming the hovered curve is drawn over
-the legend.
+them in one pass (a loop of ``np.interp`` per curve took 25-40 ms a mouse move at
+5,000), they are drawn with an opaque pen (with a translucent one, each mouse move's
+paint took 350-430 ms: ``benchmarks/bench_decay_chart.py``), and the label naming the
+hovered curve is drawn over the legend.
 """
 
 from __future__ import annotations
