@@ -80,6 +80,7 @@ from curator.store.settings import (
     RULES,
     Settings,
     SettingsError,
+    changed_settings,
     load_settings,
     settings_with,
     update_settings,
@@ -87,6 +88,7 @@ from curator.store.settings import (
 
 MODEL_INFO_QUERY = "settings.model_info"
 VALUES_QUERY = "settings.values"
+SAVED_CHECK_QUERY = "settings.saved_check"
 
 
 def _describe_model(path: Path, *, bundled: bool) -> tuple[str, bool]:
@@ -451,7 +453,9 @@ class SettingsPane(Pane):
             self.services.dialogs.warning(self, "Settings", f"Not saved: {problem}")
             return
         # the same rules and messages as the CLI, against the values last read (none
-        # read: a broken saved value being replaced); the save checks them again
+        # read: a broken saved value being replaced): at once, with no round trip; the
+        # saved values as they are now are checked in the background, before anything
+        # is saved or the model file tried, as the CLI does
         saved = self._values.as_dict() if self._values is not None else {}
         try:
             settings_with(saved, values)
@@ -462,11 +466,28 @@ class SettingsPane(Pane):
         current_model = self._values.model_path if self._values is not None else None
         if values["model_path"] and values["model_path"] != current_model:
             self._pending = values
-            self._set_busy(True)
-            self.status_message.emit("Checking the model file…")
-            self._pool.start(ModelValidation(values["model_path"], self._signals))
+            self._set_busy(True, "Checking the settings…")
+            self.ops.query(
+                SAVED_CHECK_QUERY,
+                lambda ctx: changed_settings(ctx.store, values),
+                lambda _checked: self._check_model(values),
+                self._refused,
+            )
             return
         self._save(values)
+
+    def _check_model(self, values: dict[str, Any]) -> None:
+        if self._pending is not values:  # (nothing else can start while one is pending)
+            return
+        self._set_busy(True)
+        self.status_message.emit("Checking the model file…")
+        self._pool.start(ModelValidation(values["model_path"], self._signals))
+
+    def _refused(self, reason: str) -> None:
+        """The saved values refuse the change (or could not be read): nothing is saved."""
+        self._pending = None
+        self._set_busy(False)
+        self.services.dialogs.warning(self, "Settings", f"Not saved: {reason}")
 
     def _save(self, values: dict[str, Any], done_text: str = "Settings saved.") -> None:
         """Save in the background: the API key to the keyring first, then the values."""
@@ -477,6 +498,8 @@ class SettingsPane(Pane):
         database = self.database_box.choice() if self.database_box.edited() else None
 
         def work(ctx: OpContext) -> Settings:
+            # refused by the saved values as they are now: before anything else is saved
+            changed_settings(ctx.store, values)
             if key is not None and url:
                 save_api_key(str(url), key)
             save_reviewer(reviewer or None)  # the profile's file, not the shared database
