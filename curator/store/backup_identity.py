@@ -155,7 +155,7 @@ def ensure_database_id(path: Path, timeout: float) -> str | None:
     try:
         conn.execute("BEGIN IMMEDIATE")
         conn.execute(
-            'INSERT OR IGNORE INTO "setting" ("key", "value") VALUES (?, ?)',
+            'INSERT INTO "setting" ("key", "value") VALUES (?, ?) ON CONFLICT ("key") DO NOTHING',
             (DATABASE_ID_KEY, json.dumps(uuid.uuid4().hex)),
         )
         conn.execute("COMMIT")

@@ -122,5 +122,8 @@ def remember_followed(store: Store, paths: Sequence[str | Path]) -> list[str]:
     """Save the logs the window follows (none: the follow was stopped); returns them."""
     kept = list(dict.fromkeys(os.path.abspath(p) for p in paths))
     with store.write():
-        Setting.insert(key=FOLLOWED_KEY, value=kept).on_conflict_replace().execute()
+        # an upsert both engines speak (PostgreSQL refuses SQLite's replace)
+        Setting.insert(key=FOLLOWED_KEY, value=kept).on_conflict(
+            conflict_target=[Setting.key], preserve=[Setting.value]
+        ).execute()
     return kept

@@ -12,6 +12,7 @@ import json
 import threading
 from pathlib import Path
 
+import pytest
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 from PySide6.QtCore import QSettings, Qt
@@ -22,6 +23,10 @@ from curator.gui.window.main_window import MainWindow
 from curator.store.db import Store
 from curator.store.follow_state import followed_paths, positions
 from curator.store.models import Episode
+
+ENGINES = ["sqlite", "postgresql"]
+"""The follow and what it remembers, on both engines (the window's list of followed logs
+was saved with SQLite's INSERT OR REPLACE, which PostgreSQL refuses)."""
 
 
 def line(text: str) -> bytes:
@@ -38,6 +43,7 @@ def count_texts(store: Store, prefix: str) -> int:
         return Episode.select().where(Episode.text.startswith(prefix)).count()
 
 
+@pytest.mark.parametrize("engine", ENGINES)
 def test_following_a_log_imports_off_the_gui_thread_and_counts_in_the_status_bar(
     qtbot, main_window: MainWindow, store: Store, tmp_path: Path
 ) -> None:
@@ -67,6 +73,7 @@ def test_following_a_log_imports_off_the_gui_thread_and_counts_in_the_status_bar
     assert main_window.stop_follow_action.isEnabled()
 
 
+@pytest.mark.parametrize("engine", ENGINES)
 def test_the_followed_logs_are_resumed_by_the_next_window_and_stop_forgets_them(
     qtbot, store: Store, qsettings: QSettings, tmp_path: Path
 ) -> None:

@@ -60,12 +60,16 @@ def test_the_import_provenance_reads_back_on_both_engines(db_url: str, provenanc
 
 SQLITE_ONLY = re.compile(
     r"(?<![.`\w])(json_extract|json_each|group_concat|julianday|strftime|ifnull)\("
+    # SQLite's replace: peewee's conflict helper and a model's replace() are refused on
+    # PostgreSQL ("only ignore or update"); an upsert names its conflict target
+    r"|on_conflict_replace\(|\b[A-Z][A-Za-z]*\.replace(_many)?\(|INSERT OR (REPLACE|IGNORE)"
 )
 
 
 def test_the_application_sql_names_no_sqlite_only_function() -> None:
     """Outside the engine's module (and the migrations it translates), SQL is written
-    once for both engines: a SQLite-only function there breaks PostgreSQL."""
+    once for both engines: a SQLite-only function or conflict clause there breaks
+    PostgreSQL (the window's list of followed logs was saved with one)."""
     root = Path(__file__).resolve().parents[2] / "curator"
     allowed = {root / "store" / "engine.py", root / "store" / "migrations.py"}
     found = [
