@@ -14,6 +14,7 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Callable, Iterator
+from pathlib import Path
 from typing import Any, TypeVar
 
 import peewee
@@ -33,6 +34,7 @@ from curator.gui.settings.settings_pane import SettingsPane
 from curator.gui.window.main_window import MainWindow
 from curator.pipeline import review
 from curator.pipeline.labels import relabel
+from curator.store.backup import BackupResult
 from curator.store.changes import PostgresWatcher
 from curator.store.db import Store
 from curator.store.models import Episode
@@ -473,4 +475,26 @@ def test_settings_apply_checks_the_form_without_a_round_trip(
     pane.apply()
     qtbot.waitUntil(lambda: not pane.saving and main_window.services.ops.pending == 0)
     assert elsewhere(store, lambda other: load_settings(other).top_k) == 7
+    assert probe.on_gui_thread == []
+
+
+def test_backup_now_on_a_server_backs_it_up_the_way_the_command_line_does(
+    qtbot,
+    main_window: MainWindow,
+    probe: StatementProbe,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """File ▸ Backup now on PostgreSQL: ``curator backup``'s backup (pg_dump, or the
+    export where it is not installed), its size bound read in the job; it took the URL
+    for a file name ("unable to open database file") after a settings read here."""
+    monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "data"))  # the user's data folder
+    auto = main_window.auto_backup
+    probe.on_gui_thread.clear()
+    with qtbot.waitSignal(auto.finished, timeout=60_000) as done:
+        main_window.backup_action.trigger()
+    result = done.args[0]
+    assert isinstance(result, BackupResult)
+    assert result.path.is_file() and tmp_path / "data" in result.path.parents
+    qtbot.waitUntil(lambda: "Backed up to" in main_window.statusBar().currentMessage())
     assert probe.on_gui_thread == []

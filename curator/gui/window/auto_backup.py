@@ -10,13 +10,16 @@ own backups count (:mod:`curator.store.backup_identity`), for "changed since the
 as for thinning. The GUI thread only starts the thread and shows the progress it reports
 in the status bar.
 
-File ▸ Backup now goes through the window's :class:`~curator.gui.runtime.operations.StoreOps`
-as a write: the user asked for it, so it shows the busy label and progress like any
-write and other writes wait for it. The periodic backup does not: as a write it would
-refuse the user's relabels for the seconds a big copy takes, at moments nobody chose,
-and StoreOps' close waits for its jobs without cancelling them. So it runs on a thread
-of its own, skips a tick while a write runs (so the backup holds that write's result
-rather than the state before it) and is cancelled by :meth:`AutoBackup.shutdown`.
+File ▸ Backup now goes through the window's
+:class:`~curator.gui.runtime.operations.StoreOps` as a write (on a database server, as
+``curator backup`` takes it: ``pg_dump`` where it is installed, else an export that
+``curator restore`` reads): the user asked for it, so it shows the busy label and
+progress like any write and other writes wait for it. The periodic backup does not: as a
+write it would refuse the user's relabels for the seconds a big copy takes, at moments
+nobody chose, and StoreOps' close waits for its jobs without cancelling them. So it runs
+on a thread of its own, skips a tick while a write runs (so the backup holds that
+write's result rather than the state before it) and is cancelled by
+:meth:`AutoBackup.shutdown`.
 
 On close: a backup is taken only when the database changed since the newest one (the
 change marker of :mod:`curator.store.change_marker`, so a close after a session that
@@ -89,7 +92,8 @@ class AutoBackup(QObject):
         """Read at each tick, so a change in Settings applies without a restart."""
         self.ops = ops
         self.max_total_mb = max_total_mb
-        """The size bound of the backups (MB, 0: none), read on the GUI thread per backup."""
+        """The size bound of the backups (MB, 0: none), read per backup: on the GUI thread
+        for a periodic one (a file's settings), in the job for Backup now."""
         self.read_only = read_only
         self.dialog_delay_ms = DIALOG_DELAY_MS
         self.close_dialog: QProgressDialog | None = None
@@ -165,10 +169,14 @@ class AutoBackup(QObject):
         if self._closed:
             return False
 
-        bound = self._max_total_bytes()
-
         def job(ctx: OpContext) -> BackupResult:
             self.job_thread_ids.append(threading.get_ident())
+            bound = self._max_total_bytes()  # here: on a server even this is a round trip
+            if not DatabaseLocation.of(ctx.store).supports_file_backup:
+                from curator.store.pg_backup import take_pg_backup
+
+                # as `curator backup` does: pg_dump where it is installed, else an export
+                return take_pg_backup(ctx.store, max_total_bytes=bound)
             return take_backup(
                 self.db_path,
                 read_only=self.read_only,
