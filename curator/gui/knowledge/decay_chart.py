@@ -187,6 +187,7 @@ class DecayChart(pg.PlotWidget):
         """What the crosshair's label says (empty when the mouse is on no curve)."""
         self._apply_y_range()
         self._mouse = pg.SignalProxy(self.scene().sigMouseMoved, rateLimit=60, slot=self._proxied)
+        self.getPlotItem().getViewBox().sigRangeChanged.connect(self._view_moved)
 
     # -- data -------------------------------------------------------------------------------
 
@@ -256,6 +257,13 @@ class DecayChart(pg.PlotWidget):
         # no legend yet while PlotWidget builds itself, no plot once it is torn down
         if hasattr(self, "legend") and self.getPlotItem() is not None:
             self._fit_legend()
+        if hasattr(self, "_hover_label"):  # the crosshair stands on the old size
+            self._hide_crosshair()
+
+    def _view_moved(self, *_: object) -> None:
+        """The view's range changed under a still mouse: the crosshair's label sits on the
+        view, not on the data, so the crosshair goes until the mouse moves again."""
+        self._hide_crosshair()
 
     def set_x_range(self, start: float, end: float) -> None:
         """Show ``start``..``end`` (seconds since epoch); the caller leaves room at the right."""
@@ -361,10 +369,8 @@ class DecayChart(pg.PlotWidget):
         view = self.getPlotItem().getViewBox()
         if self._log:
             view.setLimits(yMin=np.log10(_FLOOR), yMax=0.1)
-            lows = [float(np.nanmin(y)) for y in self._ys if y.size]
-            if np.isfinite(self._rest_ys).any():
-                lows.append(float(np.nanmin(self._rest_ys)))
-            lowest = min(lows, default=0.01)
+            finite = [y[np.isfinite(y)] for y in (*self._ys, self._rest_ys.ravel())]
+            lowest = min((float(np.min(y)) for y in finite if y.size), default=0.01)
             low = max(min(lowest, 0.01), 1e-4)
             self.getPlotItem().setYRange(np.log10(low), 0.0, padding=0.02)
         else:
@@ -435,8 +441,10 @@ class DecayChart(pg.PlotWidget):
         found = _interpolated(self._rest_xs, self._rest_ys, x)
         if found is not None:
             rows, values = found
-            views = np.log10(np.maximum(values, _FLOOR)) if self._log else values
-            dists = np.abs(views - y)
+            with np.errstate(invalid="ignore"):
+                views = np.log10(np.maximum(values, _FLOOR)) if self._log else values
+                dists = np.abs(views - y)
+            dists[~np.isfinite(dists)] = np.inf  # a gap or an infinity: no value there
             at = len(dists) - 1 - int(np.argmin(dists[::-1]))  # the last of equals wins,
             if dists[at] <= best_dist:  # as in the loop above
                 pid = self._ids[len(self._xs) + int(rows[at])]
@@ -477,10 +485,13 @@ class DecayChart(pg.PlotWidget):
         return pid
 
     def _place_label(self, mouse: QPointF, area: QRectF, x: float, y: float) -> None:
-        """Beside the mouse where it fits: right of it, else left, else at the left edge;
-        above it, or below when the mouse is near the top."""
+        """Beside the point it names where it fits: right of it, else left, else at the
+        left edge; above it, or below when the point is near the top (the point, not the
+        mouse: a curve near the top with the mouse below it put the name above the view)."""
+        view = self.getPlotItem().getViewBox()
         width = self._hover_label.boundingRect().width() + 8
-        below = mouse.y() - area.top() < self._hover_label.boundingRect().height() + 8
+        at = view.mapViewToScene(QPointF(x, y))
+        below = at.y() - area.top() < self._hover_label.boundingRect().height() + 8
         vertical = 0 if below else 1
         if mouse.x() + width <= area.right():
             self._hover_label.setAnchor((0, vertical))
@@ -488,8 +499,8 @@ class DecayChart(pg.PlotWidget):
             self._hover_label.setAnchor((1, vertical))
         else:
             self._hover_label.setAnchor((0, vertical))
-            x = self.getPlotItem().getViewBox().mapSceneToView(QPointF(area.left(), 0)).x()
-        self._hover_label.setPos(self.getPlotItem().getViewBox().mapFromView(QPointF(x, y)))
+            x = view.mapSceneToView(QPointF(area.left(), 0)).x()
+        self._hover_label.setPos(view.mapFromView(QPointF(x, y)))
 
     def _hide_crosshair(self) -> None:
         self.hover_text = ""
@@ -526,21 +537,23 @@ def _interpolated(
     (each row's x increasing, NaN after its end): ``np.interp`` of every row at once."""
     if xs.size == 0:
         return None
-    lasts = np.nanmax(xs, axis=1)
-    rows = np.flatnonzero((xs[:, 0] <= x) & (x <= lasts))
+    ends = (~np.isnan(xs)).sum(axis=1) - 1  # each row's last point (-1: an empty row)
+    lasts = xs[np.arange(len(xs)), np.maximum(ends, 0)]
+    with np.errstate(invalid="ignore"):  # an empty row's NaN compares false: left out
+        rows = np.flatnonzero((ends >= 0) & (xs[:, 0] <= x) & (x <= lasts))
     if rows.size == 0:
         return None
     span_x, span_y = xs[rows], ys[rows]
-    last = (~np.isnan(span_x)).sum(axis=1) - 1  # each row's last point
-    right = np.minimum((span_x <= x).sum(axis=1), last)  # the first point past x (NaN: not)
+    with np.errstate(invalid="ignore"):
+        right = np.minimum((span_x <= x).sum(axis=1), ends[rows])  # the first point past x
     left = np.maximum(right - 1, 0)
     pick = np.arange(len(rows))
     x0, x1 = span_x[pick, left], span_x[pick, right]
     y0, y1 = span_y[pick, left], span_y[pick, right]
     width = x1 - x0
-    with np.errstate(invalid="ignore", divide="ignore"):
+    with np.errstate(invalid="ignore", divide="ignore", over="ignore"):
         share = np.where(width > 0, (x - x0) / width, 1.0)
-    values = np.where(x >= x1, y1, y0 + share * (y1 - y0))
+        values = np.where(x >= x1, y1, y0 + share * (y1 - y0))
     return rows, values
 
 
