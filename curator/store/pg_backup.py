@@ -37,13 +37,14 @@ import re
 import shutil
 import time
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 from urllib.parse import urlsplit
 
 from curator.errors import CuratorError
-from curator.store.backup import BackupResult, backup_stamp
+from curator.store.backup import BackupCancelled, BackupResult, backup_stamp
 from curator.store.backup_identity import DATABASE_ID_KEY, read_database_id
 from curator.store.backup_listing import BACKUP_DIR_NAME, backup_problem
 from curator.store.backup_schedule import RECENT, STAMP_FORMAT, backups_to_keep
@@ -180,12 +181,18 @@ def _tool_env(url: str) -> tuple[str, dict[str, str]]:
 
 
 def _run_tool(
-    command: list[str], env: dict[str, str], store: Store, what: str, outcome: str = ""
+    command: list[str],
+    env: dict[str, str],
+    store: Store,
+    what: str,
+    outcome: str = "",
+    stop: Callable[..., None] | None = None,
 ) -> None:
     """Run a server tool (:func:`~curator.store.pg_tool_watch.run_watched`); a failure is
-    one line: ``what`` failed, its first line, ``outcome``."""
+    one line: ``what`` failed, its first line, ``outcome``. ``stop`` is asked at every
+    look at the tool; what it raises ends the tool (killed) and comes out of here."""
     tag = tool_tag(Path(command[0]).name.replace("_", "-"))
-    code, first_line = run_watched(command, env, store, what, outcome, tag)
+    code, first_line = run_watched(command, env, store, what, outcome, tag, on_look=stop)
     if code != 0:
         raise CuratorError(f"{what} failed: {first_line}{outcome}")
 
@@ -196,8 +203,17 @@ def take_pg_backup(
     *,
     keep: int = RECENT,
     max_total_bytes: int | None = None,
+    cancelled: Callable[[], bool] | None = None,
 ) -> BackupResult:
-    """Back up the PostgreSQL database of ``store`` (see the module docstring)."""
+    """Back up the PostgreSQL database of ``store`` (see the module docstring).
+
+    ``cancelled`` is asked while the dump or the export runs (a window closing): true,
+    the tool is killed, the partial file deleted and :class:`BackupCancelled` raised."""
+
+    def stop(*_: object) -> None:
+        if cancelled is not None and cancelled():
+            raise BackupCancelled(f"backup of {store.location} stopped; nothing was kept")
+
     if keep < 1:
         raise CuratorError(f"--keep must be at least 1 (got {keep})")
     started = time.perf_counter()
@@ -219,14 +235,14 @@ def take_pg_backup(
             what = f"pg_dump of {store.location}"
             wait = f"--lock-wait-timeout={int(store.busy_timeout_s * 1000)}"
             dump = [pg_dump, "--format=custom", wait, f"--file={partial}", url]
-            _run_tool(dump, env, store, what)
+            _run_tool(dump, env, store, what, stop=stop)
             pg_restore = shutil.which("pg_restore") or "pg_restore"
             listing = [pg_restore, "--list", str(partial)]
             _run_tool(listing, env, store, f"the check of {final.name}")
         else:
             export = open_apart(partial, busy_timeout_s=store.busy_timeout_s)
             try:
-                copy_database(store, export)
+                copy_database(store, export, progress=stop)
                 with export.write():  # the export carries the identity of its database
                     export.db.execute_sql(
                         'INSERT INTO "setting" ("key", "value") VALUES (?, ?)',

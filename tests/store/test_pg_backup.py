@@ -7,6 +7,7 @@ on the PATH, and hidden by a PATH that lacks them.
 from __future__ import annotations
 
 import json
+import os
 import random
 import shutil
 from pathlib import Path
@@ -15,8 +16,9 @@ import pytest
 from pg_server import PostgresServer
 
 from curator.cli import main
+from curator.store.backup import BackupCancelled
 from curator.store.db import Store
-from curator.store.pg_backup import backups_of, database_id
+from curator.store.pg_backup import backups_of, database_id, take_pg_backup
 from tests.store.test_copy import digests, fill
 
 needs_pg_dump = pytest.mark.skipif(
@@ -211,3 +213,44 @@ def test_a_restore_that_fails_half_way_changes_nothing(
     store = Store(pg_url)
     assert digests(store) == before
     store.close()
+
+
+@pytest.mark.parametrize("way", ["pg_dump", "export"])
+def test_a_backup_stopped_on_request_ends_its_tool_and_keeps_nothing(
+    way: str, pg_url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A window closing stops its Backup now: the dump's tool is killed (a fault
+    injection stands in for a slow pg_dump) or the export stops between two pages, and
+    no file is left in the backup folder."""
+    store = Store(pg_url)
+    fill(store, random.Random(2), at_least=1)
+    folder = tmp_path / "backups"
+    pid_file = tmp_path / "pg_dump.pid"
+    if way == "pg_dump":
+        tools = tmp_path / "slow-tools"
+        tools.mkdir()
+        slow = tools / "pg_dump"
+        slow.write_text(f"#!/bin/sh\necho $$ > '{pid_file}'\nexec /bin/sleep 120\n")
+        slow.chmod(0o755)
+        monkeypatch.setenv("PATH", f"{tools}{os.pathsep}{os.environ['PATH']}")
+
+        def cancelled() -> bool:
+            return pid_file.exists() and pid_file.read_text().strip() != ""
+    else:
+        empty = tmp_path / "no-tools"
+        empty.mkdir()
+        monkeypatch.setenv("PATH", str(empty))
+        asked = iter(range(10**6))
+
+        def cancelled() -> bool:
+            return next(asked) >= 3  # a few pages in
+
+    try:
+        with pytest.raises(BackupCancelled, match="stopped; nothing was kept"):
+            take_pg_backup(store, folder, cancelled=cancelled)
+    finally:
+        store.close()
+    assert not folder.exists() or list(folder.iterdir()) == []
+    if way == "pg_dump":
+        with pytest.raises(ProcessLookupError):
+            os.kill(int(pid_file.read_text()), 0)  # the tool is gone

@@ -176,7 +176,9 @@ class AutoBackup(QObject):
                 from curator.store.pg_backup import take_pg_backup
 
                 # as `curator backup` does: pg_dump where it is installed, else an export
-                return take_pg_backup(ctx.store, max_total_bytes=bound)
+                return take_pg_backup(
+                    ctx.store, max_total_bytes=bound, cancelled=lambda: ctx.cancelled
+                )
             return take_backup(
                 self.db_path,
                 read_only=self.read_only,
