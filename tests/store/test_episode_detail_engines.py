@@ -9,17 +9,20 @@ application's SQL (they belong in :mod:`curator.store.engine`).
 
 from __future__ import annotations
 
+import io
 import json
 import re
+import tokenize
 from pathlib import Path
 from typing import Any
 
+import pytest
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from curator.store.db import Store
 from curator.store.episode_queries import fetch_detail
-from curator.store.models import Episode, utcnow
+from curator.store.models import ALL_MODELS, Episode, utcnow
 
 JSON = st.recursive(
     st.none()
@@ -58,12 +61,58 @@ def test_the_import_provenance_reads_back_on_both_engines(db_url: str, provenanc
     assert detail.imported == (expected if isinstance(expected, dict) else None)
 
 
-SQLITE_ONLY = re.compile(
+SQLITE_ONLY_SQL = re.compile(
     r"(?<![.`\w])(json_extract|json_each|group_concat|julianday|strftime|ifnull)\("
-    # SQLite's replace: peewee's conflict helper and a model's replace() are refused on
-    # PostgreSQL ("only ignore or update"); an upsert names its conflict target
-    r"|on_conflict_replace\(|\b[A-Z][A-Za-z]*\.replace(_many)?\(|INSERT OR (REPLACE|IGNORE)"
+    # SQLite's conflict clauses: PostgreSQL has neither (an upsert names its target)
+    r"|\binsert\s+or\s+(replace|ignore|abort|fail|rollback)\b|\breplace\s+into\b",
+    re.IGNORECASE,
 )
+"""In the application's SQL: the string literals of its code."""
+
+MODEL_NAMES = "|".join(model.__name__ for model in ALL_MODELS)
+SQLITE_ONLY_CALL = re.compile(
+    # peewee's ways to SQLite's replace, which it refuses on PostgreSQL ("only ignore or
+    # update"): the conflict helper, the action spelled out, a model's replace()
+    r"\.on_conflict_replace\(|\.on_conflict\(\s*(action\s*=\s*)?[\'\"]replace"
+    rf"|\b(?-i:{MODEL_NAMES})\.replace(_many)?\(",  # a model's name as it is spelled
+    re.IGNORECASE,
+)
+"""In the application's code, its comments left out."""
+
+
+def sqlite_only(source: str) -> list[int]:
+    """The lines of ``source`` whose SQL or peewee calls only SQLite speaks."""
+    found: set[int] = set()
+    code: dict[int, list[str]] = {}
+    for token in tokenize.generate_tokens(io.StringIO(source).readline):
+        if token.type == tokenize.STRING and SQLITE_ONLY_SQL.search(token.string):
+            found.add(token.start[0])
+        if token.type != tokenize.COMMENT:
+            code.setdefault(token.start[0], []).append(token.string)
+    found.update(n for n, parts in code.items() if SQLITE_ONLY_CALL.search("".join(parts)))
+    return sorted(found)
+
+
+@pytest.mark.parametrize(
+    ("source", "flagged"),
+    [
+        ('sql = "insert  or REPLACE into setting values (?, ?)"', True),
+        ("sql = 'REPLACE INTO setting VALUES (?, ?)'", True),
+        ('sql = "SELECT ifnull(a, 0) FROM t"', True),
+        ("Setting.insert(k).on_conflict_replace().execute()", True),
+        ("Setting.insert(k).on_conflict('replace').execute()", True),
+        ("Setting.insert(k).on_conflict(action='REPLACE').execute()", True),
+        ("Setting.replace(key=k, value=v).execute()", True),
+        ("Episode.replace_many(rows).execute()", True),
+        ("# PostgreSQL has no INSERT OR REPLACE: an upsert instead", False),
+        ("TEMPLATE.replace('{name}', name)", False),
+        ("candidate.replace(' ', '')", False),
+        ("Setting.insert(k).on_conflict(conflict_target=[Setting.key], preserve=[v])", False),
+        ('sql = "INSERT INTO s VALUES (?) ON CONFLICT (key) DO NOTHING"', False),
+    ],
+)
+def test_the_guard_knows_sqlite_only_sql_when_it_sees_it(source: str, flagged: bool) -> None:
+    assert bool(sqlite_only(source + "\n")) is flagged
 
 
 def test_the_application_sql_names_no_sqlite_only_function() -> None:
@@ -76,7 +125,6 @@ def test_the_application_sql_names_no_sqlite_only_function() -> None:
         f"{path.relative_to(root)}:{n}"
         for path in sorted(root.rglob("*.py"))
         if path not in allowed
-        for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1)
-        if SQLITE_ONLY.search(line)
+        for n in sqlite_only(path.read_text(encoding="utf-8"))
     ]
     assert found == []
