@@ -51,6 +51,26 @@ def key_of(path: str) -> str:
         return "bytes:" + raw.replace(b"\\", b"\\\\").decode("utf-8", "backslashreplace")
 
 
+def path_of(key: str) -> str:
+    """The path a :func:`key_of` key stands for (``path_of(key_of(p)) == p``)."""
+    if not key.startswith("bytes:"):
+        return key
+    raw = bytearray()
+    text = key[len("bytes:") :]
+    i = 0
+    while i < len(text):
+        if text.startswith("\\\\", i):
+            raw += b"\\"
+            i += 2
+        elif text.startswith("\\x", i):
+            raw.append(int(text[i + 2 : i + 4], 16))
+            i += 4
+        else:
+            raw += text[i].encode("utf-8")
+            i += 1
+    return os.fsdecode(bytes(raw))
+
+
 def load_position(store: Store, path: str) -> Position | None:
     """The committed position of ``path`` (None: never read)."""
     with store.read():
@@ -115,15 +135,19 @@ def followed_paths(store: Store) -> list[str]:
     value = row.value if row is not None else None
     if not isinstance(value, list):
         return []
-    return [p for p in value if isinstance(p, str) and p]
+    return [path_of(p) for p in value if isinstance(p, str) and p]
 
 
 def remember_followed(store: Store, paths: Sequence[str | Path]) -> list[str]:
-    """Save the logs the window follows (none: the follow was stopped); returns them."""
+    """Save the logs the window follows (none: the follow was stopped); returns them.
+
+    Each as its :func:`key_of` key: a file name that is not UTF-8 is kept too (the
+    database holds text only), and :func:`followed_paths` gives it back."""
     kept = list(dict.fromkeys(os.path.abspath(p) for p in paths))
+    saved = [key_of(p) for p in kept]
     with store.write():
         # an upsert both engines speak (PostgreSQL refuses SQLite's replace)
-        Setting.insert(key=FOLLOWED_KEY, value=kept).on_conflict(
+        Setting.insert(key=FOLLOWED_KEY, value=saved).on_conflict(
             conflict_target=[Setting.key], preserve=[Setting.value]
         ).execute()
     return kept

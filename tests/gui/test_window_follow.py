@@ -9,6 +9,7 @@ next window, and Stop following forgets them.
 from __future__ import annotations
 
 import json
+import os
 import threading
 from pathlib import Path
 
@@ -239,3 +240,18 @@ def test_a_follow_closed_before_its_first_poll_is_resumed_next_time(qtbot, tmp_p
     runner.shutdown()  # the window closes before the new thread's first poll
     assert followed_paths(store) == [log]
     store.close()
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_a_log_whose_name_is_not_utf8_is_followed_and_remembered(
+    qtbot, main_window: MainWindow, store: Store, tmp_path: Path
+) -> None:
+    """A POSIX file name is bytes: one that is not UTF-8 stopped the follow at once
+    (the list of followed logs could not hold it)."""
+    log = os.fsdecode(os.fsencode(tmp_path) + b"/agent-\xff.jsonl")
+    with open(log, "wb") as handle:
+        handle.write(line("odd name one"))
+    main_window.follow_logs([log])
+    qtbot.waitUntil(lambda: "1 line" in main_window.follow_label.text(), timeout=10_000)
+    assert count_texts(store, "odd name") == 1
+    qtbot.waitUntil(lambda: followed_paths(store) == [log], timeout=10_000)

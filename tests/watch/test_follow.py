@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 
 from curator.store.db import Store
 from curator.store.follow import CHUNK_BYTES, Follower
-from curator.store.follow_state import key_of, positions
+from curator.store.follow_state import key_of, path_of, positions
 from tests.watch.conftest import append, line, texts
 
 BOTH_ENGINES = True  # each store test on a SQLite file and a PostgreSQL database
@@ -308,3 +308,14 @@ def test_a_name_and_the_escape_of_another_are_followed_apart(store: Store, tmp_p
     assert follower.poll() == 2
     assert follower.poll() == 0 and said == []  # no "new file": each kept its own place
     assert len(list(positions(store))) == 2
+
+
+@settings(deadline=None, max_examples=300)
+@given(name=NAME)
+@example(name=b"a\\xff\xff")
+@example(name=b"bytes:\\\\")
+def test_a_key_gives_back_its_path(name: bytes) -> None:
+    """The window keeps the logs it follows by their keys and follows them again by the
+    paths the keys give back: every file name, UTF-8 or not."""
+    path = os.fsdecode(b"/logs/" + name)
+    assert path_of(key_of(path)) == path
