@@ -29,17 +29,10 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from PySide6.QtCore import Qt, QThreadPool
+from PySide6.QtCore import QThreadPool
 from PySide6.QtWidgets import (
-    QComboBox,
-    QFormLayout,
     QFrame,
-    QGroupBox,
     QHBoxLayout,
-    QLabel,
-    QLineEdit,
-    QProgressBar,
-    QPushButton,
     QScrollArea,
     QVBoxLayout,
     QWidget,
@@ -50,9 +43,9 @@ from curator.errors import CuratorError
 from curator.gui.runtime.operations import OpContext
 from curator.gui.runtime.services import AppServices
 from curator.gui.settings.database_box import DatabaseBox
-from curator.gui.settings.model_picker import DEMO_NOTICE, CatalogueBox, LocalModelsBox
+from curator.gui.settings.model_picker import CatalogueBox, LocalModelsBox
 from curator.gui.settings.server_box import BackendBox
-from curator.gui.settings.settings_help import shown_value, tooltip
+from curator.gui.settings.settings_boxes import ApplyRow, BackupsBox, DistillationBox, ModelBox
 from curator.gui.settings.settings_parts import (
     PANE_KEYS,
     ModelValidation,
@@ -60,10 +53,6 @@ from curator.gui.settings.settings_parts import (
     ThreadTuning,
     ValidationSignals,
     describe_model_info,
-    gpu_note,
-    rule_double_spin,
-    rule_spin,
-    set_tip,
 )
 from curator.gui.widgets.pane import Pane
 from curator.gui.widgets.wheel_guard import guard_wheel
@@ -77,7 +66,6 @@ from curator.llm.threads import cached_tuning
 from curator.store.profile import save_database, save_reviewer
 from curator.store.settings import (
     DEFAULTS,
-    RULES,
     Settings,
     SettingsError,
     changed_settings,
@@ -126,175 +114,49 @@ class SettingsPane(Pane):
         self._pending: dict[str, Any] | None = None
         self._saving = False
 
-        # model
-        self.model_edit = QLineEdit()
-        self.model_edit.setObjectName("modelPathEdit")
-        self.model_edit.setPlaceholderText("Empty: the bundled demo model")
+        # model: the file, where it runs, the threads (settings_boxes)
+        model_box = ModelBox()
+        self.model_edit = model_box.model_edit
         self.model_edit.editingFinished.connect(self.show_model_info)
-        browse = QPushButton("Browse…")
-        browse.setObjectName("browseModelButton")
-        browse.setToolTip("Choose a GGUF model file")
-        browse.clicked.connect(self.browse_model)
-        demo = QPushButton("Use demo model")
-        demo.setToolTip("Empty the field: the bundled demo model (SmolLM2-135M)")
-        demo.clicked.connect(self._use_demo_model)
-        path_row = QHBoxLayout()
-        path_row.addWidget(self.model_edit, 1)
-        path_row.addWidget(browse)
-        path_row.addWidget(demo)
-        self.model_info = QLabel()
-        self.model_info.setObjectName("modelInfo")
-        self.model_info.setWordWrap(True)
-        self.model_info.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
-        self.gpu_layers = rule_spin("n_gpu_layers", special="all layers")
-        self.gpu_layers.setObjectName("gpuLayers")
-        self.gpu_note = QLabel(gpu_note())
-        self.gpu_note.setObjectName("gpuNote")
-        self.gpu_note.setWordWrap(True)
-        self.gpu_note.setVisible(bool(self.gpu_note.text()))
-        gpu_row = QHBoxLayout()
-        gpu_row.addWidget(self.gpu_layers)
-        gpu_row.addWidget(self.gpu_note, 1)
-        self.n_ctx = rule_spin("n_ctx", 512)
-        self.n_ctx.setObjectName("contextSize")
-        self.n_threads = rule_spin("n_threads", special="automatic")
-        self.n_threads.setObjectName("threads")
-        model_box = QGroupBox("Model file")
-        model_form = QFormLayout(model_box)
-        model_form.addRow("Model file", path_row)
-        model_form.addRow("", self.model_info)
-        self.demo_notice = QLabel(f"<b>{DEMO_NOTICE[0].upper()}{DEMO_NOTICE[1:]}</b> below.")
-        self.demo_notice.setObjectName("demoNotice")
-        self.demo_notice.setWordWrap(True)
-        model_form.addRow("", self.demo_notice)
-        model_form.addRow("GPU layers", gpu_row)
-        model_form.addRow("Context size", self.n_ctx)
-        model_form.addRow("Threads", self.n_threads)
-        self.threads_info = QLabel()
-        self.threads_info.setObjectName("threadTuning")
-        self.threads_info.setWordWrap(True)
-        self.retune_button = QPushButton("Re-tune")
-        self.retune_button.setObjectName("retuneButton")
-        self.retune_button.setToolTip(
-            "Time a short prompt and generation with each thread count and keep the fastest"
-        )
+        model_box.browse_button.clicked.connect(self.browse_model)
+        model_box.demo_button.clicked.connect(self._use_demo_model)
+        self.model_info, self.demo_notice = model_box.model_info, model_box.demo_notice
+        self.gpu_layers, self.gpu_note = model_box.gpu_layers, model_box.gpu_note
+        self.n_ctx, self.n_threads = model_box.n_ctx, model_box.n_threads
+        self.threads_info = model_box.threads_info
+        self.retune_button = model_box.retune_button
         self.retune_button.clicked.connect(self.retune)
-        tune_row = QHBoxLayout()
-        tune_row.addWidget(self.threads_info, 1)
-        tune_row.addWidget(self.retune_button)
-        model_form.addRow("", tune_row)
-        set_tip(model_form, self.model_edit, "model_path")
-        label = model_form.labelForField(path_row)
-        if label is not None:
-            label.setToolTip(tooltip("model_path"))
-        set_tip(model_form, self.gpu_layers, "n_gpu_layers")
-        label = model_form.labelForField(gpu_row)
-        if label is not None:
-            label.setToolTip(tooltip("n_gpu_layers"))
-        set_tip(model_form, self.n_ctx, "n_ctx")
-        set_tip(model_form, self.n_threads, "n_threads")
 
         # backend: the model file, or a server
         self.backend_box = BackendBox(self)
         self.backend_box.edited.connect(self._backend_edited)
 
-        # pipeline
-        self.skip_threshold = rule_double_spin("skip_threshold", 0.01, 2)
-        self.skip_threshold.setObjectName("skipThreshold")
-        self.update_threshold = rule_double_spin("update_threshold", 0.01, 2)
-        self.update_threshold.setObjectName("updateThreshold")
-        self.decay_rate = rule_double_spin("decay_rate", 0.005, 3)
-        self.decay_rate.setObjectName("decayRate")
-        self.top_k = rule_spin("top_k")
-        self.top_k.setObjectName("topK")
-        self.min_chars = rule_spin("min_chars")
-        self.min_chars.setObjectName("minChars")
-        self.min_words = rule_spin("min_words")
-        self.min_words.setObjectName("minWords")
-        pipeline_box = QGroupBox("Distillation")
-        pipeline_form = QFormLayout(pipeline_box)
-        pipeline_form.addRow("Skip when similarity ≥", self.skip_threshold)
-        pipeline_form.addRow("Update when similarity ≥", self.update_threshold)
-        pipeline_form.addRow("Daily decay factor", self.decay_rate)
-        pipeline_form.addRow("Patterns in the prompt (top K)", self.top_k)
-        pipeline_form.addRow("Quality gate: minimum characters", self.min_chars)
-        pipeline_form.addRow("Quality gate: minimum words", self.min_words)
-        self.untrusted_sources = QLineEdit()
-        self.untrusted_sources.setObjectName("untrustedSources")
-        self.untrusted_sources.setPlaceholderText("none: every source is trusted")
-        pipeline_form.addRow("Untrusted sources", self.untrusted_sources)
-        self.guard_opinion = QComboBox()
-        self.guard_opinion.setObjectName("guardModelOpinion")
-        for choice in RULES["guard_model_opinion"].choices:
-            self.guard_opinion.addItem(shown_value("guard_model_opinion", choice), choice)
-        pipeline_form.addRow("Model's second opinion", self.guard_opinion)
-        self.guard_threshold = rule_double_spin("guard_opinion_threshold", 0.05, 2)
-        self.guard_threshold.setObjectName("guardOpinionThreshold")
-        pipeline_form.addRow("Second opinion flags when p(yes) ≥", self.guard_threshold)
-        for field, key in (
-            (self.skip_threshold, "skip_threshold"),
-            (self.update_threshold, "update_threshold"),
-            (self.decay_rate, "decay_rate"),
-            (self.top_k, "top_k"),
-            (self.min_chars, "min_chars"),
-            (self.min_words, "min_words"),
-            (self.untrusted_sources, "untrusted_sources"),
-            (self.guard_opinion, "guard_model_opinion"),
-            (self.guard_threshold, "guard_opinion_threshold"),
-        ):
-            set_tip(pipeline_form, field, key)
-        self.backup_interval = rule_spin("backup_interval_minutes", 5, special="off")
-        self.backup_interval.setObjectName("backupInterval")
-        backup_box = QGroupBox("Backups")
-        backup_form = QFormLayout(backup_box)
-        backup_form.addRow("Every N minutes of use, and on close", self.backup_interval)
-        set_tip(backup_form, self.backup_interval, "backup_interval_minutes")
-        self.backup_max_total = rule_spin("backup_max_total_mb", 500, special="off")
-        self.backup_max_total.setObjectName("backupMaxTotal")
-        self.backup_max_total.setSuffix(" MB")
-        backup_form.addRow("All backups together at most", self.backup_max_total)
-        set_tip(backup_form, self.backup_max_total, "backup_max_total_mb")
+        # pipeline and backups: plain fields bound to their rules (settings_boxes)
+        pipeline_box = DistillationBox()
+        self.skip_threshold = pipeline_box.skip_threshold
+        self.update_threshold = pipeline_box.update_threshold
+        self.decay_rate = pipeline_box.decay_rate
+        self.top_k = pipeline_box.top_k
+        self.min_chars = pipeline_box.min_chars
+        self.min_words = pipeline_box.min_words
+        self.untrusted_sources = pipeline_box.untrusted_sources
+        self.guard_opinion = pipeline_box.guard_opinion
+        self.guard_threshold = pipeline_box.guard_threshold
+        backup_box = BackupsBox()
+        self.backup_interval = backup_box.backup_interval
+        self.backup_max_total = backup_box.backup_max_total
         self.reviewer_box = ReviewerBox()
         self.database_box = DatabaseBox(services)
 
         # buttons: below the scrolling form, so they never move
-        self.busy = QProgressBar()
-        self.busy.setObjectName("validationBusy")
-        self.busy.setRange(0, 0)
-        self.busy.setMaximumWidth(160)
-        self.busy.setTextVisible(False)
-        self.busy_label = QLabel("Checking the model file…")
-        for widget in (self.busy, self.busy_label):
-            policy = widget.sizePolicy()
-            policy.setRetainSizeWhenHidden(True)  # showing them must not shift the row
-            widget.setSizePolicy(policy)
-            widget.hide()
-        self.defaults_button = QPushButton("Restore defaults")
-        self.defaults_button.setObjectName("restoreDefaultsButton")
-        self.defaults_button.setToolTip(
-            "Set every setting on this page back to its default (asks first; the API key "
-            "in the keyring is kept)"
-        )
+        buttons = ApplyRow()
+        self.busy, self.busy_label = buttons.busy, buttons.busy_label
+        self.defaults_button = buttons.defaults_button
         self.defaults_button.clicked.connect(self.restore_defaults)
-        self.apply_button = QPushButton("Apply")
-        self.apply_button.setObjectName("applySettingsButton")
-        self.apply_button.setToolTip(
-            "Check and save the settings (a new model file is loaded once)"
-        )
+        self.apply_button = buttons.apply_button
         self.apply_button.clicked.connect(self.apply)
-        self.apply_button.setDefault(True)
-        self.revert_button = QPushButton("Revert")
-        self.revert_button.setObjectName("revertSettingsButton")
-        self.revert_button.setToolTip("Show the saved settings again, dropping edits")
+        self.revert_button = buttons.revert_button
         self.revert_button.clicked.connect(self.revert)
-        buttons = QHBoxLayout()
-        buttons.setContentsMargins(9, 6, 9, 9)
-        buttons.addWidget(self.defaults_button)
-        buttons.addWidget(self.busy)
-        buttons.addWidget(self.busy_label)
-        buttons.addStretch(1)
-        buttons.addWidget(self.revert_button)
-        buttons.addWidget(self.apply_button)
 
         # models already on this computer, and the catalogue (they fill the model field)
         self.local_models = LocalModelsBox(self)
