@@ -60,20 +60,23 @@ class RunEstimate:
         return self.summary() if self.measured else f"{self.summary()}; {UNMEASURED}"
 
 
-def estimate_run(store: Store, kind: str, limit: int | None, model_path: str | None) -> RunEstimate:
+def estimate_run(store: Store, kind: str, limit: int | None) -> RunEstimate:
     """Count the episodes ``kind`` would process and plan the run's model time.
 
-    ``model_path`` is the saved setting; it resolves the way the worker resolves it, so
-    the speeds are the ones of the model the run will load. An unusable model file gives
-    the default speeds (the run itself then fails with the file's problem).
+    Off the GUI thread: the settings are read here too (on a server, a round trip). The
+    saved model path resolves the way the worker resolves it, so the speeds are the ones
+    of the model the run will load. An unusable model file gives the default speeds (the
+    run itself then fails with the file's problem).
     """
+    settings = load_settings(store)
+    model_path = settings.model_path
     pending = pending_classify_count(store) if kind == "classify" else pending_distill_count(store)
     try:
         path = str(resolve_model_path(None, model_path))
     except ModelFileError:
         path = str(model_path or "")
     count = pending if limit is None else min(pending, limit)
-    plan = plan_run(kind, count, measured_rates(store, path), load_settings(store))
+    plan = plan_run(kind, count, measured_rates(store, path), settings)
     return RunEstimate(kind, limit, pending, plan)
 
 

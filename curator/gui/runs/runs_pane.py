@@ -52,7 +52,6 @@ from curator.pipeline.run_history import (
     running_runs,
 )
 from curator.store.models import GATE_STEPS, Run
-from curator.store.settings import load_settings
 
 RUN_HISTORY_LIMIT = 500
 """The newest runs listed (older ones stay in the database and the CLI)."""
@@ -296,8 +295,7 @@ class RunsPane(Pane):
         self.progress_label.setText(f"Counting the episodes to {kind}…")
         self.ops.query(
             "runs-estimate",
-            # the settings too: on a server even their read is a round trip
-            lambda ctx: estimate_run(ctx.store, kind, limit, load_settings(ctx.store).model_path),
+            lambda ctx: estimate_run(ctx.store, kind, limit),
             self._estimated,
             self._estimate_failed,
         )
