@@ -31,7 +31,7 @@ from curator.gui.runs.runs_pane import RunsPane
 from curator.gui.runtime.services import AppServices
 from curator.gui.runtime.worker import LlmWorker
 from curator.gui.settings.settings_pane import SettingsPane
-from curator.gui.window.main_window import MainWindow
+from curator.gui.window.main_window import POLL_MS, MainWindow
 from curator.pipeline import review
 from curator.pipeline.labels import relabel
 from curator.store.backup import BackupResult
@@ -452,6 +452,34 @@ def test_a_commit_made_before_the_watcher_listens_is_shown(
     record(store, 0, 1)  # nobody listens yet
     listening.set()
     qtbot.waitUntil(lambda: pane.model.rowCount() == before + 1, timeout=10_000)
+    window.close()
+
+
+def test_the_first_load_on_a_server_reads_the_pane_once(
+    qtbot, services: AppServices, qsettings: QSettings, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The first load waits for the watcher's first change (the counter it starts from):
+    loaded before it and again on it, the pane in view was read twice at every start,
+    and a page failure the pane had said was said again by the second load."""
+    loads: list[str] = []
+    real = EpisodesPane.refresh
+
+    def counted(pane: EpisodesPane) -> None:
+        loads.append(pane.objectName())
+        real(pane)
+
+    monkeypatch.setattr(EpisodesPane, "refresh", counted)
+    qsettings.setValue("window/pane", 0)  # Episodes in view at the start
+    window = MainWindow(services, qsettings)
+    qtbot.addWidget(window)
+    window.show()
+    qtbot.waitExposed(window)
+    pane = window.episodes_pane
+    before = count(services.store)
+    qtbot.waitUntil(lambda: window._heard is not None and pane.model.rowCount() == before)
+    qtbot.wait(2 * POLL_MS)  # a second load would have started by now
+    qtbot.waitUntil(lambda: not window.services.ops.busy and window.services.ops.pending == 0)
+    assert loads == ["episodesPane"]
     window.close()
 
 

@@ -55,6 +55,9 @@ APPLICATION = "curator"
 POLL_MS = 500
 """How soon a change heard while the window could not reload (its own write running, the
 database locked for a moment) is looked at again: no query, a flag, until then."""
+FIRST_HEARD_MS = 1000
+"""On a server, how long the first load waits for the watcher to listen (loopback: a few
+milliseconds) before it loads without knowing the counter it starts from."""
 DEFAULT_SIZE = (1400, 900)
 """The first start's size, shrunk to the screen's free area when that is smaller."""
 
@@ -154,9 +157,11 @@ class MainWindow(StatusBarMixin, FileMenuMixin, FollowMixin, QMainWindow):
         # PostgreSQL's watcher reads the change counter on its own thread with every
         # change it hears: the GUI thread then makes no round trip to the server to tell
         # its own writes from others' (SQLite's data_version is a shared-memory read).
-        # Its first change, once it listens, says the counter it starts from: until then
-        # the counter the panes show is unknown (None), and that change reloads the pane
-        # in view, so a commit made before the watcher listened is shown too.
+        # Its first change, once it listens, says the counter it starts from: the first
+        # load waits for it (loaded before it and again on it, every pane was read twice).
+        # A watcher slower than FIRST_HEARD_MS does not hold the window back: the pane
+        # loads without a counter (None), and that first change reloads it, so a commit
+        # made before the watcher listened is shown too.
         self._counts_heard = watcher.counts_changes
         self._data_version: int | None = (
             None if self._counts_heard else services.store.data_version()
@@ -183,6 +188,21 @@ class MainWindow(StatusBarMixin, FileMenuMixin, FollowMixin, QMainWindow):
         self.fit_to_screen()
         # Every pane loads when first shown (the restored tab now, the others later).
         self._dirty = set(range(len(self.panes)))
+        self._awaiting_first_change = self._counts_heard
+        self._first_load = QTimer(self)
+        self._first_load.setSingleShot(True)
+        self._first_load.setInterval(FIRST_HEARD_MS if self._counts_heard else 0)
+        self._first_load.timeout.connect(self._load_first)
+        if self._counts_heard:
+            self._first_load.start()
+        else:
+            self._load_first()
+
+    def _load_first(self) -> None:
+        """The restored tab's first load: at once on a file; on a server once the watcher
+        listens, or after :data:`FIRST_HEARD_MS` without it."""
+        self._awaiting_first_change = False
+        self._first_load.stop()
         self._pane_shown(self.tabs.currentIndex())
 
     # -- panes ----------------------------------------------------------------------------
@@ -297,6 +317,14 @@ class MainWindow(StatusBarMixin, FileMenuMixin, FollowMixin, QMainWindow):
         or, when the window looked less than :data:`POLL_MS` ago, at the next tick. An
         agent recording episodes one by one commits many times a second; a reload per
         commit would redo the pane's queries back to back."""
+        if self._awaiting_first_change and len(self._dirty) == len(self.panes):
+            # Nothing loaded yet (no tab was switched to meanwhile): the counter the first
+            # load starts from.
+            self._heard = self._data_version = change.counter
+            self._load_first()
+            return
+        self._awaiting_first_change = False
+        self._first_load.stop()
         self._outside_pending = True
         if self._counts_heard:
             self._heard = change.counter
