@@ -11,10 +11,11 @@ from __future__ import annotations
 
 from PySide6.QtCore import QAbstractItemModel, Qt, Signal
 from PySide6.QtGui import QKeyEvent, QResizeEvent
-from PySide6.QtWidgets import QAbstractItemView, QHeaderView, QStyle, QTableView, QWidget
+from PySide6.QtWidgets import QAbstractItemView, QHeaderView, QStyle, QWidget
 
 from curator.gui.episodes.episode_model import COLUMNS
 from curator.gui.widgets.qt_models import FIT_ROWS, headers_ignore_selection
+from curator.gui.widgets.row_table import RowTableView
 
 RELABEL_KEYS: dict[int, str] = {
     Qt.Key.Key_C: "constitutional",
@@ -39,7 +40,7 @@ MAX_TIME_WIDTH = 260
 """No fitted column takes more than this, whatever text a damaged row carries."""
 
 
-class EpisodeTableView(QTableView):
+class EpisodeTableView(RowTableView):
     """The table; turns the relabel keys into signals before type-ahead search sees them."""
 
     relabel_requested = Signal(str)

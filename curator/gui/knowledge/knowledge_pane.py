@@ -26,7 +26,6 @@ from PySide6.QtWidgets import (
     QSlider,
     QSpinBox,
     QSplitter,
-    QTableView,
     QVBoxLayout,
     QWidget,
 )
@@ -53,6 +52,7 @@ from curator.gui.widgets.qt_models import (
     headers_ignore_selection,
     selected_spans,
 )
+from curator.gui.widgets.row_table import RowTableView
 from curator.pipeline.audit import audit, retire_patterns
 from curator.pipeline.commit import undo_changeset
 from curator.store.db import Store
@@ -156,7 +156,7 @@ class KnowledgePane(Pane):
             row_font=lambda r: bold if r.in_top_k else None,
             row_background=lambda r: band_brush if r.in_top_k else None,
         )
-        self.table = QTableView()
+        self.table = RowTableView()
         self.table.setObjectName("patternsTable")
         self.table.setModel(self.patterns)
         self.table.setSortingEnabled(True)

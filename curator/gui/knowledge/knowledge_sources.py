@@ -13,13 +13,14 @@ from collections.abc import Sequence
 from datetime import datetime
 
 from PySide6.QtCore import QModelIndex, Signal
-from PySide6.QtWidgets import QAbstractItemView, QLabel, QTableView, QVBoxLayout, QWidget
+from PySide6.QtWidgets import QAbstractItemView, QLabel, QVBoxLayout, QWidget
 
 from curator.core.flag_type import Flag
 from curator.core.wording import agree, plural
 from curator.gui.runtime.operations import StoreOps
 from curator.gui.widgets.flag_view import FLAG_MARK
 from curator.gui.widgets.qt_models import FIT_ROWS, Column, RowTableModel
+from curator.gui.widgets.row_table import RowTableView
 from curator.store.knowledge import SourceRow, pattern_sources
 from curator.store.models import format_local
 
@@ -61,7 +62,7 @@ class ProvenancePanel(QWidget):
         self.loading = False
         """A read of the sources is running (the title says so)."""
         self.model = RowTableModel(SOURCE_COLUMNS, self)
-        self.view = QTableView()
+        self.view = RowTableView()
         self.view.setObjectName("sourcesTable")
         self.view.setModel(self.model)
         self.view.setSelectionBehavior(QAbstractItemView.SelectionBehavior.SelectRows)

@@ -13,10 +13,11 @@ from typing import Any
 
 from PySide6.QtCore import Qt, QTimer
 from PySide6.QtGui import QBrush, QColor, QPalette, QResizeEvent
-from PySide6.QtWidgets import QAbstractItemView, QHeaderView, QTableView, QWidget
+from PySide6.QtWidgets import QAbstractItemView, QHeaderView, QWidget
 
 from curator.gui.widgets.flag_view import FLAG_MARK, flags_tooltip
 from curator.gui.widgets.qt_models import FIT_ROWS, Column, RowTableModel
+from curator.gui.widgets.row_table import RowTableView
 
 ACTION_NAMES = {
     "ACCEPT": "Accept proposal",
@@ -145,7 +146,7 @@ def fitted_widths(wants: list[int], budget: int, floor: int) -> list[int]:
     return [min(w, low) for w in wants]
 
 
-class CandidateList(QTableView):
+class CandidateList(RowTableView):
     """One row per candidate; decided rows are tinted (rejected ones less).
 
     The columns before Candidate are sized to their content, but only as far as the

@@ -44,6 +44,7 @@ from curator.gui.runtime.services import AppServices
 from curator.gui.widgets.forecast_note import plural
 from curator.gui.widgets.pane import Pane
 from curator.gui.widgets.qt_models import FIT_ROWS, RowTableModel
+from curator.gui.widgets.row_table import RowTableView
 from curator.pipeline.run_history import (
     RunDetail,
     counts_text,
@@ -197,7 +198,7 @@ class RunsPane(Pane):
 
     @staticmethod
     def _table(model: RowTableModel[Any], name: str) -> QTableView:
-        view = QTableView()
+        view = RowTableView()
         view.setObjectName(name)
         view.setModel(model)
         view.setSelectionBehavior(QAbstractItemView.SelectionBehavior.SelectRows)
