@@ -19,9 +19,11 @@ from pathlib import Path
 import pytest
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
-from PySide6.QtWidgets import QApplication, QLabel, QWidget
+from PySide6.QtCore import QEvent
+from PySide6.QtGui import QHelpEvent
+from PySide6.QtWidgets import QApplication, QLabel, QToolTip, QWidget
 
-from curator.gui.widgets.eliding import ElidingButton, ElidingLabel
+from curator.gui.widgets.eliding import ElidingButton, ElidingLabel, ElidingStatusBar
 from curator.gui.window.main_window import MainWindow
 
 PARTS = ("follow_label", "demo_button", "db_label", "model_label", "offload_label", "run_label")
@@ -142,3 +144,40 @@ def test_a_running_write_s_label_bar_and_cancel_clip_no_part(
         lambda: {p.objectName(): p.width() for p in permanent(main_window)} == before,
         timeout=5000,
     )
+
+
+LONG = (
+    "Labelled 1 episode noise. Learning: not enough human labels to learn yet: 1 given "
+    "(0 constitutional, 1 noise, 0 uncategorized), 0 usable (0 constitutional, 0 noise, "
+    "0 uncategorized); 3 per label needed"
+)
+
+
+@pytest.mark.qt_log_ignore("This plugin does not support (raise|propagateSizeHints)")
+@pytest.mark.parametrize("width", [800, 1400])
+def test_a_message_longer_than_the_room_ends_in_an_ellipsis_with_the_whole_as_tooltip(
+    qtbot, main_window: MainWindow, width: int
+) -> None:
+    """QStatusBar clipped it mid-letter ("3 per label neede"); the bar keeps it whole."""
+    main_window.resize(width, 700)
+    main_window.show_message(LONG)
+    QApplication.processEvents()
+    bar = main_window.statusBar()
+    assert isinstance(bar, ElidingStatusBar)
+    assert bar.currentMessage() == LONG
+    room = bar.message_rect()
+    assert room.right() < min(p.x() for p in permanent(main_window))
+    shown = bar.shown_message()
+    assert shown.endswith("…") and LONG.startswith(shown[:-1].rstrip())
+    assert bar.fontMetrics().horizontalAdvance(shown) <= room.width()
+    assert not bar.grab().isNull()  # painted, elided
+    inside = room.center()
+    tip = QHelpEvent(QEvent.Type.ToolTip, inside, bar.mapToGlobal(inside))
+    QApplication.sendEvent(bar, tip)
+    assert QToolTip.text() == LONG
+    QToolTip.hideText()
+
+    short = "Undid the last relabel."
+    main_window.show_message(short)
+    QApplication.processEvents()
+    assert bar.shown_message() == short  # QStatusBar's own paint

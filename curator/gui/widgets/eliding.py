@@ -14,9 +14,21 @@ as a space, where it painted two lines into one line's height and made the bar t
 
 from __future__ import annotations
 
-from PySide6.QtCore import QSize, Qt
-from PySide6.QtGui import QFontMetrics, QPainter, QPaintEvent
-from PySide6.QtWidgets import QLabel, QPushButton, QStyle, QStyleOptionButton, QStylePainter
+from PySide6.QtCore import QEvent, QRect, QSize, Qt
+from PySide6.QtGui import QFontMetrics, QHelpEvent, QPainter, QPaintEvent
+from PySide6.QtWidgets import (
+    QLabel,
+    QPushButton,
+    QSizeGrip,
+    QSizePolicy,
+    QStatusBar,
+    QStyle,
+    QStyleOption,
+    QStyleOptionButton,
+    QStylePainter,
+    QToolTip,
+    QWidget,
+)
 
 ELLIPSIS = "…"
 KEEP = 12
@@ -104,3 +116,89 @@ class ElidingButton(QPushButton):
         self.initStyleOption(option)
         option.text = self.shown_text()
         QStylePainter(self).drawControl(QStyle.ControlElement.CE_PushButton, option)
+
+
+class ElidingStatusBar(QStatusBar):
+    """A status bar whose temporary message ends in "…" where it does not fit.
+
+    ``QStatusBar`` draws a message in the room its permanent parts leave and clips the
+    rest mid-letter ("…; 3 per label neede"). Here a message that does not fit is drawn
+    elided, with the whole message as the tooltip over it; one that fits is left to
+    ``QStatusBar``, and ``currentMessage()`` is always the whole text.
+    """
+
+    def __init__(self, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        # as QMainWindow sets on the bar it makes itself: the bar never widens the window
+        self.setSizePolicy(QSizePolicy.Policy.Ignored, QSizePolicy.Policy.Fixed)
+        self._permanent: list[QWidget] = []
+
+    def addPermanentWidget(self, widget: QWidget, stretch: int | None = 0) -> None:
+        super().addPermanentWidget(widget, stretch)
+        self._permanent.append(widget)
+
+    def insertPermanentWidget(self, index: int, widget: QWidget, stretch: int | None = 0) -> int:
+        found = super().insertPermanentWidget(index, widget, stretch)
+        self._permanent.append(widget)
+        return found
+
+    def removeWidget(self, widget: QWidget) -> None:
+        super().removeWidget(widget)
+        if widget in self._permanent:
+            self._permanent.remove(widget)
+
+    def message_rect(self) -> QRect:
+        """Where the message is drawn: QStatusBar's own rectangle, up to the first
+        permanent part (or the size grip)."""
+        left, right = 6, self.width() - 12
+        rtl = self.layoutDirection() == Qt.LayoutDirection.RightToLeft
+        grip = self.findChild(QSizeGrip)
+        if grip is not None and grip.isVisible():
+            left, right = (grip.x() + grip.width(), right) if rtl else (left, grip.x())
+        shown = [w for w in self._permanent if w.isVisible()]
+        if shown and rtl:
+            left = max(left, max(w.x() + w.width() for w in shown) + 2)
+        elif shown:
+            right = min(right, min(w.x() for w in shown) - 2)
+        return QRect(left, 0, max(0, right - left), self.height())
+
+    def shown_message(self) -> str:
+        """The message as painted at the bar's present width ("" when there is none)."""
+        message = one_line(self.currentMessage())
+        return _elided(self.fontMetrics(), message, self.message_rect().width()) if message else ""
+
+    def paintEvent(self, event: QPaintEvent) -> None:
+        shown = self.shown_message()
+        if shown == one_line(self.currentMessage()):
+            super().paintEvent(event)  # no message, or one that fits: QStatusBar's own
+            return
+        # QStatusBar's paint (the panel, the permanent parts' frames), with the message
+        # elided: the normal parts are hidden while a message shows.
+        painter = QPainter(self)
+        style = self.style()
+        panel = QStyleOption()
+        panel.initFrom(self)
+        style.drawPrimitive(QStyle.PrimitiveElement.PE_PanelStatusBar, panel, painter, self)
+        for widget in self._permanent:
+            if widget.isVisible():
+                frame = QStyleOption()
+                frame.rect = widget.geometry().adjusted(-2, -1, 2, 1)
+                frame.palette = self.palette()
+                frame.state = QStyle.StateFlag.State_None
+                style.drawPrimitive(
+                    QStyle.PrimitiveElement.PE_FrameStatusBarItem, frame, painter, widget
+                )
+        painter.setPen(self.palette().windowText().color())
+        flags = Qt.AlignmentFlag.AlignLeading | Qt.AlignmentFlag.AlignVCenter
+        painter.drawText(self.message_rect(), int(flags) | int(Qt.TextFlag.TextSingleLine), shown)
+
+    def event(self, event: QEvent) -> bool:
+        if (
+            event.type() == QEvent.Type.ToolTip
+            and isinstance(event, QHelpEvent)
+            and self.shown_message() != one_line(self.currentMessage())
+            and self.message_rect().contains(event.pos())
+        ):
+            QToolTip.showText(event.globalPos(), self.currentMessage(), self)
+            return True
+        return super().event(event)

@@ -37,6 +37,7 @@ from curator.gui.review.review_pane import ReviewPane
 from curator.gui.runs.runs_pane import RunsPane
 from curator.gui.runtime.services import AppServices
 from curator.gui.settings.settings_pane import SettingsPane
+from curator.gui.widgets.eliding import ElidingStatusBar
 from curator.gui.widgets.pane import Pane
 from curator.gui.window.auto_backup import AutoBackup
 from curator.gui.window.change_listener import ChangeListener
@@ -145,6 +146,9 @@ class MainWindow(StatusBarMixin, FileMenuMixin, FollowMixin, QMainWindow):
         assert isinstance(knowledge, KnowledgePane)
         self.provenance = ProvenanceNavigator(self, self.tabs, knowledge, self.episodes_pane)
 
+        # Before anything asks for statusBar() (the follow menu adds its part to it), or Qt
+        # makes one of its own: a long message ends in "…" here, not mid-letter.
+        self.setStatusBar(ElidingStatusBar(self))
         self._build_actions()
         self._build_menus()
         self._build_toolbar()
