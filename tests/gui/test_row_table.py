@@ -2,12 +2,17 @@
 
 from __future__ import annotations
 
+import threading
+from typing import Any
+
 import pytest
-from PySide6.QtCore import Qt
+from PySide6.QtCore import QModelIndex, Qt
 from PySide6.QtGui import QStandardItem, QStandardItemModel
 from PySide6.QtWidgets import QAbstractItemView
 
+from curator.gui.episodes import episode_model
 from curator.gui.widgets.row_table import RowTableView
+from curator.store.episode_queries import EpisodeSort
 
 ROWS, COLUMNS = 40, 4
 
@@ -84,3 +89,70 @@ def test_end_in_the_episodes_shows_the_oldest_episode(qtbot, main_window) -> Non
     qtbot.waitUntil(lambda: not pane.detail_loading, timeout=10_000)  # read in the background
     assert pane.detail_reader._shown == oldest
     assert "Label in force" in pane.detail.toPlainText()
+
+
+@pytest.mark.parametrize("key", [Qt.Key.Key_End, Qt.Key.Key_Home])
+def test_without_a_current_row_end_and_home_still_go_to_the_ends(qtbot, view, key) -> None:
+    """After a reset (a new search) there is no current row: Qt answers the first cell for
+    either key."""
+    view.selectionModel().clear()
+    view.setCurrentIndex(QModelIndex())
+    assert not view.currentIndex().isValid()
+    qtbot.keyClick(view, key)
+    assert selected_rows(view) == [ROWS - 1 if key == Qt.Key.Key_End else 0]
+
+
+def test_a_hidden_or_disabled_current_column_does_not_lose_the_row(qtbot, view) -> None:
+    view.setColumnHidden(1, True)
+    qtbot.keyClick(view, Qt.Key.Key_End)
+    assert selected_rows(view) == [ROWS - 1]
+    view.setColumnHidden(1, False)
+    view.setCurrentIndex(view.model().index(3, 1))
+    model = view.model()
+    assert isinstance(model, QStandardItemModel)
+    model.item(ROWS - 1, 1).setEnabled(False)
+    qtbot.keyClick(view, Qt.Key.Key_End)
+    assert selected_rows(view) == [ROWS - 1]
+
+
+def test_rows_appended_after_end_take_the_selection_along_until_the_user_moves(qtbot, view) -> None:
+    model = view.model()
+    assert isinstance(model, QStandardItemModel)
+    qtbot.keyClick(view, Qt.Key.Key_End)
+    model.appendRow([QStandardItem("late") for _ in range(COLUMNS)])
+    assert selected_rows(view) == [ROWS]
+    assert view.currentIndex().column() == 1
+    qtbot.keyClick(view, Qt.Key.Key_Up)
+    model.appendRow([QStandardItem("later") for _ in range(COLUMNS)])
+    assert selected_rows(view) == [ROWS - 1]
+
+
+@pytest.mark.parametrize("engine", ["postgresql"])
+def test_end_while_the_episodes_come_in_steps_ends_on_the_oldest(
+    qtbot, main_window, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """On a server a new order shows its first rows before the rest: End pressed between
+    the two ends on the last row of all of them, not of the first screenful."""
+    main_window.tabs.setCurrentIndex(0)
+    pane = main_window.episodes_pane
+    model = pane.model
+    qtbot.waitUntil(lambda: model.complete and not model.loading and model.rowCount() > 20)
+    everything = model.rowCount()
+    real = episode_model.query_ids
+    rest = threading.Event()
+
+    def held(*args: Any) -> Any:  # fault injection: a slow read of every id
+        assert rest.wait(30)
+        return real(*args)
+
+    monkeypatch.setattr(episode_model, "query_ids", held)
+    model.first_rows = 10
+    model.set_query(sort=EpisodeSort("time", False))
+    qtbot.waitUntil(lambda: model.rowCount() == 10 and not model.complete)
+    pane.table.setFocus()
+    pane.table.selectRow(0)
+    qtbot.keyClick(pane.table, Qt.Key.Key_End)
+    assert pane.selected_ids() == [model.episode_id(9)]
+    rest.set()
+    qtbot.waitUntil(lambda: model.complete and model.rowCount() == everything)
+    assert pane.selected_ids() == [model.episode_id(everything - 1)]

@@ -9,13 +9,16 @@ the table kept showing the episode left behind. Here Home and End go to the firs
 last row and select it, as in a list (Shift extends the selection, as it does for the
 arrow keys); the current column stays where it was, so the view does not scroll
 sideways. Ctrl+Home and Ctrl+End keep Qt's meaning, and a table that selects single
-cells keeps Qt's keys altogether.
+cells keeps Qt's keys altogether. A model that appends rows after End (the episodes,
+whose first screenful comes before the rest on a large database) takes the selection on
+to the new last row, until the user moves elsewhere.
 """
 
 from __future__ import annotations
 
-from PySide6.QtCore import QModelIndex, Qt
-from PySide6.QtWidgets import QAbstractItemView, QTableView
+from PySide6.QtCore import QAbstractItemModel, QItemSelectionModel, QModelIndex, Qt
+from PySide6.QtGui import QMouseEvent
+from PySide6.QtWidgets import QAbstractItemView, QTableView, QWidget
 
 _ENDS = (
     QAbstractItemView.CursorAction.MoveHome,
@@ -26,17 +29,77 @@ _ENDS = (
 class RowTableView(QTableView):
     """A :class:`QTableView` for row selection: Home/End go to the first/last row."""
 
+    def __init__(self, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self._at_end = False
+        """End was the last move: rows appended below (a model that loads its rows in
+        steps, the first screenful first) take the selection along to the new last row."""
+
+    def setModel(self, model: QAbstractItemModel | None) -> None:
+        old = self.model()
+        if old is not None:
+            old.rowsInserted.disconnect(self._rows_appended)
+            old.modelReset.disconnect(self._moved_away)
+        super().setModel(model)
+        self._at_end = False
+        if model is not None:
+            model.rowsInserted.connect(self._rows_appended)
+            model.modelReset.connect(self._moved_away)
+
+    def _moved_away(self) -> None:
+        self._at_end = False
+
+    def mousePressEvent(self, event: QMouseEvent) -> None:
+        self._at_end = False
+        super().mousePressEvent(event)
+
+    def _rows_appended(self, parent: QModelIndex, first: int, last: int) -> None:
+        model = self.model()
+        current = self.currentIndex()
+        appended = not parent.isValid() and last == model.rowCount() - 1
+        if not (self._at_end and appended and current.isValid() and current.row() == first - 1):
+            return
+        end = self._outer_row(last=True)
+        if end.isValid() and end.row() > current.row():
+            flags = (
+                QItemSelectionModel.SelectionFlag.ClearAndSelect
+                | QItemSelectionModel.SelectionFlag.Rows
+            )
+            self.selectionModel().setCurrentIndex(end.siblingAtColumn(current.column()), flags)
+
     def moveCursor(
         self, cursorAction: QAbstractItemView.CursorAction, modifiers: Qt.KeyboardModifier
     ) -> QModelIndex:
         rows = self.selectionBehavior() == QAbstractItemView.SelectionBehavior.SelectRows
         control = bool(modifiers & Qt.KeyboardModifier.ControlModifier)
+        plain = modifiers & ~Qt.KeyboardModifier.KeypadModifier == Qt.KeyboardModifier.NoModifier
+        self._at_end = rows and plain and cursorAction == _ENDS[1]
         if cursorAction not in _ENDS or not rows or control:
             return super().moveCursor(cursorAction, modifiers)
-        # Qt's own row search with Ctrl (it skips hidden rows), then back to the column
-        # the user was in.
-        found = super().moveCursor(cursorAction, modifiers | Qt.KeyboardModifier.ControlModifier)
         current = self.currentIndex()
-        if found.isValid() and current.isValid():
-            return found.siblingAtColumn(current.column())
-        return found
+        if not current.isValid():  # after a reset: Qt answers the first cell for either key
+            return self._outer_row(last=cursorAction == _ENDS[1])
+        # Qt's own row search with Ctrl (it skips hidden rows and disabled cells), then
+        # back to the column the user was in, where that column's cell can take it.
+        found = super().moveCursor(cursorAction, modifiers | Qt.KeyboardModifier.ControlModifier)
+        if not found.isValid() or self.isColumnHidden(current.column()):
+            return found
+        sibling = found.siblingAtColumn(current.column())
+        enabled = bool(sibling.flags() & Qt.ItemFlag.ItemIsEnabled)
+        return sibling if sibling.isValid() and enabled else found
+
+    def _outer_row(self, last: bool) -> QModelIndex:
+        """The first (or last) shown row, at the first shown column (invalid: none)."""
+        model = self.model()
+        if model is None:
+            return QModelIndex()
+        columns = self.horizontalHeader()
+        shown = (columns.logicalIndex(v) for v in range(columns.count()))
+        column = next((c for c in shown if not self.isColumnHidden(c)), -1)
+        rows = self.verticalHeader()
+        order = range(rows.count() - 1, -1, -1) if last else range(rows.count())
+        for visual in order:
+            row = rows.logicalIndex(visual)
+            if column >= 0 and not self.isRowHidden(row):
+                return model.index(row, column, self.rootIndex())
+        return QModelIndex()
