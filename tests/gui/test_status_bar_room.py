@@ -17,13 +17,19 @@ import threading
 from pathlib import Path
 
 import pytest
+import shiboken6
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 from PySide6.QtCore import QEvent
 from PySide6.QtGui import QHelpEvent
 from PySide6.QtWidgets import QApplication, QLabel, QToolTip, QWidget
 
-from curator.gui.widgets.eliding import ElidingButton, ElidingLabel, ElidingStatusBar
+from curator.gui.widgets.eliding import (
+    MESSAGE_CAP,
+    ElidingButton,
+    ElidingLabel,
+    ElidingStatusBar,
+)
 from curator.gui.window.main_window import MainWindow
 
 PARTS = ("follow_label", "demo_button", "db_label", "model_label", "offload_label", "run_label")
@@ -181,3 +187,49 @@ def test_a_message_longer_than_the_room_ends_in_an_ellipsis_with_the_whole_as_to
     main_window.show_message(short)
     QApplication.processEvents()
     assert bar.shown_message() == short  # QStatusBar's own paint
+
+
+@pytest.mark.qt_log_ignore("This plugin does not support (raise|propagateSizeHints)")
+def test_the_tooltip_goes_with_its_message_and_a_huge_one_is_cut(
+    qtbot, main_window: MainWindow
+) -> None:
+    bar = main_window.statusBar()
+    assert isinstance(bar, ElidingStatusBar)
+
+    def hover() -> None:
+        inside = bar.message_rect().center()
+        QApplication.sendEvent(
+            bar, QHelpEvent(QEvent.Type.ToolTip, inside, bar.mapToGlobal(inside))
+        )
+
+    main_window.show_message(LONG)
+    hover()
+    assert QToolTip.isVisible() and QToolTip.text() == LONG
+    bar.clearMessage()
+    qtbot.waitUntil(lambda: not QToolTip.isVisible(), timeout=2000)  # Qt's own fade
+
+    huge = "x" * 1_000_000
+    main_window.show_message(huge)
+    shown = bar.shown_message()
+    assert shown.endswith("…") and len(shown) <= MESSAGE_CAP
+    hover()
+    assert QToolTip.text() == "x" * MESSAGE_CAP + "…"
+    main_window.show_message("Undid the last relabel.")
+    qtbot.waitUntil(lambda: not QToolTip.isVisible(), timeout=2000)
+
+
+def test_a_part_deleted_or_moved_off_the_bar_is_forgotten(qtbot, main_window: MainWindow) -> None:
+    bar = main_window.statusBar()
+    assert isinstance(bar, ElidingStatusBar)
+    gone, moved = QLabel("gone"), QLabel("moved")
+    bar.addPermanentWidget(gone)
+    bar.addPermanentWidget(moved)
+    QApplication.processEvents()
+    shiboken6.delete(gone)
+    elsewhere = QWidget()
+    qtbot.addWidget(elsewhere)
+    moved.setParent(elsewhere)
+    main_window.show_message(LONG)
+    QApplication.processEvents()
+    assert not bar.grab().isNull()
+    assert bar.message_rect().right() < min(p.x() for p in permanent(main_window))

@@ -14,6 +14,7 @@ as a space, where it painted two lines into one line's height and made the bar t
 
 from __future__ import annotations
 
+import shiboken6
 from PySide6.QtCore import QEvent, QRect, QSize, Qt
 from PySide6.QtGui import QFontMetrics, QHelpEvent, QPainter, QPaintEvent
 from PySide6.QtWidgets import (
@@ -118,13 +119,19 @@ class ElidingButton(QPushButton):
         QStylePainter(self).drawControl(QStyle.ControlElement.CE_PushButton, option)
 
 
+MESSAGE_CAP = 2_000
+"""The most of a status-bar message measured or put in its tooltip: wider than any
+screen, and a megabyte-long message measured whole held every paint for a quarter of a
+second."""
+
+
 class ElidingStatusBar(QStatusBar):
     """A status bar whose temporary message ends in "…" where it does not fit.
 
     ``QStatusBar`` draws a message in the room its permanent parts leave and clips the
     rest mid-letter ("…; 3 per label neede"). Here a message that does not fit is drawn
-    elided, with the whole message as the tooltip over it; one that fits is left to
-    ``QStatusBar``, and ``currentMessage()`` is always the whole text.
+    elided, with the whole message as the tooltip over it (gone with the message); one
+    that fits is left to ``QStatusBar``, and ``currentMessage()`` is always the whole text.
     """
 
     def __init__(self, parent: QWidget | None = None) -> None:
@@ -132,6 +139,8 @@ class ElidingStatusBar(QStatusBar):
         # as QMainWindow sets on the bar it makes itself: the bar never widens the window
         self.setSizePolicy(QSizePolicy.Policy.Ignored, QSizePolicy.Policy.Fixed)
         self._permanent: list[QWidget] = []
+        self._tip_shown = False
+        self.messageChanged.connect(self._message_changed)
 
     def addPermanentWidget(self, widget: QWidget, stretch: int | None = 0) -> None:
         super().addPermanentWidget(widget, stretch)
@@ -144,8 +153,15 @@ class ElidingStatusBar(QStatusBar):
 
     def removeWidget(self, widget: QWidget) -> None:
         super().removeWidget(widget)
-        if widget in self._permanent:
-            self._permanent.remove(widget)
+        self._permanent = [w for w in self._permanent if w is not widget]
+
+    def _parts(self) -> list[QWidget]:
+        """The permanent parts still on this bar (one deleted or moved elsewhere is
+        forgotten)."""
+        self._permanent = [
+            w for w in self._permanent if shiboken6.isValid(w) and w.parentWidget() is self
+        ]
+        return self._permanent
 
     def message_rect(self) -> QRect:
         """Where the message is drawn: QStatusBar's own rectangle, up to the first
@@ -155,7 +171,7 @@ class ElidingStatusBar(QStatusBar):
         grip = self.findChild(QSizeGrip)
         if grip is not None and grip.isVisible():
             left, right = (grip.x() + grip.width(), right) if rtl else (left, grip.x())
-        shown = [w for w in self._permanent if w.isVisible()]
+        shown = [w for w in self._parts() if w.isVisible()]
         if shown and rtl:
             left = max(left, max(w.x() + w.width() for w in shown) + 2)
         elif shown:
@@ -164,12 +180,21 @@ class ElidingStatusBar(QStatusBar):
 
     def shown_message(self) -> str:
         """The message as painted at the bar's present width ("" when there is none)."""
-        message = one_line(self.currentMessage())
-        return _elided(self.fontMetrics(), message, self.message_rect().width()) if message else ""
+        message = self.currentMessage()
+        if not message:
+            return ""
+        head = one_line(message[:MESSAGE_CAP])
+        shown = _elided(self.fontMetrics(), head, self.message_rect().width())
+        if len(message) > MESSAGE_CAP and shown == head:  # a wall-wide screen
+            shown = head[:-1] + ELLIPSIS
+        return shown
+
+    def _elides(self) -> bool:
+        message = self.currentMessage()
+        return bool(message) and self.shown_message() != one_line(message[: MESSAGE_CAP + 1])
 
     def paintEvent(self, event: QPaintEvent) -> None:
-        shown = self.shown_message()
-        if shown == one_line(self.currentMessage()):
+        if not self._elides():
             super().paintEvent(event)  # no message, or one that fits: QStatusBar's own
             return
         # QStatusBar's paint (the panel, the permanent parts' frames), with the message
@@ -179,7 +204,7 @@ class ElidingStatusBar(QStatusBar):
         panel = QStyleOption()
         panel.initFrom(self)
         style.drawPrimitive(QStyle.PrimitiveElement.PE_PanelStatusBar, panel, painter, self)
-        for widget in self._permanent:
+        for widget in self._parts():
             if widget.isVisible():
                 frame = QStyleOption()
                 frame.rect = widget.geometry().adjusted(-2, -1, 2, 1)
@@ -190,15 +215,25 @@ class ElidingStatusBar(QStatusBar):
                 )
         painter.setPen(self.palette().windowText().color())
         flags = Qt.AlignmentFlag.AlignLeading | Qt.AlignmentFlag.AlignVCenter
-        painter.drawText(self.message_rect(), int(flags) | int(Qt.TextFlag.TextSingleLine), shown)
+        text = self.shown_message()
+        painter.drawText(self.message_rect(), int(flags) | int(Qt.TextFlag.TextSingleLine), text)
 
     def event(self, event: QEvent) -> bool:
         if (
             event.type() == QEvent.Type.ToolTip
             and isinstance(event, QHelpEvent)
-            and self.shown_message() != one_line(self.currentMessage())
+            and self._elides()
             and self.message_rect().contains(event.pos())
         ):
-            QToolTip.showText(event.globalPos(), self.currentMessage(), self)
+            message = self.currentMessage()
+            if len(message) > MESSAGE_CAP:
+                message = message[:MESSAGE_CAP] + ELLIPSIS
+            QToolTip.showText(event.globalPos(), message, self, self.message_rect())
+            self._tip_shown = True
             return True
         return super().event(event)
+
+    def _message_changed(self, _text: str) -> None:
+        if self._tip_shown:  # the tooltip said the message that is gone
+            self._tip_shown = False
+            QToolTip.hideText()
