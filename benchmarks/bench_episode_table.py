@@ -89,6 +89,7 @@ def main() -> int:
         pane = EpisodesPane(services)
         pane.resize(1400, 900)
         pane.show()
+        pane.refresh()  # what the window does when the pane is first shown
         while pane.model.loading:  # above ASYNC_ABOVE episodes the id query runs in the background
             app.processEvents()
         pane.grab()

@@ -75,6 +75,7 @@ def _shown_pane(qtbot, services: AppServices) -> EpisodesPane:
     pane.resize(1000, 600)
     pane.show()
     qtbot.waitExposed(pane)
+    pane.refresh()  # what the window does when the pane is first shown
     return pane
 
 

@@ -162,8 +162,9 @@ def test_episodes_reads_its_sources_and_dates_off_the_gui_thread(
     sources = probe(monkeypatch, "curator.gui.episodes.episode_filters.distinct_sources")
     dates = probe(monkeypatch, "curator.gui.episodes.episode_filters.date_range")
     pane = EpisodesPane(services)
-    assert pane.facts_loading
+    assert not pane.facts_loading  # nothing read until the pane is shown
     show_pane(pane)
+    assert pane.facts_loading
     qtbot.waitUntil(lambda: not pane.facts_loading, timeout=30_000)
     expected = services.store.execute("SELECT DISTINCT source FROM episode ORDER BY source")
     shown = [pane.source_combo.itemData(i) for i in range(1, pane.source_combo.count())]

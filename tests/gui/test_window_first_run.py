@@ -86,6 +86,7 @@ def test_preview_stays_on_screen_at_1024x700(qtbot, services: AppServices) -> No
     pane.resize(1000, 600)
     pane.show()
     qtbot.waitExposed(pane)
+    pane.refresh()  # what the window does when the pane is first shown
     table = pane.table
     preview = pane.model.columnCount() - 1
     left = table.horizontalHeader().sectionViewportPosition(preview)

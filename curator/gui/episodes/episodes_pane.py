@@ -186,9 +186,10 @@ class EpisodesPane(Pane):
         self.table.selectionModel().selectionChanged.connect(self._show_selected)
         self.model.modelAboutToBeReset.connect(self._remember_selection)
         self.model.loaded.connect(self._loaded)
-
-        self.filters.load_facts()
-        self.model.set_query(self.current_filter())
+        # Nothing is read until the first refresh (the window's, when the pane is first
+        # shown): read here as well, the rows, the counts and the page in view were read
+        # twice at every start, and on a server once before the window listened for changes.
+        self._queried = False
 
     # -- filters --------------------------------------------------------------------------
 
@@ -212,6 +213,7 @@ class EpisodesPane(Pane):
         """A new filter/sort; on a large database it runs in the background (newest wins)."""
         if self.model.in_background:
             self.count_label.setText("Searching…")
+        self._queried = True
         self.model.set_query(flt, sort)
 
     def _relevance_toggled(self, on: bool) -> None:
@@ -513,4 +515,8 @@ class EpisodesPane(Pane):
             if then is not None:
                 then()
 
+        if not self._queried:  # the first load: the first rows first, on a large database
+            self._queried = True
+            self.model.set_query(self.current_filter(), then=restore)
+            return
         self.model.reload(restore)

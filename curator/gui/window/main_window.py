@@ -202,12 +202,24 @@ class MainWindow(StatusBarMixin, FileMenuMixin, FollowMixin, QMainWindow):
         else:
             self._load_first()
 
+    @property
+    def first_load_pending(self) -> bool:
+        """On a server, the pane in view has not loaded yet: it waits for the watcher."""
+        return self._awaiting_first_change
+
+    @property
+    def listening(self) -> bool:
+        """The window knows the change counter its watcher started from (on a file, from
+        the start; on a server, once the watcher's first report came)."""
+        return not self._counts_heard or self._heard is not None
+
     def _load_first(self) -> None:
         """The restored tab's first load: at once on a file; on a server once the watcher
         listens, or after :data:`FIRST_HEARD_MS` without it."""
         self._awaiting_first_change = False
         self._first_load.stop()
-        self._pane_shown(self.tabs.currentIndex())
+        if not self._closed:
+            self._pane_shown(self.tabs.currentIndex())
 
     # -- panes ----------------------------------------------------------------------------
 
@@ -321,6 +333,8 @@ class MainWindow(StatusBarMixin, FileMenuMixin, FollowMixin, QMainWindow):
         or, when the window looked less than :data:`POLL_MS` ago, at the next tick. An
         agent recording episodes one by one commits many times a second; a reload per
         commit would redo the pane's queries back to back."""
+        if self._closed:  # one queued before the listener stopped
+            return
         if self._awaiting_first_change and len(self._dirty) == len(self.panes):
             # Nothing loaded yet (no tab was switched to meanwhile): the counter the first
             # load starts from.
@@ -710,6 +724,8 @@ class MainWindow(StatusBarMixin, FileMenuMixin, FollowMixin, QMainWindow):
                 return
             self._closed = True
             self.poll_timer.stop()
+            self._first_load.stop()
+            self._awaiting_first_change = False
             self.change_listener.shutdown()
             self.save_state()
             # Gone from the screen before the waits below: a write held up by another
