@@ -105,7 +105,8 @@ def test_the_followed_logs_are_resumed_by_the_next_window_and_stop_forgets_them(
 
     third = MainWindow(services(), qsettings)
     qtbot.addWidget(third)
-    qtbot.wait(300)  # its start reads the (empty) list and follows nothing
+    # its start reads the (empty) list and follows nothing
+    qtbot.waitUntil(lambda: third.services.ops.pending == 0, timeout=10_000)
     assert not third.follow_runner.running and not third.follow_label.isVisible()
     assert count_texts(store, "after stop") == 0
     third.close()

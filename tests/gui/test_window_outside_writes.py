@@ -85,6 +85,11 @@ def test_a_write_of_the_window_alone_reloads_nothing_more(
 
     assert ops.write("Write", write, lambda _: main_window._pane_wrote(pane))
     qtbot.waitUntil(lambda: not ops.busy, timeout=20_000)
+    # on a server the window knows the counters its watcher reported: the write's own too
+    qtbot.waitUntil(
+        lambda: not main_window._counts_heard or main_window._heard == main_window._data_version,
+        timeout=20_000,
+    )
     assert not main_window.check_for_outside_changes()
 
 
