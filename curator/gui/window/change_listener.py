@@ -36,10 +36,16 @@ class ChangeListener(QObject):
         super().__init__(parent)
         self._watcher = watcher
         self._stop = threading.Event()
-        stop = self._stop  # not self: the wrapper is gone by the time this fires
+        # Held while a change is handed over: the stop (a close, or the window deleted
+        # without one) waits for a hand-over in progress, and none begins after it. Without
+        # it the thread could check "not stopped", then emit from an object the GUI thread
+        # was deleting.
+        self._handing = threading.Lock()
+        stop, handing = self._stop, self._handing  # not self: gone by the time this fires
 
         def destroyed(*_: object) -> None:
-            stop.set()
+            with handing:
+                stop.set()
             watcher.interrupt()
 
         self.destroyed.connect(destroyed)
@@ -56,9 +62,13 @@ class ChangeListener(QObject):
                     log.exception("watching the database for changes failed")
                     self._stop.wait(FAILURE_PAUSE_S)
                     continue
-                if change is not None and not self._stop.is_set():
+                if change is None:
+                    continue
+                with self._handing:
+                    if self._stop.is_set():
+                        return
                     try:
-                        self.changed.emit(change)
+                        self.changed.emit(change)  # queued to the GUI thread: returns at once
                     except RuntimeError:  # the window was deleted without a close
                         return
         finally:
@@ -71,6 +81,7 @@ class ChangeListener(QObject):
     def shutdown(self) -> None:
         """Stop listening and wait for the thread: at once on SQLite (the wait is
         interrupted), within one wait on PostgreSQL."""
-        self._stop.set()
+        with self._handing:
+            self._stop.set()
         self._watcher.interrupt()
         self._thread.join(timeout=WAIT_S * 8)
