@@ -13,7 +13,11 @@ import subprocess
 import sys
 import threading
 
+import pytest
+from PySide6.QtCore import Qt
+
 from curator.gui.review.review_pane import ReviewPane
+from curator.gui.window.change_listener import ChangeListener
 from curator.gui.window.main_window import MainWindow
 from curator.store.changes import Change
 from curator.store.db import Store
@@ -116,6 +120,28 @@ def test_the_listener_stops_with_the_window(qtbot, main_window: MainWindow) -> N
     main_window.close()
     # at once on a file; on a server within a wait, or a connect on a slow machine
     qtbot.waitUntil(lambda: not listener.running, timeout=20_000)
+
+
+DEADLOCKED: list[ChangeListener] = []
+
+
+def test_a_slot_the_listener_runs_itself_may_stop_it(qtbot, store: Store) -> None:
+    """A slot connected directly runs on the listener's thread, inside its hand-over:
+    stopping the listener there neither waits for its own lock nor joins its own thread."""
+    listener = ChangeListener(store.changes())
+    stopped = threading.Event()
+
+    def stop(_change: Change) -> None:
+        listener.shutdown()
+        stopped.set()
+
+    listener.changed.connect(stop, Qt.ConnectionType.DirectConnection)
+    outside(store, "episode")
+    if not stopped.wait(30):
+        DEADLOCKED.append(listener)  # never deleted: its stop would wait for the lock too
+        pytest.fail("a slot run by the listener could not stop it")
+    qtbot.waitUntil(lambda: not listener.running, timeout=20_000)
+    listener.deleteLater()
 
 
 def test_the_status_bar_and_title_name_the_database_without_a_password(

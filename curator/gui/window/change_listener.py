@@ -39,8 +39,10 @@ class ChangeListener(QObject):
         # Held while a change is handed over: the stop (a close, or the window deleted
         # without one) waits for a hand-over in progress, and none begins after it. Without
         # it the thread could check "not stopped", then emit from an object the GUI thread
-        # was deleting.
-        self._handing = threading.Lock()
+        # was deleting. Reentrant, for a slot run on this thread (connected directly) that
+        # stops the listener; ``changed`` must not be connected BlockingQueued (the GUI
+        # thread's stop would wait for this thread, which waits for the GUI thread).
+        self._handing = threading.RLock()
         stop, handing = self._stop, self._handing  # not self: gone by the time this fires
 
         def destroyed(*_: object) -> None:
@@ -84,4 +86,5 @@ class ChangeListener(QObject):
         with self._handing:
             self._stop.set()
         self._watcher.interrupt()
-        self._thread.join(timeout=WAIT_S * 8)
+        if threading.current_thread() is not self._thread:  # not from a slot run by it
+            self._thread.join(timeout=WAIT_S * 8)
