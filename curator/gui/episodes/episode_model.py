@@ -22,9 +22,7 @@ key) stay on the GUI thread: they are what scrolling needs now, and take about a
 millisecond. On a database server they do not: every read is a round trip, so a page not
 yet read is asked for in the background (one :meth:`StoreOps.query` per page) and its rows
 show :data:`PENDING_TEXT` until it arrives; a page that cannot be read shows
-:data:`UNREAD_TEXT` until the next reload, and the pane says why once an outage: again
-only after a page was read since (a reload during the outage, the watcher's reconnect
-among them, does not say it twice).
+:data:`UNREAD_TEXT` until the next reload, and the pane says why once.
 """
 
 from __future__ import annotations
@@ -149,7 +147,7 @@ class EpisodeTableModel(QAbstractTableModel):
         self._pages_in_background = not local and ops is not None
         self._asked: set[int] = set()  # pages being read in the background
         self._unread: set[int] = set()  # pages whose read failed, until the next reload
-        self._failure_said = False  # a page's failure was said, and no page read since
+        self._failure_said = False  # a page's failure was said since the last reload
         self.async_above = ASYNC_ABOVE if local else -1
         self.total = count_episodes(store) if ops is not None and local else 0
         """All episodes, whatever the filter, as of the last load."""
@@ -333,6 +331,7 @@ class EpisodeTableModel(QAbstractTableModel):
         self._pages.clear()
         self._asked.clear()
         self._unread.clear()
+        self._failure_said = False
 
     def refresh_ids(self, episode_ids: Iterable[int]) -> None:
         """Forget the cached rows of ``episode_ids`` and repaint just those rows.
@@ -417,7 +416,6 @@ class EpisodeTableModel(QAbstractTableModel):
             if page not in self._asked or self._page_ids(page) != ids:
                 return  # reloaded or reset meanwhile: asked again when painted
             self._asked.discard(page)
-            self._failure_said = False  # read again: the next failure is a new outage
             self._keep(page, ids, found)
             self._repaint(page)
 
