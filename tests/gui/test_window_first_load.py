@@ -16,8 +16,9 @@ from PySide6.QtCore import QSettings
 
 from curator.gui.episodes import episode_model
 from curator.gui.runtime.services import AppServices
-from curator.gui.window import main_window
-from curator.gui.window.main_window import POLL_MS, MainWindow
+from curator.gui.window import window_changes
+from curator.gui.window.main_window import MainWindow
+from curator.gui.window.window_changes import POLL_MS
 
 READS = ("query_first_ids", "query_ids", "fetch_rows", "count_episodes")
 
@@ -45,7 +46,7 @@ def counted_reads(monkeypatch: pytest.MonkeyPatch) -> Counter[str]:
 def patient(monkeypatch: pytest.MonkeyPatch) -> None:
     """The first load waits for the watcher however busy the machine (past a second it
     loads without it, and the watcher's first report reloads: the fallback, by design)."""
-    monkeypatch.setattr(main_window, "FIRST_HEARD_MS", 30_000)
+    monkeypatch.setattr(window_changes, "FIRST_HEARD_MS", 30_000)
 
 
 def open_window(qtbot, services: AppServices, qsettings: QSettings) -> MainWindow:
