@@ -101,7 +101,7 @@ def main_window(qtbot, services: AppServices, qsettings: QSettings) -> Iterator[
     QApplication.processEvents()  # the first show's fit to the screen, before a test resizes
     # On a server the pane in view loads once the watcher listens (on a busy machine it may
     # load first, and the watcher's first report reload it): both begun before a test reads.
-    qtbot.waitUntil(lambda: not window.first_load_pending and window.listening, timeout=10_000)
+    qtbot.waitUntil(lambda: not window.first_load_pending and window.listening, timeout=30_000)
     yield window
     window.close()
 

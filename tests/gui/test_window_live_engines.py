@@ -136,6 +136,7 @@ def test_a_slot_the_listener_runs_itself_may_stop_it(qtbot, store: Store) -> Non
         stopped.set()
 
     listener.changed.connect(stop, Qt.ConnectionType.DirectConnection)
+    listener.start()
     outside(store, "episode")
     if not stopped.wait(30):
         DEADLOCKED.append(listener)  # never deleted: its stop would wait for the lock too

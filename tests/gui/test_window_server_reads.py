@@ -31,11 +31,12 @@ from curator.gui.runs.runs_pane import RunsPane
 from curator.gui.runtime.services import AppServices
 from curator.gui.runtime.worker import LlmWorker
 from curator.gui.settings.settings_pane import SettingsPane
+from curator.gui.window.change_listener import ChangeListener
 from curator.gui.window.main_window import MainWindow
 from curator.pipeline import review
 from curator.pipeline.labels import relabel
 from curator.store.backup import BackupResult
-from curator.store.changes import PostgresWatcher
+from curator.store.changes import Change, PostgresWatcher
 from curator.store.db import Store
 from curator.store.models import Episode
 from curator.store.settings import load_settings
@@ -476,6 +477,21 @@ def test_a_commit_made_before_the_watcher_listens_is_shown(
     listening.set()
     qtbot.waitUntil(lambda: pane.model.rowCount() == before + 1, timeout=10_000)
     window.close()
+
+
+def test_the_first_report_waits_for_its_slot(qtbot, store: Store) -> None:
+    """The listener listens from ``start()``, not from its construction: its first report
+    (the counter it starts from) came, on a busy machine, before the window connected to
+    it, and was lost; the window then never knew it listened."""
+    listener = ChangeListener(store.changes())
+    time.sleep(0.5)  # what a busy machine does between the construction and the connect
+    assert not listener.running
+    with qtbot.waitSignal(listener.changed, timeout=10_000) as heard:
+        listener.start()
+    assert isinstance(heard.args[0], Change) and heard.args[0].counter is not None
+    listener.shutdown()
+    assert not listener.running
+    listener.deleteLater()
 
 
 def test_settings_apply_checks_the_form_without_a_round_trip(

@@ -28,7 +28,10 @@ FAILURE_PAUSE_S = 1.0
 
 
 class ChangeListener(QObject):
-    """Runs ``watcher`` on a thread of its own; ``changed`` arrives on the GUI thread."""
+    """Runs ``watcher`` on a thread of its own, from :meth:`start`; ``changed`` arrives on
+    the GUI thread. Connect ``changed`` before starting: a change emitted with no slot
+    connected is lost, and the watcher's first report (on a server, the counter it starts
+    from) came, on a busy machine, before the window had connected to it."""
 
     changed = Signal(object)  # curator.store.changes.Change
 
@@ -52,6 +55,9 @@ class ChangeListener(QObject):
 
         self.destroyed.connect(destroyed)
         self._thread = threading.Thread(target=self._run, name="curator-changes", daemon=True)
+
+    def start(self) -> None:
+        """Begin listening (once ``changed`` is connected)."""
         self._thread.start()
 
     def _run(self) -> None:
@@ -86,5 +92,7 @@ class ChangeListener(QObject):
         with self._handing:
             self._stop.set()
         self._watcher.interrupt()
-        if threading.current_thread() is not self._thread:  # not from a slot run by it
+        if self._thread.ident is None:  # never started: its watcher is closed here
+            self._watcher.close()
+        elif threading.current_thread() is not self._thread:  # not from a slot run by it
             self._thread.join(timeout=WAIT_S * 8)

@@ -81,6 +81,7 @@ class OutsideChangesMixin(_WindowBase):
         self._looked_at = 0.0  # time.monotonic() of the last look for outside changes
         self.change_listener = ChangeListener(watcher, self)
         self.change_listener.changed.connect(self._outside_change)
+        self.change_listener.start()  # connected first: its first report is not lost
         self.poll_timer = QTimer(self)
         self.poll_timer.setInterval(POLL_MS)
         self.poll_timer.timeout.connect(self._look_again)
