@@ -16,7 +16,6 @@ import pytest
 
 from tests import bundle_build
 from tests.llm.llama_server import llama_server  # noqa: F401 (one llama.cpp server a session)
-from tests.suite_order import slowest_first
 
 # Qt widgets are real but never need a screen: without a display Qt would abort the run.
 os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
@@ -54,10 +53,6 @@ def pytest_xdist_auto_num_workers(config: pytest.Config) -> int:
     except (OSError, ValueError):
         pass  # no cgroup v2 quota
     return max(1, cpus or 1) + 1
-
-
-def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    slowest_first(items)
 
 
 @pytest.fixture(scope="session", autouse=True)
