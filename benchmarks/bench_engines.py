@@ -11,6 +11,10 @@ a throwaway PostgreSQL server started on loopback, as the tests do, tests/pg_ser
   queries, common and rare terms, median;
 - ``commit`` / ``undo``: a staged run of 200 reviewed candidates (60 % ADD, 30 % UPDATE,
   10 % SKIP, two source episodes each) committed, then undone;
+- ``background job``: a read on a thread of its own that ends by handing its connection
+  back (:meth:`curator.store.db.Store.hand_back`), as each of the window's page reads and
+  searches runs (:mod:`curator.gui.runtime.operations`), median of 50; on PostgreSQL also
+  with the connection closed instead, a new one a job, as before connections were kept;
 - ``change seen``: C (default 200) one-episode commits by a second connection, each
   timed from just before its COMMIT until the first connection's watcher
   (:meth:`curator.store.db.Store.changes`, what the window listens on) reports it: p50
@@ -162,6 +166,27 @@ def timed(work: Callable[[], Any]) -> tuple[float, Any]:
     return time.perf_counter() - started, result
 
 
+def background_jobs(store: Store, hand_back: bool, jobs: int = 50) -> float:
+    """The median time of a one-page read run on a thread of its own, as the window runs
+    each (the thread's connection handed back, or closed, as it ends)."""
+    store.close()  # the opening thread's own: every job connects on its own thread
+    times: list[float] = []
+
+    def job() -> None:
+        started = time.perf_counter()
+        try:
+            store.execute("SELECT id FROM episode ORDER BY id LIMIT 100")
+        finally:
+            store.hand_back() if hand_back else store.close()
+        times.append(time.perf_counter() - started)
+
+    for _ in range(jobs):
+        thread = threading.Thread(target=job)
+        thread.start()
+        thread.join()
+    return statistics.median(times)
+
+
 def change_latency(location: str, changes: int) -> list[float]:
     """Seconds from just before a second connection's COMMIT to the watcher's report."""
     watching = use(Store(location))
@@ -290,13 +315,16 @@ def run_engine(location: str, jsonl: Path, episodes: int, changes: int) -> dict[
         with recording(store, statements):
             results["commit"], summary = timed(lambda: commit_run(store, run_id))
             results["undo"], _ = timed(lambda: undo_changeset(store, summary.id))
+        results["background job"] = background_jobs(store, hand_back=True)
+        if not store.dialect.is_file:
+            results["background job, a new connection"] = background_jobs(store, False)
         scans = (sqlite_full_scans if store.dialect.is_file else pg_full_scans)(store, statements)
         sizes = {
             t: (int(store.execute(f'SELECT count(*) FROM "{t}"')[0][0]), sql)
             for t, sql in scans.items()
         }
     finally:
-        store.close()
+        store.dispose()
     latency = change_latency(location, changes)
     results["change seen p50"] = percentile(latency, 0.50)
     results["change seen p95"] = percentile(latency, 0.95)
@@ -323,9 +351,14 @@ def main() -> int:
         print(
             f"{step:<20} {sqlite[step]:>9.3f}s {pg[step]:>10.3f}s {pg[step] / sqlite[step]:>9.2f}x"
         )
-    for step in ("change seen p50", "change seen p95"):
+    for step in ("background job", "change seen p50", "change seen p95"):
         a, b = sqlite[step] * 1000, pg[step] * 1000
         print(f"{step:<20} {a:>8.1f}ms {b:>9.1f}ms {b / a:>9.2f}x")
+    alone = pg["background job, a new connection"] * 1000
+    print(
+        f"{'background job, PostgreSQL, a new connection a job':<52} {alone:>7.2f}ms "
+        f"({alone / (pg['background job'] * 1000):.1f}x the kept connection's)"
+    )
     failures = []
     for table, (rows, sql) in sorted(pg["scans"].items()):
         indexed_on_sqlite = table not in sqlite["scans"]

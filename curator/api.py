@@ -209,7 +209,7 @@ class Curator:
     def close(self) -> None:
         """Close the database; every later call is refused (it reopened it before)."""
         self._closed = True
-        self.store.close()
+        self.store.dispose()
 
     def __enter__(self) -> Curator:
         return self

@@ -388,8 +388,8 @@ class CommandContext:
 
     def close(self) -> None:
         for store in self.extra_stores:
-            store.close()
+            store.dispose()
         self.extra_stores = []
         if self._store is not None:
-            self._store.close()
+            self._store.dispose()
             self._store = None

@@ -195,7 +195,7 @@ def main(db_path: str | os.PathLike[str] | None = None, source: str | None = Non
         for worker in workers:
             worker.shutdown()  # joins the thread on every way out (idempotent)
         for store in opened:
-            store.close()
+            store.dispose()
     return failure[0] if failure and not windows else code
 
 

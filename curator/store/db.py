@@ -654,6 +654,23 @@ class Store:
             self._settle_if_moved()
             self.db.close()
 
+    def hand_back(self) -> None:
+        """:meth:`close` at the end of a job run on a thread of its own: a server's
+        connection fit to be used again is kept, idle, for the next thread that connects
+        (:mod:`curator.store.pg_idle`) instead of closed, until :meth:`dispose`."""
+        handing_back = getattr(self.db, "handing_back", None)  # only a server's database
+        with handing_back() if handing_back is not None else contextlib.nullcontext():
+            self.close()
+
+    def dispose(self) -> None:
+        """The end of the store's use: :meth:`close`, and on a server the connections
+        that other threads handed back (:meth:`hand_back`) and that wait idle are closed
+        too. Threads still at work close their own."""
+        self.close()
+        idle = getattr(self.db, "idle", None)  # only a server's database keeps any
+        if idle is not None:
+            idle.close_all()
+
     def _moved(self) -> bool:
         """Whether the path no longer names the file opened (deleted, moved, replaced,
         emptied)."""
@@ -674,4 +691,4 @@ class Store:
         return self
 
     def __exit__(self, *exc: object) -> None:
-        self.close()
+        self.dispose()

@@ -27,6 +27,7 @@ from curator.core.derived_cache import TEXT_PATTERNS_FILE, regex
 from curator.errors import CuratorError
 from curator.store.db_choice import BUSY_ENV
 from curator.store.engine import WRITE_LOCK_KEY, qmark_to_format
+from curator.store.pg_idle import IdleConnections, socket_quiet
 from curator.store.pg_url import CONNECT_TIMEOUT_S, url_settings, whole_seconds
 
 ANSWER_MARGIN_S = 60.0
@@ -283,6 +284,42 @@ def _postgres_class() -> type[peewee.PostgresqlDatabase]:
         """How long a statement may go unanswered (set per database: :class:`_Deadlines`)."""
         psycopg2_adapter = Adapter
         psycopg3_adapter = Adapter
+
+        def __init__(self, *args: Any, **kwargs: Any) -> None:
+            super().__init__(*args, **kwargs)
+            self.idle = IdleConnections(self._fit_to_keep)
+            """Connections handed back by one thread, kept for the next (:mod:`pg_idle`)."""
+            self._handing_back = threading.local()
+
+        @contextlib.contextmanager
+        def handing_back(self) -> Iterator[None]:
+            """A ``close()`` on this thread within keeps the connection for the next
+            thread if it is fit (:mod:`pg_idle`); any other ``close()`` closes it."""
+            self._handing_back.on = True
+            try:
+                yield
+            finally:
+                self._handing_back.on = False
+
+        def _connect(self) -> Any:
+            kept = self.idle.take()
+            return kept if kept is not None else super()._connect()  # type: ignore[misc]  # untyped in peewee
+
+        def _close(self, conn: Any) -> None:
+            if not (getattr(self._handing_back, "on", False) and self.idle.keep(conn)):
+                conn.close()
+
+        @staticmethod
+        def _fit_to_keep(conn: Any) -> bool:
+            """Whether nothing of ``conn``'s use would reach its next user (pg_idle)."""
+            return bool(
+                not conn.closed
+                and not conn.broken
+                and conn.info.transaction_status == TransactionStatus.IDLE
+                and not getattr(conn, "session_settings", None)
+                and not _DEADLINES.given_up(conn)
+                and socket_quiet(conn)
+            )
 
         def cursor(self, named_cursor: Any = None) -> Any:
             # A connection the server ended (a restart, pg_terminate_backend, a network

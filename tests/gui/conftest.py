@@ -84,7 +84,7 @@ def store(engine: str, tmp_path: Path, request: pytest.FixtureRequest) -> Iterat
         db = Store(request.getfixturevalue("pg_url"))
         create_demo(db)
     yield db
-    db.close()
+    db.dispose()
 
 
 @pytest.fixture

@@ -179,3 +179,27 @@ def test_a_job_after_the_file_was_deleted_says_so(qtbot, tmp_path: Path) -> None
         assert not path.exists()
     finally:
         store.close()
+
+
+def test_the_jobs_of_a_window_on_a_server_are_answered_by_one_session(qtbot, pg_url: str):
+    """Reads and writes one after another on PostgreSQL, each on a thread of its own: one
+    session answers them all (each job connected anew before: a connection a page)."""
+    store = Store(pg_url)
+    store.close()  # the opening thread's own
+    ops = StoreOps(store)
+    pids: list[int] = []
+
+    def backend(ctx: OpContext) -> int:
+        return int(ctx.store.execute("SELECT pg_backend_pid()")[0][0])
+
+    try:
+        for n in range(8):
+            if n % 2:
+                assert ops.write("Which", backend, pids.append)
+            else:
+                ops.query("which", backend, pids.append)
+            qtbot.waitUntil(lambda: ops.pending == 0)
+    finally:
+        ops.shutdown()
+        store.dispose()
+    assert len(pids) == 8 and len(set(pids)) == 1

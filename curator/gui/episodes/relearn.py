@@ -71,7 +71,7 @@ class Relearner(QObject):
         except Exception as exc:  # reported in the window, never raised into Qt
             report, error = None, one_line(exc)
         finally:
-            self.store.close()  # this thread's own connection
+            self.store.hand_back()  # this thread's own connection (kept for the next job)
         with contextlib.suppress(RuntimeError):  # the pane was deleted: nobody waits
             self._done.emit(report, error)
 

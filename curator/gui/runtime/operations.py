@@ -2,9 +2,9 @@
 
 Modelled on Anki's ``CollectionOp``/``QueryOp`` (qt/aqt/operations/): a pane hands a plain
 function to :class:`StoreOps`; the function runs on a thread of its own with that thread's
-own SQLite connection (peewee keeps one per thread, closed when the job ends), and its
-result or failure comes back to the GUI thread through a queued signal, where the pane's
-callback updates the widgets.
+own connection (peewee keeps one per thread; when the job ends, a server's is handed back
+for the next job, :mod:`curator.store.pg_idle`), and its result or failure comes back to
+the GUI thread through a queued signal, where the pane's callback updates the widgets.
 
 Two kinds:
 
@@ -251,7 +251,7 @@ class StoreOps(QObject):
             log.info("operation %r failed", job.label, exc_info=True)
             error = self._file_gone() or describe_failure(exc)
         finally:
-            self.store.close()  # this thread's own connection
+            self.store.hand_back()  # this thread's own connection (kept for the next job)
         with contextlib.suppress(RuntimeError):
             self._delivered.emit(job.token, result, error)
 
