@@ -287,7 +287,7 @@ def _postgres_class() -> type[peewee.PostgresqlDatabase]:
 
         def __init__(self, *args: Any, **kwargs: Any) -> None:
             super().__init__(*args, **kwargs)
-            self.idle = IdleConnections(self._fit_to_keep)
+            self.idle = IdleConnections(self._fit_to_keep, self._emptied)
             """Connections handed back by one thread, kept for the next (:mod:`pg_idle`)."""
             self._handing_back = threading.local()
 
@@ -311,15 +311,29 @@ def _postgres_class() -> type[peewee.PostgresqlDatabase]:
 
         @staticmethod
         def _fit_to_keep(conn: Any) -> bool:
-            """Whether nothing of ``conn``'s use would reach its next user (pg_idle)."""
+            """Whether ``conn`` is outside any transaction, working and quiet (pg_idle)."""
             return bool(
                 not conn.closed
                 and not conn.broken
                 and conn.info.transaction_status == TransactionStatus.IDLE
-                and not getattr(conn, "session_settings", None)
                 and not _DEADLINES.given_up(conn)
                 and socket_quiet(conn)
             )
+
+        def _emptied(self, conn: Any) -> bool:
+            """``DISCARD ALL`` on ``conn``, within the statements' deadline: its session
+            as a new connection's (pg_idle); False when it failed or went unanswered."""
+            # psycopg's cache of the statements it prepared would name statements that
+            # DISCARD ALL removes (it forgets them only at times): it prepares none
+            # on this connection from now on
+            conn.prepare_threshold = None
+            try:
+                with _DEADLINES.watching(conn, self.answer_deadline_s or ANSWER_MARGIN_S):
+                    conn.execute("DISCARD ALL", prepare=False)
+            except Exception:  # any failure: the connection is closed, not kept
+                return False
+            conn.session_settings = {}  # none left to give a connection made after it
+            return not _DEADLINES.given_up(conn)
 
         def cursor(self, named_cursor: Any = None) -> Any:
             # A connection the server ended (a restart, pg_terminate_backend, a network

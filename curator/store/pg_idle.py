@@ -10,22 +10,32 @@ and every search it runs. So such a thread hands its connection back
 connects takes it if it is fit. Any other ``close()`` closes, as before: a store closed
 by the thread that opened it leaves no session behind.
 
-A connection is kept only when nothing of its use can reach the next user:
+A connection is kept only when nothing of its job can reach the next one:
 
-- no transaction is open on it (its status is idle, not in a transaction or failed);
-- it is neither closed nor broken, and was not given up for want of an answer;
-- it never ran a session ``SET`` (a lock wait of its own), which the next job would
-  inherit without knowing;
+- no transaction is open on it (its status is idle, not in a transaction or failed), it
+  is neither closed nor broken, and it was not given up for want of an answer;
 - its socket is quiet: an idle connection has nothing to read, and one that has (the
-  server's message that it ended the session, a hang-up) is closed instead.
+  server's message that it ended the session, a hang-up) is closed instead;
+- ``DISCARD ALL`` then empties its session, as a new one would be: settings a job made
+  (``SET``, ``set_config``) go back to the connection's own (those of the URL and the
+  store, given when it was made), and temporary tables, session locks, ``LISTEN``
+  registrations and prepared statements go (a statement psycopg prepared before another
+  session changed a column's type failed on every later use: "cached plan must not
+  change result type"; psycopg prepares none on a kept connection, whose cache of them
+  it would not always clear). A connection on which that fails, or does not answer
+  within its deadline, is closed. It costs one round trip a job, against the several of
+  a new connection.
 
-At most :data:`KEPT` are kept, each for at most :data:`IDLE_FOR_S` (a connection left
-idle for long may have been cut by something on the way that neither side was told of).
-A connection taken while its server was ending it is not a new danger: the first
-statement finds out, and a read (or a transaction not yet begun) is sent again on a new
-connection, as for a long-lived thread's own connection (:mod:`pg_connection`).
-:meth:`IdleConnections.close_all` closes the kept ones when the store is done with
-(:meth:`curator.store.db.Store.dispose`).
+At most :data:`KEPT` are kept. One that waited more than :data:`IDLE_FOR_S` (counted
+across a suspend of the machine, where the platform can) is closed when it would be
+handed out: something on the way may have cut it without either side being told. A
+connection the server ended while it was kept, without the socket saying so yet, is no
+new danger: the first statement finds out, and a read (or a transaction not yet begun)
+is sent again on a new connection, as for a long-lived thread's own connection
+(:mod:`pg_connection`); a server that stops answering it is given up at the statement's
+deadline, as any connection is. :meth:`IdleConnections.close_all` closes the kept ones
+when the store is done with (:meth:`curator.store.db.Store.dispose`), and from then on
+keeps none: a job still running then closes its connection when it ends.
 """
 
 from __future__ import annotations
@@ -41,6 +51,13 @@ KEPT = 4
 """Idle connections kept at most per database: the window runs a few reads at once."""
 IDLE_FOR_S = 60.0
 """How long a kept connection may wait before it is closed instead of handed out."""
+_CLOCK = getattr(time, "CLOCK_BOOTTIME", time.CLOCK_MONOTONIC)
+"""Linux's boot-time clock goes on while the machine is suspended; the monotonic one
+(elsewhere) stops."""
+
+
+def _now() -> float:
+    return time.clock_gettime(_CLOCK)
 
 
 def socket_quiet(conn: Any) -> bool:
@@ -60,13 +77,21 @@ def socket_quiet(conn: Any) -> bool:
 
 
 class IdleConnections:
-    """The connections of one database that wait, idle, for the next thread."""
+    """The connections of one database that wait, idle, for the next thread.
 
-    def __init__(self, fit: Callable[[Any], bool], kept: int = KEPT) -> None:
+    ``fit(conn)``: whether nothing of its last use is left on the connection (asked
+    when it is kept and when it is handed out); ``reset(conn)``: empty its session
+    before it is kept, False when that failed."""
+
+    def __init__(
+        self, fit: Callable[[Any], bool], reset: Callable[[Any], bool], kept: int = KEPT
+    ) -> None:
         self._fit = fit
+        self._reset = reset
         self._kept = kept
         self._lock = threading.Lock()
         self._idle: list[tuple[Any, float]] = []  # (connection, when it was kept)
+        self._closed = False
 
     def take(self) -> Any | None:
         """A kept connection still fit to use (the most recently kept), or None."""
@@ -75,25 +100,31 @@ class IdleConnections:
                 if not self._idle:
                     return None
                 conn, since = self._idle.pop()
-            if time.monotonic() - since <= IDLE_FOR_S and self._fit(conn):
+            if _now() - since <= IDLE_FOR_S and self._fit(conn):
                 return conn
             _close_quietly(conn)
 
     def keep(self, conn: Any) -> bool:
-        """Keep ``conn`` for the next thread if it is fit and there is room; False: the
-        caller closes it."""
-        if not self._fit(conn):
+        """Keep ``conn`` for the next thread if it is fit, its session could be emptied
+        and there is room; False: the caller closes it."""
+        if not self._has_room() or not self._fit(conn) or not self._reset(conn):
             return False
         with self._lock:
-            if len(self._idle) >= self._kept:
+            if self._closed or len(self._idle) >= self._kept:
                 return False
-            self._idle.append((conn, time.monotonic()))
+            self._idle.append((conn, _now()))
         return True
 
+    def _has_room(self) -> bool:
+        with self._lock:
+            return not self._closed and len(self._idle) < self._kept
+
     def close_all(self) -> None:
-        """Close every kept connection (those in use are their threads' to close)."""
+        """Close every kept connection, and keep none from now on (those in use are
+        their threads' to close)."""
         with self._lock:
             idle, self._idle = self._idle, []
+            self._closed = True
         for conn, _since in idle:
             _close_quietly(conn)
 

@@ -8,6 +8,7 @@ its sessions answered (``pg_backend_pid``) and which are open (``pg_stat_activit
 from __future__ import annotations
 
 import threading
+import time
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -68,17 +69,24 @@ def idle(store: Store) -> bool:
     return bool(store.db.connection().info.transaction_status == psycopg.pq.TransactionStatus.IDLE)
 
 
-def sessions(server: PostgresServer, url: str) -> int:
-    """The open sessions on ``url``'s database, the asking one left out."""
+def sessions(server: PostgresServer, url: str, until: Callable[[int], bool]) -> int:
+    """The open sessions on ``url``'s database (the asking one left out), once ``until``
+    holds of their count or after 10 s: a server process lives on for a moment after its
+    client closed the connection, longer on a busy machine."""
     name = url.rsplit("/", 1)[1].split("?")[0]
     psycopg = pg_driver.load()
+    deadline = time.monotonic() + 10
     with psycopg.connect(server.url("postgres"), autocommit=True) as conn:
-        row = conn.execute(
-            "SELECT count(*) FROM pg_stat_activity WHERE datname = %s AND pid <> pg_backend_pid()",
-            (name,),
-        ).fetchone()
-    assert row is not None
-    return int(row[0])
+        while True:
+            row = conn.execute(
+                "SELECT count(*) FROM pg_stat_activity "
+                "WHERE datname = %s AND pid <> pg_backend_pid()",
+                (name,),
+            ).fetchone()
+            assert row is not None
+            if until(int(row[0])) or time.monotonic() > deadline:
+                return int(row[0])
+            time.sleep(0.02)
 
 
 @pytest.fixture
@@ -94,31 +102,85 @@ def test_jobs_one_after_another_are_answered_by_one_session(
 ) -> None:
     pids = {job(store) for _ in range(20)}
     assert len(pids) == 1  # twenty new connections before
-    assert sessions(pg_server, pg_url) == 1  # the one kept, idle
+    assert sessions(pg_server, pg_url, lambda n: n == 1) == 1  # the one kept, idle
     store.dispose()
-    assert sessions(pg_server, pg_url) == 0
+    assert sessions(pg_server, pg_url, lambda n: n == 0) == 0
 
 
 def test_a_plain_close_keeps_nothing(store: Store, pg_server: PostgresServer, pg_url: str) -> None:
     pids = {job(store, hand_back=False) for _ in range(3)}
     assert len(pids) == 3
-    assert sessions(pg_server, pg_url) == 0
+    assert sessions(pg_server, pg_url, lambda n: n == 0) == 0
 
 
-def test_a_session_setting_or_an_unfinished_answer_is_not_handed_on(store: Store) -> None:
-    first = job(store, lambda s: (s.execute("SET work_mem = '8MB'"), pid(s))[1])
-    assert job(store) != first  # the setting would have reached the next job
-    second = job(store)
-    assert job(store) == second
+#: What a job may leave in its session, each undone before the next job gets it: the
+#: statement, and what the next job asks to see that it is gone.
+LEFT_IN_A_SESSION = {
+    "setting": ("SET work_mem = '8321kB'", "SELECT current_setting('work_mem') <> '8321kB'"),
+    "setting in a write": (
+        "write: SET work_mem = '8321kB'",
+        "SELECT current_setting('work_mem') <> '8321kB'",
+    ),
+    "set_config": (
+        "SELECT set_config('statement_timeout', '1234', false)",
+        "SELECT current_setting('statement_timeout') <> '1234ms'",
+    ),
+    "lock wait": ("SET lock_timeout = 0", "SELECT current_setting('lock_timeout') <> '0'"),
+    "temporary table": (
+        "CREATE TEMP TABLE scratch (n int)",
+        "SELECT to_regclass('pg_temp.scratch') IS NULL",
+    ),
+    "session lock": (
+        "SELECT pg_advisory_lock(4242)",
+        "SELECT NOT EXISTS (SELECT 1 FROM pg_locks WHERE locktype = 'advisory' "
+        "AND objid = 4242 AND granted)",
+    ),
+    "listen": ("LISTEN scratch", "SELECT NOT EXISTS (SELECT pg_listening_channels())"),
+}
 
+
+def leave(s: Store, statement: str) -> int:
+    if statement.startswith("write: "):
+        with s.write():
+            s.execute(statement.removeprefix("write: "))
+    else:
+        s.execute(statement)
+    return pid(s)
+
+
+@pytest.mark.parametrize("what", sorted(LEFT_IN_A_SESSION))
+def test_what_a_job_leaves_in_its_session_never_reaches_the_next(store: Store, what: str) -> None:
+    statement, gone = LEFT_IN_A_SESSION[what]
+    first = job(store, lambda s: leave(s, statement))
+    seen = job(store, lambda s: (pid(s), s.execute(gone)[0][0]))
+    assert seen == (first, True)  # the same session, emptied
+
+
+def test_the_store_s_own_settings_stay_with_a_kept_session(store: Store) -> None:
     def waiting_at_most(s: Store) -> int:
         with s.waiting_at_most(0.5):
             return pid(s)
 
-    third = job(store, waiting_at_most)  # its lock wait set and set back: not kept either
-    assert job(store) != third
     fresh = job(store, lambda s: s.execute("SHOW lock_timeout")[0][0], hand_back=False)
-    assert job(store, lambda s: s.execute("SHOW lock_timeout")[0][0]) == fresh
+    kept = job(store, waiting_at_most)
+    assert job(store, lambda s: (pid(s), s.execute("SHOW lock_timeout")[0][0])) == (kept, fresh)
+
+
+def test_a_statement_prepared_before_a_column_changed_type_does_not_fail_later_jobs(
+    store: Store, pg_server: PostgresServer, pg_url: str
+) -> None:
+    """psycopg prepares a statement run five times; another session then changes the type
+    of a column it reads: the prepared plan would fail on every later use."""
+    read = "SELECT key, value FROM setting ORDER BY key"
+
+    def often(s: Store) -> list[tuple[Any, ...]]:
+        return [s.execute(read) for _ in range(8)][-1]
+
+    job(store, often)
+    name = pg_url.rsplit("/", 1)[1]
+    pg_server.admin_in(name, "ALTER TABLE setting ALTER COLUMN value TYPE varchar(9000)")
+    for _ in range(3):
+        job(store, often)
 
 
 def test_a_failed_transaction_is_rolled_back_before_the_next_job_sees_it(store: Store) -> None:
@@ -142,7 +204,7 @@ def test_a_kept_session_the_server_ended_is_not_handed_out(
     kept = job(store)
     pg_server.admin(f"SELECT pg_terminate_backend({kept}, 20000)")
     assert job(store) != kept  # a new session answered, no error
-    assert sessions(pg_server, pg_url) == 1
+    assert sessions(pg_server, pg_url, lambda n: n == 1) == 1
     # a write as its first statement (not sent again after a lost session: it may have
     # run) meets no ended session either
     kept = job(store)
@@ -187,17 +249,41 @@ def test_at_most_a_few_are_kept_and_none_past_its_idle_time(
     release.set()
     for thread in threads:
         thread.join(60)
-    assert sessions(pg_server, pg_url) == pg_idle.KEPT
+    assert sessions(pg_server, pg_url, lambda n: n == pg_idle.KEPT) == pg_idle.KEPT
     monkeypatch.setattr(pg_idle, "IDLE_FOR_S", 0.0)  # every kept one is now too old
     fresh = job(store)
-    assert sessions(pg_server, pg_url) == 1  # the old ones closed as they were passed over
+    assert (
+        sessions(pg_server, pg_url, lambda n: n == 1) == 1
+    )  # the old ones closed as they were passed over
     assert job(store) != fresh
+
+
+def test_a_job_that_ends_after_the_store_was_disposed_of_keeps_nothing(
+    store: Store, pg_server: PostgresServer, pg_url: str
+) -> None:
+    running, release = threading.Event(), threading.Event()
+
+    def slow(s: Store) -> int:
+        answer = pid(s)
+        running.set()
+        release.wait(30)
+        return answer
+
+    worker = threading.Thread(target=lambda: job(store, slow))
+    worker.start()
+    assert running.wait(30)
+    store.dispose()
+    release.set()
+    worker.join(60)
+    assert sessions(pg_server, pg_url, lambda n: n == 0) == 0
 
 
 # -- any mix of jobs: what one job did never shows in the next ----------------------------
 
 STEPS = st.lists(
-    st.sampled_from(["read", "write", "failed write", "set", "cut", "close", "ended"]),
+    st.sampled_from(
+        ["read", "write", "failed write", "cut", "close", "ended", *sorted(LEFT_IN_A_SESSION)]
+    ),
     min_size=1,
     max_size=12,
 )
@@ -210,9 +296,10 @@ STEPS = st.lists(
 def test_any_mix_of_jobs_leaves_each_job_a_clean_session(
     steps: list[str], pg_server: PostgresServer, pg_url: str
 ) -> None:
-    """Reads, writes, failed writes, session settings, sessions cut in use or while kept,
-    plain closes: every job starts outside a transaction, with the store's own settings,
-    and after ``dispose()`` no session is left."""
+    """Reads, writes, failed writes, whatever a job may leave in its session, sessions
+    cut in use or while kept, plain closes: every job starts outside a transaction, with
+    the store's own settings and nothing of the job before, and after ``dispose()`` no
+    session is left."""
     store = Store(pg_url)
     store.close()  # the opening thread's own: only the jobs' sessions are counted
     wait, memory = (
@@ -239,8 +326,10 @@ def test_any_mix_of_jobs_leaves_each_job_a_clean_session(
             elif step == "failed write":
                 with pytest.raises(ZeroDivisionError):
                     job(store, lambda s: _write(s, fail=True))
-            elif step == "set":
-                job(store, lambda s: s.execute("SET work_mem = '9321kB'"))
+            elif step in LEFT_IN_A_SESSION:
+                statement, gone = LEFT_IN_A_SESSION[step]
+                job(store, lambda s, statement=statement: leave(s, statement))
+                assert job(store, lambda s, gone=gone: s.execute(gone)[0][0]) is True
             elif step == "cut":
                 with pytest.raises(ConnectionLost):
                     job(store, lambda s: _write(s, fail=False, cut=pg_server))
@@ -248,10 +337,10 @@ def test_any_mix_of_jobs_leaves_each_job_a_clean_session(
                 job(store, hand_back=False)
             elif step == "ended":
                 pg_server.admin(f"SELECT pg_terminate_backend({state[3]}, 20000)")
-            assert sessions(pg_server, pg_url) <= pg_idle.KEPT
+            assert sessions(pg_server, pg_url, lambda n: n <= pg_idle.KEPT) <= pg_idle.KEPT
     finally:
         store.dispose()
-    assert sessions(pg_server, pg_url) == 0
+    assert sessions(pg_server, pg_url, lambda n: n == 0) == 0
 
 
 def _write(store: Store, *, fail: bool, cut: PostgresServer | None = None) -> None:
