@@ -27,7 +27,7 @@ from curator.core.derived_cache import TEXT_PATTERNS_FILE, regex
 from curator.errors import CuratorError
 from curator.store.db_choice import BUSY_ENV
 from curator.store.engine import WRITE_LOCK_KEY, qmark_to_format
-from curator.store.pg_idle import IdleConnections, socket_quiet
+from curator.store.pg_idle import EMPTIED_WITHIN_S, IdleConnections, socket_quiet
 from curator.store.pg_url import CONNECT_TIMEOUT_S, url_settings, whole_seconds
 
 ANSWER_MARGIN_S = 60.0
@@ -321,14 +321,15 @@ def _postgres_class() -> type[peewee.PostgresqlDatabase]:
             )
 
         def _emptied(self, conn: Any) -> bool:
-            """``DISCARD ALL`` on ``conn``, within the statements' deadline: its session
-            as a new connection's (pg_idle); False when it failed or went unanswered."""
+            """``DISCARD ALL`` on ``conn`` (given up after ``EMPTIED_WITHIN_S``): its
+            session as a new connection's (pg_idle); False when it failed or went
+            unanswered."""
             # psycopg's cache of the statements it prepared would name statements that
             # DISCARD ALL removes (it forgets them only at times): it prepares none
             # on this connection from now on
             conn.prepare_threshold = None
             try:
-                with _DEADLINES.watching(conn, self.answer_deadline_s or ANSWER_MARGIN_S):
+                with _DEADLINES.watching(conn, EMPTIED_WITHIN_S):
                     conn.execute("DISCARD ALL", prepare=False)
             except Exception:  # any failure: the connection is closed, not kept
                 return False

@@ -3,7 +3,7 @@
 peewee keeps one connection per thread, and the window runs each database job on a thread
 of its own that closes its connection when it ends. Against SQLite that costs nothing;
 against a server every job paid a new connection: a TCP handshake, TLS where it is used,
-authentication and a new server process. On loopback that was 5 ms a job; across a
+authentication and a new server process. On loopback that was 5-6 ms a job; across a
 network it is several round trips, and the window makes a job for every page it shows
 and every search it runs. So such a thread hands its connection back
 (:meth:`curator.store.db.Store.hand_back`) instead of closing it, and the next thread that
@@ -22,9 +22,9 @@ A connection is kept only when nothing of its job can reach the next one:
   registrations and prepared statements go (a statement psycopg prepared before another
   session changed a column's type failed on every later use: "cached plan must not
   change result type"; psycopg prepares none on a kept connection, whose cache of them
-  it would not always clear). A connection on which that fails, or does not answer
-  within its deadline, is closed. It costs one round trip a job, against the several of
-  a new connection.
+  it would not always clear). A connection on which that fails, or that does not answer
+  it within :data:`EMPTIED_WITHIN_S`, is closed. It costs one round trip a job, against
+  the several of a new connection.
 
 At most :data:`KEPT` are kept. One that waited more than :data:`IDLE_FOR_S` (counted
 across a suspend of the machine, where the platform can) is closed when it would be
@@ -51,13 +51,19 @@ KEPT = 4
 """Idle connections kept at most per database: the window runs a few reads at once."""
 IDLE_FOR_S = 60.0
 """How long a kept connection may wait before it is closed instead of handed out."""
-_CLOCK = getattr(time, "CLOCK_BOOTTIME", time.CLOCK_MONOTONIC)
-"""Linux's boot-time clock goes on while the machine is suspended; the monotonic one
-(elsewhere) stops."""
+EMPTIED_WITHIN_S = 5.0
+"""How long ``DISCARD ALL`` may go unanswered before the connection is closed instead:
+the job's result waits for it (a frozen server would otherwise hold it for the whole
+statement deadline)."""
 
 
 def _now() -> float:
-    return time.clock_gettime(_CLOCK)
+    """Seconds on Linux's boot-time clock, which goes on while the machine is suspended;
+    elsewhere the monotonic clock, which may stop then."""
+    boot = getattr(time, "CLOCK_BOOTTIME", None)
+    if boot is not None:
+        return time.clock_gettime(boot)
+    return time.monotonic()
 
 
 def socket_quiet(conn: Any) -> bool:
@@ -127,10 +133,6 @@ class IdleConnections:
             self._closed = True
         for conn, _since in idle:
             _close_quietly(conn)
-
-    def __len__(self) -> int:
-        with self._lock:
-            return len(self._idle)
 
 
 def _close_quietly(conn: Any) -> None:

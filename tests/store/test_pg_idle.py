@@ -7,6 +7,8 @@ its sessions answered (``pg_backend_pid``) and which are open (``pg_stat_activit
 
 from __future__ import annotations
 
+import os
+import signal
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -17,7 +19,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from pg_server import PostgresServer
 
-from curator.store import pg_driver, pg_idle
+from curator.store import pg_connection, pg_driver, pg_idle
 from curator.store.db import Store
 from curator.store.pg_connection import ConnectionLost
 
@@ -256,6 +258,32 @@ def test_at_most_a_few_are_kept_and_none_past_its_idle_time(
         sessions(pg_server, pg_url, lambda n: n == 1) == 1
     )  # the old ones closed as they were passed over
     assert job(store) != fresh
+
+
+def test_a_server_that_does_not_answer_the_emptying_does_not_hold_the_job_back(
+    store: Store, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The job's server process stops (SIGSTOP) after the job's last statement: its
+    thread gives the emptying up and closes the connection, instead of waiting the
+    statements' deadline (90 s) before the job's result is delivered."""
+    monkeypatch.setattr(pg_connection, "EMPTIED_WITHIN_S", 0.5)
+    stopped: list[int] = []
+
+    def then_stop(s: Store) -> int:
+        answer = pid(s)
+        try:
+            os.kill(answer, signal.SIGSTOP)
+        except PermissionError:
+            pytest.skip("the server runs as another user this process may not signal")
+        stopped.append(answer)
+        return answer
+
+    try:
+        first = job(store, then_stop)  # a job that waited 90 s fails in_a_thread's join
+    finally:
+        for process in stopped:
+            os.kill(process, signal.SIGCONT)
+    assert job(store) != first
 
 
 def test_a_job_that_ends_after_the_store_was_disposed_of_keeps_nothing(
