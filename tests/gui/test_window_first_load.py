@@ -1,4 +1,5 @@
-"""The window reads the pane in view once at its start, on either engine.
+"""The window reads the Episodes list once at its start, and once for a jump to some
+episodes, on either engine.
 
 The Episodes pane read its rows when it was built and again when the window first showed
 it: the id list, the counts and the page in view twice at every start, and on a server
@@ -14,7 +15,7 @@ from typing import Any
 import pytest
 from PySide6.QtCore import QSettings
 
-from curator.gui.episodes import episode_model
+from curator.gui.episodes import episode_filters, episode_model
 from curator.gui.runtime.services import AppServices
 from curator.gui.window import window_changes
 from curator.gui.window.main_window import MainWindow
@@ -95,4 +96,42 @@ def test_a_page_that_cannot_be_read_at_the_start_is_said_once(
     monkeypatch.setattr(MainWindow, "show_message", heard)
     window = open_window(qtbot, services, qsettings)
     assert len([line for line in said if "closed the connection" in line]) == 1
+    window.close()
+
+
+@pytest.mark.parametrize("stale", [True, False], ids=["stale", "fresh"])
+def test_a_jump_to_some_episodes_reads_the_list_once(
+    qtbot,
+    services: AppServices,
+    qsettings: QSettings,
+    monkeypatch: pytest.MonkeyPatch,
+    stale: bool,
+) -> None:
+    """An Insights cell or a pattern's source opens the Episodes pane on some episodes.
+    When a change elsewhere had left the pane to be reloaded when shown, the jump read
+    the list twice: for the episodes asked for, then the reload. The filters' facts
+    (sources, dates) are read again only then."""
+    reads = counted_reads(monkeypatch)
+    facts: list[int] = []
+    real_facts = episode_filters._facts
+    monkeypatch.setattr(
+        episode_filters, "_facts", lambda store: (facts.append(1), real_facts(store))[1]
+    )
+    window = open_window(qtbot, services, qsettings)
+    pane = window.episodes_pane
+    window.tabs.setCurrentIndex(2)  # Knowledge
+    if stale:
+        window.refresh_all()  # as a change elsewhere does: the hidden panes reload when shown
+    ops = window.services.ops
+    qtbot.waitUntil(lambda: not ops.busy and ops.pending == 0)
+    wanted = sorted(pane.model.ids)[:3]
+    reads.clear()
+    facts.clear()
+    window.show_episodes(wanted, "Three episodes")
+    assert window.tabs.currentWidget() is pane
+    qtbot.waitUntil(lambda: pane.model.complete and not pane.model.loading, timeout=10_000)
+    qtbot.waitUntil(lambda: not ops.busy and ops.pending == 0 and not pane.model.loading)
+    assert sorted(pane.model.ids) == wanted
+    assert reads["query_ids"] + reads["query_first_ids"] == 1
+    assert len(facts) == (1 if stale else 0)
     window.close()

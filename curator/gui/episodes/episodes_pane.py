@@ -201,8 +201,11 @@ class EpisodesPane(Pane):
     def current_filter(self) -> EpisodeFilter:
         return self.filters.current()
 
-    def show_ids(self, ids: list[int] | None, title: str = "") -> None:
-        """Show only ``ids`` (None: all again), the other filters cleared first."""
+    def show_ids(self, ids: list[int] | None, title: str = "", *, facts: bool = False) -> None:
+        """Show only ``ids`` (None: all again), the other filters cleared first;
+        ``facts``: read the filters' source list and date range again too."""
+        if facts:
+            self.filters.load_facts()
         self.filters.show_ids(ids, title)
 
     def apply_filter(self) -> None:

@@ -9,6 +9,7 @@ navigator; neither pane knows about the other.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from PySide6.QtCore import QObject, Qt
@@ -29,11 +30,14 @@ class ProvenanceNavigator(QObject):
         tabs: QTabWidget,
         knowledge: KnowledgePane,
         episodes: EpisodesPane,
+        show_episodes: Callable[[list[int], str], None],
     ) -> None:
         super().__init__(window)
         self.tabs = tabs
         self.knowledge = knowledge
         self.episodes = episodes
+        self.show_episodes = show_episodes
+        """The window's jump to the Episodes pane showing only some episodes."""
         self.origin: int | None = None
         """The pattern the user came from (None: no way back to offer)."""
         self._select_when_loaded: int | None = None
@@ -61,11 +65,8 @@ class ProvenanceNavigator(QObject):
         """Show ``episode_id`` in the Episodes pane, selected, and offer the way back."""
         self.origin = self.knowledge.current_id()
         title = f"Source of pattern #{self.origin}" if self.origin is not None else "Episode"
-        # Show the pane first: showing it may reload it (a change elsewhere), and that
-        # reload must not land after, and undo, the filter and the selection set here.
-        self.tabs.setCurrentWidget(self.episodes)
         self._select_when_loaded = episode_id
-        self.episodes.show_ids([episode_id], title)
+        self.show_episodes([episode_id], title)
         self._episodes_loaded()
         if self.origin is not None:
             self.back_button.setText(f"← Back to pattern #{self.origin}")

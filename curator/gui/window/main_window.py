@@ -137,7 +137,9 @@ class MainWindow(StatusBarMixin, FileMenuMixin, FollowMixin, OutsideChangesMixin
         self.setCentralWidget(self.tabs)
         knowledge = self.pane("knowledgePane")
         assert isinstance(knowledge, KnowledgePane)
-        self.provenance = ProvenanceNavigator(self, self.tabs, knowledge, self.episodes_pane)
+        self.provenance = ProvenanceNavigator(
+            self, self.tabs, knowledge, self.episodes_pane, self.show_episodes
+        )
 
         # Before anything asks for statusBar() (the follow menu adds its part to it), or Qt
         # makes one of its own: a long message ends in "…" here, not mid-letter.
@@ -175,9 +177,16 @@ class MainWindow(StatusBarMixin, FileMenuMixin, FollowMixin, OutsideChangesMixin
         return pane
 
     def show_episodes(self, ids: list[int], title: str) -> None:
-        """Switch to the Episodes pane showing only ``ids`` (e.g. one Insights matrix cell)."""
-        self.episodes_pane.show_ids(list(ids), title)
-        self.tabs.setCurrentWidget(self.episodes_pane)
+        """Switch to the Episodes pane showing only ``ids`` (an Insights matrix cell, a
+        pattern's source episode). Asking for ``ids`` reads the list anew, so a pane that
+        a change elsewhere left to be reloaded when shown reloads only the facts of its
+        filters beside it (it read the whole list twice, the reload after the jump)."""
+        pane = self.episodes_pane
+        index = self.panes.index(pane)
+        stale = index in self._dirty
+        self._dirty.discard(index)
+        pane.show_ids(list(ids), title, facts=stale)
+        self.tabs.setCurrentWidget(pane)
 
     def _pane_shown(self, index: int) -> None:
         if index in self._dirty:
