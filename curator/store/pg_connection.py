@@ -27,7 +27,13 @@ from curator.core.derived_cache import TEXT_PATTERNS_FILE, regex
 from curator.errors import CuratorError
 from curator.store.db_choice import BUSY_ENV
 from curator.store.engine import WRITE_LOCK_KEY, qmark_to_format
-from curator.store.pg_idle import EMPTIED_WITHIN_S, IdleConnections, socket_quiet
+from curator.store.pg_idle import (
+    EMPTIED_WITHIN_S,
+    HANG_UP,
+    IdleConnections,
+    socket_events,
+    socket_quiet,
+)
 from curator.store.pg_url import CONNECT_TIMEOUT_S, url_settings, whole_seconds
 
 ANSWER_MARGIN_S = 60.0
@@ -213,18 +219,10 @@ _SESSION_SET = regex(
 def _socket_gone(conn: Any) -> bool:
     """Whether ``conn``'s socket has hung up or failed, polled without waiting (where
     the platform cannot poll, the error that asked is trusted)."""
-    poll = getattr(select, "poll", None)
-    if poll is None:
+    events = socket_events(conn)
+    if events is None:
         return True
-    hang_up = getattr(select, "POLLRDHUP", 0)
-    try:
-        poller = poll()
-        poller.register(conn.pgconn.socket, select.POLLIN | hang_up)
-        events = poller.poll(0)
-    except Exception:  # no socket any more
-        return True
-    bad = select.POLLHUP | select.POLLERR | select.POLLNVAL | hang_up
-    return any(mask & bad for _, mask in events)
+    return bool(events & (select.POLLHUP | select.POLLERR | select.POLLNVAL | HANG_UP))
 
 
 def _client_side(exc: BaseException | None, psycopg: Any) -> bool:

@@ -66,20 +66,33 @@ def _now() -> float:
     return time.monotonic()
 
 
-def socket_quiet(conn: Any) -> bool:
-    """Whether ``conn``'s socket has nothing to read and has not hung up (polled without
-    waiting). Where the platform cannot poll, a socket counts as quiet: the first
-    statement on it finds out instead."""
+HANG_UP = getattr(select, "POLLRDHUP", 0)
+"""The peer's hang-up, where the platform reports it apart."""
+
+
+def socket_events(conn: Any) -> int | None:
+    """What waits on ``conn``'s socket (``POLLIN``, a hang-up, an error), polled without
+    waiting: 0 when nothing, ``POLLNVAL`` when it has no socket any more; None where the
+    platform cannot poll."""
     poll = getattr(select, "poll", None)
     if poll is None:
-        return True
-    hang_up = getattr(select, "POLLRDHUP", 0)
+        return None
     try:
         poller = poll()
-        poller.register(conn.pgconn.socket, select.POLLIN | hang_up)
-        return not poller.poll(0)
+        poller.register(conn.pgconn.socket, select.POLLIN | HANG_UP)
+        events = 0
+        for _, mask in poller.poll(0):
+            events |= mask
+        return events
     except Exception:  # no socket any more
-        return False
+        return select.POLLNVAL
+
+
+def socket_quiet(conn: Any) -> bool:
+    """Whether ``conn``'s socket has nothing to read and has not hung up. Where the
+    platform cannot poll, a socket counts as quiet: the first statement on it finds out
+    instead."""
+    return socket_events(conn) in (None, 0)
 
 
 class IdleConnections:
