@@ -6,6 +6,8 @@ import threading
 from typing import Any
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 from PySide6.QtCore import QModelIndex, Qt
 from PySide6.QtGui import QStandardItem, QStandardItemModel
 from PySide6.QtWidgets import QAbstractItemView
@@ -156,3 +158,86 @@ def test_end_while_the_episodes_come_in_steps_ends_on_the_oldest(
     rest.set()
     qtbot.waitUntil(lambda: model.complete and model.rowCount() == everything)
     assert pane.selected_ids() == [model.episode_id(everything - 1)]
+
+
+# -- any table, any state, any keys -------------------------------------------------------
+
+TABLES = st.builds(
+    lambda rows, columns, data: (rows, columns, data),
+    st.integers(1, 25),
+    st.integers(1, 5),
+    st.data(),
+)
+KEYS = st.lists(
+    st.sampled_from(["Home", "End", "Up", "Down", "PageDown", "click"]), min_size=1, max_size=8
+)
+
+
+@settings(
+    max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(table=TABLES, keys=KEYS)
+def test_home_and_end_reach_the_first_and_last_shown_row_of_any_table(
+    qtbot, table: tuple[int, int, Any], keys: list[str]
+) -> None:
+    """Any size, hidden rows and columns, disabled cells, a current cell or none, any
+    keys between: Home and End select exactly the first and last shown row that has a
+    cell that can be current, on a shown and enabled cell, and stay in the column the
+    user was in when its cell there can take it."""
+    rows, columns, data = table
+    hidden_rows = data.draw(st.sets(st.integers(0, rows - 1), max_size=rows - 1))
+    hidden_columns = data.draw(st.sets(st.integers(0, columns - 1), max_size=columns - 1))
+    disabled = data.draw(
+        st.sets(st.tuples(st.integers(0, rows - 1), st.integers(0, columns - 1)), max_size=6)
+    )
+    model = QStandardItemModel(rows, columns)
+    for row in range(rows):
+        for column in range(columns):
+            item = QStandardItem(f"{row}.{column}")
+            item.setEnabled((row, column) not in disabled)
+            model.setItem(row, column, item)
+    view = RowTableView()
+    view.setModel(model)
+    model.setParent(view)
+    view.setSelectionBehavior(QAbstractItemView.SelectionBehavior.SelectRows)
+    view.setSelectionMode(QAbstractItemView.SelectionMode.ExtendedSelection)
+    qtbot.addWidget(view)
+    for row in hidden_rows:
+        view.setRowHidden(row, True)
+    for column in hidden_columns:
+        view.setColumnHidden(column, True)
+    view.resize(300, 200)
+    view.show()
+    qtbot.waitExposed(view)
+    view.setFocus()
+    start = data.draw(st.none() | st.tuples(st.integers(0, rows - 1), st.integers(0, columns - 1)))
+    if start is not None:
+        view.setCurrentIndex(model.index(*start))
+    shown_rows = [r for r in range(rows) if r not in hidden_rows]
+    shown_columns = [c for c in range(columns) if c not in hidden_columns]
+    # rows that can be current: shown, with a shown cell that is enabled
+    able = [r for r in shown_rows if any((r, c) not in disabled for c in shown_columns)]
+    for key in keys:
+        before = view.currentIndex()
+        if key == "click":
+            row = data.draw(st.sampled_from(shown_rows))
+            column = data.draw(st.sampled_from(shown_columns))
+            qtbot.mouseClick(
+                view.viewport(),
+                Qt.MouseButton.LeftButton,
+                pos=view.visualRect(model.index(row, column)).center(),
+            )
+            continue
+        qtbot.keyClick(view, getattr(Qt.Key, f"Key_{key}"))
+        if key not in ("Home", "End"):
+            continue
+        now = view.currentIndex()
+        if not able:  # nowhere to go: nothing moves
+            assert (now.row(), now.column()) == (before.row(), before.column())
+            continue
+        assert now.row() == (able[0] if key == "Home" else able[-1])
+        assert now.column() in shown_columns and (now.row(), now.column()) not in disabled
+        assert selected_rows(view) == [now.row()]
+        was = before.column() if before.isValid() else -1
+        if was in shown_columns and (now.row(), was) not in disabled:
+            assert now.column() == was

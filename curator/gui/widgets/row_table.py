@@ -59,13 +59,13 @@ class RowTableView(QTableView):
         appended = not parent.isValid() and last == model.rowCount() - 1
         if not (self._at_end and appended and current.isValid() and current.row() == first - 1):
             return
-        end = self._outer_row(last=True)
+        end = self._outer_row(last=True, column=current.column())
         if end.isValid() and end.row() > current.row():
             flags = (
                 QItemSelectionModel.SelectionFlag.ClearAndSelect
                 | QItemSelectionModel.SelectionFlag.Rows
             )
-            self.selectionModel().setCurrentIndex(end.siblingAtColumn(current.column()), flags)
+            self.selectionModel().setCurrentIndex(end, flags)
 
     def moveCursor(
         self, cursorAction: QAbstractItemView.CursorAction, modifiers: Qt.KeyboardModifier
@@ -77,29 +77,35 @@ class RowTableView(QTableView):
         if cursorAction not in _ENDS or not rows or control:
             return super().moveCursor(cursorAction, modifiers)
         current = self.currentIndex()
-        if not current.isValid():  # after a reset: Qt answers the first cell for either key
-            return self._outer_row(last=cursorAction == _ENDS[1])
-        # Qt's own row search with Ctrl (it skips hidden rows and disabled cells), then
-        # back to the column the user was in, where that column's cell can take it.
-        found = super().moveCursor(cursorAction, modifiers | Qt.KeyboardModifier.ControlModifier)
-        if not found.isValid() or self.isColumnHidden(current.column()):
-            return found
-        sibling = found.siblingAtColumn(current.column())
-        enabled = bool(sibling.flags() & Qt.ItemFlag.ItemIsEnabled)
-        return sibling if sibling.isValid() and enabled else found
+        return self._outer_row(
+            last=cursorAction == _ENDS[1], column=current.column() if current.isValid() else -1
+        )
 
-    def _outer_row(self, last: bool) -> QModelIndex:
-        """The first (or last) shown row, at the first shown column (invalid: none)."""
+    def _outer_row(self, last: bool, column: int = -1) -> QModelIndex:
+        """The first (or last) shown row that has a cell that can be current, at
+        ``column`` where its cell there can be, else at the first shown column whose
+        cell can (invalid: no such row). Hidden rows and columns and disabled cells are
+        passed over, as Qt's own keys pass them over."""
         model = self.model()
         if model is None:
             return QModelIndex()
-        columns = self.horizontalHeader()
-        shown = (columns.logicalIndex(v) for v in range(columns.count()))
-        column = next((c for c in shown if not self.isColumnHidden(c)), -1)
+        header = self.horizontalHeader()
+        shown = [
+            c
+            for c in (header.logicalIndex(v) for v in range(header.count()))
+            if not self.isColumnHidden(c)
+        ]
+        if column in shown:
+            shown.remove(column)
+            shown.insert(0, column)
         rows = self.verticalHeader()
         order = range(rows.count() - 1, -1, -1) if last else range(rows.count())
         for visual in order:
             row = rows.logicalIndex(visual)
-            if column >= 0 and not self.isRowHidden(row):
-                return model.index(row, column, self.rootIndex())
+            if self.isRowHidden(row):
+                continue
+            for candidate in shown:
+                index = model.index(row, candidate, self.rootIndex())
+                if index.flags() & Qt.ItemFlag.ItemIsEnabled:
+                    return index
         return QModelIndex()
