@@ -43,11 +43,10 @@ def in_a_thread(call: Callable[[], Any]) -> Any:
     return box.get("value")
 
 
-# pg_terminate_backend(pid, 20000) returns once the session has ended (not when it was
-# merely asked to): what follows meets the ended session, never one still ending.
-
-
 def pid(store: Store) -> int:
+    """The server process answering this thread. (Ended below with
+    ``pg_terminate_backend(pid, 20000)``, which returns once the session has ended, not
+    when it was merely asked to: what follows meets the ended session.)"""
     return int(store.execute("SELECT pg_backend_pid()")[0][0])
 
 
@@ -134,8 +133,9 @@ LEFT_IN_A_SESSION = {
     ),
     "session lock": (
         "SELECT pg_advisory_lock(4242)",
-        "SELECT NOT EXISTS (SELECT 1 FROM pg_locks WHERE locktype = 'advisory' "
-        "AND objid = 4242 AND granted)",
+        "SELECT NOT EXISTS (SELECT 1 FROM pg_locks l JOIN pg_database d ON d.oid = "
+        "l.database WHERE d.datname = current_database() AND l.locktype = 'advisory' "
+        "AND l.objid = 4242 AND l.granted)",
     ),
     "listen": ("LISTEN scratch", "SELECT NOT EXISTS (SELECT pg_listening_channels())"),
 }
