@@ -189,12 +189,19 @@ class ElidingStatusBar(QStatusBar):
             shown = head[:-1] + ELLIPSIS
         return shown
 
-    def _elides(self) -> bool:
+    def _elided_message(self) -> str | None:
+        """The message as painted when it does not fit whole; None when there is none or
+        it fits (measured once a paint: a message is measured up to its first 2,000
+        characters)."""
         message = self.currentMessage()
-        return bool(message) and self.shown_message() != one_line(message[: MESSAGE_CAP + 1])
+        if not message:
+            return None
+        shown = self.shown_message()
+        return None if shown == one_line(message[: MESSAGE_CAP + 1]) else shown
 
     def paintEvent(self, event: QPaintEvent) -> None:
-        if not self._elides():
+        text = self._elided_message()
+        if text is None:
             super().paintEvent(event)  # no message, or one that fits: QStatusBar's own
             return
         # QStatusBar's paint (the panel, the permanent parts' frames), with the message
@@ -215,14 +222,13 @@ class ElidingStatusBar(QStatusBar):
                 )
         painter.setPen(self.palette().windowText().color())
         flags = Qt.AlignmentFlag.AlignLeading | Qt.AlignmentFlag.AlignVCenter
-        text = self.shown_message()
         painter.drawText(self.message_rect(), int(flags) | int(Qt.TextFlag.TextSingleLine), text)
 
     def event(self, event: QEvent) -> bool:
         if (
             event.type() == QEvent.Type.ToolTip
             and isinstance(event, QHelpEvent)
-            and self._elides()
+            and self._elided_message() is not None
             and self.message_rect().contains(event.pos())
         ):
             message = self.currentMessage()
