@@ -88,8 +88,8 @@ class OutsideChangesMixin(_WindowBase):
         self.poll_timer.start()
 
     def _start_first_load(self) -> None:
-        """The restored tab loads now on a file; on a server, see :meth:`_load_first`."""
-        self._awaiting_first_change = self._counts_heard
+        """The restored tab loads now on a file; on a server, see :meth:`_load_first`
+        (the timer runs while the first load waits)."""
         self._first_load = QTimer(self)
         self._first_load.setSingleShot(True)
         self._first_load.setInterval(FIRST_HEARD_MS)
@@ -103,13 +103,12 @@ class OutsideChangesMixin(_WindowBase):
         """At close: nothing heard or timed is acted on any more."""
         self.poll_timer.stop()
         self._first_load.stop()
-        self._awaiting_first_change = False
         self.change_listener.shutdown()
 
     @property
     def first_load_pending(self) -> bool:
         """On a server, the pane in view has not loaded yet: it waits for the watcher."""
-        return self._awaiting_first_change
+        return self._first_load.isActive()
 
     @property
     def listening(self) -> bool:
@@ -120,7 +119,6 @@ class OutsideChangesMixin(_WindowBase):
     def _load_first(self) -> None:
         """The restored tab's first load: at once on a file; on a server once the watcher
         listens, or after :data:`FIRST_HEARD_MS` without it."""
-        self._awaiting_first_change = False
         self._first_load.stop()
         if not self._closed:
             self._pane_shown(self.tabs.currentIndex())
@@ -198,13 +196,12 @@ class OutsideChangesMixin(_WindowBase):
         commit would redo the pane's queries back to back."""
         if self._closed:  # one queued before the listener stopped
             return
-        if self._awaiting_first_change and len(self._dirty) == len(self.panes):
+        if self.first_load_pending and len(self._dirty) == len(self.panes):
             # Nothing loaded yet (no tab was switched to meanwhile): the counter the first
             # load starts from.
             self._heard = self._data_version = change.counter
             self._load_first()
             return
-        self._awaiting_first_change = False
         self._first_load.stop()
         self._outside_pending = True
         if self._counts_heard:
