@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import threading
+from collections.abc import Collection
 from typing import Any
 
 import pytest
@@ -19,22 +20,43 @@ from curator.store.episode_queries import EpisodeSort
 ROWS, COLUMNS = 40, 4
 
 
-@pytest.fixture
-def view(qtbot) -> RowTableView:
-    model = QStandardItemModel(ROWS, COLUMNS)
-    for row in range(ROWS):
-        for column in range(COLUMNS):
-            model.setItem(row, column, QStandardItem(f"{row}.{column}"))
+def row_table(
+    qtbot,
+    rows: int,
+    columns: int,
+    *,
+    disabled: Collection[tuple[int, int]] = (),
+    hidden_rows: Collection[int] = (),
+    hidden_columns: Collection[int] = (),
+) -> RowTableView:
+    """A shown, focused table of ``rows`` x ``columns`` cells "row.column" that selects
+    whole rows, with the ``disabled`` cells and the hidden rows and columns asked for."""
+    model = QStandardItemModel(rows, columns)
+    for row in range(rows):
+        for column in range(columns):
+            item = QStandardItem(f"{row}.{column}")
+            item.setEnabled((row, column) not in disabled)
+            model.setItem(row, column, item)
     table = RowTableView()
     table.setModel(model)
     model.setParent(table)
     table.setSelectionBehavior(QAbstractItemView.SelectionBehavior.SelectRows)
     table.setSelectionMode(QAbstractItemView.SelectionMode.ExtendedSelection)
     qtbot.addWidget(table)
+    for row in hidden_rows:
+        table.setRowHidden(row, True)
+    for column in hidden_columns:
+        table.setColumnHidden(column, True)
     table.resize(400, 300)
     table.show()
     qtbot.waitExposed(table)
     table.setFocus()
+    return table
+
+
+@pytest.fixture
+def view(qtbot) -> RowTableView:
+    table = row_table(qtbot, ROWS, COLUMNS)
     table.selectRow(5)
     table.setCurrentIndex(table.model().index(5, 1))
     return table
@@ -190,26 +212,15 @@ def test_home_and_end_reach_the_first_and_last_shown_row_of_any_table(
     disabled = data.draw(
         st.sets(st.tuples(st.integers(0, rows - 1), st.integers(0, columns - 1)), max_size=6)
     )
-    model = QStandardItemModel(rows, columns)
-    for row in range(rows):
-        for column in range(columns):
-            item = QStandardItem(f"{row}.{column}")
-            item.setEnabled((row, column) not in disabled)
-            model.setItem(row, column, item)
-    view = RowTableView()
-    view.setModel(model)
-    model.setParent(view)
-    view.setSelectionBehavior(QAbstractItemView.SelectionBehavior.SelectRows)
-    view.setSelectionMode(QAbstractItemView.SelectionMode.ExtendedSelection)
-    qtbot.addWidget(view)
-    for row in hidden_rows:
-        view.setRowHidden(row, True)
-    for column in hidden_columns:
-        view.setColumnHidden(column, True)
-    view.resize(300, 200)
-    view.show()
-    qtbot.waitExposed(view)
-    view.setFocus()
+    view = row_table(
+        qtbot,
+        rows,
+        columns,
+        disabled=disabled,
+        hidden_rows=hidden_rows,
+        hidden_columns=hidden_columns,
+    )
+    model = view.model()
     start = data.draw(st.none() | st.tuples(st.integers(0, rows - 1), st.integers(0, columns - 1)))
     if start is not None:
         view.setCurrentIndex(model.index(*start))
