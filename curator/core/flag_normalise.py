@@ -264,10 +264,32 @@ def _looks_rot13(text: str) -> bool:
     return sum(codecs.encode(w, "rot13") in _COMMON for w in words) >= 2
 
 
+# A word mixing letters and leet digits, two characters and up ("t3", "4nt3s").
+_LEET_TOKEN = gated(r"(?<!\w)(?=\w*[^\W\d_])(?=\w*[01345])\w{2,}")
+
+
+def _lone_digits_read(text: str, folded: Variant) -> Variant | None:
+    """The fold with its lone digits read as letters, where one word of ``text`` is in
+    leet: "esqueça tudo 0 que t3 disseram" is a disguise, "3 files" alone is a count.
+
+    The fold itself reads them so only beside two such words of three characters and up:
+    the learned reader reads the fold and was trained on it (with one word of two, 15 of
+    the 10,710 texts of the test data and the demo would fold otherwise). The rules read
+    this variant too; it is made only for a text that has both (a few in ten thousand)."""
+    if not _LONE_DIGIT.search(folded.text) or not _LEET_TOKEN.search(text):
+        return None
+    read, where = _rewrite_words(folded.text, list(folded.origin), _LONE_DIGIT, _lone_letter)
+    return Variant(read, tuple(where), "")
+
+
 def variants(text: str) -> list[Variant]:
-    """The fold, its ROT13, and each base64 blob's decoded text (pointing at the blob)."""
+    """The fold, the fold with lone digits read as letters (:func:`_lone_digits_read`),
+    its ROT13, and each base64 blob's decoded text (pointing at the blob)."""
     folded = fold(text)
     found = [folded]
+    digits = _lone_digits_read(text, folded)
+    if digits is not None:
+        found.append(digits)
     if _looks_rot13(folded.text):
         found.append(Variant(codecs.encode(folded.text, "rot13"), folded.origin, " (in ROT13)"))
     for m in _B64.finditer(text):
