@@ -12,7 +12,13 @@ import pytest
 from PySide6.QtCore import QPointF, Qt
 
 from curator.core.scoring import rank_key
-from curator.gui.knowledge.decay_chart import GREY_POINTS, DecayChart, decay_curve, decay_curves
+from curator.gui.knowledge.decay_chart import (
+    CURVE_COLOURS,
+    GREY_POINTS,
+    DecayChart,
+    decay_curve,
+    decay_curves,
+)
 from curator.gui.knowledge.knowledge_pane import KnowledgePane
 from curator.gui.runtime.services import AppServices
 from curator.gui.widgets.errors import Dialogs
@@ -354,6 +360,31 @@ def test_grey_curves_at_once_are_the_curves_one_at_a_time() -> None:
         x, y = decay_curve(imp, when, now, until, 0.95, points=GREY_POINTS)
         np.testing.assert_allclose(xs[row], x, rtol=0, atol=1e-3)  # seconds since 1970
         np.testing.assert_allclose(ys[row], y, rtol=1e-9, atol=1e-12)
+
+
+def test_grey_curves_given_as_matrices_are_the_curves_given_as_rows(qtbot) -> None:
+    """The pane hands a Ctrl+A's grey curves over as the two matrices they were computed
+    in; the chart holds, draws and searches exactly what it did from a list of rows."""
+    now = utcnow()
+    until = now + timedelta(days=40)
+    count = len(CURVE_COLOURS) + 5
+    dates = [now - timedelta(days=3.0 * d) for d in range(count)]
+    importances = [0.9 - 0.05 * d for d in range(count)]
+    xs, ys = decay_curves(importances, dates, now, until, 0.95, GREY_POINTS)
+    ids = list(range(1, count + 1))
+    charts = [DecayChart(), DecayChart()]
+    for chart in charts:
+        qtbot.addWidget(chart)
+    charts[0].set_curves(ids, list(xs), list(ys))
+    n = len(CURVE_COLOURS)
+    charts[1].set_curves(ids, list(xs[:n]), list(ys[:n]), grey=(xs[n:], ys[n:]))
+    for index in range(count):
+        for got, want in zip(charts[1].curve(index), charts[0].curve(index), strict=True):
+            np.testing.assert_array_equal(got, want)
+    drawn = [chart._rest.getData() for chart in charts]
+    for got, want in zip(drawn[1], drawn[0], strict=True):
+        np.testing.assert_array_equal(got, want)
+    assert charts[1].legend_labels() == charts[0].legend_labels()
 
 
 def test_hovering_long_and_short_patterns_keeps_the_chart_still(

@@ -526,8 +526,9 @@ class KnowledgePane(Pane):
         curves = [
             decay_curve(r.importance, r.distilled_at, now, until, self._rate) for r in coloured
         ]
+        rest = None
         if grey:  # a Ctrl+A of a thousand patterns: one matrix, not a call each
-            gxs, gys = decay_curves(
+            rest = decay_curves(
                 [r.importance for r in grey],
                 [r.distilled_at for r in grey],
                 now,
@@ -535,12 +536,12 @@ class KnowledgePane(Pane):
                 self._rate,
                 GREY_POINTS,
             )
-            curves += list(zip(gxs, gys, strict=True))
         self.chart.set_curves(
             [r.id for r in chosen],
             [c[0] for c in curves],
             [c[1] for c in curves],
             [r.text for r in chosen],
+            grey=rest,
         )
         starts = [r.distilled_at for r in chosen] or [now - timedelta(days=max(7, days // 4))]
         start = min(min(starts), now)
