@@ -264,32 +264,48 @@ def _looks_rot13(text: str) -> bool:
     return sum(codecs.encode(w, "rot13") in _COMMON for w in words) >= 2
 
 
-# A word mixing letters and leet digits, two characters and up ("t3", "4nt3s").
-_LEET_TOKEN = gated(r"(?<!\w)(?=\w*[^\W\d_])(?=\w*[01345])\w{2,}")
+# A word mixing letters with any character the fold reads as a letter ("t3", "an7es",
+# "di$$eram"), two characters and up: what shows that a text is written in leet.
+_LEET_EVIDENCE = gated(
+    r"(?<![\w@$+])(?=[\w@$+!|]*[^\W\d_])(?=[\w@$+!|]*[0134570@$!|+])"
+    r"(?:[\w@$+]|[!|](?=[\w@$+]))(?:[\w@$+]|[!|](?=[\w@$+]))+"
+)
 
 
-def _lone_digits_read(text: str, folded: Variant) -> Variant | None:
-    """The fold with its lone digits read as letters, where one word of ``text`` is in
-    leet: "esqueça tudo 0 que t3 disseram" is a disguise, "3 files" alone is a count.
+def _read_as_letters(text: str, folded: Variant) -> Variant | None:
+    """The fold with its lone digits read as letters, and the words its joined spaced
+    letters made ("f 0 r g 3 t") unleeted, where the text shows leet: in "esqueça tudo 0
+    que t3 disseram" the 0 is a disguise, in "3 files" alone a count.
 
-    The fold itself reads them so only beside two such words of three characters and up:
-    the learned reader reads the fold and was trained on it (with one word of two, 15 of
-    the 10,710 texts of the test data and the demo would fold otherwise). The rules read
-    this variant too; it is made only for a text that has both (a few in ten thousand)."""
-    if not _LONE_DIGIT.search(folded.text) or not _LEET_TOKEN.search(text):
+    The fold itself reads lone digits so only beside two leet words of three characters
+    and up, and leaves spaced letters as written: the learned reader reads the fold and was
+    trained on it (with one leet word of two, 15 of the 10,710 texts of the test data and
+    the demo would fold otherwise). The rules read this variant too. Leet is looked for
+    in the text as NFKC writes it (a full-width "３" is a 3) and in the fold (the joined
+    letters), with every character the fold reads as a letter."""
+    if not _LONE_DIGIT.search(folded.text) and not _LEET_EVIDENCE.search(folded.text):
+        return None  # nothing left to read as a letter
+    if not (
+        _LEET_EVIDENCE.search(folded.text)
+        or _LEET_EVIDENCE.search(unicodedata.normalize("NFKC", text))
+    ):
         return None
     read, where = _rewrite_words(folded.text, list(folded.origin), _LONE_DIGIT, _lone_letter)
+    read, where = _rewrite_words(read, where, _WORD, _fold_word)
+    if read == folded.text:
+        return None
     return Variant(read, tuple(where), "")
 
 
 def variants(text: str) -> list[Variant]:
-    """The fold, the fold with lone digits read as letters (:func:`_lone_digits_read`),
-    its ROT13, and each base64 blob's decoded text (pointing at the blob)."""
+    """The fold, the fold with what is left of its leet read as letters
+    (:func:`_read_as_letters`), its ROT13, and each base64 blob's decoded text (pointing
+    at the blob)."""
     folded = fold(text)
     found = [folded]
-    digits = _lone_digits_read(text, folded)
-    if digits is not None:
-        found.append(digits)
+    letters = _read_as_letters(text, folded)
+    if letters is not None:
+        found.append(letters)
     if _looks_rot13(folded.text):
         found.append(Variant(codecs.encode(folded.text, "rot13"), folded.origin, " (in ROT13)"))
     for m in _B64.finditer(text):
