@@ -10,6 +10,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 from PySide6.QtCore import QPointF, Qt
+from PySide6.QtWidgets import QApplication
 
 from curator.core.scoring import rank_key
 from curator.gui.knowledge.decay_chart import (
@@ -414,3 +415,38 @@ def test_hovering_long_and_short_patterns_keeps_the_chart_still(
             assert chart.height() == height
     assert any(long[:40] in text for text in named)  # long and short ones were named
     assert any("Pattern number" in text for text in named)
+
+
+LONG_NAME = "a pattern about deployments, rollbacks and the on-call rota"
+
+
+def test_the_legend_stays_inside_the_chart_at_any_width(qtbot) -> None:
+    """In a narrow chart two columns of legend ran past the plot's left edge and cut the
+    first column's names (their ids too) off: the names are shortened first, then the
+    columns are fewer; a wide chart shows them whole again."""
+    now = utcnow()
+    count = len(CURVE_COLOURS) + 3
+    xs, ys = decay_curves(
+        [0.9] * count, [now - timedelta(days=d) for d in range(count)], now,
+        now + timedelta(days=30), 0.95, GREY_POINTS,
+    )  # fmt: skip
+    chart = DecayChart()
+    qtbot.addWidget(chart)
+    chart.set_curves(list(range(1, count + 1)), list(xs), list(ys), [LONG_NAME] * count)
+    chart.set_cutoff(xs[0], ys[0], 50)
+    chart.show()
+    qtbot.waitExposed(chart)
+    view = chart.getPlotItem().getViewBox()
+    widths = [1500, 420, 300, 700, 1500, 360, 1100]
+    for width in widths:
+        chart.resize(width, 330)
+        qtbot.waitUntil(lambda w=width: chart.width() == w)
+        QApplication.processEvents()
+        inside = view.sceneBoundingRect().adjusted(-1, -1, 1, 1)
+        legend = chart.legend.sceneBoundingRect()
+        assert inside.left() <= legend.left() and legend.right() <= inside.right(), width
+        labels = chart.legend_labels()
+        assert all(label.startswith(f"#{i + 1} ") for i, label in enumerate(labels[:8]))
+        if width >= 1100:
+            assert labels[0] == f"#1 {LONG_NAME[:29]}…", width
+    assert chart.legend_labels()[0] == f"#1 {LONG_NAME[:29]}…"

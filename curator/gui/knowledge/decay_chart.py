@@ -21,7 +21,7 @@ import numpy as np
 import numpy.typing as npt
 import pyqtgraph as pg
 from PySide6.QtCore import QEvent, QPointF, QRectF, Qt, Signal
-from PySide6.QtGui import QColor, QPalette, QResizeEvent
+from PySide6.QtGui import QColor, QFont, QFontMetricsF, QPalette, QResizeEvent
 from PySide6.QtWidgets import QGraphicsItem, QWidget
 
 from curator.core.scoring import decay_matrix, decay_series
@@ -71,7 +71,14 @@ def _over(colour: tuple[int, int, int], opacity: float, background: QColor) -> Q
     )
 
 
-def _name(pattern_id: int, text: str, limit: int = 30) -> str:
+_NAME_LIMITS = (30, 20, 12)
+"""How long a pattern's legend name may be, longest first: a narrow chart shortens them
+until the legend's columns fit its width."""
+_ENTRY_EXTRA = 42.0
+"""A legend entry's width beyond its label's text: the line sample, spacing, margins."""
+
+
+def _name(pattern_id: int, text: str, limit: int = _NAME_LIMITS[0]) -> str:
     flat = " ".join(text.split())
     short = flat if len(flat) <= limit else flat[: limit - 1] + "…"
     return f"#{pattern_id} {short}".rstrip()
@@ -179,6 +186,8 @@ class DecayChart(pg.PlotWidget):
         """The grey ones, a row each (NaN after a shorter row's end): a hover finds the
         nearest of 5,000 in one pass over the matrix, not a call per curve (33 ms)."""
         self._cutoff_k = 0
+        self._name_limit = _NAME_LIMITS[0]
+        self._filled_width = 0.0  # the plot's width when the legend's names were chosen
         self._highlighted = -1
         self._pinned = -1  # the table's current pattern: highlighted when no curve is hovered
         self._log = False
@@ -234,35 +243,93 @@ class DecayChart(pg.PlotWidget):
         self._rebuild_legend()
 
     def _rebuild_legend(self) -> None:
-        self.legend.clear()
-        for i, item in enumerate(self._items[: len(self._ids)]):
-            self.legend.addItem(item, _name(self._ids[i], self._names[i]))
+        """The legend's entries anew, their names as long as its columns leave room for
+        (:meth:`_fit_legend`): shortened (:data:`_NAME_LIMITS`) only where they must be.
+        The names' length is chosen from the font's measure of them, so the legend is
+        filled once (each fill is a few milliseconds of a Ctrl+A)."""
+        view = self.getPlotItem().getViewBox()
+        self._filled_width = view.width()
+        first = _NAME_LIMITS.index(self._estimated_limit(view.width() - 20, view.height()))
+        for limit in _NAME_LIMITS[first:]:
+            self._fill_legend(limit)
+            if self._fit_legend():
+                return
+
+    def _entries(self, limit: int) -> list[str]:
+        shown = len(self._items)
+        entries = [
+            _name(pid, text, limit)
+            for pid, text in zip(self._ids[:shown], self._names[:shown], strict=True)
+        ]
         extra = len(self._ids) - len(self._items)
         if extra > 0:
-            self.legend.addItem(self._rest, f"{extra} more (grey)")
+            entries.append(f"{extra} more (grey)")
         if self._cutoff_k > 0:
-            self.legend.addItem(self._cutoff, f"top-{self._cutoff_k} cut-off")
-        self.legend.setVisible(bool(self.legend.items))
-        self._fit_legend()
+            entries.append(f"top-{self._cutoff_k} cut-off")
+        return entries
 
-    def _fit_legend(self) -> None:
-        """Lay the legend out in as many columns (up to three) as it takes to stay in the
-        top half of the plot: one column of eleven entries covered a 1024×700 window's
-        whole chart height, the markers' labels and the curves' right end included."""
-        height = self.getPlotItem().getViewBox().height()
-        rows = len(self.legend.items)
+    def _estimated_limit(self, room: float, height: float) -> int:
+        """The longest name limit whose legend, measured in the labels' font, fits
+        ``room`` in the columns the plot's ``height`` asks for."""
+        font = QFont(self.font())
+        font.setPointSizeF(8.0)  # the legend's labelTextSize
+        measure = QFontMetricsF(font)
+        for limit in _NAME_LIMITS:
+            entries = self._entries(limit)
+            columns = self._columns_for(len(entries), height)
+            widest = max((measure.horizontalAdvance(e) for e in entries), default=0.0)
+            if columns * (widest + _ENTRY_EXTRA) <= room:
+                return limit
+        return _NAME_LIMITS[-1]
+
+    def _columns_for(self, rows: int, height: float) -> int:
+        """Columns (up to three) that keep ``rows`` entries in the top half of the plot."""
         line = self.fontMetrics().height() + 6
         columns = 1
         while columns < 3 and -(-rows // columns) * line > height / 2:
             columns += 1
-        if columns != self.legend.columnCount:
-            self.legend.setColumnCount(columns)
+        return columns
+
+    def _fill_legend(self, limit: int) -> None:
+        self.legend.clear()
+        self._name_limit = limit
+        entries = self._entries(limit)
+        items = self._items[: len(self._ids)]
+        if len(self._ids) > len(self._items):
+            items.append(self._rest)
+        if self._cutoff_k > 0:
+            items.append(self._cutoff)
+        for item, entry in zip(items, entries, strict=True):
+            self.legend.addItem(item, entry)
+        self.legend.setVisible(bool(self.legend.items))
+
+    def _fit_legend(self) -> bool:
+        """Lay the legend out in as many columns (up to three) as it takes to stay in the
+        top half of the plot: one column of eleven entries covered a 1024×700 window's
+        whole chart height, the markers' labels and the curves' right end included.
+
+        Never in more columns than the plot's width holds: in a narrow chart two columns
+        ran past its left edge and cut the first column's names off. Whether it fitted in
+        the columns its height asked for (if not, the caller may shorten its names)."""
+        view = self.getPlotItem().getViewBox()
+        columns = self._columns_for(len(self.legend.items), view.height())
+        wanted, room = columns, view.width() - 20
+        while True:
+            if columns != self.legend.columnCount:
+                self.legend.setColumnCount(columns)
+            if columns == 1 or self.legend.width() <= room:
+                return columns == wanted and self.legend.width() <= room
+            columns -= 1
 
     def resizeEvent(self, event: QResizeEvent) -> None:
         super().resizeEvent(event)
-        # no legend yet while PlotWidget builds itself, no plot once it is torn down
-        if hasattr(self, "legend") and self.getPlotItem() is not None:
-            self._fit_legend()
+        # no legend or curves yet while PlotWidget builds itself, no plot once torn down
+        if hasattr(self, "_name_limit") and self.getPlotItem() is not None:
+            fits = self._fit_legend()
+            wider = self.getPlotItem().getViewBox().width() > self._filled_width + 40
+            shorter, longer = _NAME_LIMITS[-1], _NAME_LIMITS[0]
+            if (not fits and self._name_limit != shorter) or (wider and self._name_limit != longer):
+                self._rebuild_legend()  # names as long as the new width leaves room for
         if hasattr(self, "_hover_label"):  # the crosshair stands on the old size
             self._hide_crosshair()
 
