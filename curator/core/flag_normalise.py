@@ -283,13 +283,11 @@ def _read_as_letters(text: str, folded: Variant) -> Variant | None:
     the demo would fold otherwise). The rules read this variant too. Leet is looked for
     in the text as NFKC writes it (a full-width "３" is a 3) and in the fold (the joined
     letters), with every character the fold reads as a letter."""
-    if not _LONE_DIGIT.search(folded.text) and not _LEET_EVIDENCE.search(folded.text):
-        return None  # nothing left to read as a letter
-    if not (
-        _LEET_EVIDENCE.search(folded.text)
-        or _LEET_EVIDENCE.search(unicodedata.normalize("NFKC", text))
-    ):
-        return None
+    if not _LEET_EVIDENCE.search(folded.text):  # no joined letters in leet
+        if not _LONE_DIGIT.search(folded.text):
+            return None  # nothing left to read as a letter
+        if not _LEET_EVIDENCE.search(unicodedata.normalize("NFKC", text)):
+            return None  # a count, not a disguise
     read, where = _rewrite_words(folded.text, list(folded.origin), _LONE_DIGIT, _lone_letter)
     read, where = _rewrite_words(read, where, _WORD, _fold_word)
     if read == folded.text:
