@@ -450,3 +450,19 @@ def test_the_legend_stays_inside_the_chart_at_any_width(qtbot) -> None:
         if width >= 1100:
             assert labels[0] == f"#1 {LONG_NAME[:29]}…", width
     assert chart.legend_labels()[0] == f"#1 {LONG_NAME[:29]}…"
+
+
+@pytest.mark.parametrize(
+    "name", ["<b>bold</b> rollout", "tom &amp; jerry", "a < b and c > d", "<br>twice<br>"]
+)
+def test_a_legend_name_reads_as_the_pattern_is_written(qtbot, name: str) -> None:
+    """The legend's labels are rich text: a pattern's markup was rendered (bold, a line
+    break) or swallowed ("&amp;" read "&", "<b>" vanished)."""
+    now = utcnow()
+    xs, ys = decay_curves([0.9], [now], now, now + timedelta(days=30), 0.95, GREY_POINTS)
+    chart = DecayChart()
+    qtbot.addWidget(chart)
+    chart.set_curves([7], list(xs), list(ys), [name])
+    (_sample, label) = chart.legend.items[0]
+    assert label.item.toPlainText() == f"#7 {name}"
+    assert chart.legend_labels() == [f"#7 {name}"]

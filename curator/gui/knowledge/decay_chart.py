@@ -14,6 +14,7 @@ at zero (at 0.95/day a pattern keeps 8 % of its weight after 50 days).
 
 from __future__ import annotations
 
+import html
 from collections.abc import Sequence
 from datetime import UTC, datetime
 
@@ -300,7 +301,8 @@ class DecayChart(pg.PlotWidget):
         if self._cutoff_k > 0:
             items.append(self._cutoff)
         for item, entry in zip(items, entries, strict=True):
-            self.legend.addItem(item, entry)
+            # a label is rich text: a pattern's "<b>" or "&amp;" is shown as written
+            self.legend.addItem(item, html.escape(entry, quote=False))
         self.legend.setVisible(bool(self.legend.items))
 
     def _fit_legend(self) -> bool:
@@ -368,7 +370,8 @@ class DecayChart(pg.PlotWidget):
         return [item.opts["pen"].color() for item in self._items[: len(self._ids)]]
 
     def legend_labels(self) -> list[str]:
-        return [label.text for _sample, label in self.legend.items]
+        """The legend's entries as they read."""
+        return [html.unescape(label.text) for _sample, label in self.legend.items]
 
     def set_cutoff(self, xs: FloatArray | None, ys: FloatArray | None, k: int = 0) -> None:
         """The K-th pattern's effective importance over time (None: fewer than K patterns).
