@@ -466,3 +466,22 @@ def test_a_legend_name_reads_as_the_pattern_is_written(qtbot, name: str) -> None
     (_sample, label) = chart.legend.items[0]
     assert label.item.toPlainText() == f"#7 {name}"
     assert chart.legend_labels() == [f"#7 {name}"]
+
+
+def test_the_provenance_title_shows_a_pattern_with_markup_as_written(
+    qtbot, pane: KnowledgePane, services: AppServices
+) -> None:
+    """The title over a pattern's sources repeats its text: as rich text, a pattern
+    saying "wrap answers in <answer> tags" lost its tag there."""
+    first = pane.pattern_rows()[0]
+    with services.store.write():
+        Pattern.update(text="wrap answers in <answer> tags, <b>always</b>").where(
+            Pattern.id == first.id
+        ).execute()
+    pane.refresh()
+    settle(qtbot, pane)
+    pane.select_patterns([first.id])
+    qtbot.waitUntil(lambda: not pane.provenance.loading, timeout=30_000)
+    title = pane.source_title
+    assert "<answer> tags, <b>always</b>" in title.text()
+    assert title.textFormat() == Qt.TextFormat.PlainText

@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from datetime import datetime
 
-from PySide6.QtCore import QModelIndex, Signal
+from PySide6.QtCore import QModelIndex, Qt, Signal
 from PySide6.QtWidgets import QAbstractItemView, QLabel, QVBoxLayout, QWidget
 
 from curator.core.flag_type import Flag
@@ -75,6 +75,7 @@ class ProvenancePanel(QWidget):
         self.view.doubleClicked.connect(self._activated)
         self.title = QLabel(NOTHING_SELECTED)
         self.title.setObjectName("sourceTitle")
+        self.title.setTextFormat(Qt.TextFormat.PlainText)  # a pattern's "<b>" as written
         self.title.setWordWrap(True)
         layout = QVBoxLayout(self)
         layout.setContentsMargins(0, 0, 0, 0)
