@@ -437,7 +437,7 @@ def test_the_legend_stays_inside_the_chart_at_any_width(qtbot) -> None:
     chart.show()
     qtbot.waitExposed(chart)
     view = chart.getPlotItem().getViewBox()
-    widths = [1500, 420, 300, 700, 1500, 360, 1100]
+    widths = [1500, 420, 300, 700, 1500, 250, 360, 1100]
     for width in widths:
         chart.resize(width, 330)
         qtbot.waitUntil(lambda w=width: chart.width() == w)
@@ -446,7 +446,7 @@ def test_the_legend_stays_inside_the_chart_at_any_width(qtbot) -> None:
         legend = chart.legend.sceneBoundingRect()
         assert inside.left() <= legend.left() and legend.right() <= inside.right(), width
         labels = chart.legend_labels()
-        assert all(label.startswith(f"#{i + 1} ") for i, label in enumerate(labels[:8]))
+        assert all(label.split(" ")[0] == f"#{i + 1}" for i, label in enumerate(labels[:8]))
         if width >= 1100:
             assert labels[0] == f"#1 {LONG_NAME[:29]}…", width
     assert chart.legend_labels()[0] == f"#1 {LONG_NAME[:29]}…"
@@ -485,3 +485,53 @@ def test_the_provenance_title_shows_a_pattern_with_markup_as_written(
     title = pane.source_title
     assert "<answer> tags, <b>always</b>" in title.text()
     assert title.textFormat() == Qt.TextFormat.PlainText
+
+
+def _legend_chart(qtbot, count: int) -> DecayChart:
+    now = utcnow()
+    xs, ys = decay_curves(
+        [0.9] * count, [now - timedelta(days=d) for d in range(count)], now,
+        now + timedelta(days=30), 0.95, GREY_POINTS,
+    )  # fmt: skip
+    chart = DecayChart()
+    qtbot.addWidget(chart)
+    chart.set_curves(list(range(1, count + 1)), list(xs), list(ys), [LONG_NAME] * count)
+    chart.set_cutoff(xs[0], ys[0], 50)
+    chart.show()
+    qtbot.waitExposed(chart)
+    return chart
+
+
+def test_a_larger_chart_gives_the_names_back_and_a_drag_fills_the_legend_rarely(
+    qtbot, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    chart = _legend_chart(qtbot, len(CURVE_COLOURS) + 3)
+    fills: list[int] = []
+    fill = DecayChart._fill_legend
+    monkeypatch.setattr(DecayChart, "_fill_legend", lambda c, n: (fills.append(n), fill(c, n)))
+    for size in ((300, 200), (300, 1000), (1500, 200)):
+        chart.resize(*size)
+        QApplication.processEvents()
+    assert chart.legend_labels()[0] == f"#1 {LONG_NAME[:29]}…"
+    chart.resize(250, 330)
+    QApplication.processEvents()
+    fills.clear()
+    for width in range(250, 2500, 22):  # a drag of about a hundred steps
+        chart.resize(width, 330)
+        QApplication.processEvents()
+    assert len(fills) <= len(set(fills)) + 2, fills  # a fill when the names' length changes
+
+
+def test_grey_curves_that_do_not_match_the_ids_are_refused_before_anything_changes(
+    qtbot,
+) -> None:
+    chart = _legend_chart(qtbot, len(CURVE_COLOURS) + 3)
+    before = (chart.plotted_ids, chart.legend_labels())
+    now = utcnow()
+    xs, ys = decay_curves([0.5] * 5, [now] * 5, now, now + timedelta(days=9), 0.95, GREY_POINTS)
+    ids = list(range(1, len(CURVE_COLOURS) + 6))
+    n = len(CURVE_COLOURS)
+    for grey in ((xs[:2], ys[:2]), (xs[:5], ys[:4]), (xs[:5, :-1], ys[:5])):
+        with pytest.raises(ValueError, match="grey curves"):
+            chart.set_curves(ids, list(xs[:0]) * 0 + [xs[0]] * n, [ys[0]] * n, grey=grey)
+        assert (chart.plotted_ids, chart.legend_labels()) == before

@@ -21,7 +21,7 @@ from datetime import UTC, datetime
 import numpy as np
 import numpy.typing as npt
 import pyqtgraph as pg
-from PySide6.QtCore import QEvent, QPointF, QRectF, Qt, Signal
+from PySide6.QtCore import QEvent, QPointF, QRectF, Qt, QTimer, Signal
 from PySide6.QtGui import QColor, QFont, QFontMetricsF, QPalette, QResizeEvent
 from PySide6.QtWidgets import QGraphicsItem, QWidget
 
@@ -72,15 +72,17 @@ def _over(colour: tuple[int, int, int], opacity: float, background: QColor) -> Q
     )
 
 
-_NAME_LIMITS = (30, 20, 12)
+_NAME_LIMITS = (30, 20, 12, 0)
 """How long a pattern's legend name may be, longest first: a narrow chart shortens them
-until the legend's columns fit its width."""
+until the legend's columns fit its width (0: the id alone)."""
 _ENTRY_EXTRA = 42.0
 """A legend entry's width beyond its label's text: the line sample, spacing, margins."""
 
 
 def _name(pattern_id: int, text: str, limit: int = _NAME_LIMITS[0]) -> str:
     flat = " ".join(text.split())
+    if limit <= 0:
+        return f"#{pattern_id}"
     short = flat if len(flat) <= limit else flat[: limit - 1] + "…"
     return f"#{pattern_id} {short}".rstrip()
 
@@ -188,7 +190,7 @@ class DecayChart(pg.PlotWidget):
         nearest of 5,000 in one pass over the matrix, not a call per curve (33 ms)."""
         self._cutoff_k = 0
         self._name_limit = _NAME_LIMITS[0]
-        self._filled_width = 0.0  # the plot's width when the legend's names were chosen
+        self._refit_pending = False  # a resize's legend layout is waiting for its event
         self._highlighted = -1
         self._pinned = -1  # the table's current pattern: highlighted when no curve is hovered
         self._log = False
@@ -214,9 +216,14 @@ class DecayChart(pg.PlotWidget):
         ``grey``: the curves past the coloured ones as two matrices, a row each (what
         :func:`decay_curves` returns); ``xs`` and ``ys`` then hold the coloured ones only.
         A Ctrl+A of 5,000 patterns spent 14 ms stacking its rows again from a list."""
+        n = len(self._items)
+        if grey is not None:
+            rows = len(ids) - min(len(ids), n)
+            shapes = {np.shape(grey[0]), np.shape(grey[1])}
+            if len(shapes) != 1 or len(np.shape(grey[0])) != 2 or len(grey[0]) != rows:
+                raise ValueError(f"grey curves must be two matrices of {rows} rows alike")
         self._ids = list(ids)
         self._names = list(names) if names is not None else ["" for _ in self._ids]
-        n = len(self._items)
         self._xs = [np.asarray(x, dtype=float) for x in xs[:n]]
         self._ys = [np.maximum(np.asarray(y, dtype=float), _FLOOR) for y in ys[:n]]
         for i, item in enumerate(self._items):
@@ -245,16 +252,22 @@ class DecayChart(pg.PlotWidget):
 
     def _rebuild_legend(self) -> None:
         """The legend's entries anew, their names as long as its columns leave room for
-        (:meth:`_fit_legend`): shortened (:data:`_NAME_LIMITS`) only where they must be.
+        (:meth:`_fit_legend`): shortened (:data:`_NAME_LIMITS`) only where they must be,
+        to the ids alone only where one column of the shortest names is still too wide.
         The names' length is chosen from the font's measure of them, so the legend is
         filled once (each fill is a few milliseconds of a Ctrl+A)."""
         view = self.getPlotItem().getViewBox()
-        self._filled_width = view.width()
         first = _NAME_LIMITS.index(self._estimated_limit(view.width() - 20, view.height()))
-        for limit in _NAME_LIMITS[first:]:
+        for limit in _NAME_LIMITS[first:-1]:
             self._fill_legend(limit)
             if self._fit_legend():
                 return
+        if self._overflows():
+            self._fill_legend(_NAME_LIMITS[-1])
+            self._fit_legend()
+
+    def _overflows(self) -> bool:
+        return bool(self.legend.width() > self.getPlotItem().getViewBox().width() - 20)
 
     def _entries(self, limit: int) -> list[str]:
         shown = len(self._items)
@@ -275,13 +288,13 @@ class DecayChart(pg.PlotWidget):
         font = QFont(self.font())
         font.setPointSizeF(8.0)  # the legend's labelTextSize
         measure = QFontMetricsF(font)
-        for limit in _NAME_LIMITS:
+        for limit in _NAME_LIMITS[:-1]:
             entries = self._entries(limit)
             columns = self._columns_for(len(entries), height)
             widest = max((measure.horizontalAdvance(e) for e in entries), default=0.0)
             if columns * (widest + _ENTRY_EXTRA) <= room:
                 return limit
-        return _NAME_LIMITS[-1]
+        return _NAME_LIMITS[-2]  # the ids alone only once the legend is laid out
 
     def _columns_for(self, rows: int, height: float) -> int:
         """Columns (up to three) that keep ``rows`` entries in the top half of the plot."""
@@ -326,14 +339,26 @@ class DecayChart(pg.PlotWidget):
     def resizeEvent(self, event: QResizeEvent) -> None:
         super().resizeEvent(event)
         # no legend or curves yet while PlotWidget builds itself, no plot once torn down
-        if hasattr(self, "_name_limit") and self.getPlotItem() is not None:
-            fits = self._fit_legend()
-            wider = self.getPlotItem().getViewBox().width() > self._filled_width + 40
-            shorter, longer = _NAME_LIMITS[-1], _NAME_LIMITS[0]
-            if (not fits and self._name_limit != shorter) or (wider and self._name_limit != longer):
-                self._rebuild_legend()  # names as long as the new width leaves room for
+        if hasattr(self, "_name_limit") and not self._refit_pending:
+            # once the plot's layout has its new size (in this event it has the old one)
+            self._refit_pending = True
+            QTimer.singleShot(0, self._refit_legend)
         if hasattr(self, "_hover_label"):  # the crosshair stands on the old size
             self._hide_crosshair()
+
+    def _refit_legend(self) -> None:
+        """The legend for the chart's new size: laid out again, and filled again only
+        when its names' length changes (a drag of a hundred steps filled it a dozen
+        times)."""
+        self._refit_pending = False
+        if self.getPlotItem() is None:  # torn down meanwhile
+            return
+        self._fit_legend()
+        view = self.getPlotItem().getViewBox()
+        limit = self._estimated_limit(view.width() - 20, view.height())
+        overflows = self._overflows() and self._name_limit != _NAME_LIMITS[-1]
+        if overflows or limit > self._name_limit:
+            self._rebuild_legend()  # names as long as the new size leaves room for
 
     def _view_moved(self, *_: object) -> None:
         """The view's range changed under a still mouse: the crosshair's label sits on the
