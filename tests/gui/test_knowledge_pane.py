@@ -9,6 +9,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+import shiboken6
 from PySide6.QtCore import QPointF, Qt
 from PySide6.QtWidgets import QApplication
 
@@ -535,3 +536,14 @@ def test_grey_curves_that_do_not_match_the_ids_are_refused_before_anything_chang
         with pytest.raises(ValueError, match="grey curves"):
             chart.set_curves(ids, list(xs[:0]) * 0 + [xs[0]] * n, [ys[0]] * n, grey=grey)
         assert (chart.plotted_ids, chart.legend_labels()) == before
+
+
+def test_a_chart_deleted_right_after_a_resize_is_not_laid_out(qtbot) -> None:
+    """The legend is laid out for a new size on the next turn of the event loop: a chart
+    destroyed before then (its window closed) must not be reached."""
+    chart = DecayChart()  # not the test's to close: it is gone before the end
+    chart.show()
+    qtbot.waitExposed(chart)
+    chart.resize(900, 400)
+    shiboken6.delete(chart)
+    QApplication.processEvents()  # pytest-qt fails the test on an exception in a slot

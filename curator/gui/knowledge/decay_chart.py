@@ -342,7 +342,7 @@ class DecayChart(pg.PlotWidget):
         if hasattr(self, "_name_limit") and not self._refit_pending:
             # once the plot's layout has its new size (in this event it has the old one)
             self._refit_pending = True
-            QTimer.singleShot(0, self._refit_legend)
+            QTimer.singleShot(0, self, self._refit_legend)  # dropped if the chart goes
         if hasattr(self, "_hover_label"):  # the crosshair stands on the old size
             self._hide_crosshair()
 
