@@ -26,6 +26,7 @@ from PySide6.QtGui import QColor, QFont, QFontMetricsF, QPalette, QResizeEvent
 from PySide6.QtWidgets import QGraphicsItem, QWidget
 
 from curator.core.scoring import decay_matrix, decay_series
+from curator.core.wording import plural
 from curator.gui.widgets.date_axis import DayAxis
 
 FloatArray = npt.NDArray[np.float64]
@@ -221,7 +222,7 @@ class DecayChart(pg.PlotWidget):
             rows = len(ids) - min(len(ids), n)
             shapes = {np.shape(grey[0]), np.shape(grey[1])}
             if len(shapes) != 1 or len(np.shape(grey[0])) != 2 or len(grey[0]) != rows:
-                raise ValueError(f"grey curves must be two matrices of {rows} rows alike")
+                raise ValueError(f"grey curves must be two matrices of {plural(rows, 'row')} alike")
         self._ids = list(ids)
         self._names = list(names) if names is not None else ["" for _ in self._ids]
         self._xs = [np.asarray(x, dtype=float) for x in xs[:n]]
