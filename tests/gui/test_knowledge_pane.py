@@ -425,18 +425,7 @@ def test_the_legend_stays_inside_the_chart_at_any_width(qtbot) -> None:
     """In a narrow chart two columns of legend ran past the plot's left edge and cut the
     first column's names (their ids too) off: the names are shortened first, then the
     columns are fewer; a wide chart shows them whole again."""
-    now = utcnow()
-    count = len(CURVE_COLOURS) + 3
-    xs, ys = decay_curves(
-        [0.9] * count, [now - timedelta(days=d) for d in range(count)], now,
-        now + timedelta(days=30), 0.95, GREY_POINTS,
-    )  # fmt: skip
-    chart = DecayChart()
-    qtbot.addWidget(chart)
-    chart.set_curves(list(range(1, count + 1)), list(xs), list(ys), [LONG_NAME] * count)
-    chart.set_cutoff(xs[0], ys[0], 50)
-    chart.show()
-    qtbot.waitExposed(chart)
+    chart = _legend_chart(qtbot, len(CURVE_COLOURS) + 3)
     view = chart.getPlotItem().getViewBox()
     widths = [1500, 420, 300, 700, 1500, 250, 360, 1100]
     for width in widths:
