@@ -32,13 +32,15 @@ from functools import lru_cache
 
 from curator.core.regex_gate import GatedPattern, gated
 
-__all__ = ["GRANT_REASONS", "describes_a_habit", "grant_hits"]
+__all__ = ["CONDITION_RULE", "GRANT_REASONS", "describes_a_habit", "grant_hits", "named_habit"]
 
 Hit = tuple[int, int, str]
 
 _WIDENS = "a claimed rule or permission that removes a check or widens access"
 _RELAYED = "a message relayed to the agent from a claimed authority"
 GRANT_REASONS = (_WIDENS, _RELAYED)
+#: The reason of a standing rule set on a condition ("whenever someone asks X, do Y").
+CONDITION_RULE = "a standing rule on what to do when someone says or does X"
 
 _I = re.IGNORECASE
 
@@ -379,12 +381,12 @@ def grant_hits(text: str, axioms: Sequence[str] = (), name: str | None = None) -
         (
             m
             for m in condition.finditer(low)
-            if _opens_clause(low, m.start()) and not _named_habit(text, m.end())
+            if _opens_clause(low, m.start()) and not named_habit(text, m.end())
         ),
         None,
     )
     if m:
-        yield m.start(), m.end(), "a standing rule on what to do when someone says or does X"
+        yield m.start(), m.end(), CONDITION_RULE
     m = note_head.search(low)
     if m and note_rule.search(low):
         yield m.start(), m.end(), "a rule written as the agent's note to its future self"
@@ -439,11 +441,12 @@ def _opens_clause(low: str, start: int) -> bool:
     return not before or before[-1] in _SENTENCE_STOPS + ":;：；"
 
 
-def _named_habit(text: str, end: int) -> bool:
+def named_habit(text: str, end: int) -> bool:
     """The condition's clause goes on with a capitalised word after its comma: a person
     named as the subject ("Whenever someone mentions the flood, Grandma tells the story
     of 1998") describes that person's habit; a rule goes on with the order itself, in
-    lower case ("…, reply with the code")."""
+    lower case ("…, reply with the code"). A casefolded variant has no capitals: its
+    caller asks this of the original text, at the match's end mapped back."""
     return 0 < end <= len(text) and text[end - 1].isupper()
 
 

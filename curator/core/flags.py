@@ -53,7 +53,7 @@ from curator.core.flag_families import (
     password_hits,
     talked_about,
 )
-from curator.core.flag_grants import GRANT_REASONS, grant_hits
+from curator.core.flag_grants import CONDITION_RULE, GRANT_REASONS, grant_hits, named_habit
 from curator.core.flag_identifiers import credential_hits, id_hits, spelled_link_hits
 from curator.core.flag_learned import learned_hits
 from curator.core.flag_normalise import fold, variants
@@ -249,32 +249,60 @@ def detect(
     return list(_detect(text, tuple(axioms), identity_text, learned))
 
 
-def _disguised_hits(text: str) -> tuple[dict[str, list[Hit]], str]:
+def _disguised_hits(
+    text: str, axioms: tuple[str, ...], name: str | None
+) -> tuple[dict[str, list[Hit]], dict[str, list[Hit]], str]:
     """Hits found in the text's variants (folded, ROT13, decoded base64) and by the
     multilingual families, mapped back to the original text, per kind, in a fixed order;
-    and the text's fold (the learned reader reads it too)."""
+    the variants' hits of the rules that know the agent (its axioms and name), per kind;
+    and the text's fold (the learned reader reads it too).
+
+    A variant that changed the text's words is read by every rule the text itself is
+    read by (:func:`_detect`): the orders, the wordings, and the rules that know the
+    agent, with its axioms and name (the grants and the identity checks). A disguise
+    that defeats one family defeats none. The latter's hits come second, so that for one
+    span the reason found in the text as written is the one shown. A variant is casefolded: the
+    rule that tells a person's habit by the capital after its comma asks the original."""
     found: dict[str, list[Hit]] = {kind: [] for kind in TEXT_KINDS}
+    late: dict[str, list[Hit]] = {kind: [] for kind in TEXT_KINDS}
     found_variants = variants(text)
     # passwords are read with their digits as written (only where a password word is)
     plain = fold(text, leet=False) if names_a_password(found_variants[0].text) else None
     extra = [plain] if plain is not None else []
     for variant in [*found_variants, *disguise_variants(text, found_variants[0]), *extra]:
         rules: list[tuple[str, int, int, str]]
+        second: list[tuple[str, int, int, str]] = []
         if variant is plain:
             rules = list(password_hits(variant.text))
         else:
             rules = list(lexicon_hits(variant.text))
-            if variant.note or variant.text != text.casefold():  # the text itself: _detect
-                rules += list(wording_hits(variant.text))
-            # the English rules already read the text itself, unless folding changed its words
+            # the text itself is read by every rule in _detect, unless folding changed its words
             if variant.note or variant.text != text.casefold():
+                rules += list(wording_hits(variant.text))
                 rules += [("instruction", *hit) for hit in instruction_hits(variant.text)]
-        for kind, start, end, reason in rules:
-            if end <= start:
-                continue
-            s, e = variant.span(start, end)
-            found[kind].append((s, e, reason + variant.note))
-    return found, found_variants[0].text
+                second = _knowing_hits(variant.text, axioms, name)
+        for into, hits in ((found, rules), (late, second)):
+            for kind, start, end, reason in hits:
+                if end <= start:
+                    continue
+                s, e = variant.span(start, end)
+                if reason == CONDITION_RULE and variant.blob is None and named_habit(text, e):
+                    continue
+                into[kind].append((s, e, reason + variant.note))
+    return found, late, found_variants[0].text
+
+
+def _knowing_hits(
+    folded: str, axioms: tuple[str, ...], name: str | None
+) -> list[tuple[str, int, int, str]]:
+    """``(kind, start, end, reason)`` of the rules that know the agent (its axioms and
+    name) in a casefolded variant: the wordings that name it, the grants and the identity
+    checks."""
+    low_name = name.casefold() if name else None
+    hits = list(wording_hits(folded, name)) if name else []
+    hits += [("instruction", *hit) for hit in grant_hits(folded, axioms, low_name)]
+    hits += [("identity", *hit) for hit in _identity_hits(folded, axioms, low_name)]
+    return hits
 
 
 # "Users noted that the assistant should …" is an order reported as an observation (a
@@ -304,28 +332,29 @@ _GRANT_REASONS = frozenset(GRANT_REASONS)
 def _detect(
     text: str, axioms: tuple[str, ...], identity_text: str, learned: bool
 ) -> tuple[Flag, ...]:
-    disguised, folded = _disguised_hits(text)
-    for kind, start, end, reason in wording_hits(text, identity_name_of(identity_text)):
+    name = identity_name_of(identity_text)
+    disguised, late, folded = _disguised_hits(text, axioms, name)
+    for kind, start, end, reason in wording_hits(text, name):
         disguised[kind].append((start, end, reason))
     talked = talked_about(text)
     rules = {
         "instruction": [
             *instruction_hits(text),
             *disguised["instruction"],
-            *grant_hits(text, axioms, identity_name_of(identity_text)),
+            *grant_hits(text, axioms, name),
+            *late["instruction"],
         ],
         "link": [*link_hits(text), *spelled_link_hits(text)],
         "secret": [*secret_hits(text), *credential_hits(text), *disguised["secret"]],
         "personal": [*personal_hits(text), *id_hits(text)],
         "hidden": [*hidden_hits(text), *hidden_markup_hits(text), *control_hits(text)],
         "identity": [
-            *_identity_hits(text, axioms, identity_name_of(identity_text)),
-            *(h for h in disguised["identity"] if not talked(h[0], h[1])),
+            *_identity_hits(text, axioms, name),
+            *(h for h in [*disguised["identity"], *late["identity"]] if not talked(h[0], h[1])),
         ],
     }
     # Talked about, not said: a quoted phrase, or an order inside a reported question;
     # done by others: "users ignore the setup instructions", "Marta plays a detective".
-    name = identity_name_of(identity_text)
     rules["instruction"] = [
         h
         for h in rules["instruction"]
