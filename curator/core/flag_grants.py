@@ -444,10 +444,21 @@ def _opens_clause(low: str, start: int) -> bool:
 def named_habit(text: str, end: int) -> bool:
     """The condition's clause goes on with a capitalised word after its comma: a person
     named as the subject ("Whenever someone mentions the flood, Grandma tells the story
-    of 1998") describes that person's habit; a rule goes on with the order itself, in
-    lower case ("…, reply with the code"). A casefolded variant has no capitals: its
-    caller asks this of the original text, at the match's end mapped back."""
-    return 0 < end <= len(text) and text[end - 1].isupper()
+    of 1998", "…, @ines_ops posts the changelog") describes that person's habit; a rule
+    goes on with the order itself, in lower case ("…, reply with the code"), or shouts
+    it, a word in capitals ("IF ANYONE ASKS, CONFIRM IT"). A casefolded variant has no
+    capitals: its caller asks this of the original text, at the match's end mapped back."""
+    if not 0 < end <= len(text):
+        return False
+    if text[end - 1] == "@":  # a handle (the fold reads its "@" as an "a")
+        return True
+    if not text[end - 1].isupper():
+        return False
+    word = _LETTERS.match(text, end - 1)  # digits too: "T3LL" is a word in capitals
+    return word is None or len(word.group()) == 1 or not word.group().isupper()
+
+
+_LETTERS = re.compile(r"[^\W_]+")
 
 
 def describes_a_habit(text: str, start: int) -> bool:

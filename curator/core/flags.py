@@ -40,8 +40,9 @@ ADD proposal. No detector is complete; what it does not catch, the reviewer stil
 
 from __future__ import annotations
 
+import bisect
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from functools import lru_cache
 from typing import Any
 
@@ -141,12 +142,42 @@ def _content(text: str) -> set[str]:
     return {_stem(w) for w in re.findall(r"[a-z]+", text.lower()) if w not in _STOP and len(w) > 2}
 
 
-_REPORTED = gated(r"\b(?:whether|if)\b[^.!?;]*$", re.IGNORECASE)
+_QUESTION_WORD = re.compile(r"\b(?:whether|if)\b", re.IGNORECASE)
+_CLAUSE_STOP = re.compile(r"[.!?;]")
+_WORD_CHAR = re.compile(r"\w")
+
+
+@lru_cache(maxsize=8)
+def _questions(text: str) -> tuple[list[int], list[int], list[int]]:
+    """The starts and ends of the text's "whether" and "if", and its clause stops."""
+    words = [m.span() for m in _QUESTION_WORD.finditer(text)]
+    stops = [m.start() for m in _CLAUSE_STOP.finditer(text)]
+    return [w[0] for w in words], [w[1] for w in words], stops
 
 
 def _reported(text: str, at: int) -> bool:
-    """The words at ``at`` sit in a question being reported ("ask whether the agent is …")."""
-    return _REPORTED.search(text[:at]) is not None
+    """The words at ``at`` sit in a question being reported ("ask whether the agent is …"):
+    a "whether" or "if" before them with no clause stop (``.!?;``) between.
+
+    As ``\b(?:whether|if)\b[^.!?;]*$`` searched in ``text[:at]``, from an index of the
+    text made once: searched anew for every match, a long text of many matches took time
+    growing with its square (48,000 characters of "if you may you may …": 1.6 s)."""
+    starts, ends, stops = _questions(text)
+    before = bisect.bisect_left(stops, at)
+    last_stop = stops[before - 1] if before else -1
+    found = bisect.bisect_right(ends, at)
+    if found and starts[found - 1] > last_stop:
+        return True
+    # a word that ends at ``at`` is a whole word in text[:at] even where the text goes on
+    for word in ("if", "whether"):
+        start = at - len(word)
+        if (
+            start > last_stop
+            and text[start:at].casefold() == word
+            and (start == 0 or not _WORD_CHAR.match(text, start - 1))
+        ):
+            return True
+    return False
 
 
 # "Our team replaced the old guidelines": a past-tense verb after its own subject tells
@@ -251,20 +282,29 @@ def detect(
 
 def _disguised_hits(
     text: str, axioms: tuple[str, ...], name: str | None
-) -> tuple[dict[str, list[Hit]], dict[str, list[Hit]], str]:
+) -> tuple[dict[str, list[Hit]], dict[str, list[Hit]], set[Hit], str]:
     """Hits found in the text's variants (folded, ROT13, decoded base64) and by the
     multilingual families, mapped back to the original text, per kind, in a fixed order;
     the variants' hits of the rules that know the agent (its axioms and name), per kind;
-    and the text's fold (the learned reader reads it too).
+    the hits already judged in their own words (below); and the text's fold (the learned
+    reader reads it too).
 
     A variant that changed the text's words is read by every rule the text itself is
     read by (:func:`_detect`): the orders, the wordings, and the rules that know the
     agent, with its axioms and name (the grants and the identity checks). A disguise
     that defeats one family defeats none. The latter's hits come second, so that for one
-    span the reason found in the text as written is the one shown. A variant is casefolded: the
-    rule that tells a person's habit by the capital after its comma asks the original."""
+    span the reason found in the text as written is the one shown.
+
+    A hit is judged in the words it was found in: an order quoted or reported in leet
+    ("R4j 4sk3d why … 1s 4n 4tt4ck") is talked about in the fold, where the quoting words
+    can be read. A hit of a decoded variant (ROT13, reversed, base64 …) is judged there
+    alone, since the text as written is its cipher (a reversed "is" reads "si", an "if");
+    a fold's hit is also judged in the text as written, whose capitals tell who acts. A
+    variant is casefolded: the rule that tells a person's habit by the capital after its
+    comma asks the original."""
     found: dict[str, list[Hit]] = {kind: [] for kind in TEXT_KINDS}
     late: dict[str, list[Hit]] = {kind: [] for kind in TEXT_KINDS}
+    decided: set[Hit] = set()
     found_variants = variants(text)
     # passwords are read with their digits as written (only where a password word is)
     plain = fold(text, leet=False) if names_a_password(found_variants[0].text) else None
@@ -281,15 +321,47 @@ def _disguised_hits(
                 rules += list(wording_hits(variant.text))
                 rules += [("instruction", *hit) for hit in instruction_hits(variant.text)]
                 second = _knowing_hits(variant.text, axioms, name)
+        excused = _Excuses(variant.text, name) if variant is not plain else None
         for into, hits in ((found, rules), (late, second)):
             for kind, start, end, reason in hits:
                 if end <= start:
                     continue
+                if excused is not None and excused(kind, (start, end, reason)):
+                    continue
                 s, e = variant.span(start, end)
                 if reason == CONDITION_RULE and variant.blob is None and named_habit(text, e):
                     continue
-                into[kind].append((s, e, reason + variant.note))
-    return found, late, found_variants[0].text
+                hit = (s, e, reason + variant.note)
+                into[kind].append(hit)
+                if variant.note:
+                    decided.add(hit)
+    return found, late, decided, found_variants[0].text
+
+
+class _Excuses:
+    """Whether a hit in ``text`` talks about an order rather than gives one, or names
+    an order someone else is given (:func:`_detect`'s filter); the text's quotations and
+    reported clauses are found once, on the first hit that needs them."""
+
+    def __init__(self, text: str, name: str | None) -> None:
+        self.text = text
+        self.name = name
+        self._talked: Callable[[int, int], bool] | None = None
+
+    def talked(self, start: int, end: int) -> bool:
+        if self._talked is None:
+            self._talked = talked_about(self.text)
+        return self._talked(start, end)
+
+    def __call__(self, kind: str, hit: Hit) -> bool:
+        if kind == "identity":
+            return self.talked(hit[0], hit[1])
+        if kind != "instruction":
+            return False
+        start, end, reason = hit
+        if self.talked(start, end) and (reason != REPORTED_ORDER or _asked(self.text, start)):
+            return True
+        return reason.startswith(_OTHERS_REASONS) and done_by_others(self.text, start, self.name)
 
 
 def _knowing_hits(
@@ -333,10 +405,12 @@ def _detect(
     text: str, axioms: tuple[str, ...], identity_text: str, learned: bool
 ) -> tuple[Flag, ...]:
     name = identity_name_of(identity_text)
-    disguised, late, folded = _disguised_hits(text, axioms, name)
+    disguised, late, decided, folded = _disguised_hits(text, axioms, name)
     for kind, start, end, reason in wording_hits(text, name):
         disguised[kind].append((start, end, reason))
-    talked = talked_about(text)
+    # Talked about, not said: a quoted phrase, or an order inside a reported question;
+    # done by others: "users ignore the setup instructions", "Marta plays a detective".
+    excused = _Excuses(text, name)
     rules = {
         "instruction": [
             *instruction_hits(text),
@@ -350,16 +424,15 @@ def _detect(
         "hidden": [*hidden_hits(text), *hidden_markup_hits(text), *control_hits(text)],
         "identity": [
             *_identity_hits(text, axioms, name),
-            *(h for h in [*disguised["identity"], *late["identity"]] if not talked(h[0], h[1])),
+            *(
+                h
+                for h in [*disguised["identity"], *late["identity"]]
+                if h in decided or not excused("identity", h)
+            ),
         ],
     }
-    # Talked about, not said: a quoted phrase, or an order inside a reported question;
-    # done by others: "users ignore the setup instructions", "Marta plays a detective".
     rules["instruction"] = [
-        h
-        for h in rules["instruction"]
-        if (not talked(h[0], h[1]) or (h[2] == REPORTED_ORDER and not _asked(text, h[0])))
-        and not (h[2].startswith(_OTHERS_REASONS) and done_by_others(text, h[0], name))
+        h for h in rules["instruction"] if h in decided or not excused("instruction", h)
     ]
     if learned:
         have = frozenset(kind for kind, hits in rules.items() if hits)
