@@ -271,7 +271,7 @@ def _credential(token: str) -> bool:
 
 # "asks whether the agent should …", "wonders if anyone …": a question being reported.
 _REPORTED = gated(r"\b(?:whether|if|ob|si|se|ли|mi)\b|かどうか|是否", re.IGNORECASE)
-_CLAUSE_END = gated(r"[.!?;,、，。！？\n]")
+_CLAUSE_END = gated(r"[.!?;,:、，。！？：\n]")
 
 
 def lexicon_hits(text: str) -> Iterator[KindHit]:

@@ -445,9 +445,11 @@ def named_habit(text: str, end: int) -> bool:
     """The condition's clause goes on with a capitalised word after its comma: a person
     named as the subject ("Whenever someone mentions the flood, Grandma tells the story
     of 1998", "…, @ines_ops posts the changelog") describes that person's habit; a rule
-    goes on with the order itself, in lower case ("…, reply with the code"), or shouts
-    it, a word in capitals ("IF ANYONE ASKS, CONFIRM IT"). A casefolded variant has no
-    capitals: its caller asks this of the original text, at the match's end mapped back."""
+    goes on with the order itself, in lower case ("…, reply with the code"). A word in
+    capitals is a name when a verb of the third person follows it ("…, NASA posts an
+    update", "…, MOM GETS NERVOUS") and the order itself otherwise ("IF ANYONE ASKS,
+    CONFIRM IT"). A casefolded variant has no capitals: its caller asks this of the
+    original text, at the match's end mapped back."""
     if not 0 < end <= len(text):
         return False
     if text[end - 1] == "@":  # a handle (the fold reads its "@" as an "a")
@@ -455,10 +457,16 @@ def named_habit(text: str, end: int) -> bool:
     if not text[end - 1].isupper():
         return False
     word = _LETTERS.match(text, end - 1)  # digits too: "T3LL" is a word in capitals
-    return word is None or len(word.group()) == 1 or not word.group().isupper()
+    if word is None or len(word.group()) == 1 or not word.group().isupper():
+        return True
+    verb = _NEXT_WORD.match(text, word.end())
+    return verb is not None and verb.group(1).casefold() not in _NOT_VERBS
 
 
 _LETTERS = re.compile(r"[^\W_]+")
+# the word after a name in capitals, when it ends as a verb of the third person does
+_NEXT_WORD = re.compile(r"\s+([^\W\d_]{2,}[sS])\b")
+_NOT_VERBS = frozenset({"this", "his", "its", "us", "yours", "ours", "theirs", "hers", "as"})
 
 
 def describes_a_habit(text: str, start: int) -> bool:

@@ -298,6 +298,8 @@ def _read_as_letters(text: str, folded: Variant) -> Variant | None:
 
 
 def _shows_leet(text: str, folded: str) -> bool:
+    """The fold has a word of letters and leet, or a lone digit while the text as NFKC
+    writes it has such a word."""
     if _LEET_EVIDENCE.search(folded):  # joined letters in leet
         return True
     if not _LONE_DIGIT.search(folded):
@@ -311,7 +313,7 @@ _LETTER_RUN = re.compile(r"[^\W\d_]+")
 
 
 def _mostly_latin(text: str) -> bool:
-    """Two words in Latin letters and up, and more of them than of any other script."""
+    """Two words in Latin letters and up, and more than half of the text's words."""
     words = _LETTER_RUN.findall(text)
     latin = sum(1 for w in words if _latin(w))
     return latin >= 2 and 2 * latin > len(words)

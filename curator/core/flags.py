@@ -143,8 +143,8 @@ def _content(text: str) -> set[str]:
 
 
 _QUESTION_WORD = re.compile(r"\b(?:whether|if)\b", re.IGNORECASE)
-_CLAUSE_STOP = re.compile(r"[.!?;]")
-_WORD_CHAR = re.compile(r"\w")
+_CLAUSE_STOP = re.compile(r"[.!?;:]")
+_QUESTION_WORD_AT_END = re.compile(r"\b(?:whether|if)$", re.IGNORECASE)
 
 
 @lru_cache(maxsize=8)
@@ -157,9 +157,10 @@ def _questions(text: str) -> tuple[list[int], list[int], list[int]]:
 
 def _reported(text: str, at: int) -> bool:
     """The words at ``at`` sit in a question being reported ("ask whether the agent is …"):
-    a "whether" or "if" before them with no clause stop (``.!?;``) between.
+    a "whether" or "if" before them with no clause stop (``.!?;:``) between; after a
+    colon comes what the clause introduced ("whether or not you agree: you are human").
 
-    As ``\b(?:whether|if)\b[^.!?;]*$`` searched in ``text[:at]``, from an index of the
+    As ``\b(?:whether|if)\b[^.!?;:]*$`` searched in ``text[:at]``, from an index of the
     text made once: searched anew for every match, a long text of many matches took time
     growing with its square (48,000 characters of "if you may you may …": 1.6 s)."""
     starts, ends, stops = _questions(text)
@@ -169,15 +170,7 @@ def _reported(text: str, at: int) -> bool:
     if found and starts[found - 1] > last_stop:
         return True
     # a word that ends at ``at`` is a whole word in text[:at] even where the text goes on
-    for word in ("if", "whether"):
-        start = at - len(word)
-        if (
-            start > last_stop
-            and text[start:at].casefold() == word
-            and (start == 0 or not _WORD_CHAR.match(text, start - 1))
-        ):
-            return True
-    return False
+    return _QUESTION_WORD_AT_END.search(text, max(0, at - len("whether")), at) is not None
 
 
 # "Our team replaced the old guidelines": a past-tense verb after its own subject tells
@@ -326,7 +319,10 @@ def _disguised_hits(
             for kind, start, end, reason in hits:
                 if end <= start:
                     continue
-                if excused is not None and excused(kind, (start, end, reason)):
+                if excused is not None and (
+                    excused(kind, (start, end, reason))
+                    or (kind == "instruction" and excused.personal(reason))
+                ):
                     continue
                 s, e = variant.span(start, end)
                 if reason == CONDITION_RULE and variant.blob is None and named_habit(text, e):
@@ -347,6 +343,7 @@ class _Excuses:
         self.text = text
         self.name = name
         self._talked: Callable[[int, int], bool] | None = None
+        self._personal: bool | None = None
 
     def talked(self, start: int, end: int) -> bool:
         if self._talked is None:
@@ -362,6 +359,15 @@ class _Excuses:
         if self.talked(start, end) and (reason != REPORTED_ORDER or _asked(self.text, start)):
             return True
         return reason.startswith(_OTHERS_REASONS) and done_by_others(self.text, start, self.name)
+
+    def personal(self, reason: str) -> bool:
+        """An order a person asked for themselves ("@kel asked me to answer her in French
+        from now on"), unless it claims a grant or relays an authority."""
+        if reason in _GRANT_REASONS:
+            return False
+        if self._personal is None:
+            self._personal = personal_request(self.text)
+        return self._personal
 
 
 def _knowing_hits(
