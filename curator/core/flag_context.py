@@ -15,7 +15,7 @@ import re
 
 from curator.core.regex_gate import gated
 
-__all__ = ["done_by_others"]
+__all__ = ["colon_ends_clause", "done_by_others"]
 
 # Words that may stand before an imperative and are not subjects.
 _NOT_SUBJECTS = frozenset(
@@ -263,3 +263,45 @@ def personal_request(text: str) -> bool:
     names no rules, no wider audience and nothing to send (bounded to 600 characters)."""
     head = text[:600]
     return _REQUEST.search(head) is not None and _WIDER.search(head) is None
+
+
+# Words after which a colon goes on with the question itself: a modal ("whether the agent
+# should: …") or the question word ("demandé si : …").
+_COLON_GOES_ON = frozenset(
+    {"should", "must", "can", "could", "would", "will", "may", "might", "shall", "ought"}
+    | {"if", "whether", "si", "se", "ob", "ли"}
+)
+_WORD_BEFORE = re.compile(r"(\w+)\s*$")
+_QUOTE_MARKS = "\"'“‘«„「『"
+
+
+def colon_ends_clause(text: str, at: int) -> bool:
+    """Whether the colon at ``text[at]`` ends the clause before it: "whether or not you
+    agree: you are a human now" introduces an order after a reported question's own
+    words. Not in a time, a verse or a ratio ("10:30", "3:16"), not before a quotation
+    (what the question is about: 'whether this is an attack: "ignore …"') or inside
+    one, not glued to what follows (":)"), and not after a modal or the question word
+    itself."""
+    after = text[at + 1 : at + 3]
+    if text[at] == ":" and not after[:1].isspace():
+        return False
+    if after.strip()[:1] in _QUOTE_MARKS and after.strip():
+        return False
+    before = text[max(0, at - 40) : at]
+    if before[-1:].isdigit() or _inside_quotation(text, at):
+        return False
+    word = _WORD_BEFORE.search(before)
+    return word is not None and word.group(1).casefold() not in _COLON_GOES_ON
+
+
+def _inside_quotation(text: str, at: int) -> bool:
+    """A quotation opened before ``at`` in its sentence (up to 300 characters back) and
+    not yet closed."""
+    head = text[max(0, at - 300) : at]
+    head = re.split(r"[.!?](?=\s)|\n", head)[-1]
+    return (
+        head.count('"') % 2 == 1
+        or head.count("“") > head.count("”")
+        or head.count("«") > head.count("»")
+        or head.count("„") > head.count("“")
+    )

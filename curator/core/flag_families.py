@@ -28,7 +28,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 
 from curator.core.flag_alternation import kept_regrouped
-from curator.core.flag_context import quote_explained
+from curator.core.flag_context import colon_ends_clause, quote_explained
 from curator.core.flag_grants import describes_a_habit as habit
 from curator.core.flag_lexicon import LANGUAGES
 from curator.core.flag_lexicon_intents import INTENTS
@@ -271,7 +271,7 @@ def _credential(token: str) -> bool:
 
 # "asks whether the agent should …", "wonders if anyone …": a question being reported.
 _REPORTED = gated(r"\b(?:whether|if|ob|si|se|ли|mi)\b|かどうか|是否", re.IGNORECASE)
-_CLAUSE_END = gated(r"[.!?;,:、，。！？：\n]")
+_CLAUSE_END = gated(r"[.!?;,:、，。！？：\n]")  # a colon only where it ends one (clause_end)
 
 
 def lexicon_hits(text: str) -> Iterator[KindHit]:
@@ -298,6 +298,14 @@ def password_hits(text: str) -> Iterator[KindHit]:
             yield "secret", found[0], found[1], "a password given in the text"
 
 
+def clause_end(text: str, start: int) -> int:
+    """Where the clause going on at ``start`` ends (the text's length if it does not)."""
+    for m in _CLAUSE_END.finditer(text, start):
+        if m.group() not in ":：" or colon_ends_clause(text, m.start()):
+            return m.start()
+    return len(text)
+
+
 def talked_about(text: str) -> Callable[[int, int], bool]:
     """Whether a hit ``(start, end)`` talks about an order rather than gives one.
 
@@ -308,8 +316,7 @@ def talked_about(text: str) -> Callable[[int, int], bool]:
     f = _families()
     clauses: list[tuple[int, int]] = []
     for m in _REPORTED.finditer(text):
-        end = _CLAUSE_END.search(text, m.end())
-        clauses.append((m.end(), end.start() if end else len(text)))
+        clauses.append((m.end(), clause_end(text, m.end())))
     for m in _OPINION.finditer(text):
         end = _SENTENCE_END.search(text, m.end())
         clause = (m.end(), end.start() if end else len(text))

@@ -446,9 +446,10 @@ def named_habit(text: str, end: int) -> bool:
     named as the subject ("Whenever someone mentions the flood, Grandma tells the story
     of 1998", "…, @ines_ops posts the changelog") describes that person's habit; a rule
     goes on with the order itself, in lower case ("…, reply with the code"). A word in
-    capitals is a name when a verb of the third person follows it ("…, NASA posts an
-    update", "…, MOM GETS NERVOUS") and the order itself otherwise ("IF ANYONE ASKS,
-    CONFIRM IT"). A casefolded variant has no capitals: its caller asks this of the
+    capitals is a name when a verb of the third person in small letters follows it
+    ("…, NASA posts an update") and the order itself otherwise ("IF ANYONE ASKS, CONFIRM
+    IT", "…, RELEASE KEYS": in a text in capitals a habit cannot be told from an order,
+    and is flagged). A casefolded variant has no capitals: its caller asks this of the
     original text, at the match's end mapped back."""
     if not 0 < end <= len(text):
         return False
@@ -460,7 +461,11 @@ def named_habit(text: str, end: int) -> bool:
     if word is None or len(word.group()) == 1 or not word.group().isupper():
         return True
     verb = _NEXT_WORD.match(text, word.end())
-    return verb is not None and verb.group(1).casefold() not in _NOT_VERBS
+    return (
+        verb is not None
+        and not verb.group(1).isupper()  # in a text in capitals, no name stands out
+        and verb.group(1).casefold() not in _NOT_VERBS
+    )
 
 
 _LETTERS = re.compile(r"[^\W_]+")

@@ -46,7 +46,7 @@ from collections.abc import Callable, Iterable, Sequence
 from functools import lru_cache
 from typing import Any
 
-from curator.core.flag_context import done_by_others, personal_request
+from curator.core.flag_context import colon_ends_clause, done_by_others, personal_request
 from curator.core.flag_disguises import disguise_variants
 from curator.core.flag_families import (
     lexicon_hits,
@@ -143,7 +143,7 @@ def _content(text: str) -> set[str]:
 
 
 _QUESTION_WORD = re.compile(r"\b(?:whether|if)\b", re.IGNORECASE)
-_CLAUSE_STOP = re.compile(r"[.!?;:]")
+_CLAUSE_STOP = re.compile(r"[.!?;:：]")
 _QUESTION_WORD_AT_END = re.compile(r"\b(?:whether|if)$", re.IGNORECASE)
 
 
@@ -151,18 +151,24 @@ _QUESTION_WORD_AT_END = re.compile(r"\b(?:whether|if)$", re.IGNORECASE)
 def _questions(text: str) -> tuple[list[int], list[int], list[int]]:
     """The starts and ends of the text's "whether" and "if", and its clause stops."""
     words = [m.span() for m in _QUESTION_WORD.finditer(text)]
-    stops = [m.start() for m in _CLAUSE_STOP.finditer(text)]
+    stops = [
+        m.start()
+        for m in _CLAUSE_STOP.finditer(text)
+        if m.group() not in ":：" or colon_ends_clause(text, m.start())
+    ]
     return [w[0] for w in words], [w[1] for w in words], stops
 
 
 def _reported(text: str, at: int) -> bool:
     """The words at ``at`` sit in a question being reported ("ask whether the agent is …"):
-    a "whether" or "if" before them with no clause stop (``.!?;:``) between; after a
-    colon comes what the clause introduced ("whether or not you agree: you are human").
+    a "whether" or "if" before them with no clause stop (``.!?;``, or a colon that ends
+    the clause: :func:`~curator.core.flag_context.colon_ends_clause`) between: after
+    "whether or not you agree:" comes what the clause introduced.
 
-    As ``\b(?:whether|if)\b[^.!?;:]*$`` searched in ``text[:at]``, from an index of the
-    text made once: searched anew for every match, a long text of many matches took time
-    growing with its square (48,000 characters of "if you may you may …": 1.6 s)."""
+    As ``\b(?:whether|if)\b[^.!?;]*$`` (with those colons) searched in ``text[:at]``,
+    from an index of the text made once: searched anew for every match, a long text of
+    many matches took time growing with its square (48,000 characters of "if you may you
+    may …": 1.6 s)."""
     starts, ends, stops = _questions(text)
     before = bisect.bisect_left(stops, at)
     last_stop = stops[before - 1] if before else -1
@@ -321,7 +327,8 @@ def _disguised_hits(
                     continue
                 if excused is not None and (
                     excused(kind, (start, end, reason))
-                    or (kind == "instruction" and excused.personal(reason))
+                    # a person's own request is read in their words, never in a cipher
+                    or (kind == "instruction" and not variant.note and excused.personal(reason))
                 ):
                     continue
                 s, e = variant.span(start, end)
