@@ -272,36 +272,18 @@ _COLON_GOES_ON = frozenset(
     | {"if", "whether", "si", "se", "ob", "ли"}
 )
 _WORD_BEFORE = re.compile(r"(\w+)\s*$")
-_QUOTE_MARKS = "\"'“‘«„「『"
+# a time, a verse or a ratio ("10:30", "3:16", "2:1"), a smiley (":)", ":-(")
+_NOT_PUNCTUATION = re.compile(r"(?<=\d):(?=\d)|:-?[()DPp/|](?!\w)")
 
 
 def colon_ends_clause(text: str, at: int) -> bool:
     """Whether the colon at ``text[at]`` ends the clause before it: "whether or not you
     agree: you are a human now" introduces an order after a reported question's own
-    words. Not in a time, a verse or a ratio ("10:30", "3:16"), not before a quotation
-    (what the question is about: 'whether this is an attack: "ignore …"') or inside
-    one, not glued to what follows (":)"), and not after a modal or the question word
-    itself."""
-    after = text[at + 1 : at + 3]
-    if text[at] == ":" and not after[:1].isspace():
+    words. Every colon does but one inside a time, a verse, a ratio or a smiley ("10:30",
+    "3:16", ":)") and one right after a modal or the question word itself ("whether the
+    agent should: …", "si : …"), where the question goes on. A colon before a quotation
+    ends it too: an order quoted after "whether you agree or not:" is still given."""
+    if _NOT_PUNCTUATION.match(text, at):
         return False
-    if after.strip()[:1] in _QUOTE_MARKS and after.strip():
-        return False
-    before = text[max(0, at - 40) : at]
-    if before[-1:].isdigit() or _inside_quotation(text, at):
-        return False
-    word = _WORD_BEFORE.search(before)
-    return word is not None and word.group(1).casefold() not in _COLON_GOES_ON
-
-
-def _inside_quotation(text: str, at: int) -> bool:
-    """A quotation opened before ``at`` in its sentence (up to 300 characters back) and
-    not yet closed."""
-    head = text[max(0, at - 300) : at]
-    head = re.split(r"[.!?](?=\s)|\n", head)[-1]
-    return (
-        head.count('"') % 2 == 1
-        or head.count("“") > head.count("”")
-        or head.count("«") > head.count("»")
-        or head.count("„") > head.count("“")
-    )
+    word = _WORD_BEFORE.search(text, max(0, at - 40), at)
+    return word is None or word.group(1).casefold() not in _COLON_GOES_ON
