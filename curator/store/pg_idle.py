@@ -26,9 +26,12 @@ A connection is kept only when nothing of its job can reach the next one:
   it within :data:`EMPTIED_WITHIN_S`, is closed. It costs one round trip a job, against
   the several of a new connection.
 
-At most :data:`KEPT` are kept. One that waited more than :data:`IDLE_FOR_S` (counted
-across a suspend of the machine, where the platform can) is closed when it would be
-handed out: something on the way may have cut it without either side being told. A
+At most :data:`KEPT` are kept. One that waited more than :data:`IDLE_FOR_S` is closed:
+by a timer soon after its time is up, so that a window left open and idle holds no
+server sessions (each is a server process, and a server allows a limited number), and
+again when it would be handed out, since the timer's clock may stop while the machine is
+suspended where the idle time is counted across it (the platform's boot-time clock):
+something on the way may have cut it without either side being told. A
 connection the server ended while it was kept, without the socket saying so yet, is no
 new danger: the first statement finds out, and a read (or a transaction not yet begun)
 is sent again on a new connection, as for a long-lived thread's own connection
@@ -51,6 +54,11 @@ KEPT = 4
 """Idle connections kept at most per database: the window runs a few reads at once."""
 IDLE_FOR_S = 60.0
 """How long a kept connection may wait before it is closed instead of handed out."""
+SWEEPER_NAME = "curator-pg-idle-sweep"
+"""The name of the timer's thread (one at most per database while connections are kept)."""
+SWEEP_AFTER_S = 1.0
+"""How long after a kept connection's time is up the timer looks: a margin, since the
+timer waits on one clock and the idle time is counted on another."""
 EMPTIED_WITHIN_S = 5.0
 """How long ``DISCARD ALL`` may go unanswered before the connection is closed instead:
 the job's result waits for it (a frozen server would otherwise hold it for the whole
@@ -111,6 +119,7 @@ class IdleConnections:
         self._lock = threading.Lock()
         self._idle: list[tuple[Any, float]] = []  # (connection, when it was kept)
         self._closed = False
+        self._sweeper: threading.Timer | None = None  # closes the kept ones past their time
 
     def take(self) -> Any | None:
         """A kept connection still fit to use (the most recently kept), or None."""
@@ -132,7 +141,43 @@ class IdleConnections:
             if self._closed or len(self._idle) >= self._kept:
                 return False
             self._idle.append((conn, _now()))
+            self._schedule_sweep()
         return True
+
+    def _schedule_sweep(self) -> None:
+        """Start the timer that closes the oldest kept connection once it has waited
+        :data:`IDLE_FOR_S`, unless one is running (the caller holds the lock). A timer
+        that cannot start (no thread left to the process, or the interpreter shutting
+        down) leaves the connections to be passed over when handed out and closed by
+        :meth:`close_all`, as before there was one."""
+        if self._sweeper is not None or self._closed or not self._idle:
+            return
+        oldest = min(since for _conn, since in self._idle)
+        due = oldest + IDLE_FOR_S - _now() + SWEEP_AFTER_S
+        # never a busy loop (a clock standing still), never past what a wait can take
+        delay = min(max(due, 0.01), threading.TIMEOUT_MAX / 2)
+        sweeper = threading.Timer(delay, self._sweep)
+        sweeper.daemon = True  # never holds the program's exit back
+        sweeper.name = SWEEPER_NAME
+        try:
+            sweeper.start()
+        except RuntimeError:  # "can't start new thread"
+            return
+        self._sweeper = sweeper
+
+    def _sweep(self) -> None:
+        """Close the kept connections past their time; the timer again for the rest. It
+        stays this store's timer until the closing is done, so that :meth:`close_all`
+        waits for it."""
+        now = _now()
+        with self._lock:
+            expired = [conn for conn, since in self._idle if now - since > IDLE_FOR_S]
+            self._idle = [pair for pair in self._idle if now - pair[1] <= IDLE_FOR_S]
+        for conn in expired:
+            _close_quietly(conn)
+        with self._lock:
+            self._sweeper = None
+            self._schedule_sweep()
 
     def _has_room(self) -> bool:
         with self._lock:
@@ -144,6 +189,10 @@ class IdleConnections:
         with self._lock:
             idle, self._idle = self._idle, []
             self._closed = True
+            sweeper, self._sweeper = self._sweeper, None
+        if sweeper is not None:
+            sweeper.cancel()
+            sweeper.join(5.0)  # a sweep under way: its closing (it keeps nothing more)
         for conn, _since in idle:
             _close_quietly(conn)
 

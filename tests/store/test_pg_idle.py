@@ -13,6 +13,7 @@ import threading
 import time
 from collections.abc import Callable, Iterator
 from typing import Any
+from unittest import mock
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -267,6 +268,89 @@ def test_at_most_a_few_are_kept_and_none_past_its_idle_time(
     assert job(store) != fresh
 
 
+def test_a_kept_session_past_its_idle_time_is_closed_without_another_job(
+    store: Store, pg_server: PostgresServer, pg_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A window left idle holds no server session for long: the kept one is closed by
+    its timer, not only when a later job passes it over."""
+    monkeypatch.setattr(pg_idle, "IDLE_FOR_S", 0.3)
+    monkeypatch.setattr(pg_idle, "SWEEP_AFTER_S", 0.05)
+    first = job(store)
+    assert sessions(pg_server, pg_url, lambda n: n == 0) == 0
+    assert job(store) != first  # a new session serves the next job
+    store.dispose()  # the timer of the one kept since goes with the store
+    assert pg_idle.SWEEPER_NAME not in {t.name for t in threading.enumerate()}
+
+
+def test_a_timer_that_cannot_start_costs_no_session(
+    store: Store, pg_server: PostgresServer, pg_url: str
+) -> None:
+    """No thread to be had for the timer (a stack no memory can hold, as a process out of
+    threads or an interpreter shutting down refuses one): the job's hand-back still
+    succeeds, and dispose() still closes the kept session."""
+    default = threading.stack_size()
+
+    def hand_back_without_threads() -> None:
+        try:
+            pid(store)
+        finally:
+            threading.stack_size(1 << 42)
+            try:
+                store.hand_back()
+            finally:
+                threading.stack_size(default)
+
+    in_a_thread(hand_back_without_threads)
+    assert pg_idle.SWEEPER_NAME not in {t.name for t in threading.enumerate()}
+    assert sessions(pg_server, pg_url, lambda n: n == 1) == 1  # kept all the same
+    store.dispose()
+    assert sessions(pg_server, pg_url, lambda n: n == 0) == 0
+
+
+@pytest.mark.parametrize("idle_for", [1e12, float("inf")])
+def test_a_time_longer_than_any_wait_keeps_the_timer_alive(
+    store: Store, idle_for: float, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(pg_idle, "IDLE_FOR_S", idle_for)
+    job(store)
+    time.sleep(0.2)  # a timer given a wait past the platform's limit died at once
+    (timer,) = [t for t in threading.enumerate() if t.name == pg_idle.SWEEPER_NAME]
+    assert timer.is_alive()
+    store.dispose()
+    assert not timer.is_alive()
+
+
+def test_the_timer_closes_only_the_sessions_past_their_time(
+    store: Store, pg_server: PostgresServer, pg_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Two kept two seconds apart: the first one's timer closes it alone; the second
+    serves the next job, and one taken before its time is up is never closed under it."""
+    monkeypatch.setattr(pg_idle, "IDLE_FOR_S", 3.0)
+    monkeypatch.setattr(pg_idle, "SWEEP_AFTER_S", 0.0)
+    release, later = threading.Event(), []
+
+    def hold(s: Store) -> int:
+        answer = pid(s)
+        release.wait(30)
+        return answer
+
+    holder = threading.Thread(target=lambda: later.append(job(store, hold)))
+    holder.start()
+    first = job(store)  # its own session (the other is in use): kept first
+    time.sleep(2.0)  # time passing is the case
+    release.set()
+    holder.join(60)
+    assert later and later[0] != first
+    assert sessions(pg_server, pg_url, lambda n: n == 1) == 1  # the first one's timer
+
+    def past_the_timer(s: Store) -> tuple[int, int]:
+        before = pid(s)  # taken within its time
+        time.sleep(1.5)  # its own time is up meanwhile, and its timer fires
+        return before, pid(s)
+
+    assert job(store, past_the_timer) == (later[0], later[0])
+
+
 def test_a_server_that_does_not_answer_the_emptying_does_not_hold_the_job_back(
     store: Store, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -327,14 +411,23 @@ STEPS = st.lists(
 @settings(
     max_examples=15, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
 )
-@given(steps=STEPS)
+@given(steps=STEPS, idle_for=st.sampled_from([pg_idle.IDLE_FOR_S, 0.0, 0.02]))
 def test_any_mix_of_jobs_leaves_each_job_a_clean_session(
-    steps: list[str], pg_server: PostgresServer, pg_url: str
+    steps: list[str], idle_for: float, pg_server: PostgresServer, pg_url: str
 ) -> None:
     """Reads, writes, failed writes, whatever a job may leave in its session, sessions
-    cut in use or while kept, plain closes: every job starts outside a transaction, with
-    the store's own settings and nothing of the job before, and after ``dispose()`` no
-    session is left."""
+    cut in use or while kept, plain closes, kept sessions closed by their timer while the
+    next job takes one: every job starts outside a transaction, with the store's own
+    settings and nothing of the job before, and after ``dispose()`` no session is left."""
+    sweep_after = 0.0 if idle_for < 1 else pg_idle.SWEEP_AFTER_S
+    with (
+        mock.patch.object(pg_idle, "IDLE_FOR_S", idle_for),
+        mock.patch.object(pg_idle, "SWEEP_AFTER_S", sweep_after),
+    ):
+        _mix_of_jobs(steps, pg_server, pg_url)
+
+
+def _mix_of_jobs(steps: list[str], pg_server: PostgresServer, pg_url: str) -> None:
     store = Store(pg_url)
     store.close()  # the opening thread's own: only the jobs' sessions are counted
     wait, memory = (
