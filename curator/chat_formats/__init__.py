@@ -210,9 +210,9 @@ def _conversations(
         raise BadExport("is a directory")
     if os.stat(path).st_size > MAX_EXPORT_BYTES:
         raise BadExport(f"over {MAX_EXPORT_BYTES // 2**30} GiB")
+    if fmt == "csv":  # read as a stream
+        return csv_map.conversations(path, name, mapping, skipped)
     data = path.read_bytes()
-    if fmt == "csv":
-        return csv_map.conversations(data, name, mapping, skipped)
     module = {m.NAME: m for m in JSON_FORMATS}[fmt]
     value = load_json(data)
     found = detect_value(value)

@@ -1,0 +1,89 @@
+"""A CSV file is read as a stream: its UTF-8 checked a block at a time, its rows parsed
+from the file, never its whole text held beside them."""
+
+from __future__ import annotations
+
+import csv
+import io
+import random
+import tracemalloc
+from collections import Counter
+from pathlib import Path
+from unittest import mock
+
+import pytest
+from hypothesis import HealthCheck, example, given, settings
+from hypothesis import strategies as st
+
+from curator.chat_formats import csv_map
+from curator.chat_formats.common import BadExport, Conversation
+
+BAD_BYTES = [b"\x80", b"\xff", b"\xc0\x80", b"\xed\xa0\x80", b"\xe2\x82", b"\xf4\x90\x80\x80"]
+"""A lone continuation byte, a byte UTF-8 never uses, an overlong form, an encoded
+surrogate, a character cut short, a code point past U+10FFFF."""
+
+
+def _rows(source: bytes | Path) -> list[list[str]]:
+    found = list(csv_map.conversations(source, "f", {}, Counter()))
+    return [[m.content for m in c.messages] for c in found if isinstance(c, Conversation)]
+
+
+@settings(max_examples=300, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(
+    cells=st.lists(st.text(st.characters(codec="utf-8", exclude_characters="\r\x00")), max_size=8),
+    bom=st.booleans(),
+    bad=st.none() | st.sampled_from(BAD_BYTES),
+    where=st.integers(min_value=-1),  # -1: at the end
+    block=st.integers(min_value=1, max_value=9),
+)
+@example(cells=["é"], bom=False, bad=None, where=0, block=1)  # a character across blocks
+@example(cells=["a"], bom=True, bad=b"\xe2\x82", where=-1, block=4)  # cut at the end
+def test_the_first_bad_byte_is_named_wherever_the_blocks_end(
+    cells: list[str], bom: bool, bad: bytes | None, where: int, block: int, tmp_path: Path
+) -> None:
+    text = io.StringIO(newline="")
+    writer = csv.writer(text, lineterminator="\n")
+    writer.writerow(["content", "conversation"])
+    for cell in cells:
+        writer.writerow([cell or "x", "c"])
+    data = (b"\xef\xbb\xbf" if bom else b"") + text.getvalue().encode("utf-8")
+    if bad is not None:
+        at = len(data) if where < 0 else where % (len(data) + 1)
+        data = data[:at] + bad + data[at:]
+    path = tmp_path / "chat.csv"
+    path.write_bytes(data)
+    try:
+        data.decode("utf-8")
+        expected = None
+    except UnicodeDecodeError as exc:
+        expected = f"invalid UTF-8 at byte {exc.start + 1}"
+    with mock.patch.object(csv_map, "_CHECK_BYTES", block):
+        if expected is None:
+            assert _rows(path) == _rows(data)
+            return
+        with pytest.raises(BadExport) as raised:
+            _rows(path)
+    assert str(raised.value) == expected
+
+
+def test_the_file_s_text_is_never_held_beside_its_rows(tmp_path: Path) -> None:
+    """Reading a 4.6 MB file: everything allocated on the way, beyond the rows kept, is
+    under a tenth of the file (the whole text held as a string and in a ``StringIO``
+    was five times the file, the bytes read first another one)."""
+    rng = random.Random(1)
+    words = ["the", "agent", "replied", "with", "a", "careful", "note", "about", "deploys"]
+    path = tmp_path / "big.csv"
+    with path.open("w", newline="", encoding="utf-8") as handle:
+        writer = csv.writer(handle)
+        writer.writerow(["content", "conversation"])
+        for i in range(10_000):
+            writer.writerow([" ".join(rng.choices(words, k=80)), f"c{i // 20}"])
+    size = path.stat().st_size
+    tracemalloc.start()
+    try:
+        found = list(csv_map.conversations(path, "f", {}, Counter()))
+        kept, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert sum(len(c.messages) for c in found if isinstance(c, Conversation)) == 10_000
+    assert peak - kept < size / 10
