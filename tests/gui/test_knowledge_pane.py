@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 import shiboken6
 from PySide6.QtCore import QPointF, Qt
+from PySide6.QtGui import QFont
 from PySide6.QtWidgets import QApplication
 
 from curator.core.scoring import rank_key
@@ -510,6 +511,40 @@ def test_a_larger_chart_gives_the_names_back_and_a_drag_fills_the_legend_rarely(
         chart.resize(width, 330)
         QApplication.processEvents()
     assert len(fills) <= len(set(fills)) + 2, fills  # a fill when the names' length changes
+
+
+@pytest.mark.parametrize("points", [6.0, 16.0])
+def test_the_legend_is_laid_out_in_its_own_font_whatever_the_application_s(
+    qtbot, points: float
+) -> None:
+    """The legend's labels are 8 pt at any application font. Its rows were estimated in
+    the application's font (30 px a row at 16 pt, 15 at 6, where each is 21): a large
+    font split a legend into more columns with shorter names than it needed, a small one
+    let it cover more of the plot."""
+    app = QApplication.instance()
+    assert isinstance(app, QApplication)
+    default = app.font()
+
+    def laid_out() -> tuple[int, list[str], float, float]:
+        chart = _legend_chart(qtbot, len(CURVE_COLOURS) + 3)
+        chart.resize(900, 420)
+        qtbot.waitUntil(lambda: chart.width() == 900)
+        QApplication.processEvents()
+        first = chart.legend.layout.itemAt(0, 1).geometry()
+        second = chart.legend.layout.itemAt(1, 1).geometry()
+        pitch = second.top() - first.top()
+        return chart.legend.columnCount, chart.legend_labels(), chart._legend_row_height(), pitch
+
+    expected = laid_out()
+    try:
+        font = QFont(default)
+        font.setPointSizeF(points)
+        app.setFont(font)
+        found = laid_out()
+    finally:
+        app.setFont(default)
+    assert found == expected
+    assert found[2] == found[3]
 
 
 def test_grey_curves_that_do_not_match_the_ids_are_refused_before_anything_changes(

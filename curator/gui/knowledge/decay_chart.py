@@ -15,6 +15,7 @@ at zero (at 0.95/day a pattern keeps 8 % of its weight after 50 days).
 from __future__ import annotations
 
 import html
+import math
 from collections.abc import Sequence
 from datetime import UTC, datetime
 
@@ -76,6 +77,8 @@ def _over(colour: tuple[int, int, int], opacity: float, background: QColor) -> Q
 _NAME_LIMITS = (30, 20, 12, 0)
 """How long a pattern's legend name may be, longest first: a narrow chart shortens them
 until the legend's columns fit its width (0: the id alone)."""
+_LABEL_MARGIN = 4.0
+"""The margin around a legend label's text (its text document's, Qt's default)."""
 _ENTRY_EXTRA = 42.0
 """A legend entry's width beyond its label's text: the line sample, spacing, margins."""
 
@@ -299,11 +302,19 @@ class DecayChart(pg.PlotWidget):
 
     def _columns_for(self, rows: int, height: float) -> int:
         """Columns (up to three) that keep ``rows`` entries in the top half of the plot."""
-        line = self.fontMetrics().height() + 6
+        line = self._legend_row_height()
         columns = 1
         while columns < 3 and -(-rows // columns) * line > height / 2:
             columns += 1
         return columns
+
+    def _legend_row_height(self) -> float:
+        """A legend row's height: its label's 8 pt line and the label's text margins
+        (the application's font measured it before: rows of 30 px estimated at 16 pt, 15
+        at 6 pt, where every row is 21)."""
+        font = QFont(self.font())
+        font.setPointSizeF(8.0)  # the legend's labelTextSize
+        return math.ceil(QFontMetricsF(font).height() + 2 * _LABEL_MARGIN)
 
     def _fill_legend(self, limit: int) -> None:
         self.legend.clear()

@@ -403,8 +403,11 @@ class KnowledgePane(Pane):
     # -- selection --------------------------------------------------------------------------
 
     def selected_ids(self) -> list[int]:
-        rows = (n for first, last in selected_spans(self.table) for n in range(first, last + 1))
-        return [r.id for r in (self.patterns.row_at(n) for n in rows) if r is not None]
+        return [r.id for r in self._selected_rows()]
+
+    def _selected_rows(self) -> list[PatternRow]:
+        spans = selected_spans(self.table)
+        return [r for first, last in spans for r in self.patterns.rows_between(first, last)]
 
     def current_id(self) -> int | None:
         item = self.patterns.row_at(self.table.selectionModel().currentIndex().row())
@@ -520,8 +523,7 @@ class KnowledgePane(Pane):
         horizon = now + timedelta(days=days)
         # a margin right of the horizon, so its line and label are never on the edge
         until = now + timedelta(days=days * 1.12 + 2)
-        by_id = {r.id: r for r in self._rows}
-        chosen = [by_id[i] for i in self.selected_ids() if i in by_id]
+        chosen = self._selected_rows()  # the shown rows are some of self._rows
         coloured, grey = chosen[: len(CURVE_COLOURS)], chosen[len(CURVE_COLOURS) :]
         curves = [
             decay_curve(r.importance, r.distilled_at, now, until, self._rate) for r in coloured
