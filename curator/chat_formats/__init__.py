@@ -41,7 +41,8 @@ FORMATS = ("auto", "jsonl", "chatgpt", "claude", "telegram", "discord", "slack",
 JSON_FORMATS = (chatgpt, claude, telegram, discord)
 DEFAULT_PER = {m.NAME: m.DEFAULT_PER for m in (chatgpt, claude, telegram, discord, slack, csv_map)}
 MAX_EXPORT_BYTES = 2 * 1024 * 1024 * 1024
-"""A JSON or CSV export is read whole; a bigger file is refused rather than exhaust memory."""
+"""A bigger JSON or CSV export is refused rather than exhaust memory: a JSON export is
+read whole, and a CSV's rows (read as a stream) are all held until the import writes them."""
 
 _SNIFF_BYTES = 64 * 1024
 

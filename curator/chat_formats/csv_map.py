@@ -18,8 +18,9 @@ from __future__ import annotations
 import codecs
 import csv
 import io
+import os
 import re
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from datetime import datetime
 from pathlib import Path
 from typing import BinaryIO, TextIO
@@ -86,6 +87,7 @@ def conversations(
     Its UTF-8 is checked in a first pass, so that a bad byte anywhere is one error for
     the file, before any row's."""
     with io.BytesIO(source) if isinstance(source, bytes) else source.open("rb") as handle:
+        before = _identity(handle)
         _check_utf8(handle)
         handle.seek(0)
         text = io.TextIOWrapper(handle, encoding="utf-8-sig", newline="")
@@ -94,13 +96,27 @@ def conversations(
         # the limit stops the file: the reader cannot resume after it).
         previous = csv.field_size_limit(2 * MAX_EPISODE_CHARS)
         try:
-            yield from _read(text, file, mapping, skipped)
+            yield from _read(text, file, mapping, skipped, lambda: _identity(handle) == before)
+        except UnicodeDecodeError:  # written to since the check
+            raise BadExport("invalid UTF-8 written to the file while it was read") from None
         finally:
             csv.field_size_limit(previous)
             text.detach()  # the handle is the with's to close
 
 
 _CHECK_BYTES = 1 << 20
+
+
+def _identity(handle: BinaryIO) -> tuple[int, ...] | None:
+    """The open file's size and modification time (None: not a file): read in two
+    passes, it must be the same throughout, or a rewrite in place would splice two
+    versions into one import. (Replacing it by a rename cannot: the handle keeps the old
+    file, whose change time the rename moves, so that is not compared.)"""
+    try:
+        info = os.fstat(handle.fileno())
+    except (OSError, io.UnsupportedOperation):
+        return None
+    return (info.st_size, info.st_mtime_ns)
 
 
 def _check_utf8(handle: BinaryIO) -> None:
@@ -121,7 +137,11 @@ def _check_utf8(handle: BinaryIO) -> None:
 
 
 def _read(
-    text: TextIO, file: str, mapping: dict[str, str], skipped: Skipped
+    text: TextIO,
+    file: str,
+    mapping: dict[str, str],
+    skipped: Skipped,
+    unchanged: Callable[[], bool],
 ) -> Iterator[Conversation | LineError]:
     reader = csv.reader(text)
     try:
@@ -166,6 +186,8 @@ def _read(
         if key not in groups:
             groups[key] = Conversation(len(groups) + 1, key, source, where=f"line {line}")
         groups[key].messages.append(message)
+    if not unchanged():  # before any row is handed on: nothing of it is imported
+        raise BadExport("the file was written to while it was read; import it once it is whole")
     for key in list(groups):  # each let go once read: its messages become episodes
         yield groups.pop(key)
 

@@ -87,3 +87,47 @@ def test_the_file_s_text_is_never_held_beside_its_rows(tmp_path: Path) -> None:
         tracemalloc.stop()
     assert sum(len(c.messages) for c in found if isinstance(c, Conversation)) == 10_000
     assert peak - kept < size / 10
+
+
+@pytest.mark.parametrize("change", ["append", "truncate", "rewrite, same size"])
+def test_a_file_written_to_between_its_two_passes_imports_nothing(
+    tmp_path: Path, change: str
+) -> None:
+    """Fault injection: another program writes to the file in place after its UTF-8 was
+    checked (the parse then read a splice of two versions, or a part, and said nothing)."""
+    path = tmp_path / "chat.csv"
+    rows = "".join(f"message {i},c{i % 3}\n" for i in range(200))
+    path.write_text("content,conversation\n" + rows, encoding="utf-8")
+    check = csv_map._check_utf8
+
+    def then_written_to(handle: io.BufferedReader) -> None:
+        check(handle)
+        with path.open("r+b") as other:
+            if change == "append":
+                other.seek(0, io.SEEK_END)
+                other.write(b"late,c1\n")
+            elif change == "truncate":
+                other.truncate(500)
+            else:
+                data = other.read()
+                other.seek(0)
+                other.write(data.replace(b"message", b"MESSAGE"))
+
+    with mock.patch.object(csv_map, "_check_utf8", then_written_to):
+        found = csv_map.conversations(path, "f", {}, Counter())
+        with pytest.raises(BadExport, match="written to while it was read"):
+            list(found)
+
+
+def test_a_file_replaced_by_a_rename_is_read_as_it_was_opened(tmp_path: Path) -> None:
+    path = tmp_path / "chat.csv"
+    path.write_text("content,conversation\nfirst,c\nsecond,c\n", encoding="utf-8")
+    check = csv_map._check_utf8
+
+    def then_replaced(handle: io.BufferedReader) -> None:
+        check(handle)
+        (tmp_path / "new.csv").write_text("content,conversation\nother,c\n", encoding="utf-8")
+        (tmp_path / "new.csv").replace(path)
+
+    with mock.patch.object(csv_map, "_check_utf8", then_replaced):
+        assert _rows(path) == [["first", "second"]]
