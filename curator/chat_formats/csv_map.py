@@ -143,13 +143,16 @@ def _read(
     skipped: Skipped,
     unchanged: Callable[[], bool],
 ) -> Iterator[Conversation | LineError]:
-    reader = csv.reader(text)
+    lines = _Lines(text)
+    reader = csv.reader(lines)
     try:
         header = next(reader)
     except StopIteration:
         raise BadExport("the file is empty (a CSV needs a header row)") from None
     except csv.Error as exc:
         raise BadExport(f"the header row is not CSV ({exc})") from None
+    if lines.ended:
+        raise BadExport(f"a quoted cell of the header row never closes ({_UNCLOSED})")
     columns = {name: i for i, name in reversed(list(enumerate(header)))}
     chosen = {key: mapping.get(key, key) for key in FIELDS}
     used = set(chosen.values())
@@ -165,6 +168,7 @@ def _read(
     groups: dict[str, Conversation] = {}
     row_number = 0
     while True:
+        lines.taken = 0
         try:
             row = next(reader)
         except StopIteration:
@@ -173,6 +177,10 @@ def _read(
             yield LineError(file, reader.line_num, f"not CSV ({exc}); the rest was not read")
             break
         line = reader.line_num
+        if lines.ended:  # the row took the file's end: a quoted cell never closed
+            why = f"a quoted cell opened here never closes ({_UNCLOSED})"
+            yield LineError(file, line - lines.taken + 1, f"{why}: not imported")
+            break
         if not any(cell.strip() for cell in row):
             skipped["empty rows"] += 1
             continue
@@ -190,6 +198,33 @@ def _read(
         raise BadExport("the file was written to while it was read; import it once it is whole")
     for key in list(groups):  # each let go once read: its messages become episodes
         yield groups.pop(key)
+
+
+_UNCLOSED = "the file was cut short, or a quote is missing"
+
+
+class _Lines:
+    """The file's lines as the csv reader takes them, counted, and whether it asked past
+    the last: it does only to finish a quoted cell (a row ends at its line's end
+    otherwise), where, not strict, it hands the cell on as far as the file went. A file
+    cut inside a quoted cell imported the cut text, and one missing a closing quote
+    imported the rest of the file as one message."""
+
+    def __init__(self, text: TextIO) -> None:
+        self._text = text
+        self.taken = 0  # lines taken since the caller last set it to 0
+        self.ended = False
+
+    def __iter__(self) -> _Lines:
+        return self
+
+    def __next__(self) -> str:
+        line = self._text.readline()
+        if not line:
+            self.ended = True
+            raise StopIteration
+        self.taken += 1
+        return line
 
 
 _SECONDS = re.compile(r"[+-]?(\d+(\.\d*)?|\.\d+)([eE][+-]?\d+)?")

@@ -131,3 +131,43 @@ def test_a_file_replaced_by_a_rename_is_read_as_it_was_opened(tmp_path: Path) ->
 
     with mock.patch.object(csv_map, "_check_utf8", then_replaced):
         assert _rows(path) == [["first", "second"]]
+
+
+def test_a_quoted_cell_that_never_closes_is_its_line_s_error_not_a_message(
+    tmp_path: Path,
+) -> None:
+    """A file cut inside a quoted cell imported the cut text; one missing a closing quote
+    imported the rest of the file as one message."""
+    cut = b'conversation,content\nc,first\nc,"second, cut sh'
+    missing = b'conversation,content\nc,first\nc,"second\nc,third\nc,fourth\n'
+    for data in (cut, missing):
+        found = list(csv_map.conversations(data, "f", {}, Counter()))
+        (error,) = [e for e in found if not isinstance(e, Conversation)]
+        assert error.line == 3 and "never closes" in str(error.reason)
+        assert _rows(data) == [["first"]]
+    with pytest.raises(BadExport, match="header row never closes"):
+        _rows(b'content,"conversation\nfirst,c\n')
+
+
+@settings(max_examples=300)
+@given(
+    cells=st.lists(
+        st.text(st.characters(codec="utf-8", exclude_characters="\x00"), min_size=1),
+        min_size=1,
+        max_size=6,
+    ),
+    cut=st.integers(min_value=0),
+)
+def test_a_file_cut_anywhere_imports_whole_cells_only(cells: list[str], cut: int) -> None:
+    text = io.StringIO(newline="")
+    writer = csv.writer(text, quoting=csv.QUOTE_ALL, lineterminator="\n")
+    writer.writerow(["conversation", "content"])  # a cut in the last cell leaves every cell
+    for cell in cells:
+        writer.writerow(["c", cell])
+    data = text.getvalue()
+    shortened = data[: cut % (len(data) + 1)].encode("utf-8")
+    try:
+        imported = [m for row in _rows(shortened) for m in row]
+    except BadExport:  # the header cut: nothing read
+        return
+    assert all(m in cells for m in imported)
