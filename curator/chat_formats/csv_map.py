@@ -38,6 +38,14 @@ from curator.chat_formats.common import (
 from curator.store.importer import MAX_EPISODE_CHARS, LineError
 
 NAME = "csv"
+
+# The csv module stops at cells of 131,072 characters; a message may be up to the episode
+# limit, and a longer one is rejected by line (a cell of more than twice the limit stops
+# the file: the reader cannot resume after it). The limit is the process's: set once
+# here, as a read that set it and put it back at its end took it from under a second
+# read going on beside it (two imports on two threads of one program), whose next long
+# cell then stopped its file.
+csv.field_size_limit(max(csv.field_size_limit(), 2 * MAX_EPISODE_CHARS))
 DEFAULT_PER = "message"
 FIELDS = ("content", "timestamp", "source", "role", "name", "id", "conversation")
 
@@ -91,16 +99,11 @@ def conversations(
         _check_utf8(handle)
         handle.seek(0)
         text = io.TextIOWrapper(handle, encoding="utf-8-sig", newline="")
-        # The csv module stops at cells of 131,072 characters; a message may be up to the
-        # episode limit, and a longer one is rejected by line (a cell of more than twice
-        # the limit stops the file: the reader cannot resume after it).
-        previous = csv.field_size_limit(2 * MAX_EPISODE_CHARS)
         try:
             yield from _read(text, file, mapping, skipped, lambda: _identity(handle) == before)
         except UnicodeDecodeError:  # written to since the check
             raise BadExport("invalid UTF-8 written to the file while it was read") from None
         finally:
-            csv.field_size_limit(previous)
             text.detach()  # the handle is the with's to close
 
 

@@ -171,3 +171,17 @@ def test_a_file_cut_anywhere_imports_whole_cells_only(cells: list[str], cut: int
     except BadExport:  # the header cut: nothing read
         return
     assert all(m in cells for m in imported)
+
+
+def test_two_reads_side_by_side_keep_each_other_s_cell_limit() -> None:
+    """A read that set the csv module's (process-wide) cell limit and put it back at its
+    end took it from under a read going on beside it: that one's next long cell (over
+    131,072 characters) stopped its file."""
+    bad_first = b"content,conversation\nx\n"  # a row's error: the read pauses there
+    first = csv_map.conversations(bad_first + b"short,c\n", "a", {}, Counter())
+    second = csv_map.conversations(bad_first + b"y" * 200_000 + b",c\n", "b", {}, Counter())
+    assert not isinstance(next(first), Conversation)
+    assert not isinstance(next(second), Conversation)
+    assert [c.messages[0].content for c in first] == ["short"]  # the first read ends
+    (rest,) = list(second)
+    assert isinstance(rest, Conversation) and len(rest.messages[0].content) == 200_000
