@@ -26,12 +26,12 @@ A connection is kept only when nothing of its job can reach the next one:
   it within :data:`EMPTIED_WITHIN_S`, is closed. It costs one round trip a job, against
   the several of a new connection.
 
-At most :data:`KEPT` are kept. One that waited more than :data:`IDLE_FOR_S` is closed:
-by a timer soon after its time is up, so that a window left open and idle holds no
-server sessions (each is a server process, and a server allows a limited number), and
-again when it would be handed out, since the timer's clock may stop while the machine is
-suspended where the idle time is counted across it (the platform's boot-time clock):
-something on the way may have cut it without either side being told. A
+At most :data:`KEPT` are kept. One that has waited more than :data:`IDLE_FOR_S` is
+closed by a timer soon after, so that a window left open and idle holds no server
+session (each is a server process, and a server allows only so many). It is also passed
+over and closed when it would be handed out: the idle time is counted on the platform's
+boot-time clock, which goes on while the machine is suspended and the timer's may not,
+and something on the way may have cut it meanwhile without either side being told. A
 connection the server ended while it was kept, without the socket saying so yet, is no
 new danger: the first statement finds out, and a read (or a transaction not yet begun)
 is sent again on a new connection, as for a long-lived thread's own connection
@@ -53,7 +53,7 @@ from typing import Any
 KEPT = 4
 """Idle connections kept at most per database: the window runs a few reads at once."""
 IDLE_FOR_S = 60.0
-"""How long a kept connection may wait before it is closed instead of handed out."""
+"""How long a kept connection may wait, idle, before it is closed."""
 SWEEPER_NAME = "curator-pg-idle-sweep"
 """The name of the timer's thread (one at most per database while connections are kept)."""
 SWEEP_AFTER_S = 1.0
