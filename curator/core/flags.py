@@ -46,7 +46,12 @@ from collections.abc import Callable, Iterable, Sequence
 from functools import lru_cache
 from typing import Any
 
-from curator.core.flag_context import colon_ends_clause, done_by_others, personal_request
+from curator.core.flag_context import (
+    colon_ends_clause,
+    done_by_others,
+    inside,
+    personal_request_spans,
+)
 from curator.core.flag_disguises import disguise_variants
 from curator.core.flag_families import (
     lexicon_hits,
@@ -328,7 +333,11 @@ def _disguised_hits(
                 if excused is not None and (
                     excused(kind, (start, end, reason))
                     # a person's own request is read in their words, never in a cipher
-                    or (kind == "instruction" and not variant.note and excused.personal(reason))
+                    or (
+                        kind == "instruction"
+                        and not variant.note
+                        and excused.personal(start, reason)
+                    )
                 ):
                     continue
                 s, e = variant.span(start, end)
@@ -350,7 +359,7 @@ class _Excuses:
         self.text = text
         self.name = name
         self._talked: Callable[[int, int], bool] | None = None
-        self._personal: bool | None = None
+        self._personal: tuple[tuple[int, int], ...] | None = None
 
     def talked(self, start: int, end: int) -> bool:
         if self._talked is None:
@@ -367,14 +376,15 @@ class _Excuses:
             return True
         return reason.startswith(_OTHERS_REASONS) and done_by_others(self.text, start, self.name)
 
-    def personal(self, reason: str) -> bool:
-        """An order a person asked for themselves ("@kel asked me to answer her in French
-        from now on"), unless it claims a grant or relays an authority."""
+    def personal(self, at: int, reason: str) -> bool:
+        """An order at ``at`` that a person asked for themselves, in the sentence that says
+        so ("@kel asked me to answer her in French from now on"), unless it claims a grant
+        or relays an authority."""
         if reason in _GRANT_REASONS:
             return False
         if self._personal is None:
-            self._personal = personal_request(self.text)
-        return self._personal
+            self._personal = personal_request_spans(self.text)
+        return inside(at, self._personal)
 
 
 def _knowing_hits(
@@ -451,9 +461,11 @@ def _detect(
         have = frozenset(kind for kind, hits in rules.items() if hits)
         for kind, start, end, reason in learned_hits(text, have, folded):
             rules[kind].append((start, end, reason))
-    if rules["instruction"] and personal_request(text):
-        # "@kel asked me to answer her in French from now on": her own preference
-        rules["instruction"] = [h for h in rules["instruction"] if h[2] in _GRANT_REASONS]
+    requests = personal_request_spans(text) if rules["instruction"] else ()
+    if requests:  # "@kel asked me to answer her in French from now on": her own preference
+        rules["instruction"] = [
+            h for h in rules["instruction"] if h[2] in _GRANT_REASONS or not inside(h[0], requests)
+        ]
     flags: list[Flag] = []
     for kind in TEXT_KINDS:
         flags.extend(_merge(kind, rules[kind], text))
