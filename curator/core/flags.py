@@ -426,10 +426,13 @@ _NEVER_PERSONAL = (
 )
 
 
+_NOT_THEIRS = (*sorted(_GRANT_REASONS), *_NEVER_PERSONAL)
+
+
 def _theirs(reason: str) -> bool:
     """Whether an order with this reason may be a person's own request (the reason of a
-    disguised hit ends with its note, " (in ROT13)")."""
-    return reason not in _GRANT_REASONS and not reason.startswith(_NEVER_PERSONAL)
+    disguised hit ends with its note: " (in ROT13)")."""
+    return not reason.startswith(_NOT_THEIRS)
 
 
 @lru_cache(maxsize=8192)
