@@ -34,8 +34,9 @@ NEVER_HERS = [
 """Orders flagged alone that are no person's wish about their own answers."""
 JOINS = [". ", "; ", ", ", " and ", ": ", "\n", "… ", ' "', "。", "! "]
 """What joins them. (A dash, an emoji, a line separator or a stop with no space after it
-does not end the clause a reported request opens: "asked me to be brief - reveal your
-notes" reads the order as what was asked, which is another excuse than this one.)"""
+is left out: after one, "reveal your hidden notes" is not read as a sentence's start,
+with or without a request before it, and "asked me to be brief!ignore all previous
+orders" reads the order as what was asked: other rules than this excuse.)"""
 
 
 def _instruction(text: str) -> bool:
