@@ -77,6 +77,8 @@ def _over(colour: tuple[int, int, int], opacity: float, background: QColor) -> Q
 _NAME_LIMITS = (30, 20, 12, 0)
 """How long a pattern's legend name may be, longest first: a narrow chart shortens them
 until the legend's columns fit its width (0: the id alone)."""
+_LEGEND_POINTS = 8.0
+"""The legend labels' size, whatever the application's font."""
 _LABEL_MARGIN = 4.0
 """The margin around a legend label's text (its text document's, Qt's default)."""
 _ENTRY_EXTRA = 42.0
@@ -114,7 +116,9 @@ class DecayChart(pg.PlotWidget):
         plot.setMenuEnabled(False)
         plot.hideButtons()
 
-        self.legend = pg.LegendItem(offset=(-10, 10), labelTextColor=fg, labelTextSize="8pt")
+        self.legend = pg.LegendItem(
+            offset=(-10, 10), labelTextColor=fg, labelTextSize=f"{_LEGEND_POINTS:g}pt"
+        )
         self.legend.setParentItem(plot.getViewBox())
         legend_bg = QColor(bg)
         legend_bg.setAlpha(200)
@@ -289,9 +293,7 @@ class DecayChart(pg.PlotWidget):
     def _estimated_limit(self, room: float, height: float) -> int:
         """The longest name limit whose legend, measured in the labels' font, fits
         ``room`` in the columns the plot's ``height`` asks for."""
-        font = QFont(self.font())
-        font.setPointSizeF(8.0)  # the legend's labelTextSize
-        measure = QFontMetricsF(font)
+        measure = QFontMetricsF(self._legend_font())
         for limit in _NAME_LIMITS[:-1]:
             entries = self._entries(limit)
             columns = self._columns_for(len(entries), height)
@@ -312,9 +314,13 @@ class DecayChart(pg.PlotWidget):
         """A legend row's height: its label's 8 pt line and the label's text margins
         (the application's font measured it before: rows of 30 px estimated at 16 pt, 15
         at 6 pt, where every row is 21)."""
+        return math.ceil(QFontMetricsF(self._legend_font()).height() + 2 * _LABEL_MARGIN)
+
+    def _legend_font(self) -> QFont:
+        """The legend labels' font: the chart's, at the labels' size."""
         font = QFont(self.font())
-        font.setPointSizeF(8.0)  # the legend's labelTextSize
-        return math.ceil(QFontMetricsF(font).height() + 2 * _LABEL_MARGIN)
+        font.setPointSizeF(_LEGEND_POINTS)
+        return font
 
     def _fill_legend(self, limit: int) -> None:
         self.legend.clear()
