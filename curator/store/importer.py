@@ -133,6 +133,7 @@ before the one transaction that writes them, and a message list and a chat expor
 metadata held as dicts and lists were about 600 of the 1,170 bytes an episode of a short
 CSV row took (the text: a third of that)."""
 _EMPTY_JSON = "{}"
+"""The stored text of no metadata (most episodes): one string for all of them."""
 
 
 def _pack(episode: ParsedEpisode) -> tuple[Any, ...]:
