@@ -134,8 +134,22 @@ class _Parser(argparse.ArgumentParser):
             sys.stdout.write(dumps({"help": self.format_help()}) + "\n")
             sys.stdout.flush()
 
+    def parse_args(  # type: ignore[override]  # argparse's overloads, one used here
+        self, args: Sequence[str] | None = None, namespace: argparse.Namespace | None = None
+    ) -> argparse.Namespace:
+        parsed, extras = self.parse_known_args(args, namespace)
+        if extras:  # argparse's own message, its words masked one by one
+            from curator.core.redact import redact_arguments
+
+            self.error(f"unrecognized arguments: {' '.join(redact_arguments(extras))}")
+        return parsed
+
     def error(self, message: str) -> NoReturn:
-        text = " ".join(f"{message} (see --help)".split())
+        # argparse quotes a word it could not take ("invalid choice: '...'"), which may
+        # be a password or a key
+        from curator.core.redact import redact
+
+        text = redact(" ".join(f"{message} (see --help)".split()))
         with contextlib.suppress(OSError, ValueError):
             sys.stderr.write(f"{self.prog}: error: {text}\n")
             sys.stderr.flush()

@@ -55,7 +55,7 @@ def add_server_args(group: Any) -> None:
         "--api-key",
         metavar="KEY",
         help="the server's API key (default: $CURATOR_API_KEY, then the system keyring; "
-        "never stored in the database)",
+        "never stored in the database; given here it shows in the process list)",
     )
 
 
@@ -202,7 +202,7 @@ def _server_choice(ctx: CommandContext) -> Any:
 
     args = ctx.args
     saved = load_settings(ctx.store)
-    return choose_server(
+    server = choose_server(
         saved.backend,
         saved.server_url,
         saved.server_model,
@@ -211,6 +211,12 @@ def _server_choice(ctx: CommandContext) -> Any:
         api_key=getattr(args, "api_key", None),
         use_saved=getattr(args, "model", None) is None,
     )
+    if server is not None and getattr(args, "api_key", None):  # a refused key: one error
+        ctx.info(
+            "curator: note: a key given by --api-key shows in the process list and the "
+            "shell history; $CURATOR_API_KEY or the system keyring keeps it private"
+        )
+    return server
 
 
 def _load_server(ctx: CommandContext, server: Any) -> Any:

@@ -26,6 +26,7 @@ from __future__ import annotations
 import functools
 import re
 import unicodedata
+from collections.abc import Sequence
 from urllib.parse import unquote
 
 from curator.core.secret_forms import MASK, mask_secrets
@@ -157,6 +158,19 @@ def redact(text: str) -> str:
         text,
     )
     return parameter.sub(_masked_parameter, text)
+
+
+def redact_arguments(words: Sequence[str]) -> list[str]:
+    """Command-line words as a message may quote them (argparse's "unrecognized arguments:
+    ..."): each :func:`redact`-ed, and the word after a secret option (``--api-key KEY``,
+    ``--password hunter2``) masked whole, blanks in it or not."""
+    shown: list[str] = []
+    previous = ""
+    for word in words:
+        option = previous.startswith("-") and "=" not in previous
+        shown.append(MASK if option and _secret_name(previous, True) else redact(word))
+        previous = word
+    return shown
 
 
 def has_url_credentials(url: str) -> bool:

@@ -14,6 +14,7 @@ import logging
 import os
 import sys
 from collections.abc import Mapping
+from pathlib import Path
 
 import peewee
 from PySide6.QtCore import Qt
@@ -108,6 +109,18 @@ def freeze_startup_heap() -> int:
     return gc.get_freeze_count()
 
 
+def chosen_database(
+    db_path: str | os.PathLike[str] | None, source: str | None
+) -> tuple[Path | str, str]:
+    """The database to open and what chose it. With ``source``, ``db_path`` was resolved
+    already (by the command line, under its source's rules) and is taken as it is:
+    resolved again it would be judged as ``--db``, which refuses the password that
+    ``$CURATOR_DB`` may hold."""
+    if source is None or db_path is None:
+        return resolve_db_path(db_path), source or db_path_source(db_path)
+    return (db_path if isinstance(db_path, str) else Path(db_path)), source
+
+
 def main(db_path: str | os.PathLike[str] | None = None, source: str | None = None) -> int:
     """Open the window on ``db_path`` (``--db``), else ``$CURATOR_DB``, the profile's
     database or the default (:func:`curator.store.db_choice.resolve_db_path`). ``source`` says
@@ -128,8 +141,7 @@ def main(db_path: str | os.PathLike[str] | None = None, source: str | None = Non
     app = create_application(sys.argv[:1])
     install_qt_message_handler()
     dialogs = Dialogs()
-    path = resolve_db_path(db_path)
-    source = source or db_path_source(db_path)
+    path, source = chosen_database(db_path, source)
     opened: list[Store] = []
     workers: list[LlmWorker] = []
     windows: list[MainWindow] = []

@@ -40,8 +40,12 @@ def libpq_keywords() -> frozenset[str] | None:
     None where the driver cannot be asked (no connection can be made then either: no
     parameter is judged, and no value shown)."""
     try:
-        from psycopg import pq
+        # through the driver's loader: the command line marks psycopg absent until a
+        # database is opened (pg_driver.hold_back), and a plain import would then find
+        # no driver, judge no parameter, and libpq would quote a password's tail
+        from curator.store import pg_driver
 
+        pq = pg_driver.load().pq
         return frozenset(o.keyword.decode() for o in pq.Conninfo.get_defaults()) or None
     except Exception:  # no driver, or one that cannot load its libpq
         return None
