@@ -51,7 +51,7 @@ def test_a_usage_error_never_quotes_a_secret(
             assert "Zq7" not in json.loads(out)["error"]
 
 
-_WORD = st.text(st.characters(blacklist_categories=("Cs",)), min_size=1, max_size=12)
+_WORD = st.text(st.characters(exclude_categories=["Cs"]), min_size=1, max_size=12)
 
 
 @settings(max_examples=200, deadline=None)
