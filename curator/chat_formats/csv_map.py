@@ -18,7 +18,6 @@ from __future__ import annotations
 import codecs
 import csv
 import io
-import os
 import re
 from collections.abc import Callable, Iterator
 from datetime import datetime
@@ -35,6 +34,7 @@ from curator.chat_formats.common import (
     epoch_time,
     iso_time,
 )
+from curator.core.regular_file import file_identity
 from curator.store.importer import MAX_EPISODE_CHARS, LineError
 
 NAME = "csv"
@@ -95,12 +95,12 @@ def conversations(
     Its UTF-8 is checked in a first pass, so that a bad byte anywhere is one error for
     the file, before any row's."""
     with io.BytesIO(source) if isinstance(source, bytes) else source.open("rb") as handle:
-        before = _identity(handle)
+        before = file_identity(handle)
         _check_utf8(handle)
         handle.seek(0)
         text = io.TextIOWrapper(handle, encoding="utf-8-sig", newline="")
         try:
-            yield from _read(text, file, mapping, skipped, lambda: _identity(handle) == before)
+            yield from _read(text, file, mapping, skipped, lambda: file_identity(handle) == before)
         except UnicodeDecodeError:  # written to since the check
             raise BadExport("invalid UTF-8 written to the file while it was read") from None
         finally:
@@ -108,18 +108,6 @@ def conversations(
 
 
 _CHECK_BYTES = 1 << 20
-
-
-def _identity(handle: BinaryIO) -> tuple[int, ...] | None:
-    """The open file's size and modification time (None: not a file): read in two
-    passes, it must be the same throughout, or a rewrite in place would splice two
-    versions into one import. (Replacing it by a rename cannot: the handle keeps the old
-    file, whose change time the rename moves, so that is not compared.)"""
-    try:
-        info = os.fstat(handle.fileno())
-    except (OSError, io.UnsupportedOperation):
-        return None
-    return (info.st_size, info.st_mtime_ns)
 
 
 def _check_utf8(handle: BinaryIO) -> None:

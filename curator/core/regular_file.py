@@ -10,12 +10,13 @@ usual, blocking.
 
 from __future__ import annotations
 
+import io
 import os
 import stat
 from pathlib import Path
 from typing import BinaryIO
 
-__all__ = ["NotRegularFile", "open_regular"]
+__all__ = ["NotRegularFile", "file_identity", "open_regular"]
 
 
 class NotRegularFile(Exception):
@@ -41,3 +42,16 @@ def open_regular(path: str | os.PathLike[str] | Path) -> BinaryIO:
     except BaseException:
         os.close(fd)
         raise
+
+
+def file_identity(handle: BinaryIO) -> tuple[int, int] | None:
+    """The open file's size and modification time (None: not a file). A file read in
+    more than one pass, or as a stream, must be the same after its last read as before
+    its first, or a rewrite in place would splice two versions into one import.
+    (Replacing it by a rename cannot: the handle keeps the old file, whose change time
+    the rename moves, so that is not compared.)"""
+    try:
+        info = os.fstat(handle.fileno())
+    except (OSError, io.UnsupportedOperation):
+        return None
+    return (info.st_size, info.st_mtime_ns)

@@ -37,6 +37,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any, BinaryIO
 
+from curator.core.regular_file import file_identity
 from curator.core.textsafety import NAME_BREAKERS, control_name, visible
 from curator.errors import CuratorError
 from curator.store.db import Store
@@ -393,6 +394,12 @@ def _to_episode(
 # -- writing --------------------------------------------------------------------------------
 
 
+REWRITTEN = (
+    "it was written to while it was read; nothing of it was imported: import it once it "
+    "is whole (`curator watch` follows a log that is still being written)"
+)
+
+
 def _parse(
     path: str | Path,
     stdin: BinaryIO | None,
@@ -424,6 +431,7 @@ def _parse(
     last_line = 0
     counted = items is None  # a chat export's episodes are known only once it is read
     with handle:
+        before = file_identity(handle)  # read in one or two passes, as a stream
         total = _count_lines(handle) if progress is not None and counted else 0
         reported = 0
         if items is None:
@@ -439,6 +447,8 @@ def _parse(
             if progress is not None and last_line - reported >= PROGRESS_EVERY:
                 reported = last_line
                 progress(last_line, max(total, last_line) if counted else 0)
+        if file_identity(handle) != before:  # two versions spliced: neither is imported
+            raise _Unreadable(REWRITTEN)
     if progress is not None:  # no total: "busy", rather than a bar full while reading
         progress(last_line, max(total, last_line) if counted else 0)
     return name, episodes, errors, last_line
