@@ -13,8 +13,14 @@ the committed pages in the WAL are read too). The verdict is one of:
   tolerated, as Firefox tolerates extra tables in places.sqlite);
 - refused, with one sentence: a directory, a pipe or device, a file that is not SQLite,
   a damaged database (``quick_check`` fails), a newer schema, or a database of another
-  program (tables but not ours). A refused file is never opened for writing, so it stays
-  byte-identical.
+  program (tables but not ours, or an ``application_id``, the header field by which a
+  program claims its files, even before it made any table: we set none). A refused file
+  is never opened for writing, so it stays byte-identical.
+
+Reading a WAL database whose ``-shm`` is missing (left so by a program that crashed)
+makes SQLite create the ``-shm`` beside it, as any reader does; it holds no data and is
+left in place: removing it could pull the index from under a program opening the file
+at that moment.
 
 A known limit, accepted: the ``immutable`` read assumes nobody changes the main file
 meanwhile. Under WAL a writer changes it only when it checkpoints, so a false "damaged"
@@ -261,6 +267,7 @@ def check_file(path: Path, *, timeout: float = 5.0) -> FileCheck:
         raise StoreError(f"cannot open {path}: {exc}") from exc
     try:
         version = int(conn.execute("PRAGMA user_version").fetchone()[0])
+        owner = int(conn.execute("PRAGMA application_id").fetchone()[0])
         objects = conn.execute(
             "SELECT type, name FROM sqlite_master WHERE name NOT LIKE 'sqlite_%'"
         ).fetchall()
@@ -285,6 +292,11 @@ def check_file(path: Path, *, timeout: float = 5.0) -> FileCheck:
     if problem != "ok":
         raise DamagedDatabaseError(path, f"is damaged (quick_check: {problem})")
     tables = {name for kind, name in objects if kind == "table"}
+    if owner != 0:  # we set none: a program that sets one owns the file, tables or not
+        raise ForeignDatabaseError(
+            f"{path} is not a Memory Curator database (its application id "
+            f"{owner & 0xFFFFFFFF:#010x} names another program); it was not modified"
+        )
     if version > LATEST_VERSION:
         raise SchemaTooNewError(
             f"{path} has schema version {version}, newer than this version of the "

@@ -142,6 +142,17 @@ def _empty_sqlite(folder: Path, _: Path) -> None:
     _sqlite(folder / "db.sqlite", "PRAGMA user_version = 0", "VACUUM")
 
 
+def _claimed(folder: Path, _: Path) -> None:
+    """Another program's new database: no table yet, but its application id set (as
+    SQLite's header field for it is meant to be, before the first table)."""
+    _sqlite(folder / "db.sqlite", "PRAGMA application_id = 1196446547", "VACUUM")
+
+
+def _claimed_and_jsonl(folder: Path, template: Path) -> None:
+    _claimed(folder, template)
+    _jsonl(folder, template)
+
+
 def _zero_length(folder: Path, _: Path) -> None:
     (folder / "db.sqlite").write_bytes(b"")
 
@@ -263,6 +274,11 @@ CASES = [
     Case("zero-length", _zero_length, ("stats",), 2, r"is empty.*--create", foreign=True),
     Case("zero-length-export", _zero_length, ("export",), 2, r"is empty", foreign=True),
     Case("empty-sqlite-create", _empty_sqlite, ("--create", "stats"), 0),
+    Case("claimed-create", _claimed, ("--create", "stats"), 2, r"application id 0x47505353", True),
+    Case(
+        "claimed-import", _claimed_and_jsonl, ("import", "{dir}/new.jsonl"), 2, r"another p", True
+    ),
+    Case("claimed-demo", _claimed, ("demo",), 2, r"not a Memory Curator database", foreign=True),
     Case("zero-length-create", _zero_length, ("--create", "stats"), 0),
     Case("zero-length-demo", _zero_length, ("demo",), 0),
     Case("text-file", _text_file, ("stats",), 2, r"not a SQLite database.*no good backup", True),
