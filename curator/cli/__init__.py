@@ -434,7 +434,7 @@ def run() -> int:
 
 def _run(ctx: CommandContext) -> int:
     """Run the command; every failure becomes its exit code and one line (see the module)."""
-    from curator.store.db_errors import DATABASE_ERRORS, explain_database_error
+    from curator.store.db_errors import DATABASE_ERRORS, STOPPED_OUTCOME, explain_database_error
 
     args = ctx.args
     try:
@@ -464,7 +464,7 @@ def _run(ctx: CommandContext) -> int:
             exc,
             ctx.db_display,
             args.command or "window",
-            outcome="stopped; its unfinished transaction was rolled back",
+            outcome=STOPPED_OUTCOME,
         )
         ctx.fail(str(error), error.exit_code)
         return error.exit_code

@@ -30,6 +30,8 @@ DATABASE_ERRORS = (peewee.DatabaseError, sqlite3.DatabaseError)
 
 
 DEFAULT_OUTCOME = "was not applied, nothing changed"
+STOPPED_OUTCOME = "stopped; its unfinished transaction was rolled back"
+"""The outcome of a command a database error stopped part way (its earlier commits stay)."""
 """What became of one transaction that failed."""
 
 

@@ -41,6 +41,7 @@ from curator.core.regular_file import file_identity
 from curator.core.textsafety import NAME_BREAKERS, control_name, visible
 from curator.errors import CuratorError
 from curator.store.db import Store
+from curator.store.db_errors import DATABASE_ERRORS, STOPPED_OUTCOME, explain_database_error
 from curator.store.json_source import (
     PIPE_HINT,
     STDIN,
@@ -499,15 +500,17 @@ def import_files(
     that stops the whole import (a database busy for the whole timeout, a full disk)
     after some files were committed raises :class:`ImportStopped`, which names them: the
     message "nothing changed" alone hid 3,000 episodes committed from the first file.
+    The database's own errors count too (a full disk is SQLite's, not ours).
     """
     reports: list[ImportReport] = []
     for path in paths:
         try:
             reports.append(import_file(store, path, stdin=stdin, chat=chat))
-        except CuratorError as exc:
+        except (CuratorError, *DATABASE_ERRORS) as exc:
             if not any(r.imported for r in reports):
                 raise
-            raise ImportStopped(reports, str(path), exc) from exc
+            cause = explain_database_error(exc, store.location, "import", outcome=STOPPED_OUTCOME)
+            raise ImportStopped(reports, str(path), cause) from exc
     return reports
 
 

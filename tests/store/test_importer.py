@@ -6,11 +6,13 @@ import io
 import json
 import sqlite3
 from pathlib import Path
+from typing import Any
+from unittest import mock
 
 import pytest
 
 from curator.store.db import Store
-from curator.store.importer import ImportStopped, import_file, import_files
+from curator.store.importer import ImportReport, ImportStopped, import_file, import_files
 from curator.store.models import Episode
 
 
@@ -251,3 +253,35 @@ def test_a_busy_database_stops_the_import_naming_the_files_it_kept(tmp_path: Pat
     with store.read():
         assert Episode.select().count() == 3
     store.close()
+
+
+def test_a_full_disk_stops_the_import_naming_the_files_it_kept(tmp_path: Path) -> None:
+    """``import A B`` where the database fills up in B: SQLite's error, not ours, which
+    passed by the naming of A (exit 2, "nothing changed", with A's episodes stored). The
+    full disk is SQLite's page limit here, a real SQLITE_FULL."""
+    store = Store(tmp_path / "full.sqlite")
+    first = write_jsonl(tmp_path / "first.jsonl", chat_sessions(3))
+    big = tmp_path / "big.jsonl"
+    big.write_text("".join(f'{{"content": "note {i} {"w " * 200}"}}\n' for i in range(400)))
+    read = import_file
+
+    def then_full(store: Store, path: str | Path, **kwargs: Any) -> ImportReport:
+        if Path(path) == big:
+            [(pages,)] = store.execute("PRAGMA page_count")
+            store.execute(f"PRAGMA max_page_count = {pages + 2}")
+        return read(store, path, **kwargs)
+
+    try:
+        with (
+            mock.patch("curator.store.importer.import_file", then_full),
+            pytest.raises(ImportStopped) as stopped,
+        ):
+            import_files(store, [first, big])
+        said = str(stopped.value)
+        assert said.startswith(f"{big}: database or disk is full")
+        assert said.endswith(f"the files before it stay imported: {first} (3 imported)")
+        assert stopped.value.exit_code == 1
+        with store.read():
+            assert Episode.select().count() == 3
+    finally:
+        store.close()
