@@ -91,6 +91,7 @@ def cmd_watch(ctx: CommandContext) -> int:
     try:
         if args.once:
             follower.poll()
+            follower.note_waiting_tails()
             if classifier is not None:
                 classifier.drain()
         else:

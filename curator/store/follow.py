@@ -38,6 +38,7 @@ from pathlib import Path
 from typing import Any, BinaryIO
 
 from curator.core.regular_file import NotRegularFile, open_regular
+from curator.core.wording import plural
 from curator.store.db import Store
 from curator.store.follow_files import head_of, identity, recent_copies, siblings, st_id
 from curator.store.follow_state import Position, load_position, save_position
@@ -193,6 +194,36 @@ class Follower:
             self._retire(gone)
         self._read_retired()
         return self.totals.imported - before
+
+    def note_waiting_tails(self) -> None:
+        """Note each followed file that ends in a line without its newline yet: a
+        follow reads it once it ends, but a single look (``--once``, from cron) leaves it
+        for the next run and says so; a file whose lines end in a bare carriage return
+        ends no line at all, and says why."""
+        for path in self._files():
+            position = load_position(self.store, path)
+            try:
+                handle = open_regular(path)
+            except (OSError, NotRegularFile):
+                continue  # said already by the look
+            with handle:
+                st = os.fstat(handle.fileno())
+                if position is None or st_id(st) != position.identity:
+                    continue
+                waiting = st.st_size - position.offset
+                handle.seek(position.offset)
+                bare_cr = b"\r" in handle.read(min(waiting, CHUNK_BYTES))
+            if waiting > 0:
+                why = (
+                    "; its lines end in a bare carriage return (\\r), which ends no line "
+                    "here: write \\n or \\r\\n line ends"
+                    if bare_cr
+                    else ""
+                )
+                self._note(
+                    f"{path}: {plural(waiting, 'byte')} after its last complete line wait "
+                    f"for a newline; not imported yet{why}"
+                )
 
     def _follow(self, path: str) -> None:
         try:

@@ -57,9 +57,26 @@ def test_once_imports_reports_bad_lines_and_exits_1(
     document = json.loads(out)
     assert (document["imported"], document["rejected"]) == (2, 1)
     assert f"{log}:2: expected a JSON object" in err and "Traceback" not in err
+    assert document["notes"] == [
+        f"{log}: 5 bytes after its last complete line wait for a newline; not imported yet"
+    ]
     append(log, line("half")[5:])
     assert main(["--db", str(db), "watch", "--once", str(log)]) == 0
-    assert capsys.readouterr().out.strip() == "1 imported, 0 already present, 0 rejected"
+    out, err = capsys.readouterr()
+    assert out.strip() == "1 imported, 0 already present, 0 rejected" and "wait" not in err
+
+
+def test_once_says_why_lines_ending_in_a_bare_carriage_return_are_not_read(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    log = tmp_path / "agent.jsonl"
+    log.write_bytes(line("a").replace(b"\n", b"\r") + line("b").replace(b"\n", b"\r"))
+    db = tmp_path / "db.sqlite"
+    assert main(["--db", str(db), "--create", "--json", "watch", "--once", str(log)]) == 0
+    out, err = capsys.readouterr()
+    [note] = json.loads(out)["notes"]
+    assert note.startswith(f"{log}: {log.stat().st_size} bytes after its last complete line")
+    assert "bare carriage return" in note and note in err
 
 
 @pytest.mark.parametrize("interval", ["0", "-1", "soon", "nan"])
