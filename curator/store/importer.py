@@ -127,6 +127,8 @@ class ParsedEpisode:
 
 _PARSED_FIELDS = tuple(f.name for f in fields(ParsedEpisode))
 _HASH = _PARSED_FIELDS.index("content_hash")
+_EXTERNAL_ID = _PARSED_FIELDS.index("external_id")
+_SOURCE = _PARSED_FIELDS.index("source")
 
 
 _AS_STORED = ("messages", "metadata")
@@ -538,6 +540,32 @@ _INSERT_HEAD = (
 _ROW_PLACES = "(" + ", ".join("?" * (len(_INSERTED) + 2)) + ")"
 
 
+def _stored_ids(hashes: Sequence[str]) -> dict[str, str | None]:
+    """The stored episodes among ``hashes``: content hash -> its external id."""
+    stored: dict[str, str | None] = {}
+    for start in range(0, len(hashes), _INSERT_CHUNK):
+        chunk = hashes[start : start + _INSERT_CHUNK]
+        query = Episode.select(Episode.content_hash, Episode.external_id).where(
+            Episode.content_hash.in_(chunk)
+        )
+        for content, external in query.tuples():
+            stored.setdefault(content, external)
+    return stored
+
+
+def _told_apart(row: tuple[Any, ...], first_ids: dict[str, str | None]) -> tuple[Any, ...]:
+    """``row`` under a hash of its own when the first episode of its content hash (stored,
+    or earlier in the same batch: ``first_ids`` is filled as it goes) has another id. Only
+    such a repeat changes identity, so every other episode keeps the one it was imported
+    with before, and the same file imported again derives the same identities."""
+    content, external = row[_HASH], row[_EXTERNAL_ID]
+    first = first_ids.setdefault(content, external)
+    if first is None or external is None or first == external:
+        return row
+    repeat = content_hash({"repeat_of": content, "id": external}, row[_SOURCE], None)
+    return (*row[:_HASH], repeat, *row[_HASH + 1 :])
+
+
 def _insert_episodes(packed: Sequence[tuple[Any, ...]], imported_at: datetime) -> None:
     """One multi-row INSERT of packed episodes (at most :data:`_INSERT_CHUNK`), each value
     converted by its model field exactly as the query builder converts it.
@@ -574,15 +602,20 @@ def write_parsed(
 ) -> tuple[int, int]:
     """Insert packed episodes (see :func:`_pack`) whose content hash is new: (imported,
     duplicates). Runs inside the caller's open ``store.write()`` transaction, so a caller
-    can commit other rows with them atomically (a followed log commits its position)."""
+    can commit other rows with them atomically (a followed log commits its position).
+
+    An episode whose content hash is already there (stored, or earlier in ``episodes``)
+    under another ``id`` is another record with the same words, source and time (two
+    events of a log, "ok" twice): it is told apart by a hash that also holds its id
+    (:func:`_told_apart`), not counted "already present" and lost. Without an id on
+    either side nothing tells them apart: a duplicate, as before."""
+    stored = _stored_ids([row[_HASH] for row in episodes])
+    first_ids = dict(stored)  # and the batch's own, as they come
+    episodes = [_told_apart(row, first_ids) for row in episodes]
+    told_apart = [row[_HASH] for row in episodes if row[_HASH] not in first_ids]
+    existing = set(stored) | set(_stored_ids(told_apart))
     seen: set[str] = set()
     fresh: list[tuple[Any, ...]] = []
-    hashes = [row[_HASH] for row in episodes]
-    existing: set[str] = set()
-    for start in range(0, len(hashes), _INSERT_CHUNK):
-        chunk = hashes[start : start + _INSERT_CHUNK]
-        query = Episode.select(Episode.content_hash).where(Episode.content_hash.in_(chunk))
-        existing.update(row.content_hash for row in query)
     duplicates = 0
     for row in episodes:
         if row[_HASH] in existing or row[_HASH] in seen:
