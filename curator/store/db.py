@@ -69,6 +69,8 @@ from curator.store.opening import (
     stat_or_none,
 )
 from curator.store.pg_connection import (
+    CannotConnect,
+    cannot_connect,
     in_transaction,
     postgres_database,
 )
@@ -76,7 +78,6 @@ from curator.store.pg_url import (
     check_postgres_url,
     display_url,
     is_postgres_url,
-    without_password,
 )
 
 __all__ = [
@@ -297,8 +298,9 @@ class Store:
             try:
                 self.db.connect(reuse_if_open=True)
             except DATABASE_ERRORS as exc:
-                reason = without_password(" ".join(str(exc).split()), url)
-                raise StoreError(f"cannot connect to {self.location}: {reason}") from exc
+                # a refusal of the URL by libpq is a driver error, not a connection's
+                why = str(exc) if isinstance(exc, CannotConnect) else cannot_connect(exc, url)
+                raise StoreError(why) from exc
             version = self.schema_version
             if version > LATEST_VERSION:
                 raise SchemaTooNewError(

@@ -22,6 +22,7 @@ from curator.store.pg_connection import (
     LOCK_NOT_AVAILABLE,
     READ_ONLY_TRANSACTION,
     CommitOutcomeUnknown,
+    ServerUnreachable,
     sqlstate,
 )
 
@@ -30,9 +31,9 @@ DATABASE_ERRORS = (peewee.DatabaseError, sqlite3.DatabaseError)
 
 
 DEFAULT_OUTCOME = "was not applied, nothing changed"
+"""What became of one transaction that failed."""
 STOPPED_OUTCOME = "stopped; its unfinished transaction was rolled back"
 """The outcome of a command a database error stopped part way (its earlier commits stay)."""
-"""What became of one transaction that failed."""
 
 
 def _chain(exc: BaseException) -> Iterator[BaseException]:
@@ -50,6 +51,12 @@ def _error_name(exc: BaseException) -> str:
     """SQLite's error name from anywhere in the chain."""
     names = (str(getattr(e, "sqlite_errorname", "")) for e in _chain(exc))
     return next((name for name in names if name), "")
+
+
+def server_unreachable(exc: BaseException) -> ServerUnreachable | None:
+    """The PostgreSQL server's absence in ``exc``'s chain (a connection that failed or was
+    lost), or None."""
+    return next((e for e in _chain(exc) if isinstance(e, ServerUnreachable)), None)
 
 
 def commit_outcome_unknown(exc: BaseException) -> CommitOutcomeUnknown | None:

@@ -34,7 +34,13 @@ from curator.store.pg_idle import (
     socket_events,
     socket_quiet,
 )
-from curator.store.pg_url import CONNECT_TIMEOUT_S, url_settings, whole_seconds
+from curator.store.pg_url import (
+    CONNECT_TIMEOUT_S,
+    display_url,
+    url_settings,
+    whole_seconds,
+    without_password,
+)
 
 ANSWER_MARGIN_S = 60.0
 """How long past its lock wait (the busy timeout) a statement may go unanswered before
@@ -168,7 +174,18 @@ class _QmarkCursor:
         return getattr(self._cursor, name)
 
 
-class ConnectionLost(peewee.OperationalError):
+class ServerUnreachable(peewee.OperationalError):
+    """The PostgreSQL server cannot be reached now: its message is one sentence for a
+    person (a window says it once, in its banner, and reads again when the server
+    answers: :mod:`curator.gui.window.server_banner`)."""
+
+
+class CannotConnect(ServerUnreachable):
+    """A new connection failed (the server is down, refuses, or the network is cut):
+    the sentence the store's first connection says, for every later one too."""
+
+
+class ConnectionLost(ServerUnreachable):
     """The server or the network ended the connection under a statement that could not
     be sent again (a write, or anything inside a transaction): one sentence, no retry."""
 
@@ -182,6 +199,12 @@ class CommitOutcomeUnknown(ConnectionLost):
 
 _REPEATABLE = regex(r"\s*(SELECT|SHOW|BEGIN|SET)\b", re.IGNORECASE, kept_in=TEXT_PATTERNS_FILE)
 """Statements sent again after a lost idle connection: they change nothing stored."""
+
+
+def cannot_connect(exc: BaseException, url: str) -> str:
+    """Why a connection to ``url`` failed, in one line without its password."""
+    reason = without_password(" ".join(str(exc).split()), url)
+    return f"cannot connect to {display_url(url)}: {reason}"
 
 
 def no_answer(waited: float) -> str:
@@ -301,7 +324,12 @@ def _postgres_class() -> type[peewee.PostgresqlDatabase]:
 
         def _connect(self) -> Any:
             kept = self.idle.take()
-            return kept if kept is not None else super()._connect()  # type: ignore[misc]  # untyped in peewee
+            if kept is not None:
+                return kept
+            try:
+                return super()._connect()  # type: ignore[misc]  # untyped in peewee
+            except psycopg.OperationalError as exc:  # not a statement's: nothing was sent
+                raise CannotConnect(cannot_connect(exc, self.database)) from exc
 
         def _close(self, conn: Any) -> None:
             if not (getattr(self._handing_back, "on", False) and self.idle.keep(conn)):

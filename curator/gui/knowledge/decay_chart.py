@@ -66,6 +66,10 @@ fills it (so that crossings are not blended twice): each mouse move over a selec
 _CUTOFF_COLOUR = (200, 60, 40)
 
 
+_EMPTY_SPAN_S = 30 * 86400.0
+"""How far either side of today an empty chart shows."""
+
+
 def _over(colour: tuple[int, int, int], opacity: float, background: QColor) -> QColor:
     """``colour`` at ``opacity`` over ``background``, as one opaque colour."""
     under = (background.red(), background.green(), background.blue())
@@ -206,6 +210,11 @@ class DecayChart(pg.PlotWidget):
         self.hover_text = ""
         """What the crosshair's label says (empty when the mouse is on no curve)."""
         self._apply_y_range()
+        # the present, before any pattern was read (or when none could be: the server
+        # away), not "today" on 1 January 1970
+        now = datetime.now(UTC)
+        self.set_today(now)
+        self.set_x_range(now.timestamp() - _EMPTY_SPAN_S, now.timestamp() + _EMPTY_SPAN_S)
         self._mouse = pg.SignalProxy(self.scene().sigMouseMoved, rateLimit=60, slot=self._proxied)
         self.getPlotItem().getViewBox().sigRangeChanged.connect(self._view_moved)
 

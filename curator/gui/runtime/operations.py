@@ -44,6 +44,7 @@ from PySide6.QtCore import QObject, Signal
 from curator.errors import CuratorError
 from curator.gui.runtime.job_runtime import sharing_with_gui
 from curator.store.db import Store
+from curator.store.db_errors import server_unreachable
 
 log = logging.getLogger("curator.gui.ops")
 
@@ -52,9 +53,13 @@ Failed = Callable[[str], None]
 
 
 def describe_failure(exc: BaseException) -> str:
-    """One line for the user: our own errors as written, anything else with its type."""
+    """One line for the user: our own errors as written, anything else with its type
+    (a server that cannot be reached is its sentence, not "OperationalError: ...")."""
     if isinstance(exc, CuratorError):
         return str(exc)
+    unreachable = server_unreachable(exc)
+    if unreachable is not None:
+        return str(unreachable)
     text = str(exc).strip().splitlines()
     return f"{type(exc).__name__}: {text[0]}" if text else type(exc).__name__
 
@@ -99,6 +104,8 @@ class _Job:
     """A write's: the store's change counter once it was done (see Store.change_counter)."""
     counter_before: int | None = None
     """A write's: the change counter as it began, before its own commits (unknown: None)."""
+    unreachable: bool = False
+    """It failed because the database server could not be reached."""
 
 
 class StoreOps(QObject):
@@ -113,6 +120,8 @@ class StoreOps(QObject):
     phased = Signal(str, str)  # label, the phase it is at (OpContext.phase)
     failed = Signal(str, str)  # label, message: for jobs without their own on_failed
     refused = Signal(str, str)  # the write refused, the write running: the user is told
+    server_lost = Signal(str)  # a job found the database server away: why, in one sentence
+    server_back = Signal()  # a job succeeded after that
     _delivered = Signal(int, object, object)  # token, result, error text (job thread -> GUI)
 
     def __init__(self, store: Store, parent: QObject | None = None) -> None:
@@ -125,6 +134,16 @@ class StoreOps(QObject):
         self._closed = False
         self.job_thread_ids: list[int] = []
         """Thread ident of every job (tests check none ran on the GUI thread)."""
+        self.server_problem: str | None = None
+        """Why the database server is away, from the last job that found it so (None:
+        the last job reached it)."""
+        self.hush_read_failures: Callable[[], contextlib.AbstractContextManager[object]] = (
+            contextlib.nullcontext
+        )
+        """Entered while a read that failed for want of the server is delivered: the
+        window's banner says that once (:mod:`curator.gui.window.server_banner`), so its
+        panes' dialogs are not opened. A write's failure is always said: its work was
+        not done."""
         self._delivered.connect(self._deliver)
 
     # -- state ----------------------------------------------------------------------------
@@ -250,6 +269,7 @@ class StoreOps(QObject):
         except Exception as exc:  # delivered to the GUI as one line, never raised into Qt
             log.info("operation %r failed", job.label, exc_info=True)
             error = self._file_gone() or describe_failure(exc)
+            job.unreachable = server_unreachable(exc) is not None
         finally:
             self.store.hand_back()  # this thread's own connection (kept for the next job)
         with contextlib.suppress(RuntimeError):
@@ -279,21 +299,35 @@ class StoreOps(QObject):
         stale = job.key is not None and self._latest.get(job.key) != token
         if job.key is not None and not stale:
             self._latest.pop(job.key, None)
-        if stale or self._closed:
+        if self._closed:
+            return
+        self._note_reachability(job, error)  # a stale result has reached the server too
+        if stale:
             return
         try:
             if error is None and job.key is None:
                 self.write_finished.emit(job.others_committed, job.counter, job.counter_before)
             if error is not None:
-                if job.on_failed is not None:
-                    job.on_failed(str(error))
-                else:
-                    self.failed.emit(job.label, str(error))
+                read = job.unreachable and job.key is not None
+                with self.hush_read_failures() if read else contextlib.nullcontext():
+                    if job.on_failed is not None:
+                        job.on_failed(str(error))
+                    else:
+                        self.failed.emit(job.label, str(error))
             elif job.on_done is not None:
                 job.on_done(result)
         except Exception as exc:  # a callback's bug is a message, not a dead window
             log.exception("the result of %r could not be shown", job.label)
             self.failed.emit(job.label, describe_failure(exc))
+
+    def _note_reachability(self, job: _Job, error: object) -> None:
+        """Say when the database server went away, and when a job reached it again."""
+        if job.unreachable:
+            self.server_problem = str(error)
+            self.server_lost.emit(self.server_problem)
+        elif error is None and self.server_problem is not None:
+            self.server_problem = None
+            self.server_back.emit()
 
     # -- tests and close ------------------------------------------------------------------
 

@@ -13,11 +13,12 @@ that was shown in ``Dialogs.shown`` and close it.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import sys
 import threading
 import traceback
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from logging.handlers import RotatingFileHandler
 from pathlib import Path
 from types import TracebackType
@@ -116,9 +117,24 @@ class Dialogs:
 
     def __init__(self) -> None:
         self.shown: list[QDialog] = []
+        self._quiet = 0
 
-    def _open(self, dialog: QDialog) -> QDialog:
+    @contextlib.contextmanager
+    def quiet(self) -> Iterator[None]:
+        """Messages asked for within are logged, not opened (a pane's read that failed
+        while the database server is away: the window's banner says that once)."""
+        self._quiet += 1
+        try:
+            yield
+        finally:
+            self._quiet -= 1
+
+    def _open(self, dialog: QDialog, *, message: bool = False) -> QDialog:
         dialog.setAttribute(Qt.WidgetAttribute.WA_DeleteOnClose)
+        if message and self._quiet:  # a question is always asked
+            log.info("not shown (said elsewhere): %s", dialog.windowTitle())
+            dialog.deleteLater()
+            return dialog
         self.shown.append(dialog)
         dialog.finished.connect(lambda _result, d=dialog: self._forget(d))
         dialog.open()
@@ -145,13 +161,13 @@ class Dialogs:
         box.setObjectName("messageBox")
         if details:
             box.setDetailedText(details)
-        return self._open(box)
+        return self._open(box, message=True)
 
     def warning(self, parent: QWidget | None, title: str, text: str, details: str = "") -> QDialog:
         return self.message(parent, title, text, icon=QMessageBox.Icon.Warning, details=details)
 
     def error(self, parent: QWidget | None, title: str, message: str, details: str = "") -> QDialog:
-        return self._open(ErrorDialog(title, message, details, parent))
+        return self._open(ErrorDialog(title, message, details, parent), message=True)
 
     def exception(self, parent: QWidget | None, exc: BaseException) -> QDialog:
         """A user-facing error (``CuratorError``: its sentence) or an unexpected one."""

@@ -23,6 +23,7 @@ from PySide6.QtWidgets import (
     QSplitter,
     QTabWidget,
     QToolBar,
+    QVBoxLayout,
     QWidget,
 )
 
@@ -39,6 +40,7 @@ from curator.gui.settings.settings_pane import SettingsPane
 from curator.gui.widgets.eliding import ElidingStatusBar
 from curator.gui.widgets.pane import Pane
 from curator.gui.window.auto_backup import AutoBackup
+from curator.gui.window.server_banner import ServerBanner
 from curator.gui.window.window_changes import OutsideChangesMixin
 from curator.gui.window.window_files import FileMenuMixin
 from curator.gui.window.window_fit import fit_window
@@ -134,7 +136,14 @@ class MainWindow(StatusBarMixin, FileMenuMixin, FollowMixin, OutsideChangesMixin
                 pane.classify_requested.connect(lambda: self.classify_action.trigger())
         self.tabs.currentChanged.connect(self._pane_shown)
         self.tabs.currentChanged.connect(lambda _i: QTimer.singleShot(0, self.focus_current_pane))
-        self.setCentralWidget(self.tabs)
+        self.server_banner = ServerBanner(services, self.refresh_all)
+        central = QWidget()
+        central_layout = QVBoxLayout(central)
+        central_layout.setContentsMargins(0, 0, 0, 0)
+        central_layout.setSpacing(0)
+        central_layout.addWidget(self.server_banner)
+        central_layout.addWidget(self.tabs, 1)
+        self.setCentralWidget(central)
         knowledge = self.pane("knowledgePane")
         assert isinstance(knowledge, KnowledgePane)
         self.provenance = ProvenanceNavigator(
