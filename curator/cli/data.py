@@ -119,6 +119,8 @@ def cmd_import(ctx: CommandContext) -> int:
     for report in reports:
         for error in report.errors:
             ctx.info(str(error))
+        for note in report.notes:
+            ctx.info(f"{report.file}: note: {note}")
         left_out = chat.skipped.get(report.file)
         if left_out:
             counts = ", ".join(f"{n} {kind}" for kind, n in sorted(left_out.items()))

@@ -31,14 +31,17 @@ import json
 import re
 import sys
 import time
+from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, fields
 from datetime import datetime
 from pathlib import Path
 from typing import Any, BinaryIO
 
+from curator.core.redact import one_line
 from curator.core.regular_file import file_identity
 from curator.core.textsafety import NAME_BREAKERS, control_name, visible
+from curator.core.wording import plural
 from curator.errors import CuratorError
 from curator.store.db import Store
 from curator.store.db_errors import DATABASE_ERRORS, STOPPED_OUTCOME, explain_database_error
@@ -101,6 +104,8 @@ class ImportReport:
     imported: int = 0
     duplicates: int = 0
     errors: list[LineError] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+    """What was read but not kept (keys no episode has), one sentence each."""
 
     def as_dict(self) -> dict[str, Any]:
         return {
@@ -110,6 +115,7 @@ class ImportReport:
             "duplicates": self.duplicates,
             "rejected": len(self.errors),
             "errors": [{"line": e.line, "reason": e.reason} for e in self.errors],
+            "notes": self.notes,
         }
 
 
@@ -123,9 +129,13 @@ class ParsedEpisode:
     source: str
     metadata: dict[str, Any]
     content_hash: str
+    unread: tuple[str, ...] = ()
+    """The record's keys no episode keeps (a ``created_at``, a ``tags``): said, not lost
+    without a word."""
 
 
-_PARSED_FIELDS = tuple(f.name for f in fields(ParsedEpisode))
+_PARSED_FIELDS = tuple(f.name for f in fields(ParsedEpisode) if f.name != "unread")
+"""The fields a packed episode holds (its unread keys are counted as it is read)."""
 _HASH = _PARSED_FIELDS.index("content_hash")
 _EXTERNAL_ID = _PARSED_FIELDS.index("external_id")
 _SOURCE = _PARSED_FIELDS.index("source")
@@ -275,6 +285,29 @@ def stored_size(text: str, messages: Sequence[Mapping[str, str]] | None = None) 
     return max(len(text), sum(sum(map(len, m.values())) for m in messages))
 
 
+EPISODE_KEYS = frozenset({"content", "text", "messages", "id", "timestamp", "source", "metadata"})
+"""The keys of an episode record; any other is read and left out (and said)."""
+_TIME_KEYS = frozenset({"created_at", "createdat", "created", "time", "ts", "date", "datetime"})
+"""Keys that usually hold a record's time (``timestamp`` is the one read)."""
+_NAMED_KEYS = 8
+"""How many left-out keys a note names."""
+
+
+def unread_note(counts: Mapping[str, int]) -> str:
+    """The note on keys no episode keeps: the commonest first, with their lines."""
+    ranked = sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))
+    named = ", ".join(
+        f"{one_line(key)[:40]} ({plural(n, 'line')})" for key, n in ranked[:_NAMED_KEYS]
+    )
+    more = len(ranked) - _NAMED_KEYS
+    note = f"keys no episode keeps were left out: {named}" + (
+        f" and {plural(more, 'other key')}" if more > 0 else ""
+    )
+    if any(key.casefold() in _TIME_KEYS for key in counts):
+        note += "; an episode's time is read from 'timestamp' only (without it: the import's)"
+    return note + "; keep other fields under 'metadata'"
+
+
 def episode_from_object(obj: Any, line: int, now: datetime) -> ParsedEpisode:
     """Validate one decoded JSON value as an episode (raises ``_BadLine``)."""
     if not isinstance(obj, dict):
@@ -337,6 +370,7 @@ def episode_from_object(obj: Any, line: int, now: datetime) -> ParsedEpisode:
         source=source.strip(),
         metadata=metadata,
         content_hash=content_hash(body, source.strip(), stamp_for_hash),
+        unread=tuple(key for key in obj if key not in EPISODE_KEYS),
     )
 
 
@@ -409,8 +443,9 @@ def _parse(
     progress: Progress | None = None,
     cancelled: Cancelled | None = None,
     chat: Any = None,
-) -> tuple[str, list[tuple[Any, ...]], list[LineError], int]:
-    """Read and validate one source: (its name, good episodes, line errors, lines read).
+) -> tuple[str, list[tuple[Any, ...]], list[LineError], int, list[str]]:
+    """Read and validate one source: (its name, good episodes, line errors, lines read,
+    notes).
 
     The good episodes are kept as plain tuples (``ParsedEpisode`` field order) until they
     are inserted: 60,000 dataclass instances held by an import in a window's background
@@ -431,6 +466,7 @@ def _parse(
         handle = _open_regular(path)
     episodes: list[tuple[Any, ...]] = []
     errors: list[LineError] = []
+    unread: Counter[str] = Counter()
     last_line = 0
     counted = items is None  # a chat export's episodes are known only once it is read
     with handle:
@@ -443,6 +479,7 @@ def _parse(
             if isinstance(item, LineError):
                 errors.append(item)
             else:
+                unread.update(item.unread)
                 episodes.append(_pack(item))
             last_line = max(last_line, item.line)
             if count % CANCEL_EVERY == 0:
@@ -454,7 +491,7 @@ def _parse(
             raise _Unreadable(REWRITTEN)
     if progress is not None:  # no total: "busy", rather than a bar full while reading
         progress(last_line, max(total, last_line) if counted else 0)
-    return name, episodes, errors, last_line
+    return name, episodes, errors, last_line, [unread_note(unread)] if unread else []
 
 
 def import_file(
@@ -478,14 +515,14 @@ def import_file(
     ``chat`` (a :class:`curator.chat_formats.ChatImport`) reads chat exports too.
     """
     try:
-        name, episodes, errors, last_line = _parse(path, stdin, progress, cancelled, chat)
+        name, episodes, errors, last_line, notes = _parse(path, stdin, progress, cancelled, chat)
     except _Unreadable as exc:
         reason = str(exc) + (PIPE_HINT if exc.pipe else "")  # this reader takes stdin
         return ImportReport(file=str(path), errors=[LineError(str(path), 0, reason)])
     except OSError as exc:  # a read failing half way (EIO, a vanished network share)
         reason = f"cannot read it ({exc.strerror or exc}); nothing of it was imported"
         return ImportReport(file=str(path), errors=[LineError(str(path), 0, reason)])
-    report = ImportReport(file=name, lines=last_line, errors=errors)
+    report = ImportReport(file=name, lines=last_line, errors=errors, notes=notes)
     with store.write():
         report.imported, report.duplicates = write_parsed(
             episodes, name=name, progress=progress, cancelled=cancelled
@@ -548,8 +585,8 @@ def _stored_ids(hashes: Sequence[str]) -> dict[str, str | None]:
         query = Episode.select(Episode.content_hash, Episode.external_id).where(
             Episode.content_hash.in_(chunk)
         )
-        for content, external in query.tuples():
-            stored.setdefault(content, external)
+        for row in query:
+            stored.setdefault(row.content_hash, row.external_id)
     return stored
 
 

@@ -218,7 +218,9 @@ def test_own_episodes_with_chat_like_keys_stay_episodes(
         path.write_text("".join(json.dumps(line) + "\n" for line in order), "utf-8")
         db = tmp_path / "c.sqlite"
         code, out, err = run(capsys, "--db", str(db), "--json", "import", str(path))
-        assert (code, err) == (0, "")
+        [note] = json.loads(out)["files"][0]["notes"]  # the keys read and left out, said
+        assert note.startswith("keys no episode keeps were left out: channel (1 line)")
+        assert (code, err) == (0, f"{path}: note: {note}\n")
         assert json.loads(out)["files"][0]["format"] == "jsonl"
 
 

@@ -34,7 +34,7 @@ def test_a_parsed_episode_of_a_short_row_holds_under_a_kilobyte(tmp_path: Path) 
     _short_rows(path, 3_000)
     tracemalloc.start()
     try:
-        _name, episodes, errors, _last = importer._parse(path, None, None, None, ChatImport())
+        _name, episodes, errors, _last, _ = importer._parse(path, None, None, None, ChatImport())
         held, _peak = tracemalloc.get_traced_memory()
     finally:
         tracemalloc.stop()

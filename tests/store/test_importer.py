@@ -285,3 +285,26 @@ def test_a_full_disk_stops_the_import_naming_the_files_it_kept(tmp_path: Path) -
             assert Episode.select().count() == 3
     finally:
         store.close()
+
+
+def test_keys_no_episode_keeps_are_said_not_dropped_without_a_word(tmp_path: Path) -> None:
+    """A ``created_at`` (the record's real time) and a ``tags`` were left out in silence;
+    the episode then carried the import's time."""
+    path = tmp_path / "log.jsonl"
+    lines = [
+        {"content": "deploy done", "created_at": "2020-01-01T00:00:00Z", "tags": ["prod"]},
+        {"content": "rollback", "tags": []},
+        {"content": "plain", "timestamp": "2024-01-01T00:00:00Z", "metadata": {"k": 1}},
+    ]
+    path.write_text("".join(json.dumps(line) + "\n" for line in lines), encoding="utf-8")
+    store = Store(tmp_path / "c.sqlite")
+    try:
+        report = import_file(store, path)
+        assert report.imported == 3 and report.as_dict()["notes"] == report.notes
+        [note] = report.notes
+        assert note.startswith("keys no episode keeps were left out: tags (2 lines), created_at")
+        assert "time is read from 'timestamp' only" in note
+        path.write_text(json.dumps(lines[2]) + "\n", encoding="utf-8")
+        assert import_file(store, path).notes == []  # only keys an episode keeps
+    finally:
+        store.close()

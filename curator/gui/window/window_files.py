@@ -96,7 +96,7 @@ class FileMenuMixin(_WindowBase):
         summary = (
             f"{report.imported:,} imported, {plural(report.duplicates, 'duplicate')}, "
             f"{len(report.errors):,} rejected from {path.name}."
-        )
+        ) + "".join(f" Note: {note}." for note in report.notes)
         self.show_message(summary)
         self._list_rejected("Import", summary, report.errors)
         self._pane_wrote(self.episodes_pane)
