@@ -169,8 +169,26 @@ class SqliteWatcher(ChangeWatcher):
             self._version = None  # a new connection's counter starts anew
 
 
+QUIET_CHECK_S = 15.0
+"""How long a listening connection may hear nothing before it is asked for the change
+counter: a connection whose server froze, or whose network went away without a word,
+hears nothing for ever (the window went deaf without saying so); a counter that moved
+meanwhile is a change missed, reported as one."""
+WATCH_ANSWER_S = 10.0
+"""How long the listening connection's own statements (``LISTEN``, the counter) may go
+unanswered before it is given up and made again."""
+
+
+def _answered(conn: Any) -> contextlib.AbstractContextManager[None]:
+    """A statement of the listening connection, given up after :data:`WATCH_ANSWER_S`."""
+    from curator.store.pg_connection import watching_for_an_answer
+
+    return watching_for_an_answer(conn, WATCH_ANSWER_S)
+
+
 class PostgresWatcher(ChangeWatcher):
-    """``LISTEN`` on a connection of its own; a wait blocks on its socket."""
+    """``LISTEN`` on a connection of its own; a wait blocks on its socket, and a quiet
+    connection is asked a round trip every :data:`QUIET_CHECK_S`."""
 
     counts_changes = True
 
@@ -178,6 +196,8 @@ class PostgresWatcher(ChangeWatcher):
         super().__init__()
         self._url = url
         self._conn: Any = None
+        self._checked = 0.0  # time.monotonic() of the last round trip
+        self._counter_seen: int | None = None
 
     def _connect(self) -> Any:
         from curator.store import pg_driver
@@ -191,7 +211,12 @@ class PostgresWatcher(ChangeWatcher):
             application_name=given.get("application_name") or "curator-watch",
             connect_timeout=whole_seconds(given.get("connect_timeout")) or CONNECT_TIMEOUT_S,
         )
-        conn.execute(f"LISTEN {CHANNEL}")
+        try:
+            with _answered(conn):
+                conn.execute(f"LISTEN {CHANNEL}")
+        except BaseException:
+            conn.close()
+            raise
         return conn
 
     def wait(self, timeout_s: float) -> Change | None:
@@ -211,11 +236,12 @@ class PostgresWatcher(ChangeWatcher):
         try:
             tables: set[str] = set()
             seen = False
-            for note in self._conn.notifies(timeout=timeout_s, stop_after=1):
+            quiet_for = max(0.0, self._checked + QUIET_CHECK_S - time.monotonic())
+            for note in self._conn.notifies(timeout=min(timeout_s, quiet_for), stop_after=1):
                 seen = True
                 tables |= Change.from_payload(note.payload).tables
             if not seen:
-                return None
+                return self._quiet_check()
             # the rest of a burst already on the socket comes as one change
             for note in self._conn.notifies(timeout=0.0):
                 tables |= Change.from_payload(note.payload).tables
@@ -225,18 +251,35 @@ class PostgresWatcher(ChangeWatcher):
             self._pause(min(RECONNECT_PAUSE_S, deadline - time.monotonic()))
             return None
 
+    def _quiet_check(self) -> Change | None:
+        """After :data:`QUIET_CHECK_S` without a word: a round trip. A counter that moved
+        is a change missed; no answer closes the connection (the next wait makes it again
+        and reports a change of unknown tables)."""
+        if time.monotonic() - self._checked < QUIET_CHECK_S:
+            return None
+        before = self._counter_seen
+        counter = self._counter()
+        if self._conn is None:  # no answer: given up
+            self._pause(RECONNECT_PAUSE_S)
+            return None
+        return Change(counter=counter) if counter != before else None
+
     def _counter(self) -> int | None:
         """The change counter as this connection reads it after the notifications
-        (autocommit: the latest committed value); None when the read fails (the next
-        wait finds the connection closed and opens it again)."""
+        (autocommit: the latest committed value); None when the read fails, and then the
+        connection is closed (the next wait opens it again)."""
+        self._checked = time.monotonic()
         try:
-            row = self._conn.execute(
-                'SELECT "value" FROM "setting" WHERE "key" = %s', (CHANGE_COUNTER_KEY,)
-            ).fetchone()
+            with _answered(self._conn):
+                row = self._conn.execute(
+                    'SELECT "value" FROM "setting" WHERE "key" = %s', (CHANGE_COUNTER_KEY,)
+                ).fetchone()
         except Exception:  # a dropped connection, a dropped table: unknown, look again
             log.debug("reading the change counter failed", exc_info=True)
+            self.close()
             return None
-        return counter_value(row)
+        self._counter_seen = counter_value(row)
+        return self._counter_seen
 
     def close(self) -> None:
         if self._conn is not None:

@@ -63,16 +63,17 @@ class _Deadlines:
 
     def __init__(self) -> None:
         self._cond = threading.Condition()
-        self._running: dict[int, tuple[float, Any]] = {}
-        self._given_up: set[int] = set()
+        self._running: dict[int, tuple[float, Any, float]] = {}
+        self._given_up: dict[int, float] = {}
+        """Connections whose last statement was given up, and how long it waited."""
         self._thread: threading.Thread | None = None
 
     @contextlib.contextmanager
     def watching(self, conn: Any, seconds: float) -> Iterator[None]:
         key = id(conn)
         with self._cond:
-            self._running[key] = (time.monotonic() + seconds, conn)
-            self._given_up.discard(key)
+            self._running[key] = (time.monotonic() + seconds, conn, seconds)
+            self._given_up.pop(key, None)
             if self._thread is None:
                 self._thread = threading.Thread(
                     target=self._watch, name="postgres-deadlines", daemon=True
@@ -89,6 +90,11 @@ class _Deadlines:
         with self._cond:
             return id(conn) in self._given_up
 
+    def waited(self, conn: Any) -> float | None:
+        """How long ``conn``'s last statement waited before it was given up (None: not)."""
+        with self._cond:
+            return self._given_up.get(id(conn))
+
     def _watch(self) -> None:
         # Four times a second, not woken per statement: a deadline is a minute or more away
         # when it is set, and a bulk write sends thousands of statements.
@@ -96,10 +102,10 @@ class _Deadlines:
             with self._cond:
                 self._cond.wait(0.25)
                 now = time.monotonic()
-                for key, (due, conn) in list(self._running.items()):
+                for key, (due, conn, seconds) in list(self._running.items()):
                     if now >= due:
                         del self._running[key]
-                        self._given_up.add(key)
+                        self._given_up[key] = seconds
                         _shut_down(conn)
 
 
@@ -116,6 +122,14 @@ def _shut_down(conn: Any) -> None:
 
 _DEADLINES = _Deadlines()
 
+
+def watching_for_an_answer(conn: Any, seconds: float) -> contextlib.AbstractContextManager[None]:
+    """A statement on a connection of psycopg's own (not the store's), given up when the
+    server has not answered it within ``seconds``: its socket is shut down, so psycopg
+    raises rather than waits for ever."""
+    return _DEADLINES.watching(conn, seconds)
+
+
 ANSWERED_ROWS = 1000
 """Rows of a bulk write sent, and answered, under one deadline."""
 
@@ -124,6 +138,11 @@ _SCHEMA_CHANGE = regex(
     re.IGNORECASE,
     kept_in=TEXT_PATTERNS_FILE,
 )
+SCHEMA_ANSWER_S = 900.0
+"""How long a change of the schema may go unanswered: a migration builds an index over
+every episode, which takes minutes on a large database and sends nothing meanwhile; a
+server silent for longer than this is taken for gone, as for any statement (before, a
+schema change had no deadline, and a frozen server held ``--create`` or a copy for ever)."""
 
 
 class _QmarkCursor:
@@ -140,11 +159,12 @@ class _QmarkCursor:
 
     def _answered(self, sql: str) -> contextlib.AbstractContextManager[None]:
         """The statement watched for an answer by its deadline (:class:`_Deadlines`); a
-        change of the schema is not (a migration builds an index over every episode, which
-        may take longer on a large database, and sends nothing meanwhile)."""
+        change of the schema by a longer one (:data:`SCHEMA_ANSWER_S`)."""
         seconds = getattr(self._database, "answer_deadline_s", None)
-        if seconds is None or _SCHEMA_CHANGE.match(sql):
+        if seconds is None:
             return contextlib.nullcontext()
+        if _SCHEMA_CHANGE.match(sql):
+            seconds = max(seconds, SCHEMA_ANSWER_S)
         return _DEADLINES.watching(self._cursor.connection, seconds)
 
     def executemany(self, sql: str, seq: Any) -> _QmarkCursor:
@@ -207,9 +227,14 @@ def cannot_connect(exc: BaseException, url: str) -> str:
     return f"cannot connect to {display_url(url)}: {reason}"
 
 
-def no_answer(waited: float) -> str:
+def no_answer(waited: float, *, schema: bool = False) -> str:
     """Why a connection or a server tool was given up (the deadline, and where it comes
     from); the caller says what became of its work."""
+    if schema:
+        return (
+            f"the PostgreSQL server sent no answer for {waited:g} s (the most a change of "
+            "the schema may take)"
+        )
     return (
         f"the PostgreSQL server sent no answer for {waited:g} s (its lock wait, "
         f"${BUSY_ENV}, plus {ANSWER_MARGIN_S:g} s)"
@@ -227,7 +252,9 @@ def _lost_message(
     else:
         done = "the transaction it was part of was not applied"
     if database is not None and database._given_up():
-        return f"{no_answer(database.answer_deadline_s)}, so the connection was given up: {done}"
+        waited = database._waited() or database.answer_deadline_s
+        said = no_answer(waited, schema=waited > database.answer_deadline_s)
+        return f"{said}, so the connection was given up: {done}"
     return f"the connection to the PostgreSQL server was lost ({reason}): {done}"
 
 
@@ -411,6 +438,11 @@ def _postgres_class() -> type[peewee.PostgresqlDatabase]:
             """Whether this thread's connection was given up for want of an answer."""
             conn = None if self.is_closed() else self._state.conn  # type: ignore[attr-defined]
             return conn is not None and _DEADLINES.given_up(conn)
+
+        def _waited(self) -> float | None:
+            """How long this thread's given-up statement waited (None: none was)."""
+            conn = None if self.is_closed() else self._state.conn  # type: ignore[attr-defined]
+            return None if conn is None else _DEADLINES.waited(conn)
 
         def _idle(self) -> bool:
             """Whether no transaction is open on the server (nothing would be lost)."""

@@ -18,6 +18,7 @@ from hypothesis import strategies as st
 
 from curator.store.changes import Change, ChangeWatcher
 from curator.store.db import Store
+from curator.store.engine import CHANGE_COUNTER_KEY
 from curator.store.models import ALL_MODELS, Episode, IdentityVersion, Setting, utcnow
 
 WITHIN_S = 1.0
@@ -235,3 +236,62 @@ def test_postgresql_watcher_comes_back_after_its_connection_is_cut(
         change = watcher.wait(WITHIN_S)
         assert change is not None and change.tables == {"episode"}
         assert change.counter == writer.change_counter()
+
+
+def test_postgresql_watcher_whose_server_stops_answering_is_given_up_and_made_again(
+    pg_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The watcher's backend is frozen (SIGSTOP: its TCP connection stays open, as behind
+    a proxy that forwards nothing). Before, the watcher heard nothing for ever and said
+    nothing: a window stopped refreshing. Now a quiet connection is asked the counter, an
+    unanswered question gives it up, and the next wait listens on a new connection and
+    reports the write made meanwhile."""
+    import os
+    import signal
+
+    from curator.store import changes
+
+    monkeypatch.setattr(changes, "QUIET_CHECK_S", 0.3)
+    monkeypatch.setattr(changes, "WATCH_ANSWER_S", 1.0)
+    with Store(pg_url) as writer, writer.changes() as watcher:
+        assert watcher.wait(0.05) == Change(counter=writer.change_counter())
+        frozen = int(watcher._conn.info.backend_pid)  # type: ignore[attr-defined]
+        os.kill(frozen, signal.SIGSTOP)
+        try:
+            add_episode(writer)  # its notification goes to the frozen backend
+            seen: list[Change] = []
+            for _ in range(100):
+                change = watcher.wait(0.1)
+                if change is not None:
+                    seen.append(change)
+                    break
+        finally:
+            os.kill(frozen, signal.SIGCONT)
+        assert seen == [Change(counter=writer.change_counter())]
+        assert int(watcher._conn.info.backend_pid) != frozen  # type: ignore[attr-defined]
+        add_episode(writer)
+        change = watcher.wait(WITHIN_S)
+        assert change is not None and change.tables == {"episode"}
+
+
+def test_postgresql_watcher_reports_a_counter_that_moved_unheard(
+    pg_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A commit whose notification never came (a server that lost it, a proxy that
+    dropped it) is found by the quiet round trip. Fault injection: the notification is
+    sent on a channel nobody listens to, so the counter moves unheard."""
+    import psycopg
+
+    from curator.store import changes
+
+    monkeypatch.setattr(changes, "QUIET_CHECK_S", 0.3)
+    with Store(pg_url) as writer, writer.changes() as watcher:
+        assert watcher.wait(0.05) == Change(counter=writer.change_counter())
+        assert watcher.wait(0.5) is None  # quiet, and the counter has not moved
+        with psycopg.connect(pg_url, autocommit=True) as unannounced:  # no NOTIFY
+            unannounced.execute(
+                "UPDATE setting SET value = %s WHERE key = %s",
+                (str(writer.change_counter() + 1), CHANGE_COUNTER_KEY),
+            )
+        seen = [c for c in (watcher.wait(0.2) for _ in range(10)) if c is not None]
+        assert seen[:1] == [Change(counter=writer.change_counter())]

@@ -121,3 +121,25 @@ def test_a_long_bulk_write_answered_steadily_is_not_given_up(
         assert store.execute("SELECT count(*) FROM setting WHERE key LIKE 'bulk%'") == [(60_000,)]
     finally:
         store.close()
+
+
+def test_a_change_of_the_schema_has_a_deadline_of_its_own(
+    store: Store, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A schema change had none: a frozen server held ``--create``, a migration or a
+    copy's schema for ever. It waits longer than a statement (an index over every
+    episode takes minutes), and is given up after that, saying which wait it was."""
+    monkeypatch.setattr(pg_connection, "SCHEMA_ANSWER_S", 2.5)
+
+    def change(freeze: Callable[[], None]) -> object:
+        with store.write():
+            freeze()
+            store.execute("CREATE TABLE frozen_out (x integer)")
+        return None
+
+    raised = _frozen(store, change)
+    assert isinstance(raised, ConnectionLost)
+    said = str(raised)
+    assert "sent no answer for 2.5 s (the most a change of the schema may take)" in said
+    assert "was not applied" in said
+    assert store.execute("SELECT to_regclass('frozen_out') IS NULL") == [(True,)]
