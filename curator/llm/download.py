@@ -12,8 +12,10 @@ of one model never share a ``.part``.
 
 Only when the file is complete is its SHA-256 computed (this function runs on a worker
 thread in the window, so hashing never blocks the GUI) and compared with the catalogue's;
-a mismatch deletes the file. A file that does not even start like a GGUF (an HTML error
-page, say) is refused too. Only then is ``.part`` renamed onto the final name, atomically,
+a mismatch deletes the file. An answer that does not even start like a GGUF (an HTML
+error page, an endless body of anything) is refused at its first bytes, before a byte of
+it is kept, and a body of unknown size stops before the disk's last
+:data:`ROOM_LEFT_BYTES`. Only then is ``.part`` renamed onto the final name, atomically,
 so the models folder never holds a half-written model under a real name.
 
 Without a published checksum (``sha256: null`` in the catalogue) the download is reported
@@ -49,7 +51,8 @@ from curator.llm.download_rules import (
     plan_answer,
 )
 from curator.llm.download_watch import Watchdog
-from curator.llm.model_file import read_gguf_info
+from curator.llm.http_client import http_client
+from curator.llm.model_file import GGUF_MAGIC, read_gguf_info
 from curator.llm.target_lock import TargetBusy, target_lock
 
 __all__ = [
@@ -171,7 +174,8 @@ class _Transfer:
         # backstop behind it (were it first, a stall would count as a dropped connection).
         backstop = max(limits.first_byte_s, limits.stall_window_s) + 5.0
         timeout = httpx.Timeout(backstop, connect=min(limits.first_byte_s, _CONNECT_S))
-        client = httpx.Client(
+        client = http_client(
+            DownloadError,
             timeout=timeout,
             follow_redirects=True,
             limits=httpx.Limits(max_keepalive_connections=0),  # one socket per request
@@ -279,11 +283,36 @@ class _Transfer:
             out = _open_part(self.part, append=bool(plan.start))
         except OSError as exc:
             raise _disk_error(exc, self.part) from exc
+        head = b""  # a body from the start must begin like a model before it is kept
+        room_checked = done
         with out:
             for chunk in response.iter_raw():
                 watch.received(len(chunk))
                 if self.cancel is not None and self.cancel.is_set():
                     break
+                if plan.start == 0 and len(head) < len(GGUF_MAGIC):
+                    head += chunk[: len(GGUF_MAGIC) - len(head)]
+                    if not GGUF_MAGIC.startswith(head):
+                        out.close()
+                        self._truncate(0)
+                        raise DownloadError(
+                            self._failed(
+                                f"the server sent something that is not a GGUF model (it "
+                                f"begins {head!r}); nothing was kept"
+                            )
+                        )
+                if plan.total is None and done - room_checked >= ROOM_EVERY_BYTES:
+                    room_checked = done  # a body of unknown size: never the last free bytes
+                    free = shutil.disk_usage(self.part.parent).free
+                    if free < ROOM_LEFT_BYTES:
+                        raise DownloadError(
+                            self._failed(
+                                f"the disk holding {self.part.parent} is nearly full "
+                                f"({_mb(free)} free) and the server did not say how large "
+                                f"the file is"
+                            )
+                            + f"; {done:,} bytes kept in {self.part.name}"
+                        )
                 if len(chunk) > limit - done:
                     out.close()
                     self._truncate(plan.start)
@@ -345,6 +374,11 @@ class _Transfer:
 
 
 _CONNECT_S = 10.0
+ROOM_EVERY_BYTES = 64 * 1024**2
+"""How often a body of unknown size looks at the free space it is written into."""
+ROOM_LEFT_BYTES = 512 * 1024**2
+"""The free space a body of unknown size never writes into: an endless answer stops
+there, not at the 64 GiB cap with the disk full."""
 _NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
 """Opening the ``.part`` never follows a link that appeared after the check (POSIX)."""
 

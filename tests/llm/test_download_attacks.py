@@ -243,6 +243,43 @@ def test_an_entry_without_a_size_is_capped_by_the_hard_cap(tmp_path: Path) -> No
     assert list(tmp_path.iterdir()) == []
 
 
+@pytest.mark.parametrize("body", [b" " * 4096, b"<!DOCTYPE html>", b"GGU!", b"G"])
+def test_an_answer_that_does_not_begin_like_a_model_is_refused_at_its_first_bytes(
+    tmp_path: Path, body: bytes
+) -> None:
+    """An entry without a size and a server sending an endless body of anything: before,
+    it was written until the 64 GiB cap (11.6 GB in a minute), a model check only at the
+    end. A body of one byte that could still begin a model is judged when it ends."""
+    endless = always(Reply(200, {}, body, garbage=0 if body == b"G" else 50_000_000))
+    with rogue(endless) as (url, _), pytest.raises(DownloadError) as info:
+        download_model(entry_for(url, body, size=None, sha=None), tmp_path)
+    said = str(info.value)
+    assert "\n" not in said and "GGUF" in said
+    if body != b"G":
+        assert "is not a GGUF model (it begins b" in said and "nothing was kept" in said
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_a_body_of_unknown_size_stops_before_the_last_free_space(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The free space is looked at as a body of unknown size is written; the floor is
+    set above what this disk has free, so the first look stops it (a real model's bytes:
+    what was written is kept, a true prefix, for a resume)."""
+    import shutil
+
+    from curator.llm import download
+
+    monkeypatch.setattr(download, "ROOM_EVERY_BYTES", 10_000)
+    monkeypatch.setattr(download, "ROOM_LEFT_BYTES", shutil.disk_usage(tmp_path).free * 2)
+    endless = always(Reply(200, {}, DATA, drip=4096))
+    with rogue(endless) as (url, _), pytest.raises(DownloadError, match="nearly full") as info:
+        download_model(entry_for(url, size=None, sha=None), tmp_path)
+    assert "\n" not in str(info.value) and "bytes kept in tiny.gguf.part" in str(info.value)
+    assert_nothing_corrupt(tmp_path)
+    assert (tmp_path / "tiny.gguf.part").stat().st_size >= 10_000
+
+
 @pytest.mark.parametrize(
     "headers",
     [
