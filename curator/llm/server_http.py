@@ -35,6 +35,7 @@ from curator.core.redact import one_line, redact
 from curator.core.secret_forms import remember_secret, scrubbed
 from curator.errors import CuratorError
 from curator.llm.backend import StopCheck
+from curator.llm.http_client import http_client
 
 SERVER_ENV = "CURATOR_SERVER"
 API_KEY_ENV = "CURATOR_API_KEY"
@@ -177,7 +178,8 @@ class Connection:
         """The model id (for the message of a 404 from /v1/completions)."""
         headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
         remember_secret(api_key)  # a server may echo it in any field a message quotes
-        self._client = httpx.Client(
+        self._client = http_client(
+            ServerError,
             base_url=url,
             headers=headers,
             timeout=httpx.Timeout(limits.answer_s, connect=limits.connect_s),
