@@ -226,6 +226,8 @@ def _load_server(ctx: CommandContext, server: Any) -> Any:
     settings = load_settings(ctx.store)
     n_ctx = getattr(args, "n_ctx", None) or settings.n_ctx
     backend = server.open(int(n_ctx))
+    for note in getattr(backend, "notes", ()):
+        ctx.info(f"curator: note: {note}")
     ctx.info(f"model: {backend.model} on {backend.offload}, n_ctx {backend.n_ctx}")
     return backend
 

@@ -63,6 +63,9 @@ from curator.llm.server_http import (
 __all__ = ["API_KEY_ENV", "SERVER_ENV", "HttpBackend", "ServerError", "ServerLimits", "public_url"]
 
 TOP_N = 20  # Ollama's and OpenAI's upper bound; llama.cpp servers accept more
+PROBE_S = 10.0
+"""The most an endpoint the server may not serve (``/props``, ``/api/version``,
+``/extras/tokenize``) is waited for while the server's kind is found out."""
 TRUNCATION_MARKER = "\n[...]\n"
 FORCED_TOP_N = 1000  # llama-cpp-python sorts the whole vocabulary anyway
 MAX_CONTEXT = 1 << 24  # no model has a context of more than 16 M tokens
@@ -111,6 +114,9 @@ class HttpBackend(GenerationBase):
         self._should_stop: StopCheck | None = None
         self.models: list[str] = []
         """Every model id the server listed at ``/v1/models`` (Settings offers them)."""
+        self.notes: list[str] = []
+        """What the detection of the server could not settle (a probe unanswered), one
+        sentence each: the command line prints them."""
         try:
             self._detect(model)
         except BaseException:
@@ -485,9 +491,9 @@ class HttpBackend(GenerationBase):
             self.kind = "ollama"
         else:
             try:
-                self._post("/extras/tokenize", {"input": "", "model": self.model})
-            except ServerError:
-                pass
+                self._post("/extras/tokenize", {"input": "", "model": self.model}, probe=True)
+            except ServerError as exc:
+                self._unanswered(exc)
             else:
                 self.kind = "llama_cpp.server"
                 self._tokenize_path = "/extras/tokenize"
@@ -512,11 +518,26 @@ class HttpBackend(GenerationBase):
         self._http.check(reply, path)
         return parse_object(reply.body, f"{self.url}{path}")
 
+    def _probe_s(self) -> float:
+        """How long a probe of an endpoint the server may not serve is waited for: a
+        server silent on each of them held a run three full deadlines (six minutes) with
+        nothing said, before it was scored as a server without a tokenizer."""
+        return min(self.limits.answer_s, PROBE_S)
+
+    def _unanswered(self, exc: ServerError) -> None:
+        """A probe that failed: a deadline is said (:attr:`notes`), a refusal is the
+        answer that the server has no such endpoint."""
+        if "did not answer" in str(exc):
+            self.notes.append(f"{exc}; read as not served, so the server's kind may be wrong")
+
     def _get_optional(self, path: str) -> Fields | None:
         """The answer to ``path``, or None when the server has no such endpoint."""
         try:
-            reply = self._http.request("GET", path, should_stop=self._should_stop)
-        except ServerError:
+            reply = self._http.request(
+                "GET", path, should_stop=self._should_stop, within_s=self._probe_s()
+            )
+        except ServerError as exc:
+            self._unanswered(exc)
             return None
         if reply.status != 200:
             return None
@@ -525,13 +546,20 @@ class HttpBackend(GenerationBase):
         except ServerError:
             return None
 
-    def _post(self, path: str, body: dict[str, Any], *, max_tokens: int = 1) -> Fields:
+    def _post(
+        self, path: str, body: dict[str, Any], *, max_tokens: int = 1, probe: bool = False
+    ) -> Fields:
         if "model" not in body and self.model:
             body = {**body, "model": self.model}
         if path == "/v1/completions":
             self._sent = str(body.get("prompt", ""))
         reply = self._http.request(
-            "POST", path, body, max_tokens=max_tokens, should_stop=self._should_stop
+            "POST",
+            path,
+            body,
+            max_tokens=max_tokens,
+            should_stop=self._should_stop,
+            within_s=self._probe_s() if probe else None,
         )
         self._http.check(reply, path)
         return parse_object(reply.body, f"{self.url}{path}")

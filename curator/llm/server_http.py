@@ -203,13 +203,17 @@ class Connection:
         *,
         max_tokens: int = 1,
         should_stop: StopCheck | None = None,
+        within_s: float | None = None,
     ) -> Reply:
-        """One request, retried on 429/503, answered in full within its deadline."""
-        deadline = time.monotonic() + self.limits.deadline_s(max_tokens)
+        """One request, retried on 429/503, answered in full within its deadline (or
+        ``within_s``: a probe that a server may not serve at all)."""
+        allowed = self.limits.deadline_s(max_tokens) if within_s is None else within_s
+        deadline = time.monotonic() + allowed
+        late = self._late(path, max_tokens) if within_s is None else self._late_by(path, within_s)
         delay = 0.5
         for attempt in range(self.retries + 1):
             reply: Reply = _wait_for(
-                self._fetcher(method, path, body, deadline), deadline, should_stop, self._late(path)
+                self._fetcher(method, path, body, deadline), deadline, should_stop, late
             )
             if reply.status in RETRY_STATUS and attempt < self.retries:
                 wait = retry_wait(reply.headers.get("retry-after"), delay)
@@ -305,9 +309,12 @@ class Connection:
     # -- internals ---------------------------------------------------------------------
 
     def _late(self, path: str, max_tokens: int = 1) -> str:
+        return self._late_by(path, self.limits.deadline_s(max_tokens))
+
+    def _late_by(self, path: str, seconds: float) -> str:
         return (
             f"the model server at {self.url} did not answer {self.url}{path} within "
-            f"{self.limits.deadline_s(max_tokens):g} s (the request's deadline)"
+            f"{seconds:g} s (the request's deadline)"
         )
 
     def _fetcher(self, method: str, path: str, body: Any, deadline: float) -> Callable[[], Reply]:

@@ -7,6 +7,7 @@ the CLI) that names the server's URL, and the field when a field was wrong.
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -303,3 +304,44 @@ def test_credentials_in_the_environments_server_url_are_refused_by_the_cli(
     err = capsys.readouterr().err
     assert err.startswith("curator: error: $CURATOR_SERVER must not contain a user name")
     assert "hunter2" not in err and len(err.strip().splitlines()) == 1
+
+
+def test_probes_a_server_does_not_answer_are_given_up_quickly_and_said(
+    server: HostileServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A server that lists its models but is silent on ``/props``, ``/api/version`` and
+    ``/extras/tokenize``: each probe waited the full answer deadline (three of them: six
+    minutes by default, with nothing said), then the run was scored as a server without a
+    tokenizer without a word. Now each probe has its own short wait, and a probe that got
+    no answer is a note (a refusal, such as a 404, is simply "not served")."""
+    import time
+
+    from curator.llm import http_backend
+
+    monkeypatch.setattr(http_backend, "PROBE_S", 0.4)
+    release = threading.Event()
+
+    def silent(handler: Any, _request: bytes) -> None:
+        release.wait(10)
+
+    paths = ["/props", "/api/version", "/extras/tokenize"]
+    server.reset({f"{'POST' if 'tokenize' in p else 'GET'} {p}": silent for p in paths})
+    started = time.monotonic()
+    try:
+        backend = HttpBackend(server.url, limits=ServerLimits(answer_s=30.0))
+    finally:
+        release.set()
+    assert time.monotonic() - started < 10  # three probes of 0.4 s, not three of 30 s
+    try:
+        assert backend.kind == "openai" and len(backend.notes) == 3
+        for note, path in zip(backend.notes, paths, strict=True):
+            assert f"did not answer {server.url}{path} within 0.4 s" in note
+            assert note.endswith("read as not served, so the server's kind may be wrong")
+    finally:
+        backend.close()
+    server.reset()  # refused (404): not served, nothing to say
+    quiet = HttpBackend(server.url)
+    try:
+        assert quiet.notes == []
+    finally:
+        quiet.close()
