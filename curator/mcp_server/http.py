@@ -53,6 +53,16 @@ its read deadline, and one on the standard library's parser (which has none) for
 record cut there is either committed or not at all (one transaction), and a retry of it
 changes nothing."""
 
+FIRST_BYTE_S = 5.0
+"""How long a new connection may stay silent before its first byte: a client sends its
+request as soon as it connects, and a thousand connections that send nothing held every
+file descriptor a default limit of 1,024 allows, failing the agent's calls for as long
+as :data:`REQUEST_READ_S`."""
+
+OPEN_FILES = 65536
+"""The soft limit on open files the server raises itself to (never past the hard one):
+each connection holds a descriptor, and the common default of 1,024 is soon taken."""
+
 REQUEST_READ_S = 30.0
 """The most a request may take to arrive, from its first byte (or from the connection's
 opening) to its last: a peer that sends a head or a body a byte at a time, or opens a
@@ -305,6 +315,7 @@ def serve_http(
     )
     if token is not None:
         app = BearerTokenGate(app, token)
+    raise_open_files_limit()
     sock = bind(host, port)
     bound_host, bound_port = sock.getsockname()[:2]
     shown = f"[{bound_host}]" if ":" in bound_host else bound_host
@@ -330,6 +341,22 @@ def serve_http(
             lambda: uvicorn.Server(config).serve(sockets=[sock]),
             backend_options=event_loop_options(),
         )
+
+
+def raise_open_files_limit(wanted: int = OPEN_FILES) -> int:
+    """Raise this process's soft limit on open files towards ``wanted`` (never past the
+    hard limit, never lower than it was); the limit now in force (-1: unknown, as on a
+    system without the limits)."""
+    try:
+        import resource
+    except ImportError:  # Windows: no such limit to raise
+        return -1
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    target = wanted if hard == resource.RLIM_INFINITY else min(wanted, hard)
+    if soft != resource.RLIM_INFINITY and soft < target:
+        with contextlib.suppress(ValueError, OSError):
+            resource.setrlimit(resource.RLIMIT_NOFILE, (target, hard))
+    return int(resource.getrlimit(resource.RLIMIT_NOFILE)[0])
 
 
 def event_loop_options() -> dict[str, bool]:
@@ -367,10 +394,11 @@ def http_protocol() -> Any:
         _in_head = True
         _refused = False
         _read_deadline: asyncio.TimerHandle | None = None
+        _deadline_s = REQUEST_READ_S
 
         def connection_made(self, transport: Any) -> None:
             super().connection_made(transport)
-            self._set_read_deadline()
+            self._set_read_deadline(FIRST_BYTE_S)  # its first byte resets it (a request's)
 
         def connection_lost(self, exc: Exception | None) -> None:
             self._lift_read_deadline()
@@ -411,9 +439,10 @@ def http_protocol() -> Any:
                 self._in_head = True
                 super().on_message_complete()
 
-        def _set_read_deadline(self) -> None:
+        def _set_read_deadline(self, seconds: float | None = None) -> None:
             self._lift_read_deadline()
-            self._read_deadline = self.loop.call_later(REQUEST_READ_S, self._read_too_slow)
+            self._deadline_s = REQUEST_READ_S if seconds is None else seconds
+            self._read_deadline = self.loop.call_later(self._deadline_s, self._read_too_slow)
 
         def _lift_read_deadline(self) -> None:
             if self._read_deadline is not None:
@@ -436,7 +465,7 @@ def http_protocol() -> Any:
                 return
             if self._in_head:  # nothing answered yet on this request: say why
                 self._refused = True
-                what = f"request not received within {REQUEST_READ_S:g} s"
+                what = f"request not received within {self._deadline_s:g} s"
                 self._answer_and_close(b"408 Request Timeout", what)
             else:  # the app has the request: it sees the peer go
                 self.transport.close()

@@ -140,6 +140,7 @@ def _after_a_pause(
     from curator.mcp_server import http
 
     monkeypatch.setattr(http, "REQUEST_READ_S", 0.05)
+    monkeypatch.setattr(http, "FIRST_BYTE_S", 0.05)
     return _drive([data] if data else [], pause)
 
 

@@ -30,10 +30,11 @@ def _serve(
     call_s: float = 0.0,
     keep_alive_s: float = 0.1,
     total_s: float = 0.6,
+    read_s: float = DEADLINE_S,
 ) -> FakeTransport:
     """Each ``(at, data)`` fed at ``at`` s (later while reading is paused) to a connection
     whose app echoes the body after ``call_s`` s; the transport after ``total_s`` s."""
-    monkeypatch.setattr(http, "REQUEST_READ_S", DEADLINE_S)
+    monkeypatch.setattr(http, "REQUEST_READ_S", read_s)
 
     async def app(scope: Any, receive: Any, send: Any) -> None:
         body = b""
@@ -110,3 +111,40 @@ def test_a_call_is_not_cut_by_a_pipelined_request_whose_body_the_server_has_not_
     assert transport.writes[1:2] == [b"one"], transport.writes
     assert transport.writes[3:4] == [b"two"], transport.writes
     assert b"408" not in transport.written
+
+
+def test_a_connection_that_sends_nothing_is_closed_after_its_first_byte_deadline(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A thousand such connections held every descriptor a default limit allows for the
+    whole request deadline (30 s), failing the agent's calls; now each goes after
+    :data:`http.FIRST_BYTE_S`, and a request that begins in time has the whole deadline."""
+    monkeypatch.setattr(http, "FIRST_BYTE_S", 0.05)
+    silent = _serve(monkeypatch, [], total_s=0.4, read_s=5.0)
+    assert silent.closed_by_server and b"408" in silent.written
+
+
+def test_a_request_begun_in_time_is_not_cut_by_the_first_byte_deadline(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(http, "FIRST_BYTE_S", 0.1)
+    feeds = [(0.02, _request(b"{}")[:10]), (0.3, _request(b"{}")[10:])]
+    transport = _serve(monkeypatch, feeds, total_s=0.5, read_s=5.0)
+    assert transport.written.startswith(b"HTTP/1.1 200") and b"408" not in transport.written
+
+
+def test_the_server_raises_its_own_limit_on_open_files() -> None:
+    """Checked in a child whose soft limit starts at 256 (a process cannot lower and
+    raise its own for a test without changing the test runner's)."""
+    import subprocess
+    import sys
+
+    code = (
+        "import resource; from curator.mcp_server.http import raise_open_files_limit as r\n"
+        "hard = resource.getrlimit(resource.RLIMIT_NOFILE)[1]\n"
+        "resource.setrlimit(resource.RLIMIT_NOFILE, (256, hard))\n"
+        "print(r(4096), hard)"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    got, hard = (int(v) for v in done.stdout.split())
+    assert got == min(4096, hard) and got > 256
