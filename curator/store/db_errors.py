@@ -22,6 +22,7 @@ from curator.store.pg_connection import (
     LOCK_NOT_AVAILABLE,
     READ_ONLY_TRANSACTION,
     CommitOutcomeUnknown,
+    ConnectionLost,
     ServerUnreachable,
     sqlstate,
 )
@@ -119,6 +120,9 @@ def explain_database_error(
         )
     if is_damage(exc):
         return StoreError(f"{path} is damaged ({exc}); the {what} {outcome}")
+    lost = next((e for e in _chain(exc) if isinstance(e, ConnectionLost)), None)
+    if lost is not None:  # its sentence says what became of the work: not said twice
+        return StoreError(f"the {what} failed: {lost}")
     # PostgreSQL adds CONTEXT and HINT lines to its message: the first one says it
     reason = (str(exc).strip().splitlines() or [""])[0]
     return StoreError(f"the {what} failed: {reason}; it {outcome}")
