@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import io
 import json
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 from unittest import mock
@@ -32,6 +32,19 @@ def _write(path: Path, tag: str) -> None:
     )
 
 
+def _reading_then(action: Callable[[], None]) -> Callable[[io.BufferedReader, str], Iterator[Any]]:
+    """The importer's reader, with ``action`` done after the file's first line was read."""
+    read = importer.read_episodes
+
+    def reader(handle: io.BufferedReader, name: str) -> Iterator[Any]:
+        for number, item in enumerate(read(handle, name)):
+            if number == 1:
+                action()
+            yield item
+
+    return reader
+
+
 def _texts(store: Store) -> list[str]:
     return [e.text for e in Episode.select(Episode.text).order_by(Episode.id)]
 
@@ -42,24 +55,20 @@ def test_a_file_written_to_while_it_is_read_imports_nothing(tmp_path: Path, chan
     was read."""
     path = tmp_path / "log.jsonl"
     _write(path, "old")
-    read = importer.read_episodes
 
-    def then_written_to(handle: io.BufferedReader, name: str) -> Iterator[Any]:
-        for number, item in enumerate(read(handle, name)):
-            if number == 1:
-                if change == "rewrite":
-                    _write(path, "new")
-                elif change == "append":
-                    with path.open("a", encoding="utf-8") as out:
-                        out.write(json.dumps({"text": "late"}) + "\n")
-                else:
-                    with path.open("r+b") as out:
-                        out.truncate(200)
-            yield item
+    def written_to() -> None:
+        if change == "rewrite":
+            _write(path, "new")
+        elif change == "append":
+            with path.open("a", encoding="utf-8") as out:
+                out.write(json.dumps({"text": "late"}) + "\n")
+        else:
+            with path.open("r+b") as out:
+                out.truncate(200)
 
     store = Store(tmp_path / "c.sqlite")
     try:
-        with mock.patch.object(importer, "read_episodes", then_written_to):
+        with mock.patch.object(importer, "read_episodes", _reading_then(written_to)):
             report = importer.import_file(store, path)
         assert report.imported == 0
         [error] = report.errors
@@ -73,18 +82,14 @@ def test_a_file_written_to_while_it_is_read_imports_nothing(tmp_path: Path, chan
 def test_a_file_replaced_by_a_rename_is_imported_as_it_was_opened(tmp_path: Path) -> None:
     path = tmp_path / "log.jsonl"
     _write(path, "old")
-    read = importer.read_episodes
 
-    def then_replaced(handle: io.BufferedReader, name: str) -> Iterator[Any]:
-        for number, item in enumerate(read(handle, name)):
-            if number == 1:
-                _write(tmp_path / "next.jsonl", "new")
-                (tmp_path / "next.jsonl").replace(path)
-            yield item
+    def replaced() -> None:
+        _write(tmp_path / "next.jsonl", "new")
+        (tmp_path / "next.jsonl").replace(path)
 
     store = Store(tmp_path / "c.sqlite")
     try:
-        with mock.patch.object(importer, "read_episodes", then_replaced):
+        with mock.patch.object(importer, "read_episodes", _reading_then(replaced)):
             report = importer.import_file(store, path)
         assert report.imported == LINES and not report.errors
         assert _texts(store) == [f"old line {i}" for i in range(LINES)]
