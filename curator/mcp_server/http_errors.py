@@ -15,6 +15,7 @@ the SDK logged each as one with a traceback on stderr (``ClientDisconnect``);
 
 from __future__ import annotations
 
+import asyncio
 import json
 import logging
 from typing import Any
@@ -114,16 +115,22 @@ class _DepartedClients(logging.Filter):
 
 
 def quiet_departed_clients() -> None:
-    """Keep the tracebacks for clients that hung up mid-request off every handler of the
+    """Keep the tracebacks for clients that hung up mid-request, and for a call cut at
+    shutdown (a peer still sending its body when SIGTERM's grace ran out: uvicorn's own
+    line says it, "Cancel 1 running task(s), timeout graceful shutdown exceeded", and a
+    record cut there was committed whole or not at all) off every handler of the
     root logger (where the SDK's ``configure_logging`` puts its own) and of uvicorn's (its
     own handler writes "Exception in ASGI application" when the exception leaves the
     application: the modern protocol's requests read their body there). Called once
     uvicorn's ``Config`` has set up its logging, whose handlers it replaces."""
+    kinds: tuple[type[BaseException], ...] = (asyncio.CancelledError,)
     try:
         from starlette.requests import ClientDisconnect
-    except ImportError:  # a later starlette: nothing known to quiet
-        return
+    except ImportError:  # a later starlette: its own name for it unknown
+        pass
+    else:
+        kinds += (ClientDisconnect,)
     for name in ("", "uvicorn", "uvicorn.error"):
         for handler in logging.getLogger(name).handlers:
             if not any(isinstance(f, _DepartedClients) for f in handler.filters):
-                handler.addFilter(_DepartedClients((ClientDisconnect,)))
+                handler.addFilter(_DepartedClients(kinds))

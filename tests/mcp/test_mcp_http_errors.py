@@ -182,3 +182,25 @@ def test_a_client_gone_mid_request_leaves_no_traceback(http_server: Start, proto
     server.process.terminate()
     _, stderr = server.process.communicate(timeout=30)
     assert "Traceback" not in stderr and "ClientDisconnect" not in stderr, stderr[-2000:]
+
+
+def test_a_call_cut_at_shutdown_is_one_line_not_a_traceback(http_server: Start) -> None:
+    """SIGTERM while a peer is still sending a body: the call is cut when the shutdown's
+    grace runs out, and uvicorn wrote its CancelledError's traceback (30 lines) after its
+    own one-line account."""
+    server = http_server()
+    assert httpx.post(server.url, content=b"[]", headers=HEADERS, timeout=30).status_code == 400
+    host, port = server.url.split("//")[1].split("/")[0].rsplit(":", 1)
+    head = (
+        f"POST /mcp HTTP/1.1\r\nHost: {host}:{port}\r\n"
+        "Accept: application/json, text/event-stream\r\nContent-Type: application/json\r\n"
+        "Mcp-Protocol-Version: 2026-07-28\r\nMcp-Method: tools/call\r\n"
+        "Mcp-Name: record_episode\r\nContent-Length: 1000\r\n\r\n"
+    ).encode()  # the modern protocol's: its body is read in the application
+    with socket.create_connection((host, int(port))) as peer:
+        peer.sendall(head + b'{"jsonrpc": "2.0", ')
+        time.sleep(0.3)  # the server is reading the body
+        server.process.terminate()
+        _, stderr = server.process.communicate(timeout=60)
+    assert "graceful shutdown exceeded" in stderr  # the cut is said, once
+    assert "Traceback" not in stderr and "CancelledError" not in stderr, stderr[-2000:]
