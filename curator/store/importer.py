@@ -387,8 +387,17 @@ _WIDE_MARKS = (
 
 def _wide_encoding(head: bytes) -> str | None:
     """UTF-16 or UTF-32 when the file starts with its byte order mark (as an editor or a
-    spreadsheet saves "Unicode" text), else None."""
-    return next((name for mark, name in _WIDE_MARKS if head.startswith(mark)), None)
+    spreadsheet saves "Unicode" text), or UTF-16 without one when every other byte of its
+    start is a NUL (a JSON file's ASCII, as UTF-16 writes it), else None: each line was an
+    error of its own ("Expecting property name"), none saying why."""
+    marked = next((name for mark, name in _WIDE_MARKS if head.startswith(mark)), None)
+    if marked is not None:
+        return marked
+    if len(head) >= 8 and b"\x00\x00" not in head:
+        for half in (head[0::2], head[1::2]):
+            if half.count(0) == len(half):
+                return "UTF-16 (without a byte order mark)"
+    return None
 
 
 def read_episodes(handle: BinaryIO, name: str) -> Iterator[ParsedEpisode | LineError]:

@@ -308,3 +308,20 @@ def test_keys_no_episode_keeps_are_said_not_dropped_without_a_word(tmp_path: Pat
         assert import_file(store, path).notes == []  # only keys an episode keeps
     finally:
         store.close()
+
+
+@pytest.mark.parametrize("codec", ["utf-16", "utf-16-le", "utf-16-be", "utf-32"])
+def test_a_file_in_a_wide_encoding_is_one_error_that_says_so(tmp_path: Path, codec: str) -> None:
+    """With a byte order mark or without one (UTF-16 without it was an error per line,
+    "Expecting property name", none saying why)."""
+    path = tmp_path / "log.jsonl"
+    path.write_bytes('{"content": "a"}\n{"content": "b é"}\n'.encode(codec))
+    store = Store(tmp_path / "c.sqlite")
+    try:
+        report = import_file(store, path)
+        [error] = report.errors
+        assert (report.imported, error.line) == (0, 1)
+        assert error.reason.startswith(f"the file is in {codec[:6].upper()}")
+        assert error.reason.endswith("not UTF-8; save it as UTF-8")
+    finally:
+        store.close()
