@@ -34,6 +34,12 @@ SECRET = "Zq7SecretValue91"
         ["stats", f"--client-secret={SECRET}"],
         ["stats", f"postgresql://alice:{SECRET}@127.0.0.1:5432/db"],
         ["export", "--format", f"postgresql://alice:{SECRET}@h/db"],
+        ["--api-key", SECRET, "classify"],  # taken for the command: "invalid choice"
+        ["--password", SECRET, "stats"],
+        ["stats", "--openai-key", SECRET],
+        ["stats", "--llm-token", SECRET],
+        ["stats", "--pass-word", SECRET],
+        ["stats", "--format", "sk-proj-Zq7SecretValue91abcdefgh"],  # a key by its shape
     ],
 )
 def test_a_usage_error_never_quotes_a_secret(
@@ -71,6 +77,8 @@ def test_the_word_after_any_secret_option_is_masked_whole(
 def test_words_of_no_secret_stay_as_they_were() -> None:
     words = ["--format", "json", "--limit", "5", "extra", "--token-file", "/tmp/t"]
     assert redact_arguments(words) == words
+    # an option after a secret option is an option, and the person must see it named
+    assert redact_arguments(["--token", "--bogus"]) == ["--token", "--bogus"]
 
 
 def test_a_password_tail_in_the_environment_url_is_refused_not_quoted(tmp_path: Path) -> None:

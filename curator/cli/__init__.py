@@ -31,7 +31,7 @@ import importlib
 import os
 import sys
 from collections.abc import Collection, Sequence
-from typing import TYPE_CHECKING, Any, NamedTuple, NoReturn
+from typing import TYPE_CHECKING, Any, ClassVar, NamedTuple, NoReturn
 
 from curator import __version__
 from curator.core import kept_code
@@ -119,6 +119,9 @@ class _Parser(argparse.ArgumentParser):
     """
 
     json_output = False
+    secret_words: ClassVar[list[str]] = []
+    """The command line's secret option values (:func:`curator.core.redact.secret_arguments`),
+    masked in any usage error that quotes one."""
     verbs: _Verbs | None = None
     """The top parser's verbs (set by :func:`build_parser`)."""
 
@@ -146,10 +149,10 @@ class _Parser(argparse.ArgumentParser):
 
     def error(self, message: str) -> NoReturn:
         # argparse quotes a word it could not take ("invalid choice: '...'"), which may
-        # be a password or a key
-        from curator.core.redact import redact
+        # be a password or a key, a secret option's value taken for the command included
+        from curator.core.redact import mask_words, redact
 
-        text = redact(" ".join(f"{message} (see --help)".split()))
+        text = redact(mask_words(" ".join(f"{message} (see --help)".split()), self.secret_words))
         with contextlib.suppress(OSError, ValueError):
             sys.stderr.write(f"{self.prog}: error: {text}\n")
             sys.stderr.flush()
@@ -369,6 +372,9 @@ def define_verbs(parser: _Parser, module_name: str) -> None:
 
 def _parse(arguments: list[str]) -> argparse.Namespace:
     """Parse in two steps: find the verb with stand-ins, then parse with its module."""
+    from curator.core.redact import secret_arguments
+
+    _Parser.secret_words = secret_arguments(arguments)  # masked in any usage error
     parser = build_parser(modules=())
     args, _ = parser.parse_known_args(arguments)
     if args.command is not None:

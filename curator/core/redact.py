@@ -145,12 +145,21 @@ def _masked_parameter(m: re.Match[str]) -> str:
     return f"{before}{name}{m['eq']}{MASK}{rest}"
 
 
+_KEY_SHAPES = re.compile(
+    r"(?<![A-Za-z0-9_\-])(?:sk-(?:proj-|ant-|live-|test-)?[A-Za-z0-9_\-]{20,}"
+    r"|gh[pousr]_[A-Za-z0-9]{30,}|github_pat_[A-Za-z0-9_]{40,}|xox[abposr]-[A-Za-z0-9\-]{10,}"
+    r"|hf_[A-Za-z0-9]{30,}|AKIA[0-9A-Z]{16})(?![A-Za-z0-9_\-])"
+)
+"""Keys whose own shape says what they are, wherever they stand (an OpenAI or Anthropic
+``sk-...``, GitHub, Slack, Hugging Face and AWS keys): a name is not always there."""
+
+
 def redact(text: str) -> str:
-    """``text`` with remembered secrets, URL credentials, authorization values and
-    secret parameters masked."""
+    """``text`` with remembered secrets, URL credentials, authorization values, secret
+    parameters and keys of a known shape masked."""
     if not text:
         return text
-    text = mask_secrets(text)
+    text = _KEY_SHAPES.sub(MASK, mask_secrets(text))
     userinfo, auth_header, parameter = _patterns()
     text = userinfo.sub(_masked_userinfo, text)
     text = auth_header.sub(
@@ -160,17 +169,57 @@ def redact(text: str) -> str:
     return parameter.sub(_masked_parameter, text)
 
 
+_OPTION_SECRET_LAST = frozenset(
+    {"key", "token", "secret", "password", "pass", "pwd", "passwd", "passphrase", "credential"}
+)
+"""An option whose name ends in one of these takes a secret (``--openai-key``,
+``--llm-token``): on a command line the name is all there is to go by."""
+
+
+def _secret_option(word: str) -> bool:
+    """Whether ``word`` is an option (``--name``, no ``=value``) whose value is a secret."""
+    if not word.startswith("-") or "=" in word:
+        return False
+    parts = _name_parts(word)
+    joined = "".join(parts)
+    return bool(parts) and (
+        _secret_name(word, True)
+        or parts[-1] in _OPTION_SECRET_LAST
+        or any(w in joined for w in _SECRET_WORDS)
+    )
+
+
+def secret_arguments(words: Sequence[str]) -> list[str]:
+    """The words of a command line that are a secret option's value (``--api-key KEY``):
+    a message quoting one of them anywhere (argparse's "invalid choice: 'KEY'", when the
+    option stood before the command) masks it (:func:`redact_arguments`). A word that is
+    itself a long option (``--token --bogus``) is taken for one, not for a value."""
+    return [
+        word
+        for previous, word in zip(["", *words], words, strict=False)
+        if _secret_option(previous) and not word.startswith("--")
+    ]
+
+
 def redact_arguments(words: Sequence[str]) -> list[str]:
     """Command-line words as a message may quote them (argparse's "unrecognized arguments:
     ..."): each :func:`redact`-ed, and the word after a secret option (``--api-key KEY``,
     ``--password hunter2``) masked whole, blanks in it or not."""
+    secrets = secret_arguments(words)
     shown: list[str] = []
-    previous = ""
-    for word in words:
-        option = previous.startswith("-") and "=" not in previous
-        shown.append(MASK if option and _secret_name(previous, True) else redact(word))
-        previous = word
+    for previous, word in zip(["", *words], words, strict=False):
+        secret = _secret_option(previous) and word in secrets
+        shown.append(MASK if secret else redact(word))
     return shown
+
+
+def mask_words(text: str, words: Sequence[str]) -> str:
+    """``text`` with each of ``words`` masked where it stands whole (quoted, or between
+    blanks), the longest first."""
+    for word in sorted(set(words), key=len, reverse=True):
+        if word:
+            text = re.sub(r"(?<![^\s'\"=])" + re.escape(word) + r"(?![^\s'\",)])", MASK, text)
+    return text
 
 
 def has_url_credentials(url: str) -> bool:

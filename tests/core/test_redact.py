@@ -282,3 +282,25 @@ def test_streamed_text_shows_exactly_the_whole_text_masked_and_never_a_key(
 
 def test_a_quoted_secret_left_open_is_masked_to_the_line_end() -> None:
     assert redact('password="Vx7Q and more\nnext line') == "password=***\nnext line"
+
+
+@pytest.mark.parametrize(
+    "key",
+    [
+        "sk-proj-Ab3dEf6hIj9kLm2nOp5qRs8t",
+        "sk-ant-api03-Ab3dEf6hIj9kLm2nOp5qRs8t",
+        "ghp_Ab3dEf6hIj9kLm2nOp5qRs8tUv1wXy4zAb",
+        "hf_Ab3dEf6hIj9kLm2nOp5qRs8tUv1wXy4zAb",
+        "AKIAABCDEFGHIJKLMNOP",
+        "xoxb-1234567890-abcdef",
+    ],
+)
+def test_a_key_of_a_known_shape_is_masked_wherever_it_stands(key: str) -> None:
+    """No name says it is a secret ("invalid choice: 'sk-...'", "model sk-... not found")."""
+    for text in (key, f"invalid choice: '{key}'", f"model {key} not found", f"({key})"):
+        assert key not in redact(text) and MASK in redact(text)
+
+
+def test_words_like_key_shapes_stay() -> None:
+    for text in ("sk-learn", "risk-free-rate-of-return", "the ask-for-help channel", "hf_small"):
+        assert redact(text) == text
