@@ -9,11 +9,13 @@ sessions are ended (the session's other databases are untouched).
 
 from __future__ import annotations
 
+from pathlib import Path
 from urllib.parse import urlsplit
 
 import pytest
 from pg_server import PostgresServer
 
+from curator.gui.knowledge.knowledge_export import export_to
 from curator.gui.widgets.errors import ErrorDialog
 from curator.gui.window.main_window import MainWindow
 
@@ -37,7 +39,7 @@ def _errors(window: MainWindow) -> list[ErrorDialog]:
 
 
 def test_an_unreachable_server_is_one_banner_and_the_panes_are_read_again_when_it_is_back(
-    qtbot, main_window: MainWindow, pg_server: PostgresServer, pg_url: str
+    qtbot, main_window: MainWindow, pg_server: PostgresServer, pg_url: str, tmp_path: Path
 ) -> None:
     window, ops = main_window, main_window.services.ops
     banner = window.server_banner
@@ -58,6 +60,15 @@ def test_an_unreachable_server_is_one_banner_and_the_panes_are_read_again_when_i
         [dialog] = _errors(window)
         assert "cannot connect to" in dialog.message and "OperationalError" not in dialog.message
         dialog.close()
+        # and so is an export the person asked for, though it is a read
+        services = window.services
+        services.dialogs.save_file_name = lambda *_args: str(tmp_path / "k.md")
+        assert export_to(services, window, window.show_message, "markdown")
+        qtbot.waitUntil(lambda: bool(_errors(window)), timeout=30_000)
+        [dialog] = _errors(window)
+        assert dialog.windowTitle() == "Export knowledge" and "cannot connect to" in dialog.message
+        dialog.close()
+        assert not (tmp_path / "k.md").exists()
     finally:
         _reachable(pg_server, pg_url, allowed=True)
     qtbot.waitUntil(lambda: not banner.away, timeout=30_000)  # its next try finds it

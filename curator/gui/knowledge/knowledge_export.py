@@ -247,5 +247,6 @@ def export_to(
         work,
         lambda made: show_message(describe_export(made, target)),
         failed,
+        asked=True,  # its failure is a dialog even while the server is away
     )
     return True

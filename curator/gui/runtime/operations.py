@@ -106,6 +106,8 @@ class _Job:
     """A write's: the change counter as it began, before its own commits (unknown: None)."""
     unreachable: bool = False
     """It failed because the database server could not be reached."""
+    asked: bool = False
+    """A read a person asked for (:meth:`StoreOps.query`'s ``asked``)."""
 
 
 class StoreOps(QObject):
@@ -194,11 +196,18 @@ class StoreOps(QObject):
         fn: Callable[[OpContext], Any],
         on_done: Done | None = None,
         on_failed: Failed | None = None,
+        *,
+        asked: bool = False,
     ) -> int:
-        """Start a read; only the newest request per ``key`` is delivered. Returns its token."""
+        """Start a read; only the newest request per ``key`` is delivered. Returns its token.
+
+        ``asked``: a person's own action (an export to a file), not a pane's read: its
+        failure is said even while the database server is away (see
+        :attr:`hush_read_failures`)."""
         if self._closed:
             return 0
         job = self._start(key, fn, on_done, on_failed, key=key)
+        job.asked = asked
         self._latest[key] = job.token
         return job.token
 
@@ -308,7 +317,7 @@ class StoreOps(QObject):
             if error is None and job.key is None:
                 self.write_finished.emit(job.others_committed, job.counter, job.counter_before)
             if error is not None:
-                read = job.unreachable and job.key is not None
+                read = job.unreachable and job.key is not None and not job.asked
                 with self.hush_read_failures() if read else contextlib.nullcontext():
                     if job.on_failed is not None:
                         job.on_failed(str(error))
