@@ -287,7 +287,9 @@ def stored_size(text: str, messages: Sequence[Mapping[str, str]] | None = None) 
 
 EPISODE_KEYS = frozenset({"content", "text", "messages", "id", "timestamp", "source", "metadata"})
 """The keys of an episode record; any other is read and left out (and said)."""
-_TIME_KEYS = frozenset({"created_at", "createdat", "created", "time", "ts", "date", "datetime"})
+_TIME_KEYS = frozenset(
+    {"timestamp", "created_at", "createdat", "created", "time", "ts", "date", "datetime"}
+)
 """Keys that usually hold a record's time (``timestamp`` is the one read)."""
 _NAMED_KEYS = 8
 """How many left-out keys a note names."""
@@ -297,7 +299,8 @@ def unread_note(counts: Mapping[str, int]) -> str:
     """The note on keys no episode keeps: the commonest first, with their lines."""
     ranked = sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))
     named = ", ".join(
-        f"{one_line(key)[:40]} ({plural(n, 'line')})" for key, n in ranked[:_NAMED_KEYS]
+        f"{one_line(key)[:40] or repr(key)} ({plural(n, 'record')})"
+        for key, n in ranked[:_NAMED_KEYS]
     )
     more = len(ranked) - _NAMED_KEYS
     note = f"keys no episode keeps were left out: {named}" + (
@@ -600,13 +603,16 @@ def _stored_ids(hashes: Sequence[str]) -> dict[str, str | None]:
 
 
 def _told_apart(row: tuple[Any, ...], first_ids: dict[str, str | None]) -> tuple[Any, ...]:
-    """``row`` under a hash of its own when the first episode of its content hash (stored,
-    or earlier in the same batch: ``first_ids`` is filled as it goes) has another id. Only
-    such a repeat changes identity, so every other episode keeps the one it was imported
-    with before, and the same file imported again derives the same identities."""
+    """``row`` under a hash of its own when it has an id and the first episode of its
+    content hash (stored, or earlier in the same batch: ``first_ids`` is filled as it
+    goes) has none or another one: a record with its own id is kept whatever came before
+    it. Only such a repeat changes identity, so every other episode keeps the one it was
+    imported with before, and the same file imported again derives the same identities.
+    A record without an id after one with an id is taken for the same record (nothing
+    tells them apart)."""
     content, external = row[_HASH], row[_EXTERNAL_ID]
     first = first_ids.setdefault(content, external)
-    if first is None or external is None or first == external:
+    if external is None or first == external:
         return row
     repeat = content_hash({"repeat_of": content, "id": external}, row[_SOURCE], None)
     return (*row[:_HASH], repeat, *row[_HASH + 1 :])
@@ -650,11 +656,11 @@ def write_parsed(
     duplicates). Runs inside the caller's open ``store.write()`` transaction, so a caller
     can commit other rows with them atomically (a followed log commits its position).
 
-    An episode whose content hash is already there (stored, or earlier in ``episodes``)
-    under another ``id`` is another record with the same words, source and time (two
-    events of a log, "ok" twice): it is told apart by a hash that also holds its id
-    (:func:`_told_apart`), not counted "already present" and lost. Without an id on
-    either side nothing tells them apart: a duplicate, as before."""
+    An episode with an ``id`` whose content hash is already there (stored, or earlier in
+    ``episodes``) without that id is another record with the same words, source and time
+    (two events of a log, "ok" twice): it is told apart by a hash that also holds its id
+    (:func:`_told_apart`), not counted "already present" and lost. A record without an
+    id is a duplicate of any record of its content, as before."""
     stored = _stored_ids([row[_HASH] for row in episodes])
     first_ids = dict(stored)  # and the batch's own, as they come
     episodes = [_told_apart(row, first_ids) for row in episodes]

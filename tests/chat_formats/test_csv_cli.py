@@ -219,7 +219,7 @@ def test_own_episodes_with_chat_like_keys_stay_episodes(
         db = tmp_path / "c.sqlite"
         code, out, err = run(capsys, "--db", str(db), "--json", "import", str(path))
         [note] = json.loads(out)["files"][0]["notes"]  # the keys read and left out, said
-        assert note.startswith("keys no episode keeps were left out: channel (1 line)")
+        assert note.startswith("keys no episode keeps were left out: channel (1 record)")
         assert (code, err) == (0, f"{path}: note: {note}\n")
         assert json.loads(out)["files"][0]["format"] == "jsonl"
 

@@ -302,10 +302,14 @@ def test_keys_no_episode_keeps_are_said_not_dropped_without_a_word(tmp_path: Pat
         report = import_file(store, path)
         assert report.imported == 3 and report.as_dict()["notes"] == report.notes
         [note] = report.notes
-        assert note.startswith("keys no episode keeps were left out: tags (2 lines), created_at")
+        assert note.startswith("keys no episode keeps were left out: tags (2 records), created_at")
         assert "time is read from 'timestamp' only" in note
         path.write_text(json.dumps(lines[2]) + "\n", encoding="utf-8")
         assert import_file(store, path).notes == []  # only keys an episode keeps
+        path.write_text(json.dumps({"content": "x", "Timestamp": "2020", "": 1}) + "\n")
+        [note] = import_file(store, path).notes
+        assert "Timestamp (1 record)" in note and "'' (1 record)" in note
+        assert "time is read from 'timestamp' only" in note
     finally:
         store.close()
 
