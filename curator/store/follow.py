@@ -211,19 +211,23 @@ class Follower:
                 if position is None or st_id(st) != position.identity:
                     continue
                 waiting = st.st_size - position.offset
+                if waiting <= 0:
+                    continue
                 handle.seek(position.offset)
-                bare_cr = b"\r" in handle.read(min(waiting, CHUNK_BYTES))
-            if waiting > 0:
-                why = (
-                    "; its lines end in a bare carriage return (\\r), which ends no line "
-                    "here: write \\n or \\r\\n line ends"
-                    if bare_cr
-                    else ""
-                )
-                self._note(
-                    f"{path}: {plural(waiting, 'byte')} after its last complete line wait "
-                    f"for a newline; not imported yet{why}"
-                )
+                tail = handle.read(min(waiting, CHUNK_BYTES))
+            # a CR that ends no CRLF, and is not the tail's last byte (a CRLF line caught
+            # between its two): lines that can never end here
+            bare_cr = b"\r" in tail.replace(b"\r\n", b"").rstrip(b"\r")
+            why = (
+                "; its lines end in a bare carriage return (\\r), which ends no line here: "
+                "write \\n or \\r\\n line ends"
+                if bare_cr
+                else ""
+            )
+            self._note(
+                f"{path}: {plural(waiting, 'byte')} after its last complete line wait for a "
+                f"newline; not imported yet{why}"
+            )
 
     def _follow(self, path: str) -> None:
         try:

@@ -77,6 +77,12 @@ def test_once_says_why_lines_ending_in_a_bare_carriage_return_are_not_read(
     [note] = json.loads(out)["notes"]
     assert note.startswith(f"{log}: {log.stat().st_size} bytes after its last complete line")
     assert "bare carriage return" in note and note in err
+    # a CRLF log caught between the two bytes of its last line's end: no such advice
+    crlf = tmp_path / "crlf.jsonl"
+    crlf.write_bytes(line("a").replace(b"\n", b"\r\n") + line("b")[:-1] + b"\r")
+    assert main(["--db", str(db), "--json", "watch", "--once", str(crlf)]) == 0
+    [note] = json.loads(capsys.readouterr().out)["notes"]
+    assert note.endswith("not imported yet")
 
 
 @pytest.mark.parametrize("interval", ["0", "-1", "soon", "nan"])
