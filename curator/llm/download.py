@@ -284,7 +284,7 @@ class _Transfer:
         except OSError as exc:
             raise _disk_error(exc, self.part) from exc
         head = b""  # a body from the start must begin like a model before it is kept
-        room_checked = done
+        room_checked: int | None = None  # looked at before the first write, then every so often
         with out:
             for chunk in response.iter_raw():
                 watch.received(len(chunk))
@@ -301,17 +301,23 @@ class _Transfer:
                                 f"begins {head!r}); nothing was kept"
                             )
                         )
-                if plan.total is None and done - room_checked >= ROOM_EVERY_BYTES:
+                due = room_checked is None or done - room_checked >= ROOM_EVERY_BYTES
+                if plan.total is None and due:
                     room_checked = done  # a body of unknown size: never the last free bytes
                     free = shutil.disk_usage(self.part.parent).free
                     if free < ROOM_LEFT_BYTES:
+                        kept = f"{done:,} bytes kept in {self.part.name}"
+                        if not done:
+                            out.close()
+                            self._truncate(0)  # nothing of it: no empty .part left
+                            kept = "nothing was kept"
                         raise DownloadError(
                             self._failed(
                                 f"the disk holding {self.part.parent} is nearly full "
                                 f"({_mb(free)} free) and the server did not say how large "
                                 f"the file is"
                             )
-                            + f"; {done:,} bytes kept in {self.part.name}"
+                            + f"; {kept}"
                         )
                 if len(chunk) > limit - done:
                     out.close()
