@@ -51,7 +51,7 @@ from curator.llm.download_rules import (
     plan_answer,
 )
 from curator.llm.download_watch import Watchdog
-from curator.llm.http_client import http_client
+from curator.llm.http_client import http_client, proxy_in_use
 from curator.llm.model_file import GGUF_MAGIC, read_gguf_info
 from curator.llm.target_lock import TargetBusy, target_lock
 
@@ -196,7 +196,7 @@ class _Transfer:
                         )
                     ) from exc
                 except (httpx.TransportError, httpx.StreamError) as exc:
-                    why = f"{type(exc).__name__}: {exc}"
+                    why = f"{type(exc).__name__}: {exc}{proxy_in_use(self.entry.url)}"
                 except httpx.HTTPError as exc:
                     raise DownloadError(self._failed(f"{type(exc).__name__}: {exc}")) from exc
                 except httpx.InvalidURL as exc:

@@ -21,6 +21,22 @@ PROXY_VARIABLES = ("HTTPS_PROXY", "HTTP_PROXY", "ALL_PROXY")
 """The environment's proxy settings httpx reads (in either letter case)."""
 
 
+def proxy_in_use(url: str) -> str:
+    """`` (through the proxy given by $HTTPS_PROXY)`` when the environment sends a
+    request for ``url`` through a proxy (its scheme's variable or ``ALL_PROXY``, and not
+    bypassed by ``NO_PROXY``), else "": a connection that fails there is the proxy's as
+    much as the server's, and the message must say which variable to look at."""
+    import urllib.request
+    from urllib.parse import urlsplit
+
+    parts = urlsplit(url)
+    for variable in (f"{parts.scheme.upper()}_PROXY", "ALL_PROXY"):
+        for name in (variable, variable.lower()):
+            if os.environ.get(name) and not urllib.request.proxy_bypass(parts.hostname or ""):
+                return f" (through the proxy given by ${name})"
+    return ""
+
+
 def proxy_problem(exc: BaseException) -> str:
     """Why the environment's proxy cannot be used, naming the variables that are set."""
     named = [

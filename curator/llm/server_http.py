@@ -35,7 +35,7 @@ from curator.core.redact import one_line, redact
 from curator.core.secret_forms import remember_secret, scrubbed
 from curator.errors import CuratorError
 from curator.llm.backend import StopCheck
-from curator.llm.http_client import http_client
+from curator.llm.http_client import http_client, proxy_in_use
 
 SERVER_ENV = "CURATOR_SERVER"
 API_KEY_ENV = "CURATOR_API_KEY"
@@ -146,6 +146,15 @@ def status_message(status: int, url: str, path: str, model: str) -> str | None:
 
 
 def transport_message(where: str, exc: Exception) -> str:
+    via = proxy_in_use(where)
+    if via and isinstance(exc, httpx.ConnectError | httpx.ProxyError):
+        # the proxy's own host may be the one not found or refusing: its words, as said
+        reason = str(exc)[:120] or "connection refused"
+        return f"cannot reach the model server at {where}{via}: {reason}"
+    return _transport_reason(where, exc) + via
+
+
+def _transport_reason(where: str, exc: Exception) -> str:
     if isinstance(exc, httpx.ConnectError):
         reason = str(exc)
         if "name" in reason.lower() or "getaddrinfo" in reason:  # EAI_NONAME, EAI_AGAIN...

@@ -69,3 +69,34 @@ def test_the_command_line_says_it_in_one_line_exit_2(
     assert main(["--db", db, "--create", "classify", "--server", "http://127.0.0.1:9"]) == 2
     err = capsys.readouterr().err
     assert err.startswith("curator: error: the proxy given by $ALL_PROXY") and err.count("\n") == 1
+
+
+@pytest.mark.parametrize("proxy", ["http://127.0.0.1:1", "http://no-such-proxy.invalid:3128"])
+def test_a_proxy_that_cannot_be_reached_is_named_in_the_failure(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, proxy: str
+) -> None:
+    """A proxy httpx takes but cannot connect through: the failure named the model server
+    alone ("the host 127.0.0.1 was not found", when the proxy's was not)."""
+    for name in (
+        "ALL_PROXY",
+        "HTTPS_PROXY",
+        "HTTP_PROXY",
+        "all_proxy",
+        "https_proxy",
+        "http_proxy",
+        "NO_PROXY",
+        "no_proxy",
+    ):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("HTTP_PROXY", proxy)
+    with pytest.raises(ServerError) as raised:
+        HttpBackend("http://127.0.0.1:9")
+    said = str(raised.value)
+    assert "(through the proxy given by $HTTP_PROXY): " in said and "\n" not in said
+    assert "host 127.0.0.1 was not found" not in said
+    with pytest.raises(DownloadError, match=r"through the proxy given by \$HTTP_PROXY"):
+        download_model(_entry(), tmp_path)
+    monkeypatch.setenv("NO_PROXY", "127.0.0.1")  # bypassed: the server's own failure
+    with pytest.raises(ServerError) as direct:
+        HttpBackend("http://127.0.0.1:9")
+    assert "proxy" not in str(direct.value)
