@@ -296,7 +296,7 @@ _NAMED_KEYS = 8
 
 
 def unread_note(counts: Mapping[str, int]) -> str:
-    """The note on keys no episode keeps: the commonest first, with their lines."""
+    """The note on keys no episode keeps: the commonest first, with their records."""
     ranked = sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))
     named = ", ".join(
         f"{one_line(key)[:40] or repr(key)} ({plural(n, 'record')})"
