@@ -202,7 +202,7 @@ def _server_choice(ctx: CommandContext) -> Any:
 
     args = ctx.args
     saved = load_settings(ctx.store)
-    server = choose_server(
+    return choose_server(
         saved.backend,
         saved.server_url,
         saved.server_model,
@@ -211,12 +211,6 @@ def _server_choice(ctx: CommandContext) -> Any:
         api_key=getattr(args, "api_key", None),
         use_saved=getattr(args, "model", None) is None,
     )
-    if server is not None and getattr(args, "api_key", None):  # a refused key: one error
-        ctx.info(
-            "curator: note: a key given by --api-key shows in the process list and the "
-            "shell history; $CURATOR_API_KEY or the system keyring keeps it private"
-        )
-    return server
 
 
 def _load_server(ctx: CommandContext, server: Any) -> Any:
@@ -225,7 +219,12 @@ def _load_server(ctx: CommandContext, server: Any) -> Any:
     args = ctx.args
     settings = load_settings(ctx.store)
     n_ctx = getattr(args, "n_ctx", None) or settings.n_ctx
-    backend = server.open(int(n_ctx))
+    backend = server.open(int(n_ctx))  # a key or model it refuses: the one error said
+    if getattr(args, "api_key", None):
+        ctx.info(
+            "curator: note: a key given by --api-key shows in the process list and the "
+            "shell history; $CURATOR_API_KEY or the system keyring keeps it private"
+        )
     for note in getattr(backend, "notes", ()):
         ctx.info(f"curator: note: {note}")
     ctx.info(f"model: {backend.model} on {backend.offload}, n_ctx {backend.n_ctx}")

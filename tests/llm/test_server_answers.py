@@ -345,3 +345,20 @@ def test_probes_a_server_does_not_answer_are_given_up_quickly_and_said(
         assert quiet.notes == []
     finally:
         quiet.close()
+
+
+def test_a_key_given_on_the_command_line_is_noted_once_the_server_took_it(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], server: HostileServer
+) -> None:
+    """``--api-key`` shows in ``ps`` and the shell's history: said, with the private ways;
+    a key or model the server refuses stays the one error line (no note before it)."""
+    db = _demo_db(tmp_path)
+    key = "sk-zq7notevalue"
+    main(["--db", str(db), "classify", "--server", server.url, "--api-key", key, "--limit", "1"])
+    err = capsys.readouterr().err
+    assert "a key given by --api-key shows in the process list" in err
+    assert "$CURATOR_API_KEY" in err and key not in err
+    args = ["--server", server.url, "--api-key", key, "--server-model", "nope"]
+    assert main(["--db", str(db), "classify", *args]) == 2
+    err = capsys.readouterr().err
+    assert "is not served" in err and len(err.strip().splitlines()) == 1
