@@ -197,20 +197,24 @@ def secret_arguments(words: Sequence[str]) -> list[str]:
     return [
         word
         for previous, word in zip(["", *words], words, strict=False)
-        if _secret_option(previous) and not word.startswith("--")
+        if _secret_value(previous, word)
     ]
+
+
+def _secret_value(previous: str, word: str) -> bool:
+    """Whether ``word``, after ``previous``, is a secret option's value (a long option
+    there is an option, not a value)."""
+    return _secret_option(previous) and not word.startswith("--")
 
 
 def redact_arguments(words: Sequence[str]) -> list[str]:
     """Command-line words as a message may quote them (argparse's "unrecognized arguments:
     ..."): each :func:`redact`-ed, and the word after a secret option (``--api-key KEY``,
     ``--password hunter2``) masked whole, blanks in it or not."""
-    secrets = secret_arguments(words)
-    shown: list[str] = []
-    for previous, word in zip(["", *words], words, strict=False):
-        secret = _secret_option(previous) and word in secrets
-        shown.append(MASK if secret else redact(word))
-    return shown
+    return [
+        MASK if _secret_value(previous, word) else redact(word)
+        for previous, word in zip(["", *words], words, strict=False)
+    ]
 
 
 def mask_words(text: str, words: Sequence[str]) -> str:

@@ -301,8 +301,9 @@ class _Transfer:
                                 f"begins {head!r}); nothing was kept"
                             )
                         )
-                due = room_checked is None or done - room_checked >= ROOM_EVERY_BYTES
-                if plan.total is None and due:
+                if plan.total is None and (
+                    room_checked is None or done - room_checked >= ROOM_EVERY_BYTES
+                ):
                     room_checked = done  # a body of unknown size: never the last free bytes
                     free = shutil.disk_usage(self.part.parent).free
                     if free < ROOM_LEFT_BYTES:

@@ -14,7 +14,17 @@ from curator.cli import main
 from curator.llm.catalogue import CatalogueEntry
 from curator.llm.download import DownloadError, download_model
 from curator.llm.http_backend import HttpBackend
+from curator.llm.http_client import PROXY_VARIABLES
 from curator.llm.server_http import ServerError
+
+
+@pytest.fixture(autouse=True)
+def no_proxy_settings(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Each test starts from an environment naming no proxy (the runner's own may)."""
+    for variable in (*PROXY_VARIABLES, "NO_PROXY"):
+        monkeypatch.delenv(variable, raising=False)
+        monkeypatch.delenv(variable.lower(), raising=False)
+
 
 PROXIES = ["socks5://127.0.0.1:1", "ftp://user:Pw9secret@x", "http://127.0.0.1:notaport"]
 
@@ -40,15 +50,6 @@ def _entry() -> CatalogueEntry:
 def test_an_unusable_proxy_is_named_by_its_variable(
     monkeypatch: pytest.MonkeyPatch, tmp_path: Path, variable: str, proxy: str
 ) -> None:
-    for name in (
-        "ALL_PROXY",
-        "HTTPS_PROXY",
-        "HTTP_PROXY",
-        "all_proxy",
-        "https_proxy",
-        "http_proxy",
-    ):
-        monkeypatch.delenv(name, raising=False)
     monkeypatch.setenv(variable, proxy)
     for call, error in (
         (lambda: HttpBackend("http://127.0.0.1:9"), ServerError),
@@ -77,17 +78,6 @@ def test_a_proxy_that_cannot_be_reached_is_named_in_the_failure(
 ) -> None:
     """A proxy httpx takes but cannot connect through: the failure named the model server
     alone ("the host 127.0.0.1 was not found", when the proxy's was not)."""
-    for name in (
-        "ALL_PROXY",
-        "HTTPS_PROXY",
-        "HTTP_PROXY",
-        "all_proxy",
-        "https_proxy",
-        "http_proxy",
-        "NO_PROXY",
-        "no_proxy",
-    ):
-        monkeypatch.delenv(name, raising=False)
     monkeypatch.setenv("HTTP_PROXY", proxy)
     with pytest.raises(ServerError) as raised:
         HttpBackend("http://127.0.0.1:9")
