@@ -19,12 +19,8 @@ from PySide6.QtWidgets import QApplication
 
 from curator.gui.insights.insights_charts import ForecastChart, RatioHistogram, SeriesChart
 from curator.gui.insights.learning_section import LearningCurveChart
-from curator.gui.knowledge.decay_chart import (
-    _REST_COLOUR,
-    CURVE_COLOURS,
-    DecayChart,
-    decay_curve,
-)
+from curator.gui.knowledge.decay_chart import _REST_COLOUR, CURVE_COLOURS, DecayChart
+from curator.gui.knowledge.decay_samples import decay_curve
 from curator.gui.knowledge.knowledge_pane import KnowledgePane
 from curator.gui.runtime.services import AppServices
 from curator.gui.widgets.date_axis import DayAxis

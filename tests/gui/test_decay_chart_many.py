@@ -20,7 +20,8 @@ from hypothesis import strategies as st
 from PySide6.QtCore import QPointF
 from PySide6.QtWidgets import QApplication
 
-from curator.gui.knowledge.decay_chart import CURVE_COLOURS, DecayChart, decay_curve
+from curator.gui.knowledge.decay_chart import CURVE_COLOURS, DecayChart
+from curator.gui.knowledge.decay_samples import decay_curve
 
 NOW = datetime(2026, 10, 31, 12, 0, tzinfo=UTC)
 DAY = 86400.0

@@ -15,13 +15,8 @@ from PySide6.QtGui import QFont
 from PySide6.QtWidgets import QApplication
 
 from curator.core.scoring import rank_key
-from curator.gui.knowledge.decay_chart import (
-    CURVE_COLOURS,
-    GREY_POINTS,
-    DecayChart,
-    decay_curve,
-    decay_curves,
-)
+from curator.gui.knowledge.decay_chart import CURVE_COLOURS, GREY_POINTS, DecayChart
+from curator.gui.knowledge.decay_samples import decay_curve, decay_curves
 from curator.gui.knowledge.knowledge_pane import KnowledgePane
 from curator.gui.runtime.services import AppServices
 from curator.gui.widgets.errors import Dialogs

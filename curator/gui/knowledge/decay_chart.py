@@ -15,22 +15,19 @@ at zero (at 0.95/day a pattern keeps 8 % of its weight after 50 days).
 from __future__ import annotations
 
 import html
-import math
 from collections.abc import Sequence
 from datetime import UTC, datetime
 
 import numpy as np
-import numpy.typing as npt
 import pyqtgraph as pg
-from PySide6.QtCore import QEvent, QPointF, QRectF, Qt, QTimer, Signal
-from PySide6.QtGui import QColor, QFont, QFontMetricsF, QPalette, QResizeEvent
+from PySide6.QtCore import QEvent, QPointF, QRectF, Qt, Signal
+from PySide6.QtGui import QColor, QPalette, QResizeEvent
 from PySide6.QtWidgets import QGraphicsItem, QWidget
 
-from curator.core.scoring import decay_matrix, decay_series
 from curator.core.wording import plural
+from curator.gui.knowledge.decay_samples import FloatArray, interpolated, rows_of
+from curator.gui.knowledge.fitted_legend import LEGEND_POINTS, FittedLegendPlot, entry_name
 from curator.gui.widgets.date_axis import DayAxis
-
-FloatArray = npt.NDArray[np.float64]
 
 GREY_POINTS = 24
 """Samples of a grey curve (a selected pattern past the coloured ones), against 120 of a
@@ -78,26 +75,7 @@ def _over(colour: tuple[int, int, int], opacity: float, background: QColor) -> Q
     )
 
 
-_NAME_LIMITS = (30, 20, 12, 0)
-"""How long a pattern's legend name may be, longest first: a narrow chart shortens them
-until the legend's columns fit its width (0: the id alone)."""
-_LEGEND_POINTS = 8.0
-"""The legend labels' size, whatever the application's font."""
-_LABEL_MARGIN = 4.0
-"""The margin around a legend label's text (its text document's, Qt's default)."""
-_ENTRY_EXTRA = 42.0
-"""A legend entry's width beyond its label's text: the line sample, spacing, margins."""
-
-
-def _name(pattern_id: int, text: str, limit: int = _NAME_LIMITS[0]) -> str:
-    flat = " ".join(text.split())
-    if limit <= 0:
-        return f"#{pattern_id}"
-    short = flat if len(flat) <= limit else flat[: limit - 1] + "…"
-    return f"#{pattern_id} {short}".rstrip()
-
-
-class DecayChart(pg.PlotWidget):
+class DecayChart(FittedLegendPlot):
     """Effective importance against time with today, the horizon and the top-K cut-off."""
 
     curve_hovered = Signal(int)
@@ -121,7 +99,7 @@ class DecayChart(pg.PlotWidget):
         plot.hideButtons()
 
         self.legend = pg.LegendItem(
-            offset=(-10, 10), labelTextColor=fg, labelTextSize=f"{_LEGEND_POINTS:g}pt"
+            offset=(-10, 10), labelTextColor=fg, labelTextSize=f"{LEGEND_POINTS:g}pt"
         )
         self.legend.setParentItem(plot.getViewBox())
         legend_bg = QColor(bg)
@@ -201,8 +179,7 @@ class DecayChart(pg.PlotWidget):
         """The grey ones, a row each (NaN after a shorter row's end): a hover finds the
         nearest of 5,000 in one pass over the matrix, not a call per curve (33 ms)."""
         self._cutoff_k = 0
-        self._name_limit = _NAME_LIMITS[0]
-        self._refit_pending = False  # a resize's legend layout is waiting for its event
+        self._start_fitting()
         self._highlighted = -1
         self._pinned = -1  # the table's current pattern: highlighted when no curve is hovered
         self._log = False
@@ -231,7 +208,8 @@ class DecayChart(pg.PlotWidget):
         """Replace the plotted curves: one (x seconds since epoch, y) pair per pattern id.
 
         ``grey``: the curves past the coloured ones as two matrices, a row each (what
-        :func:`decay_curves` returns); ``xs`` and ``ys`` then hold the coloured ones only.
+        :func:`~curator.gui.knowledge.decay_samples.decay_curves` returns); ``xs`` and
+        ``ys`` then hold the coloured ones only.
         A Ctrl+A of 5,000 patterns spent 14 ms stacking its rows again from a list."""
         n = len(self._items)
         if grey is not None:
@@ -250,7 +228,7 @@ class DecayChart(pg.PlotWidget):
             else:
                 item.setData([], [])
                 item.hide()
-        rest_xs, rest_ys = (_rows(xs[n:]), _rows(ys[n:])) if grey is None else grey
+        rest_xs, rest_ys = (rows_of(xs[n:]), rows_of(ys[n:])) if grey is None else grey
         self._rest_xs = np.asarray(rest_xs, dtype=float)
         self._rest_ys = np.maximum(np.asarray(rest_ys, dtype=float), _FLOOR)  # NaN stays NaN
         if self._rest_xs.size:
@@ -267,125 +245,21 @@ class DecayChart(pg.PlotWidget):
         self._draw_highlight()
         self._rebuild_legend()
 
-    def _rebuild_legend(self) -> None:
-        """The legend's entries anew, their names as long as its columns leave room for
-        (:meth:`_fit_legend`): shortened (:data:`_NAME_LIMITS`) only where they must be,
-        to the ids alone only where one column of the shortest names is still too wide.
-        The names' length is chosen from the font's measure of them, so the legend is
-        filled once (each fill is a few milliseconds of a Ctrl+A)."""
-        view = self.getPlotItem().getViewBox()
-        first = _NAME_LIMITS.index(self._estimated_limit(view.width() - 20, view.height()))
-        for limit in _NAME_LIMITS[first:-1]:
-            self._fill_legend(limit)
-            if self._fit_legend():
-                return
-        if self._overflows():
-            self._fill_legend(_NAME_LIMITS[-1])
-            self._fit_legend()
-
-    def _overflows(self) -> bool:
-        return bool(self.legend.width() > self.getPlotItem().getViewBox().width() - 20)
-
-    def _entries(self, limit: int) -> list[str]:
-        shown = len(self._items)
-        entries = [
-            _name(pid, text, limit)
-            for pid, text in zip(self._ids[:shown], self._names[:shown], strict=True)
-        ]
+    def legend_rows(self, limit: int) -> list[tuple[pg.PlotDataItem, str]]:
+        shown = min(len(self._ids), len(self._items))
+        named = zip(self._items[:shown], self._ids[:shown], self._names[:shown], strict=True)
+        rows = [(item, entry_name(pid, text, limit)) for item, pid, text in named]
         extra = len(self._ids) - len(self._items)
         if extra > 0:
-            entries.append(f"{extra} more (grey)")
+            rows.append((self._rest, f"{extra} more (grey)"))
         if self._cutoff_k > 0:
-            entries.append(f"top-{self._cutoff_k} cut-off")
-        return entries
-
-    def _estimated_limit(self, room: float, height: float) -> int:
-        """The longest name limit whose legend, measured in the labels' font, fits
-        ``room`` in the columns the plot's ``height`` asks for."""
-        measure = QFontMetricsF(self._legend_font())
-        for limit in _NAME_LIMITS[:-1]:
-            entries = self._entries(limit)
-            columns = self._columns_for(len(entries), height)
-            widest = max((measure.horizontalAdvance(e) for e in entries), default=0.0)
-            if columns * (widest + _ENTRY_EXTRA) <= room:
-                return limit
-        return _NAME_LIMITS[-2]  # the ids alone only once the legend is laid out
-
-    def _columns_for(self, rows: int, height: float) -> int:
-        """Columns (up to three) that keep ``rows`` entries in the top half of the plot."""
-        line = self._legend_row_height()
-        columns = 1
-        while columns < 3 and -(-rows // columns) * line > height / 2:
-            columns += 1
-        return columns
-
-    def _legend_row_height(self) -> float:
-        """A legend row's height: its label's 8 pt line and the label's text margins
-        (the application's font measured it before: rows of 30 px estimated at 16 pt, 15
-        at 6 pt, where every row is 21)."""
-        return math.ceil(QFontMetricsF(self._legend_font()).height() + 2 * _LABEL_MARGIN)
-
-    def _legend_font(self) -> QFont:
-        """The legend labels' font: the chart's, at the labels' size."""
-        font = QFont(self.font())
-        font.setPointSizeF(_LEGEND_POINTS)
-        return font
-
-    def _fill_legend(self, limit: int) -> None:
-        self.legend.clear()
-        self._name_limit = limit
-        entries = self._entries(limit)
-        items = self._items[: len(self._ids)]
-        if len(self._ids) > len(self._items):
-            items.append(self._rest)
-        if self._cutoff_k > 0:
-            items.append(self._cutoff)
-        for item, entry in zip(items, entries, strict=True):
-            # a label is rich text: a pattern's "<b>" or "&amp;" is shown as written
-            self.legend.addItem(item, html.escape(entry, quote=False))
-        self.legend.setVisible(bool(self.legend.items))
-
-    def _fit_legend(self) -> bool:
-        """Lay the legend out in as many columns (up to three) as it takes to stay in the
-        top half of the plot: one column of eleven entries covered a 1024×700 window's
-        whole chart height, the markers' labels and the curves' right end included.
-
-        Never in more columns than the plot's width holds: in a narrow chart two columns
-        ran past its left edge and cut the first column's names off. Whether it fitted in
-        the columns its height asked for (if not, the caller may shorten its names)."""
-        view = self.getPlotItem().getViewBox()
-        columns = self._columns_for(len(self.legend.items), view.height())
-        wanted, room = columns, view.width() - 20
-        while True:
-            if columns != self.legend.columnCount:
-                self.legend.setColumnCount(columns)
-            if columns == 1 or self.legend.width() <= room:
-                return columns == wanted and self.legend.width() <= room
-            columns -= 1
+            rows.append((self._cutoff, f"top-{self._cutoff_k} cut-off"))
+        return rows
 
     def resizeEvent(self, event: QResizeEvent) -> None:
         super().resizeEvent(event)
-        # no legend or curves yet while PlotWidget builds itself, no plot once torn down
-        if hasattr(self, "_name_limit") and not self._refit_pending:
-            # once the plot's layout has its new size (in this event it has the old one)
-            self._refit_pending = True
-            QTimer.singleShot(0, self, self._refit_legend)  # dropped if the chart goes
         if hasattr(self, "_hover_label"):  # the crosshair stands on the old size
             self._hide_crosshair()
-
-    def _refit_legend(self) -> None:
-        """The legend for the chart's new size: laid out again, and filled again only
-        when its names' length changes (a drag of a hundred steps filled it a dozen
-        times)."""
-        self._refit_pending = False
-        if self.getPlotItem() is None:  # torn down meanwhile
-            return
-        self._fit_legend()
-        view = self.getPlotItem().getViewBox()
-        limit = self._estimated_limit(view.width() - 20, view.height())
-        overflows = self._overflows() and self._name_limit != _NAME_LIMITS[-1]
-        if overflows or limit > self._name_limit:
-            self._rebuild_legend()  # names as long as the new size leaves room for
 
     def _view_moved(self, *_: object) -> None:
         """The view's range changed under a still mouse: the crosshair's label sits on the
@@ -566,7 +440,7 @@ class DecayChart(pg.PlotWidget):
             dist = abs(self._to_view(value) - y)
             if dist <= best_dist:
                 best, best_dist = (pid, value), dist
-        found = _interpolated(self._rest_xs, self._rest_ys, x)
+        found = interpolated(self._rest_xs, self._rest_ys, x)
         if found is not None:
             rows, values = found
             with np.errstate(invalid="ignore"):
@@ -599,7 +473,7 @@ class DecayChart(pg.PlotWidget):
             y = self._to_view(value)
             self._vline.setValue(point.x())
             self._hline.setValue(y)
-            name = _name(pid, self._names[self._ids.index(pid)], 48)
+            name = entry_name(pid, self._names[self._ids.index(pid)], 48)
             when = datetime.fromtimestamp(point.x(), tz=UTC).astimezone()
             self.hover_text = f"{name}\n{value:.3f} on {when:%Y-%m-%d}"
             self._hover_label.setText(self.hover_text)
@@ -642,86 +516,3 @@ class DecayChart(pg.PlotWidget):
             self._emphasise(self._pinned)
             self.curve_hovered.emit(-1)
         super().leaveEvent(event)
-
-
-def _rows(arrays: Sequence[FloatArray]) -> FloatArray:
-    """One row per array, NaN after the end of a shorter one (shape (0, 0): none)."""
-    if not len(arrays):
-        return np.empty((0, 0))
-    widths = {len(a) for a in arrays}
-    if len(widths) == 1:  # the grey curves of the Knowledge pane: all of one length
-        return np.vstack(arrays).astype(float, copy=False)
-    width = max(widths)
-    matrix = np.full((len(arrays), width), np.nan)
-    for row, values in enumerate(arrays):
-        matrix[row, : len(values)] = values
-    return matrix
-
-
-def _interpolated(
-    xs: FloatArray, ys: FloatArray, x: float
-) -> tuple[npt.NDArray[np.intp], FloatArray] | None:
-    """The rows whose span holds ``x`` and their values there, linearly interpolated
-    (each row's x increasing, NaN after its end): ``np.interp`` of every row at once."""
-    if xs.size == 0:
-        return None
-    ends = (~np.isnan(xs)).sum(axis=1) - 1  # each row's last point (-1: an empty row)
-    lasts = xs[np.arange(len(xs)), np.maximum(ends, 0)]
-    with np.errstate(invalid="ignore"):  # an empty row's NaN compares false: left out
-        rows = np.flatnonzero((ends >= 0) & (xs[:, 0] <= x) & (x <= lasts))
-    if rows.size == 0:
-        return None
-    span_x, span_y = xs[rows], ys[rows]
-    with np.errstate(invalid="ignore"):
-        right = np.minimum((span_x <= x).sum(axis=1), ends[rows])  # the first point past x
-    left = np.maximum(right - 1, 0)
-    pick = np.arange(len(rows))
-    x0, x1 = span_x[pick, left], span_x[pick, right]
-    y0, y1 = span_y[pick, left], span_y[pick, right]
-    width = x1 - x0
-    with np.errstate(invalid="ignore", divide="ignore", over="ignore"):
-        share = np.where(width > 0, (x - x0) / width, 1.0)
-        values = np.where(x >= x1, y1, y0 + share * (y1 - y0))
-    return rows, values
-
-
-def decay_curves(
-    importances: Sequence[float],
-    distilled_at: Sequence[datetime],
-    now: datetime,
-    until: datetime,
-    rate: float,
-    points: int,
-) -> tuple[FloatArray, FloatArray]:
-    """:func:`decay_curve` of many patterns at once, a row each (x, y): one matrix of
-    :func:`curator.core.scoring.decay_matrix`, where a call per pattern cost 1,051 loops
-    in Python on a Ctrl+A."""
-    firsts = np.array([when.timestamp() for when in distilled_at], dtype=np.float64)
-    ends = np.maximum(until.timestamp(), firsts + 1.0)
-    steps = np.linspace(0.0, 1.0, points)
-    xs = firsts[:, None] + (ends - firsts)[:, None] * steps[None, :]
-    offsets = (xs - now.timestamp()) / 86400.0
-    ys = decay_matrix(importances, list(distilled_at), offsets, now=now, rate=rate)
-    return xs, np.asarray(ys, dtype=np.float64)
-
-
-def decay_curve(
-    importance: float,
-    distilled_at: datetime,
-    now: datetime,
-    until: datetime,
-    rate: float,
-    points: int = 120,
-    start: datetime | None = None,
-) -> tuple[FloatArray, FloatArray]:
-    """Sampled effective importance from the distillation (or ``start``) to ``until``.
-
-    The values come from :func:`curator.core.scoring.decay_series`, so the chart shows
-    exactly what the prompt builder computes.
-    """
-    first = distilled_at.timestamp() if start is None else start.timestamp()
-    end = max(until.timestamp(), first + 1.0)
-    xs = np.linspace(first, end, points)
-    offsets = (xs - now.timestamp()) / 86400.0
-    ys = decay_series(importance, distilled_at, offsets, now=now, rate=rate)
-    return xs, np.asarray(ys, dtype=np.float64)

@@ -31,13 +31,8 @@ from PySide6.QtWidgets import (
 )
 
 from curator.core.flag_type import Flag
-from curator.gui.knowledge.decay_chart import (
-    CURVE_COLOURS,
-    GREY_POINTS,
-    DecayChart,
-    decay_curve,
-    decay_curves,
-)
+from curator.gui.knowledge.decay_chart import CURVE_COLOURS, GREY_POINTS, DecayChart
+from curator.gui.knowledge.decay_samples import decay_curve, decay_curves
 from curator.gui.knowledge.knowledge_sources import ProvenancePanel
 from curator.gui.runtime.operations import OpContext
 from curator.gui.runtime.services import AppServices
