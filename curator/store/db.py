@@ -19,13 +19,12 @@ read-only: reads work, and every write says "read-only: ..." (exit 2).
 
 from __future__ import annotations
 
-import atexit
 import contextlib
+import functools
 import os
 import sys
 import threading
 import traceback
-import weakref
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -50,11 +49,17 @@ from curator.store.db_errors import (
 from curator.store.engine import POSTGRES, SQLITE, Dialect, SchemaObjects, read_change_counter
 from curator.store.migrations import LATEST_VERSION
 from curator.store.models import ALL_MODELS
+from curator.store.opened_file import (
+    OpenedFile,
+    is_writable,
+    remove_empty,
+    settle_at_exit,
+    settle_wal,
+)
 from curator.store.opening import (
     DamagedDatabaseError,
     FileCheck,
     FileReplacedError,
-    ForeignDatabaseError,
     MissingDatabaseError,
     ReadOnlyError,
     SchemaTooNewError,
@@ -65,6 +70,7 @@ from curator.store.opening import (
     file_name,
     file_view,
     has_wal,
+    judge_server_schema,
     read_only_uri,
     stat_or_none,
 )
@@ -90,57 +96,6 @@ __all__ = [
 ]
 
 
-def _remove_empty(folders: list[Path]) -> None:
-    """Remove the folders an open that failed created (``a/../b``: the missing ``a``
-    made to reach a ``b`` that is no database), innermost first; one in use stays."""
-    for folder in folders:
-        with contextlib.suppress(OSError):
-            folder.rmdir()
-
-
-def is_writable(path: Path) -> bool:
-    """Whether this process may write ``path`` and create its ``-wal``/``-shm`` siblings.
-
-    Judged on the real file behind a symbolic link: SQLite writes its siblings there.
-    """
-    path = Path(os.path.realpath(path))  # never raises: a loop of links was refused before
-    folder = path.parent
-    while not os.path.exists(folder) and folder != folder.parent:  # os.path's never raises
-        folder = folder.parent  # a folder still to be created: its nearest existing parent
-    if not os.access(folder, os.W_OK | os.X_OK):
-        return False
-    return not os.path.exists(path) or os.access(path, os.W_OK)
-
-
-_OPEN_STORES: weakref.WeakSet[Store] = weakref.WeakSet()
-"""SQLite stores opened by this process: at its exit, a store whose file was moved or
-replaced while it was open gets its ``-wal`` emptied, closed or not (a server stopped
-with Ctrl+C never closes its store)."""
-_OPEN_STORES_LOCK = threading.Lock()
-"""Taken to add to :data:`_OPEN_STORES` and to list it: a thread still opening a store at
-exit (a daemon thread) must not change the set while it is read."""
-
-
-@atexit.register
-def _settle_moved_files_at_exit() -> None:
-    with _OPEN_STORES_LOCK:
-        stores = list(_OPEN_STORES)
-    for store in stores:
-        with contextlib.suppress(Exception):  # at exit: nothing to tell anyone any more
-            if not store.db.is_closed():
-                store._settle_if_moved()
-
-
-def _file_identity(path: Path) -> tuple[int, int, bool] | None:
-    """The device and inode ``path`` names now, and whether the file holds any byte
-    (``None``: nothing there)."""
-    try:
-        found = os.stat(path)
-    except (OSError, ValueError):
-        return None
-    return found.st_dev, found.st_ino, found.st_size > 0
-
-
 class Store:
     """The application's database: judged, opened, migrated if needed, bound to the models.
 
@@ -162,7 +117,7 @@ class Store:
     dialect: Dialect = SQLITE
     db: peewee.Database
     _url = ""  # PostgreSQL's URL as given (a password included): only for connections
-    _opened_file: tuple[int, int, bool] | None = None  # the file as opened (_file_identity)
+    _file: OpenedFile | None = None  # a SQLite file as opened
     _made_here: SchemaObjects | None = None  # an empty database's objects before its schema
 
     def __init__(
@@ -234,7 +189,7 @@ class Store:
             try:
                 self.path.parent.mkdir(parents=True, exist_ok=True)
             except OSError as exc:
-                _remove_empty(made)  # those made before the one refused
+                remove_empty(made)  # those made before the one refused
                 reason = exc.strerror or exc
                 raise StoreError(f"cannot create the folder of {self.path}: {reason}") from exc
         self.db = self._database(found)
@@ -245,11 +200,11 @@ class Store:
                 self._prepare(found)
         except StoreError:
             self.db.close()
-            _remove_empty(made)
+            remove_empty(made)
             raise
         except DATABASE_ERRORS as exc:
             self.db.close()
-            _remove_empty(made)
+            remove_empty(made)
             what = "creation" if found.empty else "upgrade" if found.needs_migration else "opening"
             raise self.explain(exc, f"{what} of the database") from exc
         except BaseException:
@@ -259,11 +214,11 @@ class Store:
             # a connection closed under a live statement (and its lock) until that goes.
             traceback.clear_frames(sys.exc_info()[2])
             self.db.close()
-            _remove_empty(made)
+            remove_empty(made)
             raise
         # by its absolute path: a process that changes its folder still names this file
-        self._file_path = Path(file_name(self.path))
-        self._opened_file = _file_identity(self._file_path)
+        self._file = OpenedFile(Path(file_name(self.path)))
+        self._file_path = self._file.path
         if self.read_only:
             self._read_views.seen = file_view(self._file_path)
         if not self.read_only:
@@ -272,8 +227,7 @@ class Store:
             # deleted made a new empty one, and Backup now copied that as a good backup.
             self.db.database = existing_file_uri(self._file_path)
             self.db.connect_params["uri"] = True
-        with _OPEN_STORES_LOCK:
-            _OPEN_STORES.add(self)  # settled at exit too, if never closed
+        settle_at_exit(self)  # if never closed
 
     def _open_postgres(self, url: str, *, read_only: bool, create: bool) -> None:
         """Connect, judge the schema and migrate it when due, as for a SQLite file.
@@ -302,31 +256,9 @@ class Store:
                 why = str(exc) if isinstance(exc, CannotConnect) else cannot_connect(exc, url)
                 raise StoreError(why) from exc
             version = self.schema_version
-            if version > LATEST_VERSION:
-                raise SchemaTooNewError(
-                    f"{self.location} has schema version {version}, newer than the "
-                    f"{LATEST_VERSION} this version of the application understands; it was "
-                    "not modified. Update the application to open it."
-                )
-            if version == 0:
-                tables = POSTGRES.tables(self.db)
-                if tables:
-                    shown = ", ".join(sorted(tables)[:5])
-                    raise ForeignDatabaseError(
-                        f"{self.location} is not a Memory Curator database (it holds "
-                        f"tables {shown}); it was not modified"
-                    )
-                if not create:
-                    raise MissingDatabaseError(
-                        f"{self.location} holds no curator database yet; nothing was "
-                        "created: pass --create to set it up there"
-                    )
+            tables = functools.partial(POSTGRES.tables, self.db)
+            judge_server_schema(self.location, version, tables, read_only=read_only, create=create)
             if version < LATEST_VERSION:
-                if read_only:
-                    raise ReadOnlyError(
-                        f"read-only: {self.location} has schema version {version} and needs "
-                        f"an upgrade to {LATEST_VERSION}, which needs write access"
-                    )
                 what = "upgrade of the database"
                 if version == 0:  # an empty database: what the schema adds can be taken back
                     self._made_here = POSTGRES.schema_objects(self.db)
@@ -437,7 +369,7 @@ class Store:
             self.check_same_file()
         except FileReplacedError as exc:
             self._rollback_if_open(exc)
-            self._settle_moved_wal()
+            settle_wal(self.db)
             raise
         marker = db.transaction()
         db.push_transaction(marker)
@@ -458,7 +390,7 @@ class Store:
             db.pop_transaction()
             self._rollback_if_open(exc)
             if isinstance(exc, FileReplacedError):
-                self._settle_moved_wal()
+                settle_wal(self.db)
             raise
         db.pop_transaction()
         try:
@@ -470,32 +402,12 @@ class Store:
             self._own_bumps.count = getattr(self._own_bumps, "count", 0) + 1
 
     def check_same_file(self, doing: str = "written") -> None:
-        """Refuse when the path no longer names the file opened: before a write (checked
-        with the write lock held, so no writer of ours can be half-way through a
-        replacement), and before the API's reads (``doing="read"``), which answered from
-        the deleted file.
-
-        A long-lived process (the MCP server, the window, the API) keeps its connection:
-        after the file was deleted it went on acknowledging episodes into an unlinked
-        file, and after a replacement its writes reached the new file through the
-        ``-wal`` named by path, damaging it."""
-        if not self._moved():
-            return
-        raise FileReplacedError(
-            f"{self.location} was deleted, moved or replaced since this program opened it; "
-            f"nothing was {doing}: open the database again"
-        )
-
-    def _settle_moved_wal(self) -> None:
-        """Empty this connection's ``-wal`` into the file it belongs to (the one opened).
-
-        SQLite names the ``-wal`` by path: left full, it would be read as the log of
-        whatever file now lies at the path (a replacement read our episodes as its own),
-        and SQLite does not delete it when the connection closes on a moved file. Written
-        back into the old file and truncated, it is empty for any later opener."""
-        # if it fails, nothing more can be done here: the error raised says what happened
-        with contextlib.suppress(*DATABASE_ERRORS):
-            self.db.execute_sql("PRAGMA wal_checkpoint(TRUNCATE)")
+        """Refuse when the path no longer names the file opened (:mod:`opened_file`):
+        before a write (checked with the write lock held, so no writer of ours can be
+        half-way through a replacement), and before the API's reads (``doing="read"``),
+        which answered from the deleted file."""
+        if self._file is not None:
+            self._file.refuse_if_moved(self.location, doing)
 
     @contextmanager
     def waiting_at_most(self, seconds: float) -> Iterator[None]:
@@ -653,7 +565,7 @@ class Store:
         the file now at the path would read it as its own (a replacement showed the old
         file's episodes instead of its own)."""
         if not self.db.is_closed():
-            self._settle_if_moved()
+            self.settle_if_moved()
             self.db.close()
 
     def hand_back(self) -> None:
@@ -673,21 +585,10 @@ class Store:
         if idle is not None:
             idle.close_all()
 
-    def _moved(self) -> bool:
-        """Whether the path no longer names the file opened (deleted, moved, replaced,
-        emptied)."""
-        opened = self._opened_file
-        if opened is None:
-            return False
-        now = _file_identity(self._file_path)
-        # the same file emptied (truncated to nothing) counts as replaced: writes to it
-        # were acknowledged and then lost with the -wal SQLite deletes; a file that was
-        # empty when opened (all of it still in the -wal) may gain its first bytes
-        return now is None or now[:2] != opened[:2] or (opened[2] and not now[2])
-
-    def _settle_if_moved(self) -> None:
-        if self._moved():
-            self._settle_moved_wal()
+    def settle_if_moved(self) -> None:
+        """Empty the ``-wal`` of a file deleted, moved or replaced meanwhile."""
+        if self._file is not None and self._file.moved():
+            settle_wal(self.db)
 
     def __enter__(self) -> Store:
         return self

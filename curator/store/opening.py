@@ -38,6 +38,7 @@ import contextlib
 import os
 import sqlite3
 import stat
+from collections.abc import Callable, Collection
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -332,3 +333,44 @@ def _damage_text(exc: sqlite3.DatabaseError) -> str:
     if getattr(exc, "sqlite_errorname", "") == "SQLITE_NOTADB":
         return "is not a SQLite database"
     return f"is damaged ({exc})"
+
+
+def judge_server_schema(
+    location: str,
+    version: int,
+    tables: Callable[[], Collection[str]],
+    *,
+    read_only: bool,
+    create: bool,
+) -> None:
+    """A PostgreSQL database judged before anything is written to it, as
+    :func:`check_file` judges a SQLite file: a newer schema, another program's tables, a
+    database without the curator's schema that may not be set up (``create``) and one
+    due for an upgrade that may not be written are each refused untouched.
+
+    ``version`` is the database's schema version (0: none); ``tables`` lists its tables,
+    asked only when it has no curator schema."""
+    if version > LATEST_VERSION:
+        raise SchemaTooNewError(
+            f"{location} has schema version {version}, newer than the "
+            f"{LATEST_VERSION} this version of the application understands; it was "
+            "not modified. Update the application to open it."
+        )
+    if version == 0:
+        found = tables()
+        if found:
+            shown = ", ".join(sorted(found)[:5])
+            raise ForeignDatabaseError(
+                f"{location} is not a Memory Curator database (it holds "
+                f"tables {shown}); it was not modified"
+            )
+        if not create:
+            raise MissingDatabaseError(
+                f"{location} holds no curator database yet; nothing was "
+                "created: pass --create to set it up there"
+            )
+    if version < LATEST_VERSION and read_only:
+        raise ReadOnlyError(
+            f"read-only: {location} has schema version {version} and needs "
+            f"an upgrade to {LATEST_VERSION}, which needs write access"
+        )
