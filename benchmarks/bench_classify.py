@@ -40,7 +40,7 @@ from curator.llm.llama_cpp_backend import load_backend
 from curator.llm.model_file import demo_model_path
 from curator.llm.prompts import load_prompt, numbered
 from curator.resources_path import resource_path
-from curator.store.importer import render_messages
+from curator.store.episode_records import render_messages
 from curator.store.models import LABELS
 
 EXTRA_AXIOMS = [

@@ -46,8 +46,8 @@ from curator.llm.prompts import load_prompt
 from curator.pipeline.distill import EXTRACT_REPEAT_PENALTY
 from curator.pipeline.distill_plan import render_prefix
 from curator.resources_path import resource_path
+from curator.store.episode_records import render_messages
 from curator.store.identity import EMPTY_IDENTITY
-from curator.store.importer import render_messages
 from curator.store.settings import Settings
 
 PER_BATCH = 5

@@ -47,8 +47,8 @@ from curator.errors import CuratorError
 from curator.store.db import Store
 from curator.store.engine import in_chunks
 from curator.store.episode_queries import count_episodes, count_pending
+from curator.store.episode_records import ParsedEpisode, detector_text
 from curator.store.identity import Identity, current_identity
-from curator.store.importer import ParsedEpisode, detector_text
 from curator.store.knowledge import (
     PatternRow,
     export_json,
@@ -537,7 +537,7 @@ class Curator:
 
 def _flag_kinds(parsed: ParsedEpisode, identity: Identity) -> list[str]:
     """The detector's flag kinds for an episode, as stored in its metadata: of its text,
-    or for a chat of :func:`~curator.store.importer.detector_text` (its messages without
+    or for a chat of :func:`~curator.store.episode_records.detector_text` (its messages without
     the speakers the curator itself writes)."""
     text = parsed.text if not parsed.messages else detector_text(parsed.messages)
     return sorted({f.kind for f in detect(text, identity.axioms, identity.identity_text)})

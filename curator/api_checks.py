@@ -19,7 +19,7 @@ from typing import Any, Final
 
 from curator.core.textsafety import control_problem, one_line
 from curator.errors import CuratorError
-from curator.store.importer import MAX_EPISODE_CHARS, ParsedEpisode, episode_from_object
+from curator.store.episode_records import MAX_EPISODE_CHARS, ParsedEpisode, episode_from_object
 from curator.store.models import utcnow
 
 MAX_TOP_K: Final = 1000

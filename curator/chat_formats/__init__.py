@@ -34,7 +34,8 @@ from curator.chat_formats.common import (
     parse_granularity,
 )
 from curator.core.zip_errors import is_zip
-from curator.store.importer import LineError, ParsedEpisode
+from curator.store.episode_records import ParsedEpisode
+from curator.store.importer import LineError
 from curator.store.models import utcnow
 
 FORMATS = ("auto", "jsonl", "chatgpt", "claude", "telegram", "discord", "slack", "csv")

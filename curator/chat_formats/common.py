@@ -25,14 +25,14 @@ from typing import Any
 
 from curator.core.textsafety import as_one_line, control_problem, escape_controls, visible
 from curator.core.wording import plural
-from curator.store.importer import (
+from curator.store.episode_records import (
     MAX_EPISODE_CHARS,
-    LineError,
     ParsedEpisode,
     content_hash,
     render_messages,
     stored_size,
 )
+from curator.store.importer import LineError
 from curator.store.models import format_utc, to_utc
 
 

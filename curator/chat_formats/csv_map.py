@@ -35,7 +35,8 @@ from curator.chat_formats.common import (
     iso_time,
 )
 from curator.core.regular_file import file_identity
-from curator.store.importer import MAX_EPISODE_CHARS, LineError
+from curator.store.episode_records import MAX_EPISODE_CHARS
+from curator.store.importer import LineError
 
 NAME = "csv"
 

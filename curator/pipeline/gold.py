@@ -18,7 +18,7 @@ a file back into another database:
 
 An episode line is matched by its content, never by what the file claims: its identity
 is the episode importer's own hash of the line's body, source and timestamp
-(:func:`curator.store.importer.content_hash`), and a ``content_hash`` in the line must be
+(:func:`curator.store.episode_records.content_hash`), and a ``content_hash`` in the line must be
 that hash (or the same hash without the timestamp, the form of an episode that was
 imported undated), else the line is an error. So a line can only label the episode whose
 content it holds, and the same content is never added twice.
@@ -49,9 +49,9 @@ from curator.errors import CuratorError
 from curator.pipeline.labels import relabel_each
 from curator.store.db import Store
 from curator.store.engine import in_chunks
-from curator.store.importer import (
+from curator.store.episode_records import ParsedEpisode, content_hash, episode_from_object
+from curator.store.json_source import (
     LineError,
-    ParsedEpisode,
     _BadLine,
     _check_depth_and_text,
     _decode,
@@ -59,8 +59,6 @@ from curator.store.importer import (
     _open_regular,
     _type_name,
     _Unreadable,
-    content_hash,
-    episode_from_object,
 )
 from curator.store.models import (
     ACTIONS,

@@ -24,7 +24,7 @@ What happens to a file between two polls is told by its identity and its head:
 
 Episodes keep the importer's identity (a hash of their content), so a line read twice
 by any route (a rotated copy that is itself followed) is still one episode. Lines are
-parsed by the importer's own rules (:func:`curator.store.importer.episode_from_object`);
+parsed by the importer's own rules (:func:`curator.store.episode_records.episode_from_object`);
 a bad one is reported as ``FILE:LINE: reason`` and the follow goes on.
 """
 

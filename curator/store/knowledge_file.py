@@ -29,7 +29,7 @@ from datetime import datetime
 from pathlib import Path
 
 from curator.core.zip_errors import is_zip
-from curator.store.importer import (
+from curator.store.json_source import (
     LineError,
     _BadLine,
     _check_depth_and_text,

@@ -12,13 +12,8 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
-from curator.store.importer import (
-    LineError,
-    _BadLine,
-    _check_depth_and_text,
-    _parse_timestamp,
-    _type_name,
-)
+from curator.store.episode_records import _parse_timestamp
+from curator.store.json_source import LineError, _BadLine, _check_depth_and_text, _type_name
 from curator.store.models import MAX_PATTERN_CHARS, format_utc
 
 DEFAULT_IMPORTANCE = 0.5

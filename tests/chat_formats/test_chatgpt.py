@@ -9,7 +9,8 @@ import pytest
 
 from curator.chat_formats import ChatImport, parse_granularity
 from curator.store.db import Store
-from curator.store.importer import MAX_EPISODE_CHARS, import_file
+from curator.store.episode_records import MAX_EPISODE_CHARS
+from curator.store.importer import import_file
 from tests.chat_formats.exports import T0, chatgpt_export, episodes, gpt_node, write_json
 
 

@@ -286,7 +286,7 @@ DETECT_ON_THREADS = textwrap.dedent(
     import json, sys, threading
     sys.setswitchinterval(1e-6)
     from curator.core.flags import _detect
-    from curator.store.importer import detector_text
+    from curator.store.episode_records import detector_text
 
     texts = []
     for line in open(sys.argv[1], encoding="utf-8"):

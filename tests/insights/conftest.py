@@ -20,7 +20,7 @@ from curator.core.scoring import rank_key
 from curator.pipeline.labels import relabel
 from curator.pipeline.review import decide
 from curator.store.db import Store
-from curator.store.importer import content_hash
+from curator.store.episode_records import content_hash
 from curator.store.models import (
     Candidate,
     CandidateEpisode,

@@ -23,7 +23,8 @@ from curator.cli import main
 from curator.errors import CuratorError
 from curator.pipeline.gold import import_gold
 from curator.store.db import Store
-from curator.store.importer import MAX_EPISODE_CHARS, content_hash, import_file
+from curator.store.episode_records import MAX_EPISODE_CHARS, content_hash
+from curator.store.importer import import_file
 from curator.store.models import Episode, format_utc
 
 HEADER = {"format": "memory-curator gold set", "version": 1}

@@ -20,8 +20,8 @@ from curator.api import Screening, _flag_kinds
 from curator.api_checks import parse_episode
 from curator.cli import main
 from curator.errors import CuratorError
+from curator.store.episode_records import MAX_EPISODE_CHARS
 from curator.store.identity import current_identity, save_identity
-from curator.store.importer import MAX_EPISODE_CHARS
 from tests.mcp.test_mcp_intake_detector import INJECTION
 
 Counts = Callable[[Path], dict[str, int]]

@@ -304,7 +304,7 @@ def test_a_senders_account_name_is_who_wrote_not_a_link(memory_db: Path) -> None
 )
 def test_any_account_name_as_speaker_is_no_link(name: str, content: str) -> None:
     from curator.core.flags import detect
-    from curator.store.importer import detector_text
+    from curator.store.episode_records import detector_text
 
     text = detector_text([{"role": "user", "name": name, "content": content}])
     assert "link" not in {f.kind for f in detect(text)}

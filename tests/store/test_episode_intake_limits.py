@@ -12,8 +12,8 @@ from hypothesis import strategies as st
 
 from curator import Curator
 from curator.errors import CuratorError
-from curator.store import importer
-from curator.store.importer import episode_from_object
+from curator.store import episode_records
+from curator.store.episode_records import episode_from_object
 from curator.store.json_source import _BadLine
 
 NOW = datetime.datetime(2026, 12, 4, tzinfo=datetime.UTC)
@@ -45,7 +45,7 @@ def test_an_accepted_chat_is_within_the_limit_in_every_field(
     messages: list[dict[str, str]],
 ) -> None:
     with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(importer, "MAX_EPISODE_CHARS", 100)
+        patch.setattr(episode_records, "MAX_EPISODE_CHARS", 100)
         try:
             parsed = episode_from_object({"messages": messages}, 1, NOW)
         except _BadLine:
