@@ -33,7 +33,7 @@ from curator.store.episode_records import (
     stored_size,
 )
 from curator.store.importer import LineError
-from curator.store.models import format_utc, to_utc
+from curator.store.models import format_utc, parse_iso_utc
 
 
 @dataclass(frozen=True)
@@ -273,16 +273,11 @@ def iso_time(value: Any, key: str) -> datetime | None:
         return None
     if not isinstance(value, str):
         raise BadElement(f"'{key}' must be an ISO 8601 string, not {type_name(value)}")
-    text = value.strip()
-    if text.endswith(("Z", "z")):
-        text = text[:-1] + "+00:00"
     try:
-        parsed = datetime.fromisoformat(text)
+        return parse_iso_utc(value)
     except ValueError:
         raise BadElement(f"'{key}' {value[:40]!r} is not an ISO 8601 time") from None
-    try:
-        return to_utc(parsed)
-    except (ValueError, OverflowError):  # 0001-01-01 at +01:00 is before year 1 in UTC
+    except OverflowError:  # 0001-01-01 at +01:00 is before year 1 in UTC
         raise BadElement(
             f"'{key}' {value[:40]!r} is outside the range 0001-01-01 to 9999-12-31 in UTC"
         ) from None

@@ -22,7 +22,7 @@ from curator.core.redact import one_line
 from curator.core.textsafety import NAME_BREAKERS, control_name, visible
 from curator.core.wording import plural
 from curator.store.json_source import _BadLine, _check_depth_and_text, _type_name
-from curator.store.models import format_utc, to_utc
+from curator.store.models import format_utc, parse_iso_utc
 
 MAX_EPISODE_CHARS = 1_000_000
 """Longer episodes are rejected: a model context holds a few thousand tokens at most."""
@@ -46,16 +46,10 @@ class ParsedEpisode:
 def _parse_timestamp(value: Any) -> datetime:
     if not isinstance(value, str):
         raise _BadLine(f"'timestamp' must be an ISO 8601 string, not {_type_name(value)}")
-    text = value.strip()
-    if text.endswith(("Z", "z")):
-        text = text[:-1] + "+00:00"
     try:
-        parsed = datetime.fromisoformat(text)
+        return parse_iso_utc(value)
     except ValueError:
         raise _BadLine(f"'timestamp' {value[:40]!r} is not ISO 8601") from None
-    try:
-        # Converting to UTC can leave the range a datetime holds (0001-01-01T00:00+01:00).
-        return to_utc(parsed)
     except OverflowError:
         raise _BadLine(
             f"'timestamp' {value[:40]!r} is outside the range 0001-01-01 to 9999-12-31 in UTC"

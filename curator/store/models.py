@@ -56,6 +56,20 @@ def to_utc(value: datetime) -> datetime:
     return as_utc(value)
 
 
+def parse_iso_utc(value: str) -> datetime:
+    """An ISO 8601 time in aware UTC; a trailing ``Z`` and a time without a zone are UTC
+    (the store's rule). ValueError: not ISO 8601; OverflowError: outside what a datetime
+    holds once in UTC (``0001-01-01T00:00+01:00``)."""
+    text = value.strip()
+    if text.endswith(("Z", "z")):
+        text = text[:-1] + "+00:00"
+    parsed = datetime.fromisoformat(text)
+    try:
+        return to_utc(parsed)
+    except ValueError as exc:  # the conversion's, not the reading's
+        raise OverflowError(str(exc)) from None
+
+
 def format_utc(value: datetime) -> str:
     """The stored text form: fixed-width ISO 8601 in UTC, so text order is time order.
 
