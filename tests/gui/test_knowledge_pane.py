@@ -10,6 +10,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 import shiboken6
+from hypothesis import HealthCheck, example, given, settings
+from hypothesis import strategies as st
 from PySide6.QtCore import QPointF, Qt
 from PySide6.QtGui import QFont
 from PySide6.QtWidgets import QApplication
@@ -566,3 +568,30 @@ def test_a_chart_deleted_right_after_a_resize_is_not_laid_out(qtbot) -> None:
     chart.resize(900, 400)
     shiboken6.delete(chart)
     QApplication.processEvents()  # pytest-qt fails the test on an exception in a slot
+
+
+_SIZES = st.tuples(st.integers(250, 1600), st.integers(200, 900))  # at least its minimum
+
+
+@settings(
+    max_examples=30, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(st.lists(_SIZES, min_size=1, max_size=3))
+@example([(1300, 330), (480, 260)])  # a window made narrower: the names shorten again
+@example([(1300, 330), (420, 300)])
+@example([(560, 280), (1100, 330)])
+def test_a_resized_chart_has_the_legend_a_fresh_layout_gives(
+    qtbot, sizes: list[tuple[int, int]]
+) -> None:
+    """Made narrower, the chart laid its legend out in one column of the same long names,
+    down over "today": only a larger chart chose the names' length again. Whatever the
+    sizes it went through, the legend is the one laid out afresh at its last size."""
+    chart = _legend_chart(qtbot, len(CURVE_COLOURS) + 3)
+    for size in sizes:
+        chart.resize(*size)
+        qtbot.waitUntil(lambda s=size: (chart.width(), chart.height()) == s)
+        for _ in range(3):
+            QApplication.processEvents()
+    resized = (chart.legend.columnCount, chart.legend_labels())
+    chart._rebuild_legend()
+    assert resized == (chart.legend.columnCount, chart.legend_labels())

@@ -145,13 +145,16 @@ class FittedLegendPlot(pg.PlotWidget):
     def _refit_legend(self) -> None:
         """The legend for the chart's new size: laid out again, and filled again only
         when its names' length changes (a drag of a hundred steps filled it a dozen
-        times)."""
+        times), shorter as well as longer: a chart made narrower kept its long names in
+        one column, down over the "today" label, where a fresh layout shortened them to
+        keep two columns in the top half."""
         self._refit_pending = False
         if self.getPlotItem() is None:  # torn down meanwhile
             return
-        self._fit_legend()
+        fitted = self._fit_legend()
         view = self.getPlotItem().getViewBox()
         limit = self._estimated_limit(view.width() - _SIDE_ROOM, view.height())
         overflows = self._overflows() and self._name_limit != NAME_LIMITS[-1]
-        if overflows or limit > self._name_limit:
+        shorter = not fitted and limit < self._name_limit
+        if overflows or shorter or limit > self._name_limit:
             self._rebuild_legend()  # names as long as the new size leaves room for
