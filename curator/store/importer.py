@@ -4,7 +4,10 @@ Hostile input never crashes the import and never half-imports a file: every bad 
 reported as ``FILE:LINE: reason`` and skipped, and the good lines of a file are inserted in
 one transaction. Lines are split on ``\\n`` only (so U+2028 inside a string is just a
 character), read as bytes and decoded strictly, so invalid UTF-8 is reported with its
-byte offset instead of being replaced silently.
+byte offset instead of being replaced silently. A ``\\r\\n`` line end is read as one; a
+bare ``\\r`` (old Mac line ends) ends no line, so records it separates run together on
+one line, which is reported as that, with the fix, not as a JSON error (see
+:data:`curator.store.json_source.BARE_CR`).
 
 A file is JSON Lines or one JSON array, decided by what it holds (see ``_is_json_array``),
 and nothing after an array is ever silently ignored. ``-`` reads standard input. A source

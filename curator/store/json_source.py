@@ -147,6 +147,43 @@ def _decode(raw: bytes, first: bool) -> str:
         raise _BadLine(f"invalid UTF-8 at byte {exc.start + 1} of the line") from None
 
 
+BARE_CR = (
+    "records on this line end in a bare carriage return (\\r), which ends no line of "
+    "JSON Lines (only \\n or \\r\\n do): convert the line ends, e.g. "
+    "tr '\\r' '\\n' < FILE > FIXED.jsonl, and import that file"
+)
+"""Why a line of records run together by old Mac line ends was not read. JSON Lines are
+split on ``\\n`` only, so such a file is one line, whose JSON error ("extra data at
+column 35") said nothing of the cause."""
+
+_STRING_OR_CR = re.compile(r'"(?:[^"\\]+|\\.)*"?|\r', re.DOTALL)
+"""A JSON string (or the rest of a line from an unclosed quote), or a carriage return
+outside any string."""
+
+
+def _has_bare_cr(text: str) -> bool:
+    """Whether ``text`` (one line, its line end stripped) holds a carriage return outside
+    its JSON strings: a line end that JSON Lines does not split on (as the log follower
+    says of a file that ends no line). A CR inside a string is not one: valid JSON escapes
+    it, and a raw one there is invalid JSON that a new line end would not mend."""
+    if "\r" not in text:
+        return False
+    return any(m.group() == "\r" for m in _STRING_OR_CR.finditer(text))
+
+
+def _loads_line(text: str) -> Any:
+    """One line of JSON Lines decoded strictly (:func:`_loads`); a line that fails and
+    holds a bare carriage return outside its strings is records run together by old Mac
+    line ends, and says so (:data:`BARE_CR`) instead of its JSON error. A CR between the
+    tokens of one record is JSON whitespace: such a line that decodes is read as any."""
+    try:
+        return _loads(text)
+    except _BadLine:
+        if _has_bare_cr(text):
+            raise _BadLine(BARE_CR) from None
+        raise
+
+
 def _iter_jsonl(lines: Iterable[bytes]) -> Iterator[tuple[int, Any | _BadLine]]:
     for number, raw in enumerate(lines, 1):
         raw = raw.rstrip(b"\n").rstrip(b"\r")
@@ -154,7 +191,7 @@ def _iter_jsonl(lines: Iterable[bytes]) -> Iterator[tuple[int, Any | _BadLine]]:
             text = _decode(raw, number == 1)
             if not text.strip():
                 continue
-            yield number, _loads(text)
+            yield number, _loads_line(text)
         except _BadLine as exc:
             yield number, exc
 

@@ -81,6 +81,22 @@ CASES = [
     Case("duplicate-keys", file(b'{"content": "a", "content": "b"}\n'), 1, 0, r"duplicate key"),
     Case("crlf", file(GOOD + b"\r\n" + GOOD2 + b"\r\n"), 0, 2),
     Case(
+        "bare-cr",
+        file(GOOD + b"\r" + GOOD2 + b"\r"),
+        1,
+        0,
+        r"episodes\.jsonl:1: records on this line end in a bare carriage return \(\\r\).*"
+        r"tr '\\r' '\\n'",
+    ),
+    Case(
+        "bare-cr-on-one-line",
+        file(GOOD + b"\n" + GOOD2 + b"\r" + GOOD + b"\n" + GOOD2.replace(b"kitchen", b"hall")),
+        1,
+        2,
+        r"episodes\.jsonl:2: records on this line end in a bare carriage return",
+    ),
+    Case("bare-cr-array", file(b"[" + GOOD + b",\r" + GOOD2 + b"\r]\r", "cr.json"), 0, 2),
+    Case(
         "data-after-array",
         file(b'[{"content": "a"}]\n[{"content": "b"}]\n', "two.json"),
         1,
