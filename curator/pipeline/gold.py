@@ -56,6 +56,7 @@ from curator.store.json_source import (
     _check_depth_and_text,
     _decode,
     _loads,
+    _loads_line,
     _open_regular,
     _type_name,
     _Unreadable,
@@ -301,7 +302,7 @@ def _parse_lines(
             text = _decode(raw.rstrip(b"\r"), False)
             if not text.strip():
                 continue
-            doc = _loads(text)
+            doc = _loads_line(text)
             if not isinstance(doc, dict):
                 raise _BadLine(f"expected a JSON object, found {_type_name(doc)}")
             kind = doc.get("kind")

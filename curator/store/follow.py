@@ -43,7 +43,7 @@ from curator.store.db import Store
 from curator.store.follow_files import head_of, identity, recent_copies, siblings, st_id
 from curator.store.follow_state import Position, load_position, save_position
 from curator.store.importer import _pack, _to_episode, write_parsed
-from curator.store.json_source import LineError, _BadLine, _decode, _loads
+from curator.store.json_source import LineError, _BadLine, _decode, _loads_line
 from curator.store.models import utcnow
 
 HEAD_BYTES = 1024
@@ -537,7 +537,7 @@ class Follower:
                 text = _decode(raw, number == 1)
                 if not text.strip():
                     continue
-                value = _loads(text)
+                value = _loads_line(text)
             except _BadLine as exc:
                 value = exc
             for item in _to_episode(name, number, value, now):

@@ -162,6 +162,20 @@ def test_bad_lines_are_reported_with_file_and_line_and_the_follow_goes_on(
     assert "invalid UTF-8" in errors[2] and errors[2] in said
 
 
+def test_records_run_together_by_a_bare_cr_are_said_as_that(
+    store: Store, tmp_path: Path
+) -> None:
+    """A writer that ended two records with old Mac line ends before a newline: the line
+    is refused as the importer refuses it, saying why, not with a JSON error."""
+    log = tmp_path / "agent.jsonl"
+    log.write_bytes(line("ok") + line("a")[:-1] + b"\r" + line("b") + line("after"))
+    follower, _ = follow(store, log)
+    follower.poll()
+    assert texts(store) == {"ok": 1, "after": 1}
+    (error,) = follower.totals.errors
+    assert error.line == 2 and "bare carriage return" in error.reason
+
+
 def test_a_line_longer_than_a_chunk_is_read_whole_and_judged(store: Store, tmp_path: Path) -> None:
     log = tmp_path / "agent.jsonl"
     long = "x" * (CHUNK_BYTES + 10)
