@@ -52,6 +52,7 @@ from curator.store.models import ALL_MODELS
 from curator.store.opened_file import (
     OpenedFile,
     is_writable,
+    missing_folders,
     remove_empty,
     settle_at_exit,
     settle_wal,
@@ -181,11 +182,7 @@ class Store:
                 )
         made: list[Path] = []  # folders this open creates, innermost first
         if not found.exists:
-            made = [  # by their names: one through ".." may be another, older folder
-                f
-                for f in (self.path.parent, *self.path.parent.parents)
-                if ".." not in f.parts and not os.path.exists(f)
-            ]
+            made = missing_folders(self.path.parent)
             try:
                 self.path.parent.mkdir(parents=True, exist_ok=True)
             except OSError as exc:

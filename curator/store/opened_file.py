@@ -18,6 +18,8 @@ import contextlib
 import os
 import threading
 import weakref
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Protocol
 
@@ -39,6 +41,28 @@ def is_writable(path: Path) -> bool:
     if not os.access(folder, os.W_OK | os.X_OK):
         return False
     return not os.path.exists(path) or os.access(path, os.W_OK)
+
+
+def missing_folders(folder: Path) -> list[Path]:
+    """``folder`` and those of its parents that do not exist yet, innermost first: what a
+    ``mkdir(parents=True)`` of it makes, and so what a failure after it may remove again
+    (:func:`remove_empty`) without touching a folder that was there before. Judged by their
+    names: one reached through ``..`` may be another, older folder, and is never listed."""
+    return [f for f in (folder, *folder.parents) if ".." not in f.parts and not os.path.lexists(f)]
+
+
+@contextmanager
+def folders_taken_back(folder: Path) -> Iterator[None]:
+    """Around making ``folder`` (``mkdir(parents=True)``) and filling it: on any failure
+    or stop inside, the folders that did not exist before it (:func:`missing_folders`) and
+    are still empty are removed again, innermost first. A backup to a mistyped ``--dir``
+    that then failed left an empty folder tree; one that anything filled meanwhile stays."""
+    made = missing_folders(folder)
+    try:
+        yield
+    except BaseException:
+        remove_empty(made)
+        raise
 
 
 def remove_empty(folders: list[Path]) -> None:

@@ -33,14 +33,45 @@ from curator.store.opening import connect_existing, remove_side_files
 _SCHEMA_ROWS = ("episode_fts_",)
 
 
+def _lock_without_waiting(path: Path, *, exclusive: bool) -> sqlite3.Connection:
+    """A connection to ``path`` that holds its write lock, taken without waiting (a
+    process writing it keeps it). ``exclusive``: in SQLite's exclusive locking mode, which
+    keeps a WAL database's index in this process's memory instead of the ``-shm`` file,
+    and is granted only while no other connection has the file open."""
+    conn = connect_existing(path, timeout=0, isolation_level=None)
+    try:
+        if exclusive:  # before the first read: only then does the index stay in memory
+            conn.execute("PRAGMA locking_mode = EXCLUSIVE")
+        conn.execute("BEGIN EXCLUSIVE" if exclusive else "BEGIN IMMEDIATE")
+    except BaseException:
+        conn.close()
+        raise
+    return conn
+
+
+def _is_busy(exc: sqlite3.Error) -> bool:
+    """Whether SQLite refused because another connection holds a lock on the file."""
+    return getattr(exc, "sqlite_errorname", "").startswith(("SQLITE_BUSY", "SQLITE_LOCKED"))
+
+
 def _holds_nothing_of_anyone(path: Path) -> sqlite3.Connection | None:
-    """An open connection holding the write lock when ``path`` holds no data; else None."""
+    """An open connection holding the write lock when ``path`` holds no data; else None.
+
+    Every reader of a WAL database maps its ``-shm`` index, growing that file first when it
+    is short. On a full disk the open that failed left it short (part of its pages written)
+    and nobody can grow it, so this reading failed too ("disk I/O error") and the file the
+    command made stayed with its side files. Then the lock is taken in exclusive mode,
+    which needs no ``-shm``: still never while another process has the file open."""
     try:
-        conn = connect_existing(path, timeout=0, isolation_level=None)
-    except sqlite3.Error:
-        return None
+        conn = _lock_without_waiting(path, exclusive=False)
+    except sqlite3.Error as exc:
+        if _is_busy(exc):
+            return None
+        try:
+            conn = _lock_without_waiting(path, exclusive=True)
+        except sqlite3.Error:
+            return None
     try:
-        conn.execute("BEGIN IMMEDIATE")  # a process writing it keeps it: never waited for
         tables = [
             str(row[0])
             for row in conn.execute(

@@ -27,9 +27,11 @@ from peewee import (
     IntegerField,
 )
 from pg_server import PostgresServer
+from store.file_limit import files_limited_to
 
 from curator.cli import main
 from curator.errors import ConflictError, CuratorError
+from curator.store import copy as copy_module
 from curator.store.copy import (
     LOCAL_SETTING_KEYS,
     CopyError,
@@ -449,6 +451,72 @@ def test_a_failed_copy_into_a_new_file_leaves_no_file(
     code, _, err = cli(capsys, "copy", str(db), str(tmp_path / "new" / "b.sqlite"))
     assert code == 1 and "plugin_notes" in err and err.count("\n") == 1
     assert not (tmp_path / "new").exists()
+
+
+def test_a_full_disk_while_the_new_file_is_made_leaves_nothing(
+    tmp_path: Path, db_url: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`copy SOURCE NEW` on a full disk (this process's file size limit, a real one: the
+    new file's -shm stops growing after its first pages) failed as it should, and left the
+    new file (4 KiB, the schema not written) with its -wal and -shm: the take-back's own
+    look at the file needed the -shm to grow too. From a file or a server alike."""
+    source = open_apart(db_url)  # held open: its own -shm is whole before the limit
+    fill(source, random.Random(41), at_least=1)
+    dest = tmp_path / "new" / "dest.sqlite"
+    try:
+        with files_limited_to(12_288):
+            code, _, err = cli(capsys, "copy", db_url, str(dest))
+    finally:
+        source.close()
+    assert code == 2 and err.count("\n") == 1 and "disk I/O error" in err, err
+    assert not (tmp_path / "new").exists()
+
+
+@pytest.mark.parametrize("stop", ["full", "interrupted"])
+def test_a_copy_into_a_new_file_stopped_half_way_leaves_nothing(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, stop: str
+) -> None:
+    """The neighbours of a full disk at the new file's making: the disk filling up under
+    the copy's rows (SQLite's page limit on DEST's connection, a real SQLITE_FULL), and a
+    Ctrl-C between two pages (a fault injection: the progress report raises
+    KeyboardInterrupt once episodes are being written)."""
+    db = tmp_path / "a.sqlite"
+    store = Store(db)
+    fill(store, random.Random(42), at_least=1)
+    with store.write():
+        for i in range(60):  # pages of rows the destination must grow for
+            store.db.execute_sql(
+                "INSERT INTO episode (content_hash, text, timestamp, source, metadata, "
+                "imported_at, classify_truncated) VALUES (?, ?, ?, 's', '{}', ?, 0)",
+                (f"big-{i}", "x" * 3000, "2024-01-01T00:00:00Z", "2024-01-01T00:00:00Z"),
+            )
+    store.close()
+    if stop == "full":
+
+        def limited(location: str | os.PathLike[str], **options: Any) -> Store:
+            opened = open_apart(location, **options)
+            if options.get("create"):  # DEST, its schema written: no page more
+                [(pages,)] = opened.execute("PRAGMA page_count")
+                opened.execute(f"PRAGMA max_page_count = {int(pages)}")
+            return opened
+
+        monkeypatch.setattr(copy_module, "open_apart", limited)
+    else:
+
+        def interrupted(source: Store, dest: Store, **options: Any) -> Any:
+            def progress(table: str, done: int, total: int) -> None:
+                if table == "episode" and done > 0:
+                    raise KeyboardInterrupt
+                options["progress"](table, done, total)
+
+            return copy_database(source, dest, **{**options, "progress": progress})
+
+        monkeypatch.setattr(copy_module, "copy_database", interrupted)
+    before = sorted(p.name for p in tmp_path.iterdir())
+    code, _, err = cli(capsys, "copy", str(db), str(tmp_path / "new" / "b.sqlite"))
+    expected = ("database or disk is full", 1) if stop == "full" else ("interrupted", 130)
+    assert code == expected[1] and expected[0] in err and "Traceback" not in err, err
+    assert sorted(p.name for p in tmp_path.iterdir()) == before
 
 
 def test_copy_refuses_a_read_only_destination(tmp_path: Path) -> None:

@@ -15,10 +15,12 @@ import sys
 from pathlib import Path
 
 import pytest
+from store.file_limit import files_limited_to
 
+from curator.cli import main
 from curator.store.db import Store
 from curator.store.demo import create_demo
-from curator.store.take_back import Made, take_back
+from curator.store.take_back import Made, _lock_without_waiting, take_back
 
 
 @pytest.fixture
@@ -133,3 +135,87 @@ def test_a_zero_byte_file_nothing_filled_is_not_touched(tmp_path: Path) -> None:
     _schema_only(database)  # now filled by a command that then failed: given back
     made.take_back()
     assert database.stat().st_size == 0 and _siblings(database) == []
+
+
+# -- a full disk: the -shm the failed open left cannot be grown -----------------------------
+
+
+def _left_by_a_full_disk(path: Path, *, row_in_wal: bool) -> Path:
+    """``path`` (in a new folder) as a command that ran out of room leaves it: its ``-shm``
+    one page long (SQLite grows it a page at a time), and with ``row_in_wal`` a setting
+    another process committed that is still only in the ``-wal``, never checkpointed."""
+    apart = path.parent.parent / "apart"
+    apart.mkdir()
+    _schema_only(apart / path.name)
+    writer = sqlite3.connect(apart / path.name)
+    writer.execute("PRAGMA wal_autocheckpoint = 0")
+    writer.execute("SELECT count(*) FROM setting").fetchone()  # (its -wal opened)
+    if row_in_wal:
+        writer.execute("INSERT INTO setting (key, value) VALUES ('top_k', '7')")
+        writer.commit()
+    path.parent.mkdir()
+    for suffix in ("", "-wal"):  # as they are while it is open: a process stopped here
+        shutil.copyfile(apart / (path.name + suffix), path.with_name(path.name + suffix))
+    writer.close()
+    path.with_name(path.name + "-shm").write_bytes(bytes(4096))
+    return path
+
+
+def test_a_file_whose_shm_a_full_disk_left_short_is_taken_back(tmp_path: Path) -> None:
+    """Every reader of a WAL database grows a short ``-shm`` first; with the disk full
+    that failed ("disk I/O error"), so the take-back's own look at the file failed and
+    `curator copy` into a new file left it (4 KiB) with its side files. The look is then
+    made without a ``-shm``. The full disk is this process's file size limit, a real one."""
+    database = _left_by_a_full_disk(tmp_path / "new" / "new.sqlite", row_in_wal=False)
+    with files_limited_to(8192):
+        assert take_back(database, [database.parent])
+    assert not database.parent.exists()
+
+
+def test_a_row_only_in_the_wal_keeps_the_file_when_its_shm_cannot_grow(tmp_path: Path) -> None:
+    """The look without a ``-shm`` reads the ``-wal`` too: another process's commit there,
+    never checkpointed, is someone's data, and the file stays as it was."""
+    database = _left_by_a_full_disk(tmp_path / "new" / "new.sqlite", row_in_wal=True)
+    with files_limited_to(8192):
+        assert not take_back(database)
+        assert not take_back(database, zero_bytes=True)
+    with Store(database, create=False) as store:
+        assert store.db.execute_sql("SELECT value FROM setting WHERE key = 'top_k'").fetchone()
+
+
+def test_the_look_without_a_shm_is_refused_while_another_connection_has_the_file_open(
+    tmp_path: Path,
+) -> None:
+    """The exclusive lock that look takes is refused at once while any other connection
+    has the file open (every WAL connection holds a shared lock on it while open)."""
+    database = _schema_only(tmp_path / "new.sqlite")
+    reader = sqlite3.connect(database)
+    reader.execute("SELECT count(*) FROM setting").fetchone()
+    try:
+        with pytest.raises(sqlite3.OperationalError) as refused:
+            _lock_without_waiting(database, exclusive=True)
+        assert refused.value.sqlite_errorname == "SQLITE_BUSY"
+    finally:
+        reader.close()
+    _lock_without_waiting(database, exclusive=True).close()
+
+
+@pytest.mark.parametrize(
+    "command",
+    [["demo"], ["import", "{notes}"], ["--create", "stats"]],
+    ids=["demo", "import", "create"],
+)
+def test_a_command_the_full_disk_stops_as_it_makes_the_database_leaves_nothing(
+    tmp_path: Path, command: list[str], capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The commands that make a database take it back the same way as `copy` (a real
+    full disk: this process's file size limit; the new file's -shm stops growing)."""
+    notes = tmp_path / "notes.jsonl"
+    notes.write_text('{"content": "hello"}\n', encoding="utf-8")
+    database = tmp_path / "new" / "curator.sqlite"
+    argv = ["--db", str(database), *(a.format(notes=notes) for a in command)]
+    with files_limited_to(12_288):
+        code = main(argv)
+    err = capsys.readouterr().err
+    assert code == 2 and err.count("\n") == 1 and "disk I/O error" in err, err
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["notes.jsonl"]
