@@ -53,6 +53,7 @@ from curator.store.db import Store
 from curator.store.db_choice import BUSY_TIMEOUT_S, busy_timeout_from_env
 from curator.store.db_errors import DATABASE_ERRORS
 from curator.store.models import utcnow
+from curator.store.opened_file import folders_taken_back
 from curator.store.opening import (
     connect_existing,
     file_name,
@@ -234,11 +235,41 @@ def take_backup(
     folder = dest_dir or default_backup_dir(db_path)
     # SQLite adds "-journal" to the partial copy's name: the longest of the names
     names_fit(folder, backup_file_name(db_path, backup_stamp(), ".partial-journal"), "backup")
-    try:
-        folder.mkdir(parents=True, exist_ok=True)
-    except OSError as exc:
-        reason = exc.strerror or exc
-        raise CuratorError(f"cannot create the backup folder {folder}: {reason}") from exc
+    with folders_taken_back(folder):
+        try:
+            folder.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            reason = exc.strerror or exc
+            raise CuratorError(f"cannot create the backup folder {folder}: {reason}") from exc
+        return _back_up_into(
+            folder,
+            db_path,
+            started=started,
+            read_only=read_only,
+            keep=keep,
+            max_total_bytes=max_total_bytes,
+            pages=pages,
+            progress=progress,
+            cancelled=cancelled,
+            checking=checking,
+        )
+
+
+def _back_up_into(
+    folder: Path,
+    db_path: Path,
+    *,
+    started: float,
+    read_only: bool,
+    keep: int,
+    max_total_bytes: int | None,
+    pages: int,
+    progress: ProgressFn | None,
+    cancelled: Callable[[], bool] | None,
+    checking: Callable[[], None] | None,
+) -> BackupResult:
+    """The backup of :func:`take_backup` into ``folder``, which exists (``started``: when
+    the backup began, by ``time.perf_counter()``)."""
     if not read_only:  # before the stamp: this write must not make the next backup due
         # Best effort (a copy without the identity is still a backup): it waits for the
         # write lock only as long as any other write of this process would.

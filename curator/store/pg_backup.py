@@ -52,6 +52,7 @@ from curator.store.copy import copy_database, open_apart
 from curator.store.db import Store
 from curator.store.db_choice import default_db_path
 from curator.store.models import utcnow
+from curator.store.opened_file import folders_taken_back
 from curator.store.pg_tool_watch import (
     Activity,
     ToolGivenUp,
@@ -218,11 +219,25 @@ def take_pg_backup(
         raise CuratorError(f"--keep must be at least 1 (got {keep})")
     started = time.perf_counter()
     folder = dest_dir or default_pg_backup_dir()
-    try:
-        folder.mkdir(parents=True, exist_ok=True)
-    except OSError as exc:
-        reason = exc.strerror or exc
-        raise CuratorError(f"cannot create the backup folder {folder}: {reason}") from exc
+    with folders_taken_back(folder):  # as a SQLite backup's
+        try:
+            folder.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            reason = exc.strerror or exc
+            raise CuratorError(f"cannot create the backup folder {folder}: {reason}") from exc
+        return _back_up_into(store, folder, started, keep, max_total_bytes, stop)
+
+
+def _back_up_into(
+    store: Store,
+    folder: Path,
+    started: float,
+    keep: int,
+    max_total_bytes: int | None,
+    stop: Callable[..., None],
+) -> BackupResult:
+    """The backup of :func:`take_pg_backup` into ``folder``, which exists (``started``:
+    when the backup began, by ``time.perf_counter()``; ``stop``: raises when cancelled)."""
     own_id = database_id(store)
     pg_dump = shutil.which("pg_dump")
     suffix = DUMP_SUFFIX if pg_dump else EXPORT_SUFFIX

@@ -46,6 +46,7 @@ from curator.store.backup_listing import (
     newest_good_backup,
 )
 from curator.store.backup_partials import ClaimTaken, claimed, sweep_stale_restores
+from curator.store.opened_file import folders_taken_back
 from curator.store.opening import SIDE_FILES, ReadOnlyError, StoreBusyError, remove_side_files
 
 try:
@@ -125,19 +126,22 @@ def restore_backup(path: Path, backup: Path | None = None) -> RestoreReport:
         # writable copy put in its place: what this user may not write stays as it is.
         raise ReadOnlyError(f"read-only: {path} cannot be written by this user; nothing changed")
     partial = path.with_name(f"{path.name}.restoring-{stamp}")
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        with claimed(partial):  # held until it is the database: a later restore sweeps it
-            moved = _put_in_place(backup, path, partial, stamp, label)
-    except ClaimTaken:
-        raise  # the name is another run's: its file is not this run's to remove
-    except OSError as exc:
-        remove_copy(partial)
-        reason = exc.strerror or exc
-        raise CuratorError(f"cannot restore {backup} to {path}: {reason}; nothing changed") from exc
-    except BaseException:
-        remove_copy(partial)
-        raise
+    with folders_taken_back(path.parent):  # (--create) a new folder goes again on failure
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            with claimed(partial):  # held until it is the database: a later restore sweeps it
+                moved = _put_in_place(backup, path, partial, stamp, label)
+        except ClaimTaken:
+            raise  # the name is another run's: its file is not this run's to remove
+        except OSError as exc:
+            remove_copy(partial)
+            reason = exc.strerror or exc
+            raise CuratorError(
+                f"cannot restore {backup} to {path}: {reason}; nothing changed"
+            ) from exc
+        except BaseException:
+            remove_copy(partial)
+            raise
     _fsync_folder(path.parent)
     return RestoreReport(path=path, backup=backup, moved=tuple(aside for _, aside in moved))
 

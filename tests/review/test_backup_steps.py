@@ -105,7 +105,7 @@ def test_a_damaged_copy_is_deleted_and_reported(store: Store) -> None:
     with pytest.raises(CuratorError, match=r"failed its quick_check.*the copy was deleted"):
         take_backup(store.path)
     folder = store.path.parent / "backups"
-    assert list_backups(store.path) == [] and list(folder.iterdir()) == []
+    assert list_backups(store.path) == [] and not folder.exists()  # nor the folder it made
 
 
 def test_a_cancelled_backup_leaves_nothing(store: Store) -> None:
@@ -118,7 +118,7 @@ def test_a_cancelled_backup_leaves_nothing(store: Store) -> None:
 
     with pytest.raises(BackupCancelled):
         take_backup(store.path, pages=1, cancelled=cancelled)
-    assert list((store.path.parent / "backups").iterdir()) == []
+    assert not (store.path.parent / "backups").exists()  # nor the folder it made
 
 
 def test_a_backup_is_due_only_after_a_change(store: Store) -> None:

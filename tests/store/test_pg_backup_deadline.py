@@ -161,7 +161,7 @@ def test_a_backup_from_a_server_that_stops_answering_is_given_up(
         message = str(raised.value)
         assert message.startswith("pg_dump of ") and "\n" not in message
         assert "sent no answer for 1.5 s" in message and "given up" in message
-        assert list(folder.iterdir()) == []  # no backup, no partial file
+        assert not folder.exists()  # no backup, no partial file, not the folder it made
     finally:
         store.close()
 
@@ -207,7 +207,7 @@ def test_a_tool_that_hangs_with_a_child_is_given_up_at_once(
     try:
         with pytest.raises(CuratorError, match=r"sent no answer for 1\.5 s"):
             take_pg_backup(store, tmp_path / "backups")
-        assert list((tmp_path / "backups").iterdir()) == []
+        assert not (tmp_path / "backups").exists()  # nor the folder it made
     finally:
         store.close()
     assert not _running(int(marker.read_text()))  # the kill reached the stand-in's child
@@ -340,6 +340,6 @@ def test_a_backup_ended_by_a_signal_leaves_no_tool_and_no_partial_file(
             proc.kill()
     assert proc.returncode == 128 + sig, err
     assert f"{sig.name}: pg_dump of" in err
-    assert list(folder.iterdir()) == []
+    assert not folder.exists()  # no partial file, not the folder it made
     with pytest.raises(ProcessLookupError):
         os.kill(tool, 0)  # the stand-in is gone (and its sleep with it)
