@@ -16,7 +16,13 @@ import peewee
 
 from curator.errors import CuratorError
 from curator.store.db_choice import BUSY_TIMEOUT_S
-from curator.store.opening import DAMAGE_CODES, ReadOnlyError, StoreBusyError, StoreError
+from curator.store.opening import (
+    DAMAGE_CODES,
+    NO_ROOM_CODES,
+    ReadOnlyError,
+    StoreBusyError,
+    StoreError,
+)
 from curator.store.pg_connection import (
     DISK_FULL,
     LOCK_NOT_AVAILABLE,
@@ -112,7 +118,8 @@ def explain_database_error(
     if lock is not None:
         return lock
     name = _error_name(exc)
-    full = name.startswith("SQLITE_FULL") or sqlstate(exc) == DISK_FULL
+    # an index that could not grow is what a full disk does to a database being made
+    full = name.startswith(("SQLITE_FULL", *NO_ROOM_CODES)) or sqlstate(exc) == DISK_FULL
     if full or "disk is full" in str(exc).lower():
         return StoreError(
             f"database or disk is full: the {what} {outcome} ({path}); "

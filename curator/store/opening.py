@@ -188,6 +188,10 @@ DAMAGE_CODES = ("SQLITE_CORRUPT", "SQLITE_NOTADB")
 """The SQLite error names (and their extended forms) that mean the file is damaged; any
 other failure to read it is the disk's or the system's, not the file's."""
 
+NO_ROOM_CODES = ("SQLITE_IOERR_SHMSIZE",)
+"""The SQLite error names of an index (``-shm``) that could not grow: what a full disk
+does to a database being opened or made (SQLite's words for it: "disk I/O error")."""
+
 SIDE_FILES = ("-wal", "-shm", "-journal")
 """The files SQLite keeps beside a database it writes (named by its name plus these)."""
 
@@ -286,7 +290,12 @@ def check_file(path: Path, *, timeout: float = 5.0) -> FileCheck:
         if name and not name.startswith(DAMAGE_CODES):
             # The disk or the system failed the read (an I/O error, no memory, no room for
             # the -shm): not damage, which would send the person to an older backup.
-            raise StoreError(f"cannot read {path}: {exc}; it was not modified") from exc
+            why = (
+                f"{exc} (no room to make its -shm index: is the disk full?)"
+                if name.startswith(NO_ROOM_CODES)
+                else str(exc)
+            )
+            raise StoreError(f"cannot read {path}: {why}; it was not modified") from exc
         raise DamagedDatabaseError(path, _damage_text(exc)) from exc
     finally:
         conn.close()

@@ -513,6 +513,7 @@ def test_a_healthy_database_the_system_cannot_read_is_not_called_damaged(
         result = run_case(["--db", str(db), "stats"], Expect(code=2))
         assert "damaged" not in result.stderr and "restore" not in result.stderr, result.stderr
         assert "disk I/O error" in result.stderr and "upgrade" not in result.stderr
+        assert "is the disk full?" in result.stderr
     monkeypatch.undo()
     assert row_counts(db) == counts
     run_case(["--db", str(db), "stats"], Expect(code=0, db=db))

@@ -468,7 +468,7 @@ def test_a_full_disk_while_the_new_file_is_made_leaves_nothing(
             code, _, err = cli(capsys, "copy", db_url, str(dest))
     finally:
         source.close()
-    assert code == 2 and err.count("\n") == 1 and "disk I/O error" in err, err
+    assert code == 2 and err.count("\n") == 1 and "disk is full" in err, err
     assert not (tmp_path / "new").exists()
 
 
