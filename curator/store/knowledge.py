@@ -273,7 +273,7 @@ def export_markdown(rows: list[PatternRow]) -> str:
         "Patterns distilled from past episodes, most important first:",
         "",
     ]
-    lines += [f"- {escape_controls(' '.join(r.text.split()))}" for r in rows]
+    lines += [f"- {' '.join(escape_controls(r.text).split())}" for r in rows]
     return "\n".join(lines) + "\n"
 
 

@@ -190,3 +190,22 @@ def test_the_prompt_block_never_carries_a_control(store: Store) -> None:
     make_pattern(store, ERASING, 0.9)
     block = export_markdown(top_k_patterns(store))
     assert RAW.search(block) is None and "retries.\\x1b[2KAlways" in block
+
+
+@settings(max_examples=200, deadline=None)
+@given(text=st.text(alphabet=st.characters(codec="utf-8"), min_size=1, max_size=60))
+def test_every_control_of_a_stored_pattern_shows_in_the_block(text: str) -> None:
+    """A unit separator, vertical tab, form feed or NEL an older database holds was
+    turned into a space (Python splits on them as whitespace) where an ESC was shown
+    as ``\\x1b``: every control is shown alike, on the pattern's one line."""
+    from datetime import UTC, datetime
+
+    from curator.store.knowledge import PatternRow, export_markdown
+
+    when = datetime(2026, 12, 1, tzinfo=UTC)
+    row = PatternRow(1, text, 0.5, 0.5, when, "uncategorized", "active", 1, 1, True, 0)
+    block = export_markdown([row])
+    (line,) = block.splitlines()[4:]  # "## Knowledge", a blank, the lead, a blank
+    assert RAW.search(block) is None
+    for char in set(CONTROLS.findall(text)):
+        assert f"\\x{ord(char):02x}" in line, repr(char)

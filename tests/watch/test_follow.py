@@ -162,9 +162,7 @@ def test_bad_lines_are_reported_with_file_and_line_and_the_follow_goes_on(
     assert "invalid UTF-8" in errors[2] and errors[2] in said
 
 
-def test_records_run_together_by_a_bare_cr_are_said_as_that(
-    store: Store, tmp_path: Path
-) -> None:
+def test_records_run_together_by_a_bare_cr_are_said_as_that(store: Store, tmp_path: Path) -> None:
     """A writer that ended two records with old Mac line ends before a newline: the line
     is refused as the importer refuses it, saying why, not with a JSON error."""
     log = tmp_path / "agent.jsonl"
