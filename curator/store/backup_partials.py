@@ -37,7 +37,7 @@ try:
 except ImportError:  # pragma: no cover - not POSIX
     fcntl = None  # type: ignore[assignment]
 
-__all__ = ["ClaimTaken", "claimed", "sweep_stale", "sweep_stale_restores"]
+__all__ = ["ClaimTaken", "claimed", "created_in_folder", "sweep_stale", "sweep_stale_restores"]
 
 _STAMP = re.compile(r"\d{8}T\d{12}Z")
 """The time in a backup's name (:func:`curator.store.backup.backup_stamp`)."""
@@ -86,6 +86,27 @@ _NO_LINKS = frozenset({errno.EPERM, errno.EOPNOTSUPP, errno.ENOTSUP, errno.EMLIN
 """What ``link`` says on a file system without hard links (FAT, some network mounts)."""
 
 
+_FOLDER_TRIES = 5
+"""How often a file is created again in a folder that vanished meanwhile."""
+
+
+def created_in_folder(path: Path) -> int:
+    """``os.open(path)`` created exclusively, its folder made again where it vanished.
+
+    Two backups into one new ``--dir``: the first made the folder, the second found it
+    made and waited for its database's lock; the first then failed and took back the
+    folder it made, still empty (:func:`curator.store.opened_file.folders_taken_back`),
+    and the second failed on "No such file or directory". Once this file is in it, the
+    folder is not empty, and no take-back removes it."""
+    flags = os.O_RDWR | os.O_CREAT | os.O_EXCL
+    for _ in range(_FOLDER_TRIES - 1):
+        try:
+            return os.open(path, flags, 0o644)
+        except FileNotFoundError:
+            path.parent.mkdir(parents=True, exist_ok=True)
+    return os.open(path, flags, 0o644)
+
+
 def _created_locked(partial: Path) -> int:
     """A descriptor of ``partial``, created (``FileExistsError`` where it exists) and
     locked before any other process can open it by its name.
@@ -99,9 +120,9 @@ def _created_locked(partial: Path) -> int:
     ``.claim-…`` file beside it. Where the file system has no hard links, the file is
     created in place and locked at once, as before."""
     if fcntl is None:
-        return os.open(partial, os.O_RDWR | os.O_CREAT | os.O_EXCL, 0o644)
+        return created_in_folder(partial)
     private = partial.with_name(f".claim-{secrets.token_hex(8)}")  # short: any name fits
-    fd = os.open(private, os.O_RDWR | os.O_CREAT | os.O_EXCL, 0o644)
+    fd = created_in_folder(private)
     try:
         fcntl.flock(fd, fcntl.LOCK_EX)
         try:

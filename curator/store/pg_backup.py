@@ -47,6 +47,7 @@ from curator.errors import CuratorError
 from curator.store.backup import BackupCancelled, BackupResult, backup_stamp
 from curator.store.backup_identity import DATABASE_ID_KEY, read_database_id
 from curator.store.backup_listing import BACKUP_DIR_NAME, backup_problem
+from curator.store.backup_partials import created_in_folder
 from curator.store.backup_schedule import RECENT, STAMP_FORMAT, backups_to_keep
 from curator.store.copy import copy_database, open_apart
 from curator.store.db import Store
@@ -245,6 +246,8 @@ def _back_up_into(
     final = folder / (name + suffix)
     partial = folder / (name + ".partial")
     try:
+        # the name taken at once: a folder holding it is no other failed run's to take back
+        os.close(created_in_folder(partial))
         if pg_dump:
             url, env = _tool_env(str(store.db.database))
             what = f"pg_dump of {store.location}"

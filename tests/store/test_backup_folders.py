@@ -137,3 +137,21 @@ def test_a_postgresql_backup_that_fails_leaves_no_folder_it_made(
     finally:
         store.close()
     assert not (tmp_path / "new").exists()
+
+
+def test_a_claim_in_a_folder_another_run_took_back_makes_it_again(tmp_path: Path) -> None:
+    """Two backups into one new folder: the first failed and took back the folder it
+    made while the second, which found it made, waited for its database; the second
+    then failed on "No such file or directory". Its file now makes the folder again (and
+    once the file is in it, the folder is no longer empty: no take-back removes it)."""
+    from curator.store.backup_partials import claimed
+    from curator.store.opened_file import folders_taken_back
+
+    folder = tmp_path / "new" / "backups"
+    partial = folder / "curator.sqlite-20261207T000000.000000Z.partial"
+    with pytest.raises(OSError), folders_taken_back(folder):  # the first run
+        folder.mkdir(parents=True)
+        raise OSError("no space left on device")
+    assert not (tmp_path / "new").exists()
+    with claimed(partial):  # the second, which had found the folder there
+        assert partial.is_file()
