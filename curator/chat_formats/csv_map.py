@@ -67,22 +67,17 @@ def parse_mapping(text: str) -> dict[str, str]:
     return mapping
 
 
-_LINE_END = re.compile(r"\r\n?|\n")
-"""A line end as the reader's ``newline=""`` stream ends a line: ``\\r\\n``, ``\\n`` or
-a bare ``\\r`` (old Mac line ends)."""
-
-
 def header_of(text: str) -> list[str] | None:
     """The header row when ``text`` (the file's start) reads as CSV with 2+ columns.
 
-    Its first line ends where the reader's does (:data:`_LINE_END`): split on ``\\n``
-    only, a file with bare CR line ends was one long "header" and was not taken for CSV,
-    though ``--format csv`` read it."""
-    first = _LINE_END.split(text.lstrip("\ufeff"), maxsplit=1)[0]
-    if not first or first.lstrip()[:1] in ("{", "["):
+    Its first record is read as the reader reads it, not as the text up to a ``\n``: a
+    file with bare CR line ends was one long "header" and was not taken for CSV, though
+    ``--format csv`` read it, and a quoted header cell may hold a line end itself."""
+    start = text.lstrip("\ufeff")
+    if start.lstrip()[:1] in ("{", "["):
         return None
     try:
-        row = next(csv.reader([first]))
+        row = next(csv.reader(io.StringIO(start, newline="")))
     except (csv.Error, StopIteration):
         return None
     return row if len(row) >= 2 and all(cell.strip() for cell in row) else None

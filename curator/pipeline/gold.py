@@ -51,11 +51,11 @@ from curator.store.db import Store
 from curator.store.engine import in_chunks
 from curator.store.episode_records import ParsedEpisode, content_hash, episode_from_object
 from curator.store.json_source import (
+    BARE_CR,
     LineError,
     _BadLine,
     _check_depth_and_text,
     _decode,
-    _loads,
     _loads_line,
     _open_regular,
     _type_name,
@@ -255,8 +255,11 @@ set's own: kind, content_hash, human_label)."""
 def _read_header(path: Path, first: bytes) -> None:
     """Refuse, as a whole, a file that is not a gold set this version can read."""
     try:
-        header = _loads(_decode(first.rstrip(b"\r\n"), True))
-    except _BadLine:
+        text = _decode(first.rstrip(b"\r\n"), True)
+        header = _loads_line(text)
+    except _BadLine as exc:
+        if str(exc) == BARE_CR:  # every line in one: said as such, not "not a gold set"
+            raise CuratorError(f"{path}:1: {BARE_CR}") from None
         header = None
     if not isinstance(header, dict) or header.get("format") != FORMAT:
         raise CuratorError(f"{path} is not a gold set (line 1 is not its header)")

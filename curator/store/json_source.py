@@ -12,6 +12,7 @@ importer's.
 
 from __future__ import annotations
 
+import itertools
 import json
 import math
 import re
@@ -161,25 +162,44 @@ _STRING_OR_CR = re.compile(r'"(?:[^"\\]+|\\.)*"?|\r', re.DOTALL)
 outside any string."""
 
 
-def _has_bare_cr(text: str) -> bool:
-    """Whether ``text`` (one line, its line end stripped) holds a carriage return outside
-    its JSON strings: a line end that JSON Lines does not split on (as the log follower
-    says of a file that ends no line). A CR inside a string is not one: valid JSON escapes
-    it, and a raw one there is invalid JSON that a new line end would not mend."""
+def run_together(text: str) -> bool:
+    """Whether ``text`` (one line, its line end stripped) is records run together by bare
+    carriage returns: a CR outside its JSON strings parts it into two or more pieces that
+    hold something, one of which at least is a JSON value on its own.
+
+    A CR inside a string is not a line end (valid JSON escapes it, and a raw one there
+    is invalid JSON that a new line end would not mend), and a CR between the tokens of
+    one record is JSON whitespace: a line whose error lies elsewhere (a duplicate key, a
+    NaN, a missing comma) keeps its own error, which converting the line ends would not
+    mend either."""
     if "\r" not in text:
         return False
-    return any(m.group() == "\r" for m in _STRING_OR_CR.finditer(text))
+    cuts = [m.start() for m in _STRING_OR_CR.finditer(text) if m.group() == "\r"]
+    pieces = [
+        piece
+        for piece in (text[i + 1 : j] for i, j in itertools.pairwise([-1, *cuts, len(text)]))
+        if piece.strip()
+    ]
+    return len(pieces) > 1 and any(map(_is_json, pieces))
+
+
+def _is_json(text: str) -> bool:
+    try:
+        _loads(text)
+    except _BadLine:
+        return False
+    return True
 
 
 def _loads_line(text: str) -> Any:
-    """One line of JSON Lines decoded strictly (:func:`_loads`); a line that fails and
-    holds a bare carriage return outside its strings is records run together by old Mac
-    line ends, and says so (:data:`BARE_CR`) instead of its JSON error. A CR between the
-    tokens of one record is JSON whitespace: such a line that decodes is read as any."""
+    """One line of JSON Lines decoded strictly (:func:`_loads`); a line that fails and is
+    records run together by old Mac line ends (:func:`run_together`) says so
+    (:data:`BARE_CR`) instead of its JSON error. A CR between the tokens of one record is
+    JSON whitespace: such a line that decodes is read as any."""
     try:
         return _loads(text)
     except _BadLine:
-        if _has_bare_cr(text):
+        if run_together(text):
             raise _BadLine(BARE_CR) from None
         raise
 

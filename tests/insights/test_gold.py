@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from curator.cli import main
+from curator.errors import CuratorError
 from curator.pipeline.gold import export_gold, import_gold
 from curator.pipeline.insights import compute_insights
 from curator.pipeline.labels import relabel, undo_last_relabel
@@ -174,3 +175,24 @@ def test_one_undo_takes_back_every_label_a_gold_import_set(
         assert Episode.select().where(Episode.human_label.is_null(False)).count() == 0
     finally:
         target.close()
+
+
+def test_a_gold_set_with_bare_cr_line_ends_says_so(
+    reviewed: tuple[Store, Reviewed], tmp_path: Path
+) -> None:
+    """Every line of a gold set ended by old Mac line ends is one line: "not a gold set"
+    sent its person looking for another file, where the fix is to convert the line ends.
+    One record's CR inside a line keeps that line's own error."""
+    source, _ = reviewed
+    gold = tmp_path / "gold.jsonl"
+    _export(source, gold)
+    whole = gold.read_bytes()
+    crs = tmp_path / "gold-cr.jsonl"
+    crs.write_bytes(whole.replace(b"\n", b"\r"))
+    with pytest.raises(CuratorError, match=r"gold-cr\.jsonl:1: records on this line end in a bare"):
+        import_gold(source, crs)
+    first, _, rest = whole.partition(b"\n")
+    spaced = tmp_path / "gold-spaced.jsonl"
+    spaced.write_bytes(first + b"\n" + b'{"kind": "episode",\r"kind": "episode"}\n' + rest)
+    report = import_gold(source, spaced)
+    assert [e.split(": ", 1)[1] for e in map(str, report.errors)] == ["duplicate key 'kind'"]

@@ -131,6 +131,26 @@ def test_bare_cr_between_records_after_a_string_holding_cr(store: Store, tmp_pat
     assert [(e.line, is_bare_cr_reason(e.reason)) for e in report.errors] == [(1, True)]
 
 
+@pytest.mark.parametrize(
+    ("line", "reason"),
+    [
+        (b'\r{"content": "c", "content": "d"}', "duplicate key 'content'"),  # LF-CR line ends
+        (b'{"content": "a",\r"x": NaN}', "NaN"),
+        (b'{"content": "a"\r"source": "b"}', "invalid JSON"),  # a comma missing
+        (b"{'content': 'single quotes'}\r", "invalid JSON"),
+    ],
+)
+def test_a_cr_inside_one_bad_record_keeps_the_record_s_own_error(
+    store: Store, tmp_path: Path, line: bytes, reason: str
+) -> None:
+    """A CR that parts no two records is whitespace, and the record's own error stands:
+    the line-end hint there advised a conversion after which the line still failed."""
+    path = tmp_path / "one.jsonl"
+    path.write_bytes(line + b"\n")
+    (error,) = import_file(store, path).errors
+    assert reason in error.reason and not is_bare_cr_reason(error.reason), error.reason
+
+
 def test_other_bad_lines_keep_their_reason(store: Store, tmp_path: Path) -> None:
     path = tmp_path / "bad.jsonl"
     path.write_bytes(b'{"content": "ok"}\r\n{"content": 5}\r\nnot json\r\n')
@@ -233,6 +253,21 @@ def test_csv_bad_row_is_numbered_the_same_with_any_line_end(
     code, _, err = run(capsys, "--db", str(db), "--create", "import", str(path), "--map", CSV_MAP)
     assert code == 1
     assert f"{path}:3: has 2 cells, the header has 3" in err
+
+
+@pytest.mark.parametrize("end", ["\n", "\r\n", "\r"], ids=["lf", "crlf", "cr"])
+def test_a_quoted_header_cell_holding_a_line_end_is_still_csv(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], end: str
+) -> None:
+    """The header found by content is the reader's first record: cut at the first CR,
+    a quoted header cell holding one made the file no CSV, read as JSON Lines."""
+    path = tmp_path / "log.csv"
+    path.write_bytes(end.join(['"note\rtitle",content,source', "hello there,x,a", ""]).encode())
+    db = tmp_path / "csv.sqlite"
+    code, out, err = run(capsys, "--db", str(db), "--create", "--json", "import", str(path))
+    assert (code, err) == (0, "")
+    doc = json.loads(out)
+    assert (doc["imported"], doc["files"][0]["format"]) == (1, "csv")
 
 
 # -- properties ---------------------------------------------------------------------------
