@@ -134,8 +134,10 @@ class Made:
 
     @classmethod
     def before_opening(cls, path: Path) -> Made:
-        # a link to nothing: the open makes the file it names (SQLite follows links)
-        made = Path(os.path.realpath(path)) if os.path.islink(path) else path
+        # Where the open makes it: a link to nothing names the file it points to (SQLite
+        # follows links), and ``new/../db`` is ``db`` beside ``new``, which the store's own
+        # take-back of the folders it made (``new``) removes before this one runs.
+        made = Path(os.path.realpath(path))
         missing = tuple(p for p in (made, *made.parents) if not os.path.lexists(p))
         with contextlib.suppress(OSError):
             if path.is_file() and path.stat().st_size == 0:

@@ -220,3 +220,19 @@ def test_a_command_the_full_disk_stops_as_it_makes_the_database_leaves_nothing(
     assert code == 2 and err.count("\n") == 1, err
     assert "disk is full" in err and "free some space" in err, err  # not "disk I/O error"
     assert sorted(p.name for p in tmp_path.iterdir()) == ["notes.jsonl"]
+
+
+def test_a_database_named_through_a_missing_folder_and_dots_is_taken_back(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``--db X/new/../d.sqlite``: the open makes ``new`` to reach ``d.sqlite`` beside it,
+    and a full disk stops it. The store removed ``new`` again, and the command's take-back
+    then looked for the file through the folder no longer there: it stayed, with its side
+    files, under a message saying nothing changed."""
+    notes = tmp_path / "notes.jsonl"
+    notes.write_text('{"content": "hello"}\n', encoding="utf-8")
+    database = tmp_path / "new" / ".." / "d.sqlite"
+    with files_limited_to(12_288):
+        code = main(["--db", str(database), "import", str(notes)])
+    assert code == 2 and "disk is full" in capsys.readouterr().err
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["notes.jsonl"]
