@@ -368,13 +368,15 @@ class Store:
             self._rollback_if_open(exc)
             settle_wal(self.db)
             raise
-        marker = db.transaction()
-        db.push_transaction(marker)
-        conn = db.connection()
-        # PostgreSQL keeps no count of changed rows: every write transaction counts
-        changes_before = getattr(conn, "total_changes", None)
         bumped = False
         try:
+            # Inside the try: a Ctrl-C between the push and the try left the transaction
+            # pushed and begun, and the open that ran it then failed to close the database
+            # ("transaction is open") instead of stopping, its new file not taken back.
+            db.push_transaction(db.transaction())
+            conn = db.connection()
+            # PostgreSQL keeps no count of changed rows: every write transaction counts
+            changes_before = getattr(conn, "total_changes", None)
             yield
             if changes_before is None or conn.total_changes != changes_before:
                 self.dialect.announce(db)  # before the bump: it names the tables written
@@ -384,7 +386,8 @@ class Store:
             # the work with it, reported as done
             self.check_same_file()
         except BaseException as exc:
-            db.pop_transaction()
+            if db.transaction_depth() > 0:  # this one's, pushed: none was open before it
+                db.pop_transaction()
             self._rollback_if_open(exc)
             if isinstance(exc, FileReplacedError):
                 settle_wal(self.db)
