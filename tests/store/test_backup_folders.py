@@ -14,13 +14,12 @@ from pathlib import Path
 import pytest
 from store.file_limit import files_limited_to
 
-from curator.cli import main
 from curator.errors import CuratorError
 from curator.store.backup import BackupCancelled, take_backup
 from curator.store.db import Store
 from curator.store.demo import create_demo
 from curator.store.pg_backup import take_pg_backup
-from tests.store.test_copy import fill
+from tests.store.test_copy import cli, fill
 
 
 @pytest.fixture
@@ -30,15 +29,6 @@ def demo_db(tmp_path: Path) -> Path:
     with Store(path) as store:
         create_demo(store)
     return path
-
-
-def cli(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
-    try:
-        code = main(list(argv))
-    except SystemExit as exc:
-        code = int(exc.code or 0)
-    out, err = capsys.readouterr()
-    return code, out, err
 
 
 def _tree(folder: Path) -> list[str]:
